@@ -1,0 +1,2 @@
+mod bench;
+fn main() {}

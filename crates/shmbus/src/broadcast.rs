@@ -1,0 +1,736 @@
+//! The broadcast bus: one publisher, any number of subscribers, stamped slots.
+//!
+//! # Invariants
+//! - Slot `i` (of `capacity`, a power of two) lives at
+//!   `data_offset + i * slot_size` and carries sequence numbers `s` with
+//!   `s & (capacity - 1) == i`. Its first 8 bytes are the stamp, then the
+//!   payload, padded with zeros to a multiple of 8 bytes.
+//! - Stamp encoding, all arithmetic wrapping mod 2^64: `2s + 1` while sequence
+//!   `s` is being written, `2s + 2` once it is complete. A new bus whose first
+//!   sequence is `f` starts every stamp at `2f`, "complete up to f - 1", so
+//!   the encoding needs no special empty value and crosses u64::MAX like any
+//!   other number. Readers compare stamps by their signed wrapping distance.
+//! - Only the publisher (the holder of the publisher lock) writes stamps,
+//!   payloads and the cursor. The cursor is the next sequence to be written;
+//!   it is stored after the stamp, so `cursor > s` implies slot `s` was
+//!   complete (and perhaps overwritten since).
+//! - Subscribers never write the data pages (they map them read-only), keep
+//!   their cursor in their own memory, and touch one slot line per message.
+//!
+//! # Algorithm
+//! A seqlock per slot, after Boehm, "Can seqlocks get along with programming
+//! language memory models?" (MSPC 2012), with the stamp in the slot as in
+//! photon-ring and Disruptor-style broadcast rings. The payload is copied
+//! with 64-bit atomic loads and stores ("atomic stripes"), so the racing copy
+//! a seqlock makes is defined behaviour; a reader that raced a writer throws
+//! its copy away and never returns it.
+//!
+//! `publish_with` gives its closure a publisher-local staging copy, not the
+//! slot itself: a plain `&mut T` into memory other processes are reading at
+//! the same moment would be a data race, and the staging copy stays in the
+//! publisher's L1 cache, so the cost is one extra copy of a hot line.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytemuck::Pod;
+
+use crate::error::TypeFingerprint;
+use crate::layout::{control, Header};
+use crate::region::{HeapRegion, Region};
+use crate::sync::{fence, AtomicU64, Ordering};
+use crate::wait::{self, WaitStrategy};
+
+/// What a receive found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received<T> {
+    /// The next message.
+    Message(T),
+    /// The publisher overwrote `skipped` messages before this subscriber read
+    /// them; the cursor now points at the oldest message still in the ring.
+    /// Over a subscriber's life, messages delivered plus all `skipped` equal
+    /// the messages published since it started, exactly.
+    Lagged {
+        /// How many messages were lost.
+        skipped: u64,
+    },
+}
+
+/// Where a new subscriber starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Start {
+    /// The newest message already published, then everything after it.
+    Latest,
+    /// The oldest message still in the ring.
+    Oldest,
+    /// Only messages published after it joined.
+    #[default]
+    Next,
+}
+
+#[inline]
+fn done(seq: u64) -> u64 {
+    seq.wrapping_mul(2).wrapping_add(2)
+}
+
+#[inline]
+fn writing(seq: u64) -> u64 {
+    seq.wrapping_mul(2).wrapping_add(1)
+}
+
+/// `a - b` as a signed distance; sequences within 2^62 of each other.
+#[inline]
+fn ahead(a: u64, b: u64) -> i64 {
+    a.wrapping_sub(b) as i64
+}
+
+/// What one attempt to read a slot found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The payload of the expected sequence is in the buffer, whole.
+    Read,
+    /// Not written yet (or being written).
+    Empty,
+    /// Overwritten: the slot holds (or is being written with) `newer`.
+    Lapped { newer: u64 },
+}
+
+/// The slot protocol over any region. Both sides use it; which methods a
+/// side may call is the publisher/subscriber split below.
+pub(crate) struct Ring<R> {
+    region: R,
+    geo: Geometry,
+}
+
+/// The numbers a ring computes offsets from, taken from a validated header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    mask: u64,
+    capacity: u64,
+    slot_size: usize,
+    msg_size: usize,
+    payload_words: usize,
+    data_offset: usize,
+    control_offset: usize,
+    first_seq: u64,
+}
+
+impl Geometry {
+    fn of(h: &Header) -> Geometry {
+        Geometry {
+            mask: h.capacity - 1,
+            capacity: h.capacity,
+            slot_size: h.slot_size as usize,
+            msg_size: h.msg.size as usize,
+            payload_words: (h.msg.size as usize).div_ceil(8),
+            data_offset: h.data_offset as usize,
+            control_offset: h.control_offset as usize,
+            first_seq: h.first_seq,
+        }
+    }
+}
+
+impl<R: Region> Ring<R> {
+    /// A ring over a region whose header has been validated (or just built).
+    pub(crate) fn new(region: R, h: &Header) -> Ring<R> {
+        Ring {
+            region,
+            geo: Geometry::of(h),
+        }
+    }
+
+    pub(crate) fn with_geometry(region: R, geo: Geometry) -> Ring<R> {
+        Ring { region, geo }
+    }
+
+    pub(crate) fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    pub(crate) fn region(&self) -> &R {
+        &self.region
+    }
+
+    #[inline]
+    fn control(&self, field: usize) -> usize {
+        self.geo.control_offset + field
+    }
+
+    /// Byte offset of a control-page field in the region.
+    pub(crate) fn control_field(&self, field: usize) -> usize {
+        self.control(field)
+    }
+
+    pub(crate) fn data_offset(&self) -> usize {
+        self.geo.data_offset
+    }
+
+    /// Where a publisher attaching after another one continues, and bumps the
+    /// epoch. If the last publisher died after completing slot `cursor` but
+    /// before advancing the cursor, a reader may already have that message,
+    /// so the number is not reused; if it died mid-write (odd stamp), no
+    /// reader can have it, and the slot is written again under that number.
+    /// New publisher only, holding the publisher lock.
+    pub(crate) fn resume(&self) -> u64 {
+        let head = self.head();
+        let next = if self.stamp(head).load(Ordering::Acquire) == done(head) {
+            head.wrapping_add(1)
+        } else {
+            head
+        };
+        // Release, paired with the Acquire cursor loads in `head`.
+        self.cursor().store(next, Ordering::Release);
+        self.region
+            .word(self.control(control::EPOCH))
+            .fetch_add(1, Ordering::AcqRel);
+        next
+    }
+
+    #[inline]
+    fn slot_offset(&self, seq: u64) -> usize {
+        self.geo.data_offset + (seq & self.geo.mask) as usize * self.geo.slot_size
+    }
+
+    #[inline]
+    fn stamp(&self, seq: u64) -> &AtomicU64 {
+        self.region.word(self.slot_offset(seq))
+    }
+
+    #[inline]
+    fn payload(&self, seq: u64) -> &[AtomicU64] {
+        self.region
+            .words(self.slot_offset(seq) + 8, self.geo.payload_words)
+    }
+
+    #[inline]
+    pub(crate) fn cursor(&self) -> &AtomicU64 {
+        self.region.word(self.control(control::CURSOR))
+    }
+
+    pub(crate) fn epoch(&self) -> u64 {
+        self.region
+            .word(self.control(control::EPOCH))
+            .load(Ordering::Acquire)
+    }
+
+    /// Sets every stamp to "complete up to first_seq - 1" and the cursor to
+    /// `first_seq`. Creator only, before the magic is published.
+    pub(crate) fn init(&self) {
+        let empty = self.geo.first_seq.wrapping_mul(2);
+        for i in 0..self.geo.capacity {
+            self.stamp(i).store(empty, Ordering::Relaxed);
+        }
+        self.cursor().store(self.geo.first_seq, Ordering::Relaxed);
+        self.region
+            .word(self.control(control::EPOCH))
+            .store(1, Ordering::Relaxed);
+    }
+
+    /// Writes sequence `seq` from `src` (at most `msg_size` bytes; the rest of
+    /// the payload is zeroed), then advances the cursor and wakes sleepers.
+    /// Publisher only; `seq` is the cursor.
+    #[inline]
+    pub(crate) fn write(&self, seq: u64, src: &[u8]) {
+        debug_assert!(src.len() <= self.geo.msg_size);
+        let stamp = self.stamp(seq);
+        stamp.store(writing(seq), Ordering::Relaxed);
+        // Release fence, paired with the reader's Acquire fence in `read`: a
+        // reader whose copy saw any word stored below will see at least
+        // `writing(seq)` when it re-loads the stamp, and discard the copy.
+        fence(Ordering::Release);
+        let words = self.payload(seq);
+        let mut chunks = src.chunks_exact(8);
+        let mut i = 0;
+        for chunk in &mut chunks {
+            let w = u64::from_ne_bytes(chunk.try_into().expect("8-byte chunk"));
+            words[i].store(w, Ordering::Relaxed);
+            i += 1;
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            words[i].store(u64::from_ne_bytes(last), Ordering::Relaxed);
+            i += 1;
+        }
+        for w in &words[i..] {
+            w.store(0, Ordering::Relaxed);
+        }
+        // Release, paired with the Acquire first load of the stamp in `read`:
+        // a reader that sees `done(seq)` sees the whole payload.
+        stamp.store(done(seq), Ordering::Release);
+        // Release, paired with the Acquire cursor loads in `head`: a reader
+        // that sees the cursor past `seq` sees slot `seq` complete (or newer).
+        self.cursor().store(seq.wrapping_add(1), Ordering::Release);
+        self.wake_sleepers();
+    }
+
+    /// The publisher half of the sleep protocol in `wait`.
+    #[inline]
+    fn wake_sleepers(&self) {
+        // SeqCst fence, paired with the sleeper's SeqCst fence in `sleep`
+        // (Dekker): the sleeper registered in WAITERS is seen here, or the
+        // sleeper's re-check sees the stamp just stored.
+        fence(Ordering::SeqCst);
+        let waiters = self.region.word32(self.control(control::WAITERS));
+        if waiters.load(Ordering::Relaxed) != 0 {
+            let futex = self.region.word32(self.control(control::FUTEX));
+            // Release, paired with the sleeper's Acquire load of FUTEX.
+            futex.fetch_add(1, Ordering::Release);
+            wait::futex_wake_all(futex);
+        }
+    }
+
+    /// Reads sequence `seq` into `dst` (exactly `msg_size` bytes).
+    #[inline]
+    pub(crate) fn read(&self, seq: u64, dst: &mut [u8]) -> Slot {
+        debug_assert_eq!(dst.len(), self.geo.msg_size);
+        let stamp = self.stamp(seq);
+        let want = done(seq);
+        // Acquire, paired with the publisher's Release store of `done(seq)`.
+        let before = stamp.load(Ordering::Acquire);
+        if before != want {
+            return self.classify(seq, before);
+        }
+        let words = self.payload(seq);
+        let mut chunks = dst.chunks_exact_mut(8);
+        let mut i = 0;
+        for chunk in &mut chunks {
+            chunk.copy_from_slice(&words[i].load(Ordering::Relaxed).to_ne_bytes());
+            i += 1;
+        }
+        let rest = chunks.into_remainder();
+        if !rest.is_empty() {
+            let last = words[i].load(Ordering::Relaxed).to_ne_bytes();
+            rest.copy_from_slice(&last[..rest.len()]);
+        }
+        // Acquire fence, paired with the publisher's Release fence in `write`:
+        // if any word copied above came from a later write, the re-load below
+        // sees that write's stamp (or a newer one).
+        fence(Ordering::Acquire);
+        let after = stamp.load(Ordering::Relaxed);
+        if after == want {
+            Slot::Read
+        } else {
+            self.classify(seq, after)
+        }
+    }
+
+    /// What a stamp other than `done(seq)` means to a reader of `seq`.
+    #[inline]
+    fn classify(&self, seq: u64, stamp: u64) -> Slot {
+        let d = ahead(stamp, done(seq));
+        if d < 0 {
+            // `writing(seq)` (d = -1) or an older lap: not there yet.
+            Slot::Empty
+        } else {
+            // 2t+2 or 2t+1 for some t >= seq + capacity.
+            Slot::Lapped {
+                newer: seq.wrapping_add(((d + 1) / 2) as u64),
+            }
+        }
+    }
+
+    /// The next sequence the publisher will write. Acquire, paired with the
+    /// Release cursor store in `write`.
+    #[inline]
+    pub(crate) fn head(&self) -> u64 {
+        self.cursor().load(Ordering::Acquire)
+    }
+
+    /// The oldest sequence a reader that was lapped by `newer` can still get.
+    fn oldest_after_lap(&self, newer: u64) -> u64 {
+        let by_slot = newer.wrapping_add(1).wrapping_sub(self.geo.capacity);
+        let by_head = self.head().wrapping_sub(self.geo.capacity);
+        if ahead(by_head, by_slot) > 0 {
+            by_head
+        } else {
+            by_slot
+        }
+    }
+
+    /// Where a subscriber starting now begins.
+    pub(crate) fn start_at(&self, start: Start) -> u64 {
+        let head = self.head();
+        let published = head.wrapping_sub(self.geo.first_seq);
+        match start {
+            Start::Next => head,
+            Start::Latest => head.wrapping_sub(published.min(1)),
+            Start::Oldest => head.wrapping_sub(published.min(self.geo.capacity)),
+        }
+    }
+
+    /// One step of a subscriber at `*pos`.
+    #[inline]
+    pub(crate) fn poll(&self, pos: &mut u64, dst: &mut [u8]) -> Poll {
+        match self.read(*pos, dst) {
+            Slot::Read => {
+                *pos = pos.wrapping_add(1);
+                Poll::Message
+            }
+            Slot::Empty => Poll::Empty,
+            Slot::Lapped { newer } => {
+                let to = self.oldest_after_lap(newer);
+                let skipped = to.wrapping_sub(*pos);
+                *pos = to;
+                Poll::Lagged(skipped)
+            }
+        }
+    }
+
+    /// The newest complete message, without moving any cursor.
+    pub(crate) fn latest(&self, dst: &mut [u8]) -> Option<u64> {
+        loop {
+            let head = self.head();
+            if head == self.geo.first_seq {
+                return None;
+            }
+            let seq = head.wrapping_sub(1);
+            if self.read(seq, dst) == Slot::Read {
+                return Some(seq);
+            }
+            // Lapped while copying: the publisher has moved on; take the new
+            // newest. Each retry means at least `capacity` new messages.
+            crate::sync::spin_loop();
+        }
+    }
+
+    /// The subscriber half of the sleep protocol in `wait`: registers as a
+    /// waiter, re-checks, sleeps if the publisher is still at `pos`.
+    pub(crate) fn sleep(&self, pos: u64, timeout: Option<Duration>) {
+        let waiters = self.region.word32(self.control(control::WAITERS));
+        let futex = self.region.word32(self.control(control::FUTEX));
+        waiters.fetch_add(1, Ordering::SeqCst);
+        // Acquire, paired with the publisher's Release fetch_add on FUTEX.
+        let seen = futex.load(Ordering::Acquire);
+        // SeqCst fence, paired with the one in `wake_sleepers`: if the
+        // publisher missed our registration, we see its cursor store here.
+        fence(Ordering::SeqCst);
+        if self.cursor().load(Ordering::Relaxed) == pos {
+            wait::futex_wait(futex, seen, timeout);
+        }
+        waiters.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Polls at `*pos` until something is there or the deadline passes,
+    /// waiting between polls as `strategy` says.
+    pub(crate) fn poll_wait(
+        &self,
+        pos: &mut u64,
+        dst: &mut [u8],
+        strategy: WaitStrategy,
+        deadline: Option<Instant>,
+    ) -> Poll {
+        let mut backoff = wait::Backoff::new(strategy, deadline);
+        loop {
+            match self.poll(pos, dst) {
+                Poll::Empty => {}
+                found => return found,
+            }
+            match backoff.next() {
+                wait::Step::Spin => crate::sync::spin_loop(),
+                wait::Step::Yield => crate::sync::yield_now(),
+                wait::Step::Sleep(left) => self.sleep(*pos, left),
+                wait::Step::TimedOut => return Poll::Empty,
+            }
+        }
+    }
+}
+
+/// The outcome of one subscriber step, without the payload.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Poll {
+    Message,
+    Lagged(u64),
+    Empty,
+}
+
+/// Writes `T` messages to a bus. Exactly one per bus at a time.
+pub struct Publisher<T: Pod, R: Region = crate::DefaultRegion> {
+    pub(crate) ring: Ring<R>,
+    next: u64,
+    staging: T,
+}
+
+/// Reads `T` messages from a bus; each subscriber has its own cursor.
+pub struct Subscriber<T: Pod, R: Region = crate::DefaultRegion> {
+    pub(crate) ring: Ring<R>,
+    pos: u64,
+    wait: WaitStrategy,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Pod, R: Region> Publisher<T, R> {
+    pub(crate) fn from_parts(ring: Ring<R>, next: u64) -> Self {
+        Publisher {
+            ring,
+            next,
+            staging: T::zeroed(),
+        }
+    }
+
+    /// Publishes one message, overwriting the oldest if the ring is full.
+    /// Never waits; makes no system call unless a subscriber sleeps.
+    #[inline]
+    pub fn publish(&mut self, msg: &T) {
+        self.ring.write(self.next, bytemuck::bytes_of(msg));
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// Publishes a message built by `fill`, which gets the previously
+    /// published message (zeroed before the first) to change in place.
+    #[inline]
+    pub fn publish_with(&mut self, fill: impl FnOnce(&mut T)) {
+        fill(&mut self.staging);
+        self.ring
+            .write(self.next, bytemuck::bytes_of(&self.staging));
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// The sequence number the next message will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// This publisher's generation: 1 for the creator, +1 per re-attach.
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> u64 {
+        self.ring.geo.capacity
+    }
+}
+
+impl<T: Pod, R: Region> Subscriber<T, R> {
+    pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
+        let pos = ring.start_at(start);
+        Subscriber {
+            ring,
+            pos,
+            wait,
+            _type: PhantomData,
+        }
+    }
+
+    /// The next message, a lag report, or `None` if nothing new is there.
+    /// Never blocks.
+    #[inline]
+    pub fn try_recv(&mut self) -> Option<Received<T>> {
+        let mut msg = T::zeroed();
+        match self
+            .ring
+            .poll(&mut self.pos, bytemuck::bytes_of_mut(&mut msg))
+        {
+            Poll::Message => Some(Received::Message(msg)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// Waits for the next message or lag report, with the wait strategy.
+    /// Waits forever if nothing is ever published.
+    pub fn recv(&mut self) -> Received<T> {
+        self.wait_until(None).expect("no deadline, so no timeout")
+    }
+
+    /// As [`Subscriber::recv`], but gives up after `timeout` with `None`.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<Received<T>> {
+        self.wait_until(Some(Instant::now() + timeout))
+    }
+
+    fn wait_until(&mut self, deadline: Option<Instant>) -> Option<Received<T>> {
+        let mut msg = T::zeroed();
+        match self.ring.poll_wait(
+            &mut self.pos,
+            bytemuck::bytes_of_mut(&mut msg),
+            self.wait,
+            deadline,
+        ) {
+            Poll::Message => Some(Received::Message(msg)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// The newest message on the bus, without moving this subscriber.
+    pub fn latest(&self) -> Option<T> {
+        let mut msg = T::zeroed();
+        self.ring
+            .latest(bytemuck::bytes_of_mut(&mut msg))
+            .map(|_| msg)
+    }
+
+    /// The sequence number this subscriber will read next.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Messages published but not yet read (capped by nothing: more than the
+    /// capacity means the next receive reports a lag).
+    pub fn pending(&self) -> u64 {
+        self.ring.head().wrapping_sub(self.pos)
+    }
+
+    /// The publisher generation now on the bus; it changes when a publisher
+    /// re-attaches after a restart.
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+
+    /// Number of slots.
+    pub fn capacity(&self) -> u64 {
+        self.ring.geo.capacity
+    }
+}
+
+impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
+    /// A bus on the heap, for threads of one process (and for loom and Miri,
+    /// which run the same slot protocol as the shared-memory bus).
+    pub fn on_heap(capacity: u64) -> Result<Self, crate::error::CreateError> {
+        Self::on_heap_from(capacity, 0)
+    }
+
+    #[doc(hidden)]
+    pub fn on_heap_from(capacity: u64, first_seq: u64) -> Result<Self, crate::error::CreateError> {
+        // A small page: the heap ring needs no mprotect, and loom models
+        // every word of the region.
+        let header = Header::broadcast(capacity, TypeFingerprint::of::<T>(), HEAP_PAGE, first_seq)
+            .map_err(crate::error::CreateError::InvalidGeometry)?;
+        let region = Arc::new(HeapRegion::new(header.total_len as usize));
+        header.write(&*region);
+        let ring = Ring::new(region, &header);
+        ring.init();
+        Header::publish_magic(ring.region());
+        Ok(Publisher::from_parts(ring, first_seq))
+    }
+
+    /// A subscriber to this heap bus.
+    pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
+        let ring = Ring::with_geometry(Arc::clone(self.ring.region()), self.ring.geometry());
+        Subscriber::from_parts(ring, start, wait)
+    }
+}
+
+/// Page size of heap regions: the header fits, and so do the control fields
+/// the protocol uses (the subscriber registry exists only on /dev/shm).
+pub(crate) const HEAP_PAGE: u64 = 512;
+
+/// Messages of a size chosen at run time, as raw bytes (the CLI's view).
+pub struct RawPublisher<R: Region = crate::DefaultRegion> {
+    ring: Ring<R>,
+    next: u64,
+}
+
+/// Why a raw message could not be published.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PublishError {
+    /// Longer than the bus's message size.
+    #[error("message is {len} bytes, the bus carries at most {max}")]
+    TooLong {
+        /// The message's length.
+        len: usize,
+        /// The bus's message size.
+        max: usize,
+    },
+}
+
+impl<R: Region> RawPublisher<R> {
+    pub(crate) fn from_parts(ring: Ring<R>, next: u64) -> Self {
+        RawPublisher { ring, next }
+    }
+
+    /// Publishes `bytes`, zero-padded to the message size.
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, PublishError> {
+        if bytes.len() > self.ring.geo.msg_size {
+            return Err(PublishError::TooLong {
+                len: bytes.len(),
+                max: self.ring.geo.msg_size,
+            });
+        }
+        let seq = self.next;
+        self.ring.write(seq, bytes);
+        self.next = seq.wrapping_add(1);
+        Ok(seq)
+    }
+
+    /// The bus's message size.
+    pub fn msg_size(&self) -> usize {
+        self.ring.geo.msg_size
+    }
+
+    /// The sequence number the next message will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// This publisher's generation.
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+}
+
+/// A subscriber that receives raw bytes of the bus's message size.
+pub struct RawSubscriber<R: Region = crate::DefaultRegion> {
+    ring: Ring<R>,
+    pos: u64,
+    wait: WaitStrategy,
+    buf: Vec<u8>,
+}
+
+impl<R: Region> RawSubscriber<R> {
+    pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
+        let pos = ring.start_at(start);
+        let buf = vec![0; ring.geo.msg_size];
+        RawSubscriber {
+            ring,
+            pos,
+            wait,
+            buf,
+        }
+    }
+
+    /// As [`Subscriber::try_recv`]; the message borrows an internal buffer.
+    pub fn try_recv(&mut self) -> Option<Received<&[u8]>> {
+        match self.ring.poll(&mut self.pos, &mut self.buf) {
+            Poll::Message => Some(Received::Message(&self.buf)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// As [`Subscriber::recv_timeout`]; a `None` timeout waits forever.
+    pub fn recv_timeout(&mut self, timeout: Option<Duration>) -> Option<Received<&[u8]>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        match self
+            .ring
+            .poll_wait(&mut self.pos, &mut self.buf, self.wait, deadline)
+        {
+            Poll::Message => Some(Received::Message(&self.buf)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// The newest message on the bus, without moving this subscriber.
+    pub fn latest(&mut self) -> Option<&[u8]> {
+        self.ring.latest(&mut self.buf).map(|_| &self.buf[..])
+    }
+
+    /// The sequence number this subscriber will read next.
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// The bus's message size.
+    pub fn msg_size(&self) -> usize {
+        self.ring.geo.msg_size
+    }
+
+    /// The publisher generation now on the bus.
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+}

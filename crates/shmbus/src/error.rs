@@ -1,0 +1,237 @@
+//! One error enum per operation. Each `Display` names what was found and
+//! what was expected, so the CLI can print it as its one line.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use thiserror::Error;
+
+use crate::layout::Kind;
+
+/// A bus name that cannot be turned into a path.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum NameError {
+    /// The name is the empty string.
+    #[error("bus name is empty")]
+    Empty,
+    /// The name contains a NUL byte.
+    #[error("bus name contains a NUL byte")]
+    Nul,
+    /// `.` or `..`.
+    #[error("bus name {0:?} is reserved")]
+    Reserved(String),
+    /// Longer than a file name may be.
+    #[error("bus name is {0} bytes long, at most 255 expected")]
+    TooLong(usize),
+}
+
+/// What a message type looks like on disk: compared on open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TypeFingerprint {
+    /// `size_of` the message.
+    pub size: u32,
+    /// `align_of` the message.
+    pub align: u32,
+    /// FNV-1a 64 of the type name.
+    pub name_hash: u64,
+    /// The type name (truncated to 64 bytes in the header).
+    pub name: String,
+}
+
+impl fmt::Display for TypeFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` (size {}, align {}, name hash {:#018x})",
+            self.name, self.size, self.align, self.name_hash
+        )
+    }
+}
+
+/// Why a segment could not be opened (by a subscriber, `stat`, or as the
+/// first step of a publisher attaching).
+#[derive(Debug, Error)]
+pub enum OpenError {
+    /// The name is not a valid bus name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// No file at the path.
+    #[error("{path}: no such bus")]
+    NotFound {
+        /// Where it was looked for.
+        path: PathBuf,
+    },
+    /// The file's mode does not let this user open it.
+    #[error("{path}: permission denied")]
+    PermissionDenied {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The path is a symlink; shmbus never follows one.
+    #[error("{path}: is a symbolic link; refusing to follow it")]
+    Symlink {
+        /// The link.
+        path: PathBuf,
+    },
+    /// The path is a directory, device or other non-regular file.
+    #[error("{path}: not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The file exists but its creator has not finished (or died before)
+    /// writing the header.
+    #[error(
+        "{path}: not initialized (no header after waiting {waited:?}); its creator may have died"
+    )]
+    NotInitialized {
+        /// The file.
+        path: PathBuf,
+        /// How long the opener waited for the magic.
+        waited: Duration,
+    },
+    /// The first 8 bytes are not shmbus's magic.
+    #[error("not a shmbus segment: magic is {found:#018x}, expected {expected:#018x}")]
+    BadMagic {
+        /// What the file holds.
+        found: u64,
+        /// [`crate::layout::MAGIC`].
+        expected: u64,
+    },
+    /// A layout this build does not speak.
+    #[error("layout version {found}, expected {expected}")]
+    VersionMismatch {
+        /// What the file holds.
+        found: u32,
+        /// [`crate::layout::VERSION`].
+        expected: u32,
+    },
+    /// A segment of another kind (a stream opened as a bus, say).
+    #[error("segment kind is {found}, expected {expected}")]
+    WrongKind {
+        /// What the file holds.
+        found: Kind,
+        /// What the caller asked for.
+        expected: Kind,
+    },
+    /// The bus carries another message type.
+    #[error("message type mismatch: bus carries {found}, expected {expected}")]
+    TypeMismatch {
+        /// The bus's fingerprint.
+        found: TypeFingerprint,
+        /// The caller's.
+        expected: TypeFingerprint,
+    },
+    /// The file is shorter than its header says.
+    #[error("truncated segment: file is {len} bytes, header needs {expected}")]
+    Truncated {
+        /// `fstat` length.
+        len: u64,
+        /// What the header's geometry needs.
+        expected: u64,
+    },
+    /// The header's geometry is impossible.
+    #[error("invalid geometry: {0}")]
+    InvalidGeometry(String),
+    /// `mlock` failed (often `RLIMIT_MEMLOCK`).
+    #[error("cannot lock the segment in memory: {0}")]
+    Mlock(io::Error),
+    /// Any other system error, with the step that failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl OpenError {
+    pub(crate) fn from_open(path: &std::path::Path, err: io::Error) -> OpenError {
+        let path = path.to_owned();
+        match err.raw_os_error() {
+            Some(libc::ENOENT) => OpenError::NotFound { path },
+            Some(libc::EACCES) | Some(libc::EPERM) => OpenError::PermissionDenied { path },
+            Some(libc::ELOOP) => OpenError::Symlink { path },
+            _ if err.kind() == io::ErrorKind::InvalidInput => OpenError::NotAFile { path },
+            _ => OpenError::Io {
+                what: "open",
+                source: err,
+            },
+        }
+    }
+}
+
+/// Why a bus could not be created.
+#[derive(Debug, Error)]
+pub enum CreateError {
+    /// The name is not a valid bus name.
+    #[error(transparent)]
+    Name(#[from] NameError),
+    /// Something already has this name; create never truncates or reuses.
+    #[error("{path}: already exists")]
+    AlreadyExists {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The directory does not let this user create a file.
+    #[error("{path}: permission denied")]
+    PermissionDenied {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The requested geometry is impossible.
+    #[error("invalid geometry: {0}")]
+    InvalidGeometry(String),
+    /// The file system has no room for the segment.
+    #[error("{path}: no space for {len} bytes")]
+    NoSpace {
+        /// The path.
+        path: PathBuf,
+        /// Bytes asked for.
+        len: u64,
+    },
+    /// `mlock` failed (often `RLIMIT_MEMLOCK`).
+    #[error("cannot lock the segment in memory: {0}")]
+    Mlock(io::Error),
+    /// Any other system error, with the step that failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl CreateError {
+    pub(crate) fn from_create(path: &std::path::Path, len: u64, err: io::Error) -> CreateError {
+        let path = path.to_owned();
+        match err.raw_os_error() {
+            Some(libc::EEXIST) => CreateError::AlreadyExists { path },
+            Some(libc::EACCES) | Some(libc::EPERM) => CreateError::PermissionDenied { path },
+            Some(libc::ENOSPC) | Some(libc::EFBIG) => CreateError::NoSpace { path, len },
+            Some(libc::ELOOP) => CreateError::AlreadyExists { path },
+            _ => CreateError::Io {
+                what: "create",
+                source: err,
+            },
+        }
+    }
+}
+
+/// Why a publisher could not attach to an existing bus.
+#[derive(Debug, Error)]
+pub enum AttachError {
+    /// The segment itself could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// Another live process publishes on this bus.
+    #[error("bus already has a live publisher (pid {pid})")]
+    PublisherActive {
+        /// The holder's pid, from the control page.
+        pid: u32,
+    },
+}

@@ -1,0 +1,64 @@
+//! shmbus: messages between processes on one Linux machine through shared
+//! memory, with no system call and no kernel copy on the hot path.
+//!
+//! - [`Publisher`] / [`Subscriber`]: a broadcast bus of fixed-size
+//!   plain-old-data messages in seqlock-stamped slots. A slow subscriber is
+//!   lapped, never waited for, and told exactly how many messages it missed
+//!   ([`Received::Lagged`]).
+//!
+//! ```no_run
+//! use shmbus::{CreateOptions, OpenOptions, Publisher, Received, Start, Subscriber};
+//!
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Tick { key: u64, val: u64 }
+//!
+//! let mut publisher = Publisher::<Tick>::create("ticks", &CreateOptions::new(4096))?;
+//! let mut subscriber = Subscriber::<Tick>::open("ticks", &OpenOptions::default().start(Start::Oldest))?;
+//! publisher.publish(&Tick { key: 1, val: 42 });
+//! match subscriber.recv() {
+//!     Received::Message(tick) => assert_eq!(tick.val, 42),
+//!     Received::Lagged { skipped } => eprintln!("missed {skipped}"),
+//! }
+//! shmbus::remove("ticks")?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The architecture is in DESIGN.md; the bytes of a segment in
+//! docs/LAYOUT.md. Modules that share memory open with their invariants.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks)]
+#![warn(missing_docs)]
+
+pub mod broadcast;
+pub mod error;
+pub mod layout;
+#[cfg(not(loom))]
+mod lock;
+pub mod region;
+#[cfg(not(loom))]
+mod segment;
+#[cfg(not(loom))]
+pub mod stat;
+mod sync;
+pub mod wait;
+
+pub use broadcast::{
+    PublishError, Publisher, RawPublisher, RawSubscriber, Received, Start, Subscriber,
+};
+pub use error::{AttachError, CreateError, NameError, OpenError, TypeFingerprint};
+pub use layout::Kind;
+#[cfg(not(loom))]
+pub use region::ShmRegion;
+pub use region::{HeapRegion, Region};
+#[cfg(not(loom))]
+pub use segment::{remove, CreateOptions, OpenOptions};
+pub use wait::WaitStrategy;
+
+/// The region a bus lives in unless said otherwise: /dev/shm (the heap
+/// under loom, which cannot model a mapping).
+#[cfg(not(loom))]
+pub type DefaultRegion = ShmRegion;
+#[cfg(loom)]
+pub type DefaultRegion = HeapRegion;

@@ -1,0 +1,400 @@
+//! Creating and opening a bus segment under /dev/shm: the steps between a
+//! name and a validated, mapped, locked ring.
+//!
+//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, reserve
+//! the pages, store [`MAGIC_BUILDING`], header, control fields, slot stamps,
+//! then the magic (Release), then make the header page read-only. Any failure
+//! after the file exists removes it again.
+//!
+//! Open: no symlinks; `fstat`; wait (up to `init_timeout`) while the file is
+//! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length;
+//! validate the header against it; set page protections for the role:
+//! publishers cannot write the header, subscribers can write only the
+//! control page.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytemuck::Pod;
+
+use crate::broadcast::{Publisher, RawPublisher, RawSubscriber, Ring, Start, Subscriber};
+use crate::error::{AttachError, CreateError, OpenError, TypeFingerprint};
+use crate::layout::{control, header, lock_byte, Header, Kind, MAGIC, MAGIC_BUILDING};
+use crate::lock;
+use crate::region::{resolve, Access, Region, ShmRegion};
+use crate::sync::Ordering;
+use crate::wait::WaitStrategy;
+
+/// How to create a bus.
+#[derive(Clone, Debug)]
+pub struct CreateOptions {
+    capacity: u64,
+    mode: u32,
+    prefault: bool,
+    mlock: bool,
+    first_seq: u64,
+}
+
+impl CreateOptions {
+    /// A bus of `capacity` slots (a power of two), mode 0600.
+    pub fn new(capacity: u64) -> Self {
+        CreateOptions {
+            capacity,
+            mode: 0o600,
+            prefault: false,
+            mlock: false,
+            first_seq: 0,
+        }
+    }
+    /// File mode; 0o600 (owner only) unless asked. 0o660 lets the group in.
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o777;
+        self
+    }
+    /// Touch every page at creation so the first messages do not fault.
+    pub fn prefault(mut self, yes: bool) -> Self {
+        self.prefault = yes;
+        self
+    }
+    /// `mlock` the segment so it is never paged out.
+    pub fn mlock(mut self, yes: bool) -> Self {
+        self.mlock = yes;
+        self
+    }
+    /// Starts the sequence at `first` instead of 0 (to test the wrap).
+    #[doc(hidden)]
+    pub fn first_sequence(mut self, first: u64) -> Self {
+        self.first_seq = first;
+        self
+    }
+}
+
+/// How to open an existing bus (as a subscriber, or a publisher attaching).
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    start: Start,
+    wait: WaitStrategy,
+    init_timeout: Duration,
+    prefault: bool,
+    mlock: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            start: Start::Next,
+            wait: WaitStrategy::default(),
+            init_timeout: Duration::from_secs(1),
+            prefault: false,
+            mlock: false,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Where a subscriber starts (default [`Start::Next`]).
+    pub fn start(mut self, start: Start) -> Self {
+        self.start = start;
+        self
+    }
+    /// How a subscriber waits in `recv` (default spin 50 µs, then futex).
+    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+        self.wait = wait;
+        self
+    }
+    /// How long to wait for a bus being created to finish (default 1 s).
+    pub fn init_timeout(mut self, timeout: Duration) -> Self {
+        self.init_timeout = timeout;
+        self
+    }
+    /// Touch every page on open.
+    pub fn prefault(mut self, yes: bool) -> Self {
+        self.prefault = yes;
+        self
+    }
+    /// `mlock` the mapping.
+    pub fn mlock(mut self, yes: bool) -> Self {
+        self.mlock = yes;
+        self
+    }
+}
+
+/// What an opener is going to do with the segment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Publisher,
+    Subscriber,
+    /// `stat`, `ls`: read-only, takes no lock.
+    Inspect,
+}
+
+fn create_ring(
+    name: &str,
+    header: &Header,
+    opts: &CreateOptions,
+) -> Result<Ring<ShmRegion>, CreateError> {
+    let path = resolve(name)?;
+    let len = header.total_len;
+    let region = ShmRegion::create(&path, len as usize, opts.mode)
+        .map_err(|e| CreateError::from_create(&path, len, e))?;
+    let built = (|| {
+        let io = |what| move |source| CreateError::Io { what, source };
+        if !lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(io("lock"))?
+            || !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))?
+        {
+            return Err(CreateError::Io {
+                what: "lock",
+                source: std::io::Error::other("new file already locked"),
+            });
+        }
+        region
+            .word(header::MAGIC)
+            .store(MAGIC_BUILDING, Ordering::Relaxed);
+        header.write(&region);
+        let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
+        region
+            .word32(pid_field)
+            .store(std::process::id(), Ordering::Relaxed);
+        let ring = Ring::new(region, header);
+        ring.init();
+        Header::publish_magic(ring.region());
+        ring.region()
+            .protect(0, header.page_size as usize, Access::ReadOnly)
+            .map_err(io("mprotect"))?;
+        if opts.prefault {
+            ring.region().prefault();
+        }
+        if opts.mlock {
+            ring.region().lock_in_memory().map_err(CreateError::Mlock)?;
+        }
+        Ok(ring)
+    })();
+    if built.is_err() {
+        let _ = crate::region::unlink(&path);
+    }
+    built
+}
+
+fn read_magic(file: &std::os::fd::OwnedFd) -> u64 {
+    let mut buf = [0u8; 8];
+    match rustix::io::pread(file, &mut buf, 0) {
+        Ok(8) => u64::from_le_bytes(buf),
+        _ => 0,
+    }
+}
+
+/// Opens, waits for initialization, maps and validates a segment.
+pub(crate) fn open_region(
+    path: &Path,
+    role: Role,
+    init_timeout: Duration,
+) -> Result<(ShmRegion, Header), OpenError> {
+    let access = if role == Role::Inspect {
+        Access::ReadOnly
+    } else {
+        Access::ReadWrite
+    };
+    let start = Instant::now();
+    let (file, len) = loop {
+        let (file, len) =
+            ShmRegion::open_file(path, access).map_err(|e| OpenError::from_open(path, e))?;
+        let magic = if len >= 8 { read_magic(&file) } else { 0 };
+        if magic == MAGIC {
+            break (file, len);
+        }
+        if magic != 0 && magic != MAGIC_BUILDING {
+            return Err(OpenError::BadMagic {
+                found: magic,
+                expected: MAGIC,
+            });
+        }
+        if start.elapsed() >= init_timeout {
+            return Err(OpenError::NotInitialized {
+                path: path.to_owned(),
+                waited: start.elapsed(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    if len < header::END as u64 {
+        return Err(OpenError::Truncated {
+            len,
+            expected: header::END as u64,
+        });
+    }
+    let io = |what| move |source| OpenError::Io { what, source };
+    let map_access = if role == Role::Publisher {
+        Access::ReadWrite
+    } else {
+        Access::ReadOnly
+    };
+    let region = ShmRegion::map(file, path, len as usize, map_access).map_err(io("mmap"))?;
+    let header = Header::read(&region, len)?;
+    let page = header.page_size as usize;
+    match role {
+        Role::Publisher => region
+            .protect(0, page, Access::ReadOnly)
+            .map_err(io("mprotect"))?,
+        Role::Subscriber => region
+            .protect(header.control_offset as usize, page, Access::ReadWrite)
+            .map_err(io("mprotect"))?,
+        Role::Inspect => {}
+    }
+    if role != Role::Inspect
+        && !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))?
+    {
+        return Err(OpenError::Io {
+            what: "lock",
+            source: std::io::Error::other("attach lock refused"),
+        });
+    }
+    Ok((region, header))
+}
+
+fn finish_open(region: &ShmRegion, opts: &OpenOptions) -> Result<(), OpenError> {
+    if opts.prefault {
+        region.prefault();
+    }
+    if opts.mlock {
+        region.lock_in_memory().map_err(OpenError::Mlock)?;
+    }
+    Ok(())
+}
+
+fn open_ring(
+    name: &str,
+    role: Role,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+) -> Result<Ring<ShmRegion>, OpenError> {
+    let path = resolve(name)?;
+    let (region, header) = open_region(&path, role, opts.init_timeout)?;
+    header.expect(Kind::Broadcast, msg)?;
+    finish_open(&region, opts)?;
+    if role == Role::Subscriber {
+        register(&region, &header);
+    }
+    Ok(Ring::new(region, &header))
+}
+
+/// Takes a free registry entry, if any, so `stat` can name this subscriber.
+/// A subscriber beyond the registry's size works all the same, uncounted
+/// but still holding the attached lock that keeps `clean` away.
+fn register(region: &ShmRegion, header: &Header) {
+    for i in 0..control::REGISTRY_SLOTS {
+        if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
+            let field = header.control_offset as usize + control::REGISTRY + 4 * i;
+            region
+                .word32(field)
+                .store(std::process::id(), Ordering::Relaxed);
+            return;
+        }
+    }
+}
+
+fn attach_ring(
+    name: &str,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+) -> Result<(Ring<ShmRegion>, u64), AttachError> {
+    let ring = open_ring(name, Role::Publisher, msg, opts)?;
+    let region = ring.region();
+    let pid_field = ring.control_field(control::PUBLISHER_PID);
+    let locked = lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(|source| {
+        OpenError::Io {
+            what: "lock",
+            source,
+        }
+    })?;
+    if !locked {
+        let pid = region.word32(pid_field).load(Ordering::Relaxed);
+        return Err(AttachError::PublisherActive { pid });
+    }
+    region
+        .word32(pid_field)
+        .store(std::process::id(), Ordering::Relaxed);
+    let next = ring.resume();
+    Ok((ring, next))
+}
+
+impl<T: Pod> Publisher<T> {
+    /// Creates a new bus named `name` (a bare name goes under /dev/shm) and
+    /// becomes its publisher.
+    pub fn create(name: &str, opts: &CreateOptions) -> Result<Self, CreateError> {
+        let header = Header::broadcast(
+            opts.capacity,
+            TypeFingerprint::of::<T>(),
+            rustix::param::page_size() as u64,
+            opts.first_seq,
+        )
+        .map_err(CreateError::InvalidGeometry)?;
+        let ring = create_ring(name, &header, opts)?;
+        Ok(Publisher::from_parts(ring, opts.first_seq))
+    }
+
+    /// Becomes the publisher of an existing bus, after a previous publisher
+    /// exited or died: resumes its sequence and bumps the epoch.
+    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+        let (ring, next) = attach_ring(name, Some(&TypeFingerprint::of::<T>()), opts)?;
+        Ok(Publisher::from_parts(ring, next))
+    }
+}
+
+impl<T: Pod> Subscriber<T> {
+    /// Opens the bus named `name` and starts where `opts` says.
+    pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
+        let ring = open_ring(
+            name,
+            Role::Subscriber,
+            Some(&TypeFingerprint::of::<T>()),
+            opts,
+        )?;
+        Ok(Subscriber::from_parts(ring, opts.start, opts.wait))
+    }
+
+    /// The first byte of the data pages, which this process maps read-only.
+    /// For the test that proves a stray store faults.
+    #[doc(hidden)]
+    pub fn data_pages_ptr(&self) -> *mut u8 {
+        // SAFETY: data_offset is inside the mapping (validated on open).
+        unsafe { self.ring.region().base_ptr().add(self.ring.data_offset()) }
+    }
+}
+
+impl RawPublisher {
+    /// Creates a bus of raw messages of `msg_size` bytes.
+    pub fn create(name: &str, msg_size: u32, opts: &CreateOptions) -> Result<Self, CreateError> {
+        let header = Header::broadcast(
+            opts.capacity,
+            TypeFingerprint::bytes(msg_size),
+            rustix::param::page_size() as u64,
+            opts.first_seq,
+        )
+        .map_err(CreateError::InvalidGeometry)?;
+        let ring = create_ring(name, &header, opts)?;
+        Ok(RawPublisher::from_parts(ring, opts.first_seq))
+    }
+
+    /// Attaches to any broadcast bus, whatever its message type: raw
+    /// messages are written as bytes, zero-padded to its message size.
+    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+        let (ring, next) = attach_ring(name, None, opts)?;
+        Ok(RawPublisher::from_parts(ring, next))
+    }
+}
+
+impl RawSubscriber {
+    /// Opens any broadcast bus, whatever its message type.
+    pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
+        let ring = open_ring(name, Role::Subscriber, None, opts)?;
+        Ok(RawSubscriber::from_parts(ring, opts.start, opts.wait))
+    }
+}
+
+/// Removes a bus's name from the file system. Processes that have it mapped
+/// keep working; nobody new can open it.
+pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
+    let path = resolve(name)?;
+    crate::region::unlink(&path).map_err(|e| OpenError::from_open(&path, e))?;
+    Ok(path)
+}
