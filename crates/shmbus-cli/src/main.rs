@@ -1,2 +1,138 @@
+//! `shmbus`: create, feed, watch and clean up shared-memory buses from the
+//! shell, and benchmark them.
+//!
+//! Every error is one line on stderr, `shmbus: ...`, with exit code 2 for a
+//! usage error or bad input and 1 for a failure at run time (see `error`).
+//! That holds for clap's own usage errors too, which are flattened to one
+//! line; `--help` and `--version` print as clap makes them.
+
 mod bench;
-fn main() {}
+mod cmd;
+mod error;
+
+use std::process::ExitCode;
+
+use clap::error::ErrorKind;
+use clap::{Parser, Subcommand};
+
+use cmd::{clean, create, inspect, publish, subscribe};
+use error::CliError;
+
+/// Shared-memory message buses for processes on one Linux machine.
+#[derive(Parser, Debug)]
+#[command(name = "shmbus", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a broadcast bus of raw byte messages.
+    Create(create::CreateArgs),
+    /// Publish each line of stdin as one message.
+    Pub(publish::PubArgs),
+    /// Print each message of a bus as one line.
+    Sub(subscribe::SubArgs),
+    /// Show a bus's geometry, counters, publisher and subscribers.
+    Stat(inspect::StatArgs),
+    /// List the buses in a directory.
+    Ls(inspect::LsArgs),
+    /// Remove the buses no live process uses.
+    Clean(clean::CleanArgs),
+    /// Remove one bus.
+    Rm(clean::RmArgs),
+    /// Measure shmbus against the kernel's IPC mechanisms.
+    Bench(bench::BenchArgs),
+    /// One side of a benchmark (run by `bench` itself).
+    #[command(hide = true)]
+    BenchChild(bench::ChildArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return clap_error(err),
+    };
+    match run(&cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => err.report(),
+    }
+}
+
+fn run(command: &Command) -> Result<(), CliError> {
+    match command {
+        Command::Create(args) => create::run(args),
+        Command::Pub(args) => publish::run(args),
+        Command::Sub(args) => subscribe::run(args),
+        Command::Stat(args) => inspect::stat(args),
+        Command::Ls(args) => inspect::ls(args),
+        Command::Clean(args) => clean::clean(args),
+        Command::Rm(args) => clean::rm(args),
+        Command::Bench(args) => bench::run(args).map_err(CliError::Runtime),
+        Command::BenchChild(args) => bench::run_child(args).map_err(CliError::Runtime),
+    }
+}
+
+/// Help and version go out as clap writes them; a usage error becomes our
+/// one line, exit 2.
+fn clap_error(err: clap::Error) -> ExitCode {
+    let is_help = matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if is_help {
+        let _ = err.print();
+        return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+    }
+    CliError::usage(one_line(&err.to_string(), typed_subcommand().as_deref())).report()
+}
+
+/// The first paragraph of clap's message, its lines joined, without the
+/// `error: ` label: "the following required arguments were not provided:
+/// --capacity <SLOTS>". The usage and tip paragraphs after it are dropped
+/// for a pointer to the right `--help`.
+fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
+    let first = rendered.split("\n\n").next().unwrap_or(rendered);
+    let joined: Vec<&str> = first
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let joined = joined.join(" ");
+    let text = joined.strip_prefix("error: ").unwrap_or(&joined);
+    match subcommand {
+        Some(sub) => format!("{text} (see `shmbus {sub} --help`)"),
+        None => format!("{text} (see `shmbus --help`)"),
+    }
+}
+
+/// The subcommand the user typed, if the first argument names one.
+fn typed_subcommand() -> Option<String> {
+    use clap::CommandFactory;
+    let arg = std::env::args().nth(1)?;
+    Cli::command().find_subcommand(&arg).map(|_| arg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clap_definitions_are_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn clap_errors_become_one_line() {
+        let err = Cli::try_parse_from(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
+        let line = one_line(&err.to_string(), Some("create"));
+        assert!(!line.contains('\n'), "{line}");
+        assert!(line.contains("--capacity <SLOTS>"), "{line}");
+        assert!(!line.starts_with("error"), "{line}");
+        assert!(line.ends_with("(see `shmbus create --help`)"), "{line}");
+    }
+}

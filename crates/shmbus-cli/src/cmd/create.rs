@@ -1,0 +1,79 @@
+//! `shmbus create`: makes a broadcast bus of raw byte messages, then exits.
+//!
+//! The creator is the bus's first publisher; its publisher lock dies with
+//! this process, which is what lets `shmbus pub` attach afterwards.
+
+use shmbus::{CreateOptions, RawPublisher};
+
+use crate::error::CliError;
+
+/// Arguments of `shmbus create`.
+#[derive(clap::Args, Debug)]
+pub struct CreateArgs {
+    /// Bus name (a bare name lives in /dev/shm) or a path.
+    pub name: String,
+    /// Bytes per message (1 to 16 MiB); shorter messages are zero-padded.
+    #[arg(long, value_name = "BYTES")]
+    pub msg_size: u32,
+    /// Number of slots: a power of two.
+    #[arg(long, value_name = "SLOTS")]
+    pub capacity: u64,
+    /// Permission bits of the file, in octal (660 lets the group in).
+    #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
+    pub mode: u32,
+    /// Touch every page now, so the first messages do not page-fault.
+    #[arg(long)]
+    pub prefault: bool,
+    /// Lock the segment in memory (subject to RLIMIT_MEMLOCK).
+    #[arg(long)]
+    pub mlock: bool,
+    /// What the bus carries.
+    #[arg(long, value_enum, default_value_t = BusKind::Broadcast)]
+    pub kind: BusKind,
+}
+
+/// `--kind`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BusKind {
+    /// One publisher, any number of subscribers, lossy.
+    Broadcast,
+    /// One producer, one consumer, bytes with backpressure.
+    Stream,
+}
+
+/// Parses permission bits written in octal, as chmod takes them.
+fn parse_mode(s: &str) -> Result<u32, String> {
+    match u32::from_str_radix(s, 8) {
+        Ok(mode) if mode <= 0o777 => Ok(mode),
+        _ => Err(format!(
+            "{s:?} is not an octal permission mode (000 to 777)"
+        )),
+    }
+}
+
+pub fn run(args: &CreateArgs) -> Result<(), CliError> {
+    if args.kind == BusKind::Stream {
+        return Err(CliError::usage("stream buses are not supported yet"));
+    }
+    let opts = CreateOptions::new(args.capacity)
+        .mode(args.mode)
+        .prefault(args.prefault)
+        .mlock(args.mlock);
+    // Dropping the publisher at once releases its lock; the bus stays.
+    RawPublisher::create(&args.name, args.msg_size, &opts)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_mode;
+
+    #[test]
+    fn mode_is_octal_permission_bits() {
+        assert_eq!(parse_mode("600"), Ok(0o600));
+        assert_eq!(parse_mode("0660"), Ok(0o660));
+        assert!(parse_mode("999").is_err());
+        assert!(parse_mode("1777").is_err());
+        assert!(parse_mode("").is_err());
+    }
+}

@@ -1,0 +1,272 @@
+//! `shmbus stat` and `shmbus ls`: looking at buses without touching them.
+//!
+//! Both map segments read-only and take no lock (see `shmbus::stat`), so
+//! they are safe to run against a bus in use. The JSON of `stat` is one
+//! object; `ls --json` is an array of the same objects, plus `in_use`, with
+//! `error` in place of the state for a segment that cannot be read.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use comfy_table::{presets, Table, TableComponent};
+use serde_json::{json, Value};
+use shmbus::stat::{BusStat, Listing};
+use shmbus::OpenError;
+
+use crate::error::CliError;
+
+/// Arguments of `shmbus stat`.
+#[derive(clap::Args, Debug)]
+pub struct StatArgs {
+    /// Bus name (a bare name lives in /dev/shm) or a path.
+    pub name: String,
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `shmbus ls`.
+#[derive(clap::Args, Debug)]
+pub struct LsArgs {
+    /// The directory to look in.
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn stat(args: &StatArgs) -> Result<(), CliError> {
+    let stat = shmbus::stat::stat(&args.name)?;
+    let text = if args.json {
+        stat_json(&stat).to_string()
+    } else {
+        stat_text(&stat)
+    };
+    print(&text)
+}
+
+pub fn ls(args: &LsArgs) -> Result<(), CliError> {
+    let listings = shmbus::stat::list(&args.dir)
+        .map_err(|e| CliError::runtime(format!("{}: {e}", args.dir.display())))?;
+    let text = if args.json {
+        Value::Array(listings.iter().map(listing_json).collect()).to_string()
+    } else if listings.is_empty() {
+        format!("no shmbus segments in {}", args.dir.display())
+    } else {
+        listing_table(&listings)
+    };
+    print(&text)
+}
+
+/// Writes `text` and a newline to stdout (EPIPE ends quietly).
+fn print(text: &str) -> Result<(), CliError> {
+    let mut out = io::stdout().lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(CliError::stdout)
+}
+
+/// The file name of a segment: what `ls` calls it.
+fn file_name(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
+
+fn stat_json(s: &BusStat) -> Value {
+    json!({
+        "name": file_name(&s.path),
+        "path": s.path.display().to_string(),
+        "kind": s.header.kind.to_string(),
+        "capacity": s.header.capacity,
+        "msg_size": s.header.msg.size,
+        "slot_size": s.header.slot_size,
+        "published": s.published,
+        "head": s.head,
+        "epoch": s.epoch,
+        "publisher_pid": s.publisher_pid,
+        "publisher_alive": s.publisher_alive,
+        "subscribers": s.subscribers.len(),
+        "subscriber_pids": s.subscribers,
+        "type_name": s.header.msg.name,
+        "first_seq": s.header.first_seq,
+        "created_unix_ns": s.header.created_ns,
+    })
+}
+
+fn stat_text(s: &BusStat) -> String {
+    let h = &s.header;
+    let rows: [(&str, String); 14] = [
+        ("name", file_name(&s.path)),
+        ("path", s.path.display().to_string()),
+        ("kind", h.kind.to_string()),
+        ("capacity", format!("{} slots", h.capacity)),
+        ("message size", format!("{} bytes", h.msg.size)),
+        ("slot size", format!("{} bytes", h.slot_size)),
+        ("published", s.published.to_string()),
+        ("head", s.head.to_string()),
+        ("first sequence", h.first_seq.to_string()),
+        ("epoch", s.epoch.to_string()),
+        ("publisher", publisher_text(s)),
+        ("subscribers", subscribers_text(&s.subscribers)),
+        (
+            "type",
+            format!(
+                "{} (size {}, align {})",
+                h.msg.name, h.msg.size, h.msg.align
+            ),
+        ),
+        ("created", utc_time(h.created_ns)),
+    ];
+    let lines: Vec<String> = rows
+        .iter()
+        .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
+        .collect();
+    lines.join("\n")
+}
+
+fn publisher_text(s: &BusStat) -> String {
+    format!("pid {} ({})", s.publisher_pid, publisher_state(s))
+}
+
+fn publisher_state(s: &BusStat) -> &'static str {
+    if s.publisher_alive {
+        "alive"
+    } else {
+        "dead"
+    }
+}
+
+fn subscribers_text(pids: &[u32]) -> String {
+    if pids.is_empty() {
+        return "0".into();
+    }
+    let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
+    format!("{} (pids {})", pids.len(), pids.join(", "))
+}
+
+fn listing_json(l: &Listing) -> Value {
+    let mut obj = match &l.state {
+        Ok(stat) => stat_json(stat),
+        Err(err) => json!({
+            "name": file_name(&l.path),
+            "path": l.path.display().to_string(),
+            "error": listing_error(l, err),
+        }),
+    };
+    obj["in_use"] = Value::Bool(!l.is_abandoned());
+    obj
+}
+
+const LS_HEADER: [&str; 8] = [
+    "NAME",
+    "KIND",
+    "CAPACITY",
+    "MSG SIZE",
+    "PUBLISHED",
+    "PUBLISHER",
+    "SUBSCRIBERS",
+    "STATUS",
+];
+
+fn listing_table(listings: &[Listing]) -> String {
+    let mut table = Table::new();
+    table.load_preset(presets::NOTHING).set_header(LS_HEADER);
+    for l in listings {
+        table.add_row(listing_row(l));
+    }
+    // Plain columns like `ps`: no border, two spaces between columns.
+    table
+        .remove_style(TableComponent::LeftBorder)
+        .remove_style(TableComponent::RightBorder);
+    for column in table.column_iter_mut() {
+        column.set_padding((0, 2));
+    }
+    table.trim_fmt()
+}
+
+/// One `ls` row; a segment that cannot be read shows its error as STATUS.
+fn listing_row(l: &Listing) -> [String; 8] {
+    let name = file_name(&l.path);
+    let s = match &l.state {
+        Ok(s) => s,
+        Err(err) => {
+            let mut row = [(); 8].map(|()| "-".to_string());
+            row[0] = name;
+            row[7] = listing_error(l, err);
+            return row;
+        }
+    };
+    let status = if l.is_abandoned() { "unused" } else { "in use" };
+    [
+        name,
+        s.header.kind.to_string(),
+        s.header.capacity.to_string(),
+        s.header.msg.size.to_string(),
+        s.published.to_string(),
+        format!("{} ({})", s.publisher_pid, publisher_state(s)),
+        s.subscribers.len().to_string(),
+        status.to_string(),
+    ]
+}
+
+/// A listing's error without the path the row already shows.
+fn listing_error(l: &Listing, err: &OpenError) -> String {
+    if let OpenError::NotInitialized { .. } = err {
+        return if l.locked {
+            "not initialized (its creator is still at work)".into()
+        } else {
+            "not initialized".into()
+        };
+    }
+    let text = err.to_string();
+    let prefix = format!("{}: ", l.path.display());
+    text.strip_prefix(&prefix)
+        .map_or(text.clone(), str::to_owned)
+}
+
+/// `ns` since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
+fn utc_time(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date, after Howard
+/// Hinnant's `civil_from_days` (chrono-compatible, no dependency).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::utc_time;
+
+    #[test]
+    fn utc_time_formats_known_instants() {
+        assert_eq!(utc_time(0), "1970-01-01 00:00:00 UTC");
+        // 2000-02-29 12:34:56 UTC, a leap day.
+        assert_eq!(utc_time(951_827_696_000_000_000), "2000-02-29 12:34:56 UTC");
+        assert_eq!(
+            utc_time(1_735_689_599_999_999_999),
+            "2024-12-31 23:59:59 UTC"
+        );
+    }
+}

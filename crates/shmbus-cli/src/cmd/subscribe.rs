@@ -1,0 +1,166 @@
+//! `shmbus sub`: prints each message of a bus as one line.
+//!
+//! Output is raw bytes (messages need not be text) with the zero padding of
+//! the fixed-size slot trimmed, one message per line, flushed at once so a
+//! pipe sees each message as it arrives. Lag goes to stderr as exactly
+//! `lagged: skipped N`, a format scripts may match; it never counts towards
+//! `--count`.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use shmbus::{OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
+
+use crate::error::CliError;
+
+/// Arguments of `shmbus sub`.
+#[derive(clap::Args, Debug)]
+pub struct SubArgs {
+    /// Bus name (a bare name lives in /dev/shm) or a path.
+    pub name: String,
+    /// Where to start: the newest message, the oldest still in the ring, or
+    /// the next one published.
+    #[arg(long, value_enum, default_value_t = From::Next)]
+    pub from: From,
+    /// Stop after N messages (lag reports do not count).
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Stop when no message arrives for SECS seconds; an error if --count
+    /// was given and not reached.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub timeout: Option<Timeout>,
+    /// How to wait for the next message.
+    #[arg(long, value_enum, default_value_t = Wait::Futex)]
+    pub wait: Wait,
+}
+
+/// `--from`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum From {
+    Latest,
+    Oldest,
+    Next,
+}
+
+/// `--wait`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Wait {
+    /// Poll without pause: lowest latency, one core busy.
+    Spin,
+    /// Poll, then yield the CPU between polls.
+    Yield,
+    /// Poll briefly, then sleep until the publisher wakes us.
+    Futex,
+}
+
+/// `--timeout`: the duration, and the number as the user wrote it, for the
+/// error message.
+#[derive(Clone, Copy, Debug)]
+pub struct Timeout {
+    secs: f64,
+    duration: Duration,
+}
+
+fn parse_timeout(s: &str) -> Result<Timeout, String> {
+    let bad = || format!("{s:?} is not a number of seconds (like 2 or 0.5)");
+    let secs: f64 = s.trim().parse().map_err(|_| bad())?;
+    // Rejects negative, NaN, infinite and absurdly large values.
+    let duration = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;
+    Ok(Timeout { secs, duration })
+}
+
+impl From {
+    fn start(self) -> Start {
+        match self {
+            From::Latest => Start::Latest,
+            From::Oldest => Start::Oldest,
+            From::Next => Start::Next,
+        }
+    }
+}
+
+impl Wait {
+    fn strategy(self) -> WaitStrategy {
+        // The spin phase the library defaults to: long enough to catch a
+        // burst without a system call, short enough to cost nothing idle.
+        let spin = Duration::from_micros(50);
+        match self {
+            Wait::Spin => WaitStrategy::BusySpin,
+            Wait::Yield => WaitStrategy::SpinYield { spin },
+            Wait::Futex => WaitStrategy::SpinFutex { spin },
+        }
+    }
+}
+
+pub fn run(args: &SubArgs) -> Result<(), CliError> {
+    let opts = OpenOptions::default()
+        .start(args.from.start())
+        .wait(args.wait.strategy());
+    let mut subscriber = RawSubscriber::open(&args.name, &opts)?;
+    let mut out = io::stdout().lock();
+    let timeout = args.timeout.map(|t| t.duration);
+    let mut delivered: u64 = 0;
+    while args.count.is_none_or(|count| delivered < count) {
+        match subscriber.recv_timeout(timeout) {
+            Some(Received::Message(msg)) => {
+                write_line(&mut out, trim_padding(msg)).map_err(CliError::stdout)?;
+                delivered += 1;
+            }
+            Some(Received::Lagged { skipped }) => report_lag(skipped),
+            None => return timed_out(args, delivered),
+        }
+    }
+    Ok(())
+}
+
+/// A message without the zeros that pad it to the bus's message size.
+fn trim_padding(msg: &[u8]) -> &[u8] {
+    let end = msg.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    &msg[..end]
+}
+
+fn write_line(out: &mut impl Write, msg: &[u8]) -> io::Result<()> {
+    out.write_all(msg)?;
+    out.write_all(b"\n")?;
+    out.flush()
+}
+
+fn report_lag(skipped: u64) {
+    // Not `eprintln!`: it panics if stderr is closed. A lost lag report is
+    // not worth stopping for.
+    let _ = writeln!(io::stderr().lock(), "lagged: skipped {skipped}");
+}
+
+/// The end of a quiet `--timeout`: fine unless `--count` was not reached.
+fn timed_out(args: &SubArgs, delivered: u64) -> Result<(), CliError> {
+    match (args.count, args.timeout) {
+        (Some(count), Some(timeout)) => Err(CliError::runtime(format!(
+            "timed out after {:?} s waiting for message {} of {count}",
+            timeout.secs,
+            delivered + 1
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn padding_is_trimmed_but_inner_zeros_are_kept() {
+        assert_eq!(trim_padding(b"ab\0c\0\0"), b"ab\0c");
+        assert_eq!(trim_padding(b"\0\0"), b"");
+        assert_eq!(trim_padding(b""), b"");
+    }
+
+    #[test]
+    fn timeout_takes_fractions_and_rejects_nonsense() {
+        let t = parse_timeout("0.25").unwrap();
+        assert_eq!(t.duration, Duration::from_millis(250));
+        assert_eq!(format!("{:?}", parse_timeout("2").unwrap().secs), "2.0");
+        for bad in ["-1", "NaN", "inf", "1e300", "soon", ""] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! The one error type every command returns, and how it maps to an exit code.
+//!
+//! The contract with the user: an error is one line on stderr, prefixed
+//! `shmbus: `, and the exit code says whose fault it was: 2 for a usage
+//! error or bad input (the same code clap uses for a bad flag), 1 for a
+//! failure at run time. A closed stdout is not a failure at all: `shmbus sub
+//! | head -1` must end quietly, like any Unix filter.
+
+use std::io;
+use std::process::ExitCode;
+
+use shmbus::{AttachError, CreateError, OpenError};
+
+/// Why a command stopped early.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments or bad input: exit 2.
+    Usage(String),
+    /// Something failed while running: exit 1.
+    Runtime(String),
+    /// The reader of stdout went away (EPIPE): stop quietly with exit 0.
+    StdoutClosed,
+}
+
+impl CliError {
+    pub fn usage(msg: impl Into<String>) -> CliError {
+        CliError::Usage(msg.into())
+    }
+
+    pub fn runtime(msg: impl Into<String>) -> CliError {
+        CliError::Runtime(msg.into())
+    }
+
+    /// A failed write to stdout: EPIPE means "stop", anything else is real.
+    pub fn stdout(err: io::Error) -> CliError {
+        if err.kind() == io::ErrorKind::BrokenPipe {
+            CliError::StdoutClosed
+        } else {
+            CliError::runtime(format!("writing to stdout: {err}"))
+        }
+    }
+
+    /// Prints the error (if any) and gives the process's exit code.
+    pub fn report(&self) -> ExitCode {
+        let (code, msg) = match self {
+            CliError::StdoutClosed => return ExitCode::SUCCESS,
+            CliError::Usage(msg) => (2, msg),
+            CliError::Runtime(msg) => (1, msg),
+        };
+        print_error(msg);
+        ExitCode::from(code)
+    }
+}
+
+/// Writes `shmbus: MSG` to stderr as exactly one line. Uses `writeln!`
+/// rather than `eprintln!`, which panics if stderr itself is closed.
+pub fn print_error(msg: &str) {
+    use io::Write;
+    // A path may hold a newline; keep the promise of one line.
+    let msg = msg.replace('\n', "\\n");
+    let _ = writeln!(io::stderr().lock(), "shmbus: {msg}");
+}
+
+impl From<OpenError> for CliError {
+    fn from(err: OpenError) -> CliError {
+        match err {
+            OpenError::Name(_) => CliError::usage(err.to_string()),
+            // Everything else is about the file found, not the command line.
+            _ => CliError::runtime(err.to_string()),
+        }
+    }
+}
+
+impl From<CreateError> for CliError {
+    fn from(err: CreateError) -> CliError {
+        match err {
+            CreateError::Name(_) | CreateError::InvalidGeometry(_) => {
+                CliError::usage(err.to_string())
+            }
+            _ => CliError::runtime(err.to_string()),
+        }
+    }
+}
+
+impl From<AttachError> for CliError {
+    fn from(err: AttachError) -> CliError {
+        match err {
+            AttachError::Open(open) => open.into(),
+            AttachError::PublisherActive { .. } => CliError::runtime(err.to_string()),
+        }
+    }
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# Checks that docs/LAYOUT.md is enough to read a bus: the layout-only reader
+# tools/read_bus.py must agree with the `shmbus` CLI on an existing bus.
+#
+#   tools/check_layout.sh NAME_OR_PATH [N]
+#
+# NAME_OR_PATH is an existing broadcast bus, e.g. one made with
+#   target/debug/shmbus create demo --msg-size 16 --capacity 8
+# and a few `shmbus pub` calls. The bus should be quiet while this runs: no
+# publisher writing and nobody subscribing, or the two views may differ.
+#
+# Steps:
+#   1. cargo build -p shmbus-cli (skip with SHMBUS_NO_BUILD=1; use another
+#      binary with SHMBUS_BIN=/path/to/shmbus);
+#   2. compare `read_bus.py --json` with `shmbus stat NAME --json` on every
+#      field both print (matched by key name at any depth of the CLI's JSON);
+#   3. compare the messages of `shmbus sub NAME --from oldest --count N
+#      --timeout 1` (extra arguments in SHMBUS_SUB_ARGS replace
+#      `--timeout 1`) with `read_bus.py --from oldest --count N`. N defaults
+#      to the number of messages still in the ring. Each CLI message line
+#      be the payload with its zero padding trimmed (the CLI prints raw
+#      bytes), or else contain it as text or hex, and if it starts with a
+#      number, that number must be the sequence.
+# Exit status 0 when everything compared agrees, 1 otherwise.
+set -euo pipefail
+
+if [[ $# -lt 1 || $# -gt 2 ]]; then
+    echo "usage: $0 NAME_OR_PATH [N]" >&2
+    exit 1
+fi
+bus=$1
+root=$(cd "$(dirname "$0")/.." && pwd)
+reader=("python3" "$root/tools/read_bus.py")
+shmbus=${SHMBUS_BIN:-$root/target/debug/shmbus}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if [[ ${SHMBUS_NO_BUILD:-0} != 1 && -z ${SHMBUS_BIN:-} ]]; then
+    echo "== building shmbus-cli"
+    (cd "$root" && cargo build -q -p shmbus-cli)
+fi
+if [[ ! -x $shmbus ]]; then
+    echo "FAIL: no shmbus binary at $shmbus" >&2
+    exit 1
+fi
+
+echo "== header and state: read_bus.py --json vs shmbus stat --json"
+"${reader[@]}" "$bus" --json >"$tmp/py.json"
+"$shmbus" stat "$bus" --json >"$tmp/cli.json"
+
+set +e
+python3 - "$tmp/py.json" "$tmp/cli.json" <<'EOF'
+import json, sys
+
+py = json.load(open(sys.argv[1]))
+try:
+    cli = json.load(open(sys.argv[2]))
+except ValueError as e:
+    print(f"FAIL: `shmbus stat --json` did not print JSON ({e}); is it implemented?")
+    sys.exit(1)
+
+def leaves(obj, prefix=""):
+    """Every scalar or list in the CLI's JSON, keyed by its leaf name."""
+    out = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, dict):
+                for lk, lv in leaves(v, f"{prefix}{k}.").items():
+                    out.setdefault(lk, lv)
+            else:
+                out.setdefault(k, (f"{prefix}{k}", v))
+    return out
+
+def norm(v):
+    """Compare numbers whether printed as ints or "0x..." strings, and
+    strings without case."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, str):
+        s = v.strip()
+        try:
+            return int(s, 0)
+        except ValueError:
+            return s.lower()
+    if isinstance(v, list):
+        return sorted(norm(x) for x in v)
+    return v
+
+# Names the CLI might use for the same thing.
+aliases = {
+    "msg_size": ["message_size", "size"],
+    "msg_align": ["align", "message_align"],
+    "type_hash": ["name_hash"],
+    "type_name": ["name", "type"],
+    "head": ["cursor", "next_sequence"],
+    "created_ns": ["created_unix_ns"],
+    "path": [],
+    "file_len": [],
+    "magic": [],
+    "type_hash_matches_name": [],
+}
+# A second CLI key for a field that read_bus prints once.
+extra = {"subscriber_pids": "subscribers"}
+
+cli_leaves = leaves(cli)
+compared = failed = 0
+for key, pv in py.items():
+    names = [key] + aliases.get(key, [])
+    hit = next((n for n in names if n in cli_leaves), None)
+    if hit is None:
+        continue
+    where, cv = cli_leaves[hit]
+    compared += 1
+    same = norm(pv) == norm(cv)
+    if isinstance(pv, list) and isinstance(cv, int) and not isinstance(cv, bool):
+        same = len(pv) == cv  # the CLI may print a count where we list pids
+    if key == "path":
+        same = str(pv).rstrip("/") == str(cv).rstrip("/")
+    print(f"  {'ok  ' if same else 'DIFF'} {key:<16} read_bus={pv!r:<26} shmbus {where}={cv!r}")
+    failed += not same
+for ck, pk in extra.items():
+    if ck in cli_leaves and pk in py:
+        where, cv = cli_leaves[ck]
+        compared += 1
+        same = norm(py[pk]) == norm(cv)
+        print(f"  {'ok  ' if same else 'DIFF'} {pk:<16} read_bus={py[pk]!r:<26} shmbus {where}={cv!r}")
+        failed += not same
+only_cli = sorted(set(cli_leaves) - set(py) - set(extra) - {a for v in aliases.values() for a in v})
+if only_cli:
+    print(f"  (only in shmbus stat: {', '.join(only_cli)})")
+if compared < 5:
+    print(f"FAIL: only {compared} fields in common; is `shmbus stat --json` implemented?")
+    sys.exit(1)
+print(f"  {compared} fields compared, {failed} differ")
+sys.exit(1 if failed else 0)
+EOF
+header_ok=$?
+set -e
+
+n=${2:-$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(min(d["published"], d["capacity"]))' "$tmp/py.json")}
+echo "== messages: $n from oldest"
+"${reader[@]}" "$bus" -q --hex --from oldest --count "$n" >"$tmp/py.msgs"
+# shellcheck disable=SC2086
+"$shmbus" sub "$bus" --from oldest --count "$n" ${SHMBUS_SUB_ARGS:---timeout 1} >"$tmp/cli.msgs" || {
+    echo "FAIL: shmbus sub exited with $?" >&2
+    exit 1
+}
+
+set +e
+python3 - "$tmp/py.msgs" "$tmp/cli.msgs" <<'EOF'
+import sys
+
+py = [l.split("\t") for l in open(sys.argv[1]).read().splitlines() if l]
+py = [(int(s), bytes.fromhex(h)) for s, h in py if s != "LAGGED"]
+# `shmbus sub` prints each message's raw bytes, zero padding trimmed, one
+# per line (lag reports go to stderr). Compared as bytes; a payload that
+# contains a newline would split in two and show as a DIFF.
+cli = [l for l in open(sys.argv[2], "rb").read().split(b"\n") if l.strip()]
+cli = [l for l in cli if not l.lower().startswith(b"lagged")]
+
+def forms(payload):
+    t = payload.rstrip(b"\0")
+    return {f for f in (payload.hex().encode(), t.hex().encode(), t) if f}
+
+bad = 0
+for i, (seq, payload) in enumerate(py):
+    line = cli[i] if i < len(cli) else None
+    trimmed = payload.rstrip(b"\0")
+    if line is None:
+        ok = False
+    elif line == trimmed:
+        ok = True
+    else:
+        # Another format: the line must contain the payload (text or hex),
+        # and if it starts with a number, that number must be the sequence.
+        ok = any(f in line for f in forms(payload))
+        first = line.split()[0].rstrip(b":,") if line.split() else b""
+        if ok and first.isdigit() and int(first) != seq:
+            ok = False
+    bad += not ok
+    shown = trimmed.decode("utf-8", "replace")
+    print(f"  {'ok  ' if ok else 'DIFF'} seq {seq:<20} read_bus={shown!r:<20} shmbus={line!r}")
+if len(cli) != len(py):
+    print(f"  DIFF read_bus gave {len(py)} messages, shmbus sub {len(cli)}")
+    bad += 1
+print(f"  {len(py)} messages compared, {bad} differ")
+sys.exit(1 if bad else 0)
+EOF
+msgs_ok=$?
+set -e
+
+if [[ $header_ok -eq 0 && $msgs_ok -eq 0 ]]; then
+    echo "PASS: read_bus.py (from docs/LAYOUT.md) agrees with shmbus on $bus"
+    exit 0
+fi
+echo "FAIL: see DIFF lines above"
+exit 1

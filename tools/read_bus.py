@@ -1,0 +1,496 @@
+#!/usr/bin/env python3
+"""Read a shmbus broadcast segment, written from docs/LAYOUT.md alone.
+
+    python3 tools/read_bus.py PATH [--from oldest|latest|next|SEQ] [--count N]
+                                   [--timeout SECS] [--hex] [--quiet]
+    python3 tools/read_bus.py PATH --json
+    python3 tools/read_bus.py PATH --slots
+
+PATH is a bus name (a bare name means /dev/shm/NAME) or a path (anything
+containing '/'), as in LAYOUT.md section 2.
+
+The tool opens the file read-only (O_RDONLY|O_NOFOLLOW), maps it PROT_READ,
+validates the header as in LAYOUT.md section 9 and prints the header. Then it
+reads messages with the seqlock reader protocol of section 12, one line per
+message:
+
+    SEQ<TAB>PAYLOAD          payload as text (trailing NULs trimmed) if it is
+                             printable UTF-8, otherwise hex (always hex with --hex)
+    LAGGED<TAB>skipped=N<TAB>resume=SEQ
+                             the publisher lapped this reader (section 12.4)
+
+Header lines start with '# ' (suppress them with --quiet). With --json it
+prints the header and live control-page state as one JSON object and exits.
+
+It is an inspector like `shmbus stat`. It writes nothing to the segment,
+takes no lock, never sleeps on the futex (it polls), and does not register
+as a subscriber.
+
+Memory-model caveat (LAYOUT.md section 18). Python has no atomics and no
+fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
+memoryview cast to 'Q'. In CPython that is one aligned 8-byte memcpy, in
+practice a single untorn load on x86-64 and aarch64. The payload is copied
+and then the stamp is loaded again, and the copy is thrown away unless the
+stamp is unchanged. On x86-64 loads are not reordered with each other (TSO),
+so the re-check is sound in practice. On weakly ordered CPUs the missing
+acquire fence makes a torn copy possible, though very unlikely. Use a C or
+Rust reader where that matters.
+
+Standard library only. Exit status: 0 on success, 2 if the bus cannot be
+opened or fails validation (the error is named as in the Rust OpenError),
+1 on bad usage.
+"""
+
+import argparse
+import errno
+import fcntl
+import json
+import mmap
+import os
+import stat as statmod
+import struct
+import sys
+import time
+
+# --- constants (LAYOUT.md sections 4, 5, 14) -------------------------------
+MAGIC = int.from_bytes(b"SHMBUS\0\0", "little")
+MAGIC_BUILDING = int.from_bytes(b"SHMBUS~\0", "little")
+VERSION = 1
+KIND_BROADCAST = 1
+KINDS = {1: "broadcast", 2: "stream"}
+HEADER_END = 168
+MAX_MSG_SIZE = 16 << 20
+LINE = 64
+STAMP_BYTES = 8
+ISIZE_MAX = (1 << 63) - 1
+M64 = (1 << 64) - 1
+
+# Header: (offset, struct code, name), little-endian.
+HEADER_FIELDS = [
+    (8, "I", "version"),
+    (12, "I", "kind"),
+    (16, "I", "page_size"),
+    (20, "I", "flags"),
+    (24, "Q", "control_offset"),
+    (32, "Q", "data_offset"),
+    (40, "Q", "total_len"),
+    (48, "Q", "capacity"),
+    (56, "I", "slot_size"),
+    (60, "I", "msg_size"),
+    (64, "I", "msg_align"),
+    (72, "Q", "type_hash"),
+    (80, "Q", "first_seq"),
+    (88, "I", "creator_pid"),
+    (96, "Q", "created_ns"),
+]
+TYPE_NAME_OFF, TYPE_NAME_LEN = 104, 64
+
+# Control page, relative to control_offset.
+C_CURSOR = 0
+C_EPOCH = 64
+C_PUBLISHER_PID = 128
+C_WAITERS = 192
+C_FUTEX = 256
+C_REGISTRY = 1024
+REGISTRY_SLOTS = 256
+
+# OFD lock bytes.
+LOCK_PUBLISHER = 0
+LOCK_ATTACHED = 1
+LOCK_REGISTRY = 64
+
+F_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", 36)
+FLOCK = "hh4xqqi4x"  # struct flock on x86-64 / aarch64 Linux, 32 bytes
+
+
+class OpenError(Exception):
+    """An error named after the Rust OpenError variant it mirrors."""
+
+    def __init__(self, kind, detail):
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+
+
+def resolve(name):
+    """Section 2: a bare name lives under /dev/shm; a name with '/' is a path."""
+    if name == "":
+        raise OpenError("Name", "bus name is empty")
+    if "\0" in name:
+        raise OpenError("Name", "bus name contains a NUL byte")
+    if "/" in name:
+        return name
+    if name in (".", ".."):
+        raise OpenError("Name", f"bus name {name!r} is reserved")
+    if len(name.encode()) > 255:
+        raise OpenError("Name", "bus name is longer than 255 bytes")
+    return "/dev/shm/" + name
+
+
+def round_up(n, to):
+    return (n + to - 1) // to * to
+
+
+def s64(x):
+    """Signed wrapping interpretation of a u64 (section 1: ahead(a, b))."""
+    x &= M64
+    return x - (1 << 64) if x >> 63 else x
+
+
+def fnv1a(data):
+    h = 0xCBF29CE484222325
+    for b in data:
+        h = ((h ^ b) * 0x00000100000001B3) & M64
+    return h
+
+
+class Bus:
+    """A validated, read-only mapping of one broadcast segment."""
+
+    def __init__(self, path, init_timeout=1.0):
+        self.path = path
+        fd, length = self._open_initialized(path, init_timeout)
+        self.fd = fd
+        self.file_len = length
+        # Section 9 step 5.
+        if length < HEADER_END:
+            raise OpenError("Truncated", f"file is {length} bytes, header needs {HEADER_END}")
+        # Step 6: map exactly the fstat length, read-only, shared.
+        try:
+            self.mm = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        except OSError as e:
+            raise OpenError("Io", f"mmap: {e}")
+        self.buf = memoryview(self.mm)
+        # 64-bit word view for single-load reads of shared words.
+        self.words = self.buf[: length - length % 8].cast("Q")
+        self.swap = sys.byteorder != "little"
+        self._read_header()
+        self._validate()
+
+    # -- section 9 steps 2-4 -------------------------------------------------
+    @staticmethod
+    def _open_initialized(path, init_timeout):
+        start = time.monotonic()
+        while True:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except FileNotFoundError:
+                raise OpenError("NotFound", f"{path}: no such bus")
+            except PermissionError:
+                raise OpenError("PermissionDenied", f"{path}: permission denied")
+            except OSError as e:
+                if e.errno == errno.ELOOP:
+                    raise OpenError("Symlink", f"{path}: is a symbolic link; refusing to follow it")
+                raise OpenError("Io", f"open: {e}")
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode):
+                os.close(fd)
+                raise OpenError("NotAFile", f"{path}: not a regular file")
+            length = st.st_size
+            magic = 0
+            if length >= 8:
+                raw = os.pread(fd, 8, 0)
+                if len(raw) == 8:
+                    magic = int.from_bytes(raw, "little")
+            if magic == MAGIC:
+                return fd, length
+            os.close(fd)
+            if magic not in (0, MAGIC_BUILDING):
+                raise OpenError(
+                    "BadMagic",
+                    f"not a shmbus segment: magic is {magic:#018x}, expected {MAGIC:#018x}",
+                )
+            waited = time.monotonic() - start
+            if waited >= init_timeout:
+                raise OpenError(
+                    "NotInitialized",
+                    f"{path}: not initialized (no header after waiting {waited:.3f}s); "
+                    "its creator may have died",
+                )
+            time.sleep(0.001)
+
+    # -- shared-word access ----------------------------------------------------
+    def u64(self, off):
+        """One 8-byte load of an aligned shared word (the Acquire/Relaxed
+        loads of the protocol; see the module docstring for the caveat)."""
+        v = self.words[off >> 3]
+        if self.swap:
+            v = int.from_bytes(v.to_bytes(8, sys.byteorder), "little")
+        return v
+
+    def u32(self, off):
+        return struct.unpack_from("<I", self.buf, off)[0]
+
+    # -- section 9 steps 7-9 and 12 ---------------------------------------------
+    def _read_header(self):
+        magic = self.u64(0)  # Acquire in Rust: read first.
+        if magic != MAGIC:
+            raise OpenError(
+                "BadMagic", f"not a shmbus segment: magic is {magic:#018x}, expected {MAGIC:#018x}"
+            )
+        h = {"magic": magic}
+        for off, code, name in HEADER_FIELDS:
+            h[name] = struct.unpack_from("<" + code, self.buf, off)[0]
+        raw = bytes(self.buf[TYPE_NAME_OFF : TYPE_NAME_OFF + TYPE_NAME_LEN])
+        h["type_name"] = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+        self.h = h
+
+    def _validate(self):
+        h = self.h
+        if h["version"] != VERSION:
+            raise OpenError("VersionMismatch", f"layout version {h['version']}, expected {VERSION}")
+        page = h["page_size"]
+        local = mmap.PAGESIZE
+        if page == 0 or page & (page - 1) or page % local:
+            raise OpenError(
+                "InvalidGeometry", f"page size {page} is not a multiple of this system's {local}"
+            )
+        if h["control_offset"] != page:
+            raise OpenError(
+                "InvalidGeometry", f"control page at {h['control_offset']}, expected {page}"
+            )
+        if h["data_offset"] != 2 * page:
+            raise OpenError(
+                "InvalidGeometry", f"data pages at {h['data_offset']}, expected {2 * page}"
+            )
+        # Kind before anything that depends on it (LAYOUT.md section 9, last
+        # note): the Rust code checks it later, this reader refuses early.
+        if h["kind"] != KIND_BROADCAST:
+            found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
+            raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
+        cap = h["capacity"]
+        if cap == 0 or cap & (cap - 1):
+            raise OpenError("InvalidGeometry", f"capacity {cap} is not a power of two")
+        msg = h["msg_size"]
+        if msg == 0 or msg > MAX_MSG_SIZE:
+            raise OpenError("InvalidGeometry", f"message size {msg} outside 1..={MAX_MSG_SIZE}")
+        slot = h["slot_size"]
+        if slot < STAMP_BYTES + round_up(msg, 8) or slot % LINE:
+            raise OpenError(
+                "InvalidGeometry",
+                f"slot size {slot} cannot hold a {msg}-byte message in 64-byte lines",
+            )
+        end = h["data_offset"] + cap * slot  # Python ints do not overflow;
+        if end > M64 or end > h["total_len"]:  # > 2^64-1 is the Rust overflow.
+            raise OpenError(
+                "InvalidGeometry",
+                f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
+            )
+        if h["total_len"] > ISIZE_MAX:
+            raise OpenError("InvalidGeometry", f"total length {h['total_len']} is too large")
+        if self.file_len < h["total_len"]:
+            raise OpenError(
+                "Truncated",
+                f"file is {self.file_len} bytes, header needs {h['total_len']}",
+            )
+        # Derived geometry (section 6).
+        self.cap = cap
+        self.mask = cap - 1
+        self.slot_size = slot
+        self.msg_size = msg
+        self.data = h["data_offset"]
+        self.ctl = h["control_offset"]
+        self.first = h["first_seq"]
+
+    # -- control page (section 5) ------------------------------------------------
+    def cursor(self):
+        return self.u64(self.ctl + C_CURSOR)
+
+    def epoch(self):
+        return self.u64(self.ctl + C_EPOCH)
+
+    def lock_held(self, byte):
+        """Section 14: F_OFD_GETLK with F_WRLCK on one byte, l_pid = 0."""
+        arg = struct.pack(FLOCK, fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0)
+        res = fcntl.fcntl(self.fd, F_OFD_GETLK, arg)
+        return struct.unpack(FLOCK, res)[0] != fcntl.F_UNLCK
+
+    def state(self):
+        head = self.cursor()
+        published = (head - self.first) & M64
+        subs = []
+        for i in range(REGISTRY_SLOTS):
+            if self.lock_held(LOCK_REGISTRY + i):
+                subs.append(self.u32(self.ctl + C_REGISTRY + 4 * i))
+        return {
+            "head": head,
+            "published": published,
+            "oldest": (head - min(published, self.cap)) & M64,
+            "epoch": self.epoch(),
+            "publisher_pid": self.u32(self.ctl + C_PUBLISHER_PID),
+            "publisher_alive": self.lock_held(LOCK_PUBLISHER),
+            "attached": self.lock_held(LOCK_ATTACHED),
+            "subscribers": subs,
+            "waiters": self.u32(self.ctl + C_WAITERS),
+            "futex": self.u32(self.ctl + C_FUTEX),
+        }
+
+    # -- data pages and the reader protocol (sections 6, 12) ---------------------
+    def slot_offset(self, seq):
+        return self.data + (seq & self.mask) * self.slot_size
+
+    def start_at(self, start):
+        head = self.cursor()
+        published = (head - self.first) & M64
+        if start == "next":
+            return head
+        if start == "latest":
+            return (head - min(published, 1)) & M64
+        if start == "oldest":
+            return (head - min(published, self.cap)) & M64
+        return int(start, 0) & M64
+
+    def classify(self, seq, stamp):
+        d = s64(stamp - done(seq))
+        if d < 0:
+            return ("empty", None)
+        return ("lapped", (seq + (d + 1) // 2) & M64)
+
+    def read(self, seq):
+        """One attempt at sequence seq: ('read', bytes) | ('empty', None) |
+        ('lapped', newer)."""
+        off = self.slot_offset(seq)
+        want = done(seq)
+        before = self.u64(off)  # Acquire in the protocol.
+        if before != want:
+            return self.classify(seq, before)
+        copy = bytes(self.buf[off + 8 : off + 8 + self.msg_size])
+        # (No acquire fence is possible here in Python: see the docstring.)
+        after = self.u64(off)
+        if after == want:
+            return ("read", copy)
+        return self.classify(seq, after)
+
+    def oldest_after_lap(self, newer):
+        by_slot = (newer + 1 - self.cap) & M64
+        by_head = (self.cursor() - self.cap) & M64
+        return by_head if s64(by_head - by_slot) > 0 else by_slot
+
+    def poll(self, pos):
+        """One subscriber step: (kind, value, new_pos)."""
+        kind, val = self.read(pos)
+        if kind == "read":
+            return ("message", val, (pos + 1) & M64)
+        if kind == "empty":
+            return ("empty", None, pos)
+        to = self.oldest_after_lap(val)
+        return ("lagged", (to - pos) & M64, to)
+
+
+def done(seq):
+    return (2 * seq + 2) & M64
+
+
+def render(payload, as_hex):
+    if not as_hex:
+        trimmed = payload.rstrip(b"\0")
+        if trimmed:
+            try:
+                text = trimmed.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            if text is not None and text.isprintable():
+                return text
+    return payload.hex()
+
+
+def header_dict(bus):
+    h = dict(bus.h)
+    out = {"path": bus.path}
+    out["magic"] = f"{h['magic']:#018x}"
+    out["version"] = h["version"]
+    out["kind"] = KINDS.get(h["kind"], f"unknown ({h['kind']})")
+    for key in (
+        "page_size", "flags", "control_offset", "data_offset", "total_len", "capacity",
+        "slot_size", "msg_size", "msg_align",
+    ):
+        out[key] = h[key]
+    out["type_name"] = h["type_name"]
+    out["type_hash"] = f"{h['type_hash']:#018x}"
+    out["type_hash_matches_name"] = fnv1a(h["type_name"].encode()) == h["type_hash"]
+    for key in ("first_seq", "creator_pid", "created_ns"):
+        out[key] = h[key]
+    out["file_len"] = bus.file_len
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="Read a shmbus broadcast bus (docs/LAYOUT.md).")
+    ap.add_argument("path", help="bus name (under /dev/shm) or path")
+    ap.add_argument("--from", dest="start", default="oldest",
+                    help="oldest (default), latest, next, or a sequence number")
+    ap.add_argument("--count", type=int, default=None,
+                    help="stop after N messages (lag reports do not count)")
+    ap.add_argument("--timeout", type=float, default=0.0,
+                    help="keep polling for new messages until SECS pass with none (default 0)")
+    ap.add_argument("--hex", action="store_true", help="print every payload as hex")
+    ap.add_argument("--quiet", "-q", action="store_true", help="no '# ' header lines")
+    ap.add_argument("--json", action="store_true",
+                    help="print header and control-page state as JSON and exit")
+    ap.add_argument("--slots", action="store_true",
+                    help="print every slot's stamp and what it means, and exit")
+    ap.add_argument("--init-timeout", type=float, default=1.0,
+                    help="how long to wait for a bus being created (default 1 s)")
+    args = ap.parse_args(argv)
+
+    try:
+        bus = Bus(resolve(args.path), args.init_timeout)
+    except OpenError as e:
+        print(f"read_bus: {e}", file=sys.stderr)
+        return 2
+
+    if args.json:
+        out = header_dict(bus)
+        out.update(bus.state())
+        print(json.dumps(out, indent=2))
+        return 0
+
+    if not args.quiet:
+        for k, v in header_dict(bus).items():
+            print(f"# {k}: {v}")
+        for k, v in bus.state().items():
+            print(f"# {k}: {v}")
+
+    if args.slots:
+        head = bus.cursor()
+        for i in range(bus.cap):
+            off = bus.data + i * bus.slot_size
+            st = bus.u64(off)
+            # The stamp is 2s+2 (done) or 2s+1 (writing) mod 2^64, so it
+            # holds s only mod 2^63: take the candidate nearest the cursor.
+            # The initial stamp 2*first_seq reads as done(first_seq - 1), a
+            # sequence never published (short of 2^64 messages).
+            low = ((st - 1) // 2) if st % 2 else (((st - 2) & M64) // 2)
+            s = min((low, low | 1 << 63), key=lambda c: abs(s64(c - head)))
+            if st % 2:
+                what = f"writing seq {s}"
+            elif s == (bus.first - 1) & M64:
+                what = "empty (initial stamp 2*first_seq)"
+            else:
+                what = f"done seq {s}"
+            payload = bytes(bus.buf[off + 8 : off + 8 + bus.msg_size])
+            print(f"slot {i}\toffset {off}\tstamp {st:#018x}\t{what}\t{render(payload, args.hex)}")
+        return 0
+
+    pos = bus.start_at(args.start)
+    got = 0
+    last_progress = time.monotonic()
+    while args.count is None or got < args.count:
+        kind, val, new_pos = bus.poll(pos)
+        if kind == "message":
+            print(f"{pos}\t{render(val, args.hex)}")
+            got += 1
+            last_progress = time.monotonic()
+        elif kind == "lagged":
+            print(f"LAGGED\tskipped={val}\tresume={new_pos}")
+            last_progress = time.monotonic()
+        else:
+            if time.monotonic() - last_progress >= args.timeout:
+                break
+            time.sleep(0.001)
+        pos = new_pos
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
