@@ -971,7 +971,6 @@ fn write_short_stream_header(path: &Path) {
 }
 
 #[test]
-#[ignore = "library bug: Header::validate checks page offsets against the length only for broadcast"]
 fn a_stream_header_shorter_than_its_control_page_is_an_error_not_a_panic() {
     let dir = ShmDir::new("short-stream");
     write_short_stream_header(&dir.file("short"));
@@ -983,7 +982,6 @@ fn a_stream_header_shorter_than_its_control_page_is_an_error_not_a_panic() {
 }
 
 #[test]
-#[ignore = "library bug: ShmRegion::open_file opens a FIFO without O_NONBLOCK and blocks"]
 fn ls_and_stat_skip_a_fifo_instead_of_hanging() {
     let dir = ShmDir::new("fifo");
     let status = Command::new("mkfifo")

@@ -69,6 +69,9 @@ pub enum Start {
     Next,
 }
 
+/// Bit 0 of the futex word: a subscriber may be asleep (see `wait`).
+const SLEEPERS: u32 = 1;
+
 #[inline]
 fn done(seq: u64) -> u64 {
     seq.wrapping_mul(2).wrapping_add(2)
@@ -270,16 +273,23 @@ impl<R: Region> Ring<R> {
     #[inline]
     fn wake_sleepers(&self) {
         // SeqCst fence, paired with the sleeper's SeqCst fence in `sleep`
-        // (Dekker): the sleeper registered in WAITERS is seen here, or the
-        // sleeper's re-check sees the stamp just stored.
+        // (Dekker): a sleeper's flag is seen here, or the sleeper's re-check
+        // sees the cursor just stored.
         fence(Ordering::SeqCst);
-        let waiters = self.region.word32(self.control(control::WAITERS));
-        if waiters.load(Ordering::Relaxed) != 0 {
-            let futex = self.region.word32(self.control(control::FUTEX));
-            // Release, paired with the sleeper's Acquire load of FUTEX.
-            futex.fetch_add(1, Ordering::Release);
-            wait::futex_wake_all(futex);
+        let futex = self.region.word32(self.control(control::FUTEX));
+        if futex.load(Ordering::Relaxed) & SLEEPERS != 0 {
+            self.wake_all(futex);
         }
+    }
+
+    #[cold]
+    fn wake_all(&self, futex: &crate::sync::AtomicU32) {
+        // Release, paired with the sleeper's SeqCst `fetch_or`, which reads
+        // this value if it comes later, and so sees the cursor.
+        let _ = futex.fetch_update(Ordering::Release, Ordering::Relaxed, |f| {
+            Some((f & !SLEEPERS).wrapping_add(2))
+        });
+        wait::futex_wake_all(futex);
     }
 
     /// Reads sequence `seq` into `dst` (exactly `msg_size` bytes).
@@ -396,21 +406,18 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// The subscriber half of the sleep protocol in `wait`: registers as a
-    /// waiter, re-checks, sleeps if the publisher is still at `pos`.
+    /// The subscriber half of the sleep protocol in `wait`: raises the
+    /// sleepers flag, re-checks, sleeps if the publisher is still at `pos`.
     pub(crate) fn sleep(&self, pos: u64, timeout: Option<Duration>) {
-        let waiters = self.region.word32(self.control(control::WAITERS));
         let futex = self.region.word32(self.control(control::FUTEX));
-        waiters.fetch_add(1, Ordering::SeqCst);
-        // Acquire, paired with the publisher's Release fetch_add on FUTEX.
-        let seen = futex.load(Ordering::Acquire);
+        // SeqCst RMW: reads the publisher's Release bump if that came first.
+        let seen = futex.fetch_or(SLEEPERS, Ordering::SeqCst) | SLEEPERS;
         // SeqCst fence, paired with the one in `wake_sleepers`: if the
-        // publisher missed our registration, we see its cursor store here.
+        // publisher missed our flag, we see its cursor store here.
         fence(Ordering::SeqCst);
         if self.cursor().load(Ordering::Relaxed) == pos {
             wait::futex_wait(futex, seen, timeout);
         }
-        waiters.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Polls at `*pos` until something is there or the deadline passes,
@@ -620,7 +627,7 @@ pub(crate) const HEAP_PAGE: u64 = 512;
 
 /// Messages of a size chosen at run time, as raw bytes (the CLI's view).
 pub struct RawPublisher<R: Region = crate::DefaultRegion> {
-    ring: Ring<R>,
+    pub(crate) ring: Ring<R>,
     next: u64,
 }
 
@@ -674,7 +681,7 @@ impl<R: Region> RawPublisher<R> {
 
 /// A subscriber that receives raw bytes of the bus's message size.
 pub struct RawSubscriber<R: Region = crate::DefaultRegion> {
-    ring: Ring<R>,
+    pub(crate) ring: Ring<R>,
     pos: u64,
     wait: WaitStrategy,
     buf: Vec<u8>,

@@ -155,6 +155,7 @@ impl OpenError {
             Some(libc::ENOENT) => OpenError::NotFound { path },
             Some(libc::EACCES) | Some(libc::EPERM) => OpenError::PermissionDenied { path },
             Some(libc::ELOOP) => OpenError::Symlink { path },
+            Some(libc::EISDIR) | Some(libc::ENXIO) => OpenError::NotAFile { path },
             _ if err.kind() == io::ErrorKind::InvalidInput => OpenError::NotAFile { path },
             _ => OpenError::Io {
                 what: "open",

@@ -91,9 +91,9 @@ pub mod control {
     pub const EPOCH: usize = 64;
     /// u32: pid of the current (or last) publisher.
     pub const PUBLISHER_PID: usize = 128;
-    /// u32: number of subscribers inside a futex wait, or about to be.
-    pub const WAITERS: usize = 192;
-    /// u32: futex word, bumped by the publisher to wake sleepers.
+    /// u32: futex word. Bit 0: a subscriber may be asleep (set by sleepers,
+    /// cleared by the publisher when it wakes them); bits 1..31: a wake
+    /// counter the publisher bumps by 2 on every wake.
     pub const FUTEX: usize = 256;
     /// [u32; REGISTRY_SLOTS]: pids of registered subscribers.
     pub const REGISTRY: usize = 1024;
@@ -383,6 +383,14 @@ impl Header {
                 "data pages at {}, expected {}",
                 self.data_offset,
                 2 * page
+            ));
+        }
+        // Every kind has its header and control page inside the file: `stat`
+        // reads the control page before anyone checks the kind.
+        if self.total_len < self.data_offset {
+            return bad(format!(
+                "total length {} does not reach the data pages at {}",
+                self.total_len, self.data_offset
             ));
         }
         if let Kind::Broadcast = self.kind {

@@ -36,6 +36,8 @@ pub mod error;
 pub mod layout;
 #[cfg(not(loom))]
 mod lock;
+#[cfg(all(test, loom))]
+mod loom_tests;
 pub mod region;
 #[cfg(not(loom))]
 mod segment;

@@ -240,7 +240,10 @@ impl ShmRegion {
             Access::ReadOnly => OFlags::RDONLY,
             Access::ReadWrite => OFlags::RDWR,
         };
-        let file = rustix::fs::open(path, rw | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?;
+        // NONBLOCK: opening a FIFO someone left here must not wait for a
+        // writer; the regular-file check below then refuses it.
+        let flags = rw | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let file = rustix::fs::open(path, flags, Mode::empty())?;
         let st = rustix::fs::fstat(&file)?;
         if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
             return Err(io::Error::new(

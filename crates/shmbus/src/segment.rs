@@ -271,19 +271,19 @@ fn open_ring(
     let (region, header) = open_region(&path, role, opts.init_timeout)?;
     header.expect(Kind::Broadcast, msg)?;
     finish_open(&region, opts)?;
-    if role == Role::Subscriber {
-        register(&region, &header);
-    }
     Ok(Ring::new(region, &header))
 }
 
 /// Takes a free registry entry, if any, so `stat` can name this subscriber.
 /// A subscriber beyond the registry's size works all the same, uncounted
 /// but still holding the attached lock that keeps `clean` away.
-fn register(region: &ShmRegion, header: &Header) {
+/// Called once the subscriber's start position is fixed, so that "registered"
+/// means "will see everything published from now on".
+fn register(ring: &Ring<ShmRegion>) {
+    let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
-            let field = header.control_offset as usize + control::REGISTRY + 4 * i;
+            let field = ring.control_field(control::REGISTRY + 4 * i);
             region
                 .word32(field)
                 .store(std::process::id(), Ordering::Relaxed);
@@ -387,14 +387,26 @@ impl RawSubscriber {
     /// Opens any broadcast bus, whatever its message type.
     pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
         let ring = open_ring(name, Role::Subscriber, None, opts)?;
-        Ok(RawSubscriber::from_parts(ring, opts.start, opts.wait))
+        let subscriber = RawSubscriber::from_parts(ring, opts.start, opts.wait);
+        register(&subscriber.ring);
+        Ok(subscriber)
     }
 }
 
 /// Removes a bus's name from the file system. Processes that have it mapped
-/// keep working; nobody new can open it.
+/// keep working; nobody new can open it. Refuses a file that does not start
+/// with shmbus's magic (finished or half-built), so it deletes only buses.
 pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
     let path = resolve(name)?;
+    let (file, _) = ShmRegion::open_file(&path, Access::ReadOnly)
+        .map_err(|e| OpenError::from_open(&path, e))?;
+    let magic = read_magic(&file);
+    if magic != MAGIC && magic != MAGIC_BUILDING {
+        return Err(OpenError::BadMagic {
+            found: magic,
+            expected: MAGIC,
+        });
+    }
     crate::region::unlink(&path).map_err(|e| OpenError::from_open(&path, e))?;
     Ok(path)
 }

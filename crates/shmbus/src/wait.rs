@@ -5,21 +5,26 @@
 //! keyed by the waiter's address space, and another process's wake would
 //! never find it.
 //!
-//! The sleep protocol (no lost wake-up), with W the waiter count and F the
-//! futex word, both on the control page:
+//! The sleep protocol (no lost wake-up) uses one futex word F on the control
+//! page: bit 0 says "a subscriber may be asleep", the other bits count wakes.
 //!
 //! ```text
-//! sleeper:   W += 1 (SeqCst) ; f = F (Acquire) ; fence(SeqCst) ; check ; futex_wait(F, f) ; W -= 1
-//! publisher: stamp (Release) ; fence(SeqCst)  ; if W > 0 { F += 1 (Release) ; futex_wake(F, all) }
+//! sleeper:   f = F.fetch_or(1) | 1 (SeqCst) ; fence(SeqCst) ; re-check ; futex_wait(F, f)
+//! publisher: cursor (Release) ; fence(SeqCst) ; if F & 1 { F = (F & !1) + 2 ; futex_wake(F, all) }
 //! ```
 //!
-//! The two SeqCst fences order the sleeper's `W += 1` against the publisher's
-//! load of W (a Dekker pattern): either the publisher sees W > 0 and bumps F,
-//! or the sleeper's check, after its fence, sees the new stamp. If F is
-//! bumped after the sleeper read f, `futex_wait` returns at once (the kernel
-//! compares F with f); if before, the sleeper's Acquire load of F saw the
-//! bump, and through it the stamp. While W is 0 the publisher pays one fence
-//! and one load of a line nobody writes, and makes no system call.
+//! The SeqCst fences order the sleeper's `fetch_or` against the publisher's
+//! load of F (a Dekker pattern): either the publisher sees the bit and wakes,
+//! or the sleeper's re-check sees the new cursor. A bump after the sleeper
+//! read f makes `futex_wait` return at once (the kernel compares F with f).
+//! A sleeper that set the bit after the bump read F through the publisher's
+//! Release CAS, and so sees the cursor in its re-check.
+//!
+//! Why a flag and not a count of sleepers: a subscriber killed in its sleep
+//! would leave a count up for good, and the publisher would make a wake
+//! system call on every message forever. A stale flag costs one wake: the
+//! publisher clears it, and only live sleepers set it again. While no one
+//! sleeps the publisher pays one fence and one load, and no system call.
 
 use std::time::{Duration, Instant};
 
@@ -72,11 +77,12 @@ pub(crate) fn futex_wake_all(word: &AtomicU32) {
     let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
 }
 
-// Loom cannot model a system call; its sleeper yields to the model instead,
-// which still explores every interleaving of the counter protocol above.
+// Loom cannot model a system call. Its futex blocks until the word changes
+// and never wakes spuriously: a lost wake-up then loops forever, which loom
+// reports, so the model checks the counter protocol above.
 #[cfg(loom)]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, _timeout: Option<Duration>) {
-    if word.load(crate::sync::Ordering::Relaxed) == expected {
+    while word.load(crate::sync::Ordering::SeqCst) == expected {
         crate::sync::yield_now();
     }
 }
