@@ -602,15 +602,7 @@ impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
 
     #[doc(hidden)]
     pub fn on_heap_from(capacity: u64, first_seq: u64) -> Result<Self, crate::error::CreateError> {
-        // A small page: the heap ring needs no mprotect, and loom models
-        // every word of the region.
-        let header = Header::broadcast(capacity, TypeFingerprint::of::<T>(), HEAP_PAGE, first_seq)
-            .map_err(crate::error::CreateError::InvalidGeometry)?;
-        let region = Arc::new(HeapRegion::new(header.total_len as usize));
-        header.write(&*region);
-        let ring = Ring::new(region, &header);
-        ring.init();
-        Header::publish_magic(ring.region());
+        let ring = heap_ring(capacity, TypeFingerprint::of::<T>(), first_seq)?;
         Ok(Publisher::from_parts(ring, first_seq))
     }
 
@@ -618,6 +610,41 @@ impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
     pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
         let ring = Ring::with_geometry(Arc::clone(self.ring.region()), self.ring.geometry());
         Subscriber::from_parts(ring, start, wait)
+    }
+}
+
+/// A ring on the heap, built as `create` builds one in /dev/shm.
+fn heap_ring(
+    capacity: u64,
+    msg: TypeFingerprint,
+    first_seq: u64,
+) -> Result<Ring<Arc<HeapRegion>>, crate::error::CreateError> {
+    // A small page: the heap ring needs no mprotect, and loom models
+    // every word of the region.
+    let header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
+        .map_err(crate::error::CreateError::InvalidGeometry)?;
+    let region = Arc::new(HeapRegion::new(header.total_len as usize));
+    header.write(&*region);
+    let ring = Ring::new(region, &header);
+    ring.init();
+    Header::publish_magic(ring.region());
+    Ok(ring)
+}
+
+impl RawPublisher<Arc<HeapRegion>> {
+    /// A bus of `msg_size`-byte messages on the heap, for threads of one
+    /// process.
+    pub fn on_heap(msg_size: u32, capacity: u64) -> Result<Self, crate::error::CreateError> {
+        Ok(RawPublisher::from_parts(
+            heap_ring(capacity, TypeFingerprint::bytes(msg_size), 0)?,
+            0,
+        ))
+    }
+
+    /// A subscriber to this heap bus.
+    pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> RawSubscriber<Arc<HeapRegion>> {
+        let ring = Ring::with_geometry(Arc::clone(self.ring.region()), self.ring.geometry());
+        RawSubscriber::from_parts(ring, start, wait)
     }
 }
 
@@ -719,6 +746,12 @@ impl<R: Region> RawSubscriber<R> {
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
         }
+    }
+
+    /// The message the last successful receive returned (the buffer it
+    /// lent), for callers that must end that borrow before using it.
+    pub fn message(&self) -> &[u8] {
+        &self.buf
     }
 
     /// The newest message on the bus, without moving this subscriber.

@@ -1,0 +1,129 @@
+//! The mechanisms `shmbus bench` compares, each a small adapter behind
+//! [`Mechanism`]: adding one is one file and one line in [`all`].
+//!
+//! A run has one sender (the parent process, or a thread) and one or more
+//! receivers (child processes re-executed from this binary, or threads for
+//! in-process mechanisms). Every message is `msg_size` bytes; its first 8
+//! bytes are the sequence number (or a [`marker`]), the next 8 the sender's
+//! clock (see `clock`). Receivers answer on the way back only in pingpong.
+
+use std::io;
+
+pub mod floor;
+pub mod shmbus_bus;
+
+/// Which side of a channel an endpoint is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// The parent: sends to every receiver, receives pongs from receiver 0.
+    Sender,
+    /// Receiver `i` of `receivers`.
+    Receiver(usize),
+}
+
+/// What the channel is for: message size and number of receivers.
+#[derive(Clone, Debug)]
+pub struct ChannelSpec {
+    /// Bytes per message (at least 16).
+    pub msg_size: usize,
+    /// Number of receivers.
+    pub receivers: usize,
+    /// Whether pongs flow back (pingpong).
+    pub duplex: bool,
+    /// Prefix for names of files, queues and buses, unique to the run.
+    pub prefix: String,
+}
+
+/// One received message, or how many were lost just before the next one.
+pub enum Got<'a> {
+    /// A whole message.
+    Msg(&'a [u8]),
+    /// The mechanism itself reported `n` lost messages (shmbus lag).
+    Lost(u64),
+}
+
+/// One end of a channel.
+pub trait Endpoint {
+    /// Sends one message: the sender to every receiver, a receiver back to
+    /// the sender. May block for backpressure.
+    fn send(&mut self, msg: &[u8]) -> io::Result<()>;
+    /// Waits for the next message (busy-polling for shared-memory
+    /// mechanisms, blocking in the kernel for the others: each in its
+    /// fastest mode).
+    fn recv(&mut self) -> io::Result<Got<'_>>;
+}
+
+/// Both ends of an in-process channel: the sender, then each receiver.
+pub type Pair = (Box<dyn Endpoint + Send>, Vec<Box<dyn Endpoint + Send>>);
+
+/// Files, queues or sockets a cross-process channel needs, removed on drop.
+pub trait Resources {
+    /// What a child needs to open its end (passed on its command line).
+    fn token(&self) -> String;
+}
+
+/// A way to move messages.
+pub trait Mechanism: Sync {
+    /// Name in tables and JSON.
+    fn name(&self) -> &'static str;
+    /// One line on what it is.
+    fn describe(&self) -> &'static str;
+    /// Whether both ends are threads of one process.
+    fn in_process(&self) -> bool {
+        false
+    }
+    /// Whether it can run `pattern` at `msg_size`: `Err` says why not.
+    fn supports(&self, pattern: super::Pattern, msg_size: usize) -> Result<(), String> {
+        let _ = (pattern, msg_size);
+        Ok(())
+    }
+    /// Cross-process: creates what the channel needs, before the children
+    /// start.
+    fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
+        let _ = spec;
+        Err(io::Error::other("in-process mechanism"))
+    }
+    /// Cross-process: opens one end in the calling process. The sender's
+    /// open may wait for the receivers to open theirs.
+    fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
+        let _ = (token, side, spec);
+        Err(io::Error::other("in-process mechanism"))
+    }
+    /// In-process: both ends at once, the sender first.
+    fn pair(&self, spec: &ChannelSpec) -> io::Result<Pair> {
+        let _ = spec;
+        Err(io::Error::other("cross-process mechanism"))
+    }
+}
+
+/// Every mechanism, in table order.
+pub fn all() -> Vec<&'static dyn Mechanism> {
+    vec![
+        &floor::Floor,
+        &shmbus_bus::ShmbusBus,
+        &shmbus_bus::ShmbusThreads,
+    ]
+}
+
+/// Sequence numbers with special meaning in a message's first 8 bytes.
+pub mod marker {
+    /// The measured interval starts now (receivers snapshot counters).
+    pub const START: u64 = u64::MAX - 1;
+    /// The run is over; receivers report and exit.
+    pub const STOP: u64 = u64::MAX;
+}
+
+/// Writes the header (sequence, timestamp) into a message buffer.
+#[inline(always)]
+pub fn stamp(buf: &mut [u8], seq: u64, ts: u64) {
+    buf[..8].copy_from_slice(&seq.to_le_bytes());
+    buf[8..16].copy_from_slice(&ts.to_le_bytes());
+}
+
+/// Reads (sequence, timestamp) from a message.
+#[inline(always)]
+pub fn unstamp(msg: &[u8]) -> (u64, u64) {
+    let seq = u64::from_le_bytes(msg[..8].try_into().expect("16-byte header"));
+    let ts = u64::from_le_bytes(msg[8..16].try_into().expect("16-byte header"));
+    (seq, ts)
+}

@@ -1,0 +1,182 @@
+//! `shmbus` (between processes, over /dev/shm) and `shmbus-threads`
+//! (between two threads, over the heap-backed region): the same ring code.
+//!
+//! Receivers busy-poll `try_recv`, the bus's lowest-latency mode. Pingpong
+//! uses two buses, one each way. The publisher never waits, so under
+//! `throughput` a receiver slower than the sender is lapped and the lag is
+//! reported as lost messages, exactly.
+
+use std::io;
+use std::sync::Arc;
+
+use shmbus::{
+    HeapRegion, OpenOptions, RawPublisher, RawSubscriber, Received, Region, Start, WaitStrategy,
+};
+
+use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};
+
+/// The broadcast bus between processes.
+pub struct ShmbusBus;
+/// The broadcast bus between two threads of one process.
+pub struct ShmbusThreads;
+
+/// Slots: enough for ~4 MiB of messages, between 64 and 16384.
+fn capacity(msg_size: usize) -> u64 {
+    let slot = (msg_size + 8).div_ceil(64) * 64;
+    ((4 << 20) / slot)
+        .clamp(64, 16384)
+        .next_power_of_two()
+        .min(16384) as u64
+}
+
+struct Buses {
+    names: Vec<String>,
+}
+
+impl Resources for Buses {
+    fn token(&self) -> String {
+        self.names[0].trim_end_matches("-ping").to_owned()
+    }
+}
+
+impl Drop for Buses {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = shmbus::remove(n);
+        }
+    }
+}
+
+struct Ends<R: Region> {
+    tx: Option<RawPublisher<R>>,
+    rx: Option<RawSubscriber<R>>,
+}
+
+impl<R: Region> Endpoint for Ends<R> {
+    #[inline]
+    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no way back on this end"))?;
+        tx.publish(msg).map_err(io::Error::other)?;
+        Ok(())
+    }
+    #[inline]
+    fn recv(&mut self) -> io::Result<Got<'_>> {
+        let rx = self
+            .rx
+            .as_mut()
+            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let lost = loop {
+            match rx.try_recv() {
+                Some(Received::Message(_)) => break 0,
+                Some(Received::Lagged { skipped }) => break skipped,
+                None => std::hint::spin_loop(),
+            }
+        };
+        Ok(if lost == 0 {
+            Got::Msg(rx.message())
+        } else {
+            Got::Lost(lost)
+        })
+    }
+}
+
+fn io_err(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+impl Mechanism for ShmbusBus {
+    fn name(&self) -> &'static str {
+        "shmbus"
+    }
+    fn describe(&self) -> &'static str {
+        "shmbus broadcast bus between processes (/dev/shm, busy-poll)"
+    }
+    fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
+        let mut buses = Buses { names: Vec::new() };
+        let ways: &[&str] = if spec.duplex {
+            &["ping", "pong"]
+        } else {
+            &["ping"]
+        };
+        for way in ways {
+            let name = format!("{}-{way}", spec.prefix);
+            let opts = shmbus::CreateOptions::new(capacity(spec.msg_size)).prefault(true);
+            RawPublisher::create(&name, spec.msg_size as u32, &opts).map_err(io_err)?;
+            buses.names.push(name);
+        }
+        Ok(Box::new(buses))
+    }
+    fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
+        let (ping, pong) = (format!("{token}-ping"), format!("{token}-pong"));
+        let sub = |name: &str| {
+            let opts = OpenOptions::default()
+                .start(Start::Next)
+                .wait(WaitStrategy::BusySpin)
+                .prefault(true);
+            RawSubscriber::open(name, &opts).map_err(io_err)
+        };
+        let publ = |name: &str| {
+            RawPublisher::attach(name, &OpenOptions::default().prefault(true)).map_err(io_err)
+        };
+        let ends = match side {
+            Side::Sender => Ends {
+                tx: Some(publ(&ping)?),
+                rx: if spec.duplex { Some(sub(&pong)?) } else { None },
+            },
+            Side::Receiver(i) => Ends {
+                rx: Some(sub(&ping)?),
+                tx: if spec.duplex && i == 0 {
+                    Some(publ(&pong)?)
+                } else {
+                    None
+                },
+            },
+        };
+        Ok(Box::new(ends))
+    }
+}
+
+impl Mechanism for ShmbusThreads {
+    fn name(&self) -> &'static str {
+        "shmbus-threads"
+    }
+    fn describe(&self) -> &'static str {
+        "shmbus broadcast bus between two threads (heap region, same ring code; in-process)"
+    }
+    fn in_process(&self) -> bool {
+        true
+    }
+    fn pair(&self, spec: &ChannelSpec) -> io::Result<Pair> {
+        let cap = capacity(spec.msg_size);
+        let ping =
+            RawPublisher::<Arc<HeapRegion>>::on_heap(spec.msg_size as u32, cap).map_err(io_err)?;
+        let pong =
+            RawPublisher::<Arc<HeapRegion>>::on_heap(spec.msg_size as u32, cap).map_err(io_err)?;
+        let mut receivers: Vec<Box<dyn Endpoint + Send>> = Vec::new();
+        for _ in 0..spec.receivers {
+            receivers.push(Box::new(Ends {
+                tx: None,
+                rx: Some(ping.subscribe(Start::Next, WaitStrategy::BusySpin)),
+            }));
+        }
+        let back = spec
+            .duplex
+            .then(|| pong.subscribe(Start::Next, WaitStrategy::BusySpin));
+        if spec.duplex {
+            receivers[0] = Box::new(Ends {
+                tx: Some(pong),
+                rx: Some(ping.subscribe(Start::Next, WaitStrategy::BusySpin)),
+            });
+        }
+        Ok((
+            Box::new(Ends {
+                tx: Some(ping),
+                rx: back,
+            }),
+            receivers,
+        ))
+    }
+}

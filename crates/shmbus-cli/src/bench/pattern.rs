@@ -1,0 +1,198 @@
+//! What the sender and each receiver do, per pattern. The same loops run in
+//! a child process and in a thread, over any [`Endpoint`].
+
+use std::io;
+
+use hdrhistogram::Histogram;
+
+use super::clock::Source;
+use super::counters::{Counters, Delta};
+use super::mech::{marker, stamp, unstamp, Endpoint, Got};
+use super::Pattern;
+
+/// What both sides agree on before a block starts.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The pattern.
+    pub pattern: Pattern,
+    /// Bytes per message.
+    pub msg_size: usize,
+    /// Messages before the measured interval.
+    pub warmup: u64,
+    /// Messages in the measured interval.
+    pub count: u64,
+    /// Ticks between sends for paced patterns (oneway, fanout).
+    pub pace: u64,
+    /// The clock both sides read.
+    pub clock: Source,
+}
+
+/// The sender's side of a block.
+pub struct SenderReport {
+    /// Round-trip times in ticks (pingpong only).
+    pub rtt: Option<Histogram<u64>>,
+    /// The sender thread's counters over the measured interval.
+    pub counters: Delta,
+}
+
+/// A receiver's side of a block.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct ReceiverReport {
+    /// Measured messages received.
+    pub received: u64,
+    /// One-way latencies in ticks, serialized (oneway, fanout).
+    pub latency: Option<String>,
+    /// Clock at the first and last measured message (throughput).
+    pub first: u64,
+    /// See `first`.
+    pub last: u64,
+    /// The receiver thread's counters from START to STOP.
+    pub counters: Delta,
+    /// Losses the mechanism itself reported (shmbus lag), all messages.
+    pub reported_lost: u64,
+}
+
+fn new_hist() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 1 << 40, 3).expect("valid bounds")
+}
+
+/// Runs the sender's side; the caller sends STOP afterwards.
+pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
+    let clock = plan.clock;
+    let mut buf = vec![0u8; plan.msg_size];
+    let duplex = plan.pattern == Pattern::Pingpong;
+    let one = |ep: &mut dyn Endpoint, seq: u64, buf: &mut [u8]| -> io::Result<()> {
+        let t = clock.now();
+        stamp(buf, seq, t);
+        ep.send(buf)?;
+        if duplex {
+            wait_echo(ep, seq)?;
+        } else if plan.pace > 0 {
+            while clock.now().wrapping_sub(t) < plan.pace {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(())
+    };
+    for seq in 0..plan.warmup {
+        one(ep, seq, &mut buf)?;
+    }
+    stamp(&mut buf, marker::START, 0);
+    ep.send(&buf)?;
+    if duplex {
+        wait_echo(ep, marker::START)?;
+    }
+    let mut counters = Counters::for_this_thread();
+    let before = counters.snapshot();
+    let mut rtt = duplex.then(new_hist);
+    let end = plan.warmup + plan.count;
+    for seq in plan.warmup..end {
+        if let Some(h) = rtt.as_mut() {
+            let t0 = clock.now();
+            stamp(&mut buf, seq, t0);
+            ep.send(&buf)?;
+            wait_echo(ep, seq)?;
+            h.saturating_record(clock.now().wrapping_sub(t0).max(1));
+        } else {
+            one(ep, seq, &mut buf)?;
+        }
+    }
+    let after = counters.snapshot();
+    Ok(SenderReport {
+        rtt,
+        counters: before.since(&after),
+    })
+}
+
+fn wait_echo(ep: &mut dyn Endpoint, seq: u64) -> io::Result<()> {
+    loop {
+        match ep.recv()? {
+            Got::Msg(m) if unstamp(m).0 == seq => return Ok(()),
+            // A pong from before (cannot happen on a lossless link) or a
+            // loss report: keep waiting for ours.
+            _ => continue,
+        }
+    }
+}
+
+/// Runs one receiver's side until STOP.
+pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport> {
+    let clock = plan.clock;
+    let duplex = plan.pattern == Pattern::Pingpong;
+    let timed = matches!(plan.pattern, Pattern::Oneway | Pattern::Fanout);
+    let measured = plan.warmup..plan.warmup + plan.count;
+    let mut hist = new_hist();
+    let mut echo = vec![0u8; plan.msg_size];
+    let mut counters = Counters::for_this_thread();
+    let mut before = None;
+    let (mut received, mut first, mut last, mut reported_lost) = (0u64, 0u64, 0u64, 0u64);
+    loop {
+        let msg = match ep.recv()? {
+            Got::Msg(m) => m,
+            Got::Lost(n) => {
+                reported_lost += n;
+                continue;
+            }
+        };
+        let now = clock.now();
+        let (seq, sent) = unstamp(msg);
+        if seq == marker::STOP {
+            break;
+        }
+        if duplex {
+            echo.copy_from_slice(msg);
+            ep.send(&echo)?;
+        }
+        if seq == marker::START {
+            before = Some(counters.snapshot());
+            continue;
+        }
+        if measured.contains(&seq) {
+            if before.is_none() {
+                // START was lost (a lossy mechanism): count from here.
+                before = Some(counters.snapshot());
+            }
+            if received == 0 {
+                first = now;
+            }
+            received += 1;
+            last = now;
+            if timed {
+                hist.saturating_record(now.wrapping_sub(sent).max(1));
+            }
+        }
+    }
+    let after = counters.snapshot();
+    let counters = before.map(|b| b.since(&after)).unwrap_or_default();
+    let latency = timed.then(|| serialize(&hist));
+    Ok(ReceiverReport {
+        received,
+        latency,
+        first,
+        last,
+        counters,
+        reported_lost,
+    })
+}
+
+/// A histogram as hex text, to cross a pipe inside a JSON line.
+pub fn serialize(h: &Histogram<u64>) -> String {
+    use hdrhistogram::serialization::Serializer;
+    let mut bytes = Vec::new();
+    hdrhistogram::serialization::V2Serializer::new()
+        .serialize(h, &mut bytes)
+        .expect("in-memory write");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The inverse of [`serialize`].
+pub fn deserialize(hex: &str) -> Result<Histogram<u64>, String> {
+    let bytes: Result<Vec<u8>, _> = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
+        .collect();
+    let bytes = bytes.map_err(|e| format!("bad histogram hex: {e}"))?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &bytes[..])
+        .map_err(|e| format!("bad histogram: {e:?}"))
+}
