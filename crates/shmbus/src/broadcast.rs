@@ -415,7 +415,9 @@ impl<R: Region> Ring<R> {
         // SeqCst fence, paired with the one in `wake_sleepers`: if the
         // publisher missed our flag, we see its cursor store here.
         fence(Ordering::SeqCst);
-        if self.cursor().load(Ordering::Relaxed) == pos {
+        // `<=`, not `==`: after a publisher died between a stamp and the
+        // cursor, a reader may be one past the cursor until the next one.
+        if ahead(self.cursor().load(Ordering::Relaxed), pos) <= 0 {
             wait::futex_wait(futex, seen, timeout);
         }
     }
@@ -575,10 +577,10 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
         self.pos
     }
 
-    /// Messages published but not yet read (capped by nothing: more than the
-    /// capacity means the next receive reports a lag).
+    /// Messages published but not yet read (more than the capacity means
+    /// the next receive reports a lag).
     pub fn pending(&self) -> u64 {
-        self.ring.head().wrapping_sub(self.pos)
+        ahead(self.ring.head(), self.pos).max(0) as u64
     }
 
     /// The publisher generation now on the bus; it changes when a publisher
@@ -772,5 +774,104 @@ impl<R: Region> RawSubscriber<R> {
     /// The publisher generation now on the bus.
     pub fn epoch(&self) -> u64 {
         self.ring.epoch()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
+        Publisher::on_heap(capacity).expect("valid geometry")
+    }
+
+    #[test]
+    fn lagged_subscriber_is_told_exactly_how_many_it_missed() {
+        let mut p = bus(4);
+        let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        for i in 0..10 {
+            p.publish(&i);
+        }
+        assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 6 }));
+        for i in 6..10 {
+            assert_eq!(s.try_recv(), Some(Received::Message(i)));
+        }
+        assert_eq!(s.try_recv(), None);
+    }
+
+    #[test]
+    fn each_start_position_begins_where_it_says() {
+        let mut p = bus(4);
+        for i in 0..6 {
+            p.publish(&i);
+        }
+        let mut oldest = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        let mut latest = p.subscribe(Start::Latest, WaitStrategy::BusySpin);
+        let mut next = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        assert_eq!(oldest.try_recv(), Some(Received::Message(2)));
+        assert_eq!(latest.try_recv(), Some(Received::Message(5)));
+        assert_eq!(next.try_recv(), None);
+        p.publish(&6);
+        assert_eq!(next.try_recv(), Some(Received::Message(6)));
+        assert_eq!(next.latest(), Some(6));
+    }
+
+    #[test]
+    fn an_empty_bus_has_no_latest_and_every_start_waits_for_the_first_message() {
+        let mut p = bus(2);
+        for start in [Start::Oldest, Start::Latest, Start::Next] {
+            let mut s = p.subscribe(start, WaitStrategy::BusySpin);
+            assert_eq!(s.latest(), None);
+            assert_eq!(s.try_recv(), None);
+            assert_eq!(s.recv_timeout(Duration::from_millis(1)), None);
+        }
+        p.publish(&1);
+    }
+
+    #[test]
+    fn publish_with_starts_from_the_previous_message() {
+        let mut p = bus(2);
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        p.publish_with(|m| *m += 5);
+        p.publish_with(|m| *m += 5);
+        assert_eq!(s.try_recv(), Some(Received::Message(5)));
+        assert_eq!(s.try_recv(), Some(Received::Message(10)));
+    }
+
+    #[test]
+    fn a_raw_message_longer_than_the_slot_is_refused_and_a_short_one_is_zero_padded() {
+        let mut p = RawPublisher::on_heap(12, 2).expect("valid geometry");
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        assert_eq!(p.publish(&[1; 13]), Err(PublishError::TooLong { len: 13, max: 12 }));
+        p.publish(&[7; 12]).expect("fits");
+        p.publish(&[9; 3]).expect("fits");
+        assert_eq!(s.try_recv(), Some(Received::Message(&[7u8; 12][..])));
+        assert_eq!(s.try_recv(), Some(Received::Message(&[9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0][..])));
+    }
+
+    #[test]
+    fn delivered_plus_skipped_equals_published_between_threads() {
+        let n: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        let mut p = bus(8);
+        let mut s = p.subscribe(Start::Oldest, WaitStrategy::default());
+        let reader = std::thread::spawn(move || {
+            let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None);
+            while s.position() < n {
+                match s.recv() {
+                    Received::Message(v) => {
+                        assert!(last.is_none_or(|l| v > l), "{v} after {last:?}");
+                        last = Some(v);
+                        delivered += 1;
+                    }
+                    Received::Lagged { skipped: k } => skipped += k,
+                }
+            }
+            (delivered, skipped)
+        });
+        for i in 0..n {
+            p.publish(&i);
+        }
+        let (delivered, skipped) = reader.join().expect("reader");
+        assert_eq!(delivered + skipped, n);
     }
 }

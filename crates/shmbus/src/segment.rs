@@ -198,6 +198,11 @@ pub(crate) fn open_region(
     let (file, len) = loop {
         let (file, len) =
             ShmRegion::open_file(path, access).map_err(|e| OpenError::from_open(path, e))?;
+        // `create` reserves the whole length before it writes a byte, so a
+        // file of 1 to 7 bytes is no bus being built: it is cut short.
+        if (1..8).contains(&len) {
+            return Err(OpenError::Truncated { len, expected: header::END as u64 });
+        }
         let magic = if len >= 8 { read_magic(&file) } else { 0 };
         if magic == MAGIC {
             break (file, len);
@@ -349,7 +354,9 @@ impl<T: Pod> Subscriber<T> {
             Some(&TypeFingerprint::of::<T>()),
             opts,
         )?;
-        Ok(Subscriber::from_parts(ring, opts.start, opts.wait))
+        let subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
+        register(&subscriber.ring);
+        Ok(subscriber)
     }
 
     /// The first byte of the data pages, which this process maps read-only.
