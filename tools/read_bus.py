@@ -9,10 +9,10 @@
 PATH is a bus name (a bare name means /dev/shm/NAME) or a path (anything
 containing '/'), as in LAYOUT.md section 2.
 
-The tool opens the file read-only (O_RDONLY|O_NOFOLLOW), maps it PROT_READ,
-validates the header as in LAYOUT.md section 9 and prints the header. Then it
-reads messages with the seqlock reader protocol of section 12, one line per
-message:
+The tool opens the file read-only (O_RDONLY|O_NOFOLLOW|O_NONBLOCK, so a FIFO
+is refused, never waited on), maps it PROT_READ, validates the header as in
+LAYOUT.md section 9 and prints the header. Then it reads messages with the
+seqlock reader protocol of section 12, one line per message:
 
     SEQ<TAB>PAYLOAD          payload as text (trailing NULs trimmed) if it is
                              printable UTF-8, otherwise hex (always hex with --hex)
@@ -21,6 +21,8 @@ message:
 
 Header lines start with '# ' (suppress them with --quiet). With --json it
 prints the header and live control-page state as one JSON object and exits.
+The state includes the raw futex word ("futex_word") and its bit 0
+("sleepers_flag": a subscriber may be asleep, LAYOUT.md sections 5 and 13).
 
 It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
@@ -89,8 +91,9 @@ TYPE_NAME_OFF, TYPE_NAME_LEN = 104, 64
 C_CURSOR = 0
 C_EPOCH = 64
 C_PUBLISHER_PID = 128
-C_WAITERS = 192
+# 192: reserved (formerly a count of sleepers); ignored.
 C_FUTEX = 256
+FUTEX_SLEEPERS = 1  # bit 0 of the futex word: a subscriber may be asleep
 C_REGISTRY = 1024
 REGISTRY_SLOTS = 256
 
@@ -151,10 +154,10 @@ class Bus:
         fd, length = self._open_initialized(path, init_timeout)
         self.fd = fd
         self.file_len = length
-        # Section 9 step 5.
+        # Section 9 step 6.
         if length < HEADER_END:
             raise OpenError("Truncated", f"file is {length} bytes, header needs {HEADER_END}")
-        # Step 6: map exactly the fstat length, read-only, shared.
+        # Step 7: map exactly the fstat length, read-only, shared.
         try:
             self.mm = mmap.mmap(fd, length, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
         except OSError as e:
@@ -166,13 +169,14 @@ class Bus:
         self._read_header()
         self._validate()
 
-    # -- section 9 steps 2-4 -------------------------------------------------
+    # -- section 9 steps 2-5 -------------------------------------------------
     @staticmethod
     def _open_initialized(path, init_timeout):
         start = time.monotonic()
         while True:
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                # O_NONBLOCK: opening a FIFO must not wait for a writer.
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
             except FileNotFoundError:
                 raise OpenError("NotFound", f"{path}: no such bus")
             except PermissionError:
@@ -180,12 +184,20 @@ class Bus:
             except OSError as e:
                 if e.errno == errno.ELOOP:
                     raise OpenError("Symlink", f"{path}: is a symbolic link; refusing to follow it")
+                if e.errno in (errno.EISDIR, errno.ENXIO):
+                    raise OpenError("NotAFile", f"{path}: not a regular file")
                 raise OpenError("Io", f"open: {e}")
             st = os.fstat(fd)
             if not statmod.S_ISREG(st.st_mode):
                 os.close(fd)
                 raise OpenError("NotAFile", f"{path}: not a regular file")
             length = st.st_size
+            if 1 <= length < 8:
+                # Never a bus being built (create sets the length first).
+                os.close(fd)
+                raise OpenError(
+                    "Truncated", f"file is {length} bytes, header needs {HEADER_END}"
+                )
             magic = 0
             if length >= 8:
                 raw = os.pread(fd, 8, 0)
@@ -220,7 +232,7 @@ class Bus:
     def u32(self, off):
         return struct.unpack_from("<I", self.buf, off)[0]
 
-    # -- section 9 steps 7-9 and 12 ---------------------------------------------
+    # -- section 9 steps 8-10 and 13 --------------------------------------------
     def _read_header(self):
         magic = self.u64(0)  # Acquire in Rust: read first.
         if magic != MAGIC:
@@ -252,29 +264,35 @@ class Bus:
             raise OpenError(
                 "InvalidGeometry", f"data pages at {h['data_offset']}, expected {2 * page}"
             )
-        # Kind before anything that depends on it (LAYOUT.md section 9, last
-        # note): the Rust code checks it later, this reader refuses early.
-        if h["kind"] != KIND_BROADCAST:
-            found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
-            raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
+        # Every kind: the header and control pages lie inside the segment.
+        if h["total_len"] < h["data_offset"]:
+            raise OpenError(
+                "InvalidGeometry",
+                f"total length {h['total_len']} does not reach the data pages at "
+                f"{h['data_offset']}",
+            )
         cap = h["capacity"]
-        if cap == 0 or cap & (cap - 1):
-            raise OpenError("InvalidGeometry", f"capacity {cap} is not a power of two")
         msg = h["msg_size"]
-        if msg == 0 or msg > MAX_MSG_SIZE:
-            raise OpenError("InvalidGeometry", f"message size {msg} outside 1..={MAX_MSG_SIZE}")
         slot = h["slot_size"]
-        if slot < STAMP_BYTES + round_up(msg, 8) or slot % LINE:
-            raise OpenError(
-                "InvalidGeometry",
-                f"slot size {slot} cannot hold a {msg}-byte message in 64-byte lines",
-            )
-        end = h["data_offset"] + cap * slot  # Python ints do not overflow;
-        if end > M64 or end > h["total_len"]:  # > 2^64-1 is the Rust overflow.
-            raise OpenError(
-                "InvalidGeometry",
-                f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
-            )
+        # Slot geometry is defined (and checked) only for broadcast segments.
+        if h["kind"] == KIND_BROADCAST:
+            if cap == 0 or cap & (cap - 1):
+                raise OpenError("InvalidGeometry", f"capacity {cap} is not a power of two")
+            if msg == 0 or msg > MAX_MSG_SIZE:
+                raise OpenError(
+                    "InvalidGeometry", f"message size {msg} outside 1..={MAX_MSG_SIZE}"
+                )
+            if slot < STAMP_BYTES + round_up(msg, 8) or slot % LINE:
+                raise OpenError(
+                    "InvalidGeometry",
+                    f"slot size {slot} cannot hold a {msg}-byte message in 64-byte lines",
+                )
+            end = h["data_offset"] + cap * slot  # Python ints do not overflow;
+            if end > M64 or end > h["total_len"]:  # > 2^64-1 is the Rust overflow.
+                raise OpenError(
+                    "InvalidGeometry",
+                    f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
+                )
         if h["total_len"] > ISIZE_MAX:
             raise OpenError("InvalidGeometry", f"total length {h['total_len']} is too large")
         if self.file_len < h["total_len"]:
@@ -282,6 +300,11 @@ class Bus:
                 "Truncated",
                 f"file is {self.file_len} bytes, header needs {h['total_len']}",
             )
+        # Step 13: this reader speaks only broadcast. Nothing above touched a
+        # byte past the header, and nothing below runs for another kind.
+        if h["kind"] != KIND_BROADCAST:
+            found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
+            raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
         # Derived geometry (section 6).
         self.cap = cap
         self.mask = cap - 1
@@ -306,6 +329,7 @@ class Bus:
 
     def state(self):
         head = self.cursor()
+        futex = self.u32(self.ctl + C_FUTEX)
         published = (head - self.first) & M64
         subs = []
         for i in range(REGISTRY_SLOTS):
@@ -320,8 +344,8 @@ class Bus:
             "publisher_alive": self.lock_held(LOCK_PUBLISHER),
             "attached": self.lock_held(LOCK_ATTACHED),
             "subscribers": subs,
-            "waiters": self.u32(self.ctl + C_WAITERS),
-            "futex": self.u32(self.ctl + C_FUTEX),
+            "futex_word": futex,
+            "sleepers_flag": bool(futex & FUTEX_SLEEPERS),
         }
 
     # -- data pages and the reader protocol (sections 6, 12) ---------------------

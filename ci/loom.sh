@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# loom explores the interleavings of the real slot and sleep protocols
+# (crates/shmbus/src/loom_tests.rs) through the `sync` facade.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p shmbus --release --lib loom
