@@ -842,11 +842,17 @@ mod tests {
     fn a_raw_message_longer_than_the_slot_is_refused_and_a_short_one_is_zero_padded() {
         let mut p = RawPublisher::on_heap(12, 2).expect("valid geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
-        assert_eq!(p.publish(&[1; 13]), Err(PublishError::TooLong { len: 13, max: 12 }));
+        assert_eq!(
+            p.publish(&[1; 13]),
+            Err(PublishError::TooLong { len: 13, max: 12 })
+        );
         p.publish(&[7; 12]).expect("fits");
         p.publish(&[9; 3]).expect("fits");
         assert_eq!(s.try_recv(), Some(Received::Message(&[7u8; 12][..])));
-        assert_eq!(s.try_recv(), Some(Received::Message(&[9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0][..])));
+        assert_eq!(
+            s.try_recv(),
+            Some(Received::Message(&[9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0][..]))
+        );
     }
 
     #[test]

@@ -201,7 +201,10 @@ pub(crate) fn open_region(
         // `create` reserves the whole length before it writes a byte, so a
         // file of 1 to 7 bytes is no bus being built: it is cut short.
         if (1..8).contains(&len) {
-            return Err(OpenError::Truncated { len, expected: header::END as u64 });
+            return Err(OpenError::Truncated {
+                len,
+                expected: header::END as u64,
+            });
         }
         let magic = if len >= 8 { read_magic(&file) } else { 0 };
         if magic == MAGIC {

@@ -151,6 +151,7 @@ pub fn run_child(args: &ChildArgs) -> Result<(), String> {
     if let Some(cpu) = args.cpu {
         pin(cpu)?;
     }
+    mech::set_deadline(BLOCK_LIMIT);
     let m = find(&args.mechanism)?;
     let clock = clock::Source::parse(&args.clock).ok_or("bad clock")?;
     let spec = ChannelSpec {
@@ -219,6 +220,7 @@ impl Runner {
 
     fn run_block(&mut self, m: &dyn Mechanism, case: &Case, plan: &Plan) -> Result<Block, String> {
         self.blocks += 1;
+        mech::set_deadline(BLOCK_LIMIT);
         let spec = ChannelSpec {
             msg_size: case.msg_size,
             receivers: case.receivers,

@@ -59,6 +59,7 @@ impl Endpoint for Lines {
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
+        let mut patience = super::Patience::default();
         loop {
             // Acquire, paired with the Release store in `send`.
             let v = self.word(self.inp).load(Ordering::Acquire);
@@ -67,7 +68,7 @@ impl Endpoint for Lines {
                 super::stamp(&mut self.msg, v, 0);
                 return Ok(Got::Msg(&self.msg));
             }
-            std::hint::spin_loop();
+            patience.spin()?;
         }
     }
 }
@@ -116,5 +117,72 @@ impl Mechanism for Floor {
             last: IDLE,
             msg: vec![0; spec.msg_size],
         }))
+    }
+}
+
+/// The floor for a message of two cache lines (64 B and its 8-byte stamp
+/// need two): the sender writes the second line, then the first; the
+/// receiver waits on the first, then reads the second.
+pub struct Floor2;
+
+struct TwoLines {
+    lines: Lines,
+}
+
+impl Endpoint for TwoLines {
+    #[inline]
+    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        let (seq, _) = super::unstamp(msg);
+        // Relaxed: published by the Release store in `Lines::send`.
+        self.lines
+            .word(self.lines.out + 128)
+            .store(seq, Ordering::Relaxed);
+        self.lines.send(msg)
+    }
+    #[inline]
+    fn recv(&mut self) -> io::Result<Got<'_>> {
+        let inp = self.lines.inp + 128;
+        let first = match self.lines.recv()? {
+            Got::Msg(m) => super::unstamp(m).0,
+            Got::Lost(n) => return Ok(Got::Lost(n)),
+        };
+        // Acquire in `Lines::recv` made the second line's store visible.
+        let second = self.lines.word(inp).load(Ordering::Relaxed);
+        debug_assert_eq!(first, second);
+        Ok(Got::Msg(&self.lines.msg))
+    }
+}
+
+impl Mechanism for Floor2 {
+    fn name(&self) -> &'static str {
+        "floor-2line"
+    }
+    fn describe(&self) -> &'static str {
+        "the floor for two cache lines a message (what a 64 B message and its stamp occupy)"
+    }
+    fn supports(&self, pattern: Pattern, msg_size: usize) -> Result<(), String> {
+        Floor.supports(pattern, msg_size)
+    }
+    fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
+        Floor.setup(spec)
+    }
+    fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
+        use shmbus::region::Access;
+        let path = std::path::Path::new(token);
+        let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
+        let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
+        let (out, inp) = if side == Side::Sender {
+            (0, 64)
+        } else {
+            (64, 0)
+        };
+        let lines = Lines {
+            map,
+            out,
+            inp,
+            last: IDLE,
+            msg: vec![0; spec.msg_size],
+        };
+        Ok(Box::new(TwoLines { lines }))
     }
 }

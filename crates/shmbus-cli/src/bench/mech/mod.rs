@@ -10,7 +10,16 @@
 use std::io;
 
 pub mod floor;
+pub mod iceoryx2_pubsub;
+pub mod ipmpsc_ring;
+pub mod kio;
+pub mod mq;
+pub mod photon;
+pub mod pipe;
 pub mod shmbus_bus;
+pub mod tcp;
+pub mod udp;
+pub mod uds;
 
 /// Which side of a channel an endpoint is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,8 +109,18 @@ pub trait Mechanism: Sync {
 pub fn all() -> Vec<&'static dyn Mechanism> {
     vec![
         &floor::Floor,
+        &floor::Floor2,
         &shmbus_bus::ShmbusBus,
         &shmbus_bus::ShmbusThreads,
+        &pipe::Pipe,
+        &uds::Uds,
+        &tcp::Tcp,
+        &tcp::TcpNagle,
+        &udp::Udp,
+        &mq::Mq,
+        &iceoryx2_pubsub::Iceoryx2,
+        &ipmpsc_ring::Ipmpsc,
+        &photon::PhotonRing,
     ]
 }
 
@@ -126,4 +145,48 @@ pub fn unstamp(msg: &[u8]) -> (u64, u64) {
     let seq = u64::from_le_bytes(msg[..8].try_into().expect("16-byte header"));
     let ts = u64::from_le_bytes(msg[8..16].try_into().expect("16-byte header"));
     (seq, ts)
+}
+
+/// When the running block must be over: a receiver or sender that polls
+/// shared memory has no end-of-file to tell it that its peer died, so it
+/// checks this instead (see [`Patience`]).
+static DEADLINE_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(u64::MAX);
+static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+
+fn since_epoch() -> u64 {
+    EPOCH
+        .get_or_init(std::time::Instant::now)
+        .elapsed()
+        .as_nanos() as u64
+}
+
+/// Sets how long from now any polling loop in this process may wait.
+pub fn set_deadline(limit: std::time::Duration) {
+    let at = since_epoch().saturating_add(limit.as_nanos() as u64);
+    DEADLINE_NS.store(at, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// A polling loop's patience: spins, and fails with `TimedOut` once the
+/// block's deadline has passed (checking the clock every 4096 spins).
+#[derive(Default)]
+pub struct Patience {
+    spins: u32,
+}
+
+impl Patience {
+    /// One more spin.
+    #[inline]
+    pub fn spin(&mut self) -> io::Result<()> {
+        self.spins = self.spins.wrapping_add(1);
+        if self.spins.is_multiple_of(4096)
+            && since_epoch() > DEADLINE_NS.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "no message before the block's deadline (has the peer died?)",
+            ));
+        }
+        std::hint::spin_loop();
+        Ok(())
+    }
 }

@@ -68,11 +68,12 @@ impl<R: Region> Endpoint for Ends<R> {
             .rx
             .as_mut()
             .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let mut patience = super::Patience::default();
         let lost = loop {
             match rx.try_recv() {
                 Some(Received::Message(_)) => break 0,
                 Some(Received::Lagged { skipped }) => break skipped,
-                None => std::hint::spin_loop(),
+                None => patience.spin()?,
             }
         };
         Ok(if lost == 0 {
