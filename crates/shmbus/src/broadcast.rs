@@ -104,6 +104,9 @@ pub(crate) enum Slot {
 pub(crate) struct Ring<R> {
     region: R,
     geo: Geometry,
+    /// Publisher side: this process is registered for the asymmetric
+    /// barrier, so `wake_sleepers` needs only a compiler fence (see `wait`).
+    light_barrier: bool,
 }
 
 /// The numbers a ring computes offsets from, taken from a validated header.
@@ -140,11 +143,16 @@ impl<R: Region> Ring<R> {
         Ring {
             region,
             geo: Geometry::of(h),
+            light_barrier: false,
         }
     }
 
     pub(crate) fn with_geometry(region: R, geo: Geometry) -> Ring<R> {
-        Ring { region, geo }
+        Ring {
+            region,
+            geo,
+            light_barrier: false,
+        }
     }
 
     pub(crate) fn geometry(&self) -> Geometry {
@@ -272,10 +280,15 @@ impl<R: Region> Ring<R> {
     /// The publisher half of the sleep protocol in `wait`.
     #[inline]
     fn wake_sleepers(&self) {
-        // SeqCst fence, paired with the sleeper's SeqCst fence in `sleep`
+        // SeqCst fence, paired with the sleeper's barrier in `sleep`
         // (Dekker): a sleeper's flag is seen here, or the sleeper's re-check
-        // sees the cursor just stored.
-        fence(Ordering::SeqCst);
+        // sees the cursor just stored. With the asymmetric barrier, the
+        // sleeper's membarrier does the hardware half of this fence.
+        if self.light_barrier {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
         let futex = self.region.word32(self.control(control::FUTEX));
         if futex.load(Ordering::Relaxed) & SLEEPERS != 0 {
             self.wake_all(futex);
@@ -412,9 +425,13 @@ impl<R: Region> Ring<R> {
         let futex = self.region.word32(self.control(control::FUTEX));
         // SeqCst RMW: reads the publisher's Release bump if that came first.
         let seen = futex.fetch_or(SLEEPERS, Ordering::SeqCst) | SLEEPERS;
-        // SeqCst fence, paired with the one in `wake_sleepers`: if the
-        // publisher missed our flag, we see its cursor store here.
-        fence(Ordering::SeqCst);
+        // Paired with the fence in `wake_sleepers`: if the publisher
+        // missed our flag, we see its cursor store here.
+        let sure = wait::heavy_barrier();
+        let timeout = match (sure, timeout) {
+            (true, t) => t,
+            (false, t) => Some(t.map_or(wait::UNSURE_SLEEP, |t| t.min(wait::UNSURE_SLEEP))),
+        };
         // `<=`, not `==`: after a publisher died between a stamp and the
         // cursor, a reader may be one past the cursor until the next one.
         if ahead(self.cursor().load(Ordering::Relaxed), pos) <= 0 {
@@ -471,7 +488,8 @@ pub struct Subscriber<T: Pod, R: Region = crate::DefaultRegion> {
 }
 
 impl<T: Pod, R: Region> Publisher<T, R> {
-    pub(crate) fn from_parts(ring: Ring<R>, next: u64) -> Self {
+    pub(crate) fn from_parts(mut ring: Ring<R>, next: u64) -> Self {
+        ring.light_barrier = wait::light_publisher_barrier();
         Publisher {
             ring,
             next,
@@ -674,7 +692,8 @@ pub enum PublishError {
 }
 
 impl<R: Region> RawPublisher<R> {
-    pub(crate) fn from_parts(ring: Ring<R>, next: u64) -> Self {
+    pub(crate) fn from_parts(mut ring: Ring<R>, next: u64) -> Self {
+        ring.light_barrier = wait::light_publisher_barrier();
         RawPublisher { ring, next }
     }
 

@@ -20,6 +20,20 @@
 //! A sleeper that set the bit after the bump read F through the publisher's
 //! Release CAS, and so sees the cursor in its re-check.
 //!
+//! The publisher's fence is the one cost it pays per message for this, and
+//! it is a full `mfence` that waits for every pending store. So where the
+//! kernel offers it, the fence is made asymmetric (the technique of liburcu
+//! and folly's `asymmetricLightBarrier`): a publisher process registers with
+//! `membarrier(MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED)` and then needs only
+//! a compiler fence, while a sleeper, about to sleep anyway, calls
+//! `membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED)`, which runs a full barrier
+//! on every CPU running a registered process (a context switch is one for
+//! those not running). Either the publisher's flag load comes after that
+//! barrier and sees the flag, or its cursor store came before it and the
+//! sleeper's re-check sees the cursor. A sleeper that cannot make the call
+//! sleeps at most [`UNSURE_SLEEP`] at a time. loom and Miri check the
+//! symmetric form (two SeqCst fences); the substitution is the standard one.
+//!
 //! Why a flag and not a count of sleepers: a subscriber killed in its sleep
 //! would leave a count up for good, and the publisher would make a wake
 //! system call on every message forever. A stale flag costs one wake: the
@@ -29,6 +43,38 @@
 use std::time::{Duration, Instant};
 
 use crate::sync::AtomicU32;
+
+/// How long a sleeper whose full barrier failed sleeps before re-checking:
+/// without the barrier, a wake-up may be lost, and this bounds the delay.
+pub const UNSURE_SLEEP: Duration = Duration::from_millis(1);
+
+/// Registers this process for the asymmetric barrier (once); whether a
+/// publisher here may use a compiler fence in place of `mfence`.
+#[cfg(not(any(loom, miri)))]
+pub(crate) fn light_publisher_barrier() -> bool {
+    use rustix::thread::{membarrier, MembarrierCommand};
+    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REGISTERED.get_or_init(|| membarrier(MembarrierCommand::RegisterGlobalExpedited).is_ok())
+}
+
+#[cfg(any(loom, miri))]
+pub(crate) fn light_publisher_barrier() -> bool {
+    false
+}
+
+/// The sleeper's side of the barrier pair: a SeqCst fence, and a
+/// membarrier for publishers that use a compiler fence. False when that
+/// call failed, so a light publisher may not be ordered against us.
+pub(crate) fn heavy_barrier() -> bool {
+    crate::sync::fence(crate::sync::Ordering::SeqCst);
+    #[cfg(not(any(loom, miri)))]
+    {
+        use rustix::thread::{membarrier, MembarrierCommand};
+        membarrier(MembarrierCommand::GlobalExpedited).is_ok()
+    }
+    #[cfg(any(loom, miri))]
+    true
+}
 
 /// What a subscriber does while there is nothing to read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
