@@ -31,13 +31,14 @@ pub struct Delta {
 }
 
 impl Snapshot {
-    /// The counters now minus `self`; `reads` is how many syscall-counter
-    /// reads happened in between (each is one system call itself).
+    /// The counters of `later` minus these.
     pub fn since(&self, later: &Snapshot) -> Delta {
         Delta {
-            // The read that took `later` was entered before it was counted.
+            // Two calls of our own fall in between: the getrusage that
+            // finished `self`, and the read that took `later` (counted on
+            // entry, before it returned the count).
             syscalls: match (self.syscalls, later.syscalls) {
-                (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(1)),
+                (Some(a), Some(b)) => Some(b.saturating_sub(a).saturating_sub(2)),
                 _ => None,
             },
             voluntary: later.voluntary - self.voluntary,

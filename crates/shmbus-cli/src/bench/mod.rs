@@ -80,7 +80,7 @@ pub struct BenchArgs {
     /// Rounds per case (default: 3 quick, 5 full).
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Measured round trips per pingpong block (default: 20000 quick, 100000 full).
+    /// Measured round trips per pingpong block (default: 10000 quick, 100000 full).
     #[arg(long)]
     pub count: Option<u64>,
     /// List the mechanisms and exit.

@@ -79,7 +79,7 @@ impl Settings {
         Settings {
             rounds: args.rounds.unwrap_or(if quick { 3 } else { 5 }).max(1),
             cases,
-            pingpong_count: args.count.unwrap_or(if quick { 20_000 } else { 100_000 }),
+            pingpong_count: args.count.unwrap_or(if quick { 10_000 } else { 100_000 }),
             paced_count: if quick { 4_000 } else { 20_000 },
             throughput_bytes: if quick { 32 << 20 } else { 256 << 20 },
             throughput_max: if quick { 200_000 } else { 1_000_000 },
