@@ -69,9 +69,6 @@ pub enum Start {
     Next,
 }
 
-/// Bit 0 of the futex word: a subscriber may be asleep (see `wait`).
-const SLEEPERS: u32 = 1;
-
 #[inline]
 fn done(seq: u64) -> u64 {
     seq.wrapping_mul(2).wrapping_add(2)
@@ -280,29 +277,8 @@ impl<R: Region> Ring<R> {
     /// The publisher half of the sleep protocol in `wait`.
     #[inline]
     fn wake_sleepers(&self) {
-        // SeqCst fence, paired with the sleeper's barrier in `sleep`
-        // (Dekker): a sleeper's flag is seen here, or the sleeper's re-check
-        // sees the cursor just stored. With the asymmetric barrier, the
-        // sleeper's membarrier does the hardware half of this fence.
-        if self.light_barrier {
-            std::sync::atomic::compiler_fence(Ordering::SeqCst);
-        } else {
-            fence(Ordering::SeqCst);
-        }
-        let futex = self.region.word32(self.control(control::FUTEX));
-        if futex.load(Ordering::Relaxed) & SLEEPERS != 0 {
-            self.wake_all(futex);
-        }
-    }
-
-    #[cold]
-    fn wake_all(&self, futex: &crate::sync::AtomicU32) {
-        // Release, paired with the sleeper's SeqCst `fetch_or`, which reads
-        // this value if it comes later, and so sees the cursor.
-        let _ = futex.fetch_update(Ordering::Release, Ordering::Relaxed, |f| {
-            Some((f & !SLEEPERS).wrapping_add(2))
-        });
-        wait::futex_wake_all(futex);
+        let bell = self.region.word32(self.control(control::FUTEX));
+        wait::ring(bell, self.light_barrier);
     }
 
     /// Reads sequence `seq` into `dst` (exactly `msg_size` bytes).
@@ -422,21 +398,12 @@ impl<R: Region> Ring<R> {
     /// The subscriber half of the sleep protocol in `wait`: raises the
     /// sleepers flag, re-checks, sleeps if the publisher is still at `pos`.
     pub(crate) fn sleep(&self, pos: u64, timeout: Option<Duration>) {
-        let futex = self.region.word32(self.control(control::FUTEX));
-        // SeqCst RMW: reads the publisher's Release bump if that came first.
-        let seen = futex.fetch_or(SLEEPERS, Ordering::SeqCst) | SLEEPERS;
-        // Paired with the fence in `wake_sleepers`: if the publisher
-        // missed our flag, we see its cursor store here.
-        let sure = wait::heavy_barrier();
-        let timeout = match (sure, timeout) {
-            (true, t) => t,
-            (false, t) => Some(t.map_or(wait::UNSURE_SLEEP, |t| t.min(wait::UNSURE_SLEEP))),
-        };
+        let bell = self.region.word32(self.control(control::FUTEX));
         // `<=`, not `==`: after a publisher died between a stamp and the
         // cursor, a reader may be one past the cursor until the next one.
-        if ahead(self.cursor().load(Ordering::Relaxed), pos) <= 0 {
-            wait::futex_wait(futex, seen, timeout);
-        }
+        wait::sleep(bell, timeout, || {
+            ahead(self.cursor().load(Ordering::Relaxed), pos) <= 0
+        });
     }
 
     /// Polls at `*pos` until something is there or the deadline passes,

@@ -223,7 +223,8 @@ impl CreateError {
     }
 }
 
-/// Why a publisher could not attach to an existing bus.
+/// Why a publisher, producer or consumer could not take its role on an
+/// existing segment.
 #[derive(Debug, Error)]
 pub enum AttachError {
     /// The segment itself could not be opened.
@@ -232,6 +233,18 @@ pub enum AttachError {
     /// Another live process publishes on this bus.
     #[error("bus already has a live publisher (pid {pid})")]
     PublisherActive {
+        /// The holder's pid, from the control page.
+        pid: u32,
+    },
+    /// Another live process produces into this stream.
+    #[error("stream already has a live producer (pid {pid})")]
+    ProducerActive {
+        /// The holder's pid, from the control page.
+        pid: u32,
+    },
+    /// Another live process consumes this stream.
+    #[error("stream already has a live consumer (pid {pid})")]
+    ConsumerActive {
         /// The holder's pid, from the control page.
         pid: u32,
     },

@@ -101,12 +101,41 @@ pub mod control {
     pub const REGISTRY_SLOTS: usize = 256;
 }
 
+/// Smallest stream ring, in bytes.
+pub const MIN_STREAM: u64 = 64;
+/// Largest stream ring, in bytes (records lengths fit in 32 bits).
+pub const MAX_STREAM: u64 = 1 << 32;
+
+/// The largest record a stream of `capacity` bytes carries: half the ring
+/// less a record header, so that a record always fits after a wrap marker.
+pub fn max_record(capacity: u64) -> u64 {
+    capacity / 2 - 8
+}
+
+/// Byte offsets in a stream's control page, relative to `control_offset`.
+pub mod stream_control {
+    /// u64: bytes the producer has committed, ever (Release by the producer).
+    pub const TAIL: usize = 0;
+    /// u64: bytes the consumer has released, ever (Release by the consumer).
+    pub const HEAD: usize = 64;
+    /// u32: pid of the current (or last) producer; 0 before the first.
+    pub const PRODUCER_PID: usize = 128;
+    /// u32: pid of the current (or last) consumer; 0 before the first.
+    pub const CONSUMER_PID: usize = 192;
+    /// u32: doorbell the consumer sleeps on (see `wait`): data arrived.
+    pub const DATA_BELL: usize = 256;
+    /// u32: doorbell the producer sleeps on: space was freed.
+    pub const SPACE_BELL: usize = 320;
+}
+
 /// Which byte of the file each liveness lock covers (OFD locks, see `lock`).
 pub mod lock_byte {
-    /// Exclusive: held by the publisher for as long as it lives.
+    /// Exclusive: held by the publisher (a stream's producer) while it lives.
     pub const PUBLISHER: u64 = 0;
     /// Shared: held by every process that has the segment mapped.
     pub const ATTACHED: u64 = 1;
+    /// Exclusive: held by a stream's consumer for as long as it lives.
+    pub const CONSUMER: u64 = 2;
     /// Exclusive: `REGISTRY + i` is held by the subscriber in registry slot i.
     pub const REGISTRY: u64 = 64;
 }
@@ -260,6 +289,32 @@ impl Header {
             slot_size: slot_size as u32,
             msg,
             first_seq,
+            creator_pid: std::process::id(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+        })
+    }
+
+    /// The geometry of a new byte stream of `capacity` bytes.
+    pub fn stream(capacity: u64, page_size: u64) -> Result<Header, String> {
+        if !(MIN_STREAM..=MAX_STREAM).contains(&capacity) || !capacity.is_power_of_two() {
+            return Err(format!(
+                "stream capacity {capacity} is not a power of two in {MIN_STREAM}..={MAX_STREAM} bytes"
+            ));
+        }
+        let data = round_up(capacity, page_size).ok_or("stream size overflows")?;
+        Ok(Header {
+            kind: Kind::Stream,
+            page_size,
+            flags: 0,
+            control_offset: page_size,
+            data_offset: 2 * page_size,
+            total_len: data + 2 * page_size,
+            capacity,
+            slot_size: 0,
+            msg: TypeFingerprint::new("stream", max_record(capacity) as u32, 8),
+            first_seq: 0,
             creator_pid: std::process::id(),
             created_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -421,6 +476,31 @@ impl Header {
                         self.capacity, self.slot_size, self.total_len
                     ))
                 }
+            }
+        }
+        if let Kind::Stream = self.kind {
+            let cap = self.capacity;
+            if !(MIN_STREAM..=MAX_STREAM).contains(&cap) || !cap.is_power_of_two() {
+                return bad(format!(
+                    "stream capacity {cap} is not a power of two in {MIN_STREAM}..={MAX_STREAM}"
+                ));
+            }
+            if u64::from(self.msg.size) != max_record(cap) {
+                return bad(format!(
+                    "largest record {} should be {} for a {cap}-byte stream",
+                    self.msg.size,
+                    max_record(cap)
+                ));
+            }
+            if self
+                .data_offset
+                .checked_add(cap)
+                .is_none_or(|end| end > self.total_len)
+            {
+                return bad(format!(
+                    "{cap} bytes of ring do not fit in {} bytes",
+                    self.total_len
+                ));
             }
         }
         if self.total_len > isize::MAX as u64 {

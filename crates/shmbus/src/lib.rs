@@ -40,9 +40,10 @@ mod lock;
 mod loom_tests;
 pub mod region;
 #[cfg(not(loom))]
-mod segment;
+pub(crate) mod segment;
 #[cfg(not(loom))]
 pub mod stat;
+pub mod stream;
 mod sync;
 pub mod wait;
 

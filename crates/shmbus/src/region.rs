@@ -45,6 +45,55 @@ pub trait Region {
     fn word(&self, offset: usize) -> &AtomicU64 {
         &self.words(offset, 1)[0]
     }
+    /// Whether another process holds the liveness lock on `byte` of the
+    /// backing file (see `layout::lock_byte`); `None` where there is no
+    /// file (the heap), and so no way to tell.
+    fn lock_held(&self, byte: u64) -> Option<bool> {
+        let _ = byte;
+        None
+    }
+    /// `len` bytes at `offset` as a raw pointer, where the region can lend
+    /// plain memory (not under loom, whose atomics are model objects).
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        let _ = (offset, len);
+        None
+    }
+    /// Copies `src` to byte `offset` (8-aligned).
+    ///
+    /// # Safety
+    /// Nothing else reads or writes these bytes until the caller publishes
+    /// them with a Release store: the protocol gives it sole ownership.
+    unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
+        if let Some(p) = self.raw(offset, src.len()) {
+            // SAFETY: `raw` checked the range; the caller owns the bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), src.len()) };
+            return;
+        }
+        let words = self.words(offset, src.len().div_ceil(8));
+        for (w, chunk) in words.iter().zip(src.chunks(8)) {
+            let mut b = w.load(crate::sync::Ordering::Relaxed).to_ne_bytes();
+            b[..chunk.len()].copy_from_slice(chunk);
+            w.store(u64::from_ne_bytes(b), crate::sync::Ordering::Relaxed);
+        }
+    }
+    /// Copies bytes at `offset` (8-aligned) into `dst`.
+    ///
+    /// # Safety
+    /// Nothing writes these bytes during the copy: the writer published them
+    /// with a Release store the caller loaded with Acquire, and will not
+    /// reuse them before the caller's own Release store says so.
+    unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        if let Some(p) = self.raw(offset, dst.len()) {
+            // SAFETY: `raw` checked the range; nobody writes it now.
+            unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+            return;
+        }
+        let words = self.words(offset, dst.len().div_ceil(8));
+        for (w, chunk) in words.iter().zip(dst.chunks_mut(8)) {
+            let b = w.load(crate::sync::Ordering::Relaxed).to_ne_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
 }
 
 impl<R: Region + ?Sized> Region for std::sync::Arc<R> {
@@ -59,6 +108,37 @@ impl<R: Region + ?Sized> Region for std::sync::Arc<R> {
     #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
         (**self).word32(offset)
+    }
+    #[inline]
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        (**self).raw(offset, len)
+    }
+    #[inline]
+    fn lock_held(&self, byte: u64) -> Option<bool> {
+        (**self).lock_held(byte)
+    }
+}
+
+impl<R: Region + ?Sized> Region for &R {
+    #[inline]
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    #[inline]
+    fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        (**self).words(offset, count)
+    }
+    #[inline]
+    fn word32(&self, offset: usize) -> &AtomicU32 {
+        (**self).word32(offset)
+    }
+    #[inline]
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        (**self).raw(offset, len)
+    }
+    #[inline]
+    fn lock_held(&self, byte: u64) -> Option<bool> {
+        (**self).lock_held(byte)
     }
 }
 
@@ -112,6 +192,17 @@ impl Region for HeapRegion {
                 .add(offset)
                 .cast::<AtomicU32>()
         }
+    }
+    #[inline]
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        check(offset, len, 1, self.len());
+        // The atomics' memory may be written through a raw pointer: they are
+        // UnsafeCells, and callers do so only while no atomic access to those
+        // bytes can race (see `copy_in`). Derived from the allocation, so
+        // strict provenance holds.
+        let base = self.words.as_ptr().cast::<u8>().cast_mut();
+        // SAFETY: in bounds (checked above).
+        std::ptr::NonNull::new(unsafe { base.add(offset) })
     }
 }
 
@@ -356,6 +447,16 @@ impl Region for ShmRegion {
         check(offset, 4, 4, self.len);
         // SAFETY: as in `words`.
         unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU32>() }
+    }
+    #[inline]
+    fn lock_held(&self, byte: u64) -> Option<bool> {
+        crate::lock::is_held(self.file(), byte).ok()
+    }
+    #[inline]
+    fn raw(&self, offset: usize, len: usize) -> Option<NonNull<u8>> {
+        check(offset, len, 1, self.len);
+        // SAFETY: in bounds (checked); the mapping lives as long as `self`.
+        NonNull::new(unsafe { self.ptr.as_ptr().add(offset) })
     }
 }
 

@@ -61,6 +61,10 @@ impl CreateOptions {
         self.mlock = yes;
         self
     }
+    /// Slots of a bus, or bytes of a stream.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
     /// Starts the sequence at `first` instead of 0 (to test the wrap).
     #[doc(hidden)]
     pub fn first_sequence(mut self, first: u64) -> Self {
@@ -97,6 +101,10 @@ impl OpenOptions {
         self.start = start;
         self
     }
+    /// The wait strategy set with [`OpenOptions::wait`].
+    pub fn wait_strategy(&self) -> WaitStrategy {
+        self.wait
+    }
     /// How a subscriber waits in `recv` (default spin 50 µs, then futex).
     pub fn wait(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
@@ -128,11 +136,16 @@ pub(crate) enum Role {
     Inspect,
 }
 
-fn create_ring(
+/// Creates the file and builds the segment: header, `init` for the kind's
+/// own fields, then the magic. The creator holds the writer's lock (byte
+/// `PUBLISHER`) from before the first byte is written, so a dead creator is
+/// always recognisable. Removes the file again if any step fails.
+pub(crate) fn create_region(
     name: &str,
     header: &Header,
     opts: &CreateOptions,
-) -> Result<Ring<ShmRegion>, CreateError> {
+    init: impl FnOnce(&ShmRegion),
+) -> Result<ShmRegion, CreateError> {
     let path = resolve(name)?;
     let len = header.total_len;
     let region = ShmRegion::create(&path, len as usize, opts.mode)
@@ -151,28 +164,40 @@ fn create_ring(
             .word(header::MAGIC)
             .store(MAGIC_BUILDING, Ordering::Relaxed);
         header.write(&region);
+        // The writer's pid sits at the same offset for every kind.
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
         region
             .word32(pid_field)
             .store(std::process::id(), Ordering::Relaxed);
-        let ring = Ring::new(region, header);
-        ring.init();
-        Header::publish_magic(ring.region());
-        ring.region()
+        init(&region);
+        Header::publish_magic(&region);
+        region
             .protect(0, header.page_size as usize, Access::ReadOnly)
             .map_err(io("mprotect"))?;
         if opts.prefault {
-            ring.region().prefault();
+            region.prefault();
         }
         if opts.mlock {
-            ring.region().lock_in_memory().map_err(CreateError::Mlock)?;
+            region.lock_in_memory().map_err(CreateError::Mlock)?;
         }
-        Ok(ring)
+        Ok(())
     })();
-    if built.is_err() {
-        let _ = crate::region::unlink(&path);
+    match built {
+        Ok(()) => Ok(region),
+        Err(e) => {
+            let _ = crate::region::unlink(&path);
+            Err(e)
+        }
     }
-    built
+}
+
+fn create_ring(
+    name: &str,
+    header: &Header,
+    opts: &CreateOptions,
+) -> Result<Ring<ShmRegion>, CreateError> {
+    let region = create_region(name, header, opts, |r| Ring::new(r, header).init())?;
+    Ok(Ring::new(region, header))
 }
 
 fn read_magic(file: &std::os::fd::OwnedFd) -> u64 {
@@ -269,17 +294,42 @@ fn finish_open(region: &ShmRegion, opts: &OpenOptions) -> Result<(), OpenError> 
     Ok(())
 }
 
+/// Opens a segment of `kind` (and message type `msg`, if given) for `role`.
+pub(crate) fn open_checked(
+    name: &str,
+    role: Role,
+    kind: Kind,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+) -> Result<(ShmRegion, Header), OpenError> {
+    let path = resolve(name)?;
+    let (region, header) = open_region(&path, role, opts.init_timeout)?;
+    header.expect(kind, msg)?;
+    finish_open(&region, opts)?;
+    Ok((region, header))
+}
+
 fn open_ring(
     name: &str,
     role: Role,
     msg: Option<&TypeFingerprint>,
     opts: &OpenOptions,
 ) -> Result<Ring<ShmRegion>, OpenError> {
-    let path = resolve(name)?;
-    let (region, header) = open_region(&path, role, opts.init_timeout)?;
-    header.expect(Kind::Broadcast, msg)?;
-    finish_open(&region, opts)?;
+    let (region, header) = open_checked(name, role, Kind::Broadcast, msg, opts)?;
     Ok(Ring::new(region, &header))
+}
+
+/// Takes the exclusive lock `byte` and writes our pid at `pid_field`; if a
+/// live process holds it, returns that process's pid (from `pid_field`).
+pub(crate) fn take_role(region: &ShmRegion, byte: u64, pid_field: usize) -> Result<(), u32> {
+    let locked = lock::try_lock(region.file(), byte, true).unwrap_or(false);
+    if !locked {
+        return Err(region.word32(pid_field).load(Ordering::Relaxed));
+    }
+    region
+        .word32(pid_field)
+        .store(std::process::id(), Ordering::Relaxed);
+    Ok(())
 }
 
 /// Takes a free registry entry, if any, so `stat` can name this subscriber.
@@ -306,21 +356,9 @@ fn attach_ring(
     opts: &OpenOptions,
 ) -> Result<(Ring<ShmRegion>, u64), AttachError> {
     let ring = open_ring(name, Role::Publisher, msg, opts)?;
-    let region = ring.region();
     let pid_field = ring.control_field(control::PUBLISHER_PID);
-    let locked = lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(|source| {
-        OpenError::Io {
-            what: "lock",
-            source,
-        }
-    })?;
-    if !locked {
-        let pid = region.word32(pid_field).load(Ordering::Relaxed);
-        return Err(AttachError::PublisherActive { pid });
-    }
-    region
-        .word32(pid_field)
-        .store(std::process::id(), Ordering::Relaxed);
+    take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
+        .map_err(|pid| AttachError::PublisherActive { pid })?;
     let next = ring.resume();
     Ok((ring, next))
 }

@@ -76,6 +76,64 @@ pub(crate) fn heavy_barrier() -> bool {
     true
 }
 
+/// Bit 0 of a doorbell word: somebody may be asleep on it.
+const SLEEPERS: u32 = 1;
+
+/// The waker's half of the protocol above, after it stored what the sleeper
+/// waits for (Release). `light` says this process registered for the
+/// asymmetric barrier ([`light_publisher_barrier`]).
+#[inline]
+pub(crate) fn ring(bell: &AtomicU32, light: bool) {
+    use crate::sync::{fence, Ordering};
+    // Paired with the sleeper's barrier in `sleep` (Dekker): a sleeper's
+    // flag is seen here, or its re-check sees what was just stored. With
+    // the asymmetric barrier, the sleeper's membarrier does the hardware
+    // half of this fence.
+    if light {
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    } else {
+        fence(Ordering::SeqCst);
+    }
+    if bell.load(Ordering::Relaxed) & SLEEPERS != 0 {
+        wake(bell);
+    }
+}
+
+#[cold]
+fn wake(bell: &AtomicU32) {
+    use crate::sync::Ordering;
+    // Release, paired with the sleeper's SeqCst `fetch_or`, which reads this
+    // value if it comes later, and so sees what the waker stored before.
+    let _ = bell.fetch_update(Ordering::Release, Ordering::Relaxed, |f| {
+        Some((f & !SLEEPERS).wrapping_add(2))
+    });
+    futex_wake_all(bell);
+}
+
+/// The sleeper's half: raises the flag, orders it against the waker, and
+/// sleeps on `bell` for at most `timeout` if `still_nothing()` holds after
+/// that. Returns on a wake, a timeout, a signal or spuriously: callers
+/// re-check.
+pub(crate) fn sleep(
+    bell: &AtomicU32,
+    timeout: Option<Duration>,
+    still_nothing: impl FnOnce() -> bool,
+) {
+    use crate::sync::Ordering;
+    // SeqCst RMW: reads the waker's Release bump if that came first.
+    let seen = bell.fetch_or(SLEEPERS, Ordering::SeqCst) | SLEEPERS;
+    // Paired with the fence in `ring`: if the waker missed our flag, we see
+    // what it stored before ringing.
+    let timeout = if heavy_barrier() {
+        timeout
+    } else {
+        Some(timeout.map_or(UNSURE_SLEEP, |t| t.min(UNSURE_SLEEP)))
+    };
+    if still_nothing() {
+        futex_wait(bell, seen, timeout);
+    }
+}
+
 /// What a subscriber does while there is nothing to read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitStrategy {
@@ -105,7 +163,7 @@ impl Default for WaitStrategy {
 /// Sleeps while `*word == expected`, for at most `timeout` (forever if None).
 /// Returns early on a wake, a changed word, a signal, or a spurious wake-up;
 /// callers re-check their condition.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
     use rustix::thread::futex;
     let ts = timeout.map(|d| futex::Timespec {
@@ -117,10 +175,39 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Durati
 }
 
 /// Wakes every sleeper on `word`.
-#[cfg(not(loom))]
+#[cfg(not(any(loom, miri)))]
 pub(crate) fn futex_wake_all(word: &AtomicU32) {
     use rustix::thread::futex;
     let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
+}
+
+// Miri models the futex system call through libc, but not rustix's raw
+// system calls (nor its libc backend's pointer casts under strict provenance).
+#[cfg(all(miri, not(loom)))]
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(d.subsec_nanos() as i32),
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live AtomicU32 and `ts_ptr` null or a live timespec.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            ts_ptr,
+        )
+    };
+}
+
+#[cfg(all(miri, not(loom)))]
+pub(crate) fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: `word` is a live AtomicU32.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, i32::MAX) };
 }
 
 // Loom cannot model a system call. Its futex blocks until the word changes
