@@ -448,6 +448,23 @@ impl Header {
                 self.total_len, self.data_offset
             ));
         }
+        if self.total_len > isize::MAX as u64 {
+            return bad(format!("total length {} is too large", self.total_len));
+        }
+        if file_len < self.total_len {
+            return Err(OpenError::Truncated {
+                len: file_len,
+                expected: self.total_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// The checks of the kind's own geometry, made once the kind is known to
+    /// be the one asked for (so that a segment of another kind is reported
+    /// as such, not as a broken one of this kind).
+    pub(crate) fn validate_kind(&self) -> Result<(), OpenError> {
+        let bad = |s: String| Err(OpenError::InvalidGeometry(s));
         if let Kind::Broadcast = self.kind {
             if self.capacity == 0 || !self.capacity.is_power_of_two() {
                 return bad(format!("capacity {} is not a power of two", self.capacity));
@@ -503,15 +520,6 @@ impl Header {
                 ));
             }
         }
-        if self.total_len > isize::MAX as u64 {
-            return bad(format!("total length {} is too large", self.total_len));
-        }
-        if file_len < self.total_len {
-            return Err(OpenError::Truncated {
-                len: file_len,
-                expected: self.total_len,
-            });
-        }
         Ok(())
     }
 
@@ -523,6 +531,7 @@ impl Header {
                 expected: kind,
             });
         }
+        self.validate_kind()?;
         if let Some(expected) = msg {
             let found = &self.msg;
             if found.size != expected.size

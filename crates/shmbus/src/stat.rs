@@ -25,7 +25,7 @@ pub struct BusStat {
     pub head: u64,
     /// Messages published since creation (`head - first_seq`).
     pub published: u64,
-    /// Publisher generation.
+    /// Publisher generation (0 for a stream).
     pub epoch: u64,
     /// The current or last publisher's pid.
     pub publisher_pid: u32,
@@ -35,6 +35,24 @@ pub struct BusStat {
     pub subscribers: Vec<u32>,
     /// Whether any shmbus process (publisher or subscriber) has it open.
     pub attached: bool,
+    /// A stream's cursors and consumer (`None` for a broadcast bus).
+    pub stream: Option<StreamStat>,
+}
+
+/// A stream's live state. For a stream, [`BusStat::head`] and
+/// `published` are bytes written, and the publisher is the producer.
+#[derive(Clone, Debug)]
+pub struct StreamStat {
+    /// Bytes the producer has committed, ever.
+    pub tail: u64,
+    /// Bytes the consumer has released, ever.
+    pub head: u64,
+    /// Bytes waiting: `tail - head`.
+    pub fill: u64,
+    /// The current (or last) consumer's pid; 0 if none ever, or it left.
+    pub consumer_pid: u32,
+    /// Whether that consumer still holds its lock.
+    pub consumer_alive: bool,
 }
 
 /// Reads the header and live state of the bus named `name`.
@@ -45,6 +63,8 @@ pub fn stat(name: &str) -> Result<BusStat, OpenError> {
 
 fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> {
     let (region, header) = open_region(path, Role::Inspect, init_timeout)?;
+    // Another kind's geometry is not checked here: `stat` shows it as is.
+    header.validate_kind()?;
     let io = |source| OpenError::Io {
         what: "fcntl",
         source,
@@ -62,11 +82,33 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
             );
         }
     }
+    let stream = match header.kind {
+        crate::layout::Kind::Stream => {
+            use crate::layout::stream_control as sc;
+            let tail = region.word(c + sc::TAIL).load(Ordering::Acquire);
+            let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
+            Some(StreamStat {
+                tail,
+                head,
+                fill: tail.wrapping_sub(head),
+                consumer_pid: region.word32(c + sc::CONSUMER_PID).load(Ordering::Relaxed),
+                consumer_alive: lock::is_held(fd, lock_byte::CONSUMER).map_err(io)?,
+            })
+        }
+        _ => None,
+    };
+    let is_stream = stream.is_some();
     Ok(BusStat {
+        stream,
         path: path.to_owned(),
         head,
         published: head.wrapping_sub(header.first_seq),
-        epoch: region.word(c + control::EPOCH).load(Ordering::Acquire),
+        // A stream has no epoch; its HEAD is where a bus's epoch is.
+        epoch: if is_stream {
+            0
+        } else {
+            region.word(c + control::EPOCH).load(Ordering::Acquire)
+        },
         publisher_pid: region
             .word32(c + control::PUBLISHER_PID)
             .load(Ordering::Relaxed),
