@@ -86,7 +86,9 @@ impl From<AttachError> for CliError {
     fn from(err: AttachError) -> CliError {
         match err {
             AttachError::Open(open) => open.into(),
-            AttachError::PublisherActive { .. } => CliError::runtime(err.to_string()),
+            AttachError::PublisherActive { .. }
+            | AttachError::ProducerActive { .. }
+            | AttachError::ConsumerActive { .. } => CliError::runtime(err.to_string()),
         }
     }
 }
