@@ -96,51 +96,36 @@ pub trait Region {
     }
 }
 
-impl<R: Region + ?Sized> Region for std::sync::Arc<R> {
-    #[inline]
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    #[inline]
-    fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        (**self).words(offset, count)
-    }
-    #[inline]
-    fn word32(&self, offset: usize) -> &AtomicU32 {
-        (**self).word32(offset)
-    }
-    #[inline]
-    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
-        (**self).raw(offset, len)
-    }
-    #[inline]
-    fn lock_held(&self, byte: u64) -> Option<bool> {
-        (**self).lock_held(byte)
-    }
+/// A region behind a pointer (`Arc<R>` for rings shared between threads,
+/// `&R` while a creator initialises one) is that region.
+macro_rules! delegate_region {
+    ($($ptr:ty),*) => {$(
+        impl<R: Region + ?Sized> Region for $ptr {
+            #[inline]
+            fn len(&self) -> usize {
+                (**self).len()
+            }
+            #[inline]
+            fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
+                (**self).words(offset, count)
+            }
+            #[inline]
+            fn word32(&self, offset: usize) -> &AtomicU32 {
+                (**self).word32(offset)
+            }
+            #[inline]
+            fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+                (**self).raw(offset, len)
+            }
+            #[inline]
+            fn lock_held(&self, byte: u64) -> Option<bool> {
+                (**self).lock_held(byte)
+            }
+        }
+    )*};
 }
 
-impl<R: Region + ?Sized> Region for &R {
-    #[inline]
-    fn len(&self) -> usize {
-        (**self).len()
-    }
-    #[inline]
-    fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        (**self).words(offset, count)
-    }
-    #[inline]
-    fn word32(&self, offset: usize) -> &AtomicU32 {
-        (**self).word32(offset)
-    }
-    #[inline]
-    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
-        (**self).raw(offset, len)
-    }
-    #[inline]
-    fn lock_held(&self, byte: u64) -> Option<bool> {
-        (**self).lock_held(byte)
-    }
-}
+delegate_region!(std::sync::Arc<R>, &R);
 
 #[inline]
 #[track_caller]

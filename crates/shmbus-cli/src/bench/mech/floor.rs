@@ -42,6 +42,26 @@ struct Lines {
 const IDLE: u64 = u64::MAX - 2;
 
 impl Lines {
+    /// Maps the floor's file; the sender writes line 0, the receiver 64.
+    fn open(token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Lines> {
+        use shmbus::region::Access;
+        let path = std::path::Path::new(token);
+        let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
+        let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
+        let (out, inp) = if side == Side::Sender {
+            (0, 64)
+        } else {
+            (64, 0)
+        };
+        Ok(Lines {
+            map,
+            out,
+            inp,
+            last: IDLE,
+            msg: vec![0; spec.msg_size],
+        })
+    }
+
     fn word(&self, off: usize) -> &AtomicU64 {
         use shmbus::Region;
         self.map.word(off)
@@ -101,22 +121,7 @@ impl Mechanism for Floor {
         Ok(Box::new(resources))
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
-        use shmbus::region::Access;
-        let path = std::path::Path::new(token);
-        let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
-        let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
-        let (out, inp) = if side == Side::Sender {
-            (0, 64)
-        } else {
-            (64, 0)
-        };
-        Ok(Box::new(Lines {
-            map,
-            out,
-            inp,
-            last: IDLE,
-            msg: vec![0; spec.msg_size],
-        }))
+        Ok(Box::new(Lines::open(token, side, spec)?))
     }
 }
 
@@ -167,22 +172,8 @@ impl Mechanism for Floor2 {
         Floor.setup(spec)
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
-        use shmbus::region::Access;
-        let path = std::path::Path::new(token);
-        let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
-        let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
-        let (out, inp) = if side == Side::Sender {
-            (0, 64)
-        } else {
-            (64, 0)
-        };
-        let lines = Lines {
-            map,
-            out,
-            inp,
-            last: IDLE,
-            msg: vec![0; spec.msg_size],
-        };
-        Ok(Box::new(TwoLines { lines }))
+        Ok(Box::new(TwoLines {
+            lines: Lines::open(token, side, spec)?,
+        }))
     }
 }
