@@ -228,7 +228,10 @@ fn a_segment_of_another_kind_is_refused_as_wrong_kind() {
         match stat::stat(bus.name()) {
             Ok(st) => {
                 assert_eq!(st.header.kind, kind);
-                assert!(matches!(kind, Kind::Unknown(_)), "stat accepted a broken {kind}");
+                assert!(
+                    matches!(kind, Kind::Unknown(_)),
+                    "stat accepted a broken {kind}"
+                );
             }
             Err(e) => assert!(
                 matches!(e, OpenError::InvalidGeometry(_)) && kind == Kind::Stream,
