@@ -28,13 +28,13 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a broadcast bus of raw byte messages.
+    /// Create a broadcast bus of raw byte messages, or a stream of records.
     Create(create::CreateArgs),
-    /// Publish each line of stdin as one message.
+    /// Publish each line of stdin as one message (one record of a stream).
     Pub(publish::PubArgs),
-    /// Print each message of a bus as one line.
+    /// Print each message of a bus (record of a stream) as one line.
     Sub(subscribe::SubArgs),
-    /// Show a bus's geometry, counters, publisher and subscribers.
+    /// Show a bus's or stream's geometry, counters and processes.
     Stat(inspect::StatArgs),
     /// List the buses in a directory.
     Ls(inspect::LsArgs),
@@ -92,7 +92,7 @@ fn clap_error(err: clap::Error) -> ExitCode {
 
 /// The first paragraph of clap's message, its lines joined, without the
 /// `error: ` label: "the following required arguments were not provided:
-/// --capacity <SLOTS>". The usage and tip paragraphs after it are dropped
+/// --capacity <N>". The usage and tip paragraphs after it are dropped
 /// for a pointer to the right `--help`.
 fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
     let first = rendered.split("\n\n").next().unwrap_or(rendered);
@@ -131,7 +131,7 @@ mod tests {
         let err = Cli::try_parse_from(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
         let line = one_line(&err.to_string(), Some("create"));
         assert!(!line.contains('\n'), "{line}");
-        assert!(line.contains("--capacity <SLOTS>"), "{line}");
+        assert!(line.contains("--capacity <N>"), "{line}");
         assert!(!line.starts_with("error"), "{line}");
         assert!(line.ends_with("(see `shmbus create --help`)"), "{line}");
     }

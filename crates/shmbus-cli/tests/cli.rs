@@ -638,6 +638,189 @@ fn sub_ends_quietly_when_its_reader_goes_away() {
 }
 
 // ---------------------------------------------------------------------------
+// Streams: lossless, one producer and one consumer.
+
+fn create_stream(stream: &str, capacity: u64) {
+    shmbus(&[
+        "create",
+        stream,
+        "--kind",
+        "stream",
+        "--capacity",
+        &capacity.to_string(),
+    ])
+    .assert_success();
+}
+
+fn stream_stat(stream: &str) -> Option<shmbus::stat::StreamStat> {
+    shmbus::stat::stat(stream).ok()?.stream
+}
+
+/// Waits until `sub` holds the consumer role of `stream`.
+fn wait_until_consuming(stream: &str, sub: &Proc) {
+    let pid = sub.pid();
+    wait_for("the consumer to attach", || {
+        stream_stat(stream).is_some_and(|s| s.consumer_alive && s.consumer_pid == pid)
+    });
+}
+
+/// Line `i` of the big test: its number, then 0 to 96 filler bytes, so
+/// records of many lengths wrap the ring at many places.
+fn long_line(i: u64) -> String {
+    format!("{i} {}\n", "x".repeat((i * 7 % 97) as usize))
+}
+
+#[test]
+fn a_stream_carries_every_line_once_in_order_through_a_small_ring() {
+    let dir = ShmDir::new("stream-flow");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    let input: String = (1..=1000).map(long_line).collect();
+    assert!(input.len() > 10 * 4096, "far more data than the ring holds");
+    let sub = spawn_sub(&[&stream, "--count", "1000", "--timeout", "10"]);
+    wait_until_consuming(&stream, &sub);
+    let publisher = Proc::spawn(&["pub", &stream], Input::Bytes(input.clone().into()), None);
+    let out = sub.wait();
+    out.assert_success();
+    assert_eq!(out.stdout(), input);
+    assert_eq!(out.stderr, "");
+    publisher.wait().assert_success();
+    let after = stream_stat(&stream).expect("a stream");
+    assert_eq!(after.fill, 0);
+    assert_eq!(after.tail, after.head);
+    assert_eq!(after.consumer_pid, 0, "a consumer that ends cleanly leaves");
+}
+
+#[test]
+fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
+    let dir = ShmDir::new("stream-keep");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    shmbus_stdin(&["pub", &stream], b"a\nbb\n\nccc").assert_success();
+    let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
+    assert_eq!(json["name"], "stream");
+    assert_eq!(json["kind"], "stream");
+    assert_eq!(json["capacity"], 4096);
+    assert_eq!(json["max_record"], 2040);
+    // Each record: an 8-byte length, then its bytes padded to 8.
+    assert_eq!(json["tail"], 4 * 8 + 3 * 8);
+    assert_eq!(json["head"], 0);
+    assert_eq!(json["fill"], 56);
+    assert_eq!(json["producer_pid"], 0, "pub left cleanly");
+    assert_eq!(json["producer_alive"], false);
+    assert_eq!(json["consumer_pid"], 0);
+    assert_eq!(json["consumer_alive"], false);
+    assert!(json["created_unix_ns"].as_u64().is_some_and(|t| t > 0));
+
+    let text = shmbus(&["stat", &stream]).assert_success().stdout();
+    for expected in ["stream", "4096 bytes", "2040 bytes", "56 bytes (1.4%)"] {
+        assert!(text.contains(expected), "{expected:?} in {text}");
+    }
+    let table = shmbus(&["ls", "--dir", dir.dir()])
+        .assert_success()
+        .stdout();
+    let row = table.lines().nth(1).expect("a row");
+    assert!(
+        row.starts_with("stream") && row.contains("fill 1%"),
+        "{table}"
+    );
+
+    let out = shmbus(&["sub", &stream, "--count", "2"]);
+    assert_eq!(out.assert_success().stdout, b"a\nbb\n".to_vec());
+    let out = shmbus(&["sub", &stream, "--timeout", "0.3"]);
+    assert_eq!(out.assert_success().stdout, b"\nccc\n".to_vec(), "the rest");
+    let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
+    assert_eq!(json["head"], 56);
+    assert_eq!(json["fill"], 0);
+}
+
+#[test]
+fn a_line_longer_than_the_largest_record_stops_pub_and_earlier_lines_stay() {
+    let dir = ShmDir::new("stream-long");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 64);
+    let long = "y".repeat(25);
+    let input = format!("short\n{}\n{long}\nnever\n", "z".repeat(24));
+    let out = shmbus_stdin(&["pub", &stream], input.as_bytes());
+    out.assert_error(
+        2,
+        "line 3 is longer than 24 bytes, the stream's largest record",
+    );
+    assert!(out.stderr.contains("2 earlier lines stay"), "{out:?}");
+    let sub = shmbus(&["sub", &stream, "--timeout", "0.3"]);
+    assert_eq!(
+        sub.assert_success().stdout(),
+        format!("short\n{}\n", "z".repeat(24))
+    );
+}
+
+#[test]
+fn a_second_consumer_is_refused_while_the_first_runs() {
+    let dir = ShmDir::new("stream-two-subs");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    let first = spawn_sub(&[&stream]);
+    wait_until_consuming(&stream, &first);
+    let out = shmbus(&["sub", &stream, "--timeout", "1"]);
+    out.assert_error(1, &format!("live consumer (pid {})", first.pid()));
+    let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
+    assert_eq!(json["consumer_pid"], first.pid());
+    assert_eq!(json["consumer_alive"], true);
+    first.kill();
+}
+
+#[test]
+fn from_does_not_apply_to_a_stream() {
+    let dir = ShmDir::new("stream-from");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    for from in ["next", "oldest", "latest"] {
+        let out = shmbus(&["sub", &stream, "--from", from, "--timeout", "0.1"]);
+        out.assert_error(2, "--from does not apply to a stream");
+    }
+}
+
+#[test]
+fn sub_fails_when_the_producer_dies_while_it_waits() {
+    let dir = ShmDir::new("stream-producer-dies");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    let mut producer = Proc::spawn(&["pub", &stream], Input::Open, None);
+    wait_for("the producer to attach", || {
+        shmbus::stat::stat(&stream).is_ok_and(|s| s.publisher_alive)
+    });
+    let producer_pid = producer.pid();
+    producer
+        .stdin
+        .as_mut()
+        .expect("open stdin")
+        .write_all(b"first\n")
+        .expect("write to pub");
+    let sub = spawn_sub(&[&stream]);
+    assert_eq!(sub.next_line(), b"first\n");
+    producer.kill();
+    let out = sub.wait();
+    out.assert_error(1, &format!("producer (pid {producer_pid}) is gone"));
+}
+
+#[test]
+fn pub_fails_when_the_consumer_died_and_the_stream_is_full() {
+    let dir = ShmDir::new("stream-consumer-dies");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 64);
+    let sub = spawn_sub(&[&stream]);
+    wait_until_consuming(&stream, &sub);
+    let consumer_pid = sub.pid();
+    sub.kill();
+    // 16 bytes a record: three fit in the 64-byte ring, the fifth cannot.
+    let out = shmbus_stdin(&["pub", &stream], b"1\n2\n3\n4\n5\n6\n");
+    out.assert_error(1, &format!("consumer (pid {consumer_pid}) is gone"));
+    assert!(out.stderr.contains("line 5 not pushed"), "{out:?}");
+    let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
+    assert_eq!(json["fill"], 64);
+}
+
+// ---------------------------------------------------------------------------
 // stat, ls, clean, rm.
 
 #[test]
@@ -884,12 +1067,18 @@ fn create_sets_the_requested_file_mode() {
 }
 
 #[test]
-fn create_of_a_stream_bus_is_not_supported_yet() {
-    let dir = ShmDir::new("stream");
+fn create_refuses_msg_size_for_a_stream_and_requires_it_for_a_bus() {
+    let dir = ShmDir::new("stream-args");
     let bus = dir.bus("bus");
-    let args = ["create", &bus, "--msg-size", "8", "--capacity", "4"];
+    let args = ["create", &bus, "--msg-size", "8", "--capacity", "4096"];
     let out = shmbus(&[&args[..], &["--kind", "stream"]].concat());
-    out.assert_error(2, "stream buses are not supported yet");
+    out.assert_error(2, "--msg-size does not apply to a stream");
+    assert!(!Path::new(&bus).exists());
+    let out = shmbus(&["create", &bus, "--capacity", "4"]);
+    out.assert_error(2, "a broadcast bus needs --msg-size");
+    assert!(!Path::new(&bus).exists());
+    let bad = ["create", &bus, "--kind", "stream", "--capacity", "1000"];
+    shmbus(&bad).assert_error(2, "stream capacity 1000 is not a power of two");
     assert!(!Path::new(&bus).exists());
 }
 

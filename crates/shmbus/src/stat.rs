@@ -85,8 +85,10 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
     let stream = match header.kind {
         crate::layout::Kind::Stream => {
             use crate::layout::stream_control as sc;
-            let tail = region.word(c + sc::TAIL).load(Ordering::Acquire);
+            // HEAD first: both only grow, and HEAD never passes TAIL, so
+            // reading TAIL second can only overstate the fill, never wrap.
             let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
+            let tail = region.word(c + sc::TAIL).load(Ordering::Acquire);
             Some(StreamStat {
                 tail,
                 head,

@@ -1,7 +1,9 @@
-//! `shmbus create`: makes a broadcast bus of raw byte messages, then exits.
+//! `shmbus create`: makes a broadcast bus of raw byte messages, or a stream
+//! of byte records, then exits.
 //!
-//! The creator is the bus's first publisher; its publisher lock dies with
-//! this process, which is what lets `shmbus pub` attach afterwards.
+//! The creator is the bus's first publisher (the stream's first producer);
+//! its lock dies with this process, which is what lets `shmbus pub` attach
+//! afterwards.
 
 use shmbus::{CreateOptions, RawPublisher};
 
@@ -13,10 +15,13 @@ pub struct CreateArgs {
     /// Bus name (a bare name lives in /dev/shm) or a path.
     pub name: String,
     /// Bytes per message (1 to 16 MiB); shorter messages are zero-padded.
+    /// Required for a broadcast bus; a stream takes no message size (its
+    /// records are any length up to half its capacity, less 8 bytes).
     #[arg(long, value_name = "BYTES")]
-    pub msg_size: u32,
-    /// Number of slots: a power of two.
-    #[arg(long, value_name = "SLOTS")]
+    pub msg_size: Option<u32>,
+    /// A broadcast bus: its number of slots, a power of two. A stream: its
+    /// size in bytes, a power of two from 64 B to 4 GiB.
+    #[arg(long, value_name = "N")]
     pub capacity: u64,
     /// Permission bits of the file, in octal (660 lets the group in).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
@@ -52,15 +57,31 @@ fn parse_mode(s: &str) -> Result<u32, String> {
 }
 
 pub fn run(args: &CreateArgs) -> Result<(), CliError> {
-    if args.kind == BusKind::Stream {
-        return Err(CliError::usage("stream buses are not supported yet"));
-    }
     let opts = CreateOptions::new(args.capacity)
         .mode(args.mode)
         .prefault(args.prefault)
         .mlock(args.mlock);
-    // Dropping the publisher at once releases its lock; the bus stays.
-    RawPublisher::create(&args.name, args.msg_size, &opts)?;
+    // Dropping the publisher (producer) at once releases its lock; the
+    // segment stays.
+    match (args.kind, args.msg_size) {
+        (BusKind::Broadcast, Some(msg_size)) => {
+            RawPublisher::create(&args.name, msg_size, &opts)?;
+        }
+        (BusKind::Broadcast, None) => {
+            return Err(CliError::usage(
+                "a broadcast bus needs --msg-size <BYTES> (see `shmbus create --help`)",
+            ))
+        }
+        (BusKind::Stream, None) => {
+            shmbus::stream::Producer::create(&args.name, &opts)?;
+        }
+        (BusKind::Stream, Some(_)) => {
+            return Err(CliError::usage(
+                "--msg-size does not apply to a stream: its records have any length up to \
+                 half its --capacity in bytes, less 8 (see `shmbus create --help`)",
+            ))
+        }
+    }
     Ok(())
 }
 

@@ -4,13 +4,17 @@
 //! they are safe to run against a bus in use. The JSON of `stat` is one
 //! object; `ls --json` is an array of the same objects, plus `in_use`, with
 //! `error` in place of the state for a segment that cannot be read.
+//!
+//! A stream has other figures than a bus (bytes, not messages; one consumer,
+//! not subscribers), so it has its own JSON keys and text rows; `ls` fits
+//! them into the bus's columns, in bytes.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
-use shmbus::stat::{BusStat, Listing};
+use shmbus::stat::{BusStat, Listing, StreamStat};
 use shmbus::OpenError;
 
 use crate::error::CliError;
@@ -76,6 +80,9 @@ fn file_name(path: &Path) -> String {
 }
 
 fn stat_json(s: &BusStat) -> Value {
+    if let Some(stream) = &s.stream {
+        return stream_json(s, stream);
+    }
     json!({
         "name": file_name(&s.path),
         "path": s.path.display().to_string(),
@@ -96,7 +103,67 @@ fn stat_json(s: &BusStat) -> Value {
     })
 }
 
+fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
+    json!({
+        "name": file_name(&s.path),
+        "path": s.path.display().to_string(),
+        "kind": s.header.kind.to_string(),
+        "capacity": s.header.capacity,
+        "max_record": s.header.msg.size,
+        "tail": st.tail,
+        "head": st.head,
+        "fill": st.fill,
+        "producer_pid": s.publisher_pid,
+        "producer_alive": s.publisher_alive,
+        "consumer_pid": st.consumer_pid,
+        "consumer_alive": st.consumer_alive,
+        "created_unix_ns": s.header.created_ns,
+    })
+}
+
+/// A stream's fill as a percentage of its capacity.
+fn fill_percent(s: &BusStat, st: &StreamStat) -> f64 {
+    st.fill as f64 * 100.0 / s.header.capacity.max(1) as f64
+}
+
+fn stream_text(s: &BusStat, st: &StreamStat) -> String {
+    let h = &s.header;
+    let rows: [(&str, String); 11] = [
+        ("name", file_name(&s.path)),
+        ("path", s.path.display().to_string()),
+        ("kind", h.kind.to_string()),
+        ("capacity", format!("{} bytes", h.capacity)),
+        ("largest record", format!("{} bytes", h.msg.size)),
+        ("written", format!("{} bytes", st.tail)),
+        ("released", format!("{} bytes", st.head)),
+        (
+            "fill",
+            format!("{} bytes ({:.1}%)", st.fill, fill_percent(s, st)),
+        ),
+        ("producer", role_text(s.publisher_pid, s.publisher_alive)),
+        ("consumer", role_text(st.consumer_pid, st.consumer_alive)),
+        ("created", utc_time(h.created_ns)),
+    ];
+    rows.iter()
+        .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A stream's producer or consumer: a pid of 0 means none has attached
+/// since the last one left cleanly.
+fn role_text(pid: u32, alive: bool) -> String {
+    match (pid, alive) {
+        (0, false) => "none".into(),
+        (pid, true) => format!("pid {pid} (alive)"),
+        (pid, false) => format!("pid {pid} (dead)"),
+    }
+}
+
 fn stat_text(s: &BusStat) -> String {
+    if let Some(stream) = &s.stream {
+        return stream_text(s, stream);
+    }
     let h = &s.header;
     let rows: [(&str, String); 14] = [
         ("name", file_name(&s.path)),
@@ -200,6 +267,25 @@ fn listing_row(l: &Listing) -> [String; 8] {
         }
     };
     let status = if l.is_abandoned() { "unused" } else { "in use" };
+    if let Some(st) = &s.stream {
+        // Bytes where a bus has messages; the one consumer and the fill
+        // where a bus has its subscribers.
+        let consumer = if st.consumer_alive { 1 } else { 0 };
+        return [
+            name,
+            s.header.kind.to_string(),
+            format!("{} B", s.header.capacity),
+            format!("{} B max", s.header.msg.size),
+            format!("{} B", st.tail),
+            if s.publisher_pid == 0 && !s.publisher_alive {
+                "none".to_string()
+            } else {
+                format!("{} ({})", s.publisher_pid, publisher_state(s))
+            },
+            format!("{consumer}, fill {:.0}%", fill_percent(s, st)),
+            status.to_string(),
+        ];
+    }
     [
         name,
         s.header.kind.to_string(),

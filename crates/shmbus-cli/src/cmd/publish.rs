@@ -1,42 +1,95 @@
-//! `shmbus pub`: publishes each line of stdin as one message.
+//! `shmbus pub`: publishes each line of stdin as one message of a bus, or
+//! pushes it as one record of a stream.
 //!
 //! Lines are bytes, not text: stdin need not be UTF-8. A line is read with
 //! a bound of the message size (plus the newline and one byte to tell "too
 //! long"), so a stream without newlines (`shmbus pub x < /dev/zero`) fails
 //! at once instead of filling memory.
+//!
+//! The kind of segment is found by trying the bus first: a stream answers
+//! `WrongKind`. Into a stream, a push waits for room as long as it takes
+//! (nothing is ever dropped), unless the consumer dies while the stream is
+//! full.
 
 use std::io::{self, BufRead, Read};
 
-use shmbus::{OpenOptions, RawPublisher};
+use shmbus::stream::{Producer, PushError, Wait};
+use shmbus::{AttachError, Kind, OpenError, OpenOptions, RawPublisher};
 
 use crate::error::CliError;
 
 /// Arguments of `shmbus pub`.
 #[derive(clap::Args, Debug)]
 pub struct PubArgs {
-    /// Bus name (a bare name lives in /dev/shm) or a path.
+    /// Bus or stream name (a bare name lives in /dev/shm) or a path.
     pub name: String,
 }
 
 pub fn run(args: &PubArgs) -> Result<(), CliError> {
-    let mut publisher = RawPublisher::attach(&args.name, &OpenOptions::default())?;
-    publish_lines(&mut publisher, io::stdin().lock())
+    let opts = OpenOptions::default();
+    match RawPublisher::attach(&args.name, &opts) {
+        Ok(mut publisher) => {
+            let max = publisher.msg_size();
+            publish_lines(io::stdin().lock(), max, BUS, |line, number| {
+                publisher
+                    .publish(line)
+                    .map(drop)
+                    .map_err(|e| CliError::usage(format!("line {number}: {e}")))
+            })
+        }
+        Err(AttachError::Open(OpenError::WrongKind {
+            found: Kind::Stream,
+            ..
+        })) => {
+            let mut producer = Producer::attach(&args.name, &opts)?;
+            let max = producer.max_record();
+            publish_lines(io::stdin().lock(), max, STREAM, |line, number| {
+                producer
+                    .push(line, Wait::Forever)
+                    .map_err(|e| push_failed(&e, number))
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
-/// Publishes every line of `input`; a too-long line stops it, and the lines
-/// before it stay published (a bus has no way to take a message back).
-fn publish_lines(publisher: &mut RawPublisher, mut input: impl BufRead) -> Result<(), CliError> {
-    let max = publisher.msg_size();
-    let mut line = Vec::with_capacity(max + 2);
+/// How the error messages name a line's limit and its fate.
+struct Words {
+    /// What bounds a line's length.
+    limit: &'static str,
+    /// Where the lines before a failed one are.
+    stay: &'static str,
+}
+
+const BUS: Words = Words {
+    limit: "the bus's message size",
+    stay: "published",
+};
+
+const STREAM: Words = Words {
+    limit: "the stream's largest record",
+    stay: "in the stream",
+};
+
+/// Sends every line of `input` through `send` (given the line and its
+/// number); a too-long line stops it, and the lines before it stay sent (a
+/// bus has no way to take a message back, nor a stream a record).
+fn publish_lines(
+    mut input: impl BufRead,
+    max: usize,
+    words: Words,
+    mut send: impl FnMut(&[u8], u64) -> Result<(), CliError>,
+) -> Result<(), CliError> {
+    // A stream's largest record may be gigabytes: the buffer grows only as
+    // long lines need it.
+    let mut line = Vec::with_capacity(max.min(64 << 10) + 2);
     let mut number: u64 = 0;
     while read_line(&mut input, &mut line, max)? {
         number += 1;
         if line.len() > max {
-            return Err(too_long(number, max));
+            return Err(too_long(number, max, &words));
         }
-        publisher
-            .publish(&line)
-            .map_err(|e| CliError::usage(format!("line {number}: {e}")))?;
+        send(&line, number)?;
     }
     Ok(())
 }
@@ -57,7 +110,7 @@ fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> Result
     Ok(n > 0)
 }
 
-fn too_long(number: u64, max: usize) -> CliError {
+fn too_long(number: u64, max: usize, words: &Words) -> CliError {
     let before = number - 1;
     let what = if before == 1 {
         "line stays"
@@ -65,7 +118,50 @@ fn too_long(number: u64, max: usize) -> CliError {
         "lines stay"
     };
     CliError::usage(format!(
-        "line {number} is longer than {max} bytes, the bus's message size \
-         ({before} earlier {what} published)"
+        "line {number} is longer than {max} bytes, {} ({before} earlier {what} {})",
+        words.limit, words.stay
     ))
+}
+
+/// A push that failed: with `Wait::Forever`, only because the consumer died
+/// while the stream was full (the other cases cannot happen, but are
+/// reported all the same).
+fn push_failed(err: &PushError, number: u64) -> CliError {
+    let before = number - 1;
+    let what = if before == 1 { "line is" } else { "lines are" };
+    CliError::runtime(format!(
+        "line {number} not pushed: {err} ({before} earlier {what} in the stream)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_sent_in_order_and_a_long_one_stops_the_rest() {
+        let mut sent = Vec::new();
+        let input = &b"one\n\ntwo\nthree is long\nfour\n"[..];
+        let err = publish_lines(input, 5, STREAM, |line, n| {
+            sent.push((n, line.to_vec()));
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(
+            sent,
+            [
+                (1, b"one".to_vec()),
+                (2, b"".to_vec()),
+                (3, b"two".to_vec())
+            ]
+        );
+        match err {
+            CliError::Usage(msg) => assert_eq!(
+                msg,
+                "line 4 is longer than 5 bytes, the stream's largest record \
+                 (3 earlier lines stay in the stream)"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
 }

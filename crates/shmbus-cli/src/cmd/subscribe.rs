@@ -1,15 +1,23 @@
-//! `shmbus sub`: prints each message of a bus as one line.
+//! `shmbus sub`: prints each message of a bus, or each record of a stream,
+//! as one line.
 //!
 //! Output is raw bytes (messages need not be text) with the zero padding of
 //! the fixed-size slot trimmed, one message per line, flushed at once so a
 //! pipe sees each message as it arrives. Lag goes to stderr as exactly
 //! `lagged: skipped N`, a format scripts may match; it never counts towards
 //! `--count`.
+//!
+//! A stream's records have exact lengths, so nothing is trimmed, and nothing
+//! is ever lost: a stream has one consumer at a time, which carries on where
+//! the last one stopped (so `--from` does not apply). A record is released
+//! only once its line is written, so one that could not be written (the
+//! reader of stdout went away) stays for the next consumer.
 
 use std::io::{self, Write};
 use std::time::Duration;
 
-use shmbus::{OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
+use shmbus::stream::{Consumer, PopError};
+use shmbus::{Kind, OpenError, OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
 
 use crate::error::CliError;
 
@@ -19,14 +27,15 @@ pub struct SubArgs {
     /// Bus name (a bare name lives in /dev/shm) or a path.
     pub name: String,
     /// Where to start: the newest message, the oldest still in the ring, or
-    /// the next one published.
-    #[arg(long, value_enum, default_value_t = From::Next)]
-    pub from: From,
-    /// Stop after N messages (lag reports do not count).
+    /// the next one published [default: next]. Not for a stream, which
+    /// always continues where its last consumer stopped.
+    #[arg(long, value_enum)]
+    pub from: Option<From>,
+    /// Stop after N messages or records (lag reports do not count).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
-    /// Stop when no message arrives for SECS seconds; an error if --count
-    /// was given and not reached.
+    /// Stop when no message (record) arrives for SECS seconds; an error if
+    /// --count was given and not reached.
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Timeout>,
     /// How to wait for the next message.
@@ -94,9 +103,19 @@ impl Wait {
 
 pub fn run(args: &SubArgs) -> Result<(), CliError> {
     let opts = OpenOptions::default()
-        .start(args.from.start())
+        .start(args.from.unwrap_or(From::Next).start())
         .wait(args.wait.strategy());
-    let mut subscriber = RawSubscriber::open(&args.name, &opts)?;
+    match RawSubscriber::open(&args.name, &opts) {
+        Ok(subscriber) => run_bus(args, subscriber),
+        Err(OpenError::WrongKind {
+            found: Kind::Stream,
+            ..
+        }) => run_stream(args, &opts),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn run_bus(args: &SubArgs, mut subscriber: RawSubscriber) -> Result<(), CliError> {
     let mut out = io::stdout().lock();
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
@@ -107,8 +126,41 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
                 delivered += 1;
             }
             Some(Received::Lagged { skipped }) => report_lag(skipped),
-            None => return timed_out(args, delivered),
+            None => return timed_out(args, delivered, "message"),
         }
+    }
+    Ok(())
+}
+
+fn run_stream(args: &SubArgs, opts: &OpenOptions) -> Result<(), CliError> {
+    if args.from.is_some() {
+        return Err(CliError::usage(format!(
+            "--from does not apply to a stream: {} always continues where its last \
+             consumer stopped (see `shmbus sub --help`)",
+            args.name
+        )));
+    }
+    let mut consumer = Consumer::open(&args.name, opts)?;
+    let mut out = io::stdout().lock();
+    let wait = match args.timeout {
+        Some(t) => shmbus::stream::Wait::For(t.duration),
+        None => shmbus::stream::Wait::Forever,
+    };
+    let mut delivered: u64 = 0;
+    while args.count.is_none_or(|count| delivered < count) {
+        let record = match consumer.peek(wait) {
+            Ok(record) => record,
+            Err(PopError::TimedOut(_) | PopError::Empty) => {
+                return timed_out(args, delivered, "record")
+            }
+            Err(e @ (PopError::PeerGone { .. } | PopError::Corrupt { .. })) => {
+                return Err(CliError::runtime(e.to_string()))
+            }
+        };
+        // Not released unless written: a dropped record stays in the stream.
+        write_line(&mut out, &record).map_err(CliError::stdout)?;
+        record.release();
+        delivered += 1;
     }
     Ok(())
 }
@@ -132,10 +184,10 @@ fn report_lag(skipped: u64) {
 }
 
 /// The end of a quiet `--timeout`: fine unless `--count` was not reached.
-fn timed_out(args: &SubArgs, delivered: u64) -> Result<(), CliError> {
+fn timed_out(args: &SubArgs, delivered: u64, what: &str) -> Result<(), CliError> {
     match (args.count, args.timeout) {
         (Some(count), Some(timeout)) => Err(CliError::runtime(format!(
-            "timed out after {:?} s waiting for message {} of {count}",
+            "timed out after {:?} s waiting for {what} {} of {count}",
             timeout.secs,
             delivered + 1
         ))),

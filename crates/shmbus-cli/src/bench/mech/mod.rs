@@ -17,6 +17,7 @@ pub mod mq;
 pub mod photon;
 pub mod pipe;
 pub mod shmbus_bus;
+pub mod shmbus_stream;
 pub mod tcp;
 pub mod udp;
 pub mod uds;
@@ -112,6 +113,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &floor::Floor2,
         &shmbus_bus::ShmbusBus,
         &shmbus_bus::ShmbusThreads,
+        &shmbus_stream::ShmbusStream,
         &pipe::Pipe,
         &uds::Uds,
         &tcp::Tcp,
