@@ -80,7 +80,7 @@ pub struct BenchArgs {
     /// Rounds per case (default: 3 quick, 5 full).
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Measured round trips per pingpong block (default: 10000 quick, 100000 full).
+    /// Measured round trips per pingpong block (default: 5000 quick, 100000 full).
     #[arg(long)]
     pub count: Option<u64>,
     /// List the mechanisms and exit.
@@ -201,6 +201,8 @@ pub struct Case {
     pub msg_size: usize,
     /// Number of receivers.
     pub receivers: usize,
+    /// If set, only these mechanisms run this case.
+    pub only: Option<&'static [&'static str]>,
 }
 
 /// Runs blocks: pins, spawns, collects.
