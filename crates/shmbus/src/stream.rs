@@ -177,11 +177,14 @@ impl<R: Region> StreamRing<R> {
     /// The pid in `pid_field` if that peer attached once and its lock is
     /// free now. Never on the heap, where there is no lock to ask.
     fn peer_gone(&self, lock: u64, pid_field: usize) -> Option<u32> {
-        let pid = self
-            .region
-            .word32(self.control + pid_field)
-            .load(Ordering::Relaxed);
-        (pid != 0 && self.region.lock_held(lock) == Some(false)).then_some(pid)
+        let pid_word = self.region.word32(self.control + pid_field);
+        let pid = pid_word.load(Ordering::Relaxed);
+        if pid == 0 || self.region.lock_held(lock) != Some(false) {
+            return None;
+        }
+        // A peer that left cleanly cleared its pid before its lock went: if
+        // the pid is still there now that the lock is free, it died.
+        (pid_word.load(Ordering::Relaxed) == pid).then_some(pid)
     }
 
     /// Runs the wait loop: `ready` until it says yes, spinning, yielding or
@@ -234,7 +237,12 @@ impl<R: Region> StreamRing<R> {
             }
             match backoff.next() {
                 wait::Step::Spin => crate::sync::spin_loop(),
-                wait::Step::Yield => crate::sync::yield_now(),
+                wait::Step::Yield => {
+                    crate::sync::yield_now();
+                    // A yield can give the CPU away for a whole slice: check
+                    // the clock and the peer after each one.
+                    spins = 1023;
+                }
                 wait::Step::Sleep(_) | wait::Step::TimedOut => {
                     let left = deadline.map_or(PEER_CHECK, |(at, _)| {
                         at.saturating_duration_since(Instant::now()).min(PEER_CHECK)
