@@ -77,10 +77,10 @@ pub struct BenchArgs {
     /// Message size for pingpong, oneway and fanout.
     #[arg(long, default_value_t = 64, value_name = "BYTES")]
     pub msg_size: usize,
-    /// Rounds per case (default: 3 quick, 5 full).
+    /// Rounds per case (default: 3 quick, 4 full).
     #[arg(long)]
     pub rounds: Option<u32>,
-    /// Measured round trips per pingpong block (default: 5000 quick, 100000 full).
+    /// Measured round trips per pingpong block (default: 5000 quick, 20000 full).
     #[arg(long)]
     pub count: Option<u64>,
     /// List the mechanisms and exit.

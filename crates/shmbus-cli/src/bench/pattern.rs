@@ -10,6 +10,9 @@ use super::counters::{Counters, Delta};
 use super::mech::{marker, stamp, unstamp, Endpoint, Got};
 use super::Pattern;
 
+/// The least time a sender warms up for.
+const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(30);
+
 /// What both sides agree on before a block starts.
 #[derive(Clone, Debug)]
 pub struct Plan {
@@ -76,6 +79,16 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     };
     for seq in 0..plan.warmup {
         one(ep, seq, &mut buf)?;
+    }
+    // And for at least WARMUP_TIME: a short block otherwise starts timing
+    // before both cores have left their idle states. The extra messages
+    // cycle through the warm-up numbers, which receivers do not count (and
+    // two in a row differ, which the floor's bare counter needs).
+    let warm_from = std::time::Instant::now();
+    let mut extra = 0;
+    while plan.warmup > 1 && warm_from.elapsed() < WARMUP_TIME {
+        one(ep, extra % plan.warmup, &mut buf)?;
+        extra += 1;
     }
     stamp(&mut buf, marker::START, 0);
     ep.send(&buf)?;
