@@ -1,7 +1,7 @@
 //! How a reader that finds nothing waits: spin, spin then yield, or spin then
 //! sleep on a futex in shared memory.
 //!
-//! The futex is always *shared* (no `FUTEX_PRIVATE_FLAG`): a private futex is
+//! The futex is always *shared* (never the private-futex flag): a private futex is
 //! keyed by the waiter's address space, and another process's wake would
 //! never find it.
 //!
