@@ -31,6 +31,22 @@
 //!   lock is free gets [`PushError::PeerGone`] / [`PopError::PeerGone`]
 //!   within [`PEER_CHECK`], instead of waiting forever.
 //!
+//! ```no_run
+//! use shmbus::stream::{Consumer, Producer, Wait};
+//!
+//! let mut producer = Producer::create("logs", &shmbus::CreateOptions::new(1 << 20))?;
+//! producer.push(b"first record", Wait::Forever)?;
+//! let mut chunk = producer.reserve(5, Wait::Forever)?; // written in place
+//! chunk.copy_from_slice(b"hello");
+//! chunk.commit();
+//!
+//! let mut consumer = Consumer::open("logs", &shmbus::OpenOptions::default())?;
+//! let mut record = Vec::new();
+//! consumer.pop(&mut record, Wait::Forever)?;
+//! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! The design follows the classic Lamport SPSC queue with cached indices
 //! (as in rtrb and the seed ipc_ring), with records and wrap markers as in
 //! BipBuffer-style byte rings.
