@@ -48,16 +48,6 @@ type Held = Sample<ipc::Service, [u8], ()>;
 /// How long an open may wait for a service to appear.
 const OPEN_LIMIT: Duration = Duration::from_secs(10);
 
-/// Subscriber buffer: enough for ~4 MiB of messages, 64 to 16384 (as
-/// shmbus's ring).
-fn capacity(msg_size: usize) -> usize {
-    let slot = (msg_size + 8).div_ceil(64) * 64;
-    ((4 << 20) / slot)
-        .clamp(64, 16384)
-        .next_power_of_two()
-        .min(16384)
-}
-
 fn io_err(what: &str, e: impl std::fmt::Debug) -> io::Error {
     io::Error::other(format!("iceoryx2: {what}: {e:?}"))
 }
@@ -231,7 +221,7 @@ impl Mechanism for Iceoryx2 {
                 .publish_subscribe::<[u8]>()
                 .enable_safe_overflow(true)
                 .history_size(0)
-                .subscriber_max_buffer_size(capacity(spec.msg_size))
+                .subscriber_max_buffer_size(super::ring_slots(spec.msg_size))
                 .subscriber_max_borrowed_samples(1)
                 .max_publishers(1)
                 .max_subscribers(subscribers)

@@ -126,6 +126,17 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
     ]
 }
 
+/// Slots of a ring of messages: enough for ~4 MiB, between 64 and 16384.
+/// Every ring-backed mechanism is sized by this one rule, so none wins by
+/// having more room than another.
+pub fn ring_slots(msg_size: usize) -> usize {
+    let slot = (msg_size + 8).div_ceil(64) * 64;
+    ((4 << 20) / slot)
+        .clamp(64, 16384)
+        .next_power_of_two()
+        .min(16384)
+}
+
 /// Sequence numbers with special meaning in a message's first 8 bytes.
 pub mod marker {
     /// The measured interval starts now (receivers snapshot counters).

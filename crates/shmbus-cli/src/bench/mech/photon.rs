@@ -26,15 +26,6 @@ pub const SIZES: [usize; 13] = [
     16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536,
 ];
 
-/// Slots: enough for ~4 MiB of messages, between 64 and 16384 (as shmbus).
-fn capacity(msg_size: usize) -> usize {
-    let slot = (msg_size + 8).div_ceil(64) * 64;
-    ((4 << 20) / slot)
-        .clamp(64, 16384)
-        .next_power_of_two()
-        .min(16384)
-}
-
 struct Ends<const N: usize> {
     tx: Option<Publisher<[u8; N]>>,
     rx: Option<Subscriber<[u8; N]>>,
@@ -92,7 +83,7 @@ fn pair_n<const N: usize>(spec: &ChannelSpec) -> io::Result<Pair> {
     if spec.receivers == 0 {
         return Err(io::Error::other("photon-ring: no receivers"));
     }
-    let cap = capacity(N);
+    let cap = super::ring_slots(N);
     let (ping, ping_subs) = channel::<[u8; N]>(cap);
     let mut receivers: Vec<Box<dyn Endpoint + Send>> = Vec::new();
     let (back, pong) = if spec.duplex {

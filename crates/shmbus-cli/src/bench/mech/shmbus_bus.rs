@@ -20,15 +20,6 @@ pub struct ShmbusBus;
 /// The broadcast bus between two threads of one process.
 pub struct ShmbusThreads;
 
-/// Slots: enough for ~4 MiB of messages, between 64 and 16384.
-fn capacity(msg_size: usize) -> u64 {
-    let slot = (msg_size + 8).div_ceil(64) * 64;
-    ((4 << 20) / slot)
-        .clamp(64, 16384)
-        .next_power_of_two()
-        .min(16384) as u64
-}
-
 struct Buses {
     names: Vec<String>,
 }
@@ -104,7 +95,8 @@ impl Mechanism for ShmbusBus {
         };
         for way in ways {
             let name = format!("{}-{way}", spec.prefix);
-            let opts = shmbus::CreateOptions::new(capacity(spec.msg_size)).prefault(true);
+            let opts =
+                shmbus::CreateOptions::new(super::ring_slots(spec.msg_size) as u64).prefault(true);
             RawPublisher::create(&name, spec.msg_size as u32, &opts).map_err(io_err)?;
             buses.names.push(name);
         }
@@ -151,7 +143,7 @@ impl Mechanism for ShmbusThreads {
         true
     }
     fn pair(&self, spec: &ChannelSpec) -> io::Result<Pair> {
-        let cap = capacity(spec.msg_size);
+        let cap = super::ring_slots(spec.msg_size) as u64;
         let ping =
             RawPublisher::<Arc<HeapRegion>>::on_heap(spec.msg_size as u32, cap).map_err(io_err)?;
         let pong =
