@@ -120,6 +120,10 @@ pub(crate) struct Geometry {
 }
 
 impl Geometry {
+    pub(crate) fn msg_size(&self) -> usize {
+        self.msg_size
+    }
+
     fn of(h: &Header) -> Geometry {
         Geometry {
             mask: h.capacity - 1,
@@ -150,6 +154,10 @@ impl<R: Region> Ring<R> {
             geo,
             light_barrier: false,
         }
+    }
+
+    pub(crate) fn set_light_barrier(&mut self, light: bool) {
+        self.light_barrier = light;
     }
 
     pub(crate) fn geometry(&self) -> Geometry {

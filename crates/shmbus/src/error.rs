@@ -236,6 +236,13 @@ pub enum AttachError {
         /// The holder's pid, from the control page.
         pid: u32,
     },
+    /// The bus has a journal: only a journaled publisher may write to it,
+    /// or the journal would miss messages.
+    #[error("bus is journaled (journal {path}): attach a journaled publisher")]
+    Journaled {
+        /// The journal.
+        path: PathBuf,
+    },
     /// Another live process produces into this stream.
     #[error("stream already has a live producer (pid {pid})")]
     ProducerActive {

@@ -51,7 +51,7 @@ pub mod header {
     pub const KIND: usize = 12;
     /// u32: the creator's page size; control and data offsets are multiples.
     pub const PAGE_SIZE: usize = 16;
-    /// u32: flags; 0 for now (bit 0 reserved for multi-publisher buses).
+    /// u32: flags: bit 0 [`super::flags::JOURNALED`]; other bits zero.
     pub const FLAGS: usize = 20;
     /// u64: byte offset of the control page.
     pub const CONTROL_OFFSET: usize = 24;
@@ -79,8 +79,20 @@ pub mod header {
     pub const TYPE_NAME: usize = 104;
     /// Length of the type name field.
     pub const TYPE_NAME_LEN: usize = 64;
-    /// Bytes of the header that are defined.
+    /// Bytes of the header every segment has (openers read at least this).
     pub const END: usize = 168;
+    /// u32: length of the journal path (journaled buses; else 0).
+    pub const JOURNAL_PATH_LEN: usize = 168;
+    /// [u8; 256]: the journal's absolute path, NUL-padded.
+    pub const JOURNAL_PATH: usize = 176;
+    /// Room for the journal path.
+    pub const JOURNAL_PATH_MAX: usize = 256;
+}
+
+/// Bits of the header's flags word.
+pub mod flags {
+    /// The bus has a journal; its path is in the header.
+    pub const JOURNALED: u32 = 1;
 }
 
 /// Byte offsets in the control page, relative to `control_offset`.
@@ -95,6 +107,12 @@ pub mod control {
     /// cleared by the publisher when it wakes them); bits 1..31: a wake
     /// counter the publisher bumps by 2 on every wake.
     pub const FUTEX: usize = 256;
+    /// u32: flush requests, incremented by joining subscribers (journal).
+    pub const FLUSH_REQUEST: usize = 384;
+    /// u32: the last flush request served, stored by the publisher (journal).
+    pub const FLUSH_DONE: usize = 448;
+    /// u32: the last flush request whose `fdatasync` failed.
+    pub const FLUSH_FAILED: usize = 452;
     /// [u32; REGISTRY_SLOTS]: pids of registered subscribers.
     pub const REGISTRY: usize = 1024;
     /// Number of registry entries.
@@ -242,6 +260,8 @@ pub struct Header {
     pub creator_pid: u32,
     /// Creation time, ns since the Unix epoch.
     pub created_ns: u64,
+    /// The journal's path, for a journaled bus.
+    pub journal: Option<std::path::PathBuf>,
 }
 
 fn round_up(n: u64, to: u64) -> Option<u64> {
@@ -293,6 +313,7 @@ impl Header {
             created_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
         })
     }
 
@@ -319,7 +340,21 @@ impl Header {
             created_ns: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
         })
+    }
+
+    /// The same bus with a journal at `path` (absolute, at most
+    /// [`header::JOURNAL_PATH_MAX`] bytes).
+    pub fn with_journal(mut self, path: std::path::PathBuf) -> Result<Header, usize> {
+        use std::os::unix::ffi::OsStrExt;
+        let len = path.as_os_str().as_bytes().len();
+        if len == 0 || len > header::JOURNAL_PATH_MAX {
+            return Err(len);
+        }
+        self.flags |= flags::JOURNALED;
+        self.journal = Some(path);
+        Ok(self)
     }
 
     /// Writes every field except the magic (Relaxed: the magic's Release
@@ -351,6 +386,19 @@ impl Header {
                 h::TYPE_NAME + 8 * i,
                 u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
             );
+        }
+        if let Some(path) = &self.journal {
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = path.as_os_str().as_bytes();
+            let mut field = [0u8; h::JOURNAL_PATH_MAX];
+            field[..bytes.len()].copy_from_slice(bytes);
+            w32(h::JOURNAL_PATH_LEN, bytes.len() as u32);
+            for (i, chunk) in field.chunks_exact(8).enumerate() {
+                w64(
+                    h::JOURNAL_PATH + 8 * i,
+                    u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+                );
+            }
         }
     }
 
@@ -394,10 +442,11 @@ impl Header {
             .position(|&b| b == 0)
             .unwrap_or(raw_name.len());
         let name = String::from_utf8_lossy(&raw_name[..end]).into_owned();
-        let header = Header {
+        let flags = r32(h::FLAGS);
+        let mut header = Header {
             kind: Kind::from_code(r32(h::KIND)),
             page_size: u64::from(r32(h::PAGE_SIZE)),
-            flags: r32(h::FLAGS),
+            flags,
             control_offset: r64(h::CONTROL_OFFSET),
             data_offset: r64(h::DATA_OFFSET),
             total_len: r64(h::TOTAL_LEN),
@@ -412,8 +461,31 @@ impl Header {
             first_seq: r64(h::FIRST_SEQ),
             creator_pid: r32(h::CREATOR_PID),
             created_ns: r64(h::CREATED_NS),
+            journal: None,
         };
         header.validate(file_len)?;
+        // Only now: the path lies beyond `END`, inside the header page that
+        // `validate` has just shown the file to hold.
+        header.journal = if flags & self::flags::JOURNALED != 0 {
+            use std::os::unix::ffi::OsStrExt;
+            let len = r32(h::JOURNAL_PATH_LEN) as usize;
+            if len == 0 || len > h::JOURNAL_PATH_MAX {
+                return Err(OpenError::InvalidGeometry(format!(
+                    "journal path length {len} is outside 1..={}",
+                    h::JOURNAL_PATH_MAX
+                )));
+            }
+            let mut raw = [0u8; h::JOURNAL_PATH_MAX];
+            for (i, chunk) in raw.chunks_exact_mut(8).enumerate() {
+                chunk.copy_from_slice(&r64(h::JOURNAL_PATH + 8 * i).to_le_bytes());
+            }
+            Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+                &raw[..len],
+            )))
+        } else {
+            None
+        };
+
         Ok(header)
     }
 

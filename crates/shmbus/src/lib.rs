@@ -33,6 +33,8 @@
 
 pub mod broadcast;
 pub mod error;
+#[cfg(not(loom))]
+pub mod journal;
 pub mod layout;
 #[cfg(not(loom))]
 mod lock;
@@ -57,6 +59,11 @@ pub use layout::Kind;
 #[cfg(not(loom))]
 pub use region::ShmRegion;
 pub use region::{HeapRegion, Region};
+#[cfg(not(loom))]
+pub use journal::{
+    Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+    State,
+};
 #[cfg(not(loom))]
 pub use segment::{remove, CreateOptions, OpenOptions};
 pub use wait::WaitStrategy;

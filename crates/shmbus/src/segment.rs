@@ -65,6 +65,12 @@ impl CreateOptions {
     pub fn capacity(&self) -> u64 {
         self.capacity
     }
+    pub(crate) fn mode_bits(&self) -> u32 {
+        self.mode
+    }
+    pub(crate) fn first_sequence_value(&self) -> u64 {
+        self.first_seq
+    }
     /// Starts the sequence at `first` instead of 0 (to test the wrap).
     #[doc(hidden)]
     pub fn first_sequence(mut self, first: u64) -> Self {
@@ -337,7 +343,7 @@ pub(crate) fn take_role(region: &ShmRegion, byte: u64, pid_field: usize) -> Resu
 /// but still holding the attached lock that keeps `clean` away.
 /// Called once the subscriber's start position is fixed, so that "registered"
 /// means "will see everything published from now on".
-fn register(ring: &Ring<ShmRegion>) {
+pub(crate) fn register(ring: &Ring<ShmRegion>) {
     let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
@@ -355,7 +361,11 @@ fn attach_ring(
     msg: Option<&TypeFingerprint>,
     opts: &OpenOptions,
 ) -> Result<(Ring<ShmRegion>, u64), AttachError> {
-    let ring = open_ring(name, Role::Publisher, msg, opts)?;
+    let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, msg, opts)?;
+    if let Some(path) = header.journal {
+        return Err(AttachError::Journaled { path });
+    }
+    let ring = Ring::new(region, &header);
     let pid_field = ring.control_field(control::PUBLISHER_PID);
     take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
         .map_err(|pid| AttachError::PublisherActive { pid })?;

@@ -1,0 +1,522 @@
+//! The joining subscriber: journal first, ring after, one ordered stream.
+//! See the module docs of `journal` for the handshake and why the hand-over
+//! is at the end of the file.
+
+use std::fs::File;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bytemuck::Pod;
+
+use super::format::{self, JournalHeader, HEADER_LEN};
+use super::writer::read_full;
+use super::JournalOpenError;
+use crate::broadcast::{Poll, Received, Ring};
+use crate::error::{OpenError, TypeFingerprint};
+use crate::layout::{control, lock_byte};
+use crate::region::{Region, ShmRegion};
+use crate::segment::{self, OpenOptions, Role};
+use crate::sync::Ordering;
+use crate::wait::{self, WaitStrategy};
+
+/// One message of a journaled subscriber's stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry<T> {
+    /// Its sequence number. From a compacted journal's snapshot, sequences
+    /// increase but skip (each is the last update of its key); from the
+    /// snapshot's end on, every sequence comes once, in order.
+    pub seq: u64,
+    /// The message.
+    pub msg: T,
+}
+
+/// How to join.
+#[derive(Clone, Debug)]
+pub struct JoinOptions {
+    open: OpenOptions,
+    flush_timeout: Duration,
+}
+
+impl Default for JoinOptions {
+    fn default() -> Self {
+        JoinOptions {
+            open: OpenOptions::default(),
+            flush_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl JoinOptions {
+    /// How the subscriber waits on the ring (as [`OpenOptions::wait`]).
+    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+        self.open = self.open.wait(wait);
+        self
+    }
+    /// How long to wait for the publisher to serve the flush (default 5 s).
+    pub fn flush_timeout(mut self, timeout: Duration) -> Self {
+        self.flush_timeout = timeout;
+        self
+    }
+    /// How long to wait for a bus being created (as [`OpenOptions::init_timeout`]).
+    pub fn init_timeout(mut self, timeout: Duration) -> Self {
+        self.open = self.open.init_timeout(timeout);
+        self
+    }
+}
+
+/// Why a subscriber could not join.
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// The bus could not be opened.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    /// The bus has no journal.
+    #[error("bus {name:?} has no journal: nothing to bootstrap from")]
+    NotJournaled {
+        /// The bus.
+        name: String,
+    },
+    /// No live publisher to serve the flush request.
+    #[error("bus has no live publisher (last pid {pid}) to flush its journal")]
+    PublisherGone {
+        /// The last publisher's pid, from the control page.
+        pid: u32,
+    },
+    /// The publisher did not serve the flush request in time.
+    #[error("publisher did not flush the journal within {waited:?}")]
+    FlushTimeout {
+        /// How long the joiner waited.
+        waited: Duration,
+    },
+    /// The publisher's `fdatasync` of the journal failed.
+    #[error("publisher could not flush the journal (fdatasync failed)")]
+    FlushFailed,
+    /// The journal file could not be read.
+    #[error(transparent)]
+    Journal(#[from] JournalOpenError),
+}
+
+/// A journal file read front to back, in large chunks.
+struct Reader {
+    file: File,
+    header: JournalHeader,
+    /// Next record to return.
+    index: u64,
+    /// Sequence of the previous snapshot record (its order is checked).
+    prev: Option<u64>,
+    buf: Vec<u8>,
+    /// Record index of `buf[0]`, and whole records in `buf`.
+    buf_first: u64,
+    buf_records: u64,
+}
+
+impl Reader {
+    fn open(path: &Path, msg_size: u32, type_hash: u64) -> Result<Reader, JournalOpenError> {
+        let file = File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let mut head = [0u8; HEADER_LEN];
+        let n = read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let header = JournalHeader::decode(&head[..n]).map_err(|source| {
+            JournalOpenError::Header {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
+        super::writer::check_header_matches(path, &header, msg_size, type_hash)?;
+        let rs = header.record_size();
+        Ok(Reader {
+            file,
+            header,
+            index: 0,
+            prev: None,
+            buf: vec![0u8; ((1 << 20) / rs).max(1) * rs],
+            buf_first: 0,
+            buf_records: 0,
+        })
+    }
+
+    /// Positions at the record of sequence `seq`, or at the start when
+    /// `seq` is below the contiguous part (folded into the snapshot).
+    fn seek(&mut self, seq: u64) {
+        let i = if ahead(seq, self.header.base) >= 0 {
+            self.header.index_of(seq).unwrap_or(0)
+        } else {
+            0
+        };
+        self.index = i;
+        self.prev = None;
+    }
+
+    /// The next record of the valid prefix, or `None` at its end for now.
+    fn next(&mut self) -> std::io::Result<Option<(u64, bool, &[u8])>> {
+        let rs = self.header.record_size();
+        if self.index < self.buf_first || self.index >= self.buf_first + self.buf_records {
+            let off = HEADER_LEN as u64 + self.index * rs as u64;
+            let n = read_full(&self.file, &mut self.buf, off)?;
+            self.buf_first = self.index;
+            self.buf_records = (n / rs) as u64;
+            if self.buf_records == 0 {
+                return Ok(None);
+            }
+        }
+        let at = (self.index - self.buf_first) as usize * rs;
+        // A snapshot record's order is checked against the previous one;
+        // after a seek into the snapshot we have none, which only loosens
+        // the check, never the checksum.
+        match format::parse_record(&self.header, self.index, self.prev, &self.buf[at..]) {
+            Ok(r) => {
+                let snapshot = self.index < self.header.snapshot;
+                self.prev = snapshot.then_some(r.seq);
+                self.index += 1;
+                Ok(Some((r.seq, snapshot, r.payload)))
+            }
+            Err(_) => {
+                // Not (yet) a whole record: read again next time.
+                self.buf_records = 0;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Whether a compaction has replaced this file since it was opened.
+    fn sealed(&self) -> bool {
+        let mut head = [0u8; HEADER_LEN];
+        matches!(read_full(&self.file, &mut head, 0), Ok(HEADER_LEN))
+            && JournalHeader::decode(&head).is_ok_and(|h| h.sealed)
+    }
+}
+
+fn ahead(a: u64, b: u64) -> i64 {
+    a.wrapping_sub(b) as i64
+}
+
+/// What one step found.
+enum Step {
+    Entry(u64),
+    Lagged(u64),
+    Empty,
+}
+
+/// The byte-level joining subscriber both typed and raw ones wrap.
+struct Core {
+    ring: Ring<ShmRegion>,
+    wait: WaitStrategy,
+    path: PathBuf,
+    msg_size: u32,
+    type_hash: u64,
+    /// The next contiguous sequence to deliver.
+    next: u64,
+    reader: Option<Reader>,
+    /// Reading the journal the first time: its snapshot is the state, not a
+    /// lag.
+    initial: bool,
+    /// Snapshot records delivered during a repair that met a compaction.
+    folded: u64,
+    /// Where the last repair started; if the journal gave nothing from
+    /// there, the ring's lag is reported as it is.
+    repair_at: Option<u64>,
+    buf: Vec<u8>,
+}
+
+impl Core {
+    fn join(name: &str, msg: Option<&TypeFingerprint>, opts: &JoinOptions) -> Result<Core, JoinError> {
+        let (region, header) =
+            segment::open_checked(name, Role::Subscriber, crate::Kind::Broadcast, msg, &opts.open)?;
+        let Some(path) = header.journal.clone() else {
+            return Err(JoinError::NotJournaled {
+                name: name.to_owned(),
+            });
+        };
+        let ring = Ring::new(region, &header);
+        segment::register(&ring);
+        // 1. The head: everything below it is in the journal already.
+        let _head = ring.head();
+        // 2. The flush request.
+        let ctl = ring.control_field(0);
+        let region = ring.region();
+        let req = region.word32(ctl + control::FLUSH_REQUEST);
+        let done = region.word32(ctl + control::FLUSH_DONE);
+        // AcqRel: Release pairs with the flusher's Acquire load (the head
+        // load above happens before it); Acquire orders our later loads.
+        let token = req.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+        wait::futex_wake_all(req);
+        // 3. Wait for the flush.
+        let start = Instant::now();
+        loop {
+            // Acquire, paired with the flusher's Release store.
+            let d = done.load(Ordering::Acquire);
+            if (d.wrapping_sub(token) as i32) >= 0 {
+                break;
+            }
+            let alive =
+                crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true);
+            if !alive {
+                let pid_at = ctl + control::PUBLISHER_PID;
+                return Err(JoinError::PublisherGone {
+                    pid: region.word32(pid_at).load(Ordering::Relaxed),
+                });
+            }
+            let waited = start.elapsed();
+            if waited >= opts.flush_timeout {
+                return Err(JoinError::FlushTimeout { waited });
+            }
+            let left = opts.flush_timeout - waited;
+            wait::futex_wait(done, d, Some(left.min(Duration::from_millis(10))));
+        }
+        if region
+            .word32(ctl + control::FLUSH_FAILED)
+            .load(Ordering::Relaxed)
+            == token
+        {
+            return Err(JoinError::FlushFailed);
+        }
+        // 4. The journal, from its start.
+        let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;
+        Ok(Core {
+            next: reader.header.base,
+            wait: opts.open.wait_strategy(),
+            msg_size: header.msg.size,
+            type_hash: header.msg.name_hash,
+            buf: vec![0; header.msg.size as usize],
+            ring,
+            path,
+            reader: Some(reader),
+            initial: true,
+            folded: 0,
+            repair_at: None,
+        })
+    }
+
+    /// One step: from the journal while there is one to read, else from the
+    /// ring; blocking on the ring until `deadline` if `block`.
+    fn step(&mut self, block: bool, deadline: Option<Instant>) -> Step {
+        loop {
+            if self.reader.is_some() {
+                match self.step_journal() {
+                    Some(step) => return step,
+                    None => continue,
+                }
+            }
+            let mut pos = self.next;
+            let found = if block {
+                self.ring
+                    .poll_wait(&mut pos, &mut self.buf, self.wait, deadline)
+            } else {
+                self.ring.poll(&mut pos, &mut self.buf)
+            };
+            match found {
+                Poll::Message => {
+                    self.next = pos;
+                    self.repair_at = None;
+                    return Step::Entry(pos.wrapping_sub(1));
+                }
+                Poll::Empty => return Step::Empty,
+                Poll::Lagged(skipped) => {
+                    if self.repair_at == Some(self.next) {
+                        // The journal had nothing more: a true loss.
+                        self.next = pos;
+                        self.repair_at = None;
+                        return Step::Lagged(skipped);
+                    }
+                    self.repair_at = Some(self.next);
+                    match Reader::open(&self.path, self.msg_size, self.type_hash) {
+                        Ok(mut r) => {
+                            r.seek(self.next);
+                            self.reader = Some(r);
+                            self.folded = 0;
+                        }
+                        Err(_) => {
+                            self.next = pos;
+                            return Step::Lagged(skipped);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// One record from the journal; `None` when the reader was replaced or
+    /// dropped (the caller loops).
+    fn step_journal(&mut self) -> Option<Step> {
+        let r = self.reader.as_mut().expect("reading the journal");
+        let base = r.header.base;
+        match r.next() {
+            Ok(Some((seq, snapshot, payload))) => {
+                let msg = self.msg_size as usize;
+                if snapshot {
+                    // Snapshot record: the last update of its key below base.
+                    if !self.initial && ahead(seq, self.next) < 0 {
+                        return None;
+                    }
+                    self.buf.copy_from_slice(&payload[..msg]);
+                    if !self.initial {
+                        self.folded += 1;
+                    }
+                    self.repair_at = None;
+                    return Some(Step::Entry(seq));
+                }
+                if ahead(seq, self.next) < 0 {
+                    return None;
+                }
+                if seq != self.next {
+                    // Past a compacted interval [next, seq): what the
+                    // snapshot did not stand in for is reported as lost.
+                    let skipped = seq.wrapping_sub(self.next).saturating_sub(self.folded);
+                    self.next = seq;
+                    self.folded = 0;
+                    if !self.initial && skipped > 0 {
+                        r.index -= 1;
+                        return Some(Step::Lagged(skipped));
+                    }
+                }
+                self.buf.copy_from_slice(&payload[..msg]);
+                self.next = seq.wrapping_add(1);
+                self.initial = false;
+                self.folded = 0;
+                self.repair_at = None;
+                Some(Step::Entry(seq))
+            }
+            Ok(None) => {
+                if r.sealed() {
+                    // A compaction replaced the file: continue in the new one.
+                    if let Ok(mut n) = Reader::open(&self.path, self.msg_size, self.type_hash) {
+                        n.seek(self.next);
+                        self.reader = Some(n);
+                        return None;
+                    }
+                }
+                self.reader = None;
+                self.initial = false;
+                if ahead(base, self.next) > 0 {
+                    // The file ended inside a snapshot covering [next, base).
+                    let skipped = base.wrapping_sub(self.next).saturating_sub(self.folded);
+                    self.next = base;
+                    self.folded = 0;
+                    if skipped > 0 {
+                        return Some(Step::Lagged(skipped));
+                    }
+                }
+                None
+            }
+            Err(_) => {
+                self.reader = None;
+                self.initial = false;
+                None
+            }
+        }
+    }
+
+    fn received<T>(&mut self, step: Step, msg: impl FnOnce(&[u8]) -> T) -> Option<Received<Entry<T>>> {
+        match step {
+            Step::Entry(seq) => Some(Received::Message(Entry {
+                seq,
+                msg: msg(&self.buf),
+            })),
+            Step::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Step::Empty => None,
+        }
+    }
+}
+
+/// A subscriber that joins late and misses nothing: the journal's state
+/// first, then every message live, as one ordered stream. A lag on the ring
+/// is repaired from the journal; [`Received::Lagged`] comes only for what
+/// the journal no longer has (folded by a compaction, reported with the
+/// folded records' last values, so a last-value-per-key state stays exact).
+pub struct JournalSubscriber<T: Pod> {
+    core: Core,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: Pod> JournalSubscriber<T> {
+    /// Joins the journaled bus `name`: the flush handshake, then the journal
+    /// from its start.
+    pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
+        Ok(JournalSubscriber {
+            core: Core::join(name, Some(&TypeFingerprint::of::<T>()), opts)?,
+            _type: PhantomData,
+        })
+    }
+
+    /// The next entry or lag report, or `None` if nothing new is there.
+    pub fn try_recv(&mut self) -> Option<Received<Entry<T>>> {
+        let step = self.core.step(false, None);
+        self.core.received(step, bytemuck::pod_read_unaligned)
+    }
+
+    /// Waits for the next entry or lag report.
+    pub fn recv(&mut self) -> Received<Entry<T>> {
+        loop {
+            let step = self.core.step(true, None);
+            if let Some(r) = self.core.received(step, bytemuck::pod_read_unaligned) {
+                return r;
+            }
+        }
+    }
+
+    /// As [`JournalSubscriber::recv`], giving up after `timeout`.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<Received<Entry<T>>> {
+        let step = self.core.step(true, Some(Instant::now() + timeout));
+        self.core.received(step, bytemuck::pod_read_unaligned)
+    }
+
+    /// The next sequence this subscriber will deliver from the contiguous
+    /// part (or the ring).
+    pub fn position(&self) -> u64 {
+        self.core.next
+    }
+
+    /// Whether it has read the journal to its end and now takes the ring.
+    pub fn is_live(&self) -> bool {
+        self.core.reader.is_none()
+    }
+
+    /// The bus's head: the sequence the publisher writes next.
+    pub fn head(&self) -> u64 {
+        self.core.ring.head()
+    }
+}
+
+/// A joining subscriber of raw messages (the CLI's `sub --bootstrap`).
+pub struct RawJournalSubscriber {
+    core: Core,
+}
+
+impl RawJournalSubscriber {
+    /// Joins any journaled bus, whatever its message type.
+    pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
+        Ok(RawJournalSubscriber {
+            core: Core::join(name, None, opts)?,
+        })
+    }
+
+    /// As [`JournalSubscriber::recv_timeout`]; `None` waits forever. The
+    /// message borrows an internal buffer.
+    pub fn recv_timeout(&mut self, timeout: Option<Duration>) -> Option<Received<Entry<&[u8]>>> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let step = loop {
+            match self.core.step(true, deadline) {
+                Step::Empty if deadline.is_none() => continue,
+                s => break s,
+            }
+        };
+        match step {
+            Step::Entry(seq) => Some(Received::Message(Entry {
+                seq,
+                msg: &self.core.buf[..],
+            })),
+            Step::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Step::Empty => None,
+        }
+    }
+
+    /// Whether it has read the journal to its end.
+    pub fn is_live(&self) -> bool {
+        self.core.reader.is_none()
+    }
+
+    /// The bus's message size.
+    pub fn msg_size(&self) -> usize {
+        self.core.msg_size as usize
+    }
+}

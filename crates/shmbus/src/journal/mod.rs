@@ -1,0 +1,250 @@
+//! The journal: late join without a gap and without a duplicate.
+//!
+//! A journaled bus is a broadcast bus whose publisher appends every message
+//! to a flat file ([`format`]) before it publishes it on the ring, and
+//! whose header names that file. A subscriber that starts late
+//! ([`JournalSubscriber::join`]) reads the file first and the ring after.
+//!
+//! # The handshake (DESIGN.md "Journal", from the seed article)
+//! 1. The joiner opens the bus and takes the head `H` (Acquire).
+//! 2. It raises a flush request: `FLUSH_REQUEST` += 1 (AcqRel), token `r`.
+//! 3. The publisher's flusher thread sees `r`, `fdatasync`s the journal, and
+//!    stores `FLUSH_DONE = r` (Release); the joiner waits for it (futex, with
+//!    a timeout, and `PublisherGone` if the publisher's lock is released).
+//! 4. The joiner reads the journal from its start, then continues on the
+//!    ring from the sequence after the last record it read.
+//!
+//! The seed hands over from file to ring at `H`: replay records below `H`,
+//! take the ring from `H`. We hand over at the *end of the file* instead,
+//! which is at least `H` (every message is in the file before it is on the
+//! ring, and the flush makes the file's pages visible). This is exact too
+//! (each sequence comes from exactly one of the two), and it removes two
+//! holes the seed's rule leaves: the ring may lap the joiner while it reads
+//! a large file (then the messages between `H` and the lap would be gone),
+//! and a compaction may fold records at or above `H` into the snapshot. The
+//! same rule repairs a lag later: a journaled subscriber that the ring laps
+//! re-reads the lost range from the file, so it loses nothing while the
+//! file has it.
+//!
+//! # Compaction
+//! For keyed messages ([`Keyed`]), the journal is rewritten as one record
+//! per key (the snapshot, the last value of each key below a cut) followed
+//! by every record from the cut on. A background thread folds the file,
+//! writes `PATH.compacting`, copies the records appended meanwhile and
+//! `fdatasync`s it; the publisher then copies the few records appended since
+//! that copy, renames the new file over the old one, and marks the old one
+//! SEALED (readers that still hold it open move on to the new file). The
+//! hot path pauses for the last copy and the rename only.
+//!
+//! # Invariants
+//! - Journal record `seq` is written (check word last) before ring slot
+//!   `seq`; a publisher that re-attaches re-publishes a record that made it
+//!   into the file but not onto the ring, so file and ring never disagree.
+//! - Control page: `FLUSH_REQUEST` (u32) is incremented by joiners only;
+//!   `FLUSH_DONE` and `FLUSH_FAILED` (u32) are stored by the publisher's
+//!   flusher only. Counters wrap; they are compared by signed distance.
+
+mod format;
+mod join;
+mod publish;
+mod state;
+mod writer;
+
+pub use format::{
+    check, encode_record, padded_words, parse_record, record_size, valid_prefix, words, End,
+    HeaderError, JournalHeader, Record, HEADER_LEN, MAGIC, SEALED, VERSION,
+};
+pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
+pub use publish::{JournalOptions, JournalPublisher, RawJournalPublisher};
+pub use state::{KeyedState, State};
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// A message with a key: the journal keeps the last message per key when it
+/// compacts, and [`State`] folds messages into last-value-per-key.
+pub trait Keyed: bytemuck::Pod {
+    /// The key this message updates.
+    fn key(&self) -> u64;
+}
+
+/// The key of a raw message: its first 8 bytes, little-endian (fewer bytes
+/// are zero-extended). The CLI's journals compact by it.
+pub fn raw_key(msg: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = msg.len().min(8);
+    k[..n].copy_from_slice(&msg[..n]);
+    u64::from_le_bytes(k)
+}
+
+/// Why a message could not be appended to the journal. The message is then
+/// neither in the journal nor on the ring; everything before it is.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// The file system (or `RLIMIT_FSIZE`) has no room to grow the journal.
+    #[error("{path}: journal full: no room to grow it to {len} bytes")]
+    Full {
+        /// The journal.
+        path: PathBuf,
+        /// The size it needed.
+        len: u64,
+    },
+    /// A raw message longer than the bus's message size.
+    #[error("message is {len} bytes, the bus carries at most {max}")]
+    TooLong {
+        /// The message's length.
+        len: usize,
+        /// The bus's message size.
+        max: usize,
+    },
+    /// Another system error, with the step that failed.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The journal.
+        path: PathBuf,
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl AppendError {
+    pub(crate) fn from_io(path: PathBuf, what: &'static str, len: u64, e: io::Error) -> AppendError {
+        match e.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::EDQUOT) => {
+                AppendError::Full { path, len }
+            }
+            _ => AppendError::Io {
+                path,
+                what,
+                source: e,
+            },
+        }
+    }
+}
+
+/// Why a journal file could not be created or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalOpenError {
+    /// The header is not a journal header this build reads.
+    #[error("{path}: {source}")]
+    Header {
+        /// The journal.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: HeaderError,
+    },
+    /// The journal holds messages of another size or type than the bus.
+    #[error(
+        "{path}: journal holds {}-byte messages of type hash {:#018x}, the bus carries {}-byte messages of type hash {:#018x}",
+        found.0, found.1, expected.0, expected.1
+    )]
+    TypeMismatch {
+        /// The journal.
+        path: PathBuf,
+        /// (message size, type hash) in the journal.
+        found: (u32, u64),
+        /// (message size, type hash) of the bus.
+        expected: (u32, u64),
+    },
+    /// A compaction replaced this file; open the path again.
+    #[error("{path}: this journal file was replaced by a compaction")]
+    Sealed {
+        /// The journal.
+        path: PathBuf,
+    },
+    /// The journal and the ring disagree on where the sequence stands.
+    #[error(
+        "{path}: journal ends before sequence {journal_next}, but the bus is at {ring_next}: the journal is not this bus's, or lost records"
+    )]
+    Behind {
+        /// The journal.
+        path: PathBuf,
+        /// The sequence after the journal's last record.
+        journal_next: u64,
+        /// The bus's next sequence.
+        ring_next: u64,
+    },
+    /// The journal path does not fit in the bus header.
+    #[error("journal path is {len} bytes, at most {max} fit in the bus header")]
+    PathTooLong {
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// No room for the journal.
+    #[error("{path}: journal full: no room to grow it to {len} bytes")]
+    Full {
+        /// The journal.
+        path: PathBuf,
+        /// The size it needed.
+        len: u64,
+    },
+    /// Another system error, with the step that failed.
+    #[error("{path}: {what}: {source}")]
+    Io {
+        /// The journal.
+        path: PathBuf,
+        /// The step.
+        what: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+}
+
+impl JournalOpenError {
+    pub(crate) fn io(path: &Path, what: &'static str, source: io::Error) -> JournalOpenError {
+        match source.raw_os_error() {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::EDQUOT) => JournalOpenError::Full {
+                path: path.to_owned(),
+                len: 0,
+            },
+            _ => JournalOpenError::Io {
+                path: path.to_owned(),
+                what,
+                source,
+            },
+        }
+    }
+}
+
+/// What `stat` shows of a journal file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalStat {
+    /// The file.
+    pub path: PathBuf,
+    /// Its size on disk (allocated ahead of the records).
+    pub file_bytes: u64,
+    /// Records in the valid prefix.
+    pub records: u64,
+    /// Of which snapshot records.
+    pub snapshot: u64,
+    /// Sequence of the first record after the snapshot.
+    pub base: u64,
+    /// The sequence after the last record.
+    pub next: u64,
+}
+
+/// Reads a journal file's header and counts its valid records.
+pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
+    let file = std::fs::File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+    let mut head = [0u8; HEADER_LEN];
+    let n = writer::read_full(&file, &mut head, 0)
+        .map_err(|e| JournalOpenError::io(path, "read", e))?;
+    let h = JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
+        path: path.to_owned(),
+        source,
+    })?;
+    let (records, _) = writer::scan(&file, &h).map_err(|e| JournalOpenError::io(path, "read", e))?;
+    let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    Ok(JournalStat {
+        path: path.to_owned(),
+        file_bytes,
+        records,
+        snapshot: h.snapshot.min(records),
+        base: h.base,
+        next: h.base.wrapping_add(records.saturating_sub(h.snapshot)),
+    })
+}

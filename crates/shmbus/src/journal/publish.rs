@@ -1,0 +1,800 @@
+//! The journaled publisher: append to the file, then publish on the ring;
+//! a flusher thread serves flush requests, a compactor thread rewrites the
+//! file as one record per key.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytemuck::Pod;
+
+use super::format::{self, JournalHeader, HEADER_LEN};
+use super::writer::{read_full, Writer};
+use super::{raw_key, AppendError, JournalOpenError, Keyed};
+use crate::broadcast::Ring;
+use crate::error::{AttachError, CreateError, OpenError, TypeFingerprint};
+use crate::layout::{control, lock_byte, Header};
+use crate::region::{Region, ShmRegion};
+use crate::segment::{self, CreateOptions, OpenOptions, Role};
+use crate::wait;
+
+/// How a journal is created.
+#[derive(Clone, Debug)]
+pub struct JournalOptions {
+    path: PathBuf,
+    chunk: usize,
+}
+
+impl JournalOptions {
+    /// A journal at `path` (relative paths are made absolute). An existing
+    /// journal there is reopened and the new bus continues its sequence.
+    pub fn new(path: impl AsRef<Path>) -> Self {
+        JournalOptions {
+            path: path.as_ref().to_owned(),
+            chunk: 8 << 20,
+        }
+    }
+    /// How much the file grows by at a time (default 8 MiB).
+    pub fn chunk_bytes(mut self, bytes: usize) -> Self {
+        self.chunk = bytes;
+        self
+    }
+}
+
+/// Why a journaled bus could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalCreateError {
+    /// The bus.
+    #[error(transparent)]
+    Create(#[from] CreateError),
+    /// The journal.
+    #[error(transparent)]
+    Journal(#[from] JournalOpenError),
+}
+
+/// Why a publisher could not attach to a journaled bus.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalAttachError {
+    /// The bus.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+    /// The bus has no journal.
+    #[error("bus {name:?} has no journal (create it with one)")]
+    NotJournaled {
+        /// The bus.
+        name: String,
+    },
+    /// The journal.
+    #[error(transparent)]
+    Journal(#[from] JournalOpenError),
+}
+
+/// Publisher-side state the flusher and compactor threads share.
+struct Shared {
+    /// Records in the current file; Release per append, paired with the
+    /// Acquire loads in the flusher and the compactor.
+    committed: AtomicU64,
+    current: Mutex<Current>,
+    prepared: Mutex<Option<Prepared>>,
+    /// A compacted file is prepared (the hot path's one extra load).
+    ready: AtomicBool,
+    stop: AtomicBool,
+    compaction_error: Mutex<Option<String>>,
+}
+
+struct Current {
+    file: File,
+    /// Records known to be on disk.
+    flushed: u64,
+}
+
+/// A compacted file, ready to take over.
+struct Prepared {
+    writer: Writer,
+    /// Records of the old file already copied into `writer`.
+    copied: u64,
+    tmp: PathBuf,
+    old: mpsc::Sender<Writer>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The byte-level journaled publisher both typed and raw ones wrap.
+struct Core {
+    ring: Ring<Arc<ShmRegion>>,
+    next: u64,
+    writer: Writer,
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
+    compactor: Option<JoinHandle<()>>,
+    key_of: fn(&[u8]) -> u64,
+    compact_after: Option<u64>,
+    msg_size: usize,
+    path: PathBuf,
+    mode: u32,
+    chunk: usize,
+}
+
+fn absolute(path: &Path) -> io::Result<PathBuf> {
+    let path = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()?.join(path)
+    };
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match (parent, path.file_name()) {
+        (Some(dir), Some(name)) => Ok(dir.canonicalize()?.join(name)),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "journal path names no file",
+        )),
+    }
+}
+
+impl Core {
+    fn create(
+        name: &str,
+        msg: TypeFingerprint,
+        opts: &CreateOptions,
+        jopts: &JournalOptions,
+        key_of: fn(&[u8]) -> u64,
+    ) -> Result<Core, JournalCreateError> {
+        let path = absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
+        let mode = opts.mode_bits();
+        let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk) {
+            Ok(w) => (w, false),
+            Err(JournalOpenError::Io { source, .. })
+                if source.kind() == io::ErrorKind::NotFound =>
+            {
+                let h = JournalHeader {
+                    msg_size: msg.size,
+                    type_hash: msg.name_hash,
+                    base: opts.first_sequence_value(),
+                    snapshot: 0,
+                    sealed: false,
+                };
+                (Writer::create(&path, h, mode, jopts.chunk)?, true)
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let first = writer.next_seq();
+        let header = Header::broadcast(
+            opts.capacity(),
+            msg,
+            rustix::param::page_size() as u64,
+            first,
+        )
+        .map_err(CreateError::InvalidGeometry)?
+        .with_journal(path.clone())
+        .map_err(|len| JournalOpenError::PathTooLong {
+            len,
+            max: crate::layout::header::JOURNAL_PATH_MAX,
+        })?;
+        let ring = match segment::create_region(name, &header, opts, |r| {
+            Ring::new(r, &header).init()
+        }) {
+            Ok(region) => Ring::new(Arc::new(region), &header),
+            Err(e) => {
+                if created {
+                    let _ = std::fs::remove_file(&path);
+                }
+                return Err(e.into());
+            }
+        };
+        Ok(Core::start(ring, first, writer, path, mode, jopts.chunk, key_of))
+    }
+
+    fn attach(
+        name: &str,
+        msg: Option<&TypeFingerprint>,
+        opts: &OpenOptions,
+        key_of: fn(&[u8]) -> u64,
+    ) -> Result<Core, JournalAttachError> {
+        let (region, header) =
+            segment::open_checked(name, Role::Publisher, crate::Kind::Broadcast, msg, opts)
+                .map_err(AttachError::Open)?;
+        let Some(path) = header.journal.clone() else {
+            return Err(JournalAttachError::NotJournaled {
+                name: name.to_owned(),
+            });
+        };
+        let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
+        segment::take_role(&region, lock_byte::PUBLISHER, pid_field)
+            .map_err(|pid| AttachError::PublisherActive { pid })?;
+        let mode = region_mode(&region);
+        let ring = Ring::new(Arc::new(region), &header);
+        let ring_next = ring.resume();
+        let chunk = 8 << 20;
+        let writer = Writer::open(&path, header.msg.size, header.msg.name_hash, chunk)?;
+        let _ = std::fs::remove_file(tmp_path(&path));
+        let journal_next = writer.next_seq();
+        let next = if journal_next == ring_next {
+            ring_next
+        } else if journal_next == ring_next.wrapping_add(1) && writer.count() > 0 {
+            // Appended but never published: publish it now, under its number.
+            let rec = writer.record(writer.count() - 1);
+            ring.write(ring_next, &rec[8..8 + header.msg.size as usize]);
+            journal_next
+        } else {
+            return Err(JournalOpenError::Behind {
+                path,
+                journal_next,
+                ring_next,
+            }
+            .into());
+        };
+        Ok(Core::start(ring, next, writer, path, mode, chunk, key_of))
+    }
+
+    fn start(
+        mut ring: Ring<Arc<ShmRegion>>,
+        next: u64,
+        writer: Writer,
+        path: PathBuf,
+        mode: u32,
+        chunk: usize,
+        key_of: fn(&[u8]) -> u64,
+    ) -> Core {
+        ring.set_light_barrier(wait::light_publisher_barrier());
+        let file = writer
+            .file()
+            .try_clone()
+            .expect("dup of the journal's descriptor");
+        let shared = Arc::new(Shared {
+            committed: AtomicU64::new(writer.count()),
+            current: Mutex::new(Current { file, flushed: 0 }),
+            prepared: Mutex::new(None),
+            ready: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            compaction_error: Mutex::new(None),
+        });
+        let region = Arc::clone(ring.region());
+        let ctl = ring.control_field(0);
+        let s = Arc::clone(&shared);
+        let flusher = std::thread::Builder::new()
+            .name("shmbus-flusher".into())
+            .spawn(move || flusher(&s, &region, ctl))
+            .expect("spawn the journal's flusher thread");
+        let msg_size = ring.geometry().msg_size();
+        Core {
+            ring,
+            next,
+            writer,
+            shared,
+            flusher: Some(flusher),
+            compactor: None,
+            key_of,
+            compact_after: None,
+            msg_size,
+            path,
+            mode,
+            chunk,
+        }
+    }
+
+    /// Appends `bytes` as the next sequence, without publishing it.
+    #[inline]
+    fn stage(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
+        if bytes.len() > self.msg_size {
+            return Err(AppendError::TooLong {
+                len: bytes.len(),
+                max: self.msg_size,
+            });
+        }
+        if self.shared.ready.load(Ordering::Relaxed) {
+            self.switch();
+        }
+        let seq = self.next;
+        self.writer.append(seq, bytes)?;
+        // Release, paired with the Acquire loads in `flusher` and `compact`.
+        self.shared
+            .committed
+            .store(self.writer.count(), Ordering::Release);
+        Ok(seq)
+    }
+
+    #[inline]
+    fn publish(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
+        let seq = self.stage(bytes)?;
+        self.ring.write(seq, bytes);
+        self.next = seq.wrapping_add(1);
+        if let Some(n) = self.compact_after {
+            if self.writer.count() - self.writer.header().snapshot >= n {
+                self.start_compaction();
+            }
+        }
+        Ok(seq)
+    }
+
+    /// The last record staged goes on the ring.
+    fn release_staged(&mut self) {
+        let count = self.writer.count();
+        if count == 0 || self.writer.next_seq() != self.next.wrapping_add(1) {
+            return;
+        }
+        let rec = self.writer.record(count - 1).to_vec();
+        self.ring.write(self.next, &rec[8..8 + self.msg_size]);
+        self.next = self.next.wrapping_add(1);
+    }
+
+    /// Starts a background compaction; false if one is running.
+    fn start_compaction(&mut self) -> bool {
+        if let Some(h) = &self.compactor {
+            if !h.is_finished() {
+                return false;
+            }
+            let _ = self.compactor.take().map(JoinHandle::join);
+        }
+        let Ok(file) = self.writer.file().try_clone() else {
+            return false;
+        };
+        let job = Compaction {
+            file,
+            header: self.writer.header(),
+            cut: self.writer.count(),
+            key_of: self.key_of,
+            shared: Arc::clone(&self.shared),
+            path: self.path.clone(),
+            mode: self.mode,
+            chunk: self.chunk,
+        };
+        self.compactor = std::thread::Builder::new()
+            .name("shmbus-compact".into())
+            .spawn(move || job.run())
+            .ok();
+        self.compactor.is_some()
+    }
+
+    /// Takes over a prepared compacted file: copies the records appended
+    /// since the compactor's last copy, renames, seals the old file. The
+    /// only pause compaction puts on the hot path.
+    #[cold]
+    fn switch(&mut self) {
+        self.shared.ready.store(false, Ordering::Relaxed);
+        let Some(mut p) = lock(&self.shared.prepared).take() else {
+            return;
+        };
+        let mut cur = lock(&self.shared.current);
+        let done = (|| -> io::Result<()> {
+            for i in p.copied..self.writer.count() {
+                let rec = self.writer.record(i);
+                let seq = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
+                p.writer
+                    .append(seq, &rec[8..8 + self.msg_size])
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            // A flush served for records that only this copy carries into
+            // the new file: make them durable there before the rename.
+            if cur.flushed > p.copied {
+                p.writer.file().sync_data()?;
+            }
+            std::fs::rename(&p.tmp, &self.path)
+        })();
+        match done {
+            Ok(()) => {
+                self.writer.seal();
+                let old = std::mem::replace(&mut self.writer, p.writer);
+                if let Ok(f) = self.writer.file().try_clone() {
+                    cur.file = f;
+                }
+                cur.flushed = 0;
+                self.shared
+                    .committed
+                    .store(self.writer.count(), Ordering::Release);
+                // The compactor unmaps the old file, off the hot path.
+                let _ = p.old.send(old);
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&p.tmp);
+                *lock(&self.shared.compaction_error) = Some(format!("compaction: {e}"));
+            }
+        }
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        let mut cur = lock(&self.shared.current);
+        let n = self.writer.count();
+        cur.file.sync_data()?;
+        cur.flushed = n;
+        Ok(())
+    }
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        // The compactor sees `stop` and gives up (removing its file).
+        if let Some(h) = self.compactor.take() {
+            let _ = h.join();
+        }
+        if let Some(p) = lock(&self.shared.prepared).take() {
+            let _ = std::fs::remove_file(&p.tmp);
+        }
+        let ctl = self.ring.control_field(control::FLUSH_REQUEST);
+        wait::futex_wake_all(self.ring.region().word32(ctl));
+        if let Some(h) = self.flusher.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn region_mode(region: &ShmRegion) -> u32 {
+    rustix::fs::fstat(region.file()).map_or(0o600, |st| st.st_mode & 0o777)
+}
+
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(".compacting");
+    PathBuf::from(s)
+}
+
+/// Serves flush requests until told to stop.
+fn flusher(shared: &Shared, region: &ShmRegion, ctl: usize) {
+    let req = region.word32(ctl + control::FLUSH_REQUEST);
+    let done = region.word32(ctl + control::FLUSH_DONE);
+    let failed = region.word32(ctl + control::FLUSH_FAILED);
+    loop {
+        // Acquire, paired with the joiner's AcqRel increment: the head it
+        // read before asking, and so every append below it, is visible.
+        let r = req.load(Ordering::Acquire);
+        if r != done.load(Ordering::Relaxed) {
+            let synced = {
+                let mut cur = lock(&shared.current);
+                // Acquire, paired with the Release store in `stage`.
+                let n = shared.committed.load(Ordering::Acquire);
+                let res = cur.file.sync_data();
+                if res.is_ok() {
+                    cur.flushed = n;
+                }
+                res
+            };
+            if synced.is_err() {
+                failed.store(r, Ordering::Relaxed);
+            }
+            // Release, paired with the joiner's Acquire load of FLUSH_DONE.
+            done.store(r, Ordering::Release);
+            wait::futex_wake_all(done);
+        }
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        wait::futex_wait(req, r, Some(Duration::from_millis(100)));
+    }
+}
+
+/// One background compaction.
+struct Compaction {
+    file: File,
+    header: JournalHeader,
+    cut: u64,
+    key_of: fn(&[u8]) -> u64,
+    shared: Arc<Shared>,
+    path: PathBuf,
+    mode: u32,
+    chunk: usize,
+}
+
+impl Compaction {
+    fn run(self) {
+        let tmp = tmp_path(&self.path);
+        let (tx, rx) = mpsc::channel();
+        match self.prepare(&tmp, tx) {
+            Ok(Some(p)) => {
+                *lock(&self.shared.prepared) = Some(p);
+                // Release, paired with the publisher's load (its mutex then
+                // hands over the prepared file itself).
+                self.shared.ready.store(true, Ordering::Release);
+                loop {
+                    match rx.recv_timeout(Duration::from_millis(20)) {
+                        Ok(old) => {
+                            drop(old);
+                            if let Some(dir) = self.path.parent() {
+                                let _ = File::open(dir).and_then(|d| d.sync_all());
+                            }
+                            break;
+                        }
+                        Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        Err(mpsc::RecvTimeoutError::Timeout) if self.stopped() => {
+                            if let Some(p) = lock(&self.shared.prepared).take() {
+                                let _ = std::fs::remove_file(&p.tmp);
+                            }
+                            break;
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    }
+                }
+            }
+            Ok(None) => {
+                let _ = std::fs::remove_file(&tmp);
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                *lock(&self.shared.compaction_error) = Some(format!("compaction: {e}"));
+            }
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        self.shared.stop.load(Ordering::Acquire)
+    }
+
+    /// Reads records `from..to` of the old file, calling `each(seq, payload)`.
+    fn read(&self, from: u64, to: u64, mut each: impl FnMut(u64, &[u8]) -> io::Result<()>) -> io::Result<()> {
+        let h = &self.header;
+        let rs = h.record_size();
+        let per = ((1 << 20) / rs).max(1) as u64;
+        let mut buf = vec![0u8; per as usize * rs];
+        let mut i = from;
+        let mut prev = None;
+        while i < to {
+            let n = (to - i).min(per);
+            let want = n as usize * rs;
+            let got = read_full(&self.file, &mut buf[..want], HEADER_LEN as u64 + i * rs as u64)?;
+            if got < want {
+                return Err(io::Error::other("journal shorter than its committed records"));
+            }
+            for k in 0..n {
+                let bytes = &buf[k as usize * rs..];
+                let r = format::parse_record(h, i + k, prev, bytes)
+                    .map_err(|e| io::Error::other(format!("record {} unreadable: {e:?}", i + k)))?;
+                prev = (i + k < h.snapshot).then_some(r.seq);
+                each(r.seq, r.payload)?;
+            }
+            i += n;
+            if self.stopped() {
+                return Err(io::Error::other("publisher closed"));
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, tmp: &Path, old: mpsc::Sender<Writer>) -> io::Result<Option<Prepared>> {
+        let msg = self.header.msg_size as usize;
+        let mut slot_of: HashMap<u64, usize> = HashMap::new();
+        let mut entries: Vec<(u64, Vec<u8>)> = Vec::new();
+        self.read(0, self.cut, |seq, payload| {
+            let key = (self.key_of)(&payload[..msg]);
+            match slot_of.get(&key) {
+                Some(&i) => {
+                    entries[i].0 = seq;
+                    entries[i].1.copy_from_slice(payload);
+                }
+                None => {
+                    slot_of.insert(key, entries.len());
+                    entries.push((seq, payload.to_vec()));
+                }
+            }
+            Ok(())
+        })?;
+        entries.sort_unstable_by_key(|e| e.0);
+        let base = self
+            .header
+            .expected_seq(self.cut)
+            .ok_or_else(|| io::Error::other("cut inside the snapshot"))?;
+        let _ = std::fs::remove_file(tmp);
+        let header = JournalHeader {
+            msg_size: self.header.msg_size,
+            type_hash: self.header.type_hash,
+            base,
+            snapshot: entries.len() as u64,
+            sealed: false,
+        };
+        let mut w = Writer::create(tmp, header, self.mode, self.chunk)
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let append = |w: &mut Writer, seq: u64, payload: &[u8]| {
+            w.append(seq, &payload[..msg])
+                .map_err(|e| io::Error::other(e.to_string()))
+        };
+        for (seq, payload) in &entries {
+            append(&mut w, *seq, payload)?;
+        }
+        drop(entries);
+        // Copy what was appended meanwhile, until the rest is small.
+        let mut copied = self.cut;
+        loop {
+            // Acquire, paired with the Release store in `stage`.
+            let now = self.shared.committed.load(Ordering::Acquire);
+            self.read(copied, now, |seq, payload| append(&mut w, seq, payload))?;
+            let caught_up = now - copied < 4096;
+            copied = now;
+            if caught_up {
+                break;
+            }
+        }
+        w.file().sync_data()?;
+        if self.stopped() {
+            return Ok(None);
+        }
+        Ok(Some(Prepared {
+            writer: w,
+            copied,
+            tmp: tmp.to_owned(),
+            old,
+        }))
+    }
+}
+
+fn key_of<T: Keyed>(bytes: &[u8]) -> u64 {
+    bytemuck::pod_read_unaligned::<T>(&bytes[..std::mem::size_of::<T>()]).key()
+}
+
+fn no_key(_: &[u8]) -> u64 {
+    0
+}
+
+/// A publisher that journals every message before it publishes it.
+pub struct JournalPublisher<T: Pod> {
+    core: Core,
+    _type: PhantomData<fn(T)>,
+}
+
+impl<T: Pod> JournalPublisher<T> {
+    /// Creates a journaled bus and its journal file (or continues the
+    /// sequence of an existing journal at that path).
+    pub fn create(
+        name: &str,
+        opts: &CreateOptions,
+        journal: &JournalOptions,
+    ) -> Result<Self, JournalCreateError> {
+        let core = Core::create(name, TypeFingerprint::of::<T>(), opts, journal, no_key)?;
+        Ok(JournalPublisher {
+            core,
+            _type: PhantomData,
+        })
+    }
+
+    /// Becomes the publisher of an existing journaled bus: recovers the
+    /// journal's valid prefix, re-publishes a record that made it into the
+    /// journal but not onto the ring, and continues the sequence.
+    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
+        let core = Core::attach(name, Some(&TypeFingerprint::of::<T>()), opts, no_key)?;
+        Ok(JournalPublisher {
+            core,
+            _type: PhantomData,
+        })
+    }
+
+    /// Appends `msg` to the journal, then publishes it. Returns its
+    /// sequence. No system call unless the file grows (once per chunk) or a
+    /// subscriber sleeps.
+    #[inline]
+    pub fn publish(&mut self, msg: &T) -> Result<u64, AppendError> {
+        self.core.publish(bytemuck::bytes_of(msg))
+    }
+
+    /// The journal half of [`JournalPublisher::publish`] alone: the message
+    /// is in the journal, not yet on the ring. For tests of that window.
+    #[doc(hidden)]
+    pub fn stage(&mut self, msg: &T) -> Result<u64, AppendError> {
+        self.core.stage(bytemuck::bytes_of(msg))
+    }
+
+    /// The ring half of a [`JournalPublisher::stage`].
+    #[doc(hidden)]
+    pub fn release_staged(&mut self) {
+        self.core.release_staged();
+    }
+
+    /// `fdatasync`s the journal now.
+    pub fn flush(&self) -> io::Result<()> {
+        self.core.flush()
+    }
+
+    /// The sequence the next message will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.core.next
+    }
+
+    /// This publisher's generation on the bus.
+    pub fn epoch(&self) -> u64 {
+        self.core.ring.epoch()
+    }
+
+    /// The journal's path.
+    pub fn journal_path(&self) -> &Path {
+        &self.core.path
+    }
+
+    /// The last background compaction's failure, if any (the journal is
+    /// then left as it was).
+    pub fn compaction_error(&self) -> Option<String> {
+        lock(&self.core.shared.compaction_error).clone()
+    }
+
+    /// Whether a compaction is running or waiting to be switched in.
+    pub fn is_compacting(&self) -> bool {
+        self.core.compactor.as_ref().is_some_and(|h| !h.is_finished())
+            || self.core.shared.ready.load(Ordering::Relaxed)
+    }
+}
+
+impl<T: Keyed> JournalPublisher<T> {
+    /// Starts a background compaction to one record per key (false if one
+    /// is already running). Publishing goes on meanwhile.
+    pub fn compact(&mut self) -> bool {
+        self.core.key_of = key_of::<T>;
+        self.core.start_compaction()
+    }
+
+    /// Compacts by itself whenever `records` have been appended since the
+    /// last compaction (`None`: never).
+    pub fn compact_after(&mut self, records: Option<u64>) {
+        self.core.key_of = key_of::<T>;
+        self.core.compact_after = records.map(|n| n.max(1));
+    }
+}
+
+/// A journaled publisher of raw messages (the CLI's), compacting by the
+/// first 8 bytes of each message ([`raw_key`]).
+pub struct RawJournalPublisher {
+    core: Core,
+}
+
+impl RawJournalPublisher {
+    /// Creates a journaled bus of `msg_size`-byte messages.
+    pub fn create(
+        name: &str,
+        msg_size: u32,
+        opts: &CreateOptions,
+        journal: &JournalOptions,
+    ) -> Result<Self, JournalCreateError> {
+        let core = Core::create(name, TypeFingerprint::bytes(msg_size), opts, journal, raw_key)?;
+        Ok(RawJournalPublisher { core })
+    }
+
+    /// Attaches to any journaled bus, whatever its message type.
+    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
+        Ok(RawJournalPublisher {
+            core: Core::attach(name, None, opts, raw_key)?,
+        })
+    }
+
+    /// Appends, then publishes `bytes` (zero-padded to the message size).
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
+        self.core.publish(bytes)
+    }
+
+    /// `fdatasync`s the journal now.
+    pub fn flush(&self) -> io::Result<()> {
+        self.core.flush()
+    }
+
+    /// Starts a background compaction by [`raw_key`].
+    pub fn compact(&mut self) -> bool {
+        self.core.start_compaction()
+    }
+
+    /// Compacts by itself every `records` appends (`None`: never).
+    pub fn compact_after(&mut self, records: Option<u64>) {
+        self.core.compact_after = records.map(|n| n.max(1));
+    }
+
+    /// The bus's message size.
+    pub fn msg_size(&self) -> usize {
+        self.core.msg_size
+    }
+
+    /// The sequence the next message will get.
+    pub fn next_sequence(&self) -> u64 {
+        self.core.next
+    }
+
+    /// The journal's path.
+    pub fn journal_path(&self) -> &Path {
+        &self.core.path
+    }
+}
+
+impl From<OpenError> for JournalAttachError {
+    fn from(e: OpenError) -> Self {
+        JournalAttachError::Attach(AttachError::Open(e))
+    }
+}

@@ -1,0 +1,340 @@
+//! Appending to a journal file through a shared mapping, so that an append
+//! is a few stores and no system call.
+//!
+//! The file grows in chunks: `fallocate` reserves the blocks (a full disk is
+//! then an error here, never a `SIGBUS` on a later store) and the chunk is
+//! mapped with `MAP_FIXED` into one address range reserved up front, so the
+//! mapping never moves and records already written stay where they are.
+//! `MADV_POPULATE_WRITE` takes the page faults of a chunk in one call
+//! instead of one per page on the hot path.
+
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::mm::{MapFlags, ProtFlags};
+
+use super::format::{self, End, JournalHeader, HEADER_LEN};
+use super::{AppendError, JournalOpenError};
+
+/// Address space reserved per journal file (not memory: `PROT_NONE`,
+/// `MAP_NORESERVE`). A journal cannot grow beyond it.
+const RESERVE: usize = 1 << 40;
+
+/// Appends records to one journal file. One per file, in the publisher.
+pub(crate) struct Writer {
+    file: File,
+    path: PathBuf,
+    base: NonNull<u8>,
+    /// Bytes of the file mapped (and allocated) from offset 0.
+    mapped: usize,
+    header: JournalHeader,
+    rs: usize,
+    /// Records in the valid prefix.
+    count: u64,
+    chunk: usize,
+}
+
+// SAFETY: the writer owns its mapping; the raw pointer is only dereferenced
+// through `&mut self` (appends) or for bytes below `count` records, which
+// are never written again.
+unsafe impl Send for Writer {}
+
+impl Writer {
+    /// Creates a new journal file at `path` (never replacing one) with
+    /// `header`, mode `mode`.
+    pub(crate) fn create(
+        path: &Path,
+        header: JournalHeader,
+        mode: u32,
+        chunk: usize,
+    ) -> Result<Writer, JournalOpenError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| JournalOpenError::io(path, "create", e))?;
+        let mut w = Writer::map_file(file, path, header, chunk)?;
+        w.write_header(&header.encode());
+        Ok(w)
+    }
+
+    /// Opens an existing journal for appending: checks its header against
+    /// the bus's message (`msg_size`, `type_hash`), cuts it to its valid
+    /// prefix (zeroing whatever followed), and maps it.
+    pub(crate) fn open(
+        path: &Path,
+        msg_size: u32,
+        type_hash: u64,
+        chunk: usize,
+    ) -> Result<Writer, JournalOpenError> {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let mut head = [0u8; HEADER_LEN];
+        let n = read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let header = JournalHeader::decode(&head[..n]).map_err(|e| JournalOpenError::Header {
+            path: path.to_owned(),
+            source: e,
+        })?;
+        check_header_matches(path, &header, msg_size, type_hash)?;
+        if header.sealed {
+            return Err(JournalOpenError::Sealed {
+                path: path.to_owned(),
+            });
+        }
+        let (count, _) = scan(&file, &header).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let end = HEADER_LEN as u64 + count * header.record_size() as u64;
+        // Whatever follows the valid prefix (a torn record) goes, so that no
+        // stale record can ever follow a new one.
+        file.set_len(end)
+            .map_err(|e| JournalOpenError::io(path, "truncate", e))?;
+        let mut w = Writer::map_file(file, path, header, chunk)?;
+        w.count = count;
+        Ok(w)
+    }
+
+    fn map_file(
+        file: File,
+        path: &Path,
+        header: JournalHeader,
+        chunk: usize,
+    ) -> Result<Writer, JournalOpenError> {
+        let page = rustix::param::page_size();
+        let chunk = chunk.max(page).div_ceil(page) * page;
+        // SAFETY: a fresh anonymous PROT_NONE reservation; nothing aliases it.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                RESERVE,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )
+        }
+        .map_err(|e| JournalOpenError::io(path, "reserve address space", e.into()))?;
+        let mut w = Writer {
+            file,
+            path: path.to_owned(),
+            base: NonNull::new(base.cast()).expect("mmap returns non-null"),
+            mapped: 0,
+            header,
+            rs: header.record_size(),
+            count: 0,
+            chunk,
+        };
+        let len = w.file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
+        let want = (len.max(HEADER_LEN)).div_ceil(chunk) * chunk;
+        w.grow_to(want).map_err(|e| match e {
+            AppendError::Full { path, len } => JournalOpenError::Full { path, len },
+            AppendError::Io { what, source, .. } => JournalOpenError::io(path, what, source),
+            AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
+        })?;
+        Ok(w)
+    }
+
+    /// Allocates and maps the file up to `end` bytes (a multiple of chunk).
+    fn grow_to(&mut self, end: usize) -> Result<(), AppendError> {
+        if end <= self.mapped {
+            return Ok(());
+        }
+        if end > RESERVE {
+            return Err(AppendError::Full {
+                path: self.path.clone(),
+                len: end as u64,
+            });
+        }
+        let from = self.mapped;
+        let len = end - from;
+        let io = |what: &'static str| {
+            let path = self.path.clone();
+            move |e: io::Error| AppendError::from_io(path, what, end as u64, e)
+        };
+        match rustix::fs::fallocate(
+            self.file.as_fd(),
+            rustix::fs::FallocateFlags::empty(),
+            from as u64,
+            len as u64,
+        ) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::OPNOTSUPP) => {
+                // A file system without fallocate: write the zeros instead,
+                // which allocates the blocks just as well.
+                let zeros = vec![0u8; len];
+                self.file.write_all_at(&zeros, from as u64).map_err(io("allocate"))?;
+            }
+            Err(e) => return Err(io("allocate")(e.into())),
+        }
+        // SAFETY: [base + from, base + end) lies inside our reservation
+        // (end <= RESERVE) and is not in use: MAP_FIXED replaces only our
+        // own PROT_NONE pages. The file is at least `end` bytes long now.
+        let addr = unsafe { self.base.as_ptr().add(from) };
+        // SAFETY: as above.
+        unsafe {
+            rustix::mm::mmap(
+                addr.cast(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+                self.file.as_fd(),
+                from as u64,
+            )
+        }
+        .map_err(|e| io("mmap")(e.into()))?;
+        // Best effort: take the write faults now, in one call. Kernels
+        // before 5.14 lack it; the faults then happen on first write.
+        // SAFETY: the range was just mapped read-write.
+        let _ = unsafe {
+            rustix::mm::madvise(addr.cast(), len, rustix::mm::Advice::LinuxPopulateWrite)
+        };
+        self.mapped = end;
+        Ok(())
+    }
+
+    fn write_header(&mut self, bytes: &[u8; HEADER_LEN]) {
+        // SAFETY: the header lies in the first mapped chunk; `&mut self`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr(), HEADER_LEN) };
+    }
+
+    /// Appends record `seq` with payload `msg` (at most the message size;
+    /// the rest is zero-padded). The check word is stored last.
+    #[inline]
+    pub(crate) fn append(&mut self, seq: u64, msg: &[u8]) -> Result<(), AppendError> {
+        let at = HEADER_LEN + self.count as usize * self.rs;
+        if at + self.rs > self.mapped {
+            self.grow_to((at + self.rs).div_ceil(self.chunk) * self.chunk)?;
+        }
+        let rs = self.rs;
+        let c = format::check(seq, format::padded_words(msg, rs - 16));
+        // SAFETY: [at, at + rs) is mapped read-write (grown above) and past
+        // the valid prefix, so nothing in this process reads it yet; the
+        // pointers stay inside it (msg.len() <= rs - 16, checked by callers).
+        unsafe {
+            let rec = self.base.as_ptr().add(at);
+            std::ptr::copy_nonoverlapping(seq.to_le_bytes().as_ptr(), rec, 8);
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), rec.add(8), msg.len());
+            std::ptr::write_bytes(rec.add(8 + msg.len()), 0, rs - 16 - msg.len());
+        }
+        // SAFETY: 8 aligned bytes inside the record: records start at 64 + a
+        // multiple of rs (itself a multiple of 8) from a page-aligned base.
+        let check_word = unsafe { &*(self.base.as_ptr().add(at + rs - 8) as *const AtomicU64) };
+        // Release: the record's other bytes are stored before the check (see
+        // the module invariants; a crash is what this orders against).
+        check_word.store(c.to_le(), Ordering::Release);
+        self.count += 1;
+        Ok(())
+    }
+
+    /// Bytes of record `index` (below the valid prefix's length).
+    pub(crate) fn record(&self, index: u64) -> &[u8] {
+        assert!(index < self.count, "record {index} not written yet");
+        let at = HEADER_LEN + index as usize * self.rs;
+        // SAFETY: below `count`, so mapped and never written again.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(at), self.rs) }
+    }
+
+    /// Marks the file as replaced by a newer one at the same path.
+    pub(crate) fn seal(&mut self) {
+        let h = JournalHeader {
+            sealed: true,
+            ..self.header
+        };
+        self.write_header(&h.encode());
+    }
+
+    /// Records in the valid prefix.
+    pub(crate) fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The header the file was written with.
+    pub(crate) fn header(&self) -> JournalHeader {
+        self.header
+    }
+
+    /// The sequence the next contiguous record carries.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.header
+            .base
+            .wrapping_add(self.count.saturating_sub(self.header.snapshot))
+    }
+
+    /// The file, for `fdatasync` from the flusher.
+    pub(crate) fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        // SAFETY: the reservation is ours; nothing borrows from it past the
+        // writer's life (`record` borrows `&self`).
+        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), RESERVE) };
+    }
+}
+
+/// Reads up to `buf.len()` bytes at `offset`, short only at end of file.
+pub(crate) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The valid prefix of a journal file, read in large sequential chunks.
+pub(crate) fn scan(file: &File, h: &JournalHeader) -> io::Result<(u64, End)> {
+    let rs = h.record_size();
+    let per = (1 << 20) / rs.max(1) + 1;
+    let mut buf = vec![0u8; per * rs];
+    let mut count = 0u64;
+    let mut prev = None;
+    loop {
+        let off = HEADER_LEN as u64 + count * rs as u64;
+        let n = read_full(file, &mut buf, off)?;
+        let mut at = 0;
+        while at + rs <= n {
+            match format::parse_record(h, count, prev, &buf[at..n]) {
+                Ok(r) => {
+                    prev = (count < h.snapshot).then_some(r.seq);
+                    count += 1;
+                    at += rs;
+                }
+                Err(end) => return Ok((count, end)),
+            }
+        }
+        if n < buf.len() {
+            return Ok((count, End::Short));
+        }
+    }
+}
+
+pub(crate) fn check_header_matches(
+    path: &Path,
+    h: &JournalHeader,
+    msg_size: u32,
+    type_hash: u64,
+) -> Result<(), JournalOpenError> {
+    if h.msg_size != msg_size || h.type_hash != type_hash {
+        return Err(JournalOpenError::TypeMismatch {
+            path: path.to_owned(),
+            found: (h.msg_size, h.type_hash),
+            expected: (msg_size, type_hash),
+        });
+    }
+    Ok(())
+}
