@@ -4,7 +4,13 @@
 //! The creator is the bus's first publisher (the stream's first producer);
 //! its lock dies with this process, which is what lets `shmbus pub` attach
 //! afterwards.
+//!
+//! With `--journal PATH` the bus is journaled: its header names the file,
+//! every publisher appends to it first, and `sub --bootstrap` reads it.
 
+use std::path::{Path, PathBuf};
+
+use shmbus::journal::{JournalOptions, RawJournalPublisher};
 use shmbus::{CreateOptions, RawPublisher};
 
 use crate::error::CliError;
@@ -35,6 +41,11 @@ pub struct CreateArgs {
     /// What the bus carries.
     #[arg(long, value_enum, default_value_t = BusKind::Broadcast)]
     pub kind: BusKind,
+    /// Journal every message to this file (a broadcast bus only), so that
+    /// `sub --bootstrap` can start with everything published. An existing
+    /// journal there is continued.
+    #[arg(long, value_name = "PATH")]
+    pub journal: Option<PathBuf>,
 }
 
 /// `--kind`.
@@ -63,10 +74,19 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         .mlock(args.mlock);
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
+    if let (BusKind::Stream, Some(_)) = (args.kind, &args.journal) {
+        return Err(CliError::usage(
+            "--journal does not apply to a stream: nothing is lost from one, so there is \
+             nothing to bootstrap from (see `shmbus create --help`)",
+        ));
+    }
     match (args.kind, args.msg_size) {
-        (BusKind::Broadcast, Some(msg_size)) => {
-            RawPublisher::create(&args.name, msg_size, &opts)?;
-        }
+        (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
+            Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,
+            None => {
+                RawPublisher::create(&args.name, msg_size, &opts)?;
+            }
+        },
         (BusKind::Broadcast, None) => {
             return Err(CliError::usage(
                 "a broadcast bus needs --msg-size <BYTES> (see `shmbus create --help`)",
@@ -83,6 +103,27 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Creates a journaled bus. A journal this command made is removed again if
+/// the bus cannot be made (the library leaves it behind when the bus's
+/// geometry is refused after the file was created).
+fn create_journaled(
+    name: &str,
+    msg_size: u32,
+    opts: &CreateOptions,
+    path: &Path,
+) -> Result<(), CliError> {
+    let existed = path.symlink_metadata().is_ok();
+    match RawJournalPublisher::create(name, msg_size, opts, &JournalOptions::new(path)) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Err(CliError::runtime(e.to_string()))
+        }
+    }
 }
 
 #[cfg(test)]

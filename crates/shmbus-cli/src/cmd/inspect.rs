@@ -8,12 +8,17 @@
 //! A stream has other figures than a bus (bytes, not messages; one consumer,
 //! not subscribers), so it has its own JSON keys and text rows; `ls` fits
 //! them into the bus's columns, in bytes.
+//!
+//! A journaled bus also shows its journal: the file's path, size and
+//! records (read without a lock too; a journal being appended to may show a
+//! few records fewer than the bus has published).
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
+use shmbus::journal::JournalStat;
 use shmbus::stat::{BusStat, Listing, StreamStat};
 use shmbus::OpenError;
 
@@ -100,6 +105,52 @@ fn stat_json(s: &BusStat) -> Value {
         "type_name": s.header.msg.name,
         "first_seq": s.header.first_seq,
         "created_unix_ns": s.header.created_ns,
+        "journal": journal_json(s),
+    })
+}
+
+/// The journal's figures, or why they could not be read (`None`: no
+/// journal).
+fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, String>> {
+    let path = s.header.journal.as_ref()?;
+    Some(shmbus::journal::stat(path).map_err(|e| e.to_string()))
+}
+
+fn journal_json(s: &BusStat) -> Value {
+    match journal_stat(s) {
+        None => Value::Null,
+        Some(Ok(j)) => json!({
+            "path": j.path.display().to_string(),
+            "file_bytes": j.file_bytes,
+            "records": j.records,
+            "snapshot_records": j.snapshot,
+            "base": j.base,
+            "next": j.next,
+        }),
+        Some(Err(e)) => json!({
+            "path": s.header.journal.as_ref().map(|p| p.display().to_string()),
+            "error": e,
+        }),
+    }
+}
+
+fn journal_text(s: &BusStat) -> Option<String> {
+    Some(match journal_stat(s)? {
+        Ok(j) => {
+            let snapshot = if j.snapshot > 0 {
+                format!(", {} of them a snapshot of one per key", j.snapshot)
+            } else {
+                String::new()
+            };
+            format!(
+                "{} ({} bytes, {} records{snapshot}, up to sequence {})",
+                j.path.display(),
+                j.file_bytes,
+                j.records,
+                j.next
+            )
+        }
+        Err(e) => e,
     })
 }
 
@@ -187,10 +238,13 @@ fn stat_text(s: &BusStat) -> String {
         ),
         ("created", utc_time(h.created_ns)),
     ];
-    let lines: Vec<String> = rows
+    let mut lines: Vec<String> = rows
         .iter()
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
         .collect();
+    if let Some(journal) = journal_text(s) {
+        lines.push(format!("{:<16}{journal}", "journal:"));
+    }
     lines.join("\n")
 }
 

@@ -10,9 +10,14 @@
 //! `WrongKind`. Into a stream, a push waits for room as long as it takes
 //! (nothing is ever dropped), unless the consumer dies while the stream is
 //! full.
+//!
+//! A journaled bus refuses a plain publisher (`AttachError::Journaled`);
+//! the journaled one attaches instead, which appends each line to the
+//! journal before it publishes it.
 
 use std::io::{self, BufRead, Read};
 
+use shmbus::journal::RawJournalPublisher;
 use shmbus::stream::{Producer, PushError, Wait};
 use shmbus::{AttachError, Kind, OpenError, OpenOptions, RawPublisher};
 
@@ -23,11 +28,19 @@ use crate::error::CliError;
 pub struct PubArgs {
     /// Bus or stream name (a bare name lives in /dev/shm) or a path.
     pub name: String,
+    /// A journaled bus: compact the journal to one record per key (the
+    /// first 8 bytes of a message) every N messages.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub compact_after: Option<u64>,
 }
 
 pub fn run(args: &PubArgs) -> Result<(), CliError> {
     let opts = OpenOptions::default();
     match RawPublisher::attach(&args.name, &opts) {
+        Ok(_) if args.compact_after.is_some() => Err(CliError::usage(format!(
+            "--compact-after applies to a journaled bus; {} has no journal",
+            args.name
+        ))),
         Ok(mut publisher) => {
             let max = publisher.msg_size();
             publish_lines(io::stdin().lock(), max, BUS, |line, number| {
@@ -37,10 +50,28 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                     .map_err(|e| CliError::usage(format!("line {number}: {e}")))
             })
         }
+        Err(AttachError::Journaled { .. }) => {
+            let mut publisher = RawJournalPublisher::attach(&args.name, &opts)
+                .map_err(|e| CliError::runtime(e.to_string()))?;
+            publisher.compact_after(args.compact_after);
+            let max = publisher.msg_size();
+            publish_lines(io::stdin().lock(), max, BUS, |line, number| {
+                publisher
+                    .publish(line)
+                    .map(drop)
+                    .map_err(|e| CliError::runtime(format!("line {number}: {e}")))
+            })
+        }
         Err(AttachError::Open(OpenError::WrongKind {
             found: Kind::Stream,
             ..
         })) => {
+            if args.compact_after.is_some() {
+                return Err(CliError::usage(format!(
+                    "--compact-after applies to a journaled bus; {} is a stream",
+                    args.name
+                )));
+            }
             let mut producer = Producer::attach(&args.name, &opts)?;
             let max = producer.max_record();
             publish_lines(io::stdin().lock(), max, STREAM, |line, number| {

@@ -12,10 +12,17 @@
 //! the last one stopped (so `--from` does not apply). A record is released
 //! only once its line is written, so one that could not be written (the
 //! reader of stdout went away) stays for the next consumer.
+//!
+//! `--bootstrap` (a journaled bus) prints the journal first, then the live
+//! messages, each line as `SEQ<TAB>MESSAGE`: every sequence once, in order.
+//! From a compacted journal, the snapshot's sequences skip (one per key).
+//! A lag the journal can repair is repaired; `lagged: skipped N` then means
+//! what the journal no longer had either.
 
 use std::io::{self, Write};
 use std::time::Duration;
 
+use shmbus::journal::{JoinError, JoinOptions, RawJournalSubscriber};
 use shmbus::stream::{Consumer, PopError};
 use shmbus::{Kind, OpenError, OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
 
@@ -29,8 +36,12 @@ pub struct SubArgs {
     /// Where to start: the newest message, the oldest still in the ring, or
     /// the next one published [default: next]. Not for a stream, which
     /// always continues where its last consumer stopped.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, conflicts_with = "bootstrap")]
     pub from: Option<From>,
+    /// A journaled bus: print the journal first, then live messages, each
+    /// line prefixed with its sequence and a tab.
+    #[arg(long)]
+    pub bootstrap: bool,
     /// Stop after N messages or records (lag reports do not count).
     #[arg(long, value_name = "N")]
     pub count: Option<u64>,
@@ -102,6 +113,9 @@ impl Wait {
 }
 
 pub fn run(args: &SubArgs) -> Result<(), CliError> {
+    if args.bootstrap {
+        return run_bootstrap(args);
+    }
     let opts = OpenOptions::default()
         .start(args.from.unwrap_or(From::Next).start())
         .wait(args.wait.strategy());
@@ -130,6 +144,35 @@ fn run_bus(args: &SubArgs, mut subscriber: RawSubscriber) -> Result<(), CliError
         }
     }
     Ok(())
+}
+
+fn run_bootstrap(args: &SubArgs) -> Result<(), CliError> {
+    let opts = JoinOptions::default().wait(args.wait.strategy());
+    let mut subscriber = RawJournalSubscriber::join(&args.name, &opts).map_err(join_failed)?;
+    let mut out = io::stdout().lock();
+    let timeout = args.timeout.map(|t| t.duration);
+    let mut delivered: u64 = 0;
+    while args.count.is_none_or(|count| delivered < count) {
+        match subscriber.recv_timeout(timeout) {
+            Some(Received::Message(entry)) => {
+                write!(out, "{}\t", entry.seq)
+                    .and_then(|()| write_line(&mut out, trim_padding(entry.msg)))
+                    .map_err(CliError::stdout)?;
+                delivered += 1;
+            }
+            Some(Received::Lagged { skipped }) => report_lag(skipped),
+            None => return timed_out(args, delivered, "message"),
+        }
+    }
+    Ok(())
+}
+
+fn join_failed(err: JoinError) -> CliError {
+    match err {
+        JoinError::Open(e) => e.into(),
+        JoinError::NotJournaled { .. } => CliError::usage(err.to_string()),
+        _ => CliError::runtime(err.to_string()),
+    }
 }
 
 fn run_stream(args: &SubArgs, opts: &OpenOptions) -> Result<(), CliError> {
