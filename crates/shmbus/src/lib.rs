@@ -55,15 +55,15 @@ pub use broadcast::{
     PublishError, Publisher, RawPublisher, RawSubscriber, Received, Start, Subscriber,
 };
 pub use error::{AttachError, CreateError, NameError, OpenError, TypeFingerprint};
-pub use layout::Kind;
-#[cfg(not(loom))]
-pub use region::ShmRegion;
-pub use region::{HeapRegion, Region};
 #[cfg(not(loom))]
 pub use journal::{
     Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
     State,
 };
+pub use layout::Kind;
+#[cfg(not(loom))]
+pub use region::ShmRegion;
+pub use region::{HeapRegion, Region};
 #[cfg(not(loom))]
 pub use segment::{remove, CreateOptions, OpenOptions};
 pub use wait::WaitStrategy;

@@ -3,11 +3,18 @@
 
 mod common;
 
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
-use common::{BusName, TestDir};
-use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed};
-use shmbus::{CreateOptions, Received};
+use common::{
+    idle_until_killed, is_child, param, print_ready, print_result, spawn_child, wait_for, BusName,
+    TestDir,
+};
+use shmbus::journal::{
+    self, AppendError, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
+    Keyed, KeyedState,
+};
+use shmbus::{AttachError, CreateOptions, OpenOptions, Publisher, Received, Start, Subscriber};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -71,5 +78,603 @@ fn a_subscriber_that_joins_late_gets_every_sequence_once_from_the_journal_then_t
     drop(s);
     drop(p);
     bus.finish();
+    dir.finish();
+}
+
+/// The state after updates `0..n`, as every subscriber must end up with.
+fn expected_state(n: u64, keys: u64) -> KeyedState<Kv> {
+    let mut st = KeyedState::new();
+    for i in 0..n {
+        st.apply(i, kv(i, keys));
+    }
+    st
+}
+
+/// What a joiner saw, checked entry by entry.
+struct Joined {
+    state: KeyedState<Kv>,
+    snapshot: u64,
+    contiguous_from: u64,
+}
+
+/// Joins `bus` and reads until sequence `end` (exclusive): snapshot entries
+/// increasing and true to their sequence; from the first contiguous one,
+/// every sequence once, in order.
+fn join_and_check(bus: &str, end: u64, keys: u64) -> Joined {
+    let mut sub = JournalSubscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
+    let mut state = KeyedState::new();
+    let (mut snapshot, mut first, mut last): (u64, Option<u64>, Option<u64>) = (0, None, None);
+    while sub.position() < end || first.is_none() {
+        let e = match sub.recv_timeout(Duration::from_secs(20)) {
+            Some(Received::Message(e)) => e,
+            Some(Received::Lagged { skipped }) => {
+                panic!("lagged {skipped} at {} (last {last:?})", sub.position())
+            }
+            None => panic!("nothing for 20 s at {} (last {last:?})", sub.position()),
+        };
+        assert_eq!(e.msg, kv(e.seq, keys), "payload of seq {}", e.seq);
+        if let Some(l) = last {
+            assert!(
+                e.seq > l,
+                "seq {} after {l}: duplicate or out of order",
+                e.seq
+            );
+        }
+        match first {
+            Some(_) => assert_eq!(Some(e.seq), last.map(|l| l + 1), "gap before {}", e.seq),
+            None if sub.position() == e.seq + 1 => first = Some(e.seq),
+            None => snapshot += 1,
+        }
+        last = Some(e.seq);
+        state.apply(e.seq, e.msg);
+        if sub.position() >= end && first.is_some() {
+            break;
+        }
+    }
+    Joined {
+        state,
+        snapshot,
+        contiguous_from: first.expect("at least one contiguous entry"),
+    }
+}
+
+#[derive(Clone)]
+struct PubChild {
+    bus: String,
+    journal: String,
+    mode: &'static str,
+    count: u64,
+    keys: u64,
+    pace_every: u64,
+    pace_us: u64,
+    compact_every: u64,
+    stage_at: u64,
+    dir: String,
+    fsize_limit: u64,
+    then: &'static str,
+}
+
+impl PubChild {
+    fn new(bus: &BusName, dir: &TestDir, mode: &'static str) -> PubChild {
+        PubChild {
+            bus: bus.name().to_owned(),
+            journal: dir
+                .path()
+                .join("journal")
+                .to_str()
+                .expect("utf-8")
+                .to_owned(),
+            mode,
+            count: 1000,
+            keys: 1000,
+            pace_every: 0,
+            pace_us: 0,
+            compact_every: 0,
+            stage_at: u64::MAX,
+            dir: dir.path().to_str().expect("utf-8").to_owned(),
+            fsize_limit: 0,
+            then: "idle",
+        }
+    }
+    fn spawn(&self) -> common::Watched {
+        spawn_child(
+            "as_child_publish_keyed_updates",
+            "jpub",
+            &[
+                ("SHMBUS_BUS", self.bus.clone()),
+                ("SHMBUS_JOURNAL", self.journal.clone()),
+                ("SHMBUS_MODE", self.mode.to_owned()),
+                ("SHMBUS_COUNT", self.count.to_string()),
+                ("SHMBUS_KEYS", self.keys.to_string()),
+                ("SHMBUS_PACE_EVERY", self.pace_every.to_string()),
+                ("SHMBUS_PACE_US", self.pace_us.to_string()),
+                ("SHMBUS_COMPACT_EVERY", self.compact_every.to_string()),
+                ("SHMBUS_STAGE_AT", self.stage_at.to_string()),
+                ("SHMBUS_DIR", self.dir.clone()),
+                ("SHMBUS_FSIZE", self.fsize_limit.to_string()),
+                ("SHMBUS_THEN", self.then.to_owned()),
+            ],
+        )
+    }
+}
+
+fn wait_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn as_child_publish_keyed_updates() {
+    if !is_child("jpub") {
+        return;
+    }
+    let bus: String = param("SHMBUS_BUS");
+    let journal_path: String = param("SHMBUS_JOURNAL");
+    let (count, keys): (u64, u64) = (param("SHMBUS_COUNT"), param("SHMBUS_KEYS"));
+    let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
+    let compact_every: u64 = param("SHMBUS_COMPACT_EVERY");
+    let stage_at: u64 = param("SHMBUS_STAGE_AT");
+    let dir: String = param("SHMBUS_DIR");
+    let fsize: u64 = param("SHMBUS_FSIZE");
+    if fsize > 0 {
+        // SAFETY: plain libc calls on this process's own limits and signals.
+        unsafe {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: fsize,
+                rlim_max: fsize,
+            };
+            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+        }
+    }
+    let mut p = match param::<String>("SHMBUS_MODE").as_str() {
+        "create" => JournalPublisher::<Kv>::create(
+            &bus,
+            &CreateOptions::new(256),
+            &JournalOptions::new(&journal_path).chunk_bytes(64 << 10),
+        )
+        .expect("create"),
+        _ => JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach"),
+    };
+    let first = p.next_sequence();
+    print_ready();
+    let (mut published, mut compactions) = (0u64, 0u64);
+    let mut error = String::from("none");
+    for n in 0..count {
+        let seq = p.next_sequence();
+        let m = kv(seq, keys);
+        if seq == stage_at {
+            assert_eq!(p.stage(&m).expect("stage"), seq);
+            std::fs::write(Path::new(&dir).join("staged"), b"").expect("mark staged");
+            wait_file(&Path::new(&dir).join("go"));
+            p.release_staged();
+        } else if let Err(e) = p.publish(&m) {
+            error = match e {
+                AppendError::Full { .. } => "full".to_owned(),
+                other => format!("{other:?}").replace(char::is_whitespace, "_"),
+            };
+            break;
+        }
+        published += 1;
+        if compact_every > 0 && (seq + 1) % compact_every == 0 && p.compact() {
+            compactions += 1;
+        }
+        if every > 0 && (n + 1) % every == 0 {
+            std::thread::sleep(Duration::from_micros(us));
+        }
+    }
+    print_result(&[
+        ("first", first.to_string()),
+        ("published", published.to_string()),
+        ("next", p.next_sequence().to_string()),
+        ("epoch", p.epoch().to_string()),
+        ("compactions", compactions.to_string()),
+        ("error", error),
+    ]);
+    if param::<String>("SHMBUS_THEN") == "idle" {
+        idle_until_killed();
+    }
+}
+
+#[test]
+fn joiners_at_random_moments_end_with_the_publishers_exact_state_and_no_gap_or_duplicate() {
+    for compact_every in [0u64, 150_000] {
+        let dir = TestDir::new("jrandom");
+        let bus = BusName::new("jrandom");
+        let (n, keys) = (1_000_000u64, 1000u64);
+        let mut spec = PubChild::new(&bus, &dir, "create");
+        spec.count = n;
+        spec.keys = keys;
+        // About 2 s of streaming, in bursts.
+        spec.pace_every = 2000;
+        spec.pace_us = 4000;
+        spec.compact_every = compact_every;
+        let mut publisher = spec.spawn();
+        publisher.wait_ready();
+        let seed = std::env::var("SHMBUS_JOIN_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0x5eed_u64);
+        println!("join seed {seed} (SHMBUS_JOIN_SEED replays), compact every {compact_every}");
+        let expected = expected_state(n, keys).digest();
+        let joiners: Vec<_> = (0..24u64)
+            .map(|j| {
+                let delay = Duration::from_micros(common::splitmix(seed ^ j) % 2_200_000);
+                let name = bus.name().to_owned();
+                std::thread::spawn(move || {
+                    std::thread::sleep(delay);
+                    let joined = join_and_check(&name, n, keys);
+                    (delay, joined)
+                })
+            })
+            .collect();
+        for h in joiners {
+            let (delay, joined) = h.join().expect("joiner");
+            println!(
+                "joined after {delay:?}: {} snapshot entries, contiguous from {}",
+                joined.snapshot, joined.contiguous_from
+            );
+            assert_eq!(
+                joined.state.digest(),
+                expected,
+                "state of joiner after {delay:?}"
+            );
+            assert_eq!(joined.state.len() as u64, keys);
+        }
+        let f = publisher.kill();
+        drop(f);
+        bus.finish();
+        dir.finish();
+    }
+}
+
+#[test]
+fn a_join_between_the_journal_append_and_the_ring_publish_gets_that_message_once() {
+    let dir = TestDir::new("jedge");
+    let bus = BusName::new("jedge");
+    let mut spec = PubChild::new(&bus, &dir, "create");
+    spec.count = 200;
+    spec.stage_at = 100;
+    let mut publisher = spec.spawn();
+    publisher.wait_ready();
+    let staged = dir.path().join("staged");
+    wait_for("the publisher to stage 100", &mut [&mut publisher], || {
+        staged.exists()
+    });
+    // The ring's head is 100; the journal already holds 100.
+    assert_eq!(shmbus::stat::stat(bus.name()).expect("stat").head, 100);
+    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    std::fs::write(dir.path().join("go"), b"").expect("go");
+    let mut seqs = Vec::new();
+    while sub.position() < 200 {
+        match sub.recv_timeout(Duration::from_secs(20)) {
+            Some(Received::Message(e)) => {
+                assert_eq!(e.msg, kv(e.seq, 1000));
+                seqs.push(e.seq);
+            }
+            other => panic!("{other:?} at {}", sub.position()),
+        }
+    }
+    assert_eq!(seqs, (0..200).collect::<Vec<_>>());
+    drop(publisher.kill());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes_from_it() {
+    let dir = TestDir::new("jkill");
+    let bus = BusName::new("jkill");
+    let journal_path = dir.path().join("journal");
+    let kills = 12u64;
+    let (mut torn, mut next) = (0u64, 0u64);
+    for k in 0..kills {
+        let mut spec = PubChild::new(&bus, &dir, if k == 0 { "create" } else { "attach" });
+        spec.count = u64::MAX;
+        let mut publisher = spec.spawn();
+        publisher.wait_ready();
+        std::thread::sleep(Duration::from_millis(3 + common::splitmix(k) % 30));
+        drop(publisher.kill());
+        let st = journal::stat(&journal_path).expect("journal stat");
+        assert!(
+            st.next >= next,
+            "journal went back from {next} to {}",
+            st.next
+        );
+        let bus_head = shmbus::stat::stat(bus.name()).expect("stat").head;
+        // The ring is at the journal's end, or one behind (killed between
+        // the append and the publish).
+        assert!(
+            st.next == bus_head || st.next == bus_head + 1,
+            "journal next {} vs ring {bus_head}",
+            st.next
+        );
+        torn += u64::from(st.next == bus_head + 1);
+        next = st.next;
+    }
+    // The last successor publishes a few more and stays for the joiner.
+    let mut spec = PubChild::new(&bus, &dir, "attach");
+    spec.count = 10;
+    let mut publisher = spec.spawn();
+    publisher.wait_ready();
+    let end = next + 10;
+    wait_for("the last publisher's 10", &mut [&mut publisher], || {
+        shmbus::stat::stat(bus.name()).is_ok_and(|s| s.head == end)
+    });
+    let joined = join_and_check(bus.name(), end, 1000);
+    assert_eq!(joined.contiguous_from, 0);
+    assert_eq!(joined.state.digest(), expected_state(end, 1000).digest());
+    let epoch = shmbus::stat::stat(bus.name()).expect("stat").epoch;
+    assert_eq!(epoch, kills + 1);
+    println!("{kills} kills, {next} records survived, {torn} killed between append and publish");
+    drop(publisher.kill());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn as_child_join_and_read_slowly() {
+    if !is_child("jjoin") {
+        return;
+    }
+    let bus: String = param("SHMBUS_BUS");
+    let mut sub = JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
+    print_ready();
+    loop {
+        let _ = sub.recv_timeout(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_micros(50));
+    }
+}
+
+#[test]
+fn killing_a_joining_subscriber_disturbs_neither_the_publisher_nor_other_joiners() {
+    let dir = TestDir::new("jkilljoin");
+    let bus = BusName::new("jkilljoin");
+    let mut spec = PubChild::new(&bus, &dir, "create");
+    spec.count = 100_000;
+    spec.pace_every = 1000;
+    spec.pace_us = 2000;
+    let mut publisher = spec.spawn();
+    publisher.wait_ready();
+    for _ in 0..3 {
+        let mut joiner = spawn_child(
+            "as_child_join_and_read_slowly",
+            "jjoin",
+            &[("SHMBUS_BUS", bus.name().to_owned())],
+        );
+        joiner.wait_ready();
+        std::thread::sleep(Duration::from_millis(20));
+        drop(joiner.kill());
+    }
+    let joined = join_and_check(bus.name(), 100_000, 1000);
+    assert_eq!(
+        joined.state.digest(),
+        expected_state(100_000, 1000).digest()
+    );
+    publisher.check_alive("the publisher to outlive the killed joiners");
+    drop(publisher.kill());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn a_full_disk_is_a_typed_error_and_every_record_before_it_stays_readable() {
+    let dir = TestDir::new("jfull");
+    let bus = BusName::new("jfull");
+    let mut spec = PubChild::new(&bus, &dir, "create");
+    spec.count = 1_000_000;
+    spec.fsize_limit = 1 << 20;
+    spec.then = "exit";
+    let f = spec.spawn().wait_success();
+    let r = f.result();
+    assert_eq!(r.get::<String>("error"), "full");
+    let published: u64 = r.get("published");
+    assert!(published > 1000, "only {published} before the limit");
+    let st = journal::stat(&dir.path().join("journal")).expect("stat");
+    assert_eq!(
+        st.next, published,
+        "every record before the error is in the journal"
+    );
+    // A successor without the limit: the joiner gets every record, whole.
+    let mut spec = PubChild::new(&bus, &dir, "attach");
+    spec.count = 5;
+    let mut publisher = spec.spawn();
+    publisher.wait_ready();
+    let end = published + 5;
+    wait_for("the successor's 5", &mut [&mut publisher], || {
+        shmbus::stat::stat(bus.name()).is_ok_and(|s| s.head == end)
+    });
+    let joined = join_and_check(bus.name(), end, 1000);
+    assert_eq!(joined.contiguous_from, 0);
+    assert_eq!(joined.state.digest(), expected_state(end, 1000).digest());
+    drop(publisher.kill());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
+    let dir = TestDir::new("jtorn");
+    let bus = BusName::new("jtorn");
+    let path = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    for i in 0..10 {
+        p.publish(&kv(i, 7)).expect("publish");
+    }
+    drop(p);
+    // Half of record 10, as a writer killed mid-record leaves it.
+    let rs = journal::record_size(16) as u64;
+    let at = journal::HEADER_LEN as u64 + 10 * rs;
+    common::write_at(&path, at, &10u64.to_le_bytes());
+    common::write_at(&path, at + 8, &kv(10, 7).key.to_le_bytes());
+    assert_eq!(journal::stat(&path).expect("stat").records, 10);
+    let mut p =
+        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    assert_eq!(p.next_sequence(), 10);
+    for i in 10..20 {
+        p.publish(&kv(i, 7)).expect("publish");
+    }
+    let joined = join_and_check(bus.name(), 20, 7);
+    assert_eq!(joined.contiguous_from, 0);
+    assert_eq!(joined.state.digest(), expected_state(20, 7).digest());
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_number() {
+    let dir = TestDir::new("jrepub");
+    let bus = BusName::new("jrepub");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("create");
+    let mut live = Subscriber::<Kv>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
+        .expect("open");
+    for i in 0..5 {
+        p.publish(&kv(i, 3)).expect("publish");
+    }
+    p.stage(&kv(5, 3)).expect("stage");
+    drop(p); // dies between the append and the publish
+    let mut p =
+        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    assert_eq!(p.next_sequence(), 6);
+    p.publish(&kv(6, 3)).expect("publish");
+    let got: Vec<Kv> = (0..7)
+        .map(|_| match live.recv_timeout(Duration::from_secs(5)) {
+            Some(Received::Message(m)) => m,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, (0..7).map(|i| kv(i, 3)).collect::<Vec<_>>());
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state() {
+    let dir = TestDir::new("jcompact");
+    let bus = BusName::new("jcompact");
+    let path = dir.path().join("j");
+    let (keys, n) = (100u64, 20_000u64);
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    for i in 0..n / 2 {
+        p.publish(&kv(i, keys)).expect("publish");
+    }
+    let before = journal::stat(&path).expect("stat").records;
+    assert!(p.compact());
+    // Publishing goes on while it compacts; the switch happens in a publish.
+    let mut i = n / 2;
+    while p.is_compacting() || i < n {
+        p.publish(&kv(i, keys)).expect("publish");
+        i += 1;
+        if i > 10 * n {
+            panic!("compaction never finished: {:?}", p.compaction_error());
+        }
+    }
+    assert_eq!(p.compaction_error(), None);
+    let st = journal::stat(&path).expect("stat");
+    assert_eq!(st.snapshot, keys);
+    assert_eq!(st.next, i);
+    assert_eq!(st.base, n / 2, "the cut is where compact() was called");
+    assert_eq!(
+        st.records,
+        keys + (i - n / 2),
+        "one record per key, then the tail"
+    );
+    assert!(before > keys);
+    let joined = join_and_check(bus.name(), i, keys);
+    // The snapshot's last record (seq base - 1) is where the position first
+    // moves, so the check counts it as contiguous.
+    assert!(joined.snapshot == keys || joined.snapshot == keys - 1);
+    assert_eq!(joined.state.digest(), expected_state(i, keys).digest());
+    assert!(!dir.path().join("j.compacting").exists());
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn every_misuse_is_a_typed_error() {
+    let dir = TestDir::new("jmisuse");
+    let plain = BusName::new("jplain");
+    let p = Publisher::<Kv>::create(plain.name(), &CreateOptions::new(8)).expect("create");
+    assert!(matches!(
+        JournalSubscriber::<Kv>::join(plain.name(), &JoinOptions::default()),
+        Err(JoinError::NotJournaled { .. })
+    ));
+    drop(p);
+    let bus = BusName::new("jmisuse");
+    let path = dir.path().join("j");
+    let p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(8),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    assert!(matches!(
+        Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()),
+        Err(AttachError::Journaled { .. }) | Err(AttachError::PublisherActive { .. })
+    ));
+    drop(p);
+    assert!(matches!(
+        Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()),
+        Err(AttachError::Journaled { .. })
+    ));
+    // No publisher: nobody to flush.
+    assert!(matches!(
+        JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()),
+        Err(JoinError::PublisherGone { .. })
+    ));
+    // A journal of another message type at the path.
+    let other = BusName::new("jother");
+    let e = JournalPublisher::<[u64; 3]>::create(
+        other.name(),
+        &CreateOptions::new(8),
+        &JournalOptions::new(&path),
+    );
+    assert!(
+        matches!(
+            e,
+            Err(journal::JournalCreateError::Journal(
+                journal::JournalOpenError::TypeMismatch { .. }
+            ))
+        ),
+        "{:?}",
+        e.err()
+    );
+    assert!(!other.path().exists());
+    // A directory that does not exist.
+    let e = JournalPublisher::<Kv>::create(
+        other.name(),
+        &CreateOptions::new(8),
+        &JournalOptions::new(dir.path().join("no/such/dir/j")),
+    );
+    assert!(e.is_err());
+    assert!(!other.path().exists());
+    plain.finish();
+    bus.finish();
+    other.finish();
     dir.finish();
 }

@@ -115,13 +115,13 @@ impl Reader {
     fn open(path: &Path, msg_size: u32, type_hash: u64) -> Result<Reader, JournalOpenError> {
         let file = File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
         let mut head = [0u8; HEADER_LEN];
-        let n = read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
-        let header = JournalHeader::decode(&head[..n]).map_err(|source| {
-            JournalOpenError::Header {
+        let n =
+            read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let header =
+            JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
                 path: path.to_owned(),
                 source,
-            }
-        })?;
+            })?;
         super::writer::check_header_matches(path, &header, msg_size, type_hash)?;
         let rs = header.record_size();
         Ok(Reader {
@@ -219,9 +219,18 @@ struct Core {
 }
 
 impl Core {
-    fn join(name: &str, msg: Option<&TypeFingerprint>, opts: &JoinOptions) -> Result<Core, JoinError> {
-        let (region, header) =
-            segment::open_checked(name, Role::Subscriber, crate::Kind::Broadcast, msg, &opts.open)?;
+    fn join(
+        name: &str,
+        msg: Option<&TypeFingerprint>,
+        opts: &JoinOptions,
+    ) -> Result<Core, JoinError> {
+        let (region, header) = segment::open_checked(
+            name,
+            Role::Subscriber,
+            crate::Kind::Broadcast,
+            msg,
+            &opts.open,
+        )?;
         let Some(path) = header.journal.clone() else {
             return Err(JoinError::NotJournaled {
                 name: name.to_owned(),
@@ -248,8 +257,7 @@ impl Core {
             if (d.wrapping_sub(token) as i32) >= 0 {
                 break;
             }
-            let alive =
-                crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true);
+            let alive = crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true);
             if !alive {
                 let pid_at = ctl + control::PUBLISHER_PID;
                 return Err(JoinError::PublisherGone {
@@ -406,7 +414,11 @@ impl Core {
         }
     }
 
-    fn received<T>(&mut self, step: Step, msg: impl FnOnce(&[u8]) -> T) -> Option<Received<Entry<T>>> {
+    fn received<T>(
+        &mut self,
+        step: Step,
+        msg: impl FnOnce(&[u8]) -> T,
+    ) -> Option<Received<Entry<T>>> {
         match step {
             Step::Entry(seq) => Some(Received::Message(Entry {
                 seq,

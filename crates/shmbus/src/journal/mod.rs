@@ -55,7 +55,9 @@ pub use format::{
     HeaderError, JournalHeader, Record, HEADER_LEN, MAGIC, SEALED, VERSION,
 };
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
-pub use publish::{JournalOptions, JournalPublisher, RawJournalPublisher};
+pub use publish::{
+    JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher, RawJournalPublisher,
+};
 pub use state::{KeyedState, State};
 
 use std::io;
@@ -110,7 +112,12 @@ pub enum AppendError {
 }
 
 impl AppendError {
-    pub(crate) fn from_io(path: PathBuf, what: &'static str, len: u64, e: io::Error) -> AppendError {
+    pub(crate) fn from_io(
+        path: PathBuf,
+        what: &'static str,
+        len: u64,
+        e: io::Error,
+    ) -> AppendError {
         match e.raw_os_error() {
             Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::EDQUOT) => {
                 AppendError::Full { path, len }
@@ -237,7 +244,8 @@ pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
         path: path.to_owned(),
         source,
     })?;
-    let (records, _) = writer::scan(&file, &h).map_err(|e| JournalOpenError::io(path, "read", e))?;
+    let (records, _) =
+        writer::scan(&file, &h).map_err(|e| JournalOpenError::io(path, "read", e))?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     Ok(JournalStat {
         path: path.to_owned(),

@@ -90,6 +90,8 @@ struct Shared {
 
 struct Current {
     file: File,
+    /// The current file's mapping, which the flusher grows ahead.
+    map: Arc<super::writer::Mapping>,
     /// Records known to be on disk.
     flushed: u64,
 }
@@ -147,7 +149,8 @@ impl Core {
         jopts: &JournalOptions,
         key_of: fn(&[u8]) -> u64,
     ) -> Result<Core, JournalCreateError> {
-        let path = absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
+        let path =
+            absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.mode_bits();
         let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk) {
             Ok(w) => (w, false),
@@ -178,18 +181,25 @@ impl Core {
             len,
             max: crate::layout::header::JOURNAL_PATH_MAX,
         })?;
-        let ring = match segment::create_region(name, &header, opts, |r| {
-            Ring::new(r, &header).init()
-        }) {
-            Ok(region) => Ring::new(Arc::new(region), &header),
-            Err(e) => {
-                if created {
-                    let _ = std::fs::remove_file(&path);
+        let ring =
+            match segment::create_region(name, &header, opts, |r| Ring::new(r, &header).init()) {
+                Ok(region) => Ring::new(Arc::new(region), &header),
+                Err(e) => {
+                    if created {
+                        let _ = std::fs::remove_file(&path);
+                    }
+                    return Err(e.into());
                 }
-                return Err(e.into());
-            }
-        };
-        Ok(Core::start(ring, first, writer, path, mode, jopts.chunk, key_of))
+            };
+        Ok(Core::start(
+            ring,
+            first,
+            writer,
+            path,
+            mode,
+            jopts.chunk,
+            key_of,
+        ))
     }
 
     fn attach(
@@ -250,7 +260,11 @@ impl Core {
             .expect("dup of the journal's descriptor");
         let shared = Arc::new(Shared {
             committed: AtomicU64::new(writer.count()),
-            current: Mutex::new(Current { file, flushed: 0 }),
+            current: Mutex::new(Current {
+                file,
+                map: writer.mapping(),
+                flushed: 0,
+            }),
             prepared: Mutex::new(None),
             ready: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -293,12 +307,22 @@ impl Core {
             self.switch();
         }
         let seq = self.next;
-        self.writer.append(seq, bytes)?;
+        let grow_ahead = self.writer.append(seq, bytes)?;
         // Release, paired with the Acquire loads in `flusher` and `compact`.
         self.shared
             .committed
             .store(self.writer.count(), Ordering::Release);
+        if grow_ahead {
+            // Once per half chunk: the flusher maps the next chunk ahead.
+            self.wake_flusher();
+        }
         Ok(seq)
+    }
+
+    #[cold]
+    fn wake_flusher(&self) {
+        let ctl = self.ring.control_field(control::FLUSH_REQUEST);
+        wait::futex_wake_all(self.ring.region().word32(ctl));
     }
 
     #[inline]
@@ -385,6 +409,7 @@ impl Core {
                 if let Ok(f) = self.writer.file().try_clone() {
                     cur.file = f;
                 }
+                cur.map = self.writer.mapping();
                 cur.flushed = 0;
                 self.shared
                     .committed
@@ -418,8 +443,7 @@ impl Drop for Core {
         if let Some(p) = lock(&self.shared.prepared).take() {
             let _ = std::fs::remove_file(&p.tmp);
         }
-        let ctl = self.ring.control_field(control::FLUSH_REQUEST);
-        wait::futex_wake_all(self.ring.region().word32(ctl));
+        self.wake_flusher();
         if let Some(h) = self.flusher.take() {
             let _ = h.join();
         }
@@ -463,6 +487,8 @@ fn flusher(shared: &Shared, region: &ShmRegion, ctl: usize) {
             done.store(r, Ordering::Release);
             wait::futex_wake_all(done);
         }
+        let map = Arc::clone(&lock(&shared.current).map);
+        map.grow_if_wanted();
         if shared.stop.load(Ordering::Acquire) {
             return;
         }
@@ -527,7 +553,12 @@ impl Compaction {
     }
 
     /// Reads records `from..to` of the old file, calling `each(seq, payload)`.
-    fn read(&self, from: u64, to: u64, mut each: impl FnMut(u64, &[u8]) -> io::Result<()>) -> io::Result<()> {
+    fn read(
+        &self,
+        from: u64,
+        to: u64,
+        mut each: impl FnMut(u64, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
         let h = &self.header;
         let rs = h.record_size();
         let per = ((1 << 20) / rs).max(1) as u64;
@@ -537,9 +568,15 @@ impl Compaction {
         while i < to {
             let n = (to - i).min(per);
             let want = n as usize * rs;
-            let got = read_full(&self.file, &mut buf[..want], HEADER_LEN as u64 + i * rs as u64)?;
+            let got = read_full(
+                &self.file,
+                &mut buf[..want],
+                HEADER_LEN as u64 + i * rs as u64,
+            )?;
             if got < want {
-                return Err(io::Error::other("journal shorter than its committed records"));
+                return Err(io::Error::other(
+                    "journal shorter than its committed records",
+                ));
             }
             for k in 0..n {
                 let bytes = &buf[k as usize * rs..];
@@ -591,6 +628,7 @@ impl Compaction {
             .map_err(|e| io::Error::other(e.to_string()))?;
         let append = |w: &mut Writer, seq: u64, payload: &[u8]| {
             w.append(seq, &payload[..msg])
+                .map(|_| ())
                 .map_err(|e| io::Error::other(e.to_string()))
         };
         for (seq, payload) in &entries {
@@ -711,7 +749,10 @@ impl<T: Pod> JournalPublisher<T> {
 
     /// Whether a compaction is running or waiting to be switched in.
     pub fn is_compacting(&self) -> bool {
-        self.core.compactor.as_ref().is_some_and(|h| !h.is_finished())
+        self.core
+            .compactor
+            .as_ref()
+            .is_some_and(|h| !h.is_finished())
             || self.core.shared.ready.load(Ordering::Relaxed)
     }
 }
@@ -746,7 +787,13 @@ impl RawJournalPublisher {
         opts: &CreateOptions,
         journal: &JournalOptions,
     ) -> Result<Self, JournalCreateError> {
-        let core = Core::create(name, TypeFingerprint::bytes(msg_size), opts, journal, raw_key)?;
+        let core = Core::create(
+            name,
+            TypeFingerprint::bytes(msg_size),
+            opts,
+            journal,
+            raw_key,
+        )?;
         Ok(RawJournalPublisher { core })
     }
 

@@ -14,7 +14,8 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rustix::mm::{MapFlags, ProtFlags};
 
@@ -25,24 +26,121 @@ use super::{AppendError, JournalOpenError};
 /// `MAP_NORESERVE`). A journal cannot grow beyond it.
 const RESERVE: usize = 1 << 40;
 
-/// Appends records to one journal file. One per file, in the publisher.
-pub(crate) struct Writer {
+/// A journal file's mapping: a reserved address range into which chunks
+/// of the file are mapped as it grows. Shared by the writer and the
+/// flusher thread, which grows it ahead of the writer so that the hot path
+/// rarely pays for `fallocate` and the page faults.
+pub(crate) struct Mapping {
     file: File,
     path: PathBuf,
     base: NonNull<u8>,
-    /// Bytes of the file mapped (and allocated) from offset 0.
+    /// Bytes of the file mapped (and allocated) from offset 0. Release by
+    /// `ensure`, paired with the Acquire load in `Writer::append`.
+    mapped: AtomicUsize,
+    chunk: usize,
+    /// The writer has passed half of the last chunk.
+    wanted: AtomicBool,
+    grow: Mutex<()>,
+}
+
+// SAFETY: `base` is a reservation owned by this mapping; growth is
+// serialized by `grow`, and the bytes behind it are accessed only by the
+// writer (see `Writer`).
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+/// Appends records to one journal file. One per file, in the publisher.
+pub(crate) struct Writer {
+    map: Arc<Mapping>,
+    /// The writer's copy of `map.mapped`.
     mapped: usize,
     header: JournalHeader,
     rs: usize,
     /// Records in the valid prefix.
     count: u64,
-    chunk: usize,
 }
 
-// SAFETY: the writer owns its mapping; the raw pointer is only dereferenced
-// through `&mut self` (appends) or for bytes below `count` records, which
-// are never written again.
-unsafe impl Send for Writer {}
+impl Mapping {
+    /// Allocates and maps the file up to `end` bytes (a multiple of chunk).
+    /// From the writer, or ahead of it from the flusher.
+    fn ensure(&self, end: usize) -> Result<(), AppendError> {
+        let _g = self.grow.lock().unwrap_or_else(|e| e.into_inner());
+        let from = self.mapped.load(Ordering::Relaxed);
+        if end <= from {
+            return Ok(());
+        }
+        if end > RESERVE {
+            return Err(AppendError::Full {
+                path: self.path.clone(),
+                len: end as u64,
+            });
+        }
+        let len = end - from;
+        let io = |what: &'static str| {
+            let path = self.path.clone();
+            move |e: io::Error| AppendError::from_io(path, what, end as u64, e)
+        };
+        match rustix::fs::fallocate(
+            self.file.as_fd(),
+            rustix::fs::FallocateFlags::empty(),
+            from as u64,
+            len as u64,
+        ) {
+            Ok(()) => {}
+            Err(rustix::io::Errno::OPNOTSUPP) => {
+                // A file system without fallocate: write the zeros instead,
+                // which allocates the blocks just as well.
+                let zeros = vec![0u8; len];
+                self.file
+                    .write_all_at(&zeros, from as u64)
+                    .map_err(io("allocate"))?;
+            }
+            Err(e) => return Err(io("allocate")(e.into())),
+        }
+        // SAFETY: [base + from, base + end) lies inside our reservation
+        // (end <= RESERVE) and is not in use: MAP_FIXED replaces only our
+        // own PROT_NONE pages. The file is at least `end` bytes long now.
+        let addr = unsafe { self.base.as_ptr().add(from) };
+        // SAFETY: as above.
+        unsafe {
+            rustix::mm::mmap(
+                addr.cast(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+                self.file.as_fd(),
+                from as u64,
+            )
+        }
+        .map_err(|e| io("mmap")(e.into()))?;
+        // Best effort: take the write faults now, in one call. Kernels
+        // before 5.14 lack it; the faults then happen on first write.
+        // SAFETY: the range was just mapped read-write.
+        let _ = unsafe {
+            rustix::mm::madvise(addr.cast(), len, rustix::mm::Advice::LinuxPopulateWrite)
+        };
+        // Release, paired with the Acquire load in `Writer::append`.
+        self.mapped.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Grows by a chunk if the writer asked for it. The flusher's job;
+    /// errors are left for the writer's own `ensure` to report.
+    pub(crate) fn grow_if_wanted(&self) {
+        if self.wanted.swap(false, Ordering::Relaxed) {
+            let end = self.mapped.load(Ordering::Relaxed) + self.chunk;
+            let _ = self.ensure(end);
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the reservation is ours, and the last user has gone.
+        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), RESERVE) };
+    }
+}
 
 impl Writer {
     /// Creates a new journal file at `path` (never replacing one) with
@@ -82,7 +180,8 @@ impl Writer {
             .open(path)
             .map_err(|e| JournalOpenError::io(path, "open", e))?;
         let mut head = [0u8; HEADER_LEN];
-        let n = read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let n =
+            read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
         let header = JournalHeader::decode(&head[..n]).map_err(|e| JournalOpenError::Header {
             path: path.to_owned(),
             source: e,
@@ -122,96 +221,58 @@ impl Writer {
             )
         }
         .map_err(|e| JournalOpenError::io(path, "reserve address space", e.into()))?;
-        let mut w = Writer {
+        let map = Arc::new(Mapping {
             file,
             path: path.to_owned(),
             base: NonNull::new(base.cast()).expect("mmap returns non-null"),
-            mapped: 0,
-            header,
-            rs: header.record_size(),
-            count: 0,
+            mapped: AtomicUsize::new(0),
             chunk,
-        };
-        let len = w.file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
+            wanted: AtomicBool::new(false),
+            grow: Mutex::new(()),
+        });
+        let len = map.file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
         let want = (len.max(HEADER_LEN)).div_ceil(chunk) * chunk;
-        w.grow_to(want).map_err(|e| match e {
+        map.ensure(want).map_err(|e| match e {
             AppendError::Full { path, len } => JournalOpenError::Full { path, len },
             AppendError::Io { what, source, .. } => JournalOpenError::io(path, what, source),
             AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
         })?;
+        let w = Writer {
+            mapped: map.mapped.load(Ordering::Acquire),
+            map,
+            header,
+            rs: header.record_size(),
+            count: 0,
+        };
         Ok(w)
-    }
-
-    /// Allocates and maps the file up to `end` bytes (a multiple of chunk).
-    fn grow_to(&mut self, end: usize) -> Result<(), AppendError> {
-        if end <= self.mapped {
-            return Ok(());
-        }
-        if end > RESERVE {
-            return Err(AppendError::Full {
-                path: self.path.clone(),
-                len: end as u64,
-            });
-        }
-        let from = self.mapped;
-        let len = end - from;
-        let io = |what: &'static str| {
-            let path = self.path.clone();
-            move |e: io::Error| AppendError::from_io(path, what, end as u64, e)
-        };
-        match rustix::fs::fallocate(
-            self.file.as_fd(),
-            rustix::fs::FallocateFlags::empty(),
-            from as u64,
-            len as u64,
-        ) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::OPNOTSUPP) => {
-                // A file system without fallocate: write the zeros instead,
-                // which allocates the blocks just as well.
-                let zeros = vec![0u8; len];
-                self.file.write_all_at(&zeros, from as u64).map_err(io("allocate"))?;
-            }
-            Err(e) => return Err(io("allocate")(e.into())),
-        }
-        // SAFETY: [base + from, base + end) lies inside our reservation
-        // (end <= RESERVE) and is not in use: MAP_FIXED replaces only our
-        // own PROT_NONE pages. The file is at least `end` bytes long now.
-        let addr = unsafe { self.base.as_ptr().add(from) };
-        // SAFETY: as above.
-        unsafe {
-            rustix::mm::mmap(
-                addr.cast(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED | MapFlags::FIXED,
-                self.file.as_fd(),
-                from as u64,
-            )
-        }
-        .map_err(|e| io("mmap")(e.into()))?;
-        // Best effort: take the write faults now, in one call. Kernels
-        // before 5.14 lack it; the faults then happen on first write.
-        // SAFETY: the range was just mapped read-write.
-        let _ = unsafe {
-            rustix::mm::madvise(addr.cast(), len, rustix::mm::Advice::LinuxPopulateWrite)
-        };
-        self.mapped = end;
-        Ok(())
     }
 
     fn write_header(&mut self, bytes: &[u8; HEADER_LEN]) {
         // SAFETY: the header lies in the first mapped chunk; `&mut self`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr(), HEADER_LEN) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.map.base.as_ptr(), HEADER_LEN)
+        };
     }
 
     /// Appends record `seq` with payload `msg` (at most the message size;
     /// the rest is zero-padded). The check word is stored last.
     #[inline]
-    pub(crate) fn append(&mut self, seq: u64, msg: &[u8]) -> Result<(), AppendError> {
+    pub(crate) fn append(&mut self, seq: u64, msg: &[u8]) -> Result<bool, AppendError> {
         let at = HEADER_LEN + self.count as usize * self.rs;
-        if at + self.rs > self.mapped {
-            self.grow_to((at + self.rs).div_ceil(self.chunk) * self.chunk)?;
+        let mut wake = false;
+        if at + self.rs + self.map.chunk / 2 > self.mapped {
+            // Acquire, paired with the Release store in `Mapping::ensure`.
+            self.mapped = self.map.mapped.load(Ordering::Acquire);
+            if at + self.rs > self.mapped {
+                let chunk = self.map.chunk;
+                self.map.ensure((at + self.rs).div_ceil(chunk) * chunk)?;
+                self.mapped = self.map.mapped.load(Ordering::Acquire);
+            }
+            if at + self.rs + self.map.chunk / 2 > self.mapped
+                && !self.map.wanted.swap(true, Ordering::Relaxed)
+            {
+                wake = true;
+            }
         }
         let rs = self.rs;
         let c = format::check(seq, format::padded_words(msg, rs - 16));
@@ -219,19 +280,19 @@ impl Writer {
         // the valid prefix, so nothing in this process reads it yet; the
         // pointers stay inside it (msg.len() <= rs - 16, checked by callers).
         unsafe {
-            let rec = self.base.as_ptr().add(at);
+            let rec = self.map.base.as_ptr().add(at);
             std::ptr::copy_nonoverlapping(seq.to_le_bytes().as_ptr(), rec, 8);
             std::ptr::copy_nonoverlapping(msg.as_ptr(), rec.add(8), msg.len());
             std::ptr::write_bytes(rec.add(8 + msg.len()), 0, rs - 16 - msg.len());
         }
         // SAFETY: 8 aligned bytes inside the record: records start at 64 + a
         // multiple of rs (itself a multiple of 8) from a page-aligned base.
-        let check_word = unsafe { &*(self.base.as_ptr().add(at + rs - 8) as *const AtomicU64) };
+        let check_word = unsafe { &*(self.map.base.as_ptr().add(at + rs - 8) as *const AtomicU64) };
         // Release: the record's other bytes are stored before the check (see
         // the module invariants; a crash is what this orders against).
         check_word.store(c.to_le(), Ordering::Release);
         self.count += 1;
-        Ok(())
+        Ok(wake)
     }
 
     /// Bytes of record `index` (below the valid prefix's length).
@@ -239,7 +300,7 @@ impl Writer {
         assert!(index < self.count, "record {index} not written yet");
         let at = HEADER_LEN + index as usize * self.rs;
         // SAFETY: below `count`, so mapped and never written again.
-        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(at), self.rs) }
+        unsafe { std::slice::from_raw_parts(self.map.base.as_ptr().add(at), self.rs) }
     }
 
     /// Marks the file as replaced by a newer one at the same path.
@@ -270,15 +331,12 @@ impl Writer {
 
     /// The file, for `fdatasync` from the flusher.
     pub(crate) fn file(&self) -> &File {
-        &self.file
+        &self.map.file
     }
-}
 
-impl Drop for Writer {
-    fn drop(&mut self) {
-        // SAFETY: the reservation is ours; nothing borrows from it past the
-        // writer's life (`record` borrows `&self`).
-        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), RESERVE) };
+    /// The mapping, for the flusher to grow ahead.
+    pub(crate) fn mapping(&self) -> Arc<Mapping> {
+        Arc::clone(&self.map)
     }
 }
 

@@ -1,0 +1,212 @@
+//! The journal's performance targets (issue 5), side by side in one run,
+//! rounds interleaved:
+//! - publish cost per message, journaled vs ring-only (target: at most 2x);
+//! - bootstrap of N keyed records: a joiner reading the journal vs a plain
+//!   sequential `read` of the same file (target: at least half its speed).
+//!
+//! `cargo run --release -p shmbus --example journal_bench -- [records] [dir]`
+//! (default 10 000 000 records, journal in the system temp dir).
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use shmbus::journal::{
+    JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+};
+use shmbus::{CreateOptions, Publisher, Received};
+
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Kv {
+    key: u64,
+    val: u64,
+}
+
+impl Keyed for Kv {
+    fn key(&self) -> u64 {
+        self.key
+    }
+}
+
+const BATCH: u64 = 1000;
+const ROUNDS: usize = 5;
+
+fn kv(i: u64) -> Kv {
+    Kv {
+        key: i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 100_000,
+        val: i,
+    }
+}
+
+fn pct(h: &Histogram<u64>) -> String {
+    format!(
+        "p50 {:>6.2}  p99 {:>6.2}  p99.9 {:>6.2}  max {:>8.2}",
+        h.value_at_quantile(0.5) as f64 / 100.0,
+        h.value_at_quantile(0.99) as f64 / 100.0,
+        h.value_at_quantile(0.999) as f64 / 100.0,
+        h.max() as f64 / 100.0
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: u64 = args
+        .get(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10_000_000);
+    let dir = args
+        .get(2)
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let tag = std::process::id();
+    let journal = dir.join(format!("shmbus-journal-bench-{tag}"));
+    let (ring_name, j_name) = (
+        format!("shmbus-jbench-ring-{tag}"),
+        format!("shmbus-jbench-journal-{tag}"),
+    );
+    println!(
+        "journal bench: {n} records of 16 B (32 B journal records), journal in {}, {} CPUs",
+        dir.display(),
+        std::thread::available_parallelism().map_or(0, |p| p.get())
+    );
+    let opts = CreateOptions::new(4096).prefault(true);
+    let mut ring = Publisher::<Kv>::create(&ring_name, &opts).expect("ring bus");
+    let mut jp = JournalPublisher::<Kv>::create(&j_name, &opts, &JournalOptions::new(&journal))
+        .expect("journaled bus");
+    // Publish cost: ns per message over batches of 1000, in hundredths.
+    let mut h_ring = Histogram::<u64>::new(3).expect("histogram");
+    let mut h_j = Histogram::<u64>::new(3).expect("histogram");
+    let per_round = n / ROUNDS as u64;
+    let (mut seq_r, mut seq_j) = (0u64, 0u64);
+    let (mut t_ring, mut t_j) = (Duration::ZERO, Duration::ZERO);
+    for round in 0..ROUNDS {
+        for side in 0..2 {
+            let journaled = (side + round) % 2 == 1;
+            let start = Instant::now();
+            for _ in 0..per_round / BATCH {
+                let t = Instant::now();
+                if journaled {
+                    for _ in 0..BATCH {
+                        jp.publish(&kv(seq_j)).expect("journal publish");
+                        seq_j += 1;
+                    }
+                } else {
+                    for _ in 0..BATCH {
+                        ring.publish(&kv(seq_r));
+                        seq_r += 1;
+                    }
+                }
+                let ns100 = t.elapsed().as_nanos() as u64 * 100 / BATCH;
+                let h = if journaled { &mut h_j } else { &mut h_ring };
+                h.record(ns100.max(1)).expect("record");
+            }
+            if journaled {
+                t_j += start.elapsed();
+            } else {
+                t_ring += start.elapsed();
+            }
+        }
+    }
+    println!("\npublish cost, ns per message (batches of {BATCH}, {ROUNDS} interleaved rounds)");
+    println!(
+        "  ring only   {}  mean {:.2}",
+        pct(&h_ring),
+        t_ring.as_nanos() as f64 / seq_r as f64
+    );
+    println!(
+        "  journaled   {}  mean {:.2}",
+        pct(&h_j),
+        t_j.as_nanos() as f64 / seq_j as f64
+    );
+    let ratio = h_j.value_at_quantile(0.5) as f64 / h_ring.value_at_quantile(0.5) as f64;
+    let mean_ratio =
+        (t_j.as_nanos() as f64 / seq_j as f64) / (t_ring.as_nanos() as f64 / seq_r as f64);
+    println!(
+        "  journaled / ring-only: p50 {ratio:.2}x, mean {mean_ratio:.2}x (target <= 2x: {})",
+        if ratio <= 2.0 { "met" } else { "MISSED" }
+    );
+    jp.flush().expect("flush");
+
+    // Bootstrap: the joiner against a plain read of the same file.
+    let bytes = std::fs::metadata(&journal).map_or(0, |m| m.len());
+    println!("\nbootstrap of {seq_j} records ({} MB file incl. preallocation), {ROUNDS} interleaved rounds", bytes >> 20);
+    let mut plain = Vec::new();
+    let mut joined = Vec::new();
+    let mut folded = Vec::new();
+    for round in 0..ROUNDS {
+        for side in 0..3 {
+            match (side + round) % 3 {
+                0 => {
+                    let t = Instant::now();
+                    let mut f = std::fs::File::open(&journal).expect("open");
+                    let mut buf = vec![0u8; 1 << 20];
+                    let (mut total, mut sum) = (0usize, 0u64);
+                    loop {
+                        let k = f.read(&mut buf).expect("read");
+                        if k == 0 {
+                            break;
+                        }
+                        sum = sum.wrapping_add(u64::from(buf[k - 1]));
+                        total += k;
+                        if total as u64 >= 64 + seq_j * 32 {
+                            break;
+                        }
+                    }
+                    std::hint::black_box(sum);
+                    plain.push(t.elapsed());
+                }
+                side => {
+                    let t = Instant::now();
+                    let mut sub = JournalSubscriber::<Kv>::join(&j_name, &JoinOptions::default())
+                        .expect("join");
+                    let mut state = KeyedState::new();
+                    let mut sum = 0u64;
+                    while sub.position() < seq_j {
+                        match sub.try_recv() {
+                            Some(Received::Message(e)) => {
+                                if side == 2 {
+                                    state.apply(e.seq, e.msg);
+                                } else {
+                                    sum = sum.wrapping_add(e.msg.val);
+                                }
+                            }
+                            other => panic!("{:?}", other.map(|_| ())),
+                        }
+                    }
+                    std::hint::black_box((sum, state.len()));
+                    if side == 1 {
+                        joined.push(t.elapsed())
+                    } else {
+                        folded.push(t.elapsed())
+                    }
+                }
+            }
+        }
+    }
+    let rate = |v: &[Duration]| {
+        let mut s: Vec<f64> = v
+            .iter()
+            .map(|d| seq_j as f64 / d.as_secs_f64() / 1e6)
+            .collect();
+        s.sort_by(|a, b| a.total_cmp(b));
+        (s[s.len() / 2], s[0], s[s.len() - 1])
+    };
+    let (p, pmin, pmax) = rate(&plain);
+    let (j, jmin, jmax) = rate(&joined);
+    let (f, fmin, fmax) = rate(&folded);
+    println!("  plain read()            median {p:>7.1} M records/s ({:.2} GB/s)  min {pmin:.1}  max {pmax:.1}", p * 32.0 / 1e3);
+    println!("  join + read journal     median {j:>7.1} M records/s  min {jmin:.1}  max {jmax:.1}");
+    println!("  join + fold into state  median {f:>7.1} M records/s  min {fmin:.1}  max {fmax:.1}");
+    println!(
+        "  journal / plain read: {:.2}x (target >= 0.5x: {}); folded into a HashMap state: {:.2}x",
+        j / p,
+        if j / p >= 0.5 { "met" } else { "MISSED" },
+        f / p
+    );
+    drop(jp);
+    drop(ring);
+    let _ = shmbus::remove(&ring_name);
+    let _ = shmbus::remove(&j_name);
+    let _ = std::fs::remove_file(&journal);
+}
