@@ -15,7 +15,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{clean, create, inspect, publish, subscribe};
+use cmd::{clean, create, demo, inspect, publish, subscribe};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -44,6 +44,14 @@ enum Command {
     Rm(clean::RmArgs),
     /// Measure shmbus against the kernel's IPC mechanisms.
     Bench(bench::BenchArgs),
+    /// The seed's scenario: a journaled publisher of key/value updates, two
+    /// live subscribers and a late joiner that is killed and rejoins; prints
+    /// per-round latency and checks every subscriber ends with the
+    /// publisher's state.
+    Demo(demo::DemoArgs),
+    /// One process of the demo (run by `demo` itself).
+    #[command(hide = true)]
+    DemoChild(demo::ChildArgs),
     /// One side of a benchmark (run by `bench` itself).
     #[command(hide = true)]
     BenchChild(bench::ChildArgs),
@@ -69,6 +77,8 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Ls(args) => inspect::ls(args),
         Command::Clean(args) => clean::clean(args),
         Command::Rm(args) => clean::rm(args),
+        Command::Demo(args) => demo::run(args),
+        Command::DemoChild(args) => demo::run_child(args),
         Command::Bench(args) => bench::run(args).map_err(CliError::Runtime),
         Command::BenchChild(args) => bench::run_child(args).map_err(CliError::Runtime),
     }

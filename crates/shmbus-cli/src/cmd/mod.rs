@@ -6,6 +6,7 @@
 
 pub mod clean;
 pub mod create;
+pub mod demo;
 pub mod inspect;
 pub mod publish;
 pub mod subscribe;
