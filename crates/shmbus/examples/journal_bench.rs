@@ -163,16 +163,16 @@ fn main() {
                     let mut state = KeyedState::new();
                     let mut sum = 0u64;
                     while sub.position() < seq_j {
-                        match sub.try_recv() {
-                            Some(Received::Message(e)) => {
+                        sub.drain_ready(|r| match r {
+                            Received::Message(e) => {
                                 if side == 2 {
                                     state.apply(e.seq, e.msg);
                                 } else {
                                     sum = sum.wrapping_add(e.msg.val);
                                 }
                             }
-                            other => panic!("{:?}", other.map(|_| ())),
-                        }
+                            Received::Lagged { skipped } => panic!("lagged {skipped}"),
+                        });
                     }
                     std::hint::black_box((sum, state.len()));
                     if side == 1 {

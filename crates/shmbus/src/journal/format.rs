@@ -73,13 +73,32 @@ pub fn record_size(msg_size: u32) -> usize {
 /// zero, so zeroed space never checks.
 #[inline]
 pub fn check(seq: u64, words: impl IntoIterator<Item = u64>) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    const M: u64 = 0xbf58_476d_1ce4_e5b9;
-    let mut h = (seq ^ 0x5348_4d4a_524e_4c31).wrapping_mul(K);
+    let mut h = check_start(seq);
     for w in words {
-        h = h.rotate_left(23) ^ w.wrapping_mul(M);
+        h = check_step(h, w);
     }
-    h = (h ^ (h >> 31)).wrapping_mul(K);
+    check_finish(h)
+}
+
+const K: u64 = 0x9e37_79b9_7f4a_7c15;
+const M: u64 = 0xbf58_476d_1ce4_e5b9;
+
+/// [`check`] in parts, for writers that fold words in as they store them.
+#[inline(always)]
+pub fn check_start(seq: u64) -> u64 {
+    (seq ^ 0x5348_4d4a_524e_4c31).wrapping_mul(K)
+}
+
+/// One word of [`check`].
+#[inline(always)]
+pub fn check_step(h: u64, w: u64) -> u64 {
+    h.rotate_left(23) ^ w.wrapping_mul(M)
+}
+
+/// The end of [`check`].
+#[inline(always)]
+pub fn check_finish(h: u64) -> u64 {
+    let h = (h ^ (h >> 31)).wrapping_mul(K);
     (h ^ (h >> 29)) | 1
 }
 

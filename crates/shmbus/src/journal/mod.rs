@@ -34,7 +34,10 @@
 //! `fdatasync`s it; the publisher then copies the few records appended since
 //! that copy, renames the new file over the old one, and marks the old one
 //! SEALED (readers that still hold it open move on to the new file). The
-//! hot path pauses for the last copy and the rename only.
+//! hot path pauses for the last copy and the rename only. The compactor
+//! chases the publisher for at most four passes, so a publisher faster than
+//! the copy makes the last copy longer (a memcpy from its own mapping),
+//! never the compaction endless.
 //!
 //! # Invariants
 //! - Journal record `seq` is written (check word last) before ring slot

@@ -635,9 +635,12 @@ impl Compaction {
             append(&mut w, *seq, payload)?;
         }
         drop(entries);
-        // Copy what was appended meanwhile, until the rest is small.
+        // Copy what was appended meanwhile, until the rest is small. A
+        // publisher faster than this copy would never let it catch up, so
+        // after a few passes the rest is left to the switch, which copies
+        // it from memory at memcpy speed.
         let mut copied = self.cut;
-        loop {
+        for _ in 0..4 {
             // Acquire, paired with the Release store in `stage`.
             let now = self.shared.committed.load(Ordering::Acquire);
             self.read(copied, now, |seq, payload| append(&mut w, seq, payload))?;

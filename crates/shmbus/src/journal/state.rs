@@ -113,11 +113,18 @@ impl<T: Keyed> State<T> {
     /// Folds in everything available now; returns how many entries.
     pub fn poll(&mut self) -> Result<usize, JoinError> {
         let mut n = 0;
-        while let Some(r) = self.sub.try_recv() {
-            self.on(r)?;
-            n += 1;
+        loop {
+            let mut lagged = false;
+            let state = &mut self.state;
+            n += self.sub.drain_ready(|r| match r {
+                Received::Message(e) if !lagged => state.apply(e.seq, e.msg),
+                _ => lagged = true,
+            });
+            if !lagged {
+                return Ok(n);
+            }
+            self.on(Received::Lagged { skipped: 0 })?;
         }
-        Ok(n)
     }
 
     /// Folds in entries until sequence `seq` is in (true), or `timeout`.

@@ -275,16 +275,33 @@ impl Writer {
             }
         }
         let rs = self.rs;
-        let c = format::check(seq, format::padded_words(msg, rs - 16));
+        let words = (rs - 16) / 8;
+        let full = msg.len() / 8;
         // SAFETY: [at, at + rs) is mapped read-write (grown above) and past
-        // the valid prefix, so nothing in this process reads it yet; the
-        // pointers stay inside it (msg.len() <= rs - 16, checked by callers).
-        unsafe {
-            let rec = self.map.base.as_ptr().add(at);
-            std::ptr::copy_nonoverlapping(seq.to_le_bytes().as_ptr(), rec, 8);
-            std::ptr::copy_nonoverlapping(msg.as_ptr(), rec.add(8), msg.len());
-            std::ptr::write_bytes(rec.add(8 + msg.len()), 0, rs - 16 - msg.len());
-        }
+        // the valid prefix, so nothing in this process reads it yet. Every
+        // record offset is a multiple of 8 from a page-aligned base, so the
+        // u64 pointers are aligned; msg.len() <= rs - 16 (callers check).
+        let h = unsafe {
+            let rec = self.map.base.as_ptr().add(at).cast::<u64>();
+            rec.write(seq.to_le());
+            let mut h = format::check_start(seq);
+            // Words are stored and folded into the check in one pass, with
+            // no call to memcpy for these few bytes.
+            for i in 0..words {
+                let w = if i < full {
+                    u64::from_le_bytes(msg[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+                } else {
+                    let mut last = [0u8; 8];
+                    let from = (i * 8).min(msg.len());
+                    last[..msg.len() - from].copy_from_slice(&msg[from..]);
+                    u64::from_le_bytes(last)
+                };
+                rec.add(1 + i).write(w.to_le());
+                h = format::check_step(h, w);
+            }
+            h
+        };
+        let c = format::check_finish(h);
         // SAFETY: 8 aligned bytes inside the record: records start at 64 + a
         // multiple of rs (itself a multiple of 8) from a page-aligned base.
         let check_word = unsafe { &*(self.map.base.as_ptr().add(at + rs - 8) as *const AtomicU64) };
