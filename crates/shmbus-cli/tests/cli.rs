@@ -1182,3 +1182,142 @@ fn ls_and_stat_skip_a_fifo_instead_of_hanging() {
     shmbus(&["ls", "--dir", dir.dir()]).assert_success();
     shmbus(&["stat", &dir.bus("fifo")]).assert_error(1, "not a regular file");
 }
+
+// ---------------------------------------------------------------------------
+// Journaled buses and the demo.
+
+fn create_journaled(bus: &str, journal: &Path, capacity: u64) {
+    shmbus(&[
+        "create",
+        bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        &capacity.to_string(),
+        "--journal",
+        journal.to_str().expect("UTF-8 path"),
+    ])
+    .assert_success();
+}
+
+#[test]
+fn a_journal_gives_a_late_subscriber_every_line_once_and_stat_counts_its_records() {
+    let dir = ShmDir::new("journal");
+    let bus = dir.bus("bus");
+    let journal = dir.file("journal");
+    // 8 slots: most of the 50 lines are gone from the ring, not the journal.
+    create_journaled(&bus, &journal, 8);
+    let mut publisher = Proc::spawn(&["pub", &bus], Input::Open, None);
+    publisher
+        .stdin
+        .as_mut()
+        .expect("piped stdin")
+        .write_all(numbered_lines(1..=50).as_bytes())
+        .expect("feed pub");
+    wait_for("50 lines published", || {
+        shmbus::stat::stat(&bus).is_ok_and(|s| s.published == 50)
+    });
+    // The publisher still runs: it serves the joiner's flush request.
+    let out = shmbus(&["sub", &bus, "--bootstrap", "--timeout", "0.3"]);
+    out.assert_success();
+    let expected: String = (1..=50u64).map(|i| format!("{}\t{i}\n", i - 1)).collect();
+    assert_eq!(out.stdout(), expected);
+    assert_eq!(out.stderr, "");
+
+    let text = shmbus(&["stat", &bus]);
+    text.assert_success();
+    let line = text
+        .stdout()
+        .lines()
+        .find(|l| l.starts_with("journal:"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no journal row: {text:?}"));
+    assert!(line.contains(journal.to_str().unwrap()), "{line}");
+    assert!(line.contains("50 records"), "{line}");
+    let json = shmbus(&["stat", &bus, "--json"]).json();
+    assert_eq!(json["journal"]["records"], 50, "{json}");
+    assert!(json["journal"]["file_bytes"].as_u64() > Some(0), "{json}");
+
+    publisher.close_stdin();
+    publisher.wait().assert_success();
+}
+
+#[test]
+fn a_plain_bus_has_no_journal_to_bootstrap_from() {
+    let dir = ShmDir::new("nojournal");
+    let bus = dir.bus("bus");
+    create(&bus, 16, 8);
+    shmbus(&["sub", &bus, "--bootstrap", "--timeout", "0.1"]).assert_error(2, "has no journal");
+    assert_eq!(
+        shmbus(&["stat", &bus, "--json"]).json()["journal"],
+        Value::Null
+    );
+}
+
+#[test]
+fn a_journal_that_cannot_be_made_is_one_error_line_and_leaves_nothing_behind() {
+    let dir = ShmDir::new("badjournal");
+    let bus = dir.bus("bus");
+    let missing = dir.file("missing").join("journal");
+    shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        missing.to_str().unwrap(),
+    ])
+    .assert_error(1, "No such file or directory");
+    // A refused geometry, after the journal's path was fine.
+    let journal = dir.file("journal");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "3",
+        "--journal",
+        journal.to_str().unwrap(),
+    ]);
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
+    assert!(out.stderr.contains("power of two"), "{out:?}");
+    let left: Vec<_> = std::fs::read_dir(dir.dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+#[test]
+fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_state() {
+    let dir = ShmDir::new("demo");
+    let demo = Proc::spawn(&["demo", "--quick", "--dir", dir.dir()], Input::Null, None);
+    let pid = demo.pid();
+    let out = demo.wait();
+    out.assert_success();
+    let text = out.stdout();
+    for label in ["live-1", "live-2", "late#2"] {
+        assert!(
+            text.contains(&format!("] [{label}] avg: ")),
+            "no round line of {label}: {text}"
+        );
+        assert!(
+            text.contains(&format!("[{label}] state equal: yes")),
+            "{label} not equal: {text}"
+        );
+    }
+    assert!(text.contains("[round 1] [live-1] avg: "), "{text}");
+    assert!(text.contains("| lost: "), "{text}");
+    assert!(text.contains("journal compacted"), "{text}");
+    assert!(text.contains("[late#1] killed with SIGKILL"), "{text}");
+    assert!(!Path::new(&format!("/dev/shm/shmbus-demo-{pid}")).exists());
+    assert_eq!(
+        std::fs::read_dir(dir.dir()).unwrap().count(),
+        0,
+        "journal left behind"
+    );
+}

@@ -320,16 +320,24 @@ impl Kids {
         }
     }
 
-    /// Waits for the next line of child `i`, while nothing else is
-    /// expected from the others.
-    fn line_of(&mut self, i: usize, deadline: Instant) -> Result<String, CliError> {
-        loop {
-            if let (j, Some(line)) = self.next(deadline)? {
-                if j == i {
-                    return Ok(line);
-                }
-            }
+    /// Waits for `READY` (and what follows it on the line) from each of
+    /// `kids`, while nothing else is expected.
+    fn ready(&mut self, kids: &[usize], deadline: Instant) -> Result<Vec<String>, CliError> {
+        let mut said: Vec<Option<String>> = vec![None; kids.len()];
+        while said.iter().any(Option::is_none) {
+            let (j, line) = match self.next(deadline)? {
+                (j, Some(line)) => (j, line),
+                (_, None) => continue,
+            };
+            let Some(k) = kids.iter().position(|&i| i == j) else {
+                continue;
+            };
+            let rest = line.strip_prefix("READY").ok_or_else(|| {
+                CliError::runtime(format!("{} said {line:?}, not READY", self.list[j].label))
+            })?;
+            said[k] = Some(rest.trim().to_owned());
         }
+        Ok(said.into_iter().flatten().collect())
     }
 
     fn kill(&mut self, i: usize) -> Result<u32, CliError> {
@@ -455,26 +463,17 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         plan.kill.to_string(),
     ]);
     let publisher = kids.spawn("publisher", &publisher_args)?;
-    let ready = kids.line_of(publisher, deadline)?;
-    let first: u64 = ready
-        .strip_prefix("READY ")
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| CliError::runtime(format!("publisher said {ready:?}, not READY")))?;
+    let ready = kids.ready(&[publisher], deadline)?;
+    let first: u64 = ready[0]
+        .parse()
+        .map_err(|_| CliError::runtime(format!("publisher said READY {:?}", ready[0])))?;
     let mut sub_args = common("subscriber");
     sub_args.extend(["--first".to_string(), first.to_string()]);
     let live: Vec<usize> = ["live-1", "live-2"]
         .iter()
         .map(|label| kids.spawn(label, &sub_args))
         .collect::<Result<_, _>>()?;
-    for &i in &live {
-        let line = kids.line_of(i, deadline)?;
-        if line != "READY" {
-            return Err(CliError::runtime(format!(
-                "{} said {line:?}",
-                kids.list[i].label
-            )));
-        }
-    }
+    kids.ready(&live, deadline)?;
     if let Some(stdin) = kids.list[publisher].stdin.as_mut() {
         writeln!(stdin, "GO").map_err(|e| CliError::runtime(format!("publisher: {e}")))?;
     }
