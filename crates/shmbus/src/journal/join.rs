@@ -77,8 +77,8 @@ pub enum JoinError {
         /// The bus.
         name: String,
     },
-    /// No live publisher to serve the flush request.
-    #[error("bus has no live publisher (last pid {pid}) to flush its journal")]
+    /// The publisher died while the joiner waited for its flush.
+    #[error("the bus's publisher (pid {pid}) died before it flushed the journal")]
     PublisherGone {
         /// The last publisher's pid, from the control page.
         pid: u32,
@@ -197,6 +197,48 @@ enum Step {
     Empty,
 }
 
+/// Steps 2 and 3 of the handshake: raise a flush request and wait until
+/// the publisher has served it.
+fn flush_handshake(
+    ring: &Ring<ShmRegion>,
+    timeout: Duration,
+    alive: impl Fn(&ShmRegion) -> bool,
+) -> Result<(), JoinError> {
+    let ctl = ring.control_field(0);
+    let region = ring.region();
+    let req = region.word32(ctl + control::FLUSH_REQUEST);
+    let done = region.word32(ctl + control::FLUSH_DONE);
+    // AcqRel: Release pairs with the flusher's Acquire load (the head load
+    // before it happens before it); Acquire orders our later loads.
+    let token = req.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    wait::futex_wake_all(req);
+    let start = Instant::now();
+    loop {
+        // Acquire, paired with the flusher's Release store.
+        let d = done.load(Ordering::Acquire);
+        if (d.wrapping_sub(token) as i32) >= 0 {
+            break;
+        }
+        if !alive(region) {
+            let pid_at = ctl + control::PUBLISHER_PID;
+            return Err(JoinError::PublisherGone {
+                pid: region.word32(pid_at).load(Ordering::Relaxed),
+            });
+        }
+        let waited = start.elapsed();
+        if waited >= timeout {
+            return Err(JoinError::FlushTimeout { waited });
+        }
+        let left = timeout - waited;
+        wait::futex_wait(done, d, Some(left.min(Duration::from_millis(10))));
+    }
+    let failed = region.word32(ctl + control::FLUSH_FAILED);
+    if failed.load(Ordering::Relaxed) == token {
+        return Err(JoinError::FlushFailed);
+    }
+    Ok(())
+}
+
 /// The byte-level joining subscriber both typed and raw ones wrap.
 struct Core {
     ring: Ring<ShmRegion>,
@@ -240,43 +282,13 @@ impl Core {
         segment::register(&ring);
         // 1. The head: everything below it is in the journal already.
         let _head = ring.head();
-        // 2. The flush request.
-        let ctl = ring.control_field(0);
-        let region = ring.region();
-        let req = region.word32(ctl + control::FLUSH_REQUEST);
-        let done = region.word32(ctl + control::FLUSH_DONE);
-        // AcqRel: Release pairs with the flusher's Acquire load (the head
-        // load above happens before it); Acquire orders our later loads.
-        let token = req.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-        wait::futex_wake_all(req);
-        // 3. Wait for the flush.
-        let start = Instant::now();
-        loop {
-            // Acquire, paired with the flusher's Release store.
-            let d = done.load(Ordering::Acquire);
-            if (d.wrapping_sub(token) as i32) >= 0 {
-                break;
-            }
-            let alive = crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true);
-            if !alive {
-                let pid_at = ctl + control::PUBLISHER_PID;
-                return Err(JoinError::PublisherGone {
-                    pid: region.word32(pid_at).load(Ordering::Relaxed),
-                });
-            }
-            let waited = start.elapsed();
-            if waited >= opts.flush_timeout {
-                return Err(JoinError::FlushTimeout { waited });
-            }
-            let left = opts.flush_timeout - waited;
-            wait::futex_wait(done, d, Some(left.min(Duration::from_millis(10))));
-        }
-        if region
-            .word32(ctl + control::FLUSH_FAILED)
-            .load(Ordering::Relaxed)
-            == token
-        {
-            return Err(JoinError::FlushFailed);
+        // 2 and 3. With no live publisher nothing is appending: the file's
+        // valid prefix is the whole history, and no flush is needed.
+        let alive = |region: &ShmRegion| {
+            crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true)
+        };
+        if alive(ring.region()) {
+            flush_handshake(&ring, opts.flush_timeout, alive)?;
         }
         // 4. The journal, from its start.
         let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;

@@ -10,7 +10,10 @@
 //! 2. It raises a flush request: `FLUSH_REQUEST` += 1 (AcqRel), token `r`.
 //! 3. The publisher's flusher thread sees `r`, `fdatasync`s the journal, and
 //!    stores `FLUSH_DONE = r` (Release); the joiner waits for it (futex, with
-//!    a timeout, and `PublisherGone` if the publisher's lock is released).
+//!    a timeout, and `PublisherGone` if the publisher dies meanwhile). With
+//!    no live publisher at all, steps 2 and 3 are skipped: nothing is
+//!    appending, so the file's valid prefix is the whole history; the joiner
+//!    reads it and then waits on the ring for the next publisher.
 //! 4. The joiner reads the journal from its start, then continues on the
 //!    ring from the sequence after the last record it read.
 //!

@@ -169,28 +169,32 @@ impl Core {
             Err(e) => return Err(e.into()),
         };
         let first = writer.next_seq();
+        let remove_new = |e: JournalCreateError| {
+            if created {
+                let _ = std::fs::remove_file(&path);
+            }
+            e
+        };
         let header = Header::broadcast(
             opts.capacity(),
             msg,
             rustix::param::page_size() as u64,
             first,
         )
-        .map_err(CreateError::InvalidGeometry)?
+        .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?
         .with_journal(path.clone())
-        .map_err(|len| JournalOpenError::PathTooLong {
-            len,
-            max: crate::layout::header::JOURNAL_PATH_MAX,
-        })?;
-        let ring =
-            match segment::create_region(name, &header, opts, |r| Ring::new(r, &header).init()) {
-                Ok(region) => Ring::new(Arc::new(region), &header),
-                Err(e) => {
-                    if created {
-                        let _ = std::fs::remove_file(&path);
-                    }
-                    return Err(e.into());
+        .map_err(|len| {
+            remove_new(
+                JournalOpenError::PathTooLong {
+                    len,
+                    max: crate::layout::header::JOURNAL_PATH_MAX,
                 }
-            };
+                .into(),
+            )
+        })?;
+        let region = segment::create_region(name, &header, opts, |r| Ring::new(r, &header).init())
+            .map_err(|e| remove_new(e.into()))?;
+        let ring = Ring::new(Arc::new(region), &header);
         Ok(Core::start(
             ring,
             first,
