@@ -40,6 +40,7 @@ mod lock;
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
+pub mod mpmc;
 pub mod region;
 #[cfg(not(loom))]
 pub(crate) mod segment;
@@ -54,6 +55,9 @@ pub use broadcast::{
 };
 pub use error::{AttachError, CreateError, NameError, OpenError, TypeFingerprint};
 pub use layout::Kind;
+pub use mpmc::{
+    Abandoned, MpPublishError, MpPublisher, Publishers, RawMpPublisher, SubscriberGroup,
+};
 #[cfg(not(loom))]
 pub use region::ShmRegion;
 pub use region::{HeapRegion, Region};
