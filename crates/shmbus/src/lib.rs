@@ -37,6 +37,8 @@ pub mod layout;
 #[cfg(not(loom))]
 mod lock;
 #[cfg(all(test, loom))]
+mod loom_mpmc;
+#[cfg(all(test, loom))]
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -450,6 +450,18 @@ impl<T: Pod> MpPublisher<T, Arc<HeapRegion>> {
         MpPublisher::from_ring(self.w.ring.share())
     }
 
+    /// The claim step alone, for models of a publisher that dies.
+    #[cfg(loom)]
+    pub(crate) fn claim_for_test(&self) -> u64 {
+        self.w.ring.claim()
+    }
+
+    /// The `writing` step alone, for models of a publisher that dies.
+    #[cfg(loom)]
+    pub(crate) fn begin_for_test(&self, seq: u64) -> Result<(), Stamp> {
+        self.w.ring.begin(seq)
+    }
+
     /// A subscriber to this heap bus.
     pub fn subscribe(
         &self,
