@@ -88,7 +88,8 @@ impl From<AttachError> for CliError {
             AttachError::Open(open) => open.into(),
             AttachError::PublisherActive { .. }
             | AttachError::ProducerActive { .. }
-            | AttachError::ConsumerActive { .. } => CliError::runtime(err.to_string()),
+            | AttachError::ConsumerActive { .. }
+            | AttachError::WrongPublishers { .. } => CliError::runtime(err.to_string()),
         }
     }
 }

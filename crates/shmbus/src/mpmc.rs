@@ -23,10 +23,11 @@
 //!     claimed for longer than the unblock timeout → `abandoned(s)`;
 //!   - the claimer of `s`, finding lap `p` unfinished for longer than the
 //!     unblock timeout: that stamp → `abandoned(p)`.
+//!
 //!   So `done(s)` and `abandoned(s)` exclude each other: whichever CAS comes
 //!   first wins, and the loser learns it. A claimer whose `writing(s)` or
 //!   commit CAS fails gets [`Abandoned`] and publishes nothing; it never
-//!   overwrites a slot someone moved on.
+//!   moves a stamp someone else moved on.
 //! - Unblockers are any subscriber (which is why subscribers of a
 //!   multi-publisher bus map the data pages read-write, unlike those of a
 //!   single-publisher bus) and the claimer of the slot's next lap. A reader
@@ -763,7 +764,7 @@ mod tests {
 
     #[test]
     fn a_publisher_committing_after_its_claim_was_skipped_gets_abandoned() {
-        let mut p = MpPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
+        let p = MpPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let seq = p.w.ring.claim();
         p.w.ring.begin(seq).expect("slot free");
