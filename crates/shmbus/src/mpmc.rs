@@ -166,6 +166,7 @@ impl<R: Region> Ring<R> {
         // payload stores come after its in every word's order.
         let mut cur = stamp.load(Ordering::Acquire);
         let mut since = None;
+        let mut spins = 0u32;
         loop {
             let st = decode(cur, seq);
             if ahead(st.seq(), seq) >= 0 {
@@ -204,7 +205,14 @@ impl<R: Region> Ring<R> {
                     Err(now) => now,
                 };
             } else {
-                crate::sync::spin_loop();
+                // The unfinished lap's publisher may be descheduled: past a
+                // short spin, give it the CPU.
+                spins += 1;
+                if spins < 64 {
+                    crate::sync::spin_loop();
+                } else {
+                    crate::sync::yield_now();
+                }
                 cur = stamp.load(Ordering::Acquire);
             }
         }
