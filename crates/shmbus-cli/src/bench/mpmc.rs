@@ -89,7 +89,13 @@ fn two_publisher_processes(count: u64) -> Result<f64, String> {
     let children = (0..2)
         .map(|i| {
             Command::new(&exe)
-                .args(["bench-child", "--mechanism", CHILD, "--pattern", "throughput"])
+                .args([
+                    "bench-child",
+                    "--mechanism",
+                    CHILD,
+                    "--pattern",
+                    "throughput",
+                ])
                 .args(["--msg-size", "64", "--receivers", "2", "--index"])
                 .arg(i.to_string())
                 .args(["--token", &name, "--prefix", "mpmc", "--warmup", "0"])
