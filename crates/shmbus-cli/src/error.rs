@@ -89,7 +89,8 @@ impl From<AttachError> for CliError {
             AttachError::PublisherActive { .. }
             | AttachError::ProducerActive { .. }
             | AttachError::ConsumerActive { .. }
-            | AttachError::Journaled { .. } => CliError::runtime(err.to_string()),
+            | AttachError::Journaled { .. }
+            | AttachError::WrongPublishers { .. } => CliError::runtime(err.to_string()),
         }
     }
 }

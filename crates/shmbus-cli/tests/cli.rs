@@ -1321,3 +1321,69 @@ fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_s
         "journal left behind"
     );
 }
+
+// Many publishers.
+
+#[test]
+fn several_pub_processes_publish_to_one_bus_created_with_publishers_many() {
+    let dir = ShmDir::new("many-pubs");
+    let bus = dir.bus("bus");
+    shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "1024",
+        "--publishers",
+        "many",
+    ])
+    .assert_success();
+    // Two publishers attached at the same time, each writing its lines.
+    let mut a = Proc::spawn(&["pub", &bus], Input::Open, None);
+    let mut b = Proc::spawn(&["pub", &bus], Input::Open, None);
+    for (p, lines) in [(&mut a, &b"a1\na2\na3\n"[..]), (&mut b, &b"b1\nb2\n"[..])] {
+        p.stdin
+            .as_mut()
+            .expect("open stdin")
+            .write_all(lines)
+            .expect("write to pub");
+    }
+    a.close_stdin();
+    b.close_stdin();
+    a.wait().assert_success();
+    b.wait().assert_success();
+    let out = shmbus(&["sub", &bus, "--from", "oldest", "--count", "5"]);
+    let lines: Vec<String> = out
+        .assert_success()
+        .stdout()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let of = |p: char| -> Vec<&str> {
+        lines
+            .iter()
+            .filter(|l| l.starts_with(p))
+            .map(String::as_str)
+            .collect()
+    };
+    assert_eq!(of('a'), ["a1", "a2", "a3"]);
+    assert_eq!(of('b'), ["b1", "b2"]);
+}
+
+#[test]
+fn publishers_many_on_a_stream_is_a_usage_error() {
+    let dir = ShmDir::new("many-stream");
+    let bus = dir.bus("s");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--capacity",
+        "4096",
+        "--kind",
+        "stream",
+        "--publishers",
+        "many",
+    ]);
+    out.assert_error(2, "--publishers many applies to a broadcast bus");
+}

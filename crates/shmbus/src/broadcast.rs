@@ -25,6 +25,12 @@
 //! a seqlock makes is defined behaviour; a reader that raced a writer throws
 //! its copy away and never returns it.
 //!
+//! Multi-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
+//! protocol; their claim, commit and unblock rules are in [`crate::mpmc`],
+//! whose invariants extend the ones above. The single-publisher paths here
+//! test the mode only on their slow paths (a stamp other than the one
+//! expected), so they cost what they did before.
+//!
 //! `publish_with` gives its closure a publisher-local staging copy, not the
 //! slot itself: a plain `&mut T` into memory other processes are reading at
 //! the same moment would be a data race, and the staging copy stays in the
@@ -79,10 +85,69 @@ fn writing(seq: u64) -> u64 {
     seq.wrapping_mul(2).wrapping_add(1)
 }
 
-/// `a - b` as a signed distance; sequences within 2^62 of each other.
+/// The top stamp bit: `done(s) ^ ABANDONED_BIT` says "sequence `s` was
+/// claimed and never committed" (multi-publisher buses, see `mpmc`).
+const ABANDONED_BIT: u64 = 1 << 63;
+
 #[inline]
-fn ahead(a: u64, b: u64) -> i64 {
+pub(crate) fn writing_stamp(seq: u64) -> u64 {
+    writing(seq)
+}
+
+#[inline]
+pub(crate) fn done_stamp(seq: u64) -> u64 {
+    done(seq)
+}
+
+#[inline]
+pub(crate) fn abandoned(seq: u64) -> u64 {
+    done(seq) ^ ABANDONED_BIT
+}
+
+/// `a - b` as a signed distance; sequences within 2^61 of each other (so
+/// that a stamp's distance tells an abandoned one from the others).
+#[inline]
+pub(crate) fn ahead(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
+}
+
+/// A stamp read as the state of one sequence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stamp {
+    /// `writing(t)`: claimed (multi) or being written (single).
+    Writing(u64),
+    /// `done(t)`: complete. A new bus's stamps read as `Done(first - 1)`.
+    Done(u64),
+    /// `abandoned(t)`: claimed, never committed, skipped by an unblocker.
+    Abandoned(u64),
+}
+
+impl Stamp {
+    pub(crate) fn seq(self) -> u64 {
+        match self {
+            Stamp::Writing(t) | Stamp::Done(t) | Stamp::Abandoned(t) => t,
+        }
+    }
+}
+
+/// Decodes `stamp` as the state of the sequence nearest `near` it can name.
+/// Normal stamps of sequences within 2^61 of `near` lie within 2^62 of
+/// `done(near)`; abandoned ones, with the top bit flipped, lie at least
+/// 2^62 away, so the distance tells them apart.
+#[inline]
+pub(crate) fn decode(stamp: u64, near: u64) -> Stamp {
+    let far = ahead(stamp, done(near)).unsigned_abs() >= 1 << 62;
+    let st = if far { stamp ^ ABANDONED_BIT } else { stamp };
+    let d = ahead(st, done(near));
+    // writing(t) = done(near) + 2(t - near) - 1, done(t) = ... + 2(t - near).
+    let t = near.wrapping_add(((d + 1) >> 1) as u64);
+    if far {
+        Stamp::Abandoned(t)
+    } else if st & 1 == 1 {
+        Stamp::Writing(t)
+    } else {
+        Stamp::Done(t)
+    }
 }
 
 /// What one attempt to read a slot found.
@@ -94,6 +159,16 @@ pub(crate) enum Slot {
     Empty,
     /// Overwritten: the slot holds (or is being written with) `newer`.
     Lapped { newer: u64 },
+    /// Claimed and never committed; skipped (multi-publisher buses).
+    Abandoned,
+}
+
+/// A subscriber's memory of a claimed slot it waits on (multi-publisher
+/// buses): which sequence, and since when.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Stall {
+    pub(crate) seq: u64,
+    pub(crate) since: Option<Instant>,
 }
 
 /// The slot protocol over any region. Both sides use it; which methods a
@@ -104,6 +179,9 @@ pub(crate) struct Ring<R> {
     /// Publisher side: this process is registered for the asymmetric
     /// barrier, so `wake_sleepers` needs only a compiler fence (see `wait`).
     light_barrier: bool,
+    /// Multi-publisher buses: how long a claimed slot may stay uncommitted
+    /// before anyone may skip it (`control::UNBLOCK_NS`).
+    unblock: Duration,
 }
 
 /// The numbers a ring computes offsets from, taken from a validated header.
@@ -117,6 +195,8 @@ pub(crate) struct Geometry {
     data_offset: usize,
     control_offset: usize,
     first_seq: u64,
+    /// Header flag `MULTI_PUBLISHER`.
+    multi: bool,
 }
 
 impl Geometry {
@@ -134,6 +214,7 @@ impl Geometry {
             data_offset: h.data_offset as usize,
             control_offset: h.control_offset as usize,
             first_seq: h.first_seq,
+            multi: h.flags & crate::layout::flags::MULTI_PUBLISHER != 0,
         }
     }
 }
@@ -141,23 +222,50 @@ impl Geometry {
 impl<R: Region> Ring<R> {
     /// A ring over a region whose header has been validated (or just built).
     pub(crate) fn new(region: R, h: &Header) -> Ring<R> {
-        Ring {
-            region,
-            geo: Geometry::of(h),
-            light_barrier: false,
-        }
+        Self::with_geometry(region, Geometry::of(h))
     }
 
     pub(crate) fn with_geometry(region: R, geo: Geometry) -> Ring<R> {
+        let unblock = if geo.multi {
+            // Written by the creator before the magic, whose Acquire load
+            // every opener made.
+            let ns = region
+                .word(geo.control_offset + control::UNBLOCK_NS)
+                .load(Ordering::Relaxed);
+            Duration::from_nanos(ns)
+        } else {
+            Duration::ZERO
+        };
         Ring {
             region,
             geo,
             light_barrier: false,
+            unblock,
         }
     }
 
-    pub(crate) fn set_light_barrier(&mut self, light: bool) {
-        self.light_barrier = light;
+    /// Whether the header says multi-publisher.
+    pub(crate) fn is_multi(&self) -> bool {
+        self.geo.multi
+    }
+
+    pub(crate) fn capacity(&self) -> u64 {
+        self.geo.capacity
+    }
+
+    pub(crate) fn msg_size(&self) -> usize {
+        self.geo.msg_size
+    }
+
+    /// Publisher side: use the asymmetric barrier if this process could
+    /// register for it (see `wait`).
+    pub(crate) fn set_light_barrier(&mut self) {
+        self.light_barrier = wait::light_publisher_barrier();
+    }
+
+    /// The unblock timeout (zero on single-publisher buses).
+    pub(crate) fn unblock_timeout(&self) -> Duration {
+        self.unblock
     }
 
     pub(crate) fn geometry(&self) -> Geometry {
@@ -209,7 +317,7 @@ impl<R: Region> Ring<R> {
     }
 
     #[inline]
-    fn stamp(&self, seq: u64) -> &AtomicU64 {
+    pub(crate) fn stamp(&self, seq: u64) -> &AtomicU64 {
         self.region.word(self.slot_offset(seq))
     }
 
@@ -255,6 +363,20 @@ impl<R: Region> Ring<R> {
         // reader whose copy saw any word stored below will see at least
         // `writing(seq)` when it re-loads the stamp, and discard the copy.
         fence(Ordering::Release);
+        self.store_payload(seq, src);
+        // Release, paired with the Acquire first load of the stamp in `read`:
+        // a reader that sees `done(seq)` sees the whole payload.
+        stamp.store(done(seq), Ordering::Release);
+        // Release, paired with the Acquire cursor loads in `head`: a reader
+        // that sees the cursor past `seq` sees slot `seq` complete (or newer).
+        self.cursor().store(seq.wrapping_add(1), Ordering::Release);
+        self.wake_sleepers();
+    }
+
+    /// Copies `src` into the payload of `seq`'s slot, zero-padded. Only the
+    /// owner of the slot's odd stamp calls it.
+    #[inline]
+    pub(crate) fn store_payload(&self, seq: u64, src: &[u8]) {
         let words = self.payload(seq);
         let mut chunks = src.chunks_exact(8);
         let mut i = 0;
@@ -273,18 +395,11 @@ impl<R: Region> Ring<R> {
         for w in &words[i..] {
             w.store(0, Ordering::Relaxed);
         }
-        // Release, paired with the Acquire first load of the stamp in `read`:
-        // a reader that sees `done(seq)` sees the whole payload.
-        stamp.store(done(seq), Ordering::Release);
-        // Release, paired with the Acquire cursor loads in `head`: a reader
-        // that sees the cursor past `seq` sees slot `seq` complete (or newer).
-        self.cursor().store(seq.wrapping_add(1), Ordering::Release);
-        self.wake_sleepers();
     }
 
     /// The publisher half of the sleep protocol in `wait`.
     #[inline]
-    fn wake_sleepers(&self) {
+    pub(crate) fn wake_sleepers(&self) {
         let bell = self.region.word32(self.control(control::FUTEX));
         wait::ring(bell, self.light_barrier);
     }
@@ -327,15 +442,12 @@ impl<R: Region> Ring<R> {
     /// What a stamp other than `done(seq)` means to a reader of `seq`.
     #[inline]
     fn classify(&self, seq: u64, stamp: u64) -> Slot {
-        let d = ahead(stamp, done(seq));
-        if d < 0 {
-            // `writing(seq)` (d = -1) or an older lap: not there yet.
-            Slot::Empty
-        } else {
-            // 2t+2 or 2t+1 for some t >= seq + capacity.
-            Slot::Lapped {
-                newer: seq.wrapping_add(((d + 1) / 2) as u64),
-            }
+        match decode(stamp, seq) {
+            Stamp::Abandoned(t) if t == seq => Slot::Abandoned,
+            // Any state of t >= seq + capacity.
+            newer if ahead(newer.seq(), seq) > 0 => Slot::Lapped { newer: newer.seq() },
+            // `writing(seq)` or an older lap: not there yet.
+            _ => Slot::Empty,
         }
     }
 
@@ -368,15 +480,29 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// One step of a subscriber at `*pos`.
+    /// One step of a subscriber at `*pos` that keeps no stall memory (on a
+    /// multi-publisher bus it skips a stalled claim only with a zero
+    /// unblock timeout).
+    #[cfg_attr(not(loom), allow(dead_code))]
     #[inline]
     pub(crate) fn poll(&self, pos: &mut u64, dst: &mut [u8]) -> Poll {
+        self.poll_from(pos, &mut Stall::default(), dst)
+    }
+
+    /// One step of a subscriber at `*pos`.
+    #[inline]
+    pub(crate) fn poll_from(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Poll {
         match self.read(*pos, dst) {
             Slot::Read => {
                 *pos = pos.wrapping_add(1);
                 Poll::Message
             }
+            Slot::Empty if self.geo.multi => self.unblock(pos, stall),
             Slot::Empty => Poll::Empty,
+            Slot::Abandoned => {
+                *pos = pos.wrapping_add(1);
+                Poll::Lagged(1)
+            }
             Slot::Lapped { newer } => {
                 let to = self.oldest_after_lap(newer);
                 let skipped = to.wrapping_sub(*pos);
@@ -394,6 +520,14 @@ impl<R: Region> Ring<R> {
                 return None;
             }
             let seq = head.wrapping_sub(1);
+            if self.geo.multi {
+                // Claimed is not complete: the newest complete one may be
+                // below the cursor, or nowhere.
+                let published = head.wrapping_sub(self.geo.first_seq);
+                return (1..=published.min(self.geo.capacity))
+                    .map(|back| head.wrapping_sub(back))
+                    .find(|&s| self.read(s, dst) == Slot::Read);
+            }
             if self.read(seq, dst) == Slot::Read {
                 return Some(seq);
             }
@@ -406,6 +540,20 @@ impl<R: Region> Ring<R> {
     /// The subscriber half of the sleep protocol in `wait`: raises the
     /// sleepers flag, re-checks, sleeps if the publisher is still at `pos`.
     pub(crate) fn sleep(&self, pos: u64, timeout: Option<Duration>) {
+        let mut timeout = timeout;
+        if self.geo.multi {
+            if ahead(self.cursor().load(Ordering::Relaxed), pos) > 0 {
+                // Claimed, not committed: its publisher rings when it
+                // commits, or never (dead), so poll until the unblock.
+                crate::sync::yield_now();
+                return;
+            }
+            // A claim made after this check by a publisher that then dies
+            // rings no bell: wake four times per unblock timeout, so a
+            // sleeper notices the claim at most a quarter timeout late.
+            let nap = self.unblock / 4;
+            timeout = Some(timeout.map_or(nap, |t| t.min(nap)));
+        }
         let bell = self.region.word32(self.control(control::FUTEX));
         // `<=`, not `==`: after a publisher died between a stamp and the
         // cursor, a reader may be one past the cursor until the next one.
@@ -419,13 +567,14 @@ impl<R: Region> Ring<R> {
     pub(crate) fn poll_wait(
         &self,
         pos: &mut u64,
+        stall: &mut Stall,
         dst: &mut [u8],
         strategy: WaitStrategy,
         deadline: Option<Instant>,
     ) -> Poll {
         let mut backoff = wait::Backoff::new(strategy, deadline);
         loop {
-            match self.poll(pos, dst) {
+            match self.poll_from(pos, stall, dst) {
                 Poll::Empty => {}
                 found => return found,
             }
@@ -458,6 +607,7 @@ pub struct Publisher<T: Pod, R: Region = crate::DefaultRegion> {
 pub struct Subscriber<T: Pod, R: Region = crate::DefaultRegion> {
     pub(crate) ring: Ring<R>,
     pos: u64,
+    stall: Stall,
     wait: WaitStrategy,
     _type: PhantomData<fn() -> T>,
 }
@@ -512,6 +662,7 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
         Subscriber {
             ring,
             pos,
+            stall: Stall::default(),
             wait,
             _type: PhantomData,
         }
@@ -522,10 +673,11 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
     #[inline]
     pub fn try_recv(&mut self) -> Option<Received<T>> {
         let mut msg = T::zeroed();
-        match self
-            .ring
-            .poll(&mut self.pos, bytemuck::bytes_of_mut(&mut msg))
-        {
+        match self.ring.poll_from(
+            &mut self.pos,
+            &mut self.stall,
+            bytemuck::bytes_of_mut(&mut msg),
+        ) {
             Poll::Message => Some(Received::Message(msg)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -547,6 +699,7 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
         let mut msg = T::zeroed();
         match self.ring.poll_wait(
             &mut self.pos,
+            &mut self.stall,
             bytemuck::bytes_of_mut(&mut msg),
             self.wait,
             deadline,
@@ -597,7 +750,7 @@ impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
 
     #[doc(hidden)]
     pub fn on_heap_from(capacity: u64, first_seq: u64) -> Result<Self, crate::error::CreateError> {
-        let ring = heap_ring(capacity, TypeFingerprint::of::<T>(), first_seq)?;
+        let ring = heap_ring(capacity, TypeFingerprint::of::<T>(), first_seq, None)?;
         Ok(Publisher::from_parts(ring, first_seq))
     }
 
@@ -608,17 +761,23 @@ impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
     }
 }
 
-/// A ring on the heap, built as `create` builds one in /dev/shm.
-fn heap_ring(
+/// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`
+/// makes it a multi-publisher ring with that unblock timeout.
+pub(crate) fn heap_ring(
     capacity: u64,
     msg: TypeFingerprint,
     first_seq: u64,
+    unblock: Option<Duration>,
 ) -> Result<Ring<Arc<HeapRegion>>, crate::error::CreateError> {
     // A small page: the heap ring needs no mprotect, and loom models
     // every word of the region.
-    let header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
+    let mut header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
         .map_err(crate::error::CreateError::InvalidGeometry)?;
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
+    if let Some(unblock) = unblock {
+        header.flags |= crate::layout::flags::MULTI_PUBLISHER;
+        crate::mpmc::init_control(&*region, &header, unblock);
+    }
     header.write(&*region);
     let ring = Ring::new(region, &header);
     ring.init();
@@ -631,7 +790,7 @@ impl RawPublisher<Arc<HeapRegion>> {
     /// process.
     pub fn on_heap(msg_size: u32, capacity: u64) -> Result<Self, crate::error::CreateError> {
         Ok(RawPublisher::from_parts(
-            heap_ring(capacity, TypeFingerprint::bytes(msg_size), 0)?,
+            heap_ring(capacity, TypeFingerprint::bytes(msg_size), 0, None)?,
             0,
         ))
     }
@@ -640,6 +799,13 @@ impl RawPublisher<Arc<HeapRegion>> {
     pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> RawSubscriber<Arc<HeapRegion>> {
         let ring = Ring::with_geometry(Arc::clone(self.ring.region()), self.ring.geometry());
         RawSubscriber::from_parts(ring, start, wait)
+    }
+}
+
+impl Ring<Arc<HeapRegion>> {
+    /// Another handle on the same heap ring.
+    pub(crate) fn share(&self) -> Self {
+        Ring::with_geometry(Arc::clone(&self.region), self.geo)
     }
 }
 
@@ -706,6 +872,7 @@ impl<R: Region> RawPublisher<R> {
 pub struct RawSubscriber<R: Region = crate::DefaultRegion> {
     pub(crate) ring: Ring<R>,
     pos: u64,
+    stall: Stall,
     wait: WaitStrategy,
     buf: Vec<u8>,
 }
@@ -717,6 +884,7 @@ impl<R: Region> RawSubscriber<R> {
         RawSubscriber {
             ring,
             pos,
+            stall: Stall::default(),
             wait,
             buf,
         }
@@ -724,7 +892,10 @@ impl<R: Region> RawSubscriber<R> {
 
     /// As [`Subscriber::try_recv`]; the message borrows an internal buffer.
     pub fn try_recv(&mut self) -> Option<Received<&[u8]>> {
-        match self.ring.poll(&mut self.pos, &mut self.buf) {
+        match self
+            .ring
+            .poll_from(&mut self.pos, &mut self.stall, &mut self.buf)
+        {
             Poll::Message => Some(Received::Message(&self.buf)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -734,10 +905,13 @@ impl<R: Region> RawSubscriber<R> {
     /// As [`Subscriber::recv_timeout`]; a `None` timeout waits forever.
     pub fn recv_timeout(&mut self, timeout: Option<Duration>) -> Option<Received<&[u8]>> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        match self
-            .ring
-            .poll_wait(&mut self.pos, &mut self.buf, self.wait, deadline)
-        {
+        match self.ring.poll_wait(
+            &mut self.pos,
+            &mut self.stall,
+            &mut self.buf,
+            self.wait,
+            deadline,
+        ) {
             Poll::Message => Some(Received::Message(&self.buf)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,

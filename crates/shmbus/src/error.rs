@@ -243,6 +243,15 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
+    /// A single-publisher bus opened by a multi-publisher one, or the other
+    /// way round (the header's `MULTI_PUBLISHER` flag).
+    #[error("bus is {found}, a {expected} publisher cannot attach to it")]
+    WrongPublishers {
+        /// The bus's mode.
+        found: crate::mpmc::Publishers,
+        /// The mode of the publisher that tried.
+        expected: crate::mpmc::Publishers,
+    },
     /// Another live process produces into this stream.
     #[error("stream already has a live producer (pid {pid})")]
     ProducerActive {

@@ -51,7 +51,7 @@ pub mod header {
     pub const KIND: usize = 12;
     /// u32: the creator's page size; control and data offsets are multiples.
     pub const PAGE_SIZE: usize = 16;
-    /// u32: flags: bit 0 [`super::flags::JOURNALED`]; other bits zero.
+    /// u32: flags, see [`super::flags`].
     pub const FLAGS: usize = 20;
     /// u64: byte offset of the control page.
     pub const CONTROL_OFFSET: usize = 24;
@@ -89,10 +89,15 @@ pub mod header {
     pub const JOURNAL_PATH_MAX: usize = 256;
 }
 
-/// Bits of the header's flags word.
+/// Bits of the header's `flags` word.
 pub mod flags {
     /// The bus has a journal; its path is in the header.
     pub const JOURNALED: u32 = 1;
+    /// Set at creation for a bus written by `MpPublisher`s (claims with
+    /// fetch_add, commits with CAS); clear for a single-publisher bus.
+    pub const MULTI_PUBLISHER: u32 = 1 << 1;
+    /// Set at creation for a bus backed by huge pages.
+    pub const HUGE_PAGES: u32 = 1 << 2;
 }
 
 /// Byte offsets in the control page, relative to `control_offset`.
@@ -103,6 +108,9 @@ pub mod control {
     pub const EPOCH: usize = 64;
     /// u32: pid of the current (or last) publisher.
     pub const PUBLISHER_PID: usize = 128;
+    /// u64: multi-publisher buses only: the unblock timeout in ns, written
+    /// once by the creator before the magic, read by every party.
+    pub const UNBLOCK_NS: usize = 192;
     /// u32: futex word. Bit 0: a subscriber may be asleep (set by sleepers,
     /// cleared by the publisher when it wakes them); bits 1..31: a wake
     /// counter the publisher bumps by 2 on every wake.

@@ -39,9 +39,12 @@ pub mod layout;
 #[cfg(not(loom))]
 mod lock;
 #[cfg(all(test, loom))]
+mod loom_mpmc;
+#[cfg(all(test, loom))]
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
+pub mod mpmc;
 pub mod region;
 #[cfg(not(loom))]
 pub(crate) mod segment;
@@ -61,6 +64,9 @@ pub use journal::{
     State,
 };
 pub use layout::Kind;
+pub use mpmc::{
+    Abandoned, MpPublishError, MpPublisher, Publishers, RawMpPublisher, SubscriberGroup,
+};
 #[cfg(not(loom))]
 pub use region::ShmRegion;
 pub use region::{HeapRegion, Region};

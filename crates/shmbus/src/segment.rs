@@ -33,6 +33,7 @@ pub struct CreateOptions {
     prefault: bool,
     mlock: bool,
     first_seq: u64,
+    unblock: Duration,
 }
 
 impl CreateOptions {
@@ -44,6 +45,7 @@ impl CreateOptions {
             prefault: false,
             mlock: false,
             first_seq: 0,
+            unblock: crate::mpmc::DEFAULT_UNBLOCK,
         }
     }
     /// File mode; 0o600 (owner only) unless asked. 0o660 lets the group in.
@@ -68,7 +70,13 @@ impl CreateOptions {
     pub(crate) fn mode_bits(&self) -> u32 {
         self.mode
     }
-    pub(crate) fn first_sequence_value(&self) -> u64 {
+    /// Multi-publisher buses: how long a claimed slot may stay uncommitted
+    /// (its publisher died, or stalled) before it is skipped (default 1 s).
+    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
+        self.unblock = timeout;
+        self
+    }
+    pub(crate) fn first_seq(&self) -> u64 {
         self.first_seq
     }
     /// Starts the sequence at `first` instead of 0 (to test the wrap).
@@ -106,6 +114,10 @@ impl OpenOptions {
     pub fn start(mut self, start: Start) -> Self {
         self.start = start;
         self
+    }
+    /// The start set with [`OpenOptions::start`].
+    pub fn start_position(&self) -> Start {
+        self.start
     }
     /// The wait strategy set with [`OpenOptions::wait`].
     pub fn wait_strategy(&self) -> WaitStrategy {
@@ -197,12 +209,17 @@ pub(crate) fn create_region(
     }
 }
 
-fn create_ring(
+pub(crate) fn create_ring(
     name: &str,
     header: &Header,
     opts: &CreateOptions,
 ) -> Result<Ring<ShmRegion>, CreateError> {
-    let region = create_region(name, header, opts, |r| Ring::new(r, header).init())?;
+    let region = create_region(name, header, opts, |r| {
+        if header.flags & crate::layout::flags::MULTI_PUBLISHER != 0 {
+            crate::mpmc::init_control(r, header, opts.unblock);
+        }
+        Ring::new(r, header).init()
+    })?;
     Ok(Ring::new(region, header))
 }
 
@@ -315,13 +332,24 @@ pub(crate) fn open_checked(
     Ok((region, header))
 }
 
-fn open_ring(
+pub(crate) fn open_ring(
     name: &str,
     role: Role,
     msg: Option<&TypeFingerprint>,
     opts: &OpenOptions,
 ) -> Result<Ring<ShmRegion>, OpenError> {
     let (region, header) = open_checked(name, role, Kind::Broadcast, msg, opts)?;
+    if role == Role::Subscriber && header.flags & crate::layout::flags::MULTI_PUBLISHER != 0 {
+        // Subscribers of a multi-publisher bus may skip an abandoned claim,
+        // a CAS on its stamp (see `mpmc`).
+        let data = header.data_offset as usize;
+        region
+            .protect(data, header.total_len as usize - data, Access::ReadWrite)
+            .map_err(|source| OpenError::Io {
+                what: "mprotect",
+                source,
+            })?;
+    }
     Ok(Ring::new(region, &header))
 }
 
@@ -366,6 +394,12 @@ fn attach_ring(
         return Err(AttachError::Journaled { path });
     }
     let ring = Ring::new(region, &header);
+    if ring.is_multi() {
+        return Err(AttachError::WrongPublishers {
+            found: crate::mpmc::Publishers::Many,
+            expected: crate::mpmc::Publishers::One,
+        });
+    }
     let pid_field = ring.control_field(control::PUBLISHER_PID);
     take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
         .map_err(|pid| AttachError::PublisherActive { pid })?;

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 pub mod clock;
 pub mod counters;
 pub mod mech;
+pub mod mpmc;
 pub mod pattern;
 pub mod plot;
 pub mod report;
@@ -86,6 +87,10 @@ pub struct BenchArgs {
     /// List the mechanisms and exit.
     #[arg(long)]
     pub list: bool,
+    /// Only the many-publishers and subscriber-group table (it also runs,
+    /// first, whenever shmbus is among the mechanisms).
+    #[arg(long)]
+    pub mpmc: bool,
 }
 
 /// Arguments of the hidden `shmbus bench-child`: one receiver.
@@ -152,6 +157,9 @@ pub fn run_child(args: &ChildArgs) -> Result<(), String> {
         pin(cpu)?;
     }
     mech::set_deadline(BLOCK_LIMIT);
+    if args.mechanism == mpmc::CHILD {
+        return mpmc::run_publisher_child(&args.token, args.count);
+    }
     let m = find(&args.mechanism)?;
     let clock = clock::Source::parse(&args.clock).ok_or("bad clock")?;
     let spec = ChannelSpec {
@@ -477,6 +485,14 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Some(c) => c.clone(),
         None => allowed_cpus().into_iter().take(2).collect(),
     };
+    if args.mpmc || mechanisms.iter().any(|m| m.name() == "shmbus") {
+        // Before pinning: the two publisher processes (and threads) must be
+        // free to run on two CPUs.
+        mpmc::print(&mpmc::run(args.quick)?);
+        if args.mpmc {
+            return Ok(());
+        }
+    }
     counters::ensure_tracefs();
     let clock = clock::Source::detect();
     let ticks_per_ns = clock.calibrate(Duration::from_millis(200));

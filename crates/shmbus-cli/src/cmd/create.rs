@@ -46,6 +46,23 @@ pub struct CreateArgs {
     /// journal there is continued.
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
+    /// A broadcast bus: one publisher at a time, or many `shmbus pub`
+    /// processes at once (claims by fetch_add, see the library's `mpmc`).
+    #[arg(long, value_enum, default_value_t = PublisherCount::One)]
+    pub publishers: PublisherCount,
+    /// With `--publishers many`: milliseconds a claimed message may stay
+    /// unwritten (its publisher died) before subscribers skip it.
+    #[arg(long, value_name = "MS", default_value_t = 1000)]
+    pub unblock_ms: u64,
+}
+
+/// `--publishers`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PublisherCount {
+    /// One publisher at a time.
+    One,
+    /// Any number of publishers at once.
+    Many,
 }
 
 /// `--kind`.
@@ -80,7 +97,23 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
              nothing to bootstrap from (see `shmbus create --help`)",
         ));
     }
+    let many = args.publishers == PublisherCount::Many;
+    if many && args.kind == BusKind::Stream {
+        return Err(CliError::usage(
+            "--publishers many applies to a broadcast bus; a stream has one producer",
+        ));
+    }
+    if many && args.journal.is_some() {
+        return Err(CliError::usage(
+            "--journal needs one publisher: the journal's order is the publisher's \
+             (see `shmbus create --help`)",
+        ));
+    }
     match (args.kind, args.msg_size) {
+        (BusKind::Broadcast, Some(msg_size)) if many => {
+            let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
+            shmbus::RawMpPublisher::create(&args.name, msg_size, &opts)?;
+        }
         (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
             Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,
             None => {

@@ -62,6 +62,21 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                     .map_err(|e| CliError::runtime(format!("line {number}: {e}")))
             })
         }
+        Err(AttachError::WrongPublishers { .. }) => {
+            // A multi-publisher bus: any number of `shmbus pub` at once.
+            let mut publisher = shmbus::RawMpPublisher::attach(&args.name, &opts)?;
+            let max = publisher.msg_size();
+            publish_lines(io::stdin().lock(), max, BUS, |line, number| {
+                publisher.publish(line).map(drop).map_err(|e| match e {
+                    shmbus::MpPublishError::TooLong { .. } => {
+                        CliError::usage(format!("line {number}: {e}"))
+                    }
+                    shmbus::MpPublishError::Abandoned(_) => {
+                        CliError::runtime(format!("line {number}: {e}"))
+                    }
+                })
+            })
+        }
         Err(AttachError::Open(OpenError::WrongKind {
             found: Kind::Stream,
             ..

@@ -12,7 +12,7 @@ use bytemuck::Pod;
 use super::format::{self, JournalHeader, HEADER_LEN};
 use super::writer::read_full;
 use super::JournalOpenError;
-use crate::broadcast::{Poll, Received, Ring};
+use crate::broadcast::{Poll, Received, Ring, Stall};
 use crate::error::{OpenError, TypeFingerprint};
 use crate::layout::{control, lock_byte};
 use crate::region::{Region, ShmRegion};
@@ -319,8 +319,13 @@ impl Core {
             }
             let mut pos = self.next;
             let found = if block {
-                self.ring
-                    .poll_wait(&mut pos, &mut self.buf, self.wait, deadline)
+                self.ring.poll_wait(
+                    &mut pos,
+                    &mut Stall::default(),
+                    &mut self.buf,
+                    self.wait,
+                    deadline,
+                )
             } else {
                 self.ring.poll(&mut pos, &mut self.buf)
             };

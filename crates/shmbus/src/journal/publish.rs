@@ -160,7 +160,7 @@ impl Core {
                 let h = JournalHeader {
                     msg_size: msg.size,
                     type_hash: msg.name_hash,
-                    base: opts.first_sequence_value(),
+                    base: opts.first_seq(),
                     snapshot: 0,
                     sealed: false,
                 };
@@ -257,7 +257,7 @@ impl Core {
         chunk: usize,
         key_of: fn(&[u8]) -> u64,
     ) -> Core {
-        ring.set_light_barrier(wait::light_publisher_barrier());
+        ring.set_light_barrier();
         let file = writer
             .file()
             .try_clone()

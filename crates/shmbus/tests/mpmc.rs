@@ -1,0 +1,293 @@
+//! Many publishers on one bus between real processes: one total order, each
+//! publisher's messages in its own order, no torn message, exact
+//! accounting; a publisher killed between claim and commit costs each
+//! subscriber exactly one skipped slot, reported within the unblock
+//! timeout; subscriber groups; the mode in the header.
+//!
+//! Each child is this test binary run again (see `common`); its entry is an
+//! `as_child_*` test that does nothing unless `SHMBUS_CHILD_ROLE` names it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{is_child, param, print_ready, print_result, spawn_child, BusName, Watched};
+use shmbus::mpmc::HookPoint;
+use shmbus::{
+    AttachError, CreateOptions, MpPublisher, OpenOptions, Publisher, Publishers, Received, Start,
+    Subscriber, SubscriberGroup, WaitStrategy,
+};
+
+/// Publisher id, its own sequence, a check word over both, and padding.
+type Msg = [u64; 4];
+
+fn message(id: u64, seq: u64) -> Msg {
+    [id, seq, common::splitmix(id << 40 ^ seq), !seq]
+}
+
+fn is_whole(m: &Msg) -> bool {
+    m[2] == common::splitmix(m[0] << 40 ^ m[1]) && m[3] == !m[1]
+}
+
+const ENTRY_PUB: &str = "as_child_publish_as_one_of_many";
+const ENTRY_SUB: &str = "as_child_subscribe_to_many_publishers";
+
+fn as_child_publish_as_one_of_many() {
+    if !is_child("mp_pub") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let id: u64 = param("SHMBUS_ID");
+    let count: u64 = param("SHMBUS_COUNT");
+    let stop: String = param("SHMBUS_STOP");
+    let mut p = MpPublisher::<Msg>::attach(&name, &OpenOptions::default()).expect("attach");
+    fn hang(_seq: u64) {
+        print_ready();
+        common::idle_until_killed();
+    }
+    match stop.as_str() {
+        "claim" => p.set_stop_hook(HookPoint::AfterClaim, count, hang),
+        "begin" => p.set_stop_hook(HookPoint::AfterBegin, count, hang),
+        _ => {}
+    }
+    let mut abandoned = 0u64;
+    for i in 0..count {
+        if p.publish(&message(id, i)).is_err() {
+            abandoned += 1;
+        }
+    }
+    if stop != "none" {
+        p.publish(&message(id, count))
+            .expect("the hook stops this publish");
+        unreachable!("the hook never returns");
+    }
+    print_result(&[
+        ("published", count.to_string()),
+        ("abandoned", abandoned.to_string()),
+    ]);
+}
+
+#[test]
+fn as_child_publish_as_one_of_many_entry() {
+    as_child_publish_as_one_of_many();
+}
+
+fn as_child_subscribe_to_many_publishers() {
+    if !is_child("mp_sub") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let total: u64 = param("SHMBUS_TOTAL");
+    let publishers: usize = param("SHMBUS_PUBLISHERS");
+    let mut s = Subscriber::<Msg>::open(&name, &OpenOptions::default()).expect("open");
+    let start = s.position();
+    print_ready();
+    let mut next = vec![0u64; publishers + 1];
+    let (mut delivered, mut skipped, mut lags) = (0u64, 0u64, Vec::new());
+    while s.position().wrapping_sub(start) < total {
+        let began = Instant::now();
+        match s.recv() {
+            Received::Message(m) => {
+                assert!(is_whole(&m), "torn message {m:?}");
+                let id = m[0] as usize;
+                assert!(
+                    m[1] >= next[id],
+                    "publisher {id}: {} after {}",
+                    m[1],
+                    next[id]
+                );
+                next[id] = m[1] + 1;
+                delivered += 1;
+            }
+            Received::Lagged { skipped: n } => {
+                skipped += n;
+                lags.push(format!("{n}@{}ms", began.elapsed().as_millis()));
+            }
+        }
+    }
+    print_result(&[
+        ("delivered", delivered.to_string()),
+        ("skipped", skipped.to_string()),
+        ("lags", format!("[{}]", lags.join(","))),
+        (
+            "longest_lag_wait_ms",
+            lags.iter()
+                .filter_map(|l| l.split('@').nth(1)?.trim_end_matches("ms").parse().ok())
+                .max()
+                .unwrap_or(0u64)
+                .to_string(),
+        ),
+    ]);
+}
+
+#[test]
+fn as_child_subscribe_to_many_publishers_entry() {
+    as_child_subscribe_to_many_publishers();
+}
+
+fn spawn_publisher(bus: &BusName, id: u64, count: u64, stop: &str) -> Watched {
+    spawn_child(
+        &format!("{ENTRY_PUB}_entry"),
+        "mp_pub",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_ID", id.to_string()),
+            ("SHMBUS_COUNT", count.to_string()),
+            ("SHMBUS_STOP", stop.to_owned()),
+        ],
+    )
+}
+
+fn spawn_subscriber(bus: &BusName, total: u64, publishers: usize) -> Watched {
+    let mut s = spawn_child(
+        &format!("{ENTRY_SUB}_entry"),
+        "mp_sub",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_TOTAL", total.to_string()),
+            ("SHMBUS_PUBLISHERS", publishers.to_string()),
+        ],
+    );
+    s.wait_ready();
+    s
+}
+
+/// Messages per publisher (override with `SHMBUS_MP_COUNT`).
+fn mp_count() -> u64 {
+    std::env::var("SHMBUS_MP_COUNT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000)
+}
+
+#[test]
+fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_fully_accounted() {
+    let bus = BusName::new("mp4");
+    let count = mp_count();
+    // A long unblock timeout: no publisher here dies, so none may be
+    // skipped, even one descheduled on a loaded machine.
+    let opts = CreateOptions::new(1 << 12).unblock_timeout(Duration::from_secs(30));
+    let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
+    let subs: Vec<_> = (0..2)
+        .map(|_| spawn_subscriber(&bus, 4 * count, 4))
+        .collect();
+    let pubs: Vec<_> = (1..=4)
+        .map(|id| spawn_publisher(&bus, id, count, "none"))
+        .collect();
+    for p in pubs {
+        let r = p.wait_success().result();
+        assert_eq!(r.get::<u64>("published"), count);
+        assert_eq!(r.get::<u64>("abandoned"), 0);
+    }
+    for s in subs {
+        let r = s.wait_success().result();
+        let (delivered, skipped): (u64, u64) = (r.get("delivered"), r.get("skipped"));
+        assert_eq!(delivered + skipped, 4 * count, "delivered + skipped");
+        assert!(delivered > 0);
+    }
+    drop(creator);
+    bus.finish();
+}
+
+#[test]
+fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one_skipped_slot() {
+    let bus = BusName::new("mpkill");
+    let unblock = Duration::from_millis(200);
+    let opts = CreateOptions::new(1 << 12).unblock_timeout(unblock);
+    let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
+    let (before, after) = (100u64, 1000u64);
+    // Two victims (one stopped right after its fetch_add, one after its
+    // `writing` stamp), each with `before` messages and one dead claim,
+    // then two survivors with `after` messages each.
+    let total = 2 * (before + 1) + 2 * after;
+    let subs: Vec<_> = (0..2).map(|_| spawn_subscriber(&bus, total, 4)).collect();
+    for (id, stop) in [(1, "claim"), (2, "begin")] {
+        let mut victim = spawn_publisher(&bus, id, before, stop);
+        victim.wait_ready();
+        let f = victim.kill();
+        assert_eq!(f.signal(), Some(libc::SIGKILL), "{}", f.output());
+    }
+    let survivors: Vec<_> = (3..=4)
+        .map(|id| spawn_publisher(&bus, id, after, "none"))
+        .collect();
+    for p in survivors {
+        let r = p.wait_success().result();
+        assert_eq!(r.get::<u64>("abandoned"), 0);
+    }
+    for s in subs {
+        let r = s.wait_success().result();
+        assert_eq!(r.get::<u64>("skipped"), 2, "lags {:?}", r.raw("lags"));
+        assert_eq!(r.get::<u64>("delivered"), total - 2);
+        // A sleeper notices a claim at most a quarter timeout late, then
+        // waits out the timeout; the margin is for a loaded machine.
+        let waited = Duration::from_millis(r.get("longest_lag_wait_ms"));
+        assert!(
+            waited < unblock + unblock / 4 + Duration::from_secs(2),
+            "a subscriber waited {waited:?} on a dead claim ({:?})",
+            r.raw("lags")
+        );
+    }
+    drop(creator);
+    bus.finish();
+}
+
+#[test]
+fn a_subscriber_group_on_a_bus_delivers_what_independent_subscribers_would() {
+    let bus = BusName::new("group");
+    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(8)).expect("create");
+    let opts = OpenOptions::default()
+        .start(Start::Oldest)
+        .wait(WaitStrategy::BusySpin);
+    let mut group = SubscriberGroup::<u64, 4>::open(bus.name(), &opts).expect("group");
+    let mut alone: Vec<_> = (0..4)
+        .map(|_| Subscriber::<u64>::open(bus.name(), &opts).expect("open"))
+        .collect();
+    for round in 0..4u64 {
+        // 3, then 13 (a lap), ... messages between reads.
+        for i in 0..(3 + 10 * (round % 2)) {
+            p.publish(&(round * 100 + i));
+        }
+        loop {
+            let g = group.try_recv();
+            for a in alone.iter_mut() {
+                assert_eq!(a.try_recv(), g);
+            }
+            assert!(group.positions().iter().all(|&c| c == alone[0].position()));
+            if g.is_none() {
+                break;
+            }
+        }
+    }
+    drop(p);
+    bus.finish();
+}
+
+#[test]
+fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
+    let single = BusName::new("single");
+    let multi = BusName::new("multi");
+    let _p = Publisher::<u64>::create(single.name(), &CreateOptions::new(8)).expect("create");
+    let _m = MpPublisher::<u64>::create(multi.name(), &CreateOptions::new(8)).expect("create");
+    let open = OpenOptions::default();
+    match MpPublisher::<u64>::attach(single.name(), &open) {
+        Err(AttachError::WrongPublishers { found, expected }) => {
+            assert_eq!((found, expected), (Publishers::One, Publishers::Many));
+        }
+        other => panic!("expected WrongPublishers, got {:?}", other.err()),
+    }
+    match Publisher::<u64>::attach(multi.name(), &open) {
+        Err(e @ AttachError::WrongPublishers { .. }) => {
+            assert_eq!(
+                e.to_string(),
+                "bus is multi-publisher, a single-publisher publisher cannot attach to it"
+            );
+        }
+        other => panic!("expected WrongPublishers, got {:?}", other.err()),
+    }
+    // A second multi publisher in this process attaches beside the first.
+    let mut second = MpPublisher::<u64>::attach(multi.name(), &open).expect("attach");
+    assert_eq!(second.publish(&1), Ok(0));
+    drop((_p, _m, second));
+    single.finish();
+    multi.finish();
+}
