@@ -261,18 +261,14 @@ impl Writer {
         let at = HEADER_LEN + self.count as usize * self.rs;
         let mut wake = false;
         if at + self.rs + self.map.chunk / 2 > self.mapped {
-            // Acquire, paired with the Release store in `Mapping::ensure`.
-            self.mapped = self.map.mapped.load(Ordering::Acquire);
-            if at + self.rs > self.mapped {
-                let chunk = self.map.chunk;
-                self.map.ensure((at + self.rs).div_ceil(chunk) * chunk)?;
-                self.mapped = self.map.mapped.load(Ordering::Acquire);
-            }
-            if at + self.rs + self.map.chunk / 2 > self.mapped
-                && !self.map.wanted.swap(true, Ordering::Relaxed)
-            {
-                wake = true;
-            }
+            wake = self.refresh(at)?;
+        }
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is only a hint; it never faults, even on an
+        // address that is not mapped.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+            _mm_prefetch::<_MM_HINT_ET0>(self.map.base.as_ptr().wrapping_add(at + 2048).cast());
         }
         let rs = self.rs;
         let words = (rs - 16) / 8;
@@ -310,6 +306,25 @@ impl Writer {
         check_word.store(c.to_le(), Ordering::Release);
         self.count += 1;
         Ok(wake)
+    }
+
+    /// The slow part of an append: the flusher may have mapped more; if
+    /// not, grow now; ask the flusher to grow ahead (true: wake it).
+    #[cold]
+    fn refresh(&mut self, at: usize) -> Result<bool, AppendError> {
+        // Acquire, paired with the Release store in `Mapping::ensure`.
+        self.mapped = self.map.mapped.load(Ordering::Acquire);
+        let chunk = self.map.chunk;
+        if at + self.rs > self.mapped {
+            self.map.ensure((at + self.rs).div_ceil(chunk) * chunk)?;
+            self.mapped = self.map.mapped.load(Ordering::Acquire);
+        }
+        let short = at + self.rs + chunk / 2 > self.mapped;
+        if short && !self.map.wanted.load(Ordering::Relaxed) {
+            self.map.wanted.store(true, Ordering::Relaxed);
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// Bytes of record `index` (below the valid prefix's length).
