@@ -5,6 +5,25 @@
 //! whose header names that file. A subscriber that starts late
 //! ([`JournalSubscriber::join`]) reads the file first and the ring after.
 //!
+//! ```no_run
+//! use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+//!
+//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Tick { key: u64, val: u64 }
+//! impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
+//!
+//! let mut publisher = JournalPublisher::<Tick>::create(
+//!     "ticks", &shmbus::CreateOptions::new(4096), &JournalOptions::new("/var/lib/app/ticks.journal"))?;
+//! publisher.publish(&Tick { key: 1, val: 42 })?;
+//! publisher.compact_after(Some(1_000_000));
+//!
+//! let mut state = State::<Tick>::join("ticks", &JoinOptions::default())?;
+//! state.poll()?;
+//! println!("{} keys, key 1 = {:?}", state.state().len(), state.state().get(1).map(|t| t.val));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # The handshake (DESIGN.md "Journal", from the seed article)
 //! 1. The joiner opens the bus and takes the head `H` (Acquire).
 //! 2. It raises a flush request: `FLUSH_REQUEST` += 1 (AcqRel), token `r`.
