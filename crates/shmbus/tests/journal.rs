@@ -36,6 +36,23 @@ fn kv(i: u64, keys: u64) -> Kv {
     }
 }
 
+/// A journaled bus named for `label` with its journal at `dir/j`, and the
+/// two guards that remove them.
+fn journaled(label: &str, publishes: u64, keys: u64) -> (TestDir, BusName, JournalPublisher<Kv>) {
+    let dir = TestDir::new(label);
+    let bus = BusName::new(label);
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("create");
+    for i in 0..publishes {
+        p.publish(&kv(i, keys)).expect("publish");
+    }
+    (dir, bus, p)
+}
+
 /// Receives until sequence `upto` (exclusive) has come, checking the
 /// contiguous part has every sequence once, in order.
 fn drain_to(sub: &mut JournalSubscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
@@ -55,18 +72,8 @@ fn drain_to(sub: &mut JournalSubscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
 
 #[test]
 fn a_subscriber_that_joins_late_gets_every_sequence_once_from_the_journal_then_the_ring() {
-    let dir = TestDir::new("jlate");
-    let bus = BusName::new("jlate");
     let keys = 50;
-    let mut p = JournalPublisher::<Kv>::create(
-        bus.name(),
-        &CreateOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
-    )
-    .expect("create");
-    for i in 0..1000 {
-        p.publish(&kv(i, keys)).expect("publish");
-    }
+    let (dir, bus, mut p) = journaled("jlate", 1000, keys);
     let mut s = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     for i in 1000..1500 {
         p.publish(&kv(i, keys)).expect("publish");
@@ -692,18 +699,8 @@ fn every_misuse_is_a_typed_error() {
 
 #[test]
 fn drain_ready_delivers_the_same_stream_as_recv_one_at_a_time() {
-    let dir = TestDir::new("jdrain");
-    let bus = BusName::new("jdrain");
     let keys = 64;
-    let mut p = JournalPublisher::<Kv>::create(
-        bus.name(),
-        &CreateOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
-    )
-    .expect("create");
-    for i in 0..100_000 {
-        p.publish(&kv(i, keys)).expect("publish");
-    }
+    let (dir, bus, mut p) = journaled("jdrain", 100_000, keys);
     let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     let mut seqs = Vec::new();
     let mut state = KeyedState::new();
