@@ -9,7 +9,7 @@
 use std::io;
 use std::process::ExitCode;
 
-use shmbus::{AttachError, CreateError, OpenError};
+use shmbus::{AttachError, CreateError, HugePageError, OpenError};
 
 /// Why a command stopped early.
 #[derive(Debug)]
@@ -74,9 +74,11 @@ impl From<OpenError> for CliError {
 impl From<CreateError> for CliError {
     fn from(err: CreateError) -> CliError {
         match err {
-            CreateError::Name(_) | CreateError::InvalidGeometry(_) => {
-                CliError::usage(err.to_string())
-            }
+            CreateError::Name(_)
+            | CreateError::InvalidGeometry(_)
+            | CreateError::HugePages(
+                HugePageError::NotTmpfs { .. } | HugePageError::NotHugetlbfs { .. },
+            ) => CliError::usage(err.to_string()),
             _ => CliError::runtime(err.to_string()),
         }
     }

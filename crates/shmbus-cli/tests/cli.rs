@@ -1387,3 +1387,58 @@ fn publishers_many_on_a_stream_is_a_usage_error() {
     ]);
     out.assert_error(2, "--publishers many applies to a broadcast bus");
 }
+
+#[test]
+fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
+    let dir = ShmDir::new("thp");
+    let bus = dir.bus("b");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "8",
+        "--capacity",
+        "64",
+        "--huge-pages",
+        "transparent",
+    ]);
+    if out.code != Some(0) {
+        out.assert_error(1, "transparent huge pages");
+        println!("SKIPPED: no transparent huge pages here: {}", out.stderr);
+        assert!(!dir.file("b").exists(), "a refused bus left its file");
+        return;
+    }
+    let json = shmbus(&["stat", &bus, "--json"]).assert_success().json();
+    let size = json["huge_page_size"].as_u64().expect("huge_page_size");
+    assert!(size >= 2 << 20, "huge page size {size}");
+    let text = shmbus(&["stat", &bus]).assert_success().stdout();
+    assert!(
+        text.contains(&format!("huge pages:     {} KiB", size / 1024)),
+        "{text}"
+    );
+    publish(&bus, "huge\n");
+    let out = shmbus(&["sub", &bus, "--from", "oldest", "--count", "1"]);
+    assert_eq!(out.assert_success().stdout(), "huge\n");
+}
+
+#[test]
+fn create_huge_pages_hugetlbfs_on_a_dev_shm_path_is_a_usage_error_naming_hugetlbfs() {
+    let dir = ShmDir::new("tlb");
+    let bus = dir.bus("b");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "8",
+        "--capacity",
+        "64",
+        "--huge-pages",
+        "hugetlbfs",
+    ]);
+    out.assert_error(2, "on a tmpfs file system, expected hugetlbfs");
+    assert!(!dir.file("b").exists(), "a refused bus left its file");
+    // A plain bus is unchanged: no huge page size in stat.
+    create(&bus, 8, 64);
+    let json = shmbus(&["stat", &bus, "--json"]).assert_success().json();
+    assert!(json["huge_page_size"].is_null(), "{json}");
+}

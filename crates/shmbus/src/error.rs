@@ -197,6 +197,9 @@ pub enum CreateError {
     /// `mlock` failed (often `RLIMIT_MEMLOCK`).
     #[error("cannot lock the segment in memory: {0}")]
     Mlock(io::Error),
+    /// Huge pages were asked for and this system cannot give them.
+    #[error(transparent)]
+    HugePages(#[from] HugePageError),
     /// Any other system error, with the step that failed.
     #[error("{what}: {source}")]
     Io {
@@ -204,6 +207,74 @@ pub enum CreateError {
         what: &'static str,
         /// The error.
         source: io::Error,
+    },
+}
+
+/// Why a bus cannot have the huge pages [`crate::region::HugePages`] asked
+/// for. Each names the setting found and the one needed.
+#[derive(Debug, Error)]
+pub enum HugePageError {
+    /// The kernel has no transparent huge pages (no sysfs directory).
+    #[error("transparent huge pages: this kernel has none ({path}: {source}); expected a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")]
+    NoTransparent {
+        /// The sysfs file that could not be read.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// `shmem_enabled` forbids huge pages for every tmpfs file.
+    #[error("transparent huge pages for shared memory are off: /sys/kernel/mm/transparent_hugepage/shmem_enabled is [{found}], expected anything but [deny] (echo advise > that file, as root)")]
+    ShmemDenied {
+        /// The selected setting.
+        found: String,
+    },
+    /// Transparent huge pages back tmpfs files only (/dev/shm).
+    #[error("{path}: on a {found} file system; transparent huge pages need tmpfs (a bare name, which lives in /dev/shm)")]
+    NotTmpfs {
+        /// The bus's path.
+        path: PathBuf,
+        /// The file system found (its name, or its magic number).
+        found: String,
+    },
+    /// `--huge-pages hugetlbfs` with a path that is not on hugetlbfs.
+    #[error("{path}: on a {found} file system, expected hugetlbfs: name the bus by a path under {mounts}")]
+    NotHugetlbfs {
+        /// The bus's path.
+        path: PathBuf,
+        /// The file system found.
+        found: String,
+        /// The hugetlbfs mounts this process sees, or how to make one.
+        mounts: String,
+    },
+    /// hugetlbfs had too few free huge pages for the segment.
+    #[error("{path}: needs {needed} huge pages of {page_kib} KiB, {free} free of {total} reserved (raise /proc/sys/vm/nr_hugepages, as root)")]
+    NoneFree {
+        /// The bus's path.
+        path: PathBuf,
+        /// Huge pages the segment needs.
+        needed: u64,
+        /// Huge page size in KiB.
+        page_kib: u64,
+        /// `free_hugepages` of that size when it failed.
+        free: u64,
+        /// `nr_hugepages` of that size.
+        total: u64,
+    },
+    /// `madvise(MADV_HUGEPAGE | MADV_COLLAPSE)` refused.
+    #[error("transparent huge pages: {what} failed: {source}; {hint}")]
+    Collapse {
+        /// Which advice.
+        what: &'static str,
+        /// The kernel's answer.
+        source: io::Error,
+        /// What it means.
+        hint: &'static str,
+    },
+    /// A kind of segment that cannot be laid out in huge pages.
+    #[error("huge pages are not supported for {what}")]
+    Unsupported {
+        /// The kind of segment.
+        what: &'static str,
     },
 }
 

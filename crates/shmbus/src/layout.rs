@@ -96,7 +96,10 @@ pub mod flags {
     /// Set at creation for a bus written by `MpPublisher`s (claims with
     /// fetch_add, commits with CAS); clear for a single-publisher bus.
     pub const MULTI_PUBLISHER: u32 = 1 << 1;
-    /// Set at creation for a bus backed by huge pages.
+    /// Set at creation for a segment backed by huge pages (transparent or
+    /// hugetlbfs, see `region`): `page_size` is then the huge page size, so
+    /// control and data pages start on huge page boundaries. Openers map
+    /// such a segment at an address aligned to `page_size`.
     pub const HUGE_PAGES: u32 = 1 << 2;
 }
 

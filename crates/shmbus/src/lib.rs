@@ -57,7 +57,7 @@ pub mod wait;
 pub use broadcast::{
     PublishError, Publisher, RawPublisher, RawSubscriber, Received, Start, Subscriber,
 };
-pub use error::{AttachError, CreateError, NameError, OpenError, TypeFingerprint};
+pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError, TypeFingerprint};
 #[cfg(not(loom))]
 pub use journal::{
     Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
@@ -69,7 +69,7 @@ pub use mpmc::{
 };
 #[cfg(not(loom))]
 pub use region::ShmRegion;
-pub use region::{HeapRegion, Region};
+pub use region::{HeapRegion, HugePages, Region};
 #[cfg(not(loom))]
 pub use segment::{remove, CreateOptions, OpenOptions};
 pub use wait::WaitStrategy;

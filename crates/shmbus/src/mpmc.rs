@@ -590,21 +590,19 @@ mod shm {
     use crate::error::{AttachError, CreateError, OpenError};
     use crate::layout::{flags, lock_byte};
     use crate::region::ShmRegion;
-    use crate::segment::{create_ring, open_ring, register, CreateOptions, OpenOptions, Role};
+    use crate::segment::{
+        create_ring, layout_page, open_ring, register, CreateOptions, OpenOptions, Role,
+    };
 
     fn create_multi(
         name: &str,
         msg: TypeFingerprint,
         opts: &CreateOptions,
     ) -> Result<Ring<ShmRegion>, CreateError> {
-        let mut header = Header::broadcast(
-            opts.capacity(),
-            msg,
-            rustix::param::page_size() as u64,
-            opts.first_seq(),
-        )
-        .map_err(CreateError::InvalidGeometry)?;
-        header.flags |= flags::MULTI_PUBLISHER;
+        let (page, huge) = layout_page(name, opts)?;
+        let mut header = Header::broadcast(opts.capacity(), msg, page, opts.first_seq())
+            .map_err(CreateError::InvalidGeometry)?;
+        header.flags |= flags::MULTI_PUBLISHER | huge;
         let ring = create_ring(name, &header, opts)?;
         // The creator built the bus holding the publisher byte exclusively;
         // from now on every publisher shares it (the same open file

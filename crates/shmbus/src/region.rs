@@ -15,6 +15,38 @@
 //! exact mode via `fchmod` so the umask cannot widen or narrow it), opens
 //! (`O_NOFOLLOW`), sizes with `fstat` *before* mapping so a short file is an
 //! error and not a `SIGBUS`, maps, changes page protections, and unlinks.
+//!
+//! # Huge pages
+//!
+//! [`HugePages`] (`CreateOptions::huge_pages`) backs a bus with 2 MiB pages
+//! (the system's huge page size), so its slots cost one TLB entry per 2 MiB
+//! instead of per 4 KiB. Either way the segment is laid out with the huge
+//! page size as its page size (header `page_size`, so the header page, the
+//! control page and the data pages each start on a huge page boundary; the
+//! header and control pages cost 2 MiB each, which is the price), and the
+//! header carries `flags::HUGE_PAGES`. Every mapping of such a segment
+//! (creator and openers, who read the page size before mapping) is placed at
+//! an address aligned to that page size, without which the kernel could not
+//! map a huge page with one page-table entry.
+//! - [`HugePages::Transparent`]: the file stays on tmpfs (/dev/shm). After
+//!   the pages are reserved and initialised, the creator advises
+//!   `MADV_HUGEPAGE` on the data pages and then `MADV_COLLAPSE` (Linux 6.1),
+//!   which turns them into huge pages in the page cache *now*, whatever the
+//!   tmpfs mount's `huge=` option says. `MADV_HUGEPAGE` alone is not enough
+//!   on a default /dev/shm: its mount has `huge=never`, which wins over the
+//!   advice (measured: 0 kB `ShmemHugePages` after faulting an advised
+//!   range; 6 MiB after the collapse). Only
+//!   /sys/kernel/mm/transparent_hugepage/shmem_enabled = `deny` forbids it;
+//!   that, a kernel without transparent huge pages, and a failed collapse
+//!   (no free 2 MiB block) are each a [`crate::error::HugePageError`].
+//!   Openers need do nothing: the huge folios are in the page cache and
+//!   their aligned mappings map them whole (`ShmemPmdMapped` in smaps).
+//! - [`HugePages::Hugetlbfs`]: the bus is named by a path on a hugetlbfs
+//!   mount (`/dev/hugepages/ticks`), whose pages are huge by construction and
+//!   come from the pool reserved in /proc/sys/vm/nr_hugepages. The path's
+//!   file system is checked before anything is created; `fallocate` then
+//!   takes all the pages at once, so too few free pages is an error at
+//!   create time, never a `SIGBUS` later.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -249,6 +281,178 @@ pub fn resolve(name: &str) -> Result<PathBuf, crate::error::NameError> {
     Ok(Path::new("/dev/shm").join(name))
 }
 
+/// Where a bus's huge pages come from (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePages {
+    /// Transparent huge pages on a tmpfs file (a bare name, in /dev/shm).
+    Transparent,
+    /// A file on a hugetlbfs mount (name the bus by a path on it).
+    Hugetlbfs,
+}
+
+#[cfg(not(loom))]
+mod huge {
+    use super::HugePages;
+    use crate::error::{CreateError, HugePageError};
+    use std::path::{Path, PathBuf};
+
+    const THP: &str = "/sys/kernel/mm/transparent_hugepage";
+    const TMPFS_MAGIC: u64 = 0x0102_1994;
+    const HUGETLBFS_MAGIC: u64 = 0x9584_58f6;
+
+    fn read_sys(path: &str) -> Result<String, HugePageError> {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().to_owned())
+            .map_err(|source| HugePageError::NoTransparent {
+                path: PathBuf::from(path),
+                source,
+            })
+    }
+
+    /// The selected word of a sysfs choice such as `always [never] deny`.
+    pub(crate) fn selected(text: &str) -> &str {
+        text.split_once('[')
+            .and_then(|(_, rest)| rest.split_once(']'))
+            .map_or(text, |(word, _)| word)
+    }
+
+    /// Whether `shmem_enabled` lets a collapse make tmpfs huge pages: every
+    /// setting but `deny` does (`never` only stops the fault path).
+    pub(crate) fn shmem_verdict(shmem_enabled: &str) -> Result<(), HugePageError> {
+        match selected(shmem_enabled) {
+            "deny" => Err(HugePageError::ShmemDenied {
+                found: "deny".into(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn fs_name(magic: u64) -> String {
+        match magic {
+            TMPFS_MAGIC => "tmpfs".into(),
+            HUGETLBFS_MAGIC => "hugetlbfs".into(),
+            0xEF53 => "ext2/3/4".into(),
+            0x5846_5342 => "xfs".into(),
+            0x9123_683E => "btrfs".into(),
+            0x794C_7630 => "overlayfs".into(),
+            m => format!("{m:#x}"),
+        }
+    }
+
+    /// The hugetlbfs mount points this process sees, as an error can name them.
+    fn hugetlbfs_mounts() -> String {
+        let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (_, dir, fs) = (f.next()?, f.next()?, f.next()?);
+                (fs == "hugetlbfs").then(|| dir.to_owned())
+            })
+            .collect();
+        if mounts.is_empty() {
+            "a hugetlbfs mount (none is mounted: mount -t hugetlbfs none /dev/hugepages, as root)"
+                .into()
+        } else {
+            mounts.join(" or ")
+        }
+    }
+
+    impl HugePages {
+        /// The huge page size a new segment at `path` gets, after checking
+        /// that this system can give it; nothing is created yet.
+        pub(crate) fn page_size(self, path: &Path) -> Result<u64, CreateError> {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            let fs =
+                rustix::fs::statfs(dir).map_err(|e| CreateError::from_create(path, 0, e.into()))?;
+            let magic = fs.f_type as u64 & 0xffff_ffff;
+            match self {
+                HugePages::Transparent => {
+                    if magic != TMPFS_MAGIC {
+                        return Err(HugePageError::NotTmpfs {
+                            path: path.to_owned(),
+                            found: fs_name(magic),
+                        }
+                        .into());
+                    }
+                    shmem_verdict(&read_sys(&format!("{THP}/shmem_enabled"))?)?;
+                    let size = read_sys(&format!("{THP}/hpage_pmd_size"))?;
+                    size.parse().map_err(|_| {
+                        HugePageError::NoTransparent {
+                            path: PathBuf::from(format!("{THP}/hpage_pmd_size")),
+                            source: std::io::Error::other(format!("{size:?} is not a size")),
+                        }
+                        .into()
+                    })
+                }
+                HugePages::Hugetlbfs => {
+                    if magic != HUGETLBFS_MAGIC {
+                        return Err(HugePageError::NotHugetlbfs {
+                            path: path.to_owned(),
+                            found: fs_name(magic),
+                            mounts: hugetlbfs_mounts(),
+                        }
+                        .into());
+                    }
+                    Ok(fs.f_bsize as u64)
+                }
+            }
+        }
+    }
+
+    /// hugetlbfs had too few pages for `len` bytes: the pool's figures.
+    pub(crate) fn none_free(path: &Path, len: u64, page: u64) -> HugePageError {
+        let kib = page / 1024;
+        let count = |file: &str| {
+            std::fs::read_to_string(format!("/sys/kernel/mm/hugepages/hugepages-{kib}kB/{file}"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        HugePageError::NoneFree {
+            path: path.to_owned(),
+            needed: len.div_ceil(page),
+            page_kib: kib,
+            free: count("free_hugepages"),
+            total: count("nr_hugepages"),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+pub(crate) use huge::none_free;
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::huge::{selected, shmem_verdict};
+
+    #[test]
+    fn shmem_enabled_deny_alone_refuses_a_collapse() {
+        assert_eq!(
+            selected("always within_size advise [never] deny force"),
+            "never"
+        );
+        for ok in [
+            "[always]",
+            "advise [within_size]",
+            "[advise]",
+            "[never] deny",
+            "[force]",
+        ] {
+            assert!(shmem_verdict(ok).is_ok(), "{ok}");
+        }
+        let err = shmem_verdict("always never [deny] force").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("is [deny], expected anything but [deny]"),
+            "{err}"
+        );
+    }
+}
+
 #[cfg(not(loom))]
 /// Page protections for a part of a mapping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -292,7 +496,9 @@ impl ShmRegion {
     /// Creates a new file of `len` bytes with exactly `mode`, reserving its
     /// pages (`fallocate`) so that a full tmpfs is an error now and never a
     /// `SIGBUS` later, and maps it read-write.
-    pub fn create(path: &Path, len: usize, mode: u32) -> io::Result<ShmRegion> {
+    /// The mapping is aligned to `align` (a power of two; see
+    /// [`ShmRegion::map_aligned`]).
+    pub fn create(path: &Path, len: usize, mode: u32, align: usize) -> io::Result<ShmRegion> {
         let file = rustix::fs::open(
             path,
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -301,7 +507,7 @@ impl ShmRegion {
         let made = (|| -> io::Result<ShmRegion> {
             rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len as u64)?;
-            Self::map(file, path, len, Access::ReadWrite)
+            Self::map_aligned(file, path, len, Access::ReadWrite, align)
         })();
         if made.is_err() {
             let _ = rustix::fs::unlink(path);
@@ -333,23 +539,41 @@ impl ShmRegion {
     /// Maps the first `len` bytes of `file` with `access`. The caller has
     /// checked with `fstat` that the file is at least `len` bytes long.
     pub fn map(file: OwnedFd, path: &Path, len: usize, access: Access) -> io::Result<ShmRegion> {
+        Self::map_aligned(file, path, len, access, 0)
+    }
+
+    /// As [`ShmRegion::map`], at an address that is a multiple of `align`
+    /// (a power of two): a huge page is mapped whole only where the virtual
+    /// address and the file offset agree modulo its size. An `align` no
+    /// larger than the system page asks for nothing special.
+    pub fn map_aligned(
+        file: OwnedFd,
+        path: &Path,
+        len: usize,
+        access: Access,
+        align: usize,
+    ) -> io::Result<ShmRegion> {
         if len == 0 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "cannot map zero bytes",
             ));
         }
-        // SAFETY: a fresh mapping chosen by the kernel (null hint) aliases no
-        // Rust object; MAP_SHARED of our own file descriptor.
-        let ptr = unsafe {
-            rustix::mm::mmap(
-                std::ptr::null_mut(),
-                len,
-                access.prot(),
-                MapFlags::SHARED,
-                &file,
-                0,
-            )?
+        let ptr = if align > rustix::param::page_size() {
+            Self::mmap_aligned(&file, len, access, align)?
+        } else {
+            // SAFETY: a fresh mapping chosen by the kernel (null hint)
+            // aliases no Rust object; MAP_SHARED of our own file descriptor.
+            unsafe {
+                rustix::mm::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    access.prot(),
+                    MapFlags::SHARED,
+                    &file,
+                    0,
+                )?
+            }
         };
         let ptr = NonNull::new(ptr.cast::<u8>()).expect("mmap returned null");
         Ok(ShmRegion {
@@ -358,6 +582,115 @@ impl ShmRegion {
             file,
             path: path.to_owned(),
         })
+    }
+
+    /// Reserves `len + align` bytes of address space, maps the file over
+    /// the aligned part of it and gives the rest back.
+    fn mmap_aligned(
+        file: &OwnedFd,
+        len: usize,
+        access: Access,
+        align: usize,
+    ) -> io::Result<*mut std::ffi::c_void> {
+        let span = len
+            .checked_add(align)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+        // SAFETY: a fresh inaccessible anonymous reservation chosen by the
+        // kernel; it aliases no Rust object.
+        let base = unsafe {
+            rustix::mm::mmap_anonymous(
+                std::ptr::null_mut(),
+                span,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )?
+        };
+        let head = (base as usize).next_multiple_of(align) - base as usize;
+        // SAFETY: `head + len <= span`: the aligned start lies inside our
+        // own reservation, which MAP_FIXED replaces and nothing else uses.
+        let mapped = unsafe {
+            rustix::mm::mmap(
+                base.cast::<u8>().add(head).cast(),
+                len,
+                access.prot(),
+                MapFlags::SHARED | MapFlags::FIXED,
+                file,
+                0,
+            )
+        };
+        let Ok(ptr) = mapped else {
+            // SAFETY: the reservation is ours and nothing points into it.
+            let _ = unsafe { rustix::mm::munmap(base, span) };
+            return Err(mapped.unwrap_err().into());
+        };
+        // SAFETY: the slack before and after the file mapping is the rest of
+        // our reservation, which nothing refers to.
+        unsafe {
+            if head > 0 {
+                let _ = rustix::mm::munmap(base, head);
+            }
+            let tail = span - head - len;
+            if tail > 0 {
+                let _ = rustix::mm::munmap(base.cast::<u8>().add(head + len).cast(), tail);
+            }
+        }
+        Ok(ptr)
+    }
+
+    /// Turns `[offset, offset+len)` (huge-page aligned, already reserved)
+    /// into transparent huge pages now: `MADV_HUGEPAGE` so the kernel keeps
+    /// them that way, then `MADV_COLLAPSE` (see the module docs).
+    pub fn collapse_huge(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), crate::error::HugePageError> {
+        use crate::error::HugePageError;
+        check(offset, len, rustix::param::page_size(), self.len);
+        // SAFETY: inside our own mapping (checked); advice changes no
+        // contents.
+        let start = unsafe { self.ptr.as_ptr().add(offset) }.cast::<std::ffi::c_void>();
+        // SAFETY: as above; MADV_HUGEPAGE only sets a flag on the mapping.
+        unsafe { rustix::mm::madvise(start, len, rustix::mm::Advice::LinuxHugepage) }.map_err(
+            |e| HugePageError::Collapse {
+                what: "madvise(MADV_HUGEPAGE)",
+                source: e.into(),
+                hint: "the kernel was built without transparent huge pages",
+            },
+        )?;
+        // Not in rustix; the value is the kernel's (uapi mman-common.h).
+        const MADV_COLLAPSE: libc::c_int = 25;
+        let mut tries = 0;
+        loop {
+            // SAFETY: as above; a collapse copies the pages' contents into a
+            // huge page under the page cache's locks, so every mapping keeps
+            // seeing the same bytes.
+            if unsafe { libc::madvise(start, len, MADV_COLLAPSE) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            tries += 1;
+            // EAGAIN: transient contention on the pages' locks.
+            if err.raw_os_error() == Some(libc::EAGAIN) && tries < 5 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                continue;
+            }
+            let hint = match err.raw_os_error() {
+                Some(libc::EINVAL) => {
+                    "this kernel has no MADV_COLLAPSE (Linux 6.1 or later is needed)"
+                }
+                Some(libc::ENOMEM) | Some(libc::EAGAIN) => {
+                    "no free 2 MiB block of memory could be found: memory is short or \
+                     fragmented (echo 1 > /proc/sys/vm/compact_memory may help)"
+                }
+                _ => "the kernel refused huge pages for this file",
+            };
+            return Err(HugePageError::Collapse {
+                what: "madvise(MADV_COLLAPSE)",
+                source: err,
+                hint,
+            });
+        }
     }
 
     /// Changes the protection of `[offset, offset+len)`; both page-aligned.

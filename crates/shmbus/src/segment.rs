@@ -3,11 +3,13 @@
 //!
 //! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, reserve
 //! the pages, store [`MAGIC_BUILDING`], header, control fields, slot stamps,
-//! then the magic (Release), then make the header page read-only. Any failure
-//! after the file exists removes it again.
+//! then the magic (Release), then make the header page read-only, then (with
+//! transparent huge pages) collapse the data pages. Any failure after the
+//! file exists removes it again.
 //!
 //! Open: no symlinks; `fstat`; wait (up to `init_timeout`) while the file is
-//! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length;
+//! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length,
+//! aligned to the header's page size (huge pages, see `region`);
 //! validate the header against it; set page protections for the role:
 //! publishers cannot write the header, subscribers can write only the
 //! control page.
@@ -18,10 +20,10 @@ use std::time::{Duration, Instant};
 use bytemuck::Pod;
 
 use crate::broadcast::{Publisher, RawPublisher, RawSubscriber, Ring, Start, Subscriber};
-use crate::error::{AttachError, CreateError, OpenError, TypeFingerprint};
+use crate::error::{AttachError, CreateError, HugePageError, OpenError, TypeFingerprint};
 use crate::layout::{control, header, lock_byte, Header, Kind, MAGIC, MAGIC_BUILDING};
 use crate::lock;
-use crate::region::{resolve, Access, Region, ShmRegion};
+use crate::region::{resolve, Access, HugePages, Region, ShmRegion};
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
 
@@ -34,6 +36,7 @@ pub struct CreateOptions {
     mlock: bool,
     first_seq: u64,
     unblock: Duration,
+    huge: Option<HugePages>,
 }
 
 impl CreateOptions {
@@ -46,7 +49,20 @@ impl CreateOptions {
             mlock: false,
             first_seq: 0,
             unblock: crate::mpmc::DEFAULT_UNBLOCK,
+            huge: None,
         }
+    }
+    /// Back the bus with huge pages (see `region`'s module docs): a bare
+    /// name with [`HugePages::Transparent`], a path on a hugetlbfs mount with
+    /// [`HugePages::Hugetlbfs`]. A system that cannot is a
+    /// [`CreateError::HugePages`] naming what it found.
+    pub fn huge_pages(mut self, huge: HugePages) -> Self {
+        self.huge = Some(huge);
+        self
+    }
+    /// The huge pages asked for, if any.
+    pub fn huge_pages_kind(&self) -> Option<HugePages> {
+        self.huge
     }
     /// File mode; 0o600 (owner only) unless asked. 0o660 lets the group in.
     pub fn mode(mut self, mode: u32) -> Self {
@@ -154,6 +170,20 @@ pub(crate) enum Role {
     Inspect,
 }
 
+/// The page size a new segment named `name` is laid out with, and the
+/// header flags that go with it: the system's page, or (with huge pages,
+/// once the system is known able to give them) the huge page size and
+/// `HUGE_PAGES`.
+pub(crate) fn layout_page(name: &str, opts: &CreateOptions) -> Result<(u64, u32), CreateError> {
+    match opts.huge {
+        None => Ok((rustix::param::page_size() as u64, 0)),
+        Some(huge) => Ok((
+            huge.page_size(&resolve(name)?)?,
+            crate::layout::flags::HUGE_PAGES,
+        )),
+    }
+}
+
 /// Creates the file and builds the segment: header, `init` for the kind's
 /// own fields, then the magic. The creator holds the writer's lock (byte
 /// `PUBLISHER`) from before the first byte is written, so a dead creator is
@@ -166,8 +196,25 @@ pub(crate) fn create_region(
 ) -> Result<ShmRegion, CreateError> {
     let path = resolve(name)?;
     let len = header.total_len;
-    let region = ShmRegion::create(&path, len as usize, opts.mode)
-        .map_err(|e| CreateError::from_create(&path, len, e))?;
+    let huge = header.flags & crate::layout::flags::HUGE_PAGES != 0;
+    if opts.huge.is_some() && !huge {
+        // A caller that built its header without `layout_page`.
+        return Err(HugePageError::Unsupported {
+            what: if header.journal.is_some() {
+                "a journaled bus"
+            } else {
+                "this kind of segment"
+            },
+        }
+        .into());
+    }
+    let region = ShmRegion::create(&path, len as usize, opts.mode, header.page_size as usize)
+        .map_err(|e| match (opts.huge, e.raw_os_error()) {
+            (Some(HugePages::Hugetlbfs), Some(libc::ENOSPC | libc::ENOMEM)) => {
+                crate::region::none_free(&path, len, header.page_size).into()
+            }
+            _ => CreateError::from_create(&path, len, e),
+        })?;
     let built = (|| {
         let io = |what| move |source| CreateError::Io { what, source };
         if !lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(io("lock"))?
@@ -192,6 +239,10 @@ pub(crate) fn create_region(
         region
             .protect(0, header.page_size as usize, Access::ReadOnly)
             .map_err(io("mprotect"))?;
+        if opts.huge == Some(HugePages::Transparent) {
+            let data = header.data_offset as usize;
+            region.collapse_huge(data, len as usize - data)?;
+        }
         if opts.prefault {
             region.prefault();
         }
@@ -227,6 +278,24 @@ fn read_magic(file: &std::os::fd::OwnedFd) -> u64 {
     let mut buf = [0u8; 8];
     match rustix::io::pread(file, &mut buf, 0) {
         Ok(8) => u64::from_le_bytes(buf),
+        _ => 0,
+    }
+}
+
+/// The creator's page size, read before mapping so that a huge-page bus is
+/// mapped aligned to its pages. Only a hint: `Header::read` validates the
+/// field once mapped; a value no sane creator writes asks for no alignment.
+fn read_page_size(file: &std::os::fd::OwnedFd) -> usize {
+    let mut buf = [0u8; 4];
+    match rustix::io::pread(file, &mut buf, header::PAGE_SIZE as u64) {
+        Ok(4) => {
+            let page = u32::from_le_bytes(buf) as usize;
+            if page.is_power_of_two() && page <= 1 << 30 {
+                page
+            } else {
+                0
+            }
+        }
         _ => 0,
     }
 }
@@ -284,7 +353,9 @@ pub(crate) fn open_region(
     } else {
         Access::ReadOnly
     };
-    let region = ShmRegion::map(file, path, len as usize, map_access).map_err(io("mmap"))?;
+    let align = read_page_size(&file);
+    let region =
+        ShmRegion::map_aligned(file, path, len as usize, map_access, align).map_err(io("mmap"))?;
     let header = Header::read(&region, len)?;
     let page = header.page_size as usize;
     match role {
@@ -411,13 +482,15 @@ impl<T: Pod> Publisher<T> {
     /// Creates a new bus named `name` (a bare name goes under /dev/shm) and
     /// becomes its publisher.
     pub fn create(name: &str, opts: &CreateOptions) -> Result<Self, CreateError> {
-        let header = Header::broadcast(
+        let (page, flags) = layout_page(name, opts)?;
+        let mut header = Header::broadcast(
             opts.capacity,
             TypeFingerprint::of::<T>(),
-            rustix::param::page_size() as u64,
+            page,
             opts.first_seq,
         )
         .map_err(CreateError::InvalidGeometry)?;
+        header.flags |= flags;
         let ring = create_ring(name, &header, opts)?;
         Ok(Publisher::from_parts(ring, opts.first_seq))
     }
@@ -456,13 +529,15 @@ impl<T: Pod> Subscriber<T> {
 impl RawPublisher {
     /// Creates a bus of raw messages of `msg_size` bytes.
     pub fn create(name: &str, msg_size: u32, opts: &CreateOptions) -> Result<Self, CreateError> {
-        let header = Header::broadcast(
+        let (page, flags) = layout_page(name, opts)?;
+        let mut header = Header::broadcast(
             opts.capacity,
             TypeFingerprint::bytes(msg_size),
-            rustix::param::page_size() as u64,
+            page,
             opts.first_seq,
         )
         .map_err(CreateError::InvalidGeometry)?;
+        header.flags |= flags;
         let ring = create_ring(name, &header, opts)?;
         Ok(RawPublisher::from_parts(ring, opts.first_seq))
     }

@@ -638,7 +638,7 @@ mod shm {
     use crate::error::{AttachError, CreateError};
     use crate::layout::Kind;
     use crate::segment::{
-        create_region, open_checked, take_role, CreateOptions, OpenOptions, Role,
+        create_region, layout_page, open_checked, take_role, CreateOptions, OpenOptions, Role,
     };
     use crate::ShmRegion;
 
@@ -646,9 +646,10 @@ mod shm {
         /// Creates a stream of `capacity` bytes (`CreateOptions::new`) and
         /// becomes its producer.
         pub fn create(name: &str, opts: &CreateOptions) -> Result<Self, CreateError> {
-            let page = rustix::param::page_size() as u64;
-            let header =
+            let (page, huge) = layout_page(name, opts)?;
+            let mut header =
                 Header::stream(opts.capacity(), page).map_err(CreateError::InvalidGeometry)?;
+            header.flags |= huge;
             let region = create_region(name, &header, opts, |_| {})?;
             Ok(Producer::from_ring(
                 StreamRing::new(region, &header),

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use shmbus::journal::{JournalOptions, RawJournalPublisher};
-use shmbus::{CreateOptions, RawPublisher};
+use shmbus::{CreateOptions, HugePages, RawPublisher};
 
 use crate::error::CliError;
 
@@ -54,6 +54,22 @@ pub struct CreateArgs {
     /// unwritten (its publisher died) before subscribers skip it.
     #[arg(long, value_name = "MS", default_value_t = 1000)]
     pub unblock_ms: u64,
+    /// Back the bus with 2 MiB huge pages: `transparent` for a bare name
+    /// (tmpfs, collapsed with MADV_COLLAPSE, Linux 6.1), `hugetlbfs` for a
+    /// path on a hugetlbfs mount with pages reserved in
+    /// /proc/sys/vm/nr_hugepages. Header and control pages then take a huge
+    /// page each.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub huge_pages: Option<HugePagesArg>,
+}
+
+/// `--huge-pages`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HugePagesArg {
+    /// Transparent huge pages on a /dev/shm file.
+    Transparent,
+    /// A file on a hugetlbfs mount.
+    Hugetlbfs,
 }
 
 /// `--publishers`.
@@ -89,6 +105,11 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         .mode(args.mode)
         .prefault(args.prefault)
         .mlock(args.mlock);
+    let opts = match args.huge_pages {
+        None => opts,
+        Some(HugePagesArg::Transparent) => opts.huge_pages(HugePages::Transparent),
+        Some(HugePagesArg::Hugetlbfs) => opts.huge_pages(HugePages::Hugetlbfs),
+    };
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
     if let (BusKind::Stream, Some(_)) = (args.kind, &args.journal) {

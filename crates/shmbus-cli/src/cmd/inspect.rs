@@ -106,7 +106,13 @@ fn stat_json(s: &BusStat) -> Value {
         "first_seq": s.header.first_seq,
         "created_unix_ns": s.header.created_ns,
         "journal": journal_json(s),
+        "huge_page_size": huge_page_size(s),
     })
+}
+
+/// The huge page size a bus is laid out in, if it has huge pages.
+fn huge_page_size(s: &BusStat) -> Option<u64> {
+    (s.header.flags & shmbus::layout::flags::HUGE_PAGES != 0).then_some(s.header.page_size)
 }
 
 /// The journal's figures, or why they could not be read (`None`: no
@@ -244,6 +250,9 @@ fn stat_text(s: &BusStat) -> String {
         .collect();
     if let Some(journal) = journal_text(s) {
         lines.push(format!("{:<16}{journal}", "journal:"));
+    }
+    if let Some(size) = huge_page_size(s) {
+        lines.push(format!("{:<16}{} KiB", "huge pages:", size / 1024));
     }
     lines.join("\n")
 }
