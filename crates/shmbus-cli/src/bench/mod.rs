@@ -485,13 +485,17 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         Some(c) => c.clone(),
         None => allowed_cpus().into_iter().take(2).collect(),
     };
-    if args.mpmc || mechanisms.iter().any(|m| m.name() == "shmbus") {
+    let mpmc_rows = if args.mpmc || mechanisms.iter().any(|m| m.name() == "shmbus") {
         // Before pinning: the two publisher processes (and threads) must be
         // free to run on two CPUs.
-        mpmc::print(&mpmc::run(args.quick)?);
-        if args.mpmc {
-            return Ok(());
-        }
+        let rows = mpmc::run(args.quick)?;
+        mpmc::print(&rows);
+        rows
+    } else {
+        Vec::new()
+    };
+    if args.mpmc && args.json.is_none() && args.plot.is_none() {
+        return Ok(());
     }
     counters::ensure_tracefs();
     let clock = clock::Source::detect();
@@ -502,6 +506,10 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         blocks: 0,
     };
     let settings = report::Settings::new(args, &cpus, clock, ticks_per_ns);
-    let results = report::run_all(&mut runner, &mechanisms, &settings)?;
-    report::emit(&results, &settings, args)
+    let results = if args.mpmc {
+        Vec::new()
+    } else {
+        report::run_all(&mut runner, &mechanisms, &settings)?
+    };
+    report::emit(&results, &mpmc_rows, &settings, args)
 }

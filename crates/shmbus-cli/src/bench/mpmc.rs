@@ -7,6 +7,13 @@
 //! publisher processes at once on one bus (each a `bench-child` of this
 //! binary) and reports the mean of their per-message costs: the claim's
 //! cache line then bounces between two cores, which is what MPMC costs.
+//! The two start together (each warms up, says READY, and waits for GO on
+//! stdin), and each measures its loop in thread CPU time as well as wall
+//! time: on a loaded machine a descheduled publisher's wall time counts
+//! time it did not run, while its CPU time does not. The row is the CPU
+//! figure of the median of three rounds; the JSON has every round, with
+//! its wall figures and how much of the two loops overlapped in time (the
+//! contention exists only while both run).
 //! photon-ring runs in threads of this process, its only mode (its
 //! `MpPublisher` is the in-thread reference).
 //!
@@ -32,8 +39,40 @@ pub const CHILD: &str = "shmbus-mp-publisher";
 pub struct Row {
     /// What was measured.
     pub what: String,
+    /// Whose code: `shmbus` or `photon-ring`.
+    pub mechanism: &'static str,
+    /// `publish` (per message) or `receive` (per message per consumer).
+    pub measure: &'static str,
     /// Nanoseconds per message (per logical consumer for receive rows).
     pub ns: f64,
+    /// Extra figures for the JSON (the two-process rounds).
+    pub detail: serde_json::Value,
+}
+
+impl Row {
+    fn new(what: &str, mechanism: &'static str, measure: &'static str, ns: f64) -> Row {
+        Row {
+            what: what.into(),
+            mechanism,
+            measure,
+            ns,
+            detail: serde_json::Value::Null,
+        }
+    }
+
+    /// The row as `--json` writes it under `mpmc.rows`.
+    pub fn json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({
+            "what": self.what,
+            "mechanism": self.mechanism,
+            "measure": self.measure,
+            "ns_per_msg": (self.ns * 1000.0).round() / 1000.0,
+        });
+        if !self.detail.is_null() {
+            v["detail"] = self.detail.clone();
+        }
+        v
+    }
 }
 
 fn ns_per(n: u64, t: Duration) -> f64 {
@@ -65,28 +104,94 @@ fn timed(n: u64, mut f: impl FnMut(u64)) -> f64 {
     ns_per(n, start.elapsed())
 }
 
+fn now(clock: rustix::time::ClockId) -> u64 {
+    let t = rustix::time::clock_gettime(clock);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
 /// The body of one publisher process (`bench-child --mechanism
-/// shmbus-mp-publisher --token BUS --count N`): prints `ns=<per message>`.
+/// shmbus-mp-publisher --token BUS --count N`): warms up, prints `READY`,
+/// waits for a line on stdin, then publishes N messages and prints `ns=`
+/// (wall) `cpu_ns=` (thread CPU time), both per message, and the loop's
+/// `start=`/`end=` in CLOCK_MONOTONIC ns, comparable between processes.
 pub fn run_publisher_child(bus: &str, count: u64) -> Result<(), String> {
+    use std::io::{BufRead, Write};
     let mut p = MpPublisher::<Msg>::attach(bus, &OpenOptions::default())
         .map_err(|e| format!("attach {bus}: {e}"))?;
     let mut lost = 0u64;
-    let ns = timed(count, |i| {
+    let mut publish = |i| {
         if p.publish(&[i; 8]).is_err() {
             lost += 1;
         }
-    });
-    println!("ns={ns:.3} abandoned={lost}");
-    Ok(())
+    };
+    for i in 0..count / 10 {
+        publish(i);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "READY")
+        .and_then(|_| out.flush())
+        .map_err(|e| e.to_string())?;
+    let mut go = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut go)
+        .map_err(|e| format!("waiting for GO: {e}"))?;
+    let f = measure(count, publish);
+    writeln!(
+        out,
+        "ns={:.3} cpu_ns={:.3} start={} end={} abandoned={lost}",
+        f.wall_ns, f.cpu_ns, f.start, f.end
+    )
+    .map_err(|e| e.to_string())
 }
 
-fn two_publisher_processes(count: u64) -> Result<f64, String> {
+/// Runs `f` for `0..n`, timed in wall and this thread's CPU time.
+fn measure(n: u64, mut f: impl FnMut(u64)) -> ChildFigures {
+    use rustix::time::ClockId;
+    let (start, cpu0) = (now(ClockId::Monotonic), now(ClockId::ThreadCPUTime));
+    for i in 0..n {
+        f(i);
+    }
+    let (end, cpu1) = (now(ClockId::Monotonic), now(ClockId::ThreadCPUTime));
+    let per = |ns: u64| ns as f64 / n as f64;
+    ChildFigures {
+        wall_ns: per(end - start),
+        cpu_ns: per(cpu1 - cpu0),
+        start,
+        end,
+    }
+}
+
+/// One publisher's figures (a process's, from its result line).
+struct ChildFigures {
+    wall_ns: f64,
+    cpu_ns: f64,
+    start: u64,
+    end: u64,
+}
+
+fn parse_child(line: &str) -> Option<ChildFigures> {
+    let field = |k: &str| {
+        line.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))
+    };
+    Some(ChildFigures {
+        wall_ns: field("ns")?.parse().ok()?,
+        cpu_ns: field("cpu_ns")?.parse().ok()?,
+        start: field("start")?.parse().ok()?,
+        end: field("end")?.parse().ok()?,
+    })
+}
+
+/// One round: two publisher processes started together.
+fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], String> {
+    use std::io::{BufRead, BufReader, Write};
     let name = bus_name("mp2");
     let _gone = Gone(name.clone());
     let _creator = MpPublisher::<Msg>::create(&name, &CreateOptions::new(4096))
         .map_err(|e| format!("create {name}: {e}"))?;
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let children = (0..2)
+    let mut children = (0..2)
         .map(|i| {
             Command::new(&exe)
                 .args([
@@ -100,45 +205,115 @@ fn two_publisher_processes(count: u64) -> Result<f64, String> {
                 .arg(i.to_string())
                 .args(["--token", &name, "--prefix", "mpmc", "--warmup", "0"])
                 .args(["--count", &count.to_string(), "--pace", "0", "--clock", "-"])
+                .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
+                .stderr(Stdio::inherit())
                 .spawn()
                 .map_err(|e| format!("spawn publisher: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    let mut total = 0.0;
-    for c in children {
-        let out = c
-            .wait_with_output()
+    // A child that fails ends its stdout: reading then finds no line, and
+    // the `?` below returns (the other child ends when its stdin closes).
+    let mut outs = Vec::new();
+    for c in &mut children {
+        let mut out = BufReader::new(c.stdout.take().ok_or("publisher stdout")?);
+        let mut line = String::new();
+        out.read_line(&mut line)
             .map_err(|e| format!("publisher: {e}"))?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let ns: f64 = text
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("ns=")?.parse().ok())
-            .ok_or_else(|| {
-                format!(
-                    "publisher printed no result: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                )
-            })?;
-        total += ns;
+        if line.trim() != "READY" {
+            return Err(format!("publisher did not start: {:?}", line.trim()));
+        }
+        outs.push(out);
     }
-    Ok(total / 2.0)
+    for c in &mut children {
+        let mut stdin = c.stdin.take().ok_or("publisher stdin")?;
+        stdin
+            .write_all(b"GO\n")
+            .map_err(|e| format!("publisher: {e}"))?;
+    }
+    let mut figures = Vec::new();
+    for (c, mut out) in children.iter_mut().zip(outs) {
+        let mut line = String::new();
+        out.read_line(&mut line)
+            .map_err(|e| format!("publisher: {e}"))?;
+        let status = c.wait().map_err(|e| format!("publisher: {e}"))?;
+        figures.push(
+            parse_child(&line)
+                .ok_or_else(|| format!("publisher printed no result ({status}): {line:?}"))?,
+        );
+    }
+    let [a, b]: [ChildFigures; 2] = figures.try_into().map_err(|_| "two publishers")?;
+    Ok([a, b])
 }
 
-fn photon_threads(threads: usize, count: u64) -> f64 {
+/// The mean CPU cost per message of two publisher processes (median of
+/// three rounds), and every round's figures.
+fn two_publisher_processes(count: u64) -> Result<(f64, serde_json::Value), String> {
+    let mut rounds = Vec::new();
+    for _ in 0..3 {
+        let [a, b] = two_publisher_round(count)?;
+        let overlap = a.end.min(b.end).saturating_sub(a.start.max(b.start)) as f64
+            / (a.end - a.start).max(b.end - b.start).max(1) as f64;
+        let share = (a.cpu_ns / a.wall_ns).min(b.cpu_ns / b.wall_ns);
+        rounds.push(serde_json::json!({
+            "cpu_ns_per_msg": [a.cpu_ns, b.cpu_ns],
+            "wall_ns_per_msg": [a.wall_ns, b.wall_ns],
+            "cpu_ns_mean": (a.cpu_ns + b.cpu_ns) / 2.0,
+            "overlap": (overlap * 1000.0).round() / 1000.0,
+            "min_cpu_share": (share * 1000.0).round() / 1000.0,
+        }));
+    }
+    rounds.sort_by(|x, y| {
+        let mean = |r: &serde_json::Value| r["cpu_ns_mean"].as_f64().unwrap_or(f64::NAN);
+        mean(x).total_cmp(&mean(y))
+    });
+    let median = &rounds[rounds.len() / 2];
+    Ok((
+        median["cpu_ns_mean"].as_f64().unwrap_or(f64::NAN),
+        serde_json::json!({
+            "count_per_publisher": count,
+            // Each publisher's CPU time over its wall time in the median
+            // round: below 1 it was descheduled for part of its loop, and
+            // while only one ran there was no contention to measure.
+            "min_cpu_share": median["min_cpu_share"],
+            "rounds": rounds,
+        }),
+    ))
+}
+
+/// photon-ring's `MpPublisher` in `threads` threads started together:
+/// their mean CPU time per message (and wall time), as for the processes.
+fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
     let (p, _subs) = photon_ring::channel_mpmc::<[u64; 8]>(4096);
+    let go = std::sync::Arc::new(std::sync::Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
-            let p = p.clone();
-            std::thread::spawn(move || timed(count, |i| p.publish([i; 8])))
+            let (p, go) = (p.clone(), go.clone());
+            std::thread::spawn(move || {
+                for i in 0..count / 10 {
+                    p.publish([i; 8]);
+                }
+                go.wait();
+                measure(count, |i| p.publish([i; 8]))
+            })
         })
         .collect();
-    let sum: f64 = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or(f64::NAN))
-        .sum();
-    sum / threads as f64
+    let figures: Vec<ChildFigures> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    let mean = |f: fn(&ChildFigures) -> f64| {
+        figures.iter().map(f).sum::<f64>() / figures.len().max(1) as f64
+    };
+    let share = figures
+        .iter()
+        .map(|f| f.cpu_ns / f.wall_ns)
+        .fold(f64::INFINITY, f64::min);
+    (
+        mean(|f| f.cpu_ns),
+        serde_json::json!({
+            "wall_ns_per_msg": figures.iter().map(|f| f.wall_ns).collect::<Vec<_>>(),
+            "cpu_ns_per_msg": figures.iter().map(|f| f.cpu_ns).collect::<Vec<_>>(),
+            "min_cpu_share": (share * 1000.0).round() / 1000.0,
+        }),
+    )
 }
 
 fn receive_rows(m: u64) -> Result<[Row; 2], String> {
@@ -180,14 +355,18 @@ fn receive_rows(m: u64) -> Result<[Row; 2], String> {
         alone_ns = alone_ns.min(ns_per(10 * m, start.elapsed()));
     }
     Ok([
-        Row {
-            what: "shmbus SubscriberGroup of 10, per consumer".into(),
-            ns: group_ns,
-        },
-        Row {
-            what: "shmbus 10 independent subscribers, per consumer".into(),
-            ns: alone_ns,
-        },
+        Row::new(
+            "shmbus SubscriberGroup of 10, per consumer",
+            "shmbus",
+            "receive",
+            group_ns,
+        ),
+        Row::new(
+            "shmbus 10 independent subscribers, per consumer",
+            "shmbus",
+            "receive",
+            alone_ns,
+        ),
     ])
 }
 
@@ -201,42 +380,56 @@ pub fn run(quick: bool) -> Result<Vec<Row>, String> {
         let _gone = Gone(name.clone());
         let mut p = Publisher::<Msg>::create(&name, &CreateOptions::new(4096))
             .map_err(|e| format!("create {name}: {e}"))?;
-        rows.push(Row {
-            what: "shmbus Publisher, 1 process".into(),
-            ns: timed(n, |i| p.publish(&[i; 8])),
-        });
+        rows.push(Row::new(
+            "shmbus Publisher, 1 process",
+            "shmbus",
+            "publish",
+            timed(n, |i| p.publish(&[i; 8])),
+        ));
     }
     {
         let name = bus_name("mp1");
         let _gone = Gone(name.clone());
         let mut p = MpPublisher::<Msg>::create(&name, &CreateOptions::new(4096))
             .map_err(|e| format!("create {name}: {e}"))?;
-        rows.push(Row {
-            what: "shmbus MpPublisher, 1 process".into(),
-            ns: timed(n, |i| {
+        rows.push(Row::new(
+            "shmbus MpPublisher, 1 process",
+            "shmbus",
+            "publish",
+            timed(n, |i| {
                 let _ = p.publish(&[i; 8]);
             }),
-        });
+        ));
     }
+    let (ns, detail) = two_publisher_processes(n)?;
     rows.push(Row {
-        what: "shmbus MpPublisher, 2 processes (mean)".into(),
-        ns: two_publisher_processes(n)?,
+        detail,
+        ..Row::new(
+            "shmbus MpPublisher, 2 processes (mean, CPU time)",
+            "shmbus",
+            "publish",
+            ns,
+        )
     });
     {
         let (mut p, _subs) = photon_ring::channel::<[u64; 8]>(4096);
+        rows.push(Row::new(
+            "photon-ring Publisher, 1 thread",
+            "photon-ring",
+            "publish",
+            timed(n, |i| p.publish([i; 8])),
+        ));
+    }
+    for (threads, what) in [
+        (1, "photon-ring MpPublisher, 1 thread"),
+        (2, "photon-ring MpPublisher, 2 threads (mean, CPU time)"),
+    ] {
+        let (ns, detail) = photon_threads(threads, n);
         rows.push(Row {
-            what: "photon-ring Publisher, 1 thread".into(),
-            ns: timed(n, |i| p.publish([i; 8])),
+            detail,
+            ..Row::new(what, "photon-ring", "publish", ns)
         });
     }
-    rows.push(Row {
-        what: "photon-ring MpPublisher, 1 thread".into(),
-        ns: photon_threads(1, n),
-    });
-    rows.push(Row {
-        what: "photon-ring MpPublisher, 2 threads (mean)".into(),
-        ns: photon_threads(2, n),
-    });
     rows.extend(receive_rows(m)?);
     Ok(rows)
 }
@@ -247,5 +440,59 @@ pub fn print(rows: &[Row]) {
     println!("many publishers and subscriber groups (64 B messages, ns per message):");
     for r in rows {
         println!("  {:52} {:8.2}", r.what, r.ns);
+    }
+    for r in rows.iter().filter(|r| r.what.contains(", 2 ")) {
+        let share = r.detail["min_cpu_share"].as_f64().unwrap_or(1.0);
+        if share < 0.9 {
+            println!(
+                "  note: {}: a publisher ran only {:.0}% of its loop's time (the CPUs were \
+                 busy), so the figure understates contention",
+                r.mechanism,
+                share * 100.0
+            );
+        }
+    }
+}
+
+/// What `--json` writes under the top-level key `mpmc`.
+pub fn json(rows: &[Row], quick: bool) -> serde_json::Value {
+    serde_json::json!({
+        "msg_size": 64,
+        "unit": "ns per message (receive rows: per message per consumer)",
+        "quick": quick,
+        "rows": rows.iter().map(Row::json).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_publisher_child_result_line_parses_and_a_bad_one_does_not() {
+        let f = parse_child("ns=43.5 cpu_ns=22.7 start=100 end=200 abandoned=0").unwrap();
+        assert_eq!(
+            (f.wall_ns, f.cpu_ns, f.start, f.end),
+            (43.5, 22.7, 100, 200)
+        );
+        assert!(parse_child("ns=43.5 start=100 end=200").is_none());
+        assert!(parse_child("").is_none());
+    }
+
+    #[test]
+    fn the_json_has_every_row_with_its_details_under_rows() {
+        let mut two = Row::new("shmbus MpPublisher, 2 processes", "shmbus", "publish", 40.0);
+        two.detail = serde_json::json!({"min_cpu_share": 0.98});
+        let rows = [
+            Row::new("shmbus Publisher, 1 process", "shmbus", "publish", 8.0),
+            two,
+        ];
+        let v = json(&rows, true);
+        let out = v["rows"].as_array().unwrap();
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0]["ns_per_msg"], 8.0);
+        assert!(out[0].get("detail").is_none());
+        assert_eq!(out[1]["detail"]["min_cpu_share"], 0.98);
+        assert_eq!(v["msg_size"], 64);
     }
 }

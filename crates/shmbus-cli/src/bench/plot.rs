@@ -1,7 +1,8 @@
 //! The SVG plot: latency percentiles per mechanism, throughput by size.
 //!
 //! Two panels side by side and one legend beside them, shared because a
-//! mechanism has the same color in both panels. Text is written as SVG
+//! mechanism has the same color in both panels. Below them, when it ran,
+//! the many-publishers table as bars (ns per message, linear). Text is written as SVG
 //! `<text>` elements, so no font is needed here; label widths are estimated.
 
 use std::path::Path;
@@ -10,6 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use super::mpmc::Row;
 use super::report::Figures;
 use super::Pattern;
 
@@ -20,6 +22,11 @@ const PANEL_HEIGHT: u32 = 450;
 const LATENCY_WIDTH: u32 = 610;
 const LEGEND_COLUMNS: usize = 4;
 const LEGEND_ROW: u32 = 28;
+/// The many-publishers strip: title, then a row per bar.
+const MPMC_TITLE: u32 = 44;
+const MPMC_ROW: u32 = 26;
+/// Width of the strip's labels, left of the bars.
+const MPMC_LABEL: i32 = 470;
 const FONT: &str = "sans-serif";
 // Font sizes as plotters takes them: it writes 1/1.24 of these to the SVG.
 const TITLE: f64 = 24.0;
@@ -109,11 +116,16 @@ struct Group<'a> {
 }
 
 /// Writes the plot to `path`.
-pub fn write(results: &[Figures], ticks_per_ns: f64, path: &Path) -> Result<(), String> {
-    draw(results, ticks_per_ns, path).map_err(|e| format!("{}: {e}", path.display()))
+pub fn write(
+    results: &[Figures],
+    mpmc: &[Row],
+    ticks_per_ns: f64,
+    path: &Path,
+) -> Result<(), String> {
+    draw(results, mpmc, ticks_per_ns, path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn draw(results: &[Figures], t: f64, path: &Path) -> Result<(), String> {
+fn draw(results: &[Figures], mpmc: &[Row], t: f64, path: &Path) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<_>| e.to_string();
     let groups = latency_groups(results, t);
     let rates = throughput_figures(results);
@@ -125,10 +137,20 @@ fn draw(results: &[Figures], t: f64, path: &Path) -> Result<(), String> {
     );
 
     let rows = looks.len().div_ceil(LEGEND_COLUMNS).max(1) as u32;
-    let height = PANEL_HEIGHT + 16 + rows * LEGEND_ROW;
+    let legend_height = 16 + rows * LEGEND_ROW;
+    let mpmc_height = if mpmc.is_empty() {
+        0
+    } else {
+        MPMC_TITLE + mpmc.len() as u32 * MPMC_ROW + 12
+    };
+    let height = PANEL_HEIGHT + legend_height + mpmc_height;
     let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let (panels, legend) = root.split_vertically(PANEL_HEIGHT);
+    let (panels, rest) = root.split_vertically(PANEL_HEIGHT);
+    let (legend, strip) = rest.split_vertically(legend_height);
+    if !mpmc.is_empty() {
+        mpmc_strip(&strip, mpmc).map_err(err)?;
+    }
     let (left, right) = panels.split_horizontally(LATENCY_WIDTH);
     latency_panel(&root, &left, &groups, &looks, t).map_err(err)?;
     throughput_panel(&right, &rates, &looks).map_err(err)?;
@@ -455,6 +477,52 @@ fn legend_panel<DB: DrawingBackend>(
     Ok(())
 }
 
+/// The many-publishers table as horizontal bars, one per row, with figures.
+fn mpmc_strip<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    rows: &[Row],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let (w, _) = area.dim_in_pixel();
+    let text = |s: String, x, y, pos| {
+        Text::new(s, (x, y), (FONT, DESC).into_font().color(&BLACK).pos(pos))
+    };
+    let left = Pos::new(HPos::Left, VPos::Center);
+    area.draw(&Text::new(
+        "many publishers and subscriber groups, 64 B messages: ns per message \
+         (receive: per consumer)",
+        (40, MPMC_TITLE as i32 / 2),
+        (FONT, DESC * 1.1).into_font().color(&BLACK).pos(left),
+    ))?;
+    let max = rows
+        .iter()
+        .map(|r| r.ns)
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max)
+        .max(1e-9);
+    let x0 = 40 + MPMC_LABEL;
+    let span = f64::from(w as i32 - x0 - 120);
+    for (i, r) in rows.iter().enumerate() {
+        let y = MPMC_TITLE as i32 + i as i32 * MPMC_ROW as i32 + MPMC_ROW as i32 / 2;
+        let color = if r.mechanism == "shmbus" {
+            SHMBUS
+        } else {
+            PALETTE[0]
+        };
+        area.draw(&text(r.what.clone(), 40, y, left))?;
+        let len = if r.ns.is_finite() {
+            (r.ns / max * span).round() as i32
+        } else {
+            0
+        };
+        area.draw(&Rectangle::new(
+            [(x0, y - 8), (x0 + len.max(1), y + 8)],
+            color.filled(),
+        ))?;
+        area.draw(&text(nanos(r.ns), x0 + len + 8, y, left))?;
+    }
+    Ok(())
+}
+
 /// A panel with its title and a note that there is nothing to show.
 fn no_data<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -594,9 +662,40 @@ mod tests {
     #[test]
     fn empty_results_still_draw() {
         let path = std::env::temp_dir().join(format!("shmbus-plot-{}.svg", std::process::id()));
-        write(&[], 1.0, &path).unwrap();
+        write(&[], &[], 1.0, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(svg.contains("no data"));
+        assert!(!svg.contains("many publishers"));
+    }
+
+    #[test]
+    fn the_many_publishers_table_is_drawn_as_bars_with_its_figures() {
+        let path = std::env::temp_dir().join(format!("shmbus-plot-mp-{}.svg", std::process::id()));
+        let rows = [
+            Row {
+                what: "shmbus MpPublisher, 2 processes".into(),
+                mechanism: "shmbus",
+                measure: "publish",
+                ns: 42.5,
+                detail: serde_json::Value::Null,
+            },
+            Row {
+                what: "photon-ring MpPublisher, 2 threads".into(),
+                mechanism: "photon-ring",
+                measure: "publish",
+                ns: 30.0,
+                detail: serde_json::Value::Null,
+            },
+        ];
+        write(&[], &rows, 1.0, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(svg.contains("many publishers and subscriber groups"));
+        assert!(svg.contains("shmbus MpPublisher, 2 processes"));
+        assert!(
+            svg.contains("42.5 ns") && svg.contains("30 ns"),
+            "figures on the bars"
+        );
     }
 }

@@ -498,7 +498,14 @@ fn result_json(f: &Figures, t: f64) -> Value {
 }
 
 /// Prints the table and targets, writes JSON and plot as asked.
-pub fn emit(results: &[Figures], settings: &Settings, args: &BenchArgs) -> Result<(), String> {
+/// `mpmc` (the many-publishers table, empty if it did not run) goes under
+/// its own top-level key, so readers of `results` see no change.
+pub fn emit(
+    results: &[Figures],
+    mpmc: &[super::mpmc::Row],
+    settings: &Settings,
+    args: &BenchArgs,
+) -> Result<(), String> {
     let t = settings.ticks_per_ns;
     let targets = targets(results, t);
     print_tables(results, settings);
@@ -514,12 +521,13 @@ pub fn emit(results: &[Figures], settings: &Settings, args: &BenchArgs) -> Resul
             },
             "results": results.iter().map(|f| result_json(f, t)).collect::<Vec<_>>(),
             "targets": targets,
+            "mpmc": if mpmc.is_empty() { Value::Null } else { super::mpmc::json(mpmc, settings.quick) },
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &args.plot {
-        super::plot::write(results, t, path)?;
+        super::plot::write(results, mpmc, t, path)?;
     }
     Ok(())
 }
