@@ -618,10 +618,13 @@ impl ShmRegion {
                 0,
             )
         };
-        let Ok(ptr) = mapped else {
-            // SAFETY: the reservation is ours and nothing points into it.
-            let _ = unsafe { rustix::mm::munmap(base, span) };
-            return Err(mapped.unwrap_err().into());
+        let ptr = match mapped {
+            Ok(ptr) => ptr,
+            Err(e) => {
+                // SAFETY: the reservation is ours and nothing points into it.
+                let _ = unsafe { rustix::mm::munmap(base, span) };
+                return Err(e.into());
+            }
         };
         // SAFETY: the slack before and after the file mapping is the rest of
         // our reservation, which nothing refers to.
