@@ -726,3 +726,41 @@ fn drain_ready_delivers_the_same_stream_as_recv_one_at_a_time() {
     bus.finish();
     dir.finish();
 }
+
+#[test]
+fn a_joiner_lapped_by_the_ring_reads_what_it_missed_back_from_the_journal() {
+    let keys = 10;
+    let (dir, bus, mut p) = journaled("jlapped", 100, keys);
+    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    // Read into the live part, then fall 10 laps of the 64-slot ring behind.
+    let _ = drain_to(&mut sub, 100, keys);
+    assert_eq!(sub.try_recv(), None);
+    assert!(sub.is_live(), "on the ring now");
+    for i in 100..740 {
+        p.publish(&kv(i, keys)).expect("publish");
+    }
+    assert_eq!(
+        drain_to(&mut sub, 740, keys),
+        (100..740).collect::<Vec<_>>()
+    );
+    drop(sub);
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
+    let (dir, bus, p) = journaled("jleftover", 10, 3);
+    let leftover = dir.path().join("j.compacting");
+    std::fs::write(&leftover, b"half a compaction").expect("write");
+    let no_fork = common::no_spawn_in_flight();
+    drop(p);
+    let p = JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    drop(no_fork);
+    assert!(!leftover.exists());
+    assert_eq!(p.next_sequence(), 10);
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
