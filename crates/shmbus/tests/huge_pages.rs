@@ -247,19 +247,25 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
 }
 
 #[test]
-fn a_journaled_bus_refuses_huge_pages_with_a_typed_error() {
+fn a_journaled_bus_can_live_in_huge_pages_too() {
     let dir = common::TestDir::new("thp-journal");
     let bus = BusName::new("thp-journal");
     let opts = CreateOptions::new(64).huge_pages(HugePages::Transparent);
     let journal = shmbus::JournalOptions::new(dir.path().join("j"));
     match shmbus::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
-        Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(
-            HugePageError::Unsupported { what },
-        ))) => assert_eq!(what, "a journaled bus"),
-        Ok(_) => panic!("a journaled bus was laid out without huge pages"),
-        Err(e) => panic!("expected Unsupported, got: {e}"),
+        Ok(p) => {
+            let st = shmbus::stat::stat(bus.name()).expect("stat");
+            assert_ne!(st.header.flags & flags::HUGE_PAGES, 0, "HUGE_PAGES flag");
+            assert!(st.header.journal.is_some(), "still journaled");
+            drop(p);
+        }
+        Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
+            println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
+            assert!(!bus.path().exists(), "a refused bus left its file");
+            assert!(!dir.path().join("j").exists(), "a refused bus left its journal");
+        }
+        Err(e) => panic!("create: {e}"),
     }
-    assert!(!bus.path().exists(), "a refused bus left its file");
     bus.finish();
     dir.finish();
 }

@@ -175,15 +175,11 @@ impl Core {
             }
             e
         };
-        let header = Header::broadcast(
-            opts.capacity(),
-            msg,
-            rustix::param::page_size() as u64,
-            first,
-        )
-        .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?
-        .with_journal(path.clone())
-        .map_err(|len| {
+        let (page, huge) = segment::layout_page(name, opts).map_err(|e| remove_new(e.into()))?;
+        let mut header = Header::broadcast(opts.capacity(), msg, page, first)
+            .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?;
+        header.flags |= huge;
+        let header = header.with_journal(path.clone()).map_err(|len| {
             remove_new(
                 JournalOpenError::PathTooLong {
                     len,
