@@ -262,7 +262,10 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
         Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
             println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
             assert!(!bus.path().exists(), "a refused bus left its file");
-            assert!(!dir.path().join("j").exists(), "a refused bus left its journal");
+            assert!(
+                !dir.path().join("j").exists(),
+                "a refused bus left its journal"
+            );
         }
         Err(e) => panic!("create: {e}"),
     }
