@@ -1,8 +1,8 @@
 //! Creating and opening a bus segment under /dev/shm: the steps between a
 //! name and a validated, mapped, locked ring.
 //!
-//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, reserve
-//! the pages, store [`MAGIC_BUILDING`], header, control fields, slot stamps,
+//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, write
+//! [`MAGIC_BUILDING`], reserve the pages, header, control fields, slot stamps,
 //! then the magic (Release), then make the header page read-only. Any failure
 //! after the file exists removes it again.
 //!
@@ -148,21 +148,26 @@ pub(crate) fn create_region(
 ) -> Result<ShmRegion, CreateError> {
     let path = resolve(name)?;
     let len = header.total_len;
-    let region = ShmRegion::create(&path, len as usize, opts.mode)
+    // Locked and marked before its pages are reserved, so that a creator
+    // killed at any later point leaves a file `clean` knows for a dead
+    // shmbus creator's (found by tests/chaos.rs: a large segment's
+    // reservation was a window in which a kill left an anonymous file).
+    let claim = |file: std::os::fd::BorrowedFd<'_>| {
+        if !lock::try_lock(file, lock_byte::PUBLISHER, true)?
+            || !lock::try_lock(file, lock_byte::ATTACHED, false)?
+        {
+            return Err(std::io::Error::other("new file already locked"));
+        }
+        let mark = MAGIC_BUILDING.to_le_bytes();
+        match rustix::io::pwrite(file, &mark, 0)? {
+            8 => Ok(()),
+            _ => Err(std::io::Error::other("short write of the magic")),
+        }
+    };
+    let region = ShmRegion::create(&path, len as usize, opts.mode, claim)
         .map_err(|e| CreateError::from_create(&path, len, e))?;
     let built = (|| {
         let io = |what| move |source| CreateError::Io { what, source };
-        if !lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(io("lock"))?
-            || !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))?
-        {
-            return Err(CreateError::Io {
-                what: "lock",
-                source: std::io::Error::other("new file already locked"),
-            });
-        }
-        region
-            .word(header::MAGIC)
-            .store(MAGIC_BUILDING, Ordering::Relaxed);
         header.write(&region);
         // The writer's pid sits at the same offset for every kind.
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
