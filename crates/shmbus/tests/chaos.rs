@@ -77,6 +77,16 @@ impl Chaos {
     }
 }
 
+/// Sets its flag when dropped, so a helper thread in a `thread::scope`
+/// stops when the test's own thread panics (and the scope can end).
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Kills per loop: `default`, or SHMBUS_CHAOS_ROUNDS.
 fn rounds(default: u64) -> u64 {
     std::env::var("SHMBUS_CHAOS_ROUNDS")
@@ -434,6 +444,7 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
     let mut victims = 0u64;
     std::thread::scope(|scope| {
         let stop = &stop;
+        let stopper = StopOnDrop(stop);
         let publisher = &mut publisher;
         let pacer = scope.spawn(move || {
             let mut rng = Chaos { state: 7 };
@@ -462,7 +473,7 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
                 );
             },
         );
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stopper);
         pacer.join().expect("publisher thread");
     });
     let mut live = stat::stat(bus.name()).expect("stat").subscribers;
@@ -642,4 +653,319 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
     );
     bus.finish();
     dir.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 4. Stream: the producer killed while the consumer waits, and the consumer
+// killed while the producer waits.
+
+/// Ring size of the chaos streams: small, so the producer fills it and
+/// waits, and records wrap often.
+const STREAM_CAP: u64 = 4096;
+
+/// How long a waiting side may take to be told its peer was killed: it
+/// checks every `stream::PEER_CHECK` (20 ms); the rest is `LATE_LIMIT`.
+fn peer_gone_bound() -> Duration {
+    shmbus::stream::PEER_CHECK + LATE_LIMIT
+}
+
+/// Record `idx` of producer generation `gen`: idx, gen, then a body whose
+/// every byte depends on both. Its length is a function of both too.
+fn record(gen: u64, idx: u64) -> Vec<u8> {
+    let len = 16 + (splitmix(idx ^ gen << 40) % 200) as usize;
+    let mut r = Vec::with_capacity(len);
+    r.extend_from_slice(&idx.to_le_bytes());
+    r.extend_from_slice(&gen.to_le_bytes());
+    r.extend((16..len).map(|j| (idx.wrapping_mul(31) as u8) ^ (j as u8) ^ (gen as u8)));
+    r
+}
+
+/// (idx, gen) of a record that is whole; `None` if it is not.
+fn check_record(r: &[u8]) -> Option<(u64, u64)> {
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            r.get(8 * i..8 * i + 8)?.try_into().ok()?,
+        ))
+    };
+    let (idx, gen) = (word(0)?, word(1)?);
+    (record(gen, idx) == r).then_some((idx, gen))
+}
+
+fn stream_opts() -> OpenOptions {
+    OpenOptions::default().wait(WaitStrategy::SpinFutex {
+        spin: Duration::from_micros(5),
+    })
+}
+
+/// Attaches as producer `SHMBUS_GEN` and pushes its records 0, 1, 2, ...
+/// at a random pace until killed.
+#[test]
+fn as_child_produce_until_killed() {
+    if !is_child("chaos_producer") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let gen: u64 = param("SHMBUS_GEN");
+    let mut rng = Chaos { state: gen };
+    let mut p = shmbus::stream::Producer::attach(&name, &stream_opts()).expect("attach");
+    common::print_ready();
+    let mut idx = 0;
+    loop {
+        for _ in 0..rng.below(64) {
+            p.push(
+                &record(gen, idx),
+                shmbus::stream::Wait::For(common::CHILD_DEADLINE),
+            )
+            .expect("push");
+            idx += 1;
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(300)));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost(
+) {
+    use shmbus::stream::{Consumer, PopError, Producer, Wait};
+    let mut chaos = Chaos::new("stream_producer_killed");
+    let bus = BusName::new("chaos-producer");
+    drop(Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create"));
+    let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
+    let n = rounds(30);
+    // The consumer, here on a thread, reports each PeerGone on `gone`.
+    let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut records, mut torn, mut out_of_order) = (0u64, 0u64, 0u64);
+    let mut worst = Duration::ZERO;
+    std::thread::scope(|scope| {
+        let stop = &stop;
+        let stopper = StopOnDrop(stop);
+        let reader = scope.spawn(|| {
+            let mut out = Vec::new();
+            let mut last: Option<(u64, u64)> = None;
+            let mut told = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match consumer.pop(&mut out, Wait::For(Duration::from_millis(100))) {
+                    Ok(()) => {
+                        records += 1;
+                        let Some((idx, gen)) = check_record(&out) else {
+                            torn += 1;
+                            continue;
+                        };
+                        // Each producer's records: from its first, without
+                        // a gap or a repeat; generations only go forward.
+                        let next = match last {
+                            Some((i, g)) if g == gen => i + 1,
+                            Some((_, g)) if g > gen => u64::MAX,
+                            _ => 0,
+                        };
+                        out_of_order += u64::from(idx != next);
+                        last = Some((idx, gen));
+                    }
+                    Err(PopError::PeerGone { pid }) => {
+                        // Once per dead producer (later pops say it again
+                        // until the next one attaches).
+                        if pid != told {
+                            told = pid;
+                            // The ring is empty: everything committed arrived.
+                            assert_eq!(consumer.len(), 0);
+                            gone_tx.send((pid, Instant::now())).expect("report");
+                        }
+                    }
+                    Err(PopError::TimedOut(_)) => {}
+                    Err(e) => panic!("pop: {e}"),
+                }
+            }
+        });
+        kill_loop(
+            &mut chaos,
+            n,
+            Duration::from_millis(20),
+            |gen| {
+                spawn_child(
+                    "as_child_produce_until_killed",
+                    "chaos_producer",
+                    &[
+                        ("SHMBUS_BUS", bus.name().to_owned()),
+                        ("SHMBUS_GEN", gen.to_string()),
+                    ],
+                )
+            },
+            |round, f| {
+                let killed = Instant::now();
+                let (pid, when) = gone
+                    .recv_timeout(peer_gone_bound() + Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("round {round}: no PeerGone"));
+                assert_eq!(
+                    pid, f.pid,
+                    "round {round}: PeerGone names the dead producer"
+                );
+                let took = when.saturating_duration_since(killed);
+                assert!(
+                    took < peer_gone_bound(),
+                    "round {round}: told after {took:?}"
+                );
+                worst = worst.max(took);
+            },
+        );
+        drop(stopper);
+        reader.join().expect("consumer thread");
+    });
+    println!(
+        "{n} producers killed; {records} records popped, {torn} torn, {out_of_order} out of \
+         order; PeerGone at most {worst:?} after the kill"
+    );
+    assert_eq!((torn, out_of_order), (0, 0));
+    bus.finish();
+}
+
+/// How many records of generation 0 lie wholly before stream position
+/// `head`, as the producer lays them out (a record that does not fit before
+/// the ring's end goes to the start, after a wrap marker); `None` if `head`
+/// is not the end of a record.
+fn records_before(head: u64) -> Option<u64> {
+    let (mut tail, mut count) = (0u64, 0u64);
+    while tail < head {
+        let size = 8 + (record(0, count).len() as u64).div_ceil(8) * 8;
+        let to_end = STREAM_CAP - tail % STREAM_CAP;
+        if size > to_end {
+            tail += to_end;
+        }
+        tail += size;
+        count += 1;
+    }
+    (tail == head).then_some(count)
+}
+
+/// Opens the consumer, pops one record and reports its index, says it is
+/// ready, then pops and checks every record after it until killed.
+#[test]
+fn as_child_consume_until_killed() {
+    if !is_child("chaos_consumer") {
+        return;
+    }
+    use shmbus::stream::{Consumer, Wait};
+    let name: String = param("SHMBUS_BUS");
+    let mut c = Consumer::open(&name, &stream_opts()).expect("open");
+    let mut out = Vec::new();
+    let wait = Wait::For(common::CHILD_DEADLINE);
+    c.pop(&mut out, wait).expect("first record");
+    let (first, _) = check_record(&out).expect("a whole first record");
+    print_result(&[("first", first.to_string())]);
+    common::print_ready();
+    for idx in first + 1.. {
+        c.pop(&mut out, wait).expect("pop");
+        assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly(
+) {
+    use shmbus::stream::{Consumer, Producer, PushError, Wait};
+    let mut chaos = Chaos::new("stream_consumer_killed");
+    let bus = BusName::new("chaos-consumer");
+    let mut producer =
+        Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create");
+    let n = rounds(30);
+    let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let pushed = std::sync::atomic::AtomicU64::new(0);
+    let mut worst = Duration::ZERO;
+    let mut told = 0u64;
+    std::thread::scope(|scope| {
+        let (stop, pushed) = (&stop, &pushed);
+        let stopper = StopOnDrop(stop);
+        let writer = scope.spawn(move || {
+            let mut idx = 0;
+            let mut last_gone = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match producer.push(&record(0, idx), Wait::For(Duration::from_millis(100))) {
+                    Ok(()) => {
+                        idx += 1;
+                        pushed.store(idx, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(PushError::PeerGone { pid }) => {
+                        if pid != last_gone {
+                            last_gone = pid;
+                            gone_tx.send((pid, Instant::now())).expect("report");
+                        }
+                    }
+                    Err(PushError::TimedOut(_)) => {}
+                    Err(e) => panic!("push: {e}"),
+                }
+            }
+            producer
+        });
+        // The first record the next consumer gets: the one after the last
+        // the killed one released (HEAD), found from the records' layout.
+        let mut expect_first = 0u64;
+        kill_loop(
+            &mut chaos,
+            n,
+            Duration::from_millis(20),
+            |_| {
+                spawn_child(
+                    "as_child_consume_until_killed",
+                    "chaos_consumer",
+                    &[("SHMBUS_BUS", bus.name().to_owned())],
+                )
+            },
+            |round, f| {
+                let killed = Instant::now();
+                assert_eq!(
+                    f.result().get::<u64>("first"),
+                    expect_first,
+                    "round {round}: the consumer resumed at"
+                );
+                let head = stat::stat(bus.name())
+                    .expect("stat")
+                    .stream
+                    .expect("a stream")
+                    .head;
+                let released = records_before(head)
+                    .unwrap_or_else(|| panic!("round {round}: HEAD {head} between records"));
+                expect_first = released;
+                // The producer is told once the ring is full: it always is
+                // soon, as it pushes without pause.
+                let (pid, when) = gone
+                    .recv_timeout(peer_gone_bound() + Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("round {round}: no PeerGone"));
+                assert_eq!(
+                    pid, f.pid,
+                    "round {round}: PeerGone names the dead consumer"
+                );
+                // Full within a few records of the kill, so told within
+                // the bound after it.
+                let took = when.saturating_duration_since(killed);
+                assert!(
+                    took < peer_gone_bound(),
+                    "round {round}: told after {took:?}"
+                );
+                worst = worst.max(took);
+                told += 1;
+            },
+        );
+        drop(stopper);
+        let producer = writer.join().expect("producer thread");
+        // The last consumer, here: every record from HEAD to the last pushed.
+        let mut c = Consumer::open(bus.name(), &stream_opts()).expect("open");
+        let end = pushed.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = Vec::new();
+        for idx in expect_first..end {
+            c.pop(&mut out, Wait::For(Duration::from_secs(10)))
+                .expect("pop");
+            assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
+        }
+        assert!(c.is_empty());
+        println!(
+            "{n} consumers killed; {end} records pushed, each delivered whole and in order \
+             from where the last consumer stopped; the producer told {told} times, at most \
+             {worst:?} after the kill"
+        );
+        drop((c, producer));
+    });
+    bus.finish();
 }
