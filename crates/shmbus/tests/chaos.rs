@@ -259,13 +259,18 @@ fn as_child_subscribe_until_the_end_message() {
 }
 
 fn spawn_subscriber(bus: &BusName, wait: &str) -> Watched {
-    spawn_child(
+    spawn_subscriber_for(bus, wait, common::CHILD_DEADLINE)
+}
+
+fn spawn_subscriber_for(bus: &BusName, wait: &str, deadline: Duration) -> Watched {
+    common::spawn_child_with_deadline(
         "as_child_subscribe_until_the_end_message",
         "chaos_sub",
         &[
             ("SHMBUS_BUS", bus.name().to_owned()),
             ("SHMBUS_WAIT", wait.to_owned()),
         ],
+        deadline,
     )
 }
 
@@ -967,5 +972,50 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
         );
         drop((c, producer));
     });
+    bus.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 5. Soak: one publisher (this process) and four subscriber processes, 100
+// million messages, with the checks above. Ignored in the ordinary run; a
+// release build runs it in CI (ci/soak.sh, bounded by its own timeout).
+
+#[test]
+#[ignore = "a soak of 100 M messages: run by ci/soak.sh in a release build"]
+fn soak_one_publisher_and_four_subscriber_processes_for_100_million_messages() {
+    let count: u64 = std::env::var("SHMBUS_SOAK_MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000_000);
+    let bus = BusName::new("soak");
+    let mut publisher =
+        Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(1024)).expect("create");
+    let deadline = Duration::from_secs(900);
+    let mut subscribers: Vec<Watched> = ["busy", "yield", "futex", "futex"]
+        .iter()
+        .map(|w| spawn_subscriber_for(&bus, w, deadline))
+        .collect();
+    for s in &mut subscribers {
+        s.wait_ready();
+    }
+    let t = Instant::now();
+    for seq in 0..count {
+        publisher.publish(&Stamp::new(seq, 1));
+        // A pause now and then, so the futex subscribers catch up and sleep.
+        if seq % (1 << 22) == (1 << 22) - 1 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    publisher.publish(&Stamp::new(count, END));
+    let took = t.elapsed();
+    let head = publisher.next_sequence();
+    println!(
+        "soak: {head} messages published in {took:.1?} ({:.1} M msg/s) to 4 subscriber processes",
+        head as f64 / took.as_secs_f64() / 1e6
+    );
+    for s in subscribers {
+        check_survivor(s.wait_success(), head, 1);
+    }
+    drop(publisher);
     bus.finish();
 }
