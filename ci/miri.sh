@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ring protocols under Miri, over the heap-backed region: every atomic
+# The ring protocols (slots and stream) under Miri, over the heap-backed region: every atomic
 # access, fence and pointer cast of the real slot code, checked for undefined
 # behaviour with strict provenance. The futex calls go through libc under
 # Miri (see wait.rs), which Miri models.
@@ -13,3 +13,6 @@ export MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-disable-isolation"
 export CARGO_TARGET_DIR=target/miri
 cargo +nightly miri test -p shmbus --lib
 cargo +nightly miri test -p shmbus --test wrap
+# The stream's heap tests (the ring model, edge records, records between
+# threads): about 2 minutes on 2 cores.
+cargo +nightly miri test -p shmbus --test stream heap::

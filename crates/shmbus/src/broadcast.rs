@@ -512,8 +512,12 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// The newest complete message, without moving any cursor.
+    /// The newest complete message, without moving any cursor. `None` also
+    /// when that slot stays unreadable while the cursor stands still: a
+    /// publisher died writing over it (a one-slot bus), or the file is
+    /// corrupt (found by tests/fuzz_header.rs: this looped forever).
     pub(crate) fn latest(&self, dst: &mut [u8]) -> Option<u64> {
+        let mut stuck = 0u32;
         loop {
             let head = self.head();
             if head == self.geo.first_seq {
@@ -533,7 +537,15 @@ impl<R: Region> Ring<R> {
             }
             // Lapped while copying: the publisher has moved on; take the new
             // newest. Each retry means at least `capacity` new messages.
-            crate::sync::spin_loop();
+            if self.head() == head {
+                stuck += 1;
+                if stuck >= LATEST_TRIES {
+                    return None;
+                }
+                crate::sync::yield_now();
+            } else {
+                crate::sync::spin_loop();
+            }
         }
     }
 
@@ -587,6 +599,11 @@ impl<R: Region> Ring<R> {
         }
     }
 }
+
+/// How many times `latest` finds the newest slot unreadable with the cursor
+/// unmoved before it gives up (a live publisher finishes a write in far
+/// fewer; a yield between tries lets it run on a busy CPU).
+const LATEST_TRIES: u32 = 1000;
 
 /// The outcome of one subscriber step, without the payload.
 #[derive(Debug, PartialEq, Eq)]

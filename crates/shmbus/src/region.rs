@@ -495,10 +495,18 @@ unsafe impl Sync for ShmRegion {}
 impl ShmRegion {
     /// Creates a new file of `len` bytes with exactly `mode`, reserving its
     /// pages (`fallocate`) so that a full tmpfs is an error now and never a
-    /// `SIGBUS` later, and maps it read-write.
-    /// The mapping is aligned to `align` (a power of two; see
-    /// [`ShmRegion::map_aligned`]).
-    pub fn create(path: &Path, len: usize, mode: u32, align: usize) -> io::Result<ShmRegion> {
+    /// `SIGBUS` later, and maps it read-write, aligned to `align` (a power
+    /// of two; see [`ShmRegion::map_aligned`]). `claim` runs on the file
+    /// while it is still empty, before the reservation (the slow part for a
+    /// large segment): whatever it marks the file with, a creator killed
+    /// later leaves a file that says whose it is.
+    pub fn create(
+        path: &Path,
+        len: usize,
+        mode: u32,
+        align: usize,
+        claim: impl FnOnce(BorrowedFd<'_>) -> io::Result<()>,
+    ) -> io::Result<ShmRegion> {
         let file = rustix::fs::open(
             path,
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
@@ -506,6 +514,7 @@ impl ShmRegion {
         )?;
         let made = (|| -> io::Result<ShmRegion> {
             rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
+            claim(file.as_fd())?;
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len as u64)?;
             Self::map_aligned(file, path, len, Access::ReadWrite, align)
         })();

@@ -1,8 +1,8 @@
 //! Creating and opening a bus segment under /dev/shm: the steps between a
 //! name and a validated, mapped, locked ring.
 //!
-//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, reserve
-//! the pages, store [`MAGIC_BUILDING`], header, control fields, slot stamps,
+//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, write
+//! [`MAGIC_BUILDING`], reserve the pages, header, control fields, slot stamps,
 //! then the magic (Release), then make the header page read-only, then (with
 //! transparent huge pages) collapse the data pages. Any failure after the
 //! file exists removes it again.
@@ -208,23 +208,42 @@ pub(crate) fn create_region(
         }
         .into());
     }
-    let region = ShmRegion::create(&path, len as usize, opts.mode, header.page_size as usize)
-        .map_err(|e| match (opts.huge, e.raw_os_error()) {
-            (Some(HugePages::Hugetlbfs), Some(libc::ENOSPC | libc::ENOMEM)) => {
-                crate::region::none_free(&path, len, header.page_size).into()
-            }
-            _ => CreateError::from_create(&path, len, e),
-        })?;
+    // Locked and marked before its pages are reserved, so that a creator
+    // killed at any later point leaves a file `clean` knows for a dead
+    // shmbus creator's (found by tests/chaos.rs: a large segment's
+    // reservation was a window in which a kill left an anonymous file).
+    let claim = |file: std::os::fd::BorrowedFd<'_>| {
+        if !lock::try_lock(file, lock_byte::PUBLISHER, true)?
+            || !lock::try_lock(file, lock_byte::ATTACHED, false)?
+        {
+            return Err(std::io::Error::other("new file already locked"));
+        }
+        let mark = MAGIC_BUILDING.to_le_bytes();
+        match rustix::io::pwrite(file, &mark, 0) {
+            Ok(8) => Ok(()),
+            // hugetlbfs has no write(2): the mark is stored through the
+            // mapping below instead, a moment later.
+            Err(rustix::io::Errno::INVAL) if opts.huge == Some(HugePages::Hugetlbfs) => Ok(()),
+            Ok(_) => Err(std::io::Error::other("short write of the magic")),
+            Err(e) => Err(e.into()),
+        }
+    };
+    let region = ShmRegion::create(
+        &path,
+        len as usize,
+        opts.mode,
+        header.page_size as usize,
+        claim,
+    )
+    .map_err(|e| match (opts.huge, e.raw_os_error()) {
+        (Some(HugePages::Hugetlbfs), Some(libc::ENOSPC | libc::ENOMEM)) => {
+            crate::region::none_free(&path, len, header.page_size).into()
+        }
+        _ => CreateError::from_create(&path, len, e),
+    })?;
     let built = (|| {
         let io = |what| move |source| CreateError::Io { what, source };
-        if !lock::try_lock(region.file(), lock_byte::PUBLISHER, true).map_err(io("lock"))?
-            || !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))?
-        {
-            return Err(CreateError::Io {
-                what: "lock",
-                source: std::io::Error::other("new file already locked"),
-            });
-        }
+        // Already there through `claim`, except on hugetlbfs.
         region
             .word(header::MAGIC)
             .store(MAGIC_BUILDING, Ordering::Relaxed);

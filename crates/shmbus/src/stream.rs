@@ -374,13 +374,16 @@ impl<R: Region> Producer<R> {
             ctl::SPACE_BELL,
             (lock_byte::CONSUMER, ctl::CONSUMER_PID),
             || {
-                if cap - (tail - head) >= need {
+                // A HEAD outside [TAIL - capacity, TAIL] (only a corrupt
+                // file holds one) reads as no room, never as an overflow.
+                let room = |head: u64| cap.checked_sub(tail.wrapping_sub(head)) >= Some(need);
+                if room(head) {
                     return true;
                 }
                 // Acquire, paired with the consumer's Release store of HEAD:
                 // the bytes it released are done with before we write them.
                 head = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
-                cap - (tail - head) >= need
+                room(head)
             },
         );
         self.head = head;
@@ -413,7 +416,8 @@ impl<R: Region> Producer<R> {
 
     /// Bytes written and not yet released by the consumer.
     pub fn len(&self) -> u64 {
-        self.tail - self.ring.cursor(ctl::HEAD).load(Ordering::Acquire)
+        self.tail
+            .wrapping_sub(self.ring.cursor(ctl::HEAD).load(Ordering::Acquire))
     }
 
     /// Whether the consumer has released everything written.
@@ -544,18 +548,36 @@ impl<R: Region> Consumer<R> {
             Err(Stop::TimedOut(d)) => return Err(PopError::TimedOut(d)),
             Err(Stop::PeerGone(pid)) => return Err(PopError::PeerGone { pid }),
         }
-        let mut header = self.header();
-        if header == WRAP {
-            let to_end = self.ring.capacity - (self.head & (self.ring.capacity - 1));
-            self.head += to_end;
-            header = self.header();
-        }
-        if header > self.ring.max || padded(header) > self.tail - self.head {
+        // Checked against the ring, not trusted: a corrupt file (or a writer
+        // that ignores the protocol) gets `Corrupt`, never an overflow or a
+        // read past the ring (found by tests/fuzz_header.rs).
+        let cap = self.ring.capacity;
+        let to_end = cap - (self.head & (cap - 1));
+        let avail = self.tail.wrapping_sub(self.head);
+        if self.head % 8 != 0 {
+            // Only a corrupt HEAD found at open can be unaligned.
             return Err(PopError::Corrupt {
                 at: self.head,
-                header,
+                header: 0,
             });
         }
+        let mut header = self.header();
+        let mut at = self.head;
+        if header == WRAP && avail > to_end && avail <= cap {
+            at += to_end;
+            header = self.ring.get_header(at);
+        }
+        let fits = |h: u64| {
+            let left = self.tail.wrapping_sub(at);
+            h <= self.ring.max
+                && left <= cap
+                && padded(h) <= left
+                && padded(h) <= cap - (at & (cap - 1))
+        };
+        if !fits(header) {
+            return Err(PopError::Corrupt { at, header });
+        }
+        self.head = at;
         Ok((self.ring.at(self.head) + 8, header as usize))
     }
 
@@ -578,7 +600,10 @@ impl<R: Region> Consumer<R> {
 
     /// Bytes written and not yet released (what `stat` calls the fill).
     pub fn len(&self) -> u64 {
-        self.ring.cursor(ctl::TAIL).load(Ordering::Acquire) - self.head
+        self.ring
+            .cursor(ctl::TAIL)
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.head)
     }
 
     /// Whether nothing is waiting to be read.
@@ -664,6 +689,17 @@ mod shm {
             let pid_field = header.control_offset as usize + ctl::PRODUCER_PID;
             take_role(&region, lock_byte::PUBLISHER, pid_field)
                 .map_err(|pid| AttachError::ProducerActive { pid })?;
+            // Every record header lies at a multiple of 8: a TAIL that is
+            // not is a corrupt file, and writing there would straddle the
+            // ring's end.
+            let tail = region
+                .word(header.control_offset as usize + ctl::TAIL)
+                .load(Ordering::Relaxed);
+            if tail % 8 != 0 {
+                return Err(AttachError::Open(crate::OpenError::InvalidGeometry(
+                    format!("stream TAIL {tail} is not a multiple of 8"),
+                )));
+            }
             Ok(Producer::from_ring(
                 StreamRing::new(region, &header),
                 opts.wait_strategy(),

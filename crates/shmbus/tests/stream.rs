@@ -996,6 +996,7 @@ impl Drop for Hogs {
 /// times the timeout and 25 times `PEER_CHECK`; a wait that reads the clock
 /// after every `sched_yield` overruns by a scheduler slice at most.
 #[test]
+#[cfg_attr(miri, ignore)]
 fn a_yielding_wait_ends_on_time_and_notices_a_killed_peer_on_a_busy_cpu() {
     const BOUND: Duration = Duration::from_millis(500);
     let d = Duration::from_millis(50);

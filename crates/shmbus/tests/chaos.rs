@@ -1,0 +1,1023 @@
+//! Chaos: real processes killed with SIGKILL at random points while others
+//! keep working, and the figures that must hold afterwards: torn messages
+//! delivered = 0, delivered + skipped == published exactly, no reader past
+//! its bound, every restarted publisher one epoch up.
+//!
+//! Every random choice comes from one seed: `SHMBUS_CHAOS_SEED` or a fixed
+//! default, printed by each test, so a failure is replayed by running the
+//! test again with that variable set. `SHMBUS_CHAOS_ROUNDS` scales the
+//! number of kills (for a longer local run).
+//!
+//! Adding a case (a journal writer killed mid-append, an MPMC publisher
+//! killed between claim and commit): an `as_child_*` entry that sets up,
+//! calls `common::print_ready`, then works until killed; and a test that
+//! hands `kill_loop` a closure spawning that child and one checking what
+//! the survivors see after each kill. The loop does the seeding, the random
+//! timing, the kill and the watchdog.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytemuck::{Pod, Zeroable};
+use common::{
+    is_child, param, print_result, spawn_child, splitmix, BusName, Finished, TestDir, Watched,
+};
+use shmbus::layout;
+use shmbus::stat;
+use shmbus::{
+    AttachError, CreateOptions, OpenError, OpenOptions, Publisher, RawSubscriber, Received, Start,
+    Subscriber, WaitStrategy,
+};
+
+// ---------------------------------------------------------------------------
+// The harness.
+
+/// The default seed; any other is given with SHMBUS_CHAOS_SEED.
+const DEFAULT_SEED: u64 = 0x5eed_c4a0_5b05;
+
+/// A seeded source of the random choices of one test.
+struct Chaos {
+    state: u64,
+}
+
+impl Chaos {
+    /// The test's generator: the run's seed mixed with the test's name, so
+    /// tests differ but each replays alone. Prints how to replay.
+    fn new(test: &str) -> Chaos {
+        let seed = std::env::var("SHMBUS_CHAOS_SEED")
+            .ok()
+            .map(|s| {
+                let s = s.trim();
+                s.strip_prefix("0x")
+                    .map_or_else(|| s.parse(), |hex| u64::from_str_radix(hex, 16))
+                    .unwrap_or_else(|e| panic!("SHMBUS_CHAOS_SEED={s:?}: {e}"))
+            })
+            .unwrap_or(DEFAULT_SEED);
+        println!("chaos {test}: seed {seed:#x} (replay with SHMBUS_CHAOS_SEED={seed:#x})");
+        Chaos {
+            state: seed ^ layout::fnv1a(test.as_bytes()),
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state = splitmix(self.state);
+        self.state
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// Uniform in `[0, max)`, to the microsecond.
+    fn delay(&mut self, max: Duration) -> Duration {
+        Duration::from_micros(self.below(max.as_micros().max(1) as u64))
+    }
+}
+
+/// Sets its flag when dropped, so a helper thread in a `thread::scope`
+/// stops when the test's own thread panics (and the scope can end).
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Kills per loop: `default`, or SHMBUS_CHAOS_ROUNDS.
+fn rounds(default: u64) -> u64 {
+    std::env::var("SHMBUS_CHAOS_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The loop every kill case shares: `rounds` times, start a child with
+/// `spawn(round)`, wait for its READY line, let it run for a random time
+/// below `max_run`, SIGKILL it, and give `after` the round and what the
+/// child left (its output; it died of SIGKILL, or the test fails: a child
+/// that found a fault exits with an error before the kill).
+fn kill_loop(
+    chaos: &mut Chaos,
+    rounds: u64,
+    max_run: Duration,
+    mut spawn: impl FnMut(u64) -> Watched,
+    mut after: impl FnMut(u64, Finished),
+) {
+    for round in 0..rounds {
+        let mut child = spawn(round);
+        child.wait_ready();
+        std::thread::sleep(chaos.delay(max_run));
+        child.check_alive("the kill");
+        let f = child.kill();
+        assert_eq!(
+            f.signal(),
+            Some(libc::SIGKILL),
+            "round {round}: the child did not die of the kill\n{}",
+            f.output()
+        );
+        after(round, f);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Messages that carry their sequence, their publisher's epoch and a check
+// over both, so a torn mix of two is always caught.
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Stamp {
+    seq: u64,
+    epoch: u64,
+    check: [u64; 30],
+}
+
+/// The epoch of the message that tells subscribers to stop.
+const END: u64 = u64::MAX;
+
+impl Stamp {
+    fn new(seq: u64, epoch: u64) -> Stamp {
+        let mut check = [0; 30];
+        for (i, w) in check.iter_mut().enumerate() {
+            *w = splitmix(seq ^ epoch.rotate_left(32) ^ (i as u64) << 56);
+        }
+        Stamp { seq, epoch, check }
+    }
+
+    fn whole(&self) -> bool {
+        Stamp::new(self.seq, self.epoch).check == self.check
+    }
+}
+
+/// How long a subscriber waits in one `recv_timeout`: short, so that it
+/// times out while no publisher is alive, and its bound is measured.
+const RECV_BOUND: Duration = Duration::from_millis(2);
+
+/// How far past its timeout a `recv_timeout` may return on a loaded
+/// two-core machine before the test calls it blocked: a generous bound on
+/// scheduling delay, not a performance figure.
+const LATE_LIMIT: Duration = Duration::from_secs(1);
+
+fn strategy(name: &str) -> WaitStrategy {
+    match name {
+        "busy" => WaitStrategy::BusySpin,
+        "yield" => WaitStrategy::SpinYield {
+            spin: Duration::from_micros(20),
+        },
+        "futex" => WaitStrategy::SpinFutex {
+            spin: Duration::from_micros(5),
+        },
+        other => panic!("unknown wait strategy {other}"),
+    }
+}
+
+/// A subscriber's figures.
+#[derive(Default)]
+struct Tally {
+    delivered: u64,
+    skipped: u64,
+    lags: u64,
+    torn: u64,
+    wrong_seq: u64,
+    epoch_backwards: u64,
+    last_epoch: u64,
+    timeouts: u64,
+    worst_late: Duration,
+}
+
+impl Tally {
+    fn take(&mut self, pos: u64, m: &Stamp) {
+        self.delivered += 1;
+        if !m.whole() {
+            self.torn += 1;
+        } else if m.seq != pos {
+            self.wrong_seq += 1;
+        } else if m.epoch != END {
+            self.epoch_backwards += u64::from(m.epoch < self.last_epoch);
+            self.last_epoch = self.last_epoch.max(m.epoch);
+        }
+    }
+
+    fn fields(&self, start: u64, end: u64) -> Vec<(&'static str, String)> {
+        vec![
+            ("start", start.to_string()),
+            ("end", end.to_string()),
+            ("delivered", self.delivered.to_string()),
+            ("skipped", self.skipped.to_string()),
+            ("lags", self.lags.to_string()),
+            ("torn", self.torn.to_string()),
+            ("wrong_seq", self.wrong_seq.to_string()),
+            ("epoch_backwards", self.epoch_backwards.to_string()),
+            ("last_epoch", self.last_epoch.to_string()),
+            ("timeouts", self.timeouts.to_string()),
+            ("worst_late_us", self.worst_late.as_micros().to_string()),
+        ]
+    }
+}
+
+/// Receives until the END message, checking each message, and prints the
+/// tally. A torn message fails the child at once (so a victim that sees one
+/// exits with an error before the parent's kill).
+#[test]
+fn as_child_subscribe_until_the_end_message() {
+    if !is_child("chaos_sub") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let opts = OpenOptions::default()
+        .start(Start::Oldest)
+        .wait(strategy(&param::<String>("SHMBUS_WAIT")));
+    let mut sub = Subscriber::<Stamp>::open(&name, &opts).expect("open subscriber");
+    let start = sub.position();
+    common::print_ready();
+    let mut t = Tally::default();
+    loop {
+        let pos = sub.position();
+        let asked = Instant::now();
+        match sub.recv_timeout(RECV_BOUND) {
+            Some(Received::Message(m)) => {
+                t.take(pos, &m);
+                assert_eq!(t.torn + t.wrong_seq, 0, "bad message at {pos}");
+                if m.epoch == END {
+                    break;
+                }
+            }
+            Some(Received::Lagged { skipped }) => {
+                t.lags += 1;
+                t.skipped += skipped;
+            }
+            None => {
+                t.timeouts += 1;
+                t.worst_late = t.worst_late.max(asked.elapsed().saturating_sub(RECV_BOUND));
+            }
+        }
+    }
+    print_result(&t.fields(start, sub.position()));
+}
+
+fn spawn_subscriber(bus: &BusName, wait: &str) -> Watched {
+    spawn_subscriber_for(bus, wait, common::CHILD_DEADLINE)
+}
+
+fn spawn_subscriber_for(bus: &BusName, wait: &str, deadline: Duration) -> Watched {
+    common::spawn_child_with_deadline(
+        "as_child_subscribe_until_the_end_message",
+        "chaos_sub",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_WAIT", wait.to_owned()),
+        ],
+        deadline,
+    )
+}
+
+/// Checks a surviving subscriber's figures against the bus's final head
+/// (the END message is `head - 1`) and prints them.
+fn check_survivor(f: Finished, head: u64, last_epoch: u64) {
+    let r = f.result();
+    let who = format!("subscriber pid {}", f.pid);
+    let (start, end): (u64, u64) = (r.get("start"), r.get("end"));
+    let (delivered, skipped): (u64, u64) = (r.get("delivered"), r.get("skipped"));
+    println!(
+        "{who}: delivered {delivered} + skipped {skipped} (in {} lags) of {} published; torn {}, \
+         wrong sequence {}, epoch backwards {}, timeouts {}, worst late {} us",
+        r.get::<u64>("lags"),
+        end - start,
+        r.get::<u64>("torn"),
+        r.get::<u64>("wrong_seq"),
+        r.get::<u64>("epoch_backwards"),
+        r.get::<u64>("timeouts"),
+        r.get::<u64>("worst_late_us"),
+    );
+    assert_eq!(r.get::<u64>("torn"), 0, "{who}: torn messages delivered");
+    assert_eq!(r.get::<u64>("wrong_seq"), 0, "{who}: wrong sequence");
+    assert_eq!(r.get::<u64>("epoch_backwards"), 0, "{who}: epoch went back");
+    assert_eq!(end, head, "{who}: ended after the END message");
+    assert_eq!(delivered + skipped, end - start, "{who}: lost count");
+    assert_eq!(r.get::<u64>("last_epoch"), last_epoch, "{who}: last epoch");
+    let late = Duration::from_micros(r.get("worst_late_us"));
+    assert!(late < LATE_LIMIT, "{who}: a receive returned {late:?} late");
+}
+
+// ---------------------------------------------------------------------------
+// 1. A publisher killed mid-stream, again and again.
+
+/// Attaches as publisher, reports its epoch and first sequence, then
+/// publishes in bursts of random length with pauses between (so futex
+/// subscribers fall asleep and are woken) until killed.
+#[test]
+fn as_child_attach_and_publish_until_killed() {
+    if !is_child("chaos_pub") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let mut rng = Chaos {
+        state: param("SHMBUS_SEED"),
+    };
+    let mut p = Publisher::<Stamp>::attach(&name, &OpenOptions::default()).expect("attach");
+    let epoch = p.epoch();
+    print_result(&[
+        ("epoch", epoch.to_string()),
+        ("next", p.next_sequence().to_string()),
+    ]);
+    common::print_ready();
+    let parent = std::os::unix::process::parent_id();
+    loop {
+        for _ in 0..rng.below(512) {
+            p.publish(&Stamp::new(p.next_sequence(), epoch));
+        }
+        if rng.below(4) == 0 {
+            std::thread::sleep(Duration::from_micros(rng.below(300)));
+        }
+        if std::os::unix::process::parent_id() != parent {
+            std::process::exit(3);
+        }
+    }
+}
+
+/// Where sequence `seq`'s stamp is in the file.
+fn stamp_offset(st: &stat::BusStat, seq: u64) -> u64 {
+    st.header.data_offset + (seq & (st.header.capacity - 1)) * u64::from(st.header.slot_size)
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_publisher_killed_200_times_mid_stream_never_tears_a_message_nor_miscounts_a_loss() {
+    let mut chaos = Chaos::new("publisher_killed");
+    let bus = BusName::new("chaos-pub");
+    drop(Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(64)).expect("create"));
+    let mut subscribers: Vec<Watched> = ["futex", "yield", "futex"]
+        .iter()
+        .map(|w| spawn_subscriber(&bus, w))
+        .collect();
+    for s in &mut subscribers {
+        s.wait_ready();
+    }
+
+    let n = rounds(200);
+    let (mut after_complete, mut after_torn_write, mut published) = (0u64, 0u64, 0u64);
+    // What the next publisher must resume at, from the file after a kill.
+    let mut expect_next = 0u64;
+    kill_loop(
+        &mut chaos,
+        n,
+        Duration::from_millis(3),
+        |round| {
+            spawn_child(
+                "as_child_attach_and_publish_until_killed",
+                "chaos_pub",
+                &[
+                    ("SHMBUS_BUS", bus.name().to_owned()),
+                    ("SHMBUS_SEED", splitmix(round ^ 0xabc).to_string()),
+                ],
+            )
+        },
+        |round, f| {
+            let r = f.result();
+            assert_eq!(
+                r.get::<u64>("epoch"),
+                round + 2,
+                "epoch after {round} kills"
+            );
+            assert_eq!(
+                r.get::<u64>("next"),
+                expect_next,
+                "round {round}: resumed at"
+            );
+            let st = stat::stat(bus.name()).expect("stat");
+            assert!(
+                !st.publisher_alive,
+                "the kernel dropped the dead one's lock"
+            );
+            published = st.head;
+            // The next publisher resumes after a message whose stamp is
+            // complete (the kill came between stamp and cursor), or at it
+            // if the kill came mid-write.
+            let stamp = common::read_u64_at(bus.path(), stamp_offset(&st, st.head));
+            expect_next = if stamp == 2 * st.head + 2 {
+                after_complete += 1;
+                st.head + 1
+            } else {
+                after_torn_write += u64::from(stamp == 2 * st.head + 1);
+                st.head
+            };
+        },
+    );
+
+    // One more publisher, here: it resumes where the file says, one epoch
+    // up, and sends the END message.
+    let mut last = Publisher::<Stamp>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    assert_eq!(last.epoch(), n + 2);
+    assert_eq!(last.next_sequence(), expect_next);
+    last.publish(&Stamp::new(last.next_sequence(), END));
+    let head = last.next_sequence();
+    println!(
+        "{n} publishers killed; {published} messages published before the last kill; \
+         {after_complete} kills between a stamp and the cursor, {after_torn_write} mid-write"
+    );
+    for s in subscribers {
+        check_survivor(s.wait_success(), head, n + 1);
+    }
+    drop(last);
+    bus.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 2. Subscribers killed at random while a publisher and other subscribers
+// carry on.
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscribers() {
+    let mut chaos = Chaos::new("subscribers_killed");
+    let bus = BusName::new("chaos-sub");
+    let mut publisher =
+        Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(32)).expect("create");
+    let mut survivors: Vec<Watched> = ["futex", "yield"]
+        .iter()
+        .map(|w| spawn_subscriber(&bus, w))
+        .collect();
+    for s in &mut survivors {
+        s.wait_ready();
+    }
+    let survivor_pids: Vec<u32> = survivors.iter().map(Watched::pid).collect();
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let mut victims = 0u64;
+    std::thread::scope(|scope| {
+        let stop = &stop;
+        let stopper = StopOnDrop(stop);
+        let publisher = &mut publisher;
+        let pacer = scope.spawn(move || {
+            let mut rng = Chaos { state: 7 };
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for _ in 0..rng.below(256) {
+                    publisher.publish(&Stamp::new(publisher.next_sequence(), 1));
+                }
+                std::thread::sleep(Duration::from_micros(rng.below(200)));
+            }
+        });
+        let waits = ["busy", "yield", "futex"];
+        kill_loop(
+            &mut chaos,
+            rounds(60),
+            Duration::from_millis(20),
+            |round| spawn_subscriber(&bus, waits[round as usize % waits.len()]),
+            |round, f| {
+                victims += 1;
+                // The dead subscriber's registry entry is free again.
+                let mut live = stat::stat(bus.name()).expect("stat").subscribers;
+                live.sort_unstable();
+                assert!(
+                    !live.contains(&f.pid),
+                    "round {round}: dead subscriber {} still registered: {live:?}",
+                    f.pid
+                );
+            },
+        );
+        drop(stopper);
+        pacer.join().expect("publisher thread");
+    });
+    let mut live = stat::stat(bus.name()).expect("stat").subscribers;
+    live.sort_unstable();
+    let mut expected = survivor_pids.clone();
+    expected.sort_unstable();
+    assert_eq!(live, expected, "only the survivors are registered");
+
+    publisher.publish(&Stamp::new(publisher.next_sequence(), END));
+    let head = publisher.next_sequence();
+    println!("{victims} subscribers killed while {head} messages were published");
+    for s in survivors {
+        check_survivor(s.wait_success(), head, 1);
+    }
+    drop(publisher);
+    bus.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 3. A creator stopped, then killed, before the segment is initialized.
+
+/// Says it is ready, creates a large bus (to be stopped and killed in the
+/// middle), and idles.
+#[test]
+fn as_child_create_a_large_bus() {
+    if !is_child("chaos_create") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let capacity: u64 = param("SHMBUS_CAPACITY");
+    common::print_ready();
+    let p = Publisher::<u64>::create(&name, &CreateOptions::new(capacity)).expect("create");
+    drop(p);
+    common::idle_until_killed();
+}
+
+/// Slots of the creator's bus: 64 MiB, whose reservation and stamps take
+/// long enough to be stopped in.
+const BIG: u64 = 1 << 20;
+
+fn process_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(") ")?.1.chars().next()
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a pid this test spawned and has not reaped.
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill {pid} {sig}");
+}
+
+/// The first 8 bytes of the file (0 if it is shorter); `None` if there is
+/// no file.
+fn magic_of(path: &Path) -> Option<u64> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(path).ok()?;
+    let mut b = [0u8; 8];
+    Some(
+        file.read_exact_at(&mut b, 0)
+            .map_or(0, |()| u64::from_le_bytes(b)),
+    )
+}
+
+/// Every opener of a half-built bus says NotInitialized within its timeout
+/// (plus `LATE_LIMIT`); returns the longest any of them took.
+fn every_opener_is_told_not_initialized(name: &str) -> Duration {
+    let timeout = Duration::from_millis(20);
+    let opts = OpenOptions::default().init_timeout(timeout);
+    let mut worst = Duration::ZERO;
+    for who in ["subscriber", "raw subscriber", "publisher", "stat"] {
+        let t = Instant::now();
+        let (r, bound) = match who {
+            "subscriber" => (Subscriber::<u64>::open(name, &opts).map(drop), timeout),
+            "raw subscriber" => (RawSubscriber::open(name, &opts).map(drop), timeout),
+            "publisher" => (
+                match Publisher::<u64>::attach(name, &opts) {
+                    Ok(_) => Ok(()),
+                    Err(AttachError::Open(e)) => Err(e),
+                    Err(e) => panic!("attach to a half-built bus: {e}"),
+                },
+                timeout,
+            ),
+            _ => (stat::stat(name).map(drop), Duration::from_millis(100)),
+        };
+        let took = t.elapsed();
+        match r {
+            Err(OpenError::NotInitialized { .. }) => {}
+            other => panic!("{who} of a half-built bus: {other:?}"),
+        }
+        assert!(took < bound + LATE_LIMIT, "{who} took {took:?} to give up");
+        worst = worst.max(took.saturating_sub(bound));
+    }
+    worst
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_and_clean_a_file_to_remove(
+) {
+    let mut chaos = Chaos::new("creator_killed");
+    let dir = TestDir::new("chaos-create");
+    let bus = BusName::in_dir(dir.path(), "bus");
+    let spawn = || {
+        spawn_child(
+            "as_child_create_a_large_bus",
+            "chaos_create",
+            &[
+                ("SHMBUS_BUS", bus.name().to_owned()),
+                ("SHMBUS_CAPACITY", BIG.to_string()),
+            ],
+        )
+    };
+    // How long a whole create takes here: the window to stop it in.
+    let mut whole = spawn();
+    whole.wait_ready();
+    let t = Instant::now();
+    common::wait_for("a whole create", &mut [&mut whole], || {
+        magic_of(bus.path()) == Some(layout::MAGIC)
+    });
+    let create = t.elapsed();
+    whole.kill();
+    std::fs::remove_file(bus.path()).expect("remove the whole bus");
+
+    let want_hits = rounds(24).max(20);
+    let (mut hits, mut early, mut late, mut tries, mut unrecognised) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut worst_late = Duration::ZERO;
+    while hits < want_hits {
+        tries += 1;
+        assert!(tries <= 20 * want_hits, "only {hits} hits in {tries} tries");
+        let mut child = spawn();
+        child.wait_ready();
+        // Stop it somewhere in (a bit more than) the create.
+        std::thread::sleep(chaos.delay(create + create / 4));
+        signal(child.pid(), libc::SIGSTOP);
+        while process_state(child.pid()) != Some('T') {
+            std::thread::yield_now();
+        }
+        match magic_of(bus.path()) {
+            None => early += 1,
+            Some(layout::MAGIC) => late += 1,
+            Some(magic) => {
+                hits += 1;
+                // Alive, if stopped: refused, and spared by clean.
+                worst_late = worst_late.max(every_opener_is_told_not_initialized(bus.name()));
+                assert!(
+                    stat::clean(dir.path(), false).expect("clean").is_empty(),
+                    "clean removed a bus its live creator is building (magic {magic:#x})"
+                );
+                assert!(bus.path().exists());
+            }
+        }
+        let dead = child.kill();
+        assert_eq!(dead.signal(), Some(libc::SIGKILL));
+        match magic_of(bus.path()) {
+            None => {}
+            Some(layout::MAGIC) => std::fs::remove_file(bus.path()).expect("remove"),
+            Some(magic) => {
+                // Dead: still refused, and now clean's to remove.
+                worst_late = worst_late.max(every_opener_is_told_not_initialized(bus.name()));
+                let removed = stat::clean(dir.path(), false).expect("clean");
+                if magic == layout::MAGIC_BUILDING {
+                    assert_eq!(removed, vec![bus.path().to_owned()]);
+                } else {
+                    // Killed before it could mark the file as shmbus's.
+                    assert!(removed.is_empty());
+                    unrecognised += 1;
+                    std::fs::remove_file(bus.path()).expect("remove");
+                }
+            }
+        }
+        assert!(!bus.path().exists());
+    }
+    println!(
+        "creator stopped and killed mid-create {hits} times in {tries} tries ({early} before \
+         the file existed, {late} after it was complete; a whole create takes {create:?}); \
+         {unrecognised} leftovers without shmbus's mark; openers at most {worst_late:?} past \
+         their timeout"
+    );
+    bus.finish();
+    dir.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 4. Stream: the producer killed while the consumer waits, and the consumer
+// killed while the producer waits.
+
+/// Ring size of the chaos streams: small, so the producer fills it and
+/// waits, and records wrap often.
+const STREAM_CAP: u64 = 4096;
+
+/// How long a waiting side may take to be told its peer was killed: it
+/// checks every `stream::PEER_CHECK` (20 ms); the rest is `LATE_LIMIT`.
+fn peer_gone_bound() -> Duration {
+    shmbus::stream::PEER_CHECK + LATE_LIMIT
+}
+
+/// Record `idx` of producer generation `gen`: idx, gen, then a body whose
+/// every byte depends on both. Its length is a function of both too.
+fn record(gen: u64, idx: u64) -> Vec<u8> {
+    let len = 16 + (splitmix(idx ^ gen << 40) % 200) as usize;
+    let mut r = Vec::with_capacity(len);
+    r.extend_from_slice(&idx.to_le_bytes());
+    r.extend_from_slice(&gen.to_le_bytes());
+    r.extend((16..len).map(|j| (idx.wrapping_mul(31) as u8) ^ (j as u8) ^ (gen as u8)));
+    r
+}
+
+/// (idx, gen) of a record that is whole; `None` if it is not.
+fn check_record(r: &[u8]) -> Option<(u64, u64)> {
+    let word = |i: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(
+            r.get(8 * i..8 * i + 8)?.try_into().ok()?,
+        ))
+    };
+    let (idx, gen) = (word(0)?, word(1)?);
+    (record(gen, idx) == r).then_some((idx, gen))
+}
+
+fn stream_opts() -> OpenOptions {
+    OpenOptions::default().wait(WaitStrategy::SpinFutex {
+        spin: Duration::from_micros(5),
+    })
+}
+
+/// Attaches as producer `SHMBUS_GEN` and pushes its records 0, 1, 2, ...
+/// at a random pace until killed.
+#[test]
+fn as_child_produce_until_killed() {
+    if !is_child("chaos_producer") {
+        return;
+    }
+    let name: String = param("SHMBUS_BUS");
+    let gen: u64 = param("SHMBUS_GEN");
+    let mut rng = Chaos { state: gen };
+    let mut p = shmbus::stream::Producer::attach(&name, &stream_opts()).expect("attach");
+    common::print_ready();
+    let mut idx = 0;
+    loop {
+        for _ in 0..rng.below(64) {
+            p.push(
+                &record(gen, idx),
+                shmbus::stream::Wait::For(common::CHILD_DEADLINE),
+            )
+            .expect("push");
+            idx += 1;
+        }
+        std::thread::sleep(Duration::from_micros(rng.below(300)));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost(
+) {
+    use shmbus::stream::{Consumer, PopError, Producer, Wait};
+    let mut chaos = Chaos::new("stream_producer_killed");
+    let bus = BusName::new("chaos-producer");
+    drop(Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create"));
+    let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
+    let n = rounds(30);
+    // The consumer, here on a thread, reports each PeerGone on `gone`.
+    let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (mut records, mut torn, mut out_of_order) = (0u64, 0u64, 0u64);
+    let mut worst = Duration::ZERO;
+    std::thread::scope(|scope| {
+        let stop = &stop;
+        let stopper = StopOnDrop(stop);
+        let reader = scope.spawn(|| {
+            let mut out = Vec::new();
+            let mut last: Option<(u64, u64)> = None;
+            let mut told = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match consumer.pop(&mut out, Wait::For(Duration::from_millis(100))) {
+                    Ok(()) => {
+                        records += 1;
+                        let Some((idx, gen)) = check_record(&out) else {
+                            torn += 1;
+                            continue;
+                        };
+                        // Each producer's records: from its first, without
+                        // a gap or a repeat; generations only go forward.
+                        let next = match last {
+                            Some((i, g)) if g == gen => i + 1,
+                            Some((_, g)) if g > gen => u64::MAX,
+                            _ => 0,
+                        };
+                        out_of_order += u64::from(idx != next);
+                        last = Some((idx, gen));
+                    }
+                    Err(PopError::PeerGone { pid }) => {
+                        // Once per dead producer (later pops say it again
+                        // until the next one attaches).
+                        if pid != told {
+                            told = pid;
+                            // The ring is empty: everything committed arrived.
+                            assert_eq!(consumer.len(), 0);
+                            gone_tx.send((pid, Instant::now())).expect("report");
+                        }
+                    }
+                    Err(PopError::TimedOut(_)) => {}
+                    Err(e) => panic!("pop: {e}"),
+                }
+            }
+        });
+        kill_loop(
+            &mut chaos,
+            n,
+            Duration::from_millis(20),
+            |gen| {
+                spawn_child(
+                    "as_child_produce_until_killed",
+                    "chaos_producer",
+                    &[
+                        ("SHMBUS_BUS", bus.name().to_owned()),
+                        ("SHMBUS_GEN", gen.to_string()),
+                    ],
+                )
+            },
+            |round, f| {
+                let killed = Instant::now();
+                let (pid, when) = gone
+                    .recv_timeout(peer_gone_bound() + Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("round {round}: no PeerGone"));
+                assert_eq!(
+                    pid, f.pid,
+                    "round {round}: PeerGone names the dead producer"
+                );
+                let took = when.saturating_duration_since(killed);
+                assert!(
+                    took < peer_gone_bound(),
+                    "round {round}: told after {took:?}"
+                );
+                worst = worst.max(took);
+            },
+        );
+        drop(stopper);
+        reader.join().expect("consumer thread");
+    });
+    println!(
+        "{n} producers killed; {records} records popped, {torn} torn, {out_of_order} out of \
+         order; PeerGone at most {worst:?} after the kill"
+    );
+    assert_eq!((torn, out_of_order), (0, 0));
+    bus.finish();
+}
+
+/// How many records of generation 0 lie wholly before stream position
+/// `head`, as the producer lays them out (a record that does not fit before
+/// the ring's end goes to the start, after a wrap marker); `None` if `head`
+/// is not the end of a record.
+fn records_before(head: u64) -> Option<u64> {
+    let (mut tail, mut count) = (0u64, 0u64);
+    while tail < head {
+        let size = 8 + (record(0, count).len() as u64).div_ceil(8) * 8;
+        let to_end = STREAM_CAP - tail % STREAM_CAP;
+        if size > to_end {
+            tail += to_end;
+        }
+        tail += size;
+        count += 1;
+    }
+    (tail == head).then_some(count)
+}
+
+/// Opens the consumer, pops one record and reports its index, says it is
+/// ready, then pops and checks every record after it until killed.
+#[test]
+fn as_child_consume_until_killed() {
+    if !is_child("chaos_consumer") {
+        return;
+    }
+    use shmbus::stream::{Consumer, Wait};
+    let name: String = param("SHMBUS_BUS");
+    let mut c = Consumer::open(&name, &stream_opts()).expect("open");
+    let mut out = Vec::new();
+    let wait = Wait::For(common::CHILD_DEADLINE);
+    c.pop(&mut out, wait).expect("first record");
+    let (first, _) = check_record(&out).expect("a whole first record");
+    print_result(&[("first", first.to_string())]);
+    common::print_ready();
+    for idx in first + 1.. {
+        c.pop(&mut out, wait).expect("pop");
+        assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly(
+) {
+    use shmbus::stream::{Consumer, Producer, PushError, Wait};
+    let mut chaos = Chaos::new("stream_consumer_killed");
+    let bus = BusName::new("chaos-consumer");
+    let mut producer =
+        Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create");
+    let n = rounds(30);
+    let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let pushed = std::sync::atomic::AtomicU64::new(0);
+    let mut worst = Duration::ZERO;
+    let mut told = 0u64;
+    std::thread::scope(|scope| {
+        let (stop, pushed) = (&stop, &pushed);
+        let stopper = StopOnDrop(stop);
+        let writer = scope.spawn(move || {
+            let mut idx = 0;
+            let mut last_gone = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                match producer.push(&record(0, idx), Wait::For(Duration::from_millis(100))) {
+                    Ok(()) => {
+                        idx += 1;
+                        pushed.store(idx, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(PushError::PeerGone { pid }) => {
+                        if pid != last_gone {
+                            last_gone = pid;
+                            gone_tx.send((pid, Instant::now())).expect("report");
+                        }
+                    }
+                    Err(PushError::TimedOut(_)) => {}
+                    Err(e) => panic!("push: {e}"),
+                }
+            }
+            producer
+        });
+        // The first record the next consumer gets: the one after the last
+        // the killed one released (HEAD), found from the records' layout.
+        let mut expect_first = 0u64;
+        kill_loop(
+            &mut chaos,
+            n,
+            Duration::from_millis(20),
+            |_| {
+                spawn_child(
+                    "as_child_consume_until_killed",
+                    "chaos_consumer",
+                    &[("SHMBUS_BUS", bus.name().to_owned())],
+                )
+            },
+            |round, f| {
+                let killed = Instant::now();
+                assert_eq!(
+                    f.result().get::<u64>("first"),
+                    expect_first,
+                    "round {round}: the consumer resumed at"
+                );
+                let head = stat::stat(bus.name())
+                    .expect("stat")
+                    .stream
+                    .expect("a stream")
+                    .head;
+                let released = records_before(head)
+                    .unwrap_or_else(|| panic!("round {round}: HEAD {head} between records"));
+                expect_first = released;
+                // The producer is told once the ring is full: it always is
+                // soon, as it pushes without pause.
+                let (pid, when) = gone
+                    .recv_timeout(peer_gone_bound() + Duration::from_secs(10))
+                    .unwrap_or_else(|_| panic!("round {round}: no PeerGone"));
+                assert_eq!(
+                    pid, f.pid,
+                    "round {round}: PeerGone names the dead consumer"
+                );
+                // Full within a few records of the kill, so told within
+                // the bound after it.
+                let took = when.saturating_duration_since(killed);
+                assert!(
+                    took < peer_gone_bound(),
+                    "round {round}: told after {took:?}"
+                );
+                worst = worst.max(took);
+                told += 1;
+            },
+        );
+        drop(stopper);
+        let producer = writer.join().expect("producer thread");
+        // The last consumer, here: every record from HEAD to the last pushed.
+        let mut c = Consumer::open(bus.name(), &stream_opts()).expect("open");
+        let end = pushed.load(std::sync::atomic::Ordering::Relaxed);
+        let mut out = Vec::new();
+        for idx in expect_first..end {
+            c.pop(&mut out, Wait::For(Duration::from_secs(10)))
+                .expect("pop");
+            assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
+        }
+        assert!(c.is_empty());
+        println!(
+            "{n} consumers killed; {end} records pushed, each delivered whole and in order \
+             from where the last consumer stopped; the producer told {told} times, at most \
+             {worst:?} after the kill"
+        );
+        drop((c, producer));
+    });
+    bus.finish();
+}
+
+// ---------------------------------------------------------------------------
+// 5. Soak: one publisher (this process) and four subscriber processes, 100
+// million messages, with the checks above. Ignored in the ordinary run; a
+// release build runs it in CI (ci/soak.sh, bounded by its own timeout).
+
+#[test]
+#[ignore = "a soak of 100 M messages: run by ci/soak.sh in a release build"]
+fn soak_one_publisher_and_four_subscriber_processes_for_100_million_messages() {
+    let count: u64 = std::env::var("SHMBUS_SOAK_MESSAGES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100_000_000);
+    let bus = BusName::new("soak");
+    let mut publisher =
+        Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(1024)).expect("create");
+    let deadline = Duration::from_secs(900);
+    let mut subscribers: Vec<Watched> = ["busy", "yield", "futex", "futex"]
+        .iter()
+        .map(|w| spawn_subscriber_for(&bus, w, deadline))
+        .collect();
+    for s in &mut subscribers {
+        s.wait_ready();
+    }
+    let t = Instant::now();
+    for seq in 0..count {
+        publisher.publish(&Stamp::new(seq, 1));
+        // A pause now and then, so the futex subscribers catch up and sleep.
+        if seq % (1 << 22) == (1 << 22) - 1 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    publisher.publish(&Stamp::new(count, END));
+    let took = t.elapsed();
+    let head = publisher.next_sequence();
+    println!(
+        "soak: {head} messages published in {took:.1?} ({:.1} M msg/s) to 4 subscriber processes",
+        head as f64 / took.as_secs_f64() / 1e6
+    );
+    for s in subscribers {
+        check_survivor(s.wait_success(), head, 1);
+    }
+    drop(publisher);
+    bus.finish();
+}
