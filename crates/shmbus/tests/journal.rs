@@ -380,14 +380,19 @@ fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes
     let dir = TestDir::new("jkill");
     let bus = BusName::new("jkill");
     let journal_path = dir.path().join("journal");
-    let kills = 12u64;
+    let kills = 20u64;
+    let seed = std::env::var("SHMBUS_CHAOS_SEED")
+        .ok()
+        .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())
+        .unwrap_or(0x10_0a1);
+    println!("journal kills: seed {seed:#x} (replay with SHMBUS_CHAOS_SEED={seed:#x})");
     let (mut torn, mut next) = (0u64, 0u64);
     for k in 0..kills {
         let mut spec = PubChild::new(&bus, &dir, if k == 0 { "create" } else { "attach" });
         spec.count = u64::MAX;
         let mut publisher = spec.spawn();
         publisher.wait_ready();
-        std::thread::sleep(Duration::from_millis(3 + common::splitmix(k) % 30));
+        std::thread::sleep(Duration::from_millis(3 + common::splitmix(seed ^ k) % 30));
         drop(publisher.kill());
         let st = journal::stat(&journal_path).expect("journal stat");
         assert!(
