@@ -489,6 +489,7 @@ fn a_full_disk_is_a_typed_error_and_every_record_before_it_stays_readable() {
     assert_eq!(r.get::<String>("error"), "full");
     let published: u64 = r.get("published");
     assert!(published > 1000, "only {published} before the limit");
+    println!("full after {published} records");
     let st = journal::stat(&dir.path().join("journal")).expect("stat");
     assert_eq!(
         st.next, published,
