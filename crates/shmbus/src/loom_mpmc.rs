@@ -10,20 +10,13 @@ use std::time::Duration;
 
 use loom::thread;
 
+use crate::loom_tests::model;
+
 use crate::mpmc::MpPublisher;
 use crate::wait::WaitStrategy;
 use crate::{Received, Start};
 
 type Msg = [u64; 2];
-
-/// As in `loom_tests`: bounded preemptions keep the search to minutes.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
-    }
-    builder.check(f);
-}
 
 /// A reader racing a publisher's commit with its unblock: exactly one wins.
 /// If the commit wins, the reader gets the whole message and the publisher

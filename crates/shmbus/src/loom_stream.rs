@@ -24,20 +24,13 @@ use std::time::Duration;
 
 use loom::thread;
 
+use crate::loom_tests::model;
+
 use crate::layout::{stream_control as ctl, Header};
 use crate::region::{HeapRegion, Region};
 use crate::stream::{on_heap, Consumer, Producer, StreamRing, Wait};
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
-
-/// As in `loom_tests`: bounded preemptions keep the search to minutes.
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
-    }
-    builder.check(f);
-}
 
 /// Spins no time: sleeps on the futex as soon as `wait::Backoff` first
 /// reads the clock, which is after 63 spins (see `DELAYS`).

@@ -14,7 +14,7 @@ type Msg = [u64; 2];
 
 /// Bounded preemptions keep the search to minutes; bugs in protocols this
 /// small show up within two or three (the loom docs' advice).
-fn model(f: impl Fn() + Sync + Send + 'static) {
+pub(crate) fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
         builder.preemption_bound = Some(3);

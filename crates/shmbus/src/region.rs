@@ -473,6 +473,24 @@ impl Access {
     }
 }
 
+/// Reserves `len` bytes of address space: inaccessible, backed by nothing
+/// (`PROT_NONE`, `MAP_NORESERVE`), for file mappings to be placed into
+/// with `MAP_FIXED`. The caller unmaps it.
+#[cfg(not(loom))]
+pub(crate) fn reserve_address_space(len: usize) -> io::Result<*mut std::ffi::c_void> {
+    // SAFETY: a fresh inaccessible anonymous reservation chosen by the
+    // kernel; it aliases no Rust object.
+    let base = unsafe {
+        rustix::mm::mmap_anonymous(
+            std::ptr::null_mut(),
+            len,
+            ProtFlags::empty(),
+            MapFlags::PRIVATE | MapFlags::NORESERVE,
+        )?
+    };
+    Ok(base)
+}
+
 #[cfg(not(loom))]
 /// A `MAP_SHARED` mapping of a whole file, and the file it maps.
 pub struct ShmRegion {
@@ -604,16 +622,7 @@ impl ShmRegion {
         let span = len
             .checked_add(align)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
-        // SAFETY: a fresh inaccessible anonymous reservation chosen by the
-        // kernel; it aliases no Rust object.
-        let base = unsafe {
-            rustix::mm::mmap_anonymous(
-                std::ptr::null_mut(),
-                span,
-                ProtFlags::empty(),
-                MapFlags::PRIVATE | MapFlags::NORESERVE,
-            )?
-        };
+        let base = reserve_address_space(span)?;
         let head = (base as usize).next_multiple_of(align) - base as usize;
         // SAFETY: `head + len <= span`: the aligned start lies inside our
         // own reservation, which MAP_FIXED replaces and nothing else uses.

@@ -211,16 +211,8 @@ impl Writer {
     ) -> Result<Writer, JournalOpenError> {
         let page = rustix::param::page_size();
         let chunk = chunk.max(page).div_ceil(page) * page;
-        // SAFETY: a fresh anonymous PROT_NONE reservation; nothing aliases it.
-        let base = unsafe {
-            rustix::mm::mmap_anonymous(
-                std::ptr::null_mut(),
-                RESERVE,
-                ProtFlags::empty(),
-                MapFlags::PRIVATE | MapFlags::NORESERVE,
-            )
-        }
-        .map_err(|e| JournalOpenError::io(path, "reserve address space", e.into()))?;
+        let base = crate::region::reserve_address_space(RESERVE)
+            .map_err(|e| JournalOpenError::io(path, "reserve address space", e))?;
         let map = Arc::new(Mapping {
             file,
             path: path.to_owned(),
