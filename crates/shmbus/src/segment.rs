@@ -212,6 +212,7 @@ pub(crate) fn create_region(
     // killed at any later point leaves a file `clean` knows for a dead
     // shmbus creator's (found by tests/chaos.rs: a large segment's
     // reservation was a window in which a kill left an anonymous file).
+    let marked = std::cell::Cell::new(false);
     let claim = |file: std::os::fd::BorrowedFd<'_>| {
         if !lock::try_lock(file, lock_byte::PUBLISHER, true)?
             || !lock::try_lock(file, lock_byte::ATTACHED, false)?
@@ -220,10 +221,13 @@ pub(crate) fn create_region(
         }
         let mark = MAGIC_BUILDING.to_le_bytes();
         match rustix::io::pwrite(file, &mark, 0) {
-            Ok(8) => Ok(()),
-            // hugetlbfs has no write(2): the mark is stored through the
-            // mapping below instead, a moment later.
-            Err(rustix::io::Errno::INVAL) if opts.huge == Some(HugePages::Hugetlbfs) => Ok(()),
+            Ok(8) => {
+                marked.set(true);
+                Ok(())
+            }
+            // A file system without write(2) (hugetlbfs): the mark goes in
+            // through the mapping below instead, a moment later.
+            Err(rustix::io::Errno::INVAL) => Ok(()),
             Ok(_) => Err(std::io::Error::other("short write of the magic")),
             Err(e) => Err(e.into()),
         }
@@ -243,10 +247,11 @@ pub(crate) fn create_region(
     })?;
     let built = (|| {
         let io = |what| move |source| CreateError::Io { what, source };
-        // Already there through `claim`, except on hugetlbfs.
-        region
-            .word(header::MAGIC)
-            .store(MAGIC_BUILDING, Ordering::Relaxed);
+        if !marked.get() {
+            region
+                .word(header::MAGIC)
+                .store(MAGIC_BUILDING, Ordering::Relaxed);
+        }
         header.write(&region);
         // The writer's pid sits at the same offset for every kind.
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;

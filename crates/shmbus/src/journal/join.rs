@@ -2,15 +2,14 @@
 //! See the module docs of `journal` for the handshake and why the hand-over
 //! is at the end of the file.
 
-use std::fs::File;
 use std::marker::PhantomData;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use bytemuck::Pod;
 
-use super::format::{self, JournalHeader, HEADER_LEN};
-use super::writer::read_full;
+use super::format;
+use super::reader::Reader;
 use super::JournalOpenError;
 use crate::broadcast::{Poll, Received, Ring, Stall};
 use crate::error::{OpenError, TypeFingerprint};
@@ -97,95 +96,6 @@ pub enum JoinError {
     Journal(#[from] JournalOpenError),
 }
 
-/// A journal file read front to back, in large chunks.
-struct Reader {
-    file: File,
-    header: JournalHeader,
-    /// Next record to return.
-    index: u64,
-    /// Sequence of the previous snapshot record (its order is checked).
-    prev: Option<u64>,
-    buf: Vec<u8>,
-    /// Record index of `buf[0]`, and whole records in `buf`.
-    buf_first: u64,
-    buf_records: u64,
-}
-
-impl Reader {
-    fn open(path: &Path, msg_size: u32, type_hash: u64) -> Result<Reader, JournalOpenError> {
-        let file = File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
-        let mut head = [0u8; HEADER_LEN];
-        let n =
-            read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
-        let header =
-            JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
-                path: path.to_owned(),
-                source,
-            })?;
-        super::writer::check_header_matches(path, &header, msg_size, type_hash)?;
-        let rs = header.record_size();
-        Ok(Reader {
-            file,
-            header,
-            index: 0,
-            prev: None,
-            buf: vec![0u8; ((1 << 20) / rs).max(1) * rs],
-            buf_first: 0,
-            buf_records: 0,
-        })
-    }
-
-    /// Positions at the record of sequence `seq`, or at the start when
-    /// `seq` is below the contiguous part (folded into the snapshot).
-    fn seek(&mut self, seq: u64) {
-        let i = if ahead(seq, self.header.base) >= 0 {
-            self.header.index_of(seq).unwrap_or(0)
-        } else {
-            0
-        };
-        self.index = i;
-        self.prev = None;
-    }
-
-    /// The next record of the valid prefix, or `None` at its end for now.
-    fn next(&mut self) -> std::io::Result<Option<(u64, bool, &[u8])>> {
-        let rs = self.header.record_size();
-        if self.index < self.buf_first || self.index >= self.buf_first + self.buf_records {
-            let off = HEADER_LEN as u64 + self.index * rs as u64;
-            let n = read_full(&self.file, &mut self.buf, off)?;
-            self.buf_first = self.index;
-            self.buf_records = (n / rs) as u64;
-            if self.buf_records == 0 {
-                return Ok(None);
-            }
-        }
-        let at = (self.index - self.buf_first) as usize * rs;
-        // A snapshot record's order is checked against the previous one;
-        // after a seek into the snapshot we have none, which only loosens
-        // the check, never the checksum.
-        match format::parse_record(&self.header, self.index, self.prev, &self.buf[at..]) {
-            Ok(r) => {
-                let snapshot = self.index < self.header.snapshot;
-                self.prev = snapshot.then_some(r.seq);
-                self.index += 1;
-                Ok(Some((r.seq, snapshot, r.payload)))
-            }
-            Err(_) => {
-                // Not (yet) a whole record: read again next time.
-                self.buf_records = 0;
-                Ok(None)
-            }
-        }
-    }
-
-    /// Whether a compaction has replaced this file since it was opened.
-    fn sealed(&self) -> bool {
-        let mut head = [0u8; HEADER_LEN];
-        matches!(read_full(&self.file, &mut head, 0), Ok(HEADER_LEN))
-            && JournalHeader::decode(&head).is_ok_and(|h| h.sealed)
-    }
-}
-
 fn ahead(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
 }
@@ -208,8 +118,8 @@ fn flush_handshake(
     let region = ring.region();
     let req = region.word32(ctl + control::FLUSH_REQUEST);
     let done = region.word32(ctl + control::FLUSH_DONE);
-    // AcqRel: Release pairs with the flusher's Acquire load (the head load
-    // before it happens before it); Acquire orders our later loads.
+    // AcqRel, paired with the flusher's Acquire load of the request: the
+    // request is a read-modify-write that no other joiner's can hide.
     let token = req.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
     wait::futex_wake_all(req);
     let start = Instant::now();
@@ -280,8 +190,8 @@ impl Core {
         };
         let ring = Ring::new(region, &header);
         segment::register(&ring);
-        // 1. The head: everything below it is in the journal already.
-        let _head = ring.head();
+        // 1 is the seed's "cursor at the head": not needed here, where the
+        // hand-over is at the end of the file (see the module docs).
         // 2 and 3. With no live publisher nothing is appending: the file's
         // valid prefix is the whole history, and no flush is needed.
         let alive = |region: &ShmRegion| {

@@ -25,7 +25,7 @@
 //! ```
 //!
 //! # The handshake (DESIGN.md "Journal", from the seed article)
-//! 1. The joiner opens the bus and takes the head `H` (Acquire).
+//! 1. The joiner opens the bus (in the seed, it also takes the head `H`).
 //! 2. It raises a flush request: `FLUSH_REQUEST` += 1 (AcqRel), token `r`.
 //! 3. The publisher's flusher thread sees `r`, `fdatasync`s the journal, and
 //!    stores `FLUSH_DONE = r` (Release); the joiner waits for it (futex, with
@@ -72,6 +72,7 @@
 mod format;
 mod join;
 mod publish;
+mod reader;
 mod state;
 mod writer;
 
@@ -262,15 +263,11 @@ pub struct JournalStat {
 /// Reads a journal file's header and counts its valid records.
 pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
     let file = std::fs::File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
-    let mut head = [0u8; HEADER_LEN];
-    let n = writer::read_full(&file, &mut head, 0)
-        .map_err(|e| JournalOpenError::io(path, "read", e))?;
-    let h = JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
-        path: path.to_owned(),
-        source,
-    })?;
-    let (records, _) =
-        writer::scan(&file, &h).map_err(|e| JournalOpenError::io(path, "read", e))?;
+    let h = reader::read_header(&file, path)?;
+    let read = |e| JournalOpenError::io(path, "read", e);
+    let records = reader::Reader::new(file.try_clone().map_err(read)?, h)
+        .count()
+        .map_err(read)?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
     Ok(JournalStat {
         path: path.to_owned(),

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use bytemuck::Pod;
 
-use super::format::{self, JournalHeader, HEADER_LEN};
-use super::writer::{read_full, Writer};
+use super::format::JournalHeader;
+use super::reader::Reader;
+use super::writer::Writer;
 use super::{raw_key, AppendError, JournalOpenError, Keyed};
 use crate::broadcast::Ring;
 use crate::error::{AttachError, CreateError, OpenError, TypeFingerprint};
@@ -103,6 +104,18 @@ struct Prepared {
     copied: u64,
     tmp: PathBuf,
     old: mpsc::Sender<Writer>,
+}
+
+impl Shared {
+    /// `fdatasync`s the current file, and notes what it made durable.
+    fn sync(&self) -> io::Result<()> {
+        let mut cur = lock(&self.current);
+        // Acquire, paired with the Release store in `stage`.
+        let n = self.committed.load(Ordering::Acquire);
+        cur.file.sync_data()?;
+        cur.flushed = n;
+        Ok(())
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -230,8 +243,7 @@ impl Core {
             ring_next
         } else if journal_next == ring_next.wrapping_add(1) && writer.count() > 0 {
             // Appended but never published: publish it now, under its number.
-            let rec = writer.record(writer.count() - 1);
-            ring.write(ring_next, &rec[8..8 + header.msg.size as usize]);
+            publish_last_record(&ring, &writer, ring_next);
             journal_next
         } else {
             return Err(JournalOpenError::Behind {
@@ -344,8 +356,7 @@ impl Core {
         if count == 0 || self.writer.next_seq() != self.next.wrapping_add(1) {
             return;
         }
-        let rec = self.writer.record(count - 1).to_vec();
-        self.ring.write(self.next, &rec[8..8 + self.msg_size]);
+        publish_last_record(&self.ring, &self.writer, self.next);
         self.next = self.next.wrapping_add(1);
     }
 
@@ -425,11 +436,7 @@ impl Core {
     }
 
     fn flush(&self) -> io::Result<()> {
-        let mut cur = lock(&self.shared.current);
-        let n = self.writer.count();
-        cur.file.sync_data()?;
-        cur.flushed = n;
-        Ok(())
+        self.shared.sync()
     }
 }
 
@@ -450,6 +457,14 @@ impl Drop for Core {
     }
 }
 
+/// Writes the journal's last record on the ring as sequence `seq` (it is
+/// in the journal but not yet on the ring).
+fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, writer: &Writer, seq: u64) {
+    let rec = writer.record(writer.count() - 1);
+    let msg_size = writer.header().msg_size as usize;
+    ring.write(seq, &rec[8..8 + msg_size]);
+}
+
 fn region_mode(region: &ShmRegion) -> u32 {
     rustix::fs::fstat(region.file()).map_or(0o600, |st| st.st_mode & 0o777)
 }
@@ -466,21 +481,11 @@ fn flusher(shared: &Shared, region: &ShmRegion, ctl: usize) {
     let done = region.word32(ctl + control::FLUSH_DONE);
     let failed = region.word32(ctl + control::FLUSH_FAILED);
     loop {
-        // Acquire, paired with the joiner's AcqRel increment: the head it
-        // read before asking, and so every append below it, is visible.
+        // Acquire, paired with the joiner's AcqRel increment. What the
+        // flush covers is this process's own appends up to `committed`.
         let r = req.load(Ordering::Acquire);
         if r != done.load(Ordering::Relaxed) {
-            let synced = {
-                let mut cur = lock(&shared.current);
-                // Acquire, paired with the Release store in `stage`.
-                let n = shared.committed.load(Ordering::Acquire);
-                let res = cur.file.sync_data();
-                if res.is_ok() {
-                    cur.flushed = n;
-                }
-                res
-            };
-            if synced.is_err() {
+            if shared.sync().is_err() {
                 failed.store(r, Ordering::Relaxed);
             }
             // Release, paired with the joiner's Acquire load of FLUSH_DONE.
@@ -559,34 +564,19 @@ impl Compaction {
         to: u64,
         mut each: impl FnMut(u64, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        let h = &self.header;
-        let rs = h.record_size();
-        let per = ((1 << 20) / rs).max(1) as u64;
-        let mut buf = vec![0u8; per as usize * rs];
-        let mut i = from;
-        let mut prev = None;
-        while i < to {
-            let n = (to - i).min(per);
-            let want = n as usize * rs;
-            let got = read_full(
-                &self.file,
-                &mut buf[..want],
-                HEADER_LEN as u64 + i * rs as u64,
-            )?;
-            if got < want {
-                return Err(io::Error::other(
-                    "journal shorter than its committed records",
-                ));
+        let mut r = Reader::new(self.file.try_clone()?, self.header);
+        r.seek_index(from);
+        while r.index < to {
+            let i = r.index;
+            match r.next()? {
+                Some((seq, _, payload)) => each(seq, payload)?,
+                None => {
+                    return Err(io::Error::other(format!(
+                        "record {i} unreadable, below the {to} committed"
+                    )))
+                }
             }
-            for k in 0..n {
-                let bytes = &buf[k as usize * rs..];
-                let r = format::parse_record(h, i + k, prev, bytes)
-                    .map_err(|e| io::Error::other(format!("record {} unreadable: {e:?}", i + k)))?;
-                prev = (i + k < h.snapshot).then_some(r.seq);
-                each(r.seq, r.payload)?;
-            }
-            i += n;
-            if self.stopped() {
+            if i % 32_768 == 0 && self.stopped() {
                 return Err(io::Error::other("publisher closed"));
             }
         }

@@ -96,16 +96,19 @@ impl<T: Keyed> State<T> {
         })
     }
 
+    /// After lost updates: start again from the journal, whose snapshot
+    /// plus tail is the whole state.
+    fn rejoin(&mut self) -> Result<(), JoinError> {
+        self.sub = JournalSubscriber::join(&self.name, &self.opts)?;
+        self.state = KeyedState::new();
+        self.rejoins += 1;
+        Ok(())
+    }
+
     fn on(&mut self, r: Received<Entry<T>>) -> Result<(), JoinError> {
         match r {
             Received::Message(e) => self.state.apply(e.seq, e.msg),
-            Received::Lagged { .. } => {
-                // Lost updates: start again from the journal, whose
-                // snapshot plus tail is the whole state.
-                self.sub = JournalSubscriber::join(&self.name, &self.opts)?;
-                self.state = KeyedState::new();
-                self.rejoins += 1;
-            }
+            Received::Lagged { .. } => self.rejoin()?,
         }
         Ok(())
     }
@@ -123,7 +126,7 @@ impl<T: Keyed> State<T> {
             if !lagged {
                 return Ok(n);
             }
-            self.on(Received::Lagged { skipped: 0 })?;
+            self.rejoin()?;
         }
     }
 

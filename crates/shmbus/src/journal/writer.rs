@@ -19,7 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::format::{self, End, JournalHeader, HEADER_LEN};
+use super::format::{self, JournalHeader, HEADER_LEN};
+use super::reader::{check_header_matches, read_header, Reader};
 use super::{AppendError, JournalOpenError};
 
 /// Address space reserved per journal file (not memory: `PROT_NONE`,
@@ -179,20 +180,17 @@ impl Writer {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| JournalOpenError::io(path, "open", e))?;
-        let mut head = [0u8; HEADER_LEN];
-        let n =
-            read_full(&file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
-        let header = JournalHeader::decode(&head[..n]).map_err(|e| JournalOpenError::Header {
-            path: path.to_owned(),
-            source: e,
-        })?;
+        let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         if header.sealed {
             return Err(JournalOpenError::Sealed {
                 path: path.to_owned(),
             });
         }
-        let (count, _) = scan(&file, &header).map_err(|e| JournalOpenError::io(path, "read", e))?;
+        let read = |e| JournalOpenError::io(path, "read", e);
+        let count = Reader::new(file.try_clone().map_err(read)?, header)
+            .count()
+            .map_err(read)?;
         let end = HEADER_LEN as u64 + count * header.record_size() as u64;
         // Whatever follows the valid prefix (a torn record) goes, so that no
         // stale record can ever follow a new one.
@@ -362,61 +360,4 @@ impl Writer {
     pub(crate) fn mapping(&self) -> Arc<Mapping> {
         Arc::clone(&self.map)
     }
-}
-
-/// Reads up to `buf.len()` bytes at `offset`, short only at end of file.
-pub(crate) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match file.read_at(&mut buf[n..], offset + n as u64) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-/// The valid prefix of a journal file, read in large sequential chunks.
-pub(crate) fn scan(file: &File, h: &JournalHeader) -> io::Result<(u64, End)> {
-    let rs = h.record_size();
-    let per = (1 << 20) / rs.max(1) + 1;
-    let mut buf = vec![0u8; per * rs];
-    let mut count = 0u64;
-    let mut prev = None;
-    loop {
-        let off = HEADER_LEN as u64 + count * rs as u64;
-        let n = read_full(file, &mut buf, off)?;
-        let mut at = 0;
-        while at + rs <= n {
-            match format::parse_record(h, count, prev, &buf[at..n]) {
-                Ok(r) => {
-                    prev = (count < h.snapshot).then_some(r.seq);
-                    count += 1;
-                    at += rs;
-                }
-                Err(end) => return Ok((count, end)),
-            }
-        }
-        if n < buf.len() {
-            return Ok((count, End::Short));
-        }
-    }
-}
-
-pub(crate) fn check_header_matches(
-    path: &Path,
-    h: &JournalHeader,
-    msg_size: u32,
-    type_hash: u64,
-) -> Result<(), JournalOpenError> {
-    if h.msg_size != msg_size || h.type_hash != type_hash {
-        return Err(JournalOpenError::TypeMismatch {
-            path: path.to_owned(),
-            found: (h.msg_size, h.type_hash),
-            expected: (msg_size, type_hash),
-        });
-    }
-    Ok(())
 }

@@ -1,0 +1,156 @@
+//! Reading a journal file front to back in large chunks: the one reader
+//! behind a joiner's bootstrap, the compactor's fold, recovery's count of
+//! the valid prefix, and `stat`.
+
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use super::format::{self, JournalHeader, HEADER_LEN};
+use super::JournalOpenError;
+
+/// Reads up to `buf.len()` bytes at `offset`, short only at end of file.
+pub(crate) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The decoded, checked header of the journal file `file` at `path`.
+pub(crate) fn read_header(file: &File, path: &Path) -> Result<JournalHeader, JournalOpenError> {
+    let mut head = [0u8; HEADER_LEN];
+    let n = read_full(file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
+    JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The journal's message must be the bus's.
+pub(crate) fn check_header_matches(
+    path: &Path,
+    h: &JournalHeader,
+    msg_size: u32,
+    type_hash: u64,
+) -> Result<(), JournalOpenError> {
+    if h.msg_size != msg_size || h.type_hash != type_hash {
+        return Err(JournalOpenError::TypeMismatch {
+            path: path.to_owned(),
+            found: (h.msg_size, h.type_hash),
+            expected: (msg_size, type_hash),
+        });
+    }
+    Ok(())
+}
+
+/// A journal file's records, read in 1 MiB chunks.
+pub(crate) struct Reader {
+    file: File,
+    pub(crate) header: JournalHeader,
+    /// Next record to return.
+    pub(crate) index: u64,
+    /// Sequence of the previous snapshot record (its order is checked).
+    prev: Option<u64>,
+    pub(crate) buf: Vec<u8>,
+    /// Record index of `buf[0]`, and whole records in `buf`.
+    pub(crate) buf_first: u64,
+    pub(crate) buf_records: u64,
+}
+
+impl Reader {
+    /// A reader of `file`, whose header is `header`, at record 0.
+    pub(crate) fn new(file: File, header: JournalHeader) -> Reader {
+        let rs = header.record_size();
+        Reader {
+            file,
+            header,
+            index: 0,
+            prev: None,
+            buf: vec![0u8; ((1 << 20) / rs).max(1) * rs],
+            buf_first: 0,
+            buf_records: 0,
+        }
+    }
+
+    /// Opens the journal at `path` for a bus of this message.
+    pub(crate) fn open(
+        path: &Path,
+        msg_size: u32,
+        type_hash: u64,
+    ) -> Result<Reader, JournalOpenError> {
+        let file = File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let header = read_header(&file, path)?;
+        check_header_matches(path, &header, msg_size, type_hash)?;
+        Ok(Reader::new(file, header))
+    }
+
+    /// Positions at record `index`.
+    pub(crate) fn seek_index(&mut self, index: u64) {
+        self.index = index;
+        self.prev = None;
+    }
+
+    /// Positions at the record of sequence `seq`, or at the start when
+    /// `seq` is below the contiguous part (folded into the snapshot).
+    pub(crate) fn seek(&mut self, seq: u64) {
+        let contiguous = (seq.wrapping_sub(self.header.base) as i64) >= 0;
+        let index = match self.header.index_of(seq) {
+            Some(i) if contiguous => i,
+            _ => 0,
+        };
+        self.seek_index(index);
+    }
+
+    /// The next record of the valid prefix as (sequence, in the snapshot,
+    /// payload), or `None` at its end for now.
+    pub(crate) fn next(&mut self) -> io::Result<Option<(u64, bool, &[u8])>> {
+        let rs = self.header.record_size();
+        if self.index < self.buf_first || self.index >= self.buf_first + self.buf_records {
+            let off = HEADER_LEN as u64 + self.index * rs as u64;
+            let n = read_full(&self.file, &mut self.buf, off)?;
+            self.buf_first = self.index;
+            self.buf_records = (n / rs) as u64;
+            if self.buf_records == 0 {
+                return Ok(None);
+            }
+        }
+        let at = (self.index - self.buf_first) as usize * rs;
+        // A snapshot record's order is checked against the previous one;
+        // after a seek into the snapshot we have none, which only loosens
+        // the check, never the checksum.
+        match format::parse_record(&self.header, self.index, self.prev, &self.buf[at..]) {
+            Ok(r) => {
+                let snapshot = self.index < self.header.snapshot;
+                self.prev = snapshot.then_some(r.seq);
+                self.index += 1;
+                Ok(Some((r.seq, snapshot, r.payload)))
+            }
+            Err(_) => {
+                // Not (yet) a whole record: read again next time.
+                self.buf_records = 0;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads to the end of the valid prefix; returns its length in records.
+    pub(crate) fn count(mut self) -> io::Result<u64> {
+        while self.next()?.is_some() {}
+        Ok(self.index)
+    }
+
+    /// Whether a compaction has replaced this file since it was opened.
+    pub(crate) fn sealed(&self) -> bool {
+        let mut head = [0u8; HEADER_LEN];
+        matches!(read_full(&self.file, &mut head, 0), Ok(HEADER_LEN))
+            && JournalHeader::decode(&head).is_ok_and(|h| h.sealed)
+    }
+}
