@@ -401,13 +401,18 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let bus = format!("shmbus-demo-{pid}");
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let journal = dir.join(format!("shmbus-demo-{pid}.journal"));
-    let mut compacting = journal.clone().into_os_string();
-    compacting.push(".compacting");
+    let suffixed = |s: &str| {
+        let mut p = journal.clone().into_os_string();
+        p.push(s);
+        PathBuf::from(p)
+    };
     // Declared before the children, so dropped after they are dead.
     let _files = Leftovers(vec![
         Path::new("/dev/shm").join(&bus),
         journal.clone(),
-        PathBuf::from(compacting),
+        suffixed(".compacting"),
+        suffixed(".prev"),
+        suffixed(".prev-linking"),
     ]);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     print(&format!(

@@ -217,6 +217,29 @@ impl Core {
         })
     }
 
+    /// A reader of the journal positioned at `seq`: the current file, or,
+    /// if the last compaction folded `seq` into its snapshot, the generation
+    /// it replaced (`PATH.prev`, which ends sealed and leads back to the
+    /// current file). Only a lag across two compactions finds neither.
+    fn reader_at(&self, seq: u64) -> Result<Reader, JournalOpenError> {
+        let mut r = Reader::open(&self.path, self.msg_size, self.type_hash)?;
+        if ahead(seq, r.header.base) < 0 {
+            let prev = super::publish::prev_path(&self.path);
+            if let Ok(mut p) = Reader::open(&prev, self.msg_size, self.type_hash) {
+                // Only if it has `seq`: a stale `.prev` (a failed link)
+                // would end before it and lead back here.
+                if ahead(seq, p.header.base) >= 0 {
+                    p.seek(seq);
+                    if p.has_next() {
+                        return Ok(p);
+                    }
+                }
+            }
+        }
+        r.seek(seq);
+        Ok(r)
+    }
+
     /// One step: from the journal while there is one to read, else from the
     /// ring; blocking on the ring until `deadline` if `block`.
     fn step(&mut self, block: bool, deadline: Option<Instant>) -> Step {
@@ -254,9 +277,8 @@ impl Core {
                         return Step::Lagged(skipped);
                     }
                     self.repair_at = Some(self.next);
-                    match Reader::open(&self.path, self.msg_size, self.type_hash) {
-                        Ok(mut r) => {
-                            r.seek(self.next);
+                    match self.reader_at(self.next) {
+                        Ok(r) => {
                             self.reader = Some(r);
                             self.folded = 0;
                         }
@@ -314,8 +336,7 @@ impl Core {
             Ok(None) => {
                 if r.sealed() {
                     // A compaction replaced the file: continue in the new one.
-                    if let Ok(mut n) = Reader::open(&self.path, self.msg_size, self.type_hash) {
-                        n.seek(self.next);
+                    if let Ok(n) = self.reader_at(self.next) {
                         self.reader = Some(n);
                         return None;
                     }

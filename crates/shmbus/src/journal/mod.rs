@@ -56,7 +56,16 @@
 //! `fdatasync`s it; the publisher then copies the few records appended since
 //! that copy, renames the new file over the old one, and marks the old one
 //! SEALED (readers that still hold it open move on to the new file). The
-//! hot path pauses for the last copy and the rename only. The compactor
+//! hot path pauses for the last copy and the rename only.
+//!
+//! Before handing over, the compactor hard-links the file being replaced
+//! as `PATH.prev`. A subscriber that the ring laps while a compaction
+//! folds its position into the snapshot reads the range back from there
+//! (it ends sealed and leads back to `PATH`), so a lag is repaired in full
+//! unless it spans two compactions; then the snapshot's last values come
+//! first and a `Lagged` for the rest. Tracking every reader's position
+//! instead would make compaction wait for the slowest reader; one old
+//! generation on disk costs at most the file's size once more. The compactor
 //! chases the publisher for at most four passes, so a publisher faster than
 //! the copy makes the last copy longer (a memcpy from its own mapping),
 //! never the compaction endless.

@@ -470,9 +470,30 @@ fn region_mode(region: &ShmRegion) -> u32 {
 }
 
 pub(crate) fn tmp_path(path: &Path) -> PathBuf {
+    suffixed(path, ".compacting")
+}
+
+/// Where the generation a compaction replaces stays readable.
+pub(crate) fn prev_path(path: &Path) -> PathBuf {
+    suffixed(path, ".prev")
+}
+
+fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
-    s.push(".compacting");
+    s.push(suffix);
     PathBuf::from(s)
+}
+
+/// Hard-links the current file (the generation the coming switch replaces)
+/// as `PATH.prev`, atomically replacing the one before. Best effort: without
+/// it a subscriber lapped across the switch reports the folded range as lost.
+fn keep_as_prev(path: &Path) {
+    let prev = prev_path(path);
+    let link = suffixed(path, ".prev-linking");
+    let _ = std::fs::remove_file(&link);
+    if std::fs::hard_link(path, &link).is_ok() && std::fs::rename(&link, &prev).is_err() {
+        let _ = std::fs::remove_file(&link);
+    }
 }
 
 /// Serves flush requests until told to stop.
@@ -644,6 +665,10 @@ impl Compaction {
         if self.stopped() {
             return Ok(None);
         }
+        // Here, off the hot path: `PATH` is still the generation that the
+        // switch will replace (one compaction at a time, and only the switch
+        // renames).
+        keep_as_prev(&self.path);
         Ok(Some(Prepared {
             writer: w,
             copied,

@@ -141,6 +141,15 @@ impl Reader {
         }
     }
 
+    /// Whether the record at the current position is there and valid
+    /// (without moving past it).
+    pub(crate) fn has_next(&mut self) -> bool {
+        let (index, prev) = (self.index, self.prev);
+        let there = matches!(self.next(), Ok(Some(_)));
+        (self.index, self.prev) = (index, prev);
+        there
+    }
+
     /// Reads to the end of the valid prefix; returns its length in records.
     pub(crate) fn count(mut self) -> io::Result<u64> {
         while self.next()?.is_some() {}
