@@ -821,14 +821,29 @@ fn compact_while_publishing(p: &mut JournalPublisher<Kv>, next: &mut u64, keys: 
     assert_eq!(p.compaction_error(), None);
 }
 
-#[test]
-fn a_joiner_lapped_across_a_compaction_repairs_from_the_replaced_file_and_misses_nothing() {
-    let keys = 10;
-    let (dir, bus, mut p) = journaled("jlapcompact", 100, keys);
+/// A journaled bus with 100 updates and a joiner that has read them all
+/// and now takes the ring.
+fn live_joiner_at_100(
+    label: &str,
+    keys: u64,
+) -> (
+    TestDir,
+    BusName,
+    JournalPublisher<Kv>,
+    JournalSubscriber<Kv>,
+) {
+    let (dir, bus, p) = journaled(label, 100, keys);
     let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
     assert_eq!(sub.try_recv(), None);
     assert!(sub.is_live());
+    (dir, bus, p, sub)
+}
+
+#[test]
+fn a_joiner_lapped_across_a_compaction_repairs_from_the_replaced_file_and_misses_nothing() {
+    let keys = 10;
+    let (dir, bus, mut p, mut sub) = live_joiner_at_100("jlapcompact", keys);
     // The subscriber sleeps through many laps and a compaction whose cut
     // (500) is above its position (100): the current file has 100..500
     // only as a snapshot, the replaced one has them all.
@@ -860,9 +875,7 @@ fn a_joiner_lapped_across_a_compaction_repairs_from_the_replaced_file_and_misses
 #[test]
 fn a_joiner_lapped_across_two_compactions_is_told_exactly_what_was_folded_away() {
     let keys = 10;
-    let (dir, bus, mut p) = journaled("jlaptwice", 100, keys);
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
-    assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
+    let (dir, bus, mut p, mut sub) = live_joiner_at_100("jlaptwice", keys);
     let mut next = 100;
     let mut cut = 0;
     for at in [500, 900] {

@@ -401,19 +401,10 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let bus = format!("shmbus-demo-{pid}");
     let dir = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let journal = dir.join(format!("shmbus-demo-{pid}.journal"));
-    let suffixed = |s: &str| {
-        let mut p = journal.clone().into_os_string();
-        p.push(s);
-        PathBuf::from(p)
-    };
     // Declared before the children, so dropped after they are dead.
-    let _files = Leftovers(vec![
-        Path::new("/dev/shm").join(&bus),
-        journal.clone(),
-        suffixed(".compacting"),
-        suffixed(".prev"),
-        suffixed(".prev-linking"),
-    ]);
+    let mut files = vec![Path::new("/dev/shm").join(&bus), journal.clone()];
+    files.extend(shmbus::journal::side_files(&journal));
+    let _files = Leftovers(files);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     print(&format!(
         "shmbus demo: {} rounds of {} updates over {} keys, one every {} µs; \

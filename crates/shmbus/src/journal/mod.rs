@@ -91,7 +91,8 @@ pub use format::{
 };
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
 pub use publish::{
-    JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher, RawJournalPublisher,
+    side_files, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
+    RawJournalPublisher,
 };
 pub use state::{KeyedState, State};
 

@@ -469,14 +469,9 @@ fn region_mode(region: &ShmRegion) -> u32 {
     rustix::fs::fstat(region.file()).map_or(0o600, |st| st.st_mode & 0o777)
 }
 
-pub(crate) fn tmp_path(path: &Path) -> PathBuf {
-    suffixed(path, ".compacting")
-}
-
-/// Where the generation a compaction replaces stays readable.
-pub(crate) fn prev_path(path: &Path) -> PathBuf {
-    suffixed(path, ".prev")
-}
+const COMPACTING: &str = ".compacting";
+const PREV: &str = ".prev";
+const PREV_LINKING: &str = ".prev-linking";
 
 fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -484,12 +479,28 @@ fn suffixed(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
+pub(crate) fn tmp_path(path: &Path) -> PathBuf {
+    suffixed(path, COMPACTING)
+}
+
+/// Where the generation a compaction replaces stays readable.
+pub(crate) fn prev_path(path: &Path) -> PathBuf {
+    suffixed(path, PREV)
+}
+
+/// The files a journal at `path` may leave beside it (a compaction's new
+/// file, the replaced generation, the link on its way there): whoever
+/// removes the journal removes these too.
+pub fn side_files(path: &Path) -> [PathBuf; 3] {
+    [COMPACTING, PREV, PREV_LINKING].map(|s| suffixed(path, s))
+}
+
 /// Hard-links the current file (the generation the coming switch replaces)
 /// as `PATH.prev`, atomically replacing the one before. Best effort: without
 /// it a subscriber lapped across the switch reports the folded range as lost.
 fn keep_as_prev(path: &Path) {
     let prev = prev_path(path);
-    let link = suffixed(path, ".prev-linking");
+    let link = suffixed(path, PREV_LINKING);
     let _ = std::fs::remove_file(&link);
     if std::fs::hard_link(path, &link).is_ok() && std::fs::rename(&link, &prev).is_err() {
         let _ = std::fs::remove_file(&link);
