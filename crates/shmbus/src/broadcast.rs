@@ -25,6 +25,26 @@
 //! a seqlock makes is defined behaviour; a reader that raced a writer throws
 //! its copy away and never returns it.
 //!
+//! # Untrusted stamps
+//! Any process that can open the file can store anything into a stamp or
+//! the cursor. A reader keeps two promises whatever it finds: every step
+//! makes progress or waits for the publisher (a waiting receive ends at its
+//! deadline), and a lag it reports is at least 1 and at most what the
+//! cursor says was published past its position. So:
+//! - a lap is believed only if the stamp names a sequence of *this* slot,
+//!   ahead of the reader and not past the cursor, and the cursor is
+//!   confirmed by its slot (`slots_confirm`: a real cursor `h` finds `h - 1`,
+//!   or one lap later, in slot `h - 1`);
+//! - any other stamp the reader cannot read is a lost message (`Lagged(1)`)
+//!   once a confirmed cursor is past it, and "not yet" before that;
+//! - a waiting reader checks every 64th empty poll whether a confirmed
+//!   cursor is past its position while the stamp still says "not yet", and
+//!   skips that one message if so (`check_stuck`).
+//!
+//! A peer can still forge a whole valid message (stamp, payload, cursor):
+//! write access to the file is trust in the peer; these rules only keep
+//! corruption from hanging readers or inventing lag.
+//!
 //! Multi-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
 //! protocol; their claim, commit and unblock rules are in [`crate::mpmc`],
 //! whose invariants extend the ones above. The single-publisher paths here
@@ -458,15 +478,41 @@ impl<R: Region> Ring<R> {
         self.cursor().load(Ordering::Acquire)
     }
 
-    /// The oldest sequence a reader that was lapped by `newer` can still get.
-    fn oldest_after_lap(&self, newer: u64) -> u64 {
+    /// The oldest sequence a reader that was lapped by `newer` can still get,
+    /// given the cursor `head` (loaded after the stamp that named `newer`).
+    /// The cursor moves the reader further only if the slot just below it
+    /// confirms it: a cursor a corrupt file puts far ahead must not turn a
+    /// lap into a skip of messages never published.
+    fn oldest_after_lap(&self, newer: u64, head: u64) -> u64 {
         let by_slot = newer.wrapping_add(1).wrapping_sub(self.geo.capacity);
-        let by_head = self.head().wrapping_sub(self.geo.capacity);
-        if ahead(by_head, by_slot) > 0 {
+        let by_head = head.wrapping_sub(self.geo.capacity);
+        if ahead(by_head, by_slot) <= 0 {
+            return by_slot;
+        }
+        if self.slots_confirm(head) {
             by_head
         } else {
             by_slot
         }
+    }
+
+    /// Whether the slots back the cursor `head`: the publisher stores the
+    /// cursor after `done(head - 1)`, so slot `head - 1` says `head - 1`,
+    /// or `head - 1 + capacity` once the next lap reached it. A corrupt
+    /// cursor (or a random stamp) almost never passes. A real one fails
+    /// only if the publisher lapped that slot twice between our two loads;
+    /// every caller then waits and looks again, so that costs nothing but
+    /// time. (A multi-publisher cursor counts claims: not checked.)
+    fn slots_confirm(&self, head: u64) -> bool {
+        if self.geo.multi || head == self.geo.first_seq {
+            return true;
+        }
+        let last = head.wrapping_sub(1);
+        // Relaxed: a plausibility check that publishes nothing; whatever is
+        // read next is read through the seqlock.
+        let stamp = self.stamp(last).load(Ordering::Relaxed);
+        let laps = decode(stamp, last).seq().wrapping_sub(last);
+        laps == 0 || laps == self.geo.capacity
     }
 
     /// Where a subscriber starting now begins.
@@ -489,7 +535,9 @@ impl<R: Region> Ring<R> {
         self.poll_from(pos, &mut Stall::default(), dst)
     }
 
-    /// One step of a subscriber at `*pos`.
+    /// One step of a subscriber at `*pos`. A `Lagged` it returns is at
+    /// least 1 and at most what the cursor says was published past `*pos`,
+    /// whatever the stamps hold (see "Untrusted stamps" in the module docs).
     #[inline]
     pub(crate) fn poll_from(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Poll {
         match self.read(*pos, dst) {
@@ -499,16 +547,70 @@ impl<R: Region> Ring<R> {
             }
             Slot::Empty if self.geo.multi => self.unblock(pos, stall),
             Slot::Empty => Poll::Empty,
-            Slot::Abandoned => {
+            Slot::Abandoned => self.skip_one(pos),
+            Slot::Lapped { newer } => self.lapped(pos, newer),
+        }
+    }
+
+    /// The stamp at `*pos`'s slot names `newer`, a later sequence. Believed
+    /// only if the publisher could have written it: `newer` maps to this
+    /// slot and is not past the cursor (read after the stamp, and the
+    /// cursor only grows, so a real lap always passes), which the slots
+    /// confirm. A stamp that fails is corrupt: that one message is lost.
+    #[cold]
+    fn lapped(&self, pos: &mut u64, newer: u64) -> Poll {
+        let head = self.head();
+        let same_slot = (newer ^ *pos) & self.geo.mask == 0;
+        let real = same_slot
+            && ahead(newer, *pos) > 0
+            && ahead(newer, head) <= 0
+            && self.slots_confirm(head);
+        if !real {
+            return self.skip_one(pos);
+        }
+        // newer >= pos + capacity (same slot, ahead), so by_slot > pos; and
+        // newer <= head, so to <= head: 1 <= skipped <= head - pos.
+        let to = self.oldest_after_lap(newer, head);
+        let skipped = to.wrapping_sub(*pos);
+        *pos = to;
+        Poll::Lagged(skipped)
+    }
+
+    /// Skips `*pos`, whose stamp no publisher wrote in this state (a claim
+    /// skipped on a multi-publisher bus, or a corrupt stamp), if the cursor
+    /// says it was claimed or published; otherwise there is nothing to
+    /// skip yet: the publisher rewrites the stamp when it gets there.
+    #[cold]
+    fn skip_one(&self, pos: &mut u64) -> Poll {
+        let head = self.head();
+        if ahead(head, *pos) > 0 && (self.geo.multi || self.slots_confirm(head)) {
+            *pos = pos.wrapping_add(1);
+            Poll::Lagged(1)
+        } else {
+            Poll::Empty
+        }
+    }
+
+    /// A single-publisher reader that keeps finding `*pos` empty: if the
+    /// cursor, loaded *before* the stamp, is past `pos`, the stamp must say
+    /// `done(pos)` or later (the publisher stores the stamp, Release, then
+    /// the cursor, Release; this Acquire load of the cursor sees both). A
+    /// stamp that still says otherwise is corrupt: the message is skipped,
+    /// so a waiting reader always makes progress. `None`: nothing wrong.
+    #[cold]
+    fn check_stuck(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Option<Poll> {
+        let head = self.head();
+        if self.geo.multi || ahead(head, *pos) <= 0 || !self.slots_confirm(head) {
+            // Multi-publisher buses: a claim that stays unfinished is
+            // skipped by `unblock` after its timeout.
+            return None;
+        }
+        match self.poll_from(pos, stall, dst) {
+            Poll::Empty => {
                 *pos = pos.wrapping_add(1);
-                Poll::Lagged(1)
+                Some(Poll::Lagged(1))
             }
-            Slot::Lapped { newer } => {
-                let to = self.oldest_after_lap(newer);
-                let skipped = to.wrapping_sub(*pos);
-                *pos = to;
-                Poll::Lagged(skipped)
-            }
+            found => Some(found),
         }
     }
 
@@ -585,10 +687,20 @@ impl<R: Region> Ring<R> {
         deadline: Option<Instant>,
     ) -> Poll {
         let mut backoff = wait::Backoff::new(strategy, deadline);
+        let mut empties = 0u32;
         loop {
             match self.poll_from(pos, stall, dst) {
                 Poll::Empty => {}
                 found => return found,
+            }
+            empties = empties.wrapping_add(1);
+            // Every 64th empty poll (one extra cursor load, off the hot
+            // path), so no strategy, spinning included, waits forever on a
+            // slot whose stamp is corrupt.
+            if empties % 64 == 0 {
+                if let Some(found) = self.check_stuck(pos, stall, dst) {
+                    return found;
+                }
             }
             match backoff.next() {
                 wait::Step::Spin => crate::sync::spin_loop(),

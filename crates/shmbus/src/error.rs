@@ -93,8 +93,10 @@ pub enum OpenError {
         waited: Duration,
     },
     /// The first 8 bytes are not shmbus's magic.
-    #[error("not a shmbus segment: magic is {found:#018x}, expected {expected:#018x}")]
+    #[error("{path}: not a shmbus segment: magic is {found:#018x}, expected {expected:#018x}")]
     BadMagic {
+        /// The file.
+        path: PathBuf,
         /// What the file holds.
         found: u64,
         /// [`crate::layout::MAGIC`].
@@ -124,9 +126,12 @@ pub enum OpenError {
         /// The caller's.
         expected: TypeFingerprint,
     },
-    /// The file is shorter than its header says.
-    #[error("truncated segment: file is {len} bytes, header needs {expected}")]
+    /// The file is shorter than a segment can be, or than its header says
+    /// the segment is.
+    #[error("{path}: truncated segment: the file is {len} bytes, expected at least {expected}")]
     Truncated {
+        /// The file.
+        path: PathBuf,
         /// `fstat` length.
         len: u64,
         /// What the header's geometry needs.
@@ -135,6 +140,16 @@ pub enum OpenError {
     /// The header's geometry is impossible.
     #[error("invalid geometry: {0}")]
     InvalidGeometry(String),
+    /// Another process held the segment's attach lock exclusively for the
+    /// whole init timeout: `shmbus clean` deciding to remove it holds it
+    /// for a moment, anything longer is not shmbus.
+    #[error("{path}: locked exclusively by another process for {waited:?} (shmbus clean removing it?), expected the shared attach lock to be free")]
+    Locked {
+        /// The file.
+        path: PathBuf,
+        /// How long the opener tried.
+        waited: Duration,
+    },
     /// `mlock` failed (often `RLIMIT_MEMLOCK`).
     #[error("cannot lock the segment in memory: {0}")]
     Mlock(io::Error),
@@ -149,6 +164,18 @@ pub enum OpenError {
 }
 
 impl OpenError {
+    /// The same error, naming `path` where it names a file (errors found
+    /// in a mapped header do not know where the mapping came from).
+    pub(crate) fn at(mut self, at: &std::path::Path) -> OpenError {
+        match &mut self {
+            OpenError::BadMagic { path, .. } | OpenError::Truncated { path, .. } => {
+                *path = at.to_owned()
+            }
+            _ => {}
+        }
+        self
+    }
+
     pub(crate) fn from_open(path: &std::path::Path, err: io::Error) -> OpenError {
         let path = path.to_owned();
         match err.raw_os_error() {
@@ -200,6 +227,21 @@ pub enum CreateError {
     /// Huge pages were asked for and this system cannot give them.
     #[error(transparent)]
     HugePages(#[from] HugePageError),
+    /// The directory the bus would live in does not exist.
+    #[error("{path}: no such directory to create the bus in")]
+    NoDirectory {
+        /// The bus's path.
+        path: PathBuf,
+    },
+    /// The file could not be created for another reason (a read-only file
+    /// system, say).
+    #[error("{path}: cannot create: {source}")]
+    File {
+        /// The bus's path.
+        path: PathBuf,
+        /// The system's answer.
+        source: io::Error,
+    },
     /// Any other system error, with the step that failed.
     #[error("{what}: {source}")]
     Io {
@@ -286,10 +328,8 @@ impl CreateError {
             Some(libc::EACCES) | Some(libc::EPERM) => CreateError::PermissionDenied { path },
             Some(libc::ENOSPC) | Some(libc::EFBIG) => CreateError::NoSpace { path, len },
             Some(libc::ELOOP) => CreateError::AlreadyExists { path },
-            _ => CreateError::Io {
-                what: "create",
-                source: err,
-            },
+            Some(libc::ENOENT) | Some(libc::ENOTDIR) => CreateError::NoDirectory { path },
+            _ => CreateError::File { path, source: err },
         }
     }
 }
@@ -334,5 +374,42 @@ pub enum AttachError {
     ConsumerActive {
         /// The holder's pid, from the control page.
         pid: u32,
+    },
+}
+
+/// Why `stat::list` or `stat::clean` could not look at a directory or a file
+/// in it: the step, the path, and the system's answer. Files that are not
+/// buses, or that this user may not read, are no error: they are skipped.
+#[derive(Debug, Error)]
+#[error("{path}: cannot {step}: {source}")]
+pub struct ScanError {
+    /// The directory or file.
+    pub path: PathBuf,
+    /// What was being done (`open`, `read the directory`, ...).
+    pub step: &'static str,
+    /// The system's answer (`EMFILE`, `ENOMEM`, `EIO`, ...).
+    pub source: io::Error,
+}
+
+/// Why `stat::clean` did not remove one abandoned bus.
+#[derive(Debug, Error)]
+pub enum CleanError {
+    /// A system call failed (`unlink` refused by a sticky directory,
+    /// `open` for the lock refused by the file's mode, `EMFILE`, ...).
+    #[error("{path}: cannot {step}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The step that failed.
+        step: &'static str,
+        /// The system's answer.
+        source: io::Error,
+    },
+    /// The name was given to another file between the check and the
+    /// removal; the new file is left alone.
+    #[error("{path}: replaced by another file while being checked, expected the bus that was checked; not removed")]
+    Replaced {
+        /// The name.
+        path: PathBuf,
     },
 }

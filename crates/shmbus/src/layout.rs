@@ -433,6 +433,7 @@ impl Header {
         let magic = Self::read_magic(r);
         if magic != MAGIC {
             return Err(OpenError::BadMagic {
+                path: std::path::PathBuf::new(),
                 found: magic,
                 expected: MAGIC,
             });
@@ -536,6 +537,7 @@ impl Header {
         }
         if file_len < self.total_len {
             return Err(OpenError::Truncated {
+                path: std::path::PathBuf::new(),
                 len: file_len,
                 expected: self.total_len,
             });

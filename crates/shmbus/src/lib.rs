@@ -32,6 +32,8 @@
 #![warn(missing_docs)]
 
 pub mod broadcast;
+#[cfg(not(loom))]
+mod dir;
 pub mod error;
 #[cfg(not(loom))]
 pub mod journal;
@@ -73,6 +75,12 @@ pub use region::{HeapRegion, HugePages, Region};
 #[cfg(not(loom))]
 pub use segment::{remove, CreateOptions, OpenOptions};
 pub use wait::WaitStrategy;
+
+/// Test only: a hook `stat::clean` and [`remove`] call just before they
+/// unlink a file.
+#[cfg(all(feature = "test-hooks", not(loom)))]
+#[doc(hidden)]
+pub use dir::hook as unlink_hook;
 
 /// The region a bus lives in unless said otherwise: /dev/shm (the heap
 /// under loom, which cannot model a mapping).

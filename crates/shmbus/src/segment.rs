@@ -14,6 +14,7 @@
 //! publishers cannot write the header, subscribers can write only the
 //! control page.
 
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -324,12 +325,29 @@ fn read_page_size(file: &std::os::fd::OwnedFd) -> usize {
     }
 }
 
-/// Opens, waits for initialization, maps and validates a segment.
+/// Opens, waits for initialization, maps and validates a segment. A file
+/// that `clean` unlinked while we opened it is let go and the name opened
+/// again (a few times: each retry needs another create and clean).
 pub(crate) fn open_region(
     path: &Path,
     role: Role,
     init_timeout: Duration,
 ) -> Result<(ShmRegion, Header), OpenError> {
+    for _ in 0..3 {
+        if let Some(opened) = open_region_once(path, role, init_timeout)? {
+            return Ok(opened);
+        }
+    }
+    Err(OpenError::NotFound {
+        path: path.to_owned(),
+    })
+}
+
+fn open_region_once(
+    path: &Path,
+    role: Role,
+    init_timeout: Duration,
+) -> Result<Option<(ShmRegion, Header)>, OpenError> {
     let access = if role == Role::Inspect {
         Access::ReadOnly
     } else {
@@ -343,6 +361,7 @@ pub(crate) fn open_region(
         // file of 1 to 7 bytes is no bus being built: it is cut short.
         if (1..8).contains(&len) {
             return Err(OpenError::Truncated {
+                path: path.to_owned(),
                 len,
                 expected: header::END as u64,
             });
@@ -353,6 +372,7 @@ pub(crate) fn open_region(
         }
         if magic != 0 && magic != MAGIC_BUILDING {
             return Err(OpenError::BadMagic {
+                path: path.to_owned(),
                 found: magic,
                 expected: MAGIC,
             });
@@ -367,6 +387,7 @@ pub(crate) fn open_region(
     };
     if len < header::END as u64 {
         return Err(OpenError::Truncated {
+            path: path.to_owned(),
             len,
             expected: header::END as u64,
         });
@@ -380,7 +401,7 @@ pub(crate) fn open_region(
     let align = read_page_size(&file);
     let region =
         ShmRegion::map_aligned(file, path, len as usize, map_access, align).map_err(io("mmap"))?;
-    let header = Header::read(&region, len)?;
+    let header = Header::read(&region, len).map_err(|e| e.at(path))?;
     let page = header.page_size as usize;
     match role {
         Role::Publisher => region
@@ -391,15 +412,51 @@ pub(crate) fn open_region(
             .map_err(io("mprotect"))?,
         Role::Inspect => {}
     }
-    if role != Role::Inspect
-        && !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))?
-    {
-        return Err(OpenError::Io {
-            what: "lock",
-            source: std::io::Error::other("attach lock refused"),
-        });
+    if role != Role::Inspect {
+        match attach_lock(&region, path, start, init_timeout)? {
+            Linked::Yes => {}
+            // `clean` removed it while we opened it: the name may already
+            // be a new bus, or nothing (then `NotFound`).
+            Linked::No => return Ok(None),
+        }
     }
-    Ok((region, header))
+    Ok(Some((region, header)))
+}
+
+/// Whether the file an opener locked still has its name.
+enum Linked {
+    Yes,
+    No,
+}
+
+/// Takes the shared attach lock, then checks that the file is still linked.
+/// `clean` holds the lock exclusively from its decision until after its
+/// unlink, so once we hold it shared, the file can no longer be removed by
+/// `clean`, and `st_nlink == 0` says it already was: we must not publish
+/// into (or wait on) an orphan nobody else can find. The lock is retried
+/// until `init_timeout`; `clean` holds it for a moment only.
+fn attach_lock(
+    region: &ShmRegion,
+    path: &Path,
+    start: Instant,
+    init_timeout: Duration,
+) -> Result<Linked, OpenError> {
+    let io = |what| move |source| OpenError::Io { what, source };
+    while !lock::try_lock(region.file(), lock_byte::ATTACHED, false).map_err(io("lock"))? {
+        if start.elapsed() >= init_timeout {
+            return Err(OpenError::Locked {
+                path: path.to_owned(),
+                waited: start.elapsed(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let st = rustix::fs::fstat(region.file()).map_err(|e| io("fstat")(e.into()))?;
+    Ok(if st.st_nlink == 0 {
+        Linked::No
+    } else {
+        Linked::Yes
+    })
 }
 
 fn finish_open(region: &ShmRegion, opts: &OpenOptions) -> Result<(), OpenError> {
@@ -586,18 +643,43 @@ impl RawSubscriber {
 
 /// Removes a bus's name from the file system. Processes that have it mapped
 /// keep working; nobody new can open it. Refuses a file that does not start
-/// with shmbus's magic (finished or half-built), so it deletes only buses.
+/// with shmbus's magic (finished or half-built), so it deletes only buses,
+/// and removes the file it checked, never what a symlink or a renamed
+/// directory puts in its place (see `dir`).
+///
+/// # Errors
+/// [`OpenError::NotFound`], [`OpenError::Symlink`] (the bus's name, or a
+/// directory on the way, is a symbolic link), [`OpenError::NotAFile`],
+/// [`OpenError::BadMagic`], [`OpenError::PermissionDenied`], or
+/// [`OpenError::Io`] for any other failure.
 pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
     let path = resolve(name)?;
-    let (file, _) = ShmRegion::open_file(&path, Access::ReadOnly)
+    let Some((parent, file_name)) = crate::dir::split(&path) else {
+        return Err(OpenError::NotAFile { path });
+    };
+    let dir = crate::dir::open_dir(parent).map_err(crate::dir::DirError::into_open)?;
+    let st =
+        crate::dir::stat_at(dir.as_fd(), file_name).map_err(|e| OpenError::from_open(&path, e))?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+        return Err(OpenError::Symlink { path });
+    }
+    if !crate::dir::is_regular(&st) {
+        return Err(OpenError::NotAFile { path });
+    }
+    let id = crate::dir::FileId::of(&st);
+    let file = crate::dir::open_at(dir.as_fd(), file_name, false, id)
         .map_err(|e| OpenError::from_open(&path, e))?;
     let magic = read_magic(&file);
     if magic != MAGIC && magic != MAGIC_BUILDING {
         return Err(OpenError::BadMagic {
+            path,
             found: magic,
             expected: MAGIC,
         });
     }
-    crate::region::unlink(&path).map_err(|e| OpenError::from_open(&path, e))?;
-    Ok(path)
+    match crate::dir::unlink_checked(dir.as_fd(), file_name, id) {
+        Ok(()) => Ok(path),
+        Err(crate::dir::UnlinkError::Replaced) => Err(OpenError::NotFound { path }),
+        Err(crate::dir::UnlinkError::Io(e)) => Err(OpenError::from_open(&path, e)),
+    }
 }

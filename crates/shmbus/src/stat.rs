@@ -1,16 +1,22 @@
 //! Looking at buses from outside: `stat`, `ls` and `clean`.
 //!
-//! Nothing here writes shared memory or takes a lock: segments are mapped
-//! read-only, and liveness is probed with `F_OFD_GETLK` (see `lock`).
+//! Nothing here writes shared memory: segments are mapped read-only, and
+//! liveness is probed with `F_OFD_GETLK` (see `lock`). Only `clean` takes
+//! locks, to decide and remove each file atomically with respect to
+//! processes that attach (see [`clean`]).
 
-use std::os::fd::AsFd;
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::OpenError;
+use crate::dir::{DirError, FileId, UnlinkError};
+use crate::error::{CleanError, OpenError, ScanError};
 use crate::layout::{control, lock_byte, Header, MAGIC, MAGIC_BUILDING};
 use crate::lock;
-use crate::region::{resolve, Region, ShmRegion};
+use crate::region::{resolve, Region};
 use crate::segment::{open_region, Role};
 use crate::sync::Ordering;
 
@@ -132,8 +138,10 @@ pub struct Listing {
     /// Whether a process holds the publisher or attached lock (also true
     /// for a half-built segment whose creator is still at work).
     pub locked: bool,
-    /// Pids that map the file, from /proc/*/maps (needs permission to read
-    /// them; others' processes may be invisible to an unprivileged user).
+    /// Pids that map the file (matched by device and inode in
+    /// /proc/*/maps, so however the path is spelled; needs permission to
+    /// read them: others' processes may be invisible to an unprivileged
+    /// user).
     pub mapped_by: Vec<u32>,
 }
 
@@ -144,81 +152,310 @@ impl Listing {
     }
 }
 
-/// Every file in `dir` (normally /dev/shm) that starts with shmbus's magic,
-/// finished or half-built, sorted by name.
-pub fn list(dir: &Path) -> std::io::Result<Vec<Listing>> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let Ok(entry) = entry else { continue };
-        let path = entry.path();
-        let Ok((file, _)) = ShmRegion::open_file(&path, crate::region::Access::ReadOnly) else {
-            continue;
-        };
-        let mut buf = [0u8; 8];
-        if rustix::io::pread(&file, &mut buf, 0).ok() != Some(8) {
-            continue;
-        }
-        let magic = u64::from_le_bytes(buf);
-        if magic != MAGIC && magic != MAGIC_BUILDING {
-            continue;
-        }
-        let held = |byte| lock::is_held(file.as_fd(), byte).unwrap_or(true);
-        let locked = held(lock_byte::PUBLISHER) || held(lock_byte::ATTACHED);
-        found.push(Listing {
-            state: stat_path(&path, Duration::ZERO),
-            mapped_by: mapped_by(&path),
-            locked,
-            path,
-        });
-    }
-    found.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(found)
+/// A shmbus file found in a directory, open.
+struct Found {
+    path: PathBuf,
+    name: std::ffi::OsString,
+    id: FileId,
+    file: OwnedFd,
 }
 
-/// Pids whose memory maps include `path`, read from /proc/*/maps.
-pub fn mapped_by(path: &Path) -> Vec<u32> {
-    let Some(target) = path.to_str() else {
-        return Vec::new();
+/// Why one directory entry is not a [`Found`].
+enum Skip {
+    /// Not a shmbus file, gone, or not this user's to read: not listed.
+    NotABus,
+    /// A real failure (`EMFILE`, `ENOMEM`, `EIO`...): said as such.
+    Failed(ScanError),
+}
+
+/// Looks at `name` in `dir`: a regular file (never following a symlink,
+/// never opening a FIFO or device) that starts with shmbus's magic.
+fn look_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr, write: bool) -> Result<Found, Skip> {
+    let path = dir_path.join(name);
+    let failed = |step, source| {
+        Skip::Failed(ScanError {
+            path: path.clone(),
+            step,
+            source,
+        })
     };
-    let mut pids = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return pids;
+    let not_ours = |e: &std::io::Error| {
+        matches!(
+            e.raw_os_error(),
+            Some(libc::ENOENT | libc::EACCES | libc::EPERM | libc::ELOOP | libc::ENXIO)
+        )
     };
-    for p in procs.flatten() {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(maps) = std::fs::read_to_string(p.path().join("maps")) else {
-            continue;
-        };
-        // The path is the last field; a name that is a prefix of another
-        // must not match it, so compare whole fields.
-        if maps.lines().any(|l| {
-            l.split_once('/')
-                .is_some_and(|(_, rest)| format!("/{rest}") == target)
-        }) {
-            pids.push(pid);
+    let st = match crate::dir::stat_at(dir, name) {
+        Ok(st) if crate::dir::is_regular(&st) => st,
+        Ok(_) => return Err(Skip::NotABus),
+        Err(e) if not_ours(&e) => return Err(Skip::NotABus),
+        Err(e) => return Err(failed("stat", e)),
+    };
+    let id = FileId::of(&st);
+    let file = match crate::dir::open_at(dir, name, write, id) {
+        Ok(f) => f,
+        Err(e) if not_ours(&e) => return Err(Skip::NotABus),
+        Err(e) => return Err(failed("open", e)),
+    };
+    let mut buf = [0u8; 8];
+    match rustix::io::pread(&file, &mut buf, 0) {
+        Ok(8) => {}
+        Ok(_) => return Err(Skip::NotABus),
+        Err(e) => return Err(failed("read", e.into())),
+    }
+    let magic = u64::from_le_bytes(buf);
+    if magic != MAGIC && magic != MAGIC_BUILDING {
+        return Err(Skip::NotABus);
+    }
+    Ok(Found {
+        path,
+        name: name.to_owned(),
+        id,
+        file,
+    })
+}
+
+/// The names in `dir`, sorted.
+fn names(dir: BorrowedFd<'_>, dir_path: &Path) -> Result<Vec<std::ffi::OsString>, ScanError> {
+    let failed = |source: rustix::io::Errno| ScanError {
+        path: dir_path.to_owned(),
+        step: "read the directory",
+        source: source.into(),
+    };
+    let mut entries = rustix::fs::Dir::read_from(dir).map_err(failed)?;
+    let mut names = Vec::new();
+    while let Some(entry) = entries.read() {
+        let entry = entry.map_err(failed)?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(OsStr::from_bytes(name).to_owned());
         }
     }
-    pids
+    names.sort();
+    Ok(names)
 }
+
+/// Whether another process holds the publisher or attached lock; an error
+/// from the probe counts as held (when in doubt, in use).
+fn locked(file: BorrowedFd<'_>) -> bool {
+    let held = |byte| lock::is_held(file, byte).unwrap_or(true);
+    held(lock_byte::PUBLISHER) || held(lock_byte::ATTACHED)
+}
+
+/// Every file in `dir` (normally /dev/shm) that starts with shmbus's magic,
+/// finished or half-built, sorted by name. Entries that are not buses, or
+/// that this user may not read, are left out; a failure to look at one
+/// (out of descriptors, out of memory, I/O) is an error, never a shorter
+/// list.
+///
+/// # Errors
+/// [`ScanError`] naming the directory or file and the step that failed.
+pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
+    let dir_fd = crate::dir::open_dir(dir).map_err(DirError::into_scan)?;
+    let mut found = Vec::new();
+    for name in names(dir_fd.as_fd(), dir)? {
+        match look_at(dir_fd.as_fd(), dir, &name, false) {
+            Ok(f) => found.push(f),
+            Err(Skip::NotABus) => {}
+            Err(Skip::Failed(e)) => return Err(e),
+        }
+    }
+    let maps = Mappers::scan();
+    Ok(found
+        .into_iter()
+        .map(|f| Listing {
+            state: stat_path(&f.path, Duration::ZERO),
+            mapped_by: maps.of(f.id),
+            locked: locked(f.file.as_fd()),
+            path: f.path,
+        })
+        .collect())
+}
+
+/// Which processes map which files, from one pass over /proc/*/maps.
+struct Mappers(HashMap<(u32, u32, u64), Vec<u32>>);
+
+impl Mappers {
+    fn scan() -> Mappers {
+        let mut map: HashMap<(u32, u32, u64), Vec<u32>> = HashMap::new();
+        let Ok(procs) = std::fs::read_dir("/proc") else {
+            return Mappers(map);
+        };
+        for p in procs.flatten() {
+            let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            // A process that exits meanwhile, or is not ours to read, maps
+            // nothing we can know of.
+            let Ok(maps) = std::fs::read_to_string(p.path().join("maps")) else {
+                continue;
+            };
+            for key in maps.lines().filter_map(maps_file) {
+                let pids = map.entry(key).or_default();
+                if pids.last() != Some(&pid) {
+                    pids.push(pid);
+                }
+            }
+        }
+        Mappers(map)
+    }
+
+    fn of(&self, id: FileId) -> Vec<u32> {
+        let (major, minor) = id.major_minor();
+        self.0
+            .get(&(major, minor, id.ino))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// The (major, minor, inode) of a /proc/PID/maps line that maps a file:
+/// `address perms offset MAJOR:MINOR INODE path` (hex device, decimal inode,
+/// 0 for anonymous memory). Compared by identity, not by the path text,
+/// which differs with every spelling of the directory.
+fn maps_file(line: &str) -> Option<(u32, u32, u64)> {
+    let mut f = line.split_ascii_whitespace();
+    let dev = f.nth(3)?;
+    let ino: u64 = f.next()?.parse().ok()?;
+    let (major, minor) = dev.split_once(':')?;
+    let major = u32::from_str_radix(major, 16).ok()?;
+    let minor = u32::from_str_radix(minor, 16).ok()?;
+    (ino != 0).then_some((major, minor, ino))
+}
+
+/// Pids whose memory maps include the file at `path` (by device and inode).
+pub fn mapped_by(path: &Path) -> Vec<u32> {
+    match rustix::fs::lstat(path) {
+        Ok(st) => Mappers::scan().of(FileId::of(&st)),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What [`clean`] did with one abandoned shmbus file.
+#[derive(Debug)]
+pub struct Cleaned {
+    /// The file.
+    pub path: PathBuf,
+    /// `Ok` if it was removed (in a dry run: would be), or why not.
+    pub result: Result<(), CleanError>,
+}
+
+/// How many files `clean` keeps locked at once while it reads
+/// /proc/*/maps for them: one pass over /proc per batch, not per file.
+const CLEAN_BATCH: usize = 64;
 
 /// Removes (or with `dry_run`, only names) every shmbus file in `dir` that
 /// no live process uses: no publisher, no attached process, no mapping.
-pub fn clean(dir: &Path, dry_run: bool) -> std::io::Result<Vec<PathBuf>> {
-    let mut removed = Vec::new();
-    for listing in list(dir)? {
-        if !listing.is_abandoned() {
+///
+/// Each file is decided and removed atomically with respect to processes
+/// that attach: `clean` takes the file's publisher and attach locks
+/// *exclusively*, checks /proc/*/maps while holding them, and unlinks the
+/// file (by directory fd, after checking the name still names the same
+/// inode) before letting go. An opener that gets its lock after that finds
+/// the file unlinked and opens the name again (see `segment`). A dry run
+/// only probes the locks.
+///
+/// Files in use are left out of the result. A file that could not be
+/// removed (another user's in a sticky directory, say) is reported with
+/// its error, and the rest are still cleaned.
+///
+/// # Errors
+/// [`ScanError`] if the directory itself cannot be opened or read.
+pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
+    let dir_fd = crate::dir::open_dir(dir).map_err(DirError::into_scan)?;
+    let mut out = Vec::new();
+    let mut batch = Vec::new();
+    for name in names(dir_fd.as_fd(), dir)? {
+        let found = match look_at(dir_fd.as_fd(), dir, &name, !dry_run) {
+            Ok(f) => f,
+            Err(Skip::NotABus) => {
+                // Readable as a bus but not writable: it cannot be locked,
+                // so it cannot be removed safely; say so if it is dead.
+                if !dry_run {
+                    if let Ok(f) = look_at(dir_fd.as_fd(), dir, &name, false) {
+                        if !locked(f.file.as_fd()) {
+                            out.push(Cleaned {
+                                path: f.path,
+                                result: Err(CleanError::Io {
+                                    path: dir.join(&name),
+                                    step: "open it read-write to lock it",
+                                    source: std::io::Error::from_raw_os_error(libc::EACCES),
+                                }),
+                            });
+                        }
+                    }
+                }
+                continue;
+            }
+            Err(Skip::Failed(e)) => {
+                out.push(Cleaned {
+                    path: e.path.clone(),
+                    result: Err(CleanError::Io {
+                        path: e.path,
+                        step: e.step,
+                        source: e.source,
+                    }),
+                });
+                continue;
+            }
+        };
+        let free = if dry_run {
+            !locked(found.file.as_fd())
+        } else {
+            lock_exclusively(found.file.as_fd())
+        };
+        if free {
+            batch.push(found);
+        }
+        if batch.len() == CLEAN_BATCH {
+            remove_batch(dir_fd.as_fd(), &mut batch, dry_run, &mut out);
+        }
+    }
+    remove_batch(dir_fd.as_fd(), &mut batch, dry_run, &mut out);
+    Ok(out)
+}
+
+/// Takes both liveness locks exclusively: only a file nobody has attached
+/// to (and nobody is creating) can be had this way.
+fn lock_exclusively(file: BorrowedFd<'_>) -> bool {
+    let take = |byte| lock::try_lock(file, byte, true).unwrap_or(false);
+    take(lock_byte::PUBLISHER) && take(lock_byte::ATTACHED)
+}
+
+/// Checks the batch's mappings (one pass over /proc) and removes the files
+/// nobody maps, still holding their locks; drops the batch, which releases
+/// them.
+fn remove_batch(
+    dir: BorrowedFd<'_>,
+    batch: &mut Vec<Found>,
+    dry_run: bool,
+    out: &mut Vec<Cleaned>,
+) {
+    if batch.is_empty() {
+        return;
+    }
+    let maps = Mappers::scan();
+    for f in batch.drain(..) {
+        if !maps.of(f.id).is_empty() {
             continue;
         }
-        if !dry_run {
-            match std::fs::remove_file(&listing.path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        removed.push(listing.path);
+        let result = if dry_run {
+            Ok(())
+        } else {
+            crate::dir::unlink_checked(dir, &f.name, f.id).map_err(|e| match e {
+                UnlinkError::Replaced => CleanError::Replaced {
+                    path: f.path.clone(),
+                },
+                UnlinkError::Io(source) => CleanError::Io {
+                    path: f.path.clone(),
+                    step: "unlink",
+                    source,
+                },
+            })
+        };
+        out.push(Cleaned {
+            path: f.path,
+            result,
+        });
     }
-    Ok(removed)
 }

@@ -117,9 +117,10 @@ fn random_bytes_are_refused_as_bad_magic() {
     std::fs::write(bus.path(), &bytes).unwrap();
     let found = u64::from_le_bytes(bytes[..8].try_into().unwrap());
     assert!(found != 0 && found != layout::MAGIC && found != layout::MAGIC_BUILDING);
+    let at = bus.path().to_owned();
     every_opener_says(bus.name(), &[hex(found), hex(layout::MAGIC)], |e| {
-        matches!(e, OpenError::BadMagic { found: f, expected }
-            if *f == found && *expected == layout::MAGIC)
+        matches!(e, OpenError::BadMagic { found: f, expected, path }
+            if *f == found && *expected == layout::MAGIC && *path == at)
     });
     // `remove` deletes only buses.
     assert!(matches!(
@@ -172,7 +173,7 @@ fn a_truncated_bus_is_refused_as_truncated() {
         every_opener_says(
             bus.name(),
             &[len.to_string(), total.to_string()],
-            |e| matches!(e, OpenError::Truncated { len: l, expected } if *l == len && *expected == total),
+            |e| matches!(e, OpenError::Truncated { len: l, expected, path } if *l == len && *expected == total && path == bus.path()),
         );
     }
     // Shorter than the header itself.
@@ -181,7 +182,7 @@ fn a_truncated_bus_is_refused_as_truncated() {
     every_opener_says(
         bus.name(),
         &["100".into(), end.to_string()],
-        |e| matches!(e, OpenError::Truncated { len: 100, expected } if *expected == end),
+        |e| matches!(e, OpenError::Truncated { len: 100, expected, path } if *expected == end && path == bus.path()),
     );
     bus.finish();
 }

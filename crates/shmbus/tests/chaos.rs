@@ -639,7 +639,11 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
             Some(magic) => {
                 // Dead: still refused, and now clean's to remove.
                 worst_late = worst_late.max(every_opener_is_told_not_initialized(bus.name()));
-                let removed = stat::clean(dir.path(), false).expect("clean");
+                let removed: Vec<_> = stat::clean(dir.path(), false)
+                    .expect("clean")
+                    .into_iter()
+                    .map(|c| c.result.map(|()| c.path).expect("removed"))
+                    .collect();
                 if magic == layout::MAGIC_BUILDING {
                     assert_eq!(removed, vec![bus.path().to_owned()]);
                 } else {

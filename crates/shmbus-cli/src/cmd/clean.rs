@@ -1,18 +1,18 @@
 //! `shmbus clean` and `shmbus rm`: removing segments.
 //!
 //! `clean` removes only what no live process uses (the library decides, from
-//! the liveness locks and /proc/*/maps). `rm` removes one named bus whatever
-//! its state, so it first checks that the file is a shmbus segment at all:
-//! `shmbus rm` must not become a way to delete an arbitrary file by path.
+//! the liveness locks and /proc/*/maps, and removes each file while holding
+//! its locks). It reports every file it removed, and every abandoned one it
+//! could not remove (one line each on stderr), goes on, and exits 1 at the
+//! end if any could not be removed. `rm` removes one named bus whatever its
+//! state; the library first checks that the file is a shmbus segment at
+//! all: `shmbus rm` must not become a way to delete an arbitrary file.
 
-use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::PathBuf;
 
-use shmbus::layout::{MAGIC, MAGIC_BUILDING};
-
-use crate::error::CliError;
+use crate::cmd::inspect::escaped;
+use crate::error::{print_error, CliError};
 
 /// Arguments of `shmbus clean`.
 #[derive(clap::Args, Debug)]
@@ -33,59 +33,49 @@ pub struct RmArgs {
 }
 
 pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
-    let removed = shmbus::stat::clean(&args.dir, args.dry_run)
-        .map_err(|e| CliError::runtime(format!("{}: {e}", args.dir.display())))?;
+    let cleaned = shmbus::stat::clean(&args.dir, args.dry_run)
+        .map_err(|e| CliError::runtime(e.to_string()))?;
     let verb = if args.dry_run {
         "would remove"
     } else {
         "removed"
     };
+    let mut removed = 0usize;
+    let mut failed = 0usize;
     let mut out = io::stdout().lock();
     let mut write = || -> io::Result<()> {
-        for path in &removed {
-            writeln!(out, "{verb} {}", path.display())?;
+        for c in &cleaned {
+            match &c.result {
+                Ok(()) => {
+                    removed += 1;
+                    writeln!(out, "{verb} {}", escaped(&c.path.display().to_string()))?;
+                }
+                Err(e) => {
+                    // Said at once, and the rest still cleaned (a sticky
+                    // /dev/shm holds other users' dead buses).
+                    failed += 1;
+                    out.flush()?;
+                    print_error(&e.to_string());
+                }
+            }
         }
-        let plural = if removed.len() == 1 { "" } else { "s" };
-        writeln!(out, "{verb} {} segment{plural}", removed.len())?;
+        let plural = if removed == 1 { "" } else { "s" };
+        writeln!(out, "{verb} {removed} segment{plural}")?;
         out.flush()
     };
-    write().map_err(CliError::stdout)
-}
-
-pub fn rm(args: &RmArgs) -> Result<(), CliError> {
-    let path = shmbus::region::resolve(&args.name).map_err(|e| CliError::usage(e.to_string()))?;
-    match read_magic(&path) {
-        Ok(magic) if magic == MAGIC || magic == MAGIC_BUILDING => {}
-        Ok(_) => {
-            return Err(CliError::runtime(format!(
-                "{}: not a shmbus segment; not removing it",
-                path.display()
-            )))
-        }
-        // Let `remove` report a missing file in the library's words.
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(CliError::runtime(format!(
-                "{}: cannot check that it is a bus: {e}",
-                path.display()
-            )))
-        }
+    write().map_err(CliError::stdout)?;
+    if failed > 0 {
+        let plural = if failed == 1 { "" } else { "s" };
+        return Err(CliError::runtime(format!(
+            "{failed} abandoned segment{plural} could not be removed (see above)"
+        )));
     }
-    shmbus::remove(&args.name)?;
     Ok(())
 }
 
-/// The first 8 bytes of the file, little-endian; 0 if it is shorter. Never
-/// follows a symlink, like the library.
-fn read_magic(path: &Path) -> io::Result<u64> {
-    let mut file = File::options()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    let mut buf = [0u8; 8];
-    match file.read_exact(&mut buf) {
-        Ok(()) => Ok(u64::from_le_bytes(buf)),
-        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(0),
-        Err(e) => Err(e),
-    }
+/// `rm`: the library checks that the file is a bus and removes the file it
+/// checked (never following a symlink, by directory fd).
+pub fn rm(args: &RmArgs) -> Result<(), CliError> {
+    shmbus::remove(&args.name)?;
+    Ok(())
 }

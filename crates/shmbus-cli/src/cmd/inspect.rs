@@ -56,12 +56,14 @@ pub fn stat(args: &StatArgs) -> Result<(), CliError> {
 }
 
 pub fn ls(args: &LsArgs) -> Result<(), CliError> {
-    let listings = shmbus::stat::list(&args.dir)
-        .map_err(|e| CliError::runtime(format!("{}: {e}", args.dir.display())))?;
+    let listings = shmbus::stat::list(&args.dir).map_err(|e| CliError::runtime(e.to_string()))?;
     let text = if args.json {
         Value::Array(listings.iter().map(listing_json).collect()).to_string()
     } else if listings.is_empty() {
-        format!("no shmbus segments in {}", args.dir.display())
+        format!(
+            "no shmbus segments in {}",
+            escaped(&args.dir.display().to_string())
+        )
     } else {
         listing_table(&listings)
     };
@@ -74,6 +76,24 @@ fn print(text: &str) -> Result<(), CliError> {
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(CliError::stdout)
+}
+
+/// `text` with control characters and backslashes escaped (`\n`, `\x1b`,
+/// `\\`): a name may hold a newline, which must not break a line of
+/// `stat` or a row of `ls`. JSON escapes for itself.
+pub(crate) fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// The file name of a segment: what `ls` calls it.
@@ -186,8 +206,8 @@ fn fill_percent(s: &BusStat, st: &StreamStat) -> f64 {
 fn stream_text(s: &BusStat, st: &StreamStat) -> String {
     let h = &s.header;
     let rows: [(&str, String); 11] = [
-        ("name", file_name(&s.path)),
-        ("path", s.path.display().to_string()),
+        ("name", escaped(&file_name(&s.path))),
+        ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
         ("capacity", format!("{} bytes", h.capacity)),
         ("largest record", format!("{} bytes", h.msg.size)),
@@ -223,8 +243,8 @@ fn stat_text(s: &BusStat) -> String {
     }
     let h = &s.header;
     let rows: [(&str, String); 14] = [
-        ("name", file_name(&s.path)),
-        ("path", s.path.display().to_string()),
+        ("name", escaped(&file_name(&s.path))),
+        ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
         ("capacity", format!("{} slots", h.capacity)),
         ("message size", format!("{} bytes", h.msg.size)),
@@ -319,13 +339,13 @@ fn listing_table(listings: &[Listing]) -> String {
 
 /// One `ls` row; a segment that cannot be read shows its error as STATUS.
 fn listing_row(l: &Listing) -> [String; 8] {
-    let name = file_name(&l.path);
+    let name = escaped(&file_name(&l.path));
     let s = match &l.state {
         Ok(s) => s,
         Err(err) => {
             let mut row = [(); 8].map(|()| "-".to_string());
             row[0] = name;
-            row[7] = listing_error(l, err);
+            row[7] = escaped(&listing_error(l, err));
             return row;
         }
     };
@@ -406,7 +426,13 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::utc_time;
+    use super::{escaped, utc_time};
+
+    #[test]
+    fn a_name_with_a_newline_or_escape_stays_on_one_line() {
+        assert_eq!(escaped("a\nb\tc\\d\x1b[2J"), "a\\nb\\tc\\\\d\\x1b[2J");
+        assert_eq!(escaped("ticks"), "ticks");
+    }
 
     #[test]
     fn utc_time_formats_known_instants() {

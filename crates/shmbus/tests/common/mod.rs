@@ -448,6 +448,14 @@ impl Watched {
         self.collect(status)
     }
 
+    /// What the child has printed on stdout so far.
+    pub fn output_so_far(&self) -> String {
+        self.stdout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Fails the test, with the child's output, if it has already ended:
     /// for loops that wait on something the child should do.
     pub fn check_alive(&mut self, waiting_for: &str) {
