@@ -945,3 +945,110 @@ fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
     bus.finish();
     dir.finish();
 }
+
+// ---------------------------------------------------------------------------
+// Journal hardening (issue 11).
+
+/// Plants `kind` ("fifo", "device", "symlink") at `path`; false if this
+/// user may not (a device needs root).
+fn plant(kind: &str, path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL");
+    match kind {
+        "fifo" => {
+            // SAFETY: `c` is a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0, "mkfifo");
+            true
+        }
+        "device" => {
+            // The device /dev/null is (1, 3).
+            // SAFETY: `c` is a valid NUL-terminated path.
+            let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+            r == 0
+        }
+        "symlink" => {
+            // To a whole, valid journal: followed, it would be read.
+            let target = path.with_extension("elsewhere");
+            std::os::unix::fs::symlink(&target, path).expect("symlink");
+            true
+        }
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+/// What each opener of a journal said, one word each (spaces as `~`).
+#[test]
+fn as_child_open_a_planted_journal() {
+    if !is_child("jplanted") {
+        return;
+    }
+    let bus: String = param("SHMBUS_BUS");
+    let path: String = param("SHMBUS_JOURNAL");
+    let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
+    let stat = match journal::stat(Path::new(&path)) {
+        Err(journal::JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
+        Err(e) => word(&e),
+        Ok(_) => "read".to_owned(),
+    };
+    let stat_text = journal::stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
+    let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
+        Err(e) => word(&e),
+        Ok(_) => "joined".to_owned(),
+    };
+    let attach = match JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()) {
+        Err(e) => word(&e),
+        Ok(_) => "attached".to_owned(),
+    };
+    print_result(&[
+        ("typed", stat),
+        ("stat", stat_text),
+        ("join", join),
+        ("attach", attach),
+    ]);
+}
+
+#[test]
+fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_what_was_found() {
+    let (dir, bus, p) = journaled("jplanted", 10, 3);
+    let no_fork = common::no_spawn_in_flight();
+    drop(p);
+    drop(no_fork);
+    let path = dir.path().join("j");
+    std::fs::copy(&path, path.with_extension("elsewhere")).expect("copy the journal");
+    for (kind, found) in [
+        ("fifo", "a FIFO"),
+        ("device", "a character device"),
+        ("symlink", "a symlink"),
+    ] {
+        std::fs::remove_file(&path).expect("remove the journal");
+        if !plant(kind, &path) {
+            println!("SKIPPED: {kind}: only root may make a device here");
+            continue;
+        }
+        // Under a watchdog: a reader that blocks in open(2) fails the test.
+        let f = common::spawn_child_with_deadline(
+            "as_child_open_a_planted_journal",
+            "jplanted",
+            &[
+                ("SHMBUS_BUS", bus.name().to_owned()),
+                ("SHMBUS_JOURNAL", path.to_str().expect("utf-8").to_owned()),
+            ],
+            Duration::from_secs(15),
+        )
+        .wait_success();
+        let r = f.result();
+        assert_eq!(r.get::<String>("typed"), "typed", "{kind}: {}", f.output());
+        let want = format!("{}:~is~{}", path.display(), found.replace(' ', "~"));
+        for op in ["stat", "join", "attach"] {
+            let said: String = r.get(op);
+            assert!(
+                said.contains(&want),
+                "{kind}: {op} said {said:?}, not {want:?}"
+            );
+        }
+        std::fs::remove_file(&path).expect("remove what was planted");
+        std::fs::copy(path.with_extension("elsewhere"), &path).expect("restore the journal");
+    }
+    bus.finish();
+    dir.finish();
+}

@@ -77,6 +77,11 @@
 //! - Control page: `FLUSH_REQUEST` (u32) is incremented by joiners only;
 //!   `FLUSH_DONE` and `FLUSH_FAILED` (u32) are stored by the publisher's
 //!   flusher only. Counters wrap; they are compared by signed distance.
+//! - The journal's path is read from a bus header: untrusted. An existing
+//!   journal file (`PATH`, `PATH.prev`) is opened only as a regular file,
+//!   without following a symlink and without blocking
+//!   ([`JournalOpenError::NotRegular`] otherwise); every wait of a joiner
+//!   is bounded by its [`JoinOptions`] (`init_timeout`, `flush_timeout`).
 
 mod format;
 mod join;
@@ -209,6 +214,15 @@ pub enum JournalOpenError {
         /// The bus's next sequence.
         ring_next: u64,
     },
+    /// Something other than a regular file is at the journal's path (which
+    /// a bus header names, so anyone who can create a bus can plant it).
+    #[error("{path}: is {found}, not a regular file: refused as a journal")]
+    NotRegular {
+        /// The journal's path.
+        path: PathBuf,
+        /// What is there: "a FIFO", "a character device", "a symlink", ...
+        found: &'static str,
+    },
     /// The journal path does not fit in the bus header.
     #[error("journal path is {len} bytes, at most {max} fit in the bus header")]
     PathTooLong {
@@ -272,7 +286,7 @@ pub struct JournalStat {
 
 /// Reads a journal file's header and counts its valid records.
 pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
-    let file = std::fs::File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+    let file = reader::open_journal(path, false)?;
     let h = reader::read_header(&file, path)?;
     let read = |e| JournalOpenError::io(path, "read", e);
     let records = reader::Reader::new(file.try_clone().map_err(read)?, h)

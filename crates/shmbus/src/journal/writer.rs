@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::format::{self, JournalHeader, HEADER_LEN};
-use super::reader::{check_header_matches, read_header, Reader};
+use super::reader::{check_header_matches, open_journal, read_header, Reader};
 use super::{AppendError, JournalOpenError};
 
 /// Address space reserved per journal file (not memory: `PROT_NONE`,
@@ -174,12 +174,7 @@ impl Writer {
         type_hash: u64,
         chunk: usize,
     ) -> Result<Writer, JournalOpenError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let file = open_journal(path, true)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         if header.sealed {
