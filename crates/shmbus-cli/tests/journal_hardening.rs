@@ -182,6 +182,54 @@ fn journal_json(bus: &str) -> Value {
     shmbus(&["stat", bus, "--json"]).assert_success().json()["journal"].clone()
 }
 
+/// The CLI keys a message by its first 8 bytes: these are the two keys.
+const KEYS: [&str; 2] = ["key-aaaa", "key-bbbb"];
+
+#[test]
+fn forty_one_line_pub_runs_with_compact_after_5_over_2_keys_leave_at_most_keys_plus_4_records() {
+    let dir = ShmDir::new("short-runs");
+    let bus = dir.bus("bus");
+    let journal = dir.file("journal");
+    create_journaled(&bus, &journal, &[], None);
+    let mut last = [None; 2];
+    let mut n = 0u64;
+    for round in 0..40 {
+        // One line a run, two every fourth run.
+        let mut input = String::new();
+        for _ in 0..1 + u64::from(round % 4 == 0) {
+            let key = (n % 2) as usize;
+            input.push_str(&format!("{}={n}\n", KEYS[key]));
+            last[key] = Some(n);
+            n += 1;
+        }
+        run(
+            &["pub", &bus, "--compact-after", "5"],
+            input.as_bytes(),
+            None,
+        )
+        .assert_success();
+        // A run that reaches 5 records since the last compaction compacts
+        // before it exits: at rest, one record per key plus at most 4.
+        let j = journal_json(&bus);
+        let records = j["records"].as_u64().expect("records");
+        assert!(records <= 2 + 4, "{records} records after run {round}: {j}");
+    }
+    let j = journal_json(&bus);
+    assert_eq!(j["snapshot_records"], 2, "{j}");
+    assert_eq!(j["next"], n, "{j}");
+    // And a joiner still gets each key's last value.
+    let out = run(&["sub", &bus, "--bootstrap", "--timeout", "0.3"], b"", None);
+    out.assert_success();
+    let mut seen = [None; 2];
+    for line in out.stdout.lines() {
+        let (seq, msg) = line.split_once('\t').expect("SEQ<TAB>MESSAGE");
+        let key = KEYS.iter().position(|k| msg.starts_with(k)).expect("a key");
+        assert_eq!(msg, format!("{}={seq}", KEYS[key]));
+        seen[key] = Some(seq.parse::<u64>().expect("a sequence"));
+    }
+    assert_eq!(seen, last);
+}
+
 /// Plants `kind` at `path`; false if this user may not (a device needs
 /// root).
 fn plant(kind: &str, path: &Path, target: &Path) -> bool {

@@ -949,6 +949,120 @@ fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
 // ---------------------------------------------------------------------------
 // Journal hardening (issue 11).
 
+/// Update `i` of two keys: sequence `i` sets key `i % 2` to `i`.
+fn two_keys(i: u64) -> Kv {
+    Kv { key: i % 2, val: i }
+}
+
+/// (records, snapshot records, base, next) of the journal at `path`.
+fn journal_figures(path: &Path) -> (u64, u64, u64, u64) {
+    let st = journal::stat(path).expect("stat");
+    (st.records, st.snapshot, st.base, st.next)
+}
+
+/// Joins `bus` and folds everything the journal and the ring have.
+fn joined_state(bus: &str) -> KeyedState<Kv> {
+    let mut sub = JournalSubscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
+    let mut state = KeyedState::new();
+    while let Some(r) = sub.try_recv() {
+        match r {
+            Received::Message(e) => state.apply(e.seq, e.msg),
+            Received::Lagged { skipped } => panic!("lagged {skipped}"),
+        }
+    }
+    state
+}
+
+#[test]
+fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_and_short_sessions_stay_bounded(
+) {
+    let dir = TestDir::new("jdropcompact");
+    let bus = BusName::new("jdropcompact");
+    let path = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    p.compact_after(Some(5));
+    for i in 0..5 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    // The fifth publish started a compaction; no publish follows to switch
+    // it in, so the drop must.
+    let no_fork = common::no_spawn_in_flight();
+    drop(p);
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (2, 2, 5, 5), "one record per key");
+    // Sessions of one message each: the count since the last compaction is
+    // the file's (records from its base on), so every fifth one compacts,
+    // and at rest the file holds at most keys + 4 records.
+    for i in 5..45 {
+        let no_fork = common::no_spawn_in_flight();
+        let mut p =
+            JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+        drop(no_fork);
+        p.compact_after(Some(5));
+        assert_eq!(p.publish(&two_keys(i)).expect("publish"), i);
+        let no_fork = common::no_spawn_in_flight();
+        drop(p);
+        drop(no_fork);
+        let (records, snapshot, _, next) = journal_figures(&path);
+        assert_eq!(next, i + 1);
+        assert_eq!(snapshot, 2, "after session {i}");
+        assert!(records <= 2 + 4, "{records} records after session {i}");
+    }
+    let state = joined_state(bus.name());
+    assert_eq!(
+        (state.get(0).map(|m| m.val), state.get(1).map(|m| m.val)),
+        (Some(44), Some(43))
+    );
+    assert!(!dir.path().join("j.compacting").exists());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn closing_a_publisher_switches_in_its_pending_compaction_before_it_returns() {
+    let dir = TestDir::new("jclose");
+    let bus = BusName::new("jclose");
+    let path = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    for i in 0..100 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    let no_fork = common::no_spawn_in_flight();
+    p.close().expect("close");
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (2, 2, 100, 100));
+    assert!(!dir.path().join("j.compacting").exists());
+    // Below the threshold, close leaves the records as they are.
+    let no_fork = common::no_spawn_in_flight();
+    let mut p =
+        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    drop(no_fork);
+    p.compact_after(Some(5));
+    for i in 100..104 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    let no_fork = common::no_spawn_in_flight();
+    p.close().expect("close");
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (6, 2, 100, 104));
+    let state = joined_state(bus.name());
+    assert_eq!(state.get(0).map(|m| m.val), Some(102));
+    assert_eq!(state.get(1).map(|m| m.val), Some(103));
+    bus.finish();
+    dir.finish();
+}
+
 /// Plants `kind` ("fifo", "device", "symlink") at `path`; false if this
 /// user may not (a device needs root).
 fn plant(kind: &str, path: &Path) -> bool {

@@ -70,6 +70,15 @@
 //! the copy makes the last copy longer (a memcpy from its own mapping),
 //! never the compaction endless.
 //!
+//! A publisher that closes (`close`, or drop) first finishes what
+//! compaction it owes: it waits for a running one and switches it in, then
+//! runs the one `compact_after` makes due. `compact_after` counts the
+//! records from the file's base on, which the file itself holds, so the
+//! count carries over from one publisher to the next; with both, a journal
+//! fed by any number of short-lived publishers stays at one record per key
+//! plus fewer than `compact_after` records. A publisher that is killed
+//! leaves at worst a `PATH.compacting`, which the next one removes.
+//!
 //! # Invariants
 //! - Journal record `seq` is written (check word last) before ring slot
 //!   `seq`; a publisher that re-attaches re-publishes a record that made it
@@ -96,8 +105,8 @@ pub use format::{
 };
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
 pub use publish::{
-    side_files, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
-    RawJournalPublisher,
+    side_files, CloseError, JournalAttachError, JournalCreateError, JournalOptions,
+    JournalPublisher, RawJournalPublisher,
 };
 pub use state::{KeyedState, State};
 
