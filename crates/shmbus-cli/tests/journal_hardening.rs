@@ -9,6 +9,7 @@
 //! removed on drop; stderr never says "panicked".
 
 use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -300,5 +301,46 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_makes_stat_ls_sub_and_pub_fa
         run(&["pub", &bus], b"three\n", None).assert_error(1, &want);
         std::fs::remove_file(&journal).expect("remove what was planted");
         std::fs::copy(&elsewhere, &journal).expect("restore the journal");
+    }
+}
+
+/// A file's permission bits, in octal.
+fn mode(path: &Path) -> String {
+    let bits = std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode();
+    format!("{:o}", bits & 0o777)
+}
+
+fn inode(path: &Path) -> u64 {
+    std::fs::metadata(path).expect("metadata").ino()
+}
+
+#[test]
+fn under_umask_027_the_journal_and_its_compacted_successor_get_exactly_the_bus_mode() {
+    let dir = ShmDir::new("umask");
+    for (name, extra, want) in [
+        ("open", &["--mode", "666"][..], "666"),
+        ("default", &[][..], "600"),
+    ] {
+        let bus = dir.bus(name);
+        let journal = dir.file(&format!("{name}.journal"));
+        create_journaled(&bus, &journal, extra, Some(0o027));
+        assert_eq!(mode(Path::new(&bus)), want, "{name}: bus");
+        assert_eq!(mode(&journal), want, "{name}: journal");
+        // Three lines with --compact-after 2: a compaction replaces the file.
+        let before = inode(&journal);
+        let lines = format!("{0}=1\n{0}=2\n{0}=3\n", KEYS[0]);
+        run(
+            &["pub", &bus, "--compact-after", "2"],
+            lines.as_bytes(),
+            Some(0o027),
+        )
+        .assert_success();
+        assert_ne!(inode(&journal), before, "{name}: not compacted");
+        assert_eq!(mode(&journal), want, "{name}: compacted journal");
+        let prev = dir.file(&format!("{name}.journal.prev"));
+        assert_eq!(mode(&prev), want, "{name}: the replaced file");
     }
 }

@@ -1166,3 +1166,100 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_wh
     bus.finish();
     dir.finish();
 }
+
+/// Creates a journaled bus under umask 027, compacts its journal after a
+/// close and after an attach, and reports every file's mode.
+#[test]
+fn as_child_make_a_journal_under_umask_027() {
+    if !is_child("jumask") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask only changes this (single-test) process's mask.
+    unsafe { libc::umask(0o027) };
+    let bus: String = param("SHMBUS_BUS");
+    let path = std::path::PathBuf::from(param::<String>("SHMBUS_JOURNAL"));
+    let mode: u32 = param("SHMBUS_FILE_MODE");
+    let opts = CreateOptions::new(64);
+    let opts = if mode == 0 { opts } else { opts.mode(mode) };
+    let mode_of = |p: &Path| {
+        std::fs::metadata(p).map_or("missing".to_owned(), |m| {
+            format!("{:o}", m.permissions().mode() & 0o777)
+        })
+    };
+    let mut p =
+        JournalPublisher::<Kv>::create(&bus, &opts, &JournalOptions::new(&path)).expect("create");
+    let created = mode_of(&path);
+    for i in 0..10 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    p.close().expect("close");
+    let compacted = mode_of(&path);
+    let prev = mode_of(&journal::side_files(&path)[1]);
+    let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
+    for i in 10..20 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    p.close().expect("close");
+    let (records, ..) = journal_figures(&path);
+    let reattached = mode_of(&path);
+    let bus_path = Path::new("/dev/shm").join(&bus);
+    let bus_mode = mode_of(&bus_path);
+    // A new bus over the same journal: its creator's mode is the journal's.
+    std::fs::remove_file(&bus_path).expect("remove the bus");
+    let again = CreateOptions::new(64).mode(0o640);
+    let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
+        .expect("create again");
+    assert_eq!(p.next_sequence(), 20);
+    p.close().expect("close");
+    print_result(&[
+        ("records", records.to_string()),
+        ("created", created),
+        ("compacted", compacted),
+        ("prev", prev),
+        ("reattached", reattached),
+        ("bus", bus_mode),
+        ("recreated", mode_of(&path)),
+    ]);
+}
+
+#[test]
+fn a_journal_and_every_file_its_compaction_makes_get_exactly_the_bus_mode_whatever_the_umask() {
+    for (mode, want) in [(0o666u32, "666"), (0, "600")] {
+        let dir = TestDir::new("jumask");
+        let bus = BusName::new("jumask");
+        let f = common::spawn_child_with_deadline(
+            "as_child_make_a_journal_under_umask_027",
+            "jumask",
+            &[
+                ("SHMBUS_BUS", bus.name().to_owned()),
+                (
+                    "SHMBUS_JOURNAL",
+                    dir.path().join("j").to_str().expect("utf-8").to_owned(),
+                ),
+                ("SHMBUS_FILE_MODE", mode.to_string()),
+            ],
+            Duration::from_secs(30),
+        )
+        .wait_success();
+        let r = f.result();
+        for file in ["bus", "created", "compacted", "prev", "reattached"] {
+            assert_eq!(
+                r.get::<String>(file),
+                want,
+                "{file} with mode {mode:o}: {}",
+                f.output()
+            );
+        }
+        assert_eq!(
+            r.get::<u64>("records"),
+            2,
+            "compacted to one record per key"
+        );
+        assert_eq!(r.get::<String>("recreated"), "640", "{}", f.output());
+        bus.finish();
+        dir.finish();
+    }
+}

@@ -91,6 +91,11 @@
 //!   without following a symlink and without blocking
 //!   ([`JournalOpenError::NotRegular`] otherwise); every wait of a joiner
 //!   is bounded by its [`JoinOptions`] (`init_timeout`, `flush_timeout`).
+//! - Every journal file the library creates (`PATH`, `PATH.compacting`,
+//!   which becomes `PATH`) has exactly the bus's mode, whatever the umask
+//!   (`fchmod` after the create); `PATH.prev` is a hard link, so it has the
+//!   mode of the file it was. `create` over an existing journal gives it the
+//!   bus's mode too.
 
 mod format;
 mod join;

@@ -190,7 +190,11 @@ impl Core {
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.mode_bits();
         let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk) {
-            Ok(w) => (w, false),
+            // The creator decides the mode, for a journal it continues too.
+            Ok(w) => {
+                w.set_mode(mode)?;
+                (w, false)
+            }
             Err(JournalOpenError::Io { source, .. })
                 if source.kind() == io::ErrorKind::NotFound =>
             {
