@@ -945,3 +945,321 @@ fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
     bus.finish();
     dir.finish();
 }
+
+// ---------------------------------------------------------------------------
+// Journal hardening (issue 11).
+
+/// Update `i` of two keys: sequence `i` sets key `i % 2` to `i`.
+fn two_keys(i: u64) -> Kv {
+    Kv { key: i % 2, val: i }
+}
+
+/// (records, snapshot records, base, next) of the journal at `path`.
+fn journal_figures(path: &Path) -> (u64, u64, u64, u64) {
+    let st = journal::stat(path).expect("stat");
+    (st.records, st.snapshot, st.base, st.next)
+}
+
+/// Joins `bus` and folds everything the journal and the ring have.
+fn joined_state(bus: &str) -> KeyedState<Kv> {
+    let mut sub = JournalSubscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
+    let mut state = KeyedState::new();
+    while let Some(r) = sub.try_recv() {
+        match r {
+            Received::Message(e) => state.apply(e.seq, e.msg),
+            Received::Lagged { skipped } => panic!("lagged {skipped}"),
+        }
+    }
+    state
+}
+
+#[test]
+fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_and_short_sessions_stay_bounded(
+) {
+    let dir = TestDir::new("jdropcompact");
+    let bus = BusName::new("jdropcompact");
+    let path = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    p.compact_after(Some(5));
+    for i in 0..5 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    // The fifth publish started a compaction; no publish follows to switch
+    // it in, so the drop must.
+    let no_fork = common::no_spawn_in_flight();
+    drop(p);
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (2, 2, 5, 5), "one record per key");
+    // Sessions of one message each: the count since the last compaction is
+    // the file's (records from its base on), so every fifth one compacts,
+    // and at rest the file holds at most keys + 4 records.
+    for i in 5..45 {
+        let no_fork = common::no_spawn_in_flight();
+        let mut p =
+            JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+        drop(no_fork);
+        p.compact_after(Some(5));
+        assert_eq!(p.publish(&two_keys(i)).expect("publish"), i);
+        let no_fork = common::no_spawn_in_flight();
+        drop(p);
+        drop(no_fork);
+        let (records, snapshot, _, next) = journal_figures(&path);
+        assert_eq!(next, i + 1);
+        assert_eq!(snapshot, 2, "after session {i}");
+        assert!(records <= 2 + 4, "{records} records after session {i}");
+    }
+    let state = joined_state(bus.name());
+    assert_eq!(
+        (state.get(0).map(|m| m.val), state.get(1).map(|m| m.val)),
+        (Some(44), Some(43))
+    );
+    assert!(!dir.path().join("j.compacting").exists());
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn closing_a_publisher_switches_in_its_pending_compaction_before_it_returns() {
+    let dir = TestDir::new("jclose");
+    let bus = BusName::new("jclose");
+    let path = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &CreateOptions::new(64),
+        &JournalOptions::new(&path),
+    )
+    .expect("create");
+    for i in 0..100 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    let no_fork = common::no_spawn_in_flight();
+    p.close().expect("close");
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (2, 2, 100, 100));
+    assert!(!dir.path().join("j.compacting").exists());
+    // Below the threshold, close leaves the records as they are.
+    let no_fork = common::no_spawn_in_flight();
+    let mut p =
+        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    drop(no_fork);
+    p.compact_after(Some(5));
+    for i in 100..104 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    let no_fork = common::no_spawn_in_flight();
+    p.close().expect("close");
+    drop(no_fork);
+    assert_eq!(journal_figures(&path), (6, 2, 100, 104));
+    let state = joined_state(bus.name());
+    assert_eq!(state.get(0).map(|m| m.val), Some(102));
+    assert_eq!(state.get(1).map(|m| m.val), Some(103));
+    bus.finish();
+    dir.finish();
+}
+
+/// Plants `kind` ("fifo", "device", "symlink") at `path`; false if this
+/// user may not (a device needs root).
+fn plant(kind: &str, path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).expect("no NUL");
+    match kind {
+        "fifo" => {
+            // SAFETY: `c` is a valid NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o666) }, 0, "mkfifo");
+            true
+        }
+        "device" => {
+            // The device /dev/null is (1, 3).
+            // SAFETY: `c` is a valid NUL-terminated path.
+            let r = unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) };
+            r == 0
+        }
+        "symlink" => {
+            // To a whole, valid journal: followed, it would be read.
+            let target = path.with_extension("elsewhere");
+            std::os::unix::fs::symlink(&target, path).expect("symlink");
+            true
+        }
+        other => panic!("unknown kind {other}"),
+    }
+}
+
+/// What each opener of a journal said, one word each (spaces as `~`).
+#[test]
+fn as_child_open_a_planted_journal() {
+    if !is_child("jplanted") {
+        return;
+    }
+    let bus: String = param("SHMBUS_BUS");
+    let path: String = param("SHMBUS_JOURNAL");
+    let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
+    let stat = match journal::stat(Path::new(&path)) {
+        Err(journal::JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
+        Err(e) => word(&e),
+        Ok(_) => "read".to_owned(),
+    };
+    let stat_text = journal::stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
+    let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
+        Err(e) => word(&e),
+        Ok(_) => "joined".to_owned(),
+    };
+    let attach = match JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()) {
+        Err(e) => word(&e),
+        Ok(_) => "attached".to_owned(),
+    };
+    print_result(&[
+        ("typed", stat),
+        ("stat", stat_text),
+        ("join", join),
+        ("attach", attach),
+    ]);
+}
+
+#[test]
+fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_what_was_found() {
+    let (dir, bus, p) = journaled("jplanted", 10, 3);
+    let no_fork = common::no_spawn_in_flight();
+    drop(p);
+    drop(no_fork);
+    let path = dir.path().join("j");
+    std::fs::copy(&path, path.with_extension("elsewhere")).expect("copy the journal");
+    for (kind, found) in [
+        ("fifo", "a FIFO"),
+        ("device", "a character device"),
+        ("symlink", "a symlink"),
+    ] {
+        std::fs::remove_file(&path).expect("remove the journal");
+        if !plant(kind, &path) {
+            println!("SKIPPED: {kind}: only root may make a device here");
+            continue;
+        }
+        // Under a watchdog: a reader that blocks in open(2) fails the test.
+        let f = common::spawn_child_with_deadline(
+            "as_child_open_a_planted_journal",
+            "jplanted",
+            &[
+                ("SHMBUS_BUS", bus.name().to_owned()),
+                ("SHMBUS_JOURNAL", path.to_str().expect("utf-8").to_owned()),
+            ],
+            Duration::from_secs(15),
+        )
+        .wait_success();
+        let r = f.result();
+        assert_eq!(r.get::<String>("typed"), "typed", "{kind}: {}", f.output());
+        let want = format!("{}:~is~{}", path.display(), found.replace(' ', "~"));
+        for op in ["stat", "join", "attach"] {
+            let said: String = r.get(op);
+            assert!(
+                said.contains(&want),
+                "{kind}: {op} said {said:?}, not {want:?}"
+            );
+        }
+        std::fs::remove_file(&path).expect("remove what was planted");
+        std::fs::copy(path.with_extension("elsewhere"), &path).expect("restore the journal");
+    }
+    bus.finish();
+    dir.finish();
+}
+
+/// Creates a journaled bus under umask 027, compacts its journal after a
+/// close and after an attach, and reports every file's mode.
+#[test]
+fn as_child_make_a_journal_under_umask_027() {
+    if !is_child("jumask") {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: umask only changes this (single-test) process's mask.
+    unsafe { libc::umask(0o027) };
+    let bus: String = param("SHMBUS_BUS");
+    let path = std::path::PathBuf::from(param::<String>("SHMBUS_JOURNAL"));
+    let mode: u32 = param("SHMBUS_FILE_MODE");
+    let opts = CreateOptions::new(64);
+    let opts = if mode == 0 { opts } else { opts.mode(mode) };
+    let mode_of = |p: &Path| {
+        std::fs::metadata(p).map_or("missing".to_owned(), |m| {
+            format!("{:o}", m.permissions().mode() & 0o777)
+        })
+    };
+    let mut p =
+        JournalPublisher::<Kv>::create(&bus, &opts, &JournalOptions::new(&path)).expect("create");
+    let created = mode_of(&path);
+    for i in 0..10 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    p.close().expect("close");
+    let compacted = mode_of(&path);
+    let prev = mode_of(&journal::side_files(&path)[1]);
+    let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
+    for i in 10..20 {
+        p.publish(&two_keys(i)).expect("publish");
+    }
+    assert!(p.compact());
+    p.close().expect("close");
+    let (records, ..) = journal_figures(&path);
+    let reattached = mode_of(&path);
+    let bus_path = Path::new("/dev/shm").join(&bus);
+    let bus_mode = mode_of(&bus_path);
+    // A new bus over the same journal: its creator's mode is the journal's.
+    std::fs::remove_file(&bus_path).expect("remove the bus");
+    let again = CreateOptions::new(64).mode(0o640);
+    let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
+        .expect("create again");
+    assert_eq!(p.next_sequence(), 20);
+    p.close().expect("close");
+    print_result(&[
+        ("records", records.to_string()),
+        ("created", created),
+        ("compacted", compacted),
+        ("prev", prev),
+        ("reattached", reattached),
+        ("bus", bus_mode),
+        ("recreated", mode_of(&path)),
+    ]);
+}
+
+#[test]
+fn a_journal_and_every_file_its_compaction_makes_get_exactly_the_bus_mode_whatever_the_umask() {
+    for (mode, want) in [(0o666u32, "666"), (0, "600")] {
+        let dir = TestDir::new("jumask");
+        let bus = BusName::new("jumask");
+        let f = common::spawn_child_with_deadline(
+            "as_child_make_a_journal_under_umask_027",
+            "jumask",
+            &[
+                ("SHMBUS_BUS", bus.name().to_owned()),
+                (
+                    "SHMBUS_JOURNAL",
+                    dir.path().join("j").to_str().expect("utf-8").to_owned(),
+                ),
+                ("SHMBUS_FILE_MODE", mode.to_string()),
+            ],
+            Duration::from_secs(30),
+        )
+        .wait_success();
+        let r = f.result();
+        for file in ["bus", "created", "compacted", "prev", "reattached"] {
+            assert_eq!(
+                r.get::<String>(file),
+                want,
+                "{file} with mode {mode:o}: {}",
+                f.output()
+            );
+        }
+        assert_eq!(
+            r.get::<u64>("records"),
+            2,
+            "compacted to one record per key"
+        );
+        assert_eq!(r.get::<String>("recreated"), "640", "{}", f.output());
+        bus.finish();
+        dir.finish();
+    }
+}

@@ -13,7 +13,10 @@
 //!
 //! A journaled bus refuses a plain publisher (`AttachError::Journaled`);
 //! the journaled one attaches instead, which appends each line to the
-//! journal before it publishes it.
+//! journal before it publishes it, and at the end of input closes, which
+//! finishes a compaction `--compact-after` started or made due (the count
+//! since the last compaction is the journal's, so it carries over from run
+//! to run).
 
 use std::io::{self, BufRead, Read};
 
@@ -60,7 +63,12 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                     .publish(line)
                     .map(drop)
                     .map_err(|e| CliError::runtime(format!("line {number}: {e}")))
-            })
+            })?;
+            // A compaction this run started (or made due) is finished here,
+            // not thrown away: short runs must not grow the journal.
+            publisher
+                .close()
+                .map_err(|e| CliError::runtime(e.to_string()))
         }
         Err(AttachError::WrongPublishers { .. }) => {
             // A multi-publisher bus: any number of `shmbus pub` at once.

@@ -70,6 +70,15 @@
 //! the copy makes the last copy longer (a memcpy from its own mapping),
 //! never the compaction endless.
 //!
+//! A publisher that closes (`close`, or drop) first finishes what
+//! compaction it owes: it waits for a running one and switches it in, then
+//! runs the one `compact_after` makes due. `compact_after` counts the
+//! records from the file's base on, which the file itself holds, so the
+//! count carries over from one publisher to the next; with both, a journal
+//! fed by any number of short-lived publishers stays at one record per key
+//! plus fewer than `compact_after` records. A publisher that is killed
+//! leaves at worst a `PATH.compacting`, which the next one removes.
+//!
 //! # Invariants
 //! - Journal record `seq` is written (check word last) before ring slot
 //!   `seq`; a publisher that re-attaches re-publishes a record that made it
@@ -77,6 +86,16 @@
 //! - Control page: `FLUSH_REQUEST` (u32) is incremented by joiners only;
 //!   `FLUSH_DONE` and `FLUSH_FAILED` (u32) are stored by the publisher's
 //!   flusher only. Counters wrap; they are compared by signed distance.
+//! - The journal's path is read from a bus header: untrusted. An existing
+//!   journal file (`PATH`, `PATH.prev`) is opened only as a regular file,
+//!   without following a symlink and without blocking
+//!   ([`JournalOpenError::NotRegular`] otherwise); every wait of a joiner
+//!   is bounded by its [`JoinOptions`] (`init_timeout`, `flush_timeout`).
+//! - Every journal file the library creates (`PATH`, `PATH.compacting`,
+//!   which becomes `PATH`) has exactly the bus's mode, whatever the umask
+//!   (`fchmod` after the create); `PATH.prev` is a hard link, so it has the
+//!   mode of the file it was. `create` over an existing journal gives it the
+//!   bus's mode too.
 
 mod format;
 mod join;
@@ -91,8 +110,8 @@ pub use format::{
 };
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
 pub use publish::{
-    side_files, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
-    RawJournalPublisher,
+    side_files, CloseError, JournalAttachError, JournalCreateError, JournalOptions,
+    JournalPublisher, RawJournalPublisher,
 };
 pub use state::{KeyedState, State};
 
@@ -209,6 +228,15 @@ pub enum JournalOpenError {
         /// The bus's next sequence.
         ring_next: u64,
     },
+    /// Something other than a regular file is at the journal's path (which
+    /// a bus header names, so anyone who can create a bus can plant it).
+    #[error("{path}: is {found}, not a regular file: refused as a journal")]
+    NotRegular {
+        /// The journal's path.
+        path: PathBuf,
+        /// What is there: "a FIFO", "a character device", "a symlink", ...
+        found: &'static str,
+    },
     /// The journal path does not fit in the bus header.
     #[error("journal path is {len} bytes, at most {max} fit in the bus header")]
     PathTooLong {
@@ -272,7 +300,7 @@ pub struct JournalStat {
 
 /// Reads a journal file's header and counts its valid records.
 pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
-    let file = std::fs::File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+    let file = reader::open_journal(path, false)?;
     let h = reader::read_header(&file, path)?;
     let read = |e| JournalOpenError::io(path, "read", e);
     let records = reader::Reader::new(file.try_clone().map_err(read)?, h)

@@ -59,6 +59,22 @@ pub enum JournalCreateError {
     Journal(#[from] JournalOpenError),
 }
 
+/// Why a journaled publisher could not close cleanly. Every message it
+/// published is in the journal either way; what failed is only the
+/// compaction due at close, which leaves the journal as it was before it.
+#[derive(Debug, thiserror::Error)]
+pub enum CloseError {
+    /// The compaction pending or due at close failed (or an earlier one did
+    /// and none succeeded since).
+    #[error("{path}: compaction failed, the journal is left uncompacted: {reason}")]
+    Compaction {
+        /// The journal.
+        path: PathBuf,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
 /// Why a publisher could not attach to a journaled bus.
 #[derive(Debug, thiserror::Error)]
 pub enum JournalAttachError {
@@ -129,13 +145,21 @@ struct Core {
     writer: Writer,
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
-    compactor: Option<JoinHandle<()>>,
+    compactor: Option<Compactor>,
     key_of: fn(&[u8]) -> u64,
     compact_after: Option<u64>,
     msg_size: usize,
     path: PathBuf,
     mode: u32,
     chunk: usize,
+}
+
+/// A running background compaction.
+struct Compactor {
+    thread: JoinHandle<()>,
+    /// A message once the compacted file is prepared; disconnected if the
+    /// thread ends without one (it failed, or gave up).
+    settled: mpsc::Receiver<()>,
 }
 
 fn absolute(path: &Path) -> io::Result<PathBuf> {
@@ -166,7 +190,11 @@ impl Core {
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.mode_bits();
         let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk) {
-            Ok(w) => (w, false),
+            // The creator decides the mode, for a journal it continues too.
+            Ok(w) => {
+                w.set_mode(mode)?;
+                (w, false)
+            }
             Err(JournalOpenError::Io { source, .. })
                 if source.kind() == io::ErrorKind::NotFound =>
             {
@@ -342,12 +370,19 @@ impl Core {
         let seq = self.stage(bytes)?;
         self.ring.write(seq, bytes);
         self.next = seq.wrapping_add(1);
-        if let Some(n) = self.compact_after {
-            if self.writer.count() - self.writer.header().snapshot >= n {
-                self.start_compaction();
-            }
+        if self.compaction_due() {
+            self.start_compaction();
         }
         Ok(seq)
+    }
+
+    /// `compact_after` records since the last compaction: the records from
+    /// the file's base on, which the file itself counts, so a publisher
+    /// that attaches (say, one short `shmbus pub` after another) carries on
+    /// the count of the one before.
+    fn compaction_due(&self) -> bool {
+        self.compact_after
+            .is_some_and(|n| self.writer.count() - self.writer.header().snapshot >= n)
     }
 
     /// The last record staged goes on the ring.
@@ -362,11 +397,11 @@ impl Core {
 
     /// Starts a background compaction; false if one is running.
     fn start_compaction(&mut self) -> bool {
-        if let Some(h) = &self.compactor {
-            if !h.is_finished() {
+        if let Some(c) = &self.compactor {
+            if !c.thread.is_finished() {
                 return false;
             }
-            let _ = self.compactor.take().map(JoinHandle::join);
+            let _ = self.compactor.take().map(|c| c.thread.join());
         }
         let Ok(file) = self.writer.file().try_clone() else {
             return false;
@@ -381,11 +416,56 @@ impl Core {
             mode: self.mode,
             chunk: self.chunk,
         };
+        let (tx, settled) = mpsc::channel();
         self.compactor = std::thread::Builder::new()
             .name("shmbus-compact".into())
-            .spawn(move || job.run())
-            .ok();
+            .spawn(move || job.run(tx))
+            .ok()
+            .map(|thread| Compactor { thread, settled });
         self.compactor.is_some()
+    }
+
+    /// Waits for the running compaction, if any, to be prepared or to fail,
+    /// switches a prepared one in, and lets its thread end (it syncs the
+    /// directory, so the rename is durable when this returns).
+    fn settle_compaction(&mut self) {
+        let Some(c) = self.compactor.take() else {
+            return;
+        };
+        // Bounded by the compaction itself: it reads the records committed
+        // so far, and no publish adds any while we wait here.
+        let _ = c.settled.recv();
+        // Acquire, paired with the compactor's Release store of `ready`.
+        if self.shared.ready.load(Ordering::Acquire) {
+            self.switch();
+        }
+        // After a switch the thread receives the old file and ends; after
+        // a failure it has ended, or ends once `switch` drops its sender.
+        let _ = c.thread.join();
+    }
+
+    /// What a publisher that goes away cleanly owes the journal: the
+    /// compaction it started, switched in, and the one due by
+    /// `compact_after` (one could not start while another ran). Without
+    /// this, a compaction prepared by a short-lived publisher would be
+    /// thrown away, and a journal fed by short runs would grow without
+    /// bound. No publish runs meanwhile, so the second compaction leaves
+    /// nothing due. Runs once: `compact_after` is off afterwards.
+    fn finish_compaction(&mut self) -> Result<(), CloseError> {
+        self.settle_compaction();
+        if self.compaction_due() && !self.start_compaction() {
+            *lock(&self.shared.compaction_error) =
+                Some("could not start the compaction thread".to_owned());
+        }
+        self.settle_compaction();
+        self.compact_after = None;
+        match lock(&self.shared.compaction_error).clone() {
+            Some(reason) => Err(CloseError::Compaction {
+                path: self.path.clone(),
+                reason,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Takes over a prepared compacted file: copies the records appended
@@ -425,6 +505,8 @@ impl Core {
                 self.shared
                     .committed
                     .store(self.writer.count(), Ordering::Release);
+                // An earlier failure is superseded: this one compacted.
+                *lock(&self.shared.compaction_error) = None;
                 // The compactor unmaps the old file, off the hot path.
                 let _ = p.old.send(old);
             }
@@ -442,10 +524,14 @@ impl Core {
 
 impl Drop for Core {
     fn drop(&mut self) {
+        // Best effort; `close` is the way to hear of a failure. Nothing is
+        // left running for `stop` below to give up on, unless a panic cut
+        // the compaction short.
+        let _ = self.finish_compaction();
         self.shared.stop.store(true, Ordering::Release);
         // The compactor sees `stop` and gives up (removing its file).
-        if let Some(h) = self.compactor.take() {
-            let _ = h.join();
+        if let Some(c) = self.compactor.take() {
+            let _ = c.thread.join();
         }
         if let Some(p) = lock(&self.shared.prepared).take() {
             let _ = std::fs::remove_file(&p.tmp);
@@ -546,15 +632,20 @@ struct Compaction {
 }
 
 impl Compaction {
-    fn run(self) {
+    /// Prepares the compacted file, says so on `settled` (dropped unsent if
+    /// it fails), then waits for the switch to hand back the old file.
+    fn run(self, settled: mpsc::Sender<()>) {
         let tmp = tmp_path(&self.path);
         let (tx, rx) = mpsc::channel();
         match self.prepare(&tmp, tx) {
             Ok(Some(p)) => {
                 *lock(&self.shared.prepared) = Some(p);
-                // Release, paired with the publisher's load (its mutex then
-                // hands over the prepared file itself).
+                // Release, paired with the publisher's loads in `stage` and
+                // `settle_compaction` (its mutex then hands over the
+                // prepared file itself).
                 self.shared.ready.store(true, Ordering::Release);
+                let _ = settled.send(());
+                drop(settled);
                 loop {
                     match rx.recv_timeout(Duration::from_millis(20)) {
                         Ok(old) => {
@@ -781,8 +872,17 @@ impl<T: Pod> JournalPublisher<T> {
         self.core
             .compactor
             .as_ref()
-            .is_some_and(|h| !h.is_finished())
+            .is_some_and(|c| !c.thread.is_finished())
             || self.core.shared.ready.load(Ordering::Relaxed)
+    }
+
+    /// Closes the publisher: finishes (switches in) a compaction it has
+    /// running or prepared, and the one `compact_after` makes due, before
+    /// it returns, so the journal stays one record per key plus fewer than
+    /// `compact_after` records however short each publisher's life.
+    /// Dropping does the same, without the error.
+    pub fn close(mut self) -> Result<(), CloseError> {
+        self.core.finish_compaction()
     }
 }
 
@@ -851,6 +951,11 @@ impl RawJournalPublisher {
     /// Compacts by itself every `records` appends (`None`: never).
     pub fn compact_after(&mut self, records: Option<u64>) {
         self.core.compact_after = records.map(|n| n.max(1));
+    }
+
+    /// As [`JournalPublisher::close`].
+    pub fn close(mut self) -> Result<(), CloseError> {
+        self.core.finish_compaction()
     }
 
     /// The bus's message size.

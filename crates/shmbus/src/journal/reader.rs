@@ -1,14 +1,71 @@
 //! Reading a journal file front to back in large chunks: the one reader
 //! behind a joiner's bootstrap, the compactor's fold, recovery's count of
-//! the valid prefix, and `stat`.
+//! the valid prefix, and `stat`; and [`open_journal`], the one way an
+//! existing journal file is opened.
+//!
+//! # Invariants
+//! - The journal's path comes from a bus header, which whoever created the
+//!   bus wrote: untrusted. Every open of an existing journal (join, `.prev`,
+//!   `stat`, a publisher's recovery) goes through [`open_journal`], which
+//!   never follows a symlink, never blocks, and hands out regular files
+//!   only: a FIFO there would block a plain `open(2)` forever, a device
+//!   would be read (or written) as if it were a journal, and a symlink
+//!   would let the bus's creator point a reader at any file.
 
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use rustix::fs::{FileType, Mode, OFlags};
+
 use super::format::{self, JournalHeader, HEADER_LEN};
 use super::JournalOpenError;
+
+/// What a file of type `t` is called in an error; `None` for a regular file.
+fn not_regular(t: FileType) -> Option<&'static str> {
+    Some(match t {
+        FileType::RegularFile => return None,
+        FileType::Fifo => "a FIFO",
+        FileType::CharacterDevice => "a character device",
+        FileType::BlockDevice => "a block device",
+        FileType::Symlink => "a symlink",
+        FileType::Directory => "a directory",
+        FileType::Socket => "a socket",
+        FileType::Unknown => "a file of unknown type",
+    })
+}
+
+/// Opens the existing journal file at `path` (read-write if `write`),
+/// refusing anything but a regular file with
+/// [`JournalOpenError::NotRegular`]. No step waits: `lstat` first, so that
+/// a device is never opened at all (opening some has side effects); then
+/// `O_NOFOLLOW | O_NONBLOCK`, and `fstat` of what was opened, in case the
+/// path changed in between. `O_NONBLOCK` is left set: it changes nothing
+/// for a regular file.
+pub(crate) fn open_journal(path: &Path, write: bool) -> Result<File, JournalOpenError> {
+    let refuse = |found| JournalOpenError::NotRegular {
+        path: path.to_owned(),
+        found,
+    };
+    let st = rustix::fs::lstat(path).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+    if let Some(found) = not_regular(FileType::from_raw_mode(st.st_mode)) {
+        return Err(refuse(found));
+    }
+    let access = if write { OFlags::RDWR } else { OFlags::RDONLY };
+    let flags = access | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        // O_NOFOLLOW's answer for a symlink in the last component.
+        Err(rustix::io::Errno::LOOP) => return Err(refuse("a symlink")),
+        Err(e) => return Err(JournalOpenError::io(path, "open", e.into())),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+    if let Some(found) = not_regular(FileType::from_raw_mode(st.st_mode)) {
+        return Err(refuse(found));
+    }
+    Ok(File::from(fd))
+}
 
 /// Reads up to `buf.len()` bytes at `offset`, short only at end of file.
 pub(crate) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
@@ -86,7 +143,7 @@ impl Reader {
         msg_size: u32,
         type_hash: u64,
     ) -> Result<Reader, JournalOpenError> {
-        let file = File::open(path).map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let file = open_journal(path, false)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         Ok(Reader::new(file, header))

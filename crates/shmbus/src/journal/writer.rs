@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::format::{self, JournalHeader, HEADER_LEN};
-use super::reader::{check_header_matches, read_header, Reader};
+use super::reader::{check_header_matches, open_journal, read_header, Reader};
 use super::{AppendError, JournalOpenError};
 
 /// Address space reserved per journal file (not memory: `PROT_NONE`,
@@ -136,6 +136,16 @@ impl Mapping {
     }
 }
 
+/// `fchmod`s `file` to exactly `mode` unless it has it already.
+fn set_mode(file: &File, path: &Path, mode: u32) -> Result<(), JournalOpenError> {
+    let io = |e: rustix::io::Errno| JournalOpenError::io(path, "chmod", e.into());
+    let now = rustix::fs::fstat(file).map_err(io)?.st_mode & 0o7777;
+    if now != mode {
+        rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode)).map_err(io)?;
+    }
+    Ok(())
+}
+
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: the reservation is ours, and the last user has gone.
@@ -145,7 +155,9 @@ impl Drop for Mapping {
 
 impl Writer {
     /// Creates a new journal file at `path` (never replacing one) with
-    /// `header`, mode `mode`.
+    /// `header`, mode exactly `mode`: the bus's, whatever the umask (which
+    /// `open(2)` applies, so `fchmod` sets it again, as the bus's creator
+    /// does), so that whoever may read the bus may read its journal.
     pub(crate) fn create(
         path: &Path,
         header: JournalHeader,
@@ -160,6 +172,10 @@ impl Writer {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| JournalOpenError::io(path, "create", e))?;
+        if let Err(e) = set_mode(&file, path, mode) {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
         let mut w = Writer::map_file(file, path, header, chunk)?;
         w.write_header(&header.encode());
         Ok(w)
@@ -174,12 +190,7 @@ impl Writer {
         type_hash: u64,
         chunk: usize,
     ) -> Result<Writer, JournalOpenError> {
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|e| JournalOpenError::io(path, "open", e))?;
+        let file = open_journal(path, true)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         if header.sealed {
@@ -199,6 +210,11 @@ impl Writer {
         let mut w = Writer::map_file(file, path, header, chunk)?;
         w.count = count;
         Ok(w)
+    }
+
+    /// Gives the file exactly `mode` (see [`Writer::create`]).
+    pub(crate) fn set_mode(&self, mode: u32) -> Result<(), JournalOpenError> {
+        set_mode(&self.map.file, &self.map.path, mode)
     }
 
     fn map_file(
