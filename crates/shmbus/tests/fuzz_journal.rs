@@ -72,12 +72,14 @@ proptest! {
         let rs = h.record_size();
         prop_assert_eq!(valid_prefix(&h, &good[HEADER_LEN..]).0, total);
         let mut bad = good.clone();
-        let mut first_damaged = total;
         for (at, bit) in &flips {
             let i = HEADER_LEN + at.index(good.len() - HEADER_LEN);
             bad[i] ^= 1 << bit;
-            first_damaged = first_damaged.min(((i - HEADER_LEN) / rs) as u64);
         }
+        // Two flips of the same bit cancel: damaged is what differs.
+        let mut first_damaged = (HEADER_LEN..good.len())
+            .find(|&i| bad[i] != good[i])
+            .map_or(total, |i| ((i - HEADER_LEN) / rs) as u64);
         if let Some(c) = cut {
             let len = HEADER_LEN + c.index(good.len() - HEADER_LEN + 1);
             bad.truncate(len);
