@@ -33,6 +33,8 @@ pub struct RmArgs {
 }
 
 pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
+    // Before anything is removed: the report of what was is the output.
+    let mut out = crate::out::stdout()?;
     let removed = shmbus::stat::clean(&args.dir, args.dry_run)
         .map_err(|e| CliError::runtime(format!("{}: {e}", args.dir.display())))?;
     let verb = if args.dry_run {
@@ -40,7 +42,6 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
     } else {
         "removed"
     };
-    let mut out = io::stdout().lock();
     let mut write = || -> io::Result<()> {
         for path in &removed {
             writeln!(out, "{verb} {}", path.display())?;

@@ -13,7 +13,7 @@
 //! records (read without a lock too; a journal being appended to may show a
 //! few records fewer than the bus has published).
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
@@ -70,7 +70,7 @@ pub fn ls(args: &LsArgs) -> Result<(), CliError> {
 
 /// Writes `text` and a newline to stdout (EPIPE ends quietly).
 fn print(text: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout()?;
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(CliError::stdout)

@@ -1,0 +1,299 @@
+//! The stream's hardening (issue 11), end to end with the real binary: a
+//! `sub` that cannot write releases nothing, and no command prints into a
+//! closed stdout.
+//!
+//! As in tests/cli.rs (whose helpers these are, cut down): every child runs
+//! under a watchdog ([`DEADLINE`]), every stream lives in a private
+//! directory under /dev/shm removed on drop, and no stderr says "panicked".
+
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Longest any child process may run before the test is failed.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A private directory under /dev/shm, removed with its contents on drop.
+struct ShmDir {
+    path: PathBuf,
+}
+
+impl ShmDir {
+    fn new(test: &str) -> ShmDir {
+        let path = PathBuf::from(format!(
+            "/dev/shm/shmbus-hardening-test-{}-{test}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir(&path).expect("create test directory under /dev/shm");
+        ShmDir { path }
+    }
+
+    fn bus(&self, name: &str) -> String {
+        self.path
+            .join(name)
+            .to_str()
+            .expect("UTF-8 path")
+            .to_owned()
+    }
+
+    fn dir(&self) -> &str {
+        self.path.to_str().expect("UTF-8 path")
+    }
+}
+
+impl Drop for ShmDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// What a finished `shmbus` run left behind.
+#[derive(Debug)]
+struct Output {
+    code: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Output {
+    fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    fn assert_success(&self) -> &Self {
+        assert_eq!(self.code, Some(0), "expected success: {self:?}");
+        self
+    }
+
+    /// Exit `code` and exactly one stderr line, `shmbus: ...`, containing
+    /// `needle`.
+    fn assert_error(&self, code: i32, needle: &str) -> &Self {
+        assert_eq!(self.code, Some(code), "exit code: {self:?}");
+        assert!(
+            self.stderr.starts_with("shmbus: ") && self.stderr.ends_with('\n'),
+            "stderr is not a `shmbus: ` line: {self:?}"
+        );
+        assert_eq!(self.stderr.lines().count(), 1, "one line: {self:?}");
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}: {self:?}"
+        );
+        self
+    }
+}
+
+/// `shmbus ARGS`, stdin /dev/null, stdout and stderr piped.
+fn shmbus(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmbus"));
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+/// The same with fd 1 closed (as `>&-` leaves it), not /dev/null.
+fn with_stdout_closed(mut cmd: Command) -> Command {
+    cmd.stdout(Stdio::null());
+    // SAFETY: runs in the forked child before exec, and makes one
+    // async-signal-safe system call.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::close(1);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// A running `shmbus`, under the watchdog; killed if dropped running.
+struct Proc {
+    child: Child,
+    started: Instant,
+    stdin: Option<ChildStdin>,
+    stdout: Option<JoinHandle<Vec<u8>>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Proc {
+    fn spawn(mut cmd: Command) -> Proc {
+        let mut child = cmd.spawn().expect("spawn shmbus");
+        let stdout = child.stdout.take().map(|mut pipe| {
+            thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        });
+        let stderr = child.stderr.take().map(|mut pipe| {
+            thread::spawn(move || {
+                let mut text = String::new();
+                let _ = pipe.read_to_string(&mut text);
+                text
+            })
+        });
+        Proc {
+            stdin: child.stdin.take(),
+            child,
+            started: Instant::now(),
+            stdout,
+            stderr,
+        }
+    }
+
+    fn wait(mut self) -> Output {
+        self.stdin = None;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if self.started.elapsed() > DEADLINE {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("a shmbus child ran for more than {DEADLINE:?}; killed it");
+            }
+            thread::sleep(Duration::from_millis(2));
+        };
+        let stdout = self
+            .stdout
+            .take()
+            .map_or_else(Vec::new, |t| t.join().expect("stdout reader"));
+        let stderr = self
+            .stderr
+            .take()
+            .map_or_else(String::new, |t| t.join().expect("stderr reader"));
+        assert!(!stderr.contains("panicked"), "shmbus panicked: {stderr}");
+        Output {
+            code: status.code(),
+            stdout,
+            stderr,
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn run(cmd: Command) -> Output {
+    Proc::spawn(cmd).wait()
+}
+
+/// Runs `shmbus ARGS` with `input` on stdin.
+fn run_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut cmd = shmbus(args);
+    cmd.stdin(Stdio::piped());
+    let mut p = Proc::spawn(cmd);
+    let mut pipe = p.stdin.take().expect("piped stdin");
+    let input = input.to_vec();
+    // The child may stop reading early: then the write fails, which is fine.
+    let feeder = thread::spawn(move || {
+        let _ = pipe.write_all(&input);
+    });
+    let out = p.wait();
+    feeder.join().expect("stdin feeder");
+    out
+}
+
+fn create_stream(stream: &str, capacity: u64) {
+    run(shmbus(&[
+        "create",
+        stream,
+        "--kind",
+        "stream",
+        "--capacity",
+        &capacity.to_string(),
+    ]))
+    .assert_success();
+}
+
+fn stream_stat(stream: &str) -> shmbus::stat::StreamStat {
+    shmbus::stat::stat(stream)
+        .expect("stat")
+        .stream
+        .expect("a stream")
+}
+
+// ---------------------------------------------------------------------------
+// 3. A `sub` that cannot write its line releases nothing.
+
+#[test]
+fn sub_with_stdout_closed_fails_and_every_record_stays_in_the_stream() {
+    let dir = ShmDir::new("closed-stdout");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    run_stdin(&["pub", &stream], b"one\ntwo\nthree\n").assert_success();
+
+    let out = run(with_stdout_closed(shmbus(&[
+        "sub",
+        &stream,
+        "--timeout",
+        "0.3",
+    ])));
+    out.assert_error(1, "standard output is closed");
+    // A write that fails later (ENOSPC) is an error too, before the release.
+    let mut cmd = shmbus(&["sub", &stream, "--timeout", "0.3"]);
+    cmd.stdout(std::fs::File::create("/dev/full").expect("open /dev/full"));
+    run(cmd).assert_error(1, "writing to stdout");
+
+    assert_eq!(stream_stat(&stream).head, 0, "nothing released");
+    let out = run(shmbus(&["sub", &stream, "--count", "3", "--timeout", "5"]));
+    assert_eq!(out.assert_success().stdout(), "one\ntwo\nthree\n");
+}
+
+#[test]
+fn sub_whose_reader_is_gone_stops_quietly_and_releases_nothing() {
+    let dir = ShmDir::new("gone-reader");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    run_stdin(&["pub", &stream], b"one\ntwo\n").assert_success();
+    // Like `shmbus sub S | true` once `true` has exited: EPIPE at once.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let mut cmd = shmbus(&["sub", &stream, "--timeout", "0.3"]);
+    cmd.stdout(writer);
+    let out = run(cmd);
+    out.assert_success();
+    assert_eq!(out.stderr, "");
+    assert_eq!(stream_stat(&stream).head, 0, "nothing released");
+    let out = run(shmbus(&["sub", &stream, "--count", "2", "--timeout", "5"]));
+    assert_eq!(out.assert_success().stdout(), "one\ntwo\n");
+}
+
+#[test]
+fn every_command_that_prints_refuses_a_closed_stdout_instead_of_printing_into_nothing() {
+    let dir = ShmDir::new("closed-stdout-all");
+    let bus = dir.bus("bus");
+    run(shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+    ]))
+    .assert_success();
+    run_stdin(&["pub", &bus], b"hello\n").assert_success();
+    for args in [
+        &["sub", &bus, "--from", "oldest", "--timeout", "0.3"][..],
+        &["stat", &bus],
+        &["ls", "--dir", dir.dir()],
+        &["clean", "--dir", dir.dir(), "--dry-run"],
+    ] {
+        let out = run(with_stdout_closed(shmbus(args)));
+        out.assert_error(1, "standard output is closed");
+    }
+    // `pub` prints nothing, so it needs no stdout.
+    let mut cmd = with_stdout_closed(shmbus(&["pub", &bus]));
+    cmd.stdin(Stdio::null());
+    run(cmd).assert_success();
+}
