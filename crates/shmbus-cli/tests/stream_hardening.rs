@@ -1,6 +1,6 @@
 //! The stream's hardening (issue 11), end to end with the real binary: a
-//! `sub` that cannot write releases nothing, and no command prints into a
-//! closed stdout.
+//! `sub` that cannot write releases nothing; corrupt cursors are an error
+//! line from `pub` and `sub` and a flag in `stat`, never a wait.
 //!
 //! As in tests/cli.rs (whose helpers these are, cut down): every child runs
 //! under a watchdog ([`DEADLINE`]), every stream lives in a private
@@ -12,6 +12,9 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use shmbus::layout::stream_control as sc;
 
 /// Longest any child process may run before the test is failed.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -296,4 +299,57 @@ fn every_command_that_prints_refuses_a_closed_stdout_instead_of_printing_into_no
     let mut cmd = with_stdout_closed(shmbus(&["pub", &bus]));
     cmd.stdin(Stdio::null());
     run(cmd).assert_success();
+}
+
+// ---------------------------------------------------------------------------
+// 7. Corrupt cursors: an error at once, naming them; `stat` flags them.
+
+#[test]
+fn pub_sub_and_stat_report_cursors_more_than_the_capacity_apart_as_corrupt() {
+    let dir = ShmDir::new("corrupt-cursors");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    run_stdin(&["pub", &stream], b"a\nb\n").assert_success();
+    // The records are valid; TAIL is 17 rings ahead of HEAD.
+    let control = shmbus::stat::stat(&stream)
+        .expect("stat")
+        .header
+        .control_offset;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&stream)
+        .expect("open the stream file");
+    std::os::unix::fs::FileExt::write_all_at(
+        &file,
+        &(17u64 * 4096).to_le_bytes(),
+        control + sc::TAIL as u64,
+    )
+    .expect("write TAIL");
+
+    let out = run(shmbus(&["sub", &stream]));
+    out.assert_error(1, "corrupt stream cursors: TAIL is 69632 with HEAD at 0");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    let out = run_stdin(&["pub", &stream], b"c\n");
+    out.assert_error(1, "corrupt stream cursors: HEAD is 0 with TAIL at 69632");
+
+    let text = run(shmbus(&["stat", &stream])).assert_success().stdout();
+    let fill = text
+        .lines()
+        .find(|l| l.starts_with("fill:"))
+        .expect("a fill row");
+    assert!(
+        fill.contains("CORRUPT") && !fill.contains('%'),
+        "stat flags it instead of a percentage: {text}"
+    );
+    let json: Value = serde_json::from_slice(
+        &run(shmbus(&["stat", &stream, "--json"]))
+            .assert_success()
+            .stdout,
+    )
+    .expect("JSON");
+    assert_eq!(json["corrupt"], true, "{json}");
+    let table = run(shmbus(&["ls", "--dir", dir.dir()]))
+        .assert_success()
+        .stdout();
+    assert!(table.contains("fill CORRUPT"), "{table}");
 }
