@@ -1,6 +1,8 @@
 //! The stream's hardening (issue 11), end to end with the real binary: a
 //! `sub` that cannot write releases nothing; corrupt cursors are an error
-//! line from `pub` and `sub` and a flag in `stat`, never a wait.
+//! line from `pub` and `sub` and a flag in `stat`, never a wait; a consumer
+//! may start after its producer was killed and wait for the next one;
+//! `pub --timeout`.
 //!
 //! As in tests/cli.rs (whose helpers these are, cut down): every child runs
 //! under a watchdog ([`DEADLINE`]), every stream lives in a private
@@ -60,6 +62,7 @@ struct Output {
     code: Option<i32>,
     stdout: Vec<u8>,
     stderr: String,
+    took: Duration,
 }
 
 impl Output {
@@ -148,6 +151,10 @@ impl Proc {
         }
     }
 
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     fn wait(mut self) -> Output {
         self.stdin = None;
         let status = loop {
@@ -161,6 +168,7 @@ impl Proc {
             }
             thread::sleep(Duration::from_millis(2));
         };
+        let took = self.started.elapsed();
         let stdout = self
             .stdout
             .take()
@@ -174,7 +182,13 @@ impl Proc {
             code: status.code(),
             stdout,
             stderr,
+            took,
         }
+    }
+
+    fn kill(mut self) -> Output {
+        let _ = self.child.kill();
+        self.wait()
     }
 }
 
@@ -224,6 +238,21 @@ fn stream_stat(stream: &str) -> shmbus::stat::StreamStat {
         .expect("stat")
         .stream
         .expect("a stream")
+}
+
+/// Polls `check` until it holds; fails the test after the deadline.
+fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// The state letter of a process in /proc/PID/stat (R, S, ...).
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 // ---------------------------------------------------------------------------
@@ -352,4 +381,91 @@ fn pub_sub_and_stat_report_cursors_more_than_the_capacity_apart_as_corrupt() {
         .assert_success()
         .stdout();
     assert!(table.contains("fill CORRUPT"), "{table}");
+}
+
+// ---------------------------------------------------------------------------
+// 8. A consumer after a killed producer; `pub --timeout`.
+
+/// Starts `pub` on `stream`, lets a consumer take its one record (so the
+/// stream is empty), then kills it with SIGKILL; returns its pid.
+fn kill_a_producer(stream: &str) -> u32 {
+    let mut cmd = shmbus(&["pub", stream]);
+    cmd.stdin(Stdio::piped());
+    let mut producer = Proc::spawn(cmd);
+    let pipe = producer.stdin.as_mut().expect("piped stdin");
+    pipe.write_all(b"first\n").expect("write to pub");
+    pipe.flush().expect("flush");
+    let out = run(shmbus(&["sub", stream, "--count", "1", "--timeout", "10"]));
+    assert_eq!(out.assert_success().stdout(), "first\n");
+    let pid = producer.pid();
+    let killed = producer.kill();
+    assert_eq!(killed.code, None, "killed by a signal");
+    let st = shmbus::stat::stat(stream).expect("stat");
+    assert_eq!((st.publisher_pid, st.publisher_alive), (pid, false));
+    pid
+}
+
+#[test]
+fn a_consumer_started_after_the_producer_was_killed_waits_for_a_new_one() {
+    let dir = ShmDir::new("killed-producer");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    kill_a_producer(&stream);
+
+    let sub = Proc::spawn(shmbus(&["sub", &stream, "--count", "2", "--timeout", "10"]));
+    let pid = sub.pid();
+    wait_for("the consumer to attach and sleep", || {
+        let s = stream_stat(&stream);
+        (s.consumer_alive && s.consumer_pid == pid) && process_state(pid) == Some('S')
+    });
+    // Ten peer checks: a consumer that gave up on the dead producer has.
+    thread::sleep(shmbus::stream::PEER_CHECK * 10);
+    run_stdin(&["pub", &stream], b"second\nthird\n").assert_success();
+    let out = sub.wait();
+    assert_eq!(out.assert_success().stdout(), "second\nthird\n");
+    assert_eq!(out.stderr, "");
+}
+
+#[test]
+fn a_consumer_with_no_producer_coming_ends_at_its_timeout() {
+    let dir = ShmDir::new("no-producer");
+    let stream = dir.bus("stream");
+    create_stream(&stream, 4096);
+    kill_a_producer(&stream);
+
+    let out = run(shmbus(&["sub", &stream, "--timeout", "0.5"]));
+    out.assert_success();
+    assert_eq!((out.stdout(), out.stderr.as_str()), (String::new(), ""));
+    assert!(out.took >= Duration::from_millis(500), "{out:?}");
+    let out = run(shmbus(&[
+        "sub",
+        &stream,
+        "--count",
+        "1",
+        "--timeout",
+        "0.5",
+    ]));
+    out.assert_error(1, "timed out after 0.5 s waiting for record 1 of 1");
+}
+
+#[test]
+fn pub_timeout_gives_up_on_a_stream_that_stays_full() {
+    let dir = ShmDir::new("pub-timeout");
+    let stream = dir.bus("stream");
+    // 16 bytes a record: four fill the 64-byte ring; nobody reads.
+    create_stream(&stream, 64);
+    let out = run_stdin(&["pub", &stream, "--timeout", "1"], b"1\n2\n3\n4\n5\n6\n");
+    out.assert_error(
+        1,
+        &format!("stream {stream} stayed full for 1.0 s: line 5 not pushed (4 records sent)"),
+    );
+    assert!(
+        out.took >= Duration::from_secs(1) && out.took < Duration::from_secs(4),
+        "{:?}",
+        out.took
+    );
+    let out = run(shmbus(&["sub", &stream, "--timeout", "0.3"]));
+    assert_eq!(out.assert_success().stdout(), "1\n2\n3\n4\n");
+    let out = run_stdin(&["pub", &stream, "--timeout", "-1"], b"");
+    out.assert_error(2, "is not a number of seconds");
 }

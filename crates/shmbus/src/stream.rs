@@ -36,7 +36,12 @@
 //!   lock (`lock_byte::PUBLISHER`, `lock_byte::CONSUMER`) and writing its pid
 //!   into the control page. A waiting side whose peer's pid is set but whose
 //!   lock is free gets [`PushError::PeerGone`] / [`PopError::PeerGone`]
-//!   within [`PEER_CHECK`], instead of waiting forever.
+//!   within [`PEER_CHECK`], instead of waiting forever. One exception: a
+//!   producer already dead when the consumer opened is no news, and the
+//!   consumer waits for a new one (until its `Wait` ends), as it does after
+//!   a producer that left cleanly; so a consumer may start first after a
+//!   crash. A producer that attaches later and dies is reported as usual
+//!   (known by its pid: one that reused the dead one's pid would not be).
 //!
 //! ```no_run
 //! use shmbus::stream::{Consumer, Producer, Wait};
@@ -135,7 +140,9 @@ pub enum PopError {
     /// Nothing before the timeout.
     #[error("stream stayed empty for {0:?}")]
     TimedOut(Duration),
-    /// The producer died (its lock is free) and the ring is empty.
+    /// The producer died (its lock is free) and the ring is empty. Not for
+    /// a producer that was already dead when this consumer opened: that
+    /// one is waited on like one that left cleanly.
     #[error("the producer (pid {pid}) is gone and the stream is empty")]
     PeerGone {
         /// The producer's last pid.
@@ -286,7 +293,8 @@ impl<R: Region> StreamRing<R> {
                     }
                 }
                 if now >= next_check {
-                    if let Some(pid) = self.peer_gone(peer.lock, peer.pid_field) {
+                    let gone = self.peer_gone(peer.lock, peer.pid_field);
+                    if let Some(pid) = gone.filter(|&pid| pid != peer.known_dead) {
                         // One last look: the peer may have finished first.
                         return match ready() {
                             Look::Ready => Ok(()),
@@ -342,6 +350,8 @@ struct Peer {
     lock: u64,
     /// Its pid's offset in the control page.
     pid_field: usize,
+    /// A pid whose death is old news (0: none).
+    known_dead: u32,
 }
 
 /// Writes records into a stream. One per stream at a time.
@@ -362,6 +372,9 @@ pub struct Consumer<R: Region = crate::DefaultRegion> {
     /// The producer's TAIL as last loaded, checked: in [head, head + capacity].
     tail: u64,
     strategy: WaitStrategy,
+    /// The producer that was already dead when we opened: we wait for the
+    /// next one instead of reporting it (0: none).
+    dead_at_open: u32,
 }
 
 impl<R: Region> Producer<R> {
@@ -448,6 +461,7 @@ impl<R: Region> Producer<R> {
             Peer {
                 lock: lock_byte::CONSUMER,
                 pid_field: ctl::CONSUMER_PID,
+                known_dead: 0,
             },
             || {
                 // `head` is checked to be within `cap` of `tail`; checked
@@ -571,6 +585,7 @@ impl<R: Region> Consumer<R> {
             head,
             tail,
             strategy,
+            dead_at_open: 0,
         }
     }
 
@@ -637,6 +652,7 @@ impl<R: Region> Consumer<R> {
             Peer {
                 lock: lock_byte::PUBLISHER,
                 pid_field: ctl::PRODUCER_PID,
+                known_dead: self.dead_at_open,
             },
             || {
                 if cached != head {
@@ -838,10 +854,15 @@ mod shm {
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
             take_role(&region, lock_byte::CONSUMER, pid_field)
                 .map_err(|pid| AttachError::ConsumerActive { pid })?;
-            Ok(Consumer::from_ring(
-                StreamRing::new(region, &header),
-                opts.wait_strategy(),
-            ))
+            let ring = StreamRing::new(region, &header);
+            // A producer dead before we came is no reason to stop waiting:
+            // a new one may come (a crashed pipeline restarts in any order).
+            let dead_at_open = ring
+                .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
+                .unwrap_or(0);
+            let mut consumer = Consumer::from_ring(ring, opts.wait_strategy());
+            consumer.dead_at_open = dead_at_open;
+            Ok(consumer)
         }
     }
 }

@@ -9,7 +9,7 @@
 //! The kind of segment is found by trying the bus first: a stream answers
 //! `WrongKind`. Into a stream, a push waits for room as long as it takes
 //! (nothing is ever dropped), unless the consumer dies while the stream is
-//! full.
+//! full, or the stream stays full for `--timeout` (a bus never waits).
 //!
 //! A journaled bus refuses a plain publisher (`AttachError::Journaled`);
 //! the journaled one attaches instead, which appends each line to the
@@ -21,6 +21,7 @@ use shmbus::journal::RawJournalPublisher;
 use shmbus::stream::{Producer, PushError, Wait};
 use shmbus::{AttachError, Kind, OpenError, OpenOptions, RawPublisher};
 
+use crate::cmd::subscribe::{parse_timeout, Timeout};
 use crate::error::CliError;
 
 /// Arguments of `shmbus pub`.
@@ -32,6 +33,10 @@ pub struct PubArgs {
     /// first 8 bytes of a message) every N messages.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub compact_after: Option<u64>,
+    /// A stream: fail when it stays full (no room for the next line) for
+    /// SECS seconds [default: wait as long as it takes]. A bus never waits.
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
+    pub timeout: Option<Timeout>,
 }
 
 pub fn run(args: &PubArgs) -> Result<(), CliError> {
@@ -89,10 +94,13 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
             }
             let mut producer = Producer::attach(&args.name, &opts)?;
             let max = producer.max_record();
+            let wait = args
+                .timeout
+                .map_or(Wait::Forever, |t| Wait::For(t.duration));
             publish_lines(io::stdin().lock(), max, STREAM, |line, number| {
                 producer
-                    .push(line, Wait::Forever)
-                    .map_err(|e| push_failed(&e, number))
+                    .push(line, wait)
+                    .map_err(|e| push_failed(&e, number, args))
             })
         }
         Err(e) => Err(e.into()),
@@ -169,15 +177,25 @@ fn too_long(number: u64, max: usize, words: &Words) -> CliError {
     ))
 }
 
-/// A push that failed: with `Wait::Forever`, only because the consumer died
-/// while the stream was full (the other cases cannot happen, but are
-/// reported all the same).
-fn push_failed(err: &PushError, number: u64) -> CliError {
+/// A push that failed: the consumer died while the stream was full, the
+/// stream stayed full past `--timeout`, or its cursors are corrupt.
+fn push_failed(err: &PushError, number: u64, args: &PubArgs) -> CliError {
     let before = number - 1;
-    let what = if before == 1 { "line is" } else { "lines are" };
-    CliError::runtime(format!(
-        "line {number} not pushed: {err} ({before} earlier {what} in the stream)"
-    ))
+    let (what, sent) = if before == 1 {
+        ("line is", "record sent")
+    } else {
+        ("lines are", "records sent")
+    };
+    match (err, args.timeout) {
+        (PushError::TimedOut(_), Some(t)) => CliError::runtime(format!(
+            "stream {} stayed full for {:?} s: line {number} not pushed ({before} {sent})",
+            args.name, t.secs
+        )),
+        _ => CliError::runtime(format!(
+            "{}: line {number} not pushed: {err} ({before} earlier {what} in the stream)",
+            args.name
+        )),
+    }
 }
 
 #[cfg(test)]

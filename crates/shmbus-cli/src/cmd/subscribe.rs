@@ -13,7 +13,11 @@
 //! only once its line is written, so one that could not be written stays
 //! for the next consumer: the reader of stdout went away (a quiet stop), or
 //! the write failed (an error; a stdout closed from the start is refused
-//! before anything is read, see `out`).
+//! before anything is read, see `out`). A stream whose producer is gone,
+//! whether it left or died before this consumer opened, is waited on until
+//! a producer comes back: `--timeout` ends that wait like any other, quietly
+//! unless `--count` was not reached. A producer that dies while we wait, with
+//! nothing left to read, is an error.
 //!
 //! `--bootstrap` (a journaled bus) prints the journal first, then the live
 //! messages, each line as `SEQ<TAB>MESSAGE`: every sequence once, in order.
@@ -76,15 +80,15 @@ pub enum Wait {
     Futex,
 }
 
-/// `--timeout`: the duration, and the number as the user wrote it, for the
-/// error message.
+/// `--timeout` (of `sub` and `pub`): the duration, and the number as the
+/// user wrote it, for the error message.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeout {
-    secs: f64,
-    duration: Duration,
+    pub secs: f64,
+    pub duration: Duration,
 }
 
-fn parse_timeout(s: &str) -> Result<Timeout, String> {
+pub fn parse_timeout(s: &str) -> Result<Timeout, String> {
     let bad = || format!("{s:?} is not a number of seconds (like 2 or 0.5)");
     let secs: f64 = s.trim().parse().map_err(|_| bad())?;
     // Rejects negative, NaN, infinite and absurdly large values.
