@@ -2,7 +2,7 @@
 //! `sub` that cannot write releases nothing; corrupt cursors are an error
 //! line from `pub` and `sub` and a flag in `stat`, never a wait; a consumer
 //! may start after its producer was killed and wait for the next one;
-//! `pub --timeout`.
+//! `pub --timeout`; an endless line is refused with pub's memory bounded.
 //!
 //! As in tests/cli.rs (whose helpers these are, cut down): every child runs
 //! under a watchdog ([`DEADLINE`]), every stream lives in a private
@@ -255,6 +255,16 @@ fn process_state(pid: u32) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
+/// A field of /proc/PID/status in kB (`RssAnon`, `VmHWM`...); `None` once
+/// the process is gone.
+fn status_kb(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(&format!("{field}:")))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 // ---------------------------------------------------------------------------
 // 3. A `sub` that cannot write its line releases nothing.
 
@@ -468,4 +478,133 @@ fn pub_timeout_gives_up_on_a_stream_that_stays_full() {
     assert_eq!(out.assert_success().stdout(), "1\n2\n3\n4\n");
     let out = run_stdin(&["pub", &stream, "--timeout", "-1"], b"");
     out.assert_error(2, "is not a number of seconds");
+}
+
+// ---------------------------------------------------------------------------
+// 13. An endless line: refused at its first byte too many, pub's memory
+// bounded.
+
+#[test]
+fn pub_refuses_an_endless_line_once_it_is_too_long_with_its_memory_bounded() {
+    const CAP: u64 = 256 << 20;
+    const MAX: u64 = CAP / 2 - 8;
+    const BLOCK: usize = 1 << 20;
+    let dir = ShmDir::new("endless-line");
+    let stream = dir.bus("stream");
+    create_stream(&stream, CAP);
+
+    // Fed through a pipe: once `write_all` returns, pub has read all but
+    // the pipe's 64 KiB, so what it holds of the line is in its memory by
+    // then (on the heap before the fix: RssAnon grew with every block).
+    let mut cmd = shmbus(&["pub", &stream]);
+    cmd.stdin(Stdio::piped());
+    let mut p = Proc::spawn(cmd);
+    let pid = p.pid();
+    let mut pipe = p.stdin.take().expect("piped stdin");
+    let block = vec![b'z'; BLOCK];
+    let mut fed: u64 = 0;
+    let mut peak_anon_kb = 0;
+    loop {
+        match pipe.write_all(&block) {
+            Ok(()) => fed += BLOCK as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
+            Err(e) => panic!("feeding pub: {e}"),
+        }
+        if fed.is_multiple_of(8 * BLOCK as u64) {
+            if let Some(kb) = status_kb(pid, "RssAnon") {
+                peak_anon_kb = peak_anon_kb.max(kb);
+            }
+        }
+        assert!(
+            fed <= MAX + 16 * BLOCK as u64,
+            "pub still reading {fed} bytes into a line longer than {MAX}"
+        );
+    }
+    drop(pipe);
+    let out = p.wait();
+    println!(
+        "refused after {fed} bytes fed, in {:?}; RssAnon at most {peak_anon_kb} kB",
+        out.took
+    );
+    out.assert_error(2, &format!("line 1 is longer than {MAX} bytes"));
+    assert!(fed >= MAX, "refused before the line was too long: {fed}");
+    assert!(
+        peak_anon_kb < 32 << 10,
+        "pub held {peak_anon_kb} kB of anonymous memory for a line of {fed} bytes"
+    );
+
+    // The issue's own case: stdin is /dev/zero.
+    let mut cmd = shmbus(&["pub", &stream]);
+    cmd.stdin(std::fs::File::open("/dev/zero").expect("open /dev/zero"));
+    run(cmd).assert_error(2, &format!("line 1 is longer than {MAX} bytes"));
+
+    // Neither refused line reached the stream.
+    let s = stream_stat(&stream);
+    assert_eq!((s.tail, s.fill), (0, 0), "{s:?}");
+    run_stdin(&["pub", &stream], b"after\n").assert_success();
+    let out = run(shmbus(&["sub", &stream, "--count", "1", "--timeout", "5"]));
+    assert_eq!(out.assert_success().stdout(), "after\n");
+}
+
+/// Line `i` of `len` bytes: no newline, and every byte a function of its
+/// line and place, so a byte moved or lost shows.
+fn patterned_line(i: usize, len: usize) -> Vec<u8> {
+    let mut line: Vec<u8> = (0..len).map(|j| ((i * 7 + j * 13) % 250) as u8).collect();
+    for b in &mut line {
+        if *b == b'\n' {
+            *b = 250;
+        }
+    }
+    line
+}
+
+#[test]
+fn lines_longer_than_the_heap_stage_arrive_whole_even_where_they_wrap() {
+    // 1 MiB ring: its largest record is 512 KiB - 8. After lines of 500 000
+    // and 300 000 bytes, one of 200 000 starts at byte 800 016, where the
+    // room reserved for it (doubling from 128 KiB) has to wrap to the
+    // ring's start, taking the bytes read so far along.
+    const CAP: u64 = 1 << 20;
+    let max = (CAP / 2 - 8) as usize;
+    let stage = 64 << 10;
+    let lens = [
+        500_000,
+        300_000,
+        200_000,
+        0,
+        stage,
+        stage + 1,
+        max,
+        70_000,
+        100_000,
+    ];
+    let dir = ShmDir::new("long-lines");
+    let stream = dir.bus("stream");
+    create_stream(&stream, CAP);
+    let mut input = Vec::new();
+    for (i, &len) in lens.iter().enumerate() {
+        input.extend(patterned_line(i, len));
+        input.push(b'\n');
+    }
+    input.pop(); // the last line ends at the end of input, not a newline
+    let count = lens.len().to_string();
+    let sub = Proc::spawn(shmbus(&[
+        "sub",
+        &stream,
+        "--count",
+        &count,
+        "--timeout",
+        "10",
+    ]));
+    let pid = sub.pid();
+    wait_for("the consumer to attach", || {
+        let s = stream_stat(&stream);
+        s.consumer_alive && s.consumer_pid == pid
+    });
+    run_stdin(&["pub", &stream], &input).assert_success();
+    let out = sub.wait();
+    out.assert_success();
+    let mut want = input.clone();
+    want.push(b'\n');
+    assert!(out.stdout == want, "the lines differ from what was sent");
 }

@@ -12,6 +12,11 @@
 //!   the ring: where it would, the producer writes a header holding
 //!   [`WRAP`] and the record starts at position 0. `max_record` is half the
 //!   ring less a header, so a record always fits after a wrap marker.
+//! - A reserved record of unknown length may grow ([`WriteChunk::grow`]):
+//!   it is claimed again, bigger, from the same `TAIL`, and where it now
+//!   needs a wrap marker its bytes so far move to position 0 (unpublished,
+//!   they are still the producer's alone). Its header, written at commit,
+//!   may say fewer bytes than were claimed ([`WriteChunk::truncate`]).
 //! - Bytes in `[HEAD, TAIL)` belong to the consumer, the rest to the
 //!   producer. The producer writes a record (and any wrap marker before it),
 //!   then stores `TAIL` with Release; the consumer loads `TAIL` with Acquire
@@ -431,6 +436,7 @@ impl<R: Region> Producer<R> {
             .expect("plain memory outside loom");
         Ok(WriteChunk {
             producer: self,
+            at,
             ptr,
             len,
         })
@@ -538,6 +544,8 @@ impl<R: Region> Producer<R> {
 #[cfg(not(loom))]
 pub struct WriteChunk<'a, R: Region> {
     producer: &'a mut Producer<R>,
+    /// The record's stream position (its header's); the producer's TAIL.
+    at: u64,
     ptr: std::ptr::NonNull<u8>,
     len: usize,
 }
@@ -547,6 +555,44 @@ impl<R: Region> WriteChunk<'_, R> {
     /// Publishes the record. Dropping the chunk instead publishes nothing.
     pub fn commit(self) {
         self.producer.commit(self.len);
+    }
+
+    /// Makes the chunk `len` bytes long, keeping the bytes written so far
+    /// (the new ones are unspecified), for a record whose length is not
+    /// known up front; waits for the extra room as [`Producer::reserve`]
+    /// does. On an error the chunk is unchanged. The bytes may move to the
+    /// start of the ring (a slice taken before does not outlive `&mut`).
+    pub fn grow(&mut self, len: usize, wait: Wait) -> Result<(), PushError> {
+        if len <= self.len {
+            return Ok(());
+        }
+        // From the same TAIL: the room the chunk has is part of the claim.
+        let at = self.producer.claim(len, wait)?;
+        let ring = &self.producer.ring;
+        let ptr = ring
+            .region
+            .raw(ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        if at != self.at {
+            // Past the ring's end now: `claim` put a wrap marker where our
+            // header was to go, and the record starts at ring offset 0.
+            // SAFETY: both ranges are claimed and unpublished, so ours
+            // alone (no TAIL store has covered them); `ptr::copy` allows
+            // overlap, though a record of at most half the ring that must
+            // wrap started past the middle, beyond where this one ends.
+            unsafe { std::ptr::copy(self.ptr.as_ptr(), ptr.as_ptr(), self.len) };
+        }
+        self.at = at;
+        self.ptr = ptr;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Shortens the chunk to its first `len` bytes (no effect if it is not
+    /// longer): [`commit`](Self::commit) then publishes only those, and
+    /// the rest of the room goes back to the producer.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
     }
 }
 
@@ -982,6 +1028,58 @@ mod tests {
             Ok(b"hello".to_vec())
         );
         assert_eq!(c.peek(Wait::Never).err(), Some(PopError::Empty));
+    }
+
+    #[test]
+    fn a_chunk_grows_in_place_or_moves_past_the_end_keeping_its_bytes() {
+        let (mut p, mut c) = pair(256);
+        let mut out = Vec::new();
+        // At 0: grows in place, and only the first 50 bytes are published.
+        let mut chunk = p.reserve(10, Wait::Never).expect("room");
+        chunk.copy_from_slice(&[1; 10]);
+        chunk.grow(100, Wait::Never).expect("room");
+        assert_eq!(&chunk[..10], &[1; 10]);
+        chunk[10..].fill(2);
+        chunk.truncate(50);
+        chunk.commit(); // 64 bytes
+        c.pop(&mut out, Wait::Never).expect("first");
+        assert_eq!(out, [[1; 10].as_slice(), &[2; 40]].concat());
+        p.push(&[7; 104], Wait::Never).expect("room"); // 112, at 64
+        c.pop(&mut out, Wait::Never).expect("filler");
+        // At 176: 16 bytes fit before the end, 80 do not: the chunk moves
+        // to 0 with its bytes, behind a wrap marker.
+        let mut chunk = p.reserve(16, Wait::Never).expect("room");
+        chunk.copy_from_slice(&[3; 16]);
+        chunk.grow(80, Wait::Never).expect("room after the wrap");
+        assert_eq!(&chunk[..16], &[3; 16]);
+        chunk[16..].fill(4);
+        chunk.commit();
+        c.pop(&mut out, Wait::Never).expect("the moved record");
+        assert_eq!(out, [[3; 16].as_slice(), &[4; 64]].concat());
+        assert!(c.is_empty());
+        assert_eq!(p.len(), 0);
+    }
+
+    #[test]
+    fn a_chunk_that_cannot_grow_stays_as_it_was() {
+        let (mut p, mut c) = pair(256);
+        p.push(&[9; 120], Wait::Never).expect("room"); // 128
+        p.push(&[8; 40], Wait::Never).expect("room"); // 48, to 176
+        let mut chunk = p.reserve(40, Wait::Never).expect("room"); // 48 of 80
+        chunk.copy_from_slice(&[5; 40]);
+        assert_eq!(chunk.grow(100, Wait::Never), Err(PushError::Full));
+        assert_eq!(
+            chunk.grow(100, Wait::For(Duration::from_millis(5))),
+            Err(PushError::TimedOut(Duration::from_millis(5)))
+        );
+        assert_eq!(&*chunk, &[5; 40]);
+        chunk.commit();
+        let mut out = Vec::new();
+        for want in [[9; 120].as_slice(), &[8; 40], &[5; 40]] {
+            c.pop(&mut out, Wait::Never).expect("a record");
+            assert_eq!(out, want);
+        }
+        assert_eq!(c.pop(&mut out, Wait::Never), Err(PopError::Empty));
     }
 
     #[test]
