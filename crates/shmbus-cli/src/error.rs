@@ -3,8 +3,9 @@
 //! The contract with the user: an error is one line on stderr, prefixed
 //! `shmbus: `, and the exit code says whose fault it was: 2 for a usage
 //! error or bad input (the same code clap uses for a bad flag), 1 for a
-//! failure at run time. A closed stdout is not a failure at all: `shmbus sub
-//! | head -1` must end quietly, like any Unix filter.
+//! failure at run time. A stdout whose reader went away is not a failure at
+//! all: `shmbus sub | head -1` must end quietly, like any Unix filter. A
+//! stdout that is closed or cannot be written is one (see `out`).
 
 use std::io;
 use std::process::ExitCode;

@@ -9,6 +9,7 @@
 mod bench;
 mod cmd;
 mod error;
+mod out;
 
 use std::process::ExitCode;
 

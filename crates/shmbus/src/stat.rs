@@ -55,6 +55,9 @@ pub struct StreamStat {
     pub head: u64,
     /// Bytes waiting: `tail - head`.
     pub fill: u64,
+    /// The cursors break `HEAD <= TAIL <= HEAD + capacity`: the file is
+    /// corrupt, and `fill` means nothing.
+    pub corrupt: bool,
     /// The current (or last) consumer's pid; 0 if none ever, or it left.
     pub consumer_pid: u32,
     /// Whether that consumer still holds its lock.
@@ -95,10 +98,19 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
             // reading TAIL second can only overstate the fill, never wrap.
             let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
             let tail = region.word(c + sc::TAIL).load(Ordering::Acquire);
+            // The overstatement is at most what HEAD moved meanwhile (TAIL
+            // was within the capacity of a HEAD no later than this second
+            // load): only a fill beyond that is corrupt, not a busy stream.
+            let moved = region
+                .word(c + sc::HEAD)
+                .load(Ordering::Acquire)
+                .wrapping_sub(head);
+            let fill = tail.wrapping_sub(head);
             Some(StreamStat {
                 tail,
                 head,
-                fill: tail.wrapping_sub(head),
+                fill,
+                corrupt: fill > moved.saturating_add(header.capacity),
                 consumer_pid: region.word32(c + sc::CONSUMER_PID).load(Ordering::Relaxed),
                 consumer_alive: lock::is_held(fd, lock_byte::CONSUMER).map_err(io)?,
             })

@@ -12,6 +12,11 @@
 //!   the ring: where it would, the producer writes a header holding
 //!   [`WRAP`] and the record starts at position 0. `max_record` is half the
 //!   ring less a header, so a record always fits after a wrap marker.
+//! - A reserved record of unknown length may grow ([`WriteChunk::grow`]):
+//!   it is claimed again, bigger, from the same `TAIL`, and where it now
+//!   needs a wrap marker its bytes so far move to position 0 (unpublished,
+//!   they are still the producer's alone). Its header, written at commit,
+//!   may say fewer bytes than were claimed ([`WriteChunk::truncate`]).
 //! - Bytes in `[HEAD, TAIL)` belong to the consumer, the rest to the
 //!   producer. The producer writes a record (and any wrap marker before it),
 //!   then stores `TAIL` with Release; the consumer loads `TAIL` with Acquire
@@ -25,11 +30,23 @@
 //! - Both sides sleep on shared futexes with the doorbell protocol in
 //!   `wait`: the consumer on `DATA_BELL` (rung after each `TAIL` store), the
 //!   producer on `SPACE_BELL` (rung after each `HEAD` store).
+//! - Cursors read from the file are untrusted: each load of the other
+//!   side's cursor is checked before it is used. The producer takes a
+//!   `HEAD` only in `[last HEAD, TAIL]` (it never moves back, nor more than
+//!   `capacity` behind `TAIL`), the consumer a `TAIL` only in
+//!   `[HEAD, HEAD + capacity]`; anything else is
+//!   [`PushError::CorruptCursors`] / [`PopError::CorruptCursors`] at once,
+//!   never a wait (a cursor found corrupt at attach is not used at all).
 //! - One producer and one consumer at a time, each holding an exclusive OFD
 //!   lock (`lock_byte::PUBLISHER`, `lock_byte::CONSUMER`) and writing its pid
 //!   into the control page. A waiting side whose peer's pid is set but whose
 //!   lock is free gets [`PushError::PeerGone`] / [`PopError::PeerGone`]
-//!   within [`PEER_CHECK`], instead of waiting forever.
+//!   within [`PEER_CHECK`], instead of waiting forever. One exception: a
+//!   producer already dead when the consumer opened is no news, and the
+//!   consumer waits for a new one (until its `Wait` ends), as it does after
+//!   a producer that left cleanly; so a consumer may start first after a
+//!   crash. A producer that attaches later and dies is reported as usual
+//!   (known by its pid: one that reused the dead one's pid would not be).
 //!
 //! ```no_run
 //! use shmbus::stream::{Consumer, Producer, Wait};
@@ -99,6 +116,24 @@ pub enum PushError {
         /// The consumer's last pid.
         pid: u32,
     },
+    /// The consumer's `HEAD` cannot be right: behind the last one seen,
+    /// past `TAIL`, or more than the capacity behind it (only a corrupt
+    /// file or a writer that ignores the protocol can cause this).
+    #[error(
+        "corrupt stream cursors: HEAD is {head} with TAIL at {tail}, expected HEAD in \
+         {min_head}..={tail} (it never moves back, nor more than the capacity, {capacity} \
+         bytes, behind TAIL)"
+    )]
+    CorruptCursors {
+        /// The `HEAD` found.
+        head: u64,
+        /// This producer's `TAIL`.
+        tail: u64,
+        /// The ring's size in bytes.
+        capacity: u64,
+        /// The least `HEAD` that could be right.
+        min_head: u64,
+    },
 }
 
 /// Why no record was popped.
@@ -110,11 +145,30 @@ pub enum PopError {
     /// Nothing before the timeout.
     #[error("stream stayed empty for {0:?}")]
     TimedOut(Duration),
-    /// The producer died (its lock is free) and the ring is empty.
+    /// The producer died (its lock is free) and the ring is empty. Not for
+    /// a producer that was already dead when this consumer opened: that
+    /// one is waited on like one that left cleanly.
     #[error("the producer (pid {pid}) is gone and the stream is empty")]
     PeerGone {
         /// The producer's last pid.
         pid: u32,
+    },
+    /// The producer's `TAIL` cannot be right: behind `HEAD`, or more than
+    /// the capacity ahead of it (only a corrupt file or a writer that
+    /// ignores the protocol can cause this).
+    #[error(
+        "corrupt stream cursors: TAIL is {tail} with HEAD at {head}, expected TAIL in \
+         {head}..={} (never behind HEAD, nor more than the capacity, {capacity} bytes, \
+         ahead of it)",
+        head.wrapping_add(*capacity)
+    )]
+    CorruptCursors {
+        /// This consumer's `HEAD`.
+        head: u64,
+        /// The `TAIL` found.
+        tail: u64,
+        /// The ring's size in bytes.
+        capacity: u64,
     },
     /// The ring holds a record header that cannot be right (only a writer
     /// that ignores the protocol can cause this).
@@ -204,18 +258,20 @@ impl<R: Region> StreamRing<R> {
     }
 
     /// Runs the wait loop: `ready` until it says yes, spinning, yielding or
-    /// sleeping on `bell` as `strategy` says, giving up at the deadline or
-    /// when the peer is gone.
+    /// sleeping on `bell` as `strategy` says, giving up at the deadline,
+    /// when the peer is gone, or at once when `ready` finds a corrupt cursor.
     fn wait_for(
         &self,
         wait: Wait,
         strategy: WaitStrategy,
         bell: usize,
-        peer: (u64, usize),
-        mut ready: impl FnMut() -> bool,
+        peer: Peer,
+        mut ready: impl FnMut() -> Look,
     ) -> Result<(), Stop> {
-        if ready() {
-            return Ok(());
+        match ready() {
+            Look::Ready => return Ok(()),
+            Look::Corrupt => return Err(Stop::Corrupt),
+            Look::NotYet => {}
         }
         let deadline = match wait {
             Wait::Never => return Err(Stop::NotNow),
@@ -228,8 +284,10 @@ impl<R: Region> StreamRing<R> {
         let mut next_check = Instant::now() + PEER_CHECK;
         let mut spins = 0u32;
         loop {
-            if ready() {
-                return Ok(());
+            match ready() {
+                Look::Ready => return Ok(()),
+                Look::Corrupt => return Err(Stop::Corrupt),
+                Look::NotYet => {}
             }
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
@@ -240,12 +298,13 @@ impl<R: Region> StreamRing<R> {
                     }
                 }
                 if now >= next_check {
-                    if let Some(pid) = self.peer_gone(peer.0, peer.1) {
+                    let gone = self.peer_gone(peer.lock, peer.pid_field);
+                    if let Some(pid) = gone.filter(|&pid| pid != peer.known_dead) {
                         // One last look: the peer may have finished first.
-                        return if ready() {
-                            Ok(())
-                        } else {
-                            Err(Stop::PeerGone(pid))
+                        return match ready() {
+                            Look::Ready => Ok(()),
+                            Look::Corrupt => Err(Stop::Corrupt),
+                            Look::NotYet => Err(Stop::PeerGone(pid)),
                         };
                     }
                     next_check = now + PEER_CHECK;
@@ -263,7 +322,7 @@ impl<R: Region> StreamRing<R> {
                     let left = deadline.map_or(PEER_CHECK, |(at, _)| {
                         at.saturating_duration_since(Instant::now()).min(PEER_CHECK)
                     });
-                    wait::sleep(self.bell(bell), Some(left), || !ready());
+                    wait::sleep(self.bell(bell), Some(left), || ready() == Look::NotYet);
                     // Re-check the clock and the peer after every sleep.
                     spins = 1023;
                 }
@@ -277,6 +336,27 @@ enum Stop {
     NotNow,
     TimedOut(Duration),
     PeerGone(u32),
+    /// The peer's cursor failed its check (the waiter has the details).
+    Corrupt,
+}
+
+/// What one look at the peer's cursor found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Look {
+    Ready,
+    NotYet,
+    Corrupt,
+}
+
+/// Whose death ends a wait.
+#[derive(Clone, Copy)]
+struct Peer {
+    /// The peer's lock byte.
+    lock: u64,
+    /// Its pid's offset in the control page.
+    pid_field: usize,
+    /// A pid whose death is old news (0: none).
+    known_dead: u32,
 }
 
 /// Writes records into a stream. One per stream at a time.
@@ -284,7 +364,7 @@ pub struct Producer<R: Region = crate::DefaultRegion> {
     ring: StreamRing<R>,
     /// Our TAIL (only we store it).
     tail: u64,
-    /// The consumer's HEAD as last loaded.
+    /// The consumer's HEAD as last loaded, checked: in [tail - capacity, tail].
     head: u64,
     strategy: WaitStrategy,
 }
@@ -294,9 +374,12 @@ pub struct Consumer<R: Region = crate::DefaultRegion> {
     ring: StreamRing<R>,
     /// Our HEAD (only we store it).
     head: u64,
-    /// The producer's TAIL as last loaded.
+    /// The producer's TAIL as last loaded, checked: in [head, head + capacity].
     tail: u64,
     strategy: WaitStrategy,
+    /// The producer that was already dead when we opened: we wait for the
+    /// next one instead of reporting it (0: none).
+    dead_at_open: u32,
 }
 
 impl<R: Region> Producer<R> {
@@ -305,6 +388,13 @@ impl<R: Region> Producer<R> {
         // Acquire before any byte is reused.
         let tail = ring.cursor(ctl::TAIL).load(Ordering::Relaxed);
         let head = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
+        // A HEAD out of range is not kept: the cache then says "full", so
+        // the first push reloads it and reports it.
+        let head = if tail.wrapping_sub(head) <= ring.capacity {
+            head
+        } else {
+            tail.wrapping_sub(ring.capacity)
+        };
         Producer {
             ring,
             tail,
@@ -346,6 +436,7 @@ impl<R: Region> Producer<R> {
             .expect("plain memory outside loom");
         Ok(WriteChunk {
             producer: self,
+            at,
             ptr,
             len,
         })
@@ -368,22 +459,37 @@ impl<R: Region> Producer<R> {
         let ring = &self.ring;
         let tail = self.tail;
         let mut head = self.head;
+        let mut found = head;
         let got = ring.wait_for(
             wait,
             self.strategy,
             ctl::SPACE_BELL,
-            (lock_byte::CONSUMER, ctl::CONSUMER_PID),
+            Peer {
+                lock: lock_byte::CONSUMER,
+                pid_field: ctl::CONSUMER_PID,
+                known_dead: 0,
+            },
             || {
-                // A HEAD outside [TAIL - capacity, TAIL] (only a corrupt
-                // file holds one) reads as no room, never as an overflow.
+                // `head` is checked to be within `cap` of `tail`; checked
+                // here again all the same, as no overflow may come of it.
                 let room = |head: u64| cap.checked_sub(tail.wrapping_sub(head)) >= Some(need);
                 if room(head) {
-                    return true;
+                    return Look::Ready;
                 }
                 // Acquire, paired with the consumer's Release store of HEAD:
                 // the bytes it released are done with before we write them.
-                head = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
-                room(head)
+                found = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
+                // In [head, tail]: HEAD never moves back nor passes TAIL;
+                // `head` is within `cap` of `tail`, so this bounds it too.
+                if found.wrapping_sub(head) > tail.wrapping_sub(head) {
+                    return Look::Corrupt;
+                }
+                head = found;
+                if room(head) {
+                    Look::Ready
+                } else {
+                    Look::NotYet
+                }
             },
         );
         self.head = head;
@@ -392,6 +498,14 @@ impl<R: Region> Producer<R> {
             Err(Stop::NotNow) => return Err(PushError::Full),
             Err(Stop::TimedOut(d)) => return Err(PushError::TimedOut(d)),
             Err(Stop::PeerGone(pid)) => return Err(PushError::PeerGone { pid }),
+            Err(Stop::Corrupt) => {
+                return Err(PushError::CorruptCursors {
+                    head: found,
+                    tail,
+                    capacity: cap,
+                    min_head: head,
+                })
+            }
         }
         if size > to_end {
             // Published with the record by `commit`'s TAIL store.
@@ -430,6 +544,8 @@ impl<R: Region> Producer<R> {
 #[cfg(not(loom))]
 pub struct WriteChunk<'a, R: Region> {
     producer: &'a mut Producer<R>,
+    /// The record's stream position (its header's); the producer's TAIL.
+    at: u64,
     ptr: std::ptr::NonNull<u8>,
     len: usize,
 }
@@ -439,6 +555,44 @@ impl<R: Region> WriteChunk<'_, R> {
     /// Publishes the record. Dropping the chunk instead publishes nothing.
     pub fn commit(self) {
         self.producer.commit(self.len);
+    }
+
+    /// Makes the chunk `len` bytes long, keeping the bytes written so far
+    /// (the new ones are unspecified), for a record whose length is not
+    /// known up front; waits for the extra room as [`Producer::reserve`]
+    /// does. On an error the chunk is unchanged. The bytes may move to the
+    /// start of the ring (a slice taken before does not outlive `&mut`).
+    pub fn grow(&mut self, len: usize, wait: Wait) -> Result<(), PushError> {
+        if len <= self.len {
+            return Ok(());
+        }
+        // From the same TAIL: the room the chunk has is part of the claim.
+        let at = self.producer.claim(len, wait)?;
+        let ring = &self.producer.ring;
+        let ptr = ring
+            .region
+            .raw(ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        if at != self.at {
+            // Past the ring's end now: `claim` put a wrap marker where our
+            // header was to go, and the record starts at ring offset 0.
+            // SAFETY: both ranges are claimed and unpublished, so ours
+            // alone (no TAIL store has covered them); `ptr::copy` allows
+            // overlap, though a record of at most half the ring that must
+            // wrap started past the middle, beyond where this one ends.
+            unsafe { std::ptr::copy(self.ptr.as_ptr(), ptr.as_ptr(), self.len) };
+        }
+        self.at = at;
+        self.ptr = ptr;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Shortens the chunk to its first `len` bytes (no effect if it is not
+    /// longer): [`commit`](Self::commit) then publishes only those, and
+    /// the rest of the room goes back to the producer.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
     }
 }
 
@@ -465,11 +619,19 @@ impl<R: Region> Consumer<R> {
         // Relaxed: we are the only writer of HEAD.
         let head = ring.cursor(ctl::HEAD).load(Ordering::Relaxed);
         let tail = ring.cursor(ctl::TAIL).load(Ordering::Acquire);
+        // A TAIL out of range is not kept: the cache then says "empty", so
+        // the first pop reloads it and reports it.
+        let tail = if tail.wrapping_sub(head) <= ring.capacity {
+            tail
+        } else {
+            head
+        };
         Consumer {
             ring,
             head,
             tail,
             strategy,
+            dead_at_open: 0,
         }
     }
 
@@ -526,19 +688,35 @@ impl<R: Region> Consumer<R> {
     fn next(&mut self, wait: Wait) -> Result<(usize, usize), PopError> {
         let ring = &self.ring;
         let head = self.head;
+        let cap = ring.capacity;
         let mut cached = self.tail;
+        let mut found = cached;
         let got = ring.wait_for(
             wait,
             self.strategy,
             ctl::DATA_BELL,
-            (lock_byte::PUBLISHER, ctl::PRODUCER_PID),
+            Peer {
+                lock: lock_byte::PUBLISHER,
+                pid_field: ctl::PRODUCER_PID,
+                known_dead: self.dead_at_open,
+            },
             || {
                 if cached != head {
-                    return true;
+                    return Look::Ready;
                 }
                 // Acquire, paired with the producer's Release store of TAIL.
-                cached = ring.cursor(ctl::TAIL).load(Ordering::Acquire);
-                cached != head
+                found = ring.cursor(ctl::TAIL).load(Ordering::Acquire);
+                // We reload only when empty (cached == head), so "never
+                // moves back" and "at most `cap` ahead" are one check.
+                if found.wrapping_sub(head) > cap {
+                    return Look::Corrupt;
+                }
+                cached = found;
+                if cached != head {
+                    Look::Ready
+                } else {
+                    Look::NotYet
+                }
             },
         );
         self.tail = cached;
@@ -547,6 +725,13 @@ impl<R: Region> Consumer<R> {
             Err(Stop::NotNow) => return Err(PopError::Empty),
             Err(Stop::TimedOut(d)) => return Err(PopError::TimedOut(d)),
             Err(Stop::PeerGone(pid)) => return Err(PopError::PeerGone { pid }),
+            Err(Stop::Corrupt) => {
+                return Err(PopError::CorruptCursors {
+                    head,
+                    tail: found,
+                    capacity: cap,
+                })
+            }
         }
         // Checked against the ring, not trusted: a corrupt file (or a writer
         // that ignores the protocol) gets `Corrupt`, never an overflow or a
@@ -715,10 +900,15 @@ mod shm {
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
             take_role(&region, lock_byte::CONSUMER, pid_field)
                 .map_err(|pid| AttachError::ConsumerActive { pid })?;
-            Ok(Consumer::from_ring(
-                StreamRing::new(region, &header),
-                opts.wait_strategy(),
-            ))
+            let ring = StreamRing::new(region, &header);
+            // A producer dead before we came is no reason to stop waiting:
+            // a new one may come (a crashed pipeline restarts in any order).
+            let dead_at_open = ring
+                .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
+                .unwrap_or(0);
+            let mut consumer = Consumer::from_ring(ring, opts.wait_strategy());
+            consumer.dead_at_open = dead_at_open;
+            Ok(consumer)
         }
     }
 }
@@ -838,6 +1028,121 @@ mod tests {
             Ok(b"hello".to_vec())
         );
         assert_eq!(c.peek(Wait::Never).err(), Some(PopError::Empty));
+    }
+
+    #[test]
+    fn a_chunk_grows_in_place_or_moves_past_the_end_keeping_its_bytes() {
+        let (mut p, mut c) = pair(256);
+        let mut out = Vec::new();
+        // At 0: grows in place, and only the first 50 bytes are published.
+        let mut chunk = p.reserve(10, Wait::Never).expect("room");
+        chunk.copy_from_slice(&[1; 10]);
+        chunk.grow(100, Wait::Never).expect("room");
+        assert_eq!(&chunk[..10], &[1; 10]);
+        chunk[10..].fill(2);
+        chunk.truncate(50);
+        chunk.commit(); // 64 bytes
+        c.pop(&mut out, Wait::Never).expect("first");
+        assert_eq!(out, [[1; 10].as_slice(), &[2; 40]].concat());
+        p.push(&[7; 104], Wait::Never).expect("room"); // 112, at 64
+        c.pop(&mut out, Wait::Never).expect("filler");
+        // At 176: 16 bytes fit before the end, 80 do not: the chunk moves
+        // to 0 with its bytes, behind a wrap marker.
+        let mut chunk = p.reserve(16, Wait::Never).expect("room");
+        chunk.copy_from_slice(&[3; 16]);
+        chunk.grow(80, Wait::Never).expect("room after the wrap");
+        assert_eq!(&chunk[..16], &[3; 16]);
+        chunk[16..].fill(4);
+        chunk.commit();
+        c.pop(&mut out, Wait::Never).expect("the moved record");
+        assert_eq!(out, [[3; 16].as_slice(), &[4; 64]].concat());
+        assert!(c.is_empty());
+        assert_eq!(p.len(), 0);
+    }
+
+    #[test]
+    fn a_chunk_that_cannot_grow_stays_as_it_was() {
+        let (mut p, mut c) = pair(256);
+        p.push(&[9; 120], Wait::Never).expect("room"); // 128
+        p.push(&[8; 40], Wait::Never).expect("room"); // 48, to 176
+        let mut chunk = p.reserve(40, Wait::Never).expect("room"); // 48 of 80
+        chunk.copy_from_slice(&[5; 40]);
+        assert_eq!(chunk.grow(100, Wait::Never), Err(PushError::Full));
+        assert_eq!(
+            chunk.grow(100, Wait::For(Duration::from_millis(5))),
+            Err(PushError::TimedOut(Duration::from_millis(5)))
+        );
+        assert_eq!(&*chunk, &[5; 40]);
+        chunk.commit();
+        let mut out = Vec::new();
+        for want in [[9; 120].as_slice(), &[8; 40], &[5; 40]] {
+            c.pop(&mut out, Wait::Never).expect("a record");
+            assert_eq!(out, want);
+        }
+        assert_eq!(c.pop(&mut out, Wait::Never), Err(PopError::Empty));
+    }
+
+    #[test]
+    fn cursors_out_of_range_are_corrupt_cursors_not_a_wait_nor_a_bad_header() {
+        let (mut p, mut c) = pair(256);
+        // Bounded, so that a regression fails instead of hanging; the
+        // answer must come at once all the same.
+        let patience = Wait::For(Duration::from_secs(10));
+        let started = Instant::now();
+        // What a corrupt file (or a stray writer) would hold.
+        fn set<R: Region>(ring: &StreamRing<R>, field: usize, value: u64) {
+            ring.cursor(field).store(value, Ordering::Relaxed);
+        }
+        p.push(&[1; 8], Wait::Never).expect("room"); // 16
+        let mut out = Vec::new();
+        c.pop(&mut out, Wait::Never).expect("first");
+        // TAIL more than the capacity ahead of HEAD (16).
+        set(&c.ring, ctl::TAIL, 16 + 257 * 8);
+        let corrupt = PopError::CorruptCursors {
+            head: 16,
+            tail: 16 + 257 * 8,
+            capacity: 256,
+        };
+        assert_eq!(c.pop(&mut out, Wait::Never), Err(corrupt.clone()));
+        assert_eq!(c.pop(&mut out, patience), Err(corrupt));
+        // TAIL behind HEAD.
+        set(&c.ring, ctl::TAIL, 8);
+        assert!(matches!(
+            c.pop(&mut out, patience),
+            Err(PopError::CorruptCursors { tail: 8, .. })
+        ));
+        set(&c.ring, ctl::TAIL, 16);
+
+        // The producer fills the ring, then finds HEAD past TAIL...
+        while p.push(&[2; 8], Wait::Never).is_ok() {}
+        let t = 16 + 256;
+        set(&p.ring, ctl::HEAD, t + 64);
+        assert_eq!(
+            p.push(&[3; 8], patience),
+            Err(PushError::CorruptCursors {
+                head: t + 64,
+                tail: t,
+                capacity: 256,
+                min_head: 16,
+            })
+        );
+        // ... or moved back from the 16 it saw last.
+        set(&p.ring, ctl::HEAD, 8);
+        assert!(matches!(
+            p.push(&[3; 8], patience),
+            Err(PushError::CorruptCursors {
+                head: 8,
+                min_head: 16,
+                ..
+            })
+        ));
+        // Put right, both carry on.
+        set(&p.ring, ctl::HEAD, 16);
+        set(&c.ring, ctl::TAIL, t);
+        c.pop(&mut out, Wait::Never).expect("a record");
+        assert_eq!(out, [2; 8]);
+        p.push(&[3; 8], Wait::Never).expect("room again");
+        assert!(started.elapsed() < Duration::from_secs(5), "a wait");
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct RmArgs {
 }
 
 pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
+    // Before anything is removed: the report of what was is the output.
+    let mut out = crate::out::stdout()?;
     let cleaned = shmbus::stat::clean(&args.dir, args.dry_run)
         .map_err(|e| CliError::runtime(e.to_string()))?;
     let verb = if args.dry_run {
@@ -42,7 +44,6 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
     };
     let mut removed = 0usize;
     let mut failed = 0usize;
-    let mut out = io::stdout().lock();
     let mut write = || -> io::Result<()> {
         for c in &cleaned {
             match &c.result {

@@ -380,7 +380,7 @@ impl Drop for Kids {
 }
 
 fn print(line: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout()?;
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
         .map_err(CliError::stdout)
@@ -558,7 +558,7 @@ fn journal_size(j: &JournalStat) -> String {
 
 /// Writes one protocol line to the parent.
 fn say(line: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout()?;
     writeln!(out, "{line}")
         .and_then(|()| out.flush())
         .map_err(|e| CliError::runtime(format!("writing to the demo: {e}")))

@@ -13,7 +13,7 @@
 //! records (read without a lock too; a journal being appended to may show a
 //! few records fewer than the bus has published).
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
@@ -72,7 +72,7 @@ pub fn ls(args: &LsArgs) -> Result<(), CliError> {
 
 /// Writes `text` and a newline to stdout (EPIPE ends quietly).
 fn print(text: &str) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
+    let mut out = crate::out::stdout()?;
     writeln!(out, "{text}")
         .and_then(|()| out.flush())
         .map_err(CliError::stdout)
@@ -190,6 +190,7 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
         "tail": st.tail,
         "head": st.head,
         "fill": st.fill,
+        "corrupt": st.corrupt,
         "producer_pid": s.publisher_pid,
         "producer_alive": s.publisher_alive,
         "consumer_pid": st.consumer_pid,
@@ -203,6 +204,17 @@ fn fill_percent(s: &BusStat, st: &StreamStat) -> f64 {
     st.fill as f64 * 100.0 / s.header.capacity.max(1) as f64
 }
 
+/// The fill, or why there is none: cursors no writer could have left.
+fn fill_text(s: &BusStat, st: &StreamStat) -> String {
+    if st.corrupt {
+        return format!(
+            "CORRUPT: TAIL {} is not within the capacity ({} bytes) ahead of HEAD {}",
+            st.tail, s.header.capacity, st.head
+        );
+    }
+    format!("{} bytes ({:.1}%)", st.fill, fill_percent(s, st))
+}
+
 fn stream_text(s: &BusStat, st: &StreamStat) -> String {
     let h = &s.header;
     let rows: [(&str, String); 11] = [
@@ -213,10 +225,7 @@ fn stream_text(s: &BusStat, st: &StreamStat) -> String {
         ("largest record", format!("{} bytes", h.msg.size)),
         ("written", format!("{} bytes", st.tail)),
         ("released", format!("{} bytes", st.head)),
-        (
-            "fill",
-            format!("{} bytes ({:.1}%)", st.fill, fill_percent(s, st)),
-        ),
+        ("fill", fill_text(s, st)),
         ("producer", role_text(s.publisher_pid, s.publisher_alive)),
         ("consumer", role_text(st.consumer_pid, st.consumer_alive)),
         ("created", utc_time(h.created_ns)),
@@ -365,7 +374,11 @@ fn listing_row(l: &Listing) -> [String; 8] {
             } else {
                 format!("{} ({})", s.publisher_pid, publisher_state(s))
             },
-            format!("{consumer}, fill {:.0}%", fill_percent(s, st)),
+            if st.corrupt {
+                format!("{consumer}, fill CORRUPT")
+            } else {
+                format!("{consumer}, fill {:.0}%", fill_percent(s, st))
+            },
             status.to_string(),
         ];
     }

@@ -1,8 +1,10 @@
 //! One module per group of subcommands. Each exposes its clap `Args` struct
 //! and a `run` that returns a [`crate::error::CliError`]; main prints it.
 //!
-//! Nothing here uses `println!`: it panics when stdout is closed, and a
-//! closed stdout must end a command quietly (see `CliError::stdout`).
+//! Nothing here uses `println!` or `io::stdout()`: output goes through
+//! `crate::out::stdout`, which reports a stdout that was closed or fails
+//! (std hides both), while a reader that went away (EPIPE) ends a command
+//! quietly (see `CliError::stdout`).
 
 pub mod clean;
 pub mod create;

@@ -10,8 +10,14 @@
 //! A stream's records have exact lengths, so nothing is trimmed, and nothing
 //! is ever lost: a stream has one consumer at a time, which carries on where
 //! the last one stopped (so `--from` does not apply). A record is released
-//! only once its line is written, so one that could not be written (the
-//! reader of stdout went away) stays for the next consumer.
+//! only once its line is written, so one that could not be written stays
+//! for the next consumer: the reader of stdout went away (a quiet stop), or
+//! the write failed (an error; a stdout closed from the start is refused
+//! before anything is read, see `out`). A stream whose producer is gone,
+//! whether it left or died before this consumer opened, is waited on until
+//! a producer comes back: `--timeout` ends that wait like any other, quietly
+//! unless `--count` was not reached. A producer that dies while we wait, with
+//! nothing left to read, is an error.
 //!
 //! `--bootstrap` (a journaled bus) prints the journal first, then the live
 //! messages, each line as `SEQ<TAB>MESSAGE`: every sequence once, in order.
@@ -27,6 +33,7 @@ use shmbus::stream::{Consumer, PopError};
 use shmbus::{Kind, OpenError, OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
 
 use crate::error::CliError;
+use crate::out::{self, Stdout};
 
 /// Arguments of `shmbus sub`.
 #[derive(clap::Args, Debug)]
@@ -73,15 +80,15 @@ pub enum Wait {
     Futex,
 }
 
-/// `--timeout`: the duration, and the number as the user wrote it, for the
-/// error message.
+/// `--timeout` (of `sub` and `pub`): the duration, and the number as the
+/// user wrote it, for the error message.
 #[derive(Clone, Copy, Debug)]
 pub struct Timeout {
-    secs: f64,
-    duration: Duration,
+    pub secs: f64,
+    pub duration: Duration,
 }
 
-fn parse_timeout(s: &str) -> Result<Timeout, String> {
+pub fn parse_timeout(s: &str) -> Result<Timeout, String> {
     let bad = || format!("{s:?} is not a number of seconds (like 2 or 0.5)");
     let secs: f64 = s.trim().parse().map_err(|_| bad())?;
     // Rejects negative, NaN, infinite and absurdly large values.
@@ -113,30 +120,35 @@ impl Wait {
 }
 
 pub fn run(args: &SubArgs) -> Result<(), CliError> {
+    // First: with nowhere to print, nothing is read (nor a record released).
+    let mut out = out::stdout()?;
     if args.bootstrap {
-        return run_bootstrap(args);
+        return run_bootstrap(args, &mut out);
     }
     let opts = OpenOptions::default()
         .start(args.from.unwrap_or(From::Next).start())
         .wait(args.wait.strategy());
     match RawSubscriber::open(&args.name, &opts) {
-        Ok(subscriber) => run_bus(args, subscriber),
+        Ok(subscriber) => run_bus(args, subscriber, &mut out),
         Err(OpenError::WrongKind {
             found: Kind::Stream,
             ..
-        }) => run_stream(args, &opts),
+        }) => run_stream(args, &opts, &mut out),
         Err(e) => Err(e.into()),
     }
 }
 
-fn run_bus(args: &SubArgs, mut subscriber: RawSubscriber) -> Result<(), CliError> {
-    let mut out = io::stdout().lock();
+fn run_bus(
+    args: &SubArgs,
+    mut subscriber: RawSubscriber,
+    out: &mut Stdout,
+) -> Result<(), CliError> {
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {
         match subscriber.recv_timeout(timeout) {
             Some(Received::Message(msg)) => {
-                write_line(&mut out, trim_padding(msg)).map_err(CliError::stdout)?;
+                write_line(out, trim_padding(msg)).map_err(CliError::stdout)?;
                 delivered += 1;
             }
             Some(Received::Lagged { skipped }) => report_lag(skipped),
@@ -146,17 +158,16 @@ fn run_bus(args: &SubArgs, mut subscriber: RawSubscriber) -> Result<(), CliError
     Ok(())
 }
 
-fn run_bootstrap(args: &SubArgs) -> Result<(), CliError> {
+fn run_bootstrap(args: &SubArgs, out: &mut Stdout) -> Result<(), CliError> {
     let opts = JoinOptions::default().wait(args.wait.strategy());
     let mut subscriber = RawJournalSubscriber::join(&args.name, &opts).map_err(join_failed)?;
-    let mut out = io::stdout().lock();
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {
         match subscriber.recv_timeout(timeout) {
             Some(Received::Message(entry)) => {
                 write!(out, "{}\t", entry.seq)
-                    .and_then(|()| write_line(&mut out, trim_padding(entry.msg)))
+                    .and_then(|()| write_line(out, trim_padding(entry.msg)))
                     .map_err(CliError::stdout)?;
                 delivered += 1;
             }
@@ -175,7 +186,7 @@ fn join_failed(err: JoinError) -> CliError {
     }
 }
 
-fn run_stream(args: &SubArgs, opts: &OpenOptions) -> Result<(), CliError> {
+fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<(), CliError> {
     if args.from.is_some() {
         return Err(CliError::usage(format!(
             "--from does not apply to a stream: {} always continues where its last \
@@ -184,7 +195,6 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions) -> Result<(), CliError> {
         )));
     }
     let mut consumer = Consumer::open(&args.name, opts)?;
-    let mut out = io::stdout().lock();
     let wait = match args.timeout {
         Some(t) => shmbus::stream::Wait::For(t.duration),
         None => shmbus::stream::Wait::Forever,
@@ -196,12 +206,15 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions) -> Result<(), CliError> {
             Err(PopError::TimedOut(_) | PopError::Empty) => {
                 return timed_out(args, delivered, "record")
             }
-            Err(e @ (PopError::PeerGone { .. } | PopError::Corrupt { .. })) => {
-                return Err(CliError::runtime(e.to_string()))
-            }
+            Err(
+                e @ (PopError::PeerGone { .. }
+                | PopError::Corrupt { .. }
+                | PopError::CorruptCursors { .. }),
+            ) => return Err(CliError::runtime(format!("{}: {e}", args.name))),
         };
-        // Not released unless written: a dropped record stays in the stream.
-        write_line(&mut out, &record).map_err(CliError::stdout)?;
+        // Not released unless written (and flushed): a dropped record stays
+        // in the stream.
+        write_line(out, &record).map_err(CliError::stdout)?;
         record.release();
         delivered += 1;
     }
