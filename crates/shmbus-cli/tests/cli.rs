@@ -13,6 +13,8 @@
 //!   instead of sleeping and hoping.
 //! - Every run checks that stderr never contains "panicked".
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -20,50 +22,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use common::{Output, ShmDir, DEADLINE};
 use serde_json::Value;
-
-/// Longest any child process may run before the test is failed.
-const DEADLINE: Duration = Duration::from_secs(20);
 
 // ---------------------------------------------------------------------------
 // Buses that clean up after themselves.
-
-/// A private directory under /dev/shm for one test's buses; removed, with
-/// everything in it, on drop.
-struct ShmDir {
-    path: PathBuf,
-}
-
-impl ShmDir {
-    fn new(test: &str) -> ShmDir {
-        let path = PathBuf::from(format!(
-            "/dev/shm/shmbus-cli-test-{}-{test}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).expect("create test directory under /dev/shm");
-        ShmDir { path }
-    }
-
-    /// The name (a path) of a bus in this directory.
-    fn bus(&self, name: &str) -> String {
-        self.file(name).to_str().expect("UTF-8 path").to_owned()
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-
-    fn dir(&self) -> &str {
-        self.path.to_str().expect("UTF-8 path")
-    }
-}
-
-impl Drop for ShmDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
 
 /// A bus known by a bare name, so it lives directly in /dev/shm; the file is
 /// removed on drop.
@@ -91,46 +54,6 @@ impl Drop for BareBus {
 
 // ---------------------------------------------------------------------------
 // Running the binary under a watchdog.
-
-/// What a finished `shmbus` run left behind.
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Output {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.stdout).into_owned()
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
-    fn assert_success(&self) -> &Self {
-        assert_eq!(self.code, Some(0), "expected success: {self:?}");
-        self
-    }
-
-    /// Exit `code` and exactly one stderr line, `shmbus: ...`, containing
-    /// `needle`.
-    fn assert_error(&self, code: i32, needle: &str) -> &Self {
-        assert_eq!(self.code, Some(code), "exit code: {self:?}");
-        assert!(
-            self.stderr.starts_with("shmbus: ") && self.stderr.ends_with('\n'),
-            "stderr is not a `shmbus: ` line: {self:?}"
-        );
-        assert_eq!(self.stderr.lines().count(), 1, "one line: {self:?}");
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}: {self:?}"
-        );
-        self
-    }
-}
 
 /// What a child's stdin gets.
 enum Input {
@@ -280,6 +203,7 @@ impl Proc {
             .expect("stdout reader");
         let stdout = self.stdout_lines.try_iter().flatten().collect();
         let out = Output {
+            took: self.started.elapsed(),
             code: status.code(),
             stdout,
             stderr,

@@ -3,61 +3,25 @@
 //! is under a watchdog; each test's files live in a private directory
 //! under /dev/shm, removed on drop.
 
-use std::io::Read;
+mod common;
+
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
 
-const DEADLINE: Duration = Duration::from_secs(20);
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(test: &str) -> Dir {
-        let path = PathBuf::from(format!(
-            "/dev/shm/shmbus-hardening-{}-{test}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).unwrap();
-        Dir(path)
-    }
-    fn join(&self, name: &str) -> String {
-        self.0.join(name).to_str().unwrap().to_owned()
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-#[derive(Debug)]
-struct Out {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
+use common::{run, shmbus, Output, ShmDir};
 
 /// Runs `shmbus ARGS` in `cwd` with `limit_fds` descriptors at most (if
-/// given), stdin from /dev/null, under the watchdog.
-fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Out {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmbus"));
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+/// given), under the watchdog.
+fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Output {
+    let mut cmd = shmbus(args);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
     }
     if let Some(n) = limit_fds {
-        // SAFETY: setrlimit is async-signal-safe; nothing else runs here.
+        // SAFETY: runs in the forked child before exec; setrlimit is
+        // async-signal-safe and changes only that child.
         unsafe {
             cmd.pre_exec(move || {
                 let lim = libc::rlimit {
@@ -71,54 +35,22 @@ fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Out {
             });
         }
     }
-    let start = Instant::now();
-    let mut child = cmd.spawn().expect("spawn shmbus");
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let t_out = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = out.read_to_string(&mut s);
-        s
-    });
-    let t_err = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err.read_to_string(&mut s);
-        s
-    });
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if start.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("watchdog: shmbus {args:?} still running after {DEADLINE:?}: a hang");
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let o = Out {
-        code: status.code(),
-        stdout: t_out.join().unwrap(),
-        stderr: t_err.join().unwrap(),
-        took: start.elapsed(),
-    };
-    assert!(!o.stderr.contains("panicked"), "{o:?}");
-    o
+    run(cmd)
 }
 
-fn run(args: &[&str]) -> Out {
-    run_with(args, None, None)
+fn run_args(args: &[&str]) -> Output {
+    run(shmbus(args))
 }
 
-fn ok(args: &[&str]) -> Out {
-    let o = run(args);
+fn ok(args: &[&str]) -> Output {
+    let o = run_args(args);
     assert_eq!(o.code, Some(0), "{args:?}: {o:?}");
     o
 }
 
 /// A bus in `dir` with `n` published messages `0..n` and no live publisher.
-fn bus_with(dir: &Dir, name: &str, n: u64, capacity: u64) -> String {
-    let bus = dir.join(name);
+fn bus_with(dir: &ShmDir, name: &str, n: u64, capacity: u64) -> String {
+    let bus = dir.bus(name);
     ok(&[
         "create",
         &bus,
@@ -129,7 +61,7 @@ fn bus_with(dir: &Dir, name: &str, n: u64, capacity: u64) -> String {
     ]);
     if n > 0 {
         let lines: String = (0..n).map(|i| format!("{i}\n")).collect();
-        let input = dir.0.join(format!("{name}.in"));
+        let input = dir.file(&format!("{name}.in"));
         std::fs::write(&input, lines).unwrap();
         let o = Command::new("sh")
             .arg("-c")
@@ -156,14 +88,14 @@ fn patch_u64(path: &str, off: u64, v: u64) {
 
 #[test]
 fn sub_from_oldest_over_a_corrupt_stamp_reports_a_true_lag_and_ends_at_its_timeout() {
-    let dir = Dir::new("stamp");
+    let dir = ShmDir::new("stamp");
     let bus = bus_with(&dir, "bus", 21, 8);
     let st = shmbus::stat::stat(&bus).unwrap();
     // The oldest in the ring is 13, in slot 5; a stamp naming 20 (slot 4)
     // once made the reader report `skipped 0` forever.
     let off = st.header.data_offset + 5 * st.header.slot_size as u64;
     patch_u64(&bus, off, 2 * 20 + 2);
-    let o = run(&["sub", &bus, "--from", "oldest", "--timeout", "1"]);
+    let o = run_args(&["sub", &bus, "--from", "oldest", "--timeout", "1"]);
     assert_eq!(o.code, Some(0), "{o:?}");
     assert!(o.took < Duration::from_secs(5), "took {:?}", o.took);
     let lags: Vec<u64> = o
@@ -176,13 +108,14 @@ fn sub_from_oldest_over_a_corrupt_stamp_reports_a_true_lag_and_ends_at_its_timeo
         })
         .collect();
     assert_eq!(lags, [1], "{o:?}");
-    let got: Vec<&str> = o.stdout.lines().collect();
+    let stdout = o.stdout();
+    let got: Vec<&str> = stdout.lines().collect();
     assert_eq!(got, ["14", "15", "16", "17", "18", "19", "20"], "{o:?}");
 }
 
 #[test]
 fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spelled() {
-    let dir = Dir::new("spelled");
+    let dir = ShmDir::new("spelled");
     let bus = bus_with(&dir, "bus", 1, 8);
     let file = std::fs::File::open(&bus).unwrap();
     let len = file.metadata().unwrap().len() as usize;
@@ -198,14 +131,14 @@ fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spell
         )
     };
     assert_ne!(map, libc::MAP_FAILED);
-    let leaf = dir.0.file_name().unwrap().to_str().unwrap().to_owned();
-    let doubled = dir.path().replacen("/dev/shm", "/dev//shm", 1);
+    let leaf = dir.path().file_name().unwrap().to_str().unwrap().to_owned();
+    let doubled = dir.dir().replacen("/dev/shm", "/dev//shm", 1);
     let parent = format!("../{leaf}");
     for (spelling, cwd) in [
-        (dir.path(), None),
+        (dir.dir(), None),
         (doubled.as_str(), None),
-        (".", Some(dir.0.as_path())),
-        (parent.as_str(), Some(dir.0.as_path())),
+        (".", Some(dir.path())),
+        (parent.as_str(), Some(dir.path())),
     ] {
         let o = run_with(&["clean", "--dir", spelling], cwd, None);
         assert_eq!(o.code, Some(0), "{spelling}: {o:?}");
@@ -217,9 +150,9 @@ fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spell
     // SAFETY: our own mapping, not used again.
     unsafe { libc::munmap(map, len) };
     drop(file);
-    let o = run_with(&["clean", "--dir", "."], Some(dir.0.as_path()), None);
+    let o = run_with(&["clean", "--dir", "."], Some(dir.path()), None);
     assert!(
-        o.code == Some(0) && o.stdout.contains("removed 1 segment"),
+        o.code == Some(0) && o.stdout().contains("removed 1 segment"),
         "{o:?}"
     );
     assert!(!Path::new(&bus).exists(), "{o:?}");
@@ -227,30 +160,33 @@ fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spell
 
 #[test]
 fn ls_and_clean_out_of_descriptors_say_so_instead_of_finding_nothing() {
-    let dir = Dir::new("emfile");
+    let dir = ShmDir::new("emfile");
     bus_with(&dir, "bus", 0, 8);
     // Descriptors 0-2, and one more: the directory opens, the bus cannot.
     for args in [
-        vec!["ls", "--dir", dir.path()],
-        vec!["ls", "--dir", dir.path(), "--json"],
-        vec!["clean", "--dir", dir.path(), "--dry-run"],
-        vec!["clean", "--dir", dir.path()],
+        vec!["ls", "--dir", dir.dir()],
+        vec!["ls", "--dir", dir.dir(), "--json"],
+        vec!["clean", "--dir", dir.dir(), "--dry-run"],
+        vec!["clean", "--dir", dir.dir()],
     ] {
         let o = run_with(&args, None, Some(4));
         assert_eq!(o.code, Some(1), "{args:?}: {o:?}");
         assert!(o.stderr.contains("Too many open files"), "{args:?}: {o:?}");
-        assert!(!o.stdout.contains("no shmbus segments"), "{args:?}: {o:?}");
+        assert!(
+            !o.stdout().contains("no shmbus segments"),
+            "{args:?}: {o:?}"
+        );
     }
-    assert!(Path::new(&dir.join("bus")).exists());
+    assert!(Path::new(&dir.bus("bus")).exists());
 }
 
 #[test]
 fn rm_of_a_symlink_says_it_is_a_symlink_and_removes_nothing() {
-    let dir = Dir::new("rm-link");
+    let dir = ShmDir::new("rm-link");
     let bus = bus_with(&dir, "bus", 0, 8);
-    let link = dir.join("link");
+    let link = dir.bus("link");
     std::os::unix::fs::symlink(&bus, &link).unwrap();
-    let o = run(&["rm", &link]);
+    let o = run_args(&["rm", &link]);
     assert_eq!(o.code, Some(1), "{o:?}");
     assert!(o.stderr.contains("is a symbolic link"), "{o:?}");
     assert!(!o.stderr.contains("Too many levels"), "{o:?}");
@@ -259,17 +195,17 @@ fn rm_of_a_symlink_says_it_is_a_symlink_and_removes_nothing() {
 
 #[test]
 fn errors_name_the_path_they_are_about() {
-    let dir = Dir::new("paths");
-    let missing = dir.join("no-such-dir/bus");
-    let o = run(&["create", &missing, "--msg-size", "8", "--capacity", "8"]);
+    let dir = ShmDir::new("paths");
+    let missing = dir.bus("no-such-dir/bus");
+    let o = run_args(&["create", &missing, "--msg-size", "8", "--capacity", "8"]);
     assert_eq!(o.code, Some(1), "{o:?}");
     assert!(
         o.stderr.contains(&missing) && o.stderr.contains("no such directory"),
         "{o:?}"
     );
-    let junk = dir.join("junk");
+    let junk = dir.bus("junk");
     std::fs::write(&junk, [0xabu8; 8192]).unwrap();
-    let o = run(&["sub", &junk, "--timeout", "0.1"]);
+    let o = run_args(&["sub", &junk, "--timeout", "0.1"]);
     assert_eq!(o.code, Some(1), "{o:?}");
     assert!(
         o.stderr.contains(&junk) && o.stderr.contains("not a shmbus segment"),
@@ -283,7 +219,7 @@ fn errors_name_the_path_they_are_about() {
         .unwrap()
         .set_len(total - 8)
         .unwrap();
-    let o = run(&["stat", &bus]);
+    let o = run_args(&["stat", &bus]);
     assert_eq!(o.code, Some(1), "{o:?}");
     let said = format!("the file is {} bytes, expected at least {total}", total - 8);
     assert!(o.stderr.contains(&bus) && o.stderr.contains(&said), "{o:?}");
@@ -291,18 +227,18 @@ fn errors_name_the_path_they_are_about() {
 
 #[test]
 fn a_name_with_a_newline_keeps_stat_and_ls_one_line_per_field_and_row() {
-    let dir = Dir::new("newline");
+    let dir = ShmDir::new("newline");
     let bus = bus_with(&dir, "two\nlines", 0, 8);
-    let o = ok(&["ls", "--dir", dir.path()]);
-    assert_eq!(o.stdout.lines().count(), 2, "header and one row: {o:?}");
-    assert!(o.stdout.contains("two\\nlines"), "{o:?}");
+    let o = ok(&["ls", "--dir", dir.dir()]);
+    assert_eq!(o.stdout().lines().count(), 2, "header and one row: {o:?}");
+    assert!(o.stdout().contains("two\\nlines"), "{o:?}");
     let o = ok(&["stat", &bus]);
     assert!(
-        o.stdout.lines().all(|l| !l.ends_with("two")),
+        o.stdout().lines().all(|l| !l.ends_with("two")),
         "a line broken by the name: {o:?}"
     );
-    assert!(o.stdout.contains("two\\nlines"), "{o:?}");
+    assert!(o.stdout().contains("two\\nlines"), "{o:?}");
     let o = ok(&["stat", &bus, "--json"]);
-    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&o.stdout()).unwrap();
     assert_eq!(v["name"], "two\nlines", "JSON carries the name exactly");
 }

@@ -3,108 +3,25 @@
 //! device or a symlink at the journal path is refused at once, naming what
 //! was found; the journal gets exactly the bus's mode whatever the umask.
 //!
-//! The ground rules of cli.rs (whose helpers this copies, trimmed): every
-//! child runs under a watchdog that kills it and fails the test after
-//! [`DEADLINE`]; every file lives in a private directory under /dev/shm,
-//! removed on drop; stderr never says "panicked".
+//! Every run is under the watchdog of `common`; every file lives in a
+//! private directory under /dev/shm, removed on drop.
 
-use std::io::{Read, Write};
+mod common;
+
+use common::{run_with_input, Output, ShmDir};
+use serde_json::Value;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::thread;
-use std::time::{Duration, Instant};
-
-use serde_json::Value;
-
-/// Longest any child process may run before the test is failed.
-const DEADLINE: Duration = Duration::from_secs(20);
-
-/// A private directory under /dev/shm for one test; removed, with
-/// everything in it, on drop.
-struct ShmDir {
-    path: PathBuf,
-}
-
-impl ShmDir {
-    fn new(test: &str) -> ShmDir {
-        let path = PathBuf::from(format!(
-            "/dev/shm/shmbus-cli-hardening-{}-{test}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).expect("create test directory under /dev/shm");
-        ShmDir { path }
-    }
-
-    fn file(&self, name: &str) -> PathBuf {
-        self.path.join(name)
-    }
-
-    fn bus(&self, name: &str) -> String {
-        utf8(&self.file(name)).to_owned()
-    }
-
-    fn dir(&self) -> &str {
-        utf8(&self.path)
-    }
-}
-
-impl Drop for ShmDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
+use std::path::Path;
 
 fn utf8(path: &Path) -> &str {
     path.to_str().expect("UTF-8 path")
 }
 
-/// What a finished `shmbus` run left behind.
-#[derive(Debug)]
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:?}"))
-    }
-
-    fn assert_success(&self) -> &Self {
-        assert_eq!(self.code, Some(0), "expected success: {self:?}");
-        self
-    }
-
-    /// Exit `code` and exactly one stderr line, `shmbus: ...`, containing
-    /// `needle`.
-    fn assert_error(&self, code: i32, needle: &str) -> &Self {
-        assert_eq!(self.code, Some(code), "exit code: {self:?}");
-        assert!(
-            self.stderr.starts_with("shmbus: ") && self.stderr.ends_with('\n'),
-            "stderr is not a `shmbus: ` line: {self:?}"
-        );
-        assert_eq!(self.stderr.lines().count(), 1, "one line: {self:?}");
-        assert!(
-            self.stderr.contains(needle),
-            "stderr lacks {needle:?}: {self:?}"
-        );
-        self
-    }
-}
-
 /// Runs `shmbus ARGS` with `input` on stdin (and `umask`, if given) to the
 /// end, under the watchdog.
 fn run(args: &[&str], input: &[u8], umask: Option<libc::mode_t>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_shmbus"));
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    let mut cmd = common::shmbus(args);
     if let Some(mask) = umask {
         // SAFETY: runs in the forked child before exec; umask(2) is
         // async-signal-safe and changes only that child.
@@ -115,49 +32,7 @@ fn run(args: &[&str], input: &[u8], umask: Option<libc::mode_t>) -> Output {
             });
         }
     }
-    let mut child = cmd.spawn().expect("spawn shmbus");
-    let started = Instant::now();
-    let mut stdin = child.stdin.take().expect("piped stdin");
-    let input = input.to_vec();
-    // The child may stop reading early; EPIPE is fine then.
-    let feeder = thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let read_all = |mut pipe: Box<dyn Read + Send>| {
-        thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = pipe.read_to_end(&mut text);
-            String::from_utf8_lossy(&text).into_owned()
-        })
-    };
-    let stdout = read_all(Box::new(child.stdout.take().expect("piped stdout")));
-    let stderr = read_all(Box::new(child.stderr.take().expect("piped stderr")));
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("try_wait") {
-            break status;
-        }
-        if started.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`shmbus {}` ran for more than {DEADLINE:?}; killed it",
-                args.join(" ")
-            );
-        }
-        thread::sleep(Duration::from_millis(5));
-    };
-    feeder.join().expect("stdin feeder");
-    let out = Output {
-        code: status.code(),
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
-    };
-    assert!(
-        !out.stderr.contains("panicked"),
-        "`shmbus {}` panicked: {out:?}",
-        args.join(" ")
-    );
-    out
+    run_with_input(cmd, input)
 }
 
 fn shmbus(args: &[&str]) -> Output {
@@ -222,7 +97,7 @@ fn forty_one_line_pub_runs_with_compact_after_5_over_2_keys_leave_at_most_keys_p
     let out = run(&["sub", &bus, "--bootstrap", "--timeout", "0.3"], b"", None);
     out.assert_success();
     let mut seen = [None; 2];
-    for line in out.stdout.lines() {
+    for line in out.stdout().lines() {
         let (seq, msg) = line.split_once('\t').expect("SEQ<TAB>MESSAGE");
         let key = KEYS.iter().position(|k| msg.starts_with(k)).expect("a key");
         assert_eq!(msg, format!("{}={seq}", KEYS[key]));
@@ -274,8 +149,8 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_makes_stat_ls_sub_and_pub_fa
         // Each run is under the watchdog: a hang fails the test.
         let text = shmbus(&["stat", &bus]);
         text.assert_success();
-        let row = text
-            .stdout
+        let stdout = text.stdout();
+        let row = stdout
             .lines()
             .find(|l| l.starts_with("journal:"))
             .unwrap_or_else(|| panic!("{kind}: no journal row: {text:?}"));
