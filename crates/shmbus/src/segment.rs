@@ -357,8 +357,9 @@ fn open_region_once(
     let (file, len) = loop {
         let (file, len) =
             ShmRegion::open_file(path, access).map_err(|e| OpenError::from_open(path, e))?;
-        // `create` reserves the whole length before it writes a byte, so a
-        // file of 1 to 7 bytes is no bus being built: it is cut short.
+        // `create` first writes the 8 bytes of `MAGIC_BUILDING` (one
+        // `pwrite`), then reserves the whole length, so a file of 1 to 7
+        // bytes is no bus being built: it is cut short.
         if (1..8).contains(&len) {
             return Err(OpenError::Truncated {
                 path: path.to_owned(),
