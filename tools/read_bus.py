@@ -26,7 +26,8 @@ The state includes the raw futex word ("futex_word") and its bit 0
 
 It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
-as a subscriber.
+as a subscriber. On a multi-publisher bus (LAYOUT.md section 22) it does
+not decode abandoned stamps: it stops at one as at an empty slot.
 
 Memory-model caveat (LAYOUT.md section 18). Python has no atomics and no
 fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
@@ -61,6 +62,8 @@ VERSION = 1
 KIND_BROADCAST = 1
 KINDS = {1: "broadcast", 2: "stream"}
 HEADER_END = 168
+FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
+JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
 MAX_MSG_SIZE = 16 << 20
 LINE = 64
 STAMP_BYTES = 8
@@ -91,7 +94,8 @@ TYPE_NAME_OFF, TYPE_NAME_LEN = 104, 64
 C_CURSOR = 0
 C_EPOCH = 64
 C_PUBLISHER_PID = 128
-# 192: reserved (formerly a count of sleepers); ignored.
+# 192: unblock_ns (u64) on a multi-publisher bus; reserved on a
+# single-publisher bus (formerly a count of sleepers). Not read here.
 C_FUTEX = 256
 FUTEX_SLEEPERS = 1  # bit 0 of the futex word: a subscriber may be asleep
 C_REGISTRY = 1024
@@ -232,7 +236,7 @@ class Bus:
     def u32(self, off):
         return struct.unpack_from("<I", self.buf, off)[0]
 
-    # -- section 9 steps 8-10 and 13 --------------------------------------------
+    # -- section 9 steps 8-11 and 14 --------------------------------------------
     def _read_header(self):
         magic = self.u64(0)  # Acquire in Rust: read first.
         if magic != MAGIC:
@@ -271,28 +275,6 @@ class Bus:
                 f"total length {h['total_len']} does not reach the data pages at "
                 f"{h['data_offset']}",
             )
-        cap = h["capacity"]
-        msg = h["msg_size"]
-        slot = h["slot_size"]
-        # Slot geometry is defined (and checked) only for broadcast segments.
-        if h["kind"] == KIND_BROADCAST:
-            if cap == 0 or cap & (cap - 1):
-                raise OpenError("InvalidGeometry", f"capacity {cap} is not a power of two")
-            if msg == 0 or msg > MAX_MSG_SIZE:
-                raise OpenError(
-                    "InvalidGeometry", f"message size {msg} outside 1..={MAX_MSG_SIZE}"
-                )
-            if slot < STAMP_BYTES + round_up(msg, 8) or slot % LINE:
-                raise OpenError(
-                    "InvalidGeometry",
-                    f"slot size {slot} cannot hold a {msg}-byte message in 64-byte lines",
-                )
-            end = h["data_offset"] + cap * slot  # Python ints do not overflow;
-            if end > M64 or end > h["total_len"]:  # > 2^64-1 is the Rust overflow.
-                raise OpenError(
-                    "InvalidGeometry",
-                    f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
-                )
         if h["total_len"] > ISIZE_MAX:
             raise OpenError("InvalidGeometry", f"total length {h['total_len']} is too large")
         if self.file_len < h["total_len"]:
@@ -300,11 +282,40 @@ class Bus:
                 "Truncated",
                 f"file is {self.file_len} bytes, header needs {h['total_len']}",
             )
-        # Step 13: this reader speaks only broadcast. Nothing above touched a
-        # byte past the header, and nothing below runs for another kind.
+        # Step 11: a journaled bus's path length (the path itself is not read
+        # here). Past byte 168, so only now that the header page is known to
+        # be in the file.
+        if h["flags"] & FLAG_JOURNALED:
+            n = self.u32(JOURNAL_PATH_LEN_OFF)
+            if n == 0 or n > JOURNAL_PATH_MAX:
+                raise OpenError(
+                    "InvalidGeometry",
+                    f"journal path length {n} is outside 1..={JOURNAL_PATH_MAX}",
+                )
+        # Step 14: this reader speaks only broadcast. Nothing above touched a
+        # byte past the header page, and nothing below runs for another kind.
         if h["kind"] != KIND_BROADCAST:
             found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
             raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
+        # The slot geometry, checked once the kind is known to be broadcast.
+        cap = h["capacity"]
+        msg = h["msg_size"]
+        slot = h["slot_size"]
+        if cap == 0 or cap & (cap - 1):
+            raise OpenError("InvalidGeometry", f"capacity {cap} is not a power of two")
+        if msg == 0 or msg > MAX_MSG_SIZE:
+            raise OpenError("InvalidGeometry", f"message size {msg} outside 1..={MAX_MSG_SIZE}")
+        if slot < STAMP_BYTES + round_up(msg, 8) or slot % LINE:
+            raise OpenError(
+                "InvalidGeometry",
+                f"slot size {slot} cannot hold a {msg}-byte message in 64-byte lines",
+            )
+        end = h["data_offset"] + cap * slot  # Python ints do not overflow;
+        if end > M64 or end > h["total_len"]:  # > 2^64-1 is the Rust overflow.
+            raise OpenError(
+                "InvalidGeometry",
+                f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
+            )
         # Derived geometry (section 6).
         self.cap = cap
         self.mask = cap - 1
