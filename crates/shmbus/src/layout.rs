@@ -1,8 +1,9 @@
 //! The bytes of a segment: header page, control page, data pages.
 //!
 //! docs/LAYOUT.md is this module in prose, to the byte. All integers are
-//! little-endian (shmbus builds only for little-endian targets) and every
-//! field is naturally aligned and read or written through atomics.
+//! little-endian (shmbus builds only for little-endian targets), every
+//! field is naturally aligned, and every header and control field is read
+//! or written through atomics.
 //!
 //! Invariants:
 //! - The header (page 0) is written once, by the creator, before the magic;
@@ -10,13 +11,19 @@
 //!   opener that sees the magic sees the whole header. The creator then makes
 //!   page 0 read-only in its own mapping; subscribers map it read-only.
 //! - The control page (page 1) is mapped read-write by every attached
-//!   process. Each field two parties write sits on its own 64-byte line.
-//! - Data pages start at `data_offset` and hold `capacity` slots of
-//!   `slot_size` bytes; only the publisher writes them.
-//! - Nothing here trusts the file: [`Header::validate`] checks every field a
-//!   later access depends on, with checked arithmetic, against the `fstat`
-//!   length, so a hostile file yields an [`OpenError`], never a panic or a
-//!   `SIGBUS`.
+//!   process. Each field two parties write sits on its own 64-byte line
+//!   (the registry aside: each entry is written once, by its subscriber).
+//! - Data pages start at `data_offset`. A broadcast bus has `capacity`
+//!   slots of `slot_size` bytes there, written by its publisher (by every
+//!   publisher of a multi-publisher bus, whose subscribers may also mark a
+//!   stuck slot's stamp abandoned, see `mpmc`); a stream has a ring of
+//!   `capacity` bytes, written by its producer (see `stream`).
+//! - Nothing here trusts the file: [`Header::read`] checks every field a
+//!   later access depends on for any kind (page offsets, lengths and the
+//!   journal path's length), with checked arithmetic, against the `fstat`
+//!   length, and [`Header::expect`] the kind's own geometry once the kind
+//!   is known, so a hostile file yields an [`OpenError`], never a panic or
+//!   a `SIGBUS`.
 
 use std::fmt;
 
@@ -81,7 +88,8 @@ pub mod header {
     pub const TYPE_NAME_LEN: usize = 64;
     /// Bytes of the header every segment has (openers read at least this).
     pub const END: usize = 168;
-    /// u32: length of the journal path (journaled buses; else 0).
+    /// u32: length of the journal path (journaled buses; else 0). Bytes
+    /// 172..176 are padding.
     pub const JOURNAL_PATH_LEN: usize = 168;
     /// [u8; 256]: the journal's absolute path, NUL-padded.
     pub const JOURNAL_PATH: usize = 176;
@@ -105,14 +113,18 @@ pub mod flags {
 
 /// Byte offsets in the control page, relative to `control_offset`.
 pub mod control {
-    /// u64: next sequence the publisher will write (Release by the publisher).
+    /// u64: next sequence the publisher will write (Release by the
+    /// publisher); on a multi-publisher bus, the next sequence to claim.
     pub const CURSOR: usize = 0;
-    /// u64: publisher generation, bumped by every publisher that attaches.
+    /// u64: publisher generation, bumped by every publisher that attaches
+    /// to a single-publisher bus (1 for a multi-publisher bus's whole life).
     pub const EPOCH: usize = 64;
     /// u32: pid of the current (or last) publisher.
     pub const PUBLISHER_PID: usize = 128;
     /// u64: multi-publisher buses only: the unblock timeout in ns, written
-    /// once by the creator before the magic, read by every party.
+    /// once by the creator before the magic, read by every party. Unused on
+    /// a single-publisher bus (where an old build kept a u32 count of
+    /// sleepers).
     pub const UNBLOCK_NS: usize = 192;
     /// u32: futex word. Bit 0: a subscriber may be asleep (set by sleepers,
     /// cleared by the publisher when it wakes them); bits 1..31: a wake
@@ -174,7 +186,7 @@ pub mod lock_byte {
 pub enum Kind {
     /// Stamped-slot broadcast (this crate's `broadcast`).
     Broadcast,
-    /// Byte stream (reserved).
+    /// Byte stream (this crate's `stream`).
     Stream,
     /// A number this build does not know.
     Unknown(u32),

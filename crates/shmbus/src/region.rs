@@ -1,15 +1,40 @@
 //! Memory that rings live in: a trait, a heap backing and a /dev/shm backing.
 //!
-//! The ring protocols never touch memory except through [`Region::words`] and
-//! [`Region::word32`], which hand out atomics. That is what lets the same
-//! protocol code run
-//! - on [`HeapRegion`], under loom (which needs its own atomic types, so the
-//!   loom heap region is an array of loom atomics) and under Miri;
-//! - on [`ShmRegion`], a `MAP_SHARED` mapping of a file, between processes.
+//! # Two capabilities
+//! The protocols touch a region's memory only through [`Region`], which
+//! lends it in two ways, each for its own kind of access:
+//! - **Atomic words**: [`Region::words`], [`Region::word`] and
+//!   [`Region::word32`] hand out `AtomicU64`/`AtomicU32` at aligned
+//!   offsets. They are for every byte that two parties may access at the
+//!   same moment: the header, the control page (cursors, epoch, futex words,
+//!   pids, registry, flush fields) and a broadcast bus's slots, whose
+//!   seqlock stamps and payload words a reader loads while a writer may be
+//!   storing them. That is what makes the seqlock sound in the Rust memory
+//!   model: a racing plain read would be undefined behaviour even if its
+//!   value were later thrown away.
+//! - **Plain bytes handed over by a Release/Acquire pair**: [`Region::raw`]
+//!   lends a raw pointer, and [`Region::copy_in`] / [`Region::copy_out`]
+//!   `memcpy` through it. They are only for bytes that one party owns at a
+//!   time, ownership passing from writer to reader by a Release store the
+//!   reader loads with Acquire (and back by the reader's own Release
+//!   store), so no access to them ever races. The stream (`crate::stream`)
+//!   is their one user: its producer writes record headers and payloads
+//!   outside `[HEAD, TAIL)` and publishes them with its Release store of
+//!   `TAIL`; its consumer reads `[HEAD, TAIL)` after an Acquire load of
+//!   `TAIL` and gives the bytes back with its Release store of `HEAD`. The
+//!   broadcast bus never uses them (its slots are read while being
+//!   written), nor does the journal, which maps its file itself and puts
+//!   records on the ring through the atomic slot protocol.
 //!
-//! Accessing another process's memory only through atomics is also what makes
-//! the seqlock sound in the Rust memory model: a racing plain read would be
-//! undefined behaviour even if the value were later thrown away.
+//! The two never meet on the same bytes at the same time (one exception,
+//! [`ShmRegion::prefault`], says so). That is what lets the same protocol
+//! code run
+//! - on [`HeapRegion`], under loom and under Miri. loom needs its own
+//!   atomic types, so the loom heap region is an array of loom atomics and
+//!   lends no plain memory (`raw` is `None`): there `copy_in`/`copy_out`
+//!   fall back to Relaxed atomic word accesses, still ordered by the same
+//!   Release/Acquire pair, and the stream's in-place access is not built;
+//! - on [`ShmRegion`], a `MAP_SHARED` mapping of a file, between processes.
 //!
 //! `ShmRegion` knows nothing of rings: it creates (`O_CREAT|O_EXCL|O_NOFOLLOW`,
 //! exact mode via `fchmod` so the umask cannot widen or narrow it), opens
@@ -58,9 +83,13 @@ use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
 
 use crate::sync::{AtomicU32, AtomicU64};
 
-/// Shared memory as the ring code sees it: aligned atomic words at byte
-/// offsets. Out-of-range or misaligned offsets panic; the ring code only
-/// uses offsets from a validated [`crate::layout::Geometry`], so they never do.
+/// Shared memory as the protocols see it: aligned atomic words at byte
+/// offsets and, where the backing has plain memory, bytes lent for a
+/// Release/Acquire hand-over (the two capabilities of the module docs).
+/// Out-of-range or misaligned offsets panic; the protocols only use offsets
+/// computed from a header that [`crate::layout::Header::read`] validated
+/// (and [`crate::layout::Header::expect`] for the kind's own geometry) or
+/// that their creator just built, so they never do.
 pub trait Region {
     /// Length in bytes.
     fn len(&self) -> usize;
@@ -68,11 +97,14 @@ pub trait Region {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// `count` consecutive 64-bit words starting at byte `offset` (8-aligned).
+    /// `count` consecutive 64-bit words starting at byte `offset` (8-aligned):
+    /// the atomic-word capability.
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64];
-    /// The 32-bit word at byte `offset` (4-aligned).
+    /// The 32-bit word at byte `offset` (4-aligned): the atomic-word
+    /// capability.
     fn word32(&self, offset: usize) -> &AtomicU32;
-    /// The 64-bit word at byte `offset` (8-aligned).
+    /// The 64-bit word at byte `offset` (8-aligned): the atomic-word
+    /// capability.
     #[inline]
     fn word(&self, offset: usize) -> &AtomicU64 {
         &self.words(offset, 1)[0]
@@ -85,19 +117,29 @@ pub trait Region {
         None
     }
     /// `len` bytes at `offset` as a raw pointer, where the region can lend
-    /// plain memory (not under loom, whose atomics are model objects).
+    /// plain memory (not under loom, whose atomics are model objects): the
+    /// plain-bytes capability. Getting the pointer is safe; reading or
+    /// writing through it is sound only for bytes the protocol has handed
+    /// to the caller alone, by a Release store whose value the caller
+    /// loaded with Acquire (or that the caller will publish with its own
+    /// Release store), while no other party accesses them, atomically or
+    /// not.
     fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
         let _ = (offset, len);
         None
     }
-    /// Copies `src` to byte `offset` (8-aligned).
+    /// Copies `src` to byte `offset` (8-aligned), through the plain-bytes
+    /// capability where the region has it, else (loom) with Relaxed atomic
+    /// word accesses.
     ///
     /// # Safety
     /// Nothing else reads or writes these bytes until the caller publishes
     /// them with a Release store: the protocol gives it sole ownership.
     unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
         if let Some(p) = self.raw(offset, src.len()) {
-            // SAFETY: `raw` checked the range; the caller owns the bytes.
+            // SAFETY: plain-bytes capability. `raw` checked the range, and by
+            // this function's contract the caller alone owns these bytes
+            // until its Release store, so this plain write races nothing.
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), src.len()) };
             return;
         }
@@ -108,7 +150,9 @@ pub trait Region {
             w.store(u64::from_ne_bytes(b), crate::sync::Ordering::Relaxed);
         }
     }
-    /// Copies bytes at `offset` (8-aligned) into `dst`.
+    /// Copies bytes at `offset` (8-aligned) into `dst`, through the
+    /// plain-bytes capability where the region has it, else (loom) with
+    /// Relaxed atomic word accesses.
     ///
     /// # Safety
     /// Nothing writes these bytes during the copy: the writer published them
@@ -116,7 +160,9 @@ pub trait Region {
     /// reuse them before the caller's own Release store says so.
     unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
         if let Some(p) = self.raw(offset, dst.len()) {
-            // SAFETY: `raw` checked the range; nobody writes it now.
+            // SAFETY: plain-bytes capability. `raw` checked the range, and by
+            // this function's contract the bytes were handed over by a
+            // Release/Acquire pair and nobody writes them during this read.
             unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_mut_ptr(), dst.len()) };
             return;
         }
@@ -197,10 +243,14 @@ impl Region for HeapRegion {
     #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len());
-        // SAFETY: in bounds and 4-aligned (checked); the memory is atomics
-        // owned by `self`, and every access to it is atomic, so viewing half
-        // of an AtomicU64 as an AtomicU32 creates no non-atomic race. Derived
-        // from the allocation's pointer, so strict provenance holds.
+        // SAFETY: atomic-word capability. In bounds and 4-aligned (checked);
+        // the memory is atomics owned by `self`. Every access that may race
+        // with this one is atomic too: the plain-bytes capability (`raw`)
+        // reaches only bytes handed over by a Release/Acquire pair, which no
+        // one else accesses meanwhile, and the protocols never use a 32-bit
+        // and a 64-bit word on the same bytes. So viewing half of an
+        // AtomicU64 as an AtomicU32 creates no non-atomic race. Derived from
+        // the allocation's pointer, so strict provenance holds.
         unsafe {
             &*self
                 .words
@@ -213,12 +263,14 @@ impl Region for HeapRegion {
     #[inline]
     fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
         check(offset, len, 1, self.len());
-        // The atomics' memory may be written through a raw pointer: they are
-        // UnsafeCells, and callers do so only while no atomic access to those
-        // bytes can race (see `copy_in`). Derived from the allocation, so
-        // strict provenance holds.
+        // Plain-bytes capability. The atomics' memory may be written through
+        // a raw pointer: they are UnsafeCells, and callers do so only for
+        // bytes handed over by a Release/Acquire pair, while no access to
+        // them, atomic or plain, can race (`Region::raw`'s contract). Derived
+        // from the allocation, so strict provenance holds.
         let base = self.words.as_ptr().cast::<u8>().cast_mut();
-        // SAFETY: in bounds (checked above).
+        // SAFETY: in bounds (checked above); creating the pointer accesses
+        // nothing.
         std::ptr::NonNull::new(unsafe { base.add(offset) })
     }
 }
@@ -501,12 +553,16 @@ pub struct ShmRegion {
 }
 
 #[cfg(not(loom))]
-// SAFETY: the mapping is plain shared memory that is only ever accessed
-// through atomics (see `Region`), so sharing or sending the handle between
-// threads adds nothing that other processes do not already do to it.
+// SAFETY: the mapping is plain shared memory, accessed only through the two
+// capabilities of `Region`: atomic words wherever accesses may race, and
+// plain bytes only where a Release/Acquire pair hands them from one party to
+// another. Both are as sound between threads as between processes, so
+// sending the handle to another thread adds nothing that other processes do
+// not already do to it.
 unsafe impl Send for ShmRegion {}
 #[cfg(not(loom))]
-// SAFETY: as for Send: all access goes through atomics.
+// SAFETY: as for Send: shared access goes through atomic words, or through
+// plain bytes whose Release/Acquire hand-over orders every access.
 unsafe impl Sync for ShmRegion {}
 
 #[cfg(not(loom))]
@@ -718,9 +774,11 @@ impl ShmRegion {
     pub fn protect(&self, offset: usize, len: usize, access: Access) -> io::Result<()> {
         check(offset, len, rustix::param::page_size(), self.len);
         // SAFETY: the range lies inside our own mapping (checked above), and
-        // no Rust reference into it relies on it being writable: all access
-        // is through atomics, and stores only happen where the protocol says
-        // this process is the writer.
+        // no Rust reference into it relies on it being writable: both
+        // capabilities (atomic words, and plain bytes handed over by a
+        // Release/Acquire pair) are used to store only where the protocol
+        // says this process writes, which its role keeps writable; a stray
+        // store faults (SIGSEGV) and corrupts nothing.
         unsafe {
             rustix::mm::mprotect(
                 self.ptr.as_ptr().add(offset).cast(),
@@ -732,6 +790,13 @@ impl ShmRegion {
     }
 
     /// Touches every page so the first messages do not pay for page faults.
+    ///
+    /// It loads the first word of each page as an atomic word, whatever
+    /// that page holds. On a stream opened while its peer runs, such a load
+    /// can land on ring bytes the producer is writing through the
+    /// plain-bytes capability: the value is thrown away, but in the Rust
+    /// memory model that pair is still a race, the one place the two
+    /// capabilities meet.
     pub fn prefault(&self) {
         let page = rustix::param::page_size();
         let mut off = 0;
@@ -774,9 +839,12 @@ impl Region for ShmRegion {
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
         check(offset, count * 8, 8, self.len);
-        // SAFETY: in bounds and 8-aligned (checked; the mapping is page
-        // aligned); the memory lives as long as `self`, and all access to it,
-        // from any process, is atomic.
+        // SAFETY: atomic-word capability. In bounds and 8-aligned (checked;
+        // the mapping is page aligned); the memory lives as long as `self`.
+        // Every access that may race with this one, from any process that
+        // follows the protocol, is atomic too: plain access (`raw`) is only
+        // to bytes handed over by a Release/Acquire pair, never meanwhile
+        // (`prefault`'s loads are the one exception, documented there).
         unsafe {
             std::slice::from_raw_parts(self.ptr.as_ptr().add(offset).cast::<AtomicU64>(), count)
         }
@@ -784,7 +852,7 @@ impl Region for ShmRegion {
     #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len);
-        // SAFETY: as in `words`.
+        // SAFETY: atomic-word capability, as in `words` (4-aligned).
         unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU32>() }
     }
     #[inline]
@@ -795,6 +863,8 @@ impl Region for ShmRegion {
     fn raw(&self, offset: usize, len: usize) -> Option<NonNull<u8>> {
         check(offset, len, 1, self.len);
         // SAFETY: in bounds (checked); the mapping lives as long as `self`.
+        // Creating the pointer accesses nothing; what a caller may do with
+        // it is the plain-bytes capability's contract (`Region::raw`).
         NonNull::new(unsafe { self.ptr.as_ptr().add(offset) })
     }
 }
@@ -802,8 +872,10 @@ impl Region for ShmRegion {
 #[cfg(not(loom))]
 impl Drop for ShmRegion {
     fn drop(&mut self) {
-        // SAFETY: we own this mapping; no reference into it outlives `self`
-        // because every accessor borrows `self`.
+        // SAFETY: we own this mapping. No reference into it outlives `self`:
+        // every atomic word borrows `self`, and the plain-byte pointers `raw`
+        // lends are kept only by values that borrow the region's owner (the
+        // stream's chunks borrow their producer or consumer).
         let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
     }
 }
