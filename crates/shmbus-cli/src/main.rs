@@ -45,7 +45,7 @@ enum Command {
     Rm(clean::RmArgs),
     /// Measure shmbus against the kernel's IPC mechanisms.
     Bench(bench::BenchArgs),
-    /// The seed's scenario: a journaled publisher of key/value updates, two
+    /// The late-join scenario: a journaled publisher of key/value updates, two
     /// live subscribers and a late joiner that is killed and rejoins; prints
     /// per-round latency and checks every subscriber ends with the
     /// publisher's state.

@@ -24,8 +24,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The architecture is in DESIGN.md; the bytes of a segment in
-//! docs/LAYOUT.md. Modules that share memory open with their invariants.
+//! The architecture, in brief: a bus is one file (on tmpfs, /dev/shm, unless
+//! named by another path), mapped by every process that uses it. A header
+//! page written once by its creator says what the bus is; a control page
+//! holds cursors, futex words and pids; the data pages hold stamped slots
+//! ([`broadcast`], [`mpmc`]) or a byte ring ([`stream`]). Processes
+//! coordinate only through that mapping (atomics, bytes handed over by
+//! Release/Acquire pairs, shared futexes to sleep; see [`region`]) and
+//! learn who is alive from OFD locks on bytes of the file; no message goes
+//! through the kernel. A journaled bus also appends every
+//! message to a file ([`journal`]), so that a late subscriber can start
+//! from the beginning. docs/LAYOUT.md gives the bytes of a segment; modules
+//! that share memory open with their invariants.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

@@ -51,10 +51,15 @@
 //! readers can then read a torn message. Aeron has the same window; choose
 //! the timeout far above any scheduling stall (the default is one second).
 //!
-//! # Departures from DESIGN.md
-//! DESIGN.md has one publisher per bus. Multi-publisher buses are a second
-//! mode, chosen at creation and recorded in the header, so single-publisher
-//! buses keep their plain stores and their faster path.
+//! # Why a second mode
+//! shmbus's basic design has one publisher per bus: a single writer needs
+//! no read-modify-write on the hot path, only stores (of stamp, payload and
+//! cursor), and its death is known from its lock. Multi-publisher buses are
+//! a second mode, chosen at creation and recorded in the header
+//! (`MULTI_PUBLISHER`), rather than a change to the first, so that
+//! single-publisher buses keep their plain stores and their faster path,
+//! and only buses made for several publishers pay for claims, CAS commits
+//! and unblock timeouts.
 //!
 //! # Subscriber groups
 //! A [`SubscriberGroup`] is N logical consumers in one process that always

@@ -65,8 +65,8 @@
 //! ```
 //!
 //! The design follows the classic Lamport SPSC queue with cached indices
-//! (as in rtrb and the seed ipc_ring), with records and wrap markers as in
-//! BipBuffer-style byte rings.
+//! (as in rtrb), with records and wrap markers as in BipBuffer-style byte
+//! rings.
 
 use std::time::{Duration, Instant};
 

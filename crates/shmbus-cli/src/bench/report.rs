@@ -793,8 +793,8 @@ fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         |r| r >= 10.0,
     ));
     // The 20x figures come from a machine where ipmpsc did 0.8 M msg/s at
-    // 256 B; here it does about 3 M/s, and shmbus's 15 to 30 M/s are close to
-    // the seed's 16.3 M/s. The stream pays one cross-core miss per record
+    // 256 B and shmbus 16.3 M/s; here ipmpsc does about 3 M/s, and
+    // shmbus's 15 to 30 M/s are close to that 16.3 M/s. The stream pays one cross-core miss per record
     // (the next header is only known once the current one is read), which
     // bounds small records to a few tens of millions per second.
     out.extend(target(

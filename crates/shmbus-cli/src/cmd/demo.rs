@@ -1,12 +1,13 @@
-//! `shmbus demo`: the seed article's scenario on one command.
+//! `shmbus demo`: the late-join scenario on one command.
 //!
 //! A publisher streams key/value updates on a journaled bus; two
 //! subscribers are there from the start; a third joins late, is killed
 //! with SIGKILL mid-stream, and joins again as a new process. Each
 //! subscriber prints one line per round of the latency from the
-//! publisher's send to its receive, in the seed's format, and at the end
-//! its last-value-per-key state, which must equal the publisher's. Halfway,
-//! the publisher compacts the journal while it goes on publishing.
+//! publisher's send to its receive (in the format of `RoundStats::line`),
+//! and at the end its last-value-per-key state, which must equal the
+//! publisher's. Halfway, the publisher compacts the journal while it goes
+//! on publishing.
 //!
 //! Every role is this binary again, run as the hidden `demo-child`; the
 //! children talk to the parent in lines on stdout (`READY`, `ROUND r`,
@@ -694,7 +695,7 @@ impl RoundStats {
         }
     }
 
-    /// The seed's line: `[round 1] avg: 61 ns | min: 30 ns | p50: 60 ns |
+    /// The round's line: `[round 1] avg: 61 ns | min: 30 ns | p50: 60 ns |
     /// p90: 70 ns | p99: 80 ns | lost: 0`, with the subscriber's label.
     fn line(&self, round: u64, label: &str) -> String {
         let h = &self.latency;

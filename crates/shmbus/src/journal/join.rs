@@ -190,8 +190,8 @@ impl Core {
         };
         let ring = Ring::new(region, &header);
         segment::register(&ring);
-        // 1 is the seed's "cursor at the head": not needed here, where the
-        // hand-over is at the end of the file (see the module docs).
+        // 1 needs no head of the ring: the hand-over is at the end of the
+        // file (see the module docs).
         // 2 and 3. With no live publisher nothing is appending: the file's
         // valid prefix is the whole history, and no flush is needed.
         let alive = |region: &ShmRegion| {

@@ -24,8 +24,9 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! # The handshake (DESIGN.md "Journal", from the seed article)
-//! 1. The joiner opens the bus (in the seed, it also takes the head `H`).
+//! # The handshake
+//! 1. The joiner opens the bus as a subscriber. It notes no head: see the
+//!    hand-over below.
 //! 2. It raises a flush request: `FLUSH_REQUEST` += 1 (AcqRel), token `r`.
 //! 3. The publisher's flusher thread sees `r`, `fdatasync`s the journal, and
 //!    stores `FLUSH_DONE = r` (Release); the joiner waits for it (futex, with
@@ -36,14 +37,16 @@
 //! 4. The joiner reads the journal from its start, then continues on the
 //!    ring from the sequence after the last record it read.
 //!
-//! The seed hands over from file to ring at `H`: replay records below `H`,
-//! take the ring from `H`. We hand over at the *end of the file* instead,
-//! which is at least `H` (every message is in the file before it is on the
-//! ring, and the flush makes the file's pages visible). This is exact too
-//! (each sequence comes from exactly one of the two), and it removes two
-//! holes the seed's rule leaves: the ring may lap the joiner while it reads
-//! a large file (then the messages between `H` and the lap would be gone),
-//! and a compaction may fold records at or above `H` into the snapshot. The
+//! The usual form of this handshake has the joiner note the ring's head `H`
+//! in step 1 and hand over from file to ring at `H`: replay records below
+//! `H`, take the ring from `H`. We hand over at the *end of the file*
+//! instead, which is at least `H` (every message is in the file before it
+//! is on the ring, and the flush makes the file's pages visible). This is
+//! exact too (each sequence comes from exactly one of the two), and it
+//! removes two holes a hand-over at `H` leaves: the ring may lap the joiner
+//! while it reads a large file (then the messages between `H` and the lap
+//! would be gone), and a compaction may fold records at or above `H` into
+//! the snapshot. The
 //! same rule repairs a lag later: a journaled subscriber that the ring laps
 //! re-reads the lost range from the file, so it loses nothing while the
 //! file has it.

@@ -1,4 +1,5 @@
-//! Last value per key: the seed's use case, folded from a journaled bus.
+//! Last value per key, folded from a journaled bus: the use case the
+//! journal and its compaction are built for.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
