@@ -79,37 +79,6 @@ impl std::fmt::Display for DirError {
     }
 }
 
-impl DirError {
-    /// As a listing's error.
-    pub(crate) fn into_scan(self) -> crate::error::ScanError {
-        let step = "open the directory";
-        let (path, source) = match self {
-            DirError::Symlink { component } => (
-                component,
-                io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "it is a symbolic link, expected a directory (never followed)",
-                ),
-            ),
-            DirError::NotADirectory { component } => {
-                (component, io::Error::from_raw_os_error(libc::ENOTDIR))
-            }
-            DirError::Io { component, source } => (component, source),
-        };
-        crate::error::ScanError { path, step, source }
-    }
-
-    /// As an opener's error.
-    pub(crate) fn into_open(self) -> crate::error::OpenError {
-        use crate::error::OpenError;
-        match self {
-            DirError::Symlink { component } => OpenError::Symlink { path: component },
-            DirError::NotADirectory { component } => OpenError::NotAFile { path: component },
-            DirError::Io { component, source } => OpenError::from_open(&component, source),
-        }
-    }
-}
-
 /// Opens `path` as a directory, one component at a time, following no
 /// symlink (see the module docs).
 pub(crate) fn open_dir(path: &Path) -> Result<OwnedFd, DirError> {

@@ -642,6 +642,17 @@ impl RawSubscriber {
     }
 }
 
+/// A directory on the way to a bus that could not be opened, as an
+/// opener's error.
+fn open_error(e: crate::dir::DirError) -> OpenError {
+    use crate::dir::DirError;
+    match e {
+        DirError::Symlink { component } => OpenError::Symlink { path: component },
+        DirError::NotADirectory { component } => OpenError::NotAFile { path: component },
+        DirError::Io { component, source } => OpenError::from_open(&component, source),
+    }
+}
+
 /// Removes a bus's name from the file system. Processes that have it mapped
 /// keep working; nobody new can open it. Refuses a file that does not start
 /// with shmbus's magic (finished or half-built), so it deletes only buses,
@@ -658,7 +669,7 @@ pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
     let Some((parent, file_name)) = crate::dir::split(&path) else {
         return Err(OpenError::NotAFile { path });
     };
-    let dir = crate::dir::open_dir(parent).map_err(crate::dir::DirError::into_open)?;
+    let dir = crate::dir::open_dir(parent).map_err(open_error)?;
     let st =
         crate::dir::stat_at(dir.as_fd(), file_name).map_err(|e| OpenError::from_open(&path, e))?;
     if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {

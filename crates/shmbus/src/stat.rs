@@ -263,7 +263,7 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 /// # Errors
 /// [`ScanError`] naming the directory or file and the step that failed.
 pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
-    let dir_fd = crate::dir::open_dir(dir).map_err(DirError::into_scan)?;
+    let dir_fd = crate::dir::open_dir(dir).map_err(scan_error)?;
     let mut found = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
         match look_at(dir_fd.as_fd(), dir, &name, false) {
@@ -282,6 +282,25 @@ pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
             path: f.path,
         })
         .collect())
+}
+
+/// A directory that could not be opened, as a listing's error.
+fn scan_error(e: DirError) -> ScanError {
+    let step = "open the directory";
+    let (path, source) = match e {
+        DirError::Symlink { component } => (
+            component,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "it is a symbolic link, expected a directory (never followed)",
+            ),
+        ),
+        DirError::NotADirectory { component } => {
+            (component, std::io::Error::from_raw_os_error(libc::ENOTDIR))
+        }
+        DirError::Io { component, source } => (component, source),
+    };
+    ScanError { path, step, source }
 }
 
 /// Which processes map which files, from one pass over /proc/*/maps.
@@ -374,7 +393,7 @@ const CLEAN_BATCH: usize = 64;
 /// # Errors
 /// [`ScanError`] if the directory itself cannot be opened or read.
 pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
-    let dir_fd = crate::dir::open_dir(dir).map_err(DirError::into_scan)?;
+    let dir_fd = crate::dir::open_dir(dir).map_err(scan_error)?;
     let mut out = Vec::new();
     let mut batch = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
