@@ -63,22 +63,6 @@ pub(crate) enum DirError {
     },
 }
 
-impl std::fmt::Display for DirError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            DirError::Symlink { component } => write!(
-                f,
-                "{}: is a symbolic link; refusing to follow it (expected a directory)",
-                component.display()
-            ),
-            DirError::NotADirectory { component } => {
-                write!(f, "{}: not a directory", component.display())
-            }
-            DirError::Io { component, source } => write!(f, "{}: {source}", component.display()),
-        }
-    }
-}
-
 /// Opens `path` as a directory, one component at a time, following no
 /// symlink (see the module docs).
 pub(crate) fn open_dir(path: &Path) -> Result<OwnedFd, DirError> {
