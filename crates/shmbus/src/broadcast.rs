@@ -479,17 +479,13 @@ impl<R: Region> Ring<R> {
     }
 
     /// The oldest sequence a reader that was lapped by `newer` can still get,
-    /// given the cursor `head` (loaded after the stamp that named `newer`).
-    /// The cursor moves the reader further only if the slot just below it
-    /// confirms it: a cursor a corrupt file puts far ahead must not turn a
-    /// lap into a skip of messages never published.
+    /// given the cursor `head` (loaded after the stamp that named `newer`,
+    /// and confirmed by its slot, so a corrupt cursor cannot move the
+    /// reader past what was published).
     fn oldest_after_lap(&self, newer: u64, head: u64) -> u64 {
         let by_slot = newer.wrapping_add(1).wrapping_sub(self.geo.capacity);
         let by_head = head.wrapping_sub(self.geo.capacity);
-        if ahead(by_head, by_slot) <= 0 {
-            return by_slot;
-        }
-        if self.slots_confirm(head) {
+        if ahead(by_head, by_slot) > 0 {
             by_head
         } else {
             by_slot
@@ -547,7 +543,7 @@ impl<R: Region> Ring<R> {
             }
             Slot::Empty if self.geo.multi => self.unblock(pos, stall),
             Slot::Empty => Poll::Empty,
-            Slot::Abandoned => self.skip_one(pos),
+            Slot::Abandoned => self.skip_one(pos, self.head()),
             Slot::Lapped { newer } => self.lapped(pos, newer),
         }
     }
@@ -566,7 +562,7 @@ impl<R: Region> Ring<R> {
             && ahead(newer, head) <= 0
             && self.slots_confirm(head);
         if !real {
-            return self.skip_one(pos);
+            return self.skip_one(pos, head);
         }
         // newer >= pos + capacity (same slot, ahead), so by_slot > pos; and
         // newer <= head, so to <= head: 1 <= skipped <= head - pos.
@@ -581,9 +577,8 @@ impl<R: Region> Ring<R> {
     /// says it was claimed or published; otherwise there is nothing to
     /// skip yet: the publisher rewrites the stamp when it gets there.
     #[cold]
-    fn skip_one(&self, pos: &mut u64) -> Poll {
-        let head = self.head();
-        if ahead(head, *pos) > 0 && (self.geo.multi || self.slots_confirm(head)) {
+    fn skip_one(&self, pos: &mut u64, head: u64) -> Poll {
+        if ahead(head, *pos) > 0 && self.slots_confirm(head) {
             *pos = pos.wrapping_add(1);
             Poll::Lagged(1)
         } else {

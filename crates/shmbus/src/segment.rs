@@ -642,6 +642,54 @@ impl RawSubscriber {
     }
 }
 
+/// Why `name` in a directory is not a shmbus file this process could open.
+pub(crate) enum BusAt {
+    /// A symbolic link (never followed).
+    Symlink,
+    /// A directory, FIFO, device or socket.
+    NotRegular,
+    /// A regular file without shmbus's magic (finished or half-built); 0 if
+    /// it is shorter than 8 bytes.
+    BadMagic(u64),
+    /// A system call failed.
+    Io {
+        step: &'static str,
+        source: std::io::Error,
+    },
+}
+
+/// Opens the shmbus file `name` in `dir` (read-write if `write`) without
+/// following a symlink or opening anything but a regular file, and checks
+/// its magic. Returns the file and its identity, for a later
+/// `dir::unlink_checked`. The one way `remove` and `stat::list`/`clean`
+/// look at a file by directory.
+pub(crate) fn open_bus_at(
+    dir: std::os::fd::BorrowedFd<'_>,
+    name: &std::ffi::OsStr,
+    write: bool,
+) -> Result<(crate::dir::FileId, std::os::fd::OwnedFd), BusAt> {
+    let io = |step| move |source| BusAt::Io { step, source };
+    let st = crate::dir::stat_at(dir, name).map_err(io("stat"))?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
+        return Err(BusAt::Symlink);
+    }
+    if !crate::dir::is_regular(&st) {
+        return Err(BusAt::NotRegular);
+    }
+    let id = crate::dir::FileId::of(&st);
+    let file = crate::dir::open_at(dir, name, write, id).map_err(io("open"))?;
+    let mut buf = [0u8; 8];
+    let magic = match rustix::io::pread(&file, &mut buf, 0) {
+        Ok(8) => u64::from_le_bytes(buf),
+        Ok(_) => 0,
+        Err(e) => return Err(io("read")(e.into())),
+    };
+    if magic != MAGIC && magic != MAGIC_BUILDING {
+        return Err(BusAt::BadMagic(magic));
+    }
+    Ok((id, file))
+}
+
 /// A directory on the way to a bus that could not be opened, as an
 /// opener's error.
 fn open_error(e: crate::dir::DirError) -> OpenError {
@@ -670,25 +718,16 @@ pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
         return Err(OpenError::NotAFile { path });
     };
     let dir = crate::dir::open_dir(parent).map_err(open_error)?;
-    let st =
-        crate::dir::stat_at(dir.as_fd(), file_name).map_err(|e| OpenError::from_open(&path, e))?;
-    if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink {
-        return Err(OpenError::Symlink { path });
-    }
-    if !crate::dir::is_regular(&st) {
-        return Err(OpenError::NotAFile { path });
-    }
-    let id = crate::dir::FileId::of(&st);
-    let file = crate::dir::open_at(dir.as_fd(), file_name, false, id)
-        .map_err(|e| OpenError::from_open(&path, e))?;
-    let magic = read_magic(&file);
-    if magic != MAGIC && magic != MAGIC_BUILDING {
-        return Err(OpenError::BadMagic {
-            path,
-            found: magic,
+    let (id, _file) = open_bus_at(dir.as_fd(), file_name, false).map_err(|e| match e {
+        BusAt::Symlink => OpenError::Symlink { path: path.clone() },
+        BusAt::NotRegular => OpenError::NotAFile { path: path.clone() },
+        BusAt::BadMagic(found) => OpenError::BadMagic {
+            path: path.clone(),
+            found,
             expected: MAGIC,
-        });
-    }
+        },
+        BusAt::Io { source, .. } => OpenError::from_open(&path, source),
+    })?;
     match crate::dir::unlink_checked(dir.as_fd(), file_name, id) {
         Ok(()) => Ok(path),
         Err(crate::dir::UnlinkError::Replaced) => Err(OpenError::NotFound { path }),

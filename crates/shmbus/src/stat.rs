@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use crate::dir::{DirError, FileId, UnlinkError};
 use crate::error::{CleanError, OpenError, ScanError};
-use crate::layout::{control, lock_byte, Header, MAGIC, MAGIC_BUILDING};
+use crate::layout::{control, lock_byte, Header};
 use crate::lock;
 use crate::region::{resolve, Region};
+use crate::segment::{open_bus_at, BusAt};
 use crate::segment::{open_region, Role};
 use crate::sync::Ordering;
 
@@ -180,51 +181,32 @@ enum Skip {
     Failed(ScanError),
 }
 
-/// Looks at `name` in `dir`: a regular file (never following a symlink,
-/// never opening a FIFO or device) that starts with shmbus's magic.
-fn look_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr, write: bool) -> Result<Found, Skip> {
+/// Looks at `name` in `dir` (read-only): a shmbus file, not a bus, or a
+/// real failure.
+fn look_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Result<Found, Skip> {
     let path = dir_path.join(name);
-    let failed = |step, source| {
-        Skip::Failed(ScanError {
-            path: path.clone(),
-            step,
-            source,
-        })
-    };
-    let not_ours = |e: &std::io::Error| {
-        matches!(
-            e.raw_os_error(),
-            Some(libc::ENOENT | libc::EACCES | libc::EPERM | libc::ELOOP | libc::ENXIO)
-        )
-    };
-    let st = match crate::dir::stat_at(dir, name) {
-        Ok(st) if crate::dir::is_regular(&st) => st,
-        Ok(_) => return Err(Skip::NotABus),
-        Err(e) if not_ours(&e) => return Err(Skip::NotABus),
-        Err(e) => return Err(failed("stat", e)),
-    };
-    let id = FileId::of(&st);
-    let file = match crate::dir::open_at(dir, name, write, id) {
-        Ok(f) => f,
-        Err(e) if not_ours(&e) => return Err(Skip::NotABus),
-        Err(e) => return Err(failed("open", e)),
-    };
-    let mut buf = [0u8; 8];
-    match rustix::io::pread(&file, &mut buf, 0) {
-        Ok(8) => {}
-        Ok(_) => return Err(Skip::NotABus),
-        Err(e) => return Err(failed("read", e.into())),
+    match open_bus_at(dir, name, false) {
+        Ok((id, file)) => Ok(Found {
+            path,
+            name: name.to_owned(),
+            id,
+            file,
+        }),
+        Err(BusAt::Io { step, source }) if !not_ours(&source) => {
+            Err(Skip::Failed(ScanError { path, step, source }))
+        }
+        Err(_) => Err(Skip::NotABus),
     }
-    let magic = u64::from_le_bytes(buf);
-    if magic != MAGIC && magic != MAGIC_BUILDING {
-        return Err(Skip::NotABus);
-    }
-    Ok(Found {
-        path,
-        name: name.to_owned(),
-        id,
-        file,
-    })
+}
+
+/// Errors that say "not this user's bus to see" (gone meanwhile, not
+/// readable, replaced by a symlink or a FIFO), as opposed to a failure
+/// such as `EMFILE`, `ENOMEM` or `EIO`.
+fn not_ours(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ENOENT | libc::EACCES | libc::EPERM | libc::ELOOP | libc::ENXIO)
+    )
 }
 
 /// The names in `dir`, sorted.
@@ -266,7 +248,7 @@ pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
     let dir_fd = crate::dir::open_dir(dir).map_err(scan_error)?;
     let mut found = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
-        match look_at(dir_fd.as_fd(), dir, &name, false) {
+        match look_at(dir_fd.as_fd(), dir, &name) {
             Ok(f) => found.push(f),
             Err(Skip::NotABus) => {}
             Err(Skip::Failed(e)) => return Err(e),
@@ -354,14 +336,6 @@ fn maps_file(line: &str) -> Option<(u32, u32, u64)> {
     (ino != 0).then_some((major, minor, ino))
 }
 
-/// Pids whose memory maps include the file at `path` (by device and inode).
-pub fn mapped_by(path: &Path) -> Vec<u32> {
-    match rustix::fs::lstat(path) {
-        Ok(st) => Mappers::scan().of(FileId::of(&st)),
-        Err(_) => Vec::new(),
-    }
-}
-
 /// What [`clean`] did with one abandoned shmbus file.
 #[derive(Debug)]
 pub struct Cleaned {
@@ -397,27 +371,9 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
     let mut out = Vec::new();
     let mut batch = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
-        let found = match look_at(dir_fd.as_fd(), dir, &name, !dry_run) {
+        let mut found = match look_at(dir_fd.as_fd(), dir, &name) {
             Ok(f) => f,
-            Err(Skip::NotABus) => {
-                // Readable as a bus but not writable: it cannot be locked,
-                // so it cannot be removed safely; say so if it is dead.
-                if !dry_run {
-                    if let Ok(f) = look_at(dir_fd.as_fd(), dir, &name, false) {
-                        if !locked(f.file.as_fd()) {
-                            out.push(Cleaned {
-                                path: f.path,
-                                result: Err(CleanError::Io {
-                                    path: dir.join(&name),
-                                    step: "open it read-write to lock it",
-                                    source: std::io::Error::from_raw_os_error(libc::EACCES),
-                                }),
-                            });
-                        }
-                    }
-                }
-                continue;
-            }
+            Err(Skip::NotABus) => continue,
             Err(Skip::Failed(e)) => {
                 out.push(Cleaned {
                     path: e.path.clone(),
@@ -433,7 +389,29 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
         let free = if dry_run {
             !locked(found.file.as_fd())
         } else {
-            lock_exclusively(found.file.as_fd())
+            // Write locks need a read-write descriptor: a bus this user may
+            // read but not write cannot be locked, so cannot be removed
+            // safely; said if it is dead, skipped if in use.
+            match crate::dir::open_at(dir_fd.as_fd(), &name, true, found.id) {
+                Ok(rw) => {
+                    found.file = rw;
+                    lock_exclusively(found.file.as_fd())
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => false,
+                Err(source) => {
+                    if !locked(found.file.as_fd()) {
+                        out.push(Cleaned {
+                            result: Err(CleanError::Io {
+                                path: found.path.clone(),
+                                step: "open it read-write to lock it",
+                                source,
+                            }),
+                            path: found.path,
+                        });
+                    }
+                    continue;
+                }
+            }
         };
         if free {
             batch.push(found);

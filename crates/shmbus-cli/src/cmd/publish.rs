@@ -26,7 +26,7 @@
 //! since the last compaction is the journal's, so it carries over from run
 //! to run).
 
-use std::io::{self, BufRead, Read};
+use std::io::{self, BufRead};
 
 use shmbus::journal::RawJournalPublisher;
 use shmbus::stream::{Producer, PushError, Wait};
@@ -146,34 +146,21 @@ fn publish_lines(
     words: Words,
     mut send: impl FnMut(&[u8], u64) -> Result<(), CliError>,
 ) -> Result<(), CliError> {
-    // A stream's largest record may be gigabytes: the buffer grows only as
-    // long lines need it.
-    let mut line = Vec::with_capacity(max.min(64 << 10) + 2);
+    let mut line = Vec::with_capacity(max + 1);
     let mut number: u64 = 0;
-    while read_line(&mut input, &mut line, max)? {
+    loop {
+        line.clear();
+        let end = read_part(&mut input, &mut line, max + 1)
+            .map_err(|e| CliError::runtime(format!("reading stdin: {e}")))?;
+        if end == End::Input && line.is_empty() {
+            return Ok(());
+        }
         number += 1;
-        if line.len() > max {
+        if end == End::Limit {
             return Err(too_long(number, max, &words));
         }
         send(&line, number)?;
     }
-    Ok(())
-}
-
-/// Reads the next line into `line`, without its newline, keeping at most
-/// `max + 1` bytes of it: enough to tell that it is longer than `max`.
-/// Returns false at the end of input.
-fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> Result<bool, CliError> {
-    line.clear();
-    let limit = max as u64 + 2;
-    let n = input
-        .take(limit)
-        .read_until(b'\n', line)
-        .map_err(|e| CliError::runtime(format!("reading stdin: {e}")))?;
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    }
-    Ok(n > 0)
 }
 
 fn too_long(number: u64, max: usize, words: &Words) -> CliError {
