@@ -976,15 +976,8 @@ fn joined_state(bus: &str) -> KeyedState<Kv> {
 #[test]
 fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_and_short_sessions_stay_bounded(
 ) {
-    let dir = TestDir::new("jdropcompact");
-    let bus = BusName::new("jdropcompact");
+    let (dir, bus, mut p) = journaled("jdropcompact", 0, 2);
     let path = dir.path().join("j");
-    let mut p = JournalPublisher::<Kv>::create(
-        bus.name(),
-        &CreateOptions::new(64),
-        &JournalOptions::new(&path),
-    )
-    .expect("create");
     p.compact_after(Some(5));
     for i in 0..5 {
         p.publish(&two_keys(i)).expect("publish");
@@ -1025,15 +1018,8 @@ fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_an
 
 #[test]
 fn closing_a_publisher_switches_in_its_pending_compaction_before_it_returns() {
-    let dir = TestDir::new("jclose");
-    let bus = BusName::new("jclose");
+    let (dir, bus, mut p) = journaled("jclose", 0, 2);
     let path = dir.path().join("j");
-    let mut p = JournalPublisher::<Kv>::create(
-        bus.name(),
-        &CreateOptions::new(64),
-        &JournalOptions::new(&path),
-    )
-    .expect("create");
     for i in 0..100 {
         p.publish(&two_keys(i)).expect("publish");
     }
