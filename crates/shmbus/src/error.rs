@@ -1,54 +1,16 @@
 //! One error enum per operation. Each `Display` names what was found and
 //! what was expected, so the CLI can print it as its one line.
 
-use std::fmt;
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::layout::Kind;
+pub use crate::mem::HugePageError;
+pub use crate::sys::NameError;
+use crate::wire::{Kind, Publishers, TypeFingerprint};
 
-/// A bus name that cannot be turned into a path.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
-pub enum NameError {
-    /// The name is the empty string.
-    #[error("bus name is empty")]
-    Empty,
-    /// The name contains a NUL byte.
-    #[error("bus name contains a NUL byte")]
-    Nul,
-    /// `.` or `..`.
-    #[error("bus name {0:?} is reserved")]
-    Reserved(String),
-    /// Longer than a file name may be.
-    #[error("bus name is {0} bytes long, at most 255 expected")]
-    TooLong(usize),
-}
-
-/// What a message type looks like on disk: compared on open.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TypeFingerprint {
-    /// `size_of` the message.
-    pub size: u32,
-    /// `align_of` the message.
-    pub align: u32,
-    /// FNV-1a 64 of the type name.
-    pub name_hash: u64,
-    /// The type name (truncated to 64 bytes in the header).
-    pub name: String,
-}
-
-impl fmt::Display for TypeFingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` (size {}, align {}, name hash {:#018x})",
-            self.name, self.size, self.align, self.name_hash
-        )
-    }
-}
 
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
@@ -99,7 +61,7 @@ pub enum OpenError {
         path: PathBuf,
         /// What the file holds.
         found: u64,
-        /// [`crate::layout::MAGIC`].
+        /// [`crate::wire::MAGIC`].
         expected: u64,
     },
     /// A layout this build does not speak.
@@ -107,7 +69,7 @@ pub enum OpenError {
     VersionMismatch {
         /// What the file holds.
         found: u32,
-        /// [`crate::layout::VERSION`].
+        /// [`crate::wire::VERSION`].
         expected: u32,
     },
     /// A segment of another kind (a stream opened as a bus, say).
@@ -252,74 +214,6 @@ pub enum CreateError {
     },
 }
 
-/// Why a bus cannot have the huge pages [`crate::region::HugePages`] asked
-/// for. Each names the setting found and the one needed.
-#[derive(Debug, Error)]
-pub enum HugePageError {
-    /// The kernel has no transparent huge pages (no sysfs directory).
-    #[error("transparent huge pages: this kernel has none ({path}: {source}); expected a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")]
-    NoTransparent {
-        /// The sysfs file that could not be read.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-    /// `shmem_enabled` forbids huge pages for every tmpfs file.
-    #[error("transparent huge pages for shared memory are off: /sys/kernel/mm/transparent_hugepage/shmem_enabled is [{found}], expected anything but [deny] (echo advise > that file, as root)")]
-    ShmemDenied {
-        /// The selected setting.
-        found: String,
-    },
-    /// Transparent huge pages back tmpfs files only (/dev/shm).
-    #[error("{path}: on a {found} file system; transparent huge pages need tmpfs (a bare name, which lives in /dev/shm)")]
-    NotTmpfs {
-        /// The bus's path.
-        path: PathBuf,
-        /// The file system found (its name, or its magic number).
-        found: String,
-    },
-    /// `--huge-pages hugetlbfs` with a path that is not on hugetlbfs.
-    #[error("{path}: on a {found} file system, expected hugetlbfs: name the bus by a path under {mounts}")]
-    NotHugetlbfs {
-        /// The bus's path.
-        path: PathBuf,
-        /// The file system found.
-        found: String,
-        /// The hugetlbfs mounts this process sees, or how to make one.
-        mounts: String,
-    },
-    /// hugetlbfs had too few free huge pages for the segment.
-    #[error("{path}: needs {needed} huge pages of {page_kib} KiB, {free} free of {total} reserved (raise /proc/sys/vm/nr_hugepages, as root)")]
-    NoneFree {
-        /// The bus's path.
-        path: PathBuf,
-        /// Huge pages the segment needs.
-        needed: u64,
-        /// Huge page size in KiB.
-        page_kib: u64,
-        /// `free_hugepages` of that size when it failed.
-        free: u64,
-        /// `nr_hugepages` of that size.
-        total: u64,
-    },
-    /// `madvise(MADV_HUGEPAGE | MADV_COLLAPSE)` refused.
-    #[error("transparent huge pages: {what} failed: {source}; {hint}")]
-    Collapse {
-        /// Which advice.
-        what: &'static str,
-        /// The kernel's answer.
-        source: io::Error,
-        /// What it means.
-        hint: &'static str,
-    },
-    /// A kind of segment that cannot be laid out in huge pages.
-    #[error("huge pages are not supported for {what}")]
-    Unsupported {
-        /// The kind of segment.
-        what: &'static str,
-    },
-}
-
 impl CreateError {
     pub(crate) fn from_create(path: &std::path::Path, len: u64, err: io::Error) -> CreateError {
         let path = path.to_owned();
@@ -359,9 +253,9 @@ pub enum AttachError {
     #[error("bus is {found}, a {expected} publisher cannot attach to it")]
     WrongPublishers {
         /// The bus's mode.
-        found: crate::mpmc::Publishers,
+        found: Publishers,
         /// The mode of the publisher that tried.
-        expected: crate::mpmc::Publishers,
+        expected: Publishers,
     },
     /// Another live process produces into this stream.
     #[error("stream already has a live producer (pid {pid})")]
@@ -374,42 +268,5 @@ pub enum AttachError {
     ConsumerActive {
         /// The holder's pid, from the control page.
         pid: u32,
-    },
-}
-
-/// Why `stat::list` or `stat::clean` could not look at a directory or a file
-/// in it: the step, the path, and the system's answer. Files that are not
-/// buses, or that this user may not read, are no error: they are skipped.
-#[derive(Debug, Error)]
-#[error("{path}: cannot {step}: {source}")]
-pub struct ScanError {
-    /// The directory or file.
-    pub path: PathBuf,
-    /// What was being done (`open`, `read the directory`, ...).
-    pub step: &'static str,
-    /// The system's answer (`EMFILE`, `ENOMEM`, `EIO`, ...).
-    pub source: io::Error,
-}
-
-/// Why `stat::clean` did not remove one abandoned bus.
-#[derive(Debug, Error)]
-pub enum CleanError {
-    /// A system call failed (`unlink` refused by a sticky directory,
-    /// `open` for the lock refused by the file's mode, `EMFILE`, ...).
-    #[error("{path}: cannot {step}: {source}")]
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// The step that failed.
-        step: &'static str,
-        /// The system's answer.
-        source: io::Error,
-    },
-    /// The name was given to another file between the check and the
-    /// removal; the new file is left alone.
-    #[error("{path}: replaced by another file while being checked, expected the bus that was checked; not removed")]
-    Replaced {
-        /// The name.
-        path: PathBuf,
     },
 }

@@ -1,100 +1,152 @@
 //! shmbus: messages between processes on one Linux machine through shared
 //! memory, with no system call and no kernel copy on the hot path.
 //!
-//! - [`Publisher`] / [`Subscriber`]: a broadcast bus of fixed-size
-//!   plain-old-data messages in seqlock-stamped slots. A slow subscriber is
-//!   lapped, never waited for, and told exactly how many messages it missed
-//!   ([`Received::Lagged`]).
+//! - A **bus** ([`Publisher`], [`Subscriber`]): fixed-size messages written
+//!   once into seqlock-stamped slots, read by any number of subscriber
+//!   processes, each at its own cursor. Typed (`Publisher<T>` for a
+//!   [`bytemuck::Pod`] `T`) or raw bytes (`Publisher<[u8]>`), one
+//!   implementation either way ([`Payload`]).
+//! - A **stream** ([`Producer`], [`Consumer`]): a lossless ring of
+//!   variable-length byte records with backpressure.
+//! - A **journal** ([`JournalPublisher`], [`JournalSubscriber`], [`State`]):
+//!   a bus whose every message is also appended to a file, so a subscriber
+//!   that starts late gets everything, with no gap and no duplicate.
 //!
-//! ```no_run
-//! use shmbus::{CreateOptions, OpenOptions, Publisher, Received, Start, Subscriber};
+//! ```
+//! use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 //!
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
 //! struct Tick { key: u64, val: u64 }
 //!
-//! let mut publisher = Publisher::<Tick>::create("ticks", &CreateOptions::new(4096))?;
-//! let mut subscriber = Subscriber::<Tick>::open("ticks", &OpenOptions::default().start(Start::Oldest))?;
+//! # let name = format!("/dev/shm/shmbus-doc-lib-{}", std::process::id());
+//! // Process A (a bare name such as "ticks" lives in /dev/shm)
+//! let mut publisher = Publisher::<Tick>::create(&name, &BusOptions::new(4096))?;
+//! // Process B, any number of them
+//! let mut subscriber =
+//!     Subscriber::<Tick>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 //! publisher.publish(&Tick { key: 1, val: 42 });
-//! match subscriber.recv() {
-//!     Received::Message(tick) => assert_eq!(tick.val, 42),
-//!     Received::Lagged { skipped } => eprintln!("missed {skipped}"),
+//! match subscriber.recv(Wait::Forever) {
+//!     Some(Received::Message(tick)) => assert_eq!(tick.val, 42),
+//!     Some(Received::Lagged { skipped }) => eprintln!("missed {skipped}"),
+//!     None => unreachable!("Wait::Forever"),
 //! }
-//! shmbus::remove("ticks")?;
+//! shmbus::remove(&name)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The architecture, in brief: a bus is one file (on tmpfs, /dev/shm, unless
-//! named by another path), mapped by every process that uses it. A header
-//! page written once by its creator says what the bus is; a control page
-//! holds cursors, futex words and pids; the data pages hold stamped slots
-//! ([`broadcast`], [`mpmc`]) or a byte ring ([`stream`]). Processes
-//! coordinate only through that mapping (atomics, bytes handed over by
-//! Release/Acquire pairs, shared futexes to sleep; see [`region`]) and
-//! learn who is alive from OFD locks on bytes of the file; no message goes
-//! through the kernel. A journaled bus also appends every
-//! message to a file ([`journal`]), so that a late subscriber can start
-//! from the beginning. docs/LAYOUT.md gives the bytes of a segment; modules
-//! that share memory open with their invariants.
+//! # Lagging
+//! A publisher never waits for a subscriber. A subscriber that falls a
+//! whole ring behind is lapped: its next receive returns
+//! [`Received::Lagged`] with the exact number of messages it lost and goes
+//! on with the oldest one still in the ring. Delivered plus all `skipped`
+//! equals published, for every subscriber, always; a lag is a value, not
+//! an error. (A stream never loses a record: its producer waits instead.)
+//!
+//! # Publisher death and restart
+//! Every role holds an OFD lock on a byte of the file, which the kernel
+//! drops when the process dies by any signal. A new process takes over
+//! with [`Publisher::attach`] (or [`Producer::attach`]): it carries on the
+//! sequence where the dead one stopped and bumps the bus's epoch, so
+//! subscribers keep reading without a gap in numbering. A publisher killed
+//! mid-write leaves one slot torn; readers never return it. `shmbus clean`
+//! ([`stat::clean`]) removes buses nobody holds any more.
+//!
+//! # Late join
+//! A journaled bus ([`JournalPublisher::create`]) appends every message to
+//! a file before it goes on the ring. [`JournalSubscriber::join`] reads the
+//! journal and then the ring, and hands over between the two with a flush
+//! handshake, so it gets every sequence exactly once; [`State`] folds
+//! keyed messages into last-value-per-key.
+//!
+//! # Many publishers
+//! A bus made by [`MpPublisher::create`] takes any number of publisher
+//! processes in one total order. A publisher killed between claiming a
+//! slot and committing it costs each subscriber one reported skipped
+//! message after the bus's unblock timeout, never a stall.
+//! [`SubscriberGroup`] reads each slot once for N logical consumers.
+//!
+//! # Trust and permissions
+//! A bus is a file (mode 0600 unless [`BusOptions::mode`] says otherwise),
+//! created with `O_EXCL|O_NOFOLLOW` and never through a symlink.
+//! Subscribers of a single-publisher bus map its data read-only. Anything
+//! a file holds is untrusted: a process with write access can make readers
+//! see wrong messages, but never hang them, crash them or make them
+//! report a lag that is not there; every such finding is a typed error
+//! ([`OpenError`], [`PopError::CorruptCursors`], ...). Write access to a
+//! bus is trust in whoever has it.
+//!
+//! # Waiting
+//! Every call that can wait takes a [`Wait`]: `Never`, `For(duration)` or
+//! `Forever`. How it waits (spin, yield, futex sleep) is the
+//! [`WaitStrategy`] of [`OpenOptions::wait`].
+//!
+//! The layers, the path of a message and where each invariant is written:
+//! docs/ARCHITECTURE.md in the repository; the bytes of a segment:
+//! docs/LAYOUT.md.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
-pub mod broadcast;
+mod bus;
+mod error;
 #[cfg(not(loom))]
-mod dir;
-pub mod error;
-#[cfg(not(loom))]
-pub mod journal;
-pub mod layout;
-#[cfg(not(loom))]
-mod lock;
+mod journal;
 #[cfg(all(test, loom))]
 mod loom_mpmc;
 #[cfg(all(test, loom))]
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
-pub mod mpmc;
-pub mod region;
-#[cfg(not(loom))]
-pub(crate) mod segment;
+mod mem;
+mod options;
+mod segment;
 #[cfg(not(loom))]
 pub mod stat;
-pub mod stream;
+mod stream;
 mod sync;
-pub mod wait;
+mod sys;
+mod wait;
+#[doc(hidden)]
+pub mod wire;
 
-pub use broadcast::{
-    PublishError, Publisher, RawPublisher, RawSubscriber, Received, Start, Subscriber,
+pub use bus::{
+    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received,
+    Subscriber, SubscriberGroup,
 };
-pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError, TypeFingerprint};
+pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
 #[cfg(not(loom))]
 pub use journal::{
-    Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    State,
+    AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError,
+    JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber,
+    Keyed, KeyedState, State,
 };
-pub use layout::Kind;
-pub use mpmc::{
-    Abandoned, MpPublishError, MpPublisher, Publishers, RawMpPublisher, SubscriberGroup,
-};
+pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
 #[cfg(not(loom))]
-pub use region::ShmRegion;
-pub use region::{HeapRegion, HugePages, Region};
+pub use mem::ShmRegion;
+pub use options::{BusOptions, OpenOptions, Start, StreamOptions};
 #[cfg(not(loom))]
-pub use segment::{remove, CreateOptions, OpenOptions};
-pub use wait::WaitStrategy;
+pub use segment::remove;
+pub use stream::{Consumer, PopError, Producer, PushError};
+#[cfg(not(loom))]
+pub use stream::{ReadChunk, WriteChunk};
+pub use wait::{Wait, WaitStrategy};
 
-/// Test only: a hook `stat::clean` and [`remove`] call just before they
-/// unlink a file.
-#[cfg(all(feature = "test-hooks", not(loom)))]
+/// What the `shmbus` tool, the benchmark and the test suites need beyond
+/// the API: the wire format, heap streams, the journal's file format, test
+/// hooks. Not a stable interface.
 #[doc(hidden)]
-pub use dir::hook as unlink_hook;
-
-/// The region a bus lives in unless said otherwise: /dev/shm (the heap
-/// under loom, which cannot model a mapping).
-#[cfg(not(loom))]
-pub type DefaultRegion = ShmRegion;
-#[cfg(loom)]
-pub type DefaultRegion = HeapRegion;
+pub mod internals {
+    #[cfg(feature = "test-hooks")]
+    pub use crate::bus::HookPoint;
+    #[cfg(not(loom))]
+    pub use crate::journal::{format as journal_format, raw_key, side_files, stat as journal_stat, JournalStat};
+    #[cfg(not(loom))]
+    pub use crate::mem::Access;
+    pub use crate::stream::{on_heap as stream_on_heap, HeapStream, PEER_CHECK, WRAP};
+    pub use crate::wire;
+    /// A hook `stat::clean` and `remove` call just before they unlink.
+    #[cfg(all(feature = "test-hooks", not(loom)))]
+    pub use crate::sys::dir::hook as unlink_hook;
+}

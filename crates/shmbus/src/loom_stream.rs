@@ -26,8 +26,8 @@ use loom::thread;
 
 use crate::loom_tests::model;
 
-use crate::layout::{stream_control as ctl, Header};
-use crate::region::{HeapRegion, Region};
+use crate::wire::{stream_control as ctl, Header};
+use crate::mem::{HeapRegion, Region};
 use crate::stream::{on_heap, Consumer, Producer, StreamRing, Wait};
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
@@ -54,7 +54,7 @@ impl Heap {
         producer: WaitStrategy,
         consumer: WaitStrategy,
     ) -> (HeapProducer, HeapConsumer, Heap) {
-        let header = Header::stream(capacity, crate::broadcast::HEAP_PAGE).expect("geometry");
+        let header = Header::stream(capacity, crate::bus::ring::HEAP_PAGE).expect("geometry");
         let region = Arc::new(HeapRegion::new(header.total_len as usize));
         header.write(&*region);
         Header::publish_magic(&*region);

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::broadcast::{Poll, Publisher, Start};
-use crate::region::HeapRegion;
+use crate::bus::ring::{Poll, Publisher, Start};
+use crate::mem::HeapRegion;
 use crate::wait::WaitStrategy;
 
 type Msg = [u64; 2];

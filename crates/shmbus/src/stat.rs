@@ -12,13 +12,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::dir::{DirError, FileId, UnlinkError};
-use crate::error::{CleanError, OpenError, ScanError};
-use crate::layout::{control, lock_byte, Header};
-use crate::lock;
-use crate::region::{resolve, Region};
-use crate::segment::{open_bus_at, BusAt};
-use crate::segment::{open_region, Role};
+use crate::sys::dir::{self, DirError, FileId, UnlinkError};
+use crate::error::OpenError;
+use crate::wire::{control, lock_byte, Header, Kind};
+use crate::sys::lock;
+use crate::mem::Region;
+use crate::sys::resolve;
+use crate::segment::{open_bus_at, open_region, BusAt, Role};
 use crate::sync::Ordering;
 
 /// A bus's header and live state.
@@ -93,8 +93,8 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
         }
     }
     let stream = match header.kind {
-        crate::layout::Kind::Stream => {
-            use crate::layout::stream_control as sc;
+        Kind::Stream => {
+            use crate::wire::stream_control as sc;
             // HEAD first: both only grow, and HEAD never passes TAIL, so
             // reading TAIL second can only overstate the fill, never wrap.
             let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
@@ -245,7 +245,7 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 /// # Errors
 /// [`ScanError`] naming the directory or file and the step that failed.
 pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
-    let dir_fd = crate::dir::open_dir(dir).map_err(scan_error)?;
+    let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
     let mut found = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
         match look_at(dir_fd.as_fd(), dir, &name) {
@@ -367,7 +367,7 @@ const CLEAN_BATCH: usize = 64;
 /// # Errors
 /// [`ScanError`] if the directory itself cannot be opened or read.
 pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
-    let dir_fd = crate::dir::open_dir(dir).map_err(scan_error)?;
+    let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
     let mut out = Vec::new();
     let mut batch = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
@@ -392,7 +392,7 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
             // Write locks need a read-write descriptor: a bus this user may
             // read but not write cannot be locked, so cannot be removed
             // safely; said if it is dead, skipped if in use.
-            match crate::dir::open_at(dir_fd.as_fd(), &name, true, found.id) {
+            match dir::open_at(dir_fd.as_fd(), &name, true, found.id) {
                 Ok(rw) => {
                     found.file = rw;
                     lock_exclusively(found.file.as_fd())
@@ -451,7 +451,7 @@ fn remove_batch(
         let result = if dry_run {
             Ok(())
         } else {
-            crate::dir::unlink_checked(dir, &f.name, f.id).map_err(|e| match e {
+            dir::unlink_checked(dir, &f.name, f.id).map_err(|e| match e {
                 UnlinkError::Replaced => CleanError::Replaced {
                     path: f.path.clone(),
                 },
@@ -467,4 +467,42 @@ fn remove_batch(
             result,
         });
     }
+}
+
+
+/// Why `stat::list` or `stat::clean` could not look at a directory or a file
+/// in it: the step, the path, and the system's answer. Files that are not
+/// buses, or that this user may not read, are no error: they are skipped.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot {step}: {source}")]
+pub struct ScanError {
+    /// The directory or file.
+    pub path: PathBuf,
+    /// What was being done (`open`, `read the directory`, ...).
+    pub step: &'static str,
+    /// The system's answer (`EMFILE`, `ENOMEM`, `EIO`, ...).
+    pub source: std::io::Error,
+}
+
+/// Why `stat::clean` did not remove one abandoned bus.
+#[derive(Debug, thiserror::Error)]
+pub enum CleanError {
+    /// A system call failed (`unlink` refused by a sticky directory,
+    /// `open` for the lock refused by the file's mode, `EMFILE`, ...).
+    #[error("{path}: cannot {step}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The step that failed.
+        step: &'static str,
+        /// The system's answer.
+        source: std::io::Error,
+    },
+    /// The name was given to another file between the check and the
+    /// removal; the new file is left alone.
+    #[error("{path}: replaced by another file while being checked, expected the bus that was checked; not removed")]
+    Replaced {
+        /// The name.
+        path: PathBuf,
+    },
 }

@@ -287,3 +287,39 @@ impl Backoff {
         }
     }
 }
+
+/// How long a blocking call may wait: every receive, push and pop of every
+/// kind takes one.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{Publisher, Start, Wait, WaitStrategy};
+///
+/// let publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// assert_eq!(subscriber.recv(Wait::Never), None);
+/// assert_eq!(subscriber.recv(Wait::For(Duration::from_millis(1))), None);
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Do not wait: report "nothing now" at once.
+    Never,
+    /// Wait up to this long.
+    For(Duration),
+    /// Wait as long as it takes (a stream's side still stops when its peer
+    /// is gone).
+    Forever,
+}
+
+impl Wait {
+    /// The deadline this wait ends at, from now: `None` for `Forever`.
+    pub(crate) fn deadline(self) -> Option<Instant> {
+        match self {
+            Wait::Never => Some(Instant::now()),
+            Wait::For(d) => Some(Instant::now() + d),
+            Wait::Forever => None,
+        }
+    }
+}

@@ -11,11 +11,15 @@ use bytemuck::Pod;
 use super::format;
 use super::reader::Reader;
 use super::JournalOpenError;
-use crate::broadcast::{Poll, Received, Ring, Stall};
-use crate::error::{OpenError, TypeFingerprint};
-use crate::layout::{control, lock_byte};
-use crate::region::{Region, ShmRegion};
-use crate::segment::{self, OpenOptions, Role};
+use crate::bus::ring::{Poll, Ring, Stall};
+use crate::bus::{Payload, Received};
+use crate::wait::Wait;
+use crate::error::OpenError;
+use crate::wire::TypeFingerprint;
+use crate::wire::{control, lock_byte};
+use crate::mem::{Region, ShmRegion};
+use crate::options::OpenOptions;
+use crate::segment::{self, Role};
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
 
@@ -179,7 +183,7 @@ impl Core {
         let (region, header) = segment::open_checked(
             name,
             Role::Subscriber,
-            crate::Kind::Broadcast,
+            crate::wire::Kind::Broadcast,
             msg,
             &opts.open,
         )?;
@@ -189,13 +193,13 @@ impl Core {
             });
         };
         let ring = Ring::new(region, &header);
-        segment::register(&ring);
+        crate::bus::segment::register(&ring);
         // 1 needs no head of the ring: the hand-over is at the end of the
         // file (see the module docs).
         // 2 and 3. With no live publisher nothing is appending: the file's
         // valid prefix is the whole history, and no flush is needed.
         let alive = |region: &ShmRegion| {
-            crate::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true)
+            crate::sys::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true)
         };
         if alive(ring.region()) {
             flush_handshake(&ring, opts.flush_timeout, alive)?;
@@ -204,7 +208,7 @@ impl Core {
         let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;
         Ok(Core {
             next: reader.header.base,
-            wait: opts.open.wait_strategy(),
+            wait: opts.open.wait,
             msg_size: header.msg.size,
             type_hash: header.msg.name_hash,
             buf: vec![0; header.msg.size as usize],
@@ -428,34 +432,130 @@ impl Core {
     }
 }
 
+impl Core {
+    /// One step, waiting as `wait` says.
+    fn wait_step(&mut self, wait: Wait) -> Step {
+        let deadline = match wait {
+            Wait::Never => return self.step(false, None),
+            _ => wait.deadline(),
+        };
+        loop {
+            match self.step(true, deadline) {
+                Step::Empty if deadline.is_none() => continue,
+                s => return s,
+            }
+        }
+    }
+}
+
 /// A subscriber that joins late and misses nothing: the journal's state
 /// first, then every message live, as one ordered stream. A lag on the ring
 /// is repaired from the journal; [`Received::Lagged`] comes only for what
 /// the journal no longer has (folded by a compaction, reported with the
 /// folded records' last values, so a last-value-per-key state stays exact).
-pub struct JournalSubscriber<T: Pod> {
+/// Typed (`T: Pod`) or raw (`[u8]`), as a bus subscriber.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Wait};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-join-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-join-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&1)?;
+/// publisher.publish(&2)?;
+/// // Joins late, and still gets both, then whatever comes live.
+/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let first = late.recv(Wait::Forever);
+/// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct JournalSubscriber<T: ?Sized + Payload> {
     core: Core,
-    _type: PhantomData<fn() -> T>,
+    _type: PhantomData<fn() -> Box<T>>,
 }
 
-impl<T: Pod> JournalSubscriber<T> {
+impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// Joins the journaled bus `name`: the flush handshake, then the journal
-    /// from its start.
+    /// from its start. A typed subscriber checks the message type.
+    ///
+    /// # Errors
+    /// [`JoinError`]: the bus cannot be opened, is not journaled, its
+    /// journal cannot be opened or does not match the bus, or the flush
+    /// handshake found no live publisher to answer within its timeout and
+    /// the journal could not be read to its end.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
     pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
         Ok(JournalSubscriber {
-            core: Core::join(name, Some(&TypeFingerprint::of::<T>()), opts)?,
+            core: Core::join(name, T::expected().as_ref(), opts)?,
             _type: PhantomData,
         })
     }
 
-    /// The next entry or lag report, or `None` if nothing new is there.
-    pub fn try_recv(&mut self) -> Option<Received<Entry<T>>> {
-        let step = self.core.step(false, None);
+    /// The next sequence this subscriber will deliver from the contiguous
+    /// part (or the ring).
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`]; a new subscriber stands at the journal's
+    /// first sequence.
+    pub fn position(&self) -> u64 {
+        self.core.next
+    }
+
+    /// Whether it has read the journal to its end and now takes the ring.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn is_live(&self) -> bool {
+        self.core.reader.is_none()
+    }
+
+    /// The bus's head: the sequence the publisher writes next.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn head(&self) -> u64 {
+        self.core.ring.head()
+    }
+
+    /// The bus's message size.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn msg_size(&self) -> usize {
+        self.core.msg_size as usize
+    }
+}
+
+impl<T: Pod> JournalSubscriber<T> {
+    /// The next entry or lag report, or `None` if the wait ran out.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn recv(&mut self, wait: Wait) -> Option<Received<Entry<T>>> {
+        let step = self.core.wait_step(wait);
         self.core.received(step, bytemuck::pod_read_unaligned)
+    }
+
+    /// `recv(Wait::Never)`.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn try_recv(&mut self) -> Option<Received<Entry<T>>> {
+        self.recv(Wait::Never)
     }
 
     /// Hands everything available now to `f`, in order, without waiting;
     /// returns how many. The fast way to read a large journal.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`]; `late.drain_ready(|r| println!("{r:?}"))`.
     pub fn drain_ready(&mut self, mut f: impl FnMut(Received<Entry<T>>)) -> usize {
         self.core.drain_ready(|step, bytes| match step {
             Step::Entry(seq) => f(Received::Message(Entry {
@@ -466,64 +566,15 @@ impl<T: Pod> JournalSubscriber<T> {
             Step::Empty => {}
         })
     }
-
-    /// Waits for the next entry or lag report.
-    pub fn recv(&mut self) -> Received<Entry<T>> {
-        loop {
-            let step = self.core.step(true, None);
-            if let Some(r) = self.core.received(step, bytemuck::pod_read_unaligned) {
-                return r;
-            }
-        }
-    }
-
-    /// As [`JournalSubscriber::recv`], giving up after `timeout`.
-    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<Received<Entry<T>>> {
-        let step = self.core.step(true, Some(Instant::now() + timeout));
-        self.core.received(step, bytemuck::pod_read_unaligned)
-    }
-
-    /// The next sequence this subscriber will deliver from the contiguous
-    /// part (or the ring).
-    pub fn position(&self) -> u64 {
-        self.core.next
-    }
-
-    /// Whether it has read the journal to its end and now takes the ring.
-    pub fn is_live(&self) -> bool {
-        self.core.reader.is_none()
-    }
-
-    /// The bus's head: the sequence the publisher writes next.
-    pub fn head(&self) -> u64 {
-        self.core.ring.head()
-    }
 }
 
-/// A joining subscriber of raw messages (the CLI's `sub --bootstrap`).
-pub struct RawJournalSubscriber {
-    core: Core,
-}
-
-impl RawJournalSubscriber {
-    /// Joins any journaled bus, whatever its message type.
-    pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
-        Ok(RawJournalSubscriber {
-            core: Core::join(name, None, opts)?,
-        })
-    }
-
-    /// As [`JournalSubscriber::recv_timeout`]; `None` waits forever. The
-    /// message borrows an internal buffer.
-    pub fn recv_timeout(&mut self, timeout: Option<Duration>) -> Option<Received<Entry<&[u8]>>> {
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let step = loop {
-            match self.core.step(true, deadline) {
-                Step::Empty if deadline.is_none() => continue,
-                s => break s,
-            }
-        };
-        match step {
+impl JournalSubscriber<[u8]> {
+    /// As the typed `recv`; the message borrows an internal buffer.
+    ///
+    /// # Examples
+    /// See [`JournalSubscriber`].
+    pub fn recv(&mut self, wait: Wait) -> Option<Received<Entry<&[u8]>>> {
+        match self.core.wait_step(wait) {
             Step::Entry(seq) => Some(Received::Message(Entry {
                 seq,
                 msg: &self.core.buf[..],
@@ -531,15 +582,5 @@ impl RawJournalSubscriber {
             Step::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Step::Empty => None,
         }
-    }
-
-    /// Whether it has read the journal to its end.
-    pub fn is_live(&self) -> bool {
-        self.core.reader.is_none()
-    }
-
-    /// The bus's message size.
-    pub fn msg_size(&self) -> usize {
-        self.core.msg_size as usize
     }
 }

@@ -100,21 +100,17 @@
 //!   mode of the file it was. `create` over an existing journal gives it the
 //!   bus's mode too.
 
-mod format;
+pub mod format;
 mod join;
 mod publish;
 mod reader;
 mod state;
 mod writer;
 
-pub use format::{
-    check, encode_record, padded_words, parse_record, record_size, valid_prefix, words, End,
-    HeaderError, JournalHeader, Record, HEADER_LEN, MAGIC, SEALED, VERSION,
-};
-pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, RawJournalSubscriber};
+pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber};
 pub use publish::{
     side_files, CloseError, JournalAttachError, JournalCreateError, JournalOptions,
-    JournalPublisher, RawJournalPublisher,
+    JournalPublisher,
 };
 pub use state::{KeyedState, State};
 
@@ -198,7 +194,7 @@ pub enum JournalOpenError {
         /// The journal.
         path: PathBuf,
         /// What is wrong with it.
-        source: HeaderError,
+        source: format::HeaderError,
     },
     /// The journal holds messages of another size or type than the bus.
     #[error(

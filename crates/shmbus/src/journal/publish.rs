@@ -18,11 +18,14 @@ use super::format::JournalHeader;
 use super::reader::Reader;
 use super::writer::Writer;
 use super::{raw_key, AppendError, JournalOpenError, Keyed};
-use crate::broadcast::Ring;
-use crate::error::{AttachError, CreateError, OpenError, TypeFingerprint};
-use crate::layout::{control, lock_byte, Header};
-use crate::region::{Region, ShmRegion};
-use crate::segment::{self, CreateOptions, OpenOptions, Role};
+use crate::bus::ring::Ring;
+use crate::bus::Payload;
+use crate::error::{AttachError, CreateError, OpenError};
+use crate::wire::TypeFingerprint;
+use crate::wire::{control, lock_byte, Header};
+use crate::mem::{Region, ShmRegion};
+use crate::options::{BusOptions, OpenOptions};
+use crate::segment::{self, Role};
 use crate::wait;
 
 /// How a journal is created.
@@ -182,13 +185,13 @@ impl Core {
     fn create(
         name: &str,
         msg: TypeFingerprint,
-        opts: &CreateOptions,
+        opts: &BusOptions,
         jopts: &JournalOptions,
         key_of: fn(&[u8]) -> u64,
     ) -> Result<Core, JournalCreateError> {
         let path =
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
-        let mode = opts.mode_bits();
+        let mode = opts.file.mode;
         let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk) {
             // The creator decides the mode, for a journal it continues too.
             Ok(w) => {
@@ -201,7 +204,7 @@ impl Core {
                 let h = JournalHeader {
                     msg_size: msg.size,
                     type_hash: msg.name_hash,
-                    base: opts.first_seq(),
+                    base: opts.first_seq,
                     snapshot: 0,
                     sealed: false,
                 };
@@ -216,20 +219,20 @@ impl Core {
             }
             e
         };
-        let (page, huge) = segment::layout_page(name, opts).map_err(|e| remove_new(e.into()))?;
-        let mut header = Header::broadcast(opts.capacity(), msg, page, first)
+        let (page, huge) = segment::layout_page(name, &opts.file).map_err(|e| remove_new(e.into()))?;
+        let mut header = Header::broadcast(opts.capacity, msg, page, first)
             .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?;
         header.flags |= huge;
         let header = header.with_journal(path.clone()).map_err(|len| {
             remove_new(
                 JournalOpenError::PathTooLong {
                     len,
-                    max: crate::layout::header::JOURNAL_PATH_MAX,
+                    max: crate::wire::header::JOURNAL_PATH_MAX,
                 }
                 .into(),
             )
         })?;
-        let region = segment::create_region(name, &header, opts, |r| Ring::new(r, &header).init())
+        let region = segment::create_region(name, &header, &opts.file, |r| Ring::new(r, &header).init())
             .map_err(|e| remove_new(e.into()))?;
         let ring = Ring::new(Arc::new(region), &header);
         Ok(Core::start(
@@ -250,7 +253,7 @@ impl Core {
         key_of: fn(&[u8]) -> u64,
     ) -> Result<Core, JournalAttachError> {
         let (region, header) =
-            segment::open_checked(name, Role::Publisher, crate::Kind::Broadcast, msg, opts)
+            segment::open_checked(name, Role::Publisher, crate::wire::Kind::Broadcast, msg, opts)
                 .map_err(AttachError::Open)?;
         let Some(path) = header.journal.clone() else {
             return Err(JournalAttachError::NotJournaled {
@@ -788,21 +791,61 @@ fn no_key(_: &[u8]) -> u64 {
     0
 }
 
-/// A publisher that journals every message before it publishes it.
-pub struct JournalPublisher<T: Pod> {
+/// A publisher that journals every message before it publishes it: the
+/// bus's one publisher, typed (`T: Pod`) or raw (`[u8]`, compacting by the
+/// first 8 bytes of each message).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpub-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-jpub-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(1024),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// assert_eq!(publisher.publish(&42)?, 0);
+/// publisher.close()?;
+/// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct JournalPublisher<T: ?Sized + Payload> {
     core: Core,
-    _type: PhantomData<fn(T)>,
+    _type: PhantomData<fn(&T)>,
 }
 
-impl<T: Pod> JournalPublisher<T> {
+/// The compaction key of a payload until `compact` says otherwise: raw
+/// messages by their first 8 bytes, typed ones by none (a typed bus
+/// compacts only if its type is [`Keyed`]).
+fn default_key<T: ?Sized + Payload>() -> fn(&[u8]) -> u64 {
+    if T::expected().is_none() {
+        raw_key
+    } else {
+        no_key
+    }
+}
+
+impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// Creates a journaled bus and its journal file (or continues the
     /// sequence of an existing journal at that path).
+    ///
+    /// # Errors
+    /// [`JournalCreateError`]: the bus cannot be created (as
+    /// [`crate::Publisher::create`]), the journal cannot be created or
+    /// opened, or an existing journal does not match the bus.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
     pub fn create(
         name: &str,
-        opts: &CreateOptions,
+        opts: &BusOptions,
         journal: &JournalOptions,
     ) -> Result<Self, JournalCreateError> {
-        let core = Core::create(name, TypeFingerprint::of::<T>(), opts, journal, no_key)?;
+        let msg = T::fingerprint(opts.msg_size)
+            .map_err(|e| JournalCreateError::Create(CreateError::InvalidGeometry(e)))?;
+        let core = Core::create(name, msg, opts, journal, default_key::<T>())?;
         Ok(JournalPublisher {
             core,
             _type: PhantomData,
@@ -812,17 +855,124 @@ impl<T: Pod> JournalPublisher<T> {
     /// Becomes the publisher of an existing journaled bus: recovers the
     /// journal's valid prefix, re-publishes a record that made it into the
     /// journal but not onto the ring, and continues the sequence.
+    ///
+    /// # Errors
+    /// [`JournalAttachError`]: the bus cannot be attached (as
+    /// [`crate::Publisher::attach`]), is not journaled, or its journal
+    /// cannot be opened or recovered.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jatt-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jatt-{}", std::process::id());
+    /// let journal = JournalOptions::new(dir.join("j"));
+    /// JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?.close()?;
+    /// let mut again = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// # again.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
-        let core = Core::attach(name, Some(&TypeFingerprint::of::<T>()), opts, no_key)?;
+        let core = Core::attach(name, T::expected().as_ref(), opts, default_key::<T>())?;
         Ok(JournalPublisher {
             core,
             _type: PhantomData,
         })
     }
 
+    /// `fdatasync`s the journal now.
+    ///
+    /// # Errors
+    /// The system's error from `fdatasync`.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`]; `publisher.flush()?`.
+    pub fn flush(&self) -> io::Result<()> {
+        self.core.flush()
+    }
+
+    /// The sequence the next message will get.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn next_sequence(&self) -> u64 {
+        self.core.next
+    }
+
+    /// This publisher's generation on the bus.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn epoch(&self) -> u64 {
+        self.core.ring.epoch()
+    }
+
+    /// The bus's message size.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn msg_size(&self) -> usize {
+        self.core.msg_size
+    }
+
+    /// The journal's path.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn journal_path(&self) -> &Path {
+        &self.core.path
+    }
+
+    /// The last background compaction's failure, if any (the journal is
+    /// then left as it was).
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn compaction_error(&self) -> Option<String> {
+        lock(&self.core.shared.compaction_error).clone()
+    }
+
+    /// Whether a compaction is running or waiting to be switched in.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn is_compacting(&self) -> bool {
+        self.core
+            .compactor
+            .as_ref()
+            .is_some_and(|c| !c.thread.is_finished())
+            || self.core.shared.ready.load(Ordering::Relaxed)
+    }
+
+    /// Closes the publisher: finishes (switches in) a compaction it has
+    /// running or prepared, and the one `compact_after` makes due, before
+    /// it returns, so the journal stays one record per key plus fewer than
+    /// `compact_after` records however short each publisher's life.
+    /// Dropping does the same, without the error.
+    ///
+    /// # Errors
+    /// [`CloseError`] if that compaction failed (the journal is left as it
+    /// was, whole).
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
+    pub fn close(mut self) -> Result<(), CloseError> {
+        self.core.finish_compaction()
+    }
+}
+
+impl<T: Pod> JournalPublisher<T> {
     /// Appends `msg` to the journal, then publishes it. Returns its
     /// sequence. No system call unless the file grows (once per chunk) or a
     /// subscriber sleeps.
+    ///
+    /// # Errors
+    /// [`AppendError`] if the journal cannot grow or be written; the
+    /// message is then neither journaled nor published.
+    ///
+    /// # Examples
+    /// See [`JournalPublisher`].
     #[inline]
     pub fn publish(&mut self, msg: &T) -> Result<u64, AppendError> {
         self.core.publish(bytemuck::bytes_of(msg))
@@ -840,55 +990,14 @@ impl<T: Pod> JournalPublisher<T> {
     pub fn release_staged(&mut self) {
         self.core.release_staged();
     }
-
-    /// `fdatasync`s the journal now.
-    pub fn flush(&self) -> io::Result<()> {
-        self.core.flush()
-    }
-
-    /// The sequence the next message will get.
-    pub fn next_sequence(&self) -> u64 {
-        self.core.next
-    }
-
-    /// This publisher's generation on the bus.
-    pub fn epoch(&self) -> u64 {
-        self.core.ring.epoch()
-    }
-
-    /// The journal's path.
-    pub fn journal_path(&self) -> &Path {
-        &self.core.path
-    }
-
-    /// The last background compaction's failure, if any (the journal is
-    /// then left as it was).
-    pub fn compaction_error(&self) -> Option<String> {
-        lock(&self.core.shared.compaction_error).clone()
-    }
-
-    /// Whether a compaction is running or waiting to be switched in.
-    pub fn is_compacting(&self) -> bool {
-        self.core
-            .compactor
-            .as_ref()
-            .is_some_and(|c| !c.thread.is_finished())
-            || self.core.shared.ready.load(Ordering::Relaxed)
-    }
-
-    /// Closes the publisher: finishes (switches in) a compaction it has
-    /// running or prepared, and the one `compact_after` makes due, before
-    /// it returns, so the journal stays one record per key plus fewer than
-    /// `compact_after` records however short each publisher's life.
-    /// Dropping does the same, without the error.
-    pub fn close(mut self) -> Result<(), CloseError> {
-        self.core.finish_compaction()
-    }
 }
 
 impl<T: Keyed> JournalPublisher<T> {
     /// Starts a background compaction to one record per key (false if one
     /// is already running). Publishing goes on meanwhile.
+    ///
+    /// # Examples
+    /// See [`Keyed`].
     pub fn compact(&mut self) -> bool {
         self.core.key_of = key_of::<T>;
         self.core.start_compaction()
@@ -896,81 +1005,43 @@ impl<T: Keyed> JournalPublisher<T> {
 
     /// Compacts by itself whenever `records` have been appended since the
     /// last compaction (`None`: never).
+    ///
+    /// # Examples
+    /// See [`Keyed`].
     pub fn compact_after(&mut self, records: Option<u64>) {
         self.core.key_of = key_of::<T>;
         self.core.compact_after = records.map(|n| n.max(1));
     }
 }
 
-/// A journaled publisher of raw messages (the CLI's), compacting by the
-/// first 8 bytes of each message ([`raw_key`]).
-pub struct RawJournalPublisher {
-    core: Core,
-}
-
-impl RawJournalPublisher {
-    /// Creates a journaled bus of `msg_size`-byte messages.
-    pub fn create(
-        name: &str,
-        msg_size: u32,
-        opts: &CreateOptions,
-        journal: &JournalOptions,
-    ) -> Result<Self, JournalCreateError> {
-        let core = Core::create(
-            name,
-            TypeFingerprint::bytes(msg_size),
-            opts,
-            journal,
-            raw_key,
-        )?;
-        Ok(RawJournalPublisher { core })
-    }
-
-    /// Attaches to any journaled bus, whatever its message type.
-    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
-        Ok(RawJournalPublisher {
-            core: Core::attach(name, None, opts, raw_key)?,
-        })
-    }
-
+impl JournalPublisher<[u8]> {
     /// Appends, then publishes `bytes` (zero-padded to the message size).
+    ///
+    /// # Errors
+    /// [`AppendError`], as the typed `publish`, and
+    /// [`AppendError::TooLong`] for more bytes than the message size.
+    ///
+    /// # Examples
+    /// As the typed [`JournalPublisher`], with `publish(b"bytes")`.
     pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
         self.core.publish(bytes)
     }
 
-    /// `fdatasync`s the journal now.
-    pub fn flush(&self) -> io::Result<()> {
-        self.core.flush()
-    }
-
-    /// Starts a background compaction by [`raw_key`].
+    /// Starts a background compaction by the first 8 bytes of each
+    /// message (false if one is already running).
+    ///
+    /// # Examples
+    /// As [`Keyed`]'s.
     pub fn compact(&mut self) -> bool {
         self.core.start_compaction()
     }
 
     /// Compacts by itself every `records` appends (`None`: never).
+    ///
+    /// # Examples
+    /// As [`Keyed`]'s.
     pub fn compact_after(&mut self, records: Option<u64>) {
         self.core.compact_after = records.map(|n| n.max(1));
-    }
-
-    /// As [`JournalPublisher::close`].
-    pub fn close(mut self) -> Result<(), CloseError> {
-        self.core.finish_compaction()
-    }
-
-    /// The bus's message size.
-    pub fn msg_size(&self) -> usize {
-        self.core.msg_size
-    }
-
-    /// The sequence the next message will get.
-    pub fn next_sequence(&self) -> u64 {
-        self.core.next
-    }
-
-    /// The journal's path.
-    pub fn journal_path(&self) -> &Path {
-        &self.core.path
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::format::{check, padded_words};
 use super::join::{Entry, JoinError, JoinOptions, JournalSubscriber};
 use super::Keyed;
-use crate::broadcast::Received;
+use crate::bus::Received;
 
 /// A map from key to the last message for it, and the sequence it is at.
 #[derive(Clone, Debug)]
@@ -143,7 +143,7 @@ impl<T: Keyed> State<T> {
             if left.is_zero() {
                 return Ok(false);
             }
-            if let Some(r) = self.sub.recv_timeout(left) {
+            if let Some(r) = self.sub.recv(crate::wait::Wait::For(left)) {
                 self.on(r)?;
             }
         }

@@ -225,7 +225,7 @@ impl Writer {
     ) -> Result<Writer, JournalOpenError> {
         let page = rustix::param::page_size();
         let chunk = chunk.max(page).div_ceil(page) * page;
-        let base = crate::region::reserve_address_space(RESERVE)
+        let base = crate::mem::shm::reserve_address_space(RESERVE)
             .map_err(|e| JournalOpenError::io(path, "reserve address space", e))?;
         let map = Arc::new(Mapping {
             file,

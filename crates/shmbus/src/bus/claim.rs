@@ -1,0 +1,234 @@
+//! Many publishers on one bus: the claim, commit and unblock steps of the
+//! slot protocol, and a claim that survives its publisher's death.
+//!
+//! A bus created by `MpPublisher::create` has the header flag
+//! `MULTI_PUBLISHER`; any number of processes attach `MpPublisher`s to it.
+//! Subscribers are the broadcast ones, unchanged, and see one total order.
+//!
+//! # Invariants (extending the bus module's)
+//! - Stamps, mod 2^64: `writing(s) = 2s + 1`, `done(s) = 2s + 2`, and
+//!   `abandoned(s) = done(s) ^ 2^63`: "s was claimed and never committed".
+//!   Sequences in use lie within 2^61 of each other, so a stamp within 2^62
+//!   of `done(s)` is a normal one and any other is abandoned
+//!   (`stamp::decode`).
+//! - The cursor (`control::CURSOR`) is the next sequence to *claim*; every
+//!   publisher takes one with `fetch_add(1)`. Unlike a single-publisher bus,
+//!   `cursor > s` says only that `s` was claimed, not that it is complete;
+//!   readers learn completeness from the stamp alone.
+//! - A slot's stamp only moves forward, always by CAS. For claim `s` of the
+//!   slot whose previous lap is `p = s - capacity`:
+//!   - the claimer of `s`: `done(p)` or `abandoned(p)` (or the new-bus
+//!     stamp) → `writing(s)`, then `writing(s)` → `done(s)` (the commit);
+//!   - an unblocker of `s`: anything older than `done(s)`, once `s` has been
+//!     claimed for longer than the unblock timeout → `abandoned(s)`;
+//!   - the claimer of `s`, finding lap `p` unfinished for longer than the
+//!     unblock timeout: that stamp → `abandoned(p)`.
+//!
+//!   So `done(s)` and `abandoned(s)` exclude each other: whichever CAS comes
+//!   first wins, and the loser learns it. A claimer whose `writing(s)` or
+//!   commit CAS fails gets `Abandoned` and publishes nothing; it never
+//!   moves a stamp someone else moved on.
+//! - Unblockers are any subscriber (which is why subscribers of a
+//!   multi-publisher bus map the data pages read-write, unlike those of a
+//!   single-publisher bus) and the claimer of the slot's next lap. A reader
+//!   that finds `abandoned(s)` reports `Received::Lagged { skipped: 1 }`
+//!   and goes on at `s + 1`, so delivered + skipped == published holds per
+//!   subscriber as on a single-publisher bus.
+//! - The unblock timeout (`control::UNBLOCK_NS`) is written by the creator
+//!   before the magic and never changes; every party reads it on open.
+//!
+//! # Liveness: timeouts only
+//! A claim carries no owner, so a publisher's death is inferred from time
+//! alone, as Aeron's publication unblock does: there is no per-publisher
+//! registry. Every `MpPublisher` holds a *shared* lock on the publisher
+//! lock byte, so `stat` and `clean` still see "a publisher is alive".
+//!
+//! The cost of timeouts only: a publisher that is alive but stalled for
+//! longer than the unblock timeout loses its claim. Stalled between claim
+//! and its `writing(s)` CAS, it writes nothing (the CAS fails). Stalled
+//! *inside* its payload copy, it may, on waking, store the rest of its copy
+//! into a slot that the next lap's claimer has taken since; that claimer's
+//! readers can then read a torn message. Aeron has the same window; choose
+//! the timeout far above any scheduling stall (the default is one second).
+//!
+//! # Why a second mode
+//! shmbus's basic design has one publisher per bus: a single writer needs
+//! no read-modify-write on the hot path, only stores (of stamp, payload and
+//! cursor), and its death is known from its lock. Multi-publisher buses are
+//! a second mode, chosen at creation and recorded in the header
+//! (`MULTI_PUBLISHER`), rather than a change to the first, so that
+//! single-publisher buses keep their plain stores and their faster path,
+//! and only buses made for several publishers pay for claims, CAS commits
+//! and unblock timeouts.
+
+use std::time::{Duration, Instant};
+
+use super::ring::{Poll, Ring, Stall};
+use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
+use crate::mem::Region;
+use crate::sync::{fence, Ordering};
+use crate::wire::{control, Header};
+
+/// Writes the multi-publisher control fields of a bus being built (before
+/// its magic): the unblock timeout.
+pub(crate) fn init_control<R: Region>(region: &R, header: &Header, unblock: Duration) {
+    let ns = u64::try_from(unblock.as_nanos()).unwrap_or(u64::MAX);
+    region
+        .word(header.control_offset as usize + control::UNBLOCK_NS)
+        .store(ns, Ordering::Relaxed);
+}
+
+/// Whether `st`, read in the slot of `s`, says `s` is not finished yet.
+#[inline]
+fn unfinished(st: Stamp, s: u64) -> bool {
+    match st {
+        Stamp::Writing(t) => ahead(t, s) <= 0,
+        Stamp::Done(t) | Stamp::Abandoned(t) => ahead(t, s) < 0,
+    }
+}
+
+impl<R: Region> Ring<R> {
+    /// Claims the next sequence.
+    #[inline]
+    pub(crate) fn claim(&self) -> u64 {
+        // Relaxed: on a multi-publisher bus the cursor publishes nothing; the
+        // RMW alone makes every claim unique.
+        self.cursor().fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Takes the slot of claimed `seq`: waits for its previous lap to finish
+    /// (skipping that lap after the unblock timeout), then moves the stamp
+    /// to `writing(seq)`. Fails with the stamp found if `seq` itself was
+    /// skipped meanwhile.
+    pub(crate) fn begin(&self, seq: u64) -> Result<(), Stamp> {
+        let stamp = self.stamp(seq);
+        let prev = seq.wrapping_sub(self.capacity());
+        // Acquire, paired with the Release commit of the previous lap: our
+        // payload stores come after its in every word's order.
+        let mut cur = stamp.load(Ordering::Acquire);
+        let mut since = None;
+        let mut spins = 0u32;
+        loop {
+            let st = decode(cur, seq);
+            if ahead(st.seq(), seq) >= 0 {
+                return Err(st);
+            }
+            if let Stamp::Done(t) | Stamp::Abandoned(t) = st {
+                if ahead(t, prev) >= 0 {
+                    // Acquire on both outcomes, as the load above.
+                    match stamp.compare_exchange(
+                        cur,
+                        writing(seq),
+                        Ordering::Acquire,
+                        Ordering::Acquire,
+                    ) {
+                        Ok(_) => break,
+                        Err(now) => {
+                            cur = now;
+                            continue;
+                        }
+                    }
+                }
+            }
+            // Lap `prev` is claimed (or not yet) and unfinished.
+            let now = Instant::now();
+            let since = *since.get_or_insert(now);
+            if now.duration_since(since) >= self.unblock_timeout() {
+                // Acquire on both outcomes, as the load above. The abandoned
+                // stamp itself publishes nothing.
+                cur = match stamp.compare_exchange(
+                    cur,
+                    abandoned(prev),
+                    Ordering::Acquire,
+                    Ordering::Acquire,
+                ) {
+                    Ok(_) => abandoned(prev),
+                    Err(now) => now,
+                };
+            } else {
+                // The unfinished lap's publisher may be descheduled: past a
+                // short spin, give it the CPU.
+                spins += 1;
+                if spins < 64 {
+                    crate::sync::spin_loop();
+                } else {
+                    crate::sync::yield_now();
+                }
+                cur = stamp.load(Ordering::Acquire);
+            }
+        }
+        // Release fence, paired with the reader's Acquire fence in `read`: a
+        // reader whose copy saw a word we store next re-loads a stamp at
+        // least as new as `writing(seq)`, and discards the copy.
+        fence(Ordering::Release);
+        Ok(())
+    }
+
+    /// Publishes `seq`, whose payload is written, unless it was skipped.
+    #[inline]
+    pub(crate) fn commit(&self, seq: u64) -> Result<(), Stamp> {
+        // Release, paired with the Acquire first stamp load in `read`: a
+        // reader that sees `done(seq)` sees the whole payload.
+        match self.stamp(seq).compare_exchange(
+            writing(seq),
+            done(seq),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                self.wake_sleepers();
+                Ok(())
+            }
+            Err(now) => Err(decode(now, seq)),
+        }
+    }
+
+    /// A reader at `*pos` found its slot empty on a multi-publisher bus. If
+    /// `*pos` has been claimed and uncommitted for longer than the unblock
+    /// timeout (as this reader measured, from its first sight), skips it.
+    #[cold]
+    pub(crate) fn unblock(&self, pos: &mut u64, stall: &mut Stall) -> Poll {
+        let s = *pos;
+        // Relaxed: the cursor says only that `s` was claimed; the CAS below
+        // works on the stamp's latest value whatever this load saw.
+        if ahead(self.cursor().load(Ordering::Relaxed), s) <= 0 {
+            stall.since = None;
+            return Poll::Empty;
+        }
+        let now = Instant::now();
+        match stall.since {
+            Some(since) if stall.seq == s => {
+                if now.duration_since(since) < self.unblock_timeout() {
+                    return Poll::Empty;
+                }
+            }
+            _ => {
+                *stall = Stall {
+                    seq: s,
+                    since: Some(now),
+                };
+                if !self.unblock_timeout().is_zero() {
+                    return Poll::Empty;
+                }
+            }
+        }
+        let stamp = self.stamp(s);
+        // Relaxed: what we do next depends only on the CAS, not on data.
+        let cur = stamp.load(Ordering::Relaxed);
+        if !unfinished(decode(cur, s), s) {
+            // Committed or skipped since the read: poll again.
+            return Poll::Empty;
+        }
+        // Relaxed: an abandoned stamp publishes no payload; a reader that
+        // sees it reads none.
+        match stamp.compare_exchange(cur, abandoned(s), Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => {
+                stall.since = None;
+                *pos = s.wrapping_add(1);
+                Poll::Lagged(1)
+            }
+            Err(_) => Poll::Empty,
+        }
+    }
+}
+

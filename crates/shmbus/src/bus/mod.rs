@@ -1,0 +1,112 @@
+//! The broadcast bus: one publisher (or many, see [`claim`]), any number of
+//! subscribers, stamped slots.
+//!
+//! Files: [`stamp`] (the stamp codec), [`ring`] (the slot protocol over a
+//! region: write, read, lap, sleep), [`claim`] (its multi-publisher steps),
+//! [`payload`] (typed or raw messages), then the handles users hold:
+//! [`Publisher`], [`MpPublisher`], [`Subscriber`], [`SubscriberGroup`].
+//!
+//! # Invariants
+//! - Slot `i` (of `capacity`, a power of two) lives at
+//!   `data_offset + i * slot_size` and carries sequence numbers `s` with
+//!   `s & (capacity - 1) == i`. Its first 8 bytes are the stamp, then the
+//!   payload, padded with zeros to a multiple of 8 bytes.
+//! - Stamp encoding, all arithmetic wrapping mod 2^64: `2s + 1` while sequence
+//!   `s` is being written, `2s + 2` once it is complete. A new bus whose first
+//!   sequence is `f` starts every stamp at `2f`, "complete up to f - 1", so
+//!   the encoding needs no special empty value and crosses u64::MAX like any
+//!   other number. Readers compare stamps by their signed wrapping distance.
+//! - Only the publisher (the holder of the publisher lock) writes stamps,
+//!   payloads and the cursor. The cursor is the next sequence to be written;
+//!   it is stored after the stamp, so `cursor > s` implies slot `s` was
+//!   complete (and perhaps overwritten since).
+//! - Subscribers never write the data pages (they map them read-only), keep
+//!   their cursor in their own memory, and touch one slot line per message.
+//!
+//! # Algorithm
+//! A seqlock per slot, after Boehm, "Can seqlocks get along with programming
+//! language memory models?" (MSPC 2012), with the stamp in the slot as in
+//! photon-ring and Disruptor-style broadcast rings. The payload is copied
+//! with 64-bit atomic loads and stores ("atomic stripes"), so the racing copy
+//! a seqlock makes is defined behaviour; a reader that raced a writer throws
+//! its copy away and never returns it.
+//!
+//! # Untrusted stamps
+//! Any process that can open the file can store anything into a stamp or
+//! the cursor. A reader keeps two promises whatever it finds: every step
+//! makes progress or waits for the publisher (a waiting receive ends at its
+//! deadline), and a lag it reports is at least 1 and at most what the
+//! cursor says was published past its position. So:
+//! - a lap is believed only if the stamp names a sequence of *this* slot,
+//!   ahead of the reader and not past the cursor, and the cursor is
+//!   confirmed by its slot (`slots_confirm`: a real cursor `h` finds `h - 1`,
+//!   or one lap later, in slot `h - 1`);
+//! - any other stamp the reader cannot read is a lost message (`Lagged(1)`)
+//!   once a confirmed cursor is past it, and "not yet" before that;
+//! - a waiting reader checks every 64th empty poll whether a confirmed
+//!   cursor is past its position while the stamp still says "not yet", and
+//!   skips that one message if so (`check_stuck`).
+//!
+//! A peer can still forge a whole valid message (stamp, payload, cursor):
+//! write access to the file is trust in the peer; these rules only keep
+//! corruption from hanging readers or inventing lag.
+//!
+//! Multi-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
+//! protocol; their claim, commit and unblock rules are in [`claim`],
+//! whose invariants extend the ones above. The single-publisher paths here
+//! test the mode only on their slow paths (a stamp other than the one
+//! expected), so they cost what they did before.
+//!
+//! A publisher copies a message into its slot; it never lends `&mut` into the
+//! slot, which other processes may be reading at the same moment.
+
+pub(crate) mod claim;
+mod group;
+mod mp_publisher;
+mod payload;
+mod publisher;
+pub(crate) mod ring;
+#[cfg(not(loom))]
+pub(crate) mod segment;
+pub(crate) mod stamp;
+mod subscriber;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+pub use group::SubscriberGroup;
+#[cfg(feature = "test-hooks")]
+pub use mp_publisher::HookPoint;
+pub use mp_publisher::{Abandoned, MpPublishError, MpPublisher};
+pub use payload::Payload;
+pub use publisher::{PublishError, Publisher};
+pub use subscriber::Subscriber;
+
+/// What a receive found.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(4)?;
+/// let mut subscriber = publisher.subscribe(Start::Oldest, WaitStrategy::default());
+/// for i in 0..6 {
+///     publisher.publish(&i);
+/// }
+/// // Six published into four slots: the first two are gone, and it is said.
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 2 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Received<T> {
+    /// The next message.
+    Message(T),
+    /// The publisher overwrote `skipped` messages before this subscriber read
+    /// them; the cursor now points at the oldest message still in the ring.
+    /// Over a subscriber's life, messages delivered plus all `skipped` equal
+    /// the messages published since it started, exactly.
+    Lagged {
+        /// How many messages were lost.
+        skipped: u64,
+    },
+}

@@ -1,0 +1,412 @@
+//! [`MpPublisher`]: one of any number of publishers on a multi-publisher
+//! bus. The claim, commit and unblock rules it follows are in
+//! [`super::claim`].
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytemuck::Pod;
+
+use super::payload::Payload;
+use super::ring::{heap_ring, Ring};
+use super::subscriber::Subscriber;
+use super::SubscriberGroup;
+use crate::error::CreateError;
+use crate::mem::{DefaultRegion, HeapRegion, Region};
+use crate::options::Start;
+use crate::wait::WaitStrategy;
+
+/// A claim that was declared abandoned before its publisher committed it:
+/// the message was not published.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "sequence {seq} was skipped as abandoned before this publisher committed it \
+     (claim older than the {unblock:?} unblock timeout); the message was not published"
+)]
+pub struct Abandoned {
+    /// The sequence this publisher had claimed.
+    pub seq: u64,
+    /// The bus's unblock timeout.
+    pub unblock: Duration,
+}
+
+/// Why a raw message could not be published on a multi-publisher bus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MpPublishError {
+    /// Longer than the bus's message size.
+    #[error("message is {len} bytes, the bus carries at most {max}")]
+    TooLong {
+        /// The message's length.
+        len: usize,
+        /// The bus's message size.
+        max: usize,
+    },
+    /// The claim was skipped before the commit.
+    #[error(transparent)]
+    Abandoned(#[from] Abandoned),
+}
+
+#[cfg(feature = "test-hooks")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HookPoint {
+    /// After the claim's `fetch_add`, before the stamp is touched.
+    AfterClaim,
+    /// After the stamp is `writing(s)`, before any payload word.
+    AfterBegin,
+}
+
+#[cfg(feature = "test-hooks")]
+#[derive(Clone, Copy)]
+struct Hook {
+    point: HookPoint,
+    /// Publishes left before the one that stops.
+    countdown: u64,
+    call: fn(u64),
+}
+
+/// The publishing steps every multi-publisher handle shares.
+struct Writer<R> {
+    ring: Ring<R>,
+    #[cfg(feature = "test-hooks")]
+    hook: Option<Hook>,
+}
+
+impl<R: Region> Writer<R> {
+    fn new(mut ring: Ring<R>) -> Self {
+        ring.set_light_barrier();
+        Writer {
+            ring,
+            #[cfg(feature = "test-hooks")]
+            hook: None,
+        }
+    }
+
+    /// The hook to call in this publish, if it is the one that stops.
+    #[cfg(feature = "test-hooks")]
+    fn due(&mut self) -> Option<(HookPoint, fn(u64))> {
+        let h = self.hook.as_mut()?;
+        if h.countdown == 0 {
+            return Some((h.point, h.call));
+        }
+        h.countdown -= 1;
+        None
+    }
+
+    #[inline]
+    fn write(&mut self, src: &[u8]) -> Result<u64, Abandoned> {
+        #[cfg(feature = "test-hooks")]
+        let due = self.due();
+        let seq = self.ring.claim();
+        #[cfg(feature = "test-hooks")]
+        if let Some((HookPoint::AfterClaim, stop)) = due {
+            stop(seq);
+        }
+        let lost = |_| Abandoned {
+            seq,
+            unblock: self.ring.unblock_timeout(),
+        };
+        self.ring.begin(seq).map_err(lost)?;
+        #[cfg(feature = "test-hooks")]
+        if let Some((HookPoint::AfterBegin, stop)) = due {
+            stop(seq);
+        }
+        self.ring.store_payload(seq, src);
+        self.ring.commit(seq).map_err(lost)?;
+        Ok(seq)
+    }
+}
+
+/// One of any number of publishers of payload `T` on a multi-publisher bus
+/// (one created by [`MpPublisher::create`]): every process attaches its
+/// own, and subscribers (the ordinary [`Subscriber`]) see one total order.
+/// A publisher killed between claiming a slot and committing it costs
+/// subscribers one reported skipped message after the bus's unblock
+/// timeout, never a stall.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{MpPublisher, Received, Start, Wait, WaitStrategy};
+///
+/// let mut a = MpPublisher::<u64, _>::on_heap(64, Duration::from_secs(1))?;
+/// let mut b = a.another();
+/// let mut subscriber = a.subscribe(Start::Next, WaitStrategy::default());
+/// a.publish(&1)?;
+/// b.publish(&2)?;
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(1)));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct MpPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
+    w: Writer<R>,
+    _payload: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
+    pub(crate) fn from_ring(ring: Ring<R>) -> Self {
+        MpPublisher {
+            w: Writer::new(ring),
+            _payload: PhantomData,
+        }
+    }
+
+    /// Number of slots.
+    ///
+    /// # Examples
+    /// ```
+    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// assert_eq!(p.capacity(), 64);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn capacity(&self) -> u64 {
+        self.w.ring.capacity()
+    }
+
+    /// The bus's message size in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// assert_eq!(p.msg_size(), 8);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn msg_size(&self) -> usize {
+        self.w.ring.msg_size()
+    }
+
+    /// How long a claim may stay uncommitted before it is skipped.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, Duration::from_millis(250))?;
+    /// assert_eq!(p.unblock_timeout(), Duration::from_millis(250));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn unblock_timeout(&self) -> Duration {
+        self.w.ring.unblock_timeout()
+    }
+
+    /// Test only: the publish after `after` more ones calls `stop` with its
+    /// sequence at `point` (a test's `stop` hangs until it is killed).
+    #[cfg(feature = "test-hooks")]
+    #[doc(hidden)]
+    pub fn set_stop_hook(&mut self, point: HookPoint, after: u64, stop: fn(u64)) {
+        self.w.hook = Some(Hook {
+            point,
+            countdown: after,
+            call: stop,
+        });
+    }
+}
+
+impl<T: Pod, R: Region> MpPublisher<T, R> {
+    /// Claims the next sequence and publishes `msg` under it, overwriting
+    /// the oldest message if the ring is full. Returns the sequence.
+    ///
+    /// # Errors
+    /// [`Abandoned`] if the claim was skipped before the commit (this
+    /// publisher stalled for longer than the unblock timeout): the message
+    /// was not published.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut p = shmbus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// assert_eq!(p.publish(&5)?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn publish(&mut self, msg: &T) -> Result<u64, Abandoned> {
+        self.w.write(bytemuck::bytes_of(msg))
+    }
+}
+
+impl<R: Region> MpPublisher<[u8], R> {
+    /// Publishes `bytes`, zero-padded to the message size.
+    ///
+    /// # Errors
+    /// [`MpPublishError::TooLong`] for more bytes than the message size
+    /// (nothing published), [`MpPublishError::Abandoned`] as for a typed
+    /// publish.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let mut p = shmbus::MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// assert_eq!(p.publish(b"abc")?, 0);
+    /// assert!(p.publish(b"abcde").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, MpPublishError> {
+        let max = self.msg_size();
+        if bytes.len() > max {
+            return Err(MpPublishError::TooLong {
+                len: bytes.len(),
+                max,
+            });
+        }
+        Ok(self.w.write(bytes)?)
+    }
+}
+
+impl<T: Pod> MpPublisher<T, Arc<HeapRegion>> {
+    /// A multi-publisher bus of `capacity` slots on the heap, for threads
+    /// of one process (and loom, which runs the real claim protocol on it).
+    ///
+    /// # Errors
+    /// [`CreateError::InvalidGeometry`] if `capacity` is not a power of two.
+    ///
+    /// # Examples
+    /// ```
+    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(1024, std::time::Duration::from_secs(1))?;
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn on_heap(capacity: u64, unblock: Duration) -> Result<Self, CreateError> {
+        let msg = <T as Payload>::fingerprint(None).map_err(CreateError::InvalidGeometry)?;
+        Ok(MpPublisher::from_ring(heap_ring(
+            capacity,
+            msg,
+            0,
+            Some(unblock),
+        )?))
+    }
+}
+
+impl MpPublisher<[u8], Arc<HeapRegion>> {
+    /// A multi-publisher bus of `msg_size`-byte raw messages on the heap.
+    ///
+    /// # Errors
+    /// [`CreateError::InvalidGeometry`] for an impossible size.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let p = shmbus::MpPublisher::<[u8], _>::on_heap_bytes(32, 64, Duration::from_secs(1))?;
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn on_heap_bytes(
+        msg_size: u32,
+        capacity: u64,
+        unblock: Duration,
+    ) -> Result<Self, CreateError> {
+        let msg = <[u8] as Payload>::fingerprint(Some(msg_size))
+            .map_err(CreateError::InvalidGeometry)?;
+        Ok(MpPublisher::from_ring(heap_ring(
+            capacity,
+            msg,
+            0,
+            Some(unblock),
+        )?))
+    }
+}
+
+impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
+    /// Another publisher on the same heap bus.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = shmbus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let b = a.another();
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn another(&self) -> Self {
+        MpPublisher::from_ring(self.w.ring.share())
+    }
+
+    /// The claim step alone, for models of a publisher that dies.
+    #[cfg(loom)]
+    pub(crate) fn claim_for_test(&self) -> u64 {
+        self.w.ring.claim()
+    }
+
+    /// The `writing` step alone, for models of a publisher that dies.
+    #[cfg(loom)]
+    pub(crate) fn begin_for_test(&self, seq: u64) -> Result<(), super::stamp::Stamp> {
+        self.w.ring.begin(seq)
+    }
+
+    /// A subscriber to this heap bus.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{MpPublisher, Start, WaitStrategy};
+    /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let s = p.subscribe(Start::Next, WaitStrategy::default());
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
+        Subscriber::from_parts(self.w.ring.share(), start, wait)
+    }
+
+    /// A group of `N` logical subscribers to this heap bus.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{MpPublisher, Start, WaitStrategy};
+    /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let g = p.subscribe_group::<2>(Start::Next, WaitStrategy::default());
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn subscribe_group<const N: usize>(
+        &self,
+        start: Start,
+        wait: WaitStrategy,
+    ) -> SubscriberGroup<T, N, Arc<HeapRegion>>
+    where
+        T: Pod,
+    {
+        SubscriberGroup::from_parts(self.w.ring.share(), start, wait)
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::AttachError;
+    use crate::mem::ShmRegion;
+    use crate::options::{BusOptions, OpenOptions};
+    use crate::wire::Publishers;
+
+    impl<T: ?Sized + Payload> MpPublisher<T, ShmRegion> {
+        /// Creates a multi-publisher bus (header flag `MULTI_PUBLISHER`)
+        /// and becomes one of its publishers; its unblock timeout is
+        /// [`BusOptions::unblock_timeout`].
+        ///
+        /// # Errors
+        /// As [`crate::Publisher::create`].
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, MpPublisher, OpenOptions};
+        /// # let name = format!("/dev/shm/shmbus-doc-mp-{}", std::process::id());
+        /// let mut a = MpPublisher::<u64>::create(&name, &BusOptions::new(1024))?;
+        /// let mut b = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// a.publish(&1)?;
+        /// b.publish(&2)?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+            Ok(Self::from_ring(crate::bus::segment::create::<T>(
+                name, opts, true,
+            )?))
+        }
+
+        /// Becomes one more publisher of a multi-publisher bus.
+        ///
+        /// # Errors
+        /// [`AttachError::Open`] if the bus cannot be opened,
+        /// [`AttachError::WrongPublishers`] for a single-publisher bus,
+        /// [`AttachError::PublisherActive`] while its creator is still
+        /// building it.
+        ///
+        /// # Examples
+        /// See [`MpPublisher::create`].
+        pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            let (ring, _) =
+                crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::Many)?;
+            Ok(Self::from_ring(ring))
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! [`Publisher`]: the one writer of a single-publisher bus.
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use bytemuck::Pod;
+
+use super::payload::Payload;
+use super::ring::{heap_ring, Ring};
+use super::subscriber::Subscriber;
+use crate::error::CreateError;
+use crate::mem::{DefaultRegion, HeapRegion, Region};
+use crate::options::Start;
+use crate::wait::WaitStrategy;
+
+/// Writes messages of payload `T` (a [`Pod`] type, or `[u8]` for raw
+/// bytes) to a bus. One per bus at a time, held by the publisher lock; a
+/// publisher that exits or dies can be replaced by [`Publisher::attach`],
+/// which carries on the sequence and bumps the epoch.
+///
+/// Publishing never waits and makes no system call unless a subscriber
+/// sleeps: a full ring overwrites its oldest message, and a subscriber
+/// that had not read it learns how many it lost
+/// ([`crate::Received::Lagged`]).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+///
+/// # let name = format!("/dev/shm/shmbus-doc-publisher-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(1024))?;
+/// let mut subscriber =
+///     Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// publisher.publish(&42);
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(42)));
+/// shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
+    pub(crate) ring: Ring<R>,
+    next: u64,
+    _payload: PhantomData<fn(&T)>,
+}
+
+/// Why a raw message could not be published.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PublishError {
+    /// Longer than the bus's message size.
+    #[error("message is {len} bytes, the bus carries at most {max}")]
+    TooLong {
+        /// The message's length.
+        len: usize,
+        /// The bus's message size.
+        max: usize,
+    },
+}
+
+impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
+    pub(crate) fn from_parts(mut ring: Ring<R>, next: u64) -> Self {
+        ring.set_light_barrier();
+        Publisher {
+            ring,
+            next,
+            _payload: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) -> u64 {
+        let seq = self.next;
+        self.ring.write(seq, bytes);
+        self.next = seq.wrapping_add(1);
+        seq
+    }
+
+    /// The sequence number the next message will get.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.next_sequence(), 0);
+    /// publisher.publish(&1);
+    /// assert_eq!(publisher.next_sequence(), 1);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn next_sequence(&self) -> u64 {
+        self.next
+    }
+
+    /// This publisher's generation: 1 for the creator, +1 per re-attach.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.epoch(), 1);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+
+    /// Number of slots.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.capacity(), 8);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn capacity(&self) -> u64 {
+        self.ring.capacity()
+    }
+
+    /// The bus's message size in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::Publisher::<[u8], _>::on_heap_bytes(100, 8)?;
+    /// assert_eq!(publisher.msg_size(), 100);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn msg_size(&self) -> usize {
+        self.ring.msg_size()
+    }
+}
+
+impl<T: Pod, R: Region> Publisher<T, R> {
+    /// Publishes one message, overwriting the oldest if the ring is full,
+    /// and returns its sequence number.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.publish(&5), 0);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    #[inline]
+    pub fn publish(&mut self, msg: &T) -> u64 {
+        self.write(bytemuck::bytes_of(msg))
+    }
+}
+
+impl<R: Region> Publisher<[u8], R> {
+    /// Publishes `bytes`, zero-padded to the message size, and returns its
+    /// sequence number.
+    ///
+    /// # Errors
+    /// [`PublishError::TooLong`] if `bytes` is longer than the message
+    /// size; nothing is published.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut publisher = shmbus::Publisher::<[u8], _>::on_heap_bytes(8, 4)?;
+    /// assert_eq!(publisher.publish(b"short")?, 0);
+    /// assert!(publisher.publish(b"far too long").is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, PublishError> {
+        let max = self.ring.msg_size();
+        if bytes.len() > max {
+            return Err(PublishError::TooLong {
+                len: bytes.len(),
+                max,
+            });
+        }
+        Ok(self.write(bytes))
+    }
+}
+
+impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
+    /// A bus of `capacity` slots on the heap, for threads of one process
+    /// (and for loom and Miri, which run the same slot protocol as the
+    /// shared-memory bus).
+    ///
+    /// # Errors
+    /// [`CreateError::InvalidGeometry`] if `capacity` is not a power of two.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::Publisher::<u64, _>::on_heap(1024)?;
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn on_heap(capacity: u64) -> Result<Self, CreateError> {
+        Self::on_heap_from(capacity, 0)
+    }
+
+    #[doc(hidden)]
+    pub fn on_heap_from(capacity: u64, first_seq: u64) -> Result<Self, CreateError> {
+        let msg = <T as Payload>::fingerprint(None).map_err(CreateError::InvalidGeometry)?;
+        Ok(Publisher::from_parts(
+            heap_ring(capacity, msg, first_seq, None)?,
+            first_seq,
+        ))
+    }
+}
+
+impl Publisher<[u8], Arc<HeapRegion>> {
+    /// A bus of `msg_size`-byte raw messages on the heap.
+    ///
+    /// # Errors
+    /// [`CreateError::InvalidGeometry`] for a capacity that is not a power
+    /// of two or a message size outside 1 B..=16 MiB.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::Publisher::<[u8], _>::on_heap_bytes(64, 1024)?;
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn on_heap_bytes(msg_size: u32, capacity: u64) -> Result<Self, CreateError> {
+        let msg = <[u8] as Payload>::fingerprint(Some(msg_size))
+            .map_err(CreateError::InvalidGeometry)?;
+        Ok(Publisher::from_parts(heap_ring(capacity, msg, 0, None)?, 0))
+    }
+}
+
+impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
+    /// A subscriber to this heap bus.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(&3);
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(3)));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
+        Subscriber::from_parts(self.ring.share(), start, wait)
+    }
+
+    /// A group of `N` logical subscribers to this heap bus.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let group = publisher.subscribe_group::<4>(Start::Next, WaitStrategy::default());
+    /// assert_eq!(group.len(), 4);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn subscribe_group<const N: usize>(
+        &self,
+        start: Start,
+        wait: WaitStrategy,
+    ) -> super::SubscriberGroup<T, N, Arc<HeapRegion>>
+    where
+        T: Pod,
+    {
+        super::SubscriberGroup::from_parts(self.ring.share(), start, wait)
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::AttachError;
+    use crate::mem::ShmRegion;
+    use crate::options::{BusOptions, OpenOptions};
+    use crate::wire::Publishers;
+
+    impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {
+        /// Creates a new bus named `name` (a bare name goes under /dev/shm,
+        /// a name with a slash is a path) and becomes its publisher.
+        ///
+        /// # Errors
+        /// [`CreateError::AlreadyExists`] (create never truncates or
+        /// reuses), [`CreateError::InvalidGeometry`] (capacity not a power
+        /// of two; a raw bus without [`BusOptions::msg_size`]),
+        /// [`CreateError::PermissionDenied`], [`CreateError::NoSpace`],
+        /// [`CreateError::NoDirectory`], [`CreateError::HugePages`],
+        /// [`CreateError::Mlock`], [`CreateError::Name`], or another
+        /// system error.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, Publisher};
+        /// # let name = format!("/dev/shm/shmbus-doc-create-{}", std::process::id());
+        /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(4096))?;
+        /// publisher.publish(&1);
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+            let ring = crate::bus::segment::create::<T>(name, opts, false)?;
+            Ok(Publisher::from_parts(ring, opts.first_seq))
+        }
+
+        /// Becomes the publisher of an existing bus after its previous
+        /// publisher exited or died: resumes its sequence and bumps the
+        /// epoch. A raw publisher (`[u8]`) attaches to a bus of any type.
+        ///
+        /// # Errors
+        /// [`AttachError::Open`] if the bus cannot be opened (missing, not
+        /// a bus, another message type, ...),
+        /// [`AttachError::PublisherActive`] if a live process publishes on
+        /// it, [`AttachError::Journaled`] for a journaled bus (attach a
+        /// `JournalPublisher`), [`AttachError::WrongPublishers`] for a
+        /// multi-publisher bus.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, OpenOptions, Publisher};
+        /// # let name = format!("/dev/shm/shmbus-doc-attach-{}", std::process::id());
+        /// let first = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// drop(first);
+        /// let second = Publisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// assert_eq!(second.epoch(), 2);
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            let (ring, next) =
+                crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::One)?;
+            Ok(Publisher::from_parts(ring, next))
+        }
+    }
+}

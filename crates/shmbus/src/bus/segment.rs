@@ -1,0 +1,148 @@
+//! A bus's segment in /dev/shm: the steps between `segment` (file, header,
+//! magic) and a ring a handle can use. Creating one (single or
+//! multi-publisher), opening it for a role, taking the publisher's role,
+//! and registering a subscriber so `stat` can name it.
+
+use super::payload::Payload;
+use super::ring::Ring;
+use crate::error::{AttachError, CreateError, OpenError};
+use crate::mem::{Access, Region, ShmRegion};
+use crate::options::{BusOptions, OpenOptions};
+use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
+use crate::sync::Ordering;
+use crate::sys::lock;
+use crate::wire::{control, flags, lock_byte, Header, Kind, Publishers, TypeFingerprint};
+
+/// Creates a bus of payload `T` as `opts` say; `multi` makes it a
+/// multi-publisher bus, whose every publisher shares the publisher lock.
+pub(crate) fn create<T: ?Sized + Payload>(
+    name: &str,
+    opts: &BusOptions,
+    multi: bool,
+) -> Result<Ring<ShmRegion>, CreateError> {
+    let msg = T::fingerprint(opts.msg_size).map_err(CreateError::InvalidGeometry)?;
+    let (page, huge) = layout_page(name, &opts.file)?;
+    let mut header = Header::broadcast(opts.capacity, msg, page, opts.first_seq)
+        .map_err(CreateError::InvalidGeometry)?;
+    header.flags |= huge;
+    if multi {
+        header.flags |= flags::MULTI_PUBLISHER;
+    }
+    let region = create_region(name, &header, &opts.file, |r| {
+        if multi {
+            super::claim::init_control(r, &header, opts.unblock);
+        }
+        Ring::new(r, &header).init()
+    })?;
+    let ring = Ring::new(region, &header);
+    if !multi {
+        return Ok(ring);
+    }
+    // The creator built the bus holding the publisher byte exclusively;
+    // from now on every publisher shares it (the same open file
+    // description converts its lock in place).
+    match lock::try_lock(ring.region().file(), lock_byte::PUBLISHER, false) {
+        Ok(true) => Ok(ring),
+        res => {
+            let _ = crate::mem::shm::unlink(ring.region().path());
+            Err(CreateError::Io {
+                what: "lock",
+                source: res
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("shared lock refused")),
+            })
+        }
+    }
+}
+
+/// Opens a bus for `role`, checking the message type if `msg` is given.
+pub(crate) fn open(
+    name: &str,
+    role: Role,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+) -> Result<Ring<ShmRegion>, OpenError> {
+    let (region, header) = open_checked(name, role, Kind::Broadcast, msg, opts)?;
+    if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
+        // Subscribers of a multi-publisher bus may skip an abandoned claim,
+        // a CAS on its stamp (see `claim`).
+        let data = header.data_offset as usize;
+        region
+            .protect(data, header.total_len as usize - data, Access::ReadWrite)
+            .map_err(|source| OpenError::Io {
+                what: "mprotect",
+                source,
+            })?;
+    }
+    Ok(Ring::new(region, &header))
+}
+
+/// Becomes a publisher of an existing bus of the mode `want`: the single
+/// publisher (exclusive lock, refused on a journaled bus, whose journal
+/// would miss messages) or one of many (shared lock). Returns the ring and
+/// the sequence to publish next.
+pub(crate) fn attach(
+    name: &str,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+    want: Publishers,
+) -> Result<(Ring<ShmRegion>, u64), AttachError> {
+    let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, msg, opts)?;
+    let found = if header.flags & flags::MULTI_PUBLISHER != 0 {
+        Publishers::Many
+    } else {
+        Publishers::One
+    };
+    if found != want {
+        return Err(AttachError::WrongPublishers {
+            found,
+            expected: want,
+        });
+    }
+    if let (Publishers::One, Some(path)) = (want, &header.journal) {
+        return Err(AttachError::Journaled { path: path.clone() });
+    }
+    let ring = Ring::new(region, &header);
+    let pid_field = ring.control_field(control::PUBLISHER_PID);
+    if want == Publishers::One {
+        take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
+            .map_err(|pid| AttachError::PublisherActive { pid })?;
+        let next = ring.resume();
+        return Ok((ring, next));
+    }
+    let region = ring.region();
+    let shared = lock::try_lock(region.file(), lock_byte::PUBLISHER, false).map_err(|source| {
+        OpenError::Io {
+            what: "lock",
+            source,
+        }
+    })?;
+    if !shared {
+        // Only a creator still building holds it exclusively.
+        return Err(AttachError::PublisherActive {
+            pid: region.word32(pid_field).load(Ordering::Relaxed),
+        });
+    }
+    region
+        .word32(pid_field)
+        .store(std::process::id(), Ordering::Relaxed);
+    Ok((ring, 0))
+}
+
+/// Takes a free registry entry, if any, so `stat` can name this subscriber.
+/// A subscriber beyond the registry's size works all the same, uncounted
+/// but still holding the attached lock that keeps `clean` away.
+/// Called once the subscriber's start position is fixed, so that "registered"
+/// means "will see everything published from now on".
+pub(crate) fn register(ring: &Ring<ShmRegion>) {
+    let region = ring.region();
+    for i in 0..control::REGISTRY_SLOTS {
+        if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
+            let field = ring.control_field(control::REGISTRY + 4 * i);
+            region
+                .word32(field)
+                .store(std::process::id(), Ordering::Relaxed);
+            return;
+        }
+    }
+}

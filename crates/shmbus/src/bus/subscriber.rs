@@ -1,0 +1,350 @@
+//! [`Subscriber`]: one reader of a bus, at its own cursor.
+
+use bytemuck::Pod;
+
+use super::payload::Payload;
+use super::ring::{Poll, Ring, Stall};
+use super::stamp::ahead;
+use super::Received;
+use crate::mem::{DefaultRegion, Region};
+use crate::options::Start;
+use crate::wait::{Wait, WaitStrategy};
+
+/// Reads messages of payload `T` from a bus, at its own cursor. It never
+/// slows the publisher: if it falls a whole ring behind it is lapped, and
+/// its next receive says how many messages it lost
+/// ([`Received::Lagged`]) and goes on with the oldest one still there.
+/// Over its life, messages delivered plus all `skipped` equal the messages
+/// published since it started, exactly.
+///
+/// The data pages are mapped read-only into a subscriber of a
+/// single-publisher bus: a stray store faults, never corrupts the bus.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+///
+/// # let name = format!("/dev/shm/shmbus-doc-subscriber-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(4))?;
+/// let mut subscriber =
+///     Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// for i in 0..6 {
+///     publisher.publish(&i);
+/// }
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 2 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
+/// shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
+    pub(crate) ring: Ring<R>,
+    pos: u64,
+    stall: Stall,
+    wait: WaitStrategy,
+    /// The last message, for raw subscribers (which lend it); empty for
+    /// typed ones (which return theirs by value).
+    buf: Vec<u8>,
+    _payload: std::marker::PhantomData<fn() -> Box<T>>,
+}
+
+impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
+    pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
+        let pos = ring.start_at(start);
+        Subscriber {
+            ring,
+            pos,
+            stall: Stall::default(),
+            wait,
+            buf: Vec::new(),
+            _payload: std::marker::PhantomData,
+        }
+    }
+
+    /// One step into `dst`: at once, or waiting as `wait` says.
+    #[inline]
+    fn step(&mut self, wait: Wait, dst: &mut [u8]) -> Poll {
+        match wait {
+            Wait::Never => self.ring.poll_from(&mut self.pos, &mut self.stall, dst),
+            _ => self.ring.poll_wait(
+                &mut self.pos,
+                &mut self.stall,
+                dst,
+                self.wait,
+                wait.deadline(),
+            ),
+        }
+    }
+
+    /// The sequence number this subscriber will read next.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, Wait, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(&1);
+    /// subscriber.recv(Wait::Never);
+    /// assert_eq!(subscriber.position(), 1);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn position(&self) -> u64 {
+        self.pos
+    }
+
+    /// Messages published but not yet read (more than the capacity means
+    /// the next receive reports a lag).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(&1);
+    /// publisher.publish(&2);
+    /// assert_eq!(subscriber.pending(), 2);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn pending(&self) -> u64 {
+        ahead(self.ring.head(), self.pos).max(0) as u64
+    }
+
+    /// The publisher generation now on the bus; it changes when a publisher
+    /// re-attaches after a restart.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// assert_eq!(subscriber.epoch(), 1);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn epoch(&self) -> u64 {
+        self.ring.epoch()
+    }
+
+    /// Number of slots.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.subscribe(Start::Next, WaitStrategy::default()).capacity(), 8);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn capacity(&self) -> u64 {
+        self.ring.capacity()
+    }
+
+    /// The bus's message size in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u32, _>::on_heap(8)?;
+    /// assert_eq!(publisher.subscribe(Start::Next, WaitStrategy::default()).msg_size(), 4);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn msg_size(&self) -> usize {
+        self.ring.msg_size()
+    }
+}
+
+impl<T: Pod, R: Region> Subscriber<T, R> {
+    /// The next message, a lag report, or `None` if the wait ran out with
+    /// nothing new. `recv(Wait::Never)` never blocks; so does
+    /// [`Subscriber::try_recv`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// assert_eq!(subscriber.recv(Wait::For(Duration::from_millis(1))), None);
+    /// publisher.publish(&9);
+    /// assert_eq!(subscriber.recv(Wait::Forever), Some(Received::Message(9)));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    #[inline]
+    pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
+        let mut msg = T::zeroed();
+        match self.step(wait, bytemuck::bytes_of_mut(&mut msg)) {
+            Poll::Message => Some(Received::Message(msg)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// `recv(Wait::Never)`: the hot-loop spelling.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// assert_eq!(subscriber.try_recv(), None);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    #[inline]
+    pub fn try_recv(&mut self) -> Option<Received<T>> {
+        self.recv(Wait::Never)
+    }
+
+    /// The newest message on the bus, without moving this subscriber.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(&1);
+    /// publisher.publish(&2);
+    /// assert_eq!(subscriber.latest(), Some(2));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn latest(&self) -> Option<T> {
+        let mut msg = T::zeroed();
+        self.ring
+            .latest(bytemuck::bytes_of_mut(&mut msg))
+            .map(|_| msg)
+    }
+}
+
+impl<R: Region> Subscriber<[u8], R> {
+    fn buffer(&mut self) -> &mut [u8] {
+        let size = self.ring.msg_size();
+        if self.buf.len() != size {
+            self.buf = vec![0; size];
+        }
+        &mut self.buf
+    }
+
+    /// As the typed `recv`; the message borrows the subscriber's buffer
+    /// (the bus's message size, zero-padded as published).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(b"ab")?;
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(&b"ab\0\0"[..])));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn recv(&mut self, wait: Wait) -> Option<Received<&[u8]>> {
+        let mut buf = std::mem::take(&mut self.buf);
+        if buf.len() != self.ring.msg_size() {
+            buf = vec![0; self.ring.msg_size()];
+        }
+        let poll = self.step(wait, &mut buf);
+        self.buf = buf;
+        match poll {
+            Poll::Message => Some(Received::Message(&self.buf)),
+            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Empty => None,
+        }
+    }
+
+    /// `recv(Wait::Never)`.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// assert_eq!(subscriber.try_recv(), None);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    #[inline]
+    pub fn try_recv(&mut self) -> Option<Received<&[u8]>> {
+        self.recv(Wait::Never)
+    }
+
+    /// The message the last receive returned, for callers that must end
+    /// that borrow before using it.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(b"hi")?;
+    /// subscriber.try_recv();
+    /// assert_eq!(subscriber.message(), b"hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The newest message on the bus, without moving this subscriber.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(b"hi")?;
+    /// assert_eq!(subscriber.latest(), Some(&b"hi"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn latest(&mut self) -> Option<&[u8]> {
+        let _ = self.buffer();
+        let ring = &self.ring;
+        ring.latest(&mut self.buf).map(|_| &self.buf[..])
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::OpenError;
+    use crate::mem::ShmRegion;
+    use crate::options::OpenOptions;
+    use crate::segment::Role;
+
+    impl<T: ?Sized + Payload> Subscriber<T, ShmRegion> {
+        /// Opens the bus named `name` and starts where `opts` says. A typed
+        /// subscriber checks the bus's message type; a raw one (`[u8]`)
+        /// opens a bus of any type.
+        ///
+        /// # Errors
+        /// [`OpenError::NotFound`], [`OpenError::PermissionDenied`],
+        /// [`OpenError::Symlink`], [`OpenError::NotAFile`],
+        /// [`OpenError::NotInitialized`] (its creator has not finished
+        /// within `init_timeout`), [`OpenError::BadMagic`],
+        /// [`OpenError::VersionMismatch`], [`OpenError::WrongKind`],
+        /// [`OpenError::TypeMismatch`], [`OpenError::Truncated`],
+        /// [`OpenError::InvalidGeometry`], [`OpenError::Locked`],
+        /// [`OpenError::Mlock`], or another system error.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+        /// # let name = format!("/dev/shm/shmbus-doc-open-{}", std::process::id());
+        /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// let subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default())?;
+        /// assert!(Subscriber::<u32>::open(&name, &OpenOptions::default()).is_err());
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
+            let msg = T::expected();
+            let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
+            let subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
+            crate::bus::segment::register(&subscriber.ring);
+            Ok(subscriber)
+        }
+
+        /// The first byte of the data pages, which this process maps
+        /// read-only. For the test that proves a stray store faults.
+        #[doc(hidden)]
+        pub fn data_pages_ptr(&self) -> *mut u8 {
+            // SAFETY: data_offset is inside the mapping (validated on open);
+            // computing the pointer accesses nothing.
+            unsafe { self.ring.region().base_ptr().add(self.ring.data_offset()) }
+        }
+    }
+}

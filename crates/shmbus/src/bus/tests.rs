@@ -1,0 +1,223 @@
+//! The bus's unit tests: the slot protocol on the heap, then the claim
+//! protocol.
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
+        Publisher::on_heap(capacity).expect("valid geometry")
+    }
+
+    #[test]
+    fn lagged_subscriber_is_told_exactly_how_many_it_missed() {
+        let mut p = bus(4);
+        let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        for i in 0..10 {
+            p.publish(&i);
+        }
+        assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 6 }));
+        for i in 6..10 {
+            assert_eq!(s.try_recv(), Some(Received::Message(i)));
+        }
+        assert_eq!(s.try_recv(), None);
+    }
+
+    #[test]
+    fn each_start_position_begins_where_it_says() {
+        let mut p = bus(4);
+        for i in 0..6 {
+            p.publish(&i);
+        }
+        let mut oldest = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        let mut latest = p.subscribe(Start::Latest, WaitStrategy::BusySpin);
+        let mut next = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        assert_eq!(oldest.try_recv(), Some(Received::Message(2)));
+        assert_eq!(latest.try_recv(), Some(Received::Message(5)));
+        assert_eq!(next.try_recv(), None);
+        p.publish(&6);
+        assert_eq!(next.try_recv(), Some(Received::Message(6)));
+        assert_eq!(next.latest(), Some(6));
+    }
+
+    #[test]
+    fn an_empty_bus_has_no_latest_and_every_start_waits_for_the_first_message() {
+        let mut p = bus(2);
+        for start in [Start::Oldest, Start::Latest, Start::Next] {
+            let mut s = p.subscribe(start, WaitStrategy::BusySpin);
+            assert_eq!(s.latest(), None);
+            assert_eq!(s.try_recv(), None);
+            assert_eq!(s.recv_timeout(Duration::from_millis(1)), None);
+        }
+        p.publish(&1);
+    }
+
+    #[test]
+    fn publish_with_starts_from_the_previous_message() {
+        let mut p = bus(2);
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        p.publish_with(|m| *m += 5);
+        p.publish_with(|m| *m += 5);
+        assert_eq!(s.try_recv(), Some(Received::Message(5)));
+        assert_eq!(s.try_recv(), Some(Received::Message(10)));
+    }
+
+    #[test]
+    fn a_raw_message_longer_than_the_slot_is_refused_and_a_short_one_is_zero_padded() {
+        let mut p = RawPublisher::on_heap(12, 2).expect("valid geometry");
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        assert_eq!(
+            p.publish(&[1; 13]),
+            Err(PublishError::TooLong { len: 13, max: 12 })
+        );
+        p.publish(&[7; 12]).expect("fits");
+        p.publish(&[9; 3]).expect("fits");
+        assert_eq!(s.try_recv(), Some(Received::Message(&[7u8; 12][..])));
+        assert_eq!(
+            s.try_recv(),
+            Some(Received::Message(&[9, 9, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0][..]))
+        );
+    }
+
+    #[test]
+    fn delivered_plus_skipped_equals_published_between_threads() {
+        let n: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        let mut p = bus(8);
+        let mut s = p.subscribe(Start::Oldest, WaitStrategy::default());
+        let reader = std::thread::spawn(move || {
+            let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None);
+            while s.position() < n {
+                match s.recv() {
+                    Received::Message(v) => {
+                        assert!(last.is_none_or(|l| v > l), "{v} after {last:?}");
+                        last = Some(v);
+                        delivered += 1;
+                    }
+                    Received::Lagged { skipped: k } => skipped += k,
+                }
+            }
+            (delivered, skipped)
+        });
+        for i in 0..n {
+            p.publish(&i);
+        }
+        let (delivered, skipped) = reader.join().expect("reader");
+        assert_eq!(delivered + skipped, n);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::Received::{Lagged, Message};
+
+    #[test]
+    fn an_abandoned_stamp_decodes_as_abandoned_and_no_normal_one_does() {
+        for s in [0u64, 1, 7, u64::MAX, u64::MAX - 3, 1 << 62, 1 << 63] {
+            assert_eq!(decode(abandoned(s), s), Stamp::Abandoned(s));
+            assert_eq!(
+                decode(abandoned(s.wrapping_add(8)), s),
+                Stamp::Abandoned(s.wrapping_add(8))
+            );
+            assert_eq!(decode(done(s), s), Stamp::Done(s));
+            assert_eq!(decode(writing(s), s), Stamp::Writing(s));
+            let old = s.wrapping_sub(16);
+            assert_eq!(decode(done(old), s), Stamp::Done(old));
+            assert_eq!(
+                decode(abandoned(old), s),
+                Stamp::Abandoned(old),
+                "older abandoned at {s}"
+            );
+        }
+    }
+
+    #[test]
+    fn messages_of_two_publishers_arrive_in_one_order_each_publisher_in_its_own() {
+        let mut a = MpPublisher::<[u64; 2], _>::on_heap(64, DEFAULT_UNBLOCK).expect("geometry");
+        let mut b = a.another();
+        let mut s = a.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        for i in 0..10 {
+            a.publish(&[1, i]).expect("committed");
+            b.publish(&[2, i]).expect("committed");
+        }
+        let mut next = [0u64; 3];
+        while let Some(Message([who, i])) = s.try_recv() {
+            assert_eq!(i, next[who as usize]);
+            next[who as usize] += 1;
+        }
+        assert_eq!(next, [0, 10, 10]);
+    }
+
+    #[test]
+    fn a_claim_never_committed_is_skipped_as_one_lagged_slot_after_the_timeout() {
+        let unblock = Duration::from_millis(20);
+        let mut p = MpPublisher::<u64, _>::on_heap(8, unblock).expect("geometry");
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        // A publisher that claims and dies: the claim alone, no stamp.
+        let dead = p.w.ring.claim();
+        p.publish(&7).expect("committed");
+        let started = Instant::now();
+        assert_eq!(s.recv(), Lagged { skipped: 1 });
+        assert!(started.elapsed() >= unblock);
+        assert_eq!(s.recv(), Message(7));
+        // The dead claimer, were it only slow, learns it lost.
+        assert_eq!(
+            p.w.ring.begin(dead).map_err(|st| st.seq()),
+            Err(dead),
+            "begin after the skip"
+        );
+    }
+
+    #[test]
+    fn a_publisher_committing_after_its_claim_was_skipped_gets_abandoned() {
+        let p = MpPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let seq = p.w.ring.claim();
+        p.w.ring.begin(seq).expect("slot free");
+        assert_eq!(s.try_recv(), Some(Lagged { skipped: 1 }));
+        assert!(p.w.ring.commit(seq).is_err());
+        assert_eq!(s.try_recv(), None);
+    }
+
+    #[test]
+    fn a_publisher_lapping_an_unfinished_claim_skips_it_after_the_timeout() {
+        let mut p = MpPublisher::<u64, _>::on_heap(2, Duration::from_millis(5)).expect("geometry");
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let stuck = p.w.ring.claim();
+        p.w.ring.begin(stuck).expect("slot free");
+        p.publish(&1).expect("committed");
+        // The next lap of the stuck slot: waits 5 ms, then skips it.
+        p.publish(&2).expect("committed");
+        assert_eq!(s.try_recv(), Some(Lagged { skipped: 1 }));
+        assert_eq!(s.try_recv(), Some(Message(1)));
+        assert_eq!(s.try_recv(), Some(Message(2)));
+        assert!(p.w.ring.commit(stuck).is_err());
+    }
+
+    #[test]
+    fn a_subscriber_group_delivers_what_independent_subscribers_would() {
+        let mut p = crate::Publisher::<u64, _>::on_heap(4).expect("geometry");
+        let mut group = p.subscribe_group::<3>(Start::Oldest, WaitStrategy::BusySpin);
+        let mut alone: Vec<_> = (0..3)
+            .map(|_| p.subscribe(Start::Oldest, WaitStrategy::BusySpin))
+            .collect();
+        let mut check = |group: &mut SubscriberGroup<u64, 3, _>| loop {
+            let g = group.try_recv();
+            for a in alone.iter_mut() {
+                assert_eq!(a.try_recv(), g);
+                assert_eq!(group.positions(), &[a.position(); 3]);
+            }
+            if g.is_none() {
+                break;
+            }
+        };
+        for i in 0..3 {
+            p.publish(&i);
+        }
+        check(&mut group);
+        for i in 3..13 {
+            p.publish(&i);
+        }
+        check(&mut group);
+    }
+}

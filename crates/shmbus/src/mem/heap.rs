@@ -1,0 +1,107 @@
+//! A region on the heap: zeroed atomics owned by the process, for threads of
+//! one process and for loom and Miri, which run the same protocol code as
+//! the shared-memory backing.
+
+use super::{check, Region};
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// Page size of heap regions: the header fits, and so do the control fields
+/// the protocols use (the subscriber registry exists only on /dev/shm).
+pub(crate) const HEAP_PAGE: u64 = 512;
+
+/// A region on the heap: for threads of one process, loom and Miri.
+#[cfg(not(loom))]
+pub struct HeapRegion {
+    words: Box<[AtomicU64]>,
+}
+
+#[cfg(not(loom))]
+impl HeapRegion {
+    /// A zeroed region of at least `len` bytes (rounded up to 8).
+    pub fn new(len: usize) -> Self {
+        let words = (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
+        HeapRegion { words }
+    }
+}
+
+#[cfg(not(loom))]
+impl Region for HeapRegion {
+    #[inline]
+    fn len(&self) -> usize {
+        self.words.len() * 8
+    }
+    #[inline]
+    fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        check(offset, count * 8, 8, self.len());
+        &self.words[offset / 8..offset / 8 + count]
+    }
+    #[inline]
+    fn word32(&self, offset: usize) -> &AtomicU32 {
+        check(offset, 4, 4, self.len());
+        // SAFETY: atomic-word capability. In bounds and 4-aligned (checked);
+        // the memory is atomics owned by `self`. Every access that may race
+        // with this one is atomic too: the plain-bytes capability (`raw`)
+        // reaches only bytes handed over by a Release/Acquire pair, which no
+        // one else accesses meanwhile, and the protocols never use a 32-bit
+        // and a 64-bit word on the same bytes. So viewing half of an
+        // AtomicU64 as an AtomicU32 creates no non-atomic race. Derived from
+        // the allocation's pointer, so strict provenance holds.
+        unsafe {
+            &*self
+                .words
+                .as_ptr()
+                .cast::<u8>()
+                .add(offset)
+                .cast::<AtomicU32>()
+        }
+    }
+    #[inline]
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        check(offset, len, 1, self.len());
+        // Plain-bytes capability. The atomics' memory may be written through
+        // a raw pointer: they are UnsafeCells, and callers do so only for
+        // bytes handed over by a Release/Acquire pair, while no access to
+        // them, atomic or plain, can race (`Region::raw`'s contract). Derived
+        // from the allocation, so strict provenance holds.
+        let base = self.words.as_ptr().cast::<u8>().cast_mut();
+        // SAFETY: in bounds (checked above); creating the pointer accesses
+        // nothing.
+        std::ptr::NonNull::new(unsafe { base.add(offset) })
+    }
+}
+
+/// Under loom, atomics are model objects that cannot be overlaid on bytes:
+/// the region keeps one loom atomic per 64-bit word and one per 32-bit word.
+/// The layouts never use the same offset both ways, so they cannot diverge.
+#[cfg(loom)]
+pub struct HeapRegion {
+    words: Box<[AtomicU64]>,
+    halves: Box<[AtomicU32]>,
+}
+
+#[cfg(loom)]
+impl HeapRegion {
+    /// A zeroed region of at least `len` bytes (rounded up to 8).
+    pub fn new(len: usize) -> Self {
+        let n = len.div_ceil(8);
+        HeapRegion {
+            words: (0..n).map(|_| AtomicU64::new(0)).collect(),
+            halves: (0..2 * n).map(|_| AtomicU32::new(0)).collect(),
+        }
+    }
+}
+
+#[cfg(loom)]
+impl Region for HeapRegion {
+    fn len(&self) -> usize {
+        self.words.len() * 8
+    }
+    fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        check(offset, count * 8, 8, self.len());
+        &self.words[offset / 8..offset / 8 + count]
+    }
+    fn word32(&self, offset: usize) -> &AtomicU32 {
+        check(offset, 4, 4, self.len());
+        &self.halves[offset / 4]
+    }
+}

@@ -1,0 +1,196 @@
+//! Memory that rings live in: the [`Region`] trait and its backings
+//! ([`heap`]: the heap, for threads, loom and Miri; [`shm`]: a file mapped
+//! `MAP_SHARED`, between processes; [`huge`]: huge pages for either).
+//!
+//! # Two capabilities
+//! The protocols touch a region's memory only through [`Region`], which
+//! lends it in two ways, each for its own kind of access:
+//! - **Atomic words**: [`Region::words`], [`Region::word`] and
+//!   [`Region::word32`] hand out `AtomicU64`/`AtomicU32` at aligned
+//!   offsets. They are for every byte that two parties may access at the
+//!   same moment: the header, the control page (cursors, epoch, futex words,
+//!   pids, registry, flush fields) and a broadcast bus's slots, whose
+//!   seqlock stamps and payload words a reader loads while a writer may be
+//!   storing them. That is what makes the seqlock sound in the Rust memory
+//!   model: a racing plain read would be undefined behaviour even if its
+//!   value were later thrown away.
+//! - **Plain bytes handed over by a Release/Acquire pair**: [`Region::raw`]
+//!   lends a raw pointer, and [`Region::copy_in`] / [`Region::copy_out`]
+//!   `memcpy` through it. They are only for bytes that one party owns at a
+//!   time, ownership passing from writer to reader by a Release store the
+//!   reader loads with Acquire (and back by the reader's own Release
+//!   store), so no access to them ever races. The stream (`crate::stream`)
+//!   is their one user: its producer writes record headers and payloads
+//!   outside `[HEAD, TAIL)` and publishes them with its Release store of
+//!   `TAIL`; its consumer reads `[HEAD, TAIL)` after an Acquire load of
+//!   `TAIL` and gives the bytes back with its Release store of `HEAD`. The
+//!   broadcast bus never uses them (its slots are read while being
+//!   written), nor does the journal, which maps its file itself and puts
+//!   records on the ring through the atomic slot protocol.
+//!
+//! The two never meet on the same bytes at the same time (one exception,
+//! [`ShmRegion::prefault`], says so). That is what lets the same protocol
+//! code run
+//! - on [`HeapRegion`], under loom and under Miri. loom needs its own
+//!   atomic types, so the loom heap region is an array of loom atomics and
+//!   lends no plain memory (`raw` is `None`): there `copy_in`/`copy_out`
+//!   fall back to Relaxed atomic word accesses, still ordered by the same
+//!   Release/Acquire pair, and the stream's in-place access is not built;
+//! - on [`ShmRegion`], a `MAP_SHARED` mapping of a file, between processes.
+//!
+//! `ShmRegion` knows nothing of rings: it creates (`O_CREAT|O_EXCL|O_NOFOLLOW`,
+//! exact mode via `fchmod` so the umask cannot widen or narrow it), opens
+//! (`O_NOFOLLOW`), sizes with `fstat` *before* mapping so a short file is an
+//! error and not a `SIGBUS`, maps, changes page protections, and unlinks.
+
+pub(crate) mod heap;
+#[cfg(not(loom))]
+pub(crate) mod huge;
+#[cfg(not(loom))]
+pub(crate) mod shm;
+
+pub use heap::HeapRegion;
+pub use huge::{HugePageError, HugePages};
+#[cfg(not(loom))]
+pub use shm::{Access, ShmRegion};
+
+use crate::sync::{AtomicU32, AtomicU64};
+
+/// The region a bus lives in unless said otherwise: /dev/shm (the heap
+/// under loom, which cannot model a mapping).
+#[cfg(not(loom))]
+pub type DefaultRegion = ShmRegion;
+/// The region a bus lives in unless said otherwise (the heap under loom).
+#[cfg(loom)]
+pub type DefaultRegion = HeapRegion;
+
+/// Shared memory as the protocols see it: aligned atomic words at byte
+/// offsets and, where the backing has plain memory, bytes lent for a
+/// Release/Acquire hand-over (the two capabilities of the module docs).
+/// Out-of-range or misaligned offsets panic; the protocols only use offsets
+/// computed from a header that [`crate::layout::Header::read`] validated
+/// (and [`crate::layout::Header::expect`] for the kind's own geometry) or
+/// that their creator just built, so they never do.
+pub trait Region {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+    /// Whether the region is zero bytes long.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// `count` consecutive 64-bit words starting at byte `offset` (8-aligned):
+    /// the atomic-word capability.
+    fn words(&self, offset: usize, count: usize) -> &[AtomicU64];
+    /// The 32-bit word at byte `offset` (4-aligned): the atomic-word
+    /// capability.
+    fn word32(&self, offset: usize) -> &AtomicU32;
+    /// The 64-bit word at byte `offset` (8-aligned): the atomic-word
+    /// capability.
+    #[inline]
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        &self.words(offset, 1)[0]
+    }
+    /// Whether another process holds the liveness lock on `byte` of the
+    /// backing file (see `layout::lock_byte`); `None` where there is no
+    /// file (the heap), and so no way to tell.
+    fn lock_held(&self, byte: u64) -> Option<bool> {
+        let _ = byte;
+        None
+    }
+    /// `len` bytes at `offset` as a raw pointer, where the region can lend
+    /// plain memory (not under loom, whose atomics are model objects): the
+    /// plain-bytes capability. Getting the pointer is safe; reading or
+    /// writing through it is sound only for bytes the protocol has handed
+    /// to the caller alone, by a Release store whose value the caller
+    /// loaded with Acquire (or that the caller will publish with its own
+    /// Release store), while no other party accesses them, atomically or
+    /// not.
+    fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+        let _ = (offset, len);
+        None
+    }
+    /// Copies `src` to byte `offset` (8-aligned), through the plain-bytes
+    /// capability where the region has it, else (loom) with Relaxed atomic
+    /// word accesses.
+    ///
+    /// # Safety
+    /// Nothing else reads or writes these bytes until the caller publishes
+    /// them with a Release store: the protocol gives it sole ownership.
+    unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
+        if let Some(p) = self.raw(offset, src.len()) {
+            // SAFETY: plain-bytes capability. `raw` checked the range, and by
+            // this function's contract the caller alone owns these bytes
+            // until its Release store, so this plain write races nothing.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), p.as_ptr(), src.len()) };
+            return;
+        }
+        let words = self.words(offset, src.len().div_ceil(8));
+        for (w, chunk) in words.iter().zip(src.chunks(8)) {
+            let mut b = w.load(crate::sync::Ordering::Relaxed).to_ne_bytes();
+            b[..chunk.len()].copy_from_slice(chunk);
+            w.store(u64::from_ne_bytes(b), crate::sync::Ordering::Relaxed);
+        }
+    }
+    /// Copies bytes at `offset` (8-aligned) into `dst`, through the
+    /// plain-bytes capability where the region has it, else (loom) with
+    /// Relaxed atomic word accesses.
+    ///
+    /// # Safety
+    /// Nothing writes these bytes during the copy: the writer published them
+    /// with a Release store the caller loaded with Acquire, and will not
+    /// reuse them before the caller's own Release store says so.
+    unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
+        if let Some(p) = self.raw(offset, dst.len()) {
+            // SAFETY: plain-bytes capability. `raw` checked the range, and by
+            // this function's contract the bytes were handed over by a
+            // Release/Acquire pair and nobody writes them during this read.
+            unsafe { std::ptr::copy_nonoverlapping(p.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+            return;
+        }
+        let words = self.words(offset, dst.len().div_ceil(8));
+        for (w, chunk) in words.iter().zip(dst.chunks_mut(8)) {
+            let b = w.load(crate::sync::Ordering::Relaxed).to_ne_bytes();
+            chunk.copy_from_slice(&b[..chunk.len()]);
+        }
+    }
+}
+
+/// A region behind a pointer (`Arc<R>` for rings shared between threads,
+/// `&R` while a creator initialises one) is that region.
+macro_rules! delegate_region {
+    ($($ptr:ty),*) => {$(
+        impl<R: Region + ?Sized> Region for $ptr {
+            #[inline]
+            fn len(&self) -> usize {
+                (**self).len()
+            }
+            #[inline]
+            fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
+                (**self).words(offset, count)
+            }
+            #[inline]
+            fn word32(&self, offset: usize) -> &AtomicU32 {
+                (**self).word32(offset)
+            }
+            #[inline]
+            fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
+                (**self).raw(offset, len)
+            }
+            #[inline]
+            fn lock_held(&self, byte: u64) -> Option<bool> {
+                (**self).lock_held(byte)
+            }
+        }
+    )*};
+}
+
+delegate_region!(std::sync::Arc<R>, &R);
+
+#[inline]
+#[track_caller]
+pub(crate) fn check(offset: usize, bytes: usize, align: usize, len: usize) {
+    assert!(
+        offset % align == 0 && offset.checked_add(bytes).is_some_and(|end| end <= len),
+        "shmbus: region access {offset}+{bytes} out of bounds {len} or misaligned"
+    );
+}

@@ -1,0 +1,311 @@
+//! What a caller asks for when it creates or opens a segment: the size of a
+//! bus ([`BusOptions`], in slots) or a stream ([`StreamOptions`], in bytes),
+//! the file's mode and memory, and how an opener waits and where a
+//! subscriber starts ([`OpenOptions`]). Plain values; nothing here touches
+//! a file.
+
+use std::time::Duration;
+
+use crate::mem::HugePages;
+use crate::wait::WaitStrategy;
+
+/// The unblock timeout of a multi-publisher bus created without one.
+pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
+
+/// What every new segment's file gets, whatever it carries.
+#[derive(Clone, Debug)]
+pub(crate) struct FileOptions {
+    pub(crate) mode: u32,
+    pub(crate) prefault: bool,
+    pub(crate) mlock: bool,
+    pub(crate) huge: Option<HugePages>,
+}
+
+impl Default for FileOptions {
+    fn default() -> Self {
+        FileOptions {
+            mode: 0o600,
+            prefault: false,
+            mlock: false,
+            huge: None,
+        }
+    }
+}
+
+macro_rules! file_setters {
+    ($ty:ident) => {
+        impl $ty {
+            /// File mode; 0o600 (owner only) unless asked, set exactly
+            /// (`fchmod`, so the umask changes nothing). 0o660 lets the
+            /// group in.
+            ///
+            /// # Examples
+            /// ```
+            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).mode(0o660);")]
+            /// ```
+            pub fn mode(mut self, mode: u32) -> Self {
+                self.file.mode = mode & 0o777;
+                self
+            }
+            /// Touches every page at creation, so the first messages do not
+            /// fault.
+            ///
+            /// # Examples
+            /// ```
+            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).prefault(true);")]
+            /// ```
+            pub fn prefault(mut self, yes: bool) -> Self {
+                self.file.prefault = yes;
+                self
+            }
+            /// `mlock`s the segment so it is never paged out (creation then
+            /// fails with an `Mlock` error if `RLIMIT_MEMLOCK` is too low).
+            ///
+            /// # Examples
+            /// ```
+            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).mlock(true);")]
+            /// ```
+            pub fn mlock(mut self, yes: bool) -> Self {
+                self.file.mlock = yes;
+                self
+            }
+            /// Backs the segment with huge pages: a bare name with
+            /// [`HugePages::Transparent`], a path on a hugetlbfs mount with
+            /// [`HugePages::Hugetlbfs`]. A system that cannot is a
+            /// [`crate::CreateError::HugePages`] naming what it found.
+            ///
+            /// # Examples
+            /// ```
+            /// use shmbus::HugePages;
+            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).huge_pages(HugePages::Transparent);")]
+            /// ```
+            pub fn huge_pages(mut self, huge: HugePages) -> Self {
+                self.file.huge = Some(huge);
+                self
+            }
+        }
+    };
+}
+
+/// How to create a bus: its capacity in slots, and for a bus of raw bytes
+/// its message size.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::BusOptions;
+///
+/// let opts = BusOptions::new(4096).mode(0o660);
+/// let raw = BusOptions::new(1024).msg_size(256);
+/// let many = BusOptions::new(1024).unblock_timeout(Duration::from_millis(200));
+/// ```
+#[derive(Clone, Debug)]
+pub struct BusOptions {
+    pub(crate) capacity: u64,
+    pub(crate) msg_size: Option<u32>,
+    pub(crate) file: FileOptions,
+    pub(crate) first_seq: u64,
+    pub(crate) unblock: Duration,
+}
+
+impl BusOptions {
+    /// A bus of `capacity` slots (a power of two), mode 0600.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::BusOptions::new(4096);
+    /// ```
+    pub fn new(capacity: u64) -> Self {
+        BusOptions {
+            capacity,
+            msg_size: None,
+            file: FileOptions::default(),
+            first_seq: 0,
+            unblock: DEFAULT_UNBLOCK,
+        }
+    }
+    /// The message size of a bus of raw bytes (`Publisher<[u8]>`), which
+    /// has no type to take it from. A typed bus takes `size_of::<T>()`; a
+    /// different size given here is an `InvalidGeometry` error.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::BusOptions::new(1024).msg_size(256);
+    /// ```
+    pub fn msg_size(mut self, bytes: u32) -> Self {
+        self.msg_size = Some(bytes);
+        self
+    }
+    /// Multi-publisher buses: how long a claimed slot may stay uncommitted
+    /// (its publisher died, or stalled) before it is skipped (default 1 s).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::BusOptions::new(1024).unblock_timeout(Duration::from_millis(100));
+    /// ```
+    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
+        self.unblock = timeout;
+        self
+    }
+    /// Starts the sequence at `first` instead of 0 (to test the wrap).
+    #[doc(hidden)]
+    pub fn first_sequence(mut self, first: u64) -> Self {
+        self.first_seq = first;
+        self
+    }
+}
+
+file_setters!(BusOptions);
+
+/// How to create a stream: its capacity in bytes.
+///
+/// # Examples
+/// ```
+/// let opts = shmbus::StreamOptions::new(1 << 20).mode(0o660);
+/// ```
+#[derive(Clone, Debug)]
+pub struct StreamOptions {
+    pub(crate) capacity: u64,
+    pub(crate) file: FileOptions,
+    pub(crate) wait: WaitStrategy,
+}
+
+impl StreamOptions {
+    /// A stream ring of `capacity` bytes (a power of two, 64 B to 4 GiB),
+    /// mode 0600.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::StreamOptions::new(65536);
+    /// ```
+    pub fn new(capacity: u64) -> Self {
+        StreamOptions {
+            capacity,
+            file: FileOptions::default(),
+            wait: WaitStrategy::default(),
+        }
+    }
+    /// How the creating producer waits for room (default: spin, then
+    /// futex).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{StreamOptions, WaitStrategy};
+    /// let opts = StreamOptions::new(4096).wait(WaitStrategy::BusySpin);
+    /// ```
+    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+        self.wait = wait;
+        self
+    }
+}
+
+file_setters!(StreamOptions);
+
+/// Where a new bus subscriber starts.
+///
+/// # Examples
+/// ```
+/// use shmbus::{OpenOptions, Start};
+/// let opts = OpenOptions::default().start(Start::Oldest);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Start {
+    /// The newest message already published, then everything after it.
+    Latest,
+    /// The oldest message still in the ring.
+    Oldest,
+    /// Only messages published after it joined.
+    #[default]
+    Next,
+}
+
+/// How to open an existing segment: as a subscriber, a publisher or
+/// producer attaching, or a stream's consumer.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{OpenOptions, Start, WaitStrategy};
+///
+/// let opts = OpenOptions::default()
+///     .start(Start::Oldest)
+///     .wait(WaitStrategy::BusySpin)
+///     .init_timeout(Duration::from_millis(200));
+/// ```
+#[derive(Clone, Debug)]
+pub struct OpenOptions {
+    pub(crate) start: Start,
+    pub(crate) wait: WaitStrategy,
+    pub(crate) init_timeout: Duration,
+    pub(crate) prefault: bool,
+    pub(crate) mlock: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            start: Start::Next,
+            wait: WaitStrategy::default(),
+            init_timeout: Duration::from_secs(1),
+            prefault: false,
+            mlock: false,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Where a bus subscriber starts (default [`Start::Next`]); publishers
+    /// and streams ignore it.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::OpenOptions::default().start(shmbus::Start::Latest);
+    /// ```
+    pub fn start(mut self, start: Start) -> Self {
+        self.start = start;
+        self
+    }
+    /// How a blocking call sleeps while it waits (default spin 50 µs, then
+    /// futex).
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::OpenOptions::default().wait(shmbus::WaitStrategy::BusySpin);
+    /// ```
+    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+        self.wait = wait;
+        self
+    }
+    /// How long to wait for a segment being created to finish (default
+    /// 1 s); then the open fails with `NotInitialized`.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::OpenOptions::default().init_timeout(std::time::Duration::from_secs(5));
+    /// ```
+    pub fn init_timeout(mut self, timeout: Duration) -> Self {
+        self.init_timeout = timeout;
+        self
+    }
+    /// Touches every page on open.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::OpenOptions::default().prefault(true);
+    /// ```
+    pub fn prefault(mut self, yes: bool) -> Self {
+        self.prefault = yes;
+        self
+    }
+    /// `mlock`s the mapping.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::OpenOptions::default().mlock(true);
+    /// ```
+    pub fn mlock(mut self, yes: bool) -> Self {
+        self.mlock = yes;
+        self
+    }
+}

@@ -1,0 +1,35 @@
+//! A segment is one file: header page, control page, data pages. This layer
+//! creates and opens one, between a name and a validated, mapped, locked
+//! region; it knows no ring (the bus and the stream build theirs on it).
+//!
+//! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, write
+//! [`MAGIC_BUILDING`], reserve the pages, header, control fields, slot stamps,
+//! then the magic (Release), then make the header page read-only, then (with
+//! transparent huge pages) collapse the data pages. Any failure after the
+//! file exists removes it again.
+//!
+//! Open: no symlinks; `fstat`; wait (up to `init_timeout`) while the file is
+//! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length,
+//! aligned to the header's page size (huge pages, see `region`);
+//! validate the header against it; set page protections for the role:
+//! publishers cannot write the header, subscribers can write only the
+//! control page.
+
+mod by_dir;
+mod create;
+mod open;
+mod validate;
+
+pub use by_dir::remove;
+pub(crate) use by_dir::{open_bus_at, BusAt};
+pub(crate) use create::{create_region, layout_page};
+pub(crate) use open::{open_checked, open_region, take_role};
+
+/// What an opener is going to do with the segment.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Role {
+    Publisher,
+    Subscriber,
+    /// `stat`, `ls`: read-only, takes no lock.
+    Inspect,
+}

@@ -1,0 +1,218 @@
+//! Reading a header back from a mapped file, and every check a later
+//! access depends on: nothing in the file is trusted.
+
+use crate::error::OpenError;
+use crate::mem::Region;
+use crate::sync::Ordering;
+use crate::wire::{header, max_record, Header, Kind, TypeFingerprint};
+use crate::wire::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
+
+impl Header {
+    /// Reads and validates the header of a region whose magic has been seen,
+    /// `file_len` being the length `fstat` reported before mapping.
+    pub fn read<R: Region>(r: &R, file_len: u64) -> Result<Header, OpenError> {
+        use header as h;
+        let r64 = |off| r.word(off).load(Ordering::Relaxed);
+        let r32 = |off| r.word32(off).load(Ordering::Relaxed);
+        let magic = Self::read_magic(r);
+        if magic != MAGIC {
+            return Err(OpenError::BadMagic {
+                path: std::path::PathBuf::new(),
+                found: magic,
+                expected: MAGIC,
+            });
+        }
+        let version = r32(h::VERSION);
+        if version != VERSION {
+            return Err(OpenError::VersionMismatch {
+                found: version,
+                expected: VERSION,
+            });
+        }
+        let mut raw_name = [0u8; h::TYPE_NAME_LEN];
+        for (i, chunk) in raw_name.chunks_exact_mut(8).enumerate() {
+            chunk.copy_from_slice(&r64(h::TYPE_NAME + 8 * i).to_le_bytes());
+        }
+        let end = raw_name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(raw_name.len());
+        let name = String::from_utf8_lossy(&raw_name[..end]).into_owned();
+        let flags = r32(h::FLAGS);
+        let mut header = Header {
+            kind: Kind::from_code(r32(h::KIND)),
+            page_size: u64::from(r32(h::PAGE_SIZE)),
+            flags,
+            control_offset: r64(h::CONTROL_OFFSET),
+            data_offset: r64(h::DATA_OFFSET),
+            total_len: r64(h::TOTAL_LEN),
+            capacity: r64(h::CAPACITY),
+            slot_size: r32(h::SLOT_SIZE),
+            msg: TypeFingerprint {
+                size: r32(h::MSG_SIZE),
+                align: r32(h::MSG_ALIGN),
+                name_hash: r64(h::TYPE_HASH),
+                name,
+            },
+            first_seq: r64(h::FIRST_SEQ),
+            creator_pid: r32(h::CREATOR_PID),
+            created_ns: r64(h::CREATED_NS),
+            journal: None,
+        };
+        header.validate(file_len)?;
+        // Only now: the path lies beyond `END`, inside the header page that
+        // `validate` has just shown the file to hold.
+        header.journal = if flags & crate::wire::flags::JOURNALED != 0 {
+            use std::os::unix::ffi::OsStrExt;
+            let len = r32(h::JOURNAL_PATH_LEN) as usize;
+            if len == 0 || len > h::JOURNAL_PATH_MAX {
+                return Err(OpenError::InvalidGeometry(format!(
+                    "journal path length {len} is outside 1..={}",
+                    h::JOURNAL_PATH_MAX
+                )));
+            }
+            let mut raw = [0u8; h::JOURNAL_PATH_MAX];
+            for (i, chunk) in raw.chunks_exact_mut(8).enumerate() {
+                chunk.copy_from_slice(&r64(h::JOURNAL_PATH + 8 * i).to_le_bytes());
+            }
+            Some(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(
+                &raw[..len],
+            )))
+        } else {
+            None
+        };
+
+        Ok(header)
+    }
+
+    /// Every check an access later depends on, with checked arithmetic.
+    fn validate(&self, file_len: u64) -> Result<(), OpenError> {
+        let bad = |s: String| Err(OpenError::InvalidGeometry(s));
+        let page = self.page_size;
+        let local_page = rustix::param::page_size() as u64;
+        if page == 0 || !page.is_power_of_two() || page % local_page != 0 {
+            return bad(format!(
+                "page size {page} is not a multiple of this system's {local_page}"
+            ));
+        }
+        if self.control_offset != page {
+            return bad(format!(
+                "control page at {}, expected {page}",
+                self.control_offset
+            ));
+        }
+        if self.data_offset != 2 * page {
+            return bad(format!(
+                "data pages at {}, expected {}",
+                self.data_offset,
+                2 * page
+            ));
+        }
+        // Every kind has its header and control page inside the file: `stat`
+        // reads the control page before anyone checks the kind.
+        if self.total_len < self.data_offset {
+            return bad(format!(
+                "total length {} does not reach the data pages at {}",
+                self.total_len, self.data_offset
+            ));
+        }
+        if self.total_len > isize::MAX as u64 {
+            return bad(format!("total length {} is too large", self.total_len));
+        }
+        if file_len < self.total_len {
+            return Err(OpenError::Truncated {
+                path: std::path::PathBuf::new(),
+                len: file_len,
+                expected: self.total_len,
+            });
+        }
+        Ok(())
+    }
+
+    /// The checks of the kind's own geometry, made once the kind is known to
+    /// be the one asked for (so that a segment of another kind is reported
+    /// as such, not as a broken one of this kind).
+    pub(crate) fn validate_kind(&self) -> Result<(), OpenError> {
+        let bad = |s: String| Err(OpenError::InvalidGeometry(s));
+        if let Kind::Broadcast = self.kind {
+            if self.capacity == 0 || !self.capacity.is_power_of_two() {
+                return bad(format!("capacity {} is not a power of two", self.capacity));
+            }
+            if self.msg.size == 0 || self.msg.size > MAX_MSG_SIZE {
+                return bad(format!(
+                    "message size {} outside 1..={MAX_MSG_SIZE}",
+                    self.msg.size
+                ));
+            }
+            let need =
+                STAMP_BYTES as u64 + crate::wire::round_up(u64::from(self.msg.size), 8).unwrap_or(u64::MAX);
+            if u64::from(self.slot_size) < need || self.slot_size as usize % LINE != 0 {
+                return bad(format!(
+                    "slot size {} cannot hold a {}-byte message in 64-byte lines",
+                    self.slot_size, self.msg.size
+                ));
+            }
+            let data = self.capacity.checked_mul(u64::from(self.slot_size));
+            let end = data.and_then(|d| d.checked_add(self.data_offset));
+            match end {
+                Some(end) if end <= self.total_len => {}
+                _ => {
+                    return bad(format!(
+                        "{} slots of {} bytes do not fit in {} bytes",
+                        self.capacity, self.slot_size, self.total_len
+                    ))
+                }
+            }
+        }
+        if let Kind::Stream = self.kind {
+            let cap = self.capacity;
+            if !(MIN_STREAM..=MAX_STREAM).contains(&cap) || !cap.is_power_of_two() {
+                return bad(format!(
+                    "stream capacity {cap} is not a power of two in {MIN_STREAM}..={MAX_STREAM}"
+                ));
+            }
+            if u64::from(self.msg.size) != max_record(cap) {
+                return bad(format!(
+                    "largest record {} should be {} for a {cap}-byte stream",
+                    self.msg.size,
+                    max_record(cap)
+                ));
+            }
+            if self
+                .data_offset
+                .checked_add(cap)
+                .is_none_or(|end| end > self.total_len)
+            {
+                return bad(format!(
+                    "{cap} bytes of ring do not fit in {} bytes",
+                    self.total_len
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks kind and message type against what the caller expects.
+    pub fn expect(&self, kind: Kind, msg: Option<&TypeFingerprint>) -> Result<(), OpenError> {
+        if self.kind != kind {
+            return Err(OpenError::WrongKind {
+                found: self.kind,
+                expected: kind,
+            });
+        }
+        self.validate_kind()?;
+        if let Some(expected) = msg {
+            let found = &self.msg;
+            if found.size != expected.size
+                || found.align != expected.align
+                || found.name_hash != expected.name_hash
+            {
+                return Err(OpenError::TypeMismatch {
+                    found: found.clone(),
+                    expected: expected.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,290 @@
+//! [`Consumer`]: the stream's one reader, and [`ReadChunk`], a record read
+//! in place.
+
+use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::{PopError, WRAP};
+use crate::mem::{DefaultRegion, Region};
+use crate::sync::Ordering;
+use crate::wait::{self, Wait, WaitStrategy};
+use crate::wire::{lock_byte, stream_control as ctl};
+
+/// Reads records from a stream. One per stream at a time.
+pub struct Consumer<R: Region = DefaultRegion> {
+    ring: StreamRing<R>,
+    /// Our HEAD (only we store it).
+    head: u64,
+    /// The producer's TAIL as last loaded, checked: in [head, head + capacity].
+    tail: u64,
+    strategy: WaitStrategy,
+    /// The producer that was already dead when we opened: we wait for the
+    /// next one instead of reporting it (0: none).
+    dead_at_open: u32,
+}
+
+impl<R: Region> Consumer<R> {
+    pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
+        // Relaxed: we are the only writer of HEAD.
+        let head = ring.cursor(ctl::HEAD).load(Ordering::Relaxed);
+        let tail = ring.cursor(ctl::TAIL).load(Ordering::Acquire);
+        // A TAIL out of range is not kept: the cache then says "empty", so
+        // the first pop reloads it and reports it.
+        let tail = if tail.wrapping_sub(head) <= ring.capacity {
+            tail
+        } else {
+            head
+        };
+        Consumer {
+            ring,
+            head,
+            tail,
+            strategy,
+            dead_at_open: 0,
+        }
+    }
+
+    /// The largest record this stream carries.
+    pub fn max_record(&self) -> usize {
+        self.ring.max as usize
+    }
+
+    /// Ring size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.ring.capacity
+    }
+
+    /// Pops the next record into `out` (replacing its contents).
+    pub fn pop(&mut self, out: &mut Vec<u8>, wait: Wait) -> Result<(), PopError> {
+        let (at, len) = self.next(wait)?;
+        out.clear();
+        out.resize(len, 0);
+        // SAFETY: the record lies in [HEAD, TAIL), ours until we store HEAD;
+        // the producer's Release store of TAIL made it visible.
+        unsafe { self.ring.region.copy_out(at, out) };
+        self.release(len);
+        Ok(())
+    }
+
+    /// Hands the next record to `f` where it lies, then releases it.
+    #[cfg(not(loom))]
+    pub fn read_with<T>(&mut self, wait: Wait, f: impl FnOnce(&[u8]) -> T) -> Result<T, PopError> {
+        let chunk = self.peek(wait)?;
+        let out = f(&chunk);
+        chunk.release();
+        Ok(out)
+    }
+
+    /// The next record where it lies, without releasing it: dropping the
+    /// chunk leaves it for the next read, [`ReadChunk::release`] consumes it.
+    #[cfg(not(loom))]
+    pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, R>, PopError> {
+        let (at, len) = self.next(wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(at, len)
+            .expect("plain memory outside loom");
+        Ok(ReadChunk {
+            consumer: self,
+            ptr,
+            len,
+        })
+    }
+
+    /// Waits for a record; skips a wrap marker; returns the payload's region
+    /// offset and length.
+    fn next(&mut self, wait: Wait) -> Result<(usize, usize), PopError> {
+        let ring = &self.ring;
+        let head = self.head;
+        let cap = ring.capacity;
+        let mut cached = self.tail;
+        let mut found = cached;
+        let got = ring.wait_for(
+            wait,
+            self.strategy,
+            ctl::DATA_BELL,
+            Peer {
+                lock: lock_byte::PUBLISHER,
+                pid_field: ctl::PRODUCER_PID,
+                known_dead: self.dead_at_open,
+            },
+            || {
+                if cached != head {
+                    return Look::Ready;
+                }
+                // Acquire, paired with the producer's Release store of TAIL.
+                found = ring.cursor(ctl::TAIL).load(Ordering::Acquire);
+                // We reload only when empty (cached == head), so "never
+                // moves back" and "at most `cap` ahead" are one check.
+                if found.wrapping_sub(head) > cap {
+                    return Look::Corrupt;
+                }
+                cached = found;
+                if cached != head {
+                    Look::Ready
+                } else {
+                    Look::NotYet
+                }
+            },
+        );
+        self.tail = cached;
+        match got {
+            Ok(()) => {}
+            Err(Stop::NotNow) => return Err(PopError::Empty),
+            Err(Stop::TimedOut(d)) => return Err(PopError::TimedOut(d)),
+            Err(Stop::PeerGone(pid)) => return Err(PopError::PeerGone { pid }),
+            Err(Stop::Corrupt) => {
+                return Err(PopError::CorruptCursors {
+                    head,
+                    tail: found,
+                    capacity: cap,
+                })
+            }
+        }
+        // Checked against the ring, not trusted: a corrupt file (or a writer
+        // that ignores the protocol) gets `Corrupt`, never an overflow or a
+        // read past the ring (found by tests/fuzz_header.rs).
+        let cap = self.ring.capacity;
+        let to_end = cap - (self.head & (cap - 1));
+        let avail = self.tail.wrapping_sub(self.head);
+        if self.head % 8 != 0 {
+            // Only a corrupt HEAD found at open can be unaligned.
+            return Err(PopError::Corrupt {
+                at: self.head,
+                header: 0,
+            });
+        }
+        let mut header = self.header();
+        let mut at = self.head;
+        if header == WRAP && avail > to_end && avail <= cap {
+            at += to_end;
+            header = self.ring.get_header(at);
+        }
+        let fits = |h: u64| {
+            let left = self.tail.wrapping_sub(at);
+            h <= self.ring.max
+                && left <= cap
+                && padded(h) <= left
+                && padded(h) <= cap - (at & (cap - 1))
+        };
+        if !fits(header) {
+            return Err(PopError::Corrupt { at, header });
+        }
+        self.head = at;
+        Ok((self.ring.at(self.head) + 8, header as usize))
+    }
+
+    #[inline]
+    fn header(&self) -> u64 {
+        // Made visible by the Acquire load of TAIL in `next`.
+        self.ring.get_header(self.head)
+    }
+
+    /// Gives a record's bytes back to the producer.
+    fn release(&mut self, len: usize) {
+        self.head += padded(len as u64);
+        // Release, paired with the producer's Acquire load of HEAD: we are
+        // done reading these bytes before it may write them again.
+        self.ring
+            .cursor(ctl::HEAD)
+            .store(self.head, Ordering::Release);
+        wait::ring(self.ring.bell(ctl::SPACE_BELL), self.ring.light);
+    }
+
+    /// Bytes written and not yet released (what `stat` calls the fill).
+    pub fn len(&self) -> u64 {
+        self.ring
+            .cursor(ctl::TAIL)
+            .load(Ordering::Acquire)
+            .wrapping_sub(self.head)
+    }
+
+    /// Whether nothing is waiting to be read.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One record where it lies; see [`Consumer::peek`].
+#[cfg(not(loom))]
+pub struct ReadChunk<'a, R: Region> {
+    consumer: &'a mut Consumer<R>,
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+#[cfg(not(loom))]
+impl<R: Region> ReadChunk<'_, R> {
+    /// Consumes the record: its bytes go back to the producer.
+    pub fn release(self) {
+        self.consumer.release(self.len);
+    }
+}
+
+#[cfg(not(loom))]
+impl<R: Region> std::ops::Deref for ReadChunk<'_, R> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the record lies in [HEAD, TAIL), which the producer does
+        // not touch until we store HEAD past it, and the chunk borrows the
+        // consumer, so that cannot happen while this slice lives.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<R: Region> Drop for Consumer<R> {
+    /// See `Producer`'s drop.
+    fn drop(&mut self) {
+        self.ring
+            .region
+            .word32(self.ring.control + ctl::CONSUMER_PID)
+            .store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::AttachError;
+    use crate::mem::ShmRegion;
+    use crate::options::OpenOptions;
+    use crate::segment::{open_checked, take_role, Role};
+    use crate::wire::Kind;
+
+    impl Consumer<ShmRegion> {
+        /// Becomes the consumer of a stream; carries on after the last
+        /// record the previous consumer released.
+        ///
+        /// # Errors
+        /// [`AttachError::Open`] if the stream cannot be opened,
+        /// [`AttachError::ConsumerActive`] if a live process consumes it.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+        /// # let name = format!("/dev/shm/shmbus-doc-consumer-{}", std::process::id());
+        /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+        /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+        /// producer.push(b"x", Wait::Never)?;
+        /// let mut out = Vec::new();
+        /// consumer.pop(&mut out, Wait::Never)?;
+        /// assert_eq!(out, b"x");
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            let (region, header) = open_checked(name, Role::Subscriber, Kind::Stream, None, opts)?;
+            let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
+            take_role(&region, lock_byte::CONSUMER, pid_field)
+                .map_err(|pid| AttachError::ConsumerActive { pid })?;
+            let ring = StreamRing::new(region, &header);
+            // A producer dead before we came is no reason to stop waiting:
+            // a new one may come (a crashed pipeline restarts in any order).
+            let dead_at_open = ring
+                .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
+                .unwrap_or(0);
+            let mut consumer = Consumer::from_ring(ring, opts.wait);
+            consumer.dead_at_open = dead_at_open;
+            Ok(consumer)
+        }
+    }
+}

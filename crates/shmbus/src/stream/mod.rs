@@ -1,0 +1,208 @@
+//! The stream: a lossless single-producer single-consumer ring of
+//! variable-length byte records, with backpressure.
+//!
+//! Files: [`ring`] (the two cursors, records, wrap markers, sleeping and
+//! peer checks over a region), [`Producer`] and [`Consumer`] (the two
+//! ends, each with its in-place chunk).
+//!
+//! # Invariants
+//! - The ring is `capacity` bytes (a power of two) at `data_offset`. Two
+//!   64-bit cursors count bytes ever written and ever released: `TAIL`,
+//!   stored only by the producer, and `HEAD`, stored only by the consumer,
+//!   each on its own cache line. `0 <= TAIL - HEAD <= capacity`, always.
+//! - A record at ring position `p` (a multiple of 8) is an 8-byte header
+//!   holding its length `n` (little-endian u64, `n <= max_record`), then `n`
+//!   bytes, padded to a multiple of 8. A record never straddles the end of
+//!   the ring: where it would, the producer writes a header holding
+//!   [`WRAP`] and the record starts at position 0. `max_record` is half the
+//!   ring less a header, so a record always fits after a wrap marker.
+//! - A reserved record of unknown length may grow ([`WriteChunk::grow`]):
+//!   it is claimed again, bigger, from the same `TAIL`, and where it now
+//!   needs a wrap marker its bytes so far move to position 0 (unpublished,
+//!   they are still the producer's alone). Its header, written at commit,
+//!   may say fewer bytes than were claimed ([`WriteChunk::truncate`]).
+//! - Bytes in `[HEAD, TAIL)` belong to the consumer, the rest to the
+//!   producer. The producer writes a record (and any wrap marker before it),
+//!   then stores `TAIL` with Release; the consumer loads `TAIL` with Acquire
+//!   and reads it. The consumer stores `HEAD` with Release after it is done
+//!   with a record; the producer loads `HEAD` with Acquire before it writes
+//!   over those bytes. Ownership moves only through these two stores, so the
+//!   payload itself is copied with plain `memcpy`: nobody else touches it.
+//! - Each side caches the other's cursor and reloads it only when the cached
+//!   value says "full" or "empty", so a steady stream costs one shared load
+//!   per batch of records, not one per record.
+//! - Both sides sleep on shared futexes with the doorbell protocol in
+//!   `wait`: the consumer on `DATA_BELL` (rung after each `TAIL` store), the
+//!   producer on `SPACE_BELL` (rung after each `HEAD` store).
+//! - Cursors read from the file are untrusted: each load of the other
+//!   side's cursor is checked before it is used. The producer takes a
+//!   `HEAD` only in `[last HEAD, TAIL]` (it never moves back, nor more than
+//!   `capacity` behind `TAIL`), the consumer a `TAIL` only in
+//!   `[HEAD, HEAD + capacity]`; anything else is
+//!   [`PushError::CorruptCursors`] / [`PopError::CorruptCursors`] at once,
+//!   never a wait (a cursor found corrupt at attach is not used at all).
+//! - One producer and one consumer at a time, each holding an exclusive OFD
+//!   lock (`lock_byte::PUBLISHER`, `lock_byte::CONSUMER`) and writing its pid
+//!   into the control page. A waiting side whose peer's pid is set but whose
+//!   lock is free gets [`PushError::PeerGone`] / [`PopError::PeerGone`]
+//!   within [`PEER_CHECK`], instead of waiting forever. One exception: a
+//!   producer already dead when the consumer opened is no news, and the
+//!   consumer waits for a new one (until its `Wait` ends), as it does after
+//!   a producer that left cleanly; so a consumer may start first after a
+//!   crash. A producer that attaches later and dies is reported as usual
+//!   (known by its pid: one that reused the dead one's pid would not be).
+//!
+//! ```no_run
+//! use shmbus::{Consumer, Producer, StreamOptions, Wait};
+//!
+//! let mut producer = Producer::create("logs", &StreamOptions::new(1 << 20))?;
+//! producer.push(b"first record", Wait::Forever)?;
+//! let mut chunk = producer.reserve(5, Wait::Forever)?; // written in place
+//! chunk.copy_from_slice(b"hello");
+//! chunk.commit();
+//!
+//! let mut consumer = Consumer::open("logs", &shmbus::OpenOptions::default())?;
+//! let mut record = Vec::new();
+//! consumer.pop(&mut record, Wait::Forever)?;
+//! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The design follows the classic Lamport SPSC queue with cached indices
+//! (as in rtrb), with records and wrap markers as in BipBuffer-style byte
+//! rings.
+
+
+mod consumer;
+mod producer;
+pub(crate) mod ring;
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+use std::time::Duration;
+
+pub use consumer::Consumer;
+#[cfg(not(loom))]
+pub use consumer::ReadChunk;
+pub use producer::Producer;
+#[cfg(not(loom))]
+pub use producer::WriteChunk;
+
+use crate::mem::heap::HEAP_PAGE;
+use crate::mem::HeapRegion;
+use crate::wait::WaitStrategy;
+use crate::wire::Header;
+use ring::StreamRing;
+
+/// The header of a wrap marker: the rest of the ring up to its end is
+/// unused, and the next record is at position 0.
+pub const WRAP: u64 = u64::MAX;
+
+/// How often a waiting side checks whether its peer is still alive.
+pub const PEER_CHECK: Duration = Duration::from_millis(20);
+
+/// Why a record was not pushed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum PushError {
+    /// Longer than the stream's largest record.
+    #[error("record is {len} bytes, the stream carries at most {max}")]
+    TooLong {
+        /// The record's length.
+        len: usize,
+        /// The stream's largest record (half the ring less 8 bytes).
+        max: usize,
+    },
+    /// No room, and `Wait::Never`.
+    #[error("stream is full")]
+    Full,
+    /// No room before the timeout.
+    #[error("stream stayed full for {0:?}")]
+    TimedOut(Duration),
+    /// The consumer died (its lock is free) while the ring is full.
+    #[error("the consumer (pid {pid}) is gone and the stream is full")]
+    PeerGone {
+        /// The consumer's last pid.
+        pid: u32,
+    },
+    /// The consumer's `HEAD` cannot be right: behind the last one seen,
+    /// past `TAIL`, or more than the capacity behind it (only a corrupt
+    /// file or a writer that ignores the protocol can cause this).
+    #[error(
+        "corrupt stream cursors: HEAD is {head} with TAIL at {tail}, expected HEAD in \
+         {min_head}..={tail} (it never moves back, nor more than the capacity, {capacity} \
+         bytes, behind TAIL)"
+    )]
+    CorruptCursors {
+        /// The `HEAD` found.
+        head: u64,
+        /// This producer's `TAIL`.
+        tail: u64,
+        /// The ring's size in bytes.
+        capacity: u64,
+        /// The least `HEAD` that could be right.
+        min_head: u64,
+    },
+}
+
+/// Why no record was popped.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum PopError {
+    /// Nothing there, and `Wait::Never`.
+    #[error("stream is empty")]
+    Empty,
+    /// Nothing before the timeout.
+    #[error("stream stayed empty for {0:?}")]
+    TimedOut(Duration),
+    /// The producer died (its lock is free) and the ring is empty. Not for
+    /// a producer that was already dead when this consumer opened: that
+    /// one is waited on like one that left cleanly.
+    #[error("the producer (pid {pid}) is gone and the stream is empty")]
+    PeerGone {
+        /// The producer's last pid.
+        pid: u32,
+    },
+    /// The producer's `TAIL` cannot be right: behind `HEAD`, or more than
+    /// the capacity ahead of it (only a corrupt file or a writer that
+    /// ignores the protocol can cause this).
+    #[error(
+        "corrupt stream cursors: TAIL is {tail} with HEAD at {head}, expected TAIL in \
+         {head}..={} (never behind HEAD, nor more than the capacity, {capacity} bytes, \
+         ahead of it)",
+        head.wrapping_add(*capacity)
+    )]
+    CorruptCursors {
+        /// This consumer's `HEAD`.
+        head: u64,
+        /// The `TAIL` found.
+        tail: u64,
+        /// The ring's size in bytes.
+        capacity: u64,
+    },
+    /// The ring holds a record header that cannot be right (only a writer
+    /// that ignores the protocol can cause this).
+    #[error("corrupt record header {header:#x} at byte {at} of the stream")]
+    Corrupt {
+        /// Stream position (bytes ever consumed) of the header.
+        at: u64,
+        /// The header found.
+        header: u64,
+    },
+}
+
+/// Both ends of a stream on the heap.
+pub type HeapStream = (
+    Producer<std::sync::Arc<HeapRegion>>,
+    Consumer<std::sync::Arc<HeapRegion>>,
+);
+
+/// A stream on the heap between two threads (and for loom and Miri).
+pub fn on_heap(capacity: u64, strategy: WaitStrategy) -> Result<HeapStream, crate::error::CreateError> {
+    let header = Header::stream(capacity, HEAP_PAGE)
+        .map_err(crate::error::CreateError::InvalidGeometry)?;
+    let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
+    header.write(&*region);
+    Header::publish_magic(&*region);
+    let producer = producer::Producer::from_ring(StreamRing::new(region.clone(), &header), strategy);
+    let consumer = consumer::Consumer::from_ring(StreamRing::new(region, &header), strategy);
+    Ok((producer, consumer))
+}

@@ -1,0 +1,344 @@
+//! [`Producer`]: the stream's one writer, and [`WriteChunk`], a record
+//! written in place.
+
+use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::{PushError, WRAP};
+use crate::mem::{DefaultRegion, Region};
+use crate::sync::Ordering;
+use crate::wait::{self, Wait, WaitStrategy};
+use crate::wire::{lock_byte, stream_control as ctl};
+
+/// Writes records into a stream. One per stream at a time.
+pub struct Producer<R: Region = DefaultRegion> {
+    ring: StreamRing<R>,
+    /// Our TAIL (only we store it).
+    tail: u64,
+    /// The consumer's HEAD as last loaded, checked: in [tail - capacity, tail].
+    head: u64,
+    strategy: WaitStrategy,
+}
+
+impl<R: Region> Producer<R> {
+    pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
+        // Relaxed: we are the only writer of TAIL, and HEAD is reloaded with
+        // Acquire before any byte is reused.
+        let tail = ring.cursor(ctl::TAIL).load(Ordering::Relaxed);
+        let head = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
+        // A HEAD out of range is not kept: the cache then says "full", so
+        // the first push reloads it and reports it.
+        let head = if tail.wrapping_sub(head) <= ring.capacity {
+            head
+        } else {
+            tail.wrapping_sub(ring.capacity)
+        };
+        Producer {
+            ring,
+            tail,
+            head,
+            strategy,
+        }
+    }
+
+    /// The largest record this stream carries.
+    pub fn max_record(&self) -> usize {
+        self.ring.max as usize
+    }
+
+    /// Ring size in bytes.
+    pub fn capacity(&self) -> u64 {
+        self.ring.capacity
+    }
+
+    /// Pushes one record, whole; it is delivered exactly once, in order.
+    pub fn push(&mut self, record: &[u8], wait: Wait) -> Result<(), PushError> {
+        let at = self.claim(record.len(), wait)?;
+        // SAFETY: `claim` made these bytes ours: they lie outside
+        // [HEAD, TAIL), and the consumer reads them only after `commit`'s
+        // Release store of TAIL.
+        unsafe { self.ring.region.copy_in(self.ring.at(at) + 8, record) };
+        self.commit(record.len());
+        Ok(())
+    }
+
+    /// Reserves room for a record of `len` bytes to be written in place;
+    /// nothing is visible to the consumer until [`WriteChunk::commit`].
+    #[cfg(not(loom))]
+    pub fn reserve(&mut self, len: usize, wait: Wait) -> Result<WriteChunk<'_, R>, PushError> {
+        let at = self.claim(len, wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(self.ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        Ok(WriteChunk {
+            producer: self,
+            at,
+            ptr,
+            len,
+        })
+    }
+
+    /// Waits for room for a `len`-byte record after any wrap marker, writes
+    /// that marker (unpublished), and returns the record's position.
+    fn claim(&mut self, len: usize, wait: Wait) -> Result<u64, PushError> {
+        let max = self.ring.max;
+        if len as u64 > max {
+            return Err(PushError::TooLong {
+                len,
+                max: max as usize,
+            });
+        }
+        let size = padded(len as u64);
+        let to_end = self.ring.capacity - (self.tail & (self.ring.capacity - 1));
+        let need = if size > to_end { to_end + size } else { size };
+        let cap = self.ring.capacity;
+        let ring = &self.ring;
+        let tail = self.tail;
+        let mut head = self.head;
+        let mut found = head;
+        let got = ring.wait_for(
+            wait,
+            self.strategy,
+            ctl::SPACE_BELL,
+            Peer {
+                lock: lock_byte::CONSUMER,
+                pid_field: ctl::CONSUMER_PID,
+                known_dead: 0,
+            },
+            || {
+                // `head` is checked to be within `cap` of `tail`; checked
+                // here again all the same, as no overflow may come of it.
+                let room = |head: u64| cap.checked_sub(tail.wrapping_sub(head)) >= Some(need);
+                if room(head) {
+                    return Look::Ready;
+                }
+                // Acquire, paired with the consumer's Release store of HEAD:
+                // the bytes it released are done with before we write them.
+                found = ring.cursor(ctl::HEAD).load(Ordering::Acquire);
+                // In [head, tail]: HEAD never moves back nor passes TAIL;
+                // `head` is within `cap` of `tail`, so this bounds it too.
+                if found.wrapping_sub(head) > tail.wrapping_sub(head) {
+                    return Look::Corrupt;
+                }
+                head = found;
+                if room(head) {
+                    Look::Ready
+                } else {
+                    Look::NotYet
+                }
+            },
+        );
+        self.head = head;
+        match got {
+            Ok(()) => {}
+            Err(Stop::NotNow) => return Err(PushError::Full),
+            Err(Stop::TimedOut(d)) => return Err(PushError::TimedOut(d)),
+            Err(Stop::PeerGone(pid)) => return Err(PushError::PeerGone { pid }),
+            Err(Stop::Corrupt) => {
+                return Err(PushError::CorruptCursors {
+                    head: found,
+                    tail,
+                    capacity: cap,
+                    min_head: head,
+                })
+            }
+        }
+        if size > to_end {
+            // Published with the record by `commit`'s TAIL store.
+            self.ring.put_header(self.tail, WRAP);
+            self.tail += to_end;
+        }
+        Ok(self.tail)
+    }
+
+    /// Writes the header of the claimed record and publishes it.
+    fn commit(&mut self, len: usize) {
+        // Published by the Release store of TAIL just below.
+        self.ring.put_header(self.tail, len as u64);
+        self.tail += padded(len as u64);
+        // Release, paired with the consumer's Acquire load of TAIL: the
+        // record's bytes and header (and any wrap marker) are visible first.
+        self.ring
+            .cursor(ctl::TAIL)
+            .store(self.tail, Ordering::Release);
+        wait::ring(self.ring.bell(ctl::DATA_BELL), self.ring.light);
+    }
+
+    /// Bytes written and not yet released by the consumer.
+    pub fn len(&self) -> u64 {
+        self.tail
+            .wrapping_sub(self.ring.cursor(ctl::HEAD).load(Ordering::Acquire))
+    }
+
+    /// Whether the consumer has released everything written.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Room for one record, written in place; see [`Producer::reserve`].
+#[cfg(not(loom))]
+pub struct WriteChunk<'a, R: Region> {
+    producer: &'a mut Producer<R>,
+    /// The record's stream position (its header's); the producer's TAIL.
+    at: u64,
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+}
+
+#[cfg(not(loom))]
+impl<R: Region> WriteChunk<'_, R> {
+    /// Publishes the record. Dropping the chunk instead publishes nothing.
+    pub fn commit(self) {
+        self.producer.commit(self.len);
+    }
+
+    /// Makes the chunk `len` bytes long, keeping the bytes written so far
+    /// (the new ones are unspecified), for a record whose length is not
+    /// known up front; waits for the extra room as [`Producer::reserve`]
+    /// does. On an error the chunk is unchanged. The bytes may move to the
+    /// start of the ring (a slice taken before does not outlive `&mut`).
+    pub fn grow(&mut self, len: usize, wait: Wait) -> Result<(), PushError> {
+        if len <= self.len {
+            return Ok(());
+        }
+        // From the same TAIL: the room the chunk has is part of the claim.
+        let at = self.producer.claim(len, wait)?;
+        let ring = &self.producer.ring;
+        let ptr = ring
+            .region
+            .raw(ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        if at != self.at {
+            // Past the ring's end now: `claim` put a wrap marker where our
+            // header was to go, and the record starts at ring offset 0.
+            // SAFETY: both ranges are claimed and unpublished, so ours
+            // alone (no TAIL store has covered them); `ptr::copy` allows
+            // overlap, though a record of at most half the ring that must
+            // wrap started past the middle, beyond where this one ends.
+            unsafe { std::ptr::copy(self.ptr.as_ptr(), ptr.as_ptr(), self.len) };
+        }
+        self.at = at;
+        self.ptr = ptr;
+        self.len = len;
+        Ok(())
+    }
+
+    /// Shortens the chunk to its first `len` bytes (no effect if it is not
+    /// longer): [`commit`](Self::commit) then publishes only those, and
+    /// the rest of the room goes back to the producer.
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+}
+
+#[cfg(not(loom))]
+impl<R: Region> std::ops::Deref for WriteChunk<'_, R> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `claim` gave the producer sole ownership of these `len`
+        // bytes until it commits, and the chunk borrows the producer.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+#[cfg(not(loom))]
+impl<R: Region> std::ops::DerefMut for WriteChunk<'_, R> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` makes this the only view.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<R: Region> Drop for Producer<R> {
+    /// A producer that leaves cleanly clears its pid: the consumer then
+    /// waits for a new one instead of being told its peer died.
+    fn drop(&mut self) {
+        self.ring
+            .region
+            .word32(self.ring.control + ctl::PRODUCER_PID)
+            .store(0, Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::{AttachError, CreateError, OpenError};
+    use crate::mem::ShmRegion;
+    use crate::options::{OpenOptions, StreamOptions};
+    use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
+    use crate::wire::{Header, Kind};
+
+    impl Producer<ShmRegion> {
+        /// Creates a stream of [`StreamOptions::new`] bytes named `name` (a
+        /// bare name goes under /dev/shm) and becomes its producer.
+        ///
+        /// # Errors
+        /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
+        /// [`CreateError::InvalidGeometry`] (a capacity that is not a power
+        /// of two in 64 B..=4 GiB), [`CreateError::PermissionDenied`],
+        /// [`CreateError::NoSpace`], ...
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{Producer, StreamOptions, Wait};
+        /// # let name = format!("/dev/shm/shmbus-doc-producer-{}", std::process::id());
+        /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+        /// producer.push(b"a record", Wait::Never)?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn create(name: &str, opts: &StreamOptions) -> Result<Self, CreateError> {
+            let (page, huge) = layout_page(name, &opts.file)?;
+            let mut header =
+                Header::stream(opts.capacity, page).map_err(CreateError::InvalidGeometry)?;
+            header.flags |= huge;
+            let region = create_region(name, &header, &opts.file, |_| {})?;
+            Ok(Producer::from_ring(
+                StreamRing::new(region, &header),
+                opts.wait,
+            ))
+        }
+
+        /// Becomes the producer of an existing stream; carries on after the
+        /// last record the previous producer committed.
+        ///
+        /// # Errors
+        /// [`AttachError::Open`] if the stream cannot be opened (or its
+        /// `TAIL` is not a multiple of 8: a corrupt file),
+        /// [`AttachError::ProducerActive`] if a live process produces into
+        /// it.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{OpenOptions, Producer, StreamOptions};
+        /// # let name = format!("/dev/shm/shmbus-doc-reattach-{}", std::process::id());
+        /// drop(Producer::create(&name, &StreamOptions::new(4096))?);
+        /// let producer = Producer::attach(&name, &OpenOptions::default())?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            let (region, header) = open_checked(name, Role::Publisher, Kind::Stream, None, opts)?;
+            let pid_field = header.control_offset as usize + ctl::PRODUCER_PID;
+            take_role(&region, lock_byte::PUBLISHER, pid_field)
+                .map_err(|pid| AttachError::ProducerActive { pid })?;
+            // Every record header lies at a multiple of 8: a TAIL that is
+            // not is a corrupt file, and writing there would straddle the
+            // ring's end.
+            let tail = region
+                .word(header.control_offset as usize + ctl::TAIL)
+                .load(Ordering::Relaxed);
+            if tail % 8 != 0 {
+                return Err(AttachError::Open(OpenError::InvalidGeometry(format!(
+                    "stream TAIL {tail} is not a multiple of 8"
+                ))));
+            }
+            Ok(Producer::from_ring(
+                StreamRing::new(region, &header),
+                opts.wait,
+            ))
+        }
+    }
+}

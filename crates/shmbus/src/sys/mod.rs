@@ -1,0 +1,13 @@
+//! The operating system, below every protocol: bus names and paths, OFD
+//! locks on bytes of a file (who is alive), and a directory opened without
+//! following links (for `remove`, `stat` and `clean`). Std and rustix only;
+//! nothing here knows what a segment is.
+
+#[cfg(not(loom))]
+pub(crate) mod dir;
+#[cfg(not(loom))]
+pub(crate) mod lock;
+mod name;
+
+pub use name::NameError;
+pub(crate) use name::resolve;

@@ -1,0 +1,187 @@
+//! The wire format: the bytes of a segment (header page, control page, data
+//! pages), their offsets and encodings. Nothing here validates a file: a
+//! header read from one is checked by `segment` before any use.
+//!
+//! docs/LAYOUT.md is this module in prose, to the byte. All integers are
+//! little-endian (shmbus builds only for little-endian targets), every
+//! field is naturally aligned, and every header and control field is read
+//! or written through atomics.
+//!
+//! Invariants:
+//! - The header (page 0) is written once, by the creator, before the magic;
+//!   the magic is stored last with Release and read first with Acquire, so an
+//!   opener that sees the magic sees the whole header. The creator then makes
+//!   page 0 read-only in its own mapping; subscribers map it read-only.
+//! - The control page (page 1) is mapped read-write by every attached
+//!   process. Each field two parties write sits on its own 64-byte line
+//!   (the registry aside: each entry is written once, by its subscriber).
+//! - Data pages start at `data_offset`. A broadcast bus has `capacity`
+//!   slots of `slot_size` bytes there, written by its publisher (by every
+//!   publisher of a multi-publisher bus, whose subscribers may also mark a
+//!   stuck slot's stamp abandoned, see `mpmc`); a stream has a ring of
+//!   `capacity` bytes, written by its producer (see `stream`).
+//! - Nothing trusts the file: `Header::read` (in `segment`) checks every field a
+//!   later access depends on for any kind (page offsets, lengths and the
+//!   journal path's length), with checked arithmetic, against the `fstat`
+//!   length, and `Header::expect` the kind's own geometry once the kind
+//!   is known, so a hostile file yields an `OpenError`, never a panic or
+//!   a `SIGBUS`.
+
+mod fingerprint;
+mod kind;
+mod page_header;
+
+pub use fingerprint::{fnv1a, TypeFingerprint};
+pub use page_header::Header;
+pub(crate) use page_header::round_up;
+pub use kind::{Kind, Publishers};
+
+#[cfg(not(target_endian = "little"))]
+compile_error!("shmbus's segment layout is little-endian; big-endian targets are not supported");
+
+/// "SHMBUS" then two zero bytes, read as a little-endian u64.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMBUS\0\0");
+/// What the creator stores at offset 0 while it builds the header: an opener
+/// that finds it waits; `shmbus clean` knows the file for a half-built bus.
+pub const MAGIC_BUILDING: u64 = u64::from_le_bytes(*b"SHMBUS~\0");
+/// The layout version this build reads and writes.
+pub const VERSION: u32 = 1;
+/// Cache line size every shared field is padded to.
+pub const LINE: usize = 64;
+/// Slot header: the 64-bit stamp before the payload.
+pub const STAMP_BYTES: usize = 8;
+/// Largest message a bus carries (16 MiB).
+pub const MAX_MSG_SIZE: u32 = 16 << 20;
+
+/// Byte offsets in the header page.
+pub mod header {
+    /// u64: [`super::MAGIC`], stored last (Release).
+    pub const MAGIC: usize = 0;
+    /// u32: [`super::VERSION`].
+    pub const VERSION: usize = 8;
+    /// u32: [`super::Kind`].
+    pub const KIND: usize = 12;
+    /// u32: the creator's page size; control and data offsets are multiples.
+    pub const PAGE_SIZE: usize = 16;
+    /// u32: flags, see [`super::flags`].
+    pub const FLAGS: usize = 20;
+    /// u64: byte offset of the control page.
+    pub const CONTROL_OFFSET: usize = 24;
+    /// u64: byte offset of the data pages.
+    pub const DATA_OFFSET: usize = 32;
+    /// u64: the whole segment's length in bytes.
+    pub const TOTAL_LEN: usize = 40;
+    /// u64: number of slots, a power of two.
+    pub const CAPACITY: usize = 48;
+    /// u32: bytes per slot, a multiple of 64.
+    pub const SLOT_SIZE: usize = 56;
+    /// u32: bytes per message.
+    pub const MSG_SIZE: usize = 60;
+    /// u32: alignment of the message type.
+    pub const MSG_ALIGN: usize = 64;
+    /// u64: FNV-1a 64 of the message type name.
+    pub const TYPE_HASH: usize = 72;
+    /// u64: the first sequence number this bus used.
+    pub const FIRST_SEQ: usize = 80;
+    /// u32: pid of the creator.
+    pub const CREATOR_PID: usize = 88;
+    /// u64: creation time, ns since the Unix epoch.
+    pub const CREATED_NS: usize = 96;
+    /// [u8; 64]: the message type name, NUL-padded.
+    pub const TYPE_NAME: usize = 104;
+    /// Length of the type name field.
+    pub const TYPE_NAME_LEN: usize = 64;
+    /// Bytes of the header every segment has (openers read at least this).
+    pub const END: usize = 168;
+    /// u32: length of the journal path (journaled buses; else 0). Bytes
+    /// 172..176 are padding.
+    pub const JOURNAL_PATH_LEN: usize = 168;
+    /// [u8; 256]: the journal's absolute path, NUL-padded.
+    pub const JOURNAL_PATH: usize = 176;
+    /// Room for the journal path.
+    pub const JOURNAL_PATH_MAX: usize = 256;
+}
+
+/// Bits of the header's `flags` word.
+pub mod flags {
+    /// The bus has a journal; its path is in the header.
+    pub const JOURNALED: u32 = 1;
+    /// Set at creation for a bus written by `MpPublisher`s (claims with
+    /// fetch_add, commits with CAS); clear for a single-publisher bus.
+    pub const MULTI_PUBLISHER: u32 = 1 << 1;
+    /// Set at creation for a segment backed by huge pages (transparent or
+    /// hugetlbfs, see `region`): `page_size` is then the huge page size, so
+    /// control and data pages start on huge page boundaries. Openers map
+    /// such a segment at an address aligned to `page_size`.
+    pub const HUGE_PAGES: u32 = 1 << 2;
+}
+
+/// Byte offsets in the control page, relative to `control_offset`.
+pub mod control {
+    /// u64: next sequence the publisher will write (Release by the
+    /// publisher); on a multi-publisher bus, the next sequence to claim.
+    pub const CURSOR: usize = 0;
+    /// u64: publisher generation, bumped by every publisher that attaches
+    /// to a single-publisher bus (1 for a multi-publisher bus's whole life).
+    pub const EPOCH: usize = 64;
+    /// u32: pid of the current (or last) publisher.
+    pub const PUBLISHER_PID: usize = 128;
+    /// u64: multi-publisher buses only: the unblock timeout in ns, written
+    /// once by the creator before the magic, read by every party. Unused on
+    /// a single-publisher bus (where an old build kept a u32 count of
+    /// sleepers).
+    pub const UNBLOCK_NS: usize = 192;
+    /// u32: futex word. Bit 0: a subscriber may be asleep (set by sleepers,
+    /// cleared by the publisher when it wakes them); bits 1..31: a wake
+    /// counter the publisher bumps by 2 on every wake.
+    pub const FUTEX: usize = 256;
+    /// u32: flush requests, incremented by joining subscribers (journal).
+    pub const FLUSH_REQUEST: usize = 384;
+    /// u32: the last flush request served, stored by the publisher (journal).
+    pub const FLUSH_DONE: usize = 448;
+    /// u32: the last flush request whose `fdatasync` failed.
+    pub const FLUSH_FAILED: usize = 452;
+    /// [u32; REGISTRY_SLOTS]: pids of registered subscribers.
+    pub const REGISTRY: usize = 1024;
+    /// Number of registry entries.
+    pub const REGISTRY_SLOTS: usize = 256;
+}
+
+/// Smallest stream ring, in bytes.
+pub const MIN_STREAM: u64 = 64;
+/// Largest stream ring, in bytes (records lengths fit in 32 bits).
+pub const MAX_STREAM: u64 = 1 << 32;
+
+/// The largest record a stream of `capacity` bytes carries: half the ring
+/// less a record header, so that a record always fits after a wrap marker.
+pub fn max_record(capacity: u64) -> u64 {
+    capacity / 2 - 8
+}
+
+/// Byte offsets in a stream's control page, relative to `control_offset`.
+pub mod stream_control {
+    /// u64: bytes the producer has committed, ever (Release by the producer).
+    pub const TAIL: usize = 0;
+    /// u64: bytes the consumer has released, ever (Release by the consumer).
+    pub const HEAD: usize = 64;
+    /// u32: pid of the current (or last) producer; 0 before the first.
+    pub const PRODUCER_PID: usize = 128;
+    /// u32: pid of the current (or last) consumer; 0 before the first.
+    pub const CONSUMER_PID: usize = 192;
+    /// u32: doorbell the consumer sleeps on (see `wait`): data arrived.
+    pub const DATA_BELL: usize = 256;
+    /// u32: doorbell the producer sleeps on: space was freed.
+    pub const SPACE_BELL: usize = 320;
+}
+
+/// Which byte of the file each liveness lock covers (OFD locks, see `lock`).
+pub mod lock_byte {
+    /// Exclusive: held by the publisher (a stream's producer) while it lives.
+    pub const PUBLISHER: u64 = 0;
+    /// Shared: held by every process that has the segment mapped.
+    pub const ATTACHED: u64 = 1;
+    /// Exclusive: held by a stream's consumer for as long as it lives.
+    pub const CONSUMER: u64 = 2;
+    /// Exclusive: `REGISTRY + i` is held by the subscriber in registry slot i.
+    pub const REGISTRY: u64 = 64;
+}

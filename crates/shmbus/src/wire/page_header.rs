@@ -1,0 +1,189 @@
+//! The header page as a value: built for a new segment, written once by its
+//! creator before the magic. Reading one back (and validating it) is
+//! `segment`'s job.
+
+use super::{flags, header, max_record, Kind, TypeFingerprint};
+use super::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
+use crate::mem::Region;
+use crate::sync::Ordering;
+
+/// from these stays inside the mapping.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Segment kind.
+    pub kind: Kind,
+    /// Page size of the creator.
+    pub page_size: u64,
+    /// Flags word.
+    pub flags: u32,
+    /// Offset of the control page.
+    pub control_offset: u64,
+    /// Offset of the data pages.
+    pub data_offset: u64,
+    /// Total length.
+    pub total_len: u64,
+    /// Slots (broadcast).
+    pub capacity: u64,
+    /// Bytes per slot.
+    pub slot_size: u32,
+    /// The message type.
+    pub msg: TypeFingerprint,
+    /// First sequence number.
+    pub first_seq: u64,
+    /// Creator's pid.
+    pub creator_pid: u32,
+    /// Creation time, ns since the Unix epoch.
+    pub created_ns: u64,
+    /// The journal's path, for a journaled bus.
+    pub journal: Option<std::path::PathBuf>,
+}
+
+pub(crate) fn round_up(n: u64, to: u64) -> Option<u64> {
+    n.checked_add(to - 1).map(|v| v / to * to)
+}
+
+impl Header {
+    /// The geometry of a new broadcast bus. Errors are the reason, in words.
+    pub fn broadcast(
+        capacity: u64,
+        msg: TypeFingerprint,
+        page_size: u64,
+        first_seq: u64,
+    ) -> Result<Header, String> {
+        if capacity == 0 || !capacity.is_power_of_two() {
+            return Err(format!(
+                "capacity {capacity} is not a power of two (1, 2, 4, ...)"
+            ));
+        }
+        if msg.size == 0 || msg.size > MAX_MSG_SIZE {
+            return Err(format!(
+                "message size {} is outside 1..={MAX_MSG_SIZE}",
+                msg.size
+            ));
+        }
+        let payload = round_up(u64::from(msg.size), 8).ok_or("message size overflows")?;
+        let slot_size =
+            round_up(STAMP_BYTES as u64 + payload, LINE as u64).ok_or("slot size overflows")?;
+        let data = capacity
+            .checked_mul(slot_size)
+            .ok_or_else(|| format!("capacity {capacity} x slot {slot_size} bytes overflows"))?;
+        let data = round_up(data, page_size).ok_or("data size overflows")?;
+        let total_len = data
+            .checked_add(2 * page_size)
+            .filter(|&t| t <= isize::MAX as u64)
+            .ok_or_else(|| format!("capacity {capacity} x slot {slot_size} bytes is too large"))?;
+        Ok(Header {
+            kind: Kind::Broadcast,
+            page_size,
+            flags: 0,
+            control_offset: page_size,
+            data_offset: 2 * page_size,
+            total_len,
+            capacity,
+            slot_size: slot_size as u32,
+            msg,
+            first_seq,
+            creator_pid: std::process::id(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
+        })
+    }
+
+    /// The geometry of a new byte stream of `capacity` bytes.
+    pub fn stream(capacity: u64, page_size: u64) -> Result<Header, String> {
+        if !(MIN_STREAM..=MAX_STREAM).contains(&capacity) || !capacity.is_power_of_two() {
+            return Err(format!(
+                "stream capacity {capacity} is not a power of two in {MIN_STREAM}..={MAX_STREAM} bytes"
+            ));
+        }
+        let data = round_up(capacity, page_size).ok_or("stream size overflows")?;
+        Ok(Header {
+            kind: Kind::Stream,
+            page_size,
+            flags: 0,
+            control_offset: page_size,
+            data_offset: 2 * page_size,
+            total_len: data + 2 * page_size,
+            capacity,
+            slot_size: 0,
+            msg: TypeFingerprint::new("stream", max_record(capacity) as u32, 8),
+            first_seq: 0,
+            creator_pid: std::process::id(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
+        })
+    }
+
+    /// The same bus with a journal at `path` (absolute, at most
+    /// [`header::JOURNAL_PATH_MAX`] bytes).
+    pub fn with_journal(mut self, path: std::path::PathBuf) -> Result<Header, usize> {
+        use std::os::unix::ffi::OsStrExt;
+        let len = path.as_os_str().as_bytes().len();
+        if len == 0 || len > header::JOURNAL_PATH_MAX {
+            return Err(len);
+        }
+        self.flags |= flags::JOURNALED;
+        self.journal = Some(path);
+        Ok(self)
+    }
+
+    /// Writes every field except the magic (Relaxed: the magic's Release
+    /// store, done by the caller afterwards, publishes them).
+    pub fn write<R: Region>(&self, r: &R) {
+        use header as h;
+        let w64 = |off, v| r.word(off).store(v, Ordering::Relaxed);
+        let w32 = |off, v| r.word32(off).store(v, Ordering::Relaxed);
+        w32(h::VERSION, VERSION);
+        w32(h::KIND, self.kind.code());
+        w32(h::PAGE_SIZE, self.page_size as u32);
+        w32(h::FLAGS, self.flags);
+        w64(h::CONTROL_OFFSET, self.control_offset);
+        w64(h::DATA_OFFSET, self.data_offset);
+        w64(h::TOTAL_LEN, self.total_len);
+        w64(h::CAPACITY, self.capacity);
+        w32(h::SLOT_SIZE, self.slot_size);
+        w32(h::MSG_SIZE, self.msg.size);
+        w32(h::MSG_ALIGN, self.msg.align);
+        w64(h::TYPE_HASH, self.msg.name_hash);
+        w64(h::FIRST_SEQ, self.first_seq);
+        w32(h::CREATOR_PID, self.creator_pid);
+        w64(h::CREATED_NS, self.created_ns);
+        let mut name = [0u8; h::TYPE_NAME_LEN];
+        let n = self.msg.name.len().min(h::TYPE_NAME_LEN);
+        name[..n].copy_from_slice(&self.msg.name.as_bytes()[..n]);
+        for (i, chunk) in name.chunks_exact(8).enumerate() {
+            w64(
+                h::TYPE_NAME + 8 * i,
+                u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+            );
+        }
+        if let Some(path) = &self.journal {
+            use std::os::unix::ffi::OsStrExt;
+            let bytes = path.as_os_str().as_bytes();
+            let mut field = [0u8; h::JOURNAL_PATH_MAX];
+            field[..bytes.len()].copy_from_slice(bytes);
+            w32(h::JOURNAL_PATH_LEN, bytes.len() as u32);
+            for (i, chunk) in field.chunks_exact(8).enumerate() {
+                w64(
+                    h::JOURNAL_PATH + 8 * i,
+                    u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
+                );
+            }
+        }
+    }
+
+    /// Stores the magic. Release: pairs with the Acquire load in
+    /// [`Header::read_magic`], which makes every header field visible.
+    pub fn publish_magic<R: Region>(r: &R) {
+        r.word(header::MAGIC).store(MAGIC, Ordering::Release);
+    }
+
+    /// Loads the magic. Acquire: pairs with [`Header::publish_magic`].
+    pub fn read_magic<R: Region>(r: &R) -> u64 {
+        r.word(header::MAGIC).load(Ordering::Acquire)
+    }
+}
