@@ -151,7 +151,7 @@ impl Proc {
     /// deadline.
     fn next_line(&self) -> Vec<u8> {
         let left = DEADLINE.saturating_sub(self.started.elapsed());
-        match self.stdout_lines.recv_timeout(left) {
+        match self.stdout_lines.recv(shmbus::Wait::For(left)) {
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => {
                 panic!(
@@ -843,7 +843,7 @@ fn ls_shows_a_half_built_segment_as_not_initialized() {
     // What a creator that died mid-build leaves: the building magic, no
     // header.
     let mut bytes = vec![0u8; 3 * 4096];
-    bytes[..8].copy_from_slice(&shmbus::layout::MAGIC_BUILDING.to_le_bytes());
+    bytes[..8].copy_from_slice(&shmbus::wire::MAGIC_BUILDING.to_le_bytes());
     std::fs::write(dir.file("half"), &bytes).expect("write file");
     let table = shmbus(&["ls", "--dir", dir.dir()])
         .assert_success()
@@ -1070,7 +1070,7 @@ fn help_and_version_succeed() {
 /// A header that says "stream" (so the broadcast geometry checks are
 /// skipped) in a file shorter than its control page.
 fn write_short_stream_header(path: &Path) {
-    use shmbus::layout::{header as h, MAGIC, VERSION};
+    use shmbus::wire::{header as h, MAGIC, VERSION};
     let mut bytes = vec![0u8; h::END];
     let mut put = |off: usize, v: &[u8]| bytes[off..off + v.len()].copy_from_slice(v);
     put(h::MAGIC, &MAGIC.to_le_bytes());

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use common::{run, run_stdin, shmbus, with_stdout_closed, Proc, ShmDir, DEADLINE};
 use serde_json::Value;
-use shmbus::layout::stream_control as sc;
+use shmbus::wire::stream_control as sc;
 
 fn create_stream(stream: &str, capacity: u64) {
     run(shmbus(&[
@@ -227,7 +227,7 @@ fn a_consumer_started_after_the_producer_was_killed_waits_for_a_new_one() {
         (s.consumer_alive && s.consumer_pid == pid) && process_state(pid) == Some('S')
     });
     // Ten peer checks: a consumer that gave up on the dead producer has.
-    thread::sleep(shmbus::stream::PEER_CHECK * 10);
+    thread::sleep(shmbus::internals::PEER_CHECK * 10);
     run_stdin(&["pub", &stream], b"second\nthird\n").assert_success();
     let out = sub.wait();
     assert_eq!(out.assert_success().stdout(), "second\nthird\n");

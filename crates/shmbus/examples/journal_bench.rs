@@ -11,10 +11,10 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use shmbus::journal::{
-    JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+use shmbus::{
+    BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed,
+    KeyedState, Publisher, Received,
 };
-use shmbus::{CreateOptions, Publisher, Received};
 
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -70,7 +70,7 @@ fn main() {
         dir.display(),
         std::thread::available_parallelism().map_or(0, |p| p.get())
     );
-    let opts = CreateOptions::new(4096).prefault(true);
+    let opts = BusOptions::new(4096).prefault(true);
     let mut ring = Publisher::<Kv>::create(&ring_name, &opts).expect("ring bus");
     let mut jp = JournalPublisher::<Kv>::create(&j_name, &opts, &JournalOptions::new(&journal))
         .expect("journaled bus");

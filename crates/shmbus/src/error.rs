@@ -11,7 +11,6 @@ pub use crate::mem::HugePageError;
 pub use crate::sys::NameError;
 use crate::wire::{Kind, Publishers, TypeFingerprint};
 
-
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
 #[derive(Debug, Error)]

@@ -112,19 +112,19 @@ mod wait;
 pub mod wire;
 
 pub use bus::{
-    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received,
-    Subscriber, SubscriberGroup,
+    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received, Subscriber,
+    SubscriberGroup,
 };
 pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
 #[cfg(not(loom))]
 pub use journal::{
-    AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError,
-    JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber,
-    Keyed, KeyedState, State,
+    AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError, JournalCreateError,
+    JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+    State,
 };
-pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
 #[cfg(not(loom))]
 pub use mem::ShmRegion;
+pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
 pub use options::{BusOptions, OpenOptions, Start, StreamOptions};
 #[cfg(not(loom))]
 pub use segment::remove;
@@ -132,6 +132,7 @@ pub use stream::{Consumer, PopError, Producer, PushError};
 #[cfg(not(loom))]
 pub use stream::{ReadChunk, WriteChunk};
 pub use wait::{Wait, WaitStrategy};
+pub use wire::{Kind, Publishers, TypeFingerprint};
 
 /// What the `shmbus` tool, the benchmark and the test suites need beyond
 /// the API: the wire format, heap streams, the journal's file format, test
@@ -141,12 +142,14 @@ pub mod internals {
     #[cfg(feature = "test-hooks")]
     pub use crate::bus::HookPoint;
     #[cfg(not(loom))]
-    pub use crate::journal::{format as journal_format, raw_key, side_files, stat as journal_stat, JournalStat};
+    pub use crate::journal::{
+        format as journal_format, raw_key, side_files, stat as journal_stat, JournalStat,
+    };
     #[cfg(not(loom))]
     pub use crate::mem::Access;
     pub use crate::stream::{on_heap as stream_on_heap, HeapStream, PEER_CHECK, WRAP};
-    pub use crate::wire;
     /// A hook `stat::clean` and `remove` call just before they unlink.
     #[cfg(all(feature = "test-hooks", not(loom)))]
     pub use crate::sys::dir::hook as unlink_hook;
+    pub use crate::wire;
 }

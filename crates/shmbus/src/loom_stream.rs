@@ -26,11 +26,11 @@ use loom::thread;
 
 use crate::loom_tests::model;
 
-use crate::wire::{stream_control as ctl, Header};
 use crate::mem::{HeapRegion, Region};
 use crate::stream::{on_heap, Consumer, Producer, StreamRing, Wait};
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
+use crate::wire::{stream_control as ctl, Header};
 
 /// Spins no time: sleeps on the futex as soon as `wait::Backoff` first
 /// reads the clock, which is after 63 spins (see `DELAYS`).

@@ -12,14 +12,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::sys::dir::{self, DirError, FileId, UnlinkError};
 use crate::error::OpenError;
-use crate::wire::{control, lock_byte, Header, Kind};
-use crate::sys::lock;
 use crate::mem::Region;
-use crate::sys::resolve;
 use crate::segment::{open_bus_at, open_region, BusAt, Role};
 use crate::sync::Ordering;
+use crate::sys::dir::{self, DirError, FileId, UnlinkError};
+use crate::sys::lock;
+use crate::sys::resolve;
+use crate::wire::{control, lock_byte, Header, Kind};
 
 /// A bus's header and live state.
 #[derive(Clone, Debug)]
@@ -468,7 +468,6 @@ fn remove_batch(
         });
     }
 }
-
 
 /// Why `stat::list` or `stat::clean` could not look at a directory or a file
 /// in it: the step, the path, and the system's answer. Files that are not

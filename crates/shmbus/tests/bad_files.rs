@@ -1,7 +1,7 @@
 //! Every way a file under /dev/shm can be wrong is a typed error whose
 //! message names what was found and what was expected: never a panic, a
 //! hang or a SIGBUS. Each case is a real file, made bad with `set_len` or
-//! patched with `write_at` at the offsets in `shmbus::layout::header`.
+//! patched with `write_at` at the offsets in `shmbus::wire::header`.
 
 mod common;
 
@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
 use common::{patch_u32, patch_u64, write_at, BusName};
-use shmbus::layout::{self, header, Kind};
 use shmbus::stat::{self, BusStat};
+use shmbus::wire::{self, header, Kind};
 use shmbus::{
-    AttachError, CreateError, CreateOptions, NameError, OpenError, OpenOptions, Publisher,
-    RawSubscriber, Subscriber,
+    AttachError, BusOptions, CreateError, NameError, OpenError, OpenOptions, Publisher, Subscriber,
 };
 
 /// Same size and alignment as u64, another name.
@@ -31,7 +30,7 @@ fn opts() -> OpenOptions {
 /// A finished bus of u64 (16 slots, 3 messages) with no process attached.
 fn valid_bus(label: &str) -> (BusName, BusStat) {
     let bus = BusName::new(label);
-    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+    let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
     for s in 0..3u64 {
         p.publish(&s);
     }
@@ -51,8 +50,8 @@ fn subscriber_err<T: Pod>(name: &str) -> OpenError {
 }
 
 fn raw_err(name: &str) -> OpenError {
-    match RawSubscriber::open(name, &opts()) {
-        Ok(_) => panic!("RawSubscriber::open({name}) succeeded"),
+    match Subscriber::<[u8]>::open(name, &opts()) {
+        Ok(_) => panic!("Subscriber::<[u8]>::open({name}) succeeded"),
         Err(e) => e,
     }
 }
@@ -77,7 +76,7 @@ fn stat_err(name: &str) -> OpenError {
 fn from_every_opener(name: &str) -> Vec<(&'static str, OpenError)> {
     vec![
         ("Subscriber::open", subscriber_err::<u64>(name)),
-        ("RawSubscriber::open", raw_err(name)),
+        ("Subscriber::<[u8]>::open", raw_err(name)),
         ("Publisher::attach", attach_err::<u64>(name)),
         ("stat", stat_err(name)),
     ]
@@ -116,11 +115,11 @@ fn random_bytes_are_refused_as_bad_magic() {
         .collect();
     std::fs::write(bus.path(), &bytes).unwrap();
     let found = u64::from_le_bytes(bytes[..8].try_into().unwrap());
-    assert!(found != 0 && found != layout::MAGIC && found != layout::MAGIC_BUILDING);
+    assert!(found != 0 && found != wire::MAGIC && found != wire::MAGIC_BUILDING);
     let at = bus.path().to_owned();
-    every_opener_says(bus.name(), &[hex(found), hex(layout::MAGIC)], |e| {
+    every_opener_says(bus.name(), &[hex(found), hex(wire::MAGIC)], |e| {
         matches!(e, OpenError::BadMagic { found: f, expected, path }
-            if *f == found && *expected == layout::MAGIC && *path == at)
+            if *f == found && *expected == wire::MAGIC && *path == at)
     });
     // `remove` deletes only buses.
     assert!(matches!(
@@ -148,7 +147,7 @@ fn a_bus_whose_magic_was_changed_is_refused_as_bad_magic() {
     let found = u64::from_le_bytes(*b"NOTABUS!");
     every_opener_says(
         bus.name(),
-        &[hex(found), hex(layout::MAGIC)],
+        &[hex(found), hex(wire::MAGIC)],
         |e| matches!(e, OpenError::BadMagic { found: f, .. } if *f == found),
     );
     bus.finish();
@@ -194,10 +193,10 @@ fn a_bus_of_another_layout_version_is_refused_naming_both_versions() {
     patch_u32(bus.path(), header::VERSION as u64, 7);
     every_opener_says(
         bus.name(),
-        &[format!("version 7, expected {}", layout::VERSION)],
+        &[format!("version 7, expected {}", wire::VERSION)],
         |e| {
             matches!(e, OpenError::VersionMismatch { found: 7, expected }
-                if *expected == layout::VERSION)
+                if *expected == wire::VERSION)
         },
     );
     bus.finish();
@@ -215,7 +214,7 @@ fn a_segment_of_another_kind_is_refused_as_wrong_kind() {
         let words = [format!("kind is {said}, expected broadcast")];
         for (who, e) in [
             ("Subscriber::open", subscriber_err::<u64>(bus.name())),
-            ("RawSubscriber::open", raw_err(bus.name())),
+            ("Subscriber::<[u8]>::open", raw_err(bus.name())),
             ("Publisher::attach", attach_err::<u64>(bus.name())),
         ] {
             assert!(
@@ -289,7 +288,7 @@ fn opening_a_bus_as_another_message_type_is_a_type_mismatch() {
     ));
 
     // Raw subscribers take any type; the right type opens.
-    let raw = RawSubscriber::open(bus.name(), &opts()).expect("raw open");
+    let raw = Subscriber::<[u8]>::open(bus.name(), &opts()).expect("raw open");
     assert_eq!(raw.msg_size(), 8);
     drop(raw);
     drop(Subscriber::<u64>::open(bus.name(), &opts()).expect("u64 open"));
@@ -356,7 +355,7 @@ fn an_empty_file_is_not_initialized_after_the_init_timeout() {
 #[cfg_attr(miri, ignore)]
 fn a_half_built_bus_is_not_initialized_after_the_init_timeout() {
     let bus = BusName::new("building");
-    let mut bytes = layout::MAGIC_BUILDING.to_le_bytes().to_vec();
+    let mut bytes = wire::MAGIC_BUILDING.to_le_bytes().to_vec();
     bytes.resize(3 * 4096, 0);
     std::fs::write(bus.path(), &bytes).unwrap();
     let path = bus.path().display().to_string();
@@ -405,7 +404,7 @@ fn a_symlink_to_a_valid_bus_is_never_followed() {
     );
     // Nor created through: the target stays as it was.
     let before = std::fs::read(bus.path()).unwrap();
-    match Publisher::<u64>::create(link.name(), &CreateOptions::new(16)) {
+    match Publisher::<u64>::create(link.name(), &BusOptions::new(16)) {
         Err(CreateError::AlreadyExists { path }) => assert_eq!(path, link.path()),
         Err(e) => panic!("create over a symlink: {e:?}"),
         Ok(_) => panic!("create over a symlink succeeded"),
@@ -470,7 +469,7 @@ fn a_fifo_is_not_a_file_to_subscribers_and_publishers() {
     // Opened read-write, which Linux allows on a FIFO without blocking.
     for (who, e) in [
         ("Subscriber::open", subscriber_err::<u64>(name)),
-        ("RawSubscriber::open", raw_err(name)),
+        ("Subscriber::<[u8]>::open", raw_err(name)),
         ("Publisher::attach", attach_err::<u64>(name)),
     ] {
         assert!(
@@ -556,7 +555,7 @@ fn invalid_names_are_name_errors() {
                 "{who}({name:?}): {e:?}"
             );
         }
-        match Publisher::<u64>::create(name, &CreateOptions::new(16)) {
+        match Publisher::<u64>::create(name, &BusOptions::new(16)) {
             Err(CreateError::Name(n)) => assert_eq!(n, expected),
             Err(e) => panic!("create({name:?}): {e:?}"),
             Ok(_) => panic!("create({name:?}) succeeded"),
@@ -569,7 +568,7 @@ fn invalid_names_are_name_errors() {
 fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
     let (bus, _) = valid_bus("exists");
     let before = std::fs::read(bus.path()).unwrap();
-    match Publisher::<u64>::create(bus.name(), &CreateOptions::new(64)) {
+    match Publisher::<u64>::create(bus.name(), &BusOptions::new(64)) {
         Err(CreateError::AlreadyExists { path }) => assert_eq!(path, bus.path()),
         Err(e) => panic!("{e:?}"),
         Ok(_) => panic!("create over an existing bus succeeded"),
@@ -578,7 +577,7 @@ fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
 
     let fresh = BusName::new("bad-geometry");
     for cap in [0, 3, 1 << 62] {
-        match Publisher::<u64>::create(fresh.name(), &CreateOptions::new(cap)) {
+        match Publisher::<u64>::create(fresh.name(), &BusOptions::new(cap)) {
             Err(CreateError::InvalidGeometry(why)) => {
                 assert!(why.contains(&format!("capacity {cap}")), "{why}")
             }

@@ -24,11 +24,11 @@ use bytemuck::{Pod, Zeroable};
 use common::{
     is_child, param, print_result, spawn_child, splitmix, BusName, Finished, TestDir, Watched,
 };
-use shmbus::layout;
 use shmbus::stat;
+use shmbus::wire;
 use shmbus::{
-    AttachError, CreateOptions, OpenError, OpenOptions, Publisher, RawSubscriber, Received, Start,
-    Subscriber, WaitStrategy,
+    AttachError, BusOptions, OpenError, OpenOptions, Publisher, Received, Start, Subscriber,
+    WaitStrategy,
 };
 
 // ---------------------------------------------------------------------------
@@ -57,7 +57,7 @@ impl Chaos {
             .unwrap_or(DEFAULT_SEED);
         println!("chaos {test}: seed {seed:#x} (replay with SHMBUS_CHAOS_SEED={seed:#x})");
         Chaos {
-            state: seed ^ layout::fnv1a(test.as_bytes()),
+            state: seed ^ wire::fnv1a(test.as_bytes()),
         }
     }
 
@@ -237,7 +237,7 @@ fn as_child_subscribe_until_the_end_message() {
     loop {
         let pos = sub.position();
         let asked = Instant::now();
-        match sub.recv_timeout(RECV_BOUND) {
+        match sub.recv(shmbus::Wait::For(RECV_BOUND)) {
             Some(Received::Message(m)) => {
                 t.take(pos, &m);
                 assert_eq!(t.torn + t.wrong_seq, 0, "bad message at {pos}");
@@ -348,7 +348,7 @@ fn stamp_offset(st: &stat::BusStat, seq: u64) -> u64 {
 fn a_publisher_killed_200_times_mid_stream_never_tears_a_message_nor_miscounts_a_loss() {
     let mut chaos = Chaos::new("publisher_killed");
     let bus = BusName::new("chaos-pub");
-    drop(Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(64)).expect("create"));
+    drop(Publisher::<Stamp>::create(bus.name(), &BusOptions::new(64)).expect("create"));
     let mut subscribers: Vec<Watched> = ["futex", "yield", "futex"]
         .iter()
         .map(|w| spawn_subscriber(&bus, w))
@@ -435,7 +435,7 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
     let mut chaos = Chaos::new("subscribers_killed");
     let bus = BusName::new("chaos-sub");
     let mut publisher =
-        Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(32)).expect("create");
+        Publisher::<Stamp>::create(bus.name(), &BusOptions::new(32)).expect("create");
     let mut survivors: Vec<Watched> = ["futex", "yield"]
         .iter()
         .map(|w| spawn_subscriber(&bus, w))
@@ -510,7 +510,7 @@ fn as_child_create_a_large_bus() {
     let name: String = param("SHMBUS_BUS");
     let capacity: u64 = param("SHMBUS_CAPACITY");
     common::print_ready();
-    let p = Publisher::<u64>::create(&name, &CreateOptions::new(capacity)).expect("create");
+    let p = Publisher::<u64>::create(&name, &BusOptions::new(capacity)).expect("create");
     drop(p);
     common::idle_until_killed();
 }
@@ -552,7 +552,7 @@ fn every_opener_is_told_not_initialized(name: &str) -> Duration {
         let t = Instant::now();
         let (r, bound) = match who {
             "subscriber" => (Subscriber::<u64>::open(name, &opts).map(drop), timeout),
-            "raw subscriber" => (RawSubscriber::open(name, &opts).map(drop), timeout),
+            "raw subscriber" => (Subscriber::<[u8]>::open(name, &opts).map(drop), timeout),
             "publisher" => (
                 match Publisher::<u64>::attach(name, &opts) {
                     Ok(_) => Ok(()),
@@ -596,7 +596,7 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
     whole.wait_ready();
     let t = Instant::now();
     common::wait_for("a whole create", &mut [&mut whole], || {
-        magic_of(bus.path()) == Some(layout::MAGIC)
+        magic_of(bus.path()) == Some(wire::MAGIC)
     });
     let create = t.elapsed();
     whole.kill();
@@ -619,7 +619,7 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
         }
         match magic_of(bus.path()) {
             None => early += 1,
-            Some(layout::MAGIC) => late += 1,
+            Some(wire::MAGIC) => late += 1,
             Some(magic) => {
                 hits += 1;
                 // Alive, if stopped: refused, and spared by clean.
@@ -635,7 +635,7 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
         assert_eq!(dead.signal(), Some(libc::SIGKILL));
         match magic_of(bus.path()) {
             None => {}
-            Some(layout::MAGIC) => std::fs::remove_file(bus.path()).expect("remove"),
+            Some(wire::MAGIC) => std::fs::remove_file(bus.path()).expect("remove"),
             Some(magic) => {
                 // Dead: still refused, and now clean's to remove.
                 worst_late = worst_late.max(every_opener_is_told_not_initialized(bus.name()));
@@ -644,7 +644,7 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
                     .into_iter()
                     .map(|c| c.result.map(|()| c.path).expect("removed"))
                     .collect();
-                if magic == layout::MAGIC_BUILDING {
+                if magic == wire::MAGIC_BUILDING {
                     assert_eq!(removed, vec![bus.path().to_owned()]);
                 } else {
                     // Killed before it could mark the file as shmbus's.
@@ -677,7 +677,7 @@ const STREAM_CAP: u64 = 4096;
 /// How long a waiting side may take to be told its peer was killed: it
 /// checks every `stream::PEER_CHECK` (20 ms); the rest is `LATE_LIMIT`.
 fn peer_gone_bound() -> Duration {
-    shmbus::stream::PEER_CHECK + LATE_LIMIT
+    shmbus::internals::PEER_CHECK + LATE_LIMIT
 }
 
 /// Record `idx` of producer generation `gen`: idx, gen, then a body whose
@@ -718,16 +718,13 @@ fn as_child_produce_until_killed() {
     let name: String = param("SHMBUS_BUS");
     let gen: u64 = param("SHMBUS_GEN");
     let mut rng = Chaos { state: gen };
-    let mut p = shmbus::stream::Producer::attach(&name, &stream_opts()).expect("attach");
+    let mut p = shmbus::Producer::attach(&name, &stream_opts()).expect("attach");
     common::print_ready();
     let mut idx = 0;
     loop {
         for _ in 0..rng.below(64) {
-            p.push(
-                &record(gen, idx),
-                shmbus::stream::Wait::For(common::CHILD_DEADLINE),
-            )
-            .expect("push");
+            p.push(&record(gen, idx), shmbus::Wait::For(common::CHILD_DEADLINE))
+                .expect("push");
             idx += 1;
         }
         std::thread::sleep(Duration::from_micros(rng.below(300)));
@@ -738,10 +735,10 @@ fn as_child_produce_until_killed() {
 #[cfg_attr(miri, ignore)]
 fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost(
 ) {
-    use shmbus::stream::{Consumer, PopError, Producer, Wait};
+    use shmbus::{Consumer, PopError, Producer, Wait};
     let mut chaos = Chaos::new("stream_producer_killed");
     let bus = BusName::new("chaos-producer");
-    drop(Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create"));
+    drop(Producer::create(bus.name(), &shmbus::StreamOptions::new(STREAM_CAP)).expect("create"));
     let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
     let n = rounds(30);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
@@ -856,7 +853,7 @@ fn as_child_consume_until_killed() {
     if !is_child("chaos_consumer") {
         return;
     }
-    use shmbus::stream::{Consumer, Wait};
+    use shmbus::{Consumer, Wait};
     let name: String = param("SHMBUS_BUS");
     let mut c = Consumer::open(&name, &stream_opts()).expect("open");
     let mut out = Vec::new();
@@ -875,11 +872,11 @@ fn as_child_consume_until_killed() {
 #[cfg_attr(miri, ignore)]
 fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly(
 ) {
-    use shmbus::stream::{Consumer, Producer, PushError, Wait};
+    use shmbus::{Consumer, Producer, PushError, Wait};
     let mut chaos = Chaos::new("stream_consumer_killed");
     let bus = BusName::new("chaos-consumer");
     let mut producer =
-        Producer::create(bus.name(), &CreateOptions::new(STREAM_CAP)).expect("create");
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(STREAM_CAP)).expect("create");
     let n = rounds(30);
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -995,7 +992,7 @@ fn soak_one_publisher_and_four_subscriber_processes_for_100_million_messages() {
         .unwrap_or(100_000_000);
     let bus = BusName::new("soak");
     let mut publisher =
-        Publisher::<Stamp>::create(bus.name(), &CreateOptions::new(1024)).expect("create");
+        Publisher::<Stamp>::create(bus.name(), &BusOptions::new(1024)).expect("create");
     let deadline = Duration::from_secs(900);
     let mut subscribers: Vec<Watched> = ["busy", "yield", "futex", "futex"]
         .iter()

@@ -24,13 +24,10 @@ use std::time::Duration;
 
 use common::BusName;
 use proptest::prelude::*;
-use shmbus::layout::{control, header, stream_control};
 use shmbus::stat;
-use shmbus::stream::{Consumer, Producer, Wait};
-use shmbus::{
-    AttachError, CreateOptions, OpenError, OpenOptions, Publisher, RawPublisher, RawSubscriber,
-    Start, Subscriber,
-};
+use shmbus::wire::{control, header, stream_control};
+use shmbus::{AttachError, BusOptions, OpenError, OpenOptions, Publisher, Start, Subscriber};
+use shmbus::{Consumer, Producer, Wait};
 
 /// A valid broadcast bus of u64 (16 slots, 20 messages, so it has lapped)
 /// and a valid stream (4 KiB, a few records), as file images.
@@ -38,14 +35,15 @@ fn images() -> &'static (Vec<u8>, Vec<u8>) {
     static IMAGES: OnceLock<(Vec<u8>, Vec<u8>)> = OnceLock::new();
     IMAGES.get_or_init(|| {
         let bus = BusName::new("fuzz-image-bus");
-        let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+        let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
         for i in 0..20u64 {
             p.publish(&i);
         }
         drop(p);
         let bus_image = std::fs::read(bus.path()).expect("read bus");
         let stream = BusName::new("fuzz-image-stream");
-        let mut p = Producer::create(stream.name(), &CreateOptions::new(4096)).expect("create");
+        let mut p =
+            Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)).expect("create");
         for i in 0..40usize {
             p.push(&vec![i as u8; i * 7 % 200], Wait::Never)
                 .expect("room");
@@ -76,7 +74,7 @@ fn exercise(name: &str) -> usize {
         }
         Err(e) => said(&e),
     }
-    match RawSubscriber::open(name, &opts) {
+    match Subscriber::<[u8]>::open(name, &opts) {
         Ok(mut s) => {
             opened += 1;
             for _ in 0..40 {
@@ -105,7 +103,7 @@ fn exercise(name: &str) -> usize {
         Err(e) => said(&e),
     }
     // The writers last: they change the file.
-    match RawPublisher::attach(name, &opts) {
+    match Publisher::<[u8]>::attach(name, &opts) {
         Ok(mut p) => {
             opened += 1;
             let _ = p.publish(&[7; 5]);

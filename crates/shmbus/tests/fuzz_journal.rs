@@ -7,7 +7,7 @@ mod common;
 use common::TestDir;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use shmbus::journal::{self, encode_record, valid_prefix, JournalHeader, HEADER_LEN};
+use shmbus::internals::journal_format::{encode_record, valid_prefix, JournalHeader, HEADER_LEN};
 
 fn header(msg_size: u32, snapshot: u64, base: u64) -> JournalHeader {
     JournalHeader {
@@ -112,7 +112,7 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
             bytes[i] = *v;
         }
         std::fs::write(&path, &bytes).expect("write");
-        match journal::stat(&path) {
+        match shmbus::internals::journal_stat(&path) {
             Ok(st) => {
                 assert!(st.records <= 12);
                 assert!(st.snapshot <= st.records);
@@ -124,8 +124,8 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
     for len in [0, 1, 63] {
         std::fs::write(&path, &good[..len]).expect("write");
         assert!(matches!(
-            journal::stat(&path),
-            Err(journal::JournalOpenError::Header { .. })
+            shmbus::internals::journal_stat(&path),
+            Err(shmbus::JournalOpenError::Header { .. })
         ));
     }
     dir.finish();

@@ -14,9 +14,9 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::{is_child, param, print_ready, print_result, spawn_child, BusName, TestDir};
-use shmbus::layout::control;
 use shmbus::stat;
-use shmbus::{CreateOptions, OpenOptions, RawPublisher, RawSubscriber, Received, Start};
+use shmbus::wire::control;
+use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber};
 
 /// The unlink hook is one per process: tests that run `clean` or `remove`
 /// take turns.
@@ -52,7 +52,7 @@ fn pause_here(_: &OsStr) {
 /// Arms the hook: the next unlink by `clean`/`remove` stops in `pause_here`.
 fn arm() {
     *GATE.state.lock().unwrap() = (false, false);
-    shmbus::unlink_hook::set_before_unlink(Some(pause_here));
+    shmbus::internals::unlink_hook::set_before_unlink(Some(pause_here));
 }
 
 fn wait_arrived() {
@@ -66,7 +66,7 @@ fn wait_arrived() {
 }
 
 fn open_gate_and_disarm() {
-    shmbus::unlink_hook::set_before_unlink(None);
+    shmbus::internals::unlink_hook::set_before_unlink(None);
     let mut s = GATE.state.lock().unwrap();
     s.1 = true;
     GATE.cv.notify_all();
@@ -77,8 +77,8 @@ fn dead_bus(path: &Path) {
     // No child of another test may be mid-spawn holding a copy of our lock
     // when we drop it (see `no_spawn_in_flight`).
     let _no_fork = common::no_spawn_in_flight();
-    let mut p =
-        RawPublisher::create(path.to_str().unwrap(), 8, &CreateOptions::new(8)).expect("create");
+    let mut p = Publisher::<[u8]>::create(path.to_str().unwrap(), &BusOptions::new(8).msg_size(8))
+        .expect("create");
     p.publish(b"12345678").expect("publish");
 }
 
@@ -93,7 +93,7 @@ fn as_child_attach_and_publish() {
         return;
     }
     let name: String = param("SHMBUS_BUS");
-    match RawPublisher::attach(&name, &OpenOptions::default()) {
+    match Publisher::<[u8]>::attach(&name, &OpenOptions::default()) {
         Ok(mut p) => {
             for i in 0..5u64 {
                 p.publish(&i.to_le_bytes()).expect("publish");
@@ -285,12 +285,12 @@ fn remove_of_a_symlink_says_it_is_a_symlink_and_removes_nothing() {
 /// each message (its payload is its sequence) and each lag against the
 /// cursor. Returns the steps taken.
 fn drain_checked(name: &str, head: u64, start_pos: u64, what: &str) -> u64 {
-    let mut sub = RawSubscriber::open(name, &OpenOptions::default().start(Start::Oldest))
+    let mut sub = Subscriber::<[u8]>::open(name, &OpenOptions::default().start(Start::Oldest))
         .expect("open subscriber");
     let mut pos = start_pos;
     let mut steps = 0u64;
     let started = Instant::now();
-    while let Some(got) = sub.recv_timeout(Some(Duration::from_millis(5))) {
+    while let Some(got) = sub.recv(shmbus::Wait::For(Duration::from_millis(5))) {
         steps += 1;
         assert!(
             steps <= 4 * head + 16,
@@ -325,7 +325,8 @@ fn any_single_corrupt_stamp_costs_readers_at_most_that_message_and_never_hangs_t
     const CAP: u64 = 8;
     const PUBLISHED: u64 = 21;
     let bus = BusName::new("stamps");
-    let mut p = RawPublisher::create(bus.name(), 8, &CreateOptions::new(CAP)).expect("create");
+    let mut p =
+        Publisher::<[u8]>::create(bus.name(), &BusOptions::new(CAP).msg_size(8)).expect("create");
     for s in 0..PUBLISHED {
         p.publish(&s.to_le_bytes()).expect("publish");
     }
@@ -371,7 +372,8 @@ fn a_corrupt_cursor_makes_readers_neither_skip_unpublished_messages_nor_hang() {
     const CAP: u64 = 8;
     const PUBLISHED: u64 = 21;
     let bus = BusName::new("cursor");
-    let mut p = RawPublisher::create(bus.name(), 8, &CreateOptions::new(CAP)).expect("create");
+    let mut p =
+        Publisher::<[u8]>::create(bus.name(), &BusOptions::new(CAP).msg_size(8)).expect("create");
     for s in 0..PUBLISHED {
         p.publish(&s.to_le_bytes()).expect("publish");
     }
@@ -395,11 +397,12 @@ fn a_corrupt_cursor_makes_readers_neither_skip_unpublished_messages_nor_hang() {
         common::patch_u64(bus.path(), off, 2 * (first - CAP) + 2);
         // Start::Oldest reads the cursor: a reader starting from a corrupt
         // one may start anywhere, but must not run past what was published.
-        let mut sub = RawSubscriber::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
-            .expect("open");
+        let mut sub =
+            Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
+                .expect("open");
         let started = Instant::now();
         let mut steps = 0;
-        while let Some(got) = sub.recv_timeout(Some(Duration::from_millis(5))) {
+        while let Some(got) = sub.recv(shmbus::Wait::For(Duration::from_millis(5))) {
             steps += 1;
             assert!(
                 steps < 1000 && started.elapsed() < Duration::from_secs(5),
@@ -442,8 +445,9 @@ fn as_child_fuzz_publisher() {
     let name: String = param("SHMBUS_BUS");
     let count: u64 = param("SHMBUS_COUNT");
     let readers: usize = param("SHMBUS_READERS");
-    let mut p = RawPublisher::create(&name, FUZZ_MSG as u32, &CreateOptions::new(FUZZ_CAP))
-        .expect("create");
+    let mut p =
+        Publisher::<[u8]>::create(&name, &BusOptions::new(FUZZ_CAP).msg_size(FUZZ_MSG as u32))
+            .expect("create");
     print_ready();
     let deadline = Instant::now() + Duration::from_secs(20);
     while stat::stat(&name).expect("stat").subscribers.len() < readers {
@@ -470,10 +474,10 @@ fn as_child_fuzz_reader() {
     }
     let name: String = param("SHMBUS_BUS");
     let count: u64 = param("SHMBUS_COUNT");
-    let mut sub = RawSubscriber::open(&name, &OpenOptions::default()).expect("open");
+    let mut sub = Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
     print_ready();
     let (mut pos, mut delivered, mut lags, mut skipped_total) = (0u64, 0u64, 0u64, 0u64);
-    while let Some(got) = sub.recv_timeout(Some(Duration::from_secs(2))) {
+    while let Some(got) = sub.recv(shmbus::Wait::For(Duration::from_secs(2))) {
         match got {
             Received::Message(m) => {
                 assert_eq!(m, fuzz_payload(pos), "torn or wrong message at {pos}");
@@ -675,8 +679,9 @@ fn as_child_clean_as_nobody() {
     // Two dead buses of our own, sorted after root's.
     for name in ["b-mine", "c-mine"] {
         let path = Path::new(&dir).join(name);
-        let mut p = RawPublisher::create(path.to_str().unwrap(), 8, &CreateOptions::new(8))
-            .expect("create as nobody");
+        let mut p =
+            Publisher::<[u8]>::create(path.to_str().unwrap(), &BusOptions::new(8).msg_size(8))
+                .expect("create as nobody");
         p.publish(b"nobody!!").unwrap();
     }
     let cleaned = stat::clean(Path::new(&dir), false).expect("clean");
@@ -710,10 +715,9 @@ fn clean_as_another_user_reports_a_bus_it_may_not_remove_and_still_removes_its_o
     let root_bus = dir.path().join("a-root");
     {
         let _no_fork = common::no_spawn_in_flight();
-        let mut p = RawPublisher::create(
+        let mut p = Publisher::<[u8]>::create(
             root_bus.to_str().unwrap(),
-            8,
-            &CreateOptions::new(8).mode(0o666),
+            &BusOptions::new(8).mode(0o666).msg_size(8),
         )
         .expect("create");
         p.publish(b"root!!!!").unwrap();

@@ -12,9 +12,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::BusName;
-use shmbus::layout::flags;
+use shmbus::wire::flags;
 use shmbus::{
-    CreateError, CreateOptions, HugePageError, HugePages, OpenOptions, Publisher, Received, Start,
+    BusOptions, CreateError, HugePageError, HugePages, OpenOptions, Publisher, Received, Start,
     Subscriber,
 };
 
@@ -76,7 +76,7 @@ fn transparent_huge_pages_back_the_data_pages_of_creator_and_subscriber() {
     let bus = BusName::new("thp");
     let huge_kb = sys_u64("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size").map(|b| b / 1024);
     let before = meminfo_kb("ShmemHugePages:");
-    let opts = CreateOptions::new(CAPACITY).huge_pages(HugePages::Transparent);
+    let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Transparent);
     let mut publisher = match Publisher::<Msg>::create(bus.name(), &opts) {
         Ok(p) => p,
         Err(CreateError::HugePages(
@@ -129,7 +129,7 @@ fn transparent_huge_pages_back_the_data_pages_of_creator_and_subscriber() {
 fn transparent_huge_pages_on_a_disk_file_are_refused_naming_its_file_system() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let bus = BusName::in_dir(&dir, &format!("thp-disk-{}", std::process::id()));
-    let opts = CreateOptions::new(CAPACITY).huge_pages(HugePages::Transparent);
+    let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Transparent);
     match Publisher::<Msg>::create(bus.name(), &opts) {
         Err(CreateError::HugePages(HugePageError::NotTmpfs { path, found })) => {
             assert_eq!(path, bus.path());
@@ -145,7 +145,7 @@ fn transparent_huge_pages_on_a_disk_file_are_refused_naming_its_file_system() {
 #[test]
 fn hugetlbfs_on_a_dev_shm_name_is_refused_and_names_where_to_put_it() {
     let bus = BusName::new("tlb-on-tmpfs");
-    let opts = CreateOptions::new(CAPACITY).huge_pages(HugePages::Hugetlbfs);
+    let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Hugetlbfs);
     match Publisher::<Msg>::create(bus.name(), &opts) {
         Err(e @ CreateError::HugePages(HugePageError::NotHugetlbfs { .. })) => {
             let text = e.to_string();
@@ -199,7 +199,7 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
     // Header page, control page, data pages.
     let needed = 2 + DATA_BYTES.div_ceil(page);
     let bus = BusName::in_dir(&mount, &format!("shmbus-test-{}-tlb", std::process::id()));
-    let opts = CreateOptions::new(CAPACITY).huge_pages(HugePages::Hugetlbfs);
+    let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Hugetlbfs);
     let mut publisher = match Publisher::<Msg>::create(bus.name(), &opts) {
         Ok(p) => p,
         Err(CreateError::HugePages(e @ HugePageError::NoneFree { .. })) => {
@@ -250,7 +250,7 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
 fn a_journaled_bus_can_live_in_huge_pages_too() {
     let dir = common::TestDir::new("thp-journal");
     let bus = BusName::new("thp-journal");
-    let opts = CreateOptions::new(64).huge_pages(HugePages::Transparent);
+    let opts = BusOptions::new(64).huge_pages(HugePages::Transparent);
     let journal = shmbus::JournalOptions::new(dir.path().join("j"));
     match shmbus::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
         Ok(p) => {
@@ -259,7 +259,7 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
             assert!(st.header.journal.is_some(), "still journaled");
             drop(p);
         }
-        Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
+        Err(shmbus::JournalCreateError::Create(CreateError::HugePages(e))) => {
             println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
             assert!(!bus.path().exists(), "a refused bus left its file");
             assert!(

@@ -10,11 +10,13 @@ use common::{
     idle_until_killed, is_child, param, print_ready, print_result, spawn_child, wait_for, BusName,
     TestDir,
 };
-use shmbus::journal::{
-    self, AppendError, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
-    Keyed, KeyedState,
+use shmbus::internals::journal_format::{record_size, HEADER_LEN};
+use shmbus::internals::{journal_stat, side_files};
+use shmbus::{
+    AppendError, AttachError, BusOptions, JoinError, JoinOptions, JournalCreateError,
+    JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+    OpenOptions, Publisher, Received, Start, Subscriber,
 };
-use shmbus::{AttachError, CreateOptions, OpenOptions, Publisher, Received, Start, Subscriber};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
@@ -43,7 +45,7 @@ fn journaled(label: &str, publishes: u64, keys: u64) -> (TestDir, BusName, Journ
     let bus = BusName::new(label);
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
-        &CreateOptions::new(64),
+        &BusOptions::new(64),
         &JournalOptions::new(dir.path().join("j")),
     )
     .expect("create");
@@ -58,7 +60,7 @@ fn journaled(label: &str, publishes: u64, keys: u64) -> (TestDir, BusName, Journ
 fn drain_to(sub: &mut JournalSubscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
     let mut seqs = Vec::new();
     while sub.position() < upto {
-        match sub.recv_timeout(Duration::from_secs(10)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(e)) => {
                 assert_eq!(e.msg, kv(e.seq, keys), "seq {}", e.seq);
                 seqs.push(e.seq);
@@ -136,7 +138,7 @@ fn join_and_account(bus: &str, end: u64, keys: u64) -> Joined {
     // Folded entries and skipped sequences since the last contiguous entry.
     let (mut folded_since, mut skipped_since) = (0u64, 0u64);
     while sub.position() < end || first.is_none() {
-        let e = match sub.recv_timeout(Duration::from_secs(20)) {
+        let e = match sub.recv(shmbus::Wait::For(Duration::from_secs(20))) {
             Some(Received::Message(e)) => e,
             Some(Received::Lagged { skipped }) => {
                 assert!(skipped > 0, "an empty lag report at {}", sub.position());
@@ -288,7 +290,7 @@ fn as_child_publish_keyed_updates() {
     let mut p = match param::<String>("SHMBUS_MODE").as_str() {
         "create" => JournalPublisher::<Kv>::create(
             &bus,
-            &CreateOptions::new(256),
+            &BusOptions::new(256),
             &JournalOptions::new(&journal_path).chunk_bytes(64 << 10),
         )
         .expect("create"),
@@ -413,7 +415,7 @@ fn a_join_between_the_journal_append_and_the_ring_publish_gets_that_message_once
     std::fs::write(dir.path().join("go"), b"").expect("go");
     let mut seqs = Vec::new();
     while sub.position() < 200 {
-        match sub.recv_timeout(Duration::from_secs(20)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(20))) {
             Some(Received::Message(e)) => {
                 assert_eq!(e.msg, kv(e.seq, 1000));
                 seqs.push(e.seq);
@@ -446,7 +448,7 @@ fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes
         publisher.wait_ready();
         std::thread::sleep(Duration::from_millis(3 + common::splitmix(seed ^ k) % 30));
         drop(publisher.kill());
-        let st = journal::stat(&journal_path).expect("journal stat");
+        let st = journal_stat(&journal_path).expect("journal stat");
         assert!(
             st.next >= next,
             "journal went back from {next} to {}",
@@ -492,7 +494,7 @@ fn as_child_join_and_read_slowly() {
     let mut sub = JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
     print_ready();
     loop {
-        let _ = sub.recv_timeout(Duration::from_millis(10));
+        let _ = sub.recv(shmbus::Wait::For(Duration::from_millis(10)));
         std::thread::sleep(Duration::from_micros(50));
     }
 }
@@ -542,7 +544,7 @@ fn a_full_disk_is_a_typed_error_and_every_record_before_it_stays_readable() {
     let published: u64 = r.get("published");
     assert!(published > 1000, "only {published} before the limit");
     println!("full after {published} records");
-    let st = journal::stat(&dir.path().join("journal")).expect("stat");
+    let st = journal_stat(&dir.path().join("journal")).expect("stat");
     assert_eq!(
         st.next, published,
         "every record before the error is in the journal"
@@ -571,7 +573,7 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
     let path = dir.path().join("j");
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
-        &CreateOptions::new(64),
+        &BusOptions::new(64),
         &JournalOptions::new(&path),
     )
     .expect("create");
@@ -581,11 +583,11 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
     let no_fork = common::no_spawn_in_flight();
     drop(p);
     // Half of record 10, as a writer killed mid-record leaves it.
-    let rs = journal::record_size(16) as u64;
-    let at = journal::HEADER_LEN as u64 + 10 * rs;
+    let rs = record_size(16) as u64;
+    let at = HEADER_LEN as u64 + 10 * rs;
     common::write_at(&path, at, &10u64.to_le_bytes());
     common::write_at(&path, at + 8, &kv(10, 7).key.to_le_bytes());
-    assert_eq!(journal::stat(&path).expect("stat").records, 10);
+    assert_eq!(journal_stat(&path).expect("stat").records, 10);
     let mut p =
         JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     drop(no_fork);
@@ -607,7 +609,7 @@ fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_num
     let bus = BusName::new("jrepub");
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
-        &CreateOptions::new(64),
+        &BusOptions::new(64),
         &JournalOptions::new(dir.path().join("j")),
     )
     .expect("create");
@@ -626,10 +628,12 @@ fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_num
     assert_eq!(p.next_sequence(), 6);
     p.publish(&kv(6, 3)).expect("publish");
     let got: Vec<Kv> = (0..7)
-        .map(|_| match live.recv_timeout(Duration::from_secs(5)) {
-            Some(Received::Message(m)) => m,
-            other => panic!("{other:?}"),
-        })
+        .map(
+            |_| match live.recv(shmbus::Wait::For(Duration::from_secs(5))) {
+                Some(Received::Message(m)) => m,
+                other => panic!("{other:?}"),
+            },
+        )
         .collect();
     assert_eq!(got, (0..7).map(|i| kv(i, 3)).collect::<Vec<_>>());
     drop(p);
@@ -645,14 +649,14 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
     let (keys, n) = (100u64, 20_000u64);
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
-        &CreateOptions::new(64),
+        &BusOptions::new(64),
         &JournalOptions::new(&path),
     )
     .expect("create");
     for i in 0..n / 2 {
         p.publish(&kv(i, keys)).expect("publish");
     }
-    let before = journal::stat(&path).expect("stat").records;
+    let before = journal_stat(&path).expect("stat").records;
     assert!(p.compact());
     // Publishing goes on while it compacts; the switch happens in a publish.
     let mut i = n / 2;
@@ -667,7 +671,7 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
         );
     }
     assert_eq!(p.compaction_error(), None);
-    let st = journal::stat(&path).expect("stat");
+    let st = journal_stat(&path).expect("stat");
     assert_eq!(st.snapshot, keys);
     assert_eq!(st.next, i);
     assert_eq!(st.base, n / 2, "the cut is where compact() was called");
@@ -692,7 +696,7 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
 fn every_misuse_is_a_typed_error() {
     let dir = TestDir::new("jmisuse");
     let plain = BusName::new("jplain");
-    let p = Publisher::<Kv>::create(plain.name(), &CreateOptions::new(8)).expect("create");
+    let p = Publisher::<Kv>::create(plain.name(), &BusOptions::new(8)).expect("create");
     assert!(matches!(
         JournalSubscriber::<Kv>::join(plain.name(), &JoinOptions::default()),
         Err(JoinError::NotJournaled { .. })
@@ -702,7 +706,7 @@ fn every_misuse_is_a_typed_error() {
     let path = dir.path().join("j");
     let p = JournalPublisher::<Kv>::create(
         bus.name(),
-        &CreateOptions::new(8),
+        &BusOptions::new(8),
         &JournalOptions::new(&path),
     )
     .expect("create");
@@ -727,14 +731,14 @@ fn every_misuse_is_a_typed_error() {
     let other = BusName::new("jother");
     let e = JournalPublisher::<[u64; 3]>::create(
         other.name(),
-        &CreateOptions::new(8),
+        &BusOptions::new(8),
         &JournalOptions::new(&path),
     );
     assert!(
         matches!(
             e,
-            Err(journal::JournalCreateError::Journal(
-                journal::JournalOpenError::TypeMismatch { .. }
+            Err(JournalCreateError::Journal(
+                JournalOpenError::TypeMismatch { .. }
             ))
         ),
         "{:?}",
@@ -744,7 +748,7 @@ fn every_misuse_is_a_typed_error() {
     // A directory that does not exist.
     let e = JournalPublisher::<Kv>::create(
         other.name(),
-        &CreateOptions::new(8),
+        &BusOptions::new(8),
         &JournalOptions::new(dir.path().join("no/such/dir/j")),
     );
     assert!(e.is_err());
@@ -857,10 +861,7 @@ fn a_joiner_lapped_across_a_compaction_repairs_from_the_replaced_file_and_misses
         p.publish(&kv(next, keys)).expect("publish");
         next += 1;
     }
-    assert_eq!(
-        journal::stat(&dir.path().join("j")).expect("stat").base,
-        500
-    );
+    assert_eq!(journal_stat(&dir.path().join("j")).expect("stat").base, 500);
     assert!(dir.path().join("j.prev").exists());
     assert_eq!(
         drain_to(&mut sub, next, keys),
@@ -896,7 +897,7 @@ fn a_joiner_lapped_across_two_compactions_is_told_exactly_what_was_folded_away()
     let (mut folded, mut lost, mut seqs) = (Vec::new(), 0, Vec::new());
     let mut state = expected_state(100, keys);
     while sub.position() < end {
-        match sub.recv_timeout(Duration::from_secs(10)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(e)) => {
                 assert_eq!(e.msg, kv(e.seq, keys));
                 state.apply(e.seq, e.msg);
@@ -956,7 +957,7 @@ fn two_keys(i: u64) -> Kv {
 
 /// (records, snapshot records, base, next) of the journal at `path`.
 fn journal_figures(path: &Path) -> (u64, u64, u64, u64) {
-    let st = journal::stat(path).expect("stat");
+    let st = journal_stat(path).expect("stat");
     (st.records, st.snapshot, st.base, st.next)
 }
 
@@ -1085,12 +1086,12 @@ fn as_child_open_a_planted_journal() {
     let bus: String = param("SHMBUS_BUS");
     let path: String = param("SHMBUS_JOURNAL");
     let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
-    let stat = match journal::stat(Path::new(&path)) {
-        Err(journal::JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
+    let stat = match journal_stat(Path::new(&path)) {
+        Err(JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
         Err(e) => word(&e),
         Ok(_) => "read".to_owned(),
     };
-    let stat_text = journal::stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
+    let stat_text = journal_stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
     let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
         Err(e) => word(&e),
         Ok(_) => "joined".to_owned(),
@@ -1166,7 +1167,7 @@ fn as_child_make_a_journal_under_umask_027() {
     let bus: String = param("SHMBUS_BUS");
     let path = std::path::PathBuf::from(param::<String>("SHMBUS_JOURNAL"));
     let mode: u32 = param("SHMBUS_FILE_MODE");
-    let opts = CreateOptions::new(64);
+    let opts = BusOptions::new(64);
     let opts = if mode == 0 { opts } else { opts.mode(mode) };
     let mode_of = |p: &Path| {
         std::fs::metadata(p).map_or("missing".to_owned(), |m| {
@@ -1182,7 +1183,7 @@ fn as_child_make_a_journal_under_umask_027() {
     assert!(p.compact());
     p.close().expect("close");
     let compacted = mode_of(&path);
-    let prev = mode_of(&journal::side_files(&path)[1]);
+    let prev = mode_of(&side_files(&path)[1]);
     let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
     for i in 10..20 {
         p.publish(&two_keys(i)).expect("publish");
@@ -1195,7 +1196,7 @@ fn as_child_make_a_journal_under_umask_027() {
     let bus_mode = mode_of(&bus_path);
     // A new bus over the same journal: its creator's mode is the journal's.
     std::fs::remove_file(&bus_path).expect("remove the bus");
-    let again = CreateOptions::new(64).mode(0o640);
+    let again = BusOptions::new(64).mode(0o640);
     let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
         .expect("create again");
     assert_eq!(p.next_sequence(), 20);

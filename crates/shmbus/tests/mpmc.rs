@@ -12,9 +12,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{is_child, param, print_ready, print_result, spawn_child, BusName, Watched};
-use shmbus::mpmc::HookPoint;
+use shmbus::internals::HookPoint;
 use shmbus::{
-    AttachError, CreateOptions, MpPublisher, OpenOptions, Publisher, Publishers, Received, Start,
+    AttachError, BusOptions, MpPublisher, OpenOptions, Publisher, Publishers, Received, Start,
     Subscriber, SubscriberGroup, WaitStrategy,
 };
 
@@ -86,7 +86,7 @@ fn as_child_subscribe_to_many_publishers() {
     let (mut delivered, mut skipped, mut lags) = (0u64, 0u64, Vec::new());
     while s.position().wrapping_sub(start) < total {
         let began = Instant::now();
-        match s.recv() {
+        match s.recv(shmbus::Wait::Forever).expect("waits forever") {
             Received::Message(m) => {
                 assert!(is_whole(&m), "torn message {m:?}");
                 let id = m[0] as usize;
@@ -166,7 +166,7 @@ fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_f
     let count = mp_count();
     // A long unblock timeout: no publisher here dies, so none may be
     // skipped, even one descheduled on a loaded machine.
-    let opts = CreateOptions::new(1 << 12).unblock_timeout(Duration::from_secs(30));
+    let opts = BusOptions::new(1 << 12).unblock_timeout(Duration::from_secs(30));
     let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let subs: Vec<_> = (0..2)
         .map(|_| spawn_subscriber(&bus, 4 * count, 4))
@@ -193,7 +193,7 @@ fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_f
 fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one_skipped_slot() {
     let bus = BusName::new("mpkill");
     let unblock = Duration::from_millis(200);
-    let opts = CreateOptions::new(1 << 12).unblock_timeout(unblock);
+    let opts = BusOptions::new(1 << 12).unblock_timeout(unblock);
     let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let (before, after) = (100u64, 1000u64);
     // Two victims (one stopped right after its fetch_add, one after its
@@ -234,7 +234,7 @@ fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one
 #[test]
 fn a_subscriber_group_on_a_bus_delivers_what_independent_subscribers_would() {
     let bus = BusName::new("group");
-    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(8)).expect("create");
+    let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     let opts = OpenOptions::default()
         .start(Start::Oldest)
         .wait(WaitStrategy::BusySpin);
@@ -266,8 +266,8 @@ fn a_subscriber_group_on_a_bus_delivers_what_independent_subscribers_would() {
 fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
     let single = BusName::new("single");
     let multi = BusName::new("multi");
-    let _p = Publisher::<u64>::create(single.name(), &CreateOptions::new(8)).expect("create");
-    let _m = MpPublisher::<u64>::create(multi.name(), &CreateOptions::new(8)).expect("create");
+    let _p = Publisher::<u64>::create(single.name(), &BusOptions::new(8)).expect("create");
+    let _m = MpPublisher::<u64>::create(multi.name(), &BusOptions::new(8)).expect("create");
     let open = OpenOptions::default();
     match MpPublisher::<u64>::attach(single.name(), &open) {
         Err(AttachError::WrongPublishers { found, expected }) => {

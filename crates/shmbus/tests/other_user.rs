@@ -10,11 +10,10 @@
 mod common;
 
 use common::{is_child, param, print_result, spawn_child, BusName};
-use shmbus::stream::{Consumer, Producer};
 use shmbus::{
-    AttachError, CreateError, CreateOptions, OpenError, OpenOptions, Publisher, Received,
-    Subscriber,
+    AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Received, Subscriber,
 };
+use shmbus::{Consumer, Producer};
 
 const NOBODY: u32 = 65534;
 
@@ -52,7 +51,7 @@ fn as_child_open_as_another_user() {
     }
     let name: String = param("SHMBUS_BUS");
     let opts = OpenOptions::default();
-    let created = match Publisher::<u64>::create(&name, &CreateOptions::new(8)) {
+    let created = match Publisher::<u64>::create(&name, &BusOptions::new(8)) {
         Err(CreateError::AlreadyExists { .. }) => "exists".to_owned(),
         Err(e) => format!("other:{e:?}").replace(char::is_whitespace, "_"),
         Ok(_) => "created".into(),
@@ -76,7 +75,10 @@ fn as_child_open_as_another_user() {
         };
         fields.push(("subscriber", outcome(Subscriber::<u64>::open(&name, &opts))));
         fields.push(("first", first));
-        fields.push(("raw", outcome(shmbus::RawSubscriber::open(&name, &opts))));
+        fields.push((
+            "raw",
+            outcome(shmbus::Subscriber::<[u8]>::open(&name, &opts)),
+        ));
         fields.push((
             "publisher",
             attach_outcome(Publisher::<u64>::attach(&name, &opts)),
@@ -117,7 +119,7 @@ fn root() -> bool {
 fn bus_of_mode(label: &str, mode: u32) -> (BusName, Publisher<u64>) {
     let bus = BusName::new(label);
     let mut p =
-        Publisher::<u64>::create(bus.name(), &CreateOptions::new(8).mode(mode)).expect("create");
+        Publisher::<u64>::create(bus.name(), &BusOptions::new(8).mode(mode)).expect("create");
     p.publish(&42);
     (bus, p)
 }
@@ -141,7 +143,8 @@ fn another_user_is_refused_a_default_bus_with_a_permission_error_by_every_opener
     drop(p);
 
     let stream = BusName::new("other-stream-0600");
-    let producer = Producer::create(stream.name(), &CreateOptions::new(4096)).expect("create");
+    let producer =
+        Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)).expect("create");
     let r = as_other_user(&stream, "stream", NOBODY);
     for opener in ["stat", "consumer", "producer"] {
         assert_eq!(r.raw(opener), Some("denied"), "{opener}");

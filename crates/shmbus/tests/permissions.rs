@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use common::{is_child, param, print_result, spawn_child, BusName};
-use shmbus::{CreateOptions, OpenOptions, Publisher, RawPublisher, Subscriber};
+use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
 
 fn mode_of(path: &Path) -> u32 {
     std::fs::metadata(path).unwrap().permissions().mode() & 0o777
@@ -18,11 +18,12 @@ fn mode_of(path: &Path) -> u32 {
 #[cfg_attr(miri, ignore)]
 fn a_new_bus_is_mode_0600_by_default() {
     let bus = BusName::new("mode-default");
-    let p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(8)).expect("create");
+    let p = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     assert_eq!(mode_of(bus.path()), 0o600);
     drop(p);
     let raw = BusName::new("mode-default-raw");
-    let p = RawPublisher::create(raw.name(), 24, &CreateOptions::new(8)).expect("create");
+    let p =
+        Publisher::<[u8]>::create(raw.name(), &BusOptions::new(8).msg_size(24)).expect("create");
     assert_eq!(mode_of(raw.path()), 0o600);
     drop(p);
     raw.finish();
@@ -33,8 +34,7 @@ fn a_new_bus_is_mode_0600_by_default() {
 #[cfg_attr(miri, ignore)]
 fn a_new_bus_is_mode_0660_when_asked() {
     let bus = BusName::new("mode-0660");
-    let p =
-        Publisher::<u64>::create(bus.name(), &CreateOptions::new(8).mode(0o660)).expect("create");
+    let p = Publisher::<u64>::create(bus.name(), &BusOptions::new(8).mode(0o660)).expect("create");
     // Exactly as asked, whatever the umask.
     assert_eq!(mode_of(bus.path()), 0o660);
     drop(p);
@@ -79,7 +79,7 @@ fn as_child_store_into_the_mapping() {
 
 fn store_in_child(target: &str) -> common::Finished {
     let bus = BusName::new(&format!("store-{target}"));
-    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+    let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
     p.publish(&42);
     let f = spawn_child(
         "as_child_store_into_the_mapping",
@@ -190,7 +190,7 @@ fn layout_at(vmas: &[Vma], base: u64) -> Vec<(u64, u64, String)> {
 #[cfg_attr(miri, ignore)]
 fn the_publisher_cannot_write_its_header_page_and_a_subscriber_only_its_control_page() {
     let bus = BusName::new("protections");
-    let p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(256)).expect("create");
+    let p = Publisher::<u64>::create(bus.name(), &BusOptions::new(256)).expect("create");
     let h = shmbus::stat::stat(bus.name()).expect("stat").header;
     let (page, total) = (h.page_size, h.total_len);
     assert!(total > 3 * page, "several data pages");

@@ -13,11 +13,10 @@ use bytemuck::{Pod, Zeroable};
 use common::{
     is_child, param, print_result, spawn_child, wait_for, BusName, FileWord32, TestDir, Watched,
 };
-use shmbus::layout::control;
 use shmbus::stat::{self, BusStat};
+use shmbus::wire::control;
 use shmbus::{
-    AttachError, CreateOptions, OpenOptions, Publisher, RawSubscriber, Received, Start, Subscriber,
-    WaitStrategy,
+    AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
 };
 
 // ---------------------------------------------------------------------------
@@ -220,7 +219,7 @@ fn subscribe_and_check<M: Stamped>() {
     // otherwise loop forever and only trip the watchdog).
     let past_end = |pos: u64| pos.wrapping_sub(first) > count;
     if raw {
-        let mut sub = RawSubscriber::open(&name, &opts).expect("open raw subscriber");
+        let mut sub = Subscriber::<[u8]>::open(&name, &opts).expect("open raw subscriber");
         common::print_ready();
         assert_eq!(sub.msg_size(), size_of::<M>());
         start = sub.position();
@@ -230,7 +229,7 @@ fn subscribe_and_check<M: Stamped>() {
                 overshoot = 1;
                 break;
             }
-            match sub.recv_timeout(None).expect("no deadline") {
+            match sub.recv(shmbus::Wait::Forever).expect("no deadline") {
                 Received::Message(bytes) => {
                     t.message(pos, &bytemuck::pod_read_unaligned::<M>(bytes))
                 }
@@ -248,7 +247,7 @@ fn subscribe_and_check<M: Stamped>() {
                 overshoot = 1;
                 break;
             }
-            match sub.recv() {
+            match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
                 Received::Message(msg) => t.message(pos, &msg),
                 Received::Lagged { skipped } => t.lag(skipped),
             }
@@ -300,11 +299,9 @@ fn torn_read_stress<M: Stamped>(label: &str, capacity: u64, first: u64) {
     let count = stress_count();
     let size = size_of::<M>();
     let bus = BusName::new(label);
-    let mut publisher = Publisher::<M>::create(
-        bus.name(),
-        &CreateOptions::new(capacity).first_sequence(first),
-    )
-    .expect("create bus");
+    let mut publisher =
+        Publisher::<M>::create(bus.name(), &BusOptions::new(capacity).first_sequence(first))
+            .expect("create bus");
     // One subscriber per wait strategy; the third reads raw bytes.
     let roles = [("busy", 0u8), ("futex", 0), ("yield", 1)];
     let mut children: Vec<Watched> = roles
@@ -425,7 +422,7 @@ fn as_child_create_publish_and_idle() {
     }
     let name: String = param("SHMBUS_BUS");
     let count: u64 = param("SHMBUS_COUNT");
-    let mut p = Publisher::<u64>::create(&name, &CreateOptions::new(64)).expect("create bus");
+    let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
     for _ in 0..count {
         let s = p.next_sequence();
         p.publish(&s);
@@ -474,7 +471,7 @@ fn as_child_publish_until_killed() {
         return;
     }
     let name: String = param("SHMBUS_BUS");
-    let mut p = Publisher::<u64>::create(&name, &CreateOptions::new(64)).expect("create bus");
+    let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
     let parent = std::os::unix::process::parent_id();
     loop {
         for _ in 0..256 {
@@ -497,7 +494,7 @@ fn as_child_subscribe_and_idle() {
     let name: String = param("SHMBUS_BUS");
     let opts = OpenOptions::default();
     if param::<u8>("SHMBUS_RAW") == 1 {
-        let _sub = RawSubscriber::open(&name, &opts).expect("open");
+        let _sub = Subscriber::<[u8]>::open(&name, &opts).expect("open");
         common::print_ready();
         common::idle_until_killed();
     } else {
@@ -520,7 +517,7 @@ fn registered(name: &str) -> Vec<u32> {
 #[cfg_attr(miri, ignore)]
 fn stat_names_each_live_subscriber_process_and_forgets_a_dead_one() {
     let bus = BusName::new("registry");
-    let publisher = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+    let publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
     let spawn = |raw: &str| {
         let mut c = spawn_child(
             "as_child_subscribe_and_idle",
@@ -653,7 +650,7 @@ fn a_second_publisher_is_refused_with_the_pid_of_the_live_one() {
 fn expect_messages(sub: &mut Subscriber<u64>, seqs: std::ops::Range<u64>) {
     for s in seqs {
         assert_eq!(sub.position(), s);
-        match sub.recv_timeout(Duration::from_secs(10)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(v)) => assert_eq!(v, s, "message {s} carries {v}"),
             other => panic!("expected message {s}, got {other:?}"),
         }
@@ -721,7 +718,7 @@ fn stamp_offset(st: &BusStat, seq: u64) -> u64 {
 #[cfg_attr(miri, ignore)]
 fn a_publisher_attaching_after_one_that_died_between_stamp_and_cursor_skips_that_sequence() {
     let bus = BusName::new("died-before-cursor");
-    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+    let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
     let mut sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
         .expect("open");
     for s in 0..5u64 {
@@ -757,7 +754,7 @@ fn a_publisher_attaching_after_one_that_died_between_stamp_and_cursor_skips_that
 #[cfg_attr(miri, ignore)]
 fn a_publisher_attaching_after_one_that_died_mid_write_rewrites_that_sequence() {
     let bus = BusName::new("died-mid-write");
-    let mut p = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("create");
+    let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("create");
     let mut sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
         .expect("open");
     for s in 0..5u64 {
@@ -816,7 +813,7 @@ fn as_child_receive_until_the_publisher_is_gone() {
     let (mut delivered, mut skipped, mut wrong, mut timeouts) = (0u64, 0u64, 0u64, 0u64);
     loop {
         let pos = sub.position();
-        match sub.recv_timeout(Duration::from_millis(300)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_millis(300))) {
             Some(Received::Message(v)) => {
                 delivered += 1;
                 wrong += u64::from(v != pos);
@@ -831,7 +828,7 @@ fn as_child_receive_until_the_publisher_is_gone() {
         }
     }
     // Silent from now on.
-    let after = sub.recv_timeout(Duration::from_millis(50));
+    let after = sub.recv(shmbus::Wait::For(Duration::from_millis(50)));
     print_result(&[
         ("start", start.to_string()),
         ("end", sub.position().to_string()),
@@ -874,7 +871,7 @@ fn subscribers_of_a_killed_publisher_time_out_instead_of_hanging() {
     let (mut delivered, mut skipped) = (0u64, 0u64);
     while delivered < 100 {
         let pos = sub.position();
-        match sub.recv_timeout(Duration::from_secs(10)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(v)) => {
                 assert_eq!(v, pos);
                 delivered += 1;
@@ -903,7 +900,7 @@ fn subscribers_of_a_killed_publisher_time_out_instead_of_hanging() {
     // Drain what is left, then time out: no hang.
     loop {
         let pos = sub.position();
-        match sub.recv_timeout(Duration::from_millis(300)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_millis(300))) {
             Some(Received::Message(v)) => {
                 assert_eq!(v, pos);
                 delivered += 1;
@@ -918,7 +915,7 @@ fn subscribers_of_a_killed_publisher_time_out_instead_of_hanging() {
         sub.position()
     );
     assert_eq!(delivered + skipped, sub.position() - start);
-    assert_eq!(sub.recv_timeout(Duration::from_millis(50)), None);
+    assert_eq!(sub.recv(shmbus::Wait::For(Duration::from_millis(50))), None);
 
     let f = subscriber.wait_success();
     let r = f.result();
@@ -949,7 +946,7 @@ fn tiny_futex_spin() -> OpenOptions {
 }
 
 /// Whether a subscriber of a bus may be asleep in the futex: bit 0 of the
-/// futex word on the control page (see `layout::control::FUTEX`), which a
+/// futex word on the control page (see `wire::control::FUTEX`), which a
 /// sleeper sets before it sleeps and the publisher clears when it wakes it.
 /// Read through the file, not a mapping.
 struct SleeperFlag(FileWord32);
@@ -1001,7 +998,7 @@ fn as_child_answer_every_ping() {
     let parent_asleep = SleeperFlag::of(&pong, std::path::Path::new(&pong_path));
     let (mut bad, mut not_asleep) = (0u64, 0u64);
     for i in 0..rounds {
-        match sub.recv() {
+        match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
             Received::Message(v) if v == i => {}
             _ => bad += 1,
         }
@@ -1021,12 +1018,11 @@ fn as_child_answer_every_ping() {
 fn a_sleeping_subscriber_is_woken_by_a_publish_from_another_process() {
     let ping = BusName::new("ping");
     let pong = BusName::new("pong");
-    let mut publisher =
-        Publisher::<u64>::create(ping.name(), &CreateOptions::new(4)).expect("ping");
+    let mut publisher = Publisher::<u64>::create(ping.name(), &BusOptions::new(4)).expect("ping");
     // The child becomes the pong bus's publisher. (Dropped with no spawn in
     // flight, so no half-spawned child keeps a copy of the publisher lock.)
     let no_fork = common::no_spawn_in_flight();
-    drop(Publisher::<u64>::create(pong.name(), &CreateOptions::new(4)).expect("pong"));
+    drop(Publisher::<u64>::create(pong.name(), &BusOptions::new(4)).expect("pong"));
     drop(no_fork);
     let mut sub = Subscriber::<u64>::open(pong.name(), &tiny_futex_spin()).expect("open pong");
     let mut child = spawn_child(
@@ -1049,7 +1045,7 @@ fn a_sleeping_subscriber_is_woken_by_a_publish_from_another_process() {
             || asleep_in(child_pid, ping.path()),
         );
         publisher.publish(&i);
-        match sub.recv_timeout(Duration::from_secs(30)) {
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(30))) {
             Some(Received::Message(v)) => assert_eq!(v, i, "pong {i}"),
             Some(other) => panic!("round {i}: {other:?}"),
             None => panic!("round {i}: no pong in 30 s: a lost wake-up on one side"),
@@ -1089,7 +1085,7 @@ fn as_child_sleep_until_one_message() {
     )
     .expect("open");
     common::print_ready();
-    let got = match sub.recv() {
+    let got = match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
         Received::Message(v) => v.to_string(),
         Received::Lagged { skipped } => format!("lagged-{skipped}"),
     };
@@ -1110,8 +1106,7 @@ fn spawn_sleeper(bus: &BusName) -> Watched {
 #[cfg_attr(miri, ignore)]
 fn one_publish_wakes_every_subscriber_process_asleep_on_the_bus() {
     let bus = BusName::new("wake-all");
-    let mut publisher =
-        Publisher::<u64>::create(bus.name(), &CreateOptions::new(8)).expect("create");
+    let mut publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     let mut a = spawn_sleeper(&bus);
     let mut b = spawn_sleeper(&bus);
     let (pa, pb) = (a.pid(), b.pid());
@@ -1131,8 +1126,7 @@ fn one_publish_wakes_every_subscriber_process_asleep_on_the_bus() {
 #[cfg_attr(miri, ignore)]
 fn a_subscriber_killed_in_its_sleep_costs_the_publisher_at_most_one_wake() {
     let bus = BusName::new("stale-sleeper");
-    let mut publisher =
-        Publisher::<u64>::create(bus.name(), &CreateOptions::new(8)).expect("create");
+    let mut publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     let flag = SleeperFlag::of(bus.name(), bus.path());
     assert!(!flag.raised(), "nobody sleeps on a new bus");
     let mut sleeper = spawn_sleeper(&bus);
@@ -1187,7 +1181,7 @@ fn clean_spares_a_bus_while_its_publisher_or_a_subscriber_lives_and_removes_it_a
     let notes = dir.path().join("notes.txt");
     std::fs::write(&notes, b"not a bus, leave me alone").unwrap();
     let half_built = dir.path().join("half-built");
-    let mut bytes = shmbus::layout::MAGIC_BUILDING.to_le_bytes().to_vec();
+    let mut bytes = shmbus::wire::MAGIC_BUILDING.to_le_bytes().to_vec();
     bytes.resize(4096, 0);
     std::fs::write(&half_built, &bytes).unwrap();
 

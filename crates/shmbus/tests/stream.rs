@@ -21,13 +21,13 @@ use common::{
     is_child, param, print_result, spawn_child_with_deadline, wait_for, BusName, FileWord32,
     Finished, Watched, CHILD_DEADLINE,
 };
-use shmbus::layout::{max_record, stream_control as sc};
 use shmbus::stat::{self, BusStat, StreamStat};
-use shmbus::stream::{Consumer, PopError, Producer, PushError, Wait};
+use shmbus::wire::{max_record, stream_control as sc};
 use shmbus::{
-    AttachError, CreateError, CreateOptions, Kind, OpenError, OpenOptions, Publisher,
-    RawSubscriber, Region, Subscriber, WaitStrategy,
+    AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher, Region,
+    Subscriber, WaitStrategy,
 };
+use shmbus::{Consumer, PopError, Producer, PushError, Wait};
 
 /// How long a waiting side may take to notice a killed peer. It checks
 /// every `stream::PEER_CHECK` (20 ms); the rest is margin for a loaded
@@ -605,7 +605,9 @@ fn got_all(f: &Finished, count: u64) -> common::Report {
 /// child keeps a copy of the producer's lock (see `no_spawn_in_flight`).
 fn create_and_leave(bus: &BusName, capacity: u64) {
     let guard = common::no_spawn_in_flight();
-    drop(Producer::create(bus.name(), &CreateOptions::new(capacity)).expect("create stream"));
+    drop(
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(capacity)).expect("create stream"),
+    );
     drop(guard);
 }
 
@@ -766,7 +768,7 @@ fn a_consumer_sleeping_on_the_futex_is_woken_by_each_record() {
     const ROUNDS: u64 = 100;
     let bus = BusName::new("stream-sleeper");
     let mut producer =
-        Producer::create(bus.name(), &CreateOptions::new(4096)).expect("create stream");
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(4096)).expect("create stream");
     let recs = Records::new(0xB311, 200);
     let mut consumer = Side::consumer(&bus, recs)
         .records(0..ROUNDS)
@@ -1011,7 +1013,8 @@ fn a_yielding_wait_ends_on_time_and_notices_a_killed_peer_on_a_busy_cpu() {
     let producer_pid = producer.pid();
     let mut consumer = Consumer::open(bus.name(), &opts("yield")).expect("open");
     pop_all(&mut consumer, &recs, 0..1);
-    let (mut hp, mut hc) = shmbus::stream::on_heap(64, strategy("yield")).expect("geometry");
+    let (mut hp, mut hc) =
+        shmbus::internals::stream_on_heap(64, strategy("yield")).expect("geometry");
     hp.push(&[1; 24], Wait::Never).expect("room");
     hp.push(&[2; 24], Wait::Never).expect("room");
 
@@ -1094,7 +1097,7 @@ fn a_consumer_that_exits_cleanly_leaves_the_producer_waiting_for_the_next_one() 
     let bus = BusName::new("stream-consumer-leaves");
     let recs = Records::new(0xC1EB, 300);
     let mut producer =
-        Producer::create(bus.name(), &CreateOptions::new(4096)).expect("create stream");
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(4096)).expect("create stream");
     let first = Side::consumer(&bus, recs).records(0..10).spawn();
     push_all(&mut producer, &recs, 0..10);
     got_all(&first.wait_success(), 10);
@@ -1347,7 +1350,8 @@ fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_from_a_producer
 #[cfg_attr(miri, ignore)]
 fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_to_a_consumer_process() {
     let bus = BusName::new("stream-edges-out");
-    let mut p = Producer::create(bus.name(), &CreateOptions::new(EDGE_CAP)).expect("create");
+    let mut p =
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(EDGE_CAP)).expect("create");
     let mut consumer = common::spawn_child(
         "as_child_consume_the_edge_records",
         "edge_consume",
@@ -1459,7 +1463,7 @@ fn expect_consumer_active(bus: &BusName, pid: u32) {
 fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-producer");
     let me = std::process::id();
-    let producer = Producer::create(bus.name(), &CreateOptions::new(4096)).expect("create");
+    let producer = Producer::create(bus.name(), &shmbus::StreamOptions::new(4096)).expect("create");
     expect_producer_active(&bus, me);
 
     // Dropped: another process takes the role, and is the one named.
@@ -1488,7 +1492,7 @@ fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
 fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-consumer");
     let me = std::process::id();
-    let producer = Producer::create(bus.name(), &CreateOptions::new(4096)).expect("create");
+    let producer = Producer::create(bus.name(), &shmbus::StreamOptions::new(4096)).expect("create");
     let consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
     expect_consumer_active(&bus, me);
     // The producer and the consumer are separate roles, even in one process.
@@ -1524,7 +1528,8 @@ fn a_new_consumer_resumes_exactly_where_the_last_one_stopped() {
     const N: u64 = 1000;
     let bus = BusName::new("stream-consumer-restart");
     let recs = Records::new(0x2E57, 64);
-    let mut producer = Producer::create(bus.name(), &CreateOptions::new(CAP)).expect("create");
+    let mut producer =
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(CAP)).expect("create");
     // Everything fits at once: no consumer change ever finds the producer
     // waiting (a killed consumer would make that a PeerGone).
     assert!(recs.tail_after(0..N, CAP, 0) <= CAP);
@@ -1633,8 +1638,9 @@ fn a_new_producer_resumes_after_the_last_record_the_old_one_committed() {
 fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast_bus() {
     let stream = BusName::new("kind-stream");
     let bus = BusName::new("kind-bus");
-    let producer = Producer::create(stream.name(), &CreateOptions::new(4096)).expect("create");
-    let publisher = Publisher::<u64>::create(bus.name(), &CreateOptions::new(16)).expect("bus");
+    let producer =
+        Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)).expect("create");
+    let publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("bus");
     let o = OpenOptions::default();
     let is_stream = |e: &OpenError| {
         matches!(
@@ -1658,7 +1664,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
         Err(e) => assert!(is_stream(&e), "{e}"),
         Ok(_) => panic!("a subscriber opened a stream"),
     }
-    match RawSubscriber::open(stream.name(), &o) {
+    match Subscriber::<[u8]>::open(stream.name(), &o) {
         Err(e) => assert!(is_stream(&e), "{e}"),
         Ok(_) => panic!("a raw subscriber opened a stream"),
     }
@@ -1676,7 +1682,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
         Ok(_) => panic!("a producer attached to a broadcast bus"),
     }
     assert!(matches!(
-        Producer::create(stream.name(), &CreateOptions::new(4096)),
+        Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)),
         Err(CreateError::AlreadyExists { .. })
     ));
     for bad in [0, 32, 100, 4095] {
@@ -1684,7 +1690,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
             matches!(
                 Producer::create(
                     &format!("{}-{bad}", stream.name()),
-                    &CreateOptions::new(bad)
+                    &shmbus::StreamOptions::new(bad)
                 ),
                 Err(CreateError::InvalidGeometry(_))
             ),
@@ -1702,7 +1708,8 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
 fn stat_shows_a_streams_cursors_fill_and_consumer() {
     let bus = BusName::new("stream-stat");
     let me = std::process::id();
-    let mut producer = Producer::create(bus.name(), &CreateOptions::new(4096)).expect("create");
+    let mut producer =
+        Producer::create(bus.name(), &shmbus::StreamOptions::new(4096)).expect("create");
     let (st, s) = stat_of(bus.name());
     assert_eq!(st.header.kind, Kind::Stream);
     assert_eq!(st.header.capacity, 4096);
@@ -1763,7 +1770,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
 mod heap {
     use super::*;
     use proptest::prelude::*;
-    use shmbus::stream::on_heap;
+    use shmbus::internals::stream_on_heap as on_heap;
     use std::collections::VecDeque;
 
     #[derive(Clone, Debug)]

@@ -5,7 +5,7 @@
 mod common;
 
 use shmbus::{
-    CreateOptions, OpenOptions, Publisher, Received, Region, Start, Subscriber, WaitStrategy,
+    BusOptions, OpenOptions, Publisher, Received, Region, Start, Subscriber, WaitStrategy,
 };
 
 const FIRST: u64 = u64::MAX - 40;
@@ -132,11 +132,9 @@ fn a_heap_bus_crosses_the_64_bit_sequence_wrap() {
 #[cfg_attr(miri, ignore)]
 fn a_shared_memory_bus_crosses_the_64_bit_sequence_wrap() {
     let bus = common::BusName::new("wrap");
-    let publisher = Publisher::<u64>::create(
-        bus.name(),
-        &CreateOptions::new(CAPACITY).first_sequence(FIRST),
-    )
-    .expect("create");
+    let publisher =
+        Publisher::<u64>::create(bus.name(), &BusOptions::new(CAPACITY).first_sequence(FIRST))
+            .expect("create");
     let name = bus.name().to_owned();
     crosses_the_wrap(publisher, |_, start| {
         Subscriber::<u64>::open(&name, &OpenOptions::default().start(start)).expect("open")
@@ -156,7 +154,7 @@ fn a_publisher_attaching_across_the_wrap_continues_after_u64_max() {
     let bus = common::BusName::new("wrap-attach");
     let mut p = Publisher::<u64>::create(
         bus.name(),
-        &CreateOptions::new(CAPACITY).first_sequence(u64::MAX - 1),
+        &BusOptions::new(CAPACITY).first_sequence(u64::MAX - 1),
     )
     .expect("create");
     let mut sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))

@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    CreateOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber,
-    SubscriberGroup, WaitStrategy,
+    BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, SubscriberGroup,
+    WaitStrategy,
 };
 
 type Msg = [u64; 8];
@@ -189,7 +189,7 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], String> {
     use std::io::{BufRead, BufReader, Write};
     let name = bus_name("mp2");
     let _gone = Gone(name.clone());
-    let _creator = MpPublisher::<Msg>::create(&name, &CreateOptions::new(4096))
+    let _creator = MpPublisher::<Msg>::create(&name, &BusOptions::new(4096))
         .map_err(|e| format!("create {name}: {e}"))?;
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let mut children = (0..2)
@@ -322,7 +322,7 @@ fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
 fn receive_rows(m: u64) -> Result<[Row; 2], String> {
     let name = bus_name("group");
     let _gone = Gone(name.clone());
-    let mut p = Publisher::<Msg>::create(&name, &CreateOptions::new(m.next_power_of_two()))
+    let mut p = Publisher::<Msg>::create(&name, &BusOptions::new(m.next_power_of_two()))
         .map_err(|e| format!("create {name}: {e}"))?;
     for i in 0..m {
         p.publish(&[i; 8]);
@@ -381,19 +381,21 @@ pub fn run(quick: bool) -> Result<Vec<Row>, String> {
     {
         let name = bus_name("single");
         let _gone = Gone(name.clone());
-        let mut p = Publisher::<Msg>::create(&name, &CreateOptions::new(4096))
+        let mut p = Publisher::<Msg>::create(&name, &BusOptions::new(4096))
             .map_err(|e| format!("create {name}: {e}"))?;
         rows.push(Row::new(
             "shmbus Publisher, 1 process",
             "shmbus",
             "publish",
-            timed(n, |i| p.publish(&[i; 8])),
+            timed(n, |i| {
+                p.publish(&[i; 8]);
+            }),
         ));
     }
     {
         let name = bus_name("mp1");
         let _gone = Gone(name.clone());
-        let mut p = MpPublisher::<Msg>::create(&name, &CreateOptions::new(4096))
+        let mut p = MpPublisher::<Msg>::create(&name, &BusOptions::new(4096))
             .map_err(|e| format!("create {name}: {e}"))?;
         rows.push(Row::new(
             "shmbus MpPublisher, 1 process",

@@ -10,8 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shmbus::journal::{JournalOptions, RawJournalPublisher};
-use shmbus::{CreateOptions, HugePages, RawPublisher};
+use shmbus::{BusOptions, HugePages, JournalOptions, JournalPublisher, Publisher, StreamOptions};
 
 use crate::error::CliError;
 
@@ -101,14 +100,17 @@ fn parse_mode(s: &str) -> Result<u32, String> {
 }
 
 pub fn run(args: &CreateArgs) -> Result<(), CliError> {
-    let opts = CreateOptions::new(args.capacity)
+    let huge = args.huge_pages.map(|h| match h {
+        HugePagesArg::Transparent => HugePages::Transparent,
+        HugePagesArg::Hugetlbfs => HugePages::Hugetlbfs,
+    });
+    let opts = BusOptions::new(args.capacity)
         .mode(args.mode)
         .prefault(args.prefault)
         .mlock(args.mlock);
-    let opts = match args.huge_pages {
+    let opts = match huge {
         None => opts,
-        Some(HugePagesArg::Transparent) => opts.huge_pages(HugePages::Transparent),
-        Some(HugePagesArg::Hugetlbfs) => opts.huge_pages(HugePages::Hugetlbfs),
+        Some(h) => opts.huge_pages(h),
     };
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
@@ -133,12 +135,12 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
-            shmbus::RawMpPublisher::create(&args.name, msg_size, &opts)?;
+            shmbus::MpPublisher::<[u8]>::create(&args.name, &opts.clone().msg_size(msg_size))?;
         }
         (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
             Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,
             None => {
-                RawPublisher::create(&args.name, msg_size, &opts)?;
+                Publisher::<[u8]>::create(&args.name, &opts.clone().msg_size(msg_size))?;
             }
         },
         (BusKind::Broadcast, None) => {
@@ -147,7 +149,15 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            shmbus::stream::Producer::create(&args.name, &opts)?;
+            let opts = StreamOptions::new(args.capacity)
+                .mode(args.mode)
+                .prefault(args.prefault)
+                .mlock(args.mlock);
+            let opts = match huge {
+                None => opts,
+                Some(h) => opts.huge_pages(h),
+            };
+            shmbus::Producer::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
             return Err(CliError::usage(
@@ -165,11 +175,15 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
 fn create_journaled(
     name: &str,
     msg_size: u32,
-    opts: &CreateOptions,
+    opts: &BusOptions,
     path: &Path,
 ) -> Result<(), CliError> {
     let existed = path.symlink_metadata().is_ok();
-    match RawJournalPublisher::create(name, msg_size, opts, &JournalOptions::new(path)) {
+    match JournalPublisher::<[u8]>::create(
+        name,
+        &opts.clone().msg_size(msg_size),
+        &JournalOptions::new(path),
+    ) {
         Ok(_) => Ok(()),
         Err(e) => {
             if !existed {

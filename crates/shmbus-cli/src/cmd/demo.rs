@@ -33,11 +33,10 @@ use std::time::{Duration, Instant};
 
 use clap::value_parser;
 use hdrhistogram::Histogram;
-use shmbus::journal::{
-    self, JoinOptions, JournalOptions, JournalPublisher, JournalStat, JournalSubscriber, Keyed,
-    KeyedState,
-};
-use shmbus::{CreateOptions, Received, WaitStrategy};
+use shmbus::internals::journal_format::{record_size, HEADER_LEN};
+use shmbus::internals::{journal_stat, JournalStat};
+use shmbus::{BusOptions, Received, WaitStrategy};
+use shmbus::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState};
 
 use crate::bench::clock::Source;
 use crate::error::CliError;
@@ -404,7 +403,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let journal = dir.join(format!("shmbus-demo-{pid}.journal"));
     // Declared before the children, so dropped after they are dead.
     let mut files = vec![Path::new("/dev/shm").join(&bus), journal.clone()];
-    files.extend(shmbus::journal::side_files(&journal));
+    files.extend(shmbus::internals::side_files(&journal));
     let _files = Leftovers(files);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     print(&format!(
@@ -509,7 +508,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     kids.finish();
 
     let (digest, keys, last) = kids.list[publisher].done.expect("publisher done");
-    match journal::stat(&journal) {
+    match journal_stat(&journal) {
         Ok(j) => print(&format!("journal at the end: {}", journal_size(&j)))?,
         Err(e) => print(&format!("journal at the end: {e}"))?,
     }
@@ -542,8 +541,8 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
 
 /// Bytes the records take (the file is allocated ahead in chunks).
 fn journal_size(j: &JournalStat) -> String {
-    let used = journal::HEADER_LEN as u64
-        + j.records * journal::record_size(std::mem::size_of::<Update>() as u32) as u64;
+    let used =
+        HEADER_LEN as u64 + j.records * record_size(std::mem::size_of::<Update>() as u32) as u64;
     let snapshot = if j.snapshot > 0 {
         format!(" ({} a snapshot of one per key)", j.snapshot)
     } else {
@@ -594,7 +593,7 @@ fn next_key(state: &mut u64, keys: u64) -> u64 {
 }
 
 fn publisher(a: &ChildArgs) -> Result<(), CliError> {
-    let opts = CreateOptions::new(a.capacity);
+    let opts = BusOptions::new(a.capacity);
     let mut p = JournalPublisher::<Update>::create(&a.bus, &opts, &JournalOptions::new(&a.journal))
         .map_err(|e| fail("create")(e.to_string()))?;
     say(&format!("READY {}", p.next_sequence()))?;
@@ -638,7 +637,7 @@ fn publisher(a: &ChildArgs) -> Result<(), CliError> {
         }
         say(&format!("ROUND {round}"))?;
         if round == a.compact_round {
-            let before = journal::stat(&a.journal).map_err(|e| fail("journal")(e.to_string()))?;
+            let before = journal_stat(&a.journal).map_err(|e| fail("journal")(e.to_string()))?;
             p.compact();
             compaction = Some((before, Instant::now()));
         }
@@ -670,7 +669,7 @@ fn report_compaction(
     if let Some(e) = p.compaction_error() {
         return Err(CliError::runtime(e));
     }
-    let after = journal::stat(p.journal_path()).map_err(|e| fail("journal")(e.to_string()))?;
+    let after = journal_stat(p.journal_path()).map_err(|e| fail("journal")(e.to_string()))?;
     say(&format!(
         "SAY journal compacted in {} ms while publishing went on: {} -> {}",
         started.elapsed().as_millis(),
@@ -742,7 +741,7 @@ fn subscriber(a: &ChildArgs) -> Result<(), CliError> {
     let stall = Duration::from_secs(10);
     loop {
         let got = sub
-            .recv_timeout(stall)
+            .recv(shmbus::Wait::For(stall))
             .ok_or_else(|| CliError::runtime(format!("no update for {stall:?}")))?;
         let from_ring = sub.is_live();
         let now = clock.now();

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
-use shmbus::journal::JournalStat;
+use shmbus::internals::JournalStat;
 use shmbus::stat::{BusStat, Listing, StreamStat};
 use shmbus::OpenError;
 
@@ -132,14 +132,14 @@ fn stat_json(s: &BusStat) -> Value {
 
 /// The huge page size a bus is laid out in, if it has huge pages.
 fn huge_page_size(s: &BusStat) -> Option<u64> {
-    (s.header.flags & shmbus::layout::flags::HUGE_PAGES != 0).then_some(s.header.page_size)
+    (s.header.flags & shmbus::wire::flags::HUGE_PAGES != 0).then_some(s.header.page_size)
 }
 
 /// The journal's figures, or why they could not be read (`None`: no
 /// journal).
 fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, String>> {
     let path = s.header.journal.as_ref()?;
-    Some(shmbus::journal::stat(path).map_err(|e| e.to_string()))
+    Some(shmbus::internals::journal_stat(path).map_err(|e| e.to_string()))
 }
 
 fn journal_json(s: &BusStat) -> Value {

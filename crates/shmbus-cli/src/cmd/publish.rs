@@ -28,9 +28,9 @@
 
 use std::io::{self, BufRead};
 
-use shmbus::journal::RawJournalPublisher;
-use shmbus::stream::{Producer, PushError, Wait};
-use shmbus::{AttachError, Kind, OpenError, OpenOptions, RawPublisher, Region};
+use shmbus::{AttachError, Kind, OpenError, OpenOptions, Region};
+use shmbus::{JournalPublisher, Publisher};
+use shmbus::{Producer, PushError, Wait};
 
 use crate::cmd::subscribe::{parse_timeout, Timeout};
 use crate::error::CliError;
@@ -56,7 +56,7 @@ pub struct PubArgs {
 
 pub fn run(args: &PubArgs) -> Result<(), CliError> {
     let opts = OpenOptions::default();
-    match RawPublisher::attach(&args.name, &opts) {
+    match Publisher::<[u8]>::attach(&args.name, &opts) {
         Ok(_) if args.compact_after.is_some() => Err(CliError::usage(format!(
             "--compact-after applies to a journaled bus; {} has no journal",
             args.name
@@ -71,7 +71,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
             })
         }
         Err(AttachError::Journaled { .. }) => {
-            let mut publisher = RawJournalPublisher::attach(&args.name, &opts)
+            let mut publisher = JournalPublisher::<[u8]>::attach(&args.name, &opts)
                 .map_err(|e| CliError::runtime(e.to_string()))?;
             publisher.compact_after(args.compact_after);
             let max = publisher.msg_size();
@@ -89,7 +89,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
         }
         Err(AttachError::WrongPublishers { .. }) => {
             // A multi-publisher bus: any number of `shmbus pub` at once.
-            let mut publisher = shmbus::RawMpPublisher::attach(&args.name, &opts)?;
+            let mut publisher = shmbus::MpPublisher::<[u8]>::attach(&args.name, &opts)?;
             let max = publisher.msg_size();
             publish_lines(io::stdin().lock(), max, BUS, |line, number| {
                 publisher.publish(line).map(drop).map_err(|e| match e {
@@ -390,7 +390,8 @@ mod tests {
     #[test]
     fn long_lines_go_through_the_ring_and_one_byte_too_many_is_refused() {
         let (mut p, mut c) =
-            shmbus::stream::on_heap(256 << 10, shmbus::WaitStrategy::default()).expect("ring");
+            shmbus::internals::stream_on_heap(256 << 10, shmbus::WaitStrategy::default())
+                .expect("ring");
         let max = p.max_record();
         let lens = [0, 1, STAGE - 1, STAGE, STAGE + 1, 100_000, max, 3];
         let line = |i: usize, len: usize| -> Vec<u8> {
@@ -424,13 +425,14 @@ mod tests {
         for (i, (rec, &len)) in got.iter().zip(&lens).enumerate() {
             assert!(*rec == line(i, len), "line {} ({len} bytes) differs", i + 1);
         }
-        assert!(matches!(last, Err(shmbus::stream::PopError::TimedOut(_))));
+        assert!(matches!(last, Err(shmbus::PopError::TimedOut(_))));
     }
 
     #[test]
     fn a_long_last_line_without_a_newline_is_pushed_whole() {
         let (mut p, mut c) =
-            shmbus::stream::on_heap(1 << 20, shmbus::WaitStrategy::default()).expect("ring");
+            shmbus::internals::stream_on_heap(1 << 20, shmbus::WaitStrategy::default())
+                .expect("ring");
         let long: Vec<u8> = (0..3 * STAGE + 5).map(|j| (j % 9) as u8).collect();
         push_each_line(&long[..], &mut p, Wait::Never).expect("pushed");
         let mut out = Vec::new();

@@ -28,9 +28,8 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use shmbus::journal::{JoinError, JoinOptions, RawJournalSubscriber};
-use shmbus::stream::{Consumer, PopError};
-use shmbus::{Kind, OpenError, OpenOptions, RawSubscriber, Received, Start, WaitStrategy};
+use shmbus::{Consumer, JoinError, JoinOptions, JournalSubscriber, PopError, Subscriber};
+use shmbus::{Kind, OpenError, OpenOptions, Received, Start, WaitStrategy};
 
 use crate::error::CliError;
 use crate::out::{self, Stdout};
@@ -128,7 +127,7 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
     let opts = OpenOptions::default()
         .start(args.from.unwrap_or(From::Next).start())
         .wait(args.wait.strategy());
-    match RawSubscriber::open(&args.name, &opts) {
+    match Subscriber::<[u8]>::open(&args.name, &opts) {
         Ok(subscriber) => run_bus(args, subscriber, &mut out),
         Err(OpenError::WrongKind {
             found: Kind::Stream,
@@ -140,13 +139,13 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
 
 fn run_bus(
     args: &SubArgs,
-    mut subscriber: RawSubscriber,
+    mut subscriber: Subscriber<[u8]>,
     out: &mut Stdout,
 ) -> Result<(), CliError> {
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {
-        match subscriber.recv_timeout(timeout) {
+        match subscriber.recv(timeout.map_or(shmbus::Wait::Forever, shmbus::Wait::For)) {
             Some(Received::Message(msg)) => {
                 write_line(out, trim_padding(msg)).map_err(CliError::stdout)?;
                 delivered += 1;
@@ -160,11 +159,11 @@ fn run_bus(
 
 fn run_bootstrap(args: &SubArgs, out: &mut Stdout) -> Result<(), CliError> {
     let opts = JoinOptions::default().wait(args.wait.strategy());
-    let mut subscriber = RawJournalSubscriber::join(&args.name, &opts).map_err(join_failed)?;
+    let mut subscriber = JournalSubscriber::<[u8]>::join(&args.name, &opts).map_err(join_failed)?;
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {
-        match subscriber.recv_timeout(timeout) {
+        match subscriber.recv(timeout.map_or(shmbus::Wait::Forever, shmbus::Wait::For)) {
             Some(Received::Message(entry)) => {
                 write!(out, "{}\t", entry.seq)
                     .and_then(|()| write_line(out, trim_padding(entry.msg)))
@@ -196,8 +195,8 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<()
     }
     let mut consumer = Consumer::open(&args.name, opts)?;
     let wait = match args.timeout {
-        Some(t) => shmbus::stream::Wait::For(t.duration),
-        None => shmbus::stream::Wait::Forever,
+        Some(t) => shmbus::Wait::For(t.duration),
+        None => shmbus::Wait::Forever,
     };
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {

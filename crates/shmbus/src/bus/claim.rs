@@ -231,4 +231,3 @@ impl<R: Region> Ring<R> {
         }
     }
 }
-

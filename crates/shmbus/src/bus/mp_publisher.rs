@@ -47,6 +47,7 @@ pub enum MpPublishError {
     Abandoned(#[from] Abandoned),
 }
 
+/// Where a test-only hook stops a publisher.
 #[cfg(feature = "test-hooks")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HookPoint {
@@ -66,8 +67,8 @@ struct Hook {
 }
 
 /// The publishing steps every multi-publisher handle shares.
-struct Writer<R> {
-    ring: Ring<R>,
+pub(crate) struct Writer<R> {
+    pub(crate) ring: Ring<R>,
     #[cfg(feature = "test-hooks")]
     hook: Option<Hook>,
 }
@@ -139,7 +140,7 @@ impl<R: Region> Writer<R> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct MpPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
-    w: Writer<R>,
+    pub(crate) w: Writer<R>,
     _payload: PhantomData<fn(&T)>,
 }
 
@@ -290,8 +291,8 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
         capacity: u64,
         unblock: Duration,
     ) -> Result<Self, CreateError> {
-        let msg = <[u8] as Payload>::fingerprint(Some(msg_size))
-            .map_err(CreateError::InvalidGeometry)?;
+        let msg =
+            <[u8] as Payload>::fingerprint(Some(msg_size)).map_err(CreateError::InvalidGeometry)?;
         Ok(MpPublisher::from_ring(heap_ring(
             capacity,
             msg,
@@ -315,7 +316,7 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     }
 
     /// The claim step alone, for models of a publisher that dies.
-    #[cfg(loom)]
+    #[cfg(any(loom, test))]
     pub(crate) fn claim_for_test(&self) -> u64 {
         self.w.ring.claim()
     }

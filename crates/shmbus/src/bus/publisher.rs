@@ -208,8 +208,8 @@ impl Publisher<[u8], Arc<HeapRegion>> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap_bytes(msg_size: u32, capacity: u64) -> Result<Self, CreateError> {
-        let msg = <[u8] as Payload>::fingerprint(Some(msg_size))
-            .map_err(CreateError::InvalidGeometry)?;
+        let msg =
+            <[u8] as Payload>::fingerprint(Some(msg_size)).map_err(CreateError::InvalidGeometry)?;
         Ok(Publisher::from_parts(heap_ring(capacity, msg, 0, None)?, 0))
     }
 }

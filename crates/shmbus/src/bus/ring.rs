@@ -15,7 +15,6 @@ use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wait::{self, WaitStrategy};
 use crate::wire::{control, flags, Header, TypeFingerprint};
 
-
 /// What one attempt to read a slot found.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Slot {
@@ -560,8 +559,6 @@ pub(crate) enum Poll {
     Lagged(u64),
     Empty,
 }
-
-
 
 /// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`
 /// makes it a multi-publisher ring with that unblock timeout.

@@ -1,9 +1,14 @@
 //! The bus's unit tests: the slot protocol on the heap, then the claim
 //! protocol.
 
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
+mod ring {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::bus::{PublishError, Publisher, Received};
+    use crate::mem::HeapRegion;
+    use crate::options::Start;
+    use crate::wait::WaitStrategy;
 
     fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
         Publisher::on_heap(capacity).expect("valid geometry")
@@ -47,24 +52,17 @@ mod tests {
             let mut s = p.subscribe(start, WaitStrategy::BusySpin);
             assert_eq!(s.latest(), None);
             assert_eq!(s.try_recv(), None);
-            assert_eq!(s.recv_timeout(Duration::from_millis(1)), None);
+            assert_eq!(
+                s.recv(crate::wait::Wait::For(Duration::from_millis(1))),
+                None
+            );
         }
         p.publish(&1);
     }
 
     #[test]
-    fn publish_with_starts_from_the_previous_message() {
-        let mut p = bus(2);
-        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
-        p.publish_with(|m| *m += 5);
-        p.publish_with(|m| *m += 5);
-        assert_eq!(s.try_recv(), Some(Received::Message(5)));
-        assert_eq!(s.try_recv(), Some(Received::Message(10)));
-    }
-
-    #[test]
     fn a_raw_message_longer_than_the_slot_is_refused_and_a_short_one_is_zero_padded() {
-        let mut p = RawPublisher::on_heap(12, 2).expect("valid geometry");
+        let mut p = Publisher::<[u8], _>::on_heap_bytes(12, 2).expect("valid geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         assert_eq!(
             p.publish(&[1; 13]),
@@ -87,7 +85,7 @@ mod tests {
         let reader = std::thread::spawn(move || {
             let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None);
             while s.position() < n {
-                match s.recv() {
+                match s.recv(crate::wait::Wait::Forever).expect("waits forever") {
                     Received::Message(v) => {
                         assert!(last.is_none_or(|l| v > l), "{v} after {last:?}");
                         last = Some(v);
@@ -106,10 +104,15 @@ mod tests {
     }
 }
 
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::Received::{Lagged, Message};
+mod claim {
+    use std::time::{Duration, Instant};
+
+    use crate::bus::stamp::{abandoned, decode, done, writing, Stamp};
+    use crate::bus::Received::{Lagged, Message};
+    use crate::bus::{MpPublisher, SubscriberGroup};
+    use crate::options::Start;
+    use crate::options::DEFAULT_UNBLOCK;
+    use crate::wait::WaitStrategy;
 
     #[test]
     fn an_abandoned_stamp_decodes_as_abandoned_and_no_normal_one_does() {
@@ -154,12 +157,18 @@ mod tests {
         let mut p = MpPublisher::<u64, _>::on_heap(8, unblock).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         // A publisher that claims and dies: the claim alone, no stamp.
-        let dead = p.w.ring.claim();
+        let dead = p.claim_for_test();
         p.publish(&7).expect("committed");
         let started = Instant::now();
-        assert_eq!(s.recv(), Lagged { skipped: 1 });
+        assert_eq!(
+            s.recv(crate::wait::Wait::Forever).expect("waits forever"),
+            Lagged { skipped: 1 }
+        );
         assert!(started.elapsed() >= unblock);
-        assert_eq!(s.recv(), Message(7));
+        assert_eq!(
+            s.recv(crate::wait::Wait::Forever).expect("waits forever"),
+            Message(7)
+        );
         // The dead claimer, were it only slow, learns it lost.
         assert_eq!(
             p.w.ring.begin(dead).map_err(|st| st.seq()),
@@ -172,7 +181,7 @@ mod tests {
     fn a_publisher_committing_after_its_claim_was_skipped_gets_abandoned() {
         let p = MpPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
-        let seq = p.w.ring.claim();
+        let seq = p.claim_for_test();
         p.w.ring.begin(seq).expect("slot free");
         assert_eq!(s.try_recv(), Some(Lagged { skipped: 1 }));
         assert!(p.w.ring.commit(seq).is_err());
@@ -183,7 +192,7 @@ mod tests {
     fn a_publisher_lapping_an_unfinished_claim_skips_it_after_the_timeout() {
         let mut p = MpPublisher::<u64, _>::on_heap(2, Duration::from_millis(5)).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
-        let stuck = p.w.ring.claim();
+        let stuck = p.claim_for_test();
         p.w.ring.begin(stuck).expect("slot free");
         p.publish(&1).expect("committed");
         // The next lap of the stuck slot: waits 5 ms, then skips it.

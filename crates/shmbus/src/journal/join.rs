@@ -13,15 +13,15 @@ use super::reader::Reader;
 use super::JournalOpenError;
 use crate::bus::ring::{Poll, Ring, Stall};
 use crate::bus::{Payload, Received};
-use crate::wait::Wait;
 use crate::error::OpenError;
-use crate::wire::TypeFingerprint;
-use crate::wire::{control, lock_byte};
 use crate::mem::{Region, ShmRegion};
 use crate::options::OpenOptions;
 use crate::segment::{self, Role};
 use crate::sync::Ordering;
+use crate::wait::Wait;
 use crate::wait::{self, WaitStrategy};
+use crate::wire::TypeFingerprint;
+use crate::wire::{control, lock_byte};
 
 /// One message of a journaled subscriber's stream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,28 +1,11 @@
 //! The journal: late join without a gap and without a duplicate.
 //!
 //! A journaled bus is a broadcast bus whose publisher appends every message
-//! to a flat file ([`format`]) before it publishes it on the ring, and
+//! to a flat file (`format`) before it publishes it on the ring, and
 //! whose header names that file. A subscriber that starts late
 //! ([`JournalSubscriber::join`]) reads the file first and the ring after.
 //!
-//! ```no_run
-//! use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
-//!
-//! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-//! #[repr(C)]
-//! struct Tick { key: u64, val: u64 }
-//! impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
-//!
-//! let mut publisher = JournalPublisher::<Tick>::create(
-//!     "ticks", &shmbus::CreateOptions::new(4096), &JournalOptions::new("/var/lib/app/ticks.journal"))?;
-//! publisher.publish(&Tick { key: 1, val: 42 })?;
-//! publisher.compact_after(Some(1_000_000));
-//!
-//! let mut state = State::<Tick>::join("ticks", &JoinOptions::default())?;
-//! state.poll()?;
-//! println!("{} keys, key 1 = {:?}", state.state().len(), state.state().get(1).map(|t| t.val));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
+//! [`Keyed`] shows the whole round: publish, compact, join, fold.
 //!
 //! # The handshake
 //! 1. The joiner opens the bus as a subscriber. It notes no head: see the
@@ -119,6 +102,33 @@ use std::path::{Path, PathBuf};
 
 /// A message with a key: the journal keeps the last message per key when it
 /// compacts, and [`State`] folds messages into last-value-per-key.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+///
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Tick { key: u64, val: u64 }
+/// impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
+///
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-keyed-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-keyed-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<Tick>::create(
+///     &name, &BusOptions::new(4096), &JournalOptions::new(dir.join("ticks.journal")))?;
+/// publisher.compact_after(Some(1_000_000));
+/// publisher.publish(&Tick { key: 1, val: 41 })?;
+/// let last = publisher.publish(&Tick { key: 1, val: 42 })?;
+/// assert!(publisher.compact()); // one record per key, in the background
+///
+/// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
+/// assert!(state.wait_for(last, Duration::from_secs(5))?);
+/// assert_eq!(state.state().get(1).map(|t| t.val), Some(42));
+/// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait Keyed: bytemuck::Pod {
     /// The key this message updates.
     fn key(&self) -> u64;

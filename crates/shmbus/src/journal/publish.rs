@@ -21,12 +21,12 @@ use super::{raw_key, AppendError, JournalOpenError, Keyed};
 use crate::bus::ring::Ring;
 use crate::bus::Payload;
 use crate::error::{AttachError, CreateError, OpenError};
-use crate::wire::TypeFingerprint;
-use crate::wire::{control, lock_byte, Header};
 use crate::mem::{Region, ShmRegion};
 use crate::options::{BusOptions, OpenOptions};
 use crate::segment::{self, Role};
 use crate::wait;
+use crate::wire::TypeFingerprint;
+use crate::wire::{control, lock_byte, Header};
 
 /// How a journal is created.
 #[derive(Clone, Debug)]
@@ -219,7 +219,8 @@ impl Core {
             }
             e
         };
-        let (page, huge) = segment::layout_page(name, &opts.file).map_err(|e| remove_new(e.into()))?;
+        let (page, huge) =
+            segment::layout_page(name, &opts.file).map_err(|e| remove_new(e.into()))?;
         let mut header = Header::broadcast(opts.capacity, msg, page, first)
             .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?;
         header.flags |= huge;
@@ -232,8 +233,9 @@ impl Core {
                 .into(),
             )
         })?;
-        let region = segment::create_region(name, &header, &opts.file, |r| Ring::new(r, &header).init())
-            .map_err(|e| remove_new(e.into()))?;
+        let region =
+            segment::create_region(name, &header, &opts.file, |r| Ring::new(r, &header).init())
+                .map_err(|e| remove_new(e.into()))?;
         let ring = Ring::new(Arc::new(region), &header);
         Ok(Core::start(
             ring,
@@ -252,9 +254,14 @@ impl Core {
         opts: &OpenOptions,
         key_of: fn(&[u8]) -> u64,
     ) -> Result<Core, JournalAttachError> {
-        let (region, header) =
-            segment::open_checked(name, Role::Publisher, crate::wire::Kind::Broadcast, msg, opts)
-                .map_err(AttachError::Open)?;
+        let (region, header) = segment::open_checked(
+            name,
+            Role::Publisher,
+            crate::wire::Kind::Broadcast,
+            msg,
+            opts,
+        )
+        .map_err(AttachError::Open)?;
         let Some(path) = header.journal.clone() else {
             return Err(JournalAttachError::NotJournaled {
                 name: name.to_owned(),

@@ -117,8 +117,8 @@ pub enum HugePageError {
 
 #[cfg(not(loom))]
 mod imp {
-    use super::HugePages;
     use super::HugePageError;
+    use super::HugePages;
     use std::path::{Path, PathBuf};
 
     const THP: &str = "/sys/kernel/mm/transparent_hugepage";

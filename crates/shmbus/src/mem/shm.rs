@@ -228,11 +228,7 @@ impl ShmRegion {
     /// Turns `[offset, offset+len)` (huge-page aligned, already reserved)
     /// into transparent huge pages now: `MADV_HUGEPAGE` so the kernel keeps
     /// them that way, then `MADV_COLLAPSE` (see the module docs).
-    pub fn collapse_huge(
-        &self,
-        offset: usize,
-        len: usize,
-    ) -> Result<(), super::HugePageError> {
+    pub fn collapse_huge(&self, offset: usize, len: usize) -> Result<(), super::HugePageError> {
         use super::HugePageError;
         check(offset, len, rustix::param::page_size(), self.len);
         // SAFETY: inside our own mapping (checked); advice changes no

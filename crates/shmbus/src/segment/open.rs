@@ -199,7 +199,6 @@ pub(crate) fn open_checked(
     Ok((region, header))
 }
 
-
 /// Takes the exclusive lock `byte` and writes our pid at `pid_field`; if a
 /// live process holds it, returns that process's pid (from `pid_field`).
 pub(crate) fn take_role(region: &ShmRegion, byte: u64, pid_field: usize) -> Result<(), u32> {

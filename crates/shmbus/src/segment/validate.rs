@@ -144,8 +144,8 @@ impl Header {
                     self.msg.size
                 ));
             }
-            let need =
-                STAMP_BYTES as u64 + crate::wire::round_up(u64::from(self.msg.size), 8).unwrap_or(u64::MAX);
+            let need = STAMP_BYTES as u64
+                + crate::wire::round_up(u64::from(self.msg.size), 8).unwrap_or(u64::MAX);
             if u64::from(self.slot_size) < need || self.slot_size as usize % LINE != 0 {
                 return bad(format!(
                     "slot size {} cannot hold a {}-byte message in 64-byte lines",

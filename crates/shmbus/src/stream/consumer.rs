@@ -10,7 +10,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 
 /// Reads records from a stream. One per stream at a time.
 pub struct Consumer<R: Region = DefaultRegion> {
-    ring: StreamRing<R>,
+    pub(crate) ring: StreamRing<R>,
     /// Our HEAD (only we store it).
     head: u64,
     /// The producer's TAIL as last loaded, checked: in [head, head + capacity].

@@ -72,7 +72,6 @@
 //! (as in rtrb), with records and wrap markers as in BipBuffer-style byte
 //! rings.
 
-
 mod consumer;
 mod producer;
 pub(crate) mod ring;
@@ -196,13 +195,17 @@ pub type HeapStream = (
 );
 
 /// A stream on the heap between two threads (and for loom and Miri).
-pub fn on_heap(capacity: u64, strategy: WaitStrategy) -> Result<HeapStream, crate::error::CreateError> {
-    let header = Header::stream(capacity, HEAP_PAGE)
-        .map_err(crate::error::CreateError::InvalidGeometry)?;
+pub fn on_heap(
+    capacity: u64,
+    strategy: WaitStrategy,
+) -> Result<HeapStream, crate::error::CreateError> {
+    let header =
+        Header::stream(capacity, HEAP_PAGE).map_err(crate::error::CreateError::InvalidGeometry)?;
     let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);
     Header::publish_magic(&*region);
-    let producer = producer::Producer::from_ring(StreamRing::new(region.clone(), &header), strategy);
+    let producer =
+        producer::Producer::from_ring(StreamRing::new(region.clone(), &header), strategy);
     let consumer = consumer::Consumer::from_ring(StreamRing::new(region, &header), strategy);
     Ok((producer, consumer))
 }

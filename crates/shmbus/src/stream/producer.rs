@@ -10,7 +10,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 
 /// Writes records into a stream. One per stream at a time.
 pub struct Producer<R: Region = DefaultRegion> {
-    ring: StreamRing<R>,
+    pub(crate) ring: StreamRing<R>,
     /// Our TAIL (only we store it).
     tail: u64,
     /// The consumer's HEAD as last loaded, checked: in [tail - capacity, tail].

@@ -9,5 +9,5 @@ pub(crate) mod dir;
 pub(crate) mod lock;
 mod name;
 
-pub use name::NameError;
 pub(crate) use name::resolve;
+pub use name::NameError;

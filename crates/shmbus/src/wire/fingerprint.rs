@@ -59,4 +59,3 @@ impl TypeFingerprint {
         Self::new("bytes", size, 1)
     }
 }
-

@@ -32,9 +32,9 @@ mod kind;
 mod page_header;
 
 pub use fingerprint::{fnv1a, TypeFingerprint};
-pub use page_header::Header;
-pub(crate) use page_header::round_up;
 pub use kind::{Kind, Publishers};
+pub(crate) use page_header::round_up;
+pub use page_header::Header;
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("shmbus's segment layout is little-endian; big-endian targets are not supported");

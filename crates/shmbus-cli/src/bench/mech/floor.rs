@@ -44,7 +44,7 @@ const IDLE: u64 = u64::MAX - 2;
 impl Lines {
     /// Maps the floor's file; the sender writes line 0, the receiver 64.
     fn open(token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Lines> {
-        use shmbus::region::Access;
+        use shmbus::internals::Access;
         let path = std::path::Path::new(token);
         let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
         let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;

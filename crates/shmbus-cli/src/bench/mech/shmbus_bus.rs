@@ -10,7 +10,7 @@ use std::io;
 use std::sync::Arc;
 
 use shmbus::{
-    HeapRegion, OpenOptions, RawPublisher, RawSubscriber, Received, Region, Start, WaitStrategy,
+    HeapRegion, OpenOptions, Publisher, Received, Region, Start, Subscriber, WaitStrategy,
 };
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};
@@ -39,8 +39,8 @@ impl Drop for Buses {
 }
 
 struct Ends<R: Region> {
-    tx: Option<RawPublisher<R>>,
-    rx: Option<RawSubscriber<R>>,
+    tx: Option<Publisher<[u8], R>>,
+    rx: Option<Subscriber<[u8], R>>,
 }
 
 impl<R: Region> Endpoint for Ends<R> {
@@ -96,8 +96,9 @@ impl Mechanism for ShmbusBus {
         for way in ways {
             let name = format!("{}-{way}", spec.prefix);
             let opts =
-                shmbus::CreateOptions::new(super::ring_slots(spec.msg_size) as u64).prefault(true);
-            RawPublisher::create(&name, spec.msg_size as u32, &opts).map_err(io_err)?;
+                shmbus::BusOptions::new(super::ring_slots(spec.msg_size) as u64).prefault(true);
+            Publisher::<[u8]>::create(&name, &opts.clone().msg_size(spec.msg_size as u32))
+                .map_err(io_err)?;
             buses.names.push(name);
         }
         Ok(Box::new(buses))
@@ -109,10 +110,10 @@ impl Mechanism for ShmbusBus {
                 .start(Start::Next)
                 .wait(WaitStrategy::BusySpin)
                 .prefault(true);
-            RawSubscriber::open(name, &opts).map_err(io_err)
+            Subscriber::<[u8]>::open(name, &opts).map_err(io_err)
         };
         let publ = |name: &str| {
-            RawPublisher::attach(name, &OpenOptions::default().prefault(true)).map_err(io_err)
+            Publisher::<[u8]>::attach(name, &OpenOptions::default().prefault(true)).map_err(io_err)
         };
         let ends = match side {
             Side::Sender => Ends {
@@ -144,10 +145,10 @@ impl Mechanism for ShmbusThreads {
     }
     fn pair(&self, spec: &ChannelSpec) -> io::Result<Pair> {
         let cap = super::ring_slots(spec.msg_size) as u64;
-        let ping =
-            RawPublisher::<Arc<HeapRegion>>::on_heap(spec.msg_size as u32, cap).map_err(io_err)?;
-        let pong =
-            RawPublisher::<Arc<HeapRegion>>::on_heap(spec.msg_size as u32, cap).map_err(io_err)?;
+        let ping = Publisher::<[u8], Arc<HeapRegion>>::on_heap_bytes(spec.msg_size as u32, cap)
+            .map_err(io_err)?;
+        let pong = Publisher::<[u8], Arc<HeapRegion>>::on_heap_bytes(spec.msg_size as u32, cap)
+            .map_err(io_err)?;
         let mut receivers: Vec<Box<dyn Endpoint + Send>> = Vec::new();
         for _ in 0..spec.receivers {
             receivers.push(Box::new(Ends {

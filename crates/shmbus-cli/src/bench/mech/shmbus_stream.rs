@@ -16,8 +16,8 @@ use std::io;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use shmbus::stream::{Consumer, PopError, Producer, Wait};
-use shmbus::{CreateOptions, OpenOptions, WaitStrategy};
+use shmbus::{Consumer, PopError, Producer, Wait};
+use shmbus::{OpenOptions, WaitStrategy};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
 use crate::bench::Pattern;
@@ -33,7 +33,7 @@ const SEND_LIMIT: Duration = Duration::from_secs(10);
 fn capacity(msg_size: usize) -> Option<u64> {
     let record = (msg_size as u64).checked_add(8)?.next_multiple_of(8);
     let cap = record.checked_mul(4)?.checked_next_power_of_two()?;
-    Some(cap.max(4 << 20)).filter(|&c| c <= shmbus::layout::MAX_STREAM)
+    Some(cap.max(4 << 20)).filter(|&c| c <= shmbus::wire::MAX_STREAM)
 }
 
 fn io_err(e: impl std::fmt::Display) -> io::Error {
@@ -176,7 +176,7 @@ impl Mechanism for ShmbusStream {
             names.push(back(&token));
         }
         for name in names {
-            let opts = CreateOptions::new(cap).prefault(true);
+            let opts = shmbus::StreamOptions::new(cap).prefault(true);
             // Dropped at once: the creator's producer role is free again.
             Producer::create(&name, &opts).map_err(io_err)?;
             streams.names.push(name);
