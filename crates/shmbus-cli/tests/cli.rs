@@ -151,7 +151,7 @@ impl Proc {
     /// deadline.
     fn next_line(&self) -> Vec<u8> {
         let left = DEADLINE.saturating_sub(self.started.elapsed());
-        match self.stdout_lines.recv(shmbus::Wait::For(left)) {
+        match self.stdout_lines.recv_timeout(left) {
             Ok(line) => line,
             Err(RecvTimeoutError::Timeout) => {
                 panic!(

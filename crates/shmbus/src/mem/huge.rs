@@ -199,17 +199,13 @@ mod imp {
                         return Err(HugePageError::NotTmpfs {
                             path: path.to_owned(),
                             found: fs_name(magic),
-                        }
-                        .into());
+                        });
                     }
                     shmem_verdict(&read_sys(&format!("{THP}/shmem_enabled"))?)?;
                     let size = read_sys(&format!("{THP}/hpage_pmd_size"))?;
-                    size.parse().map_err(|_| {
-                        HugePageError::NoTransparent {
-                            path: PathBuf::from(format!("{THP}/hpage_pmd_size")),
-                            source: std::io::Error::other(format!("{size:?} is not a size")),
-                        }
-                        .into()
+                    size.parse().map_err(|_| HugePageError::NoTransparent {
+                        path: PathBuf::from(format!("{THP}/hpage_pmd_size")),
+                        source: std::io::Error::other(format!("{size:?} is not a size")),
                     })
                 }
                 HugePages::Hugetlbfs => {
@@ -218,8 +214,7 @@ mod imp {
                             path: path.to_owned(),
                             found: fs_name(magic),
                             mounts: hugetlbfs_mounts(),
-                        }
-                        .into());
+                        });
                     }
                     Ok(fs.f_bsize as u64)
                 }
