@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Fails (exit 1) if the top-level modules of a crate's src/ import each
+other in a cycle: layers must import only downward (docs/ARCHITECTURE.md).
+
+    python3 tools/modcycles.py crates/shmbus/src
+
+A module's imports are the `crate::NAME` paths in its files (comments,
+test-only files and loom models left out). Prints each cycle found.
+"""
+import os
+import re
+import sys
+
+
+def module_of(src, path):
+    top = os.path.relpath(path, src).split(os.sep)[0]
+    return top[:-3] if top.endswith(".rs") else top
+
+
+def imports(src):
+    deps = {}
+    for root, _, files in os.walk(src):
+        for name in files:
+            path = os.path.join(root, name)
+            if not name.endswith(".rs") or name == "tests.rs":
+                continue
+            mod = module_of(src, path)
+            if mod == "lib" or mod.startswith("loom"):
+                continue
+            text = open(path, encoding="utf-8").read()
+            text = re.sub(r"//[^\n]*", "", text)
+            found = set(re.findall(r"crate::(\w+)", text))
+            for group in re.findall(r"crate::\{([^}]*)\}", text):
+                found |= set(re.findall(r"(?:^|[,\s])(\w+)", group))
+            deps.setdefault(mod, set()).update(found - {mod, "self", "super"})
+    return deps
+
+
+def cycles(deps):
+    """Every strongly connected set of two or more modules (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(deps.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(deps):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: modcycles.py CRATE_SRC_DIR")
+    deps = imports(sys.argv[1])
+    found = cycles(deps)
+    for c in found:
+        print("import cycle: " + " <-> ".join(c))
+    print(f"{len(found)} import cycle(s) among {len(deps)} modules")
+    sys.exit(1 if found else 0)
+
+
+if __name__ == "__main__":
+    main()
