@@ -39,7 +39,6 @@ use shmbus::journal::{
 };
 use shmbus::{CreateOptions, Received, WaitStrategy};
 
-use crate::bench::clock::Source;
 use crate::error::CliError;
 
 /// One update: `key` now has value `val`; `sent_ns` is the publisher's
@@ -56,6 +55,13 @@ impl Keyed for Update {
     fn key(&self) -> u64 {
         self.key
     }
+}
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process of the
+/// machine, so a subscriber can subtract the publisher's `sent_ns`.
+fn monotonic_ns() -> u64 {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Arguments of `shmbus demo`.
@@ -604,26 +610,25 @@ fn publisher(a: &ChildArgs) -> Result<(), CliError> {
     if go.trim() != "GO" {
         return Ok(());
     }
-    let clock = Source::Monotonic;
     let pace = a.pace * 1000;
     let mut state = KeyedState::<Update>::new();
     let mut rng = 0x5eed;
     let mut sent: u64 = 0;
     let mut compaction: Option<(JournalStat, Instant)> = None;
-    let start = clock.now();
+    let start = monotonic_ns();
     for round in 1..=a.rounds {
         for _ in 0..a.updates {
             // Sleep to the next update's time: the updates of a sleep's
             // overshoot then go out back to back.
             let due = start + sent * pace;
-            let now = clock.now();
+            let now = monotonic_ns();
             if now < due {
                 std::thread::sleep(Duration::from_nanos(due - now));
             }
             let msg = Update {
                 key: next_key(&mut rng, a.keys),
                 val: sent,
-                sent_ns: clock.now(),
+                sent_ns: monotonic_ns(),
             };
             let seq = p
                 .publish(&msg)
@@ -728,7 +733,6 @@ fn subscriber(a: &ChildArgs) -> Result<(), CliError> {
     let opts = JoinOptions::default().wait(WaitStrategy::SpinFutex {
         spin: Duration::from_micros(50),
     });
-    let clock = Source::Monotonic;
     let t0 = Instant::now();
     let mut sub = JournalSubscriber::<Update>::join(&a.bus, &opts)
         .map_err(|e| fail("join")(e.to_string()))?;
@@ -745,7 +749,7 @@ fn subscriber(a: &ChildArgs) -> Result<(), CliError> {
             .recv_timeout(stall)
             .ok_or_else(|| CliError::runtime(format!("no update for {stall:?}")))?;
         let from_ring = sub.is_live();
-        let now = clock.now();
+        let now = monotonic_ns();
         let e = match got {
             Received::Message(e) => e,
             Received::Lagged { skipped } => {
