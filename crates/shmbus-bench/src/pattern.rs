@@ -5,10 +5,10 @@ use std::io;
 
 use hdrhistogram::Histogram;
 
-use super::clock::Source;
-use super::counters::{Counters, Delta};
-use super::mech::{marker, stamp, unstamp, Endpoint, Got};
-use super::Pattern;
+use crate::clock::Source;
+use crate::counters::{Counters, Delta};
+use crate::mech::{marker, stamp, unstamp, Endpoint, Got};
+use crate::Pattern;
 
 /// The least time a sender warms up for.
 const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(30);

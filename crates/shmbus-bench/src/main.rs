@@ -1,30 +1,66 @@
-//! `shmbus bench`: every way to move a message between processes, side by
+//! `shmbus-bench`: every way to move a message between processes, side by
 //! side, in one run.
 //!
 //! Method: the parent is the sender, pinned to the first CPU of `--cpus`;
-//! receivers are child processes re-executed from this binary (or threads,
-//! for in-process mechanisms), pinned to the others. For each case (pattern,
-//! message size, receivers) the mechanisms run one block each per round,
-//! round after round, the order rotating, so drift hits all alike. Every
-//! block warms up first; only the measured interval is timed and counted.
+//! receivers are child processes re-executed from this binary as its hidden
+//! `child` subcommand (or threads, for in-process mechanisms), pinned to the
+//! others. For each case (pattern, message size, receivers) the mechanisms
+//! run one block each per round, round after round, the order rotating, so
+//! drift hits all alike. Every block warms up first; only the measured
+//! interval is timed and counted.
 //! Latencies go into HDR histograms in clock ticks (see `clock`) and are
 //! converted to nanoseconds once, by the parent.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-pub mod clock;
-pub mod counters;
-pub mod mech;
-pub mod mpmc;
-pub mod pattern;
-pub mod plot;
-pub mod report;
+mod clock;
+mod counters;
+mod mech;
+mod mpmc;
+mod pattern;
+mod plot;
+mod report;
 
 use mech::{marker, stamp, ChannelSpec, Mechanism, Side};
 use pattern::{Plan, ReceiverReport, SenderReport};
+
+/// Measure shmbus against the kernel's IPC mechanisms and peer libraries.
+#[derive(clap::Parser, Debug)]
+#[command(name = "shmbus-bench", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+    #[command(subcommand)]
+    hidden: Option<Hidden>,
+}
+
+/// Subcommands the benchmark runs itself, never the user.
+#[derive(clap::Subcommand, Debug)]
+enum Hidden {
+    /// One side of a benchmark (run by `shmbus-bench` itself).
+    #[command(hide = true)]
+    Child(ChildArgs),
+}
+
+fn main() -> ExitCode {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let result = match &cli.hidden {
+        Some(Hidden::Child(args)) => run_child(args),
+        None => run(&cli.args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr().lock(), "shmbus-bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
 
 /// What a block measures.
 #[derive(
@@ -54,7 +90,7 @@ impl Pattern {
     }
 }
 
-/// Arguments of `shmbus bench`.
+/// Arguments of `shmbus-bench`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// A short run: under 60 s on a 2-core machine.
@@ -93,7 +129,7 @@ pub struct BenchArgs {
     pub mpmc: bool,
 }
 
-/// Arguments of the hidden `shmbus bench-child`: one receiver.
+/// Arguments of the hidden `shmbus-bench child`: one receiver.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ChildArgs {
     #[arg(long)]
@@ -129,7 +165,7 @@ fn find(name: &str) -> Result<&'static dyn Mechanism, String> {
     mech::all()
         .into_iter()
         .find(|m| m.name() == name)
-        .ok_or_else(|| format!("unknown mechanism {name:?}; `shmbus bench --list` names them"))
+        .ok_or_else(|| format!("unknown mechanism {name:?}; `shmbus-bench --list` names them"))
 }
 
 /// Pins the calling thread to `cpu`.
@@ -150,7 +186,7 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// Runs one receiver in this process (a child of `shmbus bench`).
+/// Runs one receiver in this process (a child of `shmbus-bench`).
 pub fn run_child(args: &ChildArgs) -> Result<(), String> {
     use std::io::Write;
     if let Some(cpu) = args.cpu {
@@ -297,7 +333,7 @@ impl Runner {
         let (lines_tx, lines) = mpsc::channel::<(usize, String)>();
         for i in 0..spec.receivers {
             let mut cmd = Command::new(&exe);
-            cmd.arg("bench-child")
+            cmd.arg("child")
                 .args(["--mechanism", name, "--pattern", plan.pattern.name()])
                 .args([
                     "--msg-size",

@@ -11,9 +11,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::mpmc::Row;
-use super::report::Figures;
-use super::Pattern;
+use crate::mpmc::Row;
+use crate::report::Figures;
+use crate::Pattern;
 
 const WIDTH: u32 = 1200;
 /// The panels' height; the legend strip below them adds a row per

@@ -7,10 +7,10 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde_json::{json, Value};
 
-use super::clock::Source;
-use super::mech::Mechanism;
-use super::pattern::{self, Plan};
-use super::{BenchArgs, Block, Case, Pattern, Runner};
+use crate::clock::Source;
+use crate::mech::Mechanism;
+use crate::pattern::{self, Plan};
+use crate::{BenchArgs, Block, Case, Pattern, Runner};
 
 /// A message that fits one cache line with its stamp (see `Case::only`).
 const ONE_LINE: usize = 16;
@@ -171,16 +171,16 @@ pub struct Figures {
     /// Measured messages lost, summed over receivers.
     pub lost: u64,
     /// Sender counters, summed.
-    pub sender: super::counters::Delta,
+    pub sender: crate::counters::Delta,
     /// Receiver counters, summed over receivers and rounds.
-    pub receiver: super::counters::Delta,
+    pub receiver: crate::counters::Delta,
     /// Messages the receivers got, summed.
     pub received: u64,
     /// Why it did not run, if it did not.
     pub skipped: Option<String>,
 }
 
-fn add(a: &mut super::counters::Delta, b: &super::counters::Delta) {
+fn add(a: &mut crate::counters::Delta, b: &crate::counters::Delta) {
     a.syscalls = match (a.syscalls, b.syscalls) {
         (Some(x), Some(y)) => Some(x + y),
         _ => None,
@@ -189,8 +189,8 @@ fn add(a: &mut super::counters::Delta, b: &super::counters::Delta) {
     a.involuntary += b.involuntary;
 }
 
-fn fresh_delta() -> super::counters::Delta {
-    super::counters::Delta {
+fn fresh_delta() -> crate::counters::Delta {
+    crate::counters::Delta {
         syscalls: Some(0),
         voluntary: 0,
         involuntary: 0,
@@ -277,7 +277,7 @@ impl Figures {
         median(&self.round_rate)
     }
 
-    fn per_msg(&self, d: &super::counters::Delta) -> (Option<f64>, f64, f64) {
+    fn per_msg(&self, d: &crate::counters::Delta) -> (Option<f64>, f64, f64) {
         let n = self.messages().max(1) as f64;
         (
             d.syscalls.map(|s| s as f64 / n),
@@ -372,7 +372,7 @@ pub fn run_all(
                 match runner.run_block(m, case, &plan) {
                     Ok(block) => figs[i].absorb(block, &plan, settings.ticks_per_ns)?,
                     Err(e) => {
-                        bar.suspend(|| eprintln!("shmbus bench: {e}"));
+                        bar.suspend(|| eprintln!("shmbus-bench: {e}"));
                         figs[i].skipped = Some(e);
                     }
                 }
@@ -406,7 +406,7 @@ const MEMCPY_PASSES: u32 = 5;
 /// is a best case, so each round keeps the fastest of a few passes: a pass
 /// that another process interrupted does not lower it.
 fn memcpy_block(f: &mut Figures, plan: &Plan, ticks_per_ns: f64) {
-    use super::mech::stamp;
+    use crate::mech::stamp;
     let size = plan.msg_size;
     let slots = (MEMCPY_RING / size).max(1);
     let mut msg = vec![0u8; size];
@@ -421,7 +421,7 @@ fn memcpy_block(f: &mut Figures, plan: &Plan, ticks_per_ns: f64) {
     for seq in 0..plan.warmup {
         copy(seq, &mut ring);
     }
-    let mut counters = super::counters::Counters::for_this_thread();
+    let mut counters = crate::counters::Counters::for_this_thread();
     let before = counters.snapshot();
     let mut best = 0.0f64;
     for _ in 0..MEMCPY_PASSES {
@@ -460,7 +460,7 @@ fn machine(settings: &Settings) -> Value {
         "clock": settings.clock.name(),
         "ticks_per_ns": settings.ticks_per_ns,
         "cpus_pinned": settings.cpus,
-        "syscalls_counted": super::counters::Counters::for_this_thread().counts_syscalls(),
+        "syscalls_counted": crate::counters::Counters::for_this_thread().counts_syscalls(),
     })
 }
 
@@ -473,7 +473,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
         })
     });
     let rate = f.msgs_per_sec();
-    let side = |d: &super::counters::Delta| {
+    let side = |d: &crate::counters::Delta| {
         let (s, v, i) = f.per_msg(d);
         json!({"syscalls_per_msg": s, "voluntary_cs_per_msg": v, "involuntary_cs_per_msg": i})
     };
@@ -502,7 +502,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
 /// its own top-level key, so readers of `results` see no change.
 pub fn emit(
     results: &[Figures],
-    mpmc: &[super::mpmc::Row],
+    mpmc: &[crate::mpmc::Row],
     settings: &Settings,
     args: &BenchArgs,
 ) -> Result<(), String> {
@@ -521,13 +521,13 @@ pub fn emit(
             },
             "results": results.iter().map(|f| result_json(f, t)).collect::<Vec<_>>(),
             "targets": targets,
-            "mpmc": if mpmc.is_empty() { Value::Null } else { super::mpmc::json(mpmc, settings.quick) },
+            "mpmc": if mpmc.is_empty() { Value::Null } else { crate::mpmc::json(mpmc, settings.quick) },
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
         std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &args.plot {
-        super::plot::write(results, mpmc, t, path)?;
+        crate::plot::write(results, mpmc, t, path)?;
     }
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! The mechanisms `shmbus bench` compares, each a small adapter behind
+//! The mechanisms `shmbus-bench` compares, each a small adapter behind
 //! [`Mechanism`]: adding one is one file and one line in [`all`].
 //!
 //! A run has one sender (the parent process, or a thread) and one or more
@@ -83,7 +83,7 @@ pub trait Mechanism: Sync {
         false
     }
     /// Whether it can run `pattern` at `msg_size`: `Err` says why not.
-    fn supports(&self, pattern: super::Pattern, msg_size: usize) -> Result<(), String> {
+    fn supports(&self, pattern: crate::Pattern, msg_size: usize) -> Result<(), String> {
         let _ = (pattern, msg_size);
         Ok(())
     }

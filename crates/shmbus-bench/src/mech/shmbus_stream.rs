@@ -20,7 +20,7 @@ use shmbus::stream::{Consumer, PopError, Producer, Wait};
 use shmbus::{CreateOptions, OpenOptions, WaitStrategy};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::Pattern;
 
 /// The stream between processes.
 pub struct ShmbusStream;

@@ -4,7 +4,7 @@
 //!
 //! Publish cost is the time a publisher spends in a loop of N publishes (64
 //! B messages, no subscriber), divided by N. "2 processes" runs two
-//! publisher processes at once on one bus (each a `bench-child` of this
+//! publisher processes at once on one bus (each a hidden `child` of this
 //! binary) and reports the mean of their per-message costs: the claim's
 //! cache line then bounces between two cores, which is what MPMC costs.
 //! The two start together (each warms up, says READY, and waits for GO on
@@ -33,7 +33,7 @@ use shmbus::{
 
 type Msg = [u64; 8];
 
-/// The `--mechanism` name `bench-child` takes for one publisher process.
+/// The `--mechanism` name `child` takes for one publisher process.
 pub const CHILD: &str = "shmbus-mp-publisher";
 
 /// One line of the table.
@@ -110,7 +110,7 @@ fn now(clock: rustix::time::ClockId) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The body of one publisher process (`bench-child --mechanism
+/// The body of one publisher process (`child --mechanism
 /// shmbus-mp-publisher --token BUS --count N`): warms up, prints `READY`,
 /// waits for a line on stdin, then publishes N messages and prints `ns=`
 /// (wall) `cpu_ns=` (thread CPU time), both per message, and the loop's
@@ -195,13 +195,7 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], String> {
     let mut children = (0..2)
         .map(|i| {
             Command::new(&exe)
-                .args([
-                    "bench-child",
-                    "--mechanism",
-                    CHILD,
-                    "--pattern",
-                    "throughput",
-                ])
+                .args(["child", "--mechanism", CHILD, "--pattern", "throughput"])
                 .args(["--msg-size", "64", "--receivers", "2", "--index"])
                 .arg(i.to_string())
                 .args(["--token", &name, "--prefix", "mpmc", "--warmup", "0"])
