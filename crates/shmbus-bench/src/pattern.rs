@@ -5,10 +5,10 @@ use std::io;
 
 use hdrhistogram::Histogram;
 
+use crate::case::Pattern;
 use crate::clock::Source;
 use crate::counters::{Counters, Delta};
 use crate::mech::{marker, stamp, unstamp, Endpoint, Got};
-use crate::Pattern;
 
 /// The least time a sender warms up for.
 const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(30);
@@ -28,6 +28,14 @@ pub struct Plan {
     pub pace: u64,
     /// The clock both sides read.
     pub clock: Source,
+}
+
+/// One block's raw outcome.
+pub struct Block {
+    /// The sender's side.
+    pub sender: SenderReport,
+    /// Each receiver's side.
+    pub receivers: Vec<ReceiverReport>,
 }
 
 /// The sender's side of a block.

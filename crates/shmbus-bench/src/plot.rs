@@ -11,9 +11,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::case::Pattern;
+use crate::figures::Figures;
 use crate::mpmc::Row;
-use crate::report::Figures;
-use crate::Pattern;
 
 const WIDTH: u32 = 1200;
 /// The panels' height; the legend strip below them adds a row per

@@ -7,7 +7,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// The bare cache-line ping-pong.
 pub struct Floor;

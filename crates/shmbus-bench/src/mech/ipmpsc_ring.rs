@@ -19,7 +19,7 @@ use std::time::Duration;
 use ipmpsc::{Receiver, Sender, SharedRingBuffer, ZeroCopyContext};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// ipmpsc's shared-memory ring between processes.
 pub struct Ipmpsc;

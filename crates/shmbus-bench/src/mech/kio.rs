@@ -373,7 +373,7 @@ mod tests {
         marker, mq::Mq, pipe::Pipe, stamp, tcp::Tcp, tcp::TcpNagle, udp::Udp, uds::Uds, unstamp,
         ChannelSpec, Got, Mechanism, Side,
     };
-    use crate::Pattern;
+    use crate::case::Pattern;
 
     const ALL: [&(dyn Mechanism + 'static); 6] = [&Pipe, &Uds, &Tcp, &TcpNagle, &Udp, &Mq];
 

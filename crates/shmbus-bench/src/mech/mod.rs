@@ -83,7 +83,7 @@ pub trait Mechanism: Sync {
         false
     }
     /// Whether it can run `pattern` at `msg_size`: `Err` says why not.
-    fn supports(&self, pattern: crate::Pattern, msg_size: usize) -> Result<(), String> {
+    fn supports(&self, pattern: crate::case::Pattern, msg_size: usize) -> Result<(), String> {
         let _ = (pattern, msg_size);
         Ok(())
     }
@@ -124,6 +124,14 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &ipmpsc_ring::Ipmpsc,
         &photon::PhotonRing,
     ]
+}
+
+/// The mechanism called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Mechanism, String> {
+    all()
+        .into_iter()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| format!("unknown mechanism {name:?}; `shmbus-bench --list` names them"))
 }
 
 /// Slots of a ring of messages: enough for ~4 MiB, between 64 and 16384.

@@ -29,7 +29,7 @@ use nix::sys::time::TimeSpec;
 
 use super::kio::Patience;
 use super::{marker, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// POSIX message queues, one each way per receiver.
 pub struct Mq;

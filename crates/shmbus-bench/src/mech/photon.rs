@@ -16,7 +16,7 @@ use std::io;
 use ::photon_ring::{channel, Publisher, Subscriber, TryRecvError};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// photon-ring's SPMC channel between threads.
 pub struct PhotonRing;

@@ -20,7 +20,7 @@ use shmbus::stream::{Consumer, PopError, Producer, Wait};
 use shmbus::{CreateOptions, OpenOptions, WaitStrategy};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// The stream between processes.
 pub struct ShmbusStream;

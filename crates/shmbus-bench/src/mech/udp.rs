@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::kio::{self, Handed, Patience};
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::Pattern;
+use crate::case::Pattern;
 
 /// UDP datagrams over loopback.
 pub struct Udp;
