@@ -5,13 +5,14 @@ use std::io::Write;
 
 use crate::args::ChildArgs;
 use crate::case::Pattern;
+use crate::error::BenchError;
 use crate::mech::{self, ChannelSpec, Side};
 use crate::pattern::{self, Plan};
 use crate::runner::BLOCK_LIMIT;
 use crate::{clock, cpu, mpmc};
 
 /// Runs one receiver in this process (a child of `shmbus-bench`).
-pub fn run_child(args: &ChildArgs) -> Result<(), String> {
+pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
     if let Some(cpu) = args.cpu {
         cpu::pin(cpu)?;
     }
@@ -20,7 +21,9 @@ pub fn run_child(args: &ChildArgs) -> Result<(), String> {
         return mpmc::run_publisher_child(&args.token, args.count);
     }
     let m = mech::find(&args.mechanism)?;
-    let clock = clock::Source::parse(&args.clock).ok_or("bad clock")?;
+    let clock = clock::Source::parse(&args.clock).ok_or_else(|| BenchError::UnknownClock {
+        found: args.clock.clone(),
+    })?;
     let spec = ChannelSpec {
         msg_size: args.msg_size,
         receivers: args.receivers,
@@ -37,16 +40,26 @@ pub fn run_child(args: &ChildArgs) -> Result<(), String> {
     };
     let mut ep = m
         .open(&args.token, Side::Receiver(args.index), &spec)
-        .map_err(|e| format!("{}: open: {e}", m.name()))?;
+        .map_err(|source| BenchError::Mechanism {
+            mechanism: m.name(),
+            stage: "open",
+            source,
+        })?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "READY")
         .and_then(|_| out.flush())
-        .map_err(|e| e.to_string())?;
-    let report =
-        pattern::receive(ep.as_mut(), &plan).map_err(|e| format!("{}: receive: {e}", m.name()))?;
+        .map_err(BenchError::Stdout)?;
+    let report = pattern::receive(ep.as_mut(), &plan).map_err(|source| BenchError::Mechanism {
+        mechanism: m.name(),
+        stage: "receive",
+        source,
+    })?;
     drop(ep);
-    let line = serde_json::to_string(&report).map_err(|e| e.to_string())?;
+    let line = serde_json::to_string(&report).map_err(|source| BenchError::Encode {
+        what: "the receiver's report",
+        source,
+    })?;
     writeln!(out, "REPORT {line}")
         .and_then(|_| out.flush())
-        .map_err(|e| e.to_string())
+        .map_err(BenchError::Stdout)
 }

@@ -1,12 +1,13 @@
 //! Pinning to CPUs: the sender to the first of `--cpus`, receivers to the
 //! others, so every block runs on the same cores.
 
+use crate::error::BenchError;
+
 /// Pins the calling thread to `cpu`.
-pub fn pin(cpu: usize) -> Result<(), String> {
+pub fn pin(cpu: usize) -> Result<(), BenchError> {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu);
-    rustix::thread::sched_setaffinity(None, &set)
-        .map_err(|e| format!("cannot pin to CPU {cpu}: {e}"))
+    rustix::thread::sched_setaffinity(None, &set).map_err(|source| BenchError::Pin { cpu, source })
 }
 
 /// The CPUs this process may run on.

@@ -6,6 +6,7 @@ use hdrhistogram::Histogram;
 
 use crate::case::{Case, Pattern};
 use crate::counters::Delta;
+use crate::error::BenchError;
 use crate::mech::Mechanism;
 use crate::pattern::{self, Block, Plan};
 
@@ -80,13 +81,18 @@ impl Figures {
     }
 
     /// Adds one block's outcome.
-    pub fn absorb(&mut self, block: Block, plan: &Plan, ticks_per_ns: f64) -> Result<(), String> {
+    pub fn absorb(
+        &mut self,
+        block: Block,
+        plan: &Plan,
+        ticks_per_ns: f64,
+    ) -> Result<(), BenchError> {
         let mut round: Option<Histogram<u64>> = block.sender.rtt;
         for r in &block.receivers {
             if let Some(hex) = &r.latency {
                 let h = pattern::deserialize(hex)?;
                 match round.as_mut() {
-                    Some(acc) => acc.add(&h).map_err(|e| format!("{e:?}"))?,
+                    Some(acc) => acc.add(&h).map_err(BenchError::HistogramMerge)?,
                     None => round = Some(h),
                 }
             }
@@ -103,7 +109,7 @@ impl Figures {
                 self.round_p50.push(h.value_at_quantile(0.5));
             }
             match self.latency.as_mut() {
-                Some(acc) => acc.add(&h).map_err(|e| format!("{e:?}"))?,
+                Some(acc) => acc.add(&h).map_err(BenchError::HistogramMerge)?,
                 None => self.latency = Some(h),
             }
         }

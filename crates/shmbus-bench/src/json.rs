@@ -7,6 +7,7 @@ use serde_json::{json, Value};
 
 use crate::case::Pattern;
 use crate::counters::{Counters, Delta};
+use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::mpmc;
 use crate::settings::Settings;
@@ -18,7 +19,7 @@ pub fn write(
     mpmc: &[mpmc::Row],
     settings: &Settings,
     targets: &[Value],
-) -> Result<(), String> {
+) -> Result<(), BenchError> {
     let t = settings.ticks_per_ns;
     let doc = json!({
         "schema": "shmbus-bench/1",
@@ -32,8 +33,14 @@ pub fn write(
         "targets": targets,
         "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
     });
-    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
+        what: "the results",
+        source,
+    })?;
+    std::fs::write(path, text).map_err(|source| BenchError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 fn machine(settings: &Settings) -> Value {

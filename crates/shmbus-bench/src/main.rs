@@ -20,6 +20,7 @@ mod child;
 mod clock;
 mod counters;
 mod cpu;
+mod error;
 mod figures;
 mod json;
 mod mech;
@@ -38,6 +39,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use args::{BenchArgs, ChildArgs};
+use error::BenchError;
 use mech::Mechanism;
 use runner::Runner;
 
@@ -70,14 +72,16 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             use std::io::Write;
-            let _ = writeln!(std::io::stderr().lock(), "shmbus-bench: {e}");
-            ExitCode::FAILURE
+            // One line, whatever a path or a child's message held.
+            let line = e.to_string().replace('\n', "\\n");
+            let _ = writeln!(std::io::stderr().lock(), "shmbus-bench: {line}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
 
 /// Runs the benchmark; the error is one line for the user.
-pub fn run(args: &BenchArgs) -> Result<(), String> {
+pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     if args.list {
         for m in mech::all() {
             let place = if m.in_process() {
@@ -89,11 +93,11 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         }
         return Ok(());
     }
-    if args.msg_size < 16 {
-        return Err(format!(
-            "--msg-size {} is too small: messages carry a 16-byte header",
-            args.msg_size
-        ));
+    if args.msg_size < mech::HEADER {
+        return Err(BenchError::MsgSizeTooSmall {
+            found: args.msg_size,
+            expected: mech::HEADER,
+        });
     }
     let mechanisms: Vec<&'static dyn Mechanism> = match &args.mechanisms {
         Some(names) => names
@@ -103,7 +107,7 @@ pub fn run(args: &BenchArgs) -> Result<(), String> {
         None => mech::all(),
     };
     let cpus = match &args.cpus {
-        Some(c) if c.is_empty() => return Err("--cpus needs at least one CPU".into()),
+        Some(c) if c.is_empty() => return Err(BenchError::NoCpus),
         Some(c) => c.clone(),
         None => cpu::allowed_cpus().into_iter().take(2).collect(),
     };

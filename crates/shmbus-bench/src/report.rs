@@ -2,6 +2,7 @@
 //! JSON and SVG files when asked for.
 
 use crate::args::BenchArgs;
+use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::mpmc;
 use crate::settings::Settings;
@@ -15,7 +16,7 @@ pub fn emit(
     mpmc: &[mpmc::Row],
     settings: &Settings,
     args: &BenchArgs,
-) -> Result<(), String> {
+) -> Result<(), BenchError> {
     let t = settings.ticks_per_ns;
     let targets = targets::targets(results, t);
     table::print_tables(results, settings);

@@ -2,6 +2,7 @@
 //! the order rotating, with a progress bar on stderr.
 
 use crate::case::Pattern;
+use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::mech::Mechanism;
 use crate::memcpy::{self, MEMCPY};
@@ -14,7 +15,7 @@ pub fn run_all(
     runner: &mut Runner,
     mechanisms: &[&'static dyn Mechanism],
     settings: &Settings,
-) -> Result<Vec<Figures>, String> {
+) -> Result<Vec<Figures>, BenchError> {
     let mut all = Vec::new();
     let mut total = 0u64;
     let mut per_case = Vec::new();
@@ -26,7 +27,7 @@ pub fn run_all(
                     "only shared-memory rows run at {} B",
                     case.msg_size
                 ));
-            } else if let Err(why) = m.supports(case.pattern, case.msg_size) {
+            } else if let Some(why) = m.unsupported(case.pattern, case.msg_size) {
                 f.skipped = Some(why);
             } else {
                 total += u64::from(settings.rounds);
@@ -71,7 +72,7 @@ pub fn run_all(
                     Ok(block) => figs[i].absorb(block, &plan, settings.ticks_per_ns)?,
                     Err(e) => {
                         bar.suspend(|| eprintln!("shmbus-bench: {e}"));
-                        figs[i].skipped = Some(e);
+                        figs[i].skipped = Some(e.to_string());
                     }
                 }
                 bar.inc(1);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::case::{Case, Pattern};
 use crate::cpu::pin;
+use crate::error::BenchError;
 use crate::mech::{self, marker, stamp, ChannelSpec, Mechanism, Side};
 use crate::pattern::{self, Block, Plan, ReceiverReport};
 
@@ -43,7 +44,7 @@ impl Runner {
         m: &dyn Mechanism,
         case: &Case,
         plan: &Plan,
-    ) -> Result<Block, String> {
+    ) -> Result<Block, BenchError> {
         self.blocks += 1;
         mech::set_deadline(BLOCK_LIMIT);
         let spec = ChannelSpec {
@@ -64,8 +65,16 @@ impl Runner {
         m: &dyn Mechanism,
         spec: &ChannelSpec,
         plan: &Plan,
-    ) -> Result<Block, String> {
-        let (mut tx, rxs) = m.pair(spec).map_err(|e| format!("{}: {e}", m.name()))?;
+    ) -> Result<Block, BenchError> {
+        let mechanism = m.name();
+        let failed = |stage| {
+            move |source| BenchError::Mechanism {
+                mechanism,
+                stage,
+                source,
+            }
+        };
+        let (mut tx, rxs) = m.pair(spec).map_err(failed("set up"))?;
         let ready = std::sync::Arc::new(std::sync::Barrier::new(rxs.len() + 1));
         let handles: Vec<_> = rxs
             .into_iter()
@@ -77,23 +86,21 @@ impl Runner {
                         let _ = pin(cpu);
                     }
                     ready.wait();
-                    pattern::receive(rx.as_mut(), &plan).map_err(|e| e.to_string())
+                    pattern::receive(rx.as_mut(), &plan)
                 })
             })
             .collect();
         ready.wait();
-        let sender =
-            pattern::send(tx.as_mut(), plan).map_err(|e| format!("{}: send: {e}", m.name()))?;
+        let sender = pattern::send(tx.as_mut(), plan).map_err(failed("send"))?;
         let mut stop = vec![0u8; spec.msg_size];
         stamp(&mut stop, marker::STOP, 0);
-        tx.send(&stop)
-            .map_err(|e| format!("{}: stop: {e}", m.name()))?;
+        tx.send(&stop).map_err(failed("stop"))?;
         let mut receivers = Vec::new();
         for h in handles {
-            receivers.push(
-                h.join()
-                    .map_err(|_| format!("{}: receiver thread panicked", m.name()))??,
-            );
+            let report = h
+                .join()
+                .map_err(|_| BenchError::ReceiverPanicked { mechanism })?;
+            receivers.push(report.map_err(failed("receive"))?);
         }
         Ok(Block { sender, receivers })
     }
@@ -103,11 +110,18 @@ impl Runner {
         m: &dyn Mechanism,
         spec: &ChannelSpec,
         plan: &Plan,
-    ) -> Result<Block, String> {
+    ) -> Result<Block, BenchError> {
         let name = m.name();
-        let resources = m.setup(spec).map_err(|e| format!("{name}: setup: {e}"))?;
+        let failed = |stage| {
+            move |source| BenchError::Mechanism {
+                mechanism: name,
+                stage,
+                source,
+            }
+        };
+        let resources = m.setup(spec).map_err(failed("setup"))?;
         let token = resources.token();
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+        let exe = std::env::current_exe().map_err(BenchError::CurrentExe)?;
         let mut children = Vec::new();
         let (lines_tx, lines) = mpsc::channel::<(usize, String)>();
         for i in 0..spec.receivers {
@@ -146,7 +160,10 @@ impl Runner {
             if let Some(cpu) = self.receiver_cpu(i) {
                 cmd.args(["--cpu", &cpu.to_string()]);
             }
-            let mut child = cmd.spawn().map_err(|e| format!("{name}: spawn: {e}"))?;
+            let mut child = cmd.spawn().map_err(|source| BenchError::Spawn {
+                what: format!("a {name} receiver"),
+                source,
+            })?;
             let out = child.stdout.take().expect("piped");
             let tx = lines_tx.clone();
             std::thread::spawn(move || {
@@ -161,9 +178,7 @@ impl Runner {
         drop(lines_tx);
         let deadline = Instant::now() + BLOCK_LIMIT;
         let result = (|| {
-            let mut ep = m
-                .open(&token, Side::Sender, spec)
-                .map_err(|e| format!("{name}: open: {e}"))?;
+            let mut ep = m.open(&token, Side::Sender, spec).map_err(failed("open"))?;
             let mut reports: Vec<Option<ReceiverReport>> =
                 (0..spec.receivers).map(|_| None).collect();
             let mut ready = 0;
@@ -173,8 +188,7 @@ impl Runner {
                     ready += 1;
                 }
             }
-            let sender =
-                pattern::send(ep.as_mut(), plan).map_err(|e| format!("{name}: send: {e}"))?;
+            let sender = pattern::send(ep.as_mut(), plan).map_err(failed("send"))?;
             // STOP, again every 50 ms until every child reported: a lossy
             // mechanism may drop it.
             let mut stop = vec![0u8; spec.msg_size];
@@ -187,11 +201,17 @@ impl Runner {
                     match lines.recv_timeout(until.saturating_duration_since(Instant::now())) {
                         Ok((i, line)) => {
                             if let Some(json) = line.strip_prefix("REPORT ") {
-                                reports[i] = Some(
-                                    serde_json::from_str(json)
-                                        .map_err(|e| format!("{name}: report: {e}"))?,
-                                );
-                                reported += 1;
+                                let report = serde_json::from_str(json).map_err(|source| {
+                                    BenchError::BadReport {
+                                        mechanism: name,
+                                        source,
+                                    }
+                                })?;
+                                // Counted once per receiver, so every slot is
+                                // filled when the count is reached.
+                                if reports[i].replace(report).is_none() {
+                                    reported += 1;
+                                }
                             }
                         }
                         Err(_) if Instant::now() < deadline => break,
@@ -246,15 +266,15 @@ fn next_line(
     lines: &mpsc::Receiver<(usize, String)>,
     deadline: Instant,
     children: &mut [Watched],
-    name: &str,
-) -> Result<(usize, String), String> {
+    name: &'static str,
+) -> Result<(usize, String), BenchError> {
     lines
         .recv_timeout(deadline.saturating_duration_since(Instant::now()))
         .map_err(|_| child_failure(name, children))
 }
 
 /// Kills the children and says what the first one that failed printed.
-fn child_failure(name: &str, children: &mut [Watched]) -> String {
+fn child_failure(name: &'static str, children: &mut [Watched]) -> BenchError {
     use std::io::Read;
     let mut why = String::from("timed out");
     for c in children.iter_mut() {
@@ -265,9 +285,13 @@ fn child_failure(name: &str, children: &mut [Watched]) -> String {
             let _ = pipe.read_to_string(&mut err);
         }
         if let Some(line) = err.lines().rev().find(|l| !l.trim().is_empty()) {
-            why = line.trim().to_owned();
+            // The child's own `main` put our prefix on it.
+            why = line.trim().trim_start_matches("shmbus-bench: ").to_owned();
             break;
         }
     }
-    format!("{name}: receiver failed: {why}")
+    BenchError::ReceiverFailed {
+        mechanism: name,
+        why,
+    }
 }
