@@ -136,3 +136,12 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     };
     report::emit(&results, &mpmc_rows, &settings, args)
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definitions_are_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}
