@@ -5,7 +5,7 @@
 # past its bound). Prints the figures.
 #
 # Bounded: the release build reuses the library and dependencies that
-# `bench --quick` built; the run took 38 s on 2 cores (256-byte messages),
+# `shmbus-bench --quick` built; the run took 38 s on 2 cores (256-byte messages),
 # and `timeout` ends it at 10 minutes whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -53,6 +53,19 @@ impl CliError {
     }
 }
 
+/// The message alone, without the `shmbus: ` prefix `report` adds. clap
+/// shows it this way when a value parser (such as `--timeout`'s) fails.
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Usage(msg) | CliError::Runtime(msg) => f.write_str(msg),
+            CliError::StdoutClosed => f.write_str("the reader of standard output went away"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {}
+
 /// Writes `shmbus: MSG` to stderr as exactly one line. Uses `writeln!`
 /// rather than `eprintln!`, which panics if stderr itself is closed.
 pub fn print_error(msg: &str) {

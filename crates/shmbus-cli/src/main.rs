@@ -1,12 +1,12 @@
 //! `shmbus`: create, feed, watch and clean up shared-memory buses from the
-//! shell, and benchmark them.
+//! shell, and play the late-join demo. (The benchmark is its own binary,
+//! `shmbus-bench`, so that installing `shmbus` builds none of its peers.)
 //!
 //! Every error is one line on stderr, `shmbus: ...`, with exit code 2 for a
 //! usage error or bad input and 1 for a failure at run time (see `error`).
 //! That holds for clap's own usage errors too, which are flattened to one
 //! line; `--help` and `--version` print as clap makes them.
 
-mod bench;
 mod cmd;
 mod error;
 mod out;
@@ -43,8 +43,6 @@ enum Command {
     Clean(clean::CleanArgs),
     /// Remove one bus.
     Rm(clean::RmArgs),
-    /// Measure shmbus against the kernel's IPC mechanisms.
-    Bench(bench::BenchArgs),
     /// The late-join scenario: a journaled publisher of key/value updates, two
     /// live subscribers and a late joiner that is killed and rejoins; prints
     /// per-round latency and checks every subscriber ends with the
@@ -53,9 +51,6 @@ enum Command {
     /// One process of the demo (run by `demo` itself).
     #[command(hide = true)]
     DemoChild(demo::ChildArgs),
-    /// One side of a benchmark (run by `bench` itself).
-    #[command(hide = true)]
-    BenchChild(bench::ChildArgs),
 }
 
 fn main() -> ExitCode {
@@ -80,8 +75,6 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoChild(args) => demo::run_child(args),
-        Command::Bench(args) => bench::run(args).map_err(CliError::Runtime),
-        Command::BenchChild(args) => bench::run_child(args).map_err(CliError::Runtime),
     }
 }
 

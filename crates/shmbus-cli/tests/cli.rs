@@ -1059,7 +1059,7 @@ fn usage_errors_are_one_line_with_exit_code_2() {
 fn help_and_version_succeed() {
     let help = shmbus(&["--help"]);
     assert!(help.assert_success().stdout().contains("create"));
-    assert!(!help.stdout().contains("bench-child"), "hidden");
+    assert!(!help.stdout().contains("demo-child"), "hidden");
     let version = shmbus(&["--version"]);
     assert!(version.assert_success().stdout().starts_with("shmbus "));
 }

@@ -87,8 +87,9 @@ pub struct Timeout {
     pub duration: Duration,
 }
 
-pub fn parse_timeout(s: &str) -> Result<Timeout, String> {
-    let bad = || format!("{s:?} is not a number of seconds (like 2 or 0.5)");
+/// Parses `--timeout` (clap's value parser for it).
+pub fn parse_timeout(s: &str) -> Result<Timeout, CliError> {
+    let bad = || CliError::usage(format!("{s:?} is not a number of seconds (like 2 or 0.5)"));
     let secs: f64 = s.trim().parse().map_err(|_| bad())?;
     // Rejects negative, NaN, infinite and absurdly large values.
     let duration = Duration::try_from_secs_f64(secs).map_err(|_| bad())?;

@@ -7,7 +7,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// The bare cache-line ping-pong.
 pub struct Floor;
@@ -100,10 +100,10 @@ impl Mechanism for Floor {
     fn describe(&self) -> &'static str {
         "bare cache-line ping-pong through shared memory (the physical limit)"
     }
-    fn supports(&self, pattern: Pattern, _msg_size: usize) -> Result<(), String> {
+    fn unsupported(&self, pattern: Pattern, _msg_size: usize) -> Option<String> {
         match pattern {
-            Pattern::Pingpong => Ok(()),
-            _ => Err("a bare cache line carries no payload".into()),
+            Pattern::Pingpong => None,
+            _ => Some("a bare cache line carries no payload".into()),
         }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
@@ -165,8 +165,8 @@ impl Mechanism for Floor2 {
     fn describe(&self) -> &'static str {
         "the floor for two cache lines a message (what a 64 B message and its stamp occupy)"
     }
-    fn supports(&self, pattern: Pattern, msg_size: usize) -> Result<(), String> {
-        Floor.supports(pattern, msg_size)
+    fn unsupported(&self, pattern: Pattern, msg_size: usize) -> Option<String> {
+        Floor.unsupported(pattern, msg_size)
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         Floor.setup(spec)

@@ -5,10 +5,11 @@ use std::io;
 
 use hdrhistogram::Histogram;
 
-use super::clock::Source;
-use super::counters::{Counters, Delta};
-use super::mech::{marker, stamp, unstamp, Endpoint, Got};
-use super::Pattern;
+use crate::case::Pattern;
+use crate::clock::Source;
+use crate::counters::{Counters, Delta};
+use crate::error::BenchError;
+use crate::mech::{marker, stamp, unstamp, Endpoint, Got};
 
 /// The least time a sender warms up for.
 const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(30);
@@ -28,6 +29,14 @@ pub struct Plan {
     pub pace: u64,
     /// The clock both sides read.
     pub clock: Source,
+}
+
+/// One block's raw outcome.
+pub struct Block {
+    /// The sender's side.
+    pub sender: SenderReport,
+    /// Each receiver's side.
+    pub receivers: Vec<ReceiverReport>,
 }
 
 /// The sender's side of a block.
@@ -199,13 +208,13 @@ pub fn serialize(h: &Histogram<u64>) -> String {
 }
 
 /// The inverse of [`serialize`].
-pub fn deserialize(hex: &str) -> Result<Histogram<u64>, String> {
+pub fn deserialize(hex: &str) -> Result<Histogram<u64>, BenchError> {
     let bytes: Result<Vec<u8>, _> = (0..hex.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(hex.get(i..i + 2).unwrap_or("zz"), 16))
         .collect();
-    let bytes = bytes.map_err(|e| format!("bad histogram hex: {e}"))?;
+    let bytes = bytes.map_err(BenchError::HistogramHex)?;
     hdrhistogram::serialization::Deserializer::new()
         .deserialize(&mut &bytes[..])
-        .map_err(|e| format!("bad histogram: {e:?}"))
+        .map_err(BenchError::HistogramDecode)
 }

@@ -20,7 +20,7 @@ use shmbus::{Consumer, PopError, Producer, Wait};
 use shmbus::{OpenOptions, WaitStrategy};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// The stream between processes.
 pub struct ShmbusStream;
@@ -156,10 +156,10 @@ impl Mechanism for ShmbusStream {
     fn describe(&self) -> &'static str {
         "shmbus lossless SPSC stream between processes (/dev/shm, one per receiver, busy-poll)"
     }
-    fn supports(&self, _pattern: Pattern, msg_size: usize) -> Result<(), String> {
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
         match capacity(msg_size) {
-            Some(_) => Ok(()),
-            None => Err("the ring would be larger than a stream may be".into()),
+            Some(_) => None,
+            None => Some("the ring would be larger than a stream may be".into()),
         }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use super::kio::{self, Handed, Patience};
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// UDP datagrams over loopback.
 pub struct Udp;
@@ -217,11 +217,8 @@ impl Mechanism for Udp {
     fn describe(&self) -> &'static str {
         "UDP datagrams over loopback, one socket per receiver, 4 MiB buffers (lossy)"
     }
-    fn supports(&self, _pattern: Pattern, msg_size: usize) -> Result<(), String> {
-        if msg_size > MAX_DATAGRAM {
-            return Err(format!("UDP datagrams are at most {MAX_DATAGRAM} bytes"));
-        }
-        Ok(())
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
+        (msg_size > MAX_DATAGRAM).then(|| format!("UDP datagrams are at most {MAX_DATAGRAM} bytes"))
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         if spec.msg_size > MAX_DATAGRAM {

@@ -1,4 +1,4 @@
-//! The mechanisms `shmbus bench` compares, each a small adapter behind
+//! The mechanisms `shmbus-bench` compares, each a small adapter behind
 //! [`Mechanism`]: adding one is one file and one line in [`all`].
 //!
 //! A run has one sender (the parent process, or a thread) and one or more
@@ -8,6 +8,8 @@
 //! clock (see `clock`). Receivers answer on the way back only in pingpong.
 
 use std::io;
+
+use crate::error::BenchError;
 
 pub mod floor;
 pub mod iceoryx2_pubsub;
@@ -82,10 +84,10 @@ pub trait Mechanism: Sync {
     fn in_process(&self) -> bool {
         false
     }
-    /// Whether it can run `pattern` at `msg_size`: `Err` says why not.
-    fn supports(&self, pattern: super::Pattern, msg_size: usize) -> Result<(), String> {
+    /// Why it cannot run `pattern` at `msg_size`; `None` if it can.
+    fn unsupported(&self, pattern: crate::case::Pattern, msg_size: usize) -> Option<String> {
         let _ = (pattern, msg_size);
-        Ok(())
+        None
     }
     /// Cross-process: creates what the channel needs, before the children
     /// start.
@@ -126,6 +128,21 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
     ]
 }
 
+/// The mechanism called `name`.
+pub fn find(name: &str) -> Result<&'static dyn Mechanism, BenchError> {
+    all()
+        .into_iter()
+        .find(|m| m.name() == name)
+        .ok_or_else(|| BenchError::UnknownMechanism {
+            found: name.to_owned(),
+            expected: all()
+                .iter()
+                .map(|m| m.name())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
+}
+
 /// Slots of a ring of messages: enough for ~4 MiB, between 64 and 16384.
 /// Every ring-backed mechanism is sized by this one rule, so none wins by
 /// having more room than another.
@@ -144,6 +161,10 @@ pub mod marker {
     /// The run is over; receivers report and exit.
     pub const STOP: u64 = u64::MAX;
 }
+
+/// Bytes of the header every message starts with: the sequence, then the
+/// timestamp.
+pub const HEADER: usize = 16;
 
 /// Writes the header (sequence, timestamp) into a message buffer.
 #[inline(always)]

@@ -4,7 +4,7 @@
 //!
 //! Publish cost is the time a publisher spends in a loop of N publishes (64
 //! B messages, no subscriber), divided by N. "2 processes" runs two
-//! publisher processes at once on one bus (each a `bench-child` of this
+//! publisher processes at once on one bus (each a hidden `child` of this
 //! binary) and reports the mean of their per-message costs: the claim's
 //! cache line then bounces between two cores, which is what MPMC costs.
 //! The two start together (each warms up, says READY, and waits for GO on
@@ -31,9 +31,11 @@ use shmbus::{
     WaitStrategy,
 };
 
+use crate::error::BenchError;
+
 type Msg = [u64; 8];
 
-/// The `--mechanism` name `bench-child` takes for one publisher process.
+/// The `--mechanism` name `child` takes for one publisher process.
 pub const CHILD: &str = "shmbus-mp-publisher";
 
 /// One line of the table.
@@ -93,6 +95,19 @@ impl Drop for Gone {
     }
 }
 
+/// The error for bus `name`, which could not be created.
+fn create_error(name: &str) -> impl FnOnce(shmbus::CreateError) -> BenchError + '_ {
+    move |source| BenchError::CreateBus {
+        name: name.to_owned(),
+        source,
+    }
+}
+
+/// The error for a publisher process's pipe that failed while `doing`.
+fn pipe(doing: &'static str) -> impl FnOnce(std::io::Error) -> BenchError {
+    move |source| BenchError::PublisherPipe { doing, source }
+}
+
 fn timed(n: u64, mut f: impl FnMut(u64)) -> f64 {
     // Warm up (page faults, branch predictors), then measure.
     for i in 0..n / 10 {
@@ -110,15 +125,19 @@ fn now(clock: rustix::time::ClockId) -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The body of one publisher process (`bench-child --mechanism
+/// The body of one publisher process (`child --mechanism
 /// shmbus-mp-publisher --token BUS --count N`): warms up, prints `READY`,
 /// waits for a line on stdin, then publishes N messages and prints `ns=`
 /// (wall) `cpu_ns=` (thread CPU time), both per message, and the loop's
 /// `start=`/`end=` in CLOCK_MONOTONIC ns, comparable between processes.
-pub fn run_publisher_child(bus: &str, count: u64) -> Result<(), String> {
+pub fn run_publisher_child(bus: &str, count: u64) -> Result<(), BenchError> {
     use std::io::{BufRead, Write};
-    let mut p = MpPublisher::<Msg>::attach(bus, &OpenOptions::default())
-        .map_err(|e| format!("attach {bus}: {e}"))?;
+    let mut p = MpPublisher::<Msg>::attach(bus, &OpenOptions::default()).map_err(|source| {
+        BenchError::AttachBus {
+            name: bus.to_owned(),
+            source,
+        }
+    })?;
     let mut lost = 0u64;
     let mut publish = |i| {
         if p.publish(&[i; 8]).is_err() {
@@ -131,19 +150,22 @@ pub fn run_publisher_child(bus: &str, count: u64) -> Result<(), String> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "READY")
         .and_then(|_| out.flush())
-        .map_err(|e| e.to_string())?;
+        .map_err(BenchError::Stdout)?;
     let mut go = String::new();
     std::io::stdin()
         .lock()
         .read_line(&mut go)
-        .map_err(|e| format!("waiting for GO: {e}"))?;
+        .map_err(|source| BenchError::PublisherPipe {
+            doing: "waiting for GO on standard input",
+            source,
+        })?;
     let f = measure(count, publish);
     writeln!(
         out,
         "ns={:.3} cpu_ns={:.3} start={} end={} abandoned={lost}",
         f.wall_ns, f.cpu_ns, f.start, f.end
     )
-    .map_err(|e| e.to_string())
+    .map_err(BenchError::Stdout)
 }
 
 /// Runs `f` for `0..n`, timed in wall and this thread's CPU time.
@@ -185,23 +207,17 @@ fn parse_child(line: &str) -> Option<ChildFigures> {
 }
 
 /// One round: two publisher processes started together.
-fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], String> {
+fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], BenchError> {
     use std::io::{BufRead, BufReader, Write};
     let name = bus_name("mp2");
     let _gone = Gone(name.clone());
-    let _creator = MpPublisher::<Msg>::create(&name, &BusOptions::new(4096))
-        .map_err(|e| format!("create {name}: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let _creator =
+        MpPublisher::<Msg>::create(&name, &BusOptions::new(4096)).map_err(create_error(&name))?;
+    let exe = std::env::current_exe().map_err(BenchError::CurrentExe)?;
     let mut children = (0..2)
         .map(|i| {
             Command::new(&exe)
-                .args([
-                    "bench-child",
-                    "--mechanism",
-                    CHILD,
-                    "--pattern",
-                    "throughput",
-                ])
+                .args(["child", "--mechanism", CHILD, "--pattern", "throughput"])
                 .args(["--msg-size", "64", "--receivers", "2", "--index"])
                 .arg(i.to_string())
                 .args(["--token", &name, "--prefix", "mpmc", "--warmup", "0"])
@@ -210,46 +226,53 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], String> {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .spawn()
-                .map_err(|e| format!("spawn publisher: {e}"))
+                .map_err(|source| BenchError::Spawn {
+                    what: "a publisher process".into(),
+                    source,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?;
     // A child that fails ends its stdout: reading then finds no line, and
     // the `?` below returns (the other child ends when its stdin closes).
     let mut outs = Vec::new();
     for c in &mut children {
-        let mut out = BufReader::new(c.stdout.take().ok_or("publisher stdout")?);
+        let mut out = BufReader::new(c.stdout.take().expect("piped stdout"));
         let mut line = String::new();
-        out.read_line(&mut line)
-            .map_err(|e| format!("publisher: {e}"))?;
+        out.read_line(&mut line).map_err(pipe("reading READY"))?;
         if line.trim() != "READY" {
-            return Err(format!("publisher did not start: {:?}", line.trim()));
+            return Err(BenchError::PublisherSaid {
+                found: format!("{:?}", line.trim()),
+                expected: "READY",
+            });
         }
         outs.push(out);
     }
     for c in &mut children {
-        let mut stdin = c.stdin.take().ok_or("publisher stdin")?;
-        stdin
-            .write_all(b"GO\n")
-            .map_err(|e| format!("publisher: {e}"))?;
+        let mut stdin = c.stdin.take().expect("piped stdin");
+        stdin.write_all(b"GO\n").map_err(pipe("writing GO"))?;
     }
     let mut figures = Vec::new();
     for (c, mut out) in children.iter_mut().zip(outs) {
         let mut line = String::new();
         out.read_line(&mut line)
-            .map_err(|e| format!("publisher: {e}"))?;
-        let status = c.wait().map_err(|e| format!("publisher: {e}"))?;
-        figures.push(
-            parse_child(&line)
-                .ok_or_else(|| format!("publisher printed no result ({status}): {line:?}"))?,
-        );
+            .map_err(pipe("reading its result"))?;
+        let status = c.wait().map_err(pipe("waiting for it to exit"))?;
+        figures.push(parse_child(&line).ok_or_else(|| BenchError::PublisherSaid {
+            found: format!("{:?} and exited ({status})", line.trim()),
+            expected: "its result line, ns=... cpu_ns=... start=... end=...",
+        })?);
     }
-    let [a, b]: [ChildFigures; 2] = figures.try_into().map_err(|_| "two publishers")?;
-    Ok([a, b])
+    figures
+        .try_into()
+        .map_err(|left: Vec<ChildFigures>| BenchError::PublisherSaid {
+            found: format!("{} result lines", left.len()),
+            expected: "one from each of the two publishers",
+        })
 }
 
 /// The mean CPU cost per message of two publisher processes (the round of
 /// three in which both ran the most), and every round's figures.
-fn two_publisher_processes(count: u64) -> Result<(f64, serde_json::Value), String> {
+fn two_publisher_processes(count: u64) -> Result<(f64, serde_json::Value), BenchError> {
     let mut rounds = Vec::new();
     for _ in 0..3 {
         let [a, b] = two_publisher_round(count)?;
@@ -271,7 +294,7 @@ fn two_publisher_processes(count: u64) -> Result<(f64, serde_json::Value), Strin
     let best = rounds
         .iter()
         .max_by(|x, y| share(x).total_cmp(&share(y)))
-        .ok_or("no round")?;
+        .unwrap_or(&serde_json::Value::Null);
     Ok((
         best["cpu_ns_mean"].as_f64().unwrap_or(f64::NAN),
         serde_json::json!({
@@ -319,18 +342,21 @@ fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
     )
 }
 
-fn receive_rows(m: u64) -> Result<[Row; 2], String> {
+fn receive_rows(m: u64) -> Result<[Row; 2], BenchError> {
     let name = bus_name("group");
     let _gone = Gone(name.clone());
     let mut p = Publisher::<Msg>::create(&name, &BusOptions::new(m.next_power_of_two()))
-        .map_err(|e| format!("create {name}: {e}"))?;
+        .map_err(create_error(&name))?;
     for i in 0..m {
         p.publish(&[i; 8]);
     }
     let opts = OpenOptions::default()
         .start(Start::Oldest)
         .wait(WaitStrategy::BusySpin);
-    let open_err = |e: shmbus::OpenError| format!("open {name}: {e}");
+    let open_err = |source| BenchError::OpenBus {
+        name: name.clone(),
+        source,
+    };
     let drain = |got: Option<Received<Msg>>| match got {
         Some(Received::Message(msg)) => std::hint::black_box(msg)[0] + 1,
         _ => 0,
@@ -374,15 +400,15 @@ fn receive_rows(m: u64) -> Result<[Row; 2], String> {
 }
 
 /// Measures every row.
-pub fn run(quick: bool) -> Result<Vec<Row>, String> {
+pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
     let n: u64 = if quick { 2_000_000 } else { 20_000_000 };
     let m: u64 = if quick { 16_384 } else { 65_536 };
     let mut rows = Vec::new();
     {
         let name = bus_name("single");
         let _gone = Gone(name.clone());
-        let mut p = Publisher::<Msg>::create(&name, &BusOptions::new(4096))
-            .map_err(|e| format!("create {name}: {e}"))?;
+        let mut p =
+            Publisher::<Msg>::create(&name, &BusOptions::new(4096)).map_err(create_error(&name))?;
         rows.push(Row::new(
             "shmbus Publisher, 1 process",
             "shmbus",
@@ -396,7 +422,7 @@ pub fn run(quick: bool) -> Result<Vec<Row>, String> {
         let name = bus_name("mp1");
         let _gone = Gone(name.clone());
         let mut p = MpPublisher::<Msg>::create(&name, &BusOptions::new(4096))
-            .map_err(|e| format!("create {name}: {e}"))?;
+            .map_err(create_error(&name))?;
         rows.push(Row::new(
             "shmbus MpPublisher, 1 process",
             "shmbus",

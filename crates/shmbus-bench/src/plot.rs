@@ -11,9 +11,10 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::mpmc::Row;
-use super::report::Figures;
-use super::Pattern;
+use crate::case::Pattern;
+use crate::error::BenchError;
+use crate::figures::Figures;
+use crate::mpmc::Row;
 
 const WIDTH: u32 = 1200;
 /// The panels' height; the legend strip below them adds a row per
@@ -121,10 +122,15 @@ pub fn write(
     mpmc: &[Row],
     ticks_per_ns: f64,
     path: &Path,
-) -> Result<(), String> {
-    draw(results, mpmc, ticks_per_ns, path).map_err(|e| format!("{}: {e}", path.display()))
+) -> Result<(), BenchError> {
+    draw(results, mpmc, ticks_per_ns, path).map_err(|why| BenchError::Plot {
+        path: path.to_owned(),
+        why,
+    })
 }
 
+/// Draws the plot; the error is plotters' own, as text (its type is
+/// generic over the backend).
 fn draw(results: &[Figures], mpmc: &[Row], t: f64, path: &Path) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<_>| e.to_string();
     let groups = latency_groups(results, t);

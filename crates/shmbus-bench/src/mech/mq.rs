@@ -29,7 +29,7 @@ use nix::sys::time::TimeSpec;
 
 use super::kio::Patience;
 use super::{marker, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// POSIX message queues, one each way per receiver.
 pub struct Mq;
@@ -242,7 +242,7 @@ impl Mechanism for Mq {
     fn describe(&self) -> &'static str {
         "POSIX message queues, one each way per receiver (blocking mq_send/mq_receive)"
     }
-    fn supports(&self, _pattern: Pattern, msg_size: usize) -> Result<(), String> {
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
         // Ask the kernel: whether this size is allowed depends on
         // msgsize_max and on privileges.
         let name = format!("/shmbus-bench-probe-{}", std::process::id());
@@ -250,15 +250,15 @@ impl Mechanism for Mq {
         match create(&name, 1, msg_size) {
             Ok(()) => {
                 let _ = mq_unlink(name.as_str());
-                Ok(())
+                None
             }
-            Err(Errno::EINVAL) => Err(too_big(msg_size)),
-            Err(Errno::ENOSYS) => Err("POSIX message queues are not in this kernel".into()),
-            Err(Errno::EMFILE) => Err(format!(
+            Err(Errno::EINVAL) => Some(too_big(msg_size)),
+            Err(Errno::ENOSYS) => Some("POSIX message queues are not in this kernel".into()),
+            Err(Errno::EMFILE) => Some(format!(
                 "no room for even one {msg_size}-byte message under this user's \
                  RLIMIT_MSGQUEUE (`ulimit -q`) or open-file limit"
             )),
-            Err(e) => Err(format!("cannot create a message queue: {e}")),
+            Err(e) => Some(format!("cannot create a message queue: {e}")),
         }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {

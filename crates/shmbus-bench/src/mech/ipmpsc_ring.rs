@@ -19,7 +19,7 @@ use std::time::Duration;
 use ipmpsc::{Receiver, Sender, SharedRingBuffer, ZeroCopyContext};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// ipmpsc's shared-memory ring between processes.
 pub struct Ipmpsc;
@@ -173,10 +173,10 @@ impl Mechanism for Ipmpsc {
     fn describe(&self) -> &'static str {
         "ipmpsc shared-memory ring between processes (bincode, zero-copy receive, busy-poll)"
     }
-    fn supports(&self, _pattern: Pattern, msg_size: usize) -> Result<(), String> {
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
         match ring_bytes(msg_size) {
-            Some(_) => Ok(()),
-            None => Err("the ring size would not fit its 32-bit offsets".into()),
+            Some(_) => None,
+            None => Some("the ring size would not fit its 32-bit offsets".into()),
         }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {

@@ -16,7 +16,7 @@ use std::io;
 use ::photon_ring::{channel, Publisher, Subscriber, TryRecvError};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair};
-use crate::bench::Pattern;
+use crate::case::Pattern;
 
 /// photon-ring's SPMC channel between threads.
 pub struct PhotonRing;
@@ -109,12 +109,10 @@ impl Mechanism for PhotonRing {
     fn in_process(&self) -> bool {
         true
     }
-    fn supports(&self, _pattern: Pattern, msg_size: usize) -> Result<(), String> {
-        if SIZES.contains(&msg_size) {
-            Ok(())
-        } else {
-            Err("its message type is fixed at compile time: powers of two, 16 B to 64 KiB".into())
-        }
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
+        (!SIZES.contains(&msg_size)).then(|| {
+            "its message type is fixed at compile time: powers of two, 16 B to 64 KiB".into()
+        })
     }
     fn pair(&self, spec: &ChannelSpec) -> io::Result<Pair> {
         match spec.msg_size {

@@ -1,0 +1,72 @@
+//! The command line: what the user asks of a run, and what the parent tells
+//! each receiver process it spawns (the hidden `child` subcommand).
+
+use crate::case::Pattern;
+
+/// Arguments of `shmbus-bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// A short run: under 60 s on a 2-core machine.
+    #[arg(long)]
+    pub quick: bool,
+    /// Write every result as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Write an SVG plot (latency percentiles, throughput by size) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<std::path::PathBuf>,
+    /// CPUs to pin to: the sender on the first, receivers on the others.
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub cpus: Option<Vec<usize>>,
+    /// Only these mechanisms (comma-separated names).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub mechanisms: Option<Vec<String>>,
+    /// Only these patterns.
+    #[arg(long, value_delimiter = ',', value_name = "PATTERNS")]
+    pub patterns: Option<Vec<Pattern>>,
+    /// Message size for pingpong, oneway and fanout.
+    #[arg(long, default_value_t = 64, value_name = "BYTES")]
+    pub msg_size: usize,
+    /// Rounds per case (default: 3 quick, 4 full).
+    #[arg(long)]
+    pub rounds: Option<u32>,
+    /// Measured round trips per pingpong block (default: 5000 quick, 20000 full).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// List the mechanisms and exit.
+    #[arg(long)]
+    pub list: bool,
+    /// Only the many-publishers and subscriber-group table (it also runs,
+    /// first, whenever shmbus is among the mechanisms).
+    #[arg(long)]
+    pub mpmc: bool,
+}
+
+/// Arguments of the hidden `shmbus-bench child`: one receiver.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ChildArgs {
+    #[arg(long)]
+    pub mechanism: String,
+    #[arg(long)]
+    pub pattern: Pattern,
+    #[arg(long)]
+    pub msg_size: usize,
+    #[arg(long)]
+    pub receivers: usize,
+    #[arg(long)]
+    pub index: usize,
+    #[arg(long)]
+    pub token: String,
+    #[arg(long)]
+    pub prefix: String,
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    #[arg(long)]
+    pub warmup: u64,
+    #[arg(long)]
+    pub count: u64,
+    #[arg(long)]
+    pub pace: u64,
+    #[arg(long)]
+    pub clock: String,
+}

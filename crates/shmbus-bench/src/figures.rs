@@ -1,0 +1,179 @@
+//! What was measured for one mechanism in one case, over all rounds: the
+//! merged latency histogram, each round's median and rate, losses and
+//! counters; and the figures derived from them, in nanoseconds.
+
+use hdrhistogram::Histogram;
+
+use crate::case::{Case, Pattern};
+use crate::counters::Delta;
+use crate::error::BenchError;
+use crate::mech::Mechanism;
+use crate::pattern::{self, Block, Plan};
+
+/// Everything measured for one mechanism in one case, over all rounds.
+pub struct Figures {
+    /// The case.
+    pub case: Case,
+    /// Mechanism name.
+    pub mechanism: &'static str,
+    /// Whether both ends were threads of one process.
+    pub in_process: bool,
+    /// Latency in ticks, all rounds merged (RTT for pingpong, one-way else).
+    pub latency: Option<Histogram<u64>>,
+    /// Each round's p50 in ticks.
+    pub round_p50: Vec<u64>,
+    /// Each round's delivered messages per second (throughput).
+    pub round_rate: Vec<f64>,
+    /// Messages the sender sent in measured intervals.
+    pub sent: u64,
+    /// Measured messages lost, summed over receivers.
+    pub lost: u64,
+    /// Sender counters, summed.
+    pub sender: Delta,
+    /// Receiver counters, summed over receivers and rounds.
+    pub receiver: Delta,
+    /// Messages the receivers got, summed.
+    pub received: u64,
+    /// Why it did not run, if it did not.
+    pub skipped: Option<String>,
+}
+
+/// Adds `b`'s counts to `a`'s; unknown syscalls stay unknown.
+pub fn add(a: &mut Delta, b: &Delta) {
+    a.syscalls = match (a.syscalls, b.syscalls) {
+        (Some(x), Some(y)) => Some(x + y),
+        _ => None,
+    };
+    a.voluntary += b.voluntary;
+    a.involuntary += b.involuntary;
+}
+
+fn fresh_delta() -> Delta {
+    Delta {
+        syscalls: Some(0),
+        voluntary: 0,
+        involuntary: 0,
+    }
+}
+
+impl Figures {
+    /// Empty figures for `m` in `case`.
+    pub fn new(case: &Case, m: &dyn Mechanism) -> Figures {
+        Figures::named(case, m.name(), m.in_process())
+    }
+
+    /// Empty figures for a row that is not a [`Mechanism`] (the memcpy reference).
+    pub fn named(case: &Case, mechanism: &'static str, in_process: bool) -> Figures {
+        Figures {
+            case: case.clone(),
+            mechanism,
+            in_process,
+            latency: None,
+            round_p50: Vec::new(),
+            round_rate: Vec::new(),
+            sent: 0,
+            lost: 0,
+            sender: fresh_delta(),
+            receiver: fresh_delta(),
+            received: 0,
+            skipped: None,
+        }
+    }
+
+    /// Adds one block's outcome.
+    pub fn absorb(
+        &mut self,
+        block: Block,
+        plan: &Plan,
+        ticks_per_ns: f64,
+    ) -> Result<(), BenchError> {
+        let mut round: Option<Histogram<u64>> = block.sender.rtt;
+        for r in &block.receivers {
+            if let Some(hex) = &r.latency {
+                let h = pattern::deserialize(hex)?;
+                match round.as_mut() {
+                    Some(acc) => acc.add(&h).map_err(BenchError::HistogramMerge)?,
+                    None => round = Some(h),
+                }
+            }
+            self.lost += plan.count.saturating_sub(r.received);
+            self.received += r.received;
+            add(&mut self.receiver, &r.counters);
+            if plan.pattern == Pattern::Throughput && r.received > 1 && r.last > r.first {
+                let secs = (r.last - r.first) as f64 / ticks_per_ns / 1e9;
+                self.round_rate.push((r.received - 1) as f64 / secs);
+            }
+        }
+        if let Some(h) = round {
+            if !h.is_empty() {
+                self.round_p50.push(h.value_at_quantile(0.5));
+            }
+            match self.latency.as_mut() {
+                Some(acc) => acc.add(&h).map_err(BenchError::HistogramMerge)?,
+                None => self.latency = Some(h),
+            }
+        }
+        self.sent += plan.count;
+        add(&mut self.sender, &block.sender.counters);
+        Ok(())
+    }
+
+    /// Messages that crossed a link: pingpong counts ping and pong.
+    fn messages(&self) -> u64 {
+        if self.case.pattern == Pattern::Pingpong {
+            2 * self.sent
+        } else {
+            self.sent
+        }
+    }
+
+    /// Latency quantile in nanoseconds.
+    pub fn ns(&self, q: f64, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.latency.as_ref()?;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
+    }
+
+    /// Max latency in nanoseconds.
+    pub fn max_ns(&self, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.latency.as_ref()?;
+        (!h.is_empty()).then(|| h.max() as f64 / ticks_per_ns)
+    }
+
+    /// Median of the rounds' delivered rates.
+    pub fn msgs_per_sec(&self) -> Option<f64> {
+        median(&self.round_rate)
+    }
+
+    /// (system calls, voluntary, involuntary switches) per message of `d`.
+    pub fn per_msg(&self, d: &Delta) -> (Option<f64>, f64, f64) {
+        let n = self.messages().max(1) as f64;
+        (
+            d.syscalls.map(|s| s as f64 / n),
+            d.voluntary as f64 / n,
+            d.involuntary as f64 / n,
+        )
+    }
+
+    /// System calls per message, both sides together.
+    pub fn syscalls_per_msg(&self) -> Option<f64> {
+        let (a, _, _) = self.per_msg(&self.sender);
+        let (b, _, _) = self.per_msg(&self.receiver);
+        Some(a? + b?)
+    }
+
+    /// Context switches (voluntary + involuntary) per message, both sides.
+    pub fn ctx_per_msg(&self) -> f64 {
+        let (_, v1, i1) = self.per_msg(&self.sender);
+        let (_, v2, i2) = self.per_msg(&self.receiver);
+        v1 + i1 + v2 + i2
+    }
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    Some(s[s.len() / 2])
+}

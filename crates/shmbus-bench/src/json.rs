@@ -1,0 +1,100 @@
+//! The `--json` file (schema `shmbus-bench/1`): the machine, the settings,
+//! every result, the targets and the many-publishers table.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::case::Pattern;
+use crate::counters::{Counters, Delta};
+use crate::error::BenchError;
+use crate::figures::Figures;
+use crate::mpmc;
+use crate::settings::Settings;
+
+/// Writes the JSON document to `path`.
+pub fn write(
+    path: &Path,
+    results: &[Figures],
+    mpmc: &[mpmc::Row],
+    settings: &Settings,
+    targets: &[Value],
+) -> Result<(), BenchError> {
+    let t = settings.ticks_per_ns;
+    let doc = json!({
+        "schema": "shmbus-bench/1",
+        "machine": machine(settings),
+        "config": {
+            "quick": settings.quick, "rounds": settings.rounds,
+            "pingpong_count": settings.pingpong_count, "paced_count": settings.paced_count,
+            "pace_ns": settings.pace.as_nanos() as u64,
+        },
+        "results": results.iter().map(|f| result_json(f, t)).collect::<Vec<_>>(),
+        "targets": targets,
+        "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
+        what: "the results",
+        source,
+    })?;
+    std::fs::write(path, text).map_err(|source| BenchError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn machine(settings: &Settings) -> Value {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let uname = rustix::system::uname();
+    json!({
+        "cpu": model,
+        // Online CPUs, not `available_parallelism`: we are pinned by now.
+        // SAFETY: sysconf has no preconditions.
+        "cores": unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) },
+        "kernel": format!("{} {}", uname.sysname().to_string_lossy(), uname.release().to_string_lossy()),
+        "arch": std::env::consts::ARCH,
+        "clock": settings.clock.name(),
+        "ticks_per_ns": settings.ticks_per_ns,
+        "cpus_pinned": settings.cpus,
+        "syscalls_counted": Counters::for_this_thread().counts_syscalls(),
+    })
+}
+
+fn result_json(f: &Figures, t: f64) -> Value {
+    let lat = f.latency.as_ref().filter(|h| !h.is_empty()).map(|_| {
+        json!({
+            "min": f.ns(0.0, t), "p50": f.ns(0.5, t), "p90": f.ns(0.9, t), "p99": f.ns(0.99, t),
+            "p999": f.ns(0.999, t), "max": f.max_ns(t),
+            "p50_rounds": f.round_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
+        })
+    });
+    let rate = f.msgs_per_sec();
+    let side = |d: &Delta| {
+        let (s, v, i) = f.per_msg(d);
+        json!({"syscalls_per_msg": s, "voluntary_cs_per_msg": v, "involuntary_cs_per_msg": i})
+    };
+    json!({
+        "mechanism": f.mechanism,
+        "pattern": f.case.pattern.name(),
+        "msg_size": f.case.msg_size,
+        "receivers": f.case.receivers,
+        "in_process": f.in_process,
+        "latency_ns": lat,
+        "msgs_per_sec": rate,
+        "msgs_per_sec_rounds": if f.round_rate.is_empty() { Value::Null } else { json!(f.round_rate) },
+        "bytes_per_sec": rate.map(|r| r * f.case.msg_size as f64),
+        "syscalls_per_msg": f.syscalls_per_msg(),
+        "ctx_switches_per_msg": if f.skipped.is_some() { Value::Null } else { json!(f.ctx_per_msg()) },
+        "sender": side(&f.sender),
+        "receiver": side(&f.receiver),
+        "lost": if f.skipped.is_some() || f.case.pattern == Pattern::Pingpong { Value::Null } else { json!(f.lost) },
+        "sent": f.sent,
+        "skipped": f.skipped,
+    })
+}

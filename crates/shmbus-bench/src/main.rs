@@ -1,0 +1,147 @@
+//! `shmbus-bench`: every way to move a message between processes, side by
+//! side, in one run.
+//!
+//! Method: the parent is the sender, pinned to the first CPU of `--cpus`;
+//! receivers are child processes re-executed from this binary as its hidden
+//! `child` subcommand (or threads, for in-process mechanisms), pinned to the
+//! others. For each case (pattern, message size, receivers) the mechanisms
+//! run one block each per round, round after round, the order rotating, so
+//! drift hits all alike. Every block warms up first; only the measured
+//! interval is timed and counted. Latencies go into HDR histograms in clock
+//! ticks (see `clock`) and are converted to nanoseconds once, by the parent.
+//!
+//! `run` takes the phases in order: the many-publishers table (`mpmc`), the
+//! rounds of every case (`rounds`, one block at a time by `runner`), then
+//! the outputs (`report`).
+
+mod args;
+mod case;
+mod child;
+mod clock;
+mod counters;
+mod cpu;
+mod error;
+mod figures;
+mod json;
+mod mech;
+mod memcpy;
+mod mpmc;
+mod pattern;
+mod plot;
+mod report;
+mod rounds;
+mod runner;
+mod settings;
+mod table;
+mod targets;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use args::{BenchArgs, ChildArgs};
+use error::BenchError;
+use mech::Mechanism;
+use runner::Runner;
+
+/// Measure shmbus against the kernel's IPC mechanisms and peer libraries.
+#[derive(clap::Parser, Debug)]
+#[command(name = "shmbus-bench", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(flatten)]
+    args: BenchArgs,
+    #[command(subcommand)]
+    hidden: Option<Hidden>,
+}
+
+/// Subcommands the benchmark runs itself, never the user.
+#[derive(clap::Subcommand, Debug)]
+enum Hidden {
+    /// One side of a benchmark (run by `shmbus-bench` itself).
+    #[command(hide = true)]
+    Child(ChildArgs),
+}
+
+fn main() -> ExitCode {
+    use clap::Parser;
+    let cli = Cli::parse();
+    let result = match &cli.hidden {
+        Some(Hidden::Child(args)) => child::run_child(args),
+        None => run(&cli.args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            use std::io::Write;
+            // One line, whatever a path or a child's message held.
+            let line = e.to_string().replace('\n', "\\n");
+            let _ = writeln!(std::io::stderr().lock(), "shmbus-bench: {line}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+/// Runs the benchmark; the error is one line for the user.
+pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
+    if args.list {
+        for m in mech::all() {
+            let place = if m.in_process() {
+                "in-process"
+            } else {
+                "cross-process"
+            };
+            println!("{:16} {place:13} {}", m.name(), m.describe());
+        }
+        return Ok(());
+    }
+    if args.msg_size < mech::HEADER {
+        return Err(BenchError::MsgSizeTooSmall {
+            found: args.msg_size,
+            expected: mech::HEADER,
+        });
+    }
+    let mechanisms: Vec<&'static dyn Mechanism> = match &args.mechanisms {
+        Some(names) => names
+            .iter()
+            .map(|n| mech::find(n))
+            .collect::<Result<_, _>>()?,
+        None => mech::all(),
+    };
+    let cpus = match &args.cpus {
+        Some(c) if c.is_empty() => return Err(BenchError::NoCpus),
+        Some(c) => c.clone(),
+        None => cpu::allowed_cpus().into_iter().take(2).collect(),
+    };
+    let mpmc_rows = if args.mpmc || mechanisms.iter().any(|m| m.name() == "shmbus") {
+        // Before pinning: the two publisher processes (and threads) must be
+        // free to run on two CPUs.
+        let rows = mpmc::run(args.quick)?;
+        mpmc::print(&rows);
+        rows
+    } else {
+        Vec::new()
+    };
+    if args.mpmc && args.json.is_none() && args.plot.is_none() {
+        return Ok(());
+    }
+    counters::ensure_tracefs();
+    let clock = clock::Source::detect();
+    let ticks_per_ns = clock.calibrate(Duration::from_millis(200));
+    cpu::pin(cpus[0])?;
+    let mut runner = Runner::new(cpus.clone());
+    let settings = settings::Settings::new(args, &cpus, clock, ticks_per_ns);
+    let results = if args.mpmc {
+        Vec::new()
+    } else {
+        rounds::run_all(&mut runner, &mechanisms, &settings)?
+    };
+    report::emit(&results, &mpmc_rows, &settings, args)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definitions_are_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,150 @@
+//! The plan of a run: which cases, how many rounds, and each block's counts,
+//! from the command line (`--quick` or the full run).
+
+use std::time::Duration;
+
+use crate::args::BenchArgs;
+use crate::case::{Case, Pattern};
+use crate::clock::Source;
+use crate::pattern::Plan;
+
+/// A message that fits one cache line with its stamp (see `Case::only`).
+pub const ONE_LINE: usize = 16;
+
+/// The rows of the one-line pingpong case.
+const SHARED_MEMORY: &[&str] = &[
+    "floor",
+    "floor-2line",
+    "shmbus",
+    "shmbus-threads",
+    "shmbus-stream",
+    "iceoryx2",
+    "ipmpsc",
+    "photon-ring",
+];
+
+/// Sizes, counts and rounds for one run.
+pub struct Settings {
+    /// Rounds per case.
+    pub rounds: u32,
+    /// The cases, in order.
+    pub cases: Vec<Case>,
+    /// Round trips per pingpong block.
+    pub pingpong_count: u64,
+    /// Messages per oneway/fanout block.
+    pub paced_count: u64,
+    /// Bytes per throughput block (the count is this over the size).
+    pub throughput_bytes: u64,
+    /// Largest throughput count.
+    pub throughput_max: u64,
+    /// Gap between paced messages.
+    pub pace: Duration,
+    /// Pinned CPUs.
+    pub cpus: Vec<usize>,
+    /// Clock.
+    pub clock: Source,
+    /// Clock ticks per nanosecond.
+    pub ticks_per_ns: f64,
+    /// Whether this is `--quick`.
+    pub quick: bool,
+}
+
+impl Settings {
+    /// The plan of a run from its arguments.
+    pub fn new(args: &BenchArgs, cpus: &[usize], clock: Source, ticks_per_ns: f64) -> Settings {
+        let quick = args.quick;
+        let patterns = args.patterns.clone().unwrap_or_else(|| {
+            vec![
+                Pattern::Pingpong,
+                Pattern::Oneway,
+                Pattern::Throughput,
+                Pattern::Fanout,
+            ]
+        });
+        let sizes: &[usize] = if quick {
+            &[16, 256, 4096, 65536]
+        } else {
+            &[16, 64, 256, 1024, 4096, 16384, 65536]
+        };
+        let fanouts: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4] };
+        let mut cases = Vec::new();
+        for p in patterns {
+            match p {
+                Pattern::Pingpong if args.msg_size != ONE_LINE => {
+                    // The floor is one cache line each way; so is a 16 B
+                    // message with its stamp. That like-for-like ratio is
+                    // measured too, for the shared-memory rows only (the
+                    // kernel's rows would only add minutes).
+                    cases.push(Case {
+                        pattern: p,
+                        msg_size: ONE_LINE,
+                        receivers: 1,
+                        only: Some(SHARED_MEMORY),
+                    });
+                    cases.push(Case {
+                        pattern: p,
+                        msg_size: args.msg_size,
+                        receivers: 1,
+                        only: None,
+                    });
+                }
+                Pattern::Pingpong | Pattern::Oneway => cases.push(Case {
+                    pattern: p,
+                    msg_size: args.msg_size,
+                    receivers: 1,
+                    only: None,
+                }),
+                Pattern::Throughput => cases.extend(sizes.iter().map(|&s| Case {
+                    pattern: p,
+                    msg_size: s,
+                    receivers: 1,
+                    only: None,
+                })),
+                Pattern::Fanout => cases.extend(fanouts.iter().map(|&n| Case {
+                    pattern: p,
+                    msg_size: args.msg_size,
+                    receivers: n,
+                    only: None,
+                })),
+            }
+        }
+        Settings {
+            rounds: args.rounds.unwrap_or(if quick { 3 } else { 4 }).max(1),
+            cases,
+            pingpong_count: args.count.unwrap_or(if quick { 5_000 } else { 20_000 }),
+            paced_count: if quick { 2_000 } else { 5_000 },
+            throughput_bytes: if quick { 16 << 20 } else { 48 << 20 },
+            throughput_max: if quick { 100_000 } else { 300_000 },
+            pace: Duration::from_micros(20),
+            cpus: cpus.to_vec(),
+            clock,
+            ticks_per_ns,
+            quick,
+        }
+    }
+
+    /// The plan of one block of `case`.
+    pub fn plan(&self, case: &Case) -> Plan {
+        let (warmup, count, pace) = match case.pattern {
+            Pattern::Pingpong => (self.pingpong_count / 10 + 100, self.pingpong_count, 0),
+            Pattern::Oneway | Pattern::Fanout => (
+                self.paced_count / 10 + 100,
+                self.paced_count,
+                (self.pace.as_nanos() as f64 * self.ticks_per_ns) as u64,
+            ),
+            Pattern::Throughput => {
+                let n = (self.throughput_bytes / case.msg_size as u64)
+                    .clamp(2_000, self.throughput_max);
+                (n / 10, n, 0)
+            }
+        };
+        Plan {
+            pattern: case.pattern,
+            msg_size: case.msg_size,
+            warmup,
+            count,
+            pace,
+            clock: self.clock,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The performance targets set in the issues, each checked against this
+//! run's figures: listed on standard output and kept in the JSON.
+
+use serde_json::{json, Value};
+
+use crate::case::Pattern;
+use crate::figures::Figures;
+use crate::memcpy::MEMCPY;
+use crate::settings::ONE_LINE;
+
+/// One performance target from the issues, checked against this run.
+fn target(
+    name: &str,
+    wanted: &str,
+    found: Option<f64>,
+    met: impl Fn(f64) -> bool,
+) -> Option<Value> {
+    let found = found?;
+    Some(
+        json!({"target": name, "wanted": wanted, "found": (found * 1000.0).round() / 1000.0, "met": met(found)}),
+    )
+}
+
+/// Every target this run's figures can check.
+pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
+    let get = |m: &str, p: Pattern, size: Option<usize>| {
+        results.iter().find(|f| {
+            f.mechanism == m
+                && f.case.pattern == p
+                && size.is_none_or(|s| f.case.msg_size == s)
+                && f.skipped.is_none()
+        })
+    };
+    let main_size = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Pingpong && f.case.only.is_none())
+        .map(|f| f.case.msg_size)
+        .next();
+    let p50_at = |m: &str, size| get(m, Pattern::Pingpong, Some(size)).and_then(|f| f.ns(0.5, t));
+    let p50 = |m: &str| main_size.and_then(|s| p50_at(m, s));
+    let rate =
+        |m: &str, size| get(m, Pattern::Throughput, Some(size)).and_then(|f| f.msgs_per_sec());
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
+    let mut out = Vec::new();
+    // The floor moves one cache line each way. A message and its stamp fit
+    // one line up to 56 B; at 64 B they take two, and the second line is a
+    // second transfer the floor never makes (`floor-2line` measures that
+    // physical cost), so the 64 B ratio misses 1.15 by design of the slot.
+    for size in [Some(ONE_LINE), main_size.filter(|&s| s != ONE_LINE)]
+        .into_iter()
+        .flatten()
+    {
+        out.extend(target(
+            &format!("shmbus pingpong p50 / floor p50 at {size} B"),
+            "<= 1.15",
+            ratio(p50_at("shmbus", size), p50_at("floor", size)),
+            |r| r <= 1.15,
+        ));
+    }
+    for k in ["pipe", "uds", "tcp", "tcp-nagle", "udp", "mq"] {
+        out.extend(target(
+            &format!("{k} pingpong p50 / shmbus p50"),
+            ">= 20",
+            ratio(p50(k), p50("shmbus")),
+            |r| r >= 20.0,
+        ));
+    }
+    out.extend(target(
+        "iceoryx2 pingpong p50 / shmbus p50",
+        ">= 2",
+        ratio(p50("iceoryx2"), p50("shmbus")),
+        |r| r >= 2.0,
+    ));
+    let p99 = |m: &str| {
+        main_size
+            .and_then(|s| get(m, Pattern::Pingpong, Some(s)))
+            .and_then(|f| f.ns(0.99, t))
+    };
+    out.extend(target(
+        "iceoryx2 pingpong p99 / shmbus p99",
+        "> 1",
+        ratio(p99("iceoryx2"), p99("shmbus")),
+        |r| r > 1.0,
+    ));
+    // shmbus-threads and photon-ring run the same kind of seqlock slot
+    // between two threads; their round trips differ by less than the
+    // spread between rounds here, so this one comes out either way.
+    out.extend(target(
+        "photon-ring p50 / shmbus-threads p50",
+        ">= 1",
+        ratio(p50("photon-ring"), p50("shmbus-threads")),
+        |r| r >= 1.0,
+    ));
+    // Throughput of a lossy ring is the rate a reader keeps up while the
+    // writer laps it; it swings with how often the reader is lapped, which
+    // is not the same from one ring design to the next, nor round to round.
+    for size in [16, 64] {
+        out.extend(target(
+            &format!("shmbus-threads / photon-ring throughput at {size} B"),
+            ">= 1",
+            ratio(rate("shmbus-threads", size), rate("photon-ring", size)),
+            |r| r >= 1.0,
+        ));
+    }
+    out.extend(target(
+        "shmbus / mq throughput at 16 B",
+        ">= 10",
+        ratio(rate("shmbus", 16), rate("mq", 16)),
+        |r| r >= 10.0,
+    ));
+    // The 20x figures come from a machine where ipmpsc did 0.8 M msg/s at
+    // 256 B and shmbus 16.3 M/s; here ipmpsc does about 3 M/s, and
+    // shmbus's 15 to 30 M/s are close to that 16.3 M/s. The stream pays one cross-core miss per record
+    // (the next header is only known once the current one is read), which
+    // bounds small records to a few tens of millions per second.
+    out.extend(target(
+        "shmbus / ipmpsc throughput at 256 B",
+        ">= 20",
+        ratio(rate("shmbus", 256), rate("ipmpsc", 256)),
+        |r| r >= 20.0,
+    ));
+    out.extend(target(
+        "shmbus-stream / ipmpsc throughput at 256 B",
+        ">= 20",
+        ratio(rate("shmbus-stream", 256), rate("ipmpsc", 256)),
+        |r| r >= 20.0,
+    ));
+    out.extend(target(
+        "shmbus-stream / mq throughput at 256 B",
+        ">= 10",
+        ratio(rate("shmbus-stream", 256), rate("mq", 256)),
+        |r| r >= 10.0,
+    ));
+    out.extend(target(
+        "shmbus-stream / memcpy (1 core) bytes per second at 64 KiB",
+        ">= 0.5",
+        ratio(rate("shmbus-stream", 65536), rate(MEMCPY, 65536)),
+        |r| r >= 0.5,
+    ));
+    for f in results.iter().filter(|f| {
+        f.mechanism == "shmbus-stream"
+            && f.case.pattern == Pattern::Throughput
+            && f.skipped.is_none()
+    }) {
+        let what = format!(
+            "shmbus-stream throughput {} B system calls per message",
+            f.case.msg_size
+        );
+        out.extend(target(&what, "0", f.syscalls_per_msg(), |s| s < 0.001));
+    }
+    for f in results
+        .iter()
+        .filter(|f| f.mechanism == "shmbus" && f.skipped.is_none())
+    {
+        let what = format!(
+            "shmbus {} {} B system calls per message",
+            f.case.pattern.name(),
+            f.case.msg_size
+        );
+        out.extend(target(&what, "0", f.syscalls_per_msg(), |s| s < 0.001));
+        // Spinning threads are still preempted by the scheduler tick when
+        // another task wants the CPU: those switches come per second of the
+        // run, not per message, and show on a busy machine.
+        let what = format!(
+            "shmbus {} {} B context switches per message",
+            f.case.pattern.name(),
+            f.case.msg_size
+        );
+        out.extend(target(&what, "0", Some(f.ctx_per_msg()), |s| s < 0.001));
+    }
+    out
+}
+
+/// Prints the targets under the tables.
+pub fn print_targets(targets: &[Value]) {
+    if targets.is_empty() {
+        return;
+    }
+    println!("\ntargets (ratios from this run)");
+    for t in targets {
+        let met = if t["met"].as_bool() == Some(true) {
+            "met   "
+        } else {
+            "MISSED"
+        };
+        println!(
+            "  {met} {}: {} (wanted {})",
+            t["target"].as_str().unwrap_or(""),
+            t["found"],
+            t["wanted"].as_str().unwrap_or("")
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! The `shmbus-bench` binary from the outside: its arguments, its one-line
+//! errors and exit codes, and a tiny run that goes through the hidden
+//! `child` subcommand and writes the JSON and the plot.
+//!
+//! Kept small: a real run takes minutes (CI runs `--quick` in release).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// What a run of the binary left.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn bench(args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_shmbus-bench"))
+        .args(args)
+        .output()
+        .expect("run shmbus-bench");
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+impl Run {
+    /// Asserts the run failed with `code` and one stderr line naming `needle`.
+    fn assert_error(&self, code: i32, needle: &str) {
+        assert_eq!(self.code, Some(code), "{}", self.stderr);
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line: {:?}", self.stderr);
+        assert!(lines[0].starts_with("shmbus-bench: "), "{}", lines[0]);
+        assert!(lines[0].contains(needle), "{needle:?} in {}", lines[0]);
+    }
+}
+
+/// A file in the temporary directory, removed when dropped.
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str) -> TempFile {
+        TempFile(std::env::temp_dir().join(format!("shmbus-bench-{}-{name}", std::process::id())))
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("UTF-8 temporary directory")
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn list_names_the_kernel_mechanisms_and_the_peers() {
+    let run = bench(&["--list"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    for name in [
+        "floor",
+        "shmbus",
+        "shmbus-stream",
+        "pipe",
+        "mq",
+        "iceoryx2",
+        "ipmpsc",
+        "photon-ring",
+    ] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(name)),
+            "{name} in {}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn help_shows_the_flags_but_not_the_child_subcommand() {
+    let run = bench(&["--help"]);
+    assert_eq!(run.code, Some(0));
+    for flag in [
+        "--quick",
+        "--json",
+        "--plot",
+        "--cpus",
+        "--mechanisms",
+        "--mpmc",
+    ] {
+        assert!(run.stdout.contains(flag), "{flag}");
+    }
+    assert!(!run.stdout.contains("child"), "hidden: {}", run.stdout);
+}
+
+#[test]
+fn bad_arguments_are_one_line_with_exit_code_2() {
+    bench(&["--msg-size", "8"]).assert_error(2, "--msg-size 8 is too small: expected at least 16");
+    let unknown = bench(&["--mechanisms", "pipe,carrier-pigeon"]);
+    unknown.assert_error(2, "unknown mechanism \"carrier-pigeon\"");
+    assert!(
+        unknown.stderr.contains("photon-ring"),
+        "lists the known ones"
+    );
+}
+
+#[test]
+fn a_child_with_an_unknown_clock_fails_in_one_line() {
+    let args = [
+        "child",
+        "--mechanism",
+        "pipe",
+        "--pattern",
+        "pingpong",
+        "--msg-size",
+        "64",
+        "--receivers",
+        "1",
+        "--index",
+        "0",
+        "--token",
+        "none",
+        "--prefix",
+        "none",
+        "--warmup",
+        "1",
+        "--count",
+        "1",
+        "--pace",
+        "0",
+        "--clock",
+        "sundial",
+    ];
+    bench(&args).assert_error(1, "unknown clock \"sundial\"");
+}
+
+#[test]
+fn a_tiny_run_goes_through_child_processes_and_writes_json_and_plot() {
+    let (json, svg) = (TempFile::new("tiny.json"), TempFile::new("tiny.svg"));
+    let run = bench(&[
+        "--mechanisms",
+        "floor,pipe",
+        "--patterns",
+        "pingpong",
+        "--msg-size",
+        "16",
+        "--rounds",
+        "1",
+        "--count",
+        "200",
+        "--json",
+        json.arg(),
+        "--plot",
+        svg.arg(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("pingpong: round-trip time, 16 B messages"),
+        "{}",
+        run.stdout
+    );
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json.0).expect("JSON written"))
+            .expect("valid JSON");
+    assert_eq!(doc["schema"], "shmbus-bench/1");
+    let results = doc["results"].as_array().expect("results");
+    for name in ["floor", "pipe"] {
+        let r = results
+            .iter()
+            .find(|r| r["mechanism"] == name)
+            .unwrap_or_else(|| panic!("{name} in {results:?}"));
+        assert!(r["skipped"].is_null(), "{name} ran: {r}");
+        assert_eq!(r["sent"], 200);
+        assert!(
+            r["latency_ns"]["p50"].as_f64().is_some_and(|v| v > 0.0),
+            "{r}"
+        );
+    }
+    assert!(doc["mpmc"].is_null(), "no shmbus row, so no MPMC table");
+
+    let plot = std::fs::read_to_string(&svg.0).expect("plot written");
+    assert!(plot.starts_with("<svg"), "{}", &plot[..plot.len().min(80)]);
+}
+
+#[test]
+#[ignore = "about 20 s in a debug build; CI's release --quick run covers it"]
+fn mpmc_alone_prints_the_many_publishers_table() {
+    let run = bench(&["--mpmc", "--quick"]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("many publishers and subscriber groups"));
+    assert!(run.stdout.contains("shmbus MpPublisher, 2 processes"));
+}
