@@ -12,7 +12,7 @@ use loom::thread;
 
 use crate::loom_tests::model;
 
-use crate::mpmc::MpPublisher;
+use crate::bus::MpPublisher;
 use crate::wait::WaitStrategy;
 use crate::{Received, Start};
 

@@ -27,7 +27,9 @@ use loom::thread;
 use crate::loom_tests::model;
 
 use crate::mem::{HeapRegion, Region};
-use crate::stream::{on_heap, Consumer, Producer, StreamRing, Wait};
+use crate::stream::ring::StreamRing;
+use crate::stream::{on_heap, Consumer, Producer};
+use crate::wait::Wait;
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
 use crate::wire::{stream_control as ctl, Header};
@@ -54,7 +56,7 @@ impl Heap {
         producer: WaitStrategy,
         consumer: WaitStrategy,
     ) -> (HeapProducer, HeapConsumer, Heap) {
-        let header = Header::stream(capacity, crate::bus::ring::HEAP_PAGE).expect("geometry");
+        let header = Header::stream(capacity, crate::mem::heap::HEAP_PAGE).expect("geometry");
         let region = Arc::new(HeapRegion::new(header.total_len as usize));
         header.write(&*region);
         Header::publish_magic(&*region);

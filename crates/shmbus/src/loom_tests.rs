@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::bus::ring::{Poll, Publisher, Start};
+use crate::bus::ring::Poll;
+use crate::bus::Publisher;
+use crate::options::Start;
 use crate::mem::HeapRegion;
 use crate::wait::WaitStrategy;
 

@@ -44,7 +44,6 @@
 //! error and not a `SIGBUS`, maps, changes page protections, and unlinks.
 
 pub(crate) mod heap;
-#[cfg(not(loom))]
 pub(crate) mod huge;
 #[cfg(not(loom))]
 pub(crate) mod shm;
