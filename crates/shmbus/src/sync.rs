@@ -2,7 +2,7 @@
 //!
 //! Under `cfg(loom)` these are loom's model-checked types, so `cargo test`
 //! with `RUSTFLAGS="--cfg loom"` explores the interleavings of the *real*
-//! slot protocol in `broadcast`, not of a copy of it. Everything that touches
+//! slot protocol in `bus`, not of a copy of it. Everything that touches
 //! shared memory imports from here, never from `std::sync::atomic` directly.
 
 #[cfg(loom)]

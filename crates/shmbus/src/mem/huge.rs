@@ -1,6 +1,6 @@
 //! Huge pages for a segment.
 //!
-//! [`HugePages`] (`CreateOptions::huge_pages`) backs a bus with 2 MiB pages
+//! [`HugePages`] (`BusOptions::huge_pages`, `StreamOptions::huge_pages`) backs a bus with 2 MiB pages
 //! (the system's huge page size), so its slots cost one TLB entry per 2 MiB
 //! instead of per 4 KiB. Either way the segment is laid out with the huge
 //! page size as its page size (header `page_size`, so the header page, the

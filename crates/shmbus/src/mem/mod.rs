@@ -67,8 +67,8 @@ pub type DefaultRegion = HeapRegion;
 /// offsets and, where the backing has plain memory, bytes lent for a
 /// Release/Acquire hand-over (the two capabilities of the module docs).
 /// Out-of-range or misaligned offsets panic; the protocols only use offsets
-/// computed from a header that [`crate::layout::Header::read`] validated
-/// (and [`crate::layout::Header::expect`] for the kind's own geometry) or
+/// computed from a header that `Header::read` (in `segment`) validated
+/// (and `Header::expect` for the kind's own geometry) or
 /// that their creator just built, so they never do.
 pub trait Region {
     /// Length in bytes.

@@ -10,7 +10,7 @@
 //!
 //! Open: no symlinks; `fstat`; wait (up to `init_timeout`) while the file is
 //! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length,
-//! aligned to the header's page size (huge pages, see `region`);
+//! aligned to the header's page size (huge pages, see `mem::huge`);
 //! validate the header against it; set page protections for the role:
 //! publishers cannot write the header, subscribers can write only the
 //! control page.

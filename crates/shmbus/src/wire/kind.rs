@@ -6,7 +6,7 @@ use std::fmt;
 /// What protocol a segment carries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
-    /// Stamped-slot broadcast (this crate's `broadcast`).
+    /// Stamped-slot broadcast (this crate's `bus`).
     Broadcast,
     /// Byte stream (this crate's `stream`).
     Stream,

@@ -18,7 +18,7 @@
 //! - Data pages start at `data_offset`. A broadcast bus has `capacity`
 //!   slots of `slot_size` bytes there, written by its publisher (by every
 //!   publisher of a multi-publisher bus, whose subscribers may also mark a
-//!   stuck slot's stamp abandoned, see `mpmc`); a stream has a ring of
+//!   stuck slot's stamp abandoned, see `bus::claim`); a stream has a ring of
 //!   `capacity` bytes, written by its producer (see `stream`).
 //! - Nothing trusts the file: `Header::read` (in `segment`) checks every field a
 //!   later access depends on for any kind (page offsets, lengths and the
@@ -110,7 +110,7 @@ pub mod flags {
     /// fetch_add, commits with CAS); clear for a single-publisher bus.
     pub const MULTI_PUBLISHER: u32 = 1 << 1;
     /// Set at creation for a segment backed by huge pages (transparent or
-    /// hugetlbfs, see `region`): `page_size` is then the huge page size, so
+    /// hugetlbfs, see `mem::huge`): `page_size` is then the huge page size, so
     /// control and data pages start on huge page boundaries. Openers map
     /// such a segment at an address aligned to `page_size`.
     pub const HUGE_PAGES: u32 = 1 << 2;
