@@ -8,13 +8,14 @@
 //! ```
 //! use shmbus_testkit::{param, print_result, role};
 //!
-//! #[test]
+//! // #[test] (here a doctest, which runs it as a normal test run would)
 //! fn as_child_double_a_number() {
 //!     role("double", || {
 //!         let n: u64 = param("N");
 //!         print_result(&[("double", (2 * n).to_string())]);
 //!     });
 //! }
+//! # as_child_double_a_number();
 //! ```
 //!
 //! In a normal test run the entry passes at once; in the child started by
