@@ -3,9 +3,10 @@
 
 mod common;
 
-use common::failure_of;
+use common::{assert_says, failure_of};
 use shmbus_testkit::{
-    idle_until_killed, param, print_ready, print_result, role, spawn_child, ROLE_VAR,
+    idle_until_killed, param, print_ready, print_result, role, spawn_child, Finished, Watched,
+    ROLE_VAR,
 };
 
 #[test]
@@ -24,6 +25,11 @@ fn as_child_say_ready_then_idle() {
     });
 }
 
+/// The doubling child, started for `role` with `params`, to its end.
+fn doubler(role: &str, params: &[(&str, String)]) -> Finished {
+    spawn_child("as_child_double_a_number", role, params).wait()
+}
+
 #[test]
 fn a_role_does_nothing_in_a_normal_test_run() {
     assert!(std::env::var(ROLE_VAR).is_err(), "a normal run has no role");
@@ -32,64 +38,37 @@ fn a_role_does_nothing_in_a_normal_test_run() {
 
 #[test]
 fn a_child_plays_its_role_and_its_result_line_reaches_the_parent() {
-    let f = spawn_child(
-        "as_child_double_a_number",
-        "double",
-        &[("TESTKIT_N", "21".to_owned())],
-    )
-    .wait_success();
-    let r = f.result();
+    let f = doubler("double", &[("TESTKIT_N", "21".to_owned())]);
+    let r = f.assert_success().result();
     assert_eq!(r.get::<u64>("double"), 42);
     assert_eq!(r.raw("word"), Some("x=y"), "a value may hold '='");
     assert_eq!(r.raw("absent"), None);
-}
-
-#[test]
-fn a_result_without_a_key_fails_naming_the_child_and_the_key() {
-    let f = spawn_child(
-        "as_child_double_a_number",
-        "double",
-        &[("TESTKIT_N", "1".to_owned())],
-    )
-    .wait_success();
     let msg = failure_of(|| {
-        f.result().get::<u64>("triple");
+        r.get::<u64>("triple");
     });
-    assert!(msg.contains("RESULT has no triple"), "{msg}");
-    assert!(msg.contains("child double"), "{msg}");
+    assert_says(&msg, &["RESULT has no triple", "child double"]);
 }
 
 #[test]
 fn a_child_started_for_another_role_fails_naming_both() {
-    let f = spawn_child(
-        "as_child_double_a_number",
-        "triple",
-        &[("TESTKIT_N", "1".to_owned())],
-    )
-    .wait();
+    let f = doubler("triple", &[("TESTKIT_N", "1".to_owned())]);
     assert!(!f.status.success(), "{}", f.output());
-    assert!(
-        f.stderr
-            .contains(r#"started to play "triple", but this entry plays "double""#),
-        "{}",
-        f.output()
+    assert_says(
+        &f.stderr,
+        &[r#"started to play "triple", but this entry plays "double""#],
     );
 }
 
 #[test]
 fn a_missing_parameter_fails_the_child_naming_it() {
-    let f = spawn_child("as_child_double_a_number", "double", &[]).wait();
+    let f = doubler("double", &[]);
     assert!(!f.status.success(), "{}", f.output());
-    assert!(
-        f.stderr.contains("child parameter TESTKIT_N is not set"),
-        "{}",
-        f.output()
-    );
+    assert_says(&f.stderr, &["child parameter TESTKIT_N is not set"]);
 }
 
 #[test]
 fn a_parent_waits_until_its_child_is_ready_and_a_killed_child_died_of_sigkill() {
-    let mut child = spawn_child("as_child_say_ready_then_idle", "idle", &[]);
+    let mut child: Watched = spawn_child("as_child_say_ready_then_idle", "idle", &[]);
     child.wait_ready();
     child.check_alive("nothing: it idles");
     let f = child.kill();
@@ -97,5 +76,5 @@ fn a_parent_waits_until_its_child_is_ready_and_a_killed_child_died_of_sigkill() 
     let msg = failure_of(|| {
         f.result();
     });
-    assert!(msg.contains("printed no RESULT line"), "{msg}");
+    assert_says(&msg, &["printed no RESULT line"]);
 }

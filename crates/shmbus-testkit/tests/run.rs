@@ -2,12 +2,12 @@
 
 mod common;
 
-use common::failure_of;
+use common::{assert_says, failure_of, sh};
 use shmbus_testkit::{command, run, run_with_input, spawn, with_stdout_closed};
 
 #[test]
 fn a_run_leaves_its_exit_code_stdout_and_stderr() {
-    let f = run(command("sh", &["-c", "echo out; echo err >&2; exit 3"]));
+    let f = run(sh("echo out; echo err >&2; exit 3"));
     assert_eq!(f.code(), Some(3));
     assert_eq!(f.stdout(), "out\n");
     assert_eq!(f.stderr, "err\n");
@@ -16,10 +16,9 @@ fn a_run_leaves_its_exit_code_stdout_and_stderr() {
 #[test]
 fn a_run_whose_stderr_says_panicked_fails_the_test_naming_the_command() {
     let msg = failure_of(|| {
-        run(command("sh", &["-c", "echo 'it panicked' >&2"]));
+        run(sh("echo 'it panicked' >&2"));
     });
-    assert!(msg.contains("`sh -c echo 'it panicked' >&2`"), "{msg}");
-    assert!(msg.contains("panicked"), "{msg}");
+    assert_says(&msg, &["`sh -c echo 'it panicked' >&2`", "panicked"]);
 }
 
 #[test]
@@ -42,13 +41,13 @@ fn a_command_has_stdin_at_end_of_file_by_default() {
 #[test]
 fn with_stdout_closed_leaves_fd_1_closed_rather_than_dev_null() {
     let script = "if [ -e /proc/self/fd/1 ]; then echo open >&2; else echo closed >&2; fi";
-    let f = run(with_stdout_closed(command("sh", &["-c", script])));
+    let f = run(with_stdout_closed(sh(script)));
     assert_eq!(f.stderr, "closed\n");
 }
 
 #[test]
 fn a_spawned_run_goes_on_in_the_background_until_waited_for() {
-    let mut p = spawn(command("sh", &["-c", "echo started; exec sleep 30"]));
+    let mut p = spawn(sh("echo started; exec sleep 30"));
     assert_eq!(p.next_line(), b"started\n");
     p.check_alive("it to sleep");
     let f = p.kill();

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::failure_of;
-use shmbus_testkit::{command, wait_for, wait_for_within, Watched};
+use common::{assert_says, quick_failure_of, sh};
+use shmbus_testkit::{wait_for, wait_for_within, Watched};
 
 #[test]
 fn wait_for_returns_as_soon_as_the_condition_holds() {
@@ -23,51 +23,26 @@ fn wait_for_returns_as_soon_as_the_condition_holds() {
 #[test]
 fn wait_for_fails_after_its_deadline_naming_what_it_waited_for() {
     let start = Instant::now();
-    let msg =
-        failure_of(|| wait_for_within("the moon", Duration::from_millis(50), &mut [], || false));
-    assert!(start.elapsed() >= Duration::from_millis(50));
-    assert!(msg.contains("the moon") && msg.contains("50ms"), "{msg}");
+    let within = Duration::from_millis(50);
+    let msg = quick_failure_of(|| wait_for_within("the moon", within, &mut [], || false));
+    assert!(start.elapsed() >= within);
+    assert_says(&msg, &["the moon", "50ms"]);
 }
 
 #[test]
 fn wait_for_fails_at_once_when_a_child_it_watches_ends() {
-    let mut child = Watched::spawn(
-        "the leaver",
-        command("sh", &["-c", "echo leaving"]),
-        Duration::from_secs(20),
-    );
-    let start = Instant::now();
-    let msg = failure_of(|| wait_for("a sign", &mut [&mut child], || false));
-    assert!(
-        start.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        start.elapsed()
-    );
-    assert!(
-        msg.contains("the leaver") && msg.contains("a sign"),
-        "{msg}"
-    );
-    assert!(
-        msg.contains("leaving"),
-        "the failure shows the output: {msg}"
-    );
+    let mut child = Watched::spawn("the leaver", sh("echo leaving"), Duration::from_secs(20));
+    let msg = quick_failure_of(|| wait_for("a sign", &mut [&mut child], || false));
+    assert_says(&msg, &["the leaver", "a sign", "leaving"]);
 }
 
 #[test]
 fn a_timed_out_wait_shows_what_the_children_printed_so_far() {
-    let mut child = Watched::spawn(
-        "the sleeper",
-        command("sh", &["-c", "echo dozing; exec sleep 30"]),
-        Duration::from_secs(60),
-    );
+    let script = "echo dozing; exec sleep 30";
+    let mut child = Watched::spawn("the sleeper", sh(script), Duration::from_secs(60));
     child.wait_until_printed("dozing", Duration::from_secs(20));
-    let msg = failure_of(|| {
-        wait_for_within(
-            "a wake-up",
-            Duration::from_millis(20),
-            &mut [&mut child],
-            || false,
-        )
-    });
-    assert!(msg.contains("a wake-up") && msg.contains("dozing"), "{msg}");
+    let within = Duration::from_millis(20);
+    let msg =
+        quick_failure_of(|| wait_for_within("a wake-up", within, &mut [&mut child], || false));
+    assert_says(&msg, &["a wake-up", "dozing", "the sleeper"]);
 }
