@@ -789,20 +789,22 @@ fn a_publisher_attaching_after_one_that_died_mid_write_rewrites_that_sequence() 
 // ---------------------------------------------------------------------------
 // 7. A publisher killed mid-stream.
 
+/// In a child: opens a subscriber of `name` that waits with SpinFutex
+/// after `spin`, and says it is ready.
+fn ready_futex_subscriber(name: &str, spin: Duration) -> Subscriber<u64> {
+    let opts = OpenOptions::default().wait(WaitStrategy::SpinFutex { spin });
+    let sub = Subscriber::<u64>::open(name, &opts).expect("open");
+    common::print_ready();
+    sub
+}
+
 /// Receives until a receive times out while the publisher is dead, checking
 /// every message carries the sequence the position says.
 #[test]
 fn as_child_receive_until_the_publisher_is_gone() {
     role("sub_until_silent", || {
         let name: String = param("SHMBUS_BUS");
-        let mut sub = Subscriber::<u64>::open(
-            &name,
-            &OpenOptions::default().wait(WaitStrategy::SpinFutex {
-                spin: Duration::from_micros(10),
-            }),
-        )
-        .expect("open");
-        common::print_ready();
+        let mut sub = ready_futex_subscriber(&name, Duration::from_micros(10));
         let start = sub.position();
         let (mut delivered, mut skipped, mut wrong, mut timeouts) = (0u64, 0u64, 0u64, 0u64);
         loop {
@@ -1070,14 +1072,7 @@ fn a_sleeping_subscriber_is_woken_by_a_publish_from_another_process() {
 fn as_child_sleep_until_one_message() {
     role("sleep_for_one", || {
         let name: String = param("SHMBUS_BUS");
-        let mut sub = Subscriber::<u64>::open(
-            &name,
-            &OpenOptions::default().wait(WaitStrategy::SpinFutex {
-                spin: Duration::from_micros(1),
-            }),
-        )
-        .expect("open");
-        common::print_ready();
+        let mut sub = ready_futex_subscriber(&name, Duration::from_micros(1));
         let got = match sub.recv() {
             Received::Message(v) => v.to_string(),
             Received::Lagged { skipped } => format!("lagged-{skipped}"),

@@ -342,6 +342,42 @@ fn no_whitespace(s: impl std::fmt::Debug) -> String {
 // ---------------------------------------------------------------------------
 // Children.
 
+/// What `Side::spawn` tells a producer or consumer child, read back.
+struct Told {
+    name: String,
+    recs: Records,
+    from: u64,
+    count: u64,
+    /// SHMBUS_PACE_EVERY and SHMBUS_PACE_US (see `pace`).
+    pace: (u64, u64),
+    then: String,
+    opts: OpenOptions,
+}
+
+impl Told {
+    fn read() -> Told {
+        Told {
+            name: param("SHMBUS_BUS"),
+            recs: Records::from_params(),
+            from: param("SHMBUS_FROM"),
+            count: param("SHMBUS_COUNT"),
+            pace: (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US")),
+            then: param("SHMBUS_THEN"),
+            opts: opts(&param::<String>("SHMBUS_WAIT")),
+        }
+    }
+
+    /// The records to push or pop.
+    fn records(&self) -> Range<u64> {
+        self.from..self.from + self.count
+    }
+
+    /// Paces after record `i` (see `pace`).
+    fn pace(&self, i: u64) {
+        pace(i - self.from, self.pace.0, self.pace.1);
+    }
+}
+
 /// Attaches as the producer, pushes records FROM..FROM+COUNT (trying
 /// `Wait::Never` first, to count how often the ring was full, then
 /// `Wait::Forever`), then per SHMBUS_THEN: `exit` (drops the producer),
@@ -351,23 +387,17 @@ fn no_whitespace(s: impl std::fmt::Debug) -> String {
 #[test]
 fn as_child_produce_records() {
     role("produce", || {
-        let name: String = param("SHMBUS_BUS");
-        let recs = Records::from_params();
-        let from: u64 = param("SHMBUS_FROM");
-        let count: u64 = param("SHMBUS_COUNT");
-        let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
-        let then: String = param("SHMBUS_THEN");
-        let mut p = Producer::attach(&name, &opts(&param::<String>("SHMBUS_WAIT")))
-            .expect("attach as producer");
+        let t = Told::read();
+        let mut p = Producer::attach(&t.name, &t.opts).expect("attach as producer");
         let start = Instant::now();
         let (mut pushed, mut full) = (0u64, 0u64);
         let mut error = String::from("none");
         let mut buf = Vec::new();
-        for i in from..from + count {
-            let done = match push_record(&mut p, &recs, i, Wait::Never, &mut buf) {
+        for i in t.records() {
+            let done = match push_record(&mut p, &t.recs, i, Wait::Never, &mut buf) {
                 Err(PushError::Full) => {
                     full += 1;
-                    push_record(&mut p, &recs, i, Wait::Forever, &mut buf)
+                    push_record(&mut p, &t.recs, i, Wait::Forever, &mut buf)
                 }
                 other => other,
             };
@@ -376,7 +406,7 @@ fn as_child_produce_records() {
                 break;
             }
             pushed += 1;
-            pace(i - from, every, us);
+            t.pace(i);
         }
         print_result(&[
             ("pushed", pushed.to_string()),
@@ -384,14 +414,14 @@ fn as_child_produce_records() {
             ("error", error),
             ("ms", start.elapsed().as_millis().to_string()),
         ]);
-        match then.as_str() {
+        match t.then.as_str() {
             "exit" => drop(p),
             "idle" => {
                 common::print_ready();
                 common::idle_until_killed();
             }
             "reserve-idle" => {
-                let mut chunk = p.reserve(recs.max, Wait::Forever).expect("reserve");
+                let mut chunk = p.reserve(t.recs.max, Wait::Forever).expect("reserve");
                 chunk.fill(0xEE);
                 common::print_ready();
                 common::idle_until_killed();
@@ -410,34 +440,28 @@ fn as_child_produce_records() {
 #[test]
 fn as_child_consume_records() {
     role("consume", || {
-        let name: String = param("SHMBUS_BUS");
-        let recs = Records::from_params();
-        let from: u64 = param("SHMBUS_FROM");
-        let count: u64 = param("SHMBUS_COUNT");
-        let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
-        let then: String = param("SHMBUS_THEN");
+        let t = Told::read();
         let check_end = param::<u8>("SHMBUS_CHECK_END") == 1;
-        let mut c = Consumer::open(&name, &opts(&param::<String>("SHMBUS_WAIT")))
-            .expect("open as consumer");
+        let mut c = Consumer::open(&t.name, &t.opts).expect("open as consumer");
         if param::<String>("SHMBUS_READY_AT") == "open" {
             common::print_ready();
         }
         let start = Instant::now();
         let mut k = Checked::default();
         let mut error = String::from("none");
-        for i in from..from + count {
-            if let Err(e) = pop_record(&mut c, &recs, i, Wait::Forever, &mut k) {
+        for i in t.records() {
+            if let Err(e) = pop_record(&mut c, &t.recs, i, Wait::Forever, &mut k) {
                 error = no_whitespace(e);
                 break;
             }
-            pace(i - from, every, us);
+            t.pace(i);
         }
         let ms = start.elapsed().as_millis();
         let extra = check_end && c.pop(&mut k.buf, Wait::Never).is_ok();
-        if then == "peek-exit" {
-            let i = from + count;
+        if t.then == "peek-exit" {
+            let i = t.records().end;
             let chunk = c.peek(Wait::Forever).expect("peek the next record");
-            if let Err(what) = recs.check(i, &chunk, &mut k.scratch) {
+            if let Err(what) = t.recs.check(i, &chunk, &mut k.scratch) {
                 k.fault(what);
             }
         }
@@ -449,7 +473,7 @@ fn as_child_consume_records() {
             ("extra", extra.to_string()),
             ("ms", ms.to_string()),
         ]);
-        match then.as_str() {
+        match t.then.as_str() {
             "exit" | "peek-exit" => drop(c),
             "idle" => {
                 common::print_ready();
