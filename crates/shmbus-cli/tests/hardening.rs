@@ -7,7 +7,6 @@ mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use common::{run, shmbus, Finished, ShmDir};
@@ -63,16 +62,10 @@ fn bus_with(dir: &ShmDir, name: &str, n: u64, capacity: u64) -> String {
         let lines: String = (0..n).map(|i| format!("{i}\n")).collect();
         let input = dir.file(&format!("{name}.in"));
         std::fs::write(&input, lines).unwrap();
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "exec {} pub {bus} < {}",
-                env!("CARGO_BIN_EXE_shmbus"),
-                input.display()
-            ))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
+        // stdin is the file, as `pub BUS < FILE` has it.
+        let mut cmd = shmbus(&["pub", &bus]);
+        cmd.stdin(std::fs::File::open(&input).unwrap());
+        run(cmd).assert_success();
         std::fs::remove_file(input).unwrap();
     }
     bus
