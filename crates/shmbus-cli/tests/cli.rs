@@ -21,7 +21,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{
-    run, run_stdin, spawn, spawn_head, wait_for, BusName, CliOutput, Finished, ShmDir, Watched,
+    process_state, run, run_stdin, spawn, spawn_head, wait_for, BusName, CliOutput, Finished,
+    ShmDir, Watched,
 };
 use serde_json::Value;
 
@@ -72,13 +73,6 @@ fn publish(bus: &str, input: &str) {
 /// "1\n2\n...\nN\n".
 fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
     range.map(|i| format!("{i}\n")).collect()
-}
-
-/// The state letter of a process in /proc/PID/stat (R, S, T, ...).
-fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; the state follows its `)`.
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// Waits until `sub` (a `--wait futex` subscriber) has joined `bus` and is

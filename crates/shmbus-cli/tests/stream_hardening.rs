@@ -15,7 +15,9 @@ use std::process::Stdio;
 use std::thread;
 use std::time::Duration;
 
-use common::{run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed, CliOutput, ShmDir};
+use common::{
+    process_state, run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed, CliOutput, ShmDir,
+};
 use serde_json::Value;
 use shmbus::layout::stream_control as sc;
 
@@ -36,12 +38,6 @@ fn stream_stat(stream: &str) -> shmbus::stat::StreamStat {
         .expect("stat")
         .stream
         .expect("a stream")
-}
-
-/// The state letter of a process in /proc/PID/stat (R, S, ...).
-fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// A field of /proc/PID/status in kB (`RssAnon`, `VmHWM`...); `None` once

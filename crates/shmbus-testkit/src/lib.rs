@@ -28,6 +28,8 @@
 //! - **Waiting** ([`wait_for`], [`wait_for_within`]): polls a condition up
 //!   to a deadline, failing the test at once if a child it depends on ends.
 //! - **Deadlines** ([`CHILD_DEADLINE`], [`READY_DEADLINE`], [`RUN_DEADLINE`]).
+//! - **Process state** ([`process_state`]): whether a process is asleep,
+//!   stopped, and so on, as /proc says.
 //! - **Unique names** ([`BusName`], [`ShmDir`], [`unique_prefix`]): names no
 //!   other test, test binary or run shares, each file or directory removed
 //!   when its guard drops, even on panic.
@@ -43,6 +45,7 @@ mod child;
 mod cleanup;
 mod deadline;
 mod names;
+mod process;
 mod ready;
 mod report;
 mod run;
@@ -56,6 +59,7 @@ pub use child::{idle_until_killed, param, role, spawn_child, spawn_child_with_de
 pub use cleanup::assert_nothing_left;
 pub use deadline::{CHILD_DEADLINE, READY_DEADLINE, RUN_DEADLINE};
 pub use names::{unique_prefix, SHM_DIR};
+pub use process::process_state;
 pub use ready::{print_ready, READY};
 pub use report::{print_result, Report};
 pub use run::{command, run, run_with_input, spawn, spawn_head, with_stdout_closed};

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{assert_says, failure_of, quick_failure_of, sh};
-use shmbus_testkit::{command, no_spawn_in_flight, wait_for, Watched};
+use shmbus_testkit::{command, no_spawn_in_flight, process_state, wait_for, Watched};
 
 /// Whether a process with this pid still exists (a zombie counts).
 fn exists(pid: u32) -> bool {
@@ -151,4 +151,16 @@ fn a_process_that_may_not_panic_fails_the_test_when_it_does() {
         w.wait();
     });
     assert_says(&msg, &["the panicker", "panicked"]);
+}
+
+#[test]
+fn process_state_says_asleep_stopped_and_gone() {
+    let w = watch("the sleeper", "exec sleep 30");
+    let pid = w.pid();
+    wait_for("it to sleep", &mut [], || process_state(pid) == Some('S'));
+    // SAFETY: kill(2) on a process this test started and has not reaped.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGSTOP) }, 0);
+    wait_for("it to stop", &mut [], || process_state(pid) == Some('T'));
+    drop(w);
+    assert_eq!(process_state(pid), None);
 }

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytemuck::{Pod, Zeroable};
 use common::{
-    param, print_result, role, spawn_child, splitmix, BusName, Finished, ShmDir, Watched,
+    param, print_result, process_state, role, spawn_child, splitmix, BusName, Finished, ShmDir,
+    Watched,
 };
 use shmbus::layout;
 use shmbus::stat;
@@ -515,11 +516,6 @@ fn as_child_create_a_large_bus() {
 /// Slots of the creator's bus: 64 MiB, whose reservation and stamps take
 /// long enough to be stopped in.
 const BIG: u64 = 1 << 20;
-
-fn process_state(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit_once(") ")?.1.chars().next()
-}
 
 fn signal(pid: u32, sig: i32) {
     // SAFETY: kill(2) on a pid this test spawned and has not reaped.
