@@ -10,9 +10,10 @@
 //!   the thread that started it dies (`PR_SET_PDEATHSIG`), so none outlives
 //!   its test. Its stdout and stderr are collected as they come, so a chatty
 //!   process never blocks on a full pipe and the test can watch for a line.
-//! - **Spawn lock** ([`no_spawn_in_flight`]): while its guard lives, no
-//!   thread of this test binary is between `fork` and `exec`, so no
-//!   half-started child holds a copy of a lock or mapping the test dropped.
+//! - **Spawn lock** ([`no_spawn_in_flight`]): every start goes through it,
+//!   so while its guard lives no thread of this test binary is between
+//!   `fork` and `exec` here, and no half-started child holds a copy of a
+//!   lock, mapping or pipe end the test dropped.
 //! - **Child processes** ([`role`], [`spawn_child`], [`param`]): a test
 //!   binary runs itself again as a child that plays one role: its entry is
 //!   an ordinary `#[test]` whose body is one [`role`] call, which does
@@ -31,8 +32,9 @@
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.
 //! - **Unique names** ([`BusName`], [`ShmDir`], [`unique_prefix`]): names no
-//!   other test, test binary or run shares, each file or directory removed
-//!   when its guard drops, even on panic.
+//!   other test or test binary running at the same time shares (what an
+//!   earlier run with the same pid left is removed first), each file or
+//!   directory removed when its guard drops, even on panic.
 //! - **Cleanup checks** ([`assert_nothing_left`], [`BusName::finish`],
 //!   [`ShmDir::finish`]): a test can end by checking that nothing it made is
 //!   left in /dev/shm.
