@@ -2,12 +2,13 @@
 //!
 //! Ground rules, so that these tests can run in parallel with each other and
 //! with other crates' tests on a small shared machine:
-//! - Every child process runs under a watchdog ([`Proc::wait`]): if it runs
-//!   past [`DEADLINE`] it is killed and the test fails, never hangs.
+//! - Every child process runs under the testkit's watchdog ([`Watched`]): if
+//!   it runs past [`common::RUN_DEADLINE`] it is killed and the test fails,
+//!   never hangs.
 //! - Every bus has a name unique to this process and test, and is removed
-//!   by a guard's `Drop`, even when the test panics. Most tests keep their
-//!   buses in a private directory under /dev/shm ([`ShmDir`]), which also
-//!   keeps `clean --dir` from ever touching anything else.
+//!   by a guard's `Drop` ([`BusName`]), even when the test panics. Most tests
+//!   keep their buses in a private directory under /dev/shm ([`ShmDir`]),
+//!   which also keeps `clean --dir` from ever touching anything else.
 //! - A test that must publish after a subscriber has joined waits until the
 //!   subscriber is registered and asleep on the futex ([`wait_until_waiting`]),
 //!   instead of sleeping and hoping.
@@ -15,238 +16,42 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
-use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-use common::{Output, ShmDir, DEADLINE};
+use common::{
+    process_state, run, run_stdin, spawn, spawn_head, wait_for, BusName, CliOutput, Finished,
+    ShmDir, Watched,
+};
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------
-// Buses that clean up after themselves.
-
-/// A bus known by a bare name, so it lives directly in /dev/shm; the file is
-/// removed on drop.
-struct BareBus {
-    name: String,
-}
-
-impl BareBus {
-    fn new(test: &str) -> BareBus {
-        let name = format!("shmbus-cli-test-{}-{test}", std::process::id());
-        let _ = std::fs::remove_file(Path::new("/dev/shm").join(&name));
-        BareBus { name }
-    }
-
-    fn path(&self) -> PathBuf {
-        Path::new("/dev/shm").join(&self.name)
-    }
-}
-
-impl Drop for BareBus {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.path());
-    }
-}
-
-// ---------------------------------------------------------------------------
-// Running the binary under a watchdog.
-
-/// What a child's stdin gets.
-enum Input {
-    /// Nothing: stdin is /dev/null.
-    Null,
-    /// These bytes, then end of file.
-    Bytes(Vec<u8>),
-    /// A pipe the test holds open (see [`Proc::close_stdin`]).
-    Open,
-}
-
-/// A running `shmbus`. Its stdout arrives line by line on a channel and its
-/// stderr is collected by a thread, so a chatty child never blocks on a
-/// full pipe. Dropping it kills the child, so a failed test leaves no
-/// process behind.
-struct Proc {
-    args: Vec<String>,
-    child: Child,
-    started: Instant,
-    stdin: Option<ChildStdin>,
-    stdout_lines: Receiver<Vec<u8>>,
-    stdout_thread: Option<JoinHandle<()>>,
-    stderr_thread: Option<JoinHandle<String>>,
-    feeder: Option<JoinHandle<()>>,
-}
-
-impl Proc {
-    /// Starts `shmbus ARGS`. With `close_stdout_after = Some(n)`, the test
-    /// closes its end of stdout after reading n lines, as `| head -n` does.
-    fn spawn(args: &[&str], input: Input, close_stdout_after: Option<usize>) -> Proc {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_shmbus"))
-            .args(args)
-            .stdin(match input {
-                Input::Null => Stdio::null(),
-                _ => Stdio::piped(),
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn shmbus");
-        let mut stdin = child.stdin.take();
-        let feeder = match input {
-            Input::Bytes(bytes) => {
-                let mut pipe = stdin.take().expect("piped stdin");
-                // A writer thread: the child may read slowly, or stop early
-                // (then the write fails with EPIPE, which is fine).
-                Some(thread::spawn(move || {
-                    let _ = pipe.write_all(&bytes);
-                }))
-            }
-            _ => None,
-        };
-        let (tx, rx) = mpsc::channel();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let stdout_thread = thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut read = 0;
-            while close_stdout_after.is_none_or(|n| read < n) {
-                let mut line = Vec::new();
-                match reader.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        read += 1;
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-            // Returning drops the reader: the child's stdout is now closed.
-        });
-        let mut stderr = child.stderr.take().expect("piped stderr");
-        let stderr_thread = thread::spawn(move || {
-            let mut text = Vec::new();
-            let _ = stderr.read_to_end(&mut text);
-            String::from_utf8_lossy(&text).into_owned()
-        });
-        Proc {
-            args: args.iter().map(|s| s.to_string()).collect(),
-            child,
-            started: Instant::now(),
-            stdin,
-            stdout_lines: rx,
-            stdout_thread: Some(stdout_thread),
-            stderr_thread: Some(stderr_thread),
-            feeder,
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// The next line of stdout (with its newline), waiting until the
-    /// deadline.
-    fn next_line(&self) -> Vec<u8> {
-        let left = DEADLINE.saturating_sub(self.started.elapsed());
-        match self.stdout_lines.recv_timeout(left) {
-            Ok(line) => line,
-            Err(RecvTimeoutError::Timeout) => {
-                panic!(
-                    "`shmbus {}` printed no line within {DEADLINE:?}",
-                    self.args.join(" ")
-                )
-            }
-            Err(RecvTimeoutError::Disconnected) => {
-                panic!("`shmbus {}` closed stdout early", self.args.join(" "))
-            }
-        }
-    }
-
-    fn close_stdin(&mut self) {
-        self.stdin = None;
-    }
-
-    /// Waits for the child to exit, killing it (and failing the test) if it
-    /// runs past the deadline. Checks that it did not panic.
-    fn wait(mut self) -> Output {
-        let status = loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                break status;
-            }
-            if self.started.elapsed() > DEADLINE {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                panic!(
-                    "`shmbus {}` ran for more than {DEADLINE:?}; killed it",
-                    self.args.join(" ")
-                );
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
-        self.stdin = None;
-        if let Some(feeder) = self.feeder.take() {
-            feeder.join().expect("stdin feeder");
-        }
-        let stderr = self
-            .stderr_thread
-            .take()
-            .expect("stderr thread")
-            .join()
-            .expect("stderr reader");
-        self.stdout_thread
-            .take()
-            .expect("stdout thread")
-            .join()
-            .expect("stdout reader");
-        let stdout = self.stdout_lines.try_iter().flatten().collect();
-        let out = Output {
-            took: self.started.elapsed(),
-            code: status.code(),
-            stdout,
-            stderr,
-        };
-        assert!(
-            !out.stderr.contains("panicked"),
-            "`shmbus {}` panicked: {out:?}",
-            self.args.join(" ")
-        );
-        out
-    }
-
-    /// Kills the child and waits for it: for subscribers with no end.
-    fn kill(mut self) -> Output {
-        let _ = self.child.kill();
-        self.wait()
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
+// Running the binary under the watchdog.
 
 /// Runs `shmbus ARGS` with empty stdin to the end.
-fn shmbus(args: &[&str]) -> Output {
-    Proc::spawn(args, Input::Null, None).wait()
+fn shmbus(args: &[&str]) -> Finished {
+    run(common::shmbus(args))
 }
 
-/// Runs `shmbus ARGS` with `input` on stdin to the end.
-fn shmbus_stdin(args: &[&str], input: &[u8]) -> Output {
-    Proc::spawn(args, Input::Bytes(input.to_vec()), None).wait()
+/// Starts `shmbus ARGS` in the background, stdin /dev/null.
+fn start(args: &[&str]) -> Watched {
+    spawn(common::shmbus(args))
+}
+
+/// Starts `shmbus ARGS` in the background, its stdin a pipe the test
+/// holds open (see [`Watched::stdin`], [`Watched::close_stdin`]).
+fn start_with_stdin(args: &[&str]) -> Watched {
+    let mut cmd = common::shmbus(args);
+    cmd.stdin(Stdio::piped());
+    spawn(cmd)
 }
 
 /// Starts `shmbus sub ARGS` in the background.
-fn spawn_sub(args: &[&str]) -> Proc {
+fn spawn_sub(args: &[&str]) -> Watched {
     let mut all = vec!["sub"];
     all.extend_from_slice(args);
-    Proc::spawn(&all, Input::Null, None)
+    start(&all)
 }
 
 fn create(bus: &str, msg_size: u32, capacity: u64) {
@@ -262,7 +67,7 @@ fn create(bus: &str, msg_size: u32, capacity: u64) {
 }
 
 fn publish(bus: &str, input: &str) {
-    shmbus_stdin(&["pub", bus], input.as_bytes()).assert_success();
+    run_stdin(&["pub", bus], input.as_bytes()).assert_success();
 }
 
 /// "1\n2\n...\nN\n".
@@ -270,29 +75,12 @@ fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
     range.map(|i| format!("{i}\n")).collect()
 }
 
-/// The state letter of a process in /proc/PID/stat (R, S, T, ...).
-fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; the state follows its `)`.
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
-}
-
-/// Polls `check` every few milliseconds until it holds or the deadline
-/// passes (then fails the test with `what`).
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
 /// Waits until `sub` (a `--wait futex` subscriber) has joined `bus` and is
 /// asleep on the futex. The library registers a subscriber just before it
 /// picks its start position, so registration alone is not enough; asleep
 /// after registering, it has picked it, and the next message published is
 /// one it will see.
-fn wait_until_waiting(bus: &str, sub: &Proc) {
+fn wait_until_waiting(bus: &str, sub: &Watched) {
     let pid = sub.pid();
     wait_for("the subscriber to register", || {
         shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.contains(&pid))
@@ -302,7 +90,7 @@ fn wait_until_waiting(bus: &str, sub: &Proc) {
     });
 }
 
-fn signal(proc: &Proc, sig: rustix::process::Signal) {
+fn signal(proc: &Watched, sig: rustix::process::Signal) {
     let pid = rustix::process::Pid::from_raw(proc.pid() as i32).expect("nonzero pid");
     rustix::process::kill_process(pid, sig).expect("kill");
 }
@@ -312,11 +100,11 @@ fn signal(proc: &Proc, sig: rustix::process::Signal) {
 
 #[test]
 fn pub_then_sub_from_oldest_prints_every_line() {
-    let bus = BareBus::new("roundtrip");
-    create(&bus.name, 16, 8);
+    let bus = BusName::new("roundtrip");
+    create(bus.name(), 16, 8);
     assert!(bus.path().exists(), "a bare name lives in /dev/shm");
-    publish(&bus.name, "one\ntwo\nthree\n");
-    let out = shmbus(&["sub", &bus.name, "--from", "oldest", "--timeout", "0.3"]);
+    publish(bus.name(), "one\ntwo\nthree\n");
+    let out = shmbus(&["sub", bus.name(), "--from", "oldest", "--timeout", "0.3"]);
     out.assert_success();
     assert_eq!(out.stdout(), "one\ntwo\nthree\n");
     assert_eq!(out.stderr, "");
@@ -340,7 +128,7 @@ fn pub_carries_lines_byte_for_byte_even_empty_unterminated_and_not_utf8() {
     let bus = dir.bus("bus");
     create(&bus, 16, 8);
     let input = b"plain\n\n\xff\xfe\x80 raw\n\tinner\0zero\nno newline";
-    shmbus_stdin(&["pub", &bus], input).assert_success();
+    run_stdin(&["pub", &bus], input).assert_success();
     let out = shmbus(&["sub", &bus, "--from", "oldest", "--timeout", "0.3"]);
     out.assert_success();
     assert_eq!(
@@ -506,7 +294,7 @@ fn too_long_line_fails_naming_its_number_and_earlier_lines_stay_published() {
     let dir = ShmDir::new("too-long");
     let bus = dir.bus("bus");
     create(&bus, 8, 8);
-    let out = shmbus_stdin(
+    let out = run_stdin(
         &["pub", &bus],
         b"first\nsecond\nthis line is too long\nnever\n",
     );
@@ -531,11 +319,11 @@ fn a_second_publisher_is_refused_while_the_first_runs() {
     let dir = ShmDir::new("two-pubs");
     let bus = dir.bus("bus");
     create(&bus, 8, 8);
-    let mut first = Proc::spawn(&["pub", &bus], Input::Open, None);
+    let mut first = start_with_stdin(&["pub", &bus]);
     wait_for("the first publisher to attach", || {
         shmbus::stat::stat(&bus).is_ok_and(|s| s.publisher_alive)
     });
-    let out = shmbus_stdin(&["pub", &bus], b"x\n");
+    let out = run_stdin(&["pub", &bus], b"x\n");
     out.assert_error(1, &format!("live publisher (pid {})", first.pid()));
     first.close_stdin();
     first.wait().assert_success();
@@ -547,14 +335,12 @@ fn sub_ends_quietly_when_its_reader_goes_away() {
     let bus = dir.bus("bus");
     create(&bus, 8, 8);
     // Like `shmbus sub bus | head -1`.
-    let sub = Proc::spawn(&["sub", &bus], Input::Null, Some(1));
+    let mut sub = spawn_head(common::shmbus(&["sub", &bus]), 1);
     wait_until_waiting(&bus, &sub);
     publish(&bus, "first\n");
     assert_eq!(sub.next_line(), b"first\n");
     // The reader has closed the pipe; the next message's write gets EPIPE.
-    wait_for("the pipe to close", || {
-        sub.stdout_lines.try_recv() == Err(mpsc::TryRecvError::Disconnected)
-    });
+    wait_for("the pipe to close", || sub.stdout_closed());
     publish(&bus, "second\nthird\n");
     let out = sub.wait();
     out.assert_success();
@@ -581,7 +367,7 @@ fn stream_stat(stream: &str) -> Option<shmbus::stat::StreamStat> {
 }
 
 /// Waits until `sub` holds the consumer role of `stream`.
-fn wait_until_consuming(stream: &str, sub: &Proc) {
+fn wait_until_consuming(stream: &str, sub: &Watched) {
     let pid = sub.pid();
     wait_for("the consumer to attach", || {
         stream_stat(stream).is_some_and(|s| s.consumer_alive && s.consumer_pid == pid)
@@ -603,7 +389,8 @@ fn a_stream_carries_every_line_once_in_order_through_a_small_ring() {
     assert!(input.len() > 10 * 4096, "far more data than the ring holds");
     let sub = spawn_sub(&[&stream, "--count", "1000", "--timeout", "10"]);
     wait_until_consuming(&stream, &sub);
-    let publisher = Proc::spawn(&["pub", &stream], Input::Bytes(input.clone().into()), None);
+    let mut publisher = start_with_stdin(&["pub", &stream]);
+    publisher.feed(input.clone().into_bytes());
     let out = sub.wait();
     out.assert_success();
     assert_eq!(out.stdout(), input);
@@ -620,7 +407,7 @@ fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
     let dir = ShmDir::new("stream-keep");
     let stream = dir.bus("stream");
     create_stream(&stream, 4096);
-    shmbus_stdin(&["pub", &stream], b"a\nbb\n\nccc").assert_success();
+    run_stdin(&["pub", &stream], b"a\nbb\n\nccc").assert_success();
     let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
     assert_eq!(json["name"], "stream");
     assert_eq!(json["kind"], "stream");
@@ -665,7 +452,7 @@ fn a_line_longer_than_the_largest_record_stops_pub_and_earlier_lines_stay() {
     create_stream(&stream, 64);
     let long = "y".repeat(25);
     let input = format!("short\n{}\n{long}\nnever\n", "z".repeat(24));
-    let out = shmbus_stdin(&["pub", &stream], input.as_bytes());
+    let out = run_stdin(&["pub", &stream], input.as_bytes());
     out.assert_error(
         2,
         "line 3 is longer than 24 bytes, the stream's largest record",
@@ -709,18 +496,16 @@ fn sub_fails_when_the_producer_dies_while_it_waits() {
     let dir = ShmDir::new("stream-producer-dies");
     let stream = dir.bus("stream");
     create_stream(&stream, 4096);
-    let mut producer = Proc::spawn(&["pub", &stream], Input::Open, None);
+    let mut producer = start_with_stdin(&["pub", &stream]);
     wait_for("the producer to attach", || {
         shmbus::stat::stat(&stream).is_ok_and(|s| s.publisher_alive)
     });
     let producer_pid = producer.pid();
     producer
-        .stdin
-        .as_mut()
-        .expect("open stdin")
+        .stdin()
         .write_all(b"first\n")
         .expect("write to pub");
-    let sub = spawn_sub(&[&stream]);
+    let mut sub = spawn_sub(&[&stream]);
     assert_eq!(sub.next_line(), b"first\n");
     producer.kill();
     let out = sub.wait();
@@ -737,7 +522,7 @@ fn pub_fails_when_the_consumer_died_and_the_stream_is_full() {
     let consumer_pid = sub.pid();
     sub.kill();
     // 16 bytes a record: three fit in the 64-byte ring, the fifth cannot.
-    let out = shmbus_stdin(&["pub", &stream], b"1\n2\n3\n4\n5\n6\n");
+    let out = run_stdin(&["pub", &stream], b"1\n2\n3\n4\n5\n6\n");
     out.assert_error(1, &format!("consumer (pid {consumer_pid}) is gone"));
     assert!(out.stderr.contains("line 5 not pushed"), "{out:?}");
     let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
@@ -781,7 +566,7 @@ fn stat_text_says_whether_the_publisher_is_alive() {
     for expected in ["capacity:", "8 slots", "32 bytes", "broadcast", "(dead)"] {
         assert!(text.contains(expected), "{expected:?} in {text}");
     }
-    let mut publisher = Proc::spawn(&["pub", &bus], Input::Open, None);
+    let mut publisher = start_with_stdin(&["pub", &bus]);
     wait_for("the publisher to attach", || {
         shmbus::stat::stat(&bus).is_ok_and(|s| s.publisher_alive)
     });
@@ -930,18 +715,18 @@ fn rm_refuses_a_file_that_is_not_a_bus() {
 
 #[test]
 fn commands_on_a_missing_bus_say_no_such_bus() {
-    let bus = BareBus::new("missing");
-    let expected = format!("shmbus: /dev/shm/{}: no such bus\n", bus.name);
+    let bus = BusName::new("missing");
+    let expected = format!("shmbus: /dev/shm/{}: no such bus\n", bus.name());
     for args in [
-        vec!["stat", &bus.name],
-        vec!["sub", &bus.name, "--timeout", "1"],
-        vec!["rm", &bus.name],
+        vec!["stat", bus.name()],
+        vec!["sub", bus.name(), "--timeout", "1"],
+        vec!["rm", bus.name()],
     ] {
         let out = shmbus(&args);
         out.assert_error(1, "no such bus");
         assert_eq!(out.stderr, expected, "{args:?}");
     }
-    let out = shmbus_stdin(&["pub", &bus.name], b"x\n");
+    let out = run_stdin(&["pub", bus.name()], b"x\n");
     assert_eq!(out.assert_error(1, "no such bus").stderr, expected);
 }
 
@@ -1017,7 +802,7 @@ fn a_file_that_is_not_a_bus_is_reported_as_such() {
     let bus = dir.bus("junk");
     shmbus(&["stat", &bus]).assert_error(1, "not a shmbus segment");
     shmbus(&["sub", &bus, "--timeout", "1"]).assert_error(1, "not a shmbus segment");
-    shmbus_stdin(&["pub", &bus], b"x\n").assert_error(1, "not a shmbus segment");
+    run_stdin(&["pub", &bus], b"x\n").assert_error(1, "not a shmbus segment");
     assert_eq!(std::fs::read(&path).expect("read file"), junk, "untouched");
 }
 
@@ -1102,7 +887,7 @@ fn ls_and_stat_skip_a_fifo_instead_of_hanging() {
         .status()
         .expect("run mkfifo");
     assert!(status.success());
-    // Under the watchdog, a hang fails the test after DEADLINE.
+    // Under the watchdog, a hang fails the test after RUN_DEADLINE.
     shmbus(&["ls", "--dir", dir.dir()]).assert_success();
     shmbus(&["stat", &dir.bus("fifo")]).assert_error(1, "not a regular file");
 }
@@ -1131,11 +916,9 @@ fn a_journal_gives_a_late_subscriber_every_line_once_and_stat_counts_its_records
     let journal = dir.file("journal");
     // 8 slots: most of the 50 lines are gone from the ring, not the journal.
     create_journaled(&bus, &journal, 8);
-    let mut publisher = Proc::spawn(&["pub", &bus], Input::Open, None);
+    let mut publisher = start_with_stdin(&["pub", &bus]);
     publisher
-        .stdin
-        .as_mut()
-        .expect("piped stdin")
+        .stdin()
         .write_all(numbered_lines(1..=50).as_bytes())
         .expect("feed pub");
     wait_for("50 lines published", || {
@@ -1206,7 +989,7 @@ fn a_journal_that_cannot_be_made_is_one_error_line_and_leaves_nothing_behind() {
         "--journal",
         journal.to_str().unwrap(),
     ]);
-    assert_ne!(out.code, Some(0), "{out:?}");
+    assert_ne!(out.code(), Some(0), "{out:?}");
     assert_eq!(out.stderr.lines().count(), 1, "{out:?}");
     assert!(out.stderr.contains("power of two"), "{out:?}");
     let left: Vec<_> = std::fs::read_dir(dir.dir())
@@ -1219,7 +1002,7 @@ fn a_journal_that_cannot_be_made_is_one_error_line_and_leaves_nothing_behind() {
 #[test]
 fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_state() {
     let dir = ShmDir::new("demo");
-    let demo = Proc::spawn(&["demo", "--quick", "--dir", dir.dir()], Input::Null, None);
+    let demo = start(&["demo", "--quick", "--dir", dir.dir()]);
     let pid = demo.pid();
     let out = demo.wait();
     out.assert_success();
@@ -1264,14 +1047,10 @@ fn several_pub_processes_publish_to_one_bus_created_with_publishers_many() {
     ])
     .assert_success();
     // Two publishers attached at the same time, each writing its lines.
-    let mut a = Proc::spawn(&["pub", &bus], Input::Open, None);
-    let mut b = Proc::spawn(&["pub", &bus], Input::Open, None);
+    let mut a = start_with_stdin(&["pub", &bus]);
+    let mut b = start_with_stdin(&["pub", &bus]);
     for (p, lines) in [(&mut a, &b"a1\na2\na3\n"[..]), (&mut b, &b"b1\nb2\n"[..])] {
-        p.stdin
-            .as_mut()
-            .expect("open stdin")
-            .write_all(lines)
-            .expect("write to pub");
+        p.stdin().write_all(lines).expect("write to pub");
     }
     a.close_stdin();
     b.close_stdin();
@@ -1326,7 +1105,7 @@ fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
         "--huge-pages",
         "transparent",
     ]);
-    if out.code != Some(0) {
+    if out.code() != Some(0) {
         out.assert_error(1, "transparent huge pages");
         println!("SKIPPED: no transparent huge pages here: {}", out.stderr);
         assert!(!dir.file("b").exists(), "a refused bus left its file");

@@ -7,14 +7,13 @@ mod common;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
-use common::{run, shmbus, Output, ShmDir};
+use common::{run, shmbus, Finished, ShmDir};
 
 /// Runs `shmbus ARGS` in `cwd` with `limit_fds` descriptors at most (if
 /// given), under the watchdog.
-fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Output {
+fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Finished {
     let mut cmd = shmbus(args);
     if let Some(dir) = cwd {
         cmd.current_dir(dir);
@@ -38,13 +37,13 @@ fn run_with(args: &[&str], cwd: Option<&Path>, limit_fds: Option<u64>) -> Output
     run(cmd)
 }
 
-fn run_args(args: &[&str]) -> Output {
+fn run_args(args: &[&str]) -> Finished {
     run(shmbus(args))
 }
 
-fn ok(args: &[&str]) -> Output {
+fn ok(args: &[&str]) -> Finished {
     let o = run_args(args);
-    assert_eq!(o.code, Some(0), "{args:?}: {o:?}");
+    assert_eq!(o.code(), Some(0), "{args:?}: {o:?}");
     o
 }
 
@@ -63,16 +62,10 @@ fn bus_with(dir: &ShmDir, name: &str, n: u64, capacity: u64) -> String {
         let lines: String = (0..n).map(|i| format!("{i}\n")).collect();
         let input = dir.file(&format!("{name}.in"));
         std::fs::write(&input, lines).unwrap();
-        let o = Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "exec {} pub {bus} < {}",
-                env!("CARGO_BIN_EXE_shmbus"),
-                input.display()
-            ))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{o:?}");
+        // stdin is the file, as `pub BUS < FILE` has it.
+        let mut cmd = shmbus(&["pub", &bus]);
+        cmd.stdin(std::fs::File::open(&input).unwrap());
+        run(cmd).assert_success();
         std::fs::remove_file(input).unwrap();
     }
     bus
@@ -96,7 +89,7 @@ fn sub_from_oldest_over_a_corrupt_stamp_reports_a_true_lag_and_ends_at_its_timeo
     let off = st.header.data_offset + 5 * st.header.slot_size as u64;
     patch_u64(&bus, off, 2 * 20 + 2);
     let o = run_args(&["sub", &bus, "--from", "oldest", "--timeout", "1"]);
-    assert_eq!(o.code, Some(0), "{o:?}");
+    assert_eq!(o.code(), Some(0), "{o:?}");
     assert!(o.took < Duration::from_secs(5), "took {:?}", o.took);
     let lags: Vec<u64> = o
         .stderr
@@ -141,7 +134,7 @@ fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spell
         (parent.as_str(), Some(dir.path())),
     ] {
         let o = run_with(&["clean", "--dir", spelling], cwd, None);
-        assert_eq!(o.code, Some(0), "{spelling}: {o:?}");
+        assert_eq!(o.code(), Some(0), "{spelling}: {o:?}");
         assert!(
             Path::new(&bus).exists(),
             "clean --dir {spelling} removed a bus a live process maps: {o:?}"
@@ -152,7 +145,7 @@ fn clean_spares_a_bus_mapped_by_a_lockless_reader_however_the_directory_is_spell
     drop(file);
     let o = run_with(&["clean", "--dir", "."], Some(dir.path()), None);
     assert!(
-        o.code == Some(0) && o.stdout().contains("removed 1 segment"),
+        o.code() == Some(0) && o.stdout().contains("removed 1 segment"),
         "{o:?}"
     );
     assert!(!Path::new(&bus).exists(), "{o:?}");
@@ -170,7 +163,7 @@ fn ls_and_clean_out_of_descriptors_say_so_instead_of_finding_nothing() {
         vec!["clean", "--dir", dir.dir()],
     ] {
         let o = run_with(&args, None, Some(4));
-        assert_eq!(o.code, Some(1), "{args:?}: {o:?}");
+        assert_eq!(o.code(), Some(1), "{args:?}: {o:?}");
         assert!(o.stderr.contains("Too many open files"), "{args:?}: {o:?}");
         assert!(
             !o.stdout().contains("no shmbus segments"),
@@ -187,7 +180,7 @@ fn rm_of_a_symlink_says_it_is_a_symlink_and_removes_nothing() {
     let link = dir.bus("link");
     std::os::unix::fs::symlink(&bus, &link).unwrap();
     let o = run_args(&["rm", &link]);
-    assert_eq!(o.code, Some(1), "{o:?}");
+    assert_eq!(o.code(), Some(1), "{o:?}");
     assert!(o.stderr.contains("is a symbolic link"), "{o:?}");
     assert!(!o.stderr.contains("Too many levels"), "{o:?}");
     assert!(Path::new(&link).symlink_metadata().is_ok() && Path::new(&bus).exists());
@@ -198,7 +191,7 @@ fn errors_name_the_path_they_are_about() {
     let dir = ShmDir::new("paths");
     let missing = dir.bus("no-such-dir/bus");
     let o = run_args(&["create", &missing, "--msg-size", "8", "--capacity", "8"]);
-    assert_eq!(o.code, Some(1), "{o:?}");
+    assert_eq!(o.code(), Some(1), "{o:?}");
     assert!(
         o.stderr.contains(&missing) && o.stderr.contains("no such directory"),
         "{o:?}"
@@ -206,7 +199,7 @@ fn errors_name_the_path_they_are_about() {
     let junk = dir.bus("junk");
     std::fs::write(&junk, [0xabu8; 8192]).unwrap();
     let o = run_args(&["sub", &junk, "--timeout", "0.1"]);
-    assert_eq!(o.code, Some(1), "{o:?}");
+    assert_eq!(o.code(), Some(1), "{o:?}");
     assert!(
         o.stderr.contains(&junk) && o.stderr.contains("not a shmbus segment"),
         "{o:?}"
@@ -220,7 +213,7 @@ fn errors_name_the_path_they_are_about() {
         .set_len(total - 8)
         .unwrap();
     let o = run_args(&["stat", &bus]);
-    assert_eq!(o.code, Some(1), "{o:?}");
+    assert_eq!(o.code(), Some(1), "{o:?}");
     let said = format!("the file is {} bytes, expected at least {total}", total - 8);
     assert!(o.stderr.contains(&bus) && o.stderr.contains(&said), "{o:?}");
 }

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{run_with_input, Output, ShmDir};
+use common::{run_with_input, CliOutput, Finished, ShmDir};
 use serde_json::Value;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
@@ -20,7 +20,7 @@ fn utf8(path: &Path) -> &str {
 
 /// Runs `shmbus ARGS` with `input` on stdin (and `umask`, if given) to the
 /// end, under the watchdog.
-fn run(args: &[&str], input: &[u8], umask: Option<libc::mode_t>) -> Output {
+fn run(args: &[&str], input: &[u8], umask: Option<libc::mode_t>) -> Finished {
     let mut cmd = common::shmbus(args);
     if let Some(mask) = umask {
         // SAFETY: runs in the forked child before exec; umask(2) is
@@ -35,7 +35,7 @@ fn run(args: &[&str], input: &[u8], umask: Option<libc::mode_t>) -> Output {
     run_with_input(cmd, input)
 }
 
-fn shmbus(args: &[&str]) -> Output {
+fn shmbus(args: &[&str]) -> Finished {
     run(args, b"", None)
 }
 

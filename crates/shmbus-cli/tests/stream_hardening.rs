@@ -4,18 +4,20 @@
 //! may start after its producer was killed and wait for the next one;
 //! `pub --timeout`; an endless line is refused with pub's memory bounded.
 //!
-//! As in tests/cli.rs (whose helpers these are, cut down): every child runs
-//! under a watchdog ([`DEADLINE`]), every stream lives in a private
-//! directory under /dev/shm removed on drop, and no stderr says "panicked".
+//! As in tests/cli.rs: every child runs under the testkit's watchdog
+//! ([`common::RUN_DEADLINE`]), every stream lives in a private directory
+//! under /dev/shm removed on drop, and no stderr says "panicked".
 
 mod common;
 
 use std::io::Write;
 use std::process::Stdio;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{run, run_stdin, shmbus, with_stdout_closed, Proc, ShmDir, DEADLINE};
+use common::{
+    process_state, run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed, CliOutput, ShmDir,
+};
 use serde_json::Value;
 use shmbus::wire::stream_control as sc;
 
@@ -36,21 +38,6 @@ fn stream_stat(stream: &str) -> shmbus::stat::StreamStat {
         .expect("stat")
         .stream
         .expect("a stream")
-}
-
-/// Polls `check` until it holds; fails the test after the deadline.
-fn wait_for(what: &str, mut check: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < DEADLINE, "timed out waiting for {what}");
-        thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// The state letter of a process in /proc/PID/stat (R, S, ...).
-fn process_state(pid: u32) -> Option<char> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
 /// A field of /proc/PID/status in kB (`RssAnon`, `VmHWM`...); `None` once
@@ -199,15 +186,15 @@ fn pub_sub_and_stat_report_cursors_more_than_the_capacity_apart_as_corrupt() {
 fn kill_a_producer(stream: &str) -> u32 {
     let mut cmd = shmbus(&["pub", stream]);
     cmd.stdin(Stdio::piped());
-    let mut producer = Proc::spawn(cmd);
-    let pipe = producer.stdin.as_mut().expect("piped stdin");
+    let mut producer = spawn(cmd);
+    let pipe = producer.stdin();
     pipe.write_all(b"first\n").expect("write to pub");
     pipe.flush().expect("flush");
     let out = run(shmbus(&["sub", stream, "--count", "1", "--timeout", "10"]));
     assert_eq!(out.assert_success().stdout(), "first\n");
     let pid = producer.pid();
     let killed = producer.kill();
-    assert_eq!(killed.code, None, "killed by a signal");
+    assert_eq!(killed.code(), None, "killed by a signal");
     let st = shmbus::stat::stat(stream).expect("stat");
     assert_eq!((st.publisher_pid, st.publisher_alive), (pid, false));
     pid
@@ -220,7 +207,7 @@ fn a_consumer_started_after_the_producer_was_killed_waits_for_a_new_one() {
     create_stream(&stream, 4096);
     kill_a_producer(&stream);
 
-    let sub = Proc::spawn(shmbus(&["sub", &stream, "--count", "2", "--timeout", "10"]));
+    let sub = spawn(shmbus(&["sub", &stream, "--count", "2", "--timeout", "10"]));
     let pid = sub.pid();
     wait_for("the consumer to attach and sleep", || {
         let s = stream_stat(&stream);
@@ -296,9 +283,9 @@ fn pub_refuses_an_endless_line_once_it_is_too_long_with_its_memory_bounded() {
     // then (on the heap before the fix: RssAnon grew with every block).
     let mut cmd = shmbus(&["pub", &stream]);
     cmd.stdin(Stdio::piped());
-    let mut p = Proc::spawn(cmd);
+    let mut p = spawn(cmd);
     let pid = p.pid();
-    let mut pipe = p.stdin.take().expect("piped stdin");
+    let mut pipe = p.take_stdin();
     let block = vec![b'z'; BLOCK];
     let mut fed: u64 = 0;
     let mut peak_anon_kb = 0;
@@ -386,7 +373,7 @@ fn lines_longer_than_the_heap_stage_arrive_whole_even_where_they_wrap() {
     }
     input.pop(); // the last line ends at the end of input, not a newline
     let count = lens.len().to_string();
-    let sub = Proc::spawn(shmbus(&[
+    let sub = spawn(shmbus(&[
         "sub",
         &stream,
         "--count",

@@ -428,7 +428,7 @@ fn a_device_file_is_not_a_file() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_directory_is_not_a_file_to_stat() {
-    let dir = common::TestDir::new("a-dir");
+    let dir = common::ShmDir::new("a-dir");
     let name = dir.path().to_str().unwrap().to_owned();
     let e = stat_err(&name);
     assert!(
@@ -442,7 +442,7 @@ fn a_directory_is_not_a_file_to_stat() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_directory_is_not_a_file_to_subscribers_and_publishers() {
-    let dir = common::TestDir::new("a-dir");
+    let dir = common::ShmDir::new("a-dir");
     let name = dir.path().to_str().unwrap().to_owned();
     every_opener_says(
         &name,
@@ -462,7 +462,7 @@ fn make_fifo(path: &Path) {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_fifo_is_not_a_file_to_subscribers_and_publishers() {
-    let dir = common::TestDir::new("fifo-dir");
+    let dir = common::ShmDir::new("fifo-dir");
     let fifo = dir.path().join("fifo");
     make_fifo(&fifo);
     let name = fifo.to_str().unwrap();
@@ -512,7 +512,7 @@ fn blocks_on_fifo<T: Send + 'static>(
 #[test]
 #[cfg_attr(miri, ignore)]
 fn inspecting_a_fifo_or_a_directory_holding_one_does_not_block() {
-    let dir = common::TestDir::new("fifo-dir");
+    let dir = common::ShmDir::new("fifo-dir");
     let fifo = dir.path().join("fifo");
     make_fifo(&fifo);
     // Any user can put a FIFO in /dev/shm: `stat` of it, and `list` (so

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytemuck::{Pod, Zeroable};
 use common::{
-    is_child, param, print_result, spawn_child, splitmix, BusName, Finished, TestDir, Watched,
+    param, print_result, process_state, role, spawn_child, splitmix, BusName, Finished, ShmDir,
+    Watched,
 };
 use shmbus::stat;
 use shmbus::wire;
@@ -223,39 +224,38 @@ impl Tally {
 /// exits with an error before the parent's kill).
 #[test]
 fn as_child_subscribe_until_the_end_message() {
-    if !is_child("chaos_sub") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let opts = OpenOptions::default()
-        .start(Start::Oldest)
-        .wait(strategy(&param::<String>("SHMBUS_WAIT")));
-    let mut sub = Subscriber::<Stamp>::open(&name, &opts).expect("open subscriber");
-    let start = sub.position();
-    common::print_ready();
-    let mut t = Tally::default();
-    loop {
-        let pos = sub.position();
-        let asked = Instant::now();
-        match sub.recv(shmbus::Wait::For(RECV_BOUND)) {
-            Some(Received::Message(m)) => {
-                t.take(pos, &m);
-                assert_eq!(t.torn + t.wrong_seq, 0, "bad message at {pos}");
-                if m.epoch == END {
-                    break;
+    role("chaos_sub", || {
+        let name: String = param("SHMBUS_BUS");
+        let opts = OpenOptions::default()
+            .start(Start::Oldest)
+            .wait(strategy(&param::<String>("SHMBUS_WAIT")));
+        let mut sub = Subscriber::<Stamp>::open(&name, &opts).expect("open subscriber");
+        let start = sub.position();
+        common::print_ready();
+        let mut t = Tally::default();
+        loop {
+            let pos = sub.position();
+            let asked = Instant::now();
+            match sub.recv(shmbus::Wait::For(RECV_BOUND)) {
+                Some(Received::Message(m)) => {
+                    t.take(pos, &m);
+                    assert_eq!(t.torn + t.wrong_seq, 0, "bad message at {pos}");
+                    if m.epoch == END {
+                        break;
+                    }
+                }
+                Some(Received::Lagged { skipped }) => {
+                    t.lags += 1;
+                    t.skipped += skipped;
+                }
+                None => {
+                    t.timeouts += 1;
+                    t.worst_late = t.worst_late.max(asked.elapsed().saturating_sub(RECV_BOUND));
                 }
             }
-            Some(Received::Lagged { skipped }) => {
-                t.lags += 1;
-                t.skipped += skipped;
-            }
-            None => {
-                t.timeouts += 1;
-                t.worst_late = t.worst_late.max(asked.elapsed().saturating_sub(RECV_BOUND));
-            }
         }
-    }
-    print_result(&t.fields(start, sub.position()));
+        print_result(&t.fields(start, sub.position()));
+    });
 }
 
 fn spawn_subscriber(bus: &BusName, wait: &str) -> Watched {
@@ -310,32 +310,31 @@ fn check_survivor(f: Finished, head: u64, last_epoch: u64) {
 /// subscribers fall asleep and are woken) until killed.
 #[test]
 fn as_child_attach_and_publish_until_killed() {
-    if !is_child("chaos_pub") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut rng = Chaos {
-        state: param("SHMBUS_SEED"),
-    };
-    let mut p = Publisher::<Stamp>::attach(&name, &OpenOptions::default()).expect("attach");
-    let epoch = p.epoch();
-    print_result(&[
-        ("epoch", epoch.to_string()),
-        ("next", p.next_sequence().to_string()),
-    ]);
-    common::print_ready();
-    let parent = std::os::unix::process::parent_id();
-    loop {
-        for _ in 0..rng.below(512) {
-            p.publish(&Stamp::new(p.next_sequence(), epoch));
+    role("chaos_pub", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut rng = Chaos {
+            state: param("SHMBUS_SEED"),
+        };
+        let mut p = Publisher::<Stamp>::attach(&name, &OpenOptions::default()).expect("attach");
+        let epoch = p.epoch();
+        print_result(&[
+            ("epoch", epoch.to_string()),
+            ("next", p.next_sequence().to_string()),
+        ]);
+        common::print_ready();
+        let parent = std::os::unix::process::parent_id();
+        loop {
+            for _ in 0..rng.below(512) {
+                p.publish(&Stamp::new(p.next_sequence(), epoch));
+            }
+            if rng.below(4) == 0 {
+                std::thread::sleep(Duration::from_micros(rng.below(300)));
+            }
+            if std::os::unix::process::parent_id() != parent {
+                std::process::exit(3);
+            }
         }
-        if rng.below(4) == 0 {
-            std::thread::sleep(Duration::from_micros(rng.below(300)));
-        }
-        if std::os::unix::process::parent_id() != parent {
-            std::process::exit(3);
-        }
-    }
+    });
 }
 
 /// Where sequence `seq`'s stamp is in the file.
@@ -504,25 +503,19 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
 /// middle), and idles.
 #[test]
 fn as_child_create_a_large_bus() {
-    if !is_child("chaos_create") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let capacity: u64 = param("SHMBUS_CAPACITY");
-    common::print_ready();
-    let p = Publisher::<u64>::create(&name, &BusOptions::new(capacity)).expect("create");
-    drop(p);
-    common::idle_until_killed();
+    role("chaos_create", || {
+        let name: String = param("SHMBUS_BUS");
+        let capacity: u64 = param("SHMBUS_CAPACITY");
+        common::print_ready();
+        let p = Publisher::<u64>::create(&name, &BusOptions::new(capacity)).expect("create");
+        drop(p);
+        common::idle_until_killed();
+    });
 }
 
 /// Slots of the creator's bus: 64 MiB, whose reservation and stamps take
 /// long enough to be stopped in.
 const BIG: u64 = 1 << 20;
-
-fn process_state(pid: u32) -> Option<char> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    s.rsplit_once(") ")?.1.chars().next()
-}
 
 fn signal(pid: u32, sig: i32) {
     // SAFETY: kill(2) on a pid this test spawned and has not reaped.
@@ -579,7 +572,7 @@ fn every_opener_is_told_not_initialized(name: &str) -> Duration {
 fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_and_clean_a_file_to_remove(
 ) {
     let mut chaos = Chaos::new("creator_killed");
-    let dir = TestDir::new("chaos-create");
+    let dir = ShmDir::new("chaos-create");
     let bus = BusName::in_dir(dir.path(), "bus");
     let spawn = || {
         spawn_child(
@@ -712,23 +705,22 @@ fn stream_opts() -> OpenOptions {
 /// at a random pace until killed.
 #[test]
 fn as_child_produce_until_killed() {
-    if !is_child("chaos_producer") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let gen: u64 = param("SHMBUS_GEN");
-    let mut rng = Chaos { state: gen };
-    let mut p = shmbus::Producer::attach(&name, &stream_opts()).expect("attach");
-    common::print_ready();
-    let mut idx = 0;
-    loop {
-        for _ in 0..rng.below(64) {
-            p.push(&record(gen, idx), shmbus::Wait::For(common::CHILD_DEADLINE))
-                .expect("push");
-            idx += 1;
+    role("chaos_producer", || {
+        let name: String = param("SHMBUS_BUS");
+        let gen: u64 = param("SHMBUS_GEN");
+        let mut rng = Chaos { state: gen };
+        let mut p = shmbus::Producer::attach(&name, &stream_opts()).expect("attach");
+        common::print_ready();
+        let mut idx = 0;
+        loop {
+            for _ in 0..rng.below(64) {
+                p.push(&record(gen, idx), shmbus::Wait::For(common::CHILD_DEADLINE))
+                    .expect("push");
+                idx += 1;
+            }
+            std::thread::sleep(Duration::from_micros(rng.below(300)));
         }
-        std::thread::sleep(Duration::from_micros(rng.below(300)));
-    }
+    });
 }
 
 #[test]
@@ -850,22 +842,21 @@ fn records_before(head: u64) -> Option<u64> {
 /// ready, then pops and checks every record after it until killed.
 #[test]
 fn as_child_consume_until_killed() {
-    if !is_child("chaos_consumer") {
-        return;
-    }
-    use shmbus::{Consumer, Wait};
-    let name: String = param("SHMBUS_BUS");
-    let mut c = Consumer::open(&name, &stream_opts()).expect("open");
-    let mut out = Vec::new();
-    let wait = Wait::For(common::CHILD_DEADLINE);
-    c.pop(&mut out, wait).expect("first record");
-    let (first, _) = check_record(&out).expect("a whole first record");
-    print_result(&[("first", first.to_string())]);
-    common::print_ready();
-    for idx in first + 1.. {
-        c.pop(&mut out, wait).expect("pop");
-        assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
-    }
+    role("chaos_consumer", || {
+        use shmbus::{Consumer, Wait};
+        let name: String = param("SHMBUS_BUS");
+        let mut c = Consumer::open(&name, &stream_opts()).expect("open");
+        let mut out = Vec::new();
+        let wait = Wait::For(common::CHILD_DEADLINE);
+        c.pop(&mut out, wait).expect("first record");
+        let (first, _) = check_record(&out).expect("a whole first record");
+        print_result(&[("first", first.to_string())]);
+        common::print_ready();
+        for idx in first + 1.. {
+            c.pop(&mut out, wait).expect("pop");
+            assert_eq!(check_record(&out), Some((idx, 0)), "record {idx}");
+        }
+    });
 }
 
 #[test]

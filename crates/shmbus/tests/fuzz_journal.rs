@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::TestDir;
+use common::ShmDir;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use shmbus::internals::journal_format::{encode_record, valid_prefix, JournalHeader, HEADER_LEN};
@@ -97,7 +97,7 @@ proptest! {
 
 #[test]
 fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
-    let dir = TestDir::new("jfuzz");
+    let dir = ShmDir::new("jfuzz");
     let path = dir.path().join("j");
     let h = header(16, 2, 50);
     let good = image(&h, 10);

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::{is_child, param, print_ready, print_result, spawn_child, BusName, TestDir};
+use common::{
+    param, print_ready, print_result, role, spawn_child, wait_for_within, BusName, ShmDir,
+};
 use shmbus::stat;
 use shmbus::wire::control;
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber};
@@ -89,29 +91,28 @@ fn dead_bus(path: &Path) {
 /// whether it could.
 #[test]
 fn as_child_attach_and_publish() {
-    if !is_child("attach_publish") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    match Publisher::<[u8]>::attach(&name, &OpenOptions::default()) {
-        Ok(mut p) => {
-            for i in 0..5u64 {
-                p.publish(&i.to_le_bytes()).expect("publish");
+    role("attach_publish", || {
+        let name: String = param("SHMBUS_BUS");
+        match Publisher::<[u8]>::attach(&name, &OpenOptions::default()) {
+            Ok(mut p) => {
+                for i in 0..5u64 {
+                    p.publish(&i.to_le_bytes()).expect("publish");
+                }
+                print_result(&[("attached", "1".into()), ("error", "none".into())]);
             }
-            print_result(&[("attached", "1".into()), ("error", "none".into())]);
+            Err(e) => print_result(&[
+                ("attached", "0".into()),
+                ("error", format!("{e}").replace(char::is_whitespace, "_")),
+            ]),
         }
-        Err(e) => print_result(&[
-            ("attached", "0".into()),
-            ("error", format!("{e}").replace(char::is_whitespace, "_")),
-        ]),
-    }
+    });
 }
 
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_publisher_attaching_while_clean_removes_the_bus_fails_instead_of_publishing_into_an_orphan() {
     let _turn = hook_turn();
-    let dir = TestDir::new("clean-attach");
+    let dir = ShmDir::new("clean-attach");
     let bus = BusName::in_dir(dir.path(), "bus");
     dead_bus(bus.path());
 
@@ -177,7 +178,7 @@ enum Swap {
 
 fn swapped_under(swap: Swap, by_clean: bool) {
     let _turn = hook_turn();
-    let base = TestDir::new("swap");
+    let base = ShmDir::new("swap");
     let d = base.path().join("d");
     let victim = base.path().join("victim");
     std::fs::create_dir(&d).unwrap();
@@ -265,7 +266,7 @@ fn remove_leaves_a_file_renamed_over_the_bus_after_its_check() {
 #[cfg_attr(miri, ignore)]
 fn remove_of_a_symlink_says_it_is_a_symlink_and_removes_nothing() {
     let _turn = hook_turn();
-    let dir = TestDir::new("rm-link");
+    let dir = ShmDir::new("rm-link");
     let target = dir.path().join("bus");
     dead_bus(&target);
     let link = dir.path().join("link");
@@ -439,69 +440,65 @@ fn fuzz_payload(seq: u64) -> [u8; FUZZ_MSG] {
 /// subscribers are registered.
 #[test]
 fn as_child_fuzz_publisher() {
-    if !is_child("fuzz_pub") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let count: u64 = param("SHMBUS_COUNT");
-    let readers: usize = param("SHMBUS_READERS");
-    let mut p =
-        Publisher::<[u8]>::create(&name, &BusOptions::new(FUZZ_CAP).msg_size(FUZZ_MSG as u32))
-            .expect("create");
-    print_ready();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while stat::stat(&name).expect("stat").subscribers.len() < readers {
-        assert!(Instant::now() < deadline, "readers never came");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let start = Instant::now();
-    for s in 0..count {
-        // Paced, so the scribbler's stores land among the publisher's.
-        while start.elapsed() < Duration::from_micros(s * 1_000_000 / count) {
-            std::hint::spin_loop();
+    role("fuzz_pub", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let readers: usize = param("SHMBUS_READERS");
+        let mut p =
+            Publisher::<[u8]>::create(&name, &BusOptions::new(FUZZ_CAP).msg_size(FUZZ_MSG as u32))
+                .expect("create");
+        print_ready();
+        wait_for_within("the readers", Duration::from_secs(20), &mut [], || {
+            stat::stat(&name).expect("stat").subscribers.len() >= readers
+        });
+        let start = Instant::now();
+        for s in 0..count {
+            // Paced, so the scribbler's stores land among the publisher's.
+            while start.elapsed() < Duration::from_micros(s * 1_000_000 / count) {
+                std::hint::spin_loop();
+            }
+            assert_eq!(p.publish(&fuzz_payload(s)).expect("publish"), s);
         }
-        assert_eq!(p.publish(&fuzz_payload(s)).expect("publish"), s);
-    }
-    print_result(&[("published", count.to_string())]);
-    common::idle_until_killed();
+        print_result(&[("published", count.to_string())]);
+        common::idle_until_killed();
+    });
 }
 
 /// Reads until nothing comes for 2 s; checks every message and lag.
 #[test]
 fn as_child_fuzz_reader() {
-    if !is_child("fuzz_reader") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let count: u64 = param("SHMBUS_COUNT");
-    let mut sub = Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
-    print_ready();
-    let (mut pos, mut delivered, mut lags, mut skipped_total) = (0u64, 0u64, 0u64, 0u64);
-    while let Some(got) = sub.recv(shmbus::Wait::For(Duration::from_secs(2))) {
-        match got {
-            Received::Message(m) => {
-                assert_eq!(m, fuzz_payload(pos), "torn or wrong message at {pos}");
-                pos += 1;
-                delivered += 1;
+    role("fuzz_reader", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let mut sub = Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
+        print_ready();
+        let (mut pos, mut delivered, mut lags, mut skipped_total) = (0u64, 0u64, 0u64, 0u64);
+        while let Some(got) = sub.recv(shmbus::Wait::For(Duration::from_secs(2))) {
+            match got {
+                Received::Message(m) => {
+                    assert_eq!(m, fuzz_payload(pos), "torn or wrong message at {pos}");
+                    pos += 1;
+                    delivered += 1;
+                }
+                Received::Lagged { skipped } => {
+                    assert!(skipped >= 1, "a lag of 0 at {pos}");
+                    pos += skipped;
+                    lags += 1;
+                    skipped_total += skipped;
+                }
             }
-            Received::Lagged { skipped } => {
-                assert!(skipped >= 1, "a lag of 0 at {pos}");
-                pos += skipped;
-                lags += 1;
-                skipped_total += skipped;
-            }
+            assert!(
+                pos <= count,
+                "position {pos}: more lag than the {count} published"
+            );
         }
-        assert!(
-            pos <= count,
-            "position {pos}: more lag than the {count} published"
-        );
-    }
-    print_result(&[
-        ("pos", pos.to_string()),
-        ("delivered", delivered.to_string()),
-        ("lags", lags.to_string()),
-        ("skipped", skipped_total.to_string()),
-    ]);
+        print_result(&[
+            ("pos", pos.to_string()),
+            ("delivered", delivered.to_string()),
+            ("lags", lags.to_string()),
+            ("skipped", skipped_total.to_string()),
+        ]);
+    });
 }
 
 /// Stores corrupt values into random stamps and the cursor until killed.
@@ -510,98 +507,97 @@ fn as_child_fuzz_reader() {
 /// a peer impersonating the publisher would write.
 #[test]
 fn as_child_fuzz_scribbler() {
-    if !is_child("fuzz_scribbler") {
-        return;
-    }
-    use std::sync::atomic::{AtomicU64, Ordering};
-    let path: String = param("SHMBUS_PATH");
-    let seed: u64 = param("SHMBUS_SEED");
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    let len = file.metadata().unwrap().len() as usize;
-    // SAFETY: a fresh shared mapping of the whole file; only touched below
-    // through atomics.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            std::os::fd::AsRawFd::as_raw_fd(&file),
-            0,
-        )
-    };
-    assert_ne!(base, libc::MAP_FAILED);
-    let word = |off: u64| {
-        assert!(off as usize + 8 <= len);
-        // SAFETY: in bounds, 8-aligned (page-aligned mapping, 8-aligned
-        // offsets), shared memory every process accesses atomically.
-        unsafe { &*(base.cast::<u8>().add(off as usize).cast::<AtomicU64>()) }
-    };
-    let st = stat::stat(&path).expect("stat");
-    let (data, slot) = (st.header.data_offset, st.header.slot_size as u64);
-    let cursor = word(st.header.control_offset + control::CURSOR as u64);
-    let done = |s: u64| s.wrapping_mul(2).wrapping_add(2);
-    let writing = |s: u64| s.wrapping_mul(2).wrapping_add(1);
-    let mut x = seed;
-    let mut next = || {
-        x = common::splitmix(x);
-        x
-    };
-    print_ready();
-    // The publisher's cursor as last seen: never a value this process
-    // wrote, or its "older lap" stamps would agree with its own forged
-    // cursor (a forgery of two fields, not corruption).
-    let (mut head, mut forged) = (0u64, None);
-    loop {
-        let r = next();
-        let i = next() % FUZZ_CAP;
-        let stamp = word(data + i * slot);
-        let seen = cursor.load(Ordering::Relaxed);
-        if Some(seen) != forged {
-            head = seen;
-        }
-        let d = (next() % (4 * FUZZ_CAP)) as i64 - 2 * FUZZ_CAP as i64;
-        match r % 10 {
-            0..=2 => stamp.store(next(), Ordering::Relaxed),
-            3 | 4 => {
-                // An older lap of this slot, still being written.
-                let laps = 1 + next() % 3;
-                let old = head.wrapping_sub(laps * FUZZ_CAP);
-                let t = old - old % FUZZ_CAP + i;
-                stamp.store(writing(t), Ordering::Relaxed);
+    role("fuzz_scribbler", || {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let path: String = param("SHMBUS_PATH");
+        let seed: u64 = param("SHMBUS_SEED");
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        let len = file.metadata().unwrap().len() as usize;
+        // SAFETY: a fresh shared mapping of the whole file; only touched below
+        // through atomics.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                0,
+            )
+        };
+        assert_ne!(base, libc::MAP_FAILED);
+        let word = |off: u64| {
+            assert!(off as usize + 8 <= len);
+            // SAFETY: in bounds, 8-aligned (page-aligned mapping, 8-aligned
+            // offsets), shared memory every process accesses atomically.
+            unsafe { &*(base.cast::<u8>().add(off as usize).cast::<AtomicU64>()) }
+        };
+        let st = stat::stat(&path).expect("stat");
+        let (data, slot) = (st.header.data_offset, st.header.slot_size as u64);
+        let cursor = word(st.header.control_offset + control::CURSOR as u64);
+        let done = |s: u64| s.wrapping_mul(2).wrapping_add(2);
+        let writing = |s: u64| s.wrapping_mul(2).wrapping_add(1);
+        let mut x = seed;
+        let mut next = || {
+            x = common::splitmix(x);
+            x
+        };
+        print_ready();
+        // The publisher's cursor as last seen: never a value this process
+        // wrote, or its "older lap" stamps would agree with its own forged
+        // cursor (a forgery of two fields, not corruption).
+        let (mut head, mut forged) = (0u64, None);
+        loop {
+            let r = next();
+            let i = next() % FUZZ_CAP;
+            let stamp = word(data + i * slot);
+            let seen = cursor.load(Ordering::Relaxed);
+            if Some(seen) != forged {
+                head = seen;
             }
-            5 | 6 => {
-                // A sequence of another slot.
-                let mut t = head.wrapping_add_signed(d);
-                if t % FUZZ_CAP == i {
-                    t = t.wrapping_add(1);
+            let d = (next() % (4 * FUZZ_CAP)) as i64 - 2 * FUZZ_CAP as i64;
+            match r % 10 {
+                0..=2 => stamp.store(next(), Ordering::Relaxed),
+                3 | 4 => {
+                    // An older lap of this slot, still being written.
+                    let laps = 1 + next() % 3;
+                    let old = head.wrapping_sub(laps * FUZZ_CAP);
+                    let t = old - old % FUZZ_CAP + i;
+                    stamp.store(writing(t), Ordering::Relaxed);
                 }
-                let v = if next() % 2 == 0 { done(t) } else { writing(t) };
-                stamp.store(v, Ordering::Relaxed);
+                5 | 6 => {
+                    // A sequence of another slot.
+                    let mut t = head.wrapping_add_signed(d);
+                    if t % FUZZ_CAP == i {
+                        t = t.wrapping_add(1);
+                    }
+                    let v = if next() % 2 == 0 { done(t) } else { writing(t) };
+                    stamp.store(v, Ordering::Relaxed);
+                }
+                7 => {
+                    let v = stamp.load(Ordering::Relaxed) ^ (1 << 63);
+                    stamp.store(v, Ordering::Relaxed);
+                }
+                _ => {
+                    let v = if next() % 2 == 0 {
+                        next()
+                    } else {
+                        head.wrapping_add_signed(d)
+                    };
+                    cursor.store(v, Ordering::Relaxed);
+                    forged = Some(v);
+                }
             }
-            7 => {
-                let v = stamp.load(Ordering::Relaxed) ^ (1 << 63);
-                stamp.store(v, Ordering::Relaxed);
-            }
-            _ => {
-                let v = if next() % 2 == 0 {
-                    next()
-                } else {
-                    head.wrapping_add_signed(d)
-                };
-                cursor.store(v, Ordering::Relaxed);
-                forged = Some(v);
+            // A store every few microseconds, among the publisher's.
+            for _ in 0..200 {
+                std::hint::spin_loop();
             }
         }
-        // A store every few microseconds, among the publisher's.
-        for _ in 0..200 {
-            std::hint::spin_loop();
-        }
-    }
+    });
 }
 
 #[test]
@@ -637,12 +633,7 @@ fn a_peer_scribbling_stamps_and_cursors_never_makes_a_reader_hang_over_report_or
     );
     scribbler.wait_ready();
     // The cursor may be scribbled: ask the publisher, not the bus.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !publisher.output_so_far().contains("RESULT published=") {
-        publisher.check_alive("the publisher to finish");
-        assert!(Instant::now() < deadline, "the publisher never finished");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    publisher.wait_until_printed("RESULT published=", Duration::from_secs(60));
     scribbler.kill();
     for r in readers {
         let f = r.wait_success();
@@ -665,35 +656,34 @@ fn a_peer_scribbling_stamps_and_cursors_never_makes_a_reader_hang_over_report_or
 /// Becomes uid/gid 65534 and cleans SHMBUS_DIR; prints each outcome.
 #[test]
 fn as_child_clean_as_nobody() {
-    if !is_child("clean_nobody") {
-        return;
-    }
-    let dir: String = param("SHMBUS_DIR");
-    // SAFETY: plain system calls on this single-threaded child (libtest runs
-    // it with --test-threads=1), before it opens anything.
-    unsafe {
-        assert_eq!(libc::setgroups(0, std::ptr::null()), 0, "setgroups");
-        assert_eq!(libc::setresgid(65534, 65534, 65534), 0, "setresgid");
-        assert_eq!(libc::setresuid(65534, 65534, 65534), 0, "setresuid");
-    }
-    // Two dead buses of our own, sorted after root's.
-    for name in ["b-mine", "c-mine"] {
-        let path = Path::new(&dir).join(name);
-        let mut p =
-            Publisher::<[u8]>::create(path.to_str().unwrap(), &BusOptions::new(8).msg_size(8))
-                .expect("create as nobody");
-        p.publish(b"nobody!!").unwrap();
-    }
-    let cleaned = stat::clean(Path::new(&dir), false).expect("clean");
-    let show = |c: &stat::Cleaned| {
-        let name = c.path.file_name().unwrap().to_string_lossy().into_owned();
-        match &c.result {
-            Ok(()) => format!("{name}:removed"),
-            Err(e) => format!("{name}:{}", e.to_string().replace(char::is_whitespace, "_")),
+    role("clean_nobody", || {
+        let dir: String = param("SHMBUS_DIR");
+        // SAFETY: plain system calls on this single-threaded child (libtest runs
+        // it with --test-threads=1), before it opens anything.
+        unsafe {
+            assert_eq!(libc::setgroups(0, std::ptr::null()), 0, "setgroups");
+            assert_eq!(libc::setresgid(65534, 65534, 65534), 0, "setresgid");
+            assert_eq!(libc::setresuid(65534, 65534, 65534), 0, "setresuid");
         }
-    };
-    let outcomes: Vec<String> = cleaned.iter().map(show).collect();
-    print_result(&[("outcomes", outcomes.join(","))]);
+        // Two dead buses of our own, sorted after root's.
+        for name in ["b-mine", "c-mine"] {
+            let path = Path::new(&dir).join(name);
+            let mut p =
+                Publisher::<[u8]>::create(path.to_str().unwrap(), &BusOptions::new(8).msg_size(8))
+                    .expect("create as nobody");
+            p.publish(b"nobody!!").unwrap();
+        }
+        let cleaned = stat::clean(Path::new(&dir), false).expect("clean");
+        let show = |c: &stat::Cleaned| {
+            let name = c.path.file_name().unwrap().to_string_lossy().into_owned();
+            match &c.result {
+                Ok(()) => format!("{name}:removed"),
+                Err(e) => format!("{name}:{}", e.to_string().replace(char::is_whitespace, "_")),
+            }
+        };
+        let outcomes: Vec<String> = cleaned.iter().map(show).collect();
+        print_result(&[("outcomes", outcomes.join(","))]);
+    });
 }
 
 #[test]
@@ -705,7 +695,7 @@ fn clean_as_another_user_reports_a_bus_it_may_not_remove_and_still_removes_its_o
         return;
     }
     let _turn = hook_turn();
-    let dir = TestDir::new("sticky");
+    let dir = ShmDir::new("sticky");
     std::fs::set_permissions(
         dir.path(),
         std::os::unix::fs::PermissionsExt::from_mode(0o1777),

@@ -128,7 +128,7 @@ fn transparent_huge_pages_back_the_data_pages_of_creator_and_subscriber() {
 #[test]
 fn transparent_huge_pages_on_a_disk_file_are_refused_naming_its_file_system() {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let bus = BusName::in_dir(&dir, &format!("thp-disk-{}", std::process::id()));
+    let bus = BusName::unique_in(&dir, "thp-disk");
     let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Transparent);
     match Publisher::<Msg>::create(bus.name(), &opts) {
         Err(CreateError::HugePages(HugePageError::NotTmpfs { path, found })) => {
@@ -198,7 +198,7 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
     let free_before = sys_u64(&format!("{pool}/free_hugepages")).unwrap_or(0);
     // Header page, control page, data pages.
     let needed = 2 + DATA_BYTES.div_ceil(page);
-    let bus = BusName::in_dir(&mount, &format!("shmbus-test-{}-tlb", std::process::id()));
+    let bus = BusName::unique_in(&mount, "tlb");
     let opts = BusOptions::new(CAPACITY).huge_pages(HugePages::Hugetlbfs);
     let mut publisher = match Publisher::<Msg>::create(bus.name(), &opts) {
         Ok(p) => p,
@@ -248,7 +248,7 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
 
 #[test]
 fn a_journaled_bus_can_live_in_huge_pages_too() {
-    let dir = common::TestDir::new("thp-journal");
+    let dir = common::ShmDir::new("thp-journal");
     let bus = BusName::new("thp-journal");
     let opts = BusOptions::new(64).huge_pages(HugePages::Transparent);
     let journal = shmbus::JournalOptions::new(dir.path().join("j"));

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    idle_until_killed, is_child, param, print_ready, print_result, spawn_child, wait_for, BusName,
-    TestDir,
+    idle_until_killed, param, print_ready, print_result, role, spawn_child, wait_for, BusName,
+    ShmDir,
 };
 use shmbus::internals::journal_format::{record_size, HEADER_LEN};
 use shmbus::internals::{journal_stat, side_files};
@@ -40,8 +40,8 @@ fn kv(i: u64, keys: u64) -> Kv {
 
 /// A journaled bus named for `label` with its journal at `dir/j`, and the
 /// two guards that remove them.
-fn journaled(label: &str, publishes: u64, keys: u64) -> (TestDir, BusName, JournalPublisher<Kv>) {
-    let dir = TestDir::new(label);
+fn journaled(label: &str, publishes: u64, keys: u64) -> (ShmDir, BusName, JournalPublisher<Kv>) {
+    let dir = ShmDir::new(label);
     let bus = BusName::new(label);
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
@@ -208,7 +208,7 @@ struct PubChild {
 }
 
 impl PubChild {
-    fn new(bus: &BusName, dir: &TestDir, mode: &'static str) -> PubChild {
+    fn new(bus: &BusName, dir: &ShmDir, mode: &'static str) -> PubChild {
         PubChild {
             bus: bus.name().to_owned(),
             journal: dir
@@ -251,95 +251,83 @@ impl PubChild {
     }
 }
 
-fn wait_file(path: &Path) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 #[test]
 fn as_child_publish_keyed_updates() {
-    if !is_child("jpub") {
-        return;
-    }
-    let bus: String = param("SHMBUS_BUS");
-    let journal_path: String = param("SHMBUS_JOURNAL");
-    let (count, keys): (u64, u64) = (param("SHMBUS_COUNT"), param("SHMBUS_KEYS"));
-    let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
-    let compact_every: u64 = param("SHMBUS_COMPACT_EVERY");
-    let stage_at: u64 = param("SHMBUS_STAGE_AT");
-    let dir: String = param("SHMBUS_DIR");
-    let fsize: u64 = param("SHMBUS_FSIZE");
-    if fsize > 0 {
-        // SAFETY: plain libc calls on this process's own limits and signals.
-        unsafe {
-            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
-            let lim = libc::rlimit {
-                rlim_cur: fsize,
-                rlim_max: fsize,
-            };
-            assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+    role("jpub", || {
+        let bus: String = param("SHMBUS_BUS");
+        let journal_path: String = param("SHMBUS_JOURNAL");
+        let (count, keys): (u64, u64) = (param("SHMBUS_COUNT"), param("SHMBUS_KEYS"));
+        let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
+        let compact_every: u64 = param("SHMBUS_COMPACT_EVERY");
+        let stage_at: u64 = param("SHMBUS_STAGE_AT");
+        let dir: String = param("SHMBUS_DIR");
+        let fsize: u64 = param("SHMBUS_FSIZE");
+        if fsize > 0 {
+            // SAFETY: plain libc calls on this process's own limits and signals.
+            unsafe {
+                libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+                let lim = libc::rlimit {
+                    rlim_cur: fsize,
+                    rlim_max: fsize,
+                };
+                assert_eq!(libc::setrlimit(libc::RLIMIT_FSIZE, &lim), 0);
+            }
         }
-    }
-    let mut p = match param::<String>("SHMBUS_MODE").as_str() {
-        "create" => JournalPublisher::<Kv>::create(
-            &bus,
-            &BusOptions::new(256),
-            &JournalOptions::new(&journal_path).chunk_bytes(64 << 10),
-        )
-        .expect("create"),
-        _ => JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach"),
-    };
-    let first = p.next_sequence();
-    print_ready();
-    let (mut published, mut compactions) = (0u64, 0u64);
-    let mut error = String::from("none");
-    for n in 0..count {
-        let seq = p.next_sequence();
-        let m = kv(seq, keys);
-        if seq == stage_at {
-            assert_eq!(p.stage(&m).expect("stage"), seq);
-            std::fs::write(Path::new(&dir).join("staged"), b"").expect("mark staged");
-            wait_file(&Path::new(&dir).join("go"));
-            p.release_staged();
-        } else if let Err(e) = p.publish(&m) {
-            error = match e {
-                AppendError::Full { .. } => "full".to_owned(),
-                other => format!("{other:?}").replace(char::is_whitespace, "_"),
-            };
-            break;
+        let mut p = match param::<String>("SHMBUS_MODE").as_str() {
+            "create" => JournalPublisher::<Kv>::create(
+                &bus,
+                &BusOptions::new(256),
+                &JournalOptions::new(&journal_path).chunk_bytes(64 << 10),
+            )
+            .expect("create"),
+            _ => JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach"),
+        };
+        let first = p.next_sequence();
+        print_ready();
+        let (mut published, mut compactions) = (0u64, 0u64);
+        let mut error = String::from("none");
+        for n in 0..count {
+            let seq = p.next_sequence();
+            let m = kv(seq, keys);
+            if seq == stage_at {
+                assert_eq!(p.stage(&m).expect("stage"), seq);
+                std::fs::write(Path::new(&dir).join("staged"), b"").expect("mark staged");
+                let go = Path::new(&dir).join("go");
+                wait_for("the parent's go", &mut [], || go.exists());
+                p.release_staged();
+            } else if let Err(e) = p.publish(&m) {
+                error = match e {
+                    AppendError::Full { .. } => "full".to_owned(),
+                    other => format!("{other:?}").replace(char::is_whitespace, "_"),
+                };
+                break;
+            }
+            published += 1;
+            if compact_every > 0 && (seq + 1) % compact_every == 0 && p.compact() {
+                compactions += 1;
+            }
+            if every > 0 && (n + 1) % every == 0 {
+                std::thread::sleep(Duration::from_micros(us));
+            }
         }
-        published += 1;
-        if compact_every > 0 && (seq + 1) % compact_every == 0 && p.compact() {
-            compactions += 1;
+        print_result(&[
+            ("first", first.to_string()),
+            ("published", published.to_string()),
+            ("next", p.next_sequence().to_string()),
+            ("epoch", p.epoch().to_string()),
+            ("compactions", compactions.to_string()),
+            ("error", error),
+        ]);
+        if param::<String>("SHMBUS_THEN") == "idle" {
+            idle_until_killed();
         }
-        if every > 0 && (n + 1) % every == 0 {
-            std::thread::sleep(Duration::from_micros(us));
-        }
-    }
-    print_result(&[
-        ("first", first.to_string()),
-        ("published", published.to_string()),
-        ("next", p.next_sequence().to_string()),
-        ("epoch", p.epoch().to_string()),
-        ("compactions", compactions.to_string()),
-        ("error", error),
-    ]);
-    if param::<String>("SHMBUS_THEN") == "idle" {
-        idle_until_killed();
-    }
+    });
 }
 
 #[test]
 fn joiners_at_random_moments_end_with_the_publishers_exact_state_and_no_gap_or_duplicate() {
     for compact_every in [0u64, 150_000] {
-        let dir = TestDir::new("jrandom");
+        let dir = ShmDir::new("jrandom");
         let bus = BusName::new("jrandom");
         let (n, keys) = (1_000_000u64, 1000u64);
         let mut spec = PubChild::new(&bus, &dir, "create");
@@ -398,7 +386,7 @@ fn joiners_at_random_moments_end_with_the_publishers_exact_state_and_no_gap_or_d
 
 #[test]
 fn a_join_between_the_journal_append_and_the_ring_publish_gets_that_message_once() {
-    let dir = TestDir::new("jedge");
+    let dir = ShmDir::new("jedge");
     let bus = BusName::new("jedge");
     let mut spec = PubChild::new(&bus, &dir, "create");
     spec.count = 200;
@@ -431,7 +419,7 @@ fn a_join_between_the_journal_append_and_the_ring_publish_gets_that_message_once
 
 #[test]
 fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes_from_it() {
-    let dir = TestDir::new("jkill");
+    let dir = ShmDir::new("jkill");
     let bus = BusName::new("jkill");
     let journal_path = dir.path().join("journal");
     let kills = 20u64;
@@ -487,21 +475,20 @@ fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes
 
 #[test]
 fn as_child_join_and_read_slowly() {
-    if !is_child("jjoin") {
-        return;
-    }
-    let bus: String = param("SHMBUS_BUS");
-    let mut sub = JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
-    print_ready();
-    loop {
-        let _ = sub.recv(shmbus::Wait::For(Duration::from_millis(10)));
-        std::thread::sleep(Duration::from_micros(50));
-    }
+    role("jjoin", || {
+        let bus: String = param("SHMBUS_BUS");
+        let mut sub = JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
+        print_ready();
+        loop {
+            let _ = sub.recv(shmbus::Wait::For(Duration::from_millis(10)));
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    });
 }
 
 #[test]
 fn killing_a_joining_subscriber_disturbs_neither_the_publisher_nor_other_joiners() {
-    let dir = TestDir::new("jkilljoin");
+    let dir = ShmDir::new("jkilljoin");
     let bus = BusName::new("jkilljoin");
     let mut spec = PubChild::new(&bus, &dir, "create");
     spec.count = 100_000;
@@ -532,7 +519,7 @@ fn killing_a_joining_subscriber_disturbs_neither_the_publisher_nor_other_joiners
 
 #[test]
 fn a_full_disk_is_a_typed_error_and_every_record_before_it_stays_readable() {
-    let dir = TestDir::new("jfull");
+    let dir = ShmDir::new("jfull");
     let bus = BusName::new("jfull");
     let mut spec = PubChild::new(&bus, &dir, "create");
     spec.count = 1_000_000;
@@ -568,7 +555,7 @@ fn a_full_disk_is_a_typed_error_and_every_record_before_it_stays_readable() {
 
 #[test]
 fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
-    let dir = TestDir::new("jtorn");
+    let dir = ShmDir::new("jtorn");
     let bus = BusName::new("jtorn");
     let path = dir.path().join("j");
     let mut p = JournalPublisher::<Kv>::create(
@@ -605,7 +592,7 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
 
 #[test]
 fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_number() {
-    let dir = TestDir::new("jrepub");
+    let dir = ShmDir::new("jrepub");
     let bus = BusName::new("jrepub");
     let mut p = JournalPublisher::<Kv>::create(
         bus.name(),
@@ -643,7 +630,7 @@ fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_num
 
 #[test]
 fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state() {
-    let dir = TestDir::new("jcompact");
+    let dir = ShmDir::new("jcompact");
     let bus = BusName::new("jcompact");
     let path = dir.path().join("j");
     let (keys, n) = (100u64, 20_000u64);
@@ -694,7 +681,7 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
 
 #[test]
 fn every_misuse_is_a_typed_error() {
-    let dir = TestDir::new("jmisuse");
+    let dir = ShmDir::new("jmisuse");
     let plain = BusName::new("jplain");
     let p = Publisher::<Kv>::create(plain.name(), &BusOptions::new(8)).expect("create");
     assert!(matches!(
@@ -830,12 +817,7 @@ fn compact_while_publishing(p: &mut JournalPublisher<Kv>, next: &mut u64, keys: 
 fn live_joiner_at_100(
     label: &str,
     keys: u64,
-) -> (
-    TestDir,
-    BusName,
-    JournalPublisher<Kv>,
-    JournalSubscriber<Kv>,
-) {
+) -> (ShmDir, BusName, JournalPublisher<Kv>, JournalSubscriber<Kv>) {
     let (dir, bus, p) = journaled(label, 100, keys);
     let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
@@ -1080,32 +1062,31 @@ fn plant(kind: &str, path: &Path) -> bool {
 /// What each opener of a journal said, one word each (spaces as `~`).
 #[test]
 fn as_child_open_a_planted_journal() {
-    if !is_child("jplanted") {
-        return;
-    }
-    let bus: String = param("SHMBUS_BUS");
-    let path: String = param("SHMBUS_JOURNAL");
-    let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
-    let stat = match journal_stat(Path::new(&path)) {
-        Err(JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
-        Err(e) => word(&e),
-        Ok(_) => "read".to_owned(),
-    };
-    let stat_text = journal_stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
-    let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
-        Err(e) => word(&e),
-        Ok(_) => "joined".to_owned(),
-    };
-    let attach = match JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()) {
-        Err(e) => word(&e),
-        Ok(_) => "attached".to_owned(),
-    };
-    print_result(&[
-        ("typed", stat),
-        ("stat", stat_text),
-        ("join", join),
-        ("attach", attach),
-    ]);
+    role("jplanted", || {
+        let bus: String = param("SHMBUS_BUS");
+        let path: String = param("SHMBUS_JOURNAL");
+        let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
+        let stat = match journal_stat(Path::new(&path)) {
+            Err(JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
+            Err(e) => word(&e),
+            Ok(_) => "read".to_owned(),
+        };
+        let stat_text = journal_stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
+        let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
+            Err(e) => word(&e),
+            Ok(_) => "joined".to_owned(),
+        };
+        let attach = match JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()) {
+            Err(e) => word(&e),
+            Ok(_) => "attached".to_owned(),
+        };
+        print_result(&[
+            ("typed", stat),
+            ("stat", stat_text),
+            ("join", join),
+            ("attach", attach),
+        ]);
+    });
 }
 
 #[test]
@@ -1158,64 +1139,63 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_wh
 /// close and after an attach, and reports every file's mode.
 #[test]
 fn as_child_make_a_journal_under_umask_027() {
-    if !is_child("jumask") {
-        return;
-    }
-    use std::os::unix::fs::PermissionsExt;
-    // SAFETY: umask only changes this (single-test) process's mask.
-    unsafe { libc::umask(0o027) };
-    let bus: String = param("SHMBUS_BUS");
-    let path = std::path::PathBuf::from(param::<String>("SHMBUS_JOURNAL"));
-    let mode: u32 = param("SHMBUS_FILE_MODE");
-    let opts = BusOptions::new(64);
-    let opts = if mode == 0 { opts } else { opts.mode(mode) };
-    let mode_of = |p: &Path| {
-        std::fs::metadata(p).map_or("missing".to_owned(), |m| {
-            format!("{:o}", m.permissions().mode() & 0o777)
-        })
-    };
-    let mut p =
-        JournalPublisher::<Kv>::create(&bus, &opts, &JournalOptions::new(&path)).expect("create");
-    let created = mode_of(&path);
-    for i in 0..10 {
-        p.publish(&two_keys(i)).expect("publish");
-    }
-    assert!(p.compact());
-    p.close().expect("close");
-    let compacted = mode_of(&path);
-    let prev = mode_of(&side_files(&path)[1]);
-    let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
-    for i in 10..20 {
-        p.publish(&two_keys(i)).expect("publish");
-    }
-    assert!(p.compact());
-    p.close().expect("close");
-    let (records, ..) = journal_figures(&path);
-    let reattached = mode_of(&path);
-    let bus_path = Path::new("/dev/shm").join(&bus);
-    let bus_mode = mode_of(&bus_path);
-    // A new bus over the same journal: its creator's mode is the journal's.
-    std::fs::remove_file(&bus_path).expect("remove the bus");
-    let again = BusOptions::new(64).mode(0o640);
-    let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
-        .expect("create again");
-    assert_eq!(p.next_sequence(), 20);
-    p.close().expect("close");
-    print_result(&[
-        ("records", records.to_string()),
-        ("created", created),
-        ("compacted", compacted),
-        ("prev", prev),
-        ("reattached", reattached),
-        ("bus", bus_mode),
-        ("recreated", mode_of(&path)),
-    ]);
+    role("jumask", || {
+        use std::os::unix::fs::PermissionsExt;
+        // SAFETY: umask only changes this (single-test) process's mask.
+        unsafe { libc::umask(0o027) };
+        let bus: String = param("SHMBUS_BUS");
+        let path = std::path::PathBuf::from(param::<String>("SHMBUS_JOURNAL"));
+        let mode: u32 = param("SHMBUS_FILE_MODE");
+        let opts = BusOptions::new(64);
+        let opts = if mode == 0 { opts } else { opts.mode(mode) };
+        let mode_of = |p: &Path| {
+            std::fs::metadata(p).map_or("missing".to_owned(), |m| {
+                format!("{:o}", m.permissions().mode() & 0o777)
+            })
+        };
+        let mut p = JournalPublisher::<Kv>::create(&bus, &opts, &JournalOptions::new(&path))
+            .expect("create");
+        let created = mode_of(&path);
+        for i in 0..10 {
+            p.publish(&two_keys(i)).expect("publish");
+        }
+        assert!(p.compact());
+        p.close().expect("close");
+        let compacted = mode_of(&path);
+        let prev = mode_of(&side_files(&path)[1]);
+        let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
+        for i in 10..20 {
+            p.publish(&two_keys(i)).expect("publish");
+        }
+        assert!(p.compact());
+        p.close().expect("close");
+        let (records, ..) = journal_figures(&path);
+        let reattached = mode_of(&path);
+        let bus_path = Path::new("/dev/shm").join(&bus);
+        let bus_mode = mode_of(&bus_path);
+        // A new bus over the same journal: its creator's mode is the journal's.
+        std::fs::remove_file(&bus_path).expect("remove the bus");
+        let again = BusOptions::new(64).mode(0o640);
+        let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
+            .expect("create again");
+        assert_eq!(p.next_sequence(), 20);
+        p.close().expect("close");
+        print_result(&[
+            ("records", records.to_string()),
+            ("created", created),
+            ("compacted", compacted),
+            ("prev", prev),
+            ("reattached", reattached),
+            ("bus", bus_mode),
+            ("recreated", mode_of(&path)),
+        ]);
+    });
 }
 
 #[test]
 fn a_journal_and_every_file_its_compaction_makes_get_exactly_the_bus_mode_whatever_the_umask() {
     for (mode, want) in [(0o666u32, "666"), (0, "600")] {
-        let dir = TestDir::new("jumask");
+        let dir = ShmDir::new("jumask");
         let bus = BusName::new("jumask");
         let f = common::spawn_child_with_deadline(
             "as_child_make_a_journal_under_umask_027",

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{is_child, param, print_ready, print_result, spawn_child, BusName, Watched};
+use common::{param, print_ready, print_result, role, spawn_child, BusName, Watched};
 use shmbus::internals::HookPoint;
 use shmbus::{
     AttachError, BusOptions, MpPublisher, OpenOptions, Publisher, Publishers, Received, Start,
@@ -29,105 +29,92 @@ fn is_whole(m: &Msg) -> bool {
     m[2] == common::splitmix(m[0] << 40 ^ m[1]) && m[3] == !m[1]
 }
 
-const ENTRY_PUB: &str = "as_child_publish_as_one_of_many";
-const ENTRY_SUB: &str = "as_child_subscribe_to_many_publishers";
-
+#[test]
 fn as_child_publish_as_one_of_many() {
-    if !is_child("mp_pub") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let id: u64 = param("SHMBUS_ID");
-    let count: u64 = param("SHMBUS_COUNT");
-    let stop: String = param("SHMBUS_STOP");
-    let mut p = MpPublisher::<Msg>::attach(&name, &OpenOptions::default()).expect("attach");
-    fn hang(_seq: u64) {
-        print_ready();
-        common::idle_until_killed();
-    }
-    match stop.as_str() {
-        "claim" => p.set_stop_hook(HookPoint::AfterClaim, count, hang),
-        "begin" => p.set_stop_hook(HookPoint::AfterBegin, count, hang),
-        _ => {}
-    }
-    let mut abandoned = 0u64;
-    for i in 0..count {
-        if p.publish(&message(id, i)).is_err() {
-            abandoned += 1;
+    role("mp_pub", || {
+        let name: String = param("SHMBUS_BUS");
+        let id: u64 = param("SHMBUS_ID");
+        let count: u64 = param("SHMBUS_COUNT");
+        let stop: String = param("SHMBUS_STOP");
+        let mut p = MpPublisher::<Msg>::attach(&name, &OpenOptions::default()).expect("attach");
+        fn hang(_seq: u64) {
+            print_ready();
+            common::idle_until_killed();
         }
-    }
-    if stop != "none" {
-        p.publish(&message(id, count))
-            .expect("the hook stops this publish");
-        unreachable!("the hook never returns");
-    }
-    print_result(&[
-        ("published", count.to_string()),
-        ("abandoned", abandoned.to_string()),
-    ]);
+        match stop.as_str() {
+            "claim" => p.set_stop_hook(HookPoint::AfterClaim, count, hang),
+            "begin" => p.set_stop_hook(HookPoint::AfterBegin, count, hang),
+            _ => {}
+        }
+        let mut abandoned = 0u64;
+        for i in 0..count {
+            if p.publish(&message(id, i)).is_err() {
+                abandoned += 1;
+            }
+        }
+        if stop != "none" {
+            p.publish(&message(id, count))
+                .expect("the hook stops this publish");
+            unreachable!("the hook never returns");
+        }
+        print_result(&[
+            ("published", count.to_string()),
+            ("abandoned", abandoned.to_string()),
+        ]);
+    });
 }
 
 #[test]
-fn as_child_publish_as_one_of_many_entry() {
-    as_child_publish_as_one_of_many();
-}
-
 fn as_child_subscribe_to_many_publishers() {
-    if !is_child("mp_sub") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let total: u64 = param("SHMBUS_TOTAL");
-    let publishers: usize = param("SHMBUS_PUBLISHERS");
-    let mut s = Subscriber::<Msg>::open(&name, &OpenOptions::default()).expect("open");
-    let start = s.position();
-    print_ready();
-    let mut next = vec![0u64; publishers + 1];
-    let (mut delivered, mut skipped, mut lags) = (0u64, 0u64, Vec::new());
-    while s.position().wrapping_sub(start) < total {
-        let began = Instant::now();
-        match s.recv(shmbus::Wait::Forever).expect("waits forever") {
-            Received::Message(m) => {
-                assert!(is_whole(&m), "torn message {m:?}");
-                let id = m[0] as usize;
-                assert!(
-                    m[1] >= next[id],
-                    "publisher {id}: {} after {}",
-                    m[1],
-                    next[id]
-                );
-                next[id] = m[1] + 1;
-                delivered += 1;
-            }
-            Received::Lagged { skipped: n } => {
-                skipped += n;
-                lags.push(format!("{n}@{}ms", began.elapsed().as_millis()));
+    role("mp_sub", || {
+        let name: String = param("SHMBUS_BUS");
+        let total: u64 = param("SHMBUS_TOTAL");
+        let publishers: usize = param("SHMBUS_PUBLISHERS");
+        let mut s = Subscriber::<Msg>::open(&name, &OpenOptions::default()).expect("open");
+        let start = s.position();
+        print_ready();
+        let mut next = vec![0u64; publishers + 1];
+        let (mut delivered, mut skipped, mut lags) = (0u64, 0u64, Vec::new());
+        while s.position().wrapping_sub(start) < total {
+            let began = Instant::now();
+            match s.recv(shmbus::Wait::Forever).expect("waits forever") {
+                Received::Message(m) => {
+                    assert!(is_whole(&m), "torn message {m:?}");
+                    let id = m[0] as usize;
+                    assert!(
+                        m[1] >= next[id],
+                        "publisher {id}: {} after {}",
+                        m[1],
+                        next[id]
+                    );
+                    next[id] = m[1] + 1;
+                    delivered += 1;
+                }
+                Received::Lagged { skipped: n } => {
+                    skipped += n;
+                    lags.push(format!("{n}@{}ms", began.elapsed().as_millis()));
+                }
             }
         }
-    }
-    print_result(&[
-        ("delivered", delivered.to_string()),
-        ("skipped", skipped.to_string()),
-        ("lags", format!("[{}]", lags.join(","))),
-        (
-            "longest_lag_wait_ms",
-            lags.iter()
-                .filter_map(|l| l.split('@').nth(1)?.trim_end_matches("ms").parse().ok())
-                .max()
-                .unwrap_or(0u64)
-                .to_string(),
-        ),
-    ]);
-}
-
-#[test]
-fn as_child_subscribe_to_many_publishers_entry() {
-    as_child_subscribe_to_many_publishers();
+        print_result(&[
+            ("delivered", delivered.to_string()),
+            ("skipped", skipped.to_string()),
+            ("lags", format!("[{}]", lags.join(","))),
+            (
+                "longest_lag_wait_ms",
+                lags.iter()
+                    .filter_map(|l| l.split('@').nth(1)?.trim_end_matches("ms").parse().ok())
+                    .max()
+                    .unwrap_or(0u64)
+                    .to_string(),
+            ),
+        ]);
+    });
 }
 
 fn spawn_publisher(bus: &BusName, id: u64, count: u64, stop: &str) -> Watched {
     spawn_child(
-        &format!("{ENTRY_PUB}_entry"),
+        "as_child_publish_as_one_of_many",
         "mp_pub",
         &[
             ("SHMBUS_BUS", bus.name().to_owned()),
@@ -140,7 +127,7 @@ fn spawn_publisher(bus: &BusName, id: u64, count: u64, stop: &str) -> Watched {
 
 fn spawn_subscriber(bus: &BusName, total: u64, publishers: usize) -> Watched {
     let mut s = spawn_child(
-        &format!("{ENTRY_SUB}_entry"),
+        "as_child_subscribe_to_many_publishers",
         "mp_sub",
         &[
             ("SHMBUS_BUS", bus.name().to_owned()),

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{is_child, param, print_result, spawn_child, BusName};
+use common::{param, print_result, role, spawn_child, BusName};
 use shmbus::{
     AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Received, Subscriber,
 };
@@ -38,53 +38,52 @@ fn attach_outcome<T>(r: Result<T, AttachError>) -> String {
 /// its name.
 #[test]
 fn as_child_open_as_another_user() {
-    if !is_child("other_user") {
-        return;
-    }
-    let gid: u32 = param("SHMBUS_GID");
-    // SAFETY: plain system calls on this single-threaded child's own
-    // credentials; each result is checked.
-    unsafe {
-        assert_eq!(libc::setgroups(0, std::ptr::null()), 0, "setgroups");
-        assert_eq!(libc::setresgid(gid, gid, gid), 0, "setresgid");
-        assert_eq!(libc::setresuid(NOBODY, NOBODY, NOBODY), 0, "setresuid");
-    }
-    let name: String = param("SHMBUS_BUS");
-    let opts = OpenOptions::default();
-    let created = match Publisher::<u64>::create(&name, &BusOptions::new(8)) {
-        Err(CreateError::AlreadyExists { .. }) => "exists".to_owned(),
-        Err(e) => format!("other:{e:?}").replace(char::is_whitespace, "_"),
-        Ok(_) => "created".into(),
-    };
-    let mut fields = vec![
-        ("uid", NOBODY.to_string()),
-        ("stat", outcome(shmbus::stat::stat(&name))),
-        ("create", created),
-    ];
-    if param::<String>("SHMBUS_KIND") == "stream" {
-        fields.push(("consumer", attach_outcome(Consumer::open(&name, &opts))));
-        fields.push(("producer", attach_outcome(Producer::attach(&name, &opts))));
-    } else {
-        let sub = Subscriber::<u64>::open(&name, &opts.clone().start(shmbus::Start::Oldest));
-        let first = match sub {
-            Ok(mut s) => match s.try_recv() {
-                Some(Received::Message(v)) => v.to_string(),
-                other => format!("{other:?}").replace(char::is_whitespace, "_"),
-            },
-            Err(_) => "none".into(),
+    role("other_user", || {
+        let gid: u32 = param("SHMBUS_GID");
+        // SAFETY: plain system calls on this single-threaded child's own
+        // credentials; each result is checked.
+        unsafe {
+            assert_eq!(libc::setgroups(0, std::ptr::null()), 0, "setgroups");
+            assert_eq!(libc::setresgid(gid, gid, gid), 0, "setresgid");
+            assert_eq!(libc::setresuid(NOBODY, NOBODY, NOBODY), 0, "setresuid");
+        }
+        let name: String = param("SHMBUS_BUS");
+        let opts = OpenOptions::default();
+        let created = match Publisher::<u64>::create(&name, &BusOptions::new(8)) {
+            Err(CreateError::AlreadyExists { .. }) => "exists".to_owned(),
+            Err(e) => format!("other:{e:?}").replace(char::is_whitespace, "_"),
+            Ok(_) => "created".into(),
         };
-        fields.push(("subscriber", outcome(Subscriber::<u64>::open(&name, &opts))));
-        fields.push(("first", first));
-        fields.push((
-            "raw",
-            outcome(shmbus::Subscriber::<[u8]>::open(&name, &opts)),
-        ));
-        fields.push((
-            "publisher",
-            attach_outcome(Publisher::<u64>::attach(&name, &opts)),
-        ));
-    }
-    print_result(&fields);
+        let mut fields = vec![
+            ("uid", NOBODY.to_string()),
+            ("stat", outcome(shmbus::stat::stat(&name))),
+            ("create", created),
+        ];
+        if param::<String>("SHMBUS_KIND") == "stream" {
+            fields.push(("consumer", attach_outcome(Consumer::open(&name, &opts))));
+            fields.push(("producer", attach_outcome(Producer::attach(&name, &opts))));
+        } else {
+            let sub = Subscriber::<u64>::open(&name, &opts.clone().start(shmbus::Start::Oldest));
+            let first = match sub {
+                Ok(mut s) => match s.try_recv() {
+                    Some(Received::Message(v)) => v.to_string(),
+                    other => format!("{other:?}").replace(char::is_whitespace, "_"),
+                },
+                Err(_) => "none".into(),
+            };
+            fields.push(("subscriber", outcome(Subscriber::<u64>::open(&name, &opts))));
+            fields.push(("first", first));
+            fields.push((
+                "raw",
+                outcome(shmbus::Subscriber::<[u8]>::open(&name, &opts)),
+            ));
+            fields.push((
+                "publisher",
+                attach_outcome(Publisher::<u64>::attach(&name, &opts)),
+            ));
+        }
+        print_result(&fields);
+    });
 }
 
 fn as_other_user(bus: &BusName, kind: &str, gid: u32) -> common::Report {
@@ -98,7 +97,8 @@ fn as_other_user(bus: &BusName, kind: &str, gid: u32) -> common::Report {
         ],
     )
     .wait_success();
-    let line = f.stdout.lines().find(|l| l.starts_with("RESULT"));
+    let stdout = f.stdout();
+    let line = stdout.lines().find(|l| l.starts_with("RESULT"));
     println!(
         "as uid {NOBODY}, gid {gid}, on a {kind}: {}",
         line.unwrap_or("-")

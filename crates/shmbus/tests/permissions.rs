@@ -7,7 +7,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{is_child, param, print_result, spawn_child, BusName};
+use common::{param, print_result, role, spawn_child, BusName};
 use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
 
 fn mode_of(path: &Path) -> u32 {
@@ -48,33 +48,32 @@ fn a_new_bus_is_mode_0660_when_asked() {
 /// value already there, so a store that is wrongly allowed changes nothing).
 #[test]
 fn as_child_store_into_the_mapping() {
-    if !is_child("store") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let target: String = param("SHMBUS_TARGET");
-    let sub = Subscriber::<u64>::open(&name, &OpenOptions::default()).expect("open");
-    let h = shmbus::stat::stat(&name).expect("stat").header;
-    let offset = match target.as_str() {
-        "header" => 0,
-        // A word of the control page no field uses.
-        "control" => h.control_offset as usize + 512,
-        "data" => h.data_offset as usize,
-        "last_data_word" => h.total_len as usize - 8,
-        other => panic!("unknown target {other}"),
-    };
-    let base = sub.data_pages_ptr().wrapping_sub(h.data_offset as usize);
-    print_result(&[("about_to_store", target.clone())]);
-    // SAFETY: `offset` is inside the subscriber's mapping (the header says
-    // so and the mapping covers the whole file) and 8-aligned. Nothing else
-    // writes these bytes, and the store writes back the value just read;
-    // whether the page lets us store at all is what the parent checks.
-    unsafe {
-        let p = base.wrapping_add(offset).cast::<u64>();
-        let v = std::ptr::read_volatile(p);
-        std::ptr::write_volatile(p, v);
-    }
-    print_result(&[("survived", target)]);
+    role("store", || {
+        let name: String = param("SHMBUS_BUS");
+        let target: String = param("SHMBUS_TARGET");
+        let sub = Subscriber::<u64>::open(&name, &OpenOptions::default()).expect("open");
+        let h = shmbus::stat::stat(&name).expect("stat").header;
+        let offset = match target.as_str() {
+            "header" => 0,
+            // A word of the control page no field uses.
+            "control" => h.control_offset as usize + 512,
+            "data" => h.data_offset as usize,
+            "last_data_word" => h.total_len as usize - 8,
+            other => panic!("unknown target {other}"),
+        };
+        let base = sub.data_pages_ptr().wrapping_sub(h.data_offset as usize);
+        print_result(&[("about_to_store", target.clone())]);
+        // SAFETY: `offset` is inside the subscriber's mapping (the header says
+        // so and the mapping covers the whole file) and 8-aligned. Nothing else
+        // writes these bytes, and the store writes back the value just read;
+        // whether the page lets us store at all is what the parent checks.
+        unsafe {
+            let p = base.wrapping_add(offset).cast::<u64>();
+            let v = std::ptr::read_volatile(p);
+            std::ptr::write_volatile(p, v);
+        }
+        print_result(&[("survived", target)]);
+    });
 }
 
 fn store_in_child(target: &str) -> common::Finished {
@@ -111,7 +110,7 @@ fn assert_segv(f: &common::Finished, target: &str) {
         f.output()
     );
     assert_eq!(f.result().raw("about_to_store"), Some(target));
-    assert!(!f.stdout.contains("survived="), "{}", f.output());
+    assert!(!f.stdout().contains("survived="), "{}", f.output());
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
 use common::{
-    is_child, param, print_result, spawn_child, wait_for, BusName, FileWord32, TestDir, Watched,
+    param, print_result, role, spawn_child, wait_for, BusName, FileWord32, ShmDir, Watched,
 };
 use shmbus::stat::{self, BusStat};
 use shmbus::wire::control;
@@ -268,15 +268,12 @@ fn subscribe_and_check<M: Stamped>() {
 
 #[test]
 fn as_child_subscribe_and_check_every_payload() {
-    if !is_child("torn_sub") {
-        return;
-    }
-    match param::<usize>("SHMBUS_SIZE") {
+    role("torn_sub", || match param::<usize>("SHMBUS_SIZE") {
         8 => subscribe_and_check::<Msg8>(),
         64 => subscribe_and_check::<Msg64>(),
         1024 => subscribe_and_check::<Msg1024>(),
         n => panic!("no message type of {n} bytes"),
-    }
+    });
 }
 
 /// Messages per payload size: enough for many laps of a small ring, small
@@ -417,91 +414,87 @@ fn subscribers_in_other_processes_never_see_a_torn_1024_byte_message() {
 /// killed.
 #[test]
 fn as_child_create_publish_and_idle() {
-    if !is_child("create_publish_idle") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let count: u64 = param("SHMBUS_COUNT");
-    let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
-    for _ in 0..count {
-        let s = p.next_sequence();
-        p.publish(&s);
-    }
-    common::idle_until_killed();
+    role("create_publish_idle", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
+        for _ in 0..count {
+            let s = p.next_sequence();
+            p.publish(&s);
+        }
+        common::idle_until_killed();
+    });
 }
 
 /// Tries once to attach as publisher; if it can, publishes SHMBUS_PUBLISH
 /// messages and exits.
 #[test]
 fn as_child_try_to_attach_as_publisher() {
-    if !is_child("attach_once") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let n: u64 = param("SHMBUS_PUBLISH");
-    match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
-        Ok(mut p) => {
-            let epoch = p.epoch();
-            let next = p.next_sequence();
-            for _ in 0..n {
-                let s = p.next_sequence();
-                p.publish(&s);
+    role("attach_once", || {
+        let name: String = param("SHMBUS_BUS");
+        let n: u64 = param("SHMBUS_PUBLISH");
+        match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
+            Ok(mut p) => {
+                let epoch = p.epoch();
+                let next = p.next_sequence();
+                for _ in 0..n {
+                    let s = p.next_sequence();
+                    p.publish(&s);
+                }
+                print_result(&[
+                    ("outcome", "attached".into()),
+                    ("epoch", epoch.to_string()),
+                    ("next", next.to_string()),
+                    ("end", p.next_sequence().to_string()),
+                ]);
             }
-            print_result(&[
-                ("outcome", "attached".into()),
-                ("epoch", epoch.to_string()),
-                ("next", next.to_string()),
-                ("end", p.next_sequence().to_string()),
-            ]);
+            Err(AttachError::PublisherActive { pid }) => {
+                print_result(&[("outcome", "active".into()), ("pid", pid.to_string())]);
+            }
+            Err(e) => {
+                print_result(&[("outcome", "error".into())]);
+                panic!("attach failed: {e}");
+            }
         }
-        Err(AttachError::PublisherActive { pid }) => {
-            print_result(&[("outcome", "active".into()), ("pid", pid.to_string())]);
-        }
-        Err(e) => {
-            print_result(&[("outcome", "error".into())]);
-            panic!("attach failed: {e}");
-        }
-    }
+    });
 }
 
 /// Creates the bus and publishes as fast as it can until killed.
 #[test]
 fn as_child_publish_until_killed() {
-    if !is_child("publish_forever") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
-    let parent = std::os::unix::process::parent_id();
-    loop {
-        for _ in 0..256 {
-            let s = p.next_sequence();
-            p.publish(&s);
+    role("publish_forever", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut p = Publisher::<u64>::create(&name, &BusOptions::new(64)).expect("create bus");
+        let parent = std::os::unix::process::parent_id();
+        loop {
+            for _ in 0..256 {
+                let s = p.next_sequence();
+                p.publish(&s);
+            }
+            std::thread::sleep(Duration::from_micros(50));
+            if std::os::unix::process::parent_id() != parent {
+                std::process::exit(3);
+            }
         }
-        std::thread::sleep(Duration::from_micros(50));
-        if std::os::unix::process::parent_id() != parent {
-            std::process::exit(3);
-        }
-    }
+    });
 }
 
 /// Opens a subscriber and stays alive until killed.
 #[test]
 fn as_child_subscribe_and_idle() {
-    if !is_child("sub_idle") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let opts = OpenOptions::default();
-    if param::<u8>("SHMBUS_RAW") == 1 {
-        let _sub = Subscriber::<[u8]>::open(&name, &opts).expect("open");
-        common::print_ready();
-        common::idle_until_killed();
-    } else {
-        let _sub = Subscriber::<u64>::open(&name, &opts).expect("open");
-        common::print_ready();
-        common::idle_until_killed();
-    }
+    role("sub_idle", || {
+        let name: String = param("SHMBUS_BUS");
+        let opts = OpenOptions::default();
+        if param::<u8>("SHMBUS_RAW") == 1 {
+            let _sub = Subscriber::<[u8]>::open(&name, &opts).expect("open");
+            common::print_ready();
+            common::idle_until_killed();
+        } else {
+            let _sub = Subscriber::<u64>::open(&name, &opts).expect("open");
+            common::print_ready();
+            common::idle_until_killed();
+        }
+    });
 }
 
 // ---------------------------------------------------------------------------
@@ -793,51 +786,52 @@ fn a_publisher_attaching_after_one_that_died_mid_write_rewrites_that_sequence() 
 // ---------------------------------------------------------------------------
 // 7. A publisher killed mid-stream.
 
+/// In a child: opens a subscriber of `name` that waits with SpinFutex
+/// after `spin`, and says it is ready.
+fn ready_futex_subscriber(name: &str, spin: Duration) -> Subscriber<u64> {
+    let opts = OpenOptions::default().wait(WaitStrategy::SpinFutex { spin });
+    let sub = Subscriber::<u64>::open(name, &opts).expect("open");
+    common::print_ready();
+    sub
+}
+
 /// Receives until a receive times out while the publisher is dead, checking
 /// every message carries the sequence the position says.
 #[test]
 fn as_child_receive_until_the_publisher_is_gone() {
-    if !is_child("sub_until_silent") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut sub = Subscriber::<u64>::open(
-        &name,
-        &OpenOptions::default().wait(WaitStrategy::SpinFutex {
-            spin: Duration::from_micros(10),
-        }),
-    )
-    .expect("open");
-    common::print_ready();
-    let start = sub.position();
-    let (mut delivered, mut skipped, mut wrong, mut timeouts) = (0u64, 0u64, 0u64, 0u64);
-    loop {
-        let pos = sub.position();
-        match sub.recv(shmbus::Wait::For(Duration::from_millis(300))) {
-            Some(Received::Message(v)) => {
-                delivered += 1;
-                wrong += u64::from(v != pos);
-            }
-            Some(Received::Lagged { skipped: n }) => skipped += n,
-            None => {
-                timeouts += 1;
-                if !stat::stat(&name).expect("stat").publisher_alive {
-                    break;
+    role("sub_until_silent", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut sub = ready_futex_subscriber(&name, Duration::from_micros(10));
+        let start = sub.position();
+        let (mut delivered, mut skipped, mut wrong, mut timeouts) = (0u64, 0u64, 0u64, 0u64);
+        loop {
+            let pos = sub.position();
+            match sub.recv(shmbus::Wait::For(Duration::from_millis(300))) {
+                Some(Received::Message(v)) => {
+                    delivered += 1;
+                    wrong += u64::from(v != pos);
+                }
+                Some(Received::Lagged { skipped: n }) => skipped += n,
+                None => {
+                    timeouts += 1;
+                    if !stat::stat(&name).expect("stat").publisher_alive {
+                        break;
+                    }
                 }
             }
         }
-    }
-    // Silent from now on.
-    let after = sub.recv(shmbus::Wait::For(Duration::from_millis(50)));
-    print_result(&[
-        ("start", start.to_string()),
-        ("end", sub.position().to_string()),
-        ("delivered", delivered.to_string()),
-        ("skipped", skipped.to_string()),
-        ("wrong", wrong.to_string()),
-        ("timeouts", timeouts.to_string()),
-        ("after", after.is_none().to_string()),
-    ]);
+        // Silent from now on.
+        let after = sub.recv(shmbus::Wait::For(Duration::from_millis(50)));
+        print_result(&[
+            ("start", start.to_string()),
+            ("end", sub.position().to_string()),
+            ("delivered", delivered.to_string()),
+            ("skipped", skipped.to_string()),
+            ("wrong", wrong.to_string()),
+            ("timeouts", timeouts.to_string()),
+            ("after", after.is_none().to_string()),
+        ]);
+    });
 }
 
 #[test]
@@ -985,32 +979,31 @@ fn wait_for_sleeper(flag: &SleeperFlag, deadline: std::time::Instant) -> bool {
 /// once the parent is asleep in the futex.
 #[test]
 fn as_child_answer_every_ping() {
-    if !is_child("pong") {
-        return;
-    }
-    let ping: String = param("SHMBUS_PING");
-    let pong: String = param("SHMBUS_PONG");
-    let pong_path: String = param("SHMBUS_PONG_PATH");
-    let rounds: u64 = param("SHMBUS_ROUNDS");
-    let mut sub = Subscriber::<u64>::open(&ping, &tiny_futex_spin()).expect("open ping");
-    let mut publisher =
-        Publisher::<u64>::attach(&pong, &OpenOptions::default()).expect("attach pong");
-    let parent_asleep = SleeperFlag::of(&pong, std::path::Path::new(&pong_path));
-    let (mut bad, mut not_asleep) = (0u64, 0u64);
-    for i in 0..rounds {
-        match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
-            Received::Message(v) if v == i => {}
-            _ => bad += 1,
+    role("pong", || {
+        let ping: String = param("SHMBUS_PING");
+        let pong: String = param("SHMBUS_PONG");
+        let pong_path: String = param("SHMBUS_PONG_PATH");
+        let rounds: u64 = param("SHMBUS_ROUNDS");
+        let mut sub = Subscriber::<u64>::open(&ping, &tiny_futex_spin()).expect("open ping");
+        let mut publisher =
+            Publisher::<u64>::attach(&pong, &OpenOptions::default()).expect("attach pong");
+        let parent_asleep = SleeperFlag::of(&pong, std::path::Path::new(&pong_path));
+        let (mut bad, mut not_asleep) = (0u64, 0u64);
+        for i in 0..rounds {
+            match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
+                Received::Message(v) if v == i => {}
+                _ => bad += 1,
+            }
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            not_asleep += u64::from(!wait_for_sleeper(&parent_asleep, deadline));
+            publisher.publish(&i);
         }
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        not_asleep += u64::from(!wait_for_sleeper(&parent_asleep, deadline));
-        publisher.publish(&i);
-    }
-    print_result(&[
-        ("rounds", rounds.to_string()),
-        ("bad", bad.to_string()),
-        ("not_asleep", not_asleep.to_string()),
-    ]);
+        print_result(&[
+            ("rounds", rounds.to_string()),
+            ("bad", bad.to_string()),
+            ("not_asleep", not_asleep.to_string()),
+        ]);
+    });
 }
 
 #[test]
@@ -1073,23 +1066,15 @@ fn a_sleeping_subscriber_is_woken_by_a_publish_from_another_process() {
 /// for one message with `recv`.
 #[test]
 fn as_child_sleep_until_one_message() {
-    if !is_child("sleep_for_one") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut sub = Subscriber::<u64>::open(
-        &name,
-        &OpenOptions::default().wait(WaitStrategy::SpinFutex {
-            spin: Duration::from_micros(1),
-        }),
-    )
-    .expect("open");
-    common::print_ready();
-    let got = match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
-        Received::Message(v) => v.to_string(),
-        Received::Lagged { skipped } => format!("lagged-{skipped}"),
-    };
-    print_result(&[("got", got)]);
+    role("sleep_for_one", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut sub = ready_futex_subscriber(&name, Duration::from_micros(1));
+        let got = match sub.recv(shmbus::Wait::Forever).expect("waits forever") {
+            Received::Message(v) => v.to_string(),
+            Received::Lagged { skipped } => format!("lagged-{skipped}"),
+        };
+        print_result(&[("got", got)]);
+    });
 }
 
 fn spawn_sleeper(bus: &BusName) -> Watched {
@@ -1174,7 +1159,7 @@ fn listing<'a>(all: &'a [stat::Listing], path: &std::path::Path) -> &'a stat::Li
 #[test]
 #[cfg_attr(miri, ignore)]
 fn clean_spares_a_bus_while_its_publisher_or_a_subscriber_lives_and_removes_it_after() {
-    let dir = TestDir::new("clean-dir");
+    let dir = ShmDir::new("clean-dir");
     let bus = BusName::in_dir(dir.path(), "bus");
     // Neither a foreign file nor a live bus is touched; a half-built segment
     // whose creator is gone is.

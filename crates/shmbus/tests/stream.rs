@@ -18,8 +18,8 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use common::{
-    is_child, param, print_result, spawn_child_with_deadline, wait_for, BusName, FileWord32,
-    Finished, Watched, CHILD_DEADLINE,
+    param, print_result, role, spawn_child_with_deadline, wait_for, BusName, FileWord32, Finished,
+    Watched, CHILD_DEADLINE,
 };
 use shmbus::stat::{self, BusStat, StreamStat};
 use shmbus::wire::{max_record, stream_control as sc};
@@ -342,6 +342,42 @@ fn no_whitespace(s: impl std::fmt::Debug) -> String {
 // ---------------------------------------------------------------------------
 // Children.
 
+/// What `Side::spawn` tells a producer or consumer child, read back.
+struct Told {
+    name: String,
+    recs: Records,
+    from: u64,
+    count: u64,
+    /// SHMBUS_PACE_EVERY and SHMBUS_PACE_US (see `pace`).
+    pace: (u64, u64),
+    then: String,
+    opts: OpenOptions,
+}
+
+impl Told {
+    fn read() -> Told {
+        Told {
+            name: param("SHMBUS_BUS"),
+            recs: Records::from_params(),
+            from: param("SHMBUS_FROM"),
+            count: param("SHMBUS_COUNT"),
+            pace: (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US")),
+            then: param("SHMBUS_THEN"),
+            opts: opts(&param::<String>("SHMBUS_WAIT")),
+        }
+    }
+
+    /// The records to push or pop.
+    fn records(&self) -> Range<u64> {
+        self.from..self.from + self.count
+    }
+
+    /// Paces after record `i` (see `pace`).
+    fn pace(&self, i: u64) {
+        pace(i - self.from, self.pace.0, self.pace.1);
+    }
+}
+
 /// Attaches as the producer, pushes records FROM..FROM+COUNT (trying
 /// `Wait::Never` first, to count how often the ring was full, then
 /// `Wait::Forever`), then per SHMBUS_THEN: `exit` (drops the producer),
@@ -350,56 +386,49 @@ fn no_whitespace(s: impl std::fmt::Debug) -> String {
 /// without committing it).
 #[test]
 fn as_child_produce_records() {
-    if !is_child("produce") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let recs = Records::from_params();
-    let from: u64 = param("SHMBUS_FROM");
-    let count: u64 = param("SHMBUS_COUNT");
-    let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
-    let then: String = param("SHMBUS_THEN");
-    let mut p = Producer::attach(&name, &opts(&param::<String>("SHMBUS_WAIT")))
-        .expect("attach as producer");
-    let start = Instant::now();
-    let (mut pushed, mut full) = (0u64, 0u64);
-    let mut error = String::from("none");
-    let mut buf = Vec::new();
-    for i in from..from + count {
-        let done = match push_record(&mut p, &recs, i, Wait::Never, &mut buf) {
-            Err(PushError::Full) => {
-                full += 1;
-                push_record(&mut p, &recs, i, Wait::Forever, &mut buf)
+    role("produce", || {
+        let t = Told::read();
+        let mut p = Producer::attach(&t.name, &t.opts).expect("attach as producer");
+        let start = Instant::now();
+        let (mut pushed, mut full) = (0u64, 0u64);
+        let mut error = String::from("none");
+        let mut buf = Vec::new();
+        for i in t.records() {
+            let done = match push_record(&mut p, &t.recs, i, Wait::Never, &mut buf) {
+                Err(PushError::Full) => {
+                    full += 1;
+                    push_record(&mut p, &t.recs, i, Wait::Forever, &mut buf)
+                }
+                other => other,
+            };
+            if let Err(e) = done {
+                error = no_whitespace(e);
+                break;
             }
-            other => other,
-        };
-        if let Err(e) = done {
-            error = no_whitespace(e);
-            break;
+            pushed += 1;
+            t.pace(i);
         }
-        pushed += 1;
-        pace(i - from, every, us);
-    }
-    print_result(&[
-        ("pushed", pushed.to_string()),
-        ("full", full.to_string()),
-        ("error", error),
-        ("ms", start.elapsed().as_millis().to_string()),
-    ]);
-    match then.as_str() {
-        "exit" => drop(p),
-        "idle" => {
-            common::print_ready();
-            common::idle_until_killed();
+        print_result(&[
+            ("pushed", pushed.to_string()),
+            ("full", full.to_string()),
+            ("error", error),
+            ("ms", start.elapsed().as_millis().to_string()),
+        ]);
+        match t.then.as_str() {
+            "exit" => drop(p),
+            "idle" => {
+                common::print_ready();
+                common::idle_until_killed();
+            }
+            "reserve-idle" => {
+                let mut chunk = p.reserve(t.recs.max, Wait::Forever).expect("reserve");
+                chunk.fill(0xEE);
+                common::print_ready();
+                common::idle_until_killed();
+            }
+            other => panic!("unknown SHMBUS_THEN {other}"),
         }
-        "reserve-idle" => {
-            let mut chunk = p.reserve(recs.max, Wait::Forever).expect("reserve");
-            chunk.fill(0xEE);
-            common::print_ready();
-            common::idle_until_killed();
-        }
-        other => panic!("unknown SHMBUS_THEN {other}"),
-    }
+    });
 }
 
 /// Opens the consumer, reads and checks records FROM..FROM+COUNT with
@@ -410,56 +439,49 @@ fn as_child_produce_records() {
 /// ready as soon as it holds the consumer role.
 #[test]
 fn as_child_consume_records() {
-    if !is_child("consume") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let recs = Records::from_params();
-    let from: u64 = param("SHMBUS_FROM");
-    let count: u64 = param("SHMBUS_COUNT");
-    let (every, us): (u64, u64) = (param("SHMBUS_PACE_EVERY"), param("SHMBUS_PACE_US"));
-    let then: String = param("SHMBUS_THEN");
-    let check_end = param::<u8>("SHMBUS_CHECK_END") == 1;
-    let mut c =
-        Consumer::open(&name, &opts(&param::<String>("SHMBUS_WAIT"))).expect("open as consumer");
-    if param::<String>("SHMBUS_READY_AT") == "open" {
-        common::print_ready();
-    }
-    let start = Instant::now();
-    let mut k = Checked::default();
-    let mut error = String::from("none");
-    for i in from..from + count {
-        if let Err(e) = pop_record(&mut c, &recs, i, Wait::Forever, &mut k) {
-            error = no_whitespace(e);
-            break;
-        }
-        pace(i - from, every, us);
-    }
-    let ms = start.elapsed().as_millis();
-    let extra = check_end && c.pop(&mut k.buf, Wait::Never).is_ok();
-    if then == "peek-exit" {
-        let i = from + count;
-        let chunk = c.peek(Wait::Forever).expect("peek the next record");
-        if let Err(what) = recs.check(i, &chunk, &mut k.scratch) {
-            k.fault(what);
-        }
-    }
-    print_result(&[
-        ("got", k.got.to_string()),
-        ("faults", k.faults.to_string()),
-        ("first_fault", k.first_fault()),
-        ("error", error),
-        ("extra", extra.to_string()),
-        ("ms", ms.to_string()),
-    ]);
-    match then.as_str() {
-        "exit" | "peek-exit" => drop(c),
-        "idle" => {
+    role("consume", || {
+        let t = Told::read();
+        let check_end = param::<u8>("SHMBUS_CHECK_END") == 1;
+        let mut c = Consumer::open(&t.name, &t.opts).expect("open as consumer");
+        if param::<String>("SHMBUS_READY_AT") == "open" {
             common::print_ready();
-            common::idle_until_killed();
         }
-        other => panic!("unknown SHMBUS_THEN {other}"),
-    }
+        let start = Instant::now();
+        let mut k = Checked::default();
+        let mut error = String::from("none");
+        for i in t.records() {
+            if let Err(e) = pop_record(&mut c, &t.recs, i, Wait::Forever, &mut k) {
+                error = no_whitespace(e);
+                break;
+            }
+            t.pace(i);
+        }
+        let ms = start.elapsed().as_millis();
+        let extra = check_end && c.pop(&mut k.buf, Wait::Never).is_ok();
+        if t.then == "peek-exit" {
+            let i = t.records().end;
+            let chunk = c.peek(Wait::Forever).expect("peek the next record");
+            if let Err(what) = t.recs.check(i, &chunk, &mut k.scratch) {
+                k.fault(what);
+            }
+        }
+        print_result(&[
+            ("got", k.got.to_string()),
+            ("faults", k.faults.to_string()),
+            ("first_fault", k.first_fault()),
+            ("error", error),
+            ("extra", extra.to_string()),
+            ("ms", ms.to_string()),
+        ]);
+        match t.then.as_str() {
+            "exit" | "peek-exit" => drop(c),
+            "idle" => {
+                common::print_ready();
+                common::idle_until_killed();
+            }
+            other => panic!("unknown SHMBUS_THEN {other}"),
+        }
+    });
 }
 
 /// A producer or consumer child, to spawn.
@@ -644,16 +666,6 @@ fn push_all<R: Region>(p: &mut Producer<R>, recs: &Records, range: Range<u64>) {
     }
 }
 
-/// Waits until `what` holds, failing after `READY_DEADLINE` (no child to
-/// watch: the waiting side is a thread of this process).
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + common::READY_DEADLINE;
-    while !done() {
-        assert!(Instant::now() < deadline, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
 // ---------------------------------------------------------------------------
 // 1. Every record once, in order, whole.
 
@@ -827,7 +839,10 @@ fn a_consumer_sleeping_on_the_futex_is_woken_by_each_record() {
 /// time to be well into its wait loop (any moment in it will do).
 fn until_waiting(bell: &FileWord32, wait: &str) {
     if wait == "default" {
-        until("the waiting thread to sleep", || bell.get() & 1 == 1);
+        // No child to watch: the waiting side is a thread of this process.
+        wait_for("the waiting thread to sleep", &mut [], || {
+            bell.get() & 1 == 1
+        });
     } else {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -1287,33 +1302,31 @@ fn the_edge_script_hits_every_edge_of_the_ring() {
 
 #[test]
 fn as_child_produce_the_edge_records() {
-    if !is_child("edge_produce") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
-    let r = produce_edges(&mut p, Wait::Forever);
-    print_result(&[("error", no_whitespace(r.err()))]);
+    role("edge_produce", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        let r = produce_edges(&mut p, Wait::Forever);
+        print_result(&[("error", no_whitespace(r.err()))]);
+    });
 }
 
 #[test]
 fn as_child_consume_the_edge_records() {
-    if !is_child("edge_consume") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let mut c = Consumer::open(&name, &OpenOptions::default()).expect("open");
-    common::print_ready();
-    let (wrong, error) = match consume_edges(&mut c, Wait::Forever) {
-        Ok(wrong) => (wrong.unwrap_or_else(|| "none".into()), "none".into()),
-        Err(e) => ("none".into(), no_whitespace(e)),
-    };
-    let extra = c.pop(&mut Vec::new(), Wait::Never).is_ok();
-    print_result(&[
-        ("wrong", wrong),
-        ("error", error),
-        ("extra", extra.to_string()),
-    ]);
+    role("edge_consume", || {
+        let name: String = param("SHMBUS_BUS");
+        let mut c = Consumer::open(&name, &OpenOptions::default()).expect("open");
+        common::print_ready();
+        let (wrong, error) = match consume_edges(&mut c, Wait::Forever) {
+            Ok(wrong) => (wrong.unwrap_or_else(|| "none".into()), "none".into()),
+            Err(e) => ("none".into(), no_whitespace(e)),
+        };
+        let extra = c.pop(&mut Vec::new(), Wait::Never).is_ok();
+        print_result(&[
+            ("wrong", wrong),
+            ("error", error),
+            ("extra", extra.to_string()),
+        ]);
+    });
 }
 
 fn assert_whole_script_went_through(bus: &BusName) {
@@ -1377,28 +1390,29 @@ fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_to_a_consumer_p
 /// killed.
 #[test]
 fn as_child_try_to_take_a_role() {
-    if !is_child("take_role") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let role: String = param("SHMBUS_ROLE");
-    let then: String = param("SHMBUS_THEN");
-    let o = OpenOptions::default();
-    let held: Result<Box<dyn std::any::Any>, AttachError> = match role.as_str() {
-        "producer" => Producer::attach(&name, &o).map(|p| Box::new(p) as Box<dyn std::any::Any>),
-        _ => Consumer::open(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
-    };
-    let (outcome, pid) = match &held {
-        Ok(_) => ("taken", std::process::id()),
-        Err(AttachError::ProducerActive { pid }) => ("producer_active", *pid),
-        Err(AttachError::ConsumerActive { pid }) => ("consumer_active", *pid),
-        Err(e) => panic!("taking the {role} role: {e}"),
-    };
-    print_result(&[("outcome", outcome.into()), ("pid", pid.to_string())]);
-    if held.is_ok() && then == "idle" {
-        common::print_ready();
-        common::idle_until_killed();
-    }
+    role("take_role", || {
+        let name: String = param("SHMBUS_BUS");
+        let role: String = param("SHMBUS_ROLE");
+        let then: String = param("SHMBUS_THEN");
+        let o = OpenOptions::default();
+        let held: Result<Box<dyn std::any::Any>, AttachError> = match role.as_str() {
+            "producer" => {
+                Producer::attach(&name, &o).map(|p| Box::new(p) as Box<dyn std::any::Any>)
+            }
+            _ => Consumer::open(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
+        };
+        let (outcome, pid) = match &held {
+            Ok(_) => ("taken", std::process::id()),
+            Err(AttachError::ProducerActive { pid }) => ("producer_active", *pid),
+            Err(AttachError::ConsumerActive { pid }) => ("consumer_active", *pid),
+            Err(e) => panic!("taking the {role} role: {e}"),
+        };
+        print_result(&[("outcome", outcome.into()), ("pid", pid.to_string())]);
+        if held.is_ok() && then == "idle" {
+            common::print_ready();
+            common::idle_until_killed();
+        }
+    });
 }
 
 fn role_child(bus: &BusName, role: &str, then: &str) -> Watched {

@@ -12,7 +12,7 @@ mod common;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{is_child, param, BusName, Watched};
+use common::{param, role, BusName, Watched};
 use shmbus::internals::PEER_CHECK;
 use shmbus::wire::stream_control as sc;
 use shmbus::OpenOptions;
@@ -57,24 +57,23 @@ fn within<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static)
 /// it is ready, then idles until killed (`SHMBUS_IDLE=1`) or leaves.
 #[test]
 fn as_child_push_then_idle_or_leave() {
-    if !is_child("hardening_producer") {
-        return;
-    }
-    let name: String = param("SHMBUS_BUS");
-    let count: u64 = param("SHMBUS_COUNT");
-    let idle: u8 = param("SHMBUS_IDLE");
-    let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
-    for i in 0..count {
-        p.push(
-            format!("rec-{i}").as_bytes(),
-            Wait::For(common::CHILD_DEADLINE),
-        )
-        .expect("push");
-    }
-    common::print_ready();
-    if idle == 1 {
-        common::idle_until_killed();
-    }
+    role("hardening_producer", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let idle: u8 = param("SHMBUS_IDLE");
+        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        for i in 0..count {
+            p.push(
+                format!("rec-{i}").as_bytes(),
+                Wait::For(common::CHILD_DEADLINE),
+            )
+            .expect("push");
+        }
+        common::print_ready();
+        if idle == 1 {
+            common::idle_until_killed();
+        }
+    });
 }
 
 fn producer(bus: &BusName, count: u64, idle: bool) -> Watched {
