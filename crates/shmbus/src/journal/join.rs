@@ -23,7 +23,30 @@ use crate::wait::{self, WaitStrategy};
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte};
 
-/// One message of a journaled subscriber's stream.
+/// One message of a journaled subscriber's stream, with its sequence.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Entry, JoinOptions, JournalOptions, JournalPublisher};
+/// use shmbus::{JournalSubscriber, Received, Wait};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-entry-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-entry-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&10)?;
+/// publisher.publish(&11)?;
+/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 10 })));
+/// if let Some(Received::Message(Entry { seq, msg })) = late.recv(Wait::Never) {
+///     assert_eq!((seq, msg), (1, 11));
+/// }
+/// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<T> {
     /// Its sequence number. From a compacted journal's snapshot, sequences
@@ -34,7 +57,20 @@ pub struct Entry<T> {
     pub msg: T,
 }
 
-/// How to join.
+/// How to join a journaled bus ([`JournalSubscriber::join`],
+/// [`State::join`](crate::State::join)): how long to wait for the bus and
+/// for the publisher's flush, and how to wait on the ring after.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{JoinOptions, WaitStrategy};
+///
+/// let opts = JoinOptions::default()
+///     .flush_timeout(Duration::from_secs(1))
+///     .init_timeout(Duration::from_millis(200))
+///     .wait(WaitStrategy::BusySpin);
+/// ```
 #[derive(Clone, Debug)]
 pub struct JoinOptions {
     open: OpenOptions,
@@ -52,16 +88,34 @@ impl Default for JoinOptions {
 
 impl JoinOptions {
     /// How the subscriber waits on the ring (as [`OpenOptions::wait`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::JoinOptions::default().wait(shmbus::WaitStrategy::BusySpin);
+    /// ```
     pub fn wait(mut self, wait: WaitStrategy) -> Self {
         self.open = self.open.wait(wait);
         self
     }
-    /// How long to wait for the publisher to serve the flush (default 5 s).
+    /// How long to wait for a live publisher to serve the flush (default
+    /// 5 s); then the join fails with [`JoinError::FlushTimeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::JoinOptions::default().flush_timeout(Duration::from_millis(500));
+    /// ```
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.flush_timeout = timeout;
         self
     }
     /// How long to wait for a bus being created (as [`OpenOptions::init_timeout`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::JoinOptions::default().init_timeout(Duration::from_secs(2));
+    /// ```
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.open = self.open.init_timeout(timeout);
         self
@@ -69,6 +123,20 @@ impl JoinOptions {
 }
 
 /// Why a subscriber could not join.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JoinError, JoinOptions, JournalSubscriber, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-joinerror-{}", std::process::id());
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?; // no journal
+/// match JournalSubscriber::<u64>::join(&name, &JoinOptions::default()) {
+///     Err(JoinError::NotJournaled { name: bus }) => assert_eq!(bus, name),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the bus has no journal"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
     /// The bus could not be opened.

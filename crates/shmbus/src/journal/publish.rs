@@ -28,7 +28,20 @@ use crate::wait;
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte, Header};
 
-/// How a journal is created.
+/// How a journal is created: where its file is, and how it grows.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-journaloptions-{}", std::process::id());
+/// let journal = JournalOptions::new(dir.join("ticks.journal")).chunk_bytes(1 << 20);
+/// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+/// assert_eq!(publisher.journal_path(), dir.canonicalize()?.join("ticks.journal"));
+/// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct JournalOptions {
     path: PathBuf,
@@ -36,15 +49,51 @@ pub struct JournalOptions {
 }
 
 impl JournalOptions {
-    /// A journal at `path` (relative paths are made absolute). An existing
-    /// journal there is reopened and the new bus continues its sequence.
+    /// A journal at `path` (a relative path is made absolute, from the
+    /// current directory when the bus is created; its directory must
+    /// exist). An existing journal there is reopened and the new bus
+    /// continues its sequence.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-new-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-new-{}", std::process::id());
+    /// let journal = JournalOptions::new(dir.join("ticks.journal"));
+    /// let mut first = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// first.publish(&1)?;
+    /// first.close()?;
+    /// shmbus::remove(&name)?;
+    /// // A new bus on the same journal carries on its sequence:
+    /// let second = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// assert_eq!(second.next_sequence(), 1);
+    /// # second.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(path: impl AsRef<Path>) -> Self {
         JournalOptions {
             path: path.as_ref().to_owned(),
             chunk: 8 << 20,
         }
     }
-    /// How much the file grows by at a time (default 8 MiB).
+    /// How much the file grows by at a time (default 8 MiB; rounded up to
+    /// whole pages). Only the creating publisher uses it: one that attaches
+    /// later grows the file by the default.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-chunkbytes-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-chunkbytes-{}", std::process::id());
+    /// let path = dir.join("ticks.journal");
+    /// let journal = JournalOptions::new(&path).chunk_bytes(64 << 10);
+    /// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// assert_eq!(std::fs::metadata(&path)?.len(), 64 << 10); // one chunk, reserved
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk = bytes;
         self
@@ -52,6 +101,26 @@ impl JournalOptions {
 }
 
 /// Why a journaled bus could not be created.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CreateError, JournalCreateError, JournalOptions, JournalPublisher};
+/// use shmbus::Publisher;
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalcreateerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-journalcreateerror-{}", std::process::id());
+/// let plain = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let journal = JournalOptions::new(dir.join("ticks.journal"));
+/// match JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal) {
+///     Err(JournalCreateError::Create(CreateError::AlreadyExists { .. })) => {}
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the name is taken"),
+/// }
+/// // The journal file it had made for the bus is removed again.
+/// assert!(!dir.join("ticks.journal").exists());
+/// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JournalCreateError {
     /// The bus.
@@ -65,6 +134,29 @@ pub enum JournalCreateError {
 /// Why a journaled publisher could not close cleanly. Every message it
 /// published is in the journal either way; what failed is only the
 /// compaction due at close, which leaves the journal as it was before it.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CloseError, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-closeerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-closeerror-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&1)?;
+/// match publisher.close() {
+///     Ok(()) => {}
+///     // Every message is in the journal all the same.
+///     Err(CloseError::Compaction { path, reason }) => {
+///         eprintln!("{}: left uncompacted: {reason}", path.display())
+///     }
+/// }
+/// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum CloseError {
     /// The compaction pending or due at close failed (or an earlier one did
@@ -79,6 +171,20 @@ pub enum CloseError {
 }
 
 /// Why a publisher could not attach to a journaled bus.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalAttachError, JournalPublisher, OpenOptions, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-journalattacherror-{}", std::process::id());
+/// drop(Publisher::<u64>::create(&name, &BusOptions::new(64))?); // a bus without a journal
+/// match JournalPublisher::<u64>::attach(&name, &OpenOptions::default()) {
+///     Err(JournalAttachError::NotJournaled { name: bus }) => assert_eq!(bus, name),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the bus has no journal"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JournalAttachError {
     /// The bus.
