@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Lists the public items of a crate whose docs have no `# Examples`
-section (and functions returning a Result without `# Errors`), from
-rustdoc's JSON. Exit 1 if any.
+section with a doctest that runs (a code block that is not `no_run`,
+`ignore`, `compile_fail` or another language), and functions returning a
+Result without `# Errors`, from rustdoc's JSON. Exit 1 if any.
 
     cargo +nightly rustdoc -p shmbus --lib -- -Z unstable-options --output-format json \
         --document-hidden-items
@@ -23,6 +24,31 @@ HIDDEN = re.compile(r"\bdoc\s*\(\s*hidden\s*\)")
 
 def is_hidden(item):
     return any(HIDDEN.search(json.dumps(a)) for a in item.get("attrs") or [])
+
+
+def example_blocks(docs):
+    """The info strings of the code blocks in the docs' `# Examples`
+    section (a `#` line inside a block is a hidden doctest line, not a
+    heading)."""
+    infos, in_section, fence = [], False, None
+    for line in docs.splitlines():
+        text = line.strip()
+        if fence is None:
+            if text.startswith("```"):
+                fence = text[: len(text) - len(text.lstrip("`"))]
+                if in_section:
+                    infos.append(text[len(fence) :].strip())
+            elif text.startswith("#"):
+                in_section = text.lstrip("#").strip() == "Examples"
+        elif text.startswith(fence) and not text.strip("`"):
+            fence = None
+    return infos
+
+
+def runs(info):
+    """Whether rustdoc runs a code block with this info string."""
+    tags = [t for t in re.split(r"[\s,]+", info) if t]
+    return all(t in ("rust", "should_panic") or t.startswith("edition") for t in tags)
 
 
 def main():
@@ -70,6 +96,8 @@ def main():
         if kind in ("struct", "enum", "trait", "function", "type_alias", "constant"):
             if "# Examples" not in docs:
                 missing.append(f"{path} ({kind}): no # Examples")
+            elif not any(runs(info) for info in example_blocks(docs)):
+                missing.append(f"{path} ({kind}): # Examples has no doctest that runs")
         if kind == "function":
             out = inner["function"]["sig"].get("output")
             if out and "Result" in json.dumps(out) and "# Errors" not in docs:
