@@ -405,7 +405,12 @@ mod shm {
         /// [`BusOptions::unblock_timeout`].
         ///
         /// # Errors
-        /// As [`crate::Publisher::create`].
+        /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
+        /// [`CreateError::InvalidGeometry`], [`CreateError::PermissionDenied`],
+        /// [`CreateError::NoSpace`], [`CreateError::NoDirectory`],
+        /// [`CreateError::HugePages`], [`CreateError::Mlock`],
+        /// [`CreateError::Name`], [`CreateError::File`],
+        /// [`CreateError::Io`].
         ///
         /// # Examples
         /// ```
@@ -433,7 +438,16 @@ mod shm {
         /// building it.
         ///
         /// # Examples
-        /// See [`MpPublisher::create`].
+        /// ```
+        /// use shmbus::{BusOptions, MpPublisher, OpenOptions};
+        /// # let name = format!("/dev/shm/shmbus-doc-mpattach-{}", std::process::id());
+        /// let mut first = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// let mut second = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// assert_eq!(first.publish(&1)?, 0);
+        /// assert_eq!(second.publish(&2)?, 1); // one order for all
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (ring, _) =
                 crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::Many)?;

@@ -284,7 +284,9 @@ mod shm {
         /// [`CreateError::PermissionDenied`], [`CreateError::NoSpace`],
         /// [`CreateError::NoDirectory`], [`CreateError::HugePages`],
         /// [`CreateError::Mlock`], [`CreateError::Name`], or another
-        /// system error.
+        /// system error ([`CreateError::File`] making the file,
+        /// [`CreateError::Io`] after). A failure after the file was made
+        /// removes it again.
         ///
         /// # Examples
         /// ```

@@ -472,7 +472,10 @@ mod shm {
         /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
         /// [`CreateError::InvalidGeometry`] (a capacity that is not a power
         /// of two in 64 B..=4 GiB), [`CreateError::PermissionDenied`],
-        /// [`CreateError::NoSpace`], ...
+        /// [`CreateError::NoSpace`], [`CreateError::NoDirectory`],
+        /// [`CreateError::HugePages`], [`CreateError::Mlock`],
+        /// [`CreateError::Name`], [`CreateError::File`],
+        /// [`CreateError::Io`].
         ///
         /// # Examples
         /// ```
