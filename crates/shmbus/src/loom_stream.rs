@@ -29,8 +29,8 @@ use crate::loom_tests::model;
 use crate::mem::{HeapRegion, Region};
 use crate::stream::ring::StreamRing;
 use crate::stream::{on_heap, Consumer, Producer};
-use crate::wait::Wait;
 use crate::sync::Ordering;
+use crate::wait::Wait;
 use crate::wait::WaitStrategy;
 use crate::wire::{stream_control as ctl, Header};
 

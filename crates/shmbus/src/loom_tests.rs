@@ -8,8 +8,8 @@ use loom::thread;
 
 use crate::bus::ring::Poll;
 use crate::bus::Publisher;
-use crate::options::Start;
 use crate::mem::HeapRegion;
+use crate::options::Start;
 use crate::wait::WaitStrategy;
 
 type Msg = [u64; 2];
