@@ -214,7 +214,7 @@ impl<T: Keyed> KeyedState<T> {
 /// #[repr(C)]
 /// struct Tick { key: u64, val: u64 }
 /// impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
-
+///
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-state-{}", std::process::id());
