@@ -13,6 +13,25 @@ use crate::wire::{Kind, Publishers, TypeFingerprint};
 
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenError, OpenOptions, Publisher, Subscriber};
+///
+/// let name = format!("/dev/shm/shmbus-doc-openerror-{}", std::process::id());
+/// match Subscriber::<u64>::open(&name, &OpenOptions::default()) {
+///     Err(OpenError::NotFound { path }) => assert_eq!(path, std::path::Path::new(&name)),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("there is no such bus"),
+/// }
+///
+/// // A bus of `u64` opened as a bus of `u32`:
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let err = Subscriber::<u32>::open(&name, &OpenOptions::default()).err();
+/// assert!(matches!(err, Some(OpenError::TypeMismatch { .. })));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Error)]
 pub enum OpenError {
     /// The name is not a valid bus name.
@@ -154,6 +173,24 @@ impl OpenError {
 }
 
 /// Why a bus could not be created.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CreateError, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-createerror-{}", std::process::id());
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// // Create never truncates or reuses a file:
+/// match Publisher::<u64>::create(&name, &BusOptions::new(64)) {
+///     Err(CreateError::AlreadyExists { path }) => assert_eq!(path, std::path::Path::new(&name)),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the name is taken"),
+/// }
+/// // A capacity that is not a power of two is refused before any file is made:
+/// let err = Publisher::<u64>::create(&format!("{name}-odd"), &BusOptions::new(100)).err();
+/// assert!(matches!(err, Some(CreateError::InvalidGeometry(_))));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Error)]
 pub enum CreateError {
     /// The name is not a valid bus name.
@@ -229,6 +266,21 @@ impl CreateError {
 
 /// Why a publisher, producer or consumer could not take its role on an
 /// existing segment.
+///
+/// # Examples
+/// ```
+/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-attacherror-{}", std::process::id());
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// // The creator is still publishing (its lock is held), so no one else may:
+/// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
+///     Err(AttachError::PublisherActive { pid }) => assert_eq!(pid, std::process::id()),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the bus has a live publisher"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Error)]
 pub enum AttachError {
     /// The segment itself could not be opened.

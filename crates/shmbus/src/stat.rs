@@ -21,7 +21,26 @@ use crate::sys::lock;
 use crate::sys::resolve;
 use crate::wire::{control, lock_byte, Header, Kind};
 
-/// A bus's header and live state.
+/// A bus's header and live state, as [`stat`] reads it.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+/// # let name = format!("/dev/shm/shmbus-doc-busstat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default())?;
+/// publisher.publish(&1);
+/// publisher.publish(&2);
+/// let stat = shmbus::stat::stat(&name)?;
+/// assert_eq!((stat.head, stat.published, stat.epoch), (2, 2, 1));
+/// assert_eq!(stat.header.capacity, 64);
+/// assert_eq!(stat.publisher_pid, std::process::id());
+/// assert!(stat.publisher_alive && stat.attached);
+/// assert_eq!(stat.subscribers, [std::process::id()]);
+/// assert!(stat.stream.is_none());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct BusStat {
     /// Where the segment is.
@@ -48,6 +67,22 @@ pub struct BusStat {
 
 /// A stream's live state. For a stream, [`BusStat::head`] and
 /// `published` are bytes written, and the publisher is the producer.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-streamstat-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// producer.push(b"abc", Wait::Never)?;
+/// let stat = shmbus::stat::stat(&name)?;
+/// let stream = stat.stream.expect("a stream");
+/// assert_eq!((stream.tail, stream.head, stream.fill), (16, 0, 16));
+/// assert!(!stream.corrupt);
+/// assert_eq!(stream.consumer_pid, 0); // no consumer yet
+/// assert!(!stream.consumer_alive);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct StreamStat {
     /// Bytes the producer has committed, ever.
@@ -65,7 +100,32 @@ pub struct StreamStat {
     pub consumer_alive: bool,
 }
 
-/// Reads the header and live state of the bus named `name`.
+/// Reads the header and live state of the bus (or stream) named `name`,
+/// read-only and without taking any lock. A segment still being created
+/// is waited for 100 ms at most.
+///
+/// # Errors
+/// [`OpenError::Name`] for an impossible name; [`OpenError::NotFound`],
+/// [`OpenError::PermissionDenied`], [`OpenError::Symlink`] or
+/// [`OpenError::NotAFile`] for what is (not) at its path;
+/// [`OpenError::NotInitialized`] if its creator has not finished within
+/// 100 ms; [`OpenError::BadMagic`], [`OpenError::VersionMismatch`],
+/// [`OpenError::Truncated`] or [`OpenError::InvalidGeometry`] for a file
+/// that is no valid segment; [`OpenError::Io`] if a system call failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenError, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-stat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// publisher.publish(&7);
+/// let stat = shmbus::stat::stat(&name)?;
+/// assert_eq!(stat.published, 1);
+/// assert_eq!(stat.header.msg.name, "u64");
+/// shmbus::remove(&name)?;
+/// assert!(matches!(shmbus::stat::stat(&name), Err(OpenError::NotFound { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn stat(name: &str) -> Result<BusStat, OpenError> {
     let path = resolve(name)?;
     stat_path(&path, Duration::from_millis(100))
@@ -141,6 +201,26 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
 }
 
 /// One shmbus file found by [`list`].
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Publisher};
+/// // A directory of our own, so that only our buses are in it.
+/// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-listing-{}", std::process::id()));
+/// std::fs::create_dir(&dir)?;
+/// let bus = dir.join("ticks");
+/// let name = bus.to_str().expect("a UTF-8 path");
+/// let publisher = Publisher::<u64>::create(name, &BusOptions::new(64))?;
+/// let found = shmbus::stat::list(&dir)?;
+/// assert_eq!(found.len(), 1);
+/// let listing = &found[0];
+/// assert_eq!(listing.path, bus);
+/// assert_eq!(listing.state.as_ref().map(|s| s.header.capacity).ok(), Some(64));
+/// assert!(listing.locked);
+/// assert_eq!(listing.mapped_by, [std::process::id()]);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Listing {
     /// The file.
@@ -160,6 +240,22 @@ pub struct Listing {
 
 impl Listing {
     /// Whether nothing alive uses this segment: `clean` may remove it.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, Publisher};
+    /// // A directory of our own, so that only our buses are in it.
+    /// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-isabandoned-{}", std::process::id()));
+    /// std::fs::create_dir(&dir)?;
+    /// let bus = dir.join("ticks");
+    /// let name = bus.to_str().expect("a UTF-8 path");
+    /// let publisher = Publisher::<u64>::create(name, &BusOptions::new(64))?;
+    /// assert!(!shmbus::stat::list(&dir)?[0].is_abandoned());
+    /// drop(publisher); // its process would have exited, or died
+    /// assert!(shmbus::stat::list(&dir)?[0].is_abandoned());
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_abandoned(&self) -> bool {
         !self.locked && self.mapped_by.is_empty()
     }
@@ -243,7 +339,27 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 /// list.
 ///
 /// # Errors
-/// [`ScanError`] naming the directory or file and the step that failed.
+/// [`ScanError`] naming the directory or file and the step that failed:
+/// the directory cannot be opened (missing, a symbolic link on the way,
+/// not a directory) or read, or a file in it could not be looked at.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Producer, Publisher, StreamOptions};
+/// // A directory of our own, so that only our buses are in it.
+/// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-list-{}", std::process::id()));
+/// std::fs::create_dir(&dir)?;
+/// let bus = dir.join("ticks");
+/// let name = bus.to_str().expect("a UTF-8 path");
+/// let publisher = Publisher::<u64>::create(name, &BusOptions::new(64))?;
+/// let stream = dir.join("logs");
+/// let producer = Producer::create(stream.to_str().expect("UTF-8"), &StreamOptions::new(4096))?;
+/// std::fs::write(dir.join("notes.txt"), "not a bus")?; // left out
+/// let paths: Vec<_> = shmbus::stat::list(&dir)?.into_iter().map(|l| l.path).collect();
+/// assert_eq!(paths, [stream, bus]); // sorted by name
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
     let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
     let mut found = Vec::new();
@@ -337,6 +453,23 @@ fn maps_file(line: &str) -> Option<(u32, u32, u64)> {
 }
 
 /// What [`clean`] did with one abandoned shmbus file.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Publisher};
+/// // A directory of our own, so that only our buses are in it.
+/// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-cleaned-{}", std::process::id()));
+/// std::fs::create_dir(&dir)?;
+/// let bus = dir.join("ticks");
+/// let name = bus.to_str().expect("a UTF-8 path");
+/// drop(Publisher::<u64>::create(name, &BusOptions::new(64))?); // abandoned
+/// let cleaned = shmbus::stat::clean(&dir, false)?;
+/// assert_eq!(cleaned.len(), 1);
+/// assert_eq!(cleaned[0].path, bus);
+/// assert!(cleaned[0].result.is_ok());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Cleaned {
     /// The file.
@@ -365,7 +498,32 @@ const CLEAN_BATCH: usize = 64;
 /// its error, and the rest are still cleaned.
 ///
 /// # Errors
-/// [`ScanError`] if the directory itself cannot be opened or read.
+/// [`ScanError`] if the directory itself cannot be opened (missing, a
+/// symbolic link on the way, not a directory) or read. What fails for one
+/// file is in its [`Cleaned::result`] instead.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Publisher};
+/// // A directory of our own, so that only our buses are in it.
+/// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-clean-{}", std::process::id()));
+/// std::fs::create_dir(&dir)?;
+/// let bus = dir.join("ticks");
+/// let name = bus.to_str().expect("a UTF-8 path");
+/// let live = dir.join("live");
+/// let _publisher = Publisher::<u64>::create(live.to_str().expect("UTF-8"), &BusOptions::new(64))?;
+/// drop(Publisher::<u64>::create(name, &BusOptions::new(64))?); // abandoned
+///
+/// let would = shmbus::stat::clean(&dir, true)?; // a dry run removes nothing
+/// assert_eq!(would.iter().map(|c| &c.path).collect::<Vec<_>>(), [&bus]);
+/// assert!(bus.exists());
+///
+/// let removed = shmbus::stat::clean(&dir, false)?;
+/// assert_eq!(removed.iter().map(|c| &c.path).collect::<Vec<_>>(), [&bus]);
+/// assert!(!bus.exists() && live.exists()); // the live one is left alone
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
     let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
     let mut out = Vec::new();
@@ -472,6 +630,14 @@ fn remove_batch(
 /// Why `stat::list` or `stat::clean` could not look at a directory or a file
 /// in it: the step, the path, and the system's answer. Files that are not
 /// buses, or that this user may not read, are no error: they are skipped.
+///
+/// # Examples
+/// ```
+/// let missing = format!("/dev/shm/shmbus-doc-scanerror-{}/nowhere", std::process::id());
+/// let err = shmbus::stat::list(std::path::Path::new(&missing)).unwrap_err();
+/// assert_eq!(err.step, "open the directory");
+/// assert_eq!(err.source.kind(), std::io::ErrorKind::NotFound);
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: cannot {step}: {source}")]
 pub struct ScanError {
@@ -484,6 +650,29 @@ pub struct ScanError {
 }
 
 /// Why `stat::clean` did not remove one abandoned bus.
+///
+/// # Examples
+/// ```
+/// use shmbus::stat::CleanError;
+/// use shmbus::{BusOptions, Publisher};
+/// // A directory of our own, so that only our buses are in it.
+/// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-cleanerror-{}", std::process::id()));
+/// std::fs::create_dir(&dir)?;
+/// let bus = dir.join("ticks");
+/// let name = bus.to_str().expect("a UTF-8 path");
+/// drop(Publisher::<u64>::create(name, &BusOptions::new(64))?); // abandoned
+/// for cleaned in shmbus::stat::clean(&dir, false)? {
+///     match cleaned.result {
+///         Ok(()) => assert_eq!(cleaned.path, bus),
+///         Err(CleanError::Replaced { path }) => eprintln!("{}: replaced, left alone", path.display()),
+///         Err(CleanError::Io { path, step, source }) => {
+///             eprintln!("{}: cannot {step}: {source}", path.display())
+///         }
+///     }
+/// }
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum CleanError {
     /// A system call failed (`unlink` refused by a sticky directory,

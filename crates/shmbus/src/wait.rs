@@ -134,7 +134,30 @@ pub(crate) fn sleep(
     }
 }
 
-/// What a subscriber does while there is nothing to read.
+/// What a subscriber does while there is nothing to read (and a stream's
+/// producer while there is no room, its consumer while there is nothing):
+/// set by [`OpenOptions::wait`](crate::OpenOptions::wait),
+/// [`StreamOptions::wait`](crate::StreamOptions::wait), or given to a heap
+/// bus's `subscribe`. Every strategy still stops at the call's [`Wait`].
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{OpenOptions, Publisher, Received, Start, Wait, WaitStrategy};
+///
+/// // The default: spin 50 µs, then sleep on the futex.
+/// assert_eq!(
+///     WaitStrategy::default(),
+///     WaitStrategy::SpinFutex { spin: Duration::from_micros(50) }
+/// );
+/// let opts = OpenOptions::default().wait(WaitStrategy::SpinYield { spin: Duration::ZERO });
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
+/// publisher.publish(&1);
+/// assert_eq!(subscriber.recv(Wait::For(Duration::from_millis(10))), Some(Received::Message(1)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitStrategy {
     /// Poll without pause: lowest latency, one core at 100%.

@@ -18,7 +18,24 @@ use crate::options::Start;
 use crate::wait::WaitStrategy;
 
 /// A claim that was declared abandoned before its publisher committed it:
-/// the message was not published.
+/// the message was not published. It happens only to a publisher that
+/// stalled (descheduled, stopped) between claiming its slot and committing
+/// it for longer than the bus's unblock timeout, after which subscribers
+/// or other publishers skip the slot.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{Abandoned, MpPublisher};
+///
+/// let mut publisher = MpPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
+/// match publisher.publish(&7) {
+///     Ok(seq) => assert_eq!(seq, 0),
+///     // Nothing was published under `seq`: publish again if it matters.
+///     Err(Abandoned { seq, unblock }) => eprintln!("{seq} skipped after {unblock:?}"),
+/// }
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "sequence {seq} was skipped as abandoned before this publisher committed it \
@@ -32,6 +49,19 @@ pub struct Abandoned {
 }
 
 /// Why a raw message could not be published on a multi-publisher bus.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{MpPublishError, MpPublisher};
+///
+/// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+/// assert_eq!(
+///     publisher.publish(b"too long"),
+///     Err(MpPublishError::TooLong { len: 8, max: 4 })
+/// );
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MpPublishError {
     /// Longer than the bus's message size.
@@ -375,7 +405,12 @@ mod shm {
         /// [`BusOptions::unblock_timeout`].
         ///
         /// # Errors
-        /// As [`crate::Publisher::create`].
+        /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
+        /// [`CreateError::InvalidGeometry`], [`CreateError::PermissionDenied`],
+        /// [`CreateError::NoSpace`], [`CreateError::NoDirectory`],
+        /// [`CreateError::HugePages`], [`CreateError::Mlock`],
+        /// [`CreateError::Name`], [`CreateError::File`],
+        /// [`CreateError::Io`].
         ///
         /// # Examples
         /// ```
@@ -403,7 +438,16 @@ mod shm {
         /// building it.
         ///
         /// # Examples
-        /// See [`MpPublisher::create`].
+        /// ```
+        /// use shmbus::{BusOptions, MpPublisher, OpenOptions};
+        /// # let name = format!("/dev/shm/shmbus-doc-mpattach-{}", std::process::id());
+        /// let mut first = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// let mut second = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// assert_eq!(first.publish(&1)?, 0);
+        /// assert_eq!(second.publish(&2)?, 1); // one order for all
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (ring, _) =
                 crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::Many)?;

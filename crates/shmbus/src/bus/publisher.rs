@@ -43,6 +43,19 @@ pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
 }
 
 /// Why a raw message could not be published.
+///
+/// # Examples
+/// ```
+/// use shmbus::{PublishError, Publisher};
+///
+/// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+/// match publisher.publish(b"too long") {
+///     Err(PublishError::TooLong { len, max }) => assert_eq!((len, max), (8, 4)),
+///     Ok(_) => panic!("8 bytes do not fit in 4"),
+/// }
+/// assert_eq!(publisher.next_sequence(), 0); // nothing was published
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PublishError {
     /// Longer than the bus's message size.
@@ -271,7 +284,9 @@ mod shm {
         /// [`CreateError::PermissionDenied`], [`CreateError::NoSpace`],
         /// [`CreateError::NoDirectory`], [`CreateError::HugePages`],
         /// [`CreateError::Mlock`], [`CreateError::Name`], or another
-        /// system error.
+        /// system error ([`CreateError::File`] making the file,
+        /// [`CreateError::Io`] after). A failure after the file was made
+        /// removes it again.
         ///
         /// # Examples
         /// ```

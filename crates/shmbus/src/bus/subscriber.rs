@@ -318,7 +318,8 @@ mod shm {
         /// [`OpenError::VersionMismatch`], [`OpenError::WrongKind`],
         /// [`OpenError::TypeMismatch`], [`OpenError::Truncated`],
         /// [`OpenError::InvalidGeometry`], [`OpenError::Locked`],
-        /// [`OpenError::Mlock`], or another system error.
+        /// [`OpenError::Mlock`], [`OpenError::Name`], or another system
+        /// error ([`OpenError::Io`]).
         ///
         /// # Examples
         /// ```

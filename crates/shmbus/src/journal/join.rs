@@ -23,7 +23,30 @@ use crate::wait::{self, WaitStrategy};
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte};
 
-/// One message of a journaled subscriber's stream.
+/// One message of a journaled subscriber's stream, with its sequence.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Entry, JoinOptions, JournalOptions, JournalPublisher};
+/// use shmbus::{JournalSubscriber, Received, Wait};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-entry-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-entry-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&10)?;
+/// publisher.publish(&11)?;
+/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 10 })));
+/// if let Some(Received::Message(Entry { seq, msg })) = late.recv(Wait::Never) {
+///     assert_eq!((seq, msg), (1, 11));
+/// }
+/// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Entry<T> {
     /// Its sequence number. From a compacted journal's snapshot, sequences
@@ -34,7 +57,20 @@ pub struct Entry<T> {
     pub msg: T,
 }
 
-/// How to join.
+/// How to join a journaled bus ([`JournalSubscriber::join`],
+/// [`State::join`](crate::State::join)): how long to wait for the bus and
+/// for the publisher's flush, and how to wait on the ring after.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{JoinOptions, WaitStrategy};
+///
+/// let opts = JoinOptions::default()
+///     .flush_timeout(Duration::from_secs(1))
+///     .init_timeout(Duration::from_millis(200))
+///     .wait(WaitStrategy::BusySpin);
+/// ```
 #[derive(Clone, Debug)]
 pub struct JoinOptions {
     open: OpenOptions,
@@ -52,16 +88,34 @@ impl Default for JoinOptions {
 
 impl JoinOptions {
     /// How the subscriber waits on the ring (as [`OpenOptions::wait`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::JoinOptions::default().wait(shmbus::WaitStrategy::BusySpin);
+    /// ```
     pub fn wait(mut self, wait: WaitStrategy) -> Self {
         self.open = self.open.wait(wait);
         self
     }
-    /// How long to wait for the publisher to serve the flush (default 5 s).
+    /// How long to wait for a live publisher to serve the flush (default
+    /// 5 s); then the join fails with [`JoinError::FlushTimeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::JoinOptions::default().flush_timeout(Duration::from_millis(500));
+    /// ```
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.flush_timeout = timeout;
         self
     }
     /// How long to wait for a bus being created (as [`OpenOptions::init_timeout`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::JoinOptions::default().init_timeout(Duration::from_secs(2));
+    /// ```
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.open = self.open.init_timeout(timeout);
         self
@@ -69,6 +123,20 @@ impl JoinOptions {
 }
 
 /// Why a subscriber could not join.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JoinError, JoinOptions, JournalSubscriber, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-joinerror-{}", std::process::id());
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?; // no journal
+/// match JournalSubscriber::<u64>::join(&name, &JoinOptions::default()) {
+///     Err(JoinError::NotJournaled { name: bus }) => assert_eq!(bus, name),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the bus has no journal"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
     /// The bus could not be opened.
@@ -484,13 +552,35 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// from its start. A typed subscriber checks the message type.
     ///
     /// # Errors
-    /// [`JoinError`]: the bus cannot be opened, is not journaled, its
-    /// journal cannot be opened or does not match the bus, or the flush
-    /// handshake found no live publisher to answer within its timeout and
-    /// the journal could not be read to its end.
+    /// [`JoinError::Open`] if the bus cannot be opened (missing, not a bus,
+    /// another message type, ...), [`JoinError::NotJournaled`] if it has no
+    /// journal; with a live publisher, [`JoinError::PublisherGone`] if it
+    /// died while the joiner waited for its flush,
+    /// [`JoinError::FlushTimeout`] if it did not serve the flush within
+    /// [`JoinOptions::flush_timeout`], [`JoinError::FlushFailed`] if its
+    /// `fdatasync` failed (with no live publisher there is no flush to wait
+    /// for); [`JoinError::Journal`] if the journal cannot be opened or
+    /// read, or holds another message type.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sjoin-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-sjoin-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.position(), 0); // at the start of the journal
+    /// assert!(!late.is_live());
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
         Ok(JournalSubscriber {
             core: Core::join(name, T::expected().as_ref(), opts)?,
@@ -502,8 +592,26 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// part (or the ring).
     ///
     /// # Examples
-    /// See [`JournalSubscriber`]; a new subscriber stands at the journal's
-    /// first sequence.
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{Entry, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sposition-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-sposition-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.position(), 0); // a new subscriber: the journal's first sequence
+    /// late.recv(Wait::Never);
+    /// assert_eq!(late.position(), 1);
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn position(&self) -> u64 {
         self.core.next
     }
@@ -511,7 +619,27 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// Whether it has read the journal to its end and now takes the ring.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{Entry, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-slive-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-slive-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 1 })));
+    /// assert!(!late.is_live()); // it has not seen the journal end yet
+    /// assert_eq!(late.recv(Wait::Never), None);
+    /// assert!(late.is_live());
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_live(&self) -> bool {
         self.core.reader.is_none()
     }
@@ -519,7 +647,25 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// The bus's head: the sequence the publisher writes next.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-shead-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-shead-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// publisher.publish(&1)?;
+    /// publisher.publish(&2)?;
+    /// assert_eq!(late.head(), 2);
+    /// assert_eq!(late.position(), 0); // nothing read yet
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn head(&self) -> u64 {
         self.core.ring.head()
     }
@@ -527,7 +673,22 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// The bus's message size.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-smsgsize-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-smsgsize-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.msg_size(), 8);
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn msg_size(&self) -> usize {
         self.core.msg_size as usize
     }
@@ -537,7 +698,28 @@ impl<T: Pod> JournalSubscriber<T> {
     /// The next entry or lag report, or `None` if the wait ran out.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{Entry, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecv-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-srecv-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 1 })));
+    /// publisher.publish(&2)?; // live, on the ring
+    /// let next = late.recv(Wait::For(Duration::from_secs(1)));
+    /// assert_eq!(next, Some(Received::Message(Entry { seq: 1, msg: 2 })));
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn recv(&mut self, wait: Wait) -> Option<Received<Entry<T>>> {
         let step = self.core.wait_step(wait);
         self.core.received(step, bytemuck::pod_read_unaligned)
@@ -546,7 +728,22 @@ impl<T: Pod> JournalSubscriber<T> {
     /// `recv(Wait::Never)`.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-stryrecv-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-stryrecv-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.try_recv(), None); // an empty journal, nothing on the ring
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn try_recv(&mut self) -> Option<Received<Entry<T>>> {
         self.recv(Wait::Never)
     }
@@ -555,7 +752,31 @@ impl<T: Pod> JournalSubscriber<T> {
     /// returns how many. The fast way to read a large journal.
     ///
     /// # Examples
-    /// See [`JournalSubscriber`]; `late.drain_ready(|r| println!("{r:?}"))`.
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sdrain-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-sdrain-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// for i in 0..100 {
+    ///     publisher.publish(&i)?;
+    /// }
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut sum = 0;
+    /// let n = late.drain_ready(|r| {
+    ///     if let Received::Message(entry) = r {
+    ///         sum += entry.msg;
+    ///     }
+    /// });
+    /// assert_eq!((n, sum), (100, 4950));
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn drain_ready(&mut self, mut f: impl FnMut(Received<Entry<T>>)) -> usize {
         self.core.drain_ready(|step, bytes| match step {
             Step::Entry(seq) => f(Received::Message(Entry {
@@ -569,10 +790,35 @@ impl<T: Pod> JournalSubscriber<T> {
 }
 
 impl JournalSubscriber<[u8]> {
-    /// As the typed `recv`; the message borrows an internal buffer.
+    /// As the typed `recv`; the message borrows an internal buffer (the
+    /// bus's message size, zero-padded as published).
     ///
     /// # Examples
-    /// See [`JournalSubscriber`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{Entry, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecvraw-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-srecvraw-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.publish(b"hello")?;
+    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// match late.recv(Wait::Never) {
+    ///     Some(Received::Message(Entry { seq, msg })) => {
+    ///         assert_eq!(seq, 0);
+    ///         assert_eq!(&msg[..5], b"hello");
+    ///         assert_eq!(msg.len(), 16);
+    ///     }
+    ///     other => panic!("expected the message, got {other:?}"),
+    /// }
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn recv(&mut self, wait: Wait) -> Option<Received<Entry<&[u8]>>> {
         match self.core.wait_step(wait) {
             Step::Entry(seq) => Some(Received::Message(Entry {

@@ -131,6 +131,18 @@ use std::path::{Path, PathBuf};
 /// ```
 pub trait Keyed: bytemuck::Pod {
     /// The key this message updates.
+    ///
+    /// # Examples
+    /// ```
+    /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[repr(C)]
+    /// struct Price { instrument: u32, cents: u32 }
+    /// impl shmbus::Keyed for Price {
+    ///     fn key(&self) -> u64 { u64::from(self.instrument) }
+    /// }
+    /// use shmbus::Keyed;
+    /// assert_eq!(Price { instrument: 7, cents: 100 }.key(), 7);
+    /// ```
     fn key(&self) -> u64;
 }
 
@@ -145,6 +157,27 @@ pub fn raw_key(msg: &[u8]) -> u64 {
 
 /// Why a message could not be appended to the journal. The message is then
 /// neither in the journal nor on the ring; everything before it is.
+///
+/// # Examples
+/// ```
+/// use shmbus::{AppendError, BusOptions, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-appenderror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-appenderror-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<[u8]>::create(
+///     &name,
+///     &BusOptions::new(64).msg_size(8),
+///     &JournalOptions::new(dir.join("raw.journal")),
+/// )?;
+/// match publisher.publish(b"more than eight") {
+///     Err(AppendError::TooLong { len, max }) => assert_eq!((len, max), (15, 8)),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("15 bytes do not fit in 8"),
+/// }
+/// assert_eq!(publisher.next_sequence(), 0); // neither journaled nor published
+/// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum AppendError {
     /// The file system (or `RLIMIT_FSIZE`) has no room to grow the journal.
@@ -196,6 +229,27 @@ impl AppendError {
 }
 
 /// Why a journal file could not be created or opened.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalopenerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-journalopenerror-{}", std::process::id());
+/// // A directory where the journal file should be:
+/// let err = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &JournalOptions::new(&dir))
+///     .err();
+/// match err {
+///     Some(JournalCreateError::Journal(JournalOpenError::NotRegular { found, .. })) => {
+///         assert_eq!(found, "a directory");
+///     }
+///     Some(other) => panic!("unexpected error: {other}"),
+///     None => panic!("a directory is no journal"),
+/// }
+/// assert!(shmbus::remove(&name).is_err()); // no bus was made either
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JournalOpenError {
     /// The header is not a journal header this build reads.

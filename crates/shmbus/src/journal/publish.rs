@@ -28,7 +28,20 @@ use crate::wait;
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte, Header};
 
-/// How a journal is created.
+/// How a journal is created: where its file is, and how it grows.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-journaloptions-{}", std::process::id());
+/// let journal = JournalOptions::new(dir.join("ticks.journal")).chunk_bytes(1 << 20);
+/// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+/// assert_eq!(publisher.journal_path(), dir.canonicalize()?.join("ticks.journal"));
+/// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct JournalOptions {
     path: PathBuf,
@@ -36,15 +49,51 @@ pub struct JournalOptions {
 }
 
 impl JournalOptions {
-    /// A journal at `path` (relative paths are made absolute). An existing
-    /// journal there is reopened and the new bus continues its sequence.
+    /// A journal at `path` (a relative path is made absolute, from the
+    /// current directory when the bus is created; its directory must
+    /// exist). An existing journal there is reopened and the new bus
+    /// continues its sequence.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-new-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-new-{}", std::process::id());
+    /// let journal = JournalOptions::new(dir.join("ticks.journal"));
+    /// let mut first = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// first.publish(&1)?;
+    /// first.close()?;
+    /// shmbus::remove(&name)?;
+    /// // A new bus on the same journal carries on its sequence:
+    /// let second = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// assert_eq!(second.next_sequence(), 1);
+    /// # second.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(path: impl AsRef<Path>) -> Self {
         JournalOptions {
             path: path.as_ref().to_owned(),
             chunk: 8 << 20,
         }
     }
-    /// How much the file grows by at a time (default 8 MiB).
+    /// How much the file grows by at a time (default 8 MiB; rounded up to
+    /// whole pages). Only the creating publisher uses it: one that attaches
+    /// later grows the file by the default.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-chunkbytes-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-chunkbytes-{}", std::process::id());
+    /// let path = dir.join("ticks.journal");
+    /// let journal = JournalOptions::new(&path).chunk_bytes(64 << 10);
+    /// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// assert_eq!(std::fs::metadata(&path)?.len(), 64 << 10); // one chunk, reserved
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk = bytes;
         self
@@ -52,6 +101,26 @@ impl JournalOptions {
 }
 
 /// Why a journaled bus could not be created.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CreateError, JournalCreateError, JournalOptions, JournalPublisher};
+/// use shmbus::Publisher;
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalcreateerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-journalcreateerror-{}", std::process::id());
+/// let plain = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let journal = JournalOptions::new(dir.join("ticks.journal"));
+/// match JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal) {
+///     Err(JournalCreateError::Create(CreateError::AlreadyExists { .. })) => {}
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the name is taken"),
+/// }
+/// // The journal file it had made for the bus is removed again.
+/// assert!(!dir.join("ticks.journal").exists());
+/// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JournalCreateError {
     /// The bus.
@@ -65,6 +134,29 @@ pub enum JournalCreateError {
 /// Why a journaled publisher could not close cleanly. Every message it
 /// published is in the journal either way; what failed is only the
 /// compaction due at close, which leaves the journal as it was before it.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CloseError, JournalOptions, JournalPublisher};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-closeerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-closeerror-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&1)?;
+/// match publisher.close() {
+///     Ok(()) => {}
+///     // Every message is in the journal all the same.
+///     Err(CloseError::Compaction { path, reason }) => {
+///         eprintln!("{}: left uncompacted: {reason}", path.display())
+///     }
+/// }
+/// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum CloseError {
     /// The compaction pending or due at close failed (or an earlier one did
@@ -79,6 +171,20 @@ pub enum CloseError {
 }
 
 /// Why a publisher could not attach to a journaled bus.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalAttachError, JournalPublisher, OpenOptions, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-journalattacherror-{}", std::process::id());
+/// drop(Publisher::<u64>::create(&name, &BusOptions::new(64))?); // a bus without a journal
+/// match JournalPublisher::<u64>::attach(&name, &OpenOptions::default()) {
+///     Err(JournalAttachError::NotJournaled { name: bus }) => assert_eq!(bus, name),
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("the bus has no journal"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum JournalAttachError {
     /// The bus.
@@ -839,12 +945,34 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// sequence of an existing journal at that path).
     ///
     /// # Errors
-    /// [`JournalCreateError`]: the bus cannot be created (as
-    /// [`crate::Publisher::create`]), the journal cannot be created or
-    /// opened, or an existing journal does not match the bus.
+    /// [`JournalCreateError::Create`] if the bus cannot be created, with
+    /// the [`CreateError`] of [`crate::Publisher::create`] (a name that is
+    /// taken, an impossible geometry, ...); nothing is left behind, and a
+    /// journal file made for it is removed again.
+    /// [`JournalCreateError::Journal`] if the journal cannot be made or
+    /// continued: [`JournalOpenError::Io`] (its directory does not exist, or
+    /// another system error), [`JournalOpenError::Full`],
+    /// [`JournalOpenError::NotRegular`], [`JournalOpenError::PathTooLong`]
+    /// for a path the bus header cannot hold, and for an existing journal
+    /// [`JournalOpenError::Header`], [`JournalOpenError::TypeMismatch`]
+    /// (another message type) or [`JournalOpenError::Sealed`].
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcreate-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcreate-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.publish(&7)?, 0);
+    /// assert!(dir.join("ticks.journal").exists());
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(
         name: &str,
         opts: &BusOptions,
@@ -864,9 +992,15 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// journal but not onto the ring, and continues the sequence.
     ///
     /// # Errors
-    /// [`JournalAttachError`]: the bus cannot be attached (as
-    /// [`crate::Publisher::attach`]), is not journaled, or its journal
-    /// cannot be opened or recovered.
+    /// [`JournalAttachError::Attach`] with [`AttachError::Open`] if the bus
+    /// cannot be opened (missing, not a bus, another message type, ...) or
+    /// [`AttachError::PublisherActive`] if a live process publishes on it;
+    /// [`JournalAttachError::NotJournaled`] for a bus without a journal;
+    /// [`JournalAttachError::Journal`] if the journal cannot be opened
+    /// ([`JournalOpenError::Io`], [`JournalOpenError::NotRegular`],
+    /// [`JournalOpenError::Header`], [`JournalOpenError::TypeMismatch`],
+    /// [`JournalOpenError::Sealed`], [`JournalOpenError::Full`]) or ends
+    /// short of the bus's sequence ([`JournalOpenError::Behind`]).
     ///
     /// # Examples
     /// ```
@@ -894,7 +1028,21 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// The system's error from `fdatasync`.
     ///
     /// # Examples
-    /// See [`JournalPublisher`]; `publisher.flush()?`.
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jflush-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jflush-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// publisher.flush()?; // on disk now, not only in the page cache
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn flush(&self) -> io::Result<()> {
         self.core.flush()
     }
@@ -902,15 +1050,47 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// The sequence the next message will get.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jnextseq-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jnextseq-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.next_sequence(), 0);
+    /// publisher.publish(&1)?;
+    /// assert_eq!(publisher.next_sequence(), 1);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn next_sequence(&self) -> u64 {
         self.core.next
     }
 
-    /// This publisher's generation on the bus.
+    /// This publisher's generation on the bus: 1 for the creator, +1 per
+    /// publisher that attaches after it.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jepoch-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jepoch-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.epoch(), 1);
+    /// publisher.close()?;
+    /// let publisher = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(publisher.epoch(), 2);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn epoch(&self) -> u64 {
         self.core.ring.epoch()
     }
@@ -918,24 +1098,63 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// The bus's message size.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jmsgsize-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jmsgsize-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.msg_size(), 8);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn msg_size(&self) -> usize {
         self.core.msg_size
     }
 
-    /// The journal's path.
+    /// The journal's path, made absolute (its directory canonicalized).
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpath-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jpath-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.journal_path(), dir.canonicalize()?.join("ticks.journal"));
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn journal_path(&self) -> &Path {
         &self.core.path
     }
 
     /// The last background compaction's failure, if any (the journal is
-    /// then left as it was).
+    /// then left as it was). A later compaction that succeeds clears it.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactionerror-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcompactionerror-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.compaction_error(), None);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compaction_error(&self) -> Option<String> {
         lock(&self.core.shared.compaction_error).clone()
     }
@@ -943,7 +1162,27 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// Whether a compaction is running or waiting to be switched in.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jiscompacting-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jiscompacting-{}", std::process::id());
+    /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// # #[repr(C)]
+    /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut publisher = JournalPublisher::<Tick>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert!(!publisher.is_compacting());
+    /// publisher.publish(&Tick { key: 1, val: 1 })?;
+    /// publisher.compact();
+    /// publisher.close()?; // finishes the compaction first
+    /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_compacting(&self) -> bool {
         self.core
             .compactor
@@ -959,11 +1198,28 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// Dropping does the same, without the error.
     ///
     /// # Errors
-    /// [`CloseError`] if that compaction failed (the journal is left as it
-    /// was, whole).
+    /// [`CloseError::Compaction`] if that compaction failed (the journal is
+    /// left as it was, whole).
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jclose-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jclose-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// publisher.close()?;
+    /// // The next publisher carries on the sequence.
+    /// let publisher = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(publisher.next_sequence(), 1);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn close(mut self) -> Result<(), CloseError> {
         self.core.finish_compaction()
     }
@@ -975,11 +1231,27 @@ impl<T: Pod> JournalPublisher<T> {
     /// subscriber sleeps.
     ///
     /// # Errors
-    /// [`AppendError`] if the journal cannot grow or be written; the
-    /// message is then neither journaled nor published.
+    /// [`AppendError::Full`] if the journal cannot grow (no room on its
+    /// file system, or `RLIMIT_FSIZE`), [`AppendError::Io`] if growing or
+    /// mapping it failed otherwise; the message is then neither journaled
+    /// nor published.
     ///
     /// # Examples
-    /// See [`JournalPublisher`].
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublish-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jpublish-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// assert_eq!(publisher.publish(&42)?, 0);
+    /// assert_eq!(publisher.publish(&43)?, 1);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[inline]
     pub fn publish(&mut self, msg: &T) -> Result<u64, AppendError> {
         self.core.publish(bytemuck::bytes_of(msg))
@@ -1004,17 +1276,66 @@ impl<T: Keyed> JournalPublisher<T> {
     /// is already running). Publishing goes on meanwhile.
     ///
     /// # Examples
-    /// See [`Keyed`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompact-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcompact-{}", std::process::id());
+    /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// # #[repr(C)]
+    /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut publisher = JournalPublisher::<Tick>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&Tick { key: 1, val: 1 })?;
+    /// publisher.publish(&Tick { key: 1, val: 2 })?;
+    /// assert!(publisher.compact());
+    /// publisher.close()?; // switches the compaction in before it returns
+    /// // The journal now holds one record for key 1: its last value.
+    /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(state.poll()?, 1);
+    /// assert_eq!(state.state().get(1).map(|t| t.val), Some(2));
+    /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact(&mut self) -> bool {
         self.core.key_of = key_of::<T>;
         self.core.start_compaction()
     }
 
     /// Compacts by itself whenever `records` have been appended since the
-    /// last compaction (`None`: never).
+    /// last compaction (`None`: never; `Some(0)` counts as 1).
     ///
     /// # Examples
-    /// See [`Keyed`].
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafter-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcompactafter-{}", std::process::id());
+    /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// # #[repr(C)]
+    /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut publisher = JournalPublisher::<Tick>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.compact_after(Some(2));
+    /// for val in 0..3 {
+    ///     publisher.publish(&Tick { key: 1, val })?;
+    /// }
+    /// publisher.close()?;
+    /// // One record for the key, plus fewer than 2 since the last compaction:
+    /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
+    /// assert!(state.poll()? <= 2);
+    /// assert_eq!(state.state().get(1).map(|t| t.val), Some(2));
+    /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact_after(&mut self, records: Option<u64>) {
         self.core.key_of = key_of::<T>;
         self.core.compact_after = records.map(|n| n.max(1));
@@ -1025,11 +1346,26 @@ impl JournalPublisher<[u8]> {
     /// Appends, then publishes `bytes` (zero-padded to the message size).
     ///
     /// # Errors
-    /// [`AppendError`], as the typed `publish`, and
-    /// [`AppendError::TooLong`] for more bytes than the message size.
+    /// As the typed `publish`: [`AppendError::Full`], [`AppendError::Io`];
+    /// and [`AppendError::TooLong`] for more bytes than the message size.
+    /// The message is then neither journaled nor published.
     ///
     /// # Examples
-    /// As the typed [`JournalPublisher`], with `publish(b"bytes")`.
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublishraw-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jpublishraw-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// assert_eq!(publisher.publish(b"abc")?, 0);
+    /// assert!(publisher.publish(&[0; 17]).is_err());
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
         self.core.publish(bytes)
     }
@@ -1038,15 +1374,54 @@ impl JournalPublisher<[u8]> {
     /// message (false if one is already running).
     ///
     /// # Examples
-    /// As [`Keyed`]'s.
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactraw-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcompactraw-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.publish(b"key00001 first")?;
+    /// publisher.publish(b"key00002 other")?;
+    /// publisher.publish(b"key00001 second")?;
+    /// assert!(publisher.compact());
+    /// publisher.close()?;
+    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let mut count = 0;
+    /// while let Some(_) = late.recv(shmbus::Wait::Never) {
+    ///     count += 1;
+    /// }
+    /// assert_eq!(count, 2); // one record per key
+    /// # drop(late);
+    /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact(&mut self) -> bool {
         self.core.start_compaction()
     }
 
-    /// Compacts by itself every `records` appends (`None`: never).
+    /// Compacts by itself every `records` appends (`None`: never; `Some(0)`
+    /// counts as 1), by the first 8 bytes of each message.
     ///
     /// # Examples
-    /// As [`Keyed`]'s.
+    /// ```
+    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafterraw-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jcompactafterraw-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.compact_after(Some(1000));
+    /// publisher.publish(b"key00001 value")?;
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn compact_after(&mut self, records: Option<u64>) {
         self.core.compact_after = records.map(|n| n.max(1));
     }

@@ -9,7 +9,22 @@ use crate::sync::{AtomicU32, AtomicU64};
 /// the protocols use (the subscriber registry exists only on /dev/shm).
 pub(crate) const HEAP_PAGE: u64 = 512;
 
-/// A region on the heap: for threads of one process, loom and Miri.
+/// A region on the heap: for threads of one process, loom and Miri. The
+/// heap handles (`Publisher::on_heap`, `MpPublisher::on_heap`) build their
+/// bus in one, shared by an `Arc`.
+///
+/// # Examples
+/// ```
+/// use std::sync::{atomic::Ordering, Arc};
+/// use shmbus::{HeapRegion, Publisher, Region};
+///
+/// let publisher: Publisher<u64, Arc<HeapRegion>> = Publisher::on_heap(8)?;
+///
+/// let region = HeapRegion::new(64);
+/// region.word(0).store(1, Ordering::Relaxed);
+/// assert_eq!(region.lock_held(0), None); // no file, no lock to ask
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 #[cfg(not(loom))]
 pub struct HeapRegion {
     words: Box<[AtomicU64]>,
@@ -18,6 +33,12 @@ pub struct HeapRegion {
 #[cfg(not(loom))]
 impl HeapRegion {
     /// A zeroed region of at least `len` bytes (rounded up to 8).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// assert_eq!(HeapRegion::new(13).len(), 16);
+    /// ```
     pub fn new(len: usize) -> Self {
         let words = (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
         HeapRegion { words }

@@ -30,7 +30,20 @@
 //!   takes all the pages at once, so too few free pages is an error at
 //!   create time, never a `SIGBUS` later.
 
-/// Where a bus's huge pages come from (see the module docs).
+/// Where a bus's huge pages come from (see the module docs), for
+/// [`BusOptions::huge_pages`](crate::BusOptions::huge_pages) and
+/// [`StreamOptions::huge_pages`](crate::StreamOptions::huge_pages). A system
+/// that cannot give them fails the create with a [`HugePageError`].
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, HugePages, StreamOptions};
+///
+/// // A bare name lives in /dev/shm (tmpfs): transparent huge pages.
+/// let bus = BusOptions::new(4096).huge_pages(HugePages::Transparent);
+/// // A path on a hugetlbfs mount: pages from the pool the system reserved.
+/// let stream = StreamOptions::new(1 << 21).huge_pages(HugePages::Hugetlbfs);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HugePages {
     /// Transparent huge pages on a tmpfs file (a bare name, in /dev/shm).
@@ -49,6 +62,22 @@ pub(crate) use imp::*;
 
 /// Why a bus cannot have the huge pages [`HugePages`] asked
 /// for. Each names the setting found and the one needed.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CreateError, HugePageError, HugePages, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-hugepageerror-{}", std::process::id());
+/// let opts = BusOptions::new(64).huge_pages(HugePages::Hugetlbfs);
+/// // /dev/shm is not a hugetlbfs mount: refused before any file is made.
+/// match Publisher::<u64>::create(&name, &opts) {
+///     Err(CreateError::HugePages(HugePageError::NotHugetlbfs { found, .. })) => {
+///         assert_ne!(found, "hugetlbfs");
+///     }
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("/dev/shm is not hugetlbfs"),
+/// }
+/// assert!(!std::path::Path::new(&name).exists());
+/// ```
 #[derive(Debug, Error)]
 pub enum HugePageError {
     /// The kernel has no transparent huge pages (no sysfs directory).

@@ -56,7 +56,18 @@ pub use shm::{Access, ShmRegion};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// The region a bus lives in unless said otherwise: /dev/shm (the heap
-/// under loom, which cannot model a mapping).
+/// under loom, which cannot model a mapping). It is the default of every
+/// handle's region parameter, so `Subscriber<u64>` means
+/// `Subscriber<u64, DefaultRegion>`.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, DefaultRegion, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-defaultregion-{}", std::process::id());
+/// let publisher: Publisher<u64, DefaultRegion> = Publisher::create(&name, &BusOptions::new(64))?;
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(not(loom))]
 pub type DefaultRegion = ShmRegion;
 /// The region a bus lives in unless said otherwise (the heap under loom).
@@ -70,21 +81,98 @@ pub type DefaultRegion = HeapRegion;
 /// computed from a header that `Header::read` (in `segment`) validated
 /// (and `Header::expect` for the kind's own geometry) or
 /// that their creator just built, so they never do.
+///
+/// Users name it as a bound, to write code generic over where a bus lives
+/// ([`ShmRegion`] or [`HeapRegion`]); its methods are the protocols' own
+/// access to the memory.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::Ordering;
+/// use shmbus::{HeapRegion, Publisher, Received, Region, Start, Subscriber, Wait, WaitStrategy};
+///
+/// fn next<R: Region>(subscriber: &mut Subscriber<u64, R>) -> Option<u64> {
+///     match subscriber.recv(Wait::Never)? {
+///         Received::Message(m) => Some(m),
+///         Received::Lagged { .. } => None,
+///     }
+/// }
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// publisher.publish(&3);
+/// assert_eq!(next(&mut subscriber), Some(3));
+///
+/// // The memory itself, as the protocols see it:
+/// let region = HeapRegion::new(64);
+/// region.word(8).store(7, Ordering::Release);
+/// assert_eq!(region.word(8).load(Ordering::Acquire), 7);
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
 pub trait Region {
     /// Length in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// assert_eq!(HeapRegion::new(64).len(), 64);
+    /// ```
     fn len(&self) -> usize;
     /// Whether the region is zero bytes long.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// assert!(HeapRegion::new(0).is_empty());
+    /// assert!(!HeapRegion::new(8).is_empty());
+    /// ```
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
     /// `count` consecutive 64-bit words starting at byte `offset` (8-aligned):
     /// the atomic-word capability.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// let words = region.words(16, 2); // bytes 16..32
+    /// words[1].store(5, Ordering::Relaxed);
+    /// assert_eq!(region.word(24).load(Ordering::Relaxed), 5);
+    /// ```
+    ///
+    /// # Panics
+    /// If `offset` is not 8-aligned or the words do not fit in the region.
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64];
     /// The 32-bit word at byte `offset` (4-aligned): the atomic-word
     /// capability.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// region.word32(4).fetch_add(1, Ordering::Relaxed);
+    /// assert_eq!(region.word32(4).load(Ordering::Relaxed), 1);
+    /// ```
+    ///
+    /// # Panics
+    /// If `offset` is not 4-aligned or the word does not fit in the region.
     fn word32(&self, offset: usize) -> &AtomicU32;
     /// The 64-bit word at byte `offset` (8-aligned): the atomic-word
     /// capability.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// assert_eq!(region.word(56).swap(9, Ordering::AcqRel), 0); // zeroed
+    /// assert_eq!(region.word(56).load(Ordering::Acquire), 9);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`Region::words`].
     #[inline]
     fn word(&self, offset: usize) -> &AtomicU64 {
         &self.words(offset, 1)[0]
@@ -92,6 +180,12 @@ pub trait Region {
     /// Whether another process holds the liveness lock on `byte` of the
     /// backing file (see `layout::lock_byte`); `None` where there is no
     /// file (the heap), and so no way to tell.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// assert_eq!(HeapRegion::new(64).lock_held(0), None);
+    /// ```
     fn lock_held(&self, byte: u64) -> Option<bool> {
         let _ = byte;
         None
@@ -104,6 +198,19 @@ pub trait Region {
     /// loaded with Acquire (or that the caller will publish with its own
     /// Release store), while no other party accesses them, atomically or
     /// not.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// let p = region.raw(8, 16).expect("the heap lends plain memory");
+    /// // SAFETY: nothing else can reach this region: its bytes are ours alone.
+    /// unsafe { p.as_ptr().write(1) };
+    /// ```
+    ///
+    /// # Panics
+    /// In the crate's regions, if `offset..offset + len` does not fit in
+    /// the region.
     fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
         let _ = (offset, len);
         None
@@ -115,6 +222,22 @@ pub trait Region {
     /// # Safety
     /// Nothing else reads or writes these bytes until the caller publishes
     /// them with a Release store: the protocol gives it sole ownership.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// // SAFETY: no other party shares this region.
+    /// unsafe { region.copy_in(8, b"hello") };
+    /// let mut out = [0u8; 5];
+    /// // SAFETY: as above.
+    /// unsafe { region.copy_out(8, &mut out) };
+    /// assert_eq!(&out, b"hello");
+    /// ```
+    ///
+    /// # Panics
+    /// If the bytes do not fit in the region (or, in a region that lends
+    /// no plain memory, if `offset` is not 8-aligned).
     unsafe fn copy_in(&self, offset: usize, src: &[u8]) {
         if let Some(p) = self.raw(offset, src.len()) {
             // SAFETY: plain-bytes capability. `raw` checked the range, and by
@@ -138,6 +261,22 @@ pub trait Region {
     /// Nothing writes these bytes during the copy: the writer published them
     /// with a Release store the caller loaded with Acquire, and will not
     /// reuse them before the caller's own Release store says so.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// use shmbus::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// region.word(0).store(u64::from_le_bytes(*b"abcdefgh"), Ordering::Release);
+    /// let mut out = [0u8; 3];
+    /// // SAFETY: no other party shares this region, and the store above is
+    /// // done.
+    /// unsafe { region.copy_out(0, &mut out) };
+    /// assert_eq!(&out, b"abc");
+    /// ```
+    ///
+    /// # Panics
+    /// As [`Region::copy_in`].
     unsafe fn copy_out(&self, offset: usize, dst: &mut [u8]) {
         if let Some(p) = self.raw(offset, dst.len()) {
             // SAFETY: plain-bytes capability. `raw` checked the range, and by

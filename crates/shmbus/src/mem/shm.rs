@@ -55,7 +55,35 @@ pub(crate) fn reserve_address_space(len: usize) -> io::Result<*mut std::ffi::c_v
 }
 
 #[cfg(not(loom))]
-/// A `MAP_SHARED` mapping of a whole file, and the file it maps.
+/// A `MAP_SHARED` mapping of a whole file, and the file it maps: the
+/// region every bus and stream created or opened by name lives in (it is
+/// [`DefaultRegion`](crate::DefaultRegion), so `Publisher<T>` is
+/// `Publisher<T, ShmRegion>`). Handles create and map it themselves; it
+/// appears in user code only as that type parameter.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Region, Start, Subscriber, Wait};
+///
+/// // Generic over where the bus lives: /dev/shm or the heap.
+/// fn drain<R: Region>(subscriber: &mut Subscriber<u64, R>) -> Vec<u64> {
+///     let mut got = Vec::new();
+///     while let Some(Received::Message(m)) = subscriber.recv(Wait::Never) {
+///         got.push(m);
+///     }
+///     got
+/// }
+///
+/// # let name = format!("/dev/shm/shmbus-doc-shmregion-{}", std::process::id());
+/// let mut publisher: Publisher<u64, shmbus::ShmRegion> =
+///     Publisher::create(&name, &BusOptions::new(64))?;
+/// let mut subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// publisher.publish(&1);
+/// publisher.publish(&2);
+/// assert_eq!(drain(&mut subscriber), [1, 2]);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ShmRegion {
     ptr: NonNull<u8>,
     len: usize,
@@ -76,6 +104,9 @@ unsafe impl Send for ShmRegion {}
 // plain bytes whose Release/Acquire hand-over orders every access.
 unsafe impl Sync for ShmRegion {}
 
+// Every method here is `#[doc(hidden)]`: the crate's own machinery, which
+// the workspace's tests, benchmark and tools also call, not the user API (a
+// user holds a `ShmRegion` only inside a handle that made it).
 #[cfg(not(loom))]
 impl ShmRegion {
     /// Creates a new file of `len` bytes with exactly `mode`, reserving its
@@ -85,6 +116,7 @@ impl ShmRegion {
     /// while it is still empty, before the reservation (the slow part for a
     /// large segment): whatever it marks the file with, a creator killed
     /// later leaves a file that says whose it is.
+    #[doc(hidden)]
     pub fn create(
         path: &Path,
         len: usize,
@@ -111,6 +143,7 @@ impl ShmRegion {
 
     /// Opens an existing file without following a symlink. Returns the file
     /// and its length from `fstat`.
+    #[doc(hidden)]
     pub fn open_file(path: &Path, access: Access) -> io::Result<(OwnedFd, u64)> {
         let rw = match access {
             Access::ReadOnly => OFlags::RDONLY,
@@ -132,6 +165,7 @@ impl ShmRegion {
 
     /// Maps the first `len` bytes of `file` with `access`. The caller has
     /// checked with `fstat` that the file is at least `len` bytes long.
+    #[doc(hidden)]
     pub fn map(file: OwnedFd, path: &Path, len: usize, access: Access) -> io::Result<ShmRegion> {
         Self::map_aligned(file, path, len, access, 0)
     }
@@ -140,6 +174,7 @@ impl ShmRegion {
     /// (a power of two): a huge page is mapped whole only where the virtual
     /// address and the file offset agree modulo its size. An `align` no
     /// larger than the system page asks for nothing special.
+    #[doc(hidden)]
     pub fn map_aligned(
         file: OwnedFd,
         path: &Path,
@@ -228,6 +263,7 @@ impl ShmRegion {
     /// Turns `[offset, offset+len)` (huge-page aligned, already reserved)
     /// into transparent huge pages now: `MADV_HUGEPAGE` so the kernel keeps
     /// them that way, then `MADV_COLLAPSE` (see the module docs).
+    #[doc(hidden)]
     pub fn collapse_huge(&self, offset: usize, len: usize) -> Result<(), super::HugePageError> {
         use super::HugePageError;
         check(offset, len, rustix::param::page_size(), self.len);
@@ -278,6 +314,7 @@ impl ShmRegion {
     }
 
     /// Changes the protection of `[offset, offset+len)`; both page-aligned.
+    #[doc(hidden)]
     pub fn protect(&self, offset: usize, len: usize, access: Access) -> io::Result<()> {
         check(offset, len, rustix::param::page_size(), self.len);
         // SAFETY: the range lies inside our own mapping (checked above), and
@@ -304,6 +341,7 @@ impl ShmRegion {
     /// plain-bytes capability: the value is thrown away, but in the Rust
     /// memory model that pair is still a race, the one place the two
     /// capabilities meet.
+    #[doc(hidden)]
     pub fn prefault(&self) {
         let page = rustix::param::page_size();
         let mut off = 0;
@@ -314,6 +352,7 @@ impl ShmRegion {
     }
 
     /// Locks the mapping into RAM (`mlock`), so it is never paged out.
+    #[doc(hidden)]
     pub fn lock_in_memory(&self) -> io::Result<()> {
         // SAFETY: the pointer and length describe exactly our own mapping.
         unsafe { rustix::mm::mlock(self.ptr.as_ptr().cast(), self.len)? };
@@ -321,11 +360,13 @@ impl ShmRegion {
     }
 
     /// The mapped file.
+    #[doc(hidden)]
     pub fn file(&self) -> BorrowedFd<'_> {
         self.file.as_fd()
     }
 
     /// The path it was opened or created at.
+    #[doc(hidden)]
     pub fn path(&self) -> &Path {
         &self.path
     }

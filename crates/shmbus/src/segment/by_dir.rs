@@ -75,10 +75,27 @@ fn open_error(e: dir::DirError) -> OpenError {
 /// directory puts in its place (see `dir`).
 ///
 /// # Errors
-/// [`OpenError::NotFound`], [`OpenError::Symlink`] (the bus's name, or a
+/// [`OpenError::NotFound`] (also if the name was given to another file
+/// between the check and the unlink: that file is left alone),
+/// [`OpenError::Symlink`] (the bus's name, or a
 /// directory on the way, is a symbolic link), [`OpenError::NotAFile`],
 /// [`OpenError::BadMagic`], [`OpenError::PermissionDenied`], or
-/// [`OpenError::Io`] for any other failure.
+/// [`OpenError::Io`] for any other failure; [`OpenError::Name`] for a
+/// name that is no bus name.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenError, OpenOptions, Publisher, Subscriber};
+/// # let name = format!("/dev/shm/shmbus-doc-remove-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let removed = shmbus::remove(&name)?;
+/// assert_eq!(removed, std::path::Path::new(&name));
+/// publisher.publish(&1); // still mapped, still works
+/// let err = Subscriber::<u64>::open(&name, &OpenOptions::default()).err();
+/// assert!(matches!(err, Some(OpenError::NotFound { .. }))); // but gone by name
+/// assert!(matches!(shmbus::remove(&name), Err(OpenError::NotFound { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub fn remove(name: &str) -> Result<PathBuf, OpenError> {
     let path = resolve(name)?;
     let Some((parent, file_name)) = dir::split(&path) else {

@@ -8,7 +8,27 @@ use crate::sync::Ordering;
 use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{lock_byte, stream_control as ctl};
 
-/// Reads records from a stream. One per stream at a time.
+/// Reads records from a stream. One per stream at a time. Each record is
+/// read once, whole, in the order pushed: copied out ([`Consumer::pop`]) or
+/// where it lies ([`Consumer::read_with`], [`Consumer::peek`]).
+///
+/// # Examples
+/// ```
+/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-consumer-type-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// producer.push(b"one", Wait::Never)?;
+/// producer.push(b"two", Wait::Never)?;
+/// let mut record = Vec::new();
+/// consumer.pop(&mut record, Wait::Never)?;
+/// assert_eq!(record, b"one");
+/// let len = consumer.read_with(Wait::Never, |bytes| bytes.len())?;
+/// assert_eq!(len, 3);
+/// assert!(consumer.is_empty());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Consumer<R: Region = DefaultRegion> {
     pub(crate) ring: StreamRing<R>,
     /// Our HEAD (only we store it).
@@ -42,17 +62,65 @@ impl<R: Region> Consumer<R> {
         }
     }
 
-    /// The largest record this stream carries.
+    /// The largest record this stream carries: half the ring less an
+    /// 8-byte record header.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions};
+    /// # let name = format!("/dev/shm/shmbus-doc-consumer-max-{}", std::process::id());
+    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// assert_eq!(consumer.max_record(), 504);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_record(&self) -> usize {
         self.ring.max as usize
     }
 
     /// Ring size in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions};
+    /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
+    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// assert_eq!(consumer.capacity(), 1024);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn capacity(&self) -> u64 {
         self.ring.capacity
     }
 
-    /// Pops the next record into `out` (replacing its contents).
+    /// Pops the next record into `out` (replacing its contents), waiting
+    /// for one as `wait` says.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. Nothing is consumed on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"record", Wait::Never)?;
+    /// let mut out = b"old contents".to_vec();
+    /// consumer.pop(&mut out, Wait::For(Duration::from_secs(1)))?;
+    /// assert_eq!(out, b"record");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn pop(&mut self, out: &mut Vec<u8>, wait: Wait) -> Result<(), PopError> {
         let (at, len) = self.next(wait)?;
         out.clear();
@@ -64,7 +132,32 @@ impl<R: Region> Consumer<R> {
         Ok(())
     }
 
-    /// Hands the next record to `f` where it lies, then releases it.
+    /// Hands the next record to `f` where it lies, then releases it; returns
+    /// what `f` returned.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. `f` is not called on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"12345", Wait::Never)?;
+    /// let sum = consumer.read_with(Wait::Never, |bytes| {
+    ///     bytes.iter().map(|b| u32::from(b - b'0')).sum::<u32>()
+    /// })?;
+    /// assert_eq!(sum, 15);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(not(loom))]
     pub fn read_with<T>(&mut self, wait: Wait, f: impl FnOnce(&[u8]) -> T) -> Result<T, PopError> {
         let chunk = self.peek(wait)?;
@@ -75,6 +168,31 @@ impl<R: Region> Consumer<R> {
 
     /// The next record where it lies, without releasing it: dropping the
     /// chunk leaves it for the next read, [`ReadChunk::release`] consumes it.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. Nothing is consumed on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"first", Wait::Never)?;
+    /// assert_eq!(&consumer.peek(Wait::Never)?[..], b"first"); // dropped: still there
+    /// let chunk = consumer.peek(Wait::Never)?;
+    /// assert_eq!(&chunk[..], b"first");
+    /// chunk.release(); // now consumed
+    /// assert!(consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(not(loom))]
     pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, R>, PopError> {
         let (at, len) = self.next(wait)?;
@@ -190,7 +308,22 @@ impl<R: Region> Consumer<R> {
         wait::ring(self.ring.bell(ctl::SPACE_BELL), self.ring.light);
     }
 
-    /// Bytes written and not yet released (what `stat` calls the fill).
+    /// Bytes of the ring in use: records written and not yet released,
+    /// each with its 8-byte header and padding to 8 bytes (what `stat`
+    /// calls the fill).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-consumer-len-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"abc", Wait::Never)?;
+    /// producer.push(b"abcdefghi", Wait::Never)?;
+    /// assert_eq!(consumer.len(), 16 + 24);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> u64 {
         self.ring
             .cursor(ctl::TAIL)
@@ -199,12 +332,42 @@ impl<R: Region> Consumer<R> {
     }
 
     /// Whether nothing is waiting to be read.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-consumer-empty-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// assert!(consumer.is_empty());
+    /// producer.push(b"x", Wait::Never)?;
+    /// assert!(!consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
-/// One record where it lies; see [`Consumer::peek`].
+/// One record where it lies; see [`Consumer::peek`]. It derefs to the
+/// record's bytes (`&[u8]`); [`ReadChunk::release`] consumes the record,
+/// and dropping the chunk leaves it for the next read.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-readchunk-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// producer.push(b"in place", Wait::Never)?;
+/// let chunk = consumer.peek(Wait::Never)?;
+/// assert_eq!(chunk.len(), 8);
+/// assert!(chunk.starts_with(b"in"));
+/// chunk.release();
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(not(loom))]
 pub struct ReadChunk<'a, R: Region> {
     consumer: &'a mut Consumer<R>,
@@ -215,6 +378,19 @@ pub struct ReadChunk<'a, R: Region> {
 #[cfg(not(loom))]
 impl<R: Region> ReadChunk<'_, R> {
     /// Consumes the record: its bytes go back to the producer.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-release-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"x", Wait::Never)?;
+    /// consumer.peek(Wait::Never)?.release();
+    /// assert!(producer.is_empty()); // the producer has the room back
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn release(self) {
         self.consumer.release(self.len);
     }

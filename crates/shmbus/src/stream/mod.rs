@@ -101,6 +101,23 @@ pub const WRAP: u64 = u64::MAX;
 pub const PEER_CHECK: Duration = Duration::from_millis(20);
 
 /// Why a record was not pushed.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{Producer, PushError, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-pusherror-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(64))?;
+/// assert_eq!(producer.max_record(), 24);
+/// assert_eq!(producer.push(&[0; 25], Wait::Never), Err(PushError::TooLong { len: 25, max: 24 }));
+/// producer.push(&[1; 24], Wait::Never)?; // 32 bytes of the ring, with its header
+/// producer.push(&[2; 24], Wait::Never)?; // the other 32: full, and no consumer
+/// assert_eq!(producer.push(b"x", Wait::Never), Err(PushError::Full));
+/// let wait = Duration::from_millis(1);
+/// assert_eq!(producer.push(b"x", Wait::For(wait)), Err(PushError::TimedOut(wait)));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum PushError {
     /// Longer than the stream's largest record.
@@ -144,6 +161,21 @@ pub enum PushError {
 }
 
 /// Why no record was popped.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{Consumer, OpenOptions, PopError, Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
+/// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut record = Vec::new();
+/// assert_eq!(consumer.pop(&mut record, Wait::Never), Err(PopError::Empty));
+/// let wait = Duration::from_millis(1);
+/// assert_eq!(consumer.pop(&mut record, Wait::For(wait)), Err(PopError::TimedOut(wait)));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum PopError {
     /// Nothing there, and `Wait::Never`.

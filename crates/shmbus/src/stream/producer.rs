@@ -8,7 +8,26 @@ use crate::sync::Ordering;
 use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{lock_byte, stream_control as ctl};
 
-/// Writes records into a stream. One per stream at a time.
+/// Writes records into a stream. One per stream at a time. Records are
+/// delivered whole, once each, in order; a full ring makes the producer
+/// wait (as its call's [`Wait`] says), never lose a record.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-producer-type-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// producer.push(b"one", Wait::Never)?;
+/// producer.push(b"two", Wait::Never)?;
+/// let mut record = Vec::new();
+/// consumer.pop(&mut record, Wait::Never)?;
+/// assert_eq!(record, b"one");
+/// consumer.pop(&mut record, Wait::Never)?;
+/// assert_eq!(record, b"two");
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Producer<R: Region = DefaultRegion> {
     pub(crate) ring: StreamRing<R>,
     /// Our TAIL (only we store it).
@@ -39,17 +58,65 @@ impl<R: Region> Producer<R> {
         }
     }
 
-    /// The largest record this stream carries.
+    /// The largest record this stream carries: half the ring less an
+    /// 8-byte record header.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Producer, StreamOptions};
+    /// # let name = format!("/dev/shm/shmbus-doc-producer-max-{}", std::process::id());
+    /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// assert_eq!(producer.max_record(), 2040);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn max_record(&self) -> usize {
         self.ring.max as usize
     }
 
     /// Ring size in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Producer, StreamOptions};
+    /// # let name = format!("/dev/shm/shmbus-doc-producer-capacity-{}", std::process::id());
+    /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// assert_eq!(producer.capacity(), 4096);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn capacity(&self) -> u64 {
         self.ring.capacity
     }
 
     /// Pushes one record, whole; it is delivered exactly once, in order.
+    /// Waits for room as `wait` says.
+    ///
+    /// # Errors
+    /// Nothing is pushed on any of them:
+    /// [`PushError::TooLong`] for a record longer than
+    /// [`Producer::max_record`]; [`PushError::Full`] if there is no room
+    /// and `wait` is [`Wait::Never`]; [`PushError::TimedOut`] if there was
+    /// none before `wait` ran out; [`PushError::PeerGone`] if the consumer
+    /// died while the ring is full; [`PushError::CorruptCursors`] if the
+    /// consumer's `HEAD` in the file cannot be right.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-push-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// producer.push(b"a record", Wait::Never)?;
+    /// producer.push(b"", Wait::Never)?; // an empty record is a record
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut record = Vec::new();
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert_eq!(record, b"a record");
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert!(record.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn push(&mut self, record: &[u8], wait: Wait) -> Result<(), PushError> {
         let at = self.claim(record.len(), wait)?;
         // SAFETY: `claim` made these bytes ours: they lie outside
@@ -62,6 +129,28 @@ impl<R: Region> Producer<R> {
 
     /// Reserves room for a record of `len` bytes to be written in place;
     /// nothing is visible to the consumer until [`WriteChunk::commit`].
+    /// The chunk's bytes are whatever the ring held there before.
+    ///
+    /// # Errors
+    /// As [`Producer::push`]: [`PushError::TooLong`],
+    /// [`PushError::Full`], [`PushError::TimedOut`],
+    /// [`PushError::PeerGone`], [`PushError::CorruptCursors`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-reserve-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(5, Wait::Never)?;
+    /// chunk.copy_from_slice(b"hello");
+    /// chunk.commit();
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut record = Vec::new();
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert_eq!(record, b"hello");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[cfg(not(loom))]
     pub fn reserve(&mut self, len: usize, wait: Wait) -> Result<WriteChunk<'_, R>, PushError> {
         let at = self.claim(len, wait)?;
@@ -164,19 +253,72 @@ impl<R: Region> Producer<R> {
         wait::ring(self.ring.bell(ctl::DATA_BELL), self.ring.light);
     }
 
-    /// Bytes written and not yet released by the consumer.
+    /// Bytes of the ring in use: records written and not yet released by
+    /// the consumer, each with its 8-byte header and padding to 8 bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-producer-len-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// producer.push(b"abc", Wait::Never)?;
+    /// assert_eq!(producer.len(), 16); // 8-byte header, 3 bytes padded to 8
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn len(&self) -> u64 {
         self.tail
             .wrapping_sub(self.ring.cursor(ctl::HEAD).load(Ordering::Acquire))
     }
 
     /// Whether the consumer has released everything written.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-producer-empty-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// producer.push(b"x", Wait::Never)?;
+    /// assert!(!producer.is_empty());
+    /// consumer.pop(&mut Vec::new(), Wait::Never)?;
+    /// assert!(producer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }
 
-/// Room for one record, written in place; see [`Producer::reserve`].
+/// Room for one record, written in place; see [`Producer::reserve`]. It
+/// derefs to the record's bytes (`&mut [u8]`); [`WriteChunk::commit`]
+/// publishes them, and dropping it publishes nothing.
+///
+/// # Examples
+/// ```
+/// use std::io::Write;
+/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-writechunk-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut chunk = producer.reserve(64, Wait::Never)?;
+/// let n = {
+///     let mut room = &mut chunk[..];
+///     write!(room, "{} + {} = {}", 2, 2, 4)?;
+///     64 - room.len()
+/// };
+/// chunk.truncate(n);
+/// chunk.commit();
+/// drop(producer.reserve(8, Wait::Never)?); // dropped: nothing published
+///
+/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut record = Vec::new();
+/// consumer.pop(&mut record, Wait::Never)?;
+/// assert_eq!(record, b"2 + 2 = 4");
+/// assert!(consumer.is_empty());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(not(loom))]
 pub struct WriteChunk<'a, R: Region> {
     producer: &'a mut Producer<R>,
@@ -189,6 +331,19 @@ pub struct WriteChunk<'a, R: Region> {
 #[cfg(not(loom))]
 impl<R: Region> WriteChunk<'_, R> {
     /// Publishes the record. Dropping the chunk instead publishes nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-commit-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(3, Wait::Never)?;
+    /// chunk.copy_from_slice(b"abc");
+    /// chunk.commit();
+    /// assert_eq!(producer.len(), 16);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn commit(self) {
         self.producer.commit(self.len);
     }
@@ -198,6 +353,30 @@ impl<R: Region> WriteChunk<'_, R> {
     /// known up front; waits for the extra room as [`Producer::reserve`]
     /// does. On an error the chunk is unchanged. The bytes may move to the
     /// start of the ring (a slice taken before does not outlive `&mut`).
+    ///
+    /// # Errors
+    /// As [`Producer::reserve`], for the new length:
+    /// [`PushError::TooLong`], [`PushError::Full`], [`PushError::TimedOut`],
+    /// [`PushError::PeerGone`], [`PushError::CorruptCursors`]. A `len`
+    /// no longer than the chunk is `Ok` and changes nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-grow-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(3, Wait::Never)?;
+    /// chunk.copy_from_slice(b"abc");
+    /// chunk.grow(6, Wait::Never)?; // more to write than first thought
+    /// chunk[3..].copy_from_slice(b"def");
+    /// chunk.commit();
+    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut record = Vec::new();
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert_eq!(record, b"abcdef");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn grow(&mut self, len: usize, wait: Wait) -> Result<(), PushError> {
         if len <= self.len {
             return Ok(());
@@ -227,6 +406,21 @@ impl<R: Region> WriteChunk<'_, R> {
     /// Shortens the chunk to its first `len` bytes (no effect if it is not
     /// longer): [`commit`](Self::commit) then publishes only those, and
     /// the rest of the room goes back to the producer.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// # let name = format!("/dev/shm/shmbus-doc-truncate-{}", std::process::id());
+    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(100, Wait::Never)?;
+    /// chunk[..2].copy_from_slice(b"ok");
+    /// chunk.truncate(2);
+    /// assert_eq!(&chunk[..], b"ok");
+    /// chunk.commit();
+    /// assert_eq!(producer.len(), 16); // the record as truncated
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
@@ -278,7 +472,10 @@ mod shm {
         /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
         /// [`CreateError::InvalidGeometry`] (a capacity that is not a power
         /// of two in 64 B..=4 GiB), [`CreateError::PermissionDenied`],
-        /// [`CreateError::NoSpace`], ...
+        /// [`CreateError::NoSpace`], [`CreateError::NoDirectory`],
+        /// [`CreateError::HugePages`], [`CreateError::Mlock`],
+        /// [`CreateError::Name`], [`CreateError::File`],
+        /// [`CreateError::Io`].
         ///
         /// # Examples
         /// ```

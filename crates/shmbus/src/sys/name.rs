@@ -5,7 +5,19 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-/// A bus name that cannot be turned into a path.
+/// A bus name that cannot be turned into a path. A bare name (no slash)
+/// lives in /dev/shm and must be a valid file name there; a name with a
+/// slash is a path, used as given.
+///
+/// # Examples
+/// ```
+/// use shmbus::{NameError, OpenError, OpenOptions, Subscriber};
+///
+/// let err = Subscriber::<u64>::open("", &OpenOptions::default()).err();
+/// assert!(matches!(err, Some(OpenError::Name(NameError::Empty))));
+/// let err = shmbus::stat::stat("..").err();
+/// assert!(matches!(err, Some(OpenError::Name(NameError::Reserved(_)))));
+/// ```
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
 pub enum NameError {
     /// The name is the empty string.

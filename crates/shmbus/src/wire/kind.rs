@@ -3,7 +3,27 @@
 
 use std::fmt;
 
-/// What protocol a segment carries.
+/// What protocol a segment carries (the header's `kind`): what
+/// [`OpenError::WrongKind`](crate::OpenError::WrongKind) names when a
+/// segment is opened as the wrong one.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Kind, OpenError, OpenOptions, Producer, StreamOptions, Subscriber};
+/// # let name = format!("/dev/shm/shmbus-doc-kind-{}", std::process::id());
+/// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// // A stream opened as a bus:
+/// match Subscriber::<u64>::open(&name, &OpenOptions::default()) {
+///     Err(OpenError::WrongKind { found, expected }) => {
+///         assert_eq!((found, expected), (Kind::Stream, Kind::Broadcast));
+///         assert_eq!(found.to_string(), "stream");
+///     }
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("a stream is not a bus"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// Stamped-slot broadcast (this crate's `bus`).
@@ -16,6 +36,7 @@ pub enum Kind {
 
 impl Kind {
     /// The header's encoding.
+    #[doc(hidden)]
     pub fn code(self) -> u32 {
         match self {
             Kind::Broadcast => 1,
@@ -24,6 +45,7 @@ impl Kind {
         }
     }
     /// Decodes the header field.
+    #[doc(hidden)]
     pub fn from_code(code: u32) -> Kind {
         match code {
             1 => Kind::Broadcast,
@@ -43,7 +65,27 @@ impl fmt::Display for Kind {
     }
 }
 
-/// How many publishers a bus is made for (header flag `MULTI_PUBLISHER`).
+/// How many publishers a bus is made for (header flag `MULTI_PUBLISHER`):
+/// what [`AttachError::WrongPublishers`](crate::AttachError::WrongPublishers)
+/// names when a publisher of the other mode tries to attach.
+///
+/// # Examples
+/// ```
+/// use shmbus::{AttachError, BusOptions, MpPublisher, OpenOptions, Publisher, Publishers};
+/// # let name = format!("/dev/shm/shmbus-doc-publishers-{}", std::process::id());
+/// let many = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// // A single-publisher handle on a multi-publisher bus:
+/// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
+///     Err(AttachError::WrongPublishers { found, expected }) => {
+///         assert_eq!((found, expected), (Publishers::Many, Publishers::One));
+///         assert_eq!(found.to_string(), "multi-publisher");
+///     }
+///     Err(other) => panic!("unexpected error: {other}"),
+///     Ok(_) => panic!("a multi-publisher bus takes MpPublishers only"),
+/// }
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Publishers {
     /// One `Publisher` at a time.
