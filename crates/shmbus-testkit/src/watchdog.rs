@@ -24,9 +24,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::spawn_lock::no_spawn_in_flight;
-use crate::wait::wait_for_within;
 
-/// How often [`Watched::wait`] looks whether the process has ended.
+/// How often a wait of the watchdog looks again (whether the process has
+/// ended, printed, ...).
 const POLL: Duration = Duration::from_millis(2);
 
 /// A process under the watchdog.
@@ -280,16 +280,22 @@ impl Watched {
     pub fn wait_until_printed(&mut self, needle: &str, within: Duration) {
         let text = Arc::clone(&self.stdout.text);
         let needle = needle.as_bytes();
-        wait_for_within(
-            &format!(
-                "{} to print {:?}",
-                self.label,
-                String::from_utf8_lossy(needle)
-            ),
-            within,
-            &mut [self],
-            || lock(&text).windows(needle.len()).any(|w| w == needle),
+        let what = format!(
+            "{} to print {:?}",
+            self.label,
+            String::from_utf8_lossy(needle)
         );
+        let deadline = Instant::now() + within;
+        while !lock(&text).windows(needle.len()).any(|w| w == needle) {
+            self.check_alive(&what);
+            if Instant::now() >= deadline {
+                panic!(
+                    "gave up after {within:?} waiting for {what}\n{}",
+                    self.output_and_errors_so_far()
+                );
+            }
+            std::thread::sleep(POLL);
+        }
     }
 
     /// Whether the test's end of the process's stdout is closed: it ended
@@ -306,12 +312,16 @@ impl Watched {
         let from = self.taken;
         let line_end = || lock(&text)[from..].iter().position(|&b| b == b'\n');
         let left = self.deadline.saturating_sub(self.started.elapsed());
-        wait_for_within(
-            &format!("a line from {}", self.label),
-            left,
-            &mut [],
-            || line_end().is_some() || closed.load(Ordering::Acquire),
-        );
+        let deadline = Instant::now() + left;
+        while line_end().is_none() && !closed.load(Ordering::Acquire) {
+            if Instant::now() >= deadline {
+                panic!(
+                    "gave up after {left:?} waiting for a line from {}",
+                    self.label
+                );
+            }
+            std::thread::sleep(POLL);
+        }
         let Some(end) = line_end() else {
             panic!(
                 "{} (pid {}) closed stdout before a whole line\n{}",
