@@ -296,7 +296,7 @@ impl Core {
     fn reader_at(&self, seq: u64) -> Result<Reader, JournalOpenError> {
         let mut r = Reader::open(&self.path, self.msg_size, self.type_hash)?;
         if ahead(seq, r.header.base) < 0 {
-            let prev = super::publish::prev_path(&self.path);
+            let prev = super::compaction::prev_path(&self.path);
             if let Ok(mut p) = Reader::open(&prev, self.msg_size, self.type_hash) {
                 // Only if it has `seq`: a stale `.prev` (a failed link)
                 // would end before it and lead back here.

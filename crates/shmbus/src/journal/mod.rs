@@ -83,17 +83,20 @@
 //!   mode of the file it was. `create` over an existing journal gives it the
 //!   bus's mode too.
 
+mod compaction;
+mod flusher;
 pub mod format;
 mod join;
 mod publish;
 mod reader;
+mod shared;
 mod state;
 mod writer;
 
+pub use compaction::side_files;
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber};
 pub use publish::{
-    side_files, CloseError, JournalAttachError, JournalCreateError, JournalOptions,
-    JournalPublisher,
+    CloseError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
 };
 pub use state::{KeyedState, State};
 

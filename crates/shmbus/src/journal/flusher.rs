@@ -1,0 +1,38 @@
+//! The flusher thread: answers the joiners' flush requests (`fdatasync`,
+//! then `FLUSH_DONE`, see the journal module's handshake) and grows the
+//! journal's mapping ahead of the publisher.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::shared::{lock, Shared};
+use crate::mem::{Region, ShmRegion};
+use crate::wait;
+use crate::wire::control;
+
+/// Serves flush requests until told to stop.
+pub(super) fn flusher(shared: &Shared, region: &ShmRegion, ctl: usize) {
+    let req = region.word32(ctl + control::FLUSH_REQUEST);
+    let done = region.word32(ctl + control::FLUSH_DONE);
+    let failed = region.word32(ctl + control::FLUSH_FAILED);
+    loop {
+        // Acquire, paired with the joiner's AcqRel increment. What the
+        // flush covers is this process's own appends up to `committed`.
+        let r = req.load(Ordering::Acquire);
+        if r != done.load(Ordering::Relaxed) {
+            if shared.sync().is_err() {
+                failed.store(r, Ordering::Relaxed);
+            }
+            // Release, paired with the joiner's Acquire load of FLUSH_DONE.
+            done.store(r, Ordering::Release);
+            wait::futex_wake_all(done);
+        }
+        let map = Arc::clone(&lock(&shared.current).map);
+        map.grow_if_wanted();
+        if shared.stop.load(Ordering::Acquire) {
+            return;
+        }
+        wait::futex_wait(req, r, Some(Duration::from_millis(100)));
+    }
+}

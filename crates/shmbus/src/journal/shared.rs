@@ -1,0 +1,56 @@
+//! What the publisher and its two background threads (the flusher and a
+//! compaction) share: the record count, the current file and its mapping,
+//! a prepared compacted file, and the stop flag.
+
+use std::fs::File;
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+
+use super::writer::Writer;
+/// Publisher-side state the flusher and compactor threads share.
+pub(super) struct Shared {
+    /// Records in the current file; Release per append, paired with the
+    /// Acquire loads in the flusher and the compactor.
+    pub(super) committed: AtomicU64,
+    pub(super) current: Mutex<Current>,
+    pub(super) prepared: Mutex<Option<Prepared>>,
+    /// A compacted file is prepared (the hot path's one extra load).
+    pub(super) ready: AtomicBool,
+    pub(super) stop: AtomicBool,
+    pub(super) compaction_error: Mutex<Option<String>>,
+}
+
+pub(super) struct Current {
+    pub(super) file: File,
+    /// The current file's mapping, which the flusher grows ahead.
+    pub(super) map: Arc<super::writer::Mapping>,
+    /// Records known to be on disk.
+    pub(super) flushed: u64,
+}
+
+/// A compacted file, ready to take over.
+pub(super) struct Prepared {
+    pub(super) writer: Writer,
+    /// Records of the old file already copied into `writer`.
+    pub(super) copied: u64,
+    pub(super) tmp: PathBuf,
+    pub(super) old: mpsc::Sender<Writer>,
+}
+
+impl Shared {
+    /// `fdatasync`s the current file, and notes what it made durable.
+    pub(super) fn sync(&self) -> io::Result<()> {
+        let mut cur = lock(&self.current);
+        // Acquire, paired with the Release store in `stage`.
+        let n = self.committed.load(Ordering::Acquire);
+        cur.file.sync_data()?;
+        cur.flushed = n;
+        Ok(())
+    }
+}
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
