@@ -104,14 +104,21 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         HugePagesArg::Transparent => HugePages::Transparent,
         HugePagesArg::Hugetlbfs => HugePages::Hugetlbfs,
     });
-    let opts = BusOptions::new(args.capacity)
-        .mode(args.mode)
-        .prefault(args.prefault)
-        .mlock(args.mlock);
-    let opts = match huge {
-        None => opts,
-        Some(h) => opts.huge_pages(h),
-    };
+    // The file's options, the same flags whatever the kind (the two option
+    // types share these setters, not a trait).
+    macro_rules! file_options {
+        ($opts:expr) => {{
+            let opts = $opts
+                .mode(args.mode)
+                .prefault(args.prefault)
+                .mlock(args.mlock);
+            match huge {
+                None => opts,
+                Some(h) => opts.huge_pages(h),
+            }
+        }};
+    }
+    let opts = file_options!(BusOptions::new(args.capacity));
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
     if let (BusKind::Stream, Some(_)) = (args.kind, &args.journal) {
@@ -149,14 +156,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            let opts = StreamOptions::new(args.capacity)
-                .mode(args.mode)
-                .prefault(args.prefault)
-                .mlock(args.mlock);
-            let opts = match huge {
-                None => opts,
-                Some(h) => opts.huge_pages(h),
-            };
+            let opts = file_options!(StreamOptions::new(args.capacity));
             shmbus::Producer::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {

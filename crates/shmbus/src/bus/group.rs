@@ -65,16 +65,9 @@ impl<T: Pod, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
         let dst = bytemuck::bytes_of_mut(&mut msg);
-        let poll = match wait {
-            Wait::Never => self.ring.poll_from(&mut self.pos, &mut self.stall, dst),
-            _ => self.ring.poll_wait(
-                &mut self.pos,
-                &mut self.stall,
-                dst,
-                self.wait,
-                wait.deadline(),
-            ),
-        };
+        let poll = self
+            .ring
+            .recv(&mut self.pos, &mut self.stall, dst, self.wait, wait);
         let got = match poll {
             Poll::Message => Received::Message(msg),
             Poll::Lagged(skipped) => Received::Lagged { skipped },

@@ -12,7 +12,7 @@ use crate::mem::heap::HEAP_PAGE;
 use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
 use crate::sync::{fence, AtomicU64, Ordering};
-use crate::wait::{self, WaitStrategy};
+use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{control, flags, Header, TypeFingerprint};
 
 /// What one attempt to read a slot found.
@@ -509,6 +509,24 @@ impl<R: Region> Ring<R> {
         wait::sleep(bell, timeout, || {
             ahead(self.cursor().load(Ordering::Relaxed), pos) <= 0
         });
+    }
+
+    /// One receive at `*pos`: a single poll for `Wait::Never`, else
+    /// [`Ring::poll_wait`] until the wait ends. What every subscriber
+    /// handle's `recv` calls.
+    #[inline]
+    pub(crate) fn recv(
+        &self,
+        pos: &mut u64,
+        stall: &mut Stall,
+        dst: &mut [u8],
+        strategy: WaitStrategy,
+        wait: Wait,
+    ) -> Poll {
+        match wait {
+            Wait::Never => self.poll_from(pos, stall, dst),
+            _ => self.poll_wait(pos, stall, dst, strategy, wait.deadline()),
+        }
     }
 
     /// Polls at `*pos` until something is there or the deadline passes,

@@ -41,8 +41,8 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pos: u64,
     stall: Stall,
     wait: WaitStrategy,
-    /// The last message, for raw subscribers (which lend it); empty for
-    /// typed ones (which return theirs by value).
+    /// The last message, for raw subscribers (which lend it; sized once,
+    /// at open); empty for typed ones (which return theirs by value).
     buf: Vec<u8>,
     _payload: std::marker::PhantomData<fn() -> Box<T>>,
 }
@@ -50,29 +50,18 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
 impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
         let pos = ring.start_at(start);
-        Subscriber {
+        let mut subscriber = Subscriber {
             ring,
             pos,
             stall: Stall::default(),
             wait,
             buf: Vec::new(),
             _payload: std::marker::PhantomData,
+        };
+        if T::expected().is_none() {
+            subscriber.buf = vec![0; subscriber.ring.msg_size()];
         }
-    }
-
-    /// One step into `dst`: at once, or waiting as `wait` says.
-    #[inline]
-    fn step(&mut self, wait: Wait, dst: &mut [u8]) -> Poll {
-        match wait {
-            Wait::Never => self.ring.poll_from(&mut self.pos, &mut self.stall, dst),
-            _ => self.ring.poll_wait(
-                &mut self.pos,
-                &mut self.stall,
-                dst,
-                self.wait,
-                wait.deadline(),
-            ),
-        }
+        subscriber
     }
 
     /// The sequence number this subscriber will read next.
@@ -169,7 +158,11 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
     #[inline]
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
-        match self.step(wait, bytemuck::bytes_of_mut(&mut msg)) {
+        let dst = bytemuck::bytes_of_mut(&mut msg);
+        match self
+            .ring
+            .recv(&mut self.pos, &mut self.stall, dst, self.wait, wait)
+        {
             Poll::Message => Some(Received::Message(msg)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -212,14 +205,6 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
 }
 
 impl<R: Region> Subscriber<[u8], R> {
-    fn buffer(&mut self) -> &mut [u8] {
-        let size = self.ring.msg_size();
-        if self.buf.len() != size {
-            self.buf = vec![0; size];
-        }
-        &mut self.buf
-    }
-
     /// As the typed `recv`; the message borrows the subscriber's buffer
     /// (the bus's message size, zero-padded as published).
     ///
@@ -234,13 +219,8 @@ impl<R: Region> Subscriber<[u8], R> {
     /// ```
     #[inline]
     pub fn recv(&mut self, wait: Wait) -> Option<Received<&[u8]>> {
-        let mut buf = std::mem::take(&mut self.buf);
-        if buf.len() != self.ring.msg_size() {
-            buf = vec![0; self.ring.msg_size()];
-        }
-        let poll = self.step(wait, &mut buf);
-        self.buf = buf;
-        match poll {
+        let (pos, stall, buf) = (&mut self.pos, &mut self.stall, &mut self.buf);
+        match self.ring.recv(pos, stall, buf, self.wait, wait) {
             Poll::Message => Some(Received::Message(&self.buf)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -291,9 +271,7 @@ impl<R: Region> Subscriber<[u8], R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn latest(&mut self) -> Option<&[u8]> {
-        let _ = self.buffer();
-        let ring = &self.ring;
-        ring.latest(&mut self.buf).map(|_| &self.buf[..])
+        self.ring.latest(&mut self.buf).map(|_| &self.buf[..])
     }
 }
 
