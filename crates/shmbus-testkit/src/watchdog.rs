@@ -371,9 +371,11 @@ impl Watched {
 
     /// Kills the process with SIGKILL and reaps it.
     pub fn kill(mut self) -> Finished {
-        self.stdin = None;
+        // SIGKILL before stdin closes: a child that reads stdin would
+        // otherwise see EOF first and could exit cleanly, not be killed.
         let child = self.child.as_mut().expect("child not yet reaped");
         let _ = child.kill();
+        self.stdin = None;
         let status = child.wait().expect("wait after kill");
         self.collect(status)
     }
