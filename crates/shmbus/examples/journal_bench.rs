@@ -1,6 +1,10 @@
 //! The journal's performance targets (issue 5), side by side in one run,
 //! rounds interleaved:
 //! - publish cost per message, journaled vs ring-only (target: at most 2x);
+//!   wall clock, and the publishing thread's own CPU time, page faults and
+//!   waits from `getrusage`, which a preemption by another process (a busy
+//!   machine) leaves out and the kernel's work on the hot path (growth,
+//!   faults) does not;
 //! - bootstrap of N keyed records: a joiner reading the journal vs a plain
 //!   sequential `read` of the same file (target: at least half its speed).
 //!
@@ -36,6 +40,68 @@ fn kv(i: u64) -> Kv {
     Kv {
         key: i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % 100_000,
         val: i,
+    }
+}
+
+/// CPU time (exact, from the scheduler's clocks) and what `getrusage`
+/// counts for this thread.
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    /// The thread's CPU time, nanoseconds.
+    cpu_ns: i64,
+    /// The process's (all threads), nanoseconds.
+    all_ns: i64,
+    minflt: i64,
+    /// Voluntary context switches: the thread waited (a lock, a fault's I/O).
+    waits: i64,
+    /// Involuntary ones: it was preempted.
+    preempted: i64,
+}
+
+impl Usage {
+    fn now() -> Usage {
+        let get = |who| {
+            // SAFETY: `getrusage` fills the zeroed struct it is given.
+            let mut r: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: as above; RUSAGE_THREAD and RUSAGE_SELF are valid.
+            unsafe { libc::getrusage(who, &mut r) };
+            r
+        };
+        let ns = |clock| {
+            // SAFETY: `clock_gettime` fills the zeroed struct it is given.
+            let mut t: libc::timespec = unsafe { std::mem::zeroed() };
+            // SAFETY: as above; both clocks exist on Linux.
+            unsafe { libc::clock_gettime(clock, &mut t) };
+            t.tv_sec * 1_000_000_000 + t.tv_nsec
+        };
+        let t = get(libc::RUSAGE_THREAD);
+        Usage {
+            cpu_ns: ns(libc::CLOCK_THREAD_CPUTIME_ID),
+            all_ns: ns(libc::CLOCK_PROCESS_CPUTIME_ID),
+            minflt: t.ru_minflt,
+            waits: t.ru_nvcsw,
+            preempted: t.ru_nivcsw,
+        }
+    }
+
+    fn add_since(&mut self, start: Usage) {
+        let now = Usage::now();
+        self.cpu_ns += now.cpu_ns - start.cpu_ns;
+        self.all_ns += now.all_ns - start.all_ns;
+        self.minflt += now.minflt - start.minflt;
+        self.waits += now.waits - start.waits;
+        self.preempted += now.preempted - start.preempted;
+    }
+
+    fn line(&self, n: u64) -> String {
+        format!(
+            "cpu {:>6.2} ns/msg (other threads {:>5.2})  faults {:>5}  waits {:>3}  preempted {:>3}",
+            self.cpu_ns as f64 / n as f64,
+            (self.all_ns - self.cpu_ns) as f64 / n as f64,
+            self.minflt,
+            self.waits,
+            self.preempted
+        )
     }
 }
 
@@ -80,9 +146,11 @@ fn main() {
     let per_round = n / ROUNDS as u64;
     let (mut seq_r, mut seq_j) = (0u64, 0u64);
     let (mut t_ring, mut t_j) = (Duration::ZERO, Duration::ZERO);
+    let (mut u_ring, mut u_j) = (Usage::default(), Usage::default());
     for round in 0..ROUNDS {
         for side in 0..2 {
             let journaled = (side + round) % 2 == 1;
+            let usage = Usage::now();
             let start = Instant::now();
             for _ in 0..per_round / BATCH {
                 let t = Instant::now();
@@ -103,8 +171,10 @@ fn main() {
             }
             if journaled {
                 t_j += start.elapsed();
+                u_j.add_since(usage);
             } else {
                 t_ring += start.elapsed();
+                u_ring.add_since(usage);
             }
         }
     }
@@ -119,6 +189,8 @@ fn main() {
         pct(&h_j),
         t_j.as_nanos() as f64 / seq_j as f64
     );
+    println!("  ring only   {}", u_ring.line(seq_r));
+    println!("  journaled   {}", u_j.line(seq_j));
     let ratio = h_j.value_at_quantile(0.5) as f64 / h_ring.value_at_quantile(0.5) as f64;
     let mean_ratio =
         (t_j.as_nanos() as f64 / seq_j as f64) / (t_ring.as_nanos() as f64 / seq_r as f64);

@@ -9,7 +9,7 @@ use thiserror::Error;
 
 pub use crate::mem::HugePageError;
 pub use crate::sys::NameError;
-use crate::wire::{Kind, Publishers, TypeFingerprint};
+use crate::wire::{GeometryError, Kind, Publishers, TypeFingerprint};
 
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
@@ -210,7 +210,7 @@ pub enum CreateError {
     },
     /// The requested geometry is impossible.
     #[error("invalid geometry: {0}")]
-    InvalidGeometry(String),
+    InvalidGeometry(#[from] GeometryError),
     /// The file system has no room for the segment.
     #[error("{path}: no space for {len} bytes")]
     NoSpace {

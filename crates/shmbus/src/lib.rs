@@ -39,7 +39,7 @@
 //! A publisher never waits for a subscriber. A subscriber that falls a
 //! whole ring behind is lapped: its next receive returns
 //! [`Received::Lagged`] with the exact number of messages it lost and goes
-//! on with the oldest one still in the ring. Delivered plus all `skipped`
+//! on half a ring behind the newest (so it can catch up). Delivered plus all `skipped`
 //! equals published, for every subscriber, always; a lag is a value, not
 //! an error. (A stream never loses a record: its producer waits instead.)
 //!
@@ -135,7 +135,7 @@ pub use stream::{Consumer, PopError, Producer, PushError};
 #[cfg(not(loom))]
 pub use stream::{ReadChunk, WriteChunk};
 pub use wait::{Wait, WaitStrategy};
-pub use wire::{Kind, Publishers, TypeFingerprint};
+pub use wire::{GeometryError, Kind, Publishers, TypeFingerprint};
 
 /// What the `shmbus` tool, the benchmark and the test suites need beyond
 /// the API: the wire format, heap streams, the journal's file format, test

@@ -137,9 +137,9 @@ fn huge_page_size(s: &BusStat) -> Option<u64> {
 
 /// The journal's figures, or why they could not be read (`None`: no
 /// journal).
-fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, String>> {
+fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, shmbus::JournalOpenError>> {
     let path = s.header.journal.as_ref()?;
-    Some(shmbus::internals::journal_stat(path).map_err(|e| e.to_string()))
+    Some(shmbus::internals::journal_stat(path))
 }
 
 fn journal_json(s: &BusStat) -> Value {
@@ -155,7 +155,7 @@ fn journal_json(s: &BusStat) -> Value {
         }),
         Some(Err(e)) => json!({
             "path": s.header.journal.as_ref().map(|p| p.display().to_string()),
-            "error": e,
+            "error": e.to_string(),
         }),
     }
 }
@@ -176,7 +176,7 @@ fn journal_text(s: &BusStat) -> Option<String> {
                 j.next
             )
         }
-        Err(e) => e,
+        Err(e) => e.to_string(),
     })
 }
 

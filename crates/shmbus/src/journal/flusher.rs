@@ -2,12 +2,12 @@
 //! then `FLUSH_DONE`, see the journal module's handshake) and grows the
 //! journal's mapping ahead of the publisher.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::shared::{lock, Shared};
 use crate::mem::{Region, ShmRegion};
+use crate::sync::Ordering;
 use crate::wait;
 use crate::wire::control;
 

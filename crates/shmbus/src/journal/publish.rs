@@ -77,8 +77,12 @@ impl JournalOptions {
         }
     }
     /// How much the file grows by at a time (default 8 MiB; rounded up to
-    /// whole pages). Only the creating publisher uses it: one that attaches
-    /// later grows the file by the default.
+    /// whole pages). The publisher's flusher thread grows the file by a
+    /// chunk whenever less than one is left ahead of the records, so the
+    /// publisher itself waits for the kernel only if it outruns that thread
+    /// by a whole chunk.
+    /// Only the creating publisher uses it: one that attaches later grows
+    /// the file by the default.
     ///
     /// # Examples
     /// ```
@@ -570,6 +574,11 @@ impl Core {
                 *lock(&self.shared.compaction_error) = None;
                 // The compactor unmaps the old file, off the hot path.
                 let _ = p.old.send(old);
+                // The compactor's appends may have asked for growth of the
+                // new file, which the flusher did not grow while it was not
+                // current.
+                drop(cur);
+                self.wake_flusher();
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&p.tmp);

@@ -25,7 +25,7 @@ pub(super) struct Shared {
 pub(super) struct Current {
     pub(super) file: File,
     /// The current file's mapping, which the flusher grows ahead.
-    pub(super) map: Arc<super::writer::Mapping>,
+    pub(super) map: Arc<crate::mem::growable::GrowableRegion>,
     /// Records known to be on disk.
     pub(super) flushed: u64,
 }

@@ -1,137 +1,70 @@
 //! Appending to a journal file through a shared mapping, so that an append
 //! is a few stores and no system call.
 //!
-//! The file grows in chunks: `fallocate` reserves the blocks (a full disk is
-//! then an error here, never a `SIGBUS` on a later store) and the chunk is
-//! mapped with `MAP_FIXED` into one address range reserved up front, so the
-//! mapping never moves and records already written stay where they are.
-//! `MADV_POPULATE_WRITE` takes the page faults of a chunk in one call
-//! instead of one per page on the hot path.
+//! The file lives in a [`GrowableRegion`]: it grows in chunks whose blocks
+//! are allocated before they are mapped (a full disk is an error here,
+//! never a `SIGBUS` on a later store), into one address range reserved up
+//! front, so records already written stay where they are. The writer
+//! reaches the bytes only through the region's [`Region`] capabilities: a
+//! record is atomic words, stored Relaxed past the valid prefix, which it
+//! alone writes, and its check word last with Release. The header and
+//! reads of its own records use plain bytes.
 
 use std::fs::File;
-use std::io;
-use std::os::fd::AsFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-use rustix::mm::{MapFlags, ProtFlags};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
 
 use super::format::{self, JournalHeader, HEADER_LEN};
 use super::reader::{check_header_matches, open_journal, read_header, Reader};
 use super::{AppendError, JournalOpenError};
+use crate::mem::growable::{GrowError, GrowableRegion};
+use crate::mem::Region;
+use crate::sync::Ordering;
 
 /// Address space reserved per journal file (not memory: `PROT_NONE`,
 /// `MAP_NORESERVE`). A journal cannot grow beyond it.
 const RESERVE: usize = 1 << 40;
 
-/// A journal file's mapping: a reserved address range into which chunks
-/// of the file are mapped as it grows. Shared by the writer and the
-/// flusher thread, which grows it ahead of the writer so that the hot path
-/// rarely pays for `fallocate` and the page faults.
-pub(crate) struct Mapping {
-    file: File,
-    path: PathBuf,
-    base: NonNull<u8>,
-    /// Bytes of the file mapped (and allocated) from offset 0. Release by
-    /// `ensure`, paired with the Acquire load in `Writer::append`.
-    mapped: AtomicUsize,
-    chunk: usize,
-    /// The writer has passed half of the last chunk.
-    wanted: AtomicBool,
-    grow: Mutex<()>,
-}
-
-// SAFETY: `base` is a reservation owned by this mapping; growth is
-// serialized by `grow`, and the bytes behind it are accessed only by the
-// writer (see `Writer`).
-unsafe impl Send for Mapping {}
-// SAFETY: as above.
-unsafe impl Sync for Mapping {}
-
 /// Appends records to one journal file. One per file, in the publisher.
+///
+/// Its region is shared with the flusher thread, which grows it ahead of
+/// the writer so that the hot path does not pay for `fallocate`, the page
+/// cache and the page faults: the writer asks for a chunk while less than
+/// one is mapped ahead of it, so the flusher has a whole chunk's worth of
+/// appends to grow the next. The bytes past the valid prefix are written
+/// by the writer alone; the prefix is never written again, except the
+/// header's `sealed` flag by `seal` (plain bytes, the header being the
+/// writer's), and other processes read the file only with `pread`.
 pub(crate) struct Writer {
-    map: Arc<Mapping>,
-    /// The writer's copy of `map.mapped`.
+    map: Arc<GrowableRegion>,
+    /// The writer's copy of `map.mapped()`.
     mapped: usize,
+    /// Where the next record goes: the valid prefix's length.
+    end: usize,
+    /// `append` takes its slow path (`refresh`) from this offset on; every
+    /// record that starts below it fits in `mapped`.
+    refresh_at: usize,
     header: JournalHeader,
     rs: usize,
     /// Records in the valid prefix.
     count: u64,
 }
 
-impl Mapping {
-    /// Allocates and maps the file up to `end` bytes (a multiple of chunk).
-    /// From the writer, or ahead of it from the flusher.
-    fn ensure(&self, end: usize) -> Result<(), AppendError> {
-        let _g = self.grow.lock().unwrap_or_else(|e| e.into_inner());
-        let from = self.mapped.load(Ordering::Relaxed);
-        if end <= from {
-            return Ok(());
-        }
-        if end > RESERVE {
-            return Err(AppendError::Full {
-                path: self.path.clone(),
-                len: end as u64,
-            });
-        }
-        let len = end - from;
-        let io = |what: &'static str| {
-            let path = self.path.clone();
-            move |e: io::Error| AppendError::from_io(path, what, end as u64, e)
-        };
-        match rustix::fs::fallocate(
-            self.file.as_fd(),
-            rustix::fs::FallocateFlags::empty(),
-            from as u64,
-            len as u64,
-        ) {
-            Ok(()) => {}
-            Err(rustix::io::Errno::OPNOTSUPP) => {
-                // A file system without fallocate: write the zeros instead,
-                // which allocates the blocks just as well.
-                let zeros = vec![0u8; len];
-                self.file
-                    .write_all_at(&zeros, from as u64)
-                    .map_err(io("allocate"))?;
-            }
-            Err(e) => return Err(io("allocate")(e.into())),
-        }
-        // SAFETY: [base + from, base + end) lies inside our reservation
-        // (end <= RESERVE) and is not in use: MAP_FIXED replaces only our
-        // own PROT_NONE pages. The file is at least `end` bytes long now.
-        let addr = unsafe { self.base.as_ptr().add(from) };
-        // SAFETY: as above.
-        unsafe {
-            rustix::mm::mmap(
-                addr.cast(),
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                MapFlags::SHARED | MapFlags::FIXED,
-                self.file.as_fd(),
-                from as u64,
-            )
-        }
-        .map_err(|e| io("mmap")(e.into()))?;
-        // Best effort: take the write faults now, in one call. Kernels
-        // before 5.14 lack it; the faults then happen on first write.
-        // SAFETY: the range was just mapped read-write.
-        let _ = unsafe {
-            rustix::mm::madvise(addr.cast(), len, rustix::mm::Advice::LinuxPopulateWrite)
-        };
-        // Release, paired with the Acquire load in `Writer::append`.
-        self.mapped.store(end, Ordering::Release);
-        Ok(())
-    }
+/// How often, in bytes appended, a writer with less than a chunk mapped
+/// ahead looks whether the flusher has mapped more.
+const RECHECK: usize = 4096;
 
-    /// Grows by a chunk if the writer asked for it. The flusher's job;
-    /// errors are left for the writer's own `ensure` to report.
-    pub(crate) fn grow_if_wanted(&self) {
-        if self.wanted.swap(false, Ordering::Relaxed) {
-            let end = self.mapped.load(Ordering::Relaxed) + self.chunk;
-            let _ = self.ensure(end);
+impl AppendError {
+    fn grow(path: &Path, e: GrowError) -> AppendError {
+        match e {
+            GrowError::Reserve { len } => AppendError::Full {
+                path: path.to_owned(),
+                len,
+            },
+            GrowError::Io { what, len, source } => {
+                AppendError::from_io(path.to_owned(), what, len, source)
+            }
         }
     }
 }
@@ -144,13 +77,6 @@ fn set_mode(file: &File, path: &Path, mode: u32) -> Result<(), JournalOpenError>
         rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode)).map_err(io)?;
     }
     Ok(())
-}
-
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: the reservation is ours, and the last user has gone.
-        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), RESERVE) };
-    }
 }
 
 impl Writer {
@@ -209,12 +135,13 @@ impl Writer {
             .map_err(|e| JournalOpenError::io(path, "truncate", e))?;
         let mut w = Writer::map_file(file, path, header, chunk)?;
         w.count = count;
+        w.end = end as usize;
         Ok(w)
     }
 
     /// Gives the file exactly `mode` (see [`Writer::create`]).
     pub(crate) fn set_mode(&self, mode: u32) -> Result<(), JournalOpenError> {
-        set_mode(&self.map.file, &self.map.path, mode)
+        set_mode(self.map.file(), self.map.path(), mode)
     }
 
     fn map_file(
@@ -223,29 +150,23 @@ impl Writer {
         header: JournalHeader,
         chunk: usize,
     ) -> Result<Writer, JournalOpenError> {
-        let page = rustix::param::page_size();
-        let chunk = chunk.max(page).div_ceil(page) * page;
-        let base = crate::mem::shm::reserve_address_space(RESERVE)
-            .map_err(|e| JournalOpenError::io(path, "reserve address space", e))?;
-        let map = Arc::new(Mapping {
-            file,
-            path: path.to_owned(),
-            base: NonNull::new(base.cast()).expect("mmap returns non-null"),
-            mapped: AtomicUsize::new(0),
-            chunk,
-            wanted: AtomicBool::new(false),
-            grow: Mutex::new(()),
-        });
-        let len = map.file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
-        let want = (len.max(HEADER_LEN)).div_ceil(chunk) * chunk;
-        map.ensure(want).map_err(|e| match e {
-            AppendError::Full { path, len } => JournalOpenError::Full { path, len },
-            AppendError::Io { what, source, .. } => JournalOpenError::io(path, what, source),
-            AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
-        })?;
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
+        let map =
+            GrowableRegion::map(file, path, chunk, RESERVE, len.max(HEADER_LEN)).map_err(|e| {
+                match AppendError::grow(path, e) {
+                    AppendError::Full { path, len } => JournalOpenError::Full { path, len },
+                    AppendError::Io { what, source, .. } => {
+                        JournalOpenError::io(path, what, source)
+                    }
+                    AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
+                }
+            })?;
+        let map = Arc::new(map);
         let w = Writer {
-            mapped: map.mapped.load(Ordering::Acquire),
+            mapped: map.mapped(),
             map,
+            end: HEADER_LEN,
+            refresh_at: 0,
             header,
             rs: header.record_size(),
             count: 0,
@@ -254,91 +175,109 @@ impl Writer {
     }
 
     fn write_header(&mut self, bytes: &[u8; HEADER_LEN]) {
-        // SAFETY: the header lies in the first mapped chunk; `&mut self`.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.map.base.as_ptr(), HEADER_LEN)
-        };
+        // SAFETY: plain-bytes capability. The header lies in the first
+        // mapped chunk; `&mut self` and the writer's sole ownership of its
+        // file's bytes (see `Writer`) mean nothing in this process accesses
+        // them meanwhile.
+        unsafe { self.map.copy_in(0, bytes) };
     }
 
     /// Appends record `seq` with payload `msg` (at most the message size;
-    /// the rest is zero-padded). The check word is stored last.
+    /// the rest is zero-padded). The check word is stored last. True: the
+    /// flusher should be woken to grow the file ahead.
     #[inline]
     pub(crate) fn append(&mut self, seq: u64, msg: &[u8]) -> Result<bool, AppendError> {
-        let at = HEADER_LEN + self.count as usize * self.rs;
-        let mut wake = false;
-        if at + self.rs + self.map.chunk / 2 > self.mapped {
-            wake = self.refresh(at)?;
-        }
+        let at = self.end;
+        let wake = at >= self.refresh_at && self.refresh(at)?;
+        let rs = self.rs;
+        // The record as atomic words: one bounds check for all of them, and
+        // stores no wider than the plain ones would be (x86-64: `mov`).
+        let rec = self.map.words(at, rs / 8);
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch is only a hint; it never faults, even on an
         // address that is not mapped.
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
-            _mm_prefetch::<_MM_HINT_ET0>(self.map.base.as_ptr().wrapping_add(at + 2048).cast());
+            _mm_prefetch::<_MM_HINT_ET0>(rec.as_ptr().cast::<u8>().wrapping_add(2048).cast());
         }
-        let rs = self.rs;
-        let words = (rs - 16) / 8;
-        let full = msg.len() / 8;
-        // SAFETY: [at, at + rs) is mapped read-write (grown above) and past
-        // the valid prefix, so nothing in this process reads it yet. Every
-        // record offset is a multiple of 8 from a page-aligned base, so the
-        // u64 pointers are aligned; msg.len() <= rs - 16 (callers check).
-        let h = unsafe {
-            let rec = self.map.base.as_ptr().add(at).cast::<u64>();
-            rec.write(seq.to_le());
-            let mut h = format::check_start(seq);
-            // Words are stored and folded into the check in one pass, with
-            // no call to memcpy for these few bytes.
-            for i in 0..words {
-                let w = if i < full {
-                    u64::from_le_bytes(msg[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
-                } else {
-                    let mut last = [0u8; 8];
-                    let from = (i * 8).min(msg.len());
-                    last[..msg.len() - from].copy_from_slice(&msg[from..]);
-                    u64::from_le_bytes(last)
-                };
-                rec.add(1 + i).write(w.to_le());
-                h = format::check_step(h, w);
-            }
-            h
-        };
+        let (check, body) = rec.split_last().expect("a record has a check word");
+        let (first, payload) = body.split_first().expect("a record has a sequence");
+        // Relaxed: these words are past the valid prefix, read by no one in
+        // this process until `count` covers them; the check word's Release
+        // below orders them for everyone else.
+        first.store(seq.to_le(), Ordering::Relaxed);
+        let mut h = format::check_start(seq);
+        let (full, tail) = msg.split_at(msg.len() / 8 * 8);
+        let (stored, padded) = payload.split_at(full.len() / 8);
+        // Words are stored and folded into the check in one pass, with no
+        // call to memcpy for these few bytes. msg.len() <= rs - 16 (callers
+        // check), so there is a word for each.
+        for (dst, src) in stored.iter().zip(full.chunks_exact(8)) {
+            let w = u64::from_le_bytes(src.try_into().expect("8 bytes"));
+            dst.store(w.to_le(), Ordering::Relaxed);
+            h = format::check_step(h, w);
+        }
+        // The last bytes, little-endian, without a call to memcpy.
+        let mut pad = 0u64;
+        for (i, &b) in tail.iter().enumerate() {
+            pad |= u64::from(b) << (8 * i);
+        }
+        for dst in padded {
+            dst.store(pad.to_le(), Ordering::Relaxed);
+            h = format::check_step(h, pad);
+            pad = 0;
+        }
         let c = format::check_finish(h);
-        // SAFETY: 8 aligned bytes inside the record: records start at 64 + a
-        // multiple of rs (itself a multiple of 8) from a page-aligned base.
-        let check_word = unsafe { &*(self.map.base.as_ptr().add(at + rs - 8) as *const AtomicU64) };
-        // Release: the record's other bytes are stored before the check (see
-        // the module invariants; a crash is what this orders against).
-        check_word.store(c.to_le(), Ordering::Release);
+        // Release: the record's other bytes are stored before its check
+        // word, also as a `pread` of the page cache from another process
+        // sees them. No load pairs with it directly: a joiner's Acquire
+        // partner is the stamp of ring slot `seq`, stored after this (the
+        // journal's invariants), and every reader of the file validates the
+        // check instead of trusting an order.
+        check.store(c.to_le(), Ordering::Release);
         self.count += 1;
+        self.end = at + rs;
         Ok(wake)
     }
 
     /// The slow part of an append: the flusher may have mapped more; if
-    /// not, grow now; ask the flusher to grow ahead (true: wake it).
+    /// not, grow now (the writer's one wait for the kernel, when the flusher
+    /// fell a whole chunk behind); with less than a chunk mapped ahead, ask
+    /// the flusher to grow (true: wake it) and look again a page later.
     #[cold]
     fn refresh(&mut self, at: usize) -> Result<bool, AppendError> {
-        // Acquire, paired with the Release store in `Mapping::ensure`.
-        self.mapped = self.map.mapped.load(Ordering::Acquire);
-        let chunk = self.map.chunk;
-        if at + self.rs > self.mapped {
-            self.map.ensure((at + self.rs).div_ceil(chunk) * chunk)?;
-            self.mapped = self.map.mapped.load(Ordering::Acquire);
+        self.mapped = self.map.mapped();
+        let chunk = self.map.chunk();
+        let need = at + self.rs;
+        if need > self.mapped {
+            self.map
+                .ensure(need.div_ceil(chunk) * chunk)
+                .map_err(|e| AppendError::grow(self.map.path(), e))?;
+            self.mapped = self.map.mapped();
         }
-        let short = at + self.rs + chunk / 2 > self.mapped;
-        if short && !self.map.wanted.load(Ordering::Relaxed) {
-            self.map.wanted.store(true, Ordering::Relaxed);
-            return Ok(true);
+        let ahead = self.mapped - need;
+        if ahead >= chunk {
+            self.refresh_at = self.mapped - self.rs - chunk + 1;
+            return Ok(false);
         }
-        Ok(false)
+        self.refresh_at = (at + RECHECK).min(self.mapped - self.rs + 1);
+        Ok(self.map.want_growth())
     }
 
     /// Bytes of record `index` (below the valid prefix's length).
     pub(crate) fn record(&self, index: u64) -> &[u8] {
         assert!(index < self.count, "record {index} not written yet");
         let at = HEADER_LEN + index as usize * self.rs;
-        // SAFETY: below `count`, so mapped and never written again.
-        unsafe { std::slice::from_raw_parts(self.map.base.as_ptr().add(at), self.rs) }
+        let p = self
+            .map
+            .raw(at, self.rs)
+            .expect("a file mapping lends plain memory");
+        // SAFETY: plain-bytes capability. Below `count`, so mapped, written
+        // by this writer only (as atomic words, by `append` before it
+        // counted them, on this thread or before `&mut self` passed here),
+        // and never written again while `&self` lives (`append` and `seal`
+        // take `&mut self`; `seal` writes only the header).
+        unsafe { std::slice::from_raw_parts(p.as_ptr(), self.rs) }
     }
 
     /// Marks the file as replaced by a newer one at the same path.
@@ -369,11 +308,85 @@ impl Writer {
 
     /// The file, for `fdatasync` from the flusher.
     pub(crate) fn file(&self) -> &File {
-        &self.map.file
+        self.map.file()
     }
 
     /// The mapping, for the flusher to grow ahead.
-    pub(crate) fn mapping(&self) -> Arc<Mapping> {
+    pub(crate) fn mapping(&self) -> Arc<GrowableRegion> {
         Arc::clone(&self.map)
+    }
+}
+
+// Real files and mappings, which Miri does not model.
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> std::path::PathBuf {
+        let path =
+            std::env::temp_dir().join(format!("shmbus-writer-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        path
+    }
+
+    fn header() -> JournalHeader {
+        JournalHeader {
+            msg_size: 16,
+            type_hash: 7,
+            base: 0,
+            snapshot: 0,
+            sealed: false,
+        }
+    }
+
+    #[test]
+    fn a_writer_asks_once_for_growth_while_less_than_a_chunk_is_mapped_ahead_and_grows_itself_at_the_end(
+    ) {
+        let path = temp("ahead");
+        let page = rustix::param::page_size();
+        let mut w = Writer::create(&path, header(), 0o600, page).unwrap();
+        let map = w.mapping();
+        let per_chunk = page / w.rs;
+        // One chunk mapped, none ahead: the first append asks, the rest of
+        // the chunk does not ask again while the request is pending.
+        assert!(w.append(0, &[1; 16]).unwrap(), "the first append asks");
+        let mut seq = 1;
+        while HEADER_LEN + (seq as usize + 1) * w.rs <= page {
+            assert!(
+                !w.append(seq, &[1; 16]).unwrap(),
+                "a pending request is not new"
+            );
+            seq += 1;
+        }
+        // Nobody served it: the writer grows the file itself, in place.
+        assert!(!w.append(seq, &[2; 16]).unwrap());
+        seq += 1;
+        assert_eq!(map.mapped(), 2 * page);
+        // Served now: two chunks ahead until the writer is in the last one.
+        map.grow_if_wanted();
+        assert_eq!(map.mapped(), 3 * page);
+        let mut asked = 0;
+        for _ in 0..per_chunk {
+            // A short message: its last word is zero-padded.
+            asked += usize::from(w.append(seq, &[3; 11]).unwrap());
+            seq += 1;
+        }
+        assert_eq!(asked, 1, "one request as the writer enters its last chunk");
+        assert_eq!(w.count(), seq);
+        for i in 0..seq {
+            let rec = w.record(i);
+            let payload: Vec<u64> = rec[8..w.rs - 8]
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+                .collect();
+            let check = u64::from_le_bytes(rec[w.rs - 8..].try_into().unwrap());
+            assert_eq!(u64::from_le_bytes(rec[..8].try_into().unwrap()), i);
+            if i + per_chunk as u64 >= seq {
+                assert_eq!(&rec[8..19], &[3; 11]);
+                assert_eq!(&rec[19..24], &[0; 5], "zero-padded");
+            }
+            assert_eq!(check, format::check(i, payload), "record {i}");
+        }
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -27,7 +27,31 @@ pub(crate) const HEAP_PAGE: u64 = 512;
 /// ```
 #[cfg(not(loom))]
 pub struct HeapRegion {
-    words: Box<[AtomicU64]>,
+    blocks: Box<[Block]>,
+    /// Words in the region (`len / 8`); the last block may have more.
+    words: usize,
+}
+
+/// 128 bytes, aligned to 128: a region starts on a cache-line pair, as a
+/// mapping starts on a page, so a bus's 64-byte slots and control lines
+/// are whole lines here too. A `Box<[AtomicU64]>` is only 8-aligned: each
+/// slot then straddled two lines, and the cursor's line could hold a
+/// slot's tail (false sharing between the publisher and its readers).
+#[cfg(not(loom))]
+#[repr(C, align(128))]
+struct Block([AtomicU64; 16]);
+
+#[cfg(not(loom))]
+impl HeapRegion {
+    #[inline]
+    fn all_words(&self) -> &[AtomicU64] {
+        // SAFETY: `Block` is `repr(C)`, an array of 16 `AtomicU64` with no
+        // padding (size 128 = 16 * 8, align 128), so the boxed blocks are
+        // `16 * blocks.len()` contiguous, initialised `AtomicU64`s, and
+        // `self.words` is at most that many. Derived from the allocation,
+        // so provenance covers all of it.
+        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<AtomicU64>(), self.words) }
+    }
 }
 
 #[cfg(not(loom))]
@@ -40,8 +64,11 @@ impl HeapRegion {
     /// assert_eq!(HeapRegion::new(13).len(), 16);
     /// ```
     pub fn new(len: usize) -> Self {
-        let words = (0..len.div_ceil(8)).map(|_| AtomicU64::new(0)).collect();
-        HeapRegion { words }
+        let words = len.div_ceil(8);
+        let blocks = (0..words.div_ceil(16))
+            .map(|_| Block(std::array::from_fn(|_| AtomicU64::new(0))))
+            .collect();
+        HeapRegion { blocks, words }
     }
 }
 
@@ -49,12 +76,12 @@ impl HeapRegion {
 impl Region for HeapRegion {
     #[inline]
     fn len(&self) -> usize {
-        self.words.len() * 8
+        self.words * 8
     }
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
         check(offset, count * 8, 8, self.len());
-        &self.words[offset / 8..offset / 8 + count]
+        &self.all_words()[offset / 8..offset / 8 + count]
     }
     #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
@@ -69,7 +96,7 @@ impl Region for HeapRegion {
         // the allocation's pointer, so strict provenance holds.
         unsafe {
             &*self
-                .words
+                .all_words()
                 .as_ptr()
                 .cast::<u8>()
                 .add(offset)
@@ -84,7 +111,7 @@ impl Region for HeapRegion {
         // bytes handed over by a Release/Acquire pair, while no access to
         // them, atomic or plain, can race (`Region::raw`'s contract). Derived
         // from the allocation, so strict provenance holds.
-        let base = self.words.as_ptr().cast::<u8>().cast_mut();
+        let base = self.all_words().as_ptr().cast::<u8>().cast_mut();
         // SAFETY: in bounds (checked above); creating the pointer accesses
         // nothing.
         std::ptr::NonNull::new(unsafe { base.add(offset) })
@@ -124,5 +151,23 @@ impl Region for HeapRegion {
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len());
         &self.halves[offset / 4]
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_heap_region_starts_on_a_cache_line_pair_and_has_the_length_asked() {
+        for len in [0, 8, 13, 128, 129, 4096 + 8] {
+            let r = HeapRegion::new(len);
+            assert_eq!(r.len(), len.div_ceil(8) * 8);
+            if len > 0 {
+                assert_eq!(r.words(0, 1).as_ptr() as usize % 128, 0);
+                r.word(r.len() - 8)
+                    .store(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Memory that rings live in: the [`Region`] trait and its backings
 //! ([`heap`]: the heap, for threads, loom and Miri; [`shm`]: a file mapped
-//! `MAP_SHARED`, between processes; [`huge`]: huge pages for either).
+//! `MAP_SHARED`, between processes; [`huge`]: huge pages for either;
+//! `growable`: a file mapped as it grows, the journal's).
 //!
 //! # Two capabilities
 //! The protocols touch a region's memory only through [`Region`], which
@@ -20,13 +21,15 @@
 //!   time, ownership passing from writer to reader by a Release store the
 //!   reader loads with Acquire (and back by the reader's own Release
 //!   store), so no access to them ever races. The stream (`crate::stream`)
-//!   is their one user: its producer writes record headers and payloads
+//!   is their main user: its producer writes record headers and payloads
 //!   outside `[HEAD, TAIL)` and publishes them with its Release store of
 //!   `TAIL`; its consumer reads `[HEAD, TAIL)` after an Acquire load of
 //!   `TAIL` and gives the bytes back with its Release store of `HEAD`. The
 //!   broadcast bus never uses them (its slots are read while being
-//!   written), nor does the journal, which maps its file itself and puts
-//!   records on the ring through the atomic slot protocol.
+//!   written). The journal's writer does, on its own file's region
+//!   (`growable`): the bytes past the file's valid prefix are its alone,
+//!   written plainly, and each record's check word, an atomic word, is
+//!   stored last.
 //!
 //! The two never meet on the same bytes at the same time (one exception,
 //! [`ShmRegion::prefault`], says so). That is what lets the same protocol
@@ -43,6 +46,8 @@
 //! (`O_NOFOLLOW`), sizes with `fstat` *before* mapping so a short file is an
 //! error and not a `SIGBUS`, maps, changes page protections, and unlinks.
 
+#[cfg(not(loom))]
+pub(crate) mod growable;
 pub(crate) mod heap;
 pub(crate) mod huge;
 #[cfg(not(loom))]

@@ -28,10 +28,12 @@
 //!   a `SIGBUS`.
 
 mod fingerprint;
+mod geometry;
 mod kind;
 mod page_header;
 
 pub use fingerprint::{fnv1a, TypeFingerprint};
+pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
 pub(crate) use page_header::round_up;
 pub use page_header::Header;

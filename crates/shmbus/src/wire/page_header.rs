@@ -2,7 +2,7 @@
 //! creator before the magic. Reading one back (and validating it) is
 //! `segment`'s job.
 
-use super::{flags, header, max_record, Kind, TypeFingerprint};
+use super::{flags, header, max_record, GeometryError, Kind, TypeFingerprint};
 use super::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
 use crate::mem::Region;
 use crate::sync::Ordering;
@@ -43,35 +43,35 @@ pub(crate) fn round_up(n: u64, to: u64) -> Option<u64> {
 }
 
 impl Header {
-    /// The geometry of a new broadcast bus. Errors are the reason, in words.
+    /// The geometry of a new broadcast bus.
     pub fn broadcast(
         capacity: u64,
         msg: TypeFingerprint,
         page_size: u64,
         first_seq: u64,
-    ) -> Result<Header, String> {
+    ) -> Result<Header, GeometryError> {
         if capacity == 0 || !capacity.is_power_of_two() {
-            return Err(format!(
-                "capacity {capacity} is not a power of two (1, 2, 4, ...)"
-            ));
+            return Err(GeometryError::Capacity { capacity });
         }
         if msg.size == 0 || msg.size > MAX_MSG_SIZE {
-            return Err(format!(
-                "message size {} is outside 1..={MAX_MSG_SIZE}",
-                msg.size
-            ));
+            return Err(GeometryError::MsgSize {
+                size: msg.size,
+                max: MAX_MSG_SIZE,
+            });
         }
-        let payload = round_up(u64::from(msg.size), 8).ok_or("message size overflows")?;
-        let slot_size =
-            round_up(STAMP_BYTES as u64 + payload, LINE as u64).ok_or("slot size overflows")?;
-        let data = capacity
+        // msg.size <= MAX_MSG_SIZE (16 MiB): these cannot overflow.
+        let payload = u64::from(msg.size).div_ceil(8) * 8;
+        let slot_size = (STAMP_BYTES as u64 + payload).div_ceil(LINE as u64) * LINE as u64;
+        let too_large = GeometryError::TooLarge {
+            capacity,
+            slot_size,
+        };
+        let total_len = capacity
             .checked_mul(slot_size)
-            .ok_or_else(|| format!("capacity {capacity} x slot {slot_size} bytes overflows"))?;
-        let data = round_up(data, page_size).ok_or("data size overflows")?;
-        let total_len = data
-            .checked_add(2 * page_size)
+            .and_then(|data| round_up(data, page_size))
+            .and_then(|data| data.checked_add(2 * page_size))
             .filter(|&t| t <= isize::MAX as u64)
-            .ok_or_else(|| format!("capacity {capacity} x slot {slot_size} bytes is too large"))?;
+            .ok_or(too_large)?;
         Ok(Header {
             kind: Kind::Broadcast,
             page_size,
@@ -92,13 +92,18 @@ impl Header {
     }
 
     /// The geometry of a new byte stream of `capacity` bytes.
-    pub fn stream(capacity: u64, page_size: u64) -> Result<Header, String> {
+    pub fn stream(capacity: u64, page_size: u64) -> Result<Header, GeometryError> {
         if !(MIN_STREAM..=MAX_STREAM).contains(&capacity) || !capacity.is_power_of_two() {
-            return Err(format!(
-                "stream capacity {capacity} is not a power of two in {MIN_STREAM}..={MAX_STREAM} bytes"
-            ));
+            return Err(GeometryError::StreamCapacity {
+                capacity,
+                min: MIN_STREAM,
+                max: MAX_STREAM,
+            });
         }
-        let data = round_up(capacity, page_size).ok_or("stream size overflows")?;
+        let data = round_up(capacity, page_size).ok_or(GeometryError::TooLarge {
+            capacity,
+            slot_size: 1,
+        })?;
         Ok(Header {
             kind: Kind::Stream,
             page_size,

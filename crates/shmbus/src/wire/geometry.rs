@@ -1,0 +1,67 @@
+//! Why a new segment's geometry is impossible: [`GeometryError`].
+
+use thiserror::Error;
+
+/// Why the geometry asked of a new bus or stream is impossible, found
+/// before any file is made.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, CreateError, GeometryError, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-geometryerror-{}", std::process::id());
+/// match Publisher::<u64>::create(&name, &BusOptions::new(100)) {
+///     Err(CreateError::InvalidGeometry(GeometryError::Capacity { capacity })) => {
+///         assert_eq!(capacity, 100)
+///     }
+///     other => panic!("expected a capacity error, got {:?}", other.err()),
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum GeometryError {
+    /// A bus's slot count is not a power of two.
+    #[error("capacity {capacity} is not a power of two (1, 2, 4, ...)")]
+    Capacity {
+        /// The slots asked for.
+        capacity: u64,
+    },
+    /// A message size is zero or above the format's limit.
+    #[error("message size {size} is outside 1..={max}")]
+    MsgSize {
+        /// The size asked for.
+        size: u32,
+        /// The largest the format allows.
+        max: u32,
+    },
+    /// The segment would pass the address space.
+    #[error("capacity {capacity} x slot {slot_size} bytes is too large")]
+    TooLarge {
+        /// Slots (a bus) or bytes (a stream, whose `slot_size` is 1).
+        capacity: u64,
+        /// Bytes per slot.
+        slot_size: u64,
+    },
+    /// A stream's byte capacity is not a power of two within the limits.
+    #[error("stream capacity {capacity} is not a power of two in {min}..={max} bytes")]
+    StreamCapacity {
+        /// The bytes asked for.
+        capacity: u64,
+        /// The smallest stream.
+        min: u64,
+        /// The largest stream.
+        max: u64,
+    },
+    /// A typed bus was given a message size other than its type's.
+    #[error("message size {asked} asked for a bus of `{type_name}`, which is {size} bytes")]
+    TypeSize {
+        /// `BusOptions::msg_size`.
+        asked: u32,
+        /// The message type.
+        type_name: String,
+        /// Its `size_of`.
+        size: u32,
+    },
+    /// A bus of raw bytes was created without a message size.
+    #[error("a bus of raw bytes needs BusOptions::msg_size")]
+    RawNeedsMsgSize,
+}
