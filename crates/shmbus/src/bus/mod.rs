@@ -1,7 +1,8 @@
 //! The broadcast bus: one publisher (or many, see [`claim`]), any number of
 //! subscribers, stamped slots.
 //!
-//! Files: [`stamp`] (the stamp codec), [`ring`] (the slot protocol over a
+//! Files: [`stamp`] (the stamp codec), [`copy`] (the racing payload
+//! copy), [`ring`] (the slot protocol over a
 //! region: write, read, lap, sleep), [`claim`] (its multi-publisher steps),
 //! [`payload`] (typed or raw messages), then the handles users hold:
 //! [`Publisher`], [`MpPublisher`], [`Subscriber`], [`SubscriberGroup`].
@@ -27,9 +28,23 @@
 //! A seqlock per slot, after Boehm, "Can seqlocks get along with programming
 //! language memory models?" (MSPC 2012), with the stamp in the slot as in
 //! photon-ring and Disruptor-style broadcast rings. The payload is copied
-//! with 64-bit atomic loads and stores ("atomic stripes"), so the racing copy
-//! a seqlock makes is defined behaviour; a reader that raced a writer throws
-//! its copy away and never returns it.
+//! by [`copy`]: 64-bit Relaxed atomics ("atomic stripes") under Miri, loom
+//! and off x86_64, an SSE2 `asm!` copy whose effect is Relaxed per-byte
+//! atomic accesses on x86_64, so the racing copy a seqlock makes is defined
+//! behaviour either way; a reader that raced a writer throws its copy away
+//! and never returns it.
+//!
+//! # Lagging
+//! A reader whose slot was overwritten (a confirmed lap, below) re-syncs
+//! half a ring behind the head: `to = head - ceil(capacity / 2)`, never
+//! before the oldest sequence the lapping stamp left in the ring, and
+//! reports `Lagged { skipped: to - pos }`. Not at the oldest slot
+//! (`head - capacity`): that is the next slot the publisher overwrites, so
+//! a reader there at full speed is lapped again at once, and loses another
+//! lap per lap. Half a ring gives it a half ring of slack to catch up and
+//! still delivers half a ring of history. Counting stays exact: delivered
+//! plus all `skipped` equal the messages published since the reader
+//! started. One- and two-slot buses re-sync to the newest message.
 //!
 //! # Untrusted stamps
 //! Any process that can open the file can store anything into a stamp or
@@ -61,6 +76,7 @@
 //! slot, which other processes may be reading at the same moment.
 
 pub(crate) mod claim;
+mod copy;
 mod group;
 mod mp_publisher;
 mod payload;
@@ -92,17 +108,20 @@ pub use subscriber::Subscriber;
 /// for i in 0..6 {
 ///     publisher.publish(&i);
 /// }
-/// // Six published into four slots: the first two are gone, and it is said.
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 2 }));
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
+/// // Six published into four slots: the first two are gone; a lapped
+/// // subscriber re-syncs half a ring behind the newest, and says so.
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 4 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(4)));
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Received<T> {
     /// The next message.
     Message(T),
-    /// The publisher overwrote `skipped` messages before this subscriber read
-    /// them; the cursor now points at the oldest message still in the ring.
+    /// The publisher overwrote messages before this subscriber read them;
+    /// it skipped `skipped` messages and re-synced half a ring behind the
+    /// newest (the bus module's "Lagging" rule), so at full speed it is
+    /// not lapped again at once.
     /// Over a subscriber's life, messages delivered plus all `skipped` equal
     /// the messages published since it started, exactly.
     Lagged {

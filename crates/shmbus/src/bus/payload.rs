@@ -6,7 +6,7 @@
 
 use bytemuck::Pod;
 
-use crate::wire::TypeFingerprint;
+use crate::wire::{GeometryError, TypeFingerprint};
 
 mod sealed {
     pub trait Sealed {}
@@ -38,20 +38,21 @@ pub trait Payload: sealed::Sealed {
     /// The fingerprint a new bus of this payload records, given the size
     /// its options ask for (required for `[u8]`).
     #[doc(hidden)]
-    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, String>;
+    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, GeometryError>;
     /// The fingerprint an opener insists on; `None` opens any bus.
     #[doc(hidden)]
     fn expected() -> Option<TypeFingerprint>;
 }
 
 impl<T: Pod> Payload for T {
-    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, String> {
+    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, GeometryError> {
         let fp = TypeFingerprint::of::<T>();
         match msg_size {
-            Some(n) if n != fp.size => Err(format!(
-                "message size {n} asked for a bus of `{}`, which is {} bytes",
-                fp.name, fp.size
-            )),
+            Some(n) if n != fp.size => Err(GeometryError::TypeSize {
+                asked: n,
+                size: fp.size,
+                type_name: fp.name,
+            }),
             _ => Ok(fp),
         }
     }
@@ -61,10 +62,10 @@ impl<T: Pod> Payload for T {
 }
 
 impl Payload for [u8] {
-    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, String> {
+    fn fingerprint(msg_size: Option<u32>) -> Result<TypeFingerprint, GeometryError> {
         msg_size
             .map(TypeFingerprint::bytes)
-            .ok_or_else(|| "a bus of raw bytes needs BusOptions::msg_size".to_owned())
+            .ok_or(GeometryError::RawNeedsMsgSize)
     }
     fn expected() -> Option<TypeFingerprint> {
         None

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::copy;
 use super::stamp::{ahead, decode, done, writing, Stamp};
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::{HeapRegion, Region};
@@ -237,24 +238,7 @@ impl<R: Region> Ring<R> {
     /// owner of the slot's odd stamp calls it.
     #[inline]
     pub(crate) fn store_payload(&self, seq: u64, src: &[u8]) {
-        let words = self.payload(seq);
-        let mut chunks = src.chunks_exact(8);
-        let mut i = 0;
-        for chunk in &mut chunks {
-            let w = u64::from_ne_bytes(chunk.try_into().expect("8-byte chunk"));
-            words[i].store(w, Ordering::Relaxed);
-            i += 1;
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut last = [0u8; 8];
-            last[..rest.len()].copy_from_slice(rest);
-            words[i].store(u64::from_ne_bytes(last), Ordering::Relaxed);
-            i += 1;
-        }
-        for w in &words[i..] {
-            w.store(0, Ordering::Relaxed);
-        }
+        copy::store(self.payload(seq), src);
     }
 
     /// The publisher half of the sleep protocol in `wait`.
@@ -275,18 +259,7 @@ impl<R: Region> Ring<R> {
         if before != want {
             return self.classify(seq, before);
         }
-        let words = self.payload(seq);
-        let mut chunks = dst.chunks_exact_mut(8);
-        let mut i = 0;
-        for chunk in &mut chunks {
-            chunk.copy_from_slice(&words[i].load(Ordering::Relaxed).to_ne_bytes());
-            i += 1;
-        }
-        let rest = chunks.into_remainder();
-        if !rest.is_empty() {
-            let last = words[i].load(Ordering::Relaxed).to_ne_bytes();
-            rest.copy_from_slice(&last[..rest.len()]);
-        }
+        copy::load(self.payload(seq), dst);
         // Acquire fence, paired with the publisher's Release fence in `write`:
         // if any word copied above came from a later write, the re-load below
         // sees that write's stamp (or a newer one).
@@ -318,13 +291,15 @@ impl<R: Region> Ring<R> {
         self.cursor().load(Ordering::Acquire)
     }
 
-    /// The oldest sequence a reader that was lapped by `newer` can still get,
-    /// given the cursor `head` (loaded after the stamp that named `newer`,
-    /// and confirmed by its slot, so a corrupt cursor cannot move the
-    /// reader past what was published).
-    fn oldest_after_lap(&self, newer: u64, head: u64) -> u64 {
+    /// Where a reader lapped by `newer` re-syncs, given the cursor `head`
+    /// (loaded after the stamp that named `newer`, and confirmed by its
+    /// slot, so a corrupt cursor cannot move the reader past what was
+    /// published): half a ring behind the head, `head - ceil(capacity / 2)`
+    /// (the "Lagging" rule of the bus module). Never before `by_slot`, the
+    /// oldest sequence `newer` has not evicted.
+    fn resync_after_lap(&self, newer: u64, head: u64) -> u64 {
         let by_slot = newer.wrapping_add(1).wrapping_sub(self.geo.capacity);
-        let by_head = head.wrapping_sub(self.geo.capacity);
+        let by_head = head.wrapping_sub(self.geo.capacity.div_ceil(2));
         if ahead(by_head, by_slot) > 0 {
             by_head
         } else {
@@ -405,8 +380,9 @@ impl<R: Region> Ring<R> {
             return self.skip_one(pos, head);
         }
         // newer >= pos + capacity (same slot, ahead), so by_slot > pos; and
-        // newer <= head, so to <= head: 1 <= skipped <= head - pos.
-        let to = self.oldest_after_lap(newer, head);
+        // newer <= head, so by_slot <= head + 1 - capacity <= head, and
+        // by_head < head: 1 <= skipped <= head - pos.
+        let to = self.resync_after_lap(newer, head);
         let skipped = to.wrapping_sub(*pos);
         *pos = to;
         Poll::Lagged(skipped)

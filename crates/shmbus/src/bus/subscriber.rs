@@ -13,7 +13,7 @@ use crate::wait::{Wait, WaitStrategy};
 /// Reads messages of payload `T` from a bus, at its own cursor. It never
 /// slows the publisher: if it falls a whole ring behind it is lapped, and
 /// its next receive says how many messages it lost
-/// ([`Received::Lagged`]) and goes on with the oldest one still there.
+/// ([`Received::Lagged`]) and goes on half a ring behind the newest.
 /// Over its life, messages delivered plus all `skipped` equal the messages
 /// published since it started, exactly.
 ///
@@ -31,8 +31,9 @@ use crate::wait::{Wait, WaitStrategy};
 /// for i in 0..6 {
 ///     publisher.publish(&i);
 /// }
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 2 }));
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
+/// // Lapped: it re-syncs half a ring (2) behind the newest.
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 4 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(4)));
 /// shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

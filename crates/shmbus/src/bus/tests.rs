@@ -21,11 +21,52 @@ mod ring {
         for i in 0..10 {
             p.publish(&i);
         }
-        assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 6 }));
-        for i in 6..10 {
+        // Re-synced half a ring behind the head (8), not at the oldest (6).
+        assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 8 }));
+        for i in 8..10 {
             assert_eq!(s.try_recv(), Some(Received::Message(i)));
         }
         assert_eq!(s.try_recv(), None);
+    }
+
+    #[test]
+    fn a_lapped_subscriber_resyncs_half_a_ring_back_and_keeps_up_with_half_a_ring_more() {
+        const CAP: u64 = 8;
+        let mut p = bus(CAP);
+        let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        for i in 0..3 * CAP {
+            p.publish(&i);
+        }
+        assert_eq!(
+            s.try_recv(),
+            Some(Received::Lagged {
+                skipped: 3 * CAP - CAP / 2
+            })
+        );
+        // Re-synced at head - capacity/2: the publisher may write another
+        // half ring before the reader reads again, and it is not lapped.
+        // At the oldest slot (the old rule) the first of these would lap it.
+        for i in 3 * CAP..3 * CAP + CAP / 2 {
+            p.publish(&i);
+        }
+        for i in 3 * CAP - CAP / 2..3 * CAP + CAP / 2 {
+            assert_eq!(s.try_recv(), Some(Received::Message(i)));
+        }
+        assert_eq!(s.try_recv(), None);
+    }
+
+    #[test]
+    fn a_lapped_subscriber_of_a_one_or_two_slot_bus_resyncs_to_the_newest() {
+        for cap in [1, 2] {
+            let mut p = bus(cap);
+            let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+            for i in 0..5 {
+                p.publish(&i);
+            }
+            assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 4 }));
+            assert_eq!(s.try_recv(), Some(Received::Message(4)));
+            assert_eq!(s.try_recv(), None);
+        }
     }
 
     #[test]
@@ -197,8 +238,9 @@ mod claim {
         p.publish(&1).expect("committed");
         // The next lap of the stuck slot: waits 5 ms, then skips it.
         p.publish(&2).expect("committed");
-        assert_eq!(s.try_recv(), Some(Lagged { skipped: 1 }));
-        assert_eq!(s.try_recv(), Some(Message(1)));
+        // Lapped: a two-slot ring re-syncs to the newest (the "Lagging"
+        // rule), so the dead claim and message 1 are skipped together.
+        assert_eq!(s.try_recv(), Some(Lagged { skipped: 2 }));
         assert_eq!(s.try_recv(), Some(Message(2)));
         assert!(p.w.ring.commit(stuck).is_err());
     }
