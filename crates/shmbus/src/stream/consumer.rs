@@ -123,7 +123,9 @@ impl<R: Region> Consumer<R> {
     /// ```
     pub fn pop(&mut self, out: &mut Vec<u8>, wait: Wait) -> Result<(), PopError> {
         let (at, len) = self.next(wait)?;
-        out.clear();
+        // Zeroes only bytes `out` did not hold yet (a reused buffer: none):
+        // the copy below overwrites all `len` of them anyway.
+        out.truncate(len);
         out.resize(len, 0);
         // SAFETY: the record lies in [HEAD, TAIL), ours until we store HEAD;
         // the producer's Release store of TAIL made it visible.

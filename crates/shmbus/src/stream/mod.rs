@@ -30,7 +30,11 @@
 //!   payload itself is copied with plain `memcpy`: nobody else touches it.
 //! - Each side caches the other's cursor and reloads it only when the cached
 //!   value says "full" or "empty", so a steady stream costs one shared load
-//!   per batch of records, not one per record.
+//!   per batch of records, not one per record. The stores are not batched:
+//!   `TAIL` after each record for latency, `HEAD` after each record because
+//!   the file's `HEAD` is where a new consumer resumes (a batched one would
+//!   deliver records again after a crash), and batching it gained nothing
+//!   measurable (`examples/stream_bench.rs`, issue 13).
 //! - Both sides sleep on shared futexes with the doorbell protocol in
 //!   `wait`: the consumer on `DATA_BELL` (rung after each `TAIL` store), the
 //!   producer on `SPACE_BELL` (rung after each `HEAD` store).

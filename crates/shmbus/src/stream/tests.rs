@@ -32,6 +32,18 @@ fn records_of_every_length_arrive_whole_and_in_order() {
 }
 
 #[test]
+fn a_reused_pop_buffer_holds_exactly_each_record_shorter_or_longer_than_before() {
+    let (mut p, mut c) = pair(256);
+    let mut out = vec![0xEE; 100];
+    for len in [40, 3, 0, 17, 64, 64, 1] {
+        let rec: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+        p.push(&rec, Wait::Never).expect("room");
+        c.pop(&mut out, Wait::Never).expect("a record");
+        assert_eq!(out, rec, "a {len}-byte record");
+    }
+}
+
+#[test]
 fn a_full_stream_says_full_and_a_too_long_record_is_refused() {
     let (mut p, mut c) = pair(64);
     assert_eq!(p.max_record(), 24);
