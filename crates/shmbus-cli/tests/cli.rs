@@ -239,8 +239,9 @@ fn lag_is_reported_on_stderr_as_lagged_skipped_n() {
     create(&bus, 8, 4);
     // The subscriber joins the empty bus at sequence 0 and falls asleep;
     // stopped (SIGSTOP) while ten messages go by, it wakes lapped: slots
-    // hold 7..10, so it must report 6 skipped, then print those 4.
-    let sub = spawn_sub(&[&bus, "--from", "oldest", "--count", "4", "--timeout", "10"]);
+    // hold 7..10, and it re-syncs half a ring (2) behind the newest, so it
+    // must report 8 skipped, then print 9 and 10.
+    let sub = spawn_sub(&[&bus, "--from", "oldest", "--count", "2", "--timeout", "10"]);
     wait_until_waiting(&bus, &sub);
     signal(&sub, rustix::process::Signal::STOP);
     wait_for("the subscriber to stop", || {
@@ -250,8 +251,8 @@ fn lag_is_reported_on_stderr_as_lagged_skipped_n() {
     signal(&sub, rustix::process::Signal::CONT);
     let out = sub.wait();
     out.assert_success();
-    assert_eq!(out.stderr, "lagged: skipped 6\n");
-    assert_eq!(out.stdout(), "7\n8\n9\n10\n");
+    assert_eq!(out.stderr, "lagged: skipped 8\n");
+    assert_eq!(out.stdout(), "9\n10\n");
 }
 
 #[test]
@@ -1007,17 +1008,27 @@ fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_s
     let out = demo.wait();
     out.assert_success();
     let text = out.stdout();
+    // live-1 spins on a CPU of its own when the machine has one idle, and
+    // its lines say so; every other subscriber sleeps on the futex.
+    let spins = text.contains("live-1 busy-spins on CPU");
     for label in ["live-1", "live-2", "late#2"] {
+        let how = if label == "live-1" && spins {
+            "spin on CPU "
+        } else {
+            "futex | "
+        };
         assert!(
-            text.contains(&format!("] [{label}] avg: ")),
-            "no round line of {label}: {text}"
+            text.lines().any(|l| l.starts_with("[round ")
+                && l.contains(&format!("] [{label}] {how}"))
+                && l.contains("| avg: ")),
+            "no round line of {label} saying {how:?}: {text}"
         );
         assert!(
             text.contains(&format!("[{label}] state equal: yes")),
             "{label} not equal: {text}"
         );
     }
-    assert!(text.contains("[round 1] [live-1] avg: "), "{text}");
+    assert!(text.contains("[round 1] [live-1] "), "{text}");
     assert!(text.contains("| lost: "), "{text}");
     assert!(text.contains("journal compacted"), "{text}");
     assert!(text.contains("[late#1] killed with SIGKILL"), "{text}");
@@ -1027,6 +1038,31 @@ fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_s
         0,
         "journal left behind"
     );
+}
+
+#[test]
+fn demo_spin_cpu_gives_live_1_a_cpu_of_its_own_and_its_lines_say_so() {
+    let out = shmbus(&["demo", "--quick", "--spin-cpu", "100000"]);
+    out.assert_error(2, "--spin-cpu 100000: not one of at least two CPUs");
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return;
+    }
+    let dir = ShmDir::new("demo-spin");
+    let out = start(&["demo", "--quick", "--dir", dir.dir(), "--spin-cpu", "0"]).wait();
+    out.assert_success();
+    let text = out.stdout();
+    assert!(text.contains("live-1 busy-spins on CPU 0"), "{text}");
+    for round in 1..=6 {
+        assert!(
+            text.contains(&format!("[round {round}] [live-1] spin on CPU 0 | avg: ")),
+            "round {round}: {text}"
+        );
+        assert!(
+            text.contains(&format!("[round {round}] [live-2] futex | avg: ")),
+            "round {round}: {text}"
+        );
+    }
+    assert!(text.contains("[live-1] state equal: yes"), "{text}");
 }
 
 // Many publishers.

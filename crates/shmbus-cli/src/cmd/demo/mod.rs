@@ -68,6 +68,11 @@ pub struct DemoArgs {
     /// A run of a few seconds.
     #[arg(long)]
     pub quick: bool,
+    /// The CPU live-1 busy-spins on, kept free of the rest of the demo
+    /// [default: the last one this process may use, if the load average
+    /// leaves a CPU idle; else live-1 sleeps on the futex like the others].
+    #[arg(long, value_name = "CPU")]
+    pub spin_cpu: Option<usize>,
 }
 
 /// Arguments of the hidden `shmbus demo-child`: one role of the demo.
@@ -99,6 +104,10 @@ pub struct ChildArgs {
     /// Subscriber: the sequence of the first update.
     #[arg(long, default_value_t = 0)]
     first: u64,
+    /// Subscriber: busy-spin, alone on this CPU (the others were kept off
+    /// it), instead of sleeping on the futex.
+    #[arg(long)]
+    spin_cpu: Option<usize>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,14 +199,26 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     files.extend(shmbus::internals::side_files(&journal));
     let _files = Leftovers(files);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let spin_cpu = match args.spin_cpu {
+        Some(cpu) => Some(reserve_cpu(cpu)?),
+        None => spare_cpu(),
+    };
     print(&format!(
         "shmbus demo: {} rounds of {} updates over {} keys, one every {} µs; \
          a publisher, 2 live subscribers and a late joiner on {cpus} CPUs",
         plan.rounds, plan.updates, plan.keys, plan.pace_us
     ))?;
+    let waits = match spin_cpu {
+        Some(cpu) => format!(
+            "live-1 busy-spins on CPU {cpu}, kept free for it: the bus's own latency; \
+             live-2 and the late joiner poll 50 µs, then sleep on a futex: a wake-up's cost"
+        ),
+        None => "every subscriber polls 50 µs, then sleeps on a futex (no idle CPU \
+                 for one that spins: fewer than 2, or the load average leaves none)"
+            .to_owned(),
+    };
     print(&format!(
-        "  latency: publisher's send to subscriber's receive (CLOCK_MONOTONIC); subscribers \
-         poll 50 µs, then sleep on a futex\n  \
+        "  latency: publisher's send to subscriber's receive (CLOCK_MONOTONIC); {waits}\n  \
          lost: updates of the round not taken live from the ring (repaired from the journal, \
          or gone: folded by the compaction into their key's last value)\n  \
          late joiner: joins after round {}, is SIGKILLed after round {} while the journal is \
@@ -249,10 +270,14 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         .map_err(|_| CliError::runtime(format!("publisher said READY {:?}", ready[0])))?;
     let mut sub_args = common("subscriber");
     sub_args.extend(["--first".to_string(), first.to_string()]);
-    let live: Vec<usize> = ["live-1", "live-2"]
-        .iter()
-        .map(|label| kids.spawn(label, &sub_args))
-        .collect::<Result<_, _>>()?;
+    let mut spin_args = sub_args.clone();
+    if let Some(cpu) = spin_cpu {
+        spin_args.extend(["--spin-cpu".to_string(), cpu.to_string()]);
+    }
+    let live = vec![
+        kids.spawn("live-1", &spin_args)?,
+        kids.spawn("live-2", &sub_args)?,
+    ];
     kids.ready(&live, deadline)?;
     if let Some(stdin) = kids.list[publisher].stdin.as_mut() {
         writeln!(stdin, "GO").map_err(|e| CliError::runtime(format!("publisher: {e}")))?;
@@ -323,6 +348,47 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     }
 }
 
+/// A CPU for the spinning subscriber, taken out of this process's affinity
+/// set (which every child inherits) so that none of the demo runs there;
+/// `None` with fewer than two CPUs to run on, when the machine is busy (a
+/// one-minute load average that leaves no CPU idle: a spinner that shares
+/// its CPU waits for a scheduler slice, milliseconds, not for the bus), or
+/// where affinity cannot be set.
+fn spare_cpu() -> Option<usize> {
+    let set = rustix::thread::sched_getaffinity(None).ok()?;
+    let load: f64 = std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    if set.count() < 2 || load > f64::from(set.count()) - 1.0 {
+        return None;
+    }
+    let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
+        .rev()
+        .find(|&c| set.is_set(c))?;
+    reserve_cpu(cpu).ok()
+}
+
+/// Keeps this process, and so every child it starts, off `cpu`, which
+/// must be one of at least two it may use.
+fn reserve_cpu(cpu: usize) -> Result<usize, CliError> {
+    let mut set = rustix::thread::sched_getaffinity(None)
+        .map_err(|e| CliError::runtime(format!("sched_getaffinity: {e}")))?;
+    if cpu >= rustix::thread::CpuSet::MAX_CPU || !set.is_set(cpu) || set.count() < 2 {
+        return Err(CliError::usage(format!(
+            "--spin-cpu {cpu}: not one of at least two CPUs this process may run on \
+             ({} allowed)",
+            set.count()
+        )));
+    }
+    set.unset(cpu);
+    rustix::thread::sched_setaffinity(None, &set)
+        .map_err(|e| CliError::runtime(format!("sched_setaffinity: {e}")))?;
+    Ok(cpu)
+}
+
 /// Bytes the records take (the file is allocated ahead in chunks).
 fn journal_size(j: &JournalStat) -> String {
     let used =
@@ -348,6 +414,12 @@ pub fn run_child(args: &ChildArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::runtime(format!("prctl: {e}")))?;
     if rustix::process::getppid().map(|p| p.as_raw_nonzero().get()) != Some(args.parent) {
         return Err(CliError::runtime("the demo is gone"));
+    }
+    if let Some(cpu) = args.spin_cpu {
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        rustix::thread::sched_setaffinity(None, &set)
+            .map_err(|e| CliError::runtime(format!("sched_setaffinity to CPU {cpu}: {e}")))?;
     }
     match args.role {
         Role::Publisher => publisher::run(args),

@@ -28,9 +28,10 @@ impl RoundStats {
         }
     }
 
-    /// The round's line: `[round 1] avg: 61 ns | min: 30 ns | p50: 60 ns |
-    /// p90: 70 ns | p99: 80 ns | lost: 0`, with the subscriber's label.
-    fn line(&self, round: u64, label: &str) -> String {
+    /// The round's line: `[round 1] [live-1] spin on CPU 1 | avg: 61 ns |
+    /// min: 30 ns | p50: 60 ns | p90: 70 ns | p99: 80 ns | lost: 0`, with the
+    /// subscriber's label and how it waits (`spin on CPU n` or `futex`).
+    fn line(&self, round: u64, label: &str, how: &str) -> String {
         let h = &self.latency;
         let lost = self.repaired + self.gone;
         let why = if lost > 0 {
@@ -43,11 +44,11 @@ impl RoundStats {
         };
         if h.is_empty() {
             return format!(
-                "[round {round}] [{label}] no update live from the ring | lost: {lost}{why}"
+                "[round {round}] [{label}] {how} | no update live from the ring | lost: {lost}{why}"
             );
         }
         format!(
-            "[round {round}] [{label}] avg: {:.0} ns | min: {} ns | p50: {} ns | p90: {} ns | p99: {} ns | lost: {lost}{why}",
+            "[round {round}] [{label}] {how} | avg: {:.0} ns | min: {} ns | p50: {} ns | p90: {} ns | p99: {} ns | lost: {lost}{why}",
             h.mean(),
             h.min(),
             h.value_at_quantile(0.5),
@@ -59,9 +60,16 @@ impl RoundStats {
 
 /// Runs a subscriber until it has the publisher's last update.
 pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
-    let opts = JoinOptions::default().wait(WaitStrategy::SpinFutex {
-        spin: Duration::from_micros(50),
-    });
+    let (strategy, how) = match a.spin_cpu {
+        Some(cpu) => (WaitStrategy::BusySpin, format!("spin on CPU {cpu}")),
+        None => (
+            WaitStrategy::SpinFutex {
+                spin: Duration::from_micros(50),
+            },
+            "futex".to_owned(),
+        ),
+    };
+    let opts = JoinOptions::default().wait(strategy);
     let t0 = Instant::now();
     let mut sub = JournalSubscriber::<Update>::join(&a.bus, &opts)
         .map_err(|e| fail("join")(e.to_string()))?;
@@ -108,7 +116,7 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
             let r = round_of(e.seq);
             if current.as_ref().is_none_or(|(c, _)| *c != r) {
                 if let Some((c, s)) = current.replace((r, RoundStats::new())) {
-                    say(&format!("SAY {}", s.line(c, &a.label)))?;
+                    say(&format!("SAY {}", s.line(c, &a.label, &how)))?;
                 }
             }
             let (_, s) = current.as_mut().expect("set above");
@@ -124,7 +132,7 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
         }
     }
     if let Some((c, s)) = current {
-        say(&format!("SAY {}", s.line(c, &a.label)))?;
+        say(&format!("SAY {}", s.line(c, &a.label, &how)))?;
     }
     say_done(&state)
 }
