@@ -34,6 +34,8 @@ pub struct Figures {
     pub receiver: Delta,
     /// Messages the receivers got, summed.
     pub received: u64,
+    /// Measured messages (and pongs) whose bytes failed the payload check.
+    pub checksum_errors: u64,
     /// Why it did not run, if it did not.
     pub skipped: Option<String>,
 }
@@ -76,6 +78,7 @@ impl Figures {
             sender: fresh_delta(),
             receiver: fresh_delta(),
             received: 0,
+            checksum_errors: 0,
             skipped: None,
         }
     }
@@ -98,6 +101,7 @@ impl Figures {
             }
             self.lost += plan.count.saturating_sub(r.received);
             self.received += r.received;
+            self.checksum_errors += r.checksum_errors;
             add(&mut self.receiver, &r.counters);
             if plan.pattern == Pattern::Throughput && r.received > 1 && r.last > r.first {
                 let secs = (r.last - r.first) as f64 / ticks_per_ns / 1e9;
@@ -114,6 +118,7 @@ impl Figures {
             }
         }
         self.sent += plan.count;
+        self.checksum_errors += block.sender.checksum_errors;
         add(&mut self.sender, &block.sender.counters);
         Ok(())
     }

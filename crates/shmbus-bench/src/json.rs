@@ -95,6 +95,10 @@ fn result_json(f: &Figures, t: f64) -> Value {
         "receiver": side(&f.receiver),
         "lost": if f.skipped.is_some() || f.case.pattern == Pattern::Pingpong { Value::Null } else { json!(f.lost) },
         "sent": f.sent,
+        // Every receiver (and the pingpong sender) folds every byte of
+        // every message it gets and checks it: see `payload`.
+        "receiver_reads_payload": true,
+        "checksum_errors": if f.skipped.is_some() { Value::Null } else { json!(f.checksum_errors) },
         "skipped": f.skipped,
     })
 }

@@ -27,6 +27,7 @@ mod mech;
 mod memcpy;
 mod mpmc;
 mod pattern;
+mod payload;
 mod plot;
 mod report;
 mod rounds;
@@ -63,6 +64,12 @@ enum Hidden {
 
 fn main() -> ExitCode {
     use clap::Parser;
+    // Before any thread: crossbar's discovery registry goes to a file of
+    // this run (children inherit it), which its blocks remove.
+    if std::env::var_os(mech::crossbar_pool::REGISTRY_VAR).is_none() {
+        let path = mech::crossbar_pool::registry_path(std::process::id());
+        std::env::set_var(mech::crossbar_pool::REGISTRY_VAR, path);
+    }
     let cli = Cli::parse();
     let result = match &cli.hidden {
         Some(Hidden::Child(args)) => child::run_child(args),

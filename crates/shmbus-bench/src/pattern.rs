@@ -1,5 +1,10 @@
 //! What the sender and each receiver do, per pattern. The same loops run in
 //! a child process and in a thread, over any [`Endpoint`].
+//!
+//! Every side that receives a message reads all of it, in place where the
+//! mechanism hands out shared memory, and checks it (see `payload`) before
+//! it reads the clock: a zero-copy mechanism does not get to skip the bytes
+//! a real consumer reads. Mismatches are counted, never fatal.
 
 use std::io;
 
@@ -9,7 +14,8 @@ use crate::case::Pattern;
 use crate::clock::Source;
 use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
-use crate::mech::{marker, stamp, unstamp, Endpoint, Got};
+use crate::mech::{marker, unstamp, Endpoint, Got};
+use crate::payload::{self, Check};
 
 /// The least time a sender warms up for.
 const WARMUP_TIME: std::time::Duration = std::time::Duration::from_millis(30);
@@ -45,6 +51,8 @@ pub struct SenderReport {
     pub rtt: Option<Histogram<u64>>,
     /// The sender thread's counters over the measured interval.
     pub counters: Delta,
+    /// Pongs whose bytes did not fold to what their header implies.
+    pub checksum_errors: u64,
 }
 
 /// A receiver's side of a block.
@@ -62,6 +70,8 @@ pub struct ReceiverReport {
     pub counters: Delta,
     /// Losses the mechanism itself reported (shmbus lag), all messages.
     pub reported_lost: u64,
+    /// Messages whose bytes did not fold to what their header implies.
+    pub checksum_errors: u64,
 }
 
 fn new_hist() -> Histogram<u64> {
@@ -72,13 +82,16 @@ fn new_hist() -> Histogram<u64> {
 pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     let clock = plan.clock;
     let mut buf = vec![0u8; plan.msg_size];
+    payload::fill(&mut buf);
+    let check = Check::new(plan.msg_size);
     let duplex = plan.pattern == Pattern::Pingpong;
+    // Warm-up pongs are read and checked too, but not counted.
     let one = |ep: &mut dyn Endpoint, seq: u64, buf: &mut [u8]| -> io::Result<()> {
         let t = clock.now();
-        stamp(buf, seq, t);
+        payload::seal(buf, seq, t);
         ep.send(buf)?;
         if duplex {
-            wait_echo(ep, seq)?;
+            wait_echo(ep, seq, &check)?;
         } else if plan.pace > 0 {
             while clock.now().wrapping_sub(t) < plan.pace {
                 std::hint::spin_loop();
@@ -99,11 +112,12 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
         one(ep, extra % plan.warmup, &mut buf)?;
         extra += 1;
     }
-    stamp(&mut buf, marker::START, 0);
+    payload::seal(&mut buf, marker::START, 0);
     ep.send(&buf)?;
     if duplex {
-        wait_echo(ep, marker::START)?;
+        wait_echo(ep, marker::START, &check)?;
     }
+    let mut errors = 0u64;
     let mut counters = Counters::for_this_thread();
     let before = counters.snapshot();
     let mut rtt = duplex.then(new_hist);
@@ -111,9 +125,9 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     for seq in plan.warmup..end {
         if let Some(h) = rtt.as_mut() {
             let t0 = clock.now();
-            stamp(&mut buf, seq, t0);
+            payload::seal(&mut buf, seq, t0);
             ep.send(&buf)?;
-            wait_echo(ep, seq)?;
+            errors += wait_echo(ep, seq, &check)?;
             h.saturating_record(clock.now().wrapping_sub(t0).max(1));
         } else {
             one(ep, seq, &mut buf)?;
@@ -123,16 +137,23 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     Ok(SenderReport {
         rtt,
         counters: before.since(&after),
+        checksum_errors: errors,
     })
 }
 
-fn wait_echo(ep: &mut dyn Endpoint, seq: u64) -> io::Result<()> {
+/// Waits for the pong of `seq`, reading all of it; 1 if it failed the check.
+fn wait_echo(ep: &mut dyn Endpoint, seq: u64, check: &Check) -> io::Result<u64> {
     loop {
         match ep.recv()? {
-            Got::Msg(m) if unstamp(m).0 == seq => return Ok(()),
-            // A pong from before (cannot happen on a lossless link) or a
-            // loss report: keep waiting for ours.
-            _ => continue,
+            Got::Msg(m) => {
+                let (got, ts) = unstamp(m);
+                if got == seq {
+                    return Ok(u64::from(!check.holds(m, got, ts)));
+                }
+                // A pong from before (cannot happen on a lossless link):
+                // keep waiting for ours.
+            }
+            Got::Lost(_) => continue,
         }
     }
 }
@@ -144,6 +165,8 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
     let timed = matches!(plan.pattern, Pattern::Oneway | Pattern::Fanout);
     let measured = plan.warmup..plan.warmup + plan.count;
     let mut hist = new_hist();
+    let check = Check::new(plan.msg_size);
+    let mut checksum_errors = 0u64;
     let mut echo = vec![0u8; plan.msg_size];
     let mut counters = Counters::for_this_thread();
     let mut before = None;
@@ -156,11 +179,14 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
                 continue;
             }
         };
-        let now = clock.now();
         let (seq, sent) = unstamp(msg);
         if seq == marker::STOP {
             break;
         }
+        // Every byte is read before the clock is: the message has arrived
+        // when its consumer has it all. Markers carry no pattern.
+        let intact = seq == marker::START || check.holds(msg, seq, sent);
+        let now = clock.now();
         if duplex {
             echo.copy_from_slice(msg);
             ep.send(&echo)?;
@@ -170,6 +196,7 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
             continue;
         }
         if measured.contains(&seq) {
+            checksum_errors += u64::from(!intact);
             if before.is_none() {
                 // START was lost (a lossy mechanism): count from here.
                 before = Some(counters.snapshot());
@@ -194,6 +221,7 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
         last,
         counters,
         reported_lost,
+        checksum_errors,
     })
 }
 

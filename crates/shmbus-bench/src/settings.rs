@@ -18,7 +18,10 @@ const SHARED_MEMORY: &[&str] = &[
     "shmbus",
     "shmbus-threads",
     "shmbus-stream",
+    "ipc_ring",
+    "crossbar-podbus",
     "iceoryx2",
+    "crossbar-pool",
     "ipmpsc",
     "photon-ring",
 ];

@@ -91,6 +91,11 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 "cs/msg",
             ]);
         }
+        let corrupt: Vec<String> = figs
+            .iter()
+            .filter(|f| f.checksum_errors > 0)
+            .map(|f| format!("{} ({})", f.mechanism, f.checksum_errors))
+            .collect();
         for f in figs {
             let name = if f.mechanism == MEMCPY {
                 "memcpy (1 core)".to_owned()
@@ -159,6 +164,12 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
             }
         }
         println!("{table}");
+        if !corrupt.is_empty() {
+            println!(
+                "payload check FAILED (torn or corrupt messages): {}",
+                corrupt.join(", ")
+            );
+        }
         if pattern == Pattern::Throughput {
             println!(
                 "memcpy (1 core): the sender's loop copying each message into a \

@@ -5,14 +5,19 @@
 //! receivers (child processes re-executed from this binary, or threads for
 //! in-process mechanisms). Every message is `msg_size` bytes; its first 8
 //! bytes are the sequence number (or a [`marker`]), the next 8 the sender's
-//! clock (see `clock`). Receivers answer on the way back only in pingpong.
+//! clock (see `clock`), the rest a checked pattern (see `payload`) that the
+//! harness, not the adapter, reads in full. Receivers answer on the way
+//! back only in pingpong.
 
 use std::io;
 
 use crate::error::BenchError;
 
+pub mod crossbar_podbus;
+pub mod crossbar_pool;
 pub mod floor;
 pub mod iceoryx2_pubsub;
+pub mod ipc_ring_spsc;
 pub mod ipmpsc_ring;
 pub mod kio;
 pub mod mq;
@@ -116,6 +121,8 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &shmbus_bus::ShmbusBus,
         &shmbus_bus::ShmbusThreads,
         &shmbus_stream::ShmbusStream,
+        &ipc_ring_spsc::IpcRing,
+        &crossbar_podbus::CrossbarPodBus,
         &pipe::Pipe,
         &uds::Uds,
         &tcp::Tcp,
@@ -123,6 +130,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &udp::Udp,
         &mq::Mq,
         &iceoryx2_pubsub::Iceoryx2,
+        &crossbar_pool::CrossbarPool,
         &ipmpsc_ring::Ipmpsc,
         &photon::PhotonRing,
     ]
@@ -162,24 +170,9 @@ pub mod marker {
     pub const STOP: u64 = u64::MAX;
 }
 
-/// Bytes of the header every message starts with: the sequence, then the
-/// timestamp.
-pub const HEADER: usize = 16;
-
-/// Writes the header (sequence, timestamp) into a message buffer.
-#[inline(always)]
-pub fn stamp(buf: &mut [u8], seq: u64, ts: u64) {
-    buf[..8].copy_from_slice(&seq.to_le_bytes());
-    buf[8..16].copy_from_slice(&ts.to_le_bytes());
-}
-
-/// Reads (sequence, timestamp) from a message.
-#[inline(always)]
-pub fn unstamp(msg: &[u8]) -> (u64, u64) {
-    let seq = u64::from_le_bytes(msg[..8].try_into().expect("16-byte header"));
-    let ts = u64::from_le_bytes(msg[8..16].try_into().expect("16-byte header"));
-    (seq, ts)
-}
+// The header codec is the message format's (payload.rs); the adapters use it
+// through here.
+pub use crate::payload::{stamp, unstamp, HEADER};
 
 /// When the running block must be over: a receiver or sender that polls
 /// shared memory has no end-of-file to tell it that its peer died, so it

@@ -1,0 +1,212 @@
+//! `crossbar-podbus`: the crossbar crate's `PodBus`, a seqlock SPMC
+//! broadcast ring between processes (a file under /dev/shm, mapped by each
+//! side, with a lock file beside it).
+//!
+//! Configured like shmbus's bus: the lossy ring (`PodBus::create`, the
+//! publisher never waits), sized by `ring_slots` (~4 MiB of messages, 64 to
+//! 16384 slots), subscribers busy-polling `try_recv` (which copies the
+//! value out of its slot: a seqlock read). A subscriber that falls behind
+//! skips ahead; the growth of its `total_lagged` is passed on as lost
+//! messages, like shmbus's lag. Pingpong uses a second bus back; fanout one
+//! bus with a subscriber per receiver.
+//!
+//! PodBus carries a `Pod` type fixed at compile time, so messages are
+//! `[u8; N]` for the sizes in [`SIZES`]; other sizes are not supported.
+//! It moves a value with one volatile read or write of the whole type,
+//! which LLVM expands byte by byte: above 4 KiB rustc overflows its stack
+//! compiling it (seen at 64 KiB), so 8 KiB and up are not supported. Each bus is made by its publisher (the sender the ping bus,
+//! receiver 0 the pong bus, in their `open`), the other side retrying its
+//! connect until it is there. A publisher removes its files when dropped;
+//! the block's `Resources` remove them too, for a child that was killed.
+
+use std::io;
+use std::time::{Duration, Instant};
+
+use ::crossbar::{BusSubscriber, PodBus};
+
+use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use crate::case::Pattern;
+
+/// crossbar's PodBus between processes.
+pub struct CrossbarPodBus;
+
+/// The message sizes this adapter has a `[u8; N]` for (see above).
+pub const SIZES: [usize; 9] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
+
+/// How long an open may wait for the peer's bus to appear.
+const OPEN_LIMIT: Duration = Duration::from_secs(10);
+
+fn io_err(what: &str, e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(format!("crossbar PodBus: {what}: {e}"))
+}
+
+fn ping(token: &str) -> String {
+    format!("{token}-ping")
+}
+
+fn pong(token: &str) -> String {
+    format!("{token}-pong")
+}
+
+/// The buses of a block; their files are removed on drop.
+struct Buses {
+    token: String,
+}
+
+impl Resources for Buses {
+    fn token(&self) -> String {
+        self.token.clone()
+    }
+}
+
+impl Drop for Buses {
+    fn drop(&mut self) {
+        for name in [ping(&self.token), pong(&self.token)] {
+            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-pod-{name}"));
+            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-pod-{name}.lock"));
+        }
+    }
+}
+
+fn connect<const N: usize>(name: &str) -> io::Result<BusSubscriber<[u8; N]>> {
+    let deadline = Instant::now() + OPEN_LIMIT;
+    loop {
+        match BusSubscriber::<[u8; N]>::connect(name) {
+            Ok(s) => return Ok(s),
+            // Not there yet (no file, or its publisher is still making it).
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => return Err(io_err(&format!("connect {name}"), e)),
+        }
+    }
+}
+
+fn create<const N: usize>(name: &str) -> io::Result<PodBus<[u8; N]>> {
+    PodBus::<[u8; N]>::create(name, super::ring_slots(N))
+        .map_err(|e| io_err(&format!("create {name}"), e))
+}
+
+struct Ends<const N: usize> {
+    tx: Option<PodBus<[u8; N]>>,
+    rx: Option<BusSubscriber<[u8; N]>>,
+    /// The last message received (`try_recv` returns a copy).
+    last: Box<[u8; N]>,
+    /// `last` is a message not handed out yet (a loss was reported first).
+    pending: bool,
+    /// The subscriber's `total_lagged` already reported.
+    lagged: u64,
+}
+
+impl<const N: usize> Endpoint for Ends<N> {
+    #[inline]
+    fn send(&mut self, msg: &[u8]) -> io::Result<()> {
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no way back on this end"))?;
+        let msg: &[u8; N] = msg.try_into().map_err(|_| {
+            io::Error::other(format!(
+                "crossbar PodBus: a {}-byte message on a {N}-byte bus",
+                msg.len()
+            ))
+        })?;
+        tx.publish(*msg);
+        Ok(())
+    }
+    #[inline]
+    fn recv(&mut self) -> io::Result<Got<'_>> {
+        if std::mem::take(&mut self.pending) {
+            return Ok(Got::Msg(&self.last[..]));
+        }
+        let rx = self
+            .rx
+            .as_mut()
+            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let mut patience = super::Patience::default();
+        loop {
+            let got = rx.try_recv();
+            let lost = rx.total_lagged() - self.lagged;
+            self.lagged = rx.total_lagged();
+            match (got, lost) {
+                (Some(m), 0) => {
+                    *self.last = m;
+                    return Ok(Got::Msg(&self.last[..]));
+                }
+                (Some(m), n) => {
+                    *self.last = m;
+                    self.pending = true;
+                    return Ok(Got::Lost(n));
+                }
+                (None, 0) => patience.spin()?,
+                (None, n) => return Ok(Got::Lost(n)),
+            }
+        }
+    }
+}
+
+fn open_n<const N: usize>(
+    token: &str,
+    side: Side,
+    spec: &ChannelSpec,
+) -> io::Result<Box<dyn Endpoint>> {
+    // Each side makes the bus it publishes before it waits for the other.
+    let (tx, rx) = match side {
+        Side::Sender => {
+            let tx = create::<N>(&ping(token))?;
+            let rx = spec
+                .duplex
+                .then(|| connect::<N>(&pong(token)))
+                .transpose()?;
+            (Some(tx), rx)
+        }
+        Side::Receiver(i) => {
+            let tx = (spec.duplex && i == 0)
+                .then(|| create::<N>(&pong(token)))
+                .transpose()?;
+            (tx, Some(connect::<N>(&ping(token))?))
+        }
+    };
+    Ok(Box::new(Ends {
+        tx,
+        rx,
+        last: Box::new([0; N]),
+        pending: false,
+        lagged: 0,
+    }))
+}
+
+impl Mechanism for CrossbarPodBus {
+    fn name(&self) -> &'static str {
+        "crossbar-podbus"
+    }
+    fn describe(&self) -> &'static str {
+        "crossbar PodBus seqlock SPMC ring between processes (/dev/shm, lossy, busy-poll)"
+    }
+    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
+        (!SIZES.contains(&msg_size)).then(|| {
+            "its message type is fixed at compile time, and its volatile copy of \
+             the whole type does not compile above 4 KiB: powers of two, 16 B to 4 KiB"
+                .into()
+        })
+    }
+    fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
+        Ok(Box::new(Buses {
+            token: format!("{}-xpod", spec.prefix),
+        }))
+    }
+    fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
+        match spec.msg_size {
+            16 => open_n::<16>(token, side, spec),
+            32 => open_n::<32>(token, side, spec),
+            64 => open_n::<64>(token, side, spec),
+            128 => open_n::<128>(token, side, spec),
+            256 => open_n::<256>(token, side, spec),
+            512 => open_n::<512>(token, side, spec),
+            1024 => open_n::<1024>(token, side, spec),
+            2048 => open_n::<2048>(token, side, spec),
+            4096 => open_n::<4096>(token, side, spec),
+            n => Err(io::Error::other(format!(
+                "crossbar PodBus: no {n}-byte message type (sizes {SIZES:?})"
+            ))),
+        }
+    }
+}
