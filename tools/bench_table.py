@@ -149,6 +149,13 @@ def headline(path):
           f"checks every byte it gets, in place for zero-copy peers. The kernel's best is the "
           f"fastest of {', '.join(KERNEL)} in each column (they run no 16 B round trip). "
           f"Every table: [docs/BENCHMARKS.md](docs/BENCHMARKS.md).")
+    missed = [t for t in d.get("targets", []) if not t["met"]]
+    if missed:
+        print()
+        print("Targets this run missed (why: [docs/GUIDE.md](docs/GUIDE.md#performance)):")
+        print()
+        for t in missed:
+            print(f"- {t['target']}: {t['found']} (wanted {t['wanted']})")
 
 
 def tables(d):

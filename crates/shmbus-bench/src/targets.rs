@@ -42,19 +42,32 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         |m: &str, size| get(m, Pattern::Throughput, Some(size)).and_then(|f| f.msgs_per_sec());
     let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
     let mut out = Vec::new();
-    // The floor moves one cache line each way. A message and its stamp fit
-    // one line up to 56 B; at 64 B they take two, and the second line is a
-    // second transfer the floor never makes (`floor-2line` measures that
-    // physical cost), so the 64 B ratio misses 1.15 by design of the slot.
+    // The floor moves one cache line each way and its receiver does the
+    // same fold of the message as every other (floor.rs). A 16 B message
+    // and its stamp fit one line; at 64 B they take two, so that size is
+    // held against `floor-2line`. Missed here so far: the seqlock writer
+    // stores to the line the reader is polling three times per message
+    // (odd stamp, payload, even stamp), so the line can cross twice where
+    // the floor's crosses once; that is the suspect, not yet proven.
+    for (size, floor) in [(ONE_LINE, "floor"), (64, "floor-2line")] {
+        out.extend(target(
+            &format!("shmbus pingpong p50 / {floor} p50 at {size} B"),
+            "<= 1.10",
+            ratio(p50_at("shmbus", size), p50_at(floor, size)),
+            |r| r <= 1.10,
+        ));
+    }
+    // The subscriber's line for `stat` and `top` (one store per receive)
+    // must cost nothing measurable: the same bus without it, same run.
     for size in [Some(ONE_LINE), main_size.filter(|&s| s != ONE_LINE)]
         .into_iter()
         .flatten()
     {
         out.extend(target(
-            &format!("shmbus pingpong p50 / floor p50 at {size} B"),
-            "<= 1.15",
-            ratio(p50_at("shmbus", size), p50_at("floor", size)),
-            |r| r <= 1.15,
+            &format!("shmbus pingpong p50 / shmbus-unregistered p50 at {size} B"),
+            "<= 1.05",
+            ratio(p50_at("shmbus", size), p50_at("shmbus-unregistered", size)),
+            |r| r <= 1.05,
         ));
     }
     for k in ["pipe", "uds", "tcp", "tcp-nagle", "udp", "mq"] {
@@ -67,9 +80,9 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
     }
     out.extend(target(
         "iceoryx2 pingpong p50 / shmbus p50",
-        ">= 2",
+        ">= 3",
         ratio(p50("iceoryx2"), p50("shmbus")),
-        |r| r >= 2.0,
+        |r| r >= 3.0,
     ));
     for k in ["crossbar-podbus", "crossbar-pool"] {
         out.extend(target(
@@ -90,24 +103,52 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         ratio(p99("iceoryx2"), p99("shmbus")),
         |r| r > 1.0,
     ));
-    // shmbus-threads and photon-ring run the same kind of seqlock slot
-    // between two threads; their round trips differ by less than the
-    // spread between rounds here, so this one comes out either way.
+    // photon-ring runs between two threads, so it is held against the bus
+    // between two threads. Missed here so far; besides the stamp line (see
+    // above), our publisher stores the shared cursor on a second line per
+    // message, which a waiting reader loads on every 64th empty poll, so
+    // that line moves too. Suspects, not yet measured apart.
     out.extend(target(
         "photon-ring p50 / shmbus-threads p50",
         ">= 1",
         ratio(p50("photon-ring"), p50("shmbus-threads")),
         |r| r >= 1.0,
     ));
+    let mut sizes: Vec<usize> = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Throughput)
+        .map(|f| f.case.msg_size)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
     // Throughput of a lossy ring is the rate a reader keeps up while the
     // writer laps it; it swings with how often the reader is lapped, which
     // is not the same from one ring design to the next, nor round to round.
-    for size in [16, 64] {
+    for &size in &sizes {
         out.extend(target(
             &format!("shmbus-threads / photon-ring throughput at {size} B"),
             ">= 1",
             ratio(rate("shmbus-threads", size), rate("photon-ring", size)),
             |r| r >= 1.0,
+        ));
+    }
+    // A bus copies each message in and out of a slot; the stream's records
+    // are contiguous, so its copies stream. Zero-copy loans (the next issue)
+    // are the bus's answer for large messages.
+    for &size in &sizes {
+        out.extend(target(
+            &format!("shmbus / shmbus-unregistered throughput at {size} B"),
+            ">= 0.95",
+            ratio(rate("shmbus", size), rate("shmbus-unregistered", size)),
+            |r| r >= 0.95,
+        ));
+    }
+    for &size in sizes.iter().filter(|&&s| s >= 4096) {
+        out.extend(target(
+            &format!("shmbus / shmbus-stream throughput at {size} B"),
+            ">= 0.8",
+            ratio(rate("shmbus", size), rate("shmbus-stream", size)),
+            |r| r >= 0.8,
         ));
     }
     out.extend(target(
@@ -120,20 +161,16 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
     // here is above what one core's memcpy moves. The references for the
     // byte stream are now ipc_ring (another SPSC ring, same run) and the
     // floor; for the bus, crossbar's PodBus (another seqlock ring).
+    // The journaled publisher's targets (mean <= 2x, p50 <= 1.5x the plain
+    // publisher) are checked by examples/journal_bench.rs, which times each
+    // publish call; this bench times deliveries, not publish calls.
     out.extend(target(
         "shmbus-stream / ipc_ring throughput at 256 B",
         ">= 1.5",
         ratio(rate("shmbus-stream", 256), rate("ipc_ring", 256)),
         |r| r >= 1.5,
     ));
-    let mut sizes: Vec<usize> = results
-        .iter()
-        .filter(|f| f.case.pattern == Pattern::Throughput)
-        .map(|f| f.case.msg_size)
-        .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    for &size in &sizes {
+    for &size in sizes.iter().filter(|&&s| s != 256) {
         out.extend(target(
             &format!("shmbus-stream / ipc_ring throughput at {size} B"),
             ">= 1",
@@ -176,20 +213,20 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         .iter()
         .filter(|f| f.mechanism == "shmbus" && f.skipped.is_none())
     {
-        let what = format!(
-            "shmbus {} {} B system calls per message",
-            f.case.pattern.name(),
-            f.case.msg_size
-        );
+        let case = match f.case.receivers {
+            1 => format!("{} {} B", f.case.pattern.name(), f.case.msg_size),
+            n => format!(
+                "{} {} B to {n} receivers",
+                f.case.pattern.name(),
+                f.case.msg_size
+            ),
+        };
+        let what = format!("shmbus {case} system calls per message");
         out.extend(target(&what, "0", f.syscalls_per_msg(), |s| s < 0.001));
         // Spinning threads are still preempted by the scheduler tick when
         // another task wants the CPU: those switches come per second of the
         // run, not per message, and show on a busy machine.
-        let what = format!(
-            "shmbus {} {} B context switches per message",
-            f.case.pattern.name(),
-            f.case.msg_size
-        );
+        let what = format!("shmbus {case} context switches per message");
         out.extend(target(&what, "0", Some(f.ctx_per_msg()), |s| s < 0.001));
     }
     out
