@@ -58,7 +58,7 @@ import time
 # --- constants (LAYOUT.md sections 4, 5, 14) -------------------------------
 MAGIC = int.from_bytes(b"SHMBUS\0\0", "little")
 MAGIC_BUILDING = int.from_bytes(b"SHMBUS~\0", "little")
-VERSION = 1
+VERSION = 2
 KIND_BROADCAST = 1
 KINDS = {1: "broadcast", 2: "stream"}
 HEADER_END = 168
@@ -100,6 +100,14 @@ C_FUTEX = 256
 FUTEX_SLEEPERS = 1  # bit 0 of the futex word: a subscriber may be asleep
 C_REGISTRY = 1024
 REGISTRY_SLOTS = 256
+# Section 5.1: one line per registry entry, from control offset 4096.
+C_SUBSCRIBERS = 4096
+L_POSITION, L_SKIPPED, L_START, L_ACTIVE_NS, L_SEQ = 0, 8, 16, 24, 32
+
+
+def broadcast_control_len(page):
+    """Section 3: a broadcast bus's control area, whole pages."""
+    return round_up(C_SUBSCRIBERS + LINE * REGISTRY_SLOTS, page)
 
 # OFD lock bytes.
 LOCK_PUBLISHER = 0
@@ -264,9 +272,10 @@ class Bus:
             raise OpenError(
                 "InvalidGeometry", f"control page at {h['control_offset']}, expected {page}"
             )
-        if h["data_offset"] != 2 * page:
+        if h["data_offset"] < 2 * page or h["data_offset"] % page:
             raise OpenError(
-                "InvalidGeometry", f"data pages at {h['data_offset']}, expected {2 * page}"
+                "InvalidGeometry",
+                f"data pages at {h['data_offset']}, expected a multiple of {page} from {2 * page}",
             )
         # Every kind: the header and control pages lie inside the segment.
         if h["total_len"] < h["data_offset"]:
@@ -298,6 +307,12 @@ class Bus:
             found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
             raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
         # The slot geometry, checked once the kind is known to be broadcast.
+        want = page + broadcast_control_len(page)
+        if h["data_offset"] != want:
+            raise OpenError(
+                "InvalidGeometry",
+                f"data pages at {h['data_offset']}, expected {want} for a broadcast",
+            )
         cap = h["capacity"]
         msg = h["msg_size"]
         slot = h["slot_size"]
@@ -343,9 +358,14 @@ class Bus:
         futex = self.u32(self.ctl + C_FUTEX)
         published = (head - self.first) & M64
         subs = []
+        lines = []
         for i in range(REGISTRY_SLOTS):
-            if self.lock_held(LOCK_REGISTRY + i):
-                subs.append(self.u32(self.ctl + C_REGISTRY + 4 * i))
+            pid = self.u32(self.ctl + C_REGISTRY + 4 * i)
+            alive = self.lock_held(LOCK_REGISTRY + i)
+            if alive:
+                subs.append(pid)
+            if alive or pid:
+                lines.append(self.subscriber_line(i, pid, alive, head))
         return {
             "head": head,
             "published": published,
@@ -355,9 +375,39 @@ class Bus:
             "publisher_alive": self.lock_held(LOCK_PUBLISHER),
             "attached": self.lock_held(LOCK_ATTACHED),
             "subscribers": subs,
+            "subscriber_lines": lines,
             "futex_word": futex,
             "sleepers_flag": bool(futex & FUTEX_SLEEPERS),
         }
+
+    def subscriber_line(self, i, pid, alive, head):
+        """Section 5.1: registry entry i's line, read under its sequence lock
+        (at most 1000 tries) and checked against the head."""
+        at = self.ctl + C_SUBSCRIBERS + LINE * i
+        out = {"entry": i, "pid": pid, "alive": alive, "corrupt": "kept changing"}
+        for _ in range(1000):
+            s1 = self.u32(at + L_SEQ)
+            if s1 & 1:
+                continue
+            start, skipped, pos = (self.u64(at + f) for f in (L_START, L_SKIPPED, L_POSITION))
+            if self.u32(at + L_SEQ) != s1:
+                continue
+            out.update(position=pos, active_ns=self.u64(at + L_ACTIVE_NS), corrupt=None)
+            # As distances from first_seq: first <= start <= position <= head.
+            s, p, h = ((v - self.first) & M64 for v in (start, pos, head))
+            if p > h:
+                out["corrupt"] = f"position {pos} is ahead of head {head}"
+            elif s > p:
+                out["corrupt"] = (
+                    f"start {start} is not between the first sequence {self.first} "
+                    f"and position {pos}"
+                )
+            elif skipped > p - s:
+                out["corrupt"] = f"skipped {skipped} is more than the {p - s} messages it moved"
+            else:
+                out.update(lag=h - p, skipped=skipped, delivered=p - s - skipped)
+            break
+        return out
 
     # -- data pages and the reader protocol (sections 6, 12) ---------------------
     def slot_offset(self, seq):

@@ -240,6 +240,7 @@ pub struct OpenOptions {
     pub(crate) init_timeout: Duration,
     pub(crate) prefault: bool,
     pub(crate) mlock: bool,
+    pub(crate) register: bool,
 }
 
 impl Default for OpenOptions {
@@ -250,11 +251,34 @@ impl Default for OpenOptions {
             init_timeout: Duration::from_secs(1),
             prefault: false,
             mlock: false,
+            register: true,
         }
     }
 }
 
 impl OpenOptions {
+    /// Whether a bus subscriber takes an entry in the bus's registry
+    /// (default `true`): a registered subscriber is named by `stat` and
+    /// `shmbus top` and keeps its position, delivered and skipped counts
+    /// and last-active time on a line of its own in the control area (one
+    /// store per receive). `false` leaves it out of both, for a monitor
+    /// that should not show up as a subscriber, or to measure that store.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+    /// # let name = format!("/dev/shm/shmbus-doc-register-{}", std::process::id());
+    /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(8))?;
+    /// let quiet = Subscriber::<u64>::open(&name, &OpenOptions::default().register(false))?;
+    /// assert!(shmbus::stat::stat(&name)?.subscribers.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn register(mut self, register: bool) -> Self {
+        self.register = register;
+        self
+    }
+
     /// Where a bus subscriber starts (default [`Start::Next`]); publishers
     /// and streams ignore it.
     ///

@@ -36,7 +36,7 @@ use crate::wire::{control, lock_byte, Header, Kind};
 /// assert_eq!(stat.header.capacity, 64);
 /// assert_eq!(stat.publisher_pid, std::process::id());
 /// assert!(stat.publisher_alive && stat.attached);
-/// assert_eq!(stat.subscribers, [std::process::id()]);
+/// assert_eq!(stat.subscribers[0].pid, std::process::id());
 /// assert!(stat.stream.is_none());
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -57,12 +57,151 @@ pub struct BusStat {
     pub publisher_pid: u32,
     /// Whether that publisher still holds the publisher lock.
     pub publisher_alive: bool,
-    /// Pids of live registered subscribers.
-    pub subscribers: Vec<u32>,
+    /// The live registered subscribers (a broadcast bus's), in registry
+    /// order.
+    pub subscribers: Vec<SubscriberStat>,
+    /// Registry entries whose subscriber has gone (exited or died: its
+    /// lock was released) and that no subscriber has taken since: their
+    /// last numbers.
+    pub gone: Vec<SubscriberStat>,
     /// Whether any shmbus process (publisher or subscriber) has it open.
     pub attached: bool,
     /// A stream's cursors and consumer (`None` for a broadcast bus).
     pub stream: Option<StreamStat>,
+}
+
+/// One live registered subscriber, from its line in the control area.
+/// Every number is what the subscriber wrote, checked against the bus:
+/// a line that breaks `first_seq <= start <= position <= head` or `skipped <=
+/// position - start` is `corrupt`, and its derived numbers are 0.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-substat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(4))?;
+/// let mut subscriber =
+///     Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// for i in 0..6 {
+///     publisher.publish(&i);
+/// }
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 4 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(4)));
+/// let stat = shmbus::stat::stat(&name)?;
+/// let me = &stat.subscribers[0];
+/// assert_eq!((me.position, me.lag, me.delivered, me.skipped), (5, 1, 1, 4));
+/// assert!(me.corrupt.is_none());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriberStat {
+    /// Its registry entry (0..256); a later subscriber may reuse it.
+    pub entry: usize,
+    /// Its pid, as it wrote it.
+    pub pid: u32,
+    /// The next sequence it reads.
+    pub position: u64,
+    /// Messages published that it has not read: `head - position`. More
+    /// than the capacity means its next receive reports a lag.
+    pub lag: u64,
+    /// Messages it received since it registered.
+    pub delivered: u64,
+    /// The sum of the `skipped` counts of the lags it was told of.
+    pub skipped: u64,
+    /// When it was last seen active, ns of `CLOCK_MONOTONIC_COARSE`
+    /// (compare with [`monotonic_ns`]): it notes the time when it sleeps,
+    /// lags, and every 1024 messages or empty polls.
+    pub active_ns: u64,
+    /// Why the line cannot be believed, if it cannot.
+    pub corrupt: Option<String>,
+}
+
+/// `CLOCK_MONOTONIC_COARSE` now, in ns: the clock of
+/// [`SubscriberStat::active_ns`].
+///
+/// # Examples
+/// ```
+/// let a = shmbus::stat::monotonic_ns();
+/// assert!(shmbus::stat::monotonic_ns() >= a);
+/// ```
+pub fn monotonic_ns() -> u64 {
+    crate::bus::activity::monotonic_ns()
+}
+
+/// Reads registry entry `entry`'s line and checks it against `head`. A line
+/// that keeps changing under the reader (its sequence lock never settles)
+/// is reported as corrupt.
+fn read_line(
+    region: &impl Region,
+    c: usize,
+    entry: usize,
+    head: u64,
+    first: u64,
+) -> SubscriberStat {
+    use crate::wire::subscriber_line as sl;
+    let at = c + control::SUBSCRIBERS + crate::wire::LINE * entry;
+    let pid = region
+        .word32(c + control::REGISTRY + 4 * entry)
+        .load(Ordering::Relaxed);
+    let mut out = SubscriberStat {
+        entry,
+        pid,
+        position: 0,
+        lag: 0,
+        delivered: 0,
+        skipped: 0,
+        active_ns: region.word(at + sl::ACTIVE_NS).load(Ordering::Relaxed),
+        corrupt: Some("its line kept changing while read".into()),
+    };
+    // A bounded seqlock read: a live writer holds the lock for a few
+    // stores, so 1000 tries fail only on a line that is written without end.
+    for _ in 0..1000 {
+        // Acquire, paired with the Release store of the even value in
+        // `Activity::update`.
+        let s1 = region.word32(at + sl::SEQ).load(Ordering::Acquire);
+        if s1 % 2 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let start = region.word(at + sl::START).load(Ordering::Relaxed);
+        let skipped = region.word(at + sl::SKIPPED).load(Ordering::Relaxed);
+        let position = region.word(at + sl::POSITION).load(Ordering::Relaxed);
+        // Acquire fence, paired with the Release fence after the odd store
+        // in `Activity::update`: if a load above saw a store made under the
+        // lock, the second load of SEQ sees the odd value or later.
+        crate::sync::fence(Ordering::Acquire);
+        if region.word32(at + sl::SEQ).load(Ordering::Relaxed) != s1 {
+            continue;
+        }
+        out.position = position;
+        // As distances from the bus's first sequence, which every honest
+        // value is at or past: first <= start <= position <= head.
+        let (s, p, h) = (
+            start.wrapping_sub(first),
+            position.wrapping_sub(first),
+            head.wrapping_sub(first),
+        );
+        out.corrupt = if p > h {
+            Some(format!("position {position} is ahead of head {head}"))
+        } else if s > p {
+            Some(format!(
+                "start {start} is not between the first sequence {first} and position {position}"
+            ))
+        } else if skipped > p - s {
+            Some(format!(
+                "skipped {skipped} is more than the {} messages it moved",
+                p - s
+            ))
+        } else {
+            out.lag = h - p;
+            out.skipped = skipped;
+            out.delivered = p - s - skipped;
+            None
+        };
+        break;
+    }
+    out
 }
 
 /// A stream's live state. For a stream, [`BusStat::head`] and
@@ -142,14 +281,18 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
     let c = header.control_offset as usize;
     let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
     let fd = region.file();
-    let mut subscribers = Vec::new();
-    for i in 0..control::REGISTRY_SLOTS {
-        if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
-            subscribers.push(
-                region
-                    .word32(c + control::REGISTRY + 4 * i)
-                    .load(Ordering::Relaxed),
-            );
+    let (mut subscribers, mut gone) = (Vec::new(), Vec::new());
+    if header.kind == Kind::Broadcast {
+        for i in 0..control::REGISTRY_SLOTS {
+            if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
+                subscribers.push(read_line(&region, c, i, head, header.first_seq));
+            } else if region
+                .word32(c + control::REGISTRY + 4 * i)
+                .load(Ordering::Relaxed)
+                != 0
+            {
+                gone.push(read_line(&region, c, i, head, header.first_seq));
+            }
         }
     }
     let stream = match header.kind {
@@ -196,6 +339,7 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
         publisher_alive: lock::is_held(fd, lock_byte::PUBLISHER).map_err(io)?,
         attached: lock::is_held(fd, lock_byte::ATTACHED).map_err(io)?,
         subscribers,
+        gone,
         header,
     })
 }

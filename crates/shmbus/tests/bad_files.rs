@@ -191,15 +191,18 @@ fn a_truncated_bus_is_refused_as_truncated() {
 #[cfg_attr(miri, ignore)]
 fn a_bus_of_another_layout_version_is_refused_naming_both_versions() {
     let (bus, _) = valid_bus("version");
-    patch_u32(bus.path(), header::VERSION as u64, 7);
-    every_opener_says(
-        bus.name(),
-        &[format!("version 7, expected {}", wire::VERSION)],
-        |e| {
-            matches!(e, OpenError::VersionMismatch { found: 7, expected }
-                if *expected == wire::VERSION)
-        },
-    );
+    // 1: what older builds wrote (no subscriber lines, data at 2P).
+    for found in [1, 7] {
+        patch_u32(bus.path(), header::VERSION as u64, found);
+        every_opener_says(
+            bus.name(),
+            &[format!("version {found}, expected {}", wire::VERSION)],
+            |e| {
+                matches!(e, OpenError::VersionMismatch { found: f, expected }
+                    if *f == found && *expected == wire::VERSION)
+            },
+        );
+    }
     bus.finish();
 }
 

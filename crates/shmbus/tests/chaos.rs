@@ -468,7 +468,12 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
             |round, f| {
                 victims += 1;
                 // The dead subscriber's registry entry is free again.
-                let mut live = stat::stat(bus.name()).expect("stat").subscribers;
+                let mut live: Vec<u32> = stat::stat(bus.name())
+                    .expect("stat")
+                    .subscribers
+                    .iter()
+                    .map(|l| l.pid)
+                    .collect();
                 live.sort_unstable();
                 assert!(
                     !live.contains(&f.pid),
@@ -480,7 +485,12 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
         drop(stopper);
         pacer.join().expect("publisher thread");
     });
-    let mut live = stat::stat(bus.name()).expect("stat").subscribers;
+    let mut live: Vec<u32> = stat::stat(bus.name())
+        .expect("stat")
+        .subscribers
+        .iter()
+        .map(|l| l.pid)
+        .collect();
     live.sort_unstable();
     let mut expected = survivor_pids.clone();
     expected.sort_unstable();

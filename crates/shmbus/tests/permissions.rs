@@ -187,7 +187,7 @@ fn layout_at(vmas: &[Vma], base: u64) -> Vec<(u64, u64, String)> {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn the_publisher_cannot_write_its_header_page_and_a_subscriber_only_its_control_page() {
+fn the_publisher_cannot_write_its_header_page_and_a_subscriber_only_its_control_area() {
     let bus = BusName::new("protections");
     let p = Publisher::<u64>::create(bus.name(), &BusOptions::new(256)).expect("create");
     let h = shmbus::stat::stat(bus.name()).expect("stat").header;
@@ -215,10 +215,10 @@ fn the_publisher_cannot_write_its_header_page_and_a_subscriber_only_its_control_
         layout_at(&vmas, subscriber_base),
         vec![
             (0, page, "r--s".to_owned()),
-            (page, page, "rw-s".to_owned()),
-            (2 * page, total - 2 * page, "r--s".to_owned()),
+            (page, h.data_offset - page, "rw-s".to_owned()),
+            (h.data_offset, total - h.data_offset, "r--s".to_owned()),
         ],
-        "subscriber: only the control page writable"
+        "subscriber: only the control area (fields, registry, lines) writable"
     );
     assert_eq!(layout_at(&vmas, publisher_base).len(), 2);
     drop((p, s));

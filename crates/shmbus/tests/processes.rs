@@ -501,7 +501,7 @@ fn as_child_subscribe_and_idle() {
 // The subscriber registry `stat` reads.
 
 fn registered(name: &str) -> Vec<u32> {
-    let mut pids = stat_of(name).subscribers;
+    let mut pids: Vec<u32> = stat_of(name).subscribers.iter().map(|l| l.pid).collect();
     pids.sort_unstable();
     pids
 }

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::activity::Activity;
 use super::ring::{Poll, Ring, Stall};
 use super::Received;
 use crate::mem::{DefaultRegion, Region};
@@ -32,6 +33,8 @@ pub struct SubscriberGroup<T: Pod, const N: usize, R: Region = DefaultRegion> {
     pub(crate) ring: Ring<R>,
     pos: u64,
     stall: Stall,
+    /// Its line in the bus's registry, if registered.
+    activity: Activity,
     cursors: [u64; N],
     wait: WaitStrategy,
     _type: PhantomData<fn() -> T>,
@@ -44,6 +47,7 @@ impl<T: Pod, const N: usize, R: Region> SubscriberGroup<T, N, R> {
             ring,
             pos,
             stall: Stall::default(),
+            activity: Activity::none(),
             cursors: [pos; N],
             wait,
             _type: PhantomData,
@@ -65,9 +69,14 @@ impl<T: Pod, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
         let dst = bytemuck::bytes_of_mut(&mut msg);
-        let poll = self
-            .ring
-            .recv(&mut self.pos, &mut self.stall, dst, self.wait, wait);
+        let poll = self.ring.recv(
+            &mut self.pos,
+            &mut self.stall,
+            dst,
+            self.wait,
+            wait,
+            &mut self.activity,
+        );
         let got = match poll {
             Poll::Message => Received::Message(msg),
             Poll::Lagged(skipped) => Received::Lagged { skipped },
@@ -163,8 +172,10 @@ mod shm {
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
             let msg = <T as Payload>::expected();
             let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
-            let group = Self::from_parts(ring, opts.start, opts.wait);
-            crate::bus::segment::register(&group.ring);
+            let mut group = Self::from_parts(ring, opts.start, opts.wait);
+            if opts.register {
+                group.activity = crate::bus::segment::register(&group.ring, group.pos);
+            }
             Ok(group)
         }
     }

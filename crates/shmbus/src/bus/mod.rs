@@ -75,6 +75,7 @@
 //! A publisher copies a message into its slot; it never lends `&mut` into the
 //! slot, which other processes may be reading at the same moment.
 
+pub(crate) mod activity;
 pub(crate) mod claim;
 mod copy;
 mod group;

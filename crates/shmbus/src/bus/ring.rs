@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::activity::Activity;
 use super::copy;
 use super::stamp::{ahead, decode, done, writing, Stamp};
 use crate::mem::heap::HEAP_PAGE;
@@ -498,11 +499,18 @@ impl<R: Region> Ring<R> {
         dst: &mut [u8],
         strategy: WaitStrategy,
         wait: Wait,
+        activity: &mut Activity,
     ) -> Poll {
-        match wait {
+        let found = match wait {
             Wait::Never => self.poll_from(pos, stall, dst),
-            _ => self.poll_wait(pos, stall, dst, strategy, wait.deadline()),
+            _ => self.poll_wait(pos, stall, dst, strategy, wait.deadline(), activity),
+        };
+        match found {
+            Poll::Message => activity.delivered(self.region(), *pos),
+            Poll::Lagged(skipped) => activity.lagged(self.region(), *pos, skipped),
+            Poll::Empty => activity.idle(self.region()),
         }
+        found
     }
 
     /// Polls at `*pos` until something is there or the deadline passes,
@@ -514,6 +522,7 @@ impl<R: Region> Ring<R> {
         dst: &mut [u8],
         strategy: WaitStrategy,
         deadline: Option<Instant>,
+        activity: &mut Activity,
     ) -> Poll {
         let mut backoff = wait::Backoff::new(strategy, deadline);
         let mut empties = 0u32;
@@ -530,11 +539,15 @@ impl<R: Region> Ring<R> {
                 if let Some(found) = self.check_stuck(pos, stall, dst) {
                     return found;
                 }
+                activity.idle(self.region());
             }
             match backoff.next() {
                 wait::Step::Spin => crate::sync::spin_loop(),
                 wait::Step::Yield => crate::sync::yield_now(),
-                wait::Step::Sleep(left) => self.sleep(*pos, left),
+                wait::Step::Sleep(left) => {
+                    activity.touch(self.region());
+                    self.sleep(*pos, left)
+                }
                 wait::Step::TimedOut => return Poll::Empty,
             }
         }
@@ -565,7 +578,8 @@ pub(crate) fn heap_ring(
     // A small page: the heap ring needs no mprotect, and loom models
     // every word of the region.
     let mut header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
-        .map_err(crate::error::CreateError::InvalidGeometry)?;
+        .map_err(crate::error::CreateError::InvalidGeometry)?
+        .without_subscriber_lines();
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
     if let Some(unblock) = unblock {
         header.flags |= flags::MULTI_PUBLISHER;

@@ -3,6 +3,7 @@
 //! multi-publisher), opening it for a role, taking the publisher's role,
 //! and registering a subscriber so `stat` can name it.
 
+use super::activity::Activity;
 use super::payload::Payload;
 use super::ring::Ring;
 use crate::error::{AttachError, CreateError, OpenError};
@@ -11,7 +12,7 @@ use crate::options::{BusOptions, OpenOptions};
 use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
-use crate::wire::{control, flags, lock_byte, Header, Kind, Publishers, TypeFingerprint};
+use crate::wire::{control, flags, lock_byte, Header, Kind, Publishers, TypeFingerprint, LINE};
 
 /// Creates a bus of payload `T` as `opts` say; `multi` makes it a
 /// multi-publisher bus, whose every publisher shares the publisher lock.
@@ -129,20 +130,26 @@ pub(crate) fn attach(
     Ok((ring, 0))
 }
 
-/// Takes a free registry entry, if any, so `stat` can name this subscriber.
+/// Takes a free registry entry, if any, so `stat` can name this subscriber,
+/// and its line, reset for a subscriber at `pos`, so `stat` can follow it.
 /// A subscriber beyond the registry's size works all the same, uncounted
 /// but still holding the attached lock that keeps `clean` away.
 /// Called once the subscriber's start position is fixed, so that "registered"
 /// means "will see everything published from now on".
-pub(crate) fn register(ring: &Ring<ShmRegion>) {
+pub(crate) fn register(ring: &Ring<ShmRegion>, pos: u64) -> Activity {
     let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
+            // The line first: `stat` reads a line only for a held lock, and
+            // a pid already there would show a dead subscriber's numbers.
+            let line = ring.control_field(control::SUBSCRIBERS + LINE * i);
+            let activity = Activity::claim(region, line, pos);
             let field = ring.control_field(control::REGISTRY + 4 * i);
             region
                 .word32(field)
                 .store(std::process::id(), Ordering::Relaxed);
-            return;
+            return activity;
         }
     }
+    Activity::none()
 }

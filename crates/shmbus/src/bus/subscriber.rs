@@ -2,6 +2,7 @@
 
 use bytemuck::Pod;
 
+use super::activity::Activity;
 use super::payload::Payload;
 use super::ring::{Poll, Ring, Stall};
 use super::stamp::ahead;
@@ -42,6 +43,8 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pos: u64,
     stall: Stall,
     wait: WaitStrategy,
+    /// Its line in the bus's registry, if registered.
+    activity: Activity,
     /// The last message, for raw subscribers (which lend it; sized once,
     /// at open); empty for typed ones (which return theirs by value).
     buf: Vec<u8>,
@@ -56,6 +59,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             pos,
             stall: Stall::default(),
             wait,
+            activity: Activity::none(),
             buf: Vec::new(),
             _payload: std::marker::PhantomData,
         };
@@ -160,10 +164,14 @@ impl<T: Pod, R: Region> Subscriber<T, R> {
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
         let dst = bytemuck::bytes_of_mut(&mut msg);
-        match self
-            .ring
-            .recv(&mut self.pos, &mut self.stall, dst, self.wait, wait)
-        {
+        match self.ring.recv(
+            &mut self.pos,
+            &mut self.stall,
+            dst,
+            self.wait,
+            wait,
+            &mut self.activity,
+        ) {
             Poll::Message => Some(Received::Message(msg)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -221,7 +229,10 @@ impl<R: Region> Subscriber<[u8], R> {
     #[inline]
     pub fn recv(&mut self, wait: Wait) -> Option<Received<&[u8]>> {
         let (pos, stall, buf) = (&mut self.pos, &mut self.stall, &mut self.buf);
-        match self.ring.recv(pos, stall, buf, self.wait, wait) {
+        match self
+            .ring
+            .recv(pos, stall, buf, self.wait, wait, &mut self.activity)
+        {
             Poll::Message => Some(Received::Message(&self.buf)),
             Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -313,8 +324,11 @@ mod shm {
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
             let msg = T::expected();
             let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
-            let subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
-            crate::bus::segment::register(&subscriber.ring);
+            let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
+            if opts.register {
+                subscriber.activity =
+                    crate::bus::segment::register(&subscriber.ring, subscriber.pos);
+            }
             Ok(subscriber)
         }
 

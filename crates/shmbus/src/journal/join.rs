@@ -2,6 +2,7 @@
 //! See the module docs of `journal` for the handshake and why the hand-over
 //! is at the end of the file.
 
+use crate::bus::activity::Activity;
 use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -224,6 +225,8 @@ fn flush_handshake(
 /// The byte-level joining subscriber both typed and raw ones wrap.
 struct Core {
     ring: Ring<ShmRegion>,
+    /// Its line in the bus's registry, if registered.
+    activity: Activity,
     wait: WaitStrategy,
     path: PathBuf,
     msg_size: u32,
@@ -261,7 +264,11 @@ impl Core {
             });
         };
         let ring = Ring::new(region, &header);
-        crate::bus::segment::register(&ring);
+        let activity = if opts.open.register {
+            crate::bus::segment::register(&ring, 0)
+        } else {
+            Activity::none()
+        };
         // 1 needs no head of the ring: the hand-over is at the end of the
         // file (see the module docs).
         // 2 and 3. With no live publisher nothing is appending: the file's
@@ -274,7 +281,10 @@ impl Core {
         }
         // 4. The journal, from its start.
         let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;
+        // Registered above, before the flush, at a position not yet known.
+        activity.reset(ring.region(), reader.header.base);
         Ok(Core {
+            activity,
             next: reader.header.base,
             wait: opts.open.wait,
             msg_size: header.msg.size,
@@ -312,9 +322,23 @@ impl Core {
         Ok(r)
     }
 
+    /// One step (see `next_step`), noted on this subscriber's line: its
+    /// position is `next`, whether the step came from the journal or the
+    /// ring.
+    fn step(&mut self, block: bool, deadline: Option<Instant>) -> Step {
+        let step = self.next_step(block, deadline);
+        let region = self.ring.region();
+        match step {
+            Step::Entry(_) => self.activity.delivered(region, self.next),
+            Step::Lagged(skipped) => self.activity.lagged(region, self.next, skipped),
+            Step::Empty => self.activity.idle(region),
+        }
+        step
+    }
+
     /// One step: from the journal while there is one to read, else from the
     /// ring; blocking on the ring until `deadline` if `block`.
-    fn step(&mut self, block: bool, deadline: Option<Instant>) -> Step {
+    fn next_step(&mut self, block: bool, deadline: Option<Instant>) -> Step {
         loop {
             if self.reader.is_some() {
                 match self.step_journal() {
@@ -330,6 +354,7 @@ impl Core {
                     &mut self.buf,
                     self.wait,
                     deadline,
+                    &mut self.activity,
                 )
             } else {
                 self.ring.poll(&mut pos, &mut self.buf)

@@ -122,9 +122,13 @@ fn open_region_once(
         Role::Publisher => region
             .protect(0, page, Access::ReadOnly)
             .map_err(io("mprotect"))?,
-        Role::Subscriber => region
-            .protect(header.control_offset as usize, page, Access::ReadWrite)
-            .map_err(io("mprotect"))?,
+        Role::Subscriber => {
+            let control = header.control_offset as usize;
+            let len = header.data_offset as usize - control;
+            region
+                .protect(control, len, Access::ReadWrite)
+                .map_err(io("mprotect"))?
+        }
         Role::Inspect => {}
     }
     if role != Role::Inspect {

@@ -101,9 +101,11 @@ impl Header {
                 self.control_offset
             ));
         }
-        if self.data_offset != 2 * page {
+        // The kind fixes it exactly (`validate_kind`); any kind's data
+        // pages start on a page past the control page.
+        if self.data_offset < 2 * page || self.data_offset % page != 0 {
             return bad(format!(
-                "data pages at {}, expected {}",
+                "data pages at {}, expected a multiple of {page} from {}",
                 self.data_offset,
                 2 * page
             ));
@@ -134,6 +136,22 @@ impl Header {
     /// as such, not as a broken one of this kind).
     pub(crate) fn validate_kind(&self) -> Result<(), OpenError> {
         let bad = |s: String| Err(OpenError::InvalidGeometry(s));
+        // An unknown kind is shown as it is (`stat`): no geometry to check.
+        let control_len = match self.kind {
+            Kind::Broadcast => Some(crate::wire::broadcast_control_len(self.page_size)),
+            Kind::Stream => Some(self.page_size),
+            Kind::Unknown(_) => None,
+        };
+        if let Some(len) = control_len {
+            if self.data_offset != self.control_offset + len {
+                return bad(format!(
+                    "data pages at {}, expected {} for kind {}",
+                    self.data_offset,
+                    self.control_offset + len,
+                    self.kind
+                ));
+            }
+        }
         if let Kind::Broadcast = self.kind {
             if self.capacity == 0 || !self.capacity.is_power_of_two() {
                 return bad(format!("capacity {} is not a power of two", self.capacity));

@@ -47,7 +47,7 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMBUS\0\0");
 /// that finds it waits; `shmbus clean` knows the file for a half-built bus.
 pub const MAGIC_BUILDING: u64 = u64::from_le_bytes(*b"SHMBUS~\0");
 /// The layout version this build reads and writes.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// Cache line size every shared field is padded to.
 pub const LINE: usize = 64;
 /// Slot header: the 64-bit stamp before the payload.
@@ -147,6 +147,38 @@ pub mod control {
     pub const REGISTRY: usize = 1024;
     /// Number of registry entries.
     pub const REGISTRY_SLOTS: usize = 256;
+    /// [`super::subscriber_line`] x `REGISTRY_SLOTS`: the line of the
+    /// subscriber in registry entry i is at `SUBSCRIBERS + LINE * i`. Past
+    /// the first page: a broadcast bus's control area runs on to
+    /// [`super::broadcast_control_len`].
+    pub const SUBSCRIBERS: usize = 4096;
+}
+
+/// Bytes of a broadcast bus's control area (from `control_offset` to
+/// `data_offset`): the control page's fields, then one line per registry
+/// entry, rounded up to whole pages (5 pages of 4 KiB; one huge page).
+pub const fn broadcast_control_len(page_size: u64) -> u64 {
+    let end = (control::SUBSCRIBERS + LINE * control::REGISTRY_SLOTS) as u64;
+    end.div_ceil(page_size) * page_size
+}
+
+/// Byte offsets in a subscriber's line, relative to the line. The line of
+/// registry entry i is written only by the subscriber holding lock byte
+/// `lock_byte::REGISTRY + i`, and read by `stat`; see `bus::activity`.
+pub mod subscriber_line {
+    /// u64: the next sequence this subscriber reads. Relaxed store after
+    /// every receive that moved it.
+    pub const POSITION: usize = 0;
+    /// u64: the sum of the `skipped` counts of its lag reports.
+    pub const SKIPPED: usize = 8;
+    /// u64: its position when it registered: delivered messages are
+    /// `POSITION - START - SKIPPED`.
+    pub const START: usize = 16;
+    /// u64: when it was last seen active, ns of `CLOCK_MONOTONIC`.
+    pub const ACTIVE_NS: usize = 24;
+    /// u32: a sequence lock over `SKIPPED` and `POSITION` when a lag (or
+    /// registering) changes both: odd while they change.
+    pub const SEQ: usize = 32;
 }
 
 /// Smallest stream ring, in bytes.

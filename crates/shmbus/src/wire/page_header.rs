@@ -66,10 +66,11 @@ impl Header {
             capacity,
             slot_size,
         };
+        let data_offset = page_size + super::broadcast_control_len(page_size);
         let total_len = capacity
             .checked_mul(slot_size)
             .and_then(|data| round_up(data, page_size))
-            .and_then(|data| data.checked_add(2 * page_size))
+            .and_then(|data| data.checked_add(data_offset))
             .filter(|&t| t <= isize::MAX as u64)
             .ok_or(too_large)?;
         Ok(Header {
@@ -77,7 +78,7 @@ impl Header {
             page_size,
             flags: 0,
             control_offset: page_size,
-            data_offset: 2 * page_size,
+            data_offset,
             total_len,
             capacity,
             slot_size: slot_size as u32,
@@ -89,6 +90,15 @@ impl Header {
                 .map_or(0, |d| d.as_nanos() as u64),
             journal: None,
         })
+    }
+
+    /// The same bus without the subscribers' lines: its data pages follow
+    /// one control page. For heap rings, which have no registry.
+    pub(crate) fn without_subscriber_lines(mut self) -> Header {
+        let cut = self.data_offset - 2 * self.page_size;
+        self.data_offset -= cut;
+        self.total_len -= cut;
+        self
     }
 
     /// The geometry of a new byte stream of `capacity` bytes.

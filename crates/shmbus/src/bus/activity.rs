@@ -1,0 +1,151 @@
+//! A registered subscriber's line: where it is, what it got and missed,
+//! and when it was last active, published for `stat` and `shmbus top`.
+//!
+//! Invariants (docs/LAYOUT.md §5.1):
+//! - Line i (`control::SUBSCRIBERS + 64 i` in the control area) is written
+//!   only by the subscriber that holds lock byte `REGISTRY + i`, and only
+//!   after it took that lock; nobody else writes it. The publisher never
+//!   reads it: nothing a subscriber writes here can slow or steer it.
+//! - `POSITION` is stored (Relaxed) after every receive that moved the
+//!   subscriber: one plain store to a line only this subscriber writes, no
+//!   read-modify-write and no fence, which is the whole cost on the hot
+//!   path. Between lag reports it grows by one per message delivered.
+//! - `SKIPPED` and `START` change only together with a jump of `POSITION`
+//!   (a lag report; registering), under the sequence lock `SEQ` (odd while
+//!   they change): a reader that sees `SEQ` even and unchanged around its
+//!   loads has a `SKIPPED` that matches `POSITION`, so `POSITION - START -
+//!   SKIPPED` is the exact count of messages delivered. The lock is taken
+//!   off the hot path only.
+//! - `ACTIVE_NS` (`CLOCK_MONOTONIC_COARSE`, ns) is stored at registering,
+//!   on a lag, before sleeping on the futex, and every [`EVERY`]th
+//!   delivery or empty poll: a clock read amortised to nothing, so it is
+//!   as fresh as the last of those.
+//! - A reader trusts none of it: `stat` checks `START <= POSITION <= head`
+//!   and `SKIPPED <= POSITION - START` (wrapping distances) and reports a
+//!   line that fails as corrupt.
+
+use crate::mem::Region;
+use crate::sync::Ordering;
+use crate::wire::{subscriber_line as line, LINE};
+
+/// How many deliveries (or empty polls) pass between two `ACTIVE_NS`
+/// stores: a power of two.
+pub(crate) const EVERY: u32 = 1024;
+
+/// This subscriber's line, if it has one (a registered subscriber of a bus
+/// in /dev/shm); `None` keeps every method a no-op.
+#[derive(Debug, Default)]
+pub(crate) struct Activity {
+    /// Byte offset of the line in the region.
+    line: Option<usize>,
+    /// Counts deliveries and empty polls towards the next `ACTIVE_NS`.
+    count: u32,
+}
+
+impl Activity {
+    /// No line: the subscriber is not registered (heap buses; a full
+    /// registry; a subscriber that asked not to be).
+    pub(crate) fn none() -> Activity {
+        Activity::default()
+    }
+
+    /// Takes the line at `offset`, which this process's lock on its
+    /// registry byte makes its own, and resets it for a subscriber at
+    /// `pos` (the line may hold a dead subscriber's numbers).
+    pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64) -> Activity {
+        debug_assert_eq!(offset % LINE, 0);
+        let me = Activity {
+            line: Some(offset),
+            count: 0,
+        };
+        me.reset(region, pos);
+        me
+    }
+
+    /// Starts the line over for a subscriber at `pos`.
+    pub(crate) fn reset(&self, region: &impl Region, pos: u64) {
+        self.update(region, |w| {
+            w(line::START, pos);
+            w(line::SKIPPED, 0);
+            w(line::POSITION, pos);
+        });
+        self.touch(region);
+    }
+
+    /// After a receive that delivered a message: the subscriber is at `pos`.
+    #[inline(always)]
+    pub(crate) fn delivered(&mut self, region: &impl Region, pos: u64) {
+        if let Some(at) = self.line {
+            region
+                .word(at + line::POSITION)
+                .store(pos, Ordering::Relaxed);
+            self.tick(region);
+        }
+    }
+
+    /// After a lag report of `skipped`: the subscriber is at `pos`.
+    #[cold]
+    pub(crate) fn lagged(&mut self, region: &impl Region, pos: u64, skipped: u64) {
+        let Some(at) = self.line else { return };
+        // Only this subscriber writes SKIPPED: a load and a store, no RMW.
+        let total = region
+            .word(at + line::SKIPPED)
+            .load(Ordering::Relaxed)
+            .wrapping_add(skipped);
+        self.update(region, |w| {
+            w(line::SKIPPED, total);
+            w(line::POSITION, pos);
+        });
+        self.touch(region);
+    }
+
+    /// After an empty poll: every [`EVERY`]th one notes the time.
+    #[inline(always)]
+    pub(crate) fn idle(&mut self, region: &impl Region) {
+        if self.line.is_some() {
+            self.tick(region);
+        }
+    }
+
+    /// Notes the time now (before a sleep, which costs far more).
+    pub(crate) fn touch(&self, region: &impl Region) {
+        if let Some(at) = self.line {
+            region
+                .word(at + line::ACTIVE_NS)
+                .store(monotonic_ns(), Ordering::Relaxed);
+        }
+    }
+
+    #[inline(always)]
+    fn tick(&mut self, region: &impl Region) {
+        self.count = self.count.wrapping_add(1);
+        if self.count % EVERY == 0 {
+            self.touch(region);
+        }
+    }
+
+    /// Writes fields under the sequence lock. The odd store, then a Release
+    /// fence, orders it before the fields; the even store (Release) orders
+    /// the fields before it. Partners: the Acquire loads of `SEQ` and the
+    /// Acquire fence in `stat::read_line`.
+    fn update<R: Region>(&self, region: &R, fields: impl FnOnce(&dyn Fn(usize, u64))) {
+        let Some(at) = self.line else { return };
+        let seq = region.word32(at + line::SEQ);
+        let s = seq.load(Ordering::Relaxed);
+        let odd = s | 1;
+        seq.store(odd, Ordering::Relaxed);
+        crate::sync::fence(Ordering::Release);
+        fields(&|field, v| region.word(at + field).store(v, Ordering::Relaxed));
+        seq.store(odd.wrapping_add(1), Ordering::Release);
+    }
+}
+
+/// `CLOCK_MONOTONIC_COARSE` in ns: a vDSO read of a few ns, as fine as the
+/// scheduler tick, which is all "last active" needs. The same clock in
+/// every process of the machine.
+pub(crate) fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
+}
