@@ -16,6 +16,7 @@ const SHARED_MEMORY: &[&str] = &[
     "floor",
     "floor-2line",
     "shmbus",
+    "shmbus-unregistered",
     "shmbus-threads",
     "shmbus-stream",
     "ipc_ring",

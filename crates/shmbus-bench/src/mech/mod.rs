@@ -118,7 +118,8 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
     vec![
         &floor::Floor,
         &floor::Floor2,
-        &shmbus_bus::ShmbusBus,
+        &shmbus_bus::SHMBUS,
+        &shmbus_bus::UNREGISTERED,
         &shmbus_bus::ShmbusThreads,
         &shmbus_stream::ShmbusStream,
         &ipc_ring_spsc::IpcRing,

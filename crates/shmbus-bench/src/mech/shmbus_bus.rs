@@ -1,5 +1,9 @@
 //! `shmbus` (between processes, over /dev/shm) and `shmbus-threads`
 //! (between two threads, over the heap-backed region): the same ring code.
+//! `shmbus-unregistered` is `shmbus` with subscribers that take no registry
+//! entry (`OpenOptions::register(false)`), so they keep no line for `stat`
+//! and `top`: beside `shmbus` in the same run it measures what that line's
+//! one store per receive costs.
 //!
 //! Receivers busy-poll `try_recv`, the bus's lowest-latency mode. Pingpong
 //! uses two buses, one each way. The publisher never waits, so under
@@ -15,8 +19,16 @@ use shmbus::{
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};
 
-/// The broadcast bus between processes.
-pub struct ShmbusBus;
+/// The broadcast bus between processes; `register: false` opens its
+/// subscribers unregistered.
+pub struct ShmbusBus {
+    register: bool,
+}
+
+/// `shmbus`: registered subscribers, as a user gets by default.
+pub static SHMBUS: ShmbusBus = ShmbusBus { register: true };
+/// `shmbus-unregistered`: no subscriber line.
+pub static UNREGISTERED: ShmbusBus = ShmbusBus { register: false };
 /// The broadcast bus between two threads of one process.
 pub struct ShmbusThreads;
 
@@ -81,10 +93,18 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 
 impl Mechanism for ShmbusBus {
     fn name(&self) -> &'static str {
-        "shmbus"
+        if self.register {
+            "shmbus"
+        } else {
+            "shmbus-unregistered"
+        }
     }
     fn describe(&self) -> &'static str {
-        "shmbus broadcast bus between processes (/dev/shm, busy-poll)"
+        if self.register {
+            "shmbus broadcast bus between processes (/dev/shm, busy-poll)"
+        } else {
+            "shmbus with unregistered subscribers: no line for stat/top (the cost of that line)"
+        }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         let mut buses = Buses { names: Vec::new() };
@@ -109,7 +129,8 @@ impl Mechanism for ShmbusBus {
             let opts = OpenOptions::default()
                 .start(Start::Next)
                 .wait(WaitStrategy::BusySpin)
-                .prefault(true);
+                .prefault(true)
+                .register(self.register);
             Subscriber::<[u8]>::open(name, &opts).map_err(io_err)
         };
         let publ = |name: &str| {
