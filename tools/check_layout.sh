@@ -125,6 +125,20 @@ for ck, pk in extra.items():
         same = norm(py[pk]) == norm(cv)
         print(f"  {'ok  ' if same else 'DIFF'} {pk:<16} read_bus={py[pk]!r:<26} shmbus {where}={cv!r}")
         failed += not same
+# Each subscriber's line (LAYOUT.md section 5.1), matched by registry entry.
+lines_py = {l["entry"]: l for l in py.get("subscriber_lines", [])}
+lines_cli = {l["entry"]: l for l in cli.get("per_subscriber", [])}
+if set(lines_py) != set(lines_cli):
+    print(f"  DIFF subscriber lines: read_bus entries {sorted(lines_py)}, shmbus {sorted(lines_cli)}")
+    failed += 1
+for entry in sorted(set(lines_py) & set(lines_cli)):
+    for k in ["pid", "alive", "position", "lag", "delivered", "skipped", "corrupt"]:
+        pv, cv = lines_py[entry].get(k), lines_cli[entry].get(k)
+        compared += 1
+        same = pv == cv or (k == "corrupt" and (pv is None) == (cv is None))
+        print(f"  {'ok  ' if same else 'DIFF'} line {entry} {k:<9} read_bus={pv!r:<26} shmbus {cv!r}")
+        failed += not same
+extra["per_subscriber"] = "subscriber_lines"
 only_cli = sorted(set(cli_leaves) - set(py) - set(extra) - {a for v in aliases.values() for a in v})
 if only_cli:
     print(f"  (only in shmbus stat: {', '.join(only_cli)})")

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{clean, create, demo, inspect, publish, subscribe};
+use cmd::{clean, create, demo, inspect, publish, subscribe, top};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -39,6 +39,10 @@ enum Command {
     Stat(inspect::StatArgs),
     /// List the buses in a directory.
     Ls(inspect::LsArgs),
+    /// Watch running buses live: rates, each subscriber's position and lag,
+    /// liveness, CPU and context switches (q quits); --json or
+    /// --prometheus print one sample.
+    Top(top::TopArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
     /// Remove one bus.
@@ -71,6 +75,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Sub(args) => subscribe::run(args),
         Command::Stat(args) => inspect::stat(args),
         Command::Ls(args) => inspect::ls(args),
+        Command::Top(args) => top::run(args),
         Command::Clean(args) => clean::clean(args),
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),

@@ -83,7 +83,7 @@ fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
 fn wait_until_waiting(bus: &str, sub: &Watched) {
     let pid = sub.pid();
     wait_for("the subscriber to register", || {
-        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.contains(&pid))
+        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
     });
     wait_for("the subscriber to sleep", || {
         process_state(pid) == Some('S')

@@ -12,3 +12,4 @@ pub mod demo;
 pub mod inspect;
 pub mod publish;
 pub mod subscribe;
+pub mod top;

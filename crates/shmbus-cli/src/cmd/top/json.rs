@@ -1,0 +1,97 @@
+//! `shmbus top --json`: one sample as one JSON object. The keys are stable
+//! (a script may rely on them) and named by `SCHEMA`; a new key may be
+//! added under the same schema, a changed or removed one changes it.
+
+use serde_json::{json, Value};
+use shmbus::stat::SubscriberStat;
+
+use super::model::{BusRow, ProcRow, Snapshot, SubRow};
+
+/// Names the shape of the JSON below.
+pub const SCHEMA: &str = "shmbus-top/1";
+
+pub fn snapshot_json(s: &Snapshot) -> Value {
+    json!({
+        "schema": SCHEMA,
+        "monotonic_ns": s.at_ns,
+        "interval_s": s.interval_s,
+        "buses": s.buses.iter().map(|b| {
+            let mut v = match &b.state {
+                Ok(row) => bus_json(row),
+                Err(e) => json!({ "error": e }),
+            };
+            v["name"] = json!(b.name);
+            v["path"] = json!(b.path.display().to_string());
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
+
+fn bus_json(b: &BusRow) -> Value {
+    json!({
+        "kind": b.kind,
+        "capacity": b.capacity,
+        "msg_size": b.msg_size,
+        "head": b.head,
+        "published": b.published,
+        "epoch": b.epoch,
+        "publisher_pid": b.publisher_pid,
+        "publisher_alive": b.publisher_alive,
+        "msgs_per_sec": b.msgs_per_sec,
+        "bytes_per_sec": b.bytes_per_sec,
+        "publisher_proc": b.publisher_proc.map(proc_json),
+        "journal": b.journal.as_ref().map(|j| match j {
+            Ok(j) => json!({
+                "path": j.path.display().to_string(),
+                "file_bytes": j.file_bytes,
+                "records": j.records,
+            }),
+            Err(e) => json!({ "error": e }),
+        }),
+        "subscribers": b.subscribers.iter().map(sub_json).collect::<Vec<_>>(),
+        "stream": b.stream.as_ref().map(|s| json!({
+            "fill": s.fill,
+            "fill_fraction": s.fill_fraction,
+            "tail": s.tail,
+            "head": s.head,
+            "consumer_pid": s.consumer_pid,
+            "consumer_alive": s.consumer_alive,
+            "corrupt": s.corrupt,
+            "consumer_proc": s.consumer_proc.map(proc_json),
+        })),
+    })
+}
+
+fn sub_json(r: &SubRow) -> Value {
+    let mut v = subscriber_json(&r.line, !r.gone);
+    v["corrupt"] = json!(r.corrupt);
+    v["lag_fraction"] = json!(r.lag_fraction);
+    v["near_lap"] = json!(r.near_lap());
+    v["msgs_per_sec"] = json!(r.msgs_per_sec);
+    v["idle_s"] = json!(r.idle_s);
+    v["proc"] = json!(r.proc.map(proc_json));
+    v
+}
+
+/// One subscriber's line, as `stat --json` and `top --json` print it.
+pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool) -> Value {
+    json!({
+        "entry": l.entry,
+        "pid": l.pid,
+        "alive": alive,
+        "position": l.position,
+        "lag": l.lag,
+        "delivered": l.delivered,
+        "skipped": l.skipped,
+        "active_monotonic_ns": l.active_ns,
+        "corrupt": l.corrupt,
+    })
+}
+
+fn proc_json(p: ProcRow) -> Value {
+    json!({
+        "cpu_percent": p.cpu_percent,
+        "voluntary_switches_per_sec": p.voluntary_per_sec,
+        "involuntary_switches_per_sec": p.involuntary_per_sec,
+    })
+}

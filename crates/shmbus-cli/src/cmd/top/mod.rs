@@ -1,0 +1,65 @@
+//! `shmbus top`: a live view of running buses, and the same figures once
+//! for scripts (`--json`, `--prometheus`).
+//!
+//! `model` samples (buses, subscribers' lines, /proc), `tui` draws the
+//! live view, `json` and `prom` print one sample. A one-shot output takes
+//! two samples `--interval-ms` apart, so that its rates are rates.
+
+mod json;
+mod model;
+mod prom;
+mod tui;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::CliError;
+
+pub(crate) use json::subscriber_json;
+pub use model::Sampler;
+
+/// Arguments of `shmbus top`.
+#[derive(clap::Args, Debug)]
+pub struct TopArgs {
+    /// Buses to watch (names or paths); every bus in --dir if none.
+    pub names: Vec<String>,
+    /// The directory to watch when no name is given.
+    #[arg(long, value_name = "DIR", default_value = "/dev/shm")]
+    pub dir: PathBuf,
+    /// Print one sample and exit (rates over one interval).
+    #[arg(long)]
+    pub once: bool,
+    /// Print one sample as JSON (implies --once).
+    #[arg(long, conflicts_with = "prometheus")]
+    pub json: bool,
+    /// Print one sample in the Prometheus text format (implies --once).
+    #[arg(long)]
+    pub prometheus: bool,
+    /// Milliseconds between samples.
+    #[arg(long, value_name = "MS", default_value_t = 500,
+          value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    pub interval_ms: u64,
+}
+
+pub fn run(args: &TopArgs) -> Result<(), CliError> {
+    let mut sampler = Sampler::new(args.names.clone(), args.dir.clone());
+    let interval = Duration::from_millis(args.interval_ms);
+    if !(args.once || args.json || args.prometheus) {
+        return tui::run(sampler, interval);
+    }
+    sampler.sample();
+    std::thread::sleep(interval);
+    let snap = sampler.sample();
+    let text = if args.json {
+        json::snapshot_json(&snap).to_string()
+    } else if args.prometheus {
+        prom::exposition(&snap)
+    } else {
+        tui::plain(&snap)
+    };
+    let mut out = crate::out::stdout()?;
+    writeln!(out, "{}", text.trim_end())
+        .and_then(|()| out.flush())
+        .map_err(CliError::stdout)
+}

@@ -1,0 +1,404 @@
+//! What `shmbus top` shows, sampled: each bus's state from `shmbus::stat`,
+//! rates from the difference with the previous sample, and each process's
+//! CPU time and context switches from /proc.
+//!
+//! Everything comes from files other processes write, so nothing here
+//! trusts it: a bus that cannot be read is a row saying why, a subscriber
+//! whose counts went backwards between two samples is marked corrupt, and
+//! a rate that would be negative is none.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use shmbus::stat::{BusStat, SubscriberStat};
+
+/// One sample of every bus `top` watches.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// `CLOCK_MONOTONIC_COARSE` when it was taken, ns.
+    pub at_ns: u64,
+    /// Seconds since the previous sample (`None` for the first).
+    pub interval_s: Option<f64>,
+    /// One entry per bus, sorted by name.
+    pub buses: Vec<BusView>,
+}
+
+/// One bus: its state, or why there is none.
+#[derive(Clone, Debug)]
+pub struct BusView {
+    /// The file name (what `ls` calls it).
+    pub name: String,
+    /// Its path.
+    pub path: PathBuf,
+    /// What was read, or one line saying why nothing could be (gone,
+    /// corrupt, being created).
+    pub state: Result<BusRow, String>,
+}
+
+/// A bus (or stream) that could be read.
+#[derive(Clone, Debug)]
+pub struct BusRow {
+    /// "broadcast" or "stream".
+    pub kind: String,
+    /// Slots (a bus) or bytes (a stream).
+    pub capacity: u64,
+    /// Bytes per message (a bus); the largest record (a stream).
+    pub msg_size: u32,
+    /// Next sequence (a bus) or bytes written (a stream).
+    pub head: u64,
+    /// Messages (bytes, for a stream) published since creation.
+    pub published: u64,
+    /// Publisher generation (0 for a stream).
+    pub epoch: u64,
+    /// The publisher's (producer's) pid and whether it holds its lock.
+    pub publisher_pid: u32,
+    pub publisher_alive: bool,
+    /// Messages per second published since the previous sample.
+    pub msgs_per_sec: Option<f64>,
+    /// Bytes per second published since the previous sample.
+    pub bytes_per_sec: Option<f64>,
+    /// The journal's size and records, or why they could not be read.
+    pub journal: Option<Result<JournalRow, String>>,
+    /// Subscribers: live ones, then those gone, in registry order.
+    pub subscribers: Vec<SubRow>,
+    /// A stream's fill and consumer.
+    pub stream: Option<StreamRow>,
+    /// The publisher process's CPU and context switches.
+    pub publisher_proc: Option<ProcRow>,
+}
+
+/// A journaled bus's journal file.
+#[derive(Clone, Debug)]
+pub struct JournalRow {
+    pub path: PathBuf,
+    pub file_bytes: u64,
+    pub records: u64,
+}
+
+/// A stream's state beyond a bus's.
+#[derive(Clone, Debug)]
+pub struct StreamRow {
+    /// Bytes waiting, and as a fraction of the capacity.
+    pub fill: u64,
+    pub fill_fraction: f64,
+    /// Bytes written and released, ever.
+    pub tail: u64,
+    pub head: u64,
+    pub consumer_pid: u32,
+    pub consumer_alive: bool,
+    /// The cursors are impossible: `fill` means nothing.
+    pub corrupt: bool,
+    pub consumer_proc: Option<ProcRow>,
+}
+
+/// One subscriber.
+#[derive(Clone, Debug)]
+pub struct SubRow {
+    /// What its line says (numbers are 0 when `corrupt`).
+    pub line: SubscriberStat,
+    /// Its process has gone: its registry lock was released.
+    pub gone: bool,
+    /// `lag / capacity`: at 1 or more its next receive reports a lag.
+    pub lag_fraction: f64,
+    /// Messages per second it received since the previous sample.
+    pub msgs_per_sec: Option<f64>,
+    /// Seconds since it was last seen active.
+    pub idle_s: Option<f64>,
+    /// Why its line cannot be believed: the line's own check, or counts
+    /// that went backwards since the previous sample.
+    pub corrupt: Option<String>,
+    /// Its process's CPU and context switches (live subscribers).
+    pub proc: Option<ProcRow>,
+}
+
+impl SubRow {
+    /// It is, or is about to be, lapped: more than 3/4 of the ring behind.
+    pub fn near_lap(&self) -> bool {
+        !self.gone && self.corrupt.is_none() && self.lag_fraction >= 0.75
+    }
+}
+
+/// A process's share of a CPU and its context switches, per second since
+/// the previous sample (`None` for the first sample or an unreadable
+/// /proc entry).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcRow {
+    pub cpu_percent: Option<f64>,
+    pub voluntary_per_sec: Option<f64>,
+    pub involuntary_per_sec: Option<f64>,
+}
+
+/// Cumulative figures of one process from /proc.
+#[derive(Clone, Copy, Debug)]
+struct ProcTotals {
+    /// utime + stime, in clock ticks.
+    cpu_ticks: u64,
+    voluntary: u64,
+    involuntary: u64,
+    /// The process's start time (field 22 of stat): tells a reused pid.
+    started: u64,
+}
+
+/// Samples the buses named (all of /dev/shm when none), keeping the
+/// previous sample for rates.
+pub struct Sampler {
+    names: Vec<String>,
+    dir: PathBuf,
+    prev: Option<Snapshot>,
+    prev_procs: HashMap<u32, ProcTotals>,
+    ticks_per_sec: f64,
+}
+
+impl Sampler {
+    /// A sampler of the buses `names` (names or paths), or of every bus in
+    /// `dir` if `names` is empty.
+    pub fn new(names: Vec<String>, dir: PathBuf) -> Sampler {
+        // SAFETY: sysconf has no preconditions; it only reads a constant.
+        let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        Sampler {
+            names,
+            dir,
+            prev: None,
+            prev_procs: HashMap::new(),
+            ticks_per_sec: if ticks > 0 { ticks as f64 } else { 100.0 },
+        }
+    }
+
+    /// Reads every bus now. A listing of the directory that fails is one
+    /// row saying so.
+    pub fn sample(&mut self) -> Snapshot {
+        let at_ns = shmbus::stat::monotonic_ns();
+        let interval_s = self
+            .prev
+            .as_ref()
+            .map(|p| at_ns.saturating_sub(p.at_ns) as f64 / 1e9)
+            .filter(|&s| s > 0.0);
+        let mut found: Vec<(String, PathBuf, Result<BusStat, String>)> = Vec::new();
+        if self.names.is_empty() {
+            match shmbus::stat::list(&self.dir) {
+                Ok(listings) => {
+                    for l in listings {
+                        let name = file_name(&l.path);
+                        found.push((name, l.path, l.state.map_err(|e| e.to_string())));
+                    }
+                }
+                Err(e) => found.push((
+                    self.dir.display().to_string(),
+                    self.dir.clone(),
+                    Err(e.to_string()),
+                )),
+            }
+        } else {
+            for name in &self.names {
+                let state = shmbus::stat::stat(name);
+                let path = state
+                    .as_ref()
+                    .map(|s| s.path.clone())
+                    .unwrap_or_else(|_| PathBuf::from(name));
+                found.push((file_name(&path), path, state.map_err(|e| e.to_string())));
+            }
+        }
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut procs = HashMap::new();
+        let buses = found
+            .into_iter()
+            .map(|(name, path, state)| {
+                let state = state.map(|s| self.row(&name, &s, interval_s, &mut procs));
+                BusView { name, path, state }
+            })
+            .collect();
+        let snap = Snapshot {
+            at_ns,
+            interval_s,
+            buses,
+        };
+        self.prev = Some(snap.clone());
+        self.prev_procs = procs;
+        snap
+    }
+
+    /// The previous sample's row of bus `name`, if it was readable.
+    fn prev_row(&self, name: &str) -> Option<&BusRow> {
+        let prev = self.prev.as_ref()?;
+        let view = prev.buses.iter().find(|b| b.name == name)?;
+        view.state.as_ref().ok()
+    }
+
+    fn row(
+        &self,
+        name: &str,
+        s: &BusStat,
+        dt: Option<f64>,
+        procs: &mut HashMap<u32, ProcTotals>,
+    ) -> BusRow {
+        let prev = self.prev_row(name);
+        let is_stream = s.stream.is_some();
+        let msgs_per_sec = match (prev, dt) {
+            (Some(p), Some(dt)) if p.epoch == s.epoch || is_stream => {
+                let moved = s.published.wrapping_sub(p.published) as i64;
+                (moved >= 0).then(|| moved as f64 / dt)
+            }
+            _ => None,
+        };
+        let unit = if is_stream {
+            1.0
+        } else {
+            f64::from(s.header.msg.size)
+        };
+        let capacity = s.header.capacity.max(1);
+        let mut subscribers = Vec::new();
+        for (line, gone) in s
+            .subscribers
+            .iter()
+            .map(|l| (l, false))
+            .chain(s.gone.iter().map(|l| (l, true)))
+        {
+            let before = prev.and_then(|p| {
+                p.subscribers
+                    .iter()
+                    .find(|r| r.line.entry == line.entry && r.line.pid == line.pid && !r.gone)
+            });
+            let mut corrupt = line.corrupt.clone();
+            let mut rate = None;
+            if let (Some(b), None) = (before, &corrupt) {
+                if b.corrupt.is_none() && line.delivered < b.line.delivered {
+                    corrupt = Some(format!(
+                        "delivered went back from {} to {}",
+                        b.line.delivered, line.delivered
+                    ));
+                } else if b.corrupt.is_none() && line.skipped < b.line.skipped {
+                    corrupt = Some(format!(
+                        "skipped went back from {} to {}",
+                        b.line.skipped, line.skipped
+                    ));
+                } else if let Some(dt) = dt {
+                    rate = Some(line.delivered.saturating_sub(b.line.delivered) as f64 / dt);
+                }
+            }
+            let now = shmbus::stat::monotonic_ns();
+            let idle_s = (line.active_ns != 0 && line.active_ns <= now)
+                .then(|| (now - line.active_ns) as f64 / 1e9);
+            subscribers.push(SubRow {
+                lag_fraction: line.lag as f64 / capacity as f64,
+                msgs_per_sec: if gone { None } else { rate },
+                idle_s,
+                corrupt,
+                proc: (!gone)
+                    .then(|| self.proc_row(line.pid, dt, procs))
+                    .flatten(),
+                gone,
+                line: line.clone(),
+            });
+        }
+        let stream = s.stream.as_ref().map(|st| StreamRow {
+            fill: st.fill,
+            fill_fraction: st.fill as f64 / capacity as f64,
+            tail: st.tail,
+            head: st.head,
+            consumer_pid: st.consumer_pid,
+            consumer_alive: st.consumer_alive,
+            corrupt: st.corrupt,
+            consumer_proc: st
+                .consumer_alive
+                .then(|| self.proc_row(st.consumer_pid, dt, procs))
+                .flatten(),
+        });
+        BusRow {
+            kind: s.header.kind.to_string(),
+            capacity: s.header.capacity,
+            msg_size: s.header.msg.size,
+            head: s.head,
+            published: s.published,
+            epoch: s.epoch,
+            publisher_pid: s.publisher_pid,
+            publisher_alive: s.publisher_alive,
+            msgs_per_sec,
+            bytes_per_sec: msgs_per_sec.map(|r| r * unit),
+            journal: s.header.journal.as_ref().map(|path| {
+                shmbus::internals::journal_stat(path)
+                    .map(|j| JournalRow {
+                        path: j.path,
+                        file_bytes: j.file_bytes,
+                        records: j.records,
+                    })
+                    .map_err(|e| e.to_string())
+            }),
+            subscribers,
+            stream,
+            publisher_proc: s
+                .publisher_alive
+                .then(|| self.proc_row(s.publisher_pid, dt, procs))
+                .flatten(),
+        }
+    }
+
+    /// Process `pid`'s figures since the previous sample; records its
+    /// totals in `procs` for the next one.
+    fn proc_row(
+        &self,
+        pid: u32,
+        dt: Option<f64>,
+        procs: &mut HashMap<u32, ProcTotals>,
+    ) -> Option<ProcRow> {
+        if pid == 0 {
+            return None;
+        }
+        let now = match procs.get(&pid) {
+            Some(t) => *t,
+            None => {
+                let t = proc_totals(pid)?;
+                procs.insert(pid, t);
+                t
+            }
+        };
+        let Some((before, dt)) = self.prev_procs.get(&pid).zip(dt) else {
+            return Some(ProcRow::default());
+        };
+        if before.started != now.started {
+            // Another process with the same pid.
+            return Some(ProcRow::default());
+        }
+        let per_sec = |a: u64, b: u64| a.checked_sub(b).map(|d| d as f64 / dt);
+        Some(ProcRow {
+            cpu_percent: per_sec(now.cpu_ticks, before.cpu_ticks)
+                .map(|t| t * 100.0 / self.ticks_per_sec),
+            voluntary_per_sec: per_sec(now.voluntary, before.voluntary),
+            involuntary_per_sec: per_sec(now.involuntary, before.involuntary),
+        })
+    }
+}
+
+/// A process's cumulative CPU ticks and context switches from /proc, or
+/// `None` if it is gone or not ours to read.
+fn proc_totals(pid: u32) -> Option<ProcTotals> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or
+    // parentheses: the fields that follow start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // `rest` starts at field 3 (state): field n is fields[n - 3].
+    let field = |n: usize| fields.get(n - 3)?.parse::<u64>().ok();
+    let cpu_ticks = field(14)?.checked_add(field(15)?)?;
+    let started = field(22)?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let count = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    Some(ProcTotals {
+        cpu_ticks,
+        voluntary: count("voluntary_ctxt_switches:")?,
+        involuntary: count("nonvoluntary_ctxt_switches:")?,
+        started,
+    })
+}
+
+/// The file name of a path, as `ls` shows it.
+fn file_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

@@ -1,0 +1,153 @@
+//! `shmbus top --prometheus`: one sample in the Prometheus text exposition
+//! format (version 0.0.4), for a node-exporter textfile collector or a
+//! scrape. Counters end in `_total`; every series of a bus carries
+//! `bus="NAME"`, a subscriber's also `pid` and `entry`.
+
+use std::fmt::Write;
+
+use super::model::Snapshot;
+
+pub fn exposition(s: &Snapshot) -> String {
+    let mut out = String::new();
+    let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
+        let _ = writeln!(out, "# HELP {name} {help}");
+        let _ = writeln!(out, "# TYPE {name} {kind}");
+        for (labels, v) in rows {
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
+    };
+    let buses: Vec<_> = s
+        .buses
+        .iter()
+        .filter_map(|b| Some((label(&b.name), b.state.as_ref().ok()?)))
+        .collect();
+    let per_bus = |f: &dyn Fn(&super::model::BusRow) -> Option<f64>| {
+        buses
+            .iter()
+            .filter_map(|(l, b)| Some((format!("bus=\"{l}\""), f(b)?)))
+            .collect::<Vec<_>>()
+    };
+    family(
+        "shmbus_up",
+        "gauge",
+        "1 if the bus could be read.",
+        s.buses
+            .iter()
+            .map(|b| {
+                (
+                    format!("bus=\"{}\"", label(&b.name)),
+                    if b.state.is_ok() { 1.0 } else { 0.0 },
+                )
+            })
+            .collect(),
+    );
+    family(
+        "shmbus_published_total",
+        "counter",
+        "Messages published since creation (bytes, for a stream).",
+        per_bus(&|b| Some(b.published as f64)),
+    );
+    family(
+        "shmbus_head",
+        "gauge",
+        "The next sequence the publisher writes (bytes written, for a stream).",
+        per_bus(&|b| Some(b.head as f64)),
+    );
+    family(
+        "shmbus_capacity",
+        "gauge",
+        "Slots (bytes, for a stream).",
+        per_bus(&|b| Some(b.capacity as f64)),
+    );
+    family(
+        "shmbus_epoch",
+        "gauge",
+        "Publisher generation.",
+        per_bus(&|b| Some(b.epoch as f64)),
+    );
+    family(
+        "shmbus_publisher_alive",
+        "gauge",
+        "1 if the publisher (producer) holds its lock.",
+        per_bus(&|b| Some(f64::from(u8::from(b.publisher_alive)))),
+    );
+    family(
+        "shmbus_journal_bytes",
+        "gauge",
+        "Size of the journal file.",
+        per_bus(&|b| Some(b.journal.as_ref()?.as_ref().ok()?.file_bytes as f64)),
+    );
+    family(
+        "shmbus_journal_records",
+        "gauge",
+        "Records in the journal.",
+        per_bus(&|b| Some(b.journal.as_ref()?.as_ref().ok()?.records as f64)),
+    );
+    family(
+        "shmbus_stream_fill_bytes",
+        "gauge",
+        "Bytes written and not yet released.",
+        per_bus(&|b| Some(b.stream.as_ref()?.fill as f64)),
+    );
+    let subs = |f: &dyn Fn(&super::model::SubRow) -> Option<f64>| {
+        let mut rows = Vec::new();
+        for (l, b) in &buses {
+            for r in b.subscribers.iter().filter(|r| !r.gone) {
+                if let Some(v) = f(r) {
+                    let labels = format!(
+                        "bus=\"{l}\",pid=\"{}\",entry=\"{}\"",
+                        r.line.pid, r.line.entry
+                    );
+                    rows.push((labels, v));
+                }
+            }
+        }
+        rows
+    };
+    let ok = |r: &super::model::SubRow| r.corrupt.is_none();
+    family(
+        "shmbus_subscriber_lag",
+        "gauge",
+        "Messages published that the subscriber has not read.",
+        subs(&|r| ok(r).then_some(r.line.lag as f64)),
+    );
+    family(
+        "shmbus_subscriber_position",
+        "gauge",
+        "The next sequence the subscriber reads.",
+        subs(&|r| ok(r).then_some(r.line.position as f64)),
+    );
+    family(
+        "shmbus_subscriber_delivered_total",
+        "counter",
+        "Messages the subscriber received.",
+        subs(&|r| ok(r).then_some(r.line.delivered as f64)),
+    );
+    family(
+        "shmbus_subscriber_skipped_total",
+        "counter",
+        "Messages the subscriber was told it lost to a lap.",
+        subs(&|r| ok(r).then_some(r.line.skipped as f64)),
+    );
+    family(
+        "shmbus_subscriber_idle_seconds",
+        "gauge",
+        "Seconds since the subscriber was last seen active.",
+        subs(&|r| r.idle_s),
+    );
+    family(
+        "shmbus_subscriber_corrupt",
+        "gauge",
+        "1 if the subscriber's line cannot be believed.",
+        subs(&|r| Some(f64::from(u8::from(r.corrupt.is_some())))),
+    );
+    out
+}
+
+/// A label value escaped as the format says: backslash, double quote and
+/// newline.
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}

@@ -1,0 +1,313 @@
+//! `shmbus stat --json`, `shmbus top --once --json` and `--prometheus`
+//! against real processes: a publisher fed at a steady rate, two
+//! subscribers that keep up, one stopped (SIGSTOP: a subscriber that does
+//! not read, deterministically) and one killed with SIGKILL.
+//!
+//! Same ground rules as cli.rs: every child under the watchdog, a bus name
+//! unique to the test and removed on drop, waits on conditions with a
+//! deadline, never sleeps that hope.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{process_state, run, spawn, wait_for, BusName, CliOutput, Watched};
+use serde_json::Value;
+
+fn shmbus_json(args: &[&str]) -> Value {
+    let done = run(common::shmbus(args));
+    done.assert_success();
+    done.json()
+}
+
+fn stat_json(bus: &str) -> Value {
+    shmbus_json(&["stat", bus, "--json"])
+}
+
+/// The `per_subscriber` entry of `pid` in a `stat --json` object.
+fn line_of(stat: &Value, pid: u32) -> Value {
+    stat["per_subscriber"]
+        .as_array()
+        .expect("per_subscriber")
+        .iter()
+        .find(|l| l["pid"] == pid)
+        .cloned()
+        .unwrap_or_else(|| panic!("no line for pid {pid} in {stat}"))
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a u64: {v}"))
+}
+
+fn signal(proc: &Watched, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(proc.pid() as i32).expect("nonzero pid");
+    rustix::process::kill_process(pid, sig).expect("kill");
+}
+
+/// Feeds the publisher `per_tick` lines every 10 ms, on absolute deadlines
+/// (a late tick catches up), until stopped.
+struct Pacer {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Pacer {
+    fn start(mut stdin: std::process::ChildStdin, per_tick: usize) -> Pacer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let tick = Duration::from_millis(10);
+            let mut next = Instant::now();
+            let mut i = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                let mut chunk = String::new();
+                for _ in 0..per_tick {
+                    chunk.push_str(&format!("{i}\n"));
+                    i += 1;
+                }
+                if stdin.write_all(chunk.as_bytes()).is_err() {
+                    return;
+                }
+                next += tick;
+                if let Some(left) = next.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(left);
+                }
+            }
+        });
+        Pacer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Pacer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts `shmbus sub BUS` and waits until it is registered and asleep on
+/// the futex, so it sees everything published from then on.
+fn subscriber(bus: &str) -> Watched {
+    let sub = spawn(common::shmbus(&["sub", bus, "--wait", "futex"]));
+    let pid = sub.pid();
+    wait_for("the subscriber to register", || {
+        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
+    });
+    wait_for("the subscriber to sleep", || {
+        process_state(pid) == Some('S')
+    });
+    sub
+}
+
+/// The sum of the `lagged: skipped N` lines a subscriber printed.
+fn lag_reported(sub: &Watched) -> u64 {
+    sub.output_and_errors_so_far()
+        .lines()
+        .filter_map(|l| l.strip_prefix("lagged: skipped "))
+        .map(|n| n.trim().parse::<u64>().expect("a count"))
+        .sum()
+}
+
+#[test]
+fn stat_and_top_follow_each_subscriber_its_lag_its_losses_and_its_death() {
+    let bus = BusName::new("top-procs");
+    let name = bus.name();
+    run(common::shmbus(&[
+        "create",
+        name,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "1024",
+    ]))
+    .assert_success();
+    let fast = [subscriber(name), subscriber(name)];
+    let slow = subscriber(name);
+    let doomed = subscriber(name);
+    let mut cmd = common::shmbus(&["pub", name]);
+    cmd.stdin(Stdio::piped());
+    let mut publisher = spawn(cmd);
+    // 200 lines per 10 ms: 20 000 messages a second.
+    let pacer = Pacer::start(publisher.take_stdin(), 200);
+
+    // The killed subscriber is gone: its line stays, marked not alive.
+    doomed.kill();
+    let published = |s: &Value| u(&s["published"]);
+    let start = published(&stat_json(name));
+    wait_for("messages to flow", || {
+        published(&stat_json(name)) > start + 500
+    });
+
+    // The stopped one falls behind, more with every sample.
+    signal(&slow, rustix::process::Signal::STOP);
+    let before = stat_json(name);
+    wait_for("the stopped subscriber to fall a whole ring behind", || {
+        let s = stat_json(name);
+        u(&line_of(&s, slow.pid())["lag"]) > 2 * 1024
+    });
+    let after = stat_json(name);
+    let (lag0, lag1) = (
+        u(&line_of(&before, slow.pid())["lag"]),
+        u(&line_of(&after, slow.pid())["lag"]),
+    );
+    assert!(
+        lag1 > lag0,
+        "the stopped subscriber's lag grew: {lag0} -> {lag1}"
+    );
+    for f in &fast {
+        let line = line_of(&after, f.pid());
+        assert!(u(&line["lag"]) < 512, "a live subscriber keeps up: {line}");
+        assert_eq!(line["alive"], true);
+        assert_eq!(line["corrupt"], Value::Null);
+    }
+    let dead: Vec<&Value> = after["per_subscriber"]
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|l| l["alive"] == false)
+        .collect();
+    assert_eq!(dead.len(), 1, "exactly the killed one is gone: {after}");
+    assert_eq!(u(&after["subscribers"]), 3);
+
+    // top over one second, beside what the publisher did meanwhile.
+    let (t0, p0) = (Instant::now(), published(&stat_json(name)));
+    let top = shmbus_json(&["top", name, "--once", "--json", "--interval-ms", "1000"]);
+    let (t1, p1) = (Instant::now(), published(&stat_json(name)));
+    let done_rate = (p1 - p0) as f64 / (t1 - t0).as_secs_f64();
+    assert_eq!(top["schema"], "shmbus-top/1");
+    let b = &top["buses"][0];
+    assert_eq!(b["name"], name);
+    let rate = b["msgs_per_sec"].as_f64().expect("a rate");
+    assert!(
+        (rate / done_rate - 1.0).abs() < 0.10,
+        "top's rate {rate:.0}/s is within 10% of the publisher's {done_rate:.0}/s"
+    );
+    let subs = b["subscribers"].as_array().expect("subscribers");
+    for f in &fast {
+        let s = subs.iter().find(|s| s["pid"] == f.pid()).expect("listed");
+        let r = s["msgs_per_sec"].as_f64().expect("a rate");
+        assert!(
+            (r / rate - 1.0).abs() < 0.10,
+            "a live subscriber's rate {r:.0} vs {rate:.0}"
+        );
+        assert!(s["proc"]["cpu_percent"].is_number(), "{s}");
+    }
+    let s = subs
+        .iter()
+        .find(|s| s["pid"] == slow.pid())
+        .expect("listed");
+    assert_eq!(s["near_lap"], true, "{s}");
+    assert_eq!(s["msgs_per_sec"].as_f64(), Some(0.0), "{s}");
+
+    // Prometheus: the same figures, one series per subscriber.
+    let prom = run(common::shmbus(&[
+        "top",
+        name,
+        "--prometheus",
+        "--interval-ms",
+        "50",
+    ]));
+    prom.assert_success();
+    let text = prom.stdout();
+    assert!(
+        text.contains(&format!("shmbus_published_total{{bus=\"{name}\"}}")),
+        "{text}"
+    );
+    for pid in [fast[0].pid(), fast[1].pid(), slow.pid()] {
+        assert!(
+            text.contains(&format!(
+                "shmbus_subscriber_lag{{bus=\"{name}\",pid=\"{pid}\""
+            )),
+            "{text}"
+        );
+    }
+
+    // Let the stopped one go: it is lapped, told how much it lost, and
+    // its line's skipped count is exactly the sum of what it was told.
+    signal(&slow, rustix::process::Signal::CONT);
+    drop(pacer);
+    publisher.close_stdin();
+    publisher.wait_success();
+    wait_for("the slow subscriber to catch up", || {
+        u(&line_of(&stat_json(name), slow.pid())["lag"]) == 0
+    });
+    let line = line_of(&stat_json(name), slow.pid());
+    let skipped = u(&line["skipped"]);
+    assert!(skipped > 0, "it was lapped: {line}");
+    wait_for("its lag reports to reach stderr", || {
+        lag_reported(&slow) == skipped
+    });
+    // All three registered before the first message: every message
+    // published is delivered or skipped, exactly.
+    let end = stat_json(name);
+    for s in [&fast[0], &fast[1], &slow] {
+        let l = line_of(&end, s.pid());
+        assert_eq!(u(&l["lag"]), 0, "{l}");
+        assert_eq!(
+            u(&l["delivered"]) + u(&l["skipped"]),
+            published(&end),
+            "{l}"
+        );
+    }
+    for s in fast {
+        s.kill();
+    }
+    slow.kill();
+    bus.finish();
+}
+
+#[test]
+fn top_once_shows_a_corrupt_bus_as_a_line_and_goes_on() {
+    let good = BusName::new("top-good");
+    let bad = BusName::new("top-bad");
+    for b in [&good, &bad] {
+        run(common::shmbus(&[
+            "create",
+            b.name(),
+            "--msg-size",
+            "8",
+            "--capacity",
+            "8",
+        ]))
+        .assert_success();
+    }
+    // A layout version no build wrote.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(bad.path())
+        .and_then(|f| std::os::unix::fs::FileExt::write_at(&f, &99u32.to_le_bytes(), 8))
+        .expect("patch the version");
+    let top = shmbus_json(&[
+        "top",
+        good.name(),
+        bad.name(),
+        "--once",
+        "--json",
+        "--interval-ms",
+        "10",
+    ]);
+    let buses = top["buses"].as_array().expect("buses");
+    assert_eq!(buses.len(), 2);
+    let row = |n: &str| {
+        buses
+            .iter()
+            .find(|b| b["name"] == n)
+            .expect("listed")
+            .clone()
+    };
+    assert!(row(bad.name())["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("version 99")));
+    assert_eq!(row(good.name())["capacity"], 8);
+    good.finish();
+    bad.finish();
+}
