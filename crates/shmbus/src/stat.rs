@@ -126,7 +126,7 @@ pub struct SubscriberStat {
 /// assert!(shmbus::stat::monotonic_ns() >= a);
 /// ```
 pub fn monotonic_ns() -> u64 {
-    crate::bus::activity::monotonic_ns()
+    crate::sys::clock::monotonic_ns()
 }
 
 /// Reads registry entry `entry`'s line and checks it against `head`. A line
@@ -219,6 +219,7 @@ fn read_line(
 /// assert!(!stream.corrupt);
 /// assert_eq!(stream.consumer_pid, 0); // no consumer yet
 /// assert!(!stream.consumer_alive);
+/// assert_eq!(stream.producer_records, 1);
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -237,6 +238,16 @@ pub struct StreamStat {
     pub consumer_pid: u32,
     /// Whether that consumer still holds its lock.
     pub consumer_alive: bool,
+    /// Records the current (or last) producer committed since it attached.
+    pub producer_records: u64,
+    /// Records the current (or last) consumer released since it opened.
+    pub consumer_records: u64,
+    /// When the producer was last seen active, ns of
+    /// `CLOCK_MONOTONIC_COARSE` ([`monotonic_ns`]): it notes the time when
+    /// it attaches, waits for room, and every 1024 records. 0: never.
+    pub producer_active_ns: u64,
+    /// The same for the consumer (when it waits for data).
+    pub consumer_active_ns: u64,
 }
 
 /// Reads the header and live state of the bus (or stream) named `name`,
@@ -297,7 +308,7 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
     }
     let stream = match header.kind {
         Kind::Stream => {
-            use crate::wire::stream_control as sc;
+            use crate::wire::{side_line, stream_control as sc};
             // HEAD first: both only grow, and HEAD never passes TAIL, so
             // reading TAIL second can only overstate the fill, never wrap.
             let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
@@ -317,6 +328,18 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
                 corrupt: fill > moved.saturating_add(header.capacity),
                 consumer_pid: region.word32(c + sc::CONSUMER_PID).load(Ordering::Relaxed),
                 consumer_alive: lock::is_held(fd, lock_byte::CONSUMER).map_err(io)?,
+                producer_records: region
+                    .word(c + sc::PRODUCER_LINE + side_line::RECORDS)
+                    .load(Ordering::Relaxed),
+                consumer_records: region
+                    .word(c + sc::CONSUMER_LINE + side_line::RECORDS)
+                    .load(Ordering::Relaxed),
+                producer_active_ns: region
+                    .word(c + sc::PRODUCER_LINE + side_line::ACTIVE_NS)
+                    .load(Ordering::Relaxed),
+                consumer_active_ns: region
+                    .word(c + sc::CONSUMER_LINE + side_line::ACTIVE_NS)
+                    .load(Ordering::Relaxed),
             })
         }
         _ => None,

@@ -1,6 +1,7 @@
 //! Each registered subscriber's line (docs/LAYOUT.md §5.1) as `stat` reads
 //! it: exact counts, gone entries and their reuse, and lines a hostile peer
 //! wrote, which are reported as corrupt and never believed or panicked on.
+//! And a stream's two side lines (§20).
 
 mod common;
 
@@ -8,7 +9,10 @@ use common::{write_at, BusName};
 use proptest::prelude::*;
 use shmbus::stat::{self, SubscriberStat};
 use shmbus::wire::control;
-use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+use shmbus::{
+    BusOptions, Consumer, OpenOptions, Producer, Publisher, Received, Start, StreamOptions,
+    Subscriber, Wait,
+};
 
 /// Where registry entry `i`'s line is in the file (page size 4096).
 fn line_offset(i: usize) -> u64 {
@@ -123,6 +127,38 @@ fn a_line_ahead_of_the_head_or_skipping_more_than_it_moved_is_corrupt() {
     let why = only_line(bus.name()).corrupt.expect("corrupt");
     assert!(why.contains("kept changing"), "{why}");
     drop(publisher);
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
+    let bus = BusName::new("lines-stream");
+    let mut producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");
+    let mut consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    for i in 0..10u8 {
+        producer.push(&[i; 5], Wait::Never).expect("push");
+    }
+    let mut out = Vec::new();
+    for _ in 0..4 {
+        consumer.pop(&mut out, Wait::Never).expect("pop");
+    }
+    let st = stat::stat(bus.name())
+        .expect("stat")
+        .stream
+        .expect("a stream");
+    assert_eq!((st.producer_records, st.consumer_records), (10, 4));
+    assert!(st.producer_active_ns > 0 && st.consumer_active_ns > 0);
+    assert!(st.producer_active_ns <= stat::monotonic_ns());
+    drop(producer);
+    let mut again = Producer::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    again.push(b"x", Wait::Never).expect("push");
+    let st = stat::stat(bus.name())
+        .expect("stat")
+        .stream
+        .expect("a stream");
+    assert_eq!((st.producer_records, st.consumer_records), (1, 4));
+    drop((again, consumer));
     bus.finish();
 }
 

@@ -26,6 +26,7 @@
 
 use crate::mem::Region;
 use crate::sync::Ordering;
+use crate::sys::clock::monotonic_ns;
 use crate::wire::{subscriber_line as line, LINE};
 
 /// How many deliveries (or empty polls) pass between two `ACTIVE_NS`
@@ -138,14 +139,4 @@ impl Activity {
         fields(&|field, v| region.word(at + field).store(v, Ordering::Relaxed));
         seq.store(odd.wrapping_add(1), Ordering::Release);
     }
-}
-
-/// `CLOCK_MONOTONIC_COARSE` in ns: a vDSO read of a few ns, as fine as the
-/// scheduler tick, which is all "last active" needs. The same clock in
-/// every process of the machine.
-pub(crate) fn monotonic_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::MonotonicCoarse);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
 }

@@ -2,6 +2,7 @@
 //! in place.
 
 use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::side::SideLine;
 use super::{PopError, WRAP};
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
@@ -36,6 +37,8 @@ pub struct Consumer<R: Region = DefaultRegion> {
     /// The producer's TAIL as last loaded, checked: in [head, head + capacity].
     tail: u64,
     strategy: WaitStrategy,
+    /// Our line for `stat` and `top` (none on the heap).
+    line: SideLine,
     /// The producer that was already dead when we opened: we wait for the
     /// next one instead of reporting it (0: none).
     dead_at_open: u32,
@@ -58,6 +61,7 @@ impl<R: Region> Consumer<R> {
             head,
             tail,
             strategy,
+            line: SideLine::default(),
             dead_at_open: 0,
         }
     }
@@ -227,6 +231,7 @@ impl<R: Region> Consumer<R> {
                 pid_field: ctl::PRODUCER_PID,
                 known_dead: self.dead_at_open,
             },
+            &self.line,
             || {
                 if cached != head {
                     return Look::Ready;
@@ -308,6 +313,7 @@ impl<R: Region> Consumer<R> {
             .cursor(ctl::HEAD)
             .store(self.head, Ordering::Release);
         wait::ring(self.ring.bell(ctl::SPACE_BELL), self.ring.light);
+        self.line.moved(&self.ring.region);
     }
 
     /// Bytes of the ring in use: records written and not yet released,
@@ -462,6 +468,9 @@ mod shm {
                 .unwrap_or(0);
             let mut consumer = Consumer::from_ring(ring, opts.wait);
             consumer.dead_at_open = dead_at_open;
+            // Ours while we hold lock byte 2.
+            let at = header.control_offset as usize + ctl::CONSUMER_LINE;
+            consumer.line = SideLine::claim(&consumer.ring.region, at);
             Ok(consumer)
         }
     }

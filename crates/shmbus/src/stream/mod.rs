@@ -79,6 +79,7 @@
 mod consumer;
 mod producer;
 pub(crate) mod ring;
+mod side;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

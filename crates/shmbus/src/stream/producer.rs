@@ -2,6 +2,7 @@
 //! written in place.
 
 use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::side::SideLine;
 use super::{PushError, WRAP};
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
@@ -35,6 +36,8 @@ pub struct Producer<R: Region = DefaultRegion> {
     /// The consumer's HEAD as last loaded, checked: in [tail - capacity, tail].
     head: u64,
     strategy: WaitStrategy,
+    /// Our line for `stat` and `top` (none on the heap).
+    line: SideLine,
 }
 
 impl<R: Region> Producer<R> {
@@ -55,6 +58,7 @@ impl<R: Region> Producer<R> {
             tail,
             head,
             strategy,
+            line: SideLine::default(),
         }
     }
 
@@ -194,6 +198,7 @@ impl<R: Region> Producer<R> {
                 pid_field: ctl::CONSUMER_PID,
                 known_dead: 0,
             },
+            &self.line,
             || {
                 // `head` is checked to be within `cap` of `tail`; checked
                 // here again all the same, as no overflow may come of it.
@@ -251,6 +256,7 @@ impl<R: Region> Producer<R> {
             .cursor(ctl::TAIL)
             .store(self.tail, Ordering::Release);
         wait::ring(self.ring.bell(ctl::DATA_BELL), self.ring.light);
+        self.line.moved(&self.ring.region);
     }
 
     /// Bytes of the ring in use: records written and not yet released by
@@ -492,10 +498,9 @@ mod shm {
                 Header::stream(opts.capacity, page).map_err(CreateError::InvalidGeometry)?;
             header.flags |= huge;
             let region = create_region(name, &header, &opts.file, |_| {})?;
-            Ok(Producer::from_ring(
-                StreamRing::new(region, &header),
-                opts.wait,
-            ))
+            let mut producer = Producer::from_ring(StreamRing::new(region, &header), opts.wait);
+            producer.claim_line(&header);
+            Ok(producer)
         }
 
         /// Becomes the producer of an existing stream; carries on after the
@@ -532,10 +537,15 @@ mod shm {
                     "stream TAIL {tail} is not a multiple of 8"
                 ))));
             }
-            Ok(Producer::from_ring(
-                StreamRing::new(region, &header),
-                opts.wait,
-            ))
+            let mut producer = Producer::from_ring(StreamRing::new(region, &header), opts.wait);
+            producer.claim_line(&header);
+            Ok(producer)
+        }
+
+        /// Takes the producer's line, ours while we hold lock byte 0.
+        fn claim_line(&mut self, header: &Header) {
+            let at = header.control_offset as usize + ctl::PRODUCER_LINE;
+            self.line = SideLine::claim(&self.ring.region, at);
         }
     }
 }

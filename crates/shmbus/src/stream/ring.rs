@@ -2,6 +2,7 @@
 //! and wrap markers, the doorbells, and whether the peer is still alive.
 //! The invariants are the stream module's.
 
+use super::side::SideLine;
 use std::time::{Duration, Instant};
 
 use super::PEER_CHECK;
@@ -95,6 +96,7 @@ impl<R: Region> StreamRing<R> {
         strategy: WaitStrategy,
         bell: usize,
         peer: Peer,
+        line: &SideLine,
         mut ready: impl FnMut() -> Look,
     ) -> Result<(), Stop> {
         match ready() {
@@ -120,6 +122,7 @@ impl<R: Region> StreamRing<R> {
             }
             spins = spins.wrapping_add(1);
             if spins % 1024 == 0 {
+                line.touch(&self.region);
                 let now = Instant::now();
                 if let Some((at, d)) = deadline {
                     if now >= at {
@@ -151,6 +154,7 @@ impl<R: Region> StreamRing<R> {
                     let left = deadline.map_or(PEER_CHECK, |(at, _)| {
                         at.saturating_duration_since(Instant::now()).min(PEER_CHECK)
                     });
+                    line.touch(&self.region);
                     wait::sleep(self.bell(bell), Some(left), || ready() == Look::NotYet);
                     // Re-check the clock and the peer after every sleep.
                     spins = 1023;

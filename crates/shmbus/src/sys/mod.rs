@@ -3,6 +3,7 @@
 //! following links (for `remove`, `stat` and `clean`). Std and rustix only;
 //! nothing here knows what a segment is.
 
+pub(crate) mod clock;
 #[cfg(not(loom))]
 pub(crate) mod dir;
 #[cfg(not(loom))]

@@ -206,6 +206,20 @@ pub mod stream_control {
     pub const DATA_BELL: usize = 256;
     /// u32: doorbell the producer sleeps on: space was freed.
     pub const SPACE_BELL: usize = 320;
+    /// The producer's line ([`super::side_line`]), written only by it.
+    pub const PRODUCER_LINE: usize = 384;
+    /// The consumer's line ([`super::side_line`]), written only by it.
+    pub const CONSUMER_LINE: usize = 448;
+}
+
+/// Byte offsets in a stream side's line, relative to the line: what the
+/// current producer (consumer) did since it attached, for `stat` and `top`.
+pub mod side_line {
+    /// u64: records it committed (released) since it attached. Relaxed
+    /// store after each.
+    pub const RECORDS: usize = 0;
+    /// u64: when it was last active, ns of `CLOCK_MONOTONIC_COARSE`.
+    pub const ACTIVE_NS: usize = 8;
 }
 
 /// Which byte of the file each liveness lock covers (OFD locks, see `lock`).

@@ -58,6 +58,12 @@ fn bus_json(b: &BusRow) -> Value {
             "consumer_alive": s.consumer_alive,
             "corrupt": s.corrupt,
             "consumer_proc": s.consumer_proc.map(proc_json),
+            "producer_records": s.producer.records,
+            "producer_records_per_sec": s.producer.records_per_sec,
+            "producer_idle_s": s.producer.idle_s,
+            "consumer_records": s.consumer.records,
+            "consumer_records_per_sec": s.consumer.records_per_sec,
+            "consumer_idle_s": s.consumer.idle_s,
         })),
     })
 }

@@ -89,6 +89,18 @@ pub struct StreamRow {
     /// The cursors are impossible: `fill` means nothing.
     pub corrupt: bool,
     pub consumer_proc: Option<ProcRow>,
+    /// Each side: records moved since it attached, per second since the
+    /// previous sample, and seconds since it was last active.
+    pub producer: SideRow,
+    pub consumer: SideRow,
+}
+
+/// One side of a stream, from its line.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SideRow {
+    pub records: u64,
+    pub records_per_sec: Option<f64>,
+    pub idle_s: Option<f64>,
 }
 
 /// One subscriber.
@@ -147,7 +159,14 @@ pub struct Sampler {
     prev: Option<Snapshot>,
     prev_procs: HashMap<u32, ProcTotals>,
     ticks_per_sec: f64,
+    /// Each journal's last count, and when it was taken: counting reads
+    /// the whole file, so it is redone at most every [`JOURNAL_EVERY_NS`].
+    journals: std::cell::RefCell<HashMap<PathBuf, (u64, Result<JournalRow, String>)>>,
 }
+
+/// How often a journal's records are counted again (each count reads the
+/// file from its start).
+const JOURNAL_EVERY_NS: u64 = 5_000_000_000;
 
 impl Sampler {
     /// A sampler of the buses `names` (names or paths), or of every bus in
@@ -161,6 +180,7 @@ impl Sampler {
             prev: None,
             prev_procs: HashMap::new(),
             ticks_per_sec: if ticks > 0 { ticks as f64 } else { 100.0 },
+            journals: Default::default(),
         }
     }
 
@@ -290,7 +310,28 @@ impl Sampler {
                 line: line.clone(),
             });
         }
+        let prev_stream = prev.and_then(|p| p.stream.as_ref());
+        let now = shmbus::stat::monotonic_ns();
+        let side = |records: u64, before: Option<u64>, active_ns: u64| SideRow {
+            records,
+            // A new owner starts its count over: no rate across it.
+            records_per_sec: before
+                .filter(|&b| b <= records)
+                .zip(dt)
+                .map(|(b, dt)| (records - b) as f64 / dt),
+            idle_s: (active_ns != 0 && active_ns <= now).then(|| (now - active_ns) as f64 / 1e9),
+        };
         let stream = s.stream.as_ref().map(|st| StreamRow {
+            producer: side(
+                st.producer_records,
+                prev_stream.map(|p| p.producer.records),
+                st.producer_active_ns,
+            ),
+            consumer: side(
+                st.consumer_records,
+                prev_stream.map(|p| p.consumer.records),
+                st.consumer_active_ns,
+            ),
             fill: st.fill,
             fill_fraction: st.fill as f64 / capacity as f64,
             tail: st.tail,
@@ -314,15 +355,7 @@ impl Sampler {
             publisher_alive: s.publisher_alive,
             msgs_per_sec,
             bytes_per_sec: msgs_per_sec.map(|r| r * unit),
-            journal: s.header.journal.as_ref().map(|path| {
-                shmbus::internals::journal_stat(path)
-                    .map(|j| JournalRow {
-                        path: j.path,
-                        file_bytes: j.file_bytes,
-                        records: j.records,
-                    })
-                    .map_err(|e| e.to_string())
-            }),
+            journal: s.header.journal.as_ref().map(|path| self.journal(path)),
             subscribers,
             stream,
             publisher_proc: s
@@ -330,6 +363,27 @@ impl Sampler {
                 .then(|| self.proc_row(s.publisher_pid, dt, procs))
                 .flatten(),
         }
+    }
+
+    /// A journal's size and records, counted again only if the last count
+    /// is older than [`JOURNAL_EVERY_NS`].
+    fn journal(&self, path: &std::path::Path) -> Result<JournalRow, String> {
+        let now = shmbus::stat::monotonic_ns();
+        let mut cache = self.journals.borrow_mut();
+        if let Some((at, row)) = cache.get(path) {
+            if now.saturating_sub(*at) < JOURNAL_EVERY_NS {
+                return row.clone();
+            }
+        }
+        let row = shmbus::internals::journal_stat(path)
+            .map(|j| JournalRow {
+                path: j.path,
+                file_bytes: j.file_bytes,
+                records: j.records,
+            })
+            .map_err(|e| e.to_string());
+        cache.insert(path.to_owned(), (now, row.clone()));
+        row
     }
 
     /// Process `pid`'s figures since the previous sample; records its

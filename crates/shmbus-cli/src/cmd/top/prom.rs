@@ -89,6 +89,18 @@ pub fn exposition(s: &Snapshot) -> String {
         "Bytes written and not yet released.",
         per_bus(&|b| Some(b.stream.as_ref()?.fill as f64)),
     );
+    family(
+        "shmbus_stream_producer_records_total",
+        "counter",
+        "Records the stream's producer committed since it attached.",
+        per_bus(&|b| Some(b.stream.as_ref()?.producer.records as f64)),
+    );
+    family(
+        "shmbus_stream_consumer_records_total",
+        "counter",
+        "Records the stream's consumer released since it opened.",
+        per_bus(&|b| Some(b.stream.as_ref()?.consumer.records as f64)),
+    );
     let subs = |f: &dyn Fn(&super::model::SubRow) -> Option<f64>| {
         let mut rows = Vec::new();
         for (l, b) in &buses {

@@ -41,7 +41,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph};
 use ratatui::{Frame, Terminal};
 
-use super::model::{BusRow, BusView, ProcRow, Sampler, Snapshot, StreamRow, SubRow};
+use super::model::{BusRow, BusView, ProcRow, Sampler, SideRow, Snapshot, StreamRow, SubRow};
 use crate::cmd::inspect::escaped;
 use crate::error::CliError;
 
@@ -772,10 +772,12 @@ fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
             "producer",
             process_text(r.publisher_pid, r.publisher_alive, r.publisher_proc),
         ));
+        out.push(("  records", side_text(&st.producer)));
         out.push((
             "consumer",
             process_text(st.consumer_pid, st.consumer_alive, st.consumer_proc),
         ));
+        out.push(("  records", side_text(&st.consumer)));
         return out;
     }
     out.push((
@@ -828,6 +830,16 @@ fn error_text(b: &BusView, e: &str) -> String {
         .and_then(|rest| rest.strip_prefix(": "))
         .unwrap_or(e);
     escaped(why)
+}
+
+/// A stream side's records, rate and idle time.
+fn side_text(s: &SideRow) -> String {
+    format!(
+        "{} since it attached, {}/s, idle {} s",
+        s.records,
+        rate(s.records_per_sec),
+        one_decimal(s.idle_s)
+    )
 }
 
 fn fill_text(st: &StreamRow) -> String {
@@ -1212,6 +1224,8 @@ mod tests {
                 consumer_alive: true,
                 corrupt: false,
                 consumer_proc: None,
+                producer: SideRow::default(),
+                consumer: SideRow::default(),
             });
         }
         let snap = Snapshot {
