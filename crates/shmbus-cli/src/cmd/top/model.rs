@@ -161,8 +161,11 @@ pub struct Sampler {
     ticks_per_sec: f64,
     /// Each journal's last count, and when it was taken: counting reads
     /// the whole file, so it is redone at most every [`JOURNAL_EVERY_NS`].
-    journals: std::cell::RefCell<HashMap<PathBuf, (u64, Result<JournalRow, String>)>>,
+    journals: std::cell::RefCell<HashMap<PathBuf, JournalCount>>,
 }
+
+/// When a journal was counted (monotonic ns), and what was found.
+type JournalCount = (u64, Result<JournalRow, String>);
 
 /// How often a journal's records are counted again (each count reads the
 /// file from its start).
