@@ -1,6 +1,7 @@
 //! The journal's performance targets (issue 5), side by side in one run,
 //! rounds interleaved:
-//! - publish cost per message, journaled vs ring-only (target: at most 2x);
+//! - publish cost per message, journaled vs ring-only (targets: mean at
+//!   most 2x, p50 at most 1.5x);
 //!   wall clock, and the publishing thread's own CPU time, page faults and
 //!   waits from `getrusage`, which a preemption by another process (a busy
 //!   machine) leaves out and the kernel's work on the hot path (growth,
@@ -194,11 +195,11 @@ fn main() {
     let ratio = h_j.value_at_quantile(0.5) as f64 / h_ring.value_at_quantile(0.5) as f64;
     let mean_ratio =
         (t_j.as_nanos() as f64 / seq_j as f64) / (t_ring.as_nanos() as f64 / seq_r as f64);
-    let verdict = |r: f64| if r <= 2.0 { "met" } else { "MISSED" };
+    let verdict = |r: f64, at_most: f64| if r <= at_most { "met" } else { "MISSED" };
     println!(
-        "  journaled / ring-only (target <= 2x): p50 {ratio:.2}x {}, mean {mean_ratio:.2}x {}",
-        verdict(ratio),
-        verdict(mean_ratio)
+        "  journaled / ring-only: p50 {ratio:.2}x (target <= 1.5x: {}), mean {mean_ratio:.2}x (target <= 2x: {})",
+        verdict(ratio, 1.5),
+        verdict(mean_ratio, 2.0)
     );
     jp.flush().expect("flush");
 
