@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
 use shmbus::internals::JournalStat;
-use shmbus::stat::{BusStat, Listing, StreamStat};
+use shmbus::stat::{BusStat, Listing, StreamStat, SubscriberStat};
 use shmbus::OpenError;
 
 use crate::error::CliError;
@@ -122,14 +122,29 @@ fn stat_json(s: &BusStat) -> Value {
         "publisher_alive": s.publisher_alive,
         "subscribers": s.subscribers.len(),
         "subscriber_pids": s.subscribers.iter().map(|l| l.pid).collect::<Vec<_>>(),
-        "per_subscriber": s.subscribers.iter().map(|l| crate::cmd::top::subscriber_json(l, true))
-            .chain(s.gone.iter().map(|l| crate::cmd::top::subscriber_json(l, false)))
+        "per_subscriber": s.subscribers.iter().map(|l| subscriber_json(l, true))
+            .chain(s.gone.iter().map(|l| subscriber_json(l, false)))
             .collect::<Vec<_>>(),
         "type_name": s.header.msg.name,
         "first_seq": s.header.first_seq,
         "created_unix_ns": s.header.created_ns,
         "journal": journal_json(s),
         "huge_page_size": huge_page_size(s),
+    })
+}
+
+/// One subscriber's line, as `stat --json` and `top --json` print it.
+pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool) -> Value {
+    json!({
+        "entry": l.entry,
+        "pid": l.pid,
+        "alive": alive,
+        "position": l.position,
+        "lag": l.lag,
+        "delivered": l.delivered,
+        "skipped": l.skipped,
+        "active_monotonic_ns": l.active_ns,
+        "corrupt": l.corrupt,
     })
 }
 

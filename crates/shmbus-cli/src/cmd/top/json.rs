@@ -3,9 +3,9 @@
 //! added under the same schema, a changed or removed one changes it.
 
 use serde_json::{json, Value};
-use shmbus::stat::SubscriberStat;
 
 use super::model::{BusRow, ProcRow, Snapshot, SubRow};
+use crate::cmd::inspect::subscriber_json;
 
 /// Names the shape of the JSON below.
 pub const SCHEMA: &str = "shmbus-top/1";
@@ -77,21 +77,6 @@ fn sub_json(r: &SubRow) -> Value {
     v["idle_s"] = json!(r.idle_s);
     v["proc"] = json!(r.proc.map(proc_json));
     v
-}
-
-/// One subscriber's line, as `stat --json` and `top --json` print it.
-pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool) -> Value {
-    json!({
-        "entry": l.entry,
-        "pid": l.pid,
-        "alive": alive,
-        "position": l.position,
-        "lag": l.lag,
-        "delivered": l.delivered,
-        "skipped": l.skipped,
-        "active_monotonic_ns": l.active_ns,
-        "corrupt": l.corrupt,
-    })
 }
 
 fn proc_json(p: ProcRow) -> Value {

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use crate::error::CliError;
 
-pub(crate) use json::subscriber_json;
 pub use model::Sampler;
 
 /// Arguments of `shmbus top`.
