@@ -1244,8 +1244,9 @@ mod tests {
         line_with(&lines, "a stream has one consumer and no subscribers");
         line_with(&lines, "rates from the next sample");
         let text = plain(&snap);
-        assert!(text.contains("fill:     1.0 KiB (25.0%)"), "{text}");
-        assert!(text.contains("consumer: pid 77 (alive)"), "{text}");
+        assert!(text.contains("fill:      1.0 KiB (25.0%)"), "{text}");
+        assert!(text.contains("consumer:  pid 77 (alive)"), "{text}");
+        assert!(text.contains("records: 0 since it attached"), "{text}");
         assert!(!text.contains("PID"), "{text}");
     }
 
