@@ -363,12 +363,19 @@ const LS_HEADER: [&str; 8] = [
 ];
 
 fn listing_table(listings: &[Listing]) -> String {
+    plain_table(
+        LS_HEADER.to_vec(),
+        listings.iter().map(|l| listing_row(l).to_vec()),
+    )
+}
+
+/// Plain columns like `ps`'s: no border, two spaces between columns.
+pub(crate) fn plain_table(header: Vec<&str>, rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut table = Table::new();
-    table.load_preset(presets::NOTHING).set_header(LS_HEADER);
-    for l in listings {
-        table.add_row(listing_row(l));
+    table.load_preset(presets::NOTHING).set_header(header);
+    for row in rows {
+        table.add_row(row);
     }
-    // Plain columns like `ps`: no border, two spaces between columns.
     table
         .remove_style(TableComponent::LeftBorder)
         .remove_style(TableComponent::RightBorder);

@@ -28,7 +28,6 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use comfy_table::{presets, Table, TableComponent};
 use crossterm::cursor::{Hide, Show};
 use crossterm::event::{self, Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use crossterm::terminal::{
@@ -955,22 +954,14 @@ fn plain_bus(b: &BusView) -> String {
 
 /// The subscribers, in registry order, as columns like `ps`'s.
 fn subscriber_table(subs: &[SubRow]) -> String {
-    let mut table = Table::new();
     let mut heading: Vec<&str> = SUB_COLUMNS.iter().map(|c| c.0).collect();
     heading.push("STATE");
-    table.load_preset(presets::NOTHING).set_header(heading);
-    for s in subs {
+    let rows = subs.iter().map(|s| {
         let mut row = sub_cells(s).to_vec();
         row.push(sub_state(s));
-        table.add_row(row);
-    }
-    table
-        .remove_style(TableComponent::LeftBorder)
-        .remove_style(TableComponent::RightBorder);
-    for column in table.column_iter_mut() {
-        column.set_padding((0, 2));
-    }
-    table.trim_fmt()
+        row
+    });
+    crate::cmd::inspect::plain_table(heading, rows)
 }
 
 #[cfg(test)]
