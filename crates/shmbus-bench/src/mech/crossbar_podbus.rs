@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use ::crossbar::{BusSubscriber, PodBus};
 
-use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
 use crate::case::Pattern;
 
 /// crossbar's PodBus between processes.
@@ -38,34 +38,6 @@ const OPEN_LIMIT: Duration = Duration::from_secs(10);
 
 fn io_err(what: &str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("crossbar PodBus: {what}: {e}"))
-}
-
-fn ping(token: &str) -> String {
-    format!("{token}-ping")
-}
-
-fn pong(token: &str) -> String {
-    format!("{token}-pong")
-}
-
-/// The buses of a block; their files are removed on drop.
-struct Buses {
-    token: String,
-}
-
-impl Resources for Buses {
-    fn token(&self) -> String {
-        self.token.clone()
-    }
-}
-
-impl Drop for Buses {
-    fn drop(&mut self) {
-        for name in [ping(&self.token), pong(&self.token)] {
-            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-pod-{name}"));
-            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-pod-{name}.lock"));
-        }
-    }
 }
 
 fn connect<const N: usize>(name: &str) -> io::Result<BusSubscriber<[u8; N]>> {
@@ -189,9 +161,15 @@ impl Mechanism for CrossbarPodBus {
         })
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
-        Ok(Box::new(Buses {
-            token: format!("{}-xpod", spec.prefix),
-        }))
+        let token = format!("{}-xpod", spec.prefix);
+        let paths = [ping(&token), pong(&token)]
+            .iter()
+            .flat_map(|n| {
+                let file = format!("/dev/shm/crossbar-pod-{n}");
+                [format!("{file}.lock"), file]
+            })
+            .collect();
+        Ok(Box::new(Files { token, paths }))
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
         match spec.msg_size {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use ::crossbar::{Config, Publisher, Sample, Stream, Subscriber, Topic};
 
-use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
 
 /// crossbar's pool publish-subscribe between processes.
 pub struct CrossbarPool;
@@ -47,40 +47,6 @@ pub fn registry_path(pid: u32) -> String {
 
 fn io_err(what: &str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("crossbar pool: {what}: {e}"))
-}
-
-fn ping(token: &str) -> String {
-    format!("{token}-ping")
-}
-
-fn pong(token: &str) -> String {
-    format!("{token}-pong")
-}
-
-/// The regions of a block; their files are removed on drop.
-struct Regions {
-    token: String,
-}
-
-impl Resources for Regions {
-    fn token(&self) -> String {
-        self.token.clone()
-    }
-}
-
-impl Drop for Regions {
-    fn drop(&mut self) {
-        for name in [ping(&self.token), pong(&self.token)] {
-            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-{name}"));
-            let _ = std::fs::remove_file(format!("/dev/shm/crossbar-{name}.lock"));
-        }
-        // Ours alone (named after this run); recreated by the next block.
-        if let Ok(path) = std::env::var(REGISTRY_VAR) {
-            if path == registry_path(std::process::id()) {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-    }
 }
 
 fn config(msg_size: usize) -> io::Result<Config> {
@@ -215,9 +181,22 @@ impl Mechanism for CrossbarPool {
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         config(spec.msg_size)?;
-        Ok(Box::new(Regions {
-            token: format!("{}-xpool", spec.prefix),
-        }))
+        let token = format!("{}-xpool", spec.prefix);
+        let mut paths: Vec<String> = [ping(&token), pong(&token)]
+            .iter()
+            .flat_map(|n| {
+                let file = format!("/dev/shm/crossbar-{n}");
+                [format!("{file}.lock"), file]
+            })
+            .collect();
+        // The registry is ours alone (named after this run); the next
+        // block makes it again.
+        if let Ok(path) = std::env::var(REGISTRY_VAR) {
+            if path == registry_path(std::process::id()) {
+                paths.push(path);
+            }
+        }
+        Ok(Box::new(Files { token, paths }))
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
         // Each side makes the region it publishes before it waits for the

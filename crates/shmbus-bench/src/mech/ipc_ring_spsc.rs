@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use ::ipc_ring::{IpcError, RingReader, RingWriter};
 
-use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
 use crate::case::Pattern;
 
 /// ipc_ring's SPSC ring between processes.
@@ -47,36 +47,8 @@ fn io_err(what: &str, e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("ipc_ring: {what}: {e}"))
 }
 
-fn ping(token: &str) -> String {
-    format!("{token}-ping")
-}
-
-fn pong(token: &str) -> String {
-    format!("{token}-pong")
-}
-
 fn temporary(path: &str) -> String {
     format!("{path}.new")
-}
-
-/// The ring files of a block, removed on drop.
-struct Rings {
-    token: String,
-}
-
-impl Resources for Rings {
-    fn token(&self) -> String {
-        self.token.clone()
-    }
-}
-
-impl Drop for Rings {
-    fn drop(&mut self) {
-        for p in [ping(&self.token), pong(&self.token)] {
-            let _ = std::fs::remove_file(temporary(&p));
-            let _ = std::fs::remove_file(&p);
-        }
-    }
 }
 
 /// Makes the ring at `path`, visible under that name only once whole.
@@ -162,9 +134,12 @@ impl Mechanism for IpcRing {
         if spec.receivers != 1 {
             return Err(io::Error::other("ipc_ring: one receiver only"));
         }
-        Ok(Box::new(Rings {
-            token: format!("/dev/shm/{}-ipcring", spec.prefix),
-        }))
+        let token = format!("/dev/shm/{}-ipcring", spec.prefix);
+        let paths = [ping(&token), pong(&token)]
+            .iter()
+            .flat_map(|p| [temporary(p), p.clone()])
+            .collect();
+        Ok(Box::new(Files { token, paths }))
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
         let buf = Vec::with_capacity(spec.msg_size);

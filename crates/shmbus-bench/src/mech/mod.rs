@@ -79,6 +79,37 @@ pub trait Resources {
     fn token(&self) -> String;
 }
 
+/// The name of a block's sender-to-receiver way.
+pub fn ping(token: &str) -> String {
+    format!("{token}-ping")
+}
+
+/// The name of a block's way back (pingpong).
+pub fn pong(token: &str) -> String {
+    format!("{token}-pong")
+}
+
+/// A block's token and the files its peer library makes for it, removed
+/// on drop (whichever exist then).
+pub struct Files {
+    pub token: String,
+    pub paths: Vec<String>,
+}
+
+impl Resources for Files {
+    fn token(&self) -> String {
+        self.token.clone()
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        for p in &self.paths {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
 /// A way to move messages.
 pub trait Mechanism: Sync {
     /// Name in tables and JSON.
