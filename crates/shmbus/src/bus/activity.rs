@@ -41,6 +41,9 @@ pub(crate) struct Activity {
     line: Option<usize>,
     /// Counts deliveries and empty polls towards the next `ACTIVE_NS`.
     count: u32,
+    /// What `SKIPPED` holds: kept here, so the line is only ever written,
+    /// never read back (another process may have scribbled on it).
+    skipped: u64,
 }
 
 impl Activity {
@@ -55,16 +58,18 @@ impl Activity {
     /// `pos` (the line may hold a dead subscriber's numbers).
     pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64) -> Activity {
         debug_assert_eq!(offset % LINE, 0);
-        let me = Activity {
+        let mut me = Activity {
             line: Some(offset),
             count: 0,
+            skipped: 0,
         };
         me.reset(region, pos);
         me
     }
 
     /// Starts the line over for a subscriber at `pos`.
-    pub(crate) fn reset(&self, region: &impl Region, pos: u64) {
+    pub(crate) fn reset(&mut self, region: &impl Region, pos: u64) {
+        self.skipped = 0;
         self.update(region, |w| {
             w(line::START, pos);
             w(line::SKIPPED, 0);
@@ -87,12 +92,11 @@ impl Activity {
     /// After a lag report of `skipped`: the subscriber is at `pos`.
     #[cold]
     pub(crate) fn lagged(&mut self, region: &impl Region, pos: u64, skipped: u64) {
-        let Some(at) = self.line else { return };
-        // Only this subscriber writes SKIPPED: a load and a store, no RMW.
-        let total = region
-            .word(at + line::SKIPPED)
-            .load(Ordering::Relaxed)
-            .wrapping_add(skipped);
+        if self.line.is_none() {
+            return;
+        }
+        self.skipped = self.skipped.wrapping_add(skipped);
+        let total = self.skipped;
         self.update(region, |w| {
             w(line::SKIPPED, total);
             w(line::POSITION, pos);

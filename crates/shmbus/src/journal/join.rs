@@ -264,7 +264,7 @@ impl Core {
             });
         };
         let ring = Ring::new(region, &header);
-        let activity = if opts.open.register {
+        let mut activity = if opts.open.register {
             crate::bus::segment::register(&ring, 0)
         } else {
             Activity::none()

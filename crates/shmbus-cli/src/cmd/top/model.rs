@@ -269,6 +269,7 @@ impl Sampler {
             f64::from(s.header.msg.size)
         };
         let capacity = s.header.capacity.max(1);
+        let now = shmbus::stat::monotonic_ns();
         let mut subscribers = Vec::new();
         for (line, gone) in s
             .subscribers
@@ -298,7 +299,6 @@ impl Sampler {
                     rate = Some(line.delivered.saturating_sub(b.line.delivered) as f64 / dt);
                 }
             }
-            let now = shmbus::stat::monotonic_ns();
             let idle_s = (line.active_ns != 0 && line.active_ns <= now)
                 .then(|| (now - line.active_ns) as f64 / 1e9);
             subscribers.push(SubRow {
@@ -314,7 +314,6 @@ impl Sampler {
             });
         }
         let prev_stream = prev.and_then(|p| p.stream.as_ref());
-        let now = shmbus::stat::monotonic_ns();
         let side = |records: u64, before: Option<u64>, active_ns: u64| SideRow {
             records,
             // A new owner starts its count over: no rate across it.
