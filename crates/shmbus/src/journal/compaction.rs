@@ -185,7 +185,7 @@ impl Compaction {
             snapshot: entries.len() as u64,
             sealed: false,
         };
-        let mut w = Writer::create(tmp, header, self.mode, self.chunk)
+        let mut w = Writer::create(tmp, header, self.mode, self.chunk, 0)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let append = |w: &mut Writer, seq: u64, payload: &[u8]| {
             w.append(seq, &payload[..msg])

@@ -1,11 +1,9 @@
 //! The flusher thread: answers the joiners' flush requests (`fdatasync`,
-//! then `FLUSH_DONE`, see the journal module's handshake) and grows the
-//! journal's mapping ahead of the publisher.
+//! then `FLUSH_DONE`, see the journal module's handshake).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::shared::{lock, Shared};
+use super::shared::Shared;
 use crate::mem::{Region, ShmRegion};
 use crate::sync::Ordering;
 use crate::wait;
@@ -28,8 +26,6 @@ pub(super) fn flusher(shared: &Shared, region: &ShmRegion, ctl: usize) {
             done.store(r, Ordering::Release);
             wait::futex_wake_all(done);
         }
-        let map = Arc::clone(&lock(&shared.current).map);
-        map.grow_if_wanted();
         if shared.stop.load(Ordering::Acquire) {
             return;
         }

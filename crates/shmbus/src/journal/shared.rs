@@ -1,11 +1,11 @@
-//! What the publisher and its two background threads (the flusher and a
-//! compaction) share: the record count, the current file and its mapping,
-//! a prepared compacted file, and the stop flag.
+//! What the publisher and its background threads (the flusher, the grower
+//! and a compaction) share: the record count, the current file and its
+//! mapping, a prepared compacted file, the grower's bell and the stop flag.
 
 use std::fs::File;
 use std::io;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use super::writer::Writer;
@@ -19,12 +19,15 @@ pub(super) struct Shared {
     /// A compacted file is prepared (the hot path's one extra load).
     pub(super) ready: AtomicBool,
     pub(super) stop: AtomicBool,
+    /// Rung (incremented, then woken) when the writer asks for growth, at
+    /// a switch of files and at stop; the grower sleeps on it (`grower`).
+    pub(super) grow_bell: AtomicU32,
     pub(super) compaction_error: Mutex<Option<String>>,
 }
 
 pub(super) struct Current {
     pub(super) file: File,
-    /// The current file's mapping, which the flusher grows ahead.
+    /// The current file's mapping, which the grower grows ahead.
     pub(super) map: Arc<crate::mem::growable::GrowableRegion>,
     /// Records known to be on disk.
     pub(super) flushed: u64,
@@ -40,6 +43,13 @@ pub(super) struct Prepared {
 }
 
 impl Shared {
+    /// Wakes the grower; whatever it was doing, it looks again.
+    pub(super) fn ring_grower(&self) {
+        // Release, paired with the Acquire load in `grower`.
+        self.grow_bell.fetch_add(1, Ordering::Release);
+        crate::wait::futex_wake_all(&self.grow_bell);
+    }
+
     /// `fdatasync`s the current file, and notes what it made durable.
     pub(super) fn sync(&self) -> io::Result<()> {
         let mut cur = lock(&self.current);

@@ -28,10 +28,10 @@ const RESERVE: usize = 1 << 40;
 
 /// Appends records to one journal file. One per file, in the publisher.
 ///
-/// Its region is shared with the flusher thread, which grows it ahead of
+/// Its region is shared with the grower thread, which grows it ahead of
 /// the writer so that the hot path does not pay for `fallocate`, the page
 /// cache and the page faults: the writer asks for a chunk while less than
-/// one is mapped ahead of it, so the flusher has a whole chunk's worth of
+/// one is mapped ahead of it, so the grower has a whole chunk's worth of
 /// appends to grow the next. The bytes past the valid prefix are written
 /// by the writer alone; the prefix is never written again, except the
 /// header's `sealed` flag by `seal` (plain bytes, the header being the
@@ -52,7 +52,7 @@ pub(crate) struct Writer {
 }
 
 /// How often, in bytes appended, a writer with less than a chunk mapped
-/// ahead looks whether the flusher has mapped more.
+/// ahead looks whether the grower has mapped more.
 const RECHECK: usize = 4096;
 
 impl AppendError {
@@ -84,11 +84,14 @@ impl Writer {
     /// `header`, mode exactly `mode`: the bus's, whatever the umask (which
     /// `open(2)` applies, so `fchmod` sets it again, as the bus's creator
     /// does), so that whoever may read the bus may read its journal.
+    /// `ahead` bytes past the header are allocated and mapped at once
+    /// (rounded up to a chunk; at least one chunk is).
     pub(crate) fn create(
         path: &Path,
         header: JournalHeader,
         mode: u32,
         chunk: usize,
+        ahead: usize,
     ) -> Result<Writer, JournalOpenError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -102,19 +105,21 @@ impl Writer {
             let _ = std::fs::remove_file(path);
             return Err(e);
         }
-        let mut w = Writer::map_file(file, path, header, chunk)?;
+        let mut w = Writer::map_file(file, path, header, chunk, ahead)?;
         w.write_header(&header.encode());
         Ok(w)
     }
 
     /// Opens an existing journal for appending: checks its header against
     /// the bus's message (`msg_size`, `type_hash`), cuts it to its valid
-    /// prefix (zeroing whatever followed), and maps it.
+    /// prefix (zeroing whatever followed), and maps it, with `ahead` bytes
+    /// past the records allocated and mapped at once (as in `create`).
     pub(crate) fn open(
         path: &Path,
         msg_size: u32,
         type_hash: u64,
         chunk: usize,
+        ahead: usize,
     ) -> Result<Writer, JournalOpenError> {
         let file = open_journal(path, true)?;
         let header = read_header(&file, path)?;
@@ -133,7 +138,7 @@ impl Writer {
         // stale record can ever follow a new one.
         file.set_len(end)
             .map_err(|e| JournalOpenError::io(path, "truncate", e))?;
-        let mut w = Writer::map_file(file, path, header, chunk)?;
+        let mut w = Writer::map_file(file, path, header, chunk, ahead)?;
         w.count = count;
         w.end = end as usize;
         Ok(w)
@@ -149,10 +154,11 @@ impl Writer {
         path: &Path,
         header: JournalHeader,
         chunk: usize,
+        ahead: usize,
     ) -> Result<Writer, JournalOpenError> {
         let len = file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
-        let map =
-            GrowableRegion::map(file, path, chunk, RESERVE, len.max(HEADER_LEN)).map_err(|e| {
+        let initial = len.max(HEADER_LEN).saturating_add(ahead);
+        let map = GrowableRegion::map(file, path, chunk, RESERVE, initial).map_err(|e| {
                 match AppendError::grow(path, e) {
                     AppendError::Full { path, len } => JournalOpenError::Full { path, len },
                     AppendError::Io { what, source, .. } => {
@@ -184,7 +190,7 @@ impl Writer {
 
     /// Appends record `seq` with payload `msg` (at most the message size;
     /// the rest is zero-padded). The check word is stored last. True: the
-    /// flusher should be woken to grow the file ahead.
+    /// grower should be woken to grow the file ahead.
     #[inline]
     pub(crate) fn append(&mut self, seq: u64, msg: &[u8]) -> Result<bool, AppendError> {
         let at = self.end;
@@ -240,10 +246,10 @@ impl Writer {
         Ok(wake)
     }
 
-    /// The slow part of an append: the flusher may have mapped more; if
-    /// not, grow now (the writer's one wait for the kernel, when the flusher
+    /// The slow part of an append: the grower may have mapped more; if
+    /// not, grow now (the writer's one wait for the kernel, when the grower
     /// fell a whole chunk behind); with less than a chunk mapped ahead, ask
-    /// the flusher to grow (true: wake it) and look again a page later.
+    /// the grower to grow (true: wake it) and look again a page later.
     #[cold]
     fn refresh(&mut self, at: usize) -> Result<bool, AppendError> {
         self.mapped = self.map.mapped();
@@ -311,7 +317,7 @@ impl Writer {
         self.map.file()
     }
 
-    /// The mapping, for the flusher to grow ahead.
+    /// The mapping, for the grower to grow ahead.
     pub(crate) fn mapping(&self) -> Arc<GrowableRegion> {
         Arc::clone(&self.map)
     }
@@ -344,7 +350,7 @@ mod tests {
     ) {
         let path = temp("ahead");
         let page = rustix::param::page_size();
-        let mut w = Writer::create(&path, header(), 0o600, page).unwrap();
+        let mut w = Writer::create(&path, header(), 0o600, page, 0).unwrap();
         let map = w.mapping();
         let per_chunk = page / w.rs;
         // One chunk mapped, none ahead: the first append asks, the rest of

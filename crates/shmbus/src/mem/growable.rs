@@ -22,7 +22,7 @@
 //!   their own.
 //!
 //! Growth can happen on the writer's thread or ahead of it on another
-//! (the journal's flusher), which is why the writer only asks
+//! (the journal's grower), which is why the writer only asks
 //! ([`GrowableRegion::want_growth`]) and the other thread grows
 //! ([`GrowableRegion::grow_if_wanted`]).
 
@@ -74,9 +74,19 @@ pub(crate) struct GrowableRegion {
     mapped: AtomicUsize,
     /// The writer asked for a chunk ahead; Relaxed, it carries no data.
     wanted: AtomicBool,
-    /// Serializes growth; holds the file's length as far as this region
-    /// wrote it (its bytes past it are zeros written by `ensure`).
-    grow: Mutex<usize>,
+    /// Serializes growth.
+    grow: Mutex<Grow>,
+}
+
+/// What growth keeps between calls.
+struct Grow {
+    /// The file's length as far as this region wrote it (its bytes past it
+    /// are zeros written by `ensure`).
+    filled: usize,
+    /// The zeros `ensure` writes from, allocated once and never written:
+    /// its pages stay the kernel's zero page, read without a fault after
+    /// the first growth.
+    zeros: Vec<u8>,
 }
 
 // SAFETY: `base` is a reservation owned by this region; growth is
@@ -138,7 +148,10 @@ impl GrowableRegion {
             chunk,
             mapped: AtomicUsize::new(0),
             wanted: AtomicBool::new(false),
-            grow: Mutex::new(len),
+            grow: Mutex::new(Grow {
+                filled: len,
+                zeros: Vec::new(),
+            }),
         };
         region.ensure(initial.max(1).div_ceil(chunk) * chunk)?;
         Ok(region)
@@ -147,7 +160,7 @@ impl GrowableRegion {
     /// Allocates and maps the file up to `end` bytes (a multiple of the
     /// chunk), if it is not already.
     pub(crate) fn ensure(&self, end: usize) -> Result<(), GrowError> {
-        let mut filled = self.grow.lock().unwrap_or_else(|e| e.into_inner());
+        let mut grow = self.grow.lock().unwrap_or_else(|e| e.into_inner());
         let from = self.mapped.load(Ordering::Relaxed);
         if end <= from {
             return Ok(());
@@ -181,9 +194,12 @@ impl GrowableRegion {
         // transaction per page; a grower that keeps up is what keeps growth
         // off the writer's path. The zeros reach the disk once, ahead of
         // the records that overwrite them.
+        let Grow { filled, zeros } = &mut *grow;
         let mut at = (*filled).max(from);
         if at < end {
-            let zeros = vec![0u8; (end - at).min(ZERO_BATCH)];
+            if zeros.is_empty() {
+                *zeros = vec![0u8; ZERO_BATCH];
+            }
             while at < end {
                 let n = (end - at).min(zeros.len());
                 self.file
@@ -249,6 +265,19 @@ impl GrowableRegion {
         if self.wanted.swap(false, Ordering::Relaxed) {
             let _ = self.ensure(self.mapped() + self.chunk);
         }
+    }
+
+    /// Holds growth off until the guard drops: a test's way to catch the
+    /// grower inside `ensure`.
+    #[cfg(test)]
+    pub(crate) fn hold_growth(&self) -> impl Drop + '_ {
+        self.grow.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True while a request for growth is pending.
+    #[cfg(test)]
+    pub(crate) fn growth_wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
     }
 
     /// The file mapped.
