@@ -45,10 +45,16 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
     // The floor moves one cache line each way and its receiver does the
     // same fold of the message as every other (floor.rs). A 16 B message
     // and its stamp fit one line; at 64 B they take two, so that size is
-    // held against `floor-2line`. Missed here so far: the seqlock writer
-    // stores to the line the reader is polling three times per message
-    // (odd stamp, payload, even stamp), so the line can cross twice where
-    // the floor's crosses once; that is the suspect, not yet proven.
+    // held against `floor-2line`. Missed here so far, by some 60 ns a
+    // round trip at 16 B (190 against 130 ns in quiet rounds, 2026-11-23).
+    // Ruled out by removing each in turn (p50 unchanged, 180 to 210 ns):
+    // the writer's odd-stamp store, its cursor store and bell load, the
+    // reader's cursor load every 64th empty poll, its `top` line store,
+    // and a ring small enough to stay in L1/L2 (64 slots). What is left is
+    // the path length of publish and try_recv on each side against the
+    // floor's one store and one load; this VM has no cycle or cache
+    // counters, and valgrind stops in rustix's auxv read, so that is not
+    // yet counted.
     for (size, floor) in [(ONE_LINE, "floor"), (64, "floor-2line")] {
         out.extend(target(
             &format!("shmbus pingpong p50 / {floor} p50 at {size} B"),
@@ -113,10 +119,9 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         |r| r > 1.0,
     ));
     // photon-ring runs between two threads, so it is held against the bus
-    // between two threads. Missed here so far; besides the stamp line (see
-    // above), our publisher stores the shared cursor on a second line per
-    // message, which a waiting reader loads on every 64th empty poll, so
-    // that line moves too. Suspects, not yet measured apart.
+    // between two threads. Missed here so far; the cursor line and the
+    // stamp stores were ruled out for the cross-process round trip (see
+    // above), so the same path-length question applies.
     out.extend(target(
         "photon-ring p50 / shmbus-threads p50",
         ">= 1",
