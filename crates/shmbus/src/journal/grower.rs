@@ -51,7 +51,10 @@ mod tests {
     fn until(what: &str, cond: impl Fn() -> bool) {
         let start = Instant::now();
         while !cond() {
-            assert!(start.elapsed() < Duration::from_secs(10), "{what}: timed out");
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "{what}: timed out"
+            );
             std::thread::yield_now();
         }
     }
@@ -87,7 +90,9 @@ mod tests {
         let held = map.hold_growth();
         assert!(map.want_growth());
         shared.ring_grower();
-        until("the grower takes the first request", || !map.growth_wanted());
+        until("the grower takes the first request", || {
+            !map.growth_wanted()
+        });
         // ...while the writer asks again; its wake finds nobody asleep.
         assert!(map.want_growth(), "the first request was taken");
         shared.ring_grower();

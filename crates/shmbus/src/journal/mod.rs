@@ -108,8 +108,8 @@
 
 mod compaction;
 mod flusher;
-mod grower;
 pub mod format;
+mod grower;
 mod join;
 mod publish;
 mod reader;

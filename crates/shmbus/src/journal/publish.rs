@@ -14,8 +14,8 @@ use bytemuck::Pod;
 
 use super::compaction::{tmp_path, Compaction, Compactor};
 use super::flusher::flusher;
-use super::grower::grower;
 use super::format::JournalHeader;
+use super::grower::grower;
 use super::shared::{lock, Current, Shared};
 use super::writer::Writer;
 use super::{raw_key, AppendError, JournalOpenError, Keyed};
@@ -288,7 +288,13 @@ impl Core {
         let path =
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.file.mode;
-        let (writer, created) = match Writer::open(&path, msg.size, msg.name_hash, jopts.chunk, jopts.preallocate) {
+        let (writer, created) = match Writer::open(
+            &path,
+            msg.size,
+            msg.name_hash,
+            jopts.chunk,
+            jopts.preallocate,
+        ) {
             // The creator decides the mode, for a journal it continues too.
             Ok(w) => {
                 w.set_mode(mode)?;
@@ -304,7 +310,10 @@ impl Core {
                     snapshot: 0,
                     sealed: false,
                 };
-                (Writer::create(&path, h, mode, jopts.chunk, jopts.preallocate)?, true)
+                (
+                    Writer::create(&path, h, mode, jopts.chunk, jopts.preallocate)?,
+                    true,
+                )
             }
             Err(e) => return Err(e.into()),
         };
@@ -656,7 +665,10 @@ impl Drop for Core {
         }
         self.wake_flusher();
         self.shared.ring_grower();
-        for h in [self.flusher.take(), self.grower.take()].into_iter().flatten() {
+        for h in [self.flusher.take(), self.grower.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = h.join();
         }
     }

@@ -159,14 +159,12 @@ impl Writer {
         let len = file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
         let initial = len.max(HEADER_LEN).saturating_add(ahead);
         let map = GrowableRegion::map(file, path, chunk, RESERVE, initial).map_err(|e| {
-                match AppendError::grow(path, e) {
-                    AppendError::Full { path, len } => JournalOpenError::Full { path, len },
-                    AppendError::Io { what, source, .. } => {
-                        JournalOpenError::io(path, what, source)
-                    }
-                    AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
-                }
-            })?;
+            match AppendError::grow(path, e) {
+                AppendError::Full { path, len } => JournalOpenError::Full { path, len },
+                AppendError::Io { what, source, .. } => JournalOpenError::io(path, what, source),
+                AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
+            }
+        })?;
         let map = Arc::new(map);
         let w = Writer {
             mapped: map.mapped(),
