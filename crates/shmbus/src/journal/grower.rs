@@ -39,8 +39,6 @@ pub(super) fn grower(shared: &Shared) {
 // Real files and mappings, which Miri does not model.
 #[cfg(all(test, not(miri)))]
 mod tests {
-    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
-    use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
     use super::*;
@@ -61,29 +59,14 @@ mod tests {
 
     #[test]
     fn a_request_made_while_the_grower_is_growing_is_served_without_another_wake() {
-        let path = std::env::temp_dir().join(format!("shmbus-grower-{}", std::process::id()));
-        let _ = std::fs::remove_file(&path);
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .unwrap();
+        let (file, path) = crate::mem::growable::tests::temp("grower");
         let page = rustix::param::page_size();
         let map = Arc::new(GrowableRegion::map(file, &path, page, 64 * page, page).unwrap());
-        let shared = Arc::new(Shared {
-            committed: AtomicU64::new(0),
-            current: Mutex::new(super::super::shared::Current {
-                file: map.file().try_clone().unwrap(),
-                map: Arc::clone(&map),
-                flushed: 0,
-            }),
-            prepared: Mutex::new(None),
-            ready: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
-            grow_bell: AtomicU32::new(0),
-            compaction_error: Mutex::new(None),
-        });
+        let shared = Arc::new(Shared::new(
+            map.file().try_clone().unwrap(),
+            Arc::clone(&map),
+            0,
+        ));
         let s = Arc::clone(&shared);
         let thread = std::thread::spawn(move || grower(&s));
         // The grower takes a first request and blocks inside `ensure`...

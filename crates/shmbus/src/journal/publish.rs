@@ -6,8 +6,8 @@
 use std::io;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use bytemuck::Pod;
@@ -16,7 +16,7 @@ use super::compaction::{tmp_path, Compaction, Compactor};
 use super::flusher::flusher;
 use super::format::JournalHeader;
 use super::grower::grower;
-use super::shared::{lock, Current, Shared};
+use super::shared::{lock, Shared};
 use super::writer::Writer;
 use super::{raw_key, AppendError, JournalOpenError, Keyed};
 use crate::bus::ring::Ring;
@@ -413,19 +413,7 @@ impl Core {
             .file()
             .try_clone()
             .expect("dup of the journal's descriptor");
-        let shared = Arc::new(Shared {
-            committed: AtomicU64::new(writer.count()),
-            current: Mutex::new(Current {
-                file,
-                map: writer.mapping(),
-                flushed: 0,
-            }),
-            prepared: Mutex::new(None),
-            ready: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
-            grow_bell: AtomicU32::new(0),
-            compaction_error: Mutex::new(None),
-        });
+        let shared = Arc::new(Shared::new(file, writer.mapping(), writer.count()));
         let region = Arc::clone(ring.region());
         let ctl = ring.control_field(0);
         let s = Arc::clone(&shared);

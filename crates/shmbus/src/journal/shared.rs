@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 
 use super::writer::Writer;
+use crate::mem::growable::GrowableRegion;
+
 /// Publisher-side state the flusher and compactor threads share.
 pub(super) struct Shared {
     /// Records in the current file; Release per append, paired with the
@@ -28,7 +30,7 @@ pub(super) struct Shared {
 pub(super) struct Current {
     pub(super) file: File,
     /// The current file's mapping, which the grower grows ahead.
-    pub(super) map: Arc<crate::mem::growable::GrowableRegion>,
+    pub(super) map: Arc<GrowableRegion>,
     /// Records known to be on disk.
     pub(super) flushed: u64,
 }
@@ -43,6 +45,24 @@ pub(super) struct Prepared {
 }
 
 impl Shared {
+    /// The state of a publisher whose current file is `file`, mapped as
+    /// `map`, holding `committed` records.
+    pub(super) fn new(file: File, map: Arc<GrowableRegion>, committed: u64) -> Shared {
+        Shared {
+            committed: AtomicU64::new(committed),
+            current: Mutex::new(Current {
+                file,
+                map,
+                flushed: 0,
+            }),
+            prepared: Mutex::new(None),
+            ready: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            grow_bell: AtomicU32::new(0),
+            compaction_error: Mutex::new(None),
+        }
+    }
+
     /// Wakes the grower; whatever it was doing, it looks again.
     pub(super) fn ring_grower(&self) {
         // Release, paired with the Acquire load in `grower`.

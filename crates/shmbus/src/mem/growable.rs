@@ -334,10 +334,11 @@ impl Drop for GrowableRegion {
 
 // Real files and mappings, which Miri does not model.
 #[cfg(all(test, not(miri)))]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn temp(name: &str) -> (File, PathBuf) {
+    /// A new file in the temp dir, named for `name` and this process.
+    pub(crate) fn temp(name: &str) -> (File, PathBuf) {
         let dir = std::env::temp_dir();
         let path = dir.join(format!("shmbus-growable-{name}-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
