@@ -219,3 +219,68 @@ fn under_umask_027_the_journal_and_its_compacted_successor_get_exactly_the_bus_m
         assert_eq!(mode(&prev), want, "{name}: the replaced file");
     }
 }
+
+/// A journaled publisher starts two threads (flusher, grower). When the
+/// system refuses either (`clone3` made to fail with EAGAIN by strace, the
+/// first or the second call), `create` fails with one line naming the
+/// journal and the thread, and leaves neither the bus nor the journal
+/// behind, nor a thread running (the process exits).
+#[test]
+fn a_thread_the_system_refuses_fails_create_with_one_line_and_leaves_no_bus_and_no_journal() {
+    let dir = ShmDir::new("no-thread");
+    let bus = dir.bus("bus");
+    let journal = dir.file("journal");
+    for when in ["1", "2"] {
+        let inject = format!("inject=clone3:error=EAGAIN:when={when}");
+        let cmd = common::shmbus(&[
+            "create",
+            &bus,
+            "--msg-size",
+            "16",
+            "--capacity",
+            "8",
+            "--journal",
+            utf8(&journal),
+        ]);
+        let mut traced = std::process::Command::new("strace");
+        traced
+            .args([
+                "-f",
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=clone3",
+                "-e",
+                &inject,
+            ])
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let out = common::run(traced);
+        out.assert_error(1, "spawn a thread");
+        assert!(
+            out.stderr.contains(utf8(&journal)),
+            "names the journal: {out:?}"
+        );
+        assert!(
+            !Path::new(&bus).exists(),
+            "bus left behind (clone3 #{when})"
+        );
+        assert!(!journal.exists(), "journal left behind (clone3 #{when})");
+    }
+    // Without the injection the same command works.
+    shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        utf8(&journal),
+    ])
+    .assert_success();
+}

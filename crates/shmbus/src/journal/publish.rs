@@ -342,15 +342,12 @@ impl Core {
             segment::create_region(name, &header, &opts.file, |r| Ring::new(r, &header).init())
                 .map_err(|e| remove_new(e.into()))?;
         let ring = Ring::new(Arc::new(region), &header);
-        Ok(Core::start(
-            ring,
-            first,
-            writer,
-            path,
-            mode,
-            jopts.chunk,
-            key_of,
-        ))
+        let started = Core::start(ring, first, writer, path.clone(), mode, jopts.chunk, key_of);
+        started.map_err(|e| {
+            // Nothing of the bus it made is left behind.
+            let _ = segment::remove(name);
+            remove_new(e.into())
+        })
     }
 
     fn attach(
@@ -396,9 +393,12 @@ impl Core {
             }
             .into());
         };
-        Ok(Core::start(ring, next, writer, path, mode, chunk, key_of))
+        Ok(Core::start(ring, next, writer, path, mode, chunk, key_of)?)
     }
 
+    /// Starts the publisher's threads. A failure (a descriptor or a thread
+    /// the system would not give) is an error, never a panic, and leaves no
+    /// thread running.
     fn start(
         mut ring: Ring<Arc<ShmRegion>>,
         next: u64,
@@ -407,27 +407,37 @@ impl Core {
         mode: u32,
         chunk: usize,
         key_of: fn(&[u8]) -> u64,
-    ) -> Core {
+    ) -> Result<Core, JournalOpenError> {
         ring.set_light_barrier();
         let file = writer
             .file()
             .try_clone()
-            .expect("dup of the journal's descriptor");
+            .map_err(|e| JournalOpenError::io(&path, "dup", e))?;
         let shared = Arc::new(Shared::new(file, writer.mapping(), writer.count()));
         let region = Arc::clone(ring.region());
         let ctl = ring.control_field(0);
+        let spawn_error = |e| JournalOpenError::io(&path, "spawn a thread", e);
         let s = Arc::clone(&shared);
         let flusher = std::thread::Builder::new()
             .name("shmbus-flusher".into())
             .spawn(move || flusher(&s, &region, ctl))
-            .expect("spawn the journal's flusher thread");
+            .map_err(spawn_error)?;
         let s = Arc::clone(&shared);
-        let grower = std::thread::Builder::new()
+        let grower = match std::thread::Builder::new()
             .name("shmbus-grower".into())
             .spawn(move || grower(&s))
-            .expect("spawn the journal's grower thread");
+        {
+            Ok(g) => g,
+            Err(e) => {
+                shared.stop.store(true, Ordering::Release);
+                let bell = ring.control_field(control::FLUSH_REQUEST);
+                wait::futex_wake_all(ring.region().word32(bell));
+                let _ = flusher.join();
+                return Err(spawn_error(e));
+            }
+        };
         let msg_size = ring.geometry().msg_size();
-        Core {
+        Ok(Core {
             ring,
             next,
             writer,
@@ -441,7 +451,7 @@ impl Core {
             path,
             mode,
             chunk,
-        }
+        })
     }
 
     /// Appends `bytes` as the next sequence, without publishing it.
