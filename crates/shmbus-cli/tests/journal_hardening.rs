@@ -230,18 +230,18 @@ fn a_thread_the_system_refuses_fails_create_with_one_line_and_leaves_no_bus_and_
     let dir = ShmDir::new("no-thread");
     let bus = dir.bus("bus");
     let journal = dir.file("journal");
+    let create = common::shmbus(&[
+        "create",
+        &bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        utf8(&journal),
+    ]);
     for when in ["1", "2"] {
         let inject = format!("inject=clone3:error=EAGAIN:when={when}");
-        let cmd = common::shmbus(&[
-            "create",
-            &bus,
-            "--msg-size",
-            "16",
-            "--capacity",
-            "8",
-            "--journal",
-            utf8(&journal),
-        ]);
         let mut traced = std::process::Command::new("strace");
         traced
             .args([
@@ -254,8 +254,8 @@ fn a_thread_the_system_refuses_fails_create_with_one_line_and_leaves_no_bus_and_
                 "-e",
                 &inject,
             ])
-            .arg(cmd.get_program())
-            .args(cmd.get_args())
+            .arg(create.get_program())
+            .args(create.get_args())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
@@ -272,15 +272,5 @@ fn a_thread_the_system_refuses_fails_create_with_one_line_and_leaves_no_bus_and_
         assert!(!journal.exists(), "journal left behind (clone3 #{when})");
     }
     // Without the injection the same command works.
-    shmbus(&[
-        "create",
-        &bus,
-        "--msg-size",
-        "16",
-        "--capacity",
-        "8",
-        "--journal",
-        utf8(&journal),
-    ])
-    .assert_success();
+    common::run(create).assert_success();
 }
