@@ -71,16 +71,8 @@ struct Ends<const N: usize> {
 impl<const N: usize> Endpoint for Ends<N> {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?;
-        let msg: &[u8; N] = msg.try_into().map_err(|_| {
-            io::Error::other(format!(
-                "crossbar PodBus: a {}-byte message on a {N}-byte bus",
-                msg.len()
-            ))
-        })?;
+        let tx = super::sending(&mut self.tx)?;
+        let msg: &[u8; N] = super::fixed(msg, "crossbar PodBus")?;
         tx.publish(*msg);
         Ok(())
     }
@@ -89,10 +81,7 @@ impl<const N: usize> Endpoint for Ends<N> {
         if std::mem::take(&mut self.pending) {
             return Ok(Got::Msg(&self.last[..]));
         }
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         let mut patience = super::Patience::default();
         loop {
             let got = rx.try_recv();

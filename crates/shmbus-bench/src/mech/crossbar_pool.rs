@@ -157,17 +157,11 @@ struct Ends {
 impl Endpoint for Ends {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        self.tx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?
-            .send(msg)
+        super::sending(&mut self.tx)?.send(msg)
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         Ok(Got::Msg(rx.recv()?))
     }
 }

@@ -159,10 +159,7 @@ struct Ends {
 impl Endpoint for Ends {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let tx = self
-            .tx
-            .as_ref()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?;
+        let tx = super::sending(&mut self.tx)?;
         let sample = tx
             .loan_slice_uninit(msg.len())
             .map_err(|e| io_err("loan", e))?;
@@ -176,10 +173,7 @@ impl Endpoint for Ends {
     fn recv(&mut self) -> io::Result<Got<'_>> {
         // Returns the previous sample to the publisher.
         self.held = None;
-        let rx = self
-            .rx
-            .as_ref()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         let mut patience = super::Patience::default();
         let sample = loop {
             match rx.receive() {

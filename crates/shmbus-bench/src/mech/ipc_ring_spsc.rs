@@ -85,10 +85,7 @@ struct Ends {
 impl Endpoint for Ends {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?;
+        let tx = super::sending(&mut self.tx)?;
         let mut patience = super::Patience::default();
         loop {
             match tx.try_push(msg) {
@@ -100,10 +97,7 @@ impl Endpoint for Ends {
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         let mut patience = super::Patience::default();
         loop {
             match rx.try_pop(&mut self.buf) {

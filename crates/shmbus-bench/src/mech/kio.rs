@@ -349,10 +349,7 @@ impl<R: Read, W: Write> Endpoint for Streams<R, W> {
 
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let r = self
-            .inp
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let r = super::receiving(&mut self.inp)?;
         r.read_exact(&mut self.buf).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 io::Error::new(e.kind(), "the other side closed the channel")

@@ -79,6 +79,34 @@ pub trait Resources {
     fn token(&self) -> String;
 }
 
+/// The sending half of an end that may have none (a receiver's way back
+/// exists only in pingpong).
+#[inline]
+pub fn sending<T>(tx: &mut Option<T>) -> io::Result<&mut T> {
+    tx.as_mut()
+        .ok_or_else(|| io::Error::other("no way back on this end"))
+}
+
+/// The receiving half of an end that may have none (a sender's, outside
+/// pingpong).
+#[inline]
+pub fn receiving<T>(rx: &mut Option<T>) -> io::Result<&mut T> {
+    rx.as_mut()
+        .ok_or_else(|| io::Error::other("nothing to receive on this end"))
+}
+
+/// A message as the fixed-size array a typed peer carries; `what` names
+/// the peer and its channel in the error.
+#[inline]
+pub fn fixed<'a, const N: usize>(msg: &'a [u8], what: &str) -> io::Result<&'a [u8; N]> {
+    msg.try_into().map_err(|_| {
+        io::Error::other(format!(
+            "{what}: a {}-byte message on a {N}-byte channel",
+            msg.len()
+        ))
+    })
+}
+
 /// The name of a block's sender-to-receiver way.
 pub fn ping(token: &str) -> String {
     format!("{token}-ping")

@@ -221,11 +221,7 @@ impl Endpoint for Ends {
 
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let q = self
-            .inp
-            .as_ref()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?
-            .get()?;
+        let q = super::receiving(&mut self.inp)?.get()?;
         let buf = &mut self.buf;
         let mut prio = 0;
         let n = self

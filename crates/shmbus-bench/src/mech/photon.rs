@@ -46,25 +46,14 @@ impl<const N: usize> Ends<N> {
 impl<const N: usize> Endpoint for Ends<N> {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?;
-        let msg: &[u8; N] = msg.try_into().map_err(|_| {
-            io::Error::other(format!(
-                "photon-ring: a {}-byte message on a {N}-byte channel",
-                msg.len()
-            ))
-        })?;
+        let tx = super::sending(&mut self.tx)?;
+        let msg: &[u8; N] = super::fixed(msg, "photon-ring")?;
         tx.publish_with(|| *msg);
         Ok(())
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         let mut patience = super::Patience::default();
         loop {
             match rx.try_recv() {

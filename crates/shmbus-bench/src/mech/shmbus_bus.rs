@@ -58,19 +58,13 @@ struct Ends<R: Region> {
 impl<R: Region> Endpoint for Ends<R> {
     #[inline]
     fn send(&mut self, msg: &[u8]) -> io::Result<()> {
-        let tx = self
-            .tx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("no way back on this end"))?;
+        let tx = super::sending(&mut self.tx)?;
         tx.publish(msg).map_err(io::Error::other)?;
         Ok(())
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         let mut patience = super::Patience::default();
         let lost = loop {
             match rx.try_recv() {

@@ -122,10 +122,7 @@ impl Endpoint for Ends {
     }
     #[inline]
     fn recv(&mut self) -> io::Result<Got<'_>> {
-        let rx = self
-            .rx
-            .as_mut()
-            .ok_or_else(|| io::Error::other("nothing to receive on this end"))?;
+        let rx = super::receiving(&mut self.rx)?;
         Ok(Got::Msg(rx.recv()?))
     }
 }
