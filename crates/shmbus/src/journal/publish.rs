@@ -430,8 +430,7 @@ impl Core {
             Ok(g) => g,
             Err(e) => {
                 shared.stop.store(true, Ordering::Release);
-                let bell = ring.control_field(control::FLUSH_REQUEST);
-                wait::futex_wake_all(ring.region().word32(bell));
+                wake_flusher(&ring);
                 let _ = flusher.join();
                 return Err(spawn_error(e));
             }
@@ -477,12 +476,6 @@ impl Core {
             self.shared.ring_grower();
         }
         Ok(seq)
-    }
-
-    #[cold]
-    fn wake_flusher(&self) {
-        let ctl = self.ring.control_field(control::FLUSH_REQUEST);
-        wait::futex_wake_all(self.ring.region().word32(ctl));
     }
 
     #[inline]
@@ -661,7 +654,7 @@ impl Drop for Core {
         if let Some(p) = lock(&self.shared.prepared).take() {
             let _ = std::fs::remove_file(&p.tmp);
         }
-        self.wake_flusher();
+        wake_flusher(&self.ring);
         self.shared.ring_grower();
         for h in [self.flusher.take(), self.grower.take()]
             .into_iter()
@@ -670,6 +663,14 @@ impl Drop for Core {
             let _ = h.join();
         }
     }
+}
+
+/// Wakes the flusher (on the joiners' request word, without writing it),
+/// so it sees `stop`.
+#[cold]
+fn wake_flusher(ring: &Ring<Arc<ShmRegion>>) {
+    let ctl = ring.control_field(control::FLUSH_REQUEST);
+    wait::futex_wake_all(ring.region().word32(ctl));
 }
 
 /// Writes the journal's last record on the ring as sequence `seq` (it is
