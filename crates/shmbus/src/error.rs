@@ -133,6 +133,22 @@ pub enum OpenError {
     /// `mlock` failed (often `RLIMIT_MEMLOCK`).
     #[error("cannot lock the segment in memory: {0}")]
     Mlock(io::Error),
+    /// A pool bus opened by a handle that copies messages, or a copying
+    /// bus opened by a pool handle (`PoolPublisher`, `PoolSubscriber`).
+    #[error("{}", if *found { "bus carries its messages in a block pool: open it with PoolSubscriber or PoolPublisher" } else { "bus has no block pool: open it with Subscriber or Publisher" })]
+    PoolMismatch {
+        /// Whether the bus has a pool.
+        found: bool,
+    },
+    /// Every registry entry is taken (by live subscribers): a pool
+    /// subscriber needs one to record the blocks it holds.
+    #[error(
+        "all {entries} registry entries are taken by live subscribers; a pool subscriber needs one"
+    )]
+    RegistryFull {
+        /// The registry's size.
+        entries: usize,
+    },
     /// Any other system error, with the step that failed.
     #[error("{what}: {source}")]
     Io {

@@ -103,6 +103,7 @@ mod loom_stream;
 mod loom_tests;
 mod mem;
 mod options;
+mod pool;
 #[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
@@ -129,6 +130,9 @@ pub use journal::{
 pub use mem::ShmRegion;
 pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
 pub use options::{BusOptions, OpenOptions, Start, StreamOptions};
+pub use pool::Census;
+#[cfg(not(loom))]
+pub use pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample};
 #[cfg(not(loom))]
 pub use segment::remove;
 pub use stream::{Consumer, PopError, Producer, PushError};

@@ -106,6 +106,8 @@ pub struct BusOptions {
     pub(crate) file: FileOptions,
     pub(crate) first_seq: u64,
     pub(crate) unblock: Duration,
+    /// (block size, blocks) of a pool bus.
+    pub(crate) pool: Option<(u64, u64)>,
 }
 
 impl BusOptions {
@@ -122,6 +124,7 @@ impl BusOptions {
             file: FileOptions::default(),
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
+            pool: None,
         }
     }
     /// The message size of a bus of raw bytes (`Publisher<[u8]>`), which
@@ -146,6 +149,23 @@ impl BusOptions {
     /// ```
     pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
         self.unblock = timeout;
+        self
+    }
+    /// A pool bus (`PoolPublisher`): messages of up to `block_size` bytes
+    /// (a multiple of 64) live in a pool of `blocks` blocks, and the ring's
+    /// slots carry only their descriptors. `blocks` must exceed the
+    /// capacity: each descriptor on the ring keeps its block until the ring
+    /// overwrites it, so a publisher finds a free block only among the
+    /// rest. Give room for what subscribers hold too (up to
+    /// `PoolSubscriber::MAX_HELD` each) and for each publisher's loans.
+    ///
+    /// # Examples
+    /// ```
+    /// // 64 slots, 96 blocks of 1 MiB.
+    /// let opts = shmbus::BusOptions::new(64).pool(1 << 20, 96);
+    /// ```
+    pub fn pool(mut self, block_size: u64, blocks: u64) -> Self {
+        self.pool = Some((block_size, blocks));
         self
     }
     /// Starts the sequence at `first` instead of 0 (to test the wrap).

@@ -12,7 +12,9 @@ use crate::options::{BusOptions, OpenOptions};
 use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
-use crate::wire::{control, flags, lock_byte, Header, Kind, Publishers, TypeFingerprint, LINE};
+use crate::wire::{
+    control, flags, lock_byte, GeometryError, Header, Kind, Publishers, TypeFingerprint, LINE,
+};
 
 /// Creates a bus of payload `T` as `opts` say; `multi` makes it a
 /// multi-publisher bus, whose every publisher shares the publisher lock.
@@ -21,10 +23,38 @@ pub(crate) fn create<T: ?Sized + Payload>(
     opts: &BusOptions,
     multi: bool,
 ) -> Result<Ring<ShmRegion>, CreateError> {
+    if opts.pool.is_some() {
+        return Err(GeometryError::Pool { pool: true }.into());
+    }
     let msg = T::fingerprint(opts.msg_size).map_err(CreateError::InvalidGeometry)?;
+    create_with(name, opts, multi, msg, None).map(|(ring, _)| ring)
+}
+
+/// Creates a pool bus as `opts` (which name the pool) say.
+pub(crate) fn create_pool(
+    name: &str,
+    opts: &BusOptions,
+    multi: bool,
+) -> Result<(Ring<ShmRegion>, crate::wire::PoolGeometry), CreateError> {
+    let pool = opts.pool.ok_or(GeometryError::Pool { pool: false })?;
+    let (ring, header) = create_with(name, opts, multi, crate::wire::descriptor(), Some(pool))?;
+    let geo = header.pool.ok_or(GeometryError::Pool { pool: false })?;
+    Ok((ring, geo))
+}
+
+fn create_with(
+    name: &str,
+    opts: &BusOptions,
+    multi: bool,
+    msg: TypeFingerprint,
+    pool: Option<(u64, u64)>,
+) -> Result<(Ring<ShmRegion>, Header), CreateError> {
     let (page, huge) = layout_page(name, &opts.file)?;
     let mut header = Header::broadcast(opts.capacity, msg, page, opts.first_seq)
         .map_err(CreateError::InvalidGeometry)?;
+    if let Some((block_size, blocks)) = pool {
+        header = header.with_pool(blocks, block_size)?;
+    }
     header.flags |= huge;
     if multi {
         header.flags |= flags::MULTI_PUBLISHER;
@@ -37,13 +67,13 @@ pub(crate) fn create<T: ?Sized + Payload>(
     })?;
     let ring = Ring::new(region, &header);
     if !multi {
-        return Ok(ring);
+        return Ok((ring, header));
     }
     // The creator built the bus holding the publisher byte exclusively;
     // from now on every publisher shares it (the same open file
     // description converts its lock in place).
     match lock::try_lock(ring.region().file(), lock_byte::PUBLISHER, false) {
-        Ok(true) => Ok(ring),
+        Ok(true) => Ok((ring, header)),
         res => {
             let _ = crate::mem::shm::unlink(ring.region().path());
             Err(CreateError::Io {
@@ -56,6 +86,19 @@ pub(crate) fn create<T: ?Sized + Payload>(
     }
 }
 
+/// Refuses a pool bus to a handle that copies messages (`pool` false),
+/// and a copying bus to a pool handle: either would read descriptors as
+/// messages, or messages as descriptors.
+pub(crate) fn expect_pool(header: &Header, pool: bool) -> Result<(), OpenError> {
+    if header.pool.is_some() == pool {
+        Ok(())
+    } else {
+        Err(OpenError::PoolMismatch {
+            found: header.pool.is_some(),
+        })
+    }
+}
+
 /// Opens a bus for `role`, checking the message type if `msg` is given.
 pub(crate) fn open(
     name: &str,
@@ -63,7 +106,20 @@ pub(crate) fn open(
     msg: Option<&TypeFingerprint>,
     opts: &OpenOptions,
 ) -> Result<Ring<ShmRegion>, OpenError> {
+    open_header(name, role, msg, opts, false).map(|(ring, _)| ring)
+}
+
+/// [`open`] for a handle that does (`pool`) or does not use a pool; also
+/// returns the validated header.
+pub(crate) fn open_header(
+    name: &str,
+    role: Role,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+    pool: bool,
+) -> Result<(Ring<ShmRegion>, Header), OpenError> {
     let (region, header) = open_checked(name, role, Kind::Broadcast, msg, opts)?;
+    expect_pool(&header, pool)?;
     if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
         // Subscribers of a multi-publisher bus may skip an abandoned claim,
         // a CAS on its stamp (see `claim`).
@@ -75,7 +131,8 @@ pub(crate) fn open(
                 source,
             })?;
     }
-    Ok(Ring::new(region, &header))
+    let ring = Ring::new(region, &header);
+    Ok((ring, header))
 }
 
 /// Becomes a publisher of an existing bus of the mode `want`: the single
@@ -88,7 +145,20 @@ pub(crate) fn attach(
     opts: &OpenOptions,
     want: Publishers,
 ) -> Result<(Ring<ShmRegion>, u64), AttachError> {
+    attach_header(name, msg, opts, want, false).map(|(ring, next, _)| (ring, next))
+}
+
+/// [`attach`] for a publisher that does (`pool`) or does not use a pool;
+/// also returns the validated header.
+pub(crate) fn attach_header(
+    name: &str,
+    msg: Option<&TypeFingerprint>,
+    opts: &OpenOptions,
+    want: Publishers,
+    pool: bool,
+) -> Result<(Ring<ShmRegion>, u64, Header), AttachError> {
     let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, msg, opts)?;
+    expect_pool(&header, pool)?;
     let found = if header.flags & flags::MULTI_PUBLISHER != 0 {
         Publishers::Many
     } else {
@@ -109,7 +179,7 @@ pub(crate) fn attach(
         take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
             .map_err(|pid| AttachError::PublisherActive { pid })?;
         let next = ring.resume();
-        return Ok((ring, next));
+        return Ok((ring, next, header));
     }
     let region = ring.region();
     let shared = lock::try_lock(region.file(), lock_byte::PUBLISHER, false).map_err(|source| {
@@ -127,7 +197,7 @@ pub(crate) fn attach(
     region
         .word32(pid_field)
         .store(std::process::id(), Ordering::Relaxed);
-    Ok((ring, 0))
+    Ok((ring, 0, header))
 }
 
 /// Takes a free registry entry, if any, so `stat` can name this subscriber,
@@ -137,6 +207,11 @@ pub(crate) fn attach(
 /// Called once the subscriber's start position is fixed, so that "registered"
 /// means "will see everything published from now on".
 pub(crate) fn register(ring: &Ring<ShmRegion>, pos: u64) -> Activity {
+    register_entry(ring, pos).map_or_else(Activity::none, |(_, activity)| activity)
+}
+
+/// [`register`], also naming the entry taken (`None`: the registry is full).
+pub(crate) fn register_entry(ring: &Ring<ShmRegion>, pos: u64) -> Option<(usize, Activity)> {
     let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
@@ -148,8 +223,8 @@ pub(crate) fn register(ring: &Ring<ShmRegion>, pos: u64) -> Activity {
             region
                 .word32(field)
                 .store(std::process::id(), Ordering::Relaxed);
-            return activity;
+            return Some((i, activity));
         }
     }
-    Activity::none()
+    None
 }

@@ -58,8 +58,12 @@ impl Header {
             creator_pid: r32(h::CREATOR_PID),
             created_ns: r64(h::CREATED_NS),
             journal: None,
+            pool: None,
         };
         header.validate(file_len)?;
+        if flags & crate::wire::flags::POOL != 0 {
+            header.pool = Some(header.read_pool(r64(h::POOL_BLOCKS), r64(h::POOL_BLOCK_SIZE))?);
+        }
         // Only now: the path lies beyond `END`, inside the header page that
         // `validate` has just shown the file to hold.
         header.journal = if flags & crate::wire::flags::JOURNALED != 0 {
@@ -83,6 +87,37 @@ impl Header {
         };
 
         Ok(header)
+    }
+
+    /// A pool bus's pool from its two header words (past `END`, inside the
+    /// header page `validate` has shown the file to hold): it must lie
+    /// after the slots and inside `total_len`.
+    fn read_pool(
+        &self,
+        blocks: u64,
+        block_size: u64,
+    ) -> Result<crate::wire::PoolGeometry, OpenError> {
+        let bad = |s: String| OpenError::InvalidGeometry(s);
+        let slots_end = self
+            .capacity
+            .checked_mul(u64::from(self.slot_size))
+            .and_then(|d| crate::wire::round_up(d, self.page_size))
+            .and_then(|d| d.checked_add(self.data_offset))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{} slots of {} bytes overflow",
+                    self.capacity, self.slot_size
+                ))
+            })?;
+        let pool = crate::wire::PoolGeometry::new(blocks, block_size, slots_end, self.page_size)
+            .map_err(|e| bad(e.to_string()))?;
+        if pool.end > self.total_len {
+            return Err(bad(format!(
+                "a pool of {blocks} blocks of {block_size} bytes ends at {}, past the segment's {} bytes",
+                pool.end, self.total_len
+            )));
+        }
+        Ok(pool)
     }
 
     /// Every check an access later depends on, with checked arithmetic.
@@ -138,6 +173,9 @@ impl Header {
         let bad = |s: String| Err(OpenError::InvalidGeometry(s));
         // An unknown kind is shown as it is (`stat`): no geometry to check.
         let control_len = match self.kind {
+            Kind::Broadcast if self.pool.is_some() => {
+                Some(crate::wire::pool_control_len(self.page_size))
+            }
             Kind::Broadcast => Some(crate::wire::broadcast_control_len(self.page_size)),
             Kind::Stream => Some(self.page_size),
             Kind::Unknown(_) => None,
@@ -181,6 +219,13 @@ impl Header {
                     ))
                 }
             }
+        }
+        if self.pool.is_some() && self.msg.size != crate::wire::DESCRIPTOR_BYTES {
+            return bad(format!(
+                "a pool bus's slots carry {}-byte descriptors, not {}-byte messages",
+                crate::wire::DESCRIPTOR_BYTES,
+                self.msg.size
+            ));
         }
         if let Kind::Stream = self.kind {
             let cap = self.capacity;

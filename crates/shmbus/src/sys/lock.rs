@@ -55,3 +55,29 @@ pub(crate) fn is_held(fd: BorrowedFd<'_>, byte: u64) -> io::Result<bool> {
     }
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
 }
+
+/// Drops this open file description's lock on one byte.
+pub(crate) fn unlock(fd: BorrowedFd<'_>, byte: u64) -> io::Result<()> {
+    let fl = flock_for(libc::F_UNLCK as libc::c_short, byte);
+    // SAFETY: `fl` is a valid flock that lives across the call; `fd` is open.
+    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether no process with this pid exists (`kill(pid, 0)` says `ESRCH`).
+/// A pid reused by a new process reads as alive.
+pub(crate) fn pid_gone(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return true;
+    };
+    if pid <= 0 {
+        return true;
+    }
+    // SAFETY: signal 0 sends nothing; it only checks that the pid exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}

@@ -64,4 +64,36 @@ pub enum GeometryError {
     /// A bus of raw bytes was created without a message size.
     #[error("a bus of raw bytes needs BusOptions::msg_size")]
     RawNeedsMsgSize,
+    /// A pool's block size is not a multiple of 64 within the limits.
+    #[error("pool block size {size} is not a multiple of 64 in 64..={max} bytes")]
+    PoolBlockSize {
+        /// The block size asked for.
+        size: u64,
+        /// The largest the format allows.
+        max: u64,
+    },
+    /// A pool's block count is outside the limits.
+    #[error("pool of {blocks} blocks is outside 1..={max}")]
+    PoolBlocks {
+        /// The blocks asked for.
+        blocks: u64,
+        /// The most the format allows.
+        max: u64,
+    },
+    /// A pool too small for its ring: every slot's descriptor holds a
+    /// block, so a publisher needs at least one more to loan.
+    #[error("pool of {blocks} blocks for {capacity} slots: it needs at least capacity + 1")]
+    PoolTooSmall {
+        /// The blocks asked for.
+        blocks: u64,
+        /// The ring's slots.
+        capacity: u64,
+    },
+    /// `BusOptions::pool` given to a publisher that copies messages, or a
+    /// `PoolPublisher` created without it.
+    #[error("{}", if *pool { "BusOptions::pool makes a pool bus: create it with PoolPublisher" } else { "a PoolPublisher needs BusOptions::pool(block_size, blocks)" })]
+    Pool {
+        /// Whether the options asked for a pool.
+        pool: bool,
+    },
 }

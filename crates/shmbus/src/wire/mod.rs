@@ -31,12 +31,14 @@ mod fingerprint;
 mod geometry;
 mod kind;
 mod page_header;
+mod pool;
 
 pub use fingerprint::{fnv1a, TypeFingerprint};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
 pub(crate) use page_header::round_up;
 pub use page_header::Header;
+pub use pool::{descriptor, PoolGeometry, DESCRIPTOR_BYTES, MAX_BLOCKS, MAX_BLOCK_SIZE};
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("shmbus's segment layout is little-endian; big-endian targets are not supported");
@@ -102,6 +104,10 @@ pub mod header {
     pub const JOURNAL_PATH: usize = 176;
     /// Room for the journal path.
     pub const JOURNAL_PATH_MAX: usize = 256;
+    /// u64: pool buses (flag `POOL`): the number of blocks; else 0.
+    pub const POOL_BLOCKS: usize = 432;
+    /// u64: pool buses: bytes per block, a multiple of 64; else 0.
+    pub const POOL_BLOCK_SIZE: usize = 440;
 }
 
 /// Bits of the header's `flags` word.
@@ -116,6 +122,11 @@ pub mod flags {
     /// control and data pages start on huge page boundaries. Openers map
     /// such a segment at an address aligned to `page_size`.
     pub const HUGE_PAGES: u32 = 1 << 2;
+    /// Set at creation for a bus whose messages live in a block pool (see
+    /// `pool`): its slots carry 16-byte descriptors, its data pages go on
+    /// with the blocks' states and the blocks, and its control area with
+    /// one hold line per registry entry.
+    pub const POOL: u32 = 1 << 3;
 }
 
 /// Byte offsets in the control page, relative to `control_offset`.
@@ -152,6 +163,16 @@ pub mod control {
     /// the first page: a broadcast bus's control area runs on to
     /// [`super::broadcast_control_len`].
     pub const SUBSCRIBERS: usize = 4096;
+    /// [u64; 4]: pool buses only: a bit per registry entry (entry i is bit
+    /// `i % 64` of word `i / 64`) set while that entry's hold line may
+    /// name a block. Set by the subscriber (SeqCst `fetch_or`) before its
+    /// first hold; cleared by it when it leaves, or by whoever clears a
+    /// dead subscriber's holds.
+    pub const POOL_ACTIVE: usize = 512;
+    /// Pool buses only: [`super::hold_line`] x `REGISTRY_SLOTS`, after the
+    /// subscriber lines: the hold line of registry entry i is at
+    /// `POOL_HOLDS + LINE * i`.
+    pub const POOL_HOLDS: usize = SUBSCRIBERS + super::LINE * REGISTRY_SLOTS;
 }
 
 /// Bytes of a broadcast bus's control area (from `control_offset` to
@@ -160,6 +181,22 @@ pub mod control {
 pub const fn broadcast_control_len(page_size: u64) -> u64 {
     let end = (control::SUBSCRIBERS + LINE * control::REGISTRY_SLOTS) as u64;
     end.div_ceil(page_size) * page_size
+}
+
+/// Bytes of a pool bus's control area: a broadcast bus's, with one hold
+/// line per registry entry after the subscriber lines (9 pages of 4 KiB).
+pub const fn pool_control_len(page_size: u64) -> u64 {
+    let end = (control::POOL_HOLDS + LINE * control::REGISTRY_SLOTS) as u64;
+    end.div_ceil(page_size) * page_size
+}
+
+/// A pool bus's hold line: [`hold_line::HOLDS`] words, each 0 (free) or
+/// `block + 1` for a block the subscriber of that registry entry holds.
+/// Written only by that subscriber, and by whoever clears it after the
+/// subscriber's registry lock is found free; read by publishers.
+pub mod hold_line {
+    /// How many samples one subscriber may hold at once.
+    pub const HOLDS: usize = 8;
 }
 
 /// Byte offsets in a subscriber's line, relative to the line. The line of

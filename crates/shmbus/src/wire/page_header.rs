@@ -2,7 +2,7 @@
 //! creator before the magic. Reading one back (and validating it) is
 //! `segment`'s job.
 
-use super::{flags, header, max_record, GeometryError, Kind, TypeFingerprint};
+use super::{flags, header, max_record, GeometryError, Kind, PoolGeometry, TypeFingerprint};
 use super::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
 use crate::mem::Region;
 use crate::sync::Ordering;
@@ -36,6 +36,8 @@ pub struct Header {
     pub created_ns: u64,
     /// The journal's path, for a journaled bus.
     pub journal: Option<std::path::PathBuf>,
+    /// The block pool, for a pool bus (flag `POOL`).
+    pub pool: Option<super::PoolGeometry>,
 }
 
 pub(crate) fn round_up(n: u64, to: u64) -> Option<u64> {
@@ -89,7 +91,40 @@ impl Header {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
             journal: None,
+            pool: None,
         })
+    }
+
+    /// The same bus with a pool of `blocks` blocks of `block_size` bytes:
+    /// its control area grows by the hold lines, its data pages by the
+    /// blocks' states and the blocks (docs/LAYOUT.md §23).
+    ///
+    /// # Errors
+    /// As [`PoolGeometry::new`], and [`GeometryError::PoolTooSmall`] for
+    /// fewer blocks than `capacity + 1`.
+    pub fn with_pool(mut self, blocks: u64, block_size: u64) -> Result<Header, GeometryError> {
+        let page = self.page_size;
+        let extra = super::pool_control_len(page) - super::broadcast_control_len(page);
+        let too_large = GeometryError::TooLarge {
+            capacity: self.capacity,
+            slot_size: u64::from(self.slot_size),
+        };
+        self.data_offset = self
+            .data_offset
+            .checked_add(extra)
+            .ok_or(too_large.clone())?;
+        let slots_end = self.total_len.checked_add(extra).ok_or(too_large)?;
+        let pool = PoolGeometry::new(blocks, block_size, slots_end, page)?;
+        if blocks <= self.capacity {
+            return Err(GeometryError::PoolTooSmall {
+                blocks,
+                capacity: self.capacity,
+            });
+        }
+        self.total_len = pool.end;
+        self.flags |= flags::POOL;
+        self.pool = Some(pool);
+        Ok(self)
     }
 
     /// The same bus without the subscribers' lines: its data pages follow
@@ -130,6 +165,7 @@ impl Header {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64),
             journal: None,
+            pool: None,
         })
     }
 
@@ -175,6 +211,10 @@ impl Header {
                 h::TYPE_NAME + 8 * i,
                 u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
             );
+        }
+        if let Some(pool) = &self.pool {
+            w64(h::POOL_BLOCKS, pool.blocks);
+            w64(h::POOL_BLOCK_SIZE, pool.block_size);
         }
         if let Some(path) = &self.journal {
             use std::os::unix::ffi::OsStrExt;

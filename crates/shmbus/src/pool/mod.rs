@@ -1,0 +1,59 @@
+//! Zero-copy pool buses: messages of any size up to a block live in a
+//! shared pool of blocks; the ring's slots carry 16-byte descriptors.
+//! A publisher loans a block, writes it in place and publishes its
+//! descriptor; a subscriber reads the block in place and releases it.
+//!
+//! Files: [`state`] (a block's state word), [`blocks`] (the protocol:
+//! loan, reclaim, take, release, census), [`sweep`] (what the dead left),
+//! [`heap`] (a pool bus on the heap), then the handles: [`PoolPublisher`]
+//! with its [`Loan`], [`PoolSubscriber`] with its [`Sample`].
+//!
+//! # Invariants (docs/LAYOUT.md §23)
+//! - The ring is the bus's (`bus::ring`), unchanged: its messages are
+//!   descriptors (u64 block, u64 length), so lag, late join, sleeping and
+//!   the registry work as on any bus.
+//! - Block `b`'s state word (data pages, after the slots) is written only
+//!   by publishers: `FREE` (0), `loaned(pid)` (set by CAS from `FREE` or
+//!   from an overwritten `published`, so one publisher owns a loan),
+//!   `published(s)` (stored by the loan's owner before the descriptor of
+//!   `s`), back to `FREE` for a loan dropped unpublished or a dead
+//!   publisher's. Subscribers map these pages read-only.
+//! - A block is reused only when (a) its descriptor has left the ring: the
+//!   cursor is more than `capacity` past its sequence, and (b) no active
+//!   registry entry's hold line names it, checked after the reclaimer's
+//!   CAS and a SeqCst fence. A subscriber stores its hold, fences (SeqCst),
+//!   then checks the state still says `published(s)`; otherwise it lets
+//!   go and counts the message as skipped. Whichever fence is later sees
+//!   the other's store (Dekker): a block is never reused under a holder.
+//! - Hold line `i` is written by the subscriber holding registry lock
+//!   `64 + i` (and its samples, on any thread), or by whoever holds that
+//!   lock after it (clearing a dead subscriber's holds). Its bit in
+//!   `POOL_ACTIVE` is set before its first hold and cleared after its last.
+//! - Everything read from the file is checked: a descriptor naming a block
+//!   past the pool or a length past the block is a lost message; a state
+//!   word with no meaning is reclaimable; every search is one pass.
+//!
+//! # Algorithm
+//! The take/reclaim pair is Dekker's, with SeqCst fences as in the bus's
+//! sleep protocol (`wait`); reclaiming through per-reader hold records
+//! rather than reference counts is the hazard-pointer scheme (Michael,
+//! "Hazard pointers", IEEE TPDS 2004), with the ring's overwrite as the
+//! retire step. The hold records live in the registry so that a dead
+//! reader's are found by its lock, as a dead publisher's loans by its pid.
+
+pub(crate) mod blocks;
+#[cfg(not(loom))]
+mod heap;
+#[cfg(not(loom))]
+mod publisher;
+pub(crate) mod state;
+#[cfg(not(loom))]
+mod subscriber;
+#[cfg(not(loom))]
+mod sweep;
+
+pub use blocks::Census;
+#[cfg(not(loom))]
+pub use publisher::{Loan, LoanError, PoolPublisher};
+#[cfg(not(loom))]
+pub use subscriber::{PoolRecvError, PoolSubscriber, Sample};

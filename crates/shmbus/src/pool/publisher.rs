@@ -1,0 +1,491 @@
+//! [`PoolPublisher`] and its [`Loan`]: a block written in place, then
+//! published as a descriptor on the ring.
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::blocks::{Blocks, Census};
+use super::subscriber::PoolSubscriber;
+use crate::bus::ring::Ring;
+use crate::bus::Abandoned;
+use crate::error::CreateError;
+use crate::mem::{DefaultRegion, HeapRegion, Region};
+use crate::options::Start;
+use crate::wait::{Backoff, Step, Wait, WaitStrategy};
+
+/// Publishes messages of up to a block's size without copying them: it
+/// loans a block from the bus's shared pool, the caller writes the message
+/// in place, and [`Loan::publish`] puts a 16-byte descriptor on the ring.
+/// Subscribers ([`PoolSubscriber`]) read the block in place.
+///
+/// A pool bus has one publisher (held by the publisher lock, as a plain
+/// bus) or, created with [`PoolPublisher::create_many`], any number. A
+/// publisher holds at most one loan at a time (the borrow checker sees
+/// to it).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Start, Wait};
+///
+/// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-{}", std::process::id());
+/// // 8 slots, 16 blocks of 4 KiB.
+/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(8).pool(4096, 16))?;
+/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+///
+/// let mut loan = publisher.loan(5, Wait::Never)?;
+/// loan.copy_from_slice(b"hello");
+/// loan.publish()?;
+///
+/// match subscriber.recv(Wait::Never)? {
+///     Some(Received::Message(sample)) => assert_eq!(&sample[..], b"hello"),
+///     other => panic!("expected the message, got {other:?}"),
+/// }
+/// shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PoolPublisher<R: Region = DefaultRegion> {
+    ring: Ring<R>,
+    blocks: Blocks,
+    /// Single-publisher buses: the next sequence.
+    next: u64,
+    multi: bool,
+    /// Where the next search for a free block starts.
+    hint: u64,
+    pid: u32,
+    /// Frees what dead processes held (a bus in /dev/shm has locks to
+    /// tell; a heap bus's threads cannot die alone).
+    sweep: fn(&R, &Blocks),
+}
+
+/// Why no block could be loaned.
+///
+/// # Examples
+/// ```
+/// use shmbus::{LoanError, PoolPublisher, Wait};
+///
+/// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
+/// match publisher.loan(100, Wait::Never) {
+///     Err(LoanError::TooLong { len, max }) => assert_eq!((len, max), (100, 64)),
+///     _ => panic!("100 bytes do not fit in a 64-byte block"),
+/// }
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoanError {
+    /// Longer than the pool's blocks.
+    #[error("a loan of {len} bytes asked of a pool of {max}-byte blocks")]
+    TooLong {
+        /// The length asked for.
+        len: usize,
+        /// The pool's block size.
+        max: usize,
+    },
+    /// Every block was on the ring, loaned or held until the wait ended.
+    #[error(
+        "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, {} corrupt, none free",
+        census.free + census.loaned + census.on_ring + census.held + census.reclaimable + census.corrupt,
+        census.on_ring, census.held, census.loaned, census.corrupt
+    )]
+    Exhausted {
+        /// Where the blocks were when the publisher gave up.
+        census: Census,
+    },
+}
+
+impl<R: Region> PoolPublisher<R> {
+    fn from_parts(
+        mut ring: Ring<R>,
+        blocks: Blocks,
+        next: u64,
+        multi: bool,
+        sweep: fn(&R, &Blocks),
+    ) -> Self {
+        ring.set_light_barrier();
+        PoolPublisher {
+            ring,
+            blocks,
+            next,
+            multi,
+            hint: 0,
+            pid: std::process::id(),
+            sweep,
+        }
+    }
+
+    /// Loans a block for a message of `len` bytes, waiting as `wait` says
+    /// while every block is on the ring, loaned or held. The loan's bytes
+    /// hold whatever the block held before: write all `len` of them.
+    ///
+    /// # Errors
+    /// [`LoanError::TooLong`] for a `len` above the block size;
+    /// [`LoanError::Exhausted`] when the wait ends with no block free. A
+    /// waiting publisher first frees what dead processes held (their
+    /// loans, and their subscribers' holds) on a bus in /dev/shm.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{PoolPublisher, Wait};
+    ///
+    /// let mut publisher = PoolPublisher::on_heap(4, 4096, 5)?;
+    /// let mut loan = publisher.loan(3, Wait::Never)?;
+    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// assert_eq!(loan.publish()?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loan(&mut self, len: usize, wait: Wait) -> Result<Loan<'_, R>, LoanError> {
+        let max = self.block_size();
+        if len > max {
+            return Err(LoanError::TooLong { len, max });
+        }
+        let spin = Duration::from_micros(20);
+        let mut backoff = Backoff::new(WaitStrategy::SpinFutex { spin }, wait.deadline());
+        let mut swept = false;
+        let block = loop {
+            let head = self.ring.head();
+            if let Some(b) = self
+                .blocks
+                .loan(self.ring.region(), self.pid, head, &mut self.hint)
+            {
+                break b;
+            }
+            if !swept {
+                swept = true;
+                (self.sweep)(self.ring.region(), &self.blocks);
+                continue;
+            }
+            match backoff.next() {
+                Step::Spin => crate::sync::spin_loop(),
+                Step::Yield => crate::sync::yield_now(),
+                // Nothing rings a bell when a block comes free: poll.
+                Step::Sleep(left) => {
+                    let nap = Duration::from_micros(200);
+                    std::thread::sleep(left.map_or(nap, |l| l.min(nap)));
+                }
+                Step::TimedOut => {
+                    let census = self.census();
+                    return Err(LoanError::Exhausted { census });
+                }
+            }
+        };
+        let offset = self.blocks.geo.block(block);
+        let ptr = self.ring.region().raw(offset, len);
+        Ok(Loan {
+            publisher: self,
+            block,
+            len,
+            ptr,
+        })
+    }
+
+    /// The largest message a loan carries: the pool's block size.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::PoolPublisher::on_heap(4, 4096, 5)?;
+    /// assert_eq!(publisher.block_size(), 4096);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn block_size(&self) -> usize {
+        self.blocks.geo.block_size as usize
+    }
+
+    /// Where every block of the pool is now (a snapshot).
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::PoolPublisher::on_heap(4, 64, 6)?;
+    /// assert_eq!(publisher.census().free, 6);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn census(&self) -> Census {
+        self.blocks.census(self.ring.region(), self.ring.head())
+    }
+
+    fn publish(&mut self, block: u64, len: usize) -> Result<u64, Abandoned> {
+        let mut desc = [0u8; 16];
+        desc[..8].copy_from_slice(&block.to_le_bytes());
+        desc[8..].copy_from_slice(&(len as u64).to_le_bytes());
+        let region = self.ring.region();
+        if !self.multi {
+            let seq = self.next;
+            self.blocks.publish(region, block, seq);
+            self.ring.write(seq, &desc);
+            self.next = seq.wrapping_add(1);
+            return Ok(seq);
+        }
+        let seq = self.ring.claim();
+        let lost = Abandoned {
+            seq,
+            unblock: self.ring.unblock_timeout(),
+        };
+        if self.ring.begin(seq).is_err() {
+            self.blocks.free(region, block);
+            return Err(lost);
+        }
+        self.blocks.publish(region, block, seq);
+        self.ring.store_payload(seq, &desc);
+        if self.ring.commit(seq).is_err() {
+            // Never `done(seq)`: no reader can have taken it.
+            self.blocks.free(region, block);
+            return Err(lost);
+        }
+        Ok(seq)
+    }
+}
+
+/// A block loaned to a publisher: `len` writable bytes in the pool,
+/// published by [`Loan::publish`], given back unpublished when dropped.
+///
+/// # Examples
+/// ```
+/// use shmbus::{PoolPublisher, Wait};
+///
+/// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
+/// let mut loan = publisher.loan(8, Wait::Never)?;
+/// loan.fill(7);
+/// assert_eq!(loan.len(), 8);
+/// drop(loan); // not published: the block is free again
+/// assert_eq!(publisher.census().free, 5);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Loan<'a, R: Region = DefaultRegion> {
+    publisher: &'a mut PoolPublisher<R>,
+    block: u64,
+    len: usize,
+    /// The block's bytes (`None` only in a region that lends no plain
+    /// memory, which no handle is built on).
+    ptr: Option<NonNull<u8>>,
+}
+
+impl<R: Region> Loan<'_, R> {
+    /// Publishes the block: its descriptor goes on the ring, and returns
+    /// the message's sequence number.
+    ///
+    /// # Errors
+    /// [`Abandoned`] on a multi-publisher bus whose claim was skipped (the
+    /// publisher stalled past the unblock timeout): nothing was published
+    /// and the block is free again. A single-publisher bus never fails.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{PoolPublisher, Wait};
+    ///
+    /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let loan = publisher.loan(0, Wait::Never)?;
+    /// assert_eq!(loan.publish()?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish(mut self) -> Result<u64, Abandoned> {
+        let block = std::mem::replace(&mut self.block, PUBLISHED);
+        self.publisher.publish(block, self.len)
+    }
+}
+
+impl<R: Region> std::ops::Deref for Loan<'_, R> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self.ptr {
+            // SAFETY: the block is loaned to this publisher (its state says
+            // so, set by CAS in `Blocks::loan`): no reader takes it before
+            // it is published, and no other publisher loans it, so these
+            // `len` bytes (checked by `raw`) are ours alone until `publish`.
+            Some(p) => unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) },
+            None => &[],
+        }
+    }
+}
+
+impl<R: Region> std::ops::DerefMut for Loan<'_, R> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        match self.ptr {
+            // SAFETY: as in `deref`; `&mut self` makes this the only view.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) },
+            None => &mut [],
+        }
+    }
+}
+
+/// `Loan::block` once `publish` took it: nothing for `drop` to free.
+const PUBLISHED: u64 = u64::MAX;
+
+impl<R: Region> Drop for Loan<'_, R> {
+    fn drop(&mut self) {
+        if self.block != PUBLISHED {
+            let region = self.publisher.ring.region();
+            self.publisher.blocks.free(region, self.block);
+        }
+    }
+}
+
+impl<R: Region> std::fmt::Debug for Loan<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loan")
+            .field("block", &self.block)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl PoolPublisher<Arc<HeapRegion>> {
+    /// A pool bus on the heap, for threads of one process (and Miri): a
+    /// ring of `capacity` slots, `blocks` blocks of `block_size` bytes.
+    ///
+    /// # Errors
+    /// [`CreateError::InvalidGeometry`] for a capacity that is not a power
+    /// of two, a block size that is not a multiple of 64 in 64 B..=1 GiB,
+    /// or fewer blocks than `capacity + 1`.
+    ///
+    /// # Examples
+    /// ```
+    /// let publisher = shmbus::PoolPublisher::on_heap(16, 1 << 16, 32)?;
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn on_heap(capacity: u64, block_size: u64, blocks: u64) -> Result<Self, CreateError> {
+        let (ring, pool) = super::heap::ring(capacity, block_size, blocks)?;
+        Ok(PoolPublisher::from_parts(ring, pool, 0, false, |_, _| {}))
+    }
+
+    /// A subscriber to this heap pool bus.
+    ///
+    /// # Errors
+    /// [`crate::OpenError::RegistryFull`] if 256 subscribers are open.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{PoolPublisher, Start, WaitStrategy};
+    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subscribe(
+        &self,
+        start: Start,
+        wait: WaitStrategy,
+    ) -> Result<PoolSubscriber<Arc<HeapRegion>>, crate::OpenError> {
+        PoolSubscriber::on_heap(self.ring.share(), self.blocks, start, wait)
+    }
+}
+
+#[cfg(not(loom))]
+mod shm {
+    use super::*;
+    use crate::error::AttachError;
+    use crate::mem::ShmRegion;
+    use crate::options::{BusOptions, OpenOptions};
+    use crate::wire::{descriptor, Publishers};
+
+    impl PoolPublisher<ShmRegion> {
+        /// Creates a pool bus (`opts` must name the pool:
+        /// [`BusOptions::pool`]) and becomes its one publisher.
+        ///
+        /// # Errors
+        /// As [`crate::Publisher::create`], and
+        /// [`CreateError::InvalidGeometry`] for options without a pool, a
+        /// block size that is not a multiple of 64 in 64 B..=1 GiB, or
+        /// fewer blocks than the capacity + 1.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, PoolPublisher};
+        /// # let name = format!("/dev/shm/shmbus-doc-poolcreate-{}", std::process::id());
+        /// let publisher = PoolPublisher::create(&name, &BusOptions::new(16).pool(1 << 20, 24))?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+            Self::create_as(name, opts, false)
+        }
+
+        /// Creates a pool bus for any number of publishers
+        /// ([`PoolPublisher::attach_many`]), and becomes the first.
+        ///
+        /// # Errors
+        /// As [`PoolPublisher::create`].
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher};
+        /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
+        /// let first = PoolPublisher::create_many(&name, &BusOptions::new(16).pool(4096, 24))?;
+        /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn create_many(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+            Self::create_as(name, opts, true)
+        }
+
+        fn create_as(name: &str, opts: &BusOptions, multi: bool) -> Result<Self, CreateError> {
+            let (ring, pool) = crate::bus::segment::create_pool(name, opts, multi)?;
+            let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
+            Ok(PoolPublisher::from_parts(
+                ring,
+                blocks,
+                opts.first_seq,
+                multi,
+                sweep,
+            ))
+        }
+
+        /// Becomes the publisher of an existing single-publisher pool bus
+        /// after the last one exited or died: it carries on the sequence,
+        /// bumps the epoch, and frees the blocks the last one had loaned.
+        ///
+        /// # Errors
+        /// As [`crate::Publisher::attach`];
+        /// [`crate::OpenError::PoolMismatch`] (inside
+        /// [`AttachError::Open`]) for a bus without a pool.
+        ///
+        /// # Examples
+        /// ```
+        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher};
+        /// # let name = format!("/dev/shm/shmbus-doc-poolattach-{}", std::process::id());
+        /// drop(PoolPublisher::create(&name, &BusOptions::new(16).pool(4096, 24))?);
+        /// let second = PoolPublisher::attach(&name, &OpenOptions::default())?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            Self::attach_as(name, opts, Publishers::One)
+        }
+
+        /// Becomes one more publisher of a pool bus made by
+        /// [`PoolPublisher::create_many`].
+        ///
+        /// # Errors
+        /// As [`crate::MpPublisher::attach`];
+        /// [`crate::OpenError::PoolMismatch`] for a bus without a pool.
+        ///
+        /// # Examples
+        /// See [`PoolPublisher::create_many`].
+        pub fn attach_many(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+            Self::attach_as(name, opts, Publishers::Many)
+        }
+
+        fn attach_as(
+            name: &str,
+            opts: &OpenOptions,
+            want: Publishers,
+        ) -> Result<Self, AttachError> {
+            let msg = descriptor();
+            let (ring, next, header) =
+                crate::bus::segment::attach_header(name, Some(&msg), opts, want, true)?;
+            let pool = header
+                .pool
+                .ok_or(crate::OpenError::PoolMismatch { found: false })?;
+            let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
+            let multi = want == Publishers::Many;
+            if !multi {
+                // We hold the publisher lock: every loan is a dead one's.
+                blocks.free_loans(ring.region(), |_| true);
+            }
+            Ok(PoolPublisher::from_parts(ring, blocks, next, multi, sweep))
+        }
+    }
+
+    fn sweep(region: &ShmRegion, blocks: &Blocks) {
+        super::super::sweep::dead(region, blocks);
+    }
+}
