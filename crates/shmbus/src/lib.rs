@@ -98,6 +98,8 @@ mod journal;
 #[cfg(all(test, loom))]
 mod loom_mpmc;
 #[cfg(all(test, loom))]
+mod loom_pool;
+#[cfg(all(test, loom))]
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -51,6 +51,18 @@ impl Blocks {
         }
     }
 
+    /// A pool at explicit offsets, so a loom model's region stays a few
+    /// hundred bytes (loom models every word).
+    #[cfg(loom)]
+    pub(crate) fn at(geo: PoolGeometry, active: usize, holds: usize, capacity: u64) -> Blocks {
+        Blocks {
+            geo,
+            active,
+            holds,
+            capacity,
+        }
+    }
+
     #[inline]
     fn state<'r, R: Region>(&self, r: &'r R, b: u64) -> &'r AtomicU64 {
         r.word(self.geo.state(b))

@@ -51,6 +51,8 @@ pub(crate) mod state;
 mod subscriber;
 #[cfg(not(loom))]
 mod sweep;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 pub use blocks::Census;
 #[cfg(not(loom))]

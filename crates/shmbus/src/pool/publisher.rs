@@ -45,10 +45,10 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PoolPublisher<R: Region = DefaultRegion> {
-    ring: Ring<R>,
+    pub(super) ring: Ring<R>,
     blocks: Blocks,
     /// Single-publisher buses: the next sequence.
-    next: u64,
+    pub(super) next: u64,
     multi: bool,
     /// Where the next search for a free block starts.
     hint: u64,

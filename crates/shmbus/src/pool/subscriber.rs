@@ -46,7 +46,7 @@ use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PoolSubscriber<R: Region = DefaultRegion> {
-    inner: Arc<Inner<R>>,
+    pub(super) inner: Arc<Inner<R>>,
     pos: u64,
     stall: Stall,
     wait: WaitStrategy,
@@ -55,10 +55,10 @@ pub struct PoolSubscriber<R: Region = DefaultRegion> {
 
 /// What the subscriber and its samples share: the mapping (kept while any
 /// sample lives) and the registry entry its holds are in.
-struct Inner<R: Region> {
-    ring: Ring<R>,
-    blocks: Blocks,
-    entry: usize,
+pub(super) struct Inner<R: Region> {
+    pub(super) ring: Ring<R>,
+    pub(super) blocks: Blocks,
+    pub(super) entry: usize,
 }
 
 impl<R: Region> Drop for Inner<R> {

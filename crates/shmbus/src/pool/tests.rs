@@ -1,0 +1,188 @@
+//! The pool's unit tests, on the heap: the protocol (loan, reclaim, take,
+//! release) through the real handles, and its accounting.
+
+use std::sync::Arc;
+
+use super::{PoolPublisher, PoolRecvError, PoolSubscriber, Sample};
+use crate::bus::Received;
+use crate::mem::HeapRegion;
+use crate::options::Start;
+use crate::wait::{Wait, WaitStrategy};
+
+type Sub = PoolSubscriber<Arc<HeapRegion>>;
+
+fn bus(capacity: u64, blocks: u64) -> PoolPublisher<Arc<HeapRegion>> {
+    PoolPublisher::on_heap(capacity, 64, blocks).expect("valid geometry")
+}
+
+fn subscribe(p: &PoolPublisher<Arc<HeapRegion>>) -> Sub {
+    p.subscribe(Start::Oldest, WaitStrategy::BusySpin).expect("an entry")
+}
+
+fn send(p: &mut PoolPublisher<Arc<HeapRegion>>, byte: u8) -> u64 {
+    let mut loan = p.loan(8, Wait::Never).expect("a free block");
+    loan.fill(byte);
+    loan.publish().expect("single publisher")
+}
+
+fn take(s: &mut Sub) -> Sample<Arc<HeapRegion>> {
+    match s.recv(Wait::Never) {
+        Ok(Some(Received::Message(sample))) => sample,
+        other => panic!("expected a sample, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_held_sample_keeps_its_bytes_while_the_ring_laps_it_many_times() {
+    let mut p = bus(4, 6);
+    let mut s = subscribe(&p);
+    send(&mut p, 1);
+    let held = take(&mut s);
+    for i in 0..40 {
+        send(&mut p, 2 + i);
+    }
+    assert_eq!(&*held, &[1; 8]);
+    let census = p.census();
+    assert_eq!(census.held, 1);
+    assert_eq!(census.on_ring, 4);
+    drop(held);
+    assert_eq!(p.census().held, 0);
+}
+
+#[test]
+fn a_pool_with_every_block_on_the_ring_or_held_is_exhausted_and_says_where_they_are() {
+    let mut p = bus(2, 3);
+    let mut s = subscribe(&p);
+    send(&mut p, 1);
+    let a = take(&mut s);
+    send(&mut p, 2);
+    let b = take(&mut s);
+    // Blocks: two held, one free; the ring's two descriptors name the held
+    // ones until a third message overwrites the first.
+    send(&mut p, 3);
+    match p.loan(8, Wait::Never) {
+        Err(super::LoanError::Exhausted { census }) => {
+            assert_eq!((census.on_ring, census.held, census.free), (2, 1, 0));
+        }
+        other => panic!("expected an exhausted pool, got {other:?}"),
+    }
+    drop((a, b));
+    send(&mut p, 4);
+}
+
+#[test]
+fn a_subscriber_holding_its_limit_is_refused_without_losing_the_next_message() {
+    let mut p = bus(16, 32);
+    let mut s = subscribe(&p);
+    for i in 0..=Sub::MAX_HELD as u8 {
+        send(&mut p, i);
+    }
+    let held: Vec<_> = (0..Sub::MAX_HELD).map(|_| take(&mut s)).collect();
+    assert_eq!(s.held(), Sub::MAX_HELD);
+    assert_eq!(
+        s.recv(Wait::Never).err(),
+        Some(PoolRecvError::TooManySamples { max: Sub::MAX_HELD })
+    );
+    drop(held);
+    assert_eq!(&*take(&mut s), &[Sub::MAX_HELD as u8; 8]);
+}
+
+#[test]
+fn a_block_reclaimed_between_reading_its_descriptor_and_taking_it_is_one_skipped_message() {
+    let mut p = bus(2, 3);
+    let s = subscribe(&p);
+    let seq = send(&mut p, 1);
+    // The subscriber read the descriptor of `seq` (block 0)... then the
+    // ring laps it and the publisher reclaims block 0 for a new loan.
+    send(&mut p, 2);
+    send(&mut p, 3);
+    let loan = p.loan(8, Wait::Never).expect("block 0, reclaimed");
+    let inner = &*s.inner;
+    let slot = inner.blocks.free_slot(inner.ring.region(), inner.entry).expect("a slot");
+    assert!(!inner.blocks.take(inner.ring.region(), inner.entry, slot, 0, seq));
+    assert_eq!(s.held(), 0, "a failed take lets go of its hold");
+    drop(loan);
+}
+
+#[test]
+fn a_descriptor_naming_a_block_past_the_pool_is_one_skipped_message() {
+    let mut p = bus(4, 5);
+    let mut s = subscribe(&p);
+    let mut bogus = [0u8; 16];
+    bogus[..8].copy_from_slice(&99u64.to_le_bytes());
+    p.ring.write(0, &bogus);
+    p.next = 1;
+    let mut long = [0u8; 16];
+    long[8..].copy_from_slice(&65u64.to_le_bytes());
+    p.ring.write(1, &long);
+    p.next = 2;
+    send(&mut p, 7);
+    for _ in 0..2 {
+        let got = s.recv(Wait::Never);
+        assert!(matches!(got, Ok(Some(Received::Lagged { skipped: 1 }))), "{got:?}");
+    }
+    assert_eq!(&*take(&mut s), &[7; 8]);
+}
+
+#[test]
+fn a_dropped_loan_and_a_dropped_subscriber_give_every_block_back() {
+    let mut p = bus(2, 4);
+    let mut s = subscribe(&p);
+    drop(p.loan(8, Wait::Never).expect("a block"));
+    assert_eq!(p.census().free, 4);
+    send(&mut p, 1);
+    let sample = take(&mut s);
+    drop(s); // the sample keeps the subscriber's entry alive
+    for i in 0..4 {
+        send(&mut p, i);
+    }
+    assert_eq!(p.census().held, 1);
+    drop(sample);
+    let c = p.census();
+    assert_eq!((c.held, c.on_ring, c.reclaimable), (0, 2, 2));
+}
+
+#[test]
+fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
+    let n: u64 = if cfg!(miri) { 200 } else { 100_000 };
+    let mut p = PoolPublisher::on_heap(8, 64, 24).expect("valid geometry");
+    let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin).expect("an entry");
+    let reader = std::thread::spawn(move || {
+        let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None);
+        while delivered + skipped < n {
+            match s.recv(Wait::Forever) {
+                Ok(Some(Received::Message(m))) => {
+                    let seq = u64::from_le_bytes(m[..8].try_into().unwrap());
+                    assert_eq!(seq, m.sequence(), "a block holds its own message");
+                    assert!(m[8..].iter().all(|&b| b == seq as u8), "torn block");
+                    assert!(last.is_none_or(|l| seq > l));
+                    last = Some(seq);
+                    delivered += 1;
+                }
+                Ok(Some(Received::Lagged { skipped: k })) => skipped += k,
+                other => panic!("{other:?}"),
+            }
+        }
+        (delivered, skipped)
+    });
+    for i in 0..n {
+        let mut loan = p.loan(64, Wait::Forever).expect("blocks come free");
+        loan[..8].copy_from_slice(&i.to_le_bytes());
+        loan[8..].fill(i as u8);
+        assert_eq!(loan.publish(), Ok(i));
+    }
+    let (delivered, skipped) = reader.join().unwrap();
+    assert_eq!(delivered + skipped, n);
+}
+
+#[test]
+fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
+    assert!(matches!(
+        PoolPublisher::on_heap(8, 64, 8),
+        Err(crate::CreateError::InvalidGeometry(crate::GeometryError::PoolTooSmall { .. }))
+    ));
+    assert!(matches!(
+        PoolPublisher::on_heap(8, 100, 9),
+        Err(crate::CreateError::InvalidGeometry(crate::GeometryError::PoolBlockSize { .. }))
+    ));
+}
