@@ -488,4 +488,14 @@ mod shm {
     fn sweep(region: &ShmRegion, blocks: &Blocks) {
         super::super::sweep::dead(region, blocks);
     }
+
+    impl PoolPublisher<ShmRegion> {
+        /// Frees now what dead processes left (as a loan that finds the
+        /// pool exhausted does first): returns (subscriber entries
+        /// cleared, loans freed). For tests and `shmbus clean`.
+        #[doc(hidden)]
+        pub fn reclaim_dead(&self) -> (u64, u64) {
+            super::super::sweep::dead(self.ring.region(), &self.blocks)
+        }
+    }
 }
