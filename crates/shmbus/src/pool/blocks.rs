@@ -24,7 +24,19 @@ pub(crate) struct Blocks {
     capacity: u64,
 }
 
-/// Where every block is, as one pass over the states and holds saw it.
+/// Where every block of a pool is, as one pass over the states and holds
+/// saw it (nothing stops while it reads, so it may mix moments).
+///
+/// # Examples
+/// ```
+/// use shmbus::{PoolPublisher, Wait};
+///
+/// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+/// publisher.loan(1, Wait::Never)?.publish()?;
+/// let census = publisher.census();
+/// assert_eq!((census.on_ring, census.free), (1, 3));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Census {
     /// Free: no descriptor, loan or hold.

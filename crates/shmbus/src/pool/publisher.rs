@@ -459,7 +459,16 @@ mod shm {
         /// [`crate::OpenError::PoolMismatch`] for a bus without a pool.
         ///
         /// # Examples
-        /// See [`PoolPublisher::create_many`].
+        /// ```
+        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher, Wait};
+        /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
+        /// let mut first = PoolPublisher::create_many(&name, &BusOptions::new(4).pool(64, 8))?;
+        /// let mut second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+        /// assert_eq!(first.loan(1, Wait::Never)?.publish()?, 0);
+        /// assert_eq!(second.loan(1, Wait::Never)?.publish()?, 1);
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn attach_many(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             Self::attach_as(name, opts, Publishers::Many)
         }

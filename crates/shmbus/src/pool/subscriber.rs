@@ -224,7 +224,22 @@ impl<R: Region> PoolSubscriber<R> {
 /// them outside the block.
 ///
 /// # Examples
-/// See [`PoolSubscriber`].
+/// ```
+/// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+///
+/// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+/// publisher.loan(3, Wait::Never)?.copy_from_slice(b"abc"); // dropped: not sent
+/// let mut loan = publisher.loan(3, Wait::Never)?;
+/// loan.copy_from_slice(b"xyz");
+/// loan.publish()?;
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+/// assert_eq!(&*sample, b"xyz");
+/// assert_eq!(subscriber.held(), 1);
+/// drop(sample);
+/// assert_eq!(subscriber.held(), 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Sample<R: Region = DefaultRegion> {
     inner: Arc<Inner<R>>,
     slot: usize,
@@ -237,7 +252,18 @@ impl<R: Region> Sample<R> {
     /// The message's sequence number.
     ///
     /// # Examples
-    /// See [`PoolSubscriber`].
+    /// ```
+    /// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+    ///
+    /// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// publisher.loan(0, Wait::Never)?.publish()?;
+    /// publisher.loan(0, Wait::Never)?.publish()?;
+    /// let Some(Received::Message(_first)) = subscriber.recv(Wait::Never)? else { panic!() };
+    /// let Some(Received::Message(second)) = subscriber.recv(Wait::Never)? else { panic!() };
+    /// assert_eq!(second.sequence(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn sequence(&self) -> u64 {
         self.seq
     }
