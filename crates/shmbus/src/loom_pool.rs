@@ -52,7 +52,9 @@ fn loom_a_block_is_never_rewritten_under_a_subscriber_that_took_it() {
                 let mut hint = 0;
                 let got = blocks.loan(&*region, 7, HEAD, &mut hint);
                 if got == Some(0) {
-                    region.word(blocks.geo.block(0)).store(NEW, Ordering::Relaxed);
+                    region
+                        .word(blocks.geo.block(0))
+                        .store(NEW, Ordering::Relaxed);
                 }
                 got
             })
@@ -96,7 +98,9 @@ fn loom_a_released_block_is_reused_only_after_its_reader_is_done() {
         };
         let mut hint = 0;
         if blocks.loan(&*region, 7, HEAD, &mut hint) == Some(0) {
-            region.word(blocks.geo.block(0)).store(NEW, Ordering::Relaxed);
+            region
+                .word(blocks.geo.block(0))
+                .store(NEW, Ordering::Relaxed);
         }
         assert_eq!(reader.join().unwrap(), OLD);
     });

@@ -16,7 +16,8 @@ fn bus(capacity: u64, blocks: u64) -> PoolPublisher<Arc<HeapRegion>> {
 }
 
 fn subscribe(p: &PoolPublisher<Arc<HeapRegion>>) -> Sub {
-    p.subscribe(Start::Oldest, WaitStrategy::BusySpin).expect("an entry")
+    p.subscribe(Start::Oldest, WaitStrategy::BusySpin)
+        .expect("an entry")
 }
 
 fn send(p: &mut PoolPublisher<Arc<HeapRegion>>, byte: u8) -> u64 {
@@ -98,8 +99,13 @@ fn a_block_reclaimed_between_reading_its_descriptor_and_taking_it_is_one_skipped
     send(&mut p, 3);
     let loan = p.loan(8, Wait::Never).expect("block 0, reclaimed");
     let inner = &*s.inner;
-    let slot = inner.blocks.free_slot(inner.ring.region(), inner.entry).expect("a slot");
-    assert!(!inner.blocks.take(inner.ring.region(), inner.entry, slot, 0, seq));
+    let slot = inner
+        .blocks
+        .free_slot(inner.ring.region(), inner.entry)
+        .expect("a slot");
+    assert!(!inner
+        .blocks
+        .take(inner.ring.region(), inner.entry, slot, 0, seq));
     assert_eq!(s.held(), 0, "a failed take lets go of its hold");
     drop(loan);
 }
@@ -119,7 +125,10 @@ fn a_descriptor_naming_a_block_past_the_pool_is_one_skipped_message() {
     send(&mut p, 7);
     for _ in 0..2 {
         let got = s.recv(Wait::Never);
-        assert!(matches!(got, Ok(Some(Received::Lagged { skipped: 1 }))), "{got:?}");
+        assert!(
+            matches!(got, Ok(Some(Received::Lagged { skipped: 1 }))),
+            "{got:?}"
+        );
     }
     assert_eq!(&*take(&mut s), &[7; 8]);
 }
@@ -146,7 +155,9 @@ fn a_dropped_loan_and_a_dropped_subscriber_give_every_block_back() {
 fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
     let n: u64 = if cfg!(miri) { 200 } else { 100_000 };
     let mut p = PoolPublisher::on_heap(8, 64, 24).expect("valid geometry");
-    let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin).expect("an entry");
+    let mut s = p
+        .subscribe(Start::Next, WaitStrategy::BusySpin)
+        .expect("an entry");
     let reader = std::thread::spawn(move || {
         let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None);
         while delivered + skipped < n {
@@ -179,10 +190,14 @@ fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
 fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
     assert!(matches!(
         PoolPublisher::on_heap(8, 64, 8),
-        Err(crate::CreateError::InvalidGeometry(crate::GeometryError::PoolTooSmall { .. }))
+        Err(crate::CreateError::InvalidGeometry(
+            crate::GeometryError::PoolTooSmall { .. }
+        ))
     ));
     assert!(matches!(
         PoolPublisher::on_heap(8, 100, 9),
-        Err(crate::CreateError::InvalidGeometry(crate::GeometryError::PoolBlockSize { .. }))
+        Err(crate::CreateError::InvalidGeometry(
+            crate::GeometryError::PoolBlockSize { .. }
+        ))
     ));
 }
