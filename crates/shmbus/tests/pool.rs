@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
-use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Start, Wait};
+use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Wait};
 
 /// A payload that names itself: 8 bytes of tag, then the tag's low byte,
 /// so a block rewritten under a reader (or torn) is caught.

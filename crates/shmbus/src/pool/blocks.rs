@@ -4,7 +4,7 @@
 //! invariants are what this file implements; the Dekker pair between
 //! [`Blocks::take`] and [`Blocks::reclaim`] is its heart.
 
-use super::state::{self, age, decode, State};
+use super::state::{self, decode, overwritten, State};
 use crate::mem::Region;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wire::{control, hold_line::HOLDS, PoolGeometry, LINE};
@@ -236,7 +236,7 @@ impl Blocks {
                         Ordering::Relaxed,
                     )
                     .is_ok(),
-                State::Published if age(word, head) > self.capacity => {
+                State::Published if overwritten(word, head, self.capacity) => {
                     self.reclaim(r, b, word, pid)
                 }
                 State::Corrupt => self.reclaim(r, b, word, pid),
@@ -351,7 +351,7 @@ impl Blocks {
             match decode(word) {
                 State::Free => c.free += 1,
                 State::Loaned(_) => c.loaned += 1,
-                State::Published if age(word, head) <= self.capacity => c.on_ring += 1,
+                State::Published if !overwritten(word, head, self.capacity) => c.on_ring += 1,
                 State::Published if held[b as usize] => c.held += 1,
                 State::Published => c.reclaimable += 1,
                 State::Corrupt => c.corrupt += 1,

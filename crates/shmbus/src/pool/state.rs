@@ -50,6 +50,17 @@ pub(crate) fn age(word: u64, head: u64) -> u64 {
     ((head << 2).wrapping_sub(word & !3)) >> 2
 }
 
+/// Whether the descriptor of the published `word` has left a ring of
+/// `capacity` slots whose cursor is `head`: its sequence is more than
+/// `capacity` behind. A sequence at or past `head` (age near 2^62) is not:
+/// on a multi-publisher bus another publisher may have claimed and
+/// published it after this reader loaded `head`.
+#[inline]
+pub(crate) fn overwritten(word: u64, head: u64, capacity: u64) -> bool {
+    let a = age(word, head);
+    a > capacity && a < 1 << 61
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -73,5 +84,15 @@ mod tests {
         assert_eq!(age(published(u64::MAX), 3), 4);
         // Ahead of the head: close to 2^62, so "overwritten" by any capacity.
         assert_eq!(age(published(16), 15), (1 << 62) - 1);
+    }
+
+    #[test]
+    fn a_sequence_past_the_head_is_not_overwritten() {
+        assert!(overwritten(published(3), 12, 8));
+        assert!(!overwritten(published(4), 12, 8));
+        assert!(
+            !overwritten(published(13), 12, 8),
+            "claimed after head was read"
+        );
     }
 }
