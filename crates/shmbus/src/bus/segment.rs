@@ -118,8 +118,11 @@ pub(crate) fn open_header(
     opts: &OpenOptions,
     pool: bool,
 ) -> Result<(Ring<ShmRegion>, Header), OpenError> {
-    let (region, header) = open_checked(name, role, Kind::Broadcast, msg, opts)?;
+    // The pool first: a pool bus's descriptors are never the type a
+    // copying handle asks for, and `PoolMismatch` says why.
+    let (region, header) = open_checked(name, role, Kind::Broadcast, None, opts)?;
     expect_pool(&header, pool)?;
+    header.expect(Kind::Broadcast, msg)?;
     if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
         // Subscribers of a multi-publisher bus may skip an abandoned claim,
         // a CAS on its stamp (see `claim`).
@@ -157,8 +160,10 @@ pub(crate) fn attach_header(
     want: Publishers,
     pool: bool,
 ) -> Result<(Ring<ShmRegion>, u64, Header), AttachError> {
-    let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, msg, opts)?;
+    // The pool first, as in `open_header`.
+    let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, None, opts)?;
     expect_pool(&header, pool)?;
+    header.expect(Kind::Broadcast, msg)?;
     let found = if header.flags & flags::MULTI_PUBLISHER != 0 {
         Publishers::Many
     } else {

@@ -285,6 +285,19 @@ impl Blocks {
             .store(state::published(seq), Ordering::Release);
     }
 
+    /// Publisher: block `b`, published as `seq` but whose commit failed
+    /// (the claim was skipped, so no reader took it), is free again, unless
+    /// another publisher reclaimed it meanwhile. CAS, Release on success,
+    /// paired with the Acquire in `loan`.
+    pub(crate) fn unpublish<R: Region>(&self, r: &R, b: u64, seq: u64) {
+        let _ = self.state(r, b).compare_exchange(
+            state::published(seq),
+            state::FREE,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
+    }
+
     /// Publisher: block `b`, loaned and never published, is free again.
     /// Release, paired with the Acquire in `loan`.
     pub(crate) fn free<R: Region>(&self, r: &R, b: u64) {

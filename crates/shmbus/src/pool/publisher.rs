@@ -227,8 +227,9 @@ impl<R: Region> PoolPublisher<R> {
         self.blocks.publish(region, block, seq);
         self.ring.store_payload(seq, &desc);
         if self.ring.commit(seq).is_err() {
-            // Never `done(seq)`: no reader can have taken it.
-            self.blocks.free(region, block);
+            // Never `done(seq)`: no reader can have taken it; but a stall
+            // this long may have let another publisher reclaim it.
+            self.blocks.unpublish(region, block, seq);
             return Err(lost);
         }
         Ok(seq)

@@ -109,10 +109,9 @@ impl<R: Region> PoolSubscriber<R> {
         ring: Ring<R>,
         blocks: Blocks,
         entry: usize,
-        start: Start,
+        pos: u64,
         wait: WaitStrategy,
     ) -> Self {
-        let pos = ring.start_at(start);
         blocks.enter(ring.region(), entry);
         PoolSubscriber {
             inner: Arc::new(Inner {
@@ -323,7 +322,8 @@ impl PoolSubscriber<Arc<HeapRegion>> {
             .ok_or(crate::OpenError::RegistryFull {
                 entries: control::REGISTRY_SLOTS,
             })?;
-        Ok(PoolSubscriber::from_parts(ring, blocks, entry, start, wait))
+        let pos = ring.start_at(start);
+        Ok(PoolSubscriber::from_parts(ring, blocks, entry, pos, wait))
     }
 }
 
@@ -366,9 +366,7 @@ mod shm {
                 crate::bus::segment::register_entry(&ring, pos).ok_or(OpenError::RegistryFull {
                     entries: control::REGISTRY_SLOTS,
                 })?;
-            let mut subscriber =
-                PoolSubscriber::from_parts(ring, blocks, entry, opts.start, opts.wait);
-            subscriber.pos = pos;
+            let mut subscriber = PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait);
             subscriber.activity = activity;
             Ok(subscriber)
         }
