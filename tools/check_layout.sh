@@ -8,6 +8,9 @@
 #   target/debug/shmbus create demo --msg-size 16 --capacity 8
 # and a few `shmbus pub` calls. The bus should be quiet while this runs: no
 # publisher writing and nobody subscribing, or the two views may differ.
+# A pool bus (LAYOUT.md section 23) is checked too: its geometry, census
+# and holders against `shmbus stat`, its messages (read from their blocks)
+# against `shmbus sub`.
 #
 # Steps:
 #   1. cargo build -p shmbus-cli (skip with SHMBUS_NO_BUILD=1; use another
@@ -20,7 +23,8 @@
 #      to the number of messages still in the ring. Each CLI message line
 #      be the payload with its zero padding trimmed (the CLI prints raw
 #      bytes), or else contain it as text or hex, and if it starts with a
-#      number, that number must be the sequence.
+#      number, that number must be the sequence. On a pool bus, both read
+#      each message from its block.
 # Exit status 0 when everything compared agrees, 1 otherwise.
 set -euo pipefail
 
@@ -71,6 +75,17 @@ def leaves(obj, prefix=""):
                 out.setdefault(k, (f"{prefix}{k}", v))
     return out
 
+def all_leaves(obj, prefix=""):
+    """Every (path, value) of a scalar or list in the CLI's JSON."""
+    out = []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, dict):
+                out += all_leaves(v, f"{prefix}{k}.")
+            else:
+                out.append((f"{prefix}{k}", v))
+    return out
+
 def norm(v):
     """Compare numbers whether printed as ints or "0x..." strings, and
     strings without case."""
@@ -104,7 +119,12 @@ extra = {"subscriber_pids": "subscribers"}
 
 cli_leaves = leaves(cli)
 compared = failed = 0
+# A pool bus's fields (LAYOUT.md section 23) are compared below, and only
+# those `shmbus stat` prints too.
+pool_keys = {k for k in py if k.startswith("pool_")}
 for key, pv in py.items():
+    if key in pool_keys:
+        continue
     names = [key] + aliases.get(key, [])
     hit = next((n for n in names if n in cli_leaves), None)
     if hit is None:
@@ -138,8 +158,73 @@ for entry in sorted(set(lines_py) & set(lines_cli)):
         same = pv == cv or (k == "corrupt" and (pv is None) == (cv is None))
         print(f"  {'ok  ' if same else 'DIFF'} line {entry} {k:<9} read_bus={pv!r:<26} shmbus {cv!r}")
         failed += not same
+# A pool bus: each field read_bus.py prints as `pool_X`, matched with a CLI
+# key `pool_X` or `X` whose path names the pool (the census counts: the pool
+# or the census); nothing is required of the CLI.
+pool_matched = set()
+
+def find_pool(names, hints):
+    for where, v in all_leaves(cli):
+        leaf = where.rsplit(".", 1)[-1]
+        if leaf in names and any(h in where.lower() for h in hints):
+            pool_matched.add(leaf)
+            return where, v
+    return None
+
+def compare_pool(label, pv, hit):
+    global compared, failed
+    where, cv = hit
+    compared += 1
+    same = norm(pv) == norm(cv)
+    print(f"  {'ok  ' if same else 'DIFF'} {label:<16} read_bus={pv!r:<26} shmbus {where}={cv!r}")
+    failed += not same
+
+pool_compared = 0
+for key in sorted(pool_keys):
+    pv = py[key]
+    if isinstance(pv, (dict, list)):
+        continue
+    hit = find_pool({key, key[len("pool_"):]}, ("pool",))
+    if hit:
+        compare_pool(key, pv, hit)
+        pool_compared += 1
+for field, pv in py.get("pool_census", {}).items():
+    hit = find_pool({field, "pool_" + field}, ("pool", "census"))
+    if hit:
+        compare_pool(f"census {field}", pv, hit)
+        pool_compared += 1
+# The active entries (read_bus.py's pool_active) against a CLI list of
+# holders under a pool key, matched by entry: pid, alive, and how many hold
+# words are non-zero (a CLI count named held or held_blocks).
+holders = next((v for where, v in all_leaves(cli)
+                if "pool" in where.lower() and isinstance(v, list)
+                and where.rsplit(".", 1)[-1] in ("holders", "active", "pool_active")
+                and all(isinstance(x, dict) and "entry" in x for x in v)), None)
+if "pool_active" in py and holders is not None:
+    pool_matched.update(("holders", "active", "pool_active"))
+    act_py = {e["entry"]: e for e in py["pool_active"]}
+    act_cli = {e["entry"]: e for e in holders}
+    pool_compared += 1
+    compared += 1
+    if set(act_py) != set(act_cli):
+        print(f"  DIFF pool holders: read_bus entries {sorted(act_py)}, shmbus {sorted(act_cli)}")
+        failed += 1
+    for entry in sorted(set(act_py) & set(act_cli)):
+        for k, ck in (("pid", "pid"), ("alive", "alive"), ("held", "held"), ("held", "held_blocks")):
+            cv = act_cli[entry].get(ck)
+            if ck not in act_cli[entry] or (k == "held" and not isinstance(cv, int)):
+                continue
+            pv = act_py[entry][k]
+            compared += 1
+            same = pv == cv
+            print(f"  {'ok  ' if same else 'DIFF'} holder {entry} {ck:<11} read_bus={pv!r:<26} shmbus {cv!r}")
+            failed += not same
+if pool_keys and pool_compared < 8:
+    print(f"  FAIL: a pool bus, but only {pool_compared} pool fields compared (want geometry and census)")
+    failed += 1
 extra["per_subscriber"] = "subscriber_lines"
-only_cli = sorted(set(cli_leaves) - set(py) - set(extra) - {a for v in aliases.values() for a in v})
+only_cli = sorted(set(cli_leaves) - set(py) - set(extra) - {a for v in aliases.values() for a in v}
+                  - pool_matched)
 if only_cli:
     print(f"  (only in shmbus stat: {', '.join(only_cli)})")
 if compared < 5:
@@ -154,11 +239,16 @@ set -e
 n=${2:-$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(min(d["published"], d["capacity"]))' "$tmp/py.json")}
 echo "== messages: $n from oldest"
 "${reader[@]}" "$bus" -q --hex --from oldest --count "$n" >"$tmp/py.msgs"
+set +e
 # shellcheck disable=SC2086
-"$shmbus" sub "$bus" --from oldest --count "$n" ${SHMBUS_SUB_ARGS:---timeout 1} >"$tmp/cli.msgs" || {
-    echo "FAIL: shmbus sub exited with $?" >&2
+"$shmbus" sub "$bus" --from oldest --count "$n" ${SHMBUS_SUB_ARGS:---timeout 1} >"$tmp/cli.msgs" 2>"$tmp/cli.err"
+sub_rc=$?
+set -e
+cat "$tmp/cli.err" >&2
+if [[ $sub_rc -ne 0 ]]; then
+    echo "FAIL: shmbus sub exited with $sub_rc" >&2
     exit 1
-}
+fi
 
 set +e
 python3 - "$tmp/py.msgs" "$tmp/cli.msgs" <<'EOF'

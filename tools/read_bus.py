@@ -5,6 +5,7 @@
                                    [--timeout SECS] [--hex] [--quiet]
     python3 tools/read_bus.py PATH --json
     python3 tools/read_bus.py PATH --slots
+    python3 tools/read_bus.py PATH --blocks
 
 PATH is a bus name (a bare name means /dev/shm/NAME) or a path (anything
 containing '/'), as in LAYOUT.md section 2.
@@ -28,6 +29,24 @@ It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
 as a subscriber. On a multi-publisher bus (LAYOUT.md section 22) it does
 not decode abandoned stamps: it stops at one as at an empty slot.
+
+Pool buses (header flag bit 3, LAYOUT.md section 23). The header lines
+(and --json) add the pool's geometry (pool_blocks, pool_block_size and the
+offsets of the state words, the blocks, the active mask and the hold
+lines), a census of the blocks (free, loaned, on_ring, held, reclaimable,
+corrupt; the meanings of the Rust `Census`) and every active registry
+entry with its eight hold words; --json also lists every block's state
+word decoded (pool_block_states), and --blocks prints one line per block:
+
+    block B<TAB>offset OFF<TAB>state WORD<TAB>WHAT
+
+WHAT being free, loaned pid P, published seq S (on_ring | held by entries
+E | reclaimable), or corrupt. A message of a pool bus is the block its
+descriptor names, printed as above. Taking no hold, the tool reads the
+block between two loads of its state word and keeps the copy only if both
+say published(SEQ); otherwise the block was reclaimed and it prints a lag
+of one (LAGGED skipped=1), as a PoolSubscriber counts it. With --slots a
+pool bus's slot lines end with the descriptor decoded (block B len N).
 
 Memory-model caveat (LAYOUT.md section 18). Python has no atomics and no
 fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
@@ -63,7 +82,13 @@ KIND_BROADCAST = 1
 KINDS = {1: "broadcast", 2: "stream"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
+FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 23)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
+# Pool buses (LAYOUT.md section 23): two header words past the journal path.
+H_POOL_BLOCKS, H_POOL_BLOCK_SIZE = 432, 440
+MAX_BLOCK_SIZE = 1 << 30
+MAX_BLOCKS = 1 << 20
+DESCRIPTOR_BYTES = 16
 MAX_MSG_SIZE = 16 << 20
 LINE = 64
 STAMP_BYTES = 8
@@ -103,11 +128,40 @@ REGISTRY_SLOTS = 256
 # Section 5.1: one line per registry entry, from control offset 4096.
 C_SUBSCRIBERS = 4096
 L_POSITION, L_SKIPPED, L_START, L_ACTIVE_NS, L_SEQ = 0, 8, 16, 24, 32
+# Section 23, pool buses only: the active mask (a bit per registry entry,
+# four u64 words) and one hold line per registry entry after the
+# subscriber lines, each of HOLDS u64 words (0, or block + 1).
+C_POOL_ACTIVE = 512
+ACTIVE_WORDS = REGISTRY_SLOTS // 64
+C_POOL_HOLDS = C_SUBSCRIBERS + LINE * REGISTRY_SLOTS
+HOLDS = 8
 
 
 def broadcast_control_len(page):
     """Section 3: a broadcast bus's control area, whole pages."""
     return round_up(C_SUBSCRIBERS + LINE * REGISTRY_SLOTS, page)
+
+
+def pool_control_len(page):
+    """Section 3: a pool bus's control area, with the hold lines."""
+    return round_up(C_POOL_HOLDS + LINE * REGISTRY_SLOTS, page)
+
+
+# Section 23: a block's state word.
+def published(seq):
+    return ((seq << 2) | 2) & M64
+
+
+def age(word, head):
+    """How many sequences before head the published word lies, mod 2^62."""
+    return (((head << 2) - (word & ~3)) & M64) >> 2
+
+
+def overwritten(word, head, cap):
+    """Whether the published word's descriptor has left the ring: more than
+    cap sequences behind head. At or past head (an age of 2^61 or more) it
+    has not: another publisher may have claimed it after head was loaded."""
+    return cap < age(word, head) < 1 << 61
 
 # OFD lock bytes.
 LOCK_PUBLISHER = 0
@@ -291,6 +345,9 @@ class Bus:
                 "Truncated",
                 f"file is {self.file_len} bytes, header needs {h['total_len']}",
             )
+        # A pool bus's pool (section 9 step 10.7), from two words past byte
+        # 168: only now that the header page is known to be in the file.
+        self.pool = self._read_pool() if h["flags"] & FLAG_POOL else None
         # Step 11: a journaled bus's path length (the path itself is not read
         # here). Past byte 168, so only now that the header page is known to
         # be in the file.
@@ -307,7 +364,7 @@ class Bus:
             found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
             raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
         # The slot geometry, checked once the kind is known to be broadcast.
-        want = page + broadcast_control_len(page)
+        want = page + (pool_control_len(page) if self.pool else broadcast_control_len(page))
         if h["data_offset"] != want:
             raise OpenError(
                 "InvalidGeometry",
@@ -331,6 +388,12 @@ class Bus:
                 "InvalidGeometry",
                 f"{cap} slots of {slot} bytes do not fit in {h['total_len']} bytes",
             )
+        if self.pool and msg != DESCRIPTOR_BYTES:
+            raise OpenError(
+                "InvalidGeometry",
+                f"a pool bus's slots carry {DESCRIPTOR_BYTES}-byte descriptors, "
+                f"not {msg}-byte messages",
+            )
         # Derived geometry (section 6).
         self.cap = cap
         self.mask = cap - 1
@@ -339,6 +402,49 @@ class Bus:
         self.data = h["data_offset"]
         self.ctl = h["control_offset"]
         self.first = h["first_seq"]
+
+    def _read_pool(self):
+        """Section 9 step 10.7 (`read_pool`): the pool lies after the slots,
+        rounded up to a page, and inside total_len."""
+        h = self.h
+        page = h["page_size"]
+        blocks = self.u64(H_POOL_BLOCKS)
+        size = self.u64(H_POOL_BLOCK_SIZE)
+        slots_end = round_up(h["capacity"] * h["slot_size"], page) + h["data_offset"]
+        if slots_end > M64:
+            raise OpenError(
+                "InvalidGeometry",
+                f"{h['capacity']} slots of {h['slot_size']} bytes overflow",
+            )
+        if not 64 <= size <= MAX_BLOCK_SIZE or size % 64:
+            raise OpenError(
+                "InvalidGeometry",
+                f"pool block size {size} is not a multiple of 64 in 64..={MAX_BLOCK_SIZE} bytes",
+            )
+        if not 1 <= blocks <= MAX_BLOCKS:
+            raise OpenError(
+                "InvalidGeometry", f"pool of {blocks} blocks is outside 1..={MAX_BLOCKS}"
+            )
+        states = slots_end
+        blocks_offset = states + round_up(8 * blocks, page)
+        end = blocks_offset + round_up(blocks * size, page)
+        if blocks_offset > M64 or end > ISIZE_MAX:
+            raise OpenError(
+                "InvalidGeometry", f"capacity {blocks} x slot {size} bytes is too large"
+            )
+        if end > h["total_len"]:
+            raise OpenError(
+                "InvalidGeometry",
+                f"a pool of {blocks} blocks of {size} bytes ends at {end}, "
+                f"past the segment's {h['total_len']} bytes",
+            )
+        return {
+            "blocks": blocks,
+            "block_size": size,
+            "states": states,
+            "blocks_offset": blocks_offset,
+            "end": end,
+        }
 
     # -- control page (section 5) ------------------------------------------------
     def cursor(self):
@@ -359,13 +465,23 @@ class Bus:
         published = (head - self.first) & M64
         subs = []
         lines = []
+        alive_entries = {}
         for i in range(REGISTRY_SLOTS):
             pid = self.u32(self.ctl + C_REGISTRY + 4 * i)
             alive = self.lock_held(LOCK_REGISTRY + i)
+            alive_entries[i] = (pid, alive)
             if alive:
                 subs.append(pid)
             if alive or pid:
                 lines.append(self.subscriber_line(i, pid, alive, head))
+        pool = {}
+        if self.pool:
+            active = self.pool_active(alive_entries)
+            states = self.block_states(head, active)
+            census = dict.fromkeys(CENSUS, 0)
+            for b in states:
+                census[b["where"]] += 1
+            pool = {"pool_census": census, "pool_active": active}
         return {
             "head": head,
             "published": published,
@@ -378,7 +494,95 @@ class Bus:
             "subscriber_lines": lines,
             "futex_word": futex,
             "sleepers_flag": bool(futex & FUTEX_SLEEPERS),
+            **pool,
         }
+
+    # -- the pool (section 23) ---------------------------------------------------
+    def state_offset(self, b):
+        return self.pool["states"] + 8 * b
+
+    def block_offset(self, b):
+        return self.pool["blocks_offset"] + b * self.pool["block_size"]
+
+    def pool_active(self, registry=None):
+        """The active entries (a bit each in the mask at control offset 512)
+        with their hold words (hold line i at control offset 20480 + 64i)."""
+        out = []
+        for w in range(ACTIVE_WORDS):
+            mask = self.u64(self.ctl + C_POOL_ACTIVE + 8 * w)
+            for bit in range(64):
+                if not mask >> bit & 1:
+                    continue
+                i = 64 * w + bit
+                at = self.ctl + C_POOL_HOLDS + LINE * i
+                holds = [self.u64(at + 8 * k) for k in range(HOLDS)]
+                if registry is None:
+                    pid, alive = (self.u32(self.ctl + C_REGISTRY + 4 * i),
+                                  self.lock_held(LOCK_REGISTRY + i))
+                else:
+                    pid, alive = registry[i]
+                out.append({
+                    "entry": i,
+                    "pid": pid,
+                    "alive": alive,
+                    "holds": holds,
+                    "held": sum(1 for v in holds if v),
+                    # A hold word is block + 1; one past the pool names nothing.
+                    "held_blocks": [v - 1 for v in holds if 0 < v <= self.pool["blocks"]],
+                })
+        return out
+
+    def block_states(self, head=None, active=None):
+        """Every block's state word decoded, and where the census puts it."""
+        if head is None:
+            head = self.cursor()
+        if active is None:
+            active = self.pool_active()
+        holders = {}
+        for e in active:
+            for b in e["held_blocks"]:
+                holders.setdefault(b, []).append(e["entry"])
+        out = []
+        for b in range(self.pool["blocks"]):
+            word = self.u64(self.state_offset(b))
+            d = {"block": b, "word": word}
+            tag = word & 3
+            if word == 0:
+                d.update(state="free", where="free")
+            elif tag == 1 and word >> 2 <= 0xFFFF_FFFF:
+                d.update(state="loaned", pid=word >> 2, where="loaned")
+            elif tag == 2:
+                a = age(word, head)
+                # The low 62 bits are stored: the sequence that has them,
+                # nearest the head (`age` before it, or ahead of it).
+                seq = (head - a) & M64 if a < 1 << 61 else (head + (1 << 62) - a) & M64
+                d.update(state="published", seq=seq, age=a)
+                if not overwritten(word, head, self.cap):
+                    d["where"] = "on_ring"
+                elif b in holders:
+                    d.update(where="held", held_by=holders[b])
+                else:
+                    d["where"] = "reclaimable"
+            else:
+                d.update(state="corrupt", where="corrupt")
+            out.append(d)
+        return out
+
+    def read_block(self, seq, desc):
+        """Section 23, an inspector's read of the message seq whose
+        descriptor is desc: ('read', bytes) or ('lost', None)."""
+        block, length = struct.unpack("<QQ", desc)
+        if block >= self.pool["blocks"] or length > self.pool["block_size"]:
+            return ("lost", None)  # a descriptor no publisher wrote
+        want = published(seq)
+        at = self.state_offset(block)
+        if self.u64(at) != want:
+            return ("lost", None)  # reclaimed: the subscriber's skipped one
+        off = self.block_offset(block)
+        copy = bytes(self.buf[off : off + length])
+        if self.u64(at) != want:
+            return ("lost", None)  # reclaimed while we copied: discard
+        return ("read", copy)
 
     def subscriber_line(self, i, pid, alive, head):
         """Section 5.1: registry entry i's line, read under its sequence lock
@@ -453,6 +657,10 @@ class Bus:
     def poll(self, pos):
         """One subscriber step: (kind, value, new_pos)."""
         kind, val = self.read(pos)
+        if kind == "read" and self.pool:
+            kind, val = self.read_block(pos, val)
+            if kind == "lost":
+                return ("lagged", 1, (pos + 1) & M64)
         if kind == "read":
             return ("message", val, (pos + 1) & M64)
         if kind == "empty":
@@ -463,6 +671,25 @@ class Bus:
 
 def done(seq):
     return (2 * seq + 2) & M64
+
+
+# The Census fields of the Rust pool (LAYOUT.md section 23), in its order.
+CENSUS = ("free", "loaned", "on_ring", "held", "reclaimable", "corrupt")
+
+
+def block_line(bus, d):
+    """One --blocks line."""
+    what = {
+        "free": "free",
+        "loaned": f"loaned pid {d.get('pid')}",
+        "corrupt": "corrupt",
+    }.get(d["state"])
+    if what is None:
+        where = d["where"]
+        if where == "held":
+            where = "held by entries " + ",".join(map(str, d["held_by"]))
+        what = f"published seq {d['seq']} (age {d['age']}, {where})"
+    return f"block {d['block']}\toffset {bus.block_offset(d['block'])}\tstate {d['word']:#018x}\t{what}"
 
 
 def render(payload, as_hex):
@@ -495,6 +722,13 @@ def header_dict(bus):
     for key in ("first_seq", "creator_pid", "created_ns"):
         out[key] = h[key]
     out["file_len"] = bus.file_len
+    if bus.pool:
+        out["pool_blocks"] = bus.pool["blocks"]
+        out["pool_block_size"] = bus.pool["block_size"]
+        out["pool_states_offset"] = bus.pool["states"]
+        out["pool_blocks_offset"] = bus.pool["blocks_offset"]
+        out["pool_active_offset"] = bus.ctl + C_POOL_ACTIVE
+        out["pool_holds_offset"] = bus.ctl + C_POOL_HOLDS
     return out
 
 
@@ -513,6 +747,8 @@ def main(argv=None):
                     help="print header and control-page state as JSON and exit")
     ap.add_argument("--slots", action="store_true",
                     help="print every slot's stamp and what it means, and exit")
+    ap.add_argument("--blocks", action="store_true",
+                    help="pool buses: print every block's state word and what it means, and exit")
     ap.add_argument("--init-timeout", type=float, default=1.0,
                     help="how long to wait for a bus being created (default 1 s)")
     args = ap.parse_args(argv)
@@ -526,6 +762,8 @@ def main(argv=None):
     if args.json:
         out = header_dict(bus)
         out.update(bus.state())
+        if bus.pool:
+            out["pool_block_states"] = bus.block_states()
         print(json.dumps(out, indent=2))
         return 0
 
@@ -553,7 +791,18 @@ def main(argv=None):
             else:
                 what = f"done seq {s}"
             payload = bytes(bus.buf[off + 8 : off + 8 + bus.msg_size])
-            print(f"slot {i}\toffset {off}\tstamp {st:#018x}\t{what}\t{render(payload, args.hex)}")
+            line = f"slot {i}\toffset {off}\tstamp {st:#018x}\t{what}\t{render(payload, args.hex)}"
+            if bus.pool:
+                line += "\tblock {} len {}".format(*struct.unpack("<QQ", payload))
+            print(line)
+        return 0
+
+    if args.blocks:
+        if not bus.pool:
+            print("read_bus: --blocks: this bus has no pool (header flag bit 3)", file=sys.stderr)
+            return 1
+        for d in bus.block_states():
+            print(block_line(bus, d))
         return 0
 
     pos = bus.start_at(args.start)

@@ -29,7 +29,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a broadcast bus of raw byte messages, or a stream of records.
+    /// Create a broadcast bus of raw byte messages (in a block pool with
+    /// --pool), or a stream of records.
     Create(create::CreateArgs),
     /// Publish each line of stdin as one message (one record of a stream).
     Pub(publish::PubArgs),

@@ -14,6 +14,8 @@ use std::time::Duration;
 
 use crate::error::OpenError;
 use crate::mem::Region;
+use crate::pool::blocks::Blocks;
+use crate::pool::Census;
 use crate::segment::{open_bus_at, open_region, BusAt, Role};
 use crate::sync::Ordering;
 use crate::sys::dir::{self, DirError, FileId, UnlinkError};
@@ -37,7 +39,7 @@ use crate::wire::{control, lock_byte, Header, Kind};
 /// assert_eq!(stat.publisher_pid, std::process::id());
 /// assert!(stat.publisher_alive && stat.attached);
 /// assert_eq!(stat.subscribers[0].pid, std::process::id());
-/// assert!(stat.stream.is_none());
+/// assert!(stat.stream.is_none() && stat.pool.is_none());
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -68,6 +70,107 @@ pub struct BusStat {
     pub attached: bool,
     /// A stream's cursors and consumer (`None` for a broadcast bus).
     pub stream: Option<StreamStat>,
+    /// A pool bus's blocks (`None` for any other bus, and a stream).
+    pub pool: Option<PoolStat>,
+}
+
+/// A pool bus's blocks, as [`stat`] reads them: its geometry, where each
+/// block is, and which registry entries hold blocks. Read without a lock
+/// while publishers and subscribers work, so the figures are one pass that
+/// may mix moments: they add up to `blocks`, but a block may be counted
+/// where it was a moment before.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Start, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
+/// // 4 slots, 8 blocks of 256 bytes.
+/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(256, 8))?;
+/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// for _ in 0..6 {
+///     publisher.loan(3, Wait::Never)?.publish()?;
+/// }
+/// let loan = publisher.loan(3, Wait::Never)?; // being written
+/// // Sequence 0 is lapped: the subscriber resyncs, then takes one in place.
+/// assert!(matches!(subscriber.recv(Wait::Never)?, Some(Received::Lagged { .. })));
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+///
+/// let pool = shmbus::stat::stat(&name)?.pool.expect("a pool bus");
+/// assert_eq!((pool.block_size, pool.blocks), (256, 8));
+/// let c = pool.census;
+/// assert_eq!((c.loaned, c.on_ring), (1, 4));
+/// assert_eq!(c.free + c.held + c.reclaimable + c.corrupt, 3);
+/// assert_eq!(pool.held_by(pool.holders[0].entry), 1);
+/// assert_eq!(pool.holders[0].pid, std::process::id());
+/// assert!(pool.holders[0].alive);
+/// drop((sample, loan));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolStat {
+    /// Bytes per block: the largest message.
+    pub block_size: u64,
+    /// Blocks in the pool.
+    pub blocks: u64,
+    /// Where each block is: free, loaned, on the ring, held, reclaimable,
+    /// corrupt.
+    pub census: Census,
+    /// Every registry entry marked as holding blocks (a live pool
+    /// subscriber's, or a dead one's whose holds no publisher has swept
+    /// yet), in registry order.
+    pub holders: Vec<PoolHolder>,
+}
+
+impl PoolStat {
+    /// How many blocks registry entry `entry` holds (0 for an entry not
+    /// marked as holding any).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::stat::{PoolHolder, PoolStat};
+    /// # let census = shmbus::PoolPublisher::on_heap(4, 64, 5)?.census();
+    /// let one = PoolHolder { entry: 3, pid: 42, alive: true, held: 2 };
+    /// let pool = PoolStat { block_size: 64, blocks: 5, census, holders: vec![one] };
+    /// assert_eq!((pool.held_by(3), pool.held_by(4)), (2, 0));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn held_by(&self, entry: usize) -> usize {
+        self.holders
+            .iter()
+            .find(|h| h.entry == entry)
+            .map_or(0, |h| h.held)
+    }
+}
+
+/// One registry entry of a pool bus marked as holding blocks: its hold
+/// line, counted.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
+/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(64, 8))?;
+/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
+/// publisher.loan(1, Wait::Never)?.publish()?;
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+/// let holder = &shmbus::stat::stat(&name)?.pool.expect("a pool bus").holders[0];
+/// assert_eq!((holder.pid, holder.alive, holder.held), (std::process::id(), true, 1));
+/// # drop(sample);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolHolder {
+    /// Its registry entry (0..256).
+    pub entry: usize,
+    /// The pid in the entry, as its subscriber wrote it.
+    pub pid: u32,
+    /// Whether that subscriber still holds its registry lock (a dead one's
+    /// holds stay until a publisher in need of a block sweeps them).
+    pub alive: bool,
+    /// Blocks it holds now (at most `PoolSubscriber::MAX_HELD`).
+    pub held: usize,
 }
 
 /// One live registered subscriber, from its line in the control area.
@@ -344,9 +447,35 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
         }
         _ => None,
     };
+    let pool = match (header.kind, header.pool) {
+        (Kind::Broadcast, Some(geo)) => {
+            // `validate_kind` has checked that the control area holds the
+            // hold lines and the file the pool; `Blocks` only loads.
+            let blocks = Blocks::new(geo, c, header.capacity);
+            let mut holders = Vec::new();
+            for entry in blocks.active_entries(&region) {
+                holders.push(PoolHolder {
+                    entry,
+                    pid: region
+                        .word32(c + control::REGISTRY + 4 * entry)
+                        .load(Ordering::Relaxed),
+                    alive: lock::is_held(fd, lock_byte::REGISTRY + entry as u64).map_err(io)?,
+                    held: blocks.held_by(&region, entry),
+                });
+            }
+            Some(PoolStat {
+                block_size: geo.block_size,
+                blocks: geo.blocks,
+                census: blocks.census(&region, head),
+                holders,
+            })
+        }
+        _ => None,
+    };
     let is_stream = stream.is_some();
     Ok(BusStat {
         stream,
+        pool,
         path: path.to_owned(),
         head,
         published: head.wrapping_sub(header.first_seq),

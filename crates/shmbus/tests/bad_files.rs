@@ -595,3 +595,60 @@ fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
     fresh.finish();
     bus.finish();
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
+    use shmbus::{PoolPublisher, PoolSubscriber};
+    let bus = BusName::new("pool-geometry");
+    let opts8 = BusOptions::new(8).pool(4096, 16);
+    drop(PoolPublisher::create(bus.name(), &opts8).expect("create"));
+    let good = std::fs::read(bus.path()).unwrap();
+    let page = stat::stat(bus.name()).unwrap().header.page_size as usize;
+    let restore = || write_at(bus.path(), 0, &good[..page]);
+    let flags = u32::from_le_bytes(good[header::FLAGS..header::FLAGS + 4].try_into().unwrap());
+    // (field, value, width in bytes, what the message must mention)
+    let cases: [(usize, u64, usize, &str); 5] = [
+        (header::POOL_BLOCKS, 8, 8, "needs more blocks than slots"),
+        (header::POOL_BLOCKS, 17, 8, "past the segment"),
+        (header::POOL_BLOCKS, 1 << 40, 8, "blocks"),
+        (header::POOL_BLOCK_SIZE, 100, 8, "100"),
+        (
+            header::FLAGS,
+            u64::from(flags | wire::flags::JOURNALED),
+            4,
+            "a pool has no journal",
+        ),
+    ];
+    for (field, value, width, said) in cases {
+        restore();
+        match width {
+            4 => patch_u32(bus.path(), field as u64, value as u32),
+            _ => patch_u64(bus.path(), field as u64, value),
+        }
+        let errs = [
+            (
+                "PoolSubscriber::open",
+                PoolSubscriber::open(bus.name(), &opts()).err(),
+            ),
+            (
+                "PoolPublisher::attach",
+                match PoolPublisher::attach(bus.name(), &opts()) {
+                    Err(AttachError::Open(e)) => Some(e),
+                    Err(other) => panic!("attach: {other:?}"),
+                    Ok(_) => None,
+                },
+            ),
+            ("stat", stat::stat(bus.name()).err()),
+        ];
+        for (who, err) in errs {
+            match err {
+                Some(OpenError::InvalidGeometry(m)) if m.contains(said) => {}
+                other => panic!("{who} with {field}={value}: expected InvalidGeometry naming {said:?}, got {other:?}"),
+            }
+        }
+    }
+    restore();
+    PoolSubscriber::open(bus.name(), &opts()).expect("the restored header is valid again");
+    bus.finish();
+}

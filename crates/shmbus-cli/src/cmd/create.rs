@@ -7,10 +7,17 @@
 //!
 //! With `--journal PATH` the bus is journaled: its header names the file,
 //! every publisher appends to it first, and `sub --bootstrap` reads it.
+//!
+//! With `--pool BLOCK_SIZE:BLOCKS` it is a pool bus: messages of any length
+//! up to a block live in a shared pool of blocks, and the ring's slots
+//! carry their descriptors (see the library's `PoolPublisher`).
 
 use std::path::{Path, PathBuf};
 
-use shmbus::{BusOptions, HugePages, JournalOptions, JournalPublisher, Publisher, StreamOptions};
+use shmbus::{
+    BusOptions, HugePages, JournalOptions, JournalPublisher, PoolPublisher, Publisher,
+    StreamOptions,
+};
 
 use crate::error::CliError;
 
@@ -21,9 +28,16 @@ pub struct CreateArgs {
     pub name: String,
     /// Bytes per message (1 to 16 MiB); shorter messages are zero-padded.
     /// Required for a broadcast bus; a stream takes no message size (its
-    /// records are any length up to half its capacity, less 8 bytes).
+    /// records are any length up to half its capacity, less 8 bytes), nor
+    /// does a pool bus (its messages are any length up to a block).
     #[arg(long, value_name = "BYTES")]
     pub msg_size: Option<u32>,
+    /// A pool bus: messages of any length up to BLOCK_SIZE bytes (a
+    /// multiple of 64, up to 1 GiB) live in a pool of BLOCKS blocks, more
+    /// than the capacity (each message on the ring keeps its block); the
+    /// slots carry 16-byte descriptors. Both in plain numbers: 4096:64.
+    #[arg(long, value_name = "BLOCK_SIZE:BLOCKS", value_parser = parse_pool)]
+    pub pool: Option<Pool>,
     /// A broadcast bus: its number of slots, a power of two. A stream: its
     /// size in bytes, a power of two from 64 B to 4 GiB.
     #[arg(long, value_name = "N")]
@@ -89,6 +103,30 @@ pub enum BusKind {
     Stream,
 }
 
+/// `--pool`: a pool of `blocks` blocks of `block_size` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pool {
+    pub block_size: u64,
+    pub blocks: u64,
+}
+
+/// Parses `--pool BLOCK_SIZE:BLOCKS`, two plain decimal numbers (the
+/// library checks their ranges, and says which is wrong).
+fn parse_pool(s: &str) -> Result<Pool, String> {
+    let number = |part: &str| part.parse::<u64>().ok().filter(|_| !part.starts_with('+'));
+    let parsed = s
+        .split_once(':')
+        .and_then(|(size, blocks)| Some((number(size)?, number(blocks)?)));
+    match parsed {
+        Some((block_size, blocks)) => Ok(Pool { block_size, blocks }),
+        None => Err(
+            "expected BLOCK_SIZE:BLOCKS, two plain numbers: bytes per block, \
+             then blocks (like 4096:64)"
+                .to_string(),
+        ),
+    }
+}
+
 /// Parses permission bits written in octal, as chmod takes them.
 fn parse_mode(s: &str) -> Result<u32, String> {
     match u32::from_str_radix(s, 8) {
@@ -139,6 +177,9 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
              (see `shmbus create --help`)",
         ));
     }
+    if let Some(pool) = args.pool {
+        return create_pool(args, pool, opts, many);
+    }
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
@@ -165,6 +206,40 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
                  half its --capacity in bytes, less 8 (see `shmbus create --help`)",
             ))
         }
+    }
+    Ok(())
+}
+
+/// Creates a pool bus, one publisher's or many's, and lets go of it.
+fn create_pool(
+    args: &CreateArgs,
+    pool: Pool,
+    opts: BusOptions,
+    many: bool,
+) -> Result<(), CliError> {
+    let refused = |what: &str| {
+        Err(CliError::usage(format!(
+            "{what} (see `shmbus create --help`)"
+        )))
+    };
+    if args.kind == BusKind::Stream {
+        return refused("--pool makes a pool bus, a broadcast bus; a stream has no block pool");
+    }
+    if args.msg_size.is_some() {
+        return refused(
+            "--msg-size does not apply to a pool bus: its messages have any length up to \
+             the block size of --pool",
+        );
+    }
+    if args.journal.is_some() {
+        return refused("--journal does not apply to a pool bus");
+    }
+    let opts = opts.pool(pool.block_size, pool.blocks);
+    if many {
+        let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
+        PoolPublisher::create_many(&args.name, &opts)?;
+    } else {
+        PoolPublisher::create(&args.name, &opts)?;
     }
     Ok(())
 }
@@ -196,7 +271,7 @@ fn create_journaled(
 
 #[cfg(test)]
 mod tests {
-    use super::parse_mode;
+    use super::{parse_mode, parse_pool, Pool};
 
     #[test]
     fn mode_is_octal_permission_bits() {
@@ -205,5 +280,30 @@ mod tests {
         assert!(parse_mode("999").is_err());
         assert!(parse_mode("1777").is_err());
         assert!(parse_mode("").is_err());
+    }
+
+    #[test]
+    fn pool_is_two_plain_numbers_around_a_colon() {
+        let pool = |block_size, blocks| Ok(Pool { block_size, blocks });
+        assert_eq!(parse_pool("4096:64"), pool(4096, 64));
+        assert_eq!(parse_pool("0:0"), pool(0, 0), "ranges are the library's");
+        for bad in [
+            "",
+            ":",
+            "4096",
+            "4096:",
+            ":64",
+            "4K:64",
+            "4096:64:1",
+            "+64:9",
+            "-64:9",
+            " 64:9",
+            "64 : 9",
+            "99999999999999999999:9",
+            "a:b",
+        ] {
+            let err = parse_pool(bad).unwrap_err();
+            assert!(err.contains("BLOCK_SIZE:BLOCKS"), "{bad:?}: {err}");
+        }
     }
 }

@@ -9,6 +9,10 @@
 //! not subscribers), so it has its own JSON keys and text rows; `ls` fits
 //! them into the bus's columns, in bytes.
 //!
+//! A pool bus also shows its pool: block size, blocks, where each block
+//! is (the census), and how many blocks each subscriber holds; `ls` marks
+//! it `pool` in the KIND column, with its block size as MSG SIZE.
+//!
 //! A journaled bus also shows its journal: the file's path, size and
 //! records (read without a lock too; a journal being appended to may show a
 //! few records fewer than the bus has published).
@@ -19,7 +23,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
 use shmbus::internals::JournalStat;
-use shmbus::stat::{BusStat, Listing, StreamStat, SubscriberStat};
+use shmbus::stat::{BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
 use shmbus::OpenError;
 
 use crate::error::CliError;
@@ -122,15 +126,62 @@ fn stat_json(s: &BusStat) -> Value {
         "publisher_alive": s.publisher_alive,
         "subscribers": s.subscribers.len(),
         "subscriber_pids": s.subscribers.iter().map(|l| l.pid).collect::<Vec<_>>(),
-        "per_subscriber": s.subscribers.iter().map(|l| subscriber_json(l, true))
-            .chain(s.gone.iter().map(|l| subscriber_json(l, false)))
+        "per_subscriber": s.subscribers.iter().map(|l| (l, true))
+            .chain(s.gone.iter().map(|l| (l, false)))
+            .map(|(l, alive)| {
+                let mut line = subscriber_json(l, alive);
+                if let Some(pool) = &s.pool {
+                    line["held_blocks"] = json!(pool.held_by(l.entry));
+                }
+                line
+            })
             .collect::<Vec<_>>(),
         "type_name": s.header.msg.name,
         "first_seq": s.header.first_seq,
         "created_unix_ns": s.header.created_ns,
         "journal": journal_json(s),
         "huge_page_size": huge_page_size(s),
+        "pool": s.pool.as_ref().map(pool_json),
     })
+}
+
+/// A pool bus's pool: its geometry, census and holders.
+fn pool_json(p: &PoolStat) -> Value {
+    let c = &p.census;
+    json!({
+        "block_size": p.block_size,
+        "blocks": p.blocks,
+        "census": {
+            "free": c.free,
+            "loaned": c.loaned,
+            "on_ring": c.on_ring,
+            "held": c.held,
+            "reclaimable": c.reclaimable,
+            "corrupt": c.corrupt,
+        },
+        "holders": p.holders.iter().map(|h| json!({
+            "entry": h.entry,
+            "pid": h.pid,
+            "alive": h.alive,
+            "held_blocks": h.held,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// The rows a pool bus adds to `stat`'s text.
+fn pool_rows(p: &PoolStat) -> [(&'static str, String); 3] {
+    let c = &p.census;
+    [
+        ("block size", format!("{} bytes", p.block_size)),
+        ("blocks", p.blocks.to_string()),
+        (
+            "pool census",
+            format!(
+                "free {}, loaned {}, on ring {}, held {}, reclaimable {}, corrupt {}",
+                c.free, c.loaned, c.on_ring, c.held, c.reclaimable, c.corrupt
+            ),
+        ),
+    ]
 }
 
 /// One subscriber's line, as `stat --json` and `top --json` print it.
@@ -274,7 +325,7 @@ fn stat_text(s: &BusStat) -> String {
         ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
         ("capacity", format!("{} slots", h.capacity)),
-        ("message size", format!("{} bytes", h.msg.size)),
+        ("message size", message_size_text(s)),
         ("slot size", format!("{} bytes", h.slot_size)),
         ("published", s.published.to_string()),
         ("head", s.head.to_string()),
@@ -291,8 +342,10 @@ fn stat_text(s: &BusStat) -> String {
         ),
         ("created", utc_time(h.created_ns)),
     ];
+    let pool = s.pool.as_ref().map(pool_rows);
     let mut lines: Vec<String> = rows
         .iter()
+        .chain(pool.iter().flatten())
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
         .collect();
     if let Some(journal) = journal_text(s) {
@@ -302,6 +355,18 @@ fn stat_text(s: &BusStat) -> String {
         lines.push(format!("{:<16}{} KiB", "huge pages:", size / 1024));
     }
     lines.join("\n")
+}
+
+/// A bus's message size; a pool bus's messages are up to a block, and its
+/// slots carry their descriptors.
+fn message_size_text(s: &BusStat) -> String {
+    match &s.pool {
+        Some(pool) => format!(
+            "up to {} bytes, a block (the slots carry {}-byte descriptors)",
+            pool.block_size, s.header.msg.size
+        ),
+        None => format!("{} bytes", s.header.msg.size),
+    }
 }
 
 fn publisher_text(s: &BusStat) -> String {
@@ -317,7 +382,8 @@ fn publisher_state(s: &BusStat) -> &'static str {
 }
 
 /// How many live subscribers, then one line each (live, then gone):
-/// "pid 12: position 40, lag 2, delivered 38, skipped 0".
+/// "pid 12: position 40, lag 2, delivered 38, skipped 0" (on a pool bus,
+/// then ", holds 1 block").
 fn subscribers_text(s: &BusStat) -> String {
     let mut text = s.subscribers.len().to_string();
     let lines = s
@@ -326,13 +392,18 @@ fn subscribers_text(s: &BusStat) -> String {
         .map(|l| (l, ""))
         .chain(s.gone.iter().map(|l| (l, " (gone)")));
     for (l, gone) in lines {
-        let figures = match &l.corrupt {
+        let mut figures = match &l.corrupt {
             Some(why) => format!("corrupt: {}", escaped(why)),
             None => format!(
                 "position {}, lag {}, delivered {}, skipped {}",
                 l.position, l.lag, l.delivered, l.skipped
             ),
         };
+        if let Some(pool) = &s.pool {
+            let held = pool.held_by(l.entry);
+            let blocks = if held == 1 { "block" } else { "blocks" };
+            figures.push_str(&format!(", holds {held} {blocks}"));
+        }
         text.push_str(&format!("\n{:<16}  pid {}{gone}: {figures}", "", l.pid));
     }
     text
@@ -421,11 +492,16 @@ fn listing_row(l: &Listing) -> [String; 8] {
             status.to_string(),
         ];
     }
+    let (kind, msg_size) = match &s.pool {
+        // The slots' messages are descriptors; a message is up to a block.
+        Some(pool) => ("pool".to_string(), format!("{} B max", pool.block_size)),
+        None => (s.header.kind.to_string(), s.header.msg.size.to_string()),
+    };
     [
         name,
-        s.header.kind.to_string(),
+        kind,
         s.header.capacity.to_string(),
-        s.header.msg.size.to_string(),
+        msg_size,
         s.published.to_string(),
         format!("{} ({})", s.publisher_pid, publisher_state(s)),
         s.subscribers.len().to_string(),

@@ -19,6 +19,12 @@
 //! (nothing is ever dropped), unless the consumer dies while the stream is
 //! full, or the stream stays full for `--timeout` (a bus never waits).
 //!
+//! A pool bus refuses a plain publisher (`OpenError::PoolMismatch`); a
+//! `PoolPublisher` attaches instead (one of many if the bus was made for
+//! many), and each line is loaned a block of exactly its length, copied
+//! in and published. When every block is on the ring or held by
+//! subscribers, it waits for one as a stream waits for room (`--timeout`).
+//!
 //! A journaled bus refuses a plain publisher (`AttachError::Journaled`);
 //! the journaled one attaches instead, which appends each line to the
 //! journal before it publishes it, and at the end of input closes, which
@@ -29,7 +35,7 @@
 use std::io::{self, BufRead};
 
 use shmbus::{AttachError, Kind, OpenError, OpenOptions, Region};
-use shmbus::{JournalPublisher, Publisher};
+use shmbus::{JournalPublisher, LoanError, PoolPublisher, Publisher};
 use shmbus::{Producer, PushError, Wait};
 
 use crate::cmd::subscribe::{parse_timeout, Timeout};
@@ -49,7 +55,9 @@ pub struct PubArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub compact_after: Option<u64>,
     /// A stream: fail when it stays full (no room for the next line) for
-    /// SECS seconds [default: wait as long as it takes]. A bus never waits.
+    /// SECS seconds; a pool bus: when no block comes free for the next
+    /// line for SECS seconds [default: wait as long as it takes]. Any
+    /// other bus never waits.
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Timeout>,
 }
@@ -115,7 +123,55 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
             let mut producer = Producer::attach(&args.name, &opts)?;
             push_lines(io::stdin().lock(), &mut producer, args)
         }
+        Err(AttachError::Open(OpenError::PoolMismatch { found: true })) => run_pool(args, &opts),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Publishes each line into a pool bus: a block loaned for exactly the
+/// line's length, the line copied in, the block published.
+fn run_pool(args: &PubArgs, opts: &OpenOptions) -> Result<(), CliError> {
+    if args.compact_after.is_some() {
+        return Err(CliError::usage(format!(
+            "--compact-after applies to a journaled bus; {} has no journal",
+            args.name
+        )));
+    }
+    let mut publisher = match PoolPublisher::attach(&args.name, opts) {
+        Err(AttachError::WrongPublishers { .. }) => PoolPublisher::attach_many(&args.name, opts)?,
+        attached => attached?,
+    };
+    let max = publisher.block_size();
+    // The loan's wait also frees what dead processes held, every 50 ms.
+    let wait = args
+        .timeout
+        .map_or(Wait::Forever, |t| Wait::For(t.duration));
+    publish_lines(io::stdin().lock(), max, POOL, |line, number| {
+        let mut loan = publisher
+            .loan(line.len(), wait)
+            .map_err(|e| loan_failed(&e, number, args))?;
+        loan.copy_from_slice(line);
+        loan.publish()
+            .map(drop)
+            .map_err(|e| CliError::runtime(format!("line {number}: {e}")))
+    })
+}
+
+/// A loan that failed: no block came free within `--timeout`.
+fn loan_failed(err: &LoanError, number: u64, args: &PubArgs) -> CliError {
+    let before = number - 1;
+    let what = if before == 1 { "line is" } else { "lines are" };
+    match (err, args.timeout) {
+        (LoanError::Exhausted { .. }, Some(t)) => CliError::runtime(format!(
+            "{}: no block came free for {:?} s: line {number} not published \
+             ({before} earlier {what} published): {err}",
+            args.name, t.secs
+        )),
+        (LoanError::TooLong { .. }, _) => CliError::usage(format!("line {number}: {err}")),
+        _ => CliError::runtime(format!(
+            "{}: line {number} not published: {err} ({before} earlier {what} published)",
+            args.name
+        )),
     }
 }
 
@@ -129,6 +185,11 @@ struct Words {
 
 const BUS: Words = Words {
     limit: "the bus's message size",
+    stay: "published",
+};
+
+const POOL: Words = Words {
+    limit: "the pool's block size",
     stay: "published",
 };
 

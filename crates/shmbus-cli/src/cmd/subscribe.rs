@@ -19,6 +19,12 @@
 //! unless `--count` was not reached. A producer that dies while we wait, with
 //! nothing left to read, is an error.
 //!
+//! A pool bus's messages are read in place (a `PoolSubscriber`), and
+//! printed like any bus's, one line each, lag reports the same. Their
+//! lengths are exact, so, as a stream's records, nothing is trimmed; each
+//! block is let go once its line is written. A message whose block was
+//! reclaimed as it was read counts as one skipped (`lagged: skipped 1`).
+//!
 //! `--bootstrap` (a journaled bus) prints the journal first, then the live
 //! messages, each line as `SEQ<TAB>MESSAGE`: every sequence once, in order.
 //! From a compacted journal, the snapshot's sequences skip (one per key).
@@ -30,6 +36,7 @@ use std::time::Duration;
 
 use shmbus::{Consumer, JoinError, JoinOptions, JournalSubscriber, PopError, Subscriber};
 use shmbus::{Kind, OpenError, OpenOptions, Received, Start, WaitStrategy};
+use shmbus::{PoolRecvError, PoolSubscriber};
 
 use crate::error::CliError;
 use crate::out::{self, Stdout};
@@ -134,8 +141,40 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
             found: Kind::Stream,
             ..
         }) => run_stream(args, &opts, &mut out),
+        Err(OpenError::PoolMismatch { found: true }) => {
+            run_pool(args, PoolSubscriber::open(&args.name, &opts)?, &mut out)
+        }
         Err(e) => Err(e.into()),
     }
+}
+
+fn run_pool(
+    args: &SubArgs,
+    mut subscriber: PoolSubscriber,
+    out: &mut Stdout,
+) -> Result<(), CliError> {
+    let timeout = args.timeout.map(|t| t.duration);
+    let mut delivered: u64 = 0;
+    while args.count.is_none_or(|count| delivered < count) {
+        let wait = timeout.map_or(shmbus::Wait::Forever, shmbus::Wait::For);
+        match subscriber.recv(wait).map_err(pool_recv_failed)? {
+            Some(Received::Message(sample)) => {
+                // Exact length: a pool message has no padding to trim.
+                write_line(out, &sample).map_err(CliError::stdout)?;
+                drop(sample);
+                delivered += 1;
+            }
+            Some(Received::Lagged { skipped }) => report_lag(skipped),
+            None => return timed_out(args, delivered, "message"),
+        }
+    }
+    Ok(())
+}
+
+/// Each sample is dropped before the next receive, so the subscriber never
+/// holds more than one: this cannot happen, but is an error, not a panic.
+fn pool_recv_failed(err: PoolRecvError) -> CliError {
+    CliError::runtime(err.to_string())
 }
 
 fn run_bus(

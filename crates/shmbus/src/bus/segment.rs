@@ -125,10 +125,12 @@ pub(crate) fn open_header(
     header.expect(Kind::Broadcast, msg)?;
     if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
         // Subscribers of a multi-publisher bus may skip an abandoned claim,
-        // a CAS on its stamp (see `claim`).
+        // a CAS on its stamp (see `claim`): the slots become writable; a
+        // pool's state words and blocks after them stay read-only.
         let data = header.data_offset as usize;
+        let slots_end = header.pool.map_or(header.total_len, |p| p.states) as usize;
         region
-            .protect(data, header.total_len as usize - data, Access::ReadWrite)
+            .protect(data, slots_end - data, Access::ReadWrite)
             .map_err(|source| OpenError::Io {
                 what: "mprotect",
                 source,

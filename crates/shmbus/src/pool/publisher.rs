@@ -3,7 +3,7 @@
 
 use std::ptr::NonNull;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
 use super::subscriber::PoolSubscriber;
@@ -84,9 +84,10 @@ pub enum LoanError {
     },
     /// Every block was on the ring, loaned or held until the wait ended.
     #[error(
-        "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, {} corrupt, none free",
+        "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, \
+         {} corrupt, {} reclaimable, {} free when the wait ended",
         census.free + census.loaned + census.on_ring + census.held + census.reclaimable + census.corrupt,
-        census.on_ring, census.held, census.loaned, census.corrupt
+        census.on_ring, census.held, census.loaned, census.corrupt, census.reclaimable, census.free
     )]
     Exhausted {
         /// Where the blocks were when the publisher gave up.
@@ -95,7 +96,7 @@ pub enum LoanError {
 }
 
 impl<R: Region> PoolPublisher<R> {
-    fn from_parts(
+    pub(super) fn from_parts(
         mut ring: Ring<R>,
         blocks: Blocks,
         next: u64,
@@ -121,8 +122,9 @@ impl<R: Region> PoolPublisher<R> {
     /// # Errors
     /// [`LoanError::TooLong`] for a `len` above the block size;
     /// [`LoanError::Exhausted`] when the wait ends with no block free. A
-    /// waiting publisher first frees what dead processes held (their
-    /// loans, and their subscribers' holds) on a bus in /dev/shm.
+    /// waiting publisher frees what dead processes held (their loans, and
+    /// their subscribers' holds) on a bus in /dev/shm, at once and again
+    /// every 50 ms of its wait.
     ///
     /// # Examples
     /// ```
@@ -141,7 +143,9 @@ impl<R: Region> PoolPublisher<R> {
         }
         let spin = Duration::from_micros(20);
         let mut backoff = Backoff::new(WaitStrategy::SpinFutex { spin }, wait.deadline());
-        let mut swept = false;
+        // A holder may die while we wait: sweep at once, then every
+        // SWEEP_EVERY of waiting.
+        let mut next_sweep = Instant::now();
         let block = loop {
             let head = self.ring.head();
             if let Some(b) = self
@@ -150,8 +154,9 @@ impl<R: Region> PoolPublisher<R> {
             {
                 break b;
             }
-            if !swept {
-                swept = true;
+            let now = Instant::now();
+            if now >= next_sweep {
+                next_sweep = now + SWEEP_EVERY;
                 (self.sweep)(self.ring.region(), &self.blocks);
                 continue;
             }
@@ -310,6 +315,10 @@ impl<R: Region> std::ops::DerefMut for Loan<'_, R> {
 
 /// `Loan::block` once `publish` took it: nothing for `drop` to free.
 const PUBLISHED: u64 = u64::MAX;
+
+/// How often a waiting loan frees what dead processes hold: a sweep takes
+/// a lock per live subscriber, too dear for every poll.
+const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
 impl<R: Region> Drop for Loan<'_, R> {
     fn drop(&mut self) {

@@ -43,8 +43,9 @@ pub(crate) fn decode(word: u64) -> State {
 /// How many sequences before `head` the published `word` lies, mod 2^62:
 /// 0 for the sequence `head` itself (a single publisher stores its block's
 /// state before the cursor), more than the capacity once the ring has
-/// overwritten its descriptor, and near 2^62 for a sequence the cursor has
-/// not reached (which no publisher writes: corrupt).
+/// overwritten its descriptor, and near 2^62 for a sequence at or past the
+/// cursor a publisher loaded (another publisher may have claimed and
+/// published it since: see [`overwritten`]).
 #[inline]
 pub(crate) fn age(word: u64, head: u64) -> u64 {
     ((head << 2).wrapping_sub(word & !3)) >> 2
@@ -54,7 +55,9 @@ pub(crate) fn age(word: u64, head: u64) -> u64 {
 /// `capacity` slots whose cursor is `head`: its sequence is more than
 /// `capacity` behind. A sequence at or past `head` (age near 2^62) is not:
 /// on a multi-publisher bus another publisher may have claimed and
-/// published it after this reader loaded `head`.
+/// published it after this reader loaded `head`. So a corrupt word naming
+/// a far sequence keeps its block out of the pool: a hostile writer can
+/// exhaust the pool (a typed error), never give one block two writers.
 #[inline]
 pub(crate) fn overwritten(word: u64, head: u64, capacity: u64) -> bool {
     let a = age(word, head);

@@ -201,3 +201,23 @@ fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
         ))
     ));
 }
+
+#[test]
+fn a_loan_that_waits_frees_what_the_dead_hold_again_and_again_not_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static SWEEPS: AtomicUsize = AtomicUsize::new(0);
+    let (ring, blocks) = super::heap::ring(2, 64, 3).expect("valid geometry");
+    let mut p = PoolPublisher::from_parts(ring, blocks, 0, false, |_, _| {
+        SWEEPS.fetch_add(1, Ordering::Relaxed);
+    });
+    let mut s = subscribe(&p);
+    send(&mut p, 1);
+    let held = take(&mut s);
+    send(&mut p, 2);
+    send(&mut p, 3);
+    // A holder that dies during this wait is swept within 50 ms of it.
+    let wait = std::time::Duration::from_millis(200);
+    assert!(p.loan(8, Wait::For(wait)).is_err());
+    assert!(SWEEPS.load(Ordering::Relaxed) >= 2, "swept once only");
+    drop(held);
+}

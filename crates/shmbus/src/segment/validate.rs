@@ -109,6 +109,19 @@ impl Header {
                     self.capacity, self.slot_size
                 ))
             })?;
+        if self.flags & crate::wire::flags::JOURNALED != 0 {
+            return Err(bad(
+                "a pool bus flagged as journaled: a pool has no journal".into(),
+            ));
+        }
+        // As `PoolTooSmall` at creation: each descriptor on the ring keeps
+        // its block, and a loan needs one more.
+        if blocks <= self.capacity {
+            return Err(bad(format!(
+                "a pool of {blocks} blocks for a ring of {} slots: it needs more blocks than slots",
+                self.capacity
+            )));
+        }
         let pool = crate::wire::PoolGeometry::new(blocks, block_size, slots_end, self.page_size)
             .map_err(|e| bad(e.to_string()))?;
         if pool.end > self.total_len {
