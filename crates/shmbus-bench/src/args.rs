@@ -33,6 +33,12 @@ pub struct BenchArgs {
     /// Measured round trips per pingpong block (default: 5000 quick, 20000 full).
     #[arg(long)]
     pub count: Option<u64>,
+    /// The zero-copy table: pingpong, oneway and throughput at 64 B,
+    /// 64 KiB, 1 MiB and 4 MiB (64 B and 1 MiB with --quick), for shmbus,
+    /// shmbus-zc, iceoryx2 and crossbar-pool unless --mechanisms names
+    /// others.
+    #[arg(long, conflicts_with = "mpmc")]
+    pub large: bool,
     /// List the mechanisms and exit.
     #[arg(long)]
     pub list: bool,

@@ -111,6 +111,10 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
             .iter()
             .map(|n| mech::find(n))
             .collect::<Result<_, _>>()?,
+        None if args.large => settings::LARGE_ROWS
+            .iter()
+            .map(|n| mech::find(n))
+            .collect::<Result<_, _>>()?,
         None => mech::all(),
     };
     let cpus = match &args.cpus {
@@ -118,7 +122,8 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         Some(c) => c.clone(),
         None => cpu::allowed_cpus().into_iter().take(2).collect(),
     };
-    let mpmc_rows = if args.mpmc || mechanisms.iter().any(|m| m.name() == "shmbus") {
+    let mpmc_rows = if args.mpmc || (!args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
+    {
         // Before pinning: the two publisher processes (and threads) must be
         // free to run on two CPUs.
         let rows = mpmc::run(args.quick)?;

@@ -27,6 +27,16 @@ const SHARED_MEMORY: &[&str] = &[
     "photon-ring",
 ];
 
+/// Message sizes of `--large`, the zero-copy table.
+pub const LARGE_SIZES: [usize; 4] = [64, 64 << 10, 1 << 20, 4 << 20];
+
+/// Bytes a latency block moves at most, beyond its first 500 messages.
+const LATENCY_BYTES: u64 = 256 << 20;
+
+/// The rows of `--large` unless `--mechanisms` names others: the copying
+/// bus and every mechanism that loans blocks.
+pub const LARGE_ROWS: &[&str] = &["shmbus", "shmbus-zc", "iceoryx2", "crossbar-pool"];
+
 /// Sizes, counts and rounds for one run.
 pub struct Settings {
     /// Rounds per case.
@@ -72,7 +82,19 @@ impl Settings {
         };
         let fanouts: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4] };
         let mut cases = Vec::new();
-        for p in patterns {
+        if args.large {
+            // Every pattern but fanout at every size: the zero-copy table.
+            let sizes: &[usize] = if quick { &[64, 1 << 20] } else { &LARGE_SIZES };
+            for p in patterns.iter().filter(|&&p| p != Pattern::Fanout) {
+                cases.extend(sizes.iter().map(|&s| Case {
+                    pattern: *p,
+                    msg_size: s,
+                    receivers: 1,
+                    only: None,
+                }));
+            }
+        }
+        for p in patterns.into_iter().filter(|_| !args.large) {
             match p {
                 Pattern::Pingpong if args.msg_size != ONE_LINE => {
                     // The floor is one cache line each way; so is a 16 B
@@ -129,13 +151,25 @@ impl Settings {
 
     /// The plan of one block of `case`.
     pub fn plan(&self, case: &Case) -> Plan {
+        // Large messages: fewer of them (about LATENCY_BYTES per block, at
+        // least 500), and paced no faster than 1 byte per ns, so a oneway
+        // message never waits behind the one before.
+        let size = case.msg_size as u64;
+        let fewer = |count: u64| count.min((LATENCY_BYTES / size).max(500));
         let (warmup, count, pace) = match case.pattern {
-            Pattern::Pingpong => (self.pingpong_count / 10 + 100, self.pingpong_count, 0),
-            Pattern::Oneway | Pattern::Fanout => (
-                self.paced_count / 10 + 100,
-                self.paced_count,
-                (self.pace.as_nanos() as f64 * self.ticks_per_ns) as u64,
-            ),
+            Pattern::Pingpong => {
+                let n = fewer(self.pingpong_count);
+                (n / 10 + 100, n, 0)
+            }
+            Pattern::Oneway | Pattern::Fanout => {
+                let n = fewer(self.paced_count);
+                let gap = self.pace.max(Duration::from_nanos(size));
+                (
+                    n / 10 + 100,
+                    n,
+                    (gap.as_nanos() as f64 * self.ticks_per_ns) as u64,
+                )
+            }
             Pattern::Throughput => {
                 let n = (self.throughput_bytes / case.msg_size as u64)
                     .clamp(2_000, self.throughput_max);

@@ -25,6 +25,7 @@ pub mod photon;
 pub mod pipe;
 pub mod shmbus_bus;
 pub mod shmbus_stream;
+pub mod shmbus_zc;
 pub mod tcp;
 pub mod udp;
 pub mod uds;
@@ -181,6 +182,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &shmbus_bus::UNREGISTERED,
         &shmbus_bus::ShmbusThreads,
         &shmbus_stream::ShmbusStream,
+        &shmbus_zc::ShmbusZc,
         &ipc_ring_spsc::IpcRing,
         &crossbar_podbus::CrossbarPodBus,
         &pipe::Pipe,
