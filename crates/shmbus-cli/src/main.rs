@@ -41,8 +41,9 @@ enum Command {
     /// List the buses in a directory.
     Ls(inspect::LsArgs),
     /// Watch running buses live: rates, each subscriber's position and lag,
-    /// liveness, CPU and context switches (q quits); --json or
-    /// --prometheus print one sample.
+    /// liveness, CPU and context switches, a pool bus's blocks and those
+    /// each subscriber holds (q quits); --json or --prometheus print one
+    /// sample.
     Top(top::TopArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),

@@ -3,6 +3,10 @@
 //! subscribers that keep up, one stopped (SIGSTOP: a subscriber that does
 //! not read, deterministically) and one killed with SIGKILL.
 //!
+//! A pool bus is set up by `common::PoolScene`, its publisher and a
+//! subscriber that holds samples in the test process itself, so that
+//! every block is where the test put it.
+//!
 //! Same ground rules as cli.rs: every child under the watchdog, a bus name
 //! unique to the test and removed on drop, waits on conditions with a
 //! deadline, never sleeps that hope.
@@ -15,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, CliOutput, Watched};
+use common::{process_state, run, spawn, wait_for, BusName, CliOutput, PoolScene, Watched};
 use serde_json::Value;
 
 fn shmbus_json(args: &[&str]) -> Value {
@@ -310,4 +314,116 @@ fn top_once_shows_a_corrupt_bus_as_a_line_and_goes_on() {
     assert_eq!(row(good.name())["capacity"], 8);
     good.finish();
     bad.finish();
+}
+
+#[test]
+fn top_json_and_prometheus_show_a_pool_bus_s_census_and_the_blocks_each_subscriber_holds() {
+    let scene = PoolScene::new("top-pool");
+    let me = std::process::id();
+    let top = shmbus_json(&[
+        "top",
+        "--dir",
+        scene.dir.dir(),
+        "--once",
+        "--json",
+        "--interval-ms",
+        "50",
+    ]);
+    assert_eq!(top["schema"], "shmbus-top/1");
+    let bus = |n: &str| {
+        top["buses"]
+            .as_array()
+            .expect("buses")
+            .iter()
+            .find(|b| b["name"] == n)
+            .unwrap_or_else(|| panic!("no bus {n} in {top}"))
+            .clone()
+    };
+    let pool = bus("pool");
+    assert_eq!(
+        pool["pool"],
+        serde_json::json!({
+            "block_size": 256,
+            "blocks": 8,
+            "census": {
+                "free": 3, "loaned": 0, "on_ring": 4, "held": 1, "reclaimable": 0, "corrupt": 0,
+            },
+            "in_use": 5,
+            "occupancy": 0.625,
+        }),
+        "{pool}"
+    );
+    // Its slots carry 16-byte descriptors, not the messages: no byte rate.
+    assert_eq!(pool["bytes_per_sec"], Value::Null, "{pool}");
+    assert_eq!(pool["msgs_per_sec"].as_f64(), Some(0.0), "{pool}");
+    let subs = pool["subscribers"].as_array().expect("subscribers");
+    assert_eq!(subs.len(), 2, "{pool}");
+    let holder = subs.iter().find(|s| s["pid"] == me).expect("the holder");
+    assert_eq!(holder["entry"], scene.entry);
+    assert_eq!(holder["held_blocks"], 2, "{holder}");
+    let reader = subs
+        .iter()
+        .find(|s| s["pid"] == scene.reader.pid())
+        .expect("the reader");
+    assert_eq!(reader["held_blocks"], 0, "{reader}");
+    assert_eq!(reader["delivered"], 5, "{reader}");
+
+    let plain = bus("plain");
+    assert_eq!(plain["pool"], Value::Null, "{plain}");
+    assert_eq!(plain["bytes_per_sec"].as_f64(), Some(0.0), "{plain}");
+    let plain_sub = &plain["subscribers"][0];
+    assert_eq!(plain_sub["pid"], me, "{plain}");
+    assert!(plain_sub.get("held_blocks").is_none(), "{plain_sub}");
+
+    let prom = run(common::shmbus(&[
+        "top",
+        "--dir",
+        scene.dir.dir(),
+        "--prometheus",
+        "--interval-ms",
+        "50",
+    ]));
+    prom.assert_success();
+    let text = prom.stdout();
+    let series: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    for expected in [
+        "shmbus_pool_block_size_bytes{bus=\"pool\"} 256".to_string(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"free\"} 3".into(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"loaned\"} 0".into(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"on_ring\"} 4".into(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"held\"} 1".into(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"reclaimable\"} 0".into(),
+        "shmbus_pool_blocks{bus=\"pool\",state=\"corrupt\"} 0".into(),
+        format!(
+            "shmbus_subscriber_held_blocks{{bus=\"pool\",pid=\"{me}\",entry=\"{}\"}} 2",
+            scene.entry
+        ),
+    ] {
+        assert!(
+            series.contains(&expected.as_str()),
+            "no {expected}:\n{text}"
+        );
+    }
+    let reader_held = format!(
+        "shmbus_subscriber_held_blocks{{bus=\"pool\",pid=\"{}\",",
+        scene.reader.pid()
+    );
+    assert!(
+        series
+            .iter()
+            .any(|l| l.starts_with(&reader_held) && l.ends_with("} 0")),
+        "{text}"
+    );
+    // The plain bus has no pool series at all.
+    assert!(
+        !series.iter().any(|l| (l.starts_with("shmbus_pool_")
+            || l.starts_with("shmbus_subscriber_held_blocks"))
+            && l.contains("bus=\"plain\"")),
+        "{text}"
+    );
+    assert!(
+        series.contains(&"shmbus_published_total{bus=\"plain\"} 0"),
+        "{text}"
+    );
+    scene.finish();
 }

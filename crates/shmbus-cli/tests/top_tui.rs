@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, Finished, Watched};
+use common::{process_state, run, spawn, wait_for, BusName, Finished, PoolScene, Watched};
 
 /// How long the test waits for the pane to show something.
 const PANE_DEADLINE: Duration = Duration::from_secs(10);
@@ -554,6 +554,94 @@ fn a_subscriber_that_died_is_shown_dimmed_as_gone() {
     drop(tmux);
     alive.kill();
     bus.finish();
+}
+
+/// The cell of `pid`'s row under the column headed `heading` (a
+/// right-aligned column: the cell ends where the heading does).
+fn cell_under(pane: &str, pid: u32, heading: &str) -> String {
+    let head = pane
+        .lines()
+        .find(|l| l.contains(" PID ") && l.contains(heading))
+        .unwrap_or_else(|| panic!("no heading {heading:?} in\n{pane}"));
+    let at = head.find(heading).expect("found");
+    let start = head[..at].chars().count();
+    let end = start + heading.chars().count();
+    let row: Vec<char> = row(pane, pid).chars().collect();
+    row.get(start..end)
+        .unwrap_or_else(|| panic!("{pid}'s row is too short:\n{pane}"))
+        .iter()
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_pool_bus_shows_its_census_a_gauge_and_the_blocks_each_subscriber_holds() {
+    let scene = PoolScene::new("top-tui-pool");
+    let me = std::process::id();
+    let reader = scene.reader.pid();
+    let Some(tmux) = Tmux::start_top(&["--dir", scene.dir.dir(), "--interval-ms", "200"]) else {
+        scene.finish();
+        return;
+    };
+    // "plain" sorts before "pool": the plain bus is selected first.
+    let pane = tmux.wait_for("both buses, the plain one selected", |p| {
+        p.contains("pool 5/8 blocks in use")
+            && p.contains("subscribers of plain")
+            && row_of(p, me).is_some()
+    });
+    let bus_line = pane
+        .lines()
+        .find(|l| l.contains("pool 5/8 blocks in use"))
+        .expect("the pool bus's line");
+    let cells: Vec<&str> = bus_line.split_whitespace().collect();
+    assert_eq!(
+        cells.get(1..3),
+        Some(&["pool", "pool"][..]),
+        "name, then KIND pool: {bus_line}"
+    );
+    assert!(
+        cells.contains(&"n/a"),
+        "no bytes/s for a pool bus: {bus_line}"
+    );
+    assert!(pane.contains("JOURNAL / STREAM / POOL"), "{pane}");
+    // A plain bus has no pool figures and no HELD column.
+    assert!(
+        !pane.contains("pool:") && !pane.contains("in use:"),
+        "{pane}"
+    );
+    assert!(!pane.contains(" HELD "), "{pane}");
+
+    tmux.press("Tab");
+    let pane = tmux.wait_for("the pool bus selected", |p| {
+        p.contains("subscribers of pool") && row_of(p, reader).is_some()
+    });
+    assert!(
+        pane.contains(
+            "pool:        8 × 256 B: 3 free · 4 on ring · 1 held · 0 loaned · 0 reclaimable · 0 corrupt"
+        ),
+        "{pane}"
+    );
+    assert!(
+        pane.contains(&format!(
+            "in use:      5 of 8 blocks (62.5%)  [{}{}]",
+            "█".repeat(13),
+            "·".repeat(7)
+        )),
+        "{pane}"
+    );
+    assert!(
+        pane.contains("kind:        pool bus, 4 slots (16-byte descriptors), messages up to 256 B"),
+        "{pane}"
+    );
+    assert!(pane.contains("msgs/s, bytes/s n/a (pool bus)"), "{pane}");
+    assert_eq!(cell_under(&pane, me, "HELD"), "2", "{pane}");
+    assert_eq!(cell_under(&pane, reader, "HELD"), "0", "{pane}");
+    tmux.press("q");
+    tmux.assert_top_ended_cleanly();
+
+    drop(tmux);
+    scene.finish();
 }
 
 // ---------------------------------------------------------------------------

@@ -60,3 +60,109 @@ impl CliOutput for Finished {
         self
     }
 }
+
+/// A pool bus (`pool`: 4 slots, 8 blocks of 256 bytes) and a plain bus
+/// (`plain`: 8 slots of u64, one subscriber of this process) in one
+/// directory, every block where the scene put it. On the pool bus: a
+/// subscriber of this process that holds the samples of sequences 0 and
+/// 1, and a `shmbus sub` that has read all 5 messages and holds nothing.
+/// Sequence 0 is overwritten on the ring and held; 1 to 4 are on the ring;
+/// 3 blocks were never loaned: census free 3, on_ring 4, held 1, loaned,
+/// reclaimable and corrupt 0.
+pub struct PoolScene {
+    pub dir: ShmDir,
+    /// The holder's registry entry.
+    pub entry: usize,
+    /// The `shmbus sub` that holds nothing.
+    pub reader: Watched,
+    samples: Vec<shmbus::Sample>,
+    holder: shmbus::PoolSubscriber,
+    publisher: shmbus::PoolPublisher,
+    plain: (shmbus::Publisher<u64>, shmbus::Subscriber<u64>),
+}
+
+impl PoolScene {
+    pub fn new(label: &str) -> PoolScene {
+        use shmbus::{BusOptions, OpenOptions, Received, Start, Wait};
+        let dir = ShmDir::new(label);
+        let pool = dir.bus("pool");
+        let plain = dir.bus("plain");
+        let mut publisher = shmbus::PoolPublisher::create(&pool, &BusOptions::new(4).pool(256, 8))
+            .expect("create the pool bus");
+        let plain = (
+            shmbus::Publisher::<u64>::create(&plain, &BusOptions::new(8))
+                .expect("create the plain bus"),
+            shmbus::Subscriber::<u64>::open(&plain, &OpenOptions::default())
+                .expect("open the plain bus"),
+        );
+        let mut holder =
+            shmbus::PoolSubscriber::open(&pool, &OpenOptions::default().start(Start::Oldest))
+                .expect("a pool subscriber");
+        let reader = spawn(shmbus(&["sub", &pool, "--wait", "futex"]));
+        let rpid = reader.pid();
+        let line = |s: &shmbus::stat::BusStat, pid: u32| {
+            s.subscribers
+                .iter()
+                .find(|l| l.pid == pid)
+                .map(|l| (l.entry, l.position))
+        };
+        // The reader is asleep and holds nothing once it has read up to
+        // `head`. It must read each burst before the next: 5 messages at
+        // once would lap it on a ring of 4.
+        let read_up_to = |head: u64| {
+            wait_for("the reader to read all and drop it", || {
+                let Ok(s) = shmbus::stat::stat(&pool) else {
+                    return false;
+                };
+                let Some((entry, position)) = line(&s, rpid) else {
+                    return false;
+                };
+                position == head
+                    && s.pool.as_ref().is_some_and(|p| p.held_by(entry) == 0)
+                    && process_state(rpid) == Some('S')
+            });
+        };
+        let mut publish = |n: usize| {
+            for _ in 0..n {
+                publisher
+                    .loan(3, Wait::Never)
+                    .expect("a free block")
+                    .publish()
+                    .expect("published");
+            }
+        };
+        read_up_to(0);
+        publish(3);
+        read_up_to(3);
+        let mut samples = Vec::new();
+        for _ in 0..2 {
+            match holder.recv(Wait::Never) {
+                Ok(Some(Received::Message(sample))) => samples.push(sample),
+                other => panic!("expected a sample, got {:?}", other.map(|_| ())),
+            }
+        }
+        publish(2);
+        read_up_to(5);
+        let stat = shmbus::stat::stat(&pool).expect("stat the pool bus");
+        let entry = line(&stat, std::process::id())
+            .expect("the holder is registered")
+            .0;
+        PoolScene {
+            dir,
+            entry,
+            reader,
+            samples,
+            holder,
+            publisher,
+            plain,
+        }
+    }
+
+    /// Lets go of everything and checks that nothing is left in /dev/shm.
+    pub fn finish(self) {
+        drop(self.samples);
+        self.reader.kill();
+        drop((self.holder, self.publisher, self.plain));
+        self.dir.finish();
+    }
+}

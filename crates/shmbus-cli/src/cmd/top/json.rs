@@ -1,10 +1,14 @@
 //! `shmbus top --json`: one sample as one JSON object. The keys are stable
 //! (a script may rely on them) and named by `SCHEMA`; a new key may be
 //! added under the same schema, a changed or removed one changes it.
+//!
+//! A pool bus adds `pool` (null for any other bus) and, per subscriber,
+//! `held_blocks`, named as in `stat --json`; its `bytes_per_sec` is null
+//! (its message sizes are not known, see `model`).
 
 use serde_json::{json, Value};
 
-use super::model::{BusRow, ProcRow, Snapshot, SubRow};
+use super::model::{BusRow, PoolRow, ProcRow, Snapshot, SubRow};
 use crate::cmd::inspect::subscriber_json;
 
 /// Names the shape of the JSON below.
@@ -65,6 +69,27 @@ fn bus_json(b: &BusRow) -> Value {
             "consumer_records_per_sec": s.consumer.records_per_sec,
             "consumer_idle_s": s.consumer.idle_s,
         })),
+        "pool": b.pool.as_ref().map(pool_json),
+    })
+}
+
+/// A pool bus's geometry and census, with the census's keys as in `stat
+/// --json`.
+fn pool_json(p: &PoolRow) -> Value {
+    let c = &p.census;
+    json!({
+        "block_size": p.block_size,
+        "blocks": p.blocks,
+        "census": {
+            "free": c.free,
+            "loaned": c.loaned,
+            "on_ring": c.on_ring,
+            "held": c.held,
+            "reclaimable": c.reclaimable,
+            "corrupt": c.corrupt,
+        },
+        "in_use": p.in_use(),
+        "occupancy": p.occupancy(),
     })
 }
 
@@ -76,6 +101,10 @@ fn sub_json(r: &SubRow) -> Value {
     v["msgs_per_sec"] = json!(r.msgs_per_sec);
     v["idle_s"] = json!(r.idle_s);
     v["proc"] = json!(r.proc.map(proc_json));
+    // Only on a pool bus, as in `stat --json`: elsewhere no block is held.
+    if let Some(held) = r.held {
+        v["held_blocks"] = json!(held);
+    }
     v
 }
 

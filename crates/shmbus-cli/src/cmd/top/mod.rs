@@ -1,12 +1,21 @@
 //! `shmbus top`: a live view of running buses, and the same figures once
 //! for scripts (`--json`, `--prometheus`).
 //!
-//! `model` samples (buses, subscribers' lines, /proc), `tui` draws the
-//! live view, `json` and `prom` print one sample. A one-shot output takes
-//! two samples `--interval-ms` apart, so that its rates are rates.
+//! `model` samples (buses, subscribers' lines, pools, /proc), `tui` draws
+//! the live view (`pool` its pool figures), `json` and `prom` print one
+//! sample. A one-shot output takes two samples `--interval-ms` apart, so
+//! that its rates are rates.
+//!
+//! A pool bus also shows its pool: block size and blocks, the census
+//! (free, on the ring, held off the ring, loaned, reclaimable, corrupt),
+//! how many blocks the next loan cannot take, and per subscriber the
+//! blocks it holds. It shows messages/s but no bytes/s: its slots carry
+//! descriptors, and the lengths of the messages between two samples are
+//! not all still readable.
 
 mod json;
 mod model;
+mod pool;
 mod prom;
 mod tui;
 

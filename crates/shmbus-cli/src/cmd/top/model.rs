@@ -6,11 +6,17 @@
 //! trusts it: a bus that cannot be read is a row saying why, a subscriber
 //! whose counts went backwards between two samples is marked corrupt, and
 //! a rate that would be negative is none.
+//!
+//! A pool bus also carries its pool: geometry and census per bus, and per
+//! subscriber the blocks its registry entry holds. The census is one
+//! lock-free pass (`shmbus::stat::PoolStat`), so it may mix moments; the
+//! view shows it as read.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use shmbus::stat::{BusStat, SubscriberStat};
+use shmbus::Census;
 
 /// One sample of every bus `top` watches.
 #[derive(Clone, Debug)]
@@ -55,7 +61,8 @@ pub struct BusRow {
     pub publisher_alive: bool,
     /// Messages per second published since the previous sample.
     pub msgs_per_sec: Option<f64>,
-    /// Bytes per second published since the previous sample.
+    /// Bytes per second published since the previous sample; `None` on a
+    /// pool bus, whose message sizes are not known (why: in `Sampler::row`).
     pub bytes_per_sec: Option<f64>,
     /// The journal's size and records, or why they could not be read.
     pub journal: Option<Result<JournalRow, String>>,
@@ -65,6 +72,44 @@ pub struct BusRow {
     pub stream: Option<StreamRow>,
     /// The publisher process's CPU and context switches.
     pub publisher_proc: Option<ProcRow>,
+    /// A pool bus's blocks (`None` for any other bus).
+    pub pool: Option<PoolRow>,
+}
+
+/// A pool bus's blocks: its geometry and where each block is.
+#[derive(Clone, Copy, Debug)]
+pub struct PoolRow {
+    /// Bytes per block: the largest message.
+    pub block_size: u64,
+    /// Blocks in the pool.
+    pub blocks: u64,
+    /// Where each block is: free, loaned, on the ring, held, reclaimable,
+    /// corrupt. Its `held` counts only blocks off the ring; a subscriber's
+    /// [`SubRow::held`] also counts those it holds still on the ring.
+    pub census: Census,
+}
+
+impl PoolRow {
+    /// Blocks the next loan cannot take: loaned, on the ring, held off the
+    /// ring, or corrupt. Free and reclaimable blocks are what a publisher
+    /// loans from; when none is left, its loan waits.
+    pub fn in_use(&self) -> u64 {
+        let c = &self.census;
+        c.loaned
+            .saturating_add(c.on_ring)
+            .saturating_add(c.held)
+            .saturating_add(c.corrupt)
+    }
+
+    /// [`in_use`](PoolRow::in_use) as a fraction of the blocks (0 for an
+    /// empty pool, which no valid header has).
+    pub fn occupancy(&self) -> f64 {
+        if self.blocks == 0 {
+            0.0
+        } else {
+            self.in_use() as f64 / self.blocks as f64
+        }
+    }
 }
 
 /// A journaled bus's journal file.
@@ -121,6 +166,10 @@ pub struct SubRow {
     pub corrupt: Option<String>,
     /// Its process's CPU and context switches (live subscribers).
     pub proc: Option<ProcRow>,
+    /// On a pool bus, the blocks its registry entry holds (a dead one's
+    /// stay held until a publisher in need of a block sweeps them);
+    /// `None` on any other bus.
+    pub held: Option<usize>,
 }
 
 impl SubRow {
@@ -263,10 +312,15 @@ impl Sampler {
             }
             _ => None,
         };
-        let unit = if is_stream {
-            1.0
-        } else {
-            f64::from(s.header.msg.size)
+        // A pool bus's slots carry 16-byte descriptors, and its messages
+        // are any length up to a block: `msg.size` times the rate would
+        // count descriptors, not messages. The lengths are in the
+        // descriptors, but those overwritten between two samples are lost,
+        // so no true byte rate can be had: none is given.
+        let unit = match (&s.pool, is_stream) {
+            (Some(_), _) => None,
+            (None, true) => Some(1.0),
+            (None, false) => Some(f64::from(s.header.msg.size)),
         };
         let capacity = s.header.capacity.max(1);
         let now = shmbus::stat::monotonic_ns();
@@ -310,6 +364,7 @@ impl Sampler {
                     .then(|| self.proc_row(line.pid, dt, procs))
                     .flatten(),
                 gone,
+                held: s.pool.as_ref().map(|p| p.held_by(line.entry)),
                 line: line.clone(),
             });
         }
@@ -356,7 +411,7 @@ impl Sampler {
             publisher_pid: s.publisher_pid,
             publisher_alive: s.publisher_alive,
             msgs_per_sec,
-            bytes_per_sec: msgs_per_sec.map(|r| r * unit),
+            bytes_per_sec: msgs_per_sec.zip(unit).map(|(r, unit)| r * unit),
             journal: s.header.journal.as_ref().map(|path| self.journal(path)),
             subscribers,
             stream,
@@ -364,6 +419,11 @@ impl Sampler {
                 .publisher_alive
                 .then(|| self.proc_row(s.publisher_pid, dt, procs))
                 .flatten(),
+            pool: s.pool.as_ref().map(|p| PoolRow {
+                block_size: p.block_size,
+                blocks: p.blocks,
+                census: p.census,
+            }),
         }
     }
 

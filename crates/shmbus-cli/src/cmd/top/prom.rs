@@ -2,6 +2,10 @@
 //! format (version 0.0.4), for a node-exporter textfile collector or a
 //! scrape. Counters end in `_total`; every series of a bus carries
 //! `bus="NAME"`, a subscriber's also `pid` and `entry`.
+//!
+//! A pool bus adds `shmbus_pool_block_size_bytes`, `shmbus_pool_blocks`
+//! (one gauge per census `state`: their sum is the pool's blocks) and
+//! `shmbus_subscriber_held_blocks`; any other bus has none of them.
 
 use std::fmt::Write;
 
@@ -101,6 +105,34 @@ pub fn exposition(s: &Snapshot) -> String {
         "Records the stream's consumer released since it opened.",
         per_bus(&|b| Some(b.stream.as_ref()?.consumer.records as f64)),
     );
+    family(
+        "shmbus_pool_block_size_bytes",
+        "gauge",
+        "Bytes per block of a pool bus: its largest message.",
+        per_bus(&|b| Some(b.pool.as_ref()?.block_size as f64)),
+    );
+    let mut by_state = Vec::new();
+    for (l, b) in &buses {
+        let Some(pool) = &b.pool else { continue };
+        let c = &pool.census;
+        for (state, n) in [
+            ("free", c.free),
+            ("loaned", c.loaned),
+            ("on_ring", c.on_ring),
+            ("held", c.held),
+            ("reclaimable", c.reclaimable),
+            ("corrupt", c.corrupt),
+        ] {
+            by_state.push((format!("bus=\"{l}\",state=\"{state}\""), n as f64));
+        }
+    }
+    family(
+        "shmbus_pool_blocks",
+        "gauge",
+        "Blocks of a pool bus by state: free, loaned, on_ring, held (off the ring), \
+         reclaimable, corrupt.",
+        by_state,
+    );
     let subs = |f: &dyn Fn(&super::model::SubRow) -> Option<f64>| {
         let mut rows = Vec::new();
         for (l, b) in &buses {
@@ -152,6 +184,14 @@ pub fn exposition(s: &Snapshot) -> String {
         "gauge",
         "1 if the subscriber's line cannot be believed.",
         subs(&|r| Some(f64::from(u8::from(r.corrupt.is_some())))),
+    );
+    // From the pool's hold lines, not the subscriber's line: believable
+    // even when the line is corrupt.
+    family(
+        "shmbus_subscriber_held_blocks",
+        "gauge",
+        "Blocks of a pool bus the subscriber holds (on the ring or off it).",
+        subs(&|r| r.held.map(|h| h as f64)),
     );
     out
 }

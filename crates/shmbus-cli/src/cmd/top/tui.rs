@@ -4,7 +4,9 @@
 //! The screen, top to bottom: a title; the buses, one line each (a bus that
 //! cannot be read is one line saying why); the selected bus's figures and
 //! its subscribers, one line each; the keys. The view samples every
-//! `interval` and redraws after each sample and each key.
+//! `interval` and redraws after each sample and each key. A pool bus's
+//! figures add its census and a gauge of the blocks in use, and its
+//! subscribers a HELD column (drawn by `pool`).
 //!
 //! Everything shown comes from files other processes write, so names,
 //! paths and error texts are escaped: no control character they hold
@@ -41,6 +43,7 @@ use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph};
 use ratatui::{Frame, Terminal};
 
 use super::model::{BusRow, BusView, ProcRow, Sampler, SideRow, Snapshot, StreamRow, SubRow};
+use super::pool;
 use crate::cmd::inspect::escaped;
 use crate::error::CliError;
 
@@ -515,7 +518,10 @@ fn draw_buses(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     let width = name_width(snap);
     let names: Vec<String> = BUS_COLUMNS.iter().map(|c| c.0.to_string()).collect();
     // Two spaces: where the list puts its selection mark.
-    let text = format!("  {}", columns("NAME", width, &names, "JOURNAL / STREAM"));
+    let text = format!(
+        "  {}",
+        columns("NAME", width, &names, "JOURNAL / STREAM / POOL")
+    );
     frame.render_widget(Line::from(text).bold(), heading);
     if snap.buses.is_empty() {
         frame.render_widget(Line::from("  no shmbus buses").dim(), list);
@@ -549,14 +555,19 @@ fn bus_line(b: &BusView, width: usize) -> Line<'static> {
 fn bus_cells(r: &BusRow) -> [String; 7] {
     let stream = r.stream.is_some();
     [
-        r.kind.clone(),
+        // As `ls` calls it: a pool bus is a broadcast bus of descriptors.
+        if r.pool.is_some() {
+            "pool".into()
+        } else {
+            r.kind.clone()
+        },
         // A stream counts bytes, not records: its rate is in BYTES/S.
         if stream {
             "-".into()
         } else {
             rate(r.msgs_per_sec)
         },
-        byte_rate(r.bytes_per_sec),
+        byte_rate_cell(r),
         r.head.to_string(),
         if stream {
             "-".into()
@@ -580,6 +591,9 @@ fn bus_extra(r: &BusRow) -> String {
             fill_text(st),
             role_text(st.consumer_pid, st.consumer_alive, " ")
         );
+    }
+    if let Some(p) = &r.pool {
+        return pool::bus_extra(p);
     }
     match &r.journal {
         None => String::new(),
@@ -616,7 +630,13 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     let key_width = facts(r).iter().map(|f| f.0.len()).max().unwrap_or(0) + 2;
     let mut lines: Vec<Line> = facts(r)
         .into_iter()
-        .map(|(key, value)| Line::from(format!("{:<key_width$}{value}", format!("{key}:"))))
+        .map(|(key, value)| {
+            let mut line = Line::from(format!("{:<key_width$}{value}", format!("{key}:")));
+            if let (pool::IN_USE, Some(p)) = (key, &r.pool) {
+                line.push_span(pool::gauge(p));
+            }
+            line
+        })
         .collect();
     lines.push(Line::default());
     if r.stream.is_some() {
@@ -624,7 +644,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     } else if r.subscribers.is_empty() {
         lines.push(Line::from("no subscribers").dim());
     } else {
-        let heading: Vec<String> = SUB_COLUMNS.iter().map(|c| c.0.to_string()).collect();
+        let heading: Vec<String> = sub_headings(r.pool.is_some()).map(str::to_string).collect();
         lines.push(Line::from(sub_columns(&heading, "STATE")).bold());
         let subs = ordered(&r.subscribers, view.by_lag);
         // What does not fit is counted rather than cut off unseen.
@@ -661,9 +681,20 @@ const SUB_COLUMNS: [(&str, usize); 12] = [
 /// Where LAG% is in [`SUB_COLUMNS`]: the cell that is highlighted.
 const LAG_PERCENT: usize = 4;
 
+/// The subscribers' columns, and on a pool bus HELD after them: a row has
+/// as many cells as its bus has columns, so the zips below stop there.
+fn all_sub_columns() -> impl Iterator<Item = &'static (&'static str, usize)> {
+    SUB_COLUMNS.iter().chain([&pool::HELD_COLUMN])
+}
+
+/// The column headings, before STATE.
+fn sub_headings(pool: bool) -> impl Iterator<Item = &'static str> {
+    let n = SUB_COLUMNS.len() + usize::from(pool);
+    all_sub_columns().take(n).map(|c| c.0)
+}
+
 fn sub_columns(cells: &[String], state: &str) -> String {
-    let mut line: Vec<String> = SUB_COLUMNS
-        .iter()
+    let mut line: Vec<String> = all_sub_columns()
         .zip(cells)
         .map(|((_, width), cell)| fit(cell, *width, Align::Right))
         .collect();
@@ -682,7 +713,7 @@ fn sub_line(s: &SubRow) -> Line<'static> {
         ]);
     }
     let mut spans = Vec::new();
-    for (i, ((_, width), cell)) in SUB_COLUMNS.iter().zip(&cells).enumerate() {
+    for (i, ((_, width), cell)) in all_sub_columns().zip(&cells).enumerate() {
         let text = fit(cell, *width, Align::Right);
         spans.push(if i == LAG_PERCENT && s.near_lap() {
             Span::raw(text).red().bold()
@@ -713,11 +744,13 @@ fn ordered(subs: &[SubRow], by_lag: bool) -> Vec<&SubRow> {
     out
 }
 
-/// A subscriber's cells under [`SUB_COLUMNS`]: "-" for any number a
-/// corrupt line would give.
-fn sub_cells(s: &SubRow) -> [String; 12] {
+/// A subscriber's cells under [`SUB_COLUMNS`], then HELD on a pool bus:
+/// "-" for any number a corrupt line would give (HELD comes from the
+/// pool's hold lines, not the subscriber's, so it stays).
+fn sub_cells(s: &SubRow) -> Vec<String> {
     let l = &s.line;
-    let mut cells = [(); 12].map(|()| "-".to_string());
+    let mut cells = vec!["-".to_string(); SUB_COLUMNS.len()];
+    cells.extend(pool::held_cell(s));
     cells[0] = l.pid.to_string();
     cells[1] = l.entry.to_string();
     if s.corrupt.is_some() {
@@ -781,15 +814,18 @@ fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
     }
     out.push((
         "kind",
-        format!("{}, {} slots of {} B", r.kind, r.capacity, r.msg_size),
+        match &r.pool {
+            Some(p) => pool::kind(r.capacity, r.msg_size, p),
+            None => format!("{}, {} slots of {} B", r.kind, r.capacity, r.msg_size),
+        },
     ));
+    let bytes_per_sec = match r.pool {
+        Some(_) => "bytes/s n/a (pool bus)".into(),
+        None => byte_rate(r.bytes_per_sec),
+    };
     out.push((
         "rate",
-        format!(
-            "{} msgs/s, {}",
-            rate(r.msgs_per_sec),
-            byte_rate(r.bytes_per_sec)
-        ),
+        format!("{} msgs/s, {bytes_per_sec}", rate(r.msgs_per_sec)),
     ));
     out.push((
         "head",
@@ -811,6 +847,9 @@ fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
             ),
         )),
         Some(Err(e)) => out.push(("journal", escaped(e))),
+    }
+    if let Some(p) = &r.pool {
+        out.extend(pool::facts(p));
     }
     let gone = r.subscribers.iter().filter(|s| s.gone).count();
     out.push((
@@ -900,6 +939,16 @@ fn byte_rate(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{}/s", bytes(v)))
 }
 
+/// A bus's BYTES/S cell; "n/a" on a pool bus, which has none (see
+/// `model`).
+fn byte_rate_cell(r: &BusRow) -> String {
+    if r.pool.is_some() {
+        "n/a".into()
+    } else {
+        byte_rate(r.bytes_per_sec)
+    }
+}
+
 /// A size in bytes, in binary units.
 fn bytes(n: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -945,19 +994,20 @@ fn plain_bus(b: &BusView) -> String {
         lines.push(format!("  {:<key_width$}{value}", format!("{key}:")));
     }
     if r.stream.is_none() && !r.subscribers.is_empty() {
-        for row in subscriber_table(&r.subscribers).lines() {
+        for row in subscriber_table(&r.subscribers, r.pool.is_some()).lines() {
             lines.push(format!("  {row}"));
         }
     }
     lines.join("\n")
 }
 
-/// The subscribers, in registry order, as columns like `ps`'s.
-fn subscriber_table(subs: &[SubRow]) -> String {
-    let mut heading: Vec<&str> = SUB_COLUMNS.iter().map(|c| c.0).collect();
+/// The subscribers, in registry order, as columns like `ps`'s (and HELD
+/// on a pool bus).
+fn subscriber_table(subs: &[SubRow], pool: bool) -> String {
+    let mut heading: Vec<&str> = sub_headings(pool).collect();
     heading.push("STATE");
     let rows = subs.iter().map(|s| {
-        let mut row = sub_cells(s).to_vec();
+        let mut row = sub_cells(s);
         row.push(sub_state(s));
         row
     });
@@ -997,6 +1047,7 @@ mod tests {
                 voluntary_per_sec: Some(40.0),
                 involuntary_per_sec: Some(0.0),
             }),
+            held: None,
         }
     }
 
@@ -1023,6 +1074,7 @@ mod tests {
                 subscribers,
                 stream: None,
                 publisher_proc: None,
+                pool: None,
             }),
         }
     }
@@ -1239,6 +1291,48 @@ mod tests {
         assert!(text.contains("consumer:  pid 77 (alive)"), "{text}");
         assert!(text.contains("records: 0 since it attached"), "{text}");
         assert!(!text.contains("PID"), "{text}");
+    }
+
+    #[test]
+    fn a_pool_bus_shows_its_census_and_a_held_column_and_no_byte_rate() {
+        let mut holder = sub(0, 101, 0);
+        holder.held = Some(2);
+        let mut pool = bus("frames", vec![holder]);
+        if let Ok(r) = &mut pool.state {
+            r.journal = None;
+            r.bytes_per_sec = None;
+            r.pool = Some(super::super::model::PoolRow {
+                block_size: 4096,
+                blocks: 16,
+                census: shmbus::Census {
+                    free: 13,
+                    on_ring: 3,
+                    ..Default::default()
+                },
+            });
+        }
+        let snap = Snapshot {
+            at_ns: 1,
+            interval_s: Some(0.5),
+            buses: vec![pool],
+        };
+        let text = plain(&snap);
+        assert!(
+            text.contains("rate:        50.0 msgs/s, bytes/s n/a (pool bus)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("pool:        16 × 4 KiB: 13 free · 3 on ring · 0 held ·"),
+            "{text}"
+        );
+        assert!(
+            text.contains("in use:      3 of 16 blocks (18.8%)\n"),
+            "{text}"
+        );
+        let heading = text.lines().find(|l| l.contains("PID")).expect("a table");
+        assert!(heading.trim_end().ends_with("HELD  STATE"), "{heading}");
+        let row = text.lines().find(|l| l.contains(" 101 ")).expect("a row");
+        assert!(row.trim_end().ends_with(" 2"), "{row}");
     }
 
     #[test]
