@@ -134,7 +134,7 @@ pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
 pub use options::{BusOptions, OpenOptions, Start, StreamOptions};
 pub use pool::Census;
 #[cfg(not(loom))]
-pub use pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample};
+pub use pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample, TypedLoan};
 #[cfg(not(loom))]
 pub use segment::remove;
 pub use stream::{Consumer, PopError, Producer, PushError};

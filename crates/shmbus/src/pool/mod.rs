@@ -53,9 +53,13 @@ mod subscriber;
 mod sweep;
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(not(loom))]
+mod typed;
 
 pub use blocks::Census;
 #[cfg(not(loom))]
 pub use publisher::{Loan, LoanError, PoolPublisher};
 #[cfg(not(loom))]
 pub use subscriber::{PoolRecvError, PoolSubscriber, Sample};
+#[cfg(not(loom))]
+pub use typed::TypedLoan;

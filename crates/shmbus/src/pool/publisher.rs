@@ -82,6 +82,13 @@ pub enum LoanError {
         /// The pool's block size.
         max: usize,
     },
+    /// A typed loan ([`PoolPublisher::loan_as`]) of a type whose
+    /// alignment the block does not have.
+    #[error("a loan for a type aligned to {align} bytes: blocks are aligned to 64")]
+    Misaligned {
+        /// The type's alignment.
+        align: usize,
+    },
     /// Every block was on the ring, loaned or held until the wait ended.
     #[error(
         "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, \

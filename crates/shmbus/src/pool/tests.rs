@@ -221,3 +221,31 @@ fn a_loan_that_waits_frees_what_the_dead_hold_again_and_again_not_once() {
     assert!(SWEEPS.load(Ordering::Relaxed) >= 2, "swept once only");
     drop(held);
 }
+
+#[test]
+fn a_typed_loan_is_read_back_as_the_same_type_and_only_as_a_type_of_its_size() {
+    let mut p = bus(4, 6);
+    let mut s = subscribe(&p);
+    let mut loan = p.loan_as::<[u32; 4]>(Wait::Never).expect("a free block");
+    *loan = [1, 2, 3, 4];
+    loan.publish().expect("single publisher");
+    let sample = take(&mut s);
+    assert_eq!(sample.as_pod::<[u32; 4]>(), Some(&[1, 2, 3, 4]));
+    assert_eq!(sample.as_pod::<[u32; 2]>(), None);
+    assert_eq!(sample.as_pod::<[u32; 8]>(), None);
+}
+
+#[test]
+fn a_type_the_block_is_not_aligned_for_is_refused_and_its_block_given_back() {
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C, align(128))]
+    struct Wide([u8; 128]);
+    // Blocks of 192 bytes: block 0 starts 128-aligned, block 1 does not.
+    let mut p = PoolPublisher::on_heap(4, 192, 6).expect("valid geometry");
+    drop(p.loan_as::<Wide>(Wait::Never).expect("block 0 is aligned"));
+    match p.loan_as::<Wide>(Wait::Never) {
+        Err(super::LoanError::Misaligned { align: 128 }) => {}
+        other => panic!("expected Misaligned, got {other:?}"),
+    }
+    assert_eq!(p.census().free, 6);
+}
