@@ -85,7 +85,7 @@ FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
 FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 23)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
 # Pool buses (LAYOUT.md section 23): two header words past the journal path.
-H_POOL_BLOCKS, H_POOL_BLOCK_SIZE = 432, 440
+H_POOL_BLOCKS, H_POOL_BLOCK_SIZE, H_POOL_PID_NS = 432, 440, 448
 MAX_BLOCK_SIZE = 1 << 30
 MAX_BLOCKS = 1 << 20
 DESCRIPTOR_BYTES = 16
@@ -416,6 +416,16 @@ class Bus:
                 "InvalidGeometry",
                 f"{h['capacity']} slots of {h['slot_size']} bytes overflow",
             )
+        if h["flags"] & 1:
+            raise OpenError(
+                "InvalidGeometry", "a pool bus flagged as journaled: a pool has no journal"
+            )
+        if blocks <= h["capacity"]:
+            raise OpenError(
+                "InvalidGeometry",
+                f"a pool of {blocks} blocks for a ring of {h['capacity']} slots: "
+                "it needs more blocks than slots",
+            )
         if not 64 <= size <= MAX_BLOCK_SIZE or size % 64:
             raise OpenError(
                 "InvalidGeometry",
@@ -441,6 +451,7 @@ class Bus:
         return {
             "blocks": blocks,
             "block_size": size,
+            "pid_ns": self.u64(H_POOL_PID_NS),
             "states": states,
             "blocks_offset": blocks_offset,
             "end": end,
@@ -725,6 +736,7 @@ def header_dict(bus):
     if bus.pool:
         out["pool_blocks"] = bus.pool["blocks"]
         out["pool_block_size"] = bus.pool["block_size"]
+        out["pool_pid_ns"] = bus.pool["pid_ns"]
         out["pool_states_offset"] = bus.pool["states"]
         out["pool_blocks_offset"] = bus.pool["blocks_offset"]
         out["pool_active_offset"] = bus.ctl + C_POOL_ACTIVE

@@ -106,7 +106,8 @@ impl From<AttachError> for CliError {
             | AttachError::ProducerActive { .. }
             | AttachError::ConsumerActive { .. }
             | AttachError::Journaled { .. }
-            | AttachError::WrongPublishers { .. } => CliError::runtime(err.to_string()),
+            | AttachError::WrongPublishers { .. }
+            | AttachError::PidNamespace { .. } => CliError::runtime(err.to_string()),
         }
     }
 }

@@ -324,6 +324,20 @@ pub enum AttachError {
         /// The mode of the publisher that tried.
         expected: Publishers,
     },
+    /// A multi-publisher pool bus made in another pid namespace: its
+    /// publishers free a dead publisher's loans by pid, and pids mean
+    /// nothing across namespaces (subscribers may open it from anywhere).
+    #[error(
+        "pool bus was made in pid namespace {bus} and this process is in {}: \
+         its publishers must share one",
+        if *ours == 0 { "an unknown one (no /proc)".to_string() } else { ours.to_string() }
+    )]
+    PidNamespace {
+        /// The inode of the creator's pid namespace, from the header.
+        bus: u64,
+        /// This process's (0: /proc could not say).
+        ours: u64,
+    },
     /// Another live process produces into this stream.
     #[error("stream already has a live producer (pid {pid})")]
     ProducerActive {

@@ -95,6 +95,59 @@ fn as_child_pool_worker() {
     });
 }
 
+/// Tries to join a multi-publisher pool bus, and a subscriber to it, from
+/// wherever it was started (another pid namespace); prints the outcomes.
+#[test]
+fn as_child_pool_foreigner() {
+    role("pool-foreigner", || {
+        let name: String = param("BUS");
+        match PoolPublisher::attach_many(&name, &OpenOptions::default()) {
+            Err(e @ shmbus::AttachError::PidNamespace { .. }) => println!("REFUSED {e}"),
+            Err(e) => println!("OTHER {e}"),
+            Ok(_) => println!("ATTACHED"),
+        }
+        let opened = PoolSubscriber::open(&name, &OpenOptions::default()).is_ok();
+        println!("SUBSCRIBER {opened}");
+    });
+}
+
+/// A sweep frees a loan whose pid is gone; from another pid namespace a
+/// live publisher's pid looks gone, so publishers must share one.
+#[test]
+fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
+    let bus = BusName::new("pool-pidns");
+    let _p =
+        PoolPublisher::create_many(bus.name(), &BusOptions::new(2).pool(64, 3)).expect("create");
+    if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
+        eprintln!("SKIPPED: this machine cannot unshare a pid namespace (needs root)");
+        bus.finish();
+        return;
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let args = [
+        "--pid",
+        "--fork",
+        exe,
+        "--exact",
+        "as_child_pool_foreigner",
+        "--nocapture",
+    ];
+    let mut cmd = common::command("unshare", &args);
+    cmd.env(common::ROLE_VAR, "pool-foreigner")
+        .env("BUS", bus.name());
+    let out = common::Watched::spawn("pool foreigner", cmd, common::CHILD_DEADLINE)
+        .wait()
+        .output();
+    assert!(
+        out.contains("REFUSED pool bus was made in pid namespace"),
+        "{out}"
+    );
+    assert!(out.contains("SUBSCRIBER true"), "{out}");
+    drop(_p);
+    bus.finish();
+}
+
 #[test]
 fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() {
     let bus = BusName::new("pool-holder");

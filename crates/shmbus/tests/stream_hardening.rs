@@ -96,7 +96,10 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
     let mut p = Producer::create(bus.name(), &shmbus::StreamOptions::new(CAP)).expect("create");
     p.push(b"one", Wait::Never).expect("room");
     p.push(b"two", Wait::Never).expect("room");
+    // No child between fork and exec may keep the producer's lock alive.
+    let no_fork = common::no_spawn_in_flight();
     drop(p);
+    drop(no_fork);
     // Both records are valid; only TAIL is wrong: 17 rings ahead of HEAD.
     let tail = 17 * CAP;
     common::patch_u64(bus.path(), control(&bus, sc::TAIL), tail);
@@ -149,7 +152,11 @@ fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
     let bus = BusName::new("hardening-corrupt-head");
     let mut p = Producer::create(bus.name(), &shmbus::StreamOptions::new(CAP)).expect("create");
     p.push(b"one", Wait::Never).expect("room"); // 16 bytes
+
+    // No child between fork and exec may keep the producer's lock alive.
+    let no_fork = common::no_spawn_in_flight();
     drop(p);
+    drop(no_fork);
     common::patch_u64(bus.path(), control(&bus, sc::HEAD), 64);
     let s = shmbus::stat::stat(bus.name())
         .expect("stat")

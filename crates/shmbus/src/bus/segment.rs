@@ -63,6 +63,11 @@ fn create_with(
         if multi {
             super::claim::init_control(r, &header, opts.unblock);
         }
+        if multi && pool.is_some() {
+            // Published with the header by the magic's Release store.
+            r.word(crate::wire::header::POOL_PID_NS)
+                .store(crate::sys::lock::pid_namespace(), Ordering::Relaxed);
+        }
         Ring::new(r, &header).init()
     })?;
     let ring = Ring::new(region, &header);

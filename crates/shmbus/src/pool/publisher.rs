@@ -506,6 +506,19 @@ mod shm {
             if !multi {
                 // We hold the publisher lock: every loan is a dead one's.
                 blocks.free_loans(ring.region(), |_| true);
+            } else {
+                // Loans name their publisher by pid, and a sweep frees a
+                // loan whose pid is gone: from another pid namespace a live
+                // publisher's pid looks gone. The header was validated
+                // after the magic's Acquire load.
+                let bus = ring
+                    .region()
+                    .word(crate::wire::header::POOL_PID_NS)
+                    .load(crate::sync::Ordering::Relaxed);
+                let ours = crate::sys::lock::pid_namespace();
+                if bus != 0 && bus != ours {
+                    return Err(AttachError::PidNamespace { bus, ours });
+                }
             }
             Ok(PoolPublisher::from_parts(ring, blocks, next, multi, sweep))
         }

@@ -68,6 +68,15 @@ pub(crate) fn unlock(fd: BorrowedFd<'_>, byte: u64) -> io::Result<()> {
     }
 }
 
+/// The inode of this process's pid namespace (`/proc/self/ns/pid`), or 0
+/// where /proc cannot say. Two processes see each other's pids only in the
+/// same namespace, so a pid recorded by one is checked by the other
+/// ([`pid_gone`]) only if these agree.
+pub(crate) fn pid_namespace() -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").map_or(0, |m| m.ino())
+}
+
 /// Whether no process with this pid exists (`kill(pid, 0)` says `ESRCH`).
 /// A pid reused by a new process reads as alive.
 pub(crate) fn pid_gone(pid: u32) -> bool {

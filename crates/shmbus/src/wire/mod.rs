@@ -108,6 +108,10 @@ pub mod header {
     pub const POOL_BLOCKS: usize = 432;
     /// u64: pool buses: bytes per block, a multiple of 64; else 0.
     pub const POOL_BLOCK_SIZE: usize = 440;
+    /// u64: multi-publisher pool buses: the inode of the creator's pid
+    /// namespace, the only one whose publishers may attach (loans are
+    /// recorded by pid); 0 if unknown, or any other bus.
+    pub const POOL_PID_NS: usize = 448;
 }
 
 /// Bits of the header's `flags` word.
