@@ -21,8 +21,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use common::{
-    process_state, run, run_stdin, spawn, spawn_head, wait_for, BusName, CliOutput, Finished,
-    ShmDir, Watched,
+    numbered_lines, publish, run, run_stdin, spawn, spawn_head, wait_for, wait_until_waiting,
+    BusName, CliOutput, Finished, ShmDir, Watched,
 };
 use serde_json::Value;
 
@@ -64,35 +64,6 @@ fn create(bus: &str, msg_size: u32, capacity: u64) {
         &capacity.to_string(),
     ])
     .assert_success();
-}
-
-fn publish(bus: &str, input: &str) {
-    run_stdin(&["pub", bus], input.as_bytes()).assert_success();
-}
-
-/// "1\n2\n...\nN\n".
-fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
-    range.map(|i| format!("{i}\n")).collect()
-}
-
-/// Waits until `sub` (a `--wait futex` subscriber) has joined `bus` and is
-/// asleep on the futex. The library registers a subscriber just before it
-/// picks its start position, so registration alone is not enough; asleep
-/// after registering, it has picked it, and the next message published is
-/// one it will see.
-fn wait_until_waiting(bus: &str, sub: &Watched) {
-    let pid = sub.pid();
-    wait_for("the subscriber to register", || {
-        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
-    });
-    wait_for("the subscriber to sleep", || {
-        process_state(pid) == Some('S')
-    });
-}
-
-fn signal(proc: &Watched, sig: rustix::process::Signal) {
-    let pid = rustix::process::Pid::from_raw(proc.pid() as i32).expect("nonzero pid");
-    rustix::process::kill_process(pid, sig).expect("kill");
 }
 
 // ---------------------------------------------------------------------------
@@ -241,15 +212,7 @@ fn lag_is_reported_on_stderr_as_lagged_skipped_n() {
     // stopped (SIGSTOP) while ten messages go by, it wakes lapped: slots
     // hold 7..10, and it re-syncs half a ring (2) behind the newest, so it
     // must report 8 skipped, then print 9 and 10.
-    let sub = spawn_sub(&[&bus, "--from", "oldest", "--count", "2", "--timeout", "10"]);
-    wait_until_waiting(&bus, &sub);
-    signal(&sub, rustix::process::Signal::STOP);
-    wait_for("the subscriber to stop", || {
-        process_state(sub.pid()) == Some('T')
-    });
-    publish(&bus, &numbered_lines(1..=10));
-    signal(&sub, rustix::process::Signal::CONT);
-    let out = sub.wait();
+    let out = common::lapped_while_stopped(&bus);
     out.assert_success();
     assert_eq!(out.stderr, "lagged: skipped 8\n");
     assert_eq!(out.stdout(), "9\n10\n");

@@ -13,7 +13,8 @@ mod common;
 use std::io::Write;
 
 use common::{
-    process_state, run, run_stdin, spawn, wait_for, BusName, CliOutput, Finished, ShmDir, Watched,
+    numbered_lines, publish, run, run_stdin, spawn, wait_until_waiting, BusName, CliOutput,
+    Finished, ShmDir, Watched,
 };
 use shmbus::{
     AttachError, OpenError, OpenOptions, PoolSubscriber, Publisher, Received, Start, Subscriber,
@@ -43,33 +44,6 @@ fn create_pool(bus: &str, capacity: u64, pool: &str, more: &[&str]) {
     let capacity = capacity.to_string();
     let args = ["create", bus, "--capacity", &capacity, "--pool", pool];
     shmbus(&[&args[..], more].concat()).assert_success();
-}
-
-fn publish(bus: &str, input: &str) {
-    run_stdin(&["pub", bus], input.as_bytes()).assert_success();
-}
-
-/// "1\n2\n...\nN\n".
-fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
-    range.map(|i| format!("{i}\n")).collect()
-}
-
-/// Waits until `sub` (a `--wait futex` subscriber) has joined `bus` and is
-/// asleep on the futex, so the next message published is one it will see
-/// (see `cli.rs`).
-fn wait_until_waiting(bus: &str, sub: &Watched) {
-    let pid = sub.pid();
-    wait_for("the subscriber to register", || {
-        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
-    });
-    wait_for("the subscriber to sleep", || {
-        process_state(pid) == Some('S')
-    });
-}
-
-fn signal(proc: &Watched, sig: rustix::process::Signal) {
-    let pid = rustix::process::Pid::from_raw(proc.pid() as i32).expect("nonzero pid");
-    rustix::process::kill_process(pid, sig).expect("kill");
 }
 
 /// A pool subscriber of this test process, from the oldest message.
@@ -146,24 +120,7 @@ fn lag_on_a_pool_bus_is_reported_on_stderr_as_lagged_skipped_n() {
     // As `cli.rs`'s plain-bus test: stopped at sequence 0 while ten go by,
     // the subscriber wakes lapped, re-syncs half a ring behind the newest,
     // reports 8 skipped, and prints 9 and 10 from their blocks.
-    let sub = start(&[
-        "sub",
-        &bus,
-        "--from",
-        "oldest",
-        "--count",
-        "2",
-        "--timeout",
-        "10",
-    ]);
-    wait_until_waiting(&bus, &sub);
-    signal(&sub, rustix::process::Signal::STOP);
-    wait_for("the subscriber to stop", || {
-        process_state(sub.pid()) == Some('T')
-    });
-    publish(&bus, &numbered_lines(1..=10));
-    signal(&sub, rustix::process::Signal::CONT);
-    let out = sub.wait();
+    let out = common::lapped_while_stopped(&bus);
     out.assert_success();
     assert_eq!(out.stderr, "lagged: skipped 8\n");
     assert_eq!(out.stdout(), "9\n10\n");

@@ -145,20 +145,24 @@ fn stat_json(s: &BusStat) -> Value {
     })
 }
 
+/// Where a pool's blocks are, as `stat --json` and `top --json` print it.
+pub(crate) fn census_json(c: &shmbus::Census) -> Value {
+    json!({
+        "free": c.free,
+        "loaned": c.loaned,
+        "on_ring": c.on_ring,
+        "held": c.held,
+        "reclaimable": c.reclaimable,
+        "corrupt": c.corrupt,
+    })
+}
+
 /// A pool bus's pool: its geometry, census and holders.
 fn pool_json(p: &PoolStat) -> Value {
-    let c = &p.census;
     json!({
         "block_size": p.block_size,
         "blocks": p.blocks,
-        "census": {
-            "free": c.free,
-            "loaned": c.loaned,
-            "on_ring": c.on_ring,
-            "held": c.held,
-            "reclaimable": c.reclaimable,
-            "corrupt": c.corrupt,
-        },
+        "census": census_json(&p.census),
         "holders": p.holders.iter().map(|h| json!({
             "entry": h.entry,
             "pid": h.pid,

@@ -25,6 +25,63 @@ pub fn run_stdin(args: &[&str], input: &[u8]) -> Finished {
     run_with_input(shmbus(args), input)
 }
 
+/// `shmbus pub BUS` with `input` on stdin; fails the test unless it succeeds.
+pub fn publish(bus: &str, input: &str) {
+    run_stdin(&["pub", bus], input.as_bytes()).assert_success();
+}
+
+/// "1\n2\n...\nN\n".
+pub fn numbered_lines(range: std::ops::RangeInclusive<u64>) -> String {
+    range.map(|i| format!("{i}\n")).collect()
+}
+
+/// Waits until `sub` (a `--wait futex` subscriber) has joined `bus` and is
+/// asleep on the futex. The library registers a subscriber just before it
+/// picks its start position, so registration alone is not enough; asleep
+/// after registering, it has picked it, and the next message published is
+/// one it will see.
+pub fn wait_until_waiting(bus: &str, sub: &Watched) {
+    let pid = sub.pid();
+    wait_for("the subscriber to register", || {
+        shmbus::stat::stat(bus).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
+    });
+    wait_for("the subscriber to sleep", || {
+        process_state(pid) == Some('S')
+    });
+}
+
+/// `shmbus sub BUS --from oldest --count 2`, started on an empty bus of 8
+/// slots (or 4: the same re-sync) and stopped (SIGSTOP) while ten messages
+/// go by, then let go: it wakes lapped, re-syncs half a ring behind the
+/// newest, so it should report 8 skipped and print 9 and 10. Its run.
+pub fn lapped_while_stopped(bus: &str) -> Finished {
+    let args = [
+        "sub",
+        bus,
+        "--from",
+        "oldest",
+        "--count",
+        "2",
+        "--timeout",
+        "10",
+    ];
+    let sub = spawn(shmbus(&args));
+    wait_until_waiting(bus, &sub);
+    signal(&sub, rustix::process::Signal::STOP);
+    wait_for("the subscriber to stop", || {
+        process_state(sub.pid()) == Some('T')
+    });
+    publish(bus, &numbered_lines(1..=10));
+    signal(&sub, rustix::process::Signal::CONT);
+    sub.wait()
+}
+
+/// Sends `sig` to `proc`.
+pub fn signal(proc: &Watched, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(proc.pid() as i32).expect("nonzero pid");
+    rustix::process::kill_process(pid, sig).expect("kill");
+}
+
 /// Polls `done` until it holds; fails the test after [`RUN_DEADLINE`].
 pub fn wait_for(what: &str, done: impl FnMut() -> bool) {
     shmbus_testkit::wait_for_within(what, RUN_DEADLINE, &mut [], done);

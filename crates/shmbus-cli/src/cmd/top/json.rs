@@ -76,18 +76,10 @@ fn bus_json(b: &BusRow) -> Value {
 /// A pool bus's geometry and census, with the census's keys as in `stat
 /// --json`.
 fn pool_json(p: &PoolRow) -> Value {
-    let c = &p.census;
     json!({
         "block_size": p.block_size,
         "blocks": p.blocks,
-        "census": {
-            "free": c.free,
-            "loaned": c.loaned,
-            "on_ring": c.on_ring,
-            "held": c.held,
-            "reclaimable": c.reclaimable,
-            "corrupt": c.corrupt,
-        },
+        "census": crate::cmd::inspect::census_json(&p.census),
         "in_use": p.in_use(),
         "occupancy": p.occupancy(),
     })
