@@ -18,34 +18,18 @@ mod common;
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{
-    numbered_lines, publish, run, run_stdin, spawn, spawn_head, wait_for, wait_until_waiting,
-    BusName, CliOutput, Finished, ShmDir, Watched,
+    numbered_lines, publish, run_stdin, spawn_head, wait_for, wait_until_waiting, BusName,
+    CliOutput, ShmDir, Watched,
 };
 use serde_json::Value;
 
 // ---------------------------------------------------------------------------
 // Running the binary under the watchdog.
 
-/// Runs `shmbus ARGS` with empty stdin to the end.
-fn shmbus(args: &[&str]) -> Finished {
-    run(common::shmbus(args))
-}
-
-/// Starts `shmbus ARGS` in the background, stdin /dev/null.
-fn start(args: &[&str]) -> Watched {
-    spawn(common::shmbus(args))
-}
-
-/// Starts `shmbus ARGS` in the background, its stdin a pipe the test
-/// holds open (see [`Watched::stdin`], [`Watched::close_stdin`]).
-fn start_with_stdin(args: &[&str]) -> Watched {
-    let mut cmd = common::shmbus(args);
-    cmd.stdin(Stdio::piped());
-    spawn(cmd)
-}
+use common::{run_shmbus as shmbus, start, start_with_stdin};
 
 /// Starts `shmbus sub ARGS` in the background.
 fn spawn_sub(args: &[&str]) -> Watched {

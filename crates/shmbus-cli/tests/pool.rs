@@ -12,32 +12,13 @@ mod common;
 
 use std::io::Write;
 
-use common::{
-    numbered_lines, publish, run, run_stdin, spawn, wait_until_waiting, BusName, CliOutput,
-    Finished, ShmDir, Watched,
-};
+use common::{numbered_lines, publish, run_stdin, wait_until_waiting, BusName, CliOutput, ShmDir};
 use shmbus::{
     AttachError, OpenError, OpenOptions, PoolSubscriber, Publisher, Received, Start, Subscriber,
     Wait,
 };
 
-/// Runs `shmbus ARGS` with empty stdin to the end.
-fn shmbus(args: &[&str]) -> Finished {
-    run(common::shmbus(args))
-}
-
-/// Starts `shmbus ARGS` in the background, stdin /dev/null.
-fn start(args: &[&str]) -> Watched {
-    spawn(common::shmbus(args))
-}
-
-/// Starts `shmbus ARGS` in the background, its stdin a pipe the test
-/// holds open (see [`Watched::stdin`], [`Watched::close_stdin`]).
-fn start_with_stdin(args: &[&str]) -> Watched {
-    let mut cmd = common::shmbus(args);
-    cmd.stdin(std::process::Stdio::piped());
-    spawn(cmd)
-}
+use common::{run_shmbus as shmbus, start, start_with_stdin};
 
 /// `shmbus create BUS --capacity CAPACITY --pool POOL [MORE...]`.
 fn create_pool(bus: &str, capacity: u64, pool: &str, more: &[&str]) {

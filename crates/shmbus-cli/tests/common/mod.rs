@@ -82,6 +82,24 @@ pub fn signal(proc: &Watched, sig: rustix::process::Signal) {
     rustix::process::kill_process(pid, sig).expect("kill");
 }
 
+/// Runs `shmbus ARGS` with empty stdin to the end.
+pub fn run_shmbus(args: &[&str]) -> Finished {
+    run(shmbus(args))
+}
+
+/// Starts `shmbus ARGS` in the background, stdin /dev/null.
+pub fn start(args: &[&str]) -> Watched {
+    spawn(shmbus(args))
+}
+
+/// Starts `shmbus ARGS` in the background, its stdin a pipe the test
+/// holds open (see [`Watched::stdin`], [`Watched::close_stdin`]).
+pub fn start_with_stdin(args: &[&str]) -> Watched {
+    let mut cmd = shmbus(args);
+    cmd.stdin(std::process::Stdio::piped());
+    spawn(cmd)
+}
+
 /// Polls `done` until it holds; fails the test after [`RUN_DEADLINE`].
 pub fn wait_for(what: &str, done: impl FnMut() -> bool) {
     shmbus_testkit::wait_for_within(what, RUN_DEADLINE, &mut [], done);
