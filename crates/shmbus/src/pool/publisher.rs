@@ -154,19 +154,19 @@ impl<R: Region> PoolPublisher<R> {
         // SWEEP_EVERY of waiting.
         let mut next_sweep = Instant::now();
         let block = loop {
-            let head = self.ring.head();
-            if let Some(b) = self
-                .blocks
-                .loan(self.ring.region(), self.pid, head, &mut self.hint)
-            {
+            if let Some(b) = self.try_loan() {
                 break b;
             }
             let now = Instant::now();
             if now >= next_sweep {
                 next_sweep = now + SWEEP_EVERY;
                 (self.sweep)(self.ring.region(), &self.blocks);
-                continue;
+                if let Some(b) = self.try_loan() {
+                    break b;
+                }
             }
+            // Every failed pass reaches the backoff, and so the deadline,
+            // even when a pass and its sweep take longer than SWEEP_EVERY.
             match backoff.next() {
                 Step::Spin => crate::sync::spin_loop(),
                 Step::Yield => crate::sync::yield_now(),
@@ -189,6 +189,13 @@ impl<R: Region> PoolPublisher<R> {
             len,
             ptr,
         })
+    }
+
+    /// One pass over the pool for a free or reclaimable block.
+    fn try_loan(&mut self) -> Option<u64> {
+        let head = self.ring.head();
+        self.blocks
+            .loan(self.ring.region(), self.pid, head, &mut self.hint)
     }
 
     /// The largest message a loan carries: the pool's block size.
