@@ -19,6 +19,7 @@ const SHARED_MEMORY: &[&str] = &[
     "shmbus-unregistered",
     "shmbus-threads",
     "shmbus-stream",
+    "shmbus-zc",
     "ipc_ring",
     "crossbar-podbus",
     "iceoryx2",

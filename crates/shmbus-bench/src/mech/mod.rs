@@ -139,6 +139,27 @@ impl Drop for Files {
     }
 }
 
+/// A block's token and the shmbus buses or streams made for it, removed
+/// on drop.
+pub struct Segments {
+    pub token: String,
+    pub names: Vec<String>,
+}
+
+impl Resources for Segments {
+    fn token(&self) -> String {
+        self.token.clone()
+    }
+}
+
+impl Drop for Segments {
+    fn drop(&mut self) {
+        for n in &self.names {
+            let _ = shmbus::remove(n);
+        }
+    }
+}
+
 /// A way to move messages.
 pub trait Mechanism: Sync {
     /// Name in tables and JSON.

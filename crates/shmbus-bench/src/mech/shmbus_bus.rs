@@ -32,24 +32,6 @@ pub static UNREGISTERED: ShmbusBus = ShmbusBus { register: false };
 /// The broadcast bus between two threads of one process.
 pub struct ShmbusThreads;
 
-struct Buses {
-    names: Vec<String>,
-}
-
-impl Resources for Buses {
-    fn token(&self) -> String {
-        self.names[0].trim_end_matches("-ping").to_owned()
-    }
-}
-
-impl Drop for Buses {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = shmbus::remove(n);
-        }
-    }
-}
-
 struct Ends<R: Region> {
     tx: Option<Publisher<[u8], R>>,
     rx: Option<Subscriber<[u8], R>>,
@@ -101,7 +83,10 @@ impl Mechanism for ShmbusBus {
         }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
-        let mut buses = Buses { names: Vec::new() };
+        let mut buses = super::Segments {
+            token: spec.prefix.clone(),
+            names: Vec::new(),
+        };
         let ways: &[&str] = if spec.duplex {
             &["ping", "pong"]
         } else {

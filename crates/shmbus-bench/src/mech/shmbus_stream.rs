@@ -48,26 +48,6 @@ fn back(token: &str) -> String {
     format!("{token}-pong")
 }
 
-/// The streams, removed on drop.
-struct Streams {
-    token: String,
-    names: Vec<String>,
-}
-
-impl Resources for Streams {
-    fn token(&self) -> String {
-        self.token.clone()
-    }
-}
-
-impl Drop for Streams {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = shmbus::remove(n);
-        }
-    }
-}
-
 /// A consumer whose last record is left in the ring until the next `recv`.
 struct Reader {
     consumer: Consumer,
@@ -162,7 +142,7 @@ impl Mechanism for ShmbusStream {
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         let cap = capacity(spec.msg_size).ok_or_else(|| io_err("message too large"))?;
         let token = format!("{}-stream", spec.prefix);
-        let mut streams = Streams {
+        let mut streams = super::Segments {
             token: token.clone(),
             names: Vec::new(),
         };

@@ -23,25 +23,6 @@ use super::{ping, pong, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
 /// A shmbus pool bus between processes.
 pub struct ShmbusZc;
 
-struct Buses {
-    token: String,
-    names: Vec<String>,
-}
-
-impl Resources for Buses {
-    fn token(&self) -> String {
-        self.token.clone()
-    }
-}
-
-impl Drop for Buses {
-    fn drop(&mut self) {
-        for n in &self.names {
-            let _ = shmbus::remove(n);
-        }
-    }
-}
-
 fn io_err(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(format!("shmbus-zc: {e}"))
 }
@@ -96,7 +77,7 @@ impl Mechanism for ShmbusZc {
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         let token = format!("{}-zc", spec.prefix);
-        let mut buses = Buses {
+        let mut buses = super::Segments {
             token: token.clone(),
             names: Vec::new(),
         };
