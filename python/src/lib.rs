@@ -1,0 +1,1 @@
+//! The Python binding of shmbus (stub).
