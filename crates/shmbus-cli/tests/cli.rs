@@ -1128,3 +1128,99 @@ fn create_huge_pages_hugetlbfs_on_a_dev_shm_path_is_a_usage_error_naming_hugetlb
     let json = shmbus(&["stat", &bus, "--json"]).assert_success().json();
     assert!(json["huge_page_size"].is_null(), "{json}");
 }
+
+#[test]
+fn create_type_records_the_schema_name_and_alignment_that_stat_shows() {
+    let dir = ShmDir::new("type");
+    let bus = dir.bus("ticks");
+    let args = [
+        "create",
+        &bus,
+        "--capacity",
+        "8",
+        "--msg-size",
+        "16",
+        "--type",
+        "md.Tick:8",
+    ];
+    shmbus(&args).assert_success();
+    let out = shmbus(&["stat", &bus]);
+    out.assert_success();
+    assert!(
+        out.stdout()
+            .contains("type:           md.Tick (size 16, align 8)"),
+        "{}",
+        out.stdout()
+    );
+    // Without an alignment it is 1; without --type the bus carries bytes.
+    let plain = dir.bus("plain");
+    shmbus(&[
+        "create",
+        &plain,
+        "--capacity",
+        "8",
+        "--msg-size",
+        "12",
+        "--type",
+        "a:b",
+    ])
+    .assert_success();
+    assert!(shmbus(&["stat", &plain])
+        .stdout()
+        .contains("type:           a:b (size 12, align 1)"));
+}
+
+#[test]
+fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
+    let dir = ShmDir::new("badtype");
+    let bus = dir.bus("b");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--capacity",
+        "8",
+        "--msg-size",
+        "12",
+        "--type",
+        "md.Tick:8",
+    ]);
+    out.assert_error(
+        2,
+        "message type `md.Tick` (size 12, align 8) cannot be recorded",
+    );
+    let long = "x".repeat(65);
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--capacity",
+        "8",
+        "--msg-size",
+        "16",
+        "--type",
+        &long,
+    ]);
+    out.assert_error(2, "cannot be recorded");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--capacity",
+        "64",
+        "--kind",
+        "stream",
+        "--type",
+        "t",
+    ]);
+    out.assert_error(2, "--type applies to a broadcast bus");
+    let out = shmbus(&[
+        "create",
+        &bus,
+        "--capacity",
+        "8",
+        "--pool",
+        "4096:16",
+        "--type",
+        "t",
+    ]);
+    out.assert_error(2, "--type applies to a broadcast bus");
+    assert!(!Path::new(&bus).exists(), "nothing was created");
+}

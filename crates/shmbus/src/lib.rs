@@ -4,8 +4,9 @@
 //! - A **bus** ([`Publisher`], [`Subscriber`]): fixed-size messages written
 //!   once into seqlock-stamped slots, read by any number of subscriber
 //!   processes, each at its own cursor. Typed (`Publisher<T>` for a
-//!   [`bytemuck::Pod`] `T`) or raw bytes (`Publisher<[u8]>`), one
-//!   implementation either way ([`Payload`]).
+//!   [`Message`] `T`: plain old data with a schema name that C and Python
+//!   state too) or raw bytes (`Publisher<[u8]>`), one implementation
+//!   either way ([`Payload`]).
 //! - A **stream** ([`Producer`], [`Consumer`]): a lossless ring of
 //!   variable-length byte records with backpressure.
 //! - A **journal** ([`JournalPublisher`], [`JournalSubscriber`], [`State`]):
@@ -18,6 +19,9 @@
 //! #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
 //! struct Tick { key: u64, val: u64 }
+//!
+//! // The type's name on the bus, the same from C and Python.
+//! impl shmbus::Message for Tick { const NAME: &'static str = "md.Tick"; }
 //!
 //! # let name = format!("/dev/shm/shmbus-doc-lib-{}", std::process::id());
 //! // Process A (a bare name such as "ticks" lives in /dev/shm)
@@ -141,7 +145,7 @@ pub use stream::{Consumer, PopError, Producer, PushError};
 #[cfg(not(loom))]
 pub use stream::{ReadChunk, WriteChunk};
 pub use wait::{Wait, WaitStrategy};
-pub use wire::{GeometryError, Kind, Publishers, TypeFingerprint};
+pub use wire::{GeometryError, Kind, Message, Publishers, TypeFingerprint};
 
 /// What the `shmbus` tool, the benchmark and the test suites need beyond
 /// the API: the wire format, heap streams, the journal's file format, test

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::mem::HugePages;
 use crate::wait::WaitStrategy;
+use crate::wire::TypeFingerprint;
 
 /// The unblock timeout of a multi-publisher bus created without one.
 pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
@@ -108,6 +109,8 @@ pub struct BusOptions {
     pub(crate) unblock: Duration,
     /// (block size, blocks) of a pool bus.
     pub(crate) pool: Option<(u64, u64)>,
+    /// (schema name, alignment) of a raw-byte bus's messages.
+    pub(crate) message: Option<(String, u32)>,
 }
 
 impl BusOptions {
@@ -125,6 +128,7 @@ impl BusOptions {
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
             pool: None,
+            message: None,
         }
     }
     /// The message size of a bus of raw bytes (`Publisher<[u8]>`), which
@@ -137,6 +141,30 @@ impl BusOptions {
     /// ```
     pub fn msg_size(mut self, bytes: u32) -> Self {
         self.msg_size = Some(bytes);
+        self
+    }
+    /// The message type a bus of raw bytes records, as C, Python or any
+    /// other language names it: a schema name (1 to 64 bytes) and an
+    /// alignment (a power of two up to 4096 dividing the message size),
+    /// with the size from [`BusOptions::msg_size`]. Without it a raw bus
+    /// records the type `bytes` (alignment 1). A typed bus
+    /// (`Publisher<T>`) records `T`'s [`Message`](crate::Message) name and
+    /// ignores this. A bad name or alignment is an `InvalidGeometry` error
+    /// at create.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+    /// # let name = format!("/dev/shm/shmbus-doc-msgtype-{}", std::process::id());
+    /// let opts = BusOptions::new(64).msg_size(16).message_type("md.Tick", 8);
+    /// let publisher = Publisher::<[u8]>::create(&name, &opts)?;
+    /// let wrong = OpenOptions::default().message_type("md.Quote", 16, 8);
+    /// assert!(Subscriber::<[u8]>::open(&name, &wrong).is_err());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_type(mut self, name: &str, align: u32) -> Self {
+        self.message = Some((name.to_owned(), align));
         self
     }
     /// Multi-publisher buses: how long a claimed slot may stay uncommitted
@@ -261,6 +289,8 @@ pub struct OpenOptions {
     pub(crate) prefault: bool,
     pub(crate) mlock: bool,
     pub(crate) register: bool,
+    /// The message type a raw-byte opener insists on.
+    pub(crate) message: Option<TypeFingerprint>,
 }
 
 impl Default for OpenOptions {
@@ -272,11 +302,41 @@ impl Default for OpenOptions {
             prefault: false,
             mlock: false,
             register: true,
+            message: None,
         }
     }
 }
 
 impl OpenOptions {
+    /// The message type a raw-byte opener (`Subscriber<[u8]>`,
+    /// `Publisher<[u8]>::attach`, `MpPublisher<[u8]>::attach`, a journal's)
+    /// insists on: the bus must record this schema name, size and
+    /// alignment, or the open fails with
+    /// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch) naming
+    /// both. Without it a raw opener takes a bus of any type. A typed
+    /// opener always checks its own type and ignores this.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenError, OpenOptions, Publisher, Subscriber};
+    /// # let name = format!("/dev/shm/shmbus-doc-openmsgtype-{}", std::process::id());
+    /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let same = OpenOptions::default().message_type("u64", 8, 8);
+    /// let reader = Subscriber::<[u8]>::open(&name, &same)?;
+    /// let other = OpenOptions::default().message_type("f64", 8, 8);
+    /// match Subscriber::<[u8]>::open(&name, &other) {
+    ///     Err(OpenError::TypeMismatch { found, expected }) => {
+    ///         assert_eq!((found.name.as_str(), expected.name.as_str()), ("u64", "f64"));
+    ///     }
+    ///     _ => panic!("the bus carries u64"),
+    /// }
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_type(mut self, name: &str, size: u32, align: u32) -> Self {
+        self.message = Some(TypeFingerprint::new(name, size, align));
+        self
+    }
     /// Whether a bus subscriber takes an entry in the bus's registry
     /// (default `true`): a registered subscriber is named by `stat` and
     /// `shmbus top` and keeps its position, delivered and skipped counts

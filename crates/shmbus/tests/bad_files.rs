@@ -24,6 +24,10 @@ struct Other8 {
     x: u64,
 }
 
+impl shmbus::Message for Other8 {
+    const NAME: &'static str = "test.Other8";
+}
+
 fn opts() -> OpenOptions {
     OpenOptions::default().init_timeout(Duration::from_millis(50))
 }
@@ -40,7 +44,7 @@ fn valid_bus(label: &str) -> (BusName, BusStat) {
     (bus, st)
 }
 
-fn subscriber_err<T: Pod>(name: &str) -> OpenError {
+fn subscriber_err<T: shmbus::Message>(name: &str) -> OpenError {
     match Subscriber::<T>::open(name, &opts()) {
         Ok(_) => panic!(
             "Subscriber::<{}>::open({name}) succeeded",
@@ -57,7 +61,7 @@ fn raw_err(name: &str) -> OpenError {
     }
 }
 
-fn attach_err<T: Pod>(name: &str) -> OpenError {
+fn attach_err<T: shmbus::Message>(name: &str) -> OpenError {
     match Publisher::<T>::attach(name, &opts()) {
         Ok(_) => panic!("Publisher::attach({name}) succeeded"),
         Err(AttachError::Open(e)) => e,

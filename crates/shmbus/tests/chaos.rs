@@ -136,6 +136,10 @@ struct Stamp {
     check: [u64; 30],
 }
 
+impl shmbus::Message for Stamp {
+    const NAME: &'static str = "test.Stamp";
+}
+
 /// The epoch of the message that tells subscribers to stop.
 const END: u64 = u64::MAX;
 

@@ -25,6 +25,10 @@ struct Kv {
     val: u64,
 }
 
+impl shmbus::Message for Kv {
+    const NAME: &'static str = "test.Kv";
+}
+
 impl Keyed for Kv {
     fn key(&self) -> u64 {
         self.key

@@ -33,7 +33,7 @@ enum Verdict {
     WrongSeq,
 }
 
-trait Stamped: Pod {
+trait Stamped: shmbus::Message {
     fn make(seq: u64) -> Self;
     fn verify(&self, expected: u64) -> Verdict;
 }
@@ -44,6 +44,10 @@ trait Stamped: Pod {
 struct Msg8 {
     seq: u32,
     hash: u32,
+}
+
+impl shmbus::Message for Msg8 {
+    const NAME: &'static str = "test.Msg8";
 }
 
 fn hash32(seq: u32) -> u32 {
@@ -80,6 +84,10 @@ macro_rules! words_message {
         #[derive(Clone, Copy, Pod, Zeroable)]
         struct $name {
             words: [u64; $words],
+        }
+
+        impl shmbus::Message for $name {
+            const NAME: &'static str = concat!("test.", stringify!($name));
         }
 
         impl Stamped for $name {

@@ -42,6 +42,12 @@ pub struct CreateArgs {
     /// size in bytes, a power of two from 64 B to 4 GiB.
     #[arg(long, value_name = "N")]
     pub capacity: u64,
+    /// The message type a broadcast bus records, as the Rust `Message`
+    /// trait, C and Python name it: a schema name (1 to 64 bytes) and its
+    /// alignment (default 1), like `md.Tick:8`. Openers that name a type
+    /// must then name this one; without it the bus carries `bytes`.
+    #[arg(long = "type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
+    pub message_type: Option<MessageType>,
     /// Permission bits of the file, in octal (660 lets the group in).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
     pub mode: u32,
@@ -127,6 +133,31 @@ fn parse_pool(s: &str) -> Result<Pool, String> {
     }
 }
 
+/// `--type NAME[:ALIGN]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageType {
+    pub name: String,
+    pub align: u32,
+}
+
+/// Parses `--type NAME[:ALIGN]`: a trailing `:` and plain number is the
+/// alignment (the library checks the name's length and the alignment).
+fn parse_type(s: &str) -> Result<MessageType, String> {
+    let (name, align) = match s.rsplit_once(':') {
+        Some((name, align)) if !align.is_empty() && align.bytes().all(|b| b.is_ascii_digit()) => {
+            let align = align
+                .parse::<u32>()
+                .map_err(|_| format!("alignment {align:?} is too large"))?;
+            (name, align)
+        }
+        _ => (s, 1),
+    };
+    Ok(MessageType {
+        name: name.to_owned(),
+        align,
+    })
+}
+
 /// Parses permission bits written in octal, as chmod takes them.
 fn parse_mode(s: &str) -> Result<u32, String> {
     match u32::from_str_radix(s, 8) {
@@ -156,7 +187,16 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             }
         }};
     }
-    let opts = file_options!(BusOptions::new(args.capacity));
+    let mut opts = file_options!(BusOptions::new(args.capacity));
+    if let Some(ty) = &args.message_type {
+        if args.kind == BusKind::Stream || args.pool.is_some() {
+            return Err(CliError::usage(
+                "--type applies to a broadcast bus of fixed-size messages; a stream's records \
+                 and a pool bus's blocks are bytes of any length (see `shmbus create --help`)",
+            ));
+        }
+        opts = opts.message_type(&ty.name, ty.align);
+    }
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
     if let (BusKind::Stream, Some(_)) = (args.kind, &args.journal) {

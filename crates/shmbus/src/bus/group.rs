@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::activity::Activity;
 use super::ring::{Poll, Ring, Stall};
@@ -29,7 +29,7 @@ use crate::wait::{Wait, WaitStrategy};
 /// assert_eq!(group.positions(), &[1, 1, 1]);
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
-pub struct SubscriberGroup<T: Pod, const N: usize, R: Region = DefaultRegion> {
+pub struct SubscriberGroup<T: Message, const N: usize, R: Region = DefaultRegion> {
     pub(crate) ring: Ring<R>,
     pos: u64,
     stall: Stall,
@@ -40,7 +40,7 @@ pub struct SubscriberGroup<T: Pod, const N: usize, R: Region = DefaultRegion> {
     _type: PhantomData<fn() -> T>,
 }
 
-impl<T: Pod, const N: usize, R: Region> SubscriberGroup<T, N, R> {
+impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
         let pos = ring.start_at(start);
         SubscriberGroup {
@@ -153,7 +153,7 @@ mod shm {
     use crate::options::OpenOptions;
     use crate::segment::Role;
 
-    impl<T: Pod, const N: usize> SubscriberGroup<T, N, ShmRegion> {
+    impl<T: Message, const N: usize> SubscriberGroup<T, N, ShmRegion> {
         /// Opens the bus named `name` for a group of `N` consumers, starting
         /// where `opts` says.
         ///
@@ -170,7 +170,7 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
-            let msg = <T as Payload>::expected();
+            let msg = <T as Payload>::expected(opts.message.as_ref());
             let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
             let mut group = Self::from_parts(ring, opts.start, opts.wait);
             if opts.register {

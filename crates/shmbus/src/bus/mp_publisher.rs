@@ -6,7 +6,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::payload::Payload;
 use super::ring::{heap_ring, Ring};
@@ -232,7 +232,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     }
 }
 
-impl<T: Pod, R: Region> MpPublisher<T, R> {
+impl<T: Message, R: Region> MpPublisher<T, R> {
     /// Claims the next sequence and publishes `msg` under it, overwriting
     /// the oldest message if the ring is full. Returns the sequence.
     ///
@@ -281,7 +281,7 @@ impl<R: Region> MpPublisher<[u8], R> {
     }
 }
 
-impl<T: Pod> MpPublisher<T, Arc<HeapRegion>> {
+impl<T: Message> MpPublisher<T, Arc<HeapRegion>> {
     /// A multi-publisher bus of `capacity` slots on the heap, for threads
     /// of one process (and loom, which runs the real claim protocol on it).
     ///
@@ -294,7 +294,7 @@ impl<T: Pod> MpPublisher<T, Arc<HeapRegion>> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, unblock: Duration) -> Result<Self, CreateError> {
-        let msg = <T as Payload>::fingerprint(None).map_err(CreateError::InvalidGeometry)?;
+        let msg = <T as Payload>::fingerprint(None, None).map_err(CreateError::InvalidGeometry)?;
         Ok(MpPublisher::from_ring(heap_ring(
             capacity,
             msg,
@@ -321,8 +321,8 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
         capacity: u64,
         unblock: Duration,
     ) -> Result<Self, CreateError> {
-        let msg =
-            <[u8] as Payload>::fingerprint(Some(msg_size)).map_err(CreateError::InvalidGeometry)?;
+        let msg = <[u8] as Payload>::fingerprint(Some(msg_size), None)
+            .map_err(CreateError::InvalidGeometry)?;
         Ok(MpPublisher::from_ring(heap_ring(
             capacity,
             msg,
@@ -385,7 +385,7 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
         wait: WaitStrategy,
     ) -> SubscriberGroup<T, N, Arc<HeapRegion>>
     where
-        T: Pod,
+        T: Message,
     {
         SubscriberGroup::from_parts(self.w.ring.share(), start, wait)
     }
@@ -449,8 +449,12 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
-            let (ring, _) =
-                crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::Many)?;
+            let (ring, _) = crate::bus::segment::attach(
+                name,
+                T::expected(opts.message.as_ref()).as_ref(),
+                opts,
+                Publishers::Many,
+            )?;
             Ok(Self::from_ring(ring))
         }
     }

@@ -3,7 +3,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::payload::Payload;
 use super::ring::{heap_ring, Ring};
@@ -13,7 +13,7 @@ use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::wait::WaitStrategy;
 
-/// Writes messages of payload `T` (a [`Pod`] type, or `[u8]` for raw
+/// Writes messages of payload `T` (a [`Message`] type, or `[u8]` for raw
 /// bytes) to a bus. One per bus at a time, held by the publisher lock; a
 /// publisher that exits or dies can be replaced by [`Publisher::attach`],
 /// which carries on the sequence and bumps the epoch.
@@ -137,7 +137,7 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     }
 }
 
-impl<T: Pod, R: Region> Publisher<T, R> {
+impl<T: Message, R: Region> Publisher<T, R> {
     /// Publishes one message, overwriting the oldest if the ring is full,
     /// and returns its sequence number.
     ///
@@ -181,7 +181,7 @@ impl<R: Region> Publisher<[u8], R> {
     }
 }
 
-impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
+impl<T: Message> Publisher<T, Arc<HeapRegion>> {
     /// A bus of `capacity` slots on the heap, for threads of one process
     /// (and for loom and Miri, which run the same slot protocol as the
     /// shared-memory bus).
@@ -200,7 +200,7 @@ impl<T: Pod> Publisher<T, Arc<HeapRegion>> {
 
     #[doc(hidden)]
     pub fn on_heap_from(capacity: u64, first_seq: u64) -> Result<Self, CreateError> {
-        let msg = <T as Payload>::fingerprint(None).map_err(CreateError::InvalidGeometry)?;
+        let msg = <T as Payload>::fingerprint(None, None).map_err(CreateError::InvalidGeometry)?;
         Ok(Publisher::from_parts(
             heap_ring(capacity, msg, first_seq, None)?,
             first_seq,
@@ -221,8 +221,8 @@ impl Publisher<[u8], Arc<HeapRegion>> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap_bytes(msg_size: u32, capacity: u64) -> Result<Self, CreateError> {
-        let msg =
-            <[u8] as Payload>::fingerprint(Some(msg_size)).map_err(CreateError::InvalidGeometry)?;
+        let msg = <[u8] as Payload>::fingerprint(Some(msg_size), None)
+            .map_err(CreateError::InvalidGeometry)?;
         Ok(Publisher::from_parts(heap_ring(capacity, msg, 0, None)?, 0))
     }
 }
@@ -259,7 +259,7 @@ impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
         wait: WaitStrategy,
     ) -> super::SubscriberGroup<T, N, Arc<HeapRegion>>
     where
-        T: Pod,
+        T: Message,
     {
         super::SubscriberGroup::from_parts(self.ring.share(), start, wait)
     }
@@ -326,8 +326,12 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
-            let (ring, next) =
-                crate::bus::segment::attach(name, T::expected().as_ref(), opts, Publishers::One)?;
+            let (ring, next) = crate::bus::segment::attach(
+                name,
+                T::expected(opts.message.as_ref()).as_ref(),
+                opts,
+                Publishers::One,
+            )?;
             Ok(Publisher::from_parts(ring, next))
         }
     }

@@ -26,7 +26,8 @@ pub(crate) fn create<T: ?Sized + Payload>(
     if opts.pool.is_some() {
         return Err(GeometryError::Pool { pool: true }.into());
     }
-    let msg = T::fingerprint(opts.msg_size).map_err(CreateError::InvalidGeometry)?;
+    let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
+        .map_err(CreateError::InvalidGeometry)?;
     create_with(name, opts, multi, msg, None).map(|(ring, _)| ring)
 }
 

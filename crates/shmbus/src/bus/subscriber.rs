@@ -1,6 +1,6 @@
 //! [`Subscriber`]: one reader of a bus, at its own cursor.
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::activity::Activity;
 use super::payload::Payload;
@@ -63,7 +63,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             buf: Vec::new(),
             _payload: std::marker::PhantomData,
         };
-        if T::expected().is_none() {
+        if T::is_raw() {
             subscriber.buf = vec![0; subscriber.ring.msg_size()];
         }
         subscriber
@@ -144,7 +144,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     }
 }
 
-impl<T: Pod, R: Region> Subscriber<T, R> {
+impl<T: Message, R: Region> Subscriber<T, R> {
     /// The next message, a lag report, or `None` if the wait ran out with
     /// nothing new. `recv(Wait::Never)` never blocks; so does
     /// [`Subscriber::try_recv`].
@@ -322,7 +322,7 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
-            let msg = T::expected();
+            let msg = T::expected(opts.message.as_ref());
             let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
             let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
             if opts.register {

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::format;
 use super::reader::Reader;
@@ -88,6 +88,17 @@ impl Default for JoinOptions {
 }
 
 impl JoinOptions {
+    /// The message type a raw-byte joiner insists on (as
+    /// [`OpenOptions::message_type`]).
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::JoinOptions::default().message_type("md.Tick", 16, 8);
+    /// ```
+    pub fn message_type(mut self, name: &str, size: u32, align: u32) -> Self {
+        self.open = self.open.message_type(name, size, align);
+        self
+    }
     /// How the subscriber waits on the ring (as [`OpenOptions::wait`]).
     ///
     /// # Examples
@@ -546,7 +557,7 @@ impl Core {
 /// is repaired from the journal; [`Received::Lagged`] comes only for what
 /// the journal no longer has (folded by a compaction, reported with the
 /// folded records' last values, so a last-value-per-key state stays exact).
-/// Typed (`T: Pod`) or raw (`[u8]`), as a bus subscriber.
+/// Typed (`T: Message`) or raw (`[u8]`), as a bus subscriber.
 ///
 /// # Examples
 /// ```
@@ -608,7 +619,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// ```
     pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
         Ok(JournalSubscriber {
-            core: Core::join(name, T::expected().as_ref(), opts)?,
+            core: Core::join(name, T::expected(opts.open.message.as_ref()).as_ref(), opts)?,
             _type: PhantomData,
         })
     }
@@ -719,7 +730,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     }
 }
 
-impl<T: Pod> JournalSubscriber<T> {
+impl<T: Message> JournalSubscriber<T> {
     /// The next entry or lag report, or `None` if the wait ran out.
     ///
     /// # Examples

@@ -138,6 +138,8 @@ use std::path::{Path, PathBuf};
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
 /// struct Tick { key: u64, val: u64 }
+///
+/// impl shmbus::Message for Tick { const NAME: &'static str = "md.Tick"; }
 /// impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
 ///
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-keyed-{}", std::process::id()));
@@ -156,7 +158,7 @@ use std::path::{Path, PathBuf};
 /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub trait Keyed: bytemuck::Pod {
+pub trait Keyed: crate::wire::Message {
     /// The key this message updates.
     ///
     /// # Examples
@@ -164,6 +166,7 @@ pub trait Keyed: bytemuck::Pod {
     /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// #[repr(C)]
     /// struct Price { instrument: u32, cents: u32 }
+    /// # impl shmbus::Message for Price { const NAME: &'static str = "example.Price"; }
     /// impl shmbus::Keyed for Price {
     ///     fn key(&self) -> u64 { u64::from(self.instrument) }
     /// }

@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
-use bytemuck::Pod;
+use crate::wire::Message;
 
 use super::compaction::{tmp_path, Compaction, Compactor};
 use super::flusher::flusher;
@@ -694,7 +694,7 @@ fn no_key(_: &[u8]) -> u64 {
 }
 
 /// A publisher that journals every message before it publishes it: the
-/// bus's one publisher, typed (`T: Pod`) or raw (`[u8]`, compacting by the
+/// bus's one publisher, typed (`T: Message`) or raw (`[u8]`, compacting by the
 /// first 8 bytes of each message).
 ///
 /// # Examples
@@ -722,7 +722,7 @@ pub struct JournalPublisher<T: ?Sized + Payload> {
 /// messages by their first 8 bytes, typed ones by none (a typed bus
 /// compacts only if its type is [`Keyed`]).
 fn default_key<T: ?Sized + Payload>() -> fn(&[u8]) -> u64 {
-    if T::expected().is_none() {
+    if T::is_raw() {
         raw_key
     } else {
         no_key
@@ -771,7 +771,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
             let e = crate::wire::GeometryError::Pool { pool: true };
             return Err(JournalCreateError::Create(CreateError::InvalidGeometry(e)));
         }
-        let msg = T::fingerprint(opts.msg_size)
+        let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
             .map_err(|e| JournalCreateError::Create(CreateError::InvalidGeometry(e)))?;
         let core = Core::create(name, msg, opts, journal, default_key::<T>())?;
         Ok(JournalPublisher {
@@ -808,7 +808,8 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
-        let core = Core::attach(name, T::expected().as_ref(), opts, default_key::<T>())?;
+        let expected = T::expected(opts.message.as_ref());
+        let core = Core::attach(name, expected.as_ref(), opts, default_key::<T>())?;
         Ok(JournalPublisher {
             core,
             _type: PhantomData,
@@ -963,6 +964,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,
@@ -1018,7 +1020,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     }
 }
 
-impl<T: Pod> JournalPublisher<T> {
+impl<T: Message> JournalPublisher<T> {
     /// Appends `msg` to the journal, then publishes it. Returns its
     /// sequence. No system call unless the file grows (once per chunk) or a
     /// subscriber sleeps.
@@ -1077,6 +1079,7 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,
@@ -1111,6 +1114,7 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,

@@ -18,6 +18,7 @@ use crate::bus::Received;
 /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// # #[repr(C)]
 /// # struct Tick { key: u64, val: u64 }
+/// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
 /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
 /// use shmbus::KeyedState;
 ///
@@ -52,6 +53,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let state = shmbus::KeyedState::<Tick>::new();
     /// assert!(state.is_empty());
@@ -70,6 +72,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// state.apply(7, Tick { key: 3, val: 1 });
@@ -90,6 +93,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 5 });
@@ -107,6 +111,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 5 });
@@ -124,6 +129,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// assert!(state.is_empty());
@@ -142,6 +148,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// assert_eq!(state.last_seq(), None);
@@ -159,6 +166,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut state = shmbus::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 10 });
@@ -180,6 +188,7 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// use shmbus::KeyedState;
     /// let mut a = KeyedState::new();
@@ -213,6 +222,7 @@ impl<T: Keyed> KeyedState<T> {
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
 /// struct Tick { key: u64, val: u64 }
+/// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
 /// impl Keyed for Tick { fn key(&self) -> u64 { self.key } }
 ///
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-{}", std::process::id()));
@@ -262,6 +272,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-join-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
@@ -317,6 +328,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-poll-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
@@ -367,6 +379,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-waitfor-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
@@ -409,6 +422,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-state-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
@@ -438,6 +452,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-rejoins-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
@@ -472,6 +487,7 @@ impl<T: Keyed> State<T> {
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-subscriber-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;

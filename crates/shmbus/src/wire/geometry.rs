@@ -96,4 +96,16 @@ pub enum GeometryError {
         /// Whether the options asked for a pool.
         pool: bool,
     },
+    /// A message type's name is empty or longer than the header keeps
+    /// (64 bytes), or its alignment is not a power of two dividing the
+    /// message size, up to 4096.
+    #[error("message type `{name}` (size {size}, align {align}) cannot be recorded: the name must be 1..=64 bytes and the alignment a power of two up to 4096 that divides the size")]
+    MessageType {
+        /// The name asked for.
+        name: String,
+        /// The message size.
+        size: u32,
+        /// The alignment asked for.
+        align: u32,
+    },
 }

@@ -33,7 +33,7 @@ mod kind;
 mod page_header;
 mod pool;
 
-pub use fingerprint::{fnv1a, TypeFingerprint};
+pub use fingerprint::{fnv1a, Message, TypeFingerprint};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
 pub(crate) use page_header::round_up;

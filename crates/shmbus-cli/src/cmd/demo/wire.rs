@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use shmbus::{Keyed, KeyedState};
+use shmbus::{Keyed, KeyedState, Message};
 
 use crate::error::CliError;
 
@@ -16,6 +16,10 @@ pub(super) struct Update {
     pub(super) key: u64,
     pub(super) val: u64,
     pub(super) sent_ns: u64,
+}
+
+impl Message for Update {
+    const NAME: &'static str = "shmbus.demo.Update";
 }
 
 impl Keyed for Update {
