@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The C binding, end to end:
+#   1. include/shmbus.h is what cbindgen generates from crates/shmbus-ffi now;
+#   2. `make -C examples/c` builds the examples (gcc -Werror, libshmbus.a);
+#   3. the examples run against buses made by the `shmbus` tool: publisher ->
+#      subscriber on every kind of bus, then pingpong;
+#   4. the same under valgrind (no definite or indirect leak, no invalid
+#      access: --error-exitcode);
+#   5. `make install` writes a shmbus.pc that builds and links a program
+#      against libshmbus.so;
+#   6. nothing is left in /dev/shm.
+# Every process runs under `timeout`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() { # COMMAND PACKAGE
+    command -v "$1" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$2"; }
+}
+need gcc gcc
+need make make
+need valgrind valgrind
+need pkg-config pkg-config
+
+echo "--- include/shmbus.h is current"
+crates/shmbus-ffi/cbindgen.sh --check
+
+echo "--- build"
+cargo build -q -p shmbus-cli
+make -s -C examples/c
+SHMBUS=target/debug/shmbus
+PUB=examples/c/publisher
+SUB=examples/c/subscriber
+PINGPONG=examples/c/pingpong
+
+prefix="shmbus-ci-c-$$"
+work=$(mktemp -d)
+cleanup() {
+    local f
+    for f in /dev/shm/"$prefix"-*; do
+        [[ -e "$f" ]] && "$SHMBUS" rm "$f" >/dev/null 2>&1 || true
+    done
+    ls "$work"/valgrind.*.log >/dev/null 2>&1 && echo "valgrind logs: $(ls "$work"/valgrind.*.log | wc -l)"
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+VALGRIND=(valgrind --quiet --leak-check=full --error-exitcode=1
+    --errors-for-leak-kinds=definite,indirect --log-file="$work/valgrind.%p.log")
+
+fail() {
+    echo "FAILED: $*" >&2
+    for f in "$work"/*.err "$work"/valgrind.*.log; do
+        [[ -s "$f" ]] && { echo "== $f" >&2; cat "$f" >&2; }
+    done
+    exit 1
+}
+
+# Waits (at most 60 s) for the subscriber writing to ERR_FILE to say ready.
+wait_ready() { # ERR_FILE PID
+    local i
+    for ((i = 0; i < 6000; i++)); do
+        grep -qx ready "$1" 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || fail "subscriber $2 exited before it was ready"
+        sleep 0.01
+    done
+    fail "subscriber $2 never said ready"
+}
+
+# One publisher -> subscriber run. WRAP is "" or "valgrind".
+#   scenario WRAP KIND NAME CREATE_ARGS INPUT EXPECTED [PRELOAD]
+# PRELOAD lines are published before the subscriber starts (a late joiner).
+scenario() {
+    local wrap=$1 kind=$2 name=$3 create=$4 input=$5 expected=$6 preload=${7:-}
+    local run=() subkind=$kind count
+    [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
+    [[ "$kind" == many ]] && subkind=bus
+    # shellcheck disable=SC2086
+    "$SHMBUS" create "$name" $create >/dev/null
+    if [[ -n "$preload" ]]; then
+        printf '%s' "$preload" | timeout 60 "${run[@]}" "$PUB" --kind "$kind" "$name" \
+            2>"$work/pub.err" || fail "$wrap publisher --kind $kind (preload)"
+    fi
+    count=$(printf '%s' "$expected" | wc -l)
+    timeout 120 "${run[@]}" "$SUB" --kind "$subkind" --count "$count" --timeout 60 "$name" \
+        >"$work/sub.out" 2>"$work/sub.err" &
+    local sub=$!
+    wait_ready "$work/sub.err" "$sub"
+    printf '%s' "$input" | timeout 60 "${run[@]}" "$PUB" --kind "$kind" "$name" \
+        2>"$work/pub.err" || fail "$wrap publisher --kind $kind"
+    wait "$sub" || fail "$wrap subscriber --kind $subkind exited $?"
+    diff <(printf '%s' "$expected") "$work/sub.out" >&2 || fail "$wrap $kind: wrong output"
+    "$SHMBUS" rm "$name" >/dev/null
+    echo "ok: ${wrap:+$wrap }publisher -> subscriber, --kind $kind"
+}
+
+pingpong() { # WRAP ROUNDS
+    local wrap=$1 rounds=$2 run=()
+    [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
+    local ping="$prefix-ping" pong="$prefix-pong"
+    "$SHMBUS" create "$ping" --msg-size 64 --capacity 64 >/dev/null
+    "$SHMBUS" create "$pong" --msg-size 64 --capacity 64 >/dev/null
+    timeout 300 "${run[@]}" "$PINGPONG" serve "$ping" "$pong" 2>"$work/serve.err" &
+    local server=$!
+    timeout 300 "${run[@]}" "$PINGPONG" client "$ping" "$pong" "$rounds" \
+        >"$work/client.out" 2>"$work/client.err" || fail "$wrap pingpong client"
+    wait "$server" || fail "$wrap pingpong serve exited $?"
+    grep -Eq "^c rounds=$rounds p50_ns=[0-9]+ p99_ns=[0-9]+ p999_ns=[0-9]+ max_ns=[0-9]+$" \
+        "$work/client.out" || fail "pingpong printed: $(cat "$work/client.out")"
+    "$SHMBUS" rm "$ping" >/dev/null
+    "$SHMBUS" rm "$pong" >/dev/null
+    echo "ok: ${wrap:+$wrap }pingpong: $(cat "$work/client.out")"
+}
+
+all_scenarios() { # WRAP
+    local w=$1 long
+    long=$(printf 'x%.0s' {1..100})
+    scenario "$w" bus "$prefix-bus" "--msg-size 32 --capacity 16" \
+        $'alpha\nbeta\n\ngamma' $'alpha\nbeta\n\ngamma\n'
+    scenario "$w" many "$prefix-many" "--msg-size 16 --capacity 16 --publishers many" \
+        $'one\ntwo\n' $'one\ntwo\n'
+    # Six lines before the join into a four-slot ring: only the journal has
+    # the first two when the subscriber joins.
+    scenario "$w" journal "$prefix-journal" \
+        "--msg-size 16 --capacity 4 --journal $work/$w-journal.journal" \
+        $'j7\n' $'j1\nj2\nj3\nj4\nj5\nj6\nj7\n' $'j1\nj2\nj3\nj4\nj5\nj6\n'
+    scenario "$w" pool "$prefix-pool" "--pool 128:24 --capacity 16" \
+        "short"$'\n'"$long"$'\n' "short"$'\n'"$long"$'\n'
+}
+
+echo "--- end to end"
+all_scenarios ""
+pingpong "" 20000
+
+echo "--- under valgrind"
+all_scenarios valgrind
+pingpong valgrind 300
+
+echo "--- pkg-config"
+make -s -C examples/c install PREFIX="$work/prefix" CARGO=true
+export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
+[[ "$(pkg-config --modversion shmbus)" == "$(sed -n 's/^version = "\(.*\)"/\1/p' crates/shmbus-ffi/Cargo.toml)" ]] ||
+    fail "pkg-config --modversion shmbus"
+# shellcheck disable=SC2046
+gcc -O2 -Wall -Werror -std=c11 $(pkg-config --cflags shmbus) examples/c/subscriber.c \
+    -o "$work/subscriber-pc" $(pkg-config --libs shmbus)
+name="$prefix-pc"
+"$SHMBUS" create "$name" --msg-size 16 --capacity 8 >/dev/null
+printf 'via pkg-config\n' | timeout 60 "$PUB" "$name"
+LD_LIBRARY_PATH="$work/prefix/lib" timeout 60 "$work/subscriber-pc" --from oldest --count 1 \
+    --timeout 10 "$name" >"$work/pc.out" 2>"$work/pc.err" || fail "subscriber via pkg-config"
+[[ "$(cat "$work/pc.out")" == "via pkg-config" ]] || fail "pkg-config build printed $(cat "$work/pc.out")"
+LD_LIBRARY_PATH="$work/prefix/lib" ldd "$work/subscriber-pc" | grep -q "$work/prefix/lib/libshmbus.so" || fail "not linked to libshmbus.so"
+"$SHMBUS" rm "$name" >/dev/null
+echo "ok: a program built with pkg-config links libshmbus.so and runs"
+
+echo "--- /dev/shm"
+left=$(find /dev/shm -maxdepth 1 -name "$prefix-*" -print)
+[[ -z "$left" ]] || fail "left in /dev/shm: $left"
+echo "ok: nothing left in /dev/shm"
+echo "ci/c.sh: all passed"

@@ -1,0 +1,62 @@
+//! What the C API tests share: unique bus names that are removed again,
+//! and C strings.
+
+#![allow(dead_code)]
+
+use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A bus name unique to this process and call, removed (with its side
+/// files) when dropped.
+pub struct Bus {
+    pub name: String,
+    pub c: CString,
+}
+
+impl Bus {
+    pub fn new(what: &str) -> Bus {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let name = format!("shmbus-ffi-test-{}-{what}-{n}", std::process::id());
+        Bus {
+            c: CString::new(name.clone()).unwrap(),
+            name,
+        }
+    }
+    pub fn ptr(&self) -> *const std::ffi::c_char {
+        self.c.as_ptr()
+    }
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        let _ = shmbus_core::remove(&self.name);
+    }
+}
+
+/// A directory for journals, removed when dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> TempDir {
+        let dir =
+            std::env::temp_dir().join(format!("shmbus-ffi-test-{}-{what}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// This thread's last error message.
+pub fn last_error() -> String {
+    // SAFETY: shmbus_error_message never returns NULL, and the string is
+    // valid until the next call on this thread; it is copied at once.
+    unsafe { CStr::from_ptr(crate::shmbus_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}

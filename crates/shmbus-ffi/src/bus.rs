@@ -1,0 +1,518 @@
+//! Buses of fixed-size raw messages: one publisher (`shmbus_publisher_*`),
+//! many (`shmbus_mp_publisher_*`), and their subscribers
+//! (`shmbus_subscriber_*`).
+
+use std::ffi::{c_char, c_void};
+
+use shmbus_core::{MpPublishError, MpPublisher, Publisher, Received, Subscriber};
+
+use crate::{
+    buffer, bus_options, bytes, c_str, capacity_in, entry, entry_void, give, handle, nothing,
+    open_options, out_handle, out_ptr, put, take_back, wait_of, BusKind, BusOpts, Failure,
+    OpenOpts, Status,
+};
+
+/// The publisher of a single-publisher bus (opaque).
+pub struct ShmbusPublisher(Publisher<[u8]>);
+
+/// A subscriber of a bus, at its own cursor (opaque).
+pub struct ShmbusSubscriber(Subscriber<[u8]>);
+
+/// One of the publishers of a many-publisher bus (opaque).
+pub struct ShmbusMpPublisher(MpPublisher<[u8]>);
+
+fn too_small(cap: usize, need: usize) -> Failure {
+    Failure::new(
+        Status::SHMBUS_TOO_SMALL,
+        format!(
+            "the buffer holds {cap} bytes, a message of this bus is {need}: nothing was received"
+        ),
+    )
+}
+
+/// Creates the single-publisher bus `name` (a bare name lives in
+/// /dev/shm; a path elsewhere) of `opts->capacity` slots of
+/// `opts->msg_size` bytes, and becomes its publisher.
+///
+/// Statuses: `SHMBUS_OK` (`*out` is the publisher: close it with
+/// `shmbus_publisher_close`; the bus stays until `shmbus_remove`);
+/// `SHMBUS_ERROR` (the name exists, a capacity that is not a power of two,
+/// no msg_size, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_create(
+    name: *const c_char,
+    opts: *const BusOpts,
+    out: *mut *mut ShmbusPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
+        let p =
+            Publisher::<[u8]>::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusPublisher(p))
+    })
+}
+
+/// Becomes the publisher of the existing single-publisher bus `name` (made
+/// by `shmbus create`, or whose publisher exited or died): carries on its
+/// sequence and bumps its epoch. `opts` may be NULL; with a `type_name` the
+/// bus must carry that type.
+///
+/// Statuses: `SHMBUS_OK` (`*out` is the publisher, closed with
+/// `shmbus_publisher_close`); `SHMBUS_ERROR` (no such bus, another live
+/// publisher, a journaled, pool or many-publisher bus, a type mismatch,
+/// ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_attach(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let p = Publisher::<[u8]>::attach(name, &opts.open)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusPublisher(p))
+    })
+}
+
+/// Publishes the `len` bytes at `data` (zero-padded to the message size)
+/// and writes its sequence number to `*seq` (`seq` may be NULL). Never
+/// waits: a slow subscriber is lapped, not waited for.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (longer than the message size:
+/// nothing published; a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
+/// (NULL allowed if `len` is 0); `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_publish(
+    publisher: *mut ShmbusPublisher,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data, len, "data") }?;
+        let s =
+            p.0.publish(data)
+                .map_err(|e| Failure::error(e.to_string()))?;
+        // SAFETY: as above.
+        unsafe { put(seq, s) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the bus's message size in bytes to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_msg_size(
+    publisher: *mut ShmbusPublisher,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the sequence number the next message will get to `*seq`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_next_sequence(
+    publisher: *mut ShmbusPublisher,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(seq, "seq") }?.set(p.0.next_sequence());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Stops publishing and frees the publisher (NULL: nothing). The bus
+/// stays; another process may attach.
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_close(publisher: *mut ShmbusPublisher) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(publisher) });
+}
+
+/// Opens the bus `name` as a subscriber that starts where `opts->start`
+/// says (NULL `opts`: at the next message published). Any bus of
+/// fixed-size messages (single, many or journaled publishers); with a
+/// `type_name` the bus must carry that type.
+///
+/// Statuses: `SHMBUS_OK` (`*out` is the subscriber, closed with
+/// `shmbus_subscriber_close`); `SHMBUS_ERROR` (no such bus, a stream or a
+/// pool bus, a type mismatch, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_open(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusSubscriber,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let s = Subscriber::<[u8]>::open(name, &opts.open)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusSubscriber(s))
+    })
+}
+
+/// Receives the next message into `buf`, waiting as `timeout_ns` says.
+/// `*len` holds the buffer's length on entry and the message's on
+/// `SHMBUS_MESSAGE` (always the bus's message size: shorter messages
+/// come zero-padded as published).
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (this subscriber was lapped:
+/// `*skipped` messages were lost; it goes on half a ring behind the
+/// newest: receive again); `SHMBUS_EMPTY` (nothing, `timeout_ns` 0);
+/// `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (the buffer is shorter than
+/// the message size, now in `*len`; nothing was received); `SHMBUS_ERROR`.
+/// `*len` is left as it was on the other statuses.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
+/// writable bytes; `len` NULL or an initialised, writable `size_t`;
+/// `skipped` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_recv(
+    subscriber: *mut ShmbusSubscriber,
+    buf: *mut c_void,
+    len: *mut usize,
+    skipped: *mut u64,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        let cap = unsafe { capacity_in(len) }?;
+        let need = s.0.msg_size();
+        if cap < need {
+            // SAFETY: as above (`len` is not NULL: capacity_in read it).
+            unsafe { put(len, need) };
+            return Err(too_small(cap, need));
+        }
+        // SAFETY: as above.
+        let out = unsafe { buffer(buf, cap, "buf") }?;
+        match s.0.recv(wait_of(timeout_ns)) {
+            Some(Received::Message(msg)) => {
+                out[..msg.len()].copy_from_slice(msg);
+                // SAFETY: as above.
+                unsafe { put(len, msg.len()) };
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            Some(Received::Lagged { skipped: n }) => {
+                // SAFETY: as above.
+                unsafe { put(skipped, n) };
+                Ok(Status::SHMBUS_LAGGED)
+            }
+            None => Ok(nothing(timeout_ns)),
+        }
+    })
+}
+
+/// As `shmbus_subscriber_recv`, without the copy into a buffer of yours:
+/// on `SHMBUS_MESSAGE`, `*data` points to the message and `*len` is its
+/// length (the message size). The bytes are this subscriber's own copy
+/// (the ring's slot was copied and checked once, as for every receive),
+/// not shared memory: they stay as they are until the next call on this
+/// subscriber, and the pointer is valid until then or its close.
+///
+/// Statuses: as `shmbus_subscriber_recv` (no `SHMBUS_TOO_SMALL`).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `data`, `len` NULL or
+/// writable; `skipped` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_recv_borrow(
+    subscriber: *mut ShmbusSubscriber,
+    data: *mut *const c_void,
+    len: *mut usize,
+    skipped: *mut u64,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        let mut data = unsafe { out_ptr(data, "data") }?;
+        // SAFETY: as above.
+        let mut len = unsafe { out_ptr(len, "len") }?;
+        match s.0.recv(wait_of(timeout_ns)) {
+            Some(Received::Message(msg)) => {
+                data.set(msg.as_ptr().cast());
+                len.set(msg.len());
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            Some(Received::Lagged { skipped: n }) => {
+                // SAFETY: as above.
+                unsafe { put(skipped, n) };
+                Ok(Status::SHMBUS_LAGGED)
+            }
+            None => Ok(nothing(timeout_ns)),
+        }
+    })
+}
+
+/// Copies the newest message on the bus into `buf` without moving this
+/// subscriber's cursor. `*len` as for `shmbus_subscriber_recv`.
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_EMPTY` (nothing published yet, or
+/// the newest slot was being rewritten); `SHMBUS_TOO_SMALL`;
+/// `SHMBUS_ERROR`.
+///
+/// # Safety
+/// As `shmbus_subscriber_recv`.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_latest(
+    subscriber: *mut ShmbusSubscriber,
+    buf: *mut c_void,
+    len: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        let cap = unsafe { capacity_in(len) }?;
+        let need = s.0.msg_size();
+        if cap < need {
+            // SAFETY: as above.
+            unsafe { put(len, need) };
+            return Err(too_small(cap, need));
+        }
+        // SAFETY: as above.
+        let out = unsafe { buffer(buf, cap, "buf") }?;
+        match s.0.latest() {
+            Some(msg) => {
+                out[..msg.len()].copy_from_slice(msg);
+                // SAFETY: as above.
+                unsafe { put(len, msg.len()) };
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            None => Ok(Status::SHMBUS_EMPTY),
+        }
+    })
+}
+
+/// Writes the bus's message size in bytes to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_msg_size(
+    subscriber: *mut ShmbusSubscriber,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(s.0.msg_size());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the sequence number this subscriber reads next to `*seq` (after
+/// a `SHMBUS_MESSAGE`, that message's sequence is `*seq - 1`).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_position(
+    subscriber: *mut ShmbusSubscriber,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(seq, "seq") }?.set(s.0.position());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Closes the subscriber (NULL: nothing); a pointer from
+/// `shmbus_subscriber_recv_borrow` dies with it.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_close(subscriber: *mut ShmbusSubscriber) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(subscriber) });
+}
+
+/// Creates the many-publisher bus `name` (any number of processes publish
+/// at once, in one total order) and becomes one of its publishers.
+/// `opts->unblock_timeout_ns`: how long a claimed slot may stay
+/// unwritten (its publisher died) before subscribers skip it.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
+/// `SHMBUS_ERROR` (`*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_mp_publisher_create(
+    name: *const c_char,
+    opts: *const BusOpts,
+    out: *mut *mut ShmbusMpPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
+        let p =
+            MpPublisher::<[u8]>::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusMpPublisher(p))
+    })
+}
+
+/// Becomes one more publisher of the existing many-publisher bus `name`
+/// (`shmbus create --publishers many`).
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
+/// `SHMBUS_ERROR` (no such bus, a single-publisher bus, a type mismatch,
+/// ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_mp_publisher_attach(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusMpPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let p = MpPublisher::<[u8]>::attach(name, &opts.open)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusMpPublisher(p))
+    })
+}
+
+/// Publishes the `len` bytes at `data` (zero-padded to the message size)
+/// and writes its sequence number to `*seq` (`seq` may be NULL).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ABANDONED` (this publisher stalled past
+/// the unblock timeout between claiming its slot and writing it, and
+/// subscribers skipped it: nothing was published; publish again);
+/// `SHMBUS_ERROR` (longer than the message size: nothing published).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
+/// (NULL allowed if `len` is 0); `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_mp_publisher_publish(
+    publisher: *mut ShmbusMpPublisher,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data, len, "data") }?;
+        let s = p.0.publish(data).map_err(|e| match e {
+            MpPublishError::Abandoned(a) => Failure::new(Status::SHMBUS_ABANDONED, a.to_string()),
+            other => Failure::error(other.to_string()),
+        })?;
+        // SAFETY: as above.
+        unsafe { put(seq, s) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the bus's message size in bytes to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_mp_publisher_msg_size(
+    publisher: *mut ShmbusMpPublisher,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Frees the publisher (NULL: nothing).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_mp_publisher_close(publisher: *mut ShmbusMpPublisher) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(publisher) });
+}

@@ -1,0 +1,350 @@
+//! Journaled buses: `shmbus_journal_publisher_*` appends every message to
+//! a file before it goes on the ring, and `shmbus_journal_subscriber_*`
+//! joins late and still gets every message, without gap or duplicate.
+
+use std::ffi::{c_char, c_void};
+
+use shmbus_core::{
+    Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received,
+};
+
+use crate::{
+    buffer, bus_options, bytes, c_str, capacity_in, entry, entry_void, give, handle, nothing,
+    open_options, out_handle, out_ptr, put, wait_of, BusKind, BusOpts, Failure, JournalOpts,
+    OpenOpts, Status,
+};
+
+/// The publisher of a journaled bus (opaque).
+pub struct ShmbusJournalPublisher(JournalPublisher<[u8]>);
+
+/// A subscriber of a journaled bus that started with its journal (opaque).
+pub struct ShmbusJournalSubscriber(JournalSubscriber<[u8]>);
+
+/// Creates the journaled bus `name` (`opts` as for
+/// `shmbus_publisher_create`) with its journal at `journal->path` (an
+/// existing journal there is continued: the bus carries on its sequence),
+/// and becomes its publisher.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_journal_publisher_close`); `SHMBUS_ERROR` (`*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` and `journal` NULL or
+/// valid options structs; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_create(
+    name: *const c_char,
+    opts: *const BusOpts,
+    journal: *const JournalOpts,
+    out: *mut *mut ShmbusJournalPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
+        // SAFETY: as above.
+        let j = unsafe { journal.as_ref() }.ok_or_else(|| {
+            Failure::error("journal options (shmbus_journal_options_t*) are NULL")
+        })?;
+        // SAFETY: as above.
+        let path = unsafe { c_str(j.path, "journal path") }?;
+        let mut jo = JournalOptions::new(path);
+        if j.chunk_bytes != 0 {
+            jo = jo.chunk_bytes(usize::try_from(j.chunk_bytes).unwrap_or(usize::MAX));
+        }
+        if j.preallocate_bytes != 0 {
+            jo = jo.preallocate_bytes(usize::try_from(j.preallocate_bytes).unwrap_or(usize::MAX));
+        }
+        let p = JournalPublisher::<[u8]>::create(name, &opts, &jo)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusJournalPublisher(p))
+    })
+}
+
+/// Becomes the publisher of the existing journaled bus `name` (made by
+/// `shmbus create --journal`, or whose publisher exited or died),
+/// carrying on its journal and sequence.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_journal_publisher_close`); `SHMBUS_ERROR` (no such bus, no
+/// journal, a live publisher, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_attach(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusJournalPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let p = JournalPublisher::<[u8]>::attach(name, &opts.open)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusJournalPublisher(p))
+    })
+}
+
+/// Appends the `len` bytes at `data` (zero-padded to the message size) to
+/// the journal, then publishes them; writes the sequence to `*seq` (`seq`
+/// may be NULL).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (longer than the message size, a
+/// full disk, an I/O error: neither journaled nor published).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
+/// (NULL allowed if `len` is 0); `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_publish(
+    publisher: *mut ShmbusJournalPublisher,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data, len, "data") }?;
+        let s =
+            p.0.publish(data)
+                .map_err(|e| Failure::error(e.to_string()))?;
+        // SAFETY: as above.
+        unsafe { put(seq, s) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Makes everything published so far durable (`fdatasync` of the
+/// journal). Joining subscribers need no flush from you: they ask the
+/// publisher for one, which it serves from its own thread.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (the sync failed).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_flush(
+    publisher: *mut ShmbusJournalPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: the pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        p.0.flush()
+            .map_err(|e| Failure::error(format!("flushing the journal: {e}")))?;
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the bus's message size in bytes to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_msg_size(
+    publisher: *mut ShmbusJournalPublisher,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Stops publishing (its threads finish; a compaction under way is
+/// completed) and frees the publisher, whatever the status (NULL:
+/// `SHMBUS_OK`).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a compaction failed: the journal
+/// is left whole, uncompacted).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_publisher_close(
+    publisher: *mut ShmbusJournalPublisher,
+) -> Status {
+    entry(|| {
+        if publisher.is_null() {
+            return Ok(Status::SHMBUS_OK);
+        }
+        // SAFETY: a live handle `give` made (Box::into_raw), not freed yet,
+        // by the contract.
+        let p = unsafe { Box::from_raw(publisher) };
+        p.0.close().map_err(|e| Failure::error(e.to_string()))?;
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Joins the journaled bus `name`: waits for the publisher to flush, then
+/// delivers the journal from its start and goes on with the ring, every
+/// sequence once, in order. `opts` may be NULL: `wait`, `spin_ns`,
+/// `init_timeout_ns`, `flush_timeout_ns` and the type fields apply;
+/// `start` does not (a joiner starts with the journal).
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_journal_subscriber_close`); `SHMBUS_ERROR` (no such bus, no
+/// journal, the publisher died or did not flush in time, ...; `*out` is
+/// NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_subscriber_join(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusJournalSubscriber,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let o = unsafe { open_options(opts) }?;
+        let mut join = JoinOptions::default()
+            .wait(o.wait)
+            .init_timeout(o.init_timeout);
+        if let Some(t) = o.flush_timeout {
+            join = join.flush_timeout(t);
+        }
+        if let Some((type_name, size, align)) = &o.message_type {
+            join = join.message_type(type_name, *size, *align);
+        }
+        let s = JournalSubscriber::<[u8]>::join(name, &join)
+            .map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusJournalSubscriber(s))
+    })
+}
+
+/// Receives the next message into `buf` with its sequence number in
+/// `*seq`, waiting as `timeout_ns` says. `*len` holds the buffer's length
+/// on entry and the message's (the message size) on `SHMBUS_MESSAGE`.
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (`*skipped` messages were
+/// lost that neither the ring nor the journal still had); `SHMBUS_EMPTY`
+/// (`timeout_ns` 0); `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (`*len` is the
+/// message size; nothing received); `SHMBUS_ERROR`.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
+/// writable bytes; `len` NULL or an initialised, writable `size_t`; `seq`
+/// and `skipped` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_subscriber_recv(
+    subscriber: *mut ShmbusJournalSubscriber,
+    buf: *mut c_void,
+    len: *mut usize,
+    seq: *mut u64,
+    skipped: *mut u64,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        let cap = unsafe { capacity_in(len) }?;
+        let need = s.0.msg_size();
+        if cap < need {
+            // SAFETY: as above (`len` is not NULL: capacity_in read it).
+            unsafe { put(len, need) };
+            return Err(Failure::new(
+                Status::SHMBUS_TOO_SMALL,
+                format!(
+                    "the buffer holds {cap} bytes, a message of this bus is {need}: \
+                     nothing was received"
+                ),
+            ));
+        }
+        // SAFETY: as above.
+        let out = unsafe { buffer(buf, cap, "buf") }?;
+        match s.0.recv(wait_of(timeout_ns)) {
+            Some(Received::Message(Entry { seq: n, msg })) => {
+                out[..msg.len()].copy_from_slice(msg);
+                // SAFETY: as above.
+                unsafe { put(len, msg.len()) };
+                // SAFETY: as above.
+                unsafe { put(seq, n) };
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            Some(Received::Lagged { skipped: n }) => {
+                // SAFETY: as above.
+                unsafe { put(skipped, n) };
+                Ok(Status::SHMBUS_LAGGED)
+            }
+            None => Ok(nothing(timeout_ns)),
+        }
+    })
+}
+
+/// Writes the bus's message size in bytes to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_subscriber_msg_size(
+    subscriber: *mut ShmbusJournalSubscriber,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(s.0.msg_size());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Writes the sequence this subscriber delivers next to `*seq`, and
+/// whether it has caught up with the ring (past the journal) to `*live`
+/// (either may be NULL).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL subscriber).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `seq`, `live` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_subscriber_position(
+    subscriber: *mut ShmbusJournalSubscriber,
+    seq: *mut u64,
+    live: *mut bool,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        // SAFETY: as above.
+        unsafe { put(seq, s.0.position()) };
+        // SAFETY: as above.
+        unsafe { put(live, s.0.is_live()) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Frees the subscriber (NULL: nothing).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_journal_subscriber_close(subscriber: *mut ShmbusJournalSubscriber) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { crate::take_back(subscriber) });
+}

@@ -1,0 +1,518 @@
+//! Pool buses: messages of any length up to a block live in a pool of
+//! blocks in shared memory. A publisher loans a block
+//! (`shmbus_pool_publisher_loan` → `shmbus_loan_t`), writes the message in
+//! place and publishes it; a subscriber receives a `shmbus_sample_t` that
+//! points at the block in place, and holds it until
+//! `shmbus_sample_release`.
+//!
+//! # How a loan is kept
+//! A Rust `Loan` borrows its publisher mutably, so while it lives nothing
+//! else may touch that publisher. The publisher handle is a small struct
+//! around a separately boxed `PoolPublisher`, with two flags: `loan_out`
+//! (a `ShmbusLoan` holds a `Loan<'static>` made from that box) and
+//! `closed`. Every call that would use the `PoolPublisher` refuses while a
+//! loan is out; closing the handle with a loan out only sets `closed`, and
+//! the loan's end (publish or discard) then frees the publisher and the
+//! handle. So the box outlives every loan made from it, and the loan's
+//! `&mut` is the only reference to it while the loan lives.
+
+use std::ffi::{c_char, c_void};
+use std::ptr::NonNull;
+
+use shmbus_core::{
+    Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Received, Sample,
+};
+
+use crate::{
+    bus_options, c_str, entry, entry_void, give, handle, nothing, open_options, out_handle,
+    out_ptr, put, take_back, wait_of, BusKind, BusOpts, Failure, OpenOpts, Outcome, Status,
+};
+
+/// A publisher of a pool bus (opaque).
+pub struct ShmbusPoolPublisher {
+    /// The publisher, from `Box::into_raw`; freed when the handle is
+    /// closed and no loan is out.
+    publisher: NonNull<PoolPublisher>,
+    /// Its block size, so asking for it never touches a loaned publisher.
+    block_size: usize,
+    /// A `ShmbusLoan` made from `publisher` is alive.
+    loan_out: bool,
+    /// `shmbus_pool_publisher_close` was called while a loan was out.
+    closed: bool,
+}
+
+/// A block loaned to a pool publisher, to write a message into (opaque).
+pub struct ShmbusLoan {
+    /// The loan; it borrows the owner's `PoolPublisher` (see the module
+    /// comment for why that box outlives it).
+    loan: Loan<'static>,
+    /// The publisher handle it was loaned from (the pointer C passed in).
+    owner: NonNull<ShmbusPoolPublisher>,
+}
+
+/// A subscriber of a pool bus (opaque).
+pub struct ShmbusPoolSubscriber(PoolSubscriber);
+
+/// One received message of a pool bus, held in place (opaque). It keeps
+/// the bus mapped: it may outlive its subscriber.
+pub struct ShmbusSample(Sample);
+
+fn wrap(p: PoolPublisher) -> ShmbusPoolPublisher {
+    ShmbusPoolPublisher {
+        block_size: p.block_size(),
+        publisher: NonNull::from(Box::leak(Box::new(p))),
+        loan_out: false,
+        closed: false,
+    }
+}
+
+/// Frees a publisher handle and its publisher.
+///
+/// # Safety
+/// `h` was made by `give(wrap(..))`, is not used again, and no loan of it
+/// is alive.
+unsafe fn free_publisher(h: NonNull<ShmbusPoolPublisher>) {
+    // SAFETY: made by Box::into_raw in `give`, freed once, by the contract.
+    let h = unsafe { Box::from_raw(h.as_ptr()) };
+    // SAFETY: made by Box::leak in `wrap`; no loan borrows it (contract).
+    drop(unsafe { Box::from_raw(h.publisher.as_ptr()) });
+}
+
+/// Makes a pool publisher, the common part of the four constructors.
+///
+/// # Safety
+/// As the constructors' contracts.
+unsafe fn make(
+    name: *const c_char,
+    out: *mut *mut ShmbusPoolPublisher,
+    f: impl FnOnce(&str) -> Result<PoolPublisher, String>,
+) -> Outcome {
+    // SAFETY: each pointer as the contract says.
+    let out = unsafe { out_handle(out) }?;
+    // SAFETY: as above.
+    let name = unsafe { c_str(name, "name") }?;
+    let p = f(name).map_err(Failure::error)?;
+    give(out, wrap(p))
+}
+
+/// Creates the pool bus `name`: `opts->capacity` slots, a pool of
+/// `opts->pool_blocks` blocks of `opts->pool_block_size` bytes (msg_size
+/// and type_name are not used), and becomes its one publisher.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_pool_publisher_close`); `SHMBUS_ERROR` (`*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_create(
+    name: *const c_char,
+    opts: *const BusOpts,
+    out: *mut *mut ShmbusPoolPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let opts = unsafe { bus_options(opts, BusKind::Pool) }?;
+        // SAFETY: as the contract says.
+        unsafe {
+            make(name, out, |n| {
+                PoolPublisher::create(n, &opts).map_err(|e| e.to_string())
+            })
+        }
+    })
+}
+
+/// As `shmbus_pool_publisher_create`, for a pool bus any number of
+/// publishers share (`shmbus_pool_publisher_attach_many`).
+///
+/// # Safety
+/// As `shmbus_pool_publisher_create`.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
+    name: *const c_char,
+    opts: *const BusOpts,
+    out: *mut *mut ShmbusPoolPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let opts = unsafe { bus_options(opts, BusKind::Pool) }?;
+        // SAFETY: as the contract says.
+        unsafe {
+            make(name, out, |n| {
+                PoolPublisher::create_many(n, &opts).map_err(|e| e.to_string())
+            })
+        }
+    })
+}
+
+/// Becomes the publisher of the existing single-publisher pool bus `name`
+/// (`shmbus create --pool`); loans a dead publisher left are freed.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_pool_publisher_close`); `SHMBUS_ERROR` (no such bus, not a pool
+/// bus, a live publisher, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_attach(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusPoolPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let o = unsafe { open_options(opts) }?;
+        // SAFETY: as the contract says.
+        unsafe {
+            make(name, out, |n| {
+                PoolPublisher::attach(n, &o.open).map_err(|e| e.to_string())
+            })
+        }
+    })
+}
+
+/// Becomes one more publisher of the existing many-publisher pool bus
+/// `name`.
+///
+/// # Safety
+/// As `shmbus_pool_publisher_attach`.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusPoolPublisher,
+) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let o = unsafe { open_options(opts) }?;
+        // SAFETY: as the contract says.
+        unsafe {
+            make(name, out, |n| {
+                PoolPublisher::attach_many(n, &o.open).map_err(|e| e.to_string())
+            })
+        }
+    })
+}
+
+/// Loans a block for a message of exactly `len` bytes (at most the block
+/// size), waiting as `timeout_ns` says while every block is in use. On
+/// `SHMBUS_OK`, `*loan` is the loan and `*data` (`data` may be NULL; see
+/// also `shmbus_loan_data`) points to its `len` writable bytes, 64-byte
+/// aligned, which hold whatever the block held before: write all of them,
+/// then `shmbus_loan_publish` or `shmbus_loan_discard`. One loan per
+/// publisher at a time.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no free block, `timeout_ns` 0) or
+/// `SHMBUS_TIMED_OUT`, both with a message giving where the blocks are;
+/// `SHMBUS_ERROR` (`len` above the block size, a loan already out; `*loan`
+/// is NULL).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `loan` NULL or writable;
+/// `data` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_loan(
+    publisher: *mut ShmbusPoolPublisher,
+    len: usize,
+    timeout_ns: i64,
+    loan: *mut *mut ShmbusLoan,
+    data: *mut *mut c_void,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(loan) }?;
+        let owner = NonNull::new(publisher).ok_or_else(|| Failure::error("publisher is NULL"))?;
+        // SAFETY: as above.
+        let h = unsafe { handle(publisher, "publisher") }?;
+        if h.loan_out {
+            return Err(Failure::error(
+                "this publisher has a loan out: publish or discard it before the next loan",
+            ));
+        }
+        // SAFETY: `h.publisher` is the live box `wrap` leaked (the handle is
+        // live, so not freed); no loan is out, so no other reference to it
+        // exists, and the one made here lives in the `ShmbusLoan` only,
+        // which ends before the box is freed (module comment).
+        let p: &'static mut PoolPublisher = unsafe { &mut *h.publisher.as_ptr() };
+        let mut l = p.loan(len, wait_of(timeout_ns)).map_err(|e| match e {
+            LoanError::Exhausted { .. } if timeout_ns == 0 => {
+                Failure::new(Status::SHMBUS_FULL, e.to_string())
+            }
+            LoanError::Exhausted { .. } => Failure::new(Status::SHMBUS_TIMED_OUT, e.to_string()),
+            other => Failure::error(other.to_string()),
+        })?;
+        // SAFETY: as the contract says.
+        unsafe { put(data, l.as_mut_ptr().cast()) };
+        h.loan_out = true;
+        give(out, ShmbusLoan { loan: l, owner })
+    })
+}
+
+/// Writes the loan's bytes to `*data` and their length to `*len` (either
+/// may be NULL).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL loan).
+///
+/// # Safety
+/// `loan` is NULL or a live loan; `data`, `len` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_loan_data(
+    loan: *mut ShmbusLoan,
+    data: *mut *mut c_void,
+    len: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let l = unsafe { handle(loan, "loan") }?;
+        // SAFETY: as above.
+        unsafe { put(data, l.loan.as_mut_ptr().cast()) };
+        // SAFETY: as above.
+        unsafe { put(len, l.loan.len()) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Ends a loan: publishes it (`publish`) or gives the block back. Frees
+/// the loan handle, and the publisher's if it was closed meanwhile.
+///
+/// # Safety
+/// `loan` is a live loan (not NULL), not used again.
+unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, Failure> {
+    // SAFETY: made by Box::into_raw in `give`, not freed yet (contract).
+    let ShmbusLoan { loan, owner } = *unsafe { Box::from_raw(loan) };
+    let result = if publish {
+        Some(loan.publish())
+    } else {
+        drop(loan);
+        None
+    };
+    // SAFETY: the owner handle is live: it is freed only when closed with
+    // no loan out, and this loan was out until now. The `Loan` is gone, so
+    // nothing borrows its publisher any more.
+    let h = unsafe { &mut *owner.as_ptr() };
+    h.loan_out = false;
+    if h.closed {
+        // SAFETY: closed by C (never used again), and no loan is out.
+        unsafe { free_publisher(owner) };
+    }
+    match result {
+        None => Ok(None),
+        Some(Ok(seq)) => Ok(Some(seq)),
+        Some(Err(abandoned)) => Err(Failure::new(
+            Status::SHMBUS_ABANDONED,
+            abandoned.to_string(),
+        )),
+    }
+}
+
+/// Publishes the loan's message (its `len` bytes, as loaned) and writes
+/// its sequence number to `*seq` (`seq` may be NULL). The loan handle is
+/// freed whatever the status: do not use it or its bytes again.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ABANDONED` (a many-publisher bus skipped
+/// the claim: nothing published, the block is free again); `SHMBUS_ERROR`
+/// (a NULL loan).
+///
+/// # Safety
+/// `loan` is NULL or a live loan, not used again; `seq` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_loan_publish(loan: *mut ShmbusLoan, seq: *mut u64) -> Status {
+    entry(|| {
+        if loan.is_null() {
+            return Err(Failure::error("loan is NULL"));
+        }
+        // SAFETY: live and not used again, by the contract.
+        let s = unsafe { end_loan(loan, true) }?;
+        if let Some(s) = s {
+            // SAFETY: NULL or writable, by the contract.
+            unsafe { put(seq, s) };
+        }
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Gives the loan's block back unpublished and frees the loan (NULL:
+/// nothing).
+///
+/// # Safety
+/// `loan` is NULL or a live loan, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_loan_discard(loan: *mut ShmbusLoan) {
+    entry_void(|| {
+        if !loan.is_null() {
+            // SAFETY: live and not used again, by the contract.
+            let _ = unsafe { end_loan(loan, false) };
+        }
+    });
+}
+
+/// Writes the pool's block size (the longest message) to `*size`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher; `size` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_block_size(
+    publisher: *mut ShmbusPoolPublisher,
+    size: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let h = unsafe { handle(publisher, "publisher") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(size, "size") }?.set(h.block_size);
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Closes the publisher (NULL: nothing). With a loan out, the publisher
+/// lives on until that loan is published or discarded.
+///
+/// # Safety
+/// `publisher` is NULL or a live publisher, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_publisher_close(publisher: *mut ShmbusPoolPublisher) {
+    entry_void(|| {
+        let Some(h) = NonNull::new(publisher) else {
+            return;
+        };
+        // SAFETY: a live handle (contract); the loan, if any, does not hold
+        // a reference to the handle between calls, only its pointer.
+        let handle = unsafe { &mut *h.as_ptr() };
+        if handle.loan_out {
+            handle.closed = true;
+        } else {
+            // SAFETY: live, not used again (contract), no loan out.
+            unsafe { free_publisher(h) };
+        }
+    });
+}
+
+/// Opens the pool bus `name` as a subscriber that starts where
+/// `opts->start` says (NULL `opts`: at the next message).
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_pool_subscriber_close`); `SHMBUS_ERROR` (no such bus, not a
+/// pool bus, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_subscriber_open(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusPoolSubscriber,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let o = unsafe { open_options(opts) }?;
+        let s = PoolSubscriber::open(name, &o.open).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusPoolSubscriber(s))
+    })
+}
+
+/// Receives the next message in place, waiting as `timeout_ns` says. On
+/// `SHMBUS_MESSAGE`, `*sample` holds it (`shmbus_sample_data` gives its
+/// bytes, length and sequence) until `shmbus_sample_release`; a subscriber
+/// holds at most `SHMBUS_POOL_MAX_HELD` samples.
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (`*skipped` messages lost);
+/// `SHMBUS_EMPTY` (`timeout_ns` 0); `SHMBUS_TIMED_OUT`; `SHMBUS_FULL`
+/// (already holding `SHMBUS_POOL_MAX_HELD` samples: release one; nothing
+/// was received; with a message); `SHMBUS_ERROR`. `*sample` is NULL
+/// unless `SHMBUS_MESSAGE`.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `sample` NULL or writable;
+/// `skipped` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
+    subscriber: *mut ShmbusPoolSubscriber,
+    sample: *mut *mut ShmbusSample,
+    skipped: *mut u64,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(sample) }?;
+        // SAFETY: as above.
+        let s = unsafe { handle(subscriber, "subscriber") }?;
+        match s.0.recv(wait_of(timeout_ns)) {
+            Ok(Some(Received::Message(m))) => {
+                give(out, ShmbusSample(m))?;
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            Ok(Some(Received::Lagged { skipped: n })) => {
+                // SAFETY: as above.
+                unsafe { put(skipped, n) };
+                Ok(Status::SHMBUS_LAGGED)
+            }
+            Ok(None) => Ok(nothing(timeout_ns)),
+            Err(e @ PoolRecvError::TooManySamples { .. }) => {
+                Err(Failure::new(Status::SHMBUS_FULL, e.to_string()))
+            }
+            Err(e) => Err(Failure::error(e.to_string())),
+        }
+    })
+}
+
+/// Writes the sample's bytes (in place in shared memory: read them, do not
+/// write them) to `*data`, its length to `*len` and its sequence number to
+/// `*seq` (each may be NULL). The bytes stay valid until
+/// `shmbus_sample_release`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL sample).
+///
+/// # Safety
+/// `sample` is NULL or a live sample; `data`, `len`, `seq` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_sample_data(
+    sample: *mut ShmbusSample,
+    data: *mut *const c_void,
+    len: *mut usize,
+    seq: *mut u64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let s = unsafe { handle(sample, "sample") }?;
+        // SAFETY: as above.
+        unsafe { put(data, s.0.as_ptr().cast()) };
+        // SAFETY: as above.
+        unsafe { put(len, s.0.len()) };
+        // SAFETY: as above.
+        unsafe { put(seq, s.0.sequence()) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Lets the sample's block go (NULL: nothing). A sample may outlive its
+/// subscriber.
+///
+/// # Safety
+/// `sample` is NULL or a live sample, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_sample_release(sample: *mut ShmbusSample) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(sample) });
+}
+
+/// Frees the subscriber (NULL: nothing); samples it received stay valid
+/// until released.
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_pool_subscriber_close(subscriber: *mut ShmbusPoolSubscriber) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(subscriber) });
+}

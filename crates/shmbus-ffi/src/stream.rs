@@ -1,0 +1,257 @@
+//! The lossless stream of byte records: `shmbus_producer_*` and
+//! `shmbus_consumer_*`.
+
+use std::ffi::{c_char, c_void};
+
+use shmbus_core::{Consumer, PopError, Producer, PushError};
+
+use crate::{
+    buffer, bytes, c_str, capacity_in, entry, entry_void, give, handle, open_options, out_handle,
+    out_ptr, put, stream_options, take_back, wait_of, Failure, OpenOpts, Status, StreamOpts,
+};
+
+/// The producer of a stream (opaque).
+pub struct ShmbusProducer(Producer);
+
+/// The consumer of a stream (opaque).
+pub struct ShmbusConsumer(Consumer);
+
+/// Creates the stream `name`, a ring of `opts->capacity` bytes, and
+/// becomes its producer.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_producer_close`);
+/// `SHMBUS_ERROR` (`*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_producer_create(
+    name: *const c_char,
+    opts: *const StreamOpts,
+    out: *mut *mut ShmbusProducer,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { stream_options(opts) }?;
+        let p = Producer::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusProducer(p))
+    })
+}
+
+/// Becomes the producer of the existing stream `name` (its previous
+/// producer exited or died).
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_producer_close`);
+/// `SHMBUS_ERROR` (no such stream, a live producer, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_producer_attach(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusProducer,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let p = Producer::attach(name, &opts.open).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusProducer(p))
+    })
+}
+
+/// Appends the record of `len` bytes at `data`, waiting for room as
+/// `timeout_ns` says. Records are never lost: a full stream waits for its
+/// consumer.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no room, `timeout_ns` 0);
+/// `SHMBUS_TIMED_OUT`; `SHMBUS_PEER_GONE` (the consumer died and the
+/// stream is full); `SHMBUS_ERROR` (longer than the largest record,
+/// `shmbus_producer_max_record`; corrupt cursors). Nothing is appended
+/// unless `SHMBUS_OK`.
+///
+/// # Safety
+/// `producer` is NULL or a live producer; `data` valid for `len` bytes
+/// (NULL allowed if `len` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_producer_push(
+    producer: *mut ShmbusProducer,
+    data: *const c_void,
+    len: usize,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(producer, "producer") }?;
+        // SAFETY: as above.
+        let data = unsafe { bytes(data, len, "data") }?;
+        match p.0.push(data, wait_of(timeout_ns)) {
+            Ok(()) => Ok(Status::SHMBUS_OK),
+            // Statuses a polling loop sees often: no message to format.
+            Err(PushError::Full) => Ok(Status::SHMBUS_FULL),
+            Err(PushError::TimedOut(_)) => Ok(Status::SHMBUS_TIMED_OUT),
+            Err(e @ PushError::PeerGone { .. }) => {
+                Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
+            }
+            Err(e) => Err(Failure::error(e.to_string())),
+        }
+    })
+}
+
+/// Writes the largest record the stream carries (half the ring less 8
+/// bytes) to `*max`.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `producer` is NULL or a live producer; `max` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_producer_max_record(
+    producer: *mut ShmbusProducer,
+    max: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let p = unsafe { handle(producer, "producer") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(max, "max") }?.set(p.0.max_record());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Frees the producer (NULL: nothing). What it pushed stays for the
+/// consumer.
+///
+/// # Safety
+/// `producer` is NULL or a live producer, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_producer_close(producer: *mut ShmbusProducer) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(producer) });
+}
+
+/// Opens the stream `name` as its consumer (one at a time; it carries on
+/// where the last one stopped).
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_consumer_close`);
+/// `SHMBUS_ERROR` (no such stream, a live consumer, ...; `*out` is NULL).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
+/// options struct; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_open(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut ShmbusConsumer,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: as above.
+        let name = unsafe { c_str(name, "name") }?;
+        // SAFETY: as above.
+        let opts = unsafe { open_options(opts) }?;
+        let c = Consumer::open(name, &opts.open).map_err(|e| Failure::error(e.to_string()))?;
+        give(out, ShmbusConsumer(c))
+    })
+}
+
+/// Pops the next record into `buf`, waiting as `timeout_ns` says. `*len`
+/// holds the buffer's length on entry and the record's on `SHMBUS_MESSAGE`.
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_EMPTY` (nothing, `timeout_ns` 0);
+/// `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (the record is longer than the
+/// buffer: `*len` is its length and it stays first in the stream, so call
+/// again with a buffer that long); `SHMBUS_PEER_GONE` (the producer died
+/// and nothing is left); `SHMBUS_ERROR` (corrupt cursors or record). Only
+/// `SHMBUS_MESSAGE` consumes a record.
+///
+/// # Safety
+/// `consumer` is NULL or a live consumer; `buf` valid for `*len` writable
+/// bytes; `len` NULL or an initialised, writable `size_t`.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_pop(
+    consumer: *mut ShmbusConsumer,
+    buf: *mut c_void,
+    len: *mut usize,
+    timeout_ns: i64,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let c = unsafe { handle(consumer, "consumer") }?;
+        // SAFETY: as above.
+        let cap = unsafe { capacity_in(len) }?;
+        // SAFETY: as above.
+        let out = unsafe { buffer(buf, cap, "buf") }?;
+        let chunk = match c.0.peek(wait_of(timeout_ns)) {
+            Ok(chunk) => chunk,
+            // Statuses a polling loop sees often: no message to format.
+            Err(PopError::Empty) => return Ok(Status::SHMBUS_EMPTY),
+            Err(PopError::TimedOut(_)) => return Ok(Status::SHMBUS_TIMED_OUT),
+            Err(e @ PopError::PeerGone { .. }) => {
+                return Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
+            }
+            Err(e) => return Err(Failure::error(e.to_string())),
+        };
+        let n = chunk.len();
+        if n > cap {
+            // The chunk is not released: the record stays where it is.
+            // SAFETY: as above (`len` is not NULL: capacity_in read it).
+            unsafe { put(len, n) };
+            return Err(Failure::new(
+                Status::SHMBUS_TOO_SMALL,
+                format!(
+                    "the next record is {n} bytes, the buffer holds {cap}: it stays in the stream"
+                ),
+            ));
+        }
+        out[..n].copy_from_slice(&chunk);
+        chunk.release();
+        // SAFETY: as above.
+        unsafe { put(len, n) };
+        Ok(Status::SHMBUS_MESSAGE)
+    })
+}
+
+/// Writes the largest record the stream carries to `*max` (a buffer this
+/// long never gets `SHMBUS_TOO_SMALL`).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `consumer` is NULL or a live consumer; `max` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_max_record(
+    consumer: *mut ShmbusConsumer,
+    max: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let c = unsafe { handle(consumer, "consumer") }?;
+        // SAFETY: as above.
+        unsafe { out_ptr(max, "max") }?.set(c.0.max_record());
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// Frees the consumer (NULL: nothing). Records not popped stay for the
+/// next consumer.
+///
+/// # Safety
+/// `consumer` is NULL or a live consumer, not used again.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_close(consumer: *mut ShmbusConsumer) {
+    // SAFETY: NULL or a live handle `give` made, by the contract.
+    entry_void(|| unsafe { take_back(consumer) });
+}
