@@ -1,0 +1,116 @@
+"""shmbus: messages between processes on one Linux machine through shared memory.
+
+- A broadcast bus: ``Publisher`` (one) or ``MpPublisher`` (many) publish
+  fixed-size messages; any number of ``Subscriber``s read them, each at its
+  own cursor. A subscriber that falls a whole ring behind receives
+  ``Lagged(skipped)`` with the exact number it lost.
+- A pool bus: ``PoolPublisher.loan`` a block, write it in place, publish it;
+  ``PoolSubscriber.recv`` gives a ``Sample`` viewing the block in place.
+- A stream: ``Producer.push`` / ``Consumer.pop`` byte records, lossless.
+- A journal: ``JournalPublisher`` appends every message to a file;
+  ``JournalSubscriber.join`` starts with the journal (late join without
+  gap), ``State.join`` folds keyed messages into last-value-per-key.
+
+Blocking calls release the GIL and answer Ctrl-C within 50 ms.
+Errors: ``shmbus.errors`` (``shmbus.Error`` and its subclasses).
+"""
+
+from . import errors
+from ._shmbus import (
+    Consumer,
+    Entry,
+    JournalPublisher,
+    JournalSubscriber,
+    Lagged,
+    Loan,
+    MpPublisher,
+    PoolPublisher,
+    PoolSubscriber,
+    Producer,
+    Publisher,
+    Sample,
+    State,
+    Subscriber,
+    remove,
+)
+from ._support import Batch
+from .errors import (
+    AbandonedError,
+    AttachError,
+    BusExistsError,
+    BusNotFoundError,
+    ClosedError,
+    CorruptError,
+    CreateError,
+    CreatePermissionError,
+    Error,
+    InvalidGeometryError,
+    InvalidNameError,
+    JoinError,
+    JournalError,
+    LoanError,
+    MessageTooLongError,
+    MessageType,
+    NoDirectoryError,
+    NotJournaledError,
+    OpenError,
+    OpenPermissionError,
+    PeerGoneError,
+    PoolExhaustedError,
+    RoleTakenError,
+    StreamError,
+    TimeoutError,
+    TooManySamplesError,
+    TypeMismatchError,
+    WrongKindError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Publisher",
+    "MpPublisher",
+    "Subscriber",
+    "Lagged",
+    "Batch",
+    "PoolPublisher",
+    "PoolSubscriber",
+    "Loan",
+    "Sample",
+    "Producer",
+    "Consumer",
+    "JournalPublisher",
+    "JournalSubscriber",
+    "Entry",
+    "State",
+    "remove",
+    "errors",
+    "MessageType",
+    "Error",
+    "InvalidNameError",
+    "OpenError",
+    "BusNotFoundError",
+    "OpenPermissionError",
+    "TypeMismatchError",
+    "WrongKindError",
+    "CreateError",
+    "BusExistsError",
+    "CreatePermissionError",
+    "NoDirectoryError",
+    "InvalidGeometryError",
+    "AttachError",
+    "RoleTakenError",
+    "MessageTooLongError",
+    "AbandonedError",
+    "TimeoutError",
+    "LoanError",
+    "PoolExhaustedError",
+    "TooManySamplesError",
+    "StreamError",
+    "PeerGoneError",
+    "CorruptError",
+    "JoinError",
+    "NotJournaledError",
+    "JournalError",
+    "ClosedError",
+]

@@ -1,0 +1,99 @@
+"""Helpers the native module calls: views over shared memory, NumPy arrays.
+
+Not public API.
+"""
+
+import ctypes
+
+_numpy = None
+
+
+def numpy():
+    """NumPy, imported on first use (only recv_batch and .numpy() need it)."""
+    global _numpy
+    if _numpy is None:
+        try:
+            import numpy as np
+        except ImportError as e:  # pragma: no cover - depends on the machine
+            raise ImportError(
+                "shmbus: this call returns NumPy arrays; install numpy (pip install numpy)"
+            ) from e
+        _numpy = np
+    return _numpy
+
+
+def view(address, length, hold, readonly):
+    """A memoryview of ``length`` bytes at ``address`` that keeps ``hold``
+    alive (whatever keeps the memory mapped and the block held), through
+    every slice, cast or NumPy array made from it."""
+    if length == 0:
+        return memoryview(b"") if readonly else memoryview(bytearray())
+    block = (ctypes.c_ubyte * length).from_address(address)
+    block._shmbus_hold = hold
+    mv = memoryview(block).cast("B")
+    return mv.toreadonly() if readonly else mv
+
+
+def array(mv, dtype):
+    """A NumPy array over the memoryview ``mv`` (writable if ``mv`` is)."""
+    np = numpy()
+    return np.frombuffer(mv, dtype=np.dtype(dtype) if dtype is not None else np.uint8)
+
+
+def check_dtype(dtype, msg_size):
+    """The dtype, checked to be one message: itemsize == msg_size."""
+    from .errors import MessageType, TypeMismatchError
+
+    np = numpy()
+    dt = np.dtype(dtype)
+    if dt.itemsize != msg_size:
+        e = TypeMismatchError(
+            f"message type mismatch: bus carries {msg_size}-byte messages, "
+            f"expected dtype {dt} of itemsize {dt.itemsize}"
+        )
+        e.found = MessageType(None, msg_size, None, None)
+        e.expected = MessageType(str(dt), dt.itemsize, dt.alignment, None)
+        raise e
+    return dt
+
+
+def batch(buf, count, msg_size, dtype):
+    """``count`` messages of ``msg_size`` bytes in the bytearray ``buf``, as
+    an array of shape (count, msg_size) uint8, or of ``count`` records of
+    ``dtype``."""
+    np = numpy()
+    if dtype is None:
+        return np.frombuffer(buf, dtype=np.uint8, count=count * msg_size).reshape(count, msg_size)
+    return np.frombuffer(buf, dtype=dtype, count=count)
+
+
+def address_of(buffer):
+    """(address, length, keeper) of a writable bytes-like object; ``keeper``
+    holds the buffer export (so it cannot move or be freed) while it lives."""
+    mv = memoryview(buffer)
+    if mv.readonly:
+        raise TypeError("recv_into needs a writable buffer (bytearray, memoryview, NumPy array, ...)")
+    if not mv.c_contiguous:
+        raise TypeError("recv_into needs a C-contiguous buffer")
+    mv = mv.cast("B")
+    n = mv.nbytes
+    if n == 0:
+        return 0, 0, mv
+    keeper = (ctypes.c_ubyte * n).from_buffer(mv)
+    return ctypes.addressof(keeper), n, keeper
+
+
+from typing import Any, NamedTuple  # noqa: E402
+
+
+class Batch(NamedTuple):
+    """What ``Subscriber.recv_batch`` returns.
+
+    ``messages``: a NumPy array of n messages, shape (n, msg_size) uint8, or
+    a 1-D array of n records of the dtype given. ``skipped``: how many
+    messages were lost just before ``messages[0]`` (0 if none), so
+    delivered + all skipped == published, as with ``recv``.
+    """
+
+    messages: Any
+    skipped: int

@@ -1,0 +1,202 @@
+"""The exceptions of shmbus, one family per Rust error enum.
+
+Every message is the Rust error's ``Display``: it names what was found and
+what was expected. Where a standard exception fits too, the class derives
+from it as well, so ``except FileNotFoundError`` works on a missing bus.
+
+    Error
+    ├── InvalidNameError (ValueError)          the name is not a bus name
+    ├── OpenError                              Rust OpenError
+    │   ├── BusNotFoundError (FileNotFoundError)
+    │   ├── OpenPermissionError (PermissionError)
+    │   ├── TypeMismatchError                  .found / .expected (MessageType)
+    │   └── WrongKindError                     a stream opened as a bus, a pool bus as a plain one, ...
+    ├── CreateError                            Rust CreateError
+    │   ├── BusExistsError (FileExistsError)
+    │   ├── CreatePermissionError (PermissionError)
+    │   ├── NoDirectoryError (FileNotFoundError)
+    │   └── InvalidGeometryError (ValueError)
+    ├── AttachError                            Rust AttachError
+    │   └── RoleTakenError                     .pid: a live publisher/producer/consumer holds the role
+    ├── MessageTooLongError (ValueError)       .length / .max
+    ├── AbandonedError                         a many-publisher claim was skipped before its commit
+    ├── TimeoutError (TimeoutError)            a pop/push/loan that raised at its timeout
+    │   └── PoolExhaustedError (LoanError)     no block came free in time (.census in the message)
+    ├── LoanError                              Rust LoanError
+    ├── TooManySamplesError                    a pool subscriber holds PoolSubscriber.MAX_HELD samples
+    ├── StreamError                            Rust PushError / PopError
+    │   ├── PeerGoneError (ConnectionError)    the other side died
+    │   └── CorruptError                       impossible cursors or record headers
+    ├── JoinError                              Rust JoinError
+    │   └── NotJournaledError (AttachError)    the bus has no journal
+    ├── JournalError                           Rust JournalOpenError / AppendError / CloseError
+    └── ClosedError (ValueError)               a closed handle, a released sample, a published loan
+"""
+
+import builtins
+from typing import NamedTuple, Optional
+
+__all__ = [
+    "MessageType",
+    "Error",
+    "InvalidNameError",
+    "OpenError",
+    "BusNotFoundError",
+    "OpenPermissionError",
+    "TypeMismatchError",
+    "WrongKindError",
+    "CreateError",
+    "BusExistsError",
+    "CreatePermissionError",
+    "NoDirectoryError",
+    "InvalidGeometryError",
+    "AttachError",
+    "RoleTakenError",
+    "MessageTooLongError",
+    "AbandonedError",
+    "TimeoutError",
+    "LoanError",
+    "PoolExhaustedError",
+    "TooManySamplesError",
+    "StreamError",
+    "PeerGoneError",
+    "CorruptError",
+    "JoinError",
+    "NotJournaledError",
+    "JournalError",
+    "ClosedError",
+]
+
+
+class MessageType(NamedTuple):
+    """A bus's message type (its fingerprint; docs/LAYOUT.md "Type fingerprint").
+
+    ``name_hash`` is FNV-1a 64 of ``name``. A field is None where the check
+    that failed did not involve it (a dtype checked against a message size).
+    """
+
+    name: Optional[str]
+    size: int
+    align: Optional[int]
+    name_hash: Optional[int]
+
+
+class Error(Exception):
+    """Base of every shmbus error."""
+
+
+class InvalidNameError(Error, ValueError):
+    """The name is not a valid bus name."""
+
+
+class OpenError(Error):
+    """A segment could not be opened (Rust ``OpenError``)."""
+
+
+class BusNotFoundError(OpenError, FileNotFoundError):
+    """No bus by that name."""
+
+
+class OpenPermissionError(OpenError, PermissionError):
+    """The bus's file mode does not let this user open it."""
+
+
+class TypeMismatchError(OpenError):
+    """The bus carries another message type than the caller expects.
+
+    ``found`` is the bus's, ``expected`` the caller's (both ``MessageType``).
+    """
+
+    found: Optional[MessageType] = None
+    expected: Optional[MessageType] = None
+
+
+class WrongKindError(OpenError):
+    """A segment of another kind: a stream opened as a bus, a pool bus
+    opened as a plain one, ..."""
+
+
+class CreateError(Error):
+    """A bus or stream could not be created (Rust ``CreateError``)."""
+
+
+class BusExistsError(CreateError, FileExistsError):
+    """Something already has that name; create never reuses a file."""
+
+
+class CreatePermissionError(CreateError, PermissionError):
+    """The directory does not let this user create the file."""
+
+
+class NoDirectoryError(CreateError, FileNotFoundError):
+    """The directory the bus would live in does not exist."""
+
+
+class InvalidGeometryError(CreateError, ValueError):
+    """An impossible size: a capacity that is not a power of two, ..."""
+
+
+class AttachError(Error):
+    """A publisher, producer or consumer could not take its role (Rust ``AttachError``)."""
+
+
+class RoleTakenError(AttachError):
+    """Another live process holds the role; ``pid`` is its pid."""
+
+    pid: int = 0
+
+
+class MessageTooLongError(Error, ValueError):
+    """A message longer than the bus (block, stream record) carries."""
+
+    length: int = 0
+    max: int = 0
+
+
+class AbandonedError(Error):
+    """A many-publisher claim was skipped as abandoned before this publisher
+    committed it: the message was not published."""
+
+
+class TimeoutError(Error, builtins.TimeoutError):
+    """A wait that raises (``pop``, ``push``, ``loan``) reached its timeout."""
+
+
+class LoanError(Error):
+    """A pool block could not be loaned (Rust ``LoanError``)."""
+
+
+class PoolExhaustedError(LoanError, TimeoutError):
+    """No block came free before the loan's timeout."""
+
+
+class TooManySamplesError(Error):
+    """The pool subscriber holds as many samples as it may: release one."""
+
+
+class StreamError(Error):
+    """A push or pop failed (Rust ``PushError`` / ``PopError``)."""
+
+
+class PeerGoneError(StreamError, ConnectionError):
+    """The stream's other side died (and the stream is full / empty)."""
+
+
+class CorruptError(StreamError):
+    """The stream's cursors or a record header cannot be right."""
+
+
+class JoinError(Error):
+    """A late join failed (Rust ``JoinError``)."""
+
+
+class NotJournaledError(JoinError, AttachError):
+    """The bus has no journal."""
+
+
+class JournalError(Error):
+    """The journal file could not be opened, read or appended to."""
+
+
+class ClosedError(Error, ValueError):
+    """The handle was closed, the sample released, or the loan published."""

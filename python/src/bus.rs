@@ -1,0 +1,586 @@
+//! The broadcast bus: `Publisher`, `MpPublisher`, `Subscriber`, all of raw
+//! byte messages of the bus's message size.
+
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyBytes, PyType};
+use shmbus::{BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+
+use crate::{errors, support, wait_in_slices, with_bytes, Lagged, Until};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPublisher>()?;
+    m.add_class::<PyMpPublisher>()?;
+    m.add_class::<PySubscriber>()?;
+    Ok(())
+}
+
+pub(crate) fn parse_start(start: &str) -> PyResult<Start> {
+    match start {
+        "oldest" => Ok(Start::Oldest),
+        "next" => Ok(Start::Next),
+        "latest" => Ok(Start::Latest),
+        other => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "start must be \"oldest\", \"next\" or \"latest\", got {other:?}"
+        ))),
+    }
+}
+
+/// The message type a creator records (`type_name`, `type_align`); by
+/// default a raw-byte bus records `bytes` with alignment 1.
+pub(crate) fn bus_type(
+    opts: BusOptions,
+    type_name: Option<&str>,
+    type_align: u32,
+) -> PyResult<BusOptions> {
+    match type_name {
+        Some(name) => Ok(opts.message_type(name, type_align)),
+        None if type_align == 1 => Ok(opts),
+        None => Err(pyo3::exceptions::PyValueError::new_err(
+            "type_align applies only with type_name",
+        )),
+    }
+}
+
+/// The message type an opener insists on: `type_name` of `size` bytes
+/// aligned to `type_align` (a mismatch is `TypeMismatchError`).
+pub(crate) fn expected_type(
+    type_name: Option<&str>,
+    size: Option<u32>,
+    type_align: u32,
+) -> PyResult<Option<(String, u32, u32)>> {
+    match (type_name, size) {
+        (Some(name), Some(size)) => Ok(Some((name.to_owned(), size, type_align))),
+        (Some(_), None) => Err(pyo3::exceptions::PyValueError::new_err(
+            "type_name needs the message size too: give msg_size (or dtype)",
+        )),
+        (None, _) if type_align == 1 => Ok(None),
+        (None, _) => Err(pyo3::exceptions::PyValueError::new_err(
+            "type_align applies only with type_name",
+        )),
+    }
+}
+
+/// `opts` insisting on the type `expected_type` describes.
+pub(crate) fn open_type(
+    opts: OpenOptions,
+    type_name: Option<&str>,
+    size: Option<u32>,
+    type_align: u32,
+) -> PyResult<OpenOptions> {
+    Ok(match expected_type(type_name, size, type_align)? {
+        Some((name, size, align)) => opts.message_type(&name, size, align),
+        None => opts,
+    })
+}
+
+fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
+    Ok(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
+}
+
+/// The single publisher of a broadcast bus of raw byte messages.
+///
+/// `Publisher.create(name, msg_size=..., capacity=1024)` makes the bus,
+/// `Publisher.attach(name)` takes over one whose publisher is gone.
+/// `publish(data)` never waits: a slow subscriber is lapped, not waited for.
+#[pyclass(module = "shmbus", name = "Publisher")]
+pub struct PyPublisher {
+    inner: Option<Publisher<[u8]>>,
+}
+
+impl PyPublisher {
+    fn get(&mut self, py: Python<'_>) -> PyResult<&mut Publisher<[u8]>> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, "the publisher is closed"))
+    }
+}
+
+#[pymethods]
+impl PyPublisher {
+    /// Creates the bus `name` (a bare name lives in /dev/shm) of `capacity`
+    /// slots (a power of two) of `msg_size`-byte messages.
+    #[classmethod]
+    #[pyo3(signature = (name, *, msg_size, capacity = 1024, type_name = None, type_align = 1, mode = 0o600))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        msg_size: u32,
+        capacity: u64,
+        type_name: Option<&str>,
+        type_align: u32,
+        mode: u32,
+    ) -> PyResult<Self> {
+        let opts = BusOptions::new(capacity).msg_size(msg_size).mode(mode);
+        let opts = bus_type(opts, type_name, type_align)?;
+        let inner = Publisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        Ok(PyPublisher { inner: Some(inner) })
+    }
+
+    /// Attaches to the existing single-publisher bus `name` whose publisher
+    /// is gone, carrying on its sequence.
+    #[classmethod]
+    #[pyo3(signature = (name, *, type_name = None, msg_size = None, type_align = 1))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
+        let inner = Publisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
+        Ok(PyPublisher { inner: Some(inner) })
+    }
+
+    /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
+    /// and returns its sequence number.
+    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let publisher = self.get(py)?;
+        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::publish(py, e))
+    }
+
+    /// The bus's message size in bytes.
+    #[getter]
+    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.msg_size())
+    }
+
+    /// The bus's number of slots.
+    #[getter]
+    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.capacity())
+    }
+
+    /// The sequence number the next message gets.
+    #[getter]
+    fn next_sequence(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.next_sequence())
+    }
+
+    /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// One of any number of publishers of a many-publisher bus (one total
+/// order of messages).
+#[pyclass(module = "shmbus", name = "MpPublisher")]
+pub struct PyMpPublisher {
+    inner: Option<MpPublisher<[u8]>>,
+}
+
+impl PyMpPublisher {
+    fn get(&mut self, py: Python<'_>) -> PyResult<&mut MpPublisher<[u8]>> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, "the publisher is closed"))
+    }
+}
+
+#[pymethods]
+impl PyMpPublisher {
+    /// Creates the many-publisher bus `name`. `unblock_timeout`: seconds a
+    /// claimed slot may stay uncommitted (its publisher died) before
+    /// subscribers skip it.
+    #[classmethod]
+    #[pyo3(signature = (name, *, msg_size, capacity = 1024, unblock_timeout = 1.0, type_name = None, type_align = 1, mode = 0o600))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        msg_size: u32,
+        capacity: u64,
+        unblock_timeout: f64,
+        type_name: Option<&str>,
+        type_align: u32,
+        mode: u32,
+    ) -> PyResult<Self> {
+        let unblock = Duration::try_from_secs_f64(unblock_timeout).map_err(|_| {
+            pyo3::exceptions::PyValueError::new_err("unblock_timeout must be >= 0 seconds")
+        })?;
+        let opts = BusOptions::new(capacity)
+            .msg_size(msg_size)
+            .mode(mode)
+            .unblock_timeout(unblock);
+        let opts = bus_type(opts, type_name, type_align)?;
+        let inner = MpPublisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        Ok(PyMpPublisher { inner: Some(inner) })
+    }
+
+    /// Joins the publishers of the existing many-publisher bus `name`.
+    #[classmethod]
+    #[pyo3(signature = (name, *, type_name = None, msg_size = None, type_align = 1))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
+        let inner = MpPublisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
+        Ok(PyMpPublisher { inner: Some(inner) })
+    }
+
+    /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
+    /// and returns its sequence number. Raises `AbandonedError` if this
+    /// publisher stalled past the unblock timeout between claim and commit.
+    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let publisher = self.get(py)?;
+        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::mp_publish(py, e))
+    }
+
+    #[getter]
+    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.msg_size())
+    }
+
+    #[getter]
+    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.capacity())
+    }
+
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// What one receive found, without borrowing the subscriber.
+pub(crate) enum Got {
+    Message,
+    Lagged(u64),
+}
+
+/// A subscriber of a broadcast bus (plain or many-publisher), at its own
+/// cursor. Messages are `bytes` of the bus's message size; a lap is a
+/// `Lagged` value, not an error.
+#[pyclass(module = "shmbus", name = "Subscriber")]
+pub struct PySubscriber {
+    inner: Option<Subscriber<[u8]>>,
+    /// A lag met after a batch's first message: the next receive reports it.
+    pending_lag: u64,
+    /// Where `recv_batch` gathers messages with the GIL released.
+    batch: Vec<u8>,
+    /// The dtype given to `open`, the default of `recv_batch`.
+    dtype: Option<Py<PyAny>>,
+}
+
+impl PySubscriber {
+    fn get(&mut self, py: Python<'_>) -> PyResult<&mut Subscriber<[u8]>> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, "the subscriber is closed"))
+    }
+
+    /// Waits for the next message or lag (a pending lag first).
+    fn next_got(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Got>> {
+        if self.pending_lag > 0 {
+            return Ok(Some(Got::Lagged(std::mem::take(&mut self.pending_lag))));
+        }
+        let sub = self.get(py)?;
+        wait_in_slices(py, until, |w| match sub.recv(w) {
+            Some(Received::Message(_)) => Some(Got::Message),
+            Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
+            None => None,
+        })
+    }
+
+    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        Ok(match self.next_got(py, until)? {
+            None => None,
+            Some(Got::Lagged(n)) => Some(lagged(py, n)?),
+            Some(Got::Message) => {
+                let sub = self.get(py)?;
+                Some(PyBytes::new(py, sub.message()).into_any().unbind())
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl PySubscriber {
+    /// Opens the bus `name` (plain or many-publisher) and starts at
+    /// `start`: "next" (only what is published from now), "oldest" (the
+    /// oldest message still in the ring) or "latest" (the newest already
+    /// published, then everything after it). With `dtype`, its itemsize
+    /// must equal the bus's message size (else `TypeMismatchError`), and it
+    /// becomes `recv_batch`'s default.
+    #[classmethod]
+    #[pyo3(signature = (name, start = "next", *, dtype = None, type_name = None, msg_size = None, type_align = 1, register = true))]
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        start: &str,
+        dtype: Option<&Bound<'_, PyAny>>,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+        register: bool,
+    ) -> PyResult<Self> {
+        let opts = OpenOptions::default()
+            .start(parse_start(start)?)
+            .register(register);
+        let msg_size = match (msg_size, dtype) {
+            (None, Some(d)) if type_name.is_some() => Some(
+                support(py, "numpy")?
+                    .call0()?
+                    .call_method1("dtype", (d,))?
+                    .getattr("itemsize")?
+                    .extract()?,
+            ),
+            (m, _) => m,
+        };
+        let opts = open_type(opts, type_name, msg_size, type_align)?;
+        let inner = Subscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
+        let dtype = match dtype {
+            Some(d) => Some(
+                support(py, "check_dtype")?
+                    .call1((d, inner.msg_size()))?
+                    .unbind(),
+            ),
+            None => None,
+        };
+        Ok(PySubscriber {
+            inner: Some(inner),
+            pending_lag: 0,
+            batch: Vec::new(),
+            dtype,
+        })
+    }
+
+    /// The next message (`bytes`), or `Lagged(skipped)` if this subscriber
+    /// was lapped, or None if nothing came within `timeout` seconds (None:
+    /// wait as long as it takes). The GIL is released while it waits, and
+    /// Ctrl-C interrupts it (within 50 ms).
+    #[pyo3(signature = (timeout = None))]
+    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::from_timeout(timeout)?)
+    }
+
+    /// `recv(timeout=0)`: the next message or lag if one is there, else None.
+    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+
+    /// The newest message on the bus (`bytes`), without moving this
+    /// subscriber; None if nothing was published.
+    fn latest<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let sub = self.get(py)?;
+        Ok(sub.latest().map(|m| PyBytes::new(py, m)))
+    }
+
+    /// Receives the next message into the writable buffer `buffer` (a
+    /// bytearray, memoryview, NumPy array, ... of at least `msg_size`
+    /// bytes) and returns its length (`msg_size`), or `Lagged(skipped)`,
+    /// or None at the timeout.
+    #[pyo3(signature = (buffer, timeout = None))]
+    fn recv_into(
+        &mut self,
+        py: Python<'_>,
+        buffer: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let until = Until::from_timeout(timeout)?;
+        let msg_size = self.get(py)?.msg_size();
+        let (addr, len, keeper): (usize, usize, Bound<'_, PyAny>) =
+            support(py, "address_of")?.call1((buffer,))?.extract()?;
+        if len < msg_size {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "buffer is {len} bytes, a message is {msg_size}"
+            )));
+        }
+        Ok(match self.next_got(py, until)? {
+            None => None,
+            Some(Got::Lagged(n)) => Some(lagged(py, n)?),
+            Some(Got::Message) => {
+                let msg = self.get(py)?.message();
+                // SAFETY: `addr` is the first byte of `keeper`, a ctypes
+                // array of `len` >= msg.len() bytes made by
+                // `ctypes.c_ubyte * len).from_buffer(...)` over a writable,
+                // C-contiguous buffer; `keeper` holds that buffer's export
+                // (so it can be neither freed nor resized) and lives until
+                // the end of this function. `msg` is this subscriber's own
+                // buffer, which cannot overlap a Python object's.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(msg.as_ptr(), addr as *mut u8, msg.len());
+                }
+                drop(keeper);
+                Some(msg_size.into_pyobject(py)?.into_any().unbind())
+            }
+        })
+    }
+
+    /// Up to `max` messages at once, as `Batch(messages, skipped)`:
+    /// `messages` a NumPy array of shape (n, msg_size) uint8, or with
+    /// `dtype` (itemsize == msg_size) a 1-D array of n records; `skipped`
+    /// the messages lost just before `messages[0]` (0 if none). It waits
+    /// (GIL released) up to `timeout` for the first message, then takes
+    /// what is already there without waiting. A lap after the first
+    /// message ends the batch and is reported by the next receive, so a
+    /// batch is always "skipped, then n consecutive messages". At the
+    /// timeout n is 0.
+    #[pyo3(signature = (max, timeout = None, dtype = None))]
+    fn recv_batch<'py>(
+        &mut self,
+        py: Python<'py>,
+        max: usize,
+        timeout: Option<f64>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        if max == 0 {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "max must be at least 1",
+            ));
+        }
+        let until = Until::from_timeout(timeout)?;
+        let msg_size = self.get(py)?.msg_size();
+        let dtype = match dtype {
+            Some(d) => Some(support(py, "check_dtype")?.call1((d, msg_size))?),
+            None => self.dtype.as_ref().map(|d| d.bind(py).clone()),
+        };
+        let mut skipped = std::mem::take(&mut self.pending_lag);
+        let mut pending = 0u64;
+        let mut n = 0usize;
+        let batch = &mut self.batch;
+        batch.clear();
+        batch.reserve(max.saturating_mul(msg_size));
+        let Some(sub) = self.inner.as_mut() else {
+            return Err(errors::closed(py, "the subscriber is closed"));
+        };
+        wait_in_slices(py, until, |first: Wait| {
+            let mut wait = first;
+            loop {
+                match sub.recv(wait) {
+                    Some(Received::Message(m)) => {
+                        batch.extend_from_slice(m);
+                        n += 1;
+                        if n == max {
+                            return Some(());
+                        }
+                        wait = Wait::Never;
+                    }
+                    Some(Received::Lagged { skipped: s }) if n == 0 => skipped += s,
+                    Some(Received::Lagged { skipped: s }) => {
+                        pending = s;
+                        return Some(());
+                    }
+                    None => return (n > 0).then_some(()),
+                }
+            }
+        })?;
+        self.pending_lag = pending;
+        let buf = PyByteArray::new(py, &self.batch[..n * msg_size]);
+        let messages = support(py, "batch")?.call1((buf, n, msg_size, dtype))?;
+        support(py, "Batch")?.call1((messages, skipped))
+    }
+
+    /// The bus's message size in bytes.
+    #[getter]
+    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.msg_size())
+    }
+
+    /// The bus's number of slots.
+    #[getter]
+    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.capacity())
+    }
+
+    /// The sequence number of the next message this subscriber reads.
+    #[getter]
+    fn position(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.position())
+    }
+
+    /// Messages published and not yet read by this subscriber (at most a
+    /// ring's worth can still be read).
+    #[getter]
+    fn pending(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.pending())
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Iteration yields messages and `Lagged` values, waiting as long as it
+    /// takes; it stops when the subscriber is closed.
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if self.inner.is_none() {
+            return Ok(None);
+        }
+        self.recv_with(py, Until::Forever)
+    }
+
+    /// Closes the handle (frees its registry entry).
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}

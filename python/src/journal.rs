@@ -1,0 +1,570 @@
+//! The journal: `JournalPublisher` appends every message to a file before
+//! it goes on the ring; `JournalSubscriber.join` reads the journal and then
+//! the ring, every sequence exactly once; `State` folds keyed messages
+//! (key: the first 8 bytes, little-endian, as the CLI's compaction) into
+//! last-value-per-key.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyType};
+use shmbus::{
+    BusOptions, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
+    OpenOptions, Received, Wait,
+};
+
+use crate::bus::{bus_type, expected_type, open_type};
+use crate::{errors, wait_in_slices, with_bytes, Entry, Lagged, Until};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyJournalPublisher>()?;
+    m.add_class::<PyJournalSubscriber>()?;
+    m.add_class::<PyState>()?;
+    Ok(())
+}
+
+fn join_options(
+    flush_timeout: f64,
+    type_name: Option<&str>,
+    msg_size: Option<u32>,
+    type_align: u32,
+) -> PyResult<JoinOptions> {
+    let flush = Duration::try_from_secs_f64(flush_timeout).map_err(|_| {
+        pyo3::exceptions::PyValueError::new_err("flush_timeout must be >= 0 seconds")
+    })?;
+    let opts = JoinOptions::default().flush_timeout(flush);
+    Ok(match expected_type(type_name, msg_size, type_align)? {
+        Some((name, size, align)) => opts.message_type(&name, size, align),
+        None => opts,
+    })
+}
+
+/// The publisher of a journaled bus of raw byte messages.
+#[pyclass(module = "shmbus", name = "JournalPublisher")]
+pub struct PyJournalPublisher {
+    /// A Mutex only to be `Sync` (the publisher's compaction channel is
+    /// not): every method that uses it takes `&mut self` and so reaches it
+    /// with `get_mut`, without locking.
+    inner: Mutex<Option<JournalPublisher<[u8]>>>,
+}
+
+impl PyJournalPublisher {
+    fn new(publisher: JournalPublisher<[u8]>) -> Self {
+        PyJournalPublisher {
+            inner: Mutex::new(Some(publisher)),
+        }
+    }
+
+    fn slot(&mut self) -> &mut Option<JournalPublisher<[u8]>> {
+        self.inner.get_mut().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn get(&mut self, py: Python<'_>) -> PyResult<&mut JournalPublisher<[u8]>> {
+        self.slot()
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, "the journal publisher is closed"))
+    }
+}
+
+#[pymethods]
+impl PyJournalPublisher {
+    /// Creates the bus `name` journaled to the file `journal_path` (its
+    /// directory must exist; an existing journal there is continued).
+    #[classmethod]
+    #[pyo3(signature = (name, journal_path, *, msg_size, capacity = 1024, type_name = None, type_align = 1, mode = 0o600))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        journal_path: std::path::PathBuf,
+        msg_size: u32,
+        capacity: u64,
+        type_name: Option<&str>,
+        type_align: u32,
+        mode: u32,
+    ) -> PyResult<Self> {
+        let opts = BusOptions::new(capacity).msg_size(msg_size).mode(mode);
+        let opts = bus_type(opts, type_name, type_align)?;
+        let inner =
+            JournalPublisher::<[u8]>::create(name, &opts, &JournalOptions::new(journal_path))
+                .map_err(|e| errors::journal_create(py, e))?;
+        Ok(PyJournalPublisher::new(inner))
+    }
+
+    /// Attaches to the journaled bus `name` whose publisher is gone.
+    #[classmethod]
+    #[pyo3(signature = (name, *, type_name = None, msg_size = None, type_align = 1))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
+        let inner = JournalPublisher::<[u8]>::attach(name, &opts)
+            .map_err(|e| errors::journal_attach(py, e))?;
+        Ok(PyJournalPublisher::new(inner))
+    }
+
+    /// Appends `data` (bytes-like, at most `msg_size` bytes) to the journal,
+    /// then publishes it; returns its sequence number.
+    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let publisher = self.get(py)?;
+        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::append(py, e))
+    }
+
+    /// Makes everything published so far durable (fdatasync).
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let publisher = self.get(py)?;
+        publisher
+            .flush()
+            .map_err(|e| errors::raise(py, "JournalError", format!("flush: {e}"), &[]))
+    }
+
+    #[getter]
+    fn next_sequence(&mut self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.next_sequence())
+    }
+
+    #[getter]
+    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.msg_size())
+    }
+
+    #[getter]
+    fn journal_path(&mut self, py: Python<'_>) -> PyResult<std::path::PathBuf> {
+        Ok(self.get(py)?.journal_path().to_path_buf())
+    }
+
+    /// Closes the publisher: flushes the journal and waits for a compaction
+    /// under way. `JournalError` if that compaction failed.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.slot().take() {
+            Some(p) => py
+                .detach(move || p.close())
+                .map_err(|e| errors::close(py, e)),
+            None => Ok(()),
+        }
+    }
+
+    #[getter]
+    fn closed(&mut self) -> bool {
+        self.slot().is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+}
+
+enum Got {
+    Entry(u64),
+    Lagged(u64),
+}
+
+/// A late joiner of a journaled bus: the journal first, then live
+/// messages, every sequence exactly once.
+#[pyclass(module = "shmbus", name = "JournalSubscriber")]
+pub struct PyJournalSubscriber {
+    inner: Option<JournalSubscriber<[u8]>>,
+    buf: Vec<u8>,
+}
+
+impl PyJournalSubscriber {
+    fn get(&self, py: Python<'_>) -> PyResult<&JournalSubscriber<[u8]>> {
+        self.inner
+            .as_ref()
+            .ok_or_else(|| errors::closed(py, "the journal subscriber is closed"))
+    }
+
+    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        let Some(sub) = self.inner.as_mut() else {
+            return Err(errors::closed(py, "the journal subscriber is closed"));
+        };
+        let buf = &mut self.buf;
+        let got = wait_in_slices(py, until, |w| match sub.recv(w) {
+            Some(Received::Message(e)) => {
+                buf.clear();
+                buf.extend_from_slice(e.msg);
+                Some(Got::Entry(e.seq))
+            }
+            Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
+            None => None,
+        })?;
+        Ok(match got {
+            None => None,
+            Some(Got::Lagged(skipped)) => {
+                Some(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
+            }
+            Some(Got::Entry(sequence)) => {
+                let entry = Entry {
+                    sequence,
+                    data: PyBytes::new(py, &self.buf).unbind(),
+                };
+                Some(entry.into_pyobject(py)?.into_any().unbind())
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl PyJournalSubscriber {
+    /// Joins the journaled bus `name`: asks its publisher to flush, reads
+    /// the journal, then hands over to the ring. `flush_timeout`: how long
+    /// to wait for a live publisher's flush.
+    #[classmethod]
+    #[pyo3(signature = (name, *, flush_timeout = 5.0, type_name = None, msg_size = None, type_align = 1))]
+    fn join(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        flush_timeout: f64,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = join_options(flush_timeout, type_name, msg_size, type_align)?;
+        let name = name.to_owned();
+        let inner = py
+            .detach(move || JournalSubscriber::<[u8]>::join(&name, &opts))
+            .map_err(|e| errors::join(py, e))?;
+        Ok(PyJournalSubscriber {
+            inner: Some(inner),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The next `Entry(sequence, data)`, or `Lagged(skipped)` (a loss the
+    /// journal could not repair), or None at the timeout (None: wait as
+    /// long as it takes; GIL released, Ctrl-C interrupts).
+    #[pyo3(signature = (timeout = None))]
+    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::from_timeout(timeout)?)
+    }
+
+    /// `recv(timeout=0)`.
+    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+
+    /// The sequence number of the next entry.
+    #[getter]
+    fn position(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.position())
+    }
+
+    /// Whether the journal is read and entries now come from the ring.
+    #[getter]
+    fn is_live(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.get(py)?.is_live())
+    }
+
+    /// The bus's next sequence when it was last looked at.
+    #[getter]
+    fn head(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.head())
+    }
+
+    #[getter]
+    fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.msg_size())
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if self.inner.is_none() {
+            return Ok(None);
+        }
+        self.recv_with(py, Until::Forever)
+    }
+
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// The key of a raw message: its first 8 bytes, little-endian (fewer are
+/// zero-extended), as shmbus's `raw_key` and the CLI's compaction.
+fn raw_key(msg: &[u8]) -> u64 {
+    let mut k = [0u8; 8];
+    let n = msg.len().min(8);
+    k[..n].copy_from_slice(&msg[..n]);
+    u64::from_le_bytes(k)
+}
+
+/// The folding half of `State`, free of Python so it can run without the GIL.
+struct Fold {
+    name: String,
+    opts: JoinOptions,
+    sub: JournalSubscriber<[u8]>,
+    values: HashMap<u64, Vec<u8>>,
+    last_seq: Option<u64>,
+    rejoins: u64,
+}
+
+impl Fold {
+    fn reached(&self, seq: u64) -> bool {
+        self.last_seq
+            .is_some_and(|l| (l.wrapping_sub(seq) as i64) >= 0)
+    }
+
+    /// Applies entries: the first receive waits `wait`, the rest take what
+    /// is there. After a loss the journal could not repair it joins again
+    /// (the journal's snapshot plus tail is the whole state). Returns how
+    /// many entries it applied.
+    fn step(&mut self, wait: Wait, stop_at: Option<u64>) -> Result<usize, JoinError> {
+        let mut n = 0;
+        let mut wait = wait;
+        loop {
+            if stop_at.is_some_and(|s| self.reached(s)) {
+                return Ok(n);
+            }
+            match self.sub.recv(wait) {
+                Some(Received::Message(e)) => {
+                    let value = self.values.entry(raw_key(e.msg)).or_default();
+                    value.clear();
+                    value.extend_from_slice(e.msg);
+                    self.last_seq = Some(e.seq);
+                    n += 1;
+                }
+                Some(Received::Lagged { .. }) => {
+                    self.sub = JournalSubscriber::<[u8]>::join(&self.name, &self.opts)?;
+                    self.values.clear();
+                    self.last_seq = None;
+                    self.rejoins += 1;
+                }
+                None => return Ok(n),
+            }
+            wait = Wait::Never;
+        }
+    }
+}
+
+/// The keyed state of a journaled bus: key -> the last message with that
+/// key, where a message's key is its first 8 bytes as a little-endian u64.
+/// A mapping (`state[key]`, `len`, `in`, `keys()`, `items()`, ...) of the
+/// entries folded so far: call `poll()` or `wait_for(seq)` to fold more.
+#[pyclass(module = "shmbus", name = "State", mapping)]
+pub struct PyState {
+    fold: Option<Fold>,
+}
+
+impl PyState {
+    fn get(&self, py: Python<'_>) -> PyResult<&Fold> {
+        self.fold
+            .as_ref()
+            .ok_or_else(|| errors::closed(py, "the state is closed"))
+    }
+
+    fn get_mut(&mut self, py: Python<'_>) -> PyResult<&mut Fold> {
+        self.fold
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, "the state is closed"))
+    }
+
+    fn sorted_keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        let mut keys: Vec<u64> = self.get(py)?.values.keys().copied().collect();
+        keys.sort_unstable();
+        Ok(keys)
+    }
+}
+
+#[pymethods]
+impl PyState {
+    /// Joins the journaled bus `name` (as `JournalSubscriber.join`) and
+    /// folds nothing yet.
+    #[classmethod]
+    #[pyo3(signature = (name, *, flush_timeout = 5.0, type_name = None, msg_size = None, type_align = 1))]
+    fn join(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        flush_timeout: f64,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = join_options(flush_timeout, type_name, msg_size, type_align)?;
+        let owned = name.to_owned();
+        let join_opts = opts.clone();
+        let sub = py
+            .detach(move || JournalSubscriber::<[u8]>::join(&owned, &join_opts))
+            .map_err(|e| errors::join(py, e))?;
+        Ok(PyState {
+            fold: Some(Fold {
+                name: name.to_owned(),
+                opts,
+                sub,
+                values: HashMap::new(),
+                last_seq: None,
+                rejoins: 0,
+            }),
+        })
+    }
+
+    /// Folds in every entry already there; returns how many.
+    fn poll(&mut self, py: Python<'_>) -> PyResult<usize> {
+        let fold = self.get_mut(py)?;
+        fold.step(Wait::Never, None)
+            .map_err(|e| errors::join(py, e))
+    }
+
+    /// Folds in entries until sequence `seq` is in (True) or `timeout`
+    /// seconds passed (False; None: as long as it takes; GIL released,
+    /// Ctrl-C interrupts).
+    #[pyo3(signature = (seq, timeout = None))]
+    fn wait_for(&mut self, py: Python<'_>, seq: u64, timeout: Option<f64>) -> PyResult<bool> {
+        let until = Until::from_timeout(timeout)?;
+        let fold = self.get_mut(py)?;
+        if fold.reached(seq) {
+            return Ok(true);
+        }
+        let done = wait_in_slices(py, until, |w| match fold.step(w, Some(seq)) {
+            Err(e) => Some(Err(e)),
+            Ok(_) if fold.reached(seq) => Some(Ok(())),
+            Ok(_) => None,
+        })?;
+        match done {
+            Some(Ok(())) => Ok(true),
+            Some(Err(e)) => Err(errors::join(py, e)),
+            None => Ok(false),
+        }
+    }
+
+    /// The sequence of the last entry folded in (None: none yet).
+    #[getter]
+    fn last_seq(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        Ok(self.get(py)?.last_seq)
+    }
+
+    /// How many times it joined again after a loss the journal could not
+    /// repair.
+    #[getter]
+    fn rejoins(&self, py: Python<'_>) -> PyResult<u64> {
+        Ok(self.get(py)?.rejoins)
+    }
+
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        Ok(self.get(py)?.values.len())
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Bound<'py, PyBytes>> {
+        match self.get(py)?.values.get(&key) {
+            Some(v) => Ok(PyBytes::new(py, v)),
+            None => Err(pyo3::exceptions::PyKeyError::new_err(key)),
+        }
+    }
+
+    fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let Ok(key) = key.extract::<u64>() else {
+            return Ok(false);
+        };
+        Ok(self.get(py)?.values.contains_key(&key))
+    }
+
+    /// The value of `key`, or `default`.
+    #[pyo3(signature = (key, default = None))]
+    #[pyo3(name = "get")]
+    fn get_value(
+        &self,
+        py: Python<'_>,
+        key: u64,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        Ok(match self.get(py)?.values.get(&key) {
+            Some(v) => PyBytes::new(py, v).into_any().unbind(),
+            None => default.unwrap_or_else(|| py.None()),
+        })
+    }
+
+    /// The keys, in ascending order.
+    fn keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
+        self.sorted_keys(py)
+    }
+
+    /// The values, in key order.
+    fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+        let fold = self.get(py)?;
+        Ok(self
+            .sorted_keys(py)?
+            .into_iter()
+            .map(|k| PyBytes::new(py, &fold.values[&k]))
+            .collect())
+    }
+
+    /// (key, value) pairs, in key order.
+    fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyBytes>)>> {
+        let fold = self.get(py)?;
+        Ok(self
+            .sorted_keys(py)?
+            .into_iter()
+            .map(|k| (k, PyBytes::new(py, &fold.values[&k])))
+            .collect())
+    }
+
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let keys = self.sorted_keys(py)?;
+        Ok(keys.into_pyobject(py)?.try_iter()?.into_any())
+    }
+
+    fn close(&mut self) {
+        self.fold = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.fold.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}

@@ -1,0 +1,696 @@
+//! Pool buses: `PoolPublisher` loans a block (`Loan`), the caller writes it
+//! in place and publishes it; `PoolSubscriber` receives a `Sample`, a
+//! read-only view of the block in place, held until it is released.
+//!
+//! Views (memoryviews, NumPy arrays) are ctypes arrays at the block's
+//! address (see lib.rs) carrying a hold object:
+//! - a sample's hold owns an `Arc` of the Rust `Sample`, so the block stays
+//!   held (no publisher reuses it) and the mapping stays mapped for as long
+//!   as any view of it lives, whatever the Python `Sample` does;
+//! - a loan's hold counts as a view of its publisher, whose mapping is then
+//!   not unmapped by `close()` until the last view is gone.
+
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyType};
+use shmbus::{
+    AttachError, BusOptions, Loan, LoanError, OpenOptions, PoolPublisher, PoolSubscriber, Received,
+    Sample, Wait,
+};
+
+use crate::bus::parse_start;
+use crate::{errors, support, wait_in_slices, Lagged, Until};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyPoolPublisher>()?;
+    m.add_class::<PyLoan>()?;
+    m.add_class::<PyPoolSubscriber>()?;
+    m.add_class::<PySample>()?;
+    m.add_class::<Hold>()?;
+    Ok(())
+}
+
+type Publisher = PoolPublisher<shmbus::ShmRegion>;
+
+/// A pool publisher shared between its Python handle, its outstanding loan
+/// and the views of that loan.
+struct Shared {
+    st: Mutex<PubState>,
+}
+
+struct PubState {
+    /// The publisher, when no loan has it.
+    publisher: Option<Box<Publisher>>,
+    /// `close()` was called: drop the publisher as soon as no view needs
+    /// its mapping.
+    closing: bool,
+    /// Live views of loans (`Hold`s).
+    views: usize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, PubState> {
+        // A poisoned lock only means a panic elsewhere; the state is plain data.
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A loan gives the publisher back.
+    fn put_back(&self, publisher: Box<Publisher>) {
+        let mut st = self.lock();
+        if !(st.closing && st.views == 0) {
+            st.publisher = Some(publisher);
+        }
+    }
+}
+
+/// A loan together with the publisher it borrows.
+struct LoanCell {
+    /// Borrows `*publisher`; dropped (or published) before it is rebuilt.
+    loan: Option<Loan<'static, shmbus::ShmRegion>>,
+    /// From `Box::into_raw`; owned by this cell until `Drop` rebuilds it.
+    publisher: NonNull<Publisher>,
+    shared: Arc<Shared>,
+}
+
+// SAFETY: the cell owns the publisher (the raw pointer is a leaked Box
+// nobody else reaches) and the loan that borrows it; neither holds
+// anything tied to a thread (the loan's pointer is into a shared mapping),
+// and the Python object that owns the cell is accessed through pyo3's
+// borrow checking, so only one thread uses it at a time.
+unsafe impl Send for LoanCell {}
+// SAFETY: as above: `&LoanCell` gives no access to the loan's bytes.
+unsafe impl Sync for LoanCell {}
+
+impl Drop for LoanCell {
+    fn drop(&mut self) {
+        // The loan first: an unpublished one frees its block.
+        drop(self.loan.take());
+        // SAFETY: `publisher` came from `Box::into_raw` in `loan`, and the
+        // only borrow of it, the loan, is gone: this rebuilds the one Box.
+        let publisher = unsafe { Box::from_raw(self.publisher.as_ptr()) };
+        self.shared.put_back(publisher);
+    }
+}
+
+/// A raw pointer made `Send` to cross `py.detach`.
+#[derive(Clone, Copy)]
+struct SendPtr(NonNull<Publisher>);
+// SAFETY: the publisher behind it is owned by the thread that made this
+// (see `LoanCell`); it is only dereferenced on that thread's behalf while
+// that thread waits inside `py.detach`.
+unsafe impl Send for SendPtr {}
+
+impl SendPtr {
+    /// The pointer (a method, so a closure captures the whole `SendPtr`).
+    fn get(self) -> *mut Publisher {
+        self.0.as_ptr()
+    }
+}
+
+/// A loan made `Send` to come back out of `py.detach`.
+struct SendLoan(Loan<'static, shmbus::ShmRegion>);
+// SAFETY: as `LoanCell`.
+unsafe impl Send for SendLoan {}
+
+/// Keeps what a view's memory needs alive: a sample's block (held) or a
+/// loaned publisher's mapping. Attached to the ctypes array under every
+/// memoryview and NumPy array of a sample or loan.
+#[pyclass(module = "shmbus._shmbus", frozen)]
+pub struct Hold {
+    #[allow(dead_code)]
+    sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
+    publisher: Option<Arc<Shared>>,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if let Some(shared) = self.publisher.take() {
+            let mut st = shared.lock();
+            st.views -= 1;
+            if st.closing && st.views == 0 {
+                st.publisher = None;
+            }
+        }
+    }
+}
+
+/// Publishes messages of any length up to a block on a pool bus: loan a
+/// block, write it in place, publish it.
+#[pyclass(module = "shmbus", name = "PoolPublisher")]
+pub struct PyPoolPublisher {
+    shared: Option<Arc<Shared>>,
+    block_size: usize,
+}
+
+impl PyPoolPublisher {
+    fn new(publisher: Publisher) -> Self {
+        let block_size = publisher.block_size();
+        PyPoolPublisher {
+            shared: Some(Arc::new(Shared {
+                st: Mutex::new(PubState {
+                    publisher: Some(Box::new(publisher)),
+                    closing: false,
+                    views: 0,
+                }),
+            })),
+            block_size,
+        }
+    }
+
+    fn loan_cell(&mut self, py: Python<'_>, size: usize, until: Until) -> PyResult<LoanCell> {
+        let Some(shared) = self.shared.clone() else {
+            return Err(errors::closed(py, "the pool publisher is closed"));
+        };
+        let boxed = shared.lock().publisher.take().ok_or_else(|| {
+            errors::closed(
+                py,
+                "this publisher already has a loan outstanding: publish or release it first",
+            )
+        })?;
+        let ptr = SendPtr(NonNull::from(Box::leak(boxed)));
+        // From here on `ptr` is a leaked Box that `give_back` (or the cell)
+        // turns back into one.
+        let give_back = |shared: &Shared, ptr: &SendPtr| {
+            // SAFETY: `ptr` came from `Box::leak` above and no borrow of it
+            // outlives this point (the failed loans were dropped).
+            shared.put_back(unsafe { Box::from_raw(ptr.0.as_ptr()) });
+        };
+        let p = ptr;
+        let found = wait_in_slices(py, until, move |w| {
+            // SAFETY: the publisher is ours alone (taken out of `shared`
+            // above); each failed attempt's borrow ends with it, and a
+            // successful loan's borrow is kept by the `LoanCell`, which
+            // rebuilds the Box only after dropping the loan.
+            let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
+            match publisher.loan(size, w) {
+                Ok(loan) => Some(Ok(SendLoan(loan))),
+                Err(LoanError::Exhausted { .. }) => None,
+                Err(e) => Some(Err(e)),
+            }
+        });
+        let found = match found {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                // The time is up: one last try, which reports the census.
+                // SAFETY: as in the loop.
+                let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
+                publisher.loan(size, Wait::Never).map(SendLoan)
+            }
+            Err(e) => {
+                give_back(&shared, &ptr);
+                return Err(e);
+            }
+        };
+        match found {
+            Ok(SendLoan(loan)) => Ok(LoanCell {
+                loan: Some(loan),
+                publisher: ptr.0,
+                shared,
+            }),
+            Err(e) => {
+                give_back(&shared, &ptr);
+                Err(errors::loan(py, e))
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl PyPoolPublisher {
+    /// Creates the pool bus `name`: `capacity` slots (a power of two) and
+    /// `blocks` blocks (more than the capacity) of `block_size` bytes (a
+    /// multiple of 64). `many=True`: a bus any number of pool publishers
+    /// may publish on at once.
+    #[classmethod]
+    #[pyo3(signature = (name, *, block_size, blocks, capacity = 64, many = false, mode = 0o600))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        block_size: u64,
+        blocks: u64,
+        capacity: u64,
+        many: bool,
+        mode: u32,
+    ) -> PyResult<Self> {
+        let opts = BusOptions::new(capacity)
+            .pool(block_size, blocks)
+            .mode(mode);
+        let made = if many {
+            PoolPublisher::create_many(name, &opts)
+        } else {
+            PoolPublisher::create(name, &opts)
+        };
+        Ok(Self::new(made.map_err(|e| errors::create(py, e))?))
+    }
+
+    /// Attaches to the pool bus `name`: as its single publisher (whose
+    /// previous publisher is gone) or, on a bus made with `many=True`, as
+    /// one of its publishers. `many=None` takes whichever the bus is.
+    #[classmethod]
+    #[pyo3(signature = (name, *, many = None))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        many: Option<bool>,
+    ) -> PyResult<Self> {
+        let opts = OpenOptions::default();
+        let made = match many {
+            Some(false) => PoolPublisher::attach(name, &opts),
+            Some(true) => PoolPublisher::attach_many(name, &opts),
+            None => match PoolPublisher::attach(name, &opts) {
+                Err(AttachError::WrongPublishers { .. }) => PoolPublisher::attach_many(name, &opts),
+                other => other,
+            },
+        };
+        Ok(Self::new(made.map_err(|e| errors::attach(py, e))?))
+    }
+
+    /// Loans a block for a message of exactly `size` bytes (at most
+    /// `block_size`), waiting up to `timeout` seconds (None: as long as it
+    /// takes; GIL released, Ctrl-C interrupts) for one to come free, else
+    /// `PoolExhaustedError`. One loan at a time per publisher.
+    #[pyo3(signature = (size, timeout = None))]
+    fn loan(&mut self, py: Python<'_>, size: usize, timeout: Option<f64>) -> PyResult<PyLoan> {
+        let mut cell = self.loan_cell(py, size, Until::from_timeout(timeout)?)?;
+        let (addr, len) = match cell.loan.as_mut() {
+            Some(loan) => (loan.as_mut_ptr() as usize, loan.len()),
+            None => (0, 0),
+        };
+        Ok(PyLoan {
+            cell: Some(cell),
+            views: Vec::new(),
+            addr,
+            len,
+        })
+    }
+
+    /// Loans a block of `len(data)` bytes, copies `data` into it and
+    /// publishes it; returns its sequence number.
+    #[pyo3(signature = (data, timeout = None))]
+    fn publish(
+        &mut self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        timeout: Option<f64>,
+    ) -> PyResult<u64> {
+        let data = crate::owned_bytes(data)?;
+        let mut cell = self.loan_cell(py, data.len(), Until::from_timeout(timeout)?)?;
+        let Some(mut loan) = cell.loan.take() else {
+            return Err(errors::closed(py, "the loan is gone"));
+        };
+        loan.copy_from_slice(&data);
+        let published = loan.publish();
+        drop(cell);
+        published.map_err(|e| errors::abandoned(py, e))
+    }
+
+    /// The pool's block size: the longest message.
+    #[getter]
+    fn block_size(&self) -> usize {
+        self.block_size
+    }
+
+    /// Closes the handle. The mapping goes when the last view of a loan of
+    /// this publisher is gone, and an outstanding loan keeps working.
+    fn close(&mut self) {
+        if let Some(shared) = self.shared.take() {
+            let mut st = shared.lock();
+            st.closing = true;
+            if st.views == 0 {
+                st.publisher = None;
+            }
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.shared.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}
+
+impl Drop for PyPoolPublisher {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+/// Releases the memoryviews a sample or loan handed out (best effort: one
+/// that has exports of its own, a NumPy array say, stays valid, and its
+/// hold keeps the memory alive).
+fn release_views(py: Python<'_>, views: &mut Vec<Py<PyAny>>) {
+    for v in views.drain(..) {
+        if v.bind(py).call_method0("release").is_err() {
+            // BufferError: something still views it. Safe: its hold keeps
+            // the block and mapping alive.
+        }
+    }
+}
+
+/// A block loaned for one message: write it in place through `memoryview`
+/// or `numpy(dtype)`, then `publish()`. Leaving a `with` block (or
+/// `release()`) without publishing frees the block unpublished. After
+/// either, the loan's memoryviews are released, and a write through a
+/// NumPy array still viewing it would change a published message: let
+/// such arrays go before publishing.
+#[pyclass(module = "shmbus", name = "Loan")]
+pub struct PyLoan {
+    cell: Option<LoanCell>,
+    views: Vec<Py<PyAny>>,
+    addr: usize,
+    len: usize,
+}
+
+impl PyLoan {
+    fn view<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(cell) = self.cell.as_ref() else {
+            return Err(errors::closed(py, "the loan was published or released"));
+        };
+        let shared = Arc::clone(&cell.shared);
+        shared.lock().views += 1;
+        let hold = Hold {
+            sample: None,
+            publisher: Some(shared),
+        };
+        support(py, "view")?.call1((self.addr, self.len, hold, false))
+    }
+}
+
+#[pymethods]
+impl PyLoan {
+    /// A writable memoryview of the block (`len(loan)` bytes), in place.
+    #[getter]
+    fn memoryview<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.view(py)?;
+        self.views.push(v.clone().unbind());
+        Ok(v)
+    }
+
+    /// A writable NumPy array over the block, of `dtype` (uint8 if None).
+    #[pyo3(signature = (dtype = None))]
+    fn numpy<'py>(
+        &mut self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.view(py)?;
+        support(py, "array")?.call1((v, dtype))
+    }
+
+    /// Publishes the message; returns its sequence number.
+    fn publish(&mut self, py: Python<'_>) -> PyResult<u64> {
+        let Some(mut cell) = self.cell.take() else {
+            return Err(errors::closed(
+                py,
+                "the loan was already published or released",
+            ));
+        };
+        release_views(py, &mut self.views);
+        let Some(loan) = cell.loan.take() else {
+            return Err(errors::closed(py, "the loan is gone"));
+        };
+        let published = loan.publish();
+        drop(cell);
+        published.map_err(|e| errors::abandoned(py, e))
+    }
+
+    /// Frees the block unpublished (nothing if already published).
+    fn release(&mut self, py: Python<'_>) {
+        release_views(py, &mut self.views);
+        self.cell = None;
+    }
+
+    /// Whether the loan is still open (neither published nor released).
+    #[getter]
+    fn active(&self) -> bool {
+        self.cell.is_some()
+    }
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.release(py);
+        false
+    }
+}
+
+/// A subscriber of a pool bus: each message is a `Sample` viewing its block
+/// in place.
+#[pyclass(module = "shmbus", name = "PoolSubscriber")]
+pub struct PyPoolSubscriber {
+    inner: Option<PoolSubscriber<shmbus::ShmRegion>>,
+}
+
+enum PoolGot {
+    Sample(Sample<shmbus::ShmRegion>),
+    Lagged(u64),
+    Error(shmbus::PoolRecvError),
+}
+
+impl PyPoolSubscriber {
+    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        let Some(sub) = self.inner.as_mut() else {
+            return Err(errors::closed(py, "the pool subscriber is closed"));
+        };
+        let got = wait_in_slices(py, until, |w| match sub.recv(w) {
+            Ok(Some(Received::Message(s))) => Some(PoolGot::Sample(s)),
+            Ok(Some(Received::Lagged { skipped })) => Some(PoolGot::Lagged(skipped)),
+            Ok(None) => None,
+            Err(e) => Some(PoolGot::Error(e)),
+        })?;
+        Ok(match got {
+            None => None,
+            Some(PoolGot::Lagged(skipped)) => {
+                Some(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
+            }
+            Some(PoolGot::Error(e)) => return Err(errors::pool_recv(py, e)),
+            Some(PoolGot::Sample(s)) => {
+                let sample = PySample {
+                    sequence: s.sequence(),
+                    len: s.len(),
+                    addr: s.as_ptr() as usize,
+                    sample: Some(Arc::new(s)),
+                    views: Vec::new(),
+                };
+                Some(sample.into_pyobject(py)?.into_any().unbind())
+            }
+        })
+    }
+}
+
+#[pymethods]
+impl PyPoolSubscriber {
+    /// The most samples one subscriber may hold at once.
+    #[classattr]
+    const MAX_HELD: usize = PoolSubscriber::<shmbus::ShmRegion>::MAX_HELD;
+
+    /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
+    /// "latest", as `Subscriber.open`).
+    #[classmethod]
+    #[pyo3(signature = (name, start = "next"))]
+    fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str, start: &str) -> PyResult<Self> {
+        let opts = OpenOptions::default().start(parse_start(start)?);
+        let inner = PoolSubscriber::open(name, &opts).map_err(|e| errors::open(py, e))?;
+        Ok(PyPoolSubscriber { inner: Some(inner) })
+    }
+
+    /// The next message as a `Sample` (held until released), or
+    /// `Lagged(skipped)`, or None if nothing came within `timeout` seconds
+    /// (None: as long as it takes; GIL released, Ctrl-C interrupts).
+    /// `TooManySamplesError` if this subscriber holds `MAX_HELD` samples.
+    #[pyo3(signature = (timeout = None))]
+    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::from_timeout(timeout)?)
+    }
+
+    /// `recv(timeout=0)`.
+    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+
+    /// The sequence number of the next message this subscriber reads.
+    #[getter]
+    fn position(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner
+            .as_ref()
+            .map(|s| s.position())
+            .ok_or_else(|| errors::closed(py, "the pool subscriber is closed"))
+    }
+
+    /// How many samples this subscriber holds.
+    #[getter]
+    fn held(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner
+            .as_ref()
+            .map(|s| s.held())
+            .ok_or_else(|| errors::closed(py, "the pool subscriber is closed"))
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        if self.inner.is_none() {
+            return Ok(None);
+        }
+        self.recv_with(py, Until::Forever)
+    }
+
+    /// Closes the handle; samples still held stay valid until released.
+    fn close(&mut self) {
+        self.inner = None;
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.close();
+        false
+    }
+}
+
+/// One message of a pool bus, read in place: its block is held (no
+/// publisher reuses it) until `release()` or the end of a `with` block.
+/// Afterwards every access raises `ClosedError` and the memoryviews it
+/// handed out are released; a NumPy array made from it keeps the block
+/// held until the array itself is gone, so nothing ever reads a reused
+/// block.
+#[pyclass(module = "shmbus", name = "Sample")]
+pub struct PySample {
+    sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
+    views: Vec<Py<PyAny>>,
+    addr: usize,
+    len: usize,
+    /// The message's sequence number.
+    #[pyo3(get)]
+    sequence: u64,
+}
+
+impl PySample {
+    fn view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(sample) = self.sample.as_ref() else {
+            return Err(errors::closed(py, "the sample was released"));
+        };
+        let hold = Hold {
+            sample: Some(Arc::clone(sample)),
+            publisher: None,
+        };
+        support(py, "view")?.call1((self.addr, self.len, hold, true))
+    }
+}
+
+#[pymethods]
+impl PySample {
+    /// A read-only memoryview of the message, in place.
+    #[getter]
+    fn memoryview<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.view(py)?;
+        self.views.push(v.clone().unbind());
+        Ok(v)
+    }
+
+    /// A read-only NumPy array over the message, of `dtype` (uint8 if None).
+    #[pyo3(signature = (dtype = None))]
+    fn numpy<'py>(
+        &self,
+        py: Python<'py>,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.view(py)?;
+        support(py, "array")?.call1((v, dtype))
+    }
+
+    /// A copy of the message.
+    fn __bytes__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let Some(sample) = self.sample.as_ref() else {
+            return Err(errors::closed(py, "the sample was released"));
+        };
+        Ok(PyBytes::new(py, sample))
+    }
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    /// Releases the block (once every view made from it is gone too).
+    fn release(&mut self, py: Python<'_>) {
+        release_views(py, &mut self.views);
+        self.sample = None;
+    }
+
+    #[getter]
+    fn released(&self) -> bool {
+        self.sample.is_none()
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _t: &Bound<'_, PyAny>,
+        _v: &Bound<'_, PyAny>,
+        _tb: &Bound<'_, PyAny>,
+    ) -> bool {
+        self.release(py);
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Sample(sequence={}, len={}{})",
+            self.sequence,
+            self.len,
+            if self.sample.is_none() {
+                ", released"
+            } else {
+                ""
+            }
+        )
+    }
+}
