@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The README's C and Python quick starts, run as written: each section's
+# `sh` block with its `ticks.c`/`ticks.py` beside it, from the repository
+# root, HOME a fresh directory (the C one installs into $HOME/.local), the
+# Python one in a fresh .venv. Fails unless each prints what the README
+# says it prints. Leaves nothing behind (.venv, ticks.*, /dev/shm/ticks).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+work=$(mktemp -d)
+cleanup() {
+    rm -rf "$work" "$root/.venv" "$root/ticks.c" "$root/ticks.py" "$root/ticks"
+    rm -f /dev/shm/ticks
+}
+trap cleanup EXIT
+[ ! -e .venv ] || { echo "quickstarts.sh: .venv exists here; it would be replaced" >&2; exit 1; }
+[ ! -e /dev/shm/ticks ] || { echo "quickstarts.sh: /dev/shm/ticks exists" >&2; exit 1; }
+
+# The first ```LANG block after the heading HEADING and, if given, after
+# the line MARKER within that section.
+block() { # HEADING LANG [MARKER]
+    python3 - "$@" <<'PY'
+import sys
+heading, lang = sys.argv[1], sys.argv[2]
+marker = sys.argv[3] if len(sys.argv) > 3 else None
+lines = open("README.md").read().split("\n")
+i = lines.index(heading)
+if marker:
+    i = next(j for j in range(i, len(lines)) if marker in lines[j])
+start = next(j for j in range(i, len(lines)) if lines[j] == "```" + lang)
+end = next(j for j in range(start + 1, len(lines)) if lines[j] == "```")
+print("\n".join(lines[start + 1:end]))
+PY
+}
+
+check() { # WHAT EXPECTED GOT
+    if [ "$2" != "$3" ]; then
+        printf 'quickstarts.sh: %s printed\n%s\ninstead of\n%s\n' "$1" "$3" "$2" >&2
+        exit 1
+    fi
+    echo "ok: $1"
+}
+
+# Rust's toolchain stays where it is when HOME moves.
+export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
+
+block "## From C" c 'where `ticks.c` is:' > ticks.c
+mkdir -p "$work/home"
+got=$(HOME="$work/home" bash -euo pipefail -c "$(block "## From C" sh)")
+check "the C quick start" "1 = 42" "$(echo "$got" | tail -1)"
+
+block "## From Python" python 'where `ticks.py` is:' > ticks.py
+got=$(HOME="$work/home" bash -euo pipefail -c "$(block "## From Python" sh)")
+check "the Python quick start" "$(printf '[(0, 42)]\n[43 44] 0')" "$(echo "$got" | tail -2)"
