@@ -81,6 +81,9 @@ scenario() {
             2>"$work/pub.err" || fail "$wrap publisher --kind $kind (preload)"
     fi
     count=$(printf '%s' "$expected" | wc -l)
+    # Emptied here, not only by the child's redirection: until the child
+    # runs, the last scenario's "ready" would still be there.
+    : >"$work/sub.err"
     timeout 120 "${run[@]}" "$SUB" --kind "$subkind" --count "$count" --timeout 60 "$name" \
         >"$work/sub.out" 2>"$work/sub.err" &
     local sub=$!
