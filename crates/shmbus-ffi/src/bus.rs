@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_void};
 use shmbus_core::{MpPublishError, MpPublisher, Publisher, Received, Subscriber};
 
 use crate::{
-    buffer, bus_options, bytes, c_str, capacity_in, entry, entry_void, give, handle, nothing,
-    open_options, out_handle, out_ptr, put, take_back, wait_of, BusKind, BusOpts, Failure,
+    create_handle, deliver, entry, entry_void, error, handle, lagged, message_buffer, nothing,
+    open_handle, out_ptr, publish_bytes, query, take_back, wait_of, BusKind, BusOpts, Failure,
     OpenOpts, Status,
 };
 
@@ -20,15 +20,6 @@ pub struct ShmbusSubscriber(Subscriber<[u8]>);
 
 /// One of the publishers of a many-publisher bus (opaque).
 pub struct ShmbusMpPublisher(MpPublisher<[u8]>);
-
-fn too_small(cap: usize, need: usize) -> Failure {
-    Failure::new(
-        Status::SHMBUS_TOO_SMALL,
-        format!(
-            "the buffer holds {cap} bytes, a message of this bus is {need}: nothing was received"
-        ),
-    )
-}
 
 /// Creates the single-publisher bus `name` (a bare name lives in
 /// /dev/shm; a path elsewhere) of `opts->capacity` slots of
@@ -48,17 +39,12 @@ pub unsafe extern "C" fn shmbus_publisher_create(
     opts: *const BusOpts,
     out: *mut *mut ShmbusPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
-        let p =
-            Publisher::<[u8]>::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusPublisher(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        create_handle(name, opts, BusKind::Plain, out, |name, opts| {
+            Publisher::<[u8]>::create(name, opts).map(ShmbusPublisher)
+        })
+    }
 }
 
 /// Becomes the publisher of the existing single-publisher bus `name` (made
@@ -80,17 +66,12 @@ pub unsafe extern "C" fn shmbus_publisher_attach(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let p = Publisher::<[u8]>::attach(name, &opts.open)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusPublisher(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            Publisher::<[u8]>::attach(name, &opts.open).map(ShmbusPublisher)
+        })
+    }
 }
 
 /// Publishes the `len` bytes at `data` (zero-padded to the message size)
@@ -110,18 +91,12 @@ pub unsafe extern "C" fn shmbus_publisher_publish(
     len: usize,
     seq: *mut u64,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        let data = unsafe { bytes(data, len, "data") }?;
-        let s =
-            p.0.publish(data)
-                .map_err(|e| Failure::error(e.to_string()))?;
-        // SAFETY: as above.
-        unsafe { put(seq, s) };
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        publish_bytes(publisher, data, len, seq, |p, data| {
+            p.0.publish(data).map_err(error)
+        })
+    }
 }
 
 /// Writes the bus's message size in bytes to `*size`.
@@ -135,13 +110,8 @@ pub unsafe extern "C" fn shmbus_publisher_msg_size(
     publisher: *mut ShmbusPublisher,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(publisher, "publisher", size, "size", |p| p.0.msg_size()) }
 }
 
 /// Writes the sequence number the next message will get to `*seq`.
@@ -155,13 +125,8 @@ pub unsafe extern "C" fn shmbus_publisher_next_sequence(
     publisher: *mut ShmbusPublisher,
     seq: *mut u64,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(seq, "seq") }?.set(p.0.next_sequence());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(publisher, "publisher", seq, "seq", |p| p.0.next_sequence()) }
 }
 
 /// Stops publishing and frees the publisher (NULL: nothing). The bus
@@ -193,17 +158,12 @@ pub unsafe extern "C" fn shmbus_subscriber_open(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusSubscriber,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let s = Subscriber::<[u8]>::open(name, &opts.open)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusSubscriber(s))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            Subscriber::<[u8]>::open(name, &opts.open).map(ShmbusSubscriber)
+        })
+    }
 }
 
 /// Receives the next message into `buf`, waiting as `timeout_ns` says.
@@ -234,27 +194,12 @@ pub unsafe extern "C" fn shmbus_subscriber_recv(
         // SAFETY: each pointer as the contract says.
         let s = unsafe { handle(subscriber, "subscriber") }?;
         // SAFETY: as above.
-        let cap = unsafe { capacity_in(len) }?;
-        let need = s.0.msg_size();
-        if cap < need {
-            // SAFETY: as above (`len` is not NULL: capacity_in read it).
-            unsafe { put(len, need) };
-            return Err(too_small(cap, need));
-        }
-        // SAFETY: as above.
-        let out = unsafe { buffer(buf, cap, "buf") }?;
+        let out = unsafe { message_buffer(buf, len, s.0.msg_size()) }?;
         match s.0.recv(wait_of(timeout_ns)) {
-            Some(Received::Message(msg)) => {
-                out[..msg.len()].copy_from_slice(msg);
-                // SAFETY: as above.
-                unsafe { put(len, msg.len()) };
-                Ok(Status::SHMBUS_MESSAGE)
-            }
-            Some(Received::Lagged { skipped: n }) => {
-                // SAFETY: as above.
-                unsafe { put(skipped, n) };
-                Ok(Status::SHMBUS_LAGGED)
-            }
+            // SAFETY: as above.
+            Some(Received::Message(msg)) => unsafe { deliver(out, len, msg) },
+            // SAFETY: as above.
+            Some(Received::Lagged { skipped: n }) => unsafe { lagged(skipped, n) },
             None => Ok(nothing(timeout_ns)),
         }
     })
@@ -293,11 +238,8 @@ pub unsafe extern "C" fn shmbus_subscriber_recv_borrow(
                 len.set(msg.len());
                 Ok(Status::SHMBUS_MESSAGE)
             }
-            Some(Received::Lagged { skipped: n }) => {
-                // SAFETY: as above.
-                unsafe { put(skipped, n) };
-                Ok(Status::SHMBUS_LAGGED)
-            }
+            // SAFETY: as above.
+            Some(Received::Lagged { skipped: n }) => unsafe { lagged(skipped, n) },
             None => Ok(nothing(timeout_ns)),
         }
     })
@@ -322,22 +264,10 @@ pub unsafe extern "C" fn shmbus_subscriber_latest(
         // SAFETY: each pointer as the contract says.
         let s = unsafe { handle(subscriber, "subscriber") }?;
         // SAFETY: as above.
-        let cap = unsafe { capacity_in(len) }?;
-        let need = s.0.msg_size();
-        if cap < need {
-            // SAFETY: as above.
-            unsafe { put(len, need) };
-            return Err(too_small(cap, need));
-        }
-        // SAFETY: as above.
-        let out = unsafe { buffer(buf, cap, "buf") }?;
+        let out = unsafe { message_buffer(buf, len, s.0.msg_size()) }?;
         match s.0.latest() {
-            Some(msg) => {
-                out[..msg.len()].copy_from_slice(msg);
-                // SAFETY: as above.
-                unsafe { put(len, msg.len()) };
-                Ok(Status::SHMBUS_MESSAGE)
-            }
+            // SAFETY: as above.
+            Some(msg) => unsafe { deliver(out, len, msg) },
             None => Ok(Status::SHMBUS_EMPTY),
         }
     })
@@ -354,13 +284,8 @@ pub unsafe extern "C" fn shmbus_subscriber_msg_size(
     subscriber: *mut ShmbusSubscriber,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let s = unsafe { handle(subscriber, "subscriber") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(s.0.msg_size());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(subscriber, "subscriber", size, "size", |s| s.0.msg_size()) }
 }
 
 /// Writes the sequence number this subscriber reads next to `*seq` (after
@@ -375,13 +300,8 @@ pub unsafe extern "C" fn shmbus_subscriber_position(
     subscriber: *mut ShmbusSubscriber,
     seq: *mut u64,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let s = unsafe { handle(subscriber, "subscriber") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(seq, "seq") }?.set(s.0.position());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(subscriber, "subscriber", seq, "seq", |s| s.0.position()) }
 }
 
 /// Closes the subscriber (NULL: nothing); a pointer from
@@ -412,17 +332,12 @@ pub unsafe extern "C" fn shmbus_mp_publisher_create(
     opts: *const BusOpts,
     out: *mut *mut ShmbusMpPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
-        let p =
-            MpPublisher::<[u8]>::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusMpPublisher(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        create_handle(name, opts, BusKind::Plain, out, |name, opts| {
+            MpPublisher::<[u8]>::create(name, opts).map(ShmbusMpPublisher)
+        })
+    }
 }
 
 /// Becomes one more publisher of the existing many-publisher bus `name`
@@ -441,17 +356,12 @@ pub unsafe extern "C" fn shmbus_mp_publisher_attach(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusMpPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let p = MpPublisher::<[u8]>::attach(name, &opts.open)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusMpPublisher(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            MpPublisher::<[u8]>::attach(name, &opts.open).map(ShmbusMpPublisher)
+        })
+    }
 }
 
 /// Publishes the `len` bytes at `data` (zero-padded to the message size)
@@ -472,19 +382,17 @@ pub unsafe extern "C" fn shmbus_mp_publisher_publish(
     len: usize,
     seq: *mut u64,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        let data = unsafe { bytes(data, len, "data") }?;
-        let s = p.0.publish(data).map_err(|e| match e {
-            MpPublishError::Abandoned(a) => Failure::new(Status::SHMBUS_ABANDONED, a.to_string()),
-            other => Failure::error(other.to_string()),
-        })?;
-        // SAFETY: as above.
-        unsafe { put(seq, s) };
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        publish_bytes(publisher, data, len, seq, |p, data| {
+            p.0.publish(data).map_err(|e| match e {
+                MpPublishError::Abandoned(a) => {
+                    Failure::new(Status::SHMBUS_ABANDONED, a.to_string())
+                }
+                other => error(other),
+            })
+        })
+    }
 }
 
 /// Writes the bus's message size in bytes to `*size`.
@@ -498,13 +406,8 @@ pub unsafe extern "C" fn shmbus_mp_publisher_msg_size(
     publisher: *mut ShmbusMpPublisher,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(publisher, "publisher", size, "size", |p| p.0.msg_size()) }
 }
 
 /// Frees the publisher (NULL: nothing).

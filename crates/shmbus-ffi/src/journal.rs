@@ -9,9 +9,9 @@ use shmbus_core::{
 };
 
 use crate::{
-    buffer, bus_options, bytes, c_str, capacity_in, entry, entry_void, give, handle, nothing,
-    open_options, out_handle, out_ptr, put, wait_of, BusKind, BusOpts, Failure, JournalOpts,
-    OpenOpts, Status,
+    bus_options, c_str, deliver, entry, entry_void, error, fail, handle, lagged, message_buffer,
+    new_handle, nothing, open_handle, publish_bytes, put, query, required, take_back, wait_of,
+    BusKind, BusOpts, JournalOpts, OpenOpts, Opened, Status,
 };
 
 /// The publisher of a journaled bus (opaque).
@@ -38,18 +38,12 @@ pub unsafe extern "C" fn shmbus_journal_publisher_create(
     journal: *const JournalOpts,
     out: *mut *mut ShmbusJournalPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
+    let make = |name: &str| {
+        // SAFETY: `opts` as the contract says.
         let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
-        // SAFETY: as above.
-        let j = unsafe { journal.as_ref() }.ok_or_else(|| {
-            Failure::error("journal options (shmbus_journal_options_t*) are NULL")
-        })?;
-        // SAFETY: as above.
+        // SAFETY: `journal` as the contract says.
+        let j = unsafe { required(journal, "journal options (shmbus_journal_options_t*)") }?;
+        // SAFETY: a valid options struct's path is NULL or a C string.
         let path = unsafe { c_str(j.path, "journal path") }?;
         let mut jo = JournalOptions::new(path);
         if j.chunk_bytes != 0 {
@@ -58,10 +52,12 @@ pub unsafe extern "C" fn shmbus_journal_publisher_create(
         if j.preallocate_bytes != 0 {
             jo = jo.preallocate_bytes(usize::try_from(j.preallocate_bytes).unwrap_or(usize::MAX));
         }
-        let p = JournalPublisher::<[u8]>::create(name, &opts, &jo)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusJournalPublisher(p))
-    })
+        JournalPublisher::<[u8]>::create(name, &opts, &jo)
+            .map(ShmbusJournalPublisher)
+            .map_err(error)
+    };
+    // SAFETY: `name` and `out` as the contract says.
+    unsafe { new_handle(name, out, make) }
 }
 
 /// Becomes the publisher of the existing journaled bus `name` (made by
@@ -81,17 +77,12 @@ pub unsafe extern "C" fn shmbus_journal_publisher_attach(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusJournalPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let p = JournalPublisher::<[u8]>::attach(name, &opts.open)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusJournalPublisher(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            JournalPublisher::<[u8]>::attach(name, &opts.open).map(ShmbusJournalPublisher)
+        })
+    }
 }
 
 /// Appends the `len` bytes at `data` (zero-padded to the message size) to
@@ -111,18 +102,12 @@ pub unsafe extern "C" fn shmbus_journal_publisher_publish(
     len: usize,
     seq: *mut u64,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        let data = unsafe { bytes(data, len, "data") }?;
-        let s =
-            p.0.publish(data)
-                .map_err(|e| Failure::error(e.to_string()))?;
-        // SAFETY: as above.
-        unsafe { put(seq, s) };
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        publish_bytes(publisher, data, len, seq, |p, data| {
+            p.0.publish(data).map_err(error)
+        })
+    }
 }
 
 /// Makes everything published so far durable (`fdatasync` of the
@@ -140,8 +125,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_flush(
     entry(|| {
         // SAFETY: the pointer as the contract says.
         let p = unsafe { handle(publisher, "publisher") }?;
-        p.0.flush()
-            .map_err(|e| Failure::error(format!("flushing the journal: {e}")))?;
+        p.0.flush().map_err(|e| fail("flushing the journal", e))?;
         Ok(Status::SHMBUS_OK)
     })
 }
@@ -157,13 +141,8 @@ pub unsafe extern "C" fn shmbus_journal_publisher_msg_size(
     publisher: *mut ShmbusJournalPublisher,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(p.0.msg_size());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(publisher, "publisher", size, "size", |p| p.0.msg_size()) }
 }
 
 /// Stops publishing (its threads finish; a compaction under way is
@@ -186,7 +165,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_close(
         // SAFETY: a live handle `give` made (Box::into_raw), not freed yet,
         // by the contract.
         let p = unsafe { Box::from_raw(publisher) };
-        p.0.close().map_err(|e| Failure::error(e.to_string()))?;
+        p.0.close().map_err(error)?;
         Ok(Status::SHMBUS_OK)
     })
 }
@@ -211,13 +190,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_join(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusJournalSubscriber,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let o = unsafe { open_options(opts) }?;
+    let make = |name: &str, o: &Opened| {
         let mut join = JoinOptions::default()
             .wait(o.wait)
             .init_timeout(o.init_timeout);
@@ -227,10 +200,10 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_join(
         if let Some((type_name, size, align)) = &o.message_type {
             join = join.message_type(type_name, *size, *align);
         }
-        let s = JournalSubscriber::<[u8]>::join(name, &join)
-            .map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusJournalSubscriber(s))
-    })
+        JournalSubscriber::<[u8]>::join(name, &join).map(ShmbusJournalSubscriber)
+    };
+    // SAFETY: each pointer as the contract says.
+    unsafe { open_handle(name, opts, out, make) }
 }
 
 /// Receives the next message into `buf` with its sequence number in
@@ -259,35 +232,16 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_recv(
         // SAFETY: each pointer as the contract says.
         let s = unsafe { handle(subscriber, "subscriber") }?;
         // SAFETY: as above.
-        let cap = unsafe { capacity_in(len) }?;
-        let need = s.0.msg_size();
-        if cap < need {
-            // SAFETY: as above (`len` is not NULL: capacity_in read it).
-            unsafe { put(len, need) };
-            return Err(Failure::new(
-                Status::SHMBUS_TOO_SMALL,
-                format!(
-                    "the buffer holds {cap} bytes, a message of this bus is {need}: \
-                     nothing was received"
-                ),
-            ));
-        }
-        // SAFETY: as above.
-        let out = unsafe { buffer(buf, cap, "buf") }?;
+        let out = unsafe { message_buffer(buf, len, s.0.msg_size()) }?;
         match s.0.recv(wait_of(timeout_ns)) {
             Some(Received::Message(Entry { seq: n, msg })) => {
-                out[..msg.len()].copy_from_slice(msg);
-                // SAFETY: as above.
-                unsafe { put(len, msg.len()) };
                 // SAFETY: as above.
                 unsafe { put(seq, n) };
-                Ok(Status::SHMBUS_MESSAGE)
-            }
-            Some(Received::Lagged { skipped: n }) => {
                 // SAFETY: as above.
-                unsafe { put(skipped, n) };
-                Ok(Status::SHMBUS_LAGGED)
+                unsafe { deliver(out, len, msg) }
             }
+            // SAFETY: as above.
+            Some(Received::Lagged { skipped: n }) => unsafe { lagged(skipped, n) },
             None => Ok(nothing(timeout_ns)),
         }
     })
@@ -304,13 +258,8 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_msg_size(
     subscriber: *mut ShmbusJournalSubscriber,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let s = unsafe { handle(subscriber, "subscriber") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(s.0.msg_size());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(subscriber, "subscriber", size, "size", |s| s.0.msg_size()) }
 }
 
 /// Writes the sequence this subscriber delivers next to `*seq`, and
@@ -346,5 +295,5 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_position(
 #[no_mangle]
 pub unsafe extern "C" fn shmbus_journal_subscriber_close(subscriber: *mut ShmbusJournalSubscriber) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
-    entry_void(|| unsafe { crate::take_back(subscriber) });
+    entry_void(|| unsafe { take_back(subscriber) });
 }

@@ -25,8 +25,10 @@
 //!   string without its NUL) is the caller's to get right.
 //!
 //! # Layout of the crate
-//! `lib.rs`: statuses, the thread's error message, the options structs and
-//! the helpers every entry point uses ([`entry`]); `bus.rs`: single and
+//! `lib.rs`: statuses, the thread's error message, the options structs,
+//! the helpers every entry point uses ([`entry`]) and the bodies many
+//! share (making a handle, reading one value, publishing, receiving into
+//! a buffer); `bus.rs`: single and
 //! multi-publisher buses and their subscribers; `stream.rs`: producer and
 //! consumer; `journal.rs`; `pool.rs`: pool buses, loans and samples.
 
@@ -34,6 +36,7 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::fmt::Display;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -300,6 +303,16 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T,
     unsafe { ptr.as_mut() }.ok_or_else(|| Failure::error(format!("{what} is NULL")))
 }
 
+/// The options struct behind `ptr`, or an error naming `what` (the
+/// struct's C type among it) if it is NULL.
+///
+/// # Safety
+/// `ptr` is NULL or points to a live `T` for `'a`.
+pub(crate) unsafe fn required<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, Failure> {
+    // SAFETY: NULL or live, by this function's contract.
+    unsafe { ptr.as_ref() }.ok_or_else(|| Failure::error(format!("{what} are NULL")))
+}
+
 /// A required out-parameter: written, never read (it may hold garbage).
 pub(crate) struct Out<T>(*mut T);
 
@@ -460,8 +473,13 @@ pub(crate) fn nothing(timeout_ns: i64) -> Status {
     }
 }
 
+/// A Rust error as a `SHMBUS_ERROR` with its message.
+pub(crate) fn error(e: impl Display) -> Failure {
+    Failure::error(e.to_string())
+}
+
 /// A Rust error as a `SHMBUS_ERROR`, prefixed with what was being done.
-pub(crate) fn fail(doing: &str, e: impl std::fmt::Display) -> Failure {
+pub(crate) fn fail(doing: &str, e: impl Display) -> Failure {
     Failure::error(format!("{doing}: {e}"))
 }
 
@@ -490,6 +508,32 @@ fn strategy(wait: u32, spin_ns: u64, what: &str) -> Result<WaitStrategy, Failure
              SHMBUS_WAIT_SPIN_YIELD (1) or SHMBUS_WAIT_BUSY_SPIN (2)"
         ))),
     }
+}
+
+/// What creating a bus or a stream takes from its options' `mode` and
+/// `flags`.
+struct Creation {
+    mode: u32,
+    prefault: bool,
+    mlock: bool,
+    huge_pages: Option<HugePages>,
+}
+
+fn creation(mode: u32, flags: u32, what: &str) -> Result<Creation, Failure> {
+    check_flags(
+        flags,
+        SHMBUS_PREFAULT
+            | SHMBUS_MLOCK
+            | SHMBUS_HUGE_PAGES_TRANSPARENT
+            | SHMBUS_HUGE_PAGES_HUGETLBFS,
+        what,
+    )?;
+    Ok(Creation {
+        mode: if mode == 0 { 0o600 } else { mode },
+        prefault: flags & SHMBUS_PREFAULT != 0,
+        mlock: flags & SHMBUS_MLOCK != 0,
+        huge_pages: huge_pages(flags, what)?,
+    })
 }
 
 fn huge_pages(flags: u32, what: &str) -> Result<Option<HugePages>, Failure> {
@@ -526,26 +570,18 @@ pub(crate) unsafe fn bus_options(
 ) -> Result<BusOptions, Failure> {
     const WHAT: &str = "bus options";
     // SAFETY: NULL or live, by the contract.
-    let o = unsafe { opts.as_ref() }
-        .ok_or_else(|| Failure::error(format!("{WHAT} (shmbus_bus_options_t*) are NULL")))?;
+    let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
     if o.capacity == 0 {
         return Err(Failure::error(format!(
             "{WHAT}: capacity is 0, expected a power of two (the number of slots)"
         )));
     }
-    check_flags(
-        o.flags,
-        SHMBUS_PREFAULT
-            | SHMBUS_MLOCK
-            | SHMBUS_HUGE_PAGES_TRANSPARENT
-            | SHMBUS_HUGE_PAGES_HUGETLBFS,
-        WHAT,
-    )?;
+    let c = creation(o.mode, o.flags, WHAT)?;
     let mut b = BusOptions::new(o.capacity)
-        .mode(if o.mode == 0 { 0o600 } else { o.mode })
-        .prefault(o.flags & SHMBUS_PREFAULT != 0)
-        .mlock(o.flags & SHMBUS_MLOCK != 0);
-    if let Some(huge) = huge_pages(o.flags, WHAT)? {
+        .mode(c.mode)
+        .prefault(c.prefault)
+        .mlock(c.mlock);
+    if let Some(huge) = c.huge_pages {
         b = b.huge_pages(huge);
     }
     if o.unblock_timeout_ns != 0 {
@@ -671,27 +707,19 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
 pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOptions, Failure> {
     const WHAT: &str = "stream options";
     // SAFETY: NULL or live, by the contract.
-    let o = unsafe { opts.as_ref() }
-        .ok_or_else(|| Failure::error(format!("{WHAT} (shmbus_stream_options_t*) are NULL")))?;
+    let o = unsafe { required(opts, "stream options (shmbus_stream_options_t*)") }?;
     if o.capacity == 0 {
         return Err(Failure::error(format!(
             "{WHAT}: capacity is 0, expected the ring's size in bytes (a power of two, 64 B to 4 GiB)"
         )));
     }
-    check_flags(
-        o.flags,
-        SHMBUS_PREFAULT
-            | SHMBUS_MLOCK
-            | SHMBUS_HUGE_PAGES_TRANSPARENT
-            | SHMBUS_HUGE_PAGES_HUGETLBFS,
-        WHAT,
-    )?;
+    let c = creation(o.mode, o.flags, WHAT)?;
     let mut s = StreamOptions::new(o.capacity)
-        .mode(if o.mode == 0 { 0o600 } else { o.mode })
-        .prefault(o.flags & SHMBUS_PREFAULT != 0)
-        .mlock(o.flags & SHMBUS_MLOCK != 0)
+        .mode(c.mode)
+        .prefault(c.prefault)
+        .mlock(c.mlock)
         .wait(strategy(o.wait, o.spin_ns, WHAT)?);
-    if let Some(huge) = huge_pages(o.flags, WHAT)? {
+    if let Some(huge) = c.huge_pages {
         s = s.huge_pages(huge);
     }
     Ok(s)
@@ -709,6 +737,171 @@ fn open_defaults() -> OpenOpts {
         wait: SHMBUS_WAIT_SPIN_FUTEX,
         flags: 0,
     }
+}
+
+// ---------------------------------------------------------------------------
+// The bodies that many entry points share. Each takes the entry point's
+// raw arguments, so the order in which they are checked (and so which
+// message a call with two bad arguments gets) is the same everywhere.
+
+/// The body of every call that makes a handle from a name: `*out` is made
+/// NULL before anything else is looked at (so it is NULL on every
+/// failure), then `name` is read and `make` runs with it.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `out` NULL or writable.
+pub(crate) unsafe fn new_handle<H>(
+    name: *const c_char,
+    out: *mut *mut H,
+    make: impl FnOnce(&str) -> Result<H, Failure>,
+) -> Status {
+    entry(|| {
+        // SAFETY: NULL or writable, by this function's contract.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: NULL or NUL-terminated, by this function's contract.
+        let name = unsafe { c_str(name, "name") }?;
+        give(out, make(name)?)
+    })
+}
+
+/// [`new_handle`] for a call that creates a bus of `kind` from
+/// `shmbus_bus_options_t`.
+///
+/// # Safety
+/// As [`new_handle`]; `opts` as [`bus_options`] says.
+pub(crate) unsafe fn create_handle<H, E: Display>(
+    name: *const c_char,
+    opts: *const BusOpts,
+    kind: BusKind,
+    out: *mut *mut H,
+    make: impl FnOnce(&str, &BusOptions) -> Result<H, E>,
+) -> Status {
+    let make = |name: &str| {
+        // SAFETY: `opts` as this function's contract says.
+        let opts = unsafe { bus_options(opts, kind) }?;
+        make(name, &opts).map_err(error)
+    };
+    // SAFETY: `name` and `out` as this function's contract says.
+    unsafe { new_handle(name, out, make) }
+}
+
+/// [`new_handle`] for a call that opens (or attaches to, or joins) an
+/// existing bus or stream with `shmbus_open_options_t`.
+///
+/// # Safety
+/// As [`new_handle`]; `opts` as [`open_options`] says.
+pub(crate) unsafe fn open_handle<H, E: Display>(
+    name: *const c_char,
+    opts: *const OpenOpts,
+    out: *mut *mut H,
+    make: impl FnOnce(&str, &Opened) -> Result<H, E>,
+) -> Status {
+    let make = |name: &str| {
+        // SAFETY: `opts` as this function's contract says.
+        let opts = unsafe { open_options(opts) }?;
+        make(name, &opts).map_err(error)
+    };
+    // SAFETY: `name` and `out` as this function's contract says.
+    unsafe { new_handle(name, out, make) }
+}
+
+/// The body of the calls that write one value of a handle to a required
+/// out-parameter `out` (named `out_what` in the message if it is NULL).
+///
+/// # Safety
+/// `ptr` as [`handle`] says; `out` NULL or writable.
+pub(crate) unsafe fn query<H, T>(
+    ptr: *mut H,
+    what: &str,
+    out: *mut T,
+    out_what: &str,
+    value: impl FnOnce(&H) -> T,
+) -> Status {
+    entry(|| {
+        // SAFETY: as this function's contract says.
+        let h = unsafe { handle(ptr, what) }?;
+        // SAFETY: as this function's contract says.
+        unsafe { out_ptr(out, out_what) }?.set(value(h));
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// The body of the calls that publish the `len` bytes at `data` through
+/// the publisher `ptr` and write the new message's sequence to `*seq`
+/// (`seq` may be NULL).
+///
+/// # Safety
+/// `ptr` as [`handle`] says; `data` as [`bytes`]; `seq` NULL or writable.
+pub(crate) unsafe fn publish_bytes<H>(
+    ptr: *mut H,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+    publish: impl FnOnce(&mut H, &[u8]) -> Result<u64, Failure>,
+) -> Status {
+    entry(|| {
+        // SAFETY: as this function's contract says.
+        let p = unsafe { handle(ptr, "publisher") }?;
+        // SAFETY: as this function's contract says.
+        let data = unsafe { bytes(data, len, "data") }?;
+        let s = publish(p, data)?;
+        // SAFETY: as this function's contract says.
+        unsafe { put(seq, s) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// The caller's buffer (`buf`, `*len` bytes) for a message of `need`
+/// bytes; if it is shorter, `SHMBUS_TOO_SMALL` with `*len` set to `need`
+/// and nothing received.
+///
+/// # Safety
+/// `len` is NULL or an initialised, writable `size_t`; `buf` as
+/// [`buffer`] says for `*len` bytes.
+pub(crate) unsafe fn message_buffer<'a>(
+    buf: *mut c_void,
+    len: *mut usize,
+    need: usize,
+) -> Result<&'a mut [u8], Failure> {
+    // SAFETY: as this function's contract says.
+    let cap = unsafe { capacity_in(len) }?;
+    if cap < need {
+        // SAFETY: writable by the contract, and not NULL: capacity_in read
+        // it.
+        unsafe { put(len, need) };
+        return Err(Failure::new(
+            Status::SHMBUS_TOO_SMALL,
+            format!(
+                "the buffer holds {cap} bytes, a message of this bus is {need}: \
+                 nothing was received"
+            ),
+        ));
+    }
+    // SAFETY: as this function's contract says.
+    unsafe { buffer(buf, cap, "buf") }
+}
+
+/// Copies a received message into the buffer [`message_buffer`] gave
+/// (which holds at least its length) and writes its length to `*len`.
+///
+/// # Safety
+/// `len` is NULL or writable.
+pub(crate) unsafe fn deliver(out: &mut [u8], len: *mut usize, msg: &[u8]) -> Outcome {
+    out[..msg.len()].copy_from_slice(msg);
+    // SAFETY: as this function's contract says.
+    unsafe { put(len, msg.len()) };
+    Ok(Status::SHMBUS_MESSAGE)
+}
+
+/// A receive that found its subscriber lapped: the count lost goes to
+/// `*skipped` (`skipped` may be NULL).
+///
+/// # Safety
+/// `skipped` is NULL or writable.
+pub(crate) unsafe fn lagged(skipped: *mut u64, n: u64) -> Outcome {
+    // SAFETY: as this function's contract says.
+    unsafe { put(skipped, n) };
+    Ok(Status::SHMBUS_LAGGED)
 }
 
 // ---------------------------------------------------------------------------

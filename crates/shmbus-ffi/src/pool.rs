@@ -24,8 +24,8 @@ use shmbus_core::{
 };
 
 use crate::{
-    bus_options, c_str, entry, entry_void, give, handle, nothing, open_options, out_handle,
-    out_ptr, put, take_back, wait_of, BusKind, BusOpts, Failure, OpenOpts, Outcome, Status,
+    create_handle, entry, entry_void, error, give, handle, lagged, nothing, open_handle,
+    out_handle, put, query, take_back, wait_of, BusKind, BusOpts, Failure, OpenOpts, Status,
 };
 
 /// A publisher of a pool bus (opaque).
@@ -78,23 +78,6 @@ unsafe fn free_publisher(h: NonNull<ShmbusPoolPublisher>) {
     drop(unsafe { Box::from_raw(h.publisher.as_ptr()) });
 }
 
-/// Makes a pool publisher, the common part of the four constructors.
-///
-/// # Safety
-/// As the constructors' contracts.
-unsafe fn make(
-    name: *const c_char,
-    out: *mut *mut ShmbusPoolPublisher,
-    f: impl FnOnce(&str) -> Result<PoolPublisher, String>,
-) -> Outcome {
-    // SAFETY: each pointer as the contract says.
-    let out = unsafe { out_handle(out) }?;
-    // SAFETY: as above.
-    let name = unsafe { c_str(name, "name") }?;
-    let p = f(name).map_err(Failure::error)?;
-    give(out, wrap(p))
-}
-
 /// Creates the pool bus `name`: `opts->capacity` slots, a pool of
 /// `opts->pool_blocks` blocks of `opts->pool_block_size` bytes (msg_size
 /// and type_name are not used), and becomes its one publisher.
@@ -111,16 +94,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create(
     opts: *const BusOpts,
     out: *mut *mut ShmbusPoolPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: as the contract says.
-        let opts = unsafe { bus_options(opts, BusKind::Pool) }?;
-        // SAFETY: as the contract says.
-        unsafe {
-            make(name, out, |n| {
-                PoolPublisher::create(n, &opts).map_err(|e| e.to_string())
-            })
-        }
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        create_handle(name, opts, BusKind::Pool, out, |name, opts| {
+            PoolPublisher::create(name, opts).map(wrap)
+        })
+    }
 }
 
 /// As `shmbus_pool_publisher_create`, for a pool bus any number of
@@ -134,16 +113,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
     opts: *const BusOpts,
     out: *mut *mut ShmbusPoolPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: as the contract says.
-        let opts = unsafe { bus_options(opts, BusKind::Pool) }?;
-        // SAFETY: as the contract says.
-        unsafe {
-            make(name, out, |n| {
-                PoolPublisher::create_many(n, &opts).map_err(|e| e.to_string())
-            })
-        }
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        create_handle(name, opts, BusKind::Pool, out, |name, opts| {
+            PoolPublisher::create_many(name, opts).map(wrap)
+        })
+    }
 }
 
 /// Becomes the publisher of the existing single-publisher pool bus `name`
@@ -162,16 +137,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusPoolPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: as the contract says.
-        let o = unsafe { open_options(opts) }?;
-        // SAFETY: as the contract says.
-        unsafe {
-            make(name, out, |n| {
-                PoolPublisher::attach(n, &o.open).map_err(|e| e.to_string())
-            })
-        }
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            PoolPublisher::attach(name, &opts.open).map(wrap)
+        })
+    }
 }
 
 /// Becomes one more publisher of the existing many-publisher pool bus
@@ -185,16 +156,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusPoolPublisher,
 ) -> Status {
-    entry(|| {
-        // SAFETY: as the contract says.
-        let o = unsafe { open_options(opts) }?;
-        // SAFETY: as the contract says.
-        unsafe {
-            make(name, out, |n| {
-                PoolPublisher::attach_many(n, &o.open).map_err(|e| e.to_string())
-            })
-        }
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            PoolPublisher::attach_many(name, &opts.open).map(wrap)
+        })
+    }
 }
 
 /// Loans a block for a message of exactly `len` bytes (at most the block
@@ -242,7 +209,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_loan(
                 Failure::new(Status::SHMBUS_FULL, e.to_string())
             }
             LoanError::Exhausted { .. } => Failure::new(Status::SHMBUS_TIMED_OUT, e.to_string()),
-            other => Failure::error(other.to_string()),
+            other => error(other),
         })?;
         // SAFETY: as the contract says.
         unsafe { put(data, l.as_mut_ptr().cast()) };
@@ -360,13 +327,8 @@ pub unsafe extern "C" fn shmbus_pool_publisher_block_size(
     publisher: *mut ShmbusPoolPublisher,
     size: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let h = unsafe { handle(publisher, "publisher") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(size, "size") }?.set(h.block_size);
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(publisher, "publisher", size, "size", |h| h.block_size) }
 }
 
 /// Closes the publisher (NULL: nothing). With a loan out, the publisher
@@ -408,16 +370,12 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_open(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusPoolSubscriber,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let o = unsafe { open_options(opts) }?;
-        let s = PoolSubscriber::open(name, &o.open).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusPoolSubscriber(s))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            PoolSubscriber::open(name, &opts.open).map(ShmbusPoolSubscriber)
+        })
+    }
 }
 
 /// Receives the next message in place, waiting as `timeout_ns` says. On
@@ -451,16 +409,13 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
                 give(out, ShmbusSample(m))?;
                 Ok(Status::SHMBUS_MESSAGE)
             }
-            Ok(Some(Received::Lagged { skipped: n })) => {
-                // SAFETY: as above.
-                unsafe { put(skipped, n) };
-                Ok(Status::SHMBUS_LAGGED)
-            }
+            // SAFETY: as above.
+            Ok(Some(Received::Lagged { skipped: n })) => unsafe { lagged(skipped, n) },
             Ok(None) => Ok(nothing(timeout_ns)),
             Err(e @ PoolRecvError::TooManySamples { .. }) => {
                 Err(Failure::new(Status::SHMBUS_FULL, e.to_string()))
             }
-            Err(e) => Err(Failure::error(e.to_string())),
+            Err(e) => Err(error(e)),
         }
     })
 }

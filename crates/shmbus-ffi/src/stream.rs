@@ -6,8 +6,8 @@ use std::ffi::{c_char, c_void};
 use shmbus_core::{Consumer, PopError, Producer, PushError};
 
 use crate::{
-    buffer, bytes, c_str, capacity_in, entry, entry_void, give, handle, open_options, out_handle,
-    out_ptr, put, stream_options, take_back, wait_of, Failure, OpenOpts, Status, StreamOpts,
+    buffer, bytes, capacity_in, entry, entry_void, error, handle, new_handle, open_handle, put,
+    query, stream_options, take_back, wait_of, Failure, OpenOpts, Status, StreamOpts,
 };
 
 /// The producer of a stream (opaque).
@@ -31,16 +31,15 @@ pub unsafe extern "C" fn shmbus_producer_create(
     opts: *const StreamOpts,
     out: *mut *mut ShmbusProducer,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
+    let make = |name: &str| {
+        // SAFETY: `opts` as the contract says.
         let opts = unsafe { stream_options(opts) }?;
-        let p = Producer::create(name, &opts).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusProducer(p))
-    })
+        Producer::create(name, &opts)
+            .map(ShmbusProducer)
+            .map_err(error)
+    };
+    // SAFETY: `name` and `out` as the contract says.
+    unsafe { new_handle(name, out, make) }
 }
 
 /// Becomes the producer of the existing stream `name` (its previous
@@ -58,16 +57,12 @@ pub unsafe extern "C" fn shmbus_producer_attach(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusProducer,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let p = Producer::attach(name, &opts.open).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusProducer(p))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            Producer::attach(name, &opts.open).map(ShmbusProducer)
+        })
+    }
 }
 
 /// Appends the record of `len` bytes at `data`, waiting for room as
@@ -103,7 +98,7 @@ pub unsafe extern "C" fn shmbus_producer_push(
             Err(e @ PushError::PeerGone { .. }) => {
                 Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
             }
-            Err(e) => Err(Failure::error(e.to_string())),
+            Err(e) => Err(error(e)),
         }
     })
 }
@@ -120,13 +115,8 @@ pub unsafe extern "C" fn shmbus_producer_max_record(
     producer: *mut ShmbusProducer,
     max: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let p = unsafe { handle(producer, "producer") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(max, "max") }?.set(p.0.max_record());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(producer, "producer", max, "max", |p| p.0.max_record()) }
 }
 
 /// Frees the producer (NULL: nothing). What it pushed stays for the
@@ -155,16 +145,12 @@ pub unsafe extern "C" fn shmbus_consumer_open(
     opts: *const OpenOpts,
     out: *mut *mut ShmbusConsumer,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let out = unsafe { out_handle(out) }?;
-        // SAFETY: as above.
-        let name = unsafe { c_str(name, "name") }?;
-        // SAFETY: as above.
-        let opts = unsafe { open_options(opts) }?;
-        let c = Consumer::open(name, &opts.open).map_err(|e| Failure::error(e.to_string()))?;
-        give(out, ShmbusConsumer(c))
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        open_handle(name, opts, out, |name, opts| {
+            Consumer::open(name, &opts.open).map(ShmbusConsumer)
+        })
+    }
 }
 
 /// Pops the next record into `buf`, waiting as `timeout_ns` says. `*len`
@@ -202,7 +188,7 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
             Err(e @ PopError::PeerGone { .. }) => {
                 return Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
             }
-            Err(e) => return Err(Failure::error(e.to_string())),
+            Err(e) => return Err(error(e)),
         };
         let n = chunk.len();
         if n > cap {
@@ -236,13 +222,8 @@ pub unsafe extern "C" fn shmbus_consumer_max_record(
     consumer: *mut ShmbusConsumer,
     max: *mut usize,
 ) -> Status {
-    entry(|| {
-        // SAFETY: each pointer as the contract says.
-        let c = unsafe { handle(consumer, "consumer") }?;
-        // SAFETY: as above.
-        unsafe { out_ptr(max, "max") }?.set(c.0.max_record());
-        Ok(Status::SHMBUS_OK)
-    })
+    // SAFETY: each pointer as the contract says.
+    unsafe { query(consumer, "consumer", max, "max", |c| c.0.max_record()) }
 }
 
 /// Frees the consumer (NULL: nothing). Records not popped stay for the

@@ -80,22 +80,29 @@ fn run(cmd: &mut Command, input: &[u8], limit: Duration) -> (ExitStatus, String,
     (status, out.join().unwrap(), err.join().unwrap())
 }
 
+/// [`run`] for a command that must succeed: its stdout.
+fn run_ok(cmd: &mut Command, input: &[u8], limit: Duration) -> String {
+    let what = format!("{cmd:?}");
+    let (st, out, err) = run(cmd, input, limit);
+    assert!(st.success(), "{what}: {st}\n{out}{err}");
+    out
+}
+
 /// Builds the tool and the examples once per test process.
 fn built() {
     static BUILT: OnceLock<()> = OnceLock::new();
     BUILT.get_or_init(|| {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         if !shmbus_tool().exists() {
-            let (st, _, err) = run(
+            run_ok(
                 Command::new(&cargo)
                     .args(["build", "-p", "shmbus-cli"])
                     .current_dir(root()),
                 b"",
                 BUILD_LIMIT,
             );
-            assert!(st.success(), "cargo build -p shmbus-cli: {err}");
         }
-        let (st, out, err) = run(
+        run_ok(
             Command::new("make")
                 .args(["-C", "examples/c"])
                 .env("CARGO", &cargo)
@@ -103,13 +110,21 @@ fn built() {
             b"",
             BUILD_LIMIT,
         );
-        assert!(st.success(), "make -C examples/c:\n{out}\n{err}");
     });
 }
 
-fn tool(args: &[&str]) {
-    let (st, out, err) = run(Command::new(shmbus_tool()).args(args), b"", LIMIT);
-    assert!(st.success(), "shmbus {args:?}: {out}{err}");
+/// Runs the `shmbus` tool, which must succeed: its stdout.
+fn tool(args: &[&str]) -> String {
+    run_ok(Command::new(shmbus_tool()).args(args), b"", LIMIT)
+}
+
+/// A new bus made by the tool (`shmbus create NAME ARGS...`), once the
+/// tool and the examples are built.
+fn created(what: &str, args: &[&str]) -> Bus {
+    built();
+    let bus = Bus::new(what);
+    tool(&[&["create", bus.name.as_str()], args].concat());
+    bus
 }
 
 /// A subscriber process that said `ready`.
@@ -162,94 +177,84 @@ impl Sub {
         let err: Vec<String> = self.stderr.iter().collect();
         (status, out, err.join("\n"))
     }
+
+    /// Waits (bounded) for an exit 0: its stdout.
+    fn finish_ok(self) -> String {
+        let (st, out, err) = self.finish();
+        assert_eq!(st.code(), Some(0), "{err}");
+        out
+    }
 }
 
 fn c_publish(kind: &str, bus: &Bus, input: &str) {
-    let (st, out, err) = run(
+    run_ok(
         Command::new(example("publisher")).args(["--kind", kind, &bus.name]),
         input.as_bytes(),
         LIMIT,
     );
-    assert!(st.success(), "publisher --kind {kind}: {out}{err}");
 }
 
 #[test]
 fn the_c_subscriber_prints_each_line_the_rust_tool_publishes() {
-    built();
-    let bus = Bus::new("ex-bus");
-    tool(&["create", &bus.name, "--msg-size", "32", "--capacity", "16"]);
+    let bus = created("ex-bus", &["--msg-size", "32", "--capacity", "16"]);
     let sub = start(
         &example("subscriber"),
         &["--count", "3", "--timeout", "20", &bus.name],
     );
-    let (st, _, err) = run(
+    run_ok(
         Command::new(shmbus_tool()).args(["pub", &bus.name]),
         b"alpha\nbeta\ngamma\n",
         LIMIT,
     );
-    assert!(st.success(), "shmbus pub: {err}");
-    let (st, out, err) = sub.finish();
-    assert_eq!(st.code(), Some(0), "{err}");
-    assert_eq!(out, "alpha\nbeta\ngamma\n");
+    assert_eq!(sub.finish_ok(), "alpha\nbeta\ngamma\n");
 }
 
 #[test]
 fn the_rust_tool_prints_each_line_the_c_publisher_publishes() {
-    built();
-    let bus = Bus::new("ex-rust-sub");
-    tool(&["create", &bus.name, "--msg-size", "32", "--capacity", "16"]);
+    let bus = created("ex-rust-sub", &["--msg-size", "32", "--capacity", "16"]);
     // `shmbus sub` prints no ready line: it reads from the oldest message.
     c_publish("bus", &bus, "one\ntwo\n");
-    let (st, out, err) = run(
-        Command::new(shmbus_tool()).args(["sub", &bus.name, "--from", "oldest", "--count", "2"]),
-        b"",
-        LIMIT,
-    );
-    assert!(st.success(), "{err}");
+    let out = tool(&["sub", &bus.name, "--from", "oldest", "--count", "2"]);
     assert_eq!(out, "one\ntwo\n");
 }
 
 #[test]
 fn the_c_examples_carry_lines_on_a_many_publisher_bus() {
-    built();
-    let bus = Bus::new("ex-many");
-    tool(&[
-        "create",
-        &bus.name,
-        "--msg-size",
-        "16",
-        "--capacity",
-        "16",
-        "--publishers",
-        "many",
-    ]);
+    let bus = created(
+        "ex-many",
+        &[
+            "--msg-size",
+            "16",
+            "--capacity",
+            "16",
+            "--publishers",
+            "many",
+        ],
+    );
     let sub = start(
         &example("subscriber"),
         &["--count", "4", "--timeout", "20", &bus.name],
     );
     c_publish("many", &bus, "a1\na2\n");
     c_publish("many", &bus, "b1\nb2");
-    let (st, out, err) = sub.finish();
-    assert_eq!(st.code(), Some(0), "{err}");
-    assert_eq!(out, "a1\na2\nb1\nb2\n");
+    assert_eq!(sub.finish_ok(), "a1\na2\nb1\nb2\n");
 }
 
 #[test]
 fn a_late_c_journal_subscriber_gets_the_lines_published_before_it_joined() {
-    built();
-    let bus = Bus::new("ex-journal");
     let dir = TempDir::new("ex-journal");
     let journal = dir.0.join("ex.journal");
-    tool(&[
-        "create",
-        &bus.name,
-        "--msg-size",
-        "16",
-        "--capacity",
-        "4",
-        "--journal",
-        journal.to_str().unwrap(),
-    ]);
+    let bus = created(
+        "ex-journal",
+        &[
+            "--msg-size",
+            "16",
+            "--capacity",
+            "4",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
     // Six lines into four slots: only the journal still has the first.
     c_publish("journal", &bus, "j1\nj2\nj3\nj4\nj5\nj6\n");
     let sub = start(
@@ -265,16 +270,12 @@ fn a_late_c_journal_subscriber_gets_the_lines_published_before_it_joined() {
         ],
     );
     c_publish("journal", &bus, "j7\n");
-    let (st, out, err) = sub.finish();
-    assert_eq!(st.code(), Some(0), "{err}");
-    assert_eq!(out, "j1\nj2\nj3\nj4\nj5\nj6\nj7\n");
+    assert_eq!(sub.finish_ok(), "j1\nj2\nj3\nj4\nj5\nj6\nj7\n");
 }
 
 #[test]
 fn the_c_examples_carry_lines_of_any_length_on_a_pool_bus() {
-    built();
-    let bus = Bus::new("ex-pool");
-    tool(&["create", &bus.name, "--pool", "128:24", "--capacity", "16"]);
+    let bus = created("ex-pool", &["--pool", "128:24", "--capacity", "16"]);
     let sub = start(
         &example("subscriber"),
         &[
@@ -289,9 +290,7 @@ fn the_c_examples_carry_lines_of_any_length_on_a_pool_bus() {
     );
     let long = "x".repeat(128);
     c_publish("pool", &bus, &format!("short\n\n{long}\n"));
-    let (st, out, err) = sub.finish();
-    assert_eq!(st.code(), Some(0), "{err}");
-    assert_eq!(out, format!("short\n\n{long}\n"));
+    assert_eq!(sub.finish_ok(), format!("short\n\n{long}\n"));
     // One byte more than a block is an error.
     let (st, _, err) = run(
         Command::new(example("publisher")).args(["--kind", "pool", &bus.name]),
@@ -310,19 +309,16 @@ fn stopped(pid: u32) -> bool {
 }
 
 fn signal(sig: &str, pid: u32) {
-    let (st, _, err) = run(
+    run_ok(
         Command::new("kill").args([sig, &pid.to_string()]),
         b"",
         LIMIT,
     );
-    assert!(st.success(), "kill {sig} {pid}: {err}");
 }
 
 #[test]
 fn a_stopped_c_subscriber_reports_its_lag_and_every_message_is_delivered_or_skipped() {
-    built();
-    let bus = Bus::new("ex-lag");
-    tool(&["create", &bus.name, "--msg-size", "8", "--capacity", "4"]);
+    let bus = created("ex-lag", &["--msg-size", "8", "--capacity", "4"]);
     let sub = start(&example("subscriber"), &["--timeout", "3", &bus.name]);
     let pid = sub.child.id();
     signal("-STOP", pid);
@@ -353,9 +349,7 @@ fn a_stopped_c_subscriber_reports_its_lag_and_every_message_is_delivered_or_skip
 
 #[test]
 fn a_line_longer_than_a_message_fails_the_c_publisher_with_one_line_and_exit_1() {
-    built();
-    let bus = Bus::new("ex-long");
-    tool(&["create", &bus.name, "--msg-size", "4", "--capacity", "8"]);
+    let bus = created("ex-long", &["--msg-size", "4", "--capacity", "8"]);
     let (st, _, err) = run(
         Command::new(example("publisher")).arg(&bus.name),
         b"ok\ntoo long\nnever\n",
@@ -370,9 +364,7 @@ fn a_line_longer_than_a_message_fails_the_c_publisher_with_one_line_and_exit_1()
 
 #[test]
 fn a_silent_bus_ends_the_c_subscriber_with_exit_2_and_a_missing_one_with_exit_1() {
-    built();
-    let bus = Bus::new("ex-silent");
-    tool(&["create", &bus.name, "--msg-size", "8", "--capacity", "8"]);
+    let bus = created("ex-silent", &["--msg-size", "8", "--capacity", "8"]);
     let sub = start(&example("subscriber"), &["--timeout", "0.2", &bus.name]);
     let (st, out, err) = sub.finish();
     assert_eq!(st.code(), Some(2));
@@ -392,12 +384,9 @@ fn a_silent_bus_ends_the_c_subscriber_with_exit_2_and_a_missing_one_with_exit_1(
 
 #[test]
 fn the_c_pingpong_measures_round_trips_and_stops_its_server() {
-    built();
-    let ping = Bus::new("ex-ping");
-    let pong = Bus::new("ex-pong");
-    for b in [&ping, &pong] {
-        tool(&["create", &b.name, "--msg-size", "64", "--capacity", "64"]);
-    }
+    let rings = ["--msg-size", "64", "--capacity", "64"];
+    let ping = created("ex-ping", &rings);
+    let pong = created("ex-pong", &rings);
     let mut server = Command::new(example("pingpong"))
         .args(["serve", &ping.name, &pong.name])
         .stdout(Stdio::null())

@@ -1,6 +1,9 @@
 //! The C API called as C calls it: through the extern "C" functions, with
 //! raw pointers, out-parameters and statuses.
 
+// The examples test's helpers (unique bus names removed again, journal
+// directories): one file for both test crates.
+#[path = "../../tests/common/mod.rs"]
 mod common;
 
 use std::ffi::{c_void, CStr};
@@ -12,7 +15,16 @@ use crate::journal::*;
 use crate::pool::*;
 use crate::stream::*;
 use crate::*;
-use common::{last_error, Bus, TempDir};
+use common::{Bus, TempDir};
+
+/// This thread's last error message.
+fn last_error() -> String {
+    // SAFETY: shmbus_error_message never returns NULL, and the string is
+    // valid until the next call on this thread; it is copied at once.
+    unsafe { CStr::from_ptr(shmbus_error_message()) }
+        .to_string_lossy()
+        .into_owned()
+}
 
 fn bus_opts(capacity: u64, msg_size: u32) -> BusOpts {
     let mut o = shmbus_bus_options_default();
@@ -244,9 +256,10 @@ fn a_zero_timeout_is_empty_and_a_positive_one_times_out_after_waiting() {
 #[test]
 fn null_pointers_and_bad_arguments_are_errors_with_a_message() {
     let bus = Bus::new("bad");
-    let mut p: *mut ShmbusPublisher = std::ptr::dangling_mut(); // garbage: must become NULL
-                                                                // SAFETY: every pointer is NULL or valid; the library must refuse the
-                                                                // NULL ones and the bad values without touching anything.
+    // Garbage: every failure below must make it NULL.
+    let mut p: *mut ShmbusPublisher = std::ptr::dangling_mut();
+    // SAFETY: every pointer is NULL or valid; the library must refuse the
+    // NULL ones and the bad values without touching anything.
     unsafe {
         assert_eq!(
             shmbus_publisher_create(null(), &bus_opts(8, 8), &mut p),
@@ -723,6 +736,47 @@ unsafe fn pool_publish(p: *mut ShmbusPoolPublisher, msg: &[u8]) -> u64 {
         assert_eq!(shmbus_loan_publish(loan, &mut seq), Status::SHMBUS_OK);
         seq
     }
+}
+
+#[test]
+fn every_constructor_writes_null_to_its_out_parameter_when_its_options_are_bad() {
+    let bus = Bus::new("badopts");
+    let mut bad_open = shmbus_open_options_default();
+    bad_open.start = 7;
+    let mut bad_stream = shmbus_stream_options_default();
+    bad_stream.capacity = 1024;
+    bad_stream.wait = 9;
+    // SAFETY: valid C strings and options; each out-parameter holds
+    // garbage that the call must overwrite with NULL, and nothing is made.
+    unsafe {
+        let mut p: *mut ShmbusPoolPublisher = std::ptr::dangling_mut();
+        let no_blocks = pool_opts(8, 64, 0);
+        let st = shmbus_pool_publisher_create(bus.ptr(), &no_blocks, &mut p);
+        assert_eq!((st, p), (Status::SHMBUS_ERROR, null_mut()));
+        assert!(last_error().contains("pool_blocks"), "{}", last_error());
+        p = std::ptr::dangling_mut();
+        let st = shmbus_pool_publisher_create_many(bus.ptr(), null(), &mut p);
+        assert_eq!((st, p), (Status::SHMBUS_ERROR, null_mut()));
+        p = std::ptr::dangling_mut();
+        let st = shmbus_pool_publisher_attach(bus.ptr(), &bad_open, &mut p);
+        assert_eq!((st, p), (Status::SHMBUS_ERROR, null_mut()));
+        assert!(last_error().contains("start is 7"), "{}", last_error());
+
+        let mut j: *mut ShmbusJournalPublisher = std::ptr::dangling_mut();
+        let st = shmbus_journal_publisher_create(bus.ptr(), &bus_opts(8, 8), null(), &mut j);
+        assert_eq!((st, j), (Status::SHMBUS_ERROR, null_mut()));
+        assert!(last_error().contains("journal options"), "{}", last_error());
+
+        let mut producer: *mut ShmbusProducer = std::ptr::dangling_mut();
+        let st = shmbus_producer_create(bus.ptr(), &bad_stream, &mut producer);
+        assert_eq!((st, producer), (Status::SHMBUS_ERROR, null_mut()));
+        assert!(last_error().contains("wait is 9"), "{}", last_error());
+
+        let mut c: *mut ShmbusConsumer = std::ptr::dangling_mut();
+        let st = shmbus_consumer_open(bus.ptr(), &bad_open, &mut c);
+        assert_eq!((st, c), (Status::SHMBUS_ERROR, null_mut()));
+    }
+    assert!(!std::path::Path::new("/dev/shm").join(&bus.name).exists());
 }
 
 #[test]

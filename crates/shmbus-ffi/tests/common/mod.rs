@@ -1,5 +1,7 @@
-//! What the C API tests share: unique bus names that are removed again,
-//! and C strings.
+//! What the tests of this crate share: unique bus names that are removed
+//! again, and journal directories. Both test crates compile this one file:
+//! tests/examples.rs as `mod common`, the unit tests in src/api_tests by a
+//! `#[path]` to it (they cannot live here: see `[lib]` in Cargo.toml).
 
 #![allow(dead_code)]
 
