@@ -5,9 +5,10 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
+use pyo3::IntoPyObjectExt;
 use shmbus::{BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
-use crate::{errors, support, wait_in_slices, with_bytes, Lagged, Until};
+use crate::{errors, lagged, support, wait_in_slices, with_bytes, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;
@@ -75,10 +76,6 @@ pub(crate) fn open_type(
     })
 }
 
-fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
-    Ok(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
-}
-
 /// The single publisher of a broadcast bus of raw byte messages.
 ///
 /// `Publisher.create(name, msg_size=..., capacity=1024)` makes the bus,
@@ -86,14 +83,14 @@ fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
 /// `publish(data)` never waits: a slow subscriber is lapped, not waited for.
 #[pyclass(module = "shmbus", name = "Publisher")]
 pub struct PyPublisher {
-    inner: Option<Publisher<[u8]>>,
+    inner: Handle<Publisher<[u8]>>,
 }
 
 impl PyPublisher {
-    fn get(&mut self, py: Python<'_>) -> PyResult<&mut Publisher<[u8]>> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the publisher is closed"))
+    fn new(publisher: Publisher<[u8]>) -> Self {
+        PyPublisher {
+            inner: Handle::new(publisher, "the publisher is closed"),
+        }
     }
 }
 
@@ -117,7 +114,7 @@ impl PyPublisher {
         let opts = BusOptions::new(capacity).msg_size(msg_size).mode(mode);
         let opts = bus_type(opts, type_name, type_align)?;
         let inner = Publisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
-        Ok(PyPublisher { inner: Some(inner) })
+        Ok(PyPublisher::new(inner))
     }
 
     /// Attaches to the existing single-publisher bus `name` whose publisher
@@ -134,42 +131,42 @@ impl PyPublisher {
     ) -> PyResult<Self> {
         let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
         let inner = Publisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
-        Ok(PyPublisher { inner: Some(inner) })
+        Ok(PyPublisher::new(inner))
     }
 
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
     /// and returns its sequence number.
     fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let publisher = self.get(py)?;
+        let publisher = self.inner.get_mut(py)?;
         with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::publish(py, e))
     }
 
     /// The bus's message size in bytes.
     #[getter]
     fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.msg_size())
+        Ok(self.inner.get_mut(py)?.msg_size())
     }
 
     /// The bus's number of slots.
     #[getter]
     fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.capacity())
+        Ok(self.inner.get_mut(py)?.capacity())
     }
 
     /// The sequence number the next message gets.
     #[getter]
     fn next_sequence(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.next_sequence())
+        Ok(self.inner.get_mut(py)?.next_sequence())
     }
 
     /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -191,14 +188,14 @@ impl PyPublisher {
 /// order of messages).
 #[pyclass(module = "shmbus", name = "MpPublisher")]
 pub struct PyMpPublisher {
-    inner: Option<MpPublisher<[u8]>>,
+    inner: Handle<MpPublisher<[u8]>>,
 }
 
 impl PyMpPublisher {
-    fn get(&mut self, py: Python<'_>) -> PyResult<&mut MpPublisher<[u8]>> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the publisher is closed"))
+    fn new(publisher: MpPublisher<[u8]>) -> Self {
+        PyMpPublisher {
+            inner: Handle::new(publisher, "the publisher is closed"),
+        }
     }
 }
 
@@ -230,7 +227,7 @@ impl PyMpPublisher {
             .unblock_timeout(unblock);
         let opts = bus_type(opts, type_name, type_align)?;
         let inner = MpPublisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
-        Ok(PyMpPublisher { inner: Some(inner) })
+        Ok(PyMpPublisher::new(inner))
     }
 
     /// Joins the publishers of the existing many-publisher bus `name`.
@@ -246,34 +243,34 @@ impl PyMpPublisher {
     ) -> PyResult<Self> {
         let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
         let inner = MpPublisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
-        Ok(PyMpPublisher { inner: Some(inner) })
+        Ok(PyMpPublisher::new(inner))
     }
 
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
     /// and returns its sequence number. Raises `AbandonedError` if this
     /// publisher stalled past the unblock timeout between claim and commit.
     fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let publisher = self.get(py)?;
+        let publisher = self.inner.get_mut(py)?;
         with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::mp_publish(py, e))
     }
 
     #[getter]
     fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.msg_size())
+        Ok(self.inner.get_mut(py)?.msg_size())
     }
 
     #[getter]
     fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.capacity())
+        Ok(self.inner.get_mut(py)?.capacity())
     }
 
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -302,7 +299,7 @@ pub(crate) enum Got {
 /// `Lagged` value, not an error.
 #[pyclass(module = "shmbus", name = "Subscriber")]
 pub struct PySubscriber {
-    inner: Option<Subscriber<[u8]>>,
+    inner: Handle<Subscriber<[u8]>>,
     /// A lag met after a batch's first message: the next receive reports it.
     pending_lag: u64,
     /// Where `recv_batch` gathers messages with the GIL released.
@@ -312,18 +309,12 @@ pub struct PySubscriber {
 }
 
 impl PySubscriber {
-    fn get(&mut self, py: Python<'_>) -> PyResult<&mut Subscriber<[u8]>> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the subscriber is closed"))
-    }
-
     /// Waits for the next message or lag (a pending lag first).
     fn next_got(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Got>> {
         if self.pending_lag > 0 {
             return Ok(Some(Got::Lagged(std::mem::take(&mut self.pending_lag))));
         }
-        let sub = self.get(py)?;
+        let sub = self.inner.get_mut(py)?;
         wait_in_slices(py, until, |w| match sub.recv(w) {
             Some(Received::Message(_)) => Some(Got::Message),
             Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
@@ -336,7 +327,7 @@ impl PySubscriber {
             None => None,
             Some(Got::Lagged(n)) => Some(lagged(py, n)?),
             Some(Got::Message) => {
-                let sub = self.get(py)?;
+                let sub = self.inner.get_mut(py)?;
                 Some(PyBytes::new(py, sub.message()).into_any().unbind())
             }
         })
@@ -389,7 +380,7 @@ impl PySubscriber {
             None => None,
         };
         Ok(PySubscriber {
-            inner: Some(inner),
+            inner: Handle::new(inner, "the subscriber is closed"),
             pending_lag: 0,
             batch: Vec::new(),
             dtype,
@@ -413,7 +404,7 @@ impl PySubscriber {
     /// The newest message on the bus (`bytes`), without moving this
     /// subscriber; None if nothing was published.
     fn latest<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let sub = self.get(py)?;
+        let sub = self.inner.get_mut(py)?;
         Ok(sub.latest().map(|m| PyBytes::new(py, m)))
     }
 
@@ -429,7 +420,7 @@ impl PySubscriber {
         timeout: Option<f64>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let until = Until::from_timeout(timeout)?;
-        let msg_size = self.get(py)?.msg_size();
+        let msg_size = self.inner.get_mut(py)?.msg_size();
         let (addr, len, keeper): (usize, usize, Bound<'_, PyAny>) =
             support(py, "address_of")?.call1((buffer,))?.extract()?;
         if len < msg_size {
@@ -441,7 +432,7 @@ impl PySubscriber {
             None => None,
             Some(Got::Lagged(n)) => Some(lagged(py, n)?),
             Some(Got::Message) => {
-                let msg = self.get(py)?.message();
+                let msg = self.inner.get_mut(py)?.message();
                 // SAFETY: `addr` is the first byte of `keeper`, a ctypes
                 // array of `len` >= msg.len() bytes made by
                 // `ctypes.c_ubyte * len).from_buffer(...)` over a writable,
@@ -453,7 +444,7 @@ impl PySubscriber {
                     std::ptr::copy_nonoverlapping(msg.as_ptr(), addr as *mut u8, msg.len());
                 }
                 drop(keeper);
-                Some(msg_size.into_pyobject(py)?.into_any().unbind())
+                Some(msg_size.into_py_any(py)?)
             }
         })
     }
@@ -481,7 +472,7 @@ impl PySubscriber {
             ));
         }
         let until = Until::from_timeout(timeout)?;
-        let msg_size = self.get(py)?.msg_size();
+        let msg_size = self.inner.get_mut(py)?.msg_size();
         let dtype = match dtype {
             Some(d) => Some(support(py, "check_dtype")?.call1((d, msg_size))?),
             None => self.dtype.as_ref().map(|d| d.bind(py).clone()),
@@ -491,10 +482,11 @@ impl PySubscriber {
         let mut n = 0usize;
         let batch = &mut self.batch;
         batch.clear();
-        batch.reserve(max.saturating_mul(msg_size));
-        let Some(sub) = self.inner.as_mut() else {
-            return Err(errors::closed(py, "the subscriber is closed"));
-        };
+        // `max` is the caller's: reserve at most 64 MiB up front (a huge
+        // `max` must not abort the process); the batch grows past that only
+        // as messages actually arrive.
+        batch.reserve(max.saturating_mul(msg_size).min(64 << 20));
+        let sub = self.inner.get_mut(py)?;
         wait_in_slices(py, until, |first: Wait| {
             let mut wait = first;
             loop {
@@ -525,26 +517,26 @@ impl PySubscriber {
     /// The bus's message size in bytes.
     #[getter]
     fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.msg_size())
+        Ok(self.inner.get_mut(py)?.msg_size())
     }
 
     /// The bus's number of slots.
     #[getter]
     fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.capacity())
+        Ok(self.inner.get_mut(py)?.capacity())
     }
 
     /// The sequence number of the next message this subscriber reads.
     #[getter]
     fn position(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.position())
+        Ok(self.inner.get_mut(py)?.position())
     }
 
     /// Messages published and not yet read by this subscriber (at most a
     /// ring's worth can still be read).
     #[getter]
     fn pending(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.pending())
+        Ok(self.inner.get_mut(py)?.pending())
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -554,7 +546,7 @@ impl PySubscriber {
     /// Iteration yields messages and `Lagged` values, waiting as long as it
     /// takes; it stops when the subscriber is closed.
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_none() {
+        if self.inner.is_closed() {
             return Ok(None);
         }
         self.recv_with(py, Until::Forever)
@@ -562,12 +554,12 @@ impl PySubscriber {
 
     /// Closes the handle (frees its registry entry).
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
+use pyo3::IntoPyObjectExt;
 use shmbus::{
     BusOptions, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
     OpenOptions, Received, Wait,
 };
 
 use crate::bus::{bus_type, expected_type, open_type};
-use crate::{errors, wait_in_slices, with_bytes, Entry, Lagged, Until};
+use crate::{errors, lagged, wait_in_slices, with_bytes, Entry, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJournalPublisher>()?;
@@ -47,24 +48,22 @@ pub struct PyJournalPublisher {
     /// A Mutex only to be `Sync` (the publisher's compaction channel is
     /// not): every method that uses it takes `&mut self` and so reaches it
     /// with `get_mut`, without locking.
-    inner: Mutex<Option<JournalPublisher<[u8]>>>,
+    inner: Mutex<Handle<JournalPublisher<[u8]>>>,
 }
 
 impl PyJournalPublisher {
     fn new(publisher: JournalPublisher<[u8]>) -> Self {
         PyJournalPublisher {
-            inner: Mutex::new(Some(publisher)),
+            inner: Mutex::new(Handle::new(publisher, "the journal publisher is closed")),
         }
     }
 
-    fn slot(&mut self) -> &mut Option<JournalPublisher<[u8]>> {
+    fn slot(&mut self) -> &mut Handle<JournalPublisher<[u8]>> {
         self.inner.get_mut().unwrap_or_else(|p| p.into_inner())
     }
 
     fn get(&mut self, py: Python<'_>) -> PyResult<&mut JournalPublisher<[u8]>> {
-        self.slot()
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the journal publisher is closed"))
+        self.slot().get_mut(py)
     }
 }
 
@@ -144,7 +143,7 @@ impl PyJournalPublisher {
     /// Closes the publisher: flushes the journal and waits for a compaction
     /// under way. `JournalError` if that compaction failed.
     fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        match self.slot().take() {
+        match self.slot().close() {
             Some(p) => py
                 .detach(move || p.close())
                 .map_err(|e| errors::close(py, e)),
@@ -154,7 +153,7 @@ impl PyJournalPublisher {
 
     #[getter]
     fn closed(&mut self) -> bool {
-        self.slot().is_none()
+        self.slot().is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -182,21 +181,13 @@ enum Got {
 /// messages, every sequence exactly once.
 #[pyclass(module = "shmbus", name = "JournalSubscriber")]
 pub struct PyJournalSubscriber {
-    inner: Option<JournalSubscriber<[u8]>>,
+    inner: Handle<JournalSubscriber<[u8]>>,
     buf: Vec<u8>,
 }
 
 impl PyJournalSubscriber {
-    fn get(&self, py: Python<'_>) -> PyResult<&JournalSubscriber<[u8]>> {
-        self.inner
-            .as_ref()
-            .ok_or_else(|| errors::closed(py, "the journal subscriber is closed"))
-    }
-
     fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
-        let Some(sub) = self.inner.as_mut() else {
-            return Err(errors::closed(py, "the journal subscriber is closed"));
-        };
+        let sub = self.inner.get_mut(py)?;
         let buf = &mut self.buf;
         let got = wait_in_slices(py, until, |w| match sub.recv(w) {
             Some(Received::Message(e)) => {
@@ -209,15 +200,13 @@ impl PyJournalSubscriber {
         })?;
         Ok(match got {
             None => None,
-            Some(Got::Lagged(skipped)) => {
-                Some(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
-            }
+            Some(Got::Lagged(skipped)) => Some(lagged(py, skipped)?),
             Some(Got::Entry(sequence)) => {
                 let entry = Entry {
                     sequence,
                     data: PyBytes::new(py, &self.buf).unbind(),
                 };
-                Some(entry.into_pyobject(py)?.into_any().unbind())
+                Some(entry.into_py_any(py)?)
             }
         })
     }
@@ -245,7 +234,7 @@ impl PyJournalSubscriber {
             .detach(move || JournalSubscriber::<[u8]>::join(&name, &opts))
             .map_err(|e| errors::join(py, e))?;
         Ok(PyJournalSubscriber {
-            inner: Some(inner),
+            inner: Handle::new(inner, "the journal subscriber is closed"),
             buf: Vec::new(),
         })
     }
@@ -266,24 +255,24 @@ impl PyJournalSubscriber {
     /// The sequence number of the next entry.
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.position())
+        Ok(self.inner.get(py)?.position())
     }
 
     /// Whether the journal is read and entries now come from the ring.
     #[getter]
     fn is_live(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.get(py)?.is_live())
+        Ok(self.inner.get(py)?.is_live())
     }
 
     /// The bus's next sequence when it was last looked at.
     #[getter]
     fn head(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.head())
+        Ok(self.inner.get(py)?.head())
     }
 
     #[getter]
     fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.msg_size())
+        Ok(self.inner.get(py)?.msg_size())
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -291,19 +280,19 @@ impl PyJournalSubscriber {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_none() {
+        if self.inner.is_closed() {
             return Ok(None);
         }
         self.recv_with(py, Until::Forever)
     }
 
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -384,24 +373,12 @@ impl Fold {
 /// entries folded so far: call `poll()` or `wait_for(seq)` to fold more.
 #[pyclass(module = "shmbus", name = "State", mapping)]
 pub struct PyState {
-    fold: Option<Fold>,
+    fold: Handle<Fold>,
 }
 
 impl PyState {
-    fn get(&self, py: Python<'_>) -> PyResult<&Fold> {
-        self.fold
-            .as_ref()
-            .ok_or_else(|| errors::closed(py, "the state is closed"))
-    }
-
-    fn get_mut(&mut self, py: Python<'_>) -> PyResult<&mut Fold> {
-        self.fold
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the state is closed"))
-    }
-
     fn sorted_keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        let mut keys: Vec<u64> = self.get(py)?.values.keys().copied().collect();
+        let mut keys: Vec<u64> = self.fold.get(py)?.values.keys().copied().collect();
         keys.sort_unstable();
         Ok(keys)
     }
@@ -429,20 +406,23 @@ impl PyState {
             .detach(move || JournalSubscriber::<[u8]>::join(&owned, &join_opts))
             .map_err(|e| errors::join(py, e))?;
         Ok(PyState {
-            fold: Some(Fold {
-                name: name.to_owned(),
-                opts,
-                sub,
-                values: HashMap::new(),
-                last_seq: None,
-                rejoins: 0,
-            }),
+            fold: Handle::new(
+                Fold {
+                    name: name.to_owned(),
+                    opts,
+                    sub,
+                    values: HashMap::new(),
+                    last_seq: None,
+                    rejoins: 0,
+                },
+                "the state is closed",
+            ),
         })
     }
 
     /// Folds in every entry already there; returns how many.
     fn poll(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let fold = self.get_mut(py)?;
+        let fold = self.fold.get_mut(py)?;
         fold.step(Wait::Never, None)
             .map_err(|e| errors::join(py, e))
     }
@@ -453,7 +433,7 @@ impl PyState {
     #[pyo3(signature = (seq, timeout = None))]
     fn wait_for(&mut self, py: Python<'_>, seq: u64, timeout: Option<f64>) -> PyResult<bool> {
         let until = Until::from_timeout(timeout)?;
-        let fold = self.get_mut(py)?;
+        let fold = self.fold.get_mut(py)?;
         if fold.reached(seq) {
             return Ok(true);
         }
@@ -472,22 +452,22 @@ impl PyState {
     /// The sequence of the last entry folded in (None: none yet).
     #[getter]
     fn last_seq(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        Ok(self.get(py)?.last_seq)
+        Ok(self.fold.get(py)?.last_seq)
     }
 
     /// How many times it joined again after a loss the journal could not
     /// repair.
     #[getter]
     fn rejoins(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.rejoins)
+        Ok(self.fold.get(py)?.rejoins)
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.values.len())
+        Ok(self.fold.get(py)?.values.len())
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Bound<'py, PyBytes>> {
-        match self.get(py)?.values.get(&key) {
+        match self.fold.get(py)?.values.get(&key) {
             Some(v) => Ok(PyBytes::new(py, v)),
             None => Err(pyo3::exceptions::PyKeyError::new_err(key)),
         }
@@ -497,7 +477,7 @@ impl PyState {
         let Ok(key) = key.extract::<u64>() else {
             return Ok(false);
         };
-        Ok(self.get(py)?.values.contains_key(&key))
+        Ok(self.fold.get(py)?.values.contains_key(&key))
     }
 
     /// The value of `key`, or `default`.
@@ -509,7 +489,7 @@ impl PyState {
         key: u64,
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        Ok(match self.get(py)?.values.get(&key) {
+        Ok(match self.fold.get(py)?.values.get(&key) {
             Some(v) => PyBytes::new(py, v).into_any().unbind(),
             None => default.unwrap_or_else(|| py.None()),
         })
@@ -522,7 +502,7 @@ impl PyState {
 
     /// The values, in key order.
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let fold = self.get(py)?;
+        let fold = self.fold.get(py)?;
         Ok(self
             .sorted_keys(py)?
             .into_iter()
@@ -532,7 +512,7 @@ impl PyState {
 
     /// (key, value) pairs, in key order.
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyBytes>)>> {
-        let fold = self.get(py)?;
+        let fold = self.fold.get(py)?;
         Ok(self
             .sorted_keys(py)?
             .into_iter()
@@ -546,12 +526,12 @@ impl PyState {
     }
 
     fn close(&mut self) {
-        self.fold = None;
+        self.fold.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.fold.is_none()
+        self.fold.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::IntoPyObjectExt;
 use shmbus::Wait;
 
 mod bus;
@@ -90,6 +91,72 @@ where
         py.check_signals()?;
     }
     Ok(None)
+}
+
+/// `wait_in_slices` over an attempt that can fail, where the errors that
+/// `again` accepts mean "not yet" (full, empty, no block free): the first
+/// success or other error, else, once `until` passes, what `gave_up` says
+/// (the error to raise, or one last attempt).
+pub(crate) fn retry_in_slices<T, E, S>(
+    py: Python<'_>,
+    until: Until,
+    again: fn(&E) -> bool,
+    mut attempt: S,
+    gave_up: impl FnOnce() -> Result<T, E>,
+) -> PyResult<Result<T, E>>
+where
+    T: Send,
+    E: Send,
+    S: FnMut(Wait) -> Result<T, E> + Send,
+{
+    let done = wait_in_slices(py, until, |w| match attempt(w) {
+        Err(e) if again(&e) => None,
+        done => Some(done),
+    })?;
+    Ok(done.unwrap_or_else(gave_up))
+}
+
+/// The Rust object behind a handle class, gone once `close()` drops it so
+/// that every later use raises `ClosedError`.
+pub(crate) struct Handle<T> {
+    inner: Option<T>,
+    /// The `ClosedError` message, naming the handle.
+    closed: &'static str,
+}
+
+impl<T> Handle<T> {
+    pub(crate) fn new(inner: T, closed: &'static str) -> Self {
+        Handle {
+            inner: Some(inner),
+            closed,
+        }
+    }
+
+    pub(crate) fn get(&self, py: Python<'_>) -> PyResult<&T> {
+        self.inner
+            .as_ref()
+            .ok_or_else(|| errors::closed(py, self.closed))
+    }
+
+    pub(crate) fn get_mut(&mut self, py: Python<'_>) -> PyResult<&mut T> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| errors::closed(py, self.closed))
+    }
+
+    /// Closes the handle, giving back what it held (None if already closed).
+    pub(crate) fn close(&mut self) -> Option<T> {
+        self.inner.take()
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+/// A lap as the Python value a receive returns in place of a message.
+pub(crate) fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
+    Lagged { skipped }.into_py_any(py)
 }
 
 /// Runs `f` over the bytes of a bytes-like `obj`: `bytes` and `bytearray`

@@ -15,13 +15,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
+use pyo3::IntoPyObjectExt;
 use shmbus::{
     AttachError, BusOptions, Loan, LoanError, OpenOptions, PoolPublisher, PoolSubscriber, Received,
     Sample, Wait,
 };
 
 use crate::bus::parse_start;
-use crate::{errors, support, wait_in_slices, Lagged, Until};
+use crate::{errors, lagged, retry_in_slices, support, wait_in_slices, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolPublisher>()?;
@@ -140,7 +141,7 @@ impl Drop for Hold {
 /// block, write it in place, publish it.
 #[pyclass(module = "shmbus", name = "PoolPublisher")]
 pub struct PyPoolPublisher {
-    shared: Option<Arc<Shared>>,
+    shared: Handle<Arc<Shared>>,
     block_size: usize,
 }
 
@@ -148,72 +149,65 @@ impl PyPoolPublisher {
     fn new(publisher: Publisher) -> Self {
         let block_size = publisher.block_size();
         PyPoolPublisher {
-            shared: Some(Arc::new(Shared {
-                st: Mutex::new(PubState {
-                    publisher: Some(Box::new(publisher)),
-                    closing: false,
-                    views: 0,
+            shared: Handle::new(
+                Arc::new(Shared {
+                    st: Mutex::new(PubState {
+                        publisher: Some(Box::new(publisher)),
+                        closing: false,
+                        views: 0,
+                    }),
                 }),
-            })),
+                "the pool publisher is closed",
+            ),
             block_size,
         }
     }
 
     fn loan_cell(&mut self, py: Python<'_>, size: usize, until: Until) -> PyResult<LoanCell> {
-        let Some(shared) = self.shared.clone() else {
-            return Err(errors::closed(py, "the pool publisher is closed"));
-        };
+        let shared = Arc::clone(self.shared.get(py)?);
         let boxed = shared.lock().publisher.take().ok_or_else(|| {
             errors::closed(
                 py,
                 "this publisher already has a loan outstanding: publish or release it first",
             )
         })?;
-        let ptr = SendPtr(NonNull::from(Box::leak(boxed)));
-        // From here on `ptr` is a leaked Box that `give_back` (or the cell)
-        // turns back into one.
-        let give_back = |shared: &Shared, ptr: &SendPtr| {
-            // SAFETY: `ptr` came from `Box::leak` above and no borrow of it
-            // outlives this point (the failed loans were dropped).
-            shared.put_back(unsafe { Box::from_raw(ptr.0.as_ptr()) });
-        };
-        let p = ptr;
-        let found = wait_in_slices(py, until, move |w| {
-            // SAFETY: the publisher is ours alone (taken out of `shared`
-            // above); each failed attempt's borrow ends with it, and a
-            // successful loan's borrow is kept by the `LoanCell`, which
-            // rebuilds the Box only after dropping the loan.
-            let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
-            match publisher.loan(size, w) {
-                Ok(loan) => Some(Ok(SendLoan(loan))),
-                Err(LoanError::Exhausted { .. }) => None,
-                Err(e) => Some(Err(e)),
-            }
-        });
-        let found = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => {
-                // The time is up: one last try, which reports the census.
-                // SAFETY: as in the loop.
+        // From here on `p` is a leaked Box that the cell, or the failure
+        // below, turns back into one.
+        let p = SendPtr(NonNull::from(Box::leak(boxed)));
+        let found = retry_in_slices(
+            py,
+            until,
+            |e| matches!(e, LoanError::Exhausted { .. }),
+            move |w| {
+                // SAFETY: the publisher is ours alone (taken out of `shared`
+                // above); each failed attempt's borrow ends with it, and a
+                // successful loan's borrow is kept by the `LoanCell`, which
+                // rebuilds the Box only after dropping the loan.
+                let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
+                publisher.loan(size, w).map(SendLoan)
+            },
+            // The time is up: one last try, which reports the census.
+            || {
+                // SAFETY: as in the attempts.
                 let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
                 publisher.loan(size, Wait::Never).map(SendLoan)
+            },
+        );
+        let err = match found {
+            Ok(Ok(SendLoan(loan))) => {
+                return Ok(LoanCell {
+                    loan: Some(loan),
+                    publisher: p.0,
+                    shared,
+                })
             }
-            Err(e) => {
-                give_back(&shared, &ptr);
-                return Err(e);
-            }
+            Ok(Err(e)) => errors::loan(py, e),
+            Err(e) => e,
         };
-        match found {
-            Ok(SendLoan(loan)) => Ok(LoanCell {
-                loan: Some(loan),
-                publisher: ptr.0,
-                shared,
-            }),
-            Err(e) => {
-                give_back(&shared, &ptr);
-                Err(errors::loan(py, e))
-            }
-        }
+        // SAFETY: `p` came from `Box::leak` above and no borrow of it
+        // outlives this point (the failed loans were dropped).
+        shared.put_back(unsafe { Box::from_raw(p.get()) });
+        Err(err)
     }
 }
 
@@ -283,9 +277,7 @@ impl PyPoolPublisher {
         };
         Ok(PyLoan {
             cell: Some(cell),
-            views: Vec::new(),
-            addr,
-            len,
+            lent: Lent::new(addr, len, false),
         })
     }
 
@@ -318,7 +310,7 @@ impl PyPoolPublisher {
     /// Closes the handle. The mapping goes when the last view of a loan of
     /// this publisher is gone, and an outstanding loan keeps working.
     fn close(&mut self) {
-        if let Some(shared) = self.shared.take() {
+        if let Some(shared) = self.shared.close() {
             let mut st = shared.lock();
             st.closing = true;
             if st.views == 0 {
@@ -329,7 +321,7 @@ impl PyPoolPublisher {
 
     #[getter]
     fn closed(&self) -> bool {
-        self.shared.is_none()
+        self.shared.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -353,14 +345,54 @@ impl Drop for PyPoolPublisher {
     }
 }
 
-/// Releases the memoryviews a sample or loan handed out (best effort: one
-/// that has exports of its own, a NumPy array say, stays valid, and its
-/// hold keeps the memory alive).
-fn release_views(py: Python<'_>, views: &mut Vec<Py<PyAny>>) {
-    for v in views.drain(..) {
-        if v.bind(py).call_method0("release").is_err() {
-            // BufferError: something still views it. Safe: its hold keeps
-            // the block and mapping alive.
+/// The block a sample or loan shows to Python, and the memoryviews of it
+/// handed out so far.
+struct Lent {
+    addr: usize,
+    len: usize,
+    readonly: bool,
+    views: Vec<Py<PyAny>>,
+}
+
+impl Lent {
+    fn new(addr: usize, len: usize, readonly: bool) -> Self {
+        Lent {
+            addr,
+            len,
+            readonly,
+            views: Vec::new(),
+        }
+    }
+
+    fn view<'py>(&self, py: Python<'py>, hold: Hold) -> PyResult<Bound<'py, PyAny>> {
+        support(py, "view")?.call1((self.addr, self.len, hold, self.readonly))
+    }
+
+    /// A view kept, so that `release_views` can end it.
+    fn memoryview<'py>(&mut self, py: Python<'py>, hold: Hold) -> PyResult<Bound<'py, PyAny>> {
+        let v = self.view(py, hold)?;
+        self.views.push(v.clone().unbind());
+        Ok(v)
+    }
+
+    fn numpy<'py>(
+        &self,
+        py: Python<'py>,
+        hold: Hold,
+        dtype: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        support(py, "array")?.call1((self.view(py, hold)?, dtype))
+    }
+
+    /// Releases the memoryviews handed out (best effort: one that has
+    /// exports of its own, a NumPy array say, stays valid, and its hold
+    /// keeps the memory alive).
+    fn release_views(&mut self, py: Python<'_>) {
+        for v in self.views.drain(..) {
+            if v.bind(py).call_method0("release").is_err() {
+                // BufferError: something still views it. Safe: its hold
+                // keeps the block and mapping alive.
+            }
         }
     }
 }
@@ -374,23 +406,21 @@ fn release_views(py: Python<'_>, views: &mut Vec<Py<PyAny>>) {
 #[pyclass(module = "shmbus", name = "Loan")]
 pub struct PyLoan {
     cell: Option<LoanCell>,
-    views: Vec<Py<PyAny>>,
-    addr: usize,
-    len: usize,
+    lent: Lent,
 }
 
 impl PyLoan {
-    fn view<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// What a view of the loan holds: its publisher's mapping.
+    fn hold(&self, py: Python<'_>) -> PyResult<Hold> {
         let Some(cell) = self.cell.as_ref() else {
             return Err(errors::closed(py, "the loan was published or released"));
         };
         let shared = Arc::clone(&cell.shared);
         shared.lock().views += 1;
-        let hold = Hold {
+        Ok(Hold {
             sample: None,
             publisher: Some(shared),
-        };
-        support(py, "view")?.call1((self.addr, self.len, hold, false))
+        })
     }
 }
 
@@ -399,9 +429,8 @@ impl PyLoan {
     /// A writable memoryview of the block (`len(loan)` bytes), in place.
     #[getter]
     fn memoryview<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.view(py)?;
-        self.views.push(v.clone().unbind());
-        Ok(v)
+        let hold = self.hold(py)?;
+        self.lent.memoryview(py, hold)
     }
 
     /// A writable NumPy array over the block, of `dtype` (uint8 if None).
@@ -411,8 +440,7 @@ impl PyLoan {
         py: Python<'py>,
         dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.view(py)?;
-        support(py, "array")?.call1((v, dtype))
+        self.lent.numpy(py, self.hold(py)?, dtype)
     }
 
     /// Publishes the message; returns its sequence number.
@@ -423,7 +451,7 @@ impl PyLoan {
                 "the loan was already published or released",
             ));
         };
-        release_views(py, &mut self.views);
+        self.lent.release_views(py);
         let Some(loan) = cell.loan.take() else {
             return Err(errors::closed(py, "the loan is gone"));
         };
@@ -434,7 +462,7 @@ impl PyLoan {
 
     /// Frees the block unpublished (nothing if already published).
     fn release(&mut self, py: Python<'_>) {
-        release_views(py, &mut self.views);
+        self.lent.release_views(py);
         self.cell = None;
     }
 
@@ -445,7 +473,7 @@ impl PyLoan {
     }
 
     fn __len__(&self) -> usize {
-        self.len
+        self.lent.len
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -468,7 +496,7 @@ impl PyLoan {
 /// in place.
 #[pyclass(module = "shmbus", name = "PoolSubscriber")]
 pub struct PyPoolSubscriber {
-    inner: Option<PoolSubscriber<shmbus::ShmRegion>>,
+    inner: Handle<PoolSubscriber<shmbus::ShmRegion>>,
 }
 
 enum PoolGot {
@@ -479,9 +507,7 @@ enum PoolGot {
 
 impl PyPoolSubscriber {
     fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
-        let Some(sub) = self.inner.as_mut() else {
-            return Err(errors::closed(py, "the pool subscriber is closed"));
-        };
+        let sub = self.inner.get_mut(py)?;
         let got = wait_in_slices(py, until, |w| match sub.recv(w) {
             Ok(Some(Received::Message(s))) => Some(PoolGot::Sample(s)),
             Ok(Some(Received::Lagged { skipped })) => Some(PoolGot::Lagged(skipped)),
@@ -490,19 +516,15 @@ impl PyPoolSubscriber {
         })?;
         Ok(match got {
             None => None,
-            Some(PoolGot::Lagged(skipped)) => {
-                Some(Lagged { skipped }.into_pyobject(py)?.into_any().unbind())
-            }
+            Some(PoolGot::Lagged(skipped)) => Some(lagged(py, skipped)?),
             Some(PoolGot::Error(e)) => return Err(errors::pool_recv(py, e)),
             Some(PoolGot::Sample(s)) => {
                 let sample = PySample {
                     sequence: s.sequence(),
-                    len: s.len(),
-                    addr: s.as_ptr() as usize,
+                    lent: Lent::new(s.as_ptr() as usize, s.len(), true),
                     sample: Some(Arc::new(s)),
-                    views: Vec::new(),
                 };
-                Some(sample.into_pyobject(py)?.into_any().unbind())
+                Some(sample.into_py_any(py)?)
             }
         })
     }
@@ -521,7 +543,9 @@ impl PyPoolSubscriber {
     fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str, start: &str) -> PyResult<Self> {
         let opts = OpenOptions::default().start(parse_start(start)?);
         let inner = PoolSubscriber::open(name, &opts).map_err(|e| errors::open(py, e))?;
-        Ok(PyPoolSubscriber { inner: Some(inner) })
+        Ok(PyPoolSubscriber {
+            inner: Handle::new(inner, "the pool subscriber is closed"),
+        })
     }
 
     /// The next message as a `Sample` (held until released), or
@@ -541,19 +565,13 @@ impl PyPoolSubscriber {
     /// The sequence number of the next message this subscriber reads.
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner
-            .as_ref()
-            .map(|s| s.position())
-            .ok_or_else(|| errors::closed(py, "the pool subscriber is closed"))
+        Ok(self.inner.get(py)?.position())
     }
 
     /// How many samples this subscriber holds.
     #[getter]
     fn held(&self, py: Python<'_>) -> PyResult<usize> {
-        self.inner
-            .as_ref()
-            .map(|s| s.held())
-            .ok_or_else(|| errors::closed(py, "the pool subscriber is closed"))
+        Ok(self.inner.get(py)?.held())
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -561,7 +579,7 @@ impl PyPoolSubscriber {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_none() {
+        if self.inner.is_closed() {
             return Ok(None);
         }
         self.recv_with(py, Until::Forever)
@@ -569,12 +587,12 @@ impl PyPoolSubscriber {
 
     /// Closes the handle; samples still held stay valid until released.
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -601,24 +619,22 @@ impl PyPoolSubscriber {
 #[pyclass(module = "shmbus", name = "Sample")]
 pub struct PySample {
     sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
-    views: Vec<Py<PyAny>>,
-    addr: usize,
-    len: usize,
+    lent: Lent,
     /// The message's sequence number.
     #[pyo3(get)]
     sequence: u64,
 }
 
 impl PySample {
-    fn view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    /// What a view of the sample holds: the sample itself.
+    fn hold(&self, py: Python<'_>) -> PyResult<Hold> {
         let Some(sample) = self.sample.as_ref() else {
             return Err(errors::closed(py, "the sample was released"));
         };
-        let hold = Hold {
+        Ok(Hold {
             sample: Some(Arc::clone(sample)),
             publisher: None,
-        };
-        support(py, "view")?.call1((self.addr, self.len, hold, true))
+        })
     }
 }
 
@@ -627,9 +643,8 @@ impl PySample {
     /// A read-only memoryview of the message, in place.
     #[getter]
     fn memoryview<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.view(py)?;
-        self.views.push(v.clone().unbind());
-        Ok(v)
+        let hold = self.hold(py)?;
+        self.lent.memoryview(py, hold)
     }
 
     /// A read-only NumPy array over the message, of `dtype` (uint8 if None).
@@ -639,8 +654,7 @@ impl PySample {
         py: Python<'py>,
         dtype: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let v = self.view(py)?;
-        support(py, "array")?.call1((v, dtype))
+        self.lent.numpy(py, self.hold(py)?, dtype)
     }
 
     /// A copy of the message.
@@ -652,12 +666,12 @@ impl PySample {
     }
 
     fn __len__(&self) -> usize {
-        self.len
+        self.lent.len
     }
 
     /// Releases the block (once every view made from it is gone too).
     fn release(&mut self, py: Python<'_>) {
-        release_views(py, &mut self.views);
+        self.lent.release_views(py);
         self.sample = None;
     }
 
@@ -685,7 +699,7 @@ impl PySample {
         format!(
             "Sample(sequence={}, len={}{})",
             self.sequence,
-            self.len,
+            self.lent.len,
             if self.sample.is_none() {
                 ", released"
             } else {

@@ -1,11 +1,13 @@
 //! The stream: `Producer` pushes byte records, `Consumer` pops them, in
 //! order and without loss (the producer waits for room instead).
 
+use std::time::Duration;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use shmbus::{Consumer, OpenOptions, PopError, Producer, PushError, StreamOptions};
 
-use crate::{errors, owned_bytes, wait_in_slices, Until};
+use crate::{errors, owned_bytes, retry_in_slices, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProducer>()?;
@@ -13,24 +15,38 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// How long a timed-out call waited, for its message.
-fn waited(timeout: Option<f64>) -> std::time::Duration {
-    timeout
-        .and_then(|t| std::time::Duration::try_from_secs_f64(t).ok())
-        .unwrap_or_default()
+/// The failure of a push or pop that found no room or no record in time:
+/// a try (`timeout=0`) says the stream is full or empty, a wait says how
+/// long it waited.
+fn gave_up<T, E>(
+    until: Until,
+    timeout: Option<f64>,
+    now: E,
+    timed_out: fn(Duration) -> E,
+) -> impl FnOnce() -> Result<T, E> {
+    move || {
+        Err(match until {
+            Until::Now => now,
+            _ => timed_out(
+                timeout
+                    .and_then(|t| Duration::try_from_secs_f64(t).ok())
+                    .unwrap_or_default(),
+            ),
+        })
+    }
 }
 
 /// The producing end of a stream of byte records.
 #[pyclass(module = "shmbus", name = "Producer")]
 pub struct PyProducer {
-    inner: Option<Producer>,
+    inner: Handle<Producer>,
 }
 
 impl PyProducer {
-    fn get(&mut self, py: Python<'_>) -> PyResult<&mut Producer> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, "the producer is closed"))
+    fn new(producer: Producer) -> Self {
+        PyProducer {
+            inner: Handle::new(producer, "the producer is closed"),
+        }
     }
 }
 
@@ -49,7 +65,7 @@ impl PyProducer {
     ) -> PyResult<Self> {
         let opts = StreamOptions::new(capacity).mode(mode);
         let inner = Producer::create(name, &opts).map_err(|e| errors::create(py, e))?;
-        Ok(PyProducer { inner: Some(inner) })
+        Ok(PyProducer::new(inner))
     }
 
     /// Attaches to the stream `name` whose producer is gone.
@@ -57,7 +73,7 @@ impl PyProducer {
     fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
         let inner =
             Producer::attach(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
-        Ok(PyProducer { inner: Some(inner) })
+        Ok(PyProducer::new(inner))
     }
 
     /// Pushes one record (bytes-like), waiting up to `timeout` seconds for
@@ -73,39 +89,36 @@ impl PyProducer {
     ) -> PyResult<()> {
         let until = Until::from_timeout(timeout)?;
         let record = owned_bytes(data)?;
-        let producer = self.get(py)?;
-        let done = wait_in_slices(py, until, |w| match producer.push(&record, w) {
-            Ok(()) => Some(Ok(())),
-            Err(PushError::Full | PushError::TimedOut(_)) => None,
-            Err(e) => Some(Err(e)),
-        })?;
-        match done {
-            Some(Ok(())) => Ok(()),
-            Some(Err(e)) => Err(errors::push(py, e)),
-            None if matches!(until, Until::Now) => Err(errors::push(py, PushError::Full)),
-            None => Err(errors::push(py, PushError::TimedOut(waited(timeout)))),
-        }
+        let producer = self.inner.get_mut(py)?;
+        retry_in_slices(
+            py,
+            until,
+            |e| matches!(e, PushError::Full | PushError::TimedOut(_)),
+            |w| producer.push(&record, w),
+            gave_up(until, timeout, PushError::Full, PushError::TimedOut),
+        )?
+        .map_err(|e| errors::push(py, e))
     }
 
     /// The longest record this stream carries.
     #[getter]
     fn max_record(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.max_record())
+        Ok(self.inner.get_mut(py)?.max_record())
     }
 
     /// The ring's size in bytes.
     #[getter]
     fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.capacity())
+        Ok(self.inner.get_mut(py)?.capacity())
     }
 
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -126,7 +139,7 @@ impl PyProducer {
 /// The consuming end of a stream of byte records.
 #[pyclass(module = "shmbus", name = "Consumer")]
 pub struct PyConsumer {
-    inner: Option<Consumer>,
+    inner: Handle<Consumer>,
     buf: Vec<u8>,
 }
 
@@ -135,17 +148,18 @@ impl PyConsumer {
         &mut self,
         py: Python<'py>,
         until: Until,
-    ) -> PyResult<Option<Result<Bound<'py, PyBytes>, PopError>>> {
-        let Some(consumer) = self.inner.as_mut() else {
-            return Err(errors::closed(py, "the consumer is closed"));
-        };
+        timeout: Option<f64>,
+    ) -> PyResult<Result<Bound<'py, PyBytes>, PopError>> {
+        let consumer = self.inner.get_mut(py)?;
         let buf = &mut self.buf;
-        let got = wait_in_slices(py, until, |w| match consumer.pop(buf, w) {
-            Ok(()) => Some(Ok(())),
-            Err(PopError::Empty | PopError::TimedOut(_)) => None,
-            Err(e) => Some(Err(e)),
-        })?;
-        Ok(got.map(|r| r.map(|()| PyBytes::new(py, &self.buf))))
+        let popped = retry_in_slices(
+            py,
+            until,
+            |e| matches!(e, PopError::Empty | PopError::TimedOut(_)),
+            |w| consumer.pop(buf, w),
+            gave_up(until, timeout, PopError::Empty, PopError::TimedOut),
+        )?;
+        Ok(popped.map(|()| PyBytes::new(py, &self.buf)))
     }
 }
 
@@ -158,7 +172,7 @@ impl PyConsumer {
         let inner =
             Consumer::open(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
         Ok(PyConsumer {
-            inner: Some(inner),
+            inner: Handle::new(inner, "the consumer is closed"),
             buf: Vec::new(),
         })
     }
@@ -169,40 +183,32 @@ impl PyConsumer {
     /// stream empty.
     #[pyo3(signature = (timeout = None))]
     fn pop<'py>(&mut self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyBytes>> {
-        let until = Until::from_timeout(timeout)?;
-        match self.pop_with(py, until)? {
-            Some(Ok(record)) => Ok(record),
-            Some(Err(e)) => Err(errors::pop(py, e)),
-            None if matches!(until, Until::Now) => Err(errors::pop(py, PopError::Empty)),
-            None => Err(errors::pop(py, PopError::TimedOut(waited(timeout)))),
-        }
+        self.pop_with(py, Until::from_timeout(timeout)?, timeout)?
+            .map_err(|e| errors::pop(py, e))
     }
 
     /// The next record if one is there, else None.
     fn try_pop<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        match self.pop_with(py, Until::Now)? {
-            Some(Ok(record)) => Ok(Some(record)),
-            Some(Err(e)) => Err(errors::pop(py, e)),
-            None => Ok(None),
+        match self.pop_with(py, Until::Now, None)? {
+            Ok(record) => Ok(Some(record)),
+            Err(PopError::Empty) => Ok(None),
+            Err(e) => Err(errors::pop(py, e)),
         }
     }
 
     /// The longest record this stream carries.
     #[getter]
     fn max_record(&self, py: Python<'_>) -> PyResult<usize> {
-        self.inner
-            .as_ref()
-            .map(|c| c.max_record())
-            .ok_or_else(|| errors::closed(py, "the consumer is closed"))
+        Ok(self.inner.get(py)?.max_record())
     }
 
     fn close(&mut self) {
-        self.inner = None;
+        self.inner.close();
     }
 
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_none()
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -118,6 +118,14 @@ def test_recv_batch_returns_a_uint8_array_and_the_lag_before_it(bus_name):
             assert empty.messages.shape == (0, 8) and empty.skipped == 0
 
 
+def test_recv_batch_with_a_huge_max_returns_what_there_is(bus_name):
+    with shmbus.Publisher.create(bus_name, msg_size=64, capacity=8) as pub:
+        with shmbus.Subscriber.open(bus_name, "oldest") as sub:
+            pub.publish(b"one")
+            batch = sub.recv_batch(2**62, timeout=0)
+            assert batch.messages.shape == (1, 64)
+
+
 def test_recv_batch_with_a_structured_dtype_returns_records(bus_name):
     tick = np.dtype([("key", "<u8"), ("price", "<f4"), ("qty", "<u4")])
     with shmbus.Publisher.create(bus_name, msg_size=16, capacity=64) as pub:
