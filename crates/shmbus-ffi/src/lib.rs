@@ -37,6 +37,7 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::fmt::Display;
+use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
@@ -431,7 +432,9 @@ pub(crate) unsafe fn bytes<'a>(
     Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
 }
 
-/// `cap` writable bytes at `ptr` (NULL allowed when `cap` is 0).
+/// `cap` writable bytes at `ptr` (NULL allowed when `cap` is 0), perhaps
+/// uninitialised (C hands in fresh buffers), so never read: fill them with
+/// [`copy_into`].
 ///
 /// # Safety
 /// When `cap > 0`, `ptr` is NULL or valid for writes of `cap` bytes that
@@ -440,7 +443,7 @@ pub(crate) unsafe fn buffer<'a>(
     ptr: *mut c_void,
     cap: usize,
     what: &str,
-) -> Result<&'a mut [u8], Failure> {
+) -> Result<&'a mut [MaybeUninit<u8>], Failure> {
     if cap == 0 {
         return Ok(&mut []);
     }
@@ -450,9 +453,16 @@ pub(crate) unsafe fn buffer<'a>(
     if cap > isize::MAX as usize {
         return Err(Failure::error(format!("{what}: length {cap} is too large")));
     }
-    // SAFETY: not NULL, `cap` writable bytes by the contract (they may be
-    // uninitialised: they are only written), and `cap` fits an isize.
-    Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<u8>(), cap) })
+    // SAFETY: not NULL, `cap` writable bytes by the contract, and `cap`
+    // fits an isize; `MaybeUninit` makes no claim that they are initialised.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr.cast::<MaybeUninit<u8>>(), cap) })
+}
+
+/// Writes `src` to the start of `out` (which holds at least as many).
+pub(crate) fn copy_into(out: &mut [MaybeUninit<u8>], src: &[u8]) {
+    for (dst, &byte) in out.iter_mut().zip(src) {
+        dst.write(byte);
+    }
 }
 
 /// `int64_t timeout_ns` as a [`Wait`].
@@ -862,7 +872,7 @@ pub(crate) unsafe fn message_buffer<'a>(
     buf: *mut c_void,
     len: *mut usize,
     need: usize,
-) -> Result<&'a mut [u8], Failure> {
+) -> Result<&'a mut [MaybeUninit<u8>], Failure> {
     // SAFETY: as this function's contract says.
     let cap = unsafe { capacity_in(len) }?;
     if cap < need {
@@ -886,8 +896,8 @@ pub(crate) unsafe fn message_buffer<'a>(
 ///
 /// # Safety
 /// `len` is NULL or writable.
-pub(crate) unsafe fn deliver(out: &mut [u8], len: *mut usize, msg: &[u8]) -> Outcome {
-    out[..msg.len()].copy_from_slice(msg);
+pub(crate) unsafe fn deliver(out: &mut [MaybeUninit<u8>], len: *mut usize, msg: &[u8]) -> Outcome {
+    copy_into(out, msg);
     // SAFETY: as this function's contract says.
     unsafe { put(len, msg.len()) };
     Ok(Status::SHMBUS_MESSAGE)

@@ -6,8 +6,9 @@ use std::ffi::{c_char, c_void};
 use shmbus_core::{Consumer, PopError, Producer, PushError};
 
 use crate::{
-    buffer, bytes, capacity_in, entry, entry_void, error, handle, new_handle, open_handle, put,
-    query, stream_options, take_back, wait_of, Failure, OpenOpts, Status, StreamOpts,
+    buffer, bytes, capacity_in, copy_into, entry, entry_void, error, handle, new_handle,
+    open_handle, put, query, stream_options, take_back, wait_of, Failure, OpenOpts, Status,
+    StreamOpts,
 };
 
 /// The producer of a stream (opaque).
@@ -202,7 +203,7 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
                 ),
             ));
         }
-        out[..n].copy_from_slice(&chunk);
+        copy_into(&mut out[..n], &chunk);
         chunk.release();
         // SAFETY: as above.
         unsafe { put(len, n) };
