@@ -122,8 +122,8 @@ mod wait;
 pub mod wire;
 
 pub use bus::{
-    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received, Subscriber,
-    SubscriberGroup,
+    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received, SkipError,
+    Subscriber, SubscriberGroup,
 };
 pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
 #[cfg(not(loom))]

@@ -104,3 +104,38 @@ fn loom_a_sleeping_subscriber_is_never_left_asleep() {
         writer.join().unwrap();
     });
 }
+
+/// A skip racing a reader: the skipped sequences are reported, never
+/// delivered, never waited on forever, and the count stays exact whether
+/// the reader is inside the gap, behind it or lapped by it.
+#[test]
+fn loom_a_skip_is_counted_exactly_by_a_racing_reader() {
+    model(|| {
+        let mut publisher = bus(2);
+        let mut subscriber = publisher.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        let writer = thread::spawn(move || {
+            publisher.publish(&[1, 1]);
+            publisher.skip(2).expect("a small skip");
+            publisher.publish(&[4, 4]);
+        });
+        let (mut delivered, mut skipped, mut last) = (0, 0, 0);
+        while subscriber.position() < 4 {
+            match subscriber.try_recv() {
+                Some(crate::Received::Message(m)) => {
+                    assert_eq!(m[0], m[1]);
+                    assert!(
+                        m[0] == 1 || m[0] == 4,
+                        "a skipped sequence delivered: {m:?}"
+                    );
+                    assert!(m[0] > last, "out of order: {} after {last}", m[0]);
+                    last = m[0];
+                    delivered += 1;
+                }
+                Some(crate::Received::Lagged { skipped: n }) => skipped += n,
+                None => thread::yield_now(),
+            }
+        }
+        assert_eq!(delivered + skipped, 4);
+        writer.join().unwrap();
+    });
+}

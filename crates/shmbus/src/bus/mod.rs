@@ -17,6 +17,11 @@
 //!   sequence is `f` starts every stamp at `2f`, "complete up to f - 1", so
 //!   the encoding needs no special empty value and crosses u64::MAX like any
 //!   other number. Readers compare stamps by their signed wrapping distance.
+//!   `abandoned(s) = done(s) ^ 2^63` says "`s` is lost": a multi-publisher
+//!   bus's skipped claim ([`claim`]), or a sequence a single publisher gave
+//!   up with `Publisher::skip` (a bridge relaying another bus's losses).
+//!   Readers report it as one skipped message, and the stamp carries no
+//!   payload.
 //! - Only the publisher (the holder of the publisher lock) writes stamps,
 //!   payloads and the cursor. The cursor is the next sequence to be written;
 //!   it is stored after the stamp, so `cursor > s` implies slot `s` was
@@ -95,7 +100,7 @@ pub use group::SubscriberGroup;
 pub use mp_publisher::HookPoint;
 pub use mp_publisher::{Abandoned, MpPublishError, MpPublisher};
 pub use payload::Payload;
-pub use publisher::{PublishError, Publisher};
+pub use publisher::{PublishError, Publisher, SkipError};
 pub use subscriber::Subscriber;
 
 /// What a receive found.

@@ -68,6 +68,36 @@ pub enum PublishError {
     },
 }
 
+/// Why [`Publisher::skip`] refused.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Publisher, SkipError};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// assert_eq!(
+///     publisher.skip(u64::MAX),
+///     Err(SkipError::TooFar { n: u64::MAX, max: SkipError::MAX })
+/// );
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SkipError {
+    /// More sequence numbers than readers can tell apart from a lap.
+    #[error("cannot skip {n} messages at once, at most {max}")]
+    TooFar {
+        /// The count asked for.
+        n: u64,
+        /// [`SkipError::MAX`].
+        max: u64,
+    },
+}
+
+impl SkipError {
+    /// The most messages one [`Publisher::skip`] may skip: 2^60.
+    pub const MAX: u64 = 1 << 60;
+}
+
 impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     pub(crate) fn from_parts(mut ring: Ring<R>, next: u64) -> Self {
         ring.set_light_barrier();
@@ -86,6 +116,48 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         seq
     }
 
+    /// Publishes `n` messages as lost: their sequence numbers are used up,
+    /// and every subscriber counts them in [`Received::Lagged`](crate::Received::Lagged)
+    /// as if the ring had lapped it (delivered plus skipped still equals
+    /// published). Returns the sequence number the next message gets.
+    /// For a bus that relays another one (a bridge), whose upstream lost
+    /// messages its subscribers must hear about. Takes no payload and
+    /// never waits; `n = 0` does nothing.
+    ///
+    /// # Errors
+    /// [`SkipError::TooFar`] for `n` above [`SkipError::MAX`] (2^60):
+    /// sequences in use must stay within 2^61 of each other.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+    ///
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(&1);
+    /// assert_eq!(publisher.skip(2)?, 3); // sequences 1 and 2 are lost
+    /// publisher.publish(&4);
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(1)));
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 1 }));
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 1 }));
+    /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(4)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn skip(&mut self, n: u64) -> Result<u64, SkipError> {
+        if n > SkipError::MAX {
+            return Err(SkipError::TooFar {
+                n,
+                max: SkipError::MAX,
+            });
+        }
+        if n > 0 {
+            self.ring.skip(self.next, n);
+            self.next = self.next.wrapping_add(n);
+        }
+        Ok(self.next)
+    }
+
+    /// The sequence number the next message will get.
     /// The sequence number the next message will get.
     ///
     /// # Examples

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::activity::Activity;
 use super::copy;
-use super::stamp::{ahead, decode, done, writing, Stamp};
+use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
@@ -232,6 +232,29 @@ impl<R: Region> Ring<R> {
         // Release, paired with the Acquire cursor loads in `head`: a reader
         // that sees the cursor past `seq` sees slot `seq` complete (or newer).
         self.cursor().store(seq.wrapping_add(1), Ordering::Release);
+        self.wake_sleepers();
+    }
+
+    /// Publishes sequences `seq .. seq + n` as lost (single publisher):
+    /// the last `min(n, capacity)` of them get the stamp `abandoned(s)`,
+    /// which readers report as one skipped message each (as a skipped claim
+    /// of a multi-publisher bus); a reader further behind finds a stamp of
+    /// a later lap and is lapped, exactly as by `n` real messages. No
+    /// payload is written: a reader mid-copy of an older message sees the
+    /// stamp change and drops its copy.
+    pub(crate) fn skip(&self, seq: u64, n: u64) {
+        let end = seq.wrapping_add(n);
+        let mut s = end.wrapping_sub(n.min(self.geo.capacity));
+        while s != end {
+            // Release, paired with the Acquire first load of the stamp in
+            // `read` (nothing else to publish, but the order is the same as
+            // a write's: stamps before the cursor).
+            self.stamp(s).store(abandoned(s), Ordering::Release);
+            s = s.wrapping_add(1);
+        }
+        // Release, paired with the Acquire cursor loads in `head`: a reader
+        // that sees the cursor past `s` sees `abandoned(s)` (or newer).
+        self.cursor().store(end, Ordering::Release);
         self.wake_sleepers();
     }
 

@@ -143,6 +143,115 @@ mod ring {
         let (delivered, skipped) = reader.join().expect("reader");
         assert_eq!(delivered + skipped, n);
     }
+
+    /// What a subscriber reads until the ring has nothing: messages in
+    /// order, and the total it was told it skipped.
+    fn drain(s: &mut crate::bus::Subscriber<u64, Arc<HeapRegion>>) -> (Vec<u64>, u64) {
+        let (mut got, mut skipped) = (Vec::new(), 0);
+        while let Some(r) = s.try_recv() {
+            match r {
+                Received::Message(m) => got.push(m),
+                Received::Lagged { skipped: n } => skipped += n,
+            }
+        }
+        (got, skipped)
+    }
+
+    #[test]
+    fn a_skip_shorter_than_the_ring_is_one_reported_loss_per_sequence() {
+        let mut p = bus(8);
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        p.publish(&0);
+        assert_eq!(p.skip(3), Ok(4));
+        assert_eq!(p.publish(&4), 4);
+        assert_eq!(s.try_recv(), Some(Received::Message(0)));
+        for _ in 1..4 {
+            assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 1 }));
+        }
+        assert_eq!(s.try_recv(), Some(Received::Message(4)));
+        assert_eq!(s.try_recv(), None);
+        // Skipping nothing changes nothing.
+        assert_eq!(p.skip(0), Ok(5));
+        assert_eq!(p.next_sequence(), 5);
+    }
+
+    #[test]
+    fn a_skip_longer_than_the_ring_laps_every_subscriber_by_exactly_that_much() {
+        let mut p = bus(4);
+        let mut read = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let mut behind = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        p.publish(&0);
+        assert_eq!(read.try_recv(), Some(Received::Message(0)));
+        assert_eq!(p.skip(100), Ok(101));
+        p.publish(&101);
+        // The skip overwrote every slot, message 0's too.
+        assert_eq!(drain(&mut read), (vec![101], 100));
+        assert_eq!(drain(&mut behind), (vec![101], 101));
+        // Nothing at all read in between: the lap and the marked slots.
+        let mut late = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        let (got, skipped) = drain(&mut late);
+        assert_eq!(
+            (got, skipped),
+            (vec![101], 3),
+            "the three marked slots, then 101"
+        );
+    }
+
+    #[test]
+    fn skips_and_messages_in_any_mix_keep_delivered_plus_skipped_equal_to_published() {
+        // A splitmix64 stream: the same mix on every run, and under Miri.
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let steps = if cfg!(miri) { 200 } else { 20_000 };
+        let mut p = bus(16);
+        let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None::<u64>);
+        for _ in 0..steps {
+            match next() % 4 {
+                0 => {
+                    p.skip(next() % 40).expect("small skip");
+                }
+                1 | 2 => {
+                    let seq = p.next_sequence();
+                    assert_eq!(p.publish(&seq), seq);
+                }
+                _ => {
+                    for _ in 0..next() % 20 {
+                        match s.try_recv() {
+                            Some(Received::Message(m)) => {
+                                assert!(last.is_none_or(|l| m > l), "{m} after {last:?}");
+                                last = Some(m);
+                                delivered += 1;
+                            }
+                            Some(Received::Lagged { skipped: n }) => skipped += n,
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        let (got, rest) = drain(&mut s);
+        delivered += got.len() as u64;
+        skipped += rest;
+        assert_eq!(delivered + skipped, p.next_sequence());
+    }
+
+    #[test]
+    fn a_skip_too_far_to_tell_from_a_lap_is_refused_and_changes_nothing() {
+        let mut p = bus(4);
+        let max = crate::bus::SkipError::MAX;
+        assert_eq!(
+            p.skip(max + 1),
+            Err(crate::bus::SkipError::TooFar { n: max + 1, max })
+        );
+        assert_eq!(p.next_sequence(), 0);
+    }
 }
 
 mod claim {
