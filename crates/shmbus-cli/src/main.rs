@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{clean, create, demo, inspect, publish, subscribe, top};
+use cmd::{bridge, clean, create, demo, inspect, publish, subscribe, top};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -47,6 +47,10 @@ enum Command {
     Top(top::TopArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
+    /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
+    /// bus's messages on a key, `bridge in` publishes a key into a local
+    /// bus at the same sequence numbers (losses counted end to end).
+    Bridge(bridge::BridgeArgs),
     /// Remove one bus.
     Rm(clean::RmArgs),
     /// The late-join scenario: a journaled publisher of key/value updates, two
@@ -79,6 +83,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),
         Command::Clean(args) => clean::clean(args),
+        Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoChild(args) => demo::run_child(args),

@@ -1,0 +1,166 @@
+//! `shmbus bridge out|in`: a bus carried over Zenoh (crate shmbus-zenoh).
+//!
+//! Both run until SIGINT or SIGTERM. On stdout: `listening` once the
+//! bridge-in's subscription is declared, `matched` / `unmatched` when the
+//! bridge-out's key gains or loses a remote subscriber (puts before that
+//! go nowhere), and with `--stats` one line a second of counts.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use shmbus::Start;
+use shmbus_zenoh::{bridge_in, bridge_out, Endpoints, InOptions, OutOptions};
+
+use crate::error::CliError;
+
+/// `shmbus bridge ...`.
+#[derive(clap::Args, Debug)]
+pub struct BridgeArgs {
+    #[command(subcommand)]
+    pub direction: Direction,
+}
+
+/// Which way.
+#[derive(clap::Subcommand, Debug)]
+pub enum Direction {
+    /// Read a local bus and put each message on Zenoh under KEY, with its
+    /// upstream sequence (losses are sent on as gaps).
+    Out(OutArgs),
+    /// Publish what arrives on Zenoh under KEY into a local bus, at the
+    /// upstream's sequence numbers (losses become `lagged` downstream).
+    In(InArgs),
+}
+
+/// Zenoh endpoints and config, shared by both directions.
+#[derive(clap::Args, Debug)]
+pub struct ZenohArgs {
+    /// Listen on this Zenoh endpoint (repeatable), like tcp/10.0.0.1:7447.
+    #[arg(long, value_name = "ENDPOINT")]
+    pub listen: Vec<String>,
+    /// Connect to this Zenoh endpoint (repeatable).
+    #[arg(long, value_name = "ENDPOINT")]
+    pub connect: Vec<String>,
+    /// A Zenoh config file (JSON5 or YAML: TLS, access control, routers),
+    /// read before --listen and --connect. Without it: peer to peer, no
+    /// multicast scouting, only the endpoints given.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Print a line of counts on stdout every second.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+/// `bridge out`.
+#[derive(clap::Args, Debug)]
+pub struct OutArgs {
+    /// The local bus (a bare name lives in /dev/shm).
+    pub name: String,
+    /// The Zenoh key expression to publish on.
+    #[arg(long, value_name = "KEYEXPR")]
+    pub key: String,
+    /// Start with the oldest message still in the ring rather than the next.
+    #[arg(long)]
+    pub oldest: bool,
+    #[command(flatten)]
+    pub zenoh: ZenohArgs,
+}
+
+/// `bridge in`.
+#[derive(clap::Args, Debug)]
+pub struct InArgs {
+    /// The Zenoh key expression to subscribe to.
+    pub key: String,
+    /// The local bus to publish into (a bare name lives in /dev/shm).
+    pub name: String,
+    /// Create the bus with N slots and the upstream's message size when
+    /// the first message arrives (otherwise it must exist, with no live
+    /// publisher).
+    #[arg(long, value_name = "N")]
+    pub create: Option<u64>,
+    #[command(flatten)]
+    pub zenoh: ZenohArgs,
+}
+
+pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
+    catch_signals();
+    match &args.direction {
+        Direction::Out(a) => {
+            let opts = OutOptions {
+                name: a.name.clone(),
+                key: a.key.clone(),
+                endpoints: endpoints(&a.zenoh),
+                start: if a.oldest { Start::Oldest } else { Start::Next },
+            };
+            let mut matched = false;
+            let stats = a.zenoh.stats;
+            bridge_out(&opts, &STOP, |s| {
+                if s.matched != matched {
+                    matched = s.matched;
+                    say(if matched { "matched" } else { "unmatched" });
+                }
+                if stats {
+                    say(&format!("out: forwarded {} lost {}", s.forwarded, s.lost));
+                }
+            })
+            .map(drop)
+            .map_err(|e| CliError::runtime(e.to_string()))
+        }
+        Direction::In(a) => {
+            let opts = InOptions {
+                key: a.key.clone(),
+                name: a.name.clone(),
+                create: a.create,
+                endpoints: endpoints(&a.zenoh),
+            };
+            let mut listening = false;
+            let stats = a.zenoh.stats;
+            bridge_in(&opts, &STOP, |s| {
+                if !listening {
+                    listening = true;
+                    say("listening");
+                }
+                if stats {
+                    say(&format!(
+                        "in: published {} skipped {} repeats {} bad frames {}",
+                        s.published, s.skipped, s.repeats, s.bad_frames
+                    ));
+                }
+            })
+            .map(drop)
+            .map_err(|e| CliError::runtime(e.to_string()))
+        }
+    }
+}
+
+fn endpoints(z: &ZenohArgs) -> Endpoints {
+    Endpoints {
+        listen: z.listen.clone(),
+        connect: z.connect.clone(),
+        config: z.config.clone(),
+    }
+}
+
+/// One line on stdout, at once (a closed stdout is not the bridge's
+/// business: it goes on).
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Set by SIGINT or SIGTERM: the bridge stops at its next look (100 ms).
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+fn catch_signals() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        let handler: extern "C" fn(libc::c_int) = on_signal;
+        // SAFETY: the handler only stores to an atomic, which is
+        // async-signal-safe; no other code of this command installs one.
+        unsafe { libc::signal(sig, handler as libc::sighandler_t) };
+    }
+}

@@ -1,0 +1,130 @@
+//! `bridge out`: a local bus's subscriber that puts each message on Zenoh.
+//!
+//! Congestion control is `Block`: Zenoh then never drops a frame silently
+//! (a dropped put is not reported to its sender), and a network too slow
+//! for the bus makes this subscriber fall behind until the bus laps it,
+//! which it learns exactly and sends on as a gap frame. The bus's
+//! publisher never waits for it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
+use zenoh::qos::CongestionControl;
+use zenoh::Wait as _;
+
+use crate::frame::Frame;
+use crate::{session, BridgeError, Endpoints};
+
+/// How `bridge_out` runs.
+#[derive(Clone, Debug)]
+pub struct OutOptions {
+    /// The local bus to read.
+    pub name: String,
+    /// The Zenoh key expression to put on.
+    pub key: String,
+    /// Where to listen and whom to dial.
+    pub endpoints: Endpoints,
+    /// Where the subscriber starts on the bus.
+    pub start: Start,
+}
+
+/// What `bridge_out` has done so far.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OutStats {
+    /// Messages put on Zenoh.
+    pub forwarded: u64,
+    /// Messages the bus lapped this bridge by (sent on as gap frames).
+    pub lost: u64,
+    /// Whether a remote subscriber matches the key (puts before that go
+    /// nowhere: Zenoh sends only to matching subscribers).
+    pub matched: bool,
+}
+
+/// How often the stats callback runs.
+const STATS_EVERY: Duration = Duration::from_secs(1);
+
+/// Reads `opts.name` from `opts.start` and puts every message on
+/// `opts.key` until `stop` is set (checked at least every 100 ms), calling
+/// `on_stats` about once a second and whenever `matched` changes.
+///
+/// # Errors
+/// [`BridgeError`]: the bus could not be opened, Zenoh could not be set up
+/// or refused a put.
+pub fn bridge_out(
+    opts: &OutOptions,
+    stop: &AtomicBool,
+    mut on_stats: impl FnMut(&OutStats),
+) -> Result<OutStats, BridgeError> {
+    let session = session(&opts.endpoints)?;
+    let open = OpenOptions::default().start(opts.start);
+    let mut sub =
+        Subscriber::<[u8]>::open(&opts.name, &open).map_err(|source| BridgeError::Open {
+            name: opts.name.clone(),
+            source,
+        })?;
+    let publisher = session
+        .declare_publisher(opts.key.clone())
+        .congestion_control(CongestionControl::Block)
+        .wait()
+        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+    let msg_size = sub.msg_size() as u64;
+    let mut stats = OutStats::default();
+    let mut last_report = Instant::now();
+    let put = |frame: Frame<'_>| {
+        publisher
+            .put(frame.encode())
+            .wait()
+            .map_err(|e| BridgeError::Zenoh(e.to_string()))
+    };
+    let mut last_match_check = Instant::now() - STATS_EVERY;
+    while !stop.load(Ordering::Relaxed) {
+        // A receive returns one message (at the position it started from)
+        // or one lag (of the sequences from there): either way `at` names
+        // it. The epoch is informative only: a re-attached upstream
+        // publisher carries on the sequence.
+        let (at, epoch) = (sub.position(), sub.epoch());
+        let idle = match sub.recv(Wait::For(Duration::from_millis(100))) {
+            Some(Received::Message(bytes)) => {
+                put(Frame::Message {
+                    epoch,
+                    seq: at,
+                    msg_size,
+                    bytes,
+                })?;
+                stats.forwarded += 1;
+                false
+            }
+            Some(Received::Lagged { skipped }) => {
+                put(Frame::Gap {
+                    epoch,
+                    first: at,
+                    count: skipped,
+                })?;
+                stats.lost += skipped;
+                false
+            }
+            None => true,
+        };
+        // Whether anyone listens: asked when idle or every 100 ms, never
+        // per message.
+        if idle || last_match_check.elapsed() >= Duration::from_millis(100) {
+            last_match_check = Instant::now();
+            let matched = publisher
+                .matching_status()
+                .wait()
+                .map(|m| m.matching())
+                .unwrap_or(false);
+            if matched != stats.matched {
+                stats.matched = matched;
+                on_stats(&stats);
+                last_report = Instant::now();
+            }
+        }
+        if last_report.elapsed() >= STATS_EVERY {
+            on_stats(&stats);
+            last_report = Instant::now();
+        }
+    }
+    Ok(stats)
+}
