@@ -18,7 +18,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use shmbus::{BusOptions, OpenOptions, Publisher};
+use shmbus::{BusOptions, OpenOptions, Publisher, Region};
 use zenoh::Wait as _;
 
 use crate::frame::Frame;
@@ -144,8 +144,8 @@ fn downstream(opts: &InOptions, first: u64, msg_size: u64) -> Result<Publisher<[
 
 /// Publishes one frame at its upstream sequence, giving up the hole
 /// before it.
-fn apply(
-    p: &mut Publisher<[u8]>,
+fn apply<R: Region>(
+    p: &mut Publisher<[u8], R>,
     frame: &Frame<'_>,
     stats: &mut InStats,
     name: &str,
@@ -179,11 +179,72 @@ fn apply(
     Ok(())
 }
 
-fn skip(p: &mut Publisher<[u8]>, n: u64, stats: &mut InStats) {
+fn skip<R: Region>(p: &mut Publisher<[u8], R>, n: u64, stats: &mut InStats) {
     // A hole too far to tell from a lap (2^60) cannot come from a bus
     // whose sequences stay within 2^61: skip what may be skipped.
     let n = n.min(shmbus::SkipError::MAX);
     if p.skip(n).is_ok() {
         stats.skipped += n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+
+    use super::*;
+
+    fn message(seq: u64, bytes: &[u8]) -> Frame<'_> {
+        Frame::Message {
+            epoch: 1,
+            seq,
+            msg_size: 8,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn holes_are_skipped_repeats_dropped_and_every_sequence_kept() {
+        let mut p = Publisher::<[u8], _>::on_heap_bytes(8, 64).expect("a heap bus");
+        let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let mut stats = InStats::default();
+        let frames = [
+            message(0, b"a"),
+            message(3, b"d"), // a hole: 1 and 2 never came
+            message(2, b"c"), // late: a repeat now
+            Frame::Gap {
+                epoch: 1,
+                first: 4,
+                count: 2,
+            },
+            Frame::Gap {
+                epoch: 1,
+                first: 5,
+                count: 2,
+            }, // overlaps: only 6 is new
+            message(7, b"h"),
+        ];
+        for f in &frames {
+            apply(&mut p, f, &mut stats, "test").expect("fits");
+        }
+        assert_eq!(p.next_sequence(), 8);
+        let (mut got, mut skipped) = (Vec::new(), 0);
+        while let Some(r) = sub.recv(Wait::Never) {
+            match r {
+                Received::Message(m) => got.push(m[0]),
+                Received::Lagged { skipped: n } => skipped += n,
+            }
+        }
+        assert_eq!(got, b"adh");
+        assert_eq!(skipped, 5, "1, 2, 4, 5, 6");
+        assert_eq!(
+            stats,
+            InStats {
+                published: 3,
+                skipped: 5,
+                repeats: 1,
+                bad_frames: 0
+            }
+        );
     }
 }
