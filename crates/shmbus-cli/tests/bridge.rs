@@ -135,3 +135,63 @@ fn a_lapped_bridge_out_costs_downstream_subscribers_exactly_what_it_missed() {
     assert_eq!(got, want, "what arrived is the newest, in order");
     b.stop();
 }
+
+#[test]
+fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_counted() {
+    let (up, down) = (
+        BusName::new("bridge-kill-up"),
+        BusName::new("bridge-kill-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/kill/{}", std::process::id());
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let in_args = [
+        "bridge",
+        "in",
+        &key,
+        down.name(),
+        "--create",
+        "256",
+        "--listen",
+        &endpoint,
+    ];
+    let mut inbound = start(&in_args);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    publish(up.name(), "first\n");
+    wait_for("the downstream bus", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
+    });
+    let sub = start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
+    wait_until_waiting(down.name(), &sub);
+
+    inbound.kill();
+    outbound.wait_until_printed("unmatched", Duration::from_secs(60));
+    // Nobody listens: these go nowhere.
+    publish(up.name(), &common::numbered_lines(1..=50));
+    let mut inbound = start(&in_args);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
+    publish(up.name(), &common::numbered_lines(51..=60));
+
+    let out = sub.wait();
+    out.assert_success();
+    let skipped: u64 = out
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("lagged: skipped "))
+        .map(|n| n.parse::<u64>().expect("a count"))
+        .sum();
+    assert_eq!(out.stdout(), common::numbered_lines(51..=60));
+    assert_eq!(skipped, 50, "the 50 published while no bridge-in listened");
+    Bridges { inbound, outbound }.stop();
+}

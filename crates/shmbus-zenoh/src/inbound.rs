@@ -32,8 +32,8 @@ pub struct InOptions {
     /// The local bus to publish into.
     pub name: String,
     /// Create the bus, with this many slots and the upstream's message
-    /// size, when the first frame arrives (otherwise it must exist and
-    /// have no live publisher).
+    /// size, when the first frame arrives, unless it exists (then, as
+    /// without this, it is taken over: it must have no live publisher).
     pub create: Option<u64>,
     /// Where to listen and whom to dial.
     pub endpoints: Endpoints,
@@ -110,27 +110,36 @@ pub fn bridge_in(
     Ok(stats)
 }
 
-/// The downstream bus: created at `first` if asked, else taken over.
+/// The downstream bus: created at `first` if asked and it does not exist
+/// yet, else taken over (a restarted bridge-in carries on where the last
+/// one stopped, and the hole between is skipped like any other).
 fn downstream(opts: &InOptions, first: u64, msg_size: u64) -> Result<Publisher<[u8]>, BridgeError> {
+    let attach = || {
+        Publisher::<[u8]>::attach(&opts.name, &OpenOptions::default()).map_err(|source| {
+            BridgeError::Attach {
+                name: opts.name.clone(),
+                source,
+            }
+        })
+    };
     let publisher = match opts.create {
         Some(capacity) => {
             let size = u32::try_from(msg_size).unwrap_or(u32::MAX);
             let bus = BusOptions::new(capacity)
                 .msg_size(size)
                 .first_sequence(first);
-            Publisher::<[u8]>::create(&opts.name, &bus).map_err(|source| BridgeError::Create {
-                name: opts.name.clone(),
-                source,
-            })?
-        }
-        None => {
-            Publisher::<[u8]>::attach(&opts.name, &OpenOptions::default()).map_err(|source| {
-                BridgeError::Attach {
-                    name: opts.name.clone(),
-                    source,
+            match Publisher::<[u8]>::create(&opts.name, &bus) {
+                Ok(p) => p,
+                Err(shmbus::CreateError::AlreadyExists { .. }) => attach()?,
+                Err(source) => {
+                    return Err(BridgeError::Create {
+                        name: opts.name.clone(),
+                        source,
+                    })
                 }
-            })?
+            }
         }
+        None => attach()?,
     };
     if (publisher.msg_size() as u64) < msg_size {
         return Err(BridgeError::MsgSize {

@@ -74,8 +74,9 @@ pub struct InArgs {
     /// The local bus to publish into (a bare name lives in /dev/shm).
     pub name: String,
     /// Create the bus with N slots and the upstream's message size when
-    /// the first message arrives (otherwise it must exist, with no live
-    /// publisher).
+    /// the first message arrives, unless it exists already (a restarted
+    /// bridge-in carries on in it). Without this it must exist. Either
+    /// way it must have no other live publisher.
     #[arg(long, value_name = "N")]
     pub create: Option<u64>,
     #[command(flatten)]
