@@ -196,8 +196,21 @@ impl BusOptions {
         self.pool = Some((block_size, blocks));
         self
     }
-    /// Starts the sequence at `first` instead of 0 (to test the wrap).
-    #[doc(hidden)]
+    /// Starts the sequence at `first` instead of 0: a mirror of another
+    /// bus (a bridge's downstream) numbers each message as its upstream
+    /// did. Subscribers count from their join, so none sees a loss for the
+    /// sequences below `first`. A journaled bus whose journal exists
+    /// continues the journal's sequence instead.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, Publisher};
+    /// # let name = format!("/dev/shm/shmbus-doc-firstseq-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(1000))?;
+    /// assert_eq!(publisher.publish(&7), 1000);
+    /// # drop(publisher); shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn first_sequence(mut self, first: u64) -> Self {
         self.first_seq = first;
         self

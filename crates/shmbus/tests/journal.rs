@@ -15,7 +15,7 @@ use shmbus::internals::{journal_stat, side_files};
 use shmbus::{
     AppendError, AttachError, BusOptions, JoinError, JoinOptions, JournalCreateError,
     JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    OpenOptions, Publisher, Received, Start, Subscriber,
+    OpenOptions, Publisher, Received, SnapshotError, Start, Subscriber,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1233,4 +1233,96 @@ fn a_journal_and_every_file_its_compaction_makes_get_exactly_the_bus_mode_whatev
         bus.finish();
         dir.finish();
     }
+}
+
+#[test]
+fn a_journal_started_from_another_ones_replay_gives_a_late_joiner_the_same_state() {
+    // The upstream: keyed updates, compacted, more after the cut.
+    let (keys, n) = (50u64, 4_000u64);
+    let (dir, bus, mut p) = journaled("jseed-up", n / 2, keys);
+    assert!(p.compact());
+    let mut i = n / 2;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while p.is_compacting() || i < n {
+        p.publish(&kv(i, keys)).expect("publish");
+        i += 1;
+        assert!(Instant::now() < deadline, "compaction not finished");
+    }
+    // Its replay, as a bridge receives it: the snapshot (sequences that
+    // skip) and then every sequence from the cut.
+    let mut replay = Vec::new();
+    let mut up =
+        JournalSubscriber::<[u8]>::join(bus.name(), &JoinOptions::default()).expect("join");
+    while !up.is_live() {
+        if let Some(Received::Message(e)) = up.recv(shmbus::Wait::Never) {
+            replay.push((e.seq, e.msg.to_vec()));
+        }
+    }
+    assert_eq!(replay.last().map(|r| r.0), Some(i - 1));
+    // Split after the last hole: before it the snapshot, from it the run.
+    let cut = (1..replay.len())
+        .rev()
+        .find(|&k| replay[k].0 != replay[k - 1].0 + 1)
+        .unwrap_or(0);
+    let run = replay.split_off(cut);
+    let mirror = BusName::new("jseed-down");
+    let journal = JournalOptions::new(dir.path().join("mirror")).snapshot(replay.clone());
+    let mut m = JournalPublisher::<[u8]>::create(
+        mirror.name(),
+        &BusOptions::new(64)
+            .msg_size(16)
+            .message_type("test.Kv", 8)
+            .first_sequence(run[0].0),
+        &journal,
+    )
+    .expect("create the mirror");
+    for (seq, msg) in &run {
+        assert_eq!(m.publish(msg).expect("publish"), *seq);
+    }
+    let joined = join_and_check(mirror.name(), i, keys);
+    assert_eq!(joined.state.digest(), expected_state(i, keys).digest());
+
+    // Misuse: out of order, too long, over an existing journal.
+    let bad = |records: Vec<(u64, Vec<u8>)>, path: &str| {
+        let name = BusName::new("jseed-bad");
+        let r = JournalPublisher::<[u8]>::create(
+            name.name(),
+            &BusOptions::new(8)
+                .msg_size(16)
+                .message_type("test.Kv", 8)
+                .first_sequence(10),
+            &JournalOptions::new(dir.path().join(path)).snapshot(records),
+        );
+        let e = match r {
+            Err(JournalCreateError::Snapshot(e)) => e,
+            other => panic!("expected a snapshot error, got {:?}", other.map(|_| ())),
+        };
+        assert!(!std::path::Path::new(name.name()).exists(), "no bus left");
+        e
+    };
+    assert!(matches!(
+        bad(vec![(4, vec![1]), (4, vec![2])], "b1"),
+        SnapshotError::Order { index: 1, .. }
+    ));
+    assert!(matches!(
+        bad(vec![(10, vec![1])], "b2"),
+        SnapshotError::Order {
+            index: 0,
+            seq: 10,
+            ..
+        }
+    ));
+    assert!(matches!(
+        bad(vec![(1, vec![0; 17])], "b3"),
+        SnapshotError::TooLong { len: 17, .. }
+    ));
+    assert!(matches!(
+        bad(vec![(1, vec![1])], "mirror"),
+        SnapshotError::Exists { .. }
+    ));
+    drop(m);
+    drop(p);
+    mirror.finish();
+    bus.finish();
+    dir.finish();
 }

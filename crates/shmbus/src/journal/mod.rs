@@ -121,6 +121,7 @@ pub use compaction::side_files;
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber};
 pub use publish::{
     CloseError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
+    SnapshotError,
 };
 pub use state::{KeyedState, State};
 

@@ -48,6 +48,7 @@ pub struct JournalOptions {
     path: PathBuf,
     chunk: usize,
     preallocate: usize,
+    snapshot: Vec<(u64, Vec<u8>)>,
 }
 
 impl JournalOptions {
@@ -78,6 +79,7 @@ impl JournalOptions {
             path: path.as_ref().to_owned(),
             chunk: 8 << 20,
             preallocate: 0,
+            snapshot: Vec::new(),
         }
     }
     /// How much the file grows by at a time (default 8 MiB; rounded up to
@@ -141,6 +143,121 @@ impl JournalOptions {
         self.preallocate = bytes;
         self
     }
+
+    /// A new journal that starts with these records as its snapshot
+    /// (sequence, message; sequences strictly increasing, all below the
+    /// bus's first sequence, `BusOptions::first_sequence`), as if a
+    /// compaction had folded them: a mirror of another bus (a bridge's
+    /// downstream) starts this way from the upstream's compacted journal.
+    /// Checked when the bus is created; an existing journal is refused.
+    ///
+    /// # Errors
+    /// None here. The creation fails with [`JournalCreateError::Snapshot`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{Entry, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshot-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-snapshot-{}", std::process::id());
+    /// let journal = JournalOptions::new(dir.join("mirror.journal"))
+    ///     .snapshot(vec![(3, 30u64.to_le_bytes().to_vec()), (7, 70u64.to_le_bytes().to_vec())]);
+    /// let mut mirror =
+    ///     JournalPublisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(10), &journal)?;
+    /// assert_eq!(mirror.publish(&100)?, 10);
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut got = Vec::new();
+    /// late.drain_ready(|r| if let Received::Message(Entry { seq, msg }) = r { got.push((seq, msg)) });
+    /// assert_eq!(got, [(3, 30), (7, 70), (10, 100)]);
+    /// # drop(late); mirror.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot(mut self, records: Vec<(u64, Vec<u8>)>) -> Self {
+        self.snapshot = records;
+        self
+    }
+}
+
+/// Why a journal's starting snapshot ([`JournalOptions::snapshot`]) was
+/// refused.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JournalCreateError, JournalOptions, JournalPublisher, SnapshotError};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshoterror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-snapshoterror-{}", std::process::id());
+/// let journal = JournalOptions::new(dir.join("j")).snapshot(vec![(5, vec![1])]);
+/// match JournalPublisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(5), &journal) {
+///     Err(JournalCreateError::Snapshot(SnapshotError::Order { index: 0, seq: 5, .. })) => {}
+///     other => panic!("expected an order error, got {:?}", other.map(|_| ())),
+/// }
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SnapshotError {
+    /// A record's sequence is not above the one before it, or not below
+    /// the bus's first sequence.
+    #[error("snapshot record {index} has sequence {seq}, expected above {after:?} and below the first sequence {first}")]
+    Order {
+        /// Its place in the snapshot.
+        index: usize,
+        /// Its sequence.
+        seq: u64,
+        /// The sequence of the record before it.
+        after: Option<u64>,
+        /// The bus's first sequence.
+        first: u64,
+    },
+    /// A record longer than the bus's messages.
+    #[error(
+        "snapshot record {index} is {len} bytes, longer than the bus's {msg_size}-byte messages"
+    )]
+    TooLong {
+        /// Its place in the snapshot.
+        index: usize,
+        /// Its length.
+        len: usize,
+        /// The bus's message size.
+        msg_size: u32,
+    },
+    /// A journal is at the path already: a snapshot starts a new one.
+    #[error("{path}: a journal is there already; a snapshot only starts a new one")]
+    Exists {
+        /// The journal.
+        path: PathBuf,
+    },
+}
+
+fn check_snapshot(
+    records: &[(u64, Vec<u8>)],
+    first: u64,
+    msg_size: u32,
+) -> Result<(), SnapshotError> {
+    let mut after = None;
+    for (index, (seq, msg)) in records.iter().enumerate() {
+        // Signed distances, as the ring compares sequences.
+        let above = after.is_none_or(|a: u64| (seq.wrapping_sub(a) as i64) > 0);
+        if !above || (first.wrapping_sub(*seq) as i64) <= 0 {
+            return Err(SnapshotError::Order {
+                index,
+                seq: *seq,
+                after,
+                first,
+            });
+        }
+        if msg.len() > msg_size as usize {
+            return Err(SnapshotError::TooLong {
+                index,
+                len: msg.len(),
+                msg_size,
+            });
+        }
+        after = Some(*seq);
+    }
+    Ok(())
 }
 
 /// Why a journaled bus could not be created.
@@ -172,6 +289,9 @@ pub enum JournalCreateError {
     /// The journal.
     #[error(transparent)]
     Journal(#[from] JournalOpenError),
+    /// The snapshot it was to start with ([`JournalOptions::snapshot`]).
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 /// Why a journaled publisher could not close cleanly. Every message it
@@ -288,6 +408,7 @@ impl Core {
         let path =
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.file.mode;
+        check_snapshot(&jopts.snapshot, opts.first_seq, msg.size)?;
         let (writer, created) = match Writer::open(
             &path,
             msg.size,
@@ -295,6 +416,9 @@ impl Core {
             jopts.chunk,
             jopts.preallocate,
         ) {
+            Ok(_) if !jopts.snapshot.is_empty() => {
+                return Err(SnapshotError::Exists { path }.into());
+            }
             // The creator decides the mode, for a journal it continues too.
             Ok(w) => {
                 w.set_mode(mode)?;
@@ -307,13 +431,18 @@ impl Core {
                     msg_size: msg.size,
                     type_hash: msg.name_hash,
                     base: opts.first_seq,
-                    snapshot: 0,
+                    snapshot: jopts.snapshot.len() as u64,
                     sealed: false,
                 };
-                (
-                    Writer::create(&path, h, mode, jopts.chunk, jopts.preallocate)?,
-                    true,
-                )
+                let mut w = Writer::create(&path, h, mode, jopts.chunk, jopts.preallocate)?;
+                for (seq, bytes) in &jopts.snapshot {
+                    if let Err(e) = w.append(*seq, bytes) {
+                        let _ = std::fs::remove_file(&path);
+                        let e = io::Error::other(e.to_string());
+                        return Err(JournalOpenError::io(&path, "write the snapshot", e).into());
+                    }
+                }
+                (w, true)
             }
             Err(e) => return Err(e.into()),
         };
