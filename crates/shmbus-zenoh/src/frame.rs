@@ -4,13 +4,18 @@
 //! # Layout (little-endian; docs/LAYOUT.md §24)
 //! ```text
 //! 0   u32  magic "SBZ1" (0x315a4253)
-//! 4   u8   kind: 1 message, 2 gap
+//! 4   u8   kind: 1 message, 2 gap, 4 end of a replay
 //! 5   u8[3] zero
 //! 8   u64  epoch of the upstream bus when the bridge read it
-//! 16  u64  seq: the message's sequence, or a gap's first lost sequence
-//! 24  u64  message: the upstream bus's message size; gap: how many lost
-//! 32  ...  message: its bytes (at most the message size); gap: nothing
+//! 16  u64  seq: the message's sequence, a gap's first lost sequence, or
+//!          the sequence after a replay's last
+//! 24  u64  message: the upstream bus's message size; gap: how many lost;
+//!          end: zero
+//! 32  ...  message: its bytes (at most the message size); else nothing
 //! ```
+//!
+//! Live puts carry messages and gaps; a replay (the answer to a journal
+//! query, `replay`) carries messages and gaps and ends with one end frame.
 //!
 //! Frames come from the network: anything else is a typed [`FrameError`],
 //! never a panic.
@@ -23,6 +28,7 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"SBZ1");
 pub const HEADER: usize = 32;
 const KIND_MESSAGE: u8 = 1;
 const KIND_GAP: u8 = 2;
+const KIND_END: u8 = 4;
 /// The largest message a bus carries (16 MiB), so the largest frame body.
 const MAX_MSG: u64 = 16 << 20;
 
@@ -50,6 +56,14 @@ pub enum Frame<'a> {
         /// How many.
         count: u64,
     },
+    /// The last frame of a replay: the journal held nothing more below
+    /// `next` (the replay's end, or the journal's when it was read).
+    End {
+        /// The upstream bus's epoch.
+        epoch: u64,
+        /// The sequence after the replay's last.
+        next: u64,
+    },
 }
 
 /// Why bytes are not a frame.
@@ -67,8 +81,8 @@ pub enum FrameError {
         /// What it held.
         found: u32,
     },
-    /// A kind other than message (1) or gap (2).
-    #[error("frame kind {found}, expected 1 (message) or 2 (gap)")]
+    /// A kind other than message (1), gap (2) or end (4).
+    #[error("frame kind {found}, expected 1 (message), 2 (gap) or 4 (end)")]
     Kind {
         /// What it held.
         found: u8,
@@ -80,6 +94,14 @@ pub enum FrameError {
         len: usize,
         /// The message size the frame claims.
         msg_size: u64,
+    },
+    /// An end frame with a count or a body.
+    #[error("end frame of {len} bytes with count {count}, expected {HEADER} bytes and 0")]
+    End {
+        /// The count it held.
+        count: u64,
+        /// Its length.
+        len: usize,
     },
     /// A gap of no messages, or more than a bus can skip at once.
     #[error("gap of {count} messages, expected 1 to {}", shmbus::SkipError::MAX)]
@@ -130,6 +152,15 @@ impl Frame<'_> {
                     count: n,
                 })
             }
+            KIND_END => {
+                if n != 0 || b.len() != HEADER {
+                    return Err(FrameError::End {
+                        count: n,
+                        len: b.len(),
+                    });
+                }
+                Ok(Frame::End { epoch, next: seq })
+            }
             found => Err(FrameError::Kind { found }),
         }
     }
@@ -148,6 +179,7 @@ impl Frame<'_> {
                 first,
                 count,
             } => (KIND_GAP, epoch, first, count, &[][..]),
+            Frame::End { epoch, next } => (KIND_END, epoch, next, 0, &[][..]),
         };
         let mut out = Vec::with_capacity(HEADER + bytes.len());
         out.extend_from_slice(&MAGIC.to_le_bytes());
@@ -165,6 +197,7 @@ impl fmt::Display for Frame<'_> {
         match self {
             Frame::Message { seq, bytes, .. } => write!(f, "message {seq} ({} bytes)", bytes.len()),
             Frame::Gap { first, count, .. } => write!(f, "gap of {count} from {first}"),
+            Frame::End { next, .. } => write!(f, "end of replay before {next}"),
         }
     }
 }
@@ -188,6 +221,8 @@ mod tests {
             count: 7,
         };
         assert_eq!(Frame::parse(&g.encode()), Ok(g));
+        let e = Frame::End { epoch: 3, next: 49 };
+        assert_eq!(Frame::parse(&e.encode()), Ok(e));
     }
 
     #[test]

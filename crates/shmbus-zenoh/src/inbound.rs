@@ -1,5 +1,6 @@
 //! `bridge in`: publishes what arrives from Zenoh into a local bus, at the
-//! upstream's sequence numbers.
+//! upstream's sequence numbers, repairing holes from the upstream's
+//! journal where it has one.
 //!
 //! # Invariants
 //! - The downstream bus's next sequence is the next upstream sequence this
@@ -7,22 +8,44 @@
 //!   sequence, so its subscribers, all of whom joined after it, have
 //!   missed nothing.
 //! - A frame past that point means a hole (a gap frame from the
-//!   bridge-out, or frames Zenoh dropped or never delivered): the hole is
-//!   given up with `Publisher::skip`, and every downstream subscriber
-//!   counts it in `Lagged`. So, from a subscriber's join, delivered +
-//!   skipped equals what the upstream published in that span.
+//!   bridge-out, frames Zenoh dropped or never delivered, a bridge-in that
+//!   was down). The hole is first asked of the upstream's journal
+//!   (`replay`): what the journal gives is published in order; what it
+//!   cannot is given up with `Publisher::skip`, which every downstream
+//!   subscriber counts in `Lagged` (a journaled downstream cannot skip: it
+//!   stops, `BridgeError::Unrepairable`). So, from a subscriber's join,
+//!   delivered + skipped equals what the upstream published in that span,
+//!   and skipped is zero while the upstream's journal holds what was lost.
+//! - Each hole is asked for once (`asked_to`); once a query is answered
+//!   with an error (the upstream bus has no journal) holes are skipped
+//!   without asking. A query nobody answers (no bridge-out yet) changes
+//!   nothing; a bootstrap nobody answers is asked again every second.
+//! - A bootstrap comes before anything live: until it has made the bus,
+//!   live frames wait in `pending`.
+//! - One replay at a time. Live frames that arrive meanwhile wait in
+//!   `pending`, in arrival order, and are applied after it: memory grows
+//!   with the live rate times the replay's duration (bounded by its
+//!   timeout).
 //! - A frame before that point (a repeat, or an upstream restarted at a
 //!   lower sequence) is dropped and counted in [`InStats::repeats`]: the
 //!   downstream never goes back.
+//! - Zenoh's callbacks only queue (`Event`); everything else runs on the
+//!   caller's thread, so the downstream bus has one writer.
 
+use std::collections::VecDeque;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use shmbus::{BusOptions, OpenOptions, Publisher, Region};
-use zenoh::Wait as _;
+use shmbus::Region;
+use zenoh::query::ConsolidationMode;
+use zenoh::sample::Sample;
+use zenoh::{Session, Wait as _};
 
+use crate::downstream::{Create, Downstream};
 use crate::frame::Frame;
-use crate::{session, BridgeError, Endpoints};
+use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_in` runs.
 #[derive(Clone, Debug)]
@@ -35,6 +58,15 @@ pub struct InOptions {
     /// size, when the first frame arrives, unless it exists (then, as
     /// without this, it is taken over: it must have no live publisher).
     pub create: Option<u64>,
+    /// Give the bus it creates a journal here (needs `create`; implies
+    /// `bootstrap`): late joiners on this host then get the upstream's
+    /// whole state.
+    pub journal: Option<PathBuf>,
+    /// Start from the upstream's journal (its compacted state and every
+    /// record after), then go live: every sequence once.
+    pub bootstrap: bool,
+    /// How long a journal query may take.
+    pub replay_timeout: Duration,
     /// Where to listen and whom to dial.
     pub endpoints: Endpoints,
 }
@@ -42,17 +74,41 @@ pub struct InOptions {
 /// What `bridge_in` has done so far.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InStats {
-    /// Messages published into the local bus.
+    /// Messages published into the local bus (live and replayed).
     pub published: u64,
-    /// Upstream sequences given up (gap frames and holes).
+    /// Of those, messages the upstream's journal gave (bootstrap and
+    /// repairs).
+    pub replayed: u64,
+    /// Upstream sequences given up (gap frames and holes no journal
+    /// filled).
     pub skipped: u64,
     /// Frames dropped because their sequence was already passed.
     pub repeats: u64,
     /// Payloads that were not frames (see `frame::FrameError`), dropped.
     pub bad_frames: u64,
+    /// Journal queries asked.
+    pub queries: u64,
 }
 
 const STATS_EVERY: Duration = Duration::from_secs(1);
+
+/// What Zenoh's callbacks hand over.
+enum Event {
+    Live(Sample),
+    Reply(Result<Sample, String>),
+    /// The query's callback was dropped: every reply is in.
+    ReplayDone,
+}
+
+/// Sends `ReplayDone` when the query's callback is dropped (Zenoh drops it
+/// once the query is answered in full or times out).
+struct DoneOnDrop(mpsc::Sender<Event>);
+
+impl Drop for DoneOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Event::ReplayDone);
+    }
+}
 
 /// Subscribes to `opts.key` and publishes every frame into `opts.name`
 /// until `stop` is set (checked at least every 100 ms), calling
@@ -61,140 +117,379 @@ const STATS_EVERY: Duration = Duration::from_secs(1);
 ///
 /// # Errors
 /// [`BridgeError`]: Zenoh could not be set up, the bus could not be made
-/// or taken over, or upstream messages do not fit it.
+/// or taken over, upstream messages do not fit it, a bootstrap found no
+/// journal, or a journaled downstream met a hole no journal filled.
 pub fn bridge_in(
     opts: &InOptions,
     stop: &AtomicBool,
     mut on_stats: impl FnMut(&InStats),
 ) -> Result<InStats, BridgeError> {
-    let session = session(&opts.endpoints)?;
-    let sub = session
-        .declare_subscriber(opts.key.clone())
-        .wait()
-        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
-    let mut stats = InStats::default();
-    on_stats(&stats);
-    let mut last_report = Instant::now();
-    let mut bus: Option<Publisher<[u8]>> = None;
-    while !stop.load(Ordering::Relaxed) {
-        if last_report.elapsed() >= STATS_EVERY {
-            on_stats(&stats);
-            last_report = Instant::now();
-        }
-        let sample = match sub.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(sample)) => sample,
-            Ok(None) => continue,
-            Err(e) => return Err(BridgeError::Zenoh(e.to_string())),
-        };
-        let payload = sample.payload().to_bytes();
-        let frame = match Frame::parse(&payload) {
-            Ok(frame) => frame,
-            Err(_) => {
-                stats.bad_frames += 1;
-                continue;
-            }
-        };
-        let (first, msg_size) = match frame {
-            Frame::Message { seq, msg_size, .. } => (seq, msg_size),
-            // A gap before any message says nothing a new bus needs: it
-            // starts after it, at the next message.
-            Frame::Gap { .. } if bus.is_none() => continue,
-            Frame::Gap { first, .. } => (first, 0),
-        };
-        let publisher = match &mut bus {
-            Some(p) => p,
-            None => bus.insert(downstream(opts, first, msg_size)?),
-        };
-        apply(publisher, &frame, &mut stats, &opts.name)?;
-    }
-    Ok(stats)
-}
-
-/// The downstream bus: created at `first` if asked and it does not exist
-/// yet, else taken over (a restarted bridge-in carries on where the last
-/// one stopped, and the hole between is skipped like any other).
-fn downstream(opts: &InOptions, first: u64, msg_size: u64) -> Result<Publisher<[u8]>, BridgeError> {
-    let attach = || {
-        Publisher::<[u8]>::attach(&opts.name, &OpenOptions::default()).map_err(|source| {
-            BridgeError::Attach {
+    let bus = Downstream::attach(&opts.name)?;
+    if bus.is_none() && opts.create.is_none() {
+        // Not there and not to be made: the attach error names it.
+        shmbus::Publisher::<[u8]>::attach(&opts.name, &shmbus::OpenOptions::default()).map_err(
+            |source| BridgeError::Attach {
                 name: opts.name.clone(),
                 source,
-            }
+            },
+        )?;
+    }
+    let session = session(&opts.endpoints)?;
+    let (tx, rx) = mpsc::channel();
+    let live = tx.clone();
+    let _sub = session
+        .declare_subscriber(opts.key.clone())
+        .callback(move |s| {
+            let _ = live.send(Event::Live(s));
         })
+        .wait()
+        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+    let mut b = Bridge {
+        opts,
+        session: &session,
+        tx,
+        bus,
+        pending: VecDeque::new(),
+        replay: None,
+        asked_to: None,
+        journal_answers: true,
+        bootstrap_at: None,
+        stats: InStats::default(),
     };
-    let publisher = match opts.create {
-        Some(capacity) => {
-            let size = u32::try_from(msg_size).unwrap_or(u32::MAX);
-            let bus = BusOptions::new(capacity)
-                .msg_size(size)
-                .first_sequence(first);
-            match Publisher::<[u8]>::create(&opts.name, &bus) {
-                Ok(p) => p,
-                Err(shmbus::CreateError::AlreadyExists { .. }) => attach()?,
-                Err(source) => {
-                    return Err(BridgeError::Create {
-                        name: opts.name.clone(),
-                        source,
-                    })
+    on_stats(&b.stats);
+    // A bus that exists carries on from where it is: first what passed
+    // meanwhile, from the journal if the upstream has one. A bootstrap
+    // asks for everything.
+    match b.bus.as_ref().map(Downstream::next_sequence) {
+        Some(next) => b.ask(next, None, false)?,
+        None if opts.bootstrap || opts.journal.is_some() => b.bootstrap_at = Some(Instant::now()),
+        None => {}
+    }
+    let mut last_report = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        if last_report.elapsed() >= STATS_EVERY {
+            on_stats(&b.stats);
+            last_report = Instant::now();
+        }
+        if b.replay.is_none() && b.bootstrap_at.is_some_and(|at| Instant::now() >= at) {
+            b.ask(0, None, true)?;
+        }
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(event) => b.handle(event)?,
+            Err(mpsc::RecvTimeoutError::Timeout) => b.check_replay_deadline()?,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    Ok(b.stats)
+}
+
+/// A journal query in flight.
+struct Replay {
+    /// The range asked for (`to` exclusive).
+    to: Option<u64>,
+    /// A bootstrap of a bus not made yet: the entries, to make it from.
+    collect: Option<Vec<(u64, Vec<u8>)>>,
+    /// The upstream's message size, from the replies.
+    msg_size: u64,
+    /// The end frame's `next`: the answer was complete.
+    end: Option<u64>,
+    /// An error reply.
+    error: Option<String>,
+    /// When to stop waiting for Zenoh to end it.
+    deadline: Instant,
+}
+
+struct Bridge<'a> {
+    opts: &'a InOptions,
+    session: &'a Session,
+    tx: mpsc::Sender<Event>,
+    bus: Option<Downstream>,
+    pending: VecDeque<Sample>,
+    replay: Option<Replay>,
+    /// The end of the last hole asked for.
+    asked_to: Option<u64>,
+    /// False once a query was answered with an error: no journal upstream.
+    journal_answers: bool,
+    /// A bootstrap is due (at this time) and not done yet.
+    bootstrap_at: Option<Instant>,
+    stats: InStats,
+}
+
+/// Signed distance from `from` to `to`: sequences wrap like the bus's.
+fn ahead(from: u64, to: u64) -> i64 {
+    to.wrapping_sub(from) as i64
+}
+
+impl Bridge<'_> {
+    fn handle(&mut self, event: Event) -> Result<(), BridgeError> {
+        match event {
+            Event::Live(sample) if self.replay.is_some() || self.bootstrap_at.is_some() => {
+                self.pending.push_back(sample)
+            }
+            Event::Live(sample) => self.live(sample)?,
+            Event::Reply(Ok(sample)) => self.reply(&sample)?,
+            Event::Reply(Err(why)) => {
+                if let Some(r) = &mut self.replay {
+                    r.error = Some(why);
+                }
+            }
+            Event::ReplayDone => self.replay_done()?,
+        }
+        // After a replay, what waited goes on, unless it asks again.
+        while self.replay.is_none() && self.bootstrap_at.is_none() {
+            match self.pending.pop_front() {
+                Some(sample) => self.live(sample)?,
+                None => break,
+            }
+        }
+        Ok(())
+    }
+
+    /// Asks the upstream's journal for `[from, to)`.
+    fn ask(&mut self, from: u64, to: Option<u64>, collect: bool) -> Result<(), BridgeError> {
+        let timeout = self.opts.replay_timeout;
+        let replies = self.tx.clone();
+        let done = DoneOnDrop(self.tx.clone());
+        self.session
+            .get(replay::selector(&self.opts.key, from, to))
+            .consolidation(ConsolidationMode::None)
+            .timeout(timeout)
+            .callback(move |reply| {
+                let _ = &done;
+                let r = reply.into_result().map_err(|e| {
+                    let text = e.payload().try_to_string().map(|s| s.into_owned());
+                    text.unwrap_or_else(|_| "an error reply".into())
+                });
+                let _ = replies.send(Event::Reply(r));
+            })
+            .wait()
+            .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+        self.stats.queries += 1;
+        self.replay = Some(Replay {
+            to,
+            collect: collect.then(Vec::new),
+            msg_size: 0,
+            end: None,
+            error: None,
+            deadline: Instant::now() + timeout + Duration::from_secs(5),
+        });
+        Ok(())
+    }
+
+    /// Zenoh ends a query by its timeout; this bounds the wait even if it
+    /// did not.
+    fn check_replay_deadline(&mut self) -> Result<(), BridgeError> {
+        if self
+            .replay
+            .as_ref()
+            .is_some_and(|r| Instant::now() > r.deadline)
+        {
+            self.handle(Event::ReplayDone)?;
+        }
+        Ok(())
+    }
+
+    fn reply(&mut self, sample: &Sample) -> Result<(), BridgeError> {
+        let payload = sample.payload().to_bytes();
+        let Some(r) = &mut self.replay else {
+            return Ok(()); // a reply after its query was given up
+        };
+        match Frame::parse(&payload) {
+            Err(_) => self.stats.bad_frames += 1,
+            Ok(Frame::End { next, .. }) => r.end = Some(next),
+            Ok(Frame::Gap { .. }) => {} // a hole: found as such below
+            Ok(Frame::Message {
+                seq,
+                msg_size,
+                bytes,
+                ..
+            }) => {
+                r.msg_size = r.msg_size.max(msg_size);
+                if let Some(entries) = &mut r.collect {
+                    if entries.last().is_none_or(|&(last, _)| ahead(last, seq) > 0) {
+                        entries.push((seq, bytes.to_vec()));
+                    }
+                    return Ok(());
+                }
+                let frame = Frame::Message {
+                    epoch: 0,
+                    seq,
+                    msg_size,
+                    bytes,
+                };
+                if let Some(bus) = &mut self.bus {
+                    let before = self.stats.published;
+                    apply(bus, &frame, &mut self.stats, &self.opts.name)?;
+                    self.stats.replayed += self.stats.published - before;
                 }
             }
         }
-        None => attach()?,
-    };
-    if (publisher.msg_size() as u64) < msg_size {
-        return Err(BridgeError::MsgSize {
-            name: opts.name.clone(),
-            upstream: msg_size,
-            downstream: publisher.msg_size(),
-        });
+        Ok(())
     }
-    Ok(publisher)
+
+    fn replay_done(&mut self) -> Result<(), BridgeError> {
+        let Some(r) = self.replay.take() else {
+            return Ok(());
+        };
+        if r.end.is_none() && r.error.is_some() {
+            self.journal_answers = false;
+        }
+        let Some(entries) = r.collect else {
+            // A repair: what it did not fill, the frame that asked finds
+            // still a hole, and skips.
+            self.asked_to = r.to.or(r.end);
+            return Ok(());
+        };
+        if let Some(why) = r.error.filter(|_| r.end.is_none()) {
+            return Err(BridgeError::NoJournal {
+                key: self.opts.key.clone(),
+                why,
+            });
+        }
+        if r.end.is_none() {
+            // Nobody answered (no bridge-out yet): ask again in a second.
+            self.bootstrap_at = Some(Instant::now() + Duration::from_secs(1));
+            return Ok(());
+        }
+        self.bootstrap_at = None;
+        self.asked_to = r.end;
+        if entries.is_empty() {
+            return Ok(()); // made at the first live frame
+        }
+        self.bootstrap(entries, r.msg_size)
+    }
+
+    /// Makes the downstream bus from a bootstrap's entries: a journal's
+    /// snapshot is everything before the last hole (a compacted journal's
+    /// keys skip sequences), its run the rest; a plain bus starts at the
+    /// first entry and skips the holes.
+    fn bootstrap(
+        &mut self,
+        mut entries: Vec<(u64, Vec<u8>)>,
+        msg_size: u64,
+    ) -> Result<(), BridgeError> {
+        let how = self.create();
+        let cut = match how.journal {
+            Some(_) => (1..entries.len())
+                .rev()
+                .find(|&k| entries[k].0 != entries[k - 1].0.wrapping_add(1))
+                .unwrap_or(0),
+            None => 0,
+        };
+        let run = entries.split_off(cut);
+        let mut bus = Downstream::create(&self.opts.name, &how, msg_size, run[0].0, entries)?;
+        for (seq, bytes) in &run {
+            let frame = Frame::Message {
+                epoch: 0,
+                seq: *seq,
+                msg_size,
+                bytes,
+            };
+            apply(&mut bus, &frame, &mut self.stats, &self.opts.name)?;
+        }
+        self.stats.replayed += run.len() as u64;
+        self.bus = Some(bus);
+        Ok(())
+    }
+
+    fn create(&self) -> Create {
+        Create {
+            capacity: self.opts.create.unwrap_or(0),
+            journal: self.opts.journal.clone(),
+        }
+    }
+
+    fn live(&mut self, sample: Sample) -> Result<(), BridgeError> {
+        let payload = sample.payload().to_bytes();
+        let frame = match Frame::parse(&payload) {
+            Ok(Frame::End { .. }) | Err(_) => {
+                self.stats.bad_frames += 1;
+                return Ok(());
+            }
+            Ok(frame) => frame,
+        };
+        let (hole_end, msg_size) = match frame {
+            Frame::Message { seq, msg_size, .. } => (seq, msg_size),
+            Frame::Gap { first, count, .. } => (first.wrapping_add(count), 0),
+            Frame::End { .. } => return Ok(()),
+        };
+        let bus = match &mut self.bus {
+            Some(bus) => bus,
+            // A gap before any message says nothing a new bus needs: it
+            // starts after it, at the next message.
+            None if msg_size == 0 => return Ok(()),
+            None => {
+                let first = hole_end;
+                self.bus.insert(Downstream::create(
+                    &self.opts.name,
+                    &self.create(),
+                    msg_size,
+                    first,
+                    Vec::new(),
+                )?)
+            }
+        };
+        if msg_size > bus.msg_size() as u64 {
+            return Err(BridgeError::MsgSize {
+                name: self.opts.name.clone(),
+                upstream: msg_size,
+                downstream: bus.msg_size(),
+            });
+        }
+        let next = bus.next_sequence();
+        let asked = self.asked_to.is_some_and(|to| ahead(to, hole_end) <= 0);
+        if ahead(next, hole_end) > 0 && self.journal_answers && !asked {
+            drop(payload);
+            self.pending.push_front(sample);
+            return self.ask(next, Some(hole_end), false);
+        }
+        apply(bus, &frame, &mut self.stats, &self.opts.name)
+    }
 }
 
 /// Publishes one frame at its upstream sequence, giving up the hole
 /// before it.
 fn apply<R: Region>(
-    p: &mut Publisher<[u8], R>,
+    bus: &mut Downstream<R>,
     frame: &Frame<'_>,
     stats: &mut InStats,
     name: &str,
 ) -> Result<(), BridgeError> {
-    let next = p.next_sequence();
-    // Signed distance: sequences wrap like the bus's.
-    let ahead = |seq: u64| seq.wrapping_sub(next) as i64;
+    let next = bus.next_sequence();
     match *frame {
         Frame::Message { seq, bytes, .. } => {
-            if ahead(seq) < 0 {
+            if ahead(next, seq) < 0 {
                 stats.repeats += 1;
                 return Ok(());
             }
-            skip(p, ahead(seq) as u64, stats);
-            p.publish(bytes).map_err(|_| BridgeError::MsgSize {
-                name: name.to_owned(),
-                upstream: bytes.len() as u64,
-                downstream: p.msg_size(),
-            })?;
+            skip(bus, ahead(next, seq) as u64, stats, name)?;
+            bus.publish(bytes, name)?;
             stats.published += 1;
         }
         Frame::Gap { first, count, .. } => {
             let end = first.wrapping_add(count);
-            if ahead(end) <= 0 {
+            if ahead(next, end) <= 0 {
                 stats.repeats += 1;
                 return Ok(());
             }
-            skip(p, ahead(end) as u64, stats);
+            skip(bus, ahead(next, end) as u64, stats, name)?;
         }
+        Frame::End { .. } => {}
     }
     Ok(())
 }
 
-fn skip<R: Region>(p: &mut Publisher<[u8], R>, n: u64, stats: &mut InStats) {
-    // A hole too far to tell from a lap (2^60) cannot come from a bus
-    // whose sequences stay within 2^61: skip what may be skipped.
-    let n = n.min(shmbus::SkipError::MAX);
-    if p.skip(n).is_ok() {
+fn skip<R: Region>(
+    bus: &mut Downstream<R>,
+    n: u64,
+    stats: &mut InStats,
+    name: &str,
+) -> Result<(), BridgeError> {
+    if n > 0 {
+        bus.skip(n, name)?;
         stats.skipped += n;
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -214,8 +509,9 @@ mod tests {
 
     #[test]
     fn holes_are_skipped_repeats_dropped_and_every_sequence_kept() {
-        let mut p = Publisher::<[u8], _>::on_heap_bytes(8, 64).expect("a heap bus");
+        let p = Publisher::<[u8], _>::on_heap_bytes(8, 64).expect("a heap bus");
         let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let mut p = Downstream::Plain(p);
         let mut stats = InStats::default();
         let frames = [
             message(0, b"a"),
@@ -252,7 +548,8 @@ mod tests {
                 published: 3,
                 skipped: 5,
                 repeats: 1,
-                bad_frames: 0
+                bad_frames: 0,
+                ..InStats::default()
             }
         );
     }

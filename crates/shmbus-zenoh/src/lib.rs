@@ -21,9 +21,11 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
 
+mod downstream;
 pub mod frame;
 mod inbound;
 mod outbound;
+mod replay;
 mod session;
 
 pub use inbound::{bridge_in, InOptions, InStats};
@@ -71,6 +73,34 @@ pub enum BridgeError {
         upstream: u64,
         /// The downstream bus's.
         downstream: usize,
+    },
+    /// The downstream bus's journal failed (its message says how).
+    #[error("journal of {name}: {message}")]
+    Journal {
+        /// The bus.
+        name: String,
+        /// What failed.
+        message: String,
+    },
+    /// A journaled downstream bus met a hole the upstream's journal could
+    /// not fill (compacted away, or no journal answered): a journal cannot
+    /// skip, so the bridge stops rather than lose a message unannounced.
+    #[error("{name}: upstream sequences {first}.. ({count}) are in no journal that answered; a journaled downstream cannot skip them (start a new downstream with --bootstrap)")]
+    Unrepairable {
+        /// The bus.
+        name: String,
+        /// The first sequence of the hole.
+        first: u64,
+        /// How many.
+        count: u64,
+    },
+    /// A bootstrap found no journal to start from.
+    #[error("no journal answered on {key}/@journal: {why} (bridge out a journaled bus, or drop --bootstrap)")]
+    NoJournal {
+        /// The key expression asked.
+        key: String,
+        /// The error reply, or the timeout.
+        why: String,
     },
     /// A Zenoh call failed.
     #[error("zenoh: {0}")]

@@ -10,11 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
+use zenoh::handlers::FifoChannel;
 use zenoh::qos::CongestionControl;
 use zenoh::Wait as _;
 
 use crate::frame::Frame;
-use crate::{session, BridgeError, Endpoints};
+use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_out` runs.
 #[derive(Clone, Debug)]
@@ -68,6 +69,31 @@ pub fn bridge_out(
         .congestion_control(CongestionControl::Block)
         .wait()
         .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+    // Journal queries are answered on a thread of ours (`replay`); a bus
+    // without a journal answers each with an error.
+    let queryable = session
+        .declare_queryable(replay::journal_key(&opts.key))
+        .with(FifoChannel::new(16))
+        .wait()
+        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+    let finished = AtomicBool::new(false);
+    let stopped = || stop.load(Ordering::Relaxed) || finished.load(Ordering::Relaxed);
+    let epoch = sub.epoch();
+    std::thread::scope(|s| {
+        s.spawn(|| replay::serve(&queryable, &opts.name, epoch, &stopped));
+        let result = forward(&mut sub, &publisher, stop, &mut on_stats);
+        finished.store(true, Ordering::Relaxed);
+        result
+    })
+}
+
+/// The main loop: every message of `sub` put on Zenoh, until `stop`.
+fn forward(
+    sub: &mut Subscriber<[u8]>,
+    publisher: &zenoh::pubsub::Publisher<'_>,
+    stop: &AtomicBool,
+    on_stats: &mut impl FnMut(&OutStats),
+) -> Result<OutStats, BridgeError> {
     let msg_size = sub.msg_size() as u64;
     let mut stats = OutStats::default();
     let mut last_report = Instant::now();

@@ -79,6 +79,20 @@ pub struct InArgs {
     /// way it must have no other live publisher.
     #[arg(long, value_name = "N")]
     pub create: Option<u64>,
+    /// With --create: give the bus a journal at PATH, started from the
+    /// upstream's journal (implies --bootstrap), so that `sub --bootstrap`
+    /// on this host gets the upstream's whole state.
+    #[arg(long, value_name = "PATH", requires = "create")]
+    pub journal: Option<PathBuf>,
+    /// Start from the upstream's journal (its compacted state and every
+    /// record after; the upstream bus must be journaled), then go live:
+    /// every sequence once.
+    #[arg(long)]
+    pub bootstrap: bool,
+    /// Seconds a journal query (bootstrap, or the repair of a hole) may
+    /// take.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub replay_timeout: f64,
     #[command(flatten)]
     pub zenoh: ZenohArgs,
 }
@@ -112,6 +126,9 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 key: a.key.clone(),
                 name: a.name.clone(),
                 create: a.create,
+                journal: a.journal.clone(),
+                bootstrap: a.bootstrap,
+                replay_timeout: seconds(a.replay_timeout, "--replay-timeout")?,
                 endpoints: endpoints(&a.zenoh),
             };
             let mut listening = false;
@@ -123,8 +140,8 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 }
                 if stats {
                     say(&format!(
-                        "in: published {} skipped {} repeats {} bad frames {}",
-                        s.published, s.skipped, s.repeats, s.bad_frames
+                        "in: published {} replayed {} skipped {} repeats {} bad frames {} queries {}",
+                        s.published, s.replayed, s.skipped, s.repeats, s.bad_frames, s.queries
                     ));
                 }
             })
@@ -132,6 +149,18 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::runtime(e.to_string()))
         }
     }
+}
+
+/// A positive, finite number of seconds.
+fn seconds(secs: f64, flag: &str) -> Result<std::time::Duration, CliError> {
+    std::time::Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "{flag} {secs}: expected a positive number of seconds"
+            ))
+        })
 }
 
 fn endpoints(z: &ZenohArgs) -> Endpoints {

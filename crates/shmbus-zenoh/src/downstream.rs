@@ -1,0 +1,156 @@
+//! The bus a bridge-in publishes into: a plain bus, or a journaled one
+//! (so that late joiners on this host get the upstream's whole state).
+//! Either is written at the upstream's sequence numbers.
+//!
+//! A plain bus gives a hole up with `Publisher::skip`, which its
+//! subscribers count. A journal's records are contiguous from its base
+//! (docs/LAYOUT.md §21): it cannot skip, so a hole the upstream's journal
+//! cannot fill stops the bridge with [`BridgeError::Unrepairable`].
+
+use std::path::PathBuf;
+
+use shmbus::{
+    AttachError, BusOptions, DefaultRegion, JournalAttachError, JournalOptions, JournalPublisher,
+    OpenError, OpenOptions, Publisher, Region,
+};
+
+use crate::BridgeError;
+
+/// A downstream bus (a plain one on any region, for tests on the heap).
+pub(crate) enum Downstream<R: Region = DefaultRegion> {
+    /// Its subscribers count each hole in `Lagged`.
+    Plain(Publisher<[u8], R>),
+    /// Every sequence once, from the snapshot on. (Boxed: it is five
+    /// times a plain publisher's size.)
+    Journaled(Box<JournalPublisher<[u8]>>),
+}
+
+/// How to make a downstream bus that does not exist yet.
+pub(crate) struct Create {
+    /// Its number of slots.
+    pub(crate) capacity: u64,
+    /// Its journal, if it has one.
+    pub(crate) journal: Option<PathBuf>,
+}
+
+impl Downstream {
+    /// Takes the existing bus `name` over (a restarted bridge-in carries on
+    /// where the last one stopped), or `None` if there is no such bus.
+    pub(crate) fn attach(name: &str) -> Result<Option<Downstream>, BridgeError> {
+        let attach_error = |source| BridgeError::Attach {
+            name: name.to_owned(),
+            source,
+        };
+        match JournalPublisher::<[u8]>::attach(name, &OpenOptions::default()) {
+            Ok(p) => Ok(Some(Downstream::Journaled(Box::new(p)))),
+            Err(JournalAttachError::NotJournaled { .. }) => {
+                Publisher::<[u8]>::attach(name, &OpenOptions::default())
+                    .map(|p| Some(Downstream::Plain(p)))
+                    .map_err(attach_error)
+            }
+            Err(JournalAttachError::Attach(AttachError::Open(OpenError::NotFound { .. }))) => {
+                Ok(None)
+            }
+            Err(JournalAttachError::Attach(source)) => Err(attach_error(source)),
+            Err(e) => Err(BridgeError::Journal {
+                name: name.to_owned(),
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Creates bus `name` whose first sequence is `first`, its journal (if
+    /// any) starting with `snapshot` (records below `first`).
+    pub(crate) fn create(
+        name: &str,
+        how: &Create,
+        msg_size: u64,
+        first: u64,
+        snapshot: Vec<(u64, Vec<u8>)>,
+    ) -> Result<Downstream, BridgeError> {
+        let size = u32::try_from(msg_size).unwrap_or(u32::MAX);
+        let bus = BusOptions::new(how.capacity)
+            .msg_size(size)
+            .first_sequence(first);
+        let create_error = |source| BridgeError::Create {
+            name: name.to_owned(),
+            source,
+        };
+        match &how.journal {
+            Some(path) => {
+                let journal = JournalOptions::new(path).snapshot(snapshot);
+                JournalPublisher::<[u8]>::create(name, &bus, &journal)
+                    .map(|p| Downstream::Journaled(Box::new(p)))
+                    .map_err(|e| match e {
+                        shmbus::JournalCreateError::Create(source) => create_error(source),
+                        e => BridgeError::Journal {
+                            name: name.to_owned(),
+                            message: e.to_string(),
+                        },
+                    })
+            }
+            None => Publisher::<[u8]>::create(name, &bus)
+                .map(Downstream::Plain)
+                .map_err(create_error),
+        }
+    }
+}
+
+impl<R: Region> Downstream<R> {
+    /// The sequence the next message is published at.
+    pub(crate) fn next_sequence(&self) -> u64 {
+        match self {
+            Downstream::Plain(p) => p.next_sequence(),
+            Downstream::Journaled(p) => p.next_sequence(),
+        }
+    }
+
+    /// Its message size.
+    pub(crate) fn msg_size(&self) -> usize {
+        match self {
+            Downstream::Plain(p) => p.msg_size(),
+            Downstream::Journaled(p) => p.msg_size(),
+        }
+    }
+
+    /// Publishes `bytes` at the next sequence.
+    pub(crate) fn publish(&mut self, bytes: &[u8], name: &str) -> Result<(), BridgeError> {
+        let too_long = |downstream| BridgeError::MsgSize {
+            name: name.to_owned(),
+            upstream: bytes.len() as u64,
+            downstream,
+        };
+        match self {
+            Downstream::Plain(p) => p
+                .publish(bytes)
+                .map(drop)
+                .map_err(|_| too_long(p.msg_size())),
+            Downstream::Journaled(p) => match p.publish(bytes) {
+                Ok(_) => Ok(()),
+                Err(shmbus::AppendError::TooLong { max, .. }) => Err(too_long(max)),
+                Err(e) => Err(BridgeError::Journal {
+                    name: name.to_owned(),
+                    message: e.to_string(),
+                }),
+            },
+        }
+    }
+
+    /// Gives up `n` sequences: skipped on a plain bus (its subscribers count
+    /// them), an error on a journaled one.
+    pub(crate) fn skip(&mut self, n: u64, name: &str) -> Result<(), BridgeError> {
+        match self {
+            Downstream::Plain(p) => {
+                // A hole too far to tell from a lap (2^60) cannot come from a
+                // bus whose sequences stay within 2^61: skip what may be.
+                let _ = p.skip(n.min(shmbus::SkipError::MAX));
+                Ok(())
+            }
+            Downstream::Journaled(p) => Err(BridgeError::Unrepairable {
+                name: name.to_owned(),
+                first: p.next_sequence(),
+                count: n,
+            }),
+        }
+    }
+}
