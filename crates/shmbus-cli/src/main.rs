@@ -7,6 +7,7 @@
 //! That holds for clap's own usage errors too, which are flattened to one
 //! line; `--help` and `--version` print as clap makes them.
 
+mod bridge_status;
 mod cmd;
 mod error;
 mod out;

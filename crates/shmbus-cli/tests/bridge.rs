@@ -7,16 +7,105 @@
 //! before that go nowhere), the downstream subscriber is known to be
 //! registered from `stat`, and a bridge-out held with SIGSTOP is lapped
 //! deterministically.
+//!
+//! Each test gives its bridges and its `stat`s an `XDG_RUNTIME_DIR` of its
+//! own ([`RuntimeDir`]), so the bridges' status files are the test's alone,
+//! and checks the directory is empty once they stopped.
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    publish, run_shmbus as shmbus, signal, start, wait_for, wait_until_waiting, BusName, ShmDir,
-    Watched,
+    publish, run, run_shmbus as shmbus, signal, spawn, wait_for, wait_until_waiting, BusName,
+    CliOutput, Finished, ShmDir, Watched,
 };
 use rustix::process::Signal;
+use serde_json::{json, Value};
+
+/// A private `XDG_RUNTIME_DIR` (under the temporary directory, not
+/// /dev/shm): the commands run through it find the bridges' status files
+/// in its `shmbus/bridges`. Removed with its contents on drop.
+struct RuntimeDir(PathBuf);
+
+impl RuntimeDir {
+    fn new(label: &str) -> RuntimeDir {
+        let path = std::env::temp_dir().join(format!("{}{label}", shmbus_testkit::unique_prefix()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir(&path).expect("a runtime directory");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        RuntimeDir(path)
+    }
+
+    /// Where the bridges write their status.
+    fn bridges(&self) -> PathBuf {
+        self.0.join("shmbus").join("bridges")
+    }
+
+    /// The names of the files there (none if it is not there yet).
+    fn files(&self) -> Vec<String> {
+        let Ok(dir) = std::fs::read_dir(self.bridges()) else {
+            return Vec::new();
+        };
+        let mut names: Vec<String> = dir
+            .map(|e| {
+                e.expect("an entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Bridge `pid`'s status file, as JSON, if it is there and whole.
+    fn status(&self, pid: u32) -> Option<Value> {
+        let bytes = std::fs::read(self.bridges().join(format!("{pid}.json"))).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// `shmbus ARGS` with this runtime directory.
+    fn shmbus(&self, args: &[&str]) -> Command {
+        let mut cmd = common::shmbus(args);
+        cmd.env("XDG_RUNTIME_DIR", &self.0);
+        cmd
+    }
+
+    fn start(&self, args: &[&str]) -> Watched {
+        spawn(self.shmbus(args))
+    }
+
+    fn run(&self, args: &[&str]) -> Finished {
+        run(self.shmbus(args))
+    }
+
+    /// `shmbus stat BUS --json`, run to its end.
+    fn stat_json(&self, bus: &str) -> Value {
+        let out = self.run(&["stat", bus, "--json"]);
+        out.assert_success();
+        out.json()
+    }
+
+    /// `shmbus clean` of an empty directory: only the stale bridge
+    /// statuses are there to remove. Its stdout.
+    fn clean(&self) -> String {
+        let empty = ShmDir::new("bridge-clean");
+        let out = self.run(&["clean", "--dir", empty.dir()]);
+        out.assert_success();
+        empty.finish();
+        out.stdout()
+    }
+}
+
+impl Drop for RuntimeDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// A port nobody listens on now (the kernel's pick; freed at once).
 fn free_port() -> u16 {
@@ -32,16 +121,16 @@ struct Bridges {
 }
 
 /// `bridge in KEY DOWN --create 256` listening on loopback, and `bridge out
-/// UP` dialing it, matched.
-fn bridges(up: &str, down: &str, key: &str) -> Bridges {
+/// UP` dialing it, matched; and the endpoint.
+fn bridges(rt: &RuntimeDir, up: &str, down: &str, key: &str) -> (Bridges, String) {
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
-    let mut inbound = start(&[
+    let mut inbound = rt.start(&[
         "bridge", "in", key, down, "--create", "256", "--listen", &endpoint,
     ]);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = start(&["bridge", "out", up, "--key", key, "--connect", &endpoint]);
+    let mut outbound = rt.start(&["bridge", "out", up, "--key", key, "--connect", &endpoint]);
     outbound.wait_until_printed("matched", Duration::from_secs(30));
-    Bridges { inbound, outbound }
+    (Bridges { inbound, outbound }, endpoint)
 }
 
 impl Bridges {
@@ -63,7 +152,8 @@ fn every_message_crosses_in_order_at_its_upstream_sequence() {
     let (up, down) = (BusName::new("bridge-up"), BusName::new("bridge-down"));
     create(up.name(), "256");
     let key = format!("shmbus/test/{}", std::process::id());
-    let b = bridges(up.name(), down.name(), &key);
+    let rt = RuntimeDir::new("bridge-order");
+    let (b, _) = bridges(&rt, up.name(), down.name(), &key);
     publish(up.name(), &common::numbered_lines(1..=100));
     wait_for("the downstream bus to hold 100 messages", || {
         shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 100)
@@ -90,6 +180,7 @@ fn every_message_crosses_in_order_at_its_upstream_sequence() {
         "the same sequence numbers"
     );
     b.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
 
 #[test]
@@ -100,13 +191,14 @@ fn a_lapped_bridge_out_costs_downstream_subscribers_exactly_what_it_missed() {
     );
     create(up.name(), "8");
     let key = format!("shmbus/test/lap/{}", std::process::id());
-    let b = bridges(up.name(), down.name(), &key);
+    let rt = RuntimeDir::new("bridge-lap");
+    let (b, _) = bridges(&rt, up.name(), down.name(), &key);
     // The first message makes the downstream bus.
     publish(up.name(), "first\n");
     wait_for("the downstream bus", || {
         shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
     });
-    let sub = start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
+    let sub = common::start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
     wait_until_waiting(down.name(), &sub);
     // The bridge-out held still while 100 messages go through 8 slots.
     signal(&b.outbound, Signal::STOP);
@@ -134,7 +226,18 @@ fn a_lapped_bridge_out_costs_downstream_subscribers_exactly_what_it_missed() {
         .map(|i| i.to_string())
         .collect();
     assert_eq!(got, want, "what arrived is the newest, in order");
+    // The bridges count it too: the bridge-out what it was lapped by, the
+    // bridge-in what it skipped (once each has written its status since).
+    let (out_pid, in_pid) = (b.outbound.pid(), b.inbound.pid());
+    wait_for("the bridges' statuses to count the lap", || {
+        let lost = |pid| rt.status(pid).and_then(|s| s["lost"].as_u64());
+        let messages = |pid| rt.status(pid).and_then(|s| s["messages"].as_u64());
+        lost(out_pid) == Some(skipped)
+            && lost(in_pid) == Some(skipped)
+            && messages(in_pid) == Some(1 + got.len() as u64)
+    });
     b.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
 
 #[test]
@@ -145,6 +248,7 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
     );
     create(up.name(), "256");
     let key = format!("shmbus/test/kill/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-kill");
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let in_args = [
         "bridge",
@@ -156,9 +260,9 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
         "--listen",
         &endpoint,
     ];
-    let mut inbound = start(&in_args);
+    let mut inbound = rt.start(&in_args);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = start(&[
+    let mut outbound = rt.start(&[
         "bridge",
         "out",
         up.name(),
@@ -172,14 +276,15 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
     wait_for("the downstream bus", || {
         shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
     });
-    let sub = start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
+    let sub = common::start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
     wait_until_waiting(down.name(), &sub);
 
+    let killed = inbound.pid();
     inbound.kill();
     outbound.wait_until_printed("unmatched", Duration::from_secs(60));
     // Nobody listens: these go nowhere.
     publish(up.name(), &common::numbered_lines(1..=50));
-    let mut inbound = start(&in_args);
+    let mut inbound = rt.start(&in_args);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
     outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
     publish(up.name(), &common::numbered_lines(51..=60));
@@ -195,6 +300,327 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
     assert_eq!(out.stdout(), common::numbered_lines(51..=60));
     assert_eq!(skipped, 50, "the 50 published while no bridge-in listened");
     Bridges { inbound, outbound }.stop();
+    // SIGKILL left the first bridge-in's status: stale, and `clean`'s.
+    let stale = format!("{killed}.json");
+    assert_eq!(rt.files(), vec![stale.clone()]);
+    let cleaned = rt.clean();
+    assert!(
+        cleaned.contains(&format!(
+            "removed stale bridge status {}",
+            rt.bridges().join(&stale).display()
+        )),
+        "{cleaned}"
+    );
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}
+
+/// The bridge-out's status once it wrote one: `bridge out BUS` listening
+/// on loopback, with no peer.
+fn lone_bridge_out(rt: &RuntimeDir, bus: &str, key: &str) -> Watched {
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let mut out = rt.start(&["bridge", "out", bus, "--key", key, "--listen", &endpoint]);
+    let pid = out.pid();
+    shmbus_testkit::wait_for("the bridge-out's status", &mut [&mut out], || {
+        rt.status(pid).is_some()
+    });
+    out
+}
+
+/// This process's start time, as the bridge writes its own.
+fn own_start_time() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("/proc/self/stat");
+    let rest = &stat[stat.rfind(')').expect("a command name") + 1..];
+    rest.split_whitespace()
+        .nth(22 - 3)
+        .and_then(|f| f.parse().ok())
+        .expect("field 22")
+}
+
+fn write(path: &Path, bytes: &[u8]) {
+    std::fs::write(path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+#[test]
+fn stat_top_and_prometheus_show_each_bridge_with_its_direction_key_and_counts_and_sigterm_leaves_no_status(
+) {
+    let (up, down) = (
+        BusName::new("bridge-stat-up"),
+        BusName::new("bridge-stat-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/stat/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-stat");
+    let (b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    let (out_pid, in_pid) = (b.outbound.pid(), b.inbound.pid());
+    publish(up.name(), &common::numbered_lines(1..=100));
+    wait_for("both statuses to count 100", || {
+        [out_pid, in_pid]
+            .iter()
+            .all(|&pid| rt.status(pid).is_some_and(|s| s["messages"] == 100))
+    });
+
+    let up_stat = rt.stat_json(up.name());
+    let found = up_stat["bridges"].as_array().expect("bridges");
+    assert_eq!(found.len(), 1, "{up_stat}");
+    let o = &found[0];
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p)
+            .expect("the bus")
+            .display()
+            .to_string()
+    };
+    assert_eq!(o["pid"], out_pid, "{o}");
+    assert_eq!(o["direction"], "out", "{o}");
+    assert_eq!(o["key"], key.as_str(), "{o}");
+    assert_eq!(o["bus"], canonical(up.path()), "{o}");
+    assert_eq!(o["connect"], json!([endpoint]), "{o}");
+    assert_eq!(o["listen"], json!([]), "{o}");
+    assert_eq!(o["peer"], true, "matched: {o}");
+    assert_eq!(
+        (&o["messages"], &o["lost"]),
+        (&json!(100), &json!(0)),
+        "{o}"
+    );
+    assert!(
+        up_stat["per_subscriber"]
+            .as_array()
+            .expect("per_subscriber")
+            .iter()
+            .any(|l| l["pid"] == out_pid),
+        "the bridge-out is a subscriber of its bus: {up_stat}"
+    );
+
+    let down_stat = rt.stat_json(down.name());
+    let found = down_stat["bridges"].as_array().expect("bridges");
+    assert_eq!(found.len(), 1, "{down_stat}");
+    let i = &found[0];
+    assert_eq!(i["pid"], in_pid, "{i}");
+    assert_eq!(
+        down_stat["publisher_pid"], in_pid,
+        "the bridge-in publishes"
+    );
+    assert_eq!(i["direction"], "in", "{i}");
+    assert_eq!(i["key"], key.as_str(), "{i}");
+    assert_eq!(i["bus"], canonical(down.path()), "{i}");
+    assert_eq!(i["listen"], json!([endpoint]), "{i}");
+    for (count, want) in [
+        ("messages", 100),
+        ("lost", 0),
+        ("repeats", 0),
+        ("bad_frames", 0),
+    ] {
+        assert_eq!(i[count], want, "{count}: {i}");
+    }
+
+    let text = rt.run(&["stat", up.name()]);
+    let text = text.assert_success().stdout();
+    let line = format!("pid {out_pid}: out -> key {key}, connect {endpoint}, peer matched, ");
+    assert!(text.contains("bridges:        1\n"), "{text}");
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("forwarded 100, lost 0"), "{text}");
+    let text = rt.run(&["stat", down.name()]);
+    let text = text.assert_success().stdout();
+    let line = format!("pid {in_pid}: in <- key {key}, listen {endpoint}, ");
+    assert!(text.contains(&line), "{text}");
+    assert!(
+        text.contains("published 100, skipped 0, repeats 0, bad frames 0"),
+        "{text}"
+    );
+
+    let top = rt.run(&[
+        "top",
+        up.name(),
+        down.name(),
+        "--json",
+        "--interval-ms",
+        "100",
+    ]);
+    let top = top.assert_success().json();
+    let bus = |name: &str| {
+        top["buses"]
+            .as_array()
+            .expect("buses")
+            .iter()
+            .find(|b| b["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {top}"))
+    };
+    let (top_up, top_down) = (bus(up.name()), bus(down.name()));
+    assert_eq!(top_up["bridges"][0]["direction"], "out", "{top_up}");
+    assert_eq!(top_up["bridges"][0]["messages"], 100, "{top_up}");
+    assert_eq!(top_down["bridges"][0]["direction"], "in", "{top_down}");
+    let sub = top_up["subscribers"]
+        .as_array()
+        .expect("subscribers")
+        .iter()
+        .find(|s| s["pid"] == out_pid)
+        .cloned()
+        .unwrap_or_else(|| panic!("no subscriber {out_pid}: {top_up}"));
+    assert_eq!(sub["bridge"], true, "{sub}");
+
+    let prom = rt.run(&["top", up.name(), "--prometheus", "--interval-ms", "100"]);
+    let prom = prom.assert_success().stdout();
+    let series = format!(
+        "shmbus_bridge_messages_total{{bus=\"{}\",direction=\"out\",key=\"{key}\",pid=\"{out_pid}\"}} 100\n",
+        up.name()
+    );
+    assert!(prom.contains(&series), "{prom}");
+    assert!(prom.contains("shmbus_bridge_lost_total{"), "{prom}");
+
+    b.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+    let up_stat = rt.stat_json(up.name());
+    assert_eq!(up_stat["bridges"], json!([]), "{up_stat}");
+    up.finish();
+    down.finish();
+}
+
+#[test]
+fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_removes_it() {
+    let bus = BusName::new("bridge-stale");
+    create(bus.name(), "16");
+    let rt = RuntimeDir::new("bridge-stale");
+    let key = format!("shmbus/test/stale/{}", std::process::id());
+    let live = lone_bridge_out(&rt, bus.name(), &key);
+    let status = rt.status(live.pid()).expect("the live status");
+    // A process that has ended (and been reaped): its pid names nobody.
+    let ended = spawn(shmbus_testkit::command("true", &[]));
+    let dead = ended.pid();
+    ended.wait().assert_success();
+    let mut stale = status.clone();
+    stale["pid"] = json!(dead);
+    write(
+        &rt.bridges().join(format!("{dead}.json")),
+        stale.to_string().as_bytes(),
+    );
+    // This test's pid runs, but started at another time than the file says:
+    // a pid reused since.
+    let me = std::process::id();
+    let mut reused = status;
+    reused["pid"] = json!(me);
+    reused["started"] = json!(own_start_time() + 1);
+    write(
+        &rt.bridges().join(format!("{me}.json")),
+        reused.to_string().as_bytes(),
+    );
+    // The same file with the right start time is shown: only the start
+    // time told them apart.
+    let mut right = reused.clone();
+    right["started"] = json!(own_start_time());
+    let shown_right = {
+        write(
+            &rt.bridges().join(format!("{me}.json")),
+            right.to_string().as_bytes(),
+        );
+        rt.stat_json(bus.name())["bridges"].as_array().map(Vec::len)
+    };
+    assert_eq!(shown_right, Some(2), "the live bridge and this process");
+    write(
+        &rt.bridges().join(format!("{me}.json")),
+        reused.to_string().as_bytes(),
+    );
+
+    let stat = rt.stat_json(bus.name());
+    let pids: Vec<&Value> = stat["bridges"]
+        .as_array()
+        .expect("bridges")
+        .iter()
+        .map(|b| &b["pid"])
+        .collect();
+    assert_eq!(pids, vec![&json!(live.pid())], "{stat}");
+    let text = rt.run(&["stat", bus.name()]);
+    let text = text.assert_success().stdout();
+    assert!(text.contains("bridges:        1\n"), "{text}");
+    assert!(!text.contains(&format!("pid {dead}:")), "{text}");
+
+    let cleaned = rt.clean();
+    for pid in [dead, me] {
+        let path = rt.bridges().join(format!("{pid}.json"));
+        assert!(
+            cleaned.contains(&format!("removed stale bridge status {}", path.display())),
+            "{cleaned}"
+        );
+        assert!(!path.exists(), "{}", path.display());
+    }
+    assert_eq!(
+        rt.files(),
+        vec![format!("{}.json", live.pid())],
+        "the live one kept"
+    );
+    signal(&live, Signal::TERM);
+    live.wait().assert_success();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+    bus.finish();
+}
+
+#[test]
+fn a_garbled_status_file_is_skipped_and_never_breaks_stat_top_or_clean() {
+    let bus = BusName::new("bridge-garbled");
+    create(bus.name(), "16");
+    let rt = RuntimeDir::new("bridge-garbled");
+    let key = format!("shmbus/test/garbled/{}", std::process::id());
+    let live = lone_bridge_out(&rt, bus.name(), &key);
+    let status = rt.status(live.pid()).expect("the live status");
+    let dir = rt.bridges();
+    let me = std::process::id();
+    // A status of this running process, right but for being too long.
+    let mut mine = status.clone();
+    mine["pid"] = json!(me);
+    mine["started"] = json!(own_start_time());
+    let mut long = mine.to_string().into_bytes();
+    long.extend(std::iter::repeat_n(b' ', 100 << 10));
+    write(&dir.join(format!("{me}.json")), &long);
+    // Named for pid 1, which runs: a FIFO nobody writes (a reader that
+    // opened it blocking would wait for ever).
+    let fifo = dir.join("1.json");
+    run(shmbus_testkit::command(
+        "mkfifo",
+        &[fifo.to_str().expect("UTF-8")],
+    ))
+    .assert_success();
+    let mut wrong_type = status.clone();
+    wrong_type["messages"] = json!("many");
+    let mut wrong_pid = status.clone();
+    wrong_pid["pid"] = json!(5);
+    for (name, bytes) in [
+        ("2.json", b"{\"schema\": \"shmbus-bridge-sta".to_vec()),
+        ("3.json", vec![0xff; 64]),
+        ("4.json", wrong_type.to_string().into_bytes()),
+        ("6.json", wrong_pid.to_string().into_bytes()),
+        ("7.json", "[".repeat(200_000).into_bytes()),
+        ("8.json", Vec::new()),
+    ] {
+        write(&dir.join(name), &bytes);
+    }
+    std::os::unix::fs::symlink("/dev/zero", dir.join("9.json")).expect("a symlink");
+
+    let stat = rt.stat_json(bus.name());
+    let found = stat["bridges"].as_array().expect("bridges");
+    assert_eq!(found.len(), 1, "only the live bridge: {stat}");
+    assert_eq!(found[0]["pid"], live.pid(), "{stat}");
+    rt.run(&["stat", bus.name()]).assert_success();
+    let top = rt.run(&["top", bus.name(), "--json", "--interval-ms", "50"]);
+    let top = top.assert_success().json();
+    assert_eq!(
+        top["buses"][0]["bridges"].as_array().map(Vec::len),
+        Some(1),
+        "{top}"
+    );
+    rt.run(&["top", bus.name(), "--prometheus", "--interval-ms", "50"])
+        .assert_success();
+    rt.run(&["top", bus.name(), "--once", "--interval-ms", "50"])
+        .assert_success();
+    rt.run(&["ls", "--json"]).assert_success();
+    // `clean` looks at every one of them and neither hangs nor fails; the
+    // FIFO of a running pid and this process's own file stay.
+    rt.clean();
+    assert!(fifo.exists() && dir.join(format!("{me}.json")).exists());
+
+    let live_file = format!("{}.json", live.pid());
+    signal(&live, Signal::TERM);
+    live.wait().assert_success();
+    assert!(!rt.files().contains(&live_file), "{:?}", rt.files());
+    bus.finish();
 }
 
 /// The lines of `shmbus sub BUS --bootstrap` up to now: "SEQ\tLINE" each.
@@ -226,6 +652,7 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         BusName::new("bridge-repair-down"),
     );
     create_journaled(up.name(), &dir.file("up.journal"));
+    let rt = RuntimeDir::new("bridge-repair");
     let key = format!("shmbus/test/repair/{}", std::process::id());
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let in_args = [
@@ -238,9 +665,9 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         "--listen",
         &endpoint,
     ];
-    let mut inbound = start(&in_args);
+    let mut inbound = rt.start(&in_args);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = start(&[
+    let mut outbound = rt.start(&[
         "bridge",
         "out",
         up.name(),
@@ -254,14 +681,14 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
     wait_for("the downstream bus", || {
         shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
     });
-    let sub = start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
+    let sub = common::start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
     wait_until_waiting(down.name(), &sub);
 
     inbound.kill();
     outbound.wait_until_printed("unmatched", Duration::from_secs(60));
     // Nobody listens: these reach no one live, but the journal has them.
     publish(up.name(), &common::numbered_lines(1..=50));
-    let mut inbound = start(&in_args);
+    let mut inbound = rt.start(&in_args);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
     outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
     publish(up.name(), &common::numbered_lines(51..=60));
@@ -275,6 +702,8 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         "every message once, in order"
     );
     Bridges { inbound, outbound }.stop();
+    rt.clean(); // the SIGKILLed bridge-in's status
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();
 }
 
@@ -296,10 +725,11 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
         updates(1..=100).as_bytes(),
     );
     run.assert_success();
+    let rt = RuntimeDir::new("bridge-boot");
     let key = format!("shmbus/test/boot/{}", std::process::id());
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let down_journal = dir.file("down.journal");
-    let mut inbound = start(&[
+    let mut inbound = rt.start(&[
         "bridge",
         "in",
         &key,
@@ -312,7 +742,7 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
         &endpoint,
     ]);
     inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = start(&[
+    let mut outbound = rt.start(&[
         "bridge",
         "out",
         up.name(),
@@ -334,5 +764,6 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
     );
     assert_eq!(got, want, "the same records at the same sequences");
     Bridges { inbound, outbound }.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();
 }

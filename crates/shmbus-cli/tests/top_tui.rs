@@ -56,6 +56,12 @@ struct Tmux {
 impl Tmux {
     /// Starts `shmbus top ARGS` in a pane, or `None` if there is no tmux.
     fn start_top(args: &[&str]) -> Option<Tmux> {
+        Tmux::start_top_with(&[], args)
+    }
+
+    /// As [`start_top`](Tmux::start_top), `top` run with the variables
+    /// `env` set (the pane's shell has the tmux server's environment).
+    fn start_top_with(env: &[(&str, &str)], args: &[&str]) -> Option<Tmux> {
         if find_program("tmux").is_none() {
             println!("SKIPPED: no tmux");
             return None;
@@ -67,8 +73,17 @@ impl Tmux {
         let mut top = vec![env!("CARGO_BIN_EXE_shmbus"), "top"];
         top.extend_from_slice(args);
         let top: Vec<String> = top.into_iter().map(sh_quote).collect();
+        let env: Vec<String> = env
+            .iter()
+            .map(|(k, v)| sh_quote(&format!("{k}={v}")))
+            .collect();
+        let env = if env.is_empty() {
+            String::new()
+        } else {
+            format!("env {} ", env.join(" "))
+        };
         let script = format!(
-            "before=$(stty -g); timeout --foreground -k 5 {TOP_DEADLINE_S} {}; status=$?; \
+            "before=$(stty -g); {env}timeout --foreground -k 5 {TOP_DEADLINE_S} {}; status=$?; \
              after=$(stty -g); \
              if [ \"$before\" = \"$after\" ]; then echo TTY-RESTORED; else echo TTY-CHANGED; fi; \
              echo TOP-EXITED status=$status; sleep 30",
@@ -668,6 +683,69 @@ fn ended_by(label: &str, end: impl FnOnce(&Tmux, u32)) {
 
     drop(tmux);
     sub.kill();
+    bus.finish();
+}
+
+#[test]
+fn a_bridge_is_a_line_of_its_bus_s_view_and_its_subscriber_row_says_bridge_out() {
+    let bus = BusName::new("top-bridge");
+    create(&bus, 16, 64);
+    // The bridge's status file goes to a runtime directory of the test's
+    // own, which `top` is told of too.
+    let runtime = std::env::temp_dir().join(format!(
+        "{}top-bridge-runtime",
+        shmbus_testkit::unique_prefix()
+    ));
+    let _ = std::fs::remove_dir_all(&runtime);
+    std::fs::create_dir(&runtime).expect("a runtime directory");
+    let runtime_text = runtime.to_str().expect("UTF-8").to_owned();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a loopback port")
+        .port();
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    let key = format!("shmbus/test/top/{}", std::process::id());
+    let mut cmd = common::shmbus(&[
+        "bridge",
+        "out",
+        bus.name(),
+        "--key",
+        &key,
+        "--listen",
+        &endpoint,
+    ]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let bridge = spawn(cmd);
+    let pid = bridge.pid();
+    let status = runtime.join(format!("shmbus/bridges/{pid}.json"));
+    wait_for("the bridge to subscribe", || {
+        stat(&bus).subscribers.iter().any(|l| l.pid == pid)
+    });
+    common::publish(bus.name(), &common::numbered_lines(1..=10));
+    wait_for("the bridge's status to count 10", || {
+        std::fs::read_to_string(&status).is_ok_and(|s| s.contains("\"messages\":10,"))
+    });
+
+    let Some(tmux) = Tmux::start_top_with(
+        &[("XDG_RUNTIME_DIR", &runtime_text)],
+        &[bus.name(), "--interval-ms", "200"],
+    ) else {
+        let _ = std::fs::remove_dir_all(&runtime);
+        return;
+    };
+    let line = format!("bridge:      pid {pid}: out -> key {key}, listen {endpoint}, no peer, ");
+    let pane = tmux.wait_for("the bridge's line and row", |p| {
+        p.contains(&line) && p.contains("forwarded 10, lost 0") && row_of(p, pid).is_some()
+    });
+    assert!(row(&pane, pid).contains("bridge out"), "{pane}");
+    tmux.press("q");
+    tmux.assert_top_ended_cleanly();
+
+    drop(tmux);
+    signal(pid, rustix::process::Signal::TERM);
+    bridge.wait_success();
+    assert!(!status.exists(), "the bridge removed its status");
+    let _ = std::fs::remove_dir_all(&runtime);
     bus.finish();
 }
 

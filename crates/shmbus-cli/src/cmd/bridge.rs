@@ -4,15 +4,21 @@
 //! bridge-in's subscription is declared, `matched` / `unmatched` when the
 //! bridge-out's key gains or loses a remote subscriber (puts before that
 //! go nowhere), and with `--stats` one line a second of counts.
+//!
+//! Each keeps a status file (`crate::bridge_status`) from its stats
+//! callback, for `shmbus stat` and `top`; it is removed when the bridge
+//! ends, however it ends short of being killed. A status that cannot be
+//! written is said once on stderr, and the bridge goes on without it.
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use shmbus::Start;
 use shmbus_zenoh::{bridge_in, bridge_out, Endpoints, InOptions, OutOptions};
 
-use crate::error::CliError;
+use crate::bridge_status::{self, Counts, Direction as Way, Identity};
+use crate::cmd::signals;
+use crate::error::{print_error, CliError};
 
 /// `shmbus bridge ...`.
 #[derive(clap::Args, Debug)]
@@ -98,7 +104,7 @@ pub struct InArgs {
 }
 
 pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
-    catch_signals();
+    signals::stop_on(&[libc::SIGINT, libc::SIGTERM]);
     match &args.direction {
         Direction::Out(a) => {
             let opts = OutOptions {
@@ -107,9 +113,10 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 endpoints: endpoints(&a.zenoh),
                 start: if a.oldest { Start::Oldest } else { Start::Next },
             };
+            let mut status = Status::create(Way::Out, &a.name, &a.key, &a.zenoh);
             let mut matched = false;
             let stats = a.zenoh.stats;
-            bridge_out(&opts, &STOP, |s| {
+            bridge_out(&opts, &signals::STOP, |s| {
                 if s.matched != matched {
                     matched = s.matched;
                     say(if matched { "matched" } else { "unmatched" });
@@ -117,6 +124,13 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 if stats {
                     say(&format!("out: forwarded {} lost {}", s.forwarded, s.lost));
                 }
+                status.update(Counts {
+                    messages: s.forwarded,
+                    lost: s.lost,
+                    repeats: 0,
+                    bad_frames: 0,
+                    peer: s.matched,
+                });
             })
             .map(drop)
             .map_err(|e| CliError::runtime(e.to_string()))
@@ -131,9 +145,11 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 replay_timeout: seconds(a.replay_timeout, "--replay-timeout")?,
                 endpoints: endpoints(&a.zenoh),
             };
+            let mut status = Status::create(Way::In, &a.name, &a.key, &a.zenoh);
             let mut listening = false;
             let stats = a.zenoh.stats;
-            bridge_in(&opts, &STOP, |s| {
+            let mut frames_before = 0;
+            bridge_in(&opts, &signals::STOP, |s| {
                 if !listening {
                     listening = true;
                     say("listening");
@@ -144,6 +160,21 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                         s.published, s.replayed, s.skipped, s.repeats, s.bad_frames, s.queries
                     ));
                 }
+                // Every frame moves one of these: a message is published
+                // or a repeat, a gap is skipped or a repeat.
+                let frames = s
+                    .published
+                    .wrapping_add(s.skipped)
+                    .wrapping_add(s.repeats)
+                    .wrapping_add(s.bad_frames);
+                status.update(Counts {
+                    messages: s.published,
+                    lost: s.skipped,
+                    repeats: s.repeats,
+                    bad_frames: s.bad_frames,
+                    peer: frames != frames_before,
+                });
+                frames_before = frames;
             })
             .map(drop)
             .map_err(|e| CliError::runtime(e.to_string()))
@@ -163,6 +194,42 @@ fn seconds(secs: f64, flag: &str) -> Result<std::time::Duration, CliError> {
         })
 }
 
+/// The bridge's status file, or nothing once writing it failed (said
+/// once: the bridge is worth more than its status).
+struct Status(Option<bridge_status::Writer>);
+
+impl Status {
+    fn create(direction: Way, bus: &str, key: &str, z: &ZenohArgs) -> Status {
+        let identity = Identity {
+            direction,
+            bus: bridge_status::bus_path(bus),
+            key: key.to_owned(),
+            listen: z.listen.clone(),
+            connect: z.connect.clone(),
+        };
+        Status(
+            bridge_status::Writer::create(identity)
+                .map_err(|e| warn(&e))
+                .ok(),
+        )
+    }
+
+    fn update(&mut self, counts: Counts) {
+        if let Some(Err(e)) = self.0.as_mut().map(|w| w.update(counts)) {
+            warn(&e);
+            // Dropping it removes what is there: no status rather than an
+            // old one.
+            self.0 = None;
+        }
+    }
+}
+
+fn warn(e: &bridge_status::WriteError) {
+    print_error(&format!(
+        "{e} (the bridge goes on; `shmbus stat` and `top` will not show it)"
+    ));
+}
+
 fn endpoints(z: &ZenohArgs) -> Endpoints {
     Endpoints {
         listen: z.listen.clone(),
@@ -177,20 +244,4 @@ fn say(line: &str) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{line}");
     let _ = out.flush();
-}
-
-/// Set by SIGINT or SIGTERM: the bridge stops at its next look (100 ms).
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        let handler: extern "C" fn(libc::c_int) = on_signal;
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; no other code of this command installs one.
-        unsafe { libc::signal(sig, handler as libc::sighandler_t) };
-    }
 }

@@ -7,10 +7,15 @@
 //! end if any could not be removed. `rm` removes one named bus whatever its
 //! state; the library first checks that the file is a shmbus segment at
 //! all: `shmbus rm` must not become a way to delete an arbitrary file.
+//!
+//! `clean` also removes the status files of bridges that no longer run
+//! (`crate::bridge_status::remove_stale`), one line each, not counted as
+//! segments.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 
+use crate::bridge_status;
 use crate::cmd::inspect::escaped;
 use crate::error::{print_error, CliError};
 
@@ -62,13 +67,24 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
         }
         let plural = if removed == 1 { "" } else { "s" };
         writeln!(out, "{verb} {removed} segment{plural}")?;
+        for c in bridge_status::remove_stale(args.dry_run) {
+            let path = escaped(&c.path.display().to_string());
+            match &c.result {
+                Ok(()) => writeln!(out, "{verb} stale bridge status {path}")?,
+                Err(e) => {
+                    failed += 1;
+                    out.flush()?;
+                    print_error(&format!("removing stale bridge status {path}: {e}"));
+                }
+            }
+        }
         out.flush()
     };
     write().map_err(CliError::stdout)?;
     if failed > 0 {
         let plural = if failed == 1 { "" } else { "s" };
         return Err(CliError::runtime(format!(
-            "{failed} abandoned segment{plural} could not be removed (see above)"
+            "{failed} abandoned file{plural} could not be removed (see above)"
         )));
     }
     Ok(())

@@ -16,6 +16,10 @@
 //! A journaled bus also shows its journal: the file's path, size and
 //! records (read without a lock too; a journal being appended to may show a
 //! few records fewer than the bus has published).
+//!
+//! A bus also shows the bridges running on it (`shmbus bridge`, read from
+//! their status files: `crate::bridge_status`): `bridges` in the JSON, a
+//! row per bridge in the text (no row when there is none).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +30,7 @@ use shmbus::internals::JournalStat;
 use shmbus::stat::{BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
 use shmbus::OpenError;
 
+use crate::bridge_status::{self, Status};
 use crate::error::CliError;
 
 /// Arguments of `shmbus stat`.
@@ -51,10 +56,12 @@ pub struct LsArgs {
 
 pub fn stat(args: &StatArgs) -> Result<(), CliError> {
     let stat = shmbus::stat::stat(&args.name)?;
+    let all = bridge_status::read_live();
+    let bridges = bridge_status::on_bus(&all, &stat.path);
     let text = if args.json {
-        stat_json(&stat).to_string()
+        stat_json(&stat, &bridges).to_string()
     } else {
-        stat_text(&stat)
+        stat_text(&stat, &bridges)
     };
     print(&text)
 }
@@ -62,7 +69,8 @@ pub fn stat(args: &StatArgs) -> Result<(), CliError> {
 pub fn ls(args: &LsArgs) -> Result<(), CliError> {
     let listings = shmbus::stat::list(&args.dir).map_err(|e| CliError::runtime(e.to_string()))?;
     let text = if args.json {
-        Value::Array(listings.iter().map(listing_json).collect()).to_string()
+        let bridges = bridge_status::read_live();
+        Value::Array(listings.iter().map(|l| listing_json(l, &bridges)).collect()).to_string()
     } else if listings.is_empty() {
         format!(
             "no shmbus segments in {}",
@@ -108,7 +116,7 @@ fn file_name(path: &Path) -> String {
     )
 }
 
-fn stat_json(s: &BusStat) -> Value {
+fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
     if let Some(stream) = &s.stream {
         return stream_json(s, stream);
     }
@@ -142,6 +150,7 @@ fn stat_json(s: &BusStat) -> Value {
         "journal": journal_json(s),
         "huge_page_size": huge_page_size(s),
         "pool": s.pool.as_ref().map(pool_json),
+        "bridges": bridges.iter().map(|b| b.report_json()).collect::<Vec<_>>(),
     })
 }
 
@@ -319,7 +328,7 @@ fn role_text(pid: u32, alive: bool) -> String {
     }
 }
 
-fn stat_text(s: &BusStat) -> String {
+fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(stream) = &s.stream {
         return stream_text(s, stream);
     }
@@ -357,6 +366,9 @@ fn stat_text(s: &BusStat) -> String {
     }
     if let Some(size) = huge_page_size(s) {
         lines.push(format!("{:<16}{} KiB", "huge pages:", size / 1024));
+    }
+    if !bridges.is_empty() {
+        lines.push(format!("{:<16}{}", "bridges:", bridges_text(bridges)));
     }
     lines.join("\n")
 }
@@ -413,9 +425,24 @@ fn subscribers_text(s: &BusStat) -> String {
     text
 }
 
-fn listing_json(l: &Listing) -> Value {
+/// How many bridges, then one line each: "pid 12: out -> key K, connect
+/// tcp/10.0.0.2:7447, peer matched, 1.2k msgs/s, forwarded 100, lost 0".
+fn bridges_text(bridges: &[&Status]) -> String {
+    let mut text = bridges.len().to_string();
+    for b in bridges {
+        text.push_str(&format!(
+            "\n{:<16}  pid {}: {}",
+            "",
+            b.pid,
+            escaped(&b.summary())
+        ));
+    }
+    text
+}
+
+fn listing_json(l: &Listing, bridges: &[Status]) -> Value {
     let mut obj = match &l.state {
-        Ok(stat) => stat_json(stat),
+        Ok(stat) => stat_json(stat, &bridge_status::on_bus(bridges, &stat.path)),
         Err(err) => json!({
             "name": file_name(&l.path),
             "path": l.path.display().to_string(),

@@ -12,5 +12,6 @@ pub mod create;
 pub mod demo;
 pub mod inspect;
 pub mod publish;
+pub mod signals;
 pub mod subscribe;
 pub mod top;

@@ -5,6 +5,9 @@
 //! A pool bus adds `pool` (null for any other bus) and, per subscriber,
 //! `held_blocks`, named as in `stat --json`; its `bytes_per_sec` is null
 //! (its message sizes are not known, see `model`).
+//!
+//! Every bus has `bridges`, as in `stat --json` (an empty array when none
+//! runs on it), and every subscriber `bridge`: true if it is a bridge-out.
 
 use serde_json::{json, Value};
 
@@ -70,6 +73,7 @@ fn bus_json(b: &BusRow) -> Value {
             "consumer_idle_s": s.consumer.idle_s,
         })),
         "pool": b.pool.as_ref().map(pool_json),
+        "bridges": b.bridges.iter().map(|s| s.report_json()).collect::<Vec<_>>(),
     })
 }
 
@@ -93,6 +97,7 @@ fn sub_json(r: &SubRow) -> Value {
     v["msgs_per_sec"] = json!(r.msgs_per_sec);
     v["idle_s"] = json!(r.idle_s);
     v["proc"] = json!(r.proc.map(proc_json));
+    v["bridge"] = json!(r.bridge);
     // Only on a pool bus, as in `stat --json`: elsewhere no block is held.
     if let Some(held) = r.held {
         v["held_blocks"] = json!(held);

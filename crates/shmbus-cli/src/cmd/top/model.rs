@@ -11,12 +11,19 @@
 //! subscriber the blocks its registry entry holds. The census is one
 //! lock-free pass (`shmbus::stat::PoolStat`), so it may mix moments; the
 //! view shows it as read.
+//!
+//! A bus carries the bridges running on it, from their status files
+//! (`crate::bridge_status`, read once per sample), with the rate each
+//! bridge measured itself: its file changes once a second, so a rate taken
+//! between two of top's samples would move by steps.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 
 use shmbus::stat::{BusStat, SubscriberStat};
 use shmbus::Census;
+
+use crate::bridge_status::{self, Direction, Status};
 
 /// One sample of every bus `top` watches.
 #[derive(Clone, Debug)]
@@ -74,6 +81,8 @@ pub struct BusRow {
     pub publisher_proc: Option<ProcRow>,
     /// A pool bus's blocks (`None` for any other bus).
     pub pool: Option<PoolRow>,
+    /// The bridges running on it (`shmbus bridge out|in`), by pid.
+    pub bridges: Vec<Status>,
 }
 
 /// A pool bus's blocks: its geometry and where each block is.
@@ -170,6 +179,9 @@ pub struct SubRow {
     /// stay held until a publisher in need of a block sweeps them);
     /// `None` on any other bus.
     pub held: Option<usize>,
+    /// Its process is a bridge-out of this bus (the bus's
+    /// [`BusRow::bridges`] say where to).
+    pub bridge: bool,
 }
 
 impl SubRow {
@@ -272,10 +284,14 @@ impl Sampler {
         }
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let mut procs = HashMap::new();
+        let bridges = bridge_status::read_live();
         let buses = found
             .into_iter()
             .map(|(name, path, state)| {
-                let state = state.map(|s| self.row(&name, &s, interval_s, &mut procs));
+                let state = state.map(|s| {
+                    let on_bus = bridge_status::on_bus(&bridges, &s.path);
+                    self.row(&name, &s, &on_bus, interval_s, &mut procs)
+                });
                 BusView { name, path, state }
             })
             .collect();
@@ -300,6 +316,7 @@ impl Sampler {
         &self,
         name: &str,
         s: &BusStat,
+        bridges: &[&Status],
         dt: Option<f64>,
         procs: &mut HashMap<u32, ProcTotals>,
     ) -> BusRow {
@@ -365,6 +382,10 @@ impl Sampler {
                     .flatten(),
                 gone,
                 held: s.pool.as_ref().map(|p| p.held_by(line.entry)),
+                bridge: !gone
+                    && bridges
+                        .iter()
+                        .any(|b| b.pid == line.pid && b.identity.direction == Direction::Out),
                 line: line.clone(),
             });
         }
@@ -424,6 +445,7 @@ impl Sampler {
                 blocks: p.blocks,
                 census: p.census,
             }),
+            bridges: bridges.iter().map(|&b| b.clone()).collect(),
         }
     }
 

@@ -6,10 +6,19 @@
 //! A pool bus adds `shmbus_pool_block_size_bytes`, `shmbus_pool_blocks`
 //! (one gauge per census `state`: their sum is the pool's blocks) and
 //! `shmbus_subscriber_held_blocks`; any other bus has none of them.
+//!
+//! A bridge on a bus (`shmbus bridge`) adds its series, labelled `bus`,
+//! `direction` ("out" or "in"), `key` and `pid`: `shmbus_bridge_messages_total`
+//! (out: put on Zenoh; in: published into the bus), `shmbus_bridge_lost_total`
+//! (out: lost to laps, sent on as gaps; in: upstream sequences skipped),
+//! `shmbus_bridge_repeats_total` and `shmbus_bridge_bad_frames_total` (in
+//! only), `shmbus_bridge_peer` and `shmbus_bridge_messages_per_second`
+//! (the bridge's own rate over its last second).
 
 use std::fmt::Write;
 
 use super::model::Snapshot;
+use crate::bridge_status::{Direction, Status};
 
 pub fn exposition(s: &Snapshot) -> String {
     let mut out = String::new();
@@ -192,6 +201,62 @@ pub fn exposition(s: &Snapshot) -> String {
         "gauge",
         "Blocks of a pool bus the subscriber holds (on the ring or off it).",
         subs(&|r| r.held.map(|h| h as f64)),
+    );
+    let bridges = |f: &dyn Fn(&Status) -> Option<f64>| {
+        let mut rows = Vec::new();
+        for (l, b) in &buses {
+            for st in &b.bridges {
+                if let Some(v) = f(st) {
+                    let labels = format!(
+                        "bus=\"{l}\",direction=\"{}\",key=\"{}\",pid=\"{}\"",
+                        st.identity.direction.as_str(),
+                        label(&st.identity.key),
+                        st.pid
+                    );
+                    rows.push((labels, v));
+                }
+            }
+        }
+        rows
+    };
+    let inbound = |st: &Status| st.identity.direction == Direction::In;
+    family(
+        "shmbus_bridge_messages_total",
+        "counter",
+        "Messages a bridge moved: out, put on Zenoh; in, published into the bus.",
+        bridges(&|st| Some(st.counts.messages as f64)),
+    );
+    family(
+        "shmbus_bridge_lost_total",
+        "counter",
+        "Messages a bridge lost: out, to laps of its bus (sent on as gaps); in, upstream \
+         sequences it skipped.",
+        bridges(&|st| Some(st.counts.lost as f64)),
+    );
+    family(
+        "shmbus_bridge_repeats_total",
+        "counter",
+        "Frames a bridge-in dropped because their sequence was already passed.",
+        bridges(&|st| inbound(st).then_some(st.counts.repeats as f64)),
+    );
+    family(
+        "shmbus_bridge_bad_frames_total",
+        "counter",
+        "Payloads a bridge-in dropped because they were not frames.",
+        bridges(&|st| inbound(st).then_some(st.counts.bad_frames as f64)),
+    );
+    family(
+        "shmbus_bridge_peer",
+        "gauge",
+        "1 if a bridge-out's key has a remote subscriber, or frames reached a bridge-in \
+         in its last second.",
+        bridges(&|st| Some(f64::from(u8::from(st.counts.peer)))),
+    );
+    family(
+        "shmbus_bridge_messages_per_second",
+        "gauge",
+        "A bridge's messages per second over its last second, as it measured them.",
+        bridges(&|st| st.msgs_per_sec),
     );
     out
 }

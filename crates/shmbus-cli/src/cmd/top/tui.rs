@@ -6,7 +6,10 @@
 //! its subscribers, one line each; the keys. The view samples every
 //! `interval` and redraws after each sample and each key. A pool bus's
 //! figures add its census and a gauge of the blocks in use, and its
-//! subscribers a HELD column (drawn by `pool`).
+//! subscribers a HELD column (drawn by `pool`). A bus with bridges on it
+//! has a `bridge:` line each among its figures (direction, key,
+//! endpoints, peer, rate, losses), and a bridge-out's subscriber row says
+//! `bridge out` as its state.
 //!
 //! Everything shown comes from files other processes write, so names,
 //! paths and error texts are escaped: no control character they hold
@@ -45,6 +48,7 @@ use ratatui::{Frame, Terminal};
 use super::model::{BusRow, BusView, ProcRow, Sampler, SideRow, Snapshot, StreamRow, SubRow};
 use super::pool;
 use crate::cmd::inspect::escaped;
+use crate::cmd::signals;
 use crate::error::CliError;
 
 // ---------------------------------------------------------------------------
@@ -92,7 +96,7 @@ fn watch(
     let mut next_sample = Instant::now() + interval;
     let mut redraw = true;
     loop {
-        if STOP.load(Ordering::Relaxed) {
+        if signals::stopped() {
             return Ok(End::Stopped);
         }
         if redraw {
@@ -246,9 +250,6 @@ struct Screen {
 /// once, whichever of `leave`, a drop or the panic hook comes first.
 static ENTERED: AtomicBool = AtomicBool::new(false);
 
-/// Set by SIGTERM, SIGINT or SIGHUP: the view ends at its next look.
-static STOP: AtomicBool = AtomicBool::new(false);
-
 impl Screen {
     fn enter() -> Result<Screen, CliError> {
         // SAFETY: isatty takes a descriptor number and no pointer; a
@@ -264,7 +265,9 @@ impl Screen {
             CliError::runtime(format!("terminal: no terminal to read keys from: {e}"))
         })?;
         install_panic_hook();
-        catch_signals();
+        // SIGTERM, SIGINT and SIGHUP end the view through the loop, which
+        // restores the terminal, instead of killing the process in raw mode.
+        signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
         // Set before the first change, so that a failure halfway (raw mode
         // on, no alternate screen) is undone too.
         ENTERED.store(true, Ordering::SeqCst);
@@ -388,21 +391,6 @@ fn install_panic_hook() {
             previous(info);
         }));
     });
-}
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// SIGTERM, SIGINT and SIGHUP end the view through the loop, which
-/// restores the terminal, instead of killing the process in raw mode.
-fn catch_signals() {
-    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let handler: extern "C" fn(libc::c_int) = on_signal;
-        // SAFETY: the handler only stores to an atomic, which is
-        // async-signal-safe; no other code of this command installs one.
-        unsafe { libc::signal(sig, handler as libc::sighandler_t) };
-    }
 }
 
 fn terminal_error(e: io::Error) -> CliError {
@@ -779,6 +767,8 @@ fn sub_state(s: &SubRow) -> String {
         "gone".into()
     } else if s.near_lap() {
         "near lap".into()
+    } else if s.bridge {
+        "bridge out".into()
     } else {
         String::new()
     }
@@ -856,6 +846,13 @@ fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
         "subscribers",
         format!("{} live, {gone} gone", r.subscribers.len() - gone),
     ));
+    // The key and endpoints come from a file: escaped.
+    for b in &r.bridges {
+        out.push((
+            "bridge",
+            format!("pid {}: {}", b.pid, escaped(&b.summary())),
+        ));
+    }
     out
 }
 
@@ -1048,6 +1045,7 @@ mod tests {
                 involuntary_per_sec: Some(0.0),
             }),
             held: None,
+            bridge: false,
         }
     }
 
@@ -1075,6 +1073,7 @@ mod tests {
                 stream: None,
                 publisher_proc: None,
                 pool: None,
+                bridges: Vec::new(),
             }),
         }
     }
@@ -1222,6 +1221,56 @@ mod tests {
             key(KeyCode::BackTab, KeyModifiers::SHIFT),
             Some(Key::Previous)
         );
+    }
+
+    #[test]
+    fn a_bridge_is_a_line_of_its_bus_s_figures_and_its_subscriber_says_so() {
+        use crate::bridge_status::{Counts, Direction, Identity, Status};
+        let mut snap = sample();
+        let Ok(row) = &mut snap.buses[0].state else {
+            unreachable!("alpha is readable")
+        };
+        row.subscribers[0].bridge = true;
+        row.bridges.push(Status {
+            pid: 101,
+            started: 1,
+            identity: Identity {
+                direction: Direction::Out,
+                bus: PathBuf::from("/dev/shm/alpha"),
+                key: "md/\x1b[2Jticks".into(),
+                listen: vec![],
+                connect: vec!["tcp/10.0.0.2:7447".into()],
+            },
+            counts: Counts {
+                messages: 100,
+                lost: 3,
+                peer: true,
+                ..Counts::default()
+            },
+            msgs_per_sec: Some(123_456.0),
+            // Written just now: no "old" remark.
+            updated_unix_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+        });
+        let text = plain(&snap);
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "{text}");
+        assert!(
+            text.contains(
+                "bridge:      pid 101: out -> key md/\\x1b[2Jticks, connect tcp/10.0.0.2:7447, \
+                 peer matched, 123.5k msgs/s, forwarded 100, lost 3\n"
+            ),
+            "{text}"
+        );
+        let row = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("101"))
+            .unwrap_or_else(|| panic!("no row 101: {text}"));
+        assert!(row.ends_with("bridge out"), "{row}");
+        let mut view = View::new(Duration::from_millis(500));
+        view.follow(&snap);
+        let (lines, _) = screen(&view, &snap);
+        line_with(&lines, "bridge:      pid 101: out -> key md/\\x1b[2Jticks");
     }
 
     #[test]
