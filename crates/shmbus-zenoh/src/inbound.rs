@@ -48,6 +48,23 @@ use crate::frame::Frame;
 use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_in` runs.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus_zenoh::{Endpoints, InOptions};
+///
+/// // A journaled mirror of the upstream, listening for the bridge-out.
+/// let opts = InOptions {
+///     key: "md/ticks".into(),
+///     name: "ticks".into(),
+///     create: Some(4096),
+///     journal: Some("/var/lib/md/ticks.journal".into()),
+///     bootstrap: true,
+///     replay_timeout: Duration::from_secs(10),
+///     endpoints: Endpoints { listen: vec!["tcp/10.0.0.2:7447".into()], ..Endpoints::default() },
+/// };
+/// ```
 #[derive(Clone, Debug)]
 pub struct InOptions {
     /// The Zenoh key expression to subscribe to.
@@ -72,6 +89,12 @@ pub struct InOptions {
 }
 
 /// What `bridge_in` has done so far.
+///
+/// # Examples
+/// ```
+/// let s = shmbus_zenoh::InStats { published: 10, replayed: 4, ..Default::default() };
+/// assert_eq!(s.published - s.replayed, 6); // arrived live
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InStats {
     /// Messages published into the local bus (live and replayed).
@@ -119,6 +142,29 @@ impl Drop for DoneOnDrop {
 /// [`BridgeError`]: Zenoh could not be set up, the bus could not be made
 /// or taken over, upstream messages do not fit it, a bootstrap found no
 /// journal, or a journaled downstream met a hole no journal filled.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use std::time::Duration;
+/// use shmbus_zenoh::{bridge_in, Endpoints, InOptions};
+///
+/// let opts = InOptions {
+///     key: "doc/in".into(),
+///     name: format!("/dev/shm/doc-bridge-in-{}", std::process::id()),
+///     create: Some(64), // made when the first message arrives
+///     journal: None,
+///     bootstrap: false,
+///     replay_timeout: Duration::from_secs(10),
+///     endpoints: Endpoints::default(),
+/// };
+/// // Set from a signal handler in `shmbus bridge in`; set already here,
+/// // so it returns at its first look.
+/// let stop = AtomicBool::new(true);
+/// let stats = bridge_in(&opts, &stop, |s| println!("published {}", s.published))?;
+/// assert_eq!(stats.published, 0);
+/// # Ok::<(), shmbus_zenoh::BridgeError>(())
+/// ```
 pub fn bridge_in(
     opts: &InOptions,
     stop: &AtomicBool,

@@ -17,6 +17,75 @@
 //!
 //! tokio and zenoh live in this crate only: the core library stays free of
 //! them. Design and guarantees: docs/ARCHITECTURE.md, docs/LAYOUT.md §24.
+//!
+//! # Examples
+//! Both ends in one process, over loopback: what `shmbus bridge in` and
+//! `shmbus bridge out` do on two hosts.
+//! ```
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use std::time::Duration;
+//! use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+//! use shmbus_zenoh::{bridge_in, bridge_out, Endpoints, InOptions, OutOptions};
+//!
+//! # let pid = std::process::id();
+//! # let (up, down) = (format!("/dev/shm/doc-bridge-up-{pid}"), format!("/dev/shm/doc-bridge-down-{pid}"));
+//! # let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+//! let endpoint = format!("tcp/127.0.0.1:{port}");
+//! let mut publisher = Publisher::<[u8]>::create(&up, &BusOptions::new(256).msg_size(32))?;
+//! let inbound = InOptions {
+//!     key: "doc/ticks".into(),
+//!     name: down.clone(),
+//!     create: Some(256),
+//!     journal: None,
+//!     bootstrap: false,
+//!     replay_timeout: Duration::from_secs(10),
+//!     endpoints: Endpoints { listen: vec![endpoint.clone()], ..Endpoints::default() },
+//! };
+//! let outbound = OutOptions {
+//!     name: up.clone(),
+//!     key: "doc/ticks".into(),
+//!     endpoints: Endpoints { connect: vec![endpoint.clone()], ..Endpoints::default() },
+//!     start: Start::Next,
+//! };
+//! let stop = AtomicBool::new(false);
+//! std::thread::scope(|s| -> Result<(), Box<dyn std::error::Error>> {
+//!     let (stop, inbound, outbound) = (&stop, &inbound, &outbound);
+//!     s.spawn(move || bridge_in(inbound, stop, |_| {}));
+//!     let (matched_tx, matched) = std::sync::mpsc::channel();
+//!     s.spawn(move || {
+//!         bridge_out(outbound, stop, |st| {
+//!             if st.matched {
+//!                 let _ = matched_tx.send(());
+//!             }
+//!         })
+//!     });
+//!     // Whatever happens below, the bridges stop after it.
+//!     let checked = (|| -> Result<(), Box<dyn std::error::Error>> {
+//!         matched.recv_timeout(Duration::from_secs(30))?; // a remote subscriber for the key
+//!
+//!         publisher.publish(b"first")?; // makes the downstream bus, at the same sequence
+//!         // The bridge-in makes the bus when the message arrives.
+//!         let from_oldest = OpenOptions::default().start(Start::Oldest);
+//!         let mut opened = None;
+//!         for _ in 0..3000 {
+//!             match Subscriber::<[u8]>::open(&down, &from_oldest) {
+//!                 Ok(sub) => { opened = Some(sub); break; }
+//!                 Err(_) => std::thread::sleep(Duration::from_millis(10)),
+//!             }
+//!         }
+//!         let mut sub = opened.ok_or("no downstream bus after 30 s")?;
+//!         match sub.recv(Wait::For(Duration::from_secs(10))) {
+//!             Some(Received::Message(m)) => assert_eq!(&m[..5], b"first"),
+//!             other => return Err(format!("expected the message, got {other:?}").into()),
+//!         }
+//!         Ok(())
+//!     })();
+//!     stop.store(true, Ordering::Relaxed);
+//!     checked
+//! })?;
+//! # drop(publisher); shmbus::remove(&up)?; shmbus::remove(&down)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
@@ -33,6 +102,27 @@ pub use outbound::{bridge_out, OutOptions, OutStats};
 pub use session::{session, Endpoints, SessionError};
 
 /// Why a bridge stopped.
+///
+/// # Examples
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use std::time::Duration;
+/// use shmbus_zenoh::{bridge_in, BridgeError, Endpoints, InOptions};
+///
+/// let opts = InOptions {
+///     key: "doc/err".into(),
+///     name: "/dev/shm/doc-bridge-no-such-bus".into(),
+///     create: None, // it must exist, and does not
+///     journal: None,
+///     bootstrap: false,
+///     replay_timeout: Duration::from_secs(10),
+///     endpoints: Endpoints::default(),
+/// };
+/// match bridge_in(&opts, &AtomicBool::new(true), |_| {}) {
+///     Err(e @ BridgeError::Attach { .. }) => println!("{e}"),
+///     other => panic!("expected an attach error, got {other:?}"),
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
     /// Zenoh could not be set up (its message says why).

@@ -8,6 +8,14 @@ use zenoh::{Config, Session, Wait};
 
 /// Where a bridge listens and whom it dials, and the Zenoh config file
 /// they refine.
+///
+/// # Examples
+/// ```
+/// let at = shmbus_zenoh::Endpoints {
+///     connect: vec!["tcp/10.0.0.2:7447".into()],
+///     ..Default::default()
+/// };
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct Endpoints {
     /// Zenoh endpoints to listen on (`tcp/10.0.0.1:7447`).
@@ -19,6 +27,18 @@ pub struct Endpoints {
 }
 
 /// Why a Zenoh session could not be opened.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::{session, Endpoints, SessionError};
+///
+/// let at = Endpoints { listen: vec!["tcp/not an address".into()], ..Endpoints::default() };
+/// match session(&at) {
+///     Err(SessionError::Setting { key, .. }) | Err(SessionError::Open(key)) => println!("{key}"),
+///     Err(other) => println!("{other}"),
+///     Ok(_) => panic!("no such endpoint"),
+/// }
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
     /// The config file could not be read or parsed.
@@ -50,6 +70,14 @@ pub enum SessionError {
 ///
 /// # Errors
 /// [`SessionError`] naming the file, key or reason.
+///
+/// # Examples
+/// ```
+/// // Peer mode, listening nowhere, dialing no one: a session of one.
+/// let s = shmbus_zenoh::session(&shmbus_zenoh::Endpoints::default())?;
+/// # drop(s);
+/// # Ok::<(), shmbus_zenoh::SessionError>(())
+/// ```
 pub fn session(at: &Endpoints) -> Result<Session, SessionError> {
     let mut config = match &at.config {
         Some(path) => Config::from_file(path).map_err(|e| SessionError::ConfigFile {
