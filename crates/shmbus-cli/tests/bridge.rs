@@ -630,8 +630,8 @@ fn bootstrap_lines(bus: &str) -> Vec<String> {
     out.stdout().lines().map(str::to_owned).collect()
 }
 
-fn create_journaled(bus: &str, journal: &std::path::Path) {
-    shmbus(&[
+fn create_journaled(bus: &str, journal: &std::path::Path, extra: &[&str]) {
+    let mut args = vec![
         "create",
         bus,
         "--msg-size",
@@ -640,8 +640,9 @@ fn create_journaled(bus: &str, journal: &std::path::Path) {
         "256",
         "--journal",
         journal.to_str().expect("UTF-8 path"),
-    ])
-    .assert_success();
+    ];
+    args.extend_from_slice(extra);
+    shmbus(&args).assert_success();
 }
 
 #[test]
@@ -651,7 +652,7 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         BusName::new("bridge-repair-up"),
         BusName::new("bridge-repair-down"),
     );
-    create_journaled(up.name(), &dir.file("up.journal"));
+    create_journaled(up.name(), &dir.file("up.journal"), &[]);
     let rt = RuntimeDir::new("bridge-repair");
     let key = format!("shmbus/test/repair/{}", std::process::id());
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
@@ -714,7 +715,11 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
         BusName::new("bridge-boot-up"),
         BusName::new("bridge-boot-down"),
     );
-    create_journaled(up.name(), &dir.file("up.journal"));
+    create_journaled(
+        up.name(),
+        &dir.file("up.journal"),
+        &["--type", "test.Line:8"],
+    );
     // Keyed updates (the key is a line's first 8 bytes), compacted: the
     // journal then starts with one record per key, sequences skipping.
     let updates = |range: std::ops::RangeInclusive<u64>| -> String {
@@ -738,6 +743,8 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
         "256",
         "--journal",
         down_journal.to_str().expect("UTF-8 path"),
+        "--type",
+        "test.Line:8",
         "--listen",
         &endpoint,
     ]);
@@ -763,6 +770,8 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
         "the upstream journal was compacted: {want:?}"
     );
     assert_eq!(got, want, "the same records at the same sequences");
+    let type_name = |bus: &str| rt.stat_json(bus)["type_name"].clone();
+    assert_eq!(type_name(down.name()), json!("test.Line"));
     Bridges { inbound, outbound }.stop();
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();

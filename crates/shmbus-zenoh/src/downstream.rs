@@ -31,6 +31,8 @@ pub(crate) struct Create {
     pub(crate) capacity: u64,
     /// Its journal, if it has one.
     pub(crate) journal: Option<PathBuf>,
+    /// The message type it records (name, alignment), if any.
+    pub(crate) message_type: Option<(String, u32)>,
 }
 
 impl Downstream {
@@ -69,9 +71,12 @@ impl Downstream {
         snapshot: Vec<(u64, Vec<u8>)>,
     ) -> Result<Downstream, BridgeError> {
         let size = u32::try_from(msg_size).unwrap_or(u32::MAX);
-        let bus = BusOptions::new(how.capacity)
+        let mut bus = BusOptions::new(how.capacity)
             .msg_size(size)
             .first_sequence(first);
+        if let Some((type_name, align)) = &how.message_type {
+            bus = bus.message_type(type_name, *align);
+        }
         let create_error = |source| BridgeError::Create {
             name: name.to_owned(),
             source,

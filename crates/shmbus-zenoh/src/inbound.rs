@@ -60,6 +60,7 @@ use crate::{replay, session, BridgeError, Endpoints};
 ///     name: "ticks".into(),
 ///     create: Some(4096),
 ///     journal: Some("/var/lib/md/ticks.journal".into()),
+///     message_type: Some(("md.Tick".into(), 8)),
 ///     bootstrap: true,
 ///     replay_timeout: Duration::from_secs(10),
 ///     endpoints: Endpoints { listen: vec!["tcp/10.0.0.2:7447".into()], ..Endpoints::default() },
@@ -79,6 +80,10 @@ pub struct InOptions {
     /// `bootstrap`): late joiners on this host then get the upstream's
     /// whole state.
     pub journal: Option<PathBuf>,
+    /// With `create`: the message type the bus records (name, alignment:
+    /// `BusOptions::message_type`), as the upstream's, so that typed
+    /// subscribers may open it. `None`: bytes.
+    pub message_type: Option<(String, u32)>,
     /// Start from the upstream's journal (its compacted state and every
     /// record after), then go live: every sequence once.
     pub bootstrap: bool,
@@ -154,6 +159,7 @@ impl Drop for DoneOnDrop {
 ///     name: format!("/dev/shm/doc-bridge-in-{}", std::process::id()),
 ///     create: Some(64), // made when the first message arrives
 ///     journal: None,
+///     message_type: None,
 ///     bootstrap: false,
 ///     replay_timeout: Duration::from_secs(10),
 ///     endpoints: Endpoints::default(),
@@ -442,6 +448,7 @@ impl Bridge<'_> {
         Create {
             capacity: self.opts.create.unwrap_or(0),
             journal: self.opts.journal.clone(),
+            message_type: self.opts.message_type.clone(),
         }
     }
 

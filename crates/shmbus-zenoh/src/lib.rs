@@ -37,6 +37,7 @@
 //!     name: down.clone(),
 //!     create: Some(256),
 //!     journal: None,
+//!     message_type: None,
 //!     bootstrap: false,
 //!     replay_timeout: Duration::from_secs(10),
 //!     endpoints: Endpoints { listen: vec![endpoint.clone()], ..Endpoints::default() },
@@ -114,6 +115,7 @@ pub use session::{session, Endpoints, SessionError};
 ///     name: "/dev/shm/doc-bridge-no-such-bus".into(),
 ///     create: None, // it must exist, and does not
 ///     journal: None,
+///     message_type: None,
 ///     bootstrap: false,
 ///     replay_timeout: Duration::from_secs(10),
 ///     endpoints: Endpoints::default(),

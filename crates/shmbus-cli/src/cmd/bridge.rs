@@ -90,6 +90,11 @@ pub struct InArgs {
     /// on this host gets the upstream's whole state.
     #[arg(long, value_name = "PATH", requires = "create")]
     pub journal: Option<PathBuf>,
+    /// With --create: the message type the bus records, as the upstream's
+    /// (`shmbus create --type`), so that typed subscribers on this host
+    /// (Rust `Message`, C, Python) may open it.
+    #[arg(long = "type", value_name = "NAME[:ALIGN]", requires = "create", value_parser = crate::cmd::create::parse_type)]
+    pub message_type: Option<crate::cmd::create::MessageType>,
     /// Start from the upstream's journal (its compacted state and every
     /// record after; the upstream bus must be journaled), then go live:
     /// every sequence once.
@@ -141,6 +146,7 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 name: a.name.clone(),
                 create: a.create,
                 journal: a.journal.clone(),
+                message_type: a.message_type.clone().map(|t| (t.name, t.align)),
                 bootstrap: a.bootstrap,
                 replay_timeout: seconds(a.replay_timeout, "--replay-timeout")?,
                 endpoints: endpoints(&a.zenoh),

@@ -142,7 +142,7 @@ pub struct MessageType {
 
 /// Parses `--type NAME[:ALIGN]`: a trailing `:` and plain number is the
 /// alignment (the library checks the name's length and the alignment).
-fn parse_type(s: &str) -> Result<MessageType, String> {
+pub(crate) fn parse_type(s: &str) -> Result<MessageType, String> {
     let (name, align) = match s.rsplit_once(':') {
         Some((name, align)) if !align.is_empty() && align.bytes().all(|b| b.is_ascii_digit()) => {
             let align = align
