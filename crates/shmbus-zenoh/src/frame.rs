@@ -1,21 +1,32 @@
 //! What a bridge puts on Zenoh: one frame per put, a message of the
-//! upstream bus or a run of sequences it lost.
+//! upstream bus, a run of consecutive messages, or a run of sequences it
+//! lost.
 //!
 //! # Layout (little-endian; docs/LAYOUT.md §24)
 //! ```text
 //! 0   u32  magic "SBZ1" (0x315a4253)
-//! 4   u8   kind: 1 message, 2 gap, 4 end of a replay
+//! 4   u8   kind: 1 message, 2 gap, 3 batch, 4 end of a replay
 //! 5   u8[3] zero
 //! 8   u64  epoch of the upstream bus when the bridge read it
-//! 16  u64  seq: the message's sequence, a gap's first lost sequence, or
-//!          the sequence after a replay's last
-//! 24  u64  message: the upstream bus's message size; gap: how many lost;
+//! 16  u64  seq: the (first) message's sequence, a gap's first lost one,
+//!          or the sequence after a replay's last
+//! 24  u64  message, batch: the upstream bus's message size; gap: how many;
 //!          end: zero
-//! 32  ...  message: its bytes (at most the message size); else nothing
+//! 32  ...  message: its bytes (at most the message size); gap, end:
+//!          nothing; batch: count * message size bytes, message
+//!          `first + i` at `32 + i * msg_size`, count = payload length /
+//!          msg_size
 //! ```
 //!
-//! Live puts carry messages and gaps; a replay (the answer to a journal
-//! query, `replay`) carries messages and gaps and ends with one end frame.
+//! Live puts carry messages, batches and gaps; a replay (the answer to a
+//! journal query, `replay`) carries messages and gaps and ends with one
+//! end frame.
+//!
+//! A batch is fixed-stride, not length-prefixed: a bus's slots are all
+//! `msg_size` bytes and a raw subscriber reads them whole (the bus keeps
+//! no shorter length), so a prefix would cost 4+ bytes a message and say
+//! nothing. Its count is implied by its length, so it cannot disagree
+//! with it, and a reader checks one division instead of walking prefixes.
 //!
 //! Frames come from the network: anything else is a typed [`FrameError`],
 //! never a panic.
@@ -28,6 +39,7 @@ pub const MAGIC: u32 = u32::from_le_bytes(*b"SBZ1");
 pub const HEADER: usize = 32;
 const KIND_MESSAGE: u8 = 1;
 const KIND_GAP: u8 = 2;
+const KIND_BATCH: u8 = 3;
 const KIND_END: u8 = 4;
 /// The largest message a bus carries (16 MiB), so the largest frame body.
 const MAX_MSG: u64 = 16 << 20;
@@ -44,6 +56,17 @@ pub enum Frame<'a> {
         /// The upstream bus's message size.
         msg_size: u64,
         /// The message (trailing zero padding may be cut).
+        bytes: &'a [u8],
+    },
+    /// Upstream sequences `first ..` in order, `msg_size` bytes each.
+    Batch {
+        /// The upstream bus's epoch.
+        epoch: u64,
+        /// The first message's sequence upstream.
+        first: u64,
+        /// The upstream bus's message size: the stride.
+        msg_size: u64,
+        /// The messages back to back: a non-zero multiple of `msg_size`.
         bytes: &'a [u8],
     },
     /// Upstream sequences `first .. first + count` were lost before the
@@ -81,8 +104,8 @@ pub enum FrameError {
         /// What it held.
         found: u32,
     },
-    /// A kind other than message (1), gap (2) or end (4).
-    #[error("frame kind {found}, expected 1 (message), 2 (gap) or 4 (end)")]
+    /// A kind other than message (1), gap (2), batch (3) or end (4).
+    #[error("frame kind {found}, expected 1 (message), 2 (gap), 3 (batch) or 4 (end)")]
     Kind {
         /// What it held.
         found: u8,
@@ -102,6 +125,14 @@ pub enum FrameError {
         count: u64,
         /// Its length.
         len: usize,
+    },
+    /// A batch whose payload is not a whole, non-zero number of messages.
+    #[error("batch of {len} bytes from a bus of {msg_size}-byte messages: expected a non-zero multiple (each at most {MAX_MSG})")]
+    Batch {
+        /// The payload's length.
+        len: usize,
+        /// The message size the frame claims.
+        msg_size: u64,
     },
     /// A gap of no messages, or more than a bus can skip at once.
     #[error("gap of {count} messages, expected 1 to {}", shmbus::SkipError::MAX)]
@@ -142,6 +173,21 @@ impl Frame<'_> {
                     bytes,
                 })
             }
+            KIND_BATCH => {
+                let bytes = &b[HEADER..];
+                if n == 0 || n > MAX_MSG || bytes.is_empty() || bytes.len() as u64 % n != 0 {
+                    return Err(FrameError::Batch {
+                        len: bytes.len(),
+                        msg_size: n,
+                    });
+                }
+                Ok(Frame::Batch {
+                    epoch,
+                    first: seq,
+                    msg_size: n,
+                    bytes,
+                })
+            }
             KIND_GAP => {
                 if n == 0 || n > shmbus::SkipError::MAX || b.len() != HEADER {
                     return Err(FrameError::Gap { count: n });
@@ -174,6 +220,12 @@ impl Frame<'_> {
                 msg_size,
                 bytes,
             } => (KIND_MESSAGE, epoch, seq, msg_size, bytes),
+            Frame::Batch {
+                epoch,
+                first,
+                msg_size,
+                bytes,
+            } => (KIND_BATCH, epoch, first, msg_size, bytes),
             Frame::Gap {
                 epoch,
                 first,
@@ -182,13 +234,153 @@ impl Frame<'_> {
             Frame::End { epoch, next } => (KIND_END, epoch, next, 0, &[][..]),
         };
         let mut out = Vec::with_capacity(HEADER + bytes.len());
-        out.extend_from_slice(&MAGIC.to_le_bytes());
-        out.extend_from_slice(&[kind, 0, 0, 0]);
-        for w in [epoch, seq, n] {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
+        header(&mut out, kind, epoch, seq, n);
         out.extend_from_slice(bytes);
         out
+    }
+
+    /// The messages a frame carries, in order, each as a message frame: a
+    /// batch's one by one, a message itself, a gap or an end none.
+    pub fn messages(&self) -> Messages<'_> {
+        let (epoch, next, msg_size, bytes) = match *self {
+            Frame::Message {
+                epoch,
+                seq,
+                msg_size,
+                bytes,
+            } => {
+                return Messages {
+                    epoch,
+                    next: seq,
+                    msg_size,
+                    stride: bytes.len(),
+                    left: 1,
+                    rest: bytes,
+                }
+            }
+            Frame::Batch {
+                epoch,
+                first,
+                msg_size,
+                bytes,
+            } => (epoch, first, msg_size, bytes),
+            Frame::Gap { .. } | Frame::End { .. } => (0, 0, 1, &[][..]),
+        };
+        // A parsed batch's msg_size is 1 to 16 MiB and divides its length.
+        let stride = usize::try_from(msg_size).unwrap_or(usize::MAX).max(1);
+        Messages {
+            epoch,
+            next,
+            msg_size,
+            stride,
+            left: (bytes.len() / stride) as u64,
+            rest: bytes,
+        }
+    }
+}
+
+fn header(out: &mut Vec<u8>, kind: u8, epoch: u64, seq: u64, n: u64) {
+    out.extend_from_slice(&MAGIC.to_le_bytes());
+    out.extend_from_slice(&[kind, 0, 0, 0]);
+    for w in [epoch, seq, n] {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+}
+
+/// The message frames in a frame ([`Frame::messages`]): at most one per
+/// `msg_size` bytes of its payload (one for a lone message), so bounded
+/// by what arrived.
+#[derive(Debug)]
+pub struct Messages<'a> {
+    epoch: u64,
+    next: u64,
+    msg_size: u64,
+    stride: usize,
+    left: u64,
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for Messages<'a> {
+    type Item = Frame<'a>;
+
+    fn next(&mut self) -> Option<Frame<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let (bytes, rest) = self.rest.split_at(self.stride.min(self.rest.len()));
+        self.rest = rest;
+        let seq = self.next;
+        self.next = seq.wrapping_add(1);
+        Some(Frame::Message {
+            epoch: self.epoch,
+            seq,
+            msg_size: self.msg_size,
+            bytes,
+        })
+    }
+}
+
+/// Builds one put's worth of consecutive messages: a message frame if it
+/// ends with one, a batch frame if with more.
+#[derive(Debug)]
+pub struct BatchWriter {
+    out: Vec<u8>,
+    msg_size: usize,
+    limit: usize,
+    count: u64,
+}
+
+impl BatchWriter {
+    /// A frame of upstream sequences from `first`, starting with message
+    /// `bytes`, from a bus of `msg_size`-byte messages: later pushes fit in
+    /// `budget` bytes of messages (the first always goes).
+    pub fn new(
+        epoch: u64,
+        first: u64,
+        msg_size: usize,
+        budget: usize,
+        bytes: &[u8],
+    ) -> BatchWriter {
+        let limit = HEADER + budget.max(msg_size);
+        let mut out = Vec::with_capacity(limit);
+        header(&mut out, KIND_BATCH, epoch, first, msg_size as u64);
+        let mut w = BatchWriter {
+            out,
+            msg_size,
+            limit,
+            count: 0,
+        };
+        w.push(bytes);
+        w
+    }
+
+    /// Whether another message fits the budget.
+    pub fn has_room(&self) -> bool {
+        self.out.len() + self.msg_size <= self.limit
+    }
+
+    /// Appends the next message: `bytes` is the whole slot (`msg_size`
+    /// bytes; shorter is zero-padded, longer cut), so strides stay exact.
+    pub fn push(&mut self, bytes: &[u8]) {
+        let take = bytes.len().min(self.msg_size);
+        self.out.extend_from_slice(&bytes[..take]);
+        self.out.resize(self.out.len() + (self.msg_size - take), 0);
+        self.count += 1;
+    }
+
+    /// Messages pushed so far (at least one).
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The frame's bytes: kind 1 for a lone message (so a single message
+    /// costs what it did before batching), kind 3 for more.
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.count == 1 {
+            self.out[4] = KIND_MESSAGE;
+        }
+        self.out
     }
 }
 
@@ -196,6 +388,15 @@ impl fmt::Display for Frame<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Frame::Message { seq, bytes, .. } => write!(f, "message {seq} ({} bytes)", bytes.len()),
+            Frame::Batch {
+                first,
+                msg_size,
+                bytes,
+                ..
+            } => {
+                let count = bytes.len() as u64 / (*msg_size).max(1);
+                write!(f, "batch of {count} from {first}")
+            }
             Frame::Gap { first, count, .. } => write!(f, "gap of {count} from {first}"),
             Frame::End { next, .. } => write!(f, "end of replay before {next}"),
         }
@@ -226,6 +427,68 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_carries_consecutive_sequences_and_a_lone_message_goes_as_kind_1() {
+        let mut w = BatchWriter::new(5, 10, 4, 12, b"ab");
+        assert!(w.has_room());
+        w.push(b"cdef");
+        w.push(b"ghijk"); // longer than a slot: cut to its stride
+        assert!(!w.has_room(), "12 bytes of 4-byte messages: 3");
+        assert_eq!(w.count(), 3);
+        let bytes = w.finish();
+        let frame = Frame::parse(&bytes).expect("a batch");
+        assert_eq!(
+            frame,
+            Frame::Batch {
+                epoch: 5,
+                first: 10,
+                msg_size: 4,
+                bytes: b"ab\0\0cdefghij",
+            }
+        );
+        assert_eq!(frame.to_string(), "batch of 3 from 10");
+        let got: Vec<(u64, Vec<u8>)> = frame
+            .messages()
+            .map(|m| match m {
+                Frame::Message { seq, bytes, .. } => (seq, bytes.to_vec()),
+                other => panic!("{other}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (10, b"ab\0\0".to_vec()),
+                (11, b"cdef".to_vec()),
+                (12, b"ghij".to_vec())
+            ]
+        );
+        let lone = BatchWriter::new(5, 7, 4, 1 << 15, b"xy").finish();
+        let lone = Frame::parse(&lone).expect("a message");
+        assert_eq!(
+            lone,
+            Frame::Message {
+                epoch: 5,
+                seq: 7,
+                msg_size: 4,
+                bytes: b"xy\0\0",
+            }
+        );
+        assert_eq!(lone.messages().count(), 1);
+        let empty = Frame::Message {
+            epoch: 5,
+            seq: 7,
+            msg_size: 4,
+            bytes: b"",
+        };
+        assert_eq!(empty.messages().count(), 1, "an empty message is one");
+        let gap = Frame::Gap {
+            epoch: 1,
+            first: 2,
+            count: 3,
+        };
+        assert_eq!(gap.messages().count(), 0);
+    }
+
+    #[test]
     fn any_bytes_are_a_frame_or_a_typed_error_never_a_panic() {
         let good = Frame::Message {
             epoch: 1,
@@ -234,14 +497,38 @@ mod tests {
             bytes: b"12345678",
         }
         .encode();
-        for len in 0..good.len() {
-            let _ = Frame::parse(&good[..len]);
+        let mut w = BatchWriter::new(1, u64::MAX - 1, 3, 64, b"abc");
+        for m in [b"def", b"ghi", b"jkl"] {
+            w.push(m);
         }
-        for i in 0..good.len() {
-            for bit in 0..8 {
-                let mut b = good.clone();
-                b[i] ^= 1 << bit;
-                let _ = Frame::parse(&b);
+        let batch = w.finish();
+        for good in [good.clone(), batch.clone()] {
+            let mut inputs = Vec::new();
+            for len in 0..good.len() {
+                inputs.push(good[..len].to_vec());
+            }
+            for i in 0..good.len() {
+                for bit in 0..8 {
+                    let mut b = good.clone();
+                    b[i] ^= 1 << bit;
+                    inputs.push(b);
+                }
+            }
+            for b in &inputs {
+                // Every frame read yields at most one message per payload
+                // byte (or one), each within the payload.
+                if let Ok(frame) = Frame::parse(b) {
+                    let n = frame.messages().count();
+                    assert!(n <= (b.len() - HEADER).max(1), "{frame}: {n} messages");
+                    let total: usize = frame
+                        .messages()
+                        .map(|m| match m {
+                            Frame::Message { bytes, .. } => bytes.len(),
+                            _ => 0,
+                        })
+                        .sum();
+                    assert!(total <= b.len() - HEADER);
+                }
             }
         }
         assert_eq!(Frame::parse(&[0; 3]), Err(FrameError::Short { len: 3 }));
@@ -254,5 +541,44 @@ mod tests {
         let mut kind = good;
         kind[4] = 9;
         assert_eq!(Frame::parse(&kind), Err(FrameError::Kind { found: 9 }));
+        // A batch that is not a whole number of messages, or none, or of
+        // messages no bus has.
+        let mut ragged = batch.clone();
+        ragged.pop();
+        assert_eq!(
+            Frame::parse(&ragged),
+            Err(FrameError::Batch {
+                len: 11,
+                msg_size: 3
+            })
+        );
+        assert_eq!(
+            Frame::parse(&batch[..HEADER]),
+            Err(FrameError::Batch {
+                len: 0,
+                msg_size: 3
+            })
+        );
+        for n in [0, MAX_MSG + 1, u64::MAX] {
+            let mut b = batch.clone();
+            b[24..32].copy_from_slice(&n.to_le_bytes());
+            assert_eq!(
+                Frame::parse(&b),
+                Err(FrameError::Batch {
+                    len: 12,
+                    msg_size: n
+                })
+            );
+        }
+        // Sequences wrap like the bus's.
+        let seqs: Vec<u64> = Frame::parse(&batch)
+            .expect("a batch")
+            .messages()
+            .map(|m| match m {
+                Frame::Message { seq, .. } => seq,
+                _ => 0,
+            })
+            .collect();
+        assert_eq!(seqs, [u64::MAX - 1, u64::MAX, 0, 1]);
     }
 }

@@ -350,25 +350,24 @@ impl Bridge<'_> {
             Err(_) => self.stats.bad_frames += 1,
             Ok(Frame::End { next, .. }) => r.end = Some(next),
             Ok(Frame::Gap { .. }) => {} // a hole: found as such below
-            Ok(Frame::Message {
-                seq,
-                msg_size,
-                bytes,
-                ..
-            }) => {
-                r.msg_size = r.msg_size.max(msg_size);
+            Ok(frame) => {
                 if let Some(entries) = &mut r.collect {
-                    if entries.last().is_none_or(|&(last, _)| ahead(last, seq) > 0) {
-                        entries.push((seq, bytes.to_vec()));
+                    for m in frame.messages() {
+                        if let Frame::Message {
+                            seq,
+                            msg_size,
+                            bytes,
+                            ..
+                        } = m
+                        {
+                            r.msg_size = r.msg_size.max(msg_size);
+                            if entries.last().is_none_or(|&(last, _)| ahead(last, seq) > 0) {
+                                entries.push((seq, bytes.to_vec()));
+                            }
+                        }
                     }
                     return Ok(());
                 }
-                let frame = Frame::Message {
-                    epoch: 0,
-                    seq,
-                    msg_size,
-                    bytes,
-                };
                 if let Some(bus) = &mut self.bus {
                     let before = self.stats.published;
                     apply(bus, &frame, &mut self.stats, &self.opts.name)?;
@@ -463,6 +462,9 @@ impl Bridge<'_> {
         };
         let (hole_end, msg_size) = match frame {
             Frame::Message { seq, msg_size, .. } => (seq, msg_size),
+            Frame::Batch {
+                first, msg_size, ..
+            } => (first, msg_size),
             Frame::Gap { first, count, .. } => (first.wrapping_add(count), 0),
             Frame::End { .. } => return Ok(()),
         };
@@ -518,6 +520,13 @@ fn apply<R: Region>(
             skip(bus, ahead(next, seq) as u64, stats, name)?;
             bus.publish(bytes, name)?;
             stats.published += 1;
+        }
+        // Message by message, so holes and repeats within and between
+        // batches follow the same rules as lone messages.
+        Frame::Batch { .. } => {
+            for message in frame.messages() {
+                apply(bus, &message, stats, name)?;
+            }
         }
         Frame::Gap { first, count, .. } => {
             let end = first.wrapping_add(count);
@@ -601,6 +610,58 @@ mod tests {
                 published: 3,
                 skipped: 5,
                 repeats: 1,
+                bad_frames: 0,
+                ..InStats::default()
+            }
+        );
+    }
+
+    #[test]
+    fn batches_with_holes_repeats_and_overlaps_keep_delivered_plus_skipped_exact() {
+        let p = Publisher::<[u8], _>::on_heap_bytes(1, 64).expect("a heap bus");
+        let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let mut p = Downstream::Plain(p);
+        let mut stats = InStats::default();
+        let batch = |first: u64, bytes: &'static [u8]| Frame::Batch {
+            epoch: 1,
+            first,
+            msg_size: 1,
+            bytes,
+        };
+        let frames = [
+            batch(0, b"abc"),  // 0..3
+            batch(5, b"fg"),   // a hole: 3 and 4
+            batch(4, b"efgh"), // overlaps: 4..7 repeats, 7 is new
+            Frame::Gap {
+                epoch: 1,
+                first: 8,
+                count: 2,
+            }, // 8, 9 lost upstream
+            batch(9, b"jk"),   // 9 is past, 10 new
+            batch(11, b"l"),   // one
+            batch(0, b"abc"),  // a late repeat of the first
+            batch(14, b"op"),  // a hole: 12, 13
+        ];
+        for f in &frames {
+            apply(&mut p, f, &mut stats, "test").expect("fits");
+        }
+        assert_eq!(p.next_sequence(), 16);
+        let (mut got, mut skipped) = (Vec::new(), 0);
+        while let Some(r) = sub.recv(Wait::Never) {
+            match r {
+                Received::Message(m) => got.push(m[0]),
+                Received::Lagged { skipped: n } => skipped += n,
+            }
+        }
+        assert_eq!(got, b"abcfghklop");
+        assert_eq!(skipped, 6, "3, 4, 8, 9, 12, 13");
+        assert_eq!(got.len() as u64 + skipped, 16, "every sequence once");
+        assert_eq!(
+            stats,
+            InStats {
+                published: 10,
+                skipped: 6,
+                repeats: 3 + 1 + 3,
                 bad_frames: 0,
                 ..InStats::default()
             }

@@ -4,9 +4,10 @@
 //! end, so that every message lost on the way reaches the subscribers of
 //! the downstream bus as an exact `Received::Lagged { skipped }`.
 //!
-//! - [`bridge_out`] is one more subscriber of a local bus: each message
-//!   becomes one put on a key expression, framed with the upstream epoch
-//!   and sequence ([`frame`]); a lap (the network, or this process, too
+//! - [`bridge_out`] is one more subscriber of a local bus: its messages
+//!   go as puts on a key expression, framed with the upstream epoch and
+//!   sequence ([`frame`]), a lone message alone at once, a backlog batched
+//!   (up to [`BATCH_BYTES`] a put); a lap (the network, or this process, too
 //!   slow) becomes a gap frame naming exactly what was lost. It never
 //!   slows the bus's publisher down.
 //! - [`bridge_in`] publishes what arrives into a local bus at the same
@@ -99,7 +100,7 @@ mod replay;
 mod session;
 
 pub use inbound::{bridge_in, InOptions, InStats};
-pub use outbound::{bridge_out, OutOptions, OutStats};
+pub use outbound::{bridge_out, OutOptions, OutStats, BATCH_BYTES};
 pub use session::{session, Endpoints, SessionError};
 
 /// Why a bridge stopped.
