@@ -183,6 +183,9 @@ pub(crate) fn journal_create(py: Python<'_>, e: JournalCreateError) -> PyErr {
     match e {
         JournalCreateError::Create(e) => create(py, e),
         JournalCreateError::Journal(e) => journal(py, e),
+        // The binding starts no journal from a snapshot; a new variant
+        // still reaches Python as a journal error.
+        e => raise(py, "JournalError", e.to_string(), &[]),
     }
 }
 

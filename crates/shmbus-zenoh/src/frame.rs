@@ -34,8 +34,22 @@
 use std::fmt;
 
 /// "SBZ1" as a little-endian u32.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::{Frame, MAGIC};
+/// let bytes = Frame::End { epoch: 1, next: 5 }.encode();
+/// assert_eq!(bytes[..4], MAGIC.to_le_bytes());
+/// ```
 pub const MAGIC: u32 = u32::from_le_bytes(*b"SBZ1");
 /// Bytes before a message's payload.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::{Frame, HEADER};
+/// let bytes = Frame::Gap { epoch: 1, first: 5, count: 2 }.encode();
+/// assert_eq!(bytes.len(), HEADER); // a gap is a header alone
+/// ```
 pub const HEADER: usize = 32;
 const KIND_MESSAGE: u8 = 1;
 const KIND_GAP: u8 = 2;
@@ -45,6 +59,17 @@ const KIND_END: u8 = 4;
 const MAX_MSG: u64 = 16 << 20;
 
 /// One frame, borrowed from the bytes it was read from.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::Frame;
+/// let put = Frame::Message { epoch: 1, seq: 41, msg_size: 8, bytes: b"tick" }.encode();
+/// match Frame::parse(&put)? {
+///     Frame::Message { seq, bytes, .. } => assert_eq!((seq, bytes), (41, &b"tick"[..])),
+///     other => panic!("not a message: {other}"),
+/// }
+/// # Ok::<(), shmbus_zenoh::frame::FrameError>(())
+/// ```
 #[derive(Debug, PartialEq, Eq)]
 pub enum Frame<'a> {
     /// Upstream sequence `seq`, from a bus of `msg_size`-byte messages.
@@ -90,6 +115,15 @@ pub enum Frame<'a> {
 }
 
 /// Why bytes are not a frame.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::{Frame, FrameError};
+/// assert_eq!(Frame::parse(b"SBZ1"), Err(FrameError::Short { len: 4 }));
+/// let mut bytes = Frame::End { epoch: 1, next: 5 }.encode();
+/// bytes[4] = 9;
+/// assert_eq!(Frame::parse(&bytes), Err(FrameError::Kind { found: 9 }));
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
     /// Shorter than the 32-byte header.
@@ -147,6 +181,13 @@ impl Frame<'_> {
     ///
     /// # Errors
     /// A [`FrameError`] naming what is wrong.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::Frame;
+    /// let gap = Frame::Gap { epoch: 2, first: 10, count: 3 };
+    /// assert_eq!(Frame::parse(&gap.encode()), Ok(gap));
+    /// ```
     pub fn parse(b: &[u8]) -> Result<Frame<'_>, FrameError> {
         if b.len() < HEADER {
             return Err(FrameError::Short { len: b.len() });
@@ -212,6 +253,13 @@ impl Frame<'_> {
     }
 
     /// The frame's bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::{Frame, HEADER};
+    /// let bytes = Frame::Message { epoch: 1, seq: 0, msg_size: 8, bytes: b"abc" }.encode();
+    /// assert_eq!(bytes.len(), HEADER + 3);
+    /// ```
     pub fn encode(&self) -> Vec<u8> {
         let (kind, epoch, seq, n, bytes) = match *self {
             Frame::Message {
@@ -241,6 +289,17 @@ impl Frame<'_> {
 
     /// The messages a frame carries, in order, each as a message frame: a
     /// batch's one by one, a message itself, a gap or an end none.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::Frame;
+    /// let batch = Frame::Batch { epoch: 1, first: 7, msg_size: 2, bytes: b"aabbcc" };
+    /// let seqs: Vec<u64> = batch
+    ///     .messages()
+    ///     .map(|m| match m { Frame::Message { seq, .. } => seq, _ => unreachable!() })
+    ///     .collect();
+    /// assert_eq!(seqs, [7, 8, 9]);
+    /// ```
     pub fn messages(&self) -> Messages<'_> {
         let (epoch, next, msg_size, bytes) = match *self {
             Frame::Message {
@@ -290,6 +349,13 @@ fn header(out: &mut Vec<u8>, kind: u8, epoch: u64, seq: u64, n: u64) {
 /// The message frames in a frame ([`Frame::messages`]): at most one per
 /// `msg_size` bytes of its payload (one for a lone message), so bounded
 /// by what arrived.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::Frame;
+/// let gap = Frame::Gap { epoch: 1, first: 3, count: 9 };
+/// assert_eq!(gap.messages().count(), 0); // a gap carries none
+/// ```
 #[derive(Debug)]
 pub struct Messages<'a> {
     epoch: u64,
@@ -323,6 +389,20 @@ impl<'a> Iterator for Messages<'a> {
 
 /// Builds one put's worth of consecutive messages: a message frame if it
 /// ends with one, a batch frame if with more.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::{BatchWriter, Frame};
+/// // Upstream sequences 40, 41, 42 of a bus of 4-byte messages.
+/// let mut w = BatchWriter::new(1, 40, 4, 1 << 15, b"aaaa");
+/// for m in [b"bbbb", b"cccc"] {
+///     assert!(w.has_room());
+///     w.push(m);
+/// }
+/// assert_eq!(w.count(), 3);
+/// let put = w.finish();
+/// assert!(matches!(Frame::parse(&put), Ok(Frame::Batch { first: 40, .. })));
+/// ```
 #[derive(Debug)]
 pub struct BatchWriter {
     out: Vec<u8>,
@@ -335,6 +415,13 @@ impl BatchWriter {
     /// A frame of upstream sequences from `first`, starting with message
     /// `bytes`, from a bus of `msg_size`-byte messages: later pushes fit in
     /// `budget` bytes of messages (the first always goes).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::{BatchWriter, Frame};
+    /// let lone = BatchWriter::new(1, 5, 8, 1 << 15, b"tick").finish();
+    /// assert!(matches!(Frame::parse(&lone), Ok(Frame::Message { seq: 5, .. })));
+    /// ```
     pub fn new(
         epoch: u64,
         first: u64,
@@ -356,12 +443,29 @@ impl BatchWriter {
     }
 
     /// Whether another message fits the budget.
+    ///
+    /// # Examples
+    /// ```
+    /// // A budget of two 4-byte messages: the first is in, one more fits.
+    /// let mut w = shmbus_zenoh::frame::BatchWriter::new(1, 0, 4, 8, b"aaaa");
+    /// assert!(w.has_room());
+    /// w.push(b"bbbb");
+    /// assert!(!w.has_room());
+    /// ```
     pub fn has_room(&self) -> bool {
         self.out.len() + self.msg_size <= self.limit
     }
 
     /// Appends the next message: `bytes` is the whole slot (`msg_size`
     /// bytes; shorter is zero-padded, longer cut), so strides stay exact.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::{BatchWriter, Frame, HEADER};
+    /// let mut w = BatchWriter::new(1, 0, 4, 64, b"aaaa");
+    /// w.push(b"b"); // padded to the stride
+    /// assert_eq!(w.finish().len(), HEADER + 8);
+    /// ```
     pub fn push(&mut self, bytes: &[u8]) {
         let take = bytes.len().min(self.msg_size);
         self.out.extend_from_slice(&bytes[..take]);
@@ -370,12 +474,28 @@ impl BatchWriter {
     }
 
     /// Messages pushed so far (at least one).
+    ///
+    /// # Examples
+    /// ```
+    /// let w = shmbus_zenoh::frame::BatchWriter::new(1, 0, 4, 64, b"aaaa");
+    /// assert_eq!(w.count(), 1);
+    /// ```
     pub fn count(&self) -> u64 {
         self.count
     }
 
     /// The frame's bytes: kind 1 for a lone message (so a single message
     /// costs what it did before batching), kind 3 for more.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::{BatchWriter, Frame};
+    /// let mut w = BatchWriter::new(1, 9, 4, 64, b"aaaa");
+    /// w.push(b"bbbb");
+    /// let put = w.finish();
+    /// assert_eq!(Frame::parse(&put)?.messages().count(), 2);
+    /// # Ok::<(), shmbus_zenoh::frame::FrameError>(())
+    /// ```
     pub fn finish(mut self) -> Vec<u8> {
         if self.count == 1 {
             self.out[4] = KIND_MESSAGE;

@@ -29,13 +29,19 @@
 //! - A frame before that point (a repeat, or an upstream restarted at a
 //!   lower sequence) is dropped and counted in [`InStats::repeats`]: the
 //!   downstream never goes back.
-//! - Zenoh's callbacks only queue (`Event`); everything else runs on the
-//!   caller's thread, so the downstream bus has one writer.
+//! - One writer for the downstream bus at a time: the bridge's state is
+//!   under one mutex. A live frame at the next sequence, with nothing
+//!   queued before it and no replay under way, is published on Zenoh's
+//!   thread in its callback (a thread hand-off fewer: latency); any other
+//!   frame, reply or end of a query goes through a channel to the
+//!   caller's thread, which handles them in arrival order. `queued`
+//!   counts the live frames in that channel, so a frame never overtakes
+//!   one queued before it.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use shmbus::Region;
@@ -188,18 +194,10 @@ pub fn bridge_in(
     }
     let session = session(&opts.endpoints)?;
     let (tx, rx) = mpsc::channel();
-    let live = tx.clone();
-    let _sub = session
-        .declare_subscriber(opts.key.clone())
-        .callback(move |s| {
-            let _ = live.send(Event::Live(s));
-        })
-        .wait()
-        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
-    let mut b = Bridge {
-        opts,
-        session: &session,
-        tx,
+    let b = Arc::new(Mutex::new(Bridge {
+        opts: opts.clone(),
+        session: session.clone(),
+        tx: tx.clone(),
         bus,
         pending: VecDeque::new(),
         replay: None,
@@ -207,32 +205,77 @@ pub fn bridge_in(
         journal_answers: true,
         bootstrap_at: None,
         stats: InStats::default(),
-    };
-    on_stats(&b.stats);
-    // A bus that exists carries on from where it is: first what passed
-    // meanwhile, from the journal if the upstream has one. A bootstrap
-    // asks for everything.
-    match b.bus.as_ref().map(Downstream::next_sequence) {
-        Some(next) => b.ask(next, None, false)?,
-        None if opts.bootstrap || opts.journal.is_some() => b.bootstrap_at = Some(Instant::now()),
-        None => {}
+        failed: None,
+    }));
+    // Live frames queued for this thread and not yet handled.
+    let queued = Arc::new(AtomicUsize::new(0));
+    let (shared, waiting) = (Arc::clone(&b), Arc::clone(&queued));
+    let _sub = session
+        .declare_subscriber(opts.key.clone())
+        .callback(move |sample| {
+            // The next sequence, nothing queued before it, no replay: it
+            // is published here, on Zenoh's thread (one hand-off fewer);
+            // anything else goes to the bridge's thread, in order.
+            if waiting.load(Ordering::Acquire) == 0 {
+                if let Ok(mut b) = shared.try_lock() {
+                    if waiting.load(Ordering::Acquire) == 0 && b.in_order(&sample) {
+                        if let Err(e) = b.live(sample) {
+                            b.failed.get_or_insert(e);
+                        }
+                        return;
+                    }
+                }
+            }
+            waiting.fetch_add(1, Ordering::AcqRel);
+            let _ = tx.send(Event::Live(sample));
+        })
+        .wait()
+        .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
+    let lock = || b.lock().unwrap_or_else(PoisonError::into_inner);
+    on_stats(&lock().stats);
+    {
+        // A bus that exists carries on from where it is: first what passed
+        // meanwhile, from the journal if the upstream has one. A bootstrap
+        // asks for everything.
+        let mut b = lock();
+        match b.bus.as_ref().map(Downstream::next_sequence) {
+            Some(next) => b.ask(next, None, false)?,
+            None if opts.bootstrap || opts.journal.is_some() => {
+                b.bootstrap_at = Some(Instant::now())
+            }
+            None => {}
+        }
     }
     let mut last_report = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         if last_report.elapsed() >= STATS_EVERY {
-            on_stats(&b.stats);
+            let stats = lock().stats.clone();
+            on_stats(&stats);
             last_report = Instant::now();
+        }
+        let event = rx.recv_timeout(Duration::from_millis(100));
+        let mut b = lock();
+        if let Some(e) = b.failed.take() {
+            return Err(e);
         }
         if b.replay.is_none() && b.bootstrap_at.is_some_and(|at| Instant::now() >= at) {
             b.ask(0, None, true)?;
         }
-        match rx.recv_timeout(Duration::from_millis(100)) {
-            Ok(event) => b.handle(event)?,
+        match event {
+            Ok(event) => {
+                let live = matches!(event, Event::Live(_));
+                let handled = b.handle(event);
+                if live {
+                    queued.fetch_sub(1, Ordering::AcqRel);
+                }
+                handled?;
+            }
             Err(mpsc::RecvTimeoutError::Timeout) => b.check_replay_deadline()?,
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    Ok(b.stats)
+    let stats = lock().stats.clone();
+    Ok(stats)
 }
 
 /// A journal query in flight.
@@ -251,9 +294,9 @@ struct Replay {
     deadline: Instant,
 }
 
-struct Bridge<'a> {
-    opts: &'a InOptions,
-    session: &'a Session,
+struct Bridge {
+    opts: InOptions,
+    session: Session,
     tx: mpsc::Sender<Event>,
     bus: Option<Downstream>,
     pending: VecDeque<Sample>,
@@ -265,6 +308,8 @@ struct Bridge<'a> {
     /// A bootstrap is due (at this time) and not done yet.
     bootstrap_at: Option<Instant>,
     stats: InStats,
+    /// What stopped the bridge on Zenoh's thread, for its own to return.
+    failed: Option<BridgeError>,
 }
 
 /// Signed distance from `from` to `to`: sequences wrap like the bus's.
@@ -272,7 +317,7 @@ fn ahead(from: u64, to: u64) -> i64 {
     to.wrapping_sub(from) as i64
 }
 
-impl Bridge<'_> {
+impl Bridge {
     fn handle(&mut self, event: Event) -> Result<(), BridgeError> {
         match event {
             Event::Live(sample) if self.replay.is_some() || self.bootstrap_at.is_some() => {
@@ -448,6 +493,24 @@ impl Bridge<'_> {
             capacity: self.opts.create.unwrap_or(0),
             journal: self.opts.journal.clone(),
             message_type: self.opts.message_type.clone(),
+        }
+    }
+
+    /// Whether `sample` may be published at once: no replay or bootstrap
+    /// under way, nothing pending, and it starts at the next sequence.
+    fn in_order(&self, sample: &Sample) -> bool {
+        if self.replay.is_some() || self.bootstrap_at.is_some() || !self.pending.is_empty() {
+            return false;
+        }
+        let Some(bus) = &self.bus else {
+            return false;
+        };
+        let payload = sample.payload().to_bytes();
+        match Frame::parse(&payload) {
+            Ok(Frame::Message { seq, .. }) | Ok(Frame::Batch { first: seq, .. }) => {
+                seq == bus.next_sequence()
+            }
+            _ => false,
         }
     }
 

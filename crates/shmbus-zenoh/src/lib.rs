@@ -25,7 +25,7 @@
 //! ```
 //! use std::sync::atomic::{AtomicBool, Ordering};
 //! use std::time::Duration;
-//! use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+//! use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait, WaitStrategy};
 //! use shmbus_zenoh::{bridge_in, bridge_out, Endpoints, InOptions, OutOptions};
 //!
 //! # let pid = std::process::id();
@@ -48,6 +48,7 @@
 //!     key: "doc/ticks".into(),
 //!     endpoints: Endpoints { connect: vec![endpoint.clone()], ..Endpoints::default() },
 //!     start: Start::Next,
+//!     wait: WaitStrategy::default(),
 //! };
 //! let stop = AtomicBool::new(false);
 //! std::thread::scope(|s| -> Result<(), Box<dyn std::error::Error>> {

@@ -93,6 +93,10 @@ struct RunArgs {
     /// instead of spinning (fewer CPUs taken from the bridges).
     #[arg(long)]
     sub_futex: bool,
+    /// How the latency case's bridge-out waits on its bus (`shmbus bridge
+    /// out --wait`): spin (a core busy) or futex (spin 50 µs, then sleep).
+    #[arg(long, default_value = "futex")]
+    out_wait: String,
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -757,7 +761,17 @@ fn run(a: &RunArgs) -> Result<(), String> {
             &format!("bridge-out-{i}"),
             &a.ns_a,
             &a.shmbus,
-            &s(&["bridge", "out", up, "--key", &key, "--connect", &ep]),
+            &s(&[
+                "bridge",
+                "out",
+                up,
+                "--key",
+                &key,
+                "--connect",
+                &ep,
+                "--wait",
+                if i == 0 { &a.out_wait } else { "futex" },
+            ]),
             &log(&format!("bridge-out-{i}")),
         )?;
         bout.expect("matched", Duration::from_secs(30))?;

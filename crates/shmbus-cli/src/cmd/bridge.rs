@@ -68,6 +68,10 @@ pub struct OutArgs {
     /// Start with the oldest message still in the ring rather than the next.
     #[arg(long)]
     pub oldest: bool,
+    /// How to wait for the bus's next message (spin: lowest latency, one
+    /// core busy).
+    #[arg(long, value_enum, default_value_t = crate::cmd::subscribe::Wait::Futex)]
+    pub wait: crate::cmd::subscribe::Wait,
     #[command(flatten)]
     pub zenoh: ZenohArgs,
 }
@@ -117,6 +121,7 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 key: a.key.clone(),
                 endpoints: endpoints(&a.zenoh),
                 start: if a.oldest { Start::Oldest } else { Start::Next },
+                wait: a.wait.strategy(),
             };
             let mut status = Status::create(Way::Out, &a.name, &a.key, &a.zenoh);
             let mut matched = false;

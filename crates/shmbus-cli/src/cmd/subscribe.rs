@@ -114,7 +114,7 @@ impl From {
 }
 
 impl Wait {
-    fn strategy(self) -> WaitStrategy {
+    pub(crate) fn strategy(self) -> WaitStrategy {
         // The spin phase the library defaults to: long enough to catch a
         // burst without a system call, short enough to cost nothing idle.
         let spin = Duration::from_micros(50);
