@@ -499,7 +499,11 @@ impl Bridge {
     /// Whether `sample` may be published at once: no replay or bootstrap
     /// under way, nothing pending, and it starts at the next sequence.
     fn in_order(&self, sample: &Sample) -> bool {
-        if self.replay.is_some() || self.bootstrap_at.is_some() || !self.pending.is_empty() {
+        if self.replay.is_some()
+            || self.bootstrap_at.is_some()
+            || !self.pending.is_empty()
+            || self.failed.is_some()
+        {
             return false;
         }
         let Some(bus) = &self.bus else {
