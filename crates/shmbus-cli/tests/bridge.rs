@@ -240,6 +240,45 @@ fn a_lapped_bridge_out_costs_downstream_subscribers_exactly_what_it_missed() {
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
 
+/// The restart scenario: the bridges up and "first" across, a subscriber
+/// of the downstream bus waiting (`--timeout 3`); then the bridge-in
+/// SIGKILLed, 1..=50 published while none listens, the bridge-in started
+/// again and 51..=60 published. The subscriber's run, the killed bridge-in's
+/// pid, and the running bridges.
+fn restart_scenario(
+    rt: &RuntimeDir,
+    up: &str,
+    down: &str,
+    label: &str,
+) -> (Finished, u32, Bridges) {
+    let key = format!("shmbus/test/{label}/{}", std::process::id());
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let in_args = [
+        "bridge", "in", &key, down, "--create", "256", "--listen", &endpoint,
+    ];
+    let mut inbound = rt.start(&in_args);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = rt.start(&["bridge", "out", up, "--key", &key, "--connect", &endpoint]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    publish(up, "first\n");
+    wait_for("the downstream bus", || {
+        shmbus::stat::stat(down).is_ok_and(|s| s.published == 1)
+    });
+    let sub = common::start(&["sub", down, "--from", "next", "--timeout", "3"]);
+    wait_until_waiting(down, &sub);
+
+    let killed = inbound.pid();
+    inbound.kill();
+    outbound.wait_until_printed("unmatched", Duration::from_secs(60));
+    // Nobody listens: these reach no one live (a journal has them).
+    publish(up, &common::numbered_lines(1..=50));
+    let mut inbound = rt.start(&in_args);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
+    publish(up, &common::numbered_lines(51..=60));
+    (sub.wait(), killed, Bridges { inbound, outbound })
+}
+
 #[test]
 fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_counted() {
     let (up, down) = (
@@ -247,49 +286,8 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
         BusName::new("bridge-kill-down"),
     );
     create(up.name(), "256");
-    let key = format!("shmbus/test/kill/{}", std::process::id());
     let rt = RuntimeDir::new("bridge-kill");
-    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
-    let in_args = [
-        "bridge",
-        "in",
-        &key,
-        down.name(),
-        "--create",
-        "256",
-        "--listen",
-        &endpoint,
-    ];
-    let mut inbound = rt.start(&in_args);
-    inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = rt.start(&[
-        "bridge",
-        "out",
-        up.name(),
-        "--key",
-        &key,
-        "--connect",
-        &endpoint,
-    ]);
-    outbound.wait_until_printed("matched", Duration::from_secs(30));
-    publish(up.name(), "first\n");
-    wait_for("the downstream bus", || {
-        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
-    });
-    let sub = common::start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
-    wait_until_waiting(down.name(), &sub);
-
-    let killed = inbound.pid();
-    inbound.kill();
-    outbound.wait_until_printed("unmatched", Duration::from_secs(60));
-    // Nobody listens: these go nowhere.
-    publish(up.name(), &common::numbered_lines(1..=50));
-    let mut inbound = rt.start(&in_args);
-    inbound.wait_until_printed("listening", Duration::from_secs(30));
-    outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
-    publish(up.name(), &common::numbered_lines(51..=60));
-
-    let out = sub.wait();
+    let (out, killed, bridges) = restart_scenario(&rt, up.name(), down.name(), "kill");
     out.assert_success();
     let skipped: u64 = out
         .stderr
@@ -299,7 +297,7 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
         .sum();
     assert_eq!(out.stdout(), common::numbered_lines(51..=60));
     assert_eq!(skipped, 50, "the 50 published while no bridge-in listened");
-    Bridges { inbound, outbound }.stop();
+    bridges.stop();
     // SIGKILL left the first bridge-in's status: stale, and `clean`'s.
     let stale = format!("{killed}.json");
     assert_eq!(rt.files(), vec![stale.clone()]);
@@ -654,47 +652,7 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
     );
     create_journaled(up.name(), &dir.file("up.journal"), &[]);
     let rt = RuntimeDir::new("bridge-repair");
-    let key = format!("shmbus/test/repair/{}", std::process::id());
-    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
-    let in_args = [
-        "bridge",
-        "in",
-        &key,
-        down.name(),
-        "--create",
-        "256",
-        "--listen",
-        &endpoint,
-    ];
-    let mut inbound = rt.start(&in_args);
-    inbound.wait_until_printed("listening", Duration::from_secs(30));
-    let mut outbound = rt.start(&[
-        "bridge",
-        "out",
-        up.name(),
-        "--key",
-        &key,
-        "--connect",
-        &endpoint,
-    ]);
-    outbound.wait_until_printed("matched", Duration::from_secs(30));
-    publish(up.name(), "first\n");
-    wait_for("the downstream bus", || {
-        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
-    });
-    let sub = common::start(&["sub", down.name(), "--from", "next", "--timeout", "3"]);
-    wait_until_waiting(down.name(), &sub);
-
-    inbound.kill();
-    outbound.wait_until_printed("unmatched", Duration::from_secs(60));
-    // Nobody listens: these reach no one live, but the journal has them.
-    publish(up.name(), &common::numbered_lines(1..=50));
-    let mut inbound = rt.start(&in_args);
-    inbound.wait_until_printed("listening", Duration::from_secs(30));
-    outbound.wait_until_printed("unmatched\nmatched", Duration::from_secs(60));
-    publish(up.name(), &common::numbered_lines(51..=60));
-
-    let out = sub.wait();
+    let (out, _, bridges) = restart_scenario(&rt, up.name(), down.name(), "repair");
     out.assert_success();
     assert!(!out.stderr.contains("lagged"), "{}", out.stderr);
     assert_eq!(
@@ -702,7 +660,7 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         common::numbered_lines(1..=60),
         "every message once, in order"
     );
-    Bridges { inbound, outbound }.stop();
+    bridges.stop();
     rt.clean(); // the SIGKILLed bridge-in's status
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();
