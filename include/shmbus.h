@@ -245,11 +245,13 @@ typedef struct shmbus_bus_options_t {
      */
     uint32_t msg_size;
     /**
-     * The message type's alignment, recorded with `type_name` (0 = 1).
+     * The message type's alignment, recorded with `type_name` (0 = 1);
+     * 0 without a `type_name`.
      */
     uint32_t type_align;
     /**
-     * File mode bits (0 = 0600, owner only; 0660 lets the group in).
+     * File mode bits within 0777 (0 = 0600, owner only; 0660 lets the
+     * group in); any other bit is refused.
      */
     uint32_t mode;
     /**
@@ -285,11 +287,11 @@ typedef struct shmbus_open_options_t {
      */
     const char *type_name;
     /**
-     * With `type_name`: the type's size in bytes.
+     * With `type_name`: the type's size in bytes; 0 without one.
      */
     uint32_t type_size;
     /**
-     * With `type_name`: the type's alignment (0 = 1).
+     * With `type_name`: the type's alignment (0 = 1); 0 without one.
      */
     uint32_t type_align;
     /**
@@ -321,7 +323,7 @@ typedef struct shmbus_stream_options_t {
      */
     uint64_t spin_ns;
     /**
-     * File mode bits (0 = 0600).
+     * File mode bits within 0777 (0 = 0600); any other bit is refused.
      */
     uint32_t mode;
     /**

@@ -147,9 +147,11 @@ pub struct BusOpts {
     /// Bytes per message (not for a pool bus, whose messages are any
     /// length up to a block).
     pub msg_size: u32,
-    /// The message type's alignment, recorded with `type_name` (0 = 1).
+    /// The message type's alignment, recorded with `type_name` (0 = 1);
+    /// 0 without a `type_name`.
     pub type_align: u32,
-    /// File mode bits (0 = 0600, owner only; 0660 lets the group in).
+    /// File mode bits within 0777 (0 = 0600, owner only; 0660 lets the
+    /// group in); any other bit is refused.
     pub mode: u32,
     /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
     pub flags: u32,
@@ -173,9 +175,9 @@ pub struct OpenOpts {
     /// another name, size or alignment is refused with a message naming
     /// both.
     pub type_name: *const c_char,
-    /// With `type_name`: the type's size in bytes.
+    /// With `type_name`: the type's size in bytes; 0 without one.
     pub type_size: u32,
-    /// With `type_name`: the type's alignment (0 = 1).
+    /// With `type_name`: the type's alignment (0 = 1); 0 without one.
     pub type_align: u32,
     /// Bus subscribers: `SHMBUS_START_NEXT`, `_OLDEST` or `_LATEST`.
     pub start: u32,
@@ -195,7 +197,7 @@ pub struct StreamOpts {
     pub capacity: u64,
     /// How long the producer spins before it yields or sleeps (0 = 50 µs).
     pub spin_ns: u64,
-    /// File mode bits (0 = 0600).
+    /// File mode bits within 0777 (0 = 0600); any other bit is refused.
     pub mode: u32,
     /// `SHMBUS_WAIT_*`: how the producer waits for room.
     pub wait: u32,
@@ -538,6 +540,13 @@ fn creation(mode: u32, flags: u32, what: &str) -> Result<Creation, Failure> {
             | SHMBUS_HUGE_PAGES_HUGETLBFS,
         what,
     )?;
+    // A mode the file cannot take is refused, never cut to its low bits:
+    // 0xffffffff would otherwise become 0777, open to every user.
+    if mode & !0o777 != 0 {
+        return Err(Failure::error(format!(
+            "{what}: mode is {mode:#o}, expected permission bits within 0777 (0 = 0600)"
+        )));
+    }
     Ok(Creation {
         mode: if mode == 0 { 0o600 } else { mode },
         prefault: flags & SHMBUS_PREFAULT != 0,
@@ -626,6 +635,13 @@ pub(crate) unsafe fn bus_options(
                 )));
             }
             b = b.msg_size(o.msg_size);
+            if o.type_name.is_null() && o.type_align != 0 {
+                return Err(Failure::error(format!(
+                    "{WHAT}: type_align is {} without a type_name, expected 0 \
+                     (an alignment is recorded only with the type's name)",
+                    o.type_align
+                )));
+            }
             if !o.type_name.is_null() {
                 // SAFETY: not NULL, NUL-terminated by the contract.
                 let name = unsafe { c_str(o.type_name, "type_name") }?;
@@ -687,6 +703,13 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
         .prefault(o.flags & SHMBUS_PREFAULT != 0)
         .mlock(o.flags & SHMBUS_MLOCK != 0)
         .register(o.flags & SHMBUS_NO_REGISTER == 0);
+    if o.type_name.is_null() && (o.type_size != 0 || o.type_align != 0) {
+        return Err(Failure::error(format!(
+            "{WHAT}: type_size {} and type_align {} without a type_name, expected 0 \
+             (a type is checked only by its name)",
+            o.type_size, o.type_align
+        )));
+    }
     let message_type = if o.type_name.is_null() {
         None
     } else {

@@ -16,6 +16,9 @@ use shmbus::{
 
 use crate::BridgeError;
 
+/// The mode of a bus (and journal) a bridge-in creates: its user's alone.
+pub(crate) const CREATE_MODE: u32 = 0o600;
+
 /// A downstream bus (a plain one on any region, for tests on the heap).
 pub(crate) enum Downstream<R: Region = DefaultRegion> {
     /// Its subscribers count each hole in `Lagged`.
@@ -38,18 +41,24 @@ pub(crate) struct Create {
 impl Downstream {
     /// Takes the existing bus `name` over (a restarted bridge-in carries on
     /// where the last one stopped), or `None` if there is no such bus.
-    pub(crate) fn attach(name: &str) -> Result<Option<Downstream>, BridgeError> {
+    /// A bridge that would create the bus (`create`) adopts only one it
+    /// could have made: the caller's own, granting no more than the mode
+    /// it creates with ([`CREATE_MODE`]); anyone else's bus would let its
+    /// owner read and write the mirror.
+    pub(crate) fn attach(name: &str, create: bool) -> Result<Option<Downstream>, BridgeError> {
         let attach_error = |source| BridgeError::Attach {
             name: name.to_owned(),
             source,
         };
-        match JournalPublisher::<[u8]>::attach(name, &OpenOptions::default()) {
+        let mut opts = OpenOptions::default();
+        if create {
+            opts = opts.only_own(CREATE_MODE);
+        }
+        match JournalPublisher::<[u8]>::attach(name, &opts) {
             Ok(p) => Ok(Some(Downstream::Journaled(Box::new(p)))),
-            Err(JournalAttachError::NotJournaled { .. }) => {
-                Publisher::<[u8]>::attach(name, &OpenOptions::default())
-                    .map(|p| Some(Downstream::Plain(p)))
-                    .map_err(attach_error)
-            }
+            Err(JournalAttachError::NotJournaled { .. }) => Publisher::<[u8]>::attach(name, &opts)
+                .map(|p| Some(Downstream::Plain(p)))
+                .map_err(attach_error),
             Err(JournalAttachError::Attach(AttachError::Open(OpenError::NotFound { .. }))) => {
                 Ok(None)
             }
@@ -72,6 +81,7 @@ impl Downstream {
     ) -> Result<Downstream, BridgeError> {
         let size = u32::try_from(msg_size).unwrap_or(u32::MAX);
         let mut bus = BusOptions::new(how.capacity)
+            .mode(CREATE_MODE)
             .msg_size(size)
             .first_sequence(first);
         if let Some((type_name, align)) = &how.message_type {

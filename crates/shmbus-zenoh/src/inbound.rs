@@ -182,7 +182,7 @@ pub fn bridge_in(
     stop: &AtomicBool,
     mut on_stats: impl FnMut(&InStats),
 ) -> Result<InStats, BridgeError> {
-    let bus = Downstream::attach(&opts.name)?;
+    let bus = Downstream::attach(&opts.name, opts.create.is_some())?;
     if bus.is_none() && opts.create.is_none() {
         // Not there and not to be made: the attach error names it.
         shmbus::Publisher::<[u8]>::attach(&opts.name, &shmbus::OpenOptions::default()).map_err(

@@ -49,6 +49,22 @@ pub enum OpenError {
         /// The file.
         path: PathBuf,
     },
+    /// Opened with [`OpenOptions::only_own`](crate::OpenOptions::only_own):
+    /// the file belongs to another user, or grants someone permissions
+    /// beyond the mode asked for.
+    #[error("{path}: owned by uid {owner} with mode {mode:o}, expected uid {uid} and no permission beyond {max_mode:o}")]
+    NotOwn {
+        /// The file.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// Its permission bits.
+        mode: u32,
+        /// This process's effective uid.
+        uid: u32,
+        /// The most the file may grant.
+        max_mode: u32,
+    },
     /// The path is a symlink; shmbus never follows one.
     #[error("{path}: is a symbolic link; refusing to follow it")]
     Symlink {

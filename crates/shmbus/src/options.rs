@@ -304,6 +304,8 @@ pub struct OpenOptions {
     pub(crate) register: bool,
     /// The message type a raw-byte opener insists on.
     pub(crate) message: Option<TypeFingerprint>,
+    /// With `only_own`: the most the file may grant.
+    pub(crate) only_own: Option<u32>,
 }
 
 impl Default for OpenOptions {
@@ -316,6 +318,7 @@ impl Default for OpenOptions {
             mlock: false,
             register: true,
             message: None,
+            only_own: None,
         }
     }
 }
@@ -350,6 +353,34 @@ impl OpenOptions {
         self.message = Some(TypeFingerprint::new(name, size, align));
         self
     }
+    /// Opens only a segment this process's effective user owns, whose
+    /// permission bits grant nothing beyond `max_mode`: what a program that
+    /// would have created the segment itself (with `max_mode`) needs
+    /// before it adopts one it finds. Without it any segment the file's
+    /// mode lets this user open is opened, whoever made it. A segment that
+    /// fails the check is not written to.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenError, OpenOptions, Publisher};
+    /// # let name = format!("/dev/shm/shmbus-doc-onlyown-{}", std::process::id());
+    /// drop(Publisher::<u64>::create(&name, &BusOptions::new(64).mode(0o666))?);
+    /// // Ours, but readable and writable by every user: not adopted.
+    /// match Publisher::<u64>::attach(&name, &OpenOptions::default().only_own(0o600)) {
+    ///     Err(shmbus::AttachError::Open(OpenError::NotOwn { mode, .. })) => {
+    ///         assert_eq!(mode, 0o666)
+    ///     }
+    ///     _ => panic!("a world-writable bus is not adopted"),
+    /// }
+    /// assert!(Publisher::<u64>::attach(&name, &OpenOptions::default().only_own(0o666)).is_ok());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn only_own(mut self, max_mode: u32) -> Self {
+        self.only_own = Some(max_mode & 0o7777);
+        self
+    }
+
     /// Whether a bus subscriber takes an entry in the bus's registry
     /// (default `true`): a registered subscriber is named by `stat` and
     /// `shmbus top` and keeps its position, delivered and skipped counts

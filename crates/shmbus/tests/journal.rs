@@ -1178,8 +1178,25 @@ fn as_child_make_a_journal_under_umask_027() {
         let bus_path = Path::new("/dev/shm").join(&bus);
         let bus_mode = mode_of(&bus_path);
         // A new bus over the same journal: its creator's mode is the journal's.
+        // A journal others could write (0666) is not continued by a bus
+        // that lets fewer write (0640): its records may not be the owner's.
+        // Made private again by its owner, it is.
         std::fs::remove_file(&bus_path).expect("remove the bus");
         let again = BusOptions::new(64).mode(0o640);
+        let refused =
+            match JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path)) {
+                Err(JournalCreateError::Journal(JournalOpenError::NotOwned { .. })) => {
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                        .expect("chmod");
+                    true
+                }
+                Err(e) => panic!("create again: {e}"),
+                Ok(p) => {
+                    p.close().expect("close");
+                    std::fs::remove_file(&bus_path).expect("remove the bus");
+                    false
+                }
+            };
         let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
             .expect("create again");
         assert_eq!(p.next_sequence(), 20);
@@ -1192,6 +1209,7 @@ fn as_child_make_a_journal_under_umask_027() {
             ("reattached", reattached),
             ("bus", bus_mode),
             ("recreated", mode_of(&path)),
+            ("refused_narrower", refused.to_string()),
         ]);
     });
 }
@@ -1230,6 +1248,12 @@ fn a_journal_and_every_file_its_compaction_makes_get_exactly_the_bus_mode_whatev
             "compacted to one record per key"
         );
         assert_eq!(r.get::<String>("recreated"), "640", "{}", f.output());
+        assert_eq!(
+            r.get::<bool>("refused_narrower"),
+            mode == 0o666,
+            "{}",
+            f.output()
+        );
         bus.finish();
         dir.finish();
     }

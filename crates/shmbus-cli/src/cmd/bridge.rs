@@ -84,9 +84,11 @@ pub struct InArgs {
     /// The local bus to publish into (a bare name lives in /dev/shm).
     pub name: String,
     /// Create the bus with N slots and the upstream's message size when
-    /// the first message arrives, unless it exists already (a restarted
-    /// bridge-in carries on in it). Without this it must exist. Either
-    /// way it must have no other live publisher.
+    /// the first message arrives (mode 0600), unless it exists already (a
+    /// restarted bridge-in carries on in it): an existing bus is taken
+    /// over only if it is yours with a mode within 0600, so no other user
+    /// can make it first and read the mirror. Without this it must exist.
+    /// Either way it must have no other live publisher.
     #[arg(long, value_name = "N")]
     pub create: Option<u64>,
     /// With --create: give the bus a journal at PATH, started from the

@@ -62,7 +62,8 @@ pub struct CreateArgs {
     pub kind: BusKind,
     /// Journal every message to this file (a broadcast bus only), so that
     /// `sub --bootstrap` can start with everything published. An existing
-    /// journal there is continued.
+    /// journal there is continued if it is yours and lets write no one the
+    /// bus's mode does not (refused otherwise, naming its owner).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
     /// A broadcast bus: one publisher at a time, or many `shmbus pub`

@@ -1117,3 +1117,89 @@ fn a_bus_created_with_a_type_records_it_and_a_bad_alignment_is_refused() {
         shmbus_mp_publisher_close(mp);
     }
 }
+
+#[test]
+fn a_mode_beyond_0777_and_a_type_alignment_or_size_without_a_type_name_are_refused() {
+    let bus = Bus::new("badmode");
+    let mut p = null_mut();
+    let mut producer = null_mut();
+    let mut s = null_mut();
+    // SAFETY: as in the first test.
+    unsafe {
+        for mode in [0xffff_ffff, 0o7777, 0o1000] {
+            let mut o = bus_opts(8, 8);
+            o.mode = mode;
+            assert_eq!(
+                shmbus_publisher_create(bus.ptr(), &o, &mut p),
+                Status::SHMBUS_ERROR
+            );
+            assert!(p.is_null());
+            let e = last_error();
+            assert!(e.contains("mode") && e.contains("0777"), "{e}");
+            let mut so = shmbus_stream_options_default();
+            so.capacity = 4096;
+            so.mode = mode;
+            assert_eq!(
+                shmbus_producer_create(bus.ptr(), &so, &mut producer),
+                Status::SHMBUS_ERROR
+            );
+            assert!(producer.is_null());
+        }
+        let mut aligned = bus_opts(8, 8);
+        aligned.type_align = 3;
+        assert_eq!(
+            shmbus_publisher_create(bus.ptr(), &aligned, &mut p),
+            Status::SHMBUS_ERROR
+        );
+        assert!(last_error().contains("type_align is 3 without a type_name"));
+        let mut sized = shmbus_open_options_default();
+        sized.type_size = 8;
+        assert_eq!(
+            shmbus_subscriber_open(bus.ptr(), &sized, &mut s),
+            Status::SHMBUS_ERROR
+        );
+        assert!(
+            last_error().contains("without a type_name"),
+            "{}",
+            last_error()
+        );
+        // Nothing was made by any of them.
+        assert!(shmbus_core::stat::stat(&bus.name).is_err());
+    }
+}
+
+#[test]
+fn a_journal_chunk_or_preallocation_past_what_a_journal_can_use_is_an_error_not_a_panic() {
+    let bus = Bus::new("hugechunk");
+    let dir = TempDir::new("hugechunk");
+    let path = std::ffi::CString::new(dir.0.join("j.journal").to_str().unwrap()).unwrap();
+    // SAFETY: as in the first test.
+    unsafe {
+        for (chunk, pre, option) in [
+            (u64::MAX, 0, "chunk_bytes"),
+            (u64::MAX - 4095, 0, "chunk_bytes"),
+            ((1 << 30) + 1, 0, "chunk_bytes"),
+            (0, u64::MAX, "preallocate_bytes"),
+        ] {
+            let j = JournalOpts {
+                path: path.as_ptr(),
+                chunk_bytes: chunk,
+                preallocate_bytes: pre,
+            };
+            let mut p = std::ptr::dangling_mut();
+            assert_eq!(
+                shmbus_journal_publisher_create(bus.ptr(), &bus_opts(4, 8), &j, &mut p),
+                Status::SHMBUS_ERROR
+            );
+            assert!(p.is_null());
+            let e = last_error();
+            assert!(e.contains(option) && e.contains("at most"), "{e}");
+            assert!(!e.contains("panic"), "{e}");
+            assert!(!dir.0.join("j.journal").exists(), "no journal is left");
+            assert!(
+                shmbus_core::stat::stat(&bus.name).is_err(),
+                "no bus is left"
+            );
+        }
+    }
+}

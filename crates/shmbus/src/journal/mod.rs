@@ -322,6 +322,26 @@ pub enum JournalOpenError {
         /// The bus's next sequence.
         ring_next: u64,
     },
+    /// An existing journal that someone else could have written: it is not
+    /// owned by a user this process trusts (itself, or, for a publisher
+    /// attaching to a bus, the bus's owner), or it lets write someone the
+    /// bus's mode does not. Its records are refused as the bus's history.
+    #[error(
+        "{path}: journal is owned by uid {owner} with mode {mode:o}; continued only if owned by uid {} and writable by no one mode {allowed:o} does not let write",
+        trusted.iter().map(|u| u.to_string()).collect::<Vec<_>>().join(" or uid ")
+    )]
+    NotOwned {
+        /// The journal.
+        path: PathBuf,
+        /// The file's owner.
+        owner: u32,
+        /// The file's permission bits.
+        mode: u32,
+        /// The owners that would have been continued.
+        trusted: Vec<u32>,
+        /// The bus's mode: the file may grant write to no one else.
+        allowed: u32,
+    },
     /// Something other than a regular file is at the journal's path (which
     /// a bus header names, so anyone who can create a bus can plant it).
     #[error("{path}: is {found}, not a regular file: refused as a journal")]

@@ -17,7 +17,7 @@ use super::flusher::flusher;
 use super::format::JournalHeader;
 use super::grower::grower;
 use super::shared::{lock, Shared};
-use super::writer::Writer;
+use super::writer::{Trust, Writer};
 use super::{raw_key, AppendError, JournalOpenError, Keyed};
 use crate::bus::ring::Ring;
 use crate::bus::Payload;
@@ -52,10 +52,19 @@ pub struct JournalOptions {
 }
 
 impl JournalOptions {
+    /// The largest [`Self::chunk_bytes`]: 1 GiB, the least address space a
+    /// journal settles for.
+    pub const MAX_CHUNK_BYTES: usize = 1 << 30;
+    /// The largest [`Self::preallocate_bytes`]: half the address space
+    /// reserved for a journal (512 GiB).
+    pub const MAX_PREALLOCATE_BYTES: usize = 1 << 39;
+
     /// A journal at `path` (a relative path is made absolute, from the
     /// current directory when the bus is created; its directory must
     /// exist). An existing journal there is reopened and the new bus
-    /// continues its sequence.
+    /// continues its sequence, if it is the caller's own and lets write no
+    /// one the bus's mode does not
+    /// ([`JournalOpenError::NotOwned`] otherwise).
     ///
     /// # Examples
     /// ```
@@ -82,6 +91,21 @@ impl JournalOptions {
             snapshot: Vec::new(),
         }
     }
+
+    fn check_sizes(&self) -> Result<(), JournalCreateError> {
+        let too_large = |option, value, max| JournalCreateError::TooLarge { option, value, max };
+        if self.chunk > Self::MAX_CHUNK_BYTES {
+            return Err(too_large("chunk_bytes", self.chunk, Self::MAX_CHUNK_BYTES));
+        }
+        if self.preallocate > Self::MAX_PREALLOCATE_BYTES {
+            return Err(too_large(
+                "preallocate_bytes",
+                self.preallocate,
+                Self::MAX_PREALLOCATE_BYTES,
+            ));
+        }
+        Ok(())
+    }
     /// How much the file grows by at a time (default 8 MiB; rounded up to
     /// whole pages). The publisher's grower thread grows the file by a
     /// chunk whenever less than one is left ahead of the records, so the
@@ -103,6 +127,10 @@ impl JournalOptions {
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
+    ///
+    /// # Errors
+    /// None here. The publisher's creation fails with
+    /// [`JournalCreateError::TooLarge`] past [`Self::MAX_CHUNK_BYTES`].
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk = bytes;
         self
@@ -120,6 +148,8 @@ impl JournalOptions {
     ///
     /// # Errors
     /// None here. The publisher's creation fails with
+    /// [`JournalCreateError::TooLarge`] past
+    /// [`Self::MAX_PREALLOCATE_BYTES`], and with
     /// [`JournalOpenError::Full`] or [`JournalOpenError::Io`] (`allocate`)
     /// when the file system cannot hold that much.
     ///
@@ -292,6 +322,17 @@ pub enum JournalCreateError {
     /// The snapshot it was to start with ([`JournalOptions::snapshot`]).
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
+    /// A size in [`JournalOptions`] past what a journal can use.
+    #[error("journal option {option} is {value} bytes, at most {max} can be used")]
+    TooLarge {
+        /// `"chunk_bytes"` or `"preallocate_bytes"`.
+        option: &'static str,
+        /// What was asked for.
+        value: usize,
+        /// [`JournalOptions::MAX_CHUNK_BYTES`] or
+        /// [`JournalOptions::MAX_PREALLOCATE_BYTES`].
+        max: usize,
+    },
 }
 
 /// Why a journaled publisher could not close cleanly. Every message it
@@ -408,11 +449,13 @@ impl Core {
         let path =
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.file.mode;
+        jopts.check_sizes()?;
         check_snapshot(&jopts.snapshot, opts.first_seq, msg.size)?;
         let (writer, created) = match Writer::open(
             &path,
             msg.size,
             msg.name_hash,
+            &Trust::own(mode),
             jopts.chunk,
             jopts.preallocate,
         ) {
@@ -501,11 +544,22 @@ impl Core {
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
         segment::take_role(&region, lock_byte::PUBLISHER, pid_field)
             .map_err(|pid| AttachError::PublisherActive { pid })?;
-        let mode = region_mode(&region);
+        let (mode, bus_owner) = region_owner(&region);
         let ring = Ring::new(Arc::new(region), &header);
         let ring_next = ring.resume();
         let chunk = 8 << 20;
-        let writer = Writer::open(&path, header.msg.size, header.msg.name_hash, chunk, 0)?;
+        // Whoever made the bus chose its journal: their file is as trusted
+        // as the bus itself.
+        let mut trust = Trust::own(mode);
+        trust.owners.extend(bus_owner);
+        let writer = Writer::open(
+            &path,
+            header.msg.size,
+            header.msg.name_hash,
+            &trust,
+            chunk,
+            0,
+        )?;
         let _ = std::fs::remove_file(tmp_path(&path));
         let journal_next = writer.next_seq();
         let next = if journal_next == ring_next {
@@ -810,8 +864,10 @@ fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, writer: &Writer, seq: u64) {
     ring.write(seq, &rec[8..8 + msg_size]);
 }
 
-fn region_mode(region: &ShmRegion) -> u32 {
-    rustix::fs::fstat(region.file()).map_or(0o600, |st| st.st_mode & 0o777)
+/// The bus file's mode and owner.
+fn region_owner(region: &ShmRegion) -> (u32, Option<u32>) {
+    rustix::fs::fstat(region.file())
+        .map_or((0o600, None), |st| (st.st_mode & 0o777, Some(st.st_uid)))
 }
 
 fn key_of<T: Keyed>(bytes: &[u8]) -> u64 {

@@ -79,6 +79,46 @@ fn set_mode(file: &File, path: &Path, mode: u32) -> Result<(), JournalOpenError>
     Ok(())
 }
 
+/// Whom an existing journal must belong to before its records are taken
+/// as a bus's history: a file anyone else could have written is another
+/// user's words put in the bus's mouth.
+#[derive(Clone, Debug)]
+pub(crate) struct Trust {
+    /// Owners accepted (the caller's effective uid, and for an attaching
+    /// publisher the bus file's owner).
+    pub(crate) owners: Vec<u32>,
+    /// The bus's mode: the journal may let write only whom it lets write.
+    pub(crate) mode: u32,
+}
+
+impl Trust {
+    /// The caller's own journal, for a bus of `mode`.
+    pub(crate) fn own(mode: u32) -> Trust {
+        Trust {
+            owners: vec![rustix::process::geteuid().as_raw()],
+            mode,
+        }
+    }
+
+    fn check(&self, file: &File, path: &Path) -> Result<(), JournalOpenError> {
+        let st =
+            rustix::fs::fstat(file).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+        let mode = st.st_mode & 0o7777;
+        // Write bits for group and others beyond the bus's own.
+        let extra_write = mode & 0o022 & !self.mode;
+        if self.owners.contains(&st.st_uid) && extra_write == 0 {
+            return Ok(());
+        }
+        Err(JournalOpenError::NotOwned {
+            path: path.to_owned(),
+            owner: st.st_uid,
+            mode,
+            trusted: self.owners.clone(),
+            allowed: self.mode & 0o777,
+        })
+    }
+}
+
 impl Writer {
     /// Creates a new journal file at `path` (never replacing one) with
     /// `header`, mode exactly `mode`: the bus's, whatever the umask (which
@@ -114,14 +154,17 @@ impl Writer {
     /// the bus's message (`msg_size`, `type_hash`), cuts it to its valid
     /// prefix (zeroing whatever followed), and maps it, with `ahead` bytes
     /// past the records allocated and mapped at once (as in `create`).
+    /// A file `trust` does not accept is refused before any of that.
     pub(crate) fn open(
         path: &Path,
         msg_size: u32,
         type_hash: u64,
+        trust: &Trust,
         chunk: usize,
         ahead: usize,
     ) -> Result<Writer, JournalOpenError> {
         let file = open_journal(path, true)?;
+        trust.check(&file, path)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         if header.sealed {

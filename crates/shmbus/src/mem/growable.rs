@@ -117,7 +117,20 @@ impl GrowableRegion {
             })?
             .len() as usize;
         let page = rustix::param::page_size();
-        let chunk = chunk.max(page).div_ceil(page) * page;
+        // Sizes a caller gave: no chunk or start past the reservation.
+        let past = |len: usize| GrowError::Reserve { len: len as u64 };
+        let chunk = chunk
+            .max(page)
+            .div_ceil(page)
+            .checked_mul(page)
+            .filter(|&c| c <= reserve)
+            .ok_or(past(chunk))?;
+        let first = initial
+            .max(1)
+            .div_ceil(chunk)
+            .checked_mul(chunk)
+            .filter(|&f| f <= reserve)
+            .ok_or(past(initial))?;
         // A smaller range where the full one is refused (`ulimit -v`,
         // valgrind): the file then reaches its limit sooner, as `Reserve`.
         let mut reserve = reserve;
@@ -153,7 +166,7 @@ impl GrowableRegion {
                 zeros: Vec::new(),
             }),
         };
-        region.ensure(initial.max(1).div_ceil(chunk) * chunk)?;
+        region.ensure(first)?;
         Ok(region)
     }
 

@@ -188,6 +188,28 @@ fn finish_open(region: &ShmRegion, opts: &OpenOptions) -> Result<(), OpenError> 
     Ok(())
 }
 
+/// Refuses a file another user owns, or one granting more than `max_mode`
+/// (`OpenOptions::only_own`). `fstat` of the mapped descriptor: what is
+/// judged is what we mapped, whatever the name points at now.
+fn check_own(region: &ShmRegion, path: &Path, max_mode: u32) -> Result<(), OpenError> {
+    let st = rustix::fs::fstat(region.file()).map_err(|e| OpenError::Io {
+        what: "fstat",
+        source: e.into(),
+    })?;
+    let uid = rustix::process::geteuid().as_raw();
+    let mode = st.st_mode & 0o7777;
+    if st.st_uid == uid && mode & !max_mode == 0 {
+        return Ok(());
+    }
+    Err(OpenError::NotOwn {
+        path: path.to_owned(),
+        owner: st.st_uid,
+        mode,
+        uid,
+        max_mode,
+    })
+}
+
 /// Opens a segment of `kind` (and message type `msg`, if given) for `role`.
 pub(crate) fn open_checked(
     name: &str,
@@ -198,6 +220,9 @@ pub(crate) fn open_checked(
 ) -> Result<(ShmRegion, Header), OpenError> {
     let path = resolve(name)?;
     let (region, header) = open_region(&path, role, opts.init_timeout)?;
+    if let Some(max_mode) = opts.only_own {
+        check_own(&region, &path, max_mode)?;
+    }
     header.expect(kind, msg)?;
     finish_open(&region, opts)?;
     Ok((region, header))

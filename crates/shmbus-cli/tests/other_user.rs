@@ -1,0 +1,247 @@
+//! What another user plants is never adopted: a bus another user made
+//! first is not taken over by `bridge in --create`, and a journal another
+//! user left at a path is not continued by `create --journal` (nor by
+//! `bridge in --journal`). The other user is uid 65534 (`nobody`), run
+//! through `setpriv`, as an attacker on the same machine would be; the
+//! tests need root for that and say SKIPPED elsewhere.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use common::{run, run_shmbus as shmbus, BusName, CliOutput, Finished};
+
+const NOBODY: &str = "65534";
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `shmbus ARGS` run to its end as uid/gid 65534 with no other group.
+fn as_nobody(args: &[&str]) -> Finished {
+    let mut all = vec![
+        "--reuid",
+        NOBODY,
+        "--regid",
+        NOBODY,
+        "--clear-groups",
+        "--",
+        env!("CARGO_BIN_EXE_shmbus"),
+    ];
+    all.extend_from_slice(args);
+    run(shmbus_testkit::command("setpriv", &all))
+}
+
+/// A directory every user may create files in (as /tmp is), removed with
+/// its contents on drop.
+struct SharedDir(PathBuf);
+
+impl SharedDir {
+    fn new(label: &str) -> SharedDir {
+        let path = std::env::temp_dir().join(format!("{}{label}", shmbus_testkit::unique_prefix()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir(&path).expect("a directory");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        SharedDir(path)
+    }
+
+    fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for SharedDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().expect("a UTF-8 path")
+}
+
+/// A journal of three records at `path`, owned by nobody (mode 0600), its
+/// bus gone again.
+fn plant_journal(path: &Path) {
+    let planted = BusName::new("planted");
+    as_nobody(&[
+        "create",
+        planted.name(),
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(path),
+    ])
+    .assert_success();
+    let mut publish = shmbus_testkit::command(
+        "setpriv",
+        &[
+            "--reuid",
+            NOBODY,
+            "--regid",
+            NOBODY,
+            "--clear-groups",
+            "--",
+            env!("CARGO_BIN_EXE_shmbus"),
+            "pub",
+            planted.name(),
+        ],
+    );
+    publish.stdin(std::process::Stdio::piped());
+    common::run_with_input(publish, b"planted-1\nplanted-2\nplanted-3\n").assert_success();
+    as_nobody(&["rm", planted.name()]).assert_success();
+    let meta = std::fs::metadata(path).expect("the planted journal");
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 65534);
+    planted.finish();
+}
+
+#[test]
+fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_its_owner() {
+    if !is_root() {
+        println!("SKIPPED: only root can run a command as uid 65534");
+        return;
+    }
+    let dir = SharedDir::new("planted-journal");
+    let journal = dir.file("bus.journal");
+    plant_journal(&journal);
+    let bus = BusName::new("victim");
+    let out = shmbus(&[
+        "create",
+        bus.name(),
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(&journal),
+    ]);
+    out.assert_error(1, "owned by uid 65534");
+    assert!(
+        !bus.path().exists(),
+        "no bus is made over a planted journal"
+    );
+    // Its records were never taken for the bus's history, nor rewritten.
+    let meta = std::fs::metadata(&journal).expect("the journal is still there");
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o600);
+
+    // Root's own journal, left writable by every user, is refused too:
+    // anyone could have rewritten it.
+    let open = dir.file("open.journal");
+    let first = BusName::new("open-first");
+    shmbus(&[
+        "create",
+        first.name(),
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(&open),
+    ])
+    .assert_success();
+    shmbus(&["rm", first.name()]).assert_success();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    shmbus(&[
+        "create",
+        bus.name(),
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(&open),
+    ])
+    .assert_error(1, "mode 666");
+    // Made private again, it is the caller's own and is continued.
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    shmbus(&[
+        "create",
+        bus.name(),
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(&open),
+    ])
+    .assert_success();
+    shmbus(&["rm", bus.name()]).assert_success();
+    bus.finish();
+    first.finish();
+}
+
+#[test]
+fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
+    if !is_root() {
+        println!("SKIPPED: only root can run a command as uid 65534");
+        return;
+    }
+    let bus = BusName::new("squatted");
+    as_nobody(&[
+        "create",
+        bus.name(),
+        "--msg-size",
+        "32",
+        "--capacity",
+        "256",
+        "--mode",
+        "666",
+    ])
+    .assert_success();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a loopback port")
+        .port();
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    let key = format!("shmbus-test/{}", bus.name());
+    let started = std::time::Instant::now();
+    let out = shmbus(&[
+        "bridge",
+        "in",
+        &key,
+        bus.name(),
+        "--create",
+        "4096",
+        "--listen",
+        &endpoint,
+    ]);
+    out.assert_error(1, "owned by uid 65534");
+    assert!(
+        !out.stdout().contains("listening"),
+        "refused before it listens: {}",
+        out.stdout()
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+    as_nobody(&["rm", bus.name()]).assert_success();
+
+    // Root's own bus, but readable by every user: not what the bridge
+    // would have made (0600), so not adopted either.
+    shmbus(&[
+        "create",
+        bus.name(),
+        "--msg-size",
+        "32",
+        "--capacity",
+        "256",
+        "--mode",
+        "644",
+    ])
+    .assert_success();
+    shmbus(&[
+        "bridge",
+        "in",
+        &key,
+        bus.name(),
+        "--create",
+        "4096",
+        "--listen",
+        &endpoint,
+    ])
+    .assert_error(1, "mode 644");
+    shmbus(&["rm", bus.name()]).assert_success();
+    bus.finish();
+}
