@@ -615,22 +615,24 @@ class Bus:
                 continue
             head = self.cursor()  # after the line
             out.update(position=pos, active_ns=self.u64(at + L_ACTIVE_NS), corrupt=None)
-            # As distances from first_seq: first <= position <= head + 1
-            # (one past is honest, section 13); start <= position, and
-            # first <= start unless journaled (a joiner starts at the
-            # journal's base, section 21.3); skipped <= position - start.
-            p, h = ((v - self.first) & M64 for v in (pos, head))
-            moved = (pos - start) & M64
-            start_ok = moved < 1 << 63 if journaled else (start - self.first) & M64 <= p
-            if p > h + 1:
+            # As distances from an origin: first_seq, or on a journaled bus
+            # the line's start (a joiner starts at the journal's base, which
+            # may be below first_seq, section 21.3), then not past the head.
+            # start <= position <= head + 1 (one past is honest, section
+            # 13); skipped <= position - start.
+            origin = start if journaled else self.first
+            s, p, h = ((v - origin) & M64 for v in (start, pos, head))
+            if journaled and h >= 1 << 63:
+                out["corrupt"] = f"start {start} is past the cursor {head}"
+            elif p > h + 1:
                 out["corrupt"] = f"position {pos} is more than one past the cursor {head}"
-            elif not start_ok:
+            elif s > p:
                 first = "" if journaled else f"the first sequence {self.first} and "
                 out["corrupt"] = f"start {start} is not between {first}position {pos}"
-            elif skipped > moved:
-                out["corrupt"] = f"skipped {skipped} is more than the {moved} messages it moved"
+            elif skipped > p - s:
+                out["corrupt"] = f"skipped {skipped} is more than the {p - s} messages it moved"
             else:
-                out.update(lag=max(h - p, 0), skipped=skipped, delivered=moved - skipped)
+                out.update(lag=max(h - p, 0), skipped=skipped, delivered=p - s - skipped)
             break
         return out
 

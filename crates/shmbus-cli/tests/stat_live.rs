@@ -340,6 +340,23 @@ fn a_journal_joiner_on_a_bus_that_continues_its_journal_is_not_corrupt() {
         (24, 0, 0),
         "{json}"
     );
+    // While it reads the older records it stands below first_seq: what
+    // its line says then (the joiner waits for a message and leaves the
+    // line alone). Line 0 is at control offset 4096, control at 4096.
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&name)
+        .expect("open the bus's file");
+    let line = 4096 + 4096;
+    file.write_all_at(&5u64.to_le_bytes(), line)
+        .expect("write the position");
+    let json = stat_json(&name);
+    let line = &json["per_subscriber"][0];
+    assert!(
+        line["corrupt"].is_null(),
+        "reading the older records: {json}"
+    );
+    assert_eq!((u(&line["delivered"]), u(&line["lag"])), (5, 19), "{json}");
     sub.kill();
     dir.finish();
 }

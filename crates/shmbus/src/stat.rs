@@ -291,27 +291,29 @@ fn read_line(
         // is the subscriber's doing, not the reader's timing.
         let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
         out.position = position;
-        out.corrupt = check_line(first, journaled, head, start, position, skipped).err();
-        if out.corrupt.is_none() {
-            // One past the cursor is honest (LAYOUT §13): nothing unread.
-            out.lag = head
-                .wrapping_sub(first)
-                .saturating_sub(position.wrapping_sub(first));
-            out.skipped = skipped;
-            out.delivered = position.wrapping_sub(start) - skipped;
+        match check_line(first, journaled, head, start, position, skipped) {
+            Ok(lag) => {
+                out.corrupt = None;
+                out.lag = lag;
+                out.skipped = skipped;
+                out.delivered = position.wrapping_sub(start) - skipped;
+            }
+            Err(why) => out.corrupt = Some(why),
         }
         break;
     }
     out
 }
 
-/// LAYOUT §5.1's checks of one subscriber line, as wrapping distances:
-/// `first_seq <= position <= head + 1` (one past: a single publisher
-/// stamps a slot `done` before it stores the cursor, and a subscriber may
-/// read the slot in between, or the publisher may die there, §13);
-/// `start <= position`, and `first_seq <= start` unless the bus is
-/// journaled (a journal joiner starts at the journal's base, §21.3);
-/// `skipped <= position - start`. `Err` says which failed.
+/// LAYOUT §5.1's checks of one subscriber line, as wrapping distances
+/// from an origin: the bus's `first_seq`, or on a journaled bus the line's
+/// own `start` (a journal joiner starts at the journal's base, which on a
+/// bus continuing an older journal is below `first_seq`, and stands there
+/// while it reads the journal, §21.3), which must then not be past the
+/// cursor. `first_seq <= start`, `start <= position <= head + 1` (one past:
+/// a single publisher stamps a slot `done` before it stores the cursor,
+/// and a subscriber may read the slot in between, or the publisher may die
+/// there, §13), `skipped <= position - start`. `Ok(lag)`, or which failed.
 fn check_line(
     first: u64,
     journaled: bool,
@@ -319,22 +321,22 @@ fn check_line(
     start: u64,
     position: u64,
     skipped: u64,
-) -> Result<(), String> {
-    let (p, h) = (position.wrapping_sub(first), head.wrapping_sub(first));
+) -> Result<u64, String> {
+    let origin = if journaled { start } else { first };
+    let (s, p, h) = (
+        start.wrapping_sub(origin),
+        position.wrapping_sub(origin),
+        head.wrapping_sub(origin),
+    );
+    if journaled && h >= 1 << 63 {
+        return Err(format!("start {start} is past the cursor {head}"));
+    }
     if p > h.saturating_add(1) {
         return Err(format!(
             "position {position} is more than one past the cursor {head}"
         ));
     }
-    // How far the subscriber moved since it started: never "back"
-    // (a distance of 2^63 or more is a start after the position).
-    let moved = position.wrapping_sub(start);
-    let start_ok = if journaled {
-        moved < 1 << 63
-    } else {
-        start.wrapping_sub(first) <= p
-    };
-    if !start_ok {
+    if s > p {
         let from = if journaled {
             String::new()
         } else {
@@ -344,12 +346,14 @@ fn check_line(
             "start {start} is not between {from}position {position}"
         ));
     }
-    if skipped > moved {
+    if skipped > p - s {
         return Err(format!(
-            "skipped {skipped} is more than the {moved} messages it moved"
+            "skipped {skipped} is more than the {} messages it moved",
+            p - s
         ));
     }
-    Ok(())
+    // One past the cursor: nothing unread.
+    Ok(h.saturating_sub(p))
 }
 
 /// A stream's `TAIL` and `HEAD` as one moment (LAYOUT §20, "Inspecting a
