@@ -551,6 +551,10 @@ class Bus:
             active = self.pool_active()
         holders = {}
         for e in active:
+            # A gone subscriber's holds are the next sweep's to clear
+            # (section 23.6): its blocks are reclaimable, not held.
+            if not e["alive"]:
+                continue
             for b in e["held_blocks"]:
                 holders.setdefault(b, []).append(e["entry"])
         out = []
@@ -595,11 +599,13 @@ class Bus:
             return ("lost", None)  # reclaimed while we copied: discard
         return ("read", copy)
 
-    def subscriber_line(self, i, pid, alive, head):
+    def subscriber_line(self, i, pid, alive, head=None):
         """Section 5.1: registry entry i's line, read under its sequence lock
-        (at most 1000 tries) and checked against the head."""
+        (at most 1000 tries), then checked against the cursor loaded after
+        it (the subscriber moves on while it is read; `head` is ignored)."""
         at = self.ctl + C_SUBSCRIBERS + LINE * i
         out = {"entry": i, "pid": pid, "alive": alive, "corrupt": "kept changing"}
+        journaled = bool(self.h["flags"] & FLAG_JOURNALED)
         for _ in range(1000):
             s1 = self.u32(at + L_SEQ)
             if s1 & 1:
@@ -607,20 +613,26 @@ class Bus:
             start, skipped, pos = (self.u64(at + f) for f in (L_START, L_SKIPPED, L_POSITION))
             if self.u32(at + L_SEQ) != s1:
                 continue
+            head = self.cursor()  # after the line
             out.update(position=pos, active_ns=self.u64(at + L_ACTIVE_NS), corrupt=None)
-            # As distances from first_seq: first <= start <= position <= head.
-            s, p, h = ((v - self.first) & M64 for v in (start, pos, head))
-            if p > h:
-                out["corrupt"] = f"position {pos} is ahead of head {head}"
+            # As distances from an origin: first_seq, or on a journaled bus
+            # the line's start (a joiner starts at the journal's base, which
+            # may be below first_seq, section 21.3), then not past the head.
+            # start <= position <= head + 1 (one past is honest, section
+            # 13); skipped <= position - start.
+            origin = start if journaled else self.first
+            s, p, h = ((v - origin) & M64 for v in (start, pos, head))
+            if journaled and h >= 1 << 63:
+                out["corrupt"] = f"start {start} is past the cursor {head}"
+            elif p > h + 1:
+                out["corrupt"] = f"position {pos} is more than one past the cursor {head}"
             elif s > p:
-                out["corrupt"] = (
-                    f"start {start} is not between the first sequence {self.first} "
-                    f"and position {pos}"
-                )
+                first = "" if journaled else f"the first sequence {self.first} and "
+                out["corrupt"] = f"start {start} is not between {first}position {pos}"
             elif skipped > p - s:
                 out["corrupt"] = f"skipped {skipped} is more than the {p - s} messages it moved"
             else:
-                out.update(lag=h - p, skipped=skipped, delivered=p - s - skipped)
+                out.update(lag=max(h - p, 0), skipped=skipped, delivered=p - s - skipped)
             break
         return out
 

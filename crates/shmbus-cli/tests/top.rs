@@ -209,7 +209,12 @@ fn stat_and_top_follow_each_subscriber_its_lag_its_losses_and_its_death() {
         .iter()
         .find(|s| s["pid"] == slow.pid())
         .expect("listed");
-    assert_eq!(s["near_lap"], true, "{s}");
+    // Two rings behind: lapped already, not "near lap".
+    assert_eq!(
+        (&s["lapped"], &s["near_lap"]),
+        (&Value::Bool(true), &Value::Bool(false)),
+        "{s}"
+    );
     assert_eq!(s["msgs_per_sec"].as_f64(), Some(0.0), "{s}");
 
     // Prometheus: the same figures, one series per subscriber.

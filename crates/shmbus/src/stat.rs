@@ -174,9 +174,12 @@ pub struct PoolHolder {
 }
 
 /// One live registered subscriber, from its line in the control area.
-/// Every number is what the subscriber wrote, checked against the bus:
-/// a line that breaks `first_seq <= start <= position <= head` or `skipped <=
-/// position - start` is `corrupt`, and its derived numbers are 0.
+/// Every number is what the subscriber wrote, checked against the bus
+/// (LAYOUT §5.1, the cursor loaded after the line): a line that breaks
+/// `first_seq <= position <= head + 1`, `start <= position` (and
+/// `first_seq <= start`, except on a journaled bus, whose joiners start at
+/// the journal's base) or `skipped <= position - start` is `corrupt`, and
+/// its derived numbers are 0.
 ///
 /// # Examples
 /// ```
@@ -205,8 +208,9 @@ pub struct SubscriberStat {
     pub pid: u32,
     /// The next sequence it reads.
     pub position: u64,
-    /// Messages published that it has not read: `head - position`. More
-    /// than the capacity means its next receive reports a lag.
+    /// Messages published that it has not read: `head - position` (0 one
+    /// past the cursor, §13). More than the capacity means its next
+    /// receive reports a lag.
     pub lag: u64,
     /// Messages it received since it registered.
     pub delivered: u64,
@@ -232,15 +236,19 @@ pub fn monotonic_ns() -> u64 {
     crate::sys::clock::monotonic_ns()
 }
 
-/// Reads registry entry `entry`'s line and checks it against `head`. A line
-/// that keeps changing under the reader (its sequence lock never settles)
-/// is reported as corrupt.
+/// Reads registry entry `entry`'s line and checks it against the cursor,
+/// loaded *after* the line (LAYOUT §5.1): the subscriber moves on while it
+/// is read, and a cursor loaded before could be passed by a live, healthy
+/// subscriber. A line that keeps changing under the reader (its sequence
+/// lock never settles) is reported as corrupt. `journaled`: the bus has a
+/// journal, whose joiners start at the journal's base, which may come
+/// before the bus's first sequence (a journal continued by a new bus).
 fn read_line(
     region: &impl Region,
     c: usize,
     entry: usize,
-    head: u64,
     first: u64,
+    journaled: bool,
 ) -> SubscriberStat {
     use crate::wire::subscriber_line as sl;
     let at = c + control::SUBSCRIBERS + crate::wire::LINE * entry;
@@ -277,34 +285,107 @@ fn read_line(
         if region.word32(at + sl::SEQ).load(Ordering::Relaxed) != s1 {
             continue;
         }
+        // The cursor after the line (the Acquire fence above keeps this
+        // load after the line's): the cursor only grows, so it is at least
+        // what it was when the position was stored, and a position past it
+        // is the subscriber's doing, not the reader's timing.
+        let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
         out.position = position;
-        // As distances from the bus's first sequence, which every honest
-        // value is at or past: first <= start <= position <= head.
-        let (s, p, h) = (
-            start.wrapping_sub(first),
-            position.wrapping_sub(first),
-            head.wrapping_sub(first),
-        );
-        out.corrupt = if p > h {
-            Some(format!("position {position} is ahead of head {head}"))
-        } else if s > p {
-            Some(format!(
-                "start {start} is not between the first sequence {first} and position {position}"
-            ))
-        } else if skipped > p - s {
-            Some(format!(
-                "skipped {skipped} is more than the {} messages it moved",
-                p - s
-            ))
-        } else {
-            out.lag = h - p;
-            out.skipped = skipped;
-            out.delivered = p - s - skipped;
-            None
-        };
+        match check_line(first, journaled, head, start, position, skipped) {
+            Ok(lag) => {
+                out.corrupt = None;
+                out.lag = lag;
+                out.skipped = skipped;
+                out.delivered = position.wrapping_sub(start) - skipped;
+            }
+            Err(why) => out.corrupt = Some(why),
+        }
         break;
     }
     out
+}
+
+/// LAYOUT §5.1's checks of one subscriber line, as wrapping distances
+/// from an origin: the bus's `first_seq`, or on a journaled bus the line's
+/// own `start` (a journal joiner starts at the journal's base, which on a
+/// bus continuing an older journal is below `first_seq`, and stands there
+/// while it reads the journal, §21.3), which must then not be past the
+/// cursor. `first_seq <= start`, `start <= position <= head + 1` (one past:
+/// a single publisher stamps a slot `done` before it stores the cursor,
+/// and a subscriber may read the slot in between, or the publisher may die
+/// there, §13), `skipped <= position - start`. `Ok(lag)`, or which failed.
+fn check_line(
+    first: u64,
+    journaled: bool,
+    head: u64,
+    start: u64,
+    position: u64,
+    skipped: u64,
+) -> Result<u64, String> {
+    let origin = if journaled { start } else { first };
+    let (s, p, h) = (
+        start.wrapping_sub(origin),
+        position.wrapping_sub(origin),
+        head.wrapping_sub(origin),
+    );
+    if journaled && h >= 1 << 63 {
+        return Err(format!("start {start} is past the cursor {head}"));
+    }
+    if p > h.saturating_add(1) {
+        return Err(format!(
+            "position {position} is more than one past the cursor {head}"
+        ));
+    }
+    if s > p {
+        let from = if journaled {
+            String::new()
+        } else {
+            format!("the first sequence {first} and ")
+        };
+        return Err(format!(
+            "start {start} is not between {from}position {position}"
+        ));
+    }
+    if skipped > p - s {
+        return Err(format!(
+            "skipped {skipped} is more than the {} messages it moved",
+            p - s
+        ));
+    }
+    // One past the cursor: nothing unread.
+    Ok(h.saturating_sub(p))
+}
+
+/// A stream's `TAIL` and `HEAD` as one moment (LAYOUT §20, "Inspecting a
+/// live stream"): `HEAD`, then `TAIL`, then `HEAD` again, retried until
+/// both `HEAD` loads agree, so that `HEAD` had that value when `TAIL` was
+/// loaded, and `HEAD <= TAIL <= HEAD + capacity` must hold. Both only grow:
+/// loading `TAIL` first would let a busy consumer pass it, and a single
+/// `HEAD` first would let a busy producer run a capacity ahead of it.
+/// Returns (tail, head, corrupt). A pair that never settles (both sides
+/// flat out for 1000 tries) is judged with the slack of what `HEAD` moved,
+/// never called corrupt for being busy.
+fn stream_cursors(region: &impl Region, c: usize, capacity: u64) -> (u64, u64, bool) {
+    use crate::wire::stream_control as sc;
+    // Acquire loads, partners of the producer's Release store of `TAIL`
+    // and the consumer's of `HEAD`; Acquire also keeps the three in order.
+    let load = |at| region.word(c + at).load(Ordering::Acquire);
+    let (mut head, mut tail, mut again) = (0, 0, 0);
+    for _ in 0..1000 {
+        head = load(sc::HEAD);
+        tail = load(sc::TAIL);
+        again = load(sc::HEAD);
+        if again == head {
+            let bad = tail.wrapping_sub(head) > capacity;
+            return (tail, head, bad);
+        }
+        std::hint::spin_loop();
+    }
+    // `HEAD` was in [head, again] when `TAIL` was loaded: `TAIL` may be
+    // up to what `HEAD` moved more than a capacity past `head`.
+    let moved = again.wrapping_sub(head);
+    let bad = tail.wrapping_sub(head) > moved.saturating_add(capacity) || moved >= 1 << 63;
+    (tail, head.max(tail.saturating_sub(capacity)), bad)
 }
 
 /// A stream's live state. For a stream, [`BusStat::head`] and
@@ -332,7 +413,8 @@ pub struct StreamStat {
     pub tail: u64,
     /// Bytes the consumer has released, ever.
     pub head: u64,
-    /// Bytes waiting: `tail - head`.
+    /// Bytes waiting: `tail - head`, from one moment (LAYOUT §20); 0 when
+    /// `corrupt`.
     pub fill: u64,
     /// The cursors break `HEAD <= TAIL <= HEAD + capacity`: the file is
     /// corrupt, and `fill` means nothing.
@@ -396,39 +478,30 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
     let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
     let fd = region.file();
     let (mut subscribers, mut gone) = (Vec::new(), Vec::new());
+    let journaled = header.flags & crate::wire::flags::JOURNALED != 0;
     if header.kind == Kind::Broadcast {
         for i in 0..control::REGISTRY_SLOTS {
             if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
-                subscribers.push(read_line(&region, c, i, head, header.first_seq));
+                subscribers.push(read_line(&region, c, i, header.first_seq, journaled));
             } else if region
                 .word32(c + control::REGISTRY + 4 * i)
                 .load(Ordering::Relaxed)
                 != 0
             {
-                gone.push(read_line(&region, c, i, head, header.first_seq));
+                gone.push(read_line(&region, c, i, header.first_seq, journaled));
             }
         }
     }
     let stream = match header.kind {
         Kind::Stream => {
             use crate::wire::{side_line, stream_control as sc};
-            // HEAD first: both only grow, and HEAD never passes TAIL, so
-            // reading TAIL second can only overstate the fill, never wrap.
-            let head = region.word(c + sc::HEAD).load(Ordering::Acquire);
-            let tail = region.word(c + sc::TAIL).load(Ordering::Acquire);
-            // The overstatement is at most what HEAD moved meanwhile (TAIL
-            // was within the capacity of a HEAD no later than this second
-            // load): only a fill beyond that is corrupt, not a busy stream.
-            let moved = region
-                .word(c + sc::HEAD)
-                .load(Ordering::Acquire)
-                .wrapping_sub(head);
-            let fill = tail.wrapping_sub(head);
+            let (tail, head, corrupt) = stream_cursors(&region, c, header.capacity);
+            let fill = if corrupt { 0 } else { tail.wrapping_sub(head) };
             Some(StreamStat {
                 tail,
                 head,
                 fill,
-                corrupt: fill > moved.saturating_add(header.capacity),
+                corrupt,
                 consumer_pid: region.word32(c + sc::CONSUMER_PID).load(Ordering::Relaxed),
                 consumer_alive: lock::is_held(fd, lock_byte::CONSUMER).map_err(io)?,
                 producer_records: region
@@ -459,14 +532,26 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
                     pid: region
                         .word32(c + control::REGISTRY + 4 * entry)
                         .load(Ordering::Relaxed),
+                    // The registry lock, as a publisher's sweep judges it
+                    // (`pool::sweep`): free means its subscriber is gone.
                     alive: lock::is_held(fd, lock_byte::REGISTRY + entry as u64).map_err(io)?,
                     held: blocks.held_by(&region, entry),
                 });
             }
+            // A gone subscriber's holds are the next sweep's to clear: its
+            // blocks off the ring are reclaimable, not held (§23.5). An
+            // entry that became active after the pass above is counted as
+            // live (when in doubt, in use).
+            let census = blocks.census_of(&region, head, |entry| {
+                holders
+                    .iter()
+                    .find(|h| h.entry == entry)
+                    .is_none_or(|h| h.alive)
+            });
             Some(PoolStat {
                 block_size: geo.block_size,
                 blocks: geo.blocks,
-                census: blocks.census(&region, head),
+                census,
                 holders,
             })
         }
@@ -630,14 +715,16 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 
 /// Every file in `dir` (normally /dev/shm) that starts with shmbus's magic,
 /// finished or half-built, sorted by name. Entries that are not buses, or
-/// that this user may not read, are left out; a failure to look at one
-/// (out of descriptors, out of memory, I/O) is an error, never a shorter
-/// list.
+/// that this user may not read, are left out; a file that could not be
+/// looked at (out of descriptors, out of memory, I/O) is listed with its
+/// error as its `state`, never left out. Each file is open only while it
+/// is read, so a directory of more buses than this process may open files
+/// is listed whole.
 ///
 /// # Errors
-/// [`ScanError`] naming the directory or file and the step that failed:
-/// the directory cannot be opened (missing, a symbolic link on the way,
-/// not a directory) or read, or a file in it could not be looked at.
+/// [`ScanError`] naming the directory and the step that failed: it cannot
+/// be opened (missing, a symbolic link on the way, not a directory) or
+/// read.
 ///
 /// # Examples
 /// ```
@@ -658,24 +745,42 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 /// ```
 pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
     let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
-    let mut found = Vec::new();
-    for name in names(dir_fd.as_fd(), dir)? {
-        match look_at(dir_fd.as_fd(), dir, &name) {
-            Ok(f) => found.push(f),
-            Err(Skip::NotABus) => {}
-            Err(Skip::Failed(e)) => return Err(e),
-        }
-    }
+    let names = names(dir_fd.as_fd(), dir)?;
     let maps = Mappers::scan();
-    Ok(found
-        .into_iter()
-        .map(|f| Listing {
-            state: stat_path(&f.path, Duration::ZERO),
-            mapped_by: maps.of(f.id),
-            locked: locked(f.file.as_fd()),
-            path: f.path,
-        })
-        .collect())
+    let mut out = Vec::new();
+    // One bus at a time, each closed before the next is opened: a
+    // directory of more buses than descriptors is listed whole.
+    for name in names {
+        let found = match look_at(dir_fd.as_fd(), dir, &name) {
+            Ok(f) => f,
+            Err(Skip::NotABus) => continue,
+            // Out of descriptors or memory, I/O: said for this bus, and
+            // the others are still listed. Counted in use: when in doubt,
+            // `clean` must not think it abandoned.
+            Err(Skip::Failed(e)) => {
+                out.push(Listing {
+                    path: e.path,
+                    state: Err(OpenError::Io {
+                        what: e.step,
+                        source: e.source,
+                    }),
+                    locked: true,
+                    mapped_by: Vec::new(),
+                });
+                continue;
+            }
+        };
+        let locked = locked(found.file.as_fd());
+        let mapped_by = maps.of(found.id);
+        drop(found.file);
+        out.push(Listing {
+            state: stat_path(&found.path, Duration::ZERO),
+            mapped_by,
+            locked,
+            path: found.path,
+        });
+    }
+    Ok(out)
 }
 
 /// A directory that could not be opened, as a listing's error.

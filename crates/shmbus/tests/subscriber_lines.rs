@@ -115,7 +115,7 @@ fn a_line_ahead_of_the_head_or_skipping_more_than_it_moved_is_corrupt() {
     // position 1000 with head 1.
     write_at(bus.path(), at, &1000u64.to_le_bytes());
     let why = only_line(bus.name()).corrupt.expect("corrupt");
-    assert!(why.contains("ahead of head 1"), "{why}");
+    assert!(why.contains("more than one past the cursor 1"), "{why}");
     // position 1, start 0, skipped 5.
     write_at(bus.path(), at, &1u64.to_le_bytes());
     write_at(bus.path(), at + 8, &5u64.to_le_bytes());
@@ -182,8 +182,9 @@ proptest! {
         write_at(bus.path(), line_offset(0), &bytes);
         let line = only_line(bus.name());
         if line.corrupt.is_none() {
-            prop_assert!(line.position <= published);
-            prop_assert_eq!(line.lag, published - line.position);
+            // One past the cursor is honest (LAYOUT §5.1, §13): lag 0.
+            prop_assert!(line.position <= published + 1);
+            prop_assert_eq!(line.lag, published.saturating_sub(line.position));
             prop_assert!(line.delivered + line.skipped <= line.position);
         }
         drop(publisher);

@@ -28,7 +28,7 @@ use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
 use shmbus::internals::JournalStat;
 use shmbus::stat::{BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
-use shmbus::OpenError;
+use shmbus::{Kind, OpenError};
 
 use crate::bridge_status::{self, Status};
 use crate::error::CliError;
@@ -120,6 +120,15 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
     if let Some(stream) = &s.stream {
         return stream_json(s, stream);
     }
+    if let Kind::Unknown(code) = s.header.kind {
+        return json!({
+            "name": file_name(&s.path),
+            "path": s.path.display().to_string(),
+            "kind": s.header.kind.to_string(),
+            "kind_code": code,
+            "created_unix_ns": s.header.created_ns,
+        });
+    }
     json!({
         "name": file_name(&s.path),
         "path": s.path.display().to_string(),
@@ -137,9 +146,11 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
         "per_subscriber": s.subscribers.iter().map(|l| (l, true))
             .chain(s.gone.iter().map(|l| (l, false)))
             .map(|(l, alive)| {
-                let mut line = subscriber_json(l, alive);
+                let mut line = subscriber_json(l, alive, s.header.capacity);
                 if let Some(pool) = &s.pool {
-                    line["held_blocks"] = json!(pool.held_by(l.entry));
+                    let (held, reclaimable) = holds(pool, l.entry);
+                    line["held_blocks"] = json!(held);
+                    line["reclaimable_blocks"] = json!(reclaimable);
                 }
                 line
             })
@@ -176,9 +187,21 @@ fn pool_json(p: &PoolStat) -> Value {
             "entry": h.entry,
             "pid": h.pid,
             "alive": h.alive,
-            "held_blocks": h.held,
+            "held_blocks": if h.alive { h.held } else { 0 },
+            "reclaimable_blocks": if h.alive { 0 } else { h.held },
         })).collect::<Vec<_>>(),
     })
+}
+
+/// The blocks registry entry `entry` holds, as (held, reclaimable): a
+/// gone subscriber's holds are the next sweep's to clear (LAYOUT §23.6),
+/// so they are reclaimable, not in use.
+pub(crate) fn holds(p: &PoolStat, entry: usize) -> (usize, usize) {
+    match p.holders.iter().find(|h| h.entry == entry) {
+        Some(h) if !h.alive => (0, h.held),
+        Some(h) => (h.held, 0),
+        None => (0, 0),
+    }
 }
 
 /// The rows a pool bus adds to `stat`'s text.
@@ -197,19 +220,52 @@ fn pool_rows(p: &PoolStat) -> [(&'static str, String); 3] {
     ]
 }
 
-/// One subscriber's line, as `stat --json` and `top --json` print it.
-pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool) -> Value {
+/// One subscriber's line, as `stat --json` and `top --json` print it
+/// (`top` adds its rates and process figures): `capacity` is the bus's,
+/// for `lag_fraction`, `near_lap` and `lapped`.
+pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool, capacity: u64) -> Value {
+    let lag = LagState::of(l, alive, capacity);
+    let now = shmbus::stat::monotonic_ns();
+    let idle_s = (l.active_ns != 0 && l.active_ns <= now).then(|| (now - l.active_ns) as f64 / 1e9);
     json!({
         "entry": l.entry,
         "pid": l.pid,
         "alive": alive,
         "position": l.position,
         "lag": l.lag,
+        "lag_fraction": lag.fraction,
+        "near_lap": lag.near_lap,
+        "lapped": lag.lapped,
         "delivered": l.delivered,
         "skipped": l.skipped,
         "active_monotonic_ns": l.active_ns,
+        "idle_s": idle_s,
         "corrupt": l.corrupt,
     })
+}
+
+/// How far behind a subscriber is, as `stat` and `top` say it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LagState {
+    /// `lag / capacity`: above 1 its next receive reports a lag.
+    pub fraction: f64,
+    /// More than 3/4 of the ring behind, not yet more than the ring.
+    pub near_lap: bool,
+    /// More than the ring behind: lapped already.
+    pub lapped: bool,
+}
+
+impl LagState {
+    pub(crate) fn of(l: &SubscriberStat, alive: bool, capacity: u64) -> LagState {
+        let believed = alive && l.corrupt.is_none();
+        let capacity = capacity.max(1);
+        let lapped = believed && l.lag > capacity;
+        LagState {
+            fraction: l.lag as f64 / capacity as f64,
+            near_lap: believed && !lapped && l.lag.saturating_mul(4) >= capacity.saturating_mul(3),
+            lapped,
+        }
+    }
 }
 
 /// The huge page size a bus is laid out in, if it has huge pages.
@@ -271,7 +327,8 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
         "max_record": s.header.msg.size,
         "tail": st.tail,
         "head": st.head,
-        "fill": st.fill,
+        // Corrupt cursors have no fill: null, never a number beside it.
+        "fill": (!st.corrupt).then_some(st.fill),
         "corrupt": st.corrupt,
         "producer_pid": s.publisher_pid,
         "producer_alive": s.publisher_alive,
@@ -332,6 +389,9 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(stream) = &s.stream {
         return stream_text(s, stream);
     }
+    if let Kind::Unknown(_) = s.header.kind {
+        return unknown_text(s);
+    }
     let h = &s.header;
     let rows: [(&str, String); 14] = [
         ("name", escaped(&file_name(&s.path))),
@@ -371,6 +431,25 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
         lines.push(format!("{:<16}{}", "bridges:", bridges_text(bridges)));
     }
     lines.join("\n")
+}
+
+/// A segment of a kind this build does not know: what its header says
+/// for sure, none of a broadcast bus's figures (its control area is laid
+/// out in a way this build cannot know).
+fn unknown_text(s: &BusStat) -> String {
+    let rows: [(&str, String); 4] = [
+        ("name", escaped(&file_name(&s.path))),
+        ("path", escaped(&s.path.display().to_string())),
+        (
+            "kind",
+            format!("{} (not known to this build: no figures)", s.header.kind),
+        ),
+        ("created", utc_time(s.header.created_ns)),
+    ];
+    rows.iter()
+        .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A bus's message size; a pool bus's messages are up to a block, and its
@@ -416,9 +495,16 @@ fn subscribers_text(s: &BusStat) -> String {
             ),
         };
         if let Some(pool) = &s.pool {
-            let held = pool.held_by(l.entry);
-            let blocks = if held == 1 { "block" } else { "blocks" };
-            figures.push_str(&format!(", holds {held} {blocks}"));
+            let (held, reclaimable) = holds(pool, l.entry);
+            let blocks = |n| if n == 1 { "block" } else { "blocks" };
+            if reclaimable > 0 {
+                figures.push_str(&format!(
+                    ", left {reclaimable} {} reclaimable",
+                    blocks(reclaimable)
+                ));
+            } else {
+                figures.push_str(&format!(", holds {held} {}", blocks(held)));
+            }
         }
         text.push_str(&format!("\n{:<16}  pid {}{gone}: {figures}", "", l.pid));
     }
@@ -522,6 +608,13 @@ fn listing_row(l: &Listing) -> [String; 8] {
             },
             status.to_string(),
         ];
+    }
+    if let Kind::Unknown(_) = s.header.kind {
+        let mut row = [(); 8].map(|()| "-".to_string());
+        row[0] = name;
+        row[1] = s.header.kind.to_string();
+        row[7] = status.to_string();
+        return row;
     }
     let (kind, msg_size) = match &s.pool {
         // The slots' messages are descriptors; a message is up to a block.

@@ -20,9 +20,10 @@
 //!   on a lag, before sleeping on the futex, and every [`EVERY`]th
 //!   delivery or empty poll: a clock read amortised to nothing, so it is
 //!   as fresh as the last of those.
-//! - A reader trusts none of it: `stat` checks `START <= POSITION <= head`
-//!   and `SKIPPED <= POSITION - START` (wrapping distances) and reports a
-//!   line that fails as corrupt.
+//! - A reader trusts none of it: `stat` checks, against the cursor loaded
+//!   after the line, `POSITION <= head + 1`, `START <= POSITION` and
+//!   `SKIPPED <= POSITION - START` (wrapping distances; LAYOUT §5.1) and
+//!   reports a line that fails as corrupt.
 
 use crate::mem::Region;
 use crate::sync::Ordering;

@@ -349,8 +349,24 @@ impl Blocks {
     /// Where each block is, with the cursor at `head`: a snapshot that may
     /// mix moments (nothing stops while it reads).
     pub(crate) fn census<R: Region>(&self, r: &R, head: u64) -> Census {
+        self.census_of(r, head, |_| true)
+    }
+
+    /// [`census`](Blocks::census), counting only the holds of entries for
+    /// which `live` says their subscriber is alive: a dead subscriber's
+    /// holds are swept by the next publisher in need of a block (§23.6), so
+    /// the blocks only it holds off the ring are reclaimable, not held.
+    pub(crate) fn census_of<R: Region>(
+        &self,
+        r: &R,
+        head: u64,
+        mut live: impl FnMut(usize) -> bool,
+    ) -> Census {
         let mut held = vec![false; self.geo.blocks as usize];
         for entry in self.active_entries(r) {
+            if !live(entry) {
+                continue;
+            }
             for s in 0..HOLDS {
                 let h = self.hold(r, entry, s).load(Ordering::Relaxed);
                 if let Some(slot) = h.checked_sub(1).and_then(|b| held.get_mut(b as usize)) {

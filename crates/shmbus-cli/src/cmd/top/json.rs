@@ -57,8 +57,9 @@ fn bus_json(b: &BusRow) -> Value {
         }),
         "subscribers": b.subscribers.iter().map(sub_json).collect::<Vec<_>>(),
         "stream": b.stream.as_ref().map(|s| json!({
-            "fill": s.fill,
-            "fill_fraction": s.fill_fraction,
+            // Corrupt cursors have no fill: null, never a number beside it.
+            "fill": (!s.corrupt).then_some(s.fill),
+            "fill_fraction": (!s.corrupt).then_some(s.fill_fraction),
             "tail": s.tail,
             "head": s.head,
             "consumer_pid": s.consumer_pid,
@@ -90,10 +91,11 @@ fn pool_json(p: &PoolRow) -> Value {
 }
 
 fn sub_json(r: &SubRow) -> Value {
-    let mut v = subscriber_json(&r.line, !r.gone);
+    let mut v = subscriber_json(&r.line, !r.gone, 0);
     v["corrupt"] = json!(r.corrupt);
     v["lag_fraction"] = json!(r.lag_fraction);
     v["near_lap"] = json!(r.near_lap());
+    v["lapped"] = json!(r.lapped());
     v["msgs_per_sec"] = json!(r.msgs_per_sec);
     v["idle_s"] = json!(r.idle_s);
     v["proc"] = json!(r.proc.map(proc_json));
@@ -101,6 +103,9 @@ fn sub_json(r: &SubRow) -> Value {
     // Only on a pool bus, as in `stat --json`: elsewhere no block is held.
     if let Some(held) = r.held {
         v["held_blocks"] = json!(held);
+    }
+    if let Some(reclaimable) = r.reclaimable {
+        v["reclaimable_blocks"] = json!(reclaimable);
     }
     v
 }

@@ -24,6 +24,7 @@ use shmbus::stat::{BusStat, SubscriberStat};
 use shmbus::Census;
 
 use crate::bridge_status::{self, Direction, Status};
+use crate::cmd::inspect::holds;
 
 /// One sample of every bus `top` watches.
 #[derive(Clone, Debug)]
@@ -175,19 +176,28 @@ pub struct SubRow {
     pub corrupt: Option<String>,
     /// Its process's CPU and context switches (live subscribers).
     pub proc: Option<ProcRow>,
-    /// On a pool bus, the blocks its registry entry holds (a dead one's
-    /// stay held until a publisher in need of a block sweeps them);
-    /// `None` on any other bus.
+    /// On a pool bus, the blocks its registry entry holds for a live
+    /// subscriber; `None` on any other bus.
     pub held: Option<usize>,
+    /// On a pool bus, the blocks a gone subscriber left in its hold line:
+    /// reclaimable (the next sweep clears them), not in use.
+    pub reclaimable: Option<usize>,
     /// Its process is a bridge-out of this bus (the bus's
     /// [`BusRow::bridges`] say where to).
     pub bridge: bool,
 }
 
 impl SubRow {
-    /// It is, or is about to be, lapped: more than 3/4 of the ring behind.
+    /// It is about to be lapped: more than 3/4 of the ring behind, not
+    /// yet more than the ring.
     pub fn near_lap(&self) -> bool {
-        !self.gone && self.corrupt.is_none() && self.lag_fraction >= 0.75
+        !self.gone && self.corrupt.is_none() && self.lag_fraction >= 0.75 && !self.lapped()
+    }
+
+    /// It is lapped already: more than the ring behind, so its next
+    /// receive reports a lag.
+    pub fn lapped(&self) -> bool {
+        !self.gone && self.corrupt.is_none() && self.lag_fraction > 1.0
     }
 }
 
@@ -381,7 +391,8 @@ impl Sampler {
                     .then(|| self.proc_row(line.pid, dt, procs))
                     .flatten(),
                 gone,
-                held: s.pool.as_ref().map(|p| p.held_by(line.entry)),
+                held: s.pool.as_ref().map(|p| holds(p, line.entry).0),
+                reclaimable: s.pool.as_ref().map(|p| holds(p, line.entry).1),
                 bridge: !gone
                     && bridges
                         .iter()

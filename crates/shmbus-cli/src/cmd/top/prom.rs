@@ -100,7 +100,11 @@ pub fn exposition(s: &Snapshot) -> String {
         "shmbus_stream_fill_bytes",
         "gauge",
         "Bytes written and not yet released.",
-        per_bus(&|b| Some(b.stream.as_ref()?.fill as f64)),
+        // Corrupt cursors have no fill: no sample rather than a wrong one.
+        per_bus(&|b| {
+            let st = b.stream.as_ref()?;
+            (!st.corrupt).then_some(st.fill as f64)
+        }),
     );
     family(
         "shmbus_stream_producer_records_total",

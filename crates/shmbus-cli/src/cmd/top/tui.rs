@@ -703,7 +703,7 @@ fn sub_line(s: &SubRow) -> Line<'static> {
     let mut spans = Vec::new();
     for (i, ((_, width), cell)) in all_sub_columns().zip(&cells).enumerate() {
         let text = fit(cell, *width, Align::Right);
-        spans.push(if i == LAG_PERCENT && s.near_lap() {
+        spans.push(if i == LAG_PERCENT && (s.near_lap() || s.lapped()) {
             Span::raw(text).red().bold()
         } else {
             Span::raw(text)
@@ -746,8 +746,13 @@ fn sub_cells(s: &SubRow) -> Vec<String> {
     }
     let proc = s.proc.unwrap_or_default();
     cells[2] = l.position.to_string();
-    cells[3] = l.lag.to_string();
-    cells[4] = format!("{:.1}%", s.lag_fraction * 100.0);
+    cells[3] = count(l.lag, SUB_COLUMNS[3].1);
+    // Past the ring it is lapped already: how far past says nothing more.
+    cells[4] = if s.lapped() {
+        ">100%".into()
+    } else {
+        format!("{:.1}%", s.lag_fraction * 100.0)
+    };
     cells[5] = l.delivered.to_string();
     cells[6] = l.skipped.to_string();
     cells[7] = rate(s.msgs_per_sec);
@@ -765,6 +770,8 @@ fn sub_state(s: &SubRow) -> String {
         format!("corrupt: {}", escaped(why))
     } else if s.gone {
         "gone".into()
+    } else if s.lapped() {
+        "lapped".into()
     } else if s.near_lap() {
         "near lap".into()
     } else if s.bridge {
@@ -932,6 +939,23 @@ fn rate(v: Option<f64>) -> String {
     }
 }
 
+/// A count in at most `width` characters: as it is if it fits, else with
+/// a unit (k, M, G, T, P, E), so that a huge lag is never cut off.
+fn count(n: u64, width: usize) -> String {
+    let plain = n.to_string();
+    if plain.len() <= width {
+        return plain;
+    }
+    let mut v = n as f64;
+    for unit in ["k", "M", "G", "T", "P", "E"] {
+        v /= 1000.0;
+        if v < 999.95 {
+            return format!("{v:.1}{unit}");
+        }
+    }
+    format!("{v:.0}E")
+}
+
 fn byte_rate(v: Option<f64>) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{}/s", bytes(v)))
 }
@@ -1045,6 +1069,7 @@ mod tests {
                 involuntary_per_sec: Some(0.0),
             }),
             held: None,
+            reclaimable: None,
             bridge: false,
         }
     }
@@ -1386,6 +1411,9 @@ mod tests {
 
     #[test]
     fn rates_and_sizes_read_well() {
+        assert_eq!(count(1_234, 10), "1234");
+        assert_eq!(count(12_708_812_345_678, 10), "12.7T");
+        assert_eq!(count(u64::MAX, 10), "18.4E");
         assert_eq!(rate(None), "-");
         assert_eq!(rate(Some(2.25)), "2.2");
         assert_eq!(rate(Some(1234.0)), "1234");
