@@ -140,6 +140,17 @@ def forge_a_dead_claim(name):
         f.write(struct.pack("<Q", cursor + 1))
 
 
+def flush_requests(name):
+    """The journal's flush-request counter (docs/LAYOUT.md §5: control
+    offset 384, u32), which a joiner bumps once it asks for the flush."""
+    with open(f"/dev/shm/{name}", "rb") as f:
+        f.seek(24)
+        (control,) = struct.unpack("<Q", f.read(8))
+        f.seek(control + 384)
+        (requests,) = struct.unpack("<I", f.read(4))
+    return requests
+
+
 def test_ctrl_c_during_recv_batch_keeps_the_lag_it_already_took(bus_name, shmbus_bin):
     pub = shmbus.MpPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=0.05)
     try:
@@ -185,7 +196,7 @@ print("skipped", batch.skipped, "delivered", len(batch.messages), flush=True)
 
 
 @pytest.mark.parametrize("joiner", ["JournalSubscriber", "State"])
-def test_ctrl_c_ends_a_join_waiting_for_a_stopped_publishers_flush(bus_name, tmp_path, shmbus_bin, joiner):
+def test_ctrl_c_ends_a_join_waiting_for_a_stopped_publishers_flush(bus_name, tmp_path, joiner):
     publisher = subprocess.Popen(
         [
             sys.executable,
@@ -204,6 +215,7 @@ def test_ctrl_c_ends_a_join_waiting_for_a_stopped_publishers_flush(bus_name, tmp
     try:
         assert publisher.stdout.readline() == b"ready\n"
         publisher.send_signal(signal.SIGSTOP)  # alive, but serves no flush
+        requests = flush_requests(bus_name)
         joining = subprocess.Popen(
             [
                 sys.executable,
@@ -220,12 +232,8 @@ def test_ctrl_c_ends_a_join_waiting_for_a_stopped_publishers_flush(bus_name, tmp
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
-        # The joiner registers before it asks for the flush.
-        wait_until(
-            "the joiner to register",
-            lambda: stat_json(shmbus_bin, bus_name)["subscribers"] == 1,
-        )
-        time.sleep(0.1)  # not a condition: the join waits 30 s, any moment in it will do
+        # The joiner asked for the flush: it waits for it from now on.
+        wait_until("the joiner to ask for the flush", lambda: flush_requests(bus_name) != requests)
         sent = time.monotonic()
         joining.send_signal(signal.SIGINT)
         out, err = joining.communicate(timeout=CHILD_TIMEOUT)
