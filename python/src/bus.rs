@@ -579,7 +579,8 @@ impl PySubscriber {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
     /// Closes the handle (frees its registry entry).

@@ -272,7 +272,8 @@ impl PyJournalSubscriber {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
     fn close(&self, py: Python<'_>) {

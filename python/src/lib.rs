@@ -274,6 +274,27 @@ impl<T: Send> Handle<T> {
     }
 }
 
+/// What a subscriber's `__next__` returns: the iteration ends (None) once
+/// the handle is closed, also when another thread's `close()` ended the
+/// wait (its `ClosedError`).
+pub(crate) fn end_of_iteration(
+    py: Python<'_>,
+    closed: impl Fn() -> bool,
+    got: PyResult<Option<Py<PyAny>>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    match got {
+        Err(e) if closed() => {
+            let class = py.import("shmbus.errors")?.getattr("ClosedError")?;
+            if e.matches(py, class)? {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+        got => got,
+    }
+}
+
 /// A lap as the Python value a receive returns in place of a message.
 pub(crate) fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
     Lagged { skipped }.into_py_any(py)

@@ -655,7 +655,8 @@ impl PyPoolSubscriber {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
     /// Closes the handle; samples still held stay valid until released.

@@ -379,3 +379,35 @@ def test_a_second_thread_gets_busy_error_and_its_close_ends_the_wait(bus_name, t
         handle.close()
         t.join(timeout=CHILD_TIMEOUT)
         keep.close()
+
+
+def test_closing_a_subscriber_from_another_thread_ends_its_iteration(bus_name):
+    with shmbus.Publisher.create(bus_name, msg_size=8, capacity=8) as pub:
+        sub = shmbus.Subscriber.open(bus_name)
+        got = []
+
+        def iterate():
+            try:
+                for msg in sub:
+                    got.append(msg)
+                got.append("ended")
+            except BaseException as e:  # noqa: BLE001 - the test reports what it was
+                got.append(e)
+
+        t = threading.Thread(target=iterate, daemon=True)
+        t.start()
+        pub.publish(b"one")
+        wait_until("the message to be iterated", lambda: len(got) == 1)
+
+        def waiting():
+            try:
+                sub.position
+            except shmbus.BusyError:
+                return True
+            return False
+
+        wait_until("the iteration to wait again", waiting)
+        sub.close()
+        t.join(timeout=CHILD_TIMEOUT)
+        assert not t.is_alive()
+        assert got == [b"one".ljust(8, b"\0"), "ended"]
