@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::{BusName, ShmDir};
 use shmbus::{
-    BusOptions, Consumer, JournalOptions, JournalPublisher, OpenOptions, PoolPublisher,
-    PoolSubscriber, Producer, Received, StreamOptions, Wait,
+    BusOptions, Consumer, JournalOptions, JournalPublisher, MpPublisher, OpenOptions,
+    PoolPublisher, PoolSubscriber, Producer, Received, StreamOptions, Subscriber, Wait,
 };
 
 /// Forks; the child runs `child` (dropping its copies of the handles) and
@@ -204,4 +204,34 @@ fn a_forked_child_dropping_its_copy_of_a_journal_publisher_neither_panics_nor_st
     p.close().expect("close");
     bus.finish();
     dir.finish();
+}
+
+/// Bus subscribers and many-publisher publishers write nothing on drop
+/// (their registry entry and claim are OFD locks, which the child shares
+/// and so cannot release): a guard that they stay so.
+#[test]
+fn a_forked_child_dropping_its_copies_of_a_bus_subscriber_and_publisher_leaves_the_parents_entry() {
+    let bus = BusName::new("fork-bus");
+    let publisher = MpPublisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
+    let sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
+    let me = std::process::id();
+    let live = || {
+        let st = shmbus::stat::stat(bus.name()).expect("stat");
+        st.subscribers.iter().map(|l| l.pid).collect::<Vec<_>>()
+    };
+    assert_eq!(live(), vec![me]);
+    let mut handles = Some((publisher, sub));
+
+    in_forked_child(|| drop(handles.take()));
+
+    assert_eq!(
+        live(),
+        vec![me],
+        "the child's exit took the parent's registry entry"
+    );
+    let (mut publisher, mut sub) = handles.expect("parent's handles");
+    publisher.publish(&7).expect("publish");
+    assert_eq!(sub.recv(Wait::Never), Some(Received::Message(7)));
+    drop((publisher, sub));
+    bus.finish();
 }
