@@ -37,6 +37,7 @@ from ._support import Batch
 from .errors import (
     AbandonedError,
     AttachError,
+    BusyError,
     BusExistsError,
     BusNotFoundError,
     ClosedError,
@@ -49,6 +50,7 @@ from .errors import (
     JoinError,
     JournalError,
     LoanError,
+    LoanOutstandingError,
     MessageTooLongError,
     MessageType,
     NoDirectoryError,

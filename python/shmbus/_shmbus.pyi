@@ -20,6 +20,10 @@ class Entry:
     data: bytes
 
 class _Handle:
+    """One thread at a time: a call while another thread is in a call of
+    this handle raises BusyError, except close(), which ends that call's
+    wait (it raises ClosedError) and closes the handle. Inert in a forked
+    child: its drops give back nothing the parent holds."""
     closed: bool
     def close(self) -> None: ...
     def __enter__(self): ...
@@ -81,11 +85,13 @@ class PoolPublisher(_Handle):
                mode: int = 0o600) -> "PoolPublisher": ...
     @classmethod
     def attach(cls, name: str, *, many: Optional[bool] = None) -> "PoolPublisher": ...
+    # LoanOutstandingError while this publisher's previous loan is out.
     def loan(self, size: int, timeout: Optional[float] = None) -> Loan: ...
     def publish(self, data: _Buffer, timeout: Optional[float] = None) -> int: ...
 
 class Sample:
     sequence: int
+    # Read-only, and so is its .obj (the block's exporter).
     memoryview: memoryview
     released: bool
     def numpy(self, dtype: Any = None) -> Any: ...

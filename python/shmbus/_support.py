@@ -22,16 +22,14 @@ def numpy():
     return _numpy
 
 
-def view(address, length, hold, readonly):
-    """A memoryview of ``length`` bytes at ``address`` that keeps ``hold``
-    alive (whatever keeps the memory mapped and the block held), through
-    every slice, cast or NumPy array made from it."""
+def view(hold, length, readonly):
+    """A memoryview of the ``length`` bytes that ``hold`` exports (through
+    the buffer protocol, read-only for a sample): ``hold`` is its ``.obj``,
+    and every slice, cast or NumPy array made from it keeps ``hold`` alive
+    (whatever keeps the memory mapped and the block held)."""
     if length == 0:
         return memoryview(b"") if readonly else memoryview(bytearray())
-    block = (ctypes.c_ubyte * length).from_address(address)
-    block._shmbus_hold = hold
-    mv = memoryview(block).cast("B")
-    return mv.toreadonly() if readonly else mv
+    return memoryview(hold)
 
 
 def array(mv, dtype):

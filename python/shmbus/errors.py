@@ -23,6 +23,7 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     ├── TimeoutError (TimeoutError)            a pop/push/loan that raised at its timeout
     │   └── PoolExhaustedError (LoanError)     no block came free in time (.census in the message)
     ├── LoanError                              Rust LoanError
+    │   └── LoanOutstandingError               a second loan while this publisher's loan is out
     ├── TooManySamplesError                    a pool subscriber holds PoolSubscriber.MAX_HELD samples
     ├── StreamError                            Rust PushError / PopError
     │   ├── PeerGoneError (ConnectionError)    the other side died
@@ -30,6 +31,7 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     ├── JoinError                              Rust JoinError
     │   └── NotJournaledError (AttachError)    the bus has no journal
     ├── JournalError                           Rust JournalOpenError / AppendError / CloseError
+    ├── BusyError (RuntimeError)               another thread is in a call of this handle
     └── ClosedError (ValueError)               a closed handle, a released sample, a published loan
 """
 
@@ -57,6 +59,7 @@ __all__ = [
     "TimeoutError",
     "LoanError",
     "PoolExhaustedError",
+    "LoanOutstandingError",
     "TooManySamplesError",
     "StreamError",
     "PeerGoneError",
@@ -64,6 +67,7 @@ __all__ = [
     "JoinError",
     "NotJournaledError",
     "JournalError",
+    "BusyError",
     "ClosedError",
 ]
 
@@ -170,6 +174,11 @@ class PoolExhaustedError(LoanError, TimeoutError):
     """No block came free before the loan's timeout."""
 
 
+class LoanOutstandingError(LoanError):
+    """This publisher's loan is still out (one loan at a time per
+    publisher): publish or release it first."""
+
+
 class TooManySamplesError(Error):
     """The pool subscriber holds as many samples as it may: release one."""
 
@@ -200,3 +209,10 @@ class JournalError(Error):
 
 class ClosedError(Error, ValueError):
     """The handle was closed, the sample released, or the loan published."""
+
+
+class BusyError(Error, RuntimeError):
+    """Another thread is in a call of this handle (a wait included): a
+    handle serves one thread at a time. ``close()`` is the exception: from
+    another thread it ends that wait (which raises ``ClosedError``) and
+    closes the handle."""

@@ -8,7 +8,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
-use crate::{errors, lagged, support, wait_in_slices, with_bytes, Handle, Until};
+use crate::{errors, lagged, support, wait_in_slices, with_bytes, Cancel, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;
@@ -81,7 +81,7 @@ pub(crate) fn open_type(
 /// `Publisher.create(name, msg_size=..., capacity=1024)` makes the bus,
 /// `Publisher.attach(name)` takes over one whose publisher is gone.
 /// `publish(data)` never waits: a slow subscriber is lapped, not waited for.
-#[pyclass(module = "shmbus", name = "Publisher")]
+#[pyclass(module = "shmbus", name = "Publisher", frozen)]
 pub struct PyPublisher {
     inner: Handle<Publisher<[u8]>>,
 }
@@ -136,32 +136,33 @@ impl PyPublisher {
 
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
     /// and returns its sequence number.
-    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let publisher = self.inner.get_mut(py)?;
-        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::publish(py, e))
+    fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.with(py, |publisher, _| {
+            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::publish(py, e))
+        })
     }
 
     /// The bus's message size in bytes.
     #[getter]
-    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get_mut(py)?.msg_size())
+    fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |h, _| Ok(h.msg_size()))
     }
 
     /// The bus's number of slots.
     #[getter]
-    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.capacity())
+    fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.capacity()))
     }
 
     /// The sequence number the next message gets.
     #[getter]
-    fn next_sequence(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.next_sequence())
+    fn next_sequence(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.next_sequence()))
     }
 
     /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -174,19 +175,20 @@ impl PyPublisher {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
 
 /// One of any number of publishers of a many-publisher bus (one total
 /// order of messages).
-#[pyclass(module = "shmbus", name = "MpPublisher")]
+#[pyclass(module = "shmbus", name = "MpPublisher", frozen)]
 pub struct PyMpPublisher {
     inner: Handle<MpPublisher<[u8]>>,
 }
@@ -249,23 +251,24 @@ impl PyMpPublisher {
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
     /// and returns its sequence number. Raises `AbandonedError` if this
     /// publisher stalled past the unblock timeout between claim and commit.
-    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let publisher = self.inner.get_mut(py)?;
-        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::mp_publish(py, e))
+    fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.with(py, |publisher, _| {
+            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::mp_publish(py, e))
+        })
     }
 
     #[getter]
-    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get_mut(py)?.msg_size())
+    fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |h, _| Ok(h.msg_size()))
     }
 
     #[getter]
-    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.capacity())
+    fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.capacity()))
     }
 
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -278,12 +281,13 @@ impl PyMpPublisher {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
@@ -297,39 +301,52 @@ pub(crate) enum Got {
 /// A subscriber of a broadcast bus (plain or many-publisher), at its own
 /// cursor. Messages are `bytes` of the bus's message size; a lap is a
 /// `Lagged` value, not an error.
-#[pyclass(module = "shmbus", name = "Subscriber")]
+#[pyclass(module = "shmbus", name = "Subscriber", frozen)]
 pub struct PySubscriber {
-    inner: Handle<Subscriber<[u8]>>,
-    /// A lag met after a batch's first message: the next receive reports it.
-    pending_lag: u64,
-    /// Where `recv_batch` gathers messages with the GIL released.
-    batch: Vec<u8>,
+    inner: Handle<SubState>,
     /// The dtype given to `open`, the default of `recv_batch`.
     dtype: Option<Py<PyAny>>,
 }
 
-impl PySubscriber {
+/// A subscriber and what its calls keep between them.
+struct SubState {
+    sub: Subscriber<[u8]>,
+    /// A lag already taken from the ring and not yet reported (met after a
+    /// batch's first message, or by a batch that a signal interrupted):
+    /// the next receive reports it.
+    pending_lag: u64,
+    /// Where `recv_batch` gathers messages with the GIL released.
+    batch: Vec<u8>,
+}
+
+impl SubState {
     /// Waits for the next message or lag (a pending lag first).
-    fn next_got(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Got>> {
+    fn next_got(
+        &mut self,
+        py: Python<'_>,
+        until: Until,
+        cancel: &Cancel<'_>,
+    ) -> PyResult<Option<Got>> {
         if self.pending_lag > 0 {
             return Ok(Some(Got::Lagged(std::mem::take(&mut self.pending_lag))));
         }
-        let sub = self.inner.get_mut(py)?;
-        wait_in_slices(py, until, |w| match sub.recv(w) {
+        let sub = &mut self.sub;
+        wait_in_slices(py, until, cancel, |w| match sub.recv(w) {
             Some(Received::Message(_)) => Some(Got::Message),
             Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
             None => None,
         })
     }
+}
 
-    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
-        Ok(match self.next_got(py, until)? {
-            None => None,
-            Some(Got::Lagged(n)) => Some(lagged(py, n)?),
-            Some(Got::Message) => {
-                let sub = self.inner.get_mut(py)?;
-                Some(PyBytes::new(py, sub.message()).into_any().unbind())
-            }
+impl PySubscriber {
+    fn recv_with(&self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        self.inner.with(py, |st, cancel| {
+            Ok(match st.next_got(py, until, cancel)? {
+                None => None,
+                Some(Got::Lagged(n)) => Some(lagged(py, n)?),
+                Some(Got::Message) => Some(PyBytes::new(py, st.sub.message()).into_any().unbind()),
+            })
         })
     }
 }
@@ -379,10 +396,13 @@ impl PySubscriber {
             ),
             None => None,
         };
-        Ok(PySubscriber {
-            inner: Handle::new(inner, "the subscriber is closed"),
+        let state = SubState {
+            sub: inner,
             pending_lag: 0,
             batch: Vec::new(),
+        };
+        Ok(PySubscriber {
+            inner: Handle::new(state, "the subscriber is closed"),
             dtype,
         })
     }
@@ -392,20 +412,20 @@ impl PySubscriber {
     /// wait as long as it takes). The GIL is released while it waits, and
     /// Ctrl-C interrupts it (within 50 ms).
     #[pyo3(signature = (timeout = None))]
-    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::from_timeout(timeout)?)
     }
 
     /// `recv(timeout=0)`: the next message or lag if one is there, else None.
-    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::Now)
     }
 
     /// The newest message on the bus (`bytes`), without moving this
     /// subscriber; None if nothing was published.
-    fn latest<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let sub = self.inner.get_mut(py)?;
-        Ok(sub.latest().map(|m| PyBytes::new(py, m)))
+    fn latest<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        self.inner
+            .with(py, |st, _| Ok(st.sub.latest().map(|m| PyBytes::new(py, m))))
     }
 
     /// Receives the next message into the writable buffer `buffer` (a
@@ -414,38 +434,40 @@ impl PySubscriber {
     /// or None at the timeout.
     #[pyo3(signature = (buffer, timeout = None))]
     fn recv_into(
-        &mut self,
+        &self,
         py: Python<'_>,
         buffer: &Bound<'_, PyAny>,
         timeout: Option<f64>,
     ) -> PyResult<Option<Py<PyAny>>> {
         let until = Until::from_timeout(timeout)?;
-        let msg_size = self.inner.get_mut(py)?.msg_size();
-        let (addr, len, keeper): (usize, usize, Bound<'_, PyAny>) =
-            support(py, "address_of")?.call1((buffer,))?.extract()?;
-        if len < msg_size {
-            return Err(pyo3::exceptions::PyValueError::new_err(format!(
-                "buffer is {len} bytes, a message is {msg_size}"
-            )));
-        }
-        Ok(match self.next_got(py, until)? {
-            None => None,
-            Some(Got::Lagged(n)) => Some(lagged(py, n)?),
-            Some(Got::Message) => {
-                let msg = self.inner.get_mut(py)?.message();
-                // SAFETY: `addr` is the first byte of `keeper`, a ctypes
-                // array of `len` >= msg.len() bytes made by
-                // `ctypes.c_ubyte * len).from_buffer(...)` over a writable,
-                // C-contiguous buffer; `keeper` holds that buffer's export
-                // (so it can be neither freed nor resized) and lives until
-                // the end of this function. `msg` is this subscriber's own
-                // buffer, which cannot overlap a Python object's.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(msg.as_ptr(), addr as *mut u8, msg.len());
-                }
-                drop(keeper);
-                Some(msg_size.into_py_any(py)?)
+        self.inner.with(py, |st, cancel| {
+            let msg_size = st.sub.msg_size();
+            let (addr, len, keeper): (usize, usize, Bound<'_, PyAny>) =
+                support(py, "address_of")?.call1((buffer,))?.extract()?;
+            if len < msg_size {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "buffer is {len} bytes, a message is {msg_size}"
+                )));
             }
+            Ok(match st.next_got(py, until, cancel)? {
+                None => None,
+                Some(Got::Lagged(n)) => Some(lagged(py, n)?),
+                Some(Got::Message) => {
+                    let msg = st.sub.message();
+                    // SAFETY: `addr` is the first byte of `keeper`, a ctypes
+                    // array of `len` >= msg.len() bytes made by
+                    // `ctypes.c_ubyte * len).from_buffer(...)` over a writable,
+                    // C-contiguous buffer; `keeper` holds that buffer's export
+                    // (so it can be neither freed nor resized) and lives until
+                    // the end of this function. `msg` is this subscriber's own
+                    // buffer, which cannot overlap a Python object's.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(msg.as_ptr(), addr as *mut u8, msg.len());
+                    }
+                    drop(keeper);
+                    Some(msg_size.into_py_any(py)?)
+                }
+            })
         })
     }
 
@@ -460,7 +482,7 @@ impl PySubscriber {
     /// timeout n is 0.
     #[pyo3(signature = (max, timeout = None, dtype = None))]
     fn recv_batch<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         max: usize,
         timeout: Option<f64>,
@@ -472,71 +494,79 @@ impl PySubscriber {
             ));
         }
         let until = Until::from_timeout(timeout)?;
-        let msg_size = self.inner.get_mut(py)?.msg_size();
-        let dtype = match dtype {
-            Some(d) => Some(support(py, "check_dtype")?.call1((d, msg_size))?),
-            None => self.dtype.as_ref().map(|d| d.bind(py).clone()),
-        };
-        let mut skipped = std::mem::take(&mut self.pending_lag);
-        let mut pending = 0u64;
-        let mut n = 0usize;
-        let batch = &mut self.batch;
-        batch.clear();
-        // `max` is the caller's: reserve at most 64 MiB up front (a huge
-        // `max` must not abort the process); the batch grows past that only
-        // as messages actually arrive.
-        batch.reserve(max.saturating_mul(msg_size).min(64 << 20));
-        let sub = self.inner.get_mut(py)?;
-        wait_in_slices(py, until, |first: Wait| {
-            let mut wait = first;
-            loop {
-                match sub.recv(wait) {
-                    Some(Received::Message(m)) => {
-                        batch.extend_from_slice(m);
-                        n += 1;
-                        if n == max {
+        self.inner.with(py, |st, cancel| {
+            let msg_size = st.sub.msg_size();
+            let dtype = match dtype {
+                Some(d) => Some(support(py, "check_dtype")?.call1((d, msg_size))?),
+                None => self.dtype.as_ref().map(|d| d.bind(py).clone()),
+            };
+            let mut skipped = std::mem::take(&mut st.pending_lag);
+            let mut pending = 0u64;
+            let mut n = 0usize;
+            let batch = &mut st.batch;
+            batch.clear();
+            // `max` is the caller's: reserve at most 64 MiB up front (a huge
+            // `max` must not abort the process); the batch grows past that only
+            // as messages actually arrive.
+            batch.reserve(max.saturating_mul(msg_size).min(64 << 20));
+            let sub = &mut st.sub;
+            let waited = wait_in_slices(py, until, cancel, |first: Wait| {
+                let mut wait = first;
+                loop {
+                    match sub.recv(wait) {
+                        Some(Received::Message(m)) => {
+                            batch.extend_from_slice(m);
+                            n += 1;
+                            if n == max {
+                                return Some(());
+                            }
+                            wait = Wait::Never;
+                        }
+                        Some(Received::Lagged { skipped: s }) if n == 0 => skipped += s,
+                        Some(Received::Lagged { skipped: s }) => {
+                            pending = s;
                             return Some(());
                         }
-                        wait = Wait::Never;
+                        None => return (n > 0).then_some(()),
                     }
-                    Some(Received::Lagged { skipped: s }) if n == 0 => skipped += s,
-                    Some(Received::Lagged { skipped: s }) => {
-                        pending = s;
-                        return Some(());
-                    }
-                    None => return (n > 0).then_some(()),
                 }
+            });
+            if let Err(e) = waited {
+                // Ctrl-C (or close()) before the first message: the lag
+                // already taken from the ring is the next receive's to report.
+                st.pending_lag = skipped;
+                return Err(e);
             }
-        })?;
-        self.pending_lag = pending;
-        let buf = PyByteArray::new(py, &self.batch[..n * msg_size]);
-        let messages = support(py, "batch")?.call1((buf, n, msg_size, dtype))?;
-        support(py, "Batch")?.call1((messages, skipped))
+            st.pending_lag = pending;
+            let buf = PyByteArray::new(py, &st.batch[..n * msg_size]);
+            let messages = support(py, "batch")?.call1((buf, n, msg_size, dtype))?;
+            support(py, "Batch")?.call1((messages, skipped))
+        })
     }
 
     /// The bus's message size in bytes.
     #[getter]
-    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get_mut(py)?.msg_size())
+    fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |h, _| Ok(h.sub.msg_size()))
     }
 
     /// The bus's number of slots.
     #[getter]
-    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.capacity())
+    fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.sub.capacity()))
     }
 
     /// The sequence number of the next message this subscriber reads.
     #[getter]
-    fn position(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.position())
+    fn position(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.sub.position()))
     }
 
     /// Messages published and not yet read by this subscriber (at most a
     /// ring's worth can still be read).
     #[getter]
-    fn pending(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.pending())
+    fn pending(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.sub.pending()))
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -545,16 +575,17 @@ impl PySubscriber {
 
     /// Iteration yields messages and `Lagged` values, waiting as long as it
     /// takes; it stops when the subscriber is closed.
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
     /// Closes the handle (frees its registry entry).
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -567,12 +598,13 @@ impl PySubscriber {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

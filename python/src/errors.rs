@@ -215,3 +215,18 @@ pub(crate) fn close(py: Python<'_>, e: CloseError) -> PyErr {
 pub(crate) fn closed(py: Python<'_>, what: &str) -> PyErr {
     raise(py, "ClosedError", what.to_string(), &[])
 }
+
+/// A call while another thread is in a call of the same handle.
+pub(crate) fn busy(py: Python<'_>, closed: &str) -> PyErr {
+    // `closed` is "the <handle> is closed": name the handle the same way.
+    let what = closed.strip_suffix(" is closed").unwrap_or("this handle");
+    raise(
+        py,
+        "BusyError",
+        format!(
+            "{what} is in use by another thread (a handle serves one thread at a time; \
+             close() from another thread ends its wait)"
+        ),
+        &[],
+    )
+}

@@ -5,7 +5,6 @@
 //! last-value-per-key.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use pyo3::prelude::*;
@@ -17,7 +16,7 @@ use shmbus::{
 };
 
 use crate::bus::{bus_type, expected_type, open_type};
-use crate::{errors, lagged, wait_in_slices, with_bytes, Entry, Handle, Until};
+use crate::{errors, join_journal, lagged, wait_in_slices, with_bytes, Entry, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJournalPublisher>()?;
@@ -43,27 +42,18 @@ fn join_options(
 }
 
 /// The publisher of a journaled bus of raw byte messages.
-#[pyclass(module = "shmbus", name = "JournalPublisher")]
+#[pyclass(module = "shmbus", name = "JournalPublisher", frozen)]
 pub struct PyJournalPublisher {
-    /// A Mutex only to be `Sync` (the publisher's compaction channel is
-    /// not): every method that uses it takes `&mut self` and so reaches it
-    /// with `get_mut`, without locking.
-    inner: Mutex<Handle<JournalPublisher<[u8]>>>,
+    /// Behind the handle's mutex, which also makes it `Sync` (the
+    /// publisher's compaction channel is not).
+    inner: Handle<JournalPublisher<[u8]>>,
 }
 
 impl PyJournalPublisher {
     fn new(publisher: JournalPublisher<[u8]>) -> Self {
         PyJournalPublisher {
-            inner: Mutex::new(Handle::new(publisher, "the journal publisher is closed")),
+            inner: Handle::new(publisher, "the journal publisher is closed"),
         }
-    }
-
-    fn slot(&mut self) -> &mut Handle<JournalPublisher<[u8]>> {
-        self.inner.get_mut().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn get(&mut self, py: Python<'_>) -> PyResult<&mut JournalPublisher<[u8]>> {
-        self.slot().get_mut(py)
     }
 }
 
@@ -112,38 +102,41 @@ impl PyJournalPublisher {
 
     /// Appends `data` (bytes-like, at most `msg_size` bytes) to the journal,
     /// then publishes it; returns its sequence number.
-    fn publish(&mut self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        let publisher = self.get(py)?;
-        with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::append(py, e))
+    fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.with(py, |publisher, _| {
+            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::append(py, e))
+        })
     }
 
     /// Makes everything published so far durable (fdatasync).
-    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
-        let publisher = self.get(py)?;
-        publisher
-            .flush()
-            .map_err(|e| errors::raise(py, "JournalError", format!("flush: {e}"), &[]))
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.inner.with(py, |publisher, _| {
+            publisher
+                .flush()
+                .map_err(|e| errors::raise(py, "JournalError", format!("flush: {e}"), &[]))
+        })
     }
 
     #[getter]
-    fn next_sequence(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.get(py)?.next_sequence())
+    fn next_sequence(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.next_sequence()))
     }
 
     #[getter]
-    fn msg_size(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.get(py)?.msg_size())
+    fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |h, _| Ok(h.msg_size()))
     }
 
     #[getter]
-    fn journal_path(&mut self, py: Python<'_>) -> PyResult<std::path::PathBuf> {
-        Ok(self.get(py)?.journal_path().to_path_buf())
+    fn journal_path(&self, py: Python<'_>) -> PyResult<std::path::PathBuf> {
+        self.inner
+            .with(py, |h, _| Ok(h.journal_path().to_path_buf()))
     }
 
     /// Closes the publisher: flushes the journal and waits for a compaction
     /// under way. `JournalError` if that compaction failed.
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        match self.slot().close() {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.close(py) {
             Some(p) => py
                 .detach(move || p.close())
                 .map_err(|e| errors::close(py, e)),
@@ -152,8 +145,8 @@ impl PyJournalPublisher {
     }
 
     #[getter]
-    fn closed(&mut self) -> bool {
-        self.slot().is_closed()
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -161,7 +154,7 @@ impl PyJournalPublisher {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
         py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
@@ -179,35 +172,35 @@ enum Got {
 
 /// A late joiner of a journaled bus: the journal first, then live
 /// messages, every sequence exactly once.
-#[pyclass(module = "shmbus", name = "JournalSubscriber")]
+#[pyclass(module = "shmbus", name = "JournalSubscriber", frozen)]
 pub struct PyJournalSubscriber {
-    inner: Handle<JournalSubscriber<[u8]>>,
-    buf: Vec<u8>,
+    /// The subscriber and the buffer a receive fills with the GIL released.
+    inner: Handle<(JournalSubscriber<[u8]>, Vec<u8>)>,
 }
 
 impl PyJournalSubscriber {
-    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
-        let sub = self.inner.get_mut(py)?;
-        let buf = &mut self.buf;
-        let got = wait_in_slices(py, until, |w| match sub.recv(w) {
-            Some(Received::Message(e)) => {
-                buf.clear();
-                buf.extend_from_slice(e.msg);
-                Some(Got::Entry(e.seq))
-            }
-            Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
-            None => None,
-        })?;
-        Ok(match got {
-            None => None,
-            Some(Got::Lagged(skipped)) => Some(lagged(py, skipped)?),
-            Some(Got::Entry(sequence)) => {
-                let entry = Entry {
-                    sequence,
-                    data: PyBytes::new(py, &self.buf).unbind(),
-                };
-                Some(entry.into_py_any(py)?)
-            }
+    fn recv_with(&self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        self.inner.with(py, |(sub, buf), cancel| {
+            let got = wait_in_slices(py, until, cancel, |w| match sub.recv(w) {
+                Some(Received::Message(e)) => {
+                    buf.clear();
+                    buf.extend_from_slice(e.msg);
+                    Some(Got::Entry(e.seq))
+                }
+                Some(Received::Lagged { skipped }) => Some(Got::Lagged(skipped)),
+                None => None,
+            })?;
+            Ok(match got {
+                None => None,
+                Some(Got::Lagged(skipped)) => Some(lagged(py, skipped)?),
+                Some(Got::Entry(sequence)) => {
+                    let entry = Entry {
+                        sequence,
+                        data: PyBytes::new(py, buf).unbind(),
+                    };
+                    Some(entry.into_py_any(py)?)
+                }
+            })
         })
     }
 }
@@ -229,13 +222,9 @@ impl PyJournalSubscriber {
         type_align: u32,
     ) -> PyResult<Self> {
         let opts = join_options(flush_timeout, type_name, msg_size, type_align)?;
-        let name = name.to_owned();
-        let inner = py
-            .detach(move || JournalSubscriber::<[u8]>::join(&name, &opts))
-            .map_err(|e| errors::join(py, e))?;
+        let inner = join_journal(py, name, &opts, None)?.map_err(|e| errors::join(py, e))?;
         Ok(PyJournalSubscriber {
-            inner: Handle::new(inner, "the journal subscriber is closed"),
-            buf: Vec::new(),
+            inner: Handle::new((inner, Vec::new()), "the journal subscriber is closed"),
         })
     }
 
@@ -243,51 +232,52 @@ impl PyJournalSubscriber {
     /// journal could not repair), or None at the timeout (None: wait as
     /// long as it takes; GIL released, Ctrl-C interrupts).
     #[pyo3(signature = (timeout = None))]
-    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::from_timeout(timeout)?)
     }
 
     /// `recv(timeout=0)`.
-    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::Now)
     }
 
     /// The sequence number of the next entry.
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get(py)?.position())
+        self.inner.with(py, |h, _| Ok(h.0.position()))
     }
 
     /// Whether the journal is read and entries now come from the ring.
     #[getter]
     fn is_live(&self, py: Python<'_>) -> PyResult<bool> {
-        Ok(self.inner.get(py)?.is_live())
+        self.inner.with(py, |h, _| Ok(h.0.is_live()))
     }
 
     /// The bus's next sequence when it was last looked at.
     #[getter]
     fn head(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get(py)?.head())
+        self.inner.with(py, |h, _| Ok(h.0.head()))
     }
 
     #[getter]
     fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get(py)?.msg_size())
+        self.inner.with(py, |h, _| Ok(h.0.msg_size()))
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -300,12 +290,13 @@ impl PyJournalSubscriber {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
@@ -338,8 +329,14 @@ impl Fold {
     /// Applies entries: the first receive waits `wait`, the rest take what
     /// is there. After a loss the journal could not repair it joins again
     /// (the journal's snapshot plus tail is the whole state). Returns how
-    /// many entries it applied.
-    fn step(&mut self, wait: Wait, stop_at: Option<u64>) -> Result<usize, JoinError> {
+    /// many entries it applied. A join asks `go_on` while it waits for the
+    /// publisher's flush (`JoinError::Cancelled` once it says stop).
+    fn step(
+        &mut self,
+        wait: Wait,
+        stop_at: Option<u64>,
+        go_on: &mut dyn FnMut() -> bool,
+    ) -> Result<usize, JoinError> {
         let mut n = 0;
         let mut wait = wait;
         loop {
@@ -355,7 +352,11 @@ impl Fold {
                     n += 1;
                 }
                 Some(Received::Lagged { .. }) => {
-                    self.sub = JournalSubscriber::<[u8]>::join(&self.name, &self.opts)?;
+                    self.sub = JournalSubscriber::<[u8]>::join_cancellable(
+                        &self.name,
+                        &self.opts,
+                        &mut *go_on,
+                    )?;
                     self.values.clear();
                     self.last_seq = None;
                     self.rejoins += 1;
@@ -371,16 +372,36 @@ impl Fold {
 /// key, where a message's key is its first 8 bytes as a little-endian u64.
 /// A mapping (`state[key]`, `len`, `in`, `keys()`, `items()`, ...) of the
 /// entries folded so far: call `poll()` or `wait_for(seq)` to fold more.
-#[pyclass(module = "shmbus", name = "State", mapping)]
+#[pyclass(module = "shmbus", name = "State", frozen, mapping)]
 pub struct PyState {
     fold: Handle<Fold>,
 }
 
-impl PyState {
-    fn sorted_keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        let mut keys: Vec<u64> = self.fold.get(py)?.values.keys().copied().collect();
+impl Fold {
+    fn sorted_keys(&self) -> Vec<u64> {
+        let mut keys: Vec<u64> = self.values.keys().copied().collect();
         keys.sort_unstable();
-        Ok(keys)
+        keys
+    }
+}
+
+/// A `go_on` for a join made with the GIL held: runs signal handlers, and
+/// keeps the first exception one raised for the caller.
+fn signals_go_on<'a>(py: Python<'a>, raised: &'a mut Option<PyErr>) -> impl FnMut() -> bool + 'a {
+    move || match py.check_signals() {
+        Ok(()) => true,
+        Err(e) => {
+            *raised = Some(e);
+            false
+        }
+    }
+}
+
+/// The join's error, or the exception that cancelled it.
+fn join_failed(py: Python<'_>, e: JoinError, raised: Option<PyErr>) -> PyErr {
+    match (e, raised) {
+        (JoinError::Cancelled, Some(raised)) => raised,
+        (e, _) => errors::join(py, e),
     }
 }
 
@@ -400,11 +421,7 @@ impl PyState {
         type_align: u32,
     ) -> PyResult<Self> {
         let opts = join_options(flush_timeout, type_name, msg_size, type_align)?;
-        let owned = name.to_owned();
-        let join_opts = opts.clone();
-        let sub = py
-            .detach(move || JournalSubscriber::<[u8]>::join(&owned, &join_opts))
-            .map_err(|e| errors::join(py, e))?;
+        let sub = join_journal(py, name, &opts, None)?.map_err(|e| errors::join(py, e))?;
         Ok(PyState {
             fold: Handle::new(
                 Fold {
@@ -421,63 +438,81 @@ impl PyState {
     }
 
     /// Folds in every entry already there; returns how many.
-    fn poll(&mut self, py: Python<'_>) -> PyResult<usize> {
-        let fold = self.fold.get_mut(py)?;
-        fold.step(Wait::Never, None)
-            .map_err(|e| errors::join(py, e))
+    fn poll(&self, py: Python<'_>) -> PyResult<usize> {
+        self.fold.with(py, |fold, _| {
+            let mut raised = None;
+            let stepped = fold.step(Wait::Never, None, &mut signals_go_on(py, &mut raised));
+            stepped.map_err(|e| join_failed(py, e, raised))
+        })
     }
 
     /// Folds in entries until sequence `seq` is in (True) or `timeout`
     /// seconds passed (False; None: as long as it takes; GIL released,
     /// Ctrl-C interrupts).
     #[pyo3(signature = (seq, timeout = None))]
-    fn wait_for(&mut self, py: Python<'_>, seq: u64, timeout: Option<f64>) -> PyResult<bool> {
+    fn wait_for(&self, py: Python<'_>, seq: u64, timeout: Option<f64>) -> PyResult<bool> {
         let until = Until::from_timeout(timeout)?;
-        let fold = self.fold.get_mut(py)?;
-        if fold.reached(seq) {
-            return Ok(true);
-        }
-        let done = wait_in_slices(py, until, |w| match fold.step(w, Some(seq)) {
-            Err(e) => Some(Err(e)),
-            Ok(_) if fold.reached(seq) => Some(Ok(())),
-            Ok(_) => None,
-        })?;
-        match done {
-            Some(Ok(())) => Ok(true),
-            Some(Err(e)) => Err(errors::join(py, e)),
-            None => Ok(false),
-        }
+        self.fold.with(py, |fold, cancel| {
+            if fold.reached(seq) {
+                return Ok(true);
+            }
+            let mut raised: Option<PyErr> = None;
+            // A rejoin inside a slice runs without the GIL: it takes it to
+            // run signal handlers while it waits for the flush.
+            let mut go_on = || {
+                Python::attach(|py| {
+                    match py.check_signals().err().or_else(|| cancel.check(py).err()) {
+                        None => true,
+                        Some(e) => {
+                            raised = Some(e);
+                            false
+                        }
+                    }
+                })
+            };
+            let done = wait_in_slices(py, until, cancel, |w| {
+                match fold.step(w, Some(seq), &mut go_on) {
+                    Err(e) => Some(Err(e)),
+                    Ok(_) if fold.reached(seq) => Some(Ok(())),
+                    Ok(_) => None,
+                }
+            })?;
+            match done {
+                Some(Ok(())) => Ok(true),
+                Some(Err(e)) => Err(join_failed(py, e, raised)),
+                None => Ok(false),
+            }
+        })
     }
 
-    /// The sequence of the last entry folded in (None: none yet).
     #[getter]
     fn last_seq(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        Ok(self.fold.get(py)?.last_seq)
+        self.fold.with(py, |h, _| Ok(h.last_seq))
     }
 
     /// How many times it joined again after a loss the journal could not
     /// repair.
     #[getter]
     fn rejoins(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.fold.get(py)?.rejoins)
+        self.fold.with(py, |h, _| Ok(h.rejoins))
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.fold.get(py)?.values.len())
+        self.fold.with(py, |h, _| Ok(h.values.len()))
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Bound<'py, PyBytes>> {
-        match self.fold.get(py)?.values.get(&key) {
+        self.fold.with(py, |fold, _| match fold.values.get(&key) {
             Some(v) => Ok(PyBytes::new(py, v)),
             None => Err(pyo3::exceptions::PyKeyError::new_err(key)),
-        }
+        })
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
         let Ok(key) = key.extract::<u64>() else {
             return Ok(false);
         };
-        Ok(self.fold.get(py)?.values.contains_key(&key))
+        self.fold.with(py, |h, _| Ok(h.values.contains_key(&key)))
     }
 
     /// The value of `key`, or `default`.
@@ -489,44 +524,48 @@ impl PyState {
         key: u64,
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        Ok(match self.fold.get(py)?.values.get(&key) {
-            Some(v) => PyBytes::new(py, v).into_any().unbind(),
-            None => default.unwrap_or_else(|| py.None()),
+        self.fold.with(py, |fold, _| {
+            Ok(match fold.values.get(&key) {
+                Some(v) => PyBytes::new(py, v).into_any().unbind(),
+                None => default.unwrap_or_else(|| py.None()),
+            })
         })
     }
 
     /// The keys, in ascending order.
     fn keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.sorted_keys(py)
+        self.fold.with(py, |fold, _| Ok(fold.sorted_keys()))
     }
 
     /// The values, in key order.
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
-        let fold = self.fold.get(py)?;
-        Ok(self
-            .sorted_keys(py)?
-            .into_iter()
-            .map(|k| PyBytes::new(py, &fold.values[&k]))
-            .collect())
+        self.fold.with(py, |fold, _| {
+            Ok(fold
+                .sorted_keys()
+                .into_iter()
+                .map(|k| PyBytes::new(py, &fold.values[&k]))
+                .collect())
+        })
     }
 
     /// (key, value) pairs, in key order.
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyBytes>)>> {
-        let fold = self.fold.get(py)?;
-        Ok(self
-            .sorted_keys(py)?
-            .into_iter()
-            .map(|k| (k, PyBytes::new(py, &fold.values[&k])))
-            .collect())
+        self.fold.with(py, |fold, _| {
+            Ok(fold
+                .sorted_keys()
+                .into_iter()
+                .map(|k| (k, PyBytes::new(py, &fold.values[&k])))
+                .collect())
+        })
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let keys = self.sorted_keys(py)?;
+        let keys = self.fold.with(py, |fold, _| Ok(fold.sorted_keys()))?;
         Ok(keys.into_pyobject(py)?.try_iter()?.into_any())
     }
 
-    fn close(&mut self) {
-        self.fold.close();
+    fn close(&self, py: Python<'_>) {
+        self.fold.close(py);
     }
 
     #[getter]
@@ -539,12 +578,13 @@ impl PyState {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

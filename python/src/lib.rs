@@ -4,20 +4,30 @@
 //! that make memoryviews and NumPy arrays (`shmbus._support`), which this
 //! module calls.
 //!
-//! Built for the stable ABI (abi3, CPython 3.9+). That limited API has no
-//! buffer protocol before 3.11, so:
+//! Built for the stable ABI (abi3, CPython 3.11+, the first whose limited
+//! API has the buffer protocol):
 //! - bytes-like input is read from `bytes` and `bytearray` directly and
 //!   from anything else through `bytes(obj)`;
-//! - a view of shared memory (a pool sample or loan) is a ctypes array at
-//!   the block's address, wrapped in a memoryview, carrying a "hold"
-//!   object that keeps the mapping and the block alive for as long as any
-//!   view, slice or NumPy array made from it lives;
+//! - a view of shared memory (a pool sample or loan) is a memoryview of a
+//!   "hold" object that exports the block through the buffer protocol
+//!   (read-only for a sample, all the way down: the memoryview's `.obj`
+//!   refuses a writable export) and keeps the mapping and the block alive
+//!   for as long as any view, slice or NumPy array made from it lives;
 //! - `recv_into` writes through the address of a ctypes array made with
 //!   `from_buffer`, which holds the target's buffer export meanwhile.
 //!
 //! Waiting: every blocking call waits in slices of at most [`SLICE`] with
-//! the GIL released, and checks for signals (Ctrl-C) between slices.
+//! the GIL released, and checks for signals (Ctrl-C) and for `close()`
+//! from another thread between slices.
+//!
+//! Threads: a handle is used by one thread at a time. Its Rust object is
+//! behind a mutex that a call only tries to take: a second thread's call
+//! meanwhile raises `BusyError` at once, except `close()`, which ends the
+//! first thread's wait (that call raises `ClosedError` within a slice) and
+//! then closes the handle.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -75,8 +85,14 @@ impl Until {
 
 /// Calls `step(Wait::Never)` with the GIL held (the fast path: something is
 /// there), then `step(Wait::For(slice))` with the GIL released until it
-/// finds something or `until` passes, checking signals between slices.
-pub(crate) fn wait_in_slices<T, S>(py: Python<'_>, until: Until, mut step: S) -> PyResult<Option<T>>
+/// finds something or `until` passes, checking signals and `cancel` (a
+/// `close()` from another thread) between slices.
+pub(crate) fn wait_in_slices<T, S>(
+    py: Python<'_>,
+    until: Until,
+    cancel: &Cancel<'_>,
+    mut step: S,
+) -> PyResult<Option<T>>
 where
     T: Send,
     S: FnMut(Wait) -> Option<T> + Send,
@@ -89,8 +105,43 @@ where
             return Ok(Some(found));
         }
         py.check_signals()?;
+        cancel.check(py)?;
     }
     Ok(None)
+}
+
+/// Joins the journaled bus `name` with the GIL released, answering Ctrl-C
+/// (any signal handler's exception) and `cancel` within [`SLICE`]: the
+/// core asks every 10 ms whether to go on while it waits for the
+/// publisher's flush, and each ask takes the GIL to run signal handlers.
+pub(crate) fn join_journal(
+    py: Python<'_>,
+    name: &str,
+    opts: &shmbus::JoinOptions,
+    cancel: Option<&Cancel<'_>>,
+) -> PyResult<Result<shmbus::JournalSubscriber<[u8]>, shmbus::JoinError>> {
+    let mut raised: Option<PyErr> = None;
+    let joined = py.detach(|| {
+        shmbus::JournalSubscriber::<[u8]>::join_cancellable(name, opts, || {
+            Python::attach(|py| {
+                let stop = py
+                    .check_signals()
+                    .err()
+                    .or_else(|| cancel.and_then(|c| c.check(py).err()));
+                match stop {
+                    None => true,
+                    Some(e) => {
+                        raised = Some(e);
+                        false
+                    }
+                }
+            })
+        })
+    });
+    match (joined, raised) {
+        (Err(shmbus::JoinError::Cancelled), Some(e)) => Err(e),
+        (joined, _) => Ok(joined),
+    }
 }
 
 /// `wait_in_slices` over an attempt that can fail, where the errors that
@@ -100,6 +151,7 @@ where
 pub(crate) fn retry_in_slices<T, E, S>(
     py: Python<'_>,
     until: Until,
+    cancel: &Cancel<'_>,
     again: fn(&E) -> bool,
     mut attempt: S,
     gave_up: impl FnOnce() -> Result<T, E>,
@@ -109,48 +161,137 @@ where
     E: Send,
     S: FnMut(Wait) -> Result<T, E> + Send,
 {
-    let done = wait_in_slices(py, until, |w| match attempt(w) {
+    let done = wait_in_slices(py, until, cancel, |w| match attempt(w) {
         Err(e) if again(&e) => None,
         done => Some(done),
     })?;
     Ok(done.unwrap_or_else(gave_up))
 }
 
-/// The Rust object behind a handle class, gone once `close()` drops it so
-/// that every later use raises `ClosedError`.
+/// A mark of the calling thread (the address of a thread-local), never 0.
+fn thread_mark() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|m| std::ptr::from_ref(m) as usize)
+}
+
+/// What a wait checks between slices: whether `close()` was called.
+pub(crate) struct Cancel<'a> {
+    flag: &'a AtomicBool,
+    /// The `ClosedError` message.
+    closed: &'static str,
+}
+
+impl Cancel<'_> {
+    /// `ClosedError` once `close()` was called.
+    pub(crate) fn check(&self, py: Python<'_>) -> PyResult<()> {
+        // Acquire, paired with the Release store in `Handle::close`.
+        if self.flag.load(Ordering::Acquire) {
+            return Err(errors::closed(py, self.closed));
+        }
+        Ok(())
+    }
+}
+
+/// The Rust object behind a handle class, used by one thread at a time
+/// (`with`: `BusyError` for a second thread), gone once `close()` drops
+/// it so that every later use raises `ClosedError`.
 pub(crate) struct Handle<T> {
-    inner: Option<T>,
+    inner: Mutex<Option<T>>,
+    /// `close()` was called: every later call raises `ClosedError`, and a
+    /// wait in progress ends at its next slice.
+    closing: AtomicBool,
+    /// The `thread_mark` of the thread inside `with`, 0 if none.
+    holder: AtomicUsize,
     /// The `ClosedError` message, naming the handle.
     closed: &'static str,
 }
 
-impl<T> Handle<T> {
+impl<T: Send> Handle<T> {
     pub(crate) fn new(inner: T, closed: &'static str) -> Self {
         Handle {
-            inner: Some(inner),
+            inner: Mutex::new(Some(inner)),
+            closing: AtomicBool::new(false),
+            holder: AtomicUsize::new(0),
             closed,
         }
     }
 
-    pub(crate) fn get(&self, py: Python<'_>) -> PyResult<&T> {
-        self.inner
-            .as_ref()
-            .ok_or_else(|| errors::closed(py, self.closed))
+    /// Runs `f` on the object; `ClosedError` once closed, `BusyError` while
+    /// another thread is in a call of this handle (a wait included). `f`
+    /// gets what its waits check between slices. A `close()` meanwhile
+    /// (another thread's, or a signal handler's) closes the handle as `f`
+    /// returns.
+    pub(crate) fn with<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut T, &Cancel<'_>) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let cancel = Cancel {
+            flag: &self.closing,
+            closed: self.closed,
+        };
+        cancel.check(py)?;
+        let mut guard = match self.inner.try_lock() {
+            Ok(g) => g,
+            // A panic in another call: the object is still whole (every
+            // call leaves it consistent between its own steps).
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(errors::busy(py, self.closed)),
+        };
+        let Some(inner) = guard.as_mut() else {
+            return Err(errors::closed(py, self.closed));
+        };
+        self.holder.store(thread_mark(), Ordering::Relaxed);
+        let out = f(inner, &cancel);
+        self.holder.store(0, Ordering::Relaxed);
+        if self.closing.load(Ordering::Acquire) {
+            *guard = None;
+        }
+        out
     }
 
-    pub(crate) fn get_mut(&mut self, py: Python<'_>) -> PyResult<&mut T> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| errors::closed(py, self.closed))
-    }
-
-    /// Closes the handle, giving back what it held (None if already closed).
-    pub(crate) fn close(&mut self) -> Option<T> {
-        self.inner.take()
+    /// Closes the handle, giving back what it held (None if already closed,
+    /// or if this very thread is inside `with`, a signal handler run by its
+    /// wait: that call closes it as it returns). A call of another thread
+    /// is waited for, GIL released: its wait ends within a slice.
+    pub(crate) fn close(&self, py: Python<'_>) -> Option<T> {
+        // Release, paired with the Acquire loads in `Cancel::check` and `with`.
+        self.closing.store(true, Ordering::Release);
+        match self.inner.try_lock() {
+            Ok(mut g) => g.take(),
+            Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
+            Err(TryLockError::WouldBlock) => {
+                if self.holder.load(Ordering::Relaxed) == thread_mark() {
+                    return None;
+                }
+                py.detach(|| self.inner.lock().unwrap_or_else(|p| p.into_inner()).take())
+            }
+        }
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.inner.is_none()
+        self.closing.load(Ordering::Acquire)
+    }
+}
+
+/// What a subscriber's `__next__` returns: the iteration ends (None) once
+/// the handle is closed, also when another thread's `close()` ended the
+/// wait (its `ClosedError`).
+pub(crate) fn end_of_iteration(
+    py: Python<'_>,
+    closed: impl Fn() -> bool,
+    got: PyResult<Option<Py<PyAny>>>,
+) -> PyResult<Option<Py<PyAny>>> {
+    match got {
+        Err(e) if closed() => {
+            let class = py.import("shmbus.errors")?.getattr("ClosedError")?;
+            if e.matches(py, class)? {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        }
+        got => got,
     }
 }
 

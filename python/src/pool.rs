@@ -2,17 +2,20 @@
 //! in place and publishes it; `PoolSubscriber` receives a `Sample`, a
 //! read-only view of the block in place, held until it is released.
 //!
-//! Views (memoryviews, NumPy arrays) are ctypes arrays at the block's
-//! address (see lib.rs) carrying a hold object:
+//! Views (memoryviews, NumPy arrays) are exported by a `Hold`, an object
+//! of the buffer protocol over the block (read-only for a sample: nothing
+//! under a sample's memoryview, its `.obj` included, can be written):
 //! - a sample's hold owns an `Arc` of the Rust `Sample`, so the block stays
 //!   held (no publisher reuses it) and the mapping stays mapped for as long
 //!   as any view of it lives, whatever the Python `Sample` does;
 //! - a loan's hold counts as a view of its publisher, whose mapping is then
 //!   not unmapped by `close()` until the last view is gone.
 
+use std::ffi::c_int;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
@@ -22,7 +25,7 @@ use shmbus::{
 };
 
 use crate::bus::parse_start;
-use crate::{errors, lagged, retry_in_slices, support, wait_in_slices, Handle, Until};
+use crate::{errors, lagged, retry_in_slices, support, wait_in_slices, Cancel, Handle, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolPublisher>()?;
@@ -115,14 +118,55 @@ struct SendLoan(Loan<'static, shmbus::ShmRegion>);
 // SAFETY: as `LoanCell`.
 unsafe impl Send for SendLoan {}
 
-/// Keeps what a view's memory needs alive: a sample's block (held) or a
-/// loaned publisher's mapping. Attached to the ctypes array under every
-/// memoryview and NumPy array of a sample or loan.
+/// The exporter of every memoryview and NumPy array of a sample or loan
+/// (their `.obj`): the block's bytes through the buffer protocol, read-only
+/// for a sample, and what that memory needs alive: a sample's block (held)
+/// or a loaned publisher's mapping.
 #[pyclass(module = "shmbus._shmbus", frozen)]
 pub struct Hold {
+    addr: usize,
+    len: usize,
+    readonly: bool,
     #[allow(dead_code)]
     sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
     publisher: Option<Arc<Shared>>,
+}
+
+#[pymethods]
+impl Hold {
+    /// # Safety
+    /// Called by Python with a `Py_buffer` to fill (the protocol's contract).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let hold = slf.get();
+        let len = ffi::Py_ssize_t::try_from(hold.len)
+            .map_err(|_| pyo3::exceptions::PyBufferError::new_err("block too large"))?;
+        // SAFETY: `view` is Python's to fill; the `len` bytes at `addr`
+        // are the block, which stays mapped (and, for a sample, held) for
+        // as long as this object lives, and every export holds a reference
+        // to it (FillInfo sets `view->obj`). A sample's bytes are exported
+        // read-only: FillInfo refuses PyBUF_WRITABLE with BufferError.
+        let rc = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                hold.addr as *mut std::ffi::c_void,
+                len,
+                c_int::from(hold.readonly),
+                flags,
+            )
+        };
+        if rc != 0 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    /// Nothing to give back: the memory is the block's.
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
 }
 
 impl Drop for Hold {
@@ -139,7 +183,7 @@ impl Drop for Hold {
 
 /// Publishes messages of any length up to a block on a pool bus: loan a
 /// block, write it in place, publish it.
-#[pyclass(module = "shmbus", name = "PoolPublisher")]
+#[pyclass(module = "shmbus", name = "PoolPublisher", frozen)]
 pub struct PyPoolPublisher {
     shared: Handle<Arc<Shared>>,
     block_size: usize,
@@ -163,12 +207,27 @@ impl PyPoolPublisher {
         }
     }
 
-    fn loan_cell(&mut self, py: Python<'_>, size: usize, until: Until) -> PyResult<LoanCell> {
-        let shared = Arc::clone(self.shared.get(py)?);
+    fn loan_cell(&self, py: Python<'_>, size: usize, until: Until) -> PyResult<LoanCell> {
+        self.shared.with(py, |shared, cancel| {
+            Self::loan_with(py, shared, cancel, size, until)
+        })
+    }
+
+    fn loan_with(
+        py: Python<'_>,
+        shared: &Arc<Shared>,
+        cancel: &Cancel<'_>,
+        size: usize,
+        until: Until,
+    ) -> PyResult<LoanCell> {
+        let shared = Arc::clone(shared);
         let boxed = shared.lock().publisher.take().ok_or_else(|| {
-            errors::closed(
+            errors::raise(
                 py,
-                "this publisher already has a loan outstanding: publish or release it first",
+                "LoanOutstandingError",
+                "this publisher already has a loan outstanding: publish or release it first"
+                    .to_string(),
+                &[],
             )
         })?;
         // From here on `p` is a leaked Box that the cell, or the failure
@@ -177,6 +236,7 @@ impl PyPoolPublisher {
         let found = retry_in_slices(
             py,
             until,
+            cancel,
             |e| matches!(e, LoanError::Exhausted { .. }),
             move |w| {
                 // SAFETY: the publisher is ours alone (taken out of `shared`
@@ -269,7 +329,7 @@ impl PyPoolPublisher {
     /// takes; GIL released, Ctrl-C interrupts) for one to come free, else
     /// `PoolExhaustedError`. One loan at a time per publisher.
     #[pyo3(signature = (size, timeout = None))]
-    fn loan(&mut self, py: Python<'_>, size: usize, timeout: Option<f64>) -> PyResult<PyLoan> {
+    fn loan(&self, py: Python<'_>, size: usize, timeout: Option<f64>) -> PyResult<PyLoan> {
         let mut cell = self.loan_cell(py, size, Until::from_timeout(timeout)?)?;
         let (addr, len) = match cell.loan.as_mut() {
             Some(loan) => (loan.as_mut_ptr() as usize, loan.len()),
@@ -285,7 +345,7 @@ impl PyPoolPublisher {
     /// publishes it; returns its sequence number.
     #[pyo3(signature = (data, timeout = None))]
     fn publish(
-        &mut self,
+        &self,
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
         timeout: Option<f64>,
@@ -309,8 +369,8 @@ impl PyPoolPublisher {
 
     /// Closes the handle. The mapping goes when the last view of a loan of
     /// this publisher is gone, and an outstanding loan keeps working.
-    fn close(&mut self) {
-        if let Some(shared) = self.shared.close() {
+    fn close(&self, py: Python<'_>) {
+        if let Some(shared) = self.shared.close(py) {
             let mut st = shared.lock();
             st.closing = true;
             if st.views == 0 {
@@ -329,19 +389,20 @@ impl PyPoolPublisher {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
 
 impl Drop for PyPoolPublisher {
     fn drop(&mut self) {
-        self.close();
+        Python::attach(|py| self.close(py));
     }
 }
 
@@ -365,7 +426,7 @@ impl Lent {
     }
 
     fn view<'py>(&self, py: Python<'py>, hold: Hold) -> PyResult<Bound<'py, PyAny>> {
-        support(py, "view")?.call1((self.addr, self.len, hold, self.readonly))
+        support(py, "view")?.call1((hold, self.len, self.readonly))
     }
 
     /// A view kept, so that `release_views` can end it.
@@ -418,6 +479,9 @@ impl PyLoan {
         let shared = Arc::clone(&cell.shared);
         shared.lock().views += 1;
         Ok(Hold {
+            addr: self.lent.addr,
+            len: self.lent.len,
+            readonly: false,
             sample: None,
             publisher: Some(shared),
         })
@@ -494,7 +558,7 @@ impl PyLoan {
 
 /// A subscriber of a pool bus: each message is a `Sample` viewing its block
 /// in place.
-#[pyclass(module = "shmbus", name = "PoolSubscriber")]
+#[pyclass(module = "shmbus", name = "PoolSubscriber", frozen)]
 pub struct PyPoolSubscriber {
     inner: Handle<PoolSubscriber<shmbus::ShmRegion>>,
 }
@@ -506,9 +570,18 @@ enum PoolGot {
 }
 
 impl PyPoolSubscriber {
-    fn recv_with(&mut self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
-        let sub = self.inner.get_mut(py)?;
-        let got = wait_in_slices(py, until, |w| match sub.recv(w) {
+    fn recv_with(&self, py: Python<'_>, until: Until) -> PyResult<Option<Py<PyAny>>> {
+        self.inner
+            .with(py, |sub, cancel| Self::recv_on(py, sub, cancel, until))
+    }
+
+    fn recv_on(
+        py: Python<'_>,
+        sub: &mut PoolSubscriber<shmbus::ShmRegion>,
+        cancel: &Cancel<'_>,
+        until: Until,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let got = wait_in_slices(py, until, cancel, |w| match sub.recv(w) {
             Ok(Some(Received::Message(s))) => Some(PoolGot::Sample(s)),
             Ok(Some(Received::Lagged { skipped })) => Some(PoolGot::Lagged(skipped)),
             Ok(None) => None,
@@ -553,41 +626,42 @@ impl PyPoolSubscriber {
     /// (None: as long as it takes; GIL released, Ctrl-C interrupts).
     /// `TooManySamplesError` if this subscriber holds `MAX_HELD` samples.
     #[pyo3(signature = (timeout = None))]
-    fn recv(&mut self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
+    fn recv(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::from_timeout(timeout)?)
     }
 
     /// `recv(timeout=0)`.
-    fn try_recv(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn try_recv(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         self.recv_with(py, Until::Now)
     }
 
     /// The sequence number of the next message this subscriber reads.
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get(py)?.position())
+        self.inner.with(py, |h, _| Ok(h.position()))
     }
 
     /// How many samples this subscriber holds.
     #[getter]
     fn held(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get(py)?.held())
+        self.inner.with(py, |h, _| Ok(h.held()))
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         if self.inner.is_closed() {
             return Ok(None);
         }
-        self.recv_with(py, Until::Forever)
+        let got = self.recv_with(py, Until::Forever);
+        crate::end_of_iteration(py, || self.inner.is_closed(), got)
     }
 
     /// Closes the handle; samples still held stay valid until released.
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -600,12 +674,13 @@ impl PyPoolSubscriber {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
@@ -632,6 +707,9 @@ impl PySample {
             return Err(errors::closed(py, "the sample was released"));
         };
         Ok(Hold {
+            addr: self.lent.addr,
+            len: self.lent.len,
+            readonly: true,
             sample: Some(Arc::clone(sample)),
             publisher: None,
         })

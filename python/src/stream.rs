@@ -37,7 +37,7 @@ fn gave_up<T, E>(
 }
 
 /// The producing end of a stream of byte records.
-#[pyclass(module = "shmbus", name = "Producer")]
+#[pyclass(module = "shmbus", name = "Producer", frozen)]
 pub struct PyProducer {
     inner: Handle<Producer>,
 }
@@ -81,39 +81,36 @@ impl PyProducer {
     /// then `shmbus.TimeoutError`. `PeerGoneError` if the consumer died
     /// with the stream full.
     #[pyo3(signature = (data, timeout = None))]
-    fn push(
-        &mut self,
-        py: Python<'_>,
-        data: &Bound<'_, PyAny>,
-        timeout: Option<f64>,
-    ) -> PyResult<()> {
+    fn push(&self, py: Python<'_>, data: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<()> {
         let until = Until::from_timeout(timeout)?;
         let record = owned_bytes(data)?;
-        let producer = self.inner.get_mut(py)?;
-        retry_in_slices(
-            py,
-            until,
-            |e| matches!(e, PushError::Full | PushError::TimedOut(_)),
-            |w| producer.push(&record, w),
-            gave_up(until, timeout, PushError::Full, PushError::TimedOut),
-        )?
-        .map_err(|e| errors::push(py, e))
+        self.inner.with(py, |producer, cancel| {
+            retry_in_slices(
+                py,
+                until,
+                cancel,
+                |e| matches!(e, PushError::Full | PushError::TimedOut(_)),
+                |w| producer.push(&record, w),
+                gave_up(until, timeout, PushError::Full, PushError::TimedOut),
+            )?
+            .map_err(|e| errors::push(py, e))
+        })
     }
 
     /// The longest record this stream carries.
     #[getter]
-    fn max_record(&mut self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get_mut(py)?.max_record())
+    fn max_record(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |h, _| Ok(h.max_record()))
     }
 
     /// The ring's size in bytes.
     #[getter]
-    fn capacity(&mut self, py: Python<'_>) -> PyResult<u64> {
-        Ok(self.inner.get_mut(py)?.capacity())
+    fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |h, _| Ok(h.capacity()))
     }
 
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -126,40 +123,42 @@ impl PyProducer {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
 
 /// The consuming end of a stream of byte records.
-#[pyclass(module = "shmbus", name = "Consumer")]
+#[pyclass(module = "shmbus", name = "Consumer", frozen)]
 pub struct PyConsumer {
-    inner: Handle<Consumer>,
-    buf: Vec<u8>,
+    /// The consumer and the buffer a pop fills with the GIL released.
+    inner: Handle<(Consumer, Vec<u8>)>,
 }
 
 impl PyConsumer {
     fn pop_with<'py>(
-        &mut self,
+        &self,
         py: Python<'py>,
         until: Until,
         timeout: Option<f64>,
     ) -> PyResult<Result<Bound<'py, PyBytes>, PopError>> {
-        let consumer = self.inner.get_mut(py)?;
-        let buf = &mut self.buf;
-        let popped = retry_in_slices(
-            py,
-            until,
-            |e| matches!(e, PopError::Empty | PopError::TimedOut(_)),
-            |w| consumer.pop(buf, w),
-            gave_up(until, timeout, PopError::Empty, PopError::TimedOut),
-        )?;
-        Ok(popped.map(|()| PyBytes::new(py, &self.buf)))
+        self.inner.with(py, |(consumer, buf), cancel| {
+            let popped = retry_in_slices(
+                py,
+                until,
+                cancel,
+                |e| matches!(e, PopError::Empty | PopError::TimedOut(_)),
+                |w| consumer.pop(buf, w),
+                gave_up(until, timeout, PopError::Empty, PopError::TimedOut),
+            )?;
+            Ok(popped.map(|()| PyBytes::new(py, buf)))
+        })
     }
 }
 
@@ -172,8 +171,7 @@ impl PyConsumer {
         let inner =
             Consumer::open(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
         Ok(PyConsumer {
-            inner: Handle::new(inner, "the consumer is closed"),
-            buf: Vec::new(),
+            inner: Handle::new((inner, Vec::new()), "the consumer is closed"),
         })
     }
 
@@ -182,13 +180,13 @@ impl PyConsumer {
     /// `shmbus.TimeoutError`. `PeerGoneError` if the producer died with the
     /// stream empty.
     #[pyo3(signature = (timeout = None))]
-    fn pop<'py>(&mut self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyBytes>> {
+    fn pop<'py>(&self, py: Python<'py>, timeout: Option<f64>) -> PyResult<Bound<'py, PyBytes>> {
         self.pop_with(py, Until::from_timeout(timeout)?, timeout)?
             .map_err(|e| errors::pop(py, e))
     }
 
     /// The next record if one is there, else None.
-    fn try_pop<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    fn try_pop<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         match self.pop_with(py, Until::Now, None)? {
             Ok(record) => Ok(Some(record)),
             Err(PopError::Empty) => Ok(None),
@@ -199,11 +197,11 @@ impl PyConsumer {
     /// The longest record this stream carries.
     #[getter]
     fn max_record(&self, py: Python<'_>) -> PyResult<usize> {
-        Ok(self.inner.get(py)?.max_record())
+        self.inner.with(py, |h, _| Ok(h.0.max_record()))
     }
 
-    fn close(&mut self) {
-        self.inner.close();
+    fn close(&self, py: Python<'_>) {
+        self.inner.close(py);
     }
 
     #[getter]
@@ -216,12 +214,13 @@ impl PyConsumer {
     }
 
     fn __exit__(
-        &mut self,
+        &self,
+        py: Python<'_>,
         _t: &Bound<'_, PyAny>,
         _v: &Bound<'_, PyAny>,
         _tb: &Bound<'_, PyAny>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }

@@ -379,7 +379,7 @@ def test_a_loan_left_unpublished_is_freed_and_nothing_is_delivered(bus_name):
 def test_one_loan_at_a_time_per_pool_publisher(bus_name):
     with shmbus.PoolPublisher.create(bus_name, block_size=64, blocks=16, capacity=8) as pub:
         loan = pub.loan(8)
-        with pytest.raises(shmbus.ClosedError, match="loan outstanding"):
+        with pytest.raises(shmbus.LoanOutstandingError, match="loan outstanding"):
             pub.loan(8)
         loan.release()
         pub.loan(8).release()

@@ -150,6 +150,7 @@ impl JoinOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JoinError {
     /// The bus could not be opened.
     #[error(transparent)]
@@ -178,6 +179,10 @@ pub enum JoinError {
     /// The journal file could not be read.
     #[error(transparent)]
     Journal(#[from] JournalOpenError),
+    /// The caller's `go_on` said stop while the joiner waited for the
+    /// flush ([`JournalSubscriber::join_cancellable`]).
+    #[error("the join was cancelled while it waited for the publisher's flush")]
+    Cancelled,
 }
 
 fn ahead(a: u64, b: u64) -> i64 {
@@ -197,6 +202,7 @@ fn flush_handshake(
     ring: &Ring<ShmRegion>,
     timeout: Duration,
     alive: impl Fn(&ShmRegion) -> bool,
+    go_on: &mut dyn FnMut() -> bool,
 ) -> Result<(), JoinError> {
     let ctl = ring.control_field(0);
     let region = ring.region();
@@ -222,6 +228,11 @@ fn flush_handshake(
         let waited = start.elapsed();
         if waited >= timeout {
             return Err(JoinError::FlushTimeout { waited });
+        }
+        // Asked between waits of at most 10 ms, so a caller that must answer
+        // Ctrl-C (the Python binding) can end the join within its slice.
+        if !go_on() {
+            return Err(JoinError::Cancelled);
         }
         let left = timeout - waited;
         wait::futex_wait(done, d, Some(left.min(Duration::from_millis(10))));
@@ -261,6 +272,7 @@ impl Core {
         name: &str,
         msg: Option<&TypeFingerprint>,
         opts: &JoinOptions,
+        go_on: &mut dyn FnMut() -> bool,
     ) -> Result<Core, JoinError> {
         let (region, header) = segment::open_checked(
             name,
@@ -288,7 +300,7 @@ impl Core {
             crate::sys::lock::is_held(region.file(), lock_byte::PUBLISHER).unwrap_or(true)
         };
         if alive(ring.region()) {
-            flush_handshake(&ring, opts.flush_timeout, alive)?;
+            flush_handshake(&ring, opts.flush_timeout, alive, go_on)?;
         }
         // 4. The journal, from its start.
         let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;
@@ -618,8 +630,44 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
+        Self::join_cancellable(name, opts, || true)
+    }
+
+    /// As [`join`](Self::join), asking `go_on` at least every 10 ms while
+    /// it waits for the publisher's flush: `false` ends the join with
+    /// [`JoinError::Cancelled`]. For a caller that must answer a signal or
+    /// a shutdown sooner than [`JoinOptions::flush_timeout`].
+    ///
+    /// # Errors
+    /// As [`join`](Self::join), and [`JoinError::Cancelled`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-cjoin-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-cjoin-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// // A live publisher serves the flush at once: `go_on` is not needed.
+    /// let late = JournalSubscriber::<u64>::join_cancellable(&name, &JoinOptions::default(), || true)?;
+    /// assert_eq!(late.position(), 0);
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_cancellable(
+        name: &str,
+        opts: &JoinOptions,
+        mut go_on: impl FnMut() -> bool,
+    ) -> Result<Self, JoinError> {
+        let msg = T::expected(opts.open.message.as_ref());
         Ok(JournalSubscriber {
-            core: Core::join(name, T::expected(opts.open.message.as_ref()).as_ref(), opts)?,
+            core: Core::join(name, msg.as_ref(), opts, &mut go_on)?,
             _type: PhantomData,
         })
     }

@@ -25,6 +25,7 @@ use crate::error::{AttachError, CreateError, OpenError};
 use crate::mem::{Region, ShmRegion};
 use crate::options::{BusOptions, OpenOptions};
 use crate::segment::{self, Role};
+use crate::sys::fork::Origin;
 use crate::wait;
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte, Header};
@@ -420,6 +421,9 @@ struct Core {
     path: PathBuf,
     mode: u32,
     chunk: usize,
+    /// The process that started the threads: a forked child has none of
+    /// them, and its copy must neither join them nor touch the files.
+    origin: Origin,
 }
 
 fn absolute(path: &Path) -> io::Result<PathBuf> {
@@ -633,6 +637,7 @@ impl Core {
             path,
             mode,
             chunk,
+            origin: Origin::here(),
         })
     }
 
@@ -825,6 +830,15 @@ impl Core {
 
 impl Drop for Core {
     fn drop(&mut self) {
+        if !self.origin.is_current() {
+            // A forked child's copy: the threads are the parent's (joining
+            // one that does not exist here panics), so are the journal and
+            // a compaction's file. Let the handles go without a call.
+            std::mem::forget(self.flusher.take());
+            std::mem::forget(self.grower.take());
+            std::mem::forget(self.compactor.take());
+            return;
+        }
         // Best effort; `close` is the way to hear of a failure. Nothing is
         // left running for `stop` below to give up on, unless a panic cut
         // the compaction short.

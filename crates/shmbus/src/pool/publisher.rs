@@ -12,6 +12,7 @@ use crate::bus::Abandoned;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
+use crate::sys::fork::Origin;
 use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 
 /// Publishes messages of up to a block's size without copying them: it
@@ -52,7 +53,9 @@ pub struct PoolPublisher<R: Region = DefaultRegion> {
     multi: bool,
     /// Where the next search for a free block starts.
     hint: u64,
-    pid: u32,
+    /// The process that made it: its pid marks its loans, and a forked
+    /// child's copy frees no loan.
+    origin: Origin,
     /// Frees what dead processes held (a bus in /dev/shm has locks to
     /// tell; a heap bus's threads cannot die alone).
     sweep: fn(&R, &Blocks),
@@ -117,7 +120,7 @@ impl<R: Region> PoolPublisher<R> {
             next,
             multi,
             hint: 0,
-            pid: std::process::id(),
+            origin: Origin::here(),
             sweep,
         }
     }
@@ -195,7 +198,7 @@ impl<R: Region> PoolPublisher<R> {
     fn try_loan(&mut self) -> Option<u64> {
         let head = self.ring.head();
         self.blocks
-            .loan(self.ring.region(), self.pid, head, &mut self.hint)
+            .loan(self.ring.region(), self.origin.pid(), head, &mut self.hint)
     }
 
     /// The largest message a loan carries: the pool's block size.
@@ -336,7 +339,8 @@ const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
 impl<R: Region> Drop for Loan<'_, R> {
     fn drop(&mut self) {
-        if self.block != PUBLISHED {
+        // In a forked child the block is the parent's loan, not ours.
+        if self.block != PUBLISHED && self.publisher.origin.is_current() {
             let region = self.publisher.ring.region();
             self.publisher.blocks.free(region, self.block);
         }

@@ -10,6 +10,7 @@ use crate::bus::ring::{Poll, Ring, Stall};
 use crate::bus::Received;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
+use crate::sys::fork::Origin;
 use crate::wait::{Wait, WaitStrategy};
 use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
 
@@ -59,11 +60,17 @@ pub(super) struct Inner<R: Region> {
     pub(super) ring: Ring<R>,
     pub(super) blocks: Blocks,
     pub(super) entry: usize,
+    /// A forked child's copy gives back neither the entry nor its holds:
+    /// they are the parent's.
+    origin: Origin,
 }
 
 impl<R: Region> Drop for Inner<R> {
     fn drop(&mut self) {
         // Every sample is gone (each keeps this alive): nothing is held.
+        if !self.origin.is_current() {
+            return;
+        }
         self.blocks.leave(self.ring.region(), self.entry);
     }
 }
@@ -118,6 +125,7 @@ impl<R: Region> PoolSubscriber<R> {
                 ring,
                 blocks,
                 entry,
+                origin: Origin::here(),
             }),
             pos,
             stall: Stall::default(),
@@ -288,6 +296,9 @@ impl<R: Region> std::ops::Deref for Sample<R> {
 impl<R: Region> Drop for Sample<R> {
     fn drop(&mut self) {
         let inner = &*self.inner;
+        if !inner.origin.is_current() {
+            return; // a forked child's copy: the parent holds the block
+        }
         inner
             .blocks
             .release(inner.ring.region(), inner.entry, self.slot);

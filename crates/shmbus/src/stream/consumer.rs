@@ -6,6 +6,7 @@ use super::side::SideLine;
 use super::{PopError, WRAP};
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
+use crate::sys::fork::Origin;
 use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{lock_byte, stream_control as ctl};
 
@@ -39,6 +40,9 @@ pub struct Consumer<R: Region = DefaultRegion> {
     strategy: WaitStrategy,
     /// Our line for `stat` and `top` (none on the heap).
     line: SideLine,
+    /// The process that took the role: a forked child's copy leaves the
+    /// pid word, the parent's, alone.
+    origin: Origin,
     /// The producer that was already dead when we opened: we wait for the
     /// next one instead of reporting it (0: none).
     dead_at_open: u32,
@@ -62,6 +66,7 @@ impl<R: Region> Consumer<R> {
             tail,
             strategy,
             line: SideLine::default(),
+            origin: Origin::here(),
             dead_at_open: 0,
         }
     }
@@ -418,6 +423,9 @@ impl<R: Region> std::ops::Deref for ReadChunk<'_, R> {
 impl<R: Region> Drop for Consumer<R> {
     /// See `Producer`'s drop.
     fn drop(&mut self) {
+        if !self.origin.is_current() {
+            return;
+        }
         self.ring
             .region
             .word32(self.ring.control + ctl::CONSUMER_PID)

@@ -6,6 +6,7 @@ use super::side::SideLine;
 use super::{PushError, WRAP};
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
+use crate::sys::fork::Origin;
 use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{lock_byte, stream_control as ctl};
 
@@ -38,6 +39,9 @@ pub struct Producer<R: Region = DefaultRegion> {
     strategy: WaitStrategy,
     /// Our line for `stat` and `top` (none on the heap).
     line: SideLine,
+    /// The process that took the role: a forked child's copy leaves the
+    /// pid word, the parent's, alone.
+    origin: Origin,
 }
 
 impl<R: Region> Producer<R> {
@@ -59,6 +63,7 @@ impl<R: Region> Producer<R> {
             head,
             strategy,
             line: SideLine::default(),
+            origin: Origin::here(),
         }
     }
 
@@ -454,6 +459,9 @@ impl<R: Region> Drop for Producer<R> {
     /// A producer that leaves cleanly clears its pid: the consumer then
     /// waits for a new one instead of being told its peer died.
     fn drop(&mut self) {
+        if !self.origin.is_current() {
+            return;
+        }
         self.ring
             .region
             .word32(self.ring.control + ctl::PRODUCER_PID)
