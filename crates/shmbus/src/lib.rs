@@ -130,7 +130,7 @@ pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
 pub use journal::{
     AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError, JournalCreateError,
     JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    SnapshotError, State,
+    SeekError, SnapshotError, State,
 };
 #[cfg(not(loom))]
 pub use mem::ShmRegion;

@@ -15,7 +15,7 @@ use shmbus::internals::{journal_stat, side_files};
 use shmbus::{
     AppendError, AttachError, BusOptions, JoinError, JoinOptions, JournalCreateError,
     JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    OpenOptions, Publisher, Received, SnapshotError, Start, Subscriber,
+    OpenOptions, Publisher, Received, SeekError, SnapshotError, Start, Subscriber,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -679,6 +679,164 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
     assert_eq!(joined.state.digest(), expected_state(i, keys).digest());
     assert!(!dir.path().join("j.compacting").exists());
     drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+/// Every entry `sub` delivers until its position reaches `upto`: the
+/// stream a joiner sees, snapshot included. A lag report fails the test.
+fn entries_until(sub: &mut JournalSubscriber<Kv>, upto: u64) -> Vec<(u64, Kv)> {
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sub.position() < upto {
+        assert!(Instant::now() < deadline, "stuck at {}", sub.position());
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
+            Some(Received::Message(e)) => got.push((e.seq, e.msg)),
+            Some(Received::Lagged { skipped }) => panic!("lagged {skipped} at {}", sub.position()),
+            None => panic!("nothing after {:?}", got.last()),
+        }
+    }
+    got
+}
+
+/// A bus whose journal was compacted once (100 keys, 2 000 updates, the
+/// cut at 1 000), the publisher still attached, and where it stands.
+fn compacted(label: &str) -> (ShmDir, BusName, JournalPublisher<Kv>, u64) {
+    let (dir, bus, mut p) = journaled(label, 1000, 100);
+    assert!(p.compact());
+    let mut i = 1000;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while p.is_compacting() || i < 2000 {
+        p.publish(&kv(i, 100)).expect("publish");
+        i += 1;
+        assert!(
+            Instant::now() < deadline,
+            "compaction not done: {:?}",
+            p.compaction_error()
+        );
+    }
+    assert_eq!(p.compaction_error(), None);
+    let st = journal_stat(&dir.path().join("j")).expect("stat");
+    assert_eq!((st.snapshot, st.base, st.next), (100, 1000, i));
+    (dir, bus, p, i)
+}
+
+#[test]
+fn seeking_to_a_sequence_gives_exactly_what_a_joiner_gets_from_it_in_a_compacted_journal_too() {
+    let (dir, bus, mut p, end) = compacted("jseek");
+    let mut whole =
+        JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let all = entries_until(&mut whole, end);
+    let snapshot: Vec<u64> = all.iter().map(|e| e.0).filter(|&s| s < 1000).collect();
+    assert_eq!(snapshot.len(), 100);
+    // Sequences inside the snapshot (each a record, and between two),
+    // either side of the cut, in the contiguous part, at the head.
+    let between = (snapshot[40]..snapshot[41]).nth(1).unwrap_or(snapshot[41]);
+    let marks = [
+        0,
+        snapshot[0],
+        snapshot[0] + 1,
+        snapshot[40],
+        between,
+        snapshot[99],
+        999,
+        1000,
+        1001,
+        1500,
+        end - 1,
+        end,
+    ];
+    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    for mark in marks {
+        sub.seek(mark).expect("seek");
+        let want: Vec<(u64, Kv)> = all.iter().copied().filter(|e| e.0 >= mark).collect();
+        assert_eq!(entries_until(&mut sub, end), want, "seek to {mark}");
+    }
+    // Then live: the ring after the file, as for a joiner.
+    sub.seek(end - 3).expect("seek");
+    p.publish(&kv(end, 100)).expect("publish");
+    let got = entries_until(&mut sub, end + 1);
+    assert_eq!(
+        got.iter().map(|e| e.0).collect::<Vec<_>>(),
+        [end - 3, end - 2, end - 1, end]
+    );
+    assert_eq!(got[3].1, kv(end, 100));
+    match sub.seek(end + 2) {
+        Err(e @ SeekError::Ahead { seq, head }) => {
+            assert_eq!((seq, head), (end + 2, end + 1));
+            assert!(e.to_string().contains("ahead of the bus's head"), "{e}");
+        }
+        other => panic!("seek past the head: {other:?}"),
+    }
+    // Refused: it stays where it was.
+    assert_eq!(sub.position(), end + 1);
+    drop((whole, sub, p));
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
+fn seeking_in_a_damaged_journal_is_a_typed_error_never_a_hang_or_a_panic() {
+    let (dir, bus, p, end) = compacted("jseekbad");
+    drop(p);
+    let path = dir.path().join("j");
+    let rs = record_size(16) as u64;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("open");
+    use std::os::unix::fs::FileExt;
+    // Snapshot record 50 (the bisection's first probe) torn.
+    let at = HEADER_LEN as u64 + 50 * rs + 8;
+    let mut b = [0u8; 1];
+    file.read_exact_at(&mut b, at).expect("read");
+    file.write_all_at(&[b[0] ^ 0xff], at).expect("write");
+    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    match sub.seek(3) {
+        Err(
+            e @ SeekError::Corrupt {
+                index: 50,
+                base: 1000,
+                ..
+            },
+        ) => {
+            assert!(
+                e.to_string()
+                    .contains("snapshot record 50 is torn or zeroed"),
+                "{e}"
+            );
+        }
+        other => panic!("seek into a torn snapshot: {other:?}"),
+    }
+    // The contiguous part does not need the snapshot: a direct offset.
+    sub.seek(1500).expect("seek past the snapshot");
+    assert_eq!(entries_until(&mut sub, end).len() as u64, end - 1500);
+    // A header (with a good check) that counts more snapshot records
+    // than any file holds: refused, where an offset would have overflowed.
+    use shmbus::internals::journal_format::JournalHeader;
+    let mut head = [0u8; HEADER_LEN];
+    file.read_exact_at(&mut head, 0).expect("read");
+    let h = JournalHeader::decode(&head).expect("a header");
+    let huge = JournalHeader {
+        snapshot: u64::MAX - 1,
+        ..h
+    };
+    file.write_all_at(&huge.encode(), 0).expect("write");
+    for seq in [3, 1500] {
+        match sub.seek(seq) {
+            Err(e @ SeekError::Oversized { snapshot, .. }) => {
+                assert_eq!(snapshot, u64::MAX - 1);
+                assert!(
+                    e.to_string()
+                        .contains("snapshot records, the file has room for"),
+                    "{e}"
+                );
+            }
+            other => panic!("seek {seq} in a journal with a huge snapshot count: {other:?}"),
+        }
+    }
+    drop(sub);
     bus.finish();
     dir.finish();
 }

@@ -266,7 +266,10 @@ impl JournalHeader {
     pub fn index_of(&self, seq: u64) -> Option<u64> {
         let j = seq.wrapping_sub(self.base);
         // Within 2^62 ahead of base: the same distance rule as the ring.
-        ((j as i64) >= 0).then(|| self.snapshot + j)
+        // The snapshot count is the file's (untrusted): no index past u64.
+        ((j as i64) >= 0)
+            .then(|| self.snapshot.checked_add(j))
+            .flatten()
     }
 }
 

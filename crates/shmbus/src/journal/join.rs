@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::wire::Message;
 
 use super::format;
-use super::reader::Reader;
+use super::reader::{Reader, SnapshotFault};
 use super::JournalOpenError;
 use crate::bus::ring::{Poll, Ring, Stall};
 use crate::bus::{Payload, Received};
@@ -185,6 +185,68 @@ pub enum JoinError {
     Cancelled,
 }
 
+/// Why [`JournalSubscriber::seek`] could not position the subscriber. It
+/// stays where it was.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, SeekError};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-seekerror-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-seekerror-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&1)?;
+/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// match late.seek(5) {
+///     Err(SeekError::Ahead { seq: 5, head: 1 }) => {}
+///     other => panic!("nothing is at 5 yet, got {other:?}"),
+/// }
+/// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SeekError {
+    /// The sequence is past the bus's head: nothing was published there.
+    #[error("sequence {seq} is ahead of the bus's head {head}: nothing was published there yet")]
+    Ahead {
+        /// The sequence asked for.
+        seq: u64,
+        /// The bus's head when asked.
+        head: u64,
+    },
+    /// The journal file could not be opened or read.
+    #[error(transparent)]
+    Journal(#[from] JournalOpenError),
+    /// A snapshot record met by the search is not a whole record in
+    /// order: the file was damaged (or written by something else).
+    #[error("{path}: snapshot record {index} is {found}, expected a whole record with a sequence below the base {base} and above the previous one")]
+    Corrupt {
+        /// The journal.
+        path: PathBuf,
+        /// The record's index in the file.
+        index: u64,
+        /// What it is: "torn or zeroed (its check does not match)", ...
+        found: String,
+        /// The file's base (the first sequence after the snapshot).
+        base: u64,
+    },
+    /// The header counts more snapshot records than the file has room for.
+    #[error("{path}: the header counts {snapshot} snapshot records, the file has room for {held}: the header is damaged")]
+    Oversized {
+        /// The journal.
+        path: PathBuf,
+        /// The header's snapshot count.
+        snapshot: u64,
+        /// Records the file's length has room for.
+        held: u64,
+    },
+}
+
 fn ahead(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
 }
@@ -343,6 +405,63 @@ impl Core {
         }
         r.seek(seq);
         Ok(r)
+    }
+
+    /// Positions the stream at `seq`: what follows is exactly what a
+    /// subscriber joined now would deliver from `seq` on (see
+    /// [`JournalSubscriber::seek`]). A direct offset in the contiguous part
+    /// (records are fixed-size, record `snapshot + j` is `base + j`), a
+    /// bisection in the snapshot: never a scan.
+    fn seek(&mut self, seq: u64) -> Result<(), SeekError> {
+        let head = self.ring.head();
+        if ahead(seq, head) > 0 {
+            return Err(SeekError::Ahead { seq, head });
+        }
+        let mut r = Reader::open(&self.path, self.msg_size, self.type_hash)?;
+        let base = r.header.base;
+        let read_error = |e| SeekError::Journal(JournalOpenError::io(&self.path, "read", e));
+        // A file always has room for its snapshot (a compaction writes it
+        // first); a count past that is a damaged header, and would put the
+        // contiguous part past any offset.
+        let held = r.held().map_err(read_error)?;
+        if r.header.snapshot > held {
+            return Err(SeekError::Oversized {
+                path: self.path.clone(),
+                snapshot: r.header.snapshot,
+                held,
+            });
+        }
+        let next = if ahead(seq, base) >= 0 {
+            r.seek(seq);
+            seq
+        } else {
+            let index = r.snapshot_lower_bound(seq).map_err(|f| match f {
+                SnapshotFault::Io(e) => read_error(e),
+                SnapshotFault::Record { index, end } => SeekError::Corrupt {
+                    path: self.path.clone(),
+                    index,
+                    found: match end {
+                        format::End::Short => "cut short (the file ends inside it)".into(),
+                        format::End::Check => "torn or zeroed (its check does not match)".into(),
+                        format::End::Sequence { found, .. } => {
+                            format!("a record of sequence {found}")
+                        }
+                    },
+                    base,
+                },
+            })?;
+            r.seek_index(index);
+            // As at the join: the snapshot's records come as entries (the
+            // state below base), the contiguous part from base.
+            base
+        };
+        self.reader = Some(r);
+        self.next = next;
+        self.initial = true;
+        self.folded = 0;
+        self.repair_at = None;
+        self.activity.reset(self.ring.region(), next);
+        Ok(())
     }
 
     /// One step (see `next_step`), noted on this subscriber's line: its
@@ -726,6 +845,48 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// ```
     pub fn is_live(&self) -> bool {
         self.core.reader.is_none()
+    }
+
+    /// Moves to sequence `seq`: what it delivers next is exactly what a
+    /// subscriber joined now would deliver from `seq` on, in time that does
+    /// not grow with the journal: the records from `seq` in the contiguous
+    /// part (a direct offset: records are fixed-size), or, for a `seq` a
+    /// compaction folded into the snapshot, the snapshot's records from the
+    /// first at or after `seq` (a bisection: the snapshot's sequences
+    /// increase), then the contiguous part; then the ring. A `seq` before
+    /// the journal's first record starts at its start. Needs no flush: the
+    /// publisher's records are in the file's page cache before they are on
+    /// the ring, so every sequence below [`head`](Self::head) is there.
+    ///
+    /// # Errors
+    /// [`SeekError::Ahead`] for a `seq` past the head;
+    /// [`SeekError::Journal`] if the journal cannot be opened or read;
+    /// [`SeekError::Corrupt`] if a snapshot record the search meets is
+    /// damaged. The subscriber then stays where it was.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, Entry, JoinOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{JournalSubscriber, Received, Wait};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sseek-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-sseek-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// for i in 0..1000 {
+    ///     publisher.publish(&(i * 10))?;
+    /// }
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// late.seek(990)?;
+    /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 990, msg: 9900 })));
+    /// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seek(&mut self, seq: u64) -> Result<(), SeekError> {
+        self.core.seek(seq)
     }
 
     /// The bus's head: the sequence the publisher writes next.

@@ -118,7 +118,7 @@ mod state;
 mod writer;
 
 pub use compaction::side_files;
-pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber};
+pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, SeekError};
 pub use publish::{
     CloseError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
     SnapshotError,

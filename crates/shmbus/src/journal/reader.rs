@@ -108,6 +108,22 @@ pub(crate) fn check_header_matches(
     Ok(())
 }
 
+/// The byte offset of record `index`, if it is a representable one.
+fn record_offset(index: u64, rs: usize) -> Option<u64> {
+    index
+        .checked_mul(rs as u64)
+        .and_then(|b| b.checked_add(HEADER_LEN as u64))
+}
+
+/// Why [`Reader::snapshot_lower_bound`] found no answer.
+#[derive(Debug)]
+pub(crate) enum SnapshotFault {
+    /// The file could not be read.
+    Io(io::Error),
+    /// Snapshot record `index` is not a whole record in order.
+    Record { index: u64, end: format::End },
+}
+
 /// A journal file's records, read in 1 MiB chunks.
 pub(crate) struct Reader {
     file: File,
@@ -171,7 +187,11 @@ impl Reader {
     pub(crate) fn next(&mut self) -> io::Result<Option<(u64, bool, &[u8])>> {
         let rs = self.header.record_size();
         if self.index < self.buf_first || self.index >= self.buf_first + self.buf_records {
-            let off = HEADER_LEN as u64 + self.index * rs as u64;
+            // An index from an untrusted header (a huge snapshot count) may
+            // lie past any file: no record there.
+            let Some(off) = record_offset(self.index, rs) else {
+                return Ok(None);
+            };
             let n = read_full(&self.file, &mut self.buf, off)?;
             self.buf_first = self.index;
             self.buf_records = (n / rs) as u64;
@@ -196,6 +216,43 @@ impl Reader {
                 Ok(None)
             }
         }
+    }
+
+    /// How many records the file's length has room for (written or not).
+    pub(crate) fn held(&self) -> io::Result<u64> {
+        let len = self.file.metadata()?.len();
+        Ok(len.saturating_sub(HEADER_LEN as u64) / self.header.record_size() as u64)
+    }
+
+    /// The index of the first snapshot record whose sequence is at or after
+    /// `seq` (the snapshot's sequences increase), or the snapshot's end, by
+    /// bisection: at most 64 reads of one record each. The snapshot count is
+    /// the header's, untrusted: the search is bounded by the records the
+    /// file can hold, and a probe that does not parse is an error, never a
+    /// guess (the order bisection relies on is only known for whole
+    /// records).
+    pub(crate) fn snapshot_lower_bound(&self, seq: u64) -> Result<u64, SnapshotFault> {
+        let rs = self.header.record_size();
+        let held = self.held().map_err(SnapshotFault::Io)?;
+        let (mut lo, mut hi) = (0u64, self.header.snapshot.min(held));
+        let mut rec = vec![0u8; rs];
+        // Each pass halves hi - lo < 2^64: at most 64 passes.
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let off = record_offset(mid, rs).ok_or(SnapshotFault::Record {
+                index: mid,
+                end: format::End::Short,
+            })?;
+            let n = read_full(&self.file, &mut rec, off).map_err(SnapshotFault::Io)?;
+            let r = format::parse_record(&self.header, mid, None, &rec[..n])
+                .map_err(|end| SnapshotFault::Record { index: mid, end })?;
+            if (r.seq.wrapping_sub(seq) as i64) >= 0 {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(lo)
     }
 
     /// Whether the record at the current position is there and valid
