@@ -25,7 +25,7 @@ use zenoh::handlers::FifoChannelHandler;
 use zenoh::query::{Query, Queryable};
 use zenoh::Wait as _;
 
-use crate::frame::Frame;
+use crate::frame::{Frame, Upstream};
 
 /// The key a bridge-out answers journal queries on.
 pub(crate) fn journal_key(key: &str) -> String {
@@ -48,12 +48,12 @@ const READ_LIMIT: Duration = Duration::from_secs(60);
 pub(crate) fn serve(
     queryable: &Queryable<FifoChannelHandler<Query>>,
     name: &str,
-    epoch: u64,
+    upstream: Upstream,
     stopped: &(dyn Fn() -> bool + Sync),
 ) {
     while !stopped() {
         match queryable.recv_timeout(Duration::from_millis(100)) {
-            Ok(Some(query)) => answer(&query, name, epoch, stopped),
+            Ok(Some(query)) => answer(&query, name, upstream, stopped),
             Ok(None) => {}
             Err(_) => return,
         }
@@ -89,7 +89,7 @@ fn join(name: &str) -> Result<JournalSubscriber<[u8]>, JoinError> {
     }
 }
 
-fn answer(query: &Query, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Sync)) {
+fn answer(query: &Query, name: &str, upstream: Upstream, stopped: &(dyn Fn() -> bool + Sync)) {
     let fail = |why: String| {
         let _ = query.reply_err(why).wait();
     };
@@ -124,7 +124,7 @@ fn answer(query: &Query, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + S
                 }
                 !at_or_after(seq, from)
                     || reply(Frame::Message {
-                        epoch,
+                        upstream,
                         seq,
                         msg_size: msg.len() as u64,
                         bytes: msg,
@@ -142,7 +142,7 @@ fn answer(query: &Query, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + S
                 let count = end.wrapping_sub(first);
                 (count as i64) <= 0
                     || reply(Frame::Gap {
-                        epoch,
+                        upstream,
                         first,
                         count,
                     })
@@ -157,7 +157,7 @@ fn answer(query: &Query, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + S
         }
     }
     let _ = reply(Frame::End {
-        epoch,
+        upstream,
         next: target,
     });
 }
