@@ -943,7 +943,7 @@ fn a_recreated_upstream_is_mirrored_again_continuing_the_downstream_sequence() {
 }
 
 #[test]
-fn bridge_in_refuses_a_capacity_create_refuses_before_it_listens() {
+fn bridge_in_refuses_options_create_refuses_before_it_listens() {
     let down = BusName::new("bridge-cap-down");
     let rt = RuntimeDir::new("bridge-cap");
     for capacity in ["3", "0"] {
@@ -978,6 +978,24 @@ fn bridge_in_refuses_a_capacity_create_refuses_before_it_listens() {
         out.assert_error(create.code().expect("a code"), reason);
         assert!(std::fs::metadata(down.path()).is_err(), "no bus made");
     }
+    // A journal in a directory that is not there.
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let journal = "/nonexistent-shmbus-dir/down.journal";
+    let out = rt.run(&[
+        "bridge",
+        "in",
+        "shmbus/test/cap",
+        down.name(),
+        "--create",
+        "8",
+        "--journal",
+        journal,
+        "--listen",
+        &endpoint,
+    ]);
+    assert_eq!(out.stdout(), "", "it never says listening");
+    out.assert_error(1, &format!("{journal}: resolve: No such file or directory"));
+    assert!(std::fs::metadata(down.path()).is_err(), "no bus made");
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
 

@@ -282,7 +282,8 @@ pub fn bridge_in(
 
 /// Refuses, before anything listens, a bus `opts.create` could never
 /// make (a capacity that is not a power of two, a message type no bus
-/// records), with the error creating it would give: the bus is made only
+/// records, a journal path that does not resolve or does not fit the
+/// header), with the error creating it would give: the bus is made only
 /// when the first frame brings the upstream's message size, and a bridge
 /// that said "listening" must not die then. Checked with the smallest
 /// message the type allows; the first frame's size is checked when the
@@ -301,6 +302,36 @@ fn check_create(opts: &InOptions) -> Result<(), BridgeError> {
     };
     let smallest = shmbus::TypeFingerprint::checked(type_name, align, align).map_err(invalid)?;
     shmbus::wire::Header::broadcast(capacity, smallest, 4096, 0).map_err(invalid)?;
+    if let Some(path) = &opts.journal {
+        check_journal_path(path).map_err(|message| BridgeError::Journal {
+            name: opts.name.clone(),
+            message,
+        })?;
+    }
+    Ok(())
+}
+
+/// The journal path as the bus's creator will record it (absolute, its
+/// directory resolved) fits the header (docs/LAYOUT.md §4).
+fn check_journal_path(path: &std::path::Path) -> Result<(), String> {
+    let shown = path.display();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{shown}: names no file"))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{shown}: resolve: {e}"))?;
+    let len = dir.join(name).as_os_str().len();
+    let max = shmbus::wire::header::JOURNAL_PATH_MAX;
+    if len > max {
+        return Err(format!(
+            "{shown}: the absolute path is {len} bytes, at most {max}"
+        ));
+    }
     Ok(())
 }
 
