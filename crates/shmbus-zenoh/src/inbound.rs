@@ -26,9 +26,18 @@
 //!   `pending`, in arrival order, and are applied after it: memory grows
 //!   with the live rate times the replay's duration (bounded by its
 //!   timeout).
-//! - A frame before that point (a repeat, or an upstream restarted at a
-//!   lower sequence) is dropped and counted in [`InStats::repeats`]: the
-//!   downstream never goes back.
+//! - A frame before that point (a repeat) is dropped and counted in
+//!   [`InStats::repeats`]: the downstream never goes back.
+//! - Sequences are those of the upstream creation followed (frames name
+//!   it, `frame::Upstream`) plus an offset: 0 for the first creation
+//!   heard; a creation not followed before is a new stream whose first
+//!   sequence lands on the downstream's next (`Following`), so a
+//!   re-created upstream (sequences from 0 again) is mirrored, not taken
+//!   for repeats; frames of the 16 creations followed last are repeats.
+//! - A frame that cannot be applied whole (`admissible`: a larger message
+//!   size than the bus's, a hole past 2^60) is dropped as bad before
+//!   anything of it happens: a peer on the key may make the bus skip or
+//!   repeat, never stop it.
 //! - One writer for the downstream bus at a time: the bridge's state is
 //!   under one mutex. A live frame at the next sequence, with nothing
 //!   queued before it and no replay under way, is published on Zenoh's
