@@ -36,8 +36,6 @@ pub const SCHEMA: &str = "shmbus-bridge-status/1";
 
 /// The largest status file read (a real one is well under 4 KiB).
 const MAX_FILE: u64 = 64 << 10;
-/// The most files a reader looks at in the directory.
-const MAX_FILES: usize = 4096;
 /// The most endpoints of each kind, and the longest text field, read.
 const MAX_ENDPOINTS: usize = 64;
 const MAX_TEXT: usize = 4096;
@@ -617,14 +615,16 @@ fn read_bounded(path: &Path) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The files of the directory (at most [`MAX_FILES`]) that are ours, by
-/// pid, and whether each is a tmp file.
+/// The files of the directory that are ours, by pid, and whether each is
+/// a tmp file. Every entry is looked at (however many other names the
+/// directory holds, one of ours is never left unseen); what is kept is
+/// bounded by the pid space, two names a pid, and each is read later at
+/// most [`MAX_FILE`] bytes.
 fn entries(dir: &Path) -> Vec<(PathBuf, u32, bool)> {
     let Ok(list) = fs::read_dir(dir) else {
         return Vec::new();
     };
-    list.take(MAX_FILES)
-        .filter_map(Result::ok)
+    list.filter_map(Result::ok)
         .filter_map(|e| {
             let (pid, tmp) = classify(e.file_name().to_str()?)?;
             Some((e.path(), pid, tmp))

@@ -25,6 +25,8 @@ use common::{
 };
 use rustix::process::Signal;
 use serde_json::{json, Value};
+use shmbus_zenoh::frame::{Frame, Upstream};
+use zenoh::Wait as _;
 
 /// A private `XDG_RUNTIME_DIR` (under the temporary directory, not
 /// /dev/shm): the commands run through it find the bridges' status files
@@ -733,4 +735,320 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
     Bridges { inbound, outbound }.stop();
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();
+}
+
+/// The creation of bus `name` its frames name (`frame::Upstream`), read
+/// from its header as a bridge-out reads it.
+fn upstream_of(name: &str) -> Upstream {
+    let h = shmbus::stat::stat(name).expect("stat").header;
+    Upstream::from_header(h.created_ns, h.creator_pid, h.first_seq)
+}
+
+/// A Zenoh peer of the test's own on KEY, dialing `endpoint`: what a
+/// broken or hostile bridge-out could put there. Matched (Zenoh sends a
+/// put only to a matching subscriber) when made.
+struct RawPeer {
+    publisher: zenoh::pubsub::Publisher<'static>,
+    _session: zenoh::Session,
+}
+
+impl RawPeer {
+    fn new(endpoint: &str, key: &str) -> RawPeer {
+        let session = shmbus_zenoh::session(&shmbus_zenoh::Endpoints {
+            connect: vec![endpoint.to_owned()],
+            ..Default::default()
+        })
+        .expect("a zenoh session");
+        let publisher = session
+            .declare_publisher(key.to_owned())
+            .congestion_control(zenoh::qos::CongestionControl::Block)
+            .wait()
+            .expect("a zenoh publisher");
+        wait_for("the raw peer to match the bridge-in", || {
+            publisher
+                .matching_status()
+                .wait()
+                .is_ok_and(|m| m.matching())
+        });
+        RawPeer {
+            publisher,
+            _session: session,
+        }
+    }
+
+    fn put(&self, frame: &Frame<'_>) {
+        self.publisher
+            .put(frame.encode())
+            .wait()
+            .expect("a zenoh put");
+    }
+}
+
+/// The bridges up, "first" across; then `hostile` put on the key by
+/// another peer, then "second" published upstream. The bridge-in must
+/// count the frame as bad and go on: "second" crosses at sequence 1, and
+/// a downstream subscriber gets both, with no lag report.
+fn a_hostile_frame_is_counted_and_the_bridge_in_goes_on(
+    label: &str,
+    hostile: impl FnOnce(Upstream) -> Frame<'static>,
+) {
+    let (up, down) = (
+        BusName::new(&format!("bridge-{label}-up")),
+        BusName::new(&format!("bridge-{label}-down")),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/{label}/{}", std::process::id());
+    let rt = RuntimeDir::new(&format!("bridge-{label}"));
+    let (mut b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    publish(up.name(), "first\n");
+    wait_for("the downstream bus", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 1)
+    });
+    let peer = RawPeer::new(&endpoint, &key);
+    peer.put(&hostile(upstream_of(up.name())));
+    let in_pid = b.inbound.pid();
+    shmbus_testkit::wait_for(
+        "the bridge-in to count the frame as bad",
+        &mut [&mut b.inbound],
+        || rt.status(in_pid).is_some_and(|s| s["bad_frames"] == 1),
+    );
+    publish(up.name(), "second\n");
+    shmbus_testkit::wait_for(
+        "the downstream bus to hold 2 messages",
+        &mut [&mut b.inbound],
+        || shmbus::stat::stat(down.name()).is_ok_and(|s| s.head == 2),
+    );
+    let out = shmbus(&[
+        "sub",
+        down.name(),
+        "--from",
+        "oldest",
+        "--count",
+        "2",
+        "--timeout",
+        "10",
+    ]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "first\nsecond\n");
+    assert_eq!(out.stderr, "", "no lag report");
+    wait_for("the bridge-in's status to count 2 messages", || {
+        rt.status(in_pid).is_some_and(|s| {
+            (&s["messages"], &s["lost"], &s["repeats"], &s["bad_frames"])
+                == (&json!(2), &json!(0), &json!(0), &json!(1))
+        })
+    });
+    drop(peer);
+    b.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}
+
+#[test]
+fn a_frame_declaring_a_larger_message_size_is_dropped_and_counted() {
+    // The next sequence, from a bus of 64-byte messages: the downstream's
+    // are 32.
+    a_hostile_frame_is_counted_and_the_bridge_in_goes_on("bigger", |upstream| Frame::Message {
+        upstream,
+        seq: 1,
+        msg_size: 64,
+        bytes: b"hostile",
+    });
+}
+
+#[test]
+fn a_frame_further_ahead_than_any_bus_can_skip_is_refused_whole() {
+    // 2^60 + 1 ahead of the next sequence (1): no bus publishes that many,
+    // so it is no loss to skip; taken for one, the mirror would skip 2^60
+    // and drop every genuine frame after it as a repeat.
+    a_hostile_frame_is_counted_and_the_bridge_in_goes_on("far", |upstream| Frame::Message {
+        upstream,
+        seq: 1 + shmbus::SkipError::MAX + 1,
+        msg_size: 32,
+        bytes: b"far",
+    });
+}
+
+#[test]
+fn a_recreated_upstream_is_mirrored_again_continuing_the_downstream_sequence() {
+    let (up, down) = (
+        BusName::new("bridge-recreate-up"),
+        BusName::new("bridge-recreate-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/recreate/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-recreate");
+    let (b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    publish(up.name(), &common::numbered_lines(1..=100));
+    wait_for("the downstream bus to hold 100 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 100)
+    });
+    // A subscriber downstream from the start, through what follows.
+    let sub = common::start(&[
+        "sub",
+        down.name(),
+        "--from",
+        "oldest",
+        "--count",
+        "150",
+        "--timeout",
+        "10",
+    ]);
+    wait_until_waiting(down.name(), &sub);
+    let before = upstream_of(up.name());
+    // What a reboot of the upstream's host does: the bridge-out ends, the
+    // bus is made again (its sequences start at 0 again), a bridge-out
+    // starts on it.
+    let Bridges {
+        inbound,
+        outbound: old,
+    } = b;
+    signal(&old, Signal::TERM);
+    old.wait().assert_success();
+    shmbus(&["rm", up.name()]).assert_success();
+    create(up.name(), "256");
+    assert_ne!(upstream_of(up.name()).instance, before.instance);
+    let mut outbound = rt.start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    publish(up.name(), &common::numbered_lines(101..=150));
+    let out = sub.wait();
+    out.assert_success();
+    assert_eq!(
+        out.stdout(),
+        common::numbered_lines(1..=150),
+        "the new creation's 50 follow the first 100"
+    );
+    assert_eq!(out.stderr, "", "no lag report: nothing was lost");
+    let d = shmbus::stat::stat(down.name()).expect("stat down");
+    assert_eq!(
+        (d.header.first_seq, d.head),
+        (0, 150),
+        "the downstream sequence goes on: the new creation's 0..50 are 100..150"
+    );
+    let in_pid = inbound.pid();
+    wait_for("the bridge-in's status to count 150 messages", || {
+        rt.status(in_pid).is_some_and(|s| {
+            (&s["messages"], &s["lost"], &s["repeats"], &s["bad_frames"])
+                == (&json!(150), &json!(0), &json!(0), &json!(0))
+        })
+    });
+    Bridges { inbound, outbound }.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}
+
+#[test]
+fn bridge_in_refuses_options_create_refuses_before_it_listens() {
+    let down = BusName::new("bridge-cap-down");
+    let rt = RuntimeDir::new("bridge-cap");
+    for capacity in ["3", "0"] {
+        let create = shmbus(&[
+            "create",
+            down.name(),
+            "--capacity",
+            capacity,
+            "--msg-size",
+            "32",
+        ]);
+        let message = create.stderr.trim_end().to_owned();
+        assert_ne!(
+            create.code(),
+            Some(0),
+            "create --capacity {capacity}: {create:?}"
+        );
+        let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+        let out = rt.run(&[
+            "bridge",
+            "in",
+            "shmbus/test/cap",
+            down.name(),
+            "--create",
+            capacity,
+            "--listen",
+            &endpoint,
+        ]);
+        assert_eq!(out.stdout(), "", "it never says listening");
+        assert_eq!(out.code(), create.code(), "{out:?}");
+        let reason = message.rsplit(": ").next().expect("a reason");
+        out.assert_error(create.code().expect("a code"), reason);
+        assert!(std::fs::metadata(down.path()).is_err(), "no bus made");
+    }
+    // A journal in a directory that is not there.
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let journal = "/nonexistent-shmbus-dir/down.journal";
+    let out = rt.run(&[
+        "bridge",
+        "in",
+        "shmbus/test/cap",
+        down.name(),
+        "--create",
+        "8",
+        "--journal",
+        journal,
+        "--listen",
+        &endpoint,
+    ]);
+    assert_eq!(out.stdout(), "", "it never says listening");
+    out.assert_error(1, &format!("{journal}: resolve: No such file or directory"));
+    assert!(std::fs::metadata(down.path()).is_err(), "no bus made");
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}
+
+#[test]
+fn a_bridge_ended_by_sighup_leaves_no_status() {
+    let bus = BusName::new("bridge-hup");
+    create(bus.name(), "8");
+    let rt = RuntimeDir::new("bridge-hup");
+    let key = format!("shmbus/test/hup/{}", std::process::id());
+    let out = lone_bridge_out(&rt, bus.name(), &key);
+    signal(&out, Signal::HUP);
+    out.wait().assert_success();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}
+
+#[test]
+fn a_bridge_is_shown_however_many_other_names_its_status_directory_holds() {
+    let bus = BusName::new("bridge-many");
+    create(bus.name(), "8");
+    let rt = RuntimeDir::new("bridge-many");
+    let key = format!("shmbus/test/many/{}", std::process::id());
+    let out = lone_bridge_out(&rt, bus.name(), &key);
+    // Other names (none a status) until the bridge's file lies past the
+    // first 4096 entries in the directory's own order, which a reader
+    // once stopped at. The bridge held still meanwhile, so that its
+    // status is not written anew (a rename may move it in that order).
+    signal(&out, Signal::STOP);
+    let status = format!("{}.json", out.pid());
+    let position = || {
+        std::fs::read_dir(rt.bridges())
+            .expect("the status directory")
+            .position(|e| e.expect("an entry").file_name().to_str() == Some(&status))
+            .expect("the bridge's status")
+    };
+    let mut others = 0;
+    while position() < 5000 {
+        assert!(others < 200_000, "the status stays among the first entries");
+        for i in others..others + 1000 {
+            write(&rt.bridges().join(format!("other-{i}")), b"");
+        }
+        others += 1000;
+    }
+    let stat = rt.stat_json(bus.name());
+    assert_eq!(
+        stat["bridges"].as_array().map(Vec::len),
+        Some(1),
+        "the bridge-out past {others} other names: {stat}"
+    );
+    signal(&out, Signal::CONT);
+    signal(&out, Signal::TERM);
+    out.wait().assert_success();
+    for i in 0..others {
+        let _ = std::fs::remove_file(rt.bridges().join(format!("other-{i}")));
+    }
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }

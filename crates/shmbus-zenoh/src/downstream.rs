@@ -156,8 +156,8 @@ impl<R: Region> Downstream<R> {
     pub(crate) fn skip(&mut self, n: u64, name: &str) -> Result<(), BridgeError> {
         match self {
             Downstream::Plain(p) => {
-                // A hole too far to tell from a lap (2^60) cannot come from a
-                // bus whose sequences stay within 2^61: skip what may be.
+                // `inbound::admissible` refuses a frame whose hole is past
+                // 2^60 before anything of it is applied: `n` is within it.
                 let _ = p.skip(n.min(shmbus::SkipError::MAX));
                 Ok(())
             }

@@ -4,19 +4,25 @@
 //!
 //! # Layout (little-endian; docs/LAYOUT.md §24)
 //! ```text
-//! 0   u32  magic "SBZ1" (0x315a4253)
+//! 0   u32  magic "SBZ2" (0x325a4253)
 //! 4   u8   kind: 1 message, 2 gap, 3 batch, 4 end of a replay
 //! 5   u8[3] zero
-//! 8   u64  epoch of the upstream bus when the bridge read it
+//! 8   u64  instance: which creation of the upstream bus (`Upstream`)
 //! 16  u64  seq: the (first) message's sequence, a gap's first lost one,
 //!          or the sequence after a replay's last
 //! 24  u64  message, batch: the upstream bus's message size; gap: how many;
 //!          end: zero
-//! 32  ...  message: its bytes (at most the message size); gap, end:
+//! 32  u64  first: that creation's first sequence (its `first_seq`)
+//! 40  ...  message: its bytes (at most the message size); gap, end:
 //!          nothing; batch: count * message size bytes, message
-//!          `first + i` at `32 + i * msg_size`, count = payload length /
+//!          `first + i` at `40 + i * msg_size`, count = payload length /
 //!          msg_size
 //! ```
+//!
+//! "SBZ1" frames (version 1: 32 bytes, the upstream's epoch at 8, no
+//! `first`) did not say which creation of the upstream bus they came
+//! from, so a re-created upstream, whose sequences start again, was taken
+//! for repeats. A reader of this version refuses them (another magic).
 //!
 //! Live puts carry messages, batches and gaps; a replay (the answer to a
 //! journal query, `replay`) carries messages and gaps and ends with one
@@ -33,24 +39,24 @@
 
 use std::fmt;
 
-/// "SBZ1" as a little-endian u32.
+/// "SBZ2" as a little-endian u32.
 ///
 /// # Examples
 /// ```
 /// use shmbus_zenoh::frame::{Frame, MAGIC};
-/// let bytes = Frame::End { epoch: 1, next: 5 }.encode();
+/// let bytes = Frame::End { upstream: Default::default(), next: 5 }.encode();
 /// assert_eq!(bytes[..4], MAGIC.to_le_bytes());
 /// ```
-pub const MAGIC: u32 = u32::from_le_bytes(*b"SBZ1");
+pub const MAGIC: u32 = u32::from_le_bytes(*b"SBZ2");
 /// Bytes before a message's payload.
 ///
 /// # Examples
 /// ```
 /// use shmbus_zenoh::frame::{Frame, HEADER};
-/// let bytes = Frame::Gap { epoch: 1, first: 5, count: 2 }.encode();
+/// let bytes = Frame::Gap { upstream: Default::default(), first: 5, count: 2 }.encode();
 /// assert_eq!(bytes.len(), HEADER); // a gap is a header alone
 /// ```
-pub const HEADER: usize = 32;
+pub const HEADER: usize = 40;
 const KIND_MESSAGE: u8 = 1;
 const KIND_GAP: u8 = 2;
 const KIND_BATCH: u8 = 3;
@@ -58,12 +64,58 @@ const KIND_END: u8 = 4;
 /// The largest message a bus carries (16 MiB), so the largest frame body.
 const MAX_MSG: u64 = 16 << 20;
 
+/// Which creation of the upstream bus a frame comes from. A bus removed
+/// and created again (a reboot of its host) starts its sequences again:
+/// its frames must not be taken for repeats of the last one's.
+///
+/// # Examples
+/// ```
+/// use shmbus_zenoh::frame::Upstream;
+/// let a = Upstream::from_header(1_700_000_000_000_000_000, 4242, 0);
+/// let b = Upstream::from_header(1_700_000_000_000_000_001, 4242, 0);
+/// assert_ne!(a.instance, b.instance); // created a nanosecond apart
+/// assert_eq!(a.first, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Upstream {
+    /// The creation's identity: FNV-1a 64 of the upstream bus's header
+    /// fields `created_ns` (u64) then `creator_pid` (u32), little-endian,
+    /// 12 bytes (docs/LAYOUT.md §4, §24). Written once by the bus's
+    /// creator, so the same for every bridge-out of that creation.
+    pub instance: u64,
+    /// The creation's first sequence (its header's `first_seq`): where its
+    /// stream begins.
+    pub first: u64,
+}
+
+impl Upstream {
+    /// The upstream of a bus whose header holds these fields.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus_zenoh::frame::Upstream;
+    /// let u = Upstream::from_header(5, 7, 100);
+    /// let mut bytes = 5u64.to_le_bytes().to_vec();
+    /// bytes.extend_from_slice(&7u32.to_le_bytes());
+    /// assert_eq!(u, Upstream { instance: shmbus::wire::fnv1a(&bytes), first: 100 });
+    /// ```
+    pub fn from_header(created_ns: u64, creator_pid: u32, first_seq: u64) -> Upstream {
+        let mut id = [0; 12];
+        id[..8].copy_from_slice(&created_ns.to_le_bytes());
+        id[8..].copy_from_slice(&creator_pid.to_le_bytes());
+        Upstream {
+            instance: shmbus::wire::fnv1a(&id),
+            first: first_seq,
+        }
+    }
+}
+
 /// One frame, borrowed from the bytes it was read from.
 ///
 /// # Examples
 /// ```
 /// use shmbus_zenoh::frame::Frame;
-/// let put = Frame::Message { epoch: 1, seq: 41, msg_size: 8, bytes: b"tick" }.encode();
+/// let put = Frame::Message { upstream: Default::default(), seq: 41, msg_size: 8, bytes: b"tick" }.encode();
 /// match Frame::parse(&put)? {
 ///     Frame::Message { seq, bytes, .. } => assert_eq!((seq, bytes), (41, &b"tick"[..])),
 ///     other => panic!("not a message: {other}"),
@@ -74,8 +126,8 @@ const MAX_MSG: u64 = 16 << 20;
 pub enum Frame<'a> {
     /// Upstream sequence `seq`, from a bus of `msg_size`-byte messages.
     Message {
-        /// The upstream bus's epoch.
-        epoch: u64,
+        /// The creation of the upstream bus it comes from.
+        upstream: Upstream,
         /// Its sequence number upstream.
         seq: u64,
         /// The upstream bus's message size.
@@ -85,8 +137,8 @@ pub enum Frame<'a> {
     },
     /// Upstream sequences `first ..` in order, `msg_size` bytes each.
     Batch {
-        /// The upstream bus's epoch.
-        epoch: u64,
+        /// The creation of the upstream bus it comes from.
+        upstream: Upstream,
         /// The first message's sequence upstream.
         first: u64,
         /// The upstream bus's message size: the stride.
@@ -97,8 +149,8 @@ pub enum Frame<'a> {
     /// Upstream sequences `first .. first + count` were lost before the
     /// bridge read them.
     Gap {
-        /// The upstream bus's epoch.
-        epoch: u64,
+        /// The creation of the upstream bus it comes from.
+        upstream: Upstream,
         /// The first lost sequence.
         first: u64,
         /// How many.
@@ -107,8 +159,8 @@ pub enum Frame<'a> {
     /// The last frame of a replay: the journal held nothing more below
     /// `next` (the replay's end, or the journal's when it was read).
     End {
-        /// The upstream bus's epoch.
-        epoch: u64,
+        /// The creation of the upstream bus it comes from.
+        upstream: Upstream,
         /// The sequence after the replay's last.
         next: u64,
     },
@@ -120,20 +172,20 @@ pub enum Frame<'a> {
 /// ```
 /// use shmbus_zenoh::frame::{Frame, FrameError};
 /// assert_eq!(Frame::parse(b"SBZ1"), Err(FrameError::Short { len: 4 }));
-/// let mut bytes = Frame::End { epoch: 1, next: 5 }.encode();
+/// let mut bytes = Frame::End { upstream: Default::default(), next: 5 }.encode();
 /// bytes[4] = 9;
 /// assert_eq!(Frame::parse(&bytes), Err(FrameError::Kind { found: 9 }));
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FrameError {
-    /// Shorter than the 32-byte header.
+    /// Shorter than the 40-byte header.
     #[error("frame of {len} bytes is shorter than its {HEADER}-byte header")]
     Short {
         /// Its length.
         len: usize,
     },
     /// Another magic: not a shmbus bridge's frame.
-    #[error("frame magic {found:#010x}, expected {MAGIC:#010x} (\"SBZ1\")")]
+    #[error("frame magic {found:#010x}, expected {MAGIC:#010x} (\"SBZ2\")")]
     Magic {
         /// What it held.
         found: u32,
@@ -185,7 +237,7 @@ impl Frame<'_> {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::Frame;
-    /// let gap = Frame::Gap { epoch: 2, first: 10, count: 3 };
+    /// let gap = Frame::Gap { upstream: Default::default(), first: 10, count: 3 };
     /// assert_eq!(Frame::parse(&gap.encode()), Ok(gap));
     /// ```
     pub fn parse(b: &[u8]) -> Result<Frame<'_>, FrameError> {
@@ -197,7 +249,11 @@ impl Frame<'_> {
         if magic != MAGIC {
             return Err(FrameError::Magic { found: magic });
         }
-        let (epoch, seq, n) = (word(8), word(16), word(24));
+        let (seq, n) = (word(16), word(24));
+        let upstream = Upstream {
+            instance: word(8),
+            first: word(32),
+        };
         match b[4] {
             KIND_MESSAGE => {
                 let bytes = &b[HEADER..];
@@ -208,7 +264,7 @@ impl Frame<'_> {
                     });
                 }
                 Ok(Frame::Message {
-                    epoch,
+                    upstream,
                     seq,
                     msg_size: n,
                     bytes,
@@ -223,7 +279,7 @@ impl Frame<'_> {
                     });
                 }
                 Ok(Frame::Batch {
-                    epoch,
+                    upstream,
                     first: seq,
                     msg_size: n,
                     bytes,
@@ -234,7 +290,7 @@ impl Frame<'_> {
                     return Err(FrameError::Gap { count: n });
                 }
                 Ok(Frame::Gap {
-                    epoch,
+                    upstream,
                     first: seq,
                     count: n,
                 })
@@ -246,7 +302,10 @@ impl Frame<'_> {
                         len: b.len(),
                     });
                 }
-                Ok(Frame::End { epoch, next: seq })
+                Ok(Frame::End {
+                    upstream,
+                    next: seq,
+                })
             }
             found => Err(FrameError::Kind { found }),
         }
@@ -257,32 +316,32 @@ impl Frame<'_> {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::{Frame, HEADER};
-    /// let bytes = Frame::Message { epoch: 1, seq: 0, msg_size: 8, bytes: b"abc" }.encode();
+    /// let bytes = Frame::Message { upstream: Default::default(), seq: 0, msg_size: 8, bytes: b"abc" }.encode();
     /// assert_eq!(bytes.len(), HEADER + 3);
     /// ```
     pub fn encode(&self) -> Vec<u8> {
-        let (kind, epoch, seq, n, bytes) = match *self {
+        let (kind, upstream, seq, n, bytes) = match *self {
             Frame::Message {
-                epoch,
+                upstream,
                 seq,
                 msg_size,
                 bytes,
-            } => (KIND_MESSAGE, epoch, seq, msg_size, bytes),
+            } => (KIND_MESSAGE, upstream, seq, msg_size, bytes),
             Frame::Batch {
-                epoch,
+                upstream,
                 first,
                 msg_size,
                 bytes,
-            } => (KIND_BATCH, epoch, first, msg_size, bytes),
+            } => (KIND_BATCH, upstream, first, msg_size, bytes),
             Frame::Gap {
-                epoch,
+                upstream,
                 first,
                 count,
-            } => (KIND_GAP, epoch, first, count, &[][..]),
-            Frame::End { epoch, next } => (KIND_END, epoch, next, 0, &[][..]),
+            } => (KIND_GAP, upstream, first, count, &[][..]),
+            Frame::End { upstream, next } => (KIND_END, upstream, next, 0, &[][..]),
         };
         let mut out = Vec::with_capacity(HEADER + bytes.len());
-        header(&mut out, kind, epoch, seq, n);
+        header(&mut out, kind, upstream, seq, n);
         out.extend_from_slice(bytes);
         out
     }
@@ -293,7 +352,7 @@ impl Frame<'_> {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::Frame;
-    /// let batch = Frame::Batch { epoch: 1, first: 7, msg_size: 2, bytes: b"aabbcc" };
+    /// let batch = Frame::Batch { upstream: Default::default(), first: 7, msg_size: 2, bytes: b"aabbcc" };
     /// let seqs: Vec<u64> = batch
     ///     .messages()
     ///     .map(|m| match m { Frame::Message { seq, .. } => seq, _ => unreachable!() })
@@ -301,15 +360,15 @@ impl Frame<'_> {
     /// assert_eq!(seqs, [7, 8, 9]);
     /// ```
     pub fn messages(&self) -> Messages<'_> {
-        let (epoch, next, msg_size, bytes) = match *self {
+        let (upstream, next, msg_size, bytes) = match *self {
             Frame::Message {
-                epoch,
+                upstream,
                 seq,
                 msg_size,
                 bytes,
             } => {
                 return Messages {
-                    epoch,
+                    upstream,
                     next: seq,
                     msg_size,
                     stride: bytes.len(),
@@ -318,17 +377,17 @@ impl Frame<'_> {
                 }
             }
             Frame::Batch {
-                epoch,
+                upstream,
                 first,
                 msg_size,
                 bytes,
-            } => (epoch, first, msg_size, bytes),
-            Frame::Gap { .. } | Frame::End { .. } => (0, 0, 1, &[][..]),
+            } => (upstream, first, msg_size, bytes),
+            Frame::Gap { upstream, .. } | Frame::End { upstream, .. } => (upstream, 0, 1, &[][..]),
         };
         // A parsed batch's msg_size is 1 to 16 MiB and divides its length.
         let stride = usize::try_from(msg_size).unwrap_or(usize::MAX).max(1);
         Messages {
-            epoch,
+            upstream,
             next,
             msg_size,
             stride,
@@ -338,10 +397,10 @@ impl Frame<'_> {
     }
 }
 
-fn header(out: &mut Vec<u8>, kind: u8, epoch: u64, seq: u64, n: u64) {
+fn header(out: &mut Vec<u8>, kind: u8, upstream: Upstream, seq: u64, n: u64) {
     out.extend_from_slice(&MAGIC.to_le_bytes());
     out.extend_from_slice(&[kind, 0, 0, 0]);
-    for w in [epoch, seq, n] {
+    for w in [upstream.instance, seq, n, upstream.first] {
         out.extend_from_slice(&w.to_le_bytes());
     }
 }
@@ -353,12 +412,12 @@ fn header(out: &mut Vec<u8>, kind: u8, epoch: u64, seq: u64, n: u64) {
 /// # Examples
 /// ```
 /// use shmbus_zenoh::frame::Frame;
-/// let gap = Frame::Gap { epoch: 1, first: 3, count: 9 };
+/// let gap = Frame::Gap { upstream: Default::default(), first: 3, count: 9 };
 /// assert_eq!(gap.messages().count(), 0); // a gap carries none
 /// ```
 #[derive(Debug)]
 pub struct Messages<'a> {
-    epoch: u64,
+    upstream: Upstream,
     next: u64,
     msg_size: u64,
     stride: usize,
@@ -379,7 +438,7 @@ impl<'a> Iterator for Messages<'a> {
         let seq = self.next;
         self.next = seq.wrapping_add(1);
         Some(Frame::Message {
-            epoch: self.epoch,
+            upstream: self.upstream,
             seq,
             msg_size: self.msg_size,
             bytes,
@@ -394,7 +453,7 @@ impl<'a> Iterator for Messages<'a> {
 /// ```
 /// use shmbus_zenoh::frame::{BatchWriter, Frame};
 /// // Upstream sequences 40, 41, 42 of a bus of 4-byte messages.
-/// let mut w = BatchWriter::new(1, 40, 4, 1 << 15, b"aaaa");
+/// let mut w = BatchWriter::new(Default::default(), 40, 4, 1 << 15, b"aaaa");
 /// for m in [b"bbbb", b"cccc"] {
 ///     assert!(w.has_room());
 ///     w.push(m);
@@ -419,11 +478,11 @@ impl BatchWriter {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::{BatchWriter, Frame};
-    /// let lone = BatchWriter::new(1, 5, 8, 1 << 15, b"tick").finish();
+    /// let lone = BatchWriter::new(Default::default(), 5, 8, 1 << 15, b"tick").finish();
     /// assert!(matches!(Frame::parse(&lone), Ok(Frame::Message { seq: 5, .. })));
     /// ```
     pub fn new(
-        epoch: u64,
+        upstream: Upstream,
         first: u64,
         msg_size: usize,
         budget: usize,
@@ -431,7 +490,7 @@ impl BatchWriter {
     ) -> BatchWriter {
         let limit = HEADER + budget.max(msg_size);
         let mut out = Vec::with_capacity(limit);
-        header(&mut out, KIND_BATCH, epoch, first, msg_size as u64);
+        header(&mut out, KIND_BATCH, upstream, first, msg_size as u64);
         let mut w = BatchWriter {
             out,
             msg_size,
@@ -447,7 +506,7 @@ impl BatchWriter {
     /// # Examples
     /// ```
     /// // A budget of two 4-byte messages: the first is in, one more fits.
-    /// let mut w = shmbus_zenoh::frame::BatchWriter::new(1, 0, 4, 8, b"aaaa");
+    /// let mut w = shmbus_zenoh::frame::BatchWriter::new(Default::default(), 0, 4, 8, b"aaaa");
     /// assert!(w.has_room());
     /// w.push(b"bbbb");
     /// assert!(!w.has_room());
@@ -462,7 +521,7 @@ impl BatchWriter {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::{BatchWriter, Frame, HEADER};
-    /// let mut w = BatchWriter::new(1, 0, 4, 64, b"aaaa");
+    /// let mut w = BatchWriter::new(Default::default(), 0, 4, 64, b"aaaa");
     /// w.push(b"b"); // padded to the stride
     /// assert_eq!(w.finish().len(), HEADER + 8);
     /// ```
@@ -477,7 +536,7 @@ impl BatchWriter {
     ///
     /// # Examples
     /// ```
-    /// let w = shmbus_zenoh::frame::BatchWriter::new(1, 0, 4, 64, b"aaaa");
+    /// let w = shmbus_zenoh::frame::BatchWriter::new(Default::default(), 0, 4, 64, b"aaaa");
     /// assert_eq!(w.count(), 1);
     /// ```
     pub fn count(&self) -> u64 {
@@ -490,7 +549,7 @@ impl BatchWriter {
     /// # Examples
     /// ```
     /// use shmbus_zenoh::frame::{BatchWriter, Frame};
-    /// let mut w = BatchWriter::new(1, 9, 4, 64, b"aaaa");
+    /// let mut w = BatchWriter::new(Default::default(), 9, 4, 64, b"aaaa");
     /// w.push(b"bbbb");
     /// let put = w.finish();
     /// assert_eq!(Frame::parse(&put)?.messages().count(), 2);
@@ -529,26 +588,47 @@ mod tests {
 
     #[test]
     fn a_frame_reads_back_as_it_was_written() {
+        let upstream = Upstream {
+            instance: 0x0123_4567_89ab_cdef,
+            first: 40,
+        };
         let m = Frame::Message {
-            epoch: 3,
+            upstream,
             seq: 41,
             msg_size: 16,
             bytes: b"hello",
         };
-        assert_eq!(Frame::parse(&m.encode()), Ok(m));
+        let bytes = m.encode();
+        assert_eq!(Frame::parse(&bytes), Ok(m));
         let g = Frame::Gap {
-            epoch: 3,
+            upstream: Default::default(),
             first: 42,
             count: 7,
         };
         assert_eq!(Frame::parse(&g.encode()), Ok(g));
-        let e = Frame::End { epoch: 3, next: 49 };
+        let e = Frame::End {
+            upstream: Default::default(),
+            next: 49,
+        };
         assert_eq!(Frame::parse(&e.encode()), Ok(e));
+        // The upstream's identity and first sequence at 8 and 32.
+        assert_eq!(bytes[8..16], upstream.instance.to_le_bytes());
+        assert_eq!(bytes[32..40], upstream.first.to_le_bytes());
+        assert_eq!(bytes.len(), HEADER + 5);
+        // A version-1 frame (no upstream identity) is refused.
+        let mut v1 = bytes;
+        v1[..4].copy_from_slice(b"SBZ1");
+        assert_eq!(
+            Frame::parse(&v1),
+            Err(FrameError::Magic {
+                found: u32::from_le_bytes(*b"SBZ1")
+            })
+        );
     }
 
     #[test]
     fn a_batch_carries_consecutive_sequences_and_a_lone_message_goes_as_kind_1() {
-        let mut w = BatchWriter::new(5, 10, 4, 12, b"ab");
+        let mut w = BatchWriter::new(Default::default(), 10, 4, 12, b"ab");
         assert!(w.has_room());
         w.push(b"cdef");
         w.push(b"ghijk"); // longer than a slot: cut to its stride
@@ -559,7 +639,7 @@ mod tests {
         assert_eq!(
             frame,
             Frame::Batch {
-                epoch: 5,
+                upstream: Default::default(),
                 first: 10,
                 msg_size: 4,
                 bytes: b"ab\0\0cdefghij",
@@ -581,12 +661,12 @@ mod tests {
                 (12, b"ghij".to_vec())
             ]
         );
-        let lone = BatchWriter::new(5, 7, 4, 1 << 15, b"xy").finish();
+        let lone = BatchWriter::new(Default::default(), 7, 4, 1 << 15, b"xy").finish();
         let lone = Frame::parse(&lone).expect("a message");
         assert_eq!(
             lone,
             Frame::Message {
-                epoch: 5,
+                upstream: Default::default(),
                 seq: 7,
                 msg_size: 4,
                 bytes: b"xy\0\0",
@@ -594,14 +674,14 @@ mod tests {
         );
         assert_eq!(lone.messages().count(), 1);
         let empty = Frame::Message {
-            epoch: 5,
+            upstream: Default::default(),
             seq: 7,
             msg_size: 4,
             bytes: b"",
         };
         assert_eq!(empty.messages().count(), 1, "an empty message is one");
         let gap = Frame::Gap {
-            epoch: 1,
+            upstream: Default::default(),
             first: 2,
             count: 3,
         };
@@ -611,13 +691,13 @@ mod tests {
     #[test]
     fn any_bytes_are_a_frame_or_a_typed_error_never_a_panic() {
         let good = Frame::Message {
-            epoch: 1,
+            upstream: Default::default(),
             seq: 2,
             msg_size: 8,
             bytes: b"12345678",
         }
         .encode();
-        let mut w = BatchWriter::new(1, u64::MAX - 1, 3, 64, b"abc");
+        let mut w = BatchWriter::new(Default::default(), u64::MAX - 1, 3, 64, b"abc");
         for m in [b"def", b"ghi", b"jkl"] {
             w.push(m);
         }

@@ -26,9 +26,18 @@
 //!   `pending`, in arrival order, and are applied after it: memory grows
 //!   with the live rate times the replay's duration (bounded by its
 //!   timeout).
-//! - A frame before that point (a repeat, or an upstream restarted at a
-//!   lower sequence) is dropped and counted in [`InStats::repeats`]: the
-//!   downstream never goes back.
+//! - A frame before that point (a repeat) is dropped and counted in
+//!   [`InStats::repeats`]: the downstream never goes back.
+//! - Sequences are those of the upstream creation followed (frames name
+//!   it, `frame::Upstream`) plus an offset: 0 for the first creation
+//!   heard; a creation not followed before is a new stream whose first
+//!   sequence lands on the downstream's next (`Following`), so a
+//!   re-created upstream (sequences from 0 again) is mirrored, not taken
+//!   for repeats; frames of the 16 creations followed last are repeats.
+//! - A frame that cannot be applied whole (`admissible`: a larger message
+//!   size than the bus's, a hole past 2^60) is dropped as bad before
+//!   anything of it happens: a peer on the key may make the bus skip or
+//!   repeat, never stop it.
 //! - One writer for the downstream bus at a time: the bridge's state is
 //!   under one mutex. A live frame at the next sequence, with nothing
 //!   queued before it and no replay under way, is published on Zenoh's
@@ -50,7 +59,7 @@ use zenoh::sample::Sample;
 use zenoh::{Session, Wait as _};
 
 use crate::downstream::{Create, Downstream};
-use crate::frame::Frame;
+use crate::frame::{Frame, Upstream};
 use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_in` runs.
@@ -182,6 +191,7 @@ pub fn bridge_in(
     stop: &AtomicBool,
     mut on_stats: impl FnMut(&InStats),
 ) -> Result<InStats, BridgeError> {
+    check_create(opts)?;
     let bus = Downstream::attach(&opts.name, opts.create.is_some())?;
     if bus.is_none() && opts.create.is_none() {
         // Not there and not to be made: the attach error names it.
@@ -203,6 +213,7 @@ pub fn bridge_in(
         replay: None,
         asked_to: None,
         journal_answers: true,
+        following: Following::default(),
         bootstrap_at: None,
         stats: InStats::default(),
         failed: None,
@@ -278,15 +289,74 @@ pub fn bridge_in(
     Ok(stats)
 }
 
+/// Refuses, before anything listens, a bus `opts.create` could never
+/// make (a capacity that is not a power of two, a message type no bus
+/// records, a journal path that does not resolve or does not fit the
+/// header), with the error creating it would give: the bus is made only
+/// when the first frame brings the upstream's message size, and a bridge
+/// that said "listening" must not die then. Checked with the smallest
+/// message the type allows; the first frame's size is checked when the
+/// bus is made.
+fn check_create(opts: &InOptions) -> Result<(), BridgeError> {
+    let Some(capacity) = opts.create else {
+        return Ok(());
+    };
+    let invalid = |e| BridgeError::Create {
+        name: opts.name.clone(),
+        source: shmbus::CreateError::InvalidGeometry(e),
+    };
+    let (type_name, align) = match &opts.message_type {
+        Some((name, align)) => (name.as_str(), *align),
+        None => ("bytes", 1),
+    };
+    let smallest = shmbus::TypeFingerprint::checked(type_name, align, align).map_err(invalid)?;
+    shmbus::wire::Header::broadcast(capacity, smallest, 4096, 0).map_err(invalid)?;
+    if let Some(path) = &opts.journal {
+        check_journal_path(path).map_err(|message| BridgeError::Journal {
+            name: opts.name.clone(),
+            message,
+        })?;
+    }
+    Ok(())
+}
+
+/// The journal path as the bus's creator will record it (absolute, its
+/// directory resolved) fits the header (docs/LAYOUT.md §4).
+fn check_journal_path(path: &std::path::Path) -> Result<(), String> {
+    let shown = path.display();
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .ok_or_else(|| format!("{shown}: names no file"))?;
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| format!("{shown}: resolve: {e}"))?;
+    let len = dir.join(name).as_os_str().len();
+    let max = shmbus::wire::header::JOURNAL_PATH_MAX;
+    if len > max {
+        return Err(format!(
+            "{shown}: the absolute path is {len} bytes, at most {max}"
+        ));
+    }
+    Ok(())
+}
+
 /// A journal query in flight.
 struct Replay {
-    /// The range asked for (`to` exclusive).
+    /// The creation asked and the offset its answer is published at;
+    /// `None`: the first creation that answers, at its own sequences (a
+    /// bootstrap, or a restarted bridge-in's first question).
+    follow: Option<Follow>,
+    /// The range asked for (`to` exclusive), in downstream sequences.
     to: Option<u64>,
     /// A bootstrap of a bus not made yet: the entries, to make it from.
     collect: Option<Vec<(u64, Vec<u8>)>>,
     /// The upstream's message size, from the replies.
     msg_size: u64,
-    /// The end frame's `next`: the answer was complete.
+    /// The end frame's `next` (downstream): the answer was complete.
     end: Option<u64>,
     /// An error reply.
     error: Option<String>,
@@ -305,11 +375,121 @@ struct Bridge {
     asked_to: Option<u64>,
     /// False once a query was answered with an error: no journal upstream.
     journal_answers: bool,
+    /// Which creation of the upstream bus the downstream follows.
+    following: Following,
     /// A bootstrap is due (at this time) and not done yet.
     bootstrap_at: Option<Instant>,
     stats: InStats,
     /// What stopped the bridge on Zenoh's thread, for its own to return.
     failed: Option<BridgeError>,
+}
+
+/// The upstream creation a downstream bus follows, and where its
+/// sequences land: downstream sequence = upstream sequence + `offset`
+/// (wrapping). docs/LAYOUT.md §24 "A new upstream creation".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Follow {
+    upstream: Upstream,
+    offset: u64,
+}
+
+/// How many creations followed before are remembered.
+const RETIRED: usize = 16;
+
+/// Which creation of the upstream the downstream bus follows, and which
+/// it followed before (docs/LAYOUT.md §24, "A new upstream creation").
+#[derive(Debug, Default)]
+struct Following {
+    /// The creation followed now: `None` until a frame names one.
+    now: Option<Follow>,
+    /// Creations followed before, oldest first (at most [`RETIRED`]):
+    /// their late frames are repeats.
+    retired: VecDeque<u64>,
+}
+
+impl Following {
+    /// Where the frames of `upstream` go, for a downstream bus whose next
+    /// sequence is `next` (`None`: not made yet): the creation followed
+    /// now, at its offset; one followed before, `None` (its frames are
+    /// repeats); the first one heard, at its own sequences (a new bus is
+    /// made at them; an existing one is taken to follow it already); any
+    /// later one is a new stream, its first sequence at `next`.
+    fn offset_for(&self, upstream: Upstream, next: Option<u64>) -> Option<Follow> {
+        let offset = match (self.now, next) {
+            (Some(f), _) if f.upstream.instance == upstream.instance => return Some(f),
+            _ if self.retired.contains(&upstream.instance) => return None,
+            (Some(_), Some(next)) => next.wrapping_sub(upstream.first),
+            _ => 0,
+        };
+        Some(Follow { upstream, offset })
+    }
+
+    /// From now on `to` is followed; the creation followed until now is
+    /// retired. Whether that was another creation.
+    fn switch(&mut self, to: Follow) -> bool {
+        match self.now.replace(to) {
+            Some(old) if old.upstream.instance != to.upstream.instance => {
+                self.retired.push_back(old.upstream.instance);
+                if self.retired.len() > RETIRED {
+                    self.retired.pop_front();
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The creation a frame comes from.
+fn upstream_of(frame: &Frame<'_>) -> Upstream {
+    match *frame {
+        Frame::Message { upstream, .. }
+        | Frame::Batch { upstream, .. }
+        | Frame::Gap { upstream, .. }
+        | Frame::End { upstream, .. } => upstream,
+    }
+}
+
+/// `frame` at downstream sequences: each of its sequences plus `offset`.
+fn shifted<'a>(frame: &Frame<'a>, offset: u64) -> Frame<'a> {
+    let at = |seq: u64| seq.wrapping_add(offset);
+    match *frame {
+        Frame::Message {
+            upstream,
+            seq,
+            msg_size,
+            bytes,
+        } => Frame::Message {
+            upstream,
+            seq: at(seq),
+            msg_size,
+            bytes,
+        },
+        Frame::Batch {
+            upstream,
+            first,
+            msg_size,
+            bytes,
+        } => Frame::Batch {
+            upstream,
+            first: at(first),
+            msg_size,
+            bytes,
+        },
+        Frame::Gap {
+            upstream,
+            first,
+            count,
+        } => Frame::Gap {
+            upstream,
+            first: at(first),
+            count,
+        },
+        Frame::End { upstream, next } => Frame::End {
+            upstream,
+            next: at(next),
+        },
+    }
 }
 
 /// Signed distance from `from` to `to`: sequences wrap like the bus's.
@@ -342,13 +522,21 @@ impl Bridge {
         Ok(())
     }
 
-    /// Asks the upstream's journal for `[from, to)`.
+    /// Asks the upstream's journal for `[from, to)` (downstream
+    /// sequences; asked at the followed creation's own).
     fn ask(&mut self, from: u64, to: Option<u64>, collect: bool) -> Result<(), BridgeError> {
         let timeout = self.opts.replay_timeout;
         let replies = self.tx.clone();
         let done = DoneOnDrop(self.tx.clone());
+        let follow = self.following.now.filter(|_| !collect);
+        let offset = follow.map_or(0, |f| f.offset);
+        let upstream = |seq: u64| seq.wrapping_sub(offset);
         self.session
-            .get(replay::selector(&self.opts.key, from, to))
+            .get(replay::selector(
+                &self.opts.key,
+                upstream(from),
+                to.map(upstream),
+            ))
             .consolidation(ConsolidationMode::None)
             .timeout(timeout)
             .callback(move |reply| {
@@ -363,6 +551,7 @@ impl Bridge {
             .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
         self.stats.queries += 1;
         self.replay = Some(Replay {
+            follow,
             to,
             collect: collect.then(Vec::new),
             msg_size: 0,
@@ -391,11 +580,31 @@ impl Bridge {
         let Some(r) = &mut self.replay else {
             return Ok(()); // a reply after its query was given up
         };
-        match Frame::parse(&payload) {
-            Err(_) => self.stats.bad_frames += 1,
-            Ok(Frame::End { next, .. }) => r.end = Some(next),
-            Ok(Frame::Gap { .. }) => {} // a hole: found as such below
-            Ok(frame) => {
+        let frame = match Frame::parse(&payload) {
+            Err(_) => {
+                self.stats.bad_frames += 1;
+                return Ok(());
+            }
+            Ok(frame) => frame,
+        };
+        // The answer of the creation asked (or of the first to answer),
+        // at the sequences its frames go to; another creation's replies
+        // answer a question not asked.
+        let upstream = upstream_of(&frame);
+        let follow = *r.follow.get_or_insert(Follow {
+            upstream,
+            offset: 0,
+        });
+        if follow.upstream.instance != upstream.instance {
+            return Ok(());
+        }
+        if r.collect.is_none() && self.following.now.is_none() {
+            self.following.switch(follow);
+        }
+        match shifted(&frame, follow.offset) {
+            Frame::End { next, .. } => r.end = Some(next),
+            Frame::Gap { .. } => {} // a hole: found as such below
+            frame => {
                 if let Some(entries) = &mut r.collect {
                     for m in frame.messages() {
                         if let Frame::Message {
@@ -449,6 +658,11 @@ impl Bridge {
         }
         self.bootstrap_at = None;
         self.asked_to = r.end;
+        // The bus is made from this creation's answer: it follows it, at
+        // its own sequences.
+        if let Some(follow) = r.follow {
+            self.following.switch(follow);
+        }
         if entries.is_empty() {
             return Ok(()); // made at the first live frame
         }
@@ -476,7 +690,7 @@ impl Bridge {
         let mut bus = Downstream::create(&self.opts.name, &how, msg_size, run[0].0, entries)?;
         for (seq, bytes) in &run {
             let frame = Frame::Message {
-                epoch: 0,
+                upstream: Upstream::default(),
                 seq: *seq,
                 msg_size,
                 bytes,
@@ -509,10 +723,19 @@ impl Bridge {
         let Some(bus) = &self.bus else {
             return false;
         };
+        let Some(follow) = self.following.now else {
+            return false;
+        };
         let payload = sample.payload().to_bytes();
         match Frame::parse(&payload) {
-            Ok(Frame::Message { seq, .. }) | Ok(Frame::Batch { first: seq, .. }) => {
-                seq == bus.next_sequence()
+            Ok(Frame::Message { upstream, seq, .. })
+            | Ok(Frame::Batch {
+                upstream,
+                first: seq,
+                ..
+            }) => {
+                upstream.instance == follow.upstream.instance
+                    && seq.wrapping_add(follow.offset) == bus.next_sequence()
             }
             _ => false,
         }
@@ -527,6 +750,12 @@ impl Bridge {
             }
             Ok(frame) => frame,
         };
+        let next = self.bus.as_ref().map(Downstream::next_sequence);
+        let Some(follow) = self.following.offset_for(upstream_of(&frame), next) else {
+            self.stats.repeats += 1; // a creation followed before
+            return Ok(());
+        };
+        let frame = shifted(&frame, follow.offset);
         let (hole_end, msg_size) = match frame {
             Frame::Message { seq, msg_size, .. } => (seq, msg_size),
             Frame::Batch {
@@ -551,32 +780,65 @@ impl Bridge {
                 )?)
             }
         };
-        if msg_size > bus.msg_size() as u64 {
-            return Err(BridgeError::MsgSize {
-                name: self.opts.name.clone(),
-                upstream: msg_size,
-                downstream: bus.msg_size(),
-            });
+        // Refused whole before anything of it happens (no creation
+        // followed, no hole asked for, nothing skipped): a peer on the key
+        // may make the bus skip or repeat, never stop or desynchronise it.
+        if !admissible(bus, &frame) {
+            self.stats.bad_frames += 1;
+            return Ok(());
         }
         let next = bus.next_sequence();
+        if self.following.switch(follow) {
+            // Another creation: the last one's holes are not its to fill,
+            // and it may have a journal where that one had none.
+            self.asked_to = None;
+            self.journal_answers = true;
+        }
         let asked = self.asked_to.is_some_and(|to| ahead(to, hole_end) <= 0);
         if ahead(next, hole_end) > 0 && self.journal_answers && !asked {
             drop(payload);
             self.pending.push_front(sample);
             return self.ask(next, Some(hole_end), false);
         }
+        let Some(bus) = &mut self.bus else {
+            return Ok(());
+        };
         apply(bus, &frame, &mut self.stats, &self.opts.name)
     }
 }
 
+/// Whether `frame` can be applied to `bus` as it is: its messages fit the
+/// bus's message size (a bus keeps the size it was made with, from the
+/// upstream's first frame), and the hole before it is one a bus can have
+/// ([`shmbus::SkipError::MAX`], 2^60: no bus publishes that many; a
+/// frame further ahead is corrupt or hostile, not a loss). A frame behind
+/// the bus is admissible: it is a repeat.
+fn admissible<R: Region>(bus: &Downstream<R>, frame: &Frame<'_>) -> bool {
+    let next = bus.next_sequence();
+    let (lead, msg_size) = match *frame {
+        Frame::Message { seq, msg_size, .. } => (ahead(next, seq), msg_size),
+        Frame::Batch {
+            first, msg_size, ..
+        } => (ahead(next, first), msg_size),
+        Frame::Gap { first, count, .. } => (ahead(next, first.wrapping_add(count)), 0),
+        Frame::End { .. } => (0, 0),
+    };
+    msg_size <= bus.msg_size() as u64 && lead <= shmbus::SkipError::MAX as i64
+}
+
 /// Publishes one frame at its upstream sequence, giving up the hole
-/// before it.
+/// before it; a frame that is not [`admissible`] is dropped whole and
+/// counted in `bad_frames`.
 fn apply<R: Region>(
     bus: &mut Downstream<R>,
     frame: &Frame<'_>,
     stats: &mut InStats,
     name: &str,
 ) -> Result<(), BridgeError> {
+    if !admissible(bus, frame) {
+        stats.bad_frames += 1;
+        return Ok(());
+    }
     let next = bus.next_sequence();
     match *frame {
         Frame::Message { seq, bytes, .. } => {
@@ -629,7 +891,7 @@ mod tests {
 
     fn message(seq: u64, bytes: &[u8]) -> Frame<'_> {
         Frame::Message {
-            epoch: 1,
+            upstream: Upstream::default(),
             seq,
             msg_size: 8,
             bytes,
@@ -647,12 +909,12 @@ mod tests {
             message(3, b"d"), // a hole: 1 and 2 never came
             message(2, b"c"), // late: a repeat now
             Frame::Gap {
-                epoch: 1,
+                upstream: Upstream::default(),
                 first: 4,
                 count: 2,
             },
             Frame::Gap {
-                epoch: 1,
+                upstream: Upstream::default(),
                 first: 5,
                 count: 2,
             }, // overlaps: only 6 is new
@@ -684,13 +946,109 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_that_cannot_be_applied_whole_changes_nothing() {
+        let p = Publisher::<[u8], _>::on_heap_bytes(8, 64).expect("a heap bus");
+        let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let mut p = Downstream::Plain(p);
+        let mut stats = InStats::default();
+        let far = 1 + shmbus::SkipError::MAX + 1;
+        let frames = [
+            message(0, b"a"),
+            // 16-byte messages into a bus of 8.
+            Frame::Message {
+                upstream: Upstream::default(),
+                seq: 1,
+                msg_size: 16,
+                bytes: b"too big",
+            },
+            // Past what any bus can skip: a message, a batch, a gap's end.
+            message(far, b"x"),
+            Frame::Batch {
+                upstream: Upstream::default(),
+                first: far,
+                msg_size: 8,
+                bytes: b"xxxxxxxx",
+            },
+            Frame::Gap {
+                upstream: Upstream::default(),
+                first: far - 1,
+                count: 1,
+            },
+            message(1, b"b"),
+        ];
+        for f in &frames {
+            apply(&mut p, f, &mut stats, "test").expect("never an error");
+        }
+        assert_eq!(p.next_sequence(), 2, "nothing skipped, nothing published");
+        let (mut got, mut skipped) = (Vec::new(), 0);
+        while let Some(r) = sub.recv(Wait::Never) {
+            match r {
+                Received::Message(m) => got.push(m[0]),
+                Received::Lagged { skipped: n } => skipped += n,
+            }
+        }
+        assert_eq!((got, skipped), (b"ab".to_vec(), 0));
+        assert_eq!(
+            stats,
+            InStats {
+                published: 2,
+                bad_frames: 4,
+                ..InStats::default()
+            }
+        );
+    }
+
+    #[test]
+    fn a_new_upstream_creation_continues_the_downstream_sequence_and_an_old_one_is_a_repeat() {
+        let a = Upstream {
+            instance: 1,
+            first: 0,
+        };
+        let b = Upstream {
+            instance: 2,
+            first: 0,
+        };
+        let mut f = Following::default();
+        // The first creation heard: its own sequences, bus or no bus.
+        let at_a = f.offset_for(a, None).expect("followed");
+        assert_eq!(at_a.offset, 0);
+        assert!(!f.switch(at_a));
+        assert_eq!(f.offset_for(a, Some(100)), Some(at_a));
+        // Made again at 100 messages: its 0 lands on the downstream's 100.
+        let at_b = f.offset_for(b, Some(100)).expect("a new stream");
+        assert_eq!(at_b.offset, 100);
+        assert!(f.switch(at_b), "another creation");
+        assert_eq!(f.offset_for(b, Some(150)), Some(at_b), "an offset holds");
+        assert_eq!(f.offset_for(a, Some(150)), None, "a late frame of A");
+        // A creation continuing a journal starts at its first sequence.
+        let c = Upstream {
+            instance: 3,
+            first: 40,
+        };
+        let at_c = f.offset_for(c, Some(150)).expect("a new stream");
+        assert_eq!(40u64.wrapping_add(at_c.offset), 150);
+        // Only the last RETIRED are remembered.
+        for i in 10..10 + RETIRED as u64 + 1 {
+            let next = f.offset_for(
+                Upstream {
+                    instance: i,
+                    first: 0,
+                },
+                Some(0),
+            );
+            f.switch(next.expect("new"));
+        }
+        assert!(f.offset_for(a, Some(0)).is_some(), "forgotten at last");
+    }
+
+    #[test]
     fn batches_with_holes_repeats_and_overlaps_keep_delivered_plus_skipped_exact() {
         let p = Publisher::<[u8], _>::on_heap_bytes(1, 64).expect("a heap bus");
         let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let mut p = Downstream::Plain(p);
         let mut stats = InStats::default();
         let batch = |first: u64, bytes: &'static [u8]| Frame::Batch {
-            epoch: 1,
+            upstream: Upstream::default(),
             first,
             msg_size: 1,
             bytes,
@@ -700,7 +1058,7 @@ mod tests {
             batch(5, b"fg"),   // a hole: 3 and 4
             batch(4, b"efgh"), // overlaps: 4..7 repeats, 7 is new
             Frame::Gap {
-                epoch: 1,
+                upstream: Upstream::default(),
                 first: 8,
                 count: 2,
             }, // 8, 9 lost upstream

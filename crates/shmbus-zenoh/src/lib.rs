@@ -1,20 +1,23 @@
 //! A shmbus ↔ Zenoh bridge: a bus's messages carried to other machines by
 //! Zenoh (an existing distributed engine; shmbus adds no protocol of its
-//! own beyond a 32-byte frame header), with their sequence numbers end to
+//! own beyond a 40-byte frame header), with their sequence numbers end to
 //! end, so that every message lost on the way reaches the subscribers of
 //! the downstream bus as an exact `Received::Lagged { skipped }`.
 //!
 //! - [`bridge_out`] is one more subscriber of a local bus: its messages
-//!   go as puts on a key expression, framed with the upstream epoch and
-//!   sequence ([`frame`]), a lone message alone at once, a backlog batched
-//!   (up to [`BATCH_BYTES`] a put); a lap (the network, or this process, too
-//!   slow) becomes a gap frame naming exactly what was lost. It never
-//!   slows the bus's publisher down.
+//!   go as puts on a key expression, framed with the upstream bus's
+//!   creation (`frame::Upstream`) and sequence ([`frame`]), a lone
+//!   message alone at once, a backlog batched (up to [`BATCH_BYTES`] a
+//!   put); a lap (the network, or this process, too slow) becomes a gap
+//!   frame naming exactly what was lost. It never slows the bus's
+//!   publisher down.
 //! - [`bridge_in`] publishes what arrives into a local bus at the same
 //!   sequence numbers: a message after a hole (a gap frame, or sequences
 //!   Zenoh never delivered) is published after `Publisher::skip` of the
 //!   hole, so downstream subscribers count it; a sequence already passed
-//!   (a repeat) is dropped and counted.
+//!   (a repeat) is dropped and counted; a frame that cannot be applied
+//!   whole is dropped as bad; a re-created upstream is a new stream that
+//!   continues the downstream sequence (docs/LAYOUT.md §24).
 //!
 //! tokio and zenoh live in this crate only: the core library stays free of
 //! them. Design and guarantees: docs/ARCHITECTURE.md, docs/LAYOUT.md §24.
@@ -128,6 +131,7 @@ pub use session::{session, Endpoints, SessionError};
 /// }
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BridgeError {
     /// Zenoh could not be set up (its message says why).
     #[error(transparent)]
@@ -156,7 +160,9 @@ pub enum BridgeError {
         /// Why.
         source: shmbus::AttachError,
     },
-    /// A message from upstream is longer than the downstream bus's messages.
+    /// A message from upstream is longer than the downstream bus's
+    /// messages. (A frame that declares so is dropped before as a bad
+    /// frame, docs/LAYOUT.md §24; this stays as the last defence.)
     #[error(
         "upstream sends {upstream}-byte messages, the downstream bus {name} carries {downstream}"
     )]
@@ -195,6 +201,13 @@ pub enum BridgeError {
         key: String,
         /// The error reply, or the timeout.
         why: String,
+    },
+    /// The upstream bus was removed and created again each time the
+    /// bridge-out opened it, so which creation it reads could not be told.
+    #[error("{name} was removed and created again while it was opened (4 times): no creation to name in the frames")]
+    Recreated {
+        /// The bus.
+        name: String,
     },
     /// A Zenoh call failed.
     #[error("zenoh: {0}")]

@@ -15,12 +15,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use shmbus::{OpenOptions, Received, Start, Subscriber, Wait, WaitStrategy};
+use shmbus::{OpenError, OpenOptions, Received, Start, Subscriber, Wait, WaitStrategy};
 use zenoh::handlers::FifoChannel;
 use zenoh::qos::CongestionControl;
 use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame};
+use crate::frame::{BatchWriter, Frame, Upstream};
 use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_out` runs.
@@ -124,12 +124,7 @@ pub fn bridge_out(
     mut on_stats: impl FnMut(&OutStats),
 ) -> Result<OutStats, BridgeError> {
     let session = session(&opts.endpoints)?;
-    let open = OpenOptions::default().start(opts.start).wait(opts.wait);
-    let mut sub =
-        Subscriber::<[u8]>::open(&opts.name, &open).map_err(|source| BridgeError::Open {
-            name: opts.name.clone(),
-            source,
-        })?;
+    let (mut sub, upstream) = open(opts)?;
     let publisher = session
         .declare_publisher(opts.key.clone())
         .congestion_control(CongestionControl::Block)
@@ -144,18 +139,52 @@ pub fn bridge_out(
         .map_err(|e| BridgeError::Zenoh(e.to_string()))?;
     let finished = AtomicBool::new(false);
     let stopped = || stop.load(Ordering::Relaxed) || finished.load(Ordering::Relaxed);
-    let epoch = sub.epoch();
     std::thread::scope(|s| {
-        s.spawn(|| replay::serve(&queryable, &opts.name, epoch, &stopped));
-        let result = forward(&mut sub, &publisher, stop, &mut on_stats);
+        s.spawn(|| replay::serve(&queryable, &opts.name, upstream, &stopped));
+        let result = forward(&mut sub, upstream, &publisher, stop, &mut on_stats);
         finished.store(true, Ordering::Relaxed);
         result
     })
 }
 
+/// Opens the bus and names the creation of it that was opened: its header
+/// read before and after the open says the same creation (a bus removed
+/// and made again in between is read again; each creation has its own
+/// `created_ns`).
+fn open(opts: &OutOptions) -> Result<(Subscriber<[u8]>, Upstream), BridgeError> {
+    let open = OpenOptions::default().start(opts.start).wait(opts.wait);
+    let open_error = |source| BridgeError::Open {
+        name: opts.name.clone(),
+        source,
+    };
+    let creation = || {
+        shmbus::stat::stat(&opts.name).map(|s| {
+            let h = &s.header;
+            Upstream::from_header(h.created_ns, h.creator_pid, h.first_seq)
+        })
+    };
+    let mut tries = 0;
+    loop {
+        let before = creation().map_err(open_error)?;
+        let sub = Subscriber::<[u8]>::open(&opts.name, &open).map_err(open_error)?;
+        match creation() {
+            Ok(after) if after == before => return Ok((sub, before)),
+            // Re-created meanwhile: again, a few times.
+            Ok(_) | Err(OpenError::NotFound { .. }) if tries < 3 => tries += 1,
+            Ok(_) => {
+                return Err(BridgeError::Recreated {
+                    name: opts.name.clone(),
+                })
+            }
+            Err(e) => return Err(open_error(e)),
+        }
+    }
+}
+
 /// The main loop: every message of `sub` put on Zenoh, until `stop`.
 fn forward(
     sub: &mut Subscriber<[u8]>,
+    upstream: Upstream,
     publisher: &zenoh::pubsub::Publisher<'_>,
     stop: &AtomicBool,
     on_stats: &mut impl FnMut(&OutStats),
@@ -173,12 +202,11 @@ fn forward(
     while !stop.load(Ordering::Relaxed) {
         // A receive returns one message (at the position it started from)
         // or one lag (of the sequences from there): either way `at` names
-        // it. The epoch is informative only: a re-attached upstream
-        // publisher carries on the sequence.
-        let (at, epoch) = (sub.position(), sub.epoch());
+        // it.
+        let at = sub.position();
         let idle = match sub.recv(Wait::For(Duration::from_millis(100))) {
             Some(Received::Message(bytes)) => {
-                let mut batch = BatchWriter::new(epoch, at, msg_size, BATCH_BYTES, bytes);
+                let mut batch = BatchWriter::new(upstream, at, msg_size, BATCH_BYTES, bytes);
                 let mut lap = None;
                 while batch.has_room() {
                     let at = sub.position();
@@ -195,13 +223,13 @@ fn forward(
                 put(batch.finish())?;
                 stats.forwarded += count;
                 if let Some((first, count)) = lap {
-                    put(gap(epoch, first, count))?;
+                    put(gap(upstream, first, count))?;
                     stats.lost += count;
                 }
                 false
             }
             Some(Received::Lagged { skipped }) => {
-                put(gap(epoch, at, skipped))?;
+                put(gap(upstream, at, skipped))?;
                 stats.lost += skipped;
                 false
             }
@@ -230,9 +258,9 @@ fn forward(
     Ok(stats)
 }
 
-fn gap(epoch: u64, first: u64, count: u64) -> Vec<u8> {
+fn gap(upstream: Upstream, first: u64, count: u64) -> Vec<u8> {
     Frame::Gap {
-        epoch,
+        upstream,
         first,
         count,
     }

@@ -46,7 +46,7 @@ use zenoh::handlers::FifoChannelHandler;
 use zenoh::query::{Query, Queryable};
 use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame};
+use crate::frame::{BatchWriter, Frame, Upstream};
 use crate::outbound::BATCH_BYTES;
 
 /// The key a bridge-out answers journal queries on.
@@ -137,7 +137,7 @@ impl Shared {
 pub(crate) fn serve(
     queryable: &Queryable<FifoChannelHandler<Query>>,
     name: &str,
-    epoch: u64,
+    upstream: Upstream,
     stopped: &(dyn Fn() -> bool + Sync),
 ) {
     let shared = Shared {
@@ -146,7 +146,7 @@ pub(crate) fn serve(
     };
     std::thread::scope(|s| {
         for _ in 0..WORKERS {
-            s.spawn(|| work(&shared, name, epoch, stopped));
+            s.spawn(|| work(&shared, name, upstream, stopped));
         }
         while !stopped() {
             match queryable.recv_timeout(Duration::from_millis(100)) {
@@ -211,7 +211,7 @@ fn admit(shared: &Shared, query: Query) {
 
 /// One answering thread: a turn of the job at the front of the queue, then
 /// the job to the back if it is not done.
-fn work(shared: &Shared, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Sync)) {
+fn work(shared: &Shared, name: &str, upstream: Upstream, stopped: &(dyn Fn() -> bool + Sync)) {
     while !stopped() {
         let mut q = shared.lock();
         let job = match q.jobs.pop_front() {
@@ -223,7 +223,7 @@ fn work(shared: &Shared, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + S
         };
         drop(q);
         let mut job = job;
-        if turn(&mut job, name, epoch, stopped) {
+        if turn(&mut job, name, upstream, stopped) {
             shared.finished(&job.peer);
         } else {
             shared.lock().jobs.push_back(job);
@@ -268,7 +268,12 @@ fn at_or_after(seq: u64, mark: u64) -> bool {
 
 /// One turn of `job`: at most [`SLICE`] records. True when the job is over
 /// (answered, failed, or its asker gone).
-fn turn(job: &mut Job, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Sync)) -> bool {
+fn turn(
+    job: &mut Job,
+    name: &str,
+    upstream: Upstream,
+    stopped: &(dyn Fn() -> bool + Sync),
+) -> bool {
     let query = &job.query;
     let fail = |why: String| {
         let _ = query.reply_err(why).wait();
@@ -285,7 +290,7 @@ fn turn(job: &mut Job, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Syn
     let end = |target: u64| {
         let _ = reply(
             Frame::End {
-                epoch,
+                upstream,
                 next: target,
             }
             .encode(),
@@ -340,7 +345,7 @@ fn turn(job: &mut Job, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Syn
                 } else {
                     let ok = send(&mut batch);
                     batch = Some((
-                        BatchWriter::new(epoch, seq, msg.len(), BATCH_BYTES, msg),
+                        BatchWriter::new(upstream, seq, msg.len(), BATCH_BYTES, msg),
                         seq.wrapping_add(1),
                     ));
                     ok
@@ -360,7 +365,7 @@ fn turn(job: &mut Job, name: &str, epoch: u64, stopped: &(dyn Fn() -> bool + Syn
                     && ((count as i64) <= 0
                         || reply(
                             Frame::Gap {
-                                epoch,
+                                upstream,
                                 first,
                                 count,
                             }

@@ -1,6 +1,6 @@
 //! `shmbus bridge out|in`: a bus carried over Zenoh (crate shmbus-zenoh).
 //!
-//! Both run until SIGINT or SIGTERM. On stdout: `listening` once the
+//! Both run until SIGINT, SIGTERM or SIGHUP. On stdout: `listening` once the
 //! bridge-in's subscription is declared, `matched` / `unmatched` when the
 //! bridge-out's key gains or loses a remote subscriber (puts before that
 //! go nowhere), and with `--stats` one line a second of counts.
@@ -115,7 +115,9 @@ pub struct InArgs {
 }
 
 pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
-    signals::stop_on(&[libc::SIGINT, libc::SIGTERM]);
+    // SIGHUP too: a bridge whose terminal closes ends as cleanly (its
+    // status file removed) as one told to stop.
+    signals::stop_on(&[libc::SIGINT, libc::SIGTERM, libc::SIGHUP]);
     match &args.direction {
         Direction::Out(a) => {
             let opts = OutOptions {
@@ -145,7 +147,7 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 });
             })
             .map(drop)
-            .map_err(|e| CliError::runtime(e.to_string()))
+            .map_err(cli_error)
         }
         Direction::In(a) => {
             let opts = InOptions {
@@ -190,8 +192,26 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 frames_before = frames;
             })
             .map(drop)
-            .map_err(|e| CliError::runtime(e.to_string()))
+            .map_err(cli_error)
         }
+    }
+}
+
+/// A bus the options could never make is the command line's fault (exit
+/// 2, as `shmbus create` says it); anything else failed at run time.
+fn cli_error(e: shmbus_zenoh::BridgeError) -> CliError {
+    use shmbus::CreateError::{InvalidGeometry, Name};
+    let usage = matches!(
+        &e,
+        shmbus_zenoh::BridgeError::Create {
+            source: InvalidGeometry(_) | Name(_),
+            ..
+        }
+    );
+    if usage {
+        CliError::usage(e.to_string())
+    } else {
+        CliError::runtime(e.to_string())
     }
 }
 
