@@ -19,8 +19,8 @@ fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// `shmbus ARGS` run to its end as uid/gid 65534 with no other group.
-fn as_nobody(args: &[&str]) -> Finished {
+/// `shmbus ARGS` as uid/gid 65534 with no other group.
+fn nobody(args: &[&str]) -> std::process::Command {
     let mut all = vec![
         "--reuid",
         NOBODY,
@@ -31,7 +31,26 @@ fn as_nobody(args: &[&str]) -> Finished {
         env!("CARGO_BIN_EXE_shmbus"),
     ];
     all.extend_from_slice(args);
-    run(shmbus_testkit::command("setpriv", &all))
+    shmbus_testkit::command("setpriv", &all)
+}
+
+/// `shmbus ARGS` run to its end as uid 65534.
+fn as_nobody(args: &[&str]) -> Finished {
+    run(nobody(args))
+}
+
+/// `shmbus create BUS` of 16-byte messages journaled at `journal`.
+fn create_journaled(bus: &str, journal: &Path) -> Finished {
+    shmbus(&[
+        "create",
+        bus,
+        "--msg-size",
+        "16",
+        "--capacity",
+        "8",
+        "--journal",
+        text(journal),
+    ])
 }
 
 /// A directory every user may create files in (as /tmp is), removed with
@@ -77,20 +96,7 @@ fn plant_journal(path: &Path) {
         text(path),
     ])
     .assert_success();
-    let mut publish = shmbus_testkit::command(
-        "setpriv",
-        &[
-            "--reuid",
-            NOBODY,
-            "--regid",
-            NOBODY,
-            "--clear-groups",
-            "--",
-            env!("CARGO_BIN_EXE_shmbus"),
-            "pub",
-            planted.name(),
-        ],
-    );
+    let mut publish = nobody(&["pub", planted.name()]);
     publish.stdin(std::process::Stdio::piped());
     common::run_with_input(publish, b"planted-1\nplanted-2\nplanted-3\n").assert_success();
     as_nobody(&["rm", planted.name()]).assert_success();
@@ -109,16 +115,7 @@ fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_i
     let journal = dir.file("bus.journal");
     plant_journal(&journal);
     let bus = BusName::new("victim");
-    let out = shmbus(&[
-        "create",
-        bus.name(),
-        "--msg-size",
-        "16",
-        "--capacity",
-        "8",
-        "--journal",
-        text(&journal),
-    ]);
+    let out = create_journaled(bus.name(), &journal);
     out.assert_error(1, "owned by uid 65534");
     assert!(
         !bus.path().exists(),
@@ -132,43 +129,13 @@ fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_i
     // anyone could have rewritten it.
     let open = dir.file("open.journal");
     let first = BusName::new("open-first");
-    shmbus(&[
-        "create",
-        first.name(),
-        "--msg-size",
-        "16",
-        "--capacity",
-        "8",
-        "--journal",
-        text(&open),
-    ])
-    .assert_success();
+    create_journaled(first.name(), &open).assert_success();
     shmbus(&["rm", first.name()]).assert_success();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-    shmbus(&[
-        "create",
-        bus.name(),
-        "--msg-size",
-        "16",
-        "--capacity",
-        "8",
-        "--journal",
-        text(&open),
-    ])
-    .assert_error(1, "mode 666");
+    create_journaled(bus.name(), &open).assert_error(1, "mode 666");
     // Made private again, it is the caller's own and is continued.
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    shmbus(&[
-        "create",
-        bus.name(),
-        "--msg-size",
-        "16",
-        "--capacity",
-        "8",
-        "--journal",
-        text(&open),
-    ])
-    .assert_success();
+    create_journaled(bus.name(), &open).assert_success();
     shmbus(&["rm", bus.name()]).assert_success();
     bus.finish();
     first.finish();
@@ -198,17 +165,26 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
         .port();
     let endpoint = format!("tcp/127.0.0.1:{port}");
     let key = format!("shmbus-test/{}", bus.name());
+    // Its own runtime directory: a bridge that wrongly ran on (killed by
+    // the watchdog) leaves its status file there, not in the machine's.
+    let runtime = SharedDir::new("runtime");
+    std::fs::set_permissions(&runtime.0, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let bridge_in = || {
+        let mut cmd = common::shmbus(&[
+            "bridge",
+            "in",
+            &key,
+            bus.name(),
+            "--create",
+            "4096",
+            "--listen",
+            &endpoint,
+        ]);
+        cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+        run(cmd)
+    };
     let started = std::time::Instant::now();
-    let out = shmbus(&[
-        "bridge",
-        "in",
-        &key,
-        bus.name(),
-        "--create",
-        "4096",
-        "--listen",
-        &endpoint,
-    ]);
+    let out = bridge_in();
     out.assert_error(1, "owned by uid 65534");
     assert!(
         !out.stdout().contains("listening"),
@@ -231,17 +207,7 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
         "644",
     ])
     .assert_success();
-    shmbus(&[
-        "bridge",
-        "in",
-        &key,
-        bus.name(),
-        "--create",
-        "4096",
-        "--listen",
-        &endpoint,
-    ])
-    .assert_error(1, "mode 644");
+    bridge_in().assert_error(1, "mode 644");
     shmbus(&["rm", bus.name()]).assert_success();
     bus.finish();
 }

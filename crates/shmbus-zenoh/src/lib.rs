@@ -103,8 +103,9 @@ mod outbound;
 mod replay;
 mod session;
 
+pub use frame::BATCH_BYTES;
 pub use inbound::{bridge_in, InOptions, InStats};
-pub use outbound::{bridge_out, OutOptions, OutStats, BATCH_BYTES};
+pub use outbound::{bridge_out, OutOptions, OutStats};
 pub use session::{session, Endpoints, SessionError};
 
 /// Why a bridge stopped.

@@ -2,7 +2,7 @@
 //!
 //! Batching: after a message is received, what is already on the bus
 //! behind it (never waiting for more) goes in the same put, up to
-//! [`BATCH_BYTES`]: an idle bus's message goes alone at once, a busy one's
+//! [`BATCH_BYTES`](crate::BATCH_BYTES): an idle bus's message goes alone at once, a busy one's
 //! go in few puts, so the per-put cost of Zenoh is paid once per batch.
 //! A lap ends a batch (the batch first, then the gap frame).
 //!
@@ -20,7 +20,7 @@ use zenoh::handlers::FifoChannel;
 use zenoh::qos::CongestionControl;
 use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame, Upstream};
+use crate::frame::{BatchWriter, Frame, Upstream, BATCH_BYTES};
 use crate::{replay, session, BridgeError, Endpoints};
 
 /// How `bridge_out` runs.
@@ -70,19 +70,6 @@ pub struct OutStats {
     /// nowhere: Zenoh sends only to matching subscribers).
     pub matched: bool,
 }
-
-/// The most message bytes one put carries: well under Zenoh's 65535-byte
-/// transport batch (with its headers and the key), so a batch is never
-/// fragmented. With 64-byte messages 32 KiB and 60 KiB measured alike
-/// over a veth pair (4.1–6.0 M and 3.3–5.1 M msg/s, two rounds each: the
-/// noise is larger than any difference; docs/bridge/batch-budget.txt).
-///
-/// # Examples
-/// ```
-/// // 512 messages of 64 bytes in one put.
-/// assert_eq!(shmbus_zenoh::BATCH_BYTES / 64, 512);
-/// ```
-pub const BATCH_BYTES: usize = 32 << 10;
 
 /// How often the stats callback runs.
 const STATS_EVERY: Duration = Duration::from_secs(1);

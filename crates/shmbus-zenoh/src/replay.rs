@@ -46,8 +46,7 @@ use zenoh::handlers::FifoChannelHandler;
 use zenoh::query::{Query, Queryable};
 use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame, Upstream};
-use crate::outbound::BATCH_BYTES;
+use crate::frame::{BatchWriter, Frame, Upstream, BATCH_BYTES};
 
 /// The key a bridge-out answers journal queries on.
 pub(crate) fn journal_key(key: &str) -> String {

@@ -107,7 +107,8 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
     let st = shmbus::stat::stat(bus.name()).expect("stat");
     let s = st.stream.expect("a stream");
     assert!(s.corrupt, "stat flags the cursors: {s:?}");
-    assert_eq!((s.head, s.tail, s.fill), (0, tail, tail));
+    // A corrupt pair has no fill (LAYOUT §20): 0 here, `null` in JSON.
+    assert_eq!((s.head, s.tail, s.fill), (0, tail, 0));
 
     // The consumer blames the cursors, not the (valid) record header.
     let name = bus.name().to_owned();
