@@ -1034,6 +1034,72 @@ fn a_bridge_in_restarted_after_the_upstream_was_made_again_carries_on_its_sequen
 }
 
 #[test]
+fn a_garbled_state_file_is_said_once_and_ignored_and_the_bridge_in_goes_on() {
+    let (up, down) = (
+        BusName::new("bridge-state-garbled-up"),
+        BusName::new("bridge-state-garbled-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/state-garbled/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-state-garbled");
+    let (b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    publish(up.name(), &common::numbered_lines(1..=10));
+    wait_for("the downstream bus to hold 10 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 10)
+    });
+    b.stop();
+    let dir = rt.0.join("shmbus").join("bridge-in");
+    let states: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the state directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(states.len(), 1, "{states:?}");
+    // What another process might leave there: not a state.
+    std::fs::write(&states[0], b"shmbus-bridge-in-state 1\ndownstream x\n").expect("write");
+    let mut inbound = rt.start(&[
+        "bridge",
+        "in",
+        &key,
+        down.name(),
+        "--create",
+        "256",
+        "--listen",
+        &endpoint,
+    ]);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = rt.start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    publish(up.name(), &common::numbered_lines(11..=20));
+    wait_for("the downstream bus to hold 20 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 20)
+    });
+    signal(&outbound, Signal::TERM);
+    outbound.wait().assert_success();
+    signal(&inbound, Signal::TERM);
+    let out = inbound.wait();
+    out.assert_success();
+    let said: Vec<_> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("state file"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {}", out.stderr);
+    assert!(
+        said[0].contains("line 2: expected downstream") && said[0].contains("ignored"),
+        "{}",
+        said[0]
+    );
+}
+
+#[test]
 fn bridge_in_refuses_options_create_refuses_before_it_listens() {
     let down = BusName::new("bridge-cap-down");
     let rt = RuntimeDir::new("bridge-cap");

@@ -120,7 +120,13 @@ type ParseError = (usize, &'static str, String);
 
 /// A state from a file's bytes.
 fn parse(bytes: &[u8]) -> Result<Saved, ParseError> {
-    let text = std::str::from_utf8(bytes).map_err(|_| (1, "UTF-8 text", "bytes".into()))?;
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        (
+            1,
+            "UTF-8 text",
+            format!("a byte that is not at {}", e.valid_up_to()),
+        )
+    })?;
     let text = text.strip_suffix('\n').ok_or((
         1,
         "text ending in a newline",
