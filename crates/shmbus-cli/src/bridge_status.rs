@@ -235,6 +235,24 @@ fn check_private(path: &Path) -> Result<(), WriteError> {
     Ok(())
 }
 
+/// The file a `bridge in` keeps its downstream bus's state in
+/// (`InOptions::state`): `<dir>/bridge-in/<fnv1a 64 of the bus's
+/// path, 16 hex digits>.state`, beside the bridges' statuses (not among
+/// them: it outlives the process, as it must to be of use to the next),
+/// the directories made 0700 and checked to be this user's, private.
+///
+/// # Errors
+/// [`WriteError`]: a directory not made or not private.
+pub fn in_state_path(bus: &str) -> Result<PathBuf, WriteError> {
+    let (own, _) = dirs();
+    let dir = own.join("bridge-in");
+    private_dir(&own)?;
+    private_dir(&dir)?;
+    let path = bus_path(bus);
+    let hash = shmbus::wire::fnv1a(path.as_os_str().as_encoded_bytes());
+    Ok(dir.join(format!("{hash:016x}.state")))
+}
+
 /// The directory to read, if it is there and private (files in another's
 /// directory are not this user's bridges).
 fn readable_dir() -> Option<PathBuf> {

@@ -943,6 +943,163 @@ fn a_recreated_upstream_is_mirrored_again_continuing_the_downstream_sequence() {
 }
 
 #[test]
+fn a_bridge_in_restarted_after_the_upstream_was_made_again_carries_on_its_sequence() {
+    let (up, down) = (
+        BusName::new("bridge-restart-recreate-up"),
+        BusName::new("bridge-restart-recreate-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/restart-recreate/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-restart-recreate");
+    let (b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    publish(up.name(), &common::numbered_lines(1..=100));
+    wait_for("the downstream bus to hold 100 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 100)
+    });
+    let sub = common::start(&[
+        "sub",
+        down.name(),
+        "--from",
+        "oldest",
+        "--count",
+        "150",
+        "--timeout",
+        "15",
+    ]);
+    wait_until_waiting(down.name(), &sub);
+    let before = upstream_of(up.name());
+    // Both bridges end (the bridge-in hard: nothing of it runs at exit),
+    // the upstream is made again (its sequences start at 0 again), and
+    // both start afresh.
+    let Bridges { inbound, outbound } = b;
+    inbound.kill();
+    signal(&outbound, Signal::TERM);
+    outbound.wait().assert_success();
+    shmbus(&["rm", up.name()]).assert_success();
+    create(up.name(), "256");
+    assert_ne!(upstream_of(up.name()).instance, before.instance);
+    let mut inbound = rt.start(&[
+        "bridge",
+        "in",
+        &key,
+        down.name(),
+        "--create",
+        "256",
+        "--listen",
+        &endpoint,
+    ]);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = rt.start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    let b = Bridges { inbound, outbound };
+    publish(up.name(), &common::numbered_lines(101..=150));
+    let out = sub.wait();
+    out.assert_success();
+    assert_eq!(
+        out.stdout(),
+        common::numbered_lines(1..=150),
+        "the new creation's 50 follow the first 100"
+    );
+    assert_eq!(out.stderr, "", "no lag report: nothing was lost");
+    let d = shmbus::stat::stat(down.name()).expect("stat down");
+    assert_eq!((d.header.first_seq, d.head), (0, 150));
+    let in_pid = b.inbound.pid();
+    wait_for(
+        "the restarted bridge-in's status to count 50 messages",
+        || {
+            rt.status(in_pid).is_some_and(|s| {
+                (&s["messages"], &s["lost"], &s["repeats"], &s["bad_frames"])
+                    == (&json!(50), &json!(0), &json!(0), &json!(0))
+            })
+        },
+    );
+    b.stop();
+    // The state outlives the bridge-in (that is its use); one file, the
+    // downstream bus's, private.
+    let states: Vec<_> = std::fs::read_dir(rt.0.join("shmbus").join("bridge-in"))
+        .expect("the state directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(states.len(), 1, "{states:?}");
+    let meta = std::fs::metadata(&states[0]).expect("the state file");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn a_garbled_state_file_is_said_once_and_ignored_and_the_bridge_in_goes_on() {
+    let (up, down) = (
+        BusName::new("bridge-state-garbled-up"),
+        BusName::new("bridge-state-garbled-down"),
+    );
+    create(up.name(), "256");
+    let key = format!("shmbus/test/state-garbled/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-state-garbled");
+    let (b, endpoint) = bridges(&rt, up.name(), down.name(), &key);
+    publish(up.name(), &common::numbered_lines(1..=10));
+    wait_for("the downstream bus to hold 10 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 10)
+    });
+    b.stop();
+    let dir = rt.0.join("shmbus").join("bridge-in");
+    let states: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the state directory")
+        .map(|e| e.expect("an entry").path())
+        .collect();
+    assert_eq!(states.len(), 1, "{states:?}");
+    // What another process might leave there: not a state.
+    std::fs::write(&states[0], b"shmbus-bridge-in-state 1\ndownstream x\n").expect("write");
+    let mut inbound = rt.start(&[
+        "bridge",
+        "in",
+        &key,
+        down.name(),
+        "--create",
+        "256",
+        "--listen",
+        &endpoint,
+    ]);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = rt.start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    publish(up.name(), &common::numbered_lines(11..=20));
+    wait_for("the downstream bus to hold 20 messages", || {
+        shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 20)
+    });
+    signal(&outbound, Signal::TERM);
+    outbound.wait().assert_success();
+    signal(&inbound, Signal::TERM);
+    let out = inbound.wait();
+    out.assert_success();
+    let said: Vec<_> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("state file"))
+        .collect();
+    assert_eq!(said.len(), 1, "said once: {}", out.stderr);
+    assert!(
+        said[0].contains("line 2: expected downstream") && said[0].contains("ignored"),
+        "{}",
+        said[0]
+    );
+}
+
+#[test]
 fn bridge_in_refuses_options_create_refuses_before_it_listens() {
     let down = BusName::new("bridge-cap-down");
     let rt = RuntimeDir::new("bridge-cap");

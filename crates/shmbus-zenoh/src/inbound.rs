@@ -34,6 +34,11 @@
 //!   sequence lands on the downstream's next (`Following`), so a
 //!   re-created upstream (sequences from 0 again) is mirrored, not taken
 //!   for repeats; frames of the 16 creations followed last are repeats.
+//! - Which creation is followed, at which offset, and the retired ones are
+//!   stored (`InOptions::state`, `state.rs`) whenever that changes, before
+//!   anything of a new creation is published, and loaded at start if the
+//!   file names this downstream bus's creation: a restarted bridge-in maps
+//!   the upstream as the last one did.
 //! - A frame that cannot be applied whole (`admissible`: a larger message
 //!   size than the bus's, a hole past 2^60) is dropped as bad before
 //!   anything of it happens: a peer on the key may make the bus skip or
@@ -60,7 +65,7 @@ use zenoh::{Session, Wait as _};
 
 use crate::downstream::{Create, Downstream};
 use crate::frame::{Frame, Upstream};
-use crate::{replay, session, BridgeError, Endpoints};
+use crate::{replay, session, state, BridgeError, Endpoints};
 
 /// How `bridge_in` runs.
 ///
@@ -78,6 +83,7 @@ use crate::{replay, session, BridgeError, Endpoints};
 ///     message_type: Some(("md.Tick".into(), 8)),
 ///     bootstrap: true,
 ///     replay_timeout: Duration::from_secs(10),
+///     state: None,
 ///     endpoints: Endpoints { listen: vec!["tcp/10.0.0.2:7447".into()], ..Endpoints::default() },
 /// };
 /// ```
@@ -106,6 +112,14 @@ pub struct InOptions {
     pub replay_timeout: Duration,
     /// Where to listen and whom to dial.
     pub endpoints: Endpoints,
+    /// A file to keep, for this downstream bus, which creations of the
+    /// upstream it followed and at which offsets (docs/LAYOUT.md §24,
+    /// "The state file"), so that a bridge-in restarted after the upstream
+    /// was made again maps its sequences as this one did. `None`: kept
+    /// in memory only; a restarted bridge-in then takes the first
+    /// creation it hears to be the one the bus followed. Its directory
+    /// should be the user's own, private.
+    pub state: Option<PathBuf>,
 }
 
 /// What `bridge_in` has done so far.
@@ -131,6 +145,11 @@ pub struct InStats {
     pub bad_frames: u64,
     /// Journal queries asked.
     pub queries: u64,
+    /// State files (`InOptions::state`) ignored as unreadable or not
+    /// state, and writes of it that failed: the bridge goes on without.
+    pub state_errors: u64,
+    /// Why, the last time.
+    pub state_error: Option<String>,
 }
 
 const STATS_EVERY: Duration = Duration::from_secs(1);
@@ -177,6 +196,7 @@ impl Drop for DoneOnDrop {
 ///     message_type: None,
 ///     bootstrap: false,
 ///     replay_timeout: Duration::from_secs(10),
+///     state: None,
 ///     endpoints: Endpoints::default(),
 /// };
 /// // Set from a signal handler in `shmbus bridge in`; set already here,
@@ -193,6 +213,12 @@ pub fn bridge_in(
 ) -> Result<InStats, BridgeError> {
     check_create(opts)?;
     let bus = Downstream::attach(&opts.name, opts.create.is_some())?;
+    let mut stats = InStats::default();
+    let bus_id = bus.as_ref().and_then(|_| identity(&opts.name));
+    let following = match (&opts.state, bus_id) {
+        (Some(path), Some(id)) => load_following(path, id, &mut stats),
+        _ => Following::default(),
+    };
     if bus.is_none() && opts.create.is_none() {
         // Not there and not to be made: the attach error names it.
         shmbus::Publisher::<[u8]>::attach(&opts.name, &shmbus::OpenOptions::default()).map_err(
@@ -213,9 +239,11 @@ pub fn bridge_in(
         replay: None,
         asked_to: None,
         journal_answers: true,
-        following: Following::default(),
+        saved: following.changes,
+        following,
+        bus_id,
         bootstrap_at: None,
-        stats: InStats::default(),
+        stats,
         failed: None,
     }));
     // Live frames queued for this thread and not yet handled.
@@ -233,6 +261,7 @@ pub fn bridge_in(
                         if let Err(e) = b.live(sample) {
                             b.failed.get_or_insert(e);
                         }
+                        b.keep_state();
                         return;
                     }
                 }
@@ -377,6 +406,10 @@ struct Bridge {
     journal_answers: bool,
     /// Which creation of the upstream bus the downstream follows.
     following: Following,
+    /// `following.changes` when it was last stored (or loaded).
+    saved: u64,
+    /// The downstream bus's identity (`identity`), once it is known.
+    bus_id: Option<(u64, u32)>,
     /// A bootstrap is due (at this time) and not done yet.
     bootstrap_at: Option<Instant>,
     stats: InStats,
@@ -394,7 +427,7 @@ struct Follow {
 }
 
 /// How many creations followed before are remembered.
-const RETIRED: usize = 16;
+const RETIRED: usize = state::RETIRED;
 
 /// Which creation of the upstream the downstream bus follows, and which
 /// it followed before (docs/LAYOUT.md §24, "A new upstream creation").
@@ -405,6 +438,9 @@ struct Following {
     /// Creations followed before, oldest first (at most [`RETIRED`]):
     /// their late frames are repeats.
     retired: VecDeque<u64>,
+    /// How many times `now` changed: the state file is written when this
+    /// moves.
+    changes: u64,
 }
 
 impl Following {
@@ -427,7 +463,11 @@ impl Following {
     /// From now on `to` is followed; the creation followed until now is
     /// retired. Whether that was another creation.
     fn switch(&mut self, to: Follow) -> bool {
-        match self.now.replace(to) {
+        let old = self.now.replace(to);
+        if old != Some(to) {
+            self.changes += 1;
+        }
+        match old {
             Some(old) if old.upstream.instance != to.upstream.instance => {
                 self.retired.push_back(old.upstream.instance);
                 if self.retired.len() > RETIRED {
@@ -436,6 +476,36 @@ impl Following {
                 true
             }
             _ => false,
+        }
+    }
+}
+
+/// The identity of bus `name` (its header's `created_ns`, `creator_pid`):
+/// each creation of a bus has its own. `None` if it cannot be read.
+fn identity(name: &str) -> Option<(u64, u32)> {
+    let s = shmbus::stat::stat(name).ok()?;
+    Some((s.header.created_ns, s.header.creator_pid))
+}
+
+/// The creations the downstream bus `id` followed, from the state file at
+/// `path`; none (what a bridge-in without one does) if there is no file,
+/// it is about another creation of the bus, or it is not a state (then
+/// counted in `stats`).
+fn load_following(path: &std::path::Path, id: (u64, u32), stats: &mut InStats) -> Following {
+    match state::load(path) {
+        Ok(Some(saved)) if saved.downstream == id => Following {
+            now: Some(Follow {
+                upstream: saved.following,
+                offset: saved.offset,
+            }),
+            retired: saved.retired.into(),
+            changes: 0,
+        },
+        Ok(_) => Following::default(),
+        Err(e) => {
+            stats.state_errors += 1;
+            stats.state_error = Some(e.to_string());
+            Following::default()
         }
     }
 }
@@ -498,7 +568,46 @@ fn ahead(from: u64, to: u64) -> i64 {
 }
 
 impl Bridge {
+    /// Stores which creations the bus follows if that changed since it
+    /// was last stored, once the bus exists (its identity names the file's
+    /// bus). A failed write is counted; the bridge goes on.
+    fn keep_state(&mut self) {
+        let (Some(path), Some(now)) = (&self.opts.state, self.following.now) else {
+            return;
+        };
+        if self.following.changes == self.saved || self.bus.is_none() {
+            return;
+        }
+        if self.bus_id.is_none() {
+            self.bus_id = identity(&self.opts.name);
+        }
+        let Some(downstream) = self.bus_id else {
+            return;
+        };
+        let saved = state::Saved {
+            downstream,
+            following: now.upstream,
+            offset: now.offset,
+            retired: self.following.retired.iter().copied().collect(),
+        };
+        match state::store(path, &saved) {
+            Ok(()) => self.saved = self.following.changes,
+            Err(e) => {
+                // Counted once per change, not per frame.
+                self.saved = self.following.changes;
+                self.stats.state_errors += 1;
+                self.stats.state_error = Some(e.to_string());
+            }
+        }
+    }
+
     fn handle(&mut self, event: Event) -> Result<(), BridgeError> {
+        let handled = self.handle_event(event);
+        self.keep_state();
+        handled
+    }
+
+    fn handle_event(&mut self, event: Event) -> Result<(), BridgeError> {
         match event {
             Event::Live(sample) if self.replay.is_some() || self.bootstrap_at.is_some() => {
                 self.pending.push_back(sample)
@@ -600,7 +709,12 @@ impl Bridge {
         }
         if r.collect.is_none() && self.following.now.is_none() {
             self.following.switch(follow);
+            // Stored before anything of it is published (as in `live`).
+            self.keep_state();
         }
+        let Some(r) = &mut self.replay else {
+            return Ok(());
+        };
         match shifted(&frame, follow.offset) {
             Frame::End { next, .. } => r.end = Some(next),
             Frame::Gap { .. } => {} // a hole: found as such below
@@ -794,6 +908,10 @@ impl Bridge {
             self.asked_to = None;
             self.journal_answers = true;
         }
+        // Stored before any of its messages is published: a bridge-in
+        // killed after publishing some would otherwise be restarted with
+        // the old state and put this creation's `first` past them.
+        self.keep_state();
         let asked = self.asked_to.is_some_and(|to| ahead(to, hole_end) <= 0);
         if ahead(next, hole_end) > 0 && self.journal_answers && !asked {
             drop(payload);

@@ -44,6 +44,7 @@
 //!     message_type: None,
 //!     bootstrap: false,
 //!     replay_timeout: Duration::from_secs(10),
+//!     state: None,
 //!     endpoints: Endpoints { listen: vec![endpoint.clone()], ..Endpoints::default() },
 //! };
 //! let outbound = OutOptions {
@@ -102,6 +103,7 @@ mod inbound;
 mod outbound;
 mod replay;
 mod session;
+mod state;
 
 pub use frame::BATCH_BYTES;
 pub use inbound::{bridge_in, InOptions, InStats};
@@ -124,6 +126,7 @@ pub use session::{session, Endpoints, SessionError};
 ///     message_type: None,
 ///     bootstrap: false,
 ///     replay_timeout: Duration::from_secs(10),
+///     state: None,
 ///     endpoints: Endpoints::default(),
 /// };
 /// match bridge_in(&opts, &AtomicBool::new(true), |_| {}) {

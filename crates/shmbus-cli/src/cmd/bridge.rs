@@ -159,12 +159,26 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 bootstrap: a.bootstrap,
                 replay_timeout: seconds(a.replay_timeout, "--replay-timeout")?,
                 endpoints: endpoints(&a.zenoh),
+                state: bridge_status::in_state_path(&a.name)
+                    .map_err(|e| {
+                        print_error(&format!(
+                            "{e} (the bridge goes on; a restart after the upstream is made again may take its messages for repeats)"
+                        ))
+                    })
+                    .ok(),
             };
             let mut status = Status::create(Way::In, &a.name, &a.key, &a.zenoh);
             let mut listening = false;
             let stats = a.zenoh.stats;
             let mut frames_before = 0;
+            let mut state_errors = 0;
             bridge_in(&opts, &signals::STOP, |s| {
+                if s.state_errors != state_errors {
+                    state_errors = s.state_errors;
+                    if let Some(why) = &s.state_error {
+                        print_error(&format!("{why} (ignored; the bridge goes on)"));
+                    }
+                }
                 if !listening {
                     listening = true;
                     say("listening");
