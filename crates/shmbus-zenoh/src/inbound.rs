@@ -257,12 +257,13 @@ pub fn bridge_in(
             // anything else goes to the bridge's thread, in order.
             if waiting.load(Ordering::Acquire) == 0 {
                 if let Ok(mut b) = shared.try_lock() {
-                    if waiting.load(Ordering::Acquire) == 0 && b.in_order(&sample) {
-                        if let Err(e) = b.live(sample) {
-                            b.failed.get_or_insert(e);
+                    if waiting.load(Ordering::Acquire) == 0 {
+                        if let Some(done) = b.publish_in_order(&sample) {
+                            if let Err(e) = done {
+                                b.failed.get_or_insert(e);
+                            }
+                            return;
                         }
-                        b.keep_state();
-                        return;
                     }
                 }
             }
@@ -824,35 +825,40 @@ impl Bridge {
         }
     }
 
-    /// Whether `sample` may be published at once: no replay or bootstrap
-    /// under way, nothing pending, and it starts at the next sequence.
-    fn in_order(&self, sample: &Sample) -> bool {
+    /// Publishes `sample` at once if it may be: no replay or bootstrap
+    /// under way, nothing pending, and it is a message or batch of the
+    /// creation followed that starts at the next sequence (then `live`
+    /// would find no hole, no new creation, nothing to ask: `apply` is all
+    /// it does). `None`: it goes the long way, through `live`, in order.
+    /// The frame is parsed once either way it is published.
+    fn publish_in_order(&mut self, sample: &Sample) -> Option<Result<(), BridgeError>> {
         if self.replay.is_some()
             || self.bootstrap_at.is_some()
             || !self.pending.is_empty()
             || self.failed.is_some()
         {
-            return false;
+            return None;
         }
-        let Some(bus) = &self.bus else {
-            return false;
-        };
-        let Some(follow) = self.following.now else {
-            return false;
-        };
+        let follow = self.following.now?;
+        let bus = self.bus.as_mut()?;
         let payload = sample.payload().to_bytes();
-        match Frame::parse(&payload) {
-            Ok(Frame::Message { upstream, seq, .. })
-            | Ok(Frame::Batch {
+        let frame = Frame::parse(&payload).ok()?;
+        let (upstream, seq) = match frame {
+            Frame::Message { upstream, seq, .. }
+            | Frame::Batch {
                 upstream,
                 first: seq,
                 ..
-            }) => {
-                upstream.instance == follow.upstream.instance
-                    && seq.wrapping_add(follow.offset) == bus.next_sequence()
-            }
-            _ => false,
+            } => (upstream, seq),
+            _ => return None,
+        };
+        if upstream.instance != follow.upstream.instance
+            || seq.wrapping_add(follow.offset) != bus.next_sequence()
+        {
+            return None;
         }
+        let frame = shifted(&frame, follow.offset);
+        Some(apply(bus, &frame, &mut self.stats, &self.opts.name))
     }
 
     fn live(&mut self, sample: Sample) -> Result<(), BridgeError> {
