@@ -152,7 +152,10 @@ printf 'via pkg-config\n' | timeout 60 "$PUB" "$name"
 LD_LIBRARY_PATH="$work/prefix/lib" timeout 60 "$work/subscriber-pc" --from oldest --count 1 \
     --timeout 10 "$name" >"$work/pc.out" 2>"$work/pc.err" || fail "subscriber via pkg-config"
 [[ "$(cat "$work/pc.out")" == "via pkg-config" ]] || fail "pkg-config build printed $(cat "$work/pc.out")"
-LD_LIBRARY_PATH="$work/prefix/lib" ldd "$work/subscriber-pc" | grep -q "$work/prefix/lib/libshmbus.so" || fail "not linked to libshmbus.so"
+# Captured first: `ldd | grep -q` under pipefail fails when grep exits
+# before the loader has written its last line (SIGPIPE).
+linked=$(LD_LIBRARY_PATH="$work/prefix/lib" ldd "$work/subscriber-pc")
+grep -qF "$work/prefix/lib/libshmbus.so" <<<"$linked" || fail "not linked to libshmbus.so: $linked"
 "$SHMBUS" rm "$name" >/dev/null
 echo "ok: a program built with pkg-config links libshmbus.so and runs"
 

@@ -5,7 +5,7 @@
 # Miri (see wait.rs), which Miri models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+if ! rustup +nightly component list --installed 2>/dev/null | grep '^miri' >/dev/null; then
     rustup +nightly component add miri rust-src
 fi
 export MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-disable-isolation"

@@ -13,7 +13,7 @@
 # tests do not already cover for the same code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^rust-src'; then
+if ! rustup +nightly component list --installed 2>/dev/null | grep '^rust-src' >/dev/null; then
     rustup +nightly component add rust-src
 fi
 target=$(rustc +nightly -vV | sed -n 's/^host: //p')

@@ -28,23 +28,18 @@ use serde_json::{json, Value};
 use shmbus_zenoh::frame::{Frame, Upstream};
 use zenoh::Wait as _;
 
-/// A private `XDG_RUNTIME_DIR` (under the temporary directory, not
-/// /dev/shm): the commands run through it find the bridges' status files
-/// in its `shmbus/bridges`. Removed with its contents on drop.
-struct RuntimeDir(PathBuf);
+/// A private `XDG_RUNTIME_DIR` (the testkit's): the commands run through
+/// it find the bridges' status files in its `shmbus/bridges`.
+struct RuntimeDir(shmbus_testkit::RuntimeDir);
 
 impl RuntimeDir {
     fn new(label: &str) -> RuntimeDir {
-        let path = std::env::temp_dir().join(format!("{}{label}", shmbus_testkit::unique_prefix()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).expect("a runtime directory");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-        RuntimeDir(path)
+        RuntimeDir(shmbus_testkit::RuntimeDir::new(label))
     }
 
     /// Where the bridges write their status.
     fn bridges(&self) -> PathBuf {
-        self.0.join("shmbus").join("bridges")
+        self.0.shmbus("bridges")
     }
 
     /// The names of the files there (none if it is not there yet).
@@ -73,7 +68,7 @@ impl RuntimeDir {
     /// `shmbus ARGS` with this runtime directory.
     fn shmbus(&self, args: &[&str]) -> Command {
         let mut cmd = common::shmbus(args);
-        cmd.env("XDG_RUNTIME_DIR", &self.0);
+        self.0.apply(&mut cmd);
         cmd
     }
 
@@ -100,12 +95,6 @@ impl RuntimeDir {
         out.assert_success();
         empty.finish();
         out.stdout()
-    }
-}
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -1024,7 +1013,7 @@ fn a_bridge_in_restarted_after_the_upstream_was_made_again_carries_on_its_sequen
     b.stop();
     // The state outlives the bridge-in (that is its use); one file, the
     // downstream bus's, private.
-    let states: Vec<_> = std::fs::read_dir(rt.0.join("shmbus").join("bridge-in"))
+    let states: Vec<_> = std::fs::read_dir(rt.0.shmbus("bridge-in"))
         .expect("the state directory")
         .map(|e| e.expect("an entry").path())
         .collect();
@@ -1048,7 +1037,7 @@ fn a_garbled_state_file_is_said_once_and_ignored_and_the_bridge_in_goes_on() {
         shmbus::stat::stat(down.name()).is_ok_and(|s| s.published == 10)
     });
     b.stop();
-    let dir = rt.0.join("shmbus").join("bridge-in");
+    let dir = rt.0.shmbus("bridge-in");
     let states: Vec<_> = std::fs::read_dir(&dir)
         .expect("the state directory")
         .map(|e| e.expect("an entry").path())

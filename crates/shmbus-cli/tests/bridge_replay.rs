@@ -6,13 +6,12 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::{signal, spawn, BusName, ShmDir, Watched};
 use rustix::process::Signal;
 use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+use shmbus_testkit::RuntimeDir;
 use shmbus_zenoh::frame::Frame;
 use zenoh::query::ConsolidationMode;
 use zenoh::Wait as _;
@@ -23,25 +22,6 @@ const RECORDS: u64 = 2_000_000;
 /// How soon a small repair must be answered: half a bridge-in's default
 /// query timeout (10 s).
 const IN_TIME: Duration = Duration::from_secs(5);
-
-/// A private `XDG_RUNTIME_DIR` for the bridge's status file, removed on drop.
-struct RuntimeDir(PathBuf);
-
-impl RuntimeDir {
-    fn new(label: &str) -> RuntimeDir {
-        let path = std::env::temp_dir().join(format!("{}{label}", shmbus_testkit::unique_prefix()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir(&path).expect("a runtime directory");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).expect("chmod");
-        RuntimeDir(path)
-    }
-}
-
-impl Drop for RuntimeDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// A journaled bus of `u64`s holding `0..RECORDS` (message `i` at sequence
 /// `i`), its publisher kept alive (it serves the joiners' flushes).
@@ -87,7 +67,7 @@ impl Upstream {
 fn bridge_out(rt: &RuntimeDir, bus: &str, key: &str, head: u64) -> (Watched, zenoh::Session) {
     let endpoint = format!("tcp/127.0.0.1:{}", free_port());
     let mut cmd = common::shmbus(&["bridge", "out", bus, "--key", key, "--listen", &endpoint]);
-    cmd.env("XDG_RUNTIME_DIR", &rt.0);
+    rt.apply(&mut cmd);
     let mut out = spawn(cmd);
     let session = shmbus_zenoh::session(&shmbus_zenoh::Endpoints {
         connect: vec![endpoint],

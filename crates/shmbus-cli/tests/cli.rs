@@ -617,14 +617,24 @@ fn clean_removes_dead_buses_but_not_one_with_a_live_subscriber() {
     let sub = spawn_sub(&[&live]);
     wait_until_waiting(&live, &sub);
 
-    let dry = shmbus(&["clean", "--dir", dir.dir(), "--dry-run"]);
+    // Its own runtime directory: `clean` also removes stale bridge
+    // statuses, and the machine's may hold some another run left.
+    let runtime = shmbus_testkit::RuntimeDir::new("clean");
+    let clean = |extra: &[&str]| {
+        let mut args = vec!["clean", "--dir", dir.dir()];
+        args.extend_from_slice(extra);
+        let mut cmd = common::shmbus(&args);
+        runtime.apply(&mut cmd);
+        shmbus_testkit::run(cmd)
+    };
+    let dry = clean(&["--dry-run"]);
     assert_eq!(
         dry.assert_success().stdout(),
         format!("would remove {dead}\nwould remove 1 segment\n")
     );
     assert!(Path::new(&dead).exists(), "a dry run removes nothing");
 
-    let real = shmbus(&["clean", "--dir", dir.dir()]);
+    let real = clean(&[]);
     assert_eq!(
         real.assert_success().stdout(),
         format!("removed {dead}\nremoved 1 segment\n")
@@ -633,7 +643,7 @@ fn clean_removes_dead_buses_but_not_one_with_a_live_subscriber() {
     assert!(Path::new(&live).exists(), "a subscriber still uses it");
 
     sub.kill();
-    let after = shmbus(&["clean", "--dir", dir.dir()]);
+    let after = clean(&[]);
     assert_eq!(
         after.assert_success().stdout(),
         format!("removed {live}\nremoved 1 segment\n")

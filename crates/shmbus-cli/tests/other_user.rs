@@ -167,8 +167,7 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
     let key = format!("shmbus-test/{}", bus.name());
     // Its own runtime directory: a bridge that wrongly ran on (killed by
     // the watchdog) leaves its status file there, not in the machine's.
-    let runtime = SharedDir::new("runtime");
-    std::fs::set_permissions(&runtime.0, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let runtime = shmbus_testkit::RuntimeDir::new("runtime");
     let bridge_in = || {
         let mut cmd = common::shmbus(&[
             "bridge",
@@ -180,7 +179,7 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
             "--listen",
             &endpoint,
         ]);
-        cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+        runtime.apply(&mut cmd);
         run(cmd)
     };
     let started = std::time::Instant::now();

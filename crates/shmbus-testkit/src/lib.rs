@@ -31,7 +31,8 @@
 //! - **Deadlines** ([`CHILD_DEADLINE`], [`READY_DEADLINE`], [`RUN_DEADLINE`]).
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.
-//! - **Unique names** ([`BusName`], [`ShmDir`], [`unique_prefix`]): names no
+//! - **Unique names** ([`BusName`], [`ShmDir`], [`RuntimeDir`],
+//!   [`unique_prefix`]): names no
 //!   other test or test binary running at the same time shares (what an
 //!   earlier run with the same pid left is removed first), each file or
 //!   directory removed when its guard drops, even on panic.
@@ -51,6 +52,7 @@ mod process;
 mod ready;
 mod report;
 mod run;
+mod runtime_dir;
 mod shm_dir;
 mod spawn_lock;
 mod wait;
@@ -65,6 +67,7 @@ pub use process::process_state;
 pub use ready::{print_ready, READY};
 pub use report::{print_result, Report};
 pub use run::{command, run, run_with_input, spawn, spawn_head, with_stdout_closed};
+pub use runtime_dir::RuntimeDir;
 pub use shm_dir::ShmDir;
 pub use spawn_lock::no_spawn_in_flight;
 pub use wait::{wait_for, wait_for_within};
