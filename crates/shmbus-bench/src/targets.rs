@@ -44,23 +44,27 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
     let mut out = Vec::new();
     // The floor moves one cache line each way and its receiver does the
     // same fold of the message as every other (floor.rs). A 16 B message
-    // and its stamp fit one line; at 64 B they take two, so that size is
-    // held against `floor-2line`. Missed here so far, by some 60 ns a
-    // round trip at 16 B (190 against 130 ns in quiet rounds, 2026-11-23).
-    // Ruled out by removing each in turn (p50 unchanged, 180 to 210 ns):
-    // the writer's odd-stamp store, its cursor store and bell load, the
-    // reader's cursor load every 64th empty poll, its `top` line store,
-    // and a ring small enough to stay in L1/L2 (64 slots). What is left is
-    // the path length of publish and try_recv on each side against the
-    // floor's one store and one load; this VM has no cycle or cache
-    // counters, and valgrind stops in rustix's auxv read, so that is not
-    // yet counted.
-    for (size, floor) in [(ONE_LINE, "floor"), (64, "floor-2line")] {
+    // and its stamp fit one line; at 64 B they take two, held to 1.25x
+    // the one-line floor and to 1.10x `floor-2line`, two lines moved
+    // together (both polled at once, their transfers overlapping). The
+    // 16 B miss (190 against 130 ns in quiet rounds, 2026-11-23) survived
+    // removing in turn the writer's odd-stamp store, its cursor store and
+    // bell load, the reader's cursor load every 64th empty poll, its `top`
+    // line store, and a ring small enough for L1/L2: what is left is the
+    // path length of publish and try_recv against the floor's one store
+    // and one load. At 64 B the second line cost a transfer of its own
+    // until the reader prefetched it while polling the stamp and the
+    // publisher prefetched the next slot's lines for writing (ring.rs).
+    for (size, floor, limit) in [
+        (ONE_LINE, "floor", 1.10),
+        (64, "floor", 1.25),
+        (64, "floor-2line", 1.10),
+    ] {
         out.extend(target(
             &format!("shmbus pingpong p50 / {floor} p50 at {size} B"),
-            "<= 1.10",
+            &format!("<= {limit:.2}"),
             ratio(p50_at("shmbus", size), p50_at(floor, size)),
-            |r| r <= 1.10,
+            |r| r <= limit,
         ));
     }
     // The subscriber's line for `stat` and `top` (one store per receive)

@@ -20,3 +20,70 @@ pub(crate) use std::hint::spin_loop;
 pub(crate) use loom::thread::yield_now;
 #[cfg(not(loom))]
 pub(crate) use std::thread::yield_now;
+
+/// Asks the CPU to bring `word`'s cache line in for reading, now, without
+/// waiting for it: a hint, not a memory access (it cannot fault, and in
+/// the memory model it reads nothing), so it changes no ordering proof.
+/// A subscriber spinning on a slot's stamp uses it on the slot's later
+/// lines, so that when the stamp says "done" those lines are on their way
+/// (or here) instead of being fetched one after the other. A no-op under
+/// loom and Miri, and off x86_64.
+#[inline(always)]
+pub(crate) fn prefetch(word: &AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    // SAFETY: `_mm_prefetch` is a hint that never faults and reads nothing
+    // in the abstract machine; the pointer is a live reference's anyway.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+            word.as_ptr().cast::<i8>(),
+        );
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    let _ = word;
+}
+
+/// Asks the CPU to bring `word`'s cache line in for writing (`prefetchw`:
+/// exclusive, other copies invalidated), without waiting for it. A hint
+/// like [`prefetch`]: it stores nothing and changes no ordering proof. The
+/// publisher uses it on the next slot's payload lines right after a
+/// publish, so that the next write finds them owned instead of waiting on
+/// the store buffer for ownership of each line in turn. A no-op
+/// under loom and Miri, off x86_64, and on a CPU without the instruction.
+#[inline(always)]
+pub(crate) fn prefetch_write(word: &AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    if has_prefetchw() {
+        // SAFETY: `prefetchw` is a hint that never faults and neither reads
+        // nor writes memory in the abstract machine; this CPU has it
+        // (CPUID, `has_prefetchw`).
+        unsafe {
+            core::arch::asm!(
+                "prefetchw [{p}]",
+                p = in(reg) word.as_ptr(),
+                options(nostack, preserves_flags, nomem)
+            );
+        }
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    let _ = word;
+}
+
+/// Whether this CPU has `prefetchw` (CPUID 8000_0001h ECX bit 8, PRFCHW;
+/// std's feature detection does not name it). Asked once per process.
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+fn has_prefetchw() -> bool {
+    use std::sync::atomic::AtomicU8;
+    // 0: not asked yet, 1: no, 2: yes. Process-local.
+    static KNOWN: AtomicU8 = AtomicU8::new(0);
+    match KNOWN.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            let max = core::arch::x86_64::__cpuid(0x8000_0000).eax;
+            let yes =
+                max >= 0x8000_0001 && core::arch::x86_64::__cpuid(0x8000_0001).ecx & (1 << 8) != 0;
+            KNOWN.store(1 + u8::from(yes), std::sync::atomic::Ordering::Relaxed);
+            yes
+        }
+        known => known == 2,
+    }
+}

@@ -39,6 +39,16 @@
 //! behaviour either way; a reader that raced a writer throws its copy away
 //! and never returns it.
 //!
+//! A message whose slot spans several cache lines (64 bytes and up, with
+//! the stamp) would cost one cross-core transfer per line, one after the
+//! other: the reader learns from the stamp's line that the others are
+//! ready. Two hints keep that to about one (`ring.rs`, `sync::prefetch*`):
+//! a reader waiting on a stamp prefetches the slot's next lines (at most
+//! four), and a publisher, having published, prefetches the next slot's
+//! payload lines for writing (never its stamp's line, which the waiting
+//! readers poll). Hints are not accesses: they change no ordering argument
+//! above, and are no-ops under Miri and loom.
+//!
 //! # Lagging
 //! A reader whose slot was overwritten (a confirmed lap, below) re-syncs
 //! half a ring behind the head: `to = head - ceil(capacity / 2)`, never
