@@ -215,6 +215,31 @@ def zero_copy(path):
             print(f"- {t['target']}: {t['found']} (wanted {t['wanted']}): {verdict}")
 
 
+def worst_by_width(rows):
+    """Fan-out's worst receiver (the highest p50 of each round, merged) by
+    receiver count; only from runs that recorded it (`worst_receiver_ns`),
+    so older JSON files render as before."""
+    rows = [r for r in rows if r.get("worst_receiver_ns")]
+    if not rows:
+        return
+    widths = sorted({r["receivers"] for r in rows})
+    mechs = []
+    for r in rows:
+        if name(r) not in mechs:
+            mechs.append(name(r))
+    print("**Fan-out by receivers: the worst receiver's one-way p50 / p99**\n")
+    print("| mechanism | " + " | ".join(f"{n} rx" for n in widths) + " |")
+    print("|---|" + "---|" * len(widths))
+    for mech in mechs:
+        cells = []
+        for n in widths:
+            r = next((r for r in rows if name(r) == mech and r["receivers"] == n), None)
+            w = (r or {}).get("worst_receiver_ns") or {}
+            cells.append(f"{ns(w.get('p50'))} / {ns(w.get('p99'))}" if w else "-")
+        print(f"| {mech} | " + " | ".join(cells) + " |")
+    print()
+
+
 def tables(d):
     res = [r for r in d["results"] if not r.get("skipped")]
     skipped = [r for r in d["results"] if r.get("skipped")]
@@ -234,6 +259,8 @@ def tables(d):
                   f"{ns(l.get('p99'))} | {ns(l.get('p999'))} | {ns(l.get('max'))} | {spread} | "
                   f"{num(r['syscalls_per_msg'])} | {num(r['ctx_switches_per_msg'], 3)} |")
         print()
+        if pattern == "fanout":
+            worst_by_width(rows)
     rows = [r for r in res if r["pattern"] == "throughput"]
     if rows:
         sizes = sorted({r["msg_size"] for r in rows})

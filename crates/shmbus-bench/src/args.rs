@@ -15,9 +15,15 @@ pub struct BenchArgs {
     /// Write an SVG plot (latency percentiles, throughput by size) to FILE.
     #[arg(long, value_name = "FILE")]
     pub plot: Option<std::path::PathBuf>,
-    /// CPUs to pin to: the sender on the first, receivers on the others.
+    /// CPUs to pin to: the sender on the first, receivers on the others
+    /// (default: every CPU this process may run on).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub cpus: Option<Vec<usize>>,
+    /// Receiver counts of the fanout cases (default: 1,2 with --quick,
+    /// 1,2,4 without, and each of 4, 8 and 14 that has a CPU of --cpus per
+    /// receiver beside the sender's: the widest only with --quick).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    pub fanout: Option<Vec<usize>>,
     /// Only these mechanisms (comma-separated names).
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub mechanisms: Option<Vec<String>>,

@@ -30,6 +30,12 @@ pub enum BenchError {
         /// The header's size, the least a message can be.
         expected: usize,
     },
+    /// `--fanout` named no receiver count, or a count of 0.
+    #[error("--fanout {found}: expected receiver counts of at least 1, e.g. --fanout 1,2,4,8,14")]
+    BadFanout {
+        /// The list as given.
+        found: String,
+    },
     /// `--cpus` was given with no CPU in it.
     #[error("--cpus is empty: expected at least one CPU (the sender's)")]
     NoCpus,
@@ -176,6 +182,7 @@ impl BenchError {
         match self {
             BenchError::UnknownMechanism { .. }
             | BenchError::MsgSizeTooSmall { .. }
+            | BenchError::BadFanout { .. }
             | BenchError::NoCpus => 2,
             _ => 1,
         }

@@ -22,6 +22,11 @@ pub struct Figures {
     pub latency: Option<Histogram<u64>>,
     /// Each round's p50 in ticks.
     pub round_p50: Vec<u64>,
+    /// Fanout: the latency of each round's worst receiver (the one with
+    /// the highest p50 that round), in ticks, all rounds merged.
+    pub worst: Option<Histogram<u64>>,
+    /// Fanout: each round's worst receiver's p50 in ticks.
+    pub worst_round_p50: Vec<u64>,
     /// Each round's delivered messages per second (throughput).
     pub round_rate: Vec<f64>,
     /// Messages the sender sent in measured intervals.
@@ -72,6 +77,8 @@ impl Figures {
             in_process,
             latency: None,
             round_p50: Vec::new(),
+            worst: None,
+            worst_round_p50: Vec::new(),
             round_rate: Vec::new(),
             sent: 0,
             lost: 0,
@@ -91,9 +98,19 @@ impl Figures {
         ticks_per_ns: f64,
     ) -> Result<(), BenchError> {
         let mut round: Option<Histogram<u64>> = block.sender.rtt;
+        // Fanout: the receiver whose median this round is the highest.
+        let mut worst: Option<Histogram<u64>> = None;
         for r in &block.receivers {
             if let Some(hex) = &r.latency {
                 let h = pattern::deserialize(hex)?;
+                if plan.pattern == Pattern::Fanout
+                    && !h.is_empty()
+                    && worst
+                        .as_ref()
+                        .is_none_or(|w| h.value_at_quantile(0.5) > w.value_at_quantile(0.5))
+                {
+                    worst = Some(h.clone());
+                }
                 match round.as_mut() {
                     Some(acc) => acc.add(&h).map_err(BenchError::HistogramMerge)?,
                     None => round = Some(h),
@@ -106,6 +123,13 @@ impl Figures {
             if plan.pattern == Pattern::Throughput && r.received > 1 && r.last > r.first {
                 let secs = (r.last - r.first) as f64 / ticks_per_ns / 1e9;
                 self.round_rate.push((r.received - 1) as f64 / secs);
+            }
+        }
+        if let Some(w) = worst {
+            self.worst_round_p50.push(w.value_at_quantile(0.5));
+            match self.worst.as_mut() {
+                Some(acc) => acc.add(&w).map_err(BenchError::HistogramMerge)?,
+                None => self.worst = Some(w),
             }
         }
         if let Some(h) = round {
@@ -135,6 +159,13 @@ impl Figures {
     /// Latency quantile in nanoseconds.
     pub fn ns(&self, q: f64, ticks_per_ns: f64) -> Option<f64> {
         let h = self.latency.as_ref()?;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
+    }
+
+    /// Fanout: the worst receiver's latency quantile in nanoseconds (its
+    /// rounds merged).
+    pub fn worst_ns(&self, q: f64, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.worst.as_ref()?;
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
     }
 

@@ -74,6 +74,13 @@ fn result_json(f: &Figures, t: f64) -> Value {
             "p50_rounds": f.round_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
         })
     });
+    // Fanout: the receiver with the highest p50 in each round, merged.
+    let worst = f.worst.as_ref().filter(|h| !h.is_empty()).map(|_| {
+        json!({
+            "p50": f.worst_ns(0.5, t), "p99": f.worst_ns(0.99, t),
+            "p50_rounds": f.worst_round_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
+        })
+    });
     let rate = f.msgs_per_sec();
     let side = |d: &Delta| {
         let (s, v, i) = f.per_msg(d);
@@ -86,6 +93,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
         "receivers": f.case.receivers,
         "in_process": f.in_process,
         "latency_ns": lat,
+        "worst_receiver_ns": worst,
         "msgs_per_sec": rate,
         "msgs_per_sec_rounds": if f.round_rate.is_empty() { Value::Null } else { json!(f.round_rate) },
         "bytes_per_sec": rate.map(|r| r * f.case.msg_size as f64),

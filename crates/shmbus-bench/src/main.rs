@@ -120,8 +120,21 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     let cpus = match &args.cpus {
         Some(c) if c.is_empty() => return Err(BenchError::NoCpus),
         Some(c) => c.clone(),
-        None => cpu::allowed_cpus().into_iter().take(2).collect(),
+        // All of them: a fanout case pins each receiver to a CPU of its
+        // own where there are enough (a one-receiver case uses the first two).
+        None => cpu::allowed_cpus(),
     };
+    if let Some(list) = &args.fanout {
+        if list.is_empty() || list.contains(&0) {
+            return Err(BenchError::BadFanout {
+                found: list
+                    .iter()
+                    .map(|n| n.to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            });
+        }
+    }
     let mpmc_rows = if args.mpmc || (!args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
     {
         // Before pinning: the two publisher processes (and threads) must be

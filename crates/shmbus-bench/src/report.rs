@@ -20,6 +20,7 @@ pub fn emit(
     let t = settings.ticks_per_ns;
     let targets = targets::targets(results, t);
     table::print_tables(results, settings);
+    table::print_fanout_widths(results, settings);
     targets::print_targets(&targets);
     if let Some(path) = &args.json {
         json::write(path, results, mpmc, settings, &targets)?;

@@ -22,6 +22,7 @@ const SHARED_MEMORY: &[&str] = &[
     "shmbus-zc",
     "ipc_ring",
     "crossbar-podbus",
+    "ringfire",
     "iceoryx2",
     "crossbar-pool",
     "ipmpsc",
@@ -37,6 +38,27 @@ const LATENCY_BYTES: u64 = 256 << 20;
 /// The rows of `--large` unless `--mechanisms` names others: the copying
 /// bus and every mechanism that loans blocks.
 pub const LARGE_ROWS: &[&str] = &["shmbus", "shmbus-zc", "iceoryx2", "crossbar-pool"];
+
+/// The receiver counts the issue asks fanout to reach, where there are
+/// cores for them.
+pub const WIDE_FANOUT: [usize; 3] = [4, 8, 14];
+
+/// The fanout cases' receiver counts when `--fanout` is not given: 1 and 2
+/// (`--quick`) or 1, 2 and 4, as on any machine, and each wider count of
+/// [`WIDE_FANOUT`] for which `cpus` (the sender's first) leave a CPU per
+/// receiver; `--quick` takes only the widest of those, to stay short.
+pub fn default_fanout(quick: bool, cpus: usize) -> Vec<usize> {
+    let mut out: Vec<usize> = if quick { vec![1, 2] } else { vec![1, 2, 4] };
+    let fits: Vec<usize> = WIDE_FANOUT.into_iter().filter(|&n| n < cpus).collect();
+    if quick {
+        out.extend(fits.last());
+    } else {
+        out.extend(fits);
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
 
 /// Sizes, counts and rounds for one run.
 pub struct Settings {
@@ -81,7 +103,10 @@ impl Settings {
         } else {
             &[16, 64, 256, 1024, 4096, 16384, 65536]
         };
-        let fanouts: &[usize] = if quick { &[1, 2] } else { &[1, 2, 4] };
+        let fanouts = args
+            .fanout
+            .clone()
+            .unwrap_or_else(|| default_fanout(quick, cpus.len()));
         let mut cases = Vec::new();
         if args.large {
             // Every pattern but fanout at every size: the zero-copy table.
@@ -185,5 +210,25 @@ impl Settings {
             pace,
             clock: self.clock,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_fanout;
+
+    #[test]
+    fn a_two_cpu_machine_keeps_the_fanout_it_always_had() {
+        assert_eq!(default_fanout(true, 2), [1, 2]);
+        assert_eq!(default_fanout(false, 2), [1, 2, 4]);
+    }
+
+    #[test]
+    fn fanout_reaches_every_width_that_has_a_cpu_per_receiver() {
+        assert_eq!(default_fanout(false, 16), [1, 2, 4, 8, 14]);
+        assert_eq!(default_fanout(false, 9), [1, 2, 4, 8]);
+        assert_eq!(default_fanout(false, 8), [1, 2, 4]);
+        assert_eq!(default_fanout(true, 16), [1, 2, 14]);
+        assert_eq!(default_fanout(true, 5), [1, 2, 4]);
     }
 }

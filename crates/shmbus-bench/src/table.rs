@@ -77,7 +77,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 "cs/msg",
             ]);
         } else {
-            table.set_header(vec![
+            let mut header = vec![
                 "mechanism",
                 "p50",
                 "p90",
@@ -86,10 +86,12 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 "max",
                 "p50 rounds",
                 "x shmbus",
-                "lost",
-                "sys/msg",
-                "cs/msg",
-            ]);
+            ];
+            if pattern == Pattern::Fanout {
+                header.extend(["worst rx p50", "worst rx p99"]);
+            }
+            header.extend(["lost", "sys/msg", "cs/msg"]);
+            table.set_header(header);
         }
         let corrupt: Vec<String> = figs
             .iter()
@@ -148,7 +150,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                     (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
                     _ => "-".into(),
                 };
-                table.add_row(vec![
+                let mut row = vec![
                     name,
                     fmt_ns(f.ns(0.5, t)),
                     fmt_ns(f.ns(0.9, t)),
@@ -157,10 +159,12 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                     fmt_ns(f.max_ns(t)),
                     rounds,
                     ratio,
-                    lost,
-                    sys,
-                    cs,
-                ]);
+                ];
+                if pattern == Pattern::Fanout {
+                    row.extend([fmt_ns(f.worst_ns(0.5, t)), fmt_ns(f.worst_ns(0.99, t))]);
+                }
+                row.extend([lost, sys, cs]);
+                table.add_row(row);
             }
         }
         println!("{table}");
@@ -178,4 +182,51 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
             );
         }
     }
+}
+
+/// Prints fanout's worst receiver by receiver count: a row per mechanism,
+/// a column per N, each cell the p50 / p99 of the receiver with the highest
+/// median in each round (rounds merged).
+pub fn print_fanout_widths(results: &[Figures], settings: &Settings) {
+    let t = settings.ticks_per_ns;
+    let rows: Vec<&Figures> = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Fanout && f.skipped.is_none())
+        .collect();
+    let mut widths: Vec<usize> = rows.iter().map(|f| f.case.receivers).collect();
+    widths.sort_unstable();
+    widths.dedup();
+    if widths.len() < 2 {
+        return;
+    }
+    let mut mechs: Vec<&str> = Vec::new();
+    for f in &rows {
+        if !mechs.contains(&f.mechanism) {
+            mechs.push(f.mechanism);
+        }
+    }
+    println!("\nfanout by receivers: the worst receiver's one-way p50 / p99");
+    let mut table = comfy_table::Table::new();
+    table.load_preset(comfy_table::presets::UTF8_BORDERS_ONLY);
+    let mut header = vec!["mechanism".to_owned()];
+    header.extend(widths.iter().map(|n| format!("{n} rx")));
+    table.set_header(header);
+    for m in mechs {
+        let mut row = vec![m.to_owned()];
+        for &n in &widths {
+            let cell = rows
+                .iter()
+                .find(|f| f.mechanism == m && f.case.receivers == n)
+                .map_or("-".into(), |f| {
+                    format!(
+                        "{} / {}",
+                        fmt_ns(f.worst_ns(0.5, t)),
+                        fmt_ns(f.worst_ns(0.99, t))
+                    )
+                });
+            row.push(cell);
+        }
+        table.add_row(row);
+    }
+    println!("{table}");
 }

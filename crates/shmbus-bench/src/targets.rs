@@ -111,6 +111,24 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |r| r >= 1.0,
         ));
     }
+    // ringfire (issue 28): the closest peer, a cross-process SPMC ring
+    // like the bus, at every size both ran.
+    let mut ping_sizes: Vec<usize> = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Pingpong)
+        .map(|f| f.case.msg_size)
+        .collect();
+    ping_sizes.sort_unstable();
+    ping_sizes.dedup();
+    for &size in &ping_sizes {
+        out.extend(target(
+            &format!("shmbus pingpong p50 / ringfire p50 at {size} B"),
+            "<= 1",
+            ratio(p50_at("shmbus", size), p50_at(RINGFIRE, size)),
+            |r| r <= 1.0,
+        ));
+    }
+    out.extend(fanout_widths(results, t));
     let p99 = |m: &str| {
         main_size
             .and_then(|s| get(m, Pattern::Pingpong, Some(s)))
@@ -211,6 +229,30 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |r| r >= 1.0,
         ));
     }
+    let lost_share = |m: &str, size| {
+        get(m, Pattern::Throughput, Some(size))
+            .filter(|f| f.sent > 0)
+            .map(|f| f.lost as f64 / f.sent as f64)
+    };
+    for &size in &sizes {
+        out.extend(target(
+            &format!("shmbus / {RINGFIRE} throughput at {size} B"),
+            ">= 1",
+            ratio(rate("shmbus", size), rate(RINGFIRE, size)),
+            |r| r >= 1.0,
+        ));
+        // The share of the measured messages a lapped reader lost, less
+        // ringfire's: at most 0 (found is the difference, in percent).
+        let diff = lost_share("shmbus", size)
+            .zip(lost_share(RINGFIRE, size))
+            .map(|(a, b)| (a - b) * 100.0);
+        out.extend(target(
+            &format!("shmbus lost % - {RINGFIRE} lost % throughput at {size} B"),
+            "<= 0",
+            diff,
+            |d| d <= 0.0,
+        ));
+    }
     out.extend(target(
         "shmbus-stream / mq throughput at 256 B",
         ">= 10",
@@ -254,6 +296,72 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         // run, not per message, and show on a busy machine.
         let what = format!("{} {case} context switches per message", f.mechanism);
         out.extend(target(&what, "0", Some(f.ctx_per_msg()), |s| s < 0.001));
+    }
+    out
+}
+
+/// The closest peer's row (issue 28).
+const RINGFIRE: &str = "ringfire";
+
+/// Fanout's targets (issue 28), from the worst receiver of each round: its
+/// p50 against ringfire's at every receiver count, merged and round by
+/// round (rounds run in rotating order, so round k of each row ran close
+/// together), and the widest count against one receiver.
+fn fanout_widths(results: &[Figures], t: f64) -> Vec<Value> {
+    let at = |m: &str, n: usize| {
+        results.iter().find(|f| {
+            f.mechanism == m
+                && f.case.pattern == Pattern::Fanout
+                && f.case.receivers == n
+                && f.skipped.is_none()
+        })
+    };
+    let mut widths: Vec<usize> = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Fanout)
+        .map(|f| f.case.receivers)
+        .collect();
+    widths.sort_unstable();
+    widths.dedup();
+    let mut out = Vec::new();
+    for &n in &widths {
+        let (ours, theirs) = (at("shmbus", n), at(RINGFIRE, n));
+        let merged = ours
+            .and_then(|f| f.worst_ns(0.5, t))
+            .zip(theirs.and_then(|f| f.worst_ns(0.5, t)))
+            .map(|(a, b)| a / b);
+        out.extend(target(
+            &format!("shmbus fanout worst receiver p50 / {RINGFIRE}'s at {n} receivers"),
+            "<= 1",
+            merged,
+            |r| r <= 1.0,
+        ));
+        let worst_round = ours.zip(theirs).and_then(|(a, b)| {
+            a.worst_round_p50
+                .iter()
+                .zip(&b.worst_round_p50)
+                .filter(|(_, &b)| b > 0)
+                .map(|(&a, &b)| a as f64 / b as f64)
+                .reduce(f64::max)
+        });
+        out.extend(target(
+            &format!(
+                "shmbus fanout worst receiver p50 / {RINGFIRE}'s at {n} receivers, worst round"
+            ),
+            "<= 1",
+            worst_round,
+            |r| r <= 1.0,
+        ));
+    }
+    if let Some(&wide) = widths.last().filter(|&&n| n >= 14) {
+        let one = at("shmbus", 1).and_then(|f| f.worst_ns(0.5, t));
+        let many = at("shmbus", wide).and_then(|f| f.worst_ns(0.5, t));
+        out.extend(target(
+            &format!("shmbus fanout worst receiver p50 at {wide} receivers / at 1"),
+            "<= 1.3",
+            many.zip(one).map(|(a, b)| a / b),
+            |r| r <= 1.3,
+        ));
     }
     out
 }

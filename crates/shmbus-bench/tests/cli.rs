@@ -69,6 +69,8 @@ fn list_names_the_kernel_mechanisms_and_the_peers() {
         "iceoryx2",
         "ipmpsc",
         "photon-ring",
+        "crossbar-podbus",
+        "ringfire",
     ] {
         assert!(
             run.stdout
@@ -90,6 +92,7 @@ fn help_shows_the_flags_but_not_the_child_subcommand() {
         "--plot",
         "--cpus",
         "--mechanisms",
+        "--fanout",
         "--mpmc",
     ] {
         assert!(run.stdout.contains(flag), "{flag}");
@@ -106,6 +109,12 @@ fn bad_arguments_are_one_line_with_exit_code_2() {
         unknown.stderr.contains("photon-ring"),
         "lists the known ones"
     );
+}
+
+#[test]
+fn a_fanout_of_no_receivers_is_refused_in_one_line_with_exit_code_2() {
+    bench(&["--fanout", "0"]).assert_error(2, "--fanout 0: expected receiver counts of at least 1");
+    bench(&["--fanout", "2,0,4"]).assert_error(2, "--fanout 2,0,4");
 }
 
 #[test]
@@ -186,6 +195,96 @@ fn a_tiny_run_goes_through_child_processes_and_writes_json_and_plot() {
 
     let plot = std::fs::read_to_string(&svg.0).expect("plot written");
     assert!(plot.starts_with("<svg"), "{}", &plot[..plot.len().min(80)]);
+}
+
+#[test]
+fn ringfire_runs_every_pattern_across_processes_and_fanout_reports_its_worst_receiver() {
+    let json = TempFile::new("ringfire.json");
+    let child = Command::new(env!("CARGO_BIN_EXE_shmbus-bench"))
+        .args([
+            "--quick",
+            "--rounds",
+            "1",
+            "--count",
+            "200",
+            "--mechanisms",
+            "ringfire",
+            "--fanout",
+            "1,2",
+            "--json",
+            json.arg(),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run shmbus-bench");
+    // The run's files under /dev/shm are named after its process id.
+    let prefix = format!("shmbus-bench-{}-", child.id());
+    let out = child.wait_with_output().expect("wait for shmbus-bench");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("fanout by receivers: the worst receiver's one-way p50 / p99"),
+        "{stdout}"
+    );
+
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json.0).expect("JSON written"))
+            .expect("valid JSON");
+    let results = doc["results"].as_array().expect("results");
+    let ran = |pattern: &str| {
+        results
+            .iter()
+            // The throughput tables' memcpy reference is a row too.
+            .filter(|r| r["pattern"] == pattern && r["mechanism"] != "memcpy")
+            .filter(|r| r["skipped"].is_null())
+            .collect::<Vec<_>>()
+    };
+    for pattern in ["pingpong", "oneway", "throughput", "fanout"] {
+        let rows = ran(pattern);
+        assert!(!rows.is_empty(), "ringfire ran {pattern}: {results:?}");
+        for r in rows {
+            assert_eq!(r["mechanism"], "ringfire");
+            // Every byte of every message was checked by the harness.
+            assert_eq!(r["checksum_errors"], 0, "{r}");
+            if pattern == "throughput" {
+                assert!(r["msgs_per_sec"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+                assert!(r["lost"].as_u64().is_some(), "{r}");
+            } else {
+                assert!(
+                    r["latency_ns"]["p50"].as_f64().is_some_and(|v| v > 0.0),
+                    "{r}"
+                );
+            }
+        }
+    }
+    let mut widths: Vec<u64> = ran("fanout")
+        .iter()
+        .map(|r| r["receivers"].as_u64().expect("receivers"))
+        .collect();
+    widths.sort_unstable();
+    assert_eq!(widths, [1, 2], "--fanout 1,2");
+    for r in ran("fanout") {
+        let worst = &r["worst_receiver_ns"];
+        let p50 = worst["p50"].as_f64().expect("worst receiver's p50");
+        assert!(
+            p50 > 0.0 && worst["p99"].as_f64().is_some_and(|p99| p99 >= p50),
+            "{r}"
+        );
+        assert_eq!(worst["p50_rounds"].as_array().map(Vec::len), Some(1), "{r}");
+    }
+    assert!(ran("pingpong")
+        .iter()
+        .all(|r| r["worst_receiver_ns"].is_null()));
+
+    let left: Vec<String> = std::fs::read_dir("/dev/shm")
+        .expect("read /dev/shm")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
 #[test]

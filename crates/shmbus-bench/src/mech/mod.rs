@@ -23,6 +23,7 @@ pub mod kio;
 pub mod mq;
 pub mod photon;
 pub mod pipe;
+pub mod ringfire;
 pub mod shmbus_bus;
 pub mod shmbus_stream;
 pub mod shmbus_zc;
@@ -206,6 +207,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &shmbus_zc::ShmbusZc,
         &ipc_ring_spsc::IpcRing,
         &crossbar_podbus::CrossbarPodBus,
+        &ringfire::Ringfire,
         &pipe::Pipe,
         &uds::Uds,
         &tcp::Tcp,
