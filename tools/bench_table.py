@@ -24,7 +24,7 @@ PAGE_COMMAND = "python3 tools/bench_table.py docs/{json} > docs/{page}"
 KERNEL = ["pipe", "uds", "tcp", "tcp-nagle", "udp", "mq"]
 
 # The headline's rows, top to bottom.
-HEADLINE_ROWS = ["floor", "shmbus", "crossbar-podbus", "shmbus-stream", "ipc_ring", "iceoryx2"]
+HEADLINE_ROWS = ["floor", "shmbus", "ringfire", "crossbar-podbus", "shmbus-stream", "ipc_ring", "iceoryx2"]
 
 
 def ns(v):
