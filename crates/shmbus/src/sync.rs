@@ -60,7 +60,7 @@ pub(crate) fn prefetch_write(word: &AtomicU64) {
             core::arch::asm!(
                 "prefetchw [{p}]",
                 p = in(reg) word.as_ptr(),
-                options(nostack, preserves_flags, nomem)
+                options(nostack, preserves_flags, readonly)
             );
         }
     }
