@@ -688,6 +688,22 @@ fn commands_on_a_missing_bus_say_no_such_bus() {
     assert_eq!(out.assert_error(1, "no such bus").stderr, expected);
 }
 
+/// Without the `bridge` feature (the default build; CI runs this test
+/// alone on that build), `bridge` parses as usual and says in one line how
+/// to get it.
+#[cfg(not(feature = "bridge"))]
+#[test]
+fn bridge_in_a_build_without_it_says_in_one_line_how_to_get_it() {
+    for args in [
+        vec!["bridge", "out", "some-bus", "--key", "k"],
+        vec!["bridge", "in", "k", "some-bus", "--create", "8"],
+    ] {
+        let out = shmbus(&args);
+        out.assert_error(1, "built without the Zenoh bridge");
+        assert!(out.stderr.contains("--features bridge"), "{}", out.stderr);
+    }
+}
+
 #[test]
 fn create_rejects_a_capacity_that_is_not_a_power_of_two() {
     let dir = ShmDir::new("pow2");
