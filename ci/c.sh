@@ -25,9 +25,9 @@ echo "--- include/shmbus.h is current"
 crates/shmbus-ffi/cbindgen.sh --check
 
 echo "--- build"
-cargo build -q -p shmbus-cli
+. ci/tool.sh
+shmbus_tool
 make -s -C examples/c
-SHMBUS=target/debug/shmbus
 PUB=examples/c/publisher
 SUB=examples/c/subscriber
 PINGPONG=examples/c/pingpong

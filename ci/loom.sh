@@ -3,4 +3,5 @@
 # (crates/shmbus/src/loom_tests.rs) through the `sync` facade.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p shmbus --release --lib loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+    cargo test -p shmbus --profile "${SHMBUS_PROFILE:-release}" --lib loom

@@ -10,11 +10,16 @@ cd "$(dirname "$0")/.."
 
 # A venv of its own, as the README's quick start makes one (unless one is
 # active already); Debian's python3 needs python3-venv for it.
+# --quick (ci/quick.sh): keep the venv of an earlier run, skip the benchmark.
+quick=0
+[ "${1:-}" != --quick ] || quick=1
 if [ -z "${VIRTUAL_ENV:-}" ]; then
     python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null ||
         { apt-get update -qq && apt-get install -y -qq python3-venv; }
-    rm -rf target/ci-venv
-    python3 -m venv target/ci-venv
+    if [ "$quick" = 0 ] || [ ! -x target/ci-venv/bin/python ]; then
+        rm -rf target/ci-venv
+        python3 -m venv target/ci-venv
+    fi
     # shellcheck disable=SC1091
     . target/ci-venv/bin/activate
 fi
@@ -24,8 +29,9 @@ PYTHON=${PYTHON:-python}
 "$PYTHON" -m pip install --quiet pytest numpy
 "$PYTHON" -m pip install ./python
 
-cargo build -p shmbus-cli
-export SHMBUS_BIN=${SHMBUS_BIN:-$PWD/target/debug/shmbus}
+. ci/tool.sh
+shmbus_tool
+export SHMBUS_BIN=$SHMBUS
 
 before=$(ls /dev/shm | sort)
 status=0
@@ -40,6 +46,8 @@ if [ -n "$left" ]; then
     status=1
 fi
 [ "$status" = 0 ] || exit $status
+
+[ "$quick" = 0 ] || exit 0
 
 # The receive benchmark, short: that it runs and every receiver checks
 # every message (its figures are the README's, from a full run).

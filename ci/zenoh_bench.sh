@@ -28,14 +28,19 @@ while (($#)); do
     shift
 done
 target=${CARGO_TARGET_DIR:-$PWD/target}
+features=(--features shmbus-cli/bridge,shmbus-bench/bridge)
 if ((quick && !release)); then
-    profile=debug
-    cargo build -q -p shmbus-cli -p shmbus-bench --bin shmbus --bin bridge_bench
+    if [[ -n "${SHMBUS_BIN:-}" ]]; then
+        # .ci/run's test step built both, with every feature.
+        bin=$(dirname "$SHMBUS_BIN")
+    else
+        cargo build -q -p shmbus-cli -p shmbus-bench "${features[@]}" --bin shmbus --bin bridge_bench
+        bin=$target/debug
+    fi
 else
-    profile=release
-    cargo build -q --release -p shmbus-cli -p shmbus-bench --bin shmbus --bin bridge_bench
+    cargo build -q --release -p shmbus-cli -p shmbus-bench "${features[@]}" --bin shmbus --bin bridge_bench
+    bin=$target/release
 fi
-bin=$target/$profile
 
 A=zbench-a-$$
 B=zbench-b-$$

@@ -23,8 +23,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v ip >/dev/null || { apt-get update -qq && apt-get install -y -qq iproute2; }
-cargo build -q -p shmbus-cli
-SHMBUS=$PWD/target/debug/shmbus
+. ci/tool.sh
+shmbus_tool --features bridge
 
 A=shmbus-a-$$
 B=shmbus-b-$$

@@ -12,12 +12,14 @@ cd "$(dirname "$0")/../.."
 K=${1:-7}
 N=${2:-200000}
 
-cargo build -q -p shmbus-cli
-cargo build -q --release -p shmbus-ffi --example pingpong
-make -s -C examples/c pingpong CFLAGS="-O2 -g -Wall -Wextra -Werror -std=c11"
-SHMBUS=target/debug/shmbus
+# SHMBUS_PROFILE: the cargo profile of both (CI's `ci`; release by default).
+profile=${SHMBUS_PROFILE:-release}
+. ci/tool.sh
+shmbus_tool
+cargo build -q --profile "$profile" -p shmbus-ffi --example pingpong
+make -s -C examples/c pingpong SHMBUS_PROFILE="$profile" CFLAGS="-O2 -g -Wall -Wextra -Werror -std=c11"
 C_BIN=examples/c/pingpong
-RUST_BIN=target/release/examples/pingpong
+RUST_BIN=target/$profile/examples/pingpong
 
 ping=shmbus-bench-ping-$$
 pong=shmbus-bench-pong-$$

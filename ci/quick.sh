@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The inner loop: format, lints, the README's test command, the doc
+# examples, the layout page read back by the Python reader, the C header
+# and the Python binding's tests. About 5 minutes on 2 cores once target/
+# is warm; .ci/run is the whole gate (Miri, loom, sanitizers, the bridge
+# between namespaces, the benchmarks, the soak), run before a change lands.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+# Optimized builds (the C examples' library, the Python module) as .ci/run
+# makes them: the `ci` profile.
+export SHMBUS_PROFILE=ci
+export MATURIN_PEP517_ARGS="--profile ci"
+start=$(date +%s)
+step() { echo; echo "=== $* ($(( $(date +%s) - start )) s)"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "no import cycles between modules"
+for src in crates/*/src; do python3 tools/modcycles.py "$src"; done
+
+step "cargo clippy"
+cargo clippy -q --workspace --all-targets --all-features -- -D warnings
+
+step "tests (the README's test command)"
+cargo test -q --workspace --all-features
+export SHMBUS_BIN=$PWD/target/debug/shmbus
+
+step "doc examples and # Errors"
+rustup component list --toolchain nightly --installed >/dev/null 2>&1 || {
+    echo "needs the nightly toolchain (rustup toolchain install nightly)" >&2
+    exit 1
+}
+export CARGO_TARGET_DIR=target/nightly-doc
+cargo +nightly rustdoc -q -p shmbus --lib -- -Z unstable-options --output-format json --document-hidden-items
+python3 tools/doc_examples.py target/nightly-doc/doc/shmbus.json
+unset CARGO_TARGET_DIR
+
+step "layout page, read back by tools/read_bus.py"
+name="shmbus-quick-layout-$$"
+trap '"$SHMBUS_BIN" rm "$name" >/dev/null 2>&1 || true' EXIT
+"$SHMBUS_BIN" create "$name" --msg-size 16 --capacity 8
+printf 'alpha\nbeta\ngamma\n' | "$SHMBUS_BIN" pub "$name"
+SHMBUS_NO_BUILD=1 bash tools/check_layout.sh "$name" 3
+"$SHMBUS_BIN" rm "$name"
+
+step "C header current (the examples ran with the tests)"
+crates/shmbus-ffi/cbindgen.sh --check
+
+step "Python binding's tests (ci/python.sh --quick)"
+bash ci/python.sh --quick
+
+step "done"
