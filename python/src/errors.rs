@@ -116,6 +116,7 @@ pub(crate) fn publish(py: Python<'_>, e: PublishError) -> PyErr {
     let msg = e.to_string();
     match e {
         PublishError::TooLong { len, max } => too_long(py, msg, len, max),
+        _ => raise(py, "Error", msg, &[]),
     }
 }
 
@@ -124,6 +125,7 @@ pub(crate) fn mp_publish(py: Python<'_>, e: MpPublishError) -> PyErr {
     match e {
         MpPublishError::TooLong { len, max } => too_long(py, msg, len, max),
         MpPublishError::Abandoned(_) => raise(py, "AbandonedError", msg, &[]),
+        _ => raise(py, "Error", msg, &[]),
     }
 }
 
@@ -151,6 +153,7 @@ pub(crate) fn push(py: Python<'_>, e: PushError) -> PyErr {
         PushError::Full | PushError::TimedOut(_) => raise(py, "TimeoutError", msg, &[]),
         PushError::PeerGone { .. } => raise(py, "PeerGoneError", msg, &[]),
         PushError::CorruptCursors { .. } => raise(py, "CorruptError", msg, &[]),
+        _ => raise(py, "StreamError", msg, &[]),
     }
 }
 
@@ -162,6 +165,7 @@ pub(crate) fn pop(py: Python<'_>, e: PopError) -> PyErr {
         PopError::CorruptCursors { .. } | PopError::Corrupt { .. } => {
             raise(py, "CorruptError", msg, &[])
         }
+        _ => raise(py, "StreamError", msg, &[]),
     }
 }
 
@@ -195,6 +199,7 @@ pub(crate) fn journal_attach(py: Python<'_>, e: JournalAttachError) -> PyErr {
         JournalAttachError::Attach(e) => attach(py, e),
         JournalAttachError::NotJournaled { .. } => raise(py, "NotJournaledError", msg, &[]),
         JournalAttachError::Journal(e) => journal(py, e),
+        _ => raise(py, "JournalError", msg, &[]),
     }
 }
 

@@ -102,12 +102,8 @@ impl From<AttachError> for CliError {
     fn from(err: AttachError) -> CliError {
         match err {
             AttachError::Open(open) => open.into(),
-            AttachError::PublisherActive { .. }
-            | AttachError::ProducerActive { .. }
-            | AttachError::ConsumerActive { .. }
-            | AttachError::Journaled { .. }
-            | AttachError::WrongPublishers { .. }
-            | AttachError::PidNamespace { .. } => CliError::runtime(err.to_string()),
+            // A role taken, a journaled or other-kind bus, a pid namespace.
+            _ => CliError::runtime(err.to_string()),
         }
     }
 }

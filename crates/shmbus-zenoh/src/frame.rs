@@ -177,6 +177,7 @@ pub enum Frame<'a> {
 /// assert_eq!(Frame::parse(&bytes), Err(FrameError::Kind { found: 9 }));
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FrameError {
     /// Shorter than the 40-byte header.
     #[error("frame of {len} bytes is shorter than its {HEADER}-byte header")]

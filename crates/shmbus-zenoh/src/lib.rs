@@ -96,6 +96,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![forbid(unsafe_code)]
+#![deny(missing_debug_implementations)]
 
 mod downstream;
 pub mod frame;

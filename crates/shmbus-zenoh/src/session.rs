@@ -40,6 +40,7 @@ pub struct Endpoints {
 /// }
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// The config file could not be read or parsed.
     #[error("zenoh config {path}: {message}")]

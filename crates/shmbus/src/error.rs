@@ -33,6 +33,7 @@ use crate::wire::{GeometryError, Kind, Publishers, TypeFingerprint};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum OpenError {
     /// The name is not a valid bus name.
     #[error(transparent)]
@@ -224,6 +225,7 @@ impl OpenError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum CreateError {
     /// The name is not a valid bus name.
     #[error(transparent)]
@@ -314,6 +316,7 @@ impl CreateError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum AttachError {
     /// The segment itself could not be opened.
     #[error(transparent)]

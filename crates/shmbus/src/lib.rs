@@ -92,6 +92,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
+#![deny(missing_debug_implementations)]
 // Under loom only the protocols are built; the file-system half is not.
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 

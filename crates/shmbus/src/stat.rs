@@ -1075,6 +1075,7 @@ pub struct ScanError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CleanError {
     /// A system call failed (`unlink` refused by a sticky directory,
     /// `open` for the lock refused by the file's mode, `EMFILE`, ...).

@@ -104,9 +104,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                     shmbus::MpPublishError::TooLong { .. } => {
                         CliError::usage(format!("line {number}: {e}"))
                     }
-                    shmbus::MpPublishError::Abandoned(_) => {
-                        CliError::runtime(format!("line {number}: {e}"))
-                    }
+                    _ => CliError::runtime(format!("line {number}: {e}")),
                 })
             })
         }

@@ -245,11 +245,8 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<()
             Err(PopError::TimedOut(_) | PopError::Empty) => {
                 return timed_out(args, delivered, "record")
             }
-            Err(
-                e @ (PopError::PeerGone { .. }
-                | PopError::Corrupt { .. }
-                | PopError::CorruptCursors { .. }),
-            ) => return Err(CliError::runtime(format!("{}: {e}", args.name))),
+            // PeerGone, Corrupt, CorruptCursors, and whatever comes.
+            Err(e) => return Err(CliError::runtime(format!("{}: {e}", args.name))),
         };
         // Not released unless written (and flushed): a dropped record stays
         // in the stream.

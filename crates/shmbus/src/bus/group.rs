@@ -40,6 +40,18 @@ pub struct SubscriberGroup<T: Message, const N: usize, R: Region = DefaultRegion
     _type: PhantomData<fn() -> T>,
 }
 
+impl<T: Message, const N: usize, R: Region> std::fmt::Debug for SubscriberGroup<T, N, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriberGroup")
+            .field("type", &T::NAME)
+            .field("members", &N)
+            .field("pos", &self.pos)
+            .field("cursors", &self.cursors)
+            .field("capacity", &self.ring.capacity())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
         let pos = ring.start_at(start);

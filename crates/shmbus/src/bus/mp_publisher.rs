@@ -63,6 +63,7 @@ pub struct Abandoned {
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MpPublishError {
     /// Longer than the bus's message size.
     #[error("message is {len} bytes, the bus carries at most {max}")]
@@ -172,6 +173,15 @@ impl<R: Region> Writer<R> {
 pub struct MpPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) w: Writer<R>,
     _payload: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for MpPublisher<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpPublisher")
+            .field("capacity", &self.w.ring.capacity())
+            .field("msg_size", &self.w.ring.msg_size())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {

@@ -42,6 +42,16 @@ pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     _payload: PhantomData<fn(&T)>,
 }
 
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("next", &self.next)
+            .field("capacity", &self.ring.capacity())
+            .field("msg_size", &self.ring.msg_size())
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why a raw message could not be published.
 ///
 /// # Examples
@@ -57,6 +67,7 @@ pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PublishError {
     /// Longer than the bus's message size.
     #[error("message is {len} bytes, the bus carries at most {max}")]
@@ -82,6 +93,7 @@ pub enum PublishError {
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SkipError {
     /// More sequence numbers than readers can tell apart from a lap.
     #[error("cannot skip {n} messages at once, at most {max}")]

@@ -51,6 +51,17 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     _payload: std::marker::PhantomData<fn() -> Box<T>>,
 }
 
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Subscriber<T, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("pos", &self.pos)
+            .field("capacity", &self.ring.capacity())
+            .field("msg_size", &self.ring.msg_size())
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     pub(crate) fn from_parts(ring: Ring<R>, start: Start, wait: WaitStrategy) -> Self {
         let pos = ring.start_at(start);

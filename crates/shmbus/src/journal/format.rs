@@ -148,6 +148,7 @@ pub struct JournalHeader {
 
 /// Why a journal file's header was refused.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HeaderError {
     /// Shorter than a header.
     #[error("journal file is {len} bytes, a header needs {HEADER_LEN}")]

@@ -714,6 +714,17 @@ pub struct JournalSubscriber<T: ?Sized + Payload> {
     _type: PhantomData<fn() -> Box<T>>,
 }
 
+impl<T: ?Sized + Payload> std::fmt::Debug for JournalSubscriber<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalSubscriber")
+            .field("journal", &self.core.path)
+            .field("next", &self.core.next)
+            .field("msg_size", &self.core.msg_size)
+            .field("reading_journal", &self.core.reader.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: ?Sized + Payload> JournalSubscriber<T> {
     /// Joins the journaled bus `name`: the flush handshake, then the journal
     /// from its start. A typed subscriber checks the message type.

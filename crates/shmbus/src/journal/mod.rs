@@ -210,6 +210,7 @@ pub fn raw_key(msg: &[u8]) -> u64 {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AppendError {
     /// The file system (or `RLIMIT_FSIZE`) has no room to grow the journal.
     #[error("{path}: journal full: no room to grow it to {len} bytes")]
@@ -282,6 +283,7 @@ impl AppendError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalOpenError {
     /// The header is not a journal header this build reads.
     #[error("{path}: {source}")]

@@ -228,6 +228,7 @@ impl JournalOptions {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SnapshotError {
     /// A record's sequence is not above the one before it, or not below
     /// the bus's first sequence.
@@ -313,6 +314,7 @@ fn check_snapshot(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalCreateError {
     /// The bus.
     #[error(transparent)]
@@ -363,6 +365,7 @@ pub enum JournalCreateError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CloseError {
     /// The compaction pending or due at close failed (or an earlier one did
     /// and none succeeded since).
@@ -391,6 +394,7 @@ pub enum CloseError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum JournalAttachError {
     /// The bus.
     #[error(transparent)]
@@ -915,6 +919,17 @@ fn no_key(_: &[u8]) -> u64 {
 pub struct JournalPublisher<T: ?Sized + Payload> {
     core: Core,
     _type: PhantomData<fn(&T)>,
+}
+
+impl<T: ?Sized + Payload> std::fmt::Debug for JournalPublisher<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JournalPublisher")
+            .field("journal", &self.core.path)
+            .field("next", &self.core.next)
+            .field("msg_size", &self.core.msg_size)
+            .field("compact_after", &self.core.compact_after)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The compaction key of a payload until `compact` says otherwise: raw

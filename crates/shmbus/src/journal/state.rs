@@ -252,6 +252,16 @@ pub struct State<T: Keyed> {
     rejoins: u64,
 }
 
+impl<T: Keyed> std::fmt::Debug for State<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("State")
+            .field("name", &self.name)
+            .field("subscriber", &self.sub)
+            .field("rejoins", &self.rejoins)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T: Keyed> State<T> {
     /// Joins `name` (as [`JournalSubscriber::join`]) and folds nothing yet
     /// (call [`State::poll`] or [`State::wait_for`]).

@@ -32,6 +32,14 @@ pub struct HeapRegion {
     words: usize,
 }
 
+impl std::fmt::Debug for HeapRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeapRegion")
+            .field("len", &(self.words * 8))
+            .finish_non_exhaustive()
+    }
+}
+
 /// 128 bytes, aligned to 128: a region starts on a cache-line pair, as a
 /// mapping starts on a page, so a bus's 64-byte slots and control lines
 /// are whole lines here too. A `Box<[AtomicU64]>` is only 8-aligned: each

@@ -79,6 +79,7 @@ pub(crate) use imp::*;
 /// assert!(!std::path::Path::new(&name).exists());
 /// ```
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum HugePageError {
     /// The kernel has no transparent huge pages (no sysfs directory).
     #[error("transparent huge pages: this kernel has none ({path}: {source}); expected a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")]

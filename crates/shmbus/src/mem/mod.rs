@@ -79,6 +79,16 @@ pub type DefaultRegion = ShmRegion;
 #[cfg(loom)]
 pub type DefaultRegion = HeapRegion;
 
+mod sealed {
+    /// Only this crate's regions (and pointers to them) are regions.
+    pub trait Sealed {}
+    impl Sealed for super::HeapRegion {}
+    impl Sealed for super::ShmRegion {}
+    impl Sealed for super::growable::GrowableRegion {}
+    impl<R: super::Region + ?Sized> Sealed for &R {}
+    impl<R: super::Region + ?Sized> Sealed for std::sync::Arc<R> {}
+}
+
 /// Shared memory as the protocols see it: aligned atomic words at byte
 /// offsets and, where the backing has plain memory, bytes lent for a
 /// Release/Acquire hand-over (the two capabilities of the module docs).
@@ -89,7 +99,9 @@ pub type DefaultRegion = HeapRegion;
 ///
 /// Users name it as a bound, to write code generic over where a bus lives
 /// ([`ShmRegion`] or [`HeapRegion`]); its methods are the protocols' own
-/// access to the memory.
+/// access to the memory. Sealed: the protocols' safety rests on what each
+/// implementation promises (aligned words, lent bytes that stay mapped),
+/// so the regions there are, are the crate's.
 ///
 /// # Examples
 /// ```
@@ -113,7 +125,7 @@ pub type DefaultRegion = HeapRegion;
 /// assert_eq!(region.word(8).load(Ordering::Acquire), 7);
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
-pub trait Region {
+pub trait Region: sealed::Sealed {
     /// Length in bytes.
     ///
     /// # Examples

@@ -91,6 +91,15 @@ pub struct ShmRegion {
     path: PathBuf,
 }
 
+impl std::fmt::Debug for ShmRegion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ShmRegion")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(not(loom))]
 // SAFETY: the mapping is plain shared memory, accessed only through the two
 // capabilities of `Region`: atomic words wherever accesses may race, and

@@ -61,6 +61,16 @@ pub struct PoolPublisher<R: Region = DefaultRegion> {
     sweep: fn(&R, &Blocks),
 }
 
+impl<R: Region> std::fmt::Debug for PoolPublisher<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolPublisher")
+            .field("next", &self.next)
+            .field("capacity", &self.ring.capacity())
+            .field("many_publishers", &self.multi)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why no block could be loaned.
 ///
 /// # Examples

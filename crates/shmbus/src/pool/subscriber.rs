@@ -54,6 +54,16 @@ pub struct PoolSubscriber<R: Region = DefaultRegion> {
     activity: Activity,
 }
 
+impl<R: Region> std::fmt::Debug for PoolSubscriber<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PoolSubscriber")
+            .field("pos", &self.pos)
+            .field("capacity", &self.inner.ring.capacity())
+            .field("wait", &self.wait)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What the subscriber and its samples share: the mapping (kept while any
 /// sample lives) and the registry entry its holds are in.
 pub(super) struct Inner<R: Region> {

@@ -48,6 +48,16 @@ pub struct Consumer<R: Region = DefaultRegion> {
     dead_at_open: u32,
 }
 
+impl<R: Region> std::fmt::Debug for Consumer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Consumer")
+            .field("head", &self.head)
+            .field("tail", &self.tail)
+            .field("wait", &self.strategy)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<R: Region> Consumer<R> {
     pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
         // Relaxed: we are the only writer of HEAD.
@@ -386,6 +396,15 @@ pub struct ReadChunk<'a, R: Region> {
     consumer: &'a mut Consumer<R>,
     ptr: std::ptr::NonNull<u8>,
     len: usize,
+}
+
+impl<R: Region> std::fmt::Debug for ReadChunk<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadChunk")
+            .field("at", &self.consumer.head)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(not(loom))]

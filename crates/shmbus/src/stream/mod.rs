@@ -131,6 +131,7 @@ pub const PEER_CHECK: Duration = Duration::from_millis(20);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PushError {
     /// Longer than the stream's largest record.
     #[error("record is {len} bytes, the stream carries at most {max}")]
@@ -189,6 +190,7 @@ pub enum PushError {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PopError {
     /// Nothing there, and `Wait::Never`.
     #[error("stream is empty")]

@@ -44,6 +44,16 @@ pub struct Producer<R: Region = DefaultRegion> {
     origin: Origin,
 }
 
+impl<R: Region> std::fmt::Debug for Producer<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("tail", &self.tail)
+            .field("head", &self.head)
+            .field("wait", &self.strategy)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<R: Region> Producer<R> {
     pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
         // Relaxed: we are the only writer of TAIL, and HEAD is reloaded with
@@ -337,6 +347,15 @@ pub struct WriteChunk<'a, R: Region> {
     at: u64,
     ptr: std::ptr::NonNull<u8>,
     len: usize,
+}
+
+impl<R: Region> std::fmt::Debug for WriteChunk<'_, R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteChunk")
+            .field("at", &self.at)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(not(loom))]

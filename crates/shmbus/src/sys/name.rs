@@ -19,6 +19,7 @@ use thiserror::Error;
 /// assert!(matches!(err, Some(OpenError::Name(NameError::Reserved(_)))));
 /// ```
 #[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NameError {
     /// The name is the empty string.
     #[error("bus name is empty")]
