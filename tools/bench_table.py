@@ -206,7 +206,7 @@ def zero_copy(path):
         print()
     print(f"{machine_line(d)} {run_line(d)} One-way messages of more than 20 KB are paced "
           f"1 ns per byte apart. Every table: "
-          f"[docs/BENCHMARKS-large.md](docs/BENCHMARKS-large.md).")
+          f"[docs/BENCHMARKS-large.md](BENCHMARKS-large.md).")  # its block is in docs/GUIDE.md
     print()
     print("Targets (same-run ratios):")
     print()
