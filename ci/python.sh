@@ -50,6 +50,6 @@ fi
 [ "$quick" = 0 ] || exit 0
 
 # The receive benchmark, short: that it runs and every receiver checks
-# every message (its figures are the README's, from a full run).
+# every message (its figures are docs/PYTHON.md's, from a full run).
 "$PYTHON" -m pip install --quiet iceoryx2==0.10.0
 "$PYTHON" python/bench/bench_recv.py --messages 20000 --rounds 1

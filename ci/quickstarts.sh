@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The README's C and Python quick starts, run as written: each section's
-# `sh` block with its `ticks.c`/`ticks.py` beside it, from the repository
-# root, HOME a fresh directory (the C one installs into $HOME/.local), the
-# Python one in a fresh .venv. Fails unless each prints what the README
-# says it prints. Leaves nothing behind (.venv, ticks.*, /dev/shm/ticks).
+# The C and Python quick starts (docs/C.md, docs/PYTHON.md), run as
+# written: each section's `sh` block with its `ticks.c`/`ticks.py` beside
+# it, from the repository root, HOME a fresh directory (the C one installs
+# into $HOME/.local), the Python one in a fresh .venv. Fails unless each
+# prints what its page says it prints. Leaves nothing behind (.venv,
+# ticks.*, /dev/shm/ticks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -16,14 +17,14 @@ trap cleanup EXIT
 [ ! -e .venv ] || { echo "quickstarts.sh: .venv exists here; it would be replaced" >&2; exit 1; }
 [ ! -e /dev/shm/ticks ] || { echo "quickstarts.sh: /dev/shm/ticks exists" >&2; exit 1; }
 
-# The first ```LANG block after the heading HEADING and, if given, after
-# the line MARKER within that section.
-block() { # HEADING LANG [MARKER]
+# The first ```LANG block of FILE after the heading HEADING and, if given,
+# after the line MARKER within that section.
+block() { # FILE HEADING LANG [MARKER]
     python3 - "$@" <<'PY'
 import sys
-heading, lang = sys.argv[1], sys.argv[2]
-marker = sys.argv[3] if len(sys.argv) > 3 else None
-lines = open("README.md").read().split("\n")
+path, heading, lang = sys.argv[1], sys.argv[2], sys.argv[3]
+marker = sys.argv[4] if len(sys.argv) > 4 else None
+lines = open(path).read().split("\n")
 i = lines.index(heading)
 if marker:
     i = next(j for j in range(i, len(lines)) if marker in lines[j])
@@ -44,11 +45,11 @@ check() { # WHAT EXPECTED GOT
 # Rust's toolchain stays where it is when HOME moves.
 export RUSTUP_HOME=${RUSTUP_HOME:-$HOME/.rustup} CARGO_HOME=${CARGO_HOME:-$HOME/.cargo}
 
-block "## From C" c 'where `ticks.c` is:' > ticks.c
+block docs/C.md "## From C" c 'where `ticks.c` is:' > ticks.c
 mkdir -p "$work/home"
-got=$(HOME="$work/home" bash -euo pipefail -c "$(block "## From C" sh)")
+got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/C.md "## From C" sh)")
 check "the C quick start" "1 = 42" "$(echo "$got" | tail -1)"
 
-block "## From Python" python 'where `ticks.py` is:' > ticks.py
-got=$(HOME="$work/home" bash -euo pipefail -c "$(block "## From Python" sh)")
+block docs/PYTHON.md "## From Python" python 'where `ticks.py` is:' > ticks.py
+got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/PYTHON.md "## From Python" sh)")
 check "the Python quick start" "$(printf '[(0, 42)]\n[43 44] 0')" "$(echo "$got" | tail -2)"

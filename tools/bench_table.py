@@ -11,7 +11,8 @@ The first prints the whole page: every table of the run, under a header
 that says how it was made and on which machine the JSON was measured. The
 second prints only the short table the README's Performance section
 carries between its `headline` markers; the last, the zero-copy table
-(from a `shmbus-bench --large` run) between its `zero-copy` markers. CI
+(from a `shmbus-bench --large` run) that docs/GUIDE.md's "Zero-copy pool
+buses" carries between its `zero-copy` markers. CI
 regenerates all of them and fails if any differs from what is committed.
 """
 import json
@@ -205,7 +206,7 @@ def zero_copy(path):
         print()
     print(f"{machine_line(d)} {run_line(d)} One-way messages of more than 20 KB are paced "
           f"1 ns per byte apart. Every table: "
-          f"[docs/BENCHMARKS-large.md](docs/BENCHMARKS-large.md).")
+          f"[docs/BENCHMARKS-large.md](BENCHMARKS-large.md).")  # its block is in docs/GUIDE.md
     print()
     print("Targets (same-run ratios):")
     print()

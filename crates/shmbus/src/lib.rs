@@ -7,6 +7,10 @@
 //!   [`Message`] `T`: plain old data with a schema name that C and Python
 //!   state too) or raw bytes (`Publisher<[u8]>`), one implementation
 //!   either way ([`Payload`]).
+//! - A **pool bus** ([`PoolPublisher`], [`PoolSubscriber`]): zero-copy
+//!   blocks of any size, made by [`BusOptions::pool`]; the publisher
+//!   writes a loaned block in place ([`Loan`]) and each subscriber reads it
+//!   in place ([`Sample`]), with lag counted as on a bus.
 //! - A **stream** ([`Producer`], [`Consumer`]): a lossless ring of
 //!   variable-length byte records with backpressure.
 //! - A **journal** ([`JournalPublisher`], [`JournalSubscriber`], [`State`]):
