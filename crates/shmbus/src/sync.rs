@@ -47,31 +47,42 @@ pub(crate) fn prefetch(word: &AtomicU64) {
 /// like [`prefetch`]: it stores nothing and changes no ordering proof. The
 /// publisher uses it on the next slot's payload lines right after a
 /// publish, so that the next write finds them owned instead of waiting on
-/// the store buffer for ownership of each line in turn. A no-op
-/// under loom and Miri, off x86_64, and on a CPU without the instruction.
+/// the store buffer for ownership of each line in turn. A no-op under
+/// loom and Miri and off x86_64.
+///
+/// # Safety
+/// The CPU has the instruction: [`prefetch_write_available`] said so
+/// (asked once, when a ring is made, not per line of every publish).
 #[inline(always)]
-pub(crate) fn prefetch_write(word: &AtomicU64) {
+pub(crate) unsafe fn prefetch_write(word: &AtomicU64) {
     #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-    if has_prefetchw() {
-        // SAFETY: `prefetchw` is a hint that never faults and neither reads
-        // nor writes memory in the abstract machine; this CPU has it
-        // (CPUID, `has_prefetchw`).
-        unsafe {
-            core::arch::asm!(
-                "prefetchw [{p}]",
-                p = in(reg) word.as_ptr(),
-                options(nostack, preserves_flags, readonly)
-            );
-        }
+    // SAFETY: `prefetchw` is a hint that never faults and neither reads nor
+    // writes memory in the abstract machine; the caller checked that this
+    // CPU has it.
+    unsafe {
+        core::arch::asm!(
+            "prefetchw [{p}]",
+            p = in(reg) word.as_ptr(),
+            options(nostack, preserves_flags, readonly)
+        );
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
     let _ = word;
 }
 
+/// Whether [`prefetch_write`] may be called: on x86_64 a CPU with
+/// `prefetchw`; elsewhere, and under loom and Miri, where it is a no-op,
+/// false (so nothing calls it).
+pub(crate) fn prefetch_write_available() -> bool {
+    #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+    return has_prefetchw();
+    #[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+    false
+}
+
 /// Whether this CPU has `prefetchw` (CPUID 8000_0001h ECX bit 8, PRFCHW;
 /// std's feature detection does not name it). Asked once per process.
 #[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
-#[inline(always)]
 fn has_prefetchw() -> bool {
     use std::sync::atomic::AtomicU8;
     // 0: not asked yet, 1: no, 2: yes. Process-local.

@@ -15,7 +15,7 @@ use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wait::{self, Wait, WaitStrategy};
-use crate::wire::{control, flags, Header, TypeFingerprint, LINE};
+use crate::wire::{control, flags, Header, TypeFingerprint, LINE, STAMP_BYTES};
 
 /// What one attempt to read a slot found.
 #[derive(Debug, PartialEq, Eq)]
@@ -67,6 +67,10 @@ pub(crate) struct Geometry {
     /// How many cache lines past the stamp's a waiting reader prefetches:
     /// those the payload reaches into, at most [`PREFETCH_LINES`].
     prefetch_lines: usize,
+    /// As many for the publisher's `prefetchw` of the next slot, or 0 where
+    /// the CPU has no such instruction (`sync::prefetch_write_available`,
+    /// asked here once rather than per line of every publish).
+    write_prefetch_lines: usize,
 }
 
 /// The most lines past the stamp's that a waiting reader prefetches. A
@@ -90,8 +94,19 @@ impl Geometry {
             control_offset: h.control_offset as usize,
             first_seq: h.first_seq,
             multi: h.flags & flags::MULTI_PUBLISHER != 0,
-            prefetch_lines: ((8 + h.msg.size as usize).div_ceil(LINE) - 1).min(PREFETCH_LINES),
+            prefetch_lines: Self::prefetch_lines(h),
+            write_prefetch_lines: if crate::sync::prefetch_write_available() {
+                Self::prefetch_lines(h)
+            } else {
+                0
+            },
         }
+    }
+
+    /// The lines past the stamp's that the payload reaches into, at most
+    /// [`PREFETCH_LINES`].
+    fn prefetch_lines(h: &Header) -> usize {
+        ((STAMP_BYTES + h.msg.size as usize).div_ceil(LINE) - 1).min(PREFETCH_LINES)
     }
 }
 
@@ -254,8 +269,10 @@ impl<R: Region> Ring<R> {
     #[inline(always)]
     fn prefetch_next_for_write(&self, seq: u64) {
         let slot = self.slot_offset(seq);
-        for line in 1..=self.geo.prefetch_lines {
-            crate::sync::prefetch_write(self.region.word(slot + line * LINE));
+        for line in 1..=self.geo.write_prefetch_lines {
+            // SAFETY: `write_prefetch_lines` is 0 unless the CPU has
+            // `prefetchw` (`Geometry::of`).
+            unsafe { crate::sync::prefetch_write(self.region.word(slot + line * LINE)) };
         }
     }
 
