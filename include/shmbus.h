@@ -23,7 +23,13 @@
  *   Use a handle from one thread at a time.
  * - Every call returns a shmbus_status_t. After SHMBUS_ERROR (and
  *   SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE),
- *   shmbus_error_message() says what was found and what was expected.
+ *   shmbus_error_message() says what was found and what was expected, and
+ *   shmbus_error_code() which kind of failure it was (a
+ *   shmbus_error_code_t: SHMBUS_E_NOT_FOUND, SHMBUS_E_EXISTS, ...; the
+ *   same kinds as the Python exception classes): switch on the code,
+ *   print the message. A NULL pointer, a name that is not UTF-8 or an
+ *   unknown option is SHMBUS_E_INVALID_ARGUMENT. Both are this thread's
+ *   and stay until the next call that sets them.
  * - int64_t timeout_ns: negative = wait as long as it takes, 0 = do not
  *   wait, else at most that many nanoseconds.
  * - A bare bus name (no '/') lives in /dev/shm.
@@ -95,10 +101,102 @@
 #define SHMBUS_POOL_MAX_HELD 8
 
 /**
+ * What kind of failure the last call that set a message had
+ * (`shmbus_error_code()`): switch on it instead of matching the message.
+ * Each names the Python exception of the same failure (NOT_FOUND is
+ * BusNotFoundError, ...). More codes may come: keep a default case.
+ */
+typedef enum shmbus_error_code_t {
+    /**
+     * No call on this thread has failed yet.
+     */
+    SHMBUS_E_NONE = 0,
+    /**
+     * No such bus or stream, or no directory to create it in.
+     */
+    SHMBUS_E_NOT_FOUND = 1,
+    /**
+     * Something already has the name.
+     */
+    SHMBUS_E_EXISTS = 2,
+    /**
+     * The file's (or the directory's) mode does not let this user in.
+     */
+    SHMBUS_E_PERMISSION = 3,
+    /**
+     * The bus carries another message type (type_name, size, alignment).
+     */
+    SHMBUS_E_TYPE_MISMATCH = 4,
+    /**
+     * A segment of another kind: a stream opened as a bus, a pool bus by
+     * a copying call, a single-publisher bus by a many-publisher call, a
+     * journaled bus by a plain publisher.
+     */
+    SHMBUS_E_WRONG_KIND = 5,
+    /**
+     * The name is not a valid bus name.
+     */
+    SHMBUS_E_INVALID_NAME = 6,
+    /**
+     * A bad argument: a NULL pointer, a name that is not UTF-8, unknown
+     * flags or options, an impossible geometry, a loan while one is out.
+     */
+    SHMBUS_E_INVALID_ARGUMENT = 7,
+    /**
+     * A live process is the bus's publisher, or the stream's producer or
+     * consumer.
+     */
+    SHMBUS_E_ROLE_TAKEN = 8,
+    /**
+     * A message longer than the bus, block or stream carries (and, with
+     * SHMBUS_TOO_SMALL, longer than the caller's buffer).
+     */
+    SHMBUS_E_TOO_LONG = 9,
+    /**
+     * A many-publisher claim was skipped (SHMBUS_ABANDONED).
+     */
+    SHMBUS_E_ABANDONED = 10,
+    /**
+     * A wait ran out: a journal flush, a bus still being created.
+     */
+    SHMBUS_E_TIMED_OUT = 11,
+    /**
+     * No pool block came free (SHMBUS_FULL or SHMBUS_TIMED_OUT of a loan).
+     */
+    SHMBUS_E_POOL_EXHAUSTED = 12,
+    /**
+     * A pool subscriber holds SHMBUS_POOL_MAX_HELD samples.
+     */
+    SHMBUS_E_TOO_MANY_SAMPLES = 13,
+    /**
+     * The other side died: a stream's producer or consumer
+     * (SHMBUS_PEER_GONE), a journaled bus's publisher during a join.
+     */
+    SHMBUS_E_PEER_GONE = 14,
+    /**
+     * Cursors or headers that cannot be right.
+     */
+    SHMBUS_E_CORRUPT = 15,
+    /**
+     * The bus has no journal.
+     */
+    SHMBUS_E_NOT_JOURNALED = 16,
+    /**
+     * The journal file could not be opened, read, written or synced.
+     */
+    SHMBUS_E_JOURNAL = 17,
+    /**
+     * Anything else (a system error, an internal error): see the message.
+     */
+    SHMBUS_E_OTHER = 18,
+} shmbus_error_code_t;
+
+/**
  * What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`
  * and `SHMBUS_PEER_GONE` come with a message from `shmbus_error_message()`
- * (and `SHMBUS_FULL`/`SHMBUS_TIMED_OUT` where a function says so); the
- * others leave it as it was.
+ * and a code from `shmbus_error_code()` (and `SHMBUS_FULL`/
+ * `SHMBUS_TIMED_OUT` where a function says so); the others leave them as
+ * they were.
  */
 typedef enum shmbus_status_t {
     /**
@@ -145,7 +243,8 @@ typedef enum shmbus_status_t {
      */
     SHMBUS_PEER_GONE = 8,
     /**
-     * The call failed: see `shmbus_error_message()`.
+     * The call failed: see `shmbus_error_code()` and
+     * `shmbus_error_message()`.
      */
     SHMBUS_ERROR = -1,
 } shmbus_status_t;
@@ -368,6 +467,20 @@ extern "C" {
  * call into it on this thread; copy it to keep it.
  */
 const char *shmbus_error_message(void);
+
+/**
+ * This thread's code for the last call that set a message (the calls
+ * shmbus_error_message() speaks for): which kind of failure it was, to
+ * switch on instead of matching the message. SHMBUS_E_NONE before any
+ * failure; like the message, left as it was by calls that succeed.
+ */
+enum shmbus_error_code_t shmbus_error_code(void);
+
+/**
+ * The name of an error code ("SHMBUS_E_NOT_FOUND", ...) as a static
+ * string; "unknown error code" for an int that is none.
+ */
+const char *shmbus_error_code_name(int code);
 
 /**
  * The name of a status ("SHMBUS_OK", ...) as a static string; "unknown
