@@ -12,7 +12,7 @@ use shmbus_core::ErrorKind;
 /// BusNotFoundError, ...). More codes may come: keep a default case.
 #[allow(non_camel_case_types)]
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// No call on this thread has failed yet.
     SHMBUS_E_NONE = 0,
