@@ -307,12 +307,10 @@ fn a_journal_path_that_is_a_directory_fails_with_the_journal_code() {
 #[test]
 fn a_bus_whose_creator_never_finished_fails_with_the_timed_out_code() {
     let bus = Bus::new("code-unfinished");
-    // What a creator that died before its header leaves: zeros.
-    std::fs::write(
-        std::path::Path::new("/dev/shm").join(&bus.name),
-        [0u8; 4096],
-    )
-    .unwrap();
+    // What a creator that died before its header leaves: zeros (which
+    // `shmbus_remove`, and so `Bus`, refuses to remove as no bus).
+    let file = std::path::Path::new("/dev/shm").join(&bus.name);
+    std::fs::write(&file, [0u8; 4096]).unwrap();
     let mut o = shmbus_open_options_default();
     o.init_timeout_ns = 5_000_000;
     let mut s = null_mut();
@@ -323,6 +321,7 @@ fn a_bus_whose_creator_never_finished_fails_with_the_timed_out_code() {
             ErrorCode::SHMBUS_E_TIMED_OUT,
         );
     }
+    std::fs::remove_file(&file).unwrap();
 }
 
 #[test]
