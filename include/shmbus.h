@@ -23,7 +23,13 @@
  *   Use a handle from one thread at a time.
  * - Every call returns a shmbus_status_t. After SHMBUS_ERROR (and
  *   SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE),
- *   shmbus_error_message() says what was found and what was expected.
+ *   shmbus_error_message() says what was found and what was expected, and
+ *   shmbus_error_code() which kind of failure it was (a
+ *   shmbus_error_code_t: SHMBUS_E_NOT_FOUND, SHMBUS_E_EXISTS, ...; the
+ *   same kinds as the Python exception classes): switch on the code,
+ *   print the message. A NULL pointer, a name that is not UTF-8 or an
+ *   unknown option is SHMBUS_E_INVALID_ARGUMENT. Both are this thread's
+ *   and stay until the next call that sets them.
  * - int64_t timeout_ns: negative = wait as long as it takes, 0 = do not
  *   wait, else at most that many nanoseconds.
  * - A bare bus name (no '/') lives in /dev/shm.
@@ -48,13 +54,13 @@
 #define SHMBUS_START_LATEST 2
 
 /**
- * How a call waits: spin for `spin_ns`, then sleep on a futex (the
+ * How a call waits: spin for spin_ns, then sleep on a futex (the
  * default, 0).
  */
 #define SHMBUS_WAIT_SPIN_FUTEX 0
 
 /**
- * How a call waits: spin for `spin_ns`, then spin with `sched_yield`.
+ * How a call waits: spin for spin_ns, then spin with sched_yield.
  */
 #define SHMBUS_WAIT_SPIN_YIELD 1
 
@@ -69,13 +75,13 @@
 #define SHMBUS_PREFAULT 1
 
 /**
- * Flag: `mlock` the segment (fails if `RLIMIT_MEMLOCK` is too low).
+ * Flag: mlock the segment (fails if RLIMIT_MEMLOCK is too low).
  */
 #define SHMBUS_MLOCK 2
 
 /**
  * Open flag: a bus subscriber takes no entry in the bus's registry (not
- * shown by `shmbus stat`/`top`).
+ * shown by shmbus stat/top).
  */
 #define SHMBUS_NO_REGISTER 4
 
@@ -95,10 +101,102 @@
 #define SHMBUS_POOL_MAX_HELD 8
 
 /**
- * What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`
- * and `SHMBUS_PEER_GONE` come with a message from `shmbus_error_message()`
- * (and `SHMBUS_FULL`/`SHMBUS_TIMED_OUT` where a function says so); the
- * others leave it as it was.
+ * What kind of failure the last call that set a message had
+ * (shmbus_error_code()): switch on it instead of matching the message.
+ * Each names the Python exception of the same failure (NOT_FOUND is
+ * BusNotFoundError, ...). More codes may come: keep a default case.
+ */
+typedef enum shmbus_error_code_t {
+    /**
+     * No call on this thread has failed yet.
+     */
+    SHMBUS_E_NONE = 0,
+    /**
+     * No such bus or stream, or no directory to create it in.
+     */
+    SHMBUS_E_NOT_FOUND = 1,
+    /**
+     * Something already has the name.
+     */
+    SHMBUS_E_EXISTS = 2,
+    /**
+     * The file's (or the directory's) mode does not let this user in.
+     */
+    SHMBUS_E_PERMISSION = 3,
+    /**
+     * The bus carries another message type (type_name, size, alignment).
+     */
+    SHMBUS_E_TYPE_MISMATCH = 4,
+    /**
+     * A segment of another kind: a stream opened as a bus, a pool bus by
+     * a copying call, a single-publisher bus by a many-publisher call, a
+     * journaled bus by a plain publisher.
+     */
+    SHMBUS_E_WRONG_KIND = 5,
+    /**
+     * The name is not a valid bus name.
+     */
+    SHMBUS_E_INVALID_NAME = 6,
+    /**
+     * A bad argument: a NULL pointer, a name that is not UTF-8, unknown
+     * flags or options, an impossible geometry, a loan while one is out.
+     */
+    SHMBUS_E_INVALID_ARGUMENT = 7,
+    /**
+     * A live process is the bus's publisher, or the stream's producer or
+     * consumer.
+     */
+    SHMBUS_E_ROLE_TAKEN = 8,
+    /**
+     * A message longer than the bus, block or stream carries (and, with
+     * SHMBUS_TOO_SMALL, longer than the caller's buffer).
+     */
+    SHMBUS_E_TOO_LONG = 9,
+    /**
+     * A many-publisher claim was skipped (SHMBUS_ABANDONED).
+     */
+    SHMBUS_E_ABANDONED = 10,
+    /**
+     * A wait ran out: a journal flush, a bus still being created.
+     */
+    SHMBUS_E_TIMED_OUT = 11,
+    /**
+     * No pool block came free (SHMBUS_FULL or SHMBUS_TIMED_OUT of a loan).
+     */
+    SHMBUS_E_POOL_EXHAUSTED = 12,
+    /**
+     * A pool subscriber holds SHMBUS_POOL_MAX_HELD samples.
+     */
+    SHMBUS_E_TOO_MANY_SAMPLES = 13,
+    /**
+     * The other side died: a stream's producer or consumer
+     * (SHMBUS_PEER_GONE), a journaled bus's publisher during a join.
+     */
+    SHMBUS_E_PEER_GONE = 14,
+    /**
+     * Cursors or headers that cannot be right.
+     */
+    SHMBUS_E_CORRUPT = 15,
+    /**
+     * The bus has no journal.
+     */
+    SHMBUS_E_NOT_JOURNALED = 16,
+    /**
+     * The journal file could not be opened, read, written or synced.
+     */
+    SHMBUS_E_JOURNAL = 17,
+    /**
+     * Anything else (a system error, an internal error): see the message.
+     */
+    SHMBUS_E_OTHER = 18,
+} shmbus_error_code_t;
+
+/**
+ * What a call did. SHMBUS_ERROR, SHMBUS_TOO_SMALL, SHMBUS_ABANDONED
+ * and SHMBUS_PEER_GONE come with a message from shmbus_error_message()
+ * and a code from shmbus_error_code() (and SHMBUS_FULL/
+ * SHMBUS_TIMED_OUT where a function says so); the others leave them as
+ * they were.
  */
 typedef enum shmbus_status_t {
     /**
@@ -111,16 +209,16 @@ typedef enum shmbus_status_t {
     SHMBUS_MESSAGE = 1,
     /**
      * A receive found that this subscriber was lapped: the count of lost
-     * messages is in its `skipped` out-parameter. Not an error: receive
+     * messages is in its skipped out-parameter. Not an error: receive
      * again for the next message.
      */
     SHMBUS_LAGGED = 2,
     /**
-     * Nothing there, and the call was not to wait (`timeout_ns` 0).
+     * Nothing there, and the call was not to wait (timeout_ns 0).
      */
     SHMBUS_EMPTY = 3,
     /**
-     * Nothing came (or no room came free) before `timeout_ns` ran out.
+     * Nothing came (or no room came free) before timeout_ns ran out.
      */
     SHMBUS_TIMED_OUT = 4,
     /**
@@ -131,7 +229,7 @@ typedef enum shmbus_status_t {
     /**
      * No room and the call was not to wait: a full stream, a pool with no
      * free block, a pool subscriber already holding as many samples as it
-     * may (`SHMBUS_POOL_MAX_HELD`; release one).
+     * may (SHMBUS_POOL_MAX_HELD; release one).
      */
     SHMBUS_FULL = 6,
     /**
@@ -145,7 +243,8 @@ typedef enum shmbus_status_t {
      */
     SHMBUS_PEER_GONE = 8,
     /**
-     * The call failed: see `shmbus_error_message()`.
+     * The call failed: see shmbus_error_code() and
+     * shmbus_error_message().
      */
     SHMBUS_ERROR = -1,
 } shmbus_status_t;
@@ -207,11 +306,11 @@ typedef struct shmbus_sample_t shmbus_sample_t;
 typedef struct shmbus_subscriber_t shmbus_subscriber_t;
 
 /**
- * How to create a bus (`shmbus_publisher_create`,
- * `shmbus_mp_publisher_create`, `shmbus_journal_publisher_create`,
- * `shmbus_pool_publisher_create`). Start from
- * `shmbus_bus_options_default()` (or zero it) and set `capacity` and
- * `msg_size` (or the pool's two fields).
+ * How to create a bus (shmbus_publisher_create,
+ * shmbus_mp_publisher_create, shmbus_journal_publisher_create,
+ * shmbus_pool_publisher_create). Start from
+ * shmbus_bus_options_default() (or zero it) and set capacity and
+ * msg_size (or the pool's two fields).
  */
 typedef struct shmbus_bus_options_t {
     /**
@@ -229,14 +328,14 @@ typedef struct shmbus_bus_options_t {
      */
     uint64_t pool_block_size;
     /**
-     * Pool buses only: blocks in the pool (more than `capacity`); 0
+     * Pool buses only: blocks in the pool (more than capacity); 0
      * elsewhere.
      */
     uint64_t pool_blocks;
     /**
      * The message type's name the bus records (NULL: raw bytes, recorded
      * as "bytes" with alignment 1). Openers that name a type
-     * (`shmbus_open_options_t.type_name`) must name this one.
+     * (shmbus_open_options_t.type_name) must name this one.
      */
     const char *type_name;
     /**
@@ -245,8 +344,8 @@ typedef struct shmbus_bus_options_t {
      */
     uint32_t msg_size;
     /**
-     * The message type's alignment, recorded with `type_name` (0 = 1);
-     * 0 without a `type_name`.
+     * The message type's alignment, recorded with type_name (0 = 1);
+     * 0 without a type_name.
      */
     uint32_t type_align;
     /**
@@ -255,7 +354,7 @@ typedef struct shmbus_bus_options_t {
      */
     uint32_t mode;
     /**
-     * `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
      */
     uint32_t flags;
 } shmbus_bus_options_t;
@@ -263,7 +362,7 @@ typedef struct shmbus_bus_options_t {
 /**
  * How to open an existing bus or stream (subscribers, publishers and
  * producers that attach, consumers, journal joiners). NULL where a call
- * takes one means all defaults, as does `shmbus_open_options_default()`
+ * takes one means all defaults, as does shmbus_open_options_default()
  * or a zeroed struct.
  */
 typedef struct shmbus_open_options_t {
@@ -287,30 +386,30 @@ typedef struct shmbus_open_options_t {
      */
     const char *type_name;
     /**
-     * With `type_name`: the type's size in bytes; 0 without one.
+     * With type_name: the type's size in bytes; 0 without one.
      */
     uint32_t type_size;
     /**
-     * With `type_name`: the type's alignment (0 = 1); 0 without one.
+     * With type_name: the type's alignment (0 = 1); 0 without one.
      */
     uint32_t type_align;
     /**
-     * Bus subscribers: `SHMBUS_START_NEXT`, `_OLDEST` or `_LATEST`.
+     * Bus subscribers: SHMBUS_START_NEXT, _OLDEST or _LATEST.
      */
     uint32_t start;
     /**
-     * `SHMBUS_WAIT_SPIN_FUTEX`, `_SPIN_YIELD` or `_BUSY_SPIN`.
+     * SHMBUS_WAIT_SPIN_FUTEX, _SPIN_YIELD or _BUSY_SPIN.
      */
     uint32_t wait;
     /**
-     * `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_NO_REGISTER`.
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_NO_REGISTER.
      */
     uint32_t flags;
 } shmbus_open_options_t;
 
 /**
- * How to create a stream (`shmbus_producer_create`). Start from
- * `shmbus_stream_options_default()` (or zero it) and set `capacity`.
+ * How to create a stream (shmbus_producer_create). Start from
+ * shmbus_stream_options_default() (or zero it) and set capacity.
  */
 typedef struct shmbus_stream_options_t {
     /**
@@ -327,17 +426,17 @@ typedef struct shmbus_stream_options_t {
      */
     uint32_t mode;
     /**
-     * `SHMBUS_WAIT_*`: how the producer waits for room.
+     * SHMBUS_WAIT_*: how the producer waits for room.
      */
     uint32_t wait;
     /**
-     * `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
      */
     uint32_t flags;
 } shmbus_stream_options_t;
 
 /**
- * Where a journaled bus keeps its journal (`shmbus_journal_publisher_create`).
+ * Where a journaled bus keeps its journal (shmbus_journal_publisher_create).
  */
 typedef struct shmbus_journal_options_t {
     /**
@@ -360,14 +459,28 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * This thread's message for the last call that returned `SHMBUS_ERROR`
- * (or `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`, and the
- * `SHMBUS_FULL`/`SHMBUS_TIMED_OUT` of the calls that say so): what was
+ * This thread's message for the last call that returned SHMBUS_ERROR
+ * (or SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE, and the
+ * SHMBUS_FULL/SHMBUS_TIMED_OUT of the calls that say so): what was
  * found and what was expected. Never NULL
  * ("" before any failure). Owned by the library: valid until the next
  * call into it on this thread; copy it to keep it.
  */
 const char *shmbus_error_message(void);
+
+/**
+ * This thread's code for the last call that set a message (the calls
+ * shmbus_error_message() speaks for): which kind of failure it was, to
+ * switch on instead of matching the message. SHMBUS_E_NONE before any
+ * failure; like the message, left as it was by calls that succeed.
+ */
+enum shmbus_error_code_t shmbus_error_code(void);
+
+/**
+ * The name of an error code ("SHMBUS_E_NOT_FOUND", ...) as a static
+ * string; "unknown error code" for an int that is none.
+ */
+const char *shmbus_error_code_name(int code);
 
 /**
  * The name of a status ("SHMBUS_OK", ...) as a static string; "unknown
@@ -397,65 +510,65 @@ struct shmbus_open_options_t shmbus_open_options_default(void);
 struct shmbus_stream_options_t shmbus_stream_options_default(void);
 
 /**
- * Removes the bus or stream `name` (a bare name lives in /dev/shm), and
+ * Removes the bus or stream name (a bare name lives in /dev/shm), and
  * its side files. Processes that have it open keep their mapping.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (no such bus, not a bus, a bad
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (no such bus, not a bus, a bad
  * name, ...).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string.
+ * Safety:
+ * name is NULL or a NUL-terminated string.
  */
 enum shmbus_status_t shmbus_remove(const char *name);
 
 /**
- * Creates the single-publisher bus `name` (a bare name lives in
- * /dev/shm; a path elsewhere) of `opts->capacity` slots of
- * `opts->msg_size` bytes, and becomes its publisher.
+ * Creates the single-publisher bus name (a bare name lives in
+ * /dev/shm; a path elsewhere) of opts->capacity slots of
+ * opts->msg_size bytes, and becomes its publisher.
  *
- * Statuses: `SHMBUS_OK` (`*out` is the publisher: close it with
- * `shmbus_publisher_close`; the bus stays until `shmbus_remove`);
- * `SHMBUS_ERROR` (the name exists, a capacity that is not a power of two,
- * no msg_size, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out is the publisher: close it with
+ * shmbus_publisher_close; the bus stays until shmbus_remove);
+ * SHMBUS_ERROR (the name exists, a capacity that is not a power of two,
+ * no msg_size, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_publisher_create(const char *name,
                                              const struct shmbus_bus_options_t *opts,
                                              struct shmbus_publisher_t **out);
 
 /**
- * Becomes the publisher of the existing single-publisher bus `name` (made
- * by `shmbus create`, or whose publisher exited or died): carries on its
- * sequence and bumps its epoch. `opts` may be NULL; with a `type_name` the
+ * Becomes the publisher of the existing single-publisher bus name (made
+ * by shmbus create, or whose publisher exited or died): carries on its
+ * sequence and bumps its epoch. opts may be NULL; with a type_name the
  * bus must carry that type.
  *
- * Statuses: `SHMBUS_OK` (`*out` is the publisher, closed with
- * `shmbus_publisher_close`); `SHMBUS_ERROR` (no such bus, another live
+ * Statuses: SHMBUS_OK (*out is the publisher, closed with
+ * shmbus_publisher_close); SHMBUS_ERROR (no such bus, another live
  * publisher, a journaled, pool or many-publisher bus, a type mismatch,
- * ...; `*out` is NULL).
+ * ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_publisher_attach(const char *name,
                                              const struct shmbus_open_options_t *opts,
                                              struct shmbus_publisher_t **out);
 
 /**
- * Publishes the `len` bytes at `data` (zero-padded to the message size)
- * and writes its sequence number to `*seq` (`seq` may be NULL). Never
+ * Publishes the len bytes at data (zero-padded to the message size)
+ * and writes its sequence number to *seq (seq may be NULL). Never
  * waits: a slow subscriber is lapped, not waited for.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (longer than the message size:
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (longer than the message size:
  * nothing published; a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `data` valid for `len` bytes
- * (NULL allowed if `len` is 0); `seq` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; data valid for len bytes
+ * (NULL allowed if len is 0); seq NULL or writable.
  */
 enum shmbus_status_t shmbus_publisher_publish(struct shmbus_publisher_t *publisher,
                                               const void *data,
@@ -463,22 +576,22 @@ enum shmbus_status_t shmbus_publisher_publish(struct shmbus_publisher_t *publish
                                               uint64_t *seq);
 
 /**
- * Writes the bus's message size in bytes to `*size`.
+ * Writes the bus's message size in bytes to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `size` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; size NULL or writable.
  */
 enum shmbus_status_t shmbus_publisher_msg_size(struct shmbus_publisher_t *publisher, size_t *size);
 
 /**
- * Writes the sequence number the next message will get to `*seq`.
+ * Writes the sequence number the next message will get to *seq.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `seq` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; seq NULL or writable.
  */
 enum shmbus_status_t shmbus_publisher_next_sequence(struct shmbus_publisher_t *publisher,
                                                     uint64_t *seq);
@@ -487,46 +600,46 @@ enum shmbus_status_t shmbus_publisher_next_sequence(struct shmbus_publisher_t *p
  * Stops publishing and frees the publisher (NULL: nothing). The bus
  * stays; another process may attach.
  *
- * # Safety
- * `publisher` is NULL or a live publisher, not used again.
+ * Safety:
+ * publisher is NULL or a live publisher, not used again.
  */
 void shmbus_publisher_close(struct shmbus_publisher_t *publisher);
 
 /**
- * Opens the bus `name` as a subscriber that starts where `opts->start`
- * says (NULL `opts`: at the next message published). Any bus of
+ * Opens the bus name as a subscriber that starts where opts->start
+ * says (NULL opts: at the next message published). Any bus of
  * fixed-size messages (single, many or journaled publishers); with a
- * `type_name` the bus must carry that type.
+ * type_name the bus must carry that type.
  *
- * Statuses: `SHMBUS_OK` (`*out` is the subscriber, closed with
- * `shmbus_subscriber_close`); `SHMBUS_ERROR` (no such bus, a stream or a
- * pool bus, a type mismatch, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out is the subscriber, closed with
+ * shmbus_subscriber_close); SHMBUS_ERROR (no such bus, a stream or a
+ * pool bus, a type mismatch, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_subscriber_open(const char *name,
                                             const struct shmbus_open_options_t *opts,
                                             struct shmbus_subscriber_t **out);
 
 /**
- * Receives the next message into `buf`, waiting as `timeout_ns` says.
- * `*len` holds the buffer's length on entry and the message's on
- * `SHMBUS_MESSAGE` (always the bus's message size: shorter messages
+ * Receives the next message into buf, waiting as timeout_ns says.
+ * *len holds the buffer's length on entry and the message's on
+ * SHMBUS_MESSAGE (always the bus's message size: shorter messages
  * come zero-padded as published).
  *
- * Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (this subscriber was lapped:
- * `*skipped` messages were lost; it goes on half a ring behind the
- * newest: receive again); `SHMBUS_EMPTY` (nothing, `timeout_ns` 0);
- * `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (the buffer is shorter than
- * the message size, now in `*len`; nothing was received); `SHMBUS_ERROR`.
- * `*len` is left as it was on the other statuses.
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_LAGGED (this subscriber was lapped:
+ * *skipped messages were lost; it goes on half a ring behind the
+ * newest: receive again); SHMBUS_EMPTY (nothing, timeout_ns 0);
+ * SHMBUS_TIMED_OUT; SHMBUS_TOO_SMALL (the buffer is shorter than
+ * the message size, now in *len; nothing was received); SHMBUS_ERROR.
+ * *len is left as it was on the other statuses.
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
- * writable bytes; `len` NULL or an initialised, writable `size_t`;
- * `skipped` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; buf valid for *len
+ * writable bytes; len NULL or an initialised, writable size_t;
+ * skipped NULL or writable.
  */
 enum shmbus_status_t shmbus_subscriber_recv(struct shmbus_subscriber_t *subscriber,
                                             void *buf,
@@ -535,18 +648,18 @@ enum shmbus_status_t shmbus_subscriber_recv(struct shmbus_subscriber_t *subscrib
                                             int64_t timeout_ns);
 
 /**
- * As `shmbus_subscriber_recv`, without the copy into a buffer of yours:
- * on `SHMBUS_MESSAGE`, `*data` points to the message and `*len` is its
+ * As shmbus_subscriber_recv, without the copy into a buffer of yours:
+ * on SHMBUS_MESSAGE, *data points to the message and *len is its
  * length (the message size). The bytes are this subscriber's own copy
  * (the ring's slot was copied and checked once, as for every receive),
  * not shared memory: they stay as they are until the next call on this
  * subscriber, and the pointer is valid until then or its close.
  *
- * Statuses: as `shmbus_subscriber_recv` (no `SHMBUS_TOO_SMALL`).
+ * Statuses: as shmbus_subscriber_recv (no SHMBUS_TOO_SMALL).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `data`, `len` NULL or
- * writable; `skipped` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; data, len NULL or
+ * writable; skipped NULL or writable.
  */
 enum shmbus_status_t shmbus_subscriber_recv_borrow(struct shmbus_subscriber_t *subscriber,
                                                    const void **data,
@@ -555,97 +668,97 @@ enum shmbus_status_t shmbus_subscriber_recv_borrow(struct shmbus_subscriber_t *s
                                                    int64_t timeout_ns);
 
 /**
- * Copies the newest message on the bus into `buf` without moving this
- * subscriber's cursor. `*len` as for `shmbus_subscriber_recv`.
+ * Copies the newest message on the bus into buf without moving this
+ * subscriber's cursor. *len as for shmbus_subscriber_recv.
  *
- * Statuses: `SHMBUS_MESSAGE`; `SHMBUS_EMPTY` (nothing published yet, or
- * the newest slot was being rewritten); `SHMBUS_TOO_SMALL`;
- * `SHMBUS_ERROR`.
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_EMPTY (nothing published yet, or
+ * the newest slot was being rewritten); SHMBUS_TOO_SMALL;
+ * SHMBUS_ERROR.
  *
- * # Safety
- * As `shmbus_subscriber_recv`.
+ * Safety:
+ * As shmbus_subscriber_recv.
  */
 enum shmbus_status_t shmbus_subscriber_latest(struct shmbus_subscriber_t *subscriber,
                                               void *buf,
                                               size_t *len);
 
 /**
- * Writes the bus's message size in bytes to `*size`.
+ * Writes the bus's message size in bytes to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `size` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; size NULL or writable.
  */
 enum shmbus_status_t shmbus_subscriber_msg_size(struct shmbus_subscriber_t *subscriber,
                                                 size_t *size);
 
 /**
- * Writes the sequence number this subscriber reads next to `*seq` (after
- * a `SHMBUS_MESSAGE`, that message's sequence is `*seq - 1`).
+ * Writes the sequence number this subscriber reads next to *seq (after
+ * a SHMBUS_MESSAGE, that message's sequence is *seq - 1).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `seq` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; seq NULL or writable.
  */
 enum shmbus_status_t shmbus_subscriber_position(struct shmbus_subscriber_t *subscriber,
                                                 uint64_t *seq);
 
 /**
  * Closes the subscriber (NULL: nothing); a pointer from
- * `shmbus_subscriber_recv_borrow` dies with it.
+ * shmbus_subscriber_recv_borrow dies with it.
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber, not used again.
+ * Safety:
+ * subscriber is NULL or a live subscriber, not used again.
  */
 void shmbus_subscriber_close(struct shmbus_subscriber_t *subscriber);
 
 /**
- * Creates the many-publisher bus `name` (any number of processes publish
+ * Creates the many-publisher bus name (any number of processes publish
  * at once, in one total order) and becomes one of its publishers.
- * `opts->unblock_timeout_ns`: how long a claimed slot may stay
+ * opts->unblock_timeout_ns: how long a claimed slot may stay
  * unwritten (its publisher died) before subscribers skip it.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
- * `SHMBUS_ERROR` (`*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_mp_publisher_close);
+ * SHMBUS_ERROR (*out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_mp_publisher_create(const char *name,
                                                 const struct shmbus_bus_options_t *opts,
                                                 struct shmbus_mp_publisher_t **out);
 
 /**
- * Becomes one more publisher of the existing many-publisher bus `name`
- * (`shmbus create --publishers many`).
+ * Becomes one more publisher of the existing many-publisher bus name
+ * (shmbus create --publishers many).
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
- * `SHMBUS_ERROR` (no such bus, a single-publisher bus, a type mismatch,
- * ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_mp_publisher_close);
+ * SHMBUS_ERROR (no such bus, a single-publisher bus, a type mismatch,
+ * ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_mp_publisher_attach(const char *name,
                                                 const struct shmbus_open_options_t *opts,
                                                 struct shmbus_mp_publisher_t **out);
 
 /**
- * Publishes the `len` bytes at `data` (zero-padded to the message size)
- * and writes its sequence number to `*seq` (`seq` may be NULL).
+ * Publishes the len bytes at data (zero-padded to the message size)
+ * and writes its sequence number to *seq (seq may be NULL).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ABANDONED` (this publisher stalled past
+ * Statuses: SHMBUS_OK; SHMBUS_ABANDONED (this publisher stalled past
  * the unblock timeout between claiming its slot and writing it, and
  * subscribers skipped it: nothing was published; publish again);
- * `SHMBUS_ERROR` (longer than the message size: nothing published).
+ * SHMBUS_ERROR (longer than the message size: nothing published).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `data` valid for `len` bytes
- * (NULL allowed if `len` is 0); `seq` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; data valid for len bytes
+ * (NULL allowed if len is 0); seq NULL or writable.
  */
 enum shmbus_status_t shmbus_mp_publisher_publish(struct shmbus_mp_publisher_t *publisher,
                                                  const void *data,
@@ -653,12 +766,12 @@ enum shmbus_status_t shmbus_mp_publisher_publish(struct shmbus_mp_publisher_t *p
                                                  uint64_t *seq);
 
 /**
- * Writes the bus's message size in bytes to `*size`.
+ * Writes the bus's message size in bytes to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `size` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; size NULL or writable.
  */
 enum shmbus_status_t shmbus_mp_publisher_msg_size(struct shmbus_mp_publisher_t *publisher,
                                                   size_t *size);
@@ -666,23 +779,23 @@ enum shmbus_status_t shmbus_mp_publisher_msg_size(struct shmbus_mp_publisher_t *
 /**
  * Frees the publisher (NULL: nothing).
  *
- * # Safety
- * `publisher` is NULL or a live publisher, not used again.
+ * Safety:
+ * publisher is NULL or a live publisher, not used again.
  */
 void shmbus_mp_publisher_close(struct shmbus_mp_publisher_t *publisher);
 
 /**
- * Creates the journaled bus `name` (`opts` as for
- * `shmbus_publisher_create`) with its journal at `journal->path` (an
+ * Creates the journaled bus name (opts as for
+ * shmbus_publisher_create) with its journal at journal->path (an
  * existing journal there is continued: the bus carries on its sequence),
  * and becomes its publisher.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_journal_publisher_close`); `SHMBUS_ERROR` (`*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_journal_publisher_close); SHMBUS_ERROR (*out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` and `journal` NULL or
- * valid options structs; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts and journal NULL or
+ * valid options structs; out NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_publisher_create(const char *name,
                                                      const struct shmbus_bus_options_t *opts,
@@ -690,33 +803,33 @@ enum shmbus_status_t shmbus_journal_publisher_create(const char *name,
                                                      struct shmbus_journal_publisher_t **out);
 
 /**
- * Becomes the publisher of the existing journaled bus `name` (made by
- * `shmbus create --journal`, or whose publisher exited or died),
+ * Becomes the publisher of the existing journaled bus name (made by
+ * shmbus create --journal, or whose publisher exited or died),
  * carrying on its journal and sequence.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_journal_publisher_close`); `SHMBUS_ERROR` (no such bus, no
- * journal, a live publisher, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_journal_publisher_close); SHMBUS_ERROR (no such bus, no
+ * journal, a live publisher, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_publisher_attach(const char *name,
                                                      const struct shmbus_open_options_t *opts,
                                                      struct shmbus_journal_publisher_t **out);
 
 /**
- * Appends the `len` bytes at `data` (zero-padded to the message size) to
- * the journal, then publishes them; writes the sequence to `*seq` (`seq`
+ * Appends the len bytes at data (zero-padded to the message size) to
+ * the journal, then publishes them; writes the sequence to *seq (seq
  * may be NULL).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (longer than the message size, a
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (longer than the message size, a
  * full disk, an I/O error: neither journaled nor published).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `data` valid for `len` bytes
- * (NULL allowed if `len` is 0); `seq` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; data valid for len bytes
+ * (NULL allowed if len is 0); seq NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_publisher_publish(struct shmbus_journal_publisher_t *publisher,
                                                       const void *data,
@@ -724,24 +837,24 @@ enum shmbus_status_t shmbus_journal_publisher_publish(struct shmbus_journal_publ
                                                       uint64_t *seq);
 
 /**
- * Makes everything published so far durable (`fdatasync` of the
+ * Makes everything published so far durable (fdatasync of the
  * journal). Joining subscribers need no flush from you: they ask the
  * publisher for one, which it serves from its own thread.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (the sync failed).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (the sync failed).
  *
- * # Safety
- * `publisher` is NULL or a live publisher.
+ * Safety:
+ * publisher is NULL or a live publisher.
  */
 enum shmbus_status_t shmbus_journal_publisher_flush(struct shmbus_journal_publisher_t *publisher);
 
 /**
- * Writes the bus's message size in bytes to `*size`.
+ * Writes the bus's message size in bytes to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `size` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; size NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_publisher_msg_size(struct shmbus_journal_publisher_t *publisher,
                                                        size_t *size);
@@ -749,50 +862,50 @@ enum shmbus_status_t shmbus_journal_publisher_msg_size(struct shmbus_journal_pub
 /**
  * Stops publishing (its threads finish; a compaction under way is
  * completed) and frees the publisher, whatever the status (NULL:
- * `SHMBUS_OK`).
+ * SHMBUS_OK).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a compaction failed: the journal
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a compaction failed: the journal
  * is left whole, uncompacted).
  *
- * # Safety
- * `publisher` is NULL or a live publisher, not used again.
+ * Safety:
+ * publisher is NULL or a live publisher, not used again.
  */
 enum shmbus_status_t shmbus_journal_publisher_close(struct shmbus_journal_publisher_t *publisher);
 
 /**
- * Joins the journaled bus `name`: waits for the publisher to flush, then
+ * Joins the journaled bus name: waits for the publisher to flush, then
  * delivers the journal from its start and goes on with the ring, every
- * sequence once, in order. `opts` may be NULL: `wait`, `spin_ns`,
- * `init_timeout_ns`, `flush_timeout_ns` and the type fields apply;
- * `start` does not (a joiner starts with the journal).
+ * sequence once, in order. opts may be NULL: wait, spin_ns,
+ * init_timeout_ns, flush_timeout_ns and the type fields apply;
+ * start does not (a joiner starts with the journal).
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_journal_subscriber_close`); `SHMBUS_ERROR` (no such bus, no
- * journal, the publisher died or did not flush in time, ...; `*out` is
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_journal_subscriber_close); SHMBUS_ERROR (no such bus, no
+ * journal, the publisher died or did not flush in time, ...; *out is
  * NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_subscriber_join(const char *name,
                                                     const struct shmbus_open_options_t *opts,
                                                     struct shmbus_journal_subscriber_t **out);
 
 /**
- * Receives the next message into `buf` with its sequence number in
- * `*seq`, waiting as `timeout_ns` says. `*len` holds the buffer's length
- * on entry and the message's (the message size) on `SHMBUS_MESSAGE`.
+ * Receives the next message into buf with its sequence number in
+ * *seq, waiting as timeout_ns says. *len holds the buffer's length
+ * on entry and the message's (the message size) on SHMBUS_MESSAGE.
  *
- * Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (`*skipped` messages were
- * lost that neither the ring nor the journal still had); `SHMBUS_EMPTY`
- * (`timeout_ns` 0); `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (`*len` is the
- * message size; nothing received); `SHMBUS_ERROR`.
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_LAGGED (*skipped messages were
+ * lost that neither the ring nor the journal still had); SHMBUS_EMPTY
+ * (timeout_ns 0); SHMBUS_TIMED_OUT; SHMBUS_TOO_SMALL (*len is the
+ * message size; nothing received); SHMBUS_ERROR.
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
- * writable bytes; `len` NULL or an initialised, writable `size_t`; `seq`
- * and `skipped` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; buf valid for *len
+ * writable bytes; len NULL or an initialised, writable size_t; seq
+ * and skipped NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_subscriber_recv(struct shmbus_journal_subscriber_t *subscriber,
                                                     void *buf,
@@ -802,25 +915,25 @@ enum shmbus_status_t shmbus_journal_subscriber_recv(struct shmbus_journal_subscr
                                                     int64_t timeout_ns);
 
 /**
- * Writes the bus's message size in bytes to `*size`.
+ * Writes the bus's message size in bytes to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `size` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; size NULL or writable.
  */
 enum shmbus_status_t shmbus_journal_subscriber_msg_size(struct shmbus_journal_subscriber_t *subscriber,
                                                         size_t *size);
 
 /**
- * Writes the sequence this subscriber delivers next to `*seq`, and
- * whether it has caught up with the ring (past the journal) to `*live`
+ * Writes the sequence this subscriber delivers next to *seq, and
+ * whether it has caught up with the ring (past the journal) to *live
  * (either may be NULL).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL subscriber).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL subscriber).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `seq`, `live` NULL or
+ * Safety:
+ * subscriber is NULL or a live subscriber; seq, live NULL or
  * writable.
  */
 enum shmbus_status_t shmbus_journal_subscriber_position(struct shmbus_journal_subscriber_t *subscriber,
@@ -830,49 +943,49 @@ enum shmbus_status_t shmbus_journal_subscriber_position(struct shmbus_journal_su
 /**
  * Frees the subscriber (NULL: nothing).
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber, not used again.
+ * Safety:
+ * subscriber is NULL or a live subscriber, not used again.
  */
 void shmbus_journal_subscriber_close(struct shmbus_journal_subscriber_t *subscriber);
 
 /**
- * Creates the pool bus `name`: `opts->capacity` slots, a pool of
- * `opts->pool_blocks` blocks of `opts->pool_block_size` bytes (msg_size
+ * Creates the pool bus name: opts->capacity slots, a pool of
+ * opts->pool_blocks blocks of opts->pool_block_size bytes (msg_size
  * and type_name are not used), and becomes its one publisher.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_pool_publisher_close`); `SHMBUS_ERROR` (`*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_pool_publisher_close); SHMBUS_ERROR (*out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_publisher_create(const char *name,
                                                   const struct shmbus_bus_options_t *opts,
                                                   struct shmbus_pool_publisher_t **out);
 
 /**
- * As `shmbus_pool_publisher_create`, for a pool bus any number of
- * publishers share (`shmbus_pool_publisher_attach_many`).
+ * As shmbus_pool_publisher_create, for a pool bus any number of
+ * publishers share (shmbus_pool_publisher_attach_many).
  *
- * # Safety
- * As `shmbus_pool_publisher_create`.
+ * Safety:
+ * As shmbus_pool_publisher_create.
  */
 enum shmbus_status_t shmbus_pool_publisher_create_many(const char *name,
                                                        const struct shmbus_bus_options_t *opts,
                                                        struct shmbus_pool_publisher_t **out);
 
 /**
- * Becomes the publisher of the existing single-publisher pool bus `name`
- * (`shmbus create --pool`); loans a dead publisher left are freed.
+ * Becomes the publisher of the existing single-publisher pool bus name
+ * (shmbus create --pool); loans a dead publisher left are freed.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_pool_publisher_close`); `SHMBUS_ERROR` (no such bus, not a pool
- * bus, a live publisher, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_pool_publisher_close); SHMBUS_ERROR (no such bus, not a pool
+ * bus, a live publisher, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_publisher_attach(const char *name,
                                                   const struct shmbus_open_options_t *opts,
@@ -880,32 +993,32 @@ enum shmbus_status_t shmbus_pool_publisher_attach(const char *name,
 
 /**
  * Becomes one more publisher of the existing many-publisher pool bus
- * `name`.
+ * name.
  *
- * # Safety
- * As `shmbus_pool_publisher_attach`.
+ * Safety:
+ * As shmbus_pool_publisher_attach.
  */
 enum shmbus_status_t shmbus_pool_publisher_attach_many(const char *name,
                                                        const struct shmbus_open_options_t *opts,
                                                        struct shmbus_pool_publisher_t **out);
 
 /**
- * Loans a block for a message of exactly `len` bytes (at most the block
- * size), waiting as `timeout_ns` says while every block is in use. On
- * `SHMBUS_OK`, `*loan` is the loan and `*data` (`data` may be NULL; see
- * also `shmbus_loan_data`) points to its `len` writable bytes, 64-byte
+ * Loans a block for a message of exactly len bytes (at most the block
+ * size), waiting as timeout_ns says while every block is in use. On
+ * SHMBUS_OK, *loan is the loan and *data (data may be NULL; see
+ * also shmbus_loan_data) points to its len writable bytes, 64-byte
  * aligned, which hold whatever the block held before: write all of them,
- * then `shmbus_loan_publish` or `shmbus_loan_discard`. One loan per
+ * then shmbus_loan_publish or shmbus_loan_discard. One loan per
  * publisher at a time.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no free block, `timeout_ns` 0) or
- * `SHMBUS_TIMED_OUT`, both with a message giving where the blocks are;
- * `SHMBUS_ERROR` (`len` above the block size, a loan already out; `*loan`
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (no free block, timeout_ns 0) or
+ * SHMBUS_TIMED_OUT, both with a message giving where the blocks are;
+ * SHMBUS_ERROR (len above the block size, a loan already out; *loan
  * is NULL).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `loan` NULL or writable;
- * `data` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; loan NULL or writable;
+ * data NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_publisher_loan(struct shmbus_pool_publisher_t *publisher,
                                                 size_t len,
@@ -914,27 +1027,27 @@ enum shmbus_status_t shmbus_pool_publisher_loan(struct shmbus_pool_publisher_t *
                                                 void **data);
 
 /**
- * Writes the loan's bytes to `*data` and their length to `*len` (either
+ * Writes the loan's bytes to *data and their length to *len (either
  * may be NULL).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL loan).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL loan).
  *
- * # Safety
- * `loan` is NULL or a live loan; `data`, `len` NULL or writable.
+ * Safety:
+ * loan is NULL or a live loan; data, len NULL or writable.
  */
 enum shmbus_status_t shmbus_loan_data(struct shmbus_loan_t *loan, void **data, size_t *len);
 
 /**
- * Publishes the loan's message (its `len` bytes, as loaned) and writes
- * its sequence number to `*seq` (`seq` may be NULL). The loan handle is
+ * Publishes the loan's message (its len bytes, as loaned) and writes
+ * its sequence number to *seq (seq may be NULL). The loan handle is
  * freed whatever the status: do not use it or its bytes again.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ABANDONED` (a many-publisher bus skipped
- * the claim: nothing published, the block is free again); `SHMBUS_ERROR`
+ * Statuses: SHMBUS_OK; SHMBUS_ABANDONED (a many-publisher bus skipped
+ * the claim: nothing published, the block is free again); SHMBUS_ERROR
  * (a NULL loan).
  *
- * # Safety
- * `loan` is NULL or a live loan, not used again; `seq` NULL or writable.
+ * Safety:
+ * loan is NULL or a live loan, not used again; seq NULL or writable.
  */
 enum shmbus_status_t shmbus_loan_publish(struct shmbus_loan_t *loan, uint64_t *seq);
 
@@ -942,18 +1055,18 @@ enum shmbus_status_t shmbus_loan_publish(struct shmbus_loan_t *loan, uint64_t *s
  * Gives the loan's block back unpublished and frees the loan (NULL:
  * nothing).
  *
- * # Safety
- * `loan` is NULL or a live loan, not used again.
+ * Safety:
+ * loan is NULL or a live loan, not used again.
  */
 void shmbus_loan_discard(struct shmbus_loan_t *loan);
 
 /**
- * Writes the pool's block size (the longest message) to `*size`.
+ * Writes the pool's block size (the longest message) to *size.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `publisher` is NULL or a live publisher; `size` NULL or writable.
+ * Safety:
+ * publisher is NULL or a live publisher; size NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_publisher_block_size(struct shmbus_pool_publisher_t *publisher,
                                                       size_t *size);
@@ -962,42 +1075,42 @@ enum shmbus_status_t shmbus_pool_publisher_block_size(struct shmbus_pool_publish
  * Closes the publisher (NULL: nothing). With a loan out, the publisher
  * lives on until that loan is published or discarded.
  *
- * # Safety
- * `publisher` is NULL or a live publisher, not used again.
+ * Safety:
+ * publisher is NULL or a live publisher, not used again.
  */
 void shmbus_pool_publisher_close(struct shmbus_pool_publisher_t *publisher);
 
 /**
- * Opens the pool bus `name` as a subscriber that starts where
- * `opts->start` says (NULL `opts`: at the next message).
+ * Opens the pool bus name as a subscriber that starts where
+ * opts->start says (NULL opts: at the next message).
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with
- * `shmbus_pool_subscriber_close`); `SHMBUS_ERROR` (no such bus, not a
- * pool bus, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_pool_subscriber_close); SHMBUS_ERROR (no such bus, not a
+ * pool bus, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_subscriber_open(const char *name,
                                                  const struct shmbus_open_options_t *opts,
                                                  struct shmbus_pool_subscriber_t **out);
 
 /**
- * Receives the next message in place, waiting as `timeout_ns` says. On
- * `SHMBUS_MESSAGE`, `*sample` holds it (`shmbus_sample_data` gives its
- * bytes, length and sequence) until `shmbus_sample_release`; a subscriber
- * holds at most `SHMBUS_POOL_MAX_HELD` samples.
+ * Receives the next message in place, waiting as timeout_ns says. On
+ * SHMBUS_MESSAGE, *sample holds it (shmbus_sample_data gives its
+ * bytes, length and sequence) until shmbus_sample_release; a subscriber
+ * holds at most SHMBUS_POOL_MAX_HELD samples.
  *
- * Statuses: `SHMBUS_MESSAGE`; `SHMBUS_LAGGED` (`*skipped` messages lost);
- * `SHMBUS_EMPTY` (`timeout_ns` 0); `SHMBUS_TIMED_OUT`; `SHMBUS_FULL`
- * (already holding `SHMBUS_POOL_MAX_HELD` samples: release one; nothing
- * was received; with a message); `SHMBUS_ERROR`. `*sample` is NULL
- * unless `SHMBUS_MESSAGE`.
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_LAGGED (*skipped messages lost);
+ * SHMBUS_EMPTY (timeout_ns 0); SHMBUS_TIMED_OUT; SHMBUS_FULL
+ * (already holding SHMBUS_POOL_MAX_HELD samples: release one; nothing
+ * was received; with a message); SHMBUS_ERROR. *sample is NULL
+ * unless SHMBUS_MESSAGE.
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber; `sample` NULL or writable;
- * `skipped` NULL or writable.
+ * Safety:
+ * subscriber is NULL or a live subscriber; sample NULL or writable;
+ * skipped NULL or writable.
  */
 enum shmbus_status_t shmbus_pool_subscriber_recv(struct shmbus_pool_subscriber_t *subscriber,
                                                  struct shmbus_sample_t **sample,
@@ -1006,14 +1119,14 @@ enum shmbus_status_t shmbus_pool_subscriber_recv(struct shmbus_pool_subscriber_t
 
 /**
  * Writes the sample's bytes (in place in shared memory: read them, do not
- * write them) to `*data`, its length to `*len` and its sequence number to
- * `*seq` (each may be NULL). The bytes stay valid until
- * `shmbus_sample_release`.
+ * write them) to *data, its length to *len and its sequence number to
+ * *seq (each may be NULL). The bytes stay valid until
+ * shmbus_sample_release.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL sample).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL sample).
  *
- * # Safety
- * `sample` is NULL or a live sample; `data`, `len`, `seq` NULL or
+ * Safety:
+ * sample is NULL or a live sample; data, len, seq NULL or
  * writable.
  */
 enum shmbus_status_t shmbus_sample_data(struct shmbus_sample_t *sample,
@@ -1025,8 +1138,8 @@ enum shmbus_status_t shmbus_sample_data(struct shmbus_sample_t *sample,
  * Lets the sample's block go (NULL: nothing). A sample may outlive its
  * subscriber.
  *
- * # Safety
- * `sample` is NULL or a live sample, not used again.
+ * Safety:
+ * sample is NULL or a live sample, not used again.
  */
 void shmbus_sample_release(struct shmbus_sample_t *sample);
 
@@ -1034,55 +1147,55 @@ void shmbus_sample_release(struct shmbus_sample_t *sample);
  * Frees the subscriber (NULL: nothing); samples it received stay valid
  * until released.
  *
- * # Safety
- * `subscriber` is NULL or a live subscriber, not used again.
+ * Safety:
+ * subscriber is NULL or a live subscriber, not used again.
  */
 void shmbus_pool_subscriber_close(struct shmbus_pool_subscriber_t *subscriber);
 
 /**
- * Creates the stream `name`, a ring of `opts->capacity` bytes, and
+ * Creates the stream name, a ring of opts->capacity bytes, and
  * becomes its producer.
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_producer_close`);
- * `SHMBUS_ERROR` (`*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_producer_close);
+ * SHMBUS_ERROR (*out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_producer_create(const char *name,
                                             const struct shmbus_stream_options_t *opts,
                                             struct shmbus_producer_t **out);
 
 /**
- * Becomes the producer of the existing stream `name` (its previous
+ * Becomes the producer of the existing stream name (its previous
  * producer exited or died).
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_producer_close`);
- * `SHMBUS_ERROR` (no such stream, a live producer, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_producer_close);
+ * SHMBUS_ERROR (no such stream, a live producer, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_producer_attach(const char *name,
                                             const struct shmbus_open_options_t *opts,
                                             struct shmbus_producer_t **out);
 
 /**
- * Appends the record of `len` bytes at `data`, waiting for room as
- * `timeout_ns` says. Records are never lost: a full stream waits for its
+ * Appends the record of len bytes at data, waiting for room as
+ * timeout_ns says. Records are never lost: a full stream waits for its
  * consumer.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no room, `timeout_ns` 0);
- * `SHMBUS_TIMED_OUT`; `SHMBUS_PEER_GONE` (the consumer died and the
- * stream is full); `SHMBUS_ERROR` (longer than the largest record,
- * `shmbus_producer_max_record`; corrupt cursors). Nothing is appended
- * unless `SHMBUS_OK`.
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (no room, timeout_ns 0);
+ * SHMBUS_TIMED_OUT; SHMBUS_PEER_GONE (the consumer died and the
+ * stream is full); SHMBUS_ERROR (longer than the largest record,
+ * shmbus_producer_max_record; corrupt cursors). Nothing is appended
+ * unless SHMBUS_OK.
  *
- * # Safety
- * `producer` is NULL or a live producer; `data` valid for `len` bytes
- * (NULL allowed if `len` is 0).
+ * Safety:
+ * producer is NULL or a live producer; data valid for len bytes
+ * (NULL allowed if len is 0).
  */
 enum shmbus_status_t shmbus_producer_push(struct shmbus_producer_t *producer,
                                           const void *data,
@@ -1091,12 +1204,12 @@ enum shmbus_status_t shmbus_producer_push(struct shmbus_producer_t *producer,
 
 /**
  * Writes the largest record the stream carries (half the ring less 8
- * bytes) to `*max`.
+ * bytes) to *max.
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `producer` is NULL or a live producer; `max` NULL or writable.
+ * Safety:
+ * producer is NULL or a live producer; max NULL or writable.
  */
 enum shmbus_status_t shmbus_producer_max_record(struct shmbus_producer_t *producer, size_t *max);
 
@@ -1104,40 +1217,40 @@ enum shmbus_status_t shmbus_producer_max_record(struct shmbus_producer_t *produc
  * Frees the producer (NULL: nothing). What it pushed stays for the
  * consumer.
  *
- * # Safety
- * `producer` is NULL or a live producer, not used again.
+ * Safety:
+ * producer is NULL or a live producer, not used again.
  */
 void shmbus_producer_close(struct shmbus_producer_t *producer);
 
 /**
- * Opens the stream `name` as its consumer (one at a time; it carries on
+ * Opens the stream name as its consumer (one at a time; it carries on
  * where the last one stopped).
  *
- * Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_consumer_close`);
- * `SHMBUS_ERROR` (no such stream, a live consumer, ...; `*out` is NULL).
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_consumer_close);
+ * SHMBUS_ERROR (no such stream, a live consumer, ...; *out is NULL).
  *
- * # Safety
- * `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
- * options struct; `out` NULL or writable.
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
  */
 enum shmbus_status_t shmbus_consumer_open(const char *name,
                                           const struct shmbus_open_options_t *opts,
                                           struct shmbus_consumer_t **out);
 
 /**
- * Pops the next record into `buf`, waiting as `timeout_ns` says. `*len`
- * holds the buffer's length on entry and the record's on `SHMBUS_MESSAGE`.
+ * Pops the next record into buf, waiting as timeout_ns says. *len
+ * holds the buffer's length on entry and the record's on SHMBUS_MESSAGE.
  *
- * Statuses: `SHMBUS_MESSAGE`; `SHMBUS_EMPTY` (nothing, `timeout_ns` 0);
- * `SHMBUS_TIMED_OUT`; `SHMBUS_TOO_SMALL` (the record is longer than the
- * buffer: `*len` is its length and it stays first in the stream, so call
- * again with a buffer that long); `SHMBUS_PEER_GONE` (the producer died
- * and nothing is left); `SHMBUS_ERROR` (corrupt cursors or record). Only
- * `SHMBUS_MESSAGE` consumes a record.
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_EMPTY (nothing, timeout_ns 0);
+ * SHMBUS_TIMED_OUT; SHMBUS_TOO_SMALL (the record is longer than the
+ * buffer: *len is its length and it stays first in the stream, so call
+ * again with a buffer that long); SHMBUS_PEER_GONE (the producer died
+ * and nothing is left); SHMBUS_ERROR (corrupt cursors or record). Only
+ * SHMBUS_MESSAGE consumes a record.
  *
- * # Safety
- * `consumer` is NULL or a live consumer; `buf` valid for `*len` writable
- * bytes; `len` NULL or an initialised, writable `size_t`.
+ * Safety:
+ * consumer is NULL or a live consumer; buf valid for *len writable
+ * bytes; len NULL or an initialised, writable size_t.
  */
 enum shmbus_status_t shmbus_consumer_pop(struct shmbus_consumer_t *consumer,
                                          void *buf,
@@ -1145,13 +1258,13 @@ enum shmbus_status_t shmbus_consumer_pop(struct shmbus_consumer_t *consumer,
                                          int64_t timeout_ns);
 
 /**
- * Writes the largest record the stream carries to `*max` (a buffer this
- * long never gets `SHMBUS_TOO_SMALL`).
+ * Writes the largest record the stream carries to *max (a buffer this
+ * long never gets SHMBUS_TOO_SMALL).
  *
- * Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
  *
- * # Safety
- * `consumer` is NULL or a live consumer; `max` NULL or writable.
+ * Safety:
+ * consumer is NULL or a live consumer; max NULL or writable.
  */
 enum shmbus_status_t shmbus_consumer_max_record(struct shmbus_consumer_t *consumer, size_t *max);
 
@@ -1159,8 +1272,8 @@ enum shmbus_status_t shmbus_consumer_max_record(struct shmbus_consumer_t *consum
  * Frees the consumer (NULL: nothing). Records not popped stay for the
  * next consumer.
  *
- * # Safety
- * `consumer` is NULL or a live consumer, not used again.
+ * Safety:
+ * consumer is NULL or a live consumer, not used again.
  */
 void shmbus_consumer_close(struct shmbus_consumer_t *consumer);
 

@@ -13,9 +13,23 @@ VERSION=0.29.4
 if ! cbindgen --version 2>/dev/null | grep -qx "cbindgen $VERSION"; then
     cargo install --quiet --locked cbindgen --version "$VERSION"
 fi
+# The doc comments are rustdoc's: in the header's comments (lines that
+# start with " *") a "# Safety" heading becomes "Safety:", and the code
+# spans and intra-doc links lose their markup ([`X`](path), [`X`], `X`:
+# X), so C readers get plain text.
+plain_comments() {
+    sed -E -i \
+        -e '/^ *\*( |$)/{
+            s/^( *\*) # (.*)$/\1 \2:/
+            s/\[`?([^]`]*)`?\]\([^)]*\)/\1/g
+            s/\[`([^]`]*)`\]/\1/g
+            s/`//g
+        }' "$1"
+}
 generate() {
     cbindgen --quiet --config crates/shmbus-ffi/cbindgen.toml --crate shmbus-ffi \
         --output "$1" crates/shmbus-ffi
+    plain_comments "$1"
 }
 if [[ "${1:-}" == "--check" ]]; then
     fresh=$(mktemp)

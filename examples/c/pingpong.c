@@ -39,7 +39,10 @@ static void usage(void) {
 }
 
 static void die(const char *what) {
-    fprintf(stderr, "pingpong: %s: %s\n", what, shmbus_error_message());
+    /* The message says what went wrong; the code is what a program would
+     * switch on (SHMBUS_E_NOT_FOUND: start the server first, ...). */
+    fprintf(stderr, "pingpong: %s: %s (%s)\n", what, shmbus_error_message(),
+            shmbus_error_code_name(shmbus_error_code()));
     exit(1);
 }
 

@@ -1,12 +1,14 @@
 //! Rust errors to the exceptions of `shmbus.errors` (python/shmbus/errors.py):
 //! one class per enum, a subclass where a variant deserves its own `except`
-//! (and a standard exception where one fits). The message is always the
-//! Rust error's `Display`.
+//! (and a standard exception where one fits). Which subclass follows from
+//! the error's `kind()` (`shmbus::ErrorKind`, the classification the C
+//! API's error codes follow too) and its enum ([`class`]). The message is
+//! always the Rust error's `Display`.
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use shmbus::{
-    AppendError, AttachError, CloseError, CreateError, JoinError, JournalAttachError,
+    AppendError, AttachError, CloseError, CreateError, ErrorKind, JoinError, JournalAttachError,
     JournalCreateError, JournalOpenError, LoanError, MpPublishError, OpenError, PoolRecvError,
     PopError, PublishError, PushError, TypeFingerprint,
 };
@@ -53,57 +55,103 @@ fn num(py: Python<'_>, v: u64) -> Py<PyAny> {
         .unwrap_or_else(|_| py.None())
 }
 
-pub(crate) fn open(py: Python<'_>, e: OpenError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        OpenError::Name(_) => raise(py, "InvalidNameError", msg, &[]),
-        OpenError::NotFound { .. } => raise(py, "BusNotFoundError", msg, &[]),
-        OpenError::PermissionDenied { .. } => raise(py, "OpenPermissionError", msg, &[]),
-        OpenError::TypeMismatch { found, expected } => raise(
-            py,
-            "TypeMismatchError",
-            msg,
-            &[
-                ("found", message_type(py, &found)),
-                ("expected", message_type(py, &expected)),
-            ],
-        ),
-        OpenError::WrongKind { .. } | OpenError::PoolMismatch { .. } => {
-            raise(py, "WrongKindError", msg, &[])
+/// Which operation's error an error is: Python's classes are one family
+/// per Rust enum, and some kinds have a subclass in one family only
+/// (`BusNotFoundError` is an `OpenError`, `NoDirectoryError` a
+/// `CreateError`, a timed-out join a plain `JoinError`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Open,
+    Create,
+    Attach,
+    Publish,
+    Loan,
+    Receive,
+    Stream,
+    Join,
+    Journal,
+}
+
+impl Family {
+    /// The family's base class: for a kind it has no subclass for.
+    fn base(self) -> &'static str {
+        match self {
+            Family::Open => "OpenError",
+            Family::Create => "CreateError",
+            Family::Attach => "AttachError",
+            Family::Publish | Family::Receive => "Error",
+            Family::Loan => "LoanError",
+            Family::Stream => "StreamError",
+            Family::Join => "JoinError",
+            Family::Journal => "JournalError",
         }
-        _ => raise(py, "OpenError", msg, &[]),
     }
+}
+
+/// The class of `shmbus.errors` an error of `kind` from `family` raises:
+/// the kind's own class where the family has it, else the family's base.
+fn class(kind: ErrorKind, family: Family) -> &'static str {
+    use ErrorKind as K;
+    use Family as F;
+    match (kind, family) {
+        (K::InvalidName, _) => "InvalidNameError",
+        (K::NotFound, F::Open) => "BusNotFoundError",
+        (K::NotFound, F::Create) => "NoDirectoryError",
+        (K::Exists, _) => "BusExistsError",
+        (K::Permission, F::Open) => "OpenPermissionError",
+        (K::Permission, F::Create) => "CreatePermissionError",
+        (K::TypeMismatch, _) => "TypeMismatchError",
+        (K::WrongKind, F::Open) => "WrongKindError",
+        (K::InvalidArgument, F::Create) => "InvalidGeometryError",
+        (K::RoleTaken, _) => "RoleTakenError",
+        (K::TooLong, _) => "MessageTooLongError",
+        (K::Abandoned, _) => "AbandonedError",
+        (K::TimedOut, F::Stream) => "TimeoutError",
+        (K::PoolExhausted, _) => "PoolExhaustedError",
+        (K::TooManySamples, _) => "TooManySamplesError",
+        (K::PeerGone, F::Stream) => "PeerGoneError",
+        (K::Corrupt, F::Stream) => "CorruptError",
+        (K::NotJournaled, _) => "NotJournaledError",
+        (K::Journal, F::Journal) => "JournalError",
+        _ => family.base(),
+    }
+}
+
+/// `e` as the class of its kind in `family`, without extra attributes.
+fn plain(py: Python<'_>, kind: ErrorKind, family: Family, e: impl std::fmt::Display) -> PyErr {
+    raise(py, class(kind, family), e.to_string(), &[])
+}
+
+pub(crate) fn open(py: Python<'_>, e: OpenError) -> PyErr {
+    let attrs = match &e {
+        OpenError::TypeMismatch { found, expected } => vec![
+            ("found", message_type(py, found)),
+            ("expected", message_type(py, expected)),
+        ],
+        _ => Vec::new(),
+    };
+    raise(py, class(e.kind(), Family::Open), e.to_string(), &attrs)
 }
 
 pub(crate) fn create(py: Python<'_>, e: CreateError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        CreateError::Name(_) => raise(py, "InvalidNameError", msg, &[]),
-        CreateError::AlreadyExists { .. } => raise(py, "BusExistsError", msg, &[]),
-        CreateError::PermissionDenied { .. } => raise(py, "CreatePermissionError", msg, &[]),
-        CreateError::NoDirectory { .. } => raise(py, "NoDirectoryError", msg, &[]),
-        CreateError::InvalidGeometry(_) => raise(py, "InvalidGeometryError", msg, &[]),
-        _ => raise(py, "CreateError", msg, &[]),
-    }
+    plain(py, e.kind(), Family::Create, e)
 }
 
 pub(crate) fn attach(py: Python<'_>, e: AttachError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        AttachError::Open(e) => open(py, e),
+    let attrs = match e {
+        AttachError::Open(e) => return open(py, e),
         AttachError::PublisherActive { pid }
         | AttachError::ProducerActive { pid }
-        | AttachError::ConsumerActive { pid } => {
-            raise(py, "RoleTakenError", msg, &[("pid", num(py, pid.into()))])
-        }
-        _ => raise(py, "AttachError", msg, &[]),
-    }
+        | AttachError::ConsumerActive { pid } => vec![("pid", num(py, pid.into()))],
+        _ => Vec::new(),
+    };
+    raise(py, class(e.kind(), Family::Attach), e.to_string(), &attrs)
 }
 
 pub(crate) fn too_long(py: Python<'_>, msg: String, len: usize, max: usize) -> PyErr {
     raise(
         py,
-        "MessageTooLongError",
+        class(ErrorKind::TooLong, Family::Publish),
         msg,
         &[
             ("length", num(py, len as u64)),
@@ -113,73 +161,54 @@ pub(crate) fn too_long(py: Python<'_>, msg: String, len: usize, max: usize) -> P
 }
 
 pub(crate) fn publish(py: Python<'_>, e: PublishError) -> PyErr {
-    let msg = e.to_string();
     match e {
-        PublishError::TooLong { len, max } => too_long(py, msg, len, max),
-        _ => raise(py, "Error", msg, &[]),
+        PublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Publish, e),
     }
 }
 
 pub(crate) fn mp_publish(py: Python<'_>, e: MpPublishError) -> PyErr {
-    let msg = e.to_string();
     match e {
-        MpPublishError::TooLong { len, max } => too_long(py, msg, len, max),
-        MpPublishError::Abandoned(_) => raise(py, "AbandonedError", msg, &[]),
-        _ => raise(py, "Error", msg, &[]),
+        MpPublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Publish, e),
     }
 }
 
 pub(crate) fn abandoned(py: Python<'_>, e: shmbus::Abandoned) -> PyErr {
-    raise(py, "AbandonedError", e.to_string(), &[])
+    plain(py, e.kind(), Family::Publish, e)
 }
 
 pub(crate) fn loan(py: Python<'_>, e: LoanError) -> PyErr {
-    let msg = e.to_string();
     match e {
-        LoanError::TooLong { len, max } => too_long(py, msg, len, max),
-        LoanError::Exhausted { .. } => raise(py, "PoolExhaustedError", msg, &[]),
-        _ => raise(py, "LoanError", msg, &[]),
+        LoanError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Loan, e),
     }
 }
 
 pub(crate) fn pool_recv(py: Python<'_>, e: PoolRecvError) -> PyErr {
-    raise(py, "TooManySamplesError", e.to_string(), &[])
+    plain(py, e.kind(), Family::Receive, e)
 }
 
 pub(crate) fn push(py: Python<'_>, e: PushError) -> PyErr {
-    let msg = e.to_string();
     match e {
-        PushError::TooLong { len, max } => too_long(py, msg, len, max),
-        PushError::Full | PushError::TimedOut(_) => raise(py, "TimeoutError", msg, &[]),
-        PushError::PeerGone { .. } => raise(py, "PeerGoneError", msg, &[]),
-        PushError::CorruptCursors { .. } => raise(py, "CorruptError", msg, &[]),
-        _ => raise(py, "StreamError", msg, &[]),
+        PushError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Stream, e),
     }
 }
 
 pub(crate) fn pop(py: Python<'_>, e: PopError) -> PyErr {
-    let msg = e.to_string();
-    match e {
-        PopError::Empty | PopError::TimedOut(_) => raise(py, "TimeoutError", msg, &[]),
-        PopError::PeerGone { .. } => raise(py, "PeerGoneError", msg, &[]),
-        PopError::CorruptCursors { .. } | PopError::Corrupt { .. } => {
-            raise(py, "CorruptError", msg, &[])
-        }
-        _ => raise(py, "StreamError", msg, &[]),
-    }
+    plain(py, e.kind(), Family::Stream, e)
 }
 
 pub(crate) fn journal(py: Python<'_>, e: JournalOpenError) -> PyErr {
-    raise(py, "JournalError", e.to_string(), &[])
+    plain(py, e.kind(), Family::Journal, e)
 }
 
 pub(crate) fn join(py: Python<'_>, e: JoinError) -> PyErr {
-    let msg = e.to_string();
     match e {
         JoinError::Open(e) => open(py, e),
         JoinError::Journal(e) => journal(py, e),
-        JoinError::NotJournaled { .. } => raise(py, "NotJournaledError", msg, &[]),
-        _ => raise(py, "JoinError", msg, &[]),
+        e => plain(py, e.kind(), Family::Join, e),
     }
 }
 
@@ -187,32 +216,29 @@ pub(crate) fn journal_create(py: Python<'_>, e: JournalCreateError) -> PyErr {
     match e {
         JournalCreateError::Create(e) => create(py, e),
         JournalCreateError::Journal(e) => journal(py, e),
-        // The binding starts no journal from a snapshot; a new variant
-        // still reaches Python as a journal error.
-        e => raise(py, "JournalError", e.to_string(), &[]),
+        // A snapshot or an option the journal cannot use (the binding
+        // starts no journal from a snapshot): a journal error.
+        e => plain(py, e.kind(), Family::Journal, e),
     }
 }
 
 pub(crate) fn journal_attach(py: Python<'_>, e: JournalAttachError) -> PyErr {
-    let msg = e.to_string();
     match e {
         JournalAttachError::Attach(e) => attach(py, e),
-        JournalAttachError::NotJournaled { .. } => raise(py, "NotJournaledError", msg, &[]),
         JournalAttachError::Journal(e) => journal(py, e),
-        _ => raise(py, "JournalError", msg, &[]),
+        e => plain(py, e.kind(), Family::Journal, e),
     }
 }
 
 pub(crate) fn append(py: Python<'_>, e: AppendError) -> PyErr {
-    let msg = e.to_string();
     match e {
-        AppendError::TooLong { len, max } => too_long(py, msg, len, max),
-        _ => raise(py, "JournalError", msg, &[]),
+        AppendError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Journal, e),
     }
 }
 
 pub(crate) fn close(py: Python<'_>, e: CloseError) -> PyErr {
-    raise(py, "JournalError", e.to_string(), &[])
+    plain(py, e.kind(), Family::Journal, e)
 }
 
 /// Using a handle after `close()` (or a sample after `release()`, a loan

@@ -386,9 +386,7 @@ pub unsafe extern "C" fn shmbus_mp_publisher_publish(
     unsafe {
         publish_bytes(publisher, data, len, seq, |p, data| {
             p.0.publish(data).map_err(|e| match e {
-                MpPublishError::Abandoned(a) => {
-                    Failure::new(Status::SHMBUS_ABANDONED, a.to_string())
-                }
+                MpPublishError::Abandoned(a) => Failure::of(Status::SHMBUS_ABANDONED, &a),
                 other => error(other),
             })
         })

@@ -5,13 +5,13 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received,
+    Entry, ErrorKind, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received,
 };
 
 use crate::{
-    bus_options, c_str, deliver, entry, entry_void, error, fail, handle, lagged, message_buffer,
+    bus_options, c_str, deliver, entry, entry_void, error, handle, lagged, message_buffer,
     new_handle, nothing, open_handle, publish_bytes, put, query, required, take_back, wait_of,
-    BusKind, BusOpts, JournalOpts, OpenOpts, Opened, Status,
+    BusKind, BusOpts, Failure, JournalOpts, OpenOpts, Opened, Status,
 };
 
 /// The publisher of a journaled bus (opaque).
@@ -125,7 +125,10 @@ pub unsafe extern "C" fn shmbus_journal_publisher_flush(
     entry(|| {
         // SAFETY: the pointer as the contract says.
         let p = unsafe { handle(publisher, "publisher") }?;
-        p.0.flush().map_err(|e| fail("flushing the journal", e))?;
+        p.0.flush().map_err(|e| {
+            let message = format!("flushing the journal: {e}");
+            Failure::new(Status::SHMBUS_ERROR, ErrorKind::Journal, message)
+        })?;
         Ok(Status::SHMBUS_OK)
     })
 }

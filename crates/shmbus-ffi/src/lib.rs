@@ -11,16 +11,20 @@
 //! - Every call returns a [`Status`]. On `SHMBUS_ERROR` (and on the other
 //!   statuses that say something went wrong: `SHMBUS_TOO_SMALL`,
 //!   `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`), [`shmbus_error_message`]
-//!   returns this thread's message for it. Other statuses leave the
-//!   message as it was (so a polling loop formats nothing), except where a
-//!   function says it sets one.
+//!   returns this thread's message for it and [`shmbus_error_code`] its
+//!   [`ErrorCode`], the kind of failure (`SHMBUS_E_NOT_FOUND`, ...: the
+//!   core's `ErrorKind`, as Python's exception classes are) to switch on
+//!   instead of matching the message. Other statuses leave both as they
+//!   were (so a polling loop formats nothing), except where a function
+//!   says it sets one.
 //! - Timeouts are `int64_t timeout_ns`: negative waits as long as it
 //!   takes, 0 does not wait, else at most that many nanoseconds.
 //! - No Rust panic crosses into C: every entry point catches one and
 //!   returns `SHMBUS_ERROR` with its message (then close the handle it was
 //!   called on: it may be half-way through an operation). NULL pointers,
 //!   names that are not UTF-8, zero or unknown options are `SHMBUS_ERROR`
-//!   with a message, never undefined behaviour. What C cannot be checked
+//!   with `SHMBUS_E_INVALID_ARGUMENT` and a message, never undefined
+//!   behaviour. What C cannot be checked
 //!   for (a dangling handle, a buffer shorter than the length given, a
 //!   string without its NUL) is the caller's to get right.
 //!
@@ -34,16 +38,21 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::fmt::Display;
 use std::mem::MaybeUninit;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
-use shmbus_core::{BusOptions, HugePages, OpenOptions, Start, StreamOptions, Wait, WaitStrategy};
+use shmbus_core::{
+    BusOptions, ErrorKind, HugePages, OpenOptions, Start, StreamOptions, Wait, WaitStrategy,
+};
+
+use error_code::Classified;
+pub use error_code::ErrorCode;
 
 pub mod bus;
+pub mod error_code;
 pub mod journal;
 pub mod pool;
 pub mod stream;
@@ -55,8 +64,9 @@ mod api_tests;
 
 /// What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`
 /// and `SHMBUS_PEER_GONE` come with a message from `shmbus_error_message()`
-/// (and `SHMBUS_FULL`/`SHMBUS_TIMED_OUT` where a function says so); the
-/// others leave it as it was.
+/// and a code from `shmbus_error_code()` (and `SHMBUS_FULL`/
+/// `SHMBUS_TIMED_OUT` where a function says so); the others leave them as
+/// they were.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +96,8 @@ pub enum Status {
     /// A stream's other side is gone (it exited or died) and nothing is
     /// left to read, or no room will come free.
     SHMBUS_PEER_GONE = 8,
-    /// The call failed: see `shmbus_error_message()`.
+    /// The call failed: see `shmbus_error_code()` and
+    /// `shmbus_error_message()`.
     SHMBUS_ERROR = -1,
 }
 
@@ -223,32 +234,42 @@ pub struct JournalOpts {
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    static LAST_CODE: Cell<ErrorCode> = const { Cell::new(ErrorCode::SHMBUS_E_NONE) };
 }
 
-/// Makes `message` this thread's last error (a NUL inside is shown as
-/// `\0`, so the C string is the whole message).
-pub(crate) fn set_error(message: &str) {
+/// Makes `message` and `code` this thread's last error (a NUL inside the
+/// message is shown as `\0`, so the C string is the whole message).
+pub(crate) fn set_error(message: &str, code: ErrorCode) {
     let c = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    LAST_CODE.with(|e| e.set(code));
 }
 
-/// A call that did not succeed: the status to return and the message for
-/// `shmbus_error_message`.
+/// A call that did not succeed: the status to return, and the code and
+/// message for `shmbus_error_code` and `shmbus_error_message`.
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) status: Status,
+    pub(crate) code: ErrorCode,
     pub(crate) message: String,
 }
 
 impl Failure {
-    pub(crate) fn new(status: Status, message: impl Into<String>) -> Failure {
+    pub(crate) fn new(status: Status, kind: ErrorKind, message: impl Into<String>) -> Failure {
         Failure {
             status,
+            code: kind.into(),
             message: message.into(),
         }
     }
-    pub(crate) fn error(message: impl Into<String>) -> Failure {
-        Failure::new(Status::SHMBUS_ERROR, message)
+    /// The core error `e` as `status`, with its kind and its message.
+    pub(crate) fn of(status: Status, e: &impl Classified) -> Failure {
+        Failure::new(status, e.kind(), e.to_string())
+    }
+    /// A bad argument, found by the C API's own checks: `SHMBUS_ERROR`
+    /// with `SHMBUS_E_INVALID_ARGUMENT`.
+    pub(crate) fn argument(message: impl Into<String>) -> Failure {
+        Failure::new(Status::SHMBUS_ERROR, ErrorKind::InvalidArgument, message)
     }
 }
 
@@ -260,7 +281,7 @@ pub(crate) fn entry(f: impl FnOnce() -> Outcome) -> Status {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(status)) => status,
         Ok(Err(failure)) => {
-            set_error(&failure.message);
+            set_error(&failure.message, failure.code);
             failure.status
         }
         Err(payload) => {
@@ -269,9 +290,10 @@ pub(crate) fn entry(f: impl FnOnce() -> Outcome) -> Status {
                 .map(|s| (*s).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic without a message".to_owned());
-            set_error(&format!(
-                "internal error in libshmbus (a Rust panic): {what}"
-            ));
+            set_error(
+                &format!("internal error in libshmbus (a Rust panic): {what}"),
+                ErrorCode::SHMBUS_E_OTHER,
+            );
             Status::SHMBUS_ERROR
         }
     }
@@ -303,7 +325,7 @@ pub(crate) fn entry_void(f: impl FnOnce()) {
 /// aliases for `'a` (the caller uses a handle from one thread at a time).
 pub(crate) unsafe fn handle<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T, Failure> {
     // SAFETY: NULL or live and unaliased, by this function's contract.
-    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::error(format!("{what} is NULL")))
+    unsafe { ptr.as_mut() }.ok_or_else(|| Failure::argument(format!("{what} is NULL")))
 }
 
 /// The options struct behind `ptr`, or an error naming `what` (the
@@ -313,7 +335,7 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T,
 /// `ptr` is NULL or points to a live `T` for `'a`.
 pub(crate) unsafe fn required<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, Failure> {
     // SAFETY: NULL or live, by this function's contract.
-    unsafe { ptr.as_ref() }.ok_or_else(|| Failure::error(format!("{what} are NULL")))
+    unsafe { ptr.as_ref() }.ok_or_else(|| Failure::argument(format!("{what} are NULL")))
 }
 
 /// A required out-parameter: written, never read (it may hold garbage).
@@ -335,7 +357,9 @@ impl<T> Out<T> {
 /// is used.
 pub(crate) unsafe fn out_ptr<T>(ptr: *mut T, what: &str) -> Result<Out<T>, Failure> {
     if ptr.is_null() {
-        return Err(Failure::error(format!("{what} (an out-parameter) is NULL")));
+        return Err(Failure::argument(format!(
+            "{what} (an out-parameter) is NULL"
+        )));
     }
     Ok(Out(ptr))
 }
@@ -377,7 +401,7 @@ pub(crate) unsafe fn capacity_in(len: *const usize) -> Result<usize, Failure> {
     // SAFETY: NULL or initialised, by the contract.
     unsafe { len.as_ref() }
         .copied()
-        .ok_or_else(|| Failure::error("len (the buffer's length, in and out) is NULL"))
+        .ok_or_else(|| Failure::argument("len (the buffer's length, in and out) is NULL"))
 }
 
 /// Writes `value` through `ptr` unless it is NULL (optional out-parameters).
@@ -398,12 +422,12 @@ pub(crate) unsafe fn put<T>(ptr: *mut T, value: T) {
 /// `ptr` is NULL or a NUL-terminated string live for `'a`.
 pub(crate) unsafe fn c_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str, Failure> {
     if ptr.is_null() {
-        return Err(Failure::error(format!("{what} is NULL")));
+        return Err(Failure::argument(format!("{what} is NULL")));
     }
     // SAFETY: not NULL, and NUL-terminated and live by the contract.
     let c = unsafe { CStr::from_ptr(ptr) };
     c.to_str().map_err(|e| {
-        Failure::error(format!(
+        Failure::argument(format!(
             "{what} {:?} is not valid UTF-8 ({e})",
             c.to_string_lossy()
         ))
@@ -424,10 +448,14 @@ pub(crate) unsafe fn bytes<'a>(
         return Ok(&[]);
     }
     if ptr.is_null() {
-        return Err(Failure::error(format!("{what} is NULL with length {len}")));
+        return Err(Failure::argument(format!(
+            "{what} is NULL with length {len}"
+        )));
     }
     if len > isize::MAX as usize {
-        return Err(Failure::error(format!("{what}: length {len} is too large")));
+        return Err(Failure::argument(format!(
+            "{what}: length {len} is too large"
+        )));
     }
     // SAFETY: not NULL, `len` readable bytes by the contract, and `len`
     // fits an isize (checked above).
@@ -450,10 +478,14 @@ pub(crate) unsafe fn buffer<'a>(
         return Ok(&mut []);
     }
     if ptr.is_null() {
-        return Err(Failure::error(format!("{what} is NULL with length {cap}")));
+        return Err(Failure::argument(format!(
+            "{what} is NULL with length {cap}"
+        )));
     }
     if cap > isize::MAX as usize {
-        return Err(Failure::error(format!("{what}: length {cap} is too large")));
+        return Err(Failure::argument(format!(
+            "{what}: length {cap} is too large"
+        )));
     }
     // SAFETY: not NULL, `cap` writable bytes by the contract, and `cap`
     // fits an isize; `MaybeUninit` makes no claim that they are initialised.
@@ -485,20 +517,21 @@ pub(crate) fn nothing(timeout_ns: i64) -> Status {
     }
 }
 
-/// A Rust error as a `SHMBUS_ERROR` with its message.
-pub(crate) fn error(e: impl Display) -> Failure {
-    Failure::error(e.to_string())
+/// A core error as a `SHMBUS_ERROR` with its kind's code and its message.
+pub(crate) fn error(e: impl Classified) -> Failure {
+    Failure::of(Status::SHMBUS_ERROR, &e)
 }
 
-/// A Rust error as a `SHMBUS_ERROR`, prefixed with what was being done.
-pub(crate) fn fail(doing: &str, e: impl Display) -> Failure {
-    Failure::error(format!("{doing}: {e}"))
+/// A core error as a `SHMBUS_ERROR` with its kind's code, its message
+/// prefixed with what was being done.
+pub(crate) fn fail(doing: &str, e: impl Classified) -> Failure {
+    Failure::new(Status::SHMBUS_ERROR, e.kind(), format!("{doing}: {e}"))
 }
 
 fn check_flags(flags: u32, allowed: u32, what: &str) -> Result<(), Failure> {
     let unknown = flags & !allowed;
     if unknown != 0 {
-        return Err(Failure::error(format!(
+        return Err(Failure::argument(format!(
             "{what}: unknown flag bits {unknown:#x} (allowed here: {allowed:#x})"
         )));
     }
@@ -515,7 +548,7 @@ fn strategy(wait: u32, spin_ns: u64, what: &str) -> Result<WaitStrategy, Failure
         SHMBUS_WAIT_SPIN_FUTEX => Ok(WaitStrategy::SpinFutex { spin }),
         SHMBUS_WAIT_SPIN_YIELD => Ok(WaitStrategy::SpinYield { spin }),
         SHMBUS_WAIT_BUSY_SPIN => Ok(WaitStrategy::BusySpin),
-        other => Err(Failure::error(format!(
+        other => Err(Failure::argument(format!(
             "{what}: wait is {other}, expected SHMBUS_WAIT_SPIN_FUTEX (0), \
              SHMBUS_WAIT_SPIN_YIELD (1) or SHMBUS_WAIT_BUSY_SPIN (2)"
         ))),
@@ -543,7 +576,7 @@ fn creation(mode: u32, flags: u32, what: &str) -> Result<Creation, Failure> {
     // A mode the file cannot take is refused, never cut to its low bits:
     // 0xffffffff would otherwise become 0777, open to every user.
     if mode & !0o777 != 0 {
-        return Err(Failure::error(format!(
+        return Err(Failure::argument(format!(
             "{what}: mode is {mode:#o}, expected permission bits within 0777 (0 = 0600)"
         )));
     }
@@ -563,7 +596,7 @@ fn huge_pages(flags: u32, what: &str) -> Result<Option<HugePages>, Failure> {
         (false, false) => Ok(None),
         (true, false) => Ok(Some(HugePages::Transparent)),
         (false, true) => Ok(Some(HugePages::Hugetlbfs)),
-        (true, true) => Err(Failure::error(format!(
+        (true, true) => Err(Failure::argument(format!(
             "{what}: SHMBUS_HUGE_PAGES_TRANSPARENT and SHMBUS_HUGE_PAGES_HUGETLBFS together"
         ))),
     }
@@ -591,7 +624,7 @@ pub(crate) unsafe fn bus_options(
     // SAFETY: NULL or live, by the contract.
     let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
     if o.capacity == 0 {
-        return Err(Failure::error(format!(
+        return Err(Failure::argument(format!(
             "{WHAT}: capacity is 0, expected a power of two (the number of slots)"
         )));
     }
@@ -609,13 +642,13 @@ pub(crate) unsafe fn bus_options(
     match kind {
         BusKind::Pool => {
             if o.pool_block_size == 0 || o.pool_blocks == 0 {
-                return Err(Failure::error(format!(
+                return Err(Failure::argument(format!(
                     "{WHAT}: a pool bus needs pool_block_size and pool_blocks (found {} and {})",
                     o.pool_block_size, o.pool_blocks
                 )));
             }
             if !o.type_name.is_null() {
-                return Err(Failure::error(format!(
+                return Err(Failure::argument(format!(
                     "{WHAT}: a pool bus carries messages of any length and records no \
                      message type: type_name must be NULL"
                 )));
@@ -624,19 +657,19 @@ pub(crate) unsafe fn bus_options(
         }
         BusKind::Plain => {
             if o.pool_block_size != 0 || o.pool_blocks != 0 {
-                return Err(Failure::error(format!(
+                return Err(Failure::argument(format!(
                     "{WHAT}: pool_block_size/pool_blocks are set: create a pool bus with \
                      shmbus_pool_publisher_create"
                 )));
             }
             if o.msg_size == 0 {
-                return Err(Failure::error(format!(
+                return Err(Failure::argument(format!(
                     "{WHAT}: msg_size is 0, expected the bytes per message (1 to 16 MiB)"
                 )));
             }
             b = b.msg_size(o.msg_size);
             if o.type_name.is_null() && o.type_align != 0 {
-                return Err(Failure::error(format!(
+                return Err(Failure::argument(format!(
                     "{WHAT}: type_align is {} without a type_name, expected 0 \
                      (an alignment is recorded only with the type's name)",
                     o.type_align
@@ -684,7 +717,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
         SHMBUS_START_OLDEST => Start::Oldest,
         SHMBUS_START_LATEST => Start::Latest,
         other => {
-            return Err(Failure::error(format!(
+            return Err(Failure::argument(format!(
                 "{WHAT}: start is {other}, expected SHMBUS_START_NEXT (0), \
                  SHMBUS_START_OLDEST (1) or SHMBUS_START_LATEST (2)"
             )))
@@ -704,7 +737,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
         .mlock(o.flags & SHMBUS_MLOCK != 0)
         .register(o.flags & SHMBUS_NO_REGISTER == 0);
     if o.type_name.is_null() && (o.type_size != 0 || o.type_align != 0) {
-        return Err(Failure::error(format!(
+        return Err(Failure::argument(format!(
             "{WHAT}: type_size {} and type_align {} without a type_name, expected 0 \
              (a type is checked only by its name)",
             o.type_size, o.type_align
@@ -716,7 +749,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
         // SAFETY: not NULL, NUL-terminated by the contract.
         let name = unsafe { c_str(o.type_name, "type_name") }?;
         if o.type_size == 0 {
-            return Err(Failure::error(format!(
+            return Err(Failure::argument(format!(
                 "{WHAT}: type_name {name:?} with type_size 0, expected the type's size"
             )));
         }
@@ -742,7 +775,7 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
     // SAFETY: NULL or live, by the contract.
     let o = unsafe { required(opts, "stream options (shmbus_stream_options_t*)") }?;
     if o.capacity == 0 {
-        return Err(Failure::error(format!(
+        return Err(Failure::argument(format!(
             "{WHAT}: capacity is 0, expected the ring's size in bytes (a power of two, 64 B to 4 GiB)"
         )));
     }
@@ -802,7 +835,7 @@ pub(crate) unsafe fn new_handle<H>(
 ///
 /// # Safety
 /// As [`new_handle`]; `opts` as [`bus_options`] says.
-pub(crate) unsafe fn create_handle<H, E: Display>(
+pub(crate) unsafe fn create_handle<H, E: Classified>(
     name: *const c_char,
     opts: *const BusOpts,
     kind: BusKind,
@@ -823,7 +856,7 @@ pub(crate) unsafe fn create_handle<H, E: Display>(
 ///
 /// # Safety
 /// As [`new_handle`]; `opts` as [`open_options`] says.
-pub(crate) unsafe fn open_handle<H, E: Display>(
+pub(crate) unsafe fn open_handle<H, E: Classified>(
     name: *const c_char,
     opts: *const OpenOpts,
     out: *mut *mut H,
@@ -904,6 +937,7 @@ pub(crate) unsafe fn message_buffer<'a>(
         unsafe { put(len, need) };
         return Err(Failure::new(
             Status::SHMBUS_TOO_SMALL,
+            ErrorKind::TooLong,
             format!(
                 "the buffer holds {cap} bytes, a message of this bus is {need}: \
                  nothing was received"
@@ -949,6 +983,28 @@ pub(crate) unsafe fn lagged(skipped: *mut u64, n: u64) -> Outcome {
 #[no_mangle]
 pub extern "C" fn shmbus_error_message() -> *const c_char {
     catch_unwind(|| LAST_ERROR.with(|e| e.borrow().as_ptr())).unwrap_or(c"".as_ptr())
+}
+
+/// This thread's code for the last call that set a message (the calls
+/// shmbus_error_message() speaks for): which kind of failure it was, to
+/// switch on instead of matching the message. SHMBUS_E_NONE before any
+/// failure; like the message, left as it was by calls that succeed.
+#[no_mangle]
+pub extern "C" fn shmbus_error_code() -> ErrorCode {
+    catch_unwind(|| LAST_CODE.with(Cell::get)).unwrap_or(ErrorCode::SHMBUS_E_OTHER)
+}
+
+/// The name of an error code ("SHMBUS_E_NOT_FOUND", ...) as a static
+/// string; "unknown error code" for an int that is none.
+#[no_mangle]
+pub extern "C" fn shmbus_error_code_name(code: std::ffi::c_int) -> *const c_char {
+    // An int, not a `shmbus_error_code_t`: a value from C outside the
+    // enum is then no undefined behaviour.
+    let name = ErrorCode::ALL
+        .iter()
+        .find(|c| **c as std::ffi::c_int == code)
+        .map_or(c"unknown error code", |c| c.name());
+    name.as_ptr()
 }
 
 /// The name of a status ("SHMBUS_OK", ...) as a static string; "unknown

@@ -191,11 +191,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_loan(
     entry(|| {
         // SAFETY: each pointer as the contract says.
         let out = unsafe { out_handle(loan) }?;
-        let owner = NonNull::new(publisher).ok_or_else(|| Failure::error("publisher is NULL"))?;
+        let owner =
+            NonNull::new(publisher).ok_or_else(|| Failure::argument("publisher is NULL"))?;
         // SAFETY: as above.
         let h = unsafe { handle(publisher, "publisher") }?;
         if h.loan_out {
-            return Err(Failure::error(
+            return Err(Failure::argument(
                 "this publisher has a loan out: publish or discard it before the next loan",
             ));
         }
@@ -205,10 +206,8 @@ pub unsafe extern "C" fn shmbus_pool_publisher_loan(
         // which ends before the box is freed (module comment).
         let p: &'static mut PoolPublisher = unsafe { &mut *h.publisher.as_ptr() };
         let mut l = p.loan(len, wait_of(timeout_ns)).map_err(|e| match e {
-            LoanError::Exhausted { .. } if timeout_ns == 0 => {
-                Failure::new(Status::SHMBUS_FULL, e.to_string())
-            }
-            LoanError::Exhausted { .. } => Failure::new(Status::SHMBUS_TIMED_OUT, e.to_string()),
+            LoanError::Exhausted { .. } if timeout_ns == 0 => Failure::of(Status::SHMBUS_FULL, &e),
+            LoanError::Exhausted { .. } => Failure::of(Status::SHMBUS_TIMED_OUT, &e),
             other => error(other),
         })?;
         // SAFETY: as the contract says.
@@ -268,10 +267,7 @@ unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, 
     match result {
         None => Ok(None),
         Some(Ok(seq)) => Ok(Some(seq)),
-        Some(Err(abandoned)) => Err(Failure::new(
-            Status::SHMBUS_ABANDONED,
-            abandoned.to_string(),
-        )),
+        Some(Err(abandoned)) => Err(Failure::of(Status::SHMBUS_ABANDONED, &abandoned)),
     }
 }
 
@@ -289,7 +285,7 @@ unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, 
 pub unsafe extern "C" fn shmbus_loan_publish(loan: *mut ShmbusLoan, seq: *mut u64) -> Status {
     entry(|| {
         if loan.is_null() {
-            return Err(Failure::error("loan is NULL"));
+            return Err(Failure::argument("loan is NULL"));
         }
         // SAFETY: live and not used again, by the contract.
         let s = unsafe { end_loan(loan, true) }?;
@@ -413,7 +409,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
             Ok(Some(Received::Lagged { skipped: n })) => unsafe { lagged(skipped, n) },
             Ok(None) => Ok(nothing(timeout_ns)),
             Err(e @ PoolRecvError::TooManySamples { .. }) => {
-                Err(Failure::new(Status::SHMBUS_FULL, e.to_string()))
+                Err(Failure::of(Status::SHMBUS_FULL, &e))
             }
             Err(e) => Err(error(e)),
         }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use shmbus_core::{Consumer, PopError, Producer, PushError};
+use shmbus_core::{Consumer, ErrorKind, PopError, Producer, PushError};
 
 use crate::{
     buffer, bytes, capacity_in, copy_into, entry, entry_void, error, handle, new_handle,
@@ -96,9 +96,7 @@ pub unsafe extern "C" fn shmbus_producer_push(
             // Statuses a polling loop sees often: no message to format.
             Err(PushError::Full) => Ok(Status::SHMBUS_FULL),
             Err(PushError::TimedOut(_)) => Ok(Status::SHMBUS_TIMED_OUT),
-            Err(e @ PushError::PeerGone { .. }) => {
-                Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
-            }
+            Err(e @ PushError::PeerGone { .. }) => Err(Failure::of(Status::SHMBUS_PEER_GONE, &e)),
             Err(e) => Err(error(e)),
         }
     })
@@ -187,7 +185,7 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
             Err(PopError::Empty) => return Ok(Status::SHMBUS_EMPTY),
             Err(PopError::TimedOut(_)) => return Ok(Status::SHMBUS_TIMED_OUT),
             Err(e @ PopError::PeerGone { .. }) => {
-                return Err(Failure::new(Status::SHMBUS_PEER_GONE, e.to_string()))
+                return Err(Failure::of(Status::SHMBUS_PEER_GONE, &e))
             }
             Err(e) => return Err(error(e)),
         };
@@ -198,6 +196,7 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
             unsafe { put(len, n) };
             return Err(Failure::new(
                 Status::SHMBUS_TOO_SMALL,
+                ErrorKind::TooLong,
                 format!(
                     "the next record is {n} bytes, the buffer holds {cap}: it stays in the stream"
                 ),

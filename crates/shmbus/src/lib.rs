@@ -102,6 +102,7 @@
 
 mod bus;
 mod error;
+mod error_kind;
 #[cfg(not(loom))]
 mod journal;
 #[cfg(all(test, loom))]
@@ -131,6 +132,7 @@ pub use bus::{
     Subscriber, SubscriberGroup,
 };
 pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
+pub use error_kind::ErrorKind;
 #[cfg(not(loom))]
 pub use journal::{
     AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError, JournalCreateError,

@@ -5,6 +5,7 @@
 // directories): one file for both test crates.
 #[path = "../../tests/common/mod.rs"]
 mod common;
+mod error_codes;
 
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
@@ -946,6 +947,7 @@ fn a_pool_subscriber_holding_its_most_samples_is_full_and_loses_nothing() {
             Status::SHMBUS_FULL
         );
         assert!(last_error().contains("holds 8 samples"), "{}", last_error());
+        assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_TOO_MANY_SAMPLES);
         shmbus_sample_release(held.pop().unwrap());
         assert_eq!(
             shmbus_pool_subscriber_recv(s, &mut sample, null_mut(), 0),

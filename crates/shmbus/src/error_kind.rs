@@ -1,0 +1,859 @@
+//! What kind of failure an error is, across the error enums: the one
+//! classification the bindings share ([`ErrorKind`]).
+
+use crate::bus::{Abandoned, MpPublishError, PublishError};
+use crate::error::{AttachError, CreateError, NameError, OpenError};
+use crate::stream::{PopError, PushError};
+use crate::wire::GeometryError;
+#[cfg(not(loom))]
+use crate::{
+    journal::{
+        AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
+        JournalOpenError,
+    },
+    pool::{LoanError, PoolRecvError},
+};
+
+/// What kind of failure an error is, whichever operation's enum it came
+/// in: the `kind()` of every error enum. The C API returns it as its
+/// error code (`shmbus_error_code()`) and the Python binding raises the
+/// class it names (`BusNotFoundError` for [`ErrorKind::NotFound`] from an
+/// open, ...), or the operation's base class (`OpenError`, `JoinError`,
+/// ...) where Python has no subclass for it there.
+///
+/// More kinds may come: match with a `_` arm.
+///
+/// # Examples
+/// ```
+/// use shmbus::{ErrorKind, OpenOptions, Subscriber};
+///
+/// let name = format!("/dev/shm/shmbus-doc-errorkind-{}", std::process::id());
+/// let err = Subscriber::<u64>::open(&name, &OpenOptions::default()).err().unwrap();
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No such bus or stream (open), or no directory to create it in.
+    NotFound,
+    /// Something already has the name (create).
+    Exists,
+    /// The file's mode (open) or the directory's (create) does not let
+    /// this user in.
+    Permission,
+    /// The bus carries another message type than the caller's.
+    TypeMismatch,
+    /// A segment of another kind than the call wants: a stream opened as a
+    /// bus, a pool bus by a copying handle, a single-publisher bus by a
+    /// many-publisher one, a journaled bus by a plain publisher.
+    WrongKind,
+    /// The name is not a valid bus name.
+    InvalidName,
+    /// An impossible geometry or option (a capacity that is not a power of
+    /// two, a journal chunk too large, ...).
+    InvalidArgument,
+    /// A live process holds the role: publisher, producer or consumer.
+    RoleTaken,
+    /// A message longer than the slot, block or stream record allows.
+    TooLong,
+    /// A many-publisher claim was skipped before its commit: nothing was
+    /// published.
+    Abandoned,
+    /// A wait ended without what it waited for (a full or empty stream, a
+    /// journal flush, a segment still being created or locked).
+    TimedOut,
+    /// No pool block came free.
+    PoolExhausted,
+    /// A pool subscriber holds as many samples as it may.
+    TooManySamples,
+    /// The other side died: a stream's producer or consumer, a journaled
+    /// bus's publisher.
+    PeerGone,
+    /// Cursors, a record header or a segment header that cannot be right.
+    Corrupt,
+    /// The bus has no journal.
+    NotJournaled,
+    /// The journal file could not be opened, read, written or compacted.
+    Journal,
+    /// Anything else (a system error, a file that is no shmbus segment,
+    /// ...): the message says what.
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::ErrorKind;
+    ///
+    /// assert_eq!(ErrorKind::ALL[0], ErrorKind::NotFound);
+    /// assert_eq!(ErrorKind::ALL.last(), Some(&ErrorKind::Other));
+    /// ```
+    pub const ALL: [ErrorKind; 18] = [
+        ErrorKind::NotFound,
+        ErrorKind::Exists,
+        ErrorKind::Permission,
+        ErrorKind::TypeMismatch,
+        ErrorKind::WrongKind,
+        ErrorKind::InvalidName,
+        ErrorKind::InvalidArgument,
+        ErrorKind::RoleTaken,
+        ErrorKind::TooLong,
+        ErrorKind::Abandoned,
+        ErrorKind::TimedOut,
+        ErrorKind::PoolExhausted,
+        ErrorKind::TooManySamples,
+        ErrorKind::PeerGone,
+        ErrorKind::Corrupt,
+        ErrorKind::NotJournaled,
+        ErrorKind::Journal,
+        ErrorKind::Other,
+    ];
+}
+
+// ---------------------------------------------------------------------------
+// The kind of each error enum's variants: the one place they are decided.
+// Python's classes follow from these (python/src/errors.rs), as do C's
+// codes (crates/shmbus-ffi), so a variant's kind is chosen to give the
+// class Python raised for it before kinds existed: where Python raises the
+// operation's base class, the kind is `Other` or one that the operation's
+// Python family has no subclass for (a journal flush that timed out is a
+// `JoinError` in Python and `TimedOut` in C).
+
+impl NameError {
+    /// [`ErrorKind::InvalidName`], whatever is wrong with the name.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, NameError};
+    ///
+    /// assert_eq!(NameError::Empty.kind(), ErrorKind::InvalidName);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidName
+    }
+}
+
+impl GeometryError {
+    /// [`ErrorKind::InvalidArgument`], whatever is impossible.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, GeometryError};
+    ///
+    /// let e = GeometryError::Capacity { capacity: 100 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidArgument
+    }
+}
+
+impl OpenError {
+    /// What kind of failure this is: [`ErrorKind::NotFound`] for no such
+    /// bus, [`ErrorKind::WrongKind`] for a stream opened as a bus, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, OpenOptions, Subscriber};
+    ///
+    /// let name = format!("/dev/shm/shmbus-doc-openkind-{}", std::process::id());
+    /// let err = Subscriber::<u64>::open(&name, &OpenOptions::default()).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            OpenError::Name(e) => e.kind(),
+            OpenError::NotFound { .. } => ErrorKind::NotFound,
+            OpenError::PermissionDenied { .. } => ErrorKind::Permission,
+            OpenError::TypeMismatch { .. } => ErrorKind::TypeMismatch,
+            OpenError::WrongKind { .. } | OpenError::PoolMismatch { .. } => ErrorKind::WrongKind,
+            OpenError::NotInitialized { .. } | OpenError::Locked { .. } => ErrorKind::TimedOut,
+            OpenError::Truncated { .. } | OpenError::InvalidGeometry(_) => ErrorKind::Corrupt,
+            OpenError::NotOwn { .. }
+            | OpenError::Symlink { .. }
+            | OpenError::NotAFile { .. }
+            | OpenError::BadMagic { .. }
+            | OpenError::VersionMismatch { .. }
+            | OpenError::Mlock(_)
+            | OpenError::RegistryFull { .. }
+            | OpenError::Io { .. } => ErrorKind::Other,
+        }
+    }
+}
+
+impl CreateError {
+    /// What kind of failure this is: [`ErrorKind::Exists`] for a name
+    /// that is taken, [`ErrorKind::InvalidArgument`] for an impossible
+    /// geometry, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, ErrorKind, Publisher};
+    ///
+    /// let name = format!("/dev/shm/shmbus-doc-createkind-{}", std::process::id());
+    /// // 100 slots: not a power of two, refused before any file is made.
+    /// let err = Publisher::<u64>::create(&name, &BusOptions::new(100)).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CreateError::Name(e) => e.kind(),
+            CreateError::AlreadyExists { .. } => ErrorKind::Exists,
+            CreateError::PermissionDenied { .. } => ErrorKind::Permission,
+            CreateError::InvalidGeometry(e) => e.kind(),
+            CreateError::NoDirectory { .. } => ErrorKind::NotFound,
+            CreateError::NoSpace { .. }
+            | CreateError::Mlock(_)
+            | CreateError::HugePages(_)
+            | CreateError::File { .. }
+            | CreateError::Io { .. } => ErrorKind::Other,
+        }
+    }
+}
+
+impl AttachError {
+    /// What kind of failure this is: [`ErrorKind::RoleTaken`] for a live
+    /// publisher, producer or consumer, the open's kind for a segment that
+    /// could not be opened, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, ErrorKind, OpenOptions, Publisher};
+    /// # let name = format!("/dev/shm/shmbus-doc-attachkind-{}", std::process::id());
+    /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let err = Publisher::<u64>::attach(&name, &OpenOptions::default()).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::RoleTaken);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AttachError::Open(e) => e.kind(),
+            AttachError::PublisherActive { .. }
+            | AttachError::ProducerActive { .. }
+            | AttachError::ConsumerActive { .. } => ErrorKind::RoleTaken,
+            AttachError::Journaled { .. } | AttachError::WrongPublishers { .. } => {
+                ErrorKind::WrongKind
+            }
+            AttachError::PidNamespace { .. } => ErrorKind::Other,
+        }
+    }
+}
+
+impl PublishError {
+    /// [`ErrorKind::TooLong`], the only way a publish fails.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, Publisher};
+    ///
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+    /// let err = publisher.publish(b"too long").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::TooLong);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PublishError::TooLong { .. } => ErrorKind::TooLong,
+        }
+    }
+}
+
+impl Abandoned {
+    /// [`ErrorKind::Abandoned`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Abandoned, ErrorKind};
+    ///
+    /// let e = Abandoned { seq: 3, unblock: Duration::from_secs(1) };
+    /// assert_eq!(e.kind(), ErrorKind::Abandoned);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Abandoned
+    }
+}
+
+impl MpPublishError {
+    /// [`ErrorKind::TooLong`] or [`ErrorKind::Abandoned`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{ErrorKind, MpPublisher};
+    ///
+    /// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// let err = publisher.publish(b"too long").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::TooLong);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            MpPublishError::TooLong { .. } => ErrorKind::TooLong,
+            MpPublishError::Abandoned(e) => e.kind(),
+        }
+    }
+}
+
+impl PushError {
+    /// What kind of failure this is: [`ErrorKind::TimedOut`] for a stream
+    /// that stayed full (`Full` included), [`ErrorKind::PeerGone`],
+    /// [`ErrorKind::TooLong`] or [`ErrorKind::Corrupt`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, PushError};
+    ///
+    /// assert_eq!(PushError::Full.kind(), ErrorKind::TimedOut);
+    /// assert_eq!(PushError::PeerGone { pid: 1 }.kind(), ErrorKind::PeerGone);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PushError::TooLong { .. } => ErrorKind::TooLong,
+            PushError::Full | PushError::TimedOut(_) => ErrorKind::TimedOut,
+            PushError::PeerGone { .. } => ErrorKind::PeerGone,
+            PushError::CorruptCursors { .. } => ErrorKind::Corrupt,
+        }
+    }
+}
+
+impl PopError {
+    /// What kind of failure this is: [`ErrorKind::TimedOut`] for a stream
+    /// that stayed empty (`Empty` included), [`ErrorKind::PeerGone`] or
+    /// [`ErrorKind::Corrupt`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, PopError};
+    ///
+    /// assert_eq!(PopError::Empty.kind(), ErrorKind::TimedOut);
+    /// assert_eq!(PopError::Corrupt { at: 0, header: 0 }.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PopError::Empty | PopError::TimedOut(_) => ErrorKind::TimedOut,
+            PopError::PeerGone { .. } => ErrorKind::PeerGone,
+            PopError::CorruptCursors { .. } | PopError::Corrupt { .. } => ErrorKind::Corrupt,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl LoanError {
+    /// What kind of failure this is: [`ErrorKind::PoolExhausted`],
+    /// [`ErrorKind::TooLong`] or, for a type the blocks are not aligned
+    /// for, [`ErrorKind::InvalidArgument`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, PoolPublisher, Wait};
+    ///
+    /// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
+    /// let err = publisher.loan(100, Wait::Never).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::TooLong);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            LoanError::TooLong { .. } => ErrorKind::TooLong,
+            LoanError::Misaligned { .. } => ErrorKind::InvalidArgument,
+            LoanError::Exhausted { .. } => ErrorKind::PoolExhausted,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl PoolRecvError {
+    /// [`ErrorKind::TooManySamples`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, PoolRecvError};
+    ///
+    /// let e = PoolRecvError::TooManySamples { max: 8 };
+    /// assert_eq!(e.kind(), ErrorKind::TooManySamples);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PoolRecvError::TooManySamples { .. } => ErrorKind::TooManySamples,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl JournalOpenError {
+    /// [`ErrorKind::Journal`], whatever is wrong with the file.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, JournalOpenError};
+    ///
+    /// let e = JournalOpenError::Sealed { path: "ticks.journal".into() };
+    /// assert_eq!(e.kind(), ErrorKind::Journal);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Journal
+    }
+}
+
+#[cfg(not(loom))]
+impl JoinError {
+    /// What kind of failure this is: the open's kind for a bus that could
+    /// not be opened, [`ErrorKind::NotJournaled`], [`ErrorKind::PeerGone`]
+    /// for a publisher that died before its flush, [`ErrorKind::TimedOut`]
+    /// for one that did not flush in time, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, JoinError};
+    ///
+    /// let e = JoinError::NotJournaled { name: "ticks".into() };
+    /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JoinError::Open(e) => e.kind(),
+            JoinError::NotJournaled { .. } => ErrorKind::NotJournaled,
+            JoinError::PublisherGone { .. } => ErrorKind::PeerGone,
+            JoinError::FlushTimeout { .. } => ErrorKind::TimedOut,
+            JoinError::FlushFailed => ErrorKind::Journal,
+            JoinError::Journal(e) => e.kind(),
+            JoinError::Cancelled => ErrorKind::Other,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl JournalCreateError {
+    /// What kind of failure this is: the bus's create's kind, or
+    /// [`ErrorKind::Journal`] for the journal, or
+    /// [`ErrorKind::InvalidArgument`] for an impossible option or snapshot.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, JournalCreateError};
+    ///
+    /// let e = JournalCreateError::TooLarge { option: "chunk_bytes", value: 1 << 40, max: 1 << 30 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JournalCreateError::Create(e) => e.kind(),
+            JournalCreateError::Journal(e) => e.kind(),
+            JournalCreateError::Snapshot(_) | JournalCreateError::TooLarge { .. } => {
+                ErrorKind::InvalidArgument
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl JournalAttachError {
+    /// What kind of failure this is: the attach's kind,
+    /// [`ErrorKind::NotJournaled`] or [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, JournalAttachError};
+    ///
+    /// let e = JournalAttachError::NotJournaled { name: "ticks".into() };
+    /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JournalAttachError::Attach(e) => e.kind(),
+            JournalAttachError::NotJournaled { .. } => ErrorKind::NotJournaled,
+            JournalAttachError::Journal(e) => e.kind(),
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl AppendError {
+    /// [`ErrorKind::TooLong`] for a message longer than the bus's, else
+    /// [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{AppendError, ErrorKind};
+    ///
+    /// assert_eq!(AppendError::TooLong { len: 9, max: 8 }.kind(), ErrorKind::TooLong);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AppendError::TooLong { .. } => ErrorKind::TooLong,
+            AppendError::Full { .. } | AppendError::Io { .. } => ErrorKind::Journal,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl CloseError {
+    /// [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{CloseError, ErrorKind};
+    ///
+    /// let e = CloseError::Compaction { path: "ticks.journal".into(), reason: "disk full".into() };
+    /// assert_eq!(e.kind(), ErrorKind::Journal);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CloseError::Compaction { .. } => ErrorKind::Journal,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::io;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::journal::SnapshotError;
+    use crate::pool::Census;
+    use crate::wire::{Kind, Publishers, TypeFingerprint};
+    use crate::HugePageError;
+    use ErrorKind as K;
+
+    fn path() -> PathBuf {
+        PathBuf::from("/dev/shm/x")
+    }
+
+    fn io() -> io::Error {
+        io::Error::from_raw_os_error(libc::EIO)
+    }
+
+    fn fingerprint() -> TypeFingerprint {
+        TypeFingerprint {
+            size: 8,
+            align: 8,
+            name_hash: 1,
+            name: "u64".into(),
+        }
+    }
+
+    fn open_errors() -> Vec<(OpenError, ErrorKind)> {
+        let waited = Duration::from_secs(1);
+        vec![
+            (OpenError::Name(NameError::Empty), K::InvalidName),
+            (OpenError::NotFound { path: path() }, K::NotFound),
+            (OpenError::PermissionDenied { path: path() }, K::Permission),
+            (
+                OpenError::NotOwn {
+                    path: path(),
+                    owner: 1,
+                    mode: 0o666,
+                    uid: 2,
+                    max_mode: 0o600,
+                },
+                K::Other,
+            ),
+            (OpenError::Symlink { path: path() }, K::Other),
+            (OpenError::NotAFile { path: path() }, K::Other),
+            (
+                OpenError::NotInitialized {
+                    path: path(),
+                    waited,
+                },
+                K::TimedOut,
+            ),
+            (
+                OpenError::BadMagic {
+                    path: path(),
+                    found: 0,
+                    expected: 1,
+                },
+                K::Other,
+            ),
+            (
+                OpenError::VersionMismatch {
+                    found: 0,
+                    expected: 1,
+                },
+                K::Other,
+            ),
+            (
+                OpenError::WrongKind {
+                    found: Kind::Stream,
+                    expected: Kind::Broadcast,
+                },
+                K::WrongKind,
+            ),
+            (
+                OpenError::TypeMismatch {
+                    found: fingerprint(),
+                    expected: fingerprint(),
+                },
+                K::TypeMismatch,
+            ),
+            (
+                OpenError::Truncated {
+                    path: path(),
+                    len: 0,
+                    expected: 1,
+                },
+                K::Corrupt,
+            ),
+            (OpenError::InvalidGeometry("x".into()), K::Corrupt),
+            (
+                OpenError::Locked {
+                    path: path(),
+                    waited,
+                },
+                K::TimedOut,
+            ),
+            (OpenError::Mlock(io()), K::Other),
+            (OpenError::PoolMismatch { found: true }, K::WrongKind),
+            (OpenError::RegistryFull { entries: 1 }, K::Other),
+            (
+                OpenError::Io {
+                    what: "open",
+                    source: io(),
+                },
+                K::Other,
+            ),
+        ]
+    }
+
+    fn create_errors() -> Vec<(CreateError, ErrorKind)> {
+        vec![
+            (CreateError::Name(NameError::Nul), K::InvalidName),
+            (CreateError::AlreadyExists { path: path() }, K::Exists),
+            (
+                CreateError::PermissionDenied { path: path() },
+                K::Permission,
+            ),
+            (
+                CreateError::InvalidGeometry(GeometryError::RawNeedsMsgSize),
+                K::InvalidArgument,
+            ),
+            (
+                CreateError::NoSpace {
+                    path: path(),
+                    len: 1,
+                },
+                K::Other,
+            ),
+            (CreateError::Mlock(io()), K::Other),
+            (
+                CreateError::HugePages(HugePageError::ShmemDenied {
+                    found: "deny".into(),
+                }),
+                K::Other,
+            ),
+            (CreateError::NoDirectory { path: path() }, K::NotFound),
+            (
+                CreateError::File {
+                    path: path(),
+                    source: io(),
+                },
+                K::Other,
+            ),
+            (
+                CreateError::Io {
+                    what: "x",
+                    source: io(),
+                },
+                K::Other,
+            ),
+        ]
+    }
+
+    #[test]
+    fn every_open_and_create_error_has_the_kind_python_raises_for_it() {
+        for (e, kind) in open_errors() {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        for (e, kind) in create_errors() {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn an_attach_error_has_its_open_errors_kind_or_its_own() {
+        for (e, kind) in open_errors() {
+            assert_eq!(AttachError::Open(e).kind(), kind);
+        }
+        let cases = [
+            (AttachError::PublisherActive { pid: 1 }, K::RoleTaken),
+            (AttachError::ProducerActive { pid: 1 }, K::RoleTaken),
+            (AttachError::ConsumerActive { pid: 1 }, K::RoleTaken),
+            (AttachError::Journaled { path: path() }, K::WrongKind),
+            (
+                AttachError::WrongPublishers {
+                    found: Publishers::One,
+                    expected: Publishers::Many,
+                },
+                K::WrongKind,
+            ),
+            (AttachError::PidNamespace { bus: 1, ours: 2 }, K::Other),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn publish_loan_and_receive_errors_have_their_kinds() {
+        let abandoned = Abandoned {
+            seq: 1,
+            unblock: Duration::from_secs(1),
+        };
+        assert_eq!(PublishError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
+        assert_eq!(
+            MpPublishError::TooLong { len: 2, max: 1 }.kind(),
+            K::TooLong
+        );
+        assert_eq!(MpPublishError::Abandoned(abandoned).kind(), K::Abandoned);
+        assert_eq!(abandoned.kind(), K::Abandoned);
+        assert_eq!(LoanError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
+        assert_eq!(
+            LoanError::Misaligned { align: 128 }.kind(),
+            K::InvalidArgument
+        );
+        let census = Census::default();
+        assert_eq!(LoanError::Exhausted { census }.kind(), K::PoolExhausted);
+        let held = PoolRecvError::TooManySamples { max: 8 };
+        assert_eq!(held.kind(), K::TooManySamples);
+    }
+
+    #[test]
+    fn stream_errors_have_their_kinds() {
+        let wait = Duration::from_millis(1);
+        let push = [
+            (PushError::TooLong { len: 2, max: 1 }, K::TooLong),
+            (PushError::Full, K::TimedOut),
+            (PushError::TimedOut(wait), K::TimedOut),
+            (PushError::PeerGone { pid: 1 }, K::PeerGone),
+            (
+                PushError::CorruptCursors {
+                    head: 0,
+                    tail: 0,
+                    capacity: 64,
+                    min_head: 0,
+                },
+                K::Corrupt,
+            ),
+        ];
+        for (e, kind) in push {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let pop = [
+            (PopError::Empty, K::TimedOut),
+            (PopError::TimedOut(wait), K::TimedOut),
+            (PopError::PeerGone { pid: 1 }, K::PeerGone),
+            (
+                PopError::CorruptCursors {
+                    head: 0,
+                    tail: 0,
+                    capacity: 64,
+                },
+                K::Corrupt,
+            ),
+            (PopError::Corrupt { at: 0, header: 0 }, K::Corrupt),
+        ];
+        for (e, kind) in pop {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+    }
+
+    fn journal_error() -> JournalOpenError {
+        JournalOpenError::Sealed { path: path() }
+    }
+
+    #[test]
+    fn journal_errors_have_their_kinds() {
+        assert_eq!(journal_error().kind(), K::Journal);
+        let join = [
+            (
+                JoinError::Open(OpenError::NotFound { path: path() }),
+                K::NotFound,
+            ),
+            (
+                JoinError::NotJournaled { name: "x".into() },
+                K::NotJournaled,
+            ),
+            (JoinError::PublisherGone { pid: 1 }, K::PeerGone),
+            (
+                JoinError::FlushTimeout {
+                    waited: Duration::from_secs(1),
+                },
+                K::TimedOut,
+            ),
+            (JoinError::FlushFailed, K::Journal),
+            (JoinError::Journal(journal_error()), K::Journal),
+            (JoinError::Cancelled, K::Other),
+        ];
+        for (e, kind) in join {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let create = [
+            (
+                JournalCreateError::Create(CreateError::AlreadyExists { path: path() }),
+                K::Exists,
+            ),
+            (JournalCreateError::Journal(journal_error()), K::Journal),
+            (
+                JournalCreateError::Snapshot(SnapshotError::Exists { path: path() }),
+                K::InvalidArgument,
+            ),
+            (
+                JournalCreateError::TooLarge {
+                    option: "chunk_bytes",
+                    value: 2,
+                    max: 1,
+                },
+                K::InvalidArgument,
+            ),
+        ];
+        for (e, kind) in create {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let attach = [
+            (
+                JournalAttachError::Attach(AttachError::PublisherActive { pid: 1 }),
+                K::RoleTaken,
+            ),
+            (
+                JournalAttachError::NotJournaled { name: "x".into() },
+                K::NotJournaled,
+            ),
+            (JournalAttachError::Journal(journal_error()), K::Journal),
+        ];
+        for (e, kind) in attach {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let append = [
+            (AppendError::TooLong { len: 2, max: 1 }, K::TooLong),
+            (
+                AppendError::Full {
+                    path: path(),
+                    len: 1,
+                },
+                K::Journal,
+            ),
+            (
+                AppendError::Io {
+                    path: path(),
+                    what: "x",
+                    source: io(),
+                },
+                K::Journal,
+            ),
+        ];
+        for (e, kind) in append {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let close = CloseError::Compaction {
+            path: path(),
+            reason: "x".into(),
+        };
+        assert_eq!(close.kind(), K::Journal);
+    }
+}
