@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Fails (exit 1) if the top-level modules of a crate's src/ import each
-other in a cycle: layers must import only downward (docs/ARCHITECTURE.md).
+other in a cycle, or the files of one directory module do: layers must
+import only downward (docs/ARCHITECTURE.md).
 
     python3 tools/modcycles.py crates/shmbus/src
 
 A module's imports are the `crate::NAME` paths in its files (comments,
-test-only files and loom models left out). Prints each cycle found.
+test-only files and loom models left out); a file's imports of its
+siblings are its `super::NAME` and `crate::DIR::NAME` paths. Prints each
+cycle found.
 """
 import os
 import re
@@ -27,13 +30,46 @@ def imports(src):
             mod = module_of(src, path)
             if mod == "lib" or mod.startswith("loom"):
                 continue
-            text = open(path, encoding="utf-8").read()
-            text = re.sub(r"//[^\n]*", "", text)
+            text = code(path)
             found = set(re.findall(r"crate::(\w+)", text))
             for group in re.findall(r"crate::\{([^}]*)\}", text):
                 found |= set(re.findall(r"(?:^|[,\s])(\w+)", group))
             deps.setdefault(mod, set()).update(found - {mod, "self", "super"})
     return deps
+
+
+def code(path):
+    """A file's code without comments and without its `#[cfg(test)] mod`
+    (which comes last, by this crate's habit)."""
+    text = re.sub(r"//[^\n]*", "", open(path, encoding="utf-8").read())
+    tests = re.search(r"#\[cfg\(test\)\]\s*mod\s+\w+\s*\{", text)
+    return text[: tests.start()] if tests else text
+
+
+def sibling_imports(src):
+    """For each directory module (bus/, journal/, ...): its files' imports
+    of each other, `super::NAME` and `crate::DIR::NAME`."""
+    out = {}
+    for root, _, files in os.walk(src):
+        rel = os.path.relpath(root, src)
+        if rel == ".":
+            continue
+        names = {f[:-3] for f in files if f.endswith(".rs")} - {"mod", "tests"}
+        names |= {d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d))}
+        prefix = "crate::" + "::".join(rel.split(os.sep)) + "::"
+        deps = {}
+        for f in files:
+            me = f[:-3]
+            if not f.endswith(".rs") or me in ("mod", "tests") or me.startswith("loom"):
+                continue
+            text = code(os.path.join(root, f))
+            found = set(re.findall(r"\bsuper::(\w+)", text))
+            found |= set(re.findall(re.escape(prefix) + r"(\w+)", text))
+            for group in re.findall(r"\bsuper::\{([^}]*)\}", text):
+                found |= set(re.findall(r"(?:^|[,\s])(\w+)", group))
+            deps[me] = (found & names) - {me}
+        out[rel] = deps
+    return out
 
 
 def cycles(deps):
@@ -74,8 +110,13 @@ def main():
     found = cycles(deps)
     for c in found:
         print("import cycle: " + " <-> ".join(c))
-    print(f"{len(found)} import cycle(s) among {len(deps)} modules")
-    sys.exit(1 if found else 0)
+    inner = 0
+    for rel, sub in sorted(sibling_imports(sys.argv[1]).items()):
+        for c in cycles(sub):
+            inner += 1
+            print(f"import cycle in {rel}/: " + " <-> ".join(c))
+    print(f"{len(found)} import cycle(s) among {len(deps)} modules, {inner} within them")
+    sys.exit(1 if found or inner else 0)
 
 
 if __name__ == "__main__":

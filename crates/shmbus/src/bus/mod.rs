@@ -94,6 +94,7 @@ pub(crate) mod activity;
 pub(crate) mod claim;
 mod copy;
 mod group;
+mod heap;
 mod mp_publisher;
 mod payload;
 mod publisher;

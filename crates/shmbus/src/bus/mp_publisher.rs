@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use crate::wire::Message;
 
+use super::heap::heap_ring;
 use super::payload::Payload;
-use super::ring::{heap_ring, Ring};
+use super::ring::Ring;
 use super::subscriber::Subscriber;
 use super::SubscriberGroup;
 use crate::error::CreateError;

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use crate::wire::Message;
 
+use super::heap::heap_ring;
 use super::payload::Payload;
-use super::ring::{heap_ring, Ring};
+use super::ring::Ring;
 use super::subscriber::Subscriber;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};

@@ -10,12 +10,11 @@ use std::time::{Duration, Instant};
 use super::activity::Activity;
 use super::copy;
 use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
-use crate::mem::heap::HEAP_PAGE;
 use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wait::{self, Wait, WaitStrategy};
-use crate::wire::{control, flags, Header, TypeFingerprint, LINE, STAMP_BYTES};
+use crate::wire::{control, flags, Header, LINE, STAMP_BYTES};
 
 /// What one attempt to read a slot found.
 #[derive(Debug, PartialEq, Eq)]
@@ -649,31 +648,6 @@ pub(crate) enum Poll {
     Message,
     Lagged(u64),
     Empty,
-}
-
-/// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`
-/// makes it a multi-publisher ring with that unblock timeout.
-pub(crate) fn heap_ring(
-    capacity: u64,
-    msg: TypeFingerprint,
-    first_seq: u64,
-    unblock: Option<Duration>,
-) -> Result<Ring<Arc<HeapRegion>>, crate::error::CreateError> {
-    // A small page: the heap ring needs no mprotect, and loom models
-    // every word of the region.
-    let mut header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
-        .map_err(crate::error::CreateError::InvalidGeometry)?
-        .without_subscriber_lines();
-    let region = Arc::new(HeapRegion::new(header.total_len as usize));
-    if let Some(unblock) = unblock {
-        header.flags |= flags::MULTI_PUBLISHER;
-        super::claim::init_control(&*region, &header, unblock);
-    }
-    header.write(&*region);
-    let ring = Ring::new(region, &header);
-    ring.init();
-    Header::publish_magic(ring.region());
-    Ok(ring)
 }
 
 impl Ring<Arc<HeapRegion>> {

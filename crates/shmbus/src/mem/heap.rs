@@ -35,7 +35,7 @@ pub struct HeapRegion {
 impl std::fmt::Debug for HeapRegion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HeapRegion")
-            .field("len", &(self.words * 8))
+            .field("len", &Region::len(self))
             .finish_non_exhaustive()
     }
 }

@@ -83,7 +83,9 @@ mod sealed {
     /// Only this crate's regions (and pointers to them) are regions.
     pub trait Sealed {}
     impl Sealed for super::HeapRegion {}
+    #[cfg(not(loom))]
     impl Sealed for super::ShmRegion {}
+    #[cfg(not(loom))]
     impl Sealed for super::growable::GrowableRegion {}
     impl<R: super::Region + ?Sized> Sealed for &R {}
     impl<R: super::Region + ?Sized> Sealed for std::sync::Arc<R> {}

@@ -398,6 +398,7 @@ pub struct ReadChunk<'a, R: Region> {
     len: usize,
 }
 
+#[cfg(not(loom))]
 impl<R: Region> std::fmt::Debug for ReadChunk<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadChunk")

@@ -349,6 +349,7 @@ pub struct WriteChunk<'a, R: Region> {
     len: usize,
 }
 
+#[cfg(not(loom))]
 impl<R: Region> std::fmt::Debug for WriteChunk<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteChunk")
