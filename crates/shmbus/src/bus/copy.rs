@@ -38,20 +38,15 @@
 //! would need an `sfence` before `done`) and they evict the line the
 //! reader on the other core is about to read.
 //!
-//! # Measured (callgrind, instructions per message published and received)
-//! | | 16 B | 1 KiB | 64 KiB |
-//! |---|---|---|---|
-//! | portable (atomic stripes) | 218 | 2 108 | 123 068 |
-//! | x86_64 `asm!` bulk | 233 | 666 | 26 874 |
-//!
+//! # Cost
 //! The portable loop is one load or store, a bounds check and a loop step
 //! per 8 bytes on each side, never vectorised; the `asm!` turn moves 64
-//! bytes. Under 64 bytes the portable words are used (an `asm!` block for
-//! one 16-byte block cost 249 at 16 B); the 15 left at 16 B are the
-//! branches that choose. `rep movsb` was the other candidate: as short,
-//! but tens of cycles of start-up per call on each side. AVX would halve
-//! the turns again but needs runtime feature detection; at these sizes
-//! memory traffic, not the instruction count, is the bound.
+//! bytes. Under 64 bytes the portable words are used: there an `asm!`
+//! block costs more instructions than it saves. `rep movsb` was the other
+//! candidate: as short, but tens of cycles of start-up per call on each
+//! side. AVX would halve the turns again but needs runtime feature
+//! detection; at these sizes memory traffic, not the instruction count,
+//! is the bound. Measured (callgrind): docs/GUIDE.md, Performance.
 
 use crate::sync::{AtomicU64, Ordering};
 
