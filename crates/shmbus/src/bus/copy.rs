@@ -99,7 +99,9 @@ pub(crate) fn load(words: &[AtomicU64], dst: &mut [u8]) {
 }
 
 /// Copies `src` into `words`, padded with zeros to the end of `words`.
-/// Only the owner of the slot's odd stamp calls it.
+/// Called by the publisher that moved the slot's stamp to `writing`; on a
+/// multi-publisher bus a stalled one may still be in here after an
+/// unblocker took the slot from it (see the `SAFETY` comment inside).
 ///
 /// # Panics
 /// If `src` is longer than `words`.
@@ -114,10 +116,23 @@ pub(crate) fn store(words: &[AtomicU64], src: &[u8]) {
         }
         assert!(src.len() <= words.len() * 8, "shmbus: payload overrun");
         if bulk > 0 {
-            // SAFETY: as in `load`, with the roles swapped: `src` is
-            // private and only read; the slot bytes are written with
-            // per-byte atomic effect, and the only other writer of a slot
-            // is excluded by its odd stamp (the caller's contract).
+            // SAFETY: `bulk <= src.len() <= 8 * words.len()`, so both
+            // ranges are in bounds, and they cannot overlap (`src` is
+            // private and only read). The slot bytes are `AtomicU64`s and
+            // this block writes them with per-byte atomic effect (module
+            // docs), so every access that can race it is atomic too: a
+            // reader's copy (`load`), and another writer's stores. The odd
+            // stamp does not rule out another writer: on a multi-publisher
+            // bus a claimer stalled inside its copy past the unblock
+            // timeout may still be storing into this slot after its next
+            // lap was claimed (`claim.rs`, "Liveness: timeouts only").
+            // Soundness rests on every access to the slot's words being
+            // atomic, not on one writer; what such a race costs is a torn
+            // message that the stamps do not catch, the risk `claim.rs`
+            // states. Where the two writers split a message differently
+            // (one's 8-byte tail words against the other's bulk) the racing
+            // accesses differ in size: the module docs' mixed-size caveat,
+            // as for a reader.
             unsafe {
                 x86::copy16(
                     src.as_ptr(),
