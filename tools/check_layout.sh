@@ -8,7 +8,7 @@
 #   target/debug/shmbus create demo --msg-size 16 --capacity 8
 # and a few `shmbus pub` calls. The bus should be quiet while this runs: no
 # publisher writing and nobody subscribing, or the two views may differ.
-# A pool bus (LAYOUT.md section 23) is checked too: its geometry, census
+# A pool bus (LAYOUT.md section 19) is checked too: its geometry, census
 # and holders against `shmbus stat`, its messages (read from their blocks)
 # against `shmbus sub`.
 #
@@ -119,7 +119,7 @@ extra = {"subscriber_pids": "subscribers"}
 
 cli_leaves = leaves(cli)
 compared = failed = 0
-# A pool bus's fields (LAYOUT.md section 23) are compared below, and only
+# A pool bus's fields (LAYOUT.md section 19) are compared below, and only
 # those `shmbus stat` prints too.
 pool_keys = {k for k in py if k.startswith("pool_")}
 for key, pv in py.items():

@@ -27,10 +27,10 @@ The state includes the raw futex word ("futex_word") and its bit 0
 
 It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
-as a subscriber. On a multi-publisher bus (LAYOUT.md section 22) it does
+as a subscriber. On a multi-publisher bus (LAYOUT.md section 18) it does
 not decode abandoned stamps: it stops at one as at an empty slot.
 
-Pool buses (header flag bit 3, LAYOUT.md section 23). The header lines
+Pool buses (header flag bit 3, LAYOUT.md section 19). The header lines
 (and --json) add the pool's geometry (pool_blocks, pool_block_size and the
 offsets of the state words, the blocks, the active mask and the hold
 lines), a census of the blocks (free, loaned, on_ring, held, reclaimable,
@@ -48,7 +48,7 @@ say published(SEQ); otherwise the block was reclaimed and it prints a lag
 of one (LAGGED skipped=1), as a PoolSubscriber counts it. With --slots a
 pool bus's slot lines end with the descriptor decoded (block B len N).
 
-Memory-model caveat (LAYOUT.md section 18). Python has no atomics and no
+Memory-model caveat (LAYOUT.md section 24). Python has no atomics and no
 fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
 memoryview cast to 'Q'. In CPython that is one aligned 8-byte memcpy, in
 practice a single untorn load on x86-64 and aarch64. The payload is copied
@@ -82,9 +82,9 @@ KIND_BROADCAST = 1
 KINDS = {1: "broadcast", 2: "stream"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
-FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 23)
+FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 19)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
-# Pool buses (LAYOUT.md section 23): two header words past the journal path.
+# Pool buses (LAYOUT.md section 19): two header words past the journal path.
 H_POOL_BLOCKS, H_POOL_BLOCK_SIZE, H_POOL_PID_NS = 432, 440, 448
 MAX_BLOCK_SIZE = 1 << 30
 MAX_BLOCKS = 1 << 20
@@ -128,7 +128,7 @@ REGISTRY_SLOTS = 256
 # Section 5.1: one line per registry entry, from control offset 4096.
 C_SUBSCRIBERS = 4096
 L_POSITION, L_SKIPPED, L_START, L_ACTIVE_NS, L_SEQ = 0, 8, 16, 24, 32
-# Section 23, pool buses only: the active mask (a bit per registry entry,
+# Section 19, pool buses only: the active mask (a bit per registry entry,
 # four u64 words) and one hold line per registry entry after the
 # subscriber lines, each of HOLDS u64 words (0, or block + 1).
 C_POOL_ACTIVE = 512
@@ -147,7 +147,7 @@ def pool_control_len(page):
     return round_up(C_POOL_HOLDS + LINE * REGISTRY_SLOTS, page)
 
 
-# Section 23: a block's state word.
+# Section 19: a block's state word.
 def published(seq):
     return ((seq << 2) | 2) & M64
 
@@ -508,7 +508,7 @@ class Bus:
             **pool,
         }
 
-    # -- the pool (section 23) ---------------------------------------------------
+    # -- the pool (section 19) ---------------------------------------------------
     def state_offset(self, b):
         return self.pool["states"] + 8 * b
 
@@ -552,7 +552,7 @@ class Bus:
         holders = {}
         for e in active:
             # A gone subscriber's holds are the next sweep's to clear
-            # (section 23.6): its blocks are reclaimable, not held.
+            # (section 19.6): its blocks are reclaimable, not held.
             if not e["alive"]:
                 continue
             for b in e["held_blocks"]:
@@ -584,7 +584,7 @@ class Bus:
         return out
 
     def read_block(self, seq, desc):
-        """Section 23, an inspector's read of the message seq whose
+        """Section 19, an inspector's read of the message seq whose
         descriptor is desc: ('read', bytes) or ('lost', None)."""
         block, length = struct.unpack("<QQ", desc)
         if block >= self.pool["blocks"] or length > self.pool["block_size"]:
@@ -696,7 +696,7 @@ def done(seq):
     return (2 * seq + 2) & M64
 
 
-# The Census fields of the Rust pool (LAYOUT.md section 23), in its order.
+# The Census fields of the Rust pool (LAYOUT.md section 19), in its order.
 CENSUS = ("free", "loaned", "on_ring", "held", "reclaimable", "corrupt")
 
 

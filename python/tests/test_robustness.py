@@ -128,7 +128,7 @@ print("popped", consumer.pop(timeout=5).decode(), flush=True)
 def forge_a_dead_claim(name):
     """What a many-publisher publisher killed between its claim and its
     commit leaves: the claim cursor one past a sequence never written
-    (docs/LAYOUT.md §22; the cursor is the control page's first word, the
+    (docs/LAYOUT.md §18; the cursor is the control page's first word, the
     control page at the header's `control_offset`, byte 24)."""
     path = f"/dev/shm/{name}"
     with open(path, "r+b") as f:

@@ -1,7 +1,7 @@
 //! A running bridge's status file: what `shmbus bridge` writes about
 //! itself, and what `shmbus stat`, `top` and `clean` read, without Zenoh.
 //! The writer ([`Writer`]) and the reader ([`read_live`], [`Status::parse`])
-//! are side by side so that the format has one home (docs/LAYOUT.md §25).
+//! are side by side so that the format has one home (docs/LAYOUT.md §23).
 //!
 //! Where: one file per bridge process, `<pid>.json`, in
 //! `$XDG_RUNTIME_DIR/shmbus/bridges/`, else `/tmp/shmbus-<uid>/bridges/`

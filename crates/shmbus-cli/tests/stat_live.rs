@@ -1,5 +1,5 @@
 //! `shmbus stat`, `ls` and `top` judging live and odd buses as
-//! docs/LAYOUT.md says (§5.1, §13, §20, §23.6): no healthy subscriber or
+//! docs/LAYOUT.md says (§5.1, §13, §20, §19.6): no healthy subscriber or
 //! stream called corrupt while its processes run flat out, a subscriber
 //! one past the cursor and a journal joiner taken at their word, a corrupt
 //! stream without a fill beside it, an unknown kind shown as unknown, a

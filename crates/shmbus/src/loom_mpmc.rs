@@ -1,5 +1,5 @@
 //! loom models of the multi-publisher claim, commit and unblock protocol
-//! (`mpmc`): the real `MpPublisher` and subscriber over the heap, through
+//! (`bus::claim`): the real `MpPublisher` and subscriber over the heap, through
 //! the `sync` facade, with a zero unblock timeout so that every reader or
 //! lapping publisher that finds a claim unfinished may skip it at once, and
 //! loom explores both the commit-wins and the unblock-wins orders. Run with:
@@ -61,7 +61,7 @@ fn loom_commit_and_unblock_exclude_each_other() {
 /// publisher's (and only if it was told it committed), and delivered + skipped == published.
 ///
 /// A first publisher that is only slow, not dead, and goes on storing its
-/// payload after the lap took the slot is the window `mpmc` documents (a
+/// payload after the lap took the slot is the window `bus::claim` documents (a
 /// timeout cannot tell slow from dead); this model with a zero timeout
 /// finds it, so it models death, not slowness.
 #[test]

@@ -1,4 +1,4 @@
-//! loom models of the real slot and sleep protocols (`broadcast::Ring`),
+//! loom models of the real slot and sleep protocols (`bus::ring::Ring`),
 //! through the `sync` facade. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test -p shmbus --release --lib loom`
 

@@ -539,7 +539,7 @@ fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> 
                 });
             }
             // A gone subscriber's holds are the next sweep's to clear: its
-            // blocks off the ring are reclaimable, not held (§23.5). An
+            // blocks off the ring are reclaimable, not held (§19.5). An
             // entry that became active after the pass above is counted as
             // live (when in doubt, in use).
             let census = blocks.census_of(&region, head, |entry| {

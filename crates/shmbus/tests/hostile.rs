@@ -347,7 +347,7 @@ fn any_single_corrupt_stamp_costs_readers_at_most_that_message_and_never_hangs_t
             let t = s.wrapping_add_signed(k);
             // `s` is the value there; `done(PUBLISHED)` in its own slot is
             // the next message as the publisher would write it: a forgery,
-            // not corruption (see "Untrusted stamps" in broadcast.rs).
+            // not corruption (see "Untrusted stamps" in bus/mod.rs).
             if t == s || t == PUBLISHED {
                 continue;
             }
@@ -503,7 +503,7 @@ fn as_child_fuzz_reader() {
 
 /// Stores corrupt values into random stamps and the cursor until killed.
 /// Corruption, not forgery: never a stamp the publisher itself could write
-/// next for that slot (see "Untrusted stamps" in broadcast.rs), which only
+/// next for that slot (see "Untrusted stamps" in bus/mod.rs), which only
 /// a peer impersonating the publisher would write.
 #[test]
 fn as_child_fuzz_scribbler() {

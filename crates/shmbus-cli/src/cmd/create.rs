@@ -66,8 +66,9 @@ pub struct CreateArgs {
     /// bus's mode does not (refused otherwise, naming its owner).
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
-    /// A broadcast bus: one publisher at a time, or many `shmbus pub`
-    /// processes at once (claims by fetch_add, see the library's `mpmc`).
+    /// A broadcast bus: one publisher at a time, or with `many` any number
+    /// of `shmbus pub` processes at once (a multi-publisher bus, made by
+    /// the library's `MpPublisher::create`: claims by fetch_add).
     #[arg(long, value_enum, default_value_t = PublisherCount::One)]
     pub publishers: PublisherCount,
     /// With `--publishers many`: milliseconds a claimed message may stay

@@ -194,7 +194,7 @@ fn pool_json(p: &PoolStat) -> Value {
 }
 
 /// The blocks registry entry `entry` holds, as (held, reclaimable): a
-/// gone subscriber's holds are the next sweep's to clear (LAYOUT §23.6),
+/// gone subscriber's holds are the next sweep's to clear (LAYOUT §19.6),
 /// so they are reclaimable, not in use.
 pub(crate) fn holds(p: &PoolStat, entry: usize) -> (usize, usize) {
     match p.holders.iter().find(|h| h.entry == entry) {

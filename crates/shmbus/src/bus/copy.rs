@@ -38,20 +38,15 @@
 //! would need an `sfence` before `done`) and they evict the line the
 //! reader on the other core is about to read.
 //!
-//! # Measured (callgrind, instructions per message published and received)
-//! | | 16 B | 1 KiB | 64 KiB |
-//! |---|---|---|---|
-//! | portable (atomic stripes) | 218 | 2 108 | 123 068 |
-//! | x86_64 `asm!` bulk | 233 | 666 | 26 874 |
-//!
+//! # Cost
 //! The portable loop is one load or store, a bounds check and a loop step
 //! per 8 bytes on each side, never vectorised; the `asm!` turn moves 64
-//! bytes. Under 64 bytes the portable words are used (an `asm!` block for
-//! one 16-byte block cost 249 at 16 B); the 15 left at 16 B are the
-//! branches that choose. `rep movsb` was the other candidate: as short,
-//! but tens of cycles of start-up per call on each side. AVX would halve
-//! the turns again but needs runtime feature detection; at these sizes
-//! memory traffic, not the instruction count, is the bound.
+//! bytes. Under 64 bytes the portable words are used: there an `asm!`
+//! block costs more instructions than it saves. `rep movsb` was the other
+//! candidate: as short, but tens of cycles of start-up per call on each
+//! side. AVX would halve the turns again but needs runtime feature
+//! detection; at these sizes memory traffic, not the instruction count,
+//! is the bound. Measured (callgrind): docs/GUIDE.md, Performance.
 
 use crate::sync::{AtomicU64, Ordering};
 
@@ -104,7 +99,9 @@ pub(crate) fn load(words: &[AtomicU64], dst: &mut [u8]) {
 }
 
 /// Copies `src` into `words`, padded with zeros to the end of `words`.
-/// Only the owner of the slot's odd stamp calls it.
+/// Called by the publisher that moved the slot's stamp to `writing`; on a
+/// multi-publisher bus a stalled one may still be in here after an
+/// unblocker took the slot from it (see the `SAFETY` comment inside).
 ///
 /// # Panics
 /// If `src` is longer than `words`.
@@ -119,10 +116,23 @@ pub(crate) fn store(words: &[AtomicU64], src: &[u8]) {
         }
         assert!(src.len() <= words.len() * 8, "shmbus: payload overrun");
         if bulk > 0 {
-            // SAFETY: as in `load`, with the roles swapped: `src` is
-            // private and only read; the slot bytes are written with
-            // per-byte atomic effect, and the only other writer of a slot
-            // is excluded by its odd stamp (the caller's contract).
+            // SAFETY: `bulk <= src.len() <= 8 * words.len()`, so both
+            // ranges are in bounds, and they cannot overlap (`src` is
+            // private and only read). The slot bytes are `AtomicU64`s and
+            // this block writes them with per-byte atomic effect (module
+            // docs), so every access that can race it is atomic too: a
+            // reader's copy (`load`), and another writer's stores. The odd
+            // stamp does not rule out another writer: on a multi-publisher
+            // bus a claimer stalled inside its copy past the unblock
+            // timeout may still be storing into this slot after its next
+            // lap was claimed (`claim.rs`, "Liveness: timeouts only").
+            // Soundness rests on every access to the slot's words being
+            // atomic, not on one writer; what such a race costs is a torn
+            // message that the stamps do not catch, the risk `claim.rs`
+            // states. Where the two writers split a message differently
+            // (one's 8-byte tail words against the other's bulk) the racing
+            // accesses differ in size: the module docs' mixed-size caveat,
+            // as for a reader.
             unsafe {
                 x86::copy16(
                     src.as_ptr(),

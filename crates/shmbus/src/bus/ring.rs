@@ -298,8 +298,9 @@ impl<R: Region> Ring<R> {
         self.wake_sleepers();
     }
 
-    /// Copies `src` into the payload of `seq`'s slot, zero-padded. Only the
-    /// owner of the slot's odd stamp calls it.
+    /// Copies `src` into the payload of `seq`'s slot, zero-padded. Called by
+    /// the publisher that moved the slot's stamp to `writing(seq)`, which
+    /// on a multi-publisher bus need not still hold it (`copy::store`).
     #[inline]
     pub(crate) fn store_payload(&self, seq: u64, src: &[u8]) {
         copy::store(self.payload(seq), src);

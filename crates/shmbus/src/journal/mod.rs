@@ -72,21 +72,15 @@
 //! whole chunk ahead, and the writer waits for the kernel only when the
 //! grower falls that far behind.
 //!
-//! Measured with `examples/journal_bench.rs` (16-byte messages, 32-byte
-//! records, 10 M per publisher, 5 rounds interleaved with a plain
-//! publisher) on the project's 2-core VM, ext4, 2026-11-23: the publishing
-//! thread's own CPU time is 1.8x to 2.5x the plain publisher's (12 to 16
-//! ns against 6.5), p50 1.7x to 2.4x (target 1.5x: missed; the record's
-//! four stores into a fresh line every other record, the check and the
-//! bookkeeping). The mean depends on growth keeping up. A publisher at
-//! full speed appends 2.4 GB/s; this VM's host backs guest memory on first
-//! touch, and new page-cache pages cost about 12 µs each once the guest's
-//! recently freed ones are used up (25 ms per 8 MiB chunk against 1.6 ms
-//! warm, the same with a plain C `pwrite` loop), so the grower supplies
-//! some 330 MB/s and a saturating publisher waits for it: mean 10x to 15x.
-//! With the run's file preallocated (`JournalOptions::preallocate_bytes`,
-//! paid at start) the mean is 1.8x to 2.6x. Sustained journaling is in any
-//! case bounded by page-cache allocation and, in the end, by the disk.
+//! The publishing thread does more than a plain publisher (the record's
+//! stores, into a fresh cache line every other record, its check word and
+//! the bookkeeping), and the mean depends on growth keeping up: a
+//! publisher at full speed can outrun the grower, which waits for the
+//! kernel to supply new page-cache pages. With the run's file
+//! preallocated (`JournalOptions::preallocate_bytes`, paid at start) that
+//! wait moves to the start. Sustained journaling is in any case bounded
+//! by page-cache allocation and, in the end, by the disk. Measured:
+//! docs/GUIDE.md, "The journal's cost".
 //!
 //! # Invariants
 //! - Journal record `seq` is written (check word last) before ring slot

@@ -197,7 +197,7 @@ pub trait Region: sealed::Sealed {
         &self.words(offset, 1)[0]
     }
     /// Whether another process holds the liveness lock on `byte` of the
-    /// backing file (see `layout::lock_byte`); `None` where there is no
+    /// backing file (see `wire::lock_byte`); `None` where there is no
     /// file (the heap), and so no way to tell.
     ///
     /// # Examples

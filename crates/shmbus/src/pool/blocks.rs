@@ -354,7 +354,7 @@ impl Blocks {
 
     /// [`census`](Blocks::census), counting only the holds of entries for
     /// which `live` says their subscriber is alive: a dead subscriber's
-    /// holds are swept by the next publisher in need of a block (§23.6), so
+    /// holds are swept by the next publisher in need of a block (§19.6), so
     /// the blocks only it holds off the ring are reclaimable, not held.
     pub(crate) fn census_of<R: Region>(
         &self,

@@ -8,7 +8,7 @@
 //! [`heap`] (a pool bus on the heap), then the handles: [`PoolPublisher`]
 //! with its [`Loan`], [`PoolSubscriber`] with its [`Sample`].
 //!
-//! # Invariants (docs/LAYOUT.md §23)
+//! # Invariants (docs/LAYOUT.md §19)
 //! - The ring is the bus's (`bus::ring`), unchanged: its messages are
 //!   descriptors (u64 block, u64 length), so lag, late join, sleeping and
 //!   the registry work as on any bus.

@@ -1,5 +1,5 @@
 //! The block state codec: what a block's state word says (docs/LAYOUT.md
-//! §23). Sequences are kept to their low 62 bits; the ring keeps live
+//! §19). Sequences are kept to their low 62 bits; the ring keeps live
 //! sequences within 2^61 of each other, so that loses nothing.
 
 /// A block nobody uses: no descriptor names it, no loan, no hold. Zero, so

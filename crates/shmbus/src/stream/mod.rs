@@ -35,13 +35,9 @@
 //!   the file's `HEAD` is where a new consumer resumes (a batched one would
 //!   deliver records again after a crash), and batching it gained nothing
 //!   measurable (`examples/stream_bench.rs`, issue 13); nor did storing
-//!   `TAIL` once per 8 records (16-byte records, two threads: 43 to 54 M
-//!   records/s against 51 to 55 storing it per record, 2026-11-23). The
-//!   cursor lines are not where a small record's 18 to 19 ns go: the
-//!   path is long, 316 instructions a push and pop of a 16-byte record
-//!   with the bench's loop and checksum (callgrind, one thread; `release`
-//!   70 of them, `next` 64), against some 138 for a bus publish and
-//!   receive. That is the next place to look.
+//!   `TAIL` once per 8 records. The cursor lines are not where a small
+//!   record's time goes: the push and pop path is long, and that is the
+//!   next place to look (measured: docs/GUIDE.md, Performance).
 //! - Both sides sleep on shared futexes with the doorbell protocol in
 //!   `wait`: the consumer on `DATA_BELL` (rung after each `TAIL` store), the
 //!   producer on `SPACE_BELL` (rung after each `HEAD` store).

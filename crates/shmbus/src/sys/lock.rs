@@ -9,7 +9,7 @@
 //!
 //! OFD locks do not report the holder's pid (`F_OFD_GETLK` gives -1), so the
 //! holder writes its pid into the control page; the lock says whether that
-//! pid is still the holder. Which byte means what is in `layout::lock_byte`.
+//! pid is still the holder. Which byte means what is in `wire::lock_byte`.
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd};

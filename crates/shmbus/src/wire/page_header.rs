@@ -97,7 +97,7 @@ impl Header {
 
     /// The same bus with a pool of `blocks` blocks of `block_size` bytes:
     /// its control area grows by the hold lines, its data pages by the
-    /// blocks' states and the blocks (docs/LAYOUT.md §23).
+    /// blocks' states and the blocks (docs/LAYOUT.md §19).
     ///
     /// # Errors
     /// As [`PoolGeometry::new`], and [`GeometryError::PoolTooSmall`] for

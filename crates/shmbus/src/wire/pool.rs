@@ -1,5 +1,5 @@
 //! A pool bus's geometry: where its blocks' states and its blocks lie, and
-//! what one descriptor in a slot says (docs/LAYOUT.md §23).
+//! what one descriptor in a slot says (docs/LAYOUT.md §19).
 
 use super::{round_up, GeometryError, TypeFingerprint};
 
