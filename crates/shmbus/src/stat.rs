@@ -1069,6 +1069,7 @@ pub struct ScanError {
 ///         Err(CleanError::Io { path, step, source }) => {
 ///             eprintln!("{}: cannot {step}: {source}", path.display())
 ///         }
+///         Err(other) => eprintln!("{other}"), // more reasons may come
 ///     }
 /// }
 /// # std::fs::remove_dir_all(&dir)?;

@@ -62,6 +62,7 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
 /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
 /// match publisher.publish(b"too long") {
 ///     Err(PublishError::TooLong { len, max }) => assert_eq!((len, max), (8, 4)),
+///     Err(other) => panic!("{other}"), // more reasons may come
 ///     Ok(_) => panic!("8 bytes do not fit in 4"),
 /// }
 /// assert_eq!(publisher.next_sequence(), 0); // nothing was published

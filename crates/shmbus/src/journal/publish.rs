@@ -360,6 +360,7 @@ pub enum JournalCreateError {
 ///     Err(CloseError::Compaction { path, reason }) => {
 ///         eprintln!("{}: left uncompacted: {reason}", path.display())
 ///     }
+///     Err(other) => eprintln!("{other}"), // more reasons may come
 /// }
 /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
