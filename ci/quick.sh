@@ -28,14 +28,7 @@ cargo test -q --workspace --all-features
 export SHMBUS_BIN=$PWD/target/debug/shmbus
 
 step "doc examples and # Errors"
-rustup component list --toolchain nightly --installed >/dev/null 2>&1 || {
-    echo "needs the nightly toolchain (rustup toolchain install nightly)" >&2
-    exit 1
-}
-export CARGO_TARGET_DIR=target/nightly-doc
-cargo +nightly rustdoc -q -p shmbus --lib -- -Z unstable-options --output-format json --document-hidden-items
-python3 tools/doc_examples.py target/nightly-doc/doc/shmbus.json
-unset CARGO_TARGET_DIR
+bash ci/doc_examples.sh shmbus
 
 step "layout page, read back by tools/read_bus.py"
 name="shmbus-quick-layout-$$"
