@@ -6,7 +6,9 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
-use shmbus::{BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+use shmbus::{
+    bus::MpPublisher, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+};
 
 use crate::{errors, lagged, support, wait_in_slices, with_bytes, Cancel, Handle, Until};
 

@@ -8,9 +8,14 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use shmbus::{
-    AppendError, AttachError, CloseError, CreateError, ErrorKind, JoinError, JournalAttachError,
-    JournalCreateError, JournalOpenError, LoanError, MpPublishError, OpenError, PoolRecvError,
-    PopError, PublishError, PushError, TypeFingerprint,
+    bus::{MpPublishError, PublishError},
+    journal::{
+        AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
+        JournalOpenError,
+    },
+    pool::{LoanError, PoolRecvError},
+    stream::{PopError, PushError},
+    AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
 };
 
 /// An instance of `shmbus.errors.<class>(msg)` with `attrs` set on it.
@@ -174,7 +179,7 @@ pub(crate) fn mp_publish(py: Python<'_>, e: MpPublishError) -> PyErr {
     }
 }
 
-pub(crate) fn abandoned(py: Python<'_>, e: shmbus::Abandoned) -> PyErr {
+pub(crate) fn abandoned(py: Python<'_>, e: shmbus::bus::Abandoned) -> PyErr {
     plain(py, e.kind(), Family::Publish, e)
 }
 

@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    BusOptions, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
-    OpenOptions, Received, Wait,
+    journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber},
+    BusOptions, OpenOptions, Received, Wait,
 };
 
 use crate::bus::{bus_type, expected_type, open_type};

@@ -117,12 +117,12 @@ where
 pub(crate) fn join_journal(
     py: Python<'_>,
     name: &str,
-    opts: &shmbus::JoinOptions,
+    opts: &shmbus::journal::JoinOptions,
     cancel: Option<&Cancel<'_>>,
-) -> PyResult<Result<shmbus::JournalSubscriber<[u8]>, shmbus::JoinError>> {
+) -> PyResult<Result<shmbus::journal::JournalSubscriber<[u8]>, shmbus::journal::JoinError>> {
     let mut raised: Option<PyErr> = None;
     let joined = py.detach(|| {
-        shmbus::JournalSubscriber::<[u8]>::join_cancellable(name, opts, || {
+        shmbus::journal::JournalSubscriber::<[u8]>::join_cancellable(name, opts, || {
             Python::attach(|py| {
                 let stop = py
                     .check_signals()
@@ -139,7 +139,7 @@ pub(crate) fn join_journal(
         })
     });
     match (joined, raised) {
-        (Err(shmbus::JoinError::Cancelled), Some(e)) => Err(e),
+        (Err(shmbus::journal::JoinError::Cancelled), Some(e)) => Err(e),
         (joined, _) => Ok(joined),
     }
 }

@@ -20,8 +20,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    AttachError, BusOptions, Loan, LoanError, OpenOptions, PoolPublisher, PoolSubscriber, Received,
-    Sample, Wait,
+    pool::{Loan, LoanError, PoolPublisher, PoolSubscriber, Sample},
+    AttachError, BusOptions, OpenOptions, Received, Wait,
 };
 
 use crate::bus::parse_start;
@@ -36,7 +36,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-type Publisher = PoolPublisher<shmbus::ShmRegion>;
+type Publisher = PoolPublisher<shmbus::mem::ShmRegion>;
 
 /// A pool publisher shared between its Python handle, its outstanding loan
 /// and the views of that loan.
@@ -72,7 +72,7 @@ impl Shared {
 /// A loan together with the publisher it borrows.
 struct LoanCell {
     /// Borrows `*publisher`; dropped (or published) before it is rebuilt.
-    loan: Option<Loan<'static, shmbus::ShmRegion>>,
+    loan: Option<Loan<'static, shmbus::mem::ShmRegion>>,
     /// From `Box::into_raw`; owned by this cell until `Drop` rebuilds it.
     publisher: NonNull<Publisher>,
     shared: Arc<Shared>,
@@ -114,7 +114,7 @@ impl SendPtr {
 }
 
 /// A loan made `Send` to come back out of `py.detach`.
-struct SendLoan(Loan<'static, shmbus::ShmRegion>);
+struct SendLoan(Loan<'static, shmbus::mem::ShmRegion>);
 // SAFETY: as `LoanCell`.
 unsafe impl Send for SendLoan {}
 
@@ -128,7 +128,7 @@ pub struct Hold {
     len: usize,
     readonly: bool,
     #[allow(dead_code)]
-    sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
+    sample: Option<Arc<Sample<shmbus::mem::ShmRegion>>>,
     publisher: Option<Arc<Shared>>,
 }
 
@@ -560,13 +560,13 @@ impl PyLoan {
 /// in place.
 #[pyclass(module = "shmbus", name = "PoolSubscriber", frozen)]
 pub struct PyPoolSubscriber {
-    inner: Handle<PoolSubscriber<shmbus::ShmRegion>>,
+    inner: Handle<PoolSubscriber<shmbus::mem::ShmRegion>>,
 }
 
 enum PoolGot {
-    Sample(Sample<shmbus::ShmRegion>),
+    Sample(Sample<shmbus::mem::ShmRegion>),
     Lagged(u64),
-    Error(shmbus::PoolRecvError),
+    Error(shmbus::pool::PoolRecvError),
 }
 
 impl PyPoolSubscriber {
@@ -577,7 +577,7 @@ impl PyPoolSubscriber {
 
     fn recv_on(
         py: Python<'_>,
-        sub: &mut PoolSubscriber<shmbus::ShmRegion>,
+        sub: &mut PoolSubscriber<shmbus::mem::ShmRegion>,
         cancel: &Cancel<'_>,
         until: Until,
     ) -> PyResult<Option<Py<PyAny>>> {
@@ -607,7 +607,7 @@ impl PyPoolSubscriber {
 impl PyPoolSubscriber {
     /// The most samples one subscriber may hold at once.
     #[classattr]
-    const MAX_HELD: usize = PoolSubscriber::<shmbus::ShmRegion>::MAX_HELD;
+    const MAX_HELD: usize = PoolSubscriber::<shmbus::mem::ShmRegion>::MAX_HELD;
 
     /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
     /// "latest", as `Subscriber.open`).
@@ -693,7 +693,7 @@ impl PyPoolSubscriber {
 /// block.
 #[pyclass(module = "shmbus", name = "Sample")]
 pub struct PySample {
-    sample: Option<Arc<Sample<shmbus::ShmRegion>>>,
+    sample: Option<Arc<Sample<shmbus::mem::ShmRegion>>>,
     lent: Lent,
     /// The message's sequence number.
     #[pyo3(get)]

@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
-use shmbus::{Consumer, OpenOptions, PopError, Producer, PushError, StreamOptions};
+use shmbus::{
+    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
+    OpenOptions,
+};
 
 use crate::{errors, owned_bytes, retry_in_slices, Handle, Until};
 

@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    BusOptions, MpPublisher, OpenOptions, Publisher, Received, Start, Subscriber, SubscriberGroup,
-    WaitStrategy,
+    bus::{MpPublisher, SubscriberGroup},
+    BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
 };
 
 use crate::error::BenchError;
@@ -360,7 +360,7 @@ fn receive_rows(m: u64) -> Result<[Row; 2], BenchError> {
     }
     let opts = OpenOptions::default()
         .start(Start::Oldest)
-        .wait(WaitStrategy::BusySpin);
+        .wait_strategy(WaitStrategy::BusySpin);
     let open_err = |source| BenchError::OpenBus {
         name: name.clone(),
         source,

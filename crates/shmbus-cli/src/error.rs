@@ -10,7 +10,7 @@
 use std::io;
 use std::process::ExitCode;
 
-use shmbus::{AttachError, CreateError, HugePageError, OpenError};
+use shmbus::{error::HugePageError, AttachError, CreateError, OpenError};
 
 /// Why a command stopped early.
 #[derive(Debug)]

@@ -850,7 +850,7 @@ fn a_frame_further_ahead_than_any_bus_can_skip_is_refused_whole() {
     // and drop every genuine frame after it as a repeat.
     a_hostile_frame_is_counted_and_the_bridge_in_goes_on("far", |upstream| Frame::Message {
         upstream,
-        seq: 1 + shmbus::SkipError::MAX + 1,
+        seq: 1 + shmbus::bus::SkipError::MAX + 1,
         msg_size: 32,
         bytes: b"far",
     });

@@ -10,7 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::{signal, spawn, BusName, ShmDir, Watched};
 use rustix::process::Signal;
-use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+use shmbus::{
+    journal::{JournalOptions, JournalPublisher},
+    BusOptions,
+};
 use shmbus_testkit::RuntimeDir;
 use shmbus_zenoh::frame::Frame;
 use zenoh::query::ConsolidationMode;

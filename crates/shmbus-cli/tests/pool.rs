@@ -14,8 +14,8 @@ use std::io::Write;
 
 use common::{numbered_lines, publish, run_stdin, wait_until_waiting, BusName, CliOutput, ShmDir};
 use shmbus::{
-    AttachError, OpenError, OpenOptions, PoolSubscriber, Publisher, Received, Start, Subscriber,
-    Wait,
+    pool::PoolSubscriber, AttachError, OpenError, OpenOptions, Publisher, Received, Start,
+    Subscriber, Wait,
 };
 
 use common::{run_shmbus as shmbus, start, start_with_stdin};
@@ -345,7 +345,7 @@ fn a_pool_subscriber_or_publisher_on_a_plain_bus_gets_pool_mismatch() {
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool subscriber opened a plain bus"),
     }
-    match shmbus::PoolPublisher::attach(&plain, &opts) {
+    match shmbus::pool::PoolPublisher::attach(&plain, &opts) {
         Err(AttachError::Open(OpenError::PoolMismatch { found: false })) => {}
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool publisher attached to a plain bus"),

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{process_state, run, spawn, wait_for, BusName, CliOutput, ShmDir, Watched};
 use serde_json::Value;
-use shmbus::{BusOptions, OpenOptions, PoolSubscriber, Received, Wait};
+use shmbus::{pool::PoolSubscriber, BusOptions, OpenOptions, Received, Wait};
 use shmbus_testkit::{idle_until_killed, param, print_ready, role, spawn_child};
 
 fn stat_json(bus: &str) -> Value {
@@ -419,15 +419,15 @@ fn a_killed_subscriber_s_pool_blocks_are_shown_reclaimable_not_held() {
     let bus = BusName::new("pool-dead-holder");
     let name = bus.name();
     // 8 slots, 16 blocks: the holder's 8 go off the ring as 8 more come.
-    let mut p =
-        shmbus::PoolPublisher::create(name, &BusOptions::new(8).pool(64, 16)).expect("create");
+    let mut p = shmbus::pool::PoolPublisher::create(name, &BusOptions::new(8).pool(64, 16))
+        .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_sample_holder",
         "pool-sample-holder",
         &[("BUS", name.to_string()), ("HOLD", "8".into())],
     );
     holder.wait_ready();
-    let publish = |p: &mut shmbus::PoolPublisher, n| {
+    let publish = |p: &mut shmbus::pool::PoolPublisher, n| {
         for _ in 0..n {
             p.loan(8, Wait::Never)
                 .expect("a free block")

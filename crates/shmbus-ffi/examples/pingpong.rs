@@ -82,7 +82,7 @@ fn main() {
     let (ping, pong) = (&args[2], &args[3]);
     let opts = OpenOptions::default()
         .start(Start::Oldest)
-        .wait(WaitStrategy::BusySpin);
+        .wait_strategy(WaitStrategy::BusySpin);
     let (to, from) = if client { (ping, pong) } else { (pong, ping) };
     let mut publisher = Publisher::<[u8]>::attach(to, &opts).unwrap_or_else(|e| die("attach", e));
     let mut sub = Subscriber::<[u8]>::open(from, &opts).unwrap_or_else(|e| die("open", e));

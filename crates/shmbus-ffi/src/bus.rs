@@ -4,7 +4,10 @@
 
 use std::ffi::{c_char, c_void};
 
-use shmbus_core::{MpPublishError, MpPublisher, Publisher, Received, Subscriber};
+use shmbus_core::{
+    bus::{MpPublishError, MpPublisher},
+    Publisher, Received, Subscriber,
+};
 
 use crate::{
     create_handle, deliver, entry, entry_void, error, handle, lagged, message_buffer, nothing,

@@ -144,30 +144,30 @@ pub(crate) trait Classified: Display {
 }
 
 macro_rules! classified {
-    ($($error:ident),* $(,)?) => {
-        $(impl Classified for shmbus_core::$error {
+    ($($error:path),* $(,)?) => {
+        $(impl Classified for $error {
             fn kind(&self) -> ErrorKind {
-                shmbus_core::$error::kind(self)
+                <$error>::kind(self)
             }
         })*
     };
 }
 
 classified!(
-    OpenError,
-    CreateError,
-    AttachError,
-    PublishError,
-    Abandoned,
-    MpPublishError,
-    LoanError,
-    PoolRecvError,
-    PushError,
-    PopError,
-    JoinError,
-    JournalCreateError,
-    JournalAttachError,
-    JournalOpenError,
-    AppendError,
-    CloseError,
+    shmbus_core::OpenError,
+    shmbus_core::CreateError,
+    shmbus_core::AttachError,
+    shmbus_core::bus::PublishError,
+    shmbus_core::bus::Abandoned,
+    shmbus_core::bus::MpPublishError,
+    shmbus_core::pool::LoanError,
+    shmbus_core::pool::PoolRecvError,
+    shmbus_core::stream::PushError,
+    shmbus_core::stream::PopError,
+    shmbus_core::journal::JoinError,
+    shmbus_core::journal::JournalCreateError,
+    shmbus_core::journal::JournalAttachError,
+    shmbus_core::journal::JournalOpenError,
+    shmbus_core::journal::AppendError,
+    shmbus_core::journal::CloseError,
 );

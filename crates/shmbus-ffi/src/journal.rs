@@ -5,7 +5,8 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    Entry, ErrorKind, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received,
+    journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber},
+    ErrorKind, Received,
 };
 
 use crate::{
@@ -195,7 +196,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_join(
 ) -> Status {
     let make = |name: &str, o: &Opened| {
         let mut join = JoinOptions::default()
-            .wait(o.wait)
+            .wait_strategy(o.wait)
             .init_timeout(o.init_timeout);
         if let Some(t) = o.flush_timeout {
             join = join.flush_timeout(t);

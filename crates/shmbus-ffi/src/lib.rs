@@ -45,7 +45,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
 
 use shmbus_core::{
-    BusOptions, ErrorKind, HugePages, OpenOptions, Start, StreamOptions, Wait, WaitStrategy,
+    mem::HugePages, stream::StreamOptions, BusOptions, ErrorKind, OpenOptions, Start, Wait,
+    WaitStrategy,
 };
 
 use error_code::Classified;
@@ -731,7 +732,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
     };
     let mut open = OpenOptions::default()
         .start(start)
-        .wait(wait)
+        .wait_strategy(wait)
         .init_timeout(init_timeout)
         .prefault(o.flags & SHMBUS_PREFAULT != 0)
         .mlock(o.flags & SHMBUS_MLOCK != 0)
@@ -784,7 +785,7 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
         .mode(c.mode)
         .prefault(c.prefault)
         .mlock(c.mlock)
-        .wait(strategy(o.wait, o.spin_ns, WHAT)?);
+        .wait_strategy(strategy(o.wait, o.spin_ns, WHAT)?);
     if let Some(huge) = c.huge_pages {
         s = s.huge_pages(huge);
     }

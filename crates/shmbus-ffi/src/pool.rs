@@ -20,7 +20,8 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
 use shmbus_core::{
-    Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Received, Sample,
+    pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample},
+    Received,
 };
 
 use crate::{

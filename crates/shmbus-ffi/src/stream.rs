@@ -3,7 +3,10 @@
 
 use std::ffi::{c_char, c_void};
 
-use shmbus_core::{Consumer, ErrorKind, PopError, Producer, PushError};
+use shmbus_core::{
+    stream::{Consumer, PopError, Producer, PushError},
+    ErrorKind,
+};
 
 use crate::{
     buffer, bytes, capacity_in, copy_into, entry, entry_void, error, handle, new_handle,

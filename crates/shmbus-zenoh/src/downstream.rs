@@ -10,8 +10,9 @@
 use std::path::PathBuf;
 
 use shmbus::{
-    AttachError, BusOptions, DefaultRegion, JournalAttachError, JournalOptions, JournalPublisher,
-    OpenError, OpenOptions, Publisher, Region,
+    journal::{JournalAttachError, JournalOptions, JournalPublisher},
+    mem::{DefaultRegion, Region},
+    AttachError, BusOptions, OpenError, OpenOptions, Publisher,
 };
 
 use crate::BridgeError;
@@ -97,7 +98,7 @@ impl Downstream {
                 JournalPublisher::<[u8]>::create(name, &bus, &journal)
                     .map(|p| Downstream::Journaled(Box::new(p)))
                     .map_err(|e| match e {
-                        shmbus::JournalCreateError::Create(source) => create_error(source),
+                        shmbus::journal::JournalCreateError::Create(source) => create_error(source),
                         e => BridgeError::Journal {
                             name: name.to_owned(),
                             message: e.to_string(),
@@ -142,7 +143,7 @@ impl<R: Region> Downstream<R> {
                 .map_err(|_| too_long(p.msg_size())),
             Downstream::Journaled(p) => match p.publish(bytes) {
                 Ok(_) => Ok(()),
-                Err(shmbus::AppendError::TooLong { max, .. }) => Err(too_long(max)),
+                Err(shmbus::journal::AppendError::TooLong { max, .. }) => Err(too_long(max)),
                 Err(e) => Err(BridgeError::Journal {
                     name: name.to_owned(),
                     message: e.to_string(),
@@ -158,7 +159,7 @@ impl<R: Region> Downstream<R> {
             Downstream::Plain(p) => {
                 // `inbound::admissible` refuses a frame whose hole is past
                 // 2^60 before anything of it is applied: `n` is within it.
-                let _ = p.skip(n.min(shmbus::SkipError::MAX));
+                let _ = p.skip(n.min(shmbus::bus::SkipError::MAX));
                 Ok(())
             }
             Downstream::Journaled(p) => Err(BridgeError::Unrepairable {

@@ -222,7 +222,10 @@ pub enum FrameError {
         msg_size: u64,
     },
     /// A gap of no messages, or more than a bus can skip at once.
-    #[error("gap of {count} messages, expected 1 to {}", shmbus::SkipError::MAX)]
+    #[error(
+        "gap of {count} messages, expected 1 to {}",
+        shmbus::bus::SkipError::MAX
+    )]
     Gap {
         /// The count it held.
         count: u64,
@@ -287,7 +290,7 @@ impl Frame<'_> {
                 })
             }
             KIND_GAP => {
-                if n == 0 || n > shmbus::SkipError::MAX || b.len() != HEADER {
+                if n == 0 || n > shmbus::bus::SkipError::MAX || b.len() != HEADER {
                     return Err(FrameError::Gap { count: n });
                 }
                 Ok(Frame::Gap {

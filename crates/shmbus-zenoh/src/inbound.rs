@@ -58,7 +58,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use shmbus::Region;
+use shmbus::mem::Region;
 use zenoh::query::ConsolidationMode;
 use zenoh::sample::Sample;
 use zenoh::{Session, Wait as _};
@@ -934,7 +934,7 @@ impl Bridge {
 /// Whether `frame` can be applied to `bus` as it is: its messages fit the
 /// bus's message size (a bus keeps the size it was made with, from the
 /// upstream's first frame), and the hole before it is one a bus can have
-/// ([`shmbus::SkipError::MAX`], 2^60: no bus publishes that many; a
+/// ([`shmbus::bus::SkipError::MAX`], 2^60: no bus publishes that many; a
 /// frame further ahead is corrupt or hostile, not a loss). A frame behind
 /// the bus is admissible: it is a repeat.
 fn admissible<R: Region>(bus: &Downstream<R>, frame: &Frame<'_>) -> bool {
@@ -947,7 +947,7 @@ fn admissible<R: Region>(bus: &Downstream<R>, frame: &Frame<'_>) -> bool {
         Frame::Gap { first, count, .. } => (ahead(next, first.wrapping_add(count)), 0),
         Frame::End { .. } => (0, 0),
     };
-    msg_size <= bus.msg_size() as u64 && lead <= shmbus::SkipError::MAX as i64
+    msg_size <= bus.msg_size() as u64 && lead <= shmbus::bus::SkipError::MAX as i64
 }
 
 /// Publishes one frame at its upstream sequence, giving up the hole
@@ -1075,7 +1075,7 @@ mod tests {
         let mut sub = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let mut p = Downstream::Plain(p);
         let mut stats = InStats::default();
-        let far = 1 + shmbus::SkipError::MAX + 1;
+        let far = 1 + shmbus::bus::SkipError::MAX + 1;
         let frames = [
             message(0, b"a"),
             // 16-byte messages into a bus of 8.

@@ -139,7 +139,9 @@ pub fn bridge_out(
 /// and made again in between is read again; each creation has its own
 /// `created_ns`).
 fn open(opts: &OutOptions) -> Result<(Subscriber<[u8]>, Upstream), BridgeError> {
-    let open = OpenOptions::default().start(opts.start).wait(opts.wait);
+    let open = OpenOptions::default()
+        .start(opts.start)
+        .wait_strategy(opts.wait);
     let open_error = |source| BridgeError::Open {
         name: opts.name.clone(),
         source,

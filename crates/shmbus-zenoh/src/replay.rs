@@ -41,7 +41,10 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use shmbus::{Entry, JoinError, JoinOptions, JournalSubscriber, Received, Wait};
+use shmbus::{
+    journal::{Entry, JoinError, JoinOptions, JournalSubscriber},
+    Received, Wait,
+};
 use zenoh::handlers::FifoChannelHandler;
 use zenoh::query::{Query, Queryable};
 use zenoh::Wait as _;

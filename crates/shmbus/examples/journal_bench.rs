@@ -20,8 +20,10 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use shmbus::{
-    BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed,
-    KeyedState, Publisher, Received,
+    journal::{
+        JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
+    },
+    BusOptions, Publisher, Received,
 };
 
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -14,7 +14,10 @@
 
 use std::time::Instant;
 
-use shmbus::{Consumer, OpenOptions, PopError, Producer, PushError, StreamOptions, Wait};
+use shmbus::{
+    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
+    OpenOptions, Wait,
+};
 
 /// Records per batch in `alternate` mode: a batch fits in the ring.
 const BATCH: u64 = 256;

@@ -1,5 +1,11 @@
+//! The errors every kind shares: making a bus file ([`CreateError`]),
+//! opening one ([`OpenError`]), taking over a role ([`AttachError`]), and
+//! what those wrap. Each kind's own errors live in its module
+//! ([`crate::bus::PublishError`], [`crate::stream::PushError`], ...).
+//!
 //! One error enum per operation. Each `Display` names what was found and
-//! what was expected, so the CLI can print it as its one line.
+//! what was expected, so the CLI can print it as its one line; each has a
+//! `kind()` giving its [`ErrorKind`], the classification C and Python use.
 
 use std::io;
 use std::path::PathBuf;
@@ -7,9 +13,11 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use crate::mem::HugePageError;
+pub use crate::error_kind::ErrorKind;
+pub use crate::mem::huge::HugePageError;
 pub use crate::sys::NameError;
-use crate::wire::{GeometryError, Kind, Publishers, TypeFingerprint};
+pub use crate::wire::GeometryError;
+use crate::wire::{Kind, Publishers, TypeFingerprint};
 
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).

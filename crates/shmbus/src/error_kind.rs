@@ -126,7 +126,7 @@ impl NameError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, NameError};
+    /// use shmbus::{ErrorKind, error::NameError};
     ///
     /// assert_eq!(NameError::Empty.kind(), ErrorKind::InvalidName);
     /// ```
@@ -140,7 +140,7 @@ impl GeometryError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, GeometryError};
+    /// use shmbus::{ErrorKind, error::GeometryError};
     ///
     /// let e = GeometryError::Capacity { capacity: 100 };
     /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
@@ -267,7 +267,7 @@ impl Abandoned {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{Abandoned, ErrorKind};
+    /// use shmbus::{ErrorKind, bus::Abandoned};
     ///
     /// let e = Abandoned { seq: 3, unblock: Duration::from_secs(1) };
     /// assert_eq!(e.kind(), ErrorKind::Abandoned);
@@ -283,7 +283,7 @@ impl MpPublishError {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{ErrorKind, MpPublisher};
+    /// use shmbus::{ErrorKind, bus::MpPublisher};
     ///
     /// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
     /// let err = publisher.publish(b"too long").unwrap_err();
@@ -305,7 +305,7 @@ impl PushError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, PushError};
+    /// use shmbus::{ErrorKind, stream::PushError};
     ///
     /// assert_eq!(PushError::Full.kind(), ErrorKind::TimedOut);
     /// assert_eq!(PushError::PeerGone { pid: 1 }.kind(), ErrorKind::PeerGone);
@@ -327,7 +327,7 @@ impl PopError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, PopError};
+    /// use shmbus::{ErrorKind, stream::PopError};
     ///
     /// assert_eq!(PopError::Empty.kind(), ErrorKind::TimedOut);
     /// assert_eq!(PopError::Corrupt { at: 0, header: 0 }.kind(), ErrorKind::Corrupt);
@@ -349,7 +349,7 @@ impl LoanError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, PoolPublisher, Wait};
+    /// use shmbus::{ErrorKind, Wait, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
     /// let err = publisher.loan(100, Wait::Never).err().unwrap();
@@ -371,7 +371,7 @@ impl PoolRecvError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, PoolRecvError};
+    /// use shmbus::{ErrorKind, pool::PoolRecvError};
     ///
     /// let e = PoolRecvError::TooManySamples { max: 8 };
     /// assert_eq!(e.kind(), ErrorKind::TooManySamples);
@@ -389,7 +389,7 @@ impl JournalOpenError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, JournalOpenError};
+    /// use shmbus::{ErrorKind, journal::JournalOpenError};
     ///
     /// let e = JournalOpenError::Sealed { path: "ticks.journal".into() };
     /// assert_eq!(e.kind(), ErrorKind::Journal);
@@ -408,7 +408,7 @@ impl JoinError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, JoinError};
+    /// use shmbus::{ErrorKind, journal::JoinError};
     ///
     /// let e = JoinError::NotJournaled { name: "ticks".into() };
     /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
@@ -434,7 +434,7 @@ impl JournalCreateError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, JournalCreateError};
+    /// use shmbus::{ErrorKind, journal::JournalCreateError};
     ///
     /// let e = JournalCreateError::TooLarge { option: "chunk_bytes", value: 1 << 40, max: 1 << 30 };
     /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
@@ -457,7 +457,7 @@ impl JournalAttachError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, JournalAttachError};
+    /// use shmbus::{ErrorKind, journal::JournalAttachError};
     ///
     /// let e = JournalAttachError::NotJournaled { name: "ticks".into() };
     /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
@@ -478,7 +478,7 @@ impl AppendError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{AppendError, ErrorKind};
+    /// use shmbus::{ErrorKind, journal::AppendError};
     ///
     /// assert_eq!(AppendError::TooLong { len: 9, max: 8 }.kind(), ErrorKind::TooLong);
     /// ```
@@ -496,7 +496,7 @@ impl CloseError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{CloseError, ErrorKind};
+    /// use shmbus::{ErrorKind, journal::CloseError};
     ///
     /// let e = CloseError::Compaction { path: "ticks.journal".into(), reason: "disk full".into() };
     /// assert_eq!(e.kind(), ErrorKind::Journal);
@@ -515,10 +515,10 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::error::HugePageError;
     use crate::journal::SnapshotError;
     use crate::pool::Census;
     use crate::wire::{Kind, Publishers, TypeFingerprint};
-    use crate::HugePageError;
     use ErrorKind as K;
 
     fn path() -> PathBuf {

@@ -1,21 +1,33 @@
 //! shmbus: messages between processes on one Linux machine through shared
 //! memory, with no system call and no kernel copy on the hot path.
 //!
-//! - A **bus** ([`Publisher`], [`Subscriber`]): fixed-size messages written
-//!   once into seqlock-stamped slots, read by any number of subscriber
-//!   processes, each at its own cursor. Typed (`Publisher<T>` for a
-//!   [`Message`] `T`: plain old data with a schema name that C and Python
-//!   state too) or raw bytes (`Publisher<[u8]>`), one implementation
-//!   either way ([`Payload`]).
-//! - A **pool bus** ([`PoolPublisher`], [`PoolSubscriber`]): zero-copy
-//!   blocks of any size, made by [`BusOptions::pool`]; the publisher
-//!   writes a loaned block in place ([`Loan`]) and each subscriber reads it
-//!   in place ([`Sample`]), with lag counted as on a bus.
-//! - A **stream** ([`Producer`], [`Consumer`]): a lossless ring of
-//!   variable-length byte records with backpressure.
-//! - A **journal** ([`JournalPublisher`], [`JournalSubscriber`], [`State`]):
-//!   a bus whose every message is also appended to a file, so a subscriber
-//!   that starts late gets everything, with no gap and no duplicate.
+//! Four kinds, each a module holding its handles, its options and its
+//! errors:
+//!
+//! - [`bus`]: the **broadcast bus** ([`Publisher`], [`Subscriber`]):
+//!   fixed-size messages written once into seqlock-stamped slots, read by
+//!   any number of subscriber processes, each at its own cursor. Typed
+//!   (`Publisher<T>` for a [`Message`] `T`: plain old data with a schema
+//!   name that C and Python state too) or raw bytes (`Publisher<[u8]>`),
+//!   one implementation either way ([`bus::Payload`]).
+//! - [`pool`]: the **pool bus** ([`pool::PoolPublisher`],
+//!   [`pool::PoolSubscriber`]): zero-copy blocks of any size, made by
+//!   [`BusOptions::pool`]; the publisher writes a loaned block in place
+//!   ([`pool::Loan`]) and each subscriber reads it in place
+//!   ([`pool::Sample`]), with lag counted as on a bus.
+//! - [`stream`]: the **stream** ([`stream::Producer`],
+//!   [`stream::Consumer`]): a lossless ring of variable-length byte
+//!   records with backpressure.
+//! - [`journal`]: the **journaled bus** ([`journal::JournalPublisher`],
+//!   [`journal::JournalSubscriber`], [`journal::State`]): a bus whose
+//!   every message is also appended to a file, so a subscriber that
+//!   starts late gets everything, with no gap and no duplicate.
+//!
+//! Beside them: [`error`] (the errors every kind shares, and
+//! [`ErrorKind`]), [`mem`] (the memory a ring lives in: a file, the heap,
+//! huge pages) and [`stat`] (what `shmbus stat` and `shmbus top` read).
+//! The root re-exports what nearly every user names: the bus's handles,
+//! the options, [`Wait`], the common errors.
 //!
 //! ```
 //! use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
@@ -54,25 +66,25 @@
 //! # Publisher death and restart
 //! Every role holds an OFD lock on a byte of the file, which the kernel
 //! drops when the process dies by any signal. A new process takes over
-//! with [`Publisher::attach`] (or [`Producer::attach`]): it carries on the
+//! with [`Publisher::attach`] (or [`Producer::attach`](stream::Producer::attach)): it carries on the
 //! sequence where the dead one stopped and bumps the bus's epoch, so
 //! subscribers keep reading without a gap in numbering. A publisher killed
 //! mid-write leaves one slot torn; readers never return it. `shmbus clean`
 //! ([`stat::clean`]) removes buses nobody holds any more.
 //!
 //! # Late join
-//! A journaled bus ([`JournalPublisher::create`]) appends every message to
-//! a file before it goes on the ring. [`JournalSubscriber::join`] reads the
+//! A journaled bus ([`JournalPublisher::create`](journal::JournalPublisher::create)) appends every message to
+//! a file before it goes on the ring. [`JournalSubscriber::join`](journal::JournalSubscriber::join) reads the
 //! journal and then the ring, and hands over between the two with a flush
-//! handshake, so it gets every sequence exactly once; [`State`] folds
+//! handshake, so it gets every sequence exactly once; [`State`](journal::State) folds
 //! keyed messages into last-value-per-key.
 //!
 //! # Many publishers
-//! A bus made by [`MpPublisher::create`] takes any number of publisher
+//! A bus made by [`MpPublisher::create`](bus::MpPublisher::create) takes any number of publisher
 //! processes in one total order. A publisher killed between claiming a
 //! slot and committing it costs each subscriber one reported skipped
 //! message after the bus's unblock timeout, never a stall.
-//! [`SubscriberGroup`] reads each slot once for N logical consumers.
+//! [`SubscriberGroup`](bus::SubscriberGroup) reads each slot once for N logical consumers.
 //!
 //! # Trust and permissions
 //! A bus is a file (mode 0600 unless [`BusOptions::mode`] says otherwise),
@@ -81,13 +93,13 @@
 //! a file holds is untrusted: a process with write access can make readers
 //! see wrong messages, but never hang them, crash them or make them
 //! report a lag that is not there; every such finding is a typed error
-//! ([`OpenError`], [`PopError::CorruptCursors`], ...). Write access to a
+//! ([`OpenError`], [`PopError::CorruptCursors`](stream::PopError::CorruptCursors), ...). Write access to a
 //! bus is trust in whoever has it.
 //!
 //! # Waiting
 //! Every call that can wait takes a [`Wait`]: `Never`, `For(duration)` or
 //! `Forever`. How it waits (spin, yield, futex sleep) is the
-//! [`WaitStrategy`] of [`OpenOptions::wait`].
+//! [`WaitStrategy`] of [`OpenOptions::wait_strategy`].
 //!
 //! The layers, the path of a message and where each invariant is written:
 //! docs/ARCHITECTURE.md in the repository; the bytes of a segment:
@@ -100,11 +112,11 @@
 // Under loom only the protocols are built; the file-system half is not.
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
-mod bus;
-mod error;
+pub mod bus;
+pub mod error;
 mod error_kind;
 #[cfg(not(loom))]
-mod journal;
+pub mod journal;
 #[cfg(all(test, loom))]
 mod loom_mpmc;
 #[cfg(all(test, loom))]
@@ -113,46 +125,29 @@ mod loom_pool;
 mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
-mod mem;
+pub mod mem;
 mod options;
-mod pool;
+pub mod pool;
 #[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
 pub mod stat;
-mod stream;
+pub mod stream;
 mod sync;
 mod sys;
 mod wait;
 #[doc(hidden)]
 pub mod wire;
 
-pub use bus::{
-    Abandoned, MpPublishError, MpPublisher, Payload, PublishError, Publisher, Received, SkipError,
-    Subscriber, SubscriberGroup,
-};
-pub use error::{AttachError, CreateError, HugePageError, NameError, OpenError};
-pub use error_kind::ErrorKind;
-#[cfg(not(loom))]
-pub use journal::{
-    AppendError, CloseError, Entry, JoinError, JoinOptions, JournalAttachError, JournalCreateError,
-    JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    SeekError, SnapshotError, State,
-};
-#[cfg(not(loom))]
-pub use mem::ShmRegion;
-pub use mem::{DefaultRegion, HeapRegion, HugePages, Region};
-pub use options::{BusOptions, OpenOptions, Start, StreamOptions};
-pub use pool::Census;
-#[cfg(not(loom))]
-pub use pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample, TypedLoan};
+// The root holds what nearly every user names; each kind's module holds the
+// rest of that kind.
+pub use bus::{Publisher, Received, Subscriber};
+pub use error::{AttachError, CreateError, ErrorKind, OpenError};
+pub use options::{BusOptions, OpenOptions, Start};
 #[cfg(not(loom))]
 pub use segment::remove;
-pub use stream::{Consumer, PopError, Producer, PushError};
-#[cfg(not(loom))]
-pub use stream::{ReadChunk, WriteChunk};
 pub use wait::{Wait, WaitStrategy};
-pub use wire::{GeometryError, Kind, Message, Publishers, TypeFingerprint};
+pub use wire::{Kind, Message, Publishers, TypeFingerprint};
 
 /// What the `shmbus` tool, the benchmark and the test suites need beyond
 /// the API: the wire format, heap streams, the journal's file format, test

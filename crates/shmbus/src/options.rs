@@ -34,7 +34,7 @@ impl Default for FileOptions {
 }
 
 macro_rules! file_setters {
-    ($ty:ident) => {
+    ($ty:ident, $path:literal) => {
         impl $ty {
             /// File mode; 0o600 (owner only) unless asked, set exactly
             /// (`fchmod`, so the umask changes nothing). 0o660 lets the
@@ -42,7 +42,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).mode(0o660);")]
+            #[doc = concat!("let opts = shmbus::", $path, "::new(64).mode(0o660);")]
             /// ```
             pub fn mode(mut self, mode: u32) -> Self {
                 self.file.mode = mode & 0o777;
@@ -53,7 +53,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).prefault(true);")]
+            #[doc = concat!("let opts = shmbus::", $path, "::new(64).prefault(true);")]
             /// ```
             pub fn prefault(mut self, yes: bool) -> Self {
                 self.file.prefault = yes;
@@ -64,7 +64,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).mlock(true);")]
+            #[doc = concat!("let opts = shmbus::", $path, "::new(64).mlock(true);")]
             /// ```
             pub fn mlock(mut self, yes: bool) -> Self {
                 self.file.mlock = yes;
@@ -77,8 +77,8 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            /// use shmbus::HugePages;
-            #[doc = concat!("let opts = shmbus::", stringify!($ty), "::new(64).huge_pages(HugePages::Transparent);")]
+            /// use shmbus::mem::HugePages;
+            #[doc = concat!("let opts = shmbus::", $path, "::new(64).huge_pages(HugePages::Transparent);")]
             /// ```
             pub fn huge_pages(mut self, huge: HugePages) -> Self {
                 self.file.huge = Some(huge);
@@ -217,13 +217,13 @@ impl BusOptions {
     }
 }
 
-file_setters!(BusOptions);
+file_setters!(BusOptions, "BusOptions");
 
 /// How to create a stream: its capacity in bytes.
 ///
 /// # Examples
 /// ```
-/// let opts = shmbus::StreamOptions::new(1 << 20).mode(0o660);
+/// let opts = shmbus::stream::StreamOptions::new(1 << 20).mode(0o660);
 /// ```
 #[derive(Clone, Debug)]
 pub struct StreamOptions {
@@ -238,7 +238,7 @@ impl StreamOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::StreamOptions::new(65536);
+    /// let opts = shmbus::stream::StreamOptions::new(65536);
     /// ```
     pub fn new(capacity: u64) -> Self {
         StreamOptions {
@@ -252,16 +252,16 @@ impl StreamOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{StreamOptions, WaitStrategy};
-    /// let opts = StreamOptions::new(4096).wait(WaitStrategy::BusySpin);
+    /// use shmbus::{WaitStrategy, stream::StreamOptions};
+    /// let opts = StreamOptions::new(4096).wait_strategy(WaitStrategy::BusySpin);
     /// ```
-    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+    pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
         self
     }
 }
 
-file_setters!(StreamOptions);
+file_setters!(StreamOptions, "stream::StreamOptions");
 
 /// Where a new bus subscriber starts.
 ///
@@ -291,7 +291,7 @@ pub enum Start {
 ///
 /// let opts = OpenOptions::default()
 ///     .start(Start::Oldest)
-///     .wait(WaitStrategy::BusySpin)
+///     .wait_strategy(WaitStrategy::BusySpin)
 ///     .init_timeout(Duration::from_millis(200));
 /// ```
 #[derive(Clone, Debug)]
@@ -419,9 +419,9 @@ impl OpenOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::OpenOptions::default().wait(shmbus::WaitStrategy::BusySpin);
+    /// let opts = shmbus::OpenOptions::default().wait_strategy(shmbus::WaitStrategy::BusySpin);
     /// ```
-    pub fn wait(mut self, wait: WaitStrategy) -> Self {
+    pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
         self
     }

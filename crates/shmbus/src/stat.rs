@@ -82,7 +82,7 @@ pub struct BusStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Start, Wait};
+/// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
 /// // 4 slots, 8 blocks of 256 bytes.
 /// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(256, 8))?;
@@ -129,7 +129,7 @@ impl PoolStat {
     /// # Examples
     /// ```
     /// use shmbus::stat::{PoolHolder, PoolStat};
-    /// # let census = shmbus::PoolPublisher::on_heap(4, 64, 5)?.census();
+    /// # let census = shmbus::pool::PoolPublisher::on_heap(4, 64, 5)?.census();
     /// let one = PoolHolder { entry: 3, pid: 42, alive: true, held: 2 };
     /// let pool = PoolStat { block_size: 64, blocks: 5, census, holders: vec![one] };
     /// assert_eq!((pool.held_by(3), pool.held_by(4)), (2, 0));
@@ -148,7 +148,7 @@ impl PoolStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Wait};
+/// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
 /// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(64, 8))?;
 /// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
@@ -393,7 +393,7 @@ fn stream_cursors(region: &impl Region, c: usize, capacity: u64) -> (u64, u64, b
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Producer, StreamOptions, Wait};
+/// use shmbus::{Wait, stream::{Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-streamstat-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// producer.push(b"abc", Wait::Never)?;
@@ -728,7 +728,7 @@ fn locked(file: BorrowedFd<'_>) -> bool {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Producer, Publisher, StreamOptions};
+/// use shmbus::{BusOptions, Publisher, stream::{Producer, StreamOptions}};
 /// // A directory of our own, so that only our buses are in it.
 /// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-list-{}", std::process::id()));
 /// std::fs::create_dir(&dir)?;

@@ -136,8 +136,8 @@ pub(crate) fn sleep(
 
 /// What a subscriber does while there is nothing to read (and a stream's
 /// producer while there is no room, its consumer while there is nothing):
-/// set by [`OpenOptions::wait`](crate::OpenOptions::wait),
-/// [`StreamOptions::wait`](crate::StreamOptions::wait), or given to a heap
+/// set by [`OpenOptions::wait_strategy`](crate::OpenOptions::wait_strategy),
+/// [`StreamOptions::wait_strategy`](crate::stream::StreamOptions::wait_strategy), or given to a heap
 /// bus's `subscribe`. Every strategy still stops at the call's [`Wait`].
 ///
 /// # Examples
@@ -150,7 +150,7 @@ pub(crate) fn sleep(
 ///     WaitStrategy::default(),
 ///     WaitStrategy::SpinFutex { spin: Duration::from_micros(50) }
 /// );
-/// let opts = OpenOptions::default().wait(WaitStrategy::SpinYield { spin: Duration::ZERO });
+/// let opts = OpenOptions::default().wait_strategy(WaitStrategy::SpinYield { spin: Duration::ZERO });
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);

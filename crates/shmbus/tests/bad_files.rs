@@ -13,8 +13,8 @@ use common::{patch_u32, patch_u64, write_at, BusName};
 use shmbus::stat::{self, BusStat};
 use shmbus::wire::{self, header, Kind};
 use shmbus::{
-    AttachError, BusOptions, CreateError, GeometryError, NameError, OpenError, OpenOptions,
-    Publisher, Subscriber,
+    error::{GeometryError, NameError},
+    AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Subscriber,
 };
 
 /// Same size and alignment as u64, another name.
@@ -603,7 +603,7 @@ fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
-    use shmbus::{PoolPublisher, PoolSubscriber};
+    use shmbus::pool::{PoolPublisher, PoolSubscriber};
     let bus = BusName::new("pool-geometry");
     let opts8 = BusOptions::new(8).pool(4096, 16);
     drop(PoolPublisher::create(bus.name(), &opts8).expect("create"));

@@ -232,7 +232,7 @@ fn as_child_subscribe_until_the_end_message() {
         let name: String = param("SHMBUS_BUS");
         let opts = OpenOptions::default()
             .start(Start::Oldest)
-            .wait(strategy(&param::<String>("SHMBUS_WAIT")));
+            .wait_strategy(strategy(&param::<String>("SHMBUS_WAIT")));
         let mut sub = Subscriber::<Stamp>::open(&name, &opts).expect("open subscriber");
         let start = sub.position();
         common::print_ready();
@@ -710,7 +710,7 @@ fn check_record(r: &[u8]) -> Option<(u64, u64)> {
 }
 
 fn stream_opts() -> OpenOptions {
-    OpenOptions::default().wait(WaitStrategy::SpinFutex {
+    OpenOptions::default().wait_strategy(WaitStrategy::SpinFutex {
         spin: Duration::from_micros(5),
     })
 }
@@ -723,7 +723,7 @@ fn as_child_produce_until_killed() {
         let name: String = param("SHMBUS_BUS");
         let gen: u64 = param("SHMBUS_GEN");
         let mut rng = Chaos { state: gen };
-        let mut p = shmbus::Producer::attach(&name, &stream_opts()).expect("attach");
+        let mut p = shmbus::stream::Producer::attach(&name, &stream_opts()).expect("attach");
         common::print_ready();
         let mut idx = 0;
         loop {
@@ -741,10 +741,16 @@ fn as_child_produce_until_killed() {
 #[cfg_attr(miri, ignore)]
 fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost(
 ) {
-    use shmbus::{Consumer, PopError, Producer, Wait};
+    use shmbus::{
+        stream::{Consumer, PopError, Producer},
+        Wait,
+    };
     let mut chaos = Chaos::new("stream_producer_killed");
     let bus = BusName::new("chaos-producer");
-    drop(Producer::create(bus.name(), &shmbus::StreamOptions::new(STREAM_CAP)).expect("create"));
+    drop(
+        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+            .expect("create"),
+    );
     let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
     let n = rounds(30);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
@@ -857,7 +863,7 @@ fn records_before(head: u64) -> Option<u64> {
 #[test]
 fn as_child_consume_until_killed() {
     role("chaos_consumer", || {
-        use shmbus::{Consumer, Wait};
+        use shmbus::{stream::Consumer, Wait};
         let name: String = param("SHMBUS_BUS");
         let mut c = Consumer::open(&name, &stream_opts()).expect("open");
         let mut out = Vec::new();
@@ -877,11 +883,15 @@ fn as_child_consume_until_killed() {
 #[cfg_attr(miri, ignore)]
 fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly(
 ) {
-    use shmbus::{Consumer, Producer, PushError, Wait};
+    use shmbus::{
+        stream::{Consumer, Producer, PushError},
+        Wait,
+    };
     let mut chaos = Chaos::new("stream_consumer_killed");
     let bus = BusName::new("chaos-consumer");
     let mut producer =
-        Producer::create(bus.name(), &shmbus::StreamOptions::new(STREAM_CAP)).expect("create");
+        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+            .expect("create");
     let n = rounds(30);
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
     let stop = std::sync::atomic::AtomicBool::new(false);

@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use common::{BusName, ShmDir};
 use shmbus::{
-    BusOptions, Consumer, JournalOptions, JournalPublisher, MpPublisher, OpenOptions,
-    PoolPublisher, PoolSubscriber, Producer, Received, StreamOptions, Subscriber, Wait,
+    bus::MpPublisher,
+    journal::{JournalOptions, JournalPublisher},
+    pool::{PoolPublisher, PoolSubscriber},
+    stream::{Consumer, Producer, StreamOptions},
+    BusOptions, OpenOptions, Received, Subscriber, Wait,
 };
 
 /// Forks; the child runs `child` (dropping its copies of the handles) and

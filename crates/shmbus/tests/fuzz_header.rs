@@ -26,8 +26,11 @@ use common::BusName;
 use proptest::prelude::*;
 use shmbus::stat;
 use shmbus::wire::{control, header, stream_control};
+use shmbus::{
+    stream::{Consumer, Producer},
+    Wait,
+};
 use shmbus::{AttachError, BusOptions, OpenError, OpenOptions, Publisher, Start, Subscriber};
-use shmbus::{Consumer, Producer, Wait};
 
 /// A valid broadcast bus of u64 (16 slots, 20 messages, so it has lapped)
 /// and a valid stream (4 KiB, a few records), as file images.
@@ -42,8 +45,8 @@ fn images() -> &'static (Vec<u8>, Vec<u8>) {
         drop(p);
         let bus_image = std::fs::read(bus.path()).expect("read bus");
         let stream = BusName::new("fuzz-image-stream");
-        let mut p =
-            Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)).expect("create");
+        let mut p = Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create");
         for i in 0..40usize {
             p.push(&vec![i as u8; i * 7 % 200], Wait::Never)
                 .expect("room");

@@ -125,7 +125,7 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
         std::fs::write(&path, &good[..len]).expect("write");
         assert!(matches!(
             shmbus::internals::journal_stat(&path),
-            Err(shmbus::JournalOpenError::Header { .. })
+            Err(shmbus::journal::JournalOpenError::Header { .. })
         ));
     }
     dir.finish();

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use common::BusName;
 use shmbus::wire::flags;
 use shmbus::{
-    BusOptions, CreateError, HugePageError, HugePages, OpenOptions, Publisher, Received, Start,
-    Subscriber,
+    error::HugePageError, mem::HugePages, BusOptions, CreateError, OpenOptions, Publisher,
+    Received, Start, Subscriber,
 };
 
 /// 64 bytes of payload: a 128-byte slot.
@@ -251,15 +251,15 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
     let dir = common::ShmDir::new("thp-journal");
     let bus = BusName::new("thp-journal");
     let opts = BusOptions::new(64).huge_pages(HugePages::Transparent);
-    let journal = shmbus::JournalOptions::new(dir.path().join("j"));
-    match shmbus::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
+    let journal = shmbus::journal::JournalOptions::new(dir.path().join("j"));
+    match shmbus::journal::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
         Ok(p) => {
             let st = shmbus::stat::stat(bus.name()).expect("stat");
             assert_ne!(st.header.flags & flags::HUGE_PAGES, 0, "HUGE_PAGES flag");
             assert!(st.header.journal.is_some(), "still journaled");
             drop(p);
         }
-        Err(shmbus::JournalCreateError::Create(CreateError::HugePages(e))) => {
+        Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
             println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
             assert!(!bus.path().exists(), "a refused bus left its file");
             assert!(

@@ -13,9 +13,11 @@ use common::{
 use shmbus::internals::journal_format::{record_size, HEADER_LEN};
 use shmbus::internals::{journal_stat, side_files};
 use shmbus::{
-    AppendError, AttachError, BusOptions, JoinError, JoinOptions, JournalCreateError,
-    JournalOpenError, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    OpenOptions, Publisher, Received, SeekError, SnapshotError, Start, Subscriber,
+    journal::{
+        AppendError, JoinError, JoinOptions, JournalCreateError, JournalOpenError, JournalOptions,
+        JournalPublisher, JournalSubscriber, Keyed, KeyedState, SeekError, SnapshotError,
+    },
+    AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]

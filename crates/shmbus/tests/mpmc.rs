@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 use common::{param, print_ready, print_result, role, spawn_child, BusName, Watched};
 use shmbus::internals::HookPoint;
 use shmbus::{
-    AttachError, BusOptions, MpPublisher, OpenOptions, Publisher, Publishers, Received, Start,
-    Subscriber, SubscriberGroup, WaitStrategy,
+    bus::{MpPublisher, SubscriberGroup},
+    AttachError, BusOptions, OpenOptions, Publisher, Publishers, Received, Start, Subscriber,
+    WaitStrategy,
 };
 
 /// Publisher id, its own sequence, a check word over both, and padding.
@@ -224,7 +225,7 @@ fn a_subscriber_group_on_a_bus_delivers_what_independent_subscribers_would() {
     let mut p = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     let opts = OpenOptions::default()
         .start(Start::Oldest)
-        .wait(WaitStrategy::BusySpin);
+        .wait_strategy(WaitStrategy::BusySpin);
     let mut group = SubscriberGroup::<u64, 4>::open(bus.name(), &opts).expect("group");
     let mut alone: Vec<_> = (0..4)
         .map(|_| Subscriber::<u64>::open(bus.name(), &opts).expect("open"))

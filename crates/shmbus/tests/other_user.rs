@@ -10,10 +10,10 @@
 mod common;
 
 use common::{param, print_result, role, spawn_child, BusName};
+use shmbus::stream::{Consumer, Producer};
 use shmbus::{
     AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Received, Subscriber,
 };
-use shmbus::{Consumer, Producer};
 
 const NOBODY: u32 = 65534;
 
@@ -144,7 +144,7 @@ fn another_user_is_refused_a_default_bus_with_a_permission_error_by_every_opener
 
     let stream = BusName::new("other-stream-0600");
     let producer =
-        Producer::create(stream.name(), &shmbus::StreamOptions::new(4096)).expect("create");
+        Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
     let r = as_other_user(&stream, "stream", NOBODY);
     for opener in ["stat", "consumer", "producer"] {
         assert_eq!(r.raw(opener), Some("denied"), "{opener}");

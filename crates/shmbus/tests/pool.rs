@@ -7,7 +7,10 @@ mod common;
 use std::time::Duration;
 
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
-use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Wait};
+use shmbus::{
+    pool::{PoolPublisher, PoolSubscriber},
+    BusOptions, OpenOptions, Received, Wait,
+};
 
 /// A payload that names itself: 8 bytes of tag, then the tag's low byte,
 /// so a block rewritten under a reader (or torn) is caught.
@@ -85,7 +88,8 @@ fn as_child_pool_worker() {
                     held.push_back(m);
                 }
                 rng = splitmix(rng);
-                if held.len() == PoolSubscriber::<shmbus::ShmRegion>::MAX_HELD || rng % 3 == 0 {
+                if held.len() == PoolSubscriber::<shmbus::mem::ShmRegion>::MAX_HELD || rng % 3 == 0
+                {
                     if let Some(m) = held.pop_front() {
                         assert!(whole(&m), "a held block was rewritten");
                     }

@@ -218,7 +218,9 @@ fn subscribe_and_check<M: Stamped>() {
     let wait = wait_strategy(&param::<String>("SHMBUS_WAIT"));
     let raw = param::<u8>("SHMBUS_RAW") == 1;
     let end = first.wrapping_add(count);
-    let opts = OpenOptions::default().start(Start::Oldest).wait(wait);
+    let opts = OpenOptions::default()
+        .start(Start::Oldest)
+        .wait_strategy(wait);
     let mut t = Tally::default();
     let mut overshoot = 0;
     let start;
@@ -797,7 +799,7 @@ fn a_publisher_attaching_after_one_that_died_mid_write_rewrites_that_sequence() 
 /// In a child: opens a subscriber of `name` that waits with SpinFutex
 /// after `spin`, and says it is ready.
 fn ready_futex_subscriber(name: &str, spin: Duration) -> Subscriber<u64> {
-    let opts = OpenOptions::default().wait(WaitStrategy::SpinFutex { spin });
+    let opts = OpenOptions::default().wait_strategy(WaitStrategy::SpinFutex { spin });
     let sub = Subscriber::<u64>::open(name, &opts).expect("open");
     common::print_ready();
     sub
@@ -857,7 +859,7 @@ fn subscribers_of_a_killed_publisher_time_out_instead_of_hanging() {
     });
     let mut sub = Subscriber::<u64>::open(
         bus.name(),
-        &OpenOptions::default().wait(WaitStrategy::SpinFutex {
+        &OpenOptions::default().wait_strategy(WaitStrategy::SpinFutex {
             spin: Duration::from_micros(10),
         }),
     )
@@ -942,7 +944,7 @@ const PING_ROUNDS: u64 = if cfg!(miri) { 5 } else { 200 };
 fn tiny_futex_spin() -> OpenOptions {
     OpenOptions::default()
         .start(Start::Oldest)
-        .wait(WaitStrategy::SpinFutex {
+        .wait_strategy(WaitStrategy::SpinFutex {
             spin: Duration::from_micros(1),
         })
 }

@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use shmbus::stat::{self, SubscriberStat};
 use shmbus::wire::control;
 use shmbus::{
-    BusOptions, Consumer, OpenOptions, Producer, Publisher, Received, Start, StreamOptions,
-    Subscriber, Wait,
+    stream::{Consumer, Producer, StreamOptions},
+    BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
 /// Where registry entry `i`'s line is in the file (page size 4096).

@@ -5,7 +5,7 @@
 mod common;
 
 use shmbus::{
-    BusOptions, OpenOptions, Publisher, Received, Region, Start, Subscriber, WaitStrategy,
+    mem::Region, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
 };
 
 const FIRST: u64 = u64::MAX - 40;

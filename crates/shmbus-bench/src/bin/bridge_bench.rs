@@ -353,7 +353,9 @@ fn bus_sub(a: &SubArgs) -> Result<(), String> {
     } else {
         WaitStrategy::BusySpin
     };
-    let opts = OpenOptions::default().start(Start::Next).wait(wait);
+    let opts = OpenOptions::default()
+        .start(Start::Next)
+        .wait_strategy(wait);
     let mut sub = Subscriber::<[u8]>::open(&a.target, &opts).map_err(|e| e.to_string())?;
     let mut t = Tally::new(a.warmup, a.count);
     say("ready");

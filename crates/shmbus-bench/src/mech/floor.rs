@@ -36,7 +36,7 @@ impl Drop for File {
 /// Two lines: [0] written by the sender, [64] by the receiver. Each holds
 /// the sequence number of the last message; they start at [`IDLE`].
 struct Lines {
-    map: shmbus::ShmRegion,
+    map: shmbus::mem::ShmRegion,
     out: usize,
     inp: usize,
     last: u64,
@@ -51,8 +51,8 @@ impl Lines {
     fn open(token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Lines> {
         use shmbus::internals::Access;
         let path = std::path::Path::new(token);
-        let (fd, len) = shmbus::ShmRegion::open_file(path, Access::ReadWrite)?;
-        let map = shmbus::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
+        let (fd, len) = shmbus::mem::ShmRegion::open_file(path, Access::ReadWrite)?;
+        let map = shmbus::mem::ShmRegion::map(fd, path, len as usize, Access::ReadWrite)?;
         let (out, inp) = if side == Side::Sender {
             (0, 64)
         } else {
@@ -70,7 +70,7 @@ impl Lines {
     }
 
     fn word(&self, off: usize) -> &AtomicU64 {
-        use shmbus::Region;
+        use shmbus::mem::Region;
         self.map.word(off)
     }
 }

@@ -14,7 +14,8 @@ use std::io;
 use std::sync::Arc;
 
 use shmbus::{
-    HeapRegion, OpenOptions, Publisher, Received, Region, Start, Subscriber, WaitStrategy,
+    mem::{HeapRegion, Region},
+    OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
 };
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};
@@ -107,7 +108,7 @@ impl Mechanism for ShmbusBus {
         let sub = |name: &str| {
             let opts = OpenOptions::default()
                 .start(Start::Next)
-                .wait(WaitStrategy::BusySpin)
+                .wait_strategy(WaitStrategy::BusySpin)
                 .prefault(true)
                 .register(self.register);
             Subscriber::<[u8]>::open(name, &opts).map_err(io_err)

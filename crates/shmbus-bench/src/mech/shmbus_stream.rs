@@ -16,7 +16,10 @@ use std::io;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use shmbus::{Consumer, PopError, Producer, Wait};
+use shmbus::{
+    stream::{Consumer, PopError, Producer},
+    Wait,
+};
 use shmbus::{OpenOptions, WaitStrategy};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
@@ -111,7 +114,7 @@ impl Endpoint for Ends {
 /// full instead of sleeping.
 fn open_options() -> OpenOptions {
     OpenOptions::default()
-        .wait(WaitStrategy::BusySpin)
+        .wait_strategy(WaitStrategy::BusySpin)
         .prefault(true)
 }
 
@@ -153,7 +156,7 @@ impl Mechanism for ShmbusStream {
             names.push(back(&token));
         }
         for name in names {
-            let opts = shmbus::StreamOptions::new(cap).prefault(true);
+            let opts = shmbus::stream::StreamOptions::new(cap).prefault(true);
             // Dropped at once: the creator's producer role is free again.
             Producer::create(&name, &opts).map_err(io_err)?;
             streams.names.push(name);

@@ -15,7 +15,10 @@
 
 use std::io;
 
-use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Sample, Start};
+use shmbus::{
+    pool::{PoolPublisher, PoolSubscriber, Sample},
+    BusOptions, OpenOptions, Received, Start,
+};
 use shmbus::{Wait, WaitStrategy};
 
 use super::{ping, pong, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
@@ -97,7 +100,7 @@ impl Mechanism for ShmbusZc {
         let sub = |name: &str| {
             let opts = OpenOptions::default()
                 .start(Start::Next)
-                .wait(WaitStrategy::BusySpin)
+                .wait_strategy(WaitStrategy::BusySpin)
                 .prefault(true);
             let sub = PoolSubscriber::open(name, &opts).map_err(io_err)?;
             Ok::<_, io::Error>(Reader { held: None, sub })

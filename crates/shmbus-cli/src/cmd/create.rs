@@ -15,8 +15,11 @@
 use std::path::{Path, PathBuf};
 
 use shmbus::{
-    BusOptions, HugePages, JournalOptions, JournalPublisher, PoolPublisher, Publisher,
-    StreamOptions,
+    journal::{JournalOptions, JournalPublisher},
+    mem::HugePages,
+    pool::PoolPublisher,
+    stream::StreamOptions,
+    BusOptions, Publisher,
 };
 
 use crate::error::CliError;
@@ -225,7 +228,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
-            shmbus::MpPublisher::<[u8]>::create(&args.name, &opts.clone().msg_size(msg_size))?;
+            shmbus::bus::MpPublisher::<[u8]>::create(&args.name, &opts.clone().msg_size(msg_size))?;
         }
         (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
             Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,
@@ -240,7 +243,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         }
         (BusKind::Stream, None) => {
             let opts = file_options!(StreamOptions::new(args.capacity));
-            shmbus::Producer::create(&args.name, &opts)?;
+            shmbus::stream::Producer::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
             return Err(CliError::usage(

@@ -166,7 +166,7 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
 }
 
 /// Where a pool's blocks are, as `stat --json` and `top --json` print it.
-pub(crate) fn census_json(c: &shmbus::Census) -> Value {
+pub(crate) fn census_json(c: &shmbus::pool::Census) -> Value {
     json!({
         "free": c.free,
         "loaned": c.loaned,
@@ -275,7 +275,7 @@ fn huge_page_size(s: &BusStat) -> Option<u64> {
 
 /// The journal's figures, or why they could not be read (`None`: no
 /// journal).
-fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, shmbus::JournalOpenError>> {
+fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, shmbus::journal::JournalOpenError>> {
     let path = s.header.journal.as_ref()?;
     Some(shmbus::internals::journal_stat(path))
 }

@@ -34,9 +34,16 @@
 
 use std::io::{self, BufRead};
 
-use shmbus::{AttachError, Kind, OpenError, OpenOptions, Region};
-use shmbus::{JournalPublisher, LoanError, PoolPublisher, Publisher};
-use shmbus::{Producer, PushError, Wait};
+use shmbus::{
+    journal::JournalPublisher,
+    pool::{LoanError, PoolPublisher},
+    Publisher,
+};
+use shmbus::{mem::Region, AttachError, Kind, OpenError, OpenOptions};
+use shmbus::{
+    stream::{Producer, PushError},
+    Wait,
+};
 
 use crate::cmd::subscribe::{parse_timeout, Timeout};
 use crate::error::CliError;
@@ -97,11 +104,11 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
         }
         Err(AttachError::WrongPublishers { .. }) => {
             // A multi-publisher bus: any number of `shmbus pub` at once.
-            let mut publisher = shmbus::MpPublisher::<[u8]>::attach(&args.name, &opts)?;
+            let mut publisher = shmbus::bus::MpPublisher::<[u8]>::attach(&args.name, &opts)?;
             let max = publisher.msg_size();
             publish_lines(io::stdin().lock(), max, BUS, |line, number| {
                 publisher.publish(line).map(drop).map_err(|e| match e {
-                    shmbus::MpPublishError::TooLong { .. } => {
+                    shmbus::bus::MpPublishError::TooLong { .. } => {
                         CliError::usage(format!("line {number}: {e}"))
                     }
                     _ => CliError::runtime(format!("line {number}: {e}")),
@@ -484,7 +491,7 @@ mod tests {
         for (i, (rec, &len)) in got.iter().zip(&lens).enumerate() {
             assert!(*rec == line(i, len), "line {} ({len} bytes) differs", i + 1);
         }
-        assert!(matches!(last, Err(shmbus::PopError::TimedOut(_))));
+        assert!(matches!(last, Err(shmbus::stream::PopError::TimedOut(_))));
     }
 
     #[test]

@@ -34,9 +34,13 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use shmbus::{Consumer, JoinError, JoinOptions, JournalSubscriber, PopError, Subscriber};
+use shmbus::pool::{PoolRecvError, PoolSubscriber};
+use shmbus::{
+    journal::{JoinError, JoinOptions, JournalSubscriber},
+    stream::{Consumer, PopError},
+    Subscriber,
+};
 use shmbus::{Kind, OpenError, OpenOptions, Received, Start, WaitStrategy};
-use shmbus::{PoolRecvError, PoolSubscriber};
 
 use crate::error::CliError;
 use crate::out::{self, Stdout};
@@ -134,7 +138,7 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
     }
     let opts = OpenOptions::default()
         .start(args.from.unwrap_or(From::Next).start())
-        .wait(args.wait.strategy());
+        .wait_strategy(args.wait.strategy());
     match Subscriber::<[u8]>::open(&args.name, &opts) {
         Ok(subscriber) => run_bus(args, subscriber, &mut out),
         Err(OpenError::WrongKind {
@@ -198,7 +202,7 @@ fn run_bus(
 }
 
 fn run_bootstrap(args: &SubArgs, out: &mut Stdout) -> Result<(), CliError> {
-    let opts = JoinOptions::default().wait(args.wait.strategy());
+    let opts = JoinOptions::default().wait_strategy(args.wait.strategy());
     let mut subscriber = JournalSubscriber::<[u8]>::join(&args.name, &opts).map_err(join_failed)?;
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;

@@ -150,9 +150,9 @@ pub struct PoolScene {
     pub entry: usize,
     /// The `shmbus sub` that holds nothing.
     pub reader: Watched,
-    samples: Vec<shmbus::Sample>,
-    holder: shmbus::PoolSubscriber,
-    publisher: shmbus::PoolPublisher,
+    samples: Vec<shmbus::pool::Sample>,
+    holder: shmbus::pool::PoolSubscriber,
+    publisher: shmbus::pool::PoolPublisher,
     plain: (shmbus::Publisher<u64>, shmbus::Subscriber<u64>),
 }
 
@@ -162,8 +162,9 @@ impl PoolScene {
         let dir = ShmDir::new(label);
         let pool = dir.bus("pool");
         let plain = dir.bus("plain");
-        let mut publisher = shmbus::PoolPublisher::create(&pool, &BusOptions::new(4).pool(256, 8))
-            .expect("create the pool bus");
+        let mut publisher =
+            shmbus::pool::PoolPublisher::create(&pool, &BusOptions::new(4).pool(256, 8))
+                .expect("create the pool bus");
         let plain = (
             shmbus::Publisher::<u64>::create(&plain, &BusOptions::new(8))
                 .expect("create the plain bus"),
@@ -171,7 +172,7 @@ impl PoolScene {
                 .expect("open the plain bus"),
         );
         let mut holder =
-            shmbus::PoolSubscriber::open(&pool, &OpenOptions::default().start(Start::Oldest))
+            shmbus::pool::PoolSubscriber::open(&pool, &OpenOptions::default().start(Start::Oldest))
                 .expect("a pool subscriber");
         let reader = spawn(shmbus(&["sub", &pool, "--wait", "futex"]));
         let rpid = reader.pid();

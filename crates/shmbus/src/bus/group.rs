@@ -174,7 +174,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, Publisher, SubscriberGroup};
+        /// use shmbus::{BusOptions, OpenOptions, Publisher, bus::SubscriberGroup};
         /// # let name = format!("/dev/shm/shmbus-doc-group-{}", std::process::id());
         /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
         /// let group = SubscriberGroup::<u64, 4>::open(&name, &OpenOptions::default())?;

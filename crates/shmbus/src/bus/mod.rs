@@ -1,10 +1,10 @@
-//! The broadcast bus: one publisher (or many, see [`claim`]), any number of
+//! The broadcast bus: one publisher (or many, see `claim.rs`), any number of
 //! subscribers, stamped slots.
 //!
-//! Files: [`stamp`] (the stamp codec), [`copy`] (the racing payload
-//! copy), [`ring`] (the slot protocol over a
-//! region: write, read, lap, sleep), [`claim`] (its multi-publisher steps),
-//! [`payload`] (typed or raw messages), then the handles users hold:
+//! Files: `stamp.rs` (the stamp codec), `copy.rs` (the racing payload
+//! copy), `ring.rs` (the slot protocol over a
+//! region: write, read, lap, sleep), `claim.rs` (its multi-publisher steps),
+//! `payload.rs` (typed or raw messages), then the handles users hold:
 //! [`Publisher`], [`MpPublisher`], [`Subscriber`], [`SubscriberGroup`].
 //!
 //! # Invariants
@@ -18,7 +18,7 @@
 //!   the encoding needs no special empty value and crosses u64::MAX like any
 //!   other number. Readers compare stamps by their signed wrapping distance.
 //!   `abandoned(s) = done(s) ^ 2^63` says "`s` is lost": a multi-publisher
-//!   bus's skipped claim ([`claim`]), or a sequence a single publisher gave
+//!   bus's skipped claim (`claim.rs`), or a sequence a single publisher gave
 //!   up with `Publisher::skip` (a bridge relaying another bus's losses).
 //!   Readers report it as one skipped message, and the stamp carries no
 //!   payload.
@@ -33,7 +33,7 @@
 //! A seqlock per slot, after Boehm, "Can seqlocks get along with programming
 //! language memory models?" (MSPC 2012), with the stamp in the slot as in
 //! photon-ring and Disruptor-style broadcast rings. The payload is copied
-//! by [`copy`]: 64-bit Relaxed atomics ("atomic stripes") under Miri, loom
+//! by `copy.rs`: 64-bit Relaxed atomics ("atomic stripes") under Miri, loom
 //! and off x86_64, an SSE2 `asm!` copy whose effect is Relaxed per-byte
 //! atomic accesses on x86_64, so the racing copy a seqlock makes is defined
 //! behaviour either way; a reader that raced a writer throws its copy away
@@ -82,7 +82,7 @@
 //! corruption from hanging readers or inventing lag.
 //!
 //! Multi-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
-//! protocol; their claim, commit and unblock rules are in [`claim`],
+//! protocol; their claim, commit and unblock rules are in `claim.rs`,
 //! whose invariants extend the ones above. The single-publisher paths here
 //! test the mode only on their slow paths (a stamp other than the one
 //! expected), so they cost what they did before.
@@ -108,6 +108,7 @@ mod tests;
 
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
+#[doc(hidden)] // reached through `internals`
 pub use mp_publisher::HookPoint;
 pub use mp_publisher::{Abandoned, MpPublishError, MpPublisher};
 pub use payload::Payload;

@@ -27,7 +27,7 @@ use crate::wait::WaitStrategy;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{Abandoned, MpPublisher};
+/// use shmbus::{bus::{Abandoned, MpPublisher}};
 ///
 /// let mut publisher = MpPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
 /// match publisher.publish(&7) {
@@ -54,7 +54,7 @@ pub struct Abandoned {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{MpPublishError, MpPublisher};
+/// use shmbus::{bus::{MpPublishError, MpPublisher}};
 ///
 /// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
 /// assert_eq!(
@@ -160,7 +160,7 @@ impl<R: Region> Writer<R> {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{MpPublisher, Received, Start, Wait, WaitStrategy};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, bus::MpPublisher};
 ///
 /// let mut a = MpPublisher::<u64, _>::on_heap(64, Duration::from_secs(1))?;
 /// let mut b = a.another();
@@ -197,7 +197,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.capacity(), 64);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -209,7 +209,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.msg_size(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -222,7 +222,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(64, Duration::from_millis(250))?;
+    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, Duration::from_millis(250))?;
     /// assert_eq!(p.unblock_timeout(), Duration::from_millis(250));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -254,7 +254,7 @@ impl<T: Message, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let mut p = shmbus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let mut p = shmbus::bus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.publish(&5)?, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -275,7 +275,7 @@ impl<R: Region> MpPublisher<[u8], R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let mut p = shmbus::MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// let mut p = shmbus::bus::MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
     /// assert_eq!(p.publish(b"abc")?, 0);
     /// assert!(p.publish(b"abcde").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -301,7 +301,7 @@ impl<T: Message> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::MpPublisher::<u64, _>::on_heap(1024, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(1024, std::time::Duration::from_secs(1))?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, unblock: Duration) -> Result<Self, CreateError> {
@@ -324,7 +324,7 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let p = shmbus::MpPublisher::<[u8], _>::on_heap_bytes(32, 64, Duration::from_secs(1))?;
+    /// let p = shmbus::bus::MpPublisher::<[u8], _>::on_heap_bytes(32, 64, Duration::from_secs(1))?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap_bytes(
@@ -348,7 +348,7 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// let a = shmbus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let a = shmbus::bus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let b = a.another();
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -372,7 +372,7 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{MpPublisher, Start, WaitStrategy};
+    /// use shmbus::{Start, WaitStrategy, bus::MpPublisher};
     /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let s = p.subscribe(Start::Next, WaitStrategy::default());
     /// # Ok::<(), shmbus::CreateError>(())
@@ -385,7 +385,7 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{MpPublisher, Start, WaitStrategy};
+    /// use shmbus::{Start, WaitStrategy, bus::MpPublisher};
     /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let g = p.subscribe_group::<2>(Start::Next, WaitStrategy::default());
     /// # Ok::<(), shmbus::CreateError>(())
@@ -425,7 +425,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, MpPublisher, OpenOptions};
+        /// use shmbus::{BusOptions, OpenOptions, bus::MpPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mp-{}", std::process::id());
         /// let mut a = MpPublisher::<u64>::create(&name, &BusOptions::new(1024))?;
         /// let mut b = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
@@ -450,7 +450,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, MpPublisher, OpenOptions};
+        /// use shmbus::{BusOptions, OpenOptions, bus::MpPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mpattach-{}", std::process::id());
         /// let mut first = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
         /// let mut second = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;

@@ -57,7 +57,7 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PublishError, Publisher};
+/// use shmbus::{Publisher, bus::PublishError};
 ///
 /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
 /// match publisher.publish(b"too long") {
@@ -85,7 +85,7 @@ pub enum PublishError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Publisher, SkipError};
+/// use shmbus::{Publisher, bus::SkipError};
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
 /// assert_eq!(

@@ -28,8 +28,8 @@ use crate::wire::{control, lock_byte};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Entry, JoinOptions, JournalOptions, JournalPublisher};
-/// use shmbus::{JournalSubscriber, Received, Wait};
+/// use shmbus::{BusOptions, journal::{Entry, JoinOptions, JournalOptions, JournalPublisher}};
+/// use shmbus::{Received, Wait, journal::JournalSubscriber};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-entry-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-entry-{}", std::process::id());
@@ -59,18 +59,18 @@ pub struct Entry<T> {
 }
 
 /// How to join a journaled bus ([`JournalSubscriber::join`],
-/// [`State::join`](crate::State::join)): how long to wait for the bus and
+/// [`State::join`](crate::journal::State::join)): how long to wait for the bus and
 /// for the publisher's flush, and how to wait on the ring after.
 ///
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{JoinOptions, WaitStrategy};
+/// use shmbus::{WaitStrategy, journal::JoinOptions};
 ///
 /// let opts = JoinOptions::default()
 ///     .flush_timeout(Duration::from_secs(1))
 ///     .init_timeout(Duration::from_millis(200))
-///     .wait(WaitStrategy::BusySpin);
+///     .wait_strategy(WaitStrategy::BusySpin);
 /// ```
 #[derive(Clone, Debug)]
 pub struct JoinOptions {
@@ -93,20 +93,20 @@ impl JoinOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::JoinOptions::default().message_type("md.Tick", 16, 8);
+    /// let opts = shmbus::journal::JoinOptions::default().message_type("md.Tick", 16, 8);
     /// ```
     pub fn message_type(mut self, name: &str, size: u32, align: u32) -> Self {
         self.open = self.open.message_type(name, size, align);
         self
     }
-    /// How the subscriber waits on the ring (as [`OpenOptions::wait`]).
+    /// How the subscriber waits on the ring (as [`OpenOptions::wait_strategy`]).
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::JoinOptions::default().wait(shmbus::WaitStrategy::BusySpin);
+    /// let opts = shmbus::journal::JoinOptions::default().wait_strategy(shmbus::WaitStrategy::BusySpin);
     /// ```
-    pub fn wait(mut self, wait: WaitStrategy) -> Self {
-        self.open = self.open.wait(wait);
+    pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
+        self.open = self.open.wait_strategy(wait);
         self
     }
     /// How long to wait for a live publisher to serve the flush (default
@@ -115,7 +115,7 @@ impl JoinOptions {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let opts = shmbus::JoinOptions::default().flush_timeout(Duration::from_millis(500));
+    /// let opts = shmbus::journal::JoinOptions::default().flush_timeout(Duration::from_millis(500));
     /// ```
     pub fn flush_timeout(mut self, timeout: Duration) -> Self {
         self.flush_timeout = timeout;
@@ -126,7 +126,7 @@ impl JoinOptions {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let opts = shmbus::JoinOptions::default().init_timeout(Duration::from_secs(2));
+    /// let opts = shmbus::journal::JoinOptions::default().init_timeout(Duration::from_secs(2));
     /// ```
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.open = self.open.init_timeout(timeout);
@@ -138,7 +138,7 @@ impl JoinOptions {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JoinError, JoinOptions, JournalSubscriber, Publisher};
+/// use shmbus::{BusOptions, Publisher, journal::{JoinError, JoinOptions, JournalSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-joinerror-{}", std::process::id());
 /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?; // no journal
 /// match JournalSubscriber::<u64>::join(&name, &JoinOptions::default()) {
@@ -190,7 +190,7 @@ pub enum JoinError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, SeekError};
+/// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, SeekError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-seekerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-seekerror-{}", std::process::id());
@@ -692,7 +692,7 @@ impl Core {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Wait};
+/// use shmbus::{BusOptions, Wait, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-join-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-join-{}", std::process::id());
@@ -742,7 +742,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sjoin-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sjoin-{}", std::process::id());
@@ -773,7 +773,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-cjoin-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-cjoin-{}", std::process::id());
@@ -807,8 +807,8 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// use shmbus::{Entry, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sposition-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sposition-{}", std::process::id());
@@ -834,8 +834,8 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// use shmbus::{Entry, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-slive-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-slive-{}", std::process::id());
@@ -877,8 +877,8 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, Entry, JoinOptions, JournalOptions, JournalPublisher};
-    /// use shmbus::{JournalSubscriber, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{Entry, JoinOptions, JournalOptions, JournalPublisher}};
+    /// use shmbus::{Received, Wait, journal::JournalSubscriber};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sseek-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sseek-{}", std::process::id());
@@ -904,7 +904,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-shead-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-shead-{}", std::process::id());
@@ -930,7 +930,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-smsgsize-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-smsgsize-{}", std::process::id());
@@ -956,8 +956,8 @@ impl<T: Message> JournalSubscriber<T> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// use shmbus::{Entry, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecv-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-srecv-{}", std::process::id());
@@ -985,7 +985,7 @@ impl<T: Message> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-stryrecv-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-stryrecv-{}", std::process::id());
@@ -1009,7 +1009,7 @@ impl<T: Message> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Received};
+    /// use shmbus::{BusOptions, Received, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sdrain-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sdrain-{}", std::process::id());
@@ -1051,8 +1051,8 @@ impl JournalSubscriber<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// use shmbus::{Entry, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecvraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-srecvraw-{}", std::process::id());

@@ -102,6 +102,7 @@
 
 mod compaction;
 mod flusher;
+#[doc(hidden)] // reached through `internals`
 pub mod format;
 mod grower;
 mod join;
@@ -111,6 +112,7 @@ mod shared;
 mod state;
 mod writer;
 
+#[doc(hidden)] // reached through `internals`
 pub use compaction::side_files;
 pub use join::{Entry, JoinError, JoinOptions, JournalSubscriber, SeekError};
 pub use publish::{
@@ -128,7 +130,8 @@ use std::path::{Path, PathBuf};
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::{BusOptions, Wait};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
@@ -148,7 +151,7 @@ use std::path::{Path, PathBuf};
 /// assert!(publisher.compact()); // one record per key, in the background
 ///
 /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
-/// assert!(state.wait_for(last, Duration::from_secs(5))?);
+/// assert!(state.wait_for(last, Wait::For(Duration::from_secs(5)))?);
 /// assert_eq!(state.state().get(1).map(|t| t.val), Some(42));
 /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -162,15 +165,16 @@ pub trait Keyed: crate::wire::Message {
     /// #[repr(C)]
     /// struct Price { instrument: u32, cents: u32 }
     /// # impl shmbus::Message for Price { const NAME: &'static str = "example.Price"; }
-    /// impl shmbus::Keyed for Price {
+    /// impl shmbus::journal::Keyed for Price {
     ///     fn key(&self) -> u64 { u64::from(self.instrument) }
     /// }
-    /// use shmbus::Keyed;
+    /// use shmbus::journal::Keyed;
     /// assert_eq!(Price { instrument: 7, cents: 100 }.key(), 7);
     /// ```
     fn key(&self) -> u64;
 }
 
+#[doc(hidden)] // reached through `internals`
 /// The key of a raw message: its first 8 bytes, little-endian (fewer bytes
 /// are zero-extended). The CLI's journals compact by it.
 pub fn raw_key(msg: &[u8]) -> u64 {
@@ -185,7 +189,7 @@ pub fn raw_key(msg: &[u8]) -> u64 {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{AppendError, BusOptions, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, journal::{AppendError, JournalOptions, JournalPublisher}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-appenderror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-appenderror-{}", std::process::id());
@@ -258,7 +262,7 @@ impl AppendError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, journal::{JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalopenerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-journalopenerror-{}", std::process::id());
@@ -391,6 +395,7 @@ impl JournalOpenError {
     }
 }
 
+#[doc(hidden)] // reached through `internals`
 /// What `stat` shows of a journal file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalStat {
@@ -408,6 +413,7 @@ pub struct JournalStat {
     pub next: u64,
 }
 
+#[doc(hidden)] // reached through `internals`
 /// Reads a journal file's header and counts its valid records.
 pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
     let file = reader::open_journal(path, false)?;

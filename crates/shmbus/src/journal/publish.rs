@@ -34,7 +34,7 @@ use crate::wire::{control, lock_byte, Header};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-{}", std::process::id());
@@ -69,7 +69,7 @@ impl JournalOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-new-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-new-{}", std::process::id());
@@ -117,7 +117,7 @@ impl JournalOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-chunkbytes-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-chunkbytes-{}", std::process::id());
@@ -156,7 +156,7 @@ impl JournalOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-preallocate-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-preallocate-{}", std::process::id());
@@ -187,8 +187,8 @@ impl JournalOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// use shmbus::{Entry, Received, Wait};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshot-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-snapshot-{}", std::process::id());
@@ -215,7 +215,7 @@ impl JournalOptions {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JournalCreateError, JournalOptions, JournalPublisher, SnapshotError};
+/// use shmbus::{BusOptions, journal::{JournalCreateError, JournalOptions, JournalPublisher, SnapshotError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshoterror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-snapshoterror-{}", std::process::id());
@@ -296,7 +296,7 @@ fn check_snapshot(
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, CreateError, JournalCreateError, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, CreateError, journal::{JournalCreateError, JournalOptions, JournalPublisher}};
 /// use shmbus::Publisher;
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalcreateerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
@@ -344,7 +344,7 @@ pub enum JournalCreateError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, CloseError, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, journal::{CloseError, JournalOptions, JournalPublisher}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-closeerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-closeerror-{}", std::process::id());
@@ -383,7 +383,7 @@ pub enum CloseError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JournalAttachError, JournalPublisher, OpenOptions, Publisher};
+/// use shmbus::{BusOptions, OpenOptions, Publisher, journal::{JournalAttachError, JournalPublisher}};
 /// # let name = format!("/dev/shm/shmbus-doc-journalattacherror-{}", std::process::id());
 /// drop(Publisher::<u64>::create(&name, &BusOptions::new(64))?); // a bus without a journal
 /// match JournalPublisher::<u64>::attach(&name, &OpenOptions::default()) {
@@ -903,7 +903,7 @@ fn no_key(_: &[u8]) -> u64 {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+/// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpub-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-jpub-{}", std::process::id());
@@ -963,7 +963,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcreate-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcreate-{}", std::process::id());
@@ -1012,7 +1012,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jatt-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jatt-{}", std::process::id());
@@ -1038,7 +1038,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jflush-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jflush-{}", std::process::id());
@@ -1060,7 +1060,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jnextseq-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jnextseq-{}", std::process::id());
@@ -1084,7 +1084,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jepoch-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jepoch-{}", std::process::id());
@@ -1108,7 +1108,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jmsgsize-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jmsgsize-{}", std::process::id());
@@ -1129,7 +1129,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpath-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpath-{}", std::process::id());
@@ -1151,7 +1151,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactionerror-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactionerror-{}", std::process::id());
@@ -1172,7 +1172,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jiscompacting-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jiscompacting-{}", std::process::id());
@@ -1180,7 +1180,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
@@ -1213,7 +1213,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher, OpenOptions};
+    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jclose-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jclose-{}", std::process::id());
@@ -1248,7 +1248,7 @@ impl<T: Message> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublish-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpublish-{}", std::process::id());
@@ -1287,7 +1287,7 @@ impl<T: Keyed> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompact-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompact-{}", std::process::id());
@@ -1295,7 +1295,7 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
@@ -1322,7 +1322,7 @@ impl<T: Keyed> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafter-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactafter-{}", std::process::id());
@@ -1330,7 +1330,7 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// let mut publisher = JournalPublisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
@@ -1364,7 +1364,7 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublishraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpublishraw-{}", std::process::id());
@@ -1387,7 +1387,7 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactraw-{}", std::process::id());
@@ -1420,7 +1420,7 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JournalOptions, JournalPublisher};
+    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafterraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactafterraw-{}", std::process::id());

@@ -2,12 +2,13 @@
 //! journal and its compaction are built for.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::format::{check, padded_words};
 use super::join::{Entry, JoinError, JoinOptions, JournalSubscriber};
 use super::Keyed;
 use crate::bus::Received;
+use crate::wait::Wait;
 
 /// A map from key to the last message for it, and the sequence it is at:
 /// what [`State`] keeps up to date from a journaled bus, usable alone to
@@ -19,8 +20,8 @@ use crate::bus::Received;
 /// # #[repr(C)]
 /// # struct Tick { key: u64, val: u64 }
 /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-/// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-/// use shmbus::KeyedState;
+/// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+/// use shmbus::journal::KeyedState;
 ///
 /// let mut state = KeyedState::new();
 /// state.apply(0, Tick { key: 1, val: 10 });
@@ -54,8 +55,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let state = shmbus::KeyedState::<Tick>::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let state = shmbus::journal::KeyedState::<Tick>::new();
     /// assert!(state.is_empty());
     /// assert_eq!(state.last_seq(), None);
     /// ```
@@ -73,8 +74,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// state.apply(7, Tick { key: 3, val: 1 });
     /// state.apply(8, Tick { key: 3, val: 2 });
     /// assert_eq!(state.get(3).map(|t| t.val), Some(2));
@@ -94,8 +95,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 5 });
     /// assert_eq!(state.get(1).map(|t| t.val), Some(5));
     /// assert!(state.get(2).is_none());
@@ -112,8 +113,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 5 });
     /// state.apply(1, Tick { key: 1, val: 6 });
     /// assert_eq!(state.len(), 1);
@@ -130,8 +131,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// assert!(state.is_empty());
     /// state.apply(0, Tick { key: 1, val: 5 });
     /// assert!(!state.is_empty());
@@ -149,8 +150,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// assert_eq!(state.last_seq(), None);
     /// state.apply(41, Tick { key: 1, val: 5 });
     /// assert_eq!(state.last_seq(), Some(41));
@@ -167,8 +168,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut state = shmbus::KeyedState::new();
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let mut state = shmbus::journal::KeyedState::new();
     /// state.apply(0, Tick { key: 1, val: 10 });
     /// state.apply(1, Tick { key: 2, val: 20 });
     /// let mut all: Vec<(u64, u64)> = state.iter().map(|(k, t)| (k, t.val)).collect();
@@ -189,8 +190,8 @@ impl<T: Keyed> KeyedState<T> {
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// use shmbus::KeyedState;
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// use shmbus::journal::KeyedState;
     /// let mut a = KeyedState::new();
     /// a.apply(0, Tick { key: 1, val: 10 });
     /// a.apply(1, Tick { key: 2, val: 20 });
@@ -217,7 +218,8 @@ impl<T: Keyed> KeyedState<T> {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::{BusOptions, Wait};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
@@ -238,7 +240,7 @@ impl<T: Keyed> KeyedState<T> {
 /// let last = publisher.publish(&Tick { key: 1, val: 11 })?;
 ///
 /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
-/// assert!(state.wait_for(last, Duration::from_secs(5))?);
+/// assert!(state.wait_for(last, Wait::For(Duration::from_secs(5)))?);
 /// assert_eq!(state.state().len(), 2);
 /// assert_eq!(state.state().get(1).map(|t| t.val), Some(11));
 /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -278,12 +280,12 @@ impl<T: Keyed> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-join-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-join-{}", std::process::id());
@@ -334,12 +336,12 @@ impl<T: Keyed> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-poll-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-poll-{}", std::process::id());
@@ -375,8 +377,8 @@ impl<T: Keyed> State<T> {
         }
     }
 
-    /// Folds in entries until sequence `seq` is in (true), or `timeout`
-    /// ran out first (false).
+    /// Folds in entries until sequence `seq` is in (true), or the wait ran
+    /// out first (false). `Wait::Never` folds in what is there now.
     ///
     /// # Errors
     /// Only if it had to rejoin (after a loss the journal could not
@@ -385,12 +387,13 @@ impl<T: Keyed> State<T> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, Wait};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-waitfor-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-waitfor-{}", std::process::id());
@@ -401,24 +404,27 @@ impl<T: Keyed> State<T> {
     /// )?;
     /// let seq = publisher.publish(&Tick { key: 1, val: 10 })?;
     /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
-    /// assert!(state.wait_for(seq, Duration::from_secs(5))?);
-    /// assert!(!state.wait_for(seq + 1, Duration::from_millis(1))?); // not published
+    /// assert!(state.wait_for(seq, Wait::For(Duration::from_secs(5)))?);
+    /// assert!(!state.wait_for(seq + 1, Wait::Never)?); // not published
     /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn wait_for(&mut self, seq: u64, timeout: Duration) -> Result<bool, JoinError> {
-        let deadline = Instant::now() + timeout;
+    pub fn wait_for(&mut self, seq: u64, wait: Wait) -> Result<bool, JoinError> {
+        let deadline = wait.deadline();
         while self
             .state
             .last_seq()
             .is_none_or(|l| (l.wrapping_sub(seq) as i64) < 0)
         {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            if let Some(r) = self.sub.recv(crate::wait::Wait::For(left)) {
-                self.on(r)?;
+            let step = match deadline {
+                None => Wait::Forever,
+                Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
+            };
+            match self.sub.recv(step) {
+                Some(r) => self.on(r)?,
+                // Nothing came within the step: the deadline has passed.
+                None if deadline.is_some() => return Ok(false),
+                None => {}
             }
         }
         Ok(true)
@@ -428,12 +434,12 @@ impl<T: Keyed> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-state-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-state-{}", std::process::id());
@@ -458,12 +464,12 @@ impl<T: Keyed> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-rejoins-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-rejoins-{}", std::process::id());
@@ -493,12 +499,12 @@ impl<T: Keyed> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-subscriber-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-subscriber-{}", std::process::id());

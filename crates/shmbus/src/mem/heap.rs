@@ -16,7 +16,7 @@ pub(crate) const HEAP_PAGE: u64 = 512;
 /// # Examples
 /// ```
 /// use std::sync::{atomic::Ordering, Arc};
-/// use shmbus::{HeapRegion, Publisher, Region};
+/// use shmbus::{Publisher, mem::{HeapRegion, Region}};
 ///
 /// let publisher: Publisher<u64, Arc<HeapRegion>> = Publisher::on_heap(8)?;
 ///
@@ -68,7 +68,7 @@ impl HeapRegion {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// assert_eq!(HeapRegion::new(13).len(), 16);
     /// ```
     pub fn new(len: usize) -> Self {

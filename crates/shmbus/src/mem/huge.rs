@@ -32,12 +32,12 @@
 
 /// Where a bus's huge pages come from (see the module docs), for
 /// [`BusOptions::huge_pages`](crate::BusOptions::huge_pages) and
-/// [`StreamOptions::huge_pages`](crate::StreamOptions::huge_pages). A system
+/// [`StreamOptions::huge_pages`](crate::stream::StreamOptions::huge_pages). A system
 /// that cannot give them fails the create with a [`HugePageError`].
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, HugePages, StreamOptions};
+/// use shmbus::{BusOptions, mem::HugePages, stream::StreamOptions};
 ///
 /// // A bare name lives in /dev/shm (tmpfs): transparent huge pages.
 /// let bus = BusOptions::new(4096).huge_pages(HugePages::Transparent);
@@ -65,7 +65,7 @@ pub(crate) use imp::*;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, CreateError, HugePageError, HugePages, Publisher};
+/// use shmbus::{BusOptions, CreateError, Publisher, error::HugePageError, mem::HugePages};
 /// # let name = format!("/dev/shm/shmbus-doc-hugepageerror-{}", std::process::id());
 /// let opts = BusOptions::new(64).huge_pages(HugePages::Hugetlbfs);
 /// // /dev/shm is not a hugetlbfs mount: refused before any file is made.

@@ -1,6 +1,6 @@
 //! Memory that rings live in: the [`Region`] trait and its backings
-//! ([`heap`]: the heap, for threads, loom and Miri; [`shm`]: a file mapped
-//! `MAP_SHARED`, between processes; [`huge`]: huge pages for either;
+//! (`heap.rs`: the heap, for threads, loom and Miri; `shm.rs`: a file mapped
+//! `MAP_SHARED`, between processes; `huge.rs`: huge pages for either;
 //! `growable`: a file mapped as it grows, the journal's).
 //!
 //! # Two capabilities
@@ -54,9 +54,12 @@ pub(crate) mod huge;
 pub(crate) mod shm;
 
 pub use heap::HeapRegion;
-pub use huge::{HugePageError, HugePages};
+pub use huge::HugePages;
 #[cfg(not(loom))]
-pub use shm::{Access, ShmRegion};
+#[doc(hidden)] // reached through `internals`
+pub use shm::Access;
+#[cfg(not(loom))]
+pub use shm::ShmRegion;
 
 use crate::sync::{AtomicU32, AtomicU64};
 
@@ -67,7 +70,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, DefaultRegion, Publisher};
+/// use shmbus::{BusOptions, Publisher, mem::DefaultRegion};
 /// # let name = format!("/dev/shm/shmbus-doc-defaultregion-{}", std::process::id());
 /// let publisher: Publisher<u64, DefaultRegion> = Publisher::create(&name, &BusOptions::new(64))?;
 /// # shmbus::remove(&name)?;
@@ -108,7 +111,7 @@ mod sealed {
 /// # Examples
 /// ```
 /// use std::sync::atomic::Ordering;
-/// use shmbus::{HeapRegion, Publisher, Received, Region, Start, Subscriber, Wait, WaitStrategy};
+/// use shmbus::{Publisher, Received, Start, Subscriber, Wait, WaitStrategy, mem::{HeapRegion, Region}};
 ///
 /// fn next<R: Region>(subscriber: &mut Subscriber<u64, R>) -> Option<u64> {
 ///     match subscriber.recv(Wait::Never)? {
@@ -132,7 +135,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// assert_eq!(HeapRegion::new(64).len(), 64);
     /// ```
     fn len(&self) -> usize;
@@ -140,7 +143,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// assert!(HeapRegion::new(0).is_empty());
     /// assert!(!HeapRegion::new(8).is_empty());
     /// ```
@@ -153,7 +156,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// let words = region.words(16, 2); // bytes 16..32
     /// words[1].store(5, Ordering::Relaxed);
@@ -169,7 +172,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// region.word32(4).fetch_add(1, Ordering::Relaxed);
     /// assert_eq!(region.word32(4).load(Ordering::Relaxed), 1);
@@ -184,7 +187,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// assert_eq!(region.word(56).swap(9, Ordering::AcqRel), 0); // zeroed
     /// assert_eq!(region.word(56).load(Ordering::Acquire), 9);
@@ -202,7 +205,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// assert_eq!(HeapRegion::new(64).lock_held(0), None);
     /// ```
     fn lock_held(&self, byte: u64) -> Option<bool> {
@@ -220,7 +223,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// let p = region.raw(8, 16).expect("the heap lends plain memory");
     /// // SAFETY: nothing else can reach this region: its bytes are ours alone.
@@ -244,7 +247,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// // SAFETY: no other party shares this region.
     /// unsafe { region.copy_in(8, b"hello") };
@@ -284,7 +287,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{HeapRegion, Region};
+    /// use shmbus::{mem::{HeapRegion, Region}};
     /// let region = HeapRegion::new(64);
     /// region.word(0).store(u64::from_le_bytes(*b"abcdefgh"), Ordering::Release);
     /// let mut out = [0u8; 3];

@@ -57,13 +57,13 @@ pub(crate) fn reserve_address_space(len: usize) -> io::Result<*mut std::ffi::c_v
 #[cfg(not(loom))]
 /// A `MAP_SHARED` mapping of a whole file, and the file it maps: the
 /// region every bus and stream created or opened by name lives in (it is
-/// [`DefaultRegion`](crate::DefaultRegion), so `Publisher<T>` is
+/// [`DefaultRegion`](crate::mem::DefaultRegion), so `Publisher<T>` is
 /// `Publisher<T, ShmRegion>`). Handles create and map it themselves; it
 /// appears in user code only as that type parameter.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Region, Start, Subscriber, Wait};
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait, mem::Region};
 ///
 /// // Generic over where the bus lives: /dev/shm or the heap.
 /// fn drain<R: Region>(subscriber: &mut Subscriber<u64, R>) -> Vec<u64> {
@@ -75,7 +75,7 @@ pub(crate) fn reserve_address_space(len: usize) -> io::Result<*mut std::ffi::c_v
 /// }
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-shmregion-{}", std::process::id());
-/// let mut publisher: Publisher<u64, shmbus::ShmRegion> =
+/// let mut publisher: Publisher<u64, shmbus::mem::ShmRegion> =
 ///     Publisher::create(&name, &BusOptions::new(64))?;
 /// let mut subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 /// publisher.publish(&1);
@@ -273,8 +273,12 @@ impl ShmRegion {
     /// into transparent huge pages now: `MADV_HUGEPAGE` so the kernel keeps
     /// them that way, then `MADV_COLLAPSE` (see the module docs).
     #[doc(hidden)]
-    pub fn collapse_huge(&self, offset: usize, len: usize) -> Result<(), super::HugePageError> {
-        use super::HugePageError;
+    pub fn collapse_huge(
+        &self,
+        offset: usize,
+        len: usize,
+    ) -> Result<(), super::huge::HugePageError> {
+        use super::huge::HugePageError;
         check(offset, len, rustix::param::page_size(), self.len);
         // SAFETY: inside our own mapping (checked); advice changes no
         // contents.

@@ -29,7 +29,7 @@ pub(crate) struct Blocks {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, Wait};
+/// use shmbus::{Wait, pool::PoolPublisher};
 ///
 /// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
 /// publisher.loan(1, Wait::Never)?.publish()?;

@@ -3,9 +3,9 @@
 //! A publisher loans a block, writes it in place and publishes its
 //! descriptor; a subscriber reads the block in place and releases it.
 //!
-//! Files: [`state`] (a block's state word), [`blocks`] (the protocol:
-//! loan, reclaim, take, release, census), [`sweep`] (what the dead left),
-//! [`heap`] (a pool bus on the heap), then the handles: [`PoolPublisher`]
+//! Files: `state.rs` (a block's state word), `blocks.rs` (the protocol:
+//! loan, reclaim, take, release, census), `sweep.rs` (what the dead left),
+//! `heap.rs` (a pool bus on the heap), then the handles: [`PoolPublisher`]
 //! with its [`Loan`], [`PoolSubscriber`] with its [`Sample`].
 //!
 //! # Invariants (docs/LAYOUT.md §19)

@@ -27,7 +27,7 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber, Received, Start, Wait};
+/// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-{}", std::process::id());
 /// // 8 slots, 16 blocks of 4 KiB.
@@ -75,7 +75,7 @@ impl<R: Region> std::fmt::Debug for PoolPublisher<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{LoanError, PoolPublisher, Wait};
+/// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
 ///
 /// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
 /// match publisher.loan(100, Wait::Never) {
@@ -148,7 +148,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Wait};
+    /// use shmbus::{Wait, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(4, 4096, 5)?;
     /// let mut loan = publisher.loan(3, Wait::Never)?;
@@ -215,7 +215,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::PoolPublisher::on_heap(4, 4096, 5)?;
+    /// let publisher = shmbus::pool::PoolPublisher::on_heap(4, 4096, 5)?;
     /// assert_eq!(publisher.block_size(), 4096);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -227,7 +227,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::PoolPublisher::on_heap(4, 64, 6)?;
+    /// let publisher = shmbus::pool::PoolPublisher::on_heap(4, 64, 6)?;
     /// assert_eq!(publisher.census().free, 6);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -273,7 +273,7 @@ impl<R: Region> PoolPublisher<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, Wait};
+/// use shmbus::{Wait, pool::PoolPublisher};
 ///
 /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
 /// let mut loan = publisher.loan(8, Wait::Never)?;
@@ -303,7 +303,7 @@ impl<R: Region> Loan<'_, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Wait};
+    /// use shmbus::{Wait, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
     /// let loan = publisher.loan(0, Wait::Never)?;
@@ -377,7 +377,7 @@ impl PoolPublisher<Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::PoolPublisher::on_heap(16, 1 << 16, 32)?;
+    /// let publisher = shmbus::pool::PoolPublisher::on_heap(16, 1 << 16, 32)?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, block_size: u64, blocks: u64) -> Result<Self, CreateError> {
@@ -392,7 +392,7 @@ impl PoolPublisher<Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Start, WaitStrategy};
+    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
     /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -426,7 +426,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, PoolPublisher};
+        /// use shmbus::{BusOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolcreate-{}", std::process::id());
         /// let publisher = PoolPublisher::create(&name, &BusOptions::new(16).pool(1 << 20, 24))?;
         /// # shmbus::remove(&name)?;
@@ -444,7 +444,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher};
+        /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
         /// let first = PoolPublisher::create_many(&name, &BusOptions::new(16).pool(4096, 24))?;
         /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
@@ -478,7 +478,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher};
+        /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattach-{}", std::process::id());
         /// drop(PoolPublisher::create(&name, &BusOptions::new(16).pool(4096, 24))?);
         /// let second = PoolPublisher::attach(&name, &OpenOptions::default())?;
@@ -493,12 +493,12 @@ mod shm {
         /// [`PoolPublisher::create_many`].
         ///
         /// # Errors
-        /// As [`crate::MpPublisher::attach`];
+        /// As [`crate::bus::MpPublisher::attach`];
         /// [`crate::OpenError::PoolMismatch`] for a bus without a pool.
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher, Wait};
+        /// use shmbus::{BusOptions, OpenOptions, Wait, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
         /// let mut first = PoolPublisher::create_many(&name, &BusOptions::new(4).pool(64, 8))?;
         /// let mut second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;

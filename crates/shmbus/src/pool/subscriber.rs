@@ -32,7 +32,7 @@ use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
 /// let mut publisher = PoolPublisher::on_heap(4, 64, 8)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
@@ -89,12 +89,12 @@ impl<R: Region> Drop for Inner<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, PoolRecvError, PoolSubscriber, Start, Wait, WaitStrategy};
+/// use shmbus::{Start, Wait, WaitStrategy, pool::{PoolPublisher, PoolRecvError, PoolSubscriber}};
 ///
 /// let mut publisher = PoolPublisher::on_heap(16, 64, 32)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut held = Vec::new();
-/// for _ in 0..=PoolSubscriber::<shmbus::HeapRegion>::MAX_HELD {
+/// for _ in 0..=PoolSubscriber::<shmbus::mem::HeapRegion>::MAX_HELD {
 ///     publisher.loan(1, Wait::Never)?.publish()?;
 /// }
 /// while let Ok(Some(shmbus::Received::Message(s))) = subscriber.recv(Wait::Never) {
@@ -153,7 +153,7 @@ impl<R: Region> PoolSubscriber<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Start, Wait, WaitStrategy};
+    /// use shmbus::{Start, Wait, WaitStrategy, pool::PoolPublisher};
     ///
     /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
@@ -205,7 +205,7 @@ impl<R: Region> PoolSubscriber<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Start, WaitStrategy};
+    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
     /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.position(), 0);
@@ -219,7 +219,7 @@ impl<R: Region> PoolSubscriber<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Start, WaitStrategy};
+    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
     /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.held(), 0);
@@ -242,7 +242,7 @@ impl<R: Region> PoolSubscriber<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
 /// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
@@ -270,7 +270,7 @@ impl<R: Region> Sample<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
@@ -367,7 +367,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, PoolPublisher, PoolSubscriber};
+        /// use shmbus::{BusOptions, OpenOptions, pool::{PoolPublisher, PoolSubscriber}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolsubscriber-{}", std::process::id());
         /// let publisher = PoolPublisher::create(&name, &BusOptions::new(8).pool(4096, 16))?;
         /// let subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;

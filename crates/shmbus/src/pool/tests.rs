@@ -191,13 +191,13 @@ fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
     assert!(matches!(
         PoolPublisher::on_heap(8, 64, 8),
         Err(crate::CreateError::InvalidGeometry(
-            crate::GeometryError::PoolTooSmall { .. }
+            crate::error::GeometryError::PoolTooSmall { .. }
         ))
     ));
     assert!(matches!(
         PoolPublisher::on_heap(8, 100, 9),
         Err(crate::CreateError::InvalidGeometry(
-            crate::GeometryError::PoolBlockSize { .. }
+            crate::error::GeometryError::PoolBlockSize { .. }
         ))
     ));
 }

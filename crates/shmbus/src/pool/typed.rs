@@ -29,7 +29,7 @@ use crate::wait::Wait;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
@@ -64,7 +64,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Wait};
+    /// use shmbus::{Wait, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.loan_as::<[u64; 8]>(Wait::Never)?;
@@ -95,7 +95,7 @@ impl<T: Pod, R: Region> TypedLoan<'_, T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Wait};
+    /// use shmbus::{Wait, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.loan_as::<u32>(Wait::Never)?;
@@ -139,7 +139,7 @@ impl<R: Region> Sample<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{PoolPublisher, Received, Start, Wait, WaitStrategy};
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
     ///
     /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;

@@ -16,7 +16,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-consumer-type-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -86,7 +86,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions};
+    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-max-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
     /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -102,7 +102,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions};
+    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
     /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -129,7 +129,7 @@ impl<R: Region> Consumer<R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -167,7 +167,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -201,7 +201,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -337,7 +337,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-len-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -358,7 +358,7 @@ impl<R: Region> Consumer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-empty-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -379,7 +379,7 @@ impl<R: Region> Consumer<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-readchunk-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -414,7 +414,7 @@ impl<R: Region> ReadChunk<'_, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-release-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -472,7 +472,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+        /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-consumer-{}", std::process::id());
         /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
         /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;

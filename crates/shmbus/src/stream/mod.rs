@@ -1,7 +1,7 @@
 //! The stream: a lossless single-producer single-consumer ring of
 //! variable-length byte records, with backpressure.
 //!
-//! Files: [`ring`] (the two cursors, records, wrap markers, sleeping and
+//! Files: `ring.rs` (the two cursors, records, wrap markers, sleeping and
 //! peer checks over a region), [`Producer`] and [`Consumer`] (the two
 //! ends, each with its in-place chunk).
 //!
@@ -60,7 +60,7 @@
 //!   (known by its pid: one that reused the dead one's pid would not be).
 //!
 //! ```no_run
-//! use shmbus::{Consumer, Producer, StreamOptions, Wait};
+//! use shmbus::{Wait, stream::{Consumer, Producer, StreamOptions}};
 //!
 //! let mut producer = Producer::create("logs", &StreamOptions::new(1 << 20))?;
 //! producer.push(b"first record", Wait::Forever)?;
@@ -88,6 +88,7 @@ mod tests;
 
 use std::time::Duration;
 
+pub use crate::options::StreamOptions;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;
@@ -101,10 +102,12 @@ use crate::wait::WaitStrategy;
 use crate::wire::Header;
 use ring::StreamRing;
 
+#[doc(hidden)] // reached through `internals`
 /// The header of a wrap marker: the rest of the ring up to its end is
 /// unused, and the next record is at position 0.
 pub const WRAP: u64 = u64::MAX;
 
+#[doc(hidden)] // reached through `internals`
 /// How often a waiting side checks whether its peer is still alive.
 pub const PEER_CHECK: Duration = Duration::from_millis(20);
 
@@ -113,7 +116,7 @@ pub const PEER_CHECK: Duration = Duration::from_millis(20);
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{Producer, PushError, StreamOptions, Wait};
+/// use shmbus::{Wait, stream::{Producer, PushError, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-pusherror-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(64))?;
 /// assert_eq!(producer.max_record(), 24);
@@ -174,7 +177,7 @@ pub enum PushError {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{Consumer, OpenOptions, PopError, Producer, StreamOptions, Wait};
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
 /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -230,12 +233,14 @@ pub enum PopError {
     },
 }
 
+#[doc(hidden)] // reached through `internals`
 /// Both ends of a stream on the heap.
 pub type HeapStream = (
     Producer<std::sync::Arc<HeapRegion>>,
     Consumer<std::sync::Arc<HeapRegion>>,
 );
 
+#[doc(hidden)] // reached through `internals`
 /// A stream on the heap between two threads (and for loom and Miri).
 pub fn on_heap(
     capacity: u64,

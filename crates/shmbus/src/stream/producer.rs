@@ -16,7 +16,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-producer-type-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -82,7 +82,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Producer, StreamOptions};
+    /// use shmbus::{stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-max-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// assert_eq!(producer.max_record(), 2040);
@@ -97,7 +97,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Producer, StreamOptions};
+    /// use shmbus::{stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-capacity-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// assert_eq!(producer.capacity(), 4096);
@@ -122,7 +122,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-push-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// producer.push(b"a record", Wait::Never)?;
@@ -157,7 +157,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-reserve-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(5, Wait::Never)?;
@@ -279,7 +279,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-len-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// producer.push(b"abc", Wait::Never)?;
@@ -296,7 +296,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-empty-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
@@ -319,7 +319,7 @@ impl<R: Region> Producer<R> {
 /// # Examples
 /// ```
 /// use std::io::Write;
-/// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-writechunk-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// let mut chunk = producer.reserve(64, Wait::Never)?;
@@ -365,7 +365,7 @@ impl<R: Region> WriteChunk<'_, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-commit-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
@@ -393,7 +393,7 @@ impl<R: Region> WriteChunk<'_, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Consumer, OpenOptions, Producer, StreamOptions, Wait};
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-grow-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
@@ -440,7 +440,7 @@ impl<R: Region> WriteChunk<'_, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Producer, StreamOptions, Wait};
+    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-truncate-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(100, Wait::Never)?;
@@ -513,7 +513,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{Producer, StreamOptions, Wait};
+        /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-producer-{}", std::process::id());
         /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
         /// producer.push(b"a record", Wait::Never)?;
@@ -542,7 +542,7 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, Producer, StreamOptions};
+        /// use shmbus::{OpenOptions, stream::{Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-reattach-{}", std::process::id());
         /// drop(Producer::create(&name, &StreamOptions::new(4096))?);
         /// let producer = Producer::attach(&name, &OpenOptions::default())?;

@@ -12,8 +12,8 @@ use crate::wire::stream_control as ctl;
 fn pair(
     capacity: u64,
 ) -> (
-    Producer<std::sync::Arc<crate::HeapRegion>>,
-    Consumer<std::sync::Arc<crate::HeapRegion>>,
+    Producer<std::sync::Arc<crate::mem::HeapRegion>>,
+    Consumer<std::sync::Arc<crate::mem::HeapRegion>>,
 ) {
     on_heap(capacity, WaitStrategy::default()).expect("valid geometry")
 }

@@ -11,7 +11,7 @@ use thiserror::Error;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{NameError, OpenError, OpenOptions, Subscriber};
+/// use shmbus::{OpenError, OpenOptions, Subscriber, error::NameError};
 ///
 /// let err = Subscriber::<u64>::open("", &OpenOptions::default()).err();
 /// assert!(matches!(err, Some(OpenError::Name(NameError::Empty))));

@@ -7,7 +7,7 @@ use thiserror::Error;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, CreateError, GeometryError, Publisher};
+/// use shmbus::{BusOptions, CreateError, Publisher, error::GeometryError};
 /// # let name = format!("/dev/shm/shmbus-doc-geometryerror-{}", std::process::id());
 /// match Publisher::<u64>::create(&name, &BusOptions::new(100)) {
 ///     Err(CreateError::InvalidGeometry(GeometryError::Capacity { capacity })) => {

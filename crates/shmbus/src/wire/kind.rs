@@ -9,7 +9,7 @@ use std::fmt;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Kind, OpenError, OpenOptions, Producer, StreamOptions, Subscriber};
+/// use shmbus::{Kind, OpenError, OpenOptions, Subscriber, stream::{Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-kind-{}", std::process::id());
 /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
 /// // A stream opened as a bus:
@@ -71,7 +71,7 @@ impl fmt::Display for Kind {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{AttachError, BusOptions, MpPublisher, OpenOptions, Publisher, Publishers};
+/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher, Publishers, bus::MpPublisher};
 /// # let name = format!("/dev/shm/shmbus-doc-publishers-{}", std::process::id());
 /// let many = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
 /// // A single-publisher handle on a multi-publisher bus:

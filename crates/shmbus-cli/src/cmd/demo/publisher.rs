@@ -6,8 +6,8 @@ use std::io::{self, BufRead};
 use std::time::{Duration, Instant};
 
 use shmbus::internals::{journal_stat, JournalStat};
+use shmbus::journal::{JournalOptions, JournalPublisher, KeyedState};
 use shmbus::BusOptions;
-use shmbus::{JournalOptions, JournalPublisher, KeyedState};
 
 use super::wire::{monotonic_ns, say, say_done, Update};
 use super::{fail, journal_size, ChildArgs};

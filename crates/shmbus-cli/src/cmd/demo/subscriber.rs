@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use shmbus::{JoinOptions, JournalSubscriber, KeyedState};
+use shmbus::journal::{JoinOptions, JournalSubscriber, KeyedState};
 use shmbus::{Received, WaitStrategy};
 
 use super::wire::{monotonic_ns, say, say_done, Update};
@@ -69,7 +69,7 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
             "futex".to_owned(),
         ),
     };
-    let opts = JoinOptions::default().wait(strategy);
+    let opts = JoinOptions::default().wait_strategy(strategy);
     let t0 = Instant::now();
     let mut sub = JournalSubscriber::<Update>::join(&a.bus, &opts)
         .map_err(|e| fail("join")(e.to_string()))?;

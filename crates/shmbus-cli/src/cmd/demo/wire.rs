@@ -4,7 +4,10 @@
 
 use std::io::Write;
 
-use shmbus::{Keyed, KeyedState, Message};
+use shmbus::{
+    journal::{Keyed, KeyedState},
+    Message,
+};
 
 use crate::error::CliError;
 

@@ -20,8 +20,8 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
+use shmbus::pool::Census;
 use shmbus::stat::{BusStat, SubscriberStat};
-use shmbus::Census;
 
 use crate::bridge_status::{self, Direction, Status};
 use crate::cmd::inspect::holds;

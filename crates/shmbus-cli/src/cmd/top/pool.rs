@@ -96,7 +96,7 @@ fn block_size(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use shmbus::Census;
+    use shmbus::pool::Census;
 
     use super::*;
 

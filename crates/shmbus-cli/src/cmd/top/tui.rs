@@ -1378,7 +1378,7 @@ mod tests {
             r.pool = Some(super::super::model::PoolRow {
                 block_size: 4096,
                 blocks: 16,
-                census: shmbus::Census {
+                census: shmbus::pool::Census {
                     free: 13,
                     on_ring: 3,
                     ..Default::default()
