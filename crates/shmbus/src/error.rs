@@ -5,7 +5,7 @@
 //!
 //! One error enum per operation. Each `Display` names what was found and
 //! what was expected, so the CLI can print it as its one line; each has a
-//! `kind()` giving its [`ErrorKind`], the classification C and Python use.
+//! `kind()` giving its [`ErrorKind`](crate::ErrorKind), the classification C and Python use.
 
 use std::io;
 use std::path::PathBuf;
@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-pub use crate::error_kind::ErrorKind;
 pub use crate::mem::huge::HugePageError;
 pub use crate::sys::NameError;
 pub use crate::wire::GeometryError;

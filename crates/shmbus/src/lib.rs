@@ -23,8 +23,8 @@
 //!   every message is also appended to a file, so a subscriber that
 //!   starts late gets everything, with no gap and no duplicate.
 //!
-//! Beside them: [`error`] (the errors every kind shares, and
-//! [`ErrorKind`]), [`mem`] (the memory a ring lives in: a file, the heap,
+//! Beside them: [`error`] (the errors every kind shares; [`ErrorKind`] classifies
+//! them all), [`mem`] (the memory a ring lives in: a file, the heap,
 //! huge pages) and [`stat`] (what `shmbus stat` and `shmbus top` read).
 //! The root re-exports what nearly every user names: the bus's handles,
 //! the options, [`Wait`], the common errors.
@@ -142,7 +142,8 @@ pub mod wire;
 // The root holds what nearly every user names; each kind's module holds the
 // rest of that kind.
 pub use bus::{Publisher, Received, Subscriber};
-pub use error::{AttachError, CreateError, ErrorKind, OpenError};
+pub use error::{AttachError, CreateError, OpenError};
+pub use error_kind::ErrorKind;
 pub use options::{BusOptions, OpenOptions, Start};
 #[cfg(not(loom))]
 pub use segment::remove;
