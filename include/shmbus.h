@@ -408,6 +408,25 @@ typedef struct shmbus_open_options_t {
 } shmbus_open_options_t;
 
 /**
+ * Where a journaled bus keeps its journal (shmbus_journal_publisher_create).
+ */
+typedef struct shmbus_journal_options_t {
+    /**
+     * The journal file (its directory must exist; an existing journal is
+     * continued). Required.
+     */
+    const char *path;
+    /**
+     * How much the file grows by at a time (0 = 8 MiB).
+     */
+    uint64_t chunk_bytes;
+    /**
+     * How much file to allocate ahead at the start (0 = one chunk).
+     */
+    uint64_t preallocate_bytes;
+} shmbus_journal_options_t;
+
+/**
  * How to create a stream (shmbus_producer_create). Start from
  * shmbus_stream_options_default() (or zero it) and set capacity.
  */
@@ -434,25 +453,6 @@ typedef struct shmbus_stream_options_t {
      */
     uint32_t flags;
 } shmbus_stream_options_t;
-
-/**
- * Where a journaled bus keeps its journal (shmbus_journal_publisher_create).
- */
-typedef struct shmbus_journal_options_t {
-    /**
-     * The journal file (its directory must exist; an existing journal is
-     * continued). Required.
-     */
-    const char *path;
-    /**
-     * How much the file grows by at a time (0 = 8 MiB).
-     */
-    uint64_t chunk_bytes;
-    /**
-     * How much file to allocate ahead at the start (0 = one chunk).
-     */
-    uint64_t preallocate_bytes;
-} shmbus_journal_options_t;
 
 #ifdef __cplusplus
 extern "C" {
@@ -503,11 +503,6 @@ struct shmbus_bus_options_t shmbus_bus_options_default(void);
  * 50 µs then sleep on the futex, any message type.
  */
 struct shmbus_open_options_t shmbus_open_options_default(void);
-
-/**
- * Stream options with every default: capacity still to set.
- */
-struct shmbus_stream_options_t shmbus_stream_options_default(void);
 
 /**
  * Removes the bus or stream name (a bare name lives in /dev/shm), and
@@ -1151,6 +1146,11 @@ void shmbus_sample_release(struct shmbus_sample_t *sample);
  * subscriber is NULL or a live subscriber, not used again.
  */
 void shmbus_pool_subscriber_close(struct shmbus_pool_subscriber_t *subscriber);
+
+/**
+ * Stream options with every default: capacity still to set.
+ */
+struct shmbus_stream_options_t shmbus_stream_options_default(void);
 
 /**
  * Creates the stream name, a ring of opts->capacity bytes, and

@@ -9,11 +9,13 @@ use shmbus_core::{
     Publisher, Received, Subscriber,
 };
 
-use crate::{
-    create_handle, deliver, entry, entry_void, error, handle, lagged, message_buffer, nothing,
-    open_handle, out_ptr, publish_bytes, query, take_back, wait_of, BusKind, BusOpts, Failure,
-    OpenOpts, Status,
+use crate::args::{handle, nothing, out_ptr, take_back, wait_of};
+use crate::bodies::{
+    create_handle, deliver, lagged, message_buffer, open_handle, publish_bytes, query,
 };
+use crate::entry::{entry, entry_void, error, Failure};
+use crate::options::{BusKind, BusOpts, OpenOpts};
+use crate::status::Status;
 
 /// The publisher of a single-publisher bus (opaque).
 pub struct ShmbusPublisher(Publisher<[u8]>);

@@ -1,7 +1,9 @@
 //! The error code a failing call leaves with its message
 //! (`shmbus_error_code()`): which kind of failure it was, from the core's
-//! [`ErrorKind`] (the classification Python's exception classes follow).
+//! [`ErrorKind`] (the classification Python's exception classes follow),
+//! and its name (`shmbus_error_code_name()`).
 
+use std::ffi::c_char;
 use std::fmt::Display;
 
 use shmbus_core::ErrorKind;
@@ -108,6 +110,19 @@ impl ErrorCode {
             ErrorCode::SHMBUS_E_OTHER => c"SHMBUS_E_OTHER",
         }
     }
+}
+
+/// The name of an error code ("SHMBUS_E_NOT_FOUND", ...) as a static
+/// string; "unknown error code" for an int that is none.
+#[no_mangle]
+pub extern "C" fn shmbus_error_code_name(code: std::ffi::c_int) -> *const c_char {
+    // An int, not a `shmbus_error_code_t`: a value from C outside the
+    // enum is then no undefined behaviour.
+    let name = ErrorCode::ALL
+        .iter()
+        .find(|c| **c as std::ffi::c_int == code)
+        .map_or(c"unknown error code", |c| c.name());
+    name.as_ptr()
 }
 
 impl From<ErrorKind> for ErrorCode {

@@ -9,11 +9,26 @@ use shmbus_core::{
     ErrorKind, Received,
 };
 
-use crate::{
-    bus_options, c_str, deliver, entry, entry_void, error, handle, lagged, message_buffer,
-    new_handle, nothing, open_handle, publish_bytes, put, query, required, take_back, wait_of,
-    BusKind, BusOpts, Failure, JournalOpts, OpenOpts, Opened, Status,
+use crate::args::{c_str, handle, nothing, put, required, take_back, wait_of};
+use crate::bodies::{
+    deliver, lagged, message_buffer, new_handle, open_handle, publish_bytes, query,
 };
+use crate::entry::{entry, entry_void, error, Failure};
+use crate::options::{bus_options, BusKind, BusOpts, OpenOpts, Opened};
+use crate::status::Status;
+
+/// Where a journaled bus keeps its journal (`shmbus_journal_publisher_create`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct JournalOpts {
+    /// The journal file (its directory must exist; an existing journal is
+    /// continued). Required.
+    pub path: *const c_char,
+    /// How much the file grows by at a time (0 = 8 MiB).
+    pub chunk_bytes: u64,
+    /// How much file to allocate ahead at the start (0 = one chunk).
+    pub preallocate_bytes: u64,
+}
 
 /// The publisher of a journaled bus (opaque).
 pub struct ShmbusJournalPublisher(JournalPublisher<[u8]>);

@@ -24,10 +24,14 @@ use shmbus_core::{
     Received,
 };
 
-use crate::{
-    create_handle, entry, entry_void, error, give, handle, lagged, nothing, open_handle,
-    out_handle, put, query, take_back, wait_of, BusKind, BusOpts, Failure, OpenOpts, Status,
-};
+use crate::args::{give, handle, nothing, out_handle, put, take_back, wait_of};
+use crate::bodies::{create_handle, lagged, open_handle, query};
+use crate::entry::{entry, entry_void, error, Failure};
+use crate::options::{BusKind, BusOpts, OpenOpts};
+use crate::status::Status;
+
+/// How many samples one pool subscriber may hold at once.
+pub const SHMBUS_POOL_MAX_HELD: u32 = 8;
 
 /// A publisher of a pool bus (opaque).
 pub struct ShmbusPoolPublisher {

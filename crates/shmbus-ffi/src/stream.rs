@@ -4,15 +4,72 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    stream::{Consumer, PopError, Producer, PushError},
+    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
     ErrorKind,
 };
 
-use crate::{
-    buffer, bytes, capacity_in, copy_into, entry, entry_void, error, handle, new_handle,
-    open_handle, put, query, stream_options, take_back, wait_of, Failure, OpenOpts, Status,
-    StreamOpts,
+use crate::args::{
+    buffer, bytes, capacity_in, copy_into, handle, put, required, take_back, wait_of,
 };
+use crate::bodies::{new_handle, open_handle, query};
+use crate::entry::{entry, entry_void, error, Failure};
+use crate::options::{creation, strategy, OpenOpts, SHMBUS_WAIT_SPIN_FUTEX};
+use crate::status::Status;
+
+/// How to create a stream (`shmbus_producer_create`). Start from
+/// `shmbus_stream_options_default()` (or zero it) and set `capacity`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct StreamOpts {
+    /// The ring's size in bytes: a power of two, 64 B to 4 GiB. Records
+    /// are up to half of it less 8 bytes.
+    pub capacity: u64,
+    /// How long the producer spins before it yields or sleeps (0 = 50 µs).
+    pub spin_ns: u64,
+    /// File mode bits within 0777 (0 = 0600); any other bit is refused.
+    pub mode: u32,
+    /// `SHMBUS_WAIT_*`: how the producer waits for room.
+    pub wait: u32,
+    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
+    pub flags: u32,
+}
+
+/// Stream options with every default: capacity still to set.
+#[no_mangle]
+pub extern "C" fn shmbus_stream_options_default() -> StreamOpts {
+    StreamOpts {
+        capacity: 0,
+        spin_ns: 0,
+        mode: 0o600,
+        wait: SHMBUS_WAIT_SPIN_FUTEX,
+        flags: 0,
+    }
+}
+
+/// `shmbus_stream_options_t` as `StreamOptions`.
+///
+/// # Safety
+/// `opts` is NULL or points to a live `StreamOpts`.
+pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOptions, Failure> {
+    const WHAT: &str = "stream options";
+    // SAFETY: NULL or live, by the contract.
+    let o = unsafe { required(opts, "stream options (shmbus_stream_options_t*)") }?;
+    if o.capacity == 0 {
+        return Err(Failure::argument(format!(
+            "{WHAT}: capacity is 0, expected the ring's size in bytes (a power of two, 64 B to 4 GiB)"
+        )));
+    }
+    let c = creation(o.mode, o.flags, WHAT)?;
+    let mut s = StreamOptions::new(o.capacity)
+        .mode(c.mode)
+        .prefault(c.prefault)
+        .mlock(c.mlock)
+        .wait_strategy(strategy(o.wait, o.spin_ns, WHAT)?);
+    if let Some(huge) = c.huge_pages {
+        s = s.huge_pages(huge);
+    }
+    Ok(s)
+}
 
 /// The producer of a stream (opaque).
 pub struct ShmbusProducer(Producer);

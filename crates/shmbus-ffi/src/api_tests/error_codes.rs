@@ -6,8 +6,13 @@ use std::ptr::{null, null_mut};
 
 use super::{bus_opts, last_error, oldest, pool_opts, pool_publish, publish};
 use crate::bus::*;
+use crate::error_code::*;
 use crate::journal::*;
+use crate::last_error::*;
+use crate::options::*;
 use crate::pool::*;
+use crate::remove::*;
+use crate::status::*;
 use crate::stream::*;
 use crate::*;
 use common::{Bus, TempDir};

@@ -12,9 +12,15 @@ use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 
 use crate::bus::*;
+use crate::error_code::*;
 use crate::journal::*;
+use crate::last_error::*;
+use crate::options::*;
 use crate::pool::*;
+use crate::remove::*;
+use crate::status::*;
 use crate::stream::*;
+use crate::version::*;
 use crate::*;
 use common::{Bus, TempDir};
 

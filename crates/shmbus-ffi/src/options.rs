@@ -1,0 +1,383 @@
+//! How C says how to create and open: the flags and constants
+//! (`SHMBUS_START_*`, `SHMBUS_WAIT_*`, `SHMBUS_PREFAULT`, ...), the
+//! structs the kinds share ([`BusOpts`] for every bus, [`OpenOpts`] for
+//! every opener) with their defaults, and their checked conversion to the
+//! core's options; the checks of mode, flags and wait are a stream's too.
+//! (A stream's own struct is `stream.rs`'s, a journal's `journal.rs`'s.)
+
+use std::ffi::c_char;
+use std::time::Duration;
+
+use shmbus_core::{mem::HugePages, BusOptions, OpenOptions, Start, WaitStrategy};
+
+use crate::args::{c_str, required};
+use crate::entry::Failure;
+
+/// Where a new subscriber starts: only messages published after it opened
+/// (the default, 0).
+pub const SHMBUS_START_NEXT: u32 = 0;
+/// Where a new subscriber starts: the oldest message still in the ring.
+pub const SHMBUS_START_OLDEST: u32 = 1;
+/// Where a new subscriber starts: the newest message already published.
+pub const SHMBUS_START_LATEST: u32 = 2;
+
+/// How a call waits: spin for `spin_ns`, then sleep on a futex (the
+/// default, 0).
+pub const SHMBUS_WAIT_SPIN_FUTEX: u32 = 0;
+/// How a call waits: spin for `spin_ns`, then spin with `sched_yield`.
+pub const SHMBUS_WAIT_SPIN_YIELD: u32 = 1;
+/// How a call waits: spin without pause (lowest latency, a core at 100%).
+pub const SHMBUS_WAIT_BUSY_SPIN: u32 = 2;
+
+/// Flag: touch every page now, so the first messages do not fault.
+pub const SHMBUS_PREFAULT: u32 = 1;
+/// Flag: `mlock` the segment (fails if `RLIMIT_MEMLOCK` is too low).
+pub const SHMBUS_MLOCK: u32 = 2;
+/// Open flag: a bus subscriber takes no entry in the bus's registry (not
+/// shown by `shmbus stat`/`top`).
+pub const SHMBUS_NO_REGISTER: u32 = 4;
+/// Create flag: back a bus named by a bare name with transparent huge pages.
+pub const SHMBUS_HUGE_PAGES_TRANSPARENT: u32 = 8;
+/// Create flag: the bus is a path on a hugetlbfs mount.
+pub const SHMBUS_HUGE_PAGES_HUGETLBFS: u32 = 16;
+
+/// How to create a bus (`shmbus_publisher_create`,
+/// `shmbus_mp_publisher_create`, `shmbus_journal_publisher_create`,
+/// `shmbus_pool_publisher_create`). Start from
+/// `shmbus_bus_options_default()` (or zero it) and set `capacity` and
+/// `msg_size` (or the pool's two fields).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct BusOpts {
+    /// Slots in the ring: a power of two.
+    pub capacity: u64,
+    /// Many-publisher buses: nanoseconds a claimed slot may stay
+    /// uncommitted (its publisher died or stalled) before subscribers skip
+    /// it; 0 = 1 s.
+    pub unblock_timeout_ns: u64,
+    /// Pool buses only: bytes per block (a multiple of 64); 0 elsewhere.
+    pub pool_block_size: u64,
+    /// Pool buses only: blocks in the pool (more than `capacity`); 0
+    /// elsewhere.
+    pub pool_blocks: u64,
+    /// The message type's name the bus records (NULL: raw bytes, recorded
+    /// as "bytes" with alignment 1). Openers that name a type
+    /// (`shmbus_open_options_t.type_name`) must name this one.
+    pub type_name: *const c_char,
+    /// Bytes per message (not for a pool bus, whose messages are any
+    /// length up to a block).
+    pub msg_size: u32,
+    /// The message type's alignment, recorded with `type_name` (0 = 1);
+    /// 0 without a `type_name`.
+    pub type_align: u32,
+    /// File mode bits within 0777 (0 = 0600, owner only; 0660 lets the
+    /// group in); any other bit is refused.
+    pub mode: u32,
+    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
+    pub flags: u32,
+}
+
+/// How to open an existing bus or stream (subscribers, publishers and
+/// producers that attach, consumers, journal joiners). NULL where a call
+/// takes one means all defaults, as does `shmbus_open_options_default()`
+/// or a zeroed struct.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct OpenOpts {
+    /// How long the blocking calls of this handle spin before they yield or
+    /// sleep (0 = 50 µs).
+    pub spin_ns: u64,
+    /// How long to wait for a bus that is being created (0 = 1 s).
+    pub init_timeout_ns: u64,
+    /// Journal joins: how long to wait for the publisher's flush (0 = 5 s).
+    pub flush_timeout_ns: u64,
+    /// A message type the bus must carry (NULL: any). A bus made with
+    /// another name, size or alignment is refused with a message naming
+    /// both.
+    pub type_name: *const c_char,
+    /// With `type_name`: the type's size in bytes; 0 without one.
+    pub type_size: u32,
+    /// With `type_name`: the type's alignment (0 = 1); 0 without one.
+    pub type_align: u32,
+    /// Bus subscribers: `SHMBUS_START_NEXT`, `_OLDEST` or `_LATEST`.
+    pub start: u32,
+    /// `SHMBUS_WAIT_SPIN_FUTEX`, `_SPIN_YIELD` or `_BUSY_SPIN`.
+    pub wait: u32,
+    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_NO_REGISTER`.
+    pub flags: u32,
+}
+
+fn check_flags(flags: u32, allowed: u32, what: &str) -> Result<(), Failure> {
+    let unknown = flags & !allowed;
+    if unknown != 0 {
+        return Err(Failure::argument(format!(
+            "{what}: unknown flag bits {unknown:#x} (allowed here: {allowed:#x})"
+        )));
+    }
+    Ok(())
+}
+
+pub(crate) fn strategy(wait: u32, spin_ns: u64, what: &str) -> Result<WaitStrategy, Failure> {
+    let spin = if spin_ns == 0 {
+        Duration::from_micros(50)
+    } else {
+        Duration::from_nanos(spin_ns)
+    };
+    match wait {
+        SHMBUS_WAIT_SPIN_FUTEX => Ok(WaitStrategy::SpinFutex { spin }),
+        SHMBUS_WAIT_SPIN_YIELD => Ok(WaitStrategy::SpinYield { spin }),
+        SHMBUS_WAIT_BUSY_SPIN => Ok(WaitStrategy::BusySpin),
+        other => Err(Failure::argument(format!(
+            "{what}: wait is {other}, expected SHMBUS_WAIT_SPIN_FUTEX (0), \
+             SHMBUS_WAIT_SPIN_YIELD (1) or SHMBUS_WAIT_BUSY_SPIN (2)"
+        ))),
+    }
+}
+
+/// What creating a bus or a stream takes from its options' `mode` and
+/// `flags`.
+pub(crate) struct Creation {
+    pub(crate) mode: u32,
+    pub(crate) prefault: bool,
+    pub(crate) mlock: bool,
+    pub(crate) huge_pages: Option<HugePages>,
+}
+
+pub(crate) fn creation(mode: u32, flags: u32, what: &str) -> Result<Creation, Failure> {
+    check_flags(
+        flags,
+        SHMBUS_PREFAULT
+            | SHMBUS_MLOCK
+            | SHMBUS_HUGE_PAGES_TRANSPARENT
+            | SHMBUS_HUGE_PAGES_HUGETLBFS,
+        what,
+    )?;
+    // A mode the file cannot take is refused, never cut to its low bits:
+    // 0xffffffff would otherwise become 0777, open to every user.
+    if mode & !0o777 != 0 {
+        return Err(Failure::argument(format!(
+            "{what}: mode is {mode:#o}, expected permission bits within 0777 (0 = 0600)"
+        )));
+    }
+    Ok(Creation {
+        mode: if mode == 0 { 0o600 } else { mode },
+        prefault: flags & SHMBUS_PREFAULT != 0,
+        mlock: flags & SHMBUS_MLOCK != 0,
+        huge_pages: huge_pages(flags, what)?,
+    })
+}
+
+fn huge_pages(flags: u32, what: &str) -> Result<Option<HugePages>, Failure> {
+    match (
+        flags & SHMBUS_HUGE_PAGES_TRANSPARENT != 0,
+        flags & SHMBUS_HUGE_PAGES_HUGETLBFS != 0,
+    ) {
+        (false, false) => Ok(None),
+        (true, false) => Ok(Some(HugePages::Transparent)),
+        (false, true) => Ok(Some(HugePages::Hugetlbfs)),
+        (true, true) => Err(Failure::argument(format!(
+            "{what}: SHMBUS_HUGE_PAGES_TRANSPARENT and SHMBUS_HUGE_PAGES_HUGETLBFS together"
+        ))),
+    }
+}
+
+/// Which kind of bus `BusOpts` is turned into options for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BusKind {
+    /// A bus of fixed-size messages (single, many or journaled publishers).
+    Plain,
+    /// A pool bus.
+    Pool,
+}
+
+/// `shmbus_bus_options_t` as `BusOptions`.
+///
+/// # Safety
+/// `opts` is NULL or points to a live `BusOpts` whose `type_name` is NULL
+/// or a NUL-terminated string.
+pub(crate) unsafe fn bus_options(
+    opts: *const BusOpts,
+    kind: BusKind,
+) -> Result<BusOptions, Failure> {
+    const WHAT: &str = "bus options";
+    // SAFETY: NULL or live, by the contract.
+    let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
+    if o.capacity == 0 {
+        return Err(Failure::argument(format!(
+            "{WHAT}: capacity is 0, expected a power of two (the number of slots)"
+        )));
+    }
+    let c = creation(o.mode, o.flags, WHAT)?;
+    let mut b = BusOptions::new(o.capacity)
+        .mode(c.mode)
+        .prefault(c.prefault)
+        .mlock(c.mlock);
+    if let Some(huge) = c.huge_pages {
+        b = b.huge_pages(huge);
+    }
+    if o.unblock_timeout_ns != 0 {
+        b = b.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
+    }
+    match kind {
+        BusKind::Pool => {
+            if o.pool_block_size == 0 || o.pool_blocks == 0 {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: a pool bus needs pool_block_size and pool_blocks (found {} and {})",
+                    o.pool_block_size, o.pool_blocks
+                )));
+            }
+            if !o.type_name.is_null() {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: a pool bus carries messages of any length and records no \
+                     message type: type_name must be NULL"
+                )));
+            }
+            b = b.pool(o.pool_block_size, o.pool_blocks);
+        }
+        BusKind::Plain => {
+            if o.pool_block_size != 0 || o.pool_blocks != 0 {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: pool_block_size/pool_blocks are set: create a pool bus with \
+                     shmbus_pool_publisher_create"
+                )));
+            }
+            if o.msg_size == 0 {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: msg_size is 0, expected the bytes per message (1 to 16 MiB)"
+                )));
+            }
+            b = b.msg_size(o.msg_size);
+            if o.type_name.is_null() && o.type_align != 0 {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: type_align is {} without a type_name, expected 0 \
+                     (an alignment is recorded only with the type's name)",
+                    o.type_align
+                )));
+            }
+            if !o.type_name.is_null() {
+                // SAFETY: not NULL, NUL-terminated by the contract.
+                let name = unsafe { c_str(o.type_name, "type_name") }?;
+                let align = if o.type_align == 0 { 1 } else { o.type_align };
+                // A bad name or alignment is refused by the create.
+                b = b.message_type(name, align);
+            }
+        }
+    }
+    Ok(b)
+}
+
+/// The parts of `shmbus_open_options_t` the journal's join also takes.
+pub(crate) struct Opened {
+    pub(crate) open: OpenOptions,
+    pub(crate) wait: WaitStrategy,
+    pub(crate) init_timeout: Duration,
+    pub(crate) flush_timeout: Option<Duration>,
+    /// (name, size, align) of the message type asked for.
+    pub(crate) message_type: Option<(String, u32, u32)>,
+}
+
+/// `shmbus_open_options_t` (NULL: defaults) as `OpenOptions`.
+///
+/// # Safety
+/// `opts` is NULL or points to a live `OpenOpts` whose `type_name` is NULL
+/// or a NUL-terminated string.
+pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failure> {
+    const WHAT: &str = "open options";
+    let default = open_defaults();
+    // SAFETY: NULL or live, by the contract.
+    let o = unsafe { opts.as_ref() }.unwrap_or(&default);
+    check_flags(
+        o.flags,
+        SHMBUS_PREFAULT | SHMBUS_MLOCK | SHMBUS_NO_REGISTER,
+        WHAT,
+    )?;
+    let start = match o.start {
+        SHMBUS_START_NEXT => Start::Next,
+        SHMBUS_START_OLDEST => Start::Oldest,
+        SHMBUS_START_LATEST => Start::Latest,
+        other => {
+            return Err(Failure::argument(format!(
+                "{WHAT}: start is {other}, expected SHMBUS_START_NEXT (0), \
+                 SHMBUS_START_OLDEST (1) or SHMBUS_START_LATEST (2)"
+            )))
+        }
+    };
+    let wait = strategy(o.wait, o.spin_ns, WHAT)?;
+    let init_timeout = if o.init_timeout_ns == 0 {
+        Duration::from_secs(1)
+    } else {
+        Duration::from_nanos(o.init_timeout_ns)
+    };
+    let mut open = OpenOptions::default()
+        .start(start)
+        .wait_strategy(wait)
+        .init_timeout(init_timeout)
+        .prefault(o.flags & SHMBUS_PREFAULT != 0)
+        .mlock(o.flags & SHMBUS_MLOCK != 0)
+        .register(o.flags & SHMBUS_NO_REGISTER == 0);
+    if o.type_name.is_null() && (o.type_size != 0 || o.type_align != 0) {
+        return Err(Failure::argument(format!(
+            "{WHAT}: type_size {} and type_align {} without a type_name, expected 0 \
+             (a type is checked only by its name)",
+            o.type_size, o.type_align
+        )));
+    }
+    let message_type = if o.type_name.is_null() {
+        None
+    } else {
+        // SAFETY: not NULL, NUL-terminated by the contract.
+        let name = unsafe { c_str(o.type_name, "type_name") }?;
+        if o.type_size == 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: type_name {name:?} with type_size 0, expected the type's size"
+            )));
+        }
+        let align = if o.type_align == 0 { 1 } else { o.type_align };
+        open = open.message_type(name, o.type_size, align);
+        Some((name.to_owned(), o.type_size, align))
+    };
+    Ok(Opened {
+        open,
+        wait,
+        init_timeout,
+        flush_timeout: (o.flush_timeout_ns != 0).then(|| Duration::from_nanos(o.flush_timeout_ns)),
+        message_type,
+    })
+}
+
+fn open_defaults() -> OpenOpts {
+    OpenOpts {
+        spin_ns: 0,
+        init_timeout_ns: 0,
+        flush_timeout_ns: 0,
+        type_name: std::ptr::null(),
+        type_size: 0,
+        type_align: 0,
+        start: SHMBUS_START_NEXT,
+        wait: SHMBUS_WAIT_SPIN_FUTEX,
+        flags: 0,
+    }
+}
+
+/// Bus options with every default: capacity and msg_size still to set.
+#[no_mangle]
+pub extern "C" fn shmbus_bus_options_default() -> BusOpts {
+    BusOpts {
+        capacity: 0,
+        unblock_timeout_ns: 0,
+        pool_block_size: 0,
+        pool_blocks: 0,
+        type_name: std::ptr::null(),
+        msg_size: 0,
+        type_align: 0,
+        mode: 0o600,
+        flags: 0,
+    }
+}
+
+/// Open options with every default: start at the next message, spin
+/// 50 µs then sleep on the futex, any message type.
+#[no_mangle]
+pub extern "C" fn shmbus_open_options_default() -> OpenOpts {
+    open_defaults()
+}
