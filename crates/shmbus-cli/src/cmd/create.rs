@@ -31,20 +31,26 @@ pub struct CreateArgs {
     pub name: String,
     /// Bytes per message (1 to 16 MiB); shorter messages are zero-padded.
     /// Required for a broadcast bus; a stream takes no message size (its
-    /// records are any length up to half its capacity, less 8 bytes), nor
+    /// records are any length up to half its --bytes, less 8), nor
     /// does a pool bus (its messages are any length up to a block).
     #[arg(long, value_name = "BYTES")]
     pub msg_size: Option<u32>,
     /// A pool bus: messages of any length up to BLOCK_SIZE bytes (a
     /// multiple of 64, up to 1 GiB) live in a pool of BLOCKS blocks, more
-    /// than the capacity (each message on the ring keeps its block); the
+    /// than its --slots (each message on the ring keeps its block); the
     /// slots carry 16-byte descriptors. Both in plain numbers: 4096:64.
     #[arg(long, value_name = "BLOCK_SIZE:BLOCKS", value_parser = parse_pool)]
     pub pool: Option<Pool>,
-    /// A broadcast bus: its number of slots, a power of two. A stream: its
-    /// size in bytes, a power of two from 64 B to 4 GiB.
-    #[arg(long, value_name = "N")]
-    pub capacity: u64,
+    /// A broadcast or pool bus: its number of slots, a power of two.
+    #[arg(long, value_name = "N", required_unless_present_any = ["bytes", "capacity"])]
+    pub slots: Option<u64>,
+    /// A stream: its size in bytes, a power of two from 64 B to 4 GiB.
+    #[arg(long, value_name = "N", conflicts_with = "slots")]
+    pub bytes: Option<u64>,
+    /// The older spelling of --slots (a bus) and --bytes (a stream), kept
+    /// for scripts; one word per unit is what the help shows.
+    #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["slots", "bytes"])]
+    pub capacity: Option<u64>,
     /// The message type a broadcast bus records, as the Rust `Message`
     /// trait, C and Python name it: a schema name (1 to 64 bytes) and its
     /// alignment (default 1), like `md.Tick:8`. Openers that name a type
@@ -192,7 +198,8 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             }
         }};
     }
-    let mut opts = file_options!(BusOptions::new(args.capacity));
+    let size = args.size()?;
+    let mut opts = file_options!(BusOptions::new(size));
     if let Some(ty) = &args.message_type {
         if args.kind == BusKind::Stream || args.pool.is_some() {
             return Err(CliError::usage(
@@ -242,17 +249,38 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            let opts = file_options!(StreamOptions::new(args.capacity));
+            let opts = file_options!(StreamOptions::new(size));
             shmbus::stream::Producer::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
             return Err(CliError::usage(
                 "--msg-size does not apply to a stream: its records have any length up to \
-                 half its --capacity in bytes, less 8 (see `shmbus create --help`)",
+                 half its --bytes, less 8 (see `shmbus create --help`)",
             ))
         }
     }
     Ok(())
+}
+
+impl CreateArgs {
+    /// The ring's size in the kind's unit: slots for a bus, bytes for a
+    /// stream. A flag of the other unit is refused, naming the right one.
+    fn size(&self) -> Result<u64, CliError> {
+        let stream = self.kind == BusKind::Stream;
+        match (stream, self.slots, self.bytes, self.capacity) {
+            (false, Some(n), None, None) | (true, None, Some(n), None) => Ok(n),
+            (_, None, None, Some(n)) => Ok(n),
+            (true, Some(_), _, _) => Err(CliError::usage(
+                "a stream is sized in bytes: --bytes <N>, not --slots (see `shmbus create --help`)",
+            )),
+            (false, _, Some(_), _) => Err(CliError::usage(
+                "a bus is sized in slots: --slots <N>, not --bytes (see `shmbus create --help`)",
+            )),
+            _ => Err(CliError::usage(
+                "give the ring's size: --slots <N> for a bus, --bytes <N> for a stream",
+            )),
+        }
+    }
 }
 
 /// Creates a pool bus, one publisher's or many's, and lets go of it.

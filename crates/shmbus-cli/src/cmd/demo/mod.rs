@@ -60,8 +60,8 @@ pub struct DemoArgs {
     #[arg(long, value_name = "MICROS", value_parser = value_parser!(u64).range(0..=1_000_000))]
     pub pace: Option<u64>,
     /// Slots of the ring, a power of two.
-    #[arg(long, value_name = "N", default_value_t = 4096)]
-    pub capacity: u64,
+    #[arg(long, value_name = "N", default_value_t = 4096, alias = "capacity")]
+    pub slots: u64,
     /// Where the journal goes [default: the temporary directory].
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -97,7 +97,7 @@ pub struct ChildArgs {
     #[arg(long, default_value_t = 0)]
     pace: u64,
     #[arg(long, default_value_t = 0)]
-    capacity: u64,
+    slots: u64,
     /// Publisher: compact when this round is done.
     #[arg(long, default_value_t = 0)]
     compact_round: u64,
@@ -123,7 +123,7 @@ struct Plan {
     updates: u64,
     keys: u64,
     pace_us: u64,
-    capacity: u64,
+    slots: u64,
     /// The late joiner joins when this round is done.
     join: u64,
     /// It is killed when this round is done, and the journal compacted.
@@ -140,10 +140,10 @@ impl Plan {
             (10, 30_000, 10_000, 33)
         };
         let rounds = args.rounds.unwrap_or(rounds);
-        if !args.capacity.is_power_of_two() {
+        if !args.slots.is_power_of_two() {
             return Err(CliError::usage(format!(
-                "--capacity {} is not a power of two (see `shmbus demo --help`)",
-                args.capacity
+                "--slots {} is not a power of two (see `shmbus demo --help`)",
+                args.slots
             )));
         }
         // join < kill < rejoin < rounds, for any rounds >= 4.
@@ -154,7 +154,7 @@ impl Plan {
             updates: args.updates.unwrap_or(updates),
             keys: args.keys.unwrap_or(keys),
             pace_us: args.pace.unwrap_or(pace),
-            capacity: args.capacity,
+            slots: args.slots,
             join,
             kill,
             rejoin: kill + 1,
@@ -258,8 +258,8 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
         plan.keys.to_string(),
         "--pace".into(),
         plan.pace_us.to_string(),
-        "--capacity".into(),
-        plan.capacity.to_string(),
+        "--slots".into(),
+        plan.slots.to_string(),
         "--compact-round".into(),
         plan.kill.to_string(),
     ]);

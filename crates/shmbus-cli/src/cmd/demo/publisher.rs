@@ -24,7 +24,7 @@ fn next_key(state: &mut u64, keys: u64) -> u64 {
 
 /// Runs the publisher until the parent closes its stdin.
 pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
-    let opts = BusOptions::new(a.capacity);
+    let opts = BusOptions::new(a.slots);
     let mut p = JournalPublisher::<Update>::create(&a.bus, &opts, &JournalOptions::new(&a.journal))
         .map_err(|e| fail("create")(e.to_string()))?;
     say(&format!("READY {}", p.next_sequence()))?;
