@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::bus::activity;
 use crate::error::OpenError;
 use crate::mem::Region;
 use crate::pool::blocks::Blocks;
@@ -233,7 +234,8 @@ pub fn monotonic_ns() -> u64 {
 /// loaded *after* the line (LAYOUT §5.1): the subscriber moves on while it
 /// is read, and a cursor loaded before could be passed by a live, healthy
 /// subscriber. A line that keeps changing under the reader (its sequence
-/// lock never settles) is reported as corrupt. `journaled`: the bus has a
+/// lock, read by `bus::activity::read_fields`, never settles) is reported
+/// as corrupt. `journaled`: the bus has a
 /// journal, whose joiners start at the journal's base, which may come
 /// before the bus's first sequence (a journal continued by a new bus).
 fn read_line(
@@ -258,42 +260,28 @@ fn read_line(
         active_ns: region.word(at + sl::ACTIVE_NS).load(Ordering::Relaxed),
         corrupt: Some("its line kept changing while read".into()),
     };
-    // A bounded seqlock read: a live writer holds the lock for a few
-    // stores, so 1000 tries fail only on a line that is written without end.
-    for _ in 0..1000 {
-        // Acquire, paired with the Release store of the even value in
-        // `Activity::update`.
-        let s1 = region.word32(at + sl::SEQ).load(Ordering::Acquire);
-        if s1 % 2 == 1 {
-            std::hint::spin_loop();
-            continue;
+    let Some(activity::Fields {
+        start,
+        skipped,
+        position,
+    }) = activity::read_fields(region, at)
+    else {
+        return out;
+    };
+    // The cursor after the line (the Acquire fence in `read_fields` keeps
+    // this load after the line's): the cursor only grows, so it is at
+    // least what it was when the position was stored, and a position past
+    // it is the subscriber's doing, not the reader's timing.
+    let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
+    out.position = position;
+    match check_line(first, journaled, head, start, position, skipped) {
+        Ok(lag) => {
+            out.corrupt = None;
+            out.lag = lag;
+            out.skipped = skipped;
+            out.delivered = position.wrapping_sub(start) - skipped;
         }
-        let start = region.word(at + sl::START).load(Ordering::Relaxed);
-        let skipped = region.word(at + sl::SKIPPED).load(Ordering::Relaxed);
-        let position = region.word(at + sl::POSITION).load(Ordering::Relaxed);
-        // Acquire fence, paired with the Release fence after the odd store
-        // in `Activity::update`: if a load above saw a store made under the
-        // lock, the second load of SEQ sees the odd value or later.
-        crate::sync::fence(Ordering::Acquire);
-        if region.word32(at + sl::SEQ).load(Ordering::Relaxed) != s1 {
-            continue;
-        }
-        // The cursor after the line (the Acquire fence above keeps this
-        // load after the line's): the cursor only grows, so it is at least
-        // what it was when the position was stored, and a position past it
-        // is the subscriber's doing, not the reader's timing.
-        let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
-        out.position = position;
-        match check_line(first, journaled, head, start, position, skipped) {
-            Ok(lag) => {
-                out.corrupt = None;
-                out.lag = lag;
-                out.skipped = skipped;
-                out.delivered = position.wrapping_sub(start) - skipped;
-            }
-            Err(why) => out.corrupt = Some(why),
-        }
-        break;
+        Err(why) => out.corrupt = Some(why),
     }
     out
 }
