@@ -24,6 +24,10 @@
 //!   after the line, `POSITION <= head + 1`, `START <= POSITION` and
 //!   `SKIPPED <= POSITION - START` (wrapping distances; LAYOUT §5.1) and
 //!   reports a line that fails as corrupt.
+//!
+//! Both sides of the sequence lock are here: [`Activity`] writes the line
+//! (`Activity::update` takes the lock), [`read_fields`] reads it for
+//! `stat`.
 
 use crate::mem::Region;
 use crate::sync::Ordering;
@@ -133,7 +137,7 @@ impl Activity {
     /// Writes fields under the sequence lock. The odd store, then a Release
     /// fence, orders it before the fields; the even store (Release) orders
     /// the fields before it. Partners: the Acquire loads of `SEQ` and the
-    /// Acquire fence in `stat::read_line`.
+    /// Acquire fence in [`read_fields`], the lock's reader.
     fn update<R: Region>(&self, region: &R, fields: impl FnOnce(&dyn Fn(usize, u64))) {
         let Some(at) = self.line else { return };
         let seq = region.word32(at + line::SEQ);
@@ -144,4 +148,48 @@ impl Activity {
         fields(&|field, v| region.word(at + field).store(v, Ordering::Relaxed));
         seq.store(odd.wrapping_add(1), Ordering::Release);
     }
+}
+
+/// A line's `START`, `SKIPPED` and `POSITION` as one moment, as
+/// [`read_fields`] reads them under the sequence lock. Untrusted: the
+/// reader checks them (LAYOUT §5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Fields {
+    pub(crate) start: u64,
+    pub(crate) skipped: u64,
+    pub(crate) position: u64,
+}
+
+/// Reads the line at byte offset `at` under its sequence lock (the reader
+/// of `Activity::update`), from another process. `None` if the lock never
+/// settles: a line that keeps changing under the reader. Loads made after
+/// this returns stay after the line's (its Acquire fence).
+pub(crate) fn read_fields(region: &impl Region, at: usize) -> Option<Fields> {
+    // A bounded seqlock read: a live writer holds the lock for a few
+    // stores, so 1000 tries fail only on a line that is written without end.
+    for _ in 0..1000 {
+        // Acquire, paired with the Release store of the even value in
+        // `Activity::update`.
+        let s1 = region.word32(at + line::SEQ).load(Ordering::Acquire);
+        if s1 % 2 == 1 {
+            std::hint::spin_loop();
+            continue;
+        }
+        let start = region.word(at + line::START).load(Ordering::Relaxed);
+        let skipped = region.word(at + line::SKIPPED).load(Ordering::Relaxed);
+        let position = region.word(at + line::POSITION).load(Ordering::Relaxed);
+        // Acquire fence, paired with the Release fence after the odd store
+        // in `Activity::update`: if a load above saw a store made under the
+        // lock, the second load of SEQ sees the odd value or later.
+        crate::sync::fence(Ordering::Acquire);
+        if region.word32(at + line::SEQ).load(Ordering::Relaxed) != s1 {
+            continue;
+        }
+        return Some(Fields {
+            start,
+            skipped,
+            position,
+        });
+    }
+    None
 }

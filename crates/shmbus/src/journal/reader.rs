@@ -19,8 +19,8 @@ use std::path::Path;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
+use super::error::JournalOpenError;
 use super::format::{self, JournalHeader, HEADER_LEN};
-use super::JournalOpenError;
 
 /// What a file of type `t` is called in an error; `None` for a regular file.
 fn not_regular(t: FileType) -> Option<&'static str> {

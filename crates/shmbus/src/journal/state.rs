@@ -4,9 +4,11 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use super::error::JoinError;
 use super::format::{check, padded_words};
-use super::join::{Entry, JoinError, JoinOptions, JournalSubscriber};
-use super::Keyed;
+use super::keyed::Keyed;
+use super::options::JoinOptions;
+use super::subscriber::{Entry, JournalSubscriber};
 use crate::bus::Received;
 use crate::wait::Wait;
 

@@ -15,9 +15,9 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::error::{AppendError, JournalOpenError};
 use super::format::{self, JournalHeader, HEADER_LEN};
 use super::reader::{check_header_matches, open_journal, read_header, Reader};
-use super::{AppendError, JournalOpenError};
 use crate::mem::growable::{GrowError, GrowableRegion};
 use crate::mem::Region;
 use crate::sync::Ordering;

@@ -1,0 +1,563 @@
+//! The stat of one bus ([`stat`]): its header, cursor and publisher,
+//! each registered subscriber's line, a stream's cursors, a pool's
+//! blocks; read-only, without a lock, every figure checked before it is
+//! believed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::bus::activity;
+use crate::error::OpenError;
+use crate::mem::Region;
+use crate::pool::blocks::Blocks;
+use crate::pool::Census;
+use crate::segment::{open_region, Role};
+use crate::sync::Ordering;
+use crate::sys::lock;
+use crate::sys::resolve;
+use crate::wire::{control, lock_byte, Header, Kind};
+
+/// A bus's header and live state, as [`stat`] reads it.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+/// # let name = format!("/dev/shm/shmbus-doc-busstat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default())?;
+/// publisher.publish(&1);
+/// publisher.publish(&2);
+/// let stat = shmbus::stat::stat(&name)?;
+/// assert_eq!((stat.head, stat.published, stat.epoch), (2, 2, 1));
+/// assert_eq!(stat.header.capacity, 64);
+/// assert_eq!(stat.publisher_pid, std::process::id());
+/// assert!(stat.publisher_alive && stat.attached);
+/// assert_eq!(stat.subscribers[0].pid, std::process::id());
+/// assert!(stat.stream.is_none() && stat.pool.is_none());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct BusStat {
+    /// Where the segment is.
+    pub path: PathBuf,
+    /// The validated header.
+    pub header: Header,
+    /// The next sequence the publisher will write.
+    pub head: u64,
+    /// Messages published since creation (`head - first_seq`).
+    pub published: u64,
+    /// Publisher generation (0 for a stream).
+    pub epoch: u64,
+    /// The current or last publisher's pid.
+    pub publisher_pid: u32,
+    /// Whether that publisher still holds the publisher lock.
+    pub publisher_alive: bool,
+    /// The live registered subscribers (a broadcast bus's), in registry
+    /// order.
+    pub subscribers: Vec<SubscriberStat>,
+    /// Registry entries whose subscriber has gone (exited or died: its
+    /// lock was released) and that no subscriber has taken since: their
+    /// last numbers.
+    pub gone: Vec<SubscriberStat>,
+    /// Whether any shmbus process (publisher or subscriber) has it open.
+    pub attached: bool,
+    /// A stream's cursors and consumer (`None` for a broadcast bus).
+    pub stream: Option<StreamStat>,
+    /// A pool bus's blocks (`None` for any other bus, and a stream).
+    pub pool: Option<PoolStat>,
+}
+
+/// A pool bus's blocks, as [`stat`] reads them: its geometry, where each
+/// block is, and which registry entries hold blocks. Read without a lock
+/// while publishers and subscribers work, so the figures are one pass that
+/// may mix moments: they add up to `blocks`, but a block may be counted
+/// where it was a moment before.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
+/// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
+/// // 4 slots, 8 blocks of 256 bytes.
+/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(256, 8))?;
+/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// for _ in 0..6 {
+///     publisher.loan(3, Wait::Never)?.publish()?;
+/// }
+/// let loan = publisher.loan(3, Wait::Never)?; // being written
+/// // Sequence 0 is lapped: the subscriber resyncs, then takes one in place.
+/// assert!(matches!(subscriber.recv(Wait::Never)?, Some(Received::Lagged { .. })));
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+///
+/// let pool = shmbus::stat::stat(&name)?.pool.expect("a pool bus");
+/// assert_eq!((pool.block_size, pool.blocks), (256, 8));
+/// let c = pool.census;
+/// assert_eq!((c.loaned, c.on_ring), (1, 4));
+/// assert_eq!(c.free + c.held + c.reclaimable + c.corrupt, 3);
+/// assert_eq!(pool.held_by(pool.holders[0].entry), 1);
+/// assert_eq!(pool.holders[0].pid, std::process::id());
+/// assert!(pool.holders[0].alive);
+/// drop((sample, loan));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolStat {
+    /// Bytes per block: the largest message.
+    pub block_size: u64,
+    /// Blocks in the pool.
+    pub blocks: u64,
+    /// Where each block is: free, loaned, on the ring, held, reclaimable,
+    /// corrupt.
+    pub census: Census,
+    /// Every registry entry marked as holding blocks (a live pool
+    /// subscriber's, or a dead one's whose holds no publisher has swept
+    /// yet), in registry order.
+    pub holders: Vec<PoolHolder>,
+}
+
+impl PoolStat {
+    /// How many blocks registry entry `entry` holds (0 for an entry not
+    /// marked as holding any).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::stat::{PoolHolder, PoolStat};
+    /// # let census = shmbus::pool::PoolPublisher::on_heap(4, 64, 5)?.census();
+    /// let one = PoolHolder { entry: 3, pid: 42, alive: true, held: 2 };
+    /// let pool = PoolStat { block_size: 64, blocks: 5, census, holders: vec![one] };
+    /// assert_eq!((pool.held_by(3), pool.held_by(4)), (2, 0));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn held_by(&self, entry: usize) -> usize {
+        self.holders
+            .iter()
+            .find(|h| h.entry == entry)
+            .map_or(0, |h| h.held)
+    }
+}
+
+/// One registry entry of a pool bus marked as holding blocks: its hold
+/// line, counted.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool::{PoolPublisher, PoolSubscriber}};
+/// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
+/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(64, 8))?;
+/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
+/// publisher.loan(1, Wait::Never)?.publish()?;
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+/// let holder = &shmbus::stat::stat(&name)?.pool.expect("a pool bus").holders[0];
+/// assert_eq!((holder.pid, holder.alive, holder.held), (std::process::id(), true, 1));
+/// # drop(sample);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PoolHolder {
+    /// Its registry entry (0..256).
+    pub entry: usize,
+    /// The pid in the entry, as its subscriber wrote it.
+    pub pid: u32,
+    /// Whether that subscriber still holds its registry lock (a dead one's
+    /// holds stay until a publisher in need of a block sweeps them).
+    pub alive: bool,
+    /// Blocks it holds now (at most `PoolSubscriber::MAX_HELD`).
+    pub held: usize,
+}
+
+/// One live registered subscriber, from its line in the control area.
+/// Every number is what the subscriber wrote, checked against the bus
+/// (LAYOUT §5.1, the cursor loaded after the line): a line that breaks
+/// `first_seq <= position <= head + 1`, `start <= position` (and
+/// `first_seq <= start`, except on a journaled bus, whose joiners start at
+/// the journal's base) or `skipped <= position - start` is `corrupt`, and
+/// its derived numbers are 0.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+/// # let name = format!("/dev/shm/shmbus-doc-substat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(4))?;
+/// let mut subscriber =
+///     Subscriber::<u64>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// for i in 0..6 {
+///     publisher.publish(&i);
+/// }
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Lagged { skipped: 4 }));
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(4)));
+/// let stat = shmbus::stat::stat(&name)?;
+/// let me = &stat.subscribers[0];
+/// assert_eq!((me.position, me.lag, me.delivered, me.skipped), (5, 1, 1, 4));
+/// assert!(me.corrupt.is_none());
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriberStat {
+    /// Its registry entry (0..256); a later subscriber may reuse it.
+    pub entry: usize,
+    /// Its pid, as it wrote it.
+    pub pid: u32,
+    /// The next sequence it reads.
+    pub position: u64,
+    /// Messages published that it has not read: `head - position` (0 one
+    /// past the cursor, §13). More than the capacity means its next
+    /// receive reports a lag.
+    pub lag: u64,
+    /// Messages it received since it registered.
+    pub delivered: u64,
+    /// The sum of the `skipped` counts of the lags it was told of.
+    pub skipped: u64,
+    /// When it was last seen active, ns of `CLOCK_MONOTONIC_COARSE`
+    /// (compare with [`monotonic_ns`]): it notes the time when it sleeps,
+    /// lags, and every 1024 messages or empty polls.
+    pub active_ns: u64,
+    /// Why the line cannot be believed, if it cannot.
+    pub corrupt: Option<String>,
+}
+
+/// `CLOCK_MONOTONIC_COARSE` now, in ns: the clock of
+/// [`SubscriberStat::active_ns`].
+///
+/// # Examples
+/// ```
+/// let a = shmbus::stat::monotonic_ns();
+/// assert!(shmbus::stat::monotonic_ns() >= a);
+/// ```
+pub fn monotonic_ns() -> u64 {
+    crate::sys::clock::monotonic_ns()
+}
+
+/// Reads registry entry `entry`'s line and checks it against the cursor,
+/// loaded *after* the line (LAYOUT §5.1): the subscriber moves on while it
+/// is read, and a cursor loaded before could be passed by a live, healthy
+/// subscriber. A line that keeps changing under the reader (its sequence
+/// lock, read by `bus::activity::read_fields`, never settles) is reported
+/// as corrupt. `journaled`: the bus has a
+/// journal, whose joiners start at the journal's base, which may come
+/// before the bus's first sequence (a journal continued by a new bus).
+fn read_line(
+    region: &impl Region,
+    c: usize,
+    entry: usize,
+    first: u64,
+    journaled: bool,
+) -> SubscriberStat {
+    use crate::wire::subscriber_line as sl;
+    let at = c + control::SUBSCRIBERS + crate::wire::LINE * entry;
+    let pid = region
+        .word32(c + control::REGISTRY + 4 * entry)
+        .load(Ordering::Relaxed);
+    let mut out = SubscriberStat {
+        entry,
+        pid,
+        position: 0,
+        lag: 0,
+        delivered: 0,
+        skipped: 0,
+        active_ns: region.word(at + sl::ACTIVE_NS).load(Ordering::Relaxed),
+        corrupt: Some("its line kept changing while read".into()),
+    };
+    let Some(activity::Fields {
+        start,
+        skipped,
+        position,
+    }) = activity::read_fields(region, at)
+    else {
+        return out;
+    };
+    // The cursor after the line (the Acquire fence in `read_fields` keeps
+    // this load after the line's): the cursor only grows, so it is at
+    // least what it was when the position was stored, and a position past
+    // it is the subscriber's doing, not the reader's timing.
+    let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
+    out.position = position;
+    match check_line(first, journaled, head, start, position, skipped) {
+        Ok(lag) => {
+            out.corrupt = None;
+            out.lag = lag;
+            out.skipped = skipped;
+            out.delivered = position.wrapping_sub(start) - skipped;
+        }
+        Err(why) => out.corrupt = Some(why),
+    }
+    out
+}
+
+/// LAYOUT §5.1's checks of one subscriber line, as wrapping distances
+/// from an origin: the bus's `first_seq`, or on a journaled bus the line's
+/// own `start` (a journal joiner starts at the journal's base, which on a
+/// bus continuing an older journal is below `first_seq`, and stands there
+/// while it reads the journal, §21.3), which must then not be past the
+/// cursor. `first_seq <= start`, `start <= position <= head + 1` (one past:
+/// a single publisher stamps a slot `done` before it stores the cursor,
+/// and a subscriber may read the slot in between, or the publisher may die
+/// there, §13), `skipped <= position - start`. `Ok(lag)`, or which failed.
+fn check_line(
+    first: u64,
+    journaled: bool,
+    head: u64,
+    start: u64,
+    position: u64,
+    skipped: u64,
+) -> Result<u64, String> {
+    let origin = if journaled { start } else { first };
+    let (s, p, h) = (
+        start.wrapping_sub(origin),
+        position.wrapping_sub(origin),
+        head.wrapping_sub(origin),
+    );
+    if journaled && h >= 1 << 63 {
+        return Err(format!("start {start} is past the cursor {head}"));
+    }
+    if p > h.saturating_add(1) {
+        return Err(format!(
+            "position {position} is more than one past the cursor {head}"
+        ));
+    }
+    if s > p {
+        let from = if journaled {
+            String::new()
+        } else {
+            format!("the first sequence {first} and ")
+        };
+        return Err(format!(
+            "start {start} is not between {from}position {position}"
+        ));
+    }
+    if skipped > p - s {
+        return Err(format!(
+            "skipped {skipped} is more than the {} messages it moved",
+            p - s
+        ));
+    }
+    // One past the cursor: nothing unread.
+    Ok(h.saturating_sub(p))
+}
+
+/// A stream's `TAIL` and `HEAD` as one moment (LAYOUT §20, "Inspecting a
+/// live stream"): `HEAD`, then `TAIL`, then `HEAD` again, retried until
+/// both `HEAD` loads agree, so that `HEAD` had that value when `TAIL` was
+/// loaded, and `HEAD <= TAIL <= HEAD + capacity` must hold. Both only grow:
+/// loading `TAIL` first would let a busy consumer pass it, and a single
+/// `HEAD` first would let a busy producer run a capacity ahead of it.
+/// Returns (tail, head, corrupt). A pair that never settles (both sides
+/// flat out for 1000 tries) is judged with the slack of what `HEAD` moved,
+/// never called corrupt for being busy.
+fn stream_cursors(region: &impl Region, c: usize, capacity: u64) -> (u64, u64, bool) {
+    use crate::wire::stream_control as sc;
+    // Acquire loads, partners of the producer's Release store of `TAIL`
+    // and the consumer's of `HEAD`; Acquire also keeps the three in order.
+    let load = |at| region.word(c + at).load(Ordering::Acquire);
+    let (mut head, mut tail, mut again) = (0, 0, 0);
+    for _ in 0..1000 {
+        head = load(sc::HEAD);
+        tail = load(sc::TAIL);
+        again = load(sc::HEAD);
+        if again == head {
+            let bad = tail.wrapping_sub(head) > capacity;
+            return (tail, head, bad);
+        }
+        std::hint::spin_loop();
+    }
+    // `HEAD` was in [head, again] when `TAIL` was loaded: `TAIL` may be
+    // up to what `HEAD` moved more than a capacity past `head`.
+    let moved = again.wrapping_sub(head);
+    let bad = tail.wrapping_sub(head) > moved.saturating_add(capacity) || moved >= 1 << 63;
+    (tail, head.max(tail.saturating_sub(capacity)), bad)
+}
+
+/// A stream's live state. For a stream, [`BusStat::head`] and
+/// `published` are bytes written, and the publisher is the producer.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+/// # let name = format!("/dev/shm/shmbus-doc-streamstat-{}", std::process::id());
+/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// producer.push(b"abc", Wait::Never)?;
+/// let stat = shmbus::stat::stat(&name)?;
+/// let stream = stat.stream.expect("a stream");
+/// assert_eq!((stream.tail, stream.head, stream.fill), (16, 0, 16));
+/// assert!(!stream.corrupt);
+/// assert_eq!(stream.consumer_pid, 0); // no consumer yet
+/// assert!(!stream.consumer_alive);
+/// assert_eq!(stream.producer_records, 1);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct StreamStat {
+    /// Bytes the producer has committed, ever.
+    pub tail: u64,
+    /// Bytes the consumer has released, ever.
+    pub head: u64,
+    /// Bytes waiting: `tail - head`, from one moment (LAYOUT §20); 0 when
+    /// `corrupt`.
+    pub fill: u64,
+    /// The cursors break `HEAD <= TAIL <= HEAD + capacity`: the file is
+    /// corrupt, and `fill` means nothing.
+    pub corrupt: bool,
+    /// The current (or last) consumer's pid; 0 if none ever, or it left.
+    pub consumer_pid: u32,
+    /// Whether that consumer still holds its lock.
+    pub consumer_alive: bool,
+    /// Records the current (or last) producer committed since it attached.
+    pub producer_records: u64,
+    /// Records the current (or last) consumer released since it opened.
+    pub consumer_records: u64,
+    /// When the producer was last seen active, ns of
+    /// `CLOCK_MONOTONIC_COARSE` ([`monotonic_ns`]): it notes the time when
+    /// it attaches, waits for room, and every 1024 records. 0: never.
+    pub producer_active_ns: u64,
+    /// The same for the consumer (when it waits for data).
+    pub consumer_active_ns: u64,
+}
+
+/// Reads the header and live state of the bus (or stream) named `name`,
+/// read-only and without taking any lock. A segment still being created
+/// is waited for 100 ms at most.
+///
+/// # Errors
+/// [`OpenError::Name`] for an impossible name; [`OpenError::NotFound`],
+/// [`OpenError::PermissionDenied`], [`OpenError::Symlink`] or
+/// [`OpenError::NotAFile`] for what is (not) at its path;
+/// [`OpenError::NotInitialized`] if its creator has not finished within
+/// 100 ms; [`OpenError::BadMagic`], [`OpenError::VersionMismatch`],
+/// [`OpenError::Truncated`] or [`OpenError::InvalidGeometry`] for a file
+/// that is no valid segment; [`OpenError::Io`] if a system call failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, OpenError, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-stat-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// publisher.publish(&7);
+/// let stat = shmbus::stat::stat(&name)?;
+/// assert_eq!(stat.published, 1);
+/// assert_eq!(stat.header.msg.name, "u64");
+/// shmbus::remove(&name)?;
+/// assert!(matches!(shmbus::stat::stat(&name), Err(OpenError::NotFound { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn stat(name: &str) -> Result<BusStat, OpenError> {
+    let path = resolve(name)?;
+    stat_path(&path, Duration::from_millis(100))
+}
+
+pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, OpenError> {
+    let (region, header) = open_region(path, Role::Inspect, init_timeout)?;
+    // Another kind's geometry is not checked here: `stat` shows it as is.
+    header.validate_kind()?;
+    let io = |source| OpenError::Io {
+        what: "fcntl",
+        source,
+    };
+    let c = header.control_offset as usize;
+    let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
+    let fd = region.file();
+    let (mut subscribers, mut gone) = (Vec::new(), Vec::new());
+    let journaled = header.flags & crate::wire::flags::JOURNALED != 0;
+    if header.kind == Kind::Broadcast {
+        for i in 0..control::REGISTRY_SLOTS {
+            if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
+                subscribers.push(read_line(&region, c, i, header.first_seq, journaled));
+            } else if region
+                .word32(c + control::REGISTRY + 4 * i)
+                .load(Ordering::Relaxed)
+                != 0
+            {
+                gone.push(read_line(&region, c, i, header.first_seq, journaled));
+            }
+        }
+    }
+    let stream = match header.kind {
+        Kind::Stream => {
+            use crate::wire::{side_line, stream_control as sc};
+            let (tail, head, corrupt) = stream_cursors(&region, c, header.capacity);
+            let fill = if corrupt { 0 } else { tail.wrapping_sub(head) };
+            Some(StreamStat {
+                tail,
+                head,
+                fill,
+                corrupt,
+                consumer_pid: region.word32(c + sc::CONSUMER_PID).load(Ordering::Relaxed),
+                consumer_alive: lock::is_held(fd, lock_byte::CONSUMER).map_err(io)?,
+                producer_records: region
+                    .word(c + sc::PRODUCER_LINE + side_line::RECORDS)
+                    .load(Ordering::Relaxed),
+                consumer_records: region
+                    .word(c + sc::CONSUMER_LINE + side_line::RECORDS)
+                    .load(Ordering::Relaxed),
+                producer_active_ns: region
+                    .word(c + sc::PRODUCER_LINE + side_line::ACTIVE_NS)
+                    .load(Ordering::Relaxed),
+                consumer_active_ns: region
+                    .word(c + sc::CONSUMER_LINE + side_line::ACTIVE_NS)
+                    .load(Ordering::Relaxed),
+            })
+        }
+        _ => None,
+    };
+    let pool = match (header.kind, header.pool) {
+        (Kind::Broadcast, Some(geo)) => {
+            // `validate_kind` has checked that the control area holds the
+            // hold lines and the file the pool; `Blocks` only loads.
+            let blocks = Blocks::new(geo, c, header.capacity);
+            let mut holders = Vec::new();
+            for entry in blocks.active_entries(&region) {
+                holders.push(PoolHolder {
+                    entry,
+                    pid: region
+                        .word32(c + control::REGISTRY + 4 * entry)
+                        .load(Ordering::Relaxed),
+                    // The registry lock, as a publisher's sweep judges it
+                    // (`pool::sweep`): free means its subscriber is gone.
+                    alive: lock::is_held(fd, lock_byte::REGISTRY + entry as u64).map_err(io)?,
+                    held: blocks.held_by(&region, entry),
+                });
+            }
+            // A gone subscriber's holds are the next sweep's to clear: its
+            // blocks off the ring are reclaimable, not held (§19.5). An
+            // entry that became active after the pass above is counted as
+            // live (when in doubt, in use).
+            let census = blocks.census_of(&region, head, |entry| {
+                holders
+                    .iter()
+                    .find(|h| h.entry == entry)
+                    .is_none_or(|h| h.alive)
+            });
+            Some(PoolStat {
+                block_size: geo.block_size,
+                blocks: geo.blocks,
+                census,
+                holders,
+            })
+        }
+        _ => None,
+    };
+    let is_stream = stream.is_some();
+    Ok(BusStat {
+        stream,
+        pool,
+        path: path.to_owned(),
+        head,
+        published: head.wrapping_sub(header.first_seq),
+        // A stream has no epoch; its HEAD is where a bus's epoch is.
+        epoch: if is_stream {
+            0
+        } else {
+            region.word(c + control::EPOCH).load(Ordering::Acquire)
+        },
+        publisher_pid: region
+            .word32(c + control::PUBLISHER_PID)
+            .load(Ordering::Relaxed),
+        publisher_alive: lock::is_held(fd, lock_byte::PUBLISHER).map_err(io)?,
+        attached: lock::is_held(fd, lock_byte::ATTACHED).map_err(io)?,
+        subscribers,
+        gone,
+        header,
+    })
+}

@@ -1,0 +1,22 @@
+//! Looking at buses from outside: `stat`, `ls` and `clean`.
+//!
+//! Nothing here writes shared memory: segments are mapped read-only, and
+//! liveness is probed with `F_OFD_GETLK` (see `lock`). Only `clean` takes
+//! locks, to decide and remove each file atomically with respect to
+//! processes that attach (see [`clean`](fn@clean)).
+//!
+//! Files: `bus.rs` reads one bus ([`stat`]), `list.rs` lists a
+//! directory ([`list`](fn@list)), `clean.rs` removes what nobody uses
+//! ([`clean`](fn@clean)); both walk the directory with `scan.rs` and read
+//! /proc/*/maps with `proc.rs`.
+
+mod bus;
+mod clean;
+mod list;
+mod proc;
+mod scan;
+
+pub use bus::{monotonic_ns, stat, BusStat, PoolHolder, PoolStat, StreamStat, SubscriberStat};
+pub use clean::{clean, CleanError, Cleaned};
+pub use list::{list, Listing};
+pub use scan::ScanError;
