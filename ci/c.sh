@@ -100,8 +100,8 @@ pingpong() { # WRAP ROUNDS
     local wrap=$1 rounds=$2 run=()
     [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
     local ping="$prefix-ping" pong="$prefix-pong"
-    "$SHMBUS" create "$ping" --msg-size 64 --capacity 64 >/dev/null
-    "$SHMBUS" create "$pong" --msg-size 64 --capacity 64 >/dev/null
+    "$SHMBUS" create "$ping" --msg-size 64 --slots 64 >/dev/null
+    "$SHMBUS" create "$pong" --msg-size 64 --slots 64 >/dev/null
     timeout 300 "${run[@]}" "$PINGPONG" serve "$ping" "$pong" 2>"$work/serve.err" &
     local server=$!
     timeout 300 "${run[@]}" "$PINGPONG" client "$ping" "$pong" "$rounds" \
@@ -117,16 +117,16 @@ pingpong() { # WRAP ROUNDS
 all_scenarios() { # WRAP
     local w=$1 long
     long=$(printf 'x%.0s' {1..100})
-    scenario "$w" bus "$prefix-bus" "--msg-size 32 --capacity 16" \
+    scenario "$w" bus "$prefix-bus" "--msg-size 32 --slots 16" \
         $'alpha\nbeta\n\ngamma' $'alpha\nbeta\n\ngamma\n'
-    scenario "$w" many "$prefix-many" "--msg-size 16 --capacity 16 --publishers many" \
+    scenario "$w" many "$prefix-many" "--msg-size 16 --slots 16 --publishers many" \
         $'one\ntwo\n' $'one\ntwo\n'
     # Six lines before the join into a four-slot ring: only the journal has
     # the first two when the subscriber joins.
     scenario "$w" journal "$prefix-journal" \
-        "--msg-size 16 --capacity 4 --journal $work/$w-journal.journal" \
+        "--msg-size 16 --slots 4 --journal $work/$w-journal.journal" \
         $'j7\n' $'j1\nj2\nj3\nj4\nj5\nj6\nj7\n' $'j1\nj2\nj3\nj4\nj5\nj6\n'
-    scenario "$w" pool "$prefix-pool" "--pool 128:24 --capacity 16" \
+    scenario "$w" pool "$prefix-pool" "--pool 128:24 --slots 16" \
         "short"$'\n'"$long"$'\n' "short"$'\n'"$long"$'\n'
 }
 
@@ -147,7 +147,7 @@ export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig"
 gcc -O2 -Wall -Werror -std=c11 $(pkg-config --cflags shmbus) examples/c/subscriber.c \
     -o "$work/subscriber-pc" $(pkg-config --libs shmbus)
 name="$prefix-pc"
-"$SHMBUS" create "$name" --msg-size 16 --capacity 8 >/dev/null
+"$SHMBUS" create "$name" --msg-size 16 --slots 8 >/dev/null
 printf 'via pkg-config\n' | timeout 60 "$PUB" "$name"
 LD_LIBRARY_PATH="$work/prefix/lib" timeout 60 "$work/subscriber-pc" --from oldest --count 1 \
     --timeout 10 "$name" >"$work/pc.out" 2>"$work/pc.err" || fail "subscriber via pkg-config"

@@ -10,14 +10,14 @@ shmbus_tool
 export SHMBUS_BIN=$SHMBUS SHMBUS_NO_BUILD=1
 name="shmbus-ci-layout-$$"
 trap '"$SHMBUS" rm "$name" >/dev/null 2>&1 || true' EXIT
-"$SHMBUS" create "$name" --msg-size 16 --capacity 8
+"$SHMBUS" create "$name" --msg-size 16 --slots 8
 printf 'alpha\nbeta\ngamma\n' | "$SHMBUS" pub "$name"
 # A subscriber that has come and gone leaves its line.
 "$SHMBUS" sub "$name" --from oldest --count 2 --timeout 1 > /dev/null
 bash tools/check_layout.sh "$name" 3
 "$SHMBUS" rm "$name"
 # A pool bus, lapped once: its pool and messages from blocks.
-"$SHMBUS" create "$name" --pool 4096:16 --capacity 8
+"$SHMBUS" create "$name" --pool 4096:16 --slots 8
 seq 1 10 | "$SHMBUS" pub "$name"
 bash tools/check_layout.sh "$name" 8
 "$SHMBUS" rm "$name"

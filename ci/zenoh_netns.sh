@@ -82,7 +82,7 @@ wait_head() { # BUS N
     fail "$1 never reached head $2"
 }
 
-"$SHMBUS" create "$up" --msg-size 32 --capacity 4096
+"$SHMBUS" create "$up" --msg-size 32 --slots 4096
 ip netns exec "$B" timeout 300 "$SHMBUS" bridge in "$key" "$down" --create 4096 \
     --listen tcp/10.77.0.2:7447 >"$work/in.out" 2>"$work/in.err" &
 pids+=($!)
@@ -178,7 +178,7 @@ publish_slowly() { # BUS FIRST LAST
 }
 
 echo "--- journaled upstream: link down 2 s and bridge-in killed and restarted meanwhile"
-"$SHMBUS" create "$up-3" --msg-size 32 --capacity 4096 --journal "$work/up3.journal"
+"$SHMBUS" create "$up-3" --msg-size 32 --slots 4096 --journal "$work/up3.journal"
 in3=("$key/3" "$down-3" --create 4096 --listen tcp/10.77.0.2:7448)
 start_in "$work/in3.out" "${in3[@]}"
 start_out "$work/out3.out" "$up-3" --key "$key/3" --connect tcp/10.77.0.2:7448
@@ -201,7 +201,7 @@ diff <(seq 1001 "$probed") "$work/sub3.out" >/dev/null || fail "B did not get 10
 echo "ok: $((probed - 1000)) messages, each once and in order, across the outage and the restart"
 
 echo "--- no journal: the same, with a loss forced (bridge-out stopped while 2000 go through 64 slots)"
-"$SHMBUS" create "$up-4" --msg-size 32 --capacity 64
+"$SHMBUS" create "$up-4" --msg-size 32 --slots 64
 in4=("$key/4" "$down-4" --create 4096 --listen tcp/10.77.0.2:7449)
 start_in "$work/in4.out" "${in4[@]}"
 start_out "$work/out4.out" "$up-4" --key "$key/4" --connect tcp/10.77.0.2:7449
@@ -233,7 +233,7 @@ keyed() { # FIRST LAST: lines whose first 8 bytes are the key
     local i
     for ((i = $1; i <= $2; i++)); do printf 'k%07d=%d\n' $((i % 50)) "$i"; done
 }
-"$SHMBUS" create "$up-5" --msg-size 32 --capacity 1024 --journal "$work/up5.journal"
+"$SHMBUS" create "$up-5" --msg-size 32 --slots 1024 --journal "$work/up5.journal"
 keyed 1 2000 | "$SHMBUS" pub "$up-5" --compact-after 500
 start_in "$work/in5.out" "$key/5" "$down-5" --create 1024 --journal "$work/down5.journal" \
     --listen tcp/10.77.0.2:7450

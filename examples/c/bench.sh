@@ -32,8 +32,8 @@ trap cleanup EXIT
 run() { # BINARY -> one result line
     local bin=$1 server
     cleanup
-    "$SHMBUS" create --msg-size 64 --capacity 64 "$ping" >/dev/null
-    "$SHMBUS" create --msg-size 64 --capacity 64 "$pong" >/dev/null
+    "$SHMBUS" create --msg-size 64 --slots 64 "$ping" >/dev/null
+    "$SHMBUS" create --msg-size 64 --slots 64 "$pong" >/dev/null
     timeout 120 "$bin" serve "$ping" "$pong" &
     server=$!
     timeout 120 "$bin" client "$ping" "$pong" "$N"

@@ -7,7 +7,7 @@
  *                                       ROUNDS/10 untimed ones, at least
  *                                       100), then stop the server
  *
- * Both buses exist already (shmbus create --msg-size 64 --capacity 64
+ * Both buses exist already (shmbus create --msg-size 64 --slots 64
  * NAME), fresh: each side attaches as the publisher of the bus it writes
  * and reads the other from its oldest message, busy-spinning, in place
  * (shmbus_subscriber_recv_borrow: no copy beyond the ring's own). Every

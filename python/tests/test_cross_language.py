@@ -19,13 +19,13 @@ def create(shmbus_bin, name, *args):
 
 def make_bus(shmbus_bin, kind, name, tmp_path, capacity=64):
     if kind == "bus":
-        create(shmbus_bin, name, "--msg-size", "32", "--capacity", str(capacity))
+        create(shmbus_bin, name, "--msg-size", "32", "--slots", str(capacity))
     elif kind == "many":
-        create(shmbus_bin, name, "--msg-size", "32", "--capacity", str(capacity), "--publishers", "many")
+        create(shmbus_bin, name, "--msg-size", "32", "--slots", str(capacity), "--publishers", "many")
     elif kind == "journal":
-        create(shmbus_bin, name, "--msg-size", "32", "--capacity", str(capacity), "--journal", str(tmp_path / "journal"))
+        create(shmbus_bin, name, "--msg-size", "32", "--slots", str(capacity), "--journal", str(tmp_path / "journal"))
     else:
-        create(shmbus_bin, name, "--pool", f"64:{capacity * 2}", "--capacity", str(capacity))
+        create(shmbus_bin, name, "--pool", f"64:{capacity * 2}", "--slots", str(capacity))
 
 
 def test_python_publisher_refuses_a_line_longer_than_a_message(shmbus_bin, bus_name, tmp_path):

@@ -97,7 +97,7 @@ class Bus:
     def __init__(self, tmp_path, kind, capacity):
         self.name = f"/dev/shm/shmbus-matrix-{os.getpid()}-{kind}-{time.monotonic_ns()}"
         self.journal = tmp_path / "bus.journal"
-        args = [SHMBUS, "create", self.name, "--capacity", str(capacity)]
+        args = [SHMBUS, "create", self.name, "--slots", str(capacity)]
         if kind == "pool":
             args += ["--pool", f"4096:{2 * capacity}"]
         else:

@@ -709,7 +709,10 @@ fn create_rejects_a_capacity_that_is_not_a_power_of_two() {
     let dir = ShmDir::new("pow2");
     let bus = dir.bus("bus");
     let out = shmbus(&["create", &bus, "--msg-size", "8", "--capacity", "3"]);
-    out.assert_error(2, "invalid geometry: capacity 3 is not a power of two");
+    out.assert_error(
+        2,
+        "invalid geometry: a bus of 3 slots: its slot count must be a power of two",
+    );
     assert!(!Path::new(&bus).exists(), "nothing is left behind");
     let zero = shmbus(&["create", &bus, "--msg-size", "0", "--capacity", "4"]);
     zero.assert_error(2, "invalid geometry: message size 0");
@@ -760,9 +763,48 @@ fn create_refuses_msg_size_for_a_stream_and_requires_it_for_a_bus() {
     let out = shmbus(&["create", &bus, "--capacity", "4"]);
     out.assert_error(2, "a broadcast bus needs --msg-size");
     assert!(!Path::new(&bus).exists());
-    let bad = ["create", &bus, "--kind", "stream", "--capacity", "1000"];
-    shmbus(&bad).assert_error(2, "stream capacity 1000 is not a power of two");
+    let bad = ["create", &bus, "--kind", "stream", "--bytes", "1000"];
+    shmbus(&bad).assert_error(2, "a stream of 1000 bytes: its size must be a power of two");
     assert!(!Path::new(&bus).exists());
+}
+
+#[test]
+fn create_sizes_a_bus_in_slots_and_a_stream_in_bytes_and_refuses_the_other_unit() {
+    let dir = ShmDir::new("units");
+    let bus = dir.bus("bus");
+    let stream = dir.bus("stream");
+    let bus_bytes = ["create", &bus, "--msg-size", "8", "--bytes", "4096"];
+    shmbus(&bus_bytes).assert_error(2, "a bus is sized in slots: --slots <N>, not --bytes");
+    let stream_slots = ["create", &stream, "--kind", "stream", "--slots", "4096"];
+    shmbus(&stream_slots).assert_error(2, "a stream is sized in bytes: --bytes <N>, not --slots");
+    assert!(!Path::new(&bus).exists() && !Path::new(&stream).exists());
+    // Neither: clap names the missing flag.
+    shmbus(&["create", &bus, "--msg-size", "8"]).assert_error(2, "--slots <N>");
+
+    let stat = |name: &str| shmbus(&["stat", name]).assert_success().stdout();
+    shmbus(&["create", &bus, "--msg-size", "8", "--slots", "16"]).assert_success();
+    shmbus(&["create", &stream, "--kind", "stream", "--bytes", "4096"]).assert_success();
+    assert!(stat(&bus).contains("16 slots"), "{}", stat(&bus));
+    assert!(stat(&stream).contains("4096 bytes"), "{}", stat(&stream));
+
+    // The older --capacity still means the kind's unit, for scripts.
+    let (old_bus, old_stream) = (dir.bus("old-bus"), dir.bus("old-stream"));
+    shmbus(&["create", &old_bus, "--msg-size", "8", "--capacity", "8"]).assert_success();
+    shmbus(&[
+        "create",
+        &old_stream,
+        "--kind",
+        "stream",
+        "--capacity",
+        "64",
+    ])
+    .assert_success();
+    assert!(stat(&old_bus).contains("8 slots"), "{}", stat(&old_bus));
+    assert!(
+        stat(&old_stream).contains("64 bytes"),
+        "{}",
+        stat(&old_stream)
+    );
 }
 
 #[test]

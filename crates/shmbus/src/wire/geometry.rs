@@ -20,7 +20,7 @@ use thiserror::Error;
 #[non_exhaustive]
 pub enum GeometryError {
     /// A bus's slot count is not a power of two.
-    #[error("capacity {capacity} is not a power of two (1, 2, 4, ...)")]
+    #[error("a bus of {capacity} slots: its slot count must be a power of two (1, 2, 4, ...)")]
     Capacity {
         /// The slots asked for.
         capacity: u64,
@@ -42,7 +42,9 @@ pub enum GeometryError {
         slot_size: u64,
     },
     /// A stream's byte capacity is not a power of two within the limits.
-    #[error("stream capacity {capacity} is not a power of two in {min}..={max} bytes")]
+    #[error(
+        "a stream of {capacity} bytes: its size must be a power of two in {min}..={max} bytes"
+    )]
     StreamCapacity {
         /// The bytes asked for.
         capacity: u64,
