@@ -112,7 +112,7 @@ fn clap_error(err: clap::Error) -> ExitCode {
 
 /// The first paragraph of clap's message, its lines joined, without the
 /// `error: ` label: "the following required arguments were not provided:
-/// --capacity <N>". The usage and tip paragraphs after it are dropped
+/// --slots <N>". The usage and tip paragraphs after it are dropped
 /// for a pointer to the right `--help`.
 fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
     let first = rendered.split("\n\n").next().unwrap_or(rendered);
@@ -151,7 +151,7 @@ mod tests {
         let err = Cli::try_parse_from(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
         let line = one_line(&err.to_string(), Some("create"));
         assert!(!line.contains('\n'), "{line}");
-        assert!(line.contains("--capacity <N>"), "{line}");
+        assert!(line.contains("--slots <N>"), "{line}");
         assert!(!line.starts_with("error"), "{line}");
         assert!(line.ends_with("(see `shmbus create --help`)"), "{line}");
     }
