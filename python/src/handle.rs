@@ -13,7 +13,7 @@ use std::sync::{Mutex, TryLockError};
 
 use pyo3::prelude::*;
 
-use crate::errors;
+use crate::errors::{self, Exc};
 
 /// A mark of the calling thread (the address of a thread-local), never 0.
 fn thread_mark() -> usize {
@@ -244,14 +244,7 @@ pub(crate) fn end_of_iteration(
     got: PyResult<Option<Py<PyAny>>>,
 ) -> PyResult<Option<Py<PyAny>>> {
     match got {
-        Err(e) if closed => {
-            let class = py.import("shmbus.errors")?.getattr("ClosedError")?;
-            if e.matches(py, class)? {
-                Ok(None)
-            } else {
-                Err(e)
-            }
-        }
+        Err(e) if closed && errors::is(py, &e, Exc::ClosedError)? => Ok(None),
         got => got,
     }
 }

@@ -16,7 +16,7 @@ use shmbus::{
 };
 
 use crate::bus::{bus_type, expected_type, open_type};
-use crate::errors;
+use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Handle};
 use crate::{join_journal, lagged, wait_in_slices, with_bytes, Entry, Until};
 
@@ -115,7 +115,7 @@ impl PyJournalPublisher {
         self.inner.with(py, |publisher, _| {
             publisher
                 .flush()
-                .map_err(|e| errors::raise(py, "JournalError", format!("flush: {e}"), &[]))
+                .map_err(|e| errors::raise(py, Exc::JournalError, format!("flush: {e}"), &[]))
         })
     }
 

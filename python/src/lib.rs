@@ -27,7 +27,8 @@
 //! then closes the handle.
 //!
 //! What the handle classes share (that object, `close`, `with`, iteration)
-//! is written once, in `handle.rs`.
+//! is written once, in `handle.rs`; the exception classes are named by
+//! type (`errors::Exc`), each looked up once when the module loads.
 
 use std::time::{Duration, Instant};
 
@@ -280,6 +281,9 @@ fn remove(py: Python<'_>, name: &str) -> PyResult<()> {
 
 #[pymodule]
 fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Every exception class the binding raises, found now: a class
+    // missing from shmbus.errors fails the import, not a later error.
+    errors::load(m.py())?;
     m.add_class::<Lagged>()?;
     m.add_class::<Entry>()?;
     m.add_function(wrap_pyfunction!(remove, m)?)?;

@@ -25,7 +25,7 @@ use shmbus::{
 };
 
 use crate::bus::parse_start;
-use crate::errors;
+use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
 use crate::{lagged, retry_in_slices, support, wait_in_slices, Until};
 
@@ -226,7 +226,7 @@ impl PyPoolPublisher {
         let boxed = shared.lock().publisher.take().ok_or_else(|| {
             errors::raise(
                 py,
-                "LoanOutstandingError",
+                Exc::LoanOutstandingError,
                 "this publisher already has a loan outstanding: publish or release it first"
                     .to_string(),
                 &[],
