@@ -10,7 +10,8 @@ use shmbus::{
     bus::MpPublisher, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
-use crate::{errors, lagged, support, wait_in_slices, with_bytes, Cancel, Handle, Until};
+use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
+use crate::{errors, lagged, support, wait_in_slices, with_bytes, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;
@@ -161,32 +162,13 @@ impl PyPublisher {
     fn next_sequence(&self, py: Python<'_>) -> PyResult<u64> {
         self.inner.with(py, |h, _| Ok(h.next_sequence()))
     }
-
-    /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(
+    PyPublisher.inner,
+    /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
+    fn close
+);
 
 /// One of any number of publishers of a many-publisher bus (one total
 /// order of messages).
@@ -268,31 +250,9 @@ impl PyMpPublisher {
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
         self.inner.with(py, |h, _| Ok(h.capacity()))
     }
-
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(PyMpPublisher.inner, fn close);
 
 /// What one receive found, without borrowing the subscriber.
 pub(crate) enum Got {
@@ -570,43 +530,17 @@ impl PySubscriber {
     fn pending(&self, py: Python<'_>) -> PyResult<u64> {
         self.inner.with(py, |h, _| Ok(h.sub.pending()))
     }
+}
 
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
+iterator_methods!(
+    PySubscriber.inner,
     /// Iteration yields messages and `Lagged` values, waiting as long as it
     /// takes; it stops when the subscriber is closed.
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_closed() {
-            return Ok(None);
-        }
-        let got = self.recv_with(py, Until::Forever);
-        crate::end_of_iteration(py, || self.inner.is_closed(), got)
-    }
+    fn __next__
+);
 
+handle_methods!(
+    PySubscriber.inner,
     /// Closes the handle (frees its registry entry).
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
-}
+    fn close
+);

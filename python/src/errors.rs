@@ -4,9 +4,15 @@
 //! the error's `kind()` (`shmbus::ErrorKind`, the classification the C
 //! API's error codes follow too) and its enum ([`class`]). The message is
 //! always the Rust error's `Display`.
+//!
+//! The classes are Python's (they derive from standard exceptions too,
+//! which pyo3's `create_exception!` cannot): the binding names each by a
+//! variant of [`Exc`], so a misspelled class does not compile, and looks
+//! them all up once, when the module loads ([`load`]).
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
 use shmbus::{
     bus::{MpPublishError, PublishError},
     journal::{
@@ -18,16 +24,97 @@ use shmbus::{
     AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
 };
 
+/// `Exc`, one variant per class, named as the class is.
+macro_rules! exception_classes {
+    ($($class:ident),* $(,)?) => {
+        /// An exception class of `shmbus.errors` (the variant's name is the
+        /// class's).
+        #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+        pub(crate) enum Exc {
+            $($class),*
+        }
+
+        impl Exc {
+            /// In declaration order: `ALL[c as usize] == c`.
+            const ALL: &[Exc] = &[$(Exc::$class),*];
+
+            fn name(self) -> &'static str {
+                match self {
+                    $(Exc::$class => stringify!($class)),*
+                }
+            }
+        }
+    };
+}
+
+exception_classes! {
+    Error, InvalidNameError,
+    OpenError, BusNotFoundError, OpenPermissionError, TypeMismatchError, WrongKindError,
+    CreateError, BusExistsError, CreatePermissionError, NoDirectoryError, InvalidGeometryError,
+    AttachError, RoleTakenError,
+    MessageTooLongError, AbandonedError, TimeoutError,
+    LoanError, PoolExhaustedError, LoanOutstandingError, TooManySamplesError,
+    StreamError, PeerGoneError, CorruptError,
+    JoinError, NotJournaledError, JournalError,
+    BusyError, ClosedError,
+}
+
+/// The classes of `shmbus.errors`, looked up once.
+struct Classes {
+    /// Those of `Exc::ALL`, in its order (indexed by `Exc as usize`).
+    exceptions: Vec<Py<PyType>>,
+    /// `MessageType`, the named tuple of a type mismatch's attributes.
+    message_type: Py<PyAny>,
+}
+
+static CLASSES: PyOnceLock<Classes> = PyOnceLock::new();
+
+/// Looks up every class of [`Exc`] in `shmbus.errors`: an `AttributeError`
+/// for one missing there, a `TypeError` for one that is not a subclass of
+/// `shmbus.errors.Error`. The module's init calls it.
+pub(crate) fn load(py: Python<'_>) -> PyResult<()> {
+    classes(py).map(|_| ())
+}
+
+fn classes(py: Python<'_>) -> PyResult<&'static Classes> {
+    CLASSES.get_or_try_init(py, || {
+        let module = py.import("shmbus.errors")?;
+        let base = module.getattr(Exc::Error.name())?.cast_into::<PyType>()?;
+        let exceptions = Exc::ALL
+            .iter()
+            .map(|&class| {
+                let cls = module.getattr(class.name())?.cast_into::<PyType>()?;
+                if !cls.is_subclass(&base)? {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "shmbus.errors.{} is not a subclass of shmbus.errors.Error",
+                        class.name()
+                    )));
+                }
+                Ok(cls.unbind())
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let message_type = module.getattr("MessageType")?.unbind();
+        Ok(Classes {
+            exceptions,
+            message_type,
+        })
+    })
+}
+
+/// The class object of `class`.
+fn class_object(py: Python<'_>, class: Exc) -> PyResult<&Bound<'_, PyType>> {
+    Ok(classes(py)?.exceptions[class as usize].bind(py))
+}
+
+/// Whether `err` is a `class` (or a subclass of it).
+pub(crate) fn is(py: Python<'_>, err: &PyErr, class: Exc) -> PyResult<bool> {
+    Ok(err.is_instance(py, class_object(py, class)?))
+}
+
 /// An instance of `shmbus.errors.<class>(msg)` with `attrs` set on it.
-pub(crate) fn raise(
-    py: Python<'_>,
-    class: &str,
-    msg: String,
-    attrs: &[(&str, Py<PyAny>)],
-) -> PyErr {
+pub(crate) fn raise(py: Python<'_>, class: Exc, msg: String, attrs: &[(&str, Py<PyAny>)]) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
-        let cls = py.import("shmbus.errors")?.getattr(class)?;
-        let err = cls.call1((msg,))?;
+        let err = class_object(py, class)?.call1((msg,))?;
         for (name, value) in attrs {
             err.setattr(*name, value)?;
         }
@@ -39,7 +126,7 @@ pub(crate) fn raise(
 /// A `shmbus.errors.MessageType` of a fingerprint.
 fn message_type(py: Python<'_>, fp: &TypeFingerprint) -> Py<PyAny> {
     let made = (|| -> PyResult<Py<PyAny>> {
-        let cls = py.import("shmbus.errors")?.getattr("MessageType")?;
+        let cls = classes(py)?.message_type.bind(py);
         let args = PyTuple::new(
             py,
             [
@@ -79,45 +166,45 @@ enum Family {
 
 impl Family {
     /// The family's base class: for a kind it has no subclass for.
-    fn base(self) -> &'static str {
+    fn base(self) -> Exc {
         match self {
-            Family::Open => "OpenError",
-            Family::Create => "CreateError",
-            Family::Attach => "AttachError",
-            Family::Publish | Family::Receive => "Error",
-            Family::Loan => "LoanError",
-            Family::Stream => "StreamError",
-            Family::Join => "JoinError",
-            Family::Journal => "JournalError",
+            Family::Open => Exc::OpenError,
+            Family::Create => Exc::CreateError,
+            Family::Attach => Exc::AttachError,
+            Family::Publish | Family::Receive => Exc::Error,
+            Family::Loan => Exc::LoanError,
+            Family::Stream => Exc::StreamError,
+            Family::Join => Exc::JoinError,
+            Family::Journal => Exc::JournalError,
         }
     }
 }
 
 /// The class of `shmbus.errors` an error of `kind` from `family` raises:
 /// the kind's own class where the family has it, else the family's base.
-fn class(kind: ErrorKind, family: Family) -> &'static str {
+fn class(kind: ErrorKind, family: Family) -> Exc {
     use ErrorKind as K;
     use Family as F;
     match (kind, family) {
-        (K::InvalidName, _) => "InvalidNameError",
-        (K::NotFound, F::Open) => "BusNotFoundError",
-        (K::NotFound, F::Create) => "NoDirectoryError",
-        (K::Exists, _) => "BusExistsError",
-        (K::Permission, F::Open) => "OpenPermissionError",
-        (K::Permission, F::Create) => "CreatePermissionError",
-        (K::TypeMismatch, _) => "TypeMismatchError",
-        (K::WrongKind, F::Open) => "WrongKindError",
-        (K::InvalidArgument, F::Create) => "InvalidGeometryError",
-        (K::RoleTaken, _) => "RoleTakenError",
-        (K::TooLong, _) => "MessageTooLongError",
-        (K::Abandoned, _) => "AbandonedError",
-        (K::TimedOut, F::Stream) => "TimeoutError",
-        (K::PoolExhausted, _) => "PoolExhaustedError",
-        (K::TooManySamples, _) => "TooManySamplesError",
-        (K::PeerGone, F::Stream) => "PeerGoneError",
-        (K::Corrupt, F::Stream) => "CorruptError",
-        (K::NotJournaled, _) => "NotJournaledError",
-        (K::Journal, F::Journal) => "JournalError",
+        (K::InvalidName, _) => Exc::InvalidNameError,
+        (K::NotFound, F::Open) => Exc::BusNotFoundError,
+        (K::NotFound, F::Create) => Exc::NoDirectoryError,
+        (K::Exists, _) => Exc::BusExistsError,
+        (K::Permission, F::Open) => Exc::OpenPermissionError,
+        (K::Permission, F::Create) => Exc::CreatePermissionError,
+        (K::TypeMismatch, _) => Exc::TypeMismatchError,
+        (K::WrongKind, F::Open) => Exc::WrongKindError,
+        (K::InvalidArgument, F::Create) => Exc::InvalidGeometryError,
+        (K::RoleTaken, _) => Exc::RoleTakenError,
+        (K::TooLong, _) => Exc::MessageTooLongError,
+        (K::Abandoned, _) => Exc::AbandonedError,
+        (K::TimedOut, F::Stream) => Exc::TimeoutError,
+        (K::PoolExhausted, _) => Exc::PoolExhaustedError,
+        (K::TooManySamples, _) => Exc::TooManySamplesError,
+        (K::PeerGone, F::Stream) => Exc::PeerGoneError,
+        (K::Corrupt, F::Stream) => Exc::CorruptError,
+        (K::NotJournaled, _) => Exc::NotJournaledError,
+        (K::Journal, F::Journal) => Exc::JournalError,
         _ => family.base(),
     }
 }
@@ -249,7 +336,7 @@ pub(crate) fn close(py: Python<'_>, e: CloseError) -> PyErr {
 /// Using a handle after `close()` (or a sample after `release()`, a loan
 /// after `publish()`).
 pub(crate) fn closed(py: Python<'_>, what: &str) -> PyErr {
-    raise(py, "ClosedError", what.to_string(), &[])
+    raise(py, Exc::ClosedError, what.to_string(), &[])
 }
 
 /// A call while another thread is in a call of the same handle.
@@ -258,7 +345,7 @@ pub(crate) fn busy(py: Python<'_>, closed: &str) -> PyErr {
     let what = closed.strip_suffix(" is closed").unwrap_or("this handle");
     raise(
         py,
-        "BusyError",
+        Exc::BusyError,
         format!(
             "{what} is in use by another thread (a handle serves one thread at a time; \
              close() from another thread ends its wait)"

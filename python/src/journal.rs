@@ -16,7 +16,9 @@ use shmbus::{
 };
 
 use crate::bus::{bus_type, expected_type, open_type};
-use crate::{errors, join_journal, lagged, wait_in_slices, with_bytes, Entry, Handle, Until};
+use crate::errors::{self, Exc};
+use crate::handle::{handle_methods, iterator_methods, Handle};
+use crate::{join_journal, lagged, wait_in_slices, with_bytes, Entry, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJournalPublisher>()?;
@@ -113,7 +115,7 @@ impl PyJournalPublisher {
         self.inner.with(py, |publisher, _| {
             publisher
                 .flush()
-                .map_err(|e| errors::raise(py, "JournalError", format!("flush: {e}"), &[]))
+                .map_err(|e| errors::raise(py, Exc::JournalError, format!("flush: {e}"), &[]))
         })
     }
 
@@ -143,27 +145,9 @@ impl PyJournalPublisher {
             None => Ok(()),
         }
     }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
-        self.close(py)?;
-        Ok(false)
-    }
 }
+
+handle_methods!(PyJournalPublisher.inner);
 
 enum Got {
     Entry(u64),
@@ -263,43 +247,11 @@ impl PyJournalSubscriber {
     fn msg_size(&self, py: Python<'_>) -> PyResult<usize> {
         self.inner.with(py, |h, _| Ok(h.0.msg_size()))
     }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_closed() {
-            return Ok(None);
-        }
-        let got = self.recv_with(py, Until::Forever);
-        crate::end_of_iteration(py, || self.inner.is_closed(), got)
-    }
-
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+iterator_methods!(PyJournalSubscriber.inner, fn __next__);
+
+handle_methods!(PyJournalSubscriber.inner, fn close);
 
 /// The key of a raw message: its first 8 bytes, little-endian (fewer are
 /// zero-extended), as shmbus's `raw_key` and the CLI's compaction.
@@ -563,28 +515,6 @@ impl PyState {
         let keys = self.fold.with(py, |fold, _| Ok(fold.sorted_keys()))?;
         Ok(keys.into_pyobject(py)?.try_iter()?.into_any())
     }
-
-    fn close(&self, py: Python<'_>) {
-        self.fold.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.fold.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(PyState.fold, fn close);

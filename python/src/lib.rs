@@ -25,9 +25,11 @@
 //! meanwhile raises `BusyError` at once, except `close()`, which ends the
 //! first thread's wait (that call raises `ClosedError` within a slice) and
 //! then closes the handle.
+//!
+//! What the handle classes share (that object, `close`, `with`, iteration)
+//! is written once, in `handle.rs`; the exception classes are named by
+//! type (`errors::Exc`), each looked up once when the module loads.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, TryLockError};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
@@ -35,8 +37,11 @@ use pyo3::types::{PyByteArray, PyBytes};
 use pyo3::IntoPyObjectExt;
 use shmbus::Wait;
 
+use handle::Cancel;
+
 mod bus;
 mod errors;
+mod handle;
 mod journal;
 mod pool;
 mod stream;
@@ -168,133 +173,6 @@ where
     Ok(done.unwrap_or_else(gave_up))
 }
 
-/// A mark of the calling thread (the address of a thread-local), never 0.
-fn thread_mark() -> usize {
-    thread_local!(static MARK: u8 = const { 0 });
-    MARK.with(|m| std::ptr::from_ref(m) as usize)
-}
-
-/// What a wait checks between slices: whether `close()` was called.
-pub(crate) struct Cancel<'a> {
-    flag: &'a AtomicBool,
-    /// The `ClosedError` message.
-    closed: &'static str,
-}
-
-impl Cancel<'_> {
-    /// `ClosedError` once `close()` was called.
-    pub(crate) fn check(&self, py: Python<'_>) -> PyResult<()> {
-        // Acquire, paired with the Release store in `Handle::close`.
-        if self.flag.load(Ordering::Acquire) {
-            return Err(errors::closed(py, self.closed));
-        }
-        Ok(())
-    }
-}
-
-/// The Rust object behind a handle class, used by one thread at a time
-/// (`with`: `BusyError` for a second thread), gone once `close()` drops
-/// it so that every later use raises `ClosedError`.
-pub(crate) struct Handle<T> {
-    inner: Mutex<Option<T>>,
-    /// `close()` was called: every later call raises `ClosedError`, and a
-    /// wait in progress ends at its next slice.
-    closing: AtomicBool,
-    /// The `thread_mark` of the thread inside `with`, 0 if none.
-    holder: AtomicUsize,
-    /// The `ClosedError` message, naming the handle.
-    closed: &'static str,
-}
-
-impl<T: Send> Handle<T> {
-    pub(crate) fn new(inner: T, closed: &'static str) -> Self {
-        Handle {
-            inner: Mutex::new(Some(inner)),
-            closing: AtomicBool::new(false),
-            holder: AtomicUsize::new(0),
-            closed,
-        }
-    }
-
-    /// Runs `f` on the object; `ClosedError` once closed, `BusyError` while
-    /// another thread is in a call of this handle (a wait included). `f`
-    /// gets what its waits check between slices. A `close()` meanwhile
-    /// (another thread's, or a signal handler's) closes the handle as `f`
-    /// returns.
-    pub(crate) fn with<R>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&mut T, &Cancel<'_>) -> PyResult<R>,
-    ) -> PyResult<R> {
-        let cancel = Cancel {
-            flag: &self.closing,
-            closed: self.closed,
-        };
-        cancel.check(py)?;
-        let mut guard = match self.inner.try_lock() {
-            Ok(g) => g,
-            // A panic in another call: the object is still whole (every
-            // call leaves it consistent between its own steps).
-            Err(TryLockError::Poisoned(p)) => p.into_inner(),
-            Err(TryLockError::WouldBlock) => return Err(errors::busy(py, self.closed)),
-        };
-        let Some(inner) = guard.as_mut() else {
-            return Err(errors::closed(py, self.closed));
-        };
-        self.holder.store(thread_mark(), Ordering::Relaxed);
-        let out = f(inner, &cancel);
-        self.holder.store(0, Ordering::Relaxed);
-        if self.closing.load(Ordering::Acquire) {
-            *guard = None;
-        }
-        out
-    }
-
-    /// Closes the handle, giving back what it held (None if already closed,
-    /// or if this very thread is inside `with`, a signal handler run by its
-    /// wait: that call closes it as it returns). A call of another thread
-    /// is waited for, GIL released: its wait ends within a slice.
-    pub(crate) fn close(&self, py: Python<'_>) -> Option<T> {
-        // Release, paired with the Acquire loads in `Cancel::check` and `with`.
-        self.closing.store(true, Ordering::Release);
-        match self.inner.try_lock() {
-            Ok(mut g) => g.take(),
-            Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
-            Err(TryLockError::WouldBlock) => {
-                if self.holder.load(Ordering::Relaxed) == thread_mark() {
-                    return None;
-                }
-                py.detach(|| self.inner.lock().unwrap_or_else(|p| p.into_inner()).take())
-            }
-        }
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closing.load(Ordering::Acquire)
-    }
-}
-
-/// What a subscriber's `__next__` returns: the iteration ends (None) once
-/// the handle is closed, also when another thread's `close()` ended the
-/// wait (its `ClosedError`).
-pub(crate) fn end_of_iteration(
-    py: Python<'_>,
-    closed: impl Fn() -> bool,
-    got: PyResult<Option<Py<PyAny>>>,
-) -> PyResult<Option<Py<PyAny>>> {
-    match got {
-        Err(e) if closed() => {
-            let class = py.import("shmbus.errors")?.getattr("ClosedError")?;
-            if e.matches(py, class)? {
-                Ok(None)
-            } else {
-                Err(e)
-            }
-        }
-        got => got,
-    }
-}
-
 /// A lap as the Python value a receive returns in place of a message.
 pub(crate) fn lagged(py: Python<'_>, skipped: u64) -> PyResult<Py<PyAny>> {
     Lagged { skipped }.into_py_any(py)
@@ -403,6 +281,9 @@ fn remove(py: Python<'_>, name: &str) -> PyResult<()> {
 
 #[pymodule]
 fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Every exception class the binding raises, found now: a class
+    // missing from shmbus.errors fails the import, not a later error.
+    errors::load(m.py())?;
     m.add_class::<Lagged>()?;
     m.add_class::<Entry>()?;
     m.add_function(wrap_pyfunction!(remove, m)?)?;

@@ -25,7 +25,9 @@ use shmbus::{
 };
 
 use crate::bus::parse_start;
-use crate::{errors, lagged, retry_in_slices, support, wait_in_slices, Cancel, Handle, Until};
+use crate::errors::{self, Exc};
+use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
+use crate::{lagged, retry_in_slices, support, wait_in_slices, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolPublisher>()?;
@@ -224,7 +226,7 @@ impl PyPoolPublisher {
         let boxed = shared.lock().publisher.take().ok_or_else(|| {
             errors::raise(
                 py,
-                "LoanOutstandingError",
+                Exc::LoanOutstandingError,
                 "this publisher already has a loan outstanding: publish or release it first"
                     .to_string(),
                 &[],
@@ -378,27 +380,9 @@ impl PyPoolPublisher {
             }
         }
     }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.shared.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(PyPoolPublisher.shared);
 
 impl Drop for PyPoolPublisher {
     fn drop(&mut self) {
@@ -539,22 +523,9 @@ impl PyLoan {
     fn __len__(&self) -> usize {
         self.lent.len
     }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.release(py);
-        false
-    }
 }
+
+handle_methods!(PyLoan: release);
 
 /// A subscriber of a pool bus: each message is a `Sample` viewing its block
 /// in place.
@@ -646,44 +617,15 @@ impl PyPoolSubscriber {
     fn held(&self, py: Python<'_>) -> PyResult<usize> {
         self.inner.with(py, |h, _| Ok(h.held()))
     }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        if self.inner.is_closed() {
-            return Ok(None);
-        }
-        let got = self.recv_with(py, Until::Forever);
-        crate::end_of_iteration(py, || self.inner.is_closed(), got)
-    }
-
-    /// Closes the handle; samples still held stay valid until released.
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+iterator_methods!(PyPoolSubscriber.inner, fn __next__);
+
+handle_methods!(
+    PyPoolSubscriber.inner,
+    /// Closes the handle; samples still held stay valid until released.
+    fn close
+);
 
 /// One message of a pool bus, read in place: its block is held (no
 /// publisher reuses it) until `release()` or the end of a `with` block.
@@ -758,21 +700,6 @@ impl PySample {
         self.sample.is_none()
     }
 
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &mut self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.release(py);
-        false
-    }
-
     fn __repr__(&self) -> String {
         format!(
             "Sample(sequence={}, len={}{})",
@@ -786,3 +713,5 @@ impl PySample {
         )
     }
 }
+
+handle_methods!(PySample: release);

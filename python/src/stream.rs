@@ -10,7 +10,8 @@ use shmbus::{
     OpenOptions,
 };
 
-use crate::{errors, owned_bytes, retry_in_slices, Handle, Until};
+use crate::handle::{handle_methods, Handle};
+use crate::{errors, owned_bytes, retry_in_slices, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProducer>()?;
@@ -111,31 +112,9 @@ impl PyProducer {
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
         self.inner.with(py, |h, _| Ok(h.capacity()))
     }
-
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(PyProducer.inner, fn close);
 
 /// The consuming end of a stream of byte records.
 #[pyclass(module = "shmbus", name = "Consumer", frozen)]
@@ -202,28 +181,6 @@ impl PyConsumer {
     fn max_record(&self, py: Python<'_>) -> PyResult<usize> {
         self.inner.with(py, |h, _| Ok(h.0.max_record()))
     }
-
-    fn close(&self, py: Python<'_>) {
-        self.inner.close(py);
-    }
-
-    #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_closed()
-    }
-
-    fn __enter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        _t: &Bound<'_, PyAny>,
-        _v: &Bound<'_, PyAny>,
-        _tb: &Bound<'_, PyAny>,
-    ) -> bool {
-        self.close(py);
-        false
-    }
 }
+
+handle_methods!(PyConsumer.inner, fn close);
