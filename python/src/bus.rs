@@ -154,7 +154,7 @@ impl PyPublisher {
     /// The bus's number of slots.
     #[getter]
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner.with(py, |h, _| Ok(h.capacity()))
+        self.inner.with(py, |h, _| Ok(h.slots()))
     }
 
     /// The sequence number the next message gets.
@@ -248,7 +248,7 @@ impl PyMpPublisher {
 
     #[getter]
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner.with(py, |h, _| Ok(h.capacity()))
+        self.inner.with(py, |h, _| Ok(h.slots()))
     }
 }
 
@@ -515,7 +515,7 @@ impl PySubscriber {
     /// The bus's number of slots.
     #[getter]
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner.with(py, |h, _| Ok(h.sub.capacity()))
+        self.inner.with(py, |h, _| Ok(h.sub.slots()))
     }
 
     /// The sequence number of the next message this subscriber reads.

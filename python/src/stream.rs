@@ -110,7 +110,7 @@ impl PyProducer {
     /// The ring's size in bytes.
     #[getter]
     fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
-        self.inner.with(py, |h, _| Ok(h.capacity()))
+        self.inner.with(py, |h, _| Ok(h.ring_bytes()))
     }
 }
 

@@ -825,7 +825,7 @@ fn a_file_that_is_not_a_bus_is_reported_as_such() {
 #[test]
 fn usage_errors_are_one_line_with_exit_code_2() {
     let cases: [(&[&str], &str); 6] = [
-        (&["create", "x", "--msg-size", "8"], "--capacity"),
+        (&["create", "x", "--msg-size", "8"], "--slots <N>"),
         (
             &[
                 "create",

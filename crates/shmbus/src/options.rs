@@ -88,7 +88,7 @@ macro_rules! file_setters {
     };
 }
 
-/// How to create a bus: its capacity in slots, and for a bus of raw bytes
+/// How to create a bus: its number of slots, and for a bus of raw bytes
 /// its message size.
 ///
 /// # Examples
@@ -114,15 +114,16 @@ pub struct BusOptions {
 }
 
 impl BusOptions {
-    /// A bus of `capacity` slots (a power of two), mode 0600.
+    /// A bus of `slots` slots (a power of two), mode 0600. (A bus's
+    /// `capacity`, wherever the API says it, counts slots.)
     ///
     /// # Examples
     /// ```
     /// let opts = shmbus::BusOptions::new(4096);
     /// ```
-    pub fn new(capacity: u64) -> Self {
+    pub fn new(slots: u64) -> Self {
         BusOptions {
-            capacity,
+            capacity: slots,
             msg_size: None,
             file: FileOptions::default(),
             first_seq: 0,
@@ -219,7 +220,7 @@ impl BusOptions {
 
 file_setters!(BusOptions, "BusOptions");
 
-/// How to create a stream: its capacity in bytes.
+/// How to create a stream: its size in bytes.
 ///
 /// # Examples
 /// ```
@@ -227,22 +228,22 @@ file_setters!(BusOptions, "BusOptions");
 /// ```
 #[derive(Clone, Debug)]
 pub struct StreamOptions {
-    pub(crate) capacity: u64,
+    pub(crate) bytes: u64,
     pub(crate) file: FileOptions,
     pub(crate) wait: WaitStrategy,
 }
 
 impl StreamOptions {
-    /// A stream ring of `capacity` bytes (a power of two, 64 B to 4 GiB),
+    /// A stream ring of `bytes` bytes (a power of two, 64 B to 4 GiB),
     /// mode 0600.
     ///
     /// # Examples
     /// ```
     /// let opts = shmbus::stream::StreamOptions::new(65536);
     /// ```
-    pub fn new(capacity: u64) -> Self {
+    pub fn new(bytes: u64) -> Self {
         StreamOptions {
-            capacity,
+            bytes,
             file: FileOptions::default(),
             wait: WaitStrategy::default(),
         }

@@ -53,7 +53,7 @@ fn crosses_the_wrap<R: Region>(
     let mut bursty = open(&publisher, Start::Oldest);
     assert_eq!(reader.position(), FIRST);
     assert_eq!(reader.try_recv(), None);
-    assert_eq!(publisher.capacity(), CAPACITY);
+    assert_eq!(publisher.slots(), CAPACITY);
 
     let (mut bursty_delivered, mut bursty_skipped) = (0, 0);
     let mut i = 0;

@@ -27,7 +27,7 @@ use crate::wait::WaitStrategy;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{bus::{Abandoned, MpPublisher}};
+/// use shmbus::bus::{Abandoned, MpPublisher};
 ///
 /// let mut publisher = MpPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
 /// match publisher.publish(&7) {
@@ -54,7 +54,7 @@ pub struct Abandoned {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{bus::{MpPublishError, MpPublisher}};
+/// use shmbus::bus::{MpPublishError, MpPublisher};
 ///
 /// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
 /// assert_eq!(
@@ -198,10 +198,10 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     /// # Examples
     /// ```
     /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
-    /// assert_eq!(p.capacity(), 64);
+    /// assert_eq!(p.slots(), 64);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn capacity(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.w.ring.capacity()
     }
 

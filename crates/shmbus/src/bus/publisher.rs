@@ -203,10 +203,10 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     /// # Examples
     /// ```
     /// let publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
-    /// assert_eq!(publisher.capacity(), 8);
+    /// assert_eq!(publisher.slots(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn capacity(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.ring.capacity()
     }
 

@@ -134,10 +134,10 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// ```
     /// use shmbus::{Publisher, Start, WaitStrategy};
     /// let publisher = Publisher::<u64, _>::on_heap(8)?;
-    /// assert_eq!(publisher.subscribe(Start::Next, WaitStrategy::default()).capacity(), 8);
+    /// assert_eq!(publisher.subscribe(Start::Next, WaitStrategy::default()).slots(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn capacity(&self) -> u64 {
+    pub fn slots(&self) -> u64 {
         self.ring.capacity()
     }
 

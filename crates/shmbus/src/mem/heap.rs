@@ -68,7 +68,7 @@ impl HeapRegion {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// assert_eq!(HeapRegion::new(13).len(), 16);
     /// ```
     pub fn new(len: usize) -> Self {

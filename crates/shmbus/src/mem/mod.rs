@@ -135,7 +135,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// assert_eq!(HeapRegion::new(64).len(), 64);
     /// ```
     fn len(&self) -> usize;
@@ -143,7 +143,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// assert!(HeapRegion::new(0).is_empty());
     /// assert!(!HeapRegion::new(8).is_empty());
     /// ```
@@ -156,7 +156,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// let words = region.words(16, 2); // bytes 16..32
     /// words[1].store(5, Ordering::Relaxed);
@@ -172,7 +172,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// region.word32(4).fetch_add(1, Ordering::Relaxed);
     /// assert_eq!(region.word32(4).load(Ordering::Relaxed), 1);
@@ -187,7 +187,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// assert_eq!(region.word(56).swap(9, Ordering::AcqRel), 0); // zeroed
     /// assert_eq!(region.word(56).load(Ordering::Acquire), 9);
@@ -205,7 +205,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// assert_eq!(HeapRegion::new(64).lock_held(0), None);
     /// ```
     fn lock_held(&self, byte: u64) -> Option<bool> {
@@ -223,7 +223,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// let p = region.raw(8, 16).expect("the heap lends plain memory");
     /// // SAFETY: nothing else can reach this region: its bytes are ours alone.
@@ -247,7 +247,7 @@ pub trait Region: sealed::Sealed {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// // SAFETY: no other party shares this region.
     /// unsafe { region.copy_in(8, b"hello") };
@@ -287,7 +287,7 @@ pub trait Region: sealed::Sealed {
     /// # Examples
     /// ```
     /// use std::sync::atomic::Ordering;
-    /// use shmbus::{mem::{HeapRegion, Region}};
+    /// use shmbus::mem::{HeapRegion, Region};
     /// let region = HeapRegion::new(64);
     /// region.word(0).store(u64::from_le_bytes(*b"abcdefgh"), Ordering::Release);
     /// let mut out = [0u8; 3];

@@ -106,11 +106,11 @@ impl<R: Region> Consumer<R> {
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
     /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
-    /// assert_eq!(consumer.capacity(), 1024);
+    /// assert_eq!(consumer.ring_bytes(), 1024);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn capacity(&self) -> u64 {
+    pub fn ring_bytes(&self) -> u64 {
         self.ring.capacity
     }
 

@@ -82,7 +82,7 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{stream::{Producer, StreamOptions}};
+    /// use shmbus::stream::{Producer, StreamOptions};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-max-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// assert_eq!(producer.max_record(), 2040);
@@ -97,14 +97,14 @@ impl<R: Region> Producer<R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{stream::{Producer, StreamOptions}};
+    /// use shmbus::stream::{Producer, StreamOptions};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-capacity-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// assert_eq!(producer.capacity(), 4096);
+    /// assert_eq!(producer.ring_bytes(), 4096);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn capacity(&self) -> u64 {
+    pub fn ring_bytes(&self) -> u64 {
         self.ring.capacity
     }
 
@@ -523,7 +523,7 @@ mod shm {
         pub fn create(name: &str, opts: &StreamOptions) -> Result<Self, CreateError> {
             let (page, huge) = layout_page(name, &opts.file)?;
             let mut header =
-                Header::stream(opts.capacity, page).map_err(CreateError::InvalidGeometry)?;
+                Header::stream(opts.bytes, page).map_err(CreateError::InvalidGeometry)?;
             header.flags |= huge;
             let region = create_region(name, &header, &opts.file, |_| {})?;
             let mut producer = Producer::from_ring(StreamRing::new(region, &header), opts.wait);
