@@ -998,13 +998,13 @@ enum shmbus_status_t shmbus_pool_publisher_attach_many(const char *name,
                                                        struct shmbus_pool_publisher_t **out);
 
 /**
- * Loans a block for a message of exactly len bytes (at most the block
- * size), waiting as timeout_ns says while every block is in use. On
- * SHMBUS_OK, *loan is the loan and *data (data may be NULL; see
- * also shmbus_loan_data) points to its len writable bytes, 64-byte
- * aligned, which hold whatever the block held before: write all of them,
- * then shmbus_loan_publish or shmbus_loan_discard. One loan per
- * publisher at a time.
+ * Loans a block for a message of len bytes (at most the block size;
+ * shmbus_loan_truncate publishes fewer), waiting as timeout_ns says
+ * while every block is in use. On SHMBUS_OK, *loan is the loan and
+ * *data (data may be NULL; see also shmbus_loan_data) points to its
+ * len writable bytes, 64-byte aligned, which hold whatever the block
+ * held before: write all of them, then shmbus_loan_publish or
+ * shmbus_loan_discard. One loan per publisher at a time.
  *
  * Statuses: SHMBUS_OK; SHMBUS_FULL (no free block, timeout_ns 0) or
  * SHMBUS_TIMED_OUT, both with a message giving where the blocks are;
@@ -1033,9 +1033,23 @@ enum shmbus_status_t shmbus_pool_publisher_loan(struct shmbus_pool_publisher_t *
 enum shmbus_status_t shmbus_loan_data(struct shmbus_loan_t *loan, void **data, size_t *len);
 
 /**
- * Publishes the loan's message (its len bytes, as loaned) and writes
- * its sequence number to *seq (seq may be NULL). The loan handle is
- * freed whatever the status: do not use it or its bytes again.
+ * Shortens the loan's message to its first len bytes, so a writer that
+ * learns the length only as it writes can loan a whole block
+ * (shmbus_pool_publisher_block_size) and publish what it wrote.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL loan, or len above the
+ * loan's length: a loan never grows).
+ *
+ * Safety:
+ * loan is NULL or a live loan.
+ */
+enum shmbus_status_t shmbus_loan_truncate(struct shmbus_loan_t *loan, size_t len);
+
+/**
+ * Publishes the loan's message (its len bytes, as loaned or
+ * truncated) and writes its sequence number to *seq (seq may be
+ * NULL). The loan handle is freed whatever the status: do not use it or
+ * its bytes again.
  *
  * Statuses: SHMBUS_OK; SHMBUS_ABANDONED (a many-publisher bus skipped
  * the claim: nothing published, the block is free again); SHMBUS_ERROR

@@ -169,13 +169,13 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
     }
 }
 
-/// Loans a block for a message of exactly `len` bytes (at most the block
-/// size), waiting as `timeout_ns` says while every block is in use. On
-/// `SHMBUS_OK`, `*loan` is the loan and `*data` (`data` may be NULL; see
-/// also `shmbus_loan_data`) points to its `len` writable bytes, 64-byte
-/// aligned, which hold whatever the block held before: write all of them,
-/// then `shmbus_loan_publish` or `shmbus_loan_discard`. One loan per
-/// publisher at a time.
+/// Loans a block for a message of `len` bytes (at most the block size;
+/// `shmbus_loan_truncate` publishes fewer), waiting as `timeout_ns` says
+/// while every block is in use. On `SHMBUS_OK`, `*loan` is the loan and
+/// `*data` (`data` may be NULL; see also `shmbus_loan_data`) points to its
+/// `len` writable bytes, 64-byte aligned, which hold whatever the block
+/// held before: write all of them, then `shmbus_loan_publish` or
+/// `shmbus_loan_discard`. One loan per publisher at a time.
 ///
 /// Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no free block, `timeout_ns` 0) or
 /// `SHMBUS_TIMED_OUT`, both with a message giving where the blocks are;
@@ -246,6 +246,31 @@ pub unsafe extern "C" fn shmbus_loan_data(
     })
 }
 
+/// Shortens the loan's message to its first `len` bytes, so a writer that
+/// learns the length only as it writes can loan a whole block
+/// (`shmbus_pool_publisher_block_size`) and publish what it wrote.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL loan, or `len` above the
+/// loan's length: a loan never grows).
+///
+/// # Safety
+/// `loan` is NULL or a live loan.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_loan_truncate(loan: *mut ShmbusLoan, len: usize) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let l = unsafe { handle(loan, "loan") }?;
+        let have = l.loan.len();
+        if len > have {
+            return Err(Failure::argument(format!(
+                "a loan of {have} bytes cannot be truncated to {len}: a loan never grows"
+            )));
+        }
+        l.loan.truncate(len);
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
 /// Ends a loan: publishes it (`publish`) or gives the block back. Frees
 /// the loan handle, and the publisher's if it was closed meanwhile.
 ///
@@ -276,9 +301,10 @@ unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, 
     }
 }
 
-/// Publishes the loan's message (its `len` bytes, as loaned) and writes
-/// its sequence number to `*seq` (`seq` may be NULL). The loan handle is
-/// freed whatever the status: do not use it or its bytes again.
+/// Publishes the loan's message (its `len` bytes, as loaned or
+/// truncated) and writes its sequence number to `*seq` (`seq` may be
+/// NULL). The loan handle is freed whatever the status: do not use it or
+/// its bytes again.
 ///
 /// Statuses: `SHMBUS_OK`; `SHMBUS_ABANDONED` (a many-publisher bus skipped
 /// the claim: nothing published, the block is free again); `SHMBUS_ERROR`

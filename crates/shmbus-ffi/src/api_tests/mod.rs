@@ -874,6 +874,61 @@ fn a_pool_loan_is_written_in_place_and_received_as_a_sample_that_outlives_its_su
 }
 
 #[test]
+fn a_loan_of_a_whole_block_is_published_truncated_to_what_was_written() {
+    let bus = Bus::new("pooltrunc");
+    let mut p = null_mut();
+    let mut s = null_mut();
+    // SAFETY: as in the first test; the loan's bytes are written while it
+    // is out, a sample's read while it is held.
+    unsafe {
+        assert_eq!(
+            shmbus_pool_publisher_create(bus.ptr(), &pool_opts(4, 128, 16), &mut p),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            shmbus_pool_subscriber_open(bus.ptr(), &oldest(), &mut s),
+            Status::SHMBUS_OK
+        );
+        let (mut loan, mut data) = (null_mut(), null_mut::<c_void>());
+        assert_eq!(
+            shmbus_pool_publisher_loan(p, 128, 0, &mut loan, &mut data),
+            Status::SHMBUS_OK
+        );
+        let line = b"a line of unknown length";
+        std::ptr::copy_nonoverlapping(line.as_ptr(), data.cast::<u8>(), line.len());
+        // A loan never grows; the refusal leaves it as it was.
+        assert_eq!(shmbus_loan_truncate(loan, 129), Status::SHMBUS_ERROR);
+        assert!(last_error().contains("never grows"), "{}", last_error());
+        assert_eq!(shmbus_loan_truncate(loan, line.len()), Status::SHMBUS_OK);
+        let (mut d, mut l) = (null_mut(), 0);
+        assert_eq!(shmbus_loan_data(loan, &mut d, &mut l), Status::SHMBUS_OK);
+        assert_eq!((d, l), (data, line.len()));
+        assert_eq!(shmbus_loan_publish(loan, null_mut()), Status::SHMBUS_OK);
+
+        let mut sample = null_mut();
+        assert_eq!(
+            shmbus_pool_subscriber_recv(s, &mut sample, null_mut(), 0),
+            Status::SHMBUS_MESSAGE
+        );
+        let (mut got, mut len, mut seq) = (null(), 0, 9);
+        assert_eq!(
+            shmbus_sample_data(sample, &mut got, &mut len, &mut seq),
+            Status::SHMBUS_OK
+        );
+        assert_eq!(
+            (std::slice::from_raw_parts(got.cast::<u8>(), len), seq),
+            (&line[..], 0)
+        );
+        shmbus_sample_release(sample);
+        assert_eq!(shmbus_loan_truncate(null_mut(), 0), Status::SHMBUS_ERROR);
+        shmbus_pool_subscriber_close(s);
+        shmbus_pool_publisher_close(p);
+    }
+}
+
+#[test]
 fn a_pool_publisher_closed_with_a_loan_out_lives_until_the_loan_is_published() {
     let bus = Bus::new("poolclose");
     let mut p = null_mut();

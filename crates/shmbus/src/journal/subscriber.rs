@@ -895,4 +895,30 @@ impl JournalSubscriber<[u8]> {
             Step::Empty => None,
         }
     }
+
+    /// [`JournalSubscriber::recv`] without waiting.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::BusOptions;
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-rtryrecv-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-rtryrecv-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// assert!(late.try_recv().is_none()); // an empty journal, nothing on the ring
+    /// publisher.publish(b"hello")?;
+    /// assert!(late.try_recv().is_some());
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn try_recv(&mut self) -> Option<Received<Entry<&[u8]>>> {
+        self.recv(Wait::Never)
+    }
 }

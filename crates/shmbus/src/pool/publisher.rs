@@ -314,6 +314,32 @@ impl<R: Region> Loan<'_, R> {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         self.publisher.publish(block, self.len)
     }
+
+    /// Shortens the message to its first `len` bytes; a `len` at or above
+    /// the loan's length changes nothing (as `Vec::truncate`). A writer
+    /// that learns the length only as it writes loans a whole block
+    /// ([`PoolPublisher::block_size`]) and truncates to what it wrote.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{pool::PoolPublisher, Received, Start, Wait, WaitStrategy};
+    ///
+    /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// let mut loan = publisher.loan(publisher.block_size(), Wait::Never)?;
+    /// let written = b"seven b";
+    /// loan[..written.len()].copy_from_slice(written);
+    /// loan.truncate(written.len());
+    /// loan.publish()?;
+    /// match subscriber.recv(Wait::Never)? {
+    ///     Some(Received::Message(sample)) => assert_eq!(&sample[..], written),
+    ///     other => panic!("expected the message, got {other:?}"),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
 }
 
 impl<R: Region> std::ops::Deref for Loan<'_, R> {
