@@ -151,7 +151,7 @@ impl PyConsumer {
     #[classmethod]
     fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
         let inner =
-            Consumer::open(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
+            Consumer::attach(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
         Ok(PyConsumer {
             inner: Handle::new((inner, Vec::new()), "the consumer is closed"),
         })

@@ -207,7 +207,7 @@ pub unsafe extern "C" fn shmbus_consumer_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Consumer::open(name, &opts.open).map(ShmbusConsumer)
+            Consumer::attach(name, &opts.open).map(ShmbusConsumer)
         })
     }
 }

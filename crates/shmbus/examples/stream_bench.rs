@@ -34,7 +34,7 @@ fn main() {
     let name = format!("/dev/shm/shmbus-stream-bench-{}", std::process::id());
     let opts = StreamOptions::new(capacity).prefault(true);
     let mut producer = Producer::create(&name, &opts).expect("create");
-    let mut consumer = Consumer::open(&name, &OpenOptions::default()).expect("open");
+    let mut consumer = Consumer::attach(&name, &OpenOptions::default()).expect("open");
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let expected = checksum(&msg).wrapping_mul(n);
 

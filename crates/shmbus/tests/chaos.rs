@@ -751,7 +751,7 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
         Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
             .expect("create"),
     );
-    let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &stream_opts()).expect("open");
     let n = rounds(30);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
@@ -865,7 +865,7 @@ fn as_child_consume_until_killed() {
     role("chaos_consumer", || {
         use shmbus::{stream::Consumer, Wait};
         let name: String = param("SHMBUS_BUS");
-        let mut c = Consumer::open(&name, &stream_opts()).expect("open");
+        let mut c = Consumer::attach(&name, &stream_opts()).expect("open");
         let mut out = Vec::new();
         let wait = Wait::For(common::CHILD_DEADLINE);
         c.pop(&mut out, wait).expect("first record");
@@ -974,7 +974,7 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
         drop(stopper);
         let producer = writer.join().expect("producer thread");
         // The last consumer, here: every record from HEAD to the last pushed.
-        let mut c = Consumer::open(bus.name(), &stream_opts()).expect("open");
+        let mut c = Consumer::attach(bus.name(), &stream_opts()).expect("open");
         let end = pushed.load(std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::new();
         for idx in expect_first..end {

@@ -156,7 +156,7 @@ fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() 
 fn a_forked_child_dropping_its_copies_of_a_streams_producer_and_consumer_leaves_their_pids() {
     let bus = BusName::new("fork-stream");
     let producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");
-    let consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     let me = std::process::id();
     let pids = || {
         let st = shmbus::stat::stat(bus.name()).expect("stat");

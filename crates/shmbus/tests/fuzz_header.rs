@@ -94,7 +94,7 @@ fn exercise(name: &str) -> usize {
         }
         Err(e) => said(&e),
     }
-    match Consumer::open(name, &opts) {
+    match Consumer::attach(name, &opts) {
         Ok(mut c) => {
             opened += 1;
             let mut out = Vec::new();

@@ -60,7 +60,7 @@ fn as_child_open_as_another_user() {
             ("create", created),
         ];
         if param::<String>("SHMBUS_KIND") == "stream" {
-            fields.push(("consumer", attach_outcome(Consumer::open(&name, &opts))));
+            fields.push(("consumer", attach_outcome(Consumer::attach(&name, &opts))));
             fields.push(("producer", attach_outcome(Producer::attach(&name, &opts))));
         } else {
             let sub = Subscriber::<u64>::open(&name, &opts.clone().start(shmbus::Start::Oldest));

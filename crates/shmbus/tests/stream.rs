@@ -445,7 +445,7 @@ fn as_child_consume_records() {
     role("consume", || {
         let t = Told::read();
         let check_end = param::<u8>("SHMBUS_CHECK_END") == 1;
-        let mut c = Consumer::open(&t.name, &t.opts).expect("open as consumer");
+        let mut c = Consumer::attach(&t.name, &t.opts).expect("open as consumer");
         if param::<String>("SHMBUS_READY_AT") == "open" {
             common::print_ready();
         }
@@ -902,7 +902,7 @@ fn producer_gets_peer_gone(wait: &'static str) {
     assert_eq!((s.consumer_pid, s.consumer_alive), (consumer_pid, false));
     // Nothing is lost: a new consumer gets every record from the eleventh,
     // and the producer carries on.
-    let mut consumer = Consumer::open(bus.name(), &opts(wait)).expect("open after the kill");
+    let mut consumer = Consumer::attach(bus.name(), &opts(wait)).expect("open after the kill");
     pop_all(&mut consumer, &recs, 10..next);
     push_all(&mut producer, &recs, next..next + 5);
     pop_all(&mut consumer, &recs, next..next + 5);
@@ -928,7 +928,7 @@ fn consumer_gets_peer_gone(wait: &'static str) {
     let bus = BusName::new(&format!("stream-empty-{wait}"));
     create_and_leave(&bus, 4096);
     let recs = Records::new(0xE111, 300);
-    let mut consumer = Consumer::open(bus.name(), &opts(wait)).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &opts(wait)).expect("open");
     let mut producer = Side::producer(&bus, recs)
         .records(0..5)
         .then("idle")
@@ -1030,7 +1030,7 @@ fn a_yielding_wait_ends_on_time_and_notices_a_killed_peer_on_a_busy_cpu() {
         .spawn();
     producer.wait_ready();
     let producer_pid = producer.pid();
-    let mut consumer = Consumer::open(bus.name(), &opts("yield")).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &opts("yield")).expect("open");
     pop_all(&mut consumer, &recs, 0..1);
     let (mut hp, mut hc) =
         shmbus::internals::stream_on_heap(64, strategy("yield")).expect("geometry");
@@ -1076,7 +1076,7 @@ fn a_producer_that_exits_cleanly_leaves_the_consumer_waiting_for_the_next_one() 
     let bus = BusName::new("stream-producer-leaves");
     create_and_leave(&bus, 4096);
     let recs = Records::new(0xC1EA, 300);
-    let mut consumer = Consumer::open(bus.name(), &opts("default")).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &opts("default")).expect("open");
     let first = Side::producer(&bus, recs).records(0..10).spawn();
     let first_pid = first.pid();
     // A consumer waiting while the producer exits is not told it died.
@@ -1318,7 +1318,7 @@ fn as_child_produce_the_edge_records() {
 fn as_child_consume_the_edge_records() {
     role("edge_consume", || {
         let name: String = param("SHMBUS_BUS");
-        let mut c = Consumer::open(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
         common::print_ready();
         let (wrong, error) = match consume_edges(&mut c, Wait::Forever) {
             Ok(wrong) => (wrong.unwrap_or_else(|| "none".into()), "none".into()),
@@ -1347,7 +1347,7 @@ fn assert_whole_script_went_through(bus: &BusName) {
 fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_from_a_producer_process() {
     let bus = BusName::new("stream-edges-in");
     create_and_leave(&bus, EDGE_CAP);
-    let mut c = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     let producer = common::spawn_child(
         "as_child_produce_the_edge_records",
         "edge_produce",
@@ -1403,7 +1403,7 @@ fn as_child_try_to_take_a_role() {
             "producer" => {
                 Producer::attach(&name, &o).map(|p| Box::new(p) as Box<dyn std::any::Any>)
             }
-            _ => Consumer::open(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
+            _ => Consumer::attach(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
         };
         let (outcome, pid) = match &held {
             Ok(_) => ("taken", std::process::id()),
@@ -1458,7 +1458,7 @@ fn expect_producer_active(bus: &BusName, pid: u32) {
 }
 
 fn expect_consumer_active(bus: &BusName, pid: u32) {
-    match Consumer::open(bus.name(), &OpenOptions::default()) {
+    match Consumer::attach(bus.name(), &OpenOptions::default()) {
         Err(e @ AttachError::ConsumerActive { .. }) => {
             assert!(
                 matches!(e, AttachError::ConsumerActive { pid: p } if p == pid),
@@ -1513,7 +1513,7 @@ fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
     let me = std::process::id();
     let producer =
         Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
-    let consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     expect_consumer_active(&bus, me);
     // The producer and the consumer are separate roles, even in one process.
     expect_producer_active(&bus, me);
@@ -1533,7 +1533,7 @@ fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
     holder.kill();
     let (_, s) = stat_of(bus.name());
     assert_eq!((s.consumer_pid, s.consumer_alive), (holder_pid, false));
-    let consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     let (_, s) = stat_of(bus.name());
     assert_eq!((s.consumer_pid, s.consumer_alive), (me, true));
     expect_consumer_active(&bus, me);
@@ -1614,7 +1614,7 @@ fn a_new_producer_resumes_after_the_last_record_the_old_one_committed() {
     let bus = BusName::new("stream-producer-restart");
     create_and_leave(&bus, CAP);
     let recs = Records::new(0x9E57, max_record(CAP) as usize).with_dropped_reservations(13);
-    let mut consumer = Consumer::open(bus.name(), &opts("default")).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &opts("default")).expect("open");
 
     // A pushes 300 and leaves.
     let a = Side::producer(&bus, recs).records(0..300).spawn();
@@ -1693,7 +1693,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a publisher attached to a stream"),
     }
-    match Consumer::open(bus.name(), &o) {
+    match Consumer::attach(bus.name(), &o) {
         Err(e) => assert!(is_bus(&e), "{e}"),
         Ok(_) => panic!("a consumer opened a broadcast bus"),
     }
@@ -1752,7 +1752,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     child.wait_ready();
     let child_pid = child.pid();
     assert!(matches!(
-        Consumer::open(bus.name(), &OpenOptions::default()),
+        Consumer::attach(bus.name(), &OpenOptions::default()),
         Err(AttachError::ConsumerActive { pid }) if pid == child_pid
     ));
     let (_, s) = stat_of(bus.name());
@@ -1762,7 +1762,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     assert_eq!((s.consumer_pid, s.consumer_alive), (child_pid, false));
 
     // Here: each record released lowers the fill by its size.
-    let mut c = Consumer::open(bus.name(), &OpenOptions::default()).expect("open after the kill");
+    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open after the kill");
     let mut buf = Vec::new();
     for (len, fill) in [(0, 128), (5, 112), (100, 0)] {
         c.pop(&mut buf, Wait::Never).expect("a record");

@@ -118,7 +118,7 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
     // The consumer blames the cursors, not the (valid) record header.
     let name = bus.name().to_owned();
     let r = within("pop", move || {
-        let mut c = Consumer::open(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
         c.pop(&mut Vec::new(), Wait::Forever)
     });
     let want = PopError::CorruptCursors {
@@ -173,7 +173,7 @@ fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
 
     let name = bus.name().to_owned();
     let r = within("pop", move || {
-        let mut c = Consumer::open(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
         c.pop(&mut Vec::new(), Wait::Forever)
     });
     assert_eq!(
@@ -214,7 +214,7 @@ fn a_consumer_opened_after_its_producer_was_killed_waits_for_the_next_one() {
     first.wait_ready();
     let first_pid = first.pid();
     {
-        let mut c = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+        let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
         let mut out = Vec::new();
         c.pop(&mut out, PATIENCE).expect("the record");
         assert_eq!(out, b"rec-0");
@@ -225,7 +225,7 @@ fn a_consumer_opened_after_its_producer_was_killed_waits_for_the_next_one() {
 
     // A new consumer opens, and waits through many peer checks: the dead
     // producer is old news, so the wait ends at its timeout.
-    let mut c = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     let mut out = Vec::new();
     assert_eq!(c.pop(&mut out, Wait::Never), Err(PopError::Empty));
     let d = PEER_CHECK * 15;

@@ -135,7 +135,7 @@ fn a_line_ahead_of_the_head_or_skipping_more_than_it_moved_is_corrupt() {
 fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
     let bus = BusName::new("lines-stream");
     let mut producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");
-    let mut consumer = Consumer::open(bus.name(), &OpenOptions::default()).expect("open");
+    let mut consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
     for i in 0..10u8 {
         producer.push(&[i; 5], Wait::Never).expect("push");
     }

@@ -124,7 +124,7 @@ fn produce(name: &str) -> io::Result<Producer> {
 
 fn consume(name: &str) -> io::Result<Reader> {
     Ok(Reader {
-        consumer: Consumer::open(name, &open_options()).map_err(io_err)?,
+        consumer: Consumer::attach(name, &open_options()).map_err(io_err)?,
         held: false,
     })
 }

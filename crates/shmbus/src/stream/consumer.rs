@@ -19,7 +19,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-consumer-type-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
 /// let mut record = Vec::new();
@@ -89,7 +89,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-max-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.max_record(), 504);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -105,7 +105,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
     /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.ring_bytes(), 1024);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -132,7 +132,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"record", Wait::Never)?;
     /// let mut out = b"old contents".to_vec();
     /// consumer.pop(&mut out, Wait::For(Duration::from_secs(1)))?;
@@ -170,7 +170,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"12345", Wait::Never)?;
     /// let sum = consumer.read_with(Wait::Never, |bytes| {
     ///     bytes.iter().map(|b| u32::from(b - b'0')).sum::<u32>()
@@ -204,7 +204,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"first", Wait::Never)?;
     /// assert_eq!(&consumer.peek(Wait::Never)?[..], b"first"); // dropped: still there
     /// let chunk = consumer.peek(Wait::Never)?;
@@ -340,7 +340,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-len-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"abc", Wait::Never)?;
     /// producer.push(b"abcdefghi", Wait::Never)?;
     /// assert_eq!(consumer.len(), 16 + 24);
@@ -361,7 +361,7 @@ impl<R: Region> Consumer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-empty-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// assert!(consumer.is_empty());
     /// producer.push(b"x", Wait::Never)?;
     /// assert!(!consumer.is_empty());
@@ -382,7 +382,7 @@ impl<R: Region> Consumer<R> {
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-readchunk-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"in place", Wait::Never)?;
 /// let chunk = consumer.peek(Wait::Never)?;
 /// assert_eq!(chunk.len(), 8);
@@ -417,7 +417,7 @@ impl<R: Region> ReadChunk<'_, R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-release-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// consumer.peek(Wait::Never)?.release();
     /// assert!(producer.is_empty()); // the producer has the room back
@@ -475,7 +475,7 @@ mod shm {
         /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-consumer-{}", std::process::id());
         /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-        /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+        /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
         /// producer.push(b"x", Wait::Never)?;
         /// let mut out = Vec::new();
         /// consumer.pop(&mut out, Wait::Never)?;
@@ -483,7 +483,7 @@ mod shm {
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
+        pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (region, header) = open_checked(name, Role::Subscriber, Kind::Stream, None, opts)?;
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
             take_role(&region, lock_byte::CONSUMER, pid_field)

@@ -68,7 +68,7 @@
 //! chunk.copy_from_slice(b"hello");
 //! chunk.commit();
 //!
-//! let mut consumer = Consumer::open("logs", &shmbus::OpenOptions::default())?;
+//! let mut consumer = Consumer::attach("logs", &shmbus::OpenOptions::default())?;
 //! let mut record = Vec::new();
 //! consumer.pop(&mut record, Wait::Forever)?;
 //! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
@@ -180,7 +180,7 @@ pub enum PushError {
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
 /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// assert_eq!(consumer.pop(&mut record, Wait::Never), Err(PopError::Empty));
 /// let wait = Duration::from_millis(1);

@@ -19,7 +19,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-producer-type-{}", std::process::id());
 /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
 /// let mut record = Vec::new();
@@ -127,7 +127,7 @@ impl<R: Region> Producer<R> {
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
     /// producer.push(b"a record", Wait::Never)?;
     /// producer.push(b"", Wait::Never)?; // an empty record is a record
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// let mut record = Vec::new();
     /// consumer.pop(&mut record, Wait::Never)?;
     /// assert_eq!(record, b"a record");
@@ -163,7 +163,7 @@ impl<R: Region> Producer<R> {
     /// let mut chunk = producer.reserve(5, Wait::Never)?;
     /// chunk.copy_from_slice(b"hello");
     /// chunk.commit();
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// let mut record = Vec::new();
     /// consumer.pop(&mut record, Wait::Never)?;
     /// assert_eq!(record, b"hello");
@@ -299,7 +299,7 @@ impl<R: Region> Producer<R> {
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-empty-{}", std::process::id());
     /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// assert!(!producer.is_empty());
     /// consumer.pop(&mut Vec::new(), Wait::Never)?;
@@ -332,7 +332,7 @@ impl<R: Region> Producer<R> {
 /// chunk.commit();
 /// drop(producer.reserve(8, Wait::Never)?); // dropped: nothing published
 ///
-/// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// consumer.pop(&mut record, Wait::Never)?;
 /// assert_eq!(record, b"2 + 2 = 4");
@@ -401,7 +401,7 @@ impl<R: Region> WriteChunk<'_, R> {
     /// chunk.grow(6, Wait::Never)?; // more to write than first thought
     /// chunk[3..].copy_from_slice(b"def");
     /// chunk.commit();
-    /// let mut consumer = Consumer::open(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
     /// let mut record = Vec::new();
     /// consumer.pop(&mut record, Wait::Never)?;
     /// assert_eq!(record, b"abcdef");
