@@ -21,7 +21,7 @@ use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
     pool::{Loan, LoanError, PoolPublisher, PoolSubscriber, Sample},
-    AttachError, BusOptions, OpenOptions, Received, Wait,
+    AttachError, OpenOptions, Received, Wait,
 };
 
 use crate::bus::parse_start;
@@ -292,9 +292,7 @@ impl PyPoolPublisher {
         many: bool,
         mode: u32,
     ) -> PyResult<Self> {
-        let opts = BusOptions::new(capacity)
-            .pool(block_size, blocks)
-            .mode(mode);
+        let opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
         let made = if many {
             PoolPublisher::create_many(name, &opts)
         } else {

@@ -419,8 +419,9 @@ fn a_killed_subscriber_s_pool_blocks_are_shown_reclaimable_not_held() {
     let bus = BusName::new("pool-dead-holder");
     let name = bus.name();
     // 8 slots, 16 blocks: the holder's 8 go off the ring as 8 more come.
-    let mut p = shmbus::pool::PoolPublisher::create(name, &BusOptions::new(8).pool(64, 16))
-        .expect("create");
+    let mut p =
+        shmbus::pool::PoolPublisher::create(name, &shmbus::pool::PoolOptions::new(8, 64, 16))
+            .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_sample_holder",
         "pool-sample-holder",

@@ -7,14 +7,14 @@
 use std::ffi::{c_char, c_void};
 use std::mem::MaybeUninit;
 
-use shmbus_core::{BusOptions, ErrorKind};
+use shmbus_core::ErrorKind;
 
 use crate::args::{
     buffer, bytes, c_str, capacity_in, copy_into, give, handle, out_handle, out_ptr, put,
 };
 use crate::entry::{entry, error, Failure, Outcome};
 use crate::error_code::Classified;
-use crate::options::{bus_options, open_options, BusKind, BusOpts, OpenOpts, Opened};
+use crate::options::{open_options, BusOpts, CreateOptions, OpenOpts, Opened};
 use crate::status::Status;
 
 /// The body of every call that makes a handle from a name: `*out` is made
@@ -37,21 +37,21 @@ pub(crate) unsafe fn new_handle<H>(
     })
 }
 
-/// [`new_handle`] for a call that creates a bus of `kind` from
-/// `shmbus_bus_options_t`.
+/// [`new_handle`] for a call that creates a bus from
+/// `shmbus_bus_options_t`, read as the options `make` takes (a copying
+/// bus's or a pool bus's).
 ///
 /// # Safety
-/// As [`new_handle`]; `opts` as [`bus_options`] says.
-pub(crate) unsafe fn create_handle<H, E: Classified>(
+/// As [`new_handle`]; `opts` as [`crate::options::bus_options`] says.
+pub(crate) unsafe fn create_handle<H, E: Classified, O: CreateOptions>(
     name: *const c_char,
     opts: *const BusOpts,
-    kind: BusKind,
     out: *mut *mut H,
-    make: impl FnOnce(&str, &BusOptions) -> Result<H, E>,
+    make: impl FnOnce(&str, &O) -> Result<H, E>,
 ) -> Status {
     let make = |name: &str| {
         // SAFETY: `opts` as this function's contract says.
-        let opts = unsafe { bus_options(opts, kind) }?;
+        let opts = unsafe { O::from_c(opts) }?;
         make(name, &opts).map_err(error)
     };
     // SAFETY: `name` and `out` as this function's contract says.

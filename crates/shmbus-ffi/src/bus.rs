@@ -14,7 +14,7 @@ use crate::bodies::{
     create_handle, deliver, lagged, message_buffer, open_handle, publish_bytes, query,
 };
 use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{BusKind, BusOpts, OpenOpts};
+use crate::options::{BusOpts, OpenOpts};
 use crate::status::Status;
 
 /// The publisher of a single-publisher bus (opaque).
@@ -46,7 +46,7 @@ pub unsafe extern "C" fn shmbus_publisher_create(
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
-        create_handle(name, opts, BusKind::Plain, out, |name, opts| {
+        create_handle(name, opts, out, |name, opts| {
             Publisher::<[u8]>::create(name, opts).map(ShmbusPublisher)
         })
     }
@@ -339,7 +339,7 @@ pub unsafe extern "C" fn shmbus_mp_publisher_create(
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
-        create_handle(name, opts, BusKind::Plain, out, |name, opts| {
+        create_handle(name, opts, out, |name, opts| {
             MpPublisher::<[u8]>::create(name, opts).map(ShmbusMpPublisher)
         })
     }

@@ -8,7 +8,9 @@
 use std::ffi::c_char;
 use std::time::Duration;
 
-use shmbus_core::{mem::HugePages, BusOptions, OpenOptions, Start, WaitStrategy};
+use shmbus_core::{
+    mem::HugePages, pool::PoolOptions, BusOptions, OpenOptions, Start, WaitStrategy,
+};
 
 use crate::args::{c_str, required};
 use crate::entry::Failure;
@@ -232,7 +234,6 @@ pub(crate) unsafe fn bus_options(
                      message type: type_name must be NULL"
                 )));
             }
-            b = b.pool(o.pool_block_size, o.pool_blocks);
         }
         BusKind::Plain => {
             if o.pool_block_size != 0 || o.pool_blocks != 0 {
@@ -264,6 +265,55 @@ pub(crate) unsafe fn bus_options(
         }
     }
     Ok(b)
+}
+
+/// `shmbus_bus_options_t` of a pool bus as `PoolOptions`, after the
+/// checks [`bus_options`] makes.
+///
+/// # Safety
+/// As [`bus_options`].
+pub(crate) unsafe fn pool_options(opts: *const BusOpts) -> Result<PoolOptions, Failure> {
+    // The checks only: a pool bus takes its own options.
+    // SAFETY: as this function's contract says.
+    let _: BusOptions = unsafe { bus_options(opts, BusKind::Pool) }?;
+    // SAFETY: as above; `bus_options` found it not NULL.
+    let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
+    let c = creation(o.mode, o.flags, "bus options")?;
+    let mut p = PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks)
+        .mode(c.mode)
+        .prefault(c.prefault)
+        .mlock(c.mlock);
+    if let Some(huge) = c.huge_pages {
+        p = p.huge_pages(huge);
+    }
+    if o.unblock_timeout_ns != 0 {
+        p = p.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
+    }
+    Ok(p)
+}
+
+/// The options a creating call reads from `shmbus_bus_options_t`: a
+/// copying bus's or a pool bus's.
+pub(crate) trait CreateOptions: Sized {
+    /// Reads and checks `opts`.
+    ///
+    /// # Safety
+    /// As [`bus_options`].
+    unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure>;
+}
+
+impl CreateOptions for BusOptions {
+    unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
+        // SAFETY: as the trait's contract says.
+        unsafe { bus_options(opts, BusKind::Plain) }
+    }
+}
+
+impl CreateOptions for PoolOptions {
+    unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
+        // SAFETY: as the trait's contract says.
+        unsafe { pool_options(opts) }
+    }
 }
 
 /// The parts of `shmbus_open_options_t` the journal's join also takes.

@@ -27,7 +27,7 @@ use shmbus_core::{
 use crate::args::{give, handle, nothing, out_handle, put, take_back, wait_of};
 use crate::bodies::{create_handle, lagged, open_handle, query};
 use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{BusKind, BusOpts, OpenOpts};
+use crate::options::{BusOpts, OpenOpts};
 use crate::status::Status;
 
 /// How many samples one pool subscriber may hold at once.
@@ -101,7 +101,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create(
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
-        create_handle(name, opts, BusKind::Pool, out, |name, opts| {
+        create_handle(name, opts, out, |name, opts| {
             PoolPublisher::create(name, opts).map(wrap)
         })
     }
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
-        create_handle(name, opts, BusKind::Pool, out, |name, opts| {
+        create_handle(name, opts, out, |name, opts| {
             PoolPublisher::create_many(name, opts).map(wrap)
         })
     }

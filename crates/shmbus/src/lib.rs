@@ -11,8 +11,8 @@
 //!   name that C and Python state too) or raw bytes (`Publisher<[u8]>`),
 //!   one implementation either way ([`bus::Payload`]).
 //! - [`pool`]: the **pool bus** ([`pool::PoolPublisher`],
-//!   [`pool::PoolSubscriber`]): zero-copy blocks of any size, made by
-//!   [`BusOptions::pool`]; the publisher writes a loaned block in place
+//!   [`pool::PoolSubscriber`]): zero-copy blocks of any size, made from
+//!   [`pool::PoolOptions`]; the publisher writes a loaned block in place
 //!   ([`pool::Loan`]) and each subscriber reads it in place
 //!   ([`pool::Sample`]), with lag counted as on a bus.
 //! - [`stream`]: the **stream** ([`stream::Producer`],

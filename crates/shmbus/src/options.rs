@@ -34,7 +34,7 @@ impl Default for FileOptions {
 }
 
 macro_rules! file_setters {
-    ($ty:ident, $path:literal) => {
+    ($ty:ident, $new:literal) => {
         impl $ty {
             /// File mode; 0o600 (owner only) unless asked, set exactly
             /// (`fchmod`, so the umask changes nothing). 0o660 lets the
@@ -42,7 +42,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", $path, "::new(64).mode(0o660);")]
+            #[doc = concat!("let opts = shmbus::", $new, ".mode(0o660);")]
             /// ```
             pub fn mode(mut self, mode: u32) -> Self {
                 self.file.mode = mode & 0o777;
@@ -53,7 +53,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", $path, "::new(64).prefault(true);")]
+            #[doc = concat!("let opts = shmbus::", $new, ".prefault(true);")]
             /// ```
             pub fn prefault(mut self, yes: bool) -> Self {
                 self.file.prefault = yes;
@@ -64,7 +64,7 @@ macro_rules! file_setters {
             ///
             /// # Examples
             /// ```
-            #[doc = concat!("let opts = shmbus::", $path, "::new(64).mlock(true);")]
+            #[doc = concat!("let opts = shmbus::", $new, ".mlock(true);")]
             /// ```
             pub fn mlock(mut self, yes: bool) -> Self {
                 self.file.mlock = yes;
@@ -78,7 +78,7 @@ macro_rules! file_setters {
             /// # Examples
             /// ```
             /// use shmbus::mem::HugePages;
-            #[doc = concat!("let opts = shmbus::", $path, "::new(64).huge_pages(HugePages::Transparent);")]
+            #[doc = concat!("let opts = shmbus::", $new, ".huge_pages(HugePages::Transparent);")]
             /// ```
             pub fn huge_pages(mut self, huge: HugePages) -> Self {
                 self.file.huge = Some(huge);
@@ -107,8 +107,6 @@ pub struct BusOptions {
     pub(crate) file: FileOptions,
     pub(crate) first_seq: u64,
     pub(crate) unblock: Duration,
-    /// (block size, blocks) of a pool bus.
-    pub(crate) pool: Option<(u64, u64)>,
     /// (schema name, alignment) of a raw-byte bus's messages.
     pub(crate) message: Option<(String, u32)>,
 }
@@ -128,7 +126,6 @@ impl BusOptions {
             file: FileOptions::default(),
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
-            pool: None,
             message: None,
         }
     }
@@ -180,23 +177,6 @@ impl BusOptions {
         self.unblock = timeout;
         self
     }
-    /// A pool bus (`PoolPublisher`): messages of up to `block_size` bytes
-    /// (a multiple of 64) live in a pool of `blocks` blocks, and the ring's
-    /// slots carry only their descriptors. `blocks` must exceed the
-    /// capacity: each descriptor on the ring keeps its block until the ring
-    /// overwrites it, so a publisher finds a free block only among the
-    /// rest. Give room for what subscribers hold too (up to
-    /// `PoolSubscriber::MAX_HELD` each) and for each publisher's loans.
-    ///
-    /// # Examples
-    /// ```
-    /// // 64 slots, 96 blocks of 1 MiB.
-    /// let opts = shmbus::BusOptions::new(64).pool(1 << 20, 96);
-    /// ```
-    pub fn pool(mut self, block_size: u64, blocks: u64) -> Self {
-        self.pool = Some((block_size, blocks));
-        self
-    }
     /// Starts the sequence at `first` instead of 0: a mirror of another
     /// bus (a bridge's downstream) numbers each message as its upstream
     /// did. Subscribers count from their join, so none sees a loss for the
@@ -218,7 +198,89 @@ impl BusOptions {
     }
 }
 
-file_setters!(BusOptions, "BusOptions");
+file_setters!(BusOptions, "BusOptions::new(64)");
+
+/// How to create a pool bus (`PoolPublisher`): its slots, and the pool of
+/// blocks its messages live in.
+///
+/// Messages of up to `block_size` bytes (a multiple of 64) live in a pool
+/// of `blocks` blocks, and the ring's slots carry only their descriptors.
+/// `blocks` must exceed the slots: each descriptor on the ring keeps its
+/// block until the ring overwrites it, so a publisher finds a free block
+/// only among the rest. Give room for what subscribers hold too (up to
+/// `PoolSubscriber::MAX_HELD` each) and for each publisher's loans.
+///
+/// Its own type, not a [`BusOptions`] flag, so that what only a copying
+/// bus has (a message size or type, a first sequence) cannot be given to
+/// a pool bus, nor a pool to a copying bus: such a mix does not compile.
+///
+/// # Examples
+/// ```
+/// // 64 slots, 96 blocks of 1 MiB.
+/// let opts = shmbus::pool::PoolOptions::new(64, 1 << 20, 96).mode(0o660);
+/// ```
+///
+/// A copying bus's options do not make a pool bus:
+/// ```compile_fail,E0308
+/// let _ = shmbus::pool::PoolPublisher::create("x", &shmbus::BusOptions::new(4));
+/// ```
+/// nor does a pool take a message size:
+/// ```compile_fail,E0599
+/// let _ = shmbus::pool::PoolOptions::new(4, 64, 5).msg_size(8);
+/// ```
+#[derive(Clone, Debug)]
+pub struct PoolOptions {
+    slots: u64,
+    block_size: u64,
+    blocks: u64,
+    unblock: Duration,
+    pub(crate) file: FileOptions,
+}
+
+impl PoolOptions {
+    /// A pool bus of `slots` slots (a power of two) and `blocks` blocks of
+    /// `block_size` bytes, mode 0600.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24);
+    /// ```
+    pub fn new(slots: u64, block_size: u64, blocks: u64) -> Self {
+        PoolOptions {
+            slots,
+            block_size,
+            blocks,
+            unblock: DEFAULT_UNBLOCK,
+            file: FileOptions::default(),
+        }
+    }
+    /// A pool bus for many publishers (`PoolPublisher::create_many`): how
+    /// long a claimed slot may stay uncommitted before it is skipped
+    /// (default 1 s), as [`BusOptions::unblock_timeout`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24)
+    ///     .unblock_timeout(Duration::from_millis(100));
+    /// ```
+    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
+        self.unblock = timeout;
+        self
+    }
+    /// The ring's options, as a copying bus's code takes them.
+    pub(crate) fn bus(&self) -> BusOptions {
+        let mut bus = BusOptions::new(self.slots).unblock_timeout(self.unblock);
+        bus.file = self.file.clone();
+        bus
+    }
+    /// (block size, blocks).
+    pub(crate) fn pool(&self) -> (u64, u64) {
+        (self.block_size, self.blocks)
+    }
+}
+
+file_setters!(PoolOptions, "pool::PoolOptions::new(4, 64, 5)");
 
 /// How to create a stream: its size in bytes.
 ///
@@ -262,7 +324,7 @@ impl StreamOptions {
     }
 }
 
-file_setters!(StreamOptions, "stream::StreamOptions");
+file_setters!(StreamOptions, "stream::StreamOptions::new(64)");
 
 /// Where a new bus subscriber starts.
 ///

@@ -605,7 +605,7 @@ fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
 fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
     use shmbus::pool::{PoolPublisher, PoolSubscriber};
     let bus = BusName::new("pool-geometry");
-    let opts8 = BusOptions::new(8).pool(4096, 16);
+    let opts8 = shmbus::pool::PoolOptions::new(8, 4096, 16);
     drop(PoolPublisher::create(bus.name(), &opts8).expect("create"));
     let good = std::fs::read(bus.path()).unwrap();
     let page = stat::stat(bus.name()).unwrap().header.page_size as usize;

@@ -67,7 +67,8 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 ) {
     let bus = BusName::new("fork-sample");
     let mut publisher =
-        PoolPublisher::create(bus.name(), &BusOptions::new(8).pool(64, 16)).expect("create");
+        PoolPublisher::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+            .expect("create");
     let sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut loan = publisher.loan(8, Wait::Never).expect("loan");
     loan.copy_from_slice(b"AAAAAAAA");
@@ -115,7 +116,8 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() {
     let bus = BusName::new("fork-loan");
     let mut mine =
-        PoolPublisher::create_many(bus.name(), &BusOptions::new(8).pool(64, 16)).expect("create");
+        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+            .expect("create");
     let mut other =
         PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
     let mut sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");

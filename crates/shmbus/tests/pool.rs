@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
 use shmbus::{
     pool::{PoolPublisher, PoolSubscriber},
-    BusOptions, OpenOptions, Received, Wait,
+    OpenOptions, Received, Wait,
 };
 
 /// A payload that names itself: 8 bytes of tag, then the tag's low byte,
@@ -120,8 +120,8 @@ fn as_child_pool_foreigner() {
 #[test]
 fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
     let bus = BusName::new("pool-pidns");
-    let _p =
-        PoolPublisher::create_many(bus.name(), &BusOptions::new(2).pool(64, 3)).expect("create");
+    let _p = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3))
+        .expect("create");
     if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
         eprintln!("SKIPPED: this machine cannot unshare a pid namespace (needs root)");
         bus.finish();
@@ -157,8 +157,8 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
     let bus = BusName::new("pool-holder");
     // 8 slots and 16 blocks: with the holder's 8 held and 8 on the ring,
     // none is free until the holder dies.
-    let mut p =
-        PoolPublisher::create(bus.name(), &BusOptions::new(8).pool(64, 16)).expect("create");
+    let mut p = PoolPublisher::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+        .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_holder",
         "pool-holder",
@@ -191,8 +191,8 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
 #[test]
 fn a_publisher_killed_holding_a_loan_loses_only_that_block_until_a_loan_sweeps_it() {
     let bus = BusName::new("pool-loaner");
-    let p =
-        PoolPublisher::create_many(bus.name(), &BusOptions::new(2).pool(64, 3)).expect("create");
+    let p = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3))
+        .expect("create");
     let child = spawn_child(
         "as_child_pool_loaner",
         "pool-loaner",
@@ -225,8 +225,11 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     );
     let bus = BusName::new("pool-chaos");
     let blocks = 16 + 3 * 8 + 4;
-    let p = PoolPublisher::create_many(bus.name(), &BusOptions::new(16).pool(4096, blocks))
-        .expect("create");
+    let p = PoolPublisher::create_many(
+        bus.name(),
+        &shmbus::pool::PoolOptions::new(16, 4096, blocks),
+    )
+    .expect("create");
     // A live reader throughout, checking every block it gets.
     let mut reader = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut rng = seed;

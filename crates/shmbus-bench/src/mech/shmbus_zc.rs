@@ -17,7 +17,7 @@ use std::io;
 
 use shmbus::{
     pool::{PoolPublisher, PoolSubscriber, Sample},
-    BusOptions, OpenOptions, Received, Start,
+    OpenOptions, Received, Start,
 };
 use shmbus::{Wait, WaitStrategy};
 
@@ -86,9 +86,7 @@ impl Mechanism for ShmbusZc {
         };
         let slots = super::ring_slots(spec.msg_size) as u64;
         let block = spec.msg_size.next_multiple_of(64) as u64;
-        let opts = BusOptions::new(slots)
-            .pool(block, slots + 64)
-            .prefault(true);
+        let opts = shmbus::pool::PoolOptions::new(slots, block, slots + 64).prefault(true);
         let ways = if spec.duplex { 2 } else { 1 };
         for name in [ping(&token), pong(&token)].into_iter().take(ways) {
             PoolPublisher::create(&name, &opts).map_err(io_err)?;

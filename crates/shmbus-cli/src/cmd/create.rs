@@ -230,7 +230,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         ));
     }
     if let Some(pool) = args.pool {
-        return create_pool(args, pool, opts, many);
+        return create_pool(args, pool, size, huge, many);
     }
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
@@ -287,7 +287,8 @@ impl CreateArgs {
 fn create_pool(
     args: &CreateArgs,
     pool: Pool,
-    opts: BusOptions,
+    slots: u64,
+    huge: Option<HugePages>,
     many: bool,
 ) -> Result<(), CliError> {
     let refused = |what: &str| {
@@ -307,7 +308,14 @@ fn create_pool(
     if args.journal.is_some() {
         return refused("--journal does not apply to a pool bus");
     }
-    let opts = opts.pool(pool.block_size, pool.blocks);
+    let opts = shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks)
+        .mode(args.mode)
+        .prefault(args.prefault)
+        .mlock(args.mlock);
+    let opts = match huge {
+        None => opts,
+        Some(h) => opts.huge_pages(h),
+    };
     if many {
         let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
         PoolPublisher::create_many(&args.name, &opts)?;

@@ -163,7 +163,7 @@ impl PoolScene {
         let pool = dir.bus("pool");
         let plain = dir.bus("plain");
         let mut publisher =
-            shmbus::pool::PoolPublisher::create(&pool, &BusOptions::new(4).pool(256, 8))
+            shmbus::pool::PoolPublisher::create(&pool, &shmbus::pool::PoolOptions::new(4, 256, 8))
                 .expect("create the pool bus");
         let plain = (
             shmbus::Publisher::<u64>::create(&plain, &BusOptions::new(8))

@@ -23,39 +23,41 @@ pub(crate) fn create<T: ?Sized + Payload>(
     opts: &BusOptions,
     multi: bool,
 ) -> Result<Ring<ShmRegion>, CreateError> {
-    if opts.pool.is_some() {
-        return Err(GeometryError::Pool { pool: true }.into());
-    }
     let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
         .map_err(CreateError::InvalidGeometry)?;
-    create_with(name, opts, multi, msg, None).map(|(ring, _)| ring)
+    let header = |page| Header::broadcast(opts.capacity, msg, page, opts.first_seq);
+    create_with(name, opts, multi, |page| Ok((header(page)?, ()))).map(|(ring, ())| ring)
 }
 
-/// Creates a pool bus as `opts` (which name the pool) say.
+/// Creates a pool bus of `blocks` blocks of `block_size` bytes.
 pub(crate) fn create_pool(
     name: &str,
     opts: &BusOptions,
+    (block_size, blocks): (u64, u64),
     multi: bool,
 ) -> Result<(Ring<ShmRegion>, crate::wire::PoolGeometry), CreateError> {
-    let pool = opts.pool.ok_or(GeometryError::Pool { pool: false })?;
-    let (ring, header) = create_with(name, opts, multi, crate::wire::descriptor(), Some(pool))?;
-    let geo = header.pool.ok_or(GeometryError::Pool { pool: false })?;
-    Ok((ring, geo))
+    create_with(name, opts, multi, |page| {
+        Header::broadcast(
+            opts.capacity,
+            crate::wire::descriptor(),
+            page,
+            opts.first_seq,
+        )?
+        .with_pool(blocks, block_size)
+    })
 }
 
-fn create_with(
+/// Creates the segment of the header `header` builds for the page size;
+/// returns the ring and what else `header` gave.
+fn create_with<X>(
     name: &str,
     opts: &BusOptions,
     multi: bool,
-    msg: TypeFingerprint,
-    pool: Option<(u64, u64)>,
-) -> Result<(Ring<ShmRegion>, Header), CreateError> {
+    header: impl FnOnce(u64) -> Result<(Header, X), GeometryError>,
+) -> Result<(Ring<ShmRegion>, X), CreateError> {
     let (page, huge) = layout_page(name, &opts.file)?;
-    let mut header = Header::broadcast(opts.capacity, msg, page, opts.first_seq)
-        .map_err(CreateError::InvalidGeometry)?;
-    if let Some((block_size, blocks)) = pool {
-        header = header.with_pool(blocks, block_size)?;
-    }
+    let (mut header, extra) = header(page).map_err(CreateError::InvalidGeometry)?;
+    let pool = header.pool;
     header.flags |= huge;
     if multi {
         header.flags |= flags::MULTI_PUBLISHER;
@@ -73,13 +75,13 @@ fn create_with(
     })?;
     let ring = Ring::new(region, &header);
     if !multi {
-        return Ok((ring, header));
+        return Ok((ring, extra));
     }
     // The creator built the bus holding the publisher byte exclusively;
     // from now on every publisher shares it (the same open file
     // description converts its lock in place).
     match lock::try_lock(ring.region().file(), lock_byte::PUBLISHER, false) {
-        Ok(true) => Ok((ring, header)),
+        Ok(true) => Ok((ring, extra)),
         res => {
             let _ = crate::mem::shm::unlink(ring.region().path());
             Err(CreateError::Io {

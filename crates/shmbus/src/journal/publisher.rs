@@ -606,10 +606,6 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
         opts: &BusOptions,
         journal: &JournalOptions,
     ) -> Result<Self, JournalCreateError> {
-        if opts.pool.is_some() {
-            let e = crate::wire::GeometryError::Pool { pool: true };
-            return Err(JournalCreateError::Create(CreateError::InvalidGeometry(e)));
-        }
         let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
             .map_err(|e| JournalCreateError::Create(CreateError::InvalidGeometry(e)))?;
         let core = Core::create(name, msg, opts, journal, default_key::<T>())?;

@@ -16,12 +16,9 @@ pub(crate) fn ring(
     block_size: u64,
     blocks: u64,
 ) -> Result<(Ring<Arc<HeapRegion>>, Blocks), CreateError> {
-    let header = Header::broadcast(capacity, descriptor(), HEAP_PAGE, 0)
+    let (header, geo) = Header::broadcast(capacity, descriptor(), HEAP_PAGE, 0)
         .and_then(|h| h.with_pool(blocks, block_size))
         .map_err(CreateError::InvalidGeometry)?;
-    let geo = header
-        .pool
-        .ok_or(crate::wire::GeometryError::Pool { pool: false })?;
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);
     let ring = Ring::new(region, &header);

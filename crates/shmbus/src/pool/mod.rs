@@ -60,6 +60,7 @@ mod tests;
 #[cfg(not(loom))]
 mod typed;
 
+pub use crate::options::PoolOptions;
 pub use blocks::Census;
 #[cfg(not(loom))]
 pub use publisher::{Loan, LoanError, PoolPublisher};

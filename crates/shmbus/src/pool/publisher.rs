@@ -31,7 +31,7 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-{}", std::process::id());
 /// // 8 slots, 16 blocks of 4 KiB.
-/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(8).pool(4096, 16))?;
+/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(8, 4096, 16))?;
 /// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 ///
 /// let mut loan = publisher.loan(5, Wait::Never)?;
@@ -437,16 +437,15 @@ mod shm {
     use super::*;
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, OpenOptions};
+    use crate::options::{OpenOptions, PoolOptions};
     use crate::wire::{descriptor, Publishers};
 
     impl PoolPublisher<ShmRegion> {
-        /// Creates a pool bus (`opts` must name the pool:
-        /// [`BusOptions::pool`]) and becomes its one publisher.
+        /// Creates a pool bus as `opts` say and becomes its one publisher.
         ///
         /// # Errors
         /// As [`crate::Publisher::create`], and
-        /// [`CreateError::InvalidGeometry`] for options without a pool, a
+        /// [`CreateError::InvalidGeometry`] for a
         /// block size that is not a multiple of 64 in 64 B..=1 GiB, or
         /// fewer blocks than the capacity + 1.
         ///
@@ -454,11 +453,11 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolcreate-{}", std::process::id());
-        /// let publisher = PoolPublisher::create(&name, &BusOptions::new(16).pool(1 << 20, 24))?;
+        /// let publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(16, 1 << 20, 24))?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+        pub fn create(name: &str, opts: &PoolOptions) -> Result<Self, CreateError> {
             Self::create_as(name, opts, false)
         }
 
@@ -472,22 +471,23 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
-        /// let first = PoolPublisher::create_many(&name, &BusOptions::new(16).pool(4096, 24))?;
+        /// let first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24))?;
         /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create_many(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
+        pub fn create_many(name: &str, opts: &PoolOptions) -> Result<Self, CreateError> {
             Self::create_as(name, opts, true)
         }
 
-        fn create_as(name: &str, opts: &BusOptions, multi: bool) -> Result<Self, CreateError> {
-            let (ring, pool) = crate::bus::segment::create_pool(name, opts, multi)?;
+        fn create_as(name: &str, opts: &PoolOptions, multi: bool) -> Result<Self, CreateError> {
+            let bus = opts.bus();
+            let (ring, pool) = crate::bus::segment::create_pool(name, &bus, opts.pool(), multi)?;
             let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
             Ok(PoolPublisher::from_parts(
                 ring,
                 blocks,
-                opts.first_seq,
+                bus.first_seq,
                 multi,
                 sweep,
             ))
@@ -506,7 +506,7 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattach-{}", std::process::id());
-        /// drop(PoolPublisher::create(&name, &BusOptions::new(16).pool(4096, 24))?);
+        /// drop(PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24))?);
         /// let second = PoolPublisher::attach(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -526,7 +526,7 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, Wait, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
-        /// let mut first = PoolPublisher::create_many(&name, &BusOptions::new(4).pool(64, 8))?;
+        /// let mut first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
         /// let mut second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
         /// assert_eq!(first.loan(1, Wait::Never)?.publish()?, 0);
         /// assert_eq!(second.loan(1, Wait::Never)?.publish()?, 1);

@@ -369,7 +369,7 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, pool::{PoolPublisher, PoolSubscriber}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolsubscriber-{}", std::process::id());
-        /// let publisher = PoolPublisher::create(&name, &BusOptions::new(8).pool(4096, 16))?;
+        /// let publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(8, 4096, 16))?;
         /// let subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -79,7 +79,7 @@ pub struct BusStat {
 /// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
 /// // 4 slots, 8 blocks of 256 bytes.
-/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(256, 8))?;
+/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(4, 256, 8))?;
 /// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 /// for _ in 0..6 {
 ///     publisher.loan(3, Wait::Never)?.publish()?;
@@ -144,7 +144,7 @@ impl PoolStat {
 /// ```
 /// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
-/// let mut publisher = PoolPublisher::create(&name, &BusOptions::new(4).pool(64, 8))?;
+/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
 /// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
 /// publisher.loan(1, Wait::Never)?.publish()?;
 /// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };

@@ -91,13 +91,6 @@ pub enum GeometryError {
         /// The ring's slots.
         capacity: u64,
     },
-    /// `BusOptions::pool` given to a publisher that copies messages, or a
-    /// `PoolPublisher` created without it.
-    #[error("{}", if *pool { "BusOptions::pool makes a pool bus: create it with PoolPublisher" } else { "a PoolPublisher needs BusOptions::pool(block_size, blocks)" })]
-    Pool {
-        /// Whether the options asked for a pool.
-        pool: bool,
-    },
     /// A message type's name is empty or longer than the header keeps
     /// (64 bytes), or its alignment is not a power of two dividing the
     /// message size, up to 4096.

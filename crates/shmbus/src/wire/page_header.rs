@@ -102,7 +102,11 @@ impl Header {
     /// # Errors
     /// As [`PoolGeometry::new`], and [`GeometryError::PoolTooSmall`] for
     /// fewer blocks than `capacity + 1`.
-    pub fn with_pool(mut self, blocks: u64, block_size: u64) -> Result<Header, GeometryError> {
+    pub fn with_pool(
+        mut self,
+        blocks: u64,
+        block_size: u64,
+    ) -> Result<(Header, PoolGeometry), GeometryError> {
         let page = self.page_size;
         let extra = super::pool_control_len(page) - super::broadcast_control_len(page);
         let too_large = GeometryError::TooLarge {
@@ -124,7 +128,7 @@ impl Header {
         self.total_len = pool.end;
         self.flags |= flags::POOL;
         self.pool = Some(pool);
-        Ok(self)
+        Ok((self, pool))
     }
 
     /// The same bus without the subscribers' lines: its data pages follow
