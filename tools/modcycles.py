@@ -4,6 +4,13 @@ other in a cycle, or the files of one directory module do: layers must
 import only downward (docs/ARCHITECTURE.md).
 
     python3 tools/modcycles.py crates/shmbus/src
+    python3 tools/modcycles.py crates/shmbus/src --order docs/ARCHITECTURE.md
+
+With --order, it also checks the declared order: the first fenced block
+after the page's "## Layers of" heading lists the top-level modules, the
+highest first (a line's first word, `NAME.rs` or `NAME/`, indented by at
+most two spaces); a module may import only modules listed below it, and
+every module must be listed.
 
 A module's imports are the `crate::NAME` paths in its files (comments,
 test-only files and loom models left out); a file's imports of its
@@ -103,20 +110,61 @@ def cycles(deps):
     return out
 
 
+def declared_order(page):
+    """The top-level modules in the page's layer block, highest first."""
+    text = open(page, encoding="utf-8").read()
+    at = text.find("\n## Layers of")
+    if at < 0:
+        sys.exit(f"{page}: no '## Layers of' heading")
+    block = re.search(r"```\n(.*?)```", text[at:], re.S)
+    if not block:
+        sys.exit(f"{page}: no fenced block after '## Layers of'")
+    order = []
+    for line in block.group(1).splitlines():
+        m = re.match(r"^ {0,2}(\w+)(?:\.rs|/)\s", line)
+        if m and m.group(1) != "lib":
+            order.append(m.group(1))
+    return order
+
+
+def order_violations(deps, order):
+    """Imports of a module at or above the importer, and unlisted modules."""
+    out = []
+    rank = {m: i for i, m in enumerate(order)}
+    for mod in sorted(deps):
+        if mod not in rank:
+            out.append(f"{mod} is not in the declared layer order")
+            continue
+        for dep in sorted(deps[mod]):
+            if dep in rank and rank[dep] <= rank[mod]:
+                out.append(f"{mod} imports {dep}, which the declared order puts above it")
+    return out
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: modcycles.py CRATE_SRC_DIR")
-    deps = imports(sys.argv[1])
+    args = sys.argv[1:]
+    page = None
+    if len(args) == 3 and args[1] == "--order":
+        page = args[2]
+        args = args[:1]
+    if len(args) != 1:
+        sys.exit("usage: modcycles.py CRATE_SRC_DIR [--order ARCHITECTURE.md]")
+    deps = imports(args[0])
     found = cycles(deps)
     for c in found:
         print("import cycle: " + " <-> ".join(c))
     inner = 0
-    for rel, sub in sorted(sibling_imports(sys.argv[1]).items()):
+    for rel, sub in sorted(sibling_imports(args[0]).items()):
         for c in cycles(sub):
             inner += 1
             print(f"import cycle in {rel}/: " + " <-> ".join(c))
     print(f"{len(found)} import cycle(s) among {len(deps)} modules, {inner} within them")
-    sys.exit(1 if found or inner else 0)
+    wrong = order_violations(deps, declared_order(page)) if page else []
+    for w in wrong:
+        print("layer order: " + w)
+    if page:
+        print(f"{len(wrong)} import(s) against the declared layer order ({page})")
+    sys.exit(1 if found or inner or wrong else 0)
 
 
 if __name__ == "__main__":
