@@ -726,6 +726,29 @@ fn pool_opts(capacity: u64, block: u64, blocks: u64) -> BusOpts {
 ///
 /// # Safety
 /// `p` is a live pool publisher.
+/// A pool bus `bus` of 4 slots and 16 blocks of 128 bytes, its publisher
+/// and a subscriber from the oldest message.
+///
+/// # Safety
+/// Both handles are the caller's to close.
+unsafe fn pool_and_subscriber(bus: &Bus) -> (*mut ShmbusPoolPublisher, *mut ShmbusPoolSubscriber) {
+    let (mut p, mut s) = (null_mut(), null_mut());
+    // SAFETY: the name is live; the out pointers are writable.
+    unsafe {
+        assert_eq!(
+            shmbus_pool_publisher_create(bus.ptr(), &pool_opts(4, 128, 16), &mut p),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            shmbus_pool_subscriber_open(bus.ptr(), &oldest(), &mut s),
+            Status::SHMBUS_OK
+        );
+    }
+    (p, s)
+}
+
 unsafe fn pool_publish(p: *mut ShmbusPoolPublisher, msg: &[u8]) -> u64 {
     let mut loan = null_mut();
     let mut data: *mut c_void = null_mut();
@@ -789,20 +812,9 @@ fn every_constructor_writes_null_to_its_out_parameter_when_its_options_are_bad()
 #[test]
 fn a_pool_loan_is_written_in_place_and_received_as_a_sample_that_outlives_its_subscriber() {
     let bus = Bus::new("pool");
-    let mut p = null_mut();
-    let mut s = null_mut();
     // SAFETY: as in the first test; sample bytes are read while it is held.
     unsafe {
-        assert_eq!(
-            shmbus_pool_publisher_create(bus.ptr(), &pool_opts(4, 128, 16), &mut p),
-            Status::SHMBUS_OK,
-            "{}",
-            last_error()
-        );
-        assert_eq!(
-            shmbus_pool_subscriber_open(bus.ptr(), &oldest(), &mut s),
-            Status::SHMBUS_OK
-        );
+        let (p, s) = pool_and_subscriber(&bus);
         let mut bs = 0;
         assert_eq!(
             shmbus_pool_publisher_block_size(p, &mut bs),
@@ -876,21 +888,10 @@ fn a_pool_loan_is_written_in_place_and_received_as_a_sample_that_outlives_its_su
 #[test]
 fn a_loan_of_a_whole_block_is_published_truncated_to_what_was_written() {
     let bus = Bus::new("pooltrunc");
-    let mut p = null_mut();
-    let mut s = null_mut();
     // SAFETY: as in the first test; the loan's bytes are written while it
     // is out, a sample's read while it is held.
     unsafe {
-        assert_eq!(
-            shmbus_pool_publisher_create(bus.ptr(), &pool_opts(4, 128, 16), &mut p),
-            Status::SHMBUS_OK,
-            "{}",
-            last_error()
-        );
-        assert_eq!(
-            shmbus_pool_subscriber_open(bus.ptr(), &oldest(), &mut s),
-            Status::SHMBUS_OK
-        );
+        let (p, s) = pool_and_subscriber(&bus);
         let (mut loan, mut data) = (null_mut(), null_mut::<c_void>());
         assert_eq!(
             shmbus_pool_publisher_loan(p, 128, 0, &mut loan, &mut data),
