@@ -11,6 +11,8 @@
 //! Miri and the sanitizers run) use this same function through their
 //! dev-dependency on this crate, so there is one reading of the variable.
 
+use std::time::Duration;
+
 /// The variable read.
 pub const SCALE_VAR: &str = "SHMBUS_TEST_SCALE";
 
@@ -57,6 +59,13 @@ pub fn scale(n: u64) -> u64 {
 /// count it was written with.
 pub fn scale_min(n: u64, floor: u64) -> u64 {
     scale(n).max(floor.min(n))
+}
+
+/// `d` times [`test_scale`] when that is above 1, else `d`: a deadline
+/// for a process that runs a scaled loop. A bound on a hang, so a larger
+/// scale lengthens it and a smaller one never shortens it.
+pub fn scale_deadline(d: Duration) -> Duration {
+    d.mul_f64(test_scale().max(1.0))
 }
 
 fn scaled(n: u64, scale: f64) -> u64 {
