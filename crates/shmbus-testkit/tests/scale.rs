@@ -4,7 +4,11 @@
 mod common;
 
 use common::assert_says;
-use shmbus_testkit::{param, print_result, role, scale, scale_min, spawn_child, Finished};
+use std::time::Duration;
+
+use shmbus_testkit::{
+    param, print_result, role, scale, scale_deadline, scale_min, spawn_child, Finished,
+};
 
 #[test]
 fn as_child_scale_some_counts() {
@@ -13,6 +17,12 @@ fn as_child_scale_some_counts() {
         print_result(&[
             ("scaled", scale(n).to_string()),
             ("floored", scale_min(n, n / 2).to_string()),
+            (
+                "deadline_ms",
+                scale_deadline(Duration::from_secs(60))
+                    .as_millis()
+                    .to_string(),
+            ),
         ]);
     });
 }
@@ -48,6 +58,19 @@ fn an_unset_scale_runs_each_count_as_written_and_others_multiply_it() {
         "the floor holds"
     );
     assert_eq!(counts_at("0.0001", 3), (1, 1), "a loop still runs once");
+}
+
+#[test]
+fn a_childs_deadline_grows_with_a_scale_above_one_and_never_shrinks_below() {
+    let deadline_at = |value: &str| -> u64 {
+        scaled_in_child(value, 1)
+            .assert_success()
+            .result()
+            .get("deadline_ms")
+    };
+    assert_eq!(deadline_at(""), 60_000);
+    assert_eq!(deadline_at("0.25"), 60_000);
+    assert_eq!(deadline_at("10"), 600_000);
 }
 
 #[test]
