@@ -362,6 +362,7 @@ fn a_publisher_killed_200_times_mid_stream_never_tears_a_message_nor_miscounts_a
         s.wait_ready();
     }
 
+    // At least 20 kills, each followed by a successor that must resume.
     let n = rounds(200, 20);
     let (mut after_complete, mut after_torn_write, mut published) = (0u64, 0u64, 0u64);
     // What the next publisher must resume at, from the file after a kill.
@@ -468,6 +469,7 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
         let waits = ["busy", "yield", "futex"];
         kill_loop(
             &mut chaos,
+            // At least 6: each of the three waits killed twice.
             rounds(60, 6),
             Duration::from_millis(20),
             |round| spawn_subscriber(&bus, waits[round as usize % waits.len()]),
@@ -611,6 +613,7 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
     whole.kill();
     std::fs::remove_file(bus.path()).expect("remove the whole bus");
 
+    // At least 20 hits (as before the scale), even with SHMBUS_CHAOS_ROUNDS.
     let want_hits = rounds(24, 20).max(20);
     let (mut hits, mut early, mut late, mut tries, mut unrecognised) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
@@ -754,6 +757,7 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
             .expect("create"),
     );
     let mut consumer = Consumer::open(bus.name(), &stream_opts()).expect("open");
+    // At least 5 kills, each followed by a successor that must resume.
     let n = rounds(30, 5);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
@@ -894,6 +898,7 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
     let mut producer =
         Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
             .expect("create");
+    // At least 5 kills, each followed by a successor that must resume.
     let n = rounds(30, 5);
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
     let stop = std::sync::atomic::AtomicBool::new(false);
