@@ -1955,9 +1955,13 @@ mod heap {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            // Under SHMBUS_TEST_SCALE; at least 32 cases (Miri's own 4 stay 4).
-            cases: u32::try_from(common::scale_min(if cfg!(miri) { 4 } else { 512 }, 32))
-                .unwrap_or(u32::MAX),
+            // Under SHMBUS_TEST_SCALE; at least 32 cases (Miri: 4, at least 2).
+            cases: u32::try_from(if cfg!(miri) {
+                common::scale_min(4, 2)
+            } else {
+                common::scale_min(512, 32)
+            })
+            .unwrap_or(u32::MAX),
             failure_persistence: None,
             ..ProptestConfig::default()
         })]
@@ -1988,8 +1992,13 @@ mod heap {
     #[test]
     fn random_records_cross_between_threads_once_in_order_and_whole() {
         const CAP: u64 = 1024;
-        // Under SHMBUS_TEST_SCALE; at least 2 000 (tens of laps of the ring).
-        let count = common::scale_min(if cfg!(miri) { 200 } else { 100_000 }, 2_000);
+        // Under SHMBUS_TEST_SCALE; at least 2 000 records (tens of laps of
+        // the 1 KiB ring), or under Miri 50 (a few).
+        let count = if cfg!(miri) {
+            common::scale_min(200, 50)
+        } else {
+            common::scale_min(100_000, 2_000)
+        };
         let recs = Records::new(0x7EAD, max_record(CAP) as usize).with_dropped_reservations(7);
         for wait in ["default", "futex", "yield", "busy"] {
             let (mut p, mut c) = on_heap(CAP, strategy(wait)).expect("geometry");
