@@ -29,6 +29,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use crate::deadline::CHILD_DEADLINE;
+use crate::scale::scale_deadline;
 use crate::watchdog::Watched;
 
 /// The environment variable that tells a re-executed test binary which
@@ -64,10 +65,11 @@ where
 
 /// Starts this test binary again as a child playing `role`, entering at the
 /// test function `entry`, with `params` in its environment, under the
-/// watchdog with [`CHILD_DEADLINE`]. Its stdin is /dev/null; its stdout
-/// and stderr are captured.
+/// watchdog with [`CHILD_DEADLINE`] (times `SHMBUS_TEST_SCALE` where that
+/// is above 1: a child may run a scaled loop). Its stdin is /dev/null; its
+/// stdout and stderr are captured.
 pub fn spawn_child(entry: &str, role: &str, params: &[(&str, String)]) -> Watched {
-    spawn_child_with_deadline(entry, role, params, CHILD_DEADLINE)
+    spawn_child_with_deadline(entry, role, params, scale_deadline(CHILD_DEADLINE))
 }
 
 /// As [`spawn_child`], killed `deadline` after its start.
@@ -88,11 +90,13 @@ pub fn spawn_child_with_deadline(
 
 /// For a child that must stay alive until its parent kills it: sleeps, and
 /// exits on its own if the parent is gone or after twice
-/// [`CHILD_DEADLINE`] (a safety net; the parent's watchdog acts first).
+/// [`CHILD_DEADLINE`], scaled as [`spawn_child`]'s (a safety net; the
+/// parent's watchdog acts first).
 pub fn idle_until_killed() -> ! {
     let parent = std::os::unix::process::parent_id();
     let start = Instant::now();
-    while start.elapsed() < CHILD_DEADLINE * 2 {
+    let limit = scale_deadline(CHILD_DEADLINE * 2);
+    while start.elapsed() < limit {
         std::thread::sleep(Duration::from_millis(5));
         if std::os::unix::process::parent_id() != parent {
             std::process::exit(3);

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 /// How long a child process ([`spawn_child`](crate::spawn_child)) may run
-/// before the watchdog kills it and fails the test.
+/// before the watchdog kills it and fails the test, at `SHMBUS_TEST_SCALE`
+/// 1 or below ([`scale_deadline`](crate::scale_deadline) lengthens it above).
 pub const CHILD_DEADLINE: Duration = Duration::from_secs(60);
 
 /// How long a test waits for a condition a child should bring about

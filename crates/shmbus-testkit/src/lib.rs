@@ -29,6 +29,10 @@
 //! - **Waiting** ([`wait_for`], [`wait_for_within`]): polls a condition up
 //!   to a deadline, failing the test at once if a child it depends on ends.
 //! - **Deadlines** ([`CHILD_DEADLINE`], [`READY_DEADLINE`], [`RUN_DEADLINE`]).
+//! - **Scale** ([`scale`], [`scale_min`], [`scale_deadline`],
+//!   [`test_scale`]): the long tests' loop counts times `SHMBUS_TEST_SCALE`
+//!   (1.0, what CI runs, by default; 0.25 in `ci/quick.sh`; 10 for a soak),
+//!   and a child's deadline lengthened to match above 1.
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.
 //! - **Unique names** ([`BusName`], [`ShmDir`], [`RuntimeDir`],
@@ -53,6 +57,7 @@ mod ready;
 mod report;
 mod run;
 mod runtime_dir;
+mod scale;
 mod shm_dir;
 mod spawn_lock;
 mod wait;
@@ -68,6 +73,7 @@ pub use ready::{print_ready, READY};
 pub use report::{print_result, Report};
 pub use run::{command, run, run_with_input, spawn, spawn_head, with_stdout_closed};
 pub use runtime_dir::RuntimeDir;
+pub use scale::{scale, scale_deadline, scale_min, test_scale, SCALE_VAR};
 pub use shm_dir::ShmDir;
 pub use spawn_lock::no_spawn_in_flight;
 pub use wait::{wait_for, wait_for_within};

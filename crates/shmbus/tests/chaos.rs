@@ -88,12 +88,14 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Kills per loop: `default`, or SHMBUS_CHAOS_ROUNDS.
-fn rounds(default: u64) -> u64 {
+/// Kills per loop: `default` times SHMBUS_TEST_SCALE, never below `floor`
+/// (the fewest kills that still land in every window the test names), or
+/// exactly SHMBUS_CHAOS_ROUNDS.
+fn rounds(default: u64, floor: u64) -> u64 {
     std::env::var("SHMBUS_CHAOS_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
+        .unwrap_or_else(|| common::scale_min(default, floor))
 }
 
 /// The loop every kill case shares: `rounds` times, start a child with
@@ -360,7 +362,8 @@ fn a_publisher_killed_200_times_mid_stream_never_tears_a_message_nor_miscounts_a
         s.wait_ready();
     }
 
-    let n = rounds(200);
+    // At least 20 kills, each followed by a successor that must resume.
+    let n = rounds(200, 20);
     let (mut after_complete, mut after_torn_write, mut published) = (0u64, 0u64, 0u64);
     // What the next publisher must resume at, from the file after a kill.
     let mut expect_next = 0u64;
@@ -466,7 +469,8 @@ fn subscribers_killed_at_random_harm_neither_the_publisher_nor_the_other_subscri
         let waits = ["busy", "yield", "futex"];
         kill_loop(
             &mut chaos,
-            rounds(60),
+            // At least 6: each of the three waits killed twice.
+            rounds(60, 6),
             Duration::from_millis(20),
             |round| spawn_subscriber(&bus, waits[round as usize % waits.len()]),
             |round, f| {
@@ -609,7 +613,8 @@ fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_an
     whole.kill();
     std::fs::remove_file(bus.path()).expect("remove the whole bus");
 
-    let want_hits = rounds(24).max(20);
+    // At least 20 hits (as before the scale), even with SHMBUS_CHAOS_ROUNDS.
+    let want_hits = rounds(24, 20).max(20);
     let (mut hits, mut early, mut late, mut tries, mut unrecognised) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
     let mut worst_late = Duration::ZERO;
@@ -752,7 +757,8 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
             .expect("create"),
     );
     let mut consumer = Consumer::attach(bus.name(), &stream_opts()).expect("open");
-    let n = rounds(30);
+    // At least 5 kills, each followed by a successor that must resume.
+    let n = rounds(30, 5);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -892,7 +898,8 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
     let mut producer =
         Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
             .expect("create");
-    let n = rounds(30);
+    // At least 5 kills, each followed by a successor that must resume.
+    let n = rounds(30, 5);
     let (gone_tx, gone) = std::sync::mpsc::channel::<(u32, Instant)>();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let pushed = std::sync::atomic::AtomicU64::new(0);
@@ -1001,10 +1008,11 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
 #[test]
 #[ignore = "a soak of 100 M messages: run by ci/soak.sh in a release build"]
 fn soak_one_publisher_and_four_subscriber_processes_for_100_million_messages() {
+    // 100 M times SHMBUS_TEST_SCALE, or exactly SHMBUS_SOAK_MESSAGES.
     let count: u64 = std::env::var("SHMBUS_SOAK_MESSAGES")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(100_000_000);
+        .unwrap_or_else(|| common::scale(100_000_000));
     let bus = BusName::new("soak");
     let mut publisher =
         Publisher::<Stamp>::create(bus.name(), &BusOptions::new(1024)).expect("create");

@@ -12,7 +12,7 @@
 //! Two sources of input: the checked-in corpus (tests/corpus/segments, one
 //! segment image per file, including the inputs that once found bugs), and
 //! proptest's mutations of a valid bus and a valid stream (cases:
-//! `PROPTEST_CASES`, 2000 by default, about 2 s). cargo-fuzz would need
+//! `PROPTEST_CASES`, or 2000 times `SHMBUS_TEST_SCALE`, about 2 s). cargo-fuzz would need
 //! a nightly libFuzzer build in CI; proptest runs in the ordinary test run.
 //! `SHMBUS_WRITE_CORPUS=1` rewrites the corpus's seed files.
 
@@ -249,7 +249,9 @@ fn input() -> impl Strategy<Value = Vec<u8>> {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(2000),
+        // PROPTEST_CASES, or 2000 under SHMBUS_TEST_SCALE (at least 100).
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| u32::try_from(common::scale_min(2000, 100)).unwrap_or(u32::MAX)),
         failure_persistence: None,
         .. ProptestConfig::default()
     })]

@@ -38,12 +38,15 @@ fn image(h: &JournalHeader, tail: u64) -> Vec<u8> {
     out
 }
 
+/// Under SHMBUS_TEST_SCALE (256 at 1.0, at least 16; under Miri 8, at
+/// least 2).
 fn cases() -> u32 {
-    if cfg!(miri) {
-        8
+    let n = if cfg!(miri) {
+        common::scale_min(8, 2)
     } else {
-        256
-    }
+        common::scale_min(256, 16)
+    };
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 proptest! {
@@ -103,7 +106,12 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
     let good = image(&h, 10);
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let mutations = proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..6);
-    let cases = if cfg!(miri) { 4 } else { 200 };
+    // Under SHMBUS_TEST_SCALE; at least 20 mutated images (Miri: 2).
+    let cases = if cfg!(miri) {
+        common::scale_min(4, 2)
+    } else {
+        common::scale_min(200, 20)
+    };
     for _ in 0..cases {
         let muts = mutations.new_tree(&mut runner).expect("strategy").current();
         let mut bytes = good.clone();

@@ -332,15 +332,19 @@ fn as_child_publish_keyed_updates() {
 
 #[test]
 fn joiners_at_random_moments_end_with_the_publishers_exact_state_and_no_gap_or_duplicate() {
-    for compact_every in [0u64, 150_000] {
+    // Updates under SHMBUS_TEST_SCALE (1 000 000 at 1.0), at least 100 000:
+    // thousands of laps of the 256-slot ring and, compacted, 6 compactions.
+    // Keys, joiners and the streaming time stay as they are; the bursts and
+    // the compactions keep their share of the updates.
+    let (n, keys) = (common::scale_min(1_000_000, 100_000), 1000u64);
+    for compact_every in [0u64, n * 3 / 20] {
         let dir = ShmDir::new("jrandom");
         let bus = BusName::new("jrandom");
-        let (n, keys) = (1_000_000u64, 1000u64);
         let mut spec = PubChild::new(&bus, &dir, "create");
         spec.count = n;
         spec.keys = keys;
-        // About 2 s of streaming, in bursts.
-        spec.pace_every = 2000;
+        // About 2 s of streaming, in 500 bursts.
+        spec.pace_every = n / 500;
         spec.pace_us = 4000;
         spec.compact_every = compact_every;
         let mut publisher = spec.spawn();
@@ -371,7 +375,7 @@ fn joiners_at_random_moments_end_with_the_publishers_exact_state_and_no_gap_or_d
             );
             // Without compaction the journal has every record, so any lap of
             // the ring is repaired in full. With it, only a lag across two
-            // compactions (150 000 updates) may fold records, and then the
+            // compactions (150 000 updates at 1.0) may fold records, and then the
             // accounting above and the state below are still exact.
             if compact_every == 0 {
                 assert_eq!((joined.lags, joined.folded), (0, 0), "after {delay:?}");
@@ -428,7 +432,9 @@ fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes
     let dir = ShmDir::new("jkill");
     let bus = BusName::new("jkill");
     let journal_path = dir.path().join("journal");
-    let kills = 20u64;
+    // Under SHMBUS_TEST_SCALE (20 at 1.0); at least 5, so successors
+    // resume from more than one kind of cut.
+    let kills = common::scale_min(20, 5);
     let seed = std::env::var("SHMBUS_CHAOS_SEED")
         .ok()
         .and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok())

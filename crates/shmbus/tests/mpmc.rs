@@ -140,12 +140,14 @@ fn spawn_subscriber(bus: &BusName, total: u64, publishers: usize) -> Watched {
     s
 }
 
-/// Messages per publisher (override with `SHMBUS_MP_COUNT`).
+/// Messages per publisher: 1 000 000 times SHMBUS_TEST_SCALE, at least
+/// 20 000 (four publishers lap the 4 096 slots twenty times);
+/// `SHMBUS_MP_COUNT` sets it exactly.
 fn mp_count() -> u64 {
     std::env::var("SHMBUS_MP_COUNT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(1_000_000)
+        .unwrap_or_else(|| common::scale_min(1_000_000, 20_000))
 }
 
 #[test]

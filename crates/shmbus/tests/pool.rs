@@ -216,10 +216,12 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0x9001);
+    // 8 times SHMBUS_TEST_SCALE, at least 2 (a kill after a kill), or
+    // exactly SHMBUS_CHAOS_ROUNDS.
     let rounds: u64 = std::env::var("SHMBUS_CHAOS_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(8);
+        .unwrap_or_else(|| common::scale_min(8, 2));
     println!(
         "pool chaos: seed {seed:#x}, {rounds} rounds (SHMBUS_CHAOS_SEED, SHMBUS_CHAOS_ROUNDS)"
     );

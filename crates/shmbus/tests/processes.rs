@@ -287,16 +287,17 @@ fn as_child_subscribe_and_check_every_payload() {
 }
 
 /// Messages per payload size: enough for many laps of a small ring, small
-/// enough for a debug build on two cores (override with
-/// `SHMBUS_STRESS_COUNT`).
+/// enough for a debug build on two cores: 200 000 times SHMBUS_TEST_SCALE,
+/// at least 10 000 (hundreds of laps; Miri: 100, at least 20);
+/// `SHMBUS_STRESS_COUNT` sets it exactly.
 fn stress_count() -> u64 {
     if cfg!(miri) {
-        return 100;
+        return common::scale_min(100, 20);
     }
     std::env::var("SHMBUS_STRESS_COUNT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(200_000)
+        .unwrap_or_else(|| common::scale_min(200_000, 10_000))
 }
 
 /// Spin-loop iterations after each publish, per block of 1024 messages.

@@ -674,16 +674,22 @@ fn push_all<R: Region>(p: &mut Producer<R>, recs: &Records, range: Range<u64>) {
 // 1. Every record once, in order, whole.
 
 /// Records for the big run: 10 million in a release build, 300 thousand
-/// in a debug build (so `cargo test --workspace` stays quick); override
-/// with SHMBUS_STREAM_COUNT.
+/// in a debug build (so `cargo test --workspace` stays quick), times
+/// SHMBUS_TEST_SCALE, at least 10 000 (over a hundred laps of the ring);
+/// SHMBUS_STREAM_COUNT sets it exactly.
 fn big_count() -> u64 {
     std::env::var("SHMBUS_STREAM_COUNT")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) {
-            300_000
-        } else {
-            10_000_000
+        .unwrap_or_else(|| {
+            common::scale_min(
+                if cfg!(debug_assertions) {
+                    300_000
+                } else {
+                    10_000_000
+                },
+                10_000,
+            )
         })
 }
 
@@ -1949,7 +1955,13 @@ mod heap {
 
     proptest! {
         #![proptest_config(ProptestConfig {
-            cases: if cfg!(miri) { 4 } else { 512 },
+            // Under SHMBUS_TEST_SCALE; at least 32 cases (Miri: 4, at least 2).
+            cases: u32::try_from(if cfg!(miri) {
+                common::scale_min(4, 2)
+            } else {
+                common::scale_min(512, 32)
+            })
+            .unwrap_or(u32::MAX),
             failure_persistence: None,
             ..ProptestConfig::default()
         })]
@@ -1980,7 +1992,13 @@ mod heap {
     #[test]
     fn random_records_cross_between_threads_once_in_order_and_whole() {
         const CAP: u64 = 1024;
-        let count: u64 = if cfg!(miri) { 200 } else { 100_000 };
+        // Under SHMBUS_TEST_SCALE; at least 2 000 records (tens of laps of
+        // the 1 KiB ring), or under Miri 50 (a few).
+        let count = if cfg!(miri) {
+            common::scale_min(200, 50)
+        } else {
+            common::scale_min(100_000, 2_000)
+        };
         let recs = Records::new(0x7EAD, max_record(CAP) as usize).with_dropped_reservations(7);
         for wait in ["default", "futex", "yield", "busy"] {
             let (mut p, mut c) = on_heap(CAP, strategy(wait)).expect("geometry");

@@ -163,7 +163,12 @@ fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 0 } else { 64 }))]
+    // Under SHMBUS_TEST_SCALE; at least 8 cases.
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) {
+        0
+    } else {
+        u32::try_from(common::scale_min(64, 8)).unwrap_or(u32::MAX)
+    }))]
 
     /// Whatever a hostile subscriber writes on its line, `stat` returns,
     /// and a line it believes is consistent with the bus.

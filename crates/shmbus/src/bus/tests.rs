@@ -120,7 +120,13 @@ mod ring {
 
     #[test]
     fn delivered_plus_skipped_equals_published_between_threads() {
-        let n: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        // Under SHMBUS_TEST_SCALE; at least 1 000 (125 laps of the 8 slots),
+        // or under Miri 50 (6 laps).
+        let n = if cfg!(miri) {
+            shmbus_testkit::scale_min(200, 50)
+        } else {
+            shmbus_testkit::scale_min(200_000, 1_000)
+        };
         let mut p = bus(8);
         let mut s = p.subscribe(Start::Oldest, WaitStrategy::default());
         let reader = std::thread::spawn(move || {
@@ -208,7 +214,13 @@ mod ring {
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
         };
-        let steps = if cfg!(miri) { 200 } else { 20_000 };
+        // Under SHMBUS_TEST_SCALE; at least 200 steps (Miri: 50), for every
+        // kind of step many times over.
+        let steps = if cfg!(miri) {
+            shmbus_testkit::scale_min(200, 50)
+        } else {
+            shmbus_testkit::scale_min(20_000, 200)
+        };
         let mut p = bus(16);
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let (mut delivered, mut skipped, mut last) = (0u64, 0u64, None::<u64>);

@@ -153,7 +153,13 @@ fn a_dropped_loan_and_a_dropped_subscriber_give_every_block_back() {
 
 #[test]
 fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
-    let n: u64 = if cfg!(miri) { 200 } else { 100_000 };
+    // Under SHMBUS_TEST_SCALE; at least 1 000 (125 laps of the 8 slots), or
+    // under Miri 50 (6 laps).
+    let n = if cfg!(miri) {
+        shmbus_testkit::scale_min(200, 50)
+    } else {
+        shmbus_testkit::scale_min(100_000, 1_000)
+    };
     let mut p = PoolPublisher::on_heap(8, 64, 24).expect("valid geometry");
     let mut s = p
         .subscribe(Start::Next, WaitStrategy::BusySpin)

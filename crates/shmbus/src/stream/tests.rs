@@ -230,7 +230,14 @@ fn cursors_out_of_range_are_corrupt_cursors_not_a_wait_nor_a_bad_header() {
 
 #[test]
 fn every_record_crosses_between_threads_once_in_order() {
-    let n: u32 = if cfg!(miri) { 300 } else { 200_000 };
+    // Under SHMBUS_TEST_SCALE; at least 3 000 records (over a hundred laps of
+    // the 1 KiB ring), or under Miri 100 (about five).
+    let n = if cfg!(miri) {
+        shmbus_testkit::scale_min(300, 100)
+    } else {
+        shmbus_testkit::scale_min(200_000, 3_000)
+    };
+    let n = u32::try_from(n).expect("a scale that fits the records' u32 numbering");
     let (mut p, mut c) = pair(1024);
     let reader = std::thread::spawn(move || {
         let mut out = Vec::new();
