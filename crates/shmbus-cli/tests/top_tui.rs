@@ -157,6 +157,14 @@ impl Tmux {
         }
     }
 
+    /// [`Tmux::wait_for`] a whole frame of the view that `done` accepts.
+    /// A frame is written top to bottom, and a capture can catch the first
+    /// one half written; its last line is the footer, so a pane showing
+    /// the footer holds a whole frame.
+    fn wait_for_view(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        self.wait_for(what, |p| p.contains(FOOTER) && done(p))
+    }
+
     /// Waits for `top` to end, and checks that it exited with status 0 and
     /// left the terminal as it found it: mode, main screen, cursor.
     fn assert_top_ended_cleanly(&self) {
@@ -424,14 +432,13 @@ fn top_shows_the_bus_and_its_subscribers_and_q_restores_the_terminal() {
     };
     let (fast, slow) = (keeping_up.pid(), stopped.pid());
     let publisher_text = format!("pid {} (alive)", publisher.pid());
-    let pane = tmux.wait_for("both buses and both subscribers", |p| {
+    let pane = tmux.wait_for_view("both buses and both subscribers", |p| {
         p.contains(busy.name())
             && p.contains(idle.name())
             && p.contains(&publisher_text)
             && row_of(p, fast).is_some()
             && row_of(p, slow).is_some()
     });
-    assert!(pane.contains(FOOTER), "{pane}");
     assert!(
         pane.contains(&format!(
             "subscribers of {}, in registry order",
@@ -455,12 +462,12 @@ fn top_shows_the_bus_and_its_subscribers_and_q_restores_the_terminal() {
     assert!(!style.red, "keeping up is not highlighted: {style:?}");
 
     tmux.press("s");
-    tmux.wait_for("the subscribers sorted by lag", |p| {
+    tmux.wait_for_view("the subscribers sorted by lag", |p| {
         p.contains(&format!("subscribers of {}, by lag", busy.name()))
             && row_of(p, slow) < row_of(p, fast)
     });
     tmux.press("Tab");
-    tmux.wait_for("the second bus selected", |p| {
+    tmux.wait_for_view("the second bus selected", |p| {
         p.contains(&format!("subscribers of {}, by lag", idle.name()))
             && p.contains("no subscribers")
     });
@@ -509,7 +516,7 @@ fn a_corrupt_bus_and_a_corrupt_subscriber_line_are_shown_as_such_and_q_still_qui
     else {
         return;
     };
-    let pane = tmux.wait_for("the corrupt bus as a line", |p| {
+    let pane = tmux.wait_for_view("the corrupt bus as a line", |p| {
         p.lines()
             .any(|l| l.contains(bad_magic.name()) && l.contains("not a shmbus segment"))
             && p.contains(bad_line.name())
@@ -519,7 +526,7 @@ fn a_corrupt_bus_and_a_corrupt_subscriber_line_are_shown_as_such_and_q_still_qui
         assert!(pane.contains("not a shmbus segment: magic is"), "{pane}");
         tmux.press("Tab");
     }
-    let pane = tmux.wait_for("the corrupt subscriber line", |p| {
+    let pane = tmux.wait_for_view("the corrupt subscriber line", |p| {
         p.contains(&format!("subscribers of {}", bad_line.name())) && row_of(p, sub.pid()).is_some()
     });
     let line = row(&pane, sub.pid());
@@ -528,7 +535,7 @@ fn a_corrupt_bus_and_a_corrupt_subscriber_line_are_shown_as_such_and_q_still_qui
         "{line}"
     );
     // Sampling goes on: the second sample gives rates.
-    tmux.wait_for("a second sample", |p| p.contains("rates over"));
+    tmux.wait_for_view("a second sample", |p| p.contains("rates over"));
     tmux.press("q");
     tmux.assert_top_ended_cleanly();
 
@@ -553,7 +560,7 @@ fn a_subscriber_that_died_is_shown_dimmed_as_gone() {
     let Some(tmux) = Tmux::start_top(&[bus.name(), "--interval-ms", "200"]) else {
         return;
     };
-    let pane = tmux.wait_for("both subscribers", |p| {
+    let pane = tmux.wait_for_view("both subscribers", |p| {
         row_of(p, alive.pid()).is_some() && row_of(p, dead_pid).is_some()
     });
     assert!(row(&pane, dead_pid)
@@ -600,7 +607,7 @@ fn a_pool_bus_shows_its_census_a_gauge_and_the_blocks_each_subscriber_holds() {
         return;
     };
     // "plain" sorts before "pool": the plain bus is selected first.
-    let pane = tmux.wait_for("both buses, the plain one selected", |p| {
+    let pane = tmux.wait_for_view("both buses, the plain one selected", |p| {
         p.contains("pool 5/8 blocks in use")
             && p.contains("subscribers of plain")
             && row_of(p, me).is_some()
@@ -628,7 +635,7 @@ fn a_pool_bus_shows_its_census_a_gauge_and_the_blocks_each_subscriber_holds() {
     assert!(!pane.contains(" HELD "), "{pane}");
 
     tmux.press("Tab");
-    let pane = tmux.wait_for("the pool bus selected", |p| {
+    let pane = tmux.wait_for_view("the pool bus selected", |p| {
         p.contains("subscribers of pool") && row_of(p, reader).is_some()
     });
     assert!(
@@ -673,9 +680,7 @@ fn ended_by(label: &str, end: impl FnOnce(&Tmux, u32)) {
     };
     // Drawn means raw mode is on: a Ctrl-C from here on is a key, not a
     // SIGINT to the pane's shell.
-    tmux.wait_for("the view", |p| {
-        row_of(p, sub.pid()).is_some() && p.contains(FOOTER)
-    });
+    tmux.wait_for_view("the view", |p| row_of(p, sub.pid()).is_some());
     assert_eq!(tmux.pane_says("#{alternate_on}"), "1");
     assert_eq!(tmux.pane_says("#{cursor_flag}"), "0");
     end(&tmux, top_pid(&bus));
@@ -734,7 +739,7 @@ fn a_bridge_is_a_line_of_its_bus_s_view_and_its_subscriber_row_says_bridge_out()
         return;
     };
     let line = format!("bridge:      pid {pid}: out -> key {key}, listen {endpoint}, no peer, ");
-    let pane = tmux.wait_for("the bridge's line and row", |p| {
+    let pane = tmux.wait_for_view("the bridge's line and row", |p| {
         p.contains(&line) && p.contains("forwarded 10, lost 0") && row_of(p, pid).is_some()
     });
     assert!(row(&pane, pid).contains("bridge out"), "{pane}");
@@ -768,7 +773,7 @@ fn a_terminal_that_hangs_up_ends_the_view() {
     let Some(tmux) = Tmux::start_top(&[bus.name(), "--interval-ms", "200"]) else {
         return;
     };
-    tmux.wait_for("the view", |p| p.contains(bus.name()) && p.contains(FOOTER));
+    tmux.wait_for_view("the view", |p| p.contains(bus.name()));
     let pid = top_pid(&bus);
     // The pane's terminal goes away under the view, as a closed window's.
     tmux.kill_server();
