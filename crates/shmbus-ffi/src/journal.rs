@@ -14,7 +14,7 @@ use crate::bodies::{
     deliver, lagged, message_buffer, new_handle, open_handle, publish_bytes, query,
 };
 use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{bus_options, BusKind, BusOpts, OpenOpts, Opened};
+use crate::options::{bus_options, BusOpts, OpenOpts, Opened};
 use crate::status::Status;
 
 /// Where a journaled bus keeps its journal (`shmbus_journal_publisher_create`).
@@ -56,7 +56,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_create(
 ) -> Status {
     let make = |name: &str| {
         // SAFETY: `opts` as the contract says.
-        let opts = unsafe { bus_options(opts, BusKind::Plain) }?;
+        let opts = unsafe { bus_options(opts) }?;
         // SAFETY: `journal` as the contract says.
         let j = unsafe { required(journal, "journal options (shmbus_journal_options_t*)") }?;
         // SAFETY: a valid options struct's path is NULL or a C string.

@@ -192,15 +192,15 @@ pub(crate) enum BusKind {
     Pool,
 }
 
-/// `shmbus_bus_options_t` as `BusOptions`.
+/// `shmbus_bus_options_t`, checked for a bus of `kind`: the fields both
+/// kinds share, and that the other kind's are unset.
 ///
 /// # Safety
-/// `opts` is NULL or points to a live `BusOpts` whose `type_name` is NULL
-/// or a NUL-terminated string.
-pub(crate) unsafe fn bus_options(
+/// `opts` is NULL or points to a live `BusOpts`.
+unsafe fn checked<'a>(
     opts: *const BusOpts,
     kind: BusKind,
-) -> Result<BusOptions, Failure> {
+) -> Result<(&'a BusOpts, Creation), Failure> {
     const WHAT: &str = "bus options";
     // SAFETY: NULL or live, by the contract.
     let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
@@ -210,16 +210,6 @@ pub(crate) unsafe fn bus_options(
         )));
     }
     let c = creation(o.mode, o.flags, WHAT)?;
-    let mut b = BusOptions::new(o.capacity)
-        .mode(c.mode)
-        .prefault(c.prefault)
-        .mlock(c.mlock);
-    if let Some(huge) = c.huge_pages {
-        b = b.huge_pages(huge);
-    }
-    if o.unblock_timeout_ns != 0 {
-        b = b.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
-    }
     match kind {
         BusKind::Pool => {
             if o.pool_block_size == 0 || o.pool_blocks == 0 {
@@ -247,7 +237,6 @@ pub(crate) unsafe fn bus_options(
                     "{WHAT}: msg_size is 0, expected the bytes per message (1 to 16 MiB)"
                 )));
             }
-            b = b.msg_size(o.msg_size);
             if o.type_name.is_null() && o.type_align != 0 {
                 return Err(Failure::argument(format!(
                     "{WHAT}: type_align is {} without a type_name, expected 0 \
@@ -255,37 +244,59 @@ pub(crate) unsafe fn bus_options(
                     o.type_align
                 )));
             }
-            if !o.type_name.is_null() {
-                // SAFETY: not NULL, NUL-terminated by the contract.
-                let name = unsafe { c_str(o.type_name, "type_name") }?;
-                let align = if o.type_align == 0 { 1 } else { o.type_align };
-                // A bad name or alignment is refused by the create.
-                b = b.message_type(name, align);
-            }
         }
+    }
+    Ok((o, c))
+}
+
+/// `builder` (a `BusOptions`, `PoolOptions` or `StreamOptions`, whose
+/// setters the core shares by a macro, not a trait) with what `creation`
+/// read.
+macro_rules! with_creation {
+    ($builder:expr, $c:expr) => {{
+        let c: &$crate::options::Creation = &$c;
+        let b = $builder.mode(c.mode).prefault(c.prefault).mlock(c.mlock);
+        match c.huge_pages {
+            Some(huge) => b.huge_pages(huge),
+            None => b,
+        }
+    }};
+}
+pub(crate) use with_creation;
+
+/// `shmbus_bus_options_t` of a bus of fixed-size messages as `BusOptions`.
+///
+/// # Safety
+/// `opts` is NULL or points to a live `BusOpts` whose `type_name` is NULL
+/// or a NUL-terminated string.
+pub(crate) unsafe fn bus_options(opts: *const BusOpts) -> Result<BusOptions, Failure> {
+    // SAFETY: as this function's contract says.
+    let (o, c) = unsafe { checked(opts, BusKind::Plain) }?;
+    let mut b = with_creation!(BusOptions::new(o.capacity).msg_size(o.msg_size), c);
+    if o.unblock_timeout_ns != 0 {
+        b = b.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
+    }
+    if !o.type_name.is_null() {
+        // SAFETY: not NULL, NUL-terminated by the contract.
+        let name = unsafe { c_str(o.type_name, "type_name") }?;
+        let align = if o.type_align == 0 { 1 } else { o.type_align };
+        // A bad name or alignment is refused by the create.
+        b = b.message_type(name, align);
     }
     Ok(b)
 }
 
-/// `shmbus_bus_options_t` of a pool bus as `PoolOptions`, after the
-/// checks [`bus_options`] makes.
+/// `shmbus_bus_options_t` of a pool bus as `PoolOptions`.
 ///
 /// # Safety
-/// As [`bus_options`].
+/// `opts` is NULL or points to a live `BusOpts`.
 pub(crate) unsafe fn pool_options(opts: *const BusOpts) -> Result<PoolOptions, Failure> {
-    // The checks only: a pool bus takes its own options.
     // SAFETY: as this function's contract says.
-    let _: BusOptions = unsafe { bus_options(opts, BusKind::Pool) }?;
-    // SAFETY: as above; `bus_options` found it not NULL.
-    let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
-    let c = creation(o.mode, o.flags, "bus options")?;
-    let mut p = PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks)
-        .mode(c.mode)
-        .prefault(c.prefault)
-        .mlock(c.mlock);
-    if let Some(huge) = c.huge_pages {
-        p = p.huge_pages(huge);
-    }
+    let (o, c) = unsafe { checked(opts, BusKind::Pool) }?;
+    let mut p = with_creation!(
+        PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks),
+        c
+    );
     if o.unblock_timeout_ns != 0 {
         p = p.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
     }
@@ -305,7 +316,7 @@ pub(crate) trait CreateOptions: Sized {
 impl CreateOptions for BusOptions {
     unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
         // SAFETY: as the trait's contract says.
-        unsafe { bus_options(opts, BusKind::Plain) }
+        unsafe { bus_options(opts) }
     }
 }
 

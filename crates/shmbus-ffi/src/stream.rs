@@ -13,7 +13,7 @@ use crate::args::{
 };
 use crate::bodies::{new_handle, open_handle, query};
 use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{creation, strategy, OpenOpts, SHMBUS_WAIT_SPIN_FUTEX};
+use crate::options::{creation, strategy, with_creation, OpenOpts, SHMBUS_WAIT_SPIN_FUTEX};
 use crate::status::Status;
 
 /// How to create a stream (`shmbus_producer_create`). Start from
@@ -60,15 +60,8 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
         )));
     }
     let c = creation(o.mode, o.flags, WHAT)?;
-    let mut s = StreamOptions::new(o.capacity)
-        .mode(c.mode)
-        .prefault(c.prefault)
-        .mlock(c.mlock)
-        .wait_strategy(strategy(o.wait, o.spin_ns, WHAT)?);
-    if let Some(huge) = c.huge_pages {
-        s = s.huge_pages(huge);
-    }
-    Ok(s)
+    let strategy = strategy(o.wait, o.spin_ns, WHAT)?;
+    Ok(with_creation!(StreamOptions::new(o.capacity), c).wait_strategy(strategy))
 }
 
 /// The producer of a stream (opaque).

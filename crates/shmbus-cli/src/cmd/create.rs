@@ -179,27 +179,26 @@ fn parse_mode(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `opts` with the file's flags of `args`, the same whatever the kind (the
+/// option types share these setters by a macro, not a trait).
+macro_rules! file_options {
+    ($opts:expr, $args:expr) => {{
+        let args: &CreateArgs = $args;
+        let opts = $opts
+            .mode(args.mode)
+            .prefault(args.prefault)
+            .mlock(args.mlock);
+        match args.huge_pages {
+            None => opts,
+            Some(HugePagesArg::Transparent) => opts.huge_pages(HugePages::Transparent),
+            Some(HugePagesArg::Hugetlbfs) => opts.huge_pages(HugePages::Hugetlbfs),
+        }
+    }};
+}
+
 pub fn run(args: &CreateArgs) -> Result<(), CliError> {
-    let huge = args.huge_pages.map(|h| match h {
-        HugePagesArg::Transparent => HugePages::Transparent,
-        HugePagesArg::Hugetlbfs => HugePages::Hugetlbfs,
-    });
-    // The file's options, the same flags whatever the kind (the two option
-    // types share these setters, not a trait).
-    macro_rules! file_options {
-        ($opts:expr) => {{
-            let opts = $opts
-                .mode(args.mode)
-                .prefault(args.prefault)
-                .mlock(args.mlock);
-            match huge {
-                None => opts,
-                Some(h) => opts.huge_pages(h),
-            }
-        }};
-    }
     let size = args.size()?;
-    let mut opts = file_options!(BusOptions::new(size));
+    let mut opts = file_options!(BusOptions::new(size), args);
     if let Some(ty) = &args.message_type {
         if args.kind == BusKind::Stream || args.pool.is_some() {
             return Err(CliError::usage(
@@ -230,7 +229,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         ));
     }
     if let Some(pool) = args.pool {
-        return create_pool(args, pool, size, huge, many);
+        return create_pool(args, pool, size, many);
     }
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
@@ -249,7 +248,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            let opts = file_options!(StreamOptions::new(size));
+            let opts = file_options!(StreamOptions::new(size), args);
             shmbus::stream::Producer::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
@@ -284,13 +283,7 @@ impl CreateArgs {
 }
 
 /// Creates a pool bus, one publisher's or many's, and lets go of it.
-fn create_pool(
-    args: &CreateArgs,
-    pool: Pool,
-    slots: u64,
-    huge: Option<HugePages>,
-    many: bool,
-) -> Result<(), CliError> {
+fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<(), CliError> {
     let refused = |what: &str| {
         Err(CliError::usage(format!(
             "{what} (see `shmbus create --help`)"
@@ -308,14 +301,10 @@ fn create_pool(
     if args.journal.is_some() {
         return refused("--journal does not apply to a pool bus");
     }
-    let opts = shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks)
-        .mode(args.mode)
-        .prefault(args.prefault)
-        .mlock(args.mlock);
-    let opts = match huge {
-        None => opts,
-        Some(h) => opts.huge_pages(h),
-    };
+    let opts = file_options!(
+        shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks),
+        args
+    );
     if many {
         let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
         PoolPublisher::create_many(&args.name, &opts)?;

@@ -25,8 +25,13 @@ pub(crate) fn create<T: ?Sized + Payload>(
 ) -> Result<Ring<ShmRegion>, CreateError> {
     let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
         .map_err(CreateError::InvalidGeometry)?;
-    let header = |page| Header::broadcast(opts.capacity, msg, page, opts.first_seq);
-    create_with(name, opts, multi, |page| Ok((header(page)?, ()))).map(|(ring, ())| ring)
+    create_with(name, opts, multi, |page| {
+        Ok((
+            Header::broadcast(opts.capacity, msg, page, opts.first_seq)?,
+            (),
+        ))
+    })
+    .map(|(ring, ())| ring)
 }
 
 /// Creates a pool bus of `blocks` blocks of `block_size` bytes.
