@@ -233,7 +233,7 @@ typedef enum shmbus_status_t {
      */
     SHMBUS_FULL = 6,
     /**
-     * A multi-publisher bus skipped this publisher's claimed slot (it
+     * A many-publisher bus skipped this publisher's claimed slot (it
      * stalled past the bus's unblock timeout): nothing was published.
      */
     SHMBUS_ABANDONED = 7,
@@ -272,7 +272,7 @@ typedef struct shmbus_loan_t shmbus_loan_t;
 /**
  * One of the publishers of a many-publisher bus (opaque).
  */
-typedef struct shmbus_mp_publisher_t shmbus_mp_publisher_t;
+typedef struct shmbus_many_publisher_t shmbus_many_publisher_t;
 
 /**
  * A publisher of a pool bus (opaque).
@@ -307,7 +307,7 @@ typedef struct shmbus_subscriber_t shmbus_subscriber_t;
 
 /**
  * How to create a bus (shmbus_publisher_create,
- * shmbus_mp_publisher_create, shmbus_journal_publisher_create,
+ * shmbus_many_publisher_create, shmbus_journal_publisher_create,
  * shmbus_pool_publisher_create). Start from
  * shmbus_bus_options_default() (or zero it) and set capacity and
  * msg_size (or the pool's two fields).
@@ -715,22 +715,22 @@ void shmbus_subscriber_close(struct shmbus_subscriber_t *subscriber);
  * opts->unblock_timeout_ns: how long a claimed slot may stay
  * unwritten (its publisher died) before subscribers skip it.
  *
- * Statuses: SHMBUS_OK (*out, closed with shmbus_mp_publisher_close);
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_many_publisher_close);
  * SHMBUS_ERROR (*out is NULL).
  *
  * Safety:
  * name is NULL or a NUL-terminated string; opts NULL or a valid
  * options struct; out NULL or writable.
  */
-enum shmbus_status_t shmbus_mp_publisher_create(const char *name,
-                                                const struct shmbus_bus_options_t *opts,
-                                                struct shmbus_mp_publisher_t **out);
+enum shmbus_status_t shmbus_many_publisher_create(const char *name,
+                                                  const struct shmbus_bus_options_t *opts,
+                                                  struct shmbus_many_publisher_t **out);
 
 /**
  * Becomes one more publisher of the existing many-publisher bus name
  * (shmbus create --publishers many).
  *
- * Statuses: SHMBUS_OK (*out, closed with shmbus_mp_publisher_close);
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_many_publisher_close);
  * SHMBUS_ERROR (no such bus, a single-publisher bus, a type mismatch,
  * ...; *out is NULL).
  *
@@ -738,9 +738,9 @@ enum shmbus_status_t shmbus_mp_publisher_create(const char *name,
  * name is NULL or a NUL-terminated string; opts NULL or a valid
  * options struct; out NULL or writable.
  */
-enum shmbus_status_t shmbus_mp_publisher_attach(const char *name,
-                                                const struct shmbus_open_options_t *opts,
-                                                struct shmbus_mp_publisher_t **out);
+enum shmbus_status_t shmbus_many_publisher_attach(const char *name,
+                                                  const struct shmbus_open_options_t *opts,
+                                                  struct shmbus_many_publisher_t **out);
 
 /**
  * Publishes the len bytes at data (zero-padded to the message size)
@@ -755,10 +755,10 @@ enum shmbus_status_t shmbus_mp_publisher_attach(const char *name,
  * publisher is NULL or a live publisher; data valid for len bytes
  * (NULL allowed if len is 0); seq NULL or writable.
  */
-enum shmbus_status_t shmbus_mp_publisher_publish(struct shmbus_mp_publisher_t *publisher,
-                                                 const void *data,
-                                                 size_t len,
-                                                 uint64_t *seq);
+enum shmbus_status_t shmbus_many_publisher_publish(struct shmbus_many_publisher_t *publisher,
+                                                   const void *data,
+                                                   size_t len,
+                                                   uint64_t *seq);
 
 /**
  * Writes the bus's message size in bytes to *size.
@@ -768,8 +768,8 @@ enum shmbus_status_t shmbus_mp_publisher_publish(struct shmbus_mp_publisher_t *p
  * Safety:
  * publisher is NULL or a live publisher; size NULL or writable.
  */
-enum shmbus_status_t shmbus_mp_publisher_msg_size(struct shmbus_mp_publisher_t *publisher,
-                                                  size_t *size);
+enum shmbus_status_t shmbus_many_publisher_msg_size(struct shmbus_many_publisher_t *publisher,
+                                                    size_t *size);
 
 /**
  * Frees the publisher (NULL: nothing).
@@ -777,7 +777,7 @@ enum shmbus_status_t shmbus_mp_publisher_msg_size(struct shmbus_mp_publisher_t *
  * Safety:
  * publisher is NULL or a live publisher, not used again.
  */
-void shmbus_mp_publisher_close(struct shmbus_mp_publisher_t *publisher);
+void shmbus_many_publisher_close(struct shmbus_many_publisher_t *publisher);
 
 /**
  * Creates the journaled bus name (opts as for

@@ -27,7 +27,7 @@ The state includes the raw futex word ("futex_word") and its bit 0
 
 It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
-as a subscriber. On a multi-publisher bus (LAYOUT.md section 18) it does
+as a subscriber. On a many-publisher bus (LAYOUT.md section 18) it does
 not decode abandoned stamps: it stops at one as at an empty slot.
 
 Pool buses (header flag bit 3, LAYOUT.md section 19). The header lines
@@ -119,7 +119,7 @@ TYPE_NAME_OFF, TYPE_NAME_LEN = 104, 64
 C_CURSOR = 0
 C_EPOCH = 64
 C_PUBLISHER_PID = 128
-# 192: unblock_ns (u64) on a multi-publisher bus; reserved on a
+# 192: unblock_ns (u64) on a many-publisher bus; reserved on a
 # single-publisher bus (formerly a count of sleepers). Not read here.
 C_FUTEX = 256
 FUTEX_SLEEPERS = 1  # bit 0 of the futex word: a subscriber may be asleep

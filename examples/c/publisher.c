@@ -54,13 +54,13 @@ int main(int argc, char **argv) {
     if (name == NULL) usage();
 
     shmbus_publisher_t *bus = NULL;
-    shmbus_mp_publisher_t *many = NULL;
+    shmbus_many_publisher_t *many = NULL;
     shmbus_journal_publisher_t *journal = NULL;
     shmbus_pool_publisher_t *pool = NULL;
     shmbus_status_t st;
     switch (kind) {
     case KIND_BUS: st = shmbus_publisher_attach(name, NULL, &bus); break;
-    case KIND_MANY: st = shmbus_mp_publisher_attach(name, NULL, &many); break;
+    case KIND_MANY: st = shmbus_many_publisher_attach(name, NULL, &many); break;
     case KIND_JOURNAL: st = shmbus_journal_publisher_attach(name, NULL, &journal); break;
     default: st = shmbus_pool_publisher_attach(name, NULL, &pool); break;
     }
@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
         if (len > 0 && line[len - 1] == '\n') len--;
         switch (kind) {
         case KIND_BUS: st = shmbus_publisher_publish(bus, line, len, NULL); break;
-        case KIND_MANY: st = shmbus_mp_publisher_publish(many, line, len, NULL); break;
+        case KIND_MANY: st = shmbus_many_publisher_publish(many, line, len, NULL); break;
         case KIND_JOURNAL: st = shmbus_journal_publisher_publish(journal, line, len, NULL); break;
         default: {
             shmbus_loan_t *loan = NULL;
@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
     }
     free(line);
     shmbus_publisher_close(bus);
-    shmbus_mp_publisher_close(many);
+    shmbus_many_publisher_close(many);
     shmbus_pool_publisher_close(pool);
     if (shmbus_journal_publisher_close(journal) != SHMBUS_OK) {
         fprintf(stderr, "publisher: %s\n", shmbus_error_message());

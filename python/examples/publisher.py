@@ -34,7 +34,7 @@ def main():
         publisher = shmbus.Publisher.attach(args.name)
         limit = publisher.msg_size
     elif args.kind == "many":
-        publisher = shmbus.MpPublisher.attach(args.name)
+        publisher = shmbus.ManyPublisher.attach(args.name)
         limit = publisher.msg_size
     elif args.kind == "journal":
         publisher = shmbus.JournalPublisher.attach(args.name)

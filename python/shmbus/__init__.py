@@ -1,6 +1,6 @@
 """shmbus: messages between processes on one Linux machine through shared memory.
 
-- A broadcast bus: ``Publisher`` (one) or ``MpPublisher`` (many) publish
+- A broadcast bus: ``Publisher`` (one) or ``ManyPublisher`` (many) publish
   fixed-size messages; any number of ``Subscriber``s read them, each at its
   own cursor. A subscriber that falls a whole ring behind receives
   ``Lagged(skipped)`` with the exact number it lost.
@@ -23,7 +23,7 @@ from ._shmbus import (
     JournalSubscriber,
     Lagged,
     Loan,
-    MpPublisher,
+    ManyPublisher,
     PoolPublisher,
     PoolSubscriber,
     Producer,
@@ -71,7 +71,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Publisher",
-    "MpPublisher",
+    "ManyPublisher",
     "Subscriber",
     "Lagged",
     "Batch",

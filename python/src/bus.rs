@@ -1,4 +1,4 @@
-//! The broadcast bus: `Publisher`, `MpPublisher`, `Subscriber`, all of raw
+//! The broadcast bus: `Publisher`, `ManyPublisher`, `Subscriber`, all of raw
 //! byte messages of the bus's message size.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    bus::MpPublisher, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+    bus::ManyPublisher, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
@@ -15,7 +15,7 @@ use crate::{errors, lagged, support, wait_in_slices, with_bytes, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;
-    m.add_class::<PyMpPublisher>()?;
+    m.add_class::<PyManyPublisher>()?;
     m.add_class::<PySubscriber>()?;
     Ok(())
 }
@@ -172,21 +172,21 @@ handle_methods!(
 
 /// One of any number of publishers of a many-publisher bus (one total
 /// order of messages).
-#[pyclass(module = "shmbus", name = "MpPublisher", frozen)]
-pub struct PyMpPublisher {
-    inner: Handle<MpPublisher<[u8]>>,
+#[pyclass(module = "shmbus", name = "ManyPublisher", frozen)]
+pub struct PyManyPublisher {
+    inner: Handle<ManyPublisher<[u8]>>,
 }
 
-impl PyMpPublisher {
-    fn new(publisher: MpPublisher<[u8]>) -> Self {
-        PyMpPublisher {
+impl PyManyPublisher {
+    fn new(publisher: ManyPublisher<[u8]>) -> Self {
+        PyManyPublisher {
             inner: Handle::new(publisher, "the publisher is closed"),
         }
     }
 }
 
 #[pymethods]
-impl PyMpPublisher {
+impl PyManyPublisher {
     /// Creates the many-publisher bus `name`. `unblock_timeout`: seconds a
     /// claimed slot may stay uncommitted (its publisher died) before
     /// subscribers skip it.
@@ -212,8 +212,9 @@ impl PyMpPublisher {
             .mode(mode)
             .unblock_timeout(unblock);
         let opts = bus_type(opts, type_name, type_align)?;
-        let inner = MpPublisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
-        Ok(PyMpPublisher::new(inner))
+        let inner =
+            ManyPublisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        Ok(PyManyPublisher::new(inner))
     }
 
     /// Joins the publishers of the existing many-publisher bus `name`.
@@ -228,8 +229,9 @@ impl PyMpPublisher {
         type_align: u32,
     ) -> PyResult<Self> {
         let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
-        let inner = MpPublisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
-        Ok(PyMpPublisher::new(inner))
+        let inner =
+            ManyPublisher::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
+        Ok(PyManyPublisher::new(inner))
     }
 
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
@@ -237,7 +239,7 @@ impl PyMpPublisher {
     /// publisher stalled past the unblock timeout between claim and commit.
     fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.inner.with(py, |publisher, _| {
-            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::mp_publish(py, e))
+            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::many_publish(py, e))
         })
     }
 
@@ -252,7 +254,7 @@ impl PyMpPublisher {
     }
 }
 
-handle_methods!(PyMpPublisher.inner, fn close);
+handle_methods!(PyManyPublisher.inner, fn close);
 
 /// What one receive found, without borrowing the subscriber.
 pub(crate) enum Got {

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
-    bus::{MpPublishError, PublishError},
+    bus::{ManyPublishError, PublishError},
     journal::{
         AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
         JournalOpenError,
@@ -259,9 +259,9 @@ pub(crate) fn publish(py: Python<'_>, e: PublishError) -> PyErr {
     }
 }
 
-pub(crate) fn mp_publish(py: Python<'_>, e: MpPublishError) -> PyErr {
+pub(crate) fn many_publish(py: Python<'_>, e: ManyPublishError) -> PyErr {
     match e {
-        MpPublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        ManyPublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
         e => plain(py, e.kind(), Family::Publish, e),
     }
 }

@@ -151,8 +151,8 @@ def test_a_dtype_whose_itemsize_is_not_the_message_size_is_a_type_mismatch(bus_n
 
 
 def test_many_publishers_publish_in_one_order(bus_name):
-    a = shmbus.MpPublisher.create(bus_name, msg_size=8, capacity=64)
-    b = shmbus.MpPublisher.attach(bus_name)
+    a = shmbus.ManyPublisher.create(bus_name, msg_size=8, capacity=64)
+    b = shmbus.ManyPublisher.attach(bus_name)
     sub = shmbus.Subscriber.open(bus_name, "oldest")
     seqs = [p.publish(u64(i)) for i, p in enumerate([a, b] * 10)]
     assert seqs == list(range(20))

@@ -152,7 +152,7 @@ def flush_requests(name):
 
 
 def test_ctrl_c_during_recv_batch_keeps_the_lag_it_already_took(bus_name, shmbus_bin):
-    pub = shmbus.MpPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=0.05)
+    pub = shmbus.ManyPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=0.05)
     try:
         code = f"""
 import shmbus, sys

@@ -16,7 +16,7 @@
 //! notes it when that share is under 90%); the JSON has every round, with
 //! its wall figures, CPU share and time overlap.
 //! photon-ring runs in threads of this process, its only mode (its
-//! `MpPublisher` is the in-thread reference).
+//! `ManyPublisher` is the in-thread reference).
 //!
 //! Receive cost per logical consumer: M messages are published into a ring
 //! that holds them all; then a `SubscriberGroup` of 10 drains them (one
@@ -27,7 +27,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    bus::{MpPublisher, SubscriberGroup},
+    bus::{ManyPublisher, SubscriberGroup},
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
 };
 
@@ -140,7 +140,7 @@ fn now(clock: rustix::time::ClockId) -> u64 {
 /// `start=`/`end=` in CLOCK_MONOTONIC ns, comparable between processes.
 pub fn run_publisher_child(bus: &str, count: u64) -> Result<(), BenchError> {
     use std::io::{BufRead, Write};
-    let mut p = MpPublisher::<Msg>::attach(bus, &OpenOptions::default()).map_err(|source| {
+    let mut p = ManyPublisher::<Msg>::attach(bus, &OpenOptions::default()).map_err(|source| {
         BenchError::AttachBus {
             name: bus.to_owned(),
             source,
@@ -220,7 +220,7 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], BenchError> {
     let name = bus_name("mp2");
     let _gone = Gone(name.clone());
     let _creator =
-        MpPublisher::<Msg>::create(&name, &BusOptions::new(4096)).map_err(create_error(&name))?;
+        ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096)).map_err(create_error(&name))?;
     let exe = std::env::current_exe().map_err(BenchError::CurrentExe)?;
     let mut children = (0..2)
         .map(|i| {
@@ -429,10 +429,10 @@ pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
     {
         let name = bus_name("mp1");
         let _gone = Gone(name.clone());
-        let mut p = MpPublisher::<Msg>::create(&name, &BusOptions::new(4096))
+        let mut p = ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096))
             .map_err(create_error(&name))?;
         rows.push(Row::new(
-            "shmbus MpPublisher, 1 process",
+            "shmbus ManyPublisher, 1 process",
             "shmbus",
             "publish",
             timed(n, |i| {
@@ -444,7 +444,7 @@ pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
     rows.push(Row {
         detail,
         ..Row::new(
-            "shmbus MpPublisher, 2 processes (mean, CPU time)",
+            "shmbus ManyPublisher, 2 processes (mean, CPU time)",
             "shmbus",
             "publish",
             ns,
@@ -520,7 +520,12 @@ mod tests {
 
     #[test]
     fn the_json_has_every_row_with_its_details_under_rows() {
-        let mut two = Row::new("shmbus MpPublisher, 2 processes", "shmbus", "publish", 40.0);
+        let mut two = Row::new(
+            "shmbus ManyPublisher, 2 processes",
+            "shmbus",
+            "publish",
+            40.0,
+        );
         two.detail = serde_json::json!({"min_cpu_share": 0.98});
         let rows = [
             Row::new("shmbus Publisher, 1 process", "shmbus", "publish", 8.0),

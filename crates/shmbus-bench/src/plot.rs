@@ -680,7 +680,7 @@ mod tests {
         let path = std::env::temp_dir().join(format!("shmbus-plot-mp-{}.svg", std::process::id()));
         let rows = [
             Row {
-                what: "shmbus MpPublisher, 2 processes".into(),
+                what: "shmbus ManyPublisher, 2 processes".into(),
                 mechanism: "shmbus",
                 measure: "publish",
                 ns: 42.5,
@@ -698,7 +698,7 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(svg.contains("many publishers and subscriber groups"));
-        assert!(svg.contains("shmbus MpPublisher, 2 processes"));
+        assert!(svg.contains("shmbus ManyPublisher, 2 processes"));
         assert!(
             svg.contains("42.5 ns") && svg.contains("30 ns"),
             "figures on the bars"

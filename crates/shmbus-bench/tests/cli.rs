@@ -293,5 +293,5 @@ fn mpmc_alone_prints_the_many_publishers_table() {
     let run = bench(&["--mpmc", "--quick"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert!(run.stdout.contains("many publishers and subscriber groups"));
-    assert!(run.stdout.contains("shmbus MpPublisher, 2 processes"));
+    assert!(run.stdout.contains("shmbus ManyPublisher, 2 processes"));
 }

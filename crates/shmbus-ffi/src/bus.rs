@@ -1,11 +1,11 @@
 //! Buses of fixed-size raw messages: one publisher (`shmbus_publisher_*`),
-//! many (`shmbus_mp_publisher_*`), and their subscribers
+//! many (`shmbus_many_publisher_*`), and their subscribers
 //! (`shmbus_subscriber_*`).
 
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    bus::{MpPublishError, MpPublisher},
+    bus::{ManyPublishError, ManyPublisher},
     Publisher, Received, Subscriber,
 };
 
@@ -24,7 +24,7 @@ pub struct ShmbusPublisher(Publisher<[u8]>);
 pub struct ShmbusSubscriber(Subscriber<[u8]>);
 
 /// One of the publishers of a many-publisher bus (opaque).
-pub struct ShmbusMpPublisher(MpPublisher<[u8]>);
+pub struct ShmbusManyPublisher(ManyPublisher<[u8]>);
 
 /// Creates the single-publisher bus `name` (a bare name lives in
 /// /dev/shm; a path elsewhere) of `opts->capacity` slots of
@@ -325,22 +325,22 @@ pub unsafe extern "C" fn shmbus_subscriber_close(subscriber: *mut ShmbusSubscrib
 /// `opts->unblock_timeout_ns`: how long a claimed slot may stay
 /// unwritten (its publisher died) before subscribers skip it.
 ///
-/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_many_publisher_close`);
 /// `SHMBUS_ERROR` (`*out` is NULL).
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn shmbus_mp_publisher_create(
+pub unsafe extern "C" fn shmbus_many_publisher_create(
     name: *const c_char,
     opts: *const BusOpts,
-    out: *mut *mut ShmbusMpPublisher,
+    out: *mut *mut ShmbusManyPublisher,
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
         create_handle(name, opts, out, |name, opts| {
-            MpPublisher::<[u8]>::create(name, opts).map(ShmbusMpPublisher)
+            ManyPublisher::<[u8]>::create(name, opts).map(ShmbusManyPublisher)
         })
     }
 }
@@ -348,7 +348,7 @@ pub unsafe extern "C" fn shmbus_mp_publisher_create(
 /// Becomes one more publisher of the existing many-publisher bus `name`
 /// (`shmbus create --publishers many`).
 ///
-/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_mp_publisher_close`);
+/// Statuses: `SHMBUS_OK` (`*out`, closed with `shmbus_many_publisher_close`);
 /// `SHMBUS_ERROR` (no such bus, a single-publisher bus, a type mismatch,
 /// ...; `*out` is NULL).
 ///
@@ -356,15 +356,15 @@ pub unsafe extern "C" fn shmbus_mp_publisher_create(
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn shmbus_mp_publisher_attach(
+pub unsafe extern "C" fn shmbus_many_publisher_attach(
     name: *const c_char,
     opts: *const OpenOpts,
-    out: *mut *mut ShmbusMpPublisher,
+    out: *mut *mut ShmbusManyPublisher,
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            MpPublisher::<[u8]>::attach(name, &opts.open).map(ShmbusMpPublisher)
+            ManyPublisher::<[u8]>::attach(name, &opts.open).map(ShmbusManyPublisher)
         })
     }
 }
@@ -381,8 +381,8 @@ pub unsafe extern "C" fn shmbus_mp_publisher_attach(
 /// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
 /// (NULL allowed if `len` is 0); `seq` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn shmbus_mp_publisher_publish(
-    publisher: *mut ShmbusMpPublisher,
+pub unsafe extern "C" fn shmbus_many_publisher_publish(
+    publisher: *mut ShmbusManyPublisher,
     data: *const c_void,
     len: usize,
     seq: *mut u64,
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn shmbus_mp_publisher_publish(
     unsafe {
         publish_bytes(publisher, data, len, seq, |p, data| {
             p.0.publish(data).map_err(|e| match e {
-                MpPublishError::Abandoned(a) => Failure::of(Status::SHMBUS_ABANDONED, &a),
+                ManyPublishError::Abandoned(a) => Failure::of(Status::SHMBUS_ABANDONED, &a),
                 other => error(other),
             })
         })
@@ -405,8 +405,8 @@ pub unsafe extern "C" fn shmbus_mp_publisher_publish(
 /// # Safety
 /// `publisher` is NULL or a live publisher; `size` NULL or writable.
 #[no_mangle]
-pub unsafe extern "C" fn shmbus_mp_publisher_msg_size(
-    publisher: *mut ShmbusMpPublisher,
+pub unsafe extern "C" fn shmbus_many_publisher_msg_size(
+    publisher: *mut ShmbusManyPublisher,
     size: *mut usize,
 ) -> Status {
     // SAFETY: each pointer as the contract says.
@@ -418,7 +418,7 @@ pub unsafe extern "C" fn shmbus_mp_publisher_msg_size(
 /// # Safety
 /// `publisher` is NULL or a live publisher, not used again.
 #[no_mangle]
-pub unsafe extern "C" fn shmbus_mp_publisher_close(publisher: *mut ShmbusMpPublisher) {
+pub unsafe extern "C" fn shmbus_many_publisher_close(publisher: *mut ShmbusManyPublisher) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(publisher) });
 }

@@ -174,7 +174,7 @@ classified!(
     shmbus_core::AttachError,
     shmbus_core::bus::PublishError,
     shmbus_core::bus::Abandoned,
-    shmbus_core::bus::MpPublishError,
+    shmbus_core::bus::ManyPublishError,
     shmbus_core::pool::LoanError,
     shmbus_core::pool::PoolRecvError,
     shmbus_core::stream::PushError,

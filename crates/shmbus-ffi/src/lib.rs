@@ -34,7 +34,7 @@
 //! core's `ErrorKind`), `status.rs` (what a call returns), `version.rs`,
 //! `options.rs` (the flags and the option structs every kind of bus
 //! shares, and their conversion), `remove.rs`; then by kind: `bus.rs`
-//! (single and multi-publisher buses and their subscribers),
+//! (single and many-publisher buses and their subscribers),
 //! `journal.rs`, `pool.rs` (pool buses, loans and samples), `stream.rs`
 //! (producer and consumer), each with its own options. Under them, what
 //! every entry point uses: `entry.rs` (the wrapper that turns a failure or

@@ -44,7 +44,7 @@ pub const SHMBUS_HUGE_PAGES_TRANSPARENT: u32 = 8;
 pub const SHMBUS_HUGE_PAGES_HUGETLBFS: u32 = 16;
 
 /// How to create a bus (`shmbus_publisher_create`,
-/// `shmbus_mp_publisher_create`, `shmbus_journal_publisher_create`,
+/// `shmbus_many_publisher_create`, `shmbus_journal_publisher_create`,
 /// `shmbus_pool_publisher_create`). Start from
 /// `shmbus_bus_options_default()` (or zero it) and set `capacity` and
 /// `msg_size` (or the pool's two fields).

@@ -31,7 +31,7 @@ pub enum Status {
     /// free block, a pool subscriber already holding as many samples as it
     /// may (`SHMBUS_POOL_MAX_HELD`; release one).
     SHMBUS_FULL = 6,
-    /// A multi-publisher bus skipped this publisher's claimed slot (it
+    /// A many-publisher bus skipped this publisher's claimed slot (it
     /// stalled past the bus's unblock timeout): nothing was published.
     SHMBUS_ABANDONED = 7,
     /// A stream's other side is gone (it exited or died) and nothing is

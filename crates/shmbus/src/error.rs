@@ -341,7 +341,7 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
-    /// A single-publisher bus opened by a multi-publisher one, or the other
+    /// A single-publisher bus opened by a many-publisher one, or the other
     /// way round (the header's `MULTI_PUBLISHER` flag).
     #[error("bus is {found}, a {expected} publisher cannot attach to it")]
     WrongPublishers {
@@ -350,7 +350,7 @@ pub enum AttachError {
         /// The mode of the publisher that tried.
         expected: Publishers,
     },
-    /// A multi-publisher pool bus made in another pid namespace: its
+    /// A many-publisher pool bus made in another pid namespace: its
     /// publishers free a dead publisher's loans by pid, and pids mean
     /// nothing across namespaces (subscribers may open it from anywhere).
     #[error(

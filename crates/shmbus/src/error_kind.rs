@@ -1,7 +1,7 @@
 //! What kind of failure an error is, across the error enums: the one
 //! classification the bindings share ([`ErrorKind`]).
 
-use crate::bus::{Abandoned, MpPublishError, PublishError};
+use crate::bus::{Abandoned, ManyPublishError, PublishError};
 use crate::error::{AttachError, CreateError, NameError, OpenError};
 use crate::stream::{PopError, PushError};
 use crate::wire::GeometryError;
@@ -277,23 +277,23 @@ impl Abandoned {
     }
 }
 
-impl MpPublishError {
+impl ManyPublishError {
     /// [`ErrorKind::TooLong`] or [`ErrorKind::Abandoned`].
     ///
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{ErrorKind, bus::MpPublisher};
+    /// use shmbus::{ErrorKind, bus::ManyPublisher};
     ///
-    /// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// let mut publisher = ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
     /// let err = publisher.publish(b"too long").unwrap_err();
     /// assert_eq!(err.kind(), ErrorKind::TooLong);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            MpPublishError::TooLong { .. } => ErrorKind::TooLong,
-            MpPublishError::Abandoned(e) => e.kind(),
+            ManyPublishError::TooLong { .. } => ErrorKind::TooLong,
+            ManyPublishError::Abandoned(e) => e.kind(),
         }
     }
 }
@@ -707,10 +707,10 @@ mod tests {
         };
         assert_eq!(PublishError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
         assert_eq!(
-            MpPublishError::TooLong { len: 2, max: 1 }.kind(),
+            ManyPublishError::TooLong { len: 2, max: 1 }.kind(),
             K::TooLong
         );
-        assert_eq!(MpPublishError::Abandoned(abandoned).kind(), K::Abandoned);
+        assert_eq!(ManyPublishError::Abandoned(abandoned).kind(), K::Abandoned);
         assert_eq!(abandoned.kind(), K::Abandoned);
         assert_eq!(LoanError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
         assert_eq!(

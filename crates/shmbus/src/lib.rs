@@ -80,7 +80,7 @@
 //! keyed messages into last-value-per-key.
 //!
 //! # Many publishers
-//! A bus made by [`MpPublisher::create`](bus::MpPublisher::create) takes any number of publisher
+//! A bus made by [`ManyPublisher::create`](bus::ManyPublisher::create) takes any number of publisher
 //! processes in one total order. A publisher killed between claiming a
 //! slot and committing it costs each subscriber one reported skipped
 //! message after the bus's unblock timeout, never a stall.

@@ -1,5 +1,5 @@
-//! loom models of the multi-publisher claim, commit and unblock protocol
-//! (`bus::claim`): the real `MpPublisher` and subscriber over the heap, through
+//! loom models of the many-publisher claim, commit and unblock protocol
+//! (`bus::claim`): the real `ManyPublisher` and subscriber over the heap, through
 //! the `sync` facade, with a zero unblock timeout so that every reader or
 //! lapping publisher that finds a claim unfinished may skip it at once, and
 //! loom explores both the commit-wins and the unblock-wins orders. Run with:
@@ -12,7 +12,7 @@ use loom::thread;
 
 use crate::loom_tests::model;
 
-use crate::bus::MpPublisher;
+use crate::bus::ManyPublisher;
 use crate::wait::WaitStrategy;
 use crate::{Received, Start};
 
@@ -27,7 +27,7 @@ fn loom_commit_and_unblock_exclude_each_other() {
     static COMMITTED: AtomicUsize = AtomicUsize::new(0);
     static SKIPPED: AtomicUsize = AtomicUsize::new(0);
     model(|| {
-        let mut publisher = MpPublisher::<Msg, _>::on_heap(2, Duration::ZERO).expect("geometry");
+        let mut publisher = ManyPublisher::<Msg, _>::on_heap(2, Duration::ZERO).expect("geometry");
         let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
         let writer = thread::spawn(move || publisher.publish(&[5, 5]));
         let got = loop {
@@ -67,7 +67,7 @@ fn loom_commit_and_unblock_exclude_each_other() {
 #[test]
 fn loom_a_lapping_publisher_skips_a_dead_claim_and_publishes_whole() {
     model(|| {
-        let a = MpPublisher::<Msg, _>::on_heap(1, Duration::ZERO).expect("geometry");
+        let a = ManyPublisher::<Msg, _>::on_heap(1, Duration::ZERO).expect("geometry");
         let mut b = a.another();
         let mut subscriber = a.subscribe(Start::Next, WaitStrategy::BusySpin);
         let ta = thread::spawn(move || {

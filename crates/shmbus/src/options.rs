@@ -10,7 +10,7 @@ use crate::mem::HugePages;
 use crate::wait::WaitStrategy;
 use crate::wire::TypeFingerprint;
 
-/// The unblock timeout of a multi-publisher bus created without one.
+/// The unblock timeout of a many-publisher bus created without one.
 pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 
 /// What every new segment's file gets, whatever it carries.
@@ -165,7 +165,7 @@ impl BusOptions {
         self.message = Some((name.to_owned(), align));
         self
     }
-    /// Multi-publisher buses: how long a claimed slot may stay uncommitted
+    /// Many-publisher buses: how long a claimed slot may stay uncommitted
     /// (its publisher died, or stalled) before it is skipped (default 1 s).
     ///
     /// # Examples
@@ -388,7 +388,7 @@ impl Default for OpenOptions {
 
 impl OpenOptions {
     /// The message type a raw-byte opener (`Subscriber<[u8]>`,
-    /// `Publisher<[u8]>::attach`, `MpPublisher<[u8]>::attach`, a journal's)
+    /// `Publisher<[u8]>::attach`, `ManyPublisher<[u8]>::attach`, a journal's)
     /// insists on: the bus must record this schema name, size and
     /// alignment, or the open fails with
     /// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch) naming

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{BusName, ShmDir};
 use shmbus::{
-    bus::MpPublisher,
+    bus::ManyPublisher,
     journal::{JournalOptions, JournalPublisher},
     pool::{PoolPublisher, PoolSubscriber},
     stream::{Consumer, Producer, StreamOptions},
@@ -217,7 +217,7 @@ fn a_forked_child_dropping_its_copy_of_a_journal_publisher_neither_panics_nor_st
 #[test]
 fn a_forked_child_dropping_its_copies_of_a_bus_subscriber_and_publisher_leaves_the_parents_entry() {
     let bus = BusName::new("fork-bus");
-    let publisher = MpPublisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
+    let publisher = ManyPublisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
     let sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
     let me = std::process::id();
     let live = || {

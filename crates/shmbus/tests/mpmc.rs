@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use common::{param, print_ready, print_result, role, spawn_child, BusName, Watched};
 use shmbus::internals::HookPoint;
 use shmbus::{
-    bus::{MpPublisher, SubscriberGroup},
+    bus::{ManyPublisher, SubscriberGroup},
     AttachError, BusOptions, OpenOptions, Publisher, Publishers, Received, Start, Subscriber,
     WaitStrategy,
 };
@@ -37,7 +37,7 @@ fn as_child_publish_as_one_of_many() {
         let id: u64 = param("SHMBUS_ID");
         let count: u64 = param("SHMBUS_COUNT");
         let stop: String = param("SHMBUS_STOP");
-        let mut p = MpPublisher::<Msg>::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p = ManyPublisher::<Msg>::attach(&name, &OpenOptions::default()).expect("attach");
         fn hang(_seq: u64) {
             print_ready();
             common::idle_until_killed();
@@ -157,7 +157,7 @@ fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_f
     // A long unblock timeout: no publisher here dies, so none may be
     // skipped, even one descheduled on a loaded machine.
     let opts = BusOptions::new(1 << 12).unblock_timeout(Duration::from_secs(30));
-    let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
+    let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let subs: Vec<_> = (0..2)
         .map(|_| spawn_subscriber(&bus, 4 * count, 4))
         .collect();
@@ -184,7 +184,7 @@ fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one
     let bus = BusName::new("mpkill");
     let unblock = Duration::from_millis(200);
     let opts = BusOptions::new(1 << 12).unblock_timeout(unblock);
-    let creator = MpPublisher::<Msg>::create(bus.name(), &opts).expect("create");
+    let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let (before, after) = (100u64, 1000u64);
     // Two victims (one stopped right after its fetch_add, one after its
     // `writing` stamp), each with `before` messages and one dead claim,
@@ -257,9 +257,9 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
     let single = BusName::new("single");
     let multi = BusName::new("multi");
     let _p = Publisher::<u64>::create(single.name(), &BusOptions::new(8)).expect("create");
-    let _m = MpPublisher::<u64>::create(multi.name(), &BusOptions::new(8)).expect("create");
+    let _m = ManyPublisher::<u64>::create(multi.name(), &BusOptions::new(8)).expect("create");
     let open = OpenOptions::default();
-    match MpPublisher::<u64>::attach(single.name(), &open) {
+    match ManyPublisher::<u64>::attach(single.name(), &open) {
         Err(AttachError::WrongPublishers { found, expected }) => {
             assert_eq!((found, expected), (Publishers::One, Publishers::Many));
         }
@@ -269,13 +269,13 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
         Err(e @ AttachError::WrongPublishers { .. }) => {
             assert_eq!(
                 e.to_string(),
-                "bus is multi-publisher, a single-publisher publisher cannot attach to it"
+                "bus is many-publisher, a single-publisher publisher cannot attach to it"
             );
         }
         other => panic!("expected WrongPublishers, got {:?}", other.err()),
     }
     // A second multi publisher in this process attaches beside the first.
-    let mut second = MpPublisher::<u64>::attach(multi.name(), &open).expect("attach");
+    let mut second = ManyPublisher::<u64>::attach(multi.name(), &open).expect("attach");
     assert_eq!(second.publish(&1), Ok(0));
     drop((_p, _m, second));
     single.finish();

@@ -99,7 +99,7 @@ fn as_child_pool_worker() {
     });
 }
 
-/// Tries to join a multi-publisher pool bus, and a subscriber to it, from
+/// Tries to join a many-publisher pool bus, and a subscriber to it, from
 /// wherever it was started (another pid namespace); prints the outcomes.
 #[test]
 fn as_child_pool_foreigner() {

@@ -76,8 +76,8 @@ pub struct CreateArgs {
     #[arg(long, value_name = "PATH")]
     pub journal: Option<PathBuf>,
     /// A broadcast bus: one publisher at a time, or with `many` any number
-    /// of `shmbus pub` processes at once (a multi-publisher bus, made by
-    /// the library's `MpPublisher::create`: claims by fetch_add).
+    /// of `shmbus pub` processes at once (a many-publisher bus, made by
+    /// the library's `ManyPublisher::create`: claims by fetch_add).
     #[arg(long, value_enum, default_value_t = PublisherCount::One)]
     pub publishers: PublisherCount,
     /// With `--publishers many`: milliseconds a claimed message may stay
@@ -234,7 +234,10 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
-            shmbus::bus::MpPublisher::<[u8]>::create(&args.name, &opts.clone().msg_size(msg_size))?;
+            shmbus::bus::ManyPublisher::<[u8]>::create(
+                &args.name,
+                &opts.clone().msg_size(msg_size),
+            )?;
         }
         (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
             Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,

@@ -103,12 +103,12 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                 .map_err(|e| CliError::runtime(e.to_string()))
         }
         Err(AttachError::WrongPublishers { .. }) => {
-            // A multi-publisher bus: any number of `shmbus pub` at once.
-            let mut publisher = shmbus::bus::MpPublisher::<[u8]>::attach(&args.name, &opts)?;
+            // A many-publisher bus: any number of `shmbus pub` at once.
+            let mut publisher = shmbus::bus::ManyPublisher::<[u8]>::attach(&args.name, &opts)?;
             let max = publisher.msg_size();
             publish_lines(io::stdin().lock(), max, BUS, |line, number| {
                 publisher.publish(line).map(drop).map_err(|e| match e {
-                    shmbus::bus::MpPublishError::TooLong { .. } => {
+                    shmbus::bus::ManyPublishError::TooLong { .. } => {
                         CliError::usage(format!("line {number}: {e}"))
                     }
                     _ => CliError::runtime(format!("line {number}: {e}")),

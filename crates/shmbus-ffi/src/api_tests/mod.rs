@@ -445,7 +445,7 @@ fn every_close_accepts_null() {
     unsafe {
         shmbus_publisher_close(null_mut());
         shmbus_subscriber_close(null_mut());
-        shmbus_mp_publisher_close(null_mut());
+        shmbus_many_publisher_close(null_mut());
         shmbus_producer_close(null_mut());
         shmbus_consumer_close(null_mut());
         assert_eq!(
@@ -483,11 +483,11 @@ fn many_publishers_share_one_bus_in_one_order() {
     // SAFETY: as in the first test.
     unsafe {
         assert_eq!(
-            shmbus_mp_publisher_create(bus.ptr(), &bus_opts(16, 8), &mut a),
+            shmbus_many_publisher_create(bus.ptr(), &bus_opts(16, 8), &mut a),
             Status::SHMBUS_OK
         );
         assert_eq!(
-            shmbus_mp_publisher_attach(bus.ptr(), null(), &mut b),
+            shmbus_many_publisher_attach(bus.ptr(), null(), &mut b),
             Status::SHMBUS_OK
         );
         assert_eq!(
@@ -496,7 +496,7 @@ fn many_publishers_share_one_bus_in_one_order() {
         );
         let mut size = 0;
         assert_eq!(
-            shmbus_mp_publisher_msg_size(b, &mut size),
+            shmbus_many_publisher_msg_size(b, &mut size),
             Status::SHMBUS_OK
         );
         assert_eq!(size, 8);
@@ -504,7 +504,7 @@ fn many_publishers_share_one_bus_in_one_order() {
         for (p, m) in [(a, &b"from a"[..]), (b, b"from b"), (a, b"again a")] {
             let mut seq = 0;
             assert_eq!(
-                shmbus_mp_publisher_publish(p, m.as_ptr().cast(), m.len(), &mut seq),
+                shmbus_many_publisher_publish(p, m.as_ptr().cast(), m.len(), &mut seq),
                 Status::SHMBUS_OK
             );
             seqs.push(seq);
@@ -516,12 +516,12 @@ fn many_publishers_share_one_bus_in_one_order() {
         }
         let long = [0u8; 9];
         assert_eq!(
-            shmbus_mp_publisher_publish(a, long.as_ptr().cast(), 9, null_mut()),
+            shmbus_many_publisher_publish(a, long.as_ptr().cast(), 9, null_mut()),
             Status::SHMBUS_ERROR
         );
         shmbus_subscriber_close(s);
-        shmbus_mp_publisher_close(a);
-        shmbus_mp_publisher_close(b);
+        shmbus_many_publisher_close(a);
+        shmbus_many_publisher_close(b);
     }
 }
 
@@ -1156,7 +1156,7 @@ fn a_bus_created_with_a_type_records_it_and_a_bad_alignment_is_refused() {
         good.type_align = 8;
         let mut mp = null_mut();
         assert_eq!(
-            shmbus_mp_publisher_create(bus.ptr(), &good, &mut mp),
+            shmbus_many_publisher_create(bus.ptr(), &good, &mut mp),
             Status::SHMBUS_OK,
             "{}",
             last_error()
@@ -1167,18 +1167,18 @@ fn a_bus_created_with_a_type_records_it_and_a_bad_alignment_is_refused() {
         other.type_align = 8;
         let mut mp2 = null_mut();
         assert_eq!(
-            shmbus_mp_publisher_attach(bus.ptr(), &other, &mut mp2),
+            shmbus_many_publisher_attach(bus.ptr(), &other, &mut mp2),
             Status::SHMBUS_ERROR
         );
         let e = last_error();
         assert!(e.contains("md.Tick") && e.contains("md.Quote"), "{e}");
         // A raw opener (no type named) takes a bus of any type.
         assert_eq!(
-            shmbus_mp_publisher_attach(bus.ptr(), null(), &mut mp2),
+            shmbus_many_publisher_attach(bus.ptr(), null(), &mut mp2),
             Status::SHMBUS_OK
         );
-        shmbus_mp_publisher_close(mp2);
-        shmbus_mp_publisher_close(mp);
+        shmbus_many_publisher_close(mp2);
+        shmbus_many_publisher_close(mp);
     }
 }
 

@@ -1,8 +1,8 @@
 //! Many publishers on one bus: the claim, commit and unblock steps of the
 //! slot protocol, and a claim that survives its publisher's death.
 //!
-//! A bus created by `MpPublisher::create` has the header flag
-//! `MULTI_PUBLISHER`; any number of processes attach `MpPublisher`s to it.
+//! A bus created by `ManyPublisher::create` has the header flag
+//! `MULTI_PUBLISHER`; any number of processes attach `ManyPublisher`s to it.
 //! Subscribers are the broadcast ones, unchanged, and see one total order.
 //!
 //! # Invariants (extending the bus module's)
@@ -29,7 +29,7 @@
 //!   commit CAS fails gets `Abandoned` and publishes nothing; it never
 //!   moves a stamp someone else moved on.
 //! - Unblockers are any subscriber (which is why subscribers of a
-//!   multi-publisher bus map the data pages read-write, unlike those of a
+//!   many-publisher bus map the data pages read-write, unlike those of a
 //!   single-publisher bus) and the claimer of the slot's next lap. A reader
 //!   that finds `abandoned(s)` reports `Received::Lagged { skipped: 1 }`
 //!   and goes on at `s + 1`, so delivered + skipped == published holds per
@@ -40,7 +40,7 @@
 //! # Liveness: timeouts only
 //! A claim carries no owner, so a publisher's death is inferred from time
 //! alone, as Aeron's publication unblock does: there is no per-publisher
-//! registry. Every `MpPublisher` holds a *shared* lock on the publisher
+//! registry. Every `ManyPublisher` holds a *shared* lock on the publisher
 //! lock byte, so `stat` and `clean` still see "a publisher is alive".
 //!
 //! The cost of timeouts only: a publisher that is alive but stalled for
@@ -54,7 +54,7 @@
 //! # Why a second mode
 //! shmbus's basic design has one publisher per bus: a single writer needs
 //! no read-modify-write on the hot path, only stores (of stamp, payload and
-//! cursor), and its death is known from its lock. Multi-publisher buses are
+//! cursor), and its death is known from its lock. Many-publisher buses are
 //! a second mode, chosen at creation and recorded in the header
 //! (`MULTI_PUBLISHER`), rather than a change to the first, so that
 //! single-publisher buses keep their plain stores and their faster path,
@@ -69,7 +69,7 @@ use crate::mem::Region;
 use crate::sync::{fence, Ordering};
 use crate::wire::{control, Header};
 
-/// Writes the multi-publisher control fields of a bus being built (before
+/// Writes the many-publisher control fields of a bus being built (before
 /// its magic): the unblock timeout.
 pub(crate) fn init_control<R: Region>(region: &R, header: &Header, unblock: Duration) {
     let ns = u64::try_from(unblock.as_nanos()).unwrap_or(u64::MAX);
@@ -91,7 +91,7 @@ impl<R: Region> Ring<R> {
     /// Claims the next sequence.
     #[inline]
     pub(crate) fn claim(&self) -> u64 {
-        // Relaxed: on a multi-publisher bus the cursor publishes nothing; the
+        // Relaxed: on a many-publisher bus the cursor publishes nothing; the
         // RMW alone makes every claim unique.
         self.cursor().fetch_add(1, Ordering::Relaxed)
     }
@@ -183,7 +183,7 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// A reader at `*pos` found its slot empty on a multi-publisher bus. If
+    /// A reader at `*pos` found its slot empty on a many-publisher bus. If
     /// `*pos` has been claimed and uncommitted for longer than the unblock
     /// timeout (as this reader measured, from its first sight), skips it.
     #[cold]

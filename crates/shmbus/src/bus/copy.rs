@@ -100,7 +100,7 @@ pub(crate) fn load(words: &[AtomicU64], dst: &mut [u8]) {
 
 /// Copies `src` into `words`, padded with zeros to the end of `words`.
 /// Called by the publisher that moved the slot's stamp to `writing`; on a
-/// multi-publisher bus a stalled one may still be in here after an
+/// many-publisher bus a stalled one may still be in here after an
 /// unblocker took the slot from it (see the `SAFETY` comment inside).
 ///
 /// # Panics
@@ -122,7 +122,7 @@ pub(crate) fn store(words: &[AtomicU64], src: &[u8]) {
             // this block writes them with per-byte atomic effect (module
             // docs), so every access that can race it is atomic too: a
             // reader's copy (`load`), and another writer's stores. The odd
-            // stamp does not rule out another writer: on a multi-publisher
+            // stamp does not rule out another writer: on a many-publisher
             // bus a claimer stalled inside its copy past the unblock
             // timeout may still be storing into this slot after its next
             // lap was claimed (`claim.rs`, "Liveness: timeouts only").

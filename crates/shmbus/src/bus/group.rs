@@ -16,7 +16,7 @@ use crate::wait::{Wait, WaitStrategy};
 /// `N` logical subscribers in one process that read each slot once: every
 /// receive makes one seqlock read and advances all `N` cursors, and every
 /// consumer sees exactly what `N` independent subscribers started at the
-/// same place would see. Works on single- and multi-publisher buses.
+/// same place would see. Works on single- and many-publisher buses.
 ///
 /// # Examples
 /// ```

@@ -1,5 +1,5 @@
 //! A ring on the heap, for threads of one process, loom and Miri: built
-//! as `segment.rs` builds one in /dev/shm, the multi-publisher control
+//! as `segment.rs` builds one in /dev/shm, the many-publisher control
 //! fields (`claim`) included. Its own file so that `ring` imports nothing
 //! of `claim`, which sits on `ring`.
 
@@ -12,7 +12,7 @@ use crate::mem::HeapRegion;
 use crate::wire::{flags, Header, TypeFingerprint};
 
 /// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`
-/// makes it a multi-publisher ring with that unblock timeout.
+/// makes it a many-publisher ring with that unblock timeout.
 pub(crate) fn heap_ring(
     capacity: u64,
     msg: TypeFingerprint,

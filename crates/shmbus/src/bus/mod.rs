@@ -3,9 +3,9 @@
 //!
 //! Files: `stamp.rs` (the stamp codec), `copy.rs` (the racing payload
 //! copy), `ring.rs` (the slot protocol over a
-//! region: write, read, lap, sleep), `claim.rs` (its multi-publisher steps),
+//! region: write, read, lap, sleep), `claim.rs` (its many-publisher steps),
 //! `payload.rs` (typed or raw messages), then the handles users hold:
-//! [`Publisher`], [`MpPublisher`], [`Subscriber`], [`SubscriberGroup`].
+//! [`Publisher`], [`ManyPublisher`], [`Subscriber`], [`SubscriberGroup`].
 //!
 //! # Invariants
 //! - Slot `i` (of `capacity`, a power of two) lives at
@@ -17,7 +17,7 @@
 //!   sequence is `f` starts every stamp at `2f`, "complete up to f - 1", so
 //!   the encoding needs no special empty value and crosses u64::MAX like any
 //!   other number. Readers compare stamps by their signed wrapping distance.
-//!   `abandoned(s) = done(s) ^ 2^63` says "`s` is lost": a multi-publisher
+//!   `abandoned(s) = done(s) ^ 2^63` says "`s` is lost": a many-publisher
 //!   bus's skipped claim (`claim.rs`), or a sequence a single publisher gave
 //!   up with `Publisher::skip` (a bridge relaying another bus's losses).
 //!   Readers report it as one skipped message, and the stamp carries no
@@ -81,7 +81,7 @@
 //! write access to the file is trust in the peer; these rules only keep
 //! corruption from hanging readers or inventing lag.
 //!
-//! Multi-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
+//! Many-publisher buses (header flag `MULTI_PUBLISHER`) share this slot
 //! protocol; their claim, commit and unblock rules are in `claim.rs`,
 //! whose invariants extend the ones above. The single-publisher paths here
 //! test the mode only on their slow paths (a stamp other than the one
@@ -95,7 +95,7 @@ pub(crate) mod claim;
 mod copy;
 mod group;
 mod heap;
-mod mp_publisher;
+mod many_publisher;
 mod payload;
 mod publisher;
 pub(crate) mod ring;
@@ -109,8 +109,8 @@ mod tests;
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`
-pub use mp_publisher::HookPoint;
-pub use mp_publisher::{Abandoned, MpPublishError, MpPublisher};
+pub use many_publisher::HookPoint;
+pub use many_publisher::{Abandoned, ManyPublishError, ManyPublisher};
 pub use payload::Payload;
 pub use publisher::{PublishError, Publisher, SkipError};
 pub use subscriber::Subscriber;

@@ -1,5 +1,5 @@
 //! What a bus carries: a plain-old-data type `T`, or raw bytes of a size
-//! chosen when the bus is made. Every handle (`Publisher`, `MpPublisher`,
+//! chosen when the bus is made. Every handle (`Publisher`, `ManyPublisher`,
 //! `Subscriber`) is one implementation generic over its payload; only the
 //! few calls whose signatures differ (a `&T` or a `&[u8]`) are written
 //! twice, each a line over the shared code.

@@ -398,7 +398,7 @@ mod shm {
         /// [`AttachError::PublisherActive`] if a live process publishes on
         /// it, [`AttachError::Journaled`] for a journaled bus (attach a
         /// `JournalPublisher`), [`AttachError::WrongPublishers`] for a
-        /// multi-publisher bus.
+        /// many-publisher bus.
         ///
         /// # Examples
         /// ```

@@ -2,7 +2,7 @@
 //! subscriber's read, lap and stuck-cursor checks, `latest`, and sleeping
 //! on the futex. The bus module's invariants and "Untrusted stamps" rules
 //! are what this file implements; [`super::claim`] adds the
-//! multi-publisher steps to the same [`Ring`].
+//! many-publisher steps to the same [`Ring`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,11 +25,11 @@ pub(crate) enum Slot {
     Empty,
     /// Overwritten: the slot holds (or is being written with) `newer`.
     Lapped { newer: u64 },
-    /// Claimed and never committed; skipped (multi-publisher buses).
+    /// Claimed and never committed; skipped (many-publisher buses).
     Abandoned,
 }
 
-/// A subscriber's memory of a claimed slot it waits on (multi-publisher
+/// A subscriber's memory of a claimed slot it waits on (many-publisher
 /// buses): which sequence, and since when.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Stall {
@@ -45,7 +45,7 @@ pub(crate) struct Ring<R> {
     /// Publisher side: this process is registered for the asymmetric
     /// barrier, so `wake_sleepers` needs only a compiler fence (see `wait`).
     light_barrier: bool,
-    /// Multi-publisher buses: how long a claimed slot may stay uncommitted
+    /// Many-publisher buses: how long a claimed slot may stay uncommitted
     /// before anyone may skip it (`control::UNBLOCK_NS`).
     unblock: Duration,
 }
@@ -278,7 +278,7 @@ impl<R: Region> Ring<R> {
     /// Publishes sequences `seq .. seq + n` as lost (single publisher):
     /// the last `min(n, capacity)` of them get the stamp `abandoned(s)`,
     /// which readers report as one skipped message each (as a skipped claim
-    /// of a multi-publisher bus); a reader further behind finds a stamp of
+    /// of a many-publisher bus); a reader further behind finds a stamp of
     /// a later lap and is lapped, exactly as by `n` real messages. No
     /// payload is written: a reader mid-copy of an older message sees the
     /// stamp change and drops its copy.
@@ -300,7 +300,7 @@ impl<R: Region> Ring<R> {
 
     /// Copies `src` into the payload of `seq`'s slot, zero-padded. Called by
     /// the publisher that moved the slot's stamp to `writing(seq)`, which
-    /// on a multi-publisher bus need not still hold it (`copy::store`).
+    /// on a many-publisher bus need not still hold it (`copy::store`).
     #[inline]
     pub(crate) fn store_payload(&self, seq: u64, src: &[u8]) {
         copy::store(self.payload(seq), src);
@@ -392,7 +392,7 @@ impl<R: Region> Ring<R> {
     /// cursor (or a random stamp) almost never passes. A real one fails
     /// only if the publisher lapped that slot twice between our two loads;
     /// every caller then waits and looks again, so that costs nothing but
-    /// time. (A multi-publisher cursor counts claims: not checked.)
+    /// time. (A many-publisher cursor counts claims: not checked.)
     fn slots_confirm(&self, head: u64) -> bool {
         if self.geo.multi || head == self.geo.first_seq {
             return true;
@@ -417,7 +417,7 @@ impl<R: Region> Ring<R> {
     }
 
     /// One step of a subscriber at `*pos` that keeps no stall memory (on a
-    /// multi-publisher bus it skips a stalled claim only with a zero
+    /// many-publisher bus it skips a stalled claim only with a zero
     /// unblock timeout).
     #[cfg_attr(not(loom), allow(dead_code))]
     #[inline]
@@ -474,7 +474,7 @@ impl<R: Region> Ring<R> {
     }
 
     /// Skips `*pos`, whose stamp no publisher wrote in this state (a claim
-    /// skipped on a multi-publisher bus, or a corrupt stamp), if the cursor
+    /// skipped on a many-publisher bus, or a corrupt stamp), if the cursor
     /// says it was claimed or published; otherwise there is nothing to
     /// skip yet: the publisher rewrites the stamp when it gets there.
     #[cold]
@@ -497,7 +497,7 @@ impl<R: Region> Ring<R> {
     fn check_stuck(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Option<Poll> {
         let head = self.head();
         if self.geo.multi || ahead(head, *pos) <= 0 || !self.slots_confirm(head) {
-            // Multi-publisher buses: a claim that stays unfinished is
+            // Many-publisher buses: a claim that stays unfinished is
             // skipped by `unblock` after its timeout.
             return None;
         }

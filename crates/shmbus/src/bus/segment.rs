@@ -1,6 +1,6 @@
 //! A bus's segment in /dev/shm: the steps between `segment` (file, header,
 //! magic) and a ring a handle can use. Creating one (single or
-//! multi-publisher), opening it for a role, taking the publisher's role,
+//! many-publisher), opening it for a role, taking the publisher's role,
 //! and registering a subscriber so `stat` can name it.
 
 use super::activity::Activity;
@@ -17,7 +17,7 @@ use crate::wire::{
 };
 
 /// Creates a bus of payload `T` as `opts` say; `multi` makes it a
-/// multi-publisher bus, whose every publisher shares the publisher lock.
+/// many-publisher bus, whose every publisher shares the publisher lock.
 pub(crate) fn create<T: ?Sized + Payload>(
     name: &str,
     opts: &BusOptions,
@@ -137,7 +137,7 @@ pub(crate) fn open_header(
     expect_pool(&header, pool)?;
     header.expect(Kind::Broadcast, msg)?;
     if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
-        // Subscribers of a multi-publisher bus may skip an abandoned claim,
+        // Subscribers of a many-publisher bus may skip an abandoned claim,
         // a CAS on its stamp (see `claim`): the slots become writable; a
         // pool's state words and blocks after them stay read-only.
         let data = header.data_offset as usize;

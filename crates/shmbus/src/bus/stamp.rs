@@ -14,7 +14,7 @@ pub(crate) fn writing(seq: u64) -> u64 {
 }
 
 /// The top stamp bit: `done(s) ^ ABANDONED_BIT` says "sequence `s` was
-/// claimed and never committed" (multi-publisher buses, see `claim`).
+/// claimed and never committed" (many-publisher buses, see `claim`).
 const ABANDONED_BIT: u64 = 1 << 63;
 
 #[inline]

@@ -271,7 +271,7 @@ mod claim {
 
     use crate::bus::stamp::{abandoned, decode, done, writing, Stamp};
     use crate::bus::Received::{Lagged, Message};
-    use crate::bus::{MpPublisher, SubscriberGroup};
+    use crate::bus::{ManyPublisher, SubscriberGroup};
     use crate::options::Start;
     use crate::options::DEFAULT_UNBLOCK;
     use crate::wait::WaitStrategy;
@@ -298,7 +298,7 @@ mod claim {
 
     #[test]
     fn messages_of_two_publishers_arrive_in_one_order_each_publisher_in_its_own() {
-        let mut a = MpPublisher::<[u64; 2], _>::on_heap(64, DEFAULT_UNBLOCK).expect("geometry");
+        let mut a = ManyPublisher::<[u64; 2], _>::on_heap(64, DEFAULT_UNBLOCK).expect("geometry");
         let mut b = a.another();
         let mut s = a.subscribe(Start::Oldest, WaitStrategy::BusySpin);
         for i in 0..10 {
@@ -316,7 +316,7 @@ mod claim {
     #[test]
     fn a_claim_never_committed_is_skipped_as_one_lagged_slot_after_the_timeout() {
         let unblock = Duration::from_millis(20);
-        let mut p = MpPublisher::<u64, _>::on_heap(8, unblock).expect("geometry");
+        let mut p = ManyPublisher::<u64, _>::on_heap(8, unblock).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         // A publisher that claims and dies: the claim alone, no stamp.
         let dead = p.claim_for_test();
@@ -341,7 +341,7 @@ mod claim {
 
     #[test]
     fn a_publisher_committing_after_its_claim_was_skipped_gets_abandoned() {
-        let p = MpPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
+        let p = ManyPublisher::<u64, _>::on_heap(8, Duration::ZERO).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let seq = p.claim_for_test();
         p.w.ring.begin(seq).expect("slot free");
@@ -352,7 +352,8 @@ mod claim {
 
     #[test]
     fn a_publisher_lapping_an_unfinished_claim_skips_it_after_the_timeout() {
-        let mut p = MpPublisher::<u64, _>::on_heap(2, Duration::from_millis(5)).expect("geometry");
+        let mut p =
+            ManyPublisher::<u64, _>::on_heap(2, Duration::from_millis(5)).expect("geometry");
         let mut s = p.subscribe(Start::Next, WaitStrategy::BusySpin);
         let stuck = p.claim_for_test();
         p.w.ring.begin(stuck).expect("slot free");

@@ -10,7 +10,7 @@ use crate::sync::{AtomicU32, AtomicU64};
 pub(crate) const HEAP_PAGE: u64 = 512;
 
 /// A region on the heap: for threads of one process, loom and Miri. The
-/// heap handles (`Publisher::on_heap`, `MpPublisher::on_heap`) build their
+/// heap handles (`Publisher::on_heap`, `ManyPublisher::on_heap`) build their
 /// bus in one, shared by an `Arc`.
 ///
 /// # Examples

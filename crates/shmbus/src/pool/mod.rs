@@ -30,7 +30,7 @@
 //!   lock after it (clearing a dead subscriber's holds). Its bit in
 //!   `POOL_ACTIVE` is set before its first hold and cleared after its last.
 //! - A loan names its publisher by pid, and a sweep frees the loans of
-//!   pids that are gone, so every publisher of a multi-publisher pool bus
+//!   pids that are gone, so every publisher of a many-publisher pool bus
 //!   is in the creator's pid namespace (header `POOL_PID_NS`, checked by
 //!   `attach_many`); a single-publisher bus frees all loans on attach.
 //! - Everything read from the file is checked: a descriptor naming a block

@@ -297,7 +297,7 @@ impl<R: Region> Loan<'_, R> {
     /// the message's sequence number.
     ///
     /// # Errors
-    /// [`Abandoned`] on a multi-publisher bus whose claim was skipped (the
+    /// [`Abandoned`] on a many-publisher bus whose claim was skipped (the
     /// publisher stalled past the unblock timeout): nothing was published
     /// and the block is free again. A single-publisher bus never fails.
     ///
@@ -519,7 +519,7 @@ mod shm {
         /// [`PoolPublisher::create_many`].
         ///
         /// # Errors
-        /// As [`crate::bus::MpPublisher::attach`];
+        /// As [`crate::bus::ManyPublisher::attach`];
         /// [`crate::OpenError::PoolMismatch`] for a bus without a pool.
         ///
         /// # Examples

@@ -54,7 +54,7 @@ pub(crate) fn age(word: u64, head: u64) -> u64 {
 /// Whether the descriptor of the published `word` has left a ring of
 /// `capacity` slots whose cursor is `head`: its sequence is more than
 /// `capacity` behind. A sequence at or past `head` (age near 2^62) is not:
-/// on a multi-publisher bus another publisher may have claimed and
+/// on a many-publisher bus another publisher may have claimed and
 /// published it after this reader loaded `head`. So a corrupt word naming
 /// a far sequence keeps its block out of the pool: a hostile writer can
 /// exhaust the pool (a typed error), never give one block two writers.

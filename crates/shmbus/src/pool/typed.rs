@@ -91,7 +91,7 @@ impl<T: Pod, R: Region> TypedLoan<'_, T, R> {
     /// Publishes the `T`: as [`Loan::publish`].
     ///
     /// # Errors
-    /// [`Abandoned`] as for [`Loan::publish`] (a multi-publisher bus only).
+    /// [`Abandoned`] as for [`Loan::publish`] (a many-publisher bus only).
     ///
     /// # Examples
     /// ```

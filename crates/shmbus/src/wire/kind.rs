@@ -71,17 +71,17 @@ impl fmt::Display for Kind {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher, Publishers, bus::MpPublisher};
+/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher, Publishers, bus::ManyPublisher};
 /// # let name = format!("/dev/shm/shmbus-doc-publishers-{}", std::process::id());
-/// let many = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
-/// // A single-publisher handle on a multi-publisher bus:
+/// let many = ManyPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// // A single-publisher handle on a many-publisher bus:
 /// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
 ///     Err(AttachError::WrongPublishers { found, expected }) => {
 ///         assert_eq!((found, expected), (Publishers::Many, Publishers::One));
-///         assert_eq!(found.to_string(), "multi-publisher");
+///         assert_eq!(found.to_string(), "many-publisher");
 ///     }
 ///     Err(other) => panic!("unexpected error: {other}"),
-///     Ok(_) => panic!("a multi-publisher bus takes MpPublishers only"),
+///     Ok(_) => panic!("a many-publisher bus takes ManyPublishers only"),
 /// }
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -90,7 +90,7 @@ impl fmt::Display for Kind {
 pub enum Publishers {
     /// One `Publisher` at a time.
     One,
-    /// Any number of `MpPublisher`s.
+    /// Any number of `ManyPublisher`s.
     Many,
 }
 
@@ -98,7 +98,7 @@ impl std::fmt::Display for Publishers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Publishers::One => "single-publisher",
-            Publishers::Many => "multi-publisher",
+            Publishers::Many => "many-publisher",
         })
     }
 }

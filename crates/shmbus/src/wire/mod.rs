@@ -17,7 +17,7 @@
 //!   (the registry aside: each entry is written once, by its subscriber).
 //! - Data pages start at `data_offset`. A broadcast bus has `capacity`
 //!   slots of `slot_size` bytes there, written by its publisher (by every
-//!   publisher of a multi-publisher bus, whose subscribers may also mark a
+//!   publisher of a many-publisher bus, whose subscribers may also mark a
 //!   stuck slot's stamp abandoned, see `bus::claim`); a stream has a ring of
 //!   `capacity` bytes, written by its producer (see `stream`).
 //! - Nothing trusts the file: `Header::read` (in `segment`) checks every field a
@@ -108,7 +108,7 @@ pub mod header {
     pub const POOL_BLOCKS: usize = 432;
     /// u64: pool buses: bytes per block, a multiple of 64; else 0.
     pub const POOL_BLOCK_SIZE: usize = 440;
-    /// u64: multi-publisher pool buses: the inode of the creator's pid
+    /// u64: many-publisher pool buses: the inode of the creator's pid
     /// namespace, the only one whose publishers may attach (loans are
     /// recorded by pid); 0 if unknown, or any other bus.
     pub const POOL_PID_NS: usize = 448;
@@ -118,7 +118,7 @@ pub mod header {
 pub mod flags {
     /// The bus has a journal; its path is in the header.
     pub const JOURNALED: u32 = 1;
-    /// Set at creation for a bus written by `MpPublisher`s (claims with
+    /// Set at creation for a bus written by `ManyPublisher`s (claims with
     /// fetch_add, commits with CAS); clear for a single-publisher bus.
     pub const MULTI_PUBLISHER: u32 = 1 << 1;
     /// Set at creation for a segment backed by huge pages (transparent or
@@ -136,14 +136,14 @@ pub mod flags {
 /// Byte offsets in the control page, relative to `control_offset`.
 pub mod control {
     /// u64: next sequence the publisher will write (Release by the
-    /// publisher); on a multi-publisher bus, the next sequence to claim.
+    /// publisher); on a many-publisher bus, the next sequence to claim.
     pub const CURSOR: usize = 0;
     /// u64: publisher generation, bumped by every publisher that attaches
-    /// to a single-publisher bus (1 for a multi-publisher bus's whole life).
+    /// to a single-publisher bus (1 for a many-publisher bus's whole life).
     pub const EPOCH: usize = 64;
     /// u32: pid of the current (or last) publisher.
     pub const PUBLISHER_PID: usize = 128;
-    /// u64: multi-publisher buses only: the unblock timeout in ns, written
+    /// u64: many-publisher buses only: the unblock timeout in ns, written
     /// once by the creator before the magic, read by every party. Unused on
     /// a single-publisher bus (where an old build kept a u32 count of
     /// sleepers).

@@ -1,4 +1,4 @@
-//! [`MpPublisher`]: one of any number of publishers on a multi-publisher
+//! [`ManyPublisher`]: one of any number of publishers on a many-publisher
 //! bus. The claim, commit and unblock rules it follows are in
 //! [`super::claim`].
 
@@ -27,9 +27,9 @@ use crate::wait::WaitStrategy;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::bus::{Abandoned, MpPublisher};
+/// use shmbus::bus::{Abandoned, ManyPublisher};
 ///
-/// let mut publisher = MpPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
+/// let mut publisher = ManyPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
 /// match publisher.publish(&7) {
 ///     Ok(seq) => assert_eq!(seq, 0),
 ///     // Nothing was published under `seq`: publish again if it matters.
@@ -49,23 +49,23 @@ pub struct Abandoned {
     pub unblock: Duration,
 }
 
-/// Why a raw message could not be published on a multi-publisher bus.
+/// Why a raw message could not be published on a many-publisher bus.
 ///
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::bus::{MpPublishError, MpPublisher};
+/// use shmbus::bus::{ManyPublishError, ManyPublisher};
 ///
-/// let mut publisher = MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+/// let mut publisher = ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
 /// assert_eq!(
 ///     publisher.publish(b"too long"),
-///     Err(MpPublishError::TooLong { len: 8, max: 4 })
+///     Err(ManyPublishError::TooLong { len: 8, max: 4 })
 /// );
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum MpPublishError {
+pub enum ManyPublishError {
     /// Longer than the bus's message size.
     #[error("message is {len} bytes, the bus carries at most {max}")]
     TooLong {
@@ -98,7 +98,7 @@ struct Hook {
     call: fn(u64),
 }
 
-/// The publishing steps every multi-publisher handle shares.
+/// The publishing steps every many-publisher handle shares.
 pub(crate) struct Writer<R> {
     pub(crate) ring: Ring<R>,
     #[cfg(feature = "test-hooks")]
@@ -150,8 +150,8 @@ impl<R: Region> Writer<R> {
     }
 }
 
-/// One of any number of publishers of payload `T` on a multi-publisher bus
-/// (one created by [`MpPublisher::create`]): every process attaches its
+/// One of any number of publishers of payload `T` on a many-publisher bus
+/// (one created by [`ManyPublisher::create`]): every process attaches its
 /// own, and subscribers (the ordinary [`Subscriber`]) see one total order.
 /// A publisher killed between claiming a slot and committing it costs
 /// subscribers one reported skipped message after the bus's unblock
@@ -160,9 +160,9 @@ impl<R: Region> Writer<R> {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{Received, Start, Wait, WaitStrategy, bus::MpPublisher};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, bus::ManyPublisher};
 ///
-/// let mut a = MpPublisher::<u64, _>::on_heap(64, Duration::from_secs(1))?;
+/// let mut a = ManyPublisher::<u64, _>::on_heap(64, Duration::from_secs(1))?;
 /// let mut b = a.another();
 /// let mut subscriber = a.subscribe(Start::Next, WaitStrategy::default());
 /// a.publish(&1)?;
@@ -171,23 +171,23 @@ impl<R: Region> Writer<R> {
 /// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(2)));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct MpPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
+pub struct ManyPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) w: Writer<R>,
     _payload: PhantomData<fn(&T)>,
 }
 
-impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for MpPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for ManyPublisher<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MpPublisher")
+        f.debug_struct("ManyPublisher")
             .field("capacity", &self.w.ring.capacity())
             .field("msg_size", &self.w.ring.msg_size())
             .finish_non_exhaustive()
     }
 }
 
-impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> ManyPublisher<T, R> {
     pub(crate) fn from_ring(ring: Ring<R>) -> Self {
-        MpPublisher {
+        ManyPublisher {
             w: Writer::new(ring),
             _payload: PhantomData,
         }
@@ -197,7 +197,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::ManyPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.slots(), 64);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -209,7 +209,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::ManyPublisher::<u64, _>::on_heap(64, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.msg_size(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -222,7 +222,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(64, Duration::from_millis(250))?;
+    /// let p = shmbus::bus::ManyPublisher::<u64, _>::on_heap(64, Duration::from_millis(250))?;
     /// assert_eq!(p.unblock_timeout(), Duration::from_millis(250));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -243,7 +243,7 @@ impl<T: ?Sized + Payload, R: Region> MpPublisher<T, R> {
     }
 }
 
-impl<T: Message, R: Region> MpPublisher<T, R> {
+impl<T: Message, R: Region> ManyPublisher<T, R> {
     /// Claims the next sequence and publishes `msg` under it, overwriting
     /// the oldest message if the ring is full. Returns the sequence.
     ///
@@ -254,7 +254,7 @@ impl<T: Message, R: Region> MpPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let mut p = shmbus::bus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let mut p = shmbus::bus::ManyPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// assert_eq!(p.publish(&5)?, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -264,26 +264,26 @@ impl<T: Message, R: Region> MpPublisher<T, R> {
     }
 }
 
-impl<R: Region> MpPublisher<[u8], R> {
+impl<R: Region> ManyPublisher<[u8], R> {
     /// Publishes `bytes`, zero-padded to the message size.
     ///
     /// # Errors
-    /// [`MpPublishError::TooLong`] for more bytes than the message size
-    /// (nothing published), [`MpPublishError::Abandoned`] as for a typed
+    /// [`ManyPublishError::TooLong`] for more bytes than the message size
+    /// (nothing published), [`ManyPublishError::Abandoned`] as for a typed
     /// publish.
     ///
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let mut p = shmbus::bus::MpPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// let mut p = shmbus::bus::ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
     /// assert_eq!(p.publish(b"abc")?, 0);
     /// assert!(p.publish(b"abcde").is_err());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, MpPublishError> {
+    pub fn publish(&mut self, bytes: &[u8]) -> Result<u64, ManyPublishError> {
         let max = self.msg_size();
         if bytes.len() > max {
-            return Err(MpPublishError::TooLong {
+            return Err(ManyPublishError::TooLong {
                 len: bytes.len(),
                 max,
             });
@@ -292,8 +292,8 @@ impl<R: Region> MpPublisher<[u8], R> {
     }
 }
 
-impl<T: Message> MpPublisher<T, Arc<HeapRegion>> {
-    /// A multi-publisher bus of `capacity` slots on the heap, for threads
+impl<T: Message> ManyPublisher<T, Arc<HeapRegion>> {
+    /// A many-publisher bus of `capacity` slots on the heap, for threads
     /// of one process (and loom, which runs the real claim protocol on it).
     ///
     /// # Errors
@@ -301,12 +301,12 @@ impl<T: Message> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// let p = shmbus::bus::MpPublisher::<u64, _>::on_heap(1024, std::time::Duration::from_secs(1))?;
+    /// let p = shmbus::bus::ManyPublisher::<u64, _>::on_heap(1024, std::time::Duration::from_secs(1))?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, unblock: Duration) -> Result<Self, CreateError> {
         let msg = <T as Payload>::fingerprint(None, None).map_err(CreateError::InvalidGeometry)?;
-        Ok(MpPublisher::from_ring(heap_ring(
+        Ok(ManyPublisher::from_ring(heap_ring(
             capacity,
             msg,
             0,
@@ -315,8 +315,8 @@ impl<T: Message> MpPublisher<T, Arc<HeapRegion>> {
     }
 }
 
-impl MpPublisher<[u8], Arc<HeapRegion>> {
-    /// A multi-publisher bus of `msg_size`-byte raw messages on the heap.
+impl ManyPublisher<[u8], Arc<HeapRegion>> {
+    /// A many-publisher bus of `msg_size`-byte raw messages on the heap.
     ///
     /// # Errors
     /// [`CreateError::InvalidGeometry`] for an impossible size.
@@ -324,7 +324,7 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let p = shmbus::bus::MpPublisher::<[u8], _>::on_heap_bytes(32, 64, Duration::from_secs(1))?;
+    /// let p = shmbus::bus::ManyPublisher::<[u8], _>::on_heap_bytes(32, 64, Duration::from_secs(1))?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap_bytes(
@@ -334,7 +334,7 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
     ) -> Result<Self, CreateError> {
         let msg = <[u8] as Payload>::fingerprint(Some(msg_size), None)
             .map_err(CreateError::InvalidGeometry)?;
-        Ok(MpPublisher::from_ring(heap_ring(
+        Ok(ManyPublisher::from_ring(heap_ring(
             capacity,
             msg,
             0,
@@ -343,17 +343,17 @@ impl MpPublisher<[u8], Arc<HeapRegion>> {
     }
 }
 
-impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
+impl<T: ?Sized + Payload> ManyPublisher<T, Arc<HeapRegion>> {
     /// Another publisher on the same heap bus.
     ///
     /// # Examples
     /// ```
-    /// let a = shmbus::bus::MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// let a = shmbus::bus::ManyPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let b = a.another();
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn another(&self) -> Self {
-        MpPublisher::from_ring(self.w.ring.share())
+        ManyPublisher::from_ring(self.w.ring.share())
     }
 
     /// The claim step alone, for models of a publisher that dies.
@@ -372,8 +372,8 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, bus::MpPublisher};
-    /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// use shmbus::{Start, WaitStrategy, bus::ManyPublisher};
+    /// let p = ManyPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let s = p.subscribe(Start::Next, WaitStrategy::default());
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -385,8 +385,8 @@ impl<T: ?Sized + Payload> MpPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, bus::MpPublisher};
-    /// let p = MpPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
+    /// use shmbus::{Start, WaitStrategy, bus::ManyPublisher};
+    /// let p = ManyPublisher::<u64, _>::on_heap(8, std::time::Duration::from_secs(1))?;
     /// let g = p.subscribe_group::<2>(Start::Next, WaitStrategy::default());
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -410,8 +410,8 @@ mod shm {
     use crate::options::{BusOptions, OpenOptions};
     use crate::wire::Publishers;
 
-    impl<T: ?Sized + Payload> MpPublisher<T, ShmRegion> {
-        /// Creates a multi-publisher bus (header flag `MULTI_PUBLISHER`)
+    impl<T: ?Sized + Payload> ManyPublisher<T, ShmRegion> {
+        /// Creates a many-publisher bus (header flag `MULTI_PUBLISHER`)
         /// and becomes one of its publishers; its unblock timeout is
         /// [`BusOptions::unblock_timeout`].
         ///
@@ -425,10 +425,10 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, bus::MpPublisher};
+        /// use shmbus::{BusOptions, OpenOptions, bus::ManyPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mp-{}", std::process::id());
-        /// let mut a = MpPublisher::<u64>::create(&name, &BusOptions::new(1024))?;
-        /// let mut b = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// let mut a = ManyPublisher::<u64>::create(&name, &BusOptions::new(1024))?;
+        /// let mut b = ManyPublisher::<u64>::attach(&name, &OpenOptions::default())?;
         /// a.publish(&1)?;
         /// b.publish(&2)?;
         /// # shmbus::remove(&name)?;
@@ -440,7 +440,7 @@ mod shm {
             )?))
         }
 
-        /// Becomes one more publisher of a multi-publisher bus.
+        /// Becomes one more publisher of a many-publisher bus.
         ///
         /// # Errors
         /// [`AttachError::Open`] if the bus cannot be opened,
@@ -450,10 +450,10 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, bus::MpPublisher};
+        /// use shmbus::{BusOptions, OpenOptions, bus::ManyPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mpattach-{}", std::process::id());
-        /// let mut first = MpPublisher::<u64>::create(&name, &BusOptions::new(64))?;
-        /// let mut second = MpPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// let mut first = ManyPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// let mut second = ManyPublisher::<u64>::attach(&name, &OpenOptions::default())?;
         /// assert_eq!(first.publish(&1)?, 0);
         /// assert_eq!(second.publish(&2)?, 1); // one order for all
         /// # shmbus::remove(&name)?;
