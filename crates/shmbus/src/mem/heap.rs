@@ -27,7 +27,10 @@ pub(crate) const HEAP_PAGE: u64 = 512;
 /// ```
 #[cfg(not(loom))]
 pub struct HeapRegion {
-    blocks: Box<[Block]>,
+    /// A `Vec`, not a `Box<[Block]>`: `Vec::as_ptr` yields the allocation's
+    /// pointer without first making a reference to all of it, so reaching
+    /// one word costs Miri one word's retag, not the whole region's.
+    blocks: Vec<Block>,
     /// Words in the region (`len / 8`); the last block may have more.
     words: usize,
 }
@@ -51,14 +54,14 @@ struct Block([AtomicU64; 16]);
 
 #[cfg(not(loom))]
 impl HeapRegion {
+    /// The first word. `Block` is `repr(C)`, an array of 16 `AtomicU64`
+    /// with no padding (size 128 = 16 * 8, align 128), so the blocks are
+    /// `16 * blocks.len()` contiguous, initialised `AtomicU64`s, and
+    /// `self.words` is at most that many. The allocation's own pointer, so
+    /// provenance covers all of it.
     #[inline]
-    fn all_words(&self) -> &[AtomicU64] {
-        // SAFETY: `Block` is `repr(C)`, an array of 16 `AtomicU64` with no
-        // padding (size 128 = 16 * 8, align 128), so the boxed blocks are
-        // `16 * blocks.len()` contiguous, initialised `AtomicU64`s, and
-        // `self.words` is at most that many. Derived from the allocation,
-        // so provenance covers all of it.
-        unsafe { std::slice::from_raw_parts(self.blocks.as_ptr().cast::<AtomicU64>(), self.words) }
+    fn base(&self) -> *const AtomicU64 {
+        self.blocks.as_ptr().cast::<AtomicU64>()
     }
 }
 
@@ -89,7 +92,10 @@ impl Region for HeapRegion {
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
         check(offset, count * 8, 8, self.len());
-        &self.all_words()[offset / 8..offset / 8 + count]
+        // SAFETY: `offset / 8 + count <= self.words` (checked above), so the
+        // slice is in bounds of the initialised atomics `base` points to,
+        // owned by `self` for the borrow's lifetime.
+        unsafe { std::slice::from_raw_parts(self.base().add(offset / 8), count) }
     }
     #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
@@ -102,14 +108,7 @@ impl Region for HeapRegion {
         // and a 64-bit word on the same bytes. So viewing half of an
         // AtomicU64 as an AtomicU32 creates no non-atomic race. Derived from
         // the allocation's pointer, so strict provenance holds.
-        unsafe {
-            &*self
-                .all_words()
-                .as_ptr()
-                .cast::<u8>()
-                .add(offset)
-                .cast::<AtomicU32>()
-        }
+        unsafe { &*self.base().cast::<u8>().add(offset).cast::<AtomicU32>() }
     }
     #[inline]
     fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
@@ -119,7 +118,7 @@ impl Region for HeapRegion {
         // bytes handed over by a Release/Acquire pair, while no access to
         // them, atomic or plain, can race (`Region::raw`'s contract). Derived
         // from the allocation, so strict provenance holds.
-        let base = self.all_words().as_ptr().cast::<u8>().cast_mut();
+        let base = self.base().cast::<u8>().cast_mut();
         // SAFETY: in bounds (checked above); creating the pointer accesses
         // nothing.
         std::ptr::NonNull::new(unsafe { base.add(offset) })
