@@ -112,7 +112,7 @@ fn clap_error(err: clap::Error) -> ExitCode {
 
 /// The first paragraph of clap's message, its lines joined, without the
 /// `error: ` label: "the following required arguments were not provided:
-/// --slots <N>". The usage and tip paragraphs after it are dropped
+/// `--slots <N>`". The usage and tip paragraphs after it are dropped
 /// for a pointer to the right `--help`.
 fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
     let first = rendered.split("\n\n").next().unwrap_or(rendered);

@@ -3,13 +3,13 @@
 //! region; it knows no ring (the bus and the stream build theirs on it).
 //!
 //! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, write
-//! [`MAGIC_BUILDING`], reserve the pages, header, control fields, slot stamps,
+//! `MAGIC_BUILDING`, reserve the pages, header, control fields, slot stamps,
 //! then the magic (Release), then make the header page read-only, then (with
 //! transparent huge pages) collapse the data pages. Any failure after the
 //! file exists removes it again.
 //!
 //! Open: no symlinks; `fstat`; wait (up to `init_timeout`) while the file is
-//! empty or still says [`MAGIC_BUILDING`]; map exactly the `fstat` length,
+//! empty or still says `MAGIC_BUILDING`; map exactly the `fstat` length,
 //! aligned to the header's page size (huge pages, see `mem::huge`);
 //! validate the header against it; set page protections for the role:
 //! publishers cannot write the header, subscribers can write only the
