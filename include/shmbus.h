@@ -318,9 +318,12 @@ typedef struct shmbus_bus_options_t {
      */
     uint64_t capacity;
     /**
-     * Many-publisher buses: nanoseconds a claimed slot may stay
-     * uncommitted (its publisher died or stalled) before subscribers skip
-     * it; 0 = 1 s.
+     * Many-publisher buses only (shmbus_many_publisher_create,
+     * shmbus_pool_publisher_create_many): nanoseconds a claimed slot may
+     * stay uncommitted (its publisher died or stalled) before subscribers
+     * skip it; 0 = 1 s. Must be 0 for a single-publisher bus, which has
+     * no unblock timeout: anything else is refused there with
+     * SHMBUS_E_INVALID_ARGUMENT.
      */
     uint64_t unblock_timeout_ns;
     /**

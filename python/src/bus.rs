@@ -33,11 +33,11 @@ pub(crate) fn parse_start(start: &str) -> PyResult<Start> {
 
 /// The message type a creator records (`type_name`, `type_align`); by
 /// default a raw-byte bus records `bytes` with alignment 1.
-pub(crate) fn bus_type(
-    opts: BusOptions,
+pub(crate) fn bus_type<P: shmbus::bus::PublisherCount>(
+    opts: BusOptions<P>,
     type_name: Option<&str>,
     type_align: u32,
-) -> PyResult<BusOptions> {
+) -> PyResult<BusOptions<P>> {
     match type_name {
         Some(name) => Ok(opts.message_type(name, type_align)),
         None if type_align == 1 => Ok(opts),
@@ -210,6 +210,7 @@ impl PyManyPublisher {
         let opts = BusOptions::new(capacity)
             .msg_size(msg_size)
             .mode(mode)
+            .many()
             .unblock_timeout(unblock);
         let opts = bus_type(opts, type_name, type_align)?;
         let inner =

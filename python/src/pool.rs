@@ -294,7 +294,7 @@ impl PyPoolPublisher {
     ) -> PyResult<Self> {
         let opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
         let made = if many {
-            PoolPublisher::create_many(name, &opts)
+            PoolPublisher::create_many(name, &opts.many())
         } else {
             PoolPublisher::create(name, &opts)
         };

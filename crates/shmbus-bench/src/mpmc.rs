@@ -219,8 +219,8 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], BenchError> {
     use std::io::{BufRead, BufReader, Write};
     let name = bus_name("mp2");
     let _gone = Gone(name.clone());
-    let _creator =
-        ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096)).map_err(create_error(&name))?;
+    let _creator = ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096).many())
+        .map_err(create_error(&name))?;
     let exe = std::env::current_exe().map_err(BenchError::CurrentExe)?;
     let mut children = (0..2)
         .map(|i| {
@@ -429,7 +429,7 @@ pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
     {
         let name = bus_name("mp1");
         let _gone = Gone(name.clone());
-        let mut p = ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096))
+        let mut p = ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096).many())
             .map_err(create_error(&name))?;
         rows.push(Row::new(
             "shmbus ManyPublisher, 1 process",

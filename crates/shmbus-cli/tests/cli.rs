@@ -1143,6 +1143,37 @@ fn publishers_many_on_a_stream_is_a_usage_error() {
 }
 
 #[test]
+fn unblock_ms_without_publishers_many_is_refused_and_with_it_is_the_bus_s_timeout() {
+    let dir = ShmDir::new("unblock-one");
+    let bus = dir.bus("b");
+    // A single-publisher bus, pool bus or stream claims nothing to unblock:
+    // the flag would be ignored, so it is refused and nothing is made.
+    let cases: [&[&str]; 3] = [
+        &["--msg-size", "8", "--slots", "64"],
+        &["--pool", "64:8", "--slots", "4"],
+        &["--kind", "stream", "--bytes", "4096"],
+    ];
+    for more in cases {
+        let args = ["create", &bus, "--unblock-ms", "50"];
+        let out = shmbus(&[&args[..], more].concat());
+        out.assert_error(
+            2,
+            "--unblock-ms applies to a many-publisher bus (--publishers many)",
+        );
+        assert!(!Path::new(&bus).exists(), "{more:?} made {bus}");
+    }
+    let many = ["--publishers", "many", "--unblock-ms", "50"];
+    let args = ["create", &bus, "--msg-size", "8", "--slots", "64"];
+    shmbus(&[&args[..], &many[..]].concat()).assert_success();
+    let attached = shmbus::bus::ManyPublisher::<[u8]>::attach(&bus, &Default::default())
+        .expect("attach to the many-publisher bus");
+    assert_eq!(
+        attached.unblock_timeout(),
+        std::time::Duration::from_millis(50)
+    );
+}
+
+#[test]
 fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
     let dir = ShmDir::new("thp");
     let bus = dir.bus("b");

@@ -9,7 +9,8 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use shmbus_core::{
-    mem::HugePages, pool::PoolOptions, BusOptions, OpenOptions, Start, WaitStrategy,
+    bus::Many, mem::HugePages, pool::PoolOptions, BusOptions, OpenOptions, Publishers, Start,
+    WaitStrategy,
 };
 
 use crate::args::{c_str, required};
@@ -53,9 +54,12 @@ pub const SHMBUS_HUGE_PAGES_HUGETLBFS: u32 = 16;
 pub struct BusOpts {
     /// Slots in the ring: a power of two.
     pub capacity: u64,
-    /// Many-publisher buses: nanoseconds a claimed slot may stay
-    /// uncommitted (its publisher died or stalled) before subscribers skip
-    /// it; 0 = 1 s.
+    /// Many-publisher buses only (`shmbus_many_publisher_create`,
+    /// `shmbus_pool_publisher_create_many`): nanoseconds a claimed slot may
+    /// stay uncommitted (its publisher died or stalled) before subscribers
+    /// skip it; 0 = 1 s. Must be 0 for a single-publisher bus, which has
+    /// no unblock timeout: anything else is refused there with
+    /// `SHMBUS_E_INVALID_ARGUMENT`.
     pub unblock_timeout_ns: u64,
     /// Pool buses only: bytes per block (a multiple of 64); 0 elsewhere.
     pub pool_block_size: u64,
@@ -192,14 +196,16 @@ pub(crate) enum BusKind {
     Pool,
 }
 
-/// `shmbus_bus_options_t`, checked for a bus of `kind`: the fields both
-/// kinds share, and that the other kind's are unset.
+/// `shmbus_bus_options_t`, checked for a bus of `kind` and `publishers`:
+/// the fields both kinds share, and that the other kind's are unset (an
+/// unblock timeout is a many-publisher bus's only).
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `BusOpts`.
 unsafe fn checked<'a>(
     opts: *const BusOpts,
     kind: BusKind,
+    publishers: Publishers,
 ) -> Result<(&'a BusOpts, Creation), Failure> {
     const WHAT: &str = "bus options";
     // SAFETY: NULL or live, by the contract.
@@ -210,6 +216,17 @@ unsafe fn checked<'a>(
         )));
     }
     let c = creation(o.mode, o.flags, WHAT)?;
+    if publishers == Publishers::One && o.unblock_timeout_ns != 0 {
+        let many = match kind {
+            BusKind::Plain => "shmbus_many_publisher_create",
+            BusKind::Pool => "shmbus_pool_publisher_create_many",
+        };
+        return Err(Failure::argument(format!(
+            "{WHAT}: unblock_timeout_ns is {}, but a single-publisher bus claims no slot \
+             to unblock: expected 0 (a many-publisher bus, made by {many}, takes one)",
+            o.unblock_timeout_ns
+        )));
+    }
     match kind {
         BusKind::Pool => {
             if o.pool_block_size == 0 || o.pool_blocks == 0 {
@@ -264,18 +281,42 @@ macro_rules! with_creation {
 }
 pub(crate) use with_creation;
 
-/// `shmbus_bus_options_t` of a bus of fixed-size messages as `BusOptions`.
+/// `shmbus_bus_options_t` of a single-publisher bus of fixed-size
+/// messages (a plain or journaled bus) as `BusOptions`.
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `BusOpts` whose `type_name` is NULL
 /// or a NUL-terminated string.
 pub(crate) unsafe fn bus_options(opts: *const BusOpts) -> Result<BusOptions, Failure> {
     // SAFETY: as this function's contract says.
-    let (o, c) = unsafe { checked(opts, BusKind::Plain) }?;
+    let (o, c) = unsafe { checked(opts, BusKind::Plain, Publishers::One) }?;
+    // SAFETY: as this function's contract says.
+    unsafe { plain_options(o, c) }
+}
+
+/// `shmbus_bus_options_t` of a many-publisher bus of fixed-size messages
+/// as `BusOptions<Many>`.
+///
+/// # Safety
+/// As [`bus_options`].
+unsafe fn many_bus_options(opts: *const BusOpts) -> Result<BusOptions<Many>, Failure> {
+    // SAFETY: as this function's contract says.
+    let (o, c) = unsafe { checked(opts, BusKind::Plain, Publishers::Many) }?;
+    // SAFETY: as this function's contract says.
+    let b = unsafe { plain_options(o, c) }?.many();
+    Ok(match o.unblock_timeout_ns {
+        0 => b,
+        ns => b.unblock_timeout(Duration::from_nanos(ns)),
+    })
+}
+
+/// What a bus of fixed-size messages takes from `o`, checked, whatever
+/// its publishers.
+///
+/// # Safety
+/// `o.type_name` is NULL or a NUL-terminated string.
+unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure> {
     let mut b = with_creation!(BusOptions::new(o.capacity).msg_size(o.msg_size), c);
-    if o.unblock_timeout_ns != 0 {
-        b = b.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
-    }
     if !o.type_name.is_null() {
         // SAFETY: not NULL, NUL-terminated by the contract.
         let name = unsafe { c_str(o.type_name, "type_name") }?;
@@ -286,25 +327,28 @@ pub(crate) unsafe fn bus_options(opts: *const BusOpts) -> Result<BusOptions, Fai
     Ok(b)
 }
 
-/// `shmbus_bus_options_t` of a pool bus as `PoolOptions`.
+/// `shmbus_bus_options_t` of a pool bus for `publishers` as
+/// `PoolOptions` (which [`PoolOptions::many`] turns into a many-publisher
+/// pool's), and its `unblock_timeout_ns`.
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `BusOpts`.
-pub(crate) unsafe fn pool_options(opts: *const BusOpts) -> Result<PoolOptions, Failure> {
+unsafe fn pool_options(
+    opts: *const BusOpts,
+    publishers: Publishers,
+) -> Result<(PoolOptions, u64), Failure> {
     // SAFETY: as this function's contract says.
-    let (o, c) = unsafe { checked(opts, BusKind::Pool) }?;
-    let mut p = with_creation!(
+    let (o, c) = unsafe { checked(opts, BusKind::Pool, publishers) }?;
+    let p = with_creation!(
         PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks),
         c
     );
-    if o.unblock_timeout_ns != 0 {
-        p = p.unblock_timeout(Duration::from_nanos(o.unblock_timeout_ns));
-    }
-    Ok(p)
+    Ok((p, o.unblock_timeout_ns))
 }
 
 /// The options a creating call reads from `shmbus_bus_options_t`: a
-/// copying bus's or a pool bus's.
+/// copying bus's or a pool bus's, for one publisher or many (whose type
+/// says whether an unblock timeout is taken or refused).
 pub(crate) trait CreateOptions: Sized {
     /// Reads and checks `opts`.
     ///
@@ -320,10 +364,28 @@ impl CreateOptions for BusOptions {
     }
 }
 
+impl CreateOptions for BusOptions<Many> {
+    unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
+        // SAFETY: as the trait's contract says.
+        unsafe { many_bus_options(opts) }
+    }
+}
+
 impl CreateOptions for PoolOptions {
     unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
         // SAFETY: as the trait's contract says.
-        unsafe { pool_options(opts) }
+        unsafe { pool_options(opts, Publishers::One) }.map(|(p, _)| p)
+    }
+}
+
+impl CreateOptions for PoolOptions<Many> {
+    unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
+        // SAFETY: as the trait's contract says.
+        let (p, unblock_ns) = unsafe { pool_options(opts, Publishers::Many) }?;
+        Ok(match unblock_ns {
+            0 => p.many(),
+            ns => p.many().unblock_timeout(Duration::from_nanos(ns)),
+        })
     }
 }
 

@@ -83,7 +83,10 @@
 //! A bus made by [`ManyPublisher::create`](bus::ManyPublisher::create) takes any number of publisher
 //! processes in one total order. A publisher killed between claiming a
 //! slot and committing it costs each subscriber one reported skipped
-//! message after the bus's unblock timeout, never a stall.
+//! message after the bus's unblock timeout, never a stall. The options
+//! say which bus they make in their type ([`BusOptions::many`] gives
+//! `BusOptions<`[`Many`](bus::Many)`>`), so a timeout given to a
+//! single-publisher bus does not compile.
 //! [`SubscriberGroup`](bus::SubscriberGroup) reads each slot once for N logical consumers.
 //!
 //! # Trust and permissions

@@ -1,14 +1,16 @@
 //! What a caller asks for when it creates or opens a segment: the size of a
 //! bus ([`BusOptions`], in slots) or a stream ([`StreamOptions`], in bytes),
-//! the file's mode and memory, and how an opener waits and where a
+//! how many publishers a bus takes ([`One`] or [`Many`], in the options'
+//! type), the file's mode and memory, and how an opener waits and where a
 //! subscriber starts ([`OpenOptions`]). Plain values; nothing here touches
 //! a file.
 
+use std::marker::PhantomData;
 use std::time::Duration;
 
 use crate::mem::HugePages;
 use crate::wait::WaitStrategy;
-use crate::wire::TypeFingerprint;
+use crate::wire::{Publishers, TypeFingerprint};
 
 /// The unblock timeout of a many-publisher bus created without one.
 pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
@@ -33,9 +35,80 @@ impl Default for FileOptions {
     }
 }
 
+/// Marks options for a bus with one publisher: `BusOptions<One>` (the
+/// default, what [`BusOptions::new`] gives) makes a bus for
+/// [`Publisher::create`](crate::Publisher::create), `PoolOptions<One>` one
+/// for `PoolPublisher::create`. Named as [`Publishers::One`] names the
+/// bus it makes, so the type reads as what the bus will be; options for
+/// one publisher have no unblock timeout to set.
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, bus::One};
+/// let opts: BusOptions<One> = BusOptions::new(64);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct One;
+
+/// Marks options for a bus with any number of publishers: `BusOptions<Many>`
+/// (from [`BusOptions::many`]) makes a bus for
+/// [`ManyPublisher::create`](crate::bus::ManyPublisher::create),
+/// `PoolOptions<Many>` one for `PoolPublisher::create_many`. Named as
+/// [`Publishers::Many`] and `shmbus create --publishers many` name that
+/// bus; only these options have an unblock timeout
+/// ([`BusOptions::unblock_timeout`]), so a timeout given to a bus that
+/// would ignore it does not compile.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{BusOptions, bus::Many};
+/// let opts: BusOptions<Many> = BusOptions::new(64).many().unblock_timeout(Duration::from_millis(100));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Many;
+
+mod sealed {
+    /// What only [`super::One`] and [`super::Many`] implement.
+    pub trait Sealed {
+        /// The bus these options make.
+        const PUBLISHERS: crate::wire::Publishers;
+    }
+}
+
+/// How many publishers a bus's options are for: [`One`] or [`Many`], and
+/// nothing else (the trait is sealed), as a bus has one mode or the other
+/// ([`Publishers`]).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, bus::PublisherCount};
+/// // What a bus gets whichever publishers it takes.
+/// fn shared<P: PublisherCount>(opts: BusOptions<P>) -> BusOptions<P> {
+///     opts.mode(0o660).prefault(true)
+/// }
+/// let one = shared(BusOptions::new(64));
+/// let many = shared(BusOptions::new(64).many());
+/// ```
+pub trait PublisherCount: sealed::Sealed + std::fmt::Debug + Clone + Copy {}
+
+impl sealed::Sealed for One {
+    const PUBLISHERS: Publishers = Publishers::One;
+}
+impl sealed::Sealed for Many {
+    const PUBLISHERS: Publishers = Publishers::Many;
+}
+impl PublisherCount for One {}
+impl PublisherCount for Many {}
+
+/// The bus `P` makes ([`Publishers::One`] or [`Publishers::Many`]).
+pub(crate) fn publishers<P: PublisherCount>() -> Publishers {
+    <P as sealed::Sealed>::PUBLISHERS
+}
+
 macro_rules! file_setters {
-    ($ty:ident, $new:literal) => {
-        impl $ty {
+    ([$($gen:tt)*] $ty:ty, $new:literal) => {
+        impl<$($gen)*> $ty {
             /// File mode; 0o600 (owner only) unless asked, set exactly
             /// (`fchmod`, so the umask changes nothing). 0o660 lets the
             /// group in.
@@ -88,8 +161,16 @@ macro_rules! file_setters {
     };
 }
 
-/// How to create a bus: its number of slots, and for a bus of raw bytes
-/// its message size.
+/// How to create a bus: its number of slots, for a bus of raw bytes its
+/// message size, and for how many publishers (`P`: [`One`], the default,
+/// or [`Many`] from [`BusOptions::many`]).
+///
+/// [`Publisher::create`](crate::Publisher::create) takes
+/// `&BusOptions` (`BusOptions<One>`) and
+/// [`ManyPublisher::create`](crate::bus::ManyPublisher::create)
+/// `&BusOptions<Many>`, so what only a many-publisher bus has (its unblock
+/// timeout) cannot be given to a single-publisher bus, where it would be
+/// ignored.
 ///
 /// # Examples
 /// ```
@@ -98,21 +179,38 @@ macro_rules! file_setters {
 ///
 /// let opts = BusOptions::new(4096).mode(0o660);
 /// let raw = BusOptions::new(1024).msg_size(256);
-/// let many = BusOptions::new(1024).unblock_timeout(Duration::from_millis(200));
+/// let many = BusOptions::new(1024).many().unblock_timeout(Duration::from_millis(200));
+/// ```
+///
+/// A single-publisher bus has no unblock timeout:
+/// ```compile_fail,E0599
+/// use std::time::Duration;
+/// let _ = shmbus::BusOptions::new(64).unblock_timeout(Duration::from_millis(200));
+/// ```
+/// a many-publisher bus is not made from options for one publisher:
+/// ```compile_fail,E0308
+/// let _ = shmbus::bus::ManyPublisher::<u64>::create("x", &shmbus::BusOptions::new(64));
+/// ```
+/// nor a single-publisher bus from options for many:
+/// ```compile_fail,E0308
+/// let _ = shmbus::Publisher::<u64>::create("x", &shmbus::BusOptions::new(64).many());
 /// ```
 #[derive(Clone, Debug)]
-pub struct BusOptions {
+pub struct BusOptions<P: PublisherCount = One> {
     pub(crate) capacity: u64,
     pub(crate) msg_size: Option<u32>,
     pub(crate) file: FileOptions,
     pub(crate) first_seq: u64,
+    /// Read only where `P` is [`Many`].
     pub(crate) unblock: Duration,
     /// (schema name, alignment) of a raw-byte bus's messages.
     pub(crate) message: Option<(String, u32)>,
+    publishers: PhantomData<P>,
 }
 
 impl BusOptions {
-    /// A bus of `slots` slots (a power of two), mode 0600. (A bus's
+    /// A bus of `slots` slots (a power of two), mode 0600, for one
+    /// publisher ([`BusOptions::many`] makes it for many). (A bus's
     /// `capacity`, wherever the API says it, counts slots.)
     ///
     /// # Examples
@@ -127,8 +225,54 @@ impl BusOptions {
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
             message: None,
+            publishers: PhantomData,
         }
     }
+    /// The same options for a bus of many publishers
+    /// ([`ManyPublisher::create`](crate::bus::ManyPublisher::create)),
+    /// whose unblock timeout is 1 s unless
+    /// [`BusOptions::unblock_timeout`] says otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenOptions, bus::ManyPublisher};
+    /// # let name = format!("/dev/shm/shmbus-doc-many-{}", std::process::id());
+    /// let mut first = ManyPublisher::<u64>::create(&name, &BusOptions::new(64).many())?;
+    /// let mut second = ManyPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(first.unblock_timeout(), std::time::Duration::from_secs(1));
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn many(self) -> BusOptions<Many> {
+        BusOptions {
+            capacity: self.capacity,
+            msg_size: self.msg_size,
+            file: self.file,
+            first_seq: self.first_seq,
+            unblock: self.unblock,
+            message: self.message,
+            publishers: PhantomData,
+        }
+    }
+}
+
+impl BusOptions<Many> {
+    /// How long a claimed slot may stay uncommitted (its publisher died,
+    /// or stalled) before it is skipped (default 1 s). Only a
+    /// many-publisher bus has one: a single publisher claims nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::BusOptions::new(1024).many().unblock_timeout(Duration::from_millis(100));
+    /// ```
+    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
+        self.unblock = timeout;
+        self
+    }
+}
+
+impl<P: PublisherCount> BusOptions<P> {
     /// The message size of a bus of raw bytes (`Publisher<[u8]>`), which
     /// has no type to take it from. A typed bus takes `size_of::<T>()`; a
     /// different size given here is an `InvalidGeometry` error.
@@ -165,18 +309,6 @@ impl BusOptions {
         self.message = Some((name.to_owned(), align));
         self
     }
-    /// Many-publisher buses: how long a claimed slot may stay uncommitted
-    /// (its publisher died, or stalled) before it is skipped (default 1 s).
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::Duration;
-    /// let opts = shmbus::BusOptions::new(1024).unblock_timeout(Duration::from_millis(100));
-    /// ```
-    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
-        self.unblock = timeout;
-        self
-    }
     /// Starts the sequence at `first` instead of 0: a mirror of another
     /// bus (a bridge's downstream) numbers each message as its upstream
     /// did. Subscribers count from their join, so none sees a loss for the
@@ -198,10 +330,11 @@ impl BusOptions {
     }
 }
 
-file_setters!(BusOptions, "BusOptions::new(64)");
+file_setters!([P: PublisherCount] BusOptions<P>, "BusOptions::new(64)");
 
-/// How to create a pool bus (`PoolPublisher`): its slots, and the pool of
-/// blocks its messages live in.
+/// How to create a pool bus (`PoolPublisher`): its slots, the pool of
+/// blocks its messages live in, and for how many publishers (`P`: [`One`],
+/// the default, or [`Many`] from [`PoolOptions::many`]).
 ///
 /// Messages of up to `block_size` bytes (a multiple of 64) live in a pool
 /// of `blocks` blocks, and the ring's slots carry only their descriptors.
@@ -213,11 +346,17 @@ file_setters!(BusOptions, "BusOptions::new(64)");
 /// Its own type, not a [`BusOptions`] flag, so that what only a copying
 /// bus has (a message size or type, a first sequence) cannot be given to
 /// a pool bus, nor a pool to a copying bus: such a mix does not compile.
+/// `PoolPublisher::create` takes `&PoolOptions` (`PoolOptions<One>`) and
+/// `PoolPublisher::create_many` `&PoolOptions<Many>`, as for
+/// [`BusOptions`].
 ///
 /// # Examples
 /// ```
+/// use std::time::Duration;
+/// use shmbus::pool::PoolOptions;
 /// // 64 slots, 96 blocks of 1 MiB.
-/// let opts = shmbus::pool::PoolOptions::new(64, 1 << 20, 96).mode(0o660);
+/// let opts = PoolOptions::new(64, 1 << 20, 96).mode(0o660);
+/// let many = PoolOptions::new(64, 1 << 20, 96).many().unblock_timeout(Duration::from_millis(200));
 /// ```
 ///
 /// A copying bus's options do not make a pool bus:
@@ -228,18 +367,30 @@ file_setters!(BusOptions, "BusOptions::new(64)");
 /// ```compile_fail,E0599
 /// let _ = shmbus::pool::PoolOptions::new(4, 64, 5).msg_size(8);
 /// ```
+/// A pool bus for one publisher has no unblock timeout:
+/// ```compile_fail,E0599
+/// use std::time::Duration;
+/// let _ = shmbus::pool::PoolOptions::new(4, 64, 5).unblock_timeout(Duration::from_millis(5));
+/// ```
+/// and one for many is not made from options for one:
+/// ```compile_fail,E0308
+/// let _ = shmbus::pool::PoolPublisher::create_many("x", &shmbus::pool::PoolOptions::new(4, 64, 5));
+/// ```
 #[derive(Clone, Debug)]
-pub struct PoolOptions {
+pub struct PoolOptions<P: PublisherCount = One> {
     slots: u64,
     block_size: u64,
     blocks: u64,
+    /// Read only where `P` is [`Many`].
     unblock: Duration,
     pub(crate) file: FileOptions,
+    publishers: PhantomData<P>,
 }
 
 impl PoolOptions {
     /// A pool bus of `slots` slots (a power of two) and `blocks` blocks of
-    /// `block_size` bytes, mode 0600.
+    /// `block_size` bytes, mode 0600, for one publisher
+    /// ([`PoolOptions::many`] makes it for many).
     ///
     /// # Examples
     /// ```
@@ -252,27 +403,63 @@ impl PoolOptions {
             blocks,
             unblock: DEFAULT_UNBLOCK,
             file: FileOptions::default(),
+            publishers: PhantomData,
         }
     }
-    /// A pool bus for many publishers (`PoolPublisher::create_many`): how
-    /// long a claimed slot may stay uncommitted before it is skipped
+    /// The same options for a pool bus of many publishers
+    /// (`PoolPublisher::create_many`), whose unblock timeout is 1 s unless
+    /// [`PoolOptions::unblock_timeout`] says otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, pool::{PoolOptions, PoolPublisher}};
+    /// # let name = format!("/dev/shm/shmbus-doc-poolmanyopts-{}", std::process::id());
+    /// let first = PoolPublisher::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
+    /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn many(self) -> PoolOptions<Many> {
+        PoolOptions {
+            slots: self.slots,
+            block_size: self.block_size,
+            blocks: self.blocks,
+            unblock: self.unblock,
+            file: self.file,
+            publishers: PhantomData,
+        }
+    }
+}
+
+impl PoolOptions<Many> {
+    /// How long a claimed slot may stay uncommitted before it is skipped
     /// (default 1 s), as [`BusOptions::unblock_timeout`].
     ///
     /// # Examples
     /// ```
     /// use std::time::Duration;
     /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24)
+    ///     .many()
     ///     .unblock_timeout(Duration::from_millis(100));
     /// ```
     pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
         self.unblock = timeout;
         self
     }
+}
+
+impl<P: PublisherCount> PoolOptions<P> {
     /// The ring's options, as a copying bus's code takes them.
-    pub(crate) fn bus(&self) -> BusOptions {
-        let mut bus = BusOptions::new(self.slots).unblock_timeout(self.unblock);
-        bus.file = self.file.clone();
-        bus
+    pub(crate) fn bus(&self) -> BusOptions<P> {
+        BusOptions {
+            capacity: self.slots,
+            msg_size: None,
+            file: self.file.clone(),
+            first_seq: 0,
+            unblock: self.unblock,
+            message: None,
+            publishers: PhantomData,
+        }
     }
     /// (block size, blocks).
     pub(crate) fn pool(&self) -> (u64, u64) {
@@ -280,7 +467,7 @@ impl PoolOptions {
     }
 }
 
-file_setters!(PoolOptions, "pool::PoolOptions::new(4, 64, 5)");
+file_setters!([P: PublisherCount] PoolOptions<P>, "pool::PoolOptions::new(4, 64, 5)");
 
 /// How to create a stream: its size in bytes.
 ///
@@ -324,7 +511,7 @@ impl StreamOptions {
     }
 }
 
-file_setters!(StreamOptions, "stream::StreamOptions::new(64)");
+file_setters!([] StreamOptions, "stream::StreamOptions::new(64)");
 
 /// Where a new bus subscriber starts.
 ///

@@ -115,9 +115,11 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 #[test]
 fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() {
     let bus = BusName::new("fork-loan");
-    let mut mine =
-        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
-            .expect("create");
+    let mut mine = PoolPublisher::create_many(
+        bus.name(),
+        &shmbus::pool::PoolOptions::new(8, 64, 16).many(),
+    )
+    .expect("create");
     let mut other =
         PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
     let mut sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
@@ -217,7 +219,8 @@ fn a_forked_child_dropping_its_copy_of_a_journal_publisher_neither_panics_nor_st
 #[test]
 fn a_forked_child_dropping_its_copies_of_a_bus_subscriber_and_publisher_leaves_the_parents_entry() {
     let bus = BusName::new("fork-bus");
-    let publisher = ManyPublisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
+    let publisher =
+        ManyPublisher::<u64>::create(bus.name(), &BusOptions::new(8).many()).expect("create");
     let sub = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
     let me = std::process::id();
     let live = || {

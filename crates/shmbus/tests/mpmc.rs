@@ -156,7 +156,9 @@ fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_f
     let count = mp_count();
     // A long unblock timeout: no publisher here dies, so none may be
     // skipped, even one descheduled on a loaded machine.
-    let opts = BusOptions::new(1 << 12).unblock_timeout(Duration::from_secs(30));
+    let opts = BusOptions::new(1 << 12)
+        .many()
+        .unblock_timeout(Duration::from_secs(30));
     let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let subs: Vec<_> = (0..2)
         .map(|_| spawn_subscriber(&bus, 4 * count, 4))
@@ -183,7 +185,7 @@ fn four_publisher_processes_reach_two_subscribers_whole_in_their_own_order_and_f
 fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one_skipped_slot() {
     let bus = BusName::new("mpkill");
     let unblock = Duration::from_millis(200);
-    let opts = BusOptions::new(1 << 12).unblock_timeout(unblock);
+    let opts = BusOptions::new(1 << 12).many().unblock_timeout(unblock);
     let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
     let (before, after) = (100u64, 1000u64);
     // Two victims (one stopped right after its fetch_add, one after its
@@ -257,7 +259,8 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
     let single = BusName::new("single");
     let multi = BusName::new("multi");
     let _p = Publisher::<u64>::create(single.name(), &BusOptions::new(8)).expect("create");
-    let _m = ManyPublisher::<u64>::create(multi.name(), &BusOptions::new(8)).expect("create");
+    let _m =
+        ManyPublisher::<u64>::create(multi.name(), &BusOptions::new(8).many()).expect("create");
     let open = OpenOptions::default();
     match ManyPublisher::<u64>::attach(single.name(), &open) {
         Err(AttachError::WrongPublishers { found, expected }) => {

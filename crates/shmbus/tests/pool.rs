@@ -120,8 +120,9 @@ fn as_child_pool_foreigner() {
 #[test]
 fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
     let bus = BusName::new("pool-pidns");
-    let _p = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3))
-        .expect("create");
+    let _p =
+        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3).many())
+            .expect("create");
     if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
         eprintln!("SKIPPED: this machine cannot unshare a pid namespace (needs root)");
         bus.finish();
@@ -191,8 +192,9 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
 #[test]
 fn a_publisher_killed_holding_a_loan_loses_only_that_block_until_a_loan_sweeps_it() {
     let bus = BusName::new("pool-loaner");
-    let p = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3))
-        .expect("create");
+    let p =
+        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3).many())
+            .expect("create");
     let child = spawn_child(
         "as_child_pool_loaner",
         "pool-loaner",
@@ -229,7 +231,7 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     let blocks = 16 + 3 * 8 + 4;
     let p = PoolPublisher::create_many(
         bus.name(),
-        &shmbus::pool::PoolOptions::new(16, 4096, blocks),
+        &shmbus::pool::PoolOptions::new(16, 4096, blocks).many(),
     )
     .expect("create");
     // A live reader throughout, checking every block it gets.

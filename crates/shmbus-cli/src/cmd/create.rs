@@ -13,6 +13,7 @@
 //! carry their descriptors (see the library's `PoolPublisher`).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use shmbus::{
     journal::{JournalOptions, JournalPublisher},
@@ -80,10 +81,11 @@ pub struct CreateArgs {
     /// the library's `ManyPublisher::create`: claims by fetch_add).
     #[arg(long, value_enum, default_value_t = PublisherCount::One)]
     pub publishers: PublisherCount,
-    /// With `--publishers many`: milliseconds a claimed message may stay
-    /// unwritten (its publisher died) before subscribers skip it.
-    #[arg(long, value_name = "MS", default_value_t = 1000)]
-    pub unblock_ms: u64,
+    /// With `--publishers many` only: milliseconds a claimed message may
+    /// stay unwritten (its publisher died) before subscribers skip it
+    /// (default 1000). Refused without it: one publisher claims nothing.
+    #[arg(long, value_name = "MS")]
+    pub unblock_ms: Option<u64>,
     /// Back the bus with 2 MiB huge pages: `transparent` for a bare name
     /// (tmpfs, collapsed with MADV_COLLAPSE, Linux 6.1), `hugetlbfs` for a
     /// path on a hugetlbfs mount with pages reserved in
@@ -217,6 +219,12 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         ));
     }
     let many = args.publishers == PublisherCount::Many;
+    if args.unblock_ms.is_some() && !many {
+        return Err(CliError::usage(
+            "--unblock-ms applies to a many-publisher bus (--publishers many); one publisher \
+             claims no slot to unblock (see `shmbus create --help`)",
+        ));
+    }
     if many && args.kind == BusKind::Stream {
         return Err(CliError::usage(
             "--publishers many applies to a broadcast bus; a stream has one producer",
@@ -233,11 +241,11 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     }
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
-            let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
-            shmbus::bus::ManyPublisher::<[u8]>::create(
-                &args.name,
-                &opts.clone().msg_size(msg_size),
-            )?;
+            let mut opts = opts.many().msg_size(msg_size);
+            if let Some(ms) = args.unblock_ms {
+                opts = opts.unblock_timeout(Duration::from_millis(ms));
+            }
+            shmbus::bus::ManyPublisher::<[u8]>::create(&args.name, &opts)?;
         }
         (BusKind::Broadcast, Some(msg_size)) => match &args.journal {
             Some(path) => create_journaled(&args.name, msg_size, &opts, path)?,
@@ -309,7 +317,10 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
         args
     );
     if many {
-        let opts = opts.unblock_timeout(std::time::Duration::from_millis(args.unblock_ms));
+        let mut opts = opts.many();
+        if let Some(ms) = args.unblock_ms {
+            opts = opts.unblock_timeout(Duration::from_millis(ms));
+        }
         PoolPublisher::create_many(&args.name, &opts)?;
     } else {
         PoolPublisher::create(&args.name, &opts)?;

@@ -208,6 +208,74 @@ fn null_pointers_bad_options_and_impossible_geometries_fail_with_the_invalid_arg
 }
 
 #[test]
+fn an_unblock_timeout_on_a_single_publisher_bus_or_pool_fails_with_the_invalid_argument_code() {
+    let bus = Bus::new("code-unblock");
+    let exists = || std::path::Path::new("/dev/shm").join(&bus.name).exists();
+    let mut plain = bus_opts(8, 8);
+    plain.unblock_timeout_ns = 50_000_000;
+    let mut pool = pool_opts(8, 64, 16);
+    pool.unblock_timeout_ns = 50_000_000;
+    let dir = TempDir::new("code-unblock");
+    let journal = CString::new(dir.0.join("j.journal").to_str().unwrap()).unwrap();
+    let jopts = JournalOpts {
+        path: journal.as_ptr(),
+        chunk_bytes: 64 << 10,
+        preallocate_bytes: 0,
+    };
+    // SAFETY: valid C strings, options and out-parameters.
+    unsafe {
+        // A single publisher claims nothing to unblock: the timeout would
+        // be ignored, so it is refused, naming the field, and nothing is
+        // made.
+        let mut p = null_mut();
+        error(
+            shmbus_publisher_create(bus.ptr(), &plain, &mut p),
+            ErrorCode::SHMBUS_E_INVALID_ARGUMENT,
+        );
+        assert!(
+            last_error().contains("unblock_timeout_ns is 50000000"),
+            "{}",
+            last_error()
+        );
+        assert!(
+            last_error().contains("shmbus_many_publisher_create"),
+            "{}",
+            last_error()
+        );
+        let mut j = null_mut();
+        error(
+            shmbus_journal_publisher_create(bus.ptr(), &plain, &jopts, &mut j),
+            ErrorCode::SHMBUS_E_INVALID_ARGUMENT,
+        );
+        assert!(
+            last_error().contains("unblock_timeout_ns"),
+            "{}",
+            last_error()
+        );
+        let mut pp = null_mut();
+        error(
+            shmbus_pool_publisher_create(bus.ptr(), &pool, &mut pp),
+            ErrorCode::SHMBUS_E_INVALID_ARGUMENT,
+        );
+        assert!(
+            last_error().contains("shmbus_pool_publisher_create_many"),
+            "{}",
+            last_error()
+        );
+        assert!(!exists(), "a refused create made {}", bus.name);
+        // The many-publisher creates take it.
+        let mut m = null_mut();
+        let st = shmbus_many_publisher_create(bus.ptr(), &plain, &mut m);
+        assert_eq!(st, Status::SHMBUS_OK, "{}", last_error());
+        shmbus_many_publisher_close(m);
+        shmbus_remove(bus.ptr());
+        let st = shmbus_pool_publisher_create_many(bus.ptr(), &pool, &mut pp);
+        assert_eq!(st, Status::SHMBUS_OK, "{}", last_error());
+        shmbus_pool_publisher_close(pp);
+    }
+}
+
+#[test]
 fn a_name_that_is_no_bus_name_fails_with_the_invalid_name_code() {
     let mut s = null_mut();
     // SAFETY: valid C strings and out-parameters.

@@ -407,13 +407,14 @@ mod shm {
     use super::*;
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, OpenOptions};
+    use crate::options::{BusOptions, Many, OpenOptions};
     use crate::wire::Publishers;
 
     impl<T: ?Sized + Payload> ManyPublisher<T, ShmRegion> {
         /// Creates a many-publisher bus (header flag `MULTI_PUBLISHER`)
         /// and becomes one of its publishers; its unblock timeout is
-        /// [`BusOptions::unblock_timeout`].
+        /// [`BusOptions::unblock_timeout`]. It takes options for many
+        /// publishers ([`BusOptions::many`]).
         ///
         /// # Errors
         /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
@@ -427,16 +428,16 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, bus::ManyPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mp-{}", std::process::id());
-        /// let mut a = ManyPublisher::<u64>::create(&name, &BusOptions::new(1024))?;
+        /// let mut a = ManyPublisher::<u64>::create(&name, &BusOptions::new(1024).many())?;
         /// let mut b = ManyPublisher::<u64>::attach(&name, &OpenOptions::default())?;
         /// a.publish(&1)?;
         /// b.publish(&2)?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
-            Ok(Self::from_ring(crate::bus::segment::create::<T>(
-                name, opts, true,
+        pub fn create(name: &str, opts: &BusOptions<Many>) -> Result<Self, CreateError> {
+            Ok(Self::from_ring(crate::bus::segment::create::<T, _>(
+                name, opts,
             )?))
         }
 
@@ -452,7 +453,7 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, bus::ManyPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-mpattach-{}", std::process::id());
-        /// let mut first = ManyPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+        /// let mut first = ManyPublisher::<u64>::create(&name, &BusOptions::new(64).many())?;
         /// let mut second = ManyPublisher::<u64>::attach(&name, &OpenOptions::default())?;
         /// assert_eq!(first.publish(&1)?, 0);
         /// assert_eq!(second.publish(&2)?, 1); // one order for all

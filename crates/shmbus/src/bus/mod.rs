@@ -6,6 +6,8 @@
 //! region: write, read, lap, sleep), `claim.rs` (its many-publisher steps),
 //! `payload.rs` (typed or raw messages), then the handles users hold:
 //! [`Publisher`], [`ManyPublisher`], [`Subscriber`], [`SubscriberGroup`].
+//! [`One`] and [`Many`] (defined beside the options, re-exported here) say
+//! in `BusOptions<P>`'s type which of the two publishers a bus is made for.
 //!
 //! # Invariants
 //! - Slot `i` (of `capacity`, a power of two) lives at
@@ -106,6 +108,7 @@ mod subscriber;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use crate::options::{Many, One, PublisherCount};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`

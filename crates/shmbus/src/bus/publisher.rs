@@ -384,7 +384,7 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn create(name: &str, opts: &BusOptions) -> Result<Self, CreateError> {
-            let ring = crate::bus::segment::create::<T>(name, opts, false)?;
+            let ring = crate::bus::segment::create::<T, _>(name, opts)?;
             Ok(Publisher::from_parts(ring, opts.first_seq))
         }
 

@@ -8,7 +8,7 @@ use super::payload::Payload;
 use super::ring::Ring;
 use crate::error::{AttachError, CreateError, OpenError};
 use crate::mem::{Access, Region, ShmRegion};
-use crate::options::{BusOptions, OpenOptions};
+use crate::options::{publishers, BusOptions, OpenOptions, PublisherCount};
 use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
@@ -16,16 +16,18 @@ use crate::wire::{
     control, flags, lock_byte, GeometryError, Header, Kind, Publishers, TypeFingerprint, LINE,
 };
 
-/// Creates a bus of payload `T` as `opts` say; `multi` makes it a
-/// many-publisher bus, whose every publisher shares the publisher lock.
-pub(crate) fn create<T: ?Sized + Payload>(
+/// Creates a bus of payload `T` as `opts` say; options for [`Many`]
+/// make a many-publisher bus, whose every publisher shares the publisher
+/// lock.
+///
+/// [`Many`]: crate::options::Many
+pub(crate) fn create<T: ?Sized + Payload, P: PublisherCount>(
     name: &str,
-    opts: &BusOptions,
-    multi: bool,
+    opts: &BusOptions<P>,
 ) -> Result<Ring<ShmRegion>, CreateError> {
     let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
         .map_err(CreateError::InvalidGeometry)?;
-    create_with(name, opts, multi, |page| {
+    create_with(name, opts, |page| {
         Ok((
             Header::broadcast(opts.capacity, msg, page, opts.first_seq)?,
             (),
@@ -35,13 +37,12 @@ pub(crate) fn create<T: ?Sized + Payload>(
 }
 
 /// Creates a pool bus of `blocks` blocks of `block_size` bytes.
-pub(crate) fn create_pool(
+pub(crate) fn create_pool<P: PublisherCount>(
     name: &str,
-    opts: &BusOptions,
+    opts: &BusOptions<P>,
     (block_size, blocks): (u64, u64),
-    multi: bool,
 ) -> Result<(Ring<ShmRegion>, crate::wire::PoolGeometry), CreateError> {
-    create_with(name, opts, multi, |page| {
+    create_with(name, opts, |page| {
         Header::broadcast(
             opts.capacity,
             crate::wire::descriptor(),
@@ -54,12 +55,12 @@ pub(crate) fn create_pool(
 
 /// Creates the segment of the header `header` builds for the page size;
 /// returns the ring and what else `header` gave.
-fn create_with<X>(
+fn create_with<X, P: PublisherCount>(
     name: &str,
-    opts: &BusOptions,
-    multi: bool,
+    opts: &BusOptions<P>,
     header: impl FnOnce(u64) -> Result<(Header, X), GeometryError>,
 ) -> Result<(Ring<ShmRegion>, X), CreateError> {
+    let multi = publishers::<P>() == Publishers::Many;
     let (page, huge) = layout_page(name, &opts.file)?;
     let (mut header, extra) = header(page).map_err(CreateError::InvalidGeometry)?;
     let pool = header.pool;

@@ -437,7 +437,7 @@ mod shm {
     use super::*;
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{OpenOptions, PoolOptions};
+    use crate::options::{Many, OpenOptions, PoolOptions, PublisherCount};
     use crate::wire::{descriptor, Publishers};
 
     impl PoolPublisher<ShmRegion> {
@@ -458,11 +458,13 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn create(name: &str, opts: &PoolOptions) -> Result<Self, CreateError> {
-            Self::create_as(name, opts, false)
+            Self::create_as(name, opts)
         }
 
         /// Creates a pool bus for any number of publishers
-        /// ([`PoolPublisher::attach_many`]), and becomes the first.
+        /// ([`PoolPublisher::attach_many`]), and becomes the first. It
+        /// takes options for many publishers ([`PoolOptions::many`]), whose
+        /// [`PoolOptions::unblock_timeout`] it keeps.
         ///
         /// # Errors
         /// As [`PoolPublisher::create`].
@@ -471,18 +473,22 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
-        /// let first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24))?;
+        /// let first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24).many())?;
         /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create_many(name: &str, opts: &PoolOptions) -> Result<Self, CreateError> {
-            Self::create_as(name, opts, true)
+        pub fn create_many(name: &str, opts: &PoolOptions<Many>) -> Result<Self, CreateError> {
+            Self::create_as(name, opts)
         }
 
-        fn create_as(name: &str, opts: &PoolOptions, multi: bool) -> Result<Self, CreateError> {
+        fn create_as<P: PublisherCount>(
+            name: &str,
+            opts: &PoolOptions<P>,
+        ) -> Result<Self, CreateError> {
+            let multi = crate::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
-            let (ring, pool) = crate::bus::segment::create_pool(name, &bus, opts.pool(), multi)?;
+            let (ring, pool) = crate::bus::segment::create_pool(name, &bus, opts.pool())?;
             let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
             Ok(PoolPublisher::from_parts(
                 ring,
@@ -526,7 +532,7 @@ mod shm {
         /// ```
         /// use shmbus::{BusOptions, OpenOptions, Wait, pool::PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
-        /// let mut first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
+        /// let mut first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(4, 64, 8).many())?;
         /// let mut second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
         /// assert_eq!(first.loan(1, Wait::Never)?.publish()?, 0);
         /// assert_eq!(second.loan(1, Wait::Never)?.publish()?, 1);

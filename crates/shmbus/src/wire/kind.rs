@@ -73,7 +73,7 @@ impl fmt::Display for Kind {
 /// ```
 /// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher, Publishers, bus::ManyPublisher};
 /// # let name = format!("/dev/shm/shmbus-doc-publishers-{}", std::process::id());
-/// let many = ManyPublisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let many = ManyPublisher::<u64>::create(&name, &BusOptions::new(64).many())?;
 /// // A single-publisher handle on a many-publisher bus:
 /// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
 ///     Err(AttachError::WrongPublishers { found, expected }) => {
