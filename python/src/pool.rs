@@ -1,5 +1,6 @@
-//! Pool buses: `PoolPublisher` loans a block (`Loan`), the caller writes it
-//! in place and publishes it; `PoolSubscriber` receives a `Sample`, a
+//! Pool buses: `PoolPublisher` loans a block (`Loan`: the core's
+//! `OwnedLoan`, which owns the publisher until the loan ends), the caller
+//! writes it in place and publishes it; `PoolSubscriber` receives a `Sample`, a
 //! read-only view of the block in place, held until it is released.
 //!
 //! Views (memoryviews, NumPy arrays) are exported by a `Hold`, an object
@@ -12,7 +13,6 @@
 //!   not unmapped by `close()` until the last view is gone.
 
 use std::ffi::c_int;
-use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::ffi;
@@ -20,14 +20,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    pool::{Loan, LoanError, PoolPublisher, PoolSubscriber, Sample},
+    bus::Abandoned,
+    pool::{LoanError, OwnedLoan, PoolPublisher, PoolSubscriber, Sample},
     AttachError, OpenOptions, Received, Wait,
 };
 
 use crate::bus::parse_start;
 use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
-use crate::{lagged, retry_in_slices, support, wait_in_slices, Until};
+use crate::{lagged, support, wait_in_slices, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolPublisher>()?;
@@ -47,8 +48,9 @@ struct Shared {
 }
 
 struct PubState {
-    /// The publisher, when no loan has it.
-    publisher: Option<Box<Publisher>>,
+    /// The publisher, when no loan has it (an `OwnedLoan` owns it while
+    /// the loan is out).
+    publisher: Option<Publisher>,
     /// `close()` was called: drop the publisher as soon as no view needs
     /// its mapping.
     closing: bool,
@@ -63,7 +65,7 @@ impl Shared {
     }
 
     /// A loan gives the publisher back.
-    fn put_back(&self, publisher: Box<Publisher>) {
+    fn put_back(&self, publisher: Publisher) {
         let mut st = self.lock();
         if !(st.closing && st.views == 0) {
             st.publisher = Some(publisher);
@@ -71,54 +73,33 @@ impl Shared {
     }
 }
 
-/// A loan together with the publisher it borrows.
+/// A loan, which owns its publisher until it ends, and the state it gives
+/// that publisher back to: on `publish`, or when dropped (the block freed
+/// unpublished).
 struct LoanCell {
-    /// Borrows `*publisher`; dropped (or published) before it is rebuilt.
-    loan: Option<Loan<'static, shmbus::mem::ShmRegion>>,
-    /// From `Box::into_raw`; owned by this cell until `Drop` rebuilds it.
-    publisher: NonNull<Publisher>,
+    /// `None` only once `publish` took it.
+    loan: Option<OwnedLoan<shmbus::mem::ShmRegion>>,
     shared: Arc<Shared>,
 }
 
-// SAFETY: the cell owns the publisher (the raw pointer is a leaked Box
-// nobody else reaches) and the loan that borrows it; neither holds
-// anything tied to a thread (the loan's pointer is into a shared mapping),
-// and the Python object that owns the cell is accessed through pyo3's
-// borrow checking, so only one thread uses it at a time.
-unsafe impl Send for LoanCell {}
-// SAFETY: as above: `&LoanCell` gives no access to the loan's bytes.
-unsafe impl Sync for LoanCell {}
+impl LoanCell {
+    /// Publishes the loan and gives its publisher back (`None`: the loan
+    /// was gone).
+    fn publish(mut self) -> Option<Result<u64, Abandoned>> {
+        let loan = self.loan.take()?;
+        let (publisher, published) = loan.publish();
+        self.shared.put_back(publisher);
+        Some(published)
+    }
+}
 
 impl Drop for LoanCell {
     fn drop(&mut self) {
-        // The loan first: an unpublished one frees its block.
-        drop(self.loan.take());
-        // SAFETY: `publisher` came from `Box::into_raw` in `loan`, and the
-        // only borrow of it, the loan, is gone: this rebuilds the one Box.
-        let publisher = unsafe { Box::from_raw(self.publisher.as_ptr()) };
-        self.shared.put_back(publisher);
+        if let Some(loan) = self.loan.take() {
+            self.shared.put_back(loan.cancel());
+        }
     }
 }
-
-/// A raw pointer made `Send` to cross `py.detach`.
-#[derive(Clone, Copy)]
-struct SendPtr(NonNull<Publisher>);
-// SAFETY: the publisher behind it is owned by the thread that made this
-// (see `LoanCell`); it is only dereferenced on that thread's behalf while
-// that thread waits inside `py.detach`.
-unsafe impl Send for SendPtr {}
-
-impl SendPtr {
-    /// The pointer (a method, so a closure captures the whole `SendPtr`).
-    fn get(self) -> *mut Publisher {
-        self.0.as_ptr()
-    }
-}
-
-/// A loan made `Send` to come back out of `py.detach`.
-struct SendLoan(Loan<'static, shmbus::mem::ShmRegion>);
-// SAFETY: as `LoanCell`.
-unsafe impl Send for SendLoan {}
 
 /// The exporter of every memoryview and NumPy array of a sample or loan
 /// (their `.obj`): the block's bytes through the buffer protocol, read-only
@@ -198,7 +179,7 @@ impl PyPoolPublisher {
             shared: Handle::new(
                 Arc::new(Shared {
                     st: Mutex::new(PubState {
-                        publisher: Some(Box::new(publisher)),
+                        publisher: Some(publisher),
                         closing: false,
                         views: 0,
                     }),
@@ -223,7 +204,7 @@ impl PyPoolPublisher {
         until: Until,
     ) -> PyResult<LoanCell> {
         let shared = Arc::clone(shared);
-        let boxed = shared.lock().publisher.take().ok_or_else(|| {
+        let publisher = shared.lock().publisher.take().ok_or_else(|| {
             errors::raise(
                 py,
                 Exc::LoanOutstandingError,
@@ -232,44 +213,55 @@ impl PyPoolPublisher {
                 &[],
             )
         })?;
-        // From here on `p` is a leaked Box that the cell, or the failure
-        // below, turns back into one.
-        let p = SendPtr(NonNull::from(Box::leak(boxed)));
-        let found = retry_in_slices(
-            py,
-            until,
-            cancel,
-            |e| matches!(e, LoanError::Exhausted { .. }),
-            move |w| {
-                // SAFETY: the publisher is ours alone (taken out of `shared`
-                // above); each failed attempt's borrow ends with it, and a
-                // successful loan's borrow is kept by the `LoanCell`, which
-                // rebuilds the Box only after dropping the loan.
-                let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
-                publisher.loan(size, w).map(SendLoan)
-            },
-            // The time is up: one last try, which reports the census.
-            || {
-                // SAFETY: as in the attempts.
-                let publisher: &'static mut Publisher = unsafe { &mut *p.get() };
-                publisher.loan(size, Wait::Never).map(SendLoan)
-            },
-        );
-        let err = match found {
-            Ok(Ok(SendLoan(loan))) => {
-                return Ok(LoanCell {
-                    loan: Some(loan),
-                    publisher: p.0,
-                    shared,
-                })
+        // The publisher between tries: each try moves it into `into_loan`,
+        // which gives it back when no block was loaned.
+        let mut idle = Some(publisher);
+        let found = wait_in_slices(py, until, cancel, |w| {
+            match Self::try_loan(&mut idle, size, w) {
+                Some(Err(LoanError::Exhausted { .. })) => None,
+                done => done,
             }
-            Ok(Err(e)) => errors::loan(py, e),
-            Err(e) => e,
+        });
+        let found = match found {
+            Ok(Some(done)) => Some(done),
+            // The time is up: one last try, which reports the census.
+            Ok(None) => Self::try_loan(&mut idle, size, Wait::Never),
+            Err(e) => {
+                if let Some(publisher) = idle.take() {
+                    shared.put_back(publisher);
+                }
+                return Err(e);
+            }
         };
-        // SAFETY: `p` came from `Box::leak` above and no borrow of it
-        // outlives this point (the failed loans were dropped).
-        shared.put_back(unsafe { Box::from_raw(p.get()) });
-        Err(err)
+        if let Some(publisher) = idle.take() {
+            shared.put_back(publisher);
+        }
+        match found {
+            Some(Ok(loan)) => Ok(LoanCell {
+                loan: Some(loan),
+                shared,
+            }),
+            Some(Err(e)) => Err(errors::loan(py, e)),
+            // Never: a failed try puts the publisher back for the next.
+            None => Err(errors::closed(py, "the pool publisher is gone")),
+        }
+    }
+
+    /// One try to loan a block from the publisher in `idle`: the loan (the
+    /// publisher in it), or the error with the publisher back in `idle`.
+    fn try_loan(
+        idle: &mut Option<Publisher>,
+        size: usize,
+        wait: Wait,
+    ) -> Option<Result<OwnedLoan<shmbus::mem::ShmRegion>, LoanError>> {
+        match idle.take()?.into_loan(size, wait) {
+            Ok(loan) => Some(Ok(loan)),
+            Err(failed) => {
+                let (publisher, e) = failed.into_parts();
+                *idle = Some(publisher);
+                Some(Err(e))
+            }
+        }
     }
 }
 
@@ -331,7 +323,7 @@ impl PyPoolPublisher {
     #[pyo3(signature = (size, timeout = None))]
     fn loan(&self, py: Python<'_>, size: usize, timeout: Option<f64>) -> PyResult<PyLoan> {
         let mut cell = self.loan_cell(py, size, Until::from_timeout(timeout)?)?;
-        let (addr, len) = match cell.loan.as_mut() {
+        let (addr, len) = match cell.loan.as_deref_mut() {
             Some(loan) => (loan.as_mut_ptr() as usize, loan.len()),
             None => (0, 0),
         };
@@ -352,12 +344,13 @@ impl PyPoolPublisher {
     ) -> PyResult<u64> {
         let data = crate::owned_bytes(data)?;
         let mut cell = self.loan_cell(py, data.len(), Until::from_timeout(timeout)?)?;
-        let Some(mut loan) = cell.loan.take() else {
+        let Some(loan) = cell.loan.as_deref_mut() else {
             return Err(errors::closed(py, "the loan is gone"));
         };
         loan.copy_from_slice(&data);
-        let published = loan.publish();
-        drop(cell);
+        let Some(published) = cell.publish() else {
+            return Err(errors::closed(py, "the loan is gone"));
+        };
         published.map_err(|e| errors::abandoned(py, e))
     }
 
@@ -491,18 +484,16 @@ impl PyLoan {
 
     /// Publishes the message; returns its sequence number.
     fn publish(&mut self, py: Python<'_>) -> PyResult<u64> {
-        let Some(mut cell) = self.cell.take() else {
+        let Some(cell) = self.cell.take() else {
             return Err(errors::closed(
                 py,
                 "the loan was already published or released",
             ));
         };
         self.lent.release_views(py);
-        let Some(loan) = cell.loan.take() else {
+        let Some(published) = cell.publish() else {
             return Err(errors::closed(py, "the loan is gone"));
         };
-        let published = loan.publish();
-        drop(cell);
         published.map_err(|e| errors::abandoned(py, e))
     }
 

@@ -6,21 +6,20 @@
 //! `shmbus_sample_release`.
 //!
 //! # How a loan is kept
-//! A Rust `Loan` borrows its publisher mutably, so while it lives nothing
-//! else may touch that publisher. The publisher handle is a small struct
-//! around a separately boxed `PoolPublisher`, with two flags: `loan_out`
-//! (a `ShmbusLoan` holds a `Loan<'static>` made from that box) and
-//! `closed`. Every call that would use the `PoolPublisher` refuses while a
-//! loan is out; closing the handle with a loan out only sets `closed`, and
-//! the loan's end (publish or discard) then frees the publisher and the
-//! handle. So the box outlives every loan made from it, and the loan's
-//! `&mut` is the only reference to it while the loan lives.
+//! A loan owns its publisher: `shmbus_pool_publisher_loan` moves the
+//! handle's `PoolPublisher` into an `OwnedLoan` (`into_loan`), leaving the
+//! handle's `publisher` empty, and the loan's end (publish or discard)
+//! puts it back. So "a loan is out" is that empty slot: every call that
+//! needs the publisher refuses meanwhile, as a second loan does. Closing
+//! the handle with a loan out only sets `closed`, and the loan's end then
+//! drops the publisher it gets back and frees the handle, so the handle a
+//! loan points to (to give its publisher back) outlives the loan.
 
 use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
 use shmbus_core::{
-    pool::{Loan, LoanError, PoolPublisher, PoolRecvError, PoolSubscriber, Sample},
+    pool::{LoanError, OwnedLoan, PoolPublisher, PoolRecvError, PoolSubscriber, Sample},
     Received,
 };
 
@@ -35,23 +34,21 @@ pub const SHMBUS_POOL_MAX_HELD: u32 = 8;
 
 /// A publisher of a pool bus (opaque).
 pub struct ShmbusPoolPublisher {
-    /// The publisher, from `Box::into_raw`; freed when the handle is
-    /// closed and no loan is out.
-    publisher: NonNull<PoolPublisher>,
-    /// Its block size, so asking for it never touches a loaned publisher.
+    /// The publisher; `None` while a `ShmbusLoan` owns it.
+    publisher: Option<PoolPublisher>,
+    /// Its block size, so asking for it never needs a loaned publisher.
     block_size: usize,
-    /// A `ShmbusLoan` made from `publisher` is alive.
-    loan_out: bool,
     /// `shmbus_pool_publisher_close` was called while a loan was out.
     closed: bool,
 }
 
 /// A block loaned to a pool publisher, to write a message into (opaque).
 pub struct ShmbusLoan {
-    /// The loan; it borrows the owner's `PoolPublisher` (see the module
-    /// comment for why that box outlives it).
-    loan: Loan<'static>,
-    /// The publisher handle it was loaned from (the pointer C passed in).
+    /// The loan, which owns the publisher until it ends.
+    loan: OwnedLoan,
+    /// The publisher handle it was loaned from (the pointer C passed in),
+    /// to which the loan's end gives the publisher back (see the module
+    /// comment for why that handle outlives the loan).
     owner: NonNull<ShmbusPoolPublisher>,
 }
 
@@ -65,22 +62,9 @@ pub struct ShmbusSample(Sample);
 fn wrap(p: PoolPublisher) -> ShmbusPoolPublisher {
     ShmbusPoolPublisher {
         block_size: p.block_size(),
-        publisher: NonNull::from(Box::leak(Box::new(p))),
-        loan_out: false,
+        publisher: Some(p),
         closed: false,
     }
-}
-
-/// Frees a publisher handle and its publisher.
-///
-/// # Safety
-/// `h` was made by `give(wrap(..))`, is not used again, and no loan of it
-/// is alive.
-unsafe fn free_publisher(h: NonNull<ShmbusPoolPublisher>) {
-    // SAFETY: made by Box::into_raw in `give`, freed once, by the contract.
-    let h = unsafe { Box::from_raw(h.as_ptr()) };
-    // SAFETY: made by Box::leak in `wrap`; no loan borrows it (contract).
-    drop(unsafe { Box::from_raw(h.publisher.as_ptr()) });
 }
 
 /// Creates the pool bus `name`: `opts->capacity` slots, a pool of
@@ -200,24 +184,27 @@ pub unsafe extern "C" fn shmbus_pool_publisher_loan(
             NonNull::new(publisher).ok_or_else(|| Failure::argument("publisher is NULL"))?;
         // SAFETY: as above.
         let h = unsafe { handle(publisher, "publisher") }?;
-        if h.loan_out {
+        let Some(p) = h.publisher.take() else {
             return Err(Failure::argument(
                 "this publisher has a loan out: publish or discard it before the next loan",
             ));
-        }
-        // SAFETY: `h.publisher` is the live box `wrap` leaked (the handle is
-        // live, so not freed); no loan is out, so no other reference to it
-        // exists, and the one made here lives in the `ShmbusLoan` only,
-        // which ends before the box is freed (module comment).
-        let p: &'static mut PoolPublisher = unsafe { &mut *h.publisher.as_ptr() };
-        let mut l = p.loan(len, wait_of(timeout_ns)).map_err(|e| match e {
-            LoanError::Exhausted { .. } if timeout_ns == 0 => Failure::of(Status::SHMBUS_FULL, &e),
-            LoanError::Exhausted { .. } => Failure::of(Status::SHMBUS_TIMED_OUT, &e),
-            other => error(other),
-        })?;
+        };
+        let mut l = match p.into_loan(len, wait_of(timeout_ns)) {
+            Ok(l) => l,
+            Err(failed) => {
+                let (p, e) = failed.into_parts();
+                h.publisher = Some(p);
+                return Err(match e {
+                    LoanError::Exhausted { .. } if timeout_ns == 0 => {
+                        Failure::of(Status::SHMBUS_FULL, &e)
+                    }
+                    LoanError::Exhausted { .. } => Failure::of(Status::SHMBUS_TIMED_OUT, &e),
+                    other => error(other),
+                });
+            }
+        };
         // SAFETY: as the contract says.
         unsafe { put(data, l.as_mut_ptr().cast()) };
-        h.loan_out = true;
         give(out, ShmbusLoan { loan: l, owner })
     })
 }
@@ -279,20 +266,23 @@ pub unsafe extern "C" fn shmbus_loan_truncate(loan: *mut ShmbusLoan, len: usize)
 unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, Failure> {
     // SAFETY: made by Box::into_raw in `give`, not freed yet (contract).
     let ShmbusLoan { loan, owner } = *unsafe { Box::from_raw(loan) };
-    let result = if publish {
-        Some(loan.publish())
+    let (publisher, result) = if publish {
+        let (publisher, published) = loan.publish();
+        (publisher, Some(published))
     } else {
-        drop(loan);
-        None
+        (loan.cancel(), None)
     };
     // SAFETY: the owner handle is live: it is freed only when closed with
-    // no loan out, and this loan was out until now. The `Loan` is gone, so
-    // nothing borrows its publisher any more.
+    // no loan out, and this loan was out until now; no reference to it is
+    // held between calls (the loan keeps only its pointer).
     let h = unsafe { &mut *owner.as_ptr() };
-    h.loan_out = false;
     if h.closed {
-        // SAFETY: closed by C (never used again), and no loan is out.
-        unsafe { free_publisher(owner) };
+        drop(publisher);
+        // SAFETY: made by `give`, closed by C (never used again), and no
+        // loan is out any more to give a publisher back to it.
+        unsafe { take_back(owner.as_ptr()) };
+    } else {
+        h.publisher = Some(publisher);
     }
     match result {
         None => Ok(None),
@@ -372,11 +362,12 @@ pub unsafe extern "C" fn shmbus_pool_publisher_close(publisher: *mut ShmbusPoolP
         // SAFETY: a live handle (contract); the loan, if any, does not hold
         // a reference to the handle between calls, only its pointer.
         let handle = unsafe { &mut *h.as_ptr() };
-        if handle.loan_out {
+        if handle.publisher.is_none() {
+            // A loan owns the publisher: its end frees both.
             handle.closed = true;
         } else {
-            // SAFETY: live, not used again (contract), no loan out.
-            unsafe { free_publisher(h) };
+            // SAFETY: made by `give`, not used again (contract), no loan out.
+            unsafe { take_back(h.as_ptr()) };
         }
     });
 }

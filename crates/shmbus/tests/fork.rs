@@ -157,6 +157,49 @@ fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() 
 }
 
 #[test]
+fn a_forked_child_dropping_its_copy_of_an_owned_loan_leaves_the_parents_block_loaned() {
+    let bus = BusName::new("fork-owned-loan");
+    let mine = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+        .expect("create");
+    let mut other =
+        PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
+    let mut sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    let mut loan = Some(mine.into_loan(8, Wait::Never).expect("loan"));
+    if let Some(l) = loan.as_mut() {
+        l.copy_from_slice(b"OWNED!!!");
+    }
+
+    // The child's copy drops both the loan and the publisher it owns.
+    in_forked_child(|| drop(loan.take()));
+
+    // Another publisher cycles every free block; a block the child freed
+    // would be among them and overwritten.
+    for i in 0..40 {
+        let msg = message(i);
+        let mut l = other
+            .loan(msg.len(), Wait::For(Duration::from_secs(5)))
+            .expect("loan");
+        l.copy_from_slice(&msg);
+        l.publish().expect("publish");
+    }
+    let loan = loan.expect("parent's loan");
+    assert_eq!(&*loan, b"OWNED!!!", "the parent's loaned block was reused");
+    let (mine, published) = loan.publish();
+    let seq = published.expect("publish");
+    let mut last = None;
+    while let Ok(Some(got)) = sub.recv(Wait::Never) {
+        if let Received::Message(s) = got {
+            last = Some((s.sequence(), s.to_vec()));
+        }
+    }
+    assert_eq!(last, Some((seq, b"OWNED!!!".to_vec())));
+    drop(sub);
+    drop(other);
+    drop(mine);
+    bus.finish();
+}
+
+#[test]
 fn a_forked_child_dropping_its_copies_of_a_streams_producer_and_consumer_leaves_their_pids() {
     let bus = BusName::new("fork-stream");
     let producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");

@@ -6,7 +6,10 @@
 //! Files: `state.rs` (a block's state word), `blocks.rs` (the protocol:
 //! loan, reclaim, take, release, census), `sweep.rs` (what the dead left),
 //! `heap.rs` (a pool bus on the heap), then the handles: [`PoolPublisher`]
-//! with its [`Loan`], [`PoolSubscriber`] with its [`Sample`].
+//! with its [`Loan`] (`publisher.rs`, which also holds the block logic both
+//! kinds of loan share) and [`OwnedLoan`] (`owned.rs`: a loan that owns
+//! its publisher, for holders that cannot keep a borrow), [`TypedLoan`]
+//! (`typed.rs`), [`PoolSubscriber`] with its [`Sample`].
 //!
 //! # Invariants (docs/LAYOUT.md §19)
 //! - The ring is the bus's (`bus::ring`), unchanged: its messages are
@@ -49,6 +52,8 @@ pub(crate) mod blocks;
 #[cfg(not(loom))]
 mod heap;
 #[cfg(not(loom))]
+mod owned;
+#[cfg(not(loom))]
 mod publisher;
 pub(crate) mod state;
 #[cfg(not(loom))]
@@ -62,6 +67,8 @@ mod typed;
 
 pub use crate::options::PoolOptions;
 pub use blocks::Census;
+#[cfg(not(loom))]
+pub use owned::{IntoLoanError, OwnedLoan};
 #[cfg(not(loom))]
 pub use publisher::{Loan, LoanError, PoolPublisher};
 #[cfg(not(loom))]

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
+use super::owned::{IntoLoanError, OwnedLoan};
 use super::subscriber::PoolSubscriber;
 use crate::bus::ring::Ring;
 use crate::bus::Abandoned;
@@ -22,8 +23,10 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 ///
 /// A pool bus has one publisher (held by the publisher lock, as a plain
 /// bus) or, created with [`PoolPublisher::create_many`], any number. A
-/// publisher holds at most one loan at a time (the borrow checker sees
-/// to it).
+/// publisher holds at most one loan at a time: a [`Loan`] borrows it
+/// ([`PoolPublisher::loan`]), an [`OwnedLoan`] owns it
+/// ([`PoolPublisher::into_loan`]) until the block is published or given
+/// back.
 ///
 /// # Examples
 /// ```
@@ -157,6 +160,47 @@ impl<R: Region> PoolPublisher<R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn loan(&mut self, len: usize, wait: Wait) -> Result<Loan<'_, R>, LoanError> {
+        let block = self.lend(len, wait)?;
+        Ok(Loan {
+            publisher: self,
+            block,
+        })
+    }
+
+    /// Loans a block as [`PoolPublisher::loan`] does, into a loan that
+    /// owns this publisher until the block is published or given back
+    /// ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a holder that
+    /// cannot keep a borrow: a binding, a loan moved to another thread.
+    ///
+    /// # Errors
+    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
+    /// the publisher back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Wait, pool::PoolPublisher};
+    ///
+    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.into_loan(3, Wait::Never)?;
+    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// let (publisher, published) = loan.publish();
+    /// assert_eq!(published?, 0);
+    /// assert_eq!(publisher.census().on_ring, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    // The `Ok` side holds the same publisher, so boxing the error would not
+    // shrink the `Result`; it would only allocate on every failed try.
+    #[allow(clippy::result_large_err)]
+    pub fn into_loan(mut self, len: usize, wait: Wait) -> Result<OwnedLoan<R>, IntoLoanError<R>> {
+        match self.lend(len, wait) {
+            Ok(block) => Ok(OwnedLoan::new(self, block)),
+            Err(error) => Err(IntoLoanError::new(self, error)),
+        }
+    }
+
+    /// Finds a block for a loan of `len` bytes, waiting as `wait` says:
+    /// the search behind both kinds of loan.
+    fn lend(&mut self, len: usize, wait: Wait) -> Result<LoanedBlock, LoanError> {
         let max = self.block_size();
         if len > max {
             return Err(LoanError::TooLong { len, max });
@@ -196,12 +240,7 @@ impl<R: Region> PoolPublisher<R> {
         };
         let offset = self.blocks.geo.block(block);
         let ptr = self.ring.region().raw(offset, len);
-        Ok(Loan {
-            publisher: self,
-            block,
-            len,
-            ptr,
-        })
+        Ok(LoanedBlock { block, len, ptr })
     }
 
     /// One pass over the pool for a free or reclaimable block.
@@ -285,11 +324,7 @@ impl<R: Region> PoolPublisher<R> {
 /// ```
 pub struct Loan<'a, R: Region = DefaultRegion> {
     publisher: &'a mut PoolPublisher<R>,
-    block: u64,
-    len: usize,
-    /// The block's bytes (`None` only in a region that lends no plain
-    /// memory, which no handle is built on).
-    ptr: Option<NonNull<u8>>,
+    block: LoanedBlock,
 }
 
 impl<R: Region> Loan<'_, R> {
@@ -311,8 +346,7 @@ impl<R: Region> Loan<'_, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn publish(mut self) -> Result<u64, Abandoned> {
-        let block = std::mem::replace(&mut self.block, PUBLISHED);
-        self.publisher.publish(block, self.len)
+        self.block.publish(self.publisher)
     }
 
     /// Shortens the message to its first `len` bytes; a `len` at or above
@@ -338,59 +372,118 @@ impl<R: Region> Loan<'_, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        self.block.truncate(len);
     }
 }
 
 impl<R: Region> std::ops::Deref for Loan<'_, R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        match self.ptr {
-            // SAFETY: the block is loaned to this publisher (its state says
-            // so, set by CAS in `Blocks::loan`): no reader takes it before
-            // it is published, and no other publisher loans it, so these
-            // `len` bytes (checked by `raw`) are ours alone until `publish`.
-            Some(p) => unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) },
-            None => &[],
-        }
+        self.block.bytes()
     }
 }
 
 impl<R: Region> std::ops::DerefMut for Loan<'_, R> {
     fn deref_mut(&mut self) -> &mut [u8] {
-        match self.ptr {
-            // SAFETY: as in `deref`; `&mut self` makes this the only view.
-            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) },
-            None => &mut [],
-        }
+        self.block.bytes_mut()
     }
 }
 
-/// `Loan::block` once `publish` took it: nothing for `drop` to free.
-const PUBLISHED: u64 = u64::MAX;
-
-/// How often a waiting loan frees what dead processes hold: a sweep takes
-/// a lock per live subscriber, too dear for every poll.
-const SWEEP_EVERY: Duration = Duration::from_millis(50);
-
 impl<R: Region> Drop for Loan<'_, R> {
     fn drop(&mut self) {
-        // In a forked child the block is the parent's loan, not ours.
-        if self.block != PUBLISHED && self.publisher.origin.is_current() {
-            let region = self.publisher.ring.region();
-            self.publisher.blocks.free(region, self.block);
-        }
+        self.block.free(self.publisher);
     }
 }
 
 impl<R: Region> std::fmt::Debug for Loan<'_, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Loan")
+        self.block.fmt_as("Loan", f)
+    }
+}
+
+/// A block loaned to a publisher: what [`Loan`] and [`OwnedLoan`] share
+/// (its bytes, its length, publishing it, freeing it), each beside the
+/// publisher it was loaned from, which keeps the mapping (and so `ptr`)
+/// alive for as long as this lives.
+pub(super) struct LoanedBlock {
+    /// [`PUBLISHED`] once published: nothing left to free.
+    block: u64,
+    len: usize,
+    /// The block's bytes (`None` only in a region that lends no plain
+    /// memory, which no handle is built on).
+    ptr: Option<NonNull<u8>>,
+}
+
+impl LoanedBlock {
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self.ptr {
+            // SAFETY: the block is loaned to this publisher (its state says
+            // so, set by CAS in `Blocks::loan`): no reader takes it before
+            // it is published, and no other publisher loans it, so these
+            // `len` bytes (checked by `raw`) are ours alone until `publish`;
+            // the holder keeps the publisher, whose region maps them.
+            Some(p) => unsafe { std::slice::from_raw_parts(p.as_ptr(), self.len) },
+            None => &[],
+        }
+    }
+
+    pub(super) fn bytes_mut(&mut self) -> &mut [u8] {
+        match self.ptr {
+            // SAFETY: as in `bytes`; `&mut self` makes this the only view.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.len) },
+            None => &mut [],
+        }
+    }
+
+    pub(super) fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Moves the block out, leaving in its place one with nothing to free.
+    pub(super) fn take(&mut self) -> LoanedBlock {
+        std::mem::replace(
+            self,
+            LoanedBlock {
+                block: PUBLISHED,
+                len: 0,
+                ptr: None,
+            },
+        )
+    }
+
+    /// Publishes the block on `publisher`, the one it was loaned from;
+    /// afterwards `free` does nothing.
+    pub(super) fn publish<R: Region>(
+        &mut self,
+        publisher: &mut PoolPublisher<R>,
+    ) -> Result<u64, Abandoned> {
+        let block = std::mem::replace(&mut self.block, PUBLISHED);
+        publisher.publish(block, self.len)
+    }
+
+    /// Gives an unpublished block back to `publisher`'s pool, once.
+    pub(super) fn free<R: Region>(&mut self, publisher: &PoolPublisher<R>) {
+        let block = std::mem::replace(&mut self.block, PUBLISHED);
+        // In a forked child the block is the parent's loan, not ours.
+        if block != PUBLISHED && publisher.origin.is_current() {
+            publisher.blocks.free(publisher.ring.region(), block);
+        }
+    }
+
+    pub(super) fn fmt_as(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct(name)
             .field("block", &self.block)
             .field("len", &self.len)
             .finish()
     }
 }
+
+/// `LoanedBlock::block` once published or freed: nothing for `free` to do.
+const PUBLISHED: u64 = u64::MAX;
+
+/// How often a waiting loan frees what dead processes hold: a sweep takes
+/// a lock per live subscriber, too dear for every poll.
+const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
 impl PoolPublisher<Arc<HeapRegion>> {
     /// A pool bus on the heap, for threads of one process (and Miri): a

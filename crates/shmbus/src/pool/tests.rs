@@ -26,6 +26,13 @@ fn send(p: &mut PoolPublisher<Arc<HeapRegion>>, byte: u8) -> u64 {
     loan.publish().expect("single publisher")
 }
 
+/// The pool's census seen through a subscriber, for when no publisher is
+/// at hand (an owned loan has it, or was dropped with it).
+fn census_of(s: &Sub) -> super::Census {
+    let inner = &*s.inner;
+    inner.blocks.census(inner.ring.region(), inner.ring.head())
+}
+
 fn take(s: &mut Sub) -> Sample<Arc<HeapRegion>> {
     match s.recv(Wait::Never) {
         Ok(Some(Received::Message(sample))) => sample,
@@ -284,4 +291,88 @@ fn a_loan_whose_sweeps_are_slow_still_ends_at_its_deadline() {
     assert_eq!(ended, Ok(true), "the loan did not end at its deadline");
     drop(waiter.join().expect("the loan's thread"));
     drop(held);
+}
+
+#[test]
+fn a_published_owned_loan_is_received_and_its_publisher_loans_again() {
+    let p = bus(4, 6);
+    let mut s = subscribe(&p);
+    let mut loan = p.into_loan(64, Wait::Never).expect("a free block");
+    loan[..5].copy_from_slice(b"first");
+    loan.truncate(5);
+    assert_eq!(loan.len(), 5);
+    let (p, published) = loan.publish();
+    assert_eq!(published, Ok(0));
+    assert_eq!(&*take(&mut s), b"first");
+
+    let mut again = p.into_loan(6, Wait::Never).expect("a free block");
+    again.copy_from_slice(b"second");
+    let (p, published) = again.publish();
+    assert_eq!(published, Ok(1));
+    assert_eq!(&*take(&mut s), b"second");
+    assert_eq!(p.census().loaned, 0);
+}
+
+#[test]
+fn a_dropped_or_cancelled_owned_loan_frees_its_block() {
+    let p = bus(4, 5);
+    let watcher = subscribe(&p);
+    let loan = p.into_loan(8, Wait::Never).expect("a free block");
+    let census = census_of(&watcher);
+    assert_eq!((census.loaned, census.free), (1, 4));
+    let p = loan.cancel();
+    assert_eq!(p.census().free, 5, "a cancelled loan frees its block");
+
+    let loan = p.into_loan(8, Wait::Never).expect("a free block");
+    assert_eq!(census_of(&watcher).loaned, 1);
+    drop(loan);
+    let census = census_of(&watcher);
+    assert_eq!(
+        (census.loaned, census.free),
+        (0, 5),
+        "a dropped loan frees its block"
+    );
+}
+
+#[test]
+fn an_exhausted_into_loan_gives_the_publisher_back_in_its_error() {
+    let mut p = bus(2, 3);
+    let mut s = subscribe(&p);
+    send(&mut p, 1);
+    let a = take(&mut s);
+    send(&mut p, 2);
+    send(&mut p, 3);
+    // Blocks: one held, two on the ring: none free.
+    let failed = p.into_loan(8, Wait::Never).expect_err("an exhausted pool");
+    match failed.error() {
+        super::LoanError::Exhausted { census } => {
+            assert_eq!((census.on_ring, census.held, census.free), (2, 1, 0));
+        }
+        other => panic!("expected an exhausted pool, got {other:?}"),
+    }
+    assert!(
+        failed.to_string().contains("pool exhausted"),
+        "{failed} names the error"
+    );
+    assert!(std::error::Error::source(&failed).is_some());
+    let (mut p, _) = failed.into_parts();
+    drop(a);
+    assert_eq!(send(&mut p, 4), 3, "the publisher given back publishes on");
+}
+
+#[test]
+fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
+    fn sendable<T: Send + Sync>() {}
+    sendable::<super::OwnedLoan<crate::mem::ShmRegion>>();
+    let p = bus(4, 5);
+    let loan = p.into_loan(3, Wait::Never).expect("a free block");
+    let loan = std::thread::spawn(move || {
+        let mut loan = loan;
+        loan.copy_from_slice(b"abc");
+        loan
+    })
+    .join()
+    .expect("the writer");
+    let (_, published) = loan.publish();
+    assert_eq!(published, Ok(0));
 }
