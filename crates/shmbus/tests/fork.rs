@@ -112,26 +112,21 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
     bus.finish();
 }
 
-#[test]
-fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() {
-    let bus = BusName::new("fork-loan");
-    let mut mine = PoolPublisher::create_many(
+/// A pool bus of two publishers and a subscriber, for the loan tests.
+fn pool_of_two(bus: &BusName) -> (PoolPublisher, PoolPublisher, PoolSubscriber) {
+    let mine = PoolPublisher::create_many(
         bus.name(),
         &shmbus::pool::PoolOptions::new(8, 64, 16).many(),
     )
     .expect("create");
-    let mut other =
-        PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
-    let mut sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
-    let mut loan = Some(mine.loan(8, Wait::Never).expect("loan"));
-    if let Some(l) = loan.as_mut() {
-        l.copy_from_slice(b"LOANED!!");
-    }
+    let other = PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
+    let sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    (mine, other, sub)
+}
 
-    in_forked_child(|| drop(loan.take()));
-
-    // Another publisher cycles every free block; a block the child freed
-    // would be among them and overwritten.
+/// Another publisher cycles every free block: a block a child freed would
+/// be among them and overwritten.
+fn cycle_every_free_block(other: &mut PoolPublisher) {
     for i in 0..40 {
         let msg = message(i);
         let mut l = other
@@ -140,16 +135,35 @@ fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() 
         l.copy_from_slice(&msg);
         l.publish().expect("publish");
     }
-    let loan = loan.expect("parent's loan");
-    assert_eq!(&*loan, b"LOANED!!", "the parent's loaned block was reused");
-    let seq = loan.publish().expect("publish");
+}
+
+/// The last message the subscriber can read now: (sequence, bytes).
+fn last_message(sub: &mut PoolSubscriber) -> Option<(u64, Vec<u8>)> {
     let mut last = None;
     while let Ok(Some(got)) = sub.recv(Wait::Never) {
         if let Received::Message(s) = got {
             last = Some((s.sequence(), s.to_vec()));
         }
     }
-    assert_eq!(last, Some((seq, b"LOANED!!".to_vec())));
+    last
+}
+
+#[test]
+fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() {
+    let bus = BusName::new("fork-loan");
+    let (mut mine, mut other, mut sub) = pool_of_two(&bus);
+    let mut loan = Some(mine.loan(8, Wait::Never).expect("loan"));
+    if let Some(l) = loan.as_mut() {
+        l.copy_from_slice(b"LOANED!!");
+    }
+
+    in_forked_child(|| drop(loan.take()));
+
+    cycle_every_free_block(&mut other);
+    let loan = loan.expect("parent's loan");
+    assert_eq!(&*loan, b"LOANED!!", "the parent's loaned block was reused");
+    let seq = loan.publish().expect("publish");
+    assert_eq!(last_message(&mut sub), Some((seq, b"LOANED!!".to_vec())));
     drop(sub);
     drop(other);
     drop(mine);
@@ -159,11 +173,7 @@ fn a_forked_child_dropping_its_copy_of_a_loan_leaves_the_parents_block_loaned() 
 #[test]
 fn a_forked_child_dropping_its_copy_of_an_owned_loan_leaves_the_parents_block_loaned() {
     let bus = BusName::new("fork-owned-loan");
-    let mine = PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
-        .expect("create");
-    let mut other =
-        PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
-    let mut sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    let (mine, mut other, mut sub) = pool_of_two(&bus);
     let mut loan = Some(mine.into_loan(8, Wait::Never).expect("loan"));
     if let Some(l) = loan.as_mut() {
         l.copy_from_slice(b"OWNED!!!");
@@ -172,27 +182,12 @@ fn a_forked_child_dropping_its_copy_of_an_owned_loan_leaves_the_parents_block_lo
     // The child's copy drops both the loan and the publisher it owns.
     in_forked_child(|| drop(loan.take()));
 
-    // Another publisher cycles every free block; a block the child freed
-    // would be among them and overwritten.
-    for i in 0..40 {
-        let msg = message(i);
-        let mut l = other
-            .loan(msg.len(), Wait::For(Duration::from_secs(5)))
-            .expect("loan");
-        l.copy_from_slice(&msg);
-        l.publish().expect("publish");
-    }
+    cycle_every_free_block(&mut other);
     let loan = loan.expect("parent's loan");
     assert_eq!(&*loan, b"OWNED!!!", "the parent's loaned block was reused");
     let (mine, published) = loan.publish();
     let seq = published.expect("publish");
-    let mut last = None;
-    while let Ok(Some(got)) = sub.recv(Wait::Never) {
-        if let Received::Message(s) = got {
-            last = Some((s.sequence(), s.to_vec()));
-        }
-    }
-    assert_eq!(last, Some((seq, b"OWNED!!!".to_vec())));
+    assert_eq!(last_message(&mut sub), Some((seq, b"OWNED!!!".to_vec())));
     drop(sub);
     drop(other);
     drop(mine);
