@@ -14,5 +14,6 @@ export CARGO_TARGET_DIR=target/miri
 cargo +nightly miri test -p shmbus --lib
 cargo +nightly miri test -p shmbus --test wrap
 # The stream's heap tests (the ring model, edge records, records between
-# threads): about 2 minutes on 2 cores.
+# threads): the longest of the three, their record counts under
+# SHMBUS_TEST_SCALE as every long test's.
 cargo +nightly miri test -p shmbus --test stream heap::

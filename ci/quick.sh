@@ -11,7 +11,7 @@ export CARGO_TERM_COLOR=never
 # makes them: the `ci` profile.
 export SHMBUS_PROFILE=ci
 export MATURIN_PEP517_ARGS="--profile ci"
-# The long tests' loops at a quarter of what .ci/run runs (docs/GUIDE.md,
+# The long tests' loops at a quarter of their full size (.ci/run runs half) (docs/GUIDE.md,
 # "Tests and CI"); set SHMBUS_TEST_SCALE yourself to run another.
 export SHMBUS_TEST_SCALE=${SHMBUS_TEST_SCALE:-0.25}
 start=$(date +%s)

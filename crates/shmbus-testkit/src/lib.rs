@@ -31,7 +31,7 @@
 //! - **Deadlines** ([`CHILD_DEADLINE`], [`READY_DEADLINE`], [`RUN_DEADLINE`]).
 //! - **Scale** ([`scale`], [`scale_min`], [`scale_deadline`],
 //!   [`test_scale`]): the long tests' loop counts times `SHMBUS_TEST_SCALE`
-//!   (1.0, what CI runs, by default; 0.25 in `ci/quick.sh`; 10 for a soak),
+//!   (1.0, the full size, by default; 0.5 in `.ci/run`, 0.25 in `ci/quick.sh`; 10 for a soak),
 //!   and a child's deadline lengthened to match above 1.
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.

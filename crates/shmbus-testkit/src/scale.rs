@@ -1,9 +1,10 @@
 //! The one knob for how long the long tests run: `SHMBUS_TEST_SCALE`.
 //!
 //! A long test's loop counts (messages, rounds, records, kills) are written
-//! at the size CI runs, and each goes through [`scale`] or [`scale_min`]:
-//! `SHMBUS_TEST_SCALE=1` (the default) is what `.ci/run` runs, `0.25` is
-//! `ci/quick.sh`'s inner loop, and `10` is a soak. Sizes whose value is the
+//! at their full size, and each goes through [`scale`] or [`scale_min`]:
+//! `SHMBUS_TEST_SCALE=1` (the default) runs them whole, `.ci/run` runs
+//! `0.5` (its time budget), `0.25` is `ci/quick.sh`'s inner loop, and `10`
+//! is a soak. Sizes whose value is the
 //! point of a test (a wrap at 2^32, a ring of 64 slots, a model's three
 //! messages) are never scaled.
 //!
