@@ -12,6 +12,40 @@
 use super::publisher::{LoanError, LoanedBlock, PoolPublisher};
 use crate::bus::Abandoned;
 use crate::mem::{DefaultRegion, Region};
+use crate::wait::Wait;
+
+impl<R: Region> PoolPublisher<R> {
+    /// Loans a block as [`PoolPublisher::loan`] does, into a loan that
+    /// owns this publisher until the block is published or given back
+    /// ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a holder that
+    /// cannot keep a borrow: a binding, a loan moved to another thread.
+    ///
+    /// # Errors
+    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
+    /// the publisher back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Wait, pool::PoolPublisher};
+    ///
+    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.into_loan(3, Wait::Never)?;
+    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// let (publisher, published) = loan.publish();
+    /// assert_eq!(published?, 0);
+    /// assert_eq!(publisher.census().on_ring, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    // The `Ok` side holds the same publisher, so boxing the error would not
+    // shrink the `Result`; it would only allocate on every failed try.
+    #[allow(clippy::result_large_err)]
+    pub fn into_loan(mut self, len: usize, wait: Wait) -> Result<OwnedLoan<R>, IntoLoanError<R>> {
+        match self.lend(len, wait) {
+            Ok(block) => Ok(OwnedLoan::new(self, block)),
+            Err(error) => Err(IntoLoanError::new(self, error)),
+        }
+    }
+}
 
 /// A block loaned by a publisher that this loan owns meanwhile: `len`
 /// writable bytes in the pool (a `[u8]` through `Deref`, so `len()` and

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
-use super::owned::{IntoLoanError, OwnedLoan};
 use super::subscriber::PoolSubscriber;
 use crate::bus::ring::Ring;
 use crate::bus::Abandoned;
@@ -24,7 +23,7 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 /// A pool bus has one publisher (held by the publisher lock, as a plain
 /// bus) or, created with [`PoolPublisher::create_many`], any number. A
 /// publisher holds at most one loan at a time: a [`Loan`] borrows it
-/// ([`PoolPublisher::loan`]), an [`OwnedLoan`] owns it
+/// ([`PoolPublisher::loan`]), an [`OwnedLoan`](super::OwnedLoan) owns it
 /// ([`PoolPublisher::into_loan`]) until the block is published or given
 /// back.
 ///
@@ -167,40 +166,9 @@ impl<R: Region> PoolPublisher<R> {
         })
     }
 
-    /// Loans a block as [`PoolPublisher::loan`] does, into a loan that
-    /// owns this publisher until the block is published or given back
-    /// ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a holder that
-    /// cannot keep a borrow: a binding, a loan moved to another thread.
-    ///
-    /// # Errors
-    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
-    /// the publisher back.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
-    ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
-    /// let mut loan = publisher.into_loan(3, Wait::Never)?;
-    /// loan.copy_from_slice(&[1, 2, 3]);
-    /// let (publisher, published) = loan.publish();
-    /// assert_eq!(published?, 0);
-    /// assert_eq!(publisher.census().on_ring, 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    // The `Ok` side holds the same publisher, so boxing the error would not
-    // shrink the `Result`; it would only allocate on every failed try.
-    #[allow(clippy::result_large_err)]
-    pub fn into_loan(mut self, len: usize, wait: Wait) -> Result<OwnedLoan<R>, IntoLoanError<R>> {
-        match self.lend(len, wait) {
-            Ok(block) => Ok(OwnedLoan::new(self, block)),
-            Err(error) => Err(IntoLoanError::new(self, error)),
-        }
-    }
-
     /// Finds a block for a loan of `len` bytes, waiting as `wait` says:
     /// the search behind both kinds of loan.
-    fn lend(&mut self, len: usize, wait: Wait) -> Result<LoanedBlock, LoanError> {
+    pub(super) fn lend(&mut self, len: usize, wait: Wait) -> Result<LoanedBlock, LoanError> {
         let max = self.block_size();
         if len > max {
             return Err(LoanError::TooLong { len, max });
@@ -401,7 +369,7 @@ impl<R: Region> std::fmt::Debug for Loan<'_, R> {
     }
 }
 
-/// A block loaned to a publisher: what [`Loan`] and [`OwnedLoan`] share
+/// A block loaned to a publisher: what [`Loan`] and [`OwnedLoan`](super::OwnedLoan) share
 /// (its bytes, its length, publishing it, freeing it), each beside the
 /// publisher it was loaned from, which keeps the mapping (and so `ptr`)
 /// alive for as long as this lives.
