@@ -222,21 +222,12 @@ impl PyPoolPublisher {
                 done => done,
             }
         });
-        let found = match found {
-            Ok(Some(done)) => Some(done),
-            // The time is up: one last try, which reports the census.
-            Ok(None) => Self::try_loan(&mut idle, size, Wait::Never),
-            Err(e) => {
-                if let Some(publisher) = idle.take() {
-                    shared.put_back(publisher);
-                }
-                return Err(e);
-            }
-        };
+        // The time is up: one last try, which reports the census.
+        let found = found.map(|f| f.or_else(|| Self::try_loan(&mut idle, size, Wait::Never)));
         if let Some(publisher) = idle.take() {
             shared.put_back(publisher);
         }
-        match found {
+        match found? {
             Some(Ok(loan)) => Ok(LoanCell {
                 loan: Some(loan),
                 shared,
