@@ -2,7 +2,7 @@
 # Every public item of each crate named (default: shmbus shmbus-zenoh) has
 # `# Examples` that run, and `# Errors` where it returns a Result: nightly's
 # rustdoc JSON read by tools/doc_examples.py, in a target dir of its own
-# (target/nightly-doc: neither of .ci/run's lanes holds its lock).
+# (target/nightly-doc, used by nothing else; .ci/run runs this in lane 2).
 #
 #   ci/doc_examples.sh [CRATE...]
 set -euo pipefail
