@@ -3,7 +3,8 @@
 #   1. include/shmbus.h is what cbindgen generates from crates/shmbus-ffi now;
 #   2. `make -C examples/c` builds the examples (gcc -Werror, libshmbus.a);
 #   3. the examples run against buses made by the `shmbus` tool: publisher ->
-#      subscriber on every kind of bus, then pingpong;
+#      subscriber on every kind of bus, the tool -> a stream read in place
+#      and a journaled bus's state, then pingpong;
 #   4. the same under valgrind (no definite or indirect leak, no invalid
 #      access: --error-exitcode);
 #   5. `make install` writes a shmbus.pc that builds and links a program
@@ -31,6 +32,7 @@ make -s -C examples/c
 PUB=examples/c/publisher
 SUB=examples/c/subscriber
 PINGPONG=examples/c/pingpong
+STATE=examples/c/state
 
 prefix="shmbus-ci-c-$$"
 work=$(mktemp -d)
@@ -96,6 +98,36 @@ scenario() {
     echo "ok: ${wrap:+$wrap }publisher -> subscriber, --kind $kind"
 }
 
+# The tool writes, the C examples read: a stream's records in place (the
+# subscriber also checks that a second peek before the release is
+# refused), and the last value per key of a compacted journaled bus.
+tool_to_c() { # WRAP
+    local wrap=$1 run=() name sub
+    [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
+    name="$prefix-stream"
+    "$SHMBUS" create "$name" --kind stream --bytes 256 >/dev/null
+    : >"$work/sub.err"
+    timeout 120 "${run[@]}" "$SUB" --kind stream --count 3 --timeout 60 "$name" \
+        >"$work/sub.out" 2>"$work/sub.err" &
+    sub=$!
+    wait_ready "$work/sub.err" "$sub"
+    printf 'one\ntwo\nthree\n' | timeout 60 "$SHMBUS" pub "$name" || fail "shmbus pub into a stream"
+    wait "$sub" || fail "$wrap subscriber --kind stream exited $?"
+    diff <(printf 'one\ntwo\nthree\n') "$work/sub.out" >&2 || fail "$wrap stream: wrong output"
+    "$SHMBUS" rm "$name" >/dev/null
+    echo "ok: ${wrap:+$wrap }shmbus pub -> subscriber --kind stream (read in place)"
+
+    name="$prefix-state"
+    "$SHMBUS" create "$name" --msg-size 32 --slots 4 --journal "$work/$wrap-state.journal" >/dev/null
+    printf 'sensor01=20\nsensor02=30\nsensor01=21\nsensor02=31\nsensor01=22\n' |
+        timeout 60 "$SHMBUS" pub "$name" --compact-after 2 || fail "shmbus pub into a journaled bus"
+    timeout 120 "${run[@]}" "$STATE" --until 4 --timeout 60 "$name" \
+        >"$work/state.out" 2>"$work/state.err" || fail "$wrap state exited $?"
+    diff <(printf 'sensor01=22\nsensor02=31\n') "$work/state.out" >&2 || fail "$wrap state: wrong output"
+    "$SHMBUS" rm "$name" >/dev/null
+    echo "ok: ${wrap:+$wrap }shmbus pub -> state (the last value of each key)"
+}
+
 pingpong() { # WRAP ROUNDS
     local wrap=$1 rounds=$2 run=()
     [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
@@ -132,10 +164,12 @@ all_scenarios() { # WRAP
 
 echo "--- end to end"
 all_scenarios ""
+tool_to_c ""
 pingpong "" 20000
 
 echo "--- under valgrind"
 all_scenarios valgrind
+tool_to_c valgrind
 pingpong valgrind 300
 
 echo "--- pkg-config"

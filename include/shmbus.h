@@ -301,6 +301,11 @@ typedef struct shmbus_publisher_t shmbus_publisher_t;
 typedef struct shmbus_sample_t shmbus_sample_t;
 
 /**
+ * The keyed state of a journaled bus (opaque).
+ */
+typedef struct shmbus_state_t shmbus_state_t;
+
+/**
  * A subscriber of a bus, at its own cursor (opaque).
  */
 typedef struct shmbus_subscriber_t shmbus_subscriber_t;
@@ -1165,6 +1170,135 @@ void shmbus_sample_release(struct shmbus_sample_t *sample);
 void shmbus_pool_subscriber_close(struct shmbus_pool_subscriber_t *subscriber);
 
 /**
+ * Joins the journaled bus name as shmbus_journal_subscriber_join
+ * does (opts likewise; NULL for the defaults) and folds nothing yet:
+ * call shmbus_state_poll or shmbus_state_wait_for.
+ *
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_state_close);
+ * SHMBUS_ERROR (no such bus, no journal, the publisher died or did not
+ * flush in time, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_join(const char *name,
+                                       const struct shmbus_open_options_t *opts,
+                                       struct shmbus_state_t **out);
+
+/**
+ * Folds in every message there now, without waiting; writes how many it
+ * took to *folded (folded may be NULL).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (it had to join again after a
+ * loss the journal could not repair, and that failed: the errors of
+ * shmbus_state_join).
+ *
+ * Safety:
+ * state is NULL or a live state; folded NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_poll(struct shmbus_state_t *state, size_t *folded);
+
+/**
+ * Folds in messages until sequence seq is in, waiting as timeout_ns
+ * says.
+ *
+ * Statuses: SHMBUS_OK (seq is in); SHMBUS_EMPTY (not yet,
+ * timeout_ns 0); SHMBUS_TIMED_OUT; SHMBUS_ERROR (a rejoin failed,
+ * as for shmbus_state_poll).
+ *
+ * Safety:
+ * state is NULL or a live state.
+ */
+enum shmbus_status_t shmbus_state_wait_for(struct shmbus_state_t *state,
+                                           uint64_t seq,
+                                           int64_t timeout_ns);
+
+/**
+ * Copies the last value of key (the whole message, the bus's message
+ * size: shmbus_state_msg_size) into buf. *len holds the buffer's
+ * length on entry and the value's on SHMBUS_OK.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_EMPTY (no value for key yet);
+ * SHMBUS_TOO_SMALL (*len is the value's length; nothing copied);
+ * SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * state is NULL or a live state; buf valid for *len writable bytes;
+ * len NULL or an initialised, writable size_t.
+ */
+enum shmbus_status_t shmbus_state_get(struct shmbus_state_t *state,
+                                      uint64_t key,
+                                      void *buf,
+                                      size_t *len);
+
+/**
+ * Writes the keys folded so far, in ascending order, to keys. *count
+ * holds how many uint64_t the array holds on entry, and how many keys
+ * there are on SHMBUS_OK and SHMBUS_TOO_SMALL (then nothing is
+ * written: call again with an array that long).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_TOO_SMALL; SHMBUS_ERROR (a NULL
+ * argument).
+ *
+ * Safety:
+ * state is NULL or a live state; keys valid for *count writable
+ * uint64_t; count NULL or an initialised, writable size_t.
+ */
+enum shmbus_status_t shmbus_state_keys(struct shmbus_state_t *state, uint64_t *keys, size_t *count);
+
+/**
+ * Writes how many keys the state holds to *count.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * state is NULL or a live state; count NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_len(struct shmbus_state_t *state, size_t *count);
+
+/**
+ * Writes the sequence of the last message folded in to *seq.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_EMPTY (nothing folded yet: *seq is
+ * left as it was); SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * state is NULL or a live state; seq NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_last_seq(struct shmbus_state_t *state, uint64_t *seq);
+
+/**
+ * Writes how many times the state joined again after a loss the journal
+ * could not repair to *rejoins.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * state is NULL or a live state; rejoins NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_rejoins(struct shmbus_state_t *state, uint64_t *rejoins);
+
+/**
+ * Writes the bus's message size in bytes (every value's length) to
+ * *size.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * state is NULL or a live state; size NULL or writable.
+ */
+enum shmbus_status_t shmbus_state_msg_size(struct shmbus_state_t *state, size_t *size);
+
+/**
+ * Frees the state (NULL: nothing).
+ *
+ * Safety:
+ * state is NULL or a live state, not used again.
+ */
+void shmbus_state_close(struct shmbus_state_t *state);
+
+/**
  * Stream options with every default: capacity still to set.
  */
 struct shmbus_stream_options_t shmbus_stream_options_default(void);
@@ -1263,7 +1397,9 @@ enum shmbus_status_t shmbus_consumer_open(const char *name,
  * buffer: *len is its length and it stays first in the stream, so call
  * again with a buffer that long); SHMBUS_PEER_GONE (the producer died
  * and nothing is left); SHMBUS_ERROR (corrupt cursors or record). Only
- * SHMBUS_MESSAGE consumes a record.
+ * SHMBUS_MESSAGE consumes a record. While a record is peeked
+ * (shmbus_consumer_peek), SHMBUS_ERROR with
+ * SHMBUS_E_INVALID_ARGUMENT: release it first.
  *
  * Safety:
  * consumer is NULL or a live consumer; buf valid for *len writable
@@ -1286,8 +1422,42 @@ enum shmbus_status_t shmbus_consumer_pop(struct shmbus_consumer_t *consumer,
 enum shmbus_status_t shmbus_consumer_max_record(struct shmbus_consumer_t *consumer, size_t *max);
 
 /**
+ * Peeks at the next record where it lies, waiting as timeout_ns says.
+ * On SHMBUS_MESSAGE, *data points to its *len bytes in the stream
+ * (read-only; no copy), valid until shmbus_consumer_release (which
+ * consumes the record) or shmbus_consumer_close (which leaves it for
+ * the next consumer). One record at a time: until the release, another
+ * peek or a pop is SHMBUS_ERROR with SHMBUS_E_INVALID_ARGUMENT.
+ *
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_EMPTY (nothing, timeout_ns 0);
+ * SHMBUS_TIMED_OUT; SHMBUS_PEER_GONE (the producer died and nothing
+ * is left); SHMBUS_ERROR (a record already peeked, a NULL argument,
+ * corrupt cursors or record). Only SHMBUS_MESSAGE peeks a record.
+ *
+ * Safety:
+ * consumer is NULL or a live consumer; data and len NULL or
+ * writable.
+ */
+enum shmbus_status_t shmbus_consumer_peek(struct shmbus_consumer_t *consumer,
+                                          int64_t timeout_ns,
+                                          const uint8_t **data,
+                                          size_t *len);
+
+/**
+ * Consumes the record shmbus_consumer_peek gave (its bytes go back to
+ * the producer: the pointer peek wrote is no longer valid).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (no record is peeked, or a NULL
+ * consumer: SHMBUS_E_INVALID_ARGUMENT).
+ *
+ * Safety:
+ * consumer is NULL or a live consumer.
+ */
+enum shmbus_status_t shmbus_consumer_release(struct shmbus_consumer_t *consumer);
+
+/**
  * Frees the consumer (NULL: nothing). Records not popped stay for the
- * next consumer.
+ * next consumer, a peeked one not released among them.
  *
  * Safety:
  * consumer is NULL or a live consumer, not used again.

@@ -1,13 +1,15 @@
 /*
  * subscriber: prints each message of a bus as one line, like `shmbus sub`.
  *
- *   subscriber [--kind bus|journal|pool] [--from oldest|next|latest]
+ *   subscriber [--kind bus|journal|pool|stream] [--from oldest|next|latest]
  *              [--count N] [--timeout SECS] NAME
  *
  * bus (the default; any bus of fixed-size messages, one or many
  * publishers) opens a subscriber that starts where --from says (default
  * next); journal joins a journaled bus and starts with its journal (--from
- * does not apply); pool opens a pool bus's subscriber. Once open it writes
+ * does not apply); pool opens a pool bus's subscriber; stream becomes a
+ * stream's consumer and reads each record in place (peek, then release:
+ * no copy), carrying on where the last consumer stopped. Once open it writes
  * "ready" to stderr, then prints each message's bytes up to the first NUL
  * on stdout, one line each, and each lag as "lagged: skipped N" on stderr.
  * Exit 0 after N messages (--count; lags do not count), 2 if no message
@@ -21,10 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum kind { KIND_BUS, KIND_JOURNAL, KIND_POOL };
+enum kind { KIND_BUS, KIND_JOURNAL, KIND_POOL, KIND_STREAM };
 
 static void usage(void) {
-    fputs("usage: subscriber [--kind bus|journal|pool] [--from oldest|next|latest] "
+    fputs("usage: subscriber [--kind bus|journal|pool|stream] [--from oldest|next|latest] "
           "[--count N] [--timeout SECS] NAME\n",
           stderr);
     exit(1);
@@ -55,6 +57,7 @@ int main(int argc, char **argv) {
             if (strcmp(v, "bus") == 0 || strcmp(v, "many") == 0) kind = KIND_BUS;
             else if (strcmp(v, "journal") == 0) kind = KIND_JOURNAL;
             else if (strcmp(v, "pool") == 0) kind = KIND_POOL;
+            else if (strcmp(v, "stream") == 0) kind = KIND_STREAM;
             else usage();
         } else if (strcmp(a, "--from") == 0 && v) {
             i++;
@@ -87,6 +90,7 @@ int main(int argc, char **argv) {
     shmbus_subscriber_t *bus = NULL;
     shmbus_journal_subscriber_t *journal = NULL;
     shmbus_pool_subscriber_t *pool = NULL;
+    shmbus_consumer_t *consumer = NULL;
     shmbus_status_t st;
     size_t msg_size = 0;
     switch (kind) {
@@ -98,7 +102,8 @@ int main(int argc, char **argv) {
         st = shmbus_journal_subscriber_join(name, &opts, &journal);
         if (st == SHMBUS_OK) st = shmbus_journal_subscriber_msg_size(journal, &msg_size);
         break;
-    default: st = shmbus_pool_subscriber_open(name, &opts, &pool); break;
+    case KIND_POOL: st = shmbus_pool_subscriber_open(name, &opts, &pool); break;
+    default: st = shmbus_consumer_open(name, &opts, &consumer); break;
     }
     if (st != SHMBUS_OK) {
         fprintf(stderr, "subscriber: %s\n", shmbus_error_message());
@@ -120,16 +125,38 @@ int main(int argc, char **argv) {
         size_t len = msg_size;
         uint64_t skipped = 0;
         shmbus_sample_t *sample = NULL;
+        const uint8_t *record = NULL;
         switch (kind) {
         case KIND_BUS: st = shmbus_subscriber_recv(bus, buf, &len, &skipped, timeout_ns); break;
         case KIND_JOURNAL:
             st = shmbus_journal_subscriber_recv(journal, buf, &len, NULL, &skipped, timeout_ns);
             break;
-        default: st = shmbus_pool_subscriber_recv(pool, &sample, &skipped, timeout_ns); break;
+        case KIND_POOL: st = shmbus_pool_subscriber_recv(pool, &sample, &skipped, timeout_ns); break;
+        default: st = shmbus_consumer_peek(consumer, timeout_ns, &record, &len); break;
         }
         if (st == SHMBUS_MESSAGE) {
             int bad;
-            if (sample) {
+            if (record) {
+                /* The record's bytes in the stream, valid until the release. */
+                bad = print_line(record, len) != 0;
+                /* One record at a time: a second peek before the release is
+                 * refused with a code (never undefined behaviour). */
+                if (received == 0) {
+                    const uint8_t *again = NULL;
+                    size_t again_len = 0;
+                    if (shmbus_consumer_peek(consumer, 0, &again, &again_len) != SHMBUS_ERROR ||
+                        shmbus_error_code() != SHMBUS_E_INVALID_ARGUMENT) {
+                        fputs("subscriber: a second peek before the release was not refused\n",
+                              stderr);
+                        bad = 1;
+                    }
+                }
+                st = shmbus_consumer_release(consumer);
+                if (st != SHMBUS_OK) {
+                    fprintf(stderr, "subscriber: %s\n", shmbus_error_message());
+                    bad = 1;
+                }
+            } else if (sample) {
                 const void *data = NULL;
                 st = shmbus_sample_data(sample, &data, &len, NULL);
                 bad = st != SHMBUS_OK || print_line(data, len) != 0;
@@ -161,5 +188,6 @@ int main(int argc, char **argv) {
     shmbus_subscriber_close(bus);
     shmbus_journal_subscriber_close(journal);
     shmbus_pool_subscriber_close(pool);
+    shmbus_consumer_close(consumer);
     return code;
 }

@@ -4,21 +4,20 @@
 //! (key: the first 8 bytes, little-endian, as the CLI's compaction) into
 //! last-value-per-key.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber},
-    BusOptions, OpenOptions, Received, Wait,
+    journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, State},
+    BusOptions, OpenOptions, Received,
 };
 
 use crate::bus::{bus_type, expected_type, open_type};
 use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Handle};
-use crate::{join_journal, lagged, wait_in_slices, with_bytes, Entry, Until};
+use crate::{join_journal, join_state, lagged, wait_in_slices, with_bytes, Entry, Until};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJournalPublisher>()?;
@@ -253,88 +252,29 @@ iterator_methods!(PyJournalSubscriber.inner, fn __next__);
 
 handle_methods!(PyJournalSubscriber.inner, fn close);
 
-/// The key of a raw message: its first 8 bytes, little-endian (fewer are
-/// zero-extended), as shmbus's `raw_key` and the CLI's compaction.
-fn raw_key(msg: &[u8]) -> u64 {
-    let mut k = [0u8; 8];
-    let n = msg.len().min(8);
-    k[..n].copy_from_slice(&msg[..n]);
-    u64::from_le_bytes(k)
-}
-
-/// The folding half of `State`, free of Python so it can run without the GIL.
-struct Fold {
-    name: String,
-    opts: JoinOptions,
-    sub: JournalSubscriber<[u8]>,
-    values: HashMap<u64, Vec<u8>>,
-    last_seq: Option<u64>,
-    rejoins: u64,
-}
-
-impl Fold {
-    fn reached(&self, seq: u64) -> bool {
-        self.last_seq
-            .is_some_and(|l| (l.wrapping_sub(seq) as i64) >= 0)
-    }
-
-    /// Applies entries: the first receive waits `wait`, the rest take what
-    /// is there. After a loss the journal could not repair it joins again
-    /// (the journal's snapshot plus tail is the whole state). Returns how
-    /// many entries it applied. A join asks `go_on` while it waits for the
-    /// publisher's flush (`JoinError::Cancelled` once it says stop).
-    fn step(
-        &mut self,
-        wait: Wait,
-        stop_at: Option<u64>,
-        go_on: &mut dyn FnMut() -> bool,
-    ) -> Result<usize, JoinError> {
-        let mut n = 0;
-        let mut wait = wait;
-        loop {
-            if stop_at.is_some_and(|s| self.reached(s)) {
-                return Ok(n);
-            }
-            match self.sub.recv(wait) {
-                Some(Received::Message(e)) => {
-                    let value = self.values.entry(raw_key(e.msg)).or_default();
-                    value.clear();
-                    value.extend_from_slice(e.msg);
-                    self.last_seq = Some(e.seq);
-                    n += 1;
-                }
-                Some(Received::Lagged { .. }) => {
-                    self.sub = JournalSubscriber::<[u8]>::join_cancellable(
-                        &self.name,
-                        &self.opts,
-                        &mut *go_on,
-                    )?;
-                    self.values.clear();
-                    self.last_seq = None;
-                    self.rejoins += 1;
-                }
-                None => return Ok(n),
-            }
-            wait = Wait::Never;
-        }
-    }
-}
-
 /// The keyed state of a journaled bus: key -> the last message with that
 /// key, where a message's key is its first 8 bytes as a little-endian u64.
 /// A mapping (`state[key]`, `len`, `in`, `keys()`, `items()`, ...) of the
 /// entries folded so far: call `poll()` or `wait_for(seq)` to fold more.
+/// The fold is the core's `State<[u8]>`.
 #[pyclass(module = "shmbus", name = "State", frozen, mapping)]
 pub struct PyState {
-    fold: Handle<Fold>,
+    fold: Handle<State<[u8]>>,
 }
 
-impl Fold {
-    fn sorted_keys(&self) -> Vec<u64> {
-        let mut keys: Vec<u64> = self.values.keys().copied().collect();
-        keys.sort_unstable();
-        keys
-    }
+/// The keys folded so far, in ascending order.
+fn sorted_keys(state: &State<[u8]>) -> Vec<u64> {
+    let mut keys: Vec<u64> = state.state().iter().map(|(k, _)| k).collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Whether `state` has folded sequence `seq` in.
+fn reached(state: &State<[u8]>, seq: u64) -> bool {
+    state
+        .state()
+        .last_seq()
+        .is_some_and(|l| (l.wrapping_sub(seq) as i64) >= 0)
 }
 
 /// A `go_on` for a join made with the GIL held: runs signal handlers, and
@@ -373,19 +313,9 @@ impl PyState {
         type_align: u32,
     ) -> PyResult<Self> {
         let opts = join_options(flush_timeout, type_name, msg_size, type_align)?;
-        let sub = join_journal(py, name, &opts, None)?.map_err(|e| errors::join(py, e))?;
+        let state = join_state(py, name, &opts)?.map_err(|e| errors::join(py, e))?;
         Ok(PyState {
-            fold: Handle::new(
-                Fold {
-                    name: name.to_owned(),
-                    opts,
-                    sub,
-                    values: HashMap::new(),
-                    last_seq: None,
-                    rejoins: 0,
-                },
-                "the state is closed",
-            ),
+            fold: Handle::new(state, "the state is closed"),
         })
     }
 
@@ -393,8 +323,8 @@ impl PyState {
     fn poll(&self, py: Python<'_>) -> PyResult<usize> {
         self.fold.with(py, |fold, _| {
             let mut raised = None;
-            let stepped = fold.step(Wait::Never, None, &mut signals_go_on(py, &mut raised));
-            stepped.map_err(|e| join_failed(py, e, raised))
+            let polled = fold.poll_cancellable(signals_go_on(py, &mut raised));
+            polled.map_err(|e| join_failed(py, e, raised))
         })
     }
 
@@ -405,7 +335,7 @@ impl PyState {
     fn wait_for(&self, py: Python<'_>, seq: u64, timeout: Option<f64>) -> PyResult<bool> {
         let until = Until::from_timeout(timeout)?;
         self.fold.with(py, |fold, cancel| {
-            if fold.reached(seq) {
+            if reached(fold, seq) {
                 return Ok(true);
             }
             let mut raised: Option<PyErr> = None;
@@ -423,10 +353,10 @@ impl PyState {
                 })
             };
             let done = wait_in_slices(py, until, cancel, |w| {
-                match fold.step(w, Some(seq), &mut go_on) {
+                match fold.wait_for_cancellable(seq, w, &mut go_on) {
                     Err(e) => Some(Err(e)),
-                    Ok(_) if fold.reached(seq) => Some(Ok(())),
-                    Ok(_) => None,
+                    Ok(true) => Some(Ok(())),
+                    Ok(false) => None,
                 }
             })?;
             match done {
@@ -439,22 +369,22 @@ impl PyState {
 
     #[getter]
     fn last_seq(&self, py: Python<'_>) -> PyResult<Option<u64>> {
-        self.fold.with(py, |h, _| Ok(h.last_seq))
+        self.fold.with(py, |h, _| Ok(h.state().last_seq()))
     }
 
     /// How many times it joined again after a loss the journal could not
     /// repair.
     #[getter]
     fn rejoins(&self, py: Python<'_>) -> PyResult<u64> {
-        self.fold.with(py, |h, _| Ok(h.rejoins))
+        self.fold.with(py, |h, _| Ok(h.rejoins()))
     }
 
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
-        self.fold.with(py, |h, _| Ok(h.values.len()))
+        self.fold.with(py, |h, _| Ok(h.state().len()))
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, key: u64) -> PyResult<Bound<'py, PyBytes>> {
-        self.fold.with(py, |fold, _| match fold.values.get(&key) {
+        self.fold.with(py, |fold, _| match fold.state().get(key) {
             Some(v) => Ok(PyBytes::new(py, v)),
             None => Err(pyo3::exceptions::PyKeyError::new_err(key)),
         })
@@ -464,7 +394,7 @@ impl PyState {
         let Ok(key) = key.extract::<u64>() else {
             return Ok(false);
         };
-        self.fold.with(py, |h, _| Ok(h.values.contains_key(&key)))
+        self.fold.with(py, |h, _| Ok(h.state().get(key).is_some()))
     }
 
     /// The value of `key`, or `default`.
@@ -477,7 +407,7 @@ impl PyState {
         default: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         self.fold.with(py, |fold, _| {
-            Ok(match fold.values.get(&key) {
+            Ok(match fold.state().get(key) {
                 Some(v) => PyBytes::new(py, v).into_any().unbind(),
                 None => default.unwrap_or_else(|| py.None()),
             })
@@ -486,16 +416,17 @@ impl PyState {
 
     /// The keys, in ascending order.
     fn keys(&self, py: Python<'_>) -> PyResult<Vec<u64>> {
-        self.fold.with(py, |fold, _| Ok(fold.sorted_keys()))
+        self.fold.with(py, |fold, _| Ok(sorted_keys(fold)))
     }
 
     /// The values, in key order.
     fn values<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyBytes>>> {
         self.fold.with(py, |fold, _| {
-            Ok(fold
-                .sorted_keys()
+            let values = fold.state();
+            Ok(sorted_keys(fold)
                 .into_iter()
-                .map(|k| PyBytes::new(py, &fold.values[&k]))
+                .filter_map(|k| values.get(k))
+                .map(|v| PyBytes::new(py, v))
                 .collect())
         })
     }
@@ -503,16 +434,16 @@ impl PyState {
     /// (key, value) pairs, in key order.
     fn items<'py>(&self, py: Python<'py>) -> PyResult<Vec<(u64, Bound<'py, PyBytes>)>> {
         self.fold.with(py, |fold, _| {
-            Ok(fold
-                .sorted_keys()
+            let values = fold.state();
+            Ok(sorted_keys(fold)
                 .into_iter()
-                .map(|k| (k, PyBytes::new(py, &fold.values[&k])))
+                .filter_map(|k| Some((k, PyBytes::new(py, values.get(k)?))))
                 .collect())
         })
     }
 
     fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let keys = self.fold.with(py, |fold, _| Ok(fold.sorted_keys()))?;
+        let keys = self.fold.with(py, |fold, _| Ok(sorted_keys(fold)))?;
         Ok(keys.into_pyobject(py)?.try_iter()?.into_any())
     }
 }

@@ -125,9 +125,33 @@ pub(crate) fn join_journal(
     opts: &shmbus::journal::JoinOptions,
     cancel: Option<&Cancel<'_>>,
 ) -> PyResult<Result<shmbus::journal::JournalSubscriber<[u8]>, shmbus::journal::JoinError>> {
+    join_answering(py, cancel, |go_on| {
+        shmbus::journal::JournalSubscriber::<[u8]>::join_cancellable(name, opts, go_on)
+    })
+}
+
+/// As [`join_journal`], for the core's raw `State`.
+pub(crate) fn join_state(
+    py: Python<'_>,
+    name: &str,
+    opts: &shmbus::journal::JoinOptions,
+) -> PyResult<Result<shmbus::journal::State<[u8]>, shmbus::journal::JoinError>> {
+    join_answering(py, None, |go_on| {
+        shmbus::journal::State::<[u8]>::join_cancellable(name, opts, go_on)
+    })
+}
+
+/// Runs `join` with the GIL released, handing it a `go_on` that takes
+/// the GIL to run signal handlers and check `cancel`; the exception that
+/// stopped it is raised in place of `JoinError::Cancelled`.
+fn join_answering<T: Send>(
+    py: Python<'_>,
+    cancel: Option<&Cancel<'_>>,
+    join: impl FnOnce(&mut dyn FnMut() -> bool) -> Result<T, shmbus::journal::JoinError> + Send,
+) -> PyResult<Result<T, shmbus::journal::JoinError>> {
     let mut raised: Option<PyErr> = None;
     let joined = py.detach(|| {
-        shmbus::journal::JournalSubscriber::<[u8]>::join_cancellable(name, opts, || {
+        join(&mut || {
             Python::attach(|py| {
                 let stop = py
                     .check_signals()

@@ -210,19 +210,24 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_join(
     out: *mut *mut ShmbusJournalSubscriber,
 ) -> Status {
     let make = |name: &str, o: &Opened| {
-        let mut join = JoinOptions::default()
-            .wait_strategy(o.wait)
-            .init_timeout(o.init_timeout);
-        if let Some(t) = o.flush_timeout {
-            join = join.flush_timeout(t);
-        }
-        if let Some((type_name, size, align)) = &o.message_type {
-            join = join.message_type(type_name, *size, *align);
-        }
-        JournalSubscriber::<[u8]>::join(name, &join).map(ShmbusJournalSubscriber)
+        JournalSubscriber::<[u8]>::join(name, &join_options(o)).map(ShmbusJournalSubscriber)
     };
     // SAFETY: each pointer as the contract says.
     unsafe { open_handle(name, opts, out, make) }
+}
+
+/// The join options C's open options give (`start` does not apply).
+pub(crate) fn join_options(o: &Opened) -> JoinOptions {
+    let mut join = JoinOptions::default()
+        .wait_strategy(o.wait)
+        .init_timeout(o.init_timeout);
+    if let Some(t) = o.flush_timeout {
+        join = join.flush_timeout(t);
+    }
+    if let Some((type_name, size, align)) = &o.message_type {
+        join = join.message_type(type_name, *size, *align);
+    }
+    join
 }
 
 /// Receives the next message into `buf` with its sequence number in

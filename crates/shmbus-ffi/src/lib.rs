@@ -35,8 +35,10 @@
 //! `options.rs` (the flags and the option structs every kind of bus
 //! shares, and their conversion), `remove.rs`; then by kind: `bus.rs`
 //! (single and many-publisher buses and their subscribers),
-//! `journal.rs`, `pool.rs` (pool buses, loans and samples), `stream.rs`
-//! (producer and consumer), each with its own options. Under them, what
+//! `journal.rs`, `pool.rs` (pool buses, loans and samples), `state.rs`
+//! (a journaled bus folded into the last value per key), `stream.rs`
+//! (producer and consumer, and a record peeked in place), each with its
+//! own options. Under them, what
 //! every entry point uses: `entry.rs` (the wrapper that turns a failure or
 //! a panic into a status and this thread's error), `args.rs` (checked
 //! conversions of C arguments), `bodies.rs` (the bodies many entry points
@@ -65,6 +67,7 @@ pub mod remove;
 pub mod bus;
 pub mod journal;
 pub mod pool;
+pub mod state;
 pub mod stream;
 
 // What every entry point uses; nothing of it is in the header.

@@ -1,15 +1,23 @@
 //! The lossless stream of byte records: `shmbus_producer_*` and
 //! `shmbus_consumer_*`.
+//!
+//! # How a peeked record is kept
+//! `shmbus_consumer_peek` moves the handle's `Consumer` into an
+//! `OwnedReadChunk` (`into_chunk`), which owns it until
+//! `shmbus_consumer_release` consumes the record and puts the consumer
+//! back. So "a record is peeked" is the handle holding a chunk: every call
+//! that reads refuses meanwhile, and C's pointer into the ring stays valid
+//! until the release (or the close) with no borrow kept between calls.
 
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
+    stream::{Consumer, OwnedReadChunk, PopError, Producer, PushError, StreamOptions},
     ErrorKind,
 };
 
 use crate::args::{
-    buffer, bytes, capacity_in, copy_into, handle, put, required, take_back, wait_of,
+    buffer, bytes, capacity_in, copy_into, handle, out_ptr, put, required, take_back, wait_of,
 };
 use crate::bodies::{new_handle, open_handle, query};
 use crate::entry::{entry, entry_void, error, Failure};
@@ -68,7 +76,58 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
 pub struct ShmbusProducer(Producer);
 
 /// The consumer of a stream (opaque).
-pub struct ShmbusConsumer(Consumer);
+pub struct ShmbusConsumer {
+    /// The consumer, or the record peeked with it; `None` only inside a
+    /// call that moves one into the other.
+    held: Option<Held>,
+    /// Its largest record, so asking for it never needs the consumer.
+    max_record: usize,
+}
+
+/// What a consumer handle holds between calls.
+enum Held {
+    /// Nothing peeked: the consumer.
+    Consumer(Consumer),
+    /// A record peeked (`shmbus_consumer_peek`), which owns the consumer
+    /// until `shmbus_consumer_release`.
+    Peeked(OwnedReadChunk),
+}
+
+impl ShmbusConsumer {
+    fn new(consumer: Consumer) -> Self {
+        ShmbusConsumer {
+            max_record: consumer.max_record(),
+            held: Some(Held::Consumer(consumer)),
+        }
+    }
+
+    /// The consumer, for a call that reads: refused while a record is
+    /// peeked (as a second loan is while one is out).
+    fn reader(&mut self) -> Result<&mut Consumer, Failure> {
+        match &mut self.held {
+            Some(Held::Consumer(c)) => Ok(c),
+            Some(Held::Peeked(chunk)) => Err(Failure::argument(format!(
+                "this consumer holds a peeked record ({} bytes): release it \
+                 (shmbus_consumer_release) before the next read",
+                chunk.len()
+            ))),
+            None => Err(Failure::argument(
+                "this consumer was lost by an earlier call that failed half-way: close it",
+            )),
+        }
+    }
+}
+
+/// A failed read's status, for `pop` and `peek` alike.
+fn pop_failed(e: PopError) -> Result<Status, Failure> {
+    match e {
+        // Statuses a polling loop sees often: no message to format.
+        PopError::Empty => Ok(Status::SHMBUS_EMPTY),
+        PopError::TimedOut(_) => Ok(Status::SHMBUS_TIMED_OUT),
+        e @ PopError::PeerGone { .. } => Err(Failure::of(Status::SHMBUS_PEER_GONE, &e)),
+        e => Err(error(e)),
+    }
+}
 
 /// Creates the stream `name`, a ring of `opts->capacity` bytes, and
 /// becomes its producer.
@@ -200,7 +259,7 @@ pub unsafe extern "C" fn shmbus_consumer_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Consumer::attach(name, &opts.open).map(ShmbusConsumer)
+            Consumer::attach(name, &opts.open).map(ShmbusConsumer::new)
         })
     }
 }
@@ -213,7 +272,9 @@ pub unsafe extern "C" fn shmbus_consumer_open(
 /// buffer: `*len` is its length and it stays first in the stream, so call
 /// again with a buffer that long); `SHMBUS_PEER_GONE` (the producer died
 /// and nothing is left); `SHMBUS_ERROR` (corrupt cursors or record). Only
-/// `SHMBUS_MESSAGE` consumes a record.
+/// `SHMBUS_MESSAGE` consumes a record. While a record is peeked
+/// (`shmbus_consumer_peek`), `SHMBUS_ERROR` with
+/// `SHMBUS_E_INVALID_ARGUMENT`: release it first.
 ///
 /// # Safety
 /// `consumer` is NULL or a live consumer; `buf` valid for `*len` writable
@@ -232,15 +293,9 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
         let cap = unsafe { capacity_in(len) }?;
         // SAFETY: as above.
         let out = unsafe { buffer(buf, cap, "buf") }?;
-        let chunk = match c.0.peek(wait_of(timeout_ns)) {
+        let chunk = match c.reader()?.peek(wait_of(timeout_ns)) {
             Ok(chunk) => chunk,
-            // Statuses a polling loop sees often: no message to format.
-            Err(PopError::Empty) => return Ok(Status::SHMBUS_EMPTY),
-            Err(PopError::TimedOut(_)) => return Ok(Status::SHMBUS_TIMED_OUT),
-            Err(e @ PopError::PeerGone { .. }) => {
-                return Err(Failure::of(Status::SHMBUS_PEER_GONE, &e))
-            }
-            Err(e) => return Err(error(e)),
+            Err(e) => return pop_failed(e),
         };
         let n = chunk.len();
         if n > cap {
@@ -276,11 +331,88 @@ pub unsafe extern "C" fn shmbus_consumer_max_record(
     max: *mut usize,
 ) -> Status {
     // SAFETY: each pointer as the contract says.
-    unsafe { query(consumer, "consumer", max, "max", |c| c.0.max_record()) }
+    unsafe { query(consumer, "consumer", max, "max", |c| c.max_record) }
+}
+
+/// Peeks at the next record where it lies, waiting as `timeout_ns` says.
+/// On `SHMBUS_MESSAGE`, `*data` points to its `*len` bytes in the stream
+/// (read-only; no copy), valid until `shmbus_consumer_release` (which
+/// consumes the record) or `shmbus_consumer_close` (which leaves it for
+/// the next consumer). One record at a time: until the release, another
+/// peek or a pop is `SHMBUS_ERROR` with `SHMBUS_E_INVALID_ARGUMENT`.
+///
+/// Statuses: `SHMBUS_MESSAGE`; `SHMBUS_EMPTY` (nothing, `timeout_ns` 0);
+/// `SHMBUS_TIMED_OUT`; `SHMBUS_PEER_GONE` (the producer died and nothing
+/// is left); `SHMBUS_ERROR` (a record already peeked, a NULL argument,
+/// corrupt cursors or record). Only `SHMBUS_MESSAGE` peeks a record.
+///
+/// # Safety
+/// `consumer` is NULL or a live consumer; `data` and `len` NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_peek(
+    consumer: *mut ShmbusConsumer,
+    timeout_ns: i64,
+    data: *mut *const u8,
+    len: *mut usize,
+) -> Status {
+    entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let h = unsafe { handle(consumer, "consumer") }?;
+        // SAFETY: as above.
+        let mut data = unsafe { out_ptr(data, "data") }?;
+        // SAFETY: as above.
+        let mut len = unsafe { out_ptr(len, "len") }?;
+        h.reader()?;
+        let Some(Held::Consumer(c)) = h.held.take() else {
+            unreachable!("reader() found the consumer");
+        };
+        match c.into_chunk(wait_of(timeout_ns)) {
+            Ok(chunk) => {
+                data.set(chunk.as_ptr());
+                len.set(chunk.len());
+                h.held = Some(Held::Peeked(chunk));
+                Ok(Status::SHMBUS_MESSAGE)
+            }
+            Err(failed) => {
+                let (c, e) = failed.into_parts();
+                h.held = Some(Held::Consumer(c));
+                pop_failed(e)
+            }
+        }
+    })
+}
+
+/// Consumes the record `shmbus_consumer_peek` gave (its bytes go back to
+/// the producer: the pointer peek wrote is no longer valid).
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (no record is peeked, or a NULL
+/// consumer: `SHMBUS_E_INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `consumer` is NULL or a live consumer.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_consumer_release(consumer: *mut ShmbusConsumer) -> Status {
+    entry(|| {
+        // SAFETY: as the contract says.
+        let h = unsafe { handle(consumer, "consumer") }?;
+        match h.held.take() {
+            Some(Held::Peeked(chunk)) => {
+                h.held = Some(Held::Consumer(chunk.release()));
+                Ok(Status::SHMBUS_OK)
+            }
+            other => {
+                h.held = other;
+                Err(Failure::argument(
+                    "no record is peeked: nothing to release (shmbus_consumer_peek first)",
+                ))
+            }
+        }
+    })
 }
 
 /// Frees the consumer (NULL: nothing). Records not popped stay for the
-/// next consumer.
+/// next consumer, a peeked one not released among them.
 ///
 /// # Safety
 /// `consumer` is NULL or a live consumer, not used again.

@@ -301,6 +301,81 @@ fn the_c_examples_carry_lines_of_any_length_on_a_pool_bus() {
     assert!(err.contains("line 1:") && err.contains("129"), "{err}");
 }
 
+#[test]
+fn the_c_consumer_reads_in_place_every_record_the_rust_tool_pushes_into_a_stream() {
+    let bus = created("ex-stream", &["--kind", "stream", "--bytes", "256"]);
+    // Records across several laps of the 256-byte ring; the subscriber
+    // also checks that a second peek before the release is refused.
+    let lines: String = (0..60)
+        .map(|i| format!("record {i} {}\n", "y".repeat(i % 50)))
+        .collect();
+    let sub = start(
+        &example("subscriber"),
+        &[
+            "--kind",
+            "stream",
+            "--count",
+            "60",
+            "--timeout",
+            "20",
+            &bus.name,
+        ],
+    );
+    run_ok(
+        Command::new(shmbus_tool()).args(["pub", &bus.name]),
+        lines.as_bytes(),
+        LIMIT,
+    );
+    assert_eq!(sub.finish_ok(), lines);
+}
+
+#[test]
+fn a_late_c_state_prints_the_last_value_of_each_key_the_rust_tool_published_and_compacted() {
+    let dir = TempDir::new("ex-state");
+    let journal = dir.0.join("ex.journal");
+    let bus = created(
+        "ex-state",
+        &[
+            "--msg-size",
+            "32",
+            "--slots",
+            "4",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    );
+    // The key is the first 8 bytes: "sensor0N". Nine updates into four
+    // slots, compacted every 4 records: the state comes from the
+    // journal's snapshot and tail.
+    let updates = "sensor01=20\nsensor02=30\nsensor01=21\nsensor03=40\nsensor02=31\n\
+                   sensor01=22\nsensor03=41\nsensor03=42\nsensor02=32\n";
+    run_ok(
+        Command::new(shmbus_tool()).args(["pub", &bus.name, "--compact-after", "4"]),
+        updates.as_bytes(),
+        LIMIT,
+    );
+    let (st, out, err) = run(
+        Command::new(example("state")).args(["--until", "8", "--timeout", "20", &bus.name]),
+        b"",
+        LIMIT,
+    );
+    assert_eq!(st.code(), Some(0), "{err}");
+    assert_eq!(out, "sensor01=22\nsensor02=32\nsensor03=42\n");
+    assert_eq!(err, "keys 3 last 8 rejoins 0\n");
+    // A sequence never published: exit 2 once the wait runs out.
+    let (st, _, err) = run(
+        Command::new(example("state")).args(["--until", "9", "--timeout", "0.1", &bus.name]),
+        b"",
+        LIMIT,
+    );
+    assert_eq!(st.code(), Some(2), "{err}");
+    // A bus without a journal: exit 1, the code named.
+    let plain = created("ex-state-plain", &["--msg-size", "32", "--slots", "4"]);
+    let (st, _, err) = run(Command::new(example("state")).arg(&plain.name), b"", LIMIT);
+    assert_eq!(st.code(), Some(1));
+    assert!(err.contains("SHMBUS_E_NOT_JOURNALED"), "{err}");
+}
+
 /// Whether process `pid` is stopped (`T` in /proc/PID/stat).
 fn stopped(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();

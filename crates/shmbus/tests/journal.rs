@@ -15,7 +15,7 @@ use shmbus::internals::{journal_stat, side_files};
 use shmbus::{
     journal::{
         AppendError, JoinError, JoinOptions, JournalCreateError, JournalOpenError, JournalOptions,
-        JournalPublisher, JournalSubscriber, Keyed, KeyedState, SeekError, SnapshotError,
+        JournalPublisher, JournalSubscriber, Keyed, KeyedState, SeekError, SnapshotError, State,
     },
     AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber,
 };
@@ -1078,6 +1078,82 @@ fn a_joiner_lapped_across_two_compactions_is_told_exactly_what_was_folded_away()
     assert_eq!(seqs, (cut..end).collect::<Vec<_>>());
     assert_eq!(state.digest(), expected_state(end, keys).digest());
     drop(sub);
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+/// Publishes update `next` (as [`kv`], its bytes) on a raw journaled bus.
+fn publish_raw(p: &mut JournalPublisher<[u8]>, next: &mut u64, keys: u64) {
+    p.publish(bytemuck::bytes_of(&kv(*next, keys)))
+        .expect("publish");
+    *next += 1;
+}
+
+/// [`compact_while_publishing`] on a raw journaled bus (it compacts by
+/// the first 8 bytes: `Kv::key`).
+fn compact_raw_while_publishing(p: &mut JournalPublisher<[u8]>, next: &mut u64, keys: u64) {
+    assert!(p.compact(), "no compaction running");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while p.is_compacting() {
+        publish_raw(p, next, keys);
+        assert!(Instant::now() < deadline, "compaction never switched in");
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    assert_eq!(p.compaction_error(), None);
+}
+
+/// The raw state holds, for each key, the bytes of its last update below
+/// `end`, and nothing else.
+fn assert_raw_state_is(state: &KeyedState<[u8]>, end: u64, keys: u64) {
+    let expected = expected_state(end, keys);
+    assert_eq!(state.len(), expected.len());
+    for (key, last) in expected.iter() {
+        assert_eq!(state.get(key), Some(bytemuck::bytes_of(last)), "key {key}");
+    }
+    assert_eq!(state.digest(), expected.digest());
+    assert_eq!(state.last_seq(), Some(end - 1));
+}
+
+#[test]
+fn a_raw_state_folds_a_compacted_raw_journal_and_rejoins_after_a_lap_across_two_compactions() {
+    let keys = 10;
+    let dir = ShmDir::new("jrawstate");
+    let bus = BusName::new("jrawstate");
+    let mut p = JournalPublisher::<[u8]>::create(
+        bus.name(),
+        &BusOptions::new(64).msg_size(16),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("create");
+    // A journal compacted once: the joiner folds a snapshot, then a tail.
+    let mut next = 0;
+    while next < 300 {
+        publish_raw(&mut p, &mut next, keys);
+    }
+    compact_raw_while_publishing(&mut p, &mut next, keys);
+    assert!(journal_stat(&dir.path().join("j")).expect("stat").base >= 300);
+    let mut state = State::<[u8]>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let wait = shmbus::Wait::For(Duration::from_secs(10));
+    assert!(state.wait_for(next - 1, wait).expect("fold"));
+    assert_eq!(state.poll().expect("poll"), 0);
+    assert!(state.subscriber().is_live());
+    assert_raw_state_is(state.state(), next, keys);
+    // Lapped on its 64-slot ring across two compactions: the journal no
+    // longer has what it missed, so it joins again and still ends exact.
+    for _ in 0..2 {
+        for _ in 0..400 {
+            publish_raw(&mut p, &mut next, keys);
+        }
+        compact_raw_while_publishing(&mut p, &mut next, keys);
+    }
+    for _ in 0..100 {
+        publish_raw(&mut p, &mut next, keys);
+    }
+    assert!(state.wait_for(next - 1, wait).expect("fold after the lap"));
+    assert_eq!(state.rejoins(), 1);
+    assert_raw_state_is(state.state(), next, keys);
+    drop(state);
     drop(p);
     bus.finish();
     dir.finish();

@@ -124,7 +124,7 @@ pub use error::{
 };
 #[doc(hidden)] // reached through `internals`
 pub use keyed::raw_key;
-pub use keyed::Keyed;
+pub use keyed::{Keyed, KeyedPayload};
 pub use options::{JoinOptions, JournalOptions};
 pub use publisher::JournalPublisher;
 #[doc(hidden)] // reached through `internals`

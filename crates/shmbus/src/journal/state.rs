@@ -1,20 +1,24 @@
 //! Last value per key, folded from a journaled bus: the use case the
-//! journal and its compaction are built for.
+//! journal and its compaction are built for. Typed ([`Keyed`] messages)
+//! or raw (`[u8]`, keyed by the first 8 bytes), as [`KeyedPayload`] says.
 
+use std::borrow::Borrow;
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
 use std::time::Instant;
 
 use super::error::JoinError;
 use super::format::{check, padded_words};
-use super::keyed::Keyed;
+use super::keyed::{Keyed, KeyedPayload};
 use super::options::JoinOptions;
-use super::subscriber::{Entry, JournalSubscriber};
+use super::subscriber::JournalSubscriber;
 use crate::bus::Received;
 use crate::wait::Wait;
 
 /// A map from key to the last message for it, and the sequence it is at:
 /// what [`State`] keeps up to date from a journaled bus, usable alone to
-/// fold any stream of [`Keyed`] messages.
+/// fold any stream of keyed messages: [`Keyed`] ones, or raw bytes
+/// (`KeyedState<[u8]>`, keyed by their first 8 bytes, little-endian).
 ///
 /// # Examples
 /// ```
@@ -32,14 +36,42 @@ use crate::wait::Wait;
 /// assert_eq!(state.len(), 2);
 /// assert_eq!(state.get(1).map(|t| t.val), Some(11));
 /// assert_eq!(state.last_seq(), Some(2));
+///
+/// // Raw: the key is the first 8 bytes.
+/// let mut raw = KeyedState::<[u8]>::new();
+/// raw.apply_bytes(0, &[7, 0, 0, 0, 0, 0, 0, 0, b'x']);
+/// assert_eq!(raw.get(7), Some(&[7, 0, 0, 0, 0, 0, 0, 0, b'x'][..]));
 /// ```
-#[derive(Clone, Debug)]
-pub struct KeyedState<T: Keyed> {
-    map: HashMap<u64, T>,
+pub struct KeyedState<T: ?Sized + KeyedPayload> {
+    map: HashMap<u64, T::Owned>,
     last_seq: Option<u64>,
 }
 
-impl<T: Keyed> Default for KeyedState<T> {
+impl<T: ?Sized + KeyedPayload> Clone for KeyedState<T>
+where
+    T::Owned: Clone,
+{
+    fn clone(&self) -> Self {
+        KeyedState {
+            map: self.map.clone(),
+            last_seq: self.last_seq,
+        }
+    }
+}
+
+impl<T: ?Sized + KeyedPayload> std::fmt::Debug for KeyedState<T>
+where
+    T::Owned: std::fmt::Debug,
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyedState")
+            .field("map", &self.map)
+            .field("last_seq", &self.last_seq)
+            .finish()
+    }
+}
+
+impl<T: ?Sized + KeyedPayload> Default for KeyedState<T> {
     fn default() -> Self {
         KeyedState {
             map: HashMap::new(),
@@ -49,23 +81,6 @@ impl<T: Keyed> Default for KeyedState<T> {
 }
 
 impl<T: Keyed> KeyedState<T> {
-    /// An empty state.
-    ///
-    /// # Examples
-    /// ```
-    /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-    /// # #[repr(C)]
-    /// # struct Tick { key: u64, val: u64 }
-    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
-    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let state = shmbus::journal::KeyedState::<Tick>::new();
-    /// assert!(state.is_empty());
-    /// assert_eq!(state.last_seq(), None);
-    /// ```
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// Folds in message `msg` of sequence `seq`: it becomes its key's last
     /// message, and `seq` the state's last sequence (as given: sequences
     /// are not checked for order).
@@ -88,6 +103,64 @@ impl<T: Keyed> KeyedState<T> {
         self.map.insert(msg.key(), msg);
         self.last_seq = Some(seq);
     }
+}
+
+impl KeyedState<[u8]> {
+    /// Folds in raw message `msg` of sequence `seq`: a copy of it becomes
+    /// the last value of its key (its first 8 bytes, little-endian; fewer
+    /// are zero-extended), and `seq` the state's last sequence (as given).
+    /// The raw case of the typed `apply`, named apart so that
+    /// `KeyedState::new()` followed by a typed `apply` still infers its type.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut state = shmbus::journal::KeyedState::<[u8]>::new();
+    /// state.apply_bytes(7, b"\x03\0\0\0\0\0\0\0one");
+    /// state.apply_bytes(8, b"\x03\0\0\0\0\0\0\0two");
+    /// assert_eq!(state.get(3), Some(&b"\x03\0\0\0\0\0\0\0two"[..]));
+    /// assert_eq!(state.last_seq(), Some(8));
+    /// ```
+    #[inline]
+    pub fn apply_bytes(&mut self, seq: u64, msg: &[u8]) {
+        self.put(seq, msg);
+    }
+}
+
+impl<T: ?Sized + KeyedPayload> KeyedState<T> {
+    /// Folds in `msg` by reference: the value kept is its owned copy, and
+    /// a key's old value is reused (a raw one keeps its allocation).
+    fn put(&mut self, seq: u64, msg: &T) {
+        match self.map.entry(T::key_of(msg)) {
+            MapEntry::Occupied(mut e) => msg.clone_into(e.get_mut()),
+            MapEntry::Vacant(e) => {
+                e.insert(msg.to_owned());
+            }
+        }
+        self.last_seq = Some(seq);
+    }
+
+    /// Folds in the message whose bytes, as the journal holds them, are
+    /// `bytes`.
+    fn fold_bytes(&mut self, seq: u64, bytes: &[u8]) {
+        T::with_msg(bytes, |msg| self.put(seq, msg));
+    }
+
+    /// An empty state.
+    ///
+    /// # Examples
+    /// ```
+    /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    /// # #[repr(C)]
+    /// # struct Tick { key: u64, val: u64 }
+    /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
+    /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
+    /// let state = shmbus::journal::KeyedState::<Tick>::new();
+    /// assert!(state.is_empty());
+    /// assert_eq!(state.last_seq(), None);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
 
     /// The last message for `key`.
     ///
@@ -104,7 +177,7 @@ impl<T: Keyed> KeyedState<T> {
     /// assert!(state.get(2).is_none());
     /// ```
     pub fn get(&self, key: u64) -> Option<&T> {
-        self.map.get(&key)
+        self.map.get(&key).map(Borrow::borrow)
     }
 
     /// Number of keys.
@@ -179,12 +252,13 @@ impl<T: Keyed> KeyedState<T> {
     /// assert_eq!(all, [(1, 10), (2, 20)]);
     /// ```
     pub fn iter(&self) -> impl Iterator<Item = (u64, &T)> {
-        self.map.iter().map(|(k, v)| (*k, v))
+        self.map.iter().map(|(k, v)| (*k, v.borrow()))
     }
 
     /// An order-independent digest of every (key, message) pair: two states
     /// with the same digest hold the same values, with overwhelming odds.
-    /// Sequences are not part of it.
+    /// Sequences are not part of it. A raw state and a typed one of the
+    /// same messages have the same digest.
     ///
     /// # Examples
     /// ```
@@ -205,17 +279,18 @@ impl<T: Keyed> KeyedState<T> {
     /// assert_ne!(a.digest(), b.digest());
     /// ```
     pub fn digest(&self) -> u64 {
-        let size = std::mem::size_of::<T>();
         self.map.iter().fold(0u64, |acc, (k, v)| {
-            let bytes = bytemuck::bytes_of(v);
-            acc.wrapping_add(check(*k, padded_words(bytes, size.div_ceil(8) * 8)))
+            let bytes = T::bytes_of(v.borrow());
+            acc.wrapping_add(check(*k, padded_words(bytes, bytes.len().div_ceil(8) * 8)))
         })
     }
 }
 
 /// A [`KeyedState`] kept up to date from a journaled bus: joined from the
 /// journal, then fed live. It rejoins by itself after a loss the journal
-/// cannot repair, so it always converges to the publisher's state.
+/// cannot repair, so it always converges to the publisher's state. Typed
+/// (`T: Keyed`) or raw (`State<[u8]>`: any journaled bus, each message
+/// keyed by its first 8 bytes, as a raw journal compacts).
 ///
 /// # Examples
 /// ```
@@ -245,10 +320,16 @@ impl<T: Keyed> KeyedState<T> {
 /// assert!(state.wait_for(last, Wait::For(Duration::from_secs(5)))?);
 /// assert_eq!(state.state().len(), 2);
 /// assert_eq!(state.state().get(1).map(|t| t.val), Some(11));
-/// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+///
+/// // The same bus, raw: each value is the message's bytes.
+/// let mut raw = State::<[u8]>::join(&name, &JoinOptions::default())?;
+/// assert!(raw.wait_for(last, Wait::For(Duration::from_secs(5)))?);
+/// assert_eq!(raw.state().get(1), Some(&[1, 0, 0, 0, 0, 0, 0, 0, 11, 0, 0, 0, 0, 0, 0, 0][..]));
+/// assert_eq!(raw.state().digest(), state.state().digest());
+/// # drop((state, raw)); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct State<T: Keyed> {
+pub struct State<T: ?Sized + KeyedPayload> {
     name: String,
     opts: JoinOptions,
     sub: JournalSubscriber<T>,
@@ -256,7 +337,7 @@ pub struct State<T: Keyed> {
     rejoins: u64,
 }
 
-impl<T: Keyed> std::fmt::Debug for State<T> {
+impl<T: ?Sized + KeyedPayload> std::fmt::Debug for State<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("State")
             .field("name", &self.name)
@@ -266,7 +347,7 @@ impl<T: Keyed> std::fmt::Debug for State<T> {
     }
 }
 
-impl<T: Keyed> State<T> {
+impl<T: ?Sized + KeyedPayload> State<T> {
     /// Joins `name` (as [`JournalSubscriber::join`]) and folds nothing yet
     /// (call [`State::poll`] or [`State::wait_for`]).
     ///
@@ -303,10 +384,45 @@ impl<T: Keyed> State<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn join(name: &str, opts: &JoinOptions) -> Result<Self, JoinError> {
+        Self::join_cancellable(name, opts, || true)
+    }
+
+    /// As [`join`](Self::join), asking `go_on` at least every 10 ms while
+    /// it waits for the publisher's flush (as
+    /// [`JournalSubscriber::join_cancellable`]): `false` ends the join
+    /// with [`JoinError::Cancelled`].
+    ///
+    /// # Errors
+    /// As [`join`](Self::join), and [`JoinError::Cancelled`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cjoin-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-state-cjoin-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.publish(b"\x01\0\0\0\0\0\0\0one")?;
+    /// // A live publisher serves the flush at once: `go_on` is not needed.
+    /// let mut state = State::<[u8]>::join_cancellable(&name, &JoinOptions::default(), || true)?;
+    /// assert_eq!(state.poll()?, 1);
+    /// assert_eq!(&state.state().get(1).expect("key 1")[8..11], b"one");
+    /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn join_cancellable(
+        name: &str,
+        opts: &JoinOptions,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<Self, JoinError> {
         Ok(State {
             name: name.to_owned(),
             opts: opts.clone(),
-            sub: JournalSubscriber::join(name, opts)?,
+            sub: JournalSubscriber::join_cancellable(name, opts, go_on)?,
             state: KeyedState::new(),
             rejoins: 0,
         })
@@ -314,18 +430,10 @@ impl<T: Keyed> State<T> {
 
     /// After lost updates: start again from the journal, whose snapshot
     /// plus tail is the whole state.
-    fn rejoin(&mut self) -> Result<(), JoinError> {
-        self.sub = JournalSubscriber::join(&self.name, &self.opts)?;
+    fn rejoin(&mut self, go_on: &mut dyn FnMut() -> bool) -> Result<(), JoinError> {
+        self.sub = JournalSubscriber::join_cancellable(&self.name, &self.opts, go_on)?;
         self.state = KeyedState::new();
         self.rejoins += 1;
-        Ok(())
-    }
-
-    fn on(&mut self, r: Received<Entry<T>>) -> Result<(), JoinError> {
-        match r {
-            Received::Message(e) => self.state.apply(e.seq, e.msg),
-            Received::Lagged { .. } => self.rejoin()?,
-        }
         Ok(())
     }
 
@@ -364,18 +472,49 @@ impl<T: Keyed> State<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn poll(&mut self) -> Result<usize, JoinError> {
+        self.poll_cancellable(|| true)
+    }
+
+    /// As [`poll`](Self::poll), asking `go_on` while a rejoin waits for
+    /// the publisher's flush (as [`join_cancellable`](Self::join_cancellable)).
+    ///
+    /// # Errors
+    /// As [`poll`](Self::poll), and [`JoinError::Cancelled`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cpoll-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-state-cpoll-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.publish(b"\x02\0\0\0\0\0\0\0two")?;
+    /// let mut state = State::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(state.poll_cancellable(|| true)?, 1);
+    /// assert_eq!(state.state().len(), 1);
+    /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn poll_cancellable(
+        &mut self,
+        mut go_on: impl FnMut() -> bool,
+    ) -> Result<usize, JoinError> {
         let mut n = 0;
         loop {
             let mut lagged = false;
             let state = &mut self.state;
-            n += self.sub.drain_ready(|r| match r {
-                Received::Message(e) if !lagged => state.apply(e.seq, e.msg),
+            n += self.sub.drain_bytes(|r| match r {
+                Received::Message(e) if !lagged => state.fold_bytes(e.seq, e.msg),
                 _ => lagged = true,
             });
             if !lagged {
                 return Ok(n);
             }
-            self.rejoin()?;
+            self.rejoin(&mut go_on)?;
         }
     }
 
@@ -412,6 +551,41 @@ impl<T: Keyed> State<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait_for(&mut self, seq: u64, wait: Wait) -> Result<bool, JoinError> {
+        self.wait_for_cancellable(seq, wait, || true)
+    }
+
+    /// As [`wait_for`](Self::wait_for), asking `go_on` while a rejoin
+    /// waits for the publisher's flush (as
+    /// [`join_cancellable`](Self::join_cancellable)).
+    ///
+    /// # Errors
+    /// As [`wait_for`](Self::wait_for), and [`JoinError::Cancelled`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{BusOptions, Wait, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cwait-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-state-cwait-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(16),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// let mut state = State::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let seq = publisher.publish(b"\x03\0\0\0\0\0\0\0three")?;
+    /// assert!(state.wait_for_cancellable(seq, Wait::For(Duration::from_secs(5)), || true)?);
+    /// assert_eq!(state.state().last_seq(), Some(seq));
+    /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wait_for_cancellable(
+        &mut self,
+        seq: u64,
+        wait: Wait,
+        mut go_on: impl FnMut() -> bool,
+    ) -> Result<bool, JoinError> {
         let deadline = wait.deadline();
         while self
             .state
@@ -422,8 +596,9 @@ impl<T: Keyed> State<T> {
                 None => Wait::Forever,
                 Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
             };
-            match self.sub.recv(step) {
-                Some(r) => self.on(r)?,
+            match self.sub.recv_bytes(step) {
+                Some(Received::Message(e)) => self.state.fold_bytes(e.seq, e.msg),
+                Some(Received::Lagged { .. }) => self.rejoin(&mut go_on)?,
                 // Nothing came within the step: the deadline has passed.
                 None if deadline.is_some() => return Ok(false),
                 None => {}

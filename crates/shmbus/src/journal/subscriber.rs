@@ -758,6 +758,28 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     pub fn msg_size(&self) -> usize {
         self.core.msg_size as usize
     }
+
+    /// The next entry as bytes (the bus's message size), typed or raw:
+    /// what [`State`](super::State) folds from.
+    pub(super) fn recv_bytes(&mut self, wait: Wait) -> Option<Received<Entry<&[u8]>>> {
+        match self.core.wait_step(wait) {
+            Step::Entry(seq) => Some(Received::Message(Entry {
+                seq,
+                msg: &self.core.buf[..],
+            })),
+            Step::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Step::Empty => None,
+        }
+    }
+
+    /// `drain_ready` with each message as bytes, typed or raw.
+    pub(super) fn drain_bytes(&mut self, mut f: impl FnMut(Received<Entry<&[u8]>>)) -> usize {
+        self.core.drain_ready(|step, bytes| match step {
+            Step::Entry(seq) => f(Received::Message(Entry { seq, msg: bytes })),
+            Step::Lagged(skipped) => f(Received::Lagged { skipped }),
+            Step::Empty => {}
+        })
+    }
 }
 
 impl<T: Message> JournalSubscriber<T> {
@@ -886,14 +908,7 @@ impl JournalSubscriber<[u8]> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn recv(&mut self, wait: Wait) -> Option<Received<Entry<&[u8]>>> {
-        match self.core.wait_step(wait) {
-            Step::Entry(seq) => Some(Received::Message(Entry {
-                seq,
-                msg: &self.core.buf[..],
-            })),
-            Step::Lagged(skipped) => Some(Received::Lagged { skipped }),
-            Step::Empty => None,
-        }
+        self.recv_bytes(wait)
     }
 
     /// [`JournalSubscriber::recv`] without waiting.

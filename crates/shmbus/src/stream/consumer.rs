@@ -231,7 +231,7 @@ impl<R: Region> Consumer<R> {
 
     /// Waits for a record; skips a wrap marker; returns the payload's region
     /// offset and length.
-    fn next(&mut self, wait: Wait) -> Result<(usize, usize), PopError> {
+    pub(super) fn next(&mut self, wait: Wait) -> Result<(usize, usize), PopError> {
         let ring = &self.ring;
         let head = self.head;
         let cap = ring.capacity;
@@ -320,7 +320,7 @@ impl<R: Region> Consumer<R> {
     }
 
     /// Gives a record's bytes back to the producer.
-    fn release(&mut self, len: usize) {
+    pub(super) fn release(&mut self, len: usize) {
         self.head += padded(len as u64);
         // Release, paired with the producer's Acquire load of HEAD: we are
         // done reading these bytes before it may write them again.

@@ -3,7 +3,8 @@
 //!
 //! Files: `ring.rs` (the two cursors, records, wrap markers, sleeping and
 //! peer checks over a region), [`Producer`] and [`Consumer`] (the two
-//! ends, each with its in-place chunk).
+//! ends, each with its in-place chunk), `owned.rs` ([`OwnedReadChunk`], a
+//! chunk that owns its consumer, for holders that cannot keep a borrow).
 //!
 //! # Invariants
 //! - The ring is `capacity` bytes (a power of two) at `data_offset`. Two
@@ -80,6 +81,8 @@
 //! rings.
 
 mod consumer;
+#[cfg(not(loom))]
+mod owned;
 mod producer;
 pub(crate) mod ring;
 mod side;
@@ -92,6 +95,8 @@ pub use crate::options::StreamOptions;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;
+#[cfg(not(loom))]
+pub use owned::{IntoChunkError, OwnedReadChunk};
 pub use producer::Producer;
 #[cfg(not(loom))]
 pub use producer::WriteChunk;
