@@ -1160,6 +1160,51 @@ fn a_raw_state_folds_a_compacted_raw_journal_and_rejoins_after_a_lap_across_two_
 }
 
 #[test]
+fn a_state_whose_rejoin_failed_rejoins_at_its_next_poll_instead_of_folding_past_the_gap() {
+    let keys = 10;
+    let dir = ShmDir::new("jstalestate");
+    let bus = BusName::new("jstalestate");
+    let journal = dir.path().join("j");
+    let mut p = JournalPublisher::<[u8]>::create(
+        bus.name(),
+        &BusOptions::new(64).msg_size(16),
+        &JournalOptions::new(&journal),
+    )
+    .expect("create");
+    let mut next = 0;
+    while next < 100 {
+        publish_raw(&mut p, &mut next, keys);
+    }
+    let mut state = State::<[u8]>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let wait = shmbus::Wait::For(Duration::from_secs(10));
+    assert!(state.wait_for(next - 1, wait).expect("fold"));
+    // Lapped across two compactions, so only a rejoin repairs it; and the
+    // rejoin fails, the journal being away.
+    for _ in 0..2 {
+        for _ in 0..400 {
+            publish_raw(&mut p, &mut next, keys);
+        }
+        compact_raw_while_publishing(&mut p, &mut next, keys);
+    }
+    let away = dir.path().join("j.away");
+    std::fs::rename(&journal, &away).expect("move the journal away");
+    assert!(state.poll().is_err(), "a rejoin without its journal failed");
+    std::fs::rename(&away, &journal).expect("move it back");
+    // One more update, of one key: a state that folded it past the gap
+    // would miss the other keys' updates in the gap.
+    publish_raw(&mut p, &mut next, keys);
+    assert!(state
+        .wait_for(next - 1, wait)
+        .expect("fold after the rejoin"));
+    assert_eq!(state.rejoins(), 1);
+    assert_raw_state_is(state.state(), next, keys);
+    drop(state);
+    drop(p);
+    bus.finish();
+    dir.finish();
+}
+
+#[test]
 fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
     let (dir, bus, p) = journaled("jleftover", 10, 3);
     let leftover = dir.path().join("j.compacting");

@@ -335,6 +335,10 @@ pub struct State<T: ?Sized + KeyedPayload> {
     sub: JournalSubscriber<T>,
     state: KeyedState<T>,
     rejoins: u64,
+    /// A loss was seen and the rejoin that repairs it has not succeeded:
+    /// `sub` is past the gap, so `state` must not fold another entry
+    /// until a rejoin replaces both.
+    stale: bool,
 }
 
 impl<T: ?Sized + KeyedPayload> std::fmt::Debug for State<T> {
@@ -425,15 +429,20 @@ impl<T: ?Sized + KeyedPayload> State<T> {
             sub: JournalSubscriber::join_cancellable(name, opts, go_on)?,
             state: KeyedState::new(),
             rejoins: 0,
+            stale: false,
         })
     }
 
     /// After lost updates: start again from the journal, whose snapshot
     /// plus tail is the whole state.
+    /// A failed rejoin leaves the state stale, and the next poll or wait
+    /// tries again before it folds anything.
     fn rejoin(&mut self, go_on: &mut dyn FnMut() -> bool) -> Result<(), JoinError> {
+        self.stale = true;
         self.sub = JournalSubscriber::join_cancellable(&self.name, &self.opts, go_on)?;
         self.state = KeyedState::new();
         self.rejoins += 1;
+        self.stale = false;
         Ok(())
     }
 
@@ -442,7 +451,8 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Errors
     /// Only if it had to rejoin (after a loss the journal could not
-    /// repair) and that failed: the errors of [`State::join`].
+    /// repair) and that failed: the errors of [`State::join`]. The state
+    /// then folds nothing more until a later call rejoins.
     ///
     /// # Examples
     /// ```
@@ -504,6 +514,9 @@ impl<T: ?Sized + KeyedPayload> State<T> {
         mut go_on: impl FnMut() -> bool,
     ) -> Result<usize, JoinError> {
         let mut n = 0;
+        if self.stale {
+            self.rejoin(&mut go_on)?;
+        }
         loop {
             let mut lagged = false;
             let state = &mut self.state;
@@ -523,7 +536,8 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Errors
     /// Only if it had to rejoin (after a loss the journal could not
-    /// repair) and that failed: the errors of [`State::join`].
+    /// repair) and that failed: the errors of [`State::join`]. The state
+    /// then folds nothing more until a later call rejoins.
     ///
     /// # Examples
     /// ```
@@ -587,6 +601,9 @@ impl<T: ?Sized + KeyedPayload> State<T> {
         mut go_on: impl FnMut() -> bool,
     ) -> Result<bool, JoinError> {
         let deadline = wait.deadline();
+        if self.stale {
+            self.rejoin(&mut go_on)?;
+        }
         while self
             .state
             .last_seq()
