@@ -65,10 +65,10 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
 }
 
 /// The producer of a stream (opaque).
-pub struct ShmbusProducer(Producer);
+pub struct ShmbusProducer(Producer<[u8]>);
 
 /// The consumer of a stream (opaque).
-pub struct ShmbusConsumer(Consumer);
+pub struct ShmbusConsumer(Consumer<[u8]>);
 
 /// Creates the stream `name`, a ring of `opts->capacity` bytes, and
 /// becomes its producer.
@@ -88,7 +88,7 @@ pub unsafe extern "C" fn shmbus_producer_create(
     let make = |name: &str| {
         // SAFETY: `opts` as the contract says.
         let opts = unsafe { stream_options(opts) }?;
-        Producer::create(name, &opts)
+        Producer::<[u8]>::create(name, &opts)
             .map(ShmbusProducer)
             .map_err(error)
     };
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn shmbus_producer_attach(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Producer::attach(name, &opts.open).map(ShmbusProducer)
+            Producer::<[u8]>::attach(name, &opts.open).map(ShmbusProducer)
         })
     }
 }
@@ -200,7 +200,7 @@ pub unsafe extern "C" fn shmbus_consumer_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Consumer::attach(name, &opts.open).map(ShmbusConsumer)
+            Consumer::<[u8]>::attach(name, &opts.open).map(ShmbusConsumer)
         })
     }
 }

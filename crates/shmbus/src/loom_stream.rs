@@ -40,8 +40,8 @@ const SLEEPY: WaitStrategy = WaitStrategy::SpinFutex {
     spin: Duration::ZERO,
 };
 
-type HeapProducer = Producer<Arc<HeapRegion>>;
-type HeapConsumer = Consumer<Arc<HeapRegion>>;
+type HeapProducer = Producer<[u8], Arc<HeapRegion>>;
+type HeapConsumer = Consumer<[u8], Arc<HeapRegion>>;
 
 /// A stream on the heap as `on_heap` builds it, with a wait strategy for
 /// each side, and a handle on its control page to read the doorbells.

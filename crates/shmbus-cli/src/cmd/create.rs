@@ -260,7 +260,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         }
         (BusKind::Stream, None) => {
             let opts = file_options!(StreamOptions::new(size), args);
-            shmbus::stream::Producer::create(&args.name, &opts)?;
+            shmbus::stream::Producer::<[u8]>::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
             return Err(CliError::usage(

@@ -62,13 +62,13 @@
 //! ```no_run
 //! use shmbus::{Wait, stream::{Consumer, Producer, StreamOptions}};
 //!
-//! let mut producer = Producer::create("logs", &StreamOptions::new(1 << 20))?;
+//! let mut producer = Producer::<[u8]>::create("logs", &StreamOptions::new(1 << 20))?;
 //! producer.push(b"first record", Wait::Forever)?;
 //! let mut chunk = producer.reserve(5, Wait::Forever)?; // written in place
 //! chunk.copy_from_slice(b"hello");
 //! chunk.commit();
 //!
-//! let mut consumer = Consumer::attach("logs", &shmbus::OpenOptions::default())?;
+//! let mut consumer = Consumer::<[u8]>::attach("logs", &shmbus::OpenOptions::default())?;
 //! let mut record = Vec::new();
 //! consumer.pop(&mut record, Wait::Forever)?;
 //! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
@@ -81,6 +81,7 @@
 
 mod consumer;
 mod producer;
+mod record;
 pub(crate) mod ring;
 mod side;
 #[cfg(all(test, not(loom)))]
@@ -96,6 +97,7 @@ pub use producer::Producer;
 #[cfg(not(loom))]
 pub use producer::WriteChunk;
 
+use crate::bus::Payload;
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
 use crate::wait::WaitStrategy;
@@ -118,7 +120,7 @@ pub const PEER_CHECK: Duration = Duration::from_millis(20);
 /// use std::time::Duration;
 /// use shmbus::{Wait, stream::{Producer, PushError, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-pusherror-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(64))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(64))?;
 /// assert_eq!(producer.max_record(), 24);
 /// assert_eq!(producer.push(&[0; 25], Wait::Never), Err(PushError::TooLong { len: 25, max: 24 }));
 /// producer.push(&[1; 24], Wait::Never)?; // 32 bytes of the ring, with its header
@@ -179,8 +181,8 @@ pub enum PushError {
 /// use std::time::Duration;
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
-/// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// assert_eq!(consumer.pop(&mut record, Wait::Never), Err(PopError::Empty));
 /// let wait = Duration::from_millis(1);
@@ -231,23 +233,42 @@ pub enum PopError {
         /// The header found.
         header: u64,
     },
+    /// A typed consumer (`Consumer<T>`) met a record that is not one `T`
+    /// long: a raw producer (or one that ignores the stream's type) wrote
+    /// it. Nothing is consumed: the record stays the next one, and every
+    /// typed read returns this error again until a raw consumer
+    /// (`Consumer<[u8]>`, attached once this one is dropped) pops it.
+    #[error(
+        "record at byte {at} of the stream is {len} bytes, expected {expected} (one `{type_name}`)"
+    )]
+    RecordLength {
+        /// Stream position (bytes ever consumed) of its header.
+        at: u64,
+        /// The record's length.
+        len: usize,
+        /// `size_of` the consumer's record type.
+        expected: usize,
+        /// The record type's name.
+        type_name: &'static str,
+    },
 }
 
 #[doc(hidden)] // reached through `internals`
-/// Both ends of a stream on the heap.
-pub type HeapStream = (
-    Producer<std::sync::Arc<HeapRegion>>,
-    Consumer<std::sync::Arc<HeapRegion>>,
+/// Both ends of a stream of `T` on the heap.
+pub type HeapStream<T = [u8]> = (
+    Producer<T, std::sync::Arc<HeapRegion>>,
+    Consumer<T, std::sync::Arc<HeapRegion>>,
 );
 
 #[doc(hidden)] // reached through `internals`
-/// A stream on the heap between two threads (and for loom and Miri).
-pub fn on_heap(
+/// A stream of `T` (`[u8]`: raw bytes) on the heap between two threads
+/// (and for loom and Miri).
+pub fn on_heap<T: ?Sized + Payload>(
     capacity: u64,
     strategy: WaitStrategy,
-) -> Result<HeapStream, crate::error::CreateError> {
-    let header =
-        Header::stream(capacity, HEAP_PAGE).map_err(crate::error::CreateError::InvalidGeometry)?;
+) -> Result<HeapStream<T>, crate::error::CreateError> {
+    let header = record::header::<T>(capacity, HEAP_PAGE)
+        .map_err(crate::error::CreateError::InvalidGeometry)?;
     let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);
     Header::publish_magic(&*region);
