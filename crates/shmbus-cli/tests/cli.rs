@@ -394,6 +394,65 @@ fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
 }
 
 #[test]
+fn stat_and_ls_name_a_typed_streams_record_type_and_a_raw_streams_raw_records() {
+    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C)]
+    struct Tick {
+        key: u64,
+        val: u32,
+        flags: u32,
+    }
+    impl shmbus::Message for Tick {
+        const NAME: &'static str = "md.Tick";
+    }
+    let dir = ShmDir::new("stream-typed");
+    let typed = dir.bus("typed");
+    let mut producer =
+        shmbus::stream::Producer::<Tick>::create(&typed, &shmbus::stream::StreamOptions::new(4096))
+            .expect("create a typed stream");
+    let tick = Tick {
+        key: 1,
+        val: 2,
+        flags: 0,
+    };
+    producer.push(&tick, shmbus::Wait::Never).expect("push");
+    drop(producer);
+    let json = shmbus(&["stat", &typed, "--json"]).assert_success().json();
+    assert_eq!(json["kind"], "stream");
+    assert_eq!(json["type_name"], "md.Tick");
+    assert_eq!(json["msg_align"], 8);
+    assert_eq!(json["max_record"], 2040);
+    assert_eq!(json["tail"], 8 + 16);
+    let text = shmbus(&["stat", &typed]).assert_success().stdout();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("type:") && l.contains("md.Tick (align 8")),
+        "{text}"
+    );
+    let raw = dir.bus("raw");
+    create_stream(&raw, 4096);
+    let json = shmbus(&["stat", &raw, "--json"]).assert_success().json();
+    assert_eq!(json["type_name"], "stream");
+    let text = shmbus(&["stat", &raw]).assert_success().stdout();
+    assert!(text.contains("raw byte records"), "{text}");
+    let table = shmbus(&["ls", "--dir", dir.dir()])
+        .assert_success()
+        .stdout();
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in {table}"))
+            .to_owned()
+    };
+    assert!(row("typed").contains("md.Tick (2040 B max)"), "{table}");
+    assert!(
+        row("raw").contains("2040 B max") && !row("raw").contains("md.Tick"),
+        "{table}"
+    );
+}
+
+#[test]
 fn a_line_longer_than_the_largest_record_stops_pub_and_earlier_lines_stay() {
     let dir = ShmDir::new("stream-long");
     let stream = dir.bus("stream");
