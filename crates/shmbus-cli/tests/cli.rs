@@ -395,7 +395,7 @@ fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
 
 #[test]
 fn stat_and_ls_name_a_typed_streams_record_type_and_a_raw_streams_raw_records() {
-    #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+    #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
     #[repr(C)]
     struct Tick {
         key: u64,
@@ -429,6 +429,32 @@ fn stat_and_ls_name_a_typed_streams_record_type_and_a_raw_streams_raw_records() 
             .any(|l| l.starts_with("type:") && l.contains("md.Tick (align 8")),
         "{text}"
     );
+    // The tool makes one too: a raw producer recording a named type.
+    let named = dir.bus("named");
+    shmbus(&[
+        "create",
+        &named,
+        "--kind",
+        "stream",
+        "--bytes",
+        "4096",
+        "--type",
+        "md.Tick:8",
+    ])
+    .assert_success();
+    let json = shmbus(&["stat", &named, "--json"]).assert_success().json();
+    assert_eq!(
+        (&json["type_name"], &json["msg_align"]),
+        (&"md.Tick".into(), &8.into())
+    );
+    run_stdin(&["pub", &named], b"0123456789abcdef\n").assert_success();
+    let mut consumer = shmbus::stream::Consumer::<Tick>::attach(&named, &Default::default())
+        .expect("a typed consumer of the named type");
+    let got = consumer
+        .pop(shmbus::Wait::Never)
+        .expect("one 16-byte record");
+    assert_eq!(got.key.to_ne_bytes(), *b"01234567");
+    drop(consumer);
     let raw = dir.bus("raw");
     create_stream(&raw, 4096);
     let json = shmbus(&["stat", &raw, "--json"]).assert_success().json();
@@ -1366,9 +1392,12 @@ fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
         "--kind",
         "stream",
         "--type",
-        "t",
+        "t:16",
     ]);
-    out.assert_error(2, "--type applies to a broadcast bus");
+    out.assert_error(
+        2,
+        "a stream of `t` records: its alignment is 16, a stream's records are aligned to at most 8",
+    );
     let out = shmbus(&[
         "create",
         &bus,

@@ -235,3 +235,31 @@ fn a_typed_consumer_meeting_a_record_of_another_length_gets_record_length_and_st
     assert_eq!(c.pop(Wait::Never), Ok(Tick::nth(7)));
     bus.finish();
 }
+
+#[test]
+fn a_raw_opener_that_names_a_type_is_held_to_it_and_a_raw_creator_may_record_one() {
+    let bus = BusName::new("typed-named");
+    // A raw creator (as C, Python and the tool create) records a named type.
+    let opts = StreamOptions::new(CAP).message_type("test.Tick", 8);
+    drop(Producer::<[u8]>::create(bus.name(), &opts).expect("create"));
+    drop(Consumer::<Tick>::attach(bus.name(), &OpenOptions::default()).expect("the same type"));
+    let named = |name: &str, size, align| OpenOptions::default().message_type(name, size, align);
+    drop(Consumer::<[u8]>::attach(bus.name(), &named("test.Tick", 24, 8)).expect("the same"));
+    for wrong in [
+        named("test.Tock", 24, 8),
+        named("test.Tick", 24, 4),
+        named("test.Tick", 512, 8),
+    ] {
+        match Consumer::<[u8]>::attach(bus.name(), &wrong) {
+            Err(AttachError::Open(OpenError::TypeMismatch { found, .. })) => {
+                assert_eq!(found.name, "test.Tick")
+            }
+            other => panic!("expected a type mismatch, got {other:?}"),
+        }
+        assert!(matches!(
+            Producer::<[u8]>::attach(bus.name(), &wrong),
+            Err(AttachError::Open(OpenError::TypeMismatch { .. }))
+        ));
+    }
+    bus.finish();
+}

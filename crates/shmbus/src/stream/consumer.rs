@@ -648,7 +648,7 @@ mod shm {
         /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (region, header) = open_checked(name, Role::Subscriber, Kind::Stream, None, opts)?;
-            record::check::<T>(&header)?;
+            record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
             take_role(&region, lock_byte::CONSUMER, pid_field)
                 .map_err(|pid| AttachError::ConsumerActive { pid })?;

@@ -267,7 +267,7 @@ pub fn on_heap<T: ?Sized + Payload>(
     capacity: u64,
     strategy: WaitStrategy,
 ) -> Result<HeapStream<T>, crate::error::CreateError> {
-    let header = record::header::<T>(capacity, HEAP_PAGE)
+    let header = record::header::<T>(capacity, HEAP_PAGE, None)
         .map_err(crate::error::CreateError::InvalidGeometry)?;
     let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);

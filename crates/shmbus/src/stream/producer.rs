@@ -668,8 +668,8 @@ mod shm {
         /// ```
         pub fn create(name: &str, opts: &StreamOptions) -> Result<Self, CreateError> {
             let (page, huge) = layout_page(name, &opts.file)?;
-            let mut header =
-                record::header::<T>(opts.bytes, page).map_err(CreateError::InvalidGeometry)?;
+            let mut header = record::header::<T>(opts.bytes, page, opts.message.as_ref())
+                .map_err(CreateError::InvalidGeometry)?;
             header.flags |= huge;
             let region = create_region(name, &header, &opts.file, |_| {})?;
             let mut producer = Producer::from_ring(StreamRing::new(region, &header), opts.wait);
@@ -702,7 +702,7 @@ mod shm {
         /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (region, header) = open_checked(name, Role::Publisher, Kind::Stream, None, opts)?;
-            record::check::<T>(&header)?;
+            record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::PRODUCER_PID;
             take_role(&region, lock_byte::PUBLISHER, pid_field)
                 .map_err(|pid| AttachError::ProducerActive { pid })?;
