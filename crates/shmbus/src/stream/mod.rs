@@ -1,9 +1,15 @@
 //! The stream: a lossless single-producer single-consumer ring of
-//! variable-length byte records, with backpressure.
+//! variable-length records, with backpressure. Like the bus, each handle
+//! is generic over its payload: `Producer<[u8]>`/`Consumer<[u8]>` move
+//! byte records of any length, `Producer<T>`/`Consumer<T>` (`T:`
+//! [`Message`](crate::Message)) records of one `T` each, popped by value or
+//! viewed in place as a `&T`.
 //!
 //! Files: `ring.rs` (the two cursors, records, wrap markers, sleeping and
-//! peer checks over a region), [`Producer`] and [`Consumer`] (the two
-//! ends, each with its in-place chunk).
+//! peer checks over a region), `record.rs` (the record type in the header:
+//! what a typed creator records and an opener checks), `side.rs` (each
+//! side's line for `stat`), [`Producer`] and [`Consumer`] (the two ends,
+//! each with its in-place chunk).
 //!
 //! # Invariants
 //! - The ring is `capacity` bytes (a power of two) at `data_offset`. Two
@@ -16,6 +22,13 @@
 //!   the ring: where it would, the producer writes a header holding
 //!   [`WRAP`] and the record starts at position 0. `max_record` is half the
 //!   ring less a header, so a record always fits after a wrap marker.
+//! - A typed stream's records are one `T` each: the header records `T`'s
+//!   name hash and alignment (at most 8, so a record's bytes, 8 past a
+//!   multiple of 8 in a page-aligned ring, are a `&T`), and its largest
+//!   record bounds `size_of::<T>()`; typed openers check both
+//!   (`record.rs`). A typed consumer reads only records of exactly
+//!   `size_of::<T>()` bytes and refuses any other ([`PopError::RecordLength`]),
+//!   without consuming it: the ring's protocol is the same for both.
 //! - A reserved record of unknown length may grow ([`WriteChunk::grow`]):
 //!   it is claimed again, bigger, from the same `TAIL`, and where it now
 //!   needs a wrap marker its bytes so far move to position 0 (unpublished,
@@ -72,6 +85,12 @@
 //! let mut record = Vec::new();
 //! consumer.pop(&mut record, Wait::Forever)?;
 //! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
+//!
+//! // Typed: every record one `u64`.
+//! let mut producer = Producer::<u64>::create("counts", &StreamOptions::new(4096))?;
+//! producer.push(&42, Wait::Forever)?;
+//! let mut consumer = Consumer::<u64>::attach("counts", &shmbus::OpenOptions::default())?;
+//! assert_eq!(consumer.pop(Wait::Forever)?, 42);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
