@@ -25,6 +25,8 @@
 #      bytes), or else contain it as text or hex, and if it starts with a
 #      number, that number must be the sequence. On a pool bus, both read
 #      each message from its block.
+# A stream (LAYOUT.md section 20) is checked by step 2 alone (its record
+# type, largest record and cursors): only its consumer reads its records.
 # Exit status 0 when everything compared agrees, 1 otherwise.
 set -euo pipefail
 
@@ -103,7 +105,7 @@ def norm(v):
 
 # Names the CLI might use for the same thing.
 aliases = {
-    "msg_size": ["message_size", "size"],
+    "msg_size": ["message_size", "size", "max_record"],
     "msg_align": ["align", "message_align"],
     "type_hash": ["name_hash"],
     "type_name": ["name", "type"],
@@ -235,6 +237,15 @@ sys.exit(1 if failed else 0)
 EOF
 header_ok=$?
 set -e
+
+if python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["kind"] != "stream")' "$tmp/py.json"; then
+    if [[ $header_ok -eq 0 ]]; then
+        echo "PASS: read_bus.py (from docs/LAYOUT.md) agrees with shmbus on stream $bus"
+        exit 0
+    fi
+    echo "FAIL: see DIFF lines above"
+    exit 1
+fi
 
 n=${2:-$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(min(d["published"], d["capacity"]))' "$tmp/py.json")}
 echo "== messages: $n from oldest"

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Read a shmbus broadcast segment, written from docs/LAYOUT.md alone.
+"""Read a shmbus broadcast segment, written from docs/LAYOUT.md alone
+(and show a stream's header and cursors).
 
     python3 tools/read_bus.py PATH [--from oldest|latest|next|SEQ] [--count N]
                                    [--timeout SECS] [--hex] [--quiet]
@@ -48,6 +49,13 @@ say published(SEQ); otherwise the block was reclaimed and it prints a lag
 of one (LAGGED skipped=1), as a PoolSubscriber counts it. With --slots a
 pool bus's slot lines end with the descriptor decoded (block B len N).
 
+Streams (kind 2, LAYOUT.md section 20). The header lines (and --json) are
+a stream's: its record type (type_name `stream` for raw records, else the
+typed stream's record type, with msg_align), the largest record
+(msg_size), and its cursors read as an inspector must (tail, head, fill,
+corrupt) with the producer's and consumer's pids and liveness. Its
+records are not read: the tool prints the header and exits.
+
 Memory-model caveat (LAYOUT.md section 24). Python has no atomics and no
 fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
 memoryview cast to 'Q'. In CPython that is one aligned 8-byte memcpy, in
@@ -79,6 +87,12 @@ MAGIC = int.from_bytes(b"SHMBUS\0\0", "little")
 MAGIC_BUILDING = int.from_bytes(b"SHMBUS~\0", "little")
 VERSION = 2
 KIND_BROADCAST = 1
+KIND_STREAM = 2
+# Section 20: a stream's ring size and records.
+MIN_STREAM, MAX_STREAM = 64, 1 << 32
+STREAM_RECORD_ALIGN = 8
+S_TAIL, S_HEAD, S_PRODUCER_PID, S_CONSUMER_PID = 0, 64, 128, 192
+LOCK_CONSUMER = 2
 KINDS = {1: "broadcast", 2: "stream"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
@@ -232,6 +246,7 @@ class Bus:
         # 64-bit word view for single-load reads of shared words.
         self.words = self.buf[: length - length % 8].cast("Q")
         self.swap = sys.byteorder != "little"
+        self.stream = False
         self._read_header()
         self._validate()
 
@@ -358,8 +373,13 @@ class Bus:
                     "InvalidGeometry",
                     f"journal path length {n} is outside 1..={JOURNAL_PATH_MAX}",
                 )
-        # Step 14: this reader speaks only broadcast. Nothing above touched a
-        # byte past the header page, and nothing below runs for another kind.
+        # Step 14: a stream's own geometry (section 20); this reader shows
+        # its header and cursors, never its records.
+        if h["kind"] == KIND_STREAM:
+            self._validate_stream()
+            return
+        # Nothing above touched a byte past the header page, and nothing
+        # below runs for another kind.
         if h["kind"] != KIND_BROADCAST:
             found = KINDS.get(h["kind"], f"unknown ({h['kind']})")
             raise OpenError("WrongKind", f"segment kind is {found}, expected broadcast")
@@ -402,6 +422,68 @@ class Bus:
         self.data = h["data_offset"]
         self.ctl = h["control_offset"]
         self.first = h["first_seq"]
+
+    def _validate_stream(self):
+        """Section 20's checks, after the kind (section 9 step 14.2)."""
+        h = self.h
+        page = h["page_size"]
+        if h["data_offset"] != h["control_offset"] + page:
+            raise OpenError(
+                "InvalidGeometry",
+                f"data pages at {h['data_offset']}, expected {h['control_offset'] + page} "
+                "for kind stream",
+            )
+        cap = h["capacity"]
+        if not MIN_STREAM <= cap <= MAX_STREAM or cap & (cap - 1):
+            raise OpenError(
+                "InvalidGeometry",
+                f"stream capacity {cap} is not a power of two in {MIN_STREAM}..={MAX_STREAM}",
+            )
+        if h["msg_size"] != cap // 2 - 8:
+            raise OpenError(
+                "InvalidGeometry",
+                f"largest record {h['msg_size']} should be {cap // 2 - 8} for a {cap}-byte stream",
+            )
+        align = h["msg_align"]
+        if align == 0 or align & (align - 1) or align > STREAM_RECORD_ALIGN:
+            raise OpenError(
+                "InvalidGeometry",
+                f"record alignment {align} is not a power of two up to {STREAM_RECORD_ALIGN}",
+            )
+        if h["data_offset"] + cap > h["total_len"]:
+            raise OpenError(
+                "InvalidGeometry", f"{cap} bytes of ring do not fit in {h['total_len']} bytes"
+            )
+        self.stream = True
+        self.cap = cap
+        self.ctl = h["control_offset"]
+        self.data = h["data_offset"]
+
+    def stream_state(self):
+        """Section 20, inspecting a live stream: HEAD, TAIL, HEAD again."""
+        for _ in range(1000):
+            head1 = self.u64(self.ctl + S_HEAD)
+            tail = self.u64(self.ctl + S_TAIL)
+            head2 = self.u64(self.ctl + S_HEAD)
+            if head1 == head2:
+                fill = (tail - head1) & M64
+                corrupt = fill > self.cap
+                break
+        else:
+            fill = min((tail - head1) & M64, self.cap)
+            corrupt = (tail - head1) & M64 > self.cap + ((head2 - head1) & M64)
+        producer_pid = self.u32(self.ctl + S_PRODUCER_PID)
+        consumer_pid = self.u32(self.ctl + S_CONSUMER_PID)
+        return {
+            "tail": tail,
+            "head": head2,
+            "fill": None if corrupt else fill,
+            "corrupt": corrupt,
+            "producer_pid": producer_pid,
+            "producer_alive": self.lock_held(LOCK_PUBLISHER),
+            "consumer_pid": consumer_pid,
+            "consumer_alive": self.lock_held(LOCK_CONSUMER),
+        }
 
     def _read_pool(self):
         """Section 9 step 10.7 (`read_pool`): the pool lies after the slots,
@@ -471,6 +553,8 @@ class Bus:
         return struct.unpack(FLOCK, res)[0] != fcntl.F_UNLCK
 
     def state(self):
+        if self.stream:
+            return self.stream_state()
         head = self.cursor()
         futex = self.u32(self.ctl + C_FUTEX)
         published = (head - self.first) & M64
@@ -796,6 +880,12 @@ def main(argv=None):
             print(f"# {k}: {v}")
         for k, v in bus.state().items():
             print(f"# {k}: {v}")
+    if bus.stream:
+        # Only the consumer reads a stream's records (section 20).
+        if args.slots or args.blocks:
+            print("read_bus: a stream has no slots nor blocks", file=sys.stderr)
+            return 1
+        return 0
 
     if args.slots:
         head = bus.cursor()

@@ -43,11 +43,11 @@ fn gave_up<T, E>(
 /// The producing end of a stream of byte records.
 #[pyclass(module = "shmbus", name = "Producer", frozen)]
 pub struct PyProducer {
-    inner: Handle<Producer>,
+    inner: Handle<Producer<[u8]>>,
 }
 
 impl PyProducer {
-    fn new(producer: Producer) -> Self {
+    fn new(producer: Producer<[u8]>) -> Self {
         PyProducer {
             inner: Handle::new(producer, "the producer is closed"),
         }
@@ -68,15 +68,15 @@ impl PyProducer {
         mode: u32,
     ) -> PyResult<Self> {
         let opts = StreamOptions::new(capacity).mode(mode);
-        let inner = Producer::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        let inner = Producer::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
         Ok(PyProducer::new(inner))
     }
 
     /// Attaches to the stream `name` whose producer is gone.
     #[classmethod]
     fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
-        let inner =
-            Producer::attach(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
+        let inner = Producer::<[u8]>::attach(name, &OpenOptions::default())
+            .map_err(|e| errors::attach(py, e))?;
         Ok(PyProducer::new(inner))
     }
 
@@ -120,7 +120,7 @@ handle_methods!(PyProducer.inner, fn close);
 #[pyclass(module = "shmbus", name = "Consumer", frozen)]
 pub struct PyConsumer {
     /// The consumer and the buffer a pop fills with the GIL released.
-    inner: Handle<(Consumer, Vec<u8>)>,
+    inner: Handle<(Consumer<[u8]>, Vec<u8>)>,
 }
 
 impl PyConsumer {
@@ -150,8 +150,8 @@ impl PyConsumer {
     /// last consumer stopped.
     #[classmethod]
     fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
-        let inner =
-            Consumer::attach(name, &OpenOptions::default()).map_err(|e| errors::attach(py, e))?;
+        let inner = Consumer::<[u8]>::attach(name, &OpenOptions::default())
+            .map_err(|e| errors::attach(py, e))?;
         Ok(PyConsumer {
             inner: Handle::new((inner, Vec::new()), "the consumer is closed"),
         })

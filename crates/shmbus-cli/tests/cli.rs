@@ -394,6 +394,91 @@ fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
 }
 
 #[test]
+fn stat_and_ls_name_a_typed_streams_record_type_and_a_raw_streams_raw_records() {
+    #[derive(Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+    #[repr(C)]
+    struct Tick {
+        key: u64,
+        val: u32,
+        flags: u32,
+    }
+    impl shmbus::Message for Tick {
+        const NAME: &'static str = "md.Tick";
+    }
+    let dir = ShmDir::new("stream-typed");
+    let typed = dir.bus("typed");
+    let mut producer =
+        shmbus::stream::Producer::<Tick>::create(&typed, &shmbus::stream::StreamOptions::new(4096))
+            .expect("create a typed stream");
+    let tick = Tick {
+        key: 1,
+        val: 2,
+        flags: 0,
+    };
+    producer.push(&tick, shmbus::Wait::Never).expect("push");
+    drop(producer);
+    let json = shmbus(&["stat", &typed, "--json"]).assert_success().json();
+    assert_eq!(json["kind"], "stream");
+    assert_eq!(json["type_name"], "md.Tick");
+    assert_eq!(json["msg_align"], 8);
+    assert_eq!(json["max_record"], 2040);
+    assert_eq!(json["tail"], 8 + 16);
+    let text = shmbus(&["stat", &typed]).assert_success().stdout();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("type:") && l.contains("md.Tick (align 8")),
+        "{text}"
+    );
+    // The tool makes one too: a raw producer recording a named type.
+    let named = dir.bus("named");
+    shmbus(&[
+        "create",
+        &named,
+        "--kind",
+        "stream",
+        "--bytes",
+        "4096",
+        "--type",
+        "md.Tick:8",
+    ])
+    .assert_success();
+    let json = shmbus(&["stat", &named, "--json"]).assert_success().json();
+    assert_eq!(
+        (&json["type_name"], &json["msg_align"]),
+        (&"md.Tick".into(), &8.into())
+    );
+    run_stdin(&["pub", &named], b"0123456789abcdef\n").assert_success();
+    let mut consumer = shmbus::stream::Consumer::<Tick>::attach(&named, &Default::default())
+        .expect("a typed consumer of the named type");
+    let got = consumer
+        .pop(shmbus::Wait::Never)
+        .expect("one 16-byte record");
+    assert_eq!(got.key.to_ne_bytes(), *b"01234567");
+    drop(consumer);
+    let raw = dir.bus("raw");
+    create_stream(&raw, 4096);
+    let json = shmbus(&["stat", &raw, "--json"]).assert_success().json();
+    assert_eq!(json["type_name"], "stream");
+    let text = shmbus(&["stat", &raw]).assert_success().stdout();
+    assert!(text.contains("raw byte records"), "{text}");
+    let table = shmbus(&["ls", "--dir", dir.dir()])
+        .assert_success()
+        .stdout();
+    let row = |name: &str| {
+        table
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in {table}"))
+            .to_owned()
+    };
+    assert!(row("typed").contains("md.Tick (2040 B max)"), "{table}");
+    assert!(
+        row("raw").contains("2040 B max") && !row("raw").contains("md.Tick"),
+        "{table}"
+    );
+}
+
+#[test]
 fn a_line_longer_than_the_largest_record_stops_pub_and_earlier_lines_stay() {
     let dir = ShmDir::new("stream-long");
     let stream = dir.bus("stream");
@@ -1307,9 +1392,12 @@ fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
         "--kind",
         "stream",
         "--type",
-        "t",
+        "t:16",
     ]);
-    out.assert_error(2, "--type applies to a broadcast bus");
+    out.assert_error(
+        2,
+        "a stream of `t` records: its alignment is 16, a stream's records are aligned to at most 8",
+    );
     let out = shmbus(&[
         "create",
         &bus,

@@ -73,7 +73,7 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
 }
 
 /// The producer of a stream (opaque).
-pub struct ShmbusProducer(Producer);
+pub struct ShmbusProducer(Producer<[u8]>);
 
 /// The consumer of a stream (opaque).
 pub struct ShmbusConsumer {
@@ -87,14 +87,14 @@ pub struct ShmbusConsumer {
 /// What a consumer handle holds between calls.
 enum Held {
     /// Nothing peeked: the consumer.
-    Consumer(Consumer),
+    Consumer(Consumer<[u8]>),
     /// A record peeked (`shmbus_consumer_peek`), which owns the consumer
     /// until `shmbus_consumer_release`.
-    Peeked(OwnedReadChunk),
+    Peeked(OwnedReadChunk<[u8]>),
 }
 
 impl ShmbusConsumer {
-    fn new(consumer: Consumer) -> Self {
+    fn new(consumer: Consumer<[u8]>) -> Self {
         ShmbusConsumer {
             max_record: consumer.max_record(),
             held: Some(Held::Consumer(consumer)),
@@ -103,7 +103,7 @@ impl ShmbusConsumer {
 
     /// The consumer, for a call that reads: refused while a record is
     /// peeked (as a second loan is while one is out).
-    fn reader(&mut self) -> Result<&mut Consumer, Failure> {
+    fn reader(&mut self) -> Result<&mut Consumer<[u8]>, Failure> {
         match &mut self.held {
             Some(Held::Consumer(c)) => Ok(c),
             Some(Held::Peeked(chunk)) => Err(Failure::argument(format!(
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn shmbus_producer_create(
     let make = |name: &str| {
         // SAFETY: `opts` as the contract says.
         let opts = unsafe { stream_options(opts) }?;
-        Producer::create(name, &opts)
+        Producer::<[u8]>::create(name, &opts)
             .map(ShmbusProducer)
             .map_err(error)
     };
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn shmbus_producer_attach(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Producer::attach(name, &opts.open).map(ShmbusProducer)
+            Producer::<[u8]>::attach(name, &opts.open).map(ShmbusProducer)
         })
     }
 }
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn shmbus_consumer_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            Consumer::attach(name, &opts.open).map(ShmbusConsumer::new)
+            Consumer::<[u8]>::attach(name, &opts.open).map(ShmbusConsumer::new)
         })
     }
 }

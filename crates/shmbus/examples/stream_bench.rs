@@ -33,8 +33,8 @@ fn main() {
     let capacity: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(4 << 20);
     let name = format!("/dev/shm/shmbus-stream-bench-{}", std::process::id());
     let opts = StreamOptions::new(capacity).prefault(true);
-    let mut producer = Producer::create(&name, &opts).expect("create");
-    let mut consumer = Consumer::attach(&name, &OpenOptions::default()).expect("open");
+    let mut producer = Producer::<[u8]>::create(&name, &opts).expect("create");
+    let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default()).expect("open");
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let expected = checksum(&msg).wrapping_mul(n);
 
@@ -79,7 +79,7 @@ fn main() {
 /// Pushes `n` copies of `msg`, spinning while the ring is full; returns
 /// how many pushes found it full.
 #[inline(never)]
-fn push_batch(producer: &mut Producer, msg: &[u8], n: u64) -> u64 {
+fn push_batch(producer: &mut Producer<[u8]>, msg: &[u8], n: u64) -> u64 {
     let mut full = 0;
     for _ in 0..n {
         loop {
@@ -100,7 +100,7 @@ fn push_batch(producer: &mut Producer, msg: &[u8], n: u64) -> u64 {
 /// the ring is empty; returns the sum of their checksums and how many
 /// reads found it empty.
 #[inline(never)]
-fn pop_batch(consumer: &mut Consumer, n: u64, copy: bool) -> (u64, u64) {
+fn pop_batch(consumer: &mut Consumer<[u8]>, n: u64, copy: bool) -> (u64, u64) {
     let mut sum = 0u64;
     let mut empty = 0;
     let mut out = Vec::new();

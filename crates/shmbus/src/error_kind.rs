@@ -41,7 +41,8 @@ pub enum ErrorKind {
     /// The file's mode (open) or the directory's (create) does not let
     /// this user in.
     Permission,
-    /// The bus carries another message type than the caller's.
+    /// The bus or stream carries another message type than the caller's
+    /// (or a typed stream holds a record that is not one of its type).
     TypeMismatch,
     /// A segment of another kind than the call wants: a stream opened as a
     /// bus, a pool bus by a copying handle, a single-publisher bus by a
@@ -322,8 +323,9 @@ impl PushError {
 
 impl PopError {
     /// What kind of failure this is: [`ErrorKind::TimedOut`] for a stream
-    /// that stayed empty (`Empty` included), [`ErrorKind::PeerGone`] or
-    /// [`ErrorKind::Corrupt`].
+    /// that stayed empty (`Empty` included), [`ErrorKind::PeerGone`],
+    /// [`ErrorKind::Corrupt`], or [`ErrorKind::TypeMismatch`] for a record
+    /// that is not one of a typed consumer's type.
     ///
     /// # Examples
     /// ```
@@ -337,6 +339,7 @@ impl PopError {
             PopError::Empty | PopError::TimedOut(_) => ErrorKind::TimedOut,
             PopError::PeerGone { .. } => ErrorKind::PeerGone,
             PopError::CorruptCursors { .. } | PopError::Corrupt { .. } => ErrorKind::Corrupt,
+            PopError::RecordLength { .. } => ErrorKind::TypeMismatch,
         }
     }
 }
@@ -757,6 +760,15 @@ mod tests {
                 K::Corrupt,
             ),
             (PopError::Corrupt { at: 0, header: 0 }, K::Corrupt),
+            (
+                PopError::RecordLength {
+                    at: 0,
+                    len: 3,
+                    expected: 8,
+                    type_name: "u64",
+                },
+                K::TypeMismatch,
+            ),
         ];
         for (e, kind) in pop {
             assert_eq!(e.kind(), kind, "{e:?}");

@@ -16,8 +16,9 @@
 //!   ([`pool::Loan`]) and each subscriber reads it in place
 //!   ([`pool::Sample`]), with lag counted as on a bus.
 //! - [`stream`]: the **stream** ([`stream::Producer`],
-//!   [`stream::Consumer`]): a lossless ring of variable-length byte
-//!   records with backpressure.
+//!   [`stream::Consumer`]): a lossless ring of records with
+//!   backpressure, bytes of any length (`Producer<[u8]>`) or one
+//!   [`Message`] each (`Producer<T>`).
 //! - [`journal`]: the **journaled bus** ([`journal::JournalPublisher`],
 //!   [`journal::JournalSubscriber`], [`journal::State`]): a bus whose
 //!   every message is also appended to a file, so a subscriber that

@@ -40,8 +40,8 @@ const SLEEPY: WaitStrategy = WaitStrategy::SpinFutex {
     spin: Duration::ZERO,
 };
 
-type HeapProducer = Producer<Arc<HeapRegion>>;
-type HeapConsumer = Consumer<Arc<HeapRegion>>;
+type HeapProducer = Producer<[u8], Arc<HeapRegion>>;
+type HeapConsumer = Consumer<[u8], Arc<HeapRegion>>;
 
 /// A stream on the heap as `on_heap` builds it, with a wait strategy for
 /// each side, and a handle on its control page to read the doorbells.
@@ -122,7 +122,7 @@ fn loom_records_cross_whole_and_in_order_through_a_wrap() {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     model(|| {
         RUNS.fetch_add(1, Std::Relaxed);
-        let (mut p, mut c) = on_heap(64, WaitStrategy::BusySpin).expect("geometry");
+        let (mut p, mut c) = on_heap::<[u8]>(64, WaitStrategy::BusySpin).expect("geometry");
         let writer = thread::spawn(move || {
             for i in 1..=3u8 {
                 p.push(&[i; 16], Wait::Forever).expect("pushed");

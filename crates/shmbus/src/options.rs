@@ -480,6 +480,8 @@ pub struct StreamOptions {
     pub(crate) bytes: u64,
     pub(crate) file: FileOptions,
     pub(crate) wait: WaitStrategy,
+    /// The record type a raw creator records: name and alignment.
+    pub(crate) message: Option<(String, u32)>,
 }
 
 impl StreamOptions {
@@ -495,6 +497,7 @@ impl StreamOptions {
             bytes,
             file: FileOptions::default(),
             wait: WaitStrategy::default(),
+            message: None,
         }
     }
     /// How the creating producer waits for room (default: spin, then
@@ -507,6 +510,32 @@ impl StreamOptions {
     /// ```
     pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
+        self
+    }
+    /// The record type a raw stream (`Producer<[u8]>::create`) records,
+    /// as C, Python or the tool name it: a schema name (1 to 64 bytes) and
+    /// an alignment (a power of two up to 8: records start 8-aligned).
+    /// Typed openers of that type (`Consumer<T>` with `T::NAME == name`
+    /// and that alignment) then open it, others are refused. Without it a
+    /// raw stream records the type `stream`. A typed stream
+    /// (`Producer<T>`) records `T`'s [`Message`](crate::Message) name and
+    /// ignores this. A bad name or alignment is an `InvalidGeometry` error
+    /// at create.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-streamtype-{}", std::process::id());
+    /// let opts = StreamOptions::new(4096).message_type("u64", 8);
+    /// let mut raw = Producer::<[u8]>::create(&name, &opts)?;
+    /// raw.push(&7u64.to_ne_bytes(), Wait::Never)?;
+    /// let mut typed = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(typed.pop(Wait::Never)?, 7);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_type(mut self, name: &str, align: u32) -> Self {
+        self.message = Some((name.to_owned(), align));
         self
     }
 }
@@ -580,7 +609,10 @@ impl OpenOptions {
     /// alignment, or the open fails with
     /// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch) naming
     /// both. Without it a raw opener takes a bus of any type. A typed
-    /// opener always checks its own type and ignores this.
+    /// opener always checks its own type and ignores this. A raw stream
+    /// opener (`Consumer<[u8]>`, `Producer<[u8]>::attach`) checks it as a
+    /// typed one checks its `T`: name hash and alignment equal, `size` at
+    /// most the stream's largest record.
     ///
     /// # Examples
     /// ```

@@ -728,7 +728,8 @@ fn as_child_produce_until_killed() {
         let name: String = param("SHMBUS_BUS");
         let gen: u64 = param("SHMBUS_GEN");
         let mut rng = Chaos { state: gen };
-        let mut p = shmbus::stream::Producer::attach(&name, &stream_opts()).expect("attach");
+        let mut p =
+            shmbus::stream::Producer::<[u8]>::attach(&name, &stream_opts()).expect("attach");
         common::print_ready();
         let mut idx = 0;
         loop {
@@ -753,10 +754,10 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
     let mut chaos = Chaos::new("stream_producer_killed");
     let bus = BusName::new("chaos-producer");
     drop(
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
             .expect("create"),
     );
-    let mut consumer = Consumer::attach(bus.name(), &stream_opts()).expect("open");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &stream_opts()).expect("open");
     // At least 5 kills, each followed by a successor that must resume.
     let n = rounds(30, 5);
     // The consumer, here on a thread, reports each PeerGone on `gone`.
@@ -871,7 +872,7 @@ fn as_child_consume_until_killed() {
     role("chaos_consumer", || {
         use shmbus::{stream::Consumer, Wait};
         let name: String = param("SHMBUS_BUS");
-        let mut c = Consumer::attach(&name, &stream_opts()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(&name, &stream_opts()).expect("open");
         let mut out = Vec::new();
         let wait = Wait::For(common::CHILD_DEADLINE);
         c.pop(&mut out, wait).expect("first record");
@@ -896,7 +897,7 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
     let mut chaos = Chaos::new("stream_consumer_killed");
     let bus = BusName::new("chaos-consumer");
     let mut producer =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
             .expect("create");
     // At least 5 kills, each followed by a successor that must resume.
     let n = rounds(30, 5);
@@ -981,7 +982,7 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
         drop(stopper);
         let producer = writer.join().expect("producer thread");
         // The last consumer, here: every record from HEAD to the last pushed.
-        let mut c = Consumer::attach(bus.name(), &stream_opts()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(bus.name(), &stream_opts()).expect("open");
         let end = pushed.load(std::sync::atomic::Ordering::Relaxed);
         let mut out = Vec::new();
         for idx in expect_first..end {

@@ -197,8 +197,8 @@ fn a_forked_child_dropping_its_copy_of_an_owned_loan_leaves_the_parents_block_lo
 #[test]
 fn a_forked_child_dropping_its_copies_of_a_streams_producer_and_consumer_leaves_their_pids() {
     let bus = BusName::new("fork-stream");
-    let producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");
-    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let producer = Producer::<[u8]>::create(bus.name(), &StreamOptions::new(4096)).expect("create");
+    let consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     let me = std::process::id();
     let pids = || {
         let st = shmbus::stat::stat(bus.name()).expect("stat");

@@ -45,8 +45,9 @@ fn images() -> &'static (Vec<u8>, Vec<u8>) {
         drop(p);
         let bus_image = std::fs::read(bus.path()).expect("read bus");
         let stream = BusName::new("fuzz-image-stream");
-        let mut p = Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create");
+        let mut p =
+            Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
+                .expect("create");
         for i in 0..40usize {
             p.push(&vec![i as u8; i * 7 % 200], Wait::Never)
                 .expect("room");
@@ -94,7 +95,7 @@ fn exercise(name: &str) -> usize {
         }
         Err(e) => said(&e),
     }
-    match Consumer::attach(name, &opts) {
+    match Consumer::<[u8]>::attach(name, &opts) {
         Ok(mut c) => {
             opened += 1;
             let mut out = Vec::new();
@@ -113,7 +114,7 @@ fn exercise(name: &str) -> usize {
         }
         Err(e) => said(&e),
     }
-    match Producer::attach(name, &opts) {
+    match Producer::<[u8]>::attach(name, &opts) {
         Ok(mut p) => {
             opened += 1;
             let _ = p.push(b"fuzz", Wait::Never);

@@ -60,8 +60,14 @@ fn as_child_open_as_another_user() {
             ("create", created),
         ];
         if param::<String>("SHMBUS_KIND") == "stream" {
-            fields.push(("consumer", attach_outcome(Consumer::attach(&name, &opts))));
-            fields.push(("producer", attach_outcome(Producer::attach(&name, &opts))));
+            fields.push((
+                "consumer",
+                attach_outcome(Consumer::<[u8]>::attach(&name, &opts)),
+            ));
+            fields.push((
+                "producer",
+                attach_outcome(Producer::<[u8]>::attach(&name, &opts)),
+            ));
         } else {
             let sub = Subscriber::<u64>::open(&name, &opts.clone().start(shmbus::Start::Oldest));
             let first = match sub {
@@ -144,7 +150,8 @@ fn another_user_is_refused_a_default_bus_with_a_permission_error_by_every_opener
 
     let stream = BusName::new("other-stream-0600");
     let producer =
-        Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
+        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create");
     let r = as_other_user(&stream, "stream", NOBODY);
     for opener in ["stat", "consumer", "producer"] {
         assert_eq!(r.raw(opener), Some("denied"), "{opener}");

@@ -218,7 +218,7 @@ fn checksum(i: u64, body: &[u8]) -> u64 {
 /// the cursor to 0 past a wrap marker, after which the same reservation
 /// fits before the end.
 fn push_record<R: Region>(
-    p: &mut Producer<R>,
+    p: &mut Producer<[u8], R>,
     recs: &Records,
     i: u64,
     wait: Wait,
@@ -265,7 +265,7 @@ impl Checked {
 /// Reads record `i` through one of the four ways to read (by `i % 8`) and
 /// checks it. One in eight is peeked, left unreleased, and read again.
 fn pop_record<R: Region>(
-    c: &mut Consumer<R>,
+    c: &mut Consumer<[u8], R>,
     recs: &Records,
     i: u64,
     wait: Wait,
@@ -391,7 +391,7 @@ impl Told {
 fn as_child_produce_records() {
     role("produce", || {
         let t = Told::read();
-        let mut p = Producer::attach(&t.name, &t.opts).expect("attach as producer");
+        let mut p = Producer::<[u8]>::attach(&t.name, &t.opts).expect("attach as producer");
         let start = Instant::now();
         let (mut pushed, mut full) = (0u64, 0u64);
         let mut error = String::from("none");
@@ -445,7 +445,7 @@ fn as_child_consume_records() {
     role("consume", || {
         let t = Told::read();
         let check_end = param::<u8>("SHMBUS_CHECK_END") == 1;
-        let mut c = Consumer::attach(&t.name, &t.opts).expect("open as consumer");
+        let mut c = Consumer::<[u8]>::attach(&t.name, &t.opts).expect("open as consumer");
         if param::<String>("SHMBUS_READY_AT") == "open" {
             common::print_ready();
         }
@@ -631,7 +631,7 @@ fn got_all(f: &Finished, count: u64) -> common::Report {
 fn create_and_leave(bus: &BusName, capacity: u64) {
     let guard = common::no_spawn_in_flight();
     drop(
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
             .expect("create stream"),
     );
     drop(guard);
@@ -650,7 +650,7 @@ fn control_word(bus: &BusName, field: usize) -> FileWord32 {
 }
 
 /// Reads records `range` in this process, each within `PATIENCE`.
-fn pop_all<R: Region>(c: &mut Consumer<R>, recs: &Records, range: Range<u64>) {
+fn pop_all<R: Region>(c: &mut Consumer<[u8], R>, recs: &Records, range: Range<u64>) {
     let mut k = Checked::default();
     for i in range.clone() {
         if let Err(e) = pop_record(c, recs, i, PATIENCE, &mut k) {
@@ -661,7 +661,7 @@ fn pop_all<R: Region>(c: &mut Consumer<R>, recs: &Records, range: Range<u64>) {
 }
 
 /// Pushes records `range` in this process, each within `PATIENCE`.
-fn push_all<R: Region>(p: &mut Producer<R>, recs: &Records, range: Range<u64>) {
+fn push_all<R: Region>(p: &mut Producer<[u8], R>, recs: &Records, range: Range<u64>) {
     let mut buf = Vec::new();
     for i in range.clone() {
         if let Err(e) = push_record(p, recs, i, PATIENCE, &mut buf) {
@@ -789,8 +789,9 @@ fn a_slow_consumer_holds_the_producer_back_and_nothing_is_lost() {
 fn a_consumer_sleeping_on_the_futex_is_woken_by_each_record() {
     const ROUNDS: u64 = 100;
     let bus = BusName::new("stream-sleeper");
-    let mut producer = Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-        .expect("create stream");
+    let mut producer =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create stream");
     let recs = Records::new(0xB311, 200);
     let mut consumer = Side::consumer(&bus, recs)
         .records(0..ROUNDS)
@@ -873,7 +874,7 @@ fn producer_gets_peer_gone(wait: &'static str) {
     let bus = BusName::new(&format!("stream-full-{wait}"));
     create_and_leave(&bus, 4096);
     let recs = Records::new(0xF011, 300);
-    let mut producer = Producer::attach(bus.name(), &opts(wait)).expect("attach");
+    let mut producer = Producer::<[u8]>::attach(bus.name(), &opts(wait)).expect("attach");
     // The consumer reads ten records, then holds its role and reads no more.
     let mut consumer = Side::consumer(&bus, recs)
         .records(0..10)
@@ -908,7 +909,8 @@ fn producer_gets_peer_gone(wait: &'static str) {
     assert_eq!((s.consumer_pid, s.consumer_alive), (consumer_pid, false));
     // Nothing is lost: a new consumer gets every record from the eleventh,
     // and the producer carries on.
-    let mut consumer = Consumer::attach(bus.name(), &opts(wait)).expect("open after the kill");
+    let mut consumer =
+        Consumer::<[u8]>::attach(bus.name(), &opts(wait)).expect("open after the kill");
     pop_all(&mut consumer, &recs, 10..next);
     push_all(&mut producer, &recs, next..next + 5);
     pop_all(&mut consumer, &recs, next..next + 5);
@@ -934,7 +936,7 @@ fn consumer_gets_peer_gone(wait: &'static str) {
     let bus = BusName::new(&format!("stream-empty-{wait}"));
     create_and_leave(&bus, 4096);
     let recs = Records::new(0xE111, 300);
-    let mut consumer = Consumer::attach(bus.name(), &opts(wait)).expect("open");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &opts(wait)).expect("open");
     let mut producer = Side::producer(&bus, recs)
         .records(0..5)
         .then("idle")
@@ -1036,10 +1038,10 @@ fn a_yielding_wait_ends_on_time_and_notices_a_killed_peer_on_a_busy_cpu() {
         .spawn();
     producer.wait_ready();
     let producer_pid = producer.pid();
-    let mut consumer = Consumer::attach(bus.name(), &opts("yield")).expect("open");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &opts("yield")).expect("open");
     pop_all(&mut consumer, &recs, 0..1);
     let (mut hp, mut hc) =
-        shmbus::internals::stream_on_heap(64, strategy("yield")).expect("geometry");
+        shmbus::internals::stream_on_heap::<[u8]>(64, strategy("yield")).expect("geometry");
     hp.push(&[1; 24], Wait::Never).expect("room");
     hp.push(&[2; 24], Wait::Never).expect("room");
 
@@ -1082,7 +1084,7 @@ fn a_producer_that_exits_cleanly_leaves_the_consumer_waiting_for_the_next_one() 
     let bus = BusName::new("stream-producer-leaves");
     create_and_leave(&bus, 4096);
     let recs = Records::new(0xC1EA, 300);
-    let mut consumer = Consumer::attach(bus.name(), &opts("default")).expect("open");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &opts("default")).expect("open");
     let first = Side::producer(&bus, recs).records(0..10).spawn();
     let first_pid = first.pid();
     // A consumer waiting while the producer exits is not told it died.
@@ -1121,8 +1123,9 @@ fn a_producer_that_exits_cleanly_leaves_the_consumer_waiting_for_the_next_one() 
 fn a_consumer_that_exits_cleanly_leaves_the_producer_waiting_for_the_next_one() {
     let bus = BusName::new("stream-consumer-leaves");
     let recs = Records::new(0xC1EB, 300);
-    let mut producer = Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-        .expect("create stream");
+    let mut producer =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create stream");
     let first = Side::consumer(&bus, recs).records(0..10).spawn();
     push_all(&mut producer, &recs, 0..10);
     got_all(&first.wait_success(), 10);
@@ -1217,7 +1220,7 @@ fn edge_record(k: usize) -> Vec<u8> {
 /// Pushes the script: by `push`, by `reserve`/`commit`, and by a
 /// reservation dropped and made again, in turn. First, a record one byte
 /// too long is refused.
-fn produce_edges<R: Region>(p: &mut Producer<R>, wait: Wait) -> Result<(), PushError> {
+fn produce_edges<R: Region>(p: &mut Producer<[u8], R>, wait: Wait) -> Result<(), PushError> {
     assert_eq!(p.max_record(), EDGE_MAX);
     assert_eq!(
         p.push(&[0; EDGE_MAX + 1], Wait::Never),
@@ -1252,7 +1255,10 @@ fn produce_edges<R: Region>(p: &mut Producer<R>, wait: Wait) -> Result<(), PushE
 /// Reads the script back: `pop`, `read_with`, a peek left unreleased then
 /// read again, and `peek`/`release`, in turn. Returns the first wrong
 /// record, if any.
-fn consume_edges<R: Region>(c: &mut Consumer<R>, wait: Wait) -> Result<Option<String>, PopError> {
+fn consume_edges<R: Region>(
+    c: &mut Consumer<[u8], R>,
+    wait: Wait,
+) -> Result<Option<String>, PopError> {
     let mut buf = Vec::new();
     for k in 0..EDGE_SCRIPT.len() {
         let want = edge_record(k);
@@ -1314,7 +1320,7 @@ fn the_edge_script_hits_every_edge_of_the_ring() {
 fn as_child_produce_the_edge_records() {
     role("edge_produce", || {
         let name: String = param("SHMBUS_BUS");
-        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p = Producer::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
         let r = produce_edges(&mut p, Wait::Forever);
         print_result(&[("error", no_whitespace(r.err()))]);
     });
@@ -1324,7 +1330,7 @@ fn as_child_produce_the_edge_records() {
 fn as_child_consume_the_edge_records() {
     role("edge_consume", || {
         let name: String = param("SHMBUS_BUS");
-        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(&name, &OpenOptions::default()).expect("open");
         common::print_ready();
         let (wrong, error) = match consume_edges(&mut c, Wait::Forever) {
             Ok(wrong) => (wrong.unwrap_or_else(|| "none".into()), "none".into()),
@@ -1353,7 +1359,7 @@ fn assert_whole_script_went_through(bus: &BusName) {
 fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_from_a_producer_process() {
     let bus = BusName::new("stream-edges-in");
     create_and_leave(&bus, EDGE_CAP);
-    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let mut c = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     let producer = common::spawn_child(
         "as_child_produce_the_edge_records",
         "edge_produce",
@@ -1373,7 +1379,7 @@ fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_from_a_producer
 #[cfg_attr(miri, ignore)]
 fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_to_a_consumer_process() {
     let bus = BusName::new("stream-edges-out");
-    let mut p = Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(EDGE_CAP))
+    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(EDGE_CAP))
         .expect("create");
     let mut consumer = common::spawn_child(
         "as_child_consume_the_edge_records",
@@ -1407,9 +1413,9 @@ fn as_child_try_to_take_a_role() {
         let o = OpenOptions::default();
         let held: Result<Box<dyn std::any::Any>, AttachError> = match role.as_str() {
             "producer" => {
-                Producer::attach(&name, &o).map(|p| Box::new(p) as Box<dyn std::any::Any>)
+                Producer::<[u8]>::attach(&name, &o).map(|p| Box::new(p) as Box<dyn std::any::Any>)
             }
-            _ => Consumer::attach(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
+            _ => Consumer::<[u8]>::attach(&name, &o).map(|c| Box::new(c) as Box<dyn std::any::Any>),
         };
         let (outcome, pid) = match &held {
             Ok(_) => ("taken", std::process::id()),
@@ -1445,7 +1451,7 @@ fn refused_in_child(bus: &BusName, role: &str) -> (String, u32) {
 }
 
 fn expect_producer_active(bus: &BusName, pid: u32) {
-    match Producer::attach(bus.name(), &OpenOptions::default()) {
+    match Producer::<[u8]>::attach(bus.name(), &OpenOptions::default()) {
         Err(e @ AttachError::ProducerActive { .. }) => {
             assert!(
                 matches!(e, AttachError::ProducerActive { pid: p } if p == pid),
@@ -1464,7 +1470,7 @@ fn expect_producer_active(bus: &BusName, pid: u32) {
 }
 
 fn expect_consumer_active(bus: &BusName, pid: u32) {
-    match Consumer::attach(bus.name(), &OpenOptions::default()) {
+    match Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()) {
         Err(e @ AttachError::ConsumerActive { .. }) => {
             assert!(
                 matches!(e, AttachError::ConsumerActive { pid: p } if p == pid),
@@ -1487,8 +1493,8 @@ fn expect_consumer_active(bus: &BusName, pid: u32) {
 fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-producer");
     let me = std::process::id();
-    let producer =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
+    let producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
+        .expect("create");
     expect_producer_active(&bus, me);
 
     // Dropped: another process takes the role, and is the one named.
@@ -1504,7 +1510,7 @@ fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
 
     // Killed: this process takes it back.
     holder.kill();
-    let producer = Producer::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    let producer = Producer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     let (st, _) = stat_of(bus.name());
     assert_eq!((st.publisher_pid, st.publisher_alive), (me, true));
     expect_producer_active(&bus, me);
@@ -1517,9 +1523,9 @@ fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
 fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-consumer");
     let me = std::process::id();
-    let producer =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
-    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
+        .expect("create");
+    let consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     expect_consumer_active(&bus, me);
     // The producer and the consumer are separate roles, even in one process.
     expect_producer_active(&bus, me);
@@ -1539,7 +1545,7 @@ fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
     holder.kill();
     let (_, s) = stat_of(bus.name());
     assert_eq!((s.consumer_pid, s.consumer_alive), (holder_pid, false));
-    let consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     let (_, s) = stat_of(bus.name());
     assert_eq!((s.consumer_pid, s.consumer_alive), (me, true));
     expect_consumer_active(&bus, me);
@@ -1555,7 +1561,8 @@ fn a_new_consumer_resumes_exactly_where_the_last_one_stopped() {
     let bus = BusName::new("stream-consumer-restart");
     let recs = Records::new(0x2E57, 64);
     let mut producer =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP)).expect("create");
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
+            .expect("create");
     // Everything fits at once: no consumer change ever finds the producer
     // waiting (a killed consumer would make that a PeerGone).
     assert!(recs.tail_after(0..N, CAP, 0) <= CAP);
@@ -1620,7 +1627,7 @@ fn a_new_producer_resumes_after_the_last_record_the_old_one_committed() {
     let bus = BusName::new("stream-producer-restart");
     create_and_leave(&bus, CAP);
     let recs = Records::new(0x9E57, max_record(CAP) as usize).with_dropped_reservations(13);
-    let mut consumer = Consumer::attach(bus.name(), &opts("default")).expect("open");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &opts("default")).expect("open");
 
     // A pushes 300 and leaves.
     let a = Side::producer(&bus, recs).records(0..300).spawn();
@@ -1665,7 +1672,8 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
     let stream = BusName::new("kind-stream");
     let bus = BusName::new("kind-bus");
     let producer =
-        Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
+        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create");
     let publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("bus");
     let o = OpenOptions::default();
     let is_stream = |e: &OpenError| {
@@ -1699,22 +1707,22 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a publisher attached to a stream"),
     }
-    match Consumer::attach(bus.name(), &o) {
+    match Consumer::<[u8]>::attach(bus.name(), &o) {
         Err(e) => assert!(is_bus(&e), "{e}"),
         Ok(_) => panic!("a consumer opened a broadcast bus"),
     }
-    match Producer::attach(bus.name(), &o) {
+    match Producer::<[u8]>::attach(bus.name(), &o) {
         Err(e) => assert!(is_bus(&e), "{e}"),
         Ok(_) => panic!("a producer attached to a broadcast bus"),
     }
     assert!(matches!(
-        Producer::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)),
+        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)),
         Err(CreateError::AlreadyExists { .. })
     ));
     for bad in [0, 32, 100, 4095] {
         assert!(
             matches!(
-                Producer::create(
+                Producer::<[u8]>::create(
                     &format!("{}-{bad}", stream.name()),
                     &shmbus::stream::StreamOptions::new(bad)
                 ),
@@ -1735,7 +1743,8 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     let bus = BusName::new("stream-stat");
     let me = std::process::id();
     let mut producer =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(4096)).expect("create");
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
+            .expect("create");
     let (st, s) = stat_of(bus.name());
     assert_eq!(st.header.kind, Kind::Stream);
     assert_eq!(st.header.capacity, 4096);
@@ -1758,7 +1767,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     child.wait_ready();
     let child_pid = child.pid();
     assert!(matches!(
-        Consumer::attach(bus.name(), &OpenOptions::default()),
+        Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()),
         Err(AttachError::ConsumerActive { pid }) if pid == child_pid
     ));
     let (_, s) = stat_of(bus.name());
@@ -1768,7 +1777,8 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     assert_eq!((s.consumer_pid, s.consumer_alive), (child_pid, false));
 
     // Here: each record released lowers the fill by its size.
-    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open after the kill");
+    let mut c =
+        Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open after the kill");
     let mut buf = Vec::new();
     for (len, fill) in [(0, 128), (5, 112), (100, 0)] {
         c.pop(&mut buf, Wait::Never).expect("a record");
@@ -1857,7 +1867,7 @@ mod heap {
     }
 
     fn run(cap: u64, ops: &[Op]) {
-        let (mut p, mut c) = on_heap(cap, WaitStrategy::BusySpin).expect("geometry");
+        let (mut p, mut c) = on_heap::<[u8]>(cap, WaitStrategy::BusySpin).expect("geometry");
         let max = p.max_record();
         let mut m = Model {
             cap,
@@ -1977,7 +1987,7 @@ mod heap {
 
     #[test]
     fn the_edge_records_cross_between_threads_on_the_heap() {
-        let (mut p, mut c) = on_heap(EDGE_CAP, WaitStrategy::default()).expect("geometry");
+        let (mut p, mut c) = on_heap::<[u8]>(EDGE_CAP, WaitStrategy::default()).expect("geometry");
         let reader = std::thread::spawn(move || {
             let wrong = consume_edges(&mut c, PATIENCE).expect("every record");
             assert_eq!(c.pop(&mut Vec::new(), Wait::Never), Err(PopError::Empty));
@@ -2001,7 +2011,7 @@ mod heap {
         };
         let recs = Records::new(0x7EAD, max_record(CAP) as usize).with_dropped_reservations(7);
         for wait in ["default", "futex", "yield", "busy"] {
-            let (mut p, mut c) = on_heap(CAP, strategy(wait)).expect("geometry");
+            let (mut p, mut c) = on_heap::<[u8]>(CAP, strategy(wait)).expect("geometry");
             let reader = std::thread::spawn(move || {
                 let mut k = Checked::default();
                 for i in 0..count {

@@ -34,7 +34,7 @@ const PEER_GONE_BOUND: Duration = Duration::from_secs(2);
 fn create_and_leave(bus: &BusName, capacity: u64) {
     let guard = common::no_spawn_in_flight();
     drop(
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
             .expect("create stream"),
     );
     drop(guard);
@@ -65,7 +65,7 @@ fn as_child_push_then_idle_or_leave() {
         let name: String = param("SHMBUS_BUS");
         let count: u64 = param("SHMBUS_COUNT");
         let idle: u8 = param("SHMBUS_IDLE");
-        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p = Producer::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
         for i in 0..count {
             p.push(
                 format!("rec-{i}").as_bytes(),
@@ -97,8 +97,8 @@ fn producer(bus: &BusName, count: u64, idle: bool) -> Watched {
 fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides_and_stat() {
     const CAP: u64 = 4096;
     let bus = BusName::new("hardening-corrupt-tail");
-    let mut p =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP)).expect("create");
+    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
+        .expect("create");
     p.push(b"one", Wait::Never).expect("room");
     p.push(b"two", Wait::Never).expect("room");
     // No child between fork and exec may keep the producer's lock alive.
@@ -118,7 +118,7 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
     // The consumer blames the cursors, not the (valid) record header.
     let name = bus.name().to_owned();
     let r = within("pop", move || {
-        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(&name, &OpenOptions::default()).expect("open");
         c.pop(&mut Vec::new(), Wait::Forever)
     });
     let want = PopError::CorruptCursors {
@@ -136,7 +136,7 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
     // The producer does not wait for room that can never come.
     let name = bus.name().to_owned();
     let r = within("push", move || {
-        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p = Producer::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
         p.push(b"three", Wait::Forever)
     });
     assert_eq!(
@@ -156,8 +156,8 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
 fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
     const CAP: u64 = 4096;
     let bus = BusName::new("hardening-corrupt-head");
-    let mut p =
-        Producer::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP)).expect("create");
+    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
+        .expect("create");
     p.push(b"one", Wait::Never).expect("room"); // 16 bytes
 
     // No child between fork and exec may keep the producer's lock alive.
@@ -173,7 +173,7 @@ fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
 
     let name = bus.name().to_owned();
     let r = within("pop", move || {
-        let mut c = Consumer::attach(&name, &OpenOptions::default()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(&name, &OpenOptions::default()).expect("open");
         c.pop(&mut Vec::new(), Wait::Forever)
     });
     assert_eq!(
@@ -186,7 +186,7 @@ fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
     );
     let name = bus.name().to_owned();
     let r = within("push", move || {
-        let mut p = Producer::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p = Producer::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
         p.push(b"two", Wait::Forever)
     });
     assert!(
@@ -214,7 +214,7 @@ fn a_consumer_opened_after_its_producer_was_killed_waits_for_the_next_one() {
     first.wait_ready();
     let first_pid = first.pid();
     {
-        let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+        let mut c = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
         let mut out = Vec::new();
         c.pop(&mut out, PATIENCE).expect("the record");
         assert_eq!(out, b"rec-0");
@@ -225,7 +225,7 @@ fn a_consumer_opened_after_its_producer_was_killed_waits_for_the_next_one() {
 
     // A new consumer opens, and waits through many peer checks: the dead
     // producer is old news, so the wait ends at its timeout.
-    let mut c = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let mut c = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     let mut out = Vec::new();
     assert_eq!(c.pop(&mut out, Wait::Never), Err(PopError::Empty));
     let d = PEER_CHECK * 15;

@@ -134,8 +134,9 @@ fn a_line_ahead_of_the_head_or_skipping_more_than_it_moved_is_corrupt() {
 #[cfg_attr(miri, ignore)]
 fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
     let bus = BusName::new("lines-stream");
-    let mut producer = Producer::create(bus.name(), &StreamOptions::new(4096)).expect("create");
-    let mut consumer = Consumer::attach(bus.name(), &OpenOptions::default()).expect("open");
+    let mut producer =
+        Producer::<[u8]>::create(bus.name(), &StreamOptions::new(4096)).expect("create");
+    let mut consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     for i in 0..10u8 {
         producer.push(&[i; 5], Wait::Never).expect("push");
     }
@@ -151,7 +152,7 @@ fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
     assert!(st.producer_active_ns > 0 && st.consumer_active_ns > 0);
     assert!(st.producer_active_ns <= stat::monotonic_ns());
     drop(producer);
-    let mut again = Producer::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    let mut again = Producer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     again.push(b"x", Wait::Never).expect("push");
     let st = stat::stat(bus.name())
         .expect("stat")

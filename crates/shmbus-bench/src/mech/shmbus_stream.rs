@@ -53,7 +53,7 @@ fn back(token: &str) -> String {
 
 /// A consumer whose last record is left in the ring until the next `recv`.
 struct Reader {
-    consumer: Consumer,
+    consumer: Consumer<[u8]>,
     /// A record was handed out and is not released yet.
     held: bool,
 }
@@ -88,7 +88,7 @@ impl Reader {
 }
 
 struct Ends {
-    tx: Vec<Producer>,
+    tx: Vec<Producer<[u8]>>,
     rx: Option<Reader>,
 }
 
@@ -118,13 +118,13 @@ fn open_options() -> OpenOptions {
         .prefault(true)
 }
 
-fn produce(name: &str) -> io::Result<Producer> {
-    Producer::attach(name, &open_options()).map_err(io_err)
+fn produce(name: &str) -> io::Result<Producer<[u8]>> {
+    Producer::<[u8]>::attach(name, &open_options()).map_err(io_err)
 }
 
 fn consume(name: &str) -> io::Result<Reader> {
     Ok(Reader {
-        consumer: Consumer::attach(name, &open_options()).map_err(io_err)?,
+        consumer: Consumer::<[u8]>::attach(name, &open_options()).map_err(io_err)?,
         held: false,
     })
 }
@@ -158,7 +158,7 @@ impl Mechanism for ShmbusStream {
         for name in names {
             let opts = shmbus::stream::StreamOptions::new(cap).prefault(true);
             // Dropped at once: the creator's producer role is free again.
-            Producer::create(&name, &opts).map_err(io_err)?;
+            Producer::<[u8]>::create(&name, &opts).map_err(io_err)?;
             streams.names.push(name);
         }
         Ok(Box::new(streams))

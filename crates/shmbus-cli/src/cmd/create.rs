@@ -52,10 +52,12 @@ pub struct CreateArgs {
     /// for scripts; one word per unit is what the help shows.
     #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["slots", "bytes"])]
     pub capacity: Option<u64>,
-    /// The message type a broadcast bus records, as the Rust `Message`
-    /// trait, C and Python name it: a schema name (1 to 64 bytes) and its
-    /// alignment (default 1), like `md.Tick:8`. Openers that name a type
-    /// must then name this one; without it the bus carries `bytes`.
+    /// The message type a broadcast bus (or the record type a stream)
+    /// records, as the Rust `Message` trait, C and Python name it: a schema
+    /// name (1 to 64 bytes) and its alignment (default 1; at most 8 for a
+    /// stream), like `md.Tick:8`. Openers that name a type must then name
+    /// this one; without it the bus carries `bytes` and the stream
+    /// `stream`, raw records of any length.
     #[arg(long = "type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
     pub message_type: Option<MessageType>,
     /// Permission bits of the file, in octal (660 lets the group in).
@@ -202,10 +204,10 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     let size = args.size()?;
     let mut opts = file_options!(BusOptions::new(size), args);
     if let Some(ty) = &args.message_type {
-        if args.kind == BusKind::Stream || args.pool.is_some() {
+        if args.pool.is_some() {
             return Err(CliError::usage(
-                "--type applies to a broadcast bus of fixed-size messages; a stream's records \
-                 and a pool bus's blocks are bytes of any length (see `shmbus create --help`)",
+                "--type applies to a broadcast bus of fixed-size messages or a stream; a pool \
+                 bus's blocks are bytes of any length (see `shmbus create --help`)",
             ));
         }
         opts = opts.message_type(&ty.name, ty.align);
@@ -259,8 +261,11 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            let opts = file_options!(StreamOptions::new(size), args);
-            shmbus::stream::Producer::create(&args.name, &opts)?;
+            let mut opts = file_options!(StreamOptions::new(size), args);
+            if let Some(ty) = &args.message_type {
+                opts = opts.message_type(&ty.name, ty.align);
+            }
+            shmbus::stream::Producer::<[u8]>::create(&args.name, &opts)?;
         }
         (BusKind::Stream, Some(_)) => {
             return Err(CliError::usage(

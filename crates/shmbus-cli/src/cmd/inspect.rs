@@ -7,7 +7,9 @@
 //!
 //! A stream has other figures than a bus (bytes, not messages; one consumer,
 //! not subscribers), so it has its own JSON keys and text rows; `ls` fits
-//! them into the bus's columns, in bytes.
+//! them into the bus's columns, in bytes. A typed stream's record type is
+//! its `type` row (`type_name` and `msg_align` in JSON; a raw stream's
+//! type is `stream`), and `ls` names it in MSG SIZE.
 //!
 //! A pool bus also shows its pool: block size, blocks, where each block
 //! is (the census), and how many blocks each subscriber holds; `ls` marks
@@ -325,6 +327,9 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
         "kind": s.header.kind.to_string(),
         "capacity": s.header.capacity,
         "max_record": s.header.msg.size,
+        // `stream` for a raw stream, else the record type's name.
+        "type_name": s.header.msg.name,
+        "msg_align": s.header.msg.align,
         "tail": st.tail,
         "head": st.head,
         // Corrupt cursors have no fill: null, never a number beside it.
@@ -356,12 +361,13 @@ fn fill_text(s: &BusStat, st: &StreamStat) -> String {
 
 fn stream_text(s: &BusStat, st: &StreamStat) -> String {
     let h = &s.header;
-    let rows: [(&str, String); 11] = [
+    let rows: [(&str, String); 12] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
         ("capacity", format!("{} bytes", h.capacity)),
         ("largest record", format!("{} bytes", h.msg.size)),
+        ("type", record_type_text(s)),
         ("written", format!("{} bytes", st.tail)),
         ("released", format!("{} bytes", st.head)),
         ("fill", fill_text(s, st)),
@@ -373,6 +379,24 @@ fn stream_text(s: &BusStat, st: &StreamStat) -> String {
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// Whether a stream is typed: a raw one records the type `stream`.
+fn record_type(s: &BusStat) -> Option<&str> {
+    let name = s.header.msg.name.as_str();
+    (name != "stream").then_some(name)
+}
+
+/// A stream's record type: raw bytes, or one of a type per record.
+fn record_type_text(s: &BusStat) -> String {
+    match record_type(s) {
+        None => "stream (raw byte records of any length)".into(),
+        Some(name) => format!(
+            "{} (align {}; every record is one)",
+            escaped(name),
+            s.header.msg.align
+        ),
+    }
 }
 
 /// A stream's producer or consumer: a pid of 0 means none has attached
@@ -594,7 +618,10 @@ fn listing_row(l: &Listing) -> [String; 8] {
             name,
             s.header.kind.to_string(),
             format!("{} B", s.header.capacity),
-            format!("{} B max", s.header.msg.size),
+            match record_type(s) {
+                None => format!("{} B max", s.header.msg.size),
+                Some(name) => format!("{} ({} B max)", escaped(name), s.header.msg.size),
+            },
             format!("{} B", st.tail),
             if s.publisher_pid == 0 && !s.publisher_alive {
                 "none".to_string()

@@ -125,7 +125,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                     args.name
                 )));
             }
-            let mut producer = Producer::attach(&args.name, &opts)?;
+            let mut producer = Producer::<[u8]>::attach(&args.name, &opts)?;
             push_lines(io::stdin().lock(), &mut producer, args)
         }
         Err(AttachError::Open(OpenError::PoolMismatch { found: true })) => run_pool(args, &opts),
@@ -267,7 +267,7 @@ impl From<io::Error> for Refused {
 /// fails (the records before it stay in the stream).
 fn push_lines(
     input: impl BufRead,
-    producer: &mut Producer,
+    producer: &mut Producer<[u8]>,
     args: &PubArgs,
 ) -> Result<(), CliError> {
     let max = producer.max_record();
@@ -285,7 +285,7 @@ fn push_lines(
 /// and why.
 fn push_each_line<R: Region>(
     mut input: impl BufRead,
-    producer: &mut Producer<R>,
+    producer: &mut Producer<[u8], R>,
     wait: Wait,
 ) -> Result<(), (u64, Refused)> {
     let max = producer.max_record();
@@ -351,7 +351,7 @@ fn read_part(input: &mut impl BufRead, line: &mut Vec<u8>, limit: usize) -> io::
 /// newline) drops it unpublished.
 fn push_long<R: Region>(
     input: &mut impl BufRead,
-    producer: &mut Producer<R>,
+    producer: &mut Producer<[u8], R>,
     staged: &[u8],
     wait: Wait,
 ) -> Result<(), Refused> {
@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn long_lines_go_through_the_ring_and_one_byte_too_many_is_refused() {
         let (mut p, mut c) =
-            shmbus::internals::stream_on_heap(256 << 10, shmbus::WaitStrategy::default())
+            shmbus::internals::stream_on_heap::<[u8]>(256 << 10, shmbus::WaitStrategy::default())
                 .expect("ring");
         let max = p.max_record();
         let lens = [0, 1, STAGE - 1, STAGE, STAGE + 1, 100_000, max, 3];
@@ -497,7 +497,7 @@ mod tests {
     #[test]
     fn a_long_last_line_without_a_newline_is_pushed_whole() {
         let (mut p, mut c) =
-            shmbus::internals::stream_on_heap(1 << 20, shmbus::WaitStrategy::default())
+            shmbus::internals::stream_on_heap::<[u8]>(1 << 20, shmbus::WaitStrategy::default())
                 .expect("ring");
         let long: Vec<u8> = (0..3 * STAGE + 5).map(|j| (j % 9) as u8).collect();
         push_each_line(&long[..], &mut p, Wait::Never).expect("pushed");

@@ -237,7 +237,7 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<()
             args.name
         )));
     }
-    let mut consumer = Consumer::attach(&args.name, opts)?;
+    let mut consumer = Consumer::<[u8]>::attach(&args.name, opts)?;
     let wait = match args.timeout {
         Some(t) => shmbus::Wait::For(t.duration),
         None => shmbus::Wait::Forever,

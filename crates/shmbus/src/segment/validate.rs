@@ -5,7 +5,9 @@ use crate::error::OpenError;
 use crate::mem::Region;
 use crate::sync::Ordering;
 use crate::wire::{header, max_record, Header, Kind, TypeFingerprint};
-use crate::wire::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
+use crate::wire::{
+    LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, STREAM_RECORD_ALIGN, VERSION,
+};
 
 impl Header {
     /// Reads and validates the header of a region whose magic has been seen,
@@ -252,6 +254,14 @@ impl Header {
                     "largest record {} should be {} for a {cap}-byte stream",
                     self.msg.size,
                     max_record(cap)
+                ));
+            }
+            // A typed stream records its record type's alignment, which
+            // its records' place in the ring must honour.
+            let align = self.msg.align;
+            if !align.is_power_of_two() || align > STREAM_RECORD_ALIGN {
+                return bad(format!(
+                    "record alignment {align} is not a power of two up to {STREAM_RECORD_ALIGN}"
                 ));
             }
             if self

@@ -376,7 +376,7 @@ fn stream_cursors(region: &impl Region, c: usize, capacity: u64) -> (u64, u64, b
 /// ```
 /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-streamstat-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
 /// producer.push(b"abc", Wait::Never)?;
 /// let stat = shmbus::stat::stat(&name)?;
 /// let stream = stat.stream.expect("a stream");

@@ -95,7 +95,7 @@ impl Listing {
 /// let name = bus.to_str().expect("a UTF-8 path");
 /// let publisher = Publisher::<u64>::create(name, &BusOptions::new(64))?;
 /// let stream = dir.join("logs");
-/// let producer = Producer::create(stream.to_str().expect("UTF-8"), &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(stream.to_str().expect("UTF-8"), &StreamOptions::new(4096))?;
 /// std::fs::write(dir.join("notes.txt"), "not a bus")?; // left out
 /// let paths: Vec<_> = shmbus::stat::list(&dir)?.into_iter().map(|l| l.path).collect();
 /// assert_eq!(paths, [stream, bus]); // sorted by name

@@ -1,25 +1,35 @@
 //! [`Consumer`]: the stream's one reader, and [`ReadChunk`], a record read
-//! in place.
+//! in place; raw (`[u8]`, records of any length) or typed (`T`, every
+//! record one `T`).
 
 use super::ring::{padded, Look, Peer, Stop, StreamRing};
 use super::side::SideLine;
 use super::{PopError, WRAP};
+use crate::bus::Payload;
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
 use crate::sys::fork::Origin;
 use crate::wait::{self, Wait, WaitStrategy};
+use crate::wire::Message;
 use crate::wire::{lock_byte, stream_control as ctl};
 
-/// Reads records from a stream. One per stream at a time. Each record is
-/// read once, whole, in the order pushed: copied out ([`Consumer::pop`]) or
-/// where it lies ([`Consumer::read_with`], [`Consumer::peek`]).
+/// Reads records of payload `T` from a stream. One per stream at a time.
+/// Each record is read once, whole, in the order pushed: copied out
+/// ([`Consumer::pop`]) or where it lies ([`Consumer::read_with`],
+/// [`Consumer::peek`]).
+///
+/// `T = [u8]`: records as bytes, of any length; opens a stream of any
+/// type. `T: Message`: every record is one `T`, returned by value or
+/// viewed in place as a `&T`; the stream must carry `T` (else
+/// [`crate::OpenError::TypeMismatch`]), and a record of another length
+/// is [`PopError::RecordLength`].
 ///
 /// # Examples
 /// ```
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-consumer-type-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
 /// let mut record = Vec::new();
@@ -31,7 +41,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Consumer<R: Region = DefaultRegion> {
+pub struct Consumer<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) ring: StreamRing<R>,
     /// Our HEAD (only we store it).
     head: u64,
@@ -46,9 +56,10 @@ pub struct Consumer<R: Region = DefaultRegion> {
     /// The producer that was already dead when we opened: we wait for the
     /// next one instead of reporting it (0: none).
     dead_at_open: u32,
+    _payload: std::marker::PhantomData<fn() -> Box<T>>,
 }
 
-impl<R: Region> std::fmt::Debug for Consumer<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Consumer<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Consumer")
             .field("head", &self.head)
@@ -58,7 +69,7 @@ impl<R: Region> std::fmt::Debug for Consumer<R> {
     }
 }
 
-impl<R: Region> Consumer<R> {
+impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
         // Relaxed: we are the only writer of HEAD.
         let head = ring.cursor(ctl::HEAD).load(Ordering::Relaxed);
@@ -78,6 +89,7 @@ impl<R: Region> Consumer<R> {
             line: SideLine::default(),
             origin: Origin::here(),
             dead_at_open: 0,
+            _payload: std::marker::PhantomData,
         }
     }
 
@@ -88,8 +100,8 @@ impl<R: Region> Consumer<R> {
     /// ```
     /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-max-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.max_record(), 504);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -104,129 +116,14 @@ impl<R: Region> Consumer<R> {
     /// ```
     /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.ring_bytes(), 1024);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ring_bytes(&self) -> u64 {
         self.ring.capacity
-    }
-
-    /// Pops the next record into `out` (replacing its contents), waiting
-    /// for one as `wait` says.
-    ///
-    /// # Errors
-    /// [`PopError::Empty`] if there is no record and `wait` is
-    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
-    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
-    /// empty (not one already dead when this consumer opened: a new one is
-    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
-    /// in the file cannot be right; [`PopError::Corrupt`] for a record
-    /// header that cannot be. Nothing is consumed on any of them.
-    ///
-    /// # Examples
-    /// ```
-    /// use std::time::Duration;
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// producer.push(b"record", Wait::Never)?;
-    /// let mut out = b"old contents".to_vec();
-    /// consumer.pop(&mut out, Wait::For(Duration::from_secs(1)))?;
-    /// assert_eq!(out, b"record");
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn pop(&mut self, out: &mut Vec<u8>, wait: Wait) -> Result<(), PopError> {
-        let (at, len) = self.next(wait)?;
-        // Zeroes only bytes `out` did not hold yet (a reused buffer: none):
-        // the copy below overwrites all `len` of them anyway.
-        out.truncate(len);
-        out.resize(len, 0);
-        // SAFETY: the record lies in [HEAD, TAIL), ours until we store HEAD;
-        // the producer's Release store of TAIL made it visible.
-        unsafe { self.ring.region.copy_out(at, out) };
-        self.release(len);
-        Ok(())
-    }
-
-    /// Hands the next record to `f` where it lies, then releases it; returns
-    /// what `f` returned.
-    ///
-    /// # Errors
-    /// [`PopError::Empty`] if there is no record and `wait` is
-    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
-    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
-    /// empty (not one already dead when this consumer opened: a new one is
-    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
-    /// in the file cannot be right; [`PopError::Corrupt`] for a record
-    /// header that cannot be. `f` is not called on any of them.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// producer.push(b"12345", Wait::Never)?;
-    /// let sum = consumer.read_with(Wait::Never, |bytes| {
-    ///     bytes.iter().map(|b| u32::from(b - b'0')).sum::<u32>()
-    /// })?;
-    /// assert_eq!(sum, 15);
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(not(loom))]
-    pub fn read_with<T>(&mut self, wait: Wait, f: impl FnOnce(&[u8]) -> T) -> Result<T, PopError> {
-        let chunk = self.peek(wait)?;
-        let out = f(&chunk);
-        chunk.release();
-        Ok(out)
-    }
-
-    /// The next record where it lies, without releasing it: dropping the
-    /// chunk leaves it for the next read, [`ReadChunk::release`] consumes it.
-    ///
-    /// # Errors
-    /// [`PopError::Empty`] if there is no record and `wait` is
-    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
-    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
-    /// empty (not one already dead when this consumer opened: a new one is
-    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
-    /// in the file cannot be right; [`PopError::Corrupt`] for a record
-    /// header that cannot be. Nothing is consumed on any of them.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// producer.push(b"first", Wait::Never)?;
-    /// assert_eq!(&consumer.peek(Wait::Never)?[..], b"first"); // dropped: still there
-    /// let chunk = consumer.peek(Wait::Never)?;
-    /// assert_eq!(&chunk[..], b"first");
-    /// chunk.release(); // now consumed
-    /// assert!(consumer.is_empty());
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(not(loom))]
-    pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, R>, PopError> {
-        let (at, len) = self.next(wait)?;
-        let ptr = self
-            .ring
-            .region
-            .raw(at, len)
-            .expect("plain memory outside loom");
-        Ok(ReadChunk {
-            consumer: self,
-            ptr,
-            len,
-        })
     }
 
     /// Waits for a record; skips a wrap marker; returns the payload's region
@@ -339,8 +236,8 @@ impl<R: Region> Consumer<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-len-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"abc", Wait::Never)?;
     /// producer.push(b"abcdefghi", Wait::Never)?;
     /// assert_eq!(consumer.len(), 16 + 24);
@@ -360,8 +257,8 @@ impl<R: Region> Consumer<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-empty-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert!(consumer.is_empty());
     /// producer.push(b"x", Wait::Never)?;
     /// assert!(!consumer.is_empty());
@@ -373,16 +270,249 @@ impl<R: Region> Consumer<R> {
     }
 }
 
+impl<R: Region> Consumer<[u8], R> {
+    /// Pops the next record into `out` (replacing its contents), waiting
+    /// for one as `wait` says.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. Nothing is consumed on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(b"record", Wait::Never)?;
+    /// let mut out = b"old contents".to_vec();
+    /// consumer.pop(&mut out, Wait::For(Duration::from_secs(1)))?;
+    /// assert_eq!(out, b"record");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pop(&mut self, out: &mut Vec<u8>, wait: Wait) -> Result<(), PopError> {
+        let (at, len) = self.next(wait)?;
+        // Zeroes only bytes `out` did not hold yet (a reused buffer: none):
+        // the copy below overwrites all `len` of them anyway.
+        out.truncate(len);
+        out.resize(len, 0);
+        // SAFETY: the record lies in [HEAD, TAIL), ours until we store HEAD;
+        // the producer's Release store of TAIL made it visible.
+        unsafe { self.ring.region.copy_out(at, out) };
+        self.release(len);
+        Ok(())
+    }
+
+    /// Hands the next record to `f` where it lies, then releases it; returns
+    /// what `f` returned.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. `f` is not called on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(b"12345", Wait::Never)?;
+    /// let sum = consumer.read_with(Wait::Never, |bytes| {
+    ///     bytes.iter().map(|b| u32::from(b - b'0')).sum::<u32>()
+    /// })?;
+    /// assert_eq!(sum, 15);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn read_with<U>(&mut self, wait: Wait, f: impl FnOnce(&[u8]) -> U) -> Result<U, PopError> {
+        let chunk = self.peek(wait)?;
+        let out = f(&chunk);
+        chunk.release();
+        Ok(out)
+    }
+
+    /// The next record where it lies, without releasing it: dropping the
+    /// chunk leaves it for the next read, [`ReadChunk::release`] consumes it.
+    ///
+    /// # Errors
+    /// [`PopError::Empty`] if there is no record and `wait` is
+    /// [`Wait::Never`]; [`PopError::TimedOut`] if none came before `wait`
+    /// ran out; [`PopError::PeerGone`] if the producer died and the ring is
+    /// empty (not one already dead when this consumer opened: a new one is
+    /// waited for); [`PopError::CorruptCursors`] if the producer's `TAIL`
+    /// in the file cannot be right; [`PopError::Corrupt`] for a record
+    /// header that cannot be. Nothing is consumed on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(b"first", Wait::Never)?;
+    /// assert_eq!(&consumer.peek(Wait::Never)?[..], b"first"); // dropped: still there
+    /// let chunk = consumer.peek(Wait::Never)?;
+    /// assert_eq!(&chunk[..], b"first");
+    /// chunk.release(); // now consumed
+    /// assert!(consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, [u8], R>, PopError> {
+        let (at, len) = self.next(wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(at, len)
+            .expect("plain memory outside loom");
+        Ok(ReadChunk {
+            consumer: self,
+            ptr,
+            len,
+        })
+    }
+}
+
+impl<T: Message, R: Region> Consumer<T, R> {
+    /// Pops the next record, one `T`, waiting for one as `wait` says.
+    ///
+    /// # Errors
+    /// As the raw `pop`: [`PopError::Empty`], [`PopError::TimedOut`],
+    /// [`PopError::PeerGone`], [`PopError::CorruptCursors`],
+    /// [`PopError::Corrupt`]; and [`PopError::RecordLength`] for a record
+    /// that is not `size_of::<T>()` bytes (a raw producer wrote it).
+    /// Nothing is consumed on any of them: the record that is not a `T`
+    /// stays the next one (see [`PopError::RecordLength`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-pop-typed-{}", std::process::id());
+    /// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(&42, Wait::Never)?;
+    /// assert_eq!(consumer.pop(Wait::Never), Ok(42));
+    /// assert_eq!(consumer.pop(Wait::Never), Err(PopError::Empty));
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pop(&mut self, wait: Wait) -> Result<T, PopError> {
+        let at = self.next_one(wait)?;
+        let mut msg = T::zeroed();
+        // SAFETY: as in the raw `pop`: the record lies in [HEAD, TAIL),
+        // ours until we store HEAD; `next_one` checked it is one `T` long.
+        unsafe {
+            self.ring
+                .region
+                .copy_out(at, bytemuck::bytes_of_mut(&mut msg))
+        };
+        self.release(size_of::<T>());
+        Ok(msg)
+    }
+
+    /// Hands the next record, a `&T` where it lies, to `f`, then releases
+    /// it; returns what `f` returned.
+    ///
+    /// # Errors
+    /// As the typed [`Consumer::pop`]; `f` is not called on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-readwith-typed-{}", std::process::id());
+    /// let mut producer = Producer::<[u16; 3]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u16; 3]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(&[1, 2, 3], Wait::Never)?;
+    /// assert_eq!(consumer.read_with(Wait::Never, |r| r.iter().sum::<u16>())?, 6);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn read_with<U>(&mut self, wait: Wait, f: impl FnOnce(&T) -> U) -> Result<U, PopError> {
+        let chunk = self.peek(wait)?;
+        let out = f(&chunk);
+        chunk.release();
+        Ok(out)
+    }
+
+    /// The next record, a `T` where it lies, without releasing it:
+    /// dropping the chunk leaves it for the next read,
+    /// [`ReadChunk::release`] consumes it.
+    ///
+    /// # Errors
+    /// As the typed [`Consumer::pop`]. Nothing is consumed on any of them.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-peek-typed-{}", std::process::id());
+    /// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(&5, Wait::Never)?;
+    /// let chunk = consumer.peek(Wait::Never)?;
+    /// assert_eq!(*chunk, 5); // a `&u64` into the ring
+    /// chunk.release();
+    /// assert!(consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, T, R>, PopError> {
+        let at = self.next_one(wait)?;
+        let len = size_of::<T>();
+        let ptr = self
+            .ring
+            .region
+            .raw(at, len)
+            .expect("plain memory outside loom");
+        Ok(ReadChunk {
+            consumer: self,
+            ptr,
+            len,
+        })
+    }
+
+    /// [`Consumer::next`], for one `T`: a record of another length is an
+    /// error, and stays where it is.
+    pub(super) fn next_one(&mut self, wait: Wait) -> Result<usize, PopError> {
+        let (at, len) = self.next(wait)?;
+        if len != size_of::<T>() {
+            return Err(PopError::RecordLength {
+                at: self.head,
+                len,
+                expected: size_of::<T>(),
+                type_name: T::NAME,
+            });
+        }
+        Ok(at)
+    }
+}
+
 /// One record where it lies; see [`Consumer::peek`]. It derefs to the
-/// record's bytes (`&[u8]`); [`ReadChunk::release`] consumes the record,
-/// and dropping the chunk leaves it for the next read.
+/// record: its bytes (`&[u8]`) on a raw stream, a `&T` on a typed one.
+/// [`ReadChunk::release`] consumes the record, and dropping the chunk
+/// leaves it for the next read.
 ///
 /// # Examples
 /// ```
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-readchunk-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"in place", Wait::Never)?;
 /// let chunk = consumer.peek(Wait::Never)?;
 /// assert_eq!(chunk.len(), 8);
@@ -392,14 +522,14 @@ impl<R: Region> Consumer<R> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(not(loom))]
-pub struct ReadChunk<'a, R: Region> {
-    consumer: &'a mut Consumer<R>,
+pub struct ReadChunk<'a, T: ?Sized + Payload, R: Region> {
+    consumer: &'a mut Consumer<T, R>,
     ptr: std::ptr::NonNull<u8>,
     len: usize,
 }
 
 #[cfg(not(loom))]
-impl<R: Region> std::fmt::Debug for ReadChunk<'_, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for ReadChunk<'_, T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadChunk")
             .field("at", &self.consumer.head)
@@ -409,15 +539,15 @@ impl<R: Region> std::fmt::Debug for ReadChunk<'_, R> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> ReadChunk<'_, R> {
+impl<T: ?Sized + Payload, R: Region> ReadChunk<'_, T, R> {
     /// Consumes the record: its bytes go back to the producer.
     ///
     /// # Examples
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-release-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// consumer.peek(Wait::Never)?.release();
     /// assert!(producer.is_empty()); // the producer has the room back
@@ -430,7 +560,7 @@ impl<R: Region> ReadChunk<'_, R> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> std::ops::Deref for ReadChunk<'_, R> {
+impl<R: Region> std::ops::Deref for ReadChunk<'_, [u8], R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: the record lies in [HEAD, TAIL), which the producer does
@@ -440,7 +570,20 @@ impl<R: Region> std::ops::Deref for ReadChunk<'_, R> {
     }
 }
 
-impl<R: Region> Drop for Consumer<R> {
+#[cfg(not(loom))]
+impl<T: Message, R: Region> std::ops::Deref for ReadChunk<'_, T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: as for the raw chunk, the record's bytes stay put while
+        // the chunk lives; `next_one` checked they are `size_of::<T>()`
+        // long; they start 8 bytes past a multiple of 8 from the
+        // page-aligned ring, and `T` is aligned to at most 8 (`record`:
+        // checked at attach); any bytes are a `T` (`Pod`).
+        unsafe { &*self.ptr.as_ptr().cast::<T>() }
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for Consumer<T, R> {
     /// See `Producer`'s drop.
     fn drop(&mut self) {
         if !self.origin.is_current() {
@@ -460,22 +603,29 @@ mod shm {
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
     use crate::segment::{open_checked, take_role, Role};
+    use crate::stream::record;
     use crate::wire::Kind;
 
-    impl Consumer<ShmRegion> {
+    impl<T: ?Sized + Payload> Consumer<T, ShmRegion> {
         /// Becomes the consumer of a stream; carries on after the last
-        /// record the previous consumer released.
+        /// record the previous consumer released. A typed consumer checks
+        /// the stream's record type; a raw one (`[u8]`) opens a stream of
+        /// any type and reads its records as bytes.
         ///
         /// # Errors
-        /// [`AttachError::Open`] if the stream cannot be opened,
-        /// [`AttachError::ConsumerActive`] if a live process consumes it.
+        /// [`AttachError::Open`] if the stream cannot be opened, with
+        /// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch)
+        /// inside if it carries another type than a typed consumer's (the
+        /// stream's name hash or alignment differs, or `T` is larger than
+        /// its largest record); [`AttachError::ConsumerActive`] if a live
+        /// process consumes it.
         ///
         /// # Examples
         /// ```
         /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-consumer-{}", std::process::id());
-        /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-        /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+        /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+        /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
         /// producer.push(b"x", Wait::Never)?;
         /// let mut out = Vec::new();
         /// consumer.pop(&mut out, Wait::Never)?;
@@ -483,8 +633,22 @@ mod shm {
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
+        ///
+        /// A typed consumer of another type is refused:
+        /// ```
+        /// use shmbus::{AttachError, OpenError, OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+        /// # let name = format!("/dev/shm/shmbus-doc-consumer-mismatch-{}", std::process::id());
+        /// let producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+        /// let err = Consumer::<u32>::attach(&name, &OpenOptions::default()).err();
+        /// assert!(matches!(err, Some(AttachError::Open(OpenError::TypeMismatch { .. }))));
+        /// // A raw consumer reads a stream of any type, as bytes.
+        /// let raw = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+        /// # shmbus::remove(&name)?;
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (region, header) = open_checked(name, Role::Subscriber, Kind::Stream, None, opts)?;
+            record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
             take_role(&region, lock_byte::CONSUMER, pid_field)
                 .map_err(|pid| AttachError::ConsumerActive { pid })?;

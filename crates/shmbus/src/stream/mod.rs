@@ -1,10 +1,16 @@
 //! The stream: a lossless single-producer single-consumer ring of
-//! variable-length byte records, with backpressure.
+//! variable-length records, with backpressure. Like the bus, each handle
+//! is generic over its payload: `Producer<[u8]>`/`Consumer<[u8]>` move
+//! byte records of any length, `Producer<T>`/`Consumer<T>` (`T:`
+//! [`Message`](crate::Message)) records of one `T` each, popped by value or
+//! viewed in place as a `&T`.
 //!
 //! Files: `ring.rs` (the two cursors, records, wrap markers, sleeping and
-//! peer checks over a region), [`Producer`] and [`Consumer`] (the two
-//! ends, each with its in-place chunk), `owned.rs` ([`OwnedReadChunk`], a
-//! chunk that owns its consumer, for holders that cannot keep a borrow).
+//! peer checks over a region), `record.rs` (the record type in the header:
+//! what a typed creator records and an opener checks), `side.rs` (each
+//! side's line for `stat`), [`Producer`] and [`Consumer`] (the two ends,
+//! each with its in-place chunk), `owned.rs` ([`OwnedReadChunk`], a chunk
+//! that owns its consumer, for holders that cannot keep a borrow).
 //!
 //! # Invariants
 //! - The ring is `capacity` bytes (a power of two) at `data_offset`. Two
@@ -17,6 +23,13 @@
 //!   the ring: where it would, the producer writes a header holding
 //!   [`WRAP`] and the record starts at position 0. `max_record` is half the
 //!   ring less a header, so a record always fits after a wrap marker.
+//! - A typed stream's records are one `T` each: the header records `T`'s
+//!   name hash and alignment (at most 8, so a record's bytes, 8 past a
+//!   multiple of 8 in a page-aligned ring, are a `&T`), and its largest
+//!   record bounds `size_of::<T>()`; typed openers check both
+//!   (`record.rs`). A typed consumer reads only records of exactly
+//!   `size_of::<T>()` bytes and refuses any other ([`PopError::RecordLength`]),
+//!   without consuming it: the ring's protocol is the same for both.
 //! - A reserved record of unknown length may grow ([`WriteChunk::grow`]):
 //!   it is claimed again, bigger, from the same `TAIL`, and where it now
 //!   needs a wrap marker its bytes so far move to position 0 (unpublished,
@@ -63,16 +76,22 @@
 //! ```no_run
 //! use shmbus::{Wait, stream::{Consumer, Producer, StreamOptions}};
 //!
-//! let mut producer = Producer::create("logs", &StreamOptions::new(1 << 20))?;
+//! let mut producer = Producer::<[u8]>::create("logs", &StreamOptions::new(1 << 20))?;
 //! producer.push(b"first record", Wait::Forever)?;
 //! let mut chunk = producer.reserve(5, Wait::Forever)?; // written in place
 //! chunk.copy_from_slice(b"hello");
 //! chunk.commit();
 //!
-//! let mut consumer = Consumer::attach("logs", &shmbus::OpenOptions::default())?;
+//! let mut consumer = Consumer::<[u8]>::attach("logs", &shmbus::OpenOptions::default())?;
 //! let mut record = Vec::new();
 //! consumer.pop(&mut record, Wait::Forever)?;
 //! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
+//!
+//! // Typed: every record one `u64`.
+//! let mut producer = Producer::<u64>::create("counts", &StreamOptions::new(4096))?;
+//! producer.push(&42, Wait::Forever)?;
+//! let mut consumer = Consumer::<u64>::attach("counts", &shmbus::OpenOptions::default())?;
+//! assert_eq!(consumer.pop(Wait::Forever)?, 42);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -84,6 +103,7 @@ mod consumer;
 #[cfg(not(loom))]
 mod owned;
 mod producer;
+mod record;
 pub(crate) mod ring;
 mod side;
 #[cfg(all(test, not(loom)))]
@@ -101,6 +121,7 @@ pub use producer::Producer;
 #[cfg(not(loom))]
 pub use producer::WriteChunk;
 
+use crate::bus::Payload;
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
 use crate::wait::WaitStrategy;
@@ -123,7 +144,7 @@ pub const PEER_CHECK: Duration = Duration::from_millis(20);
 /// use std::time::Duration;
 /// use shmbus::{Wait, stream::{Producer, PushError, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-pusherror-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(64))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(64))?;
 /// assert_eq!(producer.max_record(), 24);
 /// assert_eq!(producer.push(&[0; 25], Wait::Never), Err(PushError::TooLong { len: 25, max: 24 }));
 /// producer.push(&[1; 24], Wait::Never)?; // 32 bytes of the ring, with its header
@@ -184,8 +205,8 @@ pub enum PushError {
 /// use std::time::Duration;
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
-/// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// assert_eq!(consumer.pop(&mut record, Wait::Never), Err(PopError::Empty));
 /// let wait = Duration::from_millis(1);
@@ -236,23 +257,42 @@ pub enum PopError {
         /// The header found.
         header: u64,
     },
+    /// A typed consumer (`Consumer<T>`) met a record that is not one `T`
+    /// long: a raw producer (or one that ignores the stream's type) wrote
+    /// it. Nothing is consumed: the record stays the next one, and every
+    /// typed read returns this error again until a raw consumer
+    /// (`Consumer<[u8]>`, attached once this one is dropped) pops it.
+    #[error(
+        "record at byte {at} of the stream is {len} bytes, expected {expected} (one `{type_name}`)"
+    )]
+    RecordLength {
+        /// Stream position (bytes ever consumed) of its header.
+        at: u64,
+        /// The record's length.
+        len: usize,
+        /// `size_of` the consumer's record type.
+        expected: usize,
+        /// The record type's name.
+        type_name: &'static str,
+    },
 }
 
 #[doc(hidden)] // reached through `internals`
-/// Both ends of a stream on the heap.
-pub type HeapStream = (
-    Producer<std::sync::Arc<HeapRegion>>,
-    Consumer<std::sync::Arc<HeapRegion>>,
+/// Both ends of a stream of `T` on the heap.
+pub type HeapStream<T = [u8]> = (
+    Producer<T, std::sync::Arc<HeapRegion>>,
+    Consumer<T, std::sync::Arc<HeapRegion>>,
 );
 
 #[doc(hidden)] // reached through `internals`
-/// A stream on the heap between two threads (and for loom and Miri).
-pub fn on_heap(
+/// A stream of `T` (`[u8]`: raw bytes) on the heap between two threads
+/// (and for loom and Miri).
+pub fn on_heap<T: ?Sized + Payload>(
     capacity: u64,
     strategy: WaitStrategy,
-) -> Result<HeapStream, crate::error::CreateError> {
-    let header =
-        Header::stream(capacity, HEAP_PAGE).map_err(crate::error::CreateError::InvalidGeometry)?;
+) -> Result<HeapStream<T>, crate::error::CreateError> {
+    let header = record::header::<T>(capacity, HEAP_PAGE, None)
+        .map_err(crate::error::CreateError::InvalidGeometry)?;
     let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);
     Header::publish_magic(&*region);

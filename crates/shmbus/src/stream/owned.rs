@@ -14,39 +14,20 @@ use std::ptr::NonNull;
 
 use super::consumer::Consumer;
 use super::PopError;
+use crate::bus::Payload;
 use crate::mem::{DefaultRegion, Region};
 use crate::wait::Wait;
+use crate::wire::Message;
 
-impl<R: Region> Consumer<R> {
-    /// Waits for the next record as [`Consumer::peek`] does, into a chunk
-    /// that owns this consumer until the record is released
-    /// ([`OwnedReadChunk::release`]) or left for the next read
-    /// ([`OwnedReadChunk::into_consumer`]), for a holder that cannot keep
-    /// a borrow: a binding, a chunk moved to another thread.
-    ///
-    /// # Errors
-    /// As [`Consumer::peek`], inside an [`IntoChunkError`] that gives the
-    /// consumer back.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-intochunk-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// producer.push(b"record", Wait::Never)?;
-    /// let chunk = consumer.into_chunk(Wait::Never)?;
-    /// assert_eq!(&chunk[..], b"record");
-    /// let consumer = chunk.release(); // consumed: the consumer comes back
-    /// assert!(consumer.is_empty());
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    // The `Ok` side holds the same consumer, so boxing the error would not
-    // shrink the `Result`; it would only allocate on every empty try.
-    #[allow(clippy::result_large_err)]
-    pub fn into_chunk(mut self, wait: Wait) -> Result<OwnedReadChunk<R>, IntoChunkError<R>> {
-        let (at, len) = match self.next(wait) {
+impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
+    /// The chunk of the record `found` (its offset and length) names, or
+    /// the consumer back with the error.
+    #[allow(clippy::result_large_err)] // as `into_chunk`'s
+    fn chunk_of(
+        self,
+        found: Result<(usize, usize), PopError>,
+    ) -> Result<OwnedReadChunk<T, R>, IntoChunkError<T, R>> {
+        let (at, len) = match found {
             Ok(found) => found,
             Err(error) => {
                 return Err(IntoChunkError {
@@ -68,6 +49,75 @@ impl<R: Region> Consumer<R> {
     }
 }
 
+impl<R: Region> Consumer<[u8], R> {
+    /// Waits for the next record as [`Consumer::peek`] does, into a chunk
+    /// that owns this consumer until the record is released
+    /// ([`OwnedReadChunk::release`]) or left for the next read
+    /// ([`OwnedReadChunk::into_consumer`]), for a holder that cannot keep
+    /// a borrow: a binding, a chunk moved to another thread.
+    ///
+    /// # Errors
+    /// As [`Consumer::peek`], inside an [`IntoChunkError`] that gives the
+    /// consumer back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-intochunk-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(b"record", Wait::Never)?;
+    /// let chunk = consumer.into_chunk(Wait::Never)?;
+    /// assert_eq!(&chunk[..], b"record");
+    /// let consumer = chunk.release(); // consumed: the consumer comes back
+    /// assert!(consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    // The `Ok` side holds the same consumer, so boxing the error would not
+    // shrink the `Result`; it would only allocate on every empty try.
+    #[allow(clippy::result_large_err)]
+    pub fn into_chunk(
+        mut self,
+        wait: Wait,
+    ) -> Result<OwnedReadChunk<[u8], R>, IntoChunkError<[u8], R>> {
+        let found = self.next(wait);
+        self.chunk_of(found)
+    }
+}
+
+impl<T: Message, R: Region> Consumer<T, R> {
+    /// [`Consumer::into_chunk`] for one `T`: a chunk that derefs to the
+    /// `T` in the ring.
+    ///
+    /// # Errors
+    /// As [`Consumer::peek`] (a record of another length is
+    /// [`PopError::RecordLength`] and stays next), inside an
+    /// [`IntoChunkError`] that gives the consumer back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-intochunk-typed-{}", std::process::id());
+    /// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(&7, Wait::Never)?;
+    /// let chunk = consumer.into_chunk(Wait::Never)?;
+    /// assert_eq!(*chunk, 7);
+    /// let consumer = chunk.release();
+    /// assert!(consumer.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    // The `Ok` side holds the same consumer, so boxing the error would not
+    // shrink the `Result`; it would only allocate on every empty try.
+    #[allow(clippy::result_large_err)]
+    pub fn into_chunk(mut self, wait: Wait) -> Result<OwnedReadChunk<T, R>, IntoChunkError<T, R>> {
+        let found = self.next_one(wait).map(|at| (at, size_of::<T>()));
+        self.chunk_of(found)
+    }
+}
+
 /// One record where it lies, holding the consumer it was read by: its
 /// bytes (a `[u8]` through `Deref`), consumed by
 /// [`OwnedReadChunk::release`] or left first in the stream by
@@ -79,8 +129,8 @@ impl<R: Region> Consumer<R> {
 /// ```
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-ownedchunk-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"in place", Wait::Never)?;
 /// let chunk = consumer.into_chunk(Wait::Never)?;
 /// // The chunk may go to another thread to be read.
@@ -95,11 +145,11 @@ impl<R: Region> Consumer<R> {
 /// # drop(consumer); shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct OwnedReadChunk<R: Region = DefaultRegion> {
+pub struct OwnedReadChunk<T: ?Sized + Payload, R: Region = DefaultRegion> {
     /// The consumer that read the record: it keeps the mapping of `ptr`'s
     /// bytes alive, and, not storing `HEAD` until `release`, keeps the
     /// producer off them.
-    consumer: Consumer<R>,
+    consumer: Consumer<T, R>,
     ptr: NonNull<u8>,
     len: usize,
 }
@@ -110,12 +160,12 @@ pub struct OwnedReadChunk<R: Region = DefaultRegion> {
 // does (consuming the chunk); they lie in the mapping the owned consumer
 // keeps alive wherever the chunk goes, and no other handle of this process
 // reaches them, so moving the chunk to another thread moves all access.
-unsafe impl<R: Region> Send for OwnedReadChunk<R> where Consumer<R>: Send {}
+unsafe impl<T: ?Sized + Payload, R: Region> Send for OwnedReadChunk<T, R> where Consumer<T, R>: Send {}
 // SAFETY: as for `Send`; `&OwnedReadChunk` only reads the bytes (`Deref`),
 // and shared reads of bytes nobody writes are as sound as a `&[u8]`'s.
-unsafe impl<R: Region> Sync for OwnedReadChunk<R> where Consumer<R>: Sync {}
+unsafe impl<T: ?Sized + Payload, R: Region> Sync for OwnedReadChunk<T, R> where Consumer<T, R>: Sync {}
 
-impl<R: Region> OwnedReadChunk<R> {
+impl<T: ?Sized + Payload, R: Region> OwnedReadChunk<T, R> {
     /// Consumes the record (its bytes go back to the producer) and returns
     /// the consumer, ready for the next read.
     ///
@@ -123,8 +173,8 @@ impl<R: Region> OwnedReadChunk<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedrelease-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"one", Wait::Never)?;
     /// producer.push(b"two", Wait::Never)?;
     /// let consumer = consumer.into_chunk(Wait::Never)?.release();
@@ -133,7 +183,7 @@ impl<R: Region> OwnedReadChunk<R> {
     /// # drop(chunk); shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn release(self) -> Consumer<R> {
+    pub fn release(self) -> Consumer<T, R> {
         let OwnedReadChunk {
             mut consumer, len, ..
         } = self;
@@ -148,15 +198,15 @@ impl<R: Region> OwnedReadChunk<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedleave-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"again", Wait::Never)?;
     /// let consumer = consumer.into_chunk(Wait::Never)?.into_consumer();
     /// assert_eq!(&consumer.into_chunk(Wait::Never)?[..], b"again");
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_consumer(self) -> Consumer<R> {
+    pub fn into_consumer(self) -> Consumer<T, R> {
         self.consumer
     }
 
@@ -167,8 +217,8 @@ impl<R: Region> OwnedReadChunk<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedconsumer-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// let chunk = consumer.into_chunk(Wait::Never)?;
     /// assert_eq!(chunk.consumer().max_record(), 504);
@@ -176,12 +226,12 @@ impl<R: Region> OwnedReadChunk<R> {
     /// # drop(chunk); shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn consumer(&self) -> &Consumer<R> {
+    pub fn consumer(&self) -> &Consumer<T, R> {
         &self.consumer
     }
 }
 
-impl<R: Region> std::ops::Deref for OwnedReadChunk<R> {
+impl<R: Region> std::ops::Deref for OwnedReadChunk<[u8], R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: the record lies in [HEAD, TAIL) of the ring the owned
@@ -192,7 +242,18 @@ impl<R: Region> std::ops::Deref for OwnedReadChunk<R> {
     }
 }
 
-impl<R: Region> std::fmt::Debug for OwnedReadChunk<R> {
+impl<T: Message, R: Region> std::ops::Deref for OwnedReadChunk<T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the bytes stay put as for the raw chunk; `next_one`
+        // checked they are `size_of::<T>()` long; they start 8 bytes past
+        // a multiple of 8 from the page-aligned ring, and `T` is aligned to
+        // at most 8 (checked at attach); any bytes are a `T` (`Pod`).
+        unsafe { &*self.ptr.as_ptr().cast::<T>() }
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for OwnedReadChunk<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OwnedReadChunk")
             .field("len", &self.len)
@@ -209,8 +270,8 @@ impl<R: Region> std::fmt::Debug for OwnedReadChunk<R> {
 /// ```
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-intochunkerror-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let failed = consumer.into_chunk(Wait::Never).unwrap_err();
 /// assert_eq!(failed.error(), &PopError::Empty);
 /// let (consumer, _error) = failed.into_parts();
@@ -219,20 +280,20 @@ impl<R: Region> std::fmt::Debug for OwnedReadChunk<R> {
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct IntoChunkError<R: Region = DefaultRegion> {
-    consumer: Consumer<R>,
+pub struct IntoChunkError<T: ?Sized + Payload, R: Region = DefaultRegion> {
+    consumer: Consumer<T, R>,
     error: PopError,
 }
 
-impl<R: Region> IntoChunkError<R> {
+impl<T: ?Sized + Payload, R: Region> IntoChunkError<T, R> {
     /// Why no record was read.
     ///
     /// # Examples
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-error-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let failed = consumer.into_chunk(Wait::Never).unwrap_err();
     /// assert!(matches!(failed.error(), PopError::Empty));
     /// # shmbus::remove(&name)?;
@@ -248,15 +309,15 @@ impl<R: Region> IntoChunkError<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-parts-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let (consumer, error) = consumer.into_chunk(Wait::Never).unwrap_err().into_parts();
     /// assert_eq!(consumer.max_record(), 504);
     /// assert_eq!(error.to_string(), "stream is empty");
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_parts(self) -> (Consumer<R>, PopError) {
+    pub fn into_parts(self) -> (Consumer<T, R>, PopError) {
         (self.consumer, self.error)
     }
 
@@ -266,8 +327,8 @@ impl<R: Region> IntoChunkError<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-consumer-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(1024))?;
-    /// let consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let consumer = match consumer.into_chunk(Wait::Never) {
     ///     Ok(chunk) => chunk.release(),
     ///     Err(failed) => failed.into_consumer(),
@@ -276,12 +337,12 @@ impl<R: Region> IntoChunkError<R> {
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_consumer(self) -> Consumer<R> {
+    pub fn into_consumer(self) -> Consumer<T, R> {
         self.consumer
     }
 }
 
-impl<R: Region> std::fmt::Debug for IntoChunkError<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for IntoChunkError<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IntoChunkError")
             .field("error", &self.error)
@@ -290,7 +351,7 @@ impl<R: Region> std::fmt::Debug for IntoChunkError<R> {
     }
 }
 
-impl<R: Region> std::fmt::Display for IntoChunkError<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Display for IntoChunkError<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -300,7 +361,7 @@ impl<R: Region> std::fmt::Display for IntoChunkError<R> {
     }
 }
 
-impl<R: Region> std::error::Error for IntoChunkError<R> {
+impl<T: ?Sized + Payload, R: Region> std::error::Error for IntoChunkError<T, R> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
     }
@@ -308,14 +369,12 @@ impl<R: Region> std::error::Error for IntoChunkError<R> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
-    use super::super::{on_heap, Consumer, PopError, Producer};
-    use crate::mem::HeapRegion;
+    use super::super::{on_heap, HeapStream, PopError};
     use crate::wait::{Wait, WaitStrategy};
 
-    fn pair(capacity: u64) -> (Producer<Arc<HeapRegion>>, Consumer<Arc<HeapRegion>>) {
+    fn pair(capacity: u64) -> HeapStream {
         on_heap(capacity, WaitStrategy::default()).expect("valid geometry")
     }
 
@@ -367,5 +426,18 @@ mod tests {
             .expect_err("nothing left")
             .into_parts();
         assert_eq!(error, PopError::TimedOut(Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn a_typed_owned_chunk_is_the_record_s_t_in_place_and_its_release_frees_the_room() {
+        let (mut p, c) = on_heap::<[u32; 3]>(256, WaitStrategy::default()).expect("geometry");
+        let mut c = c;
+        for i in 0..50u32 {
+            p.push(&[i, i + 1, i + 2], Wait::Never).expect("room");
+            let chunk = c.into_chunk(Wait::Never).expect("the record");
+            assert_eq!(*chunk, [i, i + 1, i + 2]);
+            c = chunk.release();
+            assert!(c.is_empty(), "record {i} released");
+        }
     }
 }

@@ -1,25 +1,33 @@
 //! [`Producer`]: the stream's one writer, and [`WriteChunk`], a record
-//! written in place.
+//! written in place; raw (`[u8]`, records of any length) or typed (`T`,
+//! every record one `T`).
 
 use super::ring::{padded, Look, Peer, Stop, StreamRing};
 use super::side::SideLine;
 use super::{PushError, WRAP};
+use crate::bus::Payload;
 use crate::mem::{DefaultRegion, Region};
 use crate::sync::Ordering;
 use crate::sys::fork::Origin;
 use crate::wait::{self, Wait, WaitStrategy};
+use crate::wire::Message;
 use crate::wire::{lock_byte, stream_control as ctl};
 
-/// Writes records into a stream. One per stream at a time. Records are
-/// delivered whole, once each, in order; a full ring makes the producer
-/// wait (as its call's [`Wait`] says), never lose a record.
+/// Writes records of payload `T` into a stream. One per stream at a time.
+/// Records are delivered whole, once each, in order; a full ring makes
+/// the producer wait (as its call's [`Wait`] says), never lose a record.
+///
+/// `T = [u8]`: records of any length up to [`Producer::max_record`]
+/// bytes. `T: Message`: every record is one `T` (its `size_of` bytes); the
+/// stream records `T`'s name and alignment, and a typed opener of another
+/// type is refused ([`crate::OpenError::TypeMismatch`]).
 ///
 /// # Examples
 /// ```
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-producer-type-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
 /// let mut record = Vec::new();
@@ -28,9 +36,16 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// consumer.pop(&mut record, Wait::Never)?;
 /// assert_eq!(record, b"two");
 /// # shmbus::remove(&name)?;
+///
+/// // Typed: every record is one `u64`.
+/// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
+/// producer.push(&7, Wait::Never)?;
+/// assert_eq!(consumer.pop(Wait::Never)?, 7);
+/// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Producer<R: Region = DefaultRegion> {
+pub struct Producer<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) ring: StreamRing<R>,
     /// Our TAIL (only we store it).
     tail: u64,
@@ -42,9 +57,10 @@ pub struct Producer<R: Region = DefaultRegion> {
     /// The process that took the role: a forked child's copy leaves the
     /// pid word, the parent's, alone.
     origin: Origin,
+    _payload: std::marker::PhantomData<fn(&T)>,
 }
 
-impl<R: Region> std::fmt::Debug for Producer<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Producer<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Producer")
             .field("tail", &self.tail)
@@ -54,7 +70,7 @@ impl<R: Region> std::fmt::Debug for Producer<R> {
     }
 }
 
-impl<R: Region> Producer<R> {
+impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
     pub(crate) fn from_ring(ring: StreamRing<R>, strategy: WaitStrategy) -> Self {
         // Relaxed: we are the only writer of TAIL, and HEAD is reloaded with
         // Acquire before any byte is reused.
@@ -74,6 +90,7 @@ impl<R: Region> Producer<R> {
             strategy,
             line: SideLine::default(),
             origin: Origin::here(),
+            _payload: std::marker::PhantomData,
         }
     }
 
@@ -84,7 +101,7 @@ impl<R: Region> Producer<R> {
     /// ```
     /// use shmbus::stream::{Producer, StreamOptions};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-max-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// assert_eq!(producer.max_record(), 2040);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -99,91 +116,13 @@ impl<R: Region> Producer<R> {
     /// ```
     /// use shmbus::stream::{Producer, StreamOptions};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-capacity-{}", std::process::id());
-    /// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// assert_eq!(producer.ring_bytes(), 4096);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ring_bytes(&self) -> u64 {
         self.ring.capacity
-    }
-
-    /// Pushes one record, whole; it is delivered exactly once, in order.
-    /// Waits for room as `wait` says.
-    ///
-    /// # Errors
-    /// Nothing is pushed on any of them:
-    /// [`PushError::TooLong`] for a record longer than
-    /// [`Producer::max_record`]; [`PushError::Full`] if there is no room
-    /// and `wait` is [`Wait::Never`]; [`PushError::TimedOut`] if there was
-    /// none before `wait` ran out; [`PushError::PeerGone`] if the consumer
-    /// died while the ring is full; [`PushError::CorruptCursors`] if the
-    /// consumer's `HEAD` in the file cannot be right.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-push-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// producer.push(b"a record", Wait::Never)?;
-    /// producer.push(b"", Wait::Never)?; // an empty record is a record
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// let mut record = Vec::new();
-    /// consumer.pop(&mut record, Wait::Never)?;
-    /// assert_eq!(record, b"a record");
-    /// consumer.pop(&mut record, Wait::Never)?;
-    /// assert!(record.is_empty());
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn push(&mut self, record: &[u8], wait: Wait) -> Result<(), PushError> {
-        let at = self.claim(record.len(), wait)?;
-        // SAFETY: `claim` made these bytes ours: they lie outside
-        // [HEAD, TAIL), and the consumer reads them only after `commit`'s
-        // Release store of TAIL.
-        unsafe { self.ring.region.copy_in(self.ring.at(at) + 8, record) };
-        self.commit(record.len());
-        Ok(())
-    }
-
-    /// Reserves room for a record of `len` bytes to be written in place;
-    /// nothing is visible to the consumer until [`WriteChunk::commit`].
-    /// The chunk's bytes are whatever the ring held there before.
-    ///
-    /// # Errors
-    /// As [`Producer::push`]: [`PushError::TooLong`],
-    /// [`PushError::Full`], [`PushError::TimedOut`],
-    /// [`PushError::PeerGone`], [`PushError::CorruptCursors`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-reserve-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut chunk = producer.reserve(5, Wait::Never)?;
-    /// chunk.copy_from_slice(b"hello");
-    /// chunk.commit();
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
-    /// let mut record = Vec::new();
-    /// consumer.pop(&mut record, Wait::Never)?;
-    /// assert_eq!(record, b"hello");
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    #[cfg(not(loom))]
-    pub fn reserve(&mut self, len: usize, wait: Wait) -> Result<WriteChunk<'_, R>, PushError> {
-        let at = self.claim(len, wait)?;
-        let ptr = self
-            .ring
-            .region
-            .raw(self.ring.at(at) + 8, len)
-            .expect("plain memory outside loom");
-        Ok(WriteChunk {
-            producer: self,
-            at,
-            ptr,
-            len,
-        })
     }
 
     /// Waits for room for a `len`-byte record after any wrap marker, writes
@@ -281,7 +220,7 @@ impl<R: Region> Producer<R> {
     /// ```
     /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-len-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// producer.push(b"abc", Wait::Never)?;
     /// assert_eq!(producer.len(), 16); // 8-byte header, 3 bytes padded to 8
     /// # shmbus::remove(&name)?;
@@ -298,8 +237,8 @@ impl<R: Region> Producer<R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-empty-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// assert!(!producer.is_empty());
     /// consumer.pop(&mut Vec::new(), Wait::Never)?;
@@ -312,16 +251,178 @@ impl<R: Region> Producer<R> {
     }
 }
 
+impl<R: Region> Producer<[u8], R> {
+    /// Pushes one record, whole; it is delivered exactly once, in order.
+    /// Waits for room as `wait` says.
+    ///
+    /// # Errors
+    /// Nothing is pushed on any of them:
+    /// [`PushError::TooLong`] for a record longer than
+    /// [`Producer::max_record`]; [`PushError::Full`] if there is no room
+    /// and `wait` is [`Wait::Never`]; [`PushError::TimedOut`] if there was
+    /// none before `wait` ran out; [`PushError::PeerGone`] if the consumer
+    /// died while the ring is full; [`PushError::CorruptCursors`] if the
+    /// consumer's `HEAD` in the file cannot be right.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-push-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// producer.push(b"a record", Wait::Never)?;
+    /// producer.push(b"", Wait::Never)?; // an empty record is a record
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// let mut record = Vec::new();
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert_eq!(record, b"a record");
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert!(record.is_empty());
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(&mut self, record: &[u8], wait: Wait) -> Result<(), PushError> {
+        let at = self.claim(record.len(), wait)?;
+        // SAFETY: `claim` made these bytes ours: they lie outside
+        // [HEAD, TAIL), and the consumer reads them only after `commit`'s
+        // Release store of TAIL.
+        unsafe { self.ring.region.copy_in(self.ring.at(at) + 8, record) };
+        self.commit(record.len());
+        Ok(())
+    }
+
+    /// Reserves room for a record of `len` bytes to be written in place;
+    /// nothing is visible to the consumer until [`WriteChunk::commit`].
+    /// The chunk's bytes are whatever the ring held there before.
+    ///
+    /// # Errors
+    /// As [`Producer::push`]: [`PushError::TooLong`],
+    /// [`PushError::Full`], [`PushError::TimedOut`],
+    /// [`PushError::PeerGone`], [`PushError::CorruptCursors`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-reserve-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(5, Wait::Never)?;
+    /// chunk.copy_from_slice(b"hello");
+    /// chunk.commit();
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// let mut record = Vec::new();
+    /// consumer.pop(&mut record, Wait::Never)?;
+    /// assert_eq!(record, b"hello");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn reserve(
+        &mut self,
+        len: usize,
+        wait: Wait,
+    ) -> Result<WriteChunk<'_, [u8], R>, PushError> {
+        let at = self.claim(len, wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(self.ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        Ok(WriteChunk {
+            producer: self,
+            at,
+            ptr,
+            len,
+        })
+    }
+}
+
+impl<T: Message, R: Region> Producer<T, R> {
+    /// Pushes one `T` as a record of `size_of::<T>()` bytes; it is
+    /// delivered exactly once, in order. Waits for room as `wait` says.
+    ///
+    /// # Errors
+    /// Nothing is pushed on any of them: [`PushError::Full`] if there is
+    /// no room and `wait` is [`Wait::Never`]; [`PushError::TimedOut`] if
+    /// there was none before `wait` ran out; [`PushError::PeerGone`] if
+    /// the consumer died while the ring is full;
+    /// [`PushError::CorruptCursors`] if the consumer's `HEAD` in the file
+    /// cannot be right. (Never [`PushError::TooLong`]: a `T` larger than
+    /// the largest record is refused at create and attach.)
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-push-typed-{}", std::process::id());
+    /// let mut producer = Producer::<[u32; 2]>::create(&name, &StreamOptions::new(4096))?;
+    /// producer.push(&[1, 2], Wait::Never)?;
+    /// assert_eq!(producer.len(), 16); // an 8-byte header, then the 8 bytes
+    /// let mut consumer = Consumer::<[u32; 2]>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(consumer.pop(Wait::Never)?, [1, 2]);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(&mut self, msg: &T, wait: Wait) -> Result<(), PushError> {
+        let bytes = bytemuck::bytes_of(msg);
+        let at = self.claim(bytes.len(), wait)?;
+        // SAFETY: as in the raw `push`: `claim` made these bytes ours until
+        // `commit`'s Release store of TAIL.
+        unsafe { self.ring.region.copy_in(self.ring.at(at) + 8, bytes) };
+        self.commit(bytes.len());
+        Ok(())
+    }
+
+    /// Reserves room for one `T`, to be written in place; nothing is
+    /// visible to the consumer until [`WriteChunk::commit`]. The chunk
+    /// derefs to `&mut T`, holding whatever bytes the ring held there
+    /// before (any bytes are a `T`: it is plain old data).
+    ///
+    /// # Errors
+    /// As the typed [`Producer::push`]: [`PushError::Full`],
+    /// [`PushError::TimedOut`], [`PushError::PeerGone`],
+    /// [`PushError::CorruptCursors`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-reserve-typed-{}", std::process::id());
+    /// let mut producer = Producer::<[u64; 4]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut chunk = producer.reserve(Wait::Never)?;
+    /// *chunk = [0; 4];
+    /// chunk[3] = 9;
+    /// chunk.commit();
+    /// let mut consumer = Consumer::<[u64; 4]>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(consumer.pop(Wait::Never)?, [0, 0, 0, 9]);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(not(loom))]
+    pub fn reserve(&mut self, wait: Wait) -> Result<WriteChunk<'_, T, R>, PushError> {
+        let len = size_of::<T>();
+        let at = self.claim(len, wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(self.ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        Ok(WriteChunk {
+            producer: self,
+            at,
+            ptr,
+            len,
+        })
+    }
+}
+
 /// Room for one record, written in place; see [`Producer::reserve`]. It
-/// derefs to the record's bytes (`&mut [u8]`); [`WriteChunk::commit`]
-/// publishes them, and dropping it publishes nothing.
+/// derefs to the record: its bytes (`&mut [u8]`) on a raw stream, a
+/// `&mut T` on a typed one. [`WriteChunk::commit`] publishes it, and
+/// dropping the chunk publishes nothing.
 ///
 /// # Examples
 /// ```
 /// use std::io::Write;
 /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-writechunk-{}", std::process::id());
-/// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
 /// let mut chunk = producer.reserve(64, Wait::Never)?;
 /// let n = {
 ///     let mut room = &mut chunk[..];
@@ -332,7 +433,7 @@ impl<R: Region> Producer<R> {
 /// chunk.commit();
 /// drop(producer.reserve(8, Wait::Never)?); // dropped: nothing published
 ///
-/// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+/// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// consumer.pop(&mut record, Wait::Never)?;
 /// assert_eq!(record, b"2 + 2 = 4");
@@ -341,8 +442,8 @@ impl<R: Region> Producer<R> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(not(loom))]
-pub struct WriteChunk<'a, R: Region> {
-    producer: &'a mut Producer<R>,
+pub struct WriteChunk<'a, T: ?Sized + Payload, R: Region> {
+    producer: &'a mut Producer<T, R>,
     /// The record's stream position (its header's); the producer's TAIL.
     at: u64,
     ptr: std::ptr::NonNull<u8>,
@@ -350,7 +451,7 @@ pub struct WriteChunk<'a, R: Region> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> std::fmt::Debug for WriteChunk<'_, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for WriteChunk<'_, T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WriteChunk")
             .field("at", &self.at)
@@ -360,14 +461,14 @@ impl<R: Region> std::fmt::Debug for WriteChunk<'_, R> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> WriteChunk<'_, R> {
+impl<T: ?Sized + Payload, R: Region> WriteChunk<'_, T, R> {
     /// Publishes the record. Dropping the chunk instead publishes nothing.
     ///
     /// # Examples
     /// ```
     /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-commit-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
     /// chunk.copy_from_slice(b"abc");
     /// chunk.commit();
@@ -378,7 +479,10 @@ impl<R: Region> WriteChunk<'_, R> {
     pub fn commit(self) {
         self.producer.commit(self.len);
     }
+}
 
+#[cfg(not(loom))]
+impl<R: Region> WriteChunk<'_, [u8], R> {
     /// Makes the chunk `len` bytes long, keeping the bytes written so far
     /// (the new ones are unspecified), for a record whose length is not
     /// known up front; waits for the extra room as [`Producer::reserve`]
@@ -395,13 +499,13 @@ impl<R: Region> WriteChunk<'_, R> {
     /// ```
     /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-grow-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
     /// chunk.copy_from_slice(b"abc");
     /// chunk.grow(6, Wait::Never)?; // more to write than first thought
     /// chunk[3..].copy_from_slice(b"def");
     /// chunk.commit();
-    /// let mut consumer = Consumer::attach(&name, &OpenOptions::default())?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let mut record = Vec::new();
     /// consumer.pop(&mut record, Wait::Never)?;
     /// assert_eq!(record, b"abcdef");
@@ -442,7 +546,7 @@ impl<R: Region> WriteChunk<'_, R> {
     /// ```
     /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
     /// # let name = format!("/dev/shm/shmbus-doc-truncate-{}", std::process::id());
-    /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
     /// let mut chunk = producer.reserve(100, Wait::Never)?;
     /// chunk[..2].copy_from_slice(b"ok");
     /// chunk.truncate(2);
@@ -458,7 +562,7 @@ impl<R: Region> WriteChunk<'_, R> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> std::ops::Deref for WriteChunk<'_, R> {
+impl<R: Region> std::ops::Deref for WriteChunk<'_, [u8], R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         // SAFETY: `claim` gave the producer sole ownership of these `len`
@@ -468,14 +572,35 @@ impl<R: Region> std::ops::Deref for WriteChunk<'_, R> {
 }
 
 #[cfg(not(loom))]
-impl<R: Region> std::ops::DerefMut for WriteChunk<'_, R> {
+impl<R: Region> std::ops::DerefMut for WriteChunk<'_, [u8], R> {
     fn deref_mut(&mut self) -> &mut [u8] {
         // SAFETY: as in `deref`; `&mut self` makes this the only view.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 }
 
-impl<R: Region> Drop for Producer<R> {
+#[cfg(not(loom))]
+impl<T: Message, R: Region> std::ops::Deref for WriteChunk<'_, T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: `claim` gave the producer these `size_of::<T>()` bytes
+        // alone until it commits (the chunk borrows it); they start 8 bytes
+        // past a multiple of 8 from the page-aligned ring, and `T` is
+        // aligned to at most 8 (`record`: refused otherwise at create and
+        // attach); any bytes are a `T` (`Pod`).
+        unsafe { &*self.ptr.as_ptr().cast::<T>() }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T: Message, R: Region> std::ops::DerefMut for WriteChunk<'_, T, R> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only view.
+        unsafe { &mut *self.ptr.as_ptr().cast::<T>() }
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for Producer<T, R> {
     /// A producer that leaves cleanly clears its pid: the consumer then
     /// waits for a new one instead of being told its peer died.
     fn drop(&mut self) {
@@ -496,16 +621,23 @@ mod shm {
     use crate::mem::ShmRegion;
     use crate::options::{OpenOptions, StreamOptions};
     use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
+    use crate::stream::record;
     use crate::wire::{Header, Kind};
 
-    impl Producer<ShmRegion> {
+    impl<T: ?Sized + Payload> Producer<T, ShmRegion> {
         /// Creates a stream of [`StreamOptions::new`] bytes named `name` (a
-        /// bare name goes under /dev/shm) and becomes its producer.
+        /// bare name goes under /dev/shm) and becomes its producer. A
+        /// typed stream records `T`'s name and alignment in its header (a
+        /// raw one the type `stream`).
         ///
         /// # Errors
         /// As [`crate::Publisher::create`]: [`CreateError::AlreadyExists`],
         /// [`CreateError::InvalidGeometry`] (a capacity that is not a power
-        /// of two in 64 B..=4 GiB), [`CreateError::PermissionDenied`],
+        /// of two in 64 B..=4 GiB; for a typed stream, a `T` aligned to more
+        /// than 8 bytes, [`GeometryError::RecordAlign`](crate::error::GeometryError::RecordAlign), or larger than the
+        /// largest record, [`GeometryError::RecordTooLarge`](crate::error::GeometryError::RecordTooLarge), or a name the
+        /// header cannot keep, [`GeometryError::MessageType`](crate::error::GeometryError::MessageType)),
+        /// [`CreateError::PermissionDenied`],
         /// [`CreateError::NoSpace`], [`CreateError::NoDirectory`],
         /// [`CreateError::HugePages`], [`CreateError::Mlock`],
         /// [`CreateError::Name`], [`CreateError::File`],
@@ -513,17 +645,31 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+        /// use shmbus::{CreateError, Wait, error::GeometryError, stream::{Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-producer-{}", std::process::id());
-        /// let mut producer = Producer::create(&name, &StreamOptions::new(4096))?;
+        /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
         /// producer.push(b"a record", Wait::Never)?;
         /// # shmbus::remove(&name)?;
+        ///
+        /// // A 64-byte stream's largest record is 24 bytes: no room for a `[u64; 4]`.
+        /// match Producer::<[u64; 4]>::create(&name, &StreamOptions::new(64)) {
+        ///     Err(CreateError::InvalidGeometry(GeometryError::RecordTooLarge { size, max, .. })) => {
+        ///         assert_eq!((size, max), (32, 24))
+        ///     }
+        ///     other => panic!("expected RecordTooLarge, got {other:?}"),
+        /// }
+        /// // Records start 8-aligned: a `u128` (aligned to 16) is refused.
+        /// let err = Producer::<u128>::create(&name, &StreamOptions::new(4096)).err();
+        /// assert!(matches!(
+        ///     err,
+        ///     Some(CreateError::InvalidGeometry(GeometryError::RecordAlign { align: 16, max: 8, .. }))
+        /// ));
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn create(name: &str, opts: &StreamOptions) -> Result<Self, CreateError> {
             let (page, huge) = layout_page(name, &opts.file)?;
-            let mut header =
-                Header::stream(opts.bytes, page).map_err(CreateError::InvalidGeometry)?;
+            let mut header = record::header::<T>(opts.bytes, page, opts.message.as_ref())
+                .map_err(CreateError::InvalidGeometry)?;
             header.flags |= huge;
             let region = create_region(name, &header, &opts.file, |_| {})?;
             let mut producer = Producer::from_ring(StreamRing::new(region, &header), opts.wait);
@@ -532,11 +678,16 @@ mod shm {
         }
 
         /// Becomes the producer of an existing stream; carries on after the
-        /// last record the previous producer committed.
+        /// last record the previous producer committed. A typed producer
+        /// checks the stream's record type; a raw one (`[u8]`) attaches to
+        /// a stream of any type.
         ///
         /// # Errors
         /// [`AttachError::Open`] if the stream cannot be opened (or its
-        /// `TAIL` is not a multiple of 8: a corrupt file),
+        /// `TAIL` is not a multiple of 8: a corrupt file), with
+        /// [`OpenError::TypeMismatch`] inside if it carries another type
+        /// than a typed producer's (the stream's name hash or alignment
+        /// differs, or `T` is larger than its largest record);
         /// [`AttachError::ProducerActive`] if a live process produces into
         /// it.
         ///
@@ -544,13 +695,14 @@ mod shm {
         /// ```
         /// use shmbus::{OpenOptions, stream::{Producer, StreamOptions}};
         /// # let name = format!("/dev/shm/shmbus-doc-reattach-{}", std::process::id());
-        /// drop(Producer::create(&name, &StreamOptions::new(4096))?);
-        /// let producer = Producer::attach(&name, &OpenOptions::default())?;
+        /// drop(Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?);
+        /// let producer = Producer::<[u8]>::attach(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
             let (region, header) = open_checked(name, Role::Publisher, Kind::Stream, None, opts)?;
+            record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::PRODUCER_PID;
             take_role(&region, lock_byte::PUBLISHER, pid_field)
                 .map_err(|pid| AttachError::ProducerActive { pid })?;

@@ -9,13 +9,8 @@ use crate::sync::Ordering;
 use crate::wait::Wait;
 use crate::wire::stream_control as ctl;
 
-fn pair(
-    capacity: u64,
-) -> (
-    Producer<std::sync::Arc<crate::mem::HeapRegion>>,
-    Consumer<std::sync::Arc<crate::mem::HeapRegion>>,
-) {
-    on_heap(capacity, WaitStrategy::default()).expect("valid geometry")
+fn pair(capacity: u64) -> HeapStream {
+    on_heap::<[u8]>(capacity, WaitStrategy::default()).expect("valid geometry")
 }
 
 #[test]
@@ -253,4 +248,53 @@ fn every_record_crosses_between_threads_once_in_order() {
         p.push(&rec, Wait::Forever).expect("pushed");
     }
     reader.join().expect("reader");
+}
+
+#[test]
+fn typed_records_of_a_size_that_is_no_multiple_of_8_wrap_and_arrive_whole() {
+    // 12 bytes, 24 in the ring with header and padding: a 64-byte ring
+    // wraps after two, with a marker before the third.
+    let (mut p, mut c): HeapStream<[u32; 3]> =
+        on_heap(64, WaitStrategy::default()).expect("valid geometry");
+    for i in 0..100u32 {
+        p.push(&[i, !i, i ^ 0x5555], Wait::Never).expect("room");
+        if i % 3 == 0 {
+            let mut chunk = p.reserve(Wait::Never).expect("room");
+            *chunk = [i; 3];
+            chunk.commit();
+            assert_eq!(c.pop(Wait::Never), Ok([i, !i, i ^ 0x5555]));
+            assert_eq!(*c.peek(Wait::Never).expect("a record"), [i; 3]);
+            assert_eq!(c.read_with(Wait::Never, |r| r[0]), Ok(i));
+        } else {
+            assert_eq!(c.pop(Wait::Never), Ok([i, !i, i ^ 0x5555]));
+        }
+    }
+    assert_eq!(c.pop(Wait::Never), Err(PopError::Empty));
+}
+
+#[test]
+fn a_heap_stream_of_a_type_the_ring_cannot_carry_is_refused() {
+    use crate::error::CreateError;
+    use crate::wire::GeometryError;
+    let refused = |r: Result<HeapStream<u128>, CreateError>| match r {
+        Err(CreateError::InvalidGeometry(e)) => e,
+        other => panic!("expected a geometry error, got {:?}", other.err()),
+    };
+    assert_eq!(
+        refused(on_heap::<u128>(4096, WaitStrategy::default())),
+        GeometryError::RecordAlign {
+            type_name: "u128".into(),
+            align: 16,
+            max: 8
+        }
+    );
+    match on_heap::<[u64; 4]>(64, WaitStrategy::default()) {
+        Err(CreateError::InvalidGeometry(GeometryError::RecordTooLarge {
+            size: 32,
+            capacity: 64,
+            max: 24,
+            ..
+        })) => {}
+        other => panic!("expected RecordTooLarge, got {:?}", other.err()),
+    }
 }

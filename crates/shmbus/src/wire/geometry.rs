@@ -103,4 +103,29 @@ pub enum GeometryError {
         /// The alignment asked for.
         align: u32,
     },
+    /// A typed stream's record type is aligned to more than a stream's
+    /// records are (8 bytes: each starts after an 8-byte header at a
+    /// multiple of 8).
+    #[error("a stream of `{type_name}` records: its alignment is {align}, a stream's records are aligned to at most {max}")]
+    RecordAlign {
+        /// The record type's name.
+        type_name: String,
+        /// Its `align_of`.
+        align: u32,
+        /// The most a stream's records are aligned to (8).
+        max: u32,
+    },
+    /// A typed stream's record type is larger than the stream's largest
+    /// record (half its bytes, less 8).
+    #[error("a stream of `{type_name}` records: one is {size} bytes, a {capacity}-byte stream's largest record is {max}")]
+    RecordTooLarge {
+        /// The record type's name.
+        type_name: String,
+        /// Its `size_of`.
+        size: u64,
+        /// The stream's bytes asked for.
+        capacity: u64,
+        /// Its largest record.
+        max: u64,
+    },
 }

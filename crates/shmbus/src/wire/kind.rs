@@ -11,7 +11,7 @@ use std::fmt;
 /// ```
 /// use shmbus::{Kind, OpenError, OpenOptions, Subscriber, stream::{Producer, StreamOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-kind-{}", std::process::id());
-/// let producer = Producer::create(&name, &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
 /// // A stream opened as a bus:
 /// match Subscriber::<u64>::open(&name, &OpenOptions::default()) {
 ///     Err(OpenError::WrongKind { found, expected }) => {

@@ -233,6 +233,11 @@ pub fn max_record(capacity: u64) -> u64 {
     capacity / 2 - 8
 }
 
+/// The alignment of every stream record's bytes: each starts after an
+/// 8-byte header at a multiple of 8. A typed stream's record type may be
+/// aligned to at most this; a raw stream records it as its `msg_align`.
+pub const STREAM_RECORD_ALIGN: u32 = 8;
+
 /// Byte offsets in a stream's control page, relative to `control_offset`.
 pub mod stream_control {
     /// u64: bytes the producer has committed, ever (Release by the producer).
