@@ -388,9 +388,11 @@ typedef struct shmbus_open_options_t {
      */
     uint64_t flush_timeout_ns;
     /**
-     * A message type the bus must carry (NULL: any). A bus made with
-     * another name, size or alignment is refused with a message naming
-     * both.
+     * A message type the bus must carry (NULL: any); on a pool bus, the
+     * type its blocks carry (bytes and the block size for a pool made
+     * from C, Python or the CLI; a Rust type for a typed Rust pool). A bus
+     * made with another name, size or alignment is refused with a message
+     * naming both.
      */
     const char *type_name;
     /**

@@ -66,10 +66,14 @@ except ValueError as e:
     sys.exit(1)
 
 def leaves(obj, prefix=""):
-    """Every scalar or list in the CLI's JSON, keyed by its leaf name."""
+    """Every scalar or list in the CLI's JSON, keyed by its leaf name; the
+    pool's (whose block type repeats the header's key names) are matched
+    apart, below."""
     out = {}
     if isinstance(obj, dict):
         for k, v in obj.items():
+            if not prefix and k == "pool":
+                continue
             if isinstance(v, dict):
                 for lk, lv in leaves(v, f"{prefix}{k}.").items():
                     out.setdefault(lk, lv)

@@ -34,7 +34,10 @@ not decode abandoned stamps: it stops at one as at an empty slot.
 Pool buses (header flag bit 3, LAYOUT.md section 19). The header lines
 (and --json) add the pool's geometry (pool_blocks, pool_block_size and the
 offsets of the state words, the blocks, the active mask and the hold
-lines), a census of the blocks (free, loaned, on_ring, held, reclaimable,
+lines), the message type its blocks carry (pool_type_name, pool_type_hash,
+pool_msg_size, pool_msg_align, as the creator recorded it: `bytes` for a
+raw pool, a hash of 0 for a pool made before the header recorded one;
+section 19.1), a census of the blocks (free, loaned, on_ring, held, reclaimable,
 corrupt; the meanings of the Rust `Census`) and every active registry
 entry with its eight hold words; --json also lists every block's state
 word decoded (pool_block_states), and --blocks prints one line per block:
@@ -100,6 +103,8 @@ FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 19)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
 # Pool buses (LAYOUT.md section 19): two header words past the journal path.
 H_POOL_BLOCKS, H_POOL_BLOCK_SIZE, H_POOL_PID_NS = 432, 440, 448
+# The block message type (LAYOUT.md sections 4, 19.1).
+H_POOL_TYPE_HASH, H_POOL_MSG_SIZE, H_POOL_MSG_ALIGN, H_POOL_TYPE_NAME = 456, 464, 468, 472
 MAX_BLOCK_SIZE = 1 << 30
 MAX_BLOCKS = 1 << 20
 DESCRIPTOR_BYTES = 16
@@ -530,10 +535,16 @@ class Bus:
                 f"a pool of {blocks} blocks of {size} bytes ends at {end}, "
                 f"past the segment's {h['total_len']} bytes",
             )
+        raw = bytes(self.buf[H_POOL_TYPE_NAME : H_POOL_TYPE_NAME + TYPE_NAME_LEN])
         return {
             "blocks": blocks,
             "block_size": size,
             "pid_ns": self.u64(H_POOL_PID_NS),
+            # Shown, never trusted: a reader of raw bytes needs none of it.
+            "type_name": raw.split(b"\0", 1)[0].decode("utf-8", "replace"),
+            "type_hash": self.u64(H_POOL_TYPE_HASH),
+            "msg_size": self.u32(H_POOL_MSG_SIZE),
+            "msg_align": self.u32(H_POOL_MSG_ALIGN),
             "states": states,
             "blocks_offset": blocks_offset,
             "end": end,
@@ -833,6 +844,10 @@ def header_dict(bus):
         out["pool_blocks"] = bus.pool["blocks"]
         out["pool_block_size"] = bus.pool["block_size"]
         out["pool_pid_ns"] = bus.pool["pid_ns"]
+        out["pool_type_name"] = bus.pool["type_name"]
+        out["pool_type_hash"] = f"{bus.pool['type_hash']:#018x}"
+        out["pool_msg_size"] = bus.pool["msg_size"]
+        out["pool_msg_align"] = bus.pool["msg_align"]
         out["pool_states_offset"] = bus.pool["states"]
         out["pool_blocks_offset"] = bus.pool["blocks_offset"]
         out["pool_active_offset"] = bus.ctl + C_POOL_ACTIVE

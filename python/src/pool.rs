@@ -39,7 +39,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-type Publisher = PoolPublisher<shmbus::mem::ShmRegion>;
+type Publisher = PoolPublisher<[u8], shmbus::mem::ShmRegion>;
 
 /// A pool publisher shared between its Python handle, its outstanding loan
 /// and the views of that loan.
@@ -78,7 +78,7 @@ impl Shared {
 /// unpublished).
 struct LoanCell {
     /// `None` only once `publish` took it.
-    loan: Option<OwnedLoan<shmbus::mem::ShmRegion>>,
+    loan: Option<OwnedLoan<[u8], shmbus::mem::ShmRegion>>,
     shared: Arc<Shared>,
 }
 
@@ -111,7 +111,7 @@ pub struct Hold {
     len: usize,
     readonly: bool,
     #[allow(dead_code)]
-    sample: Option<Arc<Sample<shmbus::mem::ShmRegion>>>,
+    sample: Option<Arc<Sample<[u8], shmbus::mem::ShmRegion>>>,
     publisher: Option<Arc<Shared>>,
 }
 
@@ -244,7 +244,7 @@ impl PyPoolPublisher {
         idle: &mut Option<Publisher>,
         size: usize,
         wait: Wait,
-    ) -> Option<Result<OwnedLoan<shmbus::mem::ShmRegion>, LoanError>> {
+    ) -> Option<Result<OwnedLoan<[u8], shmbus::mem::ShmRegion>, LoanError>> {
         match idle.take()?.into_loan(size, wait) {
             Ok(loan) => Some(Ok(loan)),
             Err(failed) => {
@@ -277,9 +277,9 @@ impl PyPoolPublisher {
     ) -> PyResult<Self> {
         let opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
         let made = if many {
-            PoolPublisher::create_many(name, &opts.many())
+            PoolPublisher::<[u8]>::create_many(name, &opts.many())
         } else {
-            PoolPublisher::create(name, &opts)
+            PoolPublisher::<[u8]>::create(name, &opts)
         };
         Ok(Self::new(made.map_err(|e| errors::create(py, e))?))
     }
@@ -297,10 +297,12 @@ impl PyPoolPublisher {
     ) -> PyResult<Self> {
         let opts = OpenOptions::default();
         let made = match many {
-            Some(false) => PoolPublisher::attach(name, &opts),
-            Some(true) => PoolPublisher::attach_many(name, &opts),
-            None => match PoolPublisher::attach(name, &opts) {
-                Err(AttachError::WrongPublishers { .. }) => PoolPublisher::attach_many(name, &opts),
+            Some(false) => PoolPublisher::<[u8]>::attach(name, &opts),
+            Some(true) => PoolPublisher::<[u8]>::attach_many(name, &opts),
+            None => match PoolPublisher::<[u8]>::attach(name, &opts) {
+                Err(AttachError::WrongPublishers { .. }) => {
+                    PoolPublisher::<[u8]>::attach_many(name, &opts)
+                }
                 other => other,
             },
         };
@@ -511,11 +513,11 @@ handle_methods!(PyLoan: release);
 /// in place.
 #[pyclass(module = "shmbus", name = "PoolSubscriber", frozen)]
 pub struct PyPoolSubscriber {
-    inner: Handle<PoolSubscriber<shmbus::mem::ShmRegion>>,
+    inner: Handle<PoolSubscriber<[u8], shmbus::mem::ShmRegion>>,
 }
 
 enum PoolGot {
-    Sample(Sample<shmbus::mem::ShmRegion>),
+    Sample(Sample<[u8], shmbus::mem::ShmRegion>),
     Lagged(u64),
     Error(shmbus::pool::PoolRecvError),
 }
@@ -528,7 +530,7 @@ impl PyPoolSubscriber {
 
     fn recv_on(
         py: Python<'_>,
-        sub: &mut PoolSubscriber<shmbus::mem::ShmRegion>,
+        sub: &mut PoolSubscriber<[u8], shmbus::mem::ShmRegion>,
         cancel: &Cancel<'_>,
         until: Until,
     ) -> PyResult<Option<Py<PyAny>>> {
@@ -558,7 +560,7 @@ impl PyPoolSubscriber {
 impl PyPoolSubscriber {
     /// The most samples one subscriber may hold at once.
     #[classattr]
-    const MAX_HELD: usize = PoolSubscriber::<shmbus::mem::ShmRegion>::MAX_HELD;
+    const MAX_HELD: usize = PoolSubscriber::<[u8], shmbus::mem::ShmRegion>::MAX_HELD;
 
     /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
     /// "latest", as `Subscriber.open`).
@@ -566,7 +568,7 @@ impl PyPoolSubscriber {
     #[pyo3(signature = (name, start = "next"))]
     fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str, start: &str) -> PyResult<Self> {
         let opts = OpenOptions::default().start(parse_start(start)?);
-        let inner = PoolSubscriber::open(name, &opts).map_err(|e| errors::open(py, e))?;
+        let inner = PoolSubscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
         Ok(PyPoolSubscriber {
             inner: Handle::new(inner, "the pool subscriber is closed"),
         })
@@ -615,7 +617,7 @@ handle_methods!(
 /// block.
 #[pyclass(module = "shmbus", name = "Sample")]
 pub struct PySample {
-    sample: Option<Arc<Sample<shmbus::mem::ShmRegion>>>,
+    sample: Option<Arc<Sample<[u8], shmbus::mem::ShmRegion>>>,
     lent: Lent,
     /// The message's sequence number.
     #[pyo3(get)]

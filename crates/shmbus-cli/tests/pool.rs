@@ -28,8 +28,8 @@ fn create_pool(bus: &str, capacity: u64, pool: &str, more: &[&str]) {
 }
 
 /// A pool subscriber of this test process, from the oldest message.
-fn open_oldest(bus: &str) -> PoolSubscriber {
-    PoolSubscriber::open(bus, &OpenOptions::default().start(Start::Oldest))
+fn open_oldest(bus: &str) -> PoolSubscriber<[u8]> {
+    PoolSubscriber::<[u8]>::open(bus, &OpenOptions::default().start(Start::Oldest))
         .expect("a pool subscriber")
 }
 
@@ -234,6 +234,44 @@ fn stat_on_a_pool_bus_shows_its_block_size_blocks_census_and_each_subscribers_ho
 }
 
 #[test]
+fn stat_shows_a_typed_pools_block_type_and_a_raw_pools_bytes() {
+    let dir = ShmDir::new("pool-type");
+    let typed = dir.bus("typed");
+    let opts = shmbus::pool::PoolOptions::new(4, 64, 8);
+    let publisher = shmbus::pool::PoolPublisher::<[u64; 4]>::create(&typed, &opts).expect("create");
+    let text = shmbus(&["stat", &typed]).assert_success().stdout();
+    let row = "type:           u64[4] (size 32, align 8), one per block; \
+               the slots carry shmbus::pool::Descriptor (size 16, align 8)\n";
+    assert!(text.contains(row), "{row:?} in {text}");
+    let json = shmbus(&["stat", &typed, "--json"]).assert_success().json();
+    let pool = &json["pool"];
+    assert_eq!(
+        (&pool["type_name"], &pool["msg_size"], &pool["msg_align"]),
+        (&"u64[4]".into(), &32.into(), &8.into()),
+        "{json}"
+    );
+    let hash = shmbus::TypeFingerprint::of::<[u64; 4]>().name_hash;
+    assert_eq!(pool["type_hash"], format!("{hash:#018x}"), "{json}");
+    // The ring's own type stays the descriptor's.
+    assert_eq!(json["type_name"], "shmbus::pool::Descriptor", "{json}");
+    drop(publisher);
+
+    let raw = dir.bus("raw");
+    create_pool(&raw, 4, "256:8", &[]);
+    let json = shmbus(&["stat", &raw, "--json"]).assert_success().json();
+    assert_eq!(
+        (&json["pool"]["type_name"], &json["pool"]["msg_size"]),
+        (&"bytes".into(), &256.into()),
+        "{json}"
+    );
+    let text = shmbus(&["stat", &raw]).assert_success().stdout();
+    assert!(
+        text.contains("type:           bytes (size 256, align 1), one per block"),
+        "{text}"
+    );
+}
+
+#[test]
 fn ls_marks_a_pool_bus_and_shows_its_block_size_and_a_plain_bus_has_no_pool() {
     let dir = ShmDir::new("pool-ls");
     create_pool(&dir.bus("pooled"), 4, "1024:8", &[]);
@@ -340,12 +378,12 @@ fn a_pool_subscriber_or_publisher_on_a_plain_bus_gets_pool_mismatch() {
     let args = ["create", &plain, "--msg-size", "16", "--capacity", "4"];
     shmbus(&args).assert_success();
     let opts = OpenOptions::default();
-    match PoolSubscriber::open(&plain, &opts) {
+    match PoolSubscriber::<[u8]>::open(&plain, &opts) {
         Err(OpenError::PoolMismatch { found: false }) => {}
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool subscriber opened a plain bus"),
     }
-    match shmbus::pool::PoolPublisher::attach(&plain, &opts) {
+    match shmbus::pool::PoolPublisher::<[u8]>::attach(&plain, &opts) {
         Err(AttachError::Open(OpenError::PoolMismatch { found: false })) => {}
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool publisher attached to a plain bus"),

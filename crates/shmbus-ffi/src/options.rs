@@ -97,9 +97,11 @@ pub struct OpenOpts {
     pub init_timeout_ns: u64,
     /// Journal joins: how long to wait for the publisher's flush (0 = 5 s).
     pub flush_timeout_ns: u64,
-    /// A message type the bus must carry (NULL: any). A bus made with
-    /// another name, size or alignment is refused with a message naming
-    /// both.
+    /// A message type the bus must carry (NULL: any); on a pool bus, the
+    /// type its blocks carry (`bytes` and the block size for a pool made
+    /// from C, Python or the CLI; a Rust type for a typed Rust pool). A bus
+    /// made with another name, size or alignment is refused with a message
+    /// naming both.
     pub type_name: *const c_char,
     /// With `type_name`: the type's size in bytes; 0 without one.
     pub type_size: u32,
@@ -237,8 +239,8 @@ unsafe fn checked<'a>(
             }
             if !o.type_name.is_null() {
                 return Err(Failure::argument(format!(
-                    "{WHAT}: a pool bus carries messages of any length and records no \
-                     message type: type_name must be NULL"
+                    "{WHAT}: a pool bus made from C carries messages of any length up to a \
+                     block and records its blocks' type as raw bytes: type_name must be NULL"
                 )));
             }
         }

@@ -35,7 +35,7 @@ pub const SHMBUS_POOL_MAX_HELD: u32 = 8;
 /// A publisher of a pool bus (opaque).
 pub struct ShmbusPoolPublisher {
     /// The publisher; `None` while a `ShmbusLoan` owns it.
-    publisher: Option<PoolPublisher>,
+    publisher: Option<PoolPublisher<[u8]>>,
     /// Its block size, so asking for it never needs a loaned publisher.
     block_size: usize,
     /// `shmbus_pool_publisher_close` was called while a loan was out.
@@ -45,7 +45,7 @@ pub struct ShmbusPoolPublisher {
 /// A block loaned to a pool publisher, to write a message into (opaque).
 pub struct ShmbusLoan {
     /// The loan, which owns the publisher until it ends.
-    loan: OwnedLoan,
+    loan: OwnedLoan<[u8]>,
     /// The publisher handle it was loaned from (the pointer C passed in),
     /// to which the loan's end gives the publisher back (see the module
     /// comment for why that handle outlives the loan).
@@ -53,13 +53,13 @@ pub struct ShmbusLoan {
 }
 
 /// A subscriber of a pool bus (opaque).
-pub struct ShmbusPoolSubscriber(PoolSubscriber);
+pub struct ShmbusPoolSubscriber(PoolSubscriber<[u8]>);
 
 /// One received message of a pool bus, held in place (opaque). It keeps
 /// the bus mapped: it may outlive its subscriber.
-pub struct ShmbusSample(Sample);
+pub struct ShmbusSample(Sample<[u8]>);
 
-fn wrap(p: PoolPublisher) -> ShmbusPoolPublisher {
+fn wrap(p: PoolPublisher<[u8]>) -> ShmbusPoolPublisher {
     ShmbusPoolPublisher {
         block_size: p.block_size(),
         publisher: Some(p),
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create(
     // SAFETY: each pointer as the contract says.
     unsafe {
         create_handle(name, opts, out, |name, opts| {
-            PoolPublisher::create(name, opts).map(wrap)
+            PoolPublisher::<[u8]>::create(name, opts).map(wrap)
         })
     }
 }
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
     // SAFETY: each pointer as the contract says.
     unsafe {
         create_handle(name, opts, out, |name, opts| {
-            PoolPublisher::create_many(name, opts).map(wrap)
+            PoolPublisher::<[u8]>::create_many(name, opts).map(wrap)
         })
     }
 }
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolPublisher::attach(name, &opts.open).map(wrap)
+            PoolPublisher::<[u8]>::attach(name, &opts.open).map(wrap)
         })
     }
 }
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolPublisher::attach_many(name, &opts.open).map(wrap)
+            PoolPublisher::<[u8]>::attach_many(name, &opts.open).map(wrap)
         })
     }
 }
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolSubscriber::open(name, &opts.open).map(ShmbusPoolSubscriber)
+            PoolSubscriber::<[u8]>::open(name, &opts.open).map(ShmbusPoolSubscriber)
         })
     }
 }

@@ -346,15 +346,14 @@ impl PopError {
 
 #[cfg(not(loom))]
 impl LoanError {
-    /// What kind of failure this is: [`ErrorKind::PoolExhausted`],
-    /// [`ErrorKind::TooLong`] or, for a type the blocks are not aligned
-    /// for, [`ErrorKind::InvalidArgument`].
+    /// What kind of failure this is: [`ErrorKind::PoolExhausted`] or
+    /// [`ErrorKind::TooLong`].
     ///
     /// # Examples
     /// ```
     /// use shmbus::{ErrorKind, Wait, pool::PoolPublisher};
     ///
-    /// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let err = publisher.loan(100, Wait::Never).err().unwrap();
     /// assert_eq!(err.kind(), ErrorKind::TooLong);
     /// # Ok::<(), shmbus::CreateError>(())
@@ -362,7 +361,6 @@ impl LoanError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             LoanError::TooLong { .. } => ErrorKind::TooLong,
-            LoanError::Misaligned { .. } => ErrorKind::InvalidArgument,
             LoanError::Exhausted { .. } => ErrorKind::PoolExhausted,
         }
     }
@@ -716,10 +714,6 @@ mod tests {
         assert_eq!(ManyPublishError::Abandoned(abandoned).kind(), K::Abandoned);
         assert_eq!(abandoned.kind(), K::Abandoned);
         assert_eq!(LoanError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
-        assert_eq!(
-            LoanError::Misaligned { align: 128 }.kind(),
-            K::InvalidArgument
-        );
         let census = Census::default();
         assert_eq!(LoanError::Exhausted { census }.kind(), K::PoolExhausted);
         let held = PoolRecvError::TooManySamples { max: 8 };

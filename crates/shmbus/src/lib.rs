@@ -14,7 +14,8 @@
 //!   [`pool::PoolSubscriber`]): zero-copy blocks of any size, made from
 //!   [`pool::PoolOptions`]; the publisher writes a loaned block in place
 //!   ([`pool::Loan`]) and each subscriber reads it in place
-//!   ([`pool::Sample`]), with lag counted as on a bus.
+//!   ([`pool::Sample`]), with lag counted as on a bus. Typed (one `T` per
+//!   block, the pool recording its type) or raw bytes, as the bus.
 //! - [`stream`]: the **stream** ([`stream::Producer`],
 //!   [`stream::Consumer`]): a lossless ring of records with
 //!   backpressure, bytes of any length (`Producer<[u8]>`) or one

@@ -361,7 +361,7 @@ file_setters!([P: PublisherCount] BusOptions<P>, "BusOptions::new(64)");
 ///
 /// A copying bus's options do not make a pool bus:
 /// ```compile_fail,E0308
-/// let _ = shmbus::pool::PoolPublisher::create("x", &shmbus::BusOptions::new(4));
+/// let _ = shmbus::pool::PoolPublisher::<[u8]>::create("x", &shmbus::BusOptions::new(4));
 /// ```
 /// nor does a pool take a message size:
 /// ```compile_fail,E0599
@@ -374,7 +374,7 @@ file_setters!([P: PublisherCount] BusOptions<P>, "BusOptions::new(64)");
 /// ```
 /// and one for many is not made from options for one:
 /// ```compile_fail,E0308
-/// let _ = shmbus::pool::PoolPublisher::create_many("x", &shmbus::pool::PoolOptions::new(4, 64, 5));
+/// let _ = shmbus::pool::PoolPublisher::<[u8]>::create_many("x", &shmbus::pool::PoolOptions::new(4, 64, 5));
 /// ```
 #[derive(Clone, Debug)]
 pub struct PoolOptions<P: PublisherCount = One> {
@@ -414,8 +414,8 @@ impl PoolOptions {
     /// ```
     /// use shmbus::{OpenOptions, pool::{PoolOptions, PoolPublisher}};
     /// # let name = format!("/dev/shm/shmbus-doc-poolmanyopts-{}", std::process::id());
-    /// let first = PoolPublisher::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
-    /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+    /// let first = PoolPublisher::<[u8]>::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
+    /// let second = PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

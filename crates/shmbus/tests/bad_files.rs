@@ -606,7 +606,7 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
     use shmbus::pool::{PoolPublisher, PoolSubscriber};
     let bus = BusName::new("pool-geometry");
     let opts8 = shmbus::pool::PoolOptions::new(8, 4096, 16);
-    drop(PoolPublisher::create(bus.name(), &opts8).expect("create"));
+    drop(PoolPublisher::<[u8]>::create(bus.name(), &opts8).expect("create"));
     let good = std::fs::read(bus.path()).unwrap();
     let page = stat::stat(bus.name()).unwrap().header.page_size as usize;
     let restore = || write_at(bus.path(), 0, &good[..page]);
@@ -633,11 +633,11 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         let errs = [
             (
                 "PoolSubscriber::open",
-                PoolSubscriber::open(bus.name(), &opts()).err(),
+                PoolSubscriber::<[u8]>::open(bus.name(), &opts()).err(),
             ),
             (
                 "PoolPublisher::attach",
-                match PoolPublisher::attach(bus.name(), &opts()) {
+                match PoolPublisher::<[u8]>::attach(bus.name(), &opts()) {
                     Err(AttachError::Open(e)) => Some(e),
                     Err(other) => panic!("attach: {other:?}"),
                     Ok(_) => None,
@@ -653,6 +653,6 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         }
     }
     restore();
-    PoolSubscriber::open(bus.name(), &opts()).expect("the restored header is valid again");
+    PoolSubscriber::<[u8]>::open(bus.name(), &opts()).expect("the restored header is valid again");
     bus.finish();
 }

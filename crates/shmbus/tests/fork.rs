@@ -67,9 +67,9 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 ) {
     let bus = BusName::new("fork-sample");
     let mut publisher =
-        PoolPublisher::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+        PoolPublisher::<[u8]>::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
             .expect("create");
-    let sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    let sub = PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut loan = publisher.loan(8, Wait::Never).expect("loan");
     loan.copy_from_slice(b"AAAAAAAA");
     loan.publish().expect("publish");
@@ -112,21 +112,25 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
     bus.finish();
 }
 
+/// A raw pool bus's publisher.
+type RawPool = PoolPublisher<[u8]>;
+
 /// A pool bus of two publishers and a subscriber, for the loan tests.
-fn pool_of_two(bus: &BusName) -> (PoolPublisher, PoolPublisher, PoolSubscriber) {
-    let mine = PoolPublisher::create_many(
+fn pool_of_two(bus: &BusName) -> (RawPool, RawPool, PoolSubscriber<[u8]>) {
+    let mine = PoolPublisher::<[u8]>::create_many(
         bus.name(),
         &shmbus::pool::PoolOptions::new(8, 64, 16).many(),
     )
     .expect("create");
-    let other = PoolPublisher::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
-    let sub = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    let other =
+        PoolPublisher::<[u8]>::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
+    let sub = PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     (mine, other, sub)
 }
 
 /// Another publisher cycles every free block: a block a child freed would
 /// be among them and overwritten.
-fn cycle_every_free_block(other: &mut PoolPublisher) {
+fn cycle_every_free_block(other: &mut RawPool) {
     for i in 0..40 {
         let msg = message(i);
         let mut l = other
@@ -138,7 +142,7 @@ fn cycle_every_free_block(other: &mut PoolPublisher) {
 }
 
 /// The last message the subscriber can read now: (sequence, bytes).
-fn last_message(sub: &mut PoolSubscriber) -> Option<(u64, Vec<u8>)> {
+fn last_message(sub: &mut PoolSubscriber<[u8]>) -> Option<(u64, Vec<u8>)> {
     let mut last = None;
     while let Ok(Some(got)) = sub.recv(Wait::Never) {
         if let Received::Message(s) = got {

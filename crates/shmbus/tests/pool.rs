@@ -1,16 +1,330 @@
-//! Pool buses across processes: blocks held by a subscriber that is
-//! killed, loaned by a publisher that is killed, and a chaos loop of both,
-//! after which every block is accounted for and no message seen was torn.
+//! Pool buses across processes: typed pools (a `T` sent and received in
+//! place, a pool opened as another type, raw readers and writers of a
+//! typed pool), blocks held by a subscriber that is killed, loaned by a
+//! publisher that is killed, and a chaos loop of both, after which every
+//! block is accounted for and no message seen was torn.
 
 mod common;
 
 use std::time::Duration;
 
+use bytemuck::{Pod, Zeroable};
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
 use shmbus::{
-    pool::{PoolPublisher, PoolSubscriber},
-    OpenOptions, Received, Wait,
+    pool::{PoolOptions, PoolPublisher, PoolSubscriber},
+    AttachError, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
 };
+
+/// The typed tests' message: 24 bytes, aligned to 8.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+struct Tick {
+    id: u64,
+    price: f64,
+    qty: u64,
+}
+
+impl shmbus::Message for Tick {
+    const NAME: &'static str = "test.pool.Tick";
+}
+
+/// Same size and alignment as `Tick`, another name.
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Quote {
+    bid: u64,
+    ask: u64,
+    size: u64,
+}
+
+impl shmbus::Message for Quote {
+    const NAME: &'static str = "test.pool.Quote";
+}
+
+fn tick(id: u64) -> Tick {
+    Tick {
+        id,
+        price: id as f64 + 0.5,
+        qty: 100 * id,
+    }
+}
+
+/// Receives `COUNT` ticks with a typed subscriber, printing each.
+#[test]
+fn as_child_pool_tick_reader() {
+    role("pool-tick-reader", || {
+        let name: String = param("BUS");
+        let count: u64 = param("COUNT");
+        let opts = OpenOptions::default().start(Start::Oldest);
+        let mut s = PoolSubscriber::<Tick>::open(&name, &opts).expect("open");
+        print_ready();
+        let mut got = 0;
+        while got < count {
+            match s.recv(Wait::For(Duration::from_secs(5))).expect("recv") {
+                Some(Received::Message(t)) => {
+                    println!("TICK {} {} {}", t.id, t.price, t.qty);
+                    got += 1;
+                }
+                Some(Received::Lagged { skipped }) => println!("LAGGED {skipped}"),
+                None => panic!("no tick within 5 s"),
+            }
+        }
+    });
+}
+
+/// Receives `COUNT` messages with a raw subscriber, printing each as hex.
+#[test]
+fn as_child_pool_raw_reader() {
+    role("pool-raw-reader", || {
+        let name: String = param("BUS");
+        let count: u64 = param("COUNT");
+        let opts = OpenOptions::default().start(Start::Oldest);
+        let mut s = PoolSubscriber::<[u8]>::open(&name, &opts).expect("open");
+        print_ready();
+        for _ in 0..count {
+            match s.recv(Wait::For(Duration::from_secs(5))).expect("recv") {
+                Some(Received::Message(m)) => {
+                    let hex: String = m.iter().map(|b| format!("{b:02x}")).collect();
+                    println!("BYTES {hex}");
+                }
+                other => panic!("expected a message, got {other:?}"),
+            }
+        }
+    });
+}
+
+/// Attaches as a raw publisher (which opens a pool of any type) and
+/// publishes a 3-byte message, then the bytes of `tick(9)`.
+#[test]
+fn as_child_pool_raw_writer() {
+    role("pool-raw-writer", || {
+        let name: String = param("BUS");
+        let mut p = PoolPublisher::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut loan = p.loan(3, Wait::Never).expect("a block");
+        loan.copy_from_slice(b"abc");
+        loan.publish().expect("single publisher");
+        let nine = tick(9);
+        let bytes = bytemuck::bytes_of(&nine);
+        let mut loan = p.loan(bytes.len(), Wait::Never).expect("a block");
+        loan.copy_from_slice(bytes);
+        loan.publish().expect("single publisher");
+        println!("PUBLISHED");
+    });
+}
+
+#[test]
+fn a_typed_pool_publishes_and_receives_a_t_across_processes() {
+    let bus = BusName::new("pool-typed");
+    let mut p =
+        PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create");
+    let mut reader = spawn_child(
+        "as_child_pool_tick_reader",
+        "pool-tick-reader",
+        &[("BUS", bus.name().to_string()), ("COUNT", "5".into())],
+    );
+    reader.wait_ready();
+    for id in 1..=5 {
+        let mut loan = p.loan(Wait::For(Duration::from_secs(5))).expect("a block");
+        *loan = tick(id);
+        loan.qty += 1; // written in place, field by field
+        assert_eq!(loan.publish(), Ok(id - 1));
+    }
+    let done = reader.wait();
+    assert_eq!(done.code(), Some(0), "{}", done.output());
+    let out = done.output();
+    for id in 1..=5u64 {
+        let t = tick(id);
+        let line = format!("TICK {} {} {}", t.id, t.price, t.qty + 1);
+        assert!(out.contains(&line), "missing {line:?}:\n{out}");
+    }
+    drop(p);
+    bus.finish();
+}
+
+#[test]
+fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
+    let bus = BusName::new("pool-mismatch");
+    let p = PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create");
+    let opts = OpenOptions::default();
+    // Same size and alignment, another name; then another size.
+    for (err, expected) in [
+        (
+            PoolSubscriber::<Quote>::open(bus.name(), &opts).err(),
+            TypeFingerprint::of::<Quote>(),
+        ),
+        (
+            PoolSubscriber::<u64>::open(bus.name(), &opts).err(),
+            TypeFingerprint::of::<u64>(),
+        ),
+    ] {
+        match err {
+            Some(OpenError::TypeMismatch { found, expected: e }) => {
+                assert_eq!(found, TypeFingerprint::of::<Tick>());
+                assert_eq!(e, expected);
+            }
+            other => panic!("expected a type mismatch, got {other:?}"),
+        }
+    }
+    let text = PoolSubscriber::<Quote>::open(bus.name(), &opts)
+        .expect_err("a Quote reader of a Tick pool")
+        .to_string();
+    assert!(
+        text.contains("test.pool.Tick") && text.contains("test.pool.Quote"),
+        "{text}"
+    );
+    // A raw opener naming another type is refused; naming the pool's, or
+    // none, it opens.
+    let named = OpenOptions::default().message_type("test.pool.Quote", 24, 8);
+    assert!(matches!(
+        PoolSubscriber::<[u8]>::open(bus.name(), &named),
+        Err(OpenError::TypeMismatch { .. })
+    ));
+    let named = OpenOptions::default().message_type("test.pool.Tick", 24, 8);
+    drop(PoolSubscriber::<[u8]>::open(bus.name(), &named).expect("the pool's own type"));
+    drop(PoolSubscriber::<Tick>::open(bus.name(), &opts).expect("the pool's own type"));
+
+    // A publisher of another type is refused before it takes the role: the
+    // epoch stays, and the right type attaches after it.
+    drop(p);
+    let epoch = shmbus::stat::stat(bus.name()).expect("stat").epoch;
+    match PoolPublisher::<Quote>::attach(bus.name(), &opts) {
+        Err(AttachError::Open(OpenError::TypeMismatch { found, expected })) => {
+            assert_eq!(found, TypeFingerprint::of::<Tick>());
+            assert_eq!(expected, TypeFingerprint::of::<Quote>());
+        }
+        other => panic!("expected a type mismatch, got {other:?}"),
+    }
+    assert_eq!(shmbus::stat::stat(bus.name()).expect("stat").epoch, epoch);
+    drop(PoolPublisher::<Tick>::attach(bus.name(), &opts).expect("the pool's own type"));
+    assert_eq!(
+        shmbus::stat::stat(bus.name()).expect("stat").epoch,
+        epoch + 1
+    );
+    bus.finish();
+}
+
+#[test]
+fn a_raw_subscriber_reads_a_typed_pools_messages_as_their_bytes() {
+    let bus = BusName::new("pool-raw-reads-typed");
+    let mut p =
+        PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create");
+    let mut reader = spawn_child(
+        "as_child_pool_raw_reader",
+        "pool-raw-reader",
+        &[("BUS", bus.name().to_string()), ("COUNT", "2".into())],
+    );
+    reader.wait_ready();
+    for id in [3, 4] {
+        let mut loan = p.loan(Wait::Never).expect("a block");
+        *loan = tick(id);
+        loan.publish().expect("single publisher");
+    }
+    let done = reader.wait();
+    assert_eq!(done.code(), Some(0), "{}", done.output());
+    for id in [3, 4] {
+        let hex: String = bytemuck::bytes_of(&tick(id))
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert!(
+            done.output().contains(&format!("BYTES {hex}\n")),
+            "tick {id}: {}",
+            done.output()
+        );
+    }
+    drop(p);
+    bus.finish();
+}
+
+#[test]
+fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
+    let bus = BusName::new("pool-raw-writes-typed");
+    drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create"));
+    let opts = OpenOptions::default().start(Start::Oldest);
+    let mut s = PoolSubscriber::<Tick>::open(bus.name(), &opts).expect("open");
+    let writer = spawn_child(
+        "as_child_pool_raw_writer",
+        "pool-raw-writer",
+        &[("BUS", bus.name().to_string())],
+    );
+    let done = writer.wait();
+    assert!(done.output().contains("PUBLISHED"), "{}", done.output());
+    // The 3-byte message is no Tick: lost, counted, nothing held.
+    match s.recv(Wait::Never).expect("recv") {
+        Some(Received::Lagged { skipped: 1 }) => {}
+        other => panic!("expected one lost message, got {other:?}"),
+    }
+    assert_eq!(s.held(), 0);
+    match s.recv(Wait::Never).expect("recv") {
+        Some(Received::Message(t)) => assert_eq!(*t, tick(9)),
+        other => panic!("expected tick 9, got {other:?}"),
+    }
+    // Counted where `stat` and `top` see it, as any lost message.
+    let lines = shmbus::stat::stat(bus.name()).expect("stat").subscribers;
+    assert_eq!(
+        lines
+            .iter()
+            .map(|l| (l.delivered, l.skipped))
+            .collect::<Vec<_>>(),
+        [(1, 1)]
+    );
+    drop(s);
+    bus.finish();
+}
+
+#[test]
+fn a_pool_made_before_the_header_recorded_its_block_type_opens_raw_only() {
+    let bus = BusName::new("pool-untyped");
+    drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create"));
+    // As an older build left it: the block type's bytes are zero.
+    let path = bus.path();
+    let (from, to) = (
+        shmbus::wire::header::POOL_TYPE_HASH,
+        shmbus::wire::header::POOL_TYPE_NAME + 64,
+    );
+    common::write_at(path, from as u64, &vec![0u8; to - from]);
+    match PoolSubscriber::<Tick>::open(bus.name(), &OpenOptions::default()) {
+        Err(OpenError::TypeMismatch { found, .. }) => {
+            assert_eq!((found.size, found.align, found.name_hash), (0, 0, 0));
+        }
+        other => panic!("expected a type mismatch, got {other:?}"),
+    }
+    drop(PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
+    drop(PoolPublisher::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("raw attaches"));
+    let pool = shmbus::stat::stat(bus.name())
+        .expect("stat")
+        .pool
+        .expect("a pool");
+    assert_eq!(pool.block_type.name_hash, 0);
+    bus.finish();
+}
+
+#[test]
+fn a_typed_pool_whose_header_says_its_blocks_are_smaller_than_its_type_is_refused() {
+    let bus = BusName::new("pool-small-blocks");
+    drop(
+        PoolPublisher::<[u64; 16]>::create(bus.name(), &PoolOptions::new(4, 128, 8))
+            .expect("create"),
+    );
+    // Blocks of 64 bytes still lie inside the file: only the type says no.
+    let path = bus.path();
+    common::patch_u64(path, shmbus::wire::header::POOL_BLOCK_SIZE as u64, 64);
+    match PoolSubscriber::<[u64; 16]>::open(bus.name(), &OpenOptions::default()) {
+        Err(OpenError::InvalidGeometry(text)) => {
+            assert!(
+                text.contains("64-byte blocks") && text.contains("u64[16]"),
+                "{text}"
+            );
+        }
+        other => panic!("expected invalid geometry, got {other:?}"),
+    }
+    match PoolPublisher::<[u64; 16]>::attach(bus.name(), &OpenOptions::default()) {
+        Err(AttachError::Open(OpenError::InvalidGeometry(_))) => {}
+        other => panic!("expected invalid geometry, got {other:?}"),
+    }
+    drop(PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
+    bus.finish();
+}
 
 /// A payload that names itself: 8 bytes of tag, then the tag's low byte,
 /// so a block rewritten under a reader (or torn) is caught.
@@ -24,7 +338,7 @@ fn whole(buf: &[u8]) -> bool {
     buf[8..].iter().all(|&b| b == tag as u8)
 }
 
-fn publish(p: &mut PoolPublisher, tag: u64, len: usize) {
+fn publish(p: &mut PoolPublisher<[u8]>, tag: u64, len: usize) {
     let mut loan = p
         .loan(len, Wait::For(Duration::from_secs(5)))
         .expect("a block");
@@ -37,7 +351,7 @@ fn as_child_pool_holder() {
     role("pool-holder", || {
         let name: String = param("BUS");
         let hold: usize = param("HOLD");
-        let mut s = PoolSubscriber::open(&name, &OpenOptions::default()).expect("open");
+        let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
         print_ready();
         let mut held = Vec::new();
         while held.len() < hold {
@@ -55,7 +369,8 @@ fn as_child_pool_holder() {
 fn as_child_pool_loaner() {
     role("pool-loaner", || {
         let name: String = param("BUS");
-        let mut p = PoolPublisher::attach_many(&name, &OpenOptions::default()).expect("attach");
+        let mut p =
+            PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()).expect("attach");
         let loan = p.loan(64, Wait::Never).expect("a block");
         print_ready();
         let _keep = loan;
@@ -71,14 +386,15 @@ fn as_child_pool_worker() {
         let kind: String = param("KIND");
         let mut rng: u64 = param("SEED");
         if kind == "publisher" {
-            let mut p = PoolPublisher::attach_many(&name, &OpenOptions::default()).expect("attach");
+            let mut p =
+                PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()).expect("attach");
             print_ready();
             for tag in 0.. {
                 rng = splitmix(rng);
                 publish(&mut p, tag, 8 + (rng % 4000) as usize);
             }
         } else {
-            let mut s = PoolSubscriber::open(&name, &OpenOptions::default()).expect("open");
+            let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
             print_ready();
             let mut held = std::collections::VecDeque::new();
             loop {
@@ -88,8 +404,7 @@ fn as_child_pool_worker() {
                     held.push_back(m);
                 }
                 rng = splitmix(rng);
-                if held.len() == PoolSubscriber::<shmbus::mem::ShmRegion>::MAX_HELD || rng % 3 == 0
-                {
+                if held.len() == PoolSubscriber::<[u8]>::MAX_HELD || rng % 3 == 0 {
                     if let Some(m) = held.pop_front() {
                         assert!(whole(&m), "a held block was rewritten");
                     }
@@ -105,12 +420,12 @@ fn as_child_pool_worker() {
 fn as_child_pool_foreigner() {
     role("pool-foreigner", || {
         let name: String = param("BUS");
-        match PoolPublisher::attach_many(&name, &OpenOptions::default()) {
+        match PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()) {
             Err(e @ shmbus::AttachError::PidNamespace { .. }) => println!("REFUSED {e}"),
             Err(e) => println!("OTHER {e}"),
             Ok(_) => println!("ATTACHED"),
         }
-        let opened = PoolSubscriber::open(&name, &OpenOptions::default()).is_ok();
+        let opened = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).is_ok();
         println!("SUBSCRIBER {opened}");
     });
 }
@@ -120,9 +435,11 @@ fn as_child_pool_foreigner() {
 #[test]
 fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
     let bus = BusName::new("pool-pidns");
-    let _p =
-        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3).many())
-            .expect("create");
+    let _p = PoolPublisher::<[u8]>::create_many(
+        bus.name(),
+        &shmbus::pool::PoolOptions::new(2, 64, 3).many(),
+    )
+    .expect("create");
     if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
         eprintln!("SKIPPED: this machine cannot unshare a pid namespace (needs root)");
         bus.finish();
@@ -158,8 +475,9 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
     let bus = BusName::new("pool-holder");
     // 8 slots and 16 blocks: with the holder's 8 held and 8 on the ring,
     // none is free until the holder dies.
-    let mut p = PoolPublisher::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
-        .expect("create");
+    let mut p =
+        PoolPublisher::<[u8]>::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+            .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_holder",
         "pool-holder",
@@ -192,9 +510,11 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
 #[test]
 fn a_publisher_killed_holding_a_loan_loses_only_that_block_until_a_loan_sweeps_it() {
     let bus = BusName::new("pool-loaner");
-    let p =
-        PoolPublisher::create_many(bus.name(), &shmbus::pool::PoolOptions::new(2, 64, 3).many())
-            .expect("create");
+    let p = PoolPublisher::<[u8]>::create_many(
+        bus.name(),
+        &shmbus::pool::PoolOptions::new(2, 64, 3).many(),
+    )
+    .expect("create");
     let child = spawn_child(
         "as_child_pool_loaner",
         "pool-loaner",
@@ -229,13 +549,14 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     );
     let bus = BusName::new("pool-chaos");
     let blocks = 16 + 3 * 8 + 4;
-    let p = PoolPublisher::create_many(
+    let p = PoolPublisher::<[u8]>::create_many(
         bus.name(),
         &shmbus::pool::PoolOptions::new(16, 4096, blocks).many(),
     )
     .expect("create");
     // A live reader throughout, checking every block it gets.
-    let mut reader = PoolSubscriber::open(bus.name(), &OpenOptions::default()).expect("open");
+    let mut reader =
+        PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut rng = seed;
     let (mut seen, mut skipped) = (0u64, 0u64);
     for round in 0..rounds {

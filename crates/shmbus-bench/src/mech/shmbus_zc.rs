@@ -33,13 +33,13 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 /// A subscription whose last sample stays held until the next `recv`.
 struct Reader {
     /// Declared first: dropped before the subscriber it came from.
-    held: Option<Sample>,
-    sub: PoolSubscriber,
+    held: Option<Sample<[u8]>>,
+    sub: PoolSubscriber<[u8]>,
 }
 
 struct Ends {
     rx: Option<Reader>,
-    tx: Option<PoolPublisher>,
+    tx: Option<PoolPublisher<[u8]>>,
 }
 
 impl Endpoint for Ends {
@@ -89,7 +89,7 @@ impl Mechanism for ShmbusZc {
         let opts = shmbus::pool::PoolOptions::new(slots, block, slots + 64).prefault(true);
         let ways = if spec.duplex { 2 } else { 1 };
         for name in [ping(&token), pong(&token)].into_iter().take(ways) {
-            PoolPublisher::create(&name, &opts).map_err(io_err)?;
+            PoolPublisher::<[u8]>::create(&name, &opts).map_err(io_err)?;
             buses.names.push(name);
         }
         Ok(Box::new(buses))
@@ -100,11 +100,12 @@ impl Mechanism for ShmbusZc {
                 .start(Start::Next)
                 .wait_strategy(WaitStrategy::BusySpin)
                 .prefault(true);
-            let sub = PoolSubscriber::open(name, &opts).map_err(io_err)?;
+            let sub = PoolSubscriber::<[u8]>::open(name, &opts).map_err(io_err)?;
             Ok::<_, io::Error>(Reader { held: None, sub })
         };
         let publ = |name: &str| {
-            PoolPublisher::attach(name, &OpenOptions::default().prefault(true)).map_err(io_err)
+            PoolPublisher::<[u8]>::attach(name, &OpenOptions::default().prefault(true))
+                .map_err(io_err)
         };
         let ends = match side {
             Side::Sender => Ends {

@@ -326,9 +326,9 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
         if let Some(ms) = args.unblock_ms {
             opts = opts.unblock_timeout(Duration::from_millis(ms));
         }
-        PoolPublisher::create_many(&args.name, &opts)?;
+        PoolPublisher::<[u8]>::create_many(&args.name, &opts)?;
     } else {
-        PoolPublisher::create(&args.name, &opts)?;
+        PoolPublisher::<[u8]>::create(&args.name, &opts)?;
     }
     Ok(())
 }

@@ -179,11 +179,17 @@ pub(crate) fn census_json(c: &shmbus::pool::Census) -> Value {
     })
 }
 
-/// A pool bus's pool: its geometry, census and holders.
+/// A pool bus's pool: its geometry, its blocks' message type, census and
+/// holders.
 fn pool_json(p: &PoolStat) -> Value {
+    let t = &p.block_type;
     json!({
         "block_size": p.block_size,
         "blocks": p.blocks,
+        "type_name": t.name,
+        "type_hash": format!("{:#018x}", t.name_hash),
+        "msg_size": t.size,
+        "msg_align": t.align,
         "census": census_json(&p.census),
         "holders": p.holders.iter().map(|h| json!({
             "entry": h.entry,
@@ -430,13 +436,7 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
         ("epoch", s.epoch.to_string()),
         ("publisher", publisher_text(s)),
         ("subscribers", subscribers_text(s)),
-        (
-            "type",
-            format!(
-                "{} (size {}, align {})",
-                h.msg.name, h.msg.size, h.msg.align
-            ),
-        ),
+        ("type", type_text(s)),
         ("created", utc_time(h.created_ns)),
     ];
     let pool = s.pool.as_ref().map(pool_rows);
@@ -474,6 +474,35 @@ fn unknown_text(s: &BusStat) -> String {
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A bus's message type; a pool bus's is its blocks', and its slots
+/// carry descriptors.
+fn type_text(s: &BusStat) -> String {
+    let h = &s.header;
+    let ring = format!(
+        "{} (size {}, align {})",
+        escaped(&h.msg.name),
+        h.msg.size,
+        h.msg.align
+    );
+    match &s.pool {
+        Some(pool) => format!(
+            "{}, one per block; the slots carry {ring}",
+            block_type_text(pool)
+        ),
+        None => ring,
+    }
+}
+
+/// A pool's block message type as its creator recorded it; a pool made
+/// before the header recorded one has zeros there (LAYOUT §19.1).
+fn block_type_text(p: &PoolStat) -> String {
+    let t = &p.block_type;
+    if t.name_hash == 0 && t.size == 0 {
+        return "not recorded (made by an older build: raw readers only)".into();
+    }
+    format!("{} (size {}, align {})", escaped(&t.name), t.size, t.align)
 }
 
 /// A bus's message size; a pool bus's messages are up to a block, and its

@@ -142,8 +142,10 @@ fn run_pool(args: &PubArgs, opts: &OpenOptions) -> Result<(), CliError> {
             args.name
         )));
     }
-    let mut publisher = match PoolPublisher::attach(&args.name, opts) {
-        Err(AttachError::WrongPublishers { .. }) => PoolPublisher::attach_many(&args.name, opts)?,
+    let mut publisher = match PoolPublisher::<[u8]>::attach(&args.name, opts) {
+        Err(AttachError::WrongPublishers { .. }) => {
+            PoolPublisher::<[u8]>::attach_many(&args.name, opts)?
+        }
         attached => attached?,
     };
     let max = publisher.block_size();

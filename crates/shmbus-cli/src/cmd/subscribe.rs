@@ -145,16 +145,18 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
             found: Kind::Stream,
             ..
         }) => run_stream(args, &opts, &mut out),
-        Err(OpenError::PoolMismatch { found: true }) => {
-            run_pool(args, PoolSubscriber::open(&args.name, &opts)?, &mut out)
-        }
+        Err(OpenError::PoolMismatch { found: true }) => run_pool(
+            args,
+            PoolSubscriber::<[u8]>::open(&args.name, &opts)?,
+            &mut out,
+        ),
         Err(e) => Err(e.into()),
     }
 }
 
 fn run_pool(
     args: &SubArgs,
-    mut subscriber: PoolSubscriber,
+    mut subscriber: PoolSubscriber<[u8]>,
     out: &mut Stdout,
 ) -> Result<(), CliError> {
     let timeout = args.timeout.map(|t| t.duration);

@@ -150,9 +150,9 @@ pub struct PoolScene {
     pub entry: usize,
     /// The `shmbus sub` that holds nothing.
     pub reader: Watched,
-    samples: Vec<shmbus::pool::Sample>,
-    holder: shmbus::pool::PoolSubscriber,
-    publisher: shmbus::pool::PoolPublisher,
+    samples: Vec<shmbus::pool::Sample<[u8]>>,
+    holder: shmbus::pool::PoolSubscriber<[u8]>,
+    publisher: shmbus::pool::PoolPublisher<[u8]>,
     plain: (shmbus::Publisher<u64>, shmbus::Subscriber<u64>),
 }
 
@@ -162,18 +162,22 @@ impl PoolScene {
         let dir = ShmDir::new(label);
         let pool = dir.bus("pool");
         let plain = dir.bus("plain");
-        let mut publisher =
-            shmbus::pool::PoolPublisher::create(&pool, &shmbus::pool::PoolOptions::new(4, 256, 8))
-                .expect("create the pool bus");
+        let mut publisher = shmbus::pool::PoolPublisher::<[u8]>::create(
+            &pool,
+            &shmbus::pool::PoolOptions::new(4, 256, 8),
+        )
+        .expect("create the pool bus");
         let plain = (
             shmbus::Publisher::<u64>::create(&plain, &BusOptions::new(8))
                 .expect("create the plain bus"),
             shmbus::Subscriber::<u64>::open(&plain, &OpenOptions::default())
                 .expect("open the plain bus"),
         );
-        let mut holder =
-            shmbus::pool::PoolSubscriber::open(&pool, &OpenOptions::default().start(Start::Oldest))
-                .expect("a pool subscriber");
+        let mut holder = shmbus::pool::PoolSubscriber::<[u8]>::open(
+            &pool,
+            &OpenOptions::default().start(Start::Oldest),
+        )
+        .expect("a pool subscriber");
         let reader = spawn(shmbus(&["sub", &pool, "--wait", "futex"]));
         let rpid = reader.pid();
         let line = |s: &shmbus::stat::BusStat, pid: u32| {

@@ -978,6 +978,51 @@ fn a_pool_publisher_closed_with_a_loan_out_lives_until_the_loan_is_published() {
 }
 
 #[test]
+fn a_c_pool_subscriber_reads_a_typed_rust_pool_and_a_type_it_names_must_be_the_blocks() {
+    let bus = Bus::new("typedpool");
+    let opts = shmbus_core::pool::PoolOptions::new(4, 64, 8);
+    let mut rust = shmbus_core::pool::PoolPublisher::<u64>::create(&bus.name, &opts)
+        .expect("a typed Rust pool");
+    // SAFETY: as in the first test; the type names are C string literals.
+    unsafe {
+        let mut wrong = oldest();
+        wrong.type_name = c"f64".as_ptr();
+        wrong.type_size = 8;
+        wrong.type_align = 8;
+        let mut s = null_mut();
+        assert_eq!(
+            shmbus_pool_subscriber_open(bus.ptr(), &wrong, &mut s),
+            Status::SHMBUS_ERROR
+        );
+        assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_TYPE_MISMATCH);
+        let e = last_error();
+        assert!(e.contains("`u64`") && e.contains("`f64`"), "{e}");
+        let mut right = wrong;
+        right.type_name = c"u64".as_ptr();
+        assert_eq!(
+            shmbus_pool_subscriber_open(bus.ptr(), &right, &mut s),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        let mut loan = rust.loan(shmbus_core::Wait::Never).expect("a block");
+        *loan = 0x0102_0304;
+        loan.publish().expect("single publisher");
+        let mut sample = null_mut();
+        assert_eq!(
+            shmbus_pool_subscriber_recv(s, &mut sample, null_mut(), 0),
+            Status::SHMBUS_MESSAGE
+        );
+        let (mut d, mut l, mut seq) = (null(), 0, 0);
+        shmbus_sample_data(sample, &mut d, &mut l, &mut seq);
+        let bytes = std::slice::from_raw_parts(d.cast::<u8>(), l);
+        assert_eq!(bytes, 0x0102_0304u64.to_le_bytes());
+        shmbus_sample_release(sample);
+        shmbus_pool_subscriber_close(s);
+    }
+}
+
+#[test]
 fn a_pool_subscriber_holding_its_most_samples_is_full_and_loses_nothing() {
     let bus = Bus::new("held");
     let mut p = null_mut();

@@ -36,11 +36,13 @@ pub(crate) fn create<T: ?Sized + Payload, P: PublisherCount>(
     .map(|(ring, ())| ring)
 }
 
-/// Creates a pool bus of `blocks` blocks of `block_size` bytes.
+/// Creates a pool bus of `blocks` blocks of `block_size` bytes, whose
+/// blocks carry `block_msg`.
 pub(crate) fn create_pool<P: PublisherCount>(
     name: &str,
     opts: &BusOptions<P>,
     (block_size, blocks): (u64, u64),
+    block_msg: TypeFingerprint,
 ) -> Result<(Ring<ShmRegion>, crate::wire::PoolGeometry), CreateError> {
     create_with(name, opts, |page| {
         Header::broadcast(
@@ -49,7 +51,7 @@ pub(crate) fn create_pool<P: PublisherCount>(
             page,
             opts.first_seq,
         )?
-        .with_pool(blocks, block_size)
+        .with_pool(blocks, block_size, block_msg)
     })
 }
 
@@ -164,22 +166,31 @@ pub(crate) fn attach(
     opts: &OpenOptions,
     want: Publishers,
 ) -> Result<(Ring<ShmRegion>, u64), AttachError> {
-    attach_header(name, msg, opts, want, false).map(|(ring, next, _)| (ring, next))
+    attach_header(name, msg, opts, want, None).map(|(ring, next, _)| (ring, next))
 }
 
-/// [`attach`] for a publisher that does (`pool`) or does not use a pool;
-/// also returns the validated header.
+/// A pool publisher's check of a pool's header (its block type), made
+/// before the publisher takes its role.
+pub(crate) type PoolCheck<'a> = &'a dyn Fn(&Header) -> Result<(), OpenError>;
+
+/// [`attach`] for a publisher that does (`pool`: the check its pool must
+/// pass) or does not use a pool; also returns the validated header.
 pub(crate) fn attach_header(
     name: &str,
     msg: Option<&TypeFingerprint>,
     opts: &OpenOptions,
     want: Publishers,
-    pool: bool,
+    pool: Option<PoolCheck<'_>>,
 ) -> Result<(Ring<ShmRegion>, u64, Header), AttachError> {
     // The pool first, as in `open_header`.
     let (region, header) = open_checked(name, Role::Publisher, Kind::Broadcast, None, opts)?;
-    expect_pool(&header, pool)?;
+    expect_pool(&header, pool.is_some())?;
     header.expect(Kind::Broadcast, msg)?;
+    if let Some(check) = pool {
+        // Before the role is taken: a refused publisher leaves no trace
+        // (no epoch bumped, no pid written).
+        check(&header)?;
+    }
     let found = if header.flags & flags::MULTI_PUBLISHER != 0 {
         Publishers::Many
     } else {

@@ -31,7 +31,7 @@ pub(crate) struct Blocks {
 /// ```
 /// use shmbus::{Wait, pool::PoolPublisher};
 ///
-/// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
 /// publisher.loan(1, Wait::Never)?.publish()?;
 /// let census = publisher.census();
 /// assert_eq!((census.on_ring, census.free), (1, 3));

@@ -8,16 +8,18 @@ use crate::bus::ring::Ring;
 use crate::error::CreateError;
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
-use crate::wire::{descriptor, Header};
+use crate::wire::{descriptor, Header, TypeFingerprint};
 
-/// The ring and pool of a new heap pool bus.
+/// The ring and pool of a new heap pool bus whose blocks carry
+/// `block_msg`.
 pub(crate) fn ring(
     capacity: u64,
     block_size: u64,
     blocks: u64,
+    block_msg: TypeFingerprint,
 ) -> Result<(Ring<Arc<HeapRegion>>, Blocks), CreateError> {
     let (header, geo) = Header::broadcast(capacity, descriptor(), HEAP_PAGE, 0)
-        .and_then(|h| h.with_pool(blocks, block_size))
+        .and_then(|h| h.with_pool(blocks, block_size, block_msg))
         .map_err(CreateError::InvalidGeometry)?;
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
     header.write(&*region);

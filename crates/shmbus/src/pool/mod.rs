@@ -3,13 +3,19 @@
 //! A publisher loans a block, writes it in place and publishes its
 //! descriptor; a subscriber reads the block in place and releases it.
 //!
+//! Each handle is generic over its payload as the bus's are: a
+//! [`Message`](crate::Message) type `T` (a loan is one `T`, a sample a
+//! `&T`) or `[u8]` (a loan is up to a block of bytes). The header records
+//! the block type; typed openers check it, raw ones take any.
+//!
 //! Files: `state.rs` (a block's state word), `blocks.rs` (the protocol:
 //! loan, reclaim, take, release, census), `sweep.rs` (what the dead left),
-//! `heap.rs` (a pool bus on the heap), then the handles: [`PoolPublisher`]
-//! with its [`Loan`] (`publisher.rs`, which also holds the block logic both
-//! kinds of loan share) and [`OwnedLoan`] (`owned.rs`: a loan that owns
-//! its publisher, for holders that cannot keep a borrow), [`TypedLoan`]
-//! (`typed.rs`), [`PoolSubscriber`] with its [`Sample`].
+//! `heap.rs` (a pool bus on the heap), `block_type.rs` (the block type a
+//! pool records and a typed opener checks), then the handles:
+//! [`PoolPublisher`] with its [`Loan`] (`publisher.rs`, which also holds
+//! the block logic both kinds of loan share) and [`OwnedLoan`]
+//! (`owned.rs`: a loan that owns its publisher, for holders that cannot
+//! keep a borrow), [`PoolSubscriber`] with its [`Sample`].
 //!
 //! # Invariants (docs/LAYOUT.md §19)
 //! - The ring is the bus's (`bus::ring`), unchanged: its messages are
@@ -37,8 +43,13 @@
 //!   is in the creator's pid namespace (header `POOL_PID_NS`, checked by
 //!   `attach_many`); a single-publisher bus frees all loans on attach.
 //! - Everything read from the file is checked: a descriptor naming a block
-//!   past the pool or a length past the block is a lost message; a state
-//!   word with no meaning is reclaimable; every search is one pass.
+//!   past the pool or a length past the block (or, to a typed subscriber,
+//!   any length but its type's) is a lost message; a state word with no
+//!   meaning is reclaimable; every search is one pass.
+//! - A typed handle's `T` fits a block (its size at most the block size,
+//!   its alignment at most 64, which every block start has), checked when
+//!   the pool is made or opened, so a typed loan or sample is always
+//!   exactly one aligned `T`.
 //!
 //! # Algorithm
 //! The take/reclaim pair is Dekker's, with SeqCst fences as in the bus's
@@ -48,6 +59,8 @@
 //! retire step. The hold records live in the registry so that a dead
 //! reader's are found by its lock, as a dead publisher's loans by its pid.
 
+#[cfg(not(loom))]
+mod block_type;
 pub(crate) mod blocks;
 #[cfg(not(loom))]
 mod heap;
@@ -62,8 +75,6 @@ mod subscriber;
 mod sweep;
 #[cfg(all(test, not(loom)))]
 mod tests;
-#[cfg(not(loom))]
-mod typed;
 
 pub use crate::options::PoolOptions;
 pub use blocks::Census;
@@ -73,5 +84,3 @@ pub use owned::{IntoLoanError, OwnedLoan};
 pub use publisher::{Loan, LoanError, PoolPublisher};
 #[cfg(not(loom))]
 pub use subscriber::{PoolRecvError, PoolSubscriber, Sample};
-#[cfg(not(loom))]
-pub use typed::TypedLoan;

@@ -10,15 +10,33 @@
 //! differs.
 
 use super::publisher::{LoanError, LoanedBlock, PoolPublisher};
-use crate::bus::Abandoned;
+use crate::bus::{Abandoned, Payload};
 use crate::mem::{DefaultRegion, Region};
 use crate::wait::Wait;
+use crate::wire::Message;
 
-impl<R: Region> PoolPublisher<R> {
-    /// Loans a block as [`PoolPublisher::loan`] does, into a loan that
-    /// owns this publisher until the block is published or given back
-    /// ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a holder that
-    /// cannot keep a borrow: a binding, a loan moved to another thread.
+impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
+    /// A loan of `len` bytes that owns this publisher, or the publisher
+    /// back with the error: what both `into_loan`s do.
+    #[allow(clippy::result_large_err)] // as `into_loan`'s, below
+    fn into_loan_of(
+        mut self,
+        len: usize,
+        wait: Wait,
+    ) -> Result<OwnedLoan<T, R>, IntoLoanError<T, R>> {
+        match self.lend(len, wait) {
+            Ok(block) => Ok(OwnedLoan::new(self, block)),
+            Err(error) => Err(IntoLoanError::new(self, error)),
+        }
+    }
+}
+
+impl<T: Message, R: Region> PoolPublisher<T, R> {
+    /// Loans a block for one `T` as [`PoolPublisher::loan`] does, into a
+    /// loan that owns this publisher until the block is published or
+    /// given back ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a
+    /// holder that cannot keep a borrow: a binding, a loan moved to
+    /// another thread.
     ///
     /// # Errors
     /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
@@ -28,9 +46,9 @@ impl<R: Region> PoolPublisher<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
-    /// let mut loan = publisher.into_loan(3, Wait::Never)?;
-    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.into_loan(Wait::Never)?;
+    /// *loan = 3;
     /// let (publisher, published) = loan.publish();
     /// assert_eq!(published?, 0);
     /// assert_eq!(publisher.census().on_ring, 1);
@@ -39,17 +57,48 @@ impl<R: Region> PoolPublisher<R> {
     // The `Ok` side holds the same publisher, so boxing the error would not
     // shrink the `Result`; it would only allocate on every failed try.
     #[allow(clippy::result_large_err)]
-    pub fn into_loan(mut self, len: usize, wait: Wait) -> Result<OwnedLoan<R>, IntoLoanError<R>> {
-        match self.lend(len, wait) {
-            Ok(block) => Ok(OwnedLoan::new(self, block)),
-            Err(error) => Err(IntoLoanError::new(self, error)),
-        }
+    pub fn into_loan(self, wait: Wait) -> Result<OwnedLoan<T, R>, IntoLoanError<T, R>> {
+        self.into_loan_of(size_of::<T>(), wait)
     }
 }
 
-/// A block loaned by a publisher that this loan owns meanwhile: `len`
-/// writable bytes in the pool (a `[u8]` through `Deref`, so `len()` and
-/// the slice methods), published by [`OwnedLoan::publish`] or given back
+impl<R: Region> PoolPublisher<[u8], R> {
+    /// Loans a block of `len` bytes as [`PoolPublisher::loan`] does, into
+    /// a loan that owns this publisher until the block is published or
+    /// given back ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a
+    /// holder that cannot keep a borrow: a binding, a loan moved to
+    /// another thread.
+    ///
+    /// # Errors
+    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
+    /// the publisher back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Wait, pool::PoolPublisher};
+    ///
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.into_loan(3, Wait::Never)?;
+    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// let (publisher, published) = loan.publish();
+    /// assert_eq!(published?, 0);
+    /// assert_eq!(publisher.census().on_ring, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[allow(clippy::result_large_err)]
+    pub fn into_loan(
+        self,
+        len: usize,
+        wait: Wait,
+    ) -> Result<OwnedLoan<[u8], R>, IntoLoanError<[u8], R>> {
+        self.into_loan_of(len, wait)
+    }
+}
+
+/// A block loaned by a publisher that this loan owns meanwhile: one
+/// writable `T` in the pool (a typed publisher's), or `len` writable bytes
+/// (a raw one's: a `[u8]` through `Deref`, so `len()` and the slice
+/// methods), published by [`OwnedLoan::publish`] or given back
 /// by [`OwnedLoan::cancel`], each of which returns the publisher. Dropped
 /// unpublished, it frees the block (as a dropped [`Loan`](super::Loan)
 /// does) and drops the publisher.
@@ -58,7 +107,7 @@ impl<R: Region> PoolPublisher<R> {
 /// ```
 /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
-/// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+/// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.into_loan(5, Wait::Never)?;
 /// // The loan may go to another thread to be written.
@@ -78,11 +127,12 @@ impl<R: Region> PoolPublisher<R> {
 /// assert_eq!(publisher.census().loaned, 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct OwnedLoan<R: Region = DefaultRegion> {
+pub struct OwnedLoan<T: ?Sized + Payload, R: Region = DefaultRegion> {
     /// The publisher the block was loaned from: `Some` for as long as the
     /// loan lives (`publish` and `cancel` take it as they consume the
     /// loan), so it keeps the mapping of `block`'s bytes alive.
-    publisher: Option<PoolPublisher<R>>,
+    publisher: Option<PoolPublisher<T, R>>,
+    /// A typed loan's is one `T`, as a [`Loan`](super::Loan)'s.
     block: LoanedBlock,
 }
 
@@ -93,14 +143,14 @@ pub struct OwnedLoan<R: Region = DefaultRegion> {
 // it is published or freed), and its bytes lie in the mapping that the
 // owned publisher keeps alive wherever the loan goes; no other handle
 // reaches them, so moving the loan to another thread moves all access.
-unsafe impl<R: Region> Send for OwnedLoan<R> where PoolPublisher<R>: Send {}
+unsafe impl<T: ?Sized + Payload, R: Region> Send for OwnedLoan<T, R> where PoolPublisher<T, R>: Send {}
 // SAFETY: as for `Send`; `&OwnedLoan` reads the bytes (`Deref`) and
 // nothing else, and shared reads of plain bytes from several threads are
 // as sound as those of a `&[u8]`.
-unsafe impl<R: Region> Sync for OwnedLoan<R> where PoolPublisher<R>: Sync {}
+unsafe impl<T: ?Sized + Payload, R: Region> Sync for OwnedLoan<T, R> where PoolPublisher<T, R>: Sync {}
 
-impl<R: Region> OwnedLoan<R> {
-    pub(super) fn new(publisher: PoolPublisher<R>, block: LoanedBlock) -> Self {
+impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
+    pub(super) fn new(publisher: PoolPublisher<T, R>, block: LoanedBlock) -> Self {
         OwnedLoan {
             publisher: Some(publisher),
             block,
@@ -110,7 +160,7 @@ impl<R: Region> OwnedLoan<R> {
     /// Takes the loan apart: the publisher and the block, which the caller
     /// then publishes or frees (`Drop` sees no publisher, and does
     /// nothing).
-    fn take(mut self) -> (PoolPublisher<R>, LoanedBlock) {
+    fn take(mut self) -> (PoolPublisher<T, R>, LoanedBlock) {
         let block = self.block.take();
         match self.publisher.take() {
             Some(publisher) => (publisher, block),
@@ -134,13 +184,13 @@ impl<R: Region> OwnedLoan<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let (publisher, first) = publisher.into_loan(1, Wait::Never)?.publish();
     /// let (_, second) = publisher.into_loan(1, Wait::Never)?.publish();
     /// assert_eq!((first?, second?), (0, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn publish(self) -> (PoolPublisher<R>, Result<u64, Abandoned>) {
+    pub fn publish(self) -> (PoolPublisher<T, R>, Result<u64, Abandoned>) {
         let (mut publisher, mut block) = self.take();
         let published = block.publish(&mut publisher);
         (publisher, published)
@@ -152,18 +202,20 @@ impl<R: Region> OwnedLoan<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
-    /// let loan = publisher.into_loan(8, Wait::Never)?;
+    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+    /// let loan = publisher.into_loan(Wait::Never)?;
     /// let publisher = loan.cancel();
     /// assert_eq!(publisher.census().free, 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cancel(self) -> PoolPublisher<R> {
+    pub fn cancel(self) -> PoolPublisher<T, R> {
         let (publisher, mut block) = self.take();
         block.free(&publisher);
         publisher
     }
+}
 
+impl<R: Region> OwnedLoan<[u8], R> {
     /// Shortens the message to its first `len` bytes, as
     /// [`Loan::truncate`](super::Loan::truncate).
     ///
@@ -171,7 +223,7 @@ impl<R: Region> OwnedLoan<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.into_loan(64, Wait::Never)?;
     /// loan[..2].copy_from_slice(b"hi");
     /// loan.truncate(2);
@@ -183,20 +235,33 @@ impl<R: Region> OwnedLoan<R> {
     }
 }
 
-impl<R: Region> std::ops::Deref for OwnedLoan<R> {
+impl<R: Region> std::ops::Deref for OwnedLoan<[u8], R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.block.bytes()
     }
 }
 
-impl<R: Region> std::ops::DerefMut for OwnedLoan<R> {
+impl<R: Region> std::ops::DerefMut for OwnedLoan<[u8], R> {
     fn deref_mut(&mut self) -> &mut [u8] {
         self.block.bytes_mut()
     }
 }
 
-impl<R: Region> Drop for OwnedLoan<R> {
+impl<T: Message, R: Region> std::ops::Deref for OwnedLoan<T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.block.value()
+    }
+}
+
+impl<T: Message, R: Region> std::ops::DerefMut for OwnedLoan<T, R> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.block.value_mut()
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for OwnedLoan<T, R> {
     fn drop(&mut self) {
         if let Some(publisher) = self.publisher.as_ref() {
             self.block.free(publisher);
@@ -204,7 +269,7 @@ impl<R: Region> Drop for OwnedLoan<R> {
     }
 }
 
-impl<R: Region> std::fmt::Debug for OwnedLoan<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for OwnedLoan<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.block.fmt_as("OwnedLoan", f)
     }
@@ -218,20 +283,20 @@ impl<R: Region> std::fmt::Debug for OwnedLoan<R> {
 /// ```
 /// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
 ///
-/// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+/// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let failed = publisher.into_loan(100, Wait::Never).unwrap_err();
 /// assert_eq!(failed.error(), &LoanError::TooLong { len: 100, max: 64 });
 /// let (publisher, _error) = failed.into_parts();
 /// assert!(publisher.into_loan(64, Wait::Never).is_ok());
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
-pub struct IntoLoanError<R: Region = DefaultRegion> {
-    publisher: PoolPublisher<R>,
+pub struct IntoLoanError<T: ?Sized + Payload, R: Region = DefaultRegion> {
+    publisher: PoolPublisher<T, R>,
     error: LoanError,
 }
 
-impl<R: Region> IntoLoanError<R> {
-    pub(super) fn new(publisher: PoolPublisher<R>, error: LoanError) -> Self {
+impl<T: ?Sized + Payload, R: Region> IntoLoanError<T, R> {
+    pub(super) fn new(publisher: PoolPublisher<T, R>, error: LoanError) -> Self {
         IntoLoanError { publisher, error }
     }
 
@@ -241,7 +306,7 @@ impl<R: Region> IntoLoanError<R> {
     /// ```
     /// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
     ///
-    /// let publisher = PoolPublisher::on_heap(2, 64, 3)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let failed = publisher.into_loan(65, Wait::Never).unwrap_err();
     /// assert!(matches!(failed.error(), LoanError::TooLong { len: 65, .. }));
     /// # Ok::<(), shmbus::CreateError>(())
@@ -256,13 +321,13 @@ impl<R: Region> IntoLoanError<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(2, 64, 3)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let (publisher, error) = publisher.into_loan(65, Wait::Never).unwrap_err().into_parts();
     /// assert_eq!(publisher.block_size(), 64);
     /// assert!(error.to_string().contains("65 bytes"));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn into_parts(self) -> (PoolPublisher<R>, LoanError) {
+    pub fn into_parts(self) -> (PoolPublisher<T, R>, LoanError) {
         (self.publisher, self.error)
     }
 
@@ -272,19 +337,19 @@ impl<R: Region> IntoLoanError<R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(2, 64, 3)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let publisher = match publisher.into_loan(65, Wait::Never) {
     ///     Ok(loan) => loan.cancel(),
     ///     Err(failed) => failed.into_publisher(),
     /// };
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn into_publisher(self) -> PoolPublisher<R> {
+    pub fn into_publisher(self) -> PoolPublisher<T, R> {
         self.publisher
     }
 }
 
-impl<R: Region> std::fmt::Debug for IntoLoanError<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for IntoLoanError<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IntoLoanError")
             .field("error", &self.error)
@@ -293,7 +358,7 @@ impl<R: Region> std::fmt::Debug for IntoLoanError<R> {
     }
 }
 
-impl<R: Region> std::fmt::Display for IntoLoanError<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Display for IntoLoanError<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
@@ -303,7 +368,7 @@ impl<R: Region> std::fmt::Display for IntoLoanError<R> {
     }
 }
 
-impl<R: Region> std::error::Error for IntoLoanError<R> {
+impl<T: ?Sized + Payload, R: Region> std::error::Error for IntoLoanError<T, R> {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         Some(&self.error)
     }

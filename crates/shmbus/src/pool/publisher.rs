@@ -1,6 +1,13 @@
 //! [`PoolPublisher`] and its [`Loan`]: a block written in place, then
 //! published as a descriptor on the ring.
+//!
+//! A typed loan is `&mut T` rather than `&mut MaybeUninit<T>`: a block's
+//! bytes are always initialised (zero at creation, then whole messages),
+//! so the old message is a valid `T` to overwrite field by field, no
+//! `assume_init` is needed, and safe code cannot publish uninitialised
+//! bytes for a subscriber to read.
 
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -8,17 +15,28 @@ use std::time::{Duration, Instant};
 use super::blocks::{Blocks, Census};
 use super::subscriber::PoolSubscriber;
 use crate::bus::ring::Ring;
-use crate::bus::Abandoned;
+use crate::bus::{Abandoned, Payload};
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
 use crate::wait::{Backoff, Step, Wait, WaitStrategy};
+use crate::wire::Message;
 
-/// Publishes messages of up to a block's size without copying them: it
-/// loans a block from the bus's shared pool, the caller writes the message
-/// in place, and [`Loan::publish`] puts a 16-byte descriptor on the ring.
+/// Publishes messages of payload `T` without copying them: a
+/// [`Message`] type (each loan is one `T`, written in place as `&mut T`),
+/// or `[u8]` for raw bytes (each loan is up to a block of bytes). It loans
+/// a block from the bus's shared pool, the caller writes the message in
+/// place, and [`Loan::publish`] puts a 16-byte descriptor on the ring.
 /// Subscribers ([`PoolSubscriber`]) read the block in place.
+///
+/// The pool records its block type (`T`'s name, size and alignment, or
+/// `bytes` for a raw pool) when it is made; a typed publisher or
+/// subscriber of another type is refused with
+/// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch), and a raw
+/// one opens any pool. Blocks are 64-byte aligned, so a `T` aligned to
+/// more than 64 bytes, or larger than a block, is refused when the pool
+/// is made or opened.
 ///
 /// A pool bus has one publisher (held by the publisher lock, as a plain
 /// bus) or, created with [`PoolPublisher::create_many`], any number. A
@@ -28,13 +46,48 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 /// back.
 ///
 /// # Examples
+/// Typed: each message is one `Frame`, written in place.
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
+/// use shmbus::{Message, OpenOptions, Received, Start, Wait};
+/// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+///
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Frame { id: u64, pixels: [u8; 4096] }
+///
+/// impl Message for Frame {
+///     const NAME: &'static str = "video.Frame";
+/// }
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-{}", std::process::id());
+/// // 8 slots, 16 blocks of 4160 bytes.
+/// let mut publisher = PoolPublisher::<Frame>::create(&name, &PoolOptions::new(8, 4160, 16))?;
+/// let opts = OpenOptions::default().start(Start::Oldest);
+/// let mut subscriber = PoolSubscriber::<Frame>::open(&name, &opts)?;
+///
+/// let mut frame = publisher.loan(Wait::Never)?;
+/// frame.id = 7;
+/// frame.pixels.fill(255);
+/// frame.publish()?;
+///
+/// match subscriber.recv(Wait::Never)? {
+///     Some(Received::Message(frame)) => assert_eq!((frame.id, frame.pixels[4095]), (7, 255)),
+///     other => panic!("expected the frame, got {other:?}"),
+/// }
+/// shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// Raw: each message is up to a block of bytes.
+/// ```
+/// use shmbus::{OpenOptions, Received, Start, Wait};
+/// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+///
+/// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-raw-{}", std::process::id());
 /// // 8 slots, 16 blocks of 4 KiB.
-/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(8, 4096, 16))?;
-/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &PoolOptions::new(8, 4096, 16))?;
+/// let opts = OpenOptions::default().start(Start::Oldest);
+/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &opts)?;
 ///
 /// let mut loan = publisher.loan(5, Wait::Never)?;
 /// loan.copy_from_slice(b"hello");
@@ -47,7 +100,13 @@ use crate::wait::{Backoff, Step, Wait, WaitStrategy};
 /// shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct PoolPublisher<R: Region = DefaultRegion> {
+///
+/// A typed publisher's loan is one `T`: it takes no length.
+/// ```compile_fail,E0061
+/// let mut publisher = shmbus::pool::PoolPublisher::<u64, _>::on_heap(4, 64, 5).unwrap();
+/// let _ = publisher.loan(8, shmbus::Wait::Never);
+/// ```
+pub struct PoolPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) ring: Ring<R>,
     blocks: Blocks,
     /// Single-publisher buses: the next sequence.
@@ -61,13 +120,15 @@ pub struct PoolPublisher<R: Region = DefaultRegion> {
     /// Frees what dead processes held (a bus in /dev/shm has locks to
     /// tell; a heap bus's threads cannot die alone).
     sweep: fn(&R, &Blocks),
+    _payload: PhantomData<fn(&T)>,
 }
 
-impl<R: Region> std::fmt::Debug for PoolPublisher<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolPublisher<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolPublisher")
             .field("next", &self.next)
             .field("capacity", &self.ring.capacity())
+            .field("block_size", &self.blocks.geo.block_size)
             .field("many_publishers", &self.multi)
             .finish_non_exhaustive()
     }
@@ -79,7 +140,7 @@ impl<R: Region> std::fmt::Debug for PoolPublisher<R> {
 /// ```
 /// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
 ///
-/// let mut publisher = PoolPublisher::on_heap(2, 64, 3)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
 /// match publisher.loan(100, Wait::Never) {
 ///     Err(LoanError::TooLong { len, max }) => assert_eq!((len, max), (100, 64)),
 ///     _ => panic!("100 bytes do not fit in a 64-byte block"),
@@ -97,13 +158,6 @@ pub enum LoanError {
         /// The pool's block size.
         max: usize,
     },
-    /// A typed loan ([`PoolPublisher::loan_as`]) of a type whose
-    /// alignment the block does not have.
-    #[error("a loan for a type aligned to {align} bytes: blocks are aligned to 64")]
-    Misaligned {
-        /// The type's alignment.
-        align: usize,
-    },
     /// Every block was on the ring, loaned or held until the wait ended.
     #[error(
         "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, \
@@ -117,7 +171,7 @@ pub enum LoanError {
     },
 }
 
-impl<R: Region> PoolPublisher<R> {
+impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     pub(super) fn from_parts(
         mut ring: Ring<R>,
         blocks: Blocks,
@@ -134,40 +188,12 @@ impl<R: Region> PoolPublisher<R> {
             hint: 0,
             origin: Origin::here(),
             sweep,
+            _payload: PhantomData,
         }
     }
 
-    /// Loans a block for a message of `len` bytes, waiting as `wait` says
-    /// while every block is on the ring, loaned or held. The loan's bytes
-    /// hold whatever the block held before: write all `len` of them.
-    ///
-    /// # Errors
-    /// [`LoanError::TooLong`] for a `len` above the block size;
-    /// [`LoanError::Exhausted`] when the wait ends with no block free. A
-    /// waiting publisher frees what dead processes held (their loans, and
-    /// their subscribers' holds) on a bus in /dev/shm, at once and again
-    /// every 50 ms of its wait.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
-    ///
-    /// let mut publisher = PoolPublisher::on_heap(4, 4096, 5)?;
-    /// let mut loan = publisher.loan(3, Wait::Never)?;
-    /// loan.copy_from_slice(&[1, 2, 3]);
-    /// assert_eq!(loan.publish()?, 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn loan(&mut self, len: usize, wait: Wait) -> Result<Loan<'_, R>, LoanError> {
-        let block = self.lend(len, wait)?;
-        Ok(Loan {
-            publisher: self,
-            block,
-        })
-    }
-
     /// Finds a block for a loan of `len` bytes, waiting as `wait` says:
-    /// the search behind both kinds of loan.
+    /// the search behind every loan (borrowed or owned, typed or raw).
     pub(super) fn lend(&mut self, len: usize, wait: Wait) -> Result<LoanedBlock, LoanError> {
         let max = self.block_size();
         if len > max {
@@ -222,7 +248,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::pool::PoolPublisher::on_heap(4, 4096, 5)?;
+    /// let publisher = shmbus::pool::PoolPublisher::<[u8], _>::on_heap(4, 4096, 5)?;
     /// assert_eq!(publisher.block_size(), 4096);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -234,7 +260,7 @@ impl<R: Region> PoolPublisher<R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::pool::PoolPublisher::on_heap(4, 64, 6)?;
+    /// let publisher = shmbus::pool::PoolPublisher::<u64, _>::on_heap(4, 64, 6)?;
     /// assert_eq!(publisher.census().free, 6);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -275,27 +301,98 @@ impl<R: Region> PoolPublisher<R> {
     }
 }
 
-/// A block loaned to a publisher: `len` writable bytes in the pool,
+impl<T: Message, R: Region> PoolPublisher<T, R> {
+    /// Loans a block for one `T`, waiting as `wait` says while every block
+    /// is on the ring, loaned or held. The loan derefs to the `T` in the
+    /// block: the bytes of the block's last message, or zeros (a block's
+    /// bytes are always a valid `T`); write every field.
+    ///
+    /// # Errors
+    /// [`LoanError::Exhausted`] when the wait ends with no block free. A
+    /// waiting publisher frees what dead processes held (their loans, and
+    /// their subscribers' holds) on a bus in /dev/shm, at once and again
+    /// every 50 ms of its wait.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Wait, pool::PoolPublisher};
+    ///
+    /// let mut publisher = PoolPublisher::<[u64; 8], _>::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.loan(Wait::Never)?;
+    /// *loan = [1; 8];
+    /// assert_eq!(loan.publish()?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loan(&mut self, wait: Wait) -> Result<Loan<'_, T, R>, LoanError> {
+        let block = self.lend(size_of::<T>(), wait)?;
+        Ok(Loan {
+            publisher: self,
+            block,
+        })
+    }
+}
+
+impl<R: Region> PoolPublisher<[u8], R> {
+    /// Loans a block for a message of `len` bytes, waiting as `wait` says
+    /// while every block is on the ring, loaned or held. The loan's bytes
+    /// hold whatever the block held before: write all `len` of them.
+    ///
+    /// # Errors
+    /// [`LoanError::TooLong`] for a `len` above the block size;
+    /// [`LoanError::Exhausted`] when the wait ends with no block free. A
+    /// waiting publisher frees what dead processes held (their loans, and
+    /// their subscribers' holds) on a bus in /dev/shm, at once and again
+    /// every 50 ms of its wait.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Wait, pool::PoolPublisher};
+    ///
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 4096, 5)?;
+    /// let mut loan = publisher.loan(3, Wait::Never)?;
+    /// loan.copy_from_slice(&[1, 2, 3]);
+    /// assert_eq!(loan.publish()?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn loan(&mut self, len: usize, wait: Wait) -> Result<Loan<'_, [u8], R>, LoanError> {
+        let block = self.lend(len, wait)?;
+        Ok(Loan {
+            publisher: self,
+            block,
+        })
+    }
+}
+
+/// A block loaned to a publisher: one `T` (a typed publisher's) or `len`
+/// bytes (a raw one's) in the pool, written in place through `DerefMut`,
 /// published by [`Loan::publish`], given back unpublished when dropped.
 ///
 /// # Examples
 /// ```
 /// use shmbus::{Wait, pool::PoolPublisher};
 ///
-/// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let mut loan = publisher.loan(8, Wait::Never)?;
 /// loan.fill(7);
 /// assert_eq!(loan.len(), 8);
 /// drop(loan); // not published: the block is free again
 /// assert_eq!(publisher.census().free, 5);
+///
+/// let mut typed = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+/// let mut loan = typed.loan(Wait::Never)?;
+/// *loan = 7;
+/// assert_eq!(*loan, 7);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Loan<'a, R: Region = DefaultRegion> {
-    publisher: &'a mut PoolPublisher<R>,
+pub struct Loan<'a, T: ?Sized + Payload, R: Region = DefaultRegion> {
+    publisher: &'a mut PoolPublisher<T, R>,
+    /// A typed loan's is exactly `size_of::<T>()` bytes at a block's
+    /// start, 64-byte aligned, and `T`'s alignment is at most 64 (checked
+    /// when the pool was made or opened).
     block: LoanedBlock,
 }
 
-impl<R: Region> Loan<'_, R> {
+impl<T: ?Sized + Payload, R: Region> Loan<'_, T, R> {
     /// Publishes the block: its descriptor goes on the ring, and returns
     /// the message's sequence number.
     ///
@@ -308,15 +405,18 @@ impl<R: Region> Loan<'_, R> {
     /// ```
     /// use shmbus::{Wait, pool::PoolPublisher};
     ///
-    /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
-    /// let loan = publisher.loan(0, Wait::Never)?;
+    /// let mut publisher = PoolPublisher::<u32, _>::on_heap(4, 64, 5)?;
+    /// let mut loan = publisher.loan(Wait::Never)?;
+    /// *loan = 42;
     /// assert_eq!(loan.publish()?, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn publish(mut self) -> Result<u64, Abandoned> {
         self.block.publish(self.publisher)
     }
+}
 
+impl<R: Region> Loan<'_, [u8], R> {
     /// Shortens the message to its first `len` bytes; a `len` at or above
     /// the loan's length changes nothing (as `Vec::truncate`). A writer
     /// that learns the length only as it writes loans a whole block
@@ -326,7 +426,7 @@ impl<R: Region> Loan<'_, R> {
     /// ```
     /// use shmbus::{pool::PoolPublisher, Received, Start, Wait, WaitStrategy};
     ///
-    /// let mut publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// let mut loan = publisher.loan(publisher.block_size(), Wait::Never)?;
     /// let written = b"seven b";
@@ -344,26 +444,39 @@ impl<R: Region> Loan<'_, R> {
     }
 }
 
-impl<R: Region> std::ops::Deref for Loan<'_, R> {
+impl<R: Region> std::ops::Deref for Loan<'_, [u8], R> {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         self.block.bytes()
     }
 }
 
-impl<R: Region> std::ops::DerefMut for Loan<'_, R> {
+impl<R: Region> std::ops::DerefMut for Loan<'_, [u8], R> {
     fn deref_mut(&mut self) -> &mut [u8] {
         self.block.bytes_mut()
     }
 }
 
-impl<R: Region> Drop for Loan<'_, R> {
+impl<T: Message, R: Region> std::ops::Deref for Loan<'_, T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.block.value()
+    }
+}
+
+impl<T: Message, R: Region> std::ops::DerefMut for Loan<'_, T, R> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.block.value_mut()
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for Loan<'_, T, R> {
     fn drop(&mut self) {
         self.block.free(self.publisher);
     }
 }
 
-impl<R: Region> std::fmt::Debug for Loan<'_, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Loan<'_, T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.block.fmt_as("Loan", f)
     }
@@ -403,6 +516,19 @@ impl LoanedBlock {
         }
     }
 
+    /// The block's bytes as the one `T` of a typed loan: its length is
+    /// `size_of::<T>()` and its start 64-byte aligned, which `T`'s
+    /// alignment divides (both checked when the pool was made or opened),
+    /// so the cast cannot fail; and any bytes are a valid `T` (`Pod`).
+    pub(super) fn value<T: Message>(&self) -> &T {
+        bytemuck::from_bytes(self.bytes())
+    }
+
+    /// As [`LoanedBlock::value`], writable.
+    pub(super) fn value_mut<T: Message>(&mut self) -> &mut T {
+        bytemuck::from_bytes_mut(self.bytes_mut())
+    }
+
     pub(super) fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
     }
@@ -421,16 +547,16 @@ impl LoanedBlock {
 
     /// Publishes the block on `publisher`, the one it was loaned from;
     /// afterwards `free` does nothing.
-    pub(super) fn publish<R: Region>(
+    pub(super) fn publish<T: ?Sized + Payload, R: Region>(
         &mut self,
-        publisher: &mut PoolPublisher<R>,
+        publisher: &mut PoolPublisher<T, R>,
     ) -> Result<u64, Abandoned> {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         publisher.publish(block, self.len)
     }
 
     /// Gives an unpublished block back to `publisher`'s pool, once.
-    pub(super) fn free<R: Region>(&mut self, publisher: &PoolPublisher<R>) {
+    pub(super) fn free<T: ?Sized + Payload, R: Region>(&mut self, publisher: &PoolPublisher<T, R>) {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         // In a forked child the block is the parent's loan, not ours.
         if block != PUBLISHED && publisher.origin.is_current() {
@@ -453,22 +579,30 @@ const PUBLISHED: u64 = u64::MAX;
 /// a lock per live subscriber, too dear for every poll.
 const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
-impl PoolPublisher<Arc<HeapRegion>> {
+impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
     /// A pool bus on the heap, for threads of one process (and Miri): a
-    /// ring of `capacity` slots, `blocks` blocks of `block_size` bytes.
+    /// ring of `capacity` slots, `blocks` blocks of `block_size` bytes,
+    /// each carrying one `T` (or, raw, up to `block_size` bytes).
     ///
     /// # Errors
     /// [`CreateError::InvalidGeometry`] for a capacity that is not a power
     /// of two, a block size that is not a multiple of 64 in 64 B..=1 GiB,
-    /// or fewer blocks than `capacity + 1`.
+    /// fewer blocks than `capacity + 1`, or a `T` larger than a block or
+    /// aligned to more than 64 bytes
+    /// ([`GeometryError::PoolBlockType`](crate::error::GeometryError::PoolBlockType)).
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::pool::PoolPublisher::on_heap(16, 1 << 16, 32)?;
+    /// use shmbus::pool::PoolPublisher;
+    /// let raw = PoolPublisher::<[u8], _>::on_heap(16, 1 << 16, 32)?;
+    /// let typed = PoolPublisher::<[f32; 1024], _>::on_heap(16, 4096, 32)?;
+    /// assert!(PoolPublisher::<[f32; 1024], _>::on_heap(16, 1024, 32).is_err());
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, block_size: u64, blocks: u64) -> Result<Self, CreateError> {
-        let (ring, pool) = super::heap::ring(capacity, block_size, blocks)?;
+        let block_msg =
+            super::block_type::block_type::<T>(block_size).map_err(CreateError::InvalidGeometry)?;
+        let (ring, pool) = super::heap::ring(capacity, block_size, blocks, block_msg)?;
         Ok(PoolPublisher::from_parts(ring, pool, 0, false, |_, _| {}))
     }
 
@@ -480,7 +614,7 @@ impl PoolPublisher<Arc<HeapRegion>> {
     /// # Examples
     /// ```
     /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::on_heap(4, 64, 5)?;
+    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -488,7 +622,7 @@ impl PoolPublisher<Arc<HeapRegion>> {
         &self,
         start: Start,
         wait: WaitStrategy,
-    ) -> Result<PoolSubscriber<Arc<HeapRegion>>, crate::OpenError> {
+    ) -> Result<PoolSubscriber<T, Arc<HeapRegion>>, crate::OpenError> {
         PoolSubscriber::on_heap(self.ring.share(), self.blocks, start, wait)
     }
 }
@@ -501,20 +635,24 @@ mod shm {
     use crate::options::{Many, OpenOptions, PoolOptions, PublisherCount};
     use crate::wire::{descriptor, Publishers};
 
-    impl PoolPublisher<ShmRegion> {
-        /// Creates a pool bus as `opts` say and becomes its one publisher.
+    impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
+        /// Creates a pool bus as `opts` say, whose blocks carry `T` (a
+        /// raw pool: up to a block of bytes), and becomes its one
+        /// publisher. The header records the block type.
         ///
         /// # Errors
         /// As [`crate::Publisher::create`], and
-        /// [`CreateError::InvalidGeometry`] for a
-        /// block size that is not a multiple of 64 in 64 B..=1 GiB, or
-        /// fewer blocks than the capacity + 1.
+        /// [`CreateError::InvalidGeometry`] for a block size that is not a
+        /// multiple of 64 in 64 B..=1 GiB, fewer blocks than one more than
+        /// the capacity, or a `T` larger than a block or aligned to more
+        /// than 64 bytes
+        /// ([`GeometryError::PoolBlockType`](crate::error::GeometryError::PoolBlockType)).
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, pool::PoolPublisher};
+        /// use shmbus::pool::{PoolOptions, PoolPublisher};
         /// # let name = format!("/dev/shm/shmbus-doc-poolcreate-{}", std::process::id());
-        /// let publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(16, 1 << 20, 24))?;
+        /// let publisher = PoolPublisher::<[u8]>::create(&name, &PoolOptions::new(16, 1 << 20, 24))?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
@@ -532,10 +670,10 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
+        /// use shmbus::{OpenOptions, pool::{PoolOptions, PoolPublisher}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
-        /// let first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24).many())?;
-        /// let second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+        /// let first = PoolPublisher::<u64>::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
+        /// let second = PoolPublisher::<u64>::attach_many(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
@@ -549,7 +687,11 @@ mod shm {
         ) -> Result<Self, CreateError> {
             let multi = crate::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
-            let (ring, pool) = crate::bus::segment::create_pool(name, &bus, opts.pool())?;
+            let (block_size, count) = opts.pool();
+            let block_msg = super::super::block_type::block_type::<T>(block_size)
+                .map_err(CreateError::InvalidGeometry)?;
+            let (ring, pool) =
+                crate::bus::segment::create_pool(name, &bus, (block_size, count), block_msg)?;
             let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
             Ok(PoolPublisher::from_parts(
                 ring,
@@ -563,18 +705,27 @@ mod shm {
         /// Becomes the publisher of an existing single-publisher pool bus
         /// after the last one exited or died: it carries on the sequence,
         /// bumps the epoch, and frees the blocks the last one had loaned.
+        /// A typed publisher checks the pool's block type; a raw one
+        /// (`[u8]`) attaches to a pool of any type.
         ///
         /// # Errors
-        /// As [`crate::Publisher::attach`];
-        /// [`crate::OpenError::PoolMismatch`] (inside
-        /// [`AttachError::Open`]) for a bus without a pool.
+        /// As [`crate::Publisher::attach`]:
+        /// [`crate::OpenError::TypeMismatch`] (inside
+        /// [`AttachError::Open`]) for a pool of another block type, which
+        /// it names beside `T`'s; [`crate::OpenError::PoolMismatch`] for a
+        /// bus without a pool.
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, pool::PoolPublisher};
+        /// use shmbus::{AttachError, OpenError, OpenOptions, pool::{PoolOptions, PoolPublisher}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattach-{}", std::process::id());
-        /// drop(PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(16, 4096, 24))?);
-        /// let second = PoolPublisher::attach(&name, &OpenOptions::default())?;
+        /// drop(PoolPublisher::<u64>::create(&name, &PoolOptions::new(16, 4096, 24))?);
+        /// let second = PoolPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// drop(second);
+        /// assert!(matches!(
+        ///     PoolPublisher::<u32>::attach(&name, &OpenOptions::default()),
+        ///     Err(AttachError::Open(OpenError::TypeMismatch { .. }))
+        /// ));
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
@@ -587,14 +738,16 @@ mod shm {
         ///
         /// # Errors
         /// As [`crate::bus::ManyPublisher::attach`];
-        /// [`crate::OpenError::PoolMismatch`] for a bus without a pool.
+        /// [`crate::OpenError::TypeMismatch`] as for
+        /// [`PoolPublisher::attach`]; [`crate::OpenError::PoolMismatch`]
+        /// for a bus without a pool.
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, Wait, pool::PoolPublisher};
+        /// use shmbus::{OpenOptions, Wait, pool::{PoolOptions, PoolPublisher}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
-        /// let mut first = PoolPublisher::create_many(&name, &shmbus::pool::PoolOptions::new(4, 64, 8).many())?;
-        /// let mut second = PoolPublisher::attach_many(&name, &OpenOptions::default())?;
+        /// let mut first = PoolPublisher::<[u8]>::create_many(&name, &PoolOptions::new(4, 64, 8).many())?;
+        /// let mut second = PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
         /// assert_eq!(first.loan(1, Wait::Never)?.publish()?, 0);
         /// assert_eq!(second.loan(1, Wait::Never)?.publish()?, 1);
         /// # shmbus::remove(&name)?;
@@ -610,8 +763,12 @@ mod shm {
             want: Publishers,
         ) -> Result<Self, AttachError> {
             let msg = descriptor();
+            let check = |header: &crate::wire::Header| {
+                super::super::block_type::check_block_type::<T>(header, opts.message.as_ref())
+                    .map(|_| ())
+            };
             let (ring, next, header) =
-                crate::bus::segment::attach_header(name, Some(&msg), opts, want, true)?;
+                crate::bus::segment::attach_header(name, Some(&msg), opts, want, Some(&check))?;
             let pool = header
                 .pool
                 .ok_or(crate::OpenError::PoolMismatch { found: false })?;
@@ -642,7 +799,7 @@ mod shm {
         super::super::sweep::dead(region, blocks);
     }
 
-    impl PoolPublisher<ShmRegion> {
+    impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
         /// Frees now what dead processes left (as a loan that finds the
         /// pool exhausted does first): returns (subscriber entries
         /// cleared, loans freed). For tests and `shmbus clean`.

@@ -1,29 +1,38 @@
 //! [`PoolSubscriber`] and its [`Sample`]: a published block read in place,
 //! held until the sample is dropped.
 
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use super::block_type::{exact, Exact};
 use super::blocks::Blocks;
 use crate::bus::activity::Activity;
 use crate::bus::ring::{Poll, Ring, Stall};
-use crate::bus::Received;
+use crate::bus::{Payload, Received};
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
 use crate::wait::{Wait, WaitStrategy};
-use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
+use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
 
-/// Reads a pool bus at its own cursor, each message in place: a
-/// [`Sample`] derefs to the block the publisher wrote, and holds it (the
-/// publisher will not reuse it) until dropped. A subscriber holds at most
-/// [`PoolSubscriber::MAX_HELD`] samples at once.
+/// Reads a pool bus of payload `T` (a [`Message`] type, or `[u8]` for
+/// raw bytes) at its own cursor, each message in place: a [`Sample`]
+/// derefs to the `T` (or the bytes) the publisher wrote in its block, and
+/// holds it (the publisher will not reuse it) until dropped. A subscriber
+/// holds at most [`PoolSubscriber::MAX_HELD`] samples at once.
+///
+/// A typed subscriber opens only a pool whose recorded block type is `T`
+/// ([`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch) otherwise);
+/// a raw one opens any pool.
 ///
 /// Lag is counted as on a copying bus: over a subscriber's life, samples
 /// delivered plus all `skipped` equal the messages published since it
 /// started. A message whose descriptor it read but whose block the
 /// publisher had already reclaimed (it was being lapped) counts as one
-/// skipped.
+/// skipped, as does a descriptor no honest publisher writes: a block past
+/// the pool, a length past the block, or (typed) a length other than
+/// `size_of::<T>()`.
 ///
 /// It maps the pool read-only, and writes only its registry entry's lines
 /// in the control area. It always takes a registry entry (its holds are
@@ -34,7 +43,7 @@ use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
 /// ```
 /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
-/// let mut publisher = PoolPublisher::on_heap(4, 64, 8)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.loan(2, Wait::Never)?;
 /// loan.copy_from_slice(b"hi");
@@ -46,15 +55,19 @@ use crate::wire::{control, hold_line::HOLDS, DESCRIPTOR_BYTES};
 /// assert_eq!(sample.sequence(), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct PoolSubscriber<R: Region = DefaultRegion> {
+pub struct PoolSubscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) inner: Arc<Inner<R>>,
     pos: u64,
     stall: Stall,
     wait: WaitStrategy,
     activity: Activity,
+    /// A typed subscriber's: each message must be exactly `T`'s size,
+    /// aligned for it, or it is lost.
+    exact: Option<Exact>,
+    _payload: PhantomData<fn() -> Box<T>>,
 }
 
-impl<R: Region> std::fmt::Debug for PoolSubscriber<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolSubscriber<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolSubscriber")
             .field("pos", &self.pos)
@@ -91,10 +104,10 @@ impl<R: Region> Drop for Inner<R> {
 /// ```
 /// use shmbus::{Start, Wait, WaitStrategy, pool::{PoolPublisher, PoolRecvError, PoolSubscriber}};
 ///
-/// let mut publisher = PoolPublisher::on_heap(16, 64, 32)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(16, 64, 32)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut held = Vec::new();
-/// for _ in 0..=PoolSubscriber::<shmbus::mem::HeapRegion>::MAX_HELD {
+/// for _ in 0..=PoolSubscriber::<[u8], shmbus::mem::HeapRegion>::MAX_HELD {
 ///     publisher.loan(1, Wait::Never)?.publish()?;
 /// }
 /// while let Ok(Some(shmbus::Received::Message(s))) = subscriber.recv(Wait::Never) {
@@ -118,7 +131,7 @@ pub enum PoolRecvError {
     },
 }
 
-impl<R: Region> PoolSubscriber<R> {
+impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// How many samples one subscriber may hold at once.
     pub const MAX_HELD: usize = HOLDS;
 
@@ -128,6 +141,7 @@ impl<R: Region> PoolSubscriber<R> {
         entry: usize,
         pos: u64,
         wait: WaitStrategy,
+        exact: Option<Exact>,
     ) -> Self {
         blocks.enter(ring.region(), entry);
         PoolSubscriber {
@@ -141,6 +155,8 @@ impl<R: Region> PoolSubscriber<R> {
             stall: Stall::default(),
             wait,
             activity: Activity::none(),
+            exact,
+            _payload: PhantomData,
         }
     }
 
@@ -155,12 +171,12 @@ impl<R: Region> PoolSubscriber<R> {
     /// ```
     /// use shmbus::{Start, Wait, WaitStrategy, pool::PoolPublisher};
     ///
-    /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
+    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert!(subscriber.recv(Wait::Never)?.is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn recv(&mut self, wait: Wait) -> Result<Option<Received<Sample<R>>>, PoolRecvError> {
+    pub fn recv(&mut self, wait: Wait) -> Result<Option<Received<Sample<T, R>>>, PoolRecvError> {
         let inner = &*self.inner;
         let region = inner.ring.region();
         let Some(slot) = inner.blocks.free_slot(region, inner.entry) else {
@@ -185,19 +201,28 @@ impl<R: Region> PoolSubscriber<R> {
         let len = u64::from_le_bytes(desc[8..].try_into().unwrap_or_default());
         let geo = inner.blocks.geo;
         // A descriptor is untrusted: a block past the pool, or a length
-        // past the block, is a lost message.
-        let valid = block < geo.blocks && len <= geo.block_size;
-        if !valid || !inner.blocks.take(region, inner.entry, slot, block, seq) {
+        // past the block, is a lost message; so is, to a typed reader, a
+        // length other than its type's (a raw or hostile writer's), or
+        // bytes not aligned for it (never: blocks are 64-byte aligned and
+        // the type's alignment was checked to divide 64 at open).
+        let in_pool = block < geo.blocks && len <= geo.block_size;
+        let ptr = in_pool
+            .then(|| region.raw(geo.block(block), len as usize))
+            .flatten();
+        let typed_ok = self.exact.is_none_or(|e| {
+            len == e.size as u64 && ptr.is_some_and(|p| p.as_ptr() as usize % e.align == 0)
+        });
+        if !in_pool || !typed_ok || !inner.blocks.take(region, inner.entry, slot, block, seq) {
             self.activity.lagged(region, self.pos, 1);
             return Ok(Some(Received::Lagged { skipped: 1 }));
         }
-        let ptr = region.raw(geo.block(block), len as usize);
         Ok(Some(Received::Message(Sample {
             inner: Arc::clone(&self.inner),
             slot,
             ptr,
             len: len as usize,
             seq,
+            _payload: PhantomData,
         })))
     }
 
@@ -206,7 +231,7 @@ impl<R: Region> PoolSubscriber<R> {
     /// # Examples
     /// ```
     /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.position(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -220,7 +245,7 @@ impl<R: Region> PoolSubscriber<R> {
     /// # Examples
     /// ```
     /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::on_heap(4, 64, 8)?;
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.held(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -231,9 +256,10 @@ impl<R: Region> PoolSubscriber<R> {
     }
 }
 
-/// One message of a pool bus, read in place: derefs to the bytes the
-/// publisher wrote. The block stays the message's (the publisher reclaims
-/// it for no other) until the sample is dropped.
+/// One message of a pool bus, read in place: derefs to the `T` (a typed
+/// subscriber's) or the bytes (a raw one's) the publisher wrote. The block
+/// stays the message's (the publisher reclaims it for no other) until the
+/// sample is dropped.
 ///
 /// The bytes are shared memory another process wrote: they are stable
 /// while held unless a process with write access to the file breaks the
@@ -244,7 +270,7 @@ impl<R: Region> PoolSubscriber<R> {
 /// ```
 /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
 ///
-/// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// publisher.loan(3, Wait::Never)?.copy_from_slice(b"abc"); // dropped: not sent
 /// let mut loan = publisher.loan(3, Wait::Never)?;
@@ -255,24 +281,36 @@ impl<R: Region> PoolSubscriber<R> {
 /// assert_eq!(subscriber.held(), 1);
 /// drop(sample);
 /// assert_eq!(subscriber.held(), 0);
+///
+/// // Typed: the sample is a `&u64`.
+/// let mut publisher = PoolPublisher::<u64, _>::on_heap(2, 64, 4)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+/// let mut loan = publisher.loan(Wait::Never)?;
+/// *loan = 10;
+/// loan.publish()?;
+/// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
+/// assert_eq!(*sample, 10);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct Sample<R: Region = DefaultRegion> {
+pub struct Sample<T: ?Sized + Payload, R: Region = DefaultRegion> {
     inner: Arc<Inner<R>>,
     slot: usize,
+    /// A typed sample's: exactly `size_of::<T>()` bytes, aligned for `T`
+    /// (checked in `recv`).
     ptr: Option<NonNull<u8>>,
     len: usize,
     seq: u64,
+    _payload: PhantomData<fn() -> Box<T>>,
 }
 
-impl<R: Region> Sample<R> {
+impl<T: ?Sized + Payload, R: Region> Sample<T, R> {
     /// The message's sequence number.
     ///
     /// # Examples
     /// ```
     /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
     ///
-    /// let mut publisher = PoolPublisher::on_heap(2, 64, 4)?;
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// publisher.loan(0, Wait::Never)?.publish()?;
     /// publisher.loan(0, Wait::Never)?.publish()?;
@@ -284,11 +322,8 @@ impl<R: Region> Sample<R> {
     pub fn sequence(&self) -> u64 {
         self.seq
     }
-}
 
-impl<R: Region> std::ops::Deref for Sample<R> {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
+    fn bytes(&self) -> &[u8] {
         match self.ptr {
             // SAFETY: `Blocks::take` saw the block still hold this
             // message after recording the hold (the Dekker pair in
@@ -303,7 +338,24 @@ impl<R: Region> std::ops::Deref for Sample<R> {
     }
 }
 
-impl<R: Region> Drop for Sample<R> {
+impl<R: Region> std::ops::Deref for Sample<[u8], R> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl<T: Message, R: Region> std::ops::Deref for Sample<T, R> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // `recv` delivers a typed sample only if its length is
+        // `size_of::<T>()` and its bytes are aligned for `T`, so the cast
+        // cannot fail; any bytes are a valid `T` (`Pod`).
+        bytemuck::from_bytes(self.bytes())
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for Sample<T, R> {
     fn drop(&mut self) {
         let inner = &*self.inner;
         if !inner.origin.is_current() {
@@ -315,7 +367,7 @@ impl<R: Region> Drop for Sample<R> {
     }
 }
 
-impl<R: Region> std::fmt::Debug for Sample<R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Sample<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Sample")
             .field("seq", &self.seq)
@@ -327,11 +379,11 @@ impl<R: Region> std::fmt::Debug for Sample<R> {
 // SAFETY: a sample is a read-only view of memory that no one writes while
 // it is held, plus an `Arc` of a ring whose region is shared by design
 // (`Sync` regions); releasing the hold is one atomic store.
-unsafe impl<R: Region + Send + Sync> Send for Sample<R> {}
+unsafe impl<T: ?Sized + Payload, R: Region + Send + Sync> Send for Sample<T, R> {}
 // SAFETY: as above: `&Sample` only reads the held bytes.
-unsafe impl<R: Region + Send + Sync> Sync for Sample<R> {}
+unsafe impl<T: ?Sized + Payload, R: Region + Send + Sync> Sync for Sample<T, R> {}
 
-impl PoolSubscriber<Arc<HeapRegion>> {
+impl<T: ?Sized + Payload> PoolSubscriber<T, Arc<HeapRegion>> {
     pub(crate) fn on_heap(
         ring: Ring<Arc<HeapRegion>>,
         blocks: Blocks,
@@ -344,7 +396,11 @@ impl PoolSubscriber<Arc<HeapRegion>> {
                 entries: control::REGISTRY_SLOTS,
             })?;
         let pos = ring.start_at(start);
-        Ok(PoolSubscriber::from_parts(ring, blocks, entry, pos, wait))
+        // The publisher that made this heap pool is of the same `T`.
+        let exact = exact::<T>();
+        Ok(PoolSubscriber::from_parts(
+            ring, blocks, entry, pos, wait, exact,
+        ))
     }
 }
 
@@ -357,20 +413,32 @@ mod shm {
     use crate::segment::Role;
     use crate::wire::descriptor;
 
-    impl PoolSubscriber<ShmRegion> {
-        /// Opens a pool bus to read its messages in place.
+    impl<T: ?Sized + Payload> PoolSubscriber<T, ShmRegion> {
+        /// Opens a pool bus to read its messages in place. A typed
+        /// subscriber checks the pool's block type; a raw one (`[u8]`)
+        /// opens a pool of any type (or of the one
+        /// [`OpenOptions::message_type`] names).
         ///
         /// # Errors
-        /// As [`crate::Subscriber::open`]; [`OpenError::PoolMismatch`] for
-        /// a bus without a pool; [`OpenError::RegistryFull`] if 256 live
-        /// subscribers hold every registry entry.
+        /// As [`crate::Subscriber::open`]: [`OpenError::TypeMismatch`]
+        /// for a pool of another block type, which it names beside `T`'s;
+        /// [`OpenError::PoolMismatch`] for a bus without a pool;
+        /// [`OpenError::RegistryFull`] if 256 live subscribers hold every
+        /// registry entry.
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{BusOptions, OpenOptions, pool::{PoolPublisher, PoolSubscriber}};
+        /// use shmbus::{OpenError, OpenOptions, pool::{PoolOptions, PoolPublisher, PoolSubscriber}};
         /// # let name = format!("/dev/shm/shmbus-doc-poolsubscriber-{}", std::process::id());
-        /// let publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(8, 4096, 16))?;
-        /// let subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
+        /// let publisher = PoolPublisher::<u64>::create(&name, &PoolOptions::new(8, 4096, 16))?;
+        /// let typed = PoolSubscriber::<u64>::open(&name, &OpenOptions::default())?;
+        /// let raw = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default())?;
+        /// match PoolSubscriber::<f64>::open(&name, &OpenOptions::default()) {
+        ///     Err(OpenError::TypeMismatch { found, expected }) => {
+        ///         assert_eq!((found.name.as_str(), expected.name.as_str()), ("u64", "f64"));
+        ///     }
+        ///     other => panic!("the pool carries u64: {other:?}"),
+        /// }
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
@@ -378,6 +446,8 @@ mod shm {
             let msg = descriptor();
             let (ring, header) =
                 crate::bus::segment::open_header(name, Role::Subscriber, Some(&msg), opts, true)?;
+            let exact =
+                super::super::block_type::check_block_type::<T>(&header, opts.message.as_ref())?;
             let geo = header
                 .pool
                 .ok_or(OpenError::PoolMismatch { found: false })?;
@@ -387,7 +457,8 @@ mod shm {
                 crate::bus::segment::register_entry(&ring, pos).ok_or(OpenError::RegistryFull {
                     entries: control::REGISTRY_SLOTS,
                 })?;
-            let mut subscriber = PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait);
+            let mut subscriber =
+                PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait, exact);
             subscriber.activity = activity;
             Ok(subscriber)
         }

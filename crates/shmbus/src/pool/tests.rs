@@ -9,18 +9,21 @@ use crate::mem::HeapRegion;
 use crate::options::Start;
 use crate::wait::{Wait, WaitStrategy};
 
-type Sub = PoolSubscriber<Arc<HeapRegion>>;
+type Sub = PoolSubscriber<[u8], Arc<HeapRegion>>;
+type Pub = PoolPublisher<[u8], Arc<HeapRegion>>;
 
-fn bus(capacity: u64, blocks: u64) -> PoolPublisher<Arc<HeapRegion>> {
+fn bus(capacity: u64, blocks: u64) -> Pub {
     PoolPublisher::on_heap(capacity, 64, blocks).expect("valid geometry")
 }
 
-fn subscribe(p: &PoolPublisher<Arc<HeapRegion>>) -> Sub {
+fn subscribe<T: ?Sized + crate::bus::Payload>(
+    p: &PoolPublisher<T, Arc<HeapRegion>>,
+) -> PoolSubscriber<T, Arc<HeapRegion>> {
     p.subscribe(Start::Oldest, WaitStrategy::BusySpin)
         .expect("an entry")
 }
 
-fn send(p: &mut PoolPublisher<Arc<HeapRegion>>, byte: u8) -> u64 {
+fn send(p: &mut Pub, byte: u8) -> u64 {
     let mut loan = p.loan(8, Wait::Never).expect("a free block");
     loan.fill(byte);
     loan.publish().expect("single publisher")
@@ -33,7 +36,9 @@ fn census_of(s: &Sub) -> super::Census {
     inner.blocks.census(inner.ring.region(), inner.ring.head())
 }
 
-fn take(s: &mut Sub) -> Sample<Arc<HeapRegion>> {
+fn take<T: ?Sized + crate::bus::Payload>(
+    s: &mut PoolSubscriber<T, Arc<HeapRegion>>,
+) -> Sample<T, Arc<HeapRegion>> {
     match s.recv(Wait::Never) {
         Ok(Some(Received::Message(sample))) => sample,
         other => panic!("expected a sample, got {other:?}"),
@@ -167,7 +172,7 @@ fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
     } else {
         shmbus_testkit::scale_min(100_000, 1_000)
     };
-    let mut p = PoolPublisher::on_heap(8, 64, 24).expect("valid geometry");
+    let mut p = Pub::on_heap(8, 64, 24).expect("valid geometry");
     let mut s = p
         .subscribe(Start::Next, WaitStrategy::BusySpin)
         .expect("an entry");
@@ -202,13 +207,13 @@ fn delivered_plus_skipped_equals_published_with_a_reader_on_another_thread() {
 #[test]
 fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
     assert!(matches!(
-        PoolPublisher::on_heap(8, 64, 8),
+        Pub::on_heap(8, 64, 8),
         Err(crate::CreateError::InvalidGeometry(
             crate::error::GeometryError::PoolTooSmall { .. }
         ))
     ));
     assert!(matches!(
-        PoolPublisher::on_heap(8, 100, 9),
+        Pub::on_heap(8, 100, 9),
         Err(crate::CreateError::InvalidGeometry(
             crate::error::GeometryError::PoolBlockSize { .. }
         ))
@@ -219,8 +224,9 @@ fn a_pool_smaller_than_the_ring_plus_one_is_refused() {
 fn a_loan_that_waits_frees_what_the_dead_hold_again_and_again_not_once() {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static SWEEPS: AtomicUsize = AtomicUsize::new(0);
-    let (ring, blocks) = super::heap::ring(2, 64, 3).expect("valid geometry");
-    let mut p = PoolPublisher::from_parts(ring, blocks, 0, false, |_, _| {
+    let (ring, blocks) =
+        super::heap::ring(2, 64, 3, crate::TypeFingerprint::bytes(64)).expect("valid geometry");
+    let mut p = Pub::from_parts(ring, blocks, 0, false, |_, _| {
         SWEEPS.fetch_add(1, Ordering::Relaxed);
     });
     let mut s = subscribe(&p);
@@ -236,31 +242,77 @@ fn a_loan_that_waits_frees_what_the_dead_hold_again_and_again_not_once() {
 }
 
 #[test]
-fn a_typed_loan_is_read_back_as_the_same_type_and_only_as_a_type_of_its_size() {
-    let mut p = bus(4, 6);
+fn a_typed_loan_is_one_t_and_its_sample_reads_it_back_in_place() {
+    let mut p = PoolPublisher::<[u32; 4], _>::on_heap(4, 64, 6).expect("valid geometry");
     let mut s = subscribe(&p);
-    let mut loan = p.loan_as::<[u32; 4]>(Wait::Never).expect("a free block");
+    let mut loan = p.loan(Wait::Never).expect("a free block");
+    assert_eq!(*loan, [0; 4], "a new pool's blocks are zero");
     *loan = [1, 2, 3, 4];
+    loan[2] = 30;
     loan.publish().expect("single publisher");
     let sample = take(&mut s);
-    assert_eq!(sample.as_pod::<[u32; 4]>(), Some(&[1, 2, 3, 4]));
-    assert_eq!(sample.as_pod::<[u32; 2]>(), None);
-    assert_eq!(sample.as_pod::<[u32; 8]>(), None);
+    assert_eq!(*sample, [1, 2, 30, 4]);
+    assert_eq!(sample.sequence(), 0);
+    // An owned typed loan is one `T` too.
+    let mut owned = p.into_loan(Wait::Never).expect("a free block");
+    *owned = [5; 4];
+    let (_, published) = owned.publish();
+    assert_eq!(published, Ok(1));
+    assert_eq!(*take(&mut s), [5; 4]);
 }
 
 #[test]
-fn a_type_the_block_is_not_aligned_for_is_refused_and_its_block_given_back() {
+fn a_type_aligned_past_64_bytes_or_larger_than_a_block_is_refused_when_the_pool_is_made() {
     #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     #[repr(C, align(128))]
     struct Wide([u8; 128]);
-    // Blocks of 192 bytes: block 0 starts 128-aligned, block 1 does not.
-    let mut p = PoolPublisher::on_heap(4, 192, 6).expect("valid geometry");
-    drop(p.loan_as::<Wide>(Wait::Never).expect("block 0 is aligned"));
-    match p.loan_as::<Wide>(Wait::Never) {
-        Err(super::LoanError::Misaligned { align: 128 }) => {}
-        other => panic!("expected Misaligned, got {other:?}"),
+    impl crate::Message for Wide {
+        const NAME: &'static str = "test.Wide";
     }
-    assert_eq!(p.census().free, 6);
+    use crate::error::GeometryError::PoolBlockType;
+    match PoolPublisher::<Wide, _>::on_heap(4, 256, 6) {
+        Err(crate::CreateError::InvalidGeometry(PoolBlockType {
+            align: 128,
+            block_size: 256,
+            ..
+        })) => {}
+        other => panic!("expected PoolBlockType, got {other:?}"),
+    }
+    match PoolPublisher::<[u64; 9], _>::on_heap(4, 64, 6) {
+        Err(crate::CreateError::InvalidGeometry(e @ PoolBlockType { size: 72, .. })) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("`u64[9]`") && text.contains("64-byte blocks"),
+                "{text}"
+            );
+        }
+        other => panic!("expected PoolBlockType, got {other:?}"),
+    }
+    assert!(PoolPublisher::<[u64; 8], _>::on_heap(4, 64, 6).is_ok());
+}
+
+#[test]
+fn a_typed_subscriber_counts_a_descriptor_of_another_length_as_lost_and_reads_on() {
+    let mut p = PoolPublisher::<u64, _>::on_heap(4, 64, 6).expect("valid geometry");
+    let mut s = subscribe(&p);
+    // As a raw or hostile writer would, through the publish path every
+    // loan takes: 3 bytes, then a whole block.
+    for len in [3, 64] {
+        let mut block = p.lend(len, Wait::Never).expect("a free block");
+        block.publish(&mut p).expect("single publisher");
+    }
+    let mut loan = p.loan(Wait::Never).expect("a free block");
+    *loan = 7;
+    loan.publish().expect("single publisher");
+    for _ in 0..2 {
+        let got = s.recv(Wait::Never);
+        assert!(
+            matches!(got, Ok(Some(Received::Lagged { skipped: 1 }))),
+            "{got:?}"
+        );
+    }
+    assert_eq!(s.held(), 0, "nothing held for a lost message");
+    assert_eq!(*take(&mut s), 7);
 }
 
 #[test]
@@ -269,8 +321,9 @@ fn a_type_the_block_is_not_aligned_for_is_refused_and_its_block_given_back() {
 fn a_loan_whose_sweeps_are_slow_still_ends_at_its_deadline() {
     // A pass and its sweep longer than the sweep interval once kept the
     // loan sweeping and never looking at its deadline.
-    let (ring, blocks) = super::heap::ring(2, 64, 3).expect("valid geometry");
-    let mut p = PoolPublisher::from_parts(ring, blocks, 0, false, |_, _| {
+    let (ring, blocks) =
+        super::heap::ring(2, 64, 3, crate::TypeFingerprint::bytes(64)).expect("valid geometry");
+    let mut p = Pub::from_parts(ring, blocks, 0, false, |_, _| {
         std::thread::sleep(std::time::Duration::from_millis(60));
     });
     let mut s = subscribe(&p);
@@ -363,7 +416,8 @@ fn an_exhausted_into_loan_gives_the_publisher_back_in_its_error() {
 #[test]
 fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
     fn sendable<T: Send + Sync>() {}
-    sendable::<super::OwnedLoan<crate::mem::ShmRegion>>();
+    sendable::<super::OwnedLoan<[u8], crate::mem::ShmRegion>>();
+    sendable::<super::OwnedLoan<u64, crate::mem::ShmRegion>>();
     let p = bus(4, 5);
     let loan = p.into_loan(3, Wait::Never).expect("a free block");
     let loan = std::thread::spawn(move || {

@@ -4,7 +4,7 @@
 use crate::error::OpenError;
 use crate::mem::Region;
 use crate::sync::Ordering;
-use crate::wire::{header, max_record, Header, Kind, TypeFingerprint};
+use crate::wire::{header, max_record, read_name, Header, Kind, TypeFingerprint};
 use crate::wire::{
     LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, STREAM_RECORD_ALIGN, VERSION,
 };
@@ -31,15 +31,7 @@ impl Header {
                 expected: VERSION,
             });
         }
-        let mut raw_name = [0u8; h::TYPE_NAME_LEN];
-        for (i, chunk) in raw_name.chunks_exact_mut(8).enumerate() {
-            chunk.copy_from_slice(&r64(h::TYPE_NAME + 8 * i).to_le_bytes());
-        }
-        let end = raw_name
-            .iter()
-            .position(|&b| b == 0)
-            .unwrap_or(raw_name.len());
-        let name = String::from_utf8_lossy(&raw_name[..end]).into_owned();
+        let name = read_name(r, h::TYPE_NAME);
         let flags = r32(h::FLAGS);
         let mut header = Header {
             kind: Kind::from_code(r32(h::KIND)),
@@ -61,10 +53,19 @@ impl Header {
             created_ns: r64(h::CREATED_NS),
             journal: None,
             pool: None,
+            block_msg: None,
         };
         header.validate(file_len)?;
         if flags & crate::wire::flags::POOL != 0 {
             header.pool = Some(header.read_pool(r64(h::POOL_BLOCKS), r64(h::POOL_BLOCK_SIZE))?);
+            // Shown, and compared by typed openers; never trusted to fit
+            // a block (a typed opener checks its own type does).
+            header.block_msg = Some(TypeFingerprint {
+                size: r32(h::POOL_MSG_SIZE),
+                align: r32(h::POOL_MSG_ALIGN),
+                name_hash: r64(h::POOL_TYPE_HASH),
+                name: read_name(r, h::POOL_TYPE_NAME),
+            });
         }
         // Only now: the path lies beyond `END`, inside the header page that
         // `validate` has just shown the file to hold.

@@ -15,7 +15,7 @@ use crate::segment::{open_region, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
 use crate::sys::resolve;
-use crate::wire::{control, lock_byte, Header, Kind};
+use crate::wire::{control, lock_byte, Header, Kind, TypeFingerprint};
 
 /// A bus's header and live state, as [`stat`] reads it.
 ///
@@ -76,11 +76,11 @@ pub struct BusStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Received, Start, Wait, pool::{PoolPublisher, PoolSubscriber}};
+/// use shmbus::{OpenOptions, Received, Start, Wait, TypeFingerprint, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
 /// // 4 slots, 8 blocks of 256 bytes.
-/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(4, 256, 8))?;
-/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &shmbus::pool::PoolOptions::new(4, 256, 8))?;
+/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 /// for _ in 0..6 {
 ///     publisher.loan(3, Wait::Never)?.publish()?;
 /// }
@@ -91,6 +91,7 @@ pub struct BusStat {
 ///
 /// let pool = shmbus::stat::stat(&name)?.pool.expect("a pool bus");
 /// assert_eq!((pool.block_size, pool.blocks), (256, 8));
+/// assert_eq!(pool.block_type, TypeFingerprint::bytes(256)); // a raw pool
 /// let c = pool.census;
 /// assert_eq!((c.loaned, c.on_ring), (1, 4));
 /// assert_eq!(c.free + c.held + c.reclaimable + c.corrupt, 3);
@@ -107,6 +108,10 @@ pub struct PoolStat {
     pub block_size: u64,
     /// Blocks in the pool.
     pub blocks: u64,
+    /// The message type its blocks carry, as its creator recorded it
+    /// (`bytes` of the block size for a raw pool; size, alignment and
+    /// hash 0 for a pool made before the header recorded it).
+    pub block_type: TypeFingerprint,
     /// Where each block is: free, loaned, on the ring, held, reclaimable,
     /// corrupt.
     pub census: Census,
@@ -123,9 +128,10 @@ impl PoolStat {
     /// # Examples
     /// ```
     /// use shmbus::stat::{PoolHolder, PoolStat};
-    /// # let census = shmbus::pool::PoolPublisher::on_heap(4, 64, 5)?.census();
+    /// # let census = shmbus::pool::PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?.census();
     /// let one = PoolHolder { entry: 3, pid: 42, alive: true, held: 2 };
-    /// let pool = PoolStat { block_size: 64, blocks: 5, census, holders: vec![one] };
+    /// let block_type = shmbus::TypeFingerprint::of::<u64>();
+    /// let pool = PoolStat { block_size: 64, blocks: 5, block_type, census, holders: vec![one] };
     /// assert_eq!((pool.held_by(3), pool.held_by(4)), (2, 0));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -144,8 +150,8 @@ impl PoolStat {
 /// ```
 /// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool::{PoolPublisher, PoolSubscriber}};
 /// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
-/// let mut publisher = PoolPublisher::create(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
-/// let mut subscriber = PoolSubscriber::open(&name, &OpenOptions::default())?;
+/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
+/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default())?;
 /// publisher.loan(1, Wait::Never)?.publish()?;
 /// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
 /// let holder = &shmbus::stat::stat(&name)?.pool.expect("a pool bus").holders[0];
@@ -532,6 +538,11 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
             Some(PoolStat {
                 block_size: geo.block_size,
                 blocks: geo.blocks,
+                // `Header::read` reads it with the pool.
+                block_type: header
+                    .block_msg
+                    .clone()
+                    .unwrap_or_else(|| TypeFingerprint::new("", 0, 0)),
                 census,
                 holders,
             })

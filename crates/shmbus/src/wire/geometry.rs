@@ -91,6 +91,19 @@ pub enum GeometryError {
         /// The ring's slots.
         capacity: u64,
     },
+    /// A pool's block message type does not fit a block: larger than
+    /// the block size, or aligned past the blocks' 64 bytes.
+    #[error("a pool of {block_size}-byte blocks, each aligned to 64, cannot hold `{type_name}` (size {size}, align {align})")]
+    PoolBlockType {
+        /// The message type.
+        type_name: String,
+        /// Its `size_of`.
+        size: u32,
+        /// Its `align_of`.
+        align: u32,
+        /// The pool's block size.
+        block_size: u64,
+    },
     /// A message type's name is empty or longer than the header keeps
     /// (64 bytes), or its alignment is not a power of two dividing the
     /// message size, up to 4096.

@@ -36,9 +36,12 @@ mod pool;
 pub use fingerprint::{fnv1a, Message, TypeFingerprint};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
-pub(crate) use page_header::round_up;
 pub use page_header::Header;
-pub use pool::{descriptor, PoolGeometry, DESCRIPTOR_BYTES, MAX_BLOCKS, MAX_BLOCK_SIZE};
+pub(crate) use page_header::{read_name, round_up};
+pub use pool::{
+    block_type_fits, descriptor, PoolGeometry, BLOCK_ALIGN, DESCRIPTOR_BYTES, MAX_BLOCKS,
+    MAX_BLOCK_SIZE,
+};
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("shmbus's segment layout is little-endian; big-endian targets are not supported");
@@ -112,6 +115,18 @@ pub mod header {
     /// namespace, the only one whose publishers may attach (loans are
     /// recorded by pid); 0 if unknown, or any other bus.
     pub const POOL_PID_NS: usize = 448;
+    /// u64: pool buses: FNV-1a 64 of the block message's schema name (the
+    /// slots' own type fields hold the descriptor's); 0 on a pool bus made
+    /// before this field (its block type unknown: raw openers only), and
+    /// on any other bus.
+    pub const POOL_TYPE_HASH: usize = 456;
+    /// u32: pool buses: `size_of` the block message (a raw pool: its block
+    /// size); else 0.
+    pub const POOL_MSG_SIZE: usize = 464;
+    /// u32: pool buses: the block message's alignment, at most 64; else 0.
+    pub const POOL_MSG_ALIGN: usize = 468;
+    /// [u8; 64]: pool buses: the block message's schema name, NUL-padded.
+    pub const POOL_TYPE_NAME: usize = 472;
 }
 
 /// Bits of the header's `flags` word.

@@ -38,6 +38,33 @@ pub struct Header {
     pub journal: Option<std::path::PathBuf>,
     /// The block pool, for a pool bus (flag `POOL`).
     pub pool: Option<super::PoolGeometry>,
+    /// The message type of a pool bus's blocks (its slots carry
+    /// descriptors, `msg`); all zero for a pool bus made before the
+    /// header recorded it.
+    pub block_msg: Option<TypeFingerprint>,
+}
+
+/// Writes a type name's field at `off`: its first 64 bytes, NUL-padded,
+/// as eight u64 words (Relaxed, as every header field).
+fn write_name<R: Region>(r: &R, off: usize, name: &str) {
+    let mut field = [0u8; header::TYPE_NAME_LEN];
+    let n = name.len().min(header::TYPE_NAME_LEN);
+    field[..n].copy_from_slice(&name.as_bytes()[..n]);
+    for (i, chunk) in field.chunks_exact(8).enumerate() {
+        let word = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        r.word(off + 8 * i).store(word, Ordering::Relaxed);
+    }
+}
+
+/// Reads a type name's field at `off` (eight u64 words, Relaxed) up to
+/// its first NUL; bytes that are not UTF-8 are replaced, never trusted.
+pub(crate) fn read_name<R: Region>(r: &R, off: usize) -> String {
+    let mut field = [0u8; header::TYPE_NAME_LEN];
+    for (i, chunk) in field.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&r.word(off + 8 * i).load(Ordering::Relaxed).to_le_bytes());
+    }
+    let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..end]).into_owned()
 }
 
 pub(crate) fn round_up(n: u64, to: u64) -> Option<u64> {
@@ -92,20 +119,25 @@ impl Header {
                 .map_or(0, |d| d.as_nanos() as u64),
             journal: None,
             pool: None,
+            block_msg: None,
         })
     }
 
-    /// The same bus with a pool of `blocks` blocks of `block_size` bytes:
-    /// its control area grows by the hold lines, its data pages by the
-    /// blocks' states and the blocks (docs/LAYOUT.md §19).
+    /// The same bus with a pool of `blocks` blocks of `block_size` bytes
+    /// whose messages are `block_msg`: its control area grows by the hold
+    /// lines, its data pages by the blocks' states and the blocks
+    /// (docs/LAYOUT.md §19).
     ///
     /// # Errors
-    /// As [`PoolGeometry::new`], and [`GeometryError::PoolTooSmall`] for
-    /// fewer blocks than `capacity + 1`.
+    /// As [`PoolGeometry::new`], [`GeometryError::PoolTooSmall`] for
+    /// fewer blocks than `capacity + 1`, and
+    /// [`GeometryError::PoolBlockType`] for a message type a block cannot
+    /// hold.
     pub fn with_pool(
         mut self,
         blocks: u64,
         block_size: u64,
+        block_msg: TypeFingerprint,
     ) -> Result<(Header, PoolGeometry), GeometryError> {
         let page = self.page_size;
         let extra = super::pool_control_len(page) - super::broadcast_control_len(page);
@@ -125,9 +157,11 @@ impl Header {
                 capacity: self.capacity,
             });
         }
+        super::pool::block_type_fits(&block_msg, block_size)?;
         self.total_len = pool.end;
         self.flags |= flags::POOL;
         self.pool = Some(pool);
+        self.block_msg = Some(block_msg);
         Ok((self, pool))
     }
 
@@ -170,6 +204,7 @@ impl Header {
                 .map_or(0, |d| d.as_nanos() as u64),
             journal: None,
             pool: None,
+            block_msg: None,
         })
     }
 
@@ -207,18 +242,16 @@ impl Header {
         w64(h::FIRST_SEQ, self.first_seq);
         w32(h::CREATOR_PID, self.creator_pid);
         w64(h::CREATED_NS, self.created_ns);
-        let mut name = [0u8; h::TYPE_NAME_LEN];
-        let n = self.msg.name.len().min(h::TYPE_NAME_LEN);
-        name[..n].copy_from_slice(&self.msg.name.as_bytes()[..n]);
-        for (i, chunk) in name.chunks_exact(8).enumerate() {
-            w64(
-                h::TYPE_NAME + 8 * i,
-                u64::from_le_bytes(chunk.try_into().expect("8 bytes")),
-            );
-        }
+        write_name(r, h::TYPE_NAME, &self.msg.name);
         if let Some(pool) = &self.pool {
             w64(h::POOL_BLOCKS, pool.blocks);
             w64(h::POOL_BLOCK_SIZE, pool.block_size);
+        }
+        if let Some(block) = &self.block_msg {
+            w64(h::POOL_TYPE_HASH, block.name_hash);
+            w32(h::POOL_MSG_SIZE, block.size);
+            w32(h::POOL_MSG_ALIGN, block.align);
+            write_name(r, h::POOL_TYPE_NAME, &block.name);
         }
         if let Some(path) = &self.journal {
             use std::os::unix::ffi::OsStrExt;

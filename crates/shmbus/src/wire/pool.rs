@@ -10,6 +10,28 @@ pub const MAX_BLOCKS: u64 = 1 << 20;
 /// Bytes of one descriptor: u64 block index, then u64 length.
 pub const DESCRIPTOR_BYTES: u32 = 16;
 
+/// Every block starts at a multiple of this many bytes (the block size is
+/// a multiple of it, and the blocks start on a page): the most a block's
+/// message type may be aligned to.
+pub const BLOCK_ALIGN: u64 = 64;
+
+/// Whether a block of `block_size` bytes holds a `msg`: no larger than
+/// the block, aligned to at most [`BLOCK_ALIGN`].
+///
+/// # Errors
+/// [`GeometryError::PoolBlockType`] otherwise.
+pub fn block_type_fits(msg: &TypeFingerprint, block_size: u64) -> Result<(), GeometryError> {
+    if u64::from(msg.size) <= block_size && u64::from(msg.align) <= BLOCK_ALIGN {
+        return Ok(());
+    }
+    Err(GeometryError::PoolBlockType {
+        type_name: msg.name.clone(),
+        size: msg.size,
+        align: msg.align,
+        block_size,
+    })
+}
+
 /// The message type of a pool bus's slots: a descriptor.
 pub fn descriptor() -> TypeFingerprint {
     TypeFingerprint::new("shmbus::pool::Descriptor", DESCRIPTOR_BYTES, 8)
