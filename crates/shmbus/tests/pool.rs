@@ -143,6 +143,10 @@ fn a_typed_pool_publishes_and_receives_a_t_across_processes() {
 
 #[test]
 fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
+    // Handles are dropped and the bus opened again: no child of another
+    // test may be between fork and exec meanwhile, holding a copy of a
+    // dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-mismatch");
     let p = PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create");
     let opts = OpenOptions::default();
@@ -239,7 +243,9 @@ fn a_raw_subscriber_reads_a_typed_pools_messages_as_their_bytes() {
 #[test]
 fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
     let bus = BusName::new("pool-raw-writes-typed");
+    let no_fork = common::no_spawn_in_flight(); // as in `opening_a_pool_as_...`
     drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create"));
+    drop(no_fork);
     let opts = OpenOptions::default().start(Start::Oldest);
     let mut s = PoolSubscriber::<Tick>::open(bus.name(), &opts).expect("open");
     let writer = spawn_child(
@@ -274,6 +280,10 @@ fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
 
 #[test]
 fn a_pool_made_before_the_header_recorded_its_block_type_opens_raw_only() {
+    // Handles are dropped and the bus opened again: no child of another
+    // test may be between fork and exec meanwhile, holding a copy of a
+    // dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-untyped");
     drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create"));
     // As an older build left it: the block type's bytes are zero.
@@ -301,6 +311,10 @@ fn a_pool_made_before_the_header_recorded_its_block_type_opens_raw_only() {
 
 #[test]
 fn a_typed_pool_whose_header_says_its_blocks_are_smaller_than_its_type_is_refused() {
+    // Handles are dropped and the bus opened again: no child of another
+    // test may be between fork and exec meanwhile, holding a copy of a
+    // dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-small-blocks");
     drop(
         PoolPublisher::<[u64; 16]>::create(bus.name(), &PoolOptions::new(4, 128, 8))

@@ -153,6 +153,10 @@ fn a_typed_stream_carries_each_record_across_processes_once_in_order_and_whole()
 fn a_stream_of_one_type_opened_as_another_is_refused_with_a_type_mismatch() {
     let bus = BusName::new("typed-mismatch");
     create_and_leave(&bus);
+    // Handles are dropped and the bus opened again in this process: no
+    // child of another test may be between fork and exec meanwhile, holding
+    // a copy of a dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     let o = OpenOptions::default();
     let mismatch = |err: Option<AttachError>| match err {
         Some(AttachError::Open(OpenError::TypeMismatch { found, expected })) => (found, expected),
@@ -206,6 +210,10 @@ fn a_typed_consumer_meeting_a_record_of_another_length_gets_record_length_and_st
     create_and_leave(&bus);
     // A raw producer attaches to a typed stream: raw openers take any type.
     child("as_child_push_a_short_record_raw", "push_raw", &bus, 0).wait_success();
+    // Handles are dropped and the bus opened again in this process: no
+    // child of another test may be between fork and exec meanwhile, holding
+    // a copy of a dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     let o = OpenOptions::default();
     let mut c = Consumer::<Tick>::attach(bus.name(), &o).expect("typed");
     let short = PopError::RecordLength {
@@ -239,6 +247,10 @@ fn a_typed_consumer_meeting_a_record_of_another_length_gets_record_length_and_st
 #[test]
 fn a_raw_opener_that_names_a_type_is_held_to_it_and_a_raw_creator_may_record_one() {
     let bus = BusName::new("typed-named");
+    // Handles are dropped and the bus opened again in this process: no
+    // child of another test may be between fork and exec meanwhile, holding
+    // a copy of a dropped handle's lock.
+    let _no_fork = common::no_spawn_in_flight();
     // A raw creator (as C, Python and the tool create) records a named type.
     let opts = StreamOptions::new(CAP).message_type("test.Tick", 8);
     drop(Producer::<[u8]>::create(bus.name(), &opts).expect("create"));
