@@ -343,12 +343,15 @@ typedef struct shmbus_bus_options_t {
     /**
      * The message type's name the bus records (NULL: raw bytes, recorded
      * as "bytes" with alignment 1). Openers that name a type
-     * (shmbus_open_options_t.type_name) must name this one.
+     * (shmbus_open_options_t.type_name) must name this one. On a pool
+     * bus it names the blocks' message type, with msg_size its size
+     * (at most pool_block_size) and type_align its alignment (up to
+     * 64); NULL: messages of any length up to a block.
      */
     const char *type_name;
     /**
-     * Bytes per message (not for a pool bus, whose messages are any
-     * length up to a block).
+     * Bytes per message. On a pool bus, whose messages are any length up
+     * to a block, 0, or the size of the type type_name names.
      */
     uint32_t msg_size;
     /**

@@ -256,6 +256,22 @@ fn stat_shows_a_typed_pools_block_type_and_a_raw_pools_bytes() {
     assert_eq!(json["type_name"], "shmbus::pool::Descriptor", "{json}");
     drop(publisher);
 
+    // The tool records a type it is given, with its size.
+    let named = dir.bus("named");
+    create_pool(&named, 4, "64:8", &["--type", "u64:8", "--msg-size", "8"]);
+    let json = shmbus(&["stat", &named, "--json"]).assert_success().json();
+    assert_eq!(
+        (
+            &json["pool"]["type_name"],
+            &json["pool"]["msg_size"],
+            &json["pool"]["msg_align"]
+        ),
+        (&"u64".into(), &8.into(), &8.into()),
+        "{json}"
+    );
+    let opts = shmbus::OpenOptions::default();
+    drop(shmbus::pool::PoolSubscriber::<u64>::open(&named, &opts).expect("opens as u64"));
+
     let raw = dir.bus("raw");
     create_pool(&raw, 4, "256:8", &[]);
     let json = shmbus(&["stat", &raw, "--json"]).assert_success().json();
@@ -302,7 +318,7 @@ fn ls_marks_a_pool_bus_and_shows_its_block_size_and_a_plain_bus_has_no_pool() {
 #[test]
 fn a_bad_pool_value_fails_in_one_line_and_leaves_nothing_in_dev_shm() {
     let bus = BusName::new("pool-bad");
-    let cases: [(&[&str], i32, &str); 9] = [
+    let cases: [(&[&str], i32, &str); 12] = [
         (&["--pool", "4096"], 2, "expected BLOCK_SIZE:BLOCKS"),
         (&["--pool", "4K:64"], 2, "expected BLOCK_SIZE:BLOCKS"),
         (&["--pool", "4096:-1"], 2, "expected BLOCK_SIZE:BLOCKS"),
@@ -321,7 +337,22 @@ fn a_bad_pool_value_fails_in_one_line_and_leaves_nothing_in_dev_shm() {
         (
             &["--pool", "64:8", "--msg-size", "8"],
             2,
-            "--msg-size does not apply to a pool bus",
+            "--msg-size on a pool bus is the size of the blocks' message type",
+        ),
+        (
+            &["--pool", "64:8", "--type", "md.Tick:8"],
+            2,
+            "give its size with --msg-size",
+        ),
+        (
+            &["--pool", "64:8", "--type", "md.Tick:8", "--msg-size", "72"],
+            2,
+            "72",
+        ),
+        (
+            &["--pool", "64:8", "--type", "md.Tick:128", "--msg-size", "8"],
+            2,
+            "128",
         ),
         (
             &["--pool", "64:8", "--kind", "stream"],

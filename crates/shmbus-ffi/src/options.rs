@@ -68,10 +68,13 @@ pub struct BusOpts {
     pub pool_blocks: u64,
     /// The message type's name the bus records (NULL: raw bytes, recorded
     /// as "bytes" with alignment 1). Openers that name a type
-    /// (`shmbus_open_options_t.type_name`) must name this one.
+    /// (`shmbus_open_options_t.type_name`) must name this one. On a pool
+    /// bus it names the blocks' message type, with `msg_size` its size
+    /// (at most `pool_block_size`) and `type_align` its alignment (up to
+    /// 64); NULL: messages of any length up to a block.
     pub type_name: *const c_char,
-    /// Bytes per message (not for a pool bus, whose messages are any
-    /// length up to a block).
+    /// Bytes per message. On a pool bus, whose messages are any length up
+    /// to a block, 0, or the size of the type `type_name` names.
     pub msg_size: u32,
     /// The message type's alignment, recorded with `type_name` (0 = 1);
     /// 0 without a `type_name`.
@@ -237,10 +240,18 @@ unsafe fn checked<'a>(
                     o.pool_block_size, o.pool_blocks
                 )));
             }
-            if !o.type_name.is_null() {
+            if o.type_name.is_null() && (o.msg_size != 0 || o.type_align != 0) {
                 return Err(Failure::argument(format!(
-                    "{WHAT}: a pool bus made from C carries messages of any length up to a \
-                     block and records its blocks' type as raw bytes: type_name must be NULL"
+                    "{WHAT}: msg_size {} and type_align {} without a type_name: a pool bus \
+                     carries messages of any length up to a block; expected 0 and 0, or a \
+                     type_name with its size and alignment (the blocks' message type)",
+                    o.msg_size, o.type_align
+                )));
+            }
+            if !o.type_name.is_null() && o.msg_size == 0 {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: type_name names the blocks' message type but msg_size is 0, \
+                     expected the type's size in bytes (at most pool_block_size)"
                 )));
             }
         }
@@ -331,20 +342,29 @@ unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure>
 
 /// `shmbus_bus_options_t` of a pool bus for `publishers` as
 /// `PoolOptions` (which [`PoolOptions::many`] turns into a many-publisher
-/// pool's), and its `unblock_timeout_ns`.
+/// pool's), and its `unblock_timeout_ns`. A `type_name` names the blocks'
+/// message type, `msg_size` and `type_align` its size and alignment.
 ///
 /// # Safety
-/// `opts` is NULL or points to a live `BusOpts`.
+/// `opts` is NULL or points to a live `BusOpts` whose `type_name` is NULL
+/// or a NUL-terminated string.
 unsafe fn pool_options(
     opts: *const BusOpts,
     publishers: Publishers,
 ) -> Result<(PoolOptions, u64), Failure> {
     // SAFETY: as this function's contract says.
     let (o, c) = unsafe { checked(opts, BusKind::Pool, publishers) }?;
-    let p = with_creation!(
+    let mut p = with_creation!(
         PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks),
         c
     );
+    if !o.type_name.is_null() {
+        // SAFETY: not NULL, NUL-terminated by the contract.
+        let name = unsafe { c_str(o.type_name, "type_name") }?;
+        let align = if o.type_align == 0 { 1 } else { o.type_align };
+        // A bad name, size or alignment is refused by the create.
+        p = p.message_type(name, o.msg_size, align);
+    }
     Ok((p, o.unblock_timeout_ns))
 }
 

@@ -383,6 +383,8 @@ pub struct PoolOptions<P: PublisherCount = One> {
     blocks: u64,
     /// Read only where `P` is [`Many`].
     unblock: Duration,
+    /// The block type a raw creator records: name, size, alignment.
+    message: Option<(String, u32, u32)>,
     pub(crate) file: FileOptions,
     publishers: PhantomData<P>,
 }
@@ -402,6 +404,7 @@ impl PoolOptions {
             block_size,
             blocks,
             unblock: DEFAULT_UNBLOCK,
+            message: None,
             file: FileOptions::default(),
             publishers: PhantomData,
         }
@@ -425,6 +428,7 @@ impl PoolOptions {
             block_size: self.block_size,
             blocks: self.blocks,
             unblock: self.unblock,
+            message: self.message,
             file: self.file,
             publishers: PhantomData,
         }
@@ -449,6 +453,44 @@ impl PoolOptions<Many> {
 }
 
 impl<P: PublisherCount> PoolOptions<P> {
+    /// The block type a raw pool (`PoolPublisher::<[u8]>::create`)
+    /// records, as C or the tool name it: a schema name (1 to 64 bytes),
+    /// the type's size in bytes (at most the block size) and its
+    /// alignment (a power of two up to 64: blocks start 64-aligned).
+    /// Typed openers of that type (`PoolSubscriber<T>` with `T::NAME ==
+    /// name`, that size and alignment) then open it, others are refused.
+    /// Without it a raw pool records `bytes` of the block size. A typed
+    /// pool (`PoolPublisher<T>`) records `T`'s [`Message`](crate::Message)
+    /// type and ignores this. A bad name, size or alignment is an
+    /// `InvalidGeometry` error at create.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, Received, Wait, pool::{PoolOptions, PoolPublisher, PoolSubscriber}};
+    /// # let name = format!("/dev/shm/shmbus-doc-pooltype-{}", std::process::id());
+    /// let opts = PoolOptions::new(4, 64, 8).message_type("u64", 8, 8);
+    /// let mut raw = PoolPublisher::<[u8]>::create(&name, &opts)?;
+    /// let mut typed = PoolSubscriber::<u64>::open(&name, &OpenOptions::default())?;
+    /// let mut loan = raw.loan(8, Wait::Never)?;
+    /// loan.copy_from_slice(&7u64.to_ne_bytes());
+    /// loan.publish()?;
+    /// match typed.recv(Wait::Never)? {
+    ///     Some(Received::Message(sample)) => assert_eq!(*sample, 7),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn message_type(mut self, name: &str, size: u32, align: u32) -> Self {
+        self.message = Some((name.to_owned(), size, align));
+        self
+    }
+
+    /// The named block type, if any (see [`PoolOptions::message_type`]).
+    pub(crate) fn named(&self) -> Option<&(String, u32, u32)> {
+        self.message.as_ref()
+    }
+
     /// The ring's options, as a copying bus's code takes them.
     pub(crate) fn bus(&self) -> BusOptions<P> {
         BusOptions {

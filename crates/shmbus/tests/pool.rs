@@ -12,7 +12,7 @@ use bytemuck::{Pod, Zeroable};
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
 use shmbus::{
     pool::{PoolOptions, PoolPublisher, PoolSubscriber},
-    AttachError, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
+    AttachError, Message, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
 };
 
 /// The typed tests' message: 24 bytes, aligned to 8.
@@ -276,6 +276,42 @@ fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
     );
     drop(s);
     bus.finish();
+}
+
+#[test]
+fn a_raw_creator_records_the_block_type_it_names_and_only_that_type_opens_it_typed() {
+    let _no_fork = common::no_spawn_in_flight(); // handles dropped, the bus opened again
+    let bus = BusName::new("pool-named");
+    let opts = PoolOptions::new(4, 64, 8).message_type(Tick::NAME, 24, 8);
+    let mut raw = PoolPublisher::<[u8]>::create(bus.name(), &opts).expect("create");
+    let mut typed =
+        PoolSubscriber::<Tick>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
+            .expect("the named type opens typed");
+    match PoolSubscriber::<Quote>::open(bus.name(), &OpenOptions::default()) {
+        Err(OpenError::TypeMismatch { found, .. }) => assert_eq!(found.name, Tick::NAME),
+        other => panic!("expected a type mismatch, got {other:?}"),
+    }
+    let mut loan = raw.loan(24, Wait::Never).expect("a block");
+    loan.copy_from_slice(bytemuck::bytes_of(&tick(5)));
+    loan.publish().expect("published");
+    match typed.recv(Wait::Never).expect("recv") {
+        Some(Received::Message(sample)) => assert_eq!(*sample, tick(5)),
+        other => panic!("expected tick 5, got {other:?}"),
+    }
+    drop((raw, typed));
+    bus.finish();
+    // A type the blocks cannot hold, or one not aligned as blocks are, is
+    // refused when the pool is made.
+    for (size, align) in [(65, 8), (24, 128), (24, 3)] {
+        let bad = BusName::new("pool-named-bad");
+        let opts = PoolOptions::new(4, 64, 8).message_type(Tick::NAME, size, align);
+        let err = PoolPublisher::<[u8]>::create(bad.name(), &opts).expect_err("refused");
+        assert!(
+            matches!(err, shmbus::CreateError::InvalidGeometry(_)),
+            "size {size} align {align}: {err}"
+        );
+        bad.finish();
+    }
 }
 
 #[test]

@@ -52,12 +52,13 @@ pub struct CreateArgs {
     /// for scripts; one word per unit is what the help shows.
     #[arg(long, value_name = "N", hide = true, conflicts_with_all = ["slots", "bytes"])]
     pub capacity: Option<u64>,
-    /// The message type a broadcast bus (or the record type a stream)
+    /// The message type a broadcast bus (the record type a stream, the
+    /// blocks' message type a pool bus, with its size in --msg-size)
     /// records, as the Rust `Message` trait, C and Python name it: a schema
     /// name (1 to 64 bytes) and its alignment (default 1; at most 8 for a
-    /// stream), like `md.Tick:8`. Openers that name a type must then name
-    /// this one; without it the bus carries `bytes` and the stream
-    /// `stream`, raw records of any length.
+    /// stream, 64 for a pool), like `md.Tick:8`. Openers that name a type
+    /// must then name this one; without it the bus carries `bytes`, the
+    /// stream `stream` and the pool `bytes`, raw records of any length.
     #[arg(long = "type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
     pub message_type: Option<MessageType>,
     /// Permission bits of the file, in octal (660 lets the group in).
@@ -204,13 +205,10 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     let size = args.size()?;
     let mut opts = file_options!(BusOptions::new(size), args);
     if let Some(ty) = &args.message_type {
-        if args.pool.is_some() {
-            return Err(CliError::usage(
-                "--type applies to a broadcast bus of fixed-size messages or a stream; a pool \
-                 bus's blocks are bytes of any length (see `shmbus create --help`)",
-            ));
+        // A pool records its blocks' type itself (`create_pool`).
+        if args.pool.is_none() {
+            opts = opts.message_type(&ty.name, ty.align);
         }
-        opts = opts.message_type(&ty.name, ty.align);
     }
     // Dropping the publisher (producer) at once releases its lock; the
     // segment stays.
@@ -308,19 +306,28 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
     if args.kind == BusKind::Stream {
         return refused("--pool makes a pool bus, a broadcast bus; a stream has no block pool");
     }
-    if args.msg_size.is_some() {
+    if args.msg_size.is_some() && args.message_type.is_none() {
         return refused(
-            "--msg-size does not apply to a pool bus: its messages have any length up to \
-             the block size of --pool",
+            "--msg-size on a pool bus is the size of the blocks' message type, which --type \
+             names: without --type its messages have any length up to the block size of --pool",
         );
     }
     if args.journal.is_some() {
         return refused("--journal does not apply to a pool bus");
     }
-    let opts = file_options!(
+    let mut opts = file_options!(
         shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks),
         args
     );
+    if let Some(ty) = &args.message_type {
+        let Some(size) = args.msg_size else {
+            return refused(
+                "--type on a pool bus names its blocks' message type: give its size with \
+                 --msg-size too",
+            );
+        };
+        opts = opts.message_type(&ty.name, size, ty.align);
+    }
     if many {
         let mut opts = opts.many();
         if let Some(ms) = args.unblock_ms {

@@ -1023,6 +1023,48 @@ fn a_c_pool_subscriber_reads_a_typed_rust_pool_and_a_type_it_names_must_be_the_b
 }
 
 #[test]
+fn a_c_pool_records_the_block_type_it_names_and_a_typed_rust_subscriber_reads_it() {
+    let bus = Bus::new("cnamedpool");
+    // SAFETY: as in the first test; the type names are C string literals.
+    unsafe {
+        let mut p = null_mut();
+        // A type without its size, or a size without a type: refused.
+        let mut sizeless = pool_opts(4, 64, 8);
+        sizeless.type_name = c"u64".as_ptr();
+        for bad in [sizeless, {
+            let mut o = pool_opts(4, 64, 8);
+            o.msg_size = 8;
+            o
+        }] {
+            assert_eq!(
+                shmbus_pool_publisher_create(bus.ptr(), &bad, &mut p),
+                Status::SHMBUS_ERROR
+            );
+            assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_INVALID_ARGUMENT);
+        }
+        let mut named = sizeless;
+        named.msg_size = 8;
+        named.type_align = 8;
+        assert_eq!(
+            shmbus_pool_publisher_create(bus.ptr(), &named, &mut p),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        let start = shmbus_core::OpenOptions::default().start(shmbus_core::Start::Oldest);
+        let mut rust = shmbus_core::pool::PoolSubscriber::<u64>::open(&bus.name, &start)
+            .expect("the type C named opens typed");
+        assert!(shmbus_core::pool::PoolSubscriber::<f64>::open(&bus.name, &start).is_err());
+        pool_publish(p, &0x0a0b_0c0du64.to_ne_bytes());
+        match rust.recv(shmbus_core::Wait::Never) {
+            Ok(Some(shmbus_core::Received::Message(sample))) => assert_eq!(*sample, 0x0a0b_0c0d),
+            other => panic!("expected the message, got {other:?}"),
+        }
+        shmbus_pool_publisher_close(p);
+    }
+}
+
+#[test]
 fn a_pool_subscriber_holding_its_most_samples_is_full_and_loses_nothing() {
     let bus = Bus::new("held");
     let mut p = null_mut();

@@ -16,16 +16,23 @@ use crate::error::OpenError;
 use crate::wire::{block_type_fits, GeometryError, Header, TypeFingerprint};
 
 /// The block type a new pool of `block_size`-byte blocks records for
-/// payload `T`: `T`'s fingerprint, or `bytes` of the block size for raw
-/// bytes (as a raw bus records `bytes` of its message size). Whether it
-/// fits a block is `Header::with_pool`'s check.
+/// payload `T`: `T`'s fingerprint; for raw bytes the type its options
+/// name (`named`: name, size, alignment), else `bytes` of the block size
+/// (as a raw bus records `bytes` of its message size). Whether it fits a
+/// block is `Header::with_pool`'s check.
 ///
 /// # Errors
-/// [`GeometryError::MessageType`] for a `T` whose name or alignment the
+/// [`GeometryError::MessageType`] for a type whose name or alignment the
 /// header cannot record.
 pub(crate) fn block_type<T: ?Sized + Payload>(
     block_size: u64,
+    named: Option<&(String, u32, u32)>,
 ) -> Result<TypeFingerprint, GeometryError> {
+    if T::is_raw() {
+        if let Some((name, size, align)) = named {
+            return TypeFingerprint::checked(name, *size, *align);
+        }
+    }
     // A block size past u32 is refused by the pool's geometry check,
     // which comes first; saturate rather than wrap until then.
     let raw_size = T::is_raw().then(|| u32::try_from(block_size).unwrap_or(u32::MAX));

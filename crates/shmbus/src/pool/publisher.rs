@@ -600,8 +600,8 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, block_size: u64, blocks: u64) -> Result<Self, CreateError> {
-        let block_msg =
-            super::block_type::block_type::<T>(block_size).map_err(CreateError::InvalidGeometry)?;
+        let block_msg = super::block_type::block_type::<T>(block_size, None)
+            .map_err(CreateError::InvalidGeometry)?;
         let (ring, pool) = super::heap::ring(capacity, block_size, blocks, block_msg)?;
         Ok(PoolPublisher::from_parts(ring, pool, 0, false, |_, _| {}))
     }
@@ -688,7 +688,7 @@ mod shm {
             let multi = crate::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
             let (block_size, count) = opts.pool();
-            let block_msg = super::super::block_type::block_type::<T>(block_size)
+            let block_msg = super::super::block_type::block_type::<T>(block_size, opts.named())
                 .map_err(CreateError::InvalidGeometry)?;
             let (ring, pool) =
                 crate::bus::segment::create_pool(name, &bus, (block_size, count), block_msg)?;
