@@ -25,7 +25,7 @@ use shmbus::{
     AttachError, OpenOptions, Received, Wait,
 };
 
-use crate::bus::parse_start;
+use crate::bus::{expected_type, open_type, parse_start};
 use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
 use crate::{lagged, support, wait_in_slices, Until};
@@ -261,9 +261,12 @@ impl PyPoolPublisher {
     /// Creates the pool bus `name`: `capacity` slots (a power of two) and
     /// `blocks` blocks (more than the capacity) of `block_size` bytes (a
     /// multiple of 64). `many=True`: a bus any number of pool publishers
-    /// may publish on at once.
+    /// may publish on at once. `type_name` (with `msg_size` and
+    /// `type_align`) records the blocks' message type, which typed openers
+    /// must then name; without it messages are bytes of any length up to a
+    /// block.
     #[classmethod]
-    #[pyo3(signature = (name, *, block_size, blocks, capacity = 64, many = false, mode = 0o600))]
+    #[pyo3(signature = (name, *, block_size, blocks, capacity = 64, many = false, mode = 0o600, type_name = None, msg_size = None, type_align = 1))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         _cls: &Bound<'_, PyType>,
@@ -274,8 +277,19 @@ impl PyPoolPublisher {
         capacity: u64,
         many: bool,
         mode: u32,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
     ) -> PyResult<Self> {
-        let opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
+        let mut opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
+        if let Some((name, size, align)) = expected_type(type_name, msg_size, type_align)? {
+            opts = opts.message_type(&name, size, align);
+        } else if msg_size.is_some() {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "msg_size on a pool bus is the size of the blocks' message type: \
+                 it applies only with type_name",
+            ));
+        }
         let made = if many {
             PoolPublisher::<[u8]>::create_many(name, &opts.many())
         } else {
@@ -287,15 +301,20 @@ impl PyPoolPublisher {
     /// Attaches to the pool bus `name`: as its single publisher (whose
     /// previous publisher is gone) or, on a bus made with `many=True`, as
     /// one of its publishers. `many=None` takes whichever the bus is.
+    /// `type_name` (with `msg_size` and `type_align`): refused unless the
+    /// blocks carry that type.
     #[classmethod]
-    #[pyo3(signature = (name, *, many = None))]
+    #[pyo3(signature = (name, *, many = None, type_name = None, msg_size = None, type_align = 1))]
     fn attach(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         name: &str,
         many: Option<bool>,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
     ) -> PyResult<Self> {
-        let opts = OpenOptions::default();
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
         let made = match many {
             Some(false) => PoolPublisher::<[u8]>::attach(name, &opts),
             Some(true) => PoolPublisher::<[u8]>::attach_many(name, &opts),
@@ -563,11 +582,21 @@ impl PyPoolSubscriber {
     const MAX_HELD: usize = PoolSubscriber::<[u8], shmbus::mem::ShmRegion>::MAX_HELD;
 
     /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
-    /// "latest", as `Subscriber.open`).
+    /// "latest", as `Subscriber.open`). `type_name` (with `msg_size` and
+    /// `type_align`): refused unless the blocks carry that type.
     #[classmethod]
-    #[pyo3(signature = (name, start = "next"))]
-    fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str, start: &str) -> PyResult<Self> {
+    #[pyo3(signature = (name, start = "next", *, type_name = None, msg_size = None, type_align = 1))]
+    fn open(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        start: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
         let opts = OpenOptions::default().start(parse_start(start)?);
+        let opts = open_type(opts, type_name, msg_size, type_align)?;
         let inner = PoolSubscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
         Ok(PyPoolSubscriber {
             inner: Handle::new(inner, "the pool subscriber is closed"),

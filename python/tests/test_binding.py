@@ -415,6 +415,24 @@ def test_a_lapped_pool_subscriber_is_told_exactly_how_many_it_missed(bus_name):
             assert delivered == list(range(30 - len(delivered), 30))
 
 
+def test_a_pool_records_the_block_type_python_names_and_openers_of_another_are_refused(bus_name):
+    with pytest.raises(ValueError, match="type_name needs the message size"):
+        shmbus.PoolPublisher.create(bus_name, block_size=64, blocks=16, capacity=8, type_name="md.Tick")
+    with pytest.raises(ValueError, match="applies only with type_name"):
+        shmbus.PoolPublisher.create(bus_name, block_size=64, blocks=16, capacity=8, msg_size=16)
+    with shmbus.PoolPublisher.create(bus_name, block_size=64, blocks=16, capacity=8,
+                                     type_name="md.Tick", msg_size=16, type_align=8) as pub:
+        with pytest.raises(shmbus.TypeMismatchError, match="md.Tick.*md.Quote"):
+            shmbus.PoolSubscriber.open(bus_name, type_name="md.Quote", msg_size=16, type_align=8)
+        with shmbus.PoolSubscriber.open(bus_name, "oldest", type_name="md.Tick", msg_size=16,
+                                        type_align=8) as sub:
+            pub.publish(u64(7) + u64(8))
+            with sub.recv(timeout=5) as got:
+                assert bytes(got) == u64(7) + u64(8)
+        with shmbus.PoolSubscriber.open(bus_name) as raw:
+            assert raw.position == 1
+
+
 # --- stream -----------------------------------------------------------------
 
 
