@@ -465,6 +465,18 @@ typedef struct shmbus_stream_options_t {
      * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
      */
     uint32_t flags;
+    /**
+     * The record type the stream records (NULL: raw records of any
+     * length, recorded as "stream"). Openers that name a type
+     * (shmbus_open_options_t.type_name) must name this one, and a Rust
+     * Consumer<T> of that type opens it.
+     */
+    const char *type_name;
+    /**
+     * The record type's alignment, recorded with type_name (0 = 1, at
+     * most 8: records start 8-aligned); 0 without a type_name.
+     */
+    uint32_t type_align;
 } shmbus_stream_options_t;
 
 #ifdef __cplusplus

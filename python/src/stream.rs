@@ -10,6 +10,7 @@ use shmbus::{
     OpenOptions,
 };
 
+use crate::bus::open_type;
 use crate::handle::{handle_methods, Handle};
 use crate::{errors, owned_bytes, retry_in_slices, Until};
 
@@ -58,25 +59,48 @@ impl PyProducer {
 impl PyProducer {
     /// Creates the stream `name` with a ring of `capacity` bytes (a power
     /// of two, 64 B to 4 GiB); a record is at most half of it less 8 bytes.
+    /// `type_name` (with `type_align`, at most 8) records the record type,
+    /// which openers that name a type must then name.
     #[classmethod]
-    #[pyo3(signature = (name, capacity, *, mode = 0o600))]
+    #[pyo3(signature = (name, capacity, *, mode = 0o600, type_name = None, type_align = 1))]
     fn create(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         name: &str,
         capacity: u64,
         mode: u32,
+        type_name: Option<&str>,
+        type_align: u32,
     ) -> PyResult<Self> {
-        let opts = StreamOptions::new(capacity).mode(mode);
+        let mut opts = StreamOptions::new(capacity).mode(mode);
+        match type_name {
+            Some(ty) => opts = opts.message_type(ty, type_align),
+            None if type_align != 1 => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "type_align applies only with type_name",
+                ))
+            }
+            None => {}
+        }
         let inner = Producer::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
         Ok(PyProducer::new(inner))
     }
 
-    /// Attaches to the stream `name` whose producer is gone.
+    /// Attaches to the stream `name` whose producer is gone. `type_name`
+    /// (with `msg_size` and `type_align`): refused unless the stream
+    /// records that type.
     #[classmethod]
-    fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
-        let inner = Producer::<[u8]>::attach(name, &OpenOptions::default())
-            .map_err(|e| errors::attach(py, e))?;
+    #[pyo3(signature = (name, *, type_name = None, msg_size = None, type_align = 1))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
+        let inner = Producer::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
         Ok(PyProducer::new(inner))
     }
 
@@ -147,11 +171,20 @@ impl PyConsumer {
 #[pymethods]
 impl PyConsumer {
     /// Opens the stream `name` as its one consumer; it continues where the
-    /// last consumer stopped.
+    /// last consumer stopped. `type_name` (with `msg_size` and
+    /// `type_align`): refused unless the stream records that type.
     #[classmethod]
-    fn open(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<Self> {
-        let inner = Consumer::<[u8]>::attach(name, &OpenOptions::default())
-            .map_err(|e| errors::attach(py, e))?;
+    #[pyo3(signature = (name, *, type_name = None, msg_size = None, type_align = 1))]
+    fn open(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        type_name: Option<&str>,
+        msg_size: Option<u32>,
+        type_align: u32,
+    ) -> PyResult<Self> {
+        let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
+        let inner = Consumer::<[u8]>::attach(name, &opts).map_err(|e| errors::attach(py, e))?;
         Ok(PyConsumer {
             inner: Handle::new((inner, Vec::new()), "the consumer is closed"),
         })

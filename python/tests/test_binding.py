@@ -436,6 +436,17 @@ def test_a_pool_records_the_block_type_python_names_and_openers_of_another_are_r
 # --- stream -----------------------------------------------------------------
 
 
+def test_a_stream_records_the_record_type_python_names_and_openers_of_another_are_refused(bus_name):
+    with pytest.raises(ValueError, match="applies only with type_name"):
+        shmbus.Producer.create(bus_name, 4096, type_align=8)
+    with shmbus.Producer.create(bus_name, 4096, type_name="md.Tick", type_align=8) as prod:
+        with pytest.raises(shmbus.TypeMismatchError, match="md.Tick.*md.Quote"):
+            shmbus.Consumer.open(bus_name, type_name="md.Quote", msg_size=16, type_align=8)
+        with shmbus.Consumer.open(bus_name, type_name="md.Tick", msg_size=16, type_align=8) as cons:
+            prod.push(u64(7) + u64(8))
+            assert cons.pop(timeout=5) == u64(7) + u64(8)
+
+
 def test_a_stream_delivers_every_record_in_order(bus_name):
     with shmbus.Producer.create(bus_name, 4096) as prod, shmbus.Consumer.open(bus_name) as cons:
         for i in range(100):

@@ -17,7 +17,8 @@ use shmbus_core::{
 };
 
 use crate::args::{
-    buffer, bytes, capacity_in, copy_into, handle, out_ptr, put, required, take_back, wait_of,
+    buffer, bytes, c_str, capacity_in, copy_into, handle, out_ptr, put, required, take_back,
+    wait_of,
 };
 use crate::bodies::{new_handle, open_handle, query};
 use crate::entry::{entry, entry_void, error, Failure};
@@ -40,6 +41,14 @@ pub struct StreamOpts {
     pub wait: u32,
     /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
     pub flags: u32,
+    /// The record type the stream records (NULL: raw records of any
+    /// length, recorded as "stream"). Openers that name a type
+    /// (`shmbus_open_options_t.type_name`) must name this one, and a Rust
+    /// `Consumer<T>` of that type opens it.
+    pub type_name: *const c_char,
+    /// The record type's alignment, recorded with `type_name` (0 = 1, at
+    /// most 8: records start 8-aligned); 0 without a `type_name`.
+    pub type_align: u32,
 }
 
 /// Stream options with every default: capacity still to set.
@@ -51,13 +60,16 @@ pub extern "C" fn shmbus_stream_options_default() -> StreamOpts {
         mode: 0o600,
         wait: SHMBUS_WAIT_SPIN_FUTEX,
         flags: 0,
+        type_name: std::ptr::null(),
+        type_align: 0,
     }
 }
 
 /// `shmbus_stream_options_t` as `StreamOptions`.
 ///
 /// # Safety
-/// `opts` is NULL or points to a live `StreamOpts`.
+/// `opts` is NULL or points to a live `StreamOpts` whose `type_name` is
+/// NULL or a NUL-terminated string.
 pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOptions, Failure> {
     const WHAT: &str = "stream options";
     // SAFETY: NULL or live, by the contract.
@@ -69,7 +81,23 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
     }
     let c = creation(o.mode, o.flags, WHAT)?;
     let strategy = strategy(o.wait, o.spin_ns, WHAT)?;
-    Ok(with_creation!(StreamOptions::new(o.capacity), c).wait_strategy(strategy))
+    let mut opts = with_creation!(StreamOptions::new(o.capacity), c).wait_strategy(strategy);
+    if o.type_name.is_null() {
+        if o.type_align != 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: type_align is {} without a type_name, expected 0 \
+                 (an alignment is recorded only with the type's name)",
+                o.type_align
+            )));
+        }
+    } else {
+        // SAFETY: not NULL, NUL-terminated by the contract.
+        let name = unsafe { c_str(o.type_name, "type_name") }?;
+        let align = if o.type_align == 0 { 1 } else { o.type_align };
+        // A bad name or alignment is refused by the create.
+        opts = opts.message_type(name, align);
+    }
+    Ok(opts)
 }
 
 /// The producer of a stream (opaque).

@@ -527,6 +527,41 @@ fn many_publishers_share_one_bus_in_one_order() {
 }
 
 #[test]
+fn a_c_stream_records_the_record_type_it_names_and_a_typed_rust_consumer_reads_it() {
+    let bus = Bus::new("cnamedstream");
+    let mut p = null_mut();
+    // SAFETY: as in the first test; the type name is a C string literal.
+    unsafe {
+        let mut o = shmbus_stream_options_default();
+        o.capacity = 4096;
+        o.type_align = 8;
+        assert_eq!(
+            shmbus_producer_create(bus.ptr(), &o, &mut p),
+            Status::SHMBUS_ERROR,
+            "an alignment without a type"
+        );
+        assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_INVALID_ARGUMENT);
+        o.type_name = c"u64".as_ptr();
+        assert_eq!(
+            shmbus_producer_create(bus.ptr(), &o, &mut p),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        let open = shmbus_core::OpenOptions::default();
+        let mut rust = shmbus_core::stream::Consumer::<u64>::attach(&bus.name, &open)
+            .expect("the type C named opens typed");
+        let record = 0x0a0b_0c0du64.to_ne_bytes();
+        assert_eq!(
+            shmbus_producer_push(p, record.as_ptr().cast(), record.len(), 0),
+            Status::SHMBUS_OK
+        );
+        assert_eq!(rust.pop(shmbus_core::Wait::Never), Ok(0x0a0b_0c0d));
+        shmbus_producer_close(p);
+    }
+}
+
+#[test]
 fn a_stream_record_longer_than_the_buffer_stays_until_a_buffer_fits_it() {
     let bus = Bus::new("stream");
     let mut p = null_mut();
