@@ -173,6 +173,11 @@ pub enum OpenError {
         /// The registry's size.
         entries: usize,
     },
+    /// A lossless subscriber
+    /// ([`OpenOptions::lossless`](crate::OpenOptions::lossless)) refused:
+    /// the reason says why.
+    #[error("lossless subscriber refused: {0}")]
+    Lossless(#[from] crate::bus::LosslessRefused),
     /// Any other system error, with the step that failed.
     #[error("{what}: {source}")]
     Io {

@@ -49,6 +49,12 @@ pub(crate) struct Activity {
     /// What `SKIPPED` holds: kept here, so the line is only ever written,
     /// never read back (another process may have scribbled on it).
     skipped: u64,
+    /// A lossless subscriber's entry in the gating set (`gate`): its
+    /// position store is then a Release, which the publisher's Acquire
+    /// load pairs with before it overwrites what was read.
+    joined: Option<super::gate::Joined>,
+    /// Found evicted (its bit clear after a lag): lossy from then on.
+    evicted: bool,
 }
 
 impl Activity {
@@ -67,6 +73,8 @@ impl Activity {
             line: Some(offset),
             count: 0,
             skipped: 0,
+            joined: None,
+            evicted: false,
         };
         me.reset(region, pos);
         me
@@ -87,11 +95,44 @@ impl Activity {
     #[inline(always)]
     pub(crate) fn delivered(&mut self, region: &impl Region, pos: u64) {
         if let Some(at) = self.line {
-            region
-                .word(at + line::POSITION)
-                .store(pos, Ordering::Relaxed);
+            let word = region.word(at + line::POSITION);
+            if self.joined.is_some() {
+                // Release, paired with the publisher's Acquire load of the
+                // position in `gate`: our copy of the slot is done before
+                // the publisher may overwrite it.
+                word.store(pos, Ordering::Release);
+            } else {
+                word.store(pos, Ordering::Relaxed);
+            }
             self.tick(region);
         }
+    }
+
+    /// The gating entry this subscriber joined as, unless it was found
+    /// evicted.
+    #[inline(always)]
+    pub(crate) fn gating(&self) -> Option<super::gate::Joined> {
+        if self.evicted {
+            None
+        } else {
+            self.joined
+        }
+    }
+
+    /// The gating entry it joined as, evicted or not (to give it back).
+    pub(crate) fn joined(&self) -> Option<super::gate::Joined> {
+        self.joined
+    }
+
+    /// Joined the gating set as `joined`.
+    pub(crate) fn set_joined(&mut self, joined: super::gate::Joined) {
+        self.joined = Some(joined);
+        self.evicted = false;
+    }
+
+    /// Found its bit cleared: the publisher evicted it.
+    pub(crate) fn set_evicted(&mut self) {
+        self.evicted = true;
     }
 
     /// After a lag report of `skipped`: the subscriber is at `pos`.

@@ -74,6 +74,12 @@ fn create_with<X, P: PublisherCount>(
         if multi {
             super::claim::init_control(r, &header, opts.unblock);
         }
+        super::gate::init_control(
+            r,
+            header.control_offset as usize,
+            opts.max_lossless,
+            opts.evict,
+        );
         if multi && pool.is_some() {
             // Published with the header by the magic's Release store.
             r.word(crate::wire::header::POOL_PID_NS)
