@@ -4,9 +4,13 @@
 //! Invariants (docs/LAYOUT.md §5.1):
 //! - Line i (`control::SUBSCRIBERS + 64 i` in the control area) is written
 //!   only by the subscriber that holds lock byte `REGISTRY + i`, and only
-//!   after it took that lock; nobody else writes it. The publisher never
-//!   reads it: nothing a subscriber writes here can slow or steer it.
-//! - `POSITION` is stored (Relaxed) after every receive that moved the
+//!   after it took that lock; nobody else writes it, but for the
+//!   publisher's `EVICTIONS` and `BLOCKED_NS` counts (`gate`). The
+//!   publisher reads `POSITION` only of a lossless subscriber (its bit set
+//!   in `control::GATING`), and nothing there holds it back past the
+//!   eviction timeout: a lossy subscriber's line cannot slow or steer it.
+//! - `POSITION` is stored (Relaxed; Release for a lossless subscriber,
+//!   which the publisher waits for) after every receive that moved the
 //!   subscriber: one plain store to a line only this subscriber writes, no
 //!   read-modify-write and no fence, which is the whole cost on the hot
 //!   path. Between lag reports it grows by one per message delivered.
