@@ -15,6 +15,16 @@ use crate::wire::{Publishers, TypeFingerprint};
 /// The unblock timeout of a many-publisher bus created without one.
 pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 
+/// The default eviction timeout of a lossless subscriber
+/// ([`BusOptions::evict_after`]).
+pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
+
+/// The default number of lossless subscribers that may gate one bus
+/// ([`BusOptions::lossless_subscribers`]): each adds a line load to every
+/// rescan and may hold the publisher back, so a bus allows a few, not the
+/// whole registry (256).
+pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
+
 /// What every new segment's file gets, whatever it carries.
 #[derive(Clone, Debug)]
 pub(crate) struct FileOptions {
@@ -228,8 +238,8 @@ impl BusOptions {
             file: FileOptions::default(),
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
-            max_lossless: crate::bus::DEFAULT_MAX_LOSSLESS,
-            evict: crate::bus::DEFAULT_EVICT,
+            max_lossless: DEFAULT_MAX_LOSSLESS,
+            evict: DEFAULT_EVICT,
             message: None,
             publishers: PhantomData,
         }
@@ -283,7 +293,7 @@ impl BusOptions<Many> {
 impl<P: PublisherCount> BusOptions<P> {
     /// How many lossless subscribers
     /// ([`OpenOptions::lossless`]) may hold the publisher back at once
-    /// (default [`DEFAULT_MAX_LOSSLESS`](crate::bus::DEFAULT_MAX_LOSSLESS),
+    /// (default [`DEFAULT_MAX_LOSSLESS`],
     /// 8: each adds a line to the publisher's rescans and may stall it
     /// up to the eviction timeout). 0 makes a bus that never waits:
     /// lossless subscribers are refused. Single-publisher plain buses only
@@ -498,7 +508,7 @@ impl<P: PublisherCount> PoolOptions<P> {
             unblock: self.unblock,
             // Pool buses take no lossless subscribers yet (issue 30).
             max_lossless: 0,
-            evict: crate::bus::DEFAULT_EVICT,
+            evict: DEFAULT_EVICT,
             message: None,
             publishers: PhantomData,
         }

@@ -42,6 +42,15 @@ use crate::wire::{subscriber_line as line, LINE};
 /// stores: a power of two.
 pub(crate) const EVERY: u32 = 1024;
 
+/// A joined lossless subscriber's entry, as its handle keeps it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Joined {
+    pub(crate) entry: usize,
+    /// This process registered for the asymmetric barrier: ringing
+    /// `ROOM` needs only a compiler fence.
+    pub(crate) light: bool,
+}
+
 /// This subscriber's line, if it has one (a registered subscriber of a bus
 /// in /dev/shm); `None` keeps every method a no-op.
 #[derive(Debug, Default)]
@@ -56,7 +65,7 @@ pub(crate) struct Activity {
     /// A lossless subscriber's entry in the gating set (`gate`): its
     /// position store is then a Release, which the publisher's Acquire
     /// load pairs with before it overwrites what was read.
-    joined: Option<super::gate::Joined>,
+    joined: Option<Joined>,
     /// Found evicted (its bit clear after a lag): lossy from then on.
     evicted: bool,
 }
@@ -115,7 +124,7 @@ impl Activity {
     /// The gating entry this subscriber joined as, unless it was found
     /// evicted.
     #[inline(always)]
-    pub(crate) fn gating(&self) -> Option<super::gate::Joined> {
+    pub(crate) fn gating(&self) -> Option<Joined> {
         if self.evicted {
             None
         } else {
@@ -124,12 +133,12 @@ impl Activity {
     }
 
     /// The gating entry it joined as, evicted or not (to give it back).
-    pub(crate) fn joined(&self) -> Option<super::gate::Joined> {
+    pub(crate) fn joined(&self) -> Option<Joined> {
         self.joined
     }
 
     /// Joined the gating set as `joined`.
-    pub(crate) fn set_joined(&mut self, joined: super::gate::Joined) {
+    pub(crate) fn set_joined(&mut self, joined: Joined) {
         self.joined = Some(joined);
         self.evicted = false;
     }

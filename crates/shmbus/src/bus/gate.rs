@@ -39,8 +39,10 @@
 
 use std::time::{Duration, Instant};
 
+use super::activity::Joined;
 use super::ring::Ring;
 use super::stamp::ahead;
+use crate::error::LosslessRefused;
 use crate::mem::Region;
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
@@ -49,54 +51,6 @@ use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
 /// How often a blocked publisher checks that the subscriber holding it
 /// back still lives (a lock probe, one system call).
 pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
-
-/// The default eviction timeout.
-pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
-
-/// The default number of lossless subscribers that may gate one bus: each
-/// adds a line load to every rescan and may hold the publisher back, so a
-/// bus allows a few, not the whole registry (256).
-pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
-
-/// Registry entries a heap ring has lines for.
-pub(crate) const HEAP_ENTRIES: usize = 8;
-
-/// Why a lossless subscriber was refused.
-///
-/// # Examples
-/// ```
-/// use shmbus::bus::LosslessRefused;
-/// let e = LosslessRefused::TooMany { max: 2 };
-/// assert_eq!(e.to_string(), "the bus lets at most 2 lossless subscribers gate it, and 2 do");
-/// ```
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LosslessRefused {
-    /// The bus was created refusing them (`lossless_subscribers(0)`, or
-    /// by a build that did not know them).
-    #[error("the bus was created refusing lossless subscribers (allows 0), expected at least 1")]
-    NotAllowed,
-    /// As many as the bus allows gate it already.
-    #[error("the bus lets at most {max} lossless subscribers gate it, and {max} do")]
-    TooMany {
-        /// What the bus allows.
-        max: u32,
-    },
-    /// No registry entry is free (a lossless subscriber needs one).
-    #[error("all {entries} registry entries are taken; a lossless subscriber needs one")]
-    RegistryFull {
-        /// The registry's size.
-        entries: usize,
-    },
-    /// Not a plain single-publisher bus: not yet supported there.
-    #[error(
-        "a {kind} bus does not take lossless subscribers yet, expected a single-publisher bus"
-    )]
-    BusKind {
-        /// "many-publisher", "journaled" or "pool".
-        kind: &'static str,
-    },
-}
 
 /// Refuses a lossless subscriber on the buses phase 1 of issue 30 does
 /// not gate yet.
@@ -309,21 +263,7 @@ impl Gate {
     }
 }
 
-/// A joined lossless subscriber's entry, as its handle keeps it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Joined {
-    pub(crate) entry: usize,
-    /// This process registered for the asymmetric barrier: ringing
-    /// `ROOM` needs only a compiler fence.
-    pub(crate) light: bool,
-}
-
 impl<R: Region> Ring<R> {
-    #[inline(always)]
-    pub(crate) fn gate_gen(&self) -> &crate::sync::AtomicU32 {
-        self.region().word32(self.control_field(control::GATE_GEN))
-    }
-
     fn gating_word(&self, entry: usize) -> &crate::sync::AtomicU64 {
         self.region()
             .word(self.control_field(control::GATING + 8 * (entry / 64)))
@@ -356,11 +296,6 @@ impl<R: Region> Ring<R> {
                 None
             })
         })
-    }
-
-    /// Whether `entry`'s bit is set.
-    pub(crate) fn is_gating(&self, entry: usize) -> bool {
-        self.gating_word(entry).load(Ordering::Acquire) & (1 << (entry % 64)) != 0
     }
 
     /// A gating subscriber's position. Acquire, paired with its Release
@@ -423,14 +358,6 @@ impl<R: Region> Ring<R> {
         wait::sleep(bell, Some(timeout), still_blocked);
     }
 
-    /// A gating subscriber, after its Release position store: wakes a
-    /// publisher asleep on `ROOM` (a fence and a load when none is).
-    #[inline(always)]
-    pub(crate) fn ring_room(&self, light: bool) {
-        let bell = self.region().word32(self.control_field(control::ROOM));
-        wait::ring(bell, light);
-    }
-
     /// The bus's limit on gating subscribers (0: refused).
     pub(crate) fn max_gating(&self) -> u32 {
         // Written by the creator before the magic, which every opener
@@ -476,34 +403,6 @@ impl<R: Region> Ring<R> {
         let light = wait::light_publisher_barrier();
         self.announce_gate_change();
         Ok(Joined { entry, light })
-    }
-
-    /// Bumps `GATE_GEN` and orders it against the publisher's load of it
-    /// after its cursor store (the Dekker of the module docs); then the
-    /// cursor load the join rule speaks of.
-    pub(crate) fn announce_gate_change(&self) -> u64 {
-        self.gate_gen().fetch_add(1, Ordering::SeqCst);
-        // The heavy side of the asymmetric pair (the publisher makes a
-        // compiler fence where it could register); a failed membarrier
-        // leaves only the SeqCst fence, as on a publisher that could not
-        // register.
-        let _ = wait::heavy_barrier();
-        self.head()
-    }
-
-    /// A gating subscriber that was lapped (its position jumped, stored
-    /// under the line's lock): evicted if its bit is clear, and lossy from
-    /// then on; else it joins again at the new position (the join rule).
-    #[cold]
-    pub(crate) fn rejoin(&self, activity: &mut super::activity::Activity) {
-        let Some(joined) = activity.gating() else {
-            return;
-        };
-        if self.is_gating(joined.entry) {
-            self.announce_gate_change();
-        } else {
-            activity.set_evicted();
-        }
     }
 
     /// A gating subscriber leaves: clears its bit, tells the publisher,

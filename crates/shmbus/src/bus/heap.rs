@@ -35,8 +35,8 @@ pub(crate) fn heap_ring(
     super::gate::init_control(
         ring.region(),
         ring.control_field(0),
-        super::gate::HEAP_ENTRIES as u32,
-        super::gate::DEFAULT_EVICT,
+        super::ring::HEAP_ENTRIES as u32,
+        crate::options::DEFAULT_EVICT,
     );
     Header::publish_magic(ring.region());
     Ok(ring)

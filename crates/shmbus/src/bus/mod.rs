@@ -109,8 +109,9 @@ mod subscriber;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use crate::error::LosslessRefused;
 pub use crate::options::{Many, One, PublisherCount};
-pub use gate::{LosslessRefused, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
+pub use crate::options::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`

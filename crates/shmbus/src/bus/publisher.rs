@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use crate::wire::Message;
 
-use super::gate::{Gate, LosslessRefused};
+use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
 use super::ring::Ring;
 use super::subscriber::Subscriber;
 use crate::error::CreateError;
+use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::wait::WaitStrategy;

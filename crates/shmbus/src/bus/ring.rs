@@ -76,6 +76,10 @@ pub(crate) struct Geometry {
     write_prefetch_lines: usize,
 }
 
+/// Registry entries a heap ring has lines for (lossless subscribers, see
+/// `gate`).
+pub(crate) const HEAP_ENTRIES: usize = 8;
+
 /// The most lines past the stamp's that a waiting reader prefetches. A
 /// message of up to 5 lines (312 bytes) then arrives in one transfer's
 /// time; longer ones stream behind it (the hardware prefetcher follows).
@@ -105,7 +109,7 @@ impl Geometry {
     fn of(h: &Header) -> Geometry {
         // A segment's control area holds every registry entry's line; a
         // heap ring's (`heap_ring`) one page of fields, then one page of
-        // `gate::HEAP_ENTRIES` lines.
+        // `HEAP_ENTRIES` lines.
         let control_len = h.data_offset.saturating_sub(h.control_offset) as usize;
         let (lines, entries) =
             if control_len >= control::SUBSCRIBERS + LINE * control::REGISTRY_SLOTS {
@@ -114,7 +118,7 @@ impl Geometry {
                 let page = h.page_size as usize;
                 (
                     page,
-                    (control_len.saturating_sub(page) / LINE).min(super::gate::HEAP_ENTRIES),
+                    (control_len.saturating_sub(page) / LINE).min(HEAP_ENTRIES),
                 )
             };
         Geometry {
@@ -697,6 +701,60 @@ impl<R: Region> Ring<R> {
                 }
                 wait::Step::TimedOut => return Poll::Empty,
             }
+        }
+    }
+}
+
+/// A lossless subscriber's side of the gate (`gate` has the rules and
+/// the publisher's side, which sits on this file).
+impl<R: Region> Ring<R> {
+    #[inline(always)]
+    pub(crate) fn gate_gen(&self) -> &crate::sync::AtomicU32 {
+        self.region().word32(self.control_field(control::GATE_GEN))
+    }
+
+    /// Whether `entry`'s bit is set.
+    pub(crate) fn is_gating(&self, entry: usize) -> bool {
+        self.region()
+            .word(self.control_field(control::GATING + 8 * (entry / 64)))
+            .load(Ordering::Acquire)
+            & (1 << (entry % 64))
+            != 0
+    }
+
+    /// A gating subscriber, after its Release position store: wakes a
+    /// publisher asleep on `ROOM` (a fence and a load when none is).
+    #[inline(always)]
+    pub(crate) fn ring_room(&self, light: bool) {
+        let bell = self.region().word32(self.control_field(control::ROOM));
+        wait::ring(bell, light);
+    }
+
+    /// Bumps `GATE_GEN` and orders it against the publisher's load of it
+    /// after its cursor store (the Dekker of the module docs); then the
+    /// cursor load the join rule speaks of.
+    pub(crate) fn announce_gate_change(&self) -> u64 {
+        self.gate_gen().fetch_add(1, Ordering::SeqCst);
+        // The heavy side of the asymmetric pair (the publisher makes a
+        // compiler fence where it could register); a failed membarrier
+        // leaves only the SeqCst fence, as on a publisher that could not
+        // register.
+        let _ = wait::heavy_barrier();
+        self.head()
+    }
+
+    /// A gating subscriber that was lapped (its position jumped, stored
+    /// under the line's lock): evicted if its bit is clear, and lossy from
+    /// then on; else it joins again at the new position (the join rule).
+    #[cold]
+    pub(crate) fn rejoin(&self, activity: &mut Activity) {
+        let Some(joined) = activity.gating() else {
+            return;
+        };
+        if self.is_gating(joined.entry) {
+            self.announce_gate_change();
+        } else {
+            activity.set_evicted();
         }
     }
 }
