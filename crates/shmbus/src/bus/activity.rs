@@ -79,9 +79,22 @@ impl Activity {
 
     /// Takes the line at `offset`, which this process's lock on its
     /// registry byte makes its own, and resets it for a subscriber at
-    /// `pos` (the line may hold a dead subscriber's numbers).
-    pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64) -> Activity {
+    /// `pos` with the contract `contract` (the line may hold a gone
+    /// subscriber's numbers, its contract and evictions included).
+    pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64, contract: u32) -> Activity {
         debug_assert_eq!(offset % LINE, 0);
+        // Relaxed: `stat` reads these for a held lock only, after the
+        // registry entry, which is stored after this; the publisher adds to
+        // the counts only for a set gating bit, set after this (SeqCst).
+        region
+            .word32(offset + line::CONTRACT)
+            .store(contract, Ordering::Relaxed);
+        region
+            .word32(offset + line::EVICTIONS)
+            .store(0, Ordering::Relaxed);
+        region
+            .word(offset + line::BLOCKED_NS)
+            .store(0, Ordering::Relaxed);
         let mut me = Activity {
             line: Some(offset),
             count: 0,

@@ -256,7 +256,7 @@ pub(crate) fn register_entry(ring: &Ring<ShmRegion>, pos: u64) -> Option<(usize,
             // The line first: `stat` reads a line only for a held lock, and
             // a pid already there would show a dead subscriber's numbers.
             let line = ring.control_field(control::SUBSCRIBERS + LINE * i);
-            let activity = Activity::claim(region, line, pos);
+            let activity = Activity::claim(region, line, pos, crate::wire::contract::LOSSY);
             let field = ring.control_field(control::REGISTRY + 4 * i);
             region
                 .word32(field)

@@ -127,7 +127,14 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
                     .is_ok()
             })
             .ok_or(crate::bus::LosslessRefused::RegistryFull { entries })?;
-        self.activity = Activity::claim(region, self.ring.line_at(entry), self.pos);
+        // LOSSLESS, as the CAS above left it: storing 0 would give the
+        // entry away.
+        self.activity = Activity::claim(
+            region,
+            self.ring.line_at(entry),
+            self.pos,
+            contract::LOSSLESS,
+        );
         match self.ring.join(entry) {
             Ok(joined) => {
                 self.activity.set_joined(joined);

@@ -569,6 +569,31 @@ mod gate {
     }
 
     #[test]
+    fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions(
+    ) {
+        use crate::stat::Contract;
+        let name = Name::new("reuse");
+        let mut p = Publisher::<u64>::create(
+            &name.0,
+            &BusOptions::new(2).evict_after(Duration::from_millis(1)),
+        )
+        .unwrap();
+        let lossless =
+            Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).unwrap();
+        for i in 0..3 {
+            p.publish(&i); // the third evicts it
+        }
+        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
+        assert_eq!((line.contract, line.evictions), (Contract::Evicted, 1));
+        drop(lossless);
+        let _lossy = Subscriber::<u64>::open(&name.0, &OpenOptions::default()).unwrap();
+        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
+        assert_eq!(line.entry, 0, "the same entry, reused");
+        assert_eq!((line.contract, line.evictions), (Contract::Lossy, 0));
+        assert_eq!(line.blocked_ns, 0);
+    }
+
+    #[test]
     fn a_many_publisher_bus_refuses_a_lossless_subscriber_naming_its_kind() {
         let name = Name::new("many");
         let _p =
