@@ -354,13 +354,16 @@ impl<R: Region> Ring<R> {
     /// the fence in `wait::ring`.
     #[inline]
     fn wake_sleepers_gen(&self) -> u32 {
-        self.wake_sleepers();
+        // One bounds check for both words (same line, side by side).
+        const _: () = assert!(control::GATE_GEN == control::FUTEX + 4);
+        let [bell, gen] = self.region.word32s(self.control(control::FUTEX), 2) else {
+            unreachable!("two words asked, two given")
+        };
+        wait::ring(bell, self.light_barrier);
         // Relaxed: ordered after the cursor store by `ring`'s fence (the
         // Dekker of `gate`); a changed value makes the next write rescan,
         // which loads it again with Acquire.
-        self.region
-            .word32(self.control(control::GATE_GEN))
-            .load(Ordering::Relaxed)
+        gen.load(Ordering::Relaxed)
     }
 
     /// The publisher half of the sleep protocol in `wait`.
