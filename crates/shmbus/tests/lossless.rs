@@ -150,6 +150,64 @@ fn a_lossless_subscriber_killed_stops_holding_the_publisher_back_at_once() {
     bus.finish();
 }
 
+/// A lossless subscriber in another process, in a registry entry of its
+/// own, that reads nothing until killed.
+fn holder(bus: &BusName) -> Watched {
+    let mut child = spawn_child(
+        "as_child_hold_the_publisher_back",
+        "holder",
+        &[("SHMBUS_BUS", bus.name().to_owned())],
+    );
+    child.wait_ready();
+    child
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossless_subscriber_killed_while_the_publisher_is_idle_does_not_count_against_the_limit() {
+    let bus = BusName::new("lossless-limit");
+    let opts = BusOptions::new(16).lossless_subscribers(1);
+    let publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    // Entry 0 here, entry 1 the child's.
+    let lossy = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
+    let child = holder(&bus);
+    let lossless = OpenOptions::default().lossless(true);
+    assert!(
+        Subscriber::<u64>::open(bus.name(), &lossless).is_err(),
+        "one may gate, and one does"
+    );
+    child.kill();
+    drop(lossy);
+    // Entry 0 again; the dead one's bit (entry 1) is still set: the
+    // publisher has not met it since.
+    let sub = Subscriber::<u64>::open(bus.name(), &lossless).expect("the dead one's place");
+    assert!(sub.is_lossless());
+    drop((sub, publisher));
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossy_subscriber_taking_a_dead_lossless_ones_entry_does_not_hold_the_publisher_back() {
+    const CAP: u64 = 4;
+    let bus = BusName::new("lossless-reuse");
+    let mut publisher =
+        Publisher::<u64>::create(bus.name(), &BusOptions::new(CAP)).expect("create");
+    holder(&bus).kill();
+    // Takes the dead one's entry, whose gating bit is still set.
+    let lossy = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
+    assert!(!lossy.is_lossless());
+    for i in 0..4 * CAP {
+        publisher
+            .try_publish(&i)
+            .expect("a lossy subscriber never holds the publisher back");
+    }
+    let st = shmbus::stat::stat(bus.name()).expect("stat");
+    assert_eq!(st.subscribers[0].contract, shmbus::stat::Contract::Lossy);
+    drop((lossy, publisher));
+    bus.finish();
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_lossless_subscriber_stopped_is_evicted_after_the_timeout_and_resumed_is_told_what_it_missed() {

@@ -396,6 +396,16 @@ impl<R: Region> Ring<R> {
         self.gating_word(entry)
             .fetch_or(1 << (entry % 64), Ordering::SeqCst);
         if self.gating_count() > max {
+            // A subscriber that died while the publisher was not waiting
+            // for it keeps its bit until the publisher next meets it:
+            // clear the dead ones (their locks are free) and count again.
+            for other in self.gating_entries().collect::<Vec<_>>() {
+                if other != entry && !self.entry_alive(other) {
+                    self.ungate(other);
+                }
+            }
+        }
+        if self.gating_count() > max {
             // Two racing joiners may both back off: the limit holds.
             self.ungate(entry);
             return Err(LosslessRefused::TooMany { max });

@@ -253,6 +253,14 @@ pub(crate) fn register_entry(ring: &Ring<ShmRegion>, pos: u64) -> Option<(usize,
     let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
+            // A lossless subscriber that died left its gating bit set (the
+            // publisher clears it only when it meets it): a subscriber
+            // taking the entry clears it, or the publisher would wait for
+            // it too. Clearing only relaxes the publisher's limit; a
+            // lossless one sets it again when it joins.
+            if ring.is_gating(i) {
+                ring.ungate(i);
+            }
             // The line first: `stat` reads a line only for a held lock, and
             // a pid already there would show a dead subscriber's numbers.
             let line = ring.control_field(control::SUBSCRIBERS + LINE * i);
