@@ -599,3 +599,60 @@ fn top_says_lapped_for_a_subscriber_a_ring_behind_and_fits_its_lag() {
     sub.kill();
     bus.finish();
 }
+
+/// `stat --json` and `stat` say each subscriber's contract, and how often
+/// the publisher evicted a lossless one; the bus says what it allows.
+#[test]
+fn stat_shows_each_subscribers_contract_and_evictions() {
+    let bus = BusName::new("stat-contract");
+    let evict = Duration::from_millis(20);
+    let mut publisher = shmbus::Publisher::<u64>::create(
+        bus.name(),
+        &BusOptions::new(4)
+            .lossless_subscribers(3)
+            .evict_after(evict),
+    )
+    .expect("create");
+    let _lossy = shmbus::Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).unwrap();
+    let lossless =
+        shmbus::Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true))
+            .unwrap();
+    let contracts = |v: &Value| -> Vec<(String, u64)> {
+        v["per_subscriber"]
+            .as_array()
+            .expect("per_subscriber")
+            .iter()
+            .map(|l| {
+                (
+                    l["contract"].as_str().unwrap().to_owned(),
+                    u(&l["evictions"]),
+                )
+            })
+            .collect()
+    };
+    let v = stat_json(bus.name());
+    assert_eq!(u(&v["lossless"]["max"]), 3);
+    assert_eq!(u(&v["lossless"]["evict_ns"]), 20_000_000);
+    assert_eq!(contracts(&v), [("lossy".into(), 0), ("lossless".into(), 0)]);
+    // A ring and one more: the lossless one, reading nothing, is evicted.
+    for i in 0..5 {
+        publisher.publish(&i);
+    }
+    assert!(!lossless.is_lossless());
+    let v = stat_json(bus.name());
+    assert_eq!(
+        contracts(&v),
+        [("lossy".into(), 0), ("lossless, evicted".into(), 1)]
+    );
+    let blocked = u(&v["per_subscriber"][1]["publisher_blocked_ns"]);
+    assert!(blocked >= 20_000_000, "blocked {blocked} ns");
+    let text = run(common::shmbus(&["stat", bus.name()]));
+    text.assert_success();
+    assert!(
+        text.stdout().contains("lossless, evicted, evicted 1×"),
+        "{}",
+        text.stdout()
+    );
+    drop(publisher);
+    bus.finish();
+}

@@ -173,6 +173,11 @@ pub enum OpenError {
         /// The registry's size.
         entries: usize,
     },
+    /// A lossless subscriber
+    /// ([`OpenOptions::lossless`](crate::OpenOptions::lossless)) refused:
+    /// the reason says why.
+    #[error("lossless subscriber refused: {0}")]
+    Lossless(#[from] LosslessRefused),
     /// Any other system error, with the step that failed.
     #[error("{what}: {source}")]
     Io {
@@ -375,5 +380,42 @@ pub enum AttachError {
     ConsumerActive {
         /// The holder's pid, from the control page.
         pid: u32,
+    },
+}
+
+/// Why a lossless subscriber was refused.
+///
+/// # Examples
+/// ```
+/// use shmbus::bus::LosslessRefused;
+/// let e = LosslessRefused::TooMany { max: 2 };
+/// assert_eq!(e.to_string(), "the bus lets at most 2 lossless subscribers gate it, and 2 do");
+/// ```
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LosslessRefused {
+    /// The bus was created refusing them (`lossless_subscribers(0)`, or
+    /// by a build that did not know them).
+    #[error("the bus was created refusing lossless subscribers (allows 0), expected at least 1")]
+    NotAllowed,
+    /// As many as the bus allows gate it already.
+    #[error("the bus lets at most {max} lossless subscribers gate it, and {max} do")]
+    TooMany {
+        /// What the bus allows.
+        max: u32,
+    },
+    /// No registry entry is free (a lossless subscriber needs one).
+    #[error("all {entries} registry entries are taken; a lossless subscriber needs one")]
+    RegistryFull {
+        /// The registry's size.
+        entries: usize,
+    },
+    /// Not a plain single-publisher bus: not yet supported there.
+    #[error(
+        "a {kind} bus does not take lossless subscribers yet, expected a single-publisher bus"
+    )]
+    BusKind {
+        /// "many-publisher", "journaled" or "pool".
+        kind: &'static str,
     },
 }

@@ -179,6 +179,7 @@ impl OpenError {
             | OpenError::VersionMismatch { .. }
             | OpenError::Mlock(_)
             | OpenError::RegistryFull { .. }
+            | OpenError::Lossless(_)
             | OpenError::Io { .. } => ErrorKind::Other,
         }
     }

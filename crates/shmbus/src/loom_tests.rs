@@ -188,3 +188,38 @@ fn loom_a_skip_is_counted_exactly_by_a_racing_reader() {
         writer.join().unwrap();
     });
 }
+
+/// A lossless subscriber on a one-slot bus gets every message, in order,
+/// and is never lapped: the publisher's second write waits (asleep on
+/// `ROOM`) until the subscriber's Release position store says the first
+/// was read. Mutation-checked: without the publisher's gate check loom
+/// finds a lag at once; without the subscriber's ring of `ROOM` the
+/// publisher sleeps for good (loom: branch limit exceeded). That store
+/// made Relaxed is not caught: the reordering it allows is load
+/// buffering, which loom does not model (and the seqlock would turn it
+/// into a false `Lagged`, never a torn message).
+#[test]
+fn loom_a_lossless_subscriber_is_never_lapped_and_never_leaves_the_publisher_asleep() {
+    model(|| {
+        let mut publisher = bus(1);
+        let mut subscriber = publisher
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("a heap bus takes lossless subscribers");
+        let writer = thread::spawn(move || {
+            publisher.publish(&[1, 1]);
+            publisher.publish(&[2, 2]);
+        });
+        let mut next = 1;
+        while next <= 2 {
+            match subscriber.try_recv() {
+                Some(crate::Received::Message(m)) => {
+                    assert_eq!(m, [next, next], "lost, torn or out of order");
+                    next += 1;
+                }
+                Some(lag) => panic!("a lossless subscriber got {lag:?}"),
+                None => thread::yield_now(),
+            }
+        }
+        writer.join().unwrap();
+    });
+}

@@ -15,6 +15,16 @@ use crate::wire::{Publishers, TypeFingerprint};
 /// The unblock timeout of a many-publisher bus created without one.
 pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 
+/// The default eviction timeout of a lossless subscriber
+/// ([`BusOptions::evict_after`]).
+pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
+
+/// The default number of lossless subscribers that may gate one bus
+/// ([`BusOptions::lossless_subscribers`]): each adds a line load to every
+/// rescan and may hold the publisher back, so a bus allows a few, not the
+/// whole registry (256).
+pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
+
 /// What every new segment's file gets, whatever it carries.
 #[derive(Clone, Debug)]
 pub(crate) struct FileOptions {
@@ -203,6 +213,10 @@ pub struct BusOptions<P: PublisherCount = One> {
     pub(crate) first_seq: u64,
     /// Read only where `P` is [`Many`].
     pub(crate) unblock: Duration,
+    /// How many lossless subscribers may gate the bus (`bus::gate`).
+    pub(crate) max_lossless: u32,
+    /// The eviction timeout of a lossless subscriber.
+    pub(crate) evict: Duration,
     /// (schema name, alignment) of a raw-byte bus's messages.
     pub(crate) message: Option<(String, u32)>,
     publishers: PhantomData<P>,
@@ -224,6 +238,8 @@ impl BusOptions {
             file: FileOptions::default(),
             first_seq: 0,
             unblock: DEFAULT_UNBLOCK,
+            max_lossless: DEFAULT_MAX_LOSSLESS,
+            evict: DEFAULT_EVICT,
             message: None,
             publishers: PhantomData,
         }
@@ -250,6 +266,8 @@ impl BusOptions {
             file: self.file,
             first_seq: self.first_seq,
             unblock: self.unblock,
+            max_lossless: self.max_lossless,
+            evict: self.evict,
             message: self.message,
             publishers: PhantomData,
         }
@@ -273,6 +291,37 @@ impl BusOptions<Many> {
 }
 
 impl<P: PublisherCount> BusOptions<P> {
+    /// How many lossless subscribers
+    /// ([`OpenOptions::lossless`]) may hold the publisher back at once
+    /// (default [`DEFAULT_MAX_LOSSLESS`],
+    /// 8: each adds a line to the publisher's rescans and may stall it
+    /// up to the eviction timeout). 0 makes a bus that never waits:
+    /// lossless subscribers are refused. Single-publisher plain buses only
+    /// for now; the others refuse them whatever this says.
+    ///
+    /// # Examples
+    /// ```
+    /// let never_waits = shmbus::BusOptions::new(1024).lossless_subscribers(0);
+    /// ```
+    pub fn lossless_subscribers(mut self, max: u32) -> Self {
+        self.max_lossless = max;
+        self
+    }
+
+    /// How long one lossless subscriber may hold the publisher back
+    /// before it is evicted (demoted to lossy) and the publisher goes on
+    /// (default 1 s).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::BusOptions::new(1024).evict_after(Duration::from_millis(100));
+    /// ```
+    pub fn evict_after(mut self, timeout: Duration) -> Self {
+        self.evict = timeout;
+        self
+    }
+
     /// The message size of a bus of raw bytes (`Publisher<[u8]>`), which
     /// has no type to take it from. A typed bus takes `size_of::<T>()`; a
     /// different size given here is an `InvalidGeometry` error.
@@ -499,6 +548,9 @@ impl<P: PublisherCount> PoolOptions<P> {
             file: self.file.clone(),
             first_seq: 0,
             unblock: self.unblock,
+            // Pool buses take no lossless subscribers yet (issue 30).
+            max_lossless: 0,
+            evict: DEFAULT_EVICT,
             message: None,
             publishers: PhantomData,
         }
@@ -623,6 +675,8 @@ pub struct OpenOptions {
     pub(crate) prefault: bool,
     pub(crate) mlock: bool,
     pub(crate) register: bool,
+    /// A lossless bus subscriber (`bus::gate`).
+    pub(crate) lossless: bool,
     /// The message type a raw-byte opener insists on.
     pub(crate) message: Option<TypeFingerprint>,
     /// With `only_own`: the most the file may grant.
@@ -638,6 +692,7 @@ impl Default for OpenOptions {
             prefault: false,
             mlock: false,
             register: true,
+            lossless: false,
             message: None,
             only_own: None,
         }
@@ -724,6 +779,45 @@ impl OpenOptions {
     /// ```
     pub fn register(mut self, register: bool) -> Self {
         self.register = register;
+        self
+    }
+
+    /// Whether a bus subscriber is lossless (default `false`: lossy). The
+    /// publisher of a lossless subscriber never overwrites a message it
+    /// has not read: it waits (`publish`) or says
+    /// [`TryPublishError::Full`](crate::bus::TryPublishError::Full)
+    /// (`try_publish`), while lossy subscribers beside it are lapped as
+    /// ever. A lossless subscriber that dies stops holding the publisher
+    /// back at once; one that holds it back for the bus's eviction
+    /// timeout ([`BusOptions::evict_after`]) is demoted to lossy, and
+    /// told what it missed by [`Received::Lagged`](crate::Received::Lagged).
+    /// Nothing is lost from its join point on: its start position, unless
+    /// that is already a whole ring behind the publisher (then the first
+    /// receive says `Lagged`, exactly, and it joins where it resyncs).
+    /// A lossless subscriber always takes a registry entry (`register`
+    /// is ignored).
+    ///
+    /// # Errors (at open)
+    /// [`OpenError::Lossless`](crate::OpenError::Lossless): the bus
+    /// refuses them (created with `lossless_subscribers(0)` or by an
+    /// older build), as many as it allows already gate it, the registry
+    /// is full, or it is a many-publisher, journaled or pool bus (not yet
+    /// supported).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, OpenOptions, Publisher, Start, Subscriber};
+    /// # let name = format!("/dev/shm/shmbus-doc-lossless-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(2))?;
+    /// let recorder = Subscriber::<u64>::open(&name, &OpenOptions::default().lossless(true))?;
+    /// publisher.try_publish(&1)?;
+    /// publisher.try_publish(&2)?;
+    /// assert!(publisher.try_publish(&3).is_err()); // the recorder has read nothing
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn lossless(mut self, lossless: bool) -> Self {
+        self.lossless = lossless;
         self
     }
 

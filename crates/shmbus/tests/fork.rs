@@ -285,3 +285,30 @@ fn a_forked_child_dropping_its_copies_of_a_bus_subscriber_and_publisher_leaves_t
     drop((publisher, sub));
     bus.finish();
 }
+
+/// A lossless subscriber's drop leaves the gating set: its copy in a
+/// forked child must not, or the parent's would stop holding the
+/// publisher back while it still counts on it.
+#[test]
+fn a_forked_child_dropping_its_copy_of_a_lossless_subscriber_leaves_it_gating() {
+    let bus = BusName::new("fork-lossless");
+    let mut publisher =
+        shmbus::Publisher::<u64>::create(bus.name(), &BusOptions::new(2)).expect("create");
+    let sub =
+        Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true)).expect("open");
+    let mut handle = Some(sub);
+
+    in_forked_child(|| drop(handle.take()));
+
+    let mut sub = handle.expect("parent's handle");
+    assert!(sub.is_lossless(), "the child's drop ungated the parent's");
+    publisher.try_publish(&1).expect("room");
+    publisher.try_publish(&2).expect("room");
+    assert!(
+        publisher.try_publish(&3).is_err(),
+        "the parent's lossless subscriber still holds the publisher back"
+    );
+    assert_eq!(sub.recv(Wait::Never), Some(Received::Message(1)));
+    drop((publisher, sub));
+    bus.finish();
+}

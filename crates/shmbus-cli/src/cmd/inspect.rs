@@ -144,6 +144,7 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
         "publisher_pid": s.publisher_pid,
         "publisher_alive": s.publisher_alive,
         "subscribers": s.subscribers.len(),
+        "lossless": {"max": s.max_lossless, "evict_ns": s.evict_ns},
         "subscriber_pids": s.subscribers.iter().map(|l| l.pid).collect::<Vec<_>>(),
         "per_subscriber": s.subscribers.iter().map(|l| (l, true))
             .chain(s.gone.iter().map(|l| (l, false)))
@@ -249,6 +250,9 @@ pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool, capacity: u64) ->
         "active_monotonic_ns": l.active_ns,
         "idle_s": idle_s,
         "corrupt": l.corrupt,
+        "contract": l.contract.to_string(),
+        "evictions": l.evictions,
+        "publisher_blocked_ns": l.blocked_ns,
     })
 }
 
@@ -547,6 +551,12 @@ fn subscribers_text(s: &BusStat) -> String {
                 l.position, l.lag, l.delivered, l.skipped
             ),
         };
+        if l.contract != shmbus::stat::Contract::Lossy {
+            figures.push_str(&format!(", {}", l.contract));
+        }
+        if l.evictions > 0 {
+            figures.push_str(&format!(", evicted {}×", l.evictions));
+        }
         if let Some(pool) = &s.pool {
             let (held, reclaimable) = holds(pool, l.entry);
             let blocks = |n| if n == 1 { "block" } else { "blocks" };

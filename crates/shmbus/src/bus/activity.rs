@@ -4,9 +4,13 @@
 //! Invariants (docs/LAYOUT.md §5.1):
 //! - Line i (`control::SUBSCRIBERS + 64 i` in the control area) is written
 //!   only by the subscriber that holds lock byte `REGISTRY + i`, and only
-//!   after it took that lock; nobody else writes it. The publisher never
-//!   reads it: nothing a subscriber writes here can slow or steer it.
-//! - `POSITION` is stored (Relaxed) after every receive that moved the
+//!   after it took that lock; nobody else writes it, but for the
+//!   publisher's `EVICTIONS` and `BLOCKED_NS` counts (`gate`). The
+//!   publisher reads `POSITION` only of a lossless subscriber (its bit set
+//!   in `control::GATING`), and nothing there holds it back past the
+//!   eviction timeout: a lossy subscriber's line cannot slow or steer it.
+//! - `POSITION` is stored (Relaxed; Release for a lossless subscriber,
+//!   which the publisher waits for) after every receive that moved the
 //!   subscriber: one plain store to a line only this subscriber writes, no
 //!   read-modify-write and no fence, which is the whole cost on the hot
 //!   path. Between lag reports it grows by one per message delivered.
@@ -38,6 +42,15 @@ use crate::wire::{subscriber_line as line, LINE};
 /// stores: a power of two.
 pub(crate) const EVERY: u32 = 1024;
 
+/// A joined lossless subscriber's entry, as its handle keeps it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Joined {
+    pub(crate) entry: usize,
+    /// This process registered for the asymmetric barrier: ringing
+    /// `ROOM` needs only a compiler fence.
+    pub(crate) light: bool,
+}
+
 /// This subscriber's line, if it has one (a registered subscriber of a bus
 /// in /dev/shm); `None` keeps every method a no-op.
 #[derive(Debug, Default)]
@@ -49,6 +62,12 @@ pub(crate) struct Activity {
     /// What `SKIPPED` holds: kept here, so the line is only ever written,
     /// never read back (another process may have scribbled on it).
     skipped: u64,
+    /// A lossless subscriber's entry in the gating set (`gate`): its
+    /// position store is then a Release, which the publisher's Acquire
+    /// load pairs with before it overwrites what was read.
+    joined: Option<Joined>,
+    /// Found evicted (its bit clear after a lag): lossy from then on.
+    evicted: bool,
 }
 
 impl Activity {
@@ -60,13 +79,28 @@ impl Activity {
 
     /// Takes the line at `offset`, which this process's lock on its
     /// registry byte makes its own, and resets it for a subscriber at
-    /// `pos` (the line may hold a dead subscriber's numbers).
-    pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64) -> Activity {
+    /// `pos` with the contract `contract` (the line may hold a gone
+    /// subscriber's numbers, its contract and evictions included).
+    pub(crate) fn claim(region: &impl Region, offset: usize, pos: u64, contract: u32) -> Activity {
         debug_assert_eq!(offset % LINE, 0);
+        // Relaxed: `stat` reads these for a held lock only, after the
+        // registry entry, which is stored after this; the publisher adds to
+        // the counts only for a set gating bit, set after this (SeqCst).
+        region
+            .word32(offset + line::CONTRACT)
+            .store(contract, Ordering::Relaxed);
+        region
+            .word32(offset + line::EVICTIONS)
+            .store(0, Ordering::Relaxed);
+        region
+            .word(offset + line::BLOCKED_NS)
+            .store(0, Ordering::Relaxed);
         let mut me = Activity {
             line: Some(offset),
             count: 0,
             skipped: 0,
+            joined: None,
+            evicted: false,
         };
         me.reset(region, pos);
         me
@@ -87,11 +121,44 @@ impl Activity {
     #[inline(always)]
     pub(crate) fn delivered(&mut self, region: &impl Region, pos: u64) {
         if let Some(at) = self.line {
-            region
-                .word(at + line::POSITION)
-                .store(pos, Ordering::Relaxed);
+            let word = region.word(at + line::POSITION);
+            if self.joined.is_some() {
+                // Release, paired with the publisher's Acquire load of the
+                // position in `gate`: our copy of the slot is done before
+                // the publisher may overwrite it.
+                word.store(pos, Ordering::Release);
+            } else {
+                word.store(pos, Ordering::Relaxed);
+            }
             self.tick(region);
         }
+    }
+
+    /// The gating entry this subscriber joined as, unless it was found
+    /// evicted.
+    #[inline(always)]
+    pub(crate) fn gating(&self) -> Option<Joined> {
+        if self.evicted {
+            None
+        } else {
+            self.joined
+        }
+    }
+
+    /// The gating entry it joined as, evicted or not (to give it back).
+    pub(crate) fn joined(&self) -> Option<Joined> {
+        self.joined
+    }
+
+    /// Joined the gating set as `joined`.
+    pub(crate) fn set_joined(&mut self, joined: Joined) {
+        self.joined = Some(joined);
+        self.evicted = false;
+    }
+
+    /// Found its bit cleared: the publisher evicted it.
+    pub(crate) fn set_evicted(&mut self) {
+        self.evicted = true;
     }
 
     /// After a lag report of `skipped`: the subscriber is at `pos`.

@@ -23,7 +23,7 @@ pub(crate) fn heap_ring(
     // every word of the region.
     let mut header = Header::broadcast(capacity, msg, HEAP_PAGE, first_seq)
         .map_err(crate::error::CreateError::InvalidGeometry)?
-        .without_subscriber_lines();
+        .with_heap_lines();
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
     if let Some(unblock) = unblock {
         header.flags |= flags::MULTI_PUBLISHER;
@@ -32,6 +32,12 @@ pub(crate) fn heap_ring(
     header.write(&*region);
     let ring = Ring::new(region, &header);
     ring.init();
+    super::gate::init_control(
+        ring.region(),
+        ring.control_field(0),
+        super::ring::HEAP_ENTRIES as u32,
+        crate::options::DEFAULT_EVICT,
+    );
     Header::publish_magic(ring.region());
     Ok(ring)
 }

@@ -95,6 +95,7 @@
 pub(crate) mod activity;
 pub(crate) mod claim;
 mod copy;
+pub(crate) mod gate;
 mod group;
 mod heap;
 mod many_publisher;
@@ -108,14 +109,16 @@ mod subscriber;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+pub use crate::error::LosslessRefused;
 pub use crate::options::{Many, One, PublisherCount};
+pub use crate::options::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`
 pub use many_publisher::HookPoint;
 pub use many_publisher::{Abandoned, ManyPublishError, ManyPublisher};
 pub use payload::Payload;
-pub use publisher::{PublishError, Publisher, SkipError};
+pub use publisher::{PublishError, Publisher, SkipError, TryPublishError};
 pub use subscriber::Subscriber;
 
 /// What a receive found.

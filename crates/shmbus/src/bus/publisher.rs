@@ -5,11 +5,13 @@ use std::sync::Arc;
 
 use crate::wire::Message;
 
+use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
 use super::ring::Ring;
 use super::subscriber::Subscriber;
 use crate::error::CreateError;
+use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::wait::WaitStrategy;
@@ -40,6 +42,8 @@ use crate::wait::WaitStrategy;
 pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) ring: Ring<R>,
     next: u64,
+    /// Holds writes back for lossless subscribers (`gate`).
+    gate: Gate,
     _payload: PhantomData<fn(&T)>,
 }
 
@@ -107,6 +111,45 @@ pub enum SkipError {
     },
 }
 
+/// Why [`Publisher::try_publish`] published nothing.
+///
+/// # Examples
+/// ```
+/// use shmbus::{Publisher, Start, WaitStrategy, bus::TryPublishError};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(2)?;
+/// let lossless = publisher.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+/// publisher.try_publish(&1)?;
+/// publisher.try_publish(&2)?;
+/// // Two unread messages on two slots: a third would overwrite one.
+/// match publisher.try_publish(&3) {
+///     Err(TryPublishError::Full { entry, .. }) => assert_eq!(entry, 0),
+///     other => panic!("expected Full, got {other:?}"),
+/// }
+/// # drop(lossless);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TryPublishError {
+    /// The oldest slot holds a message a lossless subscriber has not read.
+    #[error("no room: lossless subscriber in registry entry {entry}{} has not read the message in the oldest slot, expected a free slot", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    Full {
+        /// Its registry entry.
+        entry: usize,
+        /// Its pid, where the bus has a registry (not on the heap).
+        pid: Option<u32>,
+    },
+    /// Longer than the bus's message size (raw buses).
+    #[error("message is {len} bytes, the bus carries at most {max}")]
+    TooLong {
+        /// The message's length.
+        len: usize,
+        /// The bus's message size.
+        max: usize,
+    },
+}
+
 impl SkipError {
     /// The most messages one [`Publisher::skip`] may skip: 2^60.
     pub const MAX: u64 = 1 << 60;
@@ -115,9 +158,11 @@ impl SkipError {
 impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     pub(crate) fn from_parts(mut ring: Ring<R>, next: u64) -> Self {
         ring.set_light_barrier();
+        let gate = Gate::new(&ring, next);
         Publisher {
             ring,
             next,
+            gate,
             _payload: PhantomData,
         }
     }
@@ -125,9 +170,30 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     #[inline]
     fn write(&mut self, bytes: &[u8]) -> u64 {
         let seq = self.next;
-        self.ring.write(seq, bytes);
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
+        self.write_now(seq, bytes)
+    }
+
+    #[inline(always)]
+    fn write_now(&mut self, seq: u64, bytes: &[u8]) -> u64 {
+        let gen = self.ring.write(seq, bytes);
+        self.gate.after_write(seq, gen);
         self.next = seq.wrapping_add(1);
         seq
+    }
+
+    #[inline]
+    fn try_write(&mut self, bytes: &[u8]) -> Result<u64, TryPublishError> {
+        let seq = self.next;
+        self.gate
+            .try_room(&self.ring, seq)
+            .map_err(|full| TryPublishError::Full {
+                entry: full.entry,
+                pid: full.pid,
+            })?;
+        Ok(self.write_now(seq, bytes))
     }
 
     /// Publishes `n` messages as lost: their sequence numbers are used up,
@@ -165,8 +231,19 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             });
         }
         if n > 0 {
-            self.ring.skip(self.next, n);
-            self.next = self.next.wrapping_add(n);
+            // The stamps written overwrite real (unread) messages only up
+            // to sequence `next + capacity - 1`: room for the last of
+            // those is room for all (`gate`).
+            let seq = self.next;
+            let last = seq
+                .wrapping_add(n.min(self.ring.capacity()))
+                .wrapping_sub(1);
+            if !self.gate.open_for(last) {
+                self.gate.room(&self.ring, last);
+            }
+            let gen = self.ring.skip(seq, n);
+            self.next = seq.wrapping_add(n);
+            self.gate.after_write(self.next.wrapping_sub(1), gen);
         }
         Ok(self.next)
     }
@@ -225,7 +302,12 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
 
 impl<T: Message, R: Region> Publisher<T, R> {
     /// Publishes one message, overwriting the oldest if the ring is full,
-    /// and returns its sequence number.
+    /// and returns its sequence number. With lossless subscribers
+    /// ([`OpenOptions::lossless`](crate::OpenOptions::lossless)) it first
+    /// waits until none of them still has to read the message it would
+    /// overwrite: until each reads on, dies, or has held it back for the
+    /// bus's eviction timeout ([`BusOptions::evict_after`](crate::BusOptions::evict_after)),
+    /// when it is demoted to lossy.
     ///
     /// # Examples
     /// ```
@@ -236,6 +318,26 @@ impl<T: Message, R: Region> Publisher<T, R> {
     #[inline]
     pub fn publish(&mut self, msg: &T) -> u64 {
         self.write(bytemuck::bytes_of(msg))
+    }
+
+    /// Publishes one message unless a lossless subscriber has not read the
+    /// one it would overwrite; never waits. Without lossless subscribers,
+    /// the same as [`Publisher::publish`].
+    ///
+    /// # Errors
+    /// [`TryPublishError::Full`], naming the subscriber in the way. One
+    /// that has been in the way for the eviction timeout, over calls, is
+    /// evicted by the call that finds it so, which then publishes.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut publisher = shmbus::Publisher::<u64, _>::on_heap(8)?;
+    /// assert_eq!(publisher.try_publish(&5)?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_publish(&mut self, msg: &T) -> Result<u64, TryPublishError> {
+        self.try_write(bytemuck::bytes_of(msg))
     }
 }
 
@@ -264,6 +366,31 @@ impl<R: Region> Publisher<[u8], R> {
             });
         }
         Ok(self.write(bytes))
+    }
+
+    /// As the typed `try_publish`, for raw bytes.
+    ///
+    /// # Errors
+    /// [`TryPublishError::TooLong`] if `bytes` is longer than the message
+    /// size, [`TryPublishError::Full`] as the typed one; nothing is
+    /// published.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut publisher = shmbus::Publisher::<[u8], _>::on_heap_bytes(8, 4)?;
+    /// assert_eq!(publisher.try_publish(b"short")?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn try_publish(&mut self, bytes: &[u8]) -> Result<u64, TryPublishError> {
+        let max = self.ring.msg_size();
+        if bytes.len() > max {
+            return Err(TryPublishError::TooLong {
+                len: bytes.len(),
+                max,
+            });
+        }
+        self.try_write(bytes)
     }
 }
 
@@ -327,6 +454,36 @@ impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
     /// ```
     pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
         Subscriber::from_parts(self.ring.share(), start, wait)
+    }
+
+    /// A lossless subscriber to this heap bus: the publisher never
+    /// overwrites a message it has not read, unless it holds the
+    /// publisher back for the eviction timeout (1 s on the heap).
+    ///
+    /// # Errors
+    /// [`LosslessRefused::RegistryFull`] when 8 lossless subscribers
+    /// (a heap bus's most) are open.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(2)?;
+    /// let mut lossless = publisher.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+    /// assert!(lossless.is_lossless());
+    /// publisher.publish(&1);
+    /// publisher.publish(&2);
+    /// assert_eq!(lossless.recv(Wait::Never), Some(Received::Message(1)));
+    /// publisher.publish(&3); // room: the first was read
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subscribe_lossless(
+        &self,
+        start: Start,
+        wait: WaitStrategy,
+    ) -> Result<Subscriber<T, Arc<HeapRegion>>, LosslessRefused> {
+        let mut subscriber = Subscriber::from_parts(self.ring.share(), start, wait);
+        subscriber.join_heap()?;
+        Ok(subscriber)
     }
 
     /// A group of `N` logical subscribers to this heap bus.

@@ -66,11 +66,19 @@ pub(crate) struct Geometry {
     /// How many cache lines past the stamp's a waiting reader prefetches:
     /// those the payload reaches into, at most [`PREFETCH_LINES`].
     prefetch_lines: usize,
+    /// Control-relative offset of registry entry 0's line, and how many
+    /// entries have one (`gate`: the heap's are in a page of their own).
+    lines: usize,
+    entries: usize,
     /// As many for the publisher's `prefetchw` of the next slot, or 0 where
     /// the CPU has no such instruction (`sync::prefetch_write_available`,
     /// asked here once rather than per line of every publish).
     write_prefetch_lines: usize,
 }
+
+/// Registry entries a heap ring has lines for (lossless subscribers, see
+/// `gate`).
+pub(crate) const HEAP_ENTRIES: usize = 8;
 
 /// The most lines past the stamp's that a waiting reader prefetches. A
 /// message of up to 5 lines (312 bytes) then arrives in one transfer's
@@ -82,8 +90,40 @@ impl Geometry {
         self.msg_size
     }
 
+    /// Control-relative offset of registry entry 0's line.
+    pub(crate) fn lines(&self) -> usize {
+        self.lines
+    }
+
+    /// How many registry entries have lines (0 where none do).
+    pub(crate) fn entries(&self) -> usize {
+        self.entries
+    }
+
+    /// Whether the control area has the registry (a segment in /dev/shm;
+    /// not a heap ring).
+    pub(crate) fn has_registry(&self) -> bool {
+        self.lines == control::SUBSCRIBERS
+    }
+
     fn of(h: &Header) -> Geometry {
+        // A segment's control area holds every registry entry's line; a
+        // heap ring's (`heap_ring`) one page of fields, then one page of
+        // `HEAP_ENTRIES` lines.
+        let control_len = h.data_offset.saturating_sub(h.control_offset) as usize;
+        let (lines, entries) =
+            if control_len >= control::SUBSCRIBERS + LINE * control::REGISTRY_SLOTS {
+                (control::SUBSCRIBERS, control::REGISTRY_SLOTS)
+            } else {
+                let page = h.page_size as usize;
+                (
+                    page,
+                    (control_len.saturating_sub(page) / LINE).min(HEAP_ENTRIES),
+                )
+            };
         Geometry {
+            lines,
+            entries,
             mask: h.capacity - 1,
             capacity: h.capacity,
             slot_size: h.slot_size as usize,
@@ -238,9 +278,10 @@ impl<R: Region> Ring<R> {
 
     /// Writes sequence `seq` from `src` (at most `msg_size` bytes; the rest of
     /// the payload is zeroed), then advances the cursor and wakes sleepers.
-    /// Publisher only; `seq` is the cursor.
+    /// Publisher only; `seq` is the cursor. Returns `GATE_GEN` as loaded
+    /// after the cursor store and the sleepers' fence (`gate`).
     #[inline]
-    pub(crate) fn write(&self, seq: u64, src: &[u8]) {
+    pub(crate) fn write(&self, seq: u64, src: &[u8]) -> u32 {
         debug_assert!(src.len() <= self.geo.msg_size);
         let stamp = self.stamp(seq);
         stamp.store(writing(seq), Ordering::Relaxed);
@@ -255,8 +296,9 @@ impl<R: Region> Ring<R> {
         // Release, paired with the Acquire cursor loads in `head`: a reader
         // that sees the cursor past `seq` sees slot `seq` complete (or newer).
         self.cursor().store(seq.wrapping_add(1), Ordering::Release);
-        self.wake_sleepers();
+        let gen = self.wake_sleepers_gen();
         self.prefetch_next_for_write(seq.wrapping_add(1));
+        gen
     }
 
     /// The lines of `seq`'s slot past the stamp's, prefetched for writing
@@ -281,8 +323,8 @@ impl<R: Region> Ring<R> {
     /// of a many-publisher bus); a reader further behind finds a stamp of
     /// a later lap and is lapped, exactly as by `n` real messages. No
     /// payload is written: a reader mid-copy of an older message sees the
-    /// stamp change and drops its copy.
-    pub(crate) fn skip(&self, seq: u64, n: u64) {
+    /// stamp change and drops its copy. Returns `GATE_GEN` as `write` does.
+    pub(crate) fn skip(&self, seq: u64, n: u64) -> u32 {
         let end = seq.wrapping_add(n);
         let mut s = end.wrapping_sub(n.min(self.geo.capacity));
         while s != end {
@@ -295,7 +337,7 @@ impl<R: Region> Ring<R> {
         // Release, paired with the Acquire cursor loads in `head`: a reader
         // that sees the cursor past `s` sees `abandoned(s)` (or newer).
         self.cursor().store(end, Ordering::Release);
-        self.wake_sleepers();
+        self.wake_sleepers_gen()
     }
 
     /// Copies `src` into the payload of `seq`'s slot, zero-padded. Called by
@@ -304,6 +346,24 @@ impl<R: Region> Ring<R> {
     #[inline]
     pub(crate) fn store_payload(&self, seq: u64, src: &[u8]) {
         copy::store(self.payload(seq), src);
+    }
+
+    /// The publisher half of the sleep protocol in `wait`; then the load
+    /// of `GATE_GEN` (same line as the futex word) that the gate's join
+    /// rule pairs with the joiner's barrier: after the cursor store and
+    /// the fence in `wait::ring`.
+    #[inline]
+    fn wake_sleepers_gen(&self) -> u32 {
+        // One bounds check for both words (same line, side by side).
+        const _: () = assert!(control::GATE_GEN == control::FUTEX + 4);
+        let [bell, gen] = self.region.word32s(self.control(control::FUTEX), 2) else {
+            unreachable!("two words asked, two given")
+        };
+        wait::ring(bell, self.light_barrier);
+        // Relaxed: ordered after the cursor store by `ring`'s fence (the
+        // Dekker of `gate`); a changed value makes the next write rescan,
+        // which loads it again with Acquire.
+        gen.load(Ordering::Relaxed)
     }
 
     /// The publisher half of the sleep protocol in `wait`.
@@ -590,8 +650,18 @@ impl<R: Region> Ring<R> {
             _ => self.poll_wait(pos, stall, dst, strategy, wait.deadline(), activity),
         };
         match found {
-            Poll::Message => activity.delivered(self.region(), *pos),
-            Poll::Lagged(skipped) => activity.lagged(self.region(), *pos, skipped),
+            Poll::Message => {
+                activity.delivered(self.region(), *pos);
+                if let Some(joined) = activity.gating() {
+                    self.ring_room(joined.light);
+                }
+            }
+            Poll::Lagged(skipped) => {
+                activity.lagged(self.region(), *pos, skipped);
+                if activity.gating().is_some() {
+                    self.rejoin(activity);
+                }
+            }
             Poll::Empty => activity.idle(self.region()),
         }
         found
@@ -634,6 +704,60 @@ impl<R: Region> Ring<R> {
                 }
                 wait::Step::TimedOut => return Poll::Empty,
             }
+        }
+    }
+}
+
+/// A lossless subscriber's side of the gate (`gate` has the rules and
+/// the publisher's side, which sits on this file).
+impl<R: Region> Ring<R> {
+    #[inline(always)]
+    pub(crate) fn gate_gen(&self) -> &crate::sync::AtomicU32 {
+        self.region().word32(self.control_field(control::GATE_GEN))
+    }
+
+    /// Whether `entry`'s bit is set.
+    pub(crate) fn is_gating(&self, entry: usize) -> bool {
+        self.region()
+            .word(self.control_field(control::GATING + 8 * (entry / 64)))
+            .load(Ordering::Acquire)
+            & (1 << (entry % 64))
+            != 0
+    }
+
+    /// A gating subscriber, after its Release position store: wakes a
+    /// publisher asleep on `ROOM` (a fence and a load when none is).
+    #[inline(always)]
+    pub(crate) fn ring_room(&self, light: bool) {
+        let bell = self.region().word32(self.control_field(control::ROOM));
+        wait::ring(bell, light);
+    }
+
+    /// Bumps `GATE_GEN` and orders it against the publisher's load of it
+    /// after its cursor store (the Dekker of the module docs); then the
+    /// cursor load the join rule speaks of.
+    pub(crate) fn announce_gate_change(&self) -> u64 {
+        self.gate_gen().fetch_add(1, Ordering::SeqCst);
+        // The heavy side of the asymmetric pair (the publisher makes a
+        // compiler fence where it could register); a failed membarrier
+        // leaves only the SeqCst fence, as on a publisher that could not
+        // register.
+        let _ = wait::heavy_barrier();
+        self.head()
+    }
+
+    /// A gating subscriber that was lapped (its position jumped, stored
+    /// under the line's lock): evicted if its bit is clear, and lossy from
+    /// then on; else it joins again at the new position (the join rule).
+    #[cold]
+    pub(crate) fn rejoin(&self, activity: &mut Activity) {
+        let Some(joined) = activity.gating() else {
+            return;
+        };
+        if self.is_gating(joined.entry) {
+            self.announce_gate_change();
+        } else {
+            activity.set_evicted();
         }
     }
 }

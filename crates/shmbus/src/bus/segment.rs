@@ -74,6 +74,12 @@ fn create_with<X, P: PublisherCount>(
         if multi {
             super::claim::init_control(r, &header, opts.unblock);
         }
+        super::gate::init_control(
+            r,
+            header.control_offset as usize,
+            opts.max_lossless,
+            opts.evict,
+        );
         if multi && pool.is_some() {
             // Published with the header by the magic's Release store.
             r.word(crate::wire::header::POOL_PID_NS)
@@ -247,10 +253,18 @@ pub(crate) fn register_entry(ring: &Ring<ShmRegion>, pos: u64) -> Option<(usize,
     let region = ring.region();
     for i in 0..control::REGISTRY_SLOTS {
         if let Ok(true) = lock::try_lock(region.file(), lock_byte::REGISTRY + i as u64, true) {
+            // A lossless subscriber that died left its gating bit set (the
+            // publisher clears it only when it meets it): a subscriber
+            // taking the entry clears it, or the publisher would wait for
+            // it too. Clearing only relaxes the publisher's limit; a
+            // lossless one sets it again when it joins.
+            if ring.is_gating(i) {
+                ring.ungate(i);
+            }
             // The line first: `stat` reads a line only for a held lock, and
             // a pid already there would show a dead subscriber's numbers.
             let line = ring.control_field(control::SUBSCRIBERS + LINE * i);
-            let activity = Activity::claim(region, line, pos);
+            let activity = Activity::claim(region, line, pos, crate::wire::contract::LOSSY);
             let field = ring.control_field(control::REGISTRY + 4 * i);
             region
                 .word32(field)

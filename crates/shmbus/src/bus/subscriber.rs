@@ -43,8 +43,12 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pos: u64,
     stall: Stall,
     wait: WaitStrategy,
-    /// Its line in the bus's registry, if registered.
+    /// Its line in the bus's registry, if registered (and its gating
+    /// entry, if lossless).
     activity: Activity,
+    /// The pid that joined the gating set: a copy of the handle in a
+    /// forked child leaves the parent's entry alone.
+    origin: u32,
     /// The last message, for raw subscribers (which lend it; sized once,
     /// at open); empty for typed ones (which return theirs by value).
     buf: Vec<u8>,
@@ -71,6 +75,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             stall: Stall::default(),
             wait,
             activity: Activity::none(),
+            origin: 0,
             buf: Vec::new(),
             _payload: std::marker::PhantomData,
         };
@@ -78,6 +83,80 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             subscriber.buf = vec![0; subscriber.ring.msg_size()];
         }
         subscriber
+    }
+
+    /// Whether the publisher waits for this subscriber: it opened
+    /// lossless and has not been evicted (held the publisher back for the
+    /// bus's eviction timeout, or found so by a new publisher). An evicted
+    /// subscriber goes on as a lossy one, and a lag it missed is reported
+    /// as [`Received::Lagged`](crate::Received::Lagged), exactly.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let lossy = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let lossless = publisher.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+    /// assert!(!lossy.is_lossless());
+    /// assert!(lossless.is_lossless());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_lossless(&self) -> bool {
+        self.activity
+            .gating()
+            .is_some_and(|j| self.ring.is_gating(j.entry))
+    }
+
+    /// Joins the gating set of a heap ring: takes a free entry's line
+    /// (CAS of its `CONTRACT`, the heap's registry, see `gate`).
+    pub(crate) fn join_heap(&mut self) -> Result<(), crate::bus::LosslessRefused> {
+        use crate::sync::Ordering;
+        use crate::wire::{contract, subscriber_line};
+        let entries = self.ring.geometry().entries();
+        let region = self.ring.region();
+        let entry = (0..entries)
+            .find(|&i| {
+                region
+                    .word32(self.ring.line_at(i) + subscriber_line::CONTRACT)
+                    .compare_exchange(
+                        contract::LOSSY,
+                        contract::LOSSLESS,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    )
+                    .is_ok()
+            })
+            .ok_or(crate::bus::LosslessRefused::RegistryFull { entries })?;
+        // LOSSLESS, as the CAS above left it: storing 0 would give the
+        // entry away.
+        self.activity = Activity::claim(
+            region,
+            self.ring.line_at(entry),
+            self.pos,
+            contract::LOSSLESS,
+        );
+        match self.ring.join(entry) {
+            Ok(joined) => {
+                self.activity.set_joined(joined);
+                self.origin = std::process::id();
+                Ok(())
+            }
+            Err(e) => {
+                self.release_heap_entry(entry);
+                self.activity = Activity::none();
+                Err(e)
+            }
+        }
+    }
+
+    fn release_heap_entry(&self, entry: usize) {
+        use crate::sync::Ordering;
+        // Release: whoever takes the entry next (its CAS is AcqRel) sees
+        // the bit cleared before this.
+        self.ring
+            .region()
+            .word32(self.ring.line_at(entry) + crate::wire::subscriber_line::CONTRACT)
+            .store(crate::wire::contract::LOSSY, Ordering::Release);
     }
 
     /// The sequence number this subscriber will read next.
@@ -152,6 +231,25 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// ```
     pub fn msg_size(&self) -> usize {
         self.ring.msg_size()
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Drop for Subscriber<T, R> {
+    fn drop(&mut self) {
+        let Some(joined) = self.activity.joined() else {
+            return;
+        };
+        // A copy in a forked child owns nothing of the parent's entry
+        // (the `Origin` pattern of stream handles).
+        if self.origin != std::process::id() {
+            return;
+        }
+        if self.ring.is_gating(joined.entry) {
+            self.ring.leave(joined);
+        }
+        if !self.ring.geometry().has_registry() {
+            self.release_heap_entry(joined.entry);
+        }
     }
 }
 
@@ -334,9 +432,29 @@ mod shm {
         /// ```
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
             let msg = T::expected(opts.message.as_ref());
-            let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
+            let (ring, header) = crate::bus::segment::open_header(
+                name,
+                Role::Subscriber,
+                msg.as_ref(),
+                opts,
+                false,
+            )?;
+            if opts.lossless {
+                crate::bus::gate::check_kind(&header)?;
+            }
             let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
-            if opts.register {
+            if opts.lossless {
+                let (entry, activity) =
+                    crate::bus::segment::register_entry(&subscriber.ring, subscriber.pos).ok_or(
+                        crate::bus::LosslessRefused::RegistryFull {
+                            entries: crate::wire::control::REGISTRY_SLOTS,
+                        },
+                    )?;
+                subscriber.activity = activity;
+                let joined = subscriber.ring.join(entry)?;
+                subscriber.activity.set_joined(joined);
+                subscriber.origin = std::process::id();
+            } else if opts.register {
                 subscriber.activity =
                     crate::bus::segment::register(&subscriber.ring, subscriber.pos);
             }

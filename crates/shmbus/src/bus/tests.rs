@@ -394,3 +394,248 @@ mod claim {
         check(&mut group);
     }
 }
+
+mod gate {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use crate::bus::{LosslessRefused, Publisher, Received, Subscriber, TryPublishError};
+    use crate::error::OpenError;
+    use crate::mem::HeapRegion;
+    use crate::options::{BusOptions, OpenOptions, Start};
+    use crate::wait::{Wait, WaitStrategy};
+
+    fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
+        Publisher::on_heap(capacity).expect("valid geometry")
+    }
+
+    /// A /dev/shm name of this test's own, removed when dropped.
+    struct Name(String);
+    impl Name {
+        fn new(tag: &str) -> Name {
+            Name(format!(
+                "/dev/shm/shmbus-unit-gate-{tag}-{}",
+                std::process::id()
+            ))
+        }
+    }
+    impl Drop for Name {
+        fn drop(&mut self) {
+            let _ = crate::remove(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_lossless_subscriber_beside_a_lossy_one_gets_every_message_while_the_lossy_one_is_lapped_exactly(
+    ) {
+        const N: u64 = 20_000;
+        let mut p = bus(4);
+        let mut lossless = p
+            .subscribe_lossless(Start::Next, WaitStrategy::default())
+            .expect("a heap bus takes lossless subscribers");
+        let mut lossy = p.subscribe(Start::Next, WaitStrategy::default());
+        let reader = std::thread::spawn(move || {
+            let mut next = 0;
+            while next < N {
+                match lossless.recv(Wait::For(Duration::from_secs(10))) {
+                    Some(Received::Message(m)) => {
+                        assert_eq!(m, next, "out of order or lost");
+                        next += 1;
+                    }
+                    other => panic!("a lossless subscriber got {other:?} at {next}"),
+                }
+            }
+            lossless.is_lossless()
+        });
+        for i in 0..N {
+            p.publish(&i);
+        }
+        assert!(reader.join().unwrap(), "it kept up: never evicted");
+        let (mut delivered, mut skipped) = (0, 0);
+        while let Some(r) = lossy.try_recv() {
+            match r {
+                Received::Message(_) => delivered += 1,
+                Received::Lagged { skipped: s } => skipped += s,
+            }
+        }
+        assert!(skipped > 0, "the lossy one, never reading, was lapped");
+        assert_eq!(delivered + skipped, N);
+    }
+
+    #[test]
+    fn try_publish_says_full_naming_the_lossless_subscriber_that_has_not_read() {
+        let mut p = bus(2);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let _lossy = p.subscribe(Start::Next, WaitStrategy::BusySpin);
+        assert_eq!(p.try_publish(&0), Ok(0));
+        assert_eq!(p.try_publish(&1), Ok(1));
+        assert_eq!(
+            p.try_publish(&2),
+            Err(TryPublishError::Full {
+                entry: 0,
+                pid: None
+            })
+        );
+        assert_eq!(p.next_sequence(), 2, "nothing published");
+        assert_eq!(s.try_recv(), Some(Received::Message(0)));
+        assert_eq!(p.try_publish(&2), Ok(2));
+        assert_eq!(s.try_recv(), Some(Received::Message(1)));
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
+    }
+
+    #[test]
+    fn a_dropped_lossless_subscriber_releases_the_publisher_and_its_entry() {
+        let mut p = bus(2);
+        let s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        p.publish(&0);
+        p.publish(&1);
+        assert!(p.try_publish(&2).is_err());
+        drop(s);
+        assert_eq!(p.try_publish(&2), Ok(2));
+        // Eight entries on the heap, all free again.
+        let all: Vec<_> = (0..8)
+            .map(|_| p.subscribe_lossless(Start::Next, WaitStrategy::BusySpin))
+            .collect::<Result<_, _>>()
+            .expect("eight fit");
+        assert_eq!(
+            p.subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+                .err(),
+            Some(LosslessRefused::RegistryFull { entries: 8 })
+        );
+        drop(all);
+    }
+
+    #[test]
+    fn a_publisher_blocked_by_a_lossless_subscriber_goes_on_as_soon_as_it_reads() {
+        let mut p = bus(2);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::default())
+            .unwrap();
+        p.publish(&0);
+        p.publish(&1);
+        let writer = std::thread::spawn(move || {
+            let start = Instant::now();
+            p.publish(&2); // waits for the reader
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(s.try_recv(), Some(Received::Message(0)));
+        let waited = writer.join().unwrap();
+        assert!(
+            waited < Duration::from_millis(900),
+            "not evicted: {waited:?}"
+        );
+        assert!(s.is_lossless());
+        assert_eq!(s.try_recv(), Some(Received::Message(1)));
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
+    }
+
+    #[test]
+    fn a_bus_created_refusing_lossless_subscribers_says_so_with_a_typed_error() {
+        let name = Name::new("refused");
+        let _p =
+            Publisher::<u64>::create(&name.0, &BusOptions::new(8).lossless_subscribers(0)).unwrap();
+        let err = Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).err();
+        assert!(
+            matches!(err, Some(OpenError::Lossless(LosslessRefused::NotAllowed))),
+            "{err:?}"
+        );
+        // A lossy subscriber is welcome.
+        assert!(Subscriber::<u64>::open(&name.0, &OpenOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn a_bus_allows_only_as_many_lossless_subscribers_as_it_was_made_for() {
+        let name = Name::new("max");
+        let _p =
+            Publisher::<u64>::create(&name.0, &BusOptions::new(8).lossless_subscribers(1)).unwrap();
+        let opts = OpenOptions::default().lossless(true);
+        let first = Subscriber::<u64>::open(&name.0, &opts).unwrap();
+        assert!(first.is_lossless());
+        let err = Subscriber::<u64>::open(&name.0, &opts).err();
+        assert!(
+            matches!(
+                err,
+                Some(OpenError::Lossless(LosslessRefused::TooMany { max: 1 }))
+            ),
+            "{err:?}"
+        );
+        drop(first);
+        assert!(Subscriber::<u64>::open(&name.0, &opts).is_ok());
+    }
+
+    #[test]
+    fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions(
+    ) {
+        use crate::stat::Contract;
+        let name = Name::new("reuse");
+        let mut p = Publisher::<u64>::create(
+            &name.0,
+            &BusOptions::new(2).evict_after(Duration::from_millis(1)),
+        )
+        .unwrap();
+        let lossless =
+            Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).unwrap();
+        for i in 0..3 {
+            p.publish(&i); // the third evicts it
+        }
+        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
+        assert_eq!((line.contract, line.evictions), (Contract::Evicted, 1));
+        drop(lossless);
+        let _lossy = Subscriber::<u64>::open(&name.0, &OpenOptions::default()).unwrap();
+        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
+        assert_eq!(line.entry, 0, "the same entry, reused");
+        assert_eq!((line.contract, line.evictions), (Contract::Lossy, 0));
+        assert_eq!(line.blocked_ns, 0);
+    }
+
+    #[test]
+    fn a_many_publisher_bus_refuses_a_lossless_subscriber_naming_its_kind() {
+        let name = Name::new("many");
+        let _p =
+            crate::bus::ManyPublisher::<u64>::create(&name.0, &BusOptions::new(8).many()).unwrap();
+        let err = Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).err();
+        assert!(
+            matches!(
+                err,
+                Some(OpenError::Lossless(LosslessRefused::BusKind {
+                    kind: "many-publisher"
+                }))
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_it_missed() {
+        let name = Name::new("evict");
+        let evict = Duration::from_millis(50);
+        let mut p =
+            Publisher::<u64>::create(&name.0, &BusOptions::new(4).evict_after(evict)).unwrap();
+        let mut s =
+            Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).unwrap();
+        let start = Instant::now();
+        for i in 0..20 {
+            p.publish(&i);
+        }
+        let took = start.elapsed();
+        assert!(took >= evict, "blocked until the eviction: {took:?}");
+        assert!(took < evict * 20, "not much longer: {took:?}");
+        assert!(!s.is_lossless());
+        let (mut delivered, mut skipped) = (0, 0);
+        while let Some(r) = s.try_recv() {
+            match r {
+                Received::Message(_) => delivered += 1,
+                Received::Lagged { skipped: n } => skipped += n,
+            }
+        }
+        assert!(skipped > 0);
+        assert_eq!(delivered + skipped, 20);
+        let line = crate::stat::stat(&name.0).unwrap();
+        assert_eq!(line.subscribers.len(), 1);
+    }
+}

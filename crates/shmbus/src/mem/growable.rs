@@ -328,6 +328,14 @@ impl Region for GrowableRegion {
         unsafe { &*self.base.as_ptr().add(offset).cast::<AtomicU32>() }
     }
     #[inline]
+    fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        check(offset, count * 4, 4, self.len());
+        // SAFETY: atomic-word capability, as in `words` (4-aligned).
+        unsafe {
+            std::slice::from_raw_parts(self.base.as_ptr().add(offset).cast::<AtomicU32>(), count)
+        }
+    }
+    #[inline]
     fn raw(&self, offset: usize, len: usize) -> Option<NonNull<u8>> {
         check(offset, len, 1, self.len());
         // SAFETY: in bounds of the mapped prefix (checked), which stays

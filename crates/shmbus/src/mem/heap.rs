@@ -111,6 +111,18 @@ impl Region for HeapRegion {
         unsafe { &*self.base().cast::<u8>().add(offset).cast::<AtomicU32>() }
     }
     #[inline]
+    fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        check(offset, count * 4, 4, self.len());
+        // SAFETY: as `word32`, for `count` words: in bounds and 4-aligned
+        // (checked), atomics owned by `self`, derived from the allocation.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base().cast::<u8>().add(offset).cast::<AtomicU32>(),
+                count,
+            )
+        }
+    }
+    #[inline]
     fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {
         check(offset, len, 1, self.len());
         // Plain-bytes capability. The atomics' memory may be written through
@@ -158,6 +170,10 @@ impl Region for HeapRegion {
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len());
         &self.halves[offset / 4]
+    }
+    fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        check(offset, count * 4, 4, self.len());
+        &self.halves[offset / 4..offset / 4 + count]
     }
 }
 

@@ -181,6 +181,22 @@ pub trait Region: sealed::Sealed {
     /// # Panics
     /// If `offset` is not 4-aligned or the word does not fit in the region.
     fn word32(&self, offset: usize) -> &AtomicU32;
+    /// `count` consecutive 32-bit words starting at byte `offset`
+    /// (4-aligned): one bounds check for words used together (the
+    /// publisher's `futex` and `gate_gen`, LAYOUT §13.1).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::Ordering;
+    /// use shmbus::mem::{HeapRegion, Region};
+    /// let region = HeapRegion::new(64);
+    /// region.word32s(8, 2)[1].store(3, Ordering::Relaxed);
+    /// assert_eq!(region.word32(12).load(Ordering::Relaxed), 3);
+    /// ```
+    ///
+    /// # Panics
+    /// If `offset` is not 4-aligned or the words do not fit in the region.
+    fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32];
     /// The 64-bit word at byte `offset` (8-aligned): the atomic-word
     /// capability.
     ///
@@ -331,6 +347,10 @@ macro_rules! delegate_region {
             #[inline]
             fn word32(&self, offset: usize) -> &AtomicU32 {
                 (**self).word32(offset)
+            }
+            #[inline]
+            fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
+                (**self).word32s(offset, count)
             }
             #[inline]
             fn raw(&self, offset: usize, len: usize) -> Option<std::ptr::NonNull<u8>> {

@@ -417,6 +417,14 @@ impl Region for ShmRegion {
         unsafe { &*self.ptr.as_ptr().add(offset).cast::<AtomicU32>() }
     }
     #[inline]
+    fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        check(offset, count * 4, 4, self.len);
+        // SAFETY: atomic-word capability, as in `words` (4-aligned).
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(offset).cast::<AtomicU32>(), count)
+        }
+    }
+    #[inline]
     fn lock_held(&self, byte: u64) -> Option<bool> {
         crate::sys::lock::is_held(self.file(), byte).ok()
     }

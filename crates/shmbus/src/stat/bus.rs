@@ -53,6 +53,11 @@ pub struct BusStat {
     pub publisher_pid: u32,
     /// Whether that publisher still holds the publisher lock.
     pub publisher_alive: bool,
+    /// How many lossless subscribers may gate the bus (0: they are
+    /// refused; always 0 for a stream).
+    pub max_lossless: u32,
+    /// The eviction timeout of a lossless subscriber, ns.
+    pub evict_ns: u64,
     /// The live registered subscribers (a broadcast bus's), in registry
     /// order.
     pub subscribers: Vec<SubscriberStat>,
@@ -222,6 +227,41 @@ pub struct SubscriberStat {
     pub active_ns: u64,
     /// Why the line cannot be believed, if it cannot.
     pub corrupt: Option<String>,
+    /// The contract it opened with, and whether it still holds.
+    pub contract: Contract,
+    /// How many times the publisher evicted it (demoted it to lossy).
+    pub evictions: u32,
+    /// ns the publisher spent blocked waiting for it to read.
+    pub blocked_ns: u64,
+}
+
+/// A subscriber's contract, as its line and the gating set say it
+/// (`OpenOptions::lossless`).
+///
+/// # Examples
+/// ```
+/// use shmbus::stat::Contract;
+/// assert_eq!(Contract::Evicted.to_string(), "lossless, evicted");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Contract {
+    /// Lapped when it falls a ring behind.
+    Lossy,
+    /// The publisher waits for it.
+    Lossless,
+    /// Opened lossless, evicted since (or found dead): lossy now.
+    Evicted,
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Contract::Lossy => "lossy",
+            Contract::Lossless => "lossless",
+            Contract::Evicted => "lossless, evicted",
+        })
+    }
 }
 
 /// `CLOCK_MONOTONIC_COARSE` now, in ns: the clock of
@@ -265,6 +305,9 @@ fn read_line(
         skipped: 0,
         active_ns: region.word(at + sl::ACTIVE_NS).load(Ordering::Relaxed),
         corrupt: Some("its line kept changing while read".into()),
+        contract: contract_of(region, c, at, entry),
+        evictions: region.word32(at + sl::EVICTIONS).load(Ordering::Relaxed),
+        blocked_ns: region.word(at + sl::BLOCKED_NS).load(Ordering::Relaxed),
     };
     let Some(activity::Fields {
         start,
@@ -290,6 +333,24 @@ fn read_line(
         Err(why) => out.corrupt = Some(why),
     }
     out
+}
+
+/// The line's `CONTRACT` and the entry's bit in `GATING` (a value other
+/// than the two defined reads as lossy: untrusted, and it gates nothing
+/// unless its bit is set, which then says lossless).
+fn contract_of(region: &impl Region, c: usize, at: usize, entry: usize) -> Contract {
+    use crate::wire::{contract, subscriber_line as sl};
+    let gating = region
+        .word(c + control::GATING + 8 * (entry / 64))
+        .load(Ordering::Acquire)
+        & (1 << (entry % 64))
+        != 0;
+    let asked = region.word32(at + sl::CONTRACT).load(Ordering::Relaxed);
+    match (gating, asked == contract::LOSSLESS) {
+        (true, _) => Contract::Lossless,
+        (false, true) => Contract::Evicted,
+        (false, false) => Contract::Lossy,
+    }
 }
 
 /// LAYOUT §5.1's checks of one subscriber line, as wrapping distances
@@ -550,7 +611,19 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         _ => None,
     };
     let is_stream = stream.is_some();
+    let (max_lossless, evict_ns) = if is_stream {
+        (0, 0)
+    } else {
+        (
+            region
+                .word32(c + control::MAX_GATING)
+                .load(Ordering::Relaxed),
+            region.word(c + control::EVICT_NS).load(Ordering::Relaxed),
+        )
+    };
     Ok(BusStat {
+        max_lossless,
+        evict_ns,
         stream,
         pool,
         path: path.to_owned(),

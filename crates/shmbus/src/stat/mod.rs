@@ -16,7 +16,9 @@ mod list;
 mod proc;
 mod scan;
 
-pub use bus::{monotonic_ns, stat, BusStat, PoolHolder, PoolStat, StreamStat, SubscriberStat};
+pub use bus::{
+    monotonic_ns, stat, BusStat, Contract, PoolHolder, PoolStat, StreamStat, SubscriberStat,
+};
 pub use clean::{clean, CleanError, Cleaned};
 pub use list::{list, Listing};
 pub use scan::ScanError;

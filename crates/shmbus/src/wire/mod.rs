@@ -163,10 +163,33 @@ pub mod control {
     /// a single-publisher bus (where an old build kept a u32 count of
     /// sleepers).
     pub const UNBLOCK_NS: usize = 192;
+    /// u64: the eviction timeout in ns: how long a lossless subscriber
+    /// may hold the publisher back before it is demoted to lossy (see
+    /// `bus::gate`). Written once by the creator before the magic.
+    pub const EVICT_NS: usize = 200;
+    /// u32: how many lossless subscribers may gate the publisher at once;
+    /// 0 refuses them (and is what a file made before them holds).
+    /// Written once by the creator before the magic.
+    pub const MAX_GATING: usize = 208;
     /// u32: futex word. Bit 0: a subscriber may be asleep (set by sleepers,
     /// cleared by the publisher when it wakes them); bits 1..31: a wake
     /// counter the publisher bumps by 2 on every wake.
     pub const FUTEX: usize = 256;
+    /// u32: the gate generation, on the futex word's line (which the
+    /// publisher loads after every message anyway): bumped (SeqCst
+    /// `fetch_add`) by a lossless subscriber that joins, rejoins after a
+    /// lag, or leaves; the publisher rescans the gating set when it
+    /// changes (`bus::gate`).
+    pub const GATE_GEN: usize = 260;
+    /// u32: the doorbell a publisher sleeps on while a lossless subscriber
+    /// holds it back (same protocol as `FUTEX`, roles swapped).
+    pub const ROOM: usize = 320;
+    /// [u64; 4]: a bit per registry entry (entry i is bit `i % 64` of word
+    /// `i / 64`) set while that entry's subscriber is lossless and gates
+    /// the publisher. Set by the subscriber (SeqCst `fetch_or`) when it
+    /// joins; cleared (SeqCst `fetch_and`) by it when it leaves, or by the
+    /// publisher when it evicts it or finds its lock free.
+    pub const GATING: usize = 480;
     /// u32: flush requests, incremented by joining subscribers (journal).
     pub const FLUSH_REQUEST: usize = 384;
     /// u32: the last flush request served, stored by the publisher (journal).
@@ -235,6 +258,24 @@ pub mod subscriber_line {
     /// u32: a sequence lock over `SKIPPED` and `POSITION` when a lag (or
     /// registering) changes both: odd while they change.
     pub const SEQ: usize = 32;
+    /// u32: the contract it asked for: 0 lossy, 1 lossless (whether it
+    /// gates now is its bit in `control::GATING`). Written by it when it
+    /// registers.
+    pub const CONTRACT: usize = 36;
+    /// u32: how many times the publisher evicted it (demoted it to lossy).
+    /// Written by the publisher (Relaxed read-modify-write).
+    pub const EVICTIONS: usize = 40;
+    /// u64: ns the publisher spent blocked on it, waiting for room.
+    /// Written by the publisher (Relaxed read-modify-write).
+    pub const BLOCKED_NS: usize = 48;
+}
+
+/// The values of `subscriber_line::CONTRACT`.
+pub mod contract {
+    /// Lossy: lapped when it falls a ring behind (the default).
+    pub const LOSSY: u32 = 0;
+    /// Lossless: the publisher waits for it (until evicted).
+    pub const LOSSLESS: u32 = 1;
 }
 
 /// Smallest stream ring, in bytes.

@@ -165,10 +165,12 @@ impl Header {
         Ok((self, pool))
     }
 
-    /// The same bus without the subscribers' lines: its data pages follow
-    /// one control page. For heap rings, which have no registry.
-    pub(crate) fn without_subscriber_lines(mut self) -> Header {
-        let cut = self.data_offset - 2 * self.page_size;
+    /// The same bus without the registry's lines: its data pages follow
+    /// one control page and one page of lines for the few lossless
+    /// subscribers a heap ring takes (`bus::gate`). For heap rings, which
+    /// have no registry.
+    pub(crate) fn with_heap_lines(mut self) -> Header {
+        let cut = self.data_offset - 3 * self.page_size;
         self.data_offset -= cut;
         self.total_len -= cut;
         self

@@ -1,0 +1,425 @@
+//! The gate: lossless subscribers beside lossy ones on a single-publisher
+//! bus (issue 30). A lossless subscriber's registry entry has its bit set
+//! in `control::GATING`; the publisher never writes a sequence `m` while
+//! a gating subscriber at position `p` has `m - p == capacity` (that write
+//! would overwrite `p`, unread). Lossy subscribers are lapped as before.
+//!
+//! # Invariants (docs/LAYOUT.md §13.1)
+//! - The publisher keeps `limit`: it may write any `m` before `limit`
+//!   (wrapping) without looking. `limit` is the least `p + capacity` over
+//!   the gating set it last scanned, and only grows between scans, since
+//!   positions only grow; so a cached limit is never too large, except
+//!   for a subscriber that joined (or rejoined after a lag) since the
+//!   scan. Those bump `GATE_GEN`, and the publisher, which loads
+//!   `GATE_GEN` after every message (on the futex word's line, after the
+//!   fence it makes for sleepers anyway), rescans before its next write.
+//! - Join (Dekker with that load): store the position `S`, set the bit
+//!   (SeqCst), bump `GATE_GEN` (SeqCst), `wait::heavy_barrier`, load the
+//!   cursor `c`. If the publisher's load after storing cursor `k` missed
+//!   the bump, the joiner's cursor load sees `k` or later: at most the
+//!   write of `c` is made without the joiner in its limit, and it
+//!   overwrites `c - capacity`. So a joiner with `S > c - capacity`
+//!   loses nothing from `S` on (the join point); one further behind is
+//!   lapped and told exactly (`Lagged`), as a lossy one, and rejoins.
+//! - A position `p` with `m - p > capacity` (wrapping) is one the
+//!   publisher already passed: the subscriber was lapped before its join
+//!   took effect (or its line is garbage). It does not gate until it
+//!   rejoins. So no value in shared memory can hold the publisher back
+//!   past the eviction timeout.
+//! - Blocked on entry `i`, the publisher waits (spin, yield, then sleep
+//!   on `ROOM`, which gating subscribers ring after each position store),
+//!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
+//!   bit is cleared at once), and after `EVICT_NS` of one block evicts `i`:
+//!   counts it on `i`'s line, clears its bit (SeqCst), and goes on.
+//! - A gating subscriber that is lapped looks at its bit: set, it rejoins
+//!   at its new position; clear, it was evicted and stays lossy.
+//! - Heap rings have no registry: entries `0..HEAP_ENTRIES` have lines in
+//!   the page after the control page, and an entry is taken by a CAS of
+//!   its line's `CONTRACT` from 0 to `LOSSLESS` (given back by storing 0).
+
+use std::time::{Duration, Instant};
+
+use super::activity::Joined;
+use super::ring::Ring;
+use super::stamp::ahead;
+use crate::error::LosslessRefused;
+use crate::mem::Region;
+use crate::sync::Ordering;
+use crate::wait::{self, WaitStrategy};
+use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
+
+/// How often a blocked publisher checks that the subscriber holding it
+/// back still lives (a lock probe, one system call).
+pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
+
+/// Refuses a lossless subscriber on the buses phase 1 of issue 30 does
+/// not gate yet.
+#[cfg(not(loom))]
+pub(crate) fn check_kind(header: &crate::wire::Header) -> Result<(), LosslessRefused> {
+    use crate::wire::flags;
+    let kind = if header.flags & flags::MULTI_PUBLISHER != 0 {
+        "many-publisher"
+    } else if header.flags & flags::JOURNALED != 0 {
+        "journaled"
+    } else if header.pool.is_some() {
+        "pool"
+    } else {
+        return Ok(());
+    };
+    Err(LosslessRefused::BusKind { kind })
+}
+
+/// Writes a new bus's gate fields (creator only, before the magic):
+/// how many lossless subscribers may gate it, and the eviction timeout.
+pub(crate) fn init_control(region: &impl Region, control_offset: usize, max: u32, evict: Duration) {
+    let ns = u64::try_from(evict.as_nanos()).unwrap_or(u64::MAX);
+    region
+        .word(control_offset + control::EVICT_NS)
+        .store(ns, Ordering::Relaxed);
+    region
+        .word32(control_offset + control::MAX_GATING)
+        .store(max, Ordering::Relaxed);
+}
+
+/// The publisher's side of the gate.
+#[derive(Debug)]
+pub(crate) struct Gate {
+    /// Sequences before this (wrapping) may be written without looking.
+    limit: u64,
+    /// The `GATE_GEN` the last scan saw.
+    gen_seen: u32,
+    evict: Duration,
+    /// `try_publish`: the entry it last found in the way, and since when.
+    blocked: Option<(usize, Instant)>,
+}
+
+/// The far limit of an empty gating set: far enough that the check
+/// almost never fails, near enough for wrapping comparisons.
+const FAR: u64 = 1 << 62;
+
+/// What a scan found in the way of writing `m`.
+#[derive(Clone, Copy, Debug)]
+struct Blocker {
+    entry: usize,
+}
+
+/// Why [`Gate::try_room`] found no room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Full {
+    pub(crate) entry: usize,
+    pub(crate) pid: Option<u32>,
+}
+
+impl Gate {
+    /// A gate that scans before the first write of `next`.
+    pub(crate) fn new<R: Region>(ring: &Ring<R>, next: u64) -> Gate {
+        let ns = ring
+            .region()
+            .word(ring.control_field(control::EVICT_NS))
+            .load(Ordering::Relaxed);
+        Gate {
+            limit: next,
+            gen_seen: ring.gate_gen().load(Ordering::Relaxed),
+            evict: Duration::from_nanos(ns),
+            blocked: None,
+        }
+    }
+
+    /// Whether `m` may be written without a scan: one compare.
+    #[inline(always)]
+    pub(crate) fn open_for(&self, m: u64) -> bool {
+        ahead(self.limit, m) > 0
+    }
+
+    /// After a write whose trailing load found `GATE_GEN == gen`: a
+    /// change makes the next write scan first.
+    #[inline(always)]
+    pub(crate) fn after_write(&mut self, m: u64, gen: u32) {
+        if gen != self.gen_seen {
+            self.limit = m.wrapping_add(1);
+        }
+    }
+
+    /// Scans the gating set for writing `m`: the new limit, or who is in
+    /// the way.
+    fn scan<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> Option<Blocker> {
+        // Acquire, paired with the joiners' SeqCst `fetch_add`: their bits
+        // and positions, stored before it, are seen below.
+        self.gen_seen = ring.gate_gen().load(Ordering::Acquire);
+        let cap = ring.capacity();
+        let mut limit = m.wrapping_add(FAR);
+        let mut blocker = None;
+        for entry in ring.gating_entries() {
+            let p = ring.gated_position(entry);
+            let d = m.wrapping_sub(p);
+            if d < cap {
+                let l = p.wrapping_add(cap);
+                if ahead(limit, l) > 0 {
+                    limit = l;
+                }
+            } else if d == cap && blocker.is_none() {
+                blocker = Some(Blocker { entry });
+            }
+            // d > cap: passed already (lapped before its join took effect,
+            // or garbage): it gates again when it rejoins.
+        }
+        self.limit = if blocker.is_some() { m } else { limit };
+        blocker
+    }
+
+    /// Makes room for `m` without waiting: `Err` names who is in the way.
+    /// A dead subscriber is dropped from the set; one that has been in the
+    /// way for the eviction timeout (over calls) is evicted.
+    pub(crate) fn try_room<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> Result<(), Full> {
+        if self.open_for(m) {
+            return Ok(());
+        }
+        loop {
+            let Some(b) = self.scan(ring, m) else {
+                self.blocked = None;
+                return Ok(());
+            };
+            if !ring.entry_alive(b.entry) {
+                ring.ungate(b.entry);
+                continue;
+            }
+            let now = Instant::now();
+            match self.blocked {
+                Some((e, since)) if e == b.entry => {
+                    if now.duration_since(since) >= self.evict {
+                        ring.evict(b.entry, now.duration_since(since));
+                        self.blocked = None;
+                        continue;
+                    }
+                }
+                _ => self.blocked = Some((b.entry, now)),
+            }
+            return Err(Full {
+                entry: b.entry,
+                pid: ring.registry_pid(b.entry),
+            });
+        }
+    }
+
+    /// Makes room for `m`, waiting for each subscriber in the way until
+    /// it reads on, dies, or has held the publisher for the eviction
+    /// timeout (then it is evicted).
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn room<R: Region>(&mut self, ring: &Ring<R>, m: u64) {
+        while let Some(b) = self.scan(ring, m) {
+            self.wait_on(ring, m, b);
+        }
+        self.blocked = None;
+    }
+
+    /// Waits while `b` is in the way of `m`.
+    fn wait_on<R: Region>(&mut self, ring: &Ring<R>, m: u64, b: Blocker) {
+        let start = Instant::now();
+        let until = start + self.evict;
+        let cap = ring.capacity();
+        let in_way =
+            || ring.is_gating(b.entry) && m.wrapping_sub(ring.gated_position(b.entry)) == cap;
+        let mut next_check = start;
+        let mut backoff = wait::Backoff::new(WaitStrategy::default(), Some(until));
+        // loom: no clock in the model (a branch on real time would make
+        // its executions differ): sleep on ROOM at once, which is the
+        // protocol worth checking; its futex returns only when rung.
+        #[cfg(loom)]
+        {
+            let _ = (&mut next_check, &mut backoff);
+            while in_way() {
+                ring.sleep_for_room(LIVENESS_EVERY, in_way);
+            }
+            return;
+        }
+        #[cfg_attr(loom, allow(unreachable_code))]
+        loop {
+            if !in_way() {
+                break;
+            }
+            let now = Instant::now();
+            if now >= next_check {
+                if !ring.entry_alive(b.entry) {
+                    ring.ungate(b.entry);
+                    break;
+                }
+                next_check = now + LIVENESS_EVERY;
+            }
+            match backoff.next() {
+                wait::Step::Spin => crate::sync::spin_loop(),
+                wait::Step::Yield => crate::sync::yield_now(),
+                wait::Step::Sleep(left) => {
+                    let nap = left.map_or(LIVENESS_EVERY, |l| l.min(LIVENESS_EVERY));
+                    ring.sleep_for_room(nap, in_way);
+                }
+                wait::Step::TimedOut => {
+                    ring.evict(b.entry, Instant::now().duration_since(start));
+                    return;
+                }
+            }
+        }
+        ring.add_blocked(b.entry, start.elapsed());
+    }
+}
+
+impl<R: Region> Ring<R> {
+    fn gating_word(&self, entry: usize) -> &crate::sync::AtomicU64 {
+        self.region()
+            .word(self.control_field(control::GATING + 8 * (entry / 64)))
+    }
+
+    /// Byte offset of entry `entry`'s line in the region.
+    pub(crate) fn line_at(&self, entry: usize) -> usize {
+        self.control_field(self.geometry().lines() + LINE * entry)
+    }
+
+    /// The entries whose bit is set (Acquire, paired with the SeqCst
+    /// `fetch_or` of a joiner: its position store comes before it), among
+    /// those this ring has lines for.
+    fn gating_entries(&self) -> impl Iterator<Item = usize> + '_ {
+        let entries = self.geometry().entries();
+        (0..4).flat_map(move |w| {
+            let mut bits = self
+                .region()
+                .word(self.control_field(control::GATING + 8 * w))
+                .load(Ordering::Acquire);
+            std::iter::from_fn(move || {
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let entry = 64 * w + b;
+                    if entry < entries {
+                        return Some(entry);
+                    }
+                }
+                None
+            })
+        })
+    }
+
+    /// A gating subscriber's position. Acquire, paired with its Release
+    /// store after it finished reading: the slot it read may be
+    /// overwritten once this is seen.
+    fn gated_position(&self, entry: usize) -> u64 {
+        self.region()
+            .word(self.line_at(entry) + line::POSITION)
+            .load(Ordering::Acquire)
+    }
+
+    /// Whether `entry`'s subscriber lives: its registry lock is held (a
+    /// heap ring cannot tell, and says yes; its handles clear their bit
+    /// when dropped).
+    fn entry_alive(&self, entry: usize) -> bool {
+        self.region()
+            .lock_held(lock_byte::REGISTRY + entry as u64)
+            .unwrap_or(true)
+    }
+
+    /// The pid in `entry`'s registry slot, where there is a registry.
+    fn registry_pid(&self, entry: usize) -> Option<u32> {
+        if !self.geometry().has_registry() {
+            return None;
+        }
+        Some(
+            self.region()
+                .word32(self.control_field(control::REGISTRY + 4 * entry))
+                .load(Ordering::Relaxed),
+        )
+    }
+
+    /// Clears `entry`'s bit (SeqCst: ordered with the joiners' RMWs).
+    pub(crate) fn ungate(&self, entry: usize) {
+        self.gating_word(entry)
+            .fetch_and(!(1 << (entry % 64)), Ordering::SeqCst);
+    }
+
+    /// Evicts `entry` after it held the publisher for `blocked`: counted
+    /// on its line first (while its bit is still set), then ungated.
+    fn evict(&self, entry: usize, blocked: Duration) {
+        let at = self.line_at(entry);
+        self.region()
+            .word32(at + line::EVICTIONS)
+            .fetch_add(1, Ordering::Relaxed);
+        self.add_blocked(entry, blocked);
+        self.ungate(entry);
+    }
+
+    fn add_blocked(&self, entry: usize, blocked: Duration) {
+        let ns = u64::try_from(blocked.as_nanos()).unwrap_or(u64::MAX);
+        self.region()
+            .word(self.line_at(entry) + line::BLOCKED_NS)
+            .fetch_add(ns, Ordering::Relaxed);
+    }
+
+    /// The publisher sleeps on `ROOM` (the sleeper's half of `wait`).
+    fn sleep_for_room(&self, timeout: Duration, still_blocked: impl FnOnce() -> bool) {
+        let bell = self.region().word32(self.control_field(control::ROOM));
+        wait::sleep(bell, Some(timeout), still_blocked);
+    }
+
+    /// The bus's limit on gating subscribers (0: refused).
+    pub(crate) fn max_gating(&self) -> u32 {
+        // Written by the creator before the magic, which every opener
+        // loaded with Acquire.
+        self.region()
+            .word32(self.control_field(control::MAX_GATING))
+            .load(Ordering::Relaxed)
+    }
+
+    /// Counts the bits set (for the limit check at join).
+    fn gating_count(&self) -> u32 {
+        (0..4)
+            .map(|w| {
+                self.region()
+                    .word(self.control_field(control::GATING + 8 * w))
+                    .load(Ordering::SeqCst)
+                    .count_ones()
+            })
+            .sum()
+    }
+
+    /// Joins the gating set as `entry`, whose line says position `pos`
+    /// (stored before this): see the module's join rule. Refused if the
+    /// bus already has as many as it allows.
+    pub(crate) fn join(&self, entry: usize) -> Result<Joined, LosslessRefused> {
+        let max = self.max_gating();
+        if max == 0 {
+            return Err(LosslessRefused::NotAllowed);
+        }
+        let at = self.line_at(entry);
+        self.region()
+            .word32(at + line::CONTRACT)
+            .store(contract::LOSSLESS, Ordering::Relaxed);
+        // SeqCst RMW (a Release): the position stored before it is seen by
+        // a publisher whose Acquire bit load sees the bit.
+        self.gating_word(entry)
+            .fetch_or(1 << (entry % 64), Ordering::SeqCst);
+        if self.gating_count() > max {
+            // A subscriber that died while the publisher was not waiting
+            // for it keeps its bit until the publisher next meets it:
+            // clear the dead ones (their locks are free) and count again.
+            for other in self.gating_entries().collect::<Vec<_>>() {
+                if other != entry && !self.entry_alive(other) {
+                    self.ungate(other);
+                }
+            }
+        }
+        if self.gating_count() > max {
+            // Two racing joiners may both back off: the limit holds.
+            self.ungate(entry);
+            return Err(LosslessRefused::TooMany { max });
+        }
+        let light = wait::light_publisher_barrier();
+        self.announce_gate_change();
+        Ok(Joined { entry, light })
+    }
+
+    /// A gating subscriber leaves: clears its bit, tells the publisher,
+    /// and wakes it if it sleeps on `ROOM`.
+    pub(crate) fn leave(&self, joined: Joined) {
+        self.ungate(joined.entry);
+        self.announce_gate_change();
+        self.ring_room(false);
+    }
+}

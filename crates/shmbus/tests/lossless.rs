@@ -1,0 +1,250 @@
+//! Lossless subscribers (issue 30) between real processes: one that keeps
+//! up gets everything while a lossy one beside it is lapped exactly; one
+//! that is SIGKILLed stops holding the publisher back at once; one that
+//! is SIGSTOPped is evicted after the bus's eviction timeout and, resumed,
+//! is told exactly what it missed.
+//!
+//! Each child is this test binary run again (see `common`); its entry is an
+//! `as_child_*` test that does nothing unless `SHMBUS_CHILD_ROLE` names it.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{param, print_result, process_state, role, spawn_child, wait_for, BusName, Watched};
+use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+
+/// Reads until its position is `SHMBUS_COUNT`, lossless or not as
+/// `SHMBUS_LOSSLESS` says, and reports what it got.
+#[test]
+fn as_child_read_everything() {
+    role("reader", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let lossless = param::<u8>("SHMBUS_LOSSLESS") == 1;
+        let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
+        let mut sub = Subscriber::<u64>::open(&name, &opts).expect("open");
+        assert_eq!(sub.is_lossless(), lossless);
+        common::print_ready();
+        let (mut delivered, mut skipped, mut wrong) = (0u64, 0u64, 0u64);
+        while sub.position() < count {
+            let pos = sub.position();
+            match sub.recv(Wait::For(Duration::from_secs(60))) {
+                Some(Received::Message(m)) => {
+                    delivered += 1;
+                    if m != pos {
+                        wrong += 1;
+                    }
+                }
+                Some(Received::Lagged { skipped: n }) => skipped += n,
+                None => panic!("nothing for 60 s at {pos}"),
+            }
+        }
+        print_result(&[
+            ("delivered", delivered.to_string()),
+            ("skipped", skipped.to_string()),
+            ("wrong", wrong.to_string()),
+            ("lossless", u8::from(sub.is_lossless()).to_string()),
+        ]);
+    });
+}
+
+/// Opens a lossless subscriber and reads nothing until killed.
+#[test]
+fn as_child_hold_the_publisher_back() {
+    role("holder", || {
+        let name: String = param("SHMBUS_BUS");
+        let opts = OpenOptions::default().lossless(true);
+        let _sub = Subscriber::<u64>::open(&name, &opts).expect("open");
+        common::print_ready();
+        common::idle_until_killed();
+    });
+}
+
+fn reader(bus: &BusName, count: u64, lossless: bool) -> Watched {
+    let mut c = spawn_child(
+        "as_child_read_everything",
+        "reader",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_COUNT", count.to_string()),
+            ("SHMBUS_LOSSLESS", u8::from(lossless).to_string()),
+        ],
+    );
+    c.wait_ready();
+    c
+}
+
+fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a pid this test spawned and has not reaped.
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0, "kill {pid} {sig}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossless_subscriber_process_that_keeps_up_gets_every_message_while_a_lossy_one_counts_them_exactly(
+) {
+    let n = common::scale_min(200_000, 20_000);
+    let bus = BusName::new("lossless-all");
+    // A long eviction timeout: on a loaded machine a reader may lose the
+    // CPU for a while, and this test is about keeping up, not eviction.
+    let opts = BusOptions::new(64).evict_after(Duration::from_secs(60));
+    let mut publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    let lossless = reader(&bus, n, true);
+    let lossy = reader(&bus, n, false);
+    for i in 0..n {
+        publisher.publish(&i);
+    }
+    let got = lossless.wait_success().result();
+    assert_eq!(got.get::<u64>("delivered"), n, "every message");
+    assert_eq!(got.get::<u64>("skipped"), 0);
+    assert_eq!(got.get::<u64>("wrong"), 0, "in order");
+    assert_eq!(got.get::<u8>("lossless"), 1, "never evicted");
+    let got = lossy.wait_success().result();
+    assert_eq!(
+        got.get::<u64>("delivered") + got.get::<u64>("skipped"),
+        n,
+        "delivered + skipped = published"
+    );
+    assert_eq!(got.get::<u64>("wrong"), 0);
+    drop(publisher);
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossless_subscriber_killed_stops_holding_the_publisher_back_at_once() {
+    const CAP: u64 = 16;
+    let bus = BusName::new("lossless-kill");
+    let evict = Duration::from_secs(60);
+    let opts = BusOptions::new(CAP).evict_after(evict);
+    let mut publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    let mut child = spawn_child(
+        "as_child_hold_the_publisher_back",
+        "holder",
+        &[("SHMBUS_BUS", bus.name().to_owned())],
+    );
+    child.wait_ready();
+    let name = bus.name().to_owned();
+    let writer = std::thread::spawn(move || {
+        for i in 0..4 * CAP {
+            publisher.publish(&i);
+        }
+        publisher
+    });
+    // Blocked on the child: the ring is full and stays so.
+    wait_for("the publisher to fill the ring", &mut [&mut child], || {
+        shmbus::stat::stat(&name).expect("stat").head == CAP
+    });
+    let killed = Instant::now();
+    child.kill();
+    let publisher = writer.join().expect("publisher");
+    let took = killed.elapsed();
+    assert_eq!(publisher.next_sequence(), 4 * CAP);
+    assert!(
+        took < Duration::from_secs(5),
+        "went on {took:?} after the kill, the eviction timeout is {evict:?}"
+    );
+    drop(publisher);
+    bus.finish();
+}
+
+/// A lossless subscriber in another process, in a registry entry of its
+/// own, that reads nothing until killed.
+fn holder(bus: &BusName) -> Watched {
+    let mut child = spawn_child(
+        "as_child_hold_the_publisher_back",
+        "holder",
+        &[("SHMBUS_BUS", bus.name().to_owned())],
+    );
+    child.wait_ready();
+    child
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossless_subscriber_killed_while_the_publisher_is_idle_does_not_count_against_the_limit() {
+    let bus = BusName::new("lossless-limit");
+    let opts = BusOptions::new(16).lossless_subscribers(1);
+    let publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    // Entry 0 here, entry 1 the child's.
+    let lossy = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
+    let child = holder(&bus);
+    let lossless = OpenOptions::default().lossless(true);
+    assert!(
+        Subscriber::<u64>::open(bus.name(), &lossless).is_err(),
+        "one may gate, and one does"
+    );
+    child.kill();
+    drop(lossy);
+    // Entry 0 again; the dead one's bit (entry 1) is still set: the
+    // publisher has not met it since.
+    let sub = Subscriber::<u64>::open(bus.name(), &lossless).expect("the dead one's place");
+    assert!(sub.is_lossless());
+    drop((sub, publisher));
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossy_subscriber_taking_a_dead_lossless_ones_entry_does_not_hold_the_publisher_back() {
+    const CAP: u64 = 4;
+    let bus = BusName::new("lossless-reuse");
+    let mut publisher =
+        Publisher::<u64>::create(bus.name(), &BusOptions::new(CAP)).expect("create");
+    holder(&bus).kill();
+    // Takes the dead one's entry, whose gating bit is still set.
+    let lossy = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
+    assert!(!lossy.is_lossless());
+    for i in 0..4 * CAP {
+        publisher
+            .try_publish(&i)
+            .expect("a lossy subscriber never holds the publisher back");
+    }
+    let st = shmbus::stat::stat(bus.name()).expect("stat");
+    assert_eq!(st.subscribers[0].contract, shmbus::stat::Contract::Lossy);
+    drop((lossy, publisher));
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_lossless_subscriber_stopped_is_evicted_after_the_timeout_and_resumed_is_told_what_it_missed() {
+    const CAP: u64 = 16;
+    const N: u64 = 10 * CAP;
+    let bus = BusName::new("lossless-stop");
+    let evict = Duration::from_millis(200);
+    let opts = BusOptions::new(CAP).evict_after(evict);
+    let mut publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    let child = reader(&bus, N, true);
+    signal(child.pid(), libc::SIGSTOP);
+    while process_state(child.pid()) != Some('T') {
+        std::thread::yield_now();
+    }
+    let start = Instant::now();
+    for i in 0..N {
+        publisher.publish(&i);
+    }
+    let took = start.elapsed();
+    assert!(took >= evict, "held back until the eviction: {took:?}");
+    // Loose: the timeout plus a margin for a loaded machine.
+    assert!(
+        took < evict + Duration::from_secs(3),
+        "held back {took:?}, the eviction timeout is {evict:?}"
+    );
+    let st = shmbus::stat::stat(bus.name()).expect("stat");
+    assert_eq!(st.subscribers.len(), 1);
+    signal(child.pid(), libc::SIGCONT);
+    let got = child.wait_success().result();
+    assert_eq!(got.get::<u8>("lossless"), 0, "evicted: lossy now");
+    assert!(got.get::<u64>("skipped") > 0, "told it missed some");
+    assert_eq!(
+        got.get::<u64>("delivered") + got.get::<u64>("skipped"),
+        N,
+        "delivered + skipped = published"
+    );
+    assert_eq!(got.get::<u64>("wrong"), 0);
+    drop(publisher);
+    bus.finish();
+}
