@@ -19,6 +19,11 @@ pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 /// ([`BusOptions::evict_after`]).
 pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
 
+/// The longest eviction timeout: a longer one is recorded as this, and a
+/// publisher reads any larger `evict_ns` (a file written by a hostile
+/// peer) as this, so no value in shared memory blocks it longer.
+pub const MAX_EVICT: Duration = Duration::from_secs(60);
+
 /// The default number of lossless subscribers that may gate one bus
 /// ([`BusOptions::lossless_subscribers`]): each adds a line load to every
 /// rescan and may hold the publisher back, so a bus allows a few, not the
@@ -310,7 +315,8 @@ impl<P: PublisherCount> BusOptions<P> {
 
     /// How long one lossless subscriber may hold the publisher back
     /// before it is evicted (demoted to lossy) and the publisher goes on
-    /// (default 1 s).
+    /// (default 1 s, at most [`MAX_EVICT`](crate::bus::MAX_EVICT): more is
+    /// recorded as that).
     ///
     /// # Examples
     /// ```
@@ -318,7 +324,7 @@ impl<P: PublisherCount> BusOptions<P> {
     /// let opts = shmbus::BusOptions::new(1024).evict_after(Duration::from_millis(100));
     /// ```
     pub fn evict_after(mut self, timeout: Duration) -> Self {
-        self.evict = timeout;
+        self.evict = timeout.min(MAX_EVICT);
         self
     }
 

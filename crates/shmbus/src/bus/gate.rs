@@ -120,9 +120,16 @@ impl Gate {
         Gate {
             limit: next,
             gen_seen: ring.gate_gen().load(Ordering::Relaxed),
-            evict: Duration::from_nanos(ns),
+            // Untrusted: capped, so no value there blocks a publish longer.
+            evict: Duration::from_nanos(ns).min(crate::options::MAX_EVICT),
             blocked: None,
         }
+    }
+
+    /// The eviction timeout this publisher keeps (capped at `MAX_EVICT`).
+    #[cfg(test)]
+    pub(crate) fn evict(&self) -> Duration {
+        self.evict
     }
 
     /// Whether `m` may be written without a scan: one compare.

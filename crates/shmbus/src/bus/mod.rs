@@ -111,7 +111,7 @@ mod tests;
 
 pub use crate::error::LosslessRefused;
 pub use crate::options::{Many, One, PublisherCount};
-pub use crate::options::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
+pub use crate::options::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`

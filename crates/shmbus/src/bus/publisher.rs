@@ -167,6 +167,12 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         }
     }
 
+    /// The eviction timeout this publisher keeps (tests).
+    #[cfg(test)]
+    pub(crate) fn evict_timeout(&self) -> std::time::Duration {
+        self.gate.evict()
+    }
+
     #[inline]
     fn write(&mut self, bytes: &[u8]) -> u64 {
         let seq = self.next;

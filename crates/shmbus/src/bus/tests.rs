@@ -426,6 +426,57 @@ mod gate {
     }
 
     #[test]
+    fn an_eviction_timeout_past_the_most_is_read_as_the_most_whatever_the_file_says() {
+        use crate::mem::Region;
+        let name = Name::new("evictcap");
+        let opts = BusOptions::new(8).evict_after(Duration::from_secs(3600));
+        let p = Publisher::<u64>::create(&name.0, &opts).expect("create");
+        let at = p.ring.control_field(crate::wire::control::EVICT_NS);
+        let recorded = p
+            .ring
+            .region()
+            .word(at)
+            .load(crate::sync::Ordering::Relaxed);
+        assert_eq!(
+            recorded,
+            crate::bus::MAX_EVICT.as_nanos() as u64,
+            "recorded capped"
+        );
+        // A hostile peer's value: a publisher that attaches reads the cap.
+        p.ring
+            .region()
+            .word(at)
+            .store(u64::MAX, crate::sync::Ordering::Relaxed);
+        drop(p);
+        let p = Publisher::<u64>::attach(&name.0, &OpenOptions::default()).expect("attach");
+        assert_eq!(p.evict_timeout(), crate::bus::MAX_EVICT);
+    }
+
+    #[test]
+    fn a_lossless_subscriber_joining_a_bus_already_publishing_holds_the_publisher_back_from_its_next_unread_slot(
+    ) {
+        // The publisher has written a lap and more with nobody gating, so
+        // its cached limit is far away: only the join's announcement (the
+        // generation, raised through the futex word's flag) makes it look.
+        let mut p = bus(4);
+        for i in 0..10 {
+            p.publish(&i);
+        }
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::default())
+            .expect("a heap bus takes lossless subscribers");
+        for i in 10..14 {
+            assert!(p.try_publish(&i).is_ok(), "room for {i}: a ring of 4");
+        }
+        assert!(
+            matches!(p.try_publish(&14), Err(TryPublishError::Full { .. })),
+            "the fifth would overwrite the joiner's first unread message"
+        );
+        assert_eq!(s.try_recv(), Some(Received::Message(10)));
+        assert!(p.try_publish(&14).is_ok(), "one read, one slot free");
+    }
+
+    #[test]
     fn a_lossless_subscriber_beside_a_lossy_one_gets_every_message_while_the_lossy_one_is_lapped_exactly(
     ) {
         const N: u64 = 20_000;
