@@ -1408,6 +1408,7 @@ fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
         "--type",
         "t",
     ]);
-    out.assert_error(2, "--type applies to a broadcast bus");
+    // A pool records its blocks' type, whose size --msg-size gives.
+    out.assert_error(2, "--type on a pool bus names its blocks' message type: give its size");
     assert!(!Path::new(&bus).exists(), "nothing was created");
 }
