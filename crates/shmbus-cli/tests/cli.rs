@@ -1409,6 +1409,9 @@ fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
         "t",
     ]);
     // A pool records its blocks' type, whose size --msg-size gives.
-    out.assert_error(2, "--type on a pool bus names its blocks' message type: give its size");
+    out.assert_error(
+        2,
+        "--type on a pool bus names its blocks' message type: give its size",
+    );
     assert!(!Path::new(&bus).exists(), "nothing was created");
 }
