@@ -17,17 +17,37 @@ pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 
 /// The default eviction timeout of a lossless subscriber
 /// ([`BusOptions::evict_after`]).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(shmbus::bus::DEFAULT_EVICT, Duration::from_secs(1));
+/// ```
 pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
 
 /// The longest eviction timeout: a longer one is recorded as this, and a
 /// publisher reads any larger `evict_ns` (a file written by a hostile
 /// peer) as this, so no value in shared memory blocks it longer.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// // Asked for an hour, a bus records the most: a minute.
+/// let opts = shmbus::BusOptions::new(64).evict_after(Duration::from_secs(3600));
+/// assert_eq!(shmbus::bus::MAX_EVICT, Duration::from_secs(60));
+/// # let _ = opts;
+/// ```
 pub const MAX_EVICT: Duration = Duration::from_secs(60);
 
 /// The default number of lossless subscribers that may gate one bus
 /// ([`BusOptions::lossless_subscribers`]): each adds a line load to every
 /// rescan and may hold the publisher back, so a bus allows a few, not the
 /// whole registry (256).
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::bus::DEFAULT_MAX_LOSSLESS, 8);
+/// ```
 pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
 
 /// What every new segment's file gets, whatever it carries.
