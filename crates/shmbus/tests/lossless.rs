@@ -248,3 +248,61 @@ fn a_lossless_subscriber_stopped_is_evicted_after_the_timeout_and_resumed_is_tol
     drop(publisher);
     bus.finish();
 }
+
+// Two that read the bus back through `stat` (from the library's unit tests,
+// where they made `bus` import `stat`, which imports `bus`).
+
+#[test]
+fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions(
+) {
+    use shmbus::stat::Contract;
+    let bus = BusName::new("lossless-reuse");
+    let opts = BusOptions::new(2).evict_after(Duration::from_millis(1));
+    let mut p = Publisher::<u64>::create(bus.name(), &opts).unwrap();
+    let lossless =
+        Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true)).unwrap();
+    for i in 0..3 {
+        p.publish(&i); // the third evicts it
+    }
+    let line = &shmbus::stat::stat(bus.name()).unwrap().subscribers[0];
+    assert_eq!((line.contract, line.evictions), (Contract::Evicted, 1));
+    drop(lossless);
+    let lossy = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).unwrap();
+    let line = &shmbus::stat::stat(bus.name()).unwrap().subscribers[0];
+    assert_eq!(line.entry, 0, "the same entry, reused");
+    assert_eq!((line.contract, line.evictions), (Contract::Lossy, 0));
+    assert_eq!(line.blocked_ns, 0);
+    drop((lossy, p));
+    bus.finish();
+}
+
+#[test]
+fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_it_missed() {
+    let bus = BusName::new("lossless-evict");
+    let evict = Duration::from_millis(50);
+    let mut p =
+        Publisher::<u64>::create(bus.name(), &BusOptions::new(4).evict_after(evict)).unwrap();
+    let mut s =
+        Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true)).unwrap();
+    let start = Instant::now();
+    for i in 0..20 {
+        p.publish(&i);
+    }
+    let took = start.elapsed();
+    assert!(took >= evict, "blocked until the eviction: {took:?}");
+    assert!(took < evict * 20, "not much longer: {took:?}");
+    assert!(!s.is_lossless());
+    let (mut delivered, mut skipped) = (0, 0);
+    while let Some(r) = s.try_recv() {
+        match r {
+            Received::Message(_) => delivered += 1,
+            Received::Lagged { skipped: n } => skipped += n,
+        }
+    }
+    assert!(skipped > 0);
+    assert_eq!(delivered + skipped, 20);
+    let line = shmbus::stat::stat(bus.name()).unwrap();
+    assert_eq!(line.subscribers.len(), 1);
+    drop((s, p));
+    bus.finish();
+}

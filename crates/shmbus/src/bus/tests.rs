@@ -628,33 +628,6 @@ mod gate {
     #[test]
     // A /dev/shm file: Miri maps no files.
     #[cfg_attr(miri, ignore)]
-    fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions(
-    ) {
-        use crate::stat::Contract;
-        let name = Name::new("reuse");
-        let mut p = Publisher::<u64>::create(
-            &name.0,
-            &BusOptions::new(2).evict_after(Duration::from_millis(1)),
-        )
-        .unwrap();
-        let lossless =
-            Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).unwrap();
-        for i in 0..3 {
-            p.publish(&i); // the third evicts it
-        }
-        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
-        assert_eq!((line.contract, line.evictions), (Contract::Evicted, 1));
-        drop(lossless);
-        let _lossy = Subscriber::<u64>::open(&name.0, &OpenOptions::default()).unwrap();
-        let line = &crate::stat::stat(&name.0).unwrap().subscribers[0];
-        assert_eq!(line.entry, 0, "the same entry, reused");
-        assert_eq!((line.contract, line.evictions), (Contract::Lossy, 0));
-        assert_eq!(line.blocked_ns, 0);
-    }
-
-    #[test]
-    // A /dev/shm file: Miri maps no files.
-    #[cfg_attr(miri, ignore)]
     fn a_many_publisher_bus_refuses_a_lossless_subscriber_naming_its_kind() {
         let name = Name::new("many");
         let _p =
@@ -669,36 +642,5 @@ mod gate {
             ),
             "{err:?}"
         );
-    }
-
-    #[test]
-    // A /dev/shm file: Miri maps no files.
-    #[cfg_attr(miri, ignore)]
-    fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_it_missed() {
-        let name = Name::new("evict");
-        let evict = Duration::from_millis(50);
-        let mut p =
-            Publisher::<u64>::create(&name.0, &BusOptions::new(4).evict_after(evict)).unwrap();
-        let mut s =
-            Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).unwrap();
-        let start = Instant::now();
-        for i in 0..20 {
-            p.publish(&i);
-        }
-        let took = start.elapsed();
-        assert!(took >= evict, "blocked until the eviction: {took:?}");
-        assert!(took < evict * 20, "not much longer: {took:?}");
-        assert!(!s.is_lossless());
-        let (mut delivered, mut skipped) = (0, 0);
-        while let Some(r) = s.try_recv() {
-            match r {
-                Received::Message(_) => delivered += 1,
-                Received::Lagged { skipped: n } => skipped += n,
-            }
-        }
-        assert!(skipped > 0);
-        assert_eq!(delivered + skipped, 20);
-        let line = crate::stat::stat(&name.0).unwrap();
-        assert_eq!(line.subscribers.len(), 1);
     }
 }
