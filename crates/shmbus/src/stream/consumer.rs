@@ -126,6 +126,22 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
         self.ring.capacity
     }
 
+    /// The chunk of the record `next` found at ring offset `at`, `len`
+    /// bytes: what either payload's `peek` returns.
+    #[cfg(not(loom))]
+    fn chunk(&mut self, at: usize, len: usize) -> ReadChunk<'_, T, R> {
+        let ptr = self
+            .ring
+            .region
+            .raw(at, len)
+            .expect("plain memory outside loom");
+        ReadChunk {
+            consumer: self,
+            ptr,
+            len,
+        }
+    }
+
     /// Waits for a record; skips a wrap marker; returns the payload's region
     /// offset and length.
     pub(super) fn next(&mut self, wait: Wait) -> Result<(usize, usize), PopError> {
@@ -374,16 +390,7 @@ impl<R: Region> Consumer<[u8], R> {
     #[cfg(not(loom))]
     pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, [u8], R>, PopError> {
         let (at, len) = self.next(wait)?;
-        let ptr = self
-            .ring
-            .region
-            .raw(at, len)
-            .expect("plain memory outside loom");
-        Ok(ReadChunk {
-            consumer: self,
-            ptr,
-            len,
-        })
+        Ok(self.chunk(at, len))
     }
 }
 
@@ -473,17 +480,7 @@ impl<T: Message, R: Region> Consumer<T, R> {
     #[cfg(not(loom))]
     pub fn peek(&mut self, wait: Wait) -> Result<ReadChunk<'_, T, R>, PopError> {
         let at = self.next_one(wait)?;
-        let len = size_of::<T>();
-        let ptr = self
-            .ring
-            .region
-            .raw(at, len)
-            .expect("plain memory outside loom");
-        Ok(ReadChunk {
-            consumer: self,
-            ptr,
-            len,
-        })
+        Ok(self.chunk(at, size_of::<T>()))
     }
 
     /// [`Consumer::next`], for one `T`: a record of another length is an

@@ -125,6 +125,24 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
         self.ring.capacity
     }
 
+    /// A chunk of `len` bytes claimed for the next record: what either
+    /// payload's `reserve` returns.
+    #[cfg(not(loom))]
+    fn chunk(&mut self, len: usize, wait: Wait) -> Result<WriteChunk<'_, T, R>, PushError> {
+        let at = self.claim(len, wait)?;
+        let ptr = self
+            .ring
+            .region
+            .raw(self.ring.at(at) + 8, len)
+            .expect("plain memory outside loom");
+        Ok(WriteChunk {
+            producer: self,
+            at,
+            ptr,
+            len,
+        })
+    }
+
     /// Waits for room for a `len`-byte record after any wrap marker, writes
     /// that marker (unpublished), and returns the record's position.
     fn claim(&mut self, len: usize, wait: Wait) -> Result<u64, PushError> {
@@ -320,18 +338,7 @@ impl<R: Region> Producer<[u8], R> {
         len: usize,
         wait: Wait,
     ) -> Result<WriteChunk<'_, [u8], R>, PushError> {
-        let at = self.claim(len, wait)?;
-        let ptr = self
-            .ring
-            .region
-            .raw(self.ring.at(at) + 8, len)
-            .expect("plain memory outside loom");
-        Ok(WriteChunk {
-            producer: self,
-            at,
-            ptr,
-            len,
-        })
+        self.chunk(len, wait)
     }
 }
 
@@ -396,19 +403,7 @@ impl<T: Message, R: Region> Producer<T, R> {
     /// ```
     #[cfg(not(loom))]
     pub fn reserve(&mut self, wait: Wait) -> Result<WriteChunk<'_, T, R>, PushError> {
-        let len = size_of::<T>();
-        let at = self.claim(len, wait)?;
-        let ptr = self
-            .ring
-            .region
-            .raw(self.ring.at(at) + 8, len)
-            .expect("plain memory outside loom");
-        Ok(WriteChunk {
-            producer: self,
-            at,
-            ptr,
-            len,
-        })
+        self.chunk(size_of::<T>(), wait)
     }
 }
 
