@@ -4,7 +4,9 @@
 #   2. `make -C examples/c` builds the examples (gcc -Werror, libshmbus.a);
 #   3. the examples run against buses made by the `shmbus` tool: publisher ->
 #      subscriber on every kind of bus, the tool -> a stream read in place
-#      and a journaled bus's state, then pingpong;
+#      and a journaled bus's state, then pingpong; a lossless C subscriber
+#      that stops (SIGSTOP) makes the C publisher's try_publish say full,
+#      naming it, and once it reads on it gets every message;
 #   4. the same under valgrind (no definite or indirect leak, no invalid
 #      access: --error-exitcode);
 #   5. `make install` writes a shmbus.pc that builds and links a program
@@ -146,6 +148,48 @@ pingpong() { # WRAP ROUNDS
     echo "ok: ${wrap:+$wrap }pingpong: $(cat "$work/client.out")"
 }
 
+# A lossless C subscriber in its own process: stopped (SIGSTOP) before
+# reading, it holds the C publisher's try_publish at a full ring (the
+# message names its registry entry and pid); continued, it reads on, the
+# publisher publishes the rest, and it got every line, still lossless.
+lossless() {
+    local name="$prefix-lossless" sub pid i
+    "$SHMBUS" create "$name" --msg-size 16 --slots 4 >/dev/null
+    : >"$work/sub.err"
+    timeout 120 "$SUB" --lossless --count 8 --timeout 60 "$name" \
+        >"$work/sub.out" 2>"$work/sub.err" &
+    sub=$!
+    wait_ready "$work/sub.err" "$sub"
+    pid=$(sed -n 's/^lossless pid \([0-9]*\)$/\1/p' "$work/sub.err")
+    [[ -n "$pid" ]] || fail "the lossless subscriber did not say its pid"
+    kill -STOP "$pid"
+    # Stopped for sure (state T) before anything is published.
+    for ((i = 0; i < 6000; i++)); do
+        [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == T ]] && break
+        sleep 0.01
+    done
+    [[ "$(awk '{print $3}' "/proc/$pid/stat")" == T ]] || fail "subscriber $pid never stopped"
+    local st=0
+    printf 'l1\nl2\nl3\nl4\nl5\n' | timeout 60 "$PUB" --try "$name" 2>"$work/pub.err" || st=$?
+    [[ $st == 3 ]] || { kill -CONT "$pid"; fail "try_publish past a stopped lossless subscriber exited $st"; }
+    grep -Eq "^publisher: line 5: full: .*registry entry [0-9]+ \(pid $pid\)" "$work/pub.err" ||
+        { kill -CONT "$pid"; fail "the full message does not name subscriber $pid"; }
+    kill -CONT "$pid"
+    # Once it has read the four, the ring has room for four more.
+    for ((i = 0; i < 6000; i++)); do
+        [[ $(wc -l <"$work/sub.out") -ge 4 ]] && break
+        kill -0 "$sub" 2>/dev/null || fail "the lossless subscriber exited early"
+        sleep 0.01
+    done
+    printf 'l5\nl6\nl7\nl8\n' | timeout 60 "$PUB" --try "$name" 2>"$work/pub.err" ||
+        fail "try_publish after the lossless subscriber read on"
+    wait "$sub" || fail "lossless subscriber exited $?"
+    diff <(printf 'l%s\n' 1 2 3 4 5 6 7 8) "$work/sub.out" >&2 || fail "lossless: wrong output"
+    grep -qx "lossless: yes" "$work/sub.err" || fail "the subscriber was evicted"
+    "$SHMBUS" rm "$name" >/dev/null
+    echo "ok: a stopped lossless C subscriber holds try_publish at full, named; it then gets every line"
+}
+
 all_scenarios() { # WRAP
     local w=$1 long
     long=$(printf 'x%.0s' {1..100})
@@ -166,6 +210,7 @@ echo "--- end to end"
 all_scenarios ""
 tool_to_c ""
 pingpong "" 20000
+lossless
 
 echo "--- under valgrind"
 all_scenarios valgrind

@@ -96,6 +96,25 @@
 #define SHMBUS_HUGE_PAGES_HUGETLBFS 16
 
 /**
+ * Open flag: a bus subscriber is lossless: the publisher never
+ * overwrites a message it has not read (it waits, or its
+ * shmbus_publisher_try_publish says SHMBUS_FULL), until it dies or
+ * holds the publisher back for the bus's eviction timeout, when it is
+ * demoted to lossy and its next receive says SHMBUS_LAGGED. Takes a
+ * registry entry (not with SHMBUS_NO_REGISTER). Refused
+ * (SHMBUS_E_LOSSLESS_REFUSED) by a bus made with SHMBUS_NO_LOSSLESS,
+ * one with as many as it allows, and buses of other kinds than a plain
+ * single-publisher one, for now.
+ */
+#define SHMBUS_LOSSLESS 32
+
+/**
+ * Create flag: the bus refuses lossless subscribers (SHMBUS_LOSSLESS),
+ * so its publisher never waits; lossless_subscribers must then be 0.
+ */
+#define SHMBUS_NO_LOSSLESS 64
+
+/**
  * How many samples one pool subscriber may hold at once.
  */
 #define SHMBUS_POOL_MAX_HELD 8
@@ -189,6 +208,19 @@ typedef enum shmbus_error_code_t {
      * Anything else (a system error, an internal error): see the message.
      */
     SHMBUS_E_OTHER = 18,
+    /**
+     * A lossless subscriber has not read the message a publish would
+     * overwrite (SHMBUS_FULL of shmbus_publisher_try_publish; the
+     * message names its registry entry and pid).
+     */
+    SHMBUS_E_FULL = 19,
+    /**
+     * A lossless subscriber (SHMBUS_LOSSLESS) was refused: the bus
+     * refuses them (SHMBUS_NO_LOSSLESS), has as many as it allows, has
+     * no free registry entry, or is of a kind that takes none yet; the
+     * message says which.
+     */
+    SHMBUS_E_LOSSLESS_REFUSED = 20,
 } shmbus_error_code_t;
 
 /**
@@ -229,7 +261,9 @@ typedef enum shmbus_status_t {
     /**
      * No room and the call was not to wait: a full stream, a pool with no
      * free block, a pool subscriber already holding as many samples as it
-     * may (SHMBUS_POOL_MAX_HELD; release one).
+     * may (SHMBUS_POOL_MAX_HELD; release one), a lossless subscriber
+     * that has not read the message shmbus_publisher_try_publish would
+     * overwrite.
      */
     SHMBUS_FULL = 6,
     /**
@@ -365,9 +399,24 @@ typedef struct shmbus_bus_options_t {
      */
     uint32_t mode;
     /**
-     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*,
+     * SHMBUS_NO_LOSSLESS (buses of fixed-size messages).
      */
     uint32_t flags;
+    /**
+     * Buses of fixed-size messages: how many lossless subscribers may
+     * hold the publisher back at once (0 = 8). To refuse them all, set
+     * the flag SHMBUS_NO_LOSSLESS (and leave this 0). 0 on a pool bus,
+     * which takes none yet.
+     */
+    uint32_t lossless_subscribers;
+    /**
+     * Buses of fixed-size messages: nanoseconds one lossless subscriber
+     * may hold the publisher back before it is evicted (demoted to lossy)
+     * and the publisher goes on (0 = 1 s; at most 60 s, more is refused).
+     * 0 on a pool bus.
+     */
+    uint64_t evict_after_ns;
 } shmbus_bus_options_t;
 
 /**
@@ -415,7 +464,8 @@ typedef struct shmbus_open_options_t {
      */
     uint32_t wait;
     /**
-     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_NO_REGISTER.
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_NO_REGISTER;
+     * SHMBUS_LOSSLESS for a bus subscriber.
      */
     uint32_t flags;
 } shmbus_open_options_t;
@@ -580,8 +630,13 @@ enum shmbus_status_t shmbus_publisher_attach(const char *name,
 
 /**
  * Publishes the len bytes at data (zero-padded to the message size)
- * and writes its sequence number to *seq (seq may be NULL). Never
- * waits: a slow subscriber is lapped, not waited for.
+ * and writes its sequence number to *seq (seq may be NULL). A lossy
+ * subscriber is lapped, never waited for. A lossless one
+ * (SHMBUS_LOSSLESS) that has not read the message this would
+ * overwrite is waited for, until it reads on, dies, or has held the
+ * publisher back for the bus's eviction timeout (evict_after_ns, 1 s
+ * by default), when it is evicted (demoted to lossy) and the publish
+ * goes on; shmbus_publisher_try_publish never waits.
  *
  * Statuses: SHMBUS_OK; SHMBUS_ERROR (longer than the message size:
  * nothing published; a NULL argument).
@@ -594,6 +649,27 @@ enum shmbus_status_t shmbus_publisher_publish(struct shmbus_publisher_t *publish
                                               const void *data,
                                               size_t len,
                                               uint64_t *seq);
+
+/**
+ * As shmbus_publisher_publish, but never waits: if a lossless
+ * subscriber has not read the message this would overwrite, nothing is
+ * published and it says SHMBUS_FULL, with SHMBUS_E_FULL and a message
+ * naming that subscriber's registry entry and pid. Without lossless
+ * subscribers it is shmbus_publisher_publish. A subscriber found in
+ * the way for the eviction timeout, over calls, is evicted by the call
+ * that finds it so, which then publishes.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (no room: publish again later);
+ * SHMBUS_ERROR (longer than the message size: nothing published; a
+ * NULL argument).
+ *
+ * Safety:
+ * As shmbus_publisher_publish.
+ */
+enum shmbus_status_t shmbus_publisher_try_publish(struct shmbus_publisher_t *publisher,
+                                                  const void *data,
+                                                  size_t len,
+                                                  uint64_t *seq);
 
 /**
  * Writes the bus's message size in bytes to *size.
@@ -724,6 +800,20 @@ enum shmbus_status_t shmbus_subscriber_msg_size(struct shmbus_subscriber_t *subs
  */
 enum shmbus_status_t shmbus_subscriber_position(struct shmbus_subscriber_t *subscriber,
                                                 uint64_t *seq);
+
+/**
+ * Writes whether this subscriber is lossless now to *lossless: true
+ * for one opened with SHMBUS_LOSSLESS until it is evicted (it held the
+ * publisher back for the bus's eviction timeout; its next receive said
+ * SHMBUS_LAGGED), false for a lossy one.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * subscriber is NULL or a live subscriber; lossless NULL or writable.
+ */
+enum shmbus_status_t shmbus_subscriber_is_lossless(struct shmbus_subscriber_t *subscriber,
+                                                   bool *lossless);
 
 /**
  * Closes the subscriber (NULL: nothing); a pointer from

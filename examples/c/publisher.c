@@ -2,14 +2,18 @@
  * publisher: publishes each line of stdin (without its newline) as one
  * message on an existing bus, like `shmbus pub`.
  *
- *   publisher [--kind bus|many|journal|pool] NAME
+ *   publisher [--kind bus|many|journal|pool] [--try] NAME
  *
  * bus (the default) attaches as the single publisher, many as one of the
  * publishers of a many-publisher bus, journal as the publisher of a
  * journaled bus, pool as the publisher of a pool bus. A message is
  * zero-padded to the bus's message size (a pool bus's is the line's exact
- * length); a line longer than a message is an error. Exit 0 at the end of
- * stdin, 1 on any error (one line on stderr).
+ * length); a line longer than a message is an error. --try (a bus only)
+ * publishes with shmbus_publisher_try_publish, which never waits for a
+ * lossless subscriber: a line it finds no room for ends the run with
+ * "publisher: line N: full: MESSAGE" on stderr (the message names the
+ * subscriber in the way) and exit status 3, that line not published.
+ * Exit 0 at the end of stdin, 1 on any error (one line on stderr).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <shmbus.h>
@@ -21,7 +25,7 @@
 enum kind { KIND_BUS, KIND_MANY, KIND_JOURNAL, KIND_POOL };
 
 static void usage(void) {
-    fputs("usage: publisher [--kind bus|many|journal|pool] NAME\n", stderr);
+    fputs("usage: publisher [--kind bus|many|journal|pool] [--try] NAME\n", stderr);
     exit(1);
 }
 
@@ -37,12 +41,15 @@ static int parse_kind(const char *s, enum kind *kind) {
 int main(int argc, char **argv) {
     enum kind kind = KIND_BUS;
     const char *name = NULL;
+    int try_only = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--kind") == 0 && i + 1 < argc) {
             if (parse_kind(argv[++i], &kind) != 0) usage();
         } else if (strncmp(a, "--kind=", 7) == 0) {
             if (parse_kind(a + 7, &kind) != 0) usage();
+        } else if (strcmp(a, "--try") == 0) {
+            try_only = 1;
         } else if (a[0] == '-' && a[1] != '\0') {
             usage();
         } else if (name == NULL) {
@@ -51,7 +58,7 @@ int main(int argc, char **argv) {
             usage();
         }
     }
-    if (name == NULL) usage();
+    if (name == NULL || (try_only && kind != KIND_BUS)) usage();
 
     shmbus_publisher_t *bus = NULL;
     shmbus_many_publisher_t *many = NULL;
@@ -79,7 +86,10 @@ int main(int argc, char **argv) {
         size_t len = (size_t)got;
         if (len > 0 && line[len - 1] == '\n') len--;
         switch (kind) {
-        case KIND_BUS: st = shmbus_publisher_publish(bus, line, len, NULL); break;
+        case KIND_BUS:
+            st = try_only ? shmbus_publisher_try_publish(bus, line, len, NULL)
+                          : shmbus_publisher_publish(bus, line, len, NULL);
+            break;
         case KIND_MANY: st = shmbus_many_publisher_publish(many, line, len, NULL); break;
         case KIND_JOURNAL: st = shmbus_journal_publisher_publish(journal, line, len, NULL); break;
         default: {
@@ -92,6 +102,11 @@ int main(int argc, char **argv) {
             }
             break;
         }
+        }
+        if (st == SHMBUS_FULL && try_only) {
+            fprintf(stderr, "publisher: line %llu: full: %s\n", number, shmbus_error_message());
+            code = 3;
+            break;
         }
         if (st != SHMBUS_OK) {
             fprintf(stderr, "publisher: line %llu: %s\n", number, shmbus_error_message());

@@ -2,7 +2,7 @@
  * subscriber: prints each message of a bus as one line, like `shmbus sub`.
  *
  *   subscriber [--kind bus|journal|pool|stream] [--from oldest|next|latest]
- *              [--count N] [--timeout SECS] NAME
+ *              [--lossless] [--count N] [--timeout SECS] NAME
  *
  * bus (the default; any bus of fixed-size messages, one or many
  * publishers) opens a subscriber that starts where --from says (default
@@ -12,6 +12,10 @@
  * no copy), carrying on where the last consumer stopped. Once open it writes
  * "ready" to stderr, then prints each message's bytes up to the first NUL
  * on stdout, one line each, and each lag as "lagged: skipped N" on stderr.
+ * --lossless (a bus only) opens a lossless subscriber: the publisher does
+ * not overwrite a message it has not read, unless it stalls past the bus's
+ * eviction timeout; it writes "lossless pid PID" to stderr before "ready",
+ * and "lossless: yes" (or "lossless: no" once evicted) when it ends.
  * Exit 0 after N messages (--count; lags do not count), 2 if no message
  * arrives for SECS seconds (--timeout), 1 on any error (one line on stderr).
  */
@@ -19,15 +23,17 @@
 #include <shmbus.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum kind { KIND_BUS, KIND_JOURNAL, KIND_POOL, KIND_STREAM };
 
 static void usage(void) {
     fputs("usage: subscriber [--kind bus|journal|pool|stream] [--from oldest|next|latest] "
-          "[--count N] [--timeout SECS] NAME\n",
+          "[--lossless] [--count N] [--timeout SECS] NAME\n",
           stderr);
     exit(1);
 }
@@ -65,6 +71,8 @@ int main(int argc, char **argv) {
             else if (strcmp(v, "next") == 0) opts.start = SHMBUS_START_NEXT;
             else if (strcmp(v, "latest") == 0) opts.start = SHMBUS_START_LATEST;
             else usage();
+        } else if (strcmp(a, "--lossless") == 0) {
+            opts.flags |= SHMBUS_LOSSLESS;
         } else if (strcmp(a, "--count") == 0 && v) {
             i++;
             char *end;
@@ -84,6 +92,8 @@ int main(int argc, char **argv) {
         }
     }
     if (name == NULL) usage();
+    bool lossless = (opts.flags & SHMBUS_LOSSLESS) != 0;
+    if (lossless && kind != KIND_BUS) usage();
     int64_t timeout_ns = timeout < 0 ? -1 : (int64_t)(timeout * 1e9);
     /* --timeout 0: "no message for 0 seconds" means do not wait at all. */
 
@@ -111,6 +121,7 @@ int main(int argc, char **argv) {
         shmbus_journal_subscriber_close(journal);
         return 1;
     }
+    if (lossless) fprintf(stderr, "lossless pid %ld\n", (long)getpid());
     fputs("ready\n", stderr);
     fflush(stderr);
 
@@ -185,6 +196,14 @@ int main(int argc, char **argv) {
         }
     }
     free(buf);
+    if (lossless) {
+        bool still = false;
+        if (shmbus_subscriber_is_lossless(bus, &still) != SHMBUS_OK) {
+            fprintf(stderr, "subscriber: %s\n", shmbus_error_message());
+            code = 1;
+        }
+        fprintf(stderr, "lossless: %s\n", still ? "yes" : "no");
+    }
     shmbus_subscriber_close(bus);
     shmbus_journal_subscriber_close(journal);
     shmbus_pool_subscriber_close(pool);

@@ -10,7 +10,8 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     │   ├── BusNotFoundError (FileNotFoundError)
     │   ├── OpenPermissionError (PermissionError)
     │   ├── TypeMismatchError                  .found / .expected (MessageType)
-    │   └── WrongKindError                     a stream opened as a bus, a pool bus as a plain one, ...
+    │   ├── WrongKindError                     a stream opened as a bus, a pool bus as a plain one, ...
+    │   └── LosslessRefusedError               .kind: a lossless subscriber refused (and .max)
     ├── CreateError                            Rust CreateError
     │   ├── BusExistsError (FileExistsError)
     │   ├── CreatePermissionError (PermissionError)
@@ -20,6 +21,7 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     │   └── RoleTakenError                     .pid: a live publisher/producer/consumer holds the role
     ├── MessageTooLongError (ValueError)       .length / .max
     ├── AbandonedError                         a many-publisher claim was skipped before its commit
+    ├── FullError                              try_publish: a lossless subscriber is behind (.entry, .pid)
     ├── TimeoutError (TimeoutError)            a pop/push/loan that raised at its timeout
     │   └── PoolExhaustedError (LoanError)     no block came free in time (.census in the message)
     ├── LoanError                              Rust LoanError
@@ -47,6 +49,7 @@ __all__ = [
     "OpenPermissionError",
     "TypeMismatchError",
     "WrongKindError",
+    "LosslessRefusedError",
     "CreateError",
     "BusExistsError",
     "CreatePermissionError",
@@ -56,6 +59,7 @@ __all__ = [
     "RoleTakenError",
     "MessageTooLongError",
     "AbandonedError",
+    "FullError",
     "TimeoutError",
     "LoanError",
     "PoolExhaustedError",
@@ -120,6 +124,18 @@ class WrongKindError(OpenError):
     opened as a plain one, ..."""
 
 
+class LosslessRefusedError(OpenError):
+    """A lossless subscriber (``Subscriber.open(..., lossless=True)``) was
+    refused. ``kind`` says which refusal: ``"not_allowed"`` (the bus was
+    created with ``lossless_subscribers=0``), ``"too_many"`` (as many as the
+    bus allows gate it already; ``max`` is that limit), ``"registry_full"``
+    (no registry entry is free), ``"bus_kind"`` (a many-publisher,
+    journaled or pool bus: not yet)."""
+
+    kind: str = ""
+    max: Optional[int] = None
+
+
 class CreateError(Error):
     """A bus or stream could not be created (Rust ``CreateError``)."""
 
@@ -160,6 +176,15 @@ class MessageTooLongError(Error, ValueError):
 class AbandonedError(Error):
     """A many-publisher claim was skipped as abandoned before this publisher
     committed it: the message was not published."""
+
+
+class FullError(Error):
+    """``Publisher.try_publish`` found no room: the lossless subscriber in
+    registry entry ``entry`` (process ``pid``) has not read the message it
+    would overwrite. Nothing was published."""
+
+    entry: int = 0
+    pid: Optional[int] = None
 
 
 class TimeoutError(Error, builtins.TimeoutError):

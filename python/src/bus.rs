@@ -1,13 +1,14 @@
 //! The broadcast bus: `Publisher`, `ManyPublisher`, `Subscriber`, all of raw
 //! byte messages of the bus's message size.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    bus::ManyPublisher, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+    bus::{ManyPublisher, TryPublishError, DEFAULT_MAX_LOSSLESS, MAX_EVICT},
+    BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
@@ -83,7 +84,10 @@ pub(crate) fn open_type(
 ///
 /// `Publisher.create(name, msg_size=..., capacity=1024)` makes the bus,
 /// `Publisher.attach(name)` takes over one whose publisher is gone.
-/// `publish(data)` never waits: a slow subscriber is lapped, not waited for.
+/// `publish(data)` laps a slow lossy subscriber, never waiting for it; a
+/// lossless one (`Subscriber.open(..., lossless=True)`) it waits for,
+/// until it reads on, dies or is evicted. `try_publish(data)` never
+/// waits.
 #[pyclass(module = "shmbus", name = "Publisher", frozen)]
 pub struct PyPublisher {
     inner: Handle<Publisher<[u8]>>,
@@ -102,7 +106,11 @@ impl PyPublisher {
     /// Creates the bus `name` (a bare name lives in /dev/shm) of `capacity`
     /// slots (a power of two) of `msg_size`-byte messages.
     #[classmethod]
-    #[pyo3(signature = (name, *, msg_size, capacity = 1024, type_name = None, type_align = 1, mode = 0o600))]
+    /// `lossless_subscribers`: how many lossless subscribers may hold the
+    /// publisher back at once (0: refused, so `publish` never waits);
+    /// `evict_after`: seconds one may hold it back before it is evicted
+    /// (demoted to lossy), at most 60.
+    #[pyo3(signature = (name, *, msg_size, capacity = 1024, type_name = None, type_align = 1, mode = 0o600, lossless_subscribers = DEFAULT_MAX_LOSSLESS, evict_after = 1.0))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         _cls: &Bound<'_, PyType>,
@@ -113,8 +121,14 @@ impl PyPublisher {
         type_name: Option<&str>,
         type_align: u32,
         mode: u32,
+        lossless_subscribers: u32,
+        evict_after: f64,
     ) -> PyResult<Self> {
-        let opts = BusOptions::new(capacity).msg_size(msg_size).mode(mode);
+        let opts = BusOptions::new(capacity)
+            .msg_size(msg_size)
+            .mode(mode)
+            .lossless_subscribers(lossless_subscribers)
+            .evict_after(evict_timeout(evict_after)?);
         let opts = bus_type(opts, type_name, type_align)?;
         let inner = Publisher::<[u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
         Ok(PyPublisher::new(inner))
@@ -138,10 +152,40 @@ impl PyPublisher {
     }
 
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
-    /// and returns its sequence number.
+    /// and returns its sequence number. If a lossless subscriber has not
+    /// read the message it would overwrite, it waits (GIL released, Ctrl-C
+    /// and `close()` answered within 50 ms) until that subscriber reads
+    /// on, dies, or has held it back for the bus's eviction timeout.
     fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
+        self.inner.with(py, |publisher, cancel| {
+            // The fast path, with the GIL: room (or no lossless subscriber).
+            match with_bytes(data, |b| publisher.try_publish(b))? {
+                Ok(seq) => return Ok(seq),
+                Err(TryPublishError::Full { .. }) => {}
+                Err(e) => return Err(errors::try_publish(py, e)),
+            }
+            // Waits without the GIL, so on a copy: another thread may
+            // resize a bytearray meanwhile.
+            let bytes = with_bytes(data, <[u8]>::to_vec)?;
+            let published = wait_in_slices(py, Until::Forever, cancel, |w| {
+                room_within(publisher, &bytes, w)
+            })?;
+            // `Until::Forever` ends only with the message published (the
+            // eviction timeout bounds the wait), or with an exception.
+            published
+                .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
+                .map_err(|e| errors::try_publish(py, e))
+        })
+    }
+
+    /// Publishes `data` as `publish` does, but never waits: raises
+    /// `FullError` (its `entry` and `pid` name the lossless subscriber in
+    /// the way; nothing was published) where `publish` would wait. A
+    /// subscriber found in the way for the eviction timeout, over calls,
+    /// is evicted by the call that finds it so, which then publishes.
+    fn try_publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.inner.with(py, |publisher, _| {
-            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::publish(py, e))
+            with_bytes(data, |b| publisher.try_publish(b))?.map_err(|e| errors::try_publish(py, e))
         })
     }
 
@@ -169,6 +213,52 @@ handle_methods!(
     /// Closes the handle (the bus stays; `shmbus.remove` unlinks it).
     fn close
 );
+
+/// `evict_after` seconds as the eviction timeout: a `ValueError` naming
+/// the limit for a negative, NaN or too large one.
+fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
+    let max = MAX_EVICT.as_secs_f64();
+    if !(0.0..=max).contains(&evict_after) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "evict_after must be a number of seconds from 0 to {max} (MAX_EVICT), got {evict_after}"
+        )));
+    }
+    Ok(Duration::from_secs_f64(evict_after))
+}
+
+/// One try of a `publish` that waits for room, then, while a lossless
+/// subscriber is in the way, more tries until `w` runs out: None if there
+/// was no room all along. Each try is a `try_publish`, which drops a dead
+/// subscriber from the way and evicts one that has been in the way for
+/// the eviction timeout, so a wait of any length ends by then.
+fn room_within(
+    publisher: &mut Publisher<[u8]>,
+    bytes: &[u8],
+    w: Wait,
+) -> Option<Result<u64, TryPublishError>> {
+    let deadline = match w {
+        Wait::For(d) => Instant::now().checked_add(d),
+        _ => Some(Instant::now()),
+    };
+    let mut tries = 0u32;
+    loop {
+        match publisher.try_publish(bytes) {
+            Err(TryPublishError::Full { .. }) => {}
+            done => return Some(done),
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return None;
+        }
+        // A reader usually frees a slot within microseconds: spin, then
+        // yield, then nap in steps short against the 50 ms slice.
+        tries += 1;
+        match tries {
+            0..=64 => std::hint::spin_loop(),
+            65..=256 => std::thread::yield_now(),
+            _ => std::thread::sleep(Duration::from_micros(100)),
+        }
+    }
+}
 
 /// One of any number of publishers of a many-publisher bus (one total
 /// order of messages).
@@ -323,9 +413,13 @@ impl PySubscriber {
     /// oldest message still in the ring) or "latest" (the newest already
     /// published, then everything after it). With `dtype`, its itemsize
     /// must equal the bus's message size (else `TypeMismatchError`), and it
-    /// becomes `recv_batch`'s default.
+    /// becomes `recv_batch`'s default. `lossless=True` makes a lossless
+    /// subscriber: the publisher never overwrites a message it has not
+    /// read, unless it holds the publisher back for the bus's eviction
+    /// timeout, when it is demoted to lossy and its next receive is a
+    /// `Lagged` (`LosslessRefusedError` where the bus refuses it).
     #[classmethod]
-    #[pyo3(signature = (name, start = "next", *, dtype = None, type_name = None, msg_size = None, type_align = 1, register = true))]
+    #[pyo3(signature = (name, start = "next", *, dtype = None, type_name = None, msg_size = None, type_align = 1, register = true, lossless = false))]
     #[allow(clippy::too_many_arguments)]
     fn open(
         _cls: &Bound<'_, PyType>,
@@ -337,10 +431,12 @@ impl PySubscriber {
         msg_size: Option<u32>,
         type_align: u32,
         register: bool,
+        lossless: bool,
     ) -> PyResult<Self> {
         let opts = OpenOptions::default()
             .start(parse_start(start)?)
-            .register(register);
+            .register(register)
+            .lossless(lossless);
         let msg_size = match (msg_size, dtype) {
             (None, Some(d)) if type_name.is_some() => Some(
                 support(py, "numpy")?
@@ -525,6 +621,13 @@ impl PySubscriber {
     #[getter]
     fn position(&self, py: Python<'_>) -> PyResult<u64> {
         self.inner.with(py, |h, _| Ok(h.sub.position()))
+    }
+
+    /// Whether this subscriber is lossless now: True if opened with
+    /// `lossless=True` and not evicted since.
+    #[getter]
+    fn lossless(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.with(py, |h, _| Ok(h.sub.is_lossless()))
     }
 
     /// Messages published and not yet read by this subscriber (at most a

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
-    bus::{ManyPublishError, PublishError},
+    bus::{LosslessRefused, ManyPublishError, TryPublishError},
     journal::{
         AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
         JournalOpenError,
@@ -57,6 +57,7 @@ exception_classes! {
     StreamError, PeerGoneError, CorruptError,
     JoinError, NotJournaledError, JournalError,
     BusyError, ClosedError,
+    FullError, LosslessRefusedError,
 }
 
 /// The classes of `shmbus.errors`, looked up once.
@@ -205,6 +206,8 @@ fn class(kind: ErrorKind, family: Family) -> Exc {
         (K::Corrupt, F::Stream) => Exc::CorruptError,
         (K::NotJournaled, _) => Exc::NotJournaledError,
         (K::Journal, F::Journal) => Exc::JournalError,
+        (K::Full, _) => Exc::FullError,
+        (K::LosslessRefused, F::Open) => Exc::LosslessRefusedError,
         _ => family.base(),
     }
 }
@@ -220,6 +223,7 @@ pub(crate) fn open(py: Python<'_>, e: OpenError) -> PyErr {
             ("found", message_type(py, found)),
             ("expected", message_type(py, expected)),
         ],
+        OpenError::Lossless(refused) => lossless_refused(py, refused),
         _ => Vec::new(),
     };
     raise(py, class(e.kind(), Family::Open), e.to_string(), &attrs)
@@ -252,11 +256,48 @@ pub(crate) fn too_long(py: Python<'_>, msg: String, len: usize, max: usize) -> P
     )
 }
 
-pub(crate) fn publish(py: Python<'_>, e: PublishError) -> PyErr {
+/// A `try_publish` that published nothing: `FullError` with `.entry` and
+/// `.pid` (None on the heap) of the lossless subscriber in the way, or
+/// `MessageTooLongError`.
+pub(crate) fn try_publish(py: Python<'_>, e: TryPublishError) -> PyErr {
     match e {
-        PublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        TryPublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        TryPublishError::Full { entry, pid } => {
+            let pid = match pid {
+                Some(p) => num(py, p.into()),
+                None => py.None(),
+            };
+            raise(
+                py,
+                class(e.kind(), Family::Publish),
+                e.to_string(),
+                &[("entry", num(py, entry as u64)), ("pid", pid)],
+            )
+        }
         e => plain(py, e.kind(), Family::Publish, e),
     }
+}
+
+/// `LosslessRefusedError`'s attributes: `.kind`, which refusal
+/// ("not_allowed", "too_many", "registry_full", "bus_kind"), and `.max`
+/// (the bus's limit) for "too_many".
+fn lossless_refused(py: Python<'_>, refused: &LosslessRefused) -> Vec<(&'static str, Py<PyAny>)> {
+    let text = |s: &str| -> Py<PyAny> {
+        s.into_pyobject(py)
+            .map(|b| b.into_any().unbind())
+            .unwrap_or_else(|_| py.None())
+    };
+    let (kind, max) = match refused {
+        LosslessRefused::NotAllowed => ("not_allowed", None),
+        LosslessRefused::TooMany { max } => ("too_many", Some(*max)),
+        LosslessRefused::RegistryFull { .. } => ("registry_full", None),
+        LosslessRefused::BusKind { .. } => ("bus_kind", None),
+        _ => ("other", None),
+    };
+    vec![
+        ("kind", text(kind)),
+        ("max", max.map_or_else(|| py.None(), |m| num(py, m.into()))),
+    ]
 }
 
 pub(crate) fn many_publish(py: Python<'_>, e: ManyPublishError) -> PyErr {

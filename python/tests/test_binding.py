@@ -140,6 +140,121 @@ def test_recv_batch_with_a_structured_dtype_returns_records(bus_name):
             assert rest.messages["price"][-1] == pytest.approx(13.5)
 
 
+# --- lossless subscribers (issue 30) ---------------------------------------
+
+
+def drain(sub):
+    """Receives until nothing is there: (skipped, the messages as ints)."""
+    skipped, got = 0, []
+    while (m := sub.try_recv()) is not None:
+        if isinstance(m, shmbus.Lagged):
+            skipped += m.skipped
+        else:
+            got.append(int.from_bytes(m, "little"))
+    return skipped, got
+
+
+def test_a_lossless_subscriber_beside_a_lossy_one_gets_every_message(bus_name):
+    n = 200
+    with shmbus.Publisher.create(bus_name, msg_size=8, capacity=8) as pub:
+        lossless = shmbus.Subscriber.open(bus_name, lossless=True)
+        lossy = shmbus.Subscriber.open(bus_name)
+        assert lossless.lossless and not lossy.lossless
+
+        # The publisher waits for the lossless subscriber 190 times: with
+        # the GIL released, or this thread could not read and the wait
+        # would end in an eviction (a Lagged below).
+        def publish_all():
+            for i in range(n):
+                pub.publish(u64(i))
+
+        t = threading.Thread(target=publish_all)
+        t.start()
+        got = []
+        while len(got) < n:
+            m = lossless.recv(timeout=CHILD_TIMEOUT)
+            assert m is not None and not isinstance(m, shmbus.Lagged), m
+            got.append(int.from_bytes(m, "little"))
+        t.join(timeout=CHILD_TIMEOUT)
+        assert not t.is_alive()
+        assert got == list(range(n))
+        assert lossless.lossless
+        # The lossy one, which read nothing meanwhile, was lapped, not
+        # waited for, and is told exactly what it missed.
+        skipped, rest = drain(lossy)
+        assert skipped > 0 and skipped + len(rest) == n
+        assert rest == list(range(skipped, n))
+        lossless.close()
+        lossy.close()
+
+
+def test_try_publish_raises_full_error_naming_the_lossless_subscriber_in_the_way(bus_name):
+    with shmbus.Publisher.create(bus_name, msg_size=8, capacity=4) as pub:
+        with shmbus.Subscriber.open(bus_name, lossless=True) as sub:
+            for i in range(4):
+                assert pub.try_publish(u64(i)) == i
+            with pytest.raises(shmbus.FullError) as e:
+                pub.try_publish(u64(4))
+            assert isinstance(e.value, shmbus.Error)
+            assert e.value.pid == os.getpid()
+            assert isinstance(e.value.entry, int)
+            assert f"registry entry {e.value.entry} (pid {os.getpid()})" in str(e.value)
+            assert pub.next_sequence == 4  # nothing published
+            assert sub.try_recv() == u64(0)
+            assert pub.try_publish(u64(4)) == 4
+            with pytest.raises(shmbus.MessageTooLongError):
+                pub.try_publish(bytes(9))
+
+
+def test_a_lossless_subscriber_that_does_not_read_is_evicted_and_told_its_lag(bus_name):
+    with shmbus.Publisher.create(bus_name, msg_size=8, capacity=4, evict_after=0.05) as pub:
+        with shmbus.Subscriber.open(bus_name, lossless=True) as sub:
+            t = time.monotonic()
+            for i in range(10):
+                pub.publish(u64(i))
+            assert time.monotonic() - t >= 0.05
+            assert not sub.lossless
+            first = sub.try_recv()
+            assert isinstance(first, shmbus.Lagged)
+            skipped, rest = drain(sub)
+            assert skipped == 0
+            assert first.skipped + len(rest) == 10
+            assert rest == list(range(first.skipped, 10))
+
+
+def test_lossless_subscribers_refused_raise_lossless_refused_error_with_the_refusal(bus_name):
+    refusing = bus_name + "-refusing"
+    try:
+        with shmbus.Publisher.create(refusing, msg_size=8, capacity=8, lossless_subscribers=0):
+            with pytest.raises(shmbus.LosslessRefusedError) as e:
+                shmbus.Subscriber.open(refusing, lossless=True)
+            assert e.value.kind == "not_allowed" and isinstance(e.value, shmbus.OpenError)
+            shmbus.Subscriber.open(refusing).close()  # lossy ones are welcome
+    finally:
+        shmbus.remove(refusing)
+    with shmbus.Publisher.create(bus_name, msg_size=8, capacity=8, lossless_subscribers=1):
+        with shmbus.Subscriber.open(bus_name, lossless=True):
+            with pytest.raises(shmbus.LosslessRefusedError) as e:
+                shmbus.Subscriber.open(bus_name, lossless=True)
+            assert (e.value.kind, e.value.max) == ("too_many", 1)
+            assert "at most 1" in str(e.value)
+    many = bus_name + "-many"
+    try:
+        with shmbus.ManyPublisher.create(many, msg_size=8, capacity=8):
+            with pytest.raises(shmbus.LosslessRefusedError) as e:
+                shmbus.Subscriber.open(many, lossless=True)
+            assert e.value.kind == "bus_kind"
+    finally:
+        shmbus.remove(many)
+
+
+@pytest.mark.parametrize("evict_after", [-1.0, float("nan"), 61.0, float("inf")])
+def test_an_evict_after_negative_nan_or_too_large_is_a_value_error_naming_the_limit(bus_name, evict_after):
+    with pytest.raises(ValueError, match=r"evict_after must be a number of seconds from 0 to 60"):
+        shmbus.Publisher.create(bus_name, msg_size=8, capacity=8, evict_after=evict_after)
+    assert not os.path.exists(f"/dev/shm/{bus_name}")
+
+
 def test_a_dtype_whose_itemsize_is_not_the_message_size_is_a_type_mismatch(bus_name):
     with shmbus.Publisher.create(bus_name, msg_size=16, capacity=8):
         with pytest.raises(shmbus.TypeMismatchError, match="bus carries 16-byte messages") as e:

@@ -3,7 +3,10 @@ processes, beyond the matrix (test_matrix.py): the publisher example's
 errors, and publishers of two languages on one many-publisher bus. Every
 child runs under a timeout; every bus is removed."""
 
-from conftest import Child, example, run
+import subprocess
+
+import shmbus
+from conftest import CHILD_TIMEOUT, Child, example, run
 
 N = 40
 
@@ -52,3 +55,27 @@ def test_python_and_rust_publishers_share_a_many_publisher_bus(shmbus_bin, bus_n
     got = out.decode().splitlines()
     assert [l for l in got if l.startswith("py-")] == py_lines
     assert [l for l in got if l.startswith("rs-")] == rs_lines
+
+
+def test_a_rust_publisher_waits_for_a_python_lossless_subscriber_which_gets_every_line(shmbus_bin, bus_name, tmp_path):
+    # Four slots, 40 lines: the CLI's publish waits for the Python reader.
+    make_bus(shmbus_bin, "bus", bus_name, tmp_path, capacity=4)
+    lines = [f"line-{i:03d}" for i in range(N)]
+    with shmbus.Subscriber.open(bus_name, lossless=True) as sub:
+        pub = subprocess.Popen([shmbus_bin, "pub", bus_name], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            pub.stdin.write(stdin_of(lines))
+            pub.stdin.close()
+            got = []
+            while len(got) < N:
+                m = sub.recv(timeout=CHILD_TIMEOUT)
+                assert m is not None and not isinstance(m, shmbus.Lagged), m
+                got.append(m.rstrip(b"\0").decode())
+            assert pub.wait(timeout=CHILD_TIMEOUT) == 0, pub.stderr.read()
+        finally:
+            if pub.poll() is None:
+                pub.kill()
+            pub.wait()
+            pub.stderr.close()
+        assert got == lines
+        assert sub.lossless

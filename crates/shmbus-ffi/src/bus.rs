@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    bus::{ManyPublishError, ManyPublisher},
+    bus::{ManyPublishError, ManyPublisher, TryPublishError},
     Publisher, Received, Subscriber,
 };
 
@@ -80,8 +80,13 @@ pub unsafe extern "C" fn shmbus_publisher_attach(
 }
 
 /// Publishes the `len` bytes at `data` (zero-padded to the message size)
-/// and writes its sequence number to `*seq` (`seq` may be NULL). Never
-/// waits: a slow subscriber is lapped, not waited for.
+/// and writes its sequence number to `*seq` (`seq` may be NULL). A lossy
+/// subscriber is lapped, never waited for. A lossless one
+/// (`SHMBUS_LOSSLESS`) that has not read the message this would
+/// overwrite is waited for, until it reads on, dies, or has held the
+/// publisher back for the bus's eviction timeout (`evict_after_ns`, 1 s
+/// by default), when it is evicted (demoted to lossy) and the publish
+/// goes on; `shmbus_publisher_try_publish` never waits.
 ///
 /// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (longer than the message size:
 /// nothing published; a NULL argument).
@@ -100,6 +105,38 @@ pub unsafe extern "C" fn shmbus_publisher_publish(
     unsafe {
         publish_bytes(publisher, data, len, seq, |p, data| {
             p.0.publish(data).map_err(error)
+        })
+    }
+}
+
+/// As `shmbus_publisher_publish`, but never waits: if a lossless
+/// subscriber has not read the message this would overwrite, nothing is
+/// published and it says `SHMBUS_FULL`, with `SHMBUS_E_FULL` and a message
+/// naming that subscriber's registry entry and pid. Without lossless
+/// subscribers it is `shmbus_publisher_publish`. A subscriber found in
+/// the way for the eviction timeout, over calls, is evicted by the call
+/// that finds it so, which then publishes.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (no room: publish again later);
+/// `SHMBUS_ERROR` (longer than the message size: nothing published; a
+/// NULL argument).
+///
+/// # Safety
+/// As `shmbus_publisher_publish`.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_publisher_try_publish(
+    publisher: *mut ShmbusPublisher,
+    data: *const c_void,
+    len: usize,
+    seq: *mut u64,
+) -> Status {
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        publish_bytes(publisher, data, len, seq, |p, data| {
+            p.0.try_publish(data).map_err(|e| match e {
+                TryPublishError::Full { .. } => Failure::of(Status::SHMBUS_FULL, &e),
+                other => error(other),
+            })
         })
     }
 }
@@ -307,6 +344,28 @@ pub unsafe extern "C" fn shmbus_subscriber_position(
 ) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe { query(subscriber, "subscriber", seq, "seq", |s| s.0.position()) }
+}
+
+/// Writes whether this subscriber is lossless now to `*lossless`: true
+/// for one opened with `SHMBUS_LOSSLESS` until it is evicted (it held the
+/// publisher back for the bus's eviction timeout; its next receive said
+/// `SHMBUS_LAGGED`), false for a lossy one.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_ERROR` (a NULL argument).
+///
+/// # Safety
+/// `subscriber` is NULL or a live subscriber; `lossless` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn shmbus_subscriber_is_lossless(
+    subscriber: *mut ShmbusSubscriber,
+    lossless: *mut bool,
+) -> Status {
+    // SAFETY: each pointer as the contract says.
+    unsafe {
+        query(subscriber, "subscriber", lossless, "lossless", |s| {
+            s.0.is_lossless()
+        })
+    }
 }
 
 /// Closes the subscriber (NULL: nothing); a pointer from

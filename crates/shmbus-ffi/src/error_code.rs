@@ -60,11 +60,20 @@ pub enum ErrorCode {
     SHMBUS_E_JOURNAL = 17,
     /// Anything else (a system error, an internal error): see the message.
     SHMBUS_E_OTHER = 18,
+    /// A lossless subscriber has not read the message a publish would
+    /// overwrite (SHMBUS_FULL of `shmbus_publisher_try_publish`; the
+    /// message names its registry entry and pid).
+    SHMBUS_E_FULL = 19,
+    /// A lossless subscriber (`SHMBUS_LOSSLESS`) was refused: the bus
+    /// refuses them (`SHMBUS_NO_LOSSLESS`), has as many as it allows, has
+    /// no free registry entry, or is of a kind that takes none yet; the
+    /// message says which.
+    SHMBUS_E_LOSSLESS_REFUSED = 20,
 }
 
 impl ErrorCode {
     /// Every code, in order of value.
-    pub(crate) const ALL: [ErrorCode; 19] = [
+    pub(crate) const ALL: [ErrorCode; 21] = [
         ErrorCode::SHMBUS_E_NONE,
         ErrorCode::SHMBUS_E_NOT_FOUND,
         ErrorCode::SHMBUS_E_EXISTS,
@@ -84,6 +93,8 @@ impl ErrorCode {
         ErrorCode::SHMBUS_E_NOT_JOURNALED,
         ErrorCode::SHMBUS_E_JOURNAL,
         ErrorCode::SHMBUS_E_OTHER,
+        ErrorCode::SHMBUS_E_FULL,
+        ErrorCode::SHMBUS_E_LOSSLESS_REFUSED,
     ];
 
     /// The code's name, "SHMBUS_E_NOT_FOUND", ...
@@ -108,6 +119,8 @@ impl ErrorCode {
             ErrorCode::SHMBUS_E_NOT_JOURNALED => c"SHMBUS_E_NOT_JOURNALED",
             ErrorCode::SHMBUS_E_JOURNAL => c"SHMBUS_E_JOURNAL",
             ErrorCode::SHMBUS_E_OTHER => c"SHMBUS_E_OTHER",
+            ErrorCode::SHMBUS_E_FULL => c"SHMBUS_E_FULL",
+            ErrorCode::SHMBUS_E_LOSSLESS_REFUSED => c"SHMBUS_E_LOSSLESS_REFUSED",
         }
     }
 }
@@ -145,6 +158,8 @@ impl From<ErrorKind> for ErrorCode {
             ErrorKind::Corrupt => ErrorCode::SHMBUS_E_CORRUPT,
             ErrorKind::NotJournaled => ErrorCode::SHMBUS_E_NOT_JOURNALED,
             ErrorKind::Journal => ErrorCode::SHMBUS_E_JOURNAL,
+            ErrorKind::Full => ErrorCode::SHMBUS_E_FULL,
+            ErrorKind::LosslessRefused => ErrorCode::SHMBUS_E_LOSSLESS_REFUSED,
             // `Other`, and a kind newer than this list.
             _ => ErrorCode::SHMBUS_E_OTHER,
         }
@@ -173,6 +188,7 @@ classified!(
     shmbus_core::CreateError,
     shmbus_core::AttachError,
     shmbus_core::bus::PublishError,
+    shmbus_core::bus::TryPublishError,
     shmbus_core::bus::Abandoned,
     shmbus_core::bus::ManyPublishError,
     shmbus_core::pool::LoanError,

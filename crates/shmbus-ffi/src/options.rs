@@ -9,8 +9,10 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use shmbus_core::{
-    bus::Many, mem::HugePages, pool::PoolOptions, BusOptions, OpenOptions, Publishers, Start,
-    WaitStrategy,
+    bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT},
+    mem::HugePages,
+    pool::PoolOptions,
+    BusOptions, OpenOptions, Publishers, Start, WaitStrategy,
 };
 
 use crate::args::{c_str, required};
@@ -43,6 +45,19 @@ pub const SHMBUS_NO_REGISTER: u32 = 4;
 pub const SHMBUS_HUGE_PAGES_TRANSPARENT: u32 = 8;
 /// Create flag: the bus is a path on a hugetlbfs mount.
 pub const SHMBUS_HUGE_PAGES_HUGETLBFS: u32 = 16;
+/// Open flag: a bus subscriber is lossless: the publisher never
+/// overwrites a message it has not read (it waits, or its
+/// `shmbus_publisher_try_publish` says `SHMBUS_FULL`), until it dies or
+/// holds the publisher back for the bus's eviction timeout, when it is
+/// demoted to lossy and its next receive says `SHMBUS_LAGGED`. Takes a
+/// registry entry (not with `SHMBUS_NO_REGISTER`). Refused
+/// (`SHMBUS_E_LOSSLESS_REFUSED`) by a bus made with `SHMBUS_NO_LOSSLESS`,
+/// one with as many as it allows, and buses of other kinds than a plain
+/// single-publisher one, for now.
+pub const SHMBUS_LOSSLESS: u32 = 32;
+/// Create flag: the bus refuses lossless subscribers (`SHMBUS_LOSSLESS`),
+/// so its publisher never waits; `lossless_subscribers` must then be 0.
+pub const SHMBUS_NO_LOSSLESS: u32 = 64;
 
 /// How to create a bus (`shmbus_publisher_create`,
 /// `shmbus_many_publisher_create`, `shmbus_journal_publisher_create`,
@@ -82,8 +97,19 @@ pub struct BusOpts {
     /// File mode bits within 0777 (0 = 0600, owner only; 0660 lets the
     /// group in); any other bit is refused.
     pub mode: u32,
-    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`.
+    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`,
+    /// `SHMBUS_NO_LOSSLESS` (buses of fixed-size messages).
     pub flags: u32,
+    /// Buses of fixed-size messages: how many lossless subscribers may
+    /// hold the publisher back at once (0 = 8). To refuse them all, set
+    /// the flag `SHMBUS_NO_LOSSLESS` (and leave this 0). 0 on a pool bus,
+    /// which takes none yet.
+    pub lossless_subscribers: u32,
+    /// Buses of fixed-size messages: nanoseconds one lossless subscriber
+    /// may hold the publisher back before it is evicted (demoted to lossy)
+    /// and the publisher goes on (0 = 1 s; at most 60 s, more is refused).
+    /// 0 on a pool bus.
+    pub evict_after_ns: u64,
 }
 
 /// How to open an existing bus or stream (subscribers, publishers and
@@ -114,7 +140,8 @@ pub struct OpenOpts {
     pub start: u32,
     /// `SHMBUS_WAIT_SPIN_FUTEX`, `_SPIN_YIELD` or `_BUSY_SPIN`.
     pub wait: u32,
-    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_NO_REGISTER`.
+    /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_NO_REGISTER`;
+    /// `SHMBUS_LOSSLESS` for a bus subscriber.
     pub flags: u32,
 }
 
@@ -220,7 +247,9 @@ unsafe fn checked<'a>(
             "{WHAT}: capacity is 0, expected a power of two (the number of slots)"
         )));
     }
-    let c = creation(o.mode, o.flags, WHAT)?;
+    // SHMBUS_NO_LOSSLESS is a bus's flag, not a stream's: `creation`,
+    // which streams share, does not know it.
+    let c = creation(o.mode, o.flags & !SHMBUS_NO_LOSSLESS, WHAT)?;
     if publishers == Publishers::One && o.unblock_timeout_ns != 0 {
         let many = match kind {
             BusKind::Plain => "shmbus_many_publisher_create",
@@ -246,6 +275,17 @@ unsafe fn checked<'a>(
                      carries messages of any length up to a block; expected 0 and 0, or a \
                      type_name with its size and alignment (the blocks' message type)",
                     o.msg_size, o.type_align
+                )));
+            }
+            if o.lossless_subscribers != 0
+                || o.evict_after_ns != 0
+                || o.flags & SHMBUS_NO_LOSSLESS != 0
+            {
+                return Err(Failure::argument(format!(
+                    "{WHAT}: lossless_subscribers {}, evict_after_ns {} or SHMBUS_NO_LOSSLESS \
+                     on a pool bus, which takes no lossless subscribers yet: expected 0, 0 \
+                     and no such flag",
+                    o.lossless_subscribers, o.evict_after_ns
                 )));
             }
             if !o.type_name.is_null() && o.msg_size == 0 {
@@ -330,6 +370,7 @@ unsafe fn many_bus_options(opts: *const BusOpts) -> Result<BusOptions<Many>, Fai
 /// `o.type_name` is NULL or a NUL-terminated string.
 unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure> {
     let mut b = with_creation!(BusOptions::new(o.capacity).msg_size(o.msg_size), c);
+    b = lossless(b, o)?;
     if !o.type_name.is_null() {
         // SAFETY: not NULL, NUL-terminated by the contract.
         let name = unsafe { c_str(o.type_name, "type_name") }?;
@@ -338,6 +379,38 @@ unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure>
         b = b.message_type(name, align);
     }
     Ok(b)
+}
+
+/// `b` with the lossless limit and eviction timeout of `o`, checked: a
+/// zeroed struct gives the defaults (8 and 1 s), `SHMBUS_NO_LOSSLESS` a
+/// bus that refuses them.
+fn lossless(b: BusOptions, o: &BusOpts) -> Result<BusOptions, Failure> {
+    const WHAT: &str = "bus options";
+    let refuse = o.flags & SHMBUS_NO_LOSSLESS != 0;
+    if refuse && o.lossless_subscribers != 0 {
+        return Err(Failure::argument(format!(
+            "{WHAT}: SHMBUS_NO_LOSSLESS with lossless_subscribers {}, expected 0 \
+             (the flag refuses them all)",
+            o.lossless_subscribers
+        )));
+    }
+    let max_ns = u64::try_from(MAX_EVICT.as_nanos()).unwrap_or(u64::MAX);
+    if o.evict_after_ns > max_ns {
+        return Err(Failure::argument(format!(
+            "{WHAT}: evict_after_ns is {}, expected at most {max_ns} (60 s; 0 = 1 s)",
+            o.evict_after_ns
+        )));
+    }
+    let max = match (refuse, o.lossless_subscribers) {
+        (true, _) => 0,
+        (false, 0) => DEFAULT_MAX_LOSSLESS,
+        (false, n) => n,
+    };
+    let evict = match o.evict_after_ns {
+        0 => DEFAULT_EVICT,
+        ns => Duration::from_nanos(ns),
+    };
+    Ok(b.lossless_subscribers(max).evict_after(evict))
 }
 
 /// `shmbus_bus_options_t` of a pool bus for `publishers` as
@@ -433,7 +506,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
     let o = unsafe { opts.as_ref() }.unwrap_or(&default);
     check_flags(
         o.flags,
-        SHMBUS_PREFAULT | SHMBUS_MLOCK | SHMBUS_NO_REGISTER,
+        SHMBUS_PREFAULT | SHMBUS_MLOCK | SHMBUS_NO_REGISTER | SHMBUS_LOSSLESS,
         WHAT,
     )?;
     let start = match o.start {
@@ -459,7 +532,8 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
         .init_timeout(init_timeout)
         .prefault(o.flags & SHMBUS_PREFAULT != 0)
         .mlock(o.flags & SHMBUS_MLOCK != 0)
-        .register(o.flags & SHMBUS_NO_REGISTER == 0);
+        .register(o.flags & SHMBUS_NO_REGISTER == 0)
+        .lossless(o.flags & SHMBUS_LOSSLESS != 0);
     if o.type_name.is_null() && (o.type_size != 0 || o.type_align != 0) {
         return Err(Failure::argument(format!(
             "{WHAT}: type_size {} and type_align {} without a type_name, expected 0 \
@@ -517,6 +591,8 @@ pub extern "C" fn shmbus_bus_options_default() -> BusOpts {
         type_align: 0,
         mode: 0o600,
         flags: 0,
+        lossless_subscribers: 0,
+        evict_after_ns: 0,
     }
 }
 

@@ -29,7 +29,9 @@ pub enum Status {
     SHMBUS_TOO_SMALL = 5,
     /// No room and the call was not to wait: a full stream, a pool with no
     /// free block, a pool subscriber already holding as many samples as it
-    /// may (`SHMBUS_POOL_MAX_HELD`; release one).
+    /// may (`SHMBUS_POOL_MAX_HELD`; release one), a lossless subscriber
+    /// that has not read the message `shmbus_publisher_try_publish` would
+    /// overwrite.
     SHMBUS_FULL = 6,
     /// A many-publisher bus skipped this publisher's claimed slot (it
     /// stalled past the bus's unblock timeout): nothing was published.

@@ -1,7 +1,7 @@
 //! What kind of failure an error is, across the error enums: the one
 //! classification the bindings share ([`ErrorKind`]).
 
-use crate::bus::{Abandoned, ManyPublishError, PublishError};
+use crate::bus::{Abandoned, ManyPublishError, PublishError, TryPublishError};
 use crate::error::{AttachError, CreateError, NameError, OpenError};
 use crate::stream::{PopError, PushError};
 use crate::wire::GeometryError;
@@ -76,6 +76,14 @@ pub enum ErrorKind {
     NotJournaled,
     /// The journal file could not be opened, read, written or compacted.
     Journal,
+    /// A publish that was not to wait found no room: a lossless subscriber
+    /// has not read the message it would overwrite
+    /// ([`TryPublishError::Full`](crate::bus::TryPublishError::Full)).
+    Full,
+    /// A lossless subscriber was refused
+    /// ([`LosslessRefused`](crate::bus::LosslessRefused)): the bus refuses
+    /// them, has as many as it allows, or is of a kind that takes none.
+    LosslessRefused,
     /// Anything else (a system error, a file that is no shmbus segment,
     /// ...): the message says what.
     Other,
@@ -91,7 +99,7 @@ impl ErrorKind {
     /// assert_eq!(ErrorKind::ALL[0], ErrorKind::NotFound);
     /// assert_eq!(ErrorKind::ALL.last(), Some(&ErrorKind::Other));
     /// ```
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::NotFound,
         ErrorKind::Exists,
         ErrorKind::Permission,
@@ -109,6 +117,8 @@ impl ErrorKind {
         ErrorKind::Corrupt,
         ErrorKind::NotJournaled,
         ErrorKind::Journal,
+        ErrorKind::Full,
+        ErrorKind::LosslessRefused,
         ErrorKind::Other,
     ];
 }
@@ -179,8 +189,8 @@ impl OpenError {
             | OpenError::VersionMismatch { .. }
             | OpenError::Mlock(_)
             | OpenError::RegistryFull { .. }
-            | OpenError::Lossless(_)
             | OpenError::Io { .. } => ErrorKind::Other,
+            OpenError::Lossless(_) => ErrorKind::LosslessRefused,
         }
     }
 }
@@ -259,6 +269,27 @@ impl PublishError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             PublishError::TooLong { .. } => ErrorKind::TooLong,
+        }
+    }
+}
+
+impl TryPublishError {
+    /// [`ErrorKind::Full`] for a lossless subscriber in the way,
+    /// [`ErrorKind::TooLong`] for a message longer than the bus carries.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, Publisher};
+    ///
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+    /// let err = publisher.try_publish(b"too long").unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::TooLong);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            TryPublishError::Full { .. } => ErrorKind::Full,
+            TryPublishError::TooLong { .. } => ErrorKind::TooLong,
         }
     }
 }
@@ -614,6 +645,10 @@ mod tests {
             (OpenError::PoolMismatch { found: true }, K::WrongKind),
             (OpenError::RegistryFull { entries: 1 }, K::Other),
             (
+                OpenError::Lossless(crate::bus::LosslessRefused::NotAllowed),
+                K::LosslessRefused,
+            ),
+            (
                 OpenError::Io {
                     what: "open",
                     source: io(),
@@ -713,6 +748,15 @@ mod tests {
             K::TooLong
         );
         assert_eq!(ManyPublishError::Abandoned(abandoned).kind(), K::Abandoned);
+        let full = TryPublishError::Full {
+            entry: 3,
+            pid: Some(7),
+        };
+        assert_eq!(full.kind(), K::Full);
+        assert_eq!(
+            TryPublishError::TooLong { len: 2, max: 1 }.kind(),
+            K::TooLong
+        );
         assert_eq!(abandoned.kind(), K::Abandoned);
         assert_eq!(LoanError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
         let census = Census::default();

@@ -468,7 +468,10 @@ fn every_code_has_its_name_and_an_unknown_one_says_so() {
         // SAFETY: a static NUL-terminated string.
         assert_eq!(unsafe { CStr::from_ptr(c) }.to_str().unwrap(), name);
     }
-    assert_eq!(ErrorCode::ALL.len(), ErrorCode::SHMBUS_E_OTHER as usize + 1);
+    // Every value from 0 to the last, each once, in order.
+    for (i, code) in ErrorCode::ALL.iter().enumerate() {
+        assert_eq!(*code as usize, i, "{code:?}");
+    }
     let unknown = shmbus_error_code_name(99);
     // SAFETY: as above.
     let unknown = unsafe { CStr::from_ptr(unknown) };

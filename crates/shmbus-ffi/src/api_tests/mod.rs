@@ -6,6 +6,7 @@
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod error_codes;
+mod lossless;
 mod peek_and_state;
 
 use std::ffi::{c_void, CStr};
