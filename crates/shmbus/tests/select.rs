@@ -235,3 +235,55 @@ fn a_select_waiting_on_a_stream_whose_producer_is_killed_wakes_and_the_pop_repor
     s.finish();
     bus.finish();
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_journal_subscriber_is_ready_while_it_reads_the_file_and_then_wakes_for_live_messages() {
+    use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    let dir = common::ShmDir::new("select-journal");
+    let bus = BusName::new("select-journal");
+    let mut publisher = JournalPublisher::<u64>::create(
+        bus.name(),
+        &BusOptions::new(64),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("create");
+    for i in 0..3u64 {
+        publisher.publish(&i).expect("publish");
+    }
+    let mut sub =
+        JournalSubscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut select = Select::new();
+    let mut seen = Vec::new();
+    // Ready while it reads the file (the receive that finds its end moves
+    // it to the ring and may deliver nothing).
+    while seen.len() < 3 || !sub.is_live() {
+        assert_eq!(
+            select.ready(&[&sub], Wait::For(Duration::from_secs(10))),
+            Some(0)
+        );
+        if let Some(Received::Message(e)) = sub.recv(Wait::Never) {
+            seen.push(e.msg);
+        }
+    }
+    assert_eq!(seen, [0, 1, 2]);
+    assert_eq!(
+        select.ready(&[&sub], Wait::For(Duration::from_millis(20))),
+        None
+    );
+    let writer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        publisher.publish(&3).expect("publish");
+        publisher
+    });
+    assert_eq!(
+        select.ready(&[&sub], Wait::For(Duration::from_secs(10))),
+        Some(0)
+    );
+    assert!(matches!(sub.recv(Wait::Never), Some(Received::Message(e)) if e.msg == 3));
+    let publisher = writer.join().expect("writer");
+    drop(sub);
+    publisher.close().expect("close");
+    bus.finish();
+    drop(dir);
+}
