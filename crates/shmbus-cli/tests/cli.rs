@@ -1415,3 +1415,58 @@ fn create_type_that_cannot_be_recorded_or_does_not_apply_is_one_line() {
     );
     assert!(!Path::new(&bus).exists(), "nothing was created");
 }
+
+// ---------------------------------------------------------------------------
+// Several at once (one select).
+
+#[test]
+fn sub_follows_a_bus_a_pool_and_a_stream_at_once_each_line_tagged_with_its_name() {
+    let dir = ShmDir::new("sub-many");
+    let (bus, pool, stream) = (dir.bus("bus"), dir.bus("pool"), dir.bus("stream"));
+    create(&bus, 16, 8);
+    shmbus(&["create", &pool, "--capacity", "4", "--pool", "64:8"]).assert_success();
+    create_stream(&stream, 4096);
+    let sub = spawn_sub(&[&bus, &pool, &stream, "--count", "4", "--timeout", "10"]);
+    wait_until_consuming(&stream, &sub);
+    wait_until_waiting(&bus, &sub);
+    publish(&bus, "b1\n");
+    publish(&pool, "p1\n");
+    run_stdin(&["pub", &stream], b"s1\n").assert_success();
+    publish(&bus, "b2\n");
+    let out = sub.wait();
+    out.assert_success();
+    let mut lines: Vec<String> = out.stdout().lines().map(str::to_owned).collect();
+    lines.sort();
+    let mut want = vec![
+        format!("{bus}\tb1"),
+        format!("{bus}\tb2"),
+        format!("{pool}\tp1"),
+        format!("{stream}\ts1"),
+    ];
+    want.sort();
+    assert_eq!(lines, want);
+    assert_eq!(out.stderr, "");
+}
+
+#[test]
+fn sub_of_several_with_one_missing_fails_in_one_line_naming_it() {
+    let dir = ShmDir::new("sub-many-missing");
+    let bus = dir.bus("bus");
+    create(&bus, 16, 8);
+    let missing = dir.bus("nothing-here");
+    let out = shmbus(&["sub", &bus, &missing, "--timeout", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(out.stderr.contains("nothing-here"), "{}", out.stderr);
+}
+
+#[test]
+fn sub_of_several_ends_quietly_at_its_timeout_when_none_has_anything() {
+    let dir = ShmDir::new("sub-many-quiet");
+    let (a, b) = (dir.bus("a"), dir.bus("b"));
+    create(&a, 16, 8);
+    create(&b, 16, 8);
+    let out = shmbus(&["sub", &a, &b, "--timeout", "0.3"]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "");
+}

@@ -136,6 +136,8 @@ pub mod pool;
 #[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
+pub mod select;
+#[cfg(not(loom))]
 pub mod stat;
 pub mod stream;
 mod sync;

@@ -119,9 +119,7 @@ pub(crate) fn sleep(
     timeout: Option<Duration>,
     still_nothing: impl FnOnce() -> bool,
 ) {
-    use crate::sync::Ordering;
-    // SeqCst RMW: reads the waker's Release bump if that came first.
-    let seen = bell.fetch_or(SLEEPERS, Ordering::SeqCst) | SLEEPERS;
+    let seen = raise_flag(bell);
     // Paired with the fence in `ring`: if the waker missed our flag, we see
     // what it stored before ringing.
     let timeout = if heavy_barrier() {
@@ -132,6 +130,71 @@ pub(crate) fn sleep(
     if still_nothing() {
         futex_wait(bell, seen, timeout);
     }
+}
+
+/// The first step of a sleep: raises the sleepers flag on `bell` and
+/// returns the value to sleep on.
+pub(crate) fn raise_flag(bell: &AtomicU32) -> u32 {
+    // SeqCst RMW: reads the waker's Release bump if that came first.
+    bell.fetch_or(SLEEPERS, crate::sync::Ordering::SeqCst) | SLEEPERS
+}
+
+/// Sleeps while every `word == expected` of `words` (at most 128), for at
+/// most `timeout`: one `futex_waitv`. False if this kernel lacks it (the
+/// caller sleeps some other way); true when it returned for any reason (a
+/// wake, a changed word, a signal, the timeout): callers re-check.
+#[cfg(not(any(loom, miri)))]
+pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> bool {
+    use rustix::thread::futex;
+    use rustix::time::{clock_gettime, ClockId, Timespec};
+    static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if MISSING.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    let waiters: Vec<futex::Wait> = words
+        .iter()
+        .map(|&(word, expected)| {
+            let mut w = futex::Wait::new();
+            w.val = u64::from(expected);
+            w.uaddr = futex::WaitPtr::new(word.as_ptr().cast());
+            // No FUTEX2_PRIVATE: shared, keyed by the physical page.
+            w.flags = futex::WaitFlags::SIZE_U32;
+            w
+        })
+        .collect();
+    // futex_waitv's timeout is absolute, on the clock named.
+    let at = timeout.map(|d| {
+        let now = clock_gettime(ClockId::Monotonic);
+        let d = d.min(Duration::from_secs(1 << 32));
+        let mut sec = now.tv_sec + d.as_secs() as i64;
+        let mut nsec = now.tv_nsec + i64::from(d.subsec_nanos());
+        if nsec >= 1_000_000_000 {
+            sec += 1;
+            nsec -= 1_000_000_000;
+        }
+        Timespec {
+            tv_sec: sec,
+            tv_nsec: nsec as _,
+        }
+    });
+    match futex::waitv(
+        &waiters,
+        futex::WaitvFlags::empty(),
+        at.as_ref(),
+        ClockId::Monotonic,
+    ) {
+        Err(rustix::io::Errno::NOSYS) => {
+            MISSING.store(true, std::sync::atomic::Ordering::Relaxed);
+            false
+        }
+        _ => true,
+    }
+}
+
+/// Miri and loom model no `futex_waitv`: the caller's fallback runs.
+#[cfg(any(loom, miri))]
+pub(crate) fn futex_waitv(_words: &[(&AtomicU32, u32)], _timeout: Option<Duration>) -> bool {
+    false
 }
 
 /// What a subscriber does while there is nothing to read (and a stream's

@@ -14,4 +14,5 @@ pub mod inspect;
 pub mod publish;
 pub mod signals;
 pub mod subscribe;
+pub mod subscribe_many;
 pub mod top;

@@ -50,6 +50,11 @@ use crate::out::{self, Stdout};
 pub struct SubArgs {
     /// Bus name (a bare name lives in /dev/shm) or a path.
     pub name: String,
+    /// More buses, pools or streams to follow at once: each line is then
+    /// prefixed with its name and a tab, and a lag is reported as
+    /// `lagged: NAME skipped N`.
+    #[arg(value_name = "NAME")]
+    pub more: Vec<String>,
     /// Where to start: the newest message, the oldest still in the ring, or
     /// the next one published [default: next]. Not for a stream, which
     /// always continues where its last consumer stopped.
@@ -108,7 +113,7 @@ pub fn parse_timeout(s: &str) -> Result<Timeout, CliError> {
 }
 
 impl From {
-    fn start(self) -> Start {
+    pub(crate) fn start(self) -> Start {
         match self {
             From::Latest => Start::Latest,
             From::Oldest => Start::Oldest,
@@ -133,6 +138,12 @@ impl Wait {
 pub fn run(args: &SubArgs) -> Result<(), CliError> {
     // First: with nowhere to print, nothing is read (nor a record released).
     let mut out = out::stdout()?;
+    if !args.more.is_empty() {
+        let names: Vec<&str> = std::iter::once(args.name.as_str())
+            .chain(args.more.iter().map(String::as_str))
+            .collect();
+        return super::subscribe_many::run(args, &names, &mut out);
+    }
     if args.bootstrap {
         return run_bootstrap(args, &mut out);
     }
@@ -223,7 +234,7 @@ fn run_bootstrap(args: &SubArgs, out: &mut Stdout) -> Result<(), CliError> {
     Ok(())
 }
 
-fn join_failed(err: JoinError) -> CliError {
+pub(crate) fn join_failed(err: JoinError) -> CliError {
     match err {
         JoinError::Open(e) => e.into(),
         JoinError::NotJournaled { .. } => CliError::usage(err.to_string()),
@@ -264,12 +275,12 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<()
 }
 
 /// A message without the zeros that pad it to the bus's message size.
-fn trim_padding(msg: &[u8]) -> &[u8] {
+pub(crate) fn trim_padding(msg: &[u8]) -> &[u8] {
     let end = msg.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
     &msg[..end]
 }
 
-fn write_line(out: &mut impl Write, msg: &[u8]) -> io::Result<()> {
+pub(crate) fn write_line(out: &mut impl Write, msg: &[u8]) -> io::Result<()> {
     out.write_all(msg)?;
     out.write_all(b"\n")?;
     out.flush()
@@ -282,7 +293,7 @@ fn report_lag(skipped: u64) {
 }
 
 /// The end of a quiet `--timeout`: fine unless `--count` was not reached.
-fn timed_out(args: &SubArgs, delivered: u64, what: &str) -> Result<(), CliError> {
+pub(crate) fn timed_out(args: &SubArgs, delivered: u64, what: &str) -> Result<(), CliError> {
     match (args.count, args.timeout) {
         (Some(count), Some(timeout)) => Err(CliError::runtime(format!(
             "timed out after {:?} s waiting for {what} {} of {count}",

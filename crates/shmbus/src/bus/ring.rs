@@ -632,6 +632,25 @@ impl<R: Region> Ring<R> {
         });
     }
 
+    /// For a select: whether a subscriber at `pos` would find something
+    /// (the negation of what `sleep` waits on). Acquire, paired with the
+    /// publisher's Release cursor store, as `head`.
+    pub(crate) fn has_news(&self, pos: u64) -> bool {
+        ahead(self.cursor().load(Ordering::Acquire), pos) > 0
+    }
+
+    /// The futex word publishers ring (`wait`).
+    pub(crate) fn doorbell(&self) -> &crate::sync::AtomicU32 {
+        self.region.word32(self.control(control::FUTEX))
+    }
+
+    /// For a select: the longest sleep without a look. A many-publisher
+    /// bus: a quarter of the unblock timeout, as in `sleep` (a claim whose
+    /// publisher died rings no bell).
+    pub(crate) fn select_nap(&self) -> Option<Duration> {
+        self.geo.multi.then_some(self.unblock / 4)
+    }
+
     /// One receive at `*pos`: a single poll for `Wait::Never`, else
     /// [`Ring::poll_wait`] until the wait ends. What every subscriber
     /// handle's `recv` calls.

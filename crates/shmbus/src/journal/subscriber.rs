@@ -640,6 +640,11 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
         self.core.next
     }
 
+    /// The bus's ring (for a select's look and doorbell).
+    pub(crate) fn ring(&self) -> &Ring<ShmRegion> {
+        &self.core.ring
+    }
+
     /// Whether it has read the journal to its end and now takes the ring.
     ///
     /// # Examples

@@ -240,6 +240,11 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
         self.pos
     }
 
+    /// The descriptor ring (for a select's look and doorbell).
+    pub(crate) fn ring(&self) -> &Ring<R> {
+        &self.inner.ring
+    }
+
     /// How many samples this subscriber holds now.
     ///
     /// # Examples

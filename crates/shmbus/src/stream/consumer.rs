@@ -284,6 +284,22 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// For a select: whether a pop would not wait. A record (or a corrupt
+    /// `TAIL`, which the pop reports) is there, or the producer is gone
+    /// (its pop reports that; one dead when we opened does not count).
+    pub(crate) fn has_news(&self) -> bool {
+        !self.is_empty()
+            || self
+                .ring
+                .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
+                .is_some_and(|pid| pid != self.dead_at_open)
+    }
+
+    /// The bell the producer rings after each push.
+    pub(crate) fn data_bell(&self) -> &crate::sync::AtomicU32 {
+        self.ring.bell(ctl::DATA_BELL)
+    }
 }
 
 impl<R: Region> Consumer<[u8], R> {
