@@ -235,3 +235,34 @@ fn create_lossless_options_are_checked_and_recorded() {
     assert_eq!(json["lossless"]["evict_ns"], 250_000_000);
     dir.finish();
 }
+
+#[test]
+fn sub_lossless_of_several_buses_opens_each_lossless_or_refuses_naming_the_bus() {
+    let dir = ShmDir::new("cli-lossless-many");
+    let create = |name: &str, extra: &[&str]| {
+        let bus = dir.bus(name);
+        let mut args = vec!["create", bus.as_str(), "--slots", "8", "--msg-size", "16"];
+        args.extend_from_slice(extra);
+        run_shmbus(&args).assert_success();
+        bus
+    };
+    let (a, b) = (create("a", &[]), create("b", &[]));
+    let never = create("never", &["--lossless-subscribers", "0"]);
+    run_shmbus(&["sub", &a, &never, "--lossless", "--timeout", "0.1"]).assert_error(
+        1,
+        &format!("{never}: lossless subscriber refused: the bus was created refusing"),
+    );
+    let both = start(&["sub", &a, &b, "--lossless"]);
+    let lossless_in = |bus: &str| {
+        shmbus::stat::stat(bus).is_ok_and(|s| {
+            s.subscribers
+                .iter()
+                .any(|l| l.pid == both.pid() && l.contract == Contract::Lossless)
+        })
+    };
+    wait_for("a lossless sub on each bus", || {
+        lossless_in(&a) && lossless_in(&b)
+    });
+    both.kill();
+    dir.finish();
+}
