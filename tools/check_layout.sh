@@ -25,6 +25,9 @@
 #      bytes), or else contain it as text or hex, and if it starts with a
 #      number, that number must be the sequence. On a pool bus, both read
 #      each message from its block.
+# Each subscriber line's gate fields (LAYOUT.md sections 5.1 and 13.1:
+# contract, evictions, blocked_ns) are compared, and the bus's
+# max_gating and evict_ns (section 5).
 # A stream (LAYOUT.md section 20) is checked by step 2 alone (its record
 # type, largest record and cursors): only its consumer reads its records.
 # Exit status 0 when everything compared agrees, 1 otherwise.
@@ -115,6 +118,7 @@ aliases = {
     "type_name": ["name", "type"],
     "head": ["cursor", "next_sequence"],
     "created_ns": ["created_unix_ns"],
+    "max_gating": ["max"],
     "path": [],
     "file_len": [],
     "magic": [],
@@ -158,8 +162,11 @@ if set(lines_py) != set(lines_cli):
     print(f"  DIFF subscriber lines: read_bus entries {sorted(lines_py)}, shmbus {sorted(lines_cli)}")
     failed += 1
 for entry in sorted(set(lines_py) & set(lines_cli)):
-    for k in ["pid", "alive", "position", "lag", "delivered", "skipped", "corrupt"]:
-        pv, cv = lines_py[entry].get(k), lines_cli[entry].get(k)
+    for k in ["pid", "alive", "position", "lag", "delivered", "skipped", "corrupt",
+              "contract", "evictions", "blocked_ns"]:
+        # The CLI names the publisher's time blocked on it so.
+        ck = "publisher_blocked_ns" if k == "blocked_ns" else k
+        pv, cv = lines_py[entry].get(k), lines_cli[entry].get(ck)
         compared += 1
         same = pv == cv or (k == "corrupt" and (pv is None) == (cv is None))
         print(f"  {'ok  ' if same else 'DIFF'} line {entry} {k:<9} read_bus={pv!r:<26} shmbus {cv!r}")

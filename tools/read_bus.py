@@ -24,7 +24,10 @@ seqlock reader protocol of section 12, one line per message:
 Header lines start with '# ' (suppress them with --quiet). With --json it
 prints the header and live control-page state as one JSON object and exits.
 The state includes the raw futex word ("futex_word") and its bit 0
-("sleepers_flag": a subscriber may be asleep, LAYOUT.md sections 5 and 13).
+("sleepers_flag": a subscriber may be asleep, LAYOUT.md sections 5 and 13),
+and the gate of lossless subscribers (section 13.1): max_gating, evict_ns,
+gate_gen, room_word, the gating entries, and per subscriber line its
+contract (lossy, lossless or evicted), evictions and blocked_ns.
 
 It is an inspector like `shmbus stat`. It writes nothing to the segment,
 takes no lock, never sleeps on the futex (it polls), and does not register
@@ -140,13 +143,24 @@ C_EPOCH = 64
 C_PUBLISHER_PID = 128
 # 192: unblock_ns (u64) on a many-publisher bus; reserved on a
 # single-publisher bus (formerly a count of sleepers). Not read here.
+# Section 5 and 13.1, lossless subscribers (the gate): the eviction
+# timeout, how many may gate, the gate's generation and room words, and
+# the gating set (a bit per registry entry, four u64 words).
+C_EVICT_NS = 200
+C_MAX_GATING = 208
 C_FUTEX = 256
 FUTEX_SLEEPERS = 1  # bit 0 of the futex word: a subscriber may be asleep
+C_GATE_GEN = 260
+C_ROOM = 320
+C_GATING = 480
+GATING_WORDS = 4
 C_REGISTRY = 1024
 REGISTRY_SLOTS = 256
 # Section 5.1: one line per registry entry, from control offset 4096.
 C_SUBSCRIBERS = 4096
 L_POSITION, L_SKIPPED, L_START, L_ACTIVE_NS, L_SEQ = 0, 8, 16, 24, 32
+L_CONTRACT, L_EVICTIONS, L_BLOCKED_NS = 36, 40, 48
+CONTRACT_LOSSLESS = 1
 # Section 19, pool buses only: the active mask (a bit per registry entry,
 # four u64 words) and one hold line per registry entry after the
 # subscriber lines, each of HOLDS u64 words (0, or block + 1).
@@ -588,9 +602,17 @@ class Bus:
             for b in states:
                 census[b["where"]] += 1
             pool = {"pool_census": census, "pool_active": active}
+        gating = [self.u64(self.ctl + C_GATING + 8 * w) for w in range(GATING_WORDS)]
+        for line in lines:
+            line.update(self.gate_line(line["entry"], line["alive"], gating))
         return {
             "head": head,
             "published": published,
+            "max_gating": self.u32(self.ctl + C_MAX_GATING),
+            "evict_ns": self.u64(self.ctl + C_EVICT_NS),
+            "gate_gen": self.u32(self.ctl + C_GATE_GEN),
+            "room_word": self.u32(self.ctl + C_ROOM),
+            "gating": [i for i in range(REGISTRY_SLOTS) if gating[i // 64] >> (i % 64) & 1],
             "oldest": (head - min(published, self.cap)) & M64,
             "epoch": self.epoch(),
             "publisher_pid": self.u32(self.ctl + C_PUBLISHER_PID),
@@ -693,6 +715,26 @@ class Bus:
         if self.u64(at) != want:
             return ("lost", None)  # reclaimed while we copied: discard
         return ("read", copy)
+
+    def gate_line(self, i, alive, gating):
+        """Sections 5.1 and 13.1: entry i's contract, evictions and the
+        publisher's time blocked on it. A live entry is lossless while its
+        bit in `gating` is set, evicted if it asked lossless (contract 1)
+        and its bit is clear; a gone entry's bit says nothing, so it left
+        lossless unless its line counts an eviction."""
+        at = self.ctl + C_SUBSCRIBERS + LINE * i
+        asked = self.u32(at + L_CONTRACT) == CONTRACT_LOSSLESS
+        evictions = self.u32(at + L_EVICTIONS)
+        if alive:
+            gates = bool(gating[i // 64] >> (i % 64) & 1)
+            contract = "lossless" if gates else "evicted" if asked else "lossy"
+        else:
+            contract = "lossy" if not asked else "evicted" if evictions else "lossless"
+        return {
+            "contract": contract,
+            "evictions": evictions,
+            "blocked_ns": self.u64(at + L_BLOCKED_NS),
+        }
 
     def subscriber_line(self, i, pid, alive, head=None):
         """Section 5.1: registry entry i's line, read under its sequence lock

@@ -1215,3 +1215,113 @@ fn a_bridge_is_shown_however_many_other_names_its_status_directory_holds() {
     }
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
+
+/// `bridge out --lossless` (issue 30): a bridge-out that cannot keep up
+/// (held with SIGSTOP, as a network slower than the bus holds it in a
+/// blocking put) holds the bus's publisher back instead of losing: let go
+/// within the eviction timeout, every message crosses in order. Held past
+/// it, the bus evicts it, it says `evicted`, and what it then misses is
+/// counted and reaches the downstream subscribers as a lag, as a lossy
+/// bridge's.
+#[test]
+fn a_lossless_bridge_out_holds_the_publisher_back_instead_of_losing_until_it_is_evicted() {
+    let (up, down) = (
+        BusName::new("bridge-lossless-up"),
+        BusName::new("bridge-lossless-down"),
+    );
+    shmbus(&[
+        "create",
+        up.name(),
+        "--msg-size",
+        "32",
+        "--slots",
+        "8",
+        "--evict-ms",
+        "2000",
+    ])
+    .assert_success();
+    let key = format!("shmbus/test/lossless/{}", std::process::id());
+    let rt = RuntimeDir::new("bridge-lossless");
+    let endpoint = format!("tcp/127.0.0.1:{}", free_port());
+    let mut inbound = rt.start(&[
+        "bridge",
+        "in",
+        &key,
+        down.name(),
+        "--create",
+        "256",
+        "--listen",
+        &endpoint,
+    ]);
+    inbound.wait_until_printed("listening", Duration::from_secs(30));
+    let mut outbound = rt.start(&[
+        "bridge",
+        "out",
+        up.name(),
+        "--key",
+        &key,
+        "--connect",
+        &endpoint,
+        "--lossless",
+    ]);
+    outbound.wait_until_printed("matched", Duration::from_secs(30));
+    let published = |bus: &str| shmbus::stat::stat(bus).map_or(0, |s| s.published);
+    publish(up.name(), "first\n");
+    wait_for("the downstream bus", || published(down.name()) == 1);
+    let contract = shmbus::stat::stat(up.name()).expect("stat").subscribers[0].contract;
+    assert_eq!(contract, shmbus::stat::Contract::Lossless);
+
+    // Held still, let go before the timeout: nothing lost.
+    let sub = common::start(&["sub", down.name(), "--count", "100", "--timeout", "10"]);
+    wait_until_waiting(down.name(), &sub);
+    signal(&outbound, Signal::STOP);
+    let mut publisher = common::start_with_stdin(&["pub", up.name()]);
+    publisher.feed(common::numbered_lines(1..=100).into_bytes());
+    // The bridge stands at 1 on a ring of 8: the publisher stops at 9.
+    wait_for("the publisher to be held back", || {
+        published(up.name()) == 9
+    });
+    let held = std::time::Instant::now();
+    while held.elapsed() < Duration::from_millis(300) {
+        assert_eq!(
+            published(up.name()),
+            9,
+            "the publisher passed a stopped lossless bridge"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&outbound, Signal::CONT);
+    publisher.wait_success();
+    let out = sub.wait_success();
+    assert_eq!(out.stdout(), common::numbered_lines(1..=100));
+    assert!(!out.stderr.contains("lagged"), "{out:?}");
+
+    // Held past the timeout: evicted, says so, its losses counted.
+    let sub = common::start(&["sub", down.name(), "--timeout", "5"]);
+    wait_until_waiting(down.name(), &sub);
+    signal(&outbound, Signal::STOP);
+    let started = std::time::Instant::now();
+    publish(up.name(), &common::numbered_lines(1..=50));
+    assert!(started.elapsed() >= Duration::from_secs(2), "evicted early");
+    signal(&outbound, Signal::CONT);
+    outbound.wait_until_printed("evicted", Duration::from_secs(30));
+    let out = sub.wait_success();
+    let got = out.stdout().lines().count() as u64;
+    let skipped: u64 = out
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("lagged: skipped "))
+        .map(|n| n.parse::<u64>().expect("a count"))
+        .sum();
+    assert!(
+        skipped > 0,
+        "50 messages through 8 slots past an evicted bridge: {out:?}"
+    );
+    assert_eq!(got + skipped, 50, "{out:?}");
+    let out_pid = outbound.pid();
+    wait_for("the bridge-out's status to count the loss", || {
+        rt.status(out_pid).and_then(|s| s["lost"].as_u64()) == Some(skipped)
+    });
+    Bridges { inbound, outbound }.stop();
+    assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+}

@@ -640,18 +640,67 @@ fn stat_shows_each_subscribers_contract_and_evictions() {
     }
     assert!(!lossless.is_lossless());
     let v = stat_json(bus.name());
-    assert_eq!(
-        contracts(&v),
-        [("lossy".into(), 0), ("lossless, evicted".into(), 1)]
-    );
+    assert_eq!(contracts(&v), [("lossy".into(), 0), ("evicted".into(), 1)]);
     let blocked = u(&v["per_subscriber"][1]["publisher_blocked_ns"]);
     assert!(blocked >= 20_000_000, "blocked {blocked} ns");
     let text = run(common::shmbus(&["stat", bus.name()]));
     text.assert_success();
     assert!(
-        text.stdout().contains("lossless, evicted, evicted 1×"),
+        text.stdout()
+            .contains("lossless, evicted, evicted 1×, held the publisher back 0.0"),
         "{}",
         text.stdout()
+    );
+    assert!(
+        text.stdout()
+            .contains("lossless:       at most 3, evicted after 0.020 s"),
+        "{}",
+        text.stdout()
+    );
+    drop(publisher);
+    bus.finish();
+}
+
+/// A lossless subscriber that has gone (its registry lock free) shows as
+/// gone like any other dead entry, not as evicted: `stat --json` says the
+/// contract it left with (`lossless`, no eviction), `stat` just "(gone)".
+#[test]
+fn a_lossless_subscriber_that_has_gone_shows_as_gone_not_evicted() {
+    let bus = BusName::new("stat-lossless-gone");
+    let mut publisher =
+        shmbus::Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("create");
+    let sub = common::spawn(common::shmbus(&[
+        "sub",
+        bus.name(),
+        "--lossless",
+        "--count",
+        "1",
+        "--timeout",
+        "10",
+    ]));
+    common::wait_until_waiting(bus.name(), &sub);
+    publisher.publish(&7);
+    let pid = sub.pid();
+    sub.wait_success();
+    let v = stat_json(bus.name());
+    let lines = v["per_subscriber"].as_array().expect("per_subscriber");
+    assert_eq!(lines.len(), 1, "{v}");
+    let line = &lines[0];
+    assert_eq!(line["pid"], pid, "{v}");
+    assert_eq!(line["alive"], false, "{v}");
+    assert_eq!(line["contract"], "lossless", "{v}");
+    assert_eq!(u(&line["evictions"]), 0, "{v}");
+    let text = run(common::shmbus(&["stat", bus.name()]));
+    text.assert_success();
+    let row = text
+        .stdout()
+        .lines()
+        .find(|l| l.contains(&format!("pid {pid} (gone)")))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no gone row: {}", text.stdout()));
+    assert!(
+        !row.contains("evicted") && !row.contains("lossless"),
+        "{row}"
     );
     drop(publisher);
     bus.finish();

@@ -432,3 +432,127 @@ fn top_json_and_prometheus_show_a_pool_bus_s_census_and_the_blocks_each_subscrib
     );
     scene.finish();
 }
+
+/// `top --json`, `--prometheus` and `--once` show each subscriber's
+/// contract, its evictions and the publisher's time blocked on it, and
+/// the bus's lossless limit and eviction timeout (issue 30).
+#[test]
+fn top_shows_each_subscribers_contract_evictions_and_the_publishers_blocked_time() {
+    use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+    let bus = BusName::new("top-contract");
+    let name = bus.name();
+    let mut publisher = Publisher::<u64>::create(
+        name,
+        &BusOptions::new(4)
+            .lossless_subscribers(3)
+            .evict_after(Duration::from_millis(20)),
+    )
+    .expect("create");
+    let _lossy = Subscriber::<u64>::open(name, &OpenOptions::default()).unwrap();
+    let evicted = Subscriber::<u64>::open(name, &OpenOptions::default().lossless(true)).unwrap();
+    // A ring and one more: the lossless one, reading nothing, is evicted.
+    for i in 0..5 {
+        publisher.publish(&i);
+    }
+    assert!(!evicted.is_lossless());
+    let _lossless = Subscriber::<u64>::open(name, &OpenOptions::default().lossless(true)).unwrap();
+
+    let top = shmbus_json(&["top", name, "--once", "--json", "--interval-ms", "10"]);
+    let b = &top["buses"][0];
+    assert_eq!(
+        (u(&b["lossless"]["max"]), u(&b["lossless"]["evict_ns"])),
+        (3, 20_000_000)
+    );
+    let subs: Vec<(String, u64, u64)> = b["subscribers"]
+        .as_array()
+        .expect("subscribers")
+        .iter()
+        .map(|s| {
+            let c = s["contract"].as_str().expect("a contract").to_owned();
+            (c, u(&s["evictions"]), u(&s["publisher_blocked_ns"]))
+        })
+        .collect();
+    assert_eq!(subs.len(), 3, "{b}");
+    assert_eq!((subs[0].0.as_str(), subs[0].1, subs[0].2), ("lossy", 0, 0));
+    assert_eq!((subs[1].0.as_str(), subs[1].1), ("evicted", 1));
+    assert!(subs[1].2 >= 20_000_000, "blocked {} ns", subs[1].2);
+    assert_eq!(
+        (subs[2].0.as_str(), subs[2].1, subs[2].2),
+        ("lossless", 0, 0)
+    );
+
+    let prom = run(common::shmbus(&[
+        "top",
+        name,
+        "--prometheus",
+        "--interval-ms",
+        "10",
+    ]));
+    prom.assert_success();
+    let text = prom.stdout();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .unwrap_or_else(|| panic!("no {series} in {text}"))
+            .parse()
+            .expect("a number")
+    };
+    let pid = std::process::id();
+    let sub = |metric: &str, entry: usize, extra: &str| {
+        format!("{metric}{{bus=\"{name}\",pid=\"{pid}\",entry=\"{entry}\"{extra}}}")
+    };
+    assert_eq!(
+        value(&format!("shmbus_lossless_max{{bus=\"{name}\"}}")),
+        3.0
+    );
+    assert_eq!(
+        value(&format!("shmbus_evict_timeout_seconds{{bus=\"{name}\"}}")),
+        0.02
+    );
+    for (entry, has) in [(0, "lossy"), (1, "evicted"), (2, "lossless")] {
+        for c in ["lossy", "lossless", "evicted"] {
+            let series = sub(
+                "shmbus_subscriber_contract",
+                entry,
+                &format!(",contract=\"{c}\""),
+            );
+            assert_eq!(value(&series), f64::from(u8::from(c == has)), "{series}");
+        }
+    }
+    assert_eq!(value(&sub("shmbus_subscriber_evictions_total", 1, "")), 1.0);
+    assert_eq!(value(&sub("shmbus_subscriber_evictions_total", 2, "")), 0.0);
+    let blocked = value(&sub(
+        "shmbus_subscriber_publisher_blocked_seconds_total",
+        1,
+        "",
+    ));
+    assert!(blocked >= 0.02, "blocked {blocked} s");
+    assert!(text.contains("# TYPE shmbus_subscriber_publisher_blocked_seconds_total counter"));
+
+    let plain = run(common::shmbus(&[
+        "top",
+        name,
+        "--once",
+        "--interval-ms",
+        "10",
+    ]));
+    plain.assert_success();
+    let out = plain.stdout();
+    assert!(
+        out.contains("lossless:    1 of at most 3, evicted after 0.020 s"),
+        "{out}"
+    );
+    let rows: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(&format!("{pid} ")))
+        .collect();
+    assert_eq!(rows.len(), 3, "{out}");
+    assert!(
+        !rows[0].contains("loss") && !rows[0].contains("evicted"),
+        "{out}"
+    );
+    assert!(rows[1].contains("evicted 1× (held pub 0.0"), "{out}");
+    assert!(rows[2].trim_end().ends_with("lossless"), "{out}");
+    drop(publisher);
+    bus.finish();
+}

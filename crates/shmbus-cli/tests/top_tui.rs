@@ -343,7 +343,14 @@ fn start_publisher(bus: &BusName) -> Watched {
 /// `shmbus sub BUS`, once it is registered and asleep on the futex (so
 /// its start position is picked and its registry entry is known).
 fn start_subscriber(bus: &BusName) -> Watched {
-    let sub = spawn(common::shmbus(&["sub", bus.name()]));
+    start_subscriber_with(bus, &[])
+}
+
+/// `shmbus sub BUS EXTRA...`, registered and asleep.
+fn start_subscriber_with(bus: &BusName, extra: &[&str]) -> Watched {
+    let mut args = vec!["sub", bus.name()];
+    args.extend_from_slice(extra);
+    let sub = spawn(common::shmbus(&args));
     let pid = sub.pid();
     wait_for("the subscriber to register", || {
         shmbus::stat::stat(bus.name()).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
@@ -549,8 +556,9 @@ fn a_corrupt_bus_and_a_corrupt_subscriber_line_are_shown_as_such_and_q_still_qui
 fn a_subscriber_that_died_is_shown_dimmed_as_gone() {
     let bus = BusName::new("top-gone");
     create(&bus, 8, 8);
-    let alive = start_subscriber(&bus);
-    let dead = start_subscriber(&bus);
+    // Both lossless: the live one says so, the dead one only "gone".
+    let alive = start_subscriber_with(&bus, &["--lossless"]);
+    let dead = start_subscriber_with(&bus, &["--lossless"]);
     let dead_pid = dead.pid();
     dead.kill();
     wait_for("the dead subscriber to be gone", || {
@@ -567,7 +575,14 @@ fn a_subscriber_that_died_is_shown_dimmed_as_gone() {
         .trim_end_matches(['│', ' '])
         .ends_with("gone"));
     assert!(!row(&pane, alive.pid()).contains("gone"));
+    assert!(row(&pane, alive.pid())
+        .trim_end_matches(['│', ' '])
+        .ends_with("lossless"));
     assert!(pane.contains("1 live, 1 gone"), "{pane}");
+    assert!(
+        pane.contains("1 of at most 8, evicted after 1.000 s"),
+        "{pane}"
+    );
     let style = style_at(&tmux.capture(true), dead_pid, &dead_pid.to_string());
     assert!(style.dim, "gone is dimmed: {style:?}");
     tmux.press("Escape");

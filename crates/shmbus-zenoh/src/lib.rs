@@ -53,6 +53,7 @@
 //!     endpoints: Endpoints { connect: vec![endpoint.clone()], ..Endpoints::default() },
 //!     start: Start::Next,
 //!     wait: WaitStrategy::default(),
+//!     lossless: false,
 //! };
 //! let stop = AtomicBool::new(false);
 //! std::thread::scope(|s| -> Result<(), Box<dyn std::error::Error>> {

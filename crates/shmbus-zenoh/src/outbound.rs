@@ -10,7 +10,12 @@
 //! (a dropped put is not reported to its sender), and a network too slow
 //! for the bus makes this subscriber fall behind until the bus laps it,
 //! which it learns exactly and sends on as a gap frame. The bus's
-//! publisher never waits for it.
+//! publisher never waits for it, unless the bridge is lossless
+//! ([`OutOptions::lossless`]): then a network slower than the bus holds
+//! the bus's publisher back (a blocked put holds this subscriber still,
+//! and the publisher waits for it), up to the bus's eviction timeout;
+//! after that the bus evicts it, it is lossy from then on
+//! ([`OutStats::evicted`]), and its laps are counted and sent on as above.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -35,6 +40,7 @@ use crate::{replay, session, BridgeError, Endpoints};
 ///     endpoints: Endpoints { connect: vec!["tcp/10.0.0.2:7447".into()], ..Endpoints::default() },
 ///     start: Start::Next,
 ///     wait: WaitStrategy::default(),
+///     lossless: false,
 /// };
 /// ```
 #[derive(Clone, Debug)]
@@ -51,13 +57,18 @@ pub struct OutOptions {
     /// latency (a core busy), the default spins briefly then sleeps on the
     /// futex (a wake costs tens of µs on a VM).
     pub wait: WaitStrategy,
+    /// Open the bus as a lossless subscriber (`OpenOptions::lossless`):
+    /// the bus's publisher waits for the bridge (and so for the network)
+    /// rather than lap it, up to the bus's eviction timeout. The bus may
+    /// refuse it ([`BridgeError::Open`] with `OpenError::Lossless`).
+    pub lossless: bool,
 }
 
 /// What `bridge_out` has done so far.
 ///
 /// # Examples
 /// ```
-/// let s = shmbus_zenoh::OutStats { forwarded: 98, lost: 2, matched: true };
+/// let s = shmbus_zenoh::OutStats { forwarded: 98, lost: 2, matched: true, evicted: false };
 /// assert_eq!(s.forwarded + s.lost, 100); // what the bus published since it joined
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,6 +80,10 @@ pub struct OutStats {
     /// Whether a remote subscriber matches the key (puts before that go
     /// nowhere: Zenoh sends only to matching subscribers).
     pub matched: bool,
+    /// A lossless bridge ([`OutOptions::lossless`]) that the bus evicted:
+    /// it held the bus's publisher back past the eviction timeout, and is
+    /// lossy from then on (`on_stats` is called when this turns true).
+    pub evicted: bool,
 }
 
 /// How often the stats callback runs.
@@ -96,6 +111,7 @@ const STATS_EVERY: Duration = Duration::from_secs(1);
 ///     endpoints: Endpoints::default(),
 ///     start: Start::Next,
 ///     wait: WaitStrategy::default(),
+///     lossless: false,
 /// };
 /// // Set from a signal handler in `shmbus bridge out`; set already here,
 /// // so it returns at its first look.
@@ -128,7 +144,14 @@ pub fn bridge_out(
     let stopped = || stop.load(Ordering::Relaxed) || finished.load(Ordering::Relaxed);
     std::thread::scope(|s| {
         s.spawn(|| replay::serve(&queryable, &opts.name, upstream, &stopped));
-        let result = forward(&mut sub, upstream, &publisher, stop, &mut on_stats);
+        let result = forward(
+            &mut sub,
+            upstream,
+            &publisher,
+            stop,
+            opts.lossless,
+            &mut on_stats,
+        );
         finished.store(true, Ordering::Relaxed);
         result
     })
@@ -141,7 +164,8 @@ pub fn bridge_out(
 fn open(opts: &OutOptions) -> Result<(Subscriber<[u8]>, Upstream), BridgeError> {
     let open = OpenOptions::default()
         .start(opts.start)
-        .wait_strategy(opts.wait);
+        .wait_strategy(opts.wait)
+        .lossless(opts.lossless);
     let open_error = |source| BridgeError::Open {
         name: opts.name.clone(),
         source,
@@ -176,6 +200,7 @@ fn forward(
     upstream: Upstream,
     publisher: &zenoh::pubsub::Publisher<'_>,
     stop: &AtomicBool,
+    lossless: bool,
     on_stats: &mut impl FnMut(&OutStats),
 ) -> Result<OutStats, BridgeError> {
     let msg_size = sub.msg_size();
@@ -224,6 +249,12 @@ fn forward(
             }
             None => true,
         };
+        // Evicted: said at once, not at the next second's stats.
+        if lossless && !stats.evicted && !sub.is_lossless() {
+            stats.evicted = true;
+            on_stats(&stats);
+            last_report = Instant::now();
+        }
         // Whether anyone listens: asked when idle or every 100 ms, never
         // per message.
         if idle || last_match_check.elapsed() >= Duration::from_millis(100) {

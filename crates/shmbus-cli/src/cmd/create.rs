@@ -11,6 +11,12 @@
 //! With `--pool BLOCK_SIZE:BLOCKS` it is a pool bus: messages of any length
 //! up to a block live in a shared pool of blocks, and the ring's slots
 //! carry their descriptors (see the library's `PoolPublisher`).
+//!
+//! `--lossless-subscribers N` and `--evict-ms MS` set a bus's gate: how many
+//! lossless subscribers (`sub --lossless`) may hold its publisher back (0:
+//! none, a bus that never waits), and how long one may before it is
+//! evicted. They go to the options of whatever kind takes them; a kind
+//! whose options have no such fields refuses them in one line naming it.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -96,6 +102,32 @@ pub struct CreateArgs {
     /// page each.
     #[arg(long, value_enum, value_name = "KIND")]
     pub huge_pages: Option<HugePagesArg>,
+    /// How many lossless subscribers (`sub --lossless`) may hold the
+    /// publisher back at once [default: 8]; 0 makes a bus whose publisher
+    /// never waits: lossless subscribers are refused.
+    #[arg(long, value_name = "N")]
+    pub lossless_subscribers: Option<u32>,
+    /// How long one lossless subscriber may hold the publisher back before
+    /// it is evicted (made lossy, told its lag) and the publisher goes on:
+    /// 1 to 60000 ms [default: 1000].
+    #[arg(long, value_name = "MS", value_parser = parse_evict_ms)]
+    pub evict_ms: Option<u64>,
+}
+
+/// Parses `--evict-ms`: 1 to the library's `MAX_EVICT` (60 s), in ms.
+fn parse_evict_ms(s: &str) -> Result<u64, String> {
+    let max = u64::try_from(shmbus::bus::MAX_EVICT.as_millis()).unwrap_or(u64::MAX);
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "{s:?} is not a whole number of milliseconds (1 to {max})"
+        ));
+    }
+    match s.parse::<u64>() {
+        Ok(ms) if (1..=max).contains(&ms) => Ok(ms),
+        _ => Err(format!(
+            "{s} ms is out of range: the eviction timeout is 1 to {max} ms"
+        )),
+    }
 }
 
 /// `--huge-pages`.
@@ -236,8 +268,20 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
              (see `shmbus create --help`)",
         ));
     }
+    if args.kind == BusKind::Stream {
+        refuse_gate(
+            args,
+            "a stream: its one consumer loses nothing, and its producer waits for it",
+        )?;
+    }
     if let Some(pool) = args.pool {
         return create_pool(args, pool, size, many);
+    }
+    if let Some(max) = args.lossless_subscribers {
+        opts = opts.lossless_subscribers(max);
+    }
+    if let Some(ms) = args.evict_ms {
+        opts = opts.evict_after(Duration::from_millis(ms));
     }
     match (args.kind, args.msg_size) {
         (BusKind::Broadcast, Some(msg_size)) if many => {
@@ -296,6 +340,19 @@ impl CreateArgs {
     }
 }
 
+/// Refuses `--lossless-subscribers` and `--evict-ms` for a kind (`what`,
+/// and why) whose options have no gate.
+fn refuse_gate(args: &CreateArgs, what: &str) -> Result<(), CliError> {
+    let flag = match (args.lossless_subscribers, args.evict_ms) {
+        (Some(_), _) => "--lossless-subscribers",
+        (None, Some(_)) => "--evict-ms",
+        (None, None) => return Ok(()),
+    };
+    Err(CliError::usage(format!(
+        "{flag} does not apply to {what} (see `shmbus create --help`)"
+    )))
+}
+
 /// Creates a pool bus, one publisher's or many's, and lets go of it.
 fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<(), CliError> {
     let refused = |what: &str| {
@@ -315,6 +372,8 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
     if args.journal.is_some() {
         return refused("--journal does not apply to a pool bus");
     }
+    // `PoolOptions` has no gate yet (issue 30 phase 1: plain buses only).
+    refuse_gate(args, "a pool bus: it takes no lossless subscribers yet")?;
     let mut opts = file_options!(
         shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks),
         args
@@ -367,7 +426,20 @@ fn create_journaled(
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_mode, parse_pool, Pool};
+    use super::{parse_evict_ms, parse_mode, parse_pool, Pool};
+
+    #[test]
+    fn evict_ms_is_1_to_60000_and_names_the_limit() {
+        assert_eq!(parse_evict_ms("1"), Ok(1));
+        assert_eq!(parse_evict_ms("60000"), Ok(60_000));
+        for far in ["0", "60001", "99999999999999999999999"] {
+            let err = parse_evict_ms(far).unwrap_err();
+            assert!(err.contains("1 to 60000 ms"), "{far}: {err}");
+        }
+        for bad in ["", "1.5", "-1", "+5", "1s"] {
+            assert!(parse_evict_ms(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn mode_is_octal_permission_bits() {

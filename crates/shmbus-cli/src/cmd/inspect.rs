@@ -250,10 +250,22 @@ pub(crate) fn subscriber_json(l: &SubscriberStat, alive: bool, capacity: u64) ->
         "active_monotonic_ns": l.active_ns,
         "idle_s": idle_s,
         "corrupt": l.corrupt,
-        "contract": l.contract.to_string(),
+        "contract": contract_token(l.contract),
         "evictions": l.evictions,
         "publisher_blocked_ns": l.blocked_ns,
     })
+}
+
+/// A subscriber's contract as `--json` and Prometheus name it: `lossy`,
+/// `lossless`, or `evicted` (opened lossless, lossy since).
+pub(crate) fn contract_token(c: shmbus::stat::Contract) -> &'static str {
+    use shmbus::stat::Contract;
+    match c {
+        Contract::Lossless => "lossless",
+        Contract::Evicted => "evicted",
+        // `Lossy`, and whatever a later library adds: it gates nothing.
+        _ => "lossy",
+    }
 }
 
 /// How far behind a subscriber is, as `stat` and `top` say it.
@@ -455,10 +467,23 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(size) = huge_page_size(s) {
         lines.push(format!("{:<16}{} KiB", "huge pages:", size / 1024));
     }
+    lines.push(format!("{:<16}{}", "lossless:", lossless_text(s)));
     if !bridges.is_empty() {
         lines.push(format!("{:<16}{}", "bridges:", bridges_text(bridges)));
     }
     lines.join("\n")
+}
+
+/// What the bus allows lossless subscribers: "at most 8, evicted after
+/// 1.000 s", or "refused" (`create --lossless-subscribers 0`).
+fn lossless_text(s: &BusStat) -> String {
+    match s.max_lossless {
+        0 => "refused".into(),
+        max => format!(
+            "at most {max}, evicted after {:.3} s",
+            s.evict_ns as f64 / 1e9
+        ),
+    }
 }
 
 /// A segment of a kind this build does not know: what its header says
@@ -551,11 +576,18 @@ fn subscribers_text(s: &BusStat) -> String {
                 l.position, l.lag, l.delivered, l.skipped
             ),
         };
-        if l.contract != shmbus::stat::Contract::Lossy {
+        // A gone entry shows as gone, whatever contract it left with.
+        if l.contract != shmbus::stat::Contract::Lossy && gone.is_empty() {
             figures.push_str(&format!(", {}", l.contract));
         }
         if l.evictions > 0 {
             figures.push_str(&format!(", evicted {}×", l.evictions));
+        }
+        if l.blocked_ns > 0 {
+            figures.push_str(&format!(
+                ", held the publisher back {:.3} s",
+                l.blocked_ns as f64 / 1e9
+            ));
         }
         if let Some(pool) = &s.pool {
             let (held, reclaimable) = holds(pool, l.entry);

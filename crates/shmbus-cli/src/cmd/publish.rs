@@ -17,7 +17,11 @@
 //! The kind of segment is found by trying the bus first: a stream answers
 //! `WrongKind`. Into a stream, a push waits for room as long as it takes
 //! (nothing is ever dropped), unless the consumer dies while the stream is
-//! full, or the stream stays full for `--timeout` (a bus never waits).
+//! full, or the stream stays full for `--timeout`. A bus waits only for
+//! its lossless subscribers (`sub --lossless`): `publish` holds a message
+//! back while one has not read the one it would overwrite, up to the bus's
+//! eviction timeout (`create --evict-ms`), then evicts it and goes on;
+//! `--timeout` does not apply to that wait, which the bus bounds.
 //!
 //! A pool bus refuses a plain publisher (`OpenError::PoolMismatch`); a
 //! `PoolPublisher` attaches instead (one of many if the bus was made for
@@ -64,7 +68,8 @@ pub struct PubArgs {
     /// A stream: fail when it stays full (no room for the next line) for
     /// SECS seconds; a pool bus: when no block comes free for the next
     /// line for SECS seconds [default: wait as long as it takes]. Any
-    /// other bus never waits.
+    /// other bus waits only for a lossless subscriber, at most its
+    /// eviction timeout (`create --evict-ms`).
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     pub timeout: Option<Timeout>,
 }

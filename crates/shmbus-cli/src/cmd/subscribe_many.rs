@@ -7,6 +7,8 @@
 //! them together; `--timeout` ends the wait when none of them has
 //! anything for that long. A stream whose producer dies while we wait,
 //! with nothing left to read, is an error naming it, as for one.
+//! `--lossless` opens every bus lossless (a stream needs nothing); a bus
+//! that refuses it is one line naming it.
 
 use std::io::Write;
 
@@ -55,9 +57,14 @@ fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
     }
     let opts = OpenOptions::default()
         .start(args.from.unwrap_or(From::Next).start())
-        .wait_strategy(args.wait.strategy());
+        .wait_strategy(args.wait.strategy())
+        .lossless(args.lossless);
+    let refused = |why: shmbus::bus::LosslessRefused| {
+        CliError::runtime(format!("{name}: {}", OpenError::Lossless(why)))
+    };
     match Subscriber::<[u8]>::open(name, &opts) {
         Ok(s) => Ok(Member::Bus(s)),
+        Err(OpenError::Lossless(why)) => Err(refused(why)),
         Err(OpenError::WrongKind {
             found: Kind::Stream,
             ..
@@ -68,7 +75,15 @@ fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
                      last consumer stopped (see `shmbus sub --help`)"
                 )));
             }
+            let opts = opts.lossless(false);
             Ok(Member::Stream(Consumer::<[u8]>::attach(name, &opts)?))
+        }
+        // As for one bus (`subscribe::run`): `PoolSubscriber::open` does
+        // not look at `lossless` yet, so it is refused here.
+        Err(OpenError::PoolMismatch { found: true }) if args.lossless => {
+            Err(refused(shmbus::bus::LosslessRefused::BusKind {
+                kind: "pool",
+            }))
         }
         Err(OpenError::PoolMismatch { found: true }) => {
             Ok(Member::Pool(PoolSubscriber::<[u8]>::open(name, &opts)?))

@@ -227,7 +227,8 @@ pub struct SubscriberStat {
     pub active_ns: u64,
     /// Why the line cannot be believed, if it cannot.
     pub corrupt: Option<String>,
-    /// The contract it opened with, and whether it still holds.
+    /// The contract it opened with, and whether it still holds (of a gone
+    /// entry: the one it left with).
     pub contract: Contract,
     /// How many times the publisher evicted it (demoted it to lossy).
     pub evictions: u32,
@@ -250,7 +251,9 @@ pub enum Contract {
     Lossy,
     /// The publisher waits for it.
     Lossless,
-    /// Opened lossless, evicted since (or found dead): lossy now.
+    /// Opened lossless, evicted since: lossy now. (Also a live line that
+    /// asks lossless without its gating bit: one still joining, or a
+    /// line that cannot be believed.)
     Evicted,
 }
 
@@ -284,12 +287,15 @@ pub fn monotonic_ns() -> u64 {
 /// as corrupt. `journaled`: the bus has a
 /// journal, whose joiners start at the journal's base, which may come
 /// before the bus's first sequence (a journal continued by a new bus).
+/// `alive`: its registry lock is held (a gone entry's contract is the one
+/// it left with, see [`contract_of`]).
 fn read_line(
     region: &impl Region,
     c: usize,
     entry: usize,
     first: u64,
     journaled: bool,
+    alive: bool,
 ) -> SubscriberStat {
     use crate::wire::subscriber_line as sl;
     let at = c + control::SUBSCRIBERS + crate::wire::LINE * entry;
@@ -305,7 +311,7 @@ fn read_line(
         skipped: 0,
         active_ns: region.word(at + sl::ACTIVE_NS).load(Ordering::Relaxed),
         corrupt: Some("its line kept changing while read".into()),
-        contract: contract_of(region, c, at, entry),
+        contract: contract_of(region, c, at, entry, alive),
         evictions: region.word32(at + sl::EVICTIONS).load(Ordering::Relaxed),
         blocked_ns: region.word(at + sl::BLOCKED_NS).load(Ordering::Relaxed),
     };
@@ -337,16 +343,27 @@ fn read_line(
 
 /// The line's `CONTRACT` and the entry's bit in `GATING` (a value other
 /// than the two defined reads as lossy: untrusted, and it gates nothing
-/// unless its bit is set, which then says lossless).
-fn contract_of(region: &impl Region, c: usize, at: usize, entry: usize) -> Contract {
+/// unless its bit is set, which then says lossless). A gone entry's bit
+/// says nothing (a dead one's stays set until a publisher finds its lock
+/// free, and one that left cleared its own): it left lossless unless its
+/// line counts an eviction (an evicted subscriber stays lossy).
+fn contract_of(region: &impl Region, c: usize, at: usize, entry: usize, alive: bool) -> Contract {
     use crate::wire::{contract, subscriber_line as sl};
+    let asked = region.word32(at + sl::CONTRACT).load(Ordering::Relaxed) == contract::LOSSLESS;
+    if !alive {
+        let evicted = region.word32(at + sl::EVICTIONS).load(Ordering::Relaxed) != 0;
+        return match (asked, evicted) {
+            (false, _) => Contract::Lossy,
+            (true, false) => Contract::Lossless,
+            (true, true) => Contract::Evicted,
+        };
+    }
     let gating = region
         .word(c + control::GATING + 8 * (entry / 64))
         .load(Ordering::Acquire)
         & (1 << (entry % 64))
         != 0;
-    let asked = region.word32(at + sl::CONTRACT).load(Ordering::Relaxed);
-    match (gating, asked == contract::LOSSLESS) {
+    match (gating, asked) {
         (true, _) => Contract::Lossless,
         (false, true) => Contract::Evicted,
         (false, false) => Contract::Lossy,
@@ -530,13 +547,13 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
     if header.kind == Kind::Broadcast {
         for i in 0..control::REGISTRY_SLOTS {
             if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
-                subscribers.push(read_line(&region, c, i, header.first_seq, journaled));
+                subscribers.push(read_line(&region, c, i, header.first_seq, journaled, true));
             } else if region
                 .word32(c + control::REGISTRY + 4 * i)
                 .load(Ordering::Relaxed)
                 != 0
             {
-                gone.push(read_line(&region, c, i, header.first_seq, journaled));
+                gone.push(read_line(&region, c, i, header.first_seq, journaled, false));
             }
         }
     }

@@ -3,7 +3,9 @@
 //! Both run until SIGINT, SIGTERM or SIGHUP. On stdout: `listening` once the
 //! bridge-in's subscription is declared, `matched` / `unmatched` when the
 //! bridge-out's key gains or loses a remote subscriber (puts before that
-//! go nowhere), and with `--stats` one line a second of counts.
+//! go nowhere), `evicted ...` when the bus evicts a `--lossless` bridge-out
+//! (it held the bus's publisher back past the eviction timeout), and with
+//! `--stats` one line a second of counts.
 //!
 //! Each keeps a status file (`crate::bridge_status`) from its stats
 //! callback, for `shmbus stat` and `top`; it is removed when the bridge
@@ -73,6 +75,13 @@ pub struct OutArgs {
     /// core busy).
     #[arg(long, value_enum, default_value_t = crate::cmd::subscribe::Wait::Futex)]
     pub wait: crate::cmd::subscribe::Wait,
+    /// Read the bus as a lossless subscriber (`sub --lossless`): a network
+    /// slower than the bus holds the bus's publisher back instead of
+    /// losing, up to the bus's eviction timeout; held back longer, the
+    /// bridge is evicted (it says `evicted`), lossy from then on, and its
+    /// losses are counted and sent on as gaps.
+    #[arg(long)]
+    pub lossless: bool,
     #[command(flatten)]
     pub zenoh: ZenohArgs,
 }

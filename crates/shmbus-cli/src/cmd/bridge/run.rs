@@ -23,11 +23,21 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                 endpoints: endpoints(&a.zenoh),
                 start: if a.oldest { Start::Oldest } else { Start::Next },
                 wait: a.wait.strategy(),
+                lossless: a.lossless,
             };
             let mut status = Status::create(Way::Out, &a.name, &a.key, &a.zenoh);
             let mut matched = false;
+            let mut evicted = false;
             let stats = a.zenoh.stats;
             bridge_out(&opts, &signals::STOP, |s| {
+                if s.evicted && !evicted {
+                    evicted = true;
+                    say(
+                        "evicted: this bridge held the bus's publisher back past the bus's \
+                         eviction timeout; lossy from now on, its losses counted and sent on \
+                         as gaps",
+                    );
+                }
                 if s.matched != matched {
                     matched = s.matched;
                     say(if matched { "matched" } else { "unmatched" });

@@ -8,6 +8,11 @@
 //!
 //! Every bus has `bridges`, as in `stat --json` (an empty array when none
 //! runs on it), and every subscriber `bridge`: true if it is a bridge-out.
+//!
+//! Lossless subscribers (issue 30), as in `stat --json`: a bus's
+//! `lossless` (`max`, `evict_ns`), each subscriber's `contract` (`lossy`,
+//! `lossless` or `evicted`), `evictions` and `publisher_blocked_ns` (the
+//! publisher's time blocked on it, a counter).
 
 use serde_json::{json, Value};
 
@@ -44,6 +49,7 @@ fn bus_json(b: &BusRow) -> Value {
         "epoch": b.epoch,
         "publisher_pid": b.publisher_pid,
         "publisher_alive": b.publisher_alive,
+        "lossless": {"max": b.max_lossless, "evict_ns": b.evict_ns},
         "msgs_per_sec": b.msgs_per_sec,
         "bytes_per_sec": b.bytes_per_sec,
         "publisher_proc": b.publisher_proc.map(proc_json),

@@ -67,6 +67,10 @@ pub struct BusRow {
     /// The publisher's (producer's) pid and whether it holds its lock.
     pub publisher_pid: u32,
     pub publisher_alive: bool,
+    /// How many lossless subscribers may gate the bus (0: refused).
+    pub max_lossless: u32,
+    /// A lossless subscriber's eviction timeout, ns.
+    pub evict_ns: u64,
     /// Messages per second published since the previous sample.
     pub msgs_per_sec: Option<f64>,
     /// Bytes per second published since the previous sample; `None` on a
@@ -442,6 +446,8 @@ impl Sampler {
             epoch: s.epoch,
             publisher_pid: s.publisher_pid,
             publisher_alive: s.publisher_alive,
+            max_lossless: s.max_lossless,
+            evict_ns: s.evict_ns,
             msgs_per_sec,
             bytes_per_sec: msgs_per_sec.zip(unit).map(|(r, unit)| r * unit),
             journal: s.header.journal.as_ref().map(|path| self.journal(path)),

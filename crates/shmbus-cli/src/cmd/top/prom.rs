@@ -7,6 +7,13 @@
 //! (one gauge per census `state`: their sum is the pool's blocks) and
 //! `shmbus_subscriber_held_blocks`; any other bus has none of them.
 //!
+//! Lossless subscribers (issue 30): per bus `shmbus_lossless_max` and
+//! `shmbus_evict_timeout_seconds`; per subscriber `shmbus_subscriber_contract`
+//! (one series per `contract`, lossy, lossless or evicted: 1 for the one it
+//! has), `shmbus_subscriber_evictions_total` and
+//! `shmbus_subscriber_publisher_blocked_seconds_total` (the publisher's time
+//! blocked waiting for it to read).
+//!
 //! A bridge on a bus (`shmbus bridge`) adds its series, labelled `bus`,
 //! `direction` ("out" or "in"), `key` and `pid`: `shmbus_bridge_messages_total`
 //! (out: put on Zenoh; in: published into the bus), `shmbus_bridge_lost_total`
@@ -83,6 +90,20 @@ pub fn exposition(s: &Snapshot) -> String {
         "gauge",
         "1 if the publisher (producer) holds its lock.",
         per_bus(&|b| Some(f64::from(u8::from(b.publisher_alive)))),
+    );
+    // A stream has no subscribers to gate: none of its series.
+    let gated = |b: &super::model::BusRow| b.stream.is_none();
+    family(
+        "shmbus_lossless_max",
+        "gauge",
+        "How many lossless subscribers may hold the publisher back (0: refused).",
+        per_bus(&|b| gated(b).then_some(f64::from(b.max_lossless))),
+    );
+    family(
+        "shmbus_evict_timeout_seconds",
+        "gauge",
+        "How long one lossless subscriber may hold the publisher back before it is evicted.",
+        per_bus(&|b| gated(b).then_some(b.evict_ns as f64 / 1e9)),
     );
     family(
         "shmbus_journal_bytes",
@@ -197,6 +218,38 @@ pub fn exposition(s: &Snapshot) -> String {
         "gauge",
         "1 if the subscriber's line cannot be believed.",
         subs(&|r| Some(f64::from(u8::from(r.corrupt.is_some())))),
+    );
+    let mut contracts = Vec::new();
+    for (l, b) in &buses {
+        for r in b.subscribers.iter().filter(|r| !r.gone) {
+            let has = crate::cmd::inspect::contract_token(r.line.contract);
+            for c in ["lossy", "lossless", "evicted"] {
+                let labels = format!(
+                    "bus=\"{l}\",pid=\"{}\",entry=\"{}\",contract=\"{c}\"",
+                    r.line.pid, r.line.entry
+                );
+                contracts.push((labels, f64::from(u8::from(c == has))));
+            }
+        }
+    }
+    family(
+        "shmbus_subscriber_contract",
+        "gauge",
+        "1 for the subscriber's contract: lossy, lossless (the publisher waits for it), \
+         or evicted (opened lossless, lossy since).",
+        contracts,
+    );
+    family(
+        "shmbus_subscriber_evictions_total",
+        "counter",
+        "Times the publisher evicted the subscriber (made it lossy) for holding it back.",
+        subs(&|r| Some(f64::from(r.line.evictions))),
+    );
+    family(
+        "shmbus_subscriber_publisher_blocked_seconds_total",
+        "counter",
+        "Seconds the publisher spent blocked waiting for the subscriber to read.",
+        subs(&|r| Some(r.line.blocked_ns as f64 / 1e9)),
     );
     // From the pool's hold lines, not the subscriber's line: believable
     // even when the line is corrupt.

@@ -86,9 +86,56 @@ pub(super) fn sub_cells(s: &SubRow) -> Vec<String> {
     cells
 }
 
+/// What the bus allows lossless subscribers, and how many gate it now.
+fn lossless_text(r: &BusRow) -> String {
+    use shmbus::stat::Contract;
+    if r.max_lossless == 0 {
+        return "refused".into();
+    }
+    let gating = r
+        .subscribers
+        .iter()
+        .filter(|s| !s.gone && s.line.contract == Contract::Lossless)
+        .count();
+    format!(
+        "{gating} of at most {}, evicted after {:.3} s",
+        r.max_lossless,
+        r.evict_ns as f64 / 1e9
+    )
+}
+
+/// A subscriber's state: what is wrong with it, if anything, then its
+/// contract if not lossy, with its evictions and the time the publisher
+/// spent blocked on it; empty for a live lossy one that keeps up.
+pub(super) fn sub_state(s: &SubRow) -> String {
+    let state = problem(s);
+    if s.gone {
+        // Like any other dead entry: no contract holds any more.
+        return state;
+    }
+    let l = &s.line;
+    let mut gate = match crate::cmd::inspect::contract_token(l.contract) {
+        "lossy" if l.evictions == 0 && l.blocked_ns == 0 => return state,
+        "lossy" => String::new(),
+        token => token.to_owned(),
+    };
+    if l.evictions > 0 {
+        gate.push_str(&format!(" {}×", l.evictions));
+    }
+    if l.blocked_ns > 0 {
+        gate.push_str(&format!(" (held pub {:.3} s)", l.blocked_ns as f64 / 1e9));
+    }
+    let gate = gate.trim_start();
+    if state.is_empty() {
+        gate.to_owned()
+    } else {
+        format!("{state}, {gate}")
+    }
+}
+
 /// What is wrong with a subscriber, if anything: empty for a live one
 /// that keeps up.
-pub(super) fn sub_state(s: &SubRow) -> String {
+fn problem(s: &SubRow) -> String {
     if let Some(why) = &s.corrupt {
         format!("corrupt: {}", escaped(why))
     } else if s.gone {
@@ -176,6 +223,7 @@ pub(super) fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
         "subscribers",
         format!("{} live, {gone} gone", r.subscribers.len() - gone),
     ));
+    out.push(("lossless", lossless_text(r)));
     // The key and endpoints come from a file: escaped.
     for b in &r.bridges {
         out.push((

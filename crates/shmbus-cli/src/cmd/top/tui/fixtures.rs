@@ -56,6 +56,8 @@ pub(super) fn bus(name: &str, subscribers: Vec<SubRow>) -> BusView {
             epoch: 1,
             publisher_pid: 4242,
             publisher_alive: true,
+            max_lossless: 8,
+            evict_ns: 1_000_000_000,
             msgs_per_sec: Some(50.0),
             bytes_per_sec: Some(800.0),
             journal: Some(Ok(JournalRow {
