@@ -35,6 +35,9 @@ pub(crate) enum Slot {
 pub(crate) struct Stall {
     pub(crate) seq: u64,
     pub(crate) since: Option<Instant>,
+    /// Since when a gating subscriber has kept this reader from skipping
+    /// the claim (`claim`'s unblock waits for the gate).
+    pub(crate) gated: Option<Instant>,
 }
 
 /// The slot protocol over any region. Both sides use it; which methods a
@@ -178,6 +181,12 @@ impl<R: Region> Ring<R> {
         self.geo.capacity
     }
 
+    /// Whether this is a many-publisher bus (header flag `MULTI_PUBLISHER`).
+    #[inline(always)]
+    pub(crate) fn multi(&self) -> bool {
+        self.geo.multi
+    }
+
     pub(crate) fn msg_size(&self) -> usize {
         self.geo.msg_size
     }
@@ -186,6 +195,12 @@ impl<R: Region> Ring<R> {
     /// register for it (see `wait`).
     pub(crate) fn set_light_barrier(&mut self) {
         self.light_barrier = wait::light_publisher_barrier();
+    }
+
+    /// Whether this handle uses the asymmetric barrier (publisher side).
+    #[inline(always)]
+    pub(crate) fn light_barrier(&self) -> bool {
+        self.light_barrier
     }
 
     /// The unblock timeout (zero on single-publisher buses).
