@@ -85,18 +85,13 @@ use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
 pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
 
 /// Refuses a lossless subscriber on the buses that do not gate yet:
-/// journaled and pool buses.
+/// pool buses.
 #[cfg(not(loom))]
 pub(crate) fn check_kind(header: &crate::wire::Header) -> Result<(), LosslessRefused> {
-    use crate::wire::flags;
-    let kind = if header.flags & flags::JOURNALED != 0 {
-        "journaled"
-    } else if header.pool.is_some() {
-        "pool"
-    } else {
-        return Ok(());
-    };
-    Err(LosslessRefused::BusKind { kind })
+    if header.pool.is_some() {
+        return Err(LosslessRefused::BusKind { kind: "pool" });
+    }
+    Ok(())
 }
 
 /// Writes a new bus's gate fields (creator only, before the magic):

@@ -500,6 +500,12 @@ impl Core {
 /// folded records' last values, so a last-value-per-key state stays exact).
 /// Typed (`T: Message`) or raw (`[u8]`), as a bus subscriber.
 ///
+/// It has no lossless contract (`OpenOptions::lossless` is for a plain
+/// [`Subscriber`](crate::Subscriber) of a journaled bus, which gates the
+/// publisher's ring writes): it needs none, since what a lap costs it on
+/// the ring it reads back from the journal, and it must not slow the
+/// publisher to get it.
+///
 /// # Examples
 /// ```
 /// use shmbus::{BusOptions, Wait, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
