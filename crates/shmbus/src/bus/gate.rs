@@ -84,16 +84,6 @@ use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
 /// back still lives (a lock probe, one system call).
 pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
 
-/// Refuses a lossless subscriber on the buses that do not gate yet:
-/// pool buses.
-#[cfg(not(loom))]
-pub(crate) fn check_kind(header: &crate::wire::Header) -> Result<(), LosslessRefused> {
-    if header.pool.is_some() {
-        return Err(LosslessRefused::BusKind { kind: "pool" });
-    }
-    Ok(())
-}
-
 /// Writes a new bus's gate fields (creator only, before the magic):
 /// how many lossless subscribers may gate it, and the eviction timeout.
 pub(crate) fn init_control(region: &impl Region, control_offset: usize, max: u32, evict: Duration) {

@@ -432,16 +432,13 @@ mod shm {
         /// ```
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
             let msg = T::expected(opts.message.as_ref());
-            let (ring, header) = crate::bus::segment::open_header(
+            let (ring, _) = crate::bus::segment::open_header(
                 name,
                 Role::Subscriber,
                 msg.as_ref(),
                 opts,
                 false,
             )?;
-            if opts.lossless {
-                crate::bus::gate::check_kind(&header)?;
-            }
             let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
             if opts.lossless {
                 let (entry, activity) =
