@@ -32,7 +32,10 @@
 //!   bit is cleared at once), and after `EVICT_NS` of one block evicts `i`:
 //!   counts it on `i`'s line, clears its bit (SeqCst), and goes on.
 //! - A gating subscriber that is lapped looks at its bit: set, it rejoins
-//!   at its new position; clear, it was evicted and stays lossy.
+//!   at its new position; clear, it was evicted and stays lossy. One that
+//!   skips a message by one (an abandoned or corrupt stamp) moved on
+//!   contiguously, within a ring of the publisher: no rejoin (`Poll::Lagged`
+//!   against `Poll::Lapped`).
 //! - A deadline (`publish_within`) ends the wait with `Full` naming the
 //!   entry; the wait itself follows the publisher's `WaitStrategy`.
 //!

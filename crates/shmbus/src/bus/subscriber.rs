@@ -282,7 +282,7 @@ impl<T: Message, R: Region> Subscriber<T, R> {
             &mut self.activity,
         ) {
             Poll::Message => Some(Received::Message(msg)),
-            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
         }
     }
@@ -343,7 +343,7 @@ impl<R: Region> Subscriber<[u8], R> {
             .recv(pos, stall, buf, self.wait, wait, &mut self.activity)
         {
             Poll::Message => Some(Received::Message(&self.buf)),
-            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
         }
     }

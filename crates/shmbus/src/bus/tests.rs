@@ -779,6 +779,30 @@ mod gate {
     }
 
     #[test]
+    fn a_lossless_subscriber_stepping_over_skipped_messages_one_by_one_does_not_rejoin() {
+        let mut p = bus(16);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let gen = |s: &Subscriber<u64, Arc<HeapRegion>>| {
+            s.ring.gate_gen().load(crate::sync::Ordering::SeqCst)
+        };
+        let before = gen(&s);
+        p.publish(&1);
+        assert_eq!(p.skip(10), Ok(11));
+        p.publish(&2);
+        assert_eq!(s.try_recv(), Some(Received::Message(1)));
+        for _ in 0..10 {
+            assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 1 }));
+        }
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
+        // Each rejoin bumps GATE_GEN (a SeqCst RMW and a membarrier): a
+        // contiguous step over a skipped stamp needs none.
+        assert_eq!(gen(&s), before, "rejoined after contiguous skips");
+        assert!(s.is_lossless());
+    }
+
+    #[test]
     fn a_single_publisher_deadline_publish_waits_that_long_then_names_the_subscriber() {
         let mut p = bus(1);
         p.set_wait_strategy(WaitStrategy::BusySpin);

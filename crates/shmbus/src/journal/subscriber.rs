@@ -318,7 +318,7 @@ impl Core {
                     return Step::Entry(pos.wrapping_sub(1));
                 }
                 Poll::Empty => return Step::Empty,
-                Poll::Lagged(skipped) => {
+                Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
                     if self.repair_at == Some(self.next) {
                         // The journal had nothing more: a true loss.
                         self.next = pos;

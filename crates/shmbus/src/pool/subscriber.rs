@@ -207,7 +207,9 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
         );
         match found {
             Poll::Empty => return Ok(None),
-            Poll::Lagged(skipped) => return Ok(Some(Received::Lagged { skipped })),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
+                return Ok(Some(Received::Lagged { skipped }))
+            }
             Poll::Message => {}
         }
         let seq = self.pos.wrapping_sub(1);
