@@ -418,7 +418,10 @@ mod shm {
         /// [`OpenError::TypeMismatch`], [`OpenError::Truncated`],
         /// [`OpenError::InvalidGeometry`], [`OpenError::Locked`],
         /// [`OpenError::Mlock`], [`OpenError::Name`], or another system
-        /// error ([`OpenError::Io`]).
+        /// error ([`OpenError::Io`]). Opened lossless
+        /// ([`OpenOptions::lossless`]), [`OpenError::Lossless`]: the bus
+        /// refuses them, allows no more, or its registry is full (any kind
+        /// of broadcast bus takes them otherwise).
         ///
         /// # Examples
         /// ```

@@ -459,7 +459,9 @@ mod shm {
         /// for a pool of another block type, which it names beside `T`'s;
         /// [`OpenError::PoolMismatch`] for a bus without a pool;
         /// [`OpenError::RegistryFull`] if 256 live subscribers hold every
-        /// registry entry.
+        /// registry entry; [`OpenError::Lossless`] if opened lossless on a
+        /// pool that refuses them or allows no more
+        /// ([`PoolOptions::lossless_subscribers`](crate::pool::PoolOptions::lossless_subscribers)).
         ///
         /// # Examples
         /// ```
