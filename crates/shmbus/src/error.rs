@@ -410,7 +410,10 @@ pub enum LosslessRefused {
         /// The registry's size.
         entries: usize,
     },
-    /// Not a plain single-publisher bus: not yet supported there.
+    /// A bus kind that does not take lossless subscribers. Every kind of
+    /// broadcast bus takes them since issue 30's second phase
+    /// (single-publisher, many-publisher, journaled, pool), so no open
+    /// returns this now; it stays for callers that match on it.
     #[error(
         "a {kind} bus does not take lossless subscribers yet, expected a single-publisher bus"
     )]

@@ -95,3 +95,41 @@ fn loom_a_lapping_publisher_skips_a_dead_claim_and_publishes_whole() {
         assert_eq!(delivered + skipped, 2);
     });
 }
+
+/// Two publishers on a one-slot bus and one lossless subscriber: the
+/// subscriber gets both messages, whole, and is never lapped: the second
+/// claim waits at the gate (asleep on `ROOM`) until the subscriber's
+/// Release position store says the first was read, and only then takes
+/// the slot. A long unblock timeout: nobody dies here, so no claim may be
+/// skipped. Mutation-checked: without the claim's gate check
+/// (`Writer::write`) loom finds a lap at once.
+#[test]
+fn loom_two_publishers_never_pass_a_lossless_subscriber() {
+    model(|| {
+        let a = ManyPublisher::<Msg, _>::on_heap(1, Duration::from_secs(3600)).expect("geometry");
+        let mut subscriber = a
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("a heap bus takes lossless subscribers");
+        let mut a = a;
+        let mut b = a.another();
+        let ta = thread::spawn(move || a.publish(&[1, 1]));
+        let tb = thread::spawn(move || b.publish(&[2, 2]));
+        let mut seen = [false; 3];
+        let mut got = 0;
+        while got < 2 {
+            match subscriber.try_recv() {
+                Some(Received::Message(m)) => {
+                    assert_eq!(m[0], m[1], "torn message {m:?}");
+                    let id = m[0] as usize;
+                    assert!(!seen[id], "delivered twice");
+                    seen[id] = true;
+                    got += 1;
+                }
+                Some(lag) => panic!("a lossless subscriber got {lag:?}"),
+                None => thread::yield_now(),
+            }
+        }
+        assert!(ta.join().unwrap().is_ok());
+        assert!(tb.join().unwrap().is_ok());
+    });
+}

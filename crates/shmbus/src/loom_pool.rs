@@ -50,7 +50,7 @@ fn loom_a_block_is_never_rewritten_under_a_subscriber_that_took_it() {
             let region = Arc::clone(&region);
             thread::spawn(move || {
                 let mut hint = 0;
-                let got = blocks.loan(&*region, 7, HEAD, &mut hint);
+                let got = blocks.loan(&*region, 7, HEAD, &mut hint, &|_| false);
                 if got == Some(0) {
                     region
                         .word(blocks.geo.block(0))
@@ -97,7 +97,7 @@ fn loom_a_released_block_is_reused_only_after_its_reader_is_done() {
             })
         };
         let mut hint = 0;
-        if blocks.loan(&*region, 7, HEAD, &mut hint) == Some(0) {
+        if blocks.loan(&*region, 7, HEAD, &mut hint, &|_| false) == Some(0) {
             region
                 .word(blocks.geo.block(0))
                 .store(NEW, Ordering::Relaxed);

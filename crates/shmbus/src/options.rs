@@ -321,8 +321,7 @@ impl<P: PublisherCount> BusOptions<P> {
     /// (default [`DEFAULT_MAX_LOSSLESS`],
     /// 8: each adds a line to the publisher's rescans and may stall it
     /// up to the eviction timeout). 0 makes a bus that never waits:
-    /// lossless subscribers are refused. Single-publisher plain buses only
-    /// for now; the others refuse them whatever this says.
+    /// lossless subscribers are refused.
     ///
     /// # Examples
     /// ```
@@ -458,6 +457,10 @@ pub struct PoolOptions<P: PublisherCount = One> {
     blocks: u64,
     /// Read only where `P` is [`Many`].
     unblock: Duration,
+    /// As [`BusOptions::lossless_subscribers`] and
+    /// [`BusOptions::evict_after`], for the pool's ring.
+    max_lossless: u32,
+    evict: Duration,
     /// The block type a raw creator records: name, size, alignment.
     message: Option<(String, u32, u32)>,
     pub(crate) file: FileOptions,
@@ -479,6 +482,8 @@ impl PoolOptions {
             block_size,
             blocks,
             unblock: DEFAULT_UNBLOCK,
+            max_lossless: DEFAULT_MAX_LOSSLESS,
+            evict: DEFAULT_EVICT,
             message: None,
             file: FileOptions::default(),
             publishers: PhantomData,
@@ -503,6 +508,8 @@ impl PoolOptions {
             block_size: self.block_size,
             blocks: self.blocks,
             unblock: self.unblock,
+            max_lossless: self.max_lossless,
+            evict: self.evict,
             message: self.message,
             file: self.file,
             publishers: PhantomData,
@@ -528,6 +535,37 @@ impl PoolOptions<Many> {
 }
 
 impl<P: PublisherCount> PoolOptions<P> {
+    /// How many lossless subscribers may hold the pool's publishers back
+    /// at once, as [`BusOptions::lossless_subscribers`] (default 8; 0
+    /// refuses them). A lossless subscriber's unread descriptors stay on
+    /// the ring, so their blocks are never reclaimed: a pool sized by its
+    /// rule (at least `slots` blocks on the ring, plus the loans and held
+    /// samples) needs no more for it; its cost is the publishers' wait at
+    /// the ring, as on any bus.
+    ///
+    /// # Examples
+    /// ```
+    /// let never_waits = shmbus::pool::PoolOptions::new(16, 4096, 24).lossless_subscribers(0);
+    /// ```
+    pub fn lossless_subscribers(mut self, max: u32) -> Self {
+        self.max_lossless = max;
+        self
+    }
+
+    /// How long one lossless subscriber may hold the pool's publishers
+    /// back before it is evicted, as [`BusOptions::evict_after`] (default
+    /// 1 s).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24).evict_after(Duration::from_millis(100));
+    /// ```
+    pub fn evict_after(mut self, timeout: Duration) -> Self {
+        self.evict = timeout.min(MAX_EVICT);
+        self
+    }
+
     /// The block type a raw pool (`PoolPublisher::<[u8]>::create`)
     /// records, as C or the tool name it: a schema name (1 to 64 bytes),
     /// the type's size in bytes (at most the block size) and its
@@ -574,9 +612,8 @@ impl<P: PublisherCount> PoolOptions<P> {
             file: self.file.clone(),
             first_seq: 0,
             unblock: self.unblock,
-            // Pool buses take no lossless subscribers yet (issue 30).
-            max_lossless: 0,
-            evict: DEFAULT_EVICT,
+            max_lossless: self.max_lossless,
+            evict: self.evict,
             message: None,
             publishers: PhantomData,
         }
@@ -827,8 +864,10 @@ impl OpenOptions {
     /// [`OpenError::Lossless`](crate::OpenError::Lossless): the bus
     /// refuses them (created with `lossless_subscribers(0)` or by an
     /// older build), as many as it allows already gate it, the registry
-    /// is full, or it is a many-publisher, journaled or pool bus (not yet
-    /// supported).
+    /// is full. Every kind of broadcast bus takes them: single- and
+    /// many-publisher, journaled (the ring writes wait; the journal never
+    /// does) and pool buses ([`PoolSubscriber::open`](crate::pool::PoolSubscriber::open):
+    /// its unread blocks are never reclaimed).
     ///
     /// # Examples
     /// ```

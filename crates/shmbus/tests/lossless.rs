@@ -306,3 +306,59 @@ fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_
     drop((s, p));
     bus.finish();
 }
+
+/// A journaled bus gates its ring writes for a lossless subscriber as a
+/// plain one does: one SIGSTOPped past the eviction timeout holds the
+/// journal publisher back that long, is evicted, and the publisher goes
+/// on; the journal has every message all along.
+#[test]
+fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction_and_journals_everything(
+) {
+    use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    const CAP: u64 = 16;
+    const N: u64 = 10 * CAP;
+    let dir = common::ShmDir::new("lossless-journal");
+    let bus = BusName::new("lossless-journal");
+    let evict = Duration::from_millis(200);
+    let mut publisher = JournalPublisher::<u64>::create(
+        bus.name(),
+        &BusOptions::new(CAP).evict_after(evict),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("create");
+    let child = reader(&bus, N, true);
+    signal(child.pid(), libc::SIGSTOP);
+    while process_state(child.pid()) != Some('T') {
+        std::thread::yield_now();
+    }
+    let start = Instant::now();
+    for i in 0..N {
+        assert_eq!(publisher.publish(&i).expect("publish"), i);
+    }
+    let took = start.elapsed();
+    assert!(took >= evict, "held back until the eviction: {took:?}");
+    assert!(
+        took < evict + Duration::from_secs(3),
+        "held back {took:?}, the eviction timeout is {evict:?}"
+    );
+    let mut journal =
+        JournalSubscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
+    for i in 0..N {
+        match journal.recv(Wait::For(Duration::from_secs(10))) {
+            Some(Received::Message(e)) => assert_eq!((e.seq, e.msg), (i, i)),
+            other => panic!("the journal at {i}: {other:?}"),
+        }
+    }
+    signal(child.pid(), libc::SIGCONT);
+    let got = child.wait_success().result();
+    assert_eq!(got.get::<u8>("lossless"), 0, "evicted: lossy now");
+    assert_eq!(
+        got.get::<u64>("delivered") + got.get::<u64>("skipped"),
+        N,
+        "delivered + skipped = published"
+    );
+    drop(journal);
+    drop(publisher);
+    bus.finish();
+    drop(dir);
+}

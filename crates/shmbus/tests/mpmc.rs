@@ -71,7 +71,10 @@ fn as_child_subscribe_to_many_publishers() {
         let name: String = param("SHMBUS_BUS");
         let total: u64 = param("SHMBUS_TOTAL");
         let publishers: usize = param("SHMBUS_PUBLISHERS");
-        let mut s = Subscriber::<Msg>::open(&name, &OpenOptions::default()).expect("open");
+        let lossless = std::env::var("SHMBUS_LOSSLESS").is_ok_and(|v| v == "1");
+        let opts = OpenOptions::default().lossless(lossless);
+        let mut s = Subscriber::<Msg>::open(&name, &opts).expect("open");
+        assert_eq!(s.is_lossless(), lossless);
         let start = s.position();
         print_ready();
         let mut next = vec![0u64; publishers + 1];
@@ -88,6 +91,14 @@ fn as_child_subscribe_to_many_publishers() {
                         m[1],
                         next[id]
                     );
+                    // A lossless subscriber gets each publisher's every
+                    // message, once, in its order.
+                    assert!(
+                        !lossless || m[1] == next[id],
+                        "lossless: publisher {id}: {} after {}",
+                        m[1],
+                        next[id]
+                    );
                     next[id] = m[1] + 1;
                     delivered += 1;
                 }
@@ -100,6 +111,7 @@ fn as_child_subscribe_to_many_publishers() {
         print_result(&[
             ("delivered", delivered.to_string()),
             ("skipped", skipped.to_string()),
+            ("lossless", s.is_lossless().to_string()),
             ("lags", format!("[{}]", lags.join(","))),
             (
                 "longest_lag_wait_ms",
@@ -127,6 +139,10 @@ fn spawn_publisher(bus: &BusName, id: u64, count: u64, stop: &str) -> Watched {
 }
 
 fn spawn_subscriber(bus: &BusName, total: u64, publishers: usize) -> Watched {
+    spawn_subscriber_as(bus, total, publishers, false)
+}
+
+fn spawn_subscriber_as(bus: &BusName, total: u64, publishers: usize, lossless: bool) -> Watched {
     let mut s = spawn_child(
         "as_child_subscribe_to_many_publishers",
         "mp_sub",
@@ -134,6 +150,7 @@ fn spawn_subscriber(bus: &BusName, total: u64, publishers: usize) -> Watched {
             ("SHMBUS_BUS", bus.name().to_owned()),
             ("SHMBUS_TOTAL", total.to_string()),
             ("SHMBUS_PUBLISHERS", publishers.to_string()),
+            ("SHMBUS_LOSSLESS", u8::from(lossless).to_string()),
         ],
     );
     s.wait_ready();
@@ -219,6 +236,54 @@ fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one
             r.raw("lags")
         );
     }
+    drop(creator);
+    bus.finish();
+}
+
+#[test]
+fn a_lossless_subscriber_gets_every_message_of_three_publishers_once_in_order_and_one_killed_mid_claim_wedges_nobody(
+) {
+    let bus = BusName::new("mplossless");
+    let unblock = Duration::from_millis(200);
+    // A small ring: the publishers run into the lossless subscriber all
+    // the time. A long eviction timeout: on a loaded machine a live
+    // subscriber descheduled for a second must not be evicted here.
+    let opts = BusOptions::new(64)
+        .many()
+        .unblock_timeout(unblock)
+        .evict_after(Duration::from_secs(20));
+    let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
+    let count = common::scale_min(100_000, 10_000);
+    let before = count / 4;
+    // Two survivors' messages, the victim's `before`, and its dead claim.
+    let total = 2 * count + before + 1;
+    let lossless = spawn_subscriber_as(&bus, total, 3, true);
+    let lossy = spawn_subscriber_as(&bus, total, 3, false);
+    let mut victim = spawn_publisher(&bus, 1, before, "claim");
+    let survivors: Vec<_> = (2..=3)
+        .map(|id| spawn_publisher(&bus, id, count, "none"))
+        .collect();
+    // Stopped after its claim, before the gate and the slot: killed there.
+    victim.wait_ready();
+    let f = victim.kill();
+    assert_eq!(f.signal(), Some(libc::SIGKILL), "{}", f.output());
+    for p in survivors {
+        let r = p.wait_success().result();
+        assert_eq!(r.get::<u64>("published"), count);
+        assert_eq!(r.get::<u64>("abandoned"), 0);
+    }
+    let r = lossless.wait_success().result();
+    assert_eq!(
+        r.get::<u64>("skipped"),
+        1,
+        "only the dead claim: {:?}",
+        r.raw("lags")
+    );
+    assert_eq!(r.get::<u64>("delivered"), total - 1);
+    assert!(r.get::<bool>("lossless"), "never evicted");
+    let r = lossy.wait_success().result();
+    let (delivered, skipped): (u64, u64) = (r.get("delivered"), r.get("skipped"));
+    assert_eq!(delivered + skipped, total, "lossy delivered + skipped");
     drop(creator);
     bus.finish();
 }

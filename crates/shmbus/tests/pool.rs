@@ -661,3 +661,99 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     drop(p);
     bus.finish();
 }
+
+/// Reads `COUNT` raw messages, lossless or not as `LOSSLESS` says, slowly
+/// if `SLOW` (a pause every few messages), checking every byte of each
+/// block; reports what it got.
+#[test]
+fn as_child_pool_checking_reader() {
+    role("pool-checking-reader", || {
+        let name: String = param("BUS");
+        let count: u64 = param("COUNT");
+        let lossless = param::<u8>("LOSSLESS") == 1;
+        let slow = param::<u8>("SLOW") == 1;
+        let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
+        let mut s = PoolSubscriber::<[u8]>::open(&name, &opts).expect("open");
+        assert_eq!(s.is_lossless(), lossless);
+        print_ready();
+        let (mut delivered, mut skipped, mut torn, mut wrong) = (0u64, 0u64, 0u64, 0u64);
+        while s.position() < count {
+            let pos = s.position();
+            match s.recv(Wait::For(Duration::from_secs(30))).expect("recv") {
+                Some(Received::Message(m)) => {
+                    delivered += 1;
+                    if !whole(&m) {
+                        torn += 1;
+                    }
+                    if u64::from_le_bytes(m[..8].try_into().unwrap()) != pos {
+                        wrong += 1;
+                    }
+                }
+                Some(Received::Lagged { skipped: n }) => skipped += n,
+                None => panic!("nothing for 30 s at {pos}"),
+            }
+            if slow && pos % 8 == 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        println!(
+            "RESULT delivered={delivered} skipped={skipped} torn={torn} wrong={wrong} lossless={}",
+            u8::from(s.is_lossless())
+        );
+    });
+}
+
+#[test]
+fn a_slow_lossless_pool_subscriber_reads_every_block_intact_beside_a_lossy_one() {
+    let bus = BusName::new("pool-lossless");
+    // Blocks: the ring's 16 descriptors, the loan, and a few spare.
+    let opts = PoolOptions::new(16, 256, 20).evict_after(Duration::from_secs(20));
+    let mut p = PoolPublisher::<[u8]>::create(bus.name(), &opts).expect("create");
+    let count = common::scale_min(4_000, 1_000);
+    let reader = |lossless: bool, slow: bool| {
+        let mut c = spawn_child(
+            "as_child_pool_checking_reader",
+            "pool-checking-reader",
+            &[
+                ("BUS", bus.name().to_owned()),
+                ("COUNT", count.to_string()),
+                ("LOSSLESS", u8::from(lossless).to_string()),
+                ("SLOW", u8::from(slow).to_string()),
+            ],
+        );
+        c.wait_ready();
+        c
+    };
+    let lossless = reader(true, true);
+    let lossy = reader(false, true);
+    for i in 0..count {
+        // Every byte of the block says which message it is: a block
+        // reclaimed under a reader shows as torn or wrong.
+        publish(&mut p, i, 256);
+    }
+    let result = |out: &str, key: &str| -> u64 {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("RESULT"))
+            .unwrap_or_else(|| panic!("no result in {out}"));
+        line.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {line}"))
+    };
+    let out = lossless.wait_success().output();
+    assert_eq!(result(&out, "delivered"), count, "{out}");
+    assert_eq!(result(&out, "skipped"), 0, "{out}");
+    assert_eq!(result(&out, "torn"), 0, "{out}");
+    assert_eq!(result(&out, "wrong"), 0, "{out}");
+    assert_eq!(result(&out, "lossless"), 1, "never evicted: {out}");
+    let out = lossy.wait_success().output();
+    assert_eq!(
+        result(&out, "delivered") + result(&out, "skipped"),
+        count,
+        "{out}"
+    );
+    assert_eq!(result(&out, "torn"), 0, "{out}");
+    drop(p);
+    bus.finish();
+}

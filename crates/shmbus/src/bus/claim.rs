@@ -34,6 +34,10 @@
 //!   that finds `abandoned(s)` reports `Received::Lagged { skipped: 1 }`
 //!   and goes on at `s + 1`, so delivered + skipped == published holds per
 //!   subscriber as on a single-publisher bus.
+//! - Lossless subscribers (`gate`): a claim passes the gate before it
+//!   takes its slot, and a claim is skipped (which destroys the previous
+//!   lap's message) only once the gate would let it through; `gate`'s
+//!   module docs give the argument.
 //! - The unblock timeout (`control::UNBLOCK_NS`) is written by the creator
 //!   before the magic and never changes; every party reads it on open.
 //!
@@ -94,6 +98,47 @@ impl<R: Region> Ring<R> {
         // Relaxed: on a many-publisher bus the cursor publishes nothing; the
         // RMW alone makes every claim unique.
         self.cursor().fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Claims the next sequence, then loads `GATE_GEN` (the publisher's
+    /// half of the gate's join Dekker, `gate`): a joiner whose bump this
+    /// load misses sees the claim in its cursor load, and is protected
+    /// only from a position this claim does not reach.
+    #[inline]
+    pub(crate) fn claim_gated(&self) -> (u64, u32) {
+        let seq = self.claim();
+        (seq, self.gen_after_claim())
+    }
+
+    /// Claims the cursor's sequence `c` only if it is still `c` (a
+    /// publish with a deadline, which looked for room for `c` first and
+    /// must not claim a sequence it has no room for). `Err`: the cursor
+    /// it found instead.
+    #[inline]
+    pub(crate) fn claim_exactly(&self, c: u64) -> Result<u32, u64> {
+        // Relaxed, as `claim`: the RMW alone makes the claim unique.
+        self.cursor().compare_exchange(
+            c,
+            c.wrapping_add(1),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )?;
+        Ok(self.gen_after_claim())
+    }
+
+    #[inline(always)]
+    fn gen_after_claim(&self) -> u32 {
+        // Paired with the joiner's SeqCst bump and barrier (Dekker, as the
+        // single publisher's load after its cursor store in `write`): a
+        // compiler fence where this process registered for the asymmetric
+        // barrier (the joiner's membarrier does the hardware half), else a
+        // full fence.
+        if self.light_barrier() {
+            std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        } else {
+            fence(Ordering::SeqCst);
+        }
+        self.gate_gen().load(Ordering::Relaxed)
     }
 
     /// Takes the slot of claimed `seq`: waits for its previous lap to finish
@@ -183,6 +228,45 @@ impl<R: Region> Ring<R> {
         }
     }
 
+    /// Whether a gating subscriber still needs the message `s`'s claim
+    /// would overwrite (`gate`): then claim `s` is not skipped yet, and
+    /// its unblock clock starts over (the claimer may be waiting at the
+    /// gate, alive: it gets a whole unblock timeout once the gate lets it
+    /// through). A dead one in the way is ungated; one in the way of this
+    /// reader for the eviction timeout is evicted, as a publisher would
+    /// (so no stalled subscriber holds this reader back for longer, even
+    /// with no publisher left to evict it).
+    #[cold]
+    fn gate_blocks_unblock(&self, s: u64, stall: &mut Stall, now: Instant) -> bool {
+        loop {
+            let Some(entry) = self.gate_holds(s) else {
+                stall.gated = None;
+                return false;
+            };
+            if !self.entry_alive(entry) {
+                self.ungate(entry);
+                continue;
+            }
+            let gated = *stall.gated.get_or_insert(now);
+            if now.duration_since(gated) >= self.evict_timeout() {
+                self.evict(entry, now.duration_since(gated));
+                stall.gated = None;
+                continue;
+            }
+            stall.since = Some(now);
+            return true;
+        }
+    }
+
+    /// The bus's eviction timeout, capped at `MAX_EVICT` (untrusted).
+    fn evict_timeout(&self) -> Duration {
+        let ns = self
+            .region()
+            .word(self.control_field(control::EVICT_NS))
+            .load(Ordering::Relaxed);
+        Duration::from_nanos(ns).min(crate::options::MAX_EVICT)
+    }
+
     /// A reader at `*pos` found its slot empty on a many-publisher bus. If
     /// `*pos` has been claimed and uncommitted for longer than the unblock
     /// timeout (as this reader measured, from its first sight), skips it.
@@ -206,11 +290,15 @@ impl<R: Region> Ring<R> {
                 *stall = Stall {
                     seq: s,
                     since: Some(now),
+                    gated: None,
                 };
                 if !self.unblock_timeout().is_zero() {
                     return Poll::Empty;
                 }
             }
+        }
+        if self.gate_blocks_unblock(s, stall, now) {
+            return Poll::Empty;
         }
         let stamp = self.stamp(s);
         // Relaxed: what we do next depends only on the CAS, not on data.

@@ -1,5 +1,5 @@
 //! The gate: lossless subscribers beside lossy ones on a single-publisher
-//! bus (issue 30). A lossless subscriber's registry entry has its bit set
+//! or many-publisher bus (issue 30). A lossless subscriber's registry entry has its bit set
 //! in `control::GATING`; the publisher never writes a sequence `m` while
 //! a gating subscriber at position `p` has `m - p == capacity` (that write
 //! would overwrite `p`, unread). Lossy subscribers are lapped as before.
@@ -32,7 +32,42 @@
 //!   bit is cleared at once), and after `EVICT_NS` of one block evicts `i`:
 //!   counts it on `i`'s line, clears its bit (SeqCst), and goes on.
 //! - A gating subscriber that is lapped looks at its bit: set, it rejoins
-//!   at its new position; clear, it was evicted and stays lossy.
+//!   at its new position; clear, it was evicted and stays lossy. One that
+//!   skips a message by one (an abandoned or corrupt stamp) moved on
+//!   contiguously, within a ring of the publisher: no rejoin (`Poll::Lagged`
+//!   against `Poll::Lapped`).
+//! - A deadline (`publish_within`) ends the wait with `Full` naming the
+//!   entry; the wait itself follows the publisher's `WaitStrategy`.
+//!
+//! # Many publishers (`claim`; LAYOUT §13.1)
+//! A claim never passes the gate: each publisher keeps its own limit, and
+//! after its `fetch_add` claim of `m` (then a fence, the claim's half of
+//! the join Dekker) it loads `GATE_GEN`, rescans on a change, and waits
+//! before it takes slot `m` until no gating subscriber still needs
+//! `m - capacity`. The argument:
+//! - Other claims between `p + capacity` and `m` may wait at the gate
+//!   too, so a subscriber at `p` with `m - p >= capacity` is in the way
+//!   unless slot `p` already names a later lap, believed only if the
+//!   position is still `p` after that stamp load (else the subscriber read
+//!   on and its slot was rightly taken: judged again at its new place).
+//!   So a claimer that takes slot `m` saw every gating position past
+//!   `m - capacity`; positions only grow; no unread message is overwritten.
+//! - The join rule holds per claim: the claim is the RMW the joiner's
+//!   cursor load sees, or the `GATE_GEN` load after it sees the bump.
+//! - Abandoned stamps destroy the previous lap's message, so the unblock
+//!   rule asks the gate too: a reader skips claim `s` only when no gating
+//!   subscriber needs `s - capacity`, and restarts the claim's unblock
+//!   clock while one does (a live claimer held at the gate is not skipped
+//!   for it). A next-lap claimer passed the gate for `s + capacity`, so
+//!   its skip of `s` needs no look. A gating subscriber blocked behind a
+//!   dead claim skips it by the same rule (it is never in its own way) and
+//!   moves on by one, which frees the gate behind it.
+//! - A publisher killed while it waits at the gate has claimed `m` and
+//!   not taken its slot: `m` is a dead claim like any other, skipped by
+//!   the unblock rule once the gate lets `m` through.
+//! - No subscriber holds a reader at a dead claim past the eviction
+//!   timeout: the reader evicts it, as a publisher would (a dead one, seen
+//!   by its lock, at once).
 //! - Heap rings have no registry: entries `0..HEAP_ENTRIES` have lines in
 //!   the page after the control page, and an entry is taken by a CAS of
 //!   its line's `CONTRACT` from 0 to `LOSSLESS` (given back by storing 0).
@@ -51,23 +86,6 @@ use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
 /// How often a blocked publisher checks that the subscriber holding it
 /// back still lives (a lock probe, one system call).
 pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
-
-/// Refuses a lossless subscriber on the buses phase 1 of issue 30 does
-/// not gate yet.
-#[cfg(not(loom))]
-pub(crate) fn check_kind(header: &crate::wire::Header) -> Result<(), LosslessRefused> {
-    use crate::wire::flags;
-    let kind = if header.flags & flags::MULTI_PUBLISHER != 0 {
-        "many-publisher"
-    } else if header.flags & flags::JOURNALED != 0 {
-        "journaled"
-    } else if header.pool.is_some() {
-        "pool"
-    } else {
-        return Ok(());
-    };
-    Err(LosslessRefused::BusKind { kind })
-}
 
 /// Writes a new bus's gate fields (creator only, before the magic):
 /// how many lossless subscribers may gate it, and the eviction timeout.
@@ -89,7 +107,10 @@ pub(crate) struct Gate {
     /// The `GATE_GEN` the last scan saw.
     gen_seen: u32,
     evict: Duration,
-    /// `try_publish`: the entry it last found in the way, and since when.
+    /// How a blocked publish waits (`Publisher::set_wait_strategy`).
+    strategy: WaitStrategy,
+    /// The entry it last found in the way, and since when (over calls:
+    /// `try_publish` evicts one that was in the way for the timeout).
     blocked: Option<(usize, Instant)>,
 }
 
@@ -103,11 +124,31 @@ struct Blocker {
     entry: usize,
 }
 
-/// Why [`Gate::try_room`] found no room.
+/// Why [`Gate::room_until`] found no room by its deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Full {
     pub(crate) entry: usize,
     pub(crate) pid: Option<u32>,
+}
+
+/// What a gating subscriber's position means for a write (`Ring::verdict`).
+enum Verdict {
+    /// Within a ring: writes before this need not look again.
+    Bounds(u64),
+    /// In the way.
+    Blocks,
+    /// Already passed: not gating until it rejoins.
+    Passed,
+}
+
+/// How one wait on a blocker ended.
+enum Waited {
+    /// Out of the way (read on, died, left): scan again.
+    Cleared,
+    /// Held the publisher for the eviction timeout: evicted.
+    Evicted,
+    /// The caller's deadline passed first.
+    Deadline,
 }
 
 impl Gate {
@@ -122,6 +163,7 @@ impl Gate {
             gen_seen: ring.gate_gen().load(Ordering::Relaxed),
             // Untrusted: capped, so no value there blocks a publish longer.
             evict: Duration::from_nanos(ns).min(crate::options::MAX_EVICT),
+            strategy: WaitStrategy::default(),
             blocked: None,
         }
     }
@@ -130,6 +172,11 @@ impl Gate {
     #[cfg(test)]
     pub(crate) fn evict(&self) -> Duration {
         self.evict
+    }
+
+    /// How a blocked publish waits from now on.
+    pub(crate) fn set_strategy(&mut self, strategy: WaitStrategy) {
+        self.strategy = strategy;
     }
 
     /// Whether `m` may be written without a scan: one compare.
@@ -147,40 +194,70 @@ impl Gate {
         }
     }
 
+    /// Many publishers: after claiming `m`, with `GATE_GEN == gen` loaded
+    /// after the claim (`Ring::claim_gated`): a change makes this write
+    /// scan first.
+    #[inline(always)]
+    pub(crate) fn after_claim(&mut self, m: u64, gen: u32) {
+        if gen != self.gen_seen {
+            self.limit = m;
+        }
+    }
+
     /// Scans the gating set for writing `m`: the new limit, or who is in
     /// the way.
     fn scan<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> Option<Blocker> {
         // Acquire, paired with the joiners' SeqCst `fetch_add`: their bits
         // and positions, stored before it, are seen below.
         self.gen_seen = ring.gate_gen().load(Ordering::Acquire);
-        let cap = ring.capacity();
         let mut limit = m.wrapping_add(FAR);
         let mut blocker = None;
         for entry in ring.gating_entries() {
-            let p = ring.gated_position(entry);
-            let d = m.wrapping_sub(p);
-            if d < cap {
-                let l = p.wrapping_add(cap);
-                if ahead(limit, l) > 0 {
-                    limit = l;
+            match ring.verdict(entry, m) {
+                Verdict::Bounds(l) => {
+                    if ahead(limit, l) > 0 {
+                        limit = l;
+                    }
                 }
-            } else if d == cap && blocker.is_none() {
-                blocker = Some(Blocker { entry });
+                Verdict::Blocks => {
+                    if blocker.is_none() {
+                        blocker = Some(Blocker { entry });
+                    }
+                }
+                // Passed already (lapped before its join took effect, or
+                // garbage): it gates again when it rejoins.
+                Verdict::Passed => {}
             }
-            // d > cap: passed already (lapped before its join took effect,
-            // or garbage): it gates again when it rejoins.
         }
         self.limit = if blocker.is_some() { m } else { limit };
         blocker
     }
 
-    /// Makes room for `m` without waiting: `Err` names who is in the way.
-    /// A dead subscriber is dropped from the set; one that has been in the
-    /// way for the eviction timeout (over calls) is evicted.
-    pub(crate) fn try_room<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> Result<(), Full> {
+    /// Makes room for `m`, waiting as the strategy says for each
+    /// subscriber in the way until it reads on, dies, has held the
+    /// publisher for the eviction timeout (over calls: then it is
+    /// evicted), or `deadline` passes (`Err` names who is in the way). A
+    /// deadline of now never waits.
+    pub(crate) fn room_until<R: Region>(
+        &mut self,
+        ring: &Ring<R>,
+        m: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(), Full> {
         if self.open_for(m) {
             return Ok(());
         }
+        self.room_slow(ring, m, deadline)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn room_slow<R: Region>(
+        &mut self,
+        ring: &Ring<R>,
+        m: u64,
+        deadline: Option<Instant>,
+    ) -> Result<(), Full> {
         loop {
             let Some(b) = self.scan(ring, m) else {
                 self.blocked = None;
@@ -191,54 +268,69 @@ impl Gate {
                 continue;
             }
             let now = Instant::now();
-            match self.blocked {
-                Some((e, since)) if e == b.entry => {
-                    if now.duration_since(since) >= self.evict {
-                        ring.evict(b.entry, now.duration_since(since));
-                        self.blocked = None;
-                        continue;
-                    }
+            let since = match self.blocked {
+                Some((e, since)) if e == b.entry => since,
+                _ => {
+                    self.blocked = Some((b.entry, now));
+                    now
                 }
-                _ => self.blocked = Some((b.entry, now)),
+            };
+            if now.duration_since(since) >= self.evict {
+                ring.evict(b.entry, now.duration_since(since));
+                self.blocked = None;
+                continue;
             }
-            return Err(Full {
+            let full = Full {
                 entry: b.entry,
                 pid: ring.registry_pid(b.entry),
-            });
+            };
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(full);
+            }
+            match self.wait_on(ring, m, b, since + self.evict, deadline) {
+                Waited::Cleared => {}
+                Waited::Evicted => self.blocked = None,
+                Waited::Deadline => return Err(full),
+            }
         }
     }
 
     /// Makes room for `m`, waiting for each subscriber in the way until
     /// it reads on, dies, or has held the publisher for the eviction
     /// timeout (then it is evicted).
-    #[cold]
-    #[inline(never)]
+    #[inline]
     pub(crate) fn room<R: Region>(&mut self, ring: &Ring<R>, m: u64) {
-        while let Some(b) = self.scan(ring, m) {
-            self.wait_on(ring, m, b);
-        }
-        self.blocked = None;
+        let _ = self.room_until(ring, m, None);
     }
 
-    /// Waits while `b` is in the way of `m`.
-    fn wait_on<R: Region>(&mut self, ring: &Ring<R>, m: u64, b: Blocker) {
+    /// Waits while `b` is in the way of `m`, until `evict_at` (then evicts
+    /// it) or `deadline`.
+    fn wait_on<R: Region>(
+        &mut self,
+        ring: &Ring<R>,
+        m: u64,
+        b: Blocker,
+        evict_at: Instant,
+        deadline: Option<Instant>,
+    ) -> Waited {
         let start = Instant::now();
-        let until = start + self.evict;
-        let cap = ring.capacity();
-        let in_way =
-            || ring.is_gating(b.entry) && m.wrapping_sub(ring.gated_position(b.entry)) == cap;
+        let in_way = || ring.in_way(b.entry, m);
         let mut next_check = start;
-        let mut backoff = wait::Backoff::new(WaitStrategy::default(), Some(until));
+        let until = deadline.map_or(evict_at, |d| d.min(evict_at));
+        let mut backoff = wait::Backoff::new(self.strategy, Some(until));
         // loom: no clock in the model (a branch on real time would make
         // its executions differ): sleep on ROOM at once, which is the
         // protocol worth checking; its futex returns only when rung.
         #[cfg(loom)]
         {
             let _ = (&mut next_check, &mut backoff);
+            if deadline.is_some() {
+                return Waited::Deadline;
+            }
             while in_way() {
                 ring.sleep_for_room(LIVENESS_EVERY, in_way);
             }
-            return;
+            return Waited::Cleared;
         }
         #[cfg_attr(loom, allow(unreachable_code))]
         loop {
@@ -261,12 +353,18 @@ impl Gate {
                     ring.sleep_for_room(nap, in_way);
                 }
                 wait::Step::TimedOut => {
-                    ring.evict(b.entry, Instant::now().duration_since(start));
-                    return;
+                    let now = Instant::now();
+                    if now < evict_at {
+                        ring.add_blocked(b.entry, now.duration_since(start));
+                        return Waited::Deadline;
+                    }
+                    ring.evict(b.entry, now.duration_since(start));
+                    return Waited::Evicted;
                 }
             }
         }
         ring.add_blocked(b.entry, start.elapsed());
+        Waited::Cleared
     }
 }
 
@@ -314,10 +412,71 @@ impl<R: Region> Ring<R> {
             .load(Ordering::Acquire)
     }
 
+    /// What gating entry `entry`'s position means for writing `m`: a
+    /// bound on later writes (`p + capacity`, for `p` within a ring of
+    /// `m`), in the way, or passed. One publisher: `m - p == capacity` is
+    /// in the way; further behind, the publisher already wrote over `p`
+    /// (it was lapped before its join took effect). Many publishers:
+    /// other claims between `p + capacity` and `m` may wait at the gate
+    /// too, so any distance is in the way until `p`'s slot says a later
+    /// lap took it (it is lapped there and rejoins), or it is more than
+    /// 2^62 behind (garbage); a position past `m` is real (`m`'s claim
+    /// was skipped as abandoned and read past) and bounds later claims.
+    fn verdict(&self, entry: usize, m: u64) -> Verdict {
+        let cap = self.capacity();
+        let mut p = self.gated_position(entry);
+        loop {
+            let d = m.wrapping_sub(p);
+            if d < cap || (self.multi() && ahead(m, p) < 0) {
+                return Verdict::Bounds(p.wrapping_add(cap));
+            }
+            if !self.multi() {
+                return if d == cap {
+                    Verdict::Blocks
+                } else {
+                    Verdict::Passed
+                };
+            }
+            if d >= FAR {
+                return Verdict::Passed;
+            }
+            // Acquire, paired with the Acquire/Release stamp CASes of
+            // `claim`: only a claimer the gate let through for
+            // `p + capacity` or later (or an unblocker it let through)
+            // moves the stamp past `p`.
+            let stamp = self.stamp(p).load(Ordering::Acquire);
+            if ahead(super::stamp::decode(stamp, p).seq(), p) <= 0 {
+                return Verdict::Blocks;
+            }
+            // Its slot says a later lap took it. Believed only if it is
+            // still at `p` (loaded after the stamp): one that read on
+            // meanwhile, whose slot was then rightly taken, is judged by
+            // its new position.
+            let now = self.gated_position(entry);
+            if now == p {
+                return Verdict::Passed;
+            }
+            p = now;
+        }
+    }
+
+    /// Whether gating entry `entry` is in the way of writing `m`.
+    pub(crate) fn in_way(&self, entry: usize, m: u64) -> bool {
+        self.is_gating(entry) && matches!(self.verdict(entry, m), Verdict::Blocks)
+    }
+
+    /// Many publishers: the first gating entry that still needs the
+    /// message in `s`'s slot (`s - capacity`): an unblocker must not skip
+    /// claim `s` while one does (its abandoned stamp would destroy that
+    /// message), only once the gate lets `s` through.
+    pub(crate) fn gate_holds(&self, s: u64) -> Option<usize> {
+        self.gating_entries().find(|&e| self.in_way(e, s))
+    }
+
     /// Whether `entry`'s subscriber lives: its registry lock is held (a
     /// heap ring cannot tell, and says yes; its handles clear their bit
     /// when dropped).
-    fn entry_alive(&self, entry: usize) -> bool {
+    pub(crate) fn entry_alive(&self, entry: usize) -> bool {
         self.region()
             .lock_held(lock_byte::REGISTRY + entry as u64)
             .unwrap_or(true)
@@ -342,8 +501,13 @@ impl<R: Region> Ring<R> {
     }
 
     /// Evicts `entry` after it held the publisher for `blocked`: counted
-    /// on its line first (while its bit is still set), then ungated.
-    fn evict(&self, entry: usize, blocked: Duration) {
+    /// on its line first (while its bit is still set), then ungated. (Two
+    /// publishers of a many-publisher bus that evict it at the same
+    /// moment may both count.)
+    pub(crate) fn evict(&self, entry: usize, blocked: Duration) {
+        if !self.is_gating(entry) {
+            return;
+        }
         let at = self.line_at(entry);
         self.region()
             .word32(at + line::EVICTIONS)

@@ -91,7 +91,7 @@ impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
         );
         let got = match poll {
             Poll::Message => Received::Message(msg),
-            Poll::Lagged(skipped) => Received::Lagged { skipped },
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => Received::Lagged { skipped },
             Poll::Empty => return None,
         };
         for c in &mut self.cursors {

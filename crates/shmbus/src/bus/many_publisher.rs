@@ -8,15 +8,18 @@ use std::time::Duration;
 
 use crate::wire::Message;
 
+use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
+use super::publisher::TryPublishError;
 use super::ring::Ring;
 use super::subscriber::Subscriber;
 use super::SubscriberGroup;
 use crate::error::CreateError;
+use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
-use crate::wait::WaitStrategy;
+use crate::wait::{Wait, WaitStrategy};
 
 /// A claim that was declared abandoned before its publisher committed it:
 /// the message was not published. It happens only to a publisher that
@@ -101,6 +104,10 @@ struct Hook {
 /// The publishing steps every many-publisher handle shares.
 pub(crate) struct Writer<R> {
     pub(crate) ring: Ring<R>,
+    /// Holds claims back for lossless subscribers (`gate`): a claim
+    /// never takes its slot while a gating subscriber still needs the
+    /// message there.
+    gate: Gate,
     #[cfg(feature = "test-hooks")]
     hook: Option<Hook>,
 }
@@ -108,8 +115,10 @@ pub(crate) struct Writer<R> {
 impl<R: Region> Writer<R> {
     fn new(mut ring: Ring<R>) -> Self {
         ring.set_light_barrier();
+        let gate = Gate::new(&ring, ring.head());
         Writer {
             ring,
+            gate,
             #[cfg(feature = "test-hooks")]
             hook: None,
         }
@@ -130,24 +139,84 @@ impl<R: Region> Writer<R> {
     fn write(&mut self, src: &[u8]) -> Result<u64, Abandoned> {
         #[cfg(feature = "test-hooks")]
         let due = self.due();
-        let seq = self.ring.claim();
+        let (seq, gen) = self.ring.claim_gated();
         #[cfg(feature = "test-hooks")]
         if let Some((HookPoint::AfterClaim, stop)) = due {
             stop(seq);
         }
+        self.gate.after_claim(seq, gen);
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
+        self.fill(
+            seq,
+            src,
+            due_begin(
+                #[cfg(feature = "test-hooks")]
+                due,
+            ),
+        )
+    }
+
+    /// Publishes `src` only if there is room for it by `deadline` (a
+    /// deadline of now never waits): the claim is made only for a
+    /// sequence the gate has room for, so a deadline that passes leaves
+    /// no claim behind. A lossless subscriber that joins between the
+    /// look and the claim may still hold the claim back (for at most the
+    /// eviction timeout): the join is rare, the claim cannot be undone.
+    fn write_within(
+        &mut self,
+        src: &[u8],
+        deadline: Option<std::time::Instant>,
+    ) -> Result<u64, TryPublishError> {
+        let mut c = self.ring.head();
+        let seq = loop {
+            self.gate
+                .room_until(&self.ring, c, deadline)
+                .map_err(|full| TryPublishError::Full {
+                    entry: full.entry,
+                    pid: full.pid,
+                })?;
+            match self.ring.claim_exactly(c) {
+                Ok(gen) => {
+                    self.gate.after_claim(c, gen);
+                    break c;
+                }
+                Err(now) => c = now,
+            }
+        };
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
+        Ok(self.fill(seq, src, None)?)
+    }
+
+    /// The claimed `seq`, past the gate: takes its slot, copies, commits.
+    #[inline]
+    fn fill(&mut self, seq: u64, src: &[u8], due: Option<fn(u64)>) -> Result<u64, Abandoned> {
         let lost = |_| Abandoned {
             seq,
             unblock: self.ring.unblock_timeout(),
         };
         self.ring.begin(seq).map_err(lost)?;
-        #[cfg(feature = "test-hooks")]
-        if let Some((HookPoint::AfterBegin, stop)) = due {
+        if let Some(stop) = due {
             stop(seq);
         }
         self.ring.store_payload(seq, src);
         self.ring.commit(seq).map_err(lost)?;
         Ok(seq)
     }
+}
+
+/// The hook to call after `begin`, if this publish is the one that stops
+/// there.
+#[inline(always)]
+fn due_begin(#[cfg(feature = "test-hooks")] due: Option<(HookPoint, fn(u64))>) -> Option<fn(u64)> {
+    #[cfg(feature = "test-hooks")]
+    if let Some((HookPoint::AfterBegin, stop)) = due {
+        return Some(stop);
+    }
+    None
 }
 
 /// One of any number of publishers of payload `T` on a many-publisher bus
@@ -230,6 +299,24 @@ impl<T: ?Sized + Payload, R: Region> ManyPublisher<T, R> {
         self.w.ring.unblock_timeout()
     }
 
+    /// How a publish waits for room while a lossless subscriber holds it
+    /// back ([`WaitStrategy::default()`] until set): spin, yield, or sleep
+    /// on the bus's futex, which gating subscribers ring as they read on.
+    /// Whatever the strategy, a publish waits no longer than the bus's
+    /// eviction timeout.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{WaitStrategy, bus::ManyPublisher};
+    /// let mut p = ManyPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
+    /// p.set_wait_strategy(WaitStrategy::SpinYield { spin: Duration::from_micros(10) });
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn set_wait_strategy(&mut self, strategy: WaitStrategy) {
+        self.w.gate.set_strategy(strategy);
+    }
+
     /// Test only: the publish after `after` more ones calls `stop` with its
     /// sequence at `point` (a test's `stop` hangs until it is killed).
     #[cfg(feature = "test-hooks")]
@@ -262,6 +349,37 @@ impl<T: Message, R: Region> ManyPublisher<T, R> {
     pub fn publish(&mut self, msg: &T) -> Result<u64, Abandoned> {
         self.w.write(bytemuck::bytes_of(msg))
     }
+
+    /// Publishes `msg` if there is room for it within `wait`: as
+    /// [`ManyPublisher::publish`] when no lossless subscriber holds it
+    /// back; else it waits (by [`ManyPublisher::set_wait_strategy`]) as
+    /// long as `wait` says, and claims a sequence only once it has room
+    /// for it. `Wait::Never` never waits; `Wait::Forever` waits until the
+    /// subscriber in the way reads on, dies or is evicted.
+    ///
+    /// # Errors
+    /// [`TryPublishError::Full`], naming the lossless subscriber still in
+    /// the way when `wait` ran out: nothing was claimed or published.
+    /// [`TryPublishError::Abandoned`] as [`ManyPublisher::publish`]'s
+    /// [`Abandoned`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Start, Wait, WaitStrategy, bus::{ManyPublisher, TryPublishError}};
+    /// let mut p = ManyPublisher::<u64, _>::on_heap(2, Duration::from_secs(1))?;
+    /// let lossless = p.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+    /// p.publish_within(&1, Wait::Never)?;
+    /// p.publish_within(&2, Wait::Never)?;
+    /// let full = p.publish_within(&3, Wait::For(Duration::from_millis(5)));
+    /// assert!(matches!(full, Err(TryPublishError::Full { entry: 0, .. })));
+    /// # drop(lossless);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish_within(&mut self, msg: &T, wait: Wait) -> Result<u64, TryPublishError> {
+        self.w
+            .write_within(bytemuck::bytes_of(msg), wait.deadline())
+    }
 }
 
 impl<R: Region> ManyPublisher<[u8], R> {
@@ -289,6 +407,31 @@ impl<R: Region> ManyPublisher<[u8], R> {
             });
         }
         Ok(self.w.write(bytes)?)
+    }
+
+    /// As the typed `publish_within`, for raw bytes.
+    ///
+    /// # Errors
+    /// [`TryPublishError::TooLong`] for more bytes than the message size
+    /// (nothing claimed), else as the typed one.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Wait, bus::ManyPublisher};
+    /// let mut p = ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// assert_eq!(p.publish_within(b"abc", Wait::Never)?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn publish_within(&mut self, bytes: &[u8], wait: Wait) -> Result<u64, TryPublishError> {
+        let max = self.msg_size();
+        if bytes.len() > max {
+            return Err(TryPublishError::TooLong {
+                len: bytes.len(),
+                max,
+            });
+        }
+        self.w.write_within(bytes, wait.deadline())
     }
 }
 
@@ -379,6 +522,35 @@ impl<T: ?Sized + Payload> ManyPublisher<T, Arc<HeapRegion>> {
     /// ```
     pub fn subscribe(&self, start: Start, wait: WaitStrategy) -> Subscriber<T, Arc<HeapRegion>> {
         Subscriber::from_parts(self.w.ring.share(), start, wait)
+    }
+
+    /// A lossless subscriber to this heap bus: no claim takes a slot
+    /// whose message it has not read, unless it holds the publishers back
+    /// for the eviction timeout (1 s on the heap).
+    ///
+    /// # Errors
+    /// [`LosslessRefused::RegistryFull`] when 8 lossless subscribers (a
+    /// heap bus's most) are open.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, bus::ManyPublisher};
+    /// let mut a = ManyPublisher::<u64, _>::on_heap(2, std::time::Duration::from_secs(1))?;
+    /// let mut lossless = a.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+    /// a.publish(&1)?;
+    /// a.publish(&2)?;
+    /// assert_eq!(lossless.recv(Wait::Never), Some(Received::Message(1)));
+    /// a.publish(&3)?; // room: the first was read
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn subscribe_lossless(
+        &self,
+        start: Start,
+        wait: WaitStrategy,
+    ) -> Result<Subscriber<T, Arc<HeapRegion>>, LosslessRefused> {
+        let mut subscriber = Subscriber::from_parts(self.w.ring.share(), start, wait);
+        subscriber.join_heap()?;
+        Ok(subscriber)
     }
 
     /// A group of `N` logical subscribers to this heap bus.

@@ -14,7 +14,7 @@ use crate::error::CreateError;
 use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
-use crate::wait::WaitStrategy;
+use crate::wait::{Wait, WaitStrategy};
 
 /// Writes messages of payload `T` (a [`Message`] type, or `[u8]` for raw
 /// bytes) to a bus. One per bus at a time, held by the publisher lock; a
@@ -148,6 +148,10 @@ pub enum TryPublishError {
         /// The bus's message size.
         max: usize,
     },
+    /// Many-publisher buses: the claim was skipped before the commit
+    /// (see [`Abandoned`](super::Abandoned)).
+    #[error(transparent)]
+    Abandoned(#[from] super::Abandoned),
 }
 
 impl SkipError {
@@ -191,10 +195,14 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     }
 
     #[inline]
-    fn try_write(&mut self, bytes: &[u8]) -> Result<u64, TryPublishError> {
+    fn try_write(
+        &mut self,
+        bytes: &[u8],
+        deadline: Option<std::time::Instant>,
+    ) -> Result<u64, TryPublishError> {
         let seq = self.next;
         self.gate
-            .try_room(&self.ring, seq)
+            .room_until(&self.ring, seq, deadline)
             .map_err(|full| TryPublishError::Full {
                 entry: full.entry,
                 pid: full.pid,
@@ -254,7 +262,24 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         Ok(self.next)
     }
 
-    /// The sequence number the next message will get.
+    /// How a publish waits for room while a lossless subscriber holds it
+    /// back ([`WaitStrategy::default()`] until set): spin, yield, or sleep
+    /// on the bus's futex, which gating subscribers ring as they read on.
+    /// Whatever the strategy, a publish waits no longer than the bus's
+    /// eviction timeout.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Publisher, WaitStrategy};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// publisher.set_wait_strategy(WaitStrategy::SpinYield { spin: Duration::from_micros(10) });
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn set_wait_strategy(&mut self, strategy: WaitStrategy) {
+        self.gate.set_strategy(strategy);
+    }
+
     /// The sequence number the next message will get.
     ///
     /// # Examples
@@ -343,7 +368,36 @@ impl<T: Message, R: Region> Publisher<T, R> {
     /// ```
     #[inline]
     pub fn try_publish(&mut self, msg: &T) -> Result<u64, TryPublishError> {
-        self.try_write(bytemuck::bytes_of(msg))
+        self.try_write(bytemuck::bytes_of(msg), Wait::Never.deadline())
+    }
+
+    /// Publishes one message if there is room for it within `wait`: as
+    /// [`Publisher::publish`] when no lossless subscriber holds it back;
+    /// else it waits (by [`Publisher::set_wait_strategy`]) as long as
+    /// `wait` says. `Wait::Never` is [`Publisher::try_publish`],
+    /// `Wait::Forever` is [`Publisher::publish`] (which waits no longer
+    /// than the bus's eviction timeout).
+    ///
+    /// # Errors
+    /// [`TryPublishError::Full`], naming the lossless subscriber still in
+    /// the way when `wait` ran out; nothing was published. One in the way
+    /// for the eviction timeout (over calls) is evicted instead.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Publisher, Start, Wait, WaitStrategy, bus::TryPublishError};
+    /// let mut publisher = Publisher::<u64, _>::on_heap(1)?;
+    /// let lossless = publisher.subscribe_lossless(Start::Next, WaitStrategy::default())?;
+    /// publisher.publish_within(&1, Wait::Never)?;
+    /// let full = publisher.publish_within(&2, Wait::For(Duration::from_millis(5)));
+    /// assert!(matches!(full, Err(TryPublishError::Full { entry: 0, .. })));
+    /// # drop(lossless);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn publish_within(&mut self, msg: &T, wait: Wait) -> Result<u64, TryPublishError> {
+        self.try_write(bytemuck::bytes_of(msg), wait.deadline())
     }
 }
 
@@ -396,7 +450,33 @@ impl<R: Region> Publisher<[u8], R> {
                 max,
             });
         }
-        self.try_write(bytes)
+        self.try_write(bytes, Wait::Never.deadline())
+    }
+
+    /// As the typed `publish_within`, for raw bytes.
+    ///
+    /// # Errors
+    /// [`TryPublishError::TooLong`] if `bytes` is longer than the message
+    /// size, [`TryPublishError::Full`] as the typed one; nothing is
+    /// published.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::Wait;
+    /// let mut publisher = shmbus::Publisher::<[u8], _>::on_heap_bytes(8, 4)?;
+    /// assert_eq!(publisher.publish_within(b"short", Wait::Never)?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn publish_within(&mut self, bytes: &[u8], wait: Wait) -> Result<u64, TryPublishError> {
+        let max = self.ring.msg_size();
+        if bytes.len() > max {
+            return Err(TryPublishError::TooLong {
+                len: bytes.len(),
+                max,
+            });
+        }
+        self.try_write(bytes, wait.deadline())
     }
 }
 

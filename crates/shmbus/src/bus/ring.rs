@@ -35,6 +35,9 @@ pub(crate) enum Slot {
 pub(crate) struct Stall {
     pub(crate) seq: u64,
     pub(crate) since: Option<Instant>,
+    /// Since when a gating subscriber has kept this reader from skipping
+    /// the claim (`claim`'s unblock waits for the gate).
+    pub(crate) gated: Option<Instant>,
 }
 
 /// The slot protocol over any region. Both sides use it; which methods a
@@ -178,6 +181,12 @@ impl<R: Region> Ring<R> {
         self.geo.capacity
     }
 
+    /// Whether this is a many-publisher bus (header flag `MULTI_PUBLISHER`).
+    #[inline(always)]
+    pub(crate) fn multi(&self) -> bool {
+        self.geo.multi
+    }
+
     pub(crate) fn msg_size(&self) -> usize {
         self.geo.msg_size
     }
@@ -186,6 +195,12 @@ impl<R: Region> Ring<R> {
     /// register for it (see `wait`).
     pub(crate) fn set_light_barrier(&mut self) {
         self.light_barrier = wait::light_publisher_barrier();
+    }
+
+    /// Whether this handle uses the asymmetric barrier (publisher side).
+    #[inline(always)]
+    pub(crate) fn light_barrier(&self) -> bool {
+        self.light_barrier
     }
 
     /// The unblock timeout (zero on single-publisher buses).
@@ -530,7 +545,7 @@ impl<R: Region> Ring<R> {
         let to = self.resync_after_lap(newer, head);
         let skipped = to.wrapping_sub(*pos);
         *pos = to;
-        Poll::Lagged(skipped)
+        Poll::Lapped(skipped)
     }
 
     /// Skips `*pos`, whose stamp no publisher wrote in this state (a claim
@@ -676,6 +691,16 @@ impl<R: Region> Ring<R> {
                 }
             }
             Poll::Lagged(skipped) => {
+                // Moved on by one, contiguously (a skipped claim or
+                // stamp): still within a ring of the publisher, so its
+                // limit holds and no rejoin is needed; ring `room` as for
+                // a message, since the position moved.
+                activity.lagged(self.region(), *pos, skipped);
+                if let Some(joined) = activity.gating() {
+                    self.ring_room(joined.light);
+                }
+            }
+            Poll::Lapped(skipped) => {
                 activity.lagged(self.region(), *pos, skipped);
                 if activity.gating().is_some() {
                     self.rejoin(activity);
@@ -786,11 +811,17 @@ impl<R: Region> Ring<R> {
 /// fewer; a yield between tries lets it run on a busy CPU).
 const LATEST_TRIES: u32 = 1000;
 
-/// The outcome of one subscriber step, without the payload.
+/// The outcome of one subscriber step, without the payload. Both lag
+/// kinds are `Received::Lagged` outside; a gating subscriber rejoins
+/// (`Ring::rejoin`: a SeqCst RMW and a membarrier) only after a lap.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Poll {
     Message,
+    /// Skipped contiguously (by one: an abandoned claim, `Publisher::skip`'s
+    /// stamps, a corrupt stamp).
     Lagged(u64),
+    /// Lapped: the position jumped to the resync point.
+    Lapped(u64),
     Empty,
 }
 

@@ -282,7 +282,7 @@ impl<T: Message, R: Region> Subscriber<T, R> {
             &mut self.activity,
         ) {
             Poll::Message => Some(Received::Message(msg)),
-            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
         }
     }
@@ -343,7 +343,7 @@ impl<R: Region> Subscriber<[u8], R> {
             .recv(pos, stall, buf, self.wait, wait, &mut self.activity)
         {
             Poll::Message => Some(Received::Message(&self.buf)),
-            Poll::Lagged(skipped) => Some(Received::Lagged { skipped }),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
         }
     }
@@ -418,7 +418,10 @@ mod shm {
         /// [`OpenError::TypeMismatch`], [`OpenError::Truncated`],
         /// [`OpenError::InvalidGeometry`], [`OpenError::Locked`],
         /// [`OpenError::Mlock`], [`OpenError::Name`], or another system
-        /// error ([`OpenError::Io`]).
+        /// error ([`OpenError::Io`]). Opened lossless
+        /// ([`OpenOptions::lossless`]), [`OpenError::Lossless`]: the bus
+        /// refuses them, allows no more, or its registry is full (any kind
+        /// of broadcast bus takes them otherwise).
         ///
         /// # Examples
         /// ```
@@ -432,16 +435,13 @@ mod shm {
         /// ```
         pub fn open(name: &str, opts: &OpenOptions) -> Result<Self, OpenError> {
             let msg = T::expected(opts.message.as_ref());
-            let (ring, header) = crate::bus::segment::open_header(
+            let (ring, _) = crate::bus::segment::open_header(
                 name,
                 Role::Subscriber,
                 msg.as_ref(),
                 opts,
                 false,
             )?;
-            if opts.lossless {
-                crate::bus::gate::check_kind(&header)?;
-            }
             let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
             if opts.lossless {
                 let (entry, activity) =

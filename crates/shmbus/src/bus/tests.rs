@@ -628,19 +628,218 @@ mod gate {
     #[test]
     // A /dev/shm file: Miri maps no files.
     #[cfg_attr(miri, ignore)]
-    fn a_many_publisher_bus_refuses_a_lossless_subscriber_naming_its_kind() {
+    fn a_many_publisher_bus_takes_a_lossless_subscriber_and_its_publishers_wait_for_it() {
         let name = Name::new("many");
-        let _p =
-            crate::bus::ManyPublisher::<u64>::create(&name.0, &BusOptions::new(8).many()).unwrap();
-        let err = Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true)).err();
+        let mut p =
+            crate::bus::ManyPublisher::<u64>::create(&name.0, &BusOptions::new(2).many()).unwrap();
+        let mut s = Subscriber::<u64>::open(&name.0, &OpenOptions::default().lossless(true))
+            .expect("a many-publisher bus takes lossless subscribers");
+        assert!(s.is_lossless());
+        p.publish(&0).unwrap();
+        p.publish(&1).unwrap();
+        let full = p.publish_within(&2, Wait::For(Duration::from_millis(5)));
         assert!(
-            matches!(
-                err,
-                Some(OpenError::Lossless(LosslessRefused::BusKind {
-                    kind: "many-publisher"
-                }))
-            ),
-            "{err:?}"
+            matches!(full, Err(TryPublishError::Full { entry: 0, pid: Some(pid) }) if pid == std::process::id()),
+            "{full:?}"
         );
+        assert_eq!(s.try_recv(), Some(Received::Message(0)));
+        assert_eq!(p.publish_within(&2, Wait::Never), Ok(2));
+        assert_eq!(s.try_recv(), Some(Received::Message(1)));
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
+    }
+
+    fn many(capacity: u64, unblock: Duration) -> crate::bus::ManyPublisher<u64, Arc<HeapRegion>> {
+        crate::bus::ManyPublisher::on_heap(capacity, unblock).expect("valid geometry")
+    }
+
+    #[test]
+    fn three_many_publishers_flat_out_never_pass_a_lossless_subscriber() {
+        // Miri runs every step slowly: a few laps of the ring are enough.
+        const EACH: u64 = if cfg!(miri) { 40 } else { 3_000 };
+        let yielding = WaitStrategy::SpinYield {
+            spin: Duration::from_micros(5),
+        };
+        let p = many(8, Duration::from_secs(30));
+        let mut lossless = p.subscribe_lossless(Start::Next, yielding).unwrap();
+        let mut lossy = p.subscribe(Start::Next, yielding);
+        let writers: Vec<_> = (0..3u64)
+            .map(|id| {
+                let mut w = p.another();
+                w.set_wait_strategy(yielding);
+                std::thread::spawn(move || {
+                    for i in 0..EACH {
+                        w.publish(&(id << 32 | i)).expect("no claim abandoned");
+                    }
+                })
+            })
+            .collect();
+        let mut next = [0u64; 3];
+        let mut got = 0;
+        let mut lossy_count = 0u64;
+        while got < 3 * EACH {
+            match lossless.recv(Wait::For(Duration::from_secs(5))) {
+                Some(Received::Message(m)) => {
+                    let (id, i) = ((m >> 32) as usize, m & 0xffff_ffff);
+                    assert_eq!(i, next[id], "publisher {id} lost or reordered");
+                    next[id] += 1;
+                    got += 1;
+                }
+                other => panic!("a lossless subscriber got {other:?} after {got}"),
+            }
+            while let Some(r) = lossy.try_recv() {
+                lossy_count += match r {
+                    Received::Message(_) => 1,
+                    Received::Lagged { skipped } => skipped,
+                };
+            }
+        }
+        for w in writers {
+            w.join().unwrap();
+        }
+        while let Some(r) = lossy.try_recv() {
+            lossy_count += match r {
+                Received::Message(_) => 1,
+                Received::Lagged { skipped } => skipped,
+            };
+        }
+        assert_eq!(lossy_count, 3 * EACH, "lossy delivered + skipped");
+        assert!(lossless.is_lossless());
+    }
+
+    #[test]
+    fn a_reader_does_not_skip_a_claim_that_waits_at_the_gate() {
+        // A zero unblock timeout: a reader that finds a claim unfinished
+        // may skip it at once, unless the gate says its slot is still
+        // needed.
+        let p = many(2, Duration::ZERO);
+        let mut lossless = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let mut w = p.another();
+        w.publish(&0).unwrap();
+        w.publish(&1).unwrap();
+        let mut lossy = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        assert_eq!(lossy.try_recv(), Some(Received::Message(0)));
+        assert_eq!(lossy.try_recv(), Some(Received::Message(1)));
+        let writer = std::thread::spawn(move || w.publish(&2));
+        // The claim of 2 is made and held at the gate: the lossy reader
+        // at 2 must not skip it (its stamp would destroy message 0).
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(50) {
+            assert_eq!(lossy.try_recv(), None);
+            std::thread::yield_now();
+        }
+        assert_eq!(lossless.try_recv(), Some(Received::Message(0)));
+        assert_eq!(lossless.try_recv(), Some(Received::Message(1)));
+        // Past the gate, the claim may be committed or (zero timeout)
+        // skipped by the lossy reader: either way it is counted.
+        let published = writer.join().unwrap();
+        let got = lossless.recv(Wait::For(Duration::from_secs(5)));
+        match published {
+            Ok(2) => assert!(
+                matches!(
+                    got,
+                    Some(Received::Message(2)) | Some(Received::Lagged { skipped: 1 })
+                ),
+                "{got:?}"
+            ),
+            _ => assert_eq!(got, Some(Received::Lagged { skipped: 1 })),
+        }
+    }
+
+    #[test]
+    fn a_deadline_publish_says_full_naming_the_subscriber_and_claims_nothing() {
+        let p = many(1, Duration::from_secs(1));
+        let mut lossless = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let mut w = p.another();
+        w.set_wait_strategy(WaitStrategy::SpinYield {
+            spin: Duration::from_micros(1),
+        });
+        assert_eq!(w.publish_within(&7, Wait::Never), Ok(0));
+        let start = Instant::now();
+        let full = w.publish_within(&8, Wait::For(Duration::from_millis(30)));
+        let waited = start.elapsed();
+        assert_eq!(
+            full,
+            Err(TryPublishError::Full {
+                entry: 0,
+                pid: None
+            })
+        );
+        assert!(
+            waited >= Duration::from_millis(30) && waited < Duration::from_millis(900),
+            "waited {waited:?}: the deadline, not the eviction timeout"
+        );
+        assert_eq!(lossless.try_recv(), Some(Received::Message(7)));
+        // Nothing was claimed by the failed publishes: 8 gets sequence 1.
+        assert_eq!(w.publish_within(&8, Wait::Never), Ok(1));
+        assert_eq!(lossless.try_recv(), Some(Received::Message(8)));
+        assert!(lossless.is_lossless());
+    }
+
+    #[test]
+    fn a_lossless_subscriber_stepping_over_skipped_messages_one_by_one_does_not_rejoin() {
+        let mut p = bus(16);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let gen = |s: &Subscriber<u64, Arc<HeapRegion>>| {
+            s.ring.gate_gen().load(crate::sync::Ordering::SeqCst)
+        };
+        let before = gen(&s);
+        p.publish(&1);
+        assert_eq!(p.skip(10), Ok(11));
+        p.publish(&2);
+        assert_eq!(s.try_recv(), Some(Received::Message(1)));
+        for _ in 0..10 {
+            assert_eq!(s.try_recv(), Some(Received::Lagged { skipped: 1 }));
+        }
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
+        // Each rejoin bumps GATE_GEN (a SeqCst RMW and a membarrier): a
+        // contiguous step over a skipped stamp needs none.
+        assert_eq!(gen(&s), before, "rejoined after contiguous skips");
+        assert!(s.is_lossless());
+    }
+
+    #[test]
+    fn a_single_publisher_deadline_publish_waits_that_long_then_names_the_subscriber() {
+        let mut p = bus(1);
+        p.set_wait_strategy(WaitStrategy::BusySpin);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        assert_eq!(p.publish_within(&1, Wait::Never), Ok(0));
+        let start = Instant::now();
+        let full = p.publish_within(&2, Wait::For(Duration::from_millis(30)));
+        let waited = start.elapsed();
+        assert_eq!(
+            full,
+            Err(TryPublishError::Full {
+                entry: 0,
+                pid: None
+            })
+        );
+        assert!(
+            waited >= Duration::from_millis(30) && waited < Duration::from_millis(900),
+            "waited {waited:?}"
+        );
+        assert!(
+            s.is_lossless(),
+            "a deadline shorter than the timeout evicts nobody"
+        );
+        // A reader that reads on within the deadline lets it through.
+        let reader = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(10));
+            assert_eq!(s.try_recv(), Some(Received::Message(1)));
+            s
+        });
+        assert_eq!(
+            p.publish_within(&2, Wait::For(Duration::from_millis(800))),
+            Ok(1)
+        );
+        let mut s = reader.join().unwrap();
+        assert_eq!(s.try_recv(), Some(Received::Message(2)));
     }
 }

@@ -24,6 +24,7 @@ use super::keyed::{raw_key, Keyed};
 use super::options::{check_snapshot, JournalOptions};
 use super::shared::{lock, Shared};
 use super::writer::{Trust, Writer};
+use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::Payload;
 use crate::error::{AttachError, CreateError};
@@ -39,6 +40,9 @@ use crate::wire::{control, lock_byte, Header};
 struct Core {
     ring: Ring<Arc<ShmRegion>>,
     next: u64,
+    /// Holds ring writes back for lossless subscribers (`bus::gate`); the
+    /// journal itself never waits for them.
+    gate: Gate,
     writer: Writer,
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
@@ -143,11 +147,28 @@ impl Core {
                 .into(),
             )
         })?;
-        let region =
-            segment::create_region(name, &header, &opts.file, |r| Ring::new(r, &header).init())
-                .map_err(|e| remove_new(e.into()))?;
+        let region = segment::create_region(name, &header, &opts.file, |r| {
+            crate::bus::gate::init_control(
+                r,
+                header.control_offset as usize,
+                opts.max_lossless,
+                opts.evict,
+            );
+            Ring::new(r, &header).init()
+        })
+        .map_err(|e| remove_new(e.into()))?;
         let ring = Ring::new(Arc::new(region), &header);
-        let started = Core::start(ring, first, writer, path.clone(), mode, jopts.chunk, key_of);
+        let gate = Gate::new(&ring, first);
+        let started = Core::start(
+            ring,
+            gate,
+            first,
+            writer,
+            path.clone(),
+            mode,
+            jopts.chunk,
+            key_of,
+        );
         started.map_err(|e| {
             // Nothing of the bus it made is left behind.
             let _ = segment::remove(name);
@@ -195,11 +216,12 @@ impl Core {
         )?;
         let _ = std::fs::remove_file(tmp_path(&path));
         let journal_next = writer.next_seq();
+        let mut gate = Gate::new(&ring, ring_next);
         let next = if journal_next == ring_next {
             ring_next
         } else if journal_next == ring_next.wrapping_add(1) && writer.count() > 0 {
             // Appended but never published: publish it now, under its number.
-            publish_last_record(&ring, &writer, ring_next);
+            publish_last_record(&ring, &mut gate, &writer, ring_next);
             journal_next
         } else {
             return Err(JournalOpenError::Behind {
@@ -209,14 +231,18 @@ impl Core {
             }
             .into());
         };
-        Ok(Core::start(ring, next, writer, path, mode, chunk, key_of)?)
+        Ok(Core::start(
+            ring, gate, next, writer, path, mode, chunk, key_of,
+        )?)
     }
 
     /// Starts the publisher's threads. A failure (a descriptor or a thread
     /// the system would not give) is an error, never a panic, and leaves no
     /// thread running.
+    #[allow(clippy::too_many_arguments)]
     fn start(
         mut ring: Ring<Arc<ShmRegion>>,
+        gate: Gate,
         next: u64,
         writer: Writer,
         path: PathBuf,
@@ -255,6 +281,7 @@ impl Core {
         Ok(Core {
             ring,
             next,
+            gate,
             writer,
             shared,
             flusher: Some(flusher),
@@ -298,7 +325,15 @@ impl Core {
     #[inline]
     fn publish(&mut self, bytes: &[u8]) -> Result<u64, AppendError> {
         let seq = self.stage(bytes)?;
-        self.ring.write(seq, bytes);
+        // Journaled first, then the ring: a publisher held back here by a
+        // lossless subscriber (at most the eviction timeout) has the
+        // message safe in the journal already, and the flusher, on its own
+        // thread, takes no lock this wait holds.
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
+        let gen = self.ring.write(seq, bytes);
+        self.gate.after_write(seq, gen);
         self.next = seq.wrapping_add(1);
         if self.compaction_due() {
             self.start_compaction();
@@ -321,7 +356,7 @@ impl Core {
         if count == 0 || self.writer.next_seq() != self.next.wrapping_add(1) {
             return;
         }
-        publish_last_record(&self.ring, &self.writer, self.next);
+        publish_last_record(&self.ring, &mut self.gate, &self.writer, self.next);
         self.next = self.next.wrapping_add(1);
     }
 
@@ -500,11 +535,15 @@ fn wake_flusher(ring: &Ring<Arc<ShmRegion>>) {
 }
 
 /// Writes the journal's last record on the ring as sequence `seq` (it is
-/// in the journal but not yet on the ring).
-fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, writer: &Writer, seq: u64) {
+/// in the journal but not yet on the ring), through the gate as any write.
+fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, gate: &mut Gate, writer: &Writer, seq: u64) {
     let rec = writer.record(writer.count() - 1);
     let msg_size = writer.header().msg_size as usize;
-    ring.write(seq, &rec[8..8 + msg_size]);
+    if !gate.open_for(seq) {
+        gate.room(ring, seq);
+    }
+    let gen = ring.write(seq, &rec[8..8 + msg_size]);
+    gate.after_write(seq, gen);
 }
 
 /// The bus file's mode and owner.

@@ -318,7 +318,7 @@ impl Core {
                     return Step::Entry(pos.wrapping_sub(1));
                 }
                 Poll::Empty => return Step::Empty,
-                Poll::Lagged(skipped) => {
+                Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
                     if self.repair_at == Some(self.next) {
                         // The journal had nothing more: a true loss.
                         self.next = pos;
@@ -499,6 +499,12 @@ impl Core {
 /// the journal no longer has (folded by a compaction, reported with the
 /// folded records' last values, so a last-value-per-key state stays exact).
 /// Typed (`T: Message`) or raw (`[u8]`), as a bus subscriber.
+///
+/// It has no lossless contract (`OpenOptions::lossless` is for a plain
+/// [`Subscriber`](crate::Subscriber) of a journaled bus, which gates the
+/// publisher's ring writes): it needs none, since what a lap costs it on
+/// the ring it reads back from the journal, and it must not slow the
+/// publisher to get it.
 ///
 /// # Examples
 /// ```

@@ -211,7 +211,12 @@ impl Blocks {
 
     /// Publisher `pid`: a block for a new loan, searched from `*hint` on:
     /// a free one, or one whose descriptor the ring has overwritten (the
-    /// cursor is `head`) and nobody holds. `None` if every block is on the
+    /// cursor is `head`), nobody holds, and no lossless subscriber still
+    /// needs (`needed(s)` for the block published as `s`: on a
+    /// many-publisher bus the cursor counts claims, which may run past a
+    /// lossless subscriber's unread descriptor while they wait at the gate;
+    /// on a single-publisher bus the gate keeps the cursor within a ring
+    /// of it, and `needed` may say false). `None` if every block is on the
     /// ring, loaned or held. At most one pass over the blocks.
     pub(crate) fn loan<R: Region>(
         &self,
@@ -219,6 +224,7 @@ impl Blocks {
         pid: u32,
         head: u64,
         hint: &mut u64,
+        needed: &dyn Fn(u64) -> bool,
     ) -> Option<u64> {
         let n = self.geo.blocks;
         for i in 0..n {
@@ -236,7 +242,10 @@ impl Blocks {
                         Ordering::Relaxed,
                     )
                     .is_ok(),
-                State::Published if overwritten(word, head, self.capacity) => {
+                State::Published
+                    if overwritten(word, head, self.capacity)
+                        && !needed(head.wrapping_sub(state::age(word, head))) =>
+                {
                     self.reclaim(r, b, word, pid)
                 }
                 State::Corrupt => self.reclaim(r, b, word, pid),

@@ -34,6 +34,13 @@
 //!   then checks the state still says `published(s)`; otherwise it lets
 //!   go and counts the message as skipped. Whichever fence is later sees
 //!   the other's store (Dekker): a block is never reused under a holder.
+//! - A lossless subscriber's unread blocks are never reused: the ring's
+//!   gate (`bus::gate`) keeps its unread descriptors on the ring, so (a)
+//!   fails for them on a single-publisher pool; on a many-publisher pool,
+//!   whose cursor counts claims that can wait at the gate a ring ahead, a
+//!   loaner also skips a block a gating subscriber still needs
+//!   (`Blocks::loan`'s `needed`). No more blocks are needed for it: it
+//!   keeps at most a ring of descriptors, as the ring does anyway.
 //! - Hold line `i` is written by the subscriber holding registry lock
 //!   `64 + i` (and its samples, on any thread), or by whoever holds that
 //!   lock after it (clearing a dead subscriber's holds). Its bit in

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
 use super::subscriber::PoolSubscriber;
+use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::{Abandoned, Payload};
 use crate::error::CreateError;
@@ -109,6 +110,9 @@ use crate::wire::Message;
 pub struct PoolPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) ring: Ring<R>,
     blocks: Blocks,
+    /// Holds ring writes (claims, on a many-publisher pool) back for
+    /// lossless subscribers (`bus::gate`).
+    gate: Gate,
     /// Single-publisher buses: the next sequence.
     pub(super) next: u64,
     multi: bool,
@@ -180,9 +184,11 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
         sweep: fn(&R, &Blocks),
     ) -> Self {
         ring.set_light_barrier();
+        let gate = Gate::new(&ring, if multi { ring.head() } else { next });
         PoolPublisher {
             ring,
             blocks,
+            gate,
             next,
             multi,
             hint: 0,
@@ -240,8 +246,18 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     /// One pass over the pool for a free or reclaimable block.
     fn try_loan(&mut self) -> Option<u64> {
         let head = self.ring.head();
-        self.blocks
-            .loan(self.ring.region(), self.origin.pid(), head, &mut self.hint)
+        let ring = &self.ring;
+        let cap = ring.capacity();
+        // Many publishers: a block whose descriptor a lossless subscriber
+        // has not read is still needed, however far the claims ran.
+        let needed = |s: u64| ring.multi() && ring.gate_holds(s.wrapping_add(cap)).is_some();
+        self.blocks.loan(
+            ring.region(),
+            self.origin.pid(),
+            head,
+            &mut self.hint,
+            &needed,
+        )
     }
 
     /// The largest message a loan carries: the pool's block size.
@@ -275,12 +291,20 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
         let region = self.ring.region();
         if !self.multi {
             let seq = self.next;
+            if !self.gate.open_for(seq) {
+                self.gate.room(&self.ring, seq);
+            }
             self.blocks.publish(region, block, seq);
-            self.ring.write(seq, &desc);
+            let gen = self.ring.write(seq, &desc);
+            self.gate.after_write(seq, gen);
             self.next = seq.wrapping_add(1);
             return Ok(seq);
         }
-        let seq = self.ring.claim();
+        let (seq, gen) = self.ring.claim_gated();
+        self.gate.after_claim(seq, gen);
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
         let lost = Abandoned {
             seq,
             unblock: self.ring.unblock_timeout(),

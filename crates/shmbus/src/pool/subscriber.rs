@@ -88,6 +88,20 @@ pub(super) struct Inner<R: Region> {
     origin: Origin,
 }
 
+impl<T: ?Sized + Payload, R: Region> Drop for PoolSubscriber<T, R> {
+    fn drop(&mut self) {
+        // A lossless one stops gating when its handle goes (its samples
+        // hold their blocks by their hold lines, not by the gate).
+        let Some(joined) = self.activity.joined() else {
+            return;
+        };
+        let ring = &self.inner.ring;
+        if self.inner.origin.is_current() && ring.is_gating(joined.entry) {
+            ring.leave(joined);
+        }
+    }
+}
+
 impl<R: Region> Drop for Inner<R> {
     fn drop(&mut self) {
         // Every sample is gone (each keeps this alive): nothing is held.
@@ -193,7 +207,9 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
         );
         match found {
             Poll::Empty => return Ok(None),
-            Poll::Lagged(skipped) => return Ok(Some(Received::Lagged { skipped })),
+            Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
+                return Ok(Some(Received::Lagged { skipped }))
+            }
             Poll::Message => {}
         }
         let seq = self.pos.wrapping_sub(1);
@@ -224,6 +240,25 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
             seq,
             _payload: PhantomData,
         })))
+    }
+
+    /// Whether the publishers wait for this subscriber: it opened lossless
+    /// ([`OpenOptions::lossless`](crate::OpenOptions::lossless)) and has
+    /// not been evicted. Its unread descriptors stay on the ring, so their
+    /// blocks are never reclaimed.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
+    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 8)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// assert!(!subscriber.is_lossless());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn is_lossless(&self) -> bool {
+        self.activity
+            .gating()
+            .is_some_and(|j| self.inner.ring.is_gating(j.entry))
     }
 
     /// The sequence number this subscriber will read next.
@@ -429,7 +464,9 @@ mod shm {
         /// for a pool of another block type, which it names beside `T`'s;
         /// [`OpenError::PoolMismatch`] for a bus without a pool;
         /// [`OpenError::RegistryFull`] if 256 live subscribers hold every
-        /// registry entry.
+        /// registry entry; [`OpenError::Lossless`] if opened lossless on a
+        /// pool that refuses them or allows no more
+        /// ([`PoolOptions::lossless_subscribers`](crate::pool::PoolOptions::lossless_subscribers)).
         ///
         /// # Examples
         /// ```
@@ -465,6 +502,13 @@ mod shm {
             let mut subscriber =
                 PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait, exact);
             subscriber.activity = activity;
+            if opts.lossless {
+                // Gates the publishers' ring writes (`bus::gate`): a
+                // descriptor it has not read stays on the ring, and so its
+                // block is never reclaimed (`Blocks::loan`).
+                let joined = subscriber.inner.ring.join(entry)?;
+                subscriber.activity.set_joined(joined);
+            }
             Ok(subscriber)
         }
     }

@@ -430,3 +430,62 @@ fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
     let (_, published) = loan.publish();
     assert_eq!(published, Ok(0));
 }
+
+/// Many publishers: a claim waiting at the gate runs the cursor more than
+/// a ring past a descriptor the lossless subscriber has not read; a loan
+/// made then must not take that descriptor's block (its bytes would
+/// change under the subscriber that reads it next).
+#[test]
+// A /dev/shm file: Miri maps no files.
+#[cfg_attr(miri, ignore)]
+fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_subscriber_has_not_read(
+) {
+    use crate::options::{OpenOptions, PoolOptions};
+    struct Name(String);
+    impl Drop for Name {
+        fn drop(&mut self) {
+            let _ = crate::remove(&self.0);
+        }
+    }
+    let name = Name(format!(
+        "/dev/shm/shmbus-unit-pool-lossless-{}",
+        std::process::id()
+    ));
+    let opts = PoolOptions::new(2, 64, 4).many();
+    let mut a = PoolPublisher::<[u8]>::create_many(&name.0, &opts).expect("create");
+    let mut lossless =
+        PoolSubscriber::<[u8]>::open(&name.0, &OpenOptions::default().lossless(true))
+            .expect("a pool takes lossless subscribers");
+    assert!(lossless.is_lossless());
+    let mut b =
+        PoolPublisher::<[u8]>::attach_many(&name.0, &OpenOptions::default()).expect("attach");
+    for tag in [0u8, 1] {
+        let mut loan = a.loan(64, Wait::Never).expect("a free block");
+        loan.fill(tag);
+        loan.publish().expect("published");
+    }
+    // Claims 2 and waits at the gate: the subscriber has not read 0.
+    let waiting = std::thread::spawn(move || {
+        let mut loan = a.loan(64, Wait::Never).expect("a free block");
+        loan.fill(2);
+        loan.publish()
+    });
+    let start = std::time::Instant::now();
+    while b.ring.head() != 3 {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10));
+        std::thread::yield_now();
+    }
+    // Block of 0 is "overwritten" by the cursor (3 > 0 + 2), yet unread.
+    let mut loan = b.loan(64, Wait::Never).expect("the free block");
+    loan.fill(0xEE);
+    for tag in [0u8, 1] {
+        match lossless.recv(Wait::For(std::time::Duration::from_secs(5))) {
+            Ok(Some(Received::Message(m))) => {
+                assert!(m.iter().all(|&x| x == tag), "message {tag} changed: {m:?}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(waiting.join().unwrap().is_ok());
+    drop(loan);
+}
