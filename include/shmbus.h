@@ -96,15 +96,15 @@
 #define SHMBUS_HUGE_PAGES_HUGETLBFS 16
 
 /**
- * Open flag: a bus subscriber is lossless: the publisher never
+ * Open flag: a bus or pool subscriber is lossless: the publisher never
  * overwrites a message it has not read (it waits, or its
  * shmbus_publisher_try_publish says SHMBUS_FULL), until it dies or
  * holds the publisher back for the bus's eviction timeout, when it is
  * demoted to lossy and its next receive says SHMBUS_LAGGED. Takes a
  * registry entry (not with SHMBUS_NO_REGISTER). Refused
  * (SHMBUS_E_LOSSLESS_REFUSED) by a bus made with SHMBUS_NO_LOSSLESS,
- * one with as many as it allows, and buses of other kinds than a plain
- * single-publisher one, for now.
+ * or one with as many as it allows. Every broadcast kind takes one:
+ * plain, many-publisher, pool, journaled.
  */
 #define SHMBUS_LOSSLESS 32
 
@@ -400,21 +400,19 @@ typedef struct shmbus_bus_options_t {
     uint32_t mode;
     /**
      * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*,
-     * SHMBUS_NO_LOSSLESS (buses of fixed-size messages).
+     * SHMBUS_NO_LOSSLESS.
      */
     uint32_t flags;
     /**
-     * Buses of fixed-size messages: how many lossless subscribers may
-     * hold the publisher back at once (0 = 8). To refuse them all, set
-     * the flag SHMBUS_NO_LOSSLESS (and leave this 0). 0 on a pool bus,
-     * which takes none yet.
+     * How many lossless subscribers may hold the publisher back at once
+     * (0 = 8). To refuse them all, set the flag SHMBUS_NO_LOSSLESS (and
+     * leave this 0).
      */
     uint32_t lossless_subscribers;
     /**
-     * Buses of fixed-size messages: nanoseconds one lossless subscriber
-     * may hold the publisher back before it is evicted (demoted to lossy)
-     * and the publisher goes on (0 = 1 s; at most 60 s, more is refused).
-     * 0 on a pool bus.
+     * Nanoseconds one lossless subscriber may hold the publisher back
+     * before it is evicted (demoted to lossy) and the publisher goes on
+     * (0 = 1 s; at most 60 s, more is refused).
      */
     uint64_t evict_after_ns;
 } shmbus_bus_options_t;

@@ -216,7 +216,7 @@ handle_methods!(
 
 /// `evict_after` seconds as the eviction timeout: a `ValueError` naming
 /// the limit for a negative, NaN or too large one.
-fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
+pub(crate) fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
     let max = MAX_EVICT.as_secs_f64();
     if !(0.0..=max).contains(&evict_after) {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -279,9 +279,10 @@ impl PyManyPublisher {
 impl PyManyPublisher {
     /// Creates the many-publisher bus `name`. `unblock_timeout`: seconds a
     /// claimed slot may stay uncommitted (its publisher died) before
-    /// subscribers skip it.
+    /// subscribers skip it. `lossless_subscribers` and `evict_after` as
+    /// for `Publisher.create`: a claim never passes a lossless subscriber.
     #[classmethod]
-    #[pyo3(signature = (name, *, msg_size, capacity = 1024, unblock_timeout = 1.0, type_name = None, type_align = 1, mode = 0o600))]
+    #[pyo3(signature = (name, *, msg_size, capacity = 1024, unblock_timeout = 1.0, type_name = None, type_align = 1, mode = 0o600, lossless_subscribers = DEFAULT_MAX_LOSSLESS, evict_after = 1.0))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         _cls: &Bound<'_, PyType>,
@@ -293,6 +294,8 @@ impl PyManyPublisher {
         type_name: Option<&str>,
         type_align: u32,
         mode: u32,
+        lossless_subscribers: u32,
+        evict_after: f64,
     ) -> PyResult<Self> {
         let unblock = Duration::try_from_secs_f64(unblock_timeout).map_err(|_| {
             pyo3::exceptions::PyValueError::new_err("unblock_timeout must be >= 0 seconds")
@@ -300,6 +303,8 @@ impl PyManyPublisher {
         let opts = BusOptions::new(capacity)
             .msg_size(msg_size)
             .mode(mode)
+            .lossless_subscribers(lossless_subscribers)
+            .evict_after(evict_timeout(evict_after)?)
             .many()
             .unblock_timeout(unblock);
         let opts = bus_type(opts, type_name, type_align)?;

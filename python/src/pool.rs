@@ -264,9 +264,11 @@ impl PyPoolPublisher {
     /// may publish on at once. `type_name` (with `msg_size` and
     /// `type_align`) records the blocks' message type, which typed openers
     /// must then name; without it messages are bytes of any length up to a
-    /// block.
+    /// block. `lossless_subscribers` and `evict_after` as for
+    /// `Publisher.create`: a lossless subscriber's unread blocks are never
+    /// reclaimed, and a loan's publish waits for it.
     #[classmethod]
-    #[pyo3(signature = (name, *, block_size, blocks, capacity = 64, many = false, mode = 0o600, type_name = None, msg_size = None, type_align = 1))]
+    #[pyo3(signature = (name, *, block_size, blocks, capacity = 64, many = false, mode = 0o600, type_name = None, msg_size = None, type_align = 1, lossless_subscribers = shmbus::bus::DEFAULT_MAX_LOSSLESS, evict_after = 1.0))]
     #[allow(clippy::too_many_arguments)]
     fn create(
         _cls: &Bound<'_, PyType>,
@@ -280,8 +282,13 @@ impl PyPoolPublisher {
         type_name: Option<&str>,
         msg_size: Option<u32>,
         type_align: u32,
+        lossless_subscribers: u32,
+        evict_after: f64,
     ) -> PyResult<Self> {
-        let mut opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks).mode(mode);
+        let mut opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks)
+            .mode(mode)
+            .lossless_subscribers(lossless_subscribers)
+            .evict_after(crate::bus::evict_timeout(evict_after)?);
         if let Some((name, size, align)) = expected_type(type_name, msg_size, type_align)? {
             opts = opts.message_type(&name, size, align);
         } else if msg_size.is_some() {
@@ -360,7 +367,8 @@ impl PyPoolPublisher {
             return Err(errors::closed(py, "the loan is gone"));
         };
         loan.copy_from_slice(&data);
-        let Some(published) = cell.publish() else {
+        // Without the GIL, as `Loan.publish`.
+        let Some(published) = py.detach(move || cell.publish()) else {
             return Err(errors::closed(py, "the loan is gone"));
         };
         published.map_err(|e| errors::abandoned(py, e))
@@ -503,7 +511,9 @@ impl PyLoan {
             ));
         };
         self.lent.release_views(py);
-        let Some(published) = cell.publish() else {
+        // Without the GIL: the publish may wait for a lossless subscriber
+        // (up to the bus's eviction timeout), which may be this process's.
+        let Some(published) = py.detach(move || cell.publish()) else {
             return Err(errors::closed(py, "the loan is gone"));
         };
         published.map_err(|e| errors::abandoned(py, e))
@@ -584,8 +594,11 @@ impl PyPoolSubscriber {
     /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
     /// "latest", as `Subscriber.open`). `type_name` (with `msg_size` and
     /// `type_align`): refused unless the blocks carry that type.
+    /// `lossless=True` as for `Subscriber.open`: its unread blocks are
+    /// never reclaimed.
     #[classmethod]
-    #[pyo3(signature = (name, start = "next", *, type_name = None, msg_size = None, type_align = 1))]
+    #[pyo3(signature = (name, start = "next", *, type_name = None, msg_size = None, type_align = 1, lossless = false))]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
@@ -594,8 +607,11 @@ impl PyPoolSubscriber {
         type_name: Option<&str>,
         msg_size: Option<u32>,
         type_align: u32,
+        lossless: bool,
     ) -> PyResult<Self> {
-        let opts = OpenOptions::default().start(parse_start(start)?);
+        let opts = OpenOptions::default()
+            .start(parse_start(start)?)
+            .lossless(lossless);
         let opts = open_type(opts, type_name, msg_size, type_align)?;
         let inner = PoolSubscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
         Ok(PyPoolSubscriber {
@@ -627,6 +643,13 @@ impl PyPoolSubscriber {
     #[getter]
     fn held(&self, py: Python<'_>) -> PyResult<usize> {
         self.inner.with(py, |h, _| Ok(h.held()))
+    }
+
+    /// Whether this subscriber is lossless now: True if opened with
+    /// `lossless=True` and not evicted since.
+    #[getter]
+    fn lossless(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.with(py, |h, _| Ok(h.is_lossless()))
     }
 }
 

@@ -139,7 +139,7 @@ fn a_lossless_sub_that_keeps_up_gets_every_message_in_order_beside_a_lossy_one()
 }
 
 #[test]
-fn sub_lossless_refusals_are_one_line_each() {
+fn sub_lossless_refusals_are_one_line_each_and_every_kind_of_bus_takes_one() {
     let dir = ShmDir::new("cli-lossless-refused");
     let create = |name: &str, extra: &[&str]| {
         let bus = dir.bus(name);
@@ -173,14 +173,13 @@ fn sub_lossless_refusals_are_one_line_each() {
         .collect();
     refused(&full, "all 256 registry entries are taken");
 
+    // Every kind of bus takes one.
     let many = create("many", &["--publishers", "many"]);
-    refused(
-        &many,
-        "a many-publisher bus does not take lossless subscribers yet",
-    );
     let pool = dir.bus("pool");
     run_shmbus(&["create", &pool, "--slots", "4", "--pool", "256:8"]).assert_success();
-    refused(&pool, "a pool bus does not take lossless subscribers yet");
+    for bus in [&many, &pool] {
+        run_shmbus(&["sub", bus, "--lossless", "--timeout", "0.1"]).assert_success();
+    }
     dir.finish();
 }
 
@@ -206,10 +205,14 @@ fn create_lossless_options_are_checked_and_recorded() {
         "4",
         "--pool",
         "256:8",
+        "--lossless-subscribers",
+        "2",
         "--evict-ms",
         "5",
     ])
-    .assert_error(2, "--evict-ms does not apply to a pool bus");
+    .assert_success();
+    let s = shmbus::stat::stat(&pool).expect("stat");
+    assert_eq!((s.max_lossless, s.evict_ns), (2, 5_000_000), "a pool bus records them too");
     let stream = dir.bus("stream");
     run_shmbus(&[
         "create",

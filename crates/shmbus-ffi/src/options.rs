@@ -45,15 +45,15 @@ pub const SHMBUS_NO_REGISTER: u32 = 4;
 pub const SHMBUS_HUGE_PAGES_TRANSPARENT: u32 = 8;
 /// Create flag: the bus is a path on a hugetlbfs mount.
 pub const SHMBUS_HUGE_PAGES_HUGETLBFS: u32 = 16;
-/// Open flag: a bus subscriber is lossless: the publisher never
+/// Open flag: a bus or pool subscriber is lossless: the publisher never
 /// overwrites a message it has not read (it waits, or its
 /// `shmbus_publisher_try_publish` says `SHMBUS_FULL`), until it dies or
 /// holds the publisher back for the bus's eviction timeout, when it is
 /// demoted to lossy and its next receive says `SHMBUS_LAGGED`. Takes a
 /// registry entry (not with `SHMBUS_NO_REGISTER`). Refused
 /// (`SHMBUS_E_LOSSLESS_REFUSED`) by a bus made with `SHMBUS_NO_LOSSLESS`,
-/// one with as many as it allows, and buses of other kinds than a plain
-/// single-publisher one, for now.
+/// or one with as many as it allows. Every broadcast kind takes one:
+/// plain, many-publisher, pool, journaled.
 pub const SHMBUS_LOSSLESS: u32 = 32;
 /// Create flag: the bus refuses lossless subscribers (`SHMBUS_LOSSLESS`),
 /// so its publisher never waits; `lossless_subscribers` must then be 0.
@@ -98,17 +98,15 @@ pub struct BusOpts {
     /// group in); any other bit is refused.
     pub mode: u32,
     /// `SHMBUS_PREFAULT`, `SHMBUS_MLOCK`, `SHMBUS_HUGE_PAGES_*`,
-    /// `SHMBUS_NO_LOSSLESS` (buses of fixed-size messages).
+    /// `SHMBUS_NO_LOSSLESS`.
     pub flags: u32,
-    /// Buses of fixed-size messages: how many lossless subscribers may
-    /// hold the publisher back at once (0 = 8). To refuse them all, set
-    /// the flag `SHMBUS_NO_LOSSLESS` (and leave this 0). 0 on a pool bus,
-    /// which takes none yet.
+    /// How many lossless subscribers may hold the publisher back at once
+    /// (0 = 8). To refuse them all, set the flag `SHMBUS_NO_LOSSLESS` (and
+    /// leave this 0).
     pub lossless_subscribers: u32,
-    /// Buses of fixed-size messages: nanoseconds one lossless subscriber
-    /// may hold the publisher back before it is evicted (demoted to lossy)
-    /// and the publisher goes on (0 = 1 s; at most 60 s, more is refused).
-    /// 0 on a pool bus.
+    /// Nanoseconds one lossless subscriber may hold the publisher back
+    /// before it is evicted (demoted to lossy) and the publisher goes on
+    /// (0 = 1 s; at most 60 s, more is refused).
     pub evict_after_ns: u64,
 }
 
@@ -277,17 +275,6 @@ unsafe fn checked<'a>(
                     o.msg_size, o.type_align
                 )));
             }
-            if o.lossless_subscribers != 0
-                || o.evict_after_ns != 0
-                || o.flags & SHMBUS_NO_LOSSLESS != 0
-            {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: lossless_subscribers {}, evict_after_ns {} or SHMBUS_NO_LOSSLESS \
-                     on a pool bus, which takes no lossless subscribers yet: expected 0, 0 \
-                     and no such flag",
-                    o.lossless_subscribers, o.evict_after_ns
-                )));
-            }
             if !o.type_name.is_null() && o.msg_size == 0 {
                 return Err(Failure::argument(format!(
                     "{WHAT}: type_name names the blocks' message type but msg_size is 0, \
@@ -370,7 +357,8 @@ unsafe fn many_bus_options(opts: *const BusOpts) -> Result<BusOptions<Many>, Fai
 /// `o.type_name` is NULL or a NUL-terminated string.
 unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure> {
     let mut b = with_creation!(BusOptions::new(o.capacity).msg_size(o.msg_size), c);
-    b = lossless(b, o)?;
+    let (max, evict) = gate(o)?;
+    b = b.lossless_subscribers(max).evict_after(evict);
     if !o.type_name.is_null() {
         // SAFETY: not NULL, NUL-terminated by the contract.
         let name = unsafe { c_str(o.type_name, "type_name") }?;
@@ -381,10 +369,10 @@ unsafe fn plain_options(o: &BusOpts, c: Creation) -> Result<BusOptions, Failure>
     Ok(b)
 }
 
-/// `b` with the lossless limit and eviction timeout of `o`, checked: a
-/// zeroed struct gives the defaults (8 and 1 s), `SHMBUS_NO_LOSSLESS` a
-/// bus that refuses them.
-fn lossless(b: BusOptions, o: &BusOpts) -> Result<BusOptions, Failure> {
+/// The lossless limit and eviction timeout of `o` (any broadcast kind),
+/// checked: a zeroed struct gives the defaults (8 and 1 s),
+/// `SHMBUS_NO_LOSSLESS` a bus that refuses them.
+fn gate(o: &BusOpts) -> Result<(u32, Duration), Failure> {
     const WHAT: &str = "bus options";
     let refuse = o.flags & SHMBUS_NO_LOSSLESS != 0;
     if refuse && o.lossless_subscribers != 0 {
@@ -410,7 +398,7 @@ fn lossless(b: BusOptions, o: &BusOpts) -> Result<BusOptions, Failure> {
         0 => DEFAULT_EVICT,
         ns => Duration::from_nanos(ns),
     };
-    Ok(b.lossless_subscribers(max).evict_after(evict))
+    Ok((max, evict))
 }
 
 /// `shmbus_bus_options_t` of a pool bus for `publishers` as
@@ -438,6 +426,8 @@ unsafe fn pool_options(
         // A bad name, size or alignment is refused by the create.
         p = p.message_type(name, o.msg_size, align);
     }
+    let (max, evict) = gate(o)?;
+    p = p.lossless_subscribers(max).evict_after(evict);
     Ok((p, o.unblock_timeout_ns))
 }
 

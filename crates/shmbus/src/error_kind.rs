@@ -275,7 +275,8 @@ impl PublishError {
 
 impl TryPublishError {
     /// [`ErrorKind::Full`] for a lossless subscriber in the way,
-    /// [`ErrorKind::TooLong`] for a message longer than the bus carries.
+    /// [`ErrorKind::TooLong`] for a message longer than the bus carries,
+    /// [`ErrorKind::Abandoned`] for a many-publisher claim skipped.
     ///
     /// # Examples
     /// ```
@@ -290,6 +291,7 @@ impl TryPublishError {
         match self {
             TryPublishError::Full { .. } => ErrorKind::Full,
             TryPublishError::TooLong { .. } => ErrorKind::TooLong,
+            TryPublishError::Abandoned(e) => e.kind(),
         }
     }
 }

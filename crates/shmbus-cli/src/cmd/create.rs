@@ -15,8 +15,9 @@
 //! `--lossless-subscribers N` and `--evict-ms MS` set a bus's gate: how many
 //! lossless subscribers (`sub --lossless`) may hold its publisher back (0:
 //! none, a bus that never waits), and how long one may before it is
-//! evicted. They go to the options of whatever kind takes them; a kind
-//! whose options have no such fields refuses them in one line naming it.
+//! evicted. Every broadcast kind takes them (plain, many-publisher, pool,
+//! journaled); a stream refuses them in one line (it has one consumer,
+//! which loses nothing).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -372,12 +373,16 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
     if args.journal.is_some() {
         return refused("--journal does not apply to a pool bus");
     }
-    // `PoolOptions` has no gate yet (issue 30 phase 1: plain buses only).
-    refuse_gate(args, "a pool bus: it takes no lossless subscribers yet")?;
     let mut opts = file_options!(
         shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks),
         args
     );
+    if let Some(max) = args.lossless_subscribers {
+        opts = opts.lossless_subscribers(max);
+    }
+    if let Some(ms) = args.evict_ms {
+        opts = opts.evict_after(Duration::from_millis(ms));
+    }
     if let Some(ty) = &args.message_type {
         let Some(size) = args.msg_size else {
             return refused(

@@ -36,8 +36,8 @@
 //! up to the bus's eviction timeout; held back that long, it is evicted
 //! (lossy from then on) and its next receive reports the lag as above. The
 //! bus may refuse it (created refusing them, its limit reached, its
-//! registry full, or a kind that does not gate yet): one line, exit 1, as
-//! any refused open. A stream needs no flag: nothing is lost from one.
+//! registry full): one line, exit 1, as any refused open. Every kind of
+//! bus takes one: plain, many-publisher, pool, journaled. A stream needs no flag: nothing is lost from one.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -172,12 +172,6 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
             found: Kind::Stream,
             ..
         }) => run_stream(args, &opts.lossless(false), &mut out),
-        Err(OpenError::PoolMismatch { found: true }) if args.lossless => {
-            // `PoolSubscriber::open` does not look at `lossless` yet (issue
-            // 30 phase 1 gates single-publisher plain buses only): refused
-            // here as the library refuses the other kinds, not opened lossy.
-            Err(OpenError::Lossless(shmbus::bus::LosslessRefused::BusKind { kind: "pool" }).into())
-        }
         Err(OpenError::PoolMismatch { found: true }) => run_pool(
             args,
             PoolSubscriber::<[u8]>::open(&args.name, &opts)?,

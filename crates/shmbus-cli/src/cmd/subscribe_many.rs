@@ -78,13 +78,6 @@ fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
             let opts = opts.lossless(false);
             Ok(Member::Stream(Consumer::<[u8]>::attach(name, &opts)?))
         }
-        // As for one bus (`subscribe::run`): `PoolSubscriber::open` does
-        // not look at `lossless` yet, so it is refused here.
-        Err(OpenError::PoolMismatch { found: true }) if args.lossless => {
-            Err(refused(shmbus::bus::LosslessRefused::BusKind {
-                kind: "pool",
-            }))
-        }
         Err(OpenError::PoolMismatch { found: true }) => {
             Ok(Member::Pool(PoolSubscriber::<[u8]>::open(name, &opts)?))
         }
