@@ -80,17 +80,23 @@ def throughput_cell(r):
 def page(path):
     d = json.load(open(path))
     base = path.rsplit("/", 1)[-1]
-    large = base != "bench.json"
-    page_name = "BENCHMARKS-large.md" if large else "BENCHMARKS.md"
+    lossless = base == "bench-lossless.json"
+    large = base != "bench.json" and not lossless
+    page_name = ("BENCHMARKS-lossless.md" if lossless
+                 else "BENCHMARKS-large.md" if large else "BENCHMARKS.md")
     command = PAGE_COMMAND.format(json=base, page=page_name)
-    print("# Benchmarks" + (": large messages, zero-copy (`--large`)" if large else "") + "\n")
+    title = (": lossless subscribers (issue 30)" if lossless
+             else ": large messages, zero-copy (`--large`)" if large else "")
+    print("# Benchmarks" + title + "\n")
     print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
-    print(f"Every figure of one run of `shmbus-bench{' --large' if large else ''}`, "
+    flags = (" --patterns throughput --mechanisms " + LOSSLESS_MECHANISMS if lossless
+             else " --large" if large else "")
+    print(f"Every figure of one run of `shmbus-bench{flags}`, "
           f"[{base}]({base}), as tables: "
           f"generated from it by `{command}` (CI checks that the two agree). The "
           f"README's [Performance](../README.md#performance) section says how the figures "
           f"are measured and what they are"
-          + ("." if large else "; [bench.svg](bench.svg) is the run's plot.") + "\n")
+          + ("." if large or lossless else "; [bench.svg](bench.svg) is the run's plot.") + "\n")
     print(machine_line(d) + "\n")
     print(run_line(d) + "\n")
     tables(d)
@@ -169,6 +175,11 @@ def headline(path):
 
 
 # The zero-copy table's rows: the copying bus, then every row that loans.
+# The rows of docs/bench-lossless.json's run: each lossless row beside its
+# lossy one, shmbus's and the peers' (issue 30).
+LOSSLESS_MECHANISMS = ("shmbus,shmbus-lossless,ringfire,ringfire-lossless,"
+                       "crossbar-podbus,crossbar-podbus-lossless")
+
 ZERO_COPY_ROWS = ["shmbus", "shmbus-zc", "iceoryx2", "crossbar-pool"]
 
 

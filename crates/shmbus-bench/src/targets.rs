@@ -253,6 +253,26 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |d| d <= 0.0,
         ));
     }
+    // Lossless (issue 30): shmbus's lossless subscriber delivers every
+    // message (0 lost) at a rate no lower than the peers' lossless modes,
+    // at every size both ran, in the same rounds.
+    for &size in &sizes {
+        let lost = get("shmbus-lossless", Pattern::Throughput, Some(size)).map(|f| f.lost as f64);
+        out.extend(target(
+            &format!("shmbus-lossless lost throughput at {size} B"),
+            "= 0",
+            lost,
+            |n| n == 0.0,
+        ));
+        for peer in [RINGFIRE_LOSSLESS, CROSSBAR_LOSSLESS] {
+            out.extend(target(
+                &format!("shmbus-lossless / {peer} throughput at {size} B"),
+                ">= 1",
+                ratio(rate("shmbus-lossless", size), rate(peer, size)),
+                |r| r >= 1.0,
+            ));
+        }
+    }
     out.extend(target(
         "shmbus-stream / mq throughput at 256 B",
         ">= 10",
@@ -302,6 +322,9 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
 
 /// The closest peer's row (issue 28).
 const RINGFIRE: &str = "ringfire";
+/// The peers' lossless rows (issue 30).
+const RINGFIRE_LOSSLESS: &str = "ringfire-lossless";
+const CROSSBAR_LOSSLESS: &str = "crossbar-podbus-lossless";
 
 /// Fanout's targets (issue 28), from the worst receiver of each round: its
 /// p50 against ringfire's at every receiver count, merged and round by

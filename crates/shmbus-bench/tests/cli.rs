@@ -295,3 +295,56 @@ fn mpmc_alone_prints_the_many_publishers_table() {
     assert!(run.stdout.contains("many publishers and subscriber groups"));
     assert!(run.stdout.contains("shmbus ManyPublisher, 2 processes"));
 }
+
+#[test]
+fn the_lossless_rows_deliver_every_message_of_a_throughput_block_and_are_checked_against_the_peers()
+{
+    let json = TempFile::new("lossless.json");
+    let run = bench(&[
+        "--mechanisms",
+        "shmbus-lossless,ringfire-lossless,crossbar-podbus-lossless",
+        "--patterns",
+        "throughput,pingpong",
+        "--quick",
+        "--rounds",
+        "1",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json.0).expect("JSON written"))
+            .expect("valid JSON");
+    let results = doc["results"].as_array().expect("results");
+    for name in [
+        "shmbus-lossless",
+        "ringfire-lossless",
+        "crossbar-podbus-lossless",
+    ] {
+        let ran: Vec<_> = results
+            .iter()
+            .filter(|r| r["mechanism"] == name && r["skipped"].is_null())
+            .collect();
+        // 16, 256 and 4096 B every row supports.
+        assert!(ran.len() >= 3, "{name} ran: {results:?}");
+        for r in ran {
+            assert_eq!(
+                r["pattern"], "throughput",
+                "{name}: a lossless row is throughput only"
+            );
+            assert_eq!(r["lost"], 0, "{name} lost messages: {r}");
+            assert!(r["msgs_per_sec"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        }
+    }
+    let targets = doc["targets"].as_array().expect("targets");
+    for wanted in [
+        "shmbus-lossless lost throughput at 16 B",
+        "shmbus-lossless / ringfire-lossless throughput at 16 B",
+        "shmbus-lossless / crossbar-podbus-lossless throughput at 4096 B",
+    ] {
+        assert!(
+            targets.iter().any(|t| t["target"] == wanted),
+            "{wanted} in {targets:?}"
+        );
+    }
+}

@@ -223,3 +223,112 @@ fn loom_a_lossless_subscriber_is_never_lapped_and_never_leaves_the_publisher_asl
         writer.join().unwrap();
     });
 }
+
+/// Eviction with a lossy subscriber beside: a one-slot bus whose
+/// publisher evicts at the first block (a zero timeout, the eviction a
+/// model without a clock can take). The lossless subscriber gets every
+/// message whole and in order until it is lapped, and it is lapped only
+/// once evicted (its bit clear when it hears `Lagged`, and lossy from then
+/// on); delivered + skipped = published for both; and the publisher
+/// finishes (a publisher waiting forever is a deadlock or a branch limit
+/// to loom). Mutation-checked (issue 30): without the publisher's gate
+/// check in `Publisher::write` the lossless subscriber is lapped with its
+/// bit still set (this model and the one above fail); without the bit
+/// clear in `Ring::evict` the publisher rescans and evicts the same entry
+/// for ever (loom: branch limit exceeded).
+#[test]
+fn loom_an_evicted_lossless_subscriber_counts_every_message_and_the_publisher_goes_on() {
+    model(|| {
+        let mut publisher = bus(1);
+        publisher.set_evict_timeout(std::time::Duration::ZERO);
+        let mut lossless = publisher
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("a heap bus takes lossless subscribers");
+        let mut lossy = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let writer = thread::spawn(move || {
+            publisher.publish(&[1, 1]);
+            publisher.publish(&[2, 2]);
+        });
+        let mut count = Count::default();
+        let mut evicted = false;
+        while lossless.position() < 2 {
+            match lossless.try_recv() {
+                Some(crate::Received::Message(m)) => {
+                    if !evicted {
+                        assert_eq!(m[0], count.last + 1, "lost before its eviction");
+                    }
+                    count.observe(crate::Received::Message(m));
+                }
+                Some(lag) => {
+                    assert!(!lossless.is_lossless(), "lapped while it gates: {lag:?}");
+                    evicted = true;
+                    count.observe(lag);
+                }
+                None => thread::yield_now(),
+            }
+            assert!(
+                !evicted || !lossless.is_lossless(),
+                "gating again after eviction"
+            );
+        }
+        assert_eq!(count.delivered + count.skipped, 2);
+        writer.join().unwrap();
+        let mut count = Count::default();
+        while let Some(r) = lossy.try_recv() {
+            count.observe(r);
+        }
+        assert_eq!(count.delivered + count.skipped, 2);
+    });
+}
+
+/// A lossless subscriber that joins while the publisher runs (its limit
+/// from a scan that found nobody, at its first publish, made before the
+/// race) loses nothing from its join point when
+/// that is no further back than the join rule allows (`bus::gate`: `S >
+/// c - capacity`, here checked against a cursor loaded after the join,
+/// which is no earlier than the join's own); one further back may be
+/// lapped, and then counts exactly. Mutation-checked (issue 30): without
+/// the `GATE_GEN` bump of `Ring::join` (in `announce_gate_change`) the
+/// publisher keeps its far limit and laps the joiner (this model fails:
+/// "lapped from its join point").
+#[test]
+fn loom_a_lossless_subscriber_joining_a_running_publisher_loses_nothing_from_its_join_point() {
+    model(|| {
+        let mut publisher = bus(1);
+        let lossy = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
+        publisher.publish(&[1, 1]);
+        let writer = thread::spawn(move || {
+            publisher.publish(&[2, 2]);
+            publisher.publish(&[3, 3]);
+        });
+        let mut lossless = crate::bus::Subscriber::<Msg, _>::from_parts(
+            lossy.ring.share(),
+            Start::Next,
+            WaitStrategy::BusySpin,
+        );
+        lossless.join_heap().expect("a free heap entry");
+        let joined_at = lossless.position();
+        let cursor = lossy.ring.head();
+        let safe = crate::bus::stamp::ahead(joined_at, cursor.wrapping_sub(1)) > 0;
+        let mut count = Count::default();
+        count.last = joined_at;
+        while lossless.position() < 3 {
+            match lossless.try_recv() {
+                Some(crate::Received::Message(m)) => {
+                    assert!(
+                        !safe || m[0] == count.last + 1,
+                        "lapped from its join point"
+                    );
+                    count.observe(crate::Received::Message(m));
+                }
+                Some(lag) => {
+                    assert!(!safe, "lapped from its join point: {lag:?}");
+                    count.observe(lag);
+                }
+                None => thread::yield_now(),
+            }
+        }
+        assert_eq!(count.delivered + count.skipped, 3 - joined_at);
+        writer.join().unwrap();
+    });
+}

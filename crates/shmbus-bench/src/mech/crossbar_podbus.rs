@@ -16,7 +16,11 @@
 //! which LLVM expands byte by byte: above 4 KiB rustc overflows its stack
 //! compiling it (seen at 64 KiB), so 8 KiB and up are not supported. Each bus is made by its publisher (the sender the ping bus,
 //! receiver 0 the pong bus, in their `open`), the other side retrying its
-//! connect until it is there. A publisher removes its files when dropped;
+//! connect until it is there. `crossbar-podbus-lossless` is the bounded
+//! ring (`PodBus::create_bounded`, watermark 1: the publisher spin-waits
+//! while the slowest subscriber is a ring less one slot behind; each
+//! subscriber claims a cursor slot as it connects): a throughput row only,
+//! beside `shmbus-lossless`. A publisher removes its files when dropped;
 //! the block's `Resources` remove them too, for a child that was killed.
 
 use std::io;
@@ -27,8 +31,15 @@ use ::crossbar::{BusSubscriber, PodBus};
 use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
 use crate::case::Pattern;
 
-/// crossbar's PodBus between processes.
-pub struct CrossbarPodBus;
+/// crossbar's PodBus between processes, lossy or bounded (lossless).
+pub struct CrossbarPodBus {
+    lossless: bool,
+}
+
+/// `crossbar-podbus`: the unbounded (lossy) ring.
+pub static LOSSY: CrossbarPodBus = CrossbarPodBus { lossless: false };
+/// `crossbar-podbus-lossless`: the bounded ring (throughput only).
+pub static LOSSLESS: CrossbarPodBus = CrossbarPodBus { lossless: true };
 
 /// The message sizes this adapter has a `[u8; N]` for (see above).
 pub const SIZES: [usize; 9] = [16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
@@ -52,9 +63,13 @@ fn connect<const N: usize>(name: &str) -> io::Result<BusSubscriber<[u8; N]>> {
     }
 }
 
-fn create<const N: usize>(name: &str) -> io::Result<PodBus<[u8; N]>> {
-    PodBus::<[u8; N]>::create(name, super::ring_slots(N))
-        .map_err(|e| io_err(&format!("create {name}"), e))
+fn create<const N: usize>(name: &str, lossless: bool) -> io::Result<PodBus<[u8; N]>> {
+    if lossless {
+        PodBus::<[u8; N]>::create_bounded(name, super::ring_slots(N), 1)
+    } else {
+        PodBus::<[u8; N]>::create(name, super::ring_slots(N))
+    }
+    .map_err(|e| io_err(&format!("create {name}"), e))
 }
 
 struct Ends<const N: usize> {
@@ -108,11 +123,12 @@ fn open_n<const N: usize>(
     token: &str,
     side: Side,
     spec: &ChannelSpec,
+    lossless: bool,
 ) -> io::Result<Box<dyn Endpoint>> {
     // Each side makes the bus it publishes before it waits for the other.
     let (tx, rx) = match side {
         Side::Sender => {
-            let tx = create::<N>(&ping(token))?;
+            let tx = create::<N>(&ping(token), lossless)?;
             let rx = spec
                 .duplex
                 .then(|| connect::<N>(&pong(token)))
@@ -121,7 +137,7 @@ fn open_n<const N: usize>(
         }
         Side::Receiver(i) => {
             let tx = (spec.duplex && i == 0)
-                .then(|| create::<N>(&pong(token)))
+                .then(|| create::<N>(&pong(token), lossless))
                 .transpose()?;
             (tx, Some(connect::<N>(&ping(token))?))
         }
@@ -137,12 +153,23 @@ fn open_n<const N: usize>(
 
 impl Mechanism for CrossbarPodBus {
     fn name(&self) -> &'static str {
-        "crossbar-podbus"
+        if self.lossless {
+            "crossbar-podbus-lossless"
+        } else {
+            "crossbar-podbus"
+        }
     }
     fn describe(&self) -> &'static str {
-        "crossbar PodBus seqlock SPMC ring between processes (/dev/shm, lossy, busy-poll)"
+        if self.lossless {
+            "crossbar PodBus bounded (lossless) ring: the publisher waits for the slowest"
+        } else {
+            "crossbar PodBus seqlock SPMC ring between processes (/dev/shm, lossy, busy-poll)"
+        }
     }
-    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
+    fn unsupported(&self, pattern: Pattern, msg_size: usize) -> Option<String> {
+        if let Some(why) = super::lossless_rows_only_throughput(self.lossless, pattern) {
+            return Some(why);
+        }
         (!SIZES.contains(&msg_size)).then(|| {
             "its message type is fixed at compile time, and its volatile copy of \
              the whole type does not compile above 4 KiB: powers of two, 16 B to 4 KiB"
@@ -162,15 +189,15 @@ impl Mechanism for CrossbarPodBus {
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
         match spec.msg_size {
-            16 => open_n::<16>(token, side, spec),
-            32 => open_n::<32>(token, side, spec),
-            64 => open_n::<64>(token, side, spec),
-            128 => open_n::<128>(token, side, spec),
-            256 => open_n::<256>(token, side, spec),
-            512 => open_n::<512>(token, side, spec),
-            1024 => open_n::<1024>(token, side, spec),
-            2048 => open_n::<2048>(token, side, spec),
-            4096 => open_n::<4096>(token, side, spec),
+            16 => open_n::<16>(token, side, spec, self.lossless),
+            32 => open_n::<32>(token, side, spec, self.lossless),
+            64 => open_n::<64>(token, side, spec, self.lossless),
+            128 => open_n::<128>(token, side, spec, self.lossless),
+            256 => open_n::<256>(token, side, spec, self.lossless),
+            512 => open_n::<512>(token, side, spec, self.lossless),
+            1024 => open_n::<1024>(token, side, spec, self.lossless),
+            2048 => open_n::<2048>(token, side, spec, self.lossless),
+            4096 => open_n::<4096>(token, side, spec, self.lossless),
             n => Err(io::Error::other(format!(
                 "crossbar PodBus: no {n}-byte message type (sizes {SIZES:?})"
             ))),

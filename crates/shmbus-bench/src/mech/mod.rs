@@ -195,6 +195,17 @@ pub trait Mechanism: Sync {
     }
 }
 
+/// Why a lossless row does not run `pattern`: its figure is lossless
+/// throughput (issue 30); the latency patterns never fill a ring, so they
+/// would repeat the lossy rows.
+pub fn lossless_rows_only_throughput(
+    lossless: bool,
+    pattern: crate::case::Pattern,
+) -> Option<String> {
+    (lossless && pattern != crate::case::Pattern::Throughput)
+        .then(|| "a lossless row: throughput only".into())
+}
+
 /// Every mechanism, in table order.
 pub fn all() -> Vec<&'static dyn Mechanism> {
     vec![
@@ -202,12 +213,15 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &floor::Floor2,
         &shmbus_bus::SHMBUS,
         &shmbus_bus::UNREGISTERED,
+        &shmbus_bus::LOSSLESS,
         &shmbus_bus::ShmbusThreads,
         &shmbus_stream::ShmbusStream,
         &shmbus_zc::ShmbusZc,
         &ipc_ring_spsc::IpcRing,
-        &crossbar_podbus::CrossbarPodBus,
-        &ringfire::Ringfire,
+        &crossbar_podbus::LOSSY,
+        &crossbar_podbus::LOSSLESS,
+        &ringfire::LOSSY,
+        &ringfire::LOSSLESS,
         &pipe::Pipe,
         &uds::Uds,
         &tcp::Tcp,

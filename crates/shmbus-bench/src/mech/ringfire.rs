@@ -23,6 +23,11 @@
 //! header is published. A producer unlinks its file when dropped; the
 //! block's `Resources` remove them too, for a child that was killed.
 //!
+//! `ringfire-lossless` is the same ring built with
+//! `FlowControl::LosslessBackpressure` (its default reader registry; each
+//! consumer registers as it attaches, and `push` waits for the slowest
+//! registered one): a throughput row only, beside `shmbus-lossless`.
+//!
 //! Its variable-size `BlobProducer`/`BlobConsumer` ring is not a row of the
 //! zero-copy (`--large`) table: a blob's bytes live in one byte arena that
 //! the producer overwrites as it wraps, and a consumer can only see them
@@ -43,8 +48,15 @@ use ::ringfire::{
 use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
 use crate::case::Pattern;
 
-/// ringfire's SPMC ring between processes.
-pub struct Ringfire;
+/// ringfire's SPMC ring between processes, lossy or lossless.
+pub struct Ringfire {
+    lossless: bool,
+}
+
+/// `ringfire`: `LossyLatestWins`.
+pub static LOSSY: Ringfire = Ringfire { lossless: false };
+/// `ringfire-lossless`: `LosslessBackpressure` (throughput only).
+pub static LOSSLESS: Ringfire = Ringfire { lossless: true };
 
 /// The message sizes this adapter has a `[u8; N]` for: every size of the
 /// bench's tables, and 48 and 56 B (one 64-byte line with the bench's
@@ -81,10 +93,17 @@ fn attach<const N: usize>(name: &str) -> io::Result<RingConsumer<[u8; N]>> {
     }
 }
 
-fn create<const N: usize>(name: &str) -> io::Result<RingProducer<[u8; N]>> {
-    RingProducerBuilder::new(super::ring_slots(N) as u64)
-        .flow_control(FlowControl::LossyLatestWins)
-        .max_readers(0)
+fn create<const N: usize>(name: &str, lossless: bool) -> io::Result<RingProducer<[u8; N]>> {
+    let builder = RingProducerBuilder::new(super::ring_slots(N) as u64);
+    let builder = if lossless {
+        // Its default registry (`DEFAULT_MAX_READERS` readers).
+        builder.flow_control(FlowControl::LosslessBackpressure)
+    } else {
+        builder
+            .flow_control(FlowControl::LossyLatestWins)
+            .max_readers(0)
+    };
+    builder
         .build::<[u8; N], _>(path(name))
         .map_err(|e| io_err(&format!("create {name}"), e))
 }
@@ -146,17 +165,18 @@ fn open_n<const N: usize>(
     token: &str,
     side: Side,
     spec: &ChannelSpec,
+    lossless: bool,
 ) -> io::Result<Box<dyn Endpoint>> {
     // Each side makes the ring it publishes before it waits for the other.
     let (tx, rx) = match side {
         Side::Sender => {
-            let tx = create::<N>(&ping(token))?;
+            let tx = create::<N>(&ping(token), lossless)?;
             let rx = spec.duplex.then(|| attach::<N>(&pong(token))).transpose()?;
             (Some(tx), rx)
         }
         Side::Receiver(i) => {
             let tx = (spec.duplex && i == 0)
-                .then(|| create::<N>(&pong(token)))
+                .then(|| create::<N>(&pong(token), lossless))
                 .transpose()?;
             (tx, Some(attach::<N>(&ping(token))?))
         }
@@ -172,12 +192,23 @@ fn open_n<const N: usize>(
 
 impl Mechanism for Ringfire {
     fn name(&self) -> &'static str {
-        "ringfire"
+        if self.lossless {
+            "ringfire-lossless"
+        } else {
+            "ringfire"
+        }
     }
     fn describe(&self) -> &'static str {
-        "ringfire SPMC broadcast ring between processes (/dev/shm, LatestWins, busy-poll)"
+        if self.lossless {
+            "ringfire SPMC ring, LosslessBackpressure (registered readers gate the writer)"
+        } else {
+            "ringfire SPMC broadcast ring between processes (/dev/shm, LatestWins, busy-poll)"
+        }
     }
-    fn unsupported(&self, _pattern: Pattern, msg_size: usize) -> Option<String> {
+    fn unsupported(&self, pattern: Pattern, msg_size: usize) -> Option<String> {
+        if let Some(why) = super::lossless_rows_only_throughput(self.lossless, pattern) {
+            return Some(why);
+        }
         (!SIZES.contains(&msg_size)).then(|| {
             "its message type is fixed at compile time: 16, 32, 48, 56 B and powers of \
              two to 64 KiB"
@@ -194,21 +225,21 @@ impl Mechanism for Ringfire {
     }
     fn open(&self, token: &str, side: Side, spec: &ChannelSpec) -> io::Result<Box<dyn Endpoint>> {
         match spec.msg_size {
-            16 => open_n::<16>(token, side, spec),
-            32 => open_n::<32>(token, side, spec),
-            48 => open_n::<48>(token, side, spec),
-            56 => open_n::<56>(token, side, spec),
-            64 => open_n::<64>(token, side, spec),
-            128 => open_n::<128>(token, side, spec),
-            256 => open_n::<256>(token, side, spec),
-            512 => open_n::<512>(token, side, spec),
-            1024 => open_n::<1024>(token, side, spec),
-            2048 => open_n::<2048>(token, side, spec),
-            4096 => open_n::<4096>(token, side, spec),
-            8192 => open_n::<8192>(token, side, spec),
-            16384 => open_n::<16384>(token, side, spec),
-            32768 => open_n::<32768>(token, side, spec),
-            65536 => open_n::<65536>(token, side, spec),
+            16 => open_n::<16>(token, side, spec, self.lossless),
+            32 => open_n::<32>(token, side, spec, self.lossless),
+            48 => open_n::<48>(token, side, spec, self.lossless),
+            56 => open_n::<56>(token, side, spec, self.lossless),
+            64 => open_n::<64>(token, side, spec, self.lossless),
+            128 => open_n::<128>(token, side, spec, self.lossless),
+            256 => open_n::<256>(token, side, spec, self.lossless),
+            512 => open_n::<512>(token, side, spec, self.lossless),
+            1024 => open_n::<1024>(token, side, spec, self.lossless),
+            2048 => open_n::<2048>(token, side, spec, self.lossless),
+            4096 => open_n::<4096>(token, side, spec, self.lossless),
+            8192 => open_n::<8192>(token, side, spec, self.lossless),
+            16384 => open_n::<16384>(token, side, spec, self.lossless),
+            32768 => open_n::<32768>(token, side, spec, self.lossless),
+            65536 => open_n::<65536>(token, side, spec, self.lossless),
             n => Err(io::Error::other(format!(
                 "ringfire: no {n}-byte message type (sizes {SIZES:?})"
             ))),

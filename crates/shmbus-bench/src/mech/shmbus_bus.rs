@@ -3,7 +3,10 @@
 //! `shmbus-unregistered` is `shmbus` with subscribers that take no registry
 //! entry (`OpenOptions::register(false)`), so they keep no line for `stat`
 //! and `top`: beside `shmbus` in the same run it measures what that line's
-//! one store per receive costs.
+//! one store per receive costs. `shmbus-lossless` is `shmbus` with lossless
+//! subscribers (`OpenOptions::lossless`, issue 30): the publisher waits for
+//! a receiver that has not read the slot it would overwrite, so nothing is
+//! lost; a throughput row only, beside the peers' lossless modes.
 //!
 //! Receivers busy-poll `try_recv`, the bus's lowest-latency mode. Pingpong
 //! uses two buses, one each way. The publisher never waits, so under
@@ -21,15 +24,27 @@ use shmbus::{
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};
 
 /// The broadcast bus between processes; `register: false` opens its
-/// subscribers unregistered.
+/// subscribers unregistered, `lossless: true` lossless.
 pub struct ShmbusBus {
     register: bool,
+    lossless: bool,
 }
 
 /// `shmbus`: registered subscribers, as a user gets by default.
-pub static SHMBUS: ShmbusBus = ShmbusBus { register: true };
+pub static SHMBUS: ShmbusBus = ShmbusBus {
+    register: true,
+    lossless: false,
+};
 /// `shmbus-unregistered`: no subscriber line.
-pub static UNREGISTERED: ShmbusBus = ShmbusBus { register: false };
+pub static UNREGISTERED: ShmbusBus = ShmbusBus {
+    register: false,
+    lossless: false,
+};
+/// `shmbus-lossless`: lossless subscribers (throughput only).
+pub static LOSSLESS: ShmbusBus = ShmbusBus {
+    register: true,
+    lossless: true,
+};
 /// The broadcast bus between two threads of one process.
 pub struct ShmbusThreads;
 
@@ -70,18 +85,23 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 
 impl Mechanism for ShmbusBus {
     fn name(&self) -> &'static str {
-        if self.register {
-            "shmbus"
-        } else {
-            "shmbus-unregistered"
+        match (self.register, self.lossless) {
+            (_, true) => "shmbus-lossless",
+            (true, false) => "shmbus",
+            (false, false) => "shmbus-unregistered",
         }
     }
     fn describe(&self) -> &'static str {
-        if self.register {
-            "shmbus broadcast bus between processes (/dev/shm, busy-poll)"
-        } else {
-            "shmbus with unregistered subscribers: no line for stat/top (the cost of that line)"
+        match (self.register, self.lossless) {
+            (_, true) => "shmbus with lossless subscribers: the publisher waits, nothing lost",
+            (true, false) => "shmbus broadcast bus between processes (/dev/shm, busy-poll)",
+            (false, false) => {
+                "shmbus with unregistered subscribers: no line for stat/top (the cost of that line)"
+            }
         }
+    }
+    fn unsupported(&self, pattern: crate::case::Pattern, _msg_size: usize) -> Option<String> {
+        super::lossless_rows_only_throughput(self.lossless, pattern)
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         let mut buses = super::Segments {
@@ -110,7 +130,8 @@ impl Mechanism for ShmbusBus {
                 .start(Start::Next)
                 .wait_strategy(WaitStrategy::BusySpin)
                 .prefault(true)
-                .register(self.register);
+                .register(self.register)
+                .lossless(self.lossless);
             Subscriber::<[u8]>::open(name, &opts).map_err(io_err)
         };
         let publ = |name: &str| {

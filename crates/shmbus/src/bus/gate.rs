@@ -30,9 +30,12 @@
 //!   on `ROOM`, which gating subscribers ring after each position store),
 //!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
 //!   bit is cleared at once), and after `EVICT_NS` of one block evicts `i`:
-//!   counts it on `i`'s line, clears its bit (SeqCst), and goes on.
-//! - A gating subscriber that is lapped looks at its bit: set, it rejoins
-//!   at its new position; clear, it was evicted and stays lossy. One that
+//!   counts it on `i`'s line, clears its bit (SeqCst), makes a Release
+//!   fence, and goes on.
+//! - A gating subscriber that is lapped makes an Acquire fence (paired
+//!   with that one: the stamp that lapped it was stored after it) and
+//!   looks at its bit: set, it rejoins at its new position; clear, it was
+//!   evicted and stays lossy. One that
 //!   skips a message by one (an abandoned or corrupt stamp) moved on
 //!   contiguously, within a ring of the publisher: no rejoin (`Poll::Lagged`
 //!   against `Poll::Lapped`).
@@ -179,6 +182,14 @@ impl Gate {
         self.strategy = strategy;
     }
 
+    /// Sets the eviction timeout this publisher keeps (loom models: zero
+    /// evicts at the first block, the one eviction a model without a
+    /// clock can take).
+    #[cfg(loom)]
+    pub(crate) fn set_evict(&mut self, evict: Duration) {
+        self.evict = evict;
+    }
+
     /// Whether `m` may be written without a scan: one compare.
     #[inline(always)]
     pub(crate) fn open_for(&self, m: u64) -> bool {
@@ -320,7 +331,9 @@ impl Gate {
         let mut backoff = wait::Backoff::new(self.strategy, Some(until));
         // loom: no clock in the model (a branch on real time would make
         // its executions differ): sleep on ROOM at once, which is the
-        // protocol worth checking; its futex returns only when rung.
+        // protocol worth checking; its futex returns only when rung. A
+        // zero timeout evicts at the first block, as the backoff's
+        // deadline of `start` does below.
         #[cfg(loom)]
         {
             let _ = (&mut next_check, &mut backoff);
@@ -328,6 +341,10 @@ impl Gate {
                 return Waited::Deadline;
             }
             while in_way() {
+                if self.evict.is_zero() {
+                    ring.evict(b.entry, Duration::ZERO);
+                    return Waited::Evicted;
+                }
                 ring.sleep_for_room(LIVENESS_EVERY, in_way);
             }
             return Waited::Cleared;
@@ -514,6 +531,12 @@ impl<R: Region> Ring<R> {
             .fetch_add(1, Ordering::Relaxed);
         self.add_blocked(entry, blocked);
         self.ungate(entry);
+        // Release fence, paired with the Acquire fence in `Ring::rejoin`:
+        // a subscriber that saw any stamp stored after this (the
+        // overwrite that laps it, even its Relaxed `writing` store) sees
+        // its bit clear, so it learns it was evicted with the lag report
+        // (loom found the stale bit without it).
+        crate::sync::fence(Ordering::Release);
     }
 
     fn add_blocked(&self, entry: usize, blocked: Duration) {

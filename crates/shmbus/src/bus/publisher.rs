@@ -177,6 +177,12 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         self.gate.evict()
     }
 
+    /// Sets the eviction timeout this publisher keeps (loom models).
+    #[cfg(loom)]
+    pub(crate) fn set_evict_timeout(&mut self, evict: std::time::Duration) {
+        self.gate.set_evict(evict);
+    }
+
     #[inline]
     fn write(&mut self, bytes: &[u8]) -> u64 {
         let seq = self.next;

@@ -798,6 +798,11 @@ impl<R: Region> Ring<R> {
         let Some(joined) = activity.gating() else {
             return;
         };
+        // Acquire fence, paired with the Release fence after the bit clear
+        // in `Ring::evict`: the stamp that told of the lap (loaded before
+        // this) was stored after that fence if the lap followed an
+        // eviction, so the bit loaded below is clear.
+        crate::sync::fence(Ordering::Acquire);
         if self.is_gating(joined.entry) {
             self.announce_gate_change();
         } else {
