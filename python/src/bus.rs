@@ -1,7 +1,7 @@
 //! The broadcast bus: `Publisher`, `ManyPublisher`, `Subscriber`, all of raw
 //! byte messages of the bus's message size.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
@@ -168,7 +168,7 @@ impl PyPublisher {
             // resize a bytearray meanwhile.
             let bytes = with_bytes(data, <[u8]>::to_vec)?;
             let published = wait_in_slices(py, Until::Forever, cancel, |w| {
-                room_within(publisher, &bytes, w)
+                within(publisher.publish_within(&bytes, w))
             })?;
             // `Until::Forever` ends only with the message published (the
             // eviction timeout bounds the wait), or with an exception.
@@ -226,37 +226,15 @@ pub(crate) fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
     Ok(Duration::from_secs_f64(evict_after))
 }
 
-/// One try of a `publish` that waits for room, then, while a lossless
-/// subscriber is in the way, more tries until `w` runs out: None if there
-/// was no room all along. Each try is a `try_publish`, which drops a dead
-/// subscriber from the way and evicts one that has been in the way for
-/// the eviction timeout, so a wait of any length ends by then.
-fn room_within(
-    publisher: &mut Publisher<[u8]>,
-    bytes: &[u8],
-    w: Wait,
-) -> Option<Result<u64, TryPublishError>> {
-    let deadline = match w {
-        Wait::For(d) => Instant::now().checked_add(d),
-        _ => Some(Instant::now()),
-    };
-    let mut tries = 0u32;
-    loop {
-        match publisher.try_publish(bytes) {
-            Err(TryPublishError::Full { .. }) => {}
-            done => return Some(done),
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return None;
-        }
-        // A reader usually frees a slot within microseconds: spin, then
-        // yield, then nap in steps short against the 50 ms slice.
-        tries += 1;
-        match tries {
-            0..=64 => std::hint::spin_loop(),
-            65..=256 => std::thread::yield_now(),
-            _ => std::thread::sleep(Duration::from_micros(100)),
-        }
+/// One slice of a `publish` that waits for room (`publish_within`, which
+/// sleeps on the bus's doorbell): None if a lossless subscriber was still
+/// in the way at its end. The publisher remembers how long one has been in
+/// the way over slices, and evicts it once that reaches the bus's eviction
+/// timeout, so a wait of any length ends by then.
+fn within(r: Result<u64, TryPublishError>) -> Option<Result<u64, TryPublishError>> {
+    match r {
+        Err(TryPublishError::Full { .. }) => None,
+        done => Some(done),
     }
 }
 
@@ -333,9 +311,24 @@ impl PyManyPublisher {
     /// Publishes `data` (bytes-like, at most `msg_size` bytes, zero-padded)
     /// and returns its sequence number. Raises `AbandonedError` if this
     /// publisher stalled past the unblock timeout between claim and commit.
+    /// Waits for a lossless subscriber as `Publisher.publish` does (GIL
+    /// released, up to the bus's eviction timeout).
     fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
-        self.inner.with(py, |publisher, _| {
-            with_bytes(data, |b| publisher.publish(b))?.map_err(|e| errors::many_publish(py, e))
+        self.inner.with(py, |publisher, cancel| {
+            // The fast path, with the GIL: room (or no lossless subscriber).
+            match with_bytes(data, |b| publisher.publish_within(b, Wait::Never))? {
+                Ok(seq) => return Ok(seq),
+                Err(TryPublishError::Full { .. }) => {}
+                Err(e) => return Err(errors::try_publish(py, e)),
+            }
+            // As `Publisher.publish`: waits without the GIL, on a copy.
+            let bytes = with_bytes(data, <[u8]>::to_vec)?;
+            let published = wait_in_slices(py, Until::Forever, cancel, |w| {
+                within(publisher.publish_within(&bytes, w))
+            })?;
+            published
+                .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
+                .map_err(|e| errors::try_publish(py, e))
         })
     }
 

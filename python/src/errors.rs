@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
-    bus::{LosslessRefused, ManyPublishError, TryPublishError},
+    bus::{LosslessRefused, TryPublishError},
     journal::{
         AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
         JournalOpenError,
@@ -298,13 +298,6 @@ fn lossless_refused(py: Python<'_>, refused: &LosslessRefused) -> Vec<(&'static 
         ("kind", text(kind)),
         ("max", max.map_or_else(|| py.None(), |m| num(py, m.into()))),
     ]
-}
-
-pub(crate) fn many_publish(py: Python<'_>, e: ManyPublishError) -> PyErr {
-    match e {
-        ManyPublishError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
-        e => plain(py, e.kind(), Family::Publish, e),
-    }
 }
 
 pub(crate) fn abandoned(py: Python<'_>, e: shmbus::bus::Abandoned) -> PyErr {
