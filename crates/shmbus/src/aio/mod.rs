@@ -341,6 +341,7 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
         &mut self,
         mut pop: impl FnMut(&mut Self) -> Result<(), PopError>,
     ) -> Result<(), PopError> {
+        let mut missed = false;
         loop {
             match pop(self) {
                 Err(PopError::Empty) => {}
@@ -353,7 +354,13 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
                     other => other,
                 };
             }
-            readable(&*self).await;
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
         }
     }
 }
