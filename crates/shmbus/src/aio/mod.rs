@@ -263,7 +263,7 @@ impl<R: Region> Subscriber<[u8], R> {
     /// # rt.block_on(async {
     /// use shmbus::{Publisher, Received, Start, WaitStrategy};
     ///
-    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
     /// publisher.publish(b"hi")?;
     /// assert_eq!(subscriber.recv_async().await, Received::Message(&b"hi"[..]));
