@@ -145,6 +145,18 @@ pub(crate) fn raise_flag(bell: &AtomicU32) -> u32 {
 /// wake, a changed word, a signal, the timeout): callers re-check.
 #[cfg(not(any(loom, miri)))]
 pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> bool {
+    let words: Vec<(*const AtomicU32, u32)> = words
+        .iter()
+        .map(|&(w, v)| (w as *const AtomicU32, v))
+        .collect();
+    futex_waitv_at(&words, timeout)
+}
+
+/// [`futex_waitv`] on addresses: the kernel alone reads them (an unmapped
+/// one is `EFAULT`, a return), so they may be stale, as the `aio` waiter's
+/// may be once its registry lock is released.
+#[cfg(not(any(loom, miri)))]
+pub(crate) fn futex_waitv_at(words: &[(*const AtomicU32, u32)], timeout: Option<Duration>) -> bool {
     use rustix::thread::futex;
     use rustix::time::{clock_gettime, ClockId, Timespec};
     static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -156,7 +168,8 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>
         .map(|&(word, expected)| {
             let mut w = futex::Wait::new();
             w.val = u64::from(expected);
-            w.uaddr = futex::WaitPtr::new(word.as_ptr().cast());
+            // An AtomicU32 has u32's layout; only the kernel reads it.
+            w.uaddr = futex::WaitPtr::new(word.cast_mut().cast());
             // No FUTEX2_PRIVATE: shared, keyed by the physical page.
             w.flags = futex::WaitFlags::SIZE_U32;
             w
@@ -194,6 +207,14 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>
 /// Miri and loom model no `futex_waitv`: the caller's fallback runs.
 #[cfg(any(loom, miri))]
 pub(crate) fn futex_waitv(_words: &[(&AtomicU32, u32)], _timeout: Option<Duration>) -> bool {
+    false
+}
+
+#[cfg(any(loom, miri))]
+pub(crate) fn futex_waitv_at(
+    _words: &[(*const AtomicU32, u32)],
+    _timeout: Option<Duration>,
+) -> bool {
     false
 }
 

@@ -430,3 +430,39 @@ fn a_hundred_idle_async_subscribers_use_no_cpu() {
         b.finish();
     }
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn more_tasks_than_futex_waitv_takes_are_all_woken() {
+    let _serial = serial();
+    // 130 waiting futures: 131 words with the control word, more than one
+    // futex_waitv takes (128), so the waiter naps and looks.
+    let mut publishers: Vec<_> = (0..130)
+        .map(|_| Publisher::<u64, _>::on_heap(8).expect("heap bus"))
+        .collect();
+    for multi in [false, true] {
+        let rt = runtime(multi);
+        let tasks: Vec<_> = publishers
+            .iter()
+            .map(|p| {
+                let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+                rt.spawn(async move { sub.recv_async().await })
+            })
+            .collect();
+        rt.block_on(all_registered(publishers.len()));
+        for (i, p) in publishers.iter_mut().enumerate() {
+            p.publish(&(i as u64));
+        }
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                for (i, t) in tasks.into_iter().enumerate() {
+                    assert_eq!(t.await.expect("task"), Received::Message(i as u64));
+                }
+            })
+            .await
+            .expect("every task woken");
+        });
+        drop(rt);
+        assert_no_registration_left();
+    }
+}

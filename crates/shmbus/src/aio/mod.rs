@@ -20,6 +20,7 @@
 //! Each receiving handle gains an `async fn` beside its blocking one,
 //! taking `&mut self` as that one does: [`Subscriber::recv_async`]
 //! (typed and raw bytes), [`PoolSubscriber::recv_async`],
+//! [`JournalSubscriber::recv_async`] (typed),
 //! [`Consumer::pop_async`] (typed and raw bytes), and, for any member of a
 //! [`Select`](crate::select::Select), [`readable`]. No wrapper type: the
 //! handle a program already holds (its options, its lag, its `position`)
@@ -49,9 +50,11 @@
 //!
 //! More than 127 registrations (`futex_waitv` takes 128 words, one is the
 //! control word), or a kernel without `futex_waitv` (before 5.16): the
-//! waiter sleeps on one word at a time, rotating, at most
-//! [`POLL_NAP`](crate::select::POLL_NAP) (1 ms), as the select does: a
-//! wake is then up to 1 ms late, at up to 1 000 wake-ups a second.
+//! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
+//! control word and then looks at every word: a wake is then up to 1 ms
+//! late, at up to 1 000 wake-ups a second (the select rotates its naps
+//! over its members' words instead; the waiter cannot, since it may touch
+//! a registered word only under its lock).
 //!
 //! # Invariants
 //! - **A registration never outlives its future**: a future's `Drop`
@@ -79,6 +82,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use crate::bus::{Payload, Received, Subscriber};
+use crate::journal::{Entry, JournalSubscriber};
 use crate::mem::Region;
 use crate::pool::{PoolRecvError, PoolSubscriber, Sample};
 use crate::select::Selectable;
@@ -200,7 +204,13 @@ impl<M: Selectable + ?Sized> Readable<'_, M> {
             return Poll::Ready(());
         }
         let until = nap.map(|d: Duration| Instant::now() + d);
-        self.reg = Some(waiter::register(bell, seen, until, cx.waker().clone()));
+        match waiter::register(bell, seen, until, cx.waker()) {
+            Some(id) => self.reg = Some(id),
+            // No waiter thread (the system refused one): poll again
+            // rather than never wake. Costs CPU while this lasts; the
+            // next registration tries to start the thread again.
+            None => cx.waker().wake_by_ref(),
+        }
         Poll::Pending
     }
 }
@@ -290,6 +300,54 @@ impl<R: Region> Subscriber<[u8], R> {
             missed = true;
         }
         Received::Message(self.message())
+    }
+}
+
+impl<T: Message> JournalSubscriber<T> {
+    /// The next entry (from the file, then the ring) or lag report,
+    /// waiting as [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{BusOptions, Received};
+    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jasync-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jasync-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 0, msg: 1 }));
+    /// publisher.publish(&2)?;
+    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 1, msg: 2 }));
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<Entry<T>> {
+        let mut missed = false;
+        loop {
+            if let Some(r) = self.recv(Wait::Never) {
+                return r;
+            }
+            // (The receive that finds the file's end moves to the ring and
+            // may deliver nothing: a miss, then a wait on the ring.)
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
     }
 }
 

@@ -7,13 +7,12 @@
 //! registration is still there; a future removes its registration (by id,
 //! under that lock) in its `Drop`, and it borrows its handle for its whole
 //! life, so a registered word's region is mapped whenever the thread reads
-//! it. The kernel reads the words given to `futex_waitv` itself: a word
-//! unmapped while the thread sleeps on it gives `EFAULT` (or a spurious
-//! return), never a fault in this process, and the next snapshot no
-//! longer holds it.
+//! it. The words of a sleep are handed to the kernel as addresses (no
+//! reference is made to them outside the lock): a word unmapped while the
+//! thread sleeps on it gives `EFAULT` (or a spurious return), never a
+//! fault in this process, and the next snapshot no longer holds it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32 as StdAtomicU32, Ordering as StdOrdering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -60,13 +59,14 @@ fn registry() -> MutexGuard<'static, Registry> {
 
 /// Registers `waker` to be woken when `word` no longer holds `seen`, or at
 /// `nap_until`; starts the waiter thread in this process if needed.
-/// Returns the registration's id, for [`refresh`] and [`remove`].
+/// Returns the registration's id, for [`refresh`] and [`remove`]; `None`
+/// (nothing registered) if the waiter thread could not be started.
 pub(super) fn register(
     word: &AtomicU32,
     seen: u32,
     nap_until: Option<Instant>,
-    waker: Waker,
-) -> u64 {
+    waker: &Waker,
+) -> Option<u64> {
     let id = {
         let mut reg = registry();
         let pid = std::process::id();
@@ -76,7 +76,7 @@ pub(super) fn register(
             std::thread::Builder::new()
                 .name("shmbus-aio".into())
                 .spawn(run)
-                .expect("spawn the shmbus-aio waiter thread");
+                .ok()?;
             reg.waiter_pid = pid;
         }
         let id = reg.next_id;
@@ -87,18 +87,18 @@ pub(super) fn register(
                 word: word as *const AtomicU32 as usize,
                 seen,
                 nap_until,
-                waker,
+                waker: waker.clone(),
             },
         );
         id
     };
-    // Release, paired with the waiter's SeqCst load of CONTROL before its
-    // snapshot: a waiter that read the old value sleeps on it and the
-    // kernel returns at once; one that read the new one saw the insert
-    // (the registry lock orders it anyway).
+    // After the insert: a waiter that loaded the old CONTROL before its
+    // snapshot sleeps on that value, and the kernel returns at once; one
+    // that loaded the new one takes its snapshot after the insert (the
+    // registry lock orders the two).
     CONTROL.fetch_add(1, Ordering::SeqCst);
     wait::futex_wake_all(&CONTROL);
-    id
+    Some(id)
 }
 
 /// True if registration `id` is still waiting (its waker is replaced by
@@ -128,17 +128,11 @@ pub(super) fn registered() -> usize {
     registry().regs.len()
 }
 
-/// Wakes in the waiter thread that found the registry empty or the words
-/// unchanged: counts the loop's turns, for the idle test.
-pub(super) static TURNS: StdAtomicU32 = StdAtomicU32::new(0);
-
 /// The waiter thread's loop: snapshot, sleep on all words at once, wake
 /// whose word moved or whose nap is over.
 fn run() {
     let mut words: Vec<(usize, u32)> = Vec::new();
-    let mut turn = 0usize;
     loop {
-        TURNS.fetch_add(1, StdOrdering::Relaxed);
         // Read before the snapshot: a registration made after it bumps
         // CONTROL, and the sleep below returns at once.
         let control = CONTROL.load(Ordering::SeqCst);
@@ -155,37 +149,30 @@ fn run() {
                 }
             }
         }
-        sleep(control, &words, timeout, turn);
-        turn = turn.wrapping_add(1);
+        sleep(control, &words, timeout);
         fire();
     }
 }
 
-/// One sleep: `futex_waitv` on CONTROL and every word, or (more than it
-/// takes, or no `futex_waitv` on this kernel) one word at a time,
-/// rotating, for at most [`POLL_NAP`] as the select does.
-fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>, turn: usize) {
-    // SAFETY: the addresses are only handed to the kernel here (which
-    // reads them itself and reports EFAULT for an unmapped one); the
-    // references below are never dereferenced in this process.
-    let all: Vec<(&AtomicU32, u32)> = std::iter::once((&CONTROL, control))
-        .chain(
-            words
-                .iter()
-                .map(|&(w, seen)| (unsafe { &*(w as *const AtomicU32) }, seen)),
-        )
-        .collect();
-    if all.len() <= WAITV_MAX && wait::futex_waitv(&all, timeout) {
+/// One sleep: `futex_waitv` on CONTROL and every word; with more words
+/// than it takes, or no `futex_waitv` on this kernel, a nap of at most
+/// [`POLL_NAP`] on CONTROL alone, after which [`fire`] looks at every
+/// word (under the lock, so never at an unmapped one): wakes up to 1 ms
+/// late then, as the select's rotation is.
+fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>) {
+    let all: Vec<(*const AtomicU32, u32)> =
+        std::iter::once((&CONTROL as *const AtomicU32, control))
+            .chain(words.iter().map(|&(w, seen)| (w as *const AtomicU32, seen)))
+            .collect();
+    if all.len() <= WAITV_MAX && wait::futex_waitv_at(&all, timeout) {
         return;
     }
-    let nap = Some(timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP)));
-    let (word, seen) = if words.is_empty() {
-        (&CONTROL, control)
+    let nap = if words.is_empty() {
+        timeout
     } else {
-        all[turn % all.len()]
+        Some(timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP)))
     };
-    let nap = if words.is_empty() { timeout } else { nap };
-    wait::futex_wait(word, seen, nap);
+    wait::futex_wait(&CONTROL, control, nap);
 }
 
 /// Drops every registration whose word moved or whose nap is over, and
