@@ -227,7 +227,7 @@ fn many_tasks_on_a_multi_thread_runtime_get_every_message_of_many_buses_fed_by_o
 
 fn cancellation_at_random_points(multi: bool) {
     let _serial = serial();
-    let n = common::scale_min(5_000, 500);
+    let n = common::scale_min(3_000, 500);
     let label = if multi { "mt" } else { "ct" };
     let bus = BusName::new(&format!("aio-cancel-{label}"));
     let stream = BusName::new(&format!("aio-cancel-{label}-stream"));
@@ -236,9 +236,11 @@ fn cancellation_at_random_points(multi: bool) {
     let open = OpenOptions::default().start(Start::Oldest);
     let mut sub = Subscriber::<u64>::open(bus.name(), &open).expect("open bus");
     let mut consumer = Consumer::<[u8]>::attach(stream.name(), &open).expect("open stream");
+    // Pauses of 2 ms every 16 messages: the reader drains the bus and
+    // the stream, and its timers (under 400 µs) fire while it waits.
     let children = [
-        feeder(&bus, "bus", n, 300),
-        feeder(&stream, "stream", n, 300),
+        feeder(&bus, "bus", n, 2_000),
+        feeder(&stream, "stream", n, 2_000),
     ];
     let rt = runtime(multi);
     let deadline = Instant::now() + common::scale_deadline(Duration::from_secs(60));
@@ -465,4 +467,101 @@ fn more_tasks_than_futex_waitv_takes_are_all_woken() {
         drop(rt);
         assert_no_registration_left();
     }
+}
+
+/// Waits (bounded) until this process's waiter thread is asleep (state
+/// `S`): it never sleeps holding its registry lock, so a fork now copies
+/// that lock unlocked.
+fn waiter_asleep() {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let asleep = std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .filter_map(Result::ok)
+            .any(|t| {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // The state follows the command name's closing parenthesis.
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|r| r.trim().chars().next());
+                comm.trim() == "shmbus-aio" && state == Some('S')
+            });
+        if asleep {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the waiter thread never slept");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
+    let _serial = serial();
+    // The parent's waiter runs (threads do not survive fork).
+    runtime(false).block_on(async {
+        let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+        let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+        let waiting = tokio::time::timeout(Duration::from_millis(5), sub.recv_async()).await;
+        assert!(waiting.is_err());
+        p.publish(&1);
+        assert_eq!(sub.recv_async().await, Received::Message(1));
+    });
+    assert_no_registration_left();
+    waiter_asleep();
+    let _no_spawn = common::no_spawn_in_flight();
+    // SAFETY: the child runs only the closure below (a runtime, a heap bus,
+    // a thread) and then _exit, never returning into the test harness;
+    // the registry lock is free (the waiter sleeps, nothing else of this
+    // binary uses aio meanwhile: SERIAL).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(|| {
+            runtime(false).block_on(async {
+                let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+                let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+                let publisher = std::thread::spawn(move || {
+                    // Publish once the future sleeps (registered).
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    p.publish(&2);
+                    p
+                });
+                let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
+                drop(publisher.join());
+                assert_eq!(got.expect("woken in the child"), Received::Message(2));
+            });
+        })
+        .is_ok();
+        // SAFETY: ends the child without running the parent's atexit work.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc == pid {
+            break;
+        }
+        assert_eq!(rc, 0, "waitpid: {}", std::io::Error::last_os_error());
+        if Instant::now() > deadline {
+            // SAFETY: our own child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the forked child did not exit within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked child's task was not woken (wait status {status:#x})"
+    );
 }
