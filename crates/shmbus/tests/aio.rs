@@ -565,3 +565,41 @@ fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
         "the forked child's task was not woken (wait status {status:#x})"
     );
 }
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_subscribers_message_stream_yields_every_message_of_another_process_once_in_order() {
+    use futures_core::Stream;
+    let _serial = serial();
+    let n = common::scale_min(3_000, 500);
+    let bus = BusName::new("aio-stream-items");
+    drop(Publisher::<u64>::create(bus.name(), &BusOptions::new(1 << 14)).expect("bus"));
+    let open = OpenOptions::default().start(Start::Oldest);
+    let mut sub = Subscriber::<u64>::open(bus.name(), &open).expect("open");
+    let child = feeder(&bus, "bus", n, 500);
+    let started = Instant::now();
+    runtime(true).block_on(async {
+        let mut messages = sub.messages();
+        for want in 0..n {
+            let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut messages).poll_next(cx));
+            // (A timer that fires polls the stream once more: a stream
+            // that was never woken would still get there, late, so the
+            // test bounds the total time below.)
+            match tokio::time::timeout(Duration::from_secs(30), next).await {
+                Ok(Some(Received::Message(v))) => assert_eq!(v, want, "in order, once"),
+                other => panic!("expected message {want}, got {other:?}"),
+            }
+        }
+    });
+    // The feeder takes about n / 16 × 0.5 ms.
+    let limit = common::scale_deadline(Duration::from_secs(10));
+    assert!(
+        started.elapsed() < limit,
+        "took {:?}: a stream that is not woken waits for its timer",
+        started.elapsed()
+    );
+    child.wait_success();
+    assert_no_registration_left();
+    drop(sub);
+    bus.finish();
+}

@@ -20,7 +20,9 @@
 //! Each receiving handle gains an `async fn` beside its blocking one,
 //! taking `&mut self` as that one does: [`Subscriber::recv_async`]
 //! (typed and raw bytes), [`PoolSubscriber::recv_async`],
-//! [`JournalSubscriber::recv_async`] (typed),
+//! [`JournalSubscriber::recv_async`] (typed), and with the feature
+//! `async-stream` a bus subscriber's `messages()` as a
+//! `futures_core::Stream`,
 //! [`Consumer::pop_async`] (typed and raw bytes), and, for any member of a
 //! [`Select`](crate::select::Select), [`readable`]. No wrapper type: the
 //! handle a program already holds (its options, its lag, its `position`)
@@ -163,59 +165,161 @@ impl<M: Selectable + ?Sized> Future for Readable<'_, M> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        if let Some(id) = this.reg {
-            if waiter::refresh(id, cx.waker()) {
-                // Polled again before the waiter woke us (a select! over
-                // several futures): still registered, still waiting.
-                return Poll::Pending;
-            }
-            // Woken: the word moved or the nap is over.
-            this.reg = None;
-            this.missed = false;
-            return if this.member.ready() {
-                Poll::Ready(())
-            } else {
-                this.register(cx)
-            };
-        }
-        if !this.missed && this.member.ready() {
-            return Poll::Ready(());
-        }
-        this.register(cx)
+        poll_readable(this.member, &mut this.reg, &mut this.missed, cx)
     }
 }
 
-impl<M: Selectable + ?Sized> Readable<'_, M> {
-    /// The sleeper's half of the doorbell protocol, then a registration.
-    fn register(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        let bell = self.member.bell();
-        let seen = wait::raise_flag(bell);
-        let mut nap = self.member.nap();
-        if self.missed {
-            nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
+/// One poll of a wait for `member`: `reg` is the registration held
+/// between polls, `missed` says the last Ready found nothing to receive.
+fn poll_readable<M: Selectable + ?Sized>(
+    member: &M,
+    reg: &mut Option<u64>,
+    missed: &mut bool,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if let Some(id) = *reg {
+        if waiter::refresh(id, cx.waker()) {
+            // Polled again before the waiter woke us (a select! over
+            // several futures): still registered, still waiting.
+            return Poll::Pending;
         }
-        // Paired with each waker's fence in `wait::ring`: a publisher that
-        // missed our flag stored its message before, and the look below
-        // sees it.
-        if !wait::heavy_barrier() {
-            nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
-        }
-        if !self.missed && self.member.ready() {
-            return Poll::Ready(());
-        }
-        let until = nap.map(|d: Duration| Instant::now() + d);
-        match waiter::register(bell, seen, until, cx.waker()) {
-            Some(id) => self.reg = Some(id),
-            // No waiter thread (the system refused one): poll again
-            // rather than never wake. Costs CPU while this lasts; the
-            // next registration tries to start the thread again.
-            None => cx.waker().wake_by_ref(),
-        }
-        Poll::Pending
+        // Woken: the word moved or the nap is over.
+        *reg = None;
+        *missed = false;
+        return if member.ready() {
+            Poll::Ready(())
+        } else {
+            register(member, reg, false, cx)
+        };
     }
+    if !*missed && member.ready() {
+        return Poll::Ready(());
+    }
+    register(member, reg, *missed, cx)
+}
+
+/// The sleeper's half of the doorbell protocol, then a registration.
+fn register<M: Selectable + ?Sized>(
+    member: &M,
+    reg: &mut Option<u64>,
+    missed: bool,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    let bell = member.bell();
+    let seen = wait::raise_flag(bell);
+    let mut nap = member.nap();
+    if missed {
+        nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
+    }
+    // Paired with each waker's fence in `wait::ring`: a publisher that
+    // missed our flag stored its message before, and the look below
+    // sees it.
+    if !wait::heavy_barrier() {
+        nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
+    }
+    if !missed && member.ready() {
+        return Poll::Ready(());
+    }
+    let until = nap.map(|d: Duration| Instant::now() + d);
+    match waiter::register(bell, seen, until, cx.waker()) {
+        Some(id) => *reg = Some(id),
+        // No waiter thread (the system refused one): poll again
+        // rather than never wake. Costs CPU while this lasts; the
+        // next registration tries to start the thread again.
+        None => cx.waker().wake_by_ref(),
+    }
+    Poll::Pending
 }
 
 impl<M: ?Sized> Drop for Readable<'_, M> {
+    fn drop(&mut self) {
+        if let Some(id) = self.reg.take() {
+            waiter::remove(id);
+        }
+    }
+}
+
+/// A bus subscriber's messages as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what `recv_async` would return; it never
+/// ends. Cancel-safe as `recv_async`: dropping it between items loses
+/// nothing.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{Publisher, Received, Start, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut messages = subscriber.messages();
+/// publisher.publish(&4);
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await;
+/// assert_eq!(next, Some(Received::Message(4)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "async-stream")]
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Messages<'a, T: Message, R: Region> {
+    sub: &'a mut Subscriber<T, R>,
+    reg: Option<u64>,
+    missed: bool,
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Subscriber<T, R> {
+    /// This subscriber's messages as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Messages`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let messages = subscriber.messages();
+    /// # drop(messages);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn messages(&mut self) -> Messages<'_, T, R> {
+        Messages {
+            sub: self,
+            reg: None,
+            missed: false,
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> futures_core::Stream for Messages<'_, T, R> {
+    type Item = Received<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received<T>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(r) = this.sub.recv(Wait::Never) {
+                if let Some(id) = this.reg.take() {
+                    waiter::remove(id);
+                }
+                this.missed = false;
+                return Poll::Ready(Some(r));
+            }
+            match poll_readable(&*this.sub, &mut this.reg, &mut this.missed, cx) {
+                Poll::Pending => return Poll::Pending,
+                // Ready: receive; should that find nothing (a claim not
+                // committed yet), the next wait naps instead of looking.
+                Poll::Ready(()) => this.missed = true,
+            }
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Drop for Messages<'_, T, R> {
     fn drop(&mut self) {
         if let Some(id) = self.reg.take() {
             waiter::remove(id);
