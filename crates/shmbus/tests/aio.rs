@@ -11,6 +11,7 @@
 
 mod common;
 
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -602,4 +603,43 @@ fn a_subscribers_message_stream_yields_every_message_of_another_process_once_in_
     assert_no_registration_left();
     drop(sub);
     bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_leaked_waiting_future_whose_bus_is_unmapped_harms_neither_the_waiter_nor_other_tasks() {
+    let _serial = serial();
+    let gone = BusName::new("aio-leaked");
+    let live = BusName::new("aio-leaked-live");
+    let _gone_pub = Publisher::<u64>::create(gone.name(), &BusOptions::new(8)).expect("bus");
+    let mut live_pub = Publisher::<u64>::create(live.name(), &BusOptions::new(8)).expect("bus");
+    // A future registered on a subscriber's mapping, then leaked (safe
+    // code may do this), and the subscriber dropped: its region unmapped
+    // while the waiter still holds the word's address.
+    // (The live subscriber maps first, so that its region does not land
+    // where the dropped one was.)
+    let mut on_live = Subscriber::<u64>::open(live.name(), &OpenOptions::default()).expect("open");
+    let sub = Subscriber::<u64>::open(gone.name(), &OpenOptions::default()).expect("open");
+    let mut leaked = Box::pin(shmbus::aio::readable(&sub));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(leaked.as_mut().poll(&mut cx).is_pending());
+    std::mem::forget(leaked);
+    drop(sub);
+    // Other tasks still sleep and wake, and the waiter lives on (a read
+    // of the unmapped word would kill this process).
+    runtime(false).block_on(async {
+        for i in 0..20u64 {
+            let waiting =
+                tokio::time::timeout(Duration::from_millis(2), on_live.recv_async()).await;
+            assert!(waiting.is_err(), "nothing published yet");
+            live_pub.publish(&i);
+            let got = tokio::time::timeout(Duration::from_secs(10), on_live.recv_async()).await;
+            assert_eq!(got.expect("woken"), Received::Message(i));
+        }
+    });
+    // The stale registration went with a wake of everyone (EFAULT).
+    assert_no_registration_left();
+    drop(on_live);
+    gone.finish();
+    live.finish();
 }

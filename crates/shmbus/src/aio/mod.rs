@@ -53,20 +53,23 @@
 //! More than 127 registrations (`futex_waitv` takes 128 words, one is the
 //! control word), or a kernel without `futex_waitv` (before 5.16): the
 //! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
-//! control word and then looks at every word: a wake is then up to 1 ms
-//! late, at up to 1 000 wake-ups a second (the select rotates its naps
-//! over its members' words instead; the waiter cannot, since it may touch
-//! a registered word only under its lock).
+//! control word and then wakes every waiting future to look for itself: a
+//! wake is then up to 1 ms late, and every waiting task is polled up to
+//! 1 000 times a second (the waiter never reads a registered word, see
+//! below; the select, which borrows its members, rotates its naps over
+//! their words instead).
 //!
 //! # Invariants
 //! - **A registration never outlives its future**: a future's `Drop`
-//!   removes its registration by id, under the registry lock, and the
-//!   future borrows its handle (so the region holding the word) for its
-//!   whole life. The waiter reads a word only under that lock while the
-//!   registration is there; the kernel alone reads the words of a sleep
-//!   (an unmapped one is `EFAULT`, never a fault here).
+//!   removes its registration by id, under the registry lock;
 //!   [`registrations`] counts them: zero once every future is dropped,
 //!   also after a runtime shut down while its tasks waited.
+//! - **The waiter never reads a registered word**: the future borrows its
+//!   handle, but a future can be leaked (`mem::forget`) and its handle's
+//!   region unmapped. The waiter hands addresses to the kernel only, and
+//!   learns which word rang from `futex_waitv`'s answer; an unmapped one
+//!   is `EFAULT` there (never a fault in this process), after which every
+//!   registration is woken and dropped, and live futures register again.
 //! - **Cancel-safe**: a future consumes nothing until the poll that
 //!   returns `Ready`: it only looks (`ready`, the select's view) while it
 //!   waits, and receives with `Wait::Never` in the poll that returns. A

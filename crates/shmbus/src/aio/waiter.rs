@@ -2,15 +2,17 @@
 //! doorbell word and on [`CONTROL`], and the wakers to wake when a word
 //! moves (or a nap elapses).
 //!
-//! The thread holds copies of addresses only. It dereferences a
-//! registered word only while it holds the registry lock and the
-//! registration is still there; a future removes its registration (by id,
-//! under that lock) in its `Drop`, and it borrows its handle for its whole
-//! life, so a registered word's region is mapped whenever the thread reads
-//! it. The words of a sleep are handed to the kernel as addresses (no
-//! reference is made to them outside the lock): a word unmapped while the
-//! thread sleeps on it gives `EFAULT` (or a spurious return), never a
-//! fault in this process, and the next snapshot no longer holds it.
+//! The thread holds copies of addresses only, and never reads a
+//! registered word itself: it hands the addresses to the kernel, and
+//! `futex_waitv`'s answer (the index of the word rung) says whom to wake.
+//! A future removes its registration (by id) in its `Drop`, but a future
+//! can be leaked (`mem::forget` is safe) and its handle then dropped, its
+//! region unmapped: the kernel reports such a word as `EFAULT`, never a
+//! fault in this process, and the waiter then wakes and drops every
+//! registration (the live futures register again when polled), so a
+//! stale address leaves with the next snapshot. Where the answer names no
+//! word (a word already moved, a signal, the fallback's nap), every
+//! future is woken to look for itself.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -129,7 +131,7 @@ pub(super) fn registered() -> usize {
 }
 
 /// The waiter thread's loop: snapshot, sleep on all words at once, wake
-/// whose word moved or whose nap is over.
+/// the futures the sleep's answer names.
 fn run() {
     let mut words: Vec<(usize, u32)> = Vec::new();
     loop {
@@ -149,48 +151,75 @@ fn run() {
                 }
             }
         }
-        sleep(control, &words, timeout);
-        fire();
+        let woke = sleep(control, &words, timeout);
+        fire(woke, control);
     }
+}
+
+/// What a sleep says about the registered words.
+#[derive(Clone, Copy, Debug)]
+enum Woke {
+    /// The word at this address was rung.
+    Word(usize),
+    /// Only CONTROL, or the timeout: nothing about the words.
+    Nothing,
+    /// Cannot tell which word (a word had moved before the sleep, a
+    /// signal, an unmapped word, the 1 ms nap of the fallback): wake all.
+    Unknown,
 }
 
 /// One sleep: `futex_waitv` on CONTROL and every word; with more words
 /// than it takes, or no `futex_waitv` on this kernel, a nap of at most
-/// [`POLL_NAP`] on CONTROL alone, after which [`fire`] looks at every
-/// word (under the lock, so never at an unmapped one): wakes up to 1 ms
-/// late then, as the select's rotation is.
-fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>) {
+/// [`POLL_NAP`] on CONTROL alone, after which every future is woken to
+/// look for itself (the waiter never reads a registered word: see the
+/// module docs).
+fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>) -> Woke {
     let all: Vec<(*const AtomicU32, u32)> =
         std::iter::once((&CONTROL as *const AtomicU32, control))
             .chain(words.iter().map(|&(w, seen)| (w as *const AtomicU32, seen)))
             .collect();
-    if all.len() <= WAITV_MAX && wait::futex_waitv_at(&all, timeout) {
-        return;
+    if all.len() <= WAITV_MAX {
+        match wait::futex_waitv_at(&all, timeout) {
+            wait::Waitv::Woken(0) | wait::Waitv::TimedOut => return Woke::Nothing,
+            wait::Waitv::Woken(i) => return Woke::Word(words[i - 1].0),
+            wait::Waitv::Other => return Woke::Unknown,
+            wait::Waitv::Missing => {}
+        }
     }
-    let nap = if words.is_empty() {
-        timeout
-    } else {
-        Some(timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP)))
-    };
+    if words.is_empty() {
+        wait::futex_wait(&CONTROL, control, timeout);
+        return Woke::Nothing;
+    }
+    let nap = Some(timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP)));
     wait::futex_wait(&CONTROL, control, nap);
+    Woke::Unknown
 }
 
-/// Drops every registration whose word moved or whose nap is over, and
-/// wakes its waker (after the lock is released: a waker may run code).
-fn fire() {
+/// Drops every registration the sleep's answer names, and every one whose
+/// nap is over, and wakes their wakers (after the lock is released: a
+/// waker may run code). Each woken future looks for itself, and registers
+/// again if it still has nothing.
+fn fire(woke: Woke, control: u32) {
+    // A word that had moved before the sleep (EAGAIN) and a new
+    // registration (CONTROL moved) look alike: take a new snapshot first;
+    // if a word still differs, the next sleep says so again with CONTROL
+    // unchanged.
+    let woke = match woke {
+        Woke::Unknown if CONTROL.load(Ordering::SeqCst) != control => Woke::Nothing,
+        w => w,
+    };
     let mut due: Vec<Waker> = Vec::new();
     {
         let mut reg = registry();
         let now = Instant::now();
         reg.regs.retain(|_, r| {
-            // SAFETY: the registration is present and we hold the registry
-            // lock, so its future is alive, still borrowing the handle
-            // whose region holds this word (see the module docs).
-            let word = unsafe { &*(r.word as *const AtomicU32) };
-            // SeqCst, as the sleeper's own re-check after `futex_wait`.
-            let moved = word.load(Ordering::SeqCst) != r.seen;
+            let named = match woke {
+                Woke::Word(w) => r.word == w,
+                Woke::Nothing => false,
+                Woke::Unknown => true,
+            };
             let napped = r.nap_until.is_some_and(|at| now >= at);
-            if moved || napped {
+            if named || napped {
                 due.push(r.waker.clone());
                 false
             } else {
