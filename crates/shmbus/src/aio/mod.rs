@@ -53,11 +53,11 @@
 //! More than 127 registrations (`futex_waitv` takes 128 words, one is the
 //! control word), or a kernel without `futex_waitv` (before 5.16): the
 //! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
-//! control word and then wakes every waiting future to look for itself: a
-//! wake is then up to 1 ms late, and every waiting task is polled up to
-//! 1 000 times a second (the waiter never reads a registered word, see
-//! below; the select, which borrows its members, rotates its naps over
-//! their words instead).
+//! control word and then asks the kernel about every word (a `FUTEX_WAIT`
+//! with a zero timeout each: the waiter never reads a registered word, see
+//! below): a wake is then up to 1 ms late, at up to 1 000 rounds of those
+//! calls a second while anything waits (the select, which borrows its
+//! members, rotates its naps over their words instead).
 //!
 //! # Invariants
 //! - **A registration never outlives its future**: a future's `Drop`
@@ -67,9 +67,10 @@
 //! - **The waiter never reads a registered word**: the future borrows its
 //!   handle, but a future can be leaked (`mem::forget`) and its handle's
 //!   region unmapped. The waiter hands addresses to the kernel only, and
-//!   learns which word rang from `futex_waitv`'s answer; an unmapped one
-//!   is `EFAULT` there (never a fault in this process), after which every
-//!   registration is woken and dropped, and live futures register again.
+//!   learns which word rang from `futex_waitv`'s answer; where that names
+//!   none, it asks the kernel about each word (`FUTEX_WAIT`, zero
+//!   timeout). An unmapped word is `EFAULT` (never a fault in this
+//!   process), and its registration is dropped.
 //! - **Cancel-safe**: a future consumes nothing until the poll that
 //!   returns `Ready`: it only looks (`ready`, the select's view) while it
 //!   waits, and receives with `Wait::Never` in the poll that returns. A

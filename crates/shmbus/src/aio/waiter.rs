@@ -8,11 +8,10 @@
 //! A future removes its registration (by id) in its `Drop`, but a future
 //! can be leaked (`mem::forget` is safe) and its handle then dropped, its
 //! region unmapped: the kernel reports such a word as `EFAULT`, never a
-//! fault in this process, and the waiter then wakes and drops every
-//! registration (the live futures register again when polled), so a
-//! stale address leaves with the next snapshot. Where the answer names no
-//! word (a word already moved, a signal, the fallback's nap), every
-//! future is woken to look for itself.
+//! fault in this process. Where the answer names no word (a word already
+//! moved, a signal, `EFAULT`, the fallback's nap), the waiter asks the
+//! kernel about each word (a `FUTEX_WAIT` with a zero timeout) and wakes
+//! and drops the registrations of those that moved or are gone.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -164,15 +163,16 @@ enum Woke {
     /// Only CONTROL, or the timeout: nothing about the words.
     Nothing,
     /// Cannot tell which word (a word had moved before the sleep, a
-    /// signal, an unmapped word, the 1 ms nap of the fallback): wake all.
+    /// signal, an unmapped word, the 1 ms nap of the fallback): ask the
+    /// kernel about each ([`probe_unchanged`]).
     Unknown,
 }
 
 /// One sleep: `futex_waitv` on CONTROL and every word; with more words
 /// than it takes, or no `futex_waitv` on this kernel, a nap of at most
-/// [`POLL_NAP`] on CONTROL alone, after which every future is woken to
-/// look for itself (the waiter never reads a registered word: see the
-/// module docs).
+/// [`POLL_NAP`] on CONTROL alone, after which the kernel is asked about
+/// each word (the waiter never reads a registered word: see the module
+/// docs).
 fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>) -> Woke {
     let all: Vec<(*const AtomicU32, u32)> =
         std::iter::once((&CONTROL as *const AtomicU32, control))
@@ -193,6 +193,30 @@ fn sleep(control: u32, words: &[(usize, u32)], timeout: Option<Duration>) -> Wok
     let nap = Some(timeout.map_or(POLL_NAP, |t| t.min(POLL_NAP)));
     wait::futex_wait(&CONTROL, control, nap);
     Woke::Unknown
+}
+
+/// Whether the word at `word` still holds `seen`, asked of the kernel (a
+/// `FUTEX_WAIT` with a zero timeout: `ETIMEDOUT` if it does, `EAGAIN` if
+/// not, `EFAULT` if it is no longer mapped), so that this process never
+/// reads it. False unless the kernel said "unchanged".
+fn probe_unchanged(word: usize, seen: u32) -> bool {
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: the kernel reads `word` itself (a fault there is EFAULT, not
+    // a signal here), and `zero` is a live timespec. No FUTEX_PRIVATE_FLAG:
+    // the words are shared futexes.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word as *const u32,
+            libc::FUTEX_WAIT,
+            seen,
+            &zero as *const libc::timespec,
+        )
+    };
+    rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT)
 }
 
 /// Drops every registration the sleep's answer names, and every one whose
@@ -216,7 +240,7 @@ fn fire(woke: Woke, control: u32) {
             let named = match woke {
                 Woke::Word(w) => r.word == w,
                 Woke::Nothing => false,
-                Woke::Unknown => true,
+                Woke::Unknown => !probe_unchanged(r.word, r.seen),
             };
             let napped = r.nap_until.is_some_and(|at| now >= at);
             if named || napped {
