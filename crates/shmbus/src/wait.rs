@@ -145,18 +145,48 @@ pub(crate) fn raise_flag(bell: &AtomicU32) -> u32 {
 /// wake, a changed word, a signal, the timeout): callers re-check.
 #[cfg(not(any(loom, miri)))]
 pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>) -> bool {
+    let words: Vec<(*const AtomicU32, u32)> = words
+        .iter()
+        .map(|&(w, v)| (w as *const AtomicU32, v))
+        .collect();
+    !matches!(futex_waitv_at(&words, timeout), Waitv::Missing)
+}
+
+/// Why a [`futex_waitv_at`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waitv {
+    /// This kernel lacks `futex_waitv` (`ENOSYS`; also under Miri and loom).
+    Missing,
+    /// A wake on the word at this index.
+    Woken(usize),
+    /// The timeout passed.
+    TimedOut,
+    /// Anything else: a word did not hold its value at the call
+    /// (`EAGAIN`), a signal, an unmapped word (`EFAULT`).
+    Other,
+}
+
+/// [`futex_waitv`] on addresses, saying why it returned: the kernel alone
+/// reads them (an unmapped one is `EFAULT`, a return), so they may be
+/// stale, as the `aio` waiter's may be.
+#[cfg(not(any(loom, miri)))]
+pub(crate) fn futex_waitv_at(
+    words: &[(*const AtomicU32, u32)],
+    timeout: Option<Duration>,
+) -> Waitv {
     use rustix::thread::futex;
     use rustix::time::{clock_gettime, ClockId, Timespec};
     static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if MISSING.load(std::sync::atomic::Ordering::Relaxed) {
-        return false;
+        return Waitv::Missing;
     }
     let waiters: Vec<futex::Wait> = words
         .iter()
         .map(|&(word, expected)| {
             let mut w = futex::Wait::new();
             w.val = u64::from(expected);
-            w.uaddr = futex::WaitPtr::new(word.as_ptr().cast());
+            // An AtomicU32 has u32's layout; only the kernel reads it.
+            w.uaddr = futex::WaitPtr::new(word.cast_mut().cast());
             // No FUTEX2_PRIVATE: shared, keyed by the physical page.
             w.flags = futex::WaitFlags::SIZE_U32;
             w
@@ -185,9 +215,11 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>
     ) {
         Err(rustix::io::Errno::NOSYS) => {
             MISSING.store(true, std::sync::atomic::Ordering::Relaxed);
-            false
+            Waitv::Missing
         }
-        _ => true,
+        Ok(i) => Waitv::Woken(i),
+        Err(rustix::io::Errno::TIMEDOUT) => Waitv::TimedOut,
+        Err(_) => Waitv::Other,
     }
 }
 
@@ -195,6 +227,14 @@ pub(crate) fn futex_waitv(words: &[(&AtomicU32, u32)], timeout: Option<Duration>
 #[cfg(any(loom, miri))]
 pub(crate) fn futex_waitv(_words: &[(&AtomicU32, u32)], _timeout: Option<Duration>) -> bool {
     false
+}
+
+#[cfg(any(loom, miri))]
+pub(crate) fn futex_waitv_at(
+    _words: &[(*const AtomicU32, u32)],
+    _timeout: Option<Duration>,
+) -> Waitv {
+    Waitv::Missing
 }
 
 /// What a subscriber does while there is nothing to read (and a stream's

@@ -33,7 +33,7 @@ pub trait Selectable: sealed::Member {}
 
 impl<M: sealed::Member> Selectable for M {}
 
-pub(super) mod sealed {
+pub(crate) mod sealed {
     use super::*;
 
     /// The select's view of one handle.

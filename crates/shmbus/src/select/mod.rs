@@ -38,7 +38,7 @@
 //! Each call starts its look at the member after the one it returned last,
 //! so a member that is always ready does not starve the others.
 
-mod member;
+pub(crate) mod member;
 
 use std::time::{Duration, Instant};
 

@@ -296,6 +296,14 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
                 .is_some_and(|pid| pid != self.dead_at_open)
     }
 
+    /// The producer's pid if it died after this consumer opened (its lock
+    /// is free): an async pop's end, as the waiting pop's peer check.
+    pub(crate) fn producer_gone(&self) -> Option<u32> {
+        self.ring
+            .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
+            .filter(|&pid| pid != self.dead_at_open)
+    }
+
     /// The bell the producer rings after each push.
     pub(crate) fn data_bell(&self) -> &crate::sync::AtomicU32 {
         self.ring.bell(ctl::DATA_BELL)

@@ -1,0 +1,601 @@
+//! Async receiving, for any executor (tokio, async-std, smol, a hand-made
+//! one): `recv_async`/`pop_async` on the receiving handles, with no CPU
+//! used while idle and no dependency on a runtime (std's `Waker` only).
+//!
+//! ```
+//! # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+//! # rt.block_on(async {
+//! use shmbus::{Publisher, Received, Start, WaitStrategy};
+//!
+//! let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+//! let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+//! publisher.publish(&5);
+//! assert_eq!(subscriber.recv_async().await, Received::Message(5));
+//! # Ok::<(), shmbus::CreateError>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # The shape: methods on the handles
+//! Each receiving handle gains an `async fn` beside its blocking one,
+//! taking `&mut self` as that one does: [`Subscriber::recv_async`]
+//! (typed and raw bytes), [`PoolSubscriber::recv_async`],
+//! [`JournalSubscriber::recv_async`] (typed), and with the feature
+//! `async-stream` a bus subscriber's `messages()` as a
+//! `futures_core::Stream`,
+//! [`Consumer::pop_async`] (typed and raw bytes), and, for any member of a
+//! [`Select`](crate::select::Select), [`readable`]. No wrapper type: the
+//! handle a program already holds (its options, its lag, its `position`)
+//! stays the one it receives from, and a raw subscriber's borrowed message
+//! is as zero-copy as from `recv`. The borrow also carries the safety
+//! argument below: while a future waits, its handle cannot be dropped.
+//!
+//! # The mechanism: one waiter thread per process
+//! A shared-memory futex cannot be registered with epoll. A future that
+//! finds nothing does the sleeper's half of the doorbell protocol (module
+//! `wait`): raises the sleepers flag on its handle's word, makes the heavy
+//! barrier, looks again; still nothing, it registers (the word's address,
+//! the value seen, its nap, its `Waker`) with the process's waiter thread
+//! (started on first use, again in a forked child) and returns `Pending`.
+//! That thread sleeps in one `futex_waitv` on every registered word and a
+//! process-local control word (bumped and woken, as a shared futex, on
+//! each new registration). When it returns, it wakes the wakers whose
+//! word moved, or whose nap is over, and drops their registrations. A
+//! publisher rings exactly as for a blocked subscriber: nothing changes on
+//! its side. Idle, the process has one thread asleep in the kernel.
+//!
+//! Naps: a stream consumer's registration wakes every
+//! [`PEER_CHECK`](crate::stream::PEER_CHECK) (a dead producer rings no
+//! bell), a many-publisher bus's at a quarter of its unblock timeout, as
+//! the select's members do; a future whose heavy barrier failed after
+//! 1 ms (`UNSURE_SLEEP`) at most.
+//!
+//! More than 127 registrations (`futex_waitv` takes 128 words, one is the
+//! control word), or a kernel without `futex_waitv` (before 5.16): the
+//! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
+//! control word and then asks the kernel about every word (a `FUTEX_WAIT`
+//! with a zero timeout each: the waiter never reads a registered word, see
+//! below): a wake is then up to 1 ms late, at up to 1 000 rounds of those
+//! calls a second while anything waits (the select, which borrows its
+//! members, rotates its naps over their words instead).
+//!
+//! # Invariants
+//! - **A registration never outlives its future**: a future's `Drop`
+//!   removes its registration by id, under the registry lock;
+//!   [`registrations`] counts them: zero once every future is dropped,
+//!   also after a runtime shut down while its tasks waited.
+//! - **The waiter never reads a registered word**: the future borrows its
+//!   handle, but a future can be leaked (`mem::forget`) and its handle's
+//!   region unmapped. The waiter hands addresses to the kernel only, and
+//!   learns which word rang from `futex_waitv`'s answer; where that names
+//!   none, it asks the kernel about each word (`FUTEX_WAIT`, zero
+//!   timeout). An unmapped word is `EFAULT` (never a fault in this
+//!   process), and its registration is dropped.
+//! - **Cancel-safe**: a future consumes nothing until the poll that
+//!   returns `Ready`: it only looks (`ready`, the select's view) while it
+//!   waits, and receives with `Wait::Never` in the poll that returns. A
+//!   dropped future loses no message and no lag report.
+//! - **No message twice**: each message is read by the handle's own
+//!   receive, which moves its cursor.
+//! - **Fair**: every task has its own handle and its own registration;
+//!   one wake-up wakes every task whose word moved.
+
+mod waiter;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::bus::{Payload, Received, Subscriber};
+use crate::journal::{Entry, JournalSubscriber};
+use crate::mem::Region;
+use crate::pool::{PoolRecvError, PoolSubscriber, Sample};
+use crate::select::Selectable;
+use crate::stream::{Consumer, PopError};
+use crate::wait::{self, Wait};
+use crate::Message;
+
+/// How many futures wait now with the waiter thread: zero once every
+/// future is done or dropped (a check for leaks).
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::aio::registrations(), 0);
+/// ```
+pub fn registrations() -> usize {
+    waiter::registered()
+}
+
+/// A future that completes when `member` has something to receive (what
+/// [`Select::ready`](crate::select::Select::ready) would name it for);
+/// receive from it then with `Wait::Never`. Consumes nothing: dropping it
+/// loses nothing.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// publisher.publish(&1);
+/// shmbus::aio::readable(&subscriber).await;
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(1)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn readable<M: Selectable + ?Sized>(member: &M) -> Readable<'_, M> {
+    Readable {
+        member,
+        reg: None,
+        missed: false,
+    }
+}
+
+/// The future of [`readable`].
+///
+/// # Examples
+/// ```
+/// use shmbus::{Publisher, Start, WaitStrategy};
+/// let publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let fut: shmbus::aio::Readable<'_, _> = shmbus::aio::readable(&subscriber);
+/// drop(fut);
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "futures do nothing unless polled"]
+pub struct Readable<'a, M: ?Sized> {
+    member: &'a M,
+    /// Our registration with the waiter, while we wait.
+    reg: Option<u64>,
+    /// The member said ready but its receive found nothing (a claim not
+    /// committed yet): wait a nap instead of looking again at once.
+    missed: bool,
+}
+
+impl<M: ?Sized> Readable<'_, M> {
+    fn after_miss(mut self) -> Self {
+        self.missed = true;
+        self
+    }
+}
+
+impl<M: Selectable + ?Sized> Future for Readable<'_, M> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        poll_readable(this.member, &mut this.reg, &mut this.missed, cx)
+    }
+}
+
+/// One poll of a wait for `member`: `reg` is the registration held
+/// between polls, `missed` says the last Ready found nothing to receive.
+fn poll_readable<M: Selectable + ?Sized>(
+    member: &M,
+    reg: &mut Option<u64>,
+    missed: &mut bool,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    if let Some(id) = *reg {
+        if waiter::refresh(id, cx.waker()) {
+            // Polled again before the waiter woke us (a select! over
+            // several futures): still registered, still waiting.
+            return Poll::Pending;
+        }
+        // Woken: the word moved or the nap is over.
+        *reg = None;
+        *missed = false;
+        return if member.ready() {
+            Poll::Ready(())
+        } else {
+            register(member, reg, false, cx)
+        };
+    }
+    if !*missed && member.ready() {
+        return Poll::Ready(());
+    }
+    register(member, reg, *missed, cx)
+}
+
+/// The sleeper's half of the doorbell protocol, then a registration.
+fn register<M: Selectable + ?Sized>(
+    member: &M,
+    reg: &mut Option<u64>,
+    missed: bool,
+    cx: &mut Context<'_>,
+) -> Poll<()> {
+    let bell = member.bell();
+    let seen = wait::raise_flag(bell);
+    let mut nap = member.nap();
+    if missed {
+        nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
+    }
+    // Paired with each waker's fence in `wait::ring`: a publisher that
+    // missed our flag stored its message before, and the look below
+    // sees it.
+    if !wait::heavy_barrier() {
+        nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
+    }
+    if !missed && member.ready() {
+        return Poll::Ready(());
+    }
+    let until = nap.map(|d: Duration| Instant::now() + d);
+    match waiter::register(bell, seen, until, cx.waker()) {
+        Some(id) => *reg = Some(id),
+        // No waiter thread (the system refused one): poll again
+        // rather than never wake. Costs CPU while this lasts; the
+        // next registration tries to start the thread again.
+        None => cx.waker().wake_by_ref(),
+    }
+    Poll::Pending
+}
+
+impl<M: ?Sized> Drop for Readable<'_, M> {
+    fn drop(&mut self) {
+        if let Some(id) = self.reg.take() {
+            waiter::remove(id);
+        }
+    }
+}
+
+/// A bus subscriber's messages as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what `recv_async` would return; it never
+/// ends. Cancel-safe as `recv_async`: dropping it between items loses
+/// nothing.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{Publisher, Received, Start, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut messages = subscriber.messages();
+/// publisher.publish(&4);
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await;
+/// assert_eq!(next, Some(Received::Message(4)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "async-stream")]
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Messages<'a, T: Message, R: Region> {
+    sub: &'a mut Subscriber<T, R>,
+    reg: Option<u64>,
+    missed: bool,
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Subscriber<T, R> {
+    /// This subscriber's messages as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Messages`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let messages = subscriber.messages();
+    /// # drop(messages);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn messages(&mut self) -> Messages<'_, T, R> {
+        Messages {
+            sub: self,
+            reg: None,
+            missed: false,
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> futures_core::Stream for Messages<'_, T, R> {
+    type Item = Received<T>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received<T>>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(r) = this.sub.recv(Wait::Never) {
+                if let Some(id) = this.reg.take() {
+                    waiter::remove(id);
+                }
+                this.missed = false;
+                return Poll::Ready(Some(r));
+            }
+            match poll_readable(&*this.sub, &mut this.reg, &mut this.missed, cx) {
+                Poll::Pending => return Poll::Pending,
+                // Ready: receive; should that find nothing (a claim not
+                // committed yet), the next wait naps instead of looking.
+                Poll::Ready(()) => this.missed = true,
+            }
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Drop for Messages<'_, T, R> {
+    fn drop(&mut self) {
+        if let Some(id) = self.reg.take() {
+            waiter::remove(id);
+        }
+    }
+}
+
+impl<T: Message, R: Region> Subscriber<T, R> {
+    /// The next message or lag report, waiting without a thread and
+    /// without spinning (see [`aio`](crate::aio)). Cancel-safe: a dropped
+    /// future has received nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// # rt.block_on(async {
+    /// use std::time::Duration;
+    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
+    ///
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// // Nothing yet: the timeout drops the future, which took nothing.
+    /// let early = tokio::time::timeout(Duration::from_millis(5), subscriber.recv_async()).await;
+    /// assert!(early.is_err());
+    /// publisher.publish(&3);
+    /// assert_eq!(subscriber.recv_async().await, Received::Message(3));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<T> {
+        let mut missed = false;
+        loop {
+            if let Some(r) = self.recv(Wait::Never) {
+                return r;
+            }
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
+    }
+}
+
+impl<R: Region> Subscriber<[u8], R> {
+    /// The next message (borrowed, as from `recv`) or lag report, waiting
+    /// as [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
+    ///
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(b"hi")?;
+    /// assert_eq!(subscriber.recv_async().await, Received::Message(&b"hi"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<&[u8]> {
+        let mut missed = false;
+        loop {
+            // The message is lent again through `message()` so that the
+            // borrow of this look ends here (a loop may look again).
+            match self.recv(Wait::Never) {
+                Some(Received::Message(_)) => break,
+                Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
+                None => {}
+            }
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
+        Received::Message(self.message())
+    }
+}
+
+impl<T: Message> JournalSubscriber<T> {
+    /// The next entry (from the file, then the ring) or lag report,
+    /// waiting as [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{BusOptions, Received};
+    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jasync-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jasync-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// publisher.publish(&1)?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 0, msg: 1 }));
+    /// publisher.publish(&2)?;
+    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 1, msg: 2 }));
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<Entry<T>> {
+        let mut missed = false;
+        loop {
+            if let Some(r) = self.recv(Wait::Never) {
+                return r;
+            }
+            // (The receive that finds the file's end moves to the ring and
+            // may deliver nothing: a miss, then a wait on the ring.)
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
+    /// The next sample or lag report, waiting as
+    /// [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Errors
+    /// As [`PoolSubscriber::recv`]: [`PoolRecvError`].
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+    ///
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// let mut loan = publisher.loan(2, Wait::Never)?;
+    /// loan.copy_from_slice(b"hi");
+    /// loan.publish()?;
+    /// let Received::Message(sample) = subscriber.recv_async().await? else { panic!() };
+    /// assert_eq!(&*sample, b"hi");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Result<Received<Sample<T, R>>, PoolRecvError> {
+        let mut missed = false;
+        loop {
+            if let Some(r) = self.recv(Wait::Never)? {
+                return Ok(r);
+            }
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
+    }
+}
+
+impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
+    /// Waits until a pop would not wait, or the producer died with the
+    /// ring empty (its pid).
+    async fn pop_ready(
+        &mut self,
+        mut pop: impl FnMut(&mut Self) -> Result<(), PopError>,
+    ) -> Result<(), PopError> {
+        let mut missed = false;
+        loop {
+            match pop(self) {
+                Err(PopError::Empty) => {}
+                other => return other,
+            }
+            if let Some(pid) = self.producer_gone() {
+                // One last look: the producer may have pushed, then died.
+                return match pop(self) {
+                    Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
+                    other => other,
+                };
+            }
+            let wait = readable(&*self);
+            if missed {
+                wait.after_miss().await;
+            } else {
+                wait.await;
+            }
+            missed = true;
+        }
+    }
+}
+
+impl<R: Region> Consumer<[u8], R> {
+    /// Pops the next record into `out` (replacing its contents), waiting
+    /// without a thread and without spinning (see [`aio`](crate::aio)).
+    /// Cancel-safe: a dropped future popped nothing.
+    ///
+    /// # Errors
+    /// [`PopError::PeerGone`] if the producer died (after this consumer
+    /// opened) and the ring is empty, within about
+    /// [`PEER_CHECK`](crate::stream::PEER_CHECK); the corruption errors
+    /// of [`Consumer::pop`].
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-pop-async-{}", std::process::id());
+    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(b"rec", Wait::Never)?;
+    /// let mut out = Vec::new();
+    /// consumer.pop_async(&mut out).await?;
+    /// assert_eq!(out, b"rec");
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn pop_async(&mut self, out: &mut Vec<u8>) -> Result<(), PopError> {
+        self.pop_ready(|c| c.pop(out, Wait::Never)).await
+    }
+}
+
+impl<T: Message, R: Region> Consumer<T, R> {
+    /// Pops the next record, one `T`, waiting as the raw
+    /// [`Consumer::pop_async`] does. Cancel-safe.
+    ///
+    /// # Errors
+    /// As the raw `pop_async`, and [`Consumer::pop`]'s typed errors.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-pop-async-t-{}", std::process::id());
+    /// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
+    /// producer.push(&7, Wait::Never)?;
+    /// assert_eq!(consumer.pop_async().await, Ok(7));
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn pop_async(&mut self) -> Result<T, PopError> {
+        let mut got = None;
+        self.pop_ready(|c| {
+            got = Some(c.pop(Wait::Never)?);
+            Ok(())
+        })
+        .await?;
+        got.ok_or(PopError::Empty)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,645 @@
+//! Async receiving (issue 31, item 2): tasks on the current-thread and the
+//! multi-thread tokio runtime receive from buses, pools and streams that
+//! other processes feed, through `recv_async`/`pop_async` and the
+//! process's one waiter thread: every message once and in order, nothing
+//! lost to a cancelled future, no registration left after a runtime shuts
+//! down, a killed producer reported, no CPU while idle.
+//!
+//! The tests run one at a time (`SERIAL`): they count the process's
+//! registrations and its CPU time, which other tests would disturb.
+//! Each child is this test binary run again (see `common`).
+
+mod common;
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use common::{param, role, spawn_child, BusName};
+use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
+use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Attaches to `SHMBUS_BUS` (a bus, pool or stream, `SHMBUS_KIND`) as its
+/// writer and sends `SHMBUS_COUNT` sequence numbers, pausing `SHMBUS_PAUSE_US`
+/// every 16 so that readers fall asleep now and then.
+#[test]
+fn as_child_feed() {
+    role("feeder", || {
+        let name: String = param("SHMBUS_BUS");
+        let kind: String = param("SHMBUS_KIND");
+        let count: u64 = param("SHMBUS_COUNT");
+        let pause_us: u64 = param("SHMBUS_PAUSE_US");
+        let opts = OpenOptions::default();
+        let pause = |i: u64| {
+            if i % 16 == 15 {
+                std::thread::sleep(Duration::from_micros(pause_us));
+            }
+        };
+        match kind.as_str() {
+            "bus" => {
+                let mut p = Publisher::<u64>::attach(&name, &opts).expect("attach bus");
+                common::print_ready();
+                for i in 0..count {
+                    p.publish(&i);
+                    pause(i);
+                }
+            }
+            "pool" => {
+                let mut p = PoolPublisher::<[u8]>::attach(&name, &opts).expect("attach pool");
+                common::print_ready();
+                for i in 0..count {
+                    let mut loan = p.loan(8, Wait::Forever).expect("loan");
+                    loan.copy_from_slice(&i.to_le_bytes());
+                    loan.publish().expect("publish");
+                    pause(i);
+                }
+            }
+            "stream" => {
+                let mut p = Producer::<[u8]>::attach(&name, &opts).expect("attach stream");
+                common::print_ready();
+                for i in 0..count {
+                    p.push(&i.to_le_bytes(), Wait::Forever).expect("push");
+                    pause(i);
+                }
+            }
+            "stream-idle" => {
+                let _p = Producer::<[u8]>::attach(&name, &opts).expect("attach stream");
+                common::print_ready();
+                common::idle_until_killed();
+            }
+            other => panic!("unknown kind {other}"),
+        }
+    });
+}
+
+fn feeder(bus: &BusName, kind: &str, count: u64, pause_us: u64) -> common::Watched {
+    let mut c = spawn_child(
+        "as_child_feed",
+        "feeder",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_KIND", kind.to_owned()),
+            ("SHMBUS_COUNT", count.to_string()),
+            ("SHMBUS_PAUSE_US", pause_us.to_string()),
+        ],
+    );
+    c.wait_ready();
+    c
+}
+
+fn runtime(multi: bool) -> tokio::runtime::Runtime {
+    let mut b = if multi {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(2);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    b.enable_time().build().expect("runtime")
+}
+
+/// Waits (bounded) until the waiter holds no registration.
+fn assert_no_registration_left() {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shmbus::aio::registrations() != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} registrations left",
+            shmbus::aio::registrations()
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// Waits (bounded) until `n` futures are registered with the waiter.
+async fn all_registered(n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while shmbus::aio::registrations() < n {
+        assert!(Instant::now() < deadline, "the tasks never registered");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+async fn take_bus(mut sub: Subscriber<u64>, n: u64) {
+    for want in 0..n {
+        match sub.recv_async().await {
+            Received::Message(got) => assert_eq!(got, want, "bus: in order, once"),
+            Received::Lagged { skipped } => panic!("bus lapped by {skipped}"),
+        }
+    }
+}
+
+async fn take_pool(mut sub: PoolSubscriber<[u8]>, n: u64) {
+    for want in 0..n {
+        match sub.recv_async().await.expect("pool recv") {
+            Received::Message(s) => {
+                let got = u64::from_le_bytes(s[..8].try_into().expect("8 bytes"));
+                assert_eq!(got, want, "pool: in order, once");
+            }
+            Received::Lagged { skipped } => panic!("pool lapped by {skipped}"),
+        }
+    }
+}
+
+async fn take_stream(mut c: Consumer<[u8]>, n: u64) {
+    let mut out = Vec::new();
+    for want in 0..n {
+        c.pop_async(&mut out).await.expect("pop");
+        let got = u64::from_le_bytes(out[..].try_into().expect("8 bytes"));
+        assert_eq!(got, want, "stream: in order, once");
+    }
+}
+
+fn many_tasks_on_many_buses(multi: bool) {
+    let _serial = serial();
+    let n = common::scale_min(5_000, 500);
+    let label = if multi { "mt" } else { "ct" };
+    let buses: Vec<_> = (0..6)
+        .map(|i| BusName::new(&format!("aio-{label}-bus-{i}")))
+        .collect();
+    let pool = BusName::new(&format!("aio-{label}-pool"));
+    let stream = BusName::new(&format!("aio-{label}-stream"));
+    // Big enough that a reader that keeps up is never lapped (a lap fails).
+    for b in &buses {
+        drop(Publisher::<u64>::create(b.name(), &BusOptions::new(1 << 14)).expect("bus"));
+    }
+    drop(
+        PoolPublisher::<[u8]>::create(pool.name(), &PoolOptions::new(1 << 13, 64, 1 << 14))
+            .expect("pool"),
+    );
+    drop(Producer::<[u8]>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    let open = OpenOptions::default().start(Start::Oldest);
+    let rt = runtime(multi);
+    let mut tasks = Vec::new();
+    // Two tasks per bus, each with its own subscriber: both get everything.
+    for b in &buses {
+        for _ in 0..2 {
+            let sub = Subscriber::<u64>::open(b.name(), &open).expect("open bus");
+            tasks.push(rt.spawn(take_bus(sub, n)));
+        }
+    }
+    let on_pool = PoolSubscriber::<[u8]>::open(pool.name(), &open).expect("open pool");
+    tasks.push(rt.spawn(take_pool(on_pool, n)));
+    let on_stream = Consumer::<[u8]>::attach(stream.name(), &open).expect("open stream");
+    tasks.push(rt.spawn(take_stream(on_stream, n)));
+    let mut children: Vec<_> = buses.iter().map(|b| feeder(b, "bus", n, 100)).collect();
+    children.push(feeder(&pool, "pool", n, 100));
+    children.push(feeder(&stream, "stream", n, 100));
+    let deadline = common::scale_deadline(Duration::from_secs(60));
+    rt.block_on(async {
+        tokio::time::timeout(deadline, async {
+            for t in tasks {
+                t.await.expect("task");
+            }
+        })
+        .await
+        .expect("every task got every message before the deadline");
+    });
+    for c in children {
+        c.wait_success();
+    }
+    drop(rt);
+    assert_no_registration_left();
+    for b in buses.into_iter().chain([pool, stream]) {
+        b.finish();
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn many_tasks_on_a_current_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order(
+) {
+    many_tasks_on_many_buses(false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn many_tasks_on_a_multi_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order(
+) {
+    many_tasks_on_many_buses(true);
+}
+
+fn cancellation_at_random_points(multi: bool) {
+    let _serial = serial();
+    let n = common::scale_min(3_000, 500);
+    let label = if multi { "mt" } else { "ct" };
+    let bus = BusName::new(&format!("aio-cancel-{label}"));
+    let stream = BusName::new(&format!("aio-cancel-{label}-stream"));
+    drop(Publisher::<u64>::create(bus.name(), &BusOptions::new(1 << 14)).expect("bus"));
+    drop(Producer::<[u8]>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    let open = OpenOptions::default().start(Start::Oldest);
+    let mut sub = Subscriber::<u64>::open(bus.name(), &open).expect("open bus");
+    let mut consumer = Consumer::<[u8]>::attach(stream.name(), &open).expect("open stream");
+    // Pauses of 2 ms every 16 messages: the reader drains the bus and
+    // the stream, and its timers (under 400 µs) fire while it waits.
+    let children = [
+        feeder(&bus, "bus", n, 2_000),
+        feeder(&stream, "stream", n, 2_000),
+    ];
+    let rt = runtime(multi);
+    let deadline = Instant::now() + common::scale_deadline(Duration::from_secs(60));
+    let cancelled = rt.block_on(async {
+        let mut rng = 0x5eed_u64;
+        let mut next = [0u64; 2];
+        let mut cancelled = 0u64;
+        let mut out = Vec::new();
+        while next.iter().any(|&k| k < n) {
+            assert!(Instant::now() < deadline, "stuck at {next:?} of {n}");
+            rng = common::splitmix(rng);
+            // A timer anywhere from at once to 400 µs: many futures are
+            // dropped while registered, some just as a message comes.
+            let limit = Duration::from_micros(rng % 400);
+            tokio::select! {
+                got = sub.recv_async(), if next[0] < n => match got {
+                    Received::Message(v) => {
+                        assert_eq!(v, next[0], "bus: in order, once");
+                        next[0] += 1;
+                    }
+                    Received::Lagged { skipped } => panic!("bus lapped by {skipped}"),
+                },
+                got = consumer.pop_async(&mut out), if next[1] < n => {
+                    got.expect("pop");
+                    let v = u64::from_le_bytes(out[..].try_into().expect("8 bytes"));
+                    assert_eq!(v, next[1], "stream: in order, once");
+                    next[1] += 1;
+                }
+                () = tokio::time::sleep(limit) => cancelled += 1,
+            }
+        }
+        cancelled
+    });
+    assert!(
+        cancelled > 0,
+        "no future was cancelled: the test tested nothing"
+    );
+    for c in children {
+        c.wait_success();
+    }
+    drop(rt);
+    assert_no_registration_left();
+    drop((sub, consumer));
+    bus.finish();
+    stream.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn futures_dropped_at_random_points_on_a_current_thread_runtime_lose_no_message() {
+    cancellation_at_random_points(false);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn futures_dropped_at_random_points_on_a_multi_thread_runtime_lose_no_message() {
+    cancellation_at_random_points(true);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_runtime_shut_down_while_its_tasks_wait_returns_and_leaves_no_registration() {
+    let _serial = serial();
+    let names: Vec<_> = (0..8)
+        .map(|i| BusName::new(&format!("aio-shutdown-{i}")))
+        .collect();
+    let publishers: Vec<_> = names
+        .iter()
+        .map(|b| Publisher::<u64>::create(b.name(), &BusOptions::new(8)).expect("create"))
+        .collect();
+    for multi in [false, true] {
+        let rt = runtime(multi);
+        for b in &names {
+            let mut sub = Subscriber::<u64>::open(b.name(), &OpenOptions::default()).expect("open");
+            rt.spawn(async move {
+                let _ = sub.recv_async().await;
+                unreachable!("nothing is published");
+            });
+        }
+        // Every task registered: they are asleep, not spinning. (A
+        // current-thread runtime runs its tasks inside `block_on` only.)
+        rt.block_on(all_registered(names.len()));
+        let asked = Instant::now();
+        rt.shutdown_timeout(Duration::from_secs(10));
+        assert!(asked.elapsed() < Duration::from_secs(5), "shutdown hung");
+        assert_no_registration_left();
+    }
+    drop(publishers);
+    for b in names {
+        b.finish();
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_task_waiting_on_a_stream_whose_producer_is_killed_ends_with_peer_gone() {
+    let _serial = serial();
+    let s = BusName::new("aio-gone");
+    drop(Producer::<[u8]>::create(s.name(), &StreamOptions::new(4096)).expect("stream"));
+    let mut consumer = Consumer::<[u8]>::attach(s.name(), &OpenOptions::default()).expect("open");
+    let child = feeder(&s, "stream-idle", 0, 0);
+    let pid = child.pid();
+    for multi in [false, true] {
+        let rt = runtime(multi);
+        let got = rt.block_on(async {
+            let mut out = Vec::new();
+            let waiting = consumer.pop_async(&mut out);
+            // The producer lives: the pop waits.
+            tokio::time::timeout(Duration::from_millis(60), waiting)
+                .await
+                .is_err()
+        });
+        assert!(got, "a pop returned while the producer lived");
+        drop(rt);
+    }
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        child.kill()
+    });
+    let rt = runtime(true);
+    let asked = Instant::now();
+    let got = rt.block_on(async {
+        let mut out = Vec::new();
+        tokio::time::timeout(Duration::from_secs(30), consumer.pop_async(&mut out)).await
+    });
+    assert_eq!(
+        got.expect("no hang"),
+        Err(PopError::PeerGone { pid }),
+        "the pop says the producer is gone"
+    );
+    assert!(asked.elapsed() < Duration::from_secs(5));
+    drop(killer.join().expect("killer"));
+    drop(rt);
+    assert_no_registration_left();
+    drop(consumer);
+    s.finish();
+}
+
+/// CPU time this whole process has used.
+fn process_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a live timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_hundred_idle_async_subscribers_use_no_cpu() {
+    let _serial = serial();
+    let names: Vec<_> = (0..100)
+        .map(|i| BusName::new(&format!("aio-idle-{i}")))
+        .collect();
+    let publishers: Vec<_> = names
+        .iter()
+        .map(|b| Publisher::<u64>::create(b.name(), &BusOptions::new(8)).expect("create"))
+        .collect();
+    for multi in [false, true] {
+        let rt = runtime(multi);
+        for b in &names {
+            let mut sub = Subscriber::<u64>::open(b.name(), &OpenOptions::default()).expect("open");
+            rt.spawn(async move {
+                let _ = sub.recv_async().await;
+            });
+        }
+        // (A current-thread runtime runs its tasks inside `block_on` only.)
+        rt.block_on(all_registered(names.len()));
+        // The waiter thread, the runtime's threads and this one, over 500 ms.
+        let (wall, cpu) = rt.block_on(async {
+            let cpu = process_cpu();
+            let wall = Instant::now();
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            (wall.elapsed(), process_cpu() - cpu)
+        });
+        // A spinning or polling wait uses about all of the 500 ms.
+        assert!(
+            cpu < Duration::from_millis(25),
+            "used {cpu:?} of CPU in {wall:?} idle (multi-thread: {multi})"
+        );
+        rt.shutdown_timeout(Duration::from_secs(10));
+        assert_no_registration_left();
+    }
+    drop(publishers);
+    for b in names {
+        b.finish();
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn more_tasks_than_futex_waitv_takes_are_all_woken() {
+    let _serial = serial();
+    // 130 waiting futures: 131 words with the control word, more than one
+    // futex_waitv takes (128), so the waiter naps and looks.
+    let mut publishers: Vec<_> = (0..130)
+        .map(|_| Publisher::<u64, _>::on_heap(8).expect("heap bus"))
+        .collect();
+    for multi in [false, true] {
+        let rt = runtime(multi);
+        let tasks: Vec<_> = publishers
+            .iter()
+            .map(|p| {
+                let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+                rt.spawn(async move { sub.recv_async().await })
+            })
+            .collect();
+        rt.block_on(all_registered(publishers.len()));
+        for (i, p) in publishers.iter_mut().enumerate() {
+            p.publish(&(i as u64));
+        }
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), async {
+                for (i, t) in tasks.into_iter().enumerate() {
+                    assert_eq!(t.await.expect("task"), Received::Message(i as u64));
+                }
+            })
+            .await
+            .expect("every task woken");
+        });
+        drop(rt);
+        assert_no_registration_left();
+    }
+}
+
+/// Waits (bounded) until this process's waiter thread is asleep (state
+/// `S`): it never sleeps holding its registry lock, so a fork now copies
+/// that lock unlocked.
+fn waiter_asleep() {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let asleep = std::fs::read_dir("/proc/self/task")
+            .expect("/proc/self/task")
+            .filter_map(Result::ok)
+            .any(|t| {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+                // The state follows the command name's closing parenthesis.
+                let state = stat
+                    .rsplit(')')
+                    .next()
+                    .and_then(|r| r.trim().chars().next());
+                comm.trim() == "shmbus-aio" && state == Some('S')
+            });
+        if asleep {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the waiter thread never slept");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
+    let _serial = serial();
+    // The parent's waiter runs (threads do not survive fork).
+    runtime(false).block_on(async {
+        let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+        let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+        let waiting = tokio::time::timeout(Duration::from_millis(5), sub.recv_async()).await;
+        assert!(waiting.is_err());
+        p.publish(&1);
+        assert_eq!(sub.recv_async().await, Received::Message(1));
+    });
+    assert_no_registration_left();
+    waiter_asleep();
+    let _no_spawn = common::no_spawn_in_flight();
+    // SAFETY: the child runs only the closure below (a runtime, a heap bus,
+    // a thread) and then _exit, never returning into the test harness;
+    // the registry lock is free (the waiter sleeps, nothing else of this
+    // binary uses aio meanwhile: SERIAL).
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let ok = std::panic::catch_unwind(|| {
+            runtime(false).block_on(async {
+                let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+                let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+                let publisher = std::thread::spawn(move || {
+                    // Publish once the future sleeps (registered).
+                    let deadline = Instant::now() + Duration::from_secs(5);
+                    while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
+                    p.publish(&2);
+                    p
+                });
+                let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
+                drop(publisher.join());
+                assert_eq!(got.expect("woken in the child"), Received::Message(2));
+            });
+        })
+        .is_ok();
+        // SAFETY: ends the child without running the parent's atexit work.
+        unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc == pid {
+            break;
+        }
+        assert_eq!(rc, 0, "waitpid: {}", std::io::Error::last_os_error());
+        if Instant::now() > deadline {
+            // SAFETY: our own child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the forked child did not exit within 10 s");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "the forked child's task was not woken (wait status {status:#x})"
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_subscribers_message_stream_yields_every_message_of_another_process_once_in_order() {
+    use futures_core::Stream;
+    let _serial = serial();
+    let n = common::scale_min(3_000, 500);
+    let bus = BusName::new("aio-stream-items");
+    drop(Publisher::<u64>::create(bus.name(), &BusOptions::new(1 << 14)).expect("bus"));
+    let open = OpenOptions::default().start(Start::Oldest);
+    let mut sub = Subscriber::<u64>::open(bus.name(), &open).expect("open");
+    let child = feeder(&bus, "bus", n, 500);
+    let started = Instant::now();
+    runtime(true).block_on(async {
+        let mut messages = sub.messages();
+        for want in 0..n {
+            let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut messages).poll_next(cx));
+            // (A timer that fires polls the stream once more: a stream
+            // that was never woken would still get there, late, so the
+            // test bounds the total time below.)
+            match tokio::time::timeout(Duration::from_secs(30), next).await {
+                Ok(Some(Received::Message(v))) => assert_eq!(v, want, "in order, once"),
+                other => panic!("expected message {want}, got {other:?}"),
+            }
+        }
+    });
+    // The feeder takes about n / 16 × 0.5 ms.
+    let limit = common::scale_deadline(Duration::from_secs(10));
+    assert!(
+        started.elapsed() < limit,
+        "took {:?}: a stream that is not woken waits for its timer",
+        started.elapsed()
+    );
+    child.wait_success();
+    assert_no_registration_left();
+    drop(sub);
+    bus.finish();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_leaked_waiting_future_whose_bus_is_unmapped_harms_neither_the_waiter_nor_other_tasks() {
+    let _serial = serial();
+    let gone = BusName::new("aio-leaked");
+    let live = BusName::new("aio-leaked-live");
+    let _gone_pub = Publisher::<u64>::create(gone.name(), &BusOptions::new(8)).expect("bus");
+    let mut live_pub = Publisher::<u64>::create(live.name(), &BusOptions::new(8)).expect("bus");
+    // A future registered on a subscriber's mapping, then leaked (safe
+    // code may do this), and the subscriber dropped: its region unmapped
+    // while the waiter still holds the word's address.
+    // (The live subscriber maps first, so that its region does not land
+    // where the dropped one was.)
+    let mut on_live = Subscriber::<u64>::open(live.name(), &OpenOptions::default()).expect("open");
+    let sub = Subscriber::<u64>::open(gone.name(), &OpenOptions::default()).expect("open");
+    let mut leaked = Box::pin(shmbus::aio::readable(&sub));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(leaked.as_mut().poll(&mut cx).is_pending());
+    std::mem::forget(leaked);
+    drop(sub);
+    // Other tasks still sleep and wake, and the waiter lives on (a read
+    // of the unmapped word would kill this process).
+    runtime(false).block_on(async {
+        for i in 0..20u64 {
+            let waiting =
+                tokio::time::timeout(Duration::from_millis(2), on_live.recv_async()).await;
+            assert!(waiting.is_err(), "nothing published yet");
+            live_pub.publish(&i);
+            let got = tokio::time::timeout(Duration::from_secs(10), on_live.recv_async()).await;
+            assert_eq!(got.expect("woken"), Received::Message(i));
+        }
+    });
+    // The stale registration went with a wake of everyone (EFAULT).
+    assert_no_registration_left();
+    drop(on_live);
+    gone.finish();
+    live.finish();
+}
