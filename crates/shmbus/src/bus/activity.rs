@@ -227,21 +227,38 @@ pub(crate) struct Fields {
     pub(crate) position: u64,
 }
 
+/// How long a reader waits for a line's writer to leave its sequence
+/// lock before it calls the line unreadable (`read_fields`).
+const ODD_FOR: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// Reads the line at byte offset `at` under its sequence lock (the reader
 /// of `Activity::update`), from another process. `None` if the lock never
 /// settles: a line that keeps changing under the reader. Loads made after
 /// this returns stay after the line's (its Acquire fence).
 pub(crate) fn read_fields(region: &impl Region, at: usize) -> Option<Fields> {
     // A bounded seqlock read: a live writer holds the lock for a few
-    // stores, so 1000 tries fail only on a line that is written without end.
+    // stores, so 1000 tries fail only on a line that is written without
+    // end, or whose writer lost its CPU inside the lock (a loaded machine,
+    // a stopped process): past 64 odd looks in a row the reader yields to
+    // it, and gives up after ODD_FOR at most.
+    let mut odd = 0u32;
+    let mut since: Option<std::time::Instant> = None;
     for _ in 0..1000 {
         // Acquire, paired with the Release store of the even value in
         // `Activity::update`.
         let s1 = region.word32(at + line::SEQ).load(Ordering::Acquire);
         if s1 % 2 == 1 {
-            std::hint::spin_loop();
+            odd += 1;
+            if odd < 64 {
+                std::hint::spin_loop();
+            } else if since.get_or_insert_with(std::time::Instant::now).elapsed() < ODD_FOR {
+                std::thread::yield_now();
+            } else {
+                return None;
+            }
             continue;
         }
+        odd = 0;
         let start = region.word(at + line::START).load(Ordering::Relaxed);
         let skipped = region.word(at + line::SKIPPED).load(Ordering::Relaxed);
         let position = region.word(at + line::POSITION).load(Ordering::Relaxed);
