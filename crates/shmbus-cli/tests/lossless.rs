@@ -212,7 +212,11 @@ fn create_lossless_options_are_checked_and_recorded() {
     ])
     .assert_success();
     let s = shmbus::stat::stat(&pool).expect("stat");
-    assert_eq!((s.max_lossless, s.evict_ns), (2, 5_000_000), "a pool bus records them too");
+    assert_eq!(
+        (s.max_lossless, s.evict_ns),
+        (2, 5_000_000),
+        "a pool bus records them too"
+    );
     let stream = dir.bus("stream");
     run_shmbus(&[
         "create",

@@ -188,7 +188,12 @@ fn no_lossless_and_a_limit_refuse_lossless_subscribers_with_their_code() {
     let st = unsafe { shmbus_many_publisher_create(many.ptr(), &bus_opts(8, 8), &mut m) };
     assert_eq!(st, Status::SHMBUS_OK, "{}", last_error());
     // Every kind takes one: a many-publisher bus too.
-    assert_eq!(open_status(&many, &lossless_opts()).0, Status::SHMBUS_OK, "{}", last_error());
+    assert_eq!(
+        open_status(&many, &lossless_opts()).0,
+        Status::SHMBUS_OK,
+        "{}",
+        last_error()
+    );
     // SAFETY: each handle closed once.
     unsafe {
         shmbus_subscriber_close(lossy);
