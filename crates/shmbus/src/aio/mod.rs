@@ -164,6 +164,20 @@ impl<M: ?Sized> Readable<'_, M> {
     }
 }
 
+/// One wait of a receive loop that found nothing: until `member` looks
+/// readable, or, after a look that found it ready but its receive empty
+/// (`missed`: a claim not committed yet), a nap first. Every later turn
+/// counts as after a miss.
+async fn turn<M: Selectable + ?Sized>(member: &M, missed: &mut bool) {
+    let wait = readable(member);
+    if *missed {
+        wait.after_miss().await;
+    } else {
+        wait.await;
+    }
+    *missed = true;
+}
+
 impl<M: Selectable + ?Sized> Future for Readable<'_, M> {
     type Output = ();
 
@@ -360,13 +374,7 @@ impl<T: Message, R: Region> Subscriber<T, R> {
             if let Some(r) = self.recv(Wait::Never) {
                 return r;
             }
-            let wait = readable(&*self);
-            if missed {
-                wait.after_miss().await;
-            } else {
-                wait.await;
-            }
-            missed = true;
+            turn(&*self, &mut missed).await;
         }
     }
 }
@@ -399,13 +407,7 @@ impl<R: Region> Subscriber<[u8], R> {
                 Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
                 None => {}
             }
-            let wait = readable(&*self);
-            if missed {
-                wait.after_miss().await;
-            } else {
-                wait.await;
-            }
-            missed = true;
+            turn(&*self, &mut missed).await;
         }
         Received::Message(self.message())
     }
@@ -448,13 +450,7 @@ impl<T: Message> JournalSubscriber<T> {
             }
             // (The receive that finds the file's end moves to the ring and
             // may deliver nothing: a miss, then a wait on the ring.)
-            let wait = readable(&*self);
-            if missed {
-                wait.after_miss().await;
-            } else {
-                wait.await;
-            }
-            missed = true;
+            turn(&*self, &mut missed).await;
         }
     }
 }
@@ -489,13 +485,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
             if let Some(r) = self.recv(Wait::Never)? {
                 return Ok(r);
             }
-            let wait = readable(&*self);
-            if missed {
-                wait.after_miss().await;
-            } else {
-                wait.await;
-            }
-            missed = true;
+            turn(&*self, &mut missed).await;
         }
     }
 }
@@ -520,13 +510,7 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
                     other => other,
                 };
             }
-            let wait = readable(&*self);
-            if missed {
-                wait.after_miss().await;
-            } else {
-                wait.await;
-            }
-            missed = true;
+            turn(&*self, &mut missed).await;
         }
     }
 }
