@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{bridge, clean, create, demo, inspect, publish, subscribe, top};
+use cmd::{bridge, clean, create, demo, inspect, publish, subscribe, subscribe_many, top};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -82,6 +82,9 @@ fn run(command: &Command) -> Result<(), CliError> {
     match command {
         Command::Create(args) => create::run(args),
         Command::Pub(args) => publish::run(args),
+        // Several names: one select over them (`subscribe_many` sits on
+        // `subscribe`'s arguments and printing).
+        Command::Sub(args) if !args.more.is_empty() => subscribe_many::run(args),
         Command::Sub(args) => subscribe::run(args),
         Command::Stat(args) => inspect::stat(args),
         Command::Ls(args) => inspect::ls(args),

@@ -153,12 +153,6 @@ impl Wait {
 pub fn run(args: &SubArgs) -> Result<(), CliError> {
     // First: with nowhere to print, nothing is read (nor a record released).
     let mut out = out::stdout()?;
-    if !args.more.is_empty() {
-        let names: Vec<&str> = std::iter::once(args.name.as_str())
-            .chain(args.more.iter().map(String::as_str))
-            .collect();
-        return super::subscribe_many::run(args, &names, &mut out);
-    }
     if args.bootstrap {
         return run_bootstrap(args, &mut out);
     }

@@ -85,7 +85,12 @@ fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
     }
 }
 
-pub fn run(args: &SubArgs, names: &[&str], out: &mut Stdout) -> Result<(), CliError> {
+pub fn run(args: &SubArgs) -> Result<(), CliError> {
+    // First: with nowhere to print, nothing is read (nor a record released).
+    let out = &mut crate::out::stdout()?;
+    let names: Vec<&str> = std::iter::once(args.name.as_str())
+        .chain(args.more.iter().map(String::as_str))
+        .collect();
     let mut members = names
         .iter()
         .map(|name| open(name, args))
