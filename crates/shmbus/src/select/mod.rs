@@ -184,9 +184,22 @@ impl Select {
             Wait::Forever => None,
         };
         let mut backoff = wait::Backoff::new(self.strategy, deadline);
+        // Spin 0: straight to the sleep. (The backoff polls 63 times before
+        // it reads the clock, which for a select is 63 looks at every
+        // member: measurable over many members, examples/select_wake.)
+        let straight = matches!(self.strategy, WaitStrategy::SpinFutex { spin } if spin.is_zero());
         let mut turn = 0usize;
         loop {
-            match backoff.next() {
+            let step = if straight {
+                match deadline.map(|d| d.checked_duration_since(Instant::now())) {
+                    Some(None) => wait::Step::TimedOut,
+                    Some(left) => wait::Step::Sleep(left),
+                    None => wait::Step::Sleep(None),
+                }
+            } else {
+                backoff.next()
+            };
+            match step {
                 wait::Step::Spin => crate::sync::spin_loop(),
                 wait::Step::Yield => crate::sync::yield_now(),
                 wait::Step::Sleep(left) => {

@@ -36,6 +36,15 @@ fn a_select_names_the_member_with_a_message_and_times_out_when_none_has_one() {
         select.ready(&members(&b), Wait::For(Duration::from_millis(5))),
         None
     );
+    // Spin 0 goes straight to the sleep, and ends at the deadline too.
+    let straight = WaitStrategy::SpinFutex {
+        spin: Duration::ZERO,
+    };
+    let asked = std::time::Instant::now();
+    let got =
+        Select::with_strategy(straight).ready(&members(&b), Wait::For(Duration::from_millis(5)));
+    assert_eq!(got, None);
+    assert!(asked.elapsed() >= Duration::from_millis(5));
     b[2].0.publish(&9);
     assert_eq!(select.ready(&members(&b), Wait::Never), Some(2));
     assert_eq!(b[2].1.recv(Wait::Never), Some(Received::Message(9)));
