@@ -158,23 +158,7 @@ impl PyPublisher {
     /// on, dies, or has held it back for the bus's eviction timeout.
     fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.inner.with(py, |publisher, cancel| {
-            // The fast path, with the GIL: room (or no lossless subscriber).
-            match with_bytes(data, |b| publisher.try_publish(b))? {
-                Ok(seq) => return Ok(seq),
-                Err(TryPublishError::Full { .. }) => {}
-                Err(e) => return Err(errors::try_publish(py, e)),
-            }
-            // Waits without the GIL, so on a copy: another thread may
-            // resize a bytearray meanwhile.
-            let bytes = with_bytes(data, <[u8]>::to_vec)?;
-            let published = wait_in_slices(py, Until::Forever, cancel, |w| {
-                within(publisher.publish_within(&bytes, w))
-            })?;
-            // `Until::Forever` ends only with the message published (the
-            // eviction timeout bounds the wait), or with an exception.
-            published
-                .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
-                .map_err(|e| errors::try_publish(py, e))
+            publish_waiting(py, cancel, data, |b, w| publisher.publish_within(b, w))
         })
     }
 
@@ -224,6 +208,32 @@ pub(crate) fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
         )));
     }
     Ok(Duration::from_secs_f64(evict_after))
+}
+
+/// A `publish` of either publisher kind (`publish` is its
+/// `publish_within`): one try with the GIL, then, while a lossless
+/// subscriber is in the way, slices without it (Ctrl-C and `close()`
+/// answered between them).
+fn publish_waiting(
+    py: Python<'_>,
+    cancel: &Cancel<'_>,
+    data: &Bound<'_, PyAny>,
+    mut publish: impl FnMut(&[u8], Wait) -> Result<u64, TryPublishError> + Send,
+) -> PyResult<u64> {
+    match with_bytes(data, |b| publish(b, Wait::Never))? {
+        Ok(seq) => return Ok(seq),
+        Err(TryPublishError::Full { .. }) => {}
+        Err(e) => return Err(errors::try_publish(py, e)),
+    }
+    // Waits without the GIL, so on a copy: another thread may resize a
+    // bytearray meanwhile.
+    let bytes = with_bytes(data, <[u8]>::to_vec)?;
+    let published = wait_in_slices(py, Until::Forever, cancel, |w| within(publish(&bytes, w)))?;
+    // `Until::Forever` ends only with the message published (the eviction
+    // timeout bounds the wait), or with an exception.
+    published
+        .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
+        .map_err(|e| errors::try_publish(py, e))
 }
 
 /// One slice of a `publish` that waits for room (`publish_within`, which
@@ -315,20 +325,7 @@ impl PyManyPublisher {
     /// released, up to the bus's eviction timeout).
     fn publish(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<u64> {
         self.inner.with(py, |publisher, cancel| {
-            // The fast path, with the GIL: room (or no lossless subscriber).
-            match with_bytes(data, |b| publisher.publish_within(b, Wait::Never))? {
-                Ok(seq) => return Ok(seq),
-                Err(TryPublishError::Full { .. }) => {}
-                Err(e) => return Err(errors::try_publish(py, e)),
-            }
-            // As `Publisher.publish`: waits without the GIL, on a copy.
-            let bytes = with_bytes(data, <[u8]>::to_vec)?;
-            let published = wait_in_slices(py, Until::Forever, cancel, |w| {
-                within(publisher.publish_within(&bytes, w))
-            })?;
-            published
-                .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
-                .map_err(|e| errors::try_publish(py, e))
+            publish_waiting(py, cancel, data, |b, w| publisher.publish_within(b, w))
         })
     }
 
