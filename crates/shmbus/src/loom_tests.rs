@@ -332,3 +332,40 @@ fn loom_a_lossless_subscriber_joining_a_running_publisher_loses_nothing_from_its
         writer.join().unwrap();
     });
 }
+
+/// Issue 30's `TooMany` race: two subscribers joining a bus with one
+/// lossless place at once: exactly one gets it, whatever the interleaving
+/// (the place is taken by the `GATE_GEN` CAS from the value loaded before
+/// the count, `Ring::join`). Mutation-checked: with the old join (set the
+/// bit, count, back off when over) loom finds both refused.
+#[test]
+fn loom_two_subscribers_joining_for_the_last_lossless_place_one_gets_it() {
+    model(|| {
+        let publisher = bus(2);
+        let first = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
+        crate::mem::Region::word32(
+            first.ring.region(),
+            first.ring.control_field(crate::wire::control::MAX_GATING),
+        )
+        .store(1, crate::sync::Ordering::Relaxed);
+        let mut second = crate::bus::Subscriber::<Msg, _>::from_parts(
+            first.ring.share(),
+            Start::Next,
+            WaitStrategy::BusySpin,
+        );
+        let racer = thread::spawn(move || {
+            let mut first = first;
+            let joined = first.join_heap();
+            (joined.is_ok(), first)
+        });
+        let second_joined = second.join_heap();
+        let (first_joined, first) = racer.join().unwrap();
+        assert_eq!(
+            u8::from(first_joined) + u8::from(second_joined.is_ok()),
+            1,
+            "{first_joined} and {second_joined:?} for one place"
+        );
+        assert_eq!(first.is_lossless(), first_joined);
+        drop(publisher);
+    });
+}

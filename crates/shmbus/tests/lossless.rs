@@ -362,3 +362,54 @@ fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction
     bus.finish();
     drop(dir);
 }
+
+/// Issue 30's `TooMany` race: subscribers that open lossless at the same
+/// moment for a bus's last places all get in, as many as there are
+/// places, and the rest are refused: never all of them (each counting
+/// the others' bits and backing off), never one too many.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn subscribers_racing_for_the_last_lossless_places_get_exactly_as_many_as_there_are() {
+    use std::sync::{Arc, Barrier};
+    const RACERS: usize = 8;
+    const PLACES: u32 = 2;
+    let bus = BusName::new("lossless-race");
+    let opts = BusOptions::new(16).lossless_subscribers(PLACES);
+    let publisher = Publisher::<u64>::create(bus.name(), &opts).expect("create");
+    let rounds = common::scale_min(300, 50);
+    for round in 0..rounds {
+        let barrier = Arc::new(Barrier::new(RACERS));
+        let racers: Vec<_> = (0..RACERS)
+            .map(|_| {
+                let barrier = Arc::clone(&barrier);
+                let name = bus.name().to_owned();
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    Subscriber::<u64>::open(&name, &OpenOptions::default().lossless(true))
+                })
+            })
+            .collect();
+        let results: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        let admitted = results.iter().filter(|r| r.is_ok()).count();
+        for r in &results {
+            if let Err(e) = r {
+                assert!(
+                    matches!(
+                        e,
+                        shmbus::OpenError::Lossless(shmbus::bus::LosslessRefused::TooMany {
+                            max: 2
+                        })
+                    ),
+                    "round {round}: {e:?}"
+                );
+            }
+        }
+        assert_eq!(
+            admitted, PLACES as usize,
+            "round {round}: {admitted} of {RACERS} got in for {PLACES} places"
+        );
+        assert!(results.iter().flatten().all(Subscriber::is_lossless));
+    }
+    drop(publisher);
+    bus.finish();
+}

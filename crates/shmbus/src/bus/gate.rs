@@ -13,9 +13,16 @@
 //!   scan. Those bump `GATE_GEN`, and the publisher, which loads
 //!   `GATE_GEN` after every message (on the futex word's line, after the
 //!   fence it makes for sleepers anyway), rescans before its next write.
-//! - Join (Dekker with that load): store the position `S`, set the bit
-//!   (SeqCst), bump `GATE_GEN` (SeqCst), `wait::heavy_barrier`, load the
-//!   cursor `c`. If the publisher's load after storing cursor `k` missed
+//! - Join (Dekker with that load): store the position `S`, load
+//!   `GATE_GEN` as `g` and count the other bits (SeqCst: refused when
+//!   they fill the limit), set the bit (SeqCst), and commit with a CAS of
+//!   `GATE_GEN` from `g` to `g + 1` (SeqCst; that is the bump), then
+//!   `wait::heavy_barrier`, load the cursor `c`. A failed commit (another
+//!   joined, left or rejoined since `g`) clears the bit and counts again.
+//!   So a place is taken by the CAS: a joiner that loads `g` after
+//!   another's commit counts its bit, and of those that loaded the same
+//!   `g` one commits; joiners racing for the last places get exactly as
+//!   many as there are. If the publisher's load after storing cursor `k` missed
 //!   the bump, the joiner's cursor load sees `k` or later: at most the
 //!   write of `c` is made without the joiner in its limit, and it
 //!   overwrites `c - capacity`. So a joiner with `S > c - capacity`
@@ -89,6 +96,11 @@ use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
 /// How often a blocked publisher checks that the subscriber holding it
 /// back still lives (a lock probe, one system call).
 pub(crate) const LIVENESS_EVERY: Duration = Duration::from_millis(2);
+
+/// How many times a joiner counts again after `GATE_GEN` moved between
+/// its count and its commit (each move is another subscriber joining,
+/// leaving or rejoining within that window of a few instructions).
+const JOIN_TRIES: u32 = 64;
 
 /// Writes a new bus's gate fields (creator only, before the magic):
 /// how many lossless subscribers may gate it, and the eviction timeout.
@@ -561,21 +573,31 @@ impl<R: Region> Ring<R> {
             .load(Ordering::Relaxed)
     }
 
-    /// Counts the bits set (for the limit check at join).
-    fn gating_count(&self) -> u32 {
+    /// Counts the bits set other than `entry`'s (for the limit check at
+    /// join). SeqCst loads, after the joiner's SeqCst `GATE_GEN` load: a
+    /// joiner whose commit (its `GATE_GEN` CAS) that load saw has its bit
+    /// seen here.
+    fn gating_count_without(&self, entry: usize) -> u32 {
         (0..4)
             .map(|w| {
-                self.region()
+                let mut bits = self
+                    .region()
                     .word(self.control_field(control::GATING + 8 * w))
-                    .load(Ordering::SeqCst)
-                    .count_ones()
+                    .load(Ordering::SeqCst);
+                if w == entry / 64 {
+                    bits &= !(1 << (entry % 64));
+                }
+                bits.count_ones()
             })
             .sum()
     }
 
     /// Joins the gating set as `entry`, whose line says position `pos`
     /// (stored before this): see the module's join rule. Refused if the
-    /// bus already has as many as it allows.
+    /// bus already has as many as it allows: a place is taken by the
+    /// `GATE_GEN` CAS from the value loaded before the count, so of
+    /// joiners racing for the last places exactly as many as there are
+    /// places get in (the others count them and are refused).
     pub(crate) fn join(&self, entry: usize) -> Result<Joined, LosslessRefused> {
         let max = self.max_gating();
         if max == 0 {
@@ -585,28 +607,55 @@ impl<R: Region> Ring<R> {
         self.region()
             .word32(at + line::CONTRACT)
             .store(contract::LOSSLESS, Ordering::Relaxed);
-        // SeqCst RMW (a Release): the position stored before it is seen by
-        // a publisher whose Acquire bit load sees the bit.
-        self.gating_word(entry)
-            .fetch_or(1 << (entry % 64), Ordering::SeqCst);
-        if self.gating_count() > max {
-            // A subscriber that died while the publisher was not waiting
-            // for it keeps its bit until the publisher next meets it:
-            // clear the dead ones (their locks are free) and count again.
-            for other in self.gating_entries().collect::<Vec<_>>() {
-                if other != entry && !self.entry_alive(other) {
-                    self.ungate(other);
-                }
-            }
-        }
-        if self.gating_count() > max {
-            // Two racing joiners may both back off: the limit holds.
-            self.ungate(entry);
-            return Err(LosslessRefused::TooMany { max });
-        }
         let light = wait::light_publisher_barrier();
-        self.announce_gate_change();
-        Ok(Joined { entry, light })
+        let mut cleaned = false;
+        for _ in 0..JOIN_TRIES {
+            // SeqCst, before the count: see `gating_count_without`.
+            let gen = self.gate_gen().load(Ordering::SeqCst);
+            let mut others = self.gating_count_without(entry);
+            if others >= max && !cleaned {
+                // A subscriber that died while the publisher was not
+                // waiting for it keeps its bit until the publisher next
+                // meets it: clear the dead ones (their locks are free) and
+                // count again.
+                for other in self.gating_entries().collect::<Vec<_>>() {
+                    if other != entry && !self.entry_alive(other) {
+                        self.ungate(other);
+                    }
+                }
+                cleaned = true;
+                others = self.gating_count_without(entry);
+            }
+            if others >= max {
+                return Err(LosslessRefused::TooMany { max });
+            }
+            // SeqCst RMW (a Release): the position stored before it is
+            // seen by a publisher whose Acquire bit load sees the bit.
+            self.gating_word(entry)
+                .fetch_or(1 << (entry % 64), Ordering::SeqCst);
+            // The commit, and the bump the publisher rescans on: it
+            // succeeds only if no other joiner committed since `gen` was
+            // loaded (nor anyone left or rejoined). A joiner that loads
+            // `GATE_GEN` after this sees the bit set above in its count.
+            if self
+                .gate_gen()
+                .compare_exchange(gen, gen.wrapping_add(1), Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                self.announce_committed_join();
+                return Ok(Joined { entry, light });
+            }
+            // `GATE_GEN` moved since the count: another joiner may have
+            // taken the place it counted free. Back off (waking a
+            // publisher that may have found this entry in its way) and
+            // count again.
+            self.ungate(entry);
+            self.ring_room(false);
+            crate::sync::yield_now();
+        }
+        // `GATE_GEN` moved under every try (leaves and rejoins without
+        // end): refused, so the limit still holds.
+        Err(LosslessRefused::TooMany { max })
     }
 
     /// A gating subscriber leaves: clears its bit, tells the publisher,

@@ -782,6 +782,12 @@ impl<R: Region> Ring<R> {
     /// cursor load the join rule speaks of.
     pub(crate) fn announce_gate_change(&self) -> u64 {
         self.gate_gen().fetch_add(1, Ordering::SeqCst);
+        self.announce_committed_join()
+    }
+
+    /// The rest of `announce_gate_change` after a bump made otherwise (a
+    /// joiner's commit CAS, `Ring::join`).
+    pub(crate) fn announce_committed_join(&self) -> u64 {
         // The heavy side of the asymmetric pair (the publisher makes a
         // compiler fence where it could register); a failed membarrier
         // leaves only the SeqCst fence, as on a publisher that could not
