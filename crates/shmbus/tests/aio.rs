@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{param, role, spawn_child, BusName};
+use common::{param, print_result, role, spawn_child, BusName};
 use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
 use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
@@ -642,4 +642,120 @@ fn a_leaked_waiting_future_whose_bus_is_unmapped_harms_neither_the_waiter_nor_ot
     drop(on_live);
     gone.finish();
     live.finish();
+}
+
+/// Opens `SHMBUS_BUS` lossless and reads `SHMBUS_COUNT` messages: the
+/// first `SHMBUS_SLOW` of them 2 ms apart (a slow reader the publisher
+/// must wait for), the rest at once; reports what it got.
+#[test]
+fn as_child_read_lossless_slowly() {
+    role("slow-lossless", || {
+        let name: String = param("SHMBUS_BUS");
+        let count: u64 = param("SHMBUS_COUNT");
+        let slow: u64 = param("SHMBUS_SLOW");
+        let opts = OpenOptions::default().start(Start::Next).lossless(true);
+        let mut sub = Subscriber::<u64>::open(&name, &opts).expect("open lossless");
+        common::print_ready();
+        let (mut delivered, mut skipped, mut wrong) = (0u64, 0u64, 0u64);
+        while sub.position() < count {
+            let pos = sub.position();
+            match sub.recv(Wait::For(Duration::from_secs(60))) {
+                Some(Received::Message(m)) => {
+                    delivered += 1;
+                    wrong += u64::from(m != pos);
+                }
+                Some(Received::Lagged { skipped: n }) => skipped += n,
+                None => panic!("nothing for 60 s at {pos}"),
+            }
+            if pos < slow {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        print_result(&[
+            ("delivered", delivered.to_string()),
+            ("skipped", skipped.to_string()),
+            ("wrong", wrong.to_string()),
+            ("lossless", u8::from(sub.is_lossless()).to_string()),
+        ]);
+    });
+}
+
+/// Issue 31's async publisher wait: a task publishing with
+/// `publish_async` to a lossless subscriber in another process that is
+/// slow, then catches up, awaits room without blocking its thread (a
+/// ticker task on the same current-thread runtime runs meanwhile), and
+/// the subscriber gets every message once, in order; futures dropped
+/// while they waited for room (a zero timeout) published nothing: the
+/// same value published again is seen once.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn an_async_publisher_awaits_a_slow_lossless_subscriber_without_blocking_its_thread_and_a_dropped_publish_published_nothing(
+) {
+    let _serial = serial();
+    const SLOW: u64 = 64;
+    let n = common::scale_min(3_000, 300);
+    let bus = BusName::new("aio-publish");
+    let opts = BusOptions::new(8).evict_after(Duration::from_secs(60));
+    let mut publisher = Publisher::<u64>::create(bus.name(), &opts).expect("bus");
+    let mut child = spawn_child(
+        "as_child_read_lossless_slowly",
+        "slow-lossless",
+        &[
+            ("SHMBUS_BUS", bus.name().to_owned()),
+            ("SHMBUS_COUNT", n.to_string()),
+            ("SHMBUS_SLOW", SLOW.to_string()),
+        ],
+    );
+    child.wait_ready();
+    let (ticks, dropped) = runtime(false).block_on(async {
+        let ticks = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let ticker = {
+            let ticks = std::sync::Arc::clone(&ticks);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            })
+        };
+        let mut dropped = 0u64;
+        let mut ticks_while_slow = 0;
+        for i in 0..n {
+            if i % 4 == 0 {
+                // Polled once: published if there is room, else dropped
+                // while it waits (then it must have published nothing).
+                match tokio::time::timeout(Duration::ZERO, publisher.publish_async(&i)).await {
+                    Ok(seq) => {
+                        assert_eq!(seq, i, "one sequence per message");
+                        continue;
+                    }
+                    Err(_) => dropped += 1,
+                }
+            }
+            let seq = tokio::time::timeout(Duration::from_secs(30), publisher.publish_async(&i))
+                .await
+                .expect("room within 30 s");
+            assert_eq!(seq, i, "a dropped publish published nothing");
+            if i == SLOW {
+                ticks_while_slow = ticks.load(std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        ticker.abort();
+        (ticks_while_slow, dropped)
+    });
+    let got = child.wait_success().result();
+    assert_eq!(got.get::<u64>("delivered"), n, "every message");
+    assert_eq!(got.get::<u64>("skipped"), 0);
+    assert_eq!(got.get::<u64>("wrong"), 0, "once, in order");
+    assert_eq!(got.get::<u8>("lossless"), 1, "never evicted");
+    // The slow phase takes at least SLOW × 2 ms: a publisher that blocked
+    // the runtime's one thread would leave the ticker no turn.
+    assert!(
+        ticks >= SLOW / 4,
+        "the ticker ran {ticks} times in {SLOW} slow reads: the thread was blocked"
+    );
+    assert!(dropped > 0, "no publish was ever dropped while it waited");
+    assert_no_registration_left();
+    drop(publisher);
+    bus.finish();
 }

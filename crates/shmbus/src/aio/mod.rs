@@ -30,6 +30,20 @@
 //! is as zero-copy as from `recv`. The borrow also carries the safety
 //! argument below: while a future waits, its handle cannot be dropped.
 //!
+//! # Publishing: the lossless publisher's wait
+//! A publisher held back by a lossless subscriber (issue 30) awaits room
+//! with [`Publisher::publish_async`](crate::Publisher::publish_async)
+//! (typed and raw bytes) and
+//! [`ManyPublisher::publish_async`](crate::bus::ManyPublisher::publish_async)
+//! instead of blocking its thread. It sleeps as the blocking publish
+//! does, on the bus's `room` word (rung by gating subscribers after each
+//! position store), registered with the same waiter thread, with a nap
+//! of 2 ms (the blocking wait's liveness check: a dead subscriber in the
+//! way is cleared, and one in the way for the eviction timeout evicted,
+//! by the next try). Cancel-safe: each try publishes or publishes
+//! nothing, so a dropped future published nothing. (A pool's loan has
+//! no async form yet: its publish blocks as before.)
+//!
 //! # The mechanism: one waiter thread per process
 //! A shared-memory futex cannot be registered with epoll. A future that
 //! finds nothing does the sleeper's half of the doorbell protocol (module
@@ -80,6 +94,7 @@
 //! - **Fair**: every task has its own handle and its own registration;
 //!   one wake-up wakes every task whose word moved.
 
+mod room;
 mod waiter;
 
 use std::future::Future;

@@ -558,10 +558,17 @@ impl<R: Region> Ring<R> {
             .fetch_add(ns, Ordering::Relaxed);
     }
 
+    /// The word a publisher waiting for room sleeps on (`ROOM`): gating
+    /// subscribers ring it after each position store, as a publisher
+    /// rings a subscriber's doorbell (an async publisher registers it
+    /// with the `aio` waiter).
+    pub(crate) fn room_bell(&self) -> &crate::sync::AtomicU32 {
+        self.region().word32(self.control_field(control::ROOM))
+    }
+
     /// The publisher sleeps on `ROOM` (the sleeper's half of `wait`).
     fn sleep_for_room(&self, timeout: Duration, still_blocked: impl FnOnce() -> bool) {
-        let bell = self.region().word32(self.control_field(control::ROOM));
-        wait::sleep(bell, Some(timeout), still_blocked);
+        wait::sleep(self.room_bell(), Some(timeout), still_blocked);
     }
 
     /// The bus's limit on gating subscribers (0: refused).
