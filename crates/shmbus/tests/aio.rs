@@ -69,6 +69,17 @@ fn as_child_feed() {
                     pause(i);
                 }
             }
+            "stream-u64" => {
+                let mut p = Producer::<u64>::attach(&name, &opts).expect("attach stream");
+                common::print_ready();
+                for i in 0..count {
+                    p.push(&i, Wait::Forever).expect("push");
+                    pause(i);
+                }
+                // Exits without the clean drop (which clears its pid: a
+                // producer that left, not one that died): as a crash.
+                std::mem::forget(p);
+            }
             "stream-idle" => {
                 let _p = Producer::<[u8]>::attach(&name, &opts).expect("attach stream");
                 common::print_ready();
@@ -758,4 +769,151 @@ fn an_async_publisher_awaits_a_slow_lossless_subscriber_without_blocking_its_thr
     assert_no_registration_left();
     drop(publisher);
     bus.finish();
+}
+
+/// The next item of a stream, within 30 s.
+async fn next_item<S: futures_core::Stream + Unpin>(
+    stream: &mut S,
+    what: &str,
+    at: u64,
+) -> Option<S::Item> {
+    let next = std::future::poll_fn(|cx| std::pin::Pin::new(&mut *stream).poll_next(cx));
+    match tokio::time::timeout(Duration::from_secs(30), next).await {
+        Ok(item) => item,
+        Err(_) => panic!("{what}: no item {at} within 30 s"),
+    }
+}
+
+/// Issue 31's async `Stream`s beyond the bus subscriber (feature
+/// `async-stream`), each on its own task of a multi-thread runtime: a
+/// typed stream consumer's `records()` fed by another process yields
+/// every record once, in order, then `PeerGone` when that producer has
+/// died (exited without its clean drop), then ends; a pool subscriber's `samples()` fed by another
+/// process yields every sample once, in order; a typed journal
+/// subscriber's `entries()` and a raw one's `recv_async` get every entry
+/// once, in order, from the file and then the ring, while a thread
+/// publishes.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn streams_of_a_stream_consumer_a_pool_and_a_journal_yield_every_item_once_in_order() {
+    use shmbus::journal::{
+        Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
+    };
+    let _serial = serial();
+    let n = common::scale_min(3_000, 300);
+    let stream = BusName::new("aio-records");
+    let pool = BusName::new("aio-samples");
+    let journaled = BusName::new("aio-entries");
+    let dir = std::env::temp_dir().join(format!("shmbus-aio-entries-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    drop(Producer::<u64>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    drop(
+        PoolPublisher::<[u8]>::create(pool.name(), &PoolOptions::new(1 << 13, 64, 1 << 14))
+            .expect("pool"),
+    );
+    let mut journal = JournalPublisher::<u64>::create(
+        journaled.name(),
+        &BusOptions::new(1 << 14),
+        &JournalOptions::new(dir.join("entries.journal")),
+    )
+    .expect("journal");
+    // Half in the file before anyone joins; the rest while they read.
+    for i in 0..n / 2 {
+        journal.publish(&i).expect("journal publish");
+    }
+    let open = OpenOptions::default().start(Start::Oldest);
+    let mut consumer = Consumer::<u64>::attach(stream.name(), &open).expect("consumer");
+    let mut on_pool = PoolSubscriber::<[u8]>::open(pool.name(), &open).expect("pool sub");
+    let mut typed = JournalSubscriber::<u64>::join(journaled.name(), &JoinOptions::default())
+        .expect("join typed");
+    let mut raw = JournalSubscriber::<[u8]>::join(journaled.name(), &JoinOptions::default())
+        .expect("join raw");
+    let rt = runtime(true);
+    let tasks = vec![
+        rt.spawn(async move {
+            let mut records = consumer.records();
+            for want in 0..n {
+                assert_eq!(
+                    next_item(&mut records, "records", want).await,
+                    Some(Ok(want)),
+                    "records"
+                );
+            }
+            match next_item(&mut records, "records", n).await {
+                Some(Err(PopError::PeerGone { .. })) => {}
+                other => panic!("expected PeerGone after the last record, got {other:?}"),
+            }
+            assert!(
+                next_item(&mut records, "records", n + 1).await.is_none(),
+                "ended"
+            );
+        }),
+        rt.spawn(async move {
+            let mut samples = on_pool.samples();
+            for want in 0..n {
+                match next_item(&mut samples, "samples", want).await {
+                    Some(Ok(Received::Message(s))) => {
+                        let got = u64::from_le_bytes(s[..8].try_into().expect("8 bytes"));
+                        assert_eq!(got, want, "samples: in order, once");
+                    }
+                    other => panic!("expected sample {want}, got {other:?}"),
+                }
+            }
+        }),
+        rt.spawn(async move {
+            let mut entries = typed.entries();
+            for want in 0..n {
+                assert_eq!(
+                    next_item(&mut entries, "entries", want).await,
+                    Some(Received::Message(Entry {
+                        seq: want,
+                        msg: want
+                    })),
+                    "entries"
+                );
+            }
+        }),
+        rt.spawn(async move {
+            for want in 0..n {
+                match raw.recv_async().await {
+                    Received::Message(Entry { seq, msg }) => {
+                        assert_eq!(seq, want, "raw entries: in order, once");
+                        assert_eq!(msg, &want.to_le_bytes()[..]);
+                    }
+                    other => panic!("expected raw entry {want}, got {other:?}"),
+                }
+            }
+        }),
+    ];
+    let stream_feeder = feeder(&stream, "stream-u64", n, 200);
+    let pool_feeder = feeder(&pool, "pool", n, 200);
+    let publishing = std::thread::spawn(move || {
+        for i in n / 2..n {
+            journal.publish(&i).expect("journal publish");
+            if i % 16 == 15 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        journal
+    });
+    let deadline = common::scale_deadline(Duration::from_secs(60));
+    rt.block_on(async {
+        tokio::time::timeout(deadline, async {
+            for t in tasks {
+                t.await.expect("task");
+            }
+        })
+        .await
+        .expect("every stream yielded every item before the deadline");
+    });
+    stream_feeder.wait_success();
+    pool_feeder.wait_success();
+    let journal = publishing.join().expect("publisher thread");
+    drop(rt);
+    assert_no_registration_left();
+    journal.close().expect("close");
+    for b in [stream, pool, journaled] {
+        b.finish();
+    }
+    std::fs::remove_dir_all(&dir).expect("remove dir");
 }

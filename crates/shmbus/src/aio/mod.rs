@@ -20,11 +20,16 @@
 //! Each receiving handle gains an `async fn` beside its blocking one,
 //! taking `&mut self` as that one does: [`Subscriber::recv_async`]
 //! (typed and raw bytes), [`PoolSubscriber::recv_async`],
-//! [`JournalSubscriber::recv_async`] (typed), and with the feature
-//! `async-stream` a bus subscriber's `messages()` as a
-//! `futures_core::Stream`,
+//! [`JournalSubscriber::recv_async`] (typed and raw bytes),
 //! [`Consumer::pop_async`] (typed and raw bytes), and, for any member of a
-//! [`Select`](crate::select::Select), [`readable`]. No wrapper type: the
+//! [`Select`](crate::select::Select), [`readable`]. With the feature
+//! `async-stream`, `futures_core::Stream`s over the same waits: a bus
+//! subscriber's `messages()`, a pool subscriber's `samples()` (a sample
+//! does not borrow its subscriber, so items may be held across later
+//! ones), a typed stream consumer's `records()` (it ends after
+//! `PeerGone`) and a typed journal subscriber's `entries()`. Raw-bytes
+//! handles have no `Stream`: their message borrows the handle's buffer,
+//! which a `Stream`'s items cannot. No wrapper type: the
 //! handle a program already holds (its options, its lag, its `position`)
 //! stays the one it receives from, and a raw subscriber's borrowed message
 //! is as zero-copy as from `recv`. The borrow also carries the safety
@@ -300,8 +305,7 @@ impl<M: ?Sized> Drop for Readable<'_, M> {
 #[must_use = "streams do nothing unless polled"]
 pub struct Messages<'a, T: Message, R: Region> {
     sub: &'a mut Subscriber<T, R>,
-    reg: Option<u64>,
-    missed: bool,
+    between: Between,
 }
 
 #[cfg(feature = "async-stream")]
@@ -321,8 +325,7 @@ impl<T: Message, R: Region> Subscriber<T, R> {
     pub fn messages(&mut self) -> Messages<'_, T, R> {
         Messages {
             sub: self,
-            reg: None,
-            missed: false,
+            between: Between::default(),
         }
     }
 }
@@ -333,30 +336,302 @@ impl<T: Message, R: Region> futures_core::Stream for Messages<'_, T, R> {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received<T>>> {
         let this = self.get_mut();
-        loop {
-            if let Some(r) = this.sub.recv(Wait::Never) {
-                if let Some(id) = this.reg.take() {
-                    waiter::remove(id);
-                }
-                this.missed = false;
-                return Poll::Ready(Some(r));
+        poll_item(&mut *this.sub, &mut this.between, cx, |s| {
+            s.recv(Wait::Never)
+        })
+        .map(Some)
+    }
+}
+
+/// One poll of a stream over `handle`: `next` receives without waiting
+/// (`None`: nothing now); between items, the wait of [`readable`], its
+/// registration kept in `reg`.
+#[cfg(feature = "async-stream")]
+fn poll_item<H: Selectable + ?Sized, I>(
+    handle: &mut H,
+    between: &mut Between,
+    cx: &mut Context<'_>,
+    mut next: impl FnMut(&mut H) -> Option<I>,
+) -> Poll<I> {
+    loop {
+        if let Some(r) = next(handle) {
+            if let Some(id) = between.reg.take() {
+                waiter::remove(id);
             }
-            match poll_readable(&*this.sub, &mut this.reg, &mut this.missed, cx) {
-                Poll::Pending => return Poll::Pending,
-                // Ready: receive; should that find nothing (a claim not
-                // committed yet), the next wait naps instead of looking.
-                Poll::Ready(()) => this.missed = true,
-            }
+            between.missed = false;
+            return Poll::Ready(r);
+        }
+        match poll_readable(&*handle, &mut between.reg, &mut between.missed, cx) {
+            Poll::Pending => return Poll::Pending,
+            // Ready: receive; should that find nothing (a claim not
+            // committed yet), the next wait naps instead of looking.
+            Poll::Ready(()) => between.missed = true,
+        }
+    }
+}
+
+/// A stream's wait between items: its registration with the waiter
+/// (removed on drop) and whether the last Ready found nothing.
+#[cfg(feature = "async-stream")]
+#[derive(Debug, Default)]
+struct Between {
+    reg: Option<u64>,
+    missed: bool,
+}
+
+#[cfg(feature = "async-stream")]
+impl Drop for Between {
+    fn drop(&mut self) {
+        if let Some(id) = self.reg.take() {
+            waiter::remove(id);
         }
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> Drop for Messages<'_, T, R> {
-    fn drop(&mut self) {
-        if let Some(id) = self.reg.take() {
-            waiter::remove(id);
+/// A typed stream consumer's records as a `futures_core::Stream`
+/// (feature `async-stream`): each item is what
+/// [`Consumer::pop_async`] would return. After
+/// [`PopError::PeerGone`] (the producer died and the ring is empty)
+/// it ends. Cancel-safe as `pop_async`: dropping it between items
+/// loses nothing.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// # let name = format!("/dev/shm/shmbus-doc-records-{}", std::process::id());
+/// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+/// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
+/// producer.push(&7, Wait::Never)?;
+/// let mut records = consumer.records();
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut records).poll_next(cx)).await;
+/// assert_eq!(next, Some(Ok(7)));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Records<'a, T: ?Sized + Payload, R: Region> {
+    handle: &'a mut Consumer<T, R>,
+    between: Between,
+    /// The producer is gone: the stream ended.
+    ended: bool,
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Consumer<T, R> {
+    /// This consumer's records as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Records`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-records-fn-{}", std::process::id());
+    /// let _producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
+    /// let records = consumer.records();
+    /// # drop(records);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn records(&mut self) -> Records<'_, T, R> {
+        Records {
+            handle: self,
+            between: Between::default(),
+            ended: false,
         }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> futures_core::Stream for Records<'_, T, R> {
+    type Item = Result<T, PopError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        let item = poll_item(&mut *this.handle, &mut this.between, cx, |c| {
+            match c.pop(Wait::Never) {
+                Err(PopError::Empty) => {}
+                other => return Some(other),
+            }
+            let pid = c.producer_gone()?;
+            // One last look: the producer may have pushed, then died.
+            Some(match c.pop(Wait::Never) {
+                Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
+                other => other,
+            })
+        });
+        if let Poll::Ready(Err(PopError::PeerGone { .. })) = item {
+            this.ended = true;
+        }
+        item.map(Some)
+    }
+}
+
+#[cfg(feature = "async-stream")]
+/// A typed journal subscriber's entries (from the file, then the
+/// ring) and lag reports as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what
+/// [`JournalSubscriber::recv_async`] would return; it never ends.
+/// Cancel-safe as `recv_async`.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{BusOptions, Received};
+/// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-{}", std::process::id()));
+/// # std::fs::create_dir_all(&dir)?;
+/// # let name = format!("/dev/shm/shmbus-doc-jentries-{}", std::process::id());
+/// let mut publisher = JournalPublisher::<u64>::create(
+///     &name,
+///     &BusOptions::new(64),
+///     &JournalOptions::new(dir.join("ticks.journal")),
+/// )?;
+/// publisher.publish(&1)?;
+/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let mut entries = late.entries();
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut entries).poll_next(cx)).await;
+/// assert_eq!(next, Some(Received::Message(Entry { seq: 0, msg: 1 })));
+/// # drop(entries); drop(late);
+/// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Entries<'a, T: Message> {
+    handle: &'a mut JournalSubscriber<T>,
+    between: Between,
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message> JournalSubscriber<T> {
+    /// This subscriber's entries as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Entries`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::BusOptions;
+    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-fn-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jentries-fn-{}", std::process::id());
+    /// let publisher = JournalPublisher::<u64>::create(
+    ///     &name,
+    ///     &BusOptions::new(64),
+    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    /// )?;
+    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let entries = late.entries();
+    /// # drop(entries); drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entries(&mut self) -> Entries<'_, T> {
+        Entries {
+            handle: self,
+            between: Between::default(),
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message> futures_core::Stream for Entries<'_, T> {
+    type Item = Received<Entry<T>>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        poll_item(&mut *this.handle, &mut this.between, cx, |j| {
+            j.recv(Wait::Never)
+        })
+        .map(Some)
+    }
+}
+
+#[cfg(feature = "async-stream")]
+/// A pool subscriber's samples and lag reports as a
+/// `futures_core::Stream` (feature `async-stream`): each item is what
+/// [`PoolSubscriber::recv_async`] would return; it never ends. A
+/// [`Sample`] does not borrow its subscriber (it keeps the mapping
+/// alive itself), so items may be held across later ones, up to
+/// [`PoolSubscriber::MAX_HELD`] at once (then the item is
+/// [`PoolRecvError::TooManySamples`], and nothing is lost).
+/// Cancel-safe as `recv_async`.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+///
+/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+/// let mut loan = publisher.loan(2, Wait::Never)?;
+/// loan.copy_from_slice(b"hi");
+/// loan.publish()?;
+/// let mut samples = subscriber.samples();
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut samples).poll_next(cx)).await;
+/// let Some(Ok(Received::Message(sample))) = next else { panic!() };
+/// assert_eq!(&*sample, b"hi");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Samples<'a, T: ?Sized + Payload, R: Region> {
+    handle: &'a mut PoolSubscriber<T, R>,
+    between: Between,
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
+    /// This subscriber's samples as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Samples`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
+    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
+    /// let samples = subscriber.samples();
+    /// # drop(samples);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn samples(&mut self) -> Samples<'_, T, R> {
+        Samples {
+            handle: self,
+            between: Between::default(),
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: ?Sized + Payload, R: Region> futures_core::Stream for Samples<'_, T, R> {
+    type Item = Result<Received<Sample<T, R>>, PoolRecvError>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        poll_item(&mut *this.handle, &mut this.between, cx, |p| {
+            p.recv(Wait::Never).transpose()
+        })
+        .map(Some)
     }
 }
 
@@ -467,6 +742,54 @@ impl<T: Message> JournalSubscriber<T> {
             // may deliver nothing: a miss, then a wait on the ring.)
             turn(&*self, &mut missed).await;
         }
+    }
+}
+
+impl JournalSubscriber<[u8]> {
+    /// The next entry (borrowed, as from `recv`: the bus's message size,
+    /// zero-padded as published) or lag report, waiting as
+    /// [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{BusOptions, Received};
+    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jrawasync-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// # let name = format!("/dev/shm/shmbus-doc-jrawasync-{}", std::process::id());
+    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    ///     &name,
+    ///     &BusOptions::new(64).msg_size(8),
+    ///     &JournalOptions::new(dir.join("raw.journal")),
+    /// )?;
+    /// publisher.publish(b"hello")?;
+    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let Received::Message(Entry { seq, msg }) = late.recv_async().await else { panic!() };
+    /// assert_eq!((seq, msg), (0, &b"hello\0\0\0"[..]));
+    /// # drop(late);
+    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<Entry<&[u8]>> {
+        let mut missed = false;
+        let seq = loop {
+            // The message is lent again through `last_bytes()` so that the
+            // borrow of this look ends here (a loop may look again).
+            match self.recv(Wait::Never) {
+                Some(Received::Message(entry)) => break entry.seq,
+                Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
+                None => {}
+            }
+            turn(&*self, &mut missed).await;
+        };
+        Received::Message(Entry {
+            seq,
+            msg: self.last_bytes(),
+        })
     }
 }
 

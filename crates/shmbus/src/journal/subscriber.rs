@@ -783,6 +783,12 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
         }
     }
 
+    /// The bytes of the message `recv_bytes` returned last (a raw async
+    /// receive lends them again once its borrow of the look ended).
+    pub(crate) fn last_bytes(&self) -> &[u8] {
+        &self.core.buf[..]
+    }
+
     /// `drain_ready` with each message as bytes, typed or raw.
     pub(super) fn drain_bytes(&mut self, mut f: impl FnMut(Received<Entry<&[u8]>>)) -> usize {
         self.core.drain_ready(|step, bytes| match step {
