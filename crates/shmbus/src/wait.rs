@@ -53,8 +53,21 @@ pub const UNSURE_SLEEP: Duration = Duration::from_millis(1);
 #[cfg(not(any(loom, miri)))]
 pub(crate) fn light_publisher_barrier() -> bool {
     use rustix::thread::{membarrier, MembarrierCommand};
-    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *REGISTERED.get_or_init(|| membarrier(MembarrierCommand::RegisterGlobalExpedited).is_ok())
+    use std::sync::atomic::{AtomicU8, Ordering};
+    // 0: not asked yet, 1: refused, 2: registered. An atomic, not a
+    // `OnceLock`: a fork while another thread runs the first call would
+    // copy a `OnceLock` mid-initialization into the child, whose first
+    // call would then wait for ever. Two first calls both register (the
+    // kernel takes that twice).
+    static REGISTERED: AtomicU8 = AtomicU8::new(0);
+    match REGISTERED.load(Ordering::Relaxed) {
+        0 => {
+            let yes = membarrier(MembarrierCommand::RegisterGlobalExpedited).is_ok();
+            REGISTERED.store(1 + u8::from(yes), Ordering::Relaxed);
+            yes
+        }
+        known => known == 2,
+    }
 }
 
 #[cfg(any(loom, miri))]

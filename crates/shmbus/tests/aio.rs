@@ -917,3 +917,121 @@ fn streams_of_a_stream_consumer_a_pool_and_a_journal_yield_every_item_once_in_or
     }
     std::fs::remove_dir_all(&dir).expect("remove dir");
 }
+
+/// Where each thread of `pid` waits (`/proc`: name, kernel wait channel,
+/// system call), for a hung child's report.
+fn threads_of(pid: i32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return "gone".into();
+    };
+    tasks
+        .filter_map(Result::ok)
+        .map(|t| {
+            let read = |f: &str| {
+                std::fs::read_to_string(t.path().join(f))
+                    .unwrap_or_default()
+                    .trim()
+                    .to_owned()
+            };
+            format!(
+                "[{} wchan={} syscall={}]",
+                read("comm"),
+                read("wchan"),
+                read("syscall")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Forks while another thread registers and removes futures without
+/// pause (so the waiter's registry lock is often held at the fork);
+/// each child registers a future of its own, checks that it sees only
+/// that one, and exits. Returns how many children did not finish within
+/// their watchdog's 5 s (each is killed) and how many failed.
+fn fork_children_while_registering(forks: u64) -> (u64, u64) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    let hammer = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+            let sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            while !stop.load(Ordering::Relaxed) {
+                let mut fut = Box::pin(shmbus::aio::readable(&sub));
+                assert!(fut.as_mut().poll(&mut cx).is_pending());
+            }
+        })
+    };
+    let (mut hung, mut failed) = (0, 0);
+    for _ in 0..forks {
+        let _no_spawn = common::no_spawn_in_flight();
+        // SAFETY: the child runs only the closure below (a heap bus, one
+        // registration with the waiter, which starts a waiter thread of
+        // its own) and then _exit, never returning into the harness.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+        if pid == 0 {
+            let ok = std::panic::catch_unwind(|| {
+                let p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+                let sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+                let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+                let mut fut = Box::pin(shmbus::aio::readable(&sub));
+                assert!(fut.as_mut().poll(&mut cx).is_pending());
+                assert_eq!(shmbus::aio::registrations(), 1, "only the child's own");
+                drop(fut);
+                assert_eq!(shmbus::aio::registrations(), 0);
+            })
+            .is_ok();
+            // SAFETY: ends the child without running the parent's atexit work.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut status = 0;
+        loop {
+            // SAFETY: `status` is a valid out-pointer; `pid` is our child.
+            let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            if rc == pid {
+                failed += u64::from(!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0));
+                break;
+            }
+            assert_eq!(rc, 0, "waitpid: {}", std::io::Error::last_os_error());
+            if Instant::now() > deadline {
+                eprintln!("forked child {pid} hung: {}", threads_of(pid));
+                // SAFETY: our own child, not yet reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                hung += 1;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    hammer.join().expect("the registering thread");
+    (hung, failed)
+}
+
+/// A `fork()` while another thread holds the waiter's registry lock (a
+/// registration, a removal, the waiter's snapshot) copies that lock held
+/// into the child: the child's registrations must not wait on it. Each
+/// process keeps a registry of its own (keyed by pid), and a child never
+/// touches its parent's.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_child_forked_while_another_thread_registers_futures_registers_its_own_without_deadlock() {
+    let _serial = serial();
+    let forks = common::scale_min(40, 10);
+    let (hung, failed) = fork_children_while_registering(forks);
+    assert_eq!(
+        (hung, failed),
+        (0, 0),
+        "of {forks} forked children, {hung} deadlocked registering and {failed} saw \
+         registrations not their own"
+    );
+    assert_no_registration_left();
+}

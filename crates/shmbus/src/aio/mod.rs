@@ -98,6 +98,11 @@
 //!   receive, which moves its cursor.
 //! - **Fair**: every task has its own handle and its own registration;
 //!   one wake-up wakes every task whose word moved.
+//! - **Fork-safe**: each process has its own registry (keyed by pid) and
+//!   waiter thread. A forked child makes a fresh registry at its first
+//!   use and never touches the copy of its parent's: that copy may hold
+//!   the registry lock (another thread held it at the fork) and holds the
+//!   parent's registrations, whose wakers are the parent's tasks.
 
 mod room;
 mod waiter;
