@@ -1035,3 +1035,64 @@ fn a_child_forked_while_another_thread_registers_futures_registers_its_own_witho
     );
     assert_no_registration_left();
 }
+
+/// The pool's loan publishes async too: a loan whose descriptor a slow
+/// lossless subscriber (a thread reading 2 ms apart, then at once) has no
+/// room for awaits it without blocking the runtime's thread; a loan's
+/// future dropped while it waited (a zero timeout) published nothing and
+/// gave its block back; the subscriber gets every value once, in order.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_pool_loan_published_async_awaits_a_slow_lossless_subscriber_and_a_dropped_one_gives_its_block_back(
+) {
+    let _serial = serial();
+    const SLOW: u64 = 32;
+    let n = common::scale_min(1_000, 200);
+    let bus = BusName::new("aio-loan");
+    let opts = PoolOptions::new(4, 64, 16).evict_after(Duration::from_secs(60));
+    let mut publisher = PoolPublisher::<u64>::create(bus.name(), &opts).expect("pool");
+    let lossless = OpenOptions::default().start(Start::Next).lossless(true);
+    let mut sub = PoolSubscriber::<u64>::open(bus.name(), &lossless).expect("lossless");
+    let reader = std::thread::spawn(move || {
+        for want in 0..n {
+            match sub.recv(Wait::For(Duration::from_secs(30))) {
+                Ok(Some(Received::Message(s))) => assert_eq!(*s, want, "in order, once"),
+                other => panic!("expected {want}, got {other:?}"),
+            }
+            if want < SLOW {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        assert!(sub.is_lossless(), "never evicted");
+    });
+    let dropped = runtime(false).block_on(async {
+        let mut dropped = 0u64;
+        for i in 0..n {
+            if i % 2 == 0 {
+                let mut loan = publisher.loan(Wait::Forever).expect("loan");
+                *loan = i;
+                match tokio::time::timeout(Duration::ZERO, loan.publish_async()).await {
+                    Ok(seq) => {
+                        assert_eq!(seq, Ok(i));
+                        continue;
+                    }
+                    Err(_) => dropped += 1,
+                }
+            }
+            let mut loan = publisher.loan(Wait::Forever).expect("loan");
+            *loan = i;
+            let seq = tokio::time::timeout(Duration::from_secs(30), loan.publish_async())
+                .await
+                .expect("room within 30 s");
+            assert_eq!(seq, Ok(i), "a dropped publish published nothing");
+        }
+        dropped
+    });
+    reader.join().expect("reader");
+    assert!(dropped > 0, "no publish was ever dropped while it waited");
+    // Every dropped loan's block came back: none is loaned now.
+    assert_eq!(publisher.census().loaned, 0, "{:?}", publisher.census());
+    assert_no_registration_left();
+    drop(publisher);
+    bus.finish();
+}

@@ -38,16 +38,18 @@
 //! # Publishing: the lossless publisher's wait
 //! A publisher held back by a lossless subscriber (issue 30) awaits room
 //! with [`Publisher::publish_async`](crate::Publisher::publish_async)
-//! (typed and raw bytes) and
+//! (typed and raw bytes),
 //! [`ManyPublisher::publish_async`](crate::bus::ManyPublisher::publish_async)
+//! and a pool's [`Loan::publish_async`](crate::pool::Loan::publish_async)
 //! instead of blocking its thread. It sleeps as the blocking publish
 //! does, on the bus's `room` word (rung by gating subscribers after each
 //! position store), registered with the same waiter thread, with a nap
 //! of 2 ms (the blocking wait's liveness check: a dead subscriber in the
 //! way is cleared, and one in the way for the eviction timeout evicted,
 //! by the next try). Cancel-safe: each try publishes or publishes
-//! nothing, so a dropped future published nothing. (A pool's loan has
-//! no async form yet: its publish blocks as before.)
+//! nothing, so a dropped future published nothing (a dropped loan's
+//! future gives its block back). Not async yet: waiting for a free block
+//! (`PoolPublisher::loan` with a wait) and an `OwnedLoan`'s publish.
 //!
 //! # The mechanism: one waiter thread per process
 //! A shared-memory futex cannot be registered with epoll. A future that

@@ -1,5 +1,6 @@
 //! Async publishing on a bus with lossless subscribers: `publish_async`
-//! awaits room where `publish` would block the thread.
+//! (`Publisher`, `ManyPublisher`, a pool's `Loan`) awaits room where
+//! `publish` would block the thread.
 //!
 //! A blocked publisher sleeps on the bus's `ROOM` word, which every gating
 //! subscriber rings after its position store once the publisher raised
@@ -28,6 +29,7 @@ use crate::bus::{
     Abandoned, ManyPublishError, ManyPublisher, PublishError, Publisher, TryPublishError,
 };
 use crate::mem::Region;
+use crate::pool::Loan;
 use crate::sync::AtomicU32;
 use crate::wait::{self, Wait};
 use crate::Message;
@@ -46,6 +48,12 @@ impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for Publisher<T, R> {
 impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for ManyPublisher<T, R> {
     fn room_bell(&self) -> &AtomicU32 {
         self.w.ring.room_bell()
+    }
+}
+
+impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for Loan<'_, T, R> {
+    fn room_bell(&self) -> &AtomicU32 {
+        Loan::room_bell(self)
     }
 }
 
@@ -252,6 +260,49 @@ impl<R: Region> ManyPublisher<[u8], R> {
             }
             Err(TryPublishError::Abandoned(a)) => Err(ManyPublishError::Abandoned(a)),
             Err(e) => unreachable!("a publish failed: {e}"),
+        }
+    }
+}
+
+impl<T: ?Sized + crate::bus::Payload, R: Region> Loan<'_, T, R> {
+    /// Publishes the block as [`Loan::publish`] does, awaiting room for
+    /// its descriptor as [`Publisher::publish_async`] does instead of
+    /// blocking the thread while a lossless subscriber holds the bus
+    /// back. Cancel-safe: a dropped future published nothing, and the
+    /// loan it owned gives its block back to the pool (a many-publisher
+    /// bus claims a sequence only once it found room for it).
+    ///
+    /// # Errors
+    /// [`Abandoned`] as [`Loan::publish`].
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{OpenOptions, Received, Start, Wait};
+    /// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+    /// # let name = format!("/dev/shm/shmbus-doc-loan-async-{}", std::process::id());
+    /// let mut publisher = PoolPublisher::<u32>::create(&name, &PoolOptions::new(1, 64, 4))?;
+    /// let lossless = OpenOptions::default().start(Start::Next).lossless(true);
+    /// let mut subscriber = PoolSubscriber::<u32>::open(&name, &lossless)?;
+    /// let mut loan = publisher.loan(Wait::Never)?;
+    /// *loan = 1;
+    /// assert_eq!(loan.publish_async().await?, 0);
+    /// // The one slot is unread: the next publish waits for the read.
+    /// assert!(matches!(subscriber.recv(Wait::Never)?, Some(Received::Message(_))));
+    /// let mut loan = publisher.loan(Wait::Never)?;
+    /// *loan = 2;
+    /// assert_eq!(loan.publish_async().await?, 1);
+    /// # drop((subscriber, publisher)); shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn publish_async(mut self) -> Result<u64, Abandoned> {
+        match when_room(&mut self, Loan::try_publish_now).await {
+            Ok(seq) => Ok(seq),
+            Err(TryPublishError::Abandoned(a)) => Err(a),
+            Err(e) => unreachable!("a pool publish failed: {e}"),
         }
     }
 }

@@ -285,26 +285,81 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     }
 
     fn publish(&mut self, block: u64, len: usize) -> Result<u64, Abandoned> {
-        let mut desc = [0u8; 16];
-        desc[..8].copy_from_slice(&block.to_le_bytes());
-        desc[8..].copy_from_slice(&(len as u64).to_le_bytes());
-        let region = self.ring.region();
+        let desc = descriptor(block, len);
         if !self.multi {
             let seq = self.next;
             if !self.gate.open_for(seq) {
                 self.gate.room(&self.ring, seq);
             }
-            self.blocks.publish(region, block, seq);
-            let gen = self.ring.write(seq, &desc);
-            self.gate.after_write(seq, gen);
-            self.next = seq.wrapping_add(1);
-            return Ok(seq);
+            return Ok(self.write_single(seq, block, &desc));
         }
         let (seq, gen) = self.ring.claim_gated();
         self.gate.after_claim(seq, gen);
         if !self.gate.open_for(seq) {
             self.gate.room(&self.ring, seq);
         }
+        self.fill_claimed(seq, block, &desc)
+    }
+
+    /// Publishes `block` only if the gate has room for it by `deadline`
+    /// (a deadline of now never waits): else `Full`, and nothing was
+    /// published or claimed (a many-publisher bus claims only a sequence
+    /// it found room for, as `ManyPublisher::publish_within`). On `Full`
+    /// the block is still the caller's; on `Abandoned` it is gone, as
+    /// from `publish`.
+    pub(crate) fn publish_within(
+        &mut self,
+        block: u64,
+        len: usize,
+        deadline: Option<Instant>,
+    ) -> Result<u64, crate::bus::TryPublishError> {
+        let full = |f: crate::bus::gate::Full| crate::bus::TryPublishError::Full {
+            entry: f.entry,
+            pid: f.pid,
+        };
+        let desc = descriptor(block, len);
+        if !self.multi {
+            let seq = self.next;
+            self.gate
+                .room_until(&self.ring, seq, deadline)
+                .map_err(full)?;
+            return Ok(self.write_single(seq, block, &desc));
+        }
+        let mut c = self.ring.head();
+        let seq = loop {
+            self.gate
+                .room_until(&self.ring, c, deadline)
+                .map_err(full)?;
+            match self.ring.claim_exactly(c) {
+                Ok(gen) => {
+                    self.gate.after_claim(c, gen);
+                    break c;
+                }
+                Err(now) => c = now,
+            }
+        };
+        // A lossless subscriber that joined between the look and the
+        // claim: the claim cannot be undone (rare; at most the eviction
+        // timeout).
+        if !self.gate.open_for(seq) {
+            self.gate.room(&self.ring, seq);
+        }
+        Ok(self.fill_claimed(seq, block, &desc)?)
+    }
+
+    /// One publisher: writes `block`'s descriptor as `seq`, past the gate.
+    fn write_single(&mut self, seq: u64, block: u64, desc: &[u8; 16]) -> u64 {
+        self.blocks.publish(self.ring.region(), block, seq);
+        let gen = self.ring.write(seq, desc);
+        self.gate.after_write(seq, gen);
+        self.next = seq.wrapping_add(1);
+        seq
+    }
+
+    /// Many publishers: the claimed `seq`, past the gate: takes its slot,
+    /// stores `block`'s descriptor, commits.
+    fn fill_claimed(&mut self, seq: u64, block: u64, desc: &[u8; 16]) -> Result<u64, Abandoned> {
+        let region = self.ring.region();
         let lost = Abandoned {
             seq,
             unblock: self.ring.unblock_timeout(),
@@ -314,7 +369,7 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
             return Err(lost);
         }
         self.blocks.publish(region, block, seq);
-        self.ring.store_payload(seq, &desc);
+        self.ring.store_payload(seq, desc);
         if self.ring.commit(seq).is_err() {
             // Never `done(seq)`: no reader can have taken it; but a stall
             // this long may have let another publisher reclaim it.
@@ -323,6 +378,20 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
         }
         Ok(seq)
     }
+
+    /// The word a publisher waiting for room sleeps on (an async publish
+    /// registers it with the `aio` waiter).
+    pub(crate) fn room_bell(&self) -> &crate::sync::AtomicU32 {
+        self.ring.room_bell()
+    }
+}
+
+/// A pool descriptor: the block's index, then the message's length.
+fn descriptor(block: u64, len: usize) -> [u8; 16] {
+    let mut desc = [0u8; 16];
+    desc[..8].copy_from_slice(&block.to_le_bytes());
+    desc[8..].copy_from_slice(&(len as u64).to_le_bytes());
+    desc
 }
 
 impl<T: Message, R: Region> PoolPublisher<T, R> {
@@ -437,6 +506,17 @@ impl<T: ?Sized + Payload, R: Region> Loan<'_, T, R> {
     /// ```
     pub fn publish(mut self) -> Result<u64, Abandoned> {
         self.block.publish(self.publisher)
+    }
+
+    /// One try of an async publish: publishes, or finds no room now and
+    /// publishes nothing (`Full`: the loan still holds its block).
+    pub(crate) fn try_publish_now(&mut self) -> Result<u64, crate::bus::TryPublishError> {
+        self.block.try_publish(self.publisher, Some(Instant::now()))
+    }
+
+    /// The `room` word of the loan's bus.
+    pub(crate) fn room_bell(&self) -> &crate::sync::AtomicU32 {
+        self.publisher.room_bell()
     }
 }
 
@@ -577,6 +657,22 @@ impl LoanedBlock {
     ) -> Result<u64, Abandoned> {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         publisher.publish(block, self.len)
+    }
+
+    /// `publish` if the gate has room by `deadline`; on `Full` the block
+    /// stays loaned (still ours to publish or free).
+    pub(super) fn try_publish<T: ?Sized + Payload, R: Region>(
+        &mut self,
+        publisher: &mut PoolPublisher<T, R>,
+        deadline: Option<Instant>,
+    ) -> Result<u64, crate::bus::TryPublishError> {
+        let r = publisher.publish_within(self.block, self.len, deadline);
+        if !matches!(r, Err(crate::bus::TryPublishError::Full { .. })) {
+            // Published, or abandoned (the block freed or unpublished
+            // there): nothing left to free.
+            self.block = PUBLISHED;
+        }
+        r
     }
 
     /// Gives an unpublished block back to `publisher`'s pool, once.
