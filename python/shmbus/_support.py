@@ -95,3 +95,49 @@ class Batch(NamedTuple):
 
     messages: Any
     skipped: int
+
+
+def wake_future(future):
+    """Run on the event loop (``call_soon_threadsafe`` from the waiter
+    thread): ends the await of one ``recv_async`` turn, unless that await
+    ended already (a cancellation)."""
+    if not future.done():
+        future.set_result(None)
+
+
+async def recv_async(handle):
+    """The coroutine of ``recv_async`` / ``pop_async`` on any receiving
+    handle: turns of ``handle._recv_or_arm`` (receive without waiting, or
+    arm a wake-up of this future on the process's waiter thread), awaiting
+    the future between them. It consumes only inside ``_recv_or_arm``,
+    never across the await: a cancelled receive has taken nothing, and its
+    wake-up is disarmed whatever ends the await."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    woke = False
+    while True:
+        future = loop.create_future()
+        got, value = handle._recv_or_arm(loop, future, woke)
+        if got:
+            return value
+        try:
+            await future
+        finally:
+            value.disarm()
+        woke = True
+
+
+async def anext(handle):
+    """``__anext__``: ``recv_async``, ending the iteration once the handle
+    is closed (also by a ``close()`` while it waited)."""
+    from .errors import ClosedError
+
+    if handle.closed:
+        raise StopAsyncIteration
+    try:
+        return await recv_async(handle)
+    except ClosedError:
+        if handle.closed:
+            raise StopAsyncIteration from None
+        raise

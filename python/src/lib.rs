@@ -39,6 +39,7 @@ use shmbus::Wait;
 
 use handle::Cancel;
 
+mod aio;
 mod bus;
 mod errors;
 mod handle;
@@ -315,6 +316,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pool::register(m)?;
     stream::register(m)?;
     journal::register(m)?;
+    aio::register(m)?;
     m.add("SLICE_SECONDS", SLICE.as_secs_f64())?;
     Ok(())
 }
