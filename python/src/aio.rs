@@ -7,23 +7,29 @@
 //! the kernel.
 //!
 //! One turn of a receive (the coroutine is `shmbus._support.recv_async`):
-//! the coroutine makes an asyncio future on the running loop and calls
-//! the handle's `_recv_or_arm(loop, future, woke)`, which, with the GIL,
-//! receives without waiting; nothing there, it arms a wake-up
-//! (`shmbus::aio::arm`, an owned registration) whose `Waker` calls
-//! `loop.call_soon_threadsafe(wake_future, future)` from the waiter
-//! thread, and returns the [`Armed`] registration. The coroutine awaits
-//! the future, disarms (whatever ended the await: a wake, a cancellation,
-//! Ctrl-C), and turns again. It consumes only inside `_recv_or_arm`, never
-//! across an await: a cancelled receive has taken nothing.
+//! the coroutine makes an asyncio future on the running loop, files it
+//! under a fresh token with its loop's [`Bell`], and calls the handle's
+//! `_recv_or_arm(bell, token, woke)`, which, with the GIL, receives
+//! without waiting; nothing there, it arms a wake-up
+//! (`shmbus::aio::arm`, an owned registration) whose `Waker` rings the
+//! bell with the token, and returns the [`Armed`] registration. The
+//! coroutine awaits the future, disarms (whatever ended the await: a
+//! wake, a cancellation, Ctrl-C), and turns again. It consumes only
+//! inside `_recv_or_arm`, never across an await: a cancelled receive has
+//! taken nothing.
 //!
-//! The waker takes the GIL on the waiter thread, and only there: the
-//! waiter wakes wakers after it released its registry lock, and a waker
-//! dropped under that lock only drops references (pyo3 defers the
-//! decrefs without the GIL), so a Python thread that holds the GIL and
-//! waits for the registry lock (an arm, a disarm) never waits for a
-//! thread that waits for the GIL.
+//! The bell: one per event loop, an eventfd the loop watches
+//! (`loop.add_reader`) and a list of rung tokens. A wake, on the waiter
+//! thread, adds its token and writes the eventfd: no GIL, no Python. The
+//! loop wakes in its selector and its reader sets the futures of the
+//! tokens rung. So a Python thread busy with the GIL never holds up the
+//! waiter thread (which wakes every async receive of the process, Rust's
+//! too), and an async wake costs what a Rust one does: the publisher's
+//! futex wake of the waiter thread, then the waiter's wake of the loop's
+//! thread.
 
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Wake, Waker};
 
@@ -32,10 +38,10 @@ use pyo3::IntoPyObjectExt;
 use shmbus::select::Selectable;
 
 use crate::handle::Handle;
-use crate::support;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Armed>()?;
+    m.add_class::<Bell>()?;
     m.add_function(wrap_pyfunction!(aio_registrations, m)?)?;
     Ok(())
 }
@@ -49,36 +55,88 @@ fn aio_registrations() -> usize {
     shmbus::aio::registrations()
 }
 
-/// Wakes one asyncio future, once, from any thread:
-/// `loop.call_soon_threadsafe(wake_future, future)`.
-pub(crate) struct LoopWaker {
-    /// The loop and the future; taken by the first wake.
-    call: Mutex<Option<(Py<PyAny>, Py<PyAny>)>>,
+/// An event loop's doorbell: an eventfd the loop watches, and the tokens
+/// rung since its reader last looked. Not public API
+/// (`shmbus._support` makes one per loop).
+#[pyclass(module = "shmbus._shmbus", name = "_Bell", frozen)]
+pub struct Bell {
+    inner: Arc<BellInner>,
 }
 
-impl LoopWaker {
-    fn new(event_loop: Py<PyAny>, future: Py<PyAny>) -> Arc<Self> {
-        Arc::new(LoopWaker {
-            call: Mutex::new(Some((event_loop, future))),
+struct BellInner {
+    fd: OwnedFd,
+    rung: Mutex<Vec<u64>>,
+}
+
+impl BellInner {
+    /// Files `token` as rung, then makes the eventfd readable (in this
+    /// order: see [`Bell::take`]). Any thread, no GIL.
+    fn ring(&self, token: u64) {
+        self.rung
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(token);
+        let one: u64 = 1;
+        // SAFETY: `fd` is our open eventfd and `one` a live 8-byte value.
+        // A full counter (EAGAIN, 2^64 - 2 rings unread) is already
+        // readable: nothing is lost.
+        let _ = unsafe { libc::write(self.fd.as_raw_fd(), std::ptr::from_ref(&one).cast(), 8) };
+    }
+}
+
+#[pymethods]
+impl Bell {
+    #[new]
+    fn new() -> PyResult<Self> {
+        // SAFETY: eventfd takes no pointers; a negative answer is an error.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        Ok(Bell {
+            inner: Arc::new(BellInner {
+                // SAFETY: `fd` was just opened and is owned by nobody else.
+                fd: unsafe { OwnedFd::from_raw_fd(fd) },
+                rung: Mutex::new(Vec::new()),
+            }),
         })
     }
 
-    /// Schedules the future's result on its loop (once; later calls do
-    /// nothing).
-    pub(crate) fn wake_now(&self) {
-        let Some((event_loop, future)) = self.call.lock().unwrap_or_else(|p| p.into_inner()).take()
-        else {
-            return;
+    /// The eventfd, for `loop.add_reader`.
+    fn fileno(&self) -> i32 {
+        self.inner.fd.as_raw_fd()
+    }
+
+    /// The tokens rung since the last call (the eventfd read empty first:
+    /// a ring after that read writes it again, so none is missed).
+    fn take(&self) -> Vec<u64> {
+        let mut count: u64 = 0;
+        // SAFETY: `fd` is our open eventfd and `count` a live 8-byte
+        // buffer. EAGAIN (nothing to read: a spurious call) is fine.
+        let _ = unsafe {
+            libc::read(
+                self.inner.fd.as_raw_fd(),
+                std::ptr::from_mut(&mut count).cast(),
+                8,
+            )
         };
-        // try_attach: None while the interpreter finalizes (a process
-        // exiting with a receive armed): nobody waits any more.
-        let _ = Python::try_attach(|py| {
-            let woke = support(py, "wake_future").and_then(|wake| {
-                event_loop.call_method1(py, "call_soon_threadsafe", (wake, future))
-            });
-            // A closed loop (RuntimeError): its task waits no more.
-            drop(woke);
-        });
+        std::mem::take(&mut *self.inner.rung.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Rings one token on one loop's bell, once, from any thread.
+pub(crate) struct LoopWaker {
+    bell: Arc<BellInner>,
+    token: u64,
+    rung: AtomicBool,
+}
+
+impl LoopWaker {
+    /// Rings the bell with the token (once; later calls do nothing).
+    pub(crate) fn wake_now(&self) {
+        if !self.rung.swap(true, Ordering::Relaxed) {
+            self.bell.ring(self.token);
+        }
     }
 }
 
@@ -149,19 +207,22 @@ pub(crate) trait Receiving {
 }
 
 /// One turn of `recv_async`: `(True, what was received)`, or `(False,
-/// an _Armed)` after arming a wake-up that sets `future`'s result on
-/// `event_loop`. `woke`: the coroutine was woken since its last turn (a
+/// an _Armed)` after arming a wake-up that rings `token` on `bell`. `woke`: the coroutine was woken since its last turn (a
 /// receive that finds nothing then arms with `arm_after_miss`, as the
 /// Rust `recv_async` does: a claim not committed yet is waited for with a
 /// nap, not looked at in a loop).
 pub(crate) fn recv_or_arm<H: Receiving>(
     h: &H,
     py: Python<'_>,
-    event_loop: Py<PyAny>,
-    future: Py<PyAny>,
+    bell: &Bell,
+    token: u64,
     woke: bool,
 ) -> PyResult<(bool, Py<PyAny>)> {
-    let waker = LoopWaker::new(event_loop, future);
+    let waker = Arc::new(LoopWaker {
+        bell: bell.inner.clone(),
+        token,
+        rung: AtomicBool::new(false),
+    });
     let std_waker = Waker::from(waker.clone());
     let mut missed = woke;
     loop {
@@ -209,11 +270,11 @@ macro_rules! async_methods {
             fn _recv_or_arm(
                 &self,
                 py: ::pyo3::Python<'_>,
-                event_loop: ::pyo3::Py<::pyo3::PyAny>,
-                future: ::pyo3::Py<::pyo3::PyAny>,
+                bell: ::pyo3::PyRef<'_, $crate::aio::Bell>,
+                token: u64,
                 woke: bool,
             ) -> ::pyo3::PyResult<(bool, ::pyo3::Py<::pyo3::PyAny>)> {
-                $crate::aio::recv_or_arm(self, py, event_loop, future, woke)
+                $crate::aio::recv_or_arm(self, py, &bell, token, woke)
             }
 
             $(#[$doc])*
