@@ -148,13 +148,12 @@ async def recv_async(handle):
 
     loop = asyncio.get_running_loop()
     bell = _bell_of(loop)
-    woke = False
     while True:
         token = bell.next_token
         bell.next_token += 1
         future = bell.futures[token] = loop.create_future()
         try:
-            got, value = handle._recv_or_arm(bell.bell, token, woke)
+            got, value = handle._recv_or_arm(bell.bell, token)
         except BaseException:
             del bell.futures[token]
             raise
@@ -166,7 +165,6 @@ async def recv_async(handle):
         finally:
             value.disarm()
             bell.futures.pop(token, None)
-        woke = True
 
 
 async def anext(handle):

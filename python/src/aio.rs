@@ -9,7 +9,7 @@
 //! One turn of a receive (the coroutine is `shmbus._support.recv_async`):
 //! the coroutine makes an asyncio future on the running loop, files it
 //! under a fresh token with its loop's [`Bell`], and calls the handle's
-//! `_recv_or_arm(bell, token, woke)`, which, with the GIL, receives
+//! `_recv_or_arm(bell, token)`, which, with the GIL, receives
 //! without waiting; nothing there, it arms a wake-up
 //! (`shmbus::aio::arm`, an owned registration) whose `Waker` rings the
 //! bell with the token, and returns the [`Armed`] registration. The
@@ -207,16 +207,18 @@ pub(crate) trait Receiving {
 }
 
 /// One turn of `recv_async`: `(True, what was received)`, or `(False,
-/// an _Armed)` after arming a wake-up that rings `token` on `bell`. `woke`: the coroutine was woken since its last turn (a
-/// receive that finds nothing then arms with `arm_after_miss`, as the
-/// Rust `recv_async` does: a claim not committed yet is waited for with a
-/// nap, not looked at in a loop).
+/// an _Armed)` after arming a wake-up that rings `token` on `bell`. As a
+/// Rust `Readable`: `arm` looks, and where it finds the member ready but
+/// the receive then finds nothing (a claim not committed yet), the turn
+/// arms with `arm_after_miss`, a nap of at most 1 ms, so a claim is
+/// waited for, not looked at in a loop. A turn starts afresh: a wake
+/// that finds nothing (a stream's peer-check nap, another task took the
+/// message) arms as before it, without a nap.
 pub(crate) fn recv_or_arm<H: Receiving>(
     h: &H,
     py: Python<'_>,
     bell: &Bell,
     token: u64,
-    woke: bool,
 ) -> PyResult<(bool, Py<PyAny>)> {
     let waker = Arc::new(LoopWaker {
         bell: bell.inner.clone(),
@@ -224,7 +226,7 @@ pub(crate) fn recv_or_arm<H: Receiving>(
         rung: AtomicBool::new(false),
     });
     let std_waker = Waker::from(waker.clone());
-    let mut missed = woke;
+    let mut missed = false;
     loop {
         if let Some(got) = h.try_next(py)? {
             return Ok((true, got));
@@ -272,9 +274,8 @@ macro_rules! async_methods {
                 py: ::pyo3::Python<'_>,
                 bell: ::pyo3::PyRef<'_, $crate::aio::Bell>,
                 token: u64,
-                woke: bool,
             ) -> ::pyo3::PyResult<(bool, ::pyo3::Py<::pyo3::PyAny>)> {
-                $crate::aio::recv_or_arm(self, py, &bell, token, woke)
+                $crate::aio::recv_or_arm(self, py, &bell, token)
             }
 
             $(#[$doc])*

@@ -264,29 +264,54 @@ def test_a_loop_shut_down_while_tasks_wait_leaves_no_registration(bus_name):
 
 def test_idle_awaiting_tasks_use_no_cpu(bus_name):
     names = make_buses(bus_name, 4, capacity=8)
+    stream = f"{bus_name}-stream"
+    producer = shmbus.Producer.create(stream, 4096)
     try:
         subs = [shmbus.Subscriber.open(n) for n in names for _ in range(2)]
+        # Two tasks on one subscriber: one gets the message, the other
+        # waits on, idle.
+        shared = subs[0]
+        consumer = shmbus.Consumer.open(stream)
+
+        async def idle_for_a_second():
+            before = time.process_time()
+            await asyncio.sleep(1.0)
+            return time.process_time() - before
 
         async def main():
             tasks = [asyncio.create_task(s.recv_async()) for s in subs]
-            await until_registrations(len(subs))
-            before = time.process_time()
-            await asyncio.sleep(1.0)
-            used = time.process_time() - before
+            tasks.append(asyncio.create_task(shared.recv_async()))
+            await until_registrations(len(tasks))
+            with shmbus.Publisher.attach(names[0]) as pub:
+                pub.publish(b"one")
+            done, _ = await asyncio.wait([tasks[0], tasks[-1]], return_when=asyncio.FIRST_COMPLETED)
+            assert len(done) == 1
+            await asyncio.sleep(0.1)
+            buses = await idle_for_a_second()
+            # A stream consumer's wait naps (PEER_CHECK, 20 ms: a dead
+            # producer rings no bell) and turns again, 50 times a second.
+            tasks.append(asyncio.create_task(consumer.pop_async()))
+            await asyncio.sleep(0.1)
+            with_stream = await idle_for_a_second()
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            return used
+            return buses, with_stream
 
-        used = run(main())
-        # A poll every millisecond would cost far more than this (each turn
-        # of the loop is tens of microseconds); asleep, nothing runs.
-        assert used < 0.01, f"{used:.3f} s of CPU over 1 s idle"
+        buses, with_stream = run(main())
+        # A poll every millisecond costs far more than this (each turn of
+        # the loop is tens of microseconds, 0.15 s a second for 8 tasks);
+        # asleep, nothing runs.
+        assert buses < 0.01, f"{buses:.3f} s of CPU over 1 s idle"
+        # The stream's peer checks: about 0.3 ms each.
+        assert with_stream < 0.05, f"{with_stream:.3f} s of CPU over 1 s idle, with a stream consumer"
         assert shmbus.aio_registrations() == 0
         for s in subs:
             s.close()
+        consumer.close()
     finally:
-        remove_all(names)
+        producer.close()
+        remove_all(names + [stream])
 
 
 def test_closing_a_subscriber_ends_its_waiting_receive_and_async_for(bus_name):

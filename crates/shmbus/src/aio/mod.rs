@@ -289,10 +289,13 @@ fn arm_with<M: Selectable + ?Sized>(member: &M, missed: bool, waker: &Waker) -> 
 /// already (nothing registered), or no waiter thread could be started
 /// (then every look costs CPU: look again after a yield).
 ///
-/// A loop over it: receive with `Wait::Never`; nothing, `arm`; `None`,
-/// receive again; nothing again (a claim not committed yet), arm with
-/// [`arm_after_miss`]. After a wake, a receive that finds nothing arms
-/// with `arm_after_miss` too, as [`Subscriber::recv_async`] does.
+/// A turn of a loop over it: receive with `Wait::Never`; nothing, `arm`;
+/// `None`, receive again; nothing again (the member looked ready but its
+/// receive found nothing: a claim not committed yet), arm with
+/// [`arm_after_miss`], whose nap keeps the loop from spinning. Each wake
+/// starts a turn afresh (with `arm`, which looks: a wake that finds the
+/// member not ready, a nap's, arms without a nap), as a [`readable`]
+/// future does.
 ///
 /// Sound without a borrow: the waiter never reads a registered word (see
 /// the module docs), so a handle may be dropped (its region unmapped)
