@@ -29,15 +29,16 @@
 //! thread.
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::task::{Wake, Waker};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::task::Waker;
 
 use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
 use shmbus::select::Selectable;
 
 use crate::handle::Handle;
+use crate::wake::{BellInner, LoopWaker};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Armed>()?;
@@ -61,27 +62,6 @@ fn aio_registrations() -> usize {
 #[pyclass(module = "shmbus._shmbus", name = "_Bell", frozen)]
 pub struct Bell {
     inner: Arc<BellInner>,
-}
-
-struct BellInner {
-    fd: OwnedFd,
-    rung: Mutex<Vec<u64>>,
-}
-
-impl BellInner {
-    /// Files `token` as rung, then makes the eventfd readable (in this
-    /// order: see [`Bell::take`]). Any thread, no GIL.
-    fn ring(&self, token: u64) {
-        self.rung
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(token);
-        let one: u64 = 1;
-        // SAFETY: `fd` is our open eventfd and `one` a live 8-byte value.
-        // A full counter (EAGAIN, 2^64 - 2 rings unread) is already
-        // readable: nothing is lost.
-        let _ = unsafe { libc::write(self.fd.as_raw_fd(), std::ptr::from_ref(&one).cast(), 8) };
-    }
 }
 
 #[pymethods]
@@ -121,57 +101,6 @@ impl Bell {
             )
         };
         std::mem::take(&mut *self.inner.rung.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-}
-
-/// Rings one token on one loop's bell, once, from any thread.
-pub(crate) struct LoopWaker {
-    bell: Arc<BellInner>,
-    token: u64,
-    rung: AtomicBool,
-}
-
-impl LoopWaker {
-    /// Rings the bell with the token (once; later calls do nothing).
-    pub(crate) fn wake_now(&self) {
-        if !self.rung.swap(true, Ordering::Relaxed) {
-            self.bell.ring(self.token);
-        }
-    }
-}
-
-impl Wake for LoopWaker {
-    fn wake(self: Arc<Self>) {
-        self.wake_now();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.wake_now();
-    }
-}
-
-/// The wake-ups armed on one handle (its `Handle`'s), so that `close()`
-/// ends the receives that wait on it (they then raise `ClosedError`;
-/// `async for` ends).
-#[derive(Default)]
-pub(crate) struct Waiting {
-    wakers: Mutex<Vec<Weak<LoopWaker>>>,
-}
-
-impl Waiting {
-    fn add(&self, waker: &Arc<LoopWaker>) {
-        let mut w = self.wakers.lock().unwrap_or_else(|p| p.into_inner());
-        // Those disarmed since are gone: the list stays as long as the
-        // receives waiting now.
-        w.retain(|w| w.strong_count() > 0);
-        w.push(Arc::downgrade(waker));
-    }
-
-    /// Wakes every receive waiting on the handle (its `close()`).
-    pub(crate) fn wake_all(&self) {
-        let wakers = std::mem::take(&mut *self.wakers.lock().unwrap_or_else(|p| p.into_inner()));
-        for w in wakers.iter().filter_map(Weak::upgrade) {
-            w.wake_now();
-        }
     }
 }
 

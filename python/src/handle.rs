@@ -14,8 +14,8 @@ use std::sync::{Mutex, TryLockError};
 
 use pyo3::prelude::*;
 
-use crate::aio::Waiting;
 use crate::errors::{self, Exc};
+use crate::wake::Waiting;
 
 /// A mark of the calling thread (the address of a thread-local), never 0.
 fn thread_mark() -> usize {

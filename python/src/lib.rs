@@ -46,6 +46,7 @@ mod handle;
 mod journal;
 mod pool;
 mod stream;
+mod wake;
 
 /// The longest a blocking call waits without the GIL before it checks for
 /// signals (so Ctrl-C lands within this).
