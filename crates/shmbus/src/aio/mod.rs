@@ -27,7 +27,8 @@
 //! [`Select`](crate::select::Select), [`readable`]. Beneath them, for a
 //! binding to another event loop (Python's asyncio) that cannot hold a
 //! future borrowing its handle: [`arm`], an owned registration
-//! ([`Armed`]) that wakes a `Waker` once; `readable` is built on it. No wrapper type: the
+//! ([`Armed`]) that wakes a `Waker` once; `readable` is built on it.
+//! No wrapper type: the
 //! handle a program already holds (its options, its lag, its `position`)
 //! stays the one it receives from, and a raw subscriber's borrowed message
 //! is as zero-copy as from `recv`. The borrow also carries the safety
