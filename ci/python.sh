@@ -53,3 +53,6 @@ fi
 # every message (its figures are docs/PYTHON.md's, from a full run).
 "$PYTHON" -m pip install --quiet iceoryx2==0.10.0
 "$PYTHON" python/bench/bench_recv.py --messages 20000 --rounds 1
+# The asyncio wake latency, short: that it runs (its figures are
+# docs/PYTHON.md's, from full runs).
+"$PYTHON" python/bench/aio_latency.py --messages 200 --rounds 1

@@ -11,7 +11,10 @@
   ``JournalSubscriber.join`` starts with the journal (late join without
   gap), ``State.join`` folds keyed messages into last-value-per-key.
 
-Blocking calls release the GIL and answer Ctrl-C within 50 ms.
+Blocking calls release the GIL and answer Ctrl-C within 50 ms. asyncio:
+``await sub.recv_async()`` and ``async for msg in sub`` on the subscribers
+(``await consumer.pop_async()`` on a stream consumer) wait without a
+thread of their own and without polling (docs/PYTHON.md).
 Errors: ``shmbus.errors`` (``shmbus.Error`` and its subclasses).
 """
 
@@ -31,6 +34,7 @@ from ._shmbus import (
     Sample,
     State,
     Subscriber,
+    aio_registrations,
     remove,
 )
 from ._support import Batch
@@ -88,6 +92,7 @@ __all__ = [
     "Entry",
     "State",
     "remove",
+    "aio_registrations",
     "errors",
 ]
 # The exceptions, as shmbus.errors lists them.

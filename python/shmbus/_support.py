@@ -95,3 +95,88 @@ class Batch(NamedTuple):
 
     messages: Any
     skipped: int
+
+
+_bells = None
+
+
+class _LoopBell:
+    """One event loop's bell (``_shmbus._Bell``: an eventfd the loop
+    watches, and the tokens the waiter thread rang, without the GIL) and
+    the futures filed under their tokens."""
+
+    def __init__(self, loop):
+        from ._shmbus import _Bell
+
+        self.bell = _Bell()
+        self.futures = {}
+        self.next_token = 0
+        loop.add_reader(self.bell.fileno(), self.ring)
+
+    def ring(self):
+        """The loop's reader: ends the awaits of the tokens rung (unless an
+        await already ended: a cancellation)."""
+        for token in self.bell.take():
+            future = self.futures.pop(token, None)
+            if future is not None and not future.done():
+                future.set_result(None)
+
+
+def _bell_of(loop):
+    """The running loop's bell, made on its first async receive; it goes
+    with the loop (closing the loop closes its selector; the eventfd is
+    closed when the loop is collected)."""
+    global _bells
+    if _bells is None:
+        import weakref
+
+        _bells = weakref.WeakKeyDictionary()
+    bell = _bells.get(loop)
+    if bell is None:
+        bell = _bells[loop] = _LoopBell(loop)
+    return bell
+
+
+async def recv_async(handle):
+    """The coroutine of ``recv_async`` / ``pop_async`` on any receiving
+    handle: turns of ``handle._recv_or_arm`` (receive without waiting, or
+    arm a wake-up that rings this turn's token on the loop's bell),
+    awaiting the token's future between them. It consumes only inside
+    ``_recv_or_arm``, never across the await: a cancelled receive has taken
+    nothing, and its wake-up is disarmed whatever ends the await."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    bell = _bell_of(loop)
+    while True:
+        token = bell.next_token
+        bell.next_token += 1
+        future = bell.futures[token] = loop.create_future()
+        try:
+            got, value = handle._recv_or_arm(bell.bell, token)
+        except BaseException:
+            del bell.futures[token]
+            raise
+        if got:
+            del bell.futures[token]
+            return value
+        try:
+            await future
+        finally:
+            value.disarm()
+            bell.futures.pop(token, None)
+
+
+async def anext(handle):
+    """``__anext__``: ``recv_async``, ending the iteration once the handle
+    is closed (also by a ``close()`` while it waited)."""
+    from .errors import ClosedError
+
+    if handle.closed:
+        raise StopAsyncIteration
+    try:
+        return await recv_async(handle)
+    except ClosedError:
+        if handle.closed:
+            raise StopAsyncIteration from None
+        raise

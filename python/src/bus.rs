@@ -11,6 +11,7 @@ use shmbus::{
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
+use crate::aio::{async_methods, Receiving};
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
 use crate::{errors, lagged, support, wait_in_slices, with_bytes, Until};
 
@@ -359,7 +360,7 @@ pub struct PySubscriber {
 }
 
 /// A subscriber and what its calls keep between them.
-struct SubState {
+pub(crate) struct SubState {
     sub: Subscriber<[u8]>,
     /// A lag already taken from the ring and not yet reported (met after a
     /// batch's first message, or by a batch that a signal interrupted):
@@ -632,6 +633,29 @@ impl PySubscriber {
         self.inner.with(py, |h, _| Ok(h.sub.pending()))
     }
 }
+
+impl Receiving for PySubscriber {
+    type State = SubState;
+    fn handle(&self) -> &Handle<SubState> {
+        &self.inner
+    }
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+    fn member(state: &SubState) -> &dyn shmbus::select::Selectable {
+        &state.sub
+    }
+}
+
+async_methods!(
+    PySubscriber,
+    /// `await sub.recv_async()`: the next message (`bytes`) or
+    /// `Lagged(skipped)`, waiting without blocking the event loop (no
+    /// thread, no polling: see docs/PYTHON.md). Cancel-safe: a cancelled
+    /// receive has taken nothing. `async for msg in sub` receives so until
+    /// the subscriber is closed.
+    fn recv_async
+);
 
 iterator_methods!(
     PySubscriber.inner,

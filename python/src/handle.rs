@@ -2,8 +2,9 @@
 //! object behind a class (one thread at a time, `ClosedError` once closed,
 //! a `close()` from another thread ends a wait), and the Python methods
 //! written once for every class: [`handle_methods!`] (`close`, `closed`,
-//! `__enter__`, `__exit__`; `with` releases a loan or sample) and
-//! [`iterator_methods!`] (a subscriber's `__iter__`/`__next__`). A class
+//! `__enter__`, `__exit__`; `with` releases a loan or sample),
+//! [`iterator_methods!`] (a subscriber's `__iter__`/`__next__`) and, in
+//! `aio.rs`, `async_methods!` (`recv_async`, `__aiter__`/`__anext__`). A class
 //! states only what differs: its field, `close()`'s docstring, or a
 //! `close()` of its own. (Each macro adds a `#[pymethods]` block of its
 //! own: pyo3's `multiple-pymethods`.)
@@ -14,6 +15,7 @@ use std::sync::{Mutex, TryLockError};
 use pyo3::prelude::*;
 
 use crate::errors::{self, Exc};
+use crate::wake::Waiting;
 
 /// A mark of the calling thread (the address of a thread-local), never 0.
 fn thread_mark() -> usize {
@@ -51,6 +53,8 @@ pub(crate) struct Handle<T> {
     holder: AtomicUsize,
     /// The `ClosedError` message, naming the handle.
     closed: &'static str,
+    /// The asyncio receives waiting on it, which `close()` wakes.
+    waiting: Waiting,
 }
 
 impl<T: Send> Handle<T> {
@@ -60,6 +64,7 @@ impl<T: Send> Handle<T> {
             closing: AtomicBool::new(false),
             holder: AtomicUsize::new(0),
             closed,
+            waiting: Waiting::default(),
         }
     }
 
@@ -104,6 +109,9 @@ impl<T: Send> Handle<T> {
     pub(crate) fn close(&self, py: Python<'_>) -> Option<T> {
         // Release, paired with the Acquire loads in `Cancel::check` and `with`.
         self.closing.store(true, Ordering::Release);
+        // An asyncio receive waiting on this handle turns again, and finds
+        // it closed.
+        self.waiting.wake_all();
         match self.inner.try_lock() {
             Ok(mut g) => g.take(),
             Err(TryLockError::Poisoned(p)) => p.into_inner().take(),
@@ -114,6 +122,11 @@ impl<T: Send> Handle<T> {
                 py.detach(|| self.inner.lock().unwrap_or_else(|p| p.into_inner()).take())
             }
         }
+    }
+
+    /// The asyncio receives waiting on this handle.
+    pub(crate) fn waiting(&self) -> &Waiting {
+        &self.waiting
     }
 
     pub(crate) fn is_closed(&self) -> bool {

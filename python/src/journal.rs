@@ -14,6 +14,7 @@ use shmbus::{
     BusOptions, OpenOptions, Received,
 };
 
+use crate::aio::{async_methods, Receiving};
 use crate::bus::{bus_type, expected_type, open_type};
 use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Handle};
@@ -247,6 +248,26 @@ impl PyJournalSubscriber {
         self.inner.with(py, |h, _| Ok(h.0.msg_size()))
     }
 }
+
+impl Receiving for PyJournalSubscriber {
+    type State = (JournalSubscriber<[u8]>, Vec<u8>);
+    fn handle(&self) -> &Handle<Self::State> {
+        &self.inner
+    }
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+    fn member(state: &Self::State) -> &dyn shmbus::select::Selectable {
+        &state.0
+    }
+}
+
+async_methods!(
+    PyJournalSubscriber,
+    /// `await sub.recv_async()`: the next `Entry` or `Lagged(skipped)`,
+    /// waiting as `Subscriber.recv_async` does. Cancel-safe.
+    fn recv_async
+);
 
 iterator_methods!(PyJournalSubscriber.inner, fn __next__);
 

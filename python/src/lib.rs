@@ -39,12 +39,14 @@ use shmbus::Wait;
 
 use handle::Cancel;
 
+mod aio;
 mod bus;
 mod errors;
 mod handle;
 mod journal;
 mod pool;
 mod stream;
+mod wake;
 
 /// The longest a blocking call waits without the GIL before it checks for
 /// signals (so Ctrl-C lands within this).
@@ -315,6 +317,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pool::register(m)?;
     stream::register(m)?;
     journal::register(m)?;
+    aio::register(m)?;
     m.add("SLICE_SECONDS", SLICE.as_secs_f64())?;
     Ok(())
 }

@@ -25,6 +25,7 @@ use shmbus::{
     AttachError, OpenOptions, Received, Wait,
 };
 
+use crate::aio::{async_methods, Receiving};
 use crate::bus::{expected_type, open_type, parse_start};
 use crate::errors::{self, Exc};
 use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
@@ -652,6 +653,26 @@ impl PyPoolSubscriber {
         self.inner.with(py, |h, _| Ok(h.is_lossless()))
     }
 }
+
+impl Receiving for PyPoolSubscriber {
+    type State = PoolSubscriber<[u8], shmbus::mem::ShmRegion>;
+    fn handle(&self) -> &Handle<Self::State> {
+        &self.inner
+    }
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.recv_with(py, Until::Now)
+    }
+    fn member(state: &Self::State) -> &dyn shmbus::select::Selectable {
+        state
+    }
+}
+
+async_methods!(
+    PyPoolSubscriber,
+    /// `await sub.recv_async()`: the next `Sample` or `Lagged(skipped)`,
+    /// waiting as `Subscriber.recv_async` does. Cancel-safe.
+    fn recv_async
+);
 
 iterator_methods!(PyPoolSubscriber.inner, fn __next__);
 

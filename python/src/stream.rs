@@ -7,9 +7,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use shmbus::{
     stream::{Consumer, PopError, Producer, PushError, StreamOptions},
-    OpenOptions,
+    OpenOptions, Wait,
 };
 
+use crate::aio::{async_methods, Receiving};
 use crate::bus::open_type;
 use crate::handle::{handle_methods, Handle};
 use crate::{errors, owned_bytes, retry_in_slices, Until};
@@ -215,5 +216,46 @@ impl PyConsumer {
         self.inner.with(py, |h, _| Ok(h.0.max_record()))
     }
 }
+
+impl Receiving for PyConsumer {
+    type State = (Consumer<[u8]>, Vec<u8>);
+    fn handle(&self) -> &Handle<Self::State> {
+        &self.inner
+    }
+    /// `try_pop`, and the end a waiting pop reports: `PeerGoneError` once
+    /// the producer died (after this consumer opened) with the ring empty.
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let popped = self.inner.with(py, |(consumer, buf), _| {
+            let mut popped = consumer.pop(buf, Wait::Never);
+            if let (Err(PopError::Empty), Some(pid)) = (&popped, consumer.producer_gone()) {
+                // One last look: the producer may have pushed, then died.
+                popped = match consumer.pop(buf, Wait::Never) {
+                    Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
+                    other => other,
+                };
+            }
+            Ok(popped.map(|()| PyBytes::new(py, buf).into_any().unbind()))
+        })?;
+        match popped {
+            Ok(record) => Ok(Some(record)),
+            Err(PopError::Empty) => Ok(None),
+            Err(e) => Err(errors::pop(py, e)),
+        }
+    }
+    fn member(state: &Self::State) -> &dyn shmbus::select::Selectable {
+        &state.0
+    }
+}
+
+async_methods!(
+    PyConsumer,
+    /// `await consumer.pop_async()`: the next record (`bytes`), waiting
+    /// without blocking the event loop; `PeerGoneError` once the producer
+    /// died with the stream empty (within about `PEER_CHECK`, 20 ms). Cancel-safe: a
+    /// cancelled pop has popped nothing. `async for rec in consumer` pops
+    /// so until the consumer is closed or the producer is gone (that
+    /// `PeerGoneError` is raised).
+    fn pop_async
+);
 
 handle_methods!(PyConsumer.inner, fn close);

@@ -29,7 +29,10 @@
 //! ones), a typed stream consumer's `records()` (it ends after
 //! `PeerGone`) and a typed journal subscriber's `entries()`. Raw-bytes
 //! handles have no `Stream`: their message borrows the handle's buffer,
-//! which a `Stream`'s items cannot. No wrapper type: the
+//! which a `Stream`'s items cannot. Beneath them, for a binding to
+//! another event loop (Python's asyncio) that cannot hold a future
+//! borrowing its handle: [`arm`], an owned registration ([`Armed`]) that
+//! wakes a `Waker` once; `readable` is built on it. No wrapper type: the
 //! handle a program already holds (its options, its lag, its `position`)
 //! stays the one it receives from, and a raw subscriber's borrowed message
 //! is as zero-copy as from `recv`. The borrow also carries the safety
@@ -82,7 +85,8 @@
 //!
 //! # Invariants
 //! - **A registration never outlives its future**: a future's `Drop`
-//!   removes its registration by id, under the registry lock;
+//!   (its [`Armed`]'s) removes its registration by id, under the registry
+//!   lock;
 //!   [`registrations`] counts them: zero once every future is dropped,
 //!   also after a runtime shut down while its tasks waited.
 //! - **The waiter never reads a registered word**: the future borrows its
@@ -111,7 +115,7 @@ mod waiter;
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::bus::{Payload, Received, Subscriber};
@@ -178,7 +182,7 @@ pub fn readable<M: Selectable + ?Sized>(member: &M) -> Readable<'_, M> {
 pub struct Readable<'a, M: ?Sized> {
     member: &'a M,
     /// Our registration with the waiter, while we wait.
-    reg: Option<u64>,
+    reg: Option<Armed>,
     /// The member said ready but its receive found nothing (a claim not
     /// committed yet): wait a nap instead of looking again at once.
     missed: bool,
@@ -218,12 +222,12 @@ impl<M: Selectable + ?Sized> Future for Readable<'_, M> {
 /// between polls, `missed` says the last Ready found nothing to receive.
 fn poll_readable<M: Selectable + ?Sized>(
     member: &M,
-    reg: &mut Option<u64>,
+    reg: &mut Option<Armed>,
     missed: &mut bool,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
-    if let Some(id) = *reg {
-        if waiter::refresh(id, cx.waker()) {
+    if let Some(armed) = reg {
+        if waiter::refresh(armed.id, cx.waker()) {
             // Polled again before the waiter woke us (a select! over
             // several futures): still registered, still waiting.
             return Poll::Pending;
@@ -243,13 +247,42 @@ fn poll_readable<M: Selectable + ?Sized>(
     register(member, reg, *missed, cx)
 }
 
-/// The sleeper's half of the doorbell protocol, then a registration.
+/// A poll's [`arm_with`]: Pending with the registration in `reg`, or
+/// Ready. Without a waiter thread (the system refused one) it asks to be
+/// polled again rather than never wake: that costs CPU while it lasts,
+/// and the next registration tries to start the thread again.
 fn register<M: Selectable + ?Sized>(
     member: &M,
-    reg: &mut Option<u64>,
+    reg: &mut Option<Armed>,
     missed: bool,
     cx: &mut Context<'_>,
 ) -> Poll<()> {
+    match arm_with(member, missed, cx.waker()) {
+        Arming::Readable => Poll::Ready(()),
+        Arming::Armed(armed) => {
+            *reg = Some(armed);
+            Poll::Pending
+        }
+        Arming::NoWaiter => {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+/// What [`arm_with`] did.
+enum Arming {
+    /// The member is readable: nothing registered.
+    Readable,
+    Armed(Armed),
+    /// Not readable, and no waiter thread could be started.
+    NoWaiter,
+}
+
+/// The sleeper's half of the doorbell protocol, then a registration:
+/// `missed` (the last look found the member ready but its receive empty)
+/// skips the look and naps at most `UNSURE_SLEEP`.
+fn arm_with<M: Selectable + ?Sized>(member: &M, missed: bool, waker: &Waker) -> Arming {
     let bell = member.bell();
     let seen = wait::raise_flag(bell);
     let mut nap = member.nap();
@@ -263,24 +296,153 @@ fn register<M: Selectable + ?Sized>(
         nap = Some(nap.map_or(wait::UNSURE_SLEEP, |n| n.min(wait::UNSURE_SLEEP)));
     }
     if !missed && member.ready() {
-        return Poll::Ready(());
+        return Arming::Readable;
     }
     let until = nap.map(|d: Duration| Instant::now() + d);
-    match waiter::register(bell, seen, until, cx.waker()) {
-        Some(id) => *reg = Some(id),
-        // No waiter thread (the system refused one): poll again
-        // rather than never wake. Costs CPU while this lasts; the
-        // next registration tries to start the thread again.
-        None => cx.waker().wake_by_ref(),
+    match waiter::register(bell, seen, until, waker) {
+        Some(id) => Arming::Armed(Armed { id }),
+        None => Arming::NoWaiter,
     }
-    Poll::Pending
 }
 
-impl<M: ?Sized> Drop for Readable<'_, M> {
+/// Arms a wake-up: `waker` is woken (once, from the process's waiter
+/// thread) when `member` may have something to receive, exactly as a
+/// [`readable`] future waiting on it would be. For code that cannot hold
+/// a future borrowing its handle across its own awaits (a binding to
+/// another language's event loop): the registration is owned, and ends
+/// when the [`Armed`] is dropped.
+///
+/// `None`: do not wait, look again now. Either the member is readable
+/// already (nothing registered), or no waiter thread could be started
+/// (then every look costs CPU: look again after a yield).
+///
+/// A turn of a loop over it: receive with `Wait::Never`; nothing, `arm`;
+/// `None`, receive again; nothing again (the member looked ready but its
+/// receive found nothing: a claim not committed yet), arm with
+/// [`arm_after_miss`], whose nap keeps the loop from spinning. Each wake
+/// starts a turn afresh (with `arm`, which looks: a wake that finds the
+/// member not ready, a nap's, arms without a nap), as a [`readable`]
+/// future does.
+///
+/// Sound without a borrow: the waiter never reads a registered word (see
+/// the module docs), so a handle may be dropped (its region unmapped)
+/// while armed: the registration then ends with `EFAULT` or the `Drop`.
+///
+/// # Examples
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::task::{Wake, Waker};
+/// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
+///
+/// struct Flag(AtomicBool);
+/// impl Wake for Flag {
+///     fn wake(self: Arc<Self>) {
+///         self.0.store(true, Ordering::SeqCst);
+///     }
+/// }
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let flag = Arc::new(Flag(AtomicBool::new(false)));
+/// let waker = Waker::from(flag.clone());
+/// assert_eq!(subscriber.recv(Wait::Never), None);
+/// let armed = shmbus::aio::arm(&subscriber, &waker).expect("nothing to read yet");
+/// assert_eq!(shmbus::aio::registrations(), 1);
+/// publisher.publish(&9);
+/// // The waiter thread wakes the waker (here: sets the flag).
+/// while !flag.0.load(Ordering::SeqCst) {
+///     std::thread::yield_now();
+/// }
+/// drop(armed);
+/// assert_eq!(shmbus::aio::registrations(), 0);
+/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(9)));
+/// // Readable already: nothing to arm.
+/// publisher.publish(&10);
+/// assert!(shmbus::aio::arm(&subscriber, &waker).is_none());
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+pub fn arm<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Option<Armed> {
+    match arm_with(member, false, waker) {
+        Arming::Armed(armed) => Some(armed),
+        Arming::Readable | Arming::NoWaiter => None,
+    }
+}
+
+/// [`arm`] after a look that found `member` ready but its receive empty
+/// (a many-publisher claim not committed yet, a journal subscriber moving
+/// from its file to the ring): registers without looking, to be woken
+/// when the word moves or after at most 1 ms (`UNSURE_SLEEP`), so that a
+/// loop over it does not spin. `None` only if no waiter thread could be
+/// started.
+///
+/// # Examples
+/// ```
+/// use std::task::Waker;
+/// use shmbus::{Publisher, Start, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// publisher.publish(&1);
+/// // Armed even though a message is there: it wakes within 1 ms.
+/// let armed = shmbus::aio::arm_after_miss(&subscriber, Waker::noop());
+/// assert!(armed.is_some());
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+pub fn arm_after_miss<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Option<Armed> {
+    match arm_with(member, true, waker) {
+        Arming::Armed(armed) => Some(armed),
+        Arming::Readable | Arming::NoWaiter => None,
+    }
+}
+
+/// A registration with the process's waiter thread, made by [`arm`] or
+/// [`arm_after_miss`]: dropping it removes the registration (if the
+/// waiter has not already woken its waker and removed it), so
+/// [`registrations`] counts it no more.
+///
+/// # Examples
+/// ```
+/// use std::task::Waker;
+/// use shmbus::{Publisher, Start, WaitStrategy};
+///
+/// let publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let armed: shmbus::aio::Armed = shmbus::aio::arm(&subscriber, Waker::noop()).expect("empty");
+/// assert!(armed.is_waiting());
+/// drop(armed);
+/// assert_eq!(shmbus::aio::registrations(), 0);
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Debug)]
+#[must_use = "dropping it removes the registration"]
+pub struct Armed {
+    id: u64,
+}
+
+impl Armed {
+    /// Whether the registration still waits: false once the waiter woke
+    /// its waker (the word moved, its nap ended, or its word is gone).
+    ///
+    /// # Examples
+    /// ```
+    /// use std::task::Waker;
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    ///
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let armed = shmbus::aio::arm(&subscriber, Waker::noop()).expect("empty");
+    /// assert!(armed.is_waiting());
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn is_waiting(&self) -> bool {
+        waiter::is_registered(self.id)
+    }
+}
+
+impl Drop for Armed {
     fn drop(&mut self) {
-        if let Some(id) = self.reg.take() {
-            waiter::remove(id);
-        }
+        waiter::remove(self.id);
     }
 }
 
@@ -362,9 +524,7 @@ fn poll_item<H: Selectable + ?Sized, I>(
 ) -> Poll<I> {
     loop {
         if let Some(r) = next(handle) {
-            if let Some(id) = between.reg.take() {
-                waiter::remove(id);
-            }
+            between.reg = None;
             between.missed = false;
             return Poll::Ready(r);
         }
@@ -382,17 +542,9 @@ fn poll_item<H: Selectable + ?Sized, I>(
 #[cfg(feature = "async-stream")]
 #[derive(Debug, Default)]
 struct Between {
-    reg: Option<u64>,
+    /// Dropping it removes the registration.
+    reg: Option<Armed>,
     missed: bool,
-}
-
-#[cfg(feature = "async-stream")]
-impl Drop for Between {
-    fn drop(&mut self) {
-        if let Some(id) = self.reg.take() {
-            waiter::remove(id);
-        }
-    }
 }
 
 #[cfg(feature = "async-stream")]

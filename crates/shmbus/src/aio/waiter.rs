@@ -164,6 +164,11 @@ pub(super) fn refresh(id: u64, waker: &Waker) -> bool {
     }
 }
 
+/// Whether registration `id` still waits (not woken yet, not removed).
+pub(super) fn is_registered(id: u64) -> bool {
+    registry().regs.contains_key(&id)
+}
+
 /// Removes registration `id` if it is still there (a dropped future).
 pub(super) fn remove(id: u64) {
     let _ = registry().regs.remove(&id);

@@ -297,8 +297,24 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     }
 
     /// The producer's pid if it died after this consumer opened (its lock
-    /// is free): an async pop's end, as the waiting pop's peer check.
-    pub(crate) fn producer_gone(&self) -> Option<u32> {
+    /// is free): an async pop's end, as the waiting pop's peer check. A
+    /// loop that pops with `Wait::Never` and waits on its own (an event
+    /// loop's, through [`aio::arm`](crate::aio::arm)) ends with
+    /// [`PopError::PeerGone`] when this says so and one last pop finds
+    /// the ring empty.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// # let name = format!("/dev/shm/shmbus-doc-gone-{}", std::process::id());
+    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(consumer.producer_gone(), None);
+    /// # drop(producer);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn producer_gone(&self) -> Option<u32> {
         self.ring
             .peer_gone(lock_byte::PUBLISHER, ctl::PRODUCER_PID)
             .filter(|&pid| pid != self.dead_at_open)
