@@ -24,8 +24,10 @@ pub mod mq;
 pub mod photon;
 pub mod pipe;
 pub mod ringfire;
+pub mod ringfire_async;
 pub mod shmbus_bus;
 pub mod shmbus_stream;
+pub mod shmbus_wake;
 pub mod shmbus_zc;
 pub mod tcp;
 pub mod udp;
@@ -232,6 +234,11 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &crossbar_pool::CrossbarPool,
         &ipmpsc_ring::Ipmpsc,
         &photon::PhotonRing,
+        // Issue 31: receivers that sleep (oneway and throughput).
+        &shmbus_wake::FUTEX,
+        &shmbus_wake::ASYNC,
+        &shmbus_wake::Select64,
+        &ringfire_async::RingfireAsync,
     ]
 }
 
