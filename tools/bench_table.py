@@ -125,7 +125,8 @@ def page(path):
 ASYNC_MECHANISMS = "shmbus-futex,shmbus-async,shmbus-select64,ringfire-async"
 
 ASYNC_METHOD = (
-    "Every receiver here sleeps between messages: `shmbus-futex` on the bus's futex "
+    "Every receiver here sleeps between messages (one-way: one message every 200 µs, not "
+    "the run's 20 µs, so that each finds its receiver asleep): `shmbus-futex` on the bus's futex "
     "(`recv(Wait::Forever)`, no spin), `shmbus-async` in `recv_async().await` on a tokio "
     "current-thread runtime (I/O and time drivers on; the `aio` waiter thread wakes it), "
     "`shmbus-select64` in one `Select` over 64 buses (each message on the next bus), "
@@ -166,8 +167,11 @@ def async_headline(path):
         return next((r for r in res if r["mechanism"] == mech and r["pattern"] == pattern
                      and (size is None or r["msg_size"] == size)), None)
 
-    size = next((r["msg_size"] for r in res if r["pattern"] == "oneway"), 64)
-    print(f"| {size} B, paced | one-way p50 | p99 | receiver CPU | throughput, {size} B |")
+    first = next((r for r in res if r["pattern"] == "oneway"), {})
+    size = first.get("msg_size", 64)
+    pace = first.get("pace_ns") or d["config"]["pace_ns"]
+    print(f"| {size} B, one every {ns(pace)} | one-way p50 | p99 | receiver CPU "
+          f"| throughput, {size} B |")
     print("|---|---|---|---|---|")
     for mech in rows:
         r = find(mech, "oneway")

@@ -48,6 +48,9 @@ pub struct Figures {
     pub receiver_cpu_ns: Option<u64>,
     /// Clock ticks from START to STOP, summed the same way.
     pub receiver_span: u64,
+    /// Ticks between paced messages (oneway, fanout; 0 otherwise): the
+    /// run's, or more for a row that asks (`Mechanism::min_pace`).
+    pub pace: u64,
 }
 
 /// Adds `b`'s counts to `a`'s; unknown syscalls stay unknown.
@@ -94,6 +97,7 @@ impl Figures {
             skipped: None,
             receiver_cpu_ns: Some(0),
             receiver_span: 0,
+            pace: 0,
         }
     }
 
@@ -151,6 +155,7 @@ impl Figures {
             }
         }
         self.sent += plan.count;
+        self.pace = plan.pace;
         self.checksum_errors += block.sender.checksum_errors;
         add(&mut self.sender, &block.sender.counters);
         Ok(())

@@ -103,6 +103,9 @@ fn result_json(f: &Figures, t: f64) -> Value {
         // The receiver process's CPU time (all its threads) over START to
         // STOP, in % of one core: null for in-process rows.
         "receiver_cpu_percent": f.receiver_cpu(t).map(|c| (c * 1e4).round() / 100.0),
+        // Paced rows: the gap between messages (the run's `pace_ns`, or
+        // more for a row that sleeps between them).
+        "pace_ns": (f.pace > 0).then(|| (f.pace as f64 / t).round()),
         "ctx_switches_per_msg": if f.skipped.is_some() { Value::Null } else { json!(f.ctx_per_msg()) },
         "sender": side(&f.sender),
         "receiver": side(&f.receiver),

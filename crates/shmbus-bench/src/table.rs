@@ -107,6 +107,14 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
             } else {
                 f.mechanism.to_owned()
             };
+            // A row paced slower than the run (it sleeps between messages).
+            let run_pace = settings.pace.as_nanos() as f64;
+            let pace = f.pace as f64 / t;
+            let name = if f.pace > 0 && pace > run_pace * 1.01 {
+                format!("{name} (1 per {:.0} us)", pace / 1000.0)
+            } else {
+                name
+            };
             if let Some(why) = &f.skipped {
                 table.add_row(vec![name, format!("not run: {why}")]);
                 continue;

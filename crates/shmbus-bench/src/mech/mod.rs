@@ -178,6 +178,12 @@ pub trait Mechanism: Sync {
         let _ = (pattern, msg_size);
         None
     }
+    /// The least gap between paced messages (oneway, fanout) this row
+    /// needs, where more than the run's: a receiver that sleeps must be
+    /// asleep before the next message comes (issue 31's rows).
+    fn min_pace(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Cross-process: creates what the channel needs, before the children
     /// start.
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {

@@ -9,7 +9,8 @@
 //! and starts over; a receiver is never woken by the publisher, only by
 //! its own timer. The ring is `ringfire`'s (ringfire.rs): `LossyLatestWins`,
 //! sized by `ring_slots`, consumers from the head, its lap count passed on
-//! as lost messages. Oneway and throughput only, beside `shmbus-async`.
+//! as lost messages. Oneway and throughput only, beside `shmbus-async`,
+//! paced as it is (`SLEEPER_PACE`, 200 µs).
 
 use std::io;
 
@@ -102,6 +103,10 @@ impl Mechanism for RingfireAsync {
              two to 64 KiB"
                 .into()
         })
+    }
+    fn min_pace(&self) -> Option<std::time::Duration> {
+        // Beside the other sleeping rows, at the same rate.
+        Some(super::shmbus_wake::SLEEPER_PACE)
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         let token = format!("{}-rfa", spec.prefix);
