@@ -6,13 +6,17 @@ and the README's headline table are made.
     python3 tools/bench_table.py --headline docs/bench.json
     python3 tools/bench_table.py docs/bench-large.json > docs/BENCHMARKS-large.md
     python3 tools/bench_table.py --zero-copy docs/bench-large.json
+    python3 tools/bench_table.py docs/bench-async.json > docs/BENCHMARKS-async.md
+    python3 tools/bench_table.py --async-headline docs/bench-async.json
 
 The first prints the whole page: every table of the run, under a header
 that says how it was made and on which machine the JSON was measured. The
 second prints only the short table the README's Performance section
 carries between its `headline` markers; the last, the zero-copy table
 (from a `shmbus-bench --large` run) that docs/GUIDE.md's "Zero-copy pool
-buses" carries between its `zero-copy` markers. CI
+buses" carries between its `zero-copy` markers; `--async-headline`, the
+async and select figures (issue 31) the README carries between its
+`async-headline` markers. CI
 regenerates all of them and fails if any differs from what is committed.
 """
 import json
@@ -72,6 +76,11 @@ def run_line(d):
             f"one every {ns(c['pace_ns'])}.")
 
 
+def cpu_cell(r):
+    v = r.get("receiver_cpu_percent")
+    return "-" if v is None else f"{v:.1f} %"
+
+
 def throughput_cell(r):
     lost = f", lost {r['lost']}" if r.get("lost") else ""
     return f"{rate(r['msgs_per_sec'])} ({gbs(r['bytes_per_sec'])}{lost})"
@@ -81,26 +90,115 @@ def page(path):
     d = json.load(open(path))
     base = path.rsplit("/", 1)[-1]
     lossless = base == "bench-lossless.json"
-    large = base != "bench.json" and not lossless
+    asynch = base == "bench-async.json"
+    large = base != "bench.json" and not lossless and not asynch
     page_name = ("BENCHMARKS-lossless.md" if lossless
+                 else "BENCHMARKS-async.md" if asynch
                  else "BENCHMARKS-large.md" if large else "BENCHMARKS.md")
     command = PAGE_COMMAND.format(json=base, page=page_name)
     title = (": lossless subscribers (issue 30)" if lossless
+             else ": async subscribers and the select (issue 31)" if asynch
              else ": large messages, zero-copy (`--large`)" if large else "")
     print("# Benchmarks" + title + "\n")
     print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
     flags = (" --patterns throughput --mechanisms " + LOSSLESS_MECHANISMS if lossless
+             else " --patterns oneway,throughput --mechanisms " + ASYNC_MECHANISMS if asynch
              else " --large" if large else "")
     print(f"Every figure of one run of `shmbus-bench{flags}`, "
           f"[{base}]({base}), as tables: "
           f"generated from it by `{command}` (CI checks that the two agree). The "
           f"README's [Performance](../README.md#performance) section says how the figures "
           f"are measured and what they are"
-          + ("." if large or lossless else "; [bench.svg](bench.svg) is the run's plot.") + "\n")
+          + ("." if large or lossless or asynch else "; [bench.svg](bench.svg) is the run's plot.")
+          + "\n")
+    if asynch:
+        print(ASYNC_METHOD + "\n")
     print(machine_line(d) + "\n")
     print(run_line(d) + "\n")
-    tables(d)
+    tables(d, cpu=asynch)
+    idle(d)
     mpmc(d)
+
+
+# The rows of docs/bench-async.json's run (issue 31): the synchronous futex
+# subscriber, the async one, the 64-bus select, ringfire's async consumer.
+ASYNC_MECHANISMS = "shmbus-futex,shmbus-async,shmbus-select64,ringfire-async"
+
+ASYNC_METHOD = (
+    "Every receiver here sleeps between messages (one-way: one message every 200 µs, not "
+    "the run's 20 µs, so that each finds its receiver asleep): `shmbus-futex` on the bus's futex "
+    "(`recv(Wait::Forever)`, no spin), `shmbus-async` in `recv_async().await` on a tokio "
+    "current-thread runtime (I/O and time drivers on; the `aio` waiter thread wakes it), "
+    "`shmbus-select64` in one `Select` over 64 buses (each message on the next bus), "
+    "`ringfire-async` in ringfire's `AsyncRingConsumer` (spin, `yield_now`, 50 µs timer) on "
+    "the same runtime. rx CPU: the receiver process's CPU time (every thread, user and "
+    "system) from the measured interval's start to its end, in % of one core; idle: one "
+    "process whose 1 or 100 subscribers (each on a bus of its own, nothing published) wait "
+    "in one runtime.")
+
+
+def idle(d):
+    m = d.get("idle")
+    if not m or not m.get("rows"):
+        return
+    print()
+    print("**Idle async subscribers** (CPU used by their process over the window, "
+          "% of one core)\n")
+    print("| mechanism | subscribers | window | CPU | CPU time |")
+    print("|---|---|---|---|---|")
+    for r in m["rows"]:
+        if r.get("skipped"):
+            print(f"| {r['mechanism']} | {r['subscribers']} | - | not run: {r['skipped']} | - |")
+            continue
+        print(f"| {r['mechanism']} | {r['subscribers']} | {r['secs']:.1f} s | "
+              f"{r['cpu_percent']:.3f} % | {r['cpu_ns'] / 1e6:.2f} ms |")
+    print()
+
+
+def async_headline(path):
+    """Issue 31's figures for the README: one-way latency and receiver CPU
+    of each sleeping receiver, its 64 B throughput, idle CPU, and every
+    issue 31 target, met or missed."""
+    d = json.load(open(path))
+    res = [r for r in d["results"] if not r.get("skipped")]
+    rows = ASYNC_MECHANISMS.split(",")
+
+    def find(mech, pattern, size=None):
+        return next((r for r in res if r["mechanism"] == mech and r["pattern"] == pattern
+                     and (size is None or r["msg_size"] == size)), None)
+
+    first = next((r for r in res if r["pattern"] == "oneway"), {})
+    size = first.get("msg_size", 64)
+    pace = first.get("pace_ns") or d["config"]["pace_ns"]
+    print(f"| {size} B, one every {ns(pace)} | one-way p50 | p99 | receiver CPU "
+          f"| throughput, {size} B |")
+    print("|---|---|---|---|---|")
+    for mech in rows:
+        r = find(mech, "oneway")
+        lat = (r or {}).get("latency_ns") or {}
+        cpu = (r or {}).get("receiver_cpu_percent")
+        t = find(mech, "throughput", size)
+        print(f"| {mech} | {ns(lat.get('p50'))} | {ns(lat.get('p99'))} | "
+              f"{'-' if cpu is None else f'{cpu:.1f} %'} | "
+              f"{throughput_cell(t) if t and t['msgs_per_sec'] else '-'} |")
+    print()
+    m = d.get("idle") or {}
+    cells = [f"{r['mechanism']} x{r['subscribers']}: {r['cpu_percent']:.3f} %"
+             for r in m.get("rows", []) if not r.get("skipped")]
+    if cells:
+        secs = max(r["secs"] for r in m["rows"] if not r.get("skipped"))
+        print(f"Idle, CPU of the subscribers' process over {secs:.0f} s (% of one core): "
+              + "; ".join(cells) + ".")
+        print()
+    print(f"{machine_line(d)} {run_line(d)} Every table: "
+          f"[docs/BENCHMARKS-async.md](docs/BENCHMARKS-async.md).")
+    print()
+    print("Targets (same run):")
+    print()
+    for t in d.get("targets", []):
+        if any(t["target"].startswith(m) for m in ("shmbus-async", "shmbus-select64")):
+            verdict = "met" if t["met"] else "**missed**"
+            print(f"- {t['target']}: {t['found']} (wanted {t['wanted']}): {verdict}")
 
 
 def mpmc(d):
@@ -252,7 +350,9 @@ def worst_by_width(rows):
     print()
 
 
-def tables(d):
+def tables(d, cpu=False):
+    """Every table of a run; `cpu` adds the receiver process's CPU (the
+    async page's runs record it)."""
     res = [r for r in d["results"] if not r.get("skipped")]
     skipped = [r for r in d["results"] if r.get("skipped")]
     for pattern, title in [("pingpong", "Round trip (pingpong)"), ("oneway", "One-way latency (paced)"),
@@ -261,15 +361,18 @@ def tables(d):
         if not rows:
             continue
         print(f"**{title}**\n")
-        print("| mechanism | size | rx | p50 | p90 | p99 | p99.9 | max | p50 over rounds | sys/msg | cs/msg |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        extra = " rx CPU |" if cpu else ""
+        print("| mechanism | size | rx | p50 | p90 | p99 | p99.9 | max | p50 over rounds | sys/msg | cs/msg |"
+              + extra)
+        print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if cpu else ""))
         for r in rows:
             l = r["latency_ns"] or {}
             rounds = l.get("p50_rounds") or []
             spread = f"{ns(min(rounds))}–{ns(max(rounds))}" if rounds else "-"
             print(f"| {name(r)} | {r['msg_size']} B | {r['receivers']} | {ns(l.get('p50'))} | {ns(l.get('p90'))} | "
                   f"{ns(l.get('p99'))} | {ns(l.get('p999'))} | {ns(l.get('max'))} | {spread} | "
-                  f"{num(r['syscalls_per_msg'])} | {num(r['ctx_switches_per_msg'], 3)} |")
+                  f"{num(r['syscalls_per_msg'])} | {num(r['ctx_switches_per_msg'], 3)} |"
+                  + (f" {cpu_cell(r)} |" if cpu else ""))
         print()
         if pattern == "fanout":
             worst_by_width(rows)
@@ -290,7 +393,7 @@ def tables(d):
                 if r is None:
                     cells.append("-")
                     continue
-                cells.append(throughput_cell(r))
+                cells.append(throughput_cell(r) + (f", rx CPU {cpu_cell(r)}" if cpu else ""))
             print(f"| {mech} | " + " | ".join(cells) + " |")
         print()
     if skipped:
@@ -308,6 +411,8 @@ if __name__ == "__main__":
         headline(args[1])
     elif len(args) == 2 and args[0] == "--zero-copy":
         zero_copy(args[1])
+    elif len(args) == 2 and args[0] == "--async-headline":
+        async_headline(args[1])
     elif len(args) == 1 and not args[0].startswith("-"):
         page(args[0])
     else:

@@ -43,6 +43,14 @@ pub struct Figures {
     pub checksum_errors: u64,
     /// Why it did not run, if it did not.
     pub skipped: Option<String>,
+    /// CPU time of the receiver processes from START to STOP, summed over
+    /// receivers and rounds, in ns; `None` where any receiver was a thread.
+    pub receiver_cpu_ns: Option<u64>,
+    /// Clock ticks from START to STOP, summed the same way.
+    pub receiver_span: u64,
+    /// Ticks between paced messages (oneway, fanout; 0 otherwise): the
+    /// run's, or more for a row that asks (`Mechanism::min_pace`).
+    pub pace: u64,
 }
 
 /// Adds `b`'s counts to `a`'s; unknown syscalls stay unknown.
@@ -87,6 +95,9 @@ impl Figures {
             received: 0,
             checksum_errors: 0,
             skipped: None,
+            receiver_cpu_ns: Some(0),
+            receiver_span: 0,
+            pace: 0,
         }
     }
 
@@ -120,6 +131,8 @@ impl Figures {
             self.received += r.received;
             self.checksum_errors += r.checksum_errors;
             add(&mut self.receiver, &r.counters);
+            self.receiver_cpu_ns = self.receiver_cpu_ns.zip(r.cpu_ns).map(|(a, b)| a + b);
+            self.receiver_span += r.span;
             if plan.pattern == Pattern::Throughput && r.received > 1 && r.last > r.first {
                 let secs = (r.last - r.first) as f64 / ticks_per_ns / 1e9;
                 self.round_rate.push((r.received - 1) as f64 / secs);
@@ -142,6 +155,7 @@ impl Figures {
             }
         }
         self.sent += plan.count;
+        self.pace = plan.pace;
         self.checksum_errors += block.sender.checksum_errors;
         add(&mut self.sender, &block.sender.counters);
         Ok(())
@@ -188,6 +202,15 @@ impl Figures {
             d.voluntary as f64 / n,
             d.involuntary as f64 / n,
         )
+    }
+
+    /// The share of one core a receiver process used from START to STOP
+    /// (every thread of it: 1.0 is a core busy all the time); `None` for
+    /// in-process rows.
+    pub fn receiver_cpu(&self, ticks_per_ns: f64) -> Option<f64> {
+        let cpu = self.receiver_cpu_ns.filter(|_| !self.in_process)?;
+        let span_ns = self.receiver_span as f64 / ticks_per_ns;
+        (span_ns > 0.0).then(|| cpu as f64 / span_ns)
     }
 
     /// System calls per message, both sides together.

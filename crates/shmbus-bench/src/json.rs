@@ -1,5 +1,5 @@
 //! The `--json` file (schema `shmbus-bench/1`): the machine, the settings,
-//! every result, the targets and the many-publishers table.
+//! every result, the targets, the many-publishers table and the idle rows.
 
 use std::path::Path;
 
@@ -9,14 +9,15 @@ use crate::case::Pattern;
 use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
 use crate::figures::Figures;
-use crate::mpmc;
 use crate::settings::Settings;
+use crate::{idle, mpmc};
 
 /// Writes the JSON document to `path`.
 pub fn write(
     path: &Path,
     results: &[Figures],
     mpmc: &[mpmc::Row],
+    idle: &[idle::Row],
     settings: &Settings,
     targets: &[Value],
 ) -> Result<(), BenchError> {
@@ -32,6 +33,7 @@ pub fn write(
         "results": results.iter().map(|f| result_json(f, t)).collect::<Vec<_>>(),
         "targets": targets,
         "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
+        "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the results",
@@ -98,6 +100,12 @@ fn result_json(f: &Figures, t: f64) -> Value {
         "msgs_per_sec_rounds": if f.round_rate.is_empty() { Value::Null } else { json!(f.round_rate) },
         "bytes_per_sec": rate.map(|r| r * f.case.msg_size as f64),
         "syscalls_per_msg": f.syscalls_per_msg(),
+        // The receiver process's CPU time (all its threads) over START to
+        // STOP, in % of one core: null for in-process rows.
+        "receiver_cpu_percent": f.receiver_cpu(t).map(|c| (c * 1e4).round() / 100.0),
+        // Paced rows: the gap between messages (the run's `pace_ns`, or
+        // more for a row that sleeps between them).
+        "pace_ns": (f.pace > 0).then(|| (f.pace as f64 / t).round()),
         "ctx_switches_per_msg": if f.skipped.is_some() { Value::Null } else { json!(f.ctx_per_msg()) },
         "sender": side(&f.sender),
         "receiver": side(&f.receiver),

@@ -11,7 +11,7 @@
 //! ticks (see `clock`) and are converted to nanoseconds once, by the parent.
 //!
 //! `run` takes the phases in order: the many-publishers table (`mpmc`), the
-//! rounds of every case (`rounds`, one block at a time by `runner`), then
+//! idle async subscribers (`idle`), the rounds of every case (`rounds`, one block at a time by `runner`), then
 //! the outputs (`report`).
 
 mod args;
@@ -22,6 +22,7 @@ mod counters;
 mod cpu;
 mod error;
 mod figures;
+mod idle;
 mod json;
 mod mech;
 mod memcpy;
@@ -148,6 +149,15 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     if args.mpmc && args.json.is_none() && args.plot.is_none() {
         return Ok(());
     }
+    // Issue 31's idle rows, whenever an async row is among the mechanisms;
+    // also before pinning (the idle child is not pinned).
+    let names: Vec<&str> = mechanisms.iter().map(|m| m.name()).collect();
+    let idle_rows = if args.mpmc || args.large {
+        Vec::new()
+    } else {
+        idle::run(args.quick, &names)?
+    };
+    idle::print(&idle_rows);
     counters::ensure_tracefs();
     let clock = clock::Source::detect();
     let ticks_per_ns = clock.calibrate(Duration::from_millis(200));
@@ -159,7 +169,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     } else {
         rounds::run_all(&mut runner, &mechanisms, &settings)?
     };
-    report::emit(&results, &mpmc_rows, &settings, args)
+    report::emit(&results, &mpmc_rows, &idle_rows, &settings, args)
 }
 
 #[cfg(test)]

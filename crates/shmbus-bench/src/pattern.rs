@@ -72,6 +72,14 @@ pub struct ReceiverReport {
     pub reported_lost: u64,
     /// Messages whose bytes did not fold to what their header implies.
     pub checksum_errors: u64,
+    /// CPU time of the receiver's whole process (every thread, user and
+    /// system) from START to STOP, in ns; `None` for a receiver thread,
+    /// whose process is the sender's too.
+    #[serde(default)]
+    pub cpu_ns: Option<u64>,
+    /// Clock ticks from START to STOP: the interval `cpu_ns` is spent in.
+    #[serde(default)]
+    pub span: u64,
 }
 
 fn new_hist() -> Histogram<u64> {
@@ -170,8 +178,12 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
     let mut echo = vec![0u8; plan.msg_size];
     let mut counters = Counters::for_this_thread();
     let mut before = None;
+    // The process's CPU time and the clock at START (or at the first
+    // measured message, if START was lost).
+    let mut cpu_from: Option<(u64, u64)> = None;
     let (mut received, mut first, mut last, mut reported_lost) = (0u64, 0u64, 0u64, 0u64);
-    loop {
+    // The same at STOP.
+    let stopped = loop {
         let msg = match ep.recv()? {
             Got::Msg(m) => m,
             Got::Lost(n) => {
@@ -181,7 +193,7 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
         };
         let (seq, sent) = unstamp(msg);
         if seq == marker::STOP {
-            break;
+            break (crate::cpu::process_cpu_ns(), clock.now());
         }
         // Every byte is read before the clock is: the message has arrived
         // when its consumer has it all. Markers carry no pattern.
@@ -193,6 +205,7 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
         }
         if seq == marker::START {
             before = Some(counters.snapshot());
+            cpu_from = Some((crate::cpu::process_cpu_ns(), now));
             continue;
         }
         if measured.contains(&seq) {
@@ -200,6 +213,7 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
             if before.is_none() {
                 // START was lost (a lossy mechanism): count from here.
                 before = Some(counters.snapshot());
+                cpu_from = Some((crate::cpu::process_cpu_ns(), now));
             }
             if received == 0 {
                 first = now;
@@ -210,10 +224,14 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
                 hist.saturating_record(now.wrapping_sub(sent).max(1));
             }
         }
-    }
+    };
     let after = counters.snapshot();
     let counters = before.map(|b| b.since(&after)).unwrap_or_default();
     let latency = timed.then(|| serialize(&hist));
+    let (cpu_ns, span) = match (cpu_from, stopped) {
+        (Some((c0, t0)), (c1, t1)) => (Some(c1.saturating_sub(c0)), t1.wrapping_sub(t0)),
+        (None, _) => (None, 0),
+    };
     Ok(ReceiverReport {
         received,
         latency,
@@ -222,6 +240,8 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
         counters,
         reported_lost,
         checksum_errors,
+        cpu_ns,
+        span,
     })
 }
 

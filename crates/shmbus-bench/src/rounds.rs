@@ -68,6 +68,7 @@ pub fn run_all(
                     case.receivers,
                     round + 1
                 ));
+                let plan = settings.plan_for(m, case, &plan);
                 match runner.run_block(m, case, &plan) {
                     Ok(block) => figs[i].absorb(block, &plan, settings.ticks_per_ns)?,
                     Err(e) => {

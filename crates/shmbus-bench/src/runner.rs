@@ -100,7 +100,11 @@ impl Runner {
             let report = h
                 .join()
                 .map_err(|_| BenchError::ReceiverPanicked { mechanism })?;
-            receivers.push(report.map_err(failed("receive"))?);
+            let mut report = report.map_err(failed("receive"))?;
+            // The process is the sender's too: its CPU time is not the
+            // receiver's.
+            report.cpu_ns = None;
+            receivers.push(report);
         }
         Ok(Block { sender, receivers })
     }

@@ -75,6 +75,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 "lost",
                 "sys/msg",
                 "cs/msg",
+                "rx cpu",
             ]);
         } else {
             let mut header = vec![
@@ -90,7 +91,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
             if pattern == Pattern::Fanout {
                 header.extend(["worst rx p50", "worst rx p99"]);
             }
-            header.extend(["lost", "sys/msg", "cs/msg"]);
+            header.extend(["lost", "sys/msg", "cs/msg", "rx cpu"]);
             table.set_header(header);
         }
         let corrupt: Vec<String> = figs
@@ -106,6 +107,14 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
             } else {
                 f.mechanism.to_owned()
             };
+            // A row paced slower than the run (it sleeps between messages).
+            let run_pace = settings.pace.as_nanos() as f64;
+            let pace = f.pace as f64 / t;
+            let name = if f.pace > 0 && pace > run_pace * 1.01 {
+                format!("{name} (1 per {:.0} us)", pace / 1000.0)
+            } else {
+                name
+            };
             if let Some(why) = &f.skipped {
                 table.add_row(vec![name, format!("not run: {why}")]);
                 continue;
@@ -114,6 +123,10 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 .syscalls_per_msg()
                 .map_or("?".into(), |s| format!("{s:.2}"));
             let cs = format!("{:.3}", f.ctx_per_msg());
+            // The receiver process's CPU, % of one core (cross-process rows).
+            let cpu = f
+                .receiver_cpu(t)
+                .map_or("-".into(), |c| format!("{:.1} %", c * 100.0));
             let lost = if pattern == Pattern::Pingpong {
                 "-".into()
             } else {
@@ -136,6 +149,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                     lost,
                     sys,
                     cs,
+                    cpu,
                 ]);
             } else {
                 let rounds = match (f.round_p50.iter().min(), f.round_p50.iter().max()) {
@@ -163,7 +177,7 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 if pattern == Pattern::Fanout {
                     row.extend([fmt_ns(f.worst_ns(0.5, t)), fmt_ns(f.worst_ns(0.99, t))]);
                 }
-                row.extend([lost, sys, cs]);
+                row.extend([lost, sys, cs, cpu]);
                 table.add_row(row);
             }
         }

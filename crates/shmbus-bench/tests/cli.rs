@@ -348,3 +348,72 @@ fn the_lossless_rows_deliver_every_message_of_a_throughput_block_and_are_checked
         );
     }
 }
+
+#[test]
+fn the_sleeping_receivers_rows_run_oneway_report_their_cpu_and_the_idle_rows_and_targets_are_there()
+{
+    let json = TempFile::new("async.json");
+    let run = bench(&[
+        "--mechanisms",
+        "shmbus-futex,shmbus-async,shmbus-select64,ringfire-async",
+        "--patterns",
+        "oneway",
+        "--quick",
+        "--rounds",
+        "1",
+        "--json",
+        json.arg(),
+    ]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json.0).expect("JSON written"))
+            .expect("valid JSON");
+    let results = doc["results"].as_array().expect("results");
+    for name in [
+        "shmbus-futex",
+        "shmbus-async",
+        "shmbus-select64",
+        "ringfire-async",
+    ] {
+        let r = results
+            .iter()
+            .find(|r| r["mechanism"] == name && r["pattern"] == "oneway")
+            .unwrap_or_else(|| panic!("{name} in {results:?}"));
+        assert!(r["skipped"].is_null(), "{name} ran: {r}");
+        assert_eq!(r["checksum_errors"], 0, "{r}");
+        assert!(r["latency_ns"]["p50"].as_f64().is_some(), "{r}");
+        // The receiver process's CPU over the measured interval.
+        assert!(
+            r["receiver_cpu_percent"].as_f64().is_some_and(|c| c >= 0.0),
+            "{r}"
+        );
+    }
+    // The idle rows: each async row at 1 and 100 subscribers.
+    let idle = doc["idle"]["rows"].as_array().expect("idle rows");
+    for (name, n) in [
+        ("shmbus-async", 1),
+        ("shmbus-async", 100),
+        ("ringfire-async", 1),
+        ("ringfire-async", 100),
+    ] {
+        let r = idle
+            .iter()
+            .find(|r| r["mechanism"] == name && r["subscribers"] == n)
+            .unwrap_or_else(|| panic!("{name} x{n} in {idle:?}"));
+        assert!(r["cpu_percent"].as_f64().is_some(), "{r}");
+    }
+    let targets = doc["targets"].as_array().expect("targets");
+    for wanted in [
+        "shmbus-async oneway p50 / shmbus-futex p50 at 64 B",
+        "shmbus-async oneway p99 / shmbus-futex p99 at 64 B",
+        "shmbus-select64 oneway p50 / shmbus-futex p50 at 64 B",
+        "shmbus-async receiver CPU / ringfire-async's, oneway (same rate)",
+        "shmbus-async oneway p50 / ringfire-async p50",
+        "shmbus-async idle CPU, 100 subscriber(s) in one runtime, % of a core over 1 s",
+    ] {
+        assert!(
+            targets.iter().any(|t| t["target"] == wanted),
+            "{wanted} in {targets:?}"
+        );
+    }
+}

@@ -24,8 +24,10 @@ pub mod mq;
 pub mod photon;
 pub mod pipe;
 pub mod ringfire;
+pub mod ringfire_async;
 pub mod shmbus_bus;
 pub mod shmbus_stream;
+pub mod shmbus_wake;
 pub mod shmbus_zc;
 pub mod tcp;
 pub mod udp;
@@ -176,6 +178,12 @@ pub trait Mechanism: Sync {
         let _ = (pattern, msg_size);
         None
     }
+    /// The least gap between paced messages (oneway, fanout) this row
+    /// needs, where more than the run's: a receiver that sleeps must be
+    /// asleep before the next message comes (issue 31's rows).
+    fn min_pace(&self) -> Option<std::time::Duration> {
+        None
+    }
     /// Cross-process: creates what the channel needs, before the children
     /// start.
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
@@ -232,6 +240,11 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &crossbar_pool::CrossbarPool,
         &ipmpsc_ring::Ipmpsc,
         &photon::PhotonRing,
+        // Issue 31: receivers that sleep (oneway and throughput).
+        &shmbus_wake::FUTEX,
+        &shmbus_wake::ASYNC,
+        &shmbus_wake::Select64,
+        &ringfire_async::RingfireAsync,
     ]
 }
 

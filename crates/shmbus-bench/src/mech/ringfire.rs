@@ -12,8 +12,8 @@
 //! oldest message still in the ring; the growth of its own lap count
 //! (`lapped_count`) is passed on as lost messages, like shmbus's lag.
 //! Pingpong uses a second ring back; fanout one ring with a consumer per
-//! receiver. Built without its default `tokio` feature (an async consumer
-//! the bench does not use).
+//! receiver. Its `tokio` feature's `AsyncRingConsumer` is the
+//! `ringfire-async` row (ringfire_async.rs).
 //!
 //! A ring carries a type fixed at compile time, so messages are `[u8; N]`
 //! for the sizes in [`SIZES`] (its slot is the 8-byte sequence then the
@@ -73,11 +73,11 @@ fn io_err(what: &str, e: impl std::fmt::Display) -> io::Error {
 }
 
 /// The file a way's ring lives in.
-fn path(name: &str) -> String {
+pub(crate) fn path(name: &str) -> String {
     format!("/dev/shm/{name}")
 }
 
-fn attach<const N: usize>(name: &str) -> io::Result<RingConsumer<[u8; N]>> {
+pub(crate) fn attach<const N: usize>(name: &str) -> io::Result<RingConsumer<[u8; N]>> {
     let deadline = Instant::now() + OPEN_LIMIT;
     loop {
         let attached = RingConsumerBuilder::<[u8; N]>::new()
@@ -93,7 +93,10 @@ fn attach<const N: usize>(name: &str) -> io::Result<RingConsumer<[u8; N]>> {
     }
 }
 
-fn create<const N: usize>(name: &str, lossless: bool) -> io::Result<RingProducer<[u8; N]>> {
+pub(super) fn create<const N: usize>(
+    name: &str,
+    lossless: bool,
+) -> io::Result<RingProducer<[u8; N]>> {
     let builder = RingProducerBuilder::new(super::ring_slots(N) as u64);
     let builder = if lossless {
         // Its default registry (`DEFAULT_MAX_READERS` readers).
