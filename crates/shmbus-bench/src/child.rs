@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::mech::{self, ChannelSpec, Side};
 use crate::pattern::{self, Plan};
 use crate::runner::BLOCK_LIMIT;
-use crate::{clock, cpu, mpmc};
+use crate::{clock, cpu, mpmc, stall};
 
 /// Runs one receiver in this process (a child of `shmbus-bench`).
 pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
@@ -19,6 +19,9 @@ pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
     mech::set_deadline(BLOCK_LIMIT);
     if args.mechanism == mpmc::CHILD {
         return mpmc::run_publisher_child(&args.token, args.count);
+    }
+    if args.mechanism == stall::CHILD {
+        return stall::run_subscriber_child(&args.token);
     }
     let m = mech::find(&args.mechanism)?;
     let clock = clock::Source::parse(&args.clock).ok_or_else(|| BenchError::UnknownClock {
