@@ -190,6 +190,12 @@ impl Figures {
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
     }
 
+    /// Paced patterns: the mean time inside one `send`, in nanoseconds.
+    pub fn publish_mean_ns(&self, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.publish.as_ref()?;
+        (!h.is_empty()).then(|| h.mean() / ticks_per_ns)
+    }
+
     /// Max latency in nanoseconds.
     pub fn max_ns(&self, ticks_per_ns: f64) -> Option<f64> {
         let h = self.latency.as_ref()?;

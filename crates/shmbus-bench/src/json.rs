@@ -88,7 +88,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
     let publish = f.publish.as_ref().filter(|h| !h.is_empty()).map(|h| {
         json!({
             "p50": f.publish_ns(0.5, t), "p90": f.publish_ns(0.9, t), "p99": f.publish_ns(0.99, t),
-            "max": h.max() as f64 / t,
+            "max": h.max() as f64 / t, "mean": f.publish_mean_ns(t),
             "p50_rounds": f.round_publish_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
         })
     });
