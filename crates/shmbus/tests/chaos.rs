@@ -1306,8 +1306,10 @@ struct ChaosPublishers<'a> {
     flat_out: Vec<&'a mut dyn FlatOut>,
     /// A many-publisher bus: subscribers check the order per publisher.
     many: bool,
-    /// The bus's eviction timeout (stops last up to four of it).
+    /// The bus's eviction timeout.
     evict: Duration,
+    /// The longest a victim is stopped (a random time below it).
+    max_stop: Duration,
     /// A publisher process (epoch [`DOOMED_EPOCH`]) too, publishing flat
     /// out from when the subscribers are in, SIGKILLed in a random round,
     /// mid-claim or not.
@@ -1413,7 +1415,7 @@ fn lossless_chaos(
                 );
                 killed.push(f.pid);
             } else {
-                let held = chaos.delay(4 * evict);
+                let held = chaos.delay(publishers.max_stop);
                 signal(pid, libc::SIGSTOP);
                 std::thread::sleep(held);
                 signal(pid, libc::SIGCONT);
@@ -1559,6 +1561,7 @@ fn lossless_subscribers_killed_and_stopped_at_random_never_lose_a_message_unless
             flat_out: vec![&mut publisher],
             many: false,
             evict: CHAOS_EVICT,
+            max_stop: 4 * CHAOS_EVICT,
             doomed: false,
         },
         (4, 2),
@@ -1573,14 +1576,14 @@ fn lossless_subscribers_killed_and_stopped_at_random_never_lose_a_message_unless
 /// before it is skipped: far above a loaded machine's scheduling stall (a
 /// live publisher's skipped claim is still checked exactly, but one
 /// stalled inside its copy could tear), short enough for a test, and
-/// below the eviction timeout: a dead claim holds every reader, so the
-/// gating ones hold the publishers, for the unblock timeout, and with a
-/// shorter eviction timeout every lossless subscriber would be evicted
+/// well below the eviction timeout: a dead claim holds every reader, so
+/// the gating ones hold the publishers, for the unblock timeout, and with
+/// a shorter eviction timeout every lossless subscriber would be evicted
 /// behind it.
-const CHAOS_UNBLOCK: Duration = Duration::from_millis(100);
+const CHAOS_UNBLOCK: Duration = Duration::from_millis(150);
 
 /// The many-publisher chaos bus's eviction timeout (see `CHAOS_UNBLOCK`).
-const CHAOS_MANY_EVICT: Duration = Duration::from_millis(250);
+const CHAOS_MANY_EVICT: Duration = Duration::from_millis(400);
 
 /// Attaches to a many-publisher bus and publishes `Stamp::new(i, 99)` flat
 /// out, i counting its committed messages, until killed.
@@ -1629,10 +1632,12 @@ fn lossless_subscribers_of_three_publishers_flat_out_one_killed_get_each_ones_me
             flat_out: flat.iter_mut().map(|p| p as &mut dyn FlatOut).collect(),
             many: true,
             evict: CHAOS_MANY_EVICT,
+            // Half the stops outlast the timeout (evicted), half do not.
+            max_stop: 2 * CHAOS_MANY_EVICT,
             doomed: true,
         },
         (4, 2),
-        // Stops are longer here (up to a second): fewer of them.
+        // Stops are longer here (up to 0.8 s): fewer of them.
         rounds(8, 6),
         CHAOS_MANY_EVICT,
     );
