@@ -101,7 +101,7 @@ def page(path):
              else ": large messages, zero-copy (`--large`)" if large else "")
     print("# Benchmarks" + title + "\n")
     print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
-    flags = (" --patterns throughput --mechanisms " + LOSSLESS_MECHANISMS if lossless
+    flags = (LOSSLESS_FLAGS + LOSSLESS_MECHANISMS if lossless
              else " --patterns oneway,throughput --mechanisms " + ASYNC_MECHANISMS if asynch
              else " --large" if large else "")
     print(f"Every figure of one run of `shmbus-bench{flags}`, "
@@ -118,6 +118,7 @@ def page(path):
     tables(d, cpu=asynch)
     idle(d)
     mpmc(d)
+    stall(d)
 
 
 # The rows of docs/bench-async.json's run (issue 31): the synchronous futex
@@ -213,6 +214,46 @@ def mpmc(d):
         print(f"| {r['what']} | {r['ns_per_msg']:.2f} |")
 
 
+def stall(d):
+    """The stalled lossless subscriber (issue 30's third target); only from
+    runs that recorded it."""
+    st = d.get("stall")
+    if not st or not st.get("rows"):
+        return
+    print()
+    print(f"**A stalled lossless subscriber** (SIGSTOPped while the publisher publishes flat out; "
+          f"eviction timeout {st['evict_ms']:g} ms, {st['slots']} slots of {st['msg_size']} B): "
+          f"the publisher's longest single publish in each stall, and its context switches "
+          f"(involuntary / voluntary) over the stopped phase\n")
+    print("| publisher's wait | max | p50 | each stall (ms) | involuntary cs | voluntary cs |")
+    print("|---|---|---|---|---|---|")
+    for r in st["rows"]:
+        each = ", ".join(f"{v:.2f}" for v in r["block_ms"])
+        inv = ", ".join(str(v) for v in r["involuntary_cs"])
+        vol = ", ".join(str(v) for v in r["voluntary_cs"])
+        print(f"| {r['wait']} | {r['max_ms']:.2f} ms | {r['p50_ms']:.2f} ms | {each} | {inv} | {vol} |")
+
+
+def publish_cost(rows):
+    """The time inside each publish (paced rows: every receiver keeps up),
+    from runs that recorded it (`publish_ns`), so older JSON files render as
+    before."""
+    rows = [r for r in rows if r.get("publish_ns")]
+    if not rows:
+        return
+    print("**Publisher's cost: the time inside one publish, receivers that keep up** "
+          "(lossless beside lossy; issue 30)\n")
+    print("| mechanism | rx | p50 | mean | p90 | p99 | max | p50 over rounds |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: (r["receivers"], name(r))):
+        p = r["publish_ns"]
+        rounds = p.get("p50_rounds") or []
+        spread = f"{ns(min(rounds))}–{ns(max(rounds))}" if rounds else "-"
+        print(f"| {name(r)} | {r['receivers']} | {ns(p.get('p50'))} | {ns(p.get('mean'))} | {ns(p.get('p90'))} | "
+              f"{ns(p.get('p99'))} | {ns(p.get('max'))} | {spread} |")
+    print()
+
+
 def headline(path):
     """Round trip and throughput of shmbus beside the floor, iceoryx2 and the
     best of the kernel's mechanisms, at a few sizes."""
@@ -277,6 +318,9 @@ def headline(path):
 # lossy one, shmbus's and the peers' (issue 30).
 LOSSLESS_MECHANISMS = ("shmbus,shmbus-lossless,ringfire,ringfire-lossless,"
                        "crossbar-podbus,crossbar-podbus-lossless")
+# Its patterns: throughput, and fanout to 1 and 4 receivers for the time
+# inside each publish (issue 30's first target).
+LOSSLESS_FLAGS = " --patterns throughput,fanout --fanout 1,4 --mechanisms "
 
 ZERO_COPY_ROWS = ["shmbus", "shmbus-zc", "iceoryx2", "crossbar-pool"]
 
@@ -376,6 +420,7 @@ def tables(d, cpu=False):
         print()
         if pattern == "fanout":
             worst_by_width(rows)
+            publish_cost(rows)
     rows = [r for r in res if r["pattern"] == "throughput"]
     if rows:
         sizes = sorted({r["msg_size"] for r in rows})

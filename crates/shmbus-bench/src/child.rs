@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::mech::{self, ChannelSpec, Side};
 use crate::pattern::{self, Plan};
 use crate::runner::BLOCK_LIMIT;
-use crate::{clock, cpu, idle, mpmc};
+use crate::{clock, cpu, idle, mpmc, stall};
 
 /// Runs one receiver in this process (a child of `shmbus-bench`).
 pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
@@ -22,6 +22,9 @@ pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
     }
     if idle::is_child(&args.mechanism) {
         return idle::run_child(&args.mechanism, &args.token, args.receivers, args.count);
+    }
+    if args.mechanism == stall::CHILD {
+        return stall::run_subscriber_child(&args.token);
     }
     let m = mech::find(&args.mechanism)?;
     let clock = clock::Source::parse(&args.clock).ok_or_else(|| BenchError::UnknownClock {

@@ -64,6 +64,38 @@ impl Source {
         }
     }
 
+    /// The counter now, in ticks, read after every earlier instruction
+    /// has completed and before any later one starts (`lfence` on both
+    /// sides of `rdtsc`): for timing a short stretch of code, whose loads
+    /// a bare `rdtsc` may overtake.
+    #[inline(always)]
+    pub fn now_fenced(self) -> u64 {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: lfence and rdtsc have no preconditions (see `now`).
+            Source::Tsc => unsafe {
+                core::arch::x86_64::_mm_lfence();
+                let t = core::arch::x86_64::_rdtsc();
+                core::arch::x86_64::_mm_lfence();
+                t
+            },
+            _ => monotonic_ns(),
+        }
+    }
+
+    /// The least ticks between two [`Source::now_fenced`] with nothing
+    /// between them, over `n` tries: what a timed stretch's figure holds
+    /// beside the stretch itself.
+    pub fn fenced_overhead(self, n: u32) -> u64 {
+        (0..n)
+            .map(|_| {
+                let a = self.now_fenced();
+                self.now_fenced().wrapping_sub(a)
+            })
+            .min()
+            .unwrap_or(0)
+    }
+
     /// Ticks per nanosecond, measured against CLOCK_MONOTONIC over `span`.
     pub fn calibrate(self, span: Duration) -> f64 {
         if self == Source::Monotonic {

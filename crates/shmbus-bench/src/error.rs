@@ -174,6 +174,15 @@ pub enum BenchError {
         /// The line the protocol expects at this point.
         expected: &'static str,
     },
+    /// The stalled-subscriber row (issue 30) could not run, or its
+    /// subscriber was never evicted.
+    #[error("the stalled lossless subscriber row: {found}, expected {expected}")]
+    Stall {
+        /// What happened.
+        found: String,
+        /// What the row needs at this point.
+        expected: &'static str,
+    },
 }
 
 impl BenchError {

@@ -27,6 +27,11 @@ pub struct Figures {
     pub worst: Option<Histogram<u64>>,
     /// Fanout: each round's worst receiver's p50 in ticks.
     pub worst_round_p50: Vec<u64>,
+    /// Paced patterns: ticks inside each of the sender's `send` calls,
+    /// all rounds merged (see `SenderReport::publish`).
+    pub publish: Option<Histogram<u64>>,
+    /// Each round's p50 of `publish`, in ticks.
+    pub round_publish_p50: Vec<u64>,
     /// Each round's delivered messages per second (throughput).
     pub round_rate: Vec<f64>,
     /// Messages the sender sent in measured intervals.
@@ -87,6 +92,8 @@ impl Figures {
             round_p50: Vec::new(),
             worst: None,
             worst_round_p50: Vec::new(),
+            publish: None,
+            round_publish_p50: Vec::new(),
             round_rate: Vec::new(),
             sent: 0,
             lost: 0,
@@ -109,6 +116,13 @@ impl Figures {
         ticks_per_ns: f64,
     ) -> Result<(), BenchError> {
         let mut round: Option<Histogram<u64>> = block.sender.rtt;
+        if let Some(p) = block.sender.publish.filter(|h| !h.is_empty()) {
+            self.round_publish_p50.push(p.value_at_quantile(0.5));
+            match self.publish.as_mut() {
+                Some(acc) => acc.add(&p).map_err(BenchError::HistogramMerge)?,
+                None => self.publish = Some(p),
+            }
+        }
         // Fanout: the receiver whose median this round is the highest.
         let mut worst: Option<Histogram<u64>> = None;
         for r in &block.receivers {
@@ -181,6 +195,19 @@ impl Figures {
     pub fn worst_ns(&self, q: f64, ticks_per_ns: f64) -> Option<f64> {
         let h = self.worst.as_ref()?;
         (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
+    }
+
+    /// Paced patterns: the quantile of the time inside one `send`, in
+    /// nanoseconds (rounds merged).
+    pub fn publish_ns(&self, q: f64, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.publish.as_ref()?;
+        (!h.is_empty()).then(|| h.value_at_quantile(q) as f64 / ticks_per_ns)
+    }
+
+    /// Paced patterns: the mean time inside one `send`, in nanoseconds.
+    pub fn publish_mean_ns(&self, ticks_per_ns: f64) -> Option<f64> {
+        let h = self.publish.as_ref()?;
+        (!h.is_empty()).then(|| h.mean() / ticks_per_ns)
     }
 
     /// Max latency in nanoseconds.

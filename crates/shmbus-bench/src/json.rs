@@ -10,7 +10,7 @@ use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{idle, mpmc};
+use crate::{idle, mpmc, stall};
 
 /// Writes the JSON document to `path`.
 pub fn write(
@@ -18,6 +18,7 @@ pub fn write(
     results: &[Figures],
     mpmc: &[mpmc::Row],
     idle: &[idle::Row],
+    stall: &[stall::Row],
     settings: &Settings,
     targets: &[Value],
 ) -> Result<(), BenchError> {
@@ -34,6 +35,7 @@ pub fn write(
         "targets": targets,
         "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
         "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
+        "stall": if stall.is_empty() { Value::Null } else { stall::json(stall, settings.quick) },
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the results",
@@ -83,6 +85,15 @@ fn result_json(f: &Figures, t: f64) -> Value {
             "p50_rounds": f.worst_round_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
         })
     });
+    // Paced patterns: the time inside each publish (issue 30's first
+    // target: lossless against lossy subscribers that keep up).
+    let publish = f.publish.as_ref().filter(|h| !h.is_empty()).map(|h| {
+        json!({
+            "p50": f.publish_ns(0.5, t), "p90": f.publish_ns(0.9, t), "p99": f.publish_ns(0.99, t),
+            "max": h.max() as f64 / t, "mean": f.publish_mean_ns(t),
+            "p50_rounds": f.round_publish_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
+        })
+    });
     let rate = f.msgs_per_sec();
     let side = |d: &Delta| {
         let (s, v, i) = f.per_msg(d);
@@ -96,6 +107,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
         "in_process": f.in_process,
         "latency_ns": lat,
         "worst_receiver_ns": worst,
+        "publish_ns": publish,
         "msgs_per_sec": rate,
         "msgs_per_sec_rounds": if f.round_rate.is_empty() { Value::Null } else { json!(f.round_rate) },
         "bytes_per_sec": rate.map(|r| r * f.case.msg_size as f64),

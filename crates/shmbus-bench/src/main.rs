@@ -11,7 +11,7 @@
 //! ticks (see `clock`) and are converted to nanoseconds once, by the parent.
 //!
 //! `run` takes the phases in order: the many-publishers table (`mpmc`), the
-//! idle async subscribers (`idle`), the rounds of every case (`rounds`, one block at a time by `runner`), then
+//! idle async subscribers (`idle`), the stalled lossless subscriber (`stall`), the rounds of every case (`rounds`, one block at a time by `runner`), then
 //! the outputs (`report`).
 
 mod args;
@@ -34,6 +34,7 @@ mod report;
 mod rounds;
 mod runner;
 mod settings;
+mod stall;
 mod table;
 mod targets;
 
@@ -146,6 +147,16 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     } else {
         Vec::new()
     };
+    // The stalled lossless subscriber (issue 30): whenever the lossless
+    // row runs, before pinning, as the table above.
+    let stall_rows =
+        if !args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus-lossless") {
+            let rows = stall::run(args.quick)?;
+            stall::print(&rows);
+            rows
+        } else {
+            Vec::new()
+        };
     if args.mpmc && args.json.is_none() && args.plot.is_none() {
         return Ok(());
     }
@@ -169,7 +180,14 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     } else {
         rounds::run_all(&mut runner, &mechanisms, &settings)?
     };
-    report::emit(&results, &mpmc_rows, &idle_rows, &settings, args)
+    report::emit(
+        &results,
+        &mpmc_rows,
+        &idle_rows,
+        &stall_rows,
+        &settings,
+        args,
+    )
 }
 
 #[cfg(test)]

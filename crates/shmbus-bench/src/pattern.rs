@@ -49,6 +49,11 @@ pub struct Block {
 pub struct SenderReport {
     /// Round-trip times in ticks (pingpong only).
     pub rtt: Option<Histogram<u64>>,
+    /// Ticks spent inside each measured `send` (paced patterns: oneway,
+    /// fanout), between fenced clock reads, less their own cost: the
+    /// publisher's cost per publish while every receiver keeps up (issue
+    /// 30's first target).
+    pub publish: Option<Histogram<u64>>,
     /// The sender thread's counters over the measured interval.
     pub counters: Delta,
     /// Pongs whose bytes did not fold to what their header implies.
@@ -129,6 +134,8 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     let mut counters = Counters::for_this_thread();
     let before = counters.snapshot();
     let mut rtt = duplex.then(new_hist);
+    let mut publish = (!duplex && plan.pace > 0).then(new_hist);
+    let overhead = clock.fenced_overhead(1000);
     let end = plan.warmup + plan.count;
     for seq in plan.warmup..end {
         if let Some(h) = rtt.as_mut() {
@@ -137,6 +144,20 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
             ep.send(&buf)?;
             errors += wait_echo(ep, seq, &check)?;
             h.saturating_record(clock.now().wrapping_sub(t0).max(1));
+        } else if let Some(h) = publish.as_mut() {
+            // The send alone is timed, between two fenced clock reads (a
+            // bare one may run before the send's loads complete), less
+            // what two such reads take with nothing between them; then the
+            // pace is kept from the stamp as `one` keeps it.
+            let t = clock.now();
+            payload::seal(&mut buf, seq, t);
+            let before = clock.now_fenced();
+            ep.send(&buf)?;
+            let took = clock.now_fenced().wrapping_sub(before);
+            h.saturating_record(took.saturating_sub(overhead).max(1));
+            while clock.now().wrapping_sub(t) < plan.pace {
+                std::hint::spin_loop();
+            }
         } else {
             one(ep, seq, &mut buf)?;
         }
@@ -144,6 +165,7 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     let after = counters.snapshot();
     Ok(SenderReport {
         rtt,
+        publish,
         counters: before.since(&after),
         checksum_errors: errors,
     })

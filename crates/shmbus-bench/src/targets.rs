@@ -129,6 +129,7 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
         ));
     }
     out.extend(fanout_widths(results, t));
+    out.extend(lossless_publish_cost(results, t));
     let p99 = |m: &str| {
         main_size
             .and_then(|s| get(m, Pattern::Pingpong, Some(s)))
@@ -471,6 +472,61 @@ pub fn idle_targets(rows: &[crate::idle::Row]) -> Vec<Value> {
                 &format!("0 (< {IDLE_ZERO_PERCENT} %)"),
                 r.percent(),
                 |p| p < IDLE_ZERO_PERCENT,
+            )
+        })
+        .collect()
+}
+
+/// Issue 30's first target: the time inside one publish with lossless
+/// subscribers that keep up (fanout: paced, in other processes, never
+/// lapped) against the same with lossy ones, p50 of all rounds merged: at
+/// most 1.1x with one subscriber, 1.3x with four. ringfire's own ratio
+/// (`LosslessBackpressure` against `LossyLatestWins`, same rounds) is given
+/// beside it in the wanted column, for reference.
+fn lossless_publish_cost(results: &[Figures], t: f64) -> Vec<Value> {
+    let p50 = |m: &str, n: usize| {
+        results
+            .iter()
+            .find(|f| {
+                f.mechanism == m
+                    && f.case.pattern == Pattern::Fanout
+                    && f.case.receivers == n
+                    && f.skipped.is_none()
+            })
+            .and_then(|f| f.publish_ns(0.5, t))
+    };
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
+    let mut out = Vec::new();
+    for (n, limit) in [(1, 1.1), (4, 1.3)] {
+        let theirs = ratio(p50(RINGFIRE_LOSSLESS, n), p50(RINGFIRE, n))
+            .map(|r| format!(" (ringfire's: {r:.2})"))
+            .unwrap_or_default();
+        out.extend(target(
+            &format!("shmbus-lossless / shmbus publish p50 (fanout, {n} receivers that keep up)"),
+            &format!("<= {limit:.1}{theirs}"),
+            ratio(p50("shmbus-lossless", n), p50("shmbus", n)),
+            |r| r <= limit,
+        ));
+    }
+    out
+}
+
+/// Issue 30's third target: a stalled (SIGSTOPped) lossless subscriber
+/// holds the publisher for no longer than the eviction timeout plus 1 ms:
+/// the longest single publish over every stall, less the timeout, in ms,
+/// for each of the publisher's wait strategies the row measured.
+pub fn stall(rows: &[crate::stall::Row]) -> Vec<Value> {
+    let evict_ms = crate::stall::EVICT.as_secs_f64() * 1e3;
+    rows.iter()
+        .filter_map(|r| {
+            target(
+                &format!(
+                    "stalled lossless subscriber: longest publish - eviction timeout ({evict_ms} ms), ms, publisher {}",
+                    r.wait
+                ),
+                "<= 1",
+                r.max_ns().map(|ns| ns as f64 / 1e6 - evict_ms),
+                |d| d <= 1.0,
             )
         })
         .collect()

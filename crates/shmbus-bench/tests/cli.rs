@@ -297,14 +297,16 @@ fn mpmc_alone_prints_the_many_publishers_table() {
 }
 
 #[test]
-fn the_lossless_rows_deliver_every_message_of_a_throughput_block_and_are_checked_against_the_peers()
-{
+fn the_lossless_rows_deliver_every_message_time_each_publish_of_a_fanout_and_a_stalled_one_is_evicted_within_its_timeout(
+) {
     let json = TempFile::new("lossless.json");
     let run = bench(&[
         "--mechanisms",
         "shmbus-lossless,ringfire-lossless,crossbar-podbus-lossless",
         "--patterns",
-        "throughput,pingpong",
+        "throughput,pingpong,fanout",
+        "--fanout",
+        "1",
         "--quick",
         "--rounds",
         "1",
@@ -326,14 +328,47 @@ fn the_lossless_rows_deliver_every_message_of_a_throughput_block_and_are_checked
             .filter(|r| r["mechanism"] == name && r["skipped"].is_null())
             .collect();
         // 16, 256 and 4096 B every row supports.
-        assert!(ran.len() >= 3, "{name} ran: {results:?}");
+        let throughput = ran.iter().filter(|r| r["pattern"] == "throughput");
+        assert!(throughput.count() >= 3, "{name} ran: {results:?}");
         for r in ran {
-            assert_eq!(
-                r["pattern"], "throughput",
-                "{name}: a lossless row is throughput only"
+            assert_ne!(
+                r["pattern"], "pingpong",
+                "{name}: a lossless row is throughput and fanout only"
             );
             assert_eq!(r["lost"], 0, "{name} lost messages: {r}");
-            assert!(r["msgs_per_sec"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+            if r["pattern"] == "throughput" {
+                assert!(r["msgs_per_sec"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+            }
+        }
+    }
+    // The publisher's cost (issue 30's first target): the time inside each
+    // publish of a fanout block whose receivers keep up.
+    for name in ["shmbus-lossless", "ringfire-lossless"] {
+        let fanout = results
+            .iter()
+            .find(|r| r["mechanism"] == name && r["pattern"] == "fanout")
+            .unwrap_or_else(|| panic!("no {name} fanout row: {results:?}"));
+        assert!(fanout["skipped"].is_null(), "{fanout}");
+        assert!(
+            fanout["publish_ns"]["p50"]
+                .as_f64()
+                .is_some_and(|v| v > 0.0),
+            "{fanout}"
+        );
+    }
+    // A stalled lossless subscriber (the third target): every stall held
+    // the publisher for the eviction timeout (20 ms: it gated), and none
+    // past it by a second (it was evicted: no hang).
+    let stall = &doc["stall"];
+    assert_eq!(stall["evict_ms"], 20.0, "{stall}");
+    let rows = stall["rows"].as_array().expect("stall rows");
+    assert_eq!(rows.len(), 2, "{stall}");
+    for r in rows {
+        let blocks = r["block_ms"].as_array().expect("stalls");
+        assert_eq!(blocks.len(), 3, "{r}");
+        for b in blocks {
+            let ms = b.as_f64().expect("ms");
+            assert!((20.0..1020.0).contains(&ms), "{r}");
         }
     }
     let targets = doc["targets"].as_array().expect("targets");
@@ -341,6 +376,7 @@ fn the_lossless_rows_deliver_every_message_of_a_throughput_block_and_are_checked
         "shmbus-lossless lost throughput at 16 B",
         "shmbus-lossless / ringfire-lossless throughput at 16 B",
         "shmbus-lossless / crossbar-podbus-lossless throughput at 4096 B",
+        "stalled lossless subscriber: longest publish - eviction timeout (20 ms), ms, publisher SpinFutex (default)",
     ] {
         assert!(
             targets.iter().any(|t| t["target"] == wanted),

@@ -214,6 +214,19 @@ pub fn lossless_rows_only_throughput(
         .then(|| "a lossless row: throughput only".into())
 }
 
+/// Why a lossless row that also measures the publisher's cost does not run
+/// `pattern`: throughput as above, and fanout, whose paced receivers keep
+/// up, so its figure is the time inside each publish with lossless
+/// subscribers against lossy ones (issue 30's first target).
+pub fn lossless_rows_only_throughput_and_fanout(
+    lossless: bool,
+    pattern: crate::case::Pattern,
+) -> Option<String> {
+    use crate::case::Pattern::{Fanout, Throughput};
+    (lossless && !matches!(pattern, Throughput | Fanout))
+        .then(|| "a lossless row: throughput and fanout only".into())
+}
+
 /// Every mechanism, in table order.
 pub fn all() -> Vec<&'static dyn Mechanism> {
     vec![

@@ -26,7 +26,8 @@
 //! `ringfire-lossless` is the same ring built with
 //! `FlowControl::LosslessBackpressure` (its default reader registry; each
 //! consumer registers as it attaches, and `push` waits for the slowest
-//! registered one): a throughput row only, beside `shmbus-lossless`.
+//! registered one): throughput and fanout rows, beside `shmbus-lossless`
+//! (in fanout, the time inside each `push`: the publisher's cost).
 //!
 //! Its variable-size `BlobProducer`/`BlobConsumer` ring is not a row of the
 //! zero-copy (`--large`) table: a blob's bytes live in one byte arena that
@@ -55,7 +56,7 @@ pub struct Ringfire {
 
 /// `ringfire`: `LossyLatestWins`.
 pub static LOSSY: Ringfire = Ringfire { lossless: false };
-/// `ringfire-lossless`: `LosslessBackpressure` (throughput only).
+/// `ringfire-lossless`: `LosslessBackpressure` (throughput and fanout).
 pub static LOSSLESS: Ringfire = Ringfire { lossless: true };
 
 /// The message sizes this adapter has a `[u8; N]` for: every size of the
@@ -209,7 +210,7 @@ impl Mechanism for Ringfire {
         }
     }
     fn unsupported(&self, pattern: Pattern, msg_size: usize) -> Option<String> {
-        if let Some(why) = super::lossless_rows_only_throughput(self.lossless, pattern) {
+        if let Some(why) = super::lossless_rows_only_throughput_and_fanout(self.lossless, pattern) {
             return Some(why);
         }
         (!SIZES.contains(&msg_size)).then(|| {
