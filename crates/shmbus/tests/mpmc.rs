@@ -95,9 +95,10 @@ fn as_child_subscribe_to_many_publishers() {
                     // message, once, in its order.
                     assert!(
                         !lossless || m[1] == next[id],
-                        "lossless: publisher {id}: {} after {}",
+                        "lossless: publisher {id}: {} after {} (lags so far: {lags:?}, still lossless: {})",
                         m[1],
-                        next[id]
+                        next[id],
+                        s.is_lossless()
                     );
                     next[id] = m[1] + 1;
                     delivered += 1;
@@ -243,17 +244,53 @@ fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one
 #[test]
 fn a_lossless_subscriber_gets_every_message_of_three_publishers_once_in_order_and_one_killed_mid_claim_wedges_nobody(
 ) {
-    let bus = BusName::new("mplossless");
-    let unblock = Duration::from_millis(200);
+    // A long eviction timeout: on a loaded machine a live subscriber
+    // descheduled for a second must not be evicted here.
+    lossless_beside_a_publisher_killed_mid_claim(
+        "mplossless",
+        Duration::from_millis(200),
+        Duration::from_secs(20),
+        common::scale_min(100_000, 10_000),
+    );
+}
+
+#[test]
+fn a_lossless_subscriber_held_by_a_dead_claim_is_not_evicted_when_the_eviction_timeout_is_below_the_unblock_timeout(
+) {
+    // The subscriber cannot move until readers skip the dead claim (the
+    // unblock timeout, 3 s); the publishers it then holds wait the
+    // eviction timeout (2 s: long, so that a subscriber merely
+    // descheduled on a loaded machine is not evicted) on top of that.
+    // Failed before: counted from the publishers' first block, the 2 s ran
+    // out first and the subscriber was evicted (a gap: "lossless:
+    // publisher 3: 765 after 671", seen with 300 ms against 400 ms).
+    lossless_beside_a_publisher_killed_mid_claim(
+        "mpheld",
+        Duration::from_secs(3),
+        Duration::from_secs(2),
+        common::scale_min(5_000, 2_000),
+    );
+}
+
+/// A lossless and a lossy subscriber of a 64-slot bus, two surviving
+/// publishers of `count` messages each and a third killed between its
+/// claim and its slot: the lossless one gets every message once, skips
+/// only the dead claim and is never evicted; the lossy one counts
+/// delivered + skipped = published.
+fn lossless_beside_a_publisher_killed_mid_claim(
+    tag: &str,
+    unblock: Duration,
+    evict: Duration,
+    count: u64,
+) {
+    let bus = BusName::new(tag);
     // A small ring: the publishers run into the lossless subscriber all
-    // the time. A long eviction timeout: on a loaded machine a live
-    // subscriber descheduled for a second must not be evicted here.
+    // the time.
     let opts = BusOptions::new(64)
         .many()
         .unblock_timeout(unblock)
-        .evict_after(Duration::from_secs(20));
+        .evict_after(evict);
     let creator = ManyPublisher::<Msg>::create(bus.name(), &opts).expect("create");
-    let count = common::scale_min(100_000, 10_000);
     let before = count / 4;
     // Two survivors' messages, the victim's `before`, and its dead claim.
     let total = 2 * count + before + 1;

@@ -75,6 +75,11 @@
 //! - A publisher killed while it waits at the gate has claimed `m` and
 //!   not taken its slot: `m` is a dead claim like any other, skipped by
 //!   the unblock rule once the gate lets `m` through.
+//! - A gating subscriber whose position's slot does not hold that
+//!   message yet (`held_by_claim`) waits on a claim, dead or slow, not on
+//!   itself: a publisher evicts it only after the eviction timeout and
+//!   the unblock timeout together (readers skip a dead claim after the
+//!   latter), so a dead claim does not evict every lossless subscriber.
 //! - No subscriber holds a reader at a dead claim past the eviction
 //!   timeout: the reader evicts it, as a publisher would (a dead one, seen
 //!   by its lock, at once).
@@ -86,7 +91,7 @@ use std::time::{Duration, Instant};
 
 use super::activity::Joined;
 use super::ring::Ring;
-use super::stamp::ahead;
+use super::stamp::{ahead, Stamp};
 use crate::error::LosslessRefused;
 use crate::mem::Region;
 use crate::sync::Ordering;
@@ -164,6 +169,10 @@ enum Waited {
     Evicted,
     /// The caller's deadline passed first.
     Deadline,
+    /// The eviction timeout passed, but the subscriber now waits on a
+    /// claim not committed yet (it was not when the wait began): judge
+    /// again with the unblock timeout on top.
+    Held,
 }
 
 impl Gate {
@@ -298,7 +307,15 @@ impl Gate {
                     now
                 }
             };
-            if now.duration_since(since) >= self.evict {
+            // A subscriber that waits on a claim not committed yet is held
+            // by that claim's publisher, not stalled: it gets the unblock
+            // timeout on top, after which readers skip a dead claim.
+            let patience = if ring.held_by_claim(b.entry) {
+                self.evict.saturating_add(ring.unblock_timeout())
+            } else {
+                self.evict
+            };
+            if now.duration_since(since) >= patience {
                 ring.evict(b.entry, now.duration_since(since));
                 self.blocked = None;
                 continue;
@@ -310,8 +327,9 @@ impl Gate {
             if deadline.is_some_and(|d| now >= d) {
                 return Err(full);
             }
-            match self.wait_on(ring, m, b, since + self.evict, deadline) {
-                Waited::Cleared => {}
+            let held = patience > self.evict;
+            match self.wait_on(ring, m, b, since + patience, held, deadline) {
+                Waited::Cleared | Waited::Held => {}
                 Waited::Evicted => self.blocked = None,
                 Waited::Deadline => return Err(full),
             }
@@ -327,13 +345,15 @@ impl Gate {
     }
 
     /// Waits while `b` is in the way of `m`, until `evict_at` (then evicts
-    /// it) or `deadline`.
+    /// it, unless it came to wait on a claim since and `held` says that
+    /// `evict_at` does not count the unblock timeout yet) or `deadline`.
     fn wait_on<R: Region>(
         &mut self,
         ring: &Ring<R>,
         m: u64,
         b: Blocker,
         evict_at: Instant,
+        held: bool,
         deadline: Option<Instant>,
     ) -> Waited {
         let start = Instant::now();
@@ -348,7 +368,7 @@ impl Gate {
         // deadline of `start` does below.
         #[cfg(loom)]
         {
-            let _ = (&mut next_check, &mut backoff);
+            let _ = (&mut next_check, &mut backoff, held);
             if deadline.is_some() {
                 return Waited::Deadline;
             }
@@ -386,6 +406,10 @@ impl Gate {
                     if now < evict_at {
                         ring.add_blocked(b.entry, now.duration_since(start));
                         return Waited::Deadline;
+                    }
+                    if !held && ring.held_by_claim(b.entry) {
+                        ring.add_blocked(b.entry, now.duration_since(start));
+                        return Waited::Held;
                     }
                     ring.evict(b.entry, now.duration_since(start));
                     return Waited::Evicted;
@@ -486,6 +510,24 @@ impl<R: Region> Ring<R> {
                 return Verdict::Passed;
             }
             p = now;
+        }
+    }
+
+    /// Many publishers: whether gating entry `entry` waits on a claim not
+    /// committed yet (its position's slot does not hold that message yet:
+    /// the claim was taken, since a publisher wants a slot a ring later).
+    /// Only lengthens the eviction wait (by the unblock timeout), so a
+    /// misjudged race costs time, never a message.
+    pub(crate) fn held_by_claim(&self, entry: usize) -> bool {
+        if !self.multi() {
+            return false;
+        }
+        let p = self.gated_position(entry);
+        // Acquire, as in `verdict`: paired with the stamp CASes of `claim`.
+        let stamp = self.stamp(p).load(Ordering::Acquire);
+        match super::stamp::decode(stamp, p) {
+            Stamp::Writing(t) => t == p,
+            Stamp::Done(t) | Stamp::Abandoned(t) => ahead(t, p) < 0,
         }
     }
 
