@@ -310,7 +310,8 @@ impl Gate {
             // A subscriber that waits on a claim not committed yet is held
             // by that claim's publisher, not stalled: it gets the unblock
             // timeout on top, after which readers skip a dead claim.
-            let patience = if ring.held_by_claim(b.entry) {
+            let patience = if now.duration_since(since) >= self.evict && ring.held_by_claim(b.entry)
+            {
                 self.evict.saturating_add(ring.unblock_timeout())
             } else {
                 self.evict
