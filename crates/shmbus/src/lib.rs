@@ -137,6 +137,8 @@ pub mod mem;
 mod options;
 pub mod pool;
 #[cfg(not(loom))]
+pub mod record;
+#[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]
 pub mod select;
