@@ -4,6 +4,16 @@
 use std::io;
 
 /// Why [`Recorder::add_bus`](super::Recorder::add_bus) failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{AddBusError, RecordedKind, Recorder};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let err = recorder.add_bus("big", RecordedKind::Bus, u32::MAX).unwrap_err();
+/// assert!(matches!(err, AddBusError::MessageTooLarge { found: u32::MAX, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AddBusError {
@@ -38,6 +48,18 @@ pub enum AddBusError {
 
 /// Why writing a message or a gap to a [`Recorder`](super::Recorder), its
 /// header or its flush failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{RecordedKind, Recorder, WriteError};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
+/// let err = recorder.message(bus, 0, 0, 0, b"short").unwrap_err();
+/// assert!(matches!(err, WriteError::PayloadSize { found: 5, expected: 8, .. }));
+/// assert_eq!(err.to_string(), "payload is 5 bytes, bus 0 carries 8");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
@@ -71,6 +93,16 @@ pub enum WriteError {
 }
 
 /// Why [`Recording::new`](super::Recording::new) refused a file.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{OpenRecordingError, Recording};
+///
+/// let err = Recording::new(&b"not a recording!"[..]).unwrap_err();
+/// assert!(matches!(err, OpenRecordingError::BadMagic { .. }));
+/// let err = Recording::new(&b"short"[..]).unwrap_err();
+/// assert!(matches!(err, OpenRecordingError::Truncated { found: 5, expected: 16 }));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpenRecordingError {
@@ -106,6 +138,20 @@ pub enum OpenRecordingError {
 /// Why the next record of a [`Recording`](super::Recording) could not be
 /// read. Each names the record's offset in the file; iteration ends after
 /// one.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{ReadError, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
+/// let mut bytes = recorder.into_inner();
+/// bytes[30] ^= 1; // a byte of the bus record, which starts at 16
+/// let mut recording = Recording::new(&bytes[..])?;
+/// assert!(matches!(recording.next(), Some(Err(ReadError::Checksum { offset: 16, .. }))));
+/// assert!(recording.next().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {

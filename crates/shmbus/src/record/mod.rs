@@ -21,6 +21,12 @@ pub use recording::Recording;
 
 /// The kind of a recorded bus. Phase 1 records plain buses only; more
 /// kinds will come: match with a `_` arm.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::RecordedKind;
+/// assert_eq!(RecordedKind::from_code(RecordedKind::Bus.code()), Some(RecordedKind::Bus));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RecordedKind {
@@ -30,6 +36,11 @@ pub enum RecordedKind {
 
 impl RecordedKind {
     /// The kind's code in a bus record.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::RecordedKind::Bus.code(), 1);
+    /// ```
     pub fn code(self) -> u32 {
         match self {
             RecordedKind::Bus => 1,
@@ -37,6 +48,11 @@ impl RecordedKind {
     }
 
     /// The kind of a code, if this version knows it.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::RecordedKind::from_code(7), None);
+    /// ```
     pub fn from_code(code: u32) -> Option<Self> {
         match code {
             1 => Some(RecordedKind::Bus),
@@ -46,6 +62,26 @@ impl RecordedKind {
 }
 
 /// One record of a recording.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 1)?;
+/// recorder.message(bus, 0, 5, 6, b"x")?;
+/// recorder.gap(bus, 1, 2)?;
+/// let bytes = recorder.into_inner();
+/// for record in Recording::new(&bytes[..])? {
+///     match record? {
+///         Record::Bus(b) => assert_eq!((b.id, b.name.as_str(), b.msg_size), (0, "ticks", 1)),
+///         Record::Message(m) => assert_eq!((m.seq, m.mono_ns, m.wall_ns), (0, 5, 6)),
+///         Record::Gap(g) => assert_eq!((g.first, g.count), (1, 2)),
+///         _ => unreachable!("a version 1 file"),
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Record {
@@ -58,6 +94,26 @@ pub enum Record {
 }
 
 /// A bus record: what a replay needs to make the bus again.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 1)?;
+/// recorder.message(bus, 0, 5, 6, b"x")?;
+/// recorder.gap(bus, 1, 2)?;
+/// let bytes = recorder.into_inner();
+/// for record in Recording::new(&bytes[..])? {
+///     match record? {
+///         Record::Bus(b) => assert_eq!((b.id, b.name.as_str(), b.msg_size), (0, "ticks", 1)),
+///         Record::Message(m) => assert_eq!((m.seq, m.mono_ns, m.wall_ns), (0, 5, 6)),
+///         Record::Gap(g) => assert_eq!((g.first, g.count), (1, 2)),
+///         _ => unreachable!("a version 1 file"),
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BusRecord {
     /// The bus's id in this recording (0, 1, 2, ... in file order).
@@ -71,6 +127,26 @@ pub struct BusRecord {
 }
 
 /// A message record.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 1)?;
+/// recorder.message(bus, 0, 5, 6, b"x")?;
+/// recorder.gap(bus, 1, 2)?;
+/// let bytes = recorder.into_inner();
+/// for record in Recording::new(&bytes[..])? {
+///     match record? {
+///         Record::Bus(b) => assert_eq!((b.id, b.name.as_str(), b.msg_size), (0, "ticks", 1)),
+///         Record::Message(m) => assert_eq!((m.seq, m.mono_ns, m.wall_ns), (0, 5, 6)),
+///         Record::Gap(g) => assert_eq!((g.first, g.count), (1, 2)),
+///         _ => unreachable!("a version 1 file"),
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MessageRecord {
     /// The bus's id.
@@ -88,6 +164,26 @@ pub struct MessageRecord {
 
 /// A gap record: `count` messages from sequence `first` that the recorder
 /// missed (a lag report).
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 1)?;
+/// recorder.message(bus, 0, 5, 6, b"x")?;
+/// recorder.gap(bus, 1, 2)?;
+/// let bytes = recorder.into_inner();
+/// for record in Recording::new(&bytes[..])? {
+///     match record? {
+///         Record::Bus(b) => assert_eq!((b.id, b.name.as_str(), b.msg_size), (0, "ticks", 1)),
+///         Record::Message(m) => assert_eq!((m.seq, m.mono_ns, m.wall_ns), (0, 5, 6)),
+///         Record::Gap(g) => assert_eq!((g.first, g.count), (1, 2)),
+///         _ => unreachable!("a version 1 file"),
+///     }
+/// }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GapRecord {
     /// The bus's id.

@@ -45,6 +45,13 @@ impl<W: Write> Recorder<W> {
     /// Writes the file's header to `out` and returns a recorder with no
     /// bus.
     ///
+    /// # Examples
+    /// ```
+    /// let recorder = shmbus::record::Recorder::new(Vec::new())?;
+    /// assert_eq!(recorder.into_inner().len(), 16); // the header
+    /// # Ok::<(), shmbus::record::WriteError>(())
+    /// ```
+    ///
     /// # Errors
     /// [`WriteError::Io`] if the writer fails.
     pub fn new(mut out: W) -> Result<Self, WriteError> {
@@ -58,6 +65,16 @@ impl<W: Write> Recorder<W> {
 
     /// Declares a bus of `kind` carrying `msg_size`-byte messages under
     /// `name`, and returns its id (0, 1, 2, ... in the order added).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{RecordedKind, Recorder};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// assert_eq!(recorder.add_bus("prices", RecordedKind::Bus, 64)?, 0);
+    /// assert_eq!(recorder.add_bus("orders", RecordedKind::Bus, 32)?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`AddBusError::NameTooLong`], [`AddBusError::MessageTooLarge`] and
@@ -102,6 +119,19 @@ impl<W: Write> Recorder<W> {
     /// Appends a message of bus `bus`: its sequence, when it was received
     /// (CLOCK_MONOTONIC and wall-clock nanoseconds) and its payload.
     ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 2)?;
+    /// recorder.message(bus, 41, 1_000, 2_000, b"hi")?;
+    /// let bytes = recorder.into_inner();
+    /// let last = Recording::new(&bytes[..])?.last().unwrap()?;
+    /// assert!(matches!(last, Record::Message(m) if m.seq == 41 && m.payload == b"hi"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`WriteError::UnknownBus`] for an id not added,
     /// [`WriteError::PayloadSize`] for a payload not of the bus's message
@@ -133,6 +163,17 @@ impl<W: Write> Recorder<W> {
     /// Appends a gap: `count` messages of bus `bus` from sequence `first`
     /// that the recorder missed.
     ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{RecordedKind, Recorder, WriteError};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
+    /// recorder.gap(bus, 100, 7)?;
+    /// assert!(matches!(recorder.gap(bus, 107, 0), Err(WriteError::EmptyGap { bus: 0 })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`WriteError::UnknownBus`] for an id not added,
     /// [`WriteError::EmptyGap`] for a count of 0 (nothing is written);
@@ -151,6 +192,16 @@ impl<W: Write> Recorder<W> {
 
     /// Flushes the writer.
     ///
+    /// # Examples
+    /// ```
+    /// use std::io::BufWriter;
+    ///
+    /// let mut recorder = shmbus::record::Recorder::new(BufWriter::new(Vec::new()))?;
+    /// recorder.flush()?;
+    /// assert_eq!(recorder.into_inner().get_ref().len(), 16);
+    /// # Ok::<(), shmbus::record::WriteError>(())
+    /// ```
+    ///
     /// # Errors
     /// [`WriteError::Io`] if the writer fails.
     pub fn flush(&mut self) -> Result<(), WriteError> {
@@ -158,6 +209,13 @@ impl<W: Write> Recorder<W> {
     }
 
     /// The writer, given back (not flushed).
+    ///
+    /// # Examples
+    /// ```
+    /// let recorder = shmbus::record::Recorder::new(Vec::new())?;
+    /// assert!(recorder.into_inner().starts_with(b"SHMBREC\0"));
+    /// # Ok::<(), shmbus::record::WriteError>(())
+    /// ```
     pub fn into_inner(self) -> W {
         self.out
     }

@@ -49,6 +49,15 @@ pub struct Recording<R: Read> {
 impl<R: Read> Recording<R> {
     /// Reads and checks the file's header.
     ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Recorder, Recording};
+    ///
+    /// let bytes = Recorder::new(Vec::new())?.into_inner();
+    /// assert_eq!(Recording::new(&bytes[..])?.count(), 0); // no record yet
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
     /// # Errors
     /// [`OpenRecordingError::Truncated`] for a file shorter than the
     /// header, [`OpenRecordingError::BadMagic`] for one that is not a
@@ -88,6 +97,20 @@ impl<R: Read> Recording<R> {
 
     /// The offset of the next record: after the iteration ends, the length
     /// of the valid prefix.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{RecordedKind, Recorder, Recording};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// recorder.add_bus("ticks", RecordedKind::Bus, 8)?; // 16 + 8 + 24 + 8 bytes
+    /// let mut bytes = recorder.into_inner();
+    /// bytes.extend_from_slice(&[2, 0, 0, 0]); // a record cut short
+    /// let mut recording = Recording::new(&bytes[..])?;
+    /// recording.by_ref().for_each(drop);
+    /// assert_eq!(recording.offset(), 56);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn offset(&self) -> u64 {
         self.offset
     }
