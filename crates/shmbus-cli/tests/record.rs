@@ -175,3 +175,45 @@ fn a_damaged_recording_is_refused_in_one_line_with_exit_code_2() {
         .assert_error(2, "is a stream");
     dir.finish();
 }
+
+#[test]
+fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequence_unaccounted_for(
+) {
+    let dir = ShmDir::new("record-kill");
+    let a = dir.bus("a");
+    let file = dir.file("a.rec");
+    run_shmbus(&["create", &a, "--slots", "256", "--msg-size", "16"]).assert_success();
+    let rec = start_recorder(&a, &file);
+    let mut feeder = common::start_with_stdin(&["pub", &a]);
+    let lines = numbered_lines(1..=200_000);
+    feeder.feed(lines.into_bytes());
+    // Killed while its buffer has been written out at least once.
+    wait_for("the recorder to write 1 MiB", || {
+        std::fs::metadata(&file).is_ok_and(|m| m.len() > 1 << 20)
+    });
+    signal(&rec, Signal::KILL);
+    rec.wait();
+    feeder.wait().assert_success();
+
+    let bytes = std::fs::read(&file).unwrap();
+    let mut next = 0u64;
+    let mut n = 0;
+    for record in Recording::new(&bytes[..]).unwrap() {
+        match record.unwrap_or_else(|e| panic!("a killed recorder left a damaged file: {e}")) {
+            Record::Bus(_) => {}
+            Record::Message(m) => {
+                assert_eq!(m.seq, next, "a sequence neither recorded nor a gap");
+                assert!(m.payload.starts_with(format!("{}", m.seq + 1).as_bytes()));
+                next += 1;
+                n += 1;
+            }
+            Record::Gap(g) => {
+                assert_eq!(g.first, next, "a gap not where the last record ended");
+                next += g.count;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(n > 0, "no message recorded");
+    dir.finish();
+}
