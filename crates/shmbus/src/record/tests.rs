@@ -55,7 +55,9 @@ fn what_is_written_reads_back_the_same() {
 fn every_truncation_of_a_recording_reads_as_a_prefix_of_it() {
     let bytes = sample();
     let whole = read_all(&bytes).unwrap();
-    for cut in 0..bytes.len() {
+    // Every cut natively; under Miri every 5th (each record still cut at
+    // its head, its body and its check), to keep its lane short.
+    for cut in (0..bytes.len()).step_by(if cfg!(miri) { 5 } else { 1 }) {
         match Recording::new(&bytes[..cut]) {
             Err(OpenRecordingError::Truncated { found, expected }) => {
                 assert_eq!((found, expected), (cut, HEADER_LEN));
@@ -149,7 +151,7 @@ fn xorshift(state: &mut u64) -> u64 {
 #[test]
 fn random_bytes_and_random_damage_never_panic_and_end_the_iteration() {
     let mut s = 0x1234_5678_9abc_def1u64;
-    let rounds = if cfg!(miri) { 20 } else { 2000 };
+    let rounds = if cfg!(miri) { 8 } else { 2000 };
     let good = sample();
     for round in 0..rounds {
         let mut bytes: Vec<u8> = if round % 2 == 0 {
