@@ -28,6 +28,38 @@ fn records(path: &Path) -> Vec<Record> {
     recording.map_while(Result::ok).collect()
 }
 
+/// The records as tools/read_recording.py prints them.
+fn as_lines(records: &[Record]) -> String {
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let lines: Vec<String> = records
+        .iter()
+        .map(|r| match r {
+            Record::Bus(b) => format!("bus {} {} {} {}", b.id, b.kind.code(), b.msg_size, b.name),
+            Record::Message(m) => format!(
+                "message {} {} {} {} {}",
+                m.bus,
+                m.seq,
+                m.mono_ns,
+                m.wall_ns,
+                hex(&m.payload)
+            ),
+            Record::Gap(g) => format!("gap {} {} {}", g.bus, g.first, g.count),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    lines.join("\n") + "\n"
+}
+
+/// tools/read_recording.py, a reader written from docs/RECORDING.md
+/// alone, reads `file` as the Rust reader does.
+fn python_reads_the_same(file: &Path, records: &[Record]) {
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/read_recording.py");
+    let cmd = shmbus_testkit::command("python3", &[tool.to_str().unwrap(), file.to_str().unwrap()]);
+    let out = common::run(cmd);
+    out.assert_success();
+    assert_eq!(out.stdout(), as_lines(records));
+}
+
 fn messages(records: &[Record]) -> usize {
     records
         .iter()
@@ -63,6 +95,7 @@ fn a_bus_recorded_until_sigint_replays_the_same_payloads_in_order_into_another_b
     rec.wait().assert_success();
     let recorded = records(&file);
     assert_eq!(messages(&recorded), 20, "{recorded:?}");
+    python_reads_the_same(&file, &recorded);
     for (i, r) in recorded[1..].iter().enumerate() {
         let Record::Message(m) = r else {
             panic!("{r:?}")
@@ -117,6 +150,7 @@ fn a_lag_is_recorded_as_a_gap_and_replayed_as_lag_reports_of_the_same_count() {
         panic!("one gap from sequence 0: {recorded:?}")
     };
     assert_eq!(skipped + messages(&recorded) as u64, 10, "{recorded:?}");
+    python_reads_the_same(&file, &recorded);
 
     run_shmbus(&["create", &b, "--slots", "1024", "--msg-size", "16"]).assert_success();
     let count = (10 - skipped).to_string();
@@ -215,5 +249,6 @@ fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequ
         }
     }
     assert!(n > 0, "no message recorded");
+    python_reads_the_same(&file, &records(&file));
     dir.finish();
 }
