@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{bridge, clean, create, demo, inspect, publish, subscribe, subscribe_many, top};
+use cmd::{bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -49,6 +49,12 @@ enum Command {
     /// each subscriber holds (q quits); --json or --prometheus print one
     /// sample.
     Top(top::TopArgs),
+    /// Record every message of a plain bus, with its sequence and receive
+    /// time, to a file (lags as gaps) until SIGINT or SIGTERM.
+    Record(record::RecordArgs),
+    /// Publish a recording into a bus at the recorded pace (--speed), its
+    /// gaps as gaps.
+    Replay(record::ReplayArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
     /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
@@ -89,6 +95,8 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Stat(args) => inspect::stat(args),
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),
+        Command::Record(args) => record::record(args),
+        Command::Replay(args) => record::replay(args),
         Command::Clean(args) => clean::clean(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),

@@ -12,6 +12,7 @@ use crate::{
         JournalOpenError,
     },
     pool::{LoanError, PoolRecvError},
+    record::{AddBusError, OpenRecordingError, ReadError, WriteError},
 };
 
 /// What kind of failure an error is, whichever operation's enum it came
@@ -908,5 +909,84 @@ mod tests {
             reason: "x".into(),
         };
         assert_eq!(close.kind(), K::Journal);
+    }
+}
+
+#[cfg(not(loom))]
+impl AddBusError {
+    /// [`ErrorKind::InvalidArgument`] for a bus past the format's bounds,
+    /// [`ErrorKind::Other`] for a failed write.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::AddBusError};
+    ///
+    /// let e = AddBusError::TooManyBuses { found: 65536, max: 65536 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AddBusError::Io(_) => ErrorKind::Other,
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl WriteError {
+    /// [`ErrorKind::InvalidArgument`] for a record the recorder refused,
+    /// [`ErrorKind::Other`] for a failed write.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::WriteError};
+    ///
+    /// assert_eq!(WriteError::EmptyGap { bus: 0 }.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            WriteError::Io(_) => ErrorKind::Other,
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl OpenRecordingError {
+    /// [`ErrorKind::Corrupt`] for a header cut short, [`ErrorKind::Other`]
+    /// for a file that is no recording, of another version, or unreadable.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::OpenRecordingError};
+    ///
+    /// let e = OpenRecordingError::Truncated { found: 3, expected: 16 };
+    /// assert_eq!(e.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            OpenRecordingError::Truncated { .. } => ErrorKind::Corrupt,
+            _ => ErrorKind::Other,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl ReadError {
+    /// [`ErrorKind::Corrupt`] for a record that cannot be right,
+    /// [`ErrorKind::Other`] for a failed read.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::ReadError};
+    ///
+    /// let e = ReadError::EmptyGap { offset: 16 };
+    /// assert_eq!(e.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ReadError::Io(_) => ErrorKind::Other,
+            _ => ErrorKind::Corrupt,
+        }
     }
 }

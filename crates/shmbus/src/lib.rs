@@ -27,7 +27,8 @@
 //!
 //! Beside them: [`error`] (the errors every kind shares; [`ErrorKind`] classifies
 //! them all), [`mem`] (the memory a ring lives in: a file, the heap,
-//! huge pages) and [`stat`] (what `shmbus stat` and `shmbus top` read).
+//! huge pages), [`stat`] (what `shmbus stat` and `shmbus top` read) and
+//! [`record`] (recordings of what crossed a bus, read back).
 //! The root re-exports what nearly every user names: the bus's handles,
 //! the options, [`Wait`], the common errors.
 //!
@@ -136,6 +137,8 @@ mod loom_tests;
 pub mod mem;
 mod options;
 pub mod pool;
+#[cfg(not(loom))]
+pub mod record;
 #[cfg(not(loom))]
 mod segment;
 #[cfg(not(loom))]

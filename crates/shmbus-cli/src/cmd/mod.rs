@@ -12,6 +12,7 @@ pub mod create;
 pub mod demo;
 pub mod inspect;
 pub mod publish;
+pub mod record;
 pub mod signals;
 pub mod subscribe;
 pub mod subscribe_many;

@@ -1,0 +1,240 @@
+//! The errors of recording and reading a recording, one enum per
+//! operation.
+
+use std::io;
+
+/// Why [`Recorder::add_bus`](super::Recorder::add_bus) failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{AddBusError, RecordedKind, Recorder};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let err = recorder.add_bus("big", RecordedKind::Bus, u32::MAX).unwrap_err();
+/// assert!(matches!(err, AddBusError::MessageTooLarge { found: u32::MAX, .. }));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AddBusError {
+    /// Writing the bus record failed.
+    #[error("writing the recording: {0}")]
+    Io(#[from] io::Error),
+    /// The name is longer than a recording holds.
+    #[error("bus name is {found} bytes, a recording holds at most {max}")]
+    NameTooLong {
+        /// The name's length in bytes.
+        found: usize,
+        /// The longest a recording holds.
+        max: usize,
+    },
+    /// The message size is larger than a recording holds.
+    #[error("message size is {found} bytes, a recording holds at most {max}")]
+    MessageTooLarge {
+        /// The bus's message size.
+        found: u32,
+        /// The largest a recording holds.
+        max: usize,
+    },
+    /// The recording already declares as many buses as it may.
+    #[error("the recording already has {found} buses, at most {max}")]
+    TooManyBuses {
+        /// Buses declared so far.
+        found: usize,
+        /// The most a recording declares.
+        max: usize,
+    },
+}
+
+/// Why writing a message or a gap to a [`Recorder`](super::Recorder), its
+/// header or its flush failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{RecordedKind, Recorder, WriteError};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
+/// let err = recorder.message(bus, 0, 0, 0, b"short").unwrap_err();
+/// assert!(matches!(err, WriteError::PayloadSize { found: 5, expected: 8, .. }));
+/// assert_eq!(err.to_string(), "payload is 5 bytes, bus 0 carries 8");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The writer failed.
+    #[error("writing the recording: {0}")]
+    Io(#[from] io::Error),
+    /// No bus with that id was added.
+    #[error("no bus {found} in this recording: it has {buses}")]
+    UnknownBus {
+        /// The id given.
+        found: u32,
+        /// Buses declared so far (ids `0..buses`).
+        buses: usize,
+    },
+    /// The payload is not the bus's message size.
+    #[error("payload is {found} bytes, bus {bus} carries {expected}")]
+    PayloadSize {
+        /// The bus.
+        bus: u32,
+        /// The payload's length.
+        found: usize,
+        /// The bus's message size.
+        expected: u32,
+    },
+    /// A gap of no messages.
+    #[error("a gap of 0 messages on bus {bus}: expected at least 1")]
+    EmptyGap {
+        /// The bus.
+        bus: u32,
+    },
+}
+
+/// Why [`Recording::new`](super::Recording::new) refused a file.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{OpenRecordingError, Recording};
+///
+/// let err = Recording::new(&b"not a recording!"[..]).unwrap_err();
+/// assert!(matches!(err, OpenRecordingError::BadMagic { .. }));
+/// let err = Recording::new(&b"short"[..]).unwrap_err();
+/// assert!(matches!(err, OpenRecordingError::Truncated { found: 5, expected: 16 }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenRecordingError {
+    /// Reading failed.
+    #[error("reading the recording: {0}")]
+    Io(#[from] io::Error),
+    /// The file ends inside its header.
+    #[error("the file is {found} bytes, a recording's header is {expected}")]
+    Truncated {
+        /// Bytes read.
+        found: usize,
+        /// The header's length.
+        expected: usize,
+    },
+    /// Not a recording.
+    #[error("not a shmbus recording: magic {found:#018x}, expected {expected:#018x}")]
+    BadMagic {
+        /// The first eight bytes, little-endian.
+        found: u64,
+        /// "SHMBREC\0".
+        expected: u64,
+    },
+    /// A recording of a version this code does not read.
+    #[error("recording version {found}, this build reads {expected}")]
+    Version {
+        /// The file's version.
+        found: u32,
+        /// The version this code reads.
+        expected: u32,
+    },
+}
+
+/// Why the next record of a [`Recording`](super::Recording) could not be
+/// read. Each names the record's offset in the file; iteration ends after
+/// one.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{ReadError, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
+/// let mut bytes = recorder.into_inner();
+/// bytes[30] ^= 1; // a byte of the bus record, which starts at 16
+/// let mut recording = Recording::new(&bytes[..])?;
+/// assert!(matches!(recording.next(), Some(Err(ReadError::Checksum { offset: 16, .. }))));
+/// assert!(recording.next().is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Reading failed.
+    #[error("reading the recording: {0}")]
+    Io(#[from] io::Error),
+    /// A whole record whose check is wrong: the file was changed or
+    /// damaged there.
+    #[error("record at offset {offset}: check {found:#018x}, expected {expected:#018x}")]
+    Checksum {
+        /// The record's offset.
+        offset: u64,
+        /// The check stored.
+        found: u64,
+        /// The check of the bytes read.
+        expected: u64,
+    },
+    /// A record longer than any a recording holds.
+    #[error("record at offset {offset}: body of {found} bytes, at most {max}")]
+    TooLong {
+        /// The record's offset.
+        offset: u64,
+        /// The length it declares.
+        found: u32,
+        /// The longest body.
+        max: usize,
+    },
+    /// A record type this version does not know.
+    #[error("record at offset {offset}: type {found}, expected 1 (bus), 2 (message) or 3 (gap)")]
+    UnknownType {
+        /// The record's offset.
+        offset: u64,
+        /// The type found.
+        found: u32,
+    },
+    /// A body of the wrong length for its type.
+    #[error("record at offset {offset}: body of {found} bytes, its type needs {expected}")]
+    BodyLength {
+        /// The record's offset.
+        offset: u64,
+        /// The body's length.
+        found: usize,
+        /// The length its type (and bus) needs.
+        expected: usize,
+    },
+    /// A bus record out of order: ids are 0, 1, 2, ... in the file.
+    #[error("record at offset {offset}: bus id {found}, expected {expected}")]
+    BusId {
+        /// The record's offset.
+        offset: u64,
+        /// The id found.
+        found: u32,
+        /// The next id.
+        expected: usize,
+    },
+    /// A message or gap of a bus not declared before it.
+    #[error("record at offset {offset}: bus {found}, the recording declares {buses} before it")]
+    UnknownBus {
+        /// The record's offset.
+        offset: u64,
+        /// The bus id found.
+        found: u32,
+        /// Buses declared so far.
+        buses: usize,
+    },
+    /// A bus of a kind this version does not know.
+    #[error("record at offset {offset}: bus kind {found}, expected 1 (plain bus)")]
+    UnknownKind {
+        /// The record's offset.
+        offset: u64,
+        /// The kind found.
+        found: u32,
+    },
+    /// A bus name that is not UTF-8.
+    #[error("record at offset {offset}: the bus name is not UTF-8")]
+    NameNotUtf8 {
+        /// The record's offset.
+        offset: u64,
+    },
+    /// A gap of no messages.
+    #[error("record at offset {offset}: a gap of 0 messages, expected at least 1")]
+    EmptyGap {
+        /// The record's offset.
+        offset: u64,
+    },
+}

@@ -1,0 +1,79 @@
+//! A recording's bytes (docs/RECORDING.md), shared by the writer and the
+//! reader.
+//!
+//! ```text
+//! file:   0 u64 magic "SHMBREC\0" · 8 u32 version (1) · 12 u32 zero
+//! record: 0 u32 type · 4 u32 body length L · 8 body (L bytes, zero-padded
+//!         to a multiple of 8) · u64 check
+//! ```
+//!
+//! The check is the journal's (`journal::format::check`) with the record's
+//! first word (type | L << 32) as its seed and the padded body's words
+//! folded in: never zero, so zeroed space never checks.
+
+use crate::journal::format::{check, padded_words};
+
+/// "SHMBREC\0" little-endian.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMBREC\0");
+/// The version this code writes and reads.
+pub const VERSION: u32 = 1;
+/// Bytes before the first record.
+pub const HEADER_LEN: usize = 16;
+/// Bytes of a record's type and length.
+pub const RECORD_HEAD: usize = 8;
+
+/// Record type: a bus, once per bus, before its messages.
+pub const TYPE_BUS: u32 = 1;
+/// Record type: one message.
+pub const TYPE_MESSAGE: u32 = 2;
+/// Record type: messages the recorder missed.
+pub const TYPE_GAP: u32 = 3;
+
+/// Bytes of a bus record's body before the name.
+pub const BUS_FIXED: usize = 16;
+/// Bytes of a message record's body before the payload.
+pub const MESSAGE_FIXED: usize = 32;
+/// Bytes of a gap record's body.
+pub const GAP_LEN: usize = 24;
+
+/// The longest bus name a recording holds (a path's limit).
+pub const MAX_NAME: usize = 4096;
+/// The largest message a recording holds.
+pub const MAX_MESSAGE: usize = 1 << 24;
+/// The most buses one recording declares.
+pub const MAX_BUSES: usize = 1 << 16;
+/// The longest body of any record.
+pub const MAX_BODY: usize = MESSAGE_FIXED + MAX_MESSAGE;
+
+/// The body's length rounded up to 8.
+pub fn padded(len: usize) -> usize {
+    len.div_ceil(8) * 8
+}
+
+/// The check of a record of type `ty` and body `body`.
+pub fn record_check(ty: u32, body: &[u8]) -> u64 {
+    let head = u64::from(ty) | ((body.len() as u64) << 32);
+    check(head, padded_words(body, padded(body.len())))
+}
+
+/// The file's first 16 bytes.
+pub fn header() -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[..8].copy_from_slice(&MAGIC.to_le_bytes());
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h
+}
+
+/// A little-endian u32 at `off` of `b` (the caller checked the length).
+pub fn u32_at(b: &[u8], off: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[off..off + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// A little-endian u64 at `off` of `b` (the caller checked the length).
+pub fn u64_at(b: &[u8], off: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[off..off + 8]);
+    u64::from_le_bytes(w)
+}

@@ -1,0 +1,305 @@
+//! [`Recording`]: reads a recording back, record by record, trusting
+//! nothing in it.
+
+use std::io::{self, Read};
+
+use super::error::{OpenRecordingError, ReadError};
+use super::format::{
+    padded, record_check, u32_at, u64_at, BUS_FIXED, GAP_LEN, HEADER_LEN, MAGIC, MAX_BODY,
+    MAX_BUSES, MAX_MESSAGE, MAX_NAME, MESSAGE_FIXED, RECORD_HEAD, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE,
+    VERSION,
+};
+use super::{BusRecord, GapRecord, MessageRecord, Record, RecordedKind};
+
+/// Reads a recording (docs/RECORDING.md) from any `io::Read`: an iterator
+/// of its [`Record`]s in file order.
+///
+/// Everything read is untrusted: lengths are bounded before anything is
+/// allocated for them, and a record that is whole but wrong is a
+/// [`ReadError`] naming its offset, after which the iteration ends. A
+/// record cut short by the end of the file (a recorder killed mid-write)
+/// is the end of the recording, not an error.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let bus = recorder.add_bus("ticks", RecordedKind::Bus, 4)?;
+/// recorder.message(bus, 5, 10, 20, b"abcd")?;
+/// let mut bytes = recorder.into_inner();
+/// bytes.truncate(bytes.len() - 3); // the last record cut short
+///
+/// let mut recording = Recording::new(&bytes[..])?;
+/// assert!(matches!(recording.next(), Some(Ok(Record::Bus(b))) if b.name == "ticks"));
+/// assert!(recording.next().is_none()); // the cut record ends it
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Recording<R: Read> {
+    input: R,
+    /// The next record's offset in the file.
+    offset: u64,
+    /// Each declared bus's message size, by id.
+    sizes: Vec<u32>,
+    done: bool,
+    buf: Vec<u8>,
+}
+
+impl<R: Read> Recording<R> {
+    /// Reads and checks the file's header.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Recorder, Recording};
+    ///
+    /// let bytes = Recorder::new(Vec::new())?.into_inner();
+    /// assert_eq!(Recording::new(&bytes[..])?.count(), 0); // no record yet
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`OpenRecordingError::Truncated`] for a file shorter than the
+    /// header, [`OpenRecordingError::BadMagic`] for one that is not a
+    /// recording, [`OpenRecordingError::Version`] for a version this code
+    /// does not read, [`OpenRecordingError::Io`] if reading fails.
+    pub fn new(mut input: R) -> Result<Self, OpenRecordingError> {
+        let mut head = [0u8; HEADER_LEN];
+        let n = read_full(&mut input, &mut head)?;
+        if n < HEADER_LEN {
+            return Err(OpenRecordingError::Truncated {
+                found: n,
+                expected: HEADER_LEN,
+            });
+        }
+        let magic = u64_at(&head, 0);
+        if magic != MAGIC {
+            return Err(OpenRecordingError::BadMagic {
+                found: magic,
+                expected: MAGIC,
+            });
+        }
+        let version = u32_at(&head, 8);
+        if version != VERSION {
+            return Err(OpenRecordingError::Version {
+                found: version,
+                expected: VERSION,
+            });
+        }
+        Ok(Self {
+            input,
+            offset: HEADER_LEN as u64,
+            sizes: Vec::new(),
+            done: false,
+            buf: Vec::new(),
+        })
+    }
+
+    /// The offset of the next record: after the iteration ends, the length
+    /// of the valid prefix.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{RecordedKind, Recorder, Recording};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// recorder.add_bus("ticks", RecordedKind::Bus, 8)?; // 16 + 8 + 24 + 8 bytes
+    /// let mut bytes = recorder.into_inner();
+    /// bytes.extend_from_slice(&[2, 0, 0, 0]); // a record cut short
+    /// let mut recording = Recording::new(&bytes[..])?;
+    /// recording.by_ref().for_each(drop);
+    /// assert_eq!(recording.offset(), 56);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The next record; `Ok(None)` at the end (or at a cut-short record).
+    fn read_record(&mut self) -> Result<Option<Record>, ReadError> {
+        let offset = self.offset;
+        let mut head = [0u8; RECORD_HEAD];
+        if read_full(&mut self.input, &mut head)? < RECORD_HEAD {
+            return Ok(None);
+        }
+        let ty = u32_at(&head, 0);
+        let len = u32_at(&head, 4);
+        if len as usize > MAX_BODY {
+            return Err(ReadError::TooLong {
+                offset,
+                found: len,
+                max: MAX_BODY,
+            });
+        }
+        let len = len as usize;
+        let rest = padded(len) + 8;
+        self.buf.clear();
+        // Grows with the bytes there are, so a lying length costs nothing.
+        (&mut self.input)
+            .take(rest as u64)
+            .read_to_end(&mut self.buf)?;
+        if self.buf.len() < rest {
+            return Ok(None);
+        }
+        let found = u64_at(&self.buf, padded(len));
+        let expected = record_check(ty, &self.buf[..len]);
+        // A nonzero pad byte fails here too: the check is of zero padding.
+        let pad_clean = self.buf[len..padded(len)].iter().all(|&b| b == 0);
+        if found != expected || !pad_clean {
+            return Err(ReadError::Checksum {
+                offset,
+                found,
+                expected,
+            });
+        }
+        // Taken out for the parse, which adds buses; an error ends the
+        // iteration, so it need not come back then.
+        let buf = std::mem::take(&mut self.buf);
+        let body = &buf[..len];
+        let record = match ty {
+            TYPE_BUS => Record::Bus(self.bus(offset, body)?),
+            TYPE_MESSAGE => Record::Message(self.message(offset, body)?),
+            TYPE_GAP => Record::Gap(self.gap(offset, body)?),
+            found => return Err(ReadError::UnknownType { offset, found }),
+        };
+        self.buf = buf;
+        self.offset += (RECORD_HEAD + rest) as u64;
+        Ok(Some(record))
+    }
+
+    fn bus(&mut self, offset: u64, body: &[u8]) -> Result<BusRecord, ReadError> {
+        if body.len() < BUS_FIXED || body.len() > BUS_FIXED + MAX_NAME {
+            return Err(ReadError::BodyLength {
+                offset,
+                found: body.len(),
+                expected: if body.len() < BUS_FIXED {
+                    BUS_FIXED
+                } else {
+                    BUS_FIXED + MAX_NAME
+                },
+            });
+        }
+        let id = u32_at(body, 0);
+        if id as usize != self.sizes.len() || self.sizes.len() >= MAX_BUSES {
+            return Err(ReadError::BusId {
+                offset,
+                found: id,
+                expected: self.sizes.len(),
+            });
+        }
+        let kind = RecordedKind::from_code(u32_at(body, 4)).ok_or(ReadError::UnknownKind {
+            offset,
+            found: u32_at(body, 4),
+        })?;
+        let msg_size = u32_at(body, 8);
+        if msg_size as usize > MAX_MESSAGE {
+            return Err(ReadError::TooLong {
+                offset,
+                found: msg_size,
+                max: MAX_MESSAGE,
+            });
+        }
+        let name = std::str::from_utf8(&body[BUS_FIXED..])
+            .map_err(|_| ReadError::NameNotUtf8 { offset })?
+            .to_owned();
+        self.sizes.push(msg_size);
+        Ok(BusRecord {
+            id,
+            name,
+            kind,
+            msg_size,
+        })
+    }
+
+    fn known(&self, offset: u64, body: &[u8]) -> Result<u32, ReadError> {
+        let bus = u32_at(body, 0);
+        match self.sizes.get(bus as usize) {
+            Some(&size) => Ok(size),
+            None => Err(ReadError::UnknownBus {
+                offset,
+                found: bus,
+                buses: self.sizes.len(),
+            }),
+        }
+    }
+
+    fn message(&self, offset: u64, body: &[u8]) -> Result<MessageRecord, ReadError> {
+        if body.len() < MESSAGE_FIXED {
+            return Err(ReadError::BodyLength {
+                offset,
+                found: body.len(),
+                expected: MESSAGE_FIXED,
+            });
+        }
+        let size = self.known(offset, body)? as usize;
+        if body.len() != MESSAGE_FIXED + size {
+            return Err(ReadError::BodyLength {
+                offset,
+                found: body.len(),
+                expected: MESSAGE_FIXED + size,
+            });
+        }
+        Ok(MessageRecord {
+            bus: u32_at(body, 0),
+            seq: u64_at(body, 8),
+            mono_ns: u64_at(body, 16),
+            wall_ns: u64_at(body, 24),
+            payload: body[MESSAGE_FIXED..].to_vec(),
+        })
+    }
+
+    fn gap(&self, offset: u64, body: &[u8]) -> Result<GapRecord, ReadError> {
+        if body.len() != GAP_LEN {
+            return Err(ReadError::BodyLength {
+                offset,
+                found: body.len(),
+                expected: GAP_LEN,
+            });
+        }
+        self.known(offset, body)?;
+        let count = u64_at(body, 16);
+        if count == 0 {
+            return Err(ReadError::EmptyGap { offset });
+        }
+        Ok(GapRecord {
+            bus: u32_at(body, 0),
+            first: u64_at(body, 8),
+            count,
+        })
+    }
+}
+
+impl<R: Read> Iterator for Recording<R> {
+    type Item = Result<Record, ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.read_record() {
+            Ok(Some(record)) => Some(Ok(record)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Reads until `buf` is full or the input ends; the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
