@@ -337,6 +337,34 @@ impl Gate {
         }
     }
 
+    /// Many publishers: claims the next sequence only once there is room
+    /// for it (by `deadline`), by `CAS(cursor, c, c + 1)`, so a deadline
+    /// that passes leaves no claim behind. A lossless subscriber that
+    /// joined between the look and the claim may still hold the claim back
+    /// (for at most the eviction timeout): the join is rare, the claim
+    /// cannot be undone.
+    pub(crate) fn claim_with_room<R: Region>(
+        &mut self,
+        ring: &Ring<R>,
+        deadline: Option<Instant>,
+    ) -> Result<u64, Full> {
+        let mut c = ring.head();
+        let seq = loop {
+            self.room_until(ring, c, deadline)?;
+            match ring.claim_exactly(c) {
+                Ok(gen) => {
+                    self.after_claim(c, gen);
+                    break c;
+                }
+                Err(now) => c = now,
+            }
+        };
+        if !self.open_for(seq) {
+            self.room(ring, seq);
+        }
+        Ok(seq)
+    }
+
     /// Makes room for `m`, waiting for each subscriber in the way until
     /// it reads on, dies, or has held the publisher for the eviction
     /// timeout (then it is evicted).

@@ -169,25 +169,13 @@ impl<R: Region> Writer<R> {
         src: &[u8],
         deadline: Option<std::time::Instant>,
     ) -> Result<u64, TryPublishError> {
-        let mut c = self.ring.head();
-        let seq = loop {
-            self.gate
-                .room_until(&self.ring, c, deadline)
-                .map_err(|full| TryPublishError::Full {
-                    entry: full.entry,
-                    pid: full.pid,
-                })?;
-            match self.ring.claim_exactly(c) {
-                Ok(gen) => {
-                    self.gate.after_claim(c, gen);
-                    break c;
-                }
-                Err(now) => c = now,
-            }
-        };
-        if !self.gate.open_for(seq) {
-            self.gate.room(&self.ring, seq);
-        }
+        let seq = self
+            .gate
+            .claim_with_room(&self.ring, deadline)
+            .map_err(|full| TryPublishError::Full {
+                entry: full.entry,
+                pid: full.pid,
+            })?;
         Ok(self.fill(seq, src, None)?)
     }
 

@@ -325,25 +325,10 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
                 .map_err(full)?;
             return Ok(self.write_single(seq, block, &desc));
         }
-        let mut c = self.ring.head();
-        let seq = loop {
-            self.gate
-                .room_until(&self.ring, c, deadline)
-                .map_err(full)?;
-            match self.ring.claim_exactly(c) {
-                Ok(gen) => {
-                    self.gate.after_claim(c, gen);
-                    break c;
-                }
-                Err(now) => c = now,
-            }
-        };
-        // A lossless subscriber that joined between the look and the
-        // claim: the claim cannot be undone (rare; at most the eviction
-        // timeout).
-        if !self.gate.open_for(seq) {
-            self.gate.room(&self.ring, seq);
-        }
+        let seq = self
+            .gate
+            .claim_with_room(&self.ring, deadline)
+            .map_err(full)?;
         Ok(self.fill_claimed(seq, block, &desc)?)
     }
 
