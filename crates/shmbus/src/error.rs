@@ -339,6 +339,12 @@ pub enum AttachError {
         /// The holder's pid, from the control page.
         pid: u32,
     },
+    /// Another live process writes this blackboard.
+    #[error("blackboard already has a live writer (pid {pid})")]
+    WriterActive {
+        /// The holder's pid, from the control page.
+        pid: u32,
+    },
     /// The bus has a journal: only a journaled publisher may write to it,
     /// or the journal would miss messages.
     #[error("bus is journaled (journal {path}): attach a journaled publisher")]

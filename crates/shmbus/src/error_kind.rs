@@ -1,6 +1,7 @@
 //! What kind of failure an error is, across the error enums: the one
 //! classification the bindings share ([`ErrorKind`]).
 
+use crate::blackboard::{GetError, PutError, RemoveError};
 use crate::bus::{Abandoned, ManyPublishError, PublishError, TryPublishError};
 use crate::error::{AttachError, CreateError, NameError, OpenError};
 use crate::stream::{PopError, PushError};
@@ -245,6 +246,7 @@ impl AttachError {
         match self {
             AttachError::Open(e) => e.kind(),
             AttachError::PublisherActive { .. }
+            | AttachError::WriterActive { .. }
             | AttachError::ProducerActive { .. }
             | AttachError::ConsumerActive { .. } => ErrorKind::RoleTaken,
             AttachError::Journaled { .. } | AttachError::WrongPublishers { .. } => {
@@ -252,6 +254,61 @@ impl AttachError {
             }
             AttachError::PidNamespace { .. } => ErrorKind::Other,
         }
+    }
+}
+
+impl GetError {
+    /// [`ErrorKind::TimedOut`] for an entry busy through every try,
+    /// [`ErrorKind::PeerGone`] for one a dead writer left mid-write,
+    /// [`ErrorKind::Corrupt`], [`ErrorKind::InvalidArgument`] for a raw
+    /// key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::GetError};
+    ///
+    /// assert_eq!(GetError::Stuck { entry: 3, version: 9 }.kind(), ErrorKind::PeerGone);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            GetError::Busy { .. } => ErrorKind::TimedOut,
+            GetError::Stuck { .. } => ErrorKind::PeerGone,
+            GetError::Corrupt { .. } => ErrorKind::Corrupt,
+            GetError::KeySize { .. } => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+impl PutError {
+    /// [`ErrorKind::Full`] for a full table, [`ErrorKind::InvalidArgument`]
+    /// for raw bytes of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::PutError};
+    ///
+    /// assert_eq!(PutError::Full { keys: 8 }.kind(), ErrorKind::Full);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PutError::Full { .. } => ErrorKind::Full,
+            PutError::KeySize { .. } | PutError::ValueSize { .. } => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
+impl RemoveError {
+    /// [`ErrorKind::InvalidArgument`]: a raw key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::RemoveError};
+    ///
+    /// let e = RemoveError::KeySize { found: 3, expected: 8 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidArgument
     }
 }
 
@@ -722,6 +779,7 @@ mod tests {
         }
         let cases = [
             (AttachError::PublisherActive { pid: 1 }, K::RoleTaken),
+            (AttachError::WriterActive { pid: 1 }, K::RoleTaken),
             (AttachError::ProducerActive { pid: 1 }, K::RoleTaken),
             (AttachError::ConsumerActive { pid: 1 }, K::RoleTaken),
             (AttachError::Journaled { path: path() }, K::WrongKind),

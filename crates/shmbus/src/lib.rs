@@ -1,7 +1,7 @@
 //! shmbus: messages between processes on one Linux machine through shared
 //! memory, with no system call and no kernel copy on the hot path.
 //!
-//! Four kinds, each a module holding its handles, its options and its
+//! Five kinds, each a module holding its handles, its options and its
 //! errors:
 //!
 //! - [`bus`]: the **broadcast bus** ([`Publisher`], [`Subscriber`]):
@@ -24,6 +24,11 @@
 //!   [`journal::JournalSubscriber`], [`journal::State`]): a bus whose
 //!   every message is also appended to a file, so a subscriber that
 //!   starts late gets everything, with no gap and no duplicate.
+//!
+//! - [`blackboard`]: the **blackboard**
+//!   ([`blackboard::Writer`], [`blackboard::Reader`]): the latest value
+//!   of each key in a fixed table of seqlocked entries, read by any
+//!   process in O(1), never torn.
 //!
 //! Beside them: [`error`] (the errors every kind shares; [`ErrorKind`] classifies
 //! them all), [`mem`] (the memory a ring lives in: a file, the heap,
@@ -121,11 +126,14 @@
 // The waiter thread and its futex_waitv are system calls loom cannot model.
 #[cfg(not(loom))]
 pub mod aio;
+pub mod blackboard;
 pub mod bus;
 pub mod error;
 mod error_kind;
 #[cfg(not(loom))]
 pub mod journal;
+#[cfg(all(test, loom))]
+mod loom_blackboard;
 #[cfg(all(test, loom))]
 mod loom_mpmc;
 #[cfg(all(test, loom))]

@@ -699,6 +699,109 @@ impl StreamOptions {
 
 file_setters!([] StreamOptions, "stream::StreamOptions::new(64)");
 
+/// How to create a blackboard: how many keys it holds, and for a raw
+/// side (`[u8]` keys or values) the size of its keys or values and,
+/// optionally, the schema name it records for them.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::BlackboardOptions;
+/// // 500 keys; raw 16-byte keys, typed values (the value type gives its size).
+/// let opts = BlackboardOptions::new(500).key_size(16).mode(0o660);
+/// ```
+#[derive(Clone, Debug)]
+pub struct BlackboardOptions {
+    pub(crate) keys: u64,
+    pub(crate) key_size: Option<u32>,
+    pub(crate) value_size: Option<u32>,
+    /// Schema name and alignment a raw key side records.
+    pub(crate) key_type: Option<(String, u32)>,
+    /// Schema name and alignment a raw value side records.
+    pub(crate) value_type: Option<(String, u32)>,
+    pub(crate) file: FileOptions,
+    pub(crate) wait: WaitStrategy,
+}
+
+impl BlackboardOptions {
+    /// A blackboard of at most `keys` keys (1 to 2^24), mode 0600. Its
+    /// table has the smallest power of two of entries at least twice
+    /// `keys`, so a lookup meets an empty entry soon (docs/LAYOUT.md §25).
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(1000);
+    /// ```
+    pub fn new(keys: u64) -> Self {
+        BlackboardOptions {
+            keys,
+            key_size: None,
+            value_size: None,
+            key_type: None,
+            value_type: None,
+            file: FileOptions::default(),
+            wait: WaitStrategy::default(),
+        }
+    }
+    /// Bytes per key, for raw keys (`[u8]`); a typed key takes its
+    /// type's size, and a different size here is an error at create.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).key_size(32);
+    /// ```
+    pub fn key_size(mut self, bytes: u32) -> Self {
+        self.key_size = Some(bytes);
+        self
+    }
+    /// Bytes per value, for raw values (`[u8]`); as [`Self::key_size`].
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).value_size(64);
+    /// ```
+    pub fn value_size(mut self, bytes: u32) -> Self {
+        self.value_size = Some(bytes);
+        self
+    }
+    /// The schema name and alignment raw keys record (as C, Python or the
+    /// tool name a type), so typed openers of that type open it; without
+    /// it raw keys record `bytes`.
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).key_size(8).key_type("u64", 8);
+    /// ```
+    pub fn key_type(mut self, name: &str, align: u32) -> Self {
+        self.key_type = Some((name.to_owned(), align));
+        self
+    }
+    /// The schema name and alignment raw values record; as
+    /// [`Self::key_type`].
+    ///
+    /// # Examples
+    /// ```
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).value_size(8).value_type("u64", 8);
+    /// ```
+    pub fn value_type(mut self, name: &str, align: u32) -> Self {
+        self.value_type = Some((name.to_owned(), align));
+        self
+    }
+    /// How readers made by [`Writer::reader`](crate::blackboard::Writer::reader)
+    /// wait in the `wait_*` calls (default: spin, then futex).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{WaitStrategy, blackboard::BlackboardOptions};
+    /// let opts = BlackboardOptions::new(8).wait_strategy(WaitStrategy::BusySpin);
+    /// ```
+    pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
+        self.wait = wait;
+        self
+    }
+}
+
+file_setters!([] BlackboardOptions, "blackboard::BlackboardOptions::new(8)");
+
 /// Where a new bus subscriber starts.
 ///
 /// # Examples

@@ -94,7 +94,7 @@
 
 pub(crate) mod activity;
 pub(crate) mod claim;
-mod copy;
+pub(crate) mod copy;
 pub(crate) mod gate;
 mod group;
 mod heap;

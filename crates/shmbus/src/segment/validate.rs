@@ -54,6 +54,7 @@ impl Header {
             journal: None,
             pool: None,
             block_msg: None,
+            key: None,
         };
         header.validate(file_len)?;
         if flags & crate::wire::flags::POOL != 0 {
@@ -65,6 +66,15 @@ impl Header {
                 align: r32(h::POOL_MSG_ALIGN),
                 name_hash: r64(h::POOL_TYPE_HASH),
                 name: read_name(r, h::POOL_TYPE_NAME),
+            });
+        }
+        if header.kind == Kind::Blackboard {
+            use crate::wire::blackboard::header as b;
+            header.key = Some(TypeFingerprint {
+                size: r32(b::KEY_SIZE),
+                align: r32(b::KEY_ALIGN),
+                name_hash: r64(b::KEY_HASH),
+                name: read_name(r, b::KEY_NAME),
             });
         }
         // Only now: the path lies beyond `END`, inside the header page that
@@ -193,7 +203,7 @@ impl Header {
                 Some(crate::wire::pool_control_len(self.page_size))
             }
             Kind::Broadcast => Some(crate::wire::broadcast_control_len(self.page_size)),
-            Kind::Stream => Some(self.page_size),
+            Kind::Stream | Kind::Blackboard => Some(self.page_size),
             Kind::Unknown(_) => None,
         };
         if let Some(len) = control_len {
@@ -243,6 +253,32 @@ impl Header {
                 self.msg.size
             ));
         }
+        if let Kind::Blackboard = self.kind {
+            let geo = self
+                .blackboard_geometry()
+                .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
+            if u64::from(self.slot_size) != geo.entry_size {
+                return bad(format!(
+                    "entry size {} should be {} for {}-byte keys and {}-byte values",
+                    self.slot_size, geo.entry_size, geo.key_size, geo.value_size
+                ));
+            }
+            if self.flags & (crate::wire::flags::JOURNALED | crate::wire::flags::POOL) != 0 {
+                return bad(format!(
+                    "a blackboard flagged {:#x}: it has no journal and no pool",
+                    self.flags
+                ));
+            }
+            let end = geo
+                .table_len()
+                .and_then(|t| t.checked_add(self.data_offset));
+            if end.is_none_or(|end| end > self.total_len) {
+                return bad(format!(
+                    "{} entries of {} bytes do not fit in {} bytes",
+                    geo.entries, geo.entry_size, self.total_len
+                ));
+            }
+        }
         if let Kind::Stream = self.kind {
             let cap = self.capacity;
             if !(MIN_STREAM..=MAX_STREAM).contains(&cap) || !cap.is_power_of_two() {
@@ -290,6 +326,7 @@ impl Header {
         self.validate_kind()?;
         if let Some(expected) = msg {
             let found = &self.msg;
+
             if found.size != expected.size
                 || found.align != expected.align
                 || found.name_hash != expected.name_hash

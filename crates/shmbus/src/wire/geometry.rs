@@ -141,4 +141,28 @@ pub enum GeometryError {
         /// Its largest record.
         max: u64,
     },
+    /// A blackboard's key count is 0 or above the format's limit.
+    #[error("a blackboard of {keys} keys: it holds 1..={max}")]
+    BlackboardKeys {
+        /// The keys asked for.
+        keys: u64,
+        /// The most the format allows.
+        max: u64,
+    },
+    /// A blackboard's key or value size is 0 or above the format's limit.
+    #[error("a blackboard of {key_size}-byte keys and {value_size}-byte values: keys are 1..={max_key} bytes, values 1..={max_value}")]
+    EntrySize {
+        /// Bytes per key asked for.
+        key_size: u32,
+        /// Bytes per value asked for.
+        value_size: u32,
+        /// The largest key.
+        max_key: u32,
+        /// The largest value.
+        max_value: u32,
+    },
+    /// A blackboard of raw bytes was created without the size of its keys
+    /// or of its values.
+    #[error("a blackboard of raw bytes needs BlackboardOptions::key_size and ::value_size for its raw side")]
+    RawNeedsSizes,
 }

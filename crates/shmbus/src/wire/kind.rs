@@ -30,6 +30,8 @@ pub enum Kind {
     Broadcast,
     /// Byte stream (this crate's `stream`).
     Stream,
+    /// The latest value of each key (this crate's `blackboard`).
+    Blackboard,
     /// A number this build does not know.
     Unknown(u32),
 }
@@ -41,6 +43,7 @@ impl Kind {
         match self {
             Kind::Broadcast => 1,
             Kind::Stream => 2,
+            Kind::Blackboard => 3,
             Kind::Unknown(n) => n,
         }
     }
@@ -50,6 +53,7 @@ impl Kind {
         match code {
             1 => Kind::Broadcast,
             2 => Kind::Stream,
+            3 => Kind::Blackboard,
             n => Kind::Unknown(n),
         }
     }
@@ -60,6 +64,7 @@ impl fmt::Display for Kind {
         match self {
             Kind::Broadcast => f.write_str("broadcast"),
             Kind::Stream => f.write_str("stream"),
+            Kind::Blackboard => f.write_str("blackboard"),
             Kind::Unknown(n) => write!(f, "unknown ({n})"),
         }
     }

@@ -27,12 +27,14 @@
 //!   is known, so a hostile file yields an `OpenError`, never a panic or
 //!   a `SIGBUS`.
 
+pub mod blackboard;
 mod fingerprint;
 mod geometry;
 mod kind;
 mod page_header;
 mod pool;
 
+pub use blackboard::BlackboardGeometry;
 pub use fingerprint::{fnv1a, Message, TypeFingerprint};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};

@@ -42,6 +42,8 @@ pub struct Header {
     /// descriptors, `msg`); all zero for a pool bus made before the
     /// header recorded it.
     pub block_msg: Option<TypeFingerprint>,
+    /// A blackboard's key type (its value type is `msg`).
+    pub key: Option<TypeFingerprint>,
 }
 
 /// Writes a type name's field at `off`: its first 64 bytes, NUL-padded,
@@ -120,6 +122,7 @@ impl Header {
             journal: None,
             pool: None,
             block_msg: None,
+            key: None,
         })
     }
 
@@ -207,7 +210,56 @@ impl Header {
             journal: None,
             pool: None,
             block_msg: None,
+            key: None,
         })
+    }
+
+    /// The geometry of a new blackboard of `geo`'s shape whose keys are
+    /// `key` and values `value` (docs/LAYOUT.md §25): one control page,
+    /// then the table.
+    pub fn blackboard(
+        geo: &super::BlackboardGeometry,
+        key: TypeFingerprint,
+        value: TypeFingerprint,
+        page_size: u64,
+    ) -> Result<Header, GeometryError> {
+        let too_large = GeometryError::TooLarge {
+            capacity: geo.entries,
+            slot_size: geo.entry_size,
+        };
+        let total_len = geo
+            .table_len()
+            .and_then(|t| round_up(t, page_size))
+            .and_then(|t| t.checked_add(2 * page_size))
+            .filter(|&t| t <= isize::MAX as u64)
+            .ok_or(too_large)?;
+        Ok(Header {
+            kind: Kind::Blackboard,
+            page_size,
+            flags: 0,
+            control_offset: page_size,
+            data_offset: 2 * page_size,
+            total_len,
+            capacity: geo.keys,
+            slot_size: geo.entry_size as u32,
+            msg: value,
+            first_seq: 0,
+            creator_pid: std::process::id(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
+            pool: None,
+            block_msg: None,
+            key: Some(key),
+        })
+    }
+
+    /// A blackboard's shape, from a header whose kind says it is one
+    /// (sizes unchecked: `segment`'s validation checks them).
+    pub fn blackboard_geometry(&self) -> Result<super::BlackboardGeometry, GeometryError> {
+        let key = self.key.as_ref().map_or(0, |k| k.size);
+        super::BlackboardGeometry::new(self.capacity, key, self.msg.size)
     }
 
     /// The same bus with a journal at `path` (absolute, at most
@@ -254,6 +306,13 @@ impl Header {
             w32(h::POOL_MSG_SIZE, block.size);
             w32(h::POOL_MSG_ALIGN, block.align);
             write_name(r, h::POOL_TYPE_NAME, &block.name);
+        }
+        if let Some(key) = &self.key {
+            use super::blackboard::header as b;
+            w64(b::KEY_HASH, key.name_hash);
+            w32(b::KEY_SIZE, key.size);
+            w32(b::KEY_ALIGN, key.align);
+            write_name(r, b::KEY_NAME, &key.name);
         }
         if let Some(path) = &self.journal {
             use std::os::unix::ffi::OsStrExt;

@@ -1,0 +1,80 @@
+//! One entry's seqlock: the writer's two stamp stores around its stores,
+//! and a reader's attempt to copy the entry whole. The stamp sits in the
+//! entry (stamp-in-slot, as the bus's slots), and every byte a reader may
+//! copy while the writer stores it is an atomic word, copied with the
+//! bus's racing copy (`bus::copy`), never a plain `memcpy`.
+//!
+//! Stamps: 0 for an entry never written; `2v - 1` while version `v` is
+//! written; `2v` once it is. Versions come from the table's one counter,
+//! so an entry's version says when, among all the table's writes, it was
+//! last written.
+
+use crate::bus::copy;
+use crate::sync::{fence, AtomicU64, Ordering};
+
+/// What one attempt to copy an entry found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// The copy is whole: version `v` of the entry (0: never written).
+    Stable(u64),
+    /// The stamp was odd: a write was under way (or its writer died in
+    /// it); the stamp is given, to tell a stuck write from a busy one.
+    Writing(u64),
+    /// A write began or ended during the copy: throw it away.
+    Torn,
+}
+
+/// Copies `words` (the entry's words after its stamp) into `dst` if the
+/// stamp says no write is under way, and says whether the copy is whole.
+/// Wait-free: one attempt, the caller retries (a bounded number of times).
+#[inline]
+pub(crate) fn try_read(stamp: &AtomicU64, words: &[AtomicU64], dst: &mut [u8]) -> Attempt {
+    // Acquire, paired with the writer's Release store of `2v` in `commit`:
+    // a reader that sees `2v` sees every word of version `v`.
+    let before = stamp.load(Ordering::Acquire);
+    if before & 1 == 1 {
+        return Attempt::Writing(before);
+    }
+    copy::load(words, dst);
+    // Acquire fence, paired with the writer's Release fence in `begin`: if
+    // any word copied above came from a later write, the re-load below
+    // sees that write's odd stamp (or a later one) and the copy is thrown
+    // away.
+    fence(Ordering::Acquire);
+    if stamp.load(Ordering::Relaxed) == before {
+        Attempt::Stable(before / 2)
+    } else {
+        Attempt::Torn
+    }
+}
+
+/// The writer's first step of version `v` (at least 1): the odd stamp,
+/// then a Release fence, before any of its stores to the entry's words.
+#[inline]
+pub(crate) fn begin(stamp: &AtomicU64, v: u64) {
+    stamp.store(v.wrapping_mul(2).wrapping_sub(1), Ordering::Relaxed);
+    // Release fence, paired with the reader's Acquire fence in `try_read`:
+    // a reader whose copy saw any store made after this fence re-loads at
+    // least this odd stamp, and drops the copy.
+    fence(Ordering::Release);
+}
+
+/// The writer's last step of version `v`: the even stamp, Release, paired
+/// with the reader's Acquire first load in `try_read`.
+#[inline]
+pub(crate) fn commit(stamp: &AtomicU64, v: u64) {
+    stamp.store(v.wrapping_mul(2), Ordering::Release);
+}
+
+/// Whether a stamp says a write is under way (or was, when its writer
+/// died).
+#[inline]
+pub(crate) fn is_writing(stamp: u64) -> bool {
+    stamp & 1 == 1
+}
+
+/// The version a stamp names: the one written, or the one being written.
+#[inline]
+pub(crate) fn version_of(stamp: u64) -> u64 {
+    stamp.div_ceil(2)
+}

@@ -1,0 +1,137 @@
+//! The blackboard's errors, one enum per operation: [`GetError`] (every
+//! read), [`PutError`], [`RemoveError`].
+
+use thiserror::Error;
+
+/// Why a read (`get`, `entries`, `changed_since`, the waits) gave up on
+/// an entry. Never a hang: each entry is tried a bounded number of times.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::{BlackboardOptions, GetError, Writer};
+///
+/// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(8).key_size(4))?;
+/// let mut reader = writer.reader();
+/// // A raw key of the wrong size:
+/// match reader.get(b"too long") {
+///     Err(GetError::KeySize { found, expected }) => assert_eq!((found, expected), (8, 4)),
+///     other => panic!("expected KeySize, got {other:?}"),
+/// }
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum GetError {
+    /// A write kept the entry busy (or tore every copy) through every
+    /// try: the writer is live and writing this entry very often, or was
+    /// preempted mid-write. Try again.
+    #[error("entry {entry} was being written through every try: busy, try again")]
+    Busy {
+        /// The entry (its index in the table).
+        entry: u64,
+    },
+    /// The entry's stamp stayed odd through every try and no process
+    /// holds the writer's lock: a writer died while writing it. Its value
+    /// is lost; the next writer to attach removes it (and counts it).
+    #[error("entry {entry} is stuck mid-write of version {version} and no writer lives: a writer died writing it")]
+    Stuck {
+        /// The entry (its index in the table).
+        entry: u64,
+        /// The version its dead writer was writing.
+        version: u64,
+    },
+    /// The entry's tag is none of a writer's three (empty, live,
+    /// removed): the file was written by something else.
+    #[error("entry {entry} has tag {tag}, expected 0 (empty), 1 (live) or 2 (removed): a corrupt table")]
+    Corrupt {
+        /// The entry (its index in the table).
+        entry: u64,
+        /// The tag found.
+        tag: u64,
+    },
+    /// A raw key of another size than the table's keys.
+    #[error("a key of {found} bytes, the table's keys are {expected}")]
+    KeySize {
+        /// The key's length.
+        found: usize,
+        /// The table's key size.
+        expected: usize,
+    },
+}
+
+/// Why a write (`put`, `put_bytes`) was refused. Nothing was written.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::{BlackboardOptions, PutError, Writer};
+///
+/// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(1))?;
+/// writer.put(&1, &10)?;
+/// assert_eq!(writer.put(&2, &20), Err(PutError::Full { keys: 1 }));
+/// writer.put(&1, &11)?; // an update needs no room
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum PutError {
+    /// A new key, and the table holds as many as it was made for (or no
+    /// entry on the key's probe is free: only a corrupt table).
+    #[error("the blackboard is full: it holds {keys} keys, its capacity")]
+    Full {
+        /// Keys the table holds.
+        keys: u64,
+    },
+    /// A raw key of another size than the table's keys.
+    #[error("a key of {found} bytes, the table's keys are {expected}")]
+    KeySize {
+        /// The key's length.
+        found: usize,
+        /// The table's key size.
+        expected: usize,
+    },
+    /// A raw value of another size than the table's values.
+    #[error("a value of {found} bytes, the table's values are {expected}")]
+    ValueSize {
+        /// The value's length.
+        found: usize,
+        /// The table's value size.
+        expected: usize,
+    },
+}
+
+/// Why a removal was refused. Nothing was written.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::{BlackboardOptions, RemoveError, Writer};
+///
+/// let mut writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(8).key_size(4))?;
+/// assert_eq!(
+///     writer.remove(b"abc"),
+///     Err(RemoveError::KeySize { found: 3, expected: 4 })
+/// );
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum RemoveError {
+    /// A raw key of another size than the table's keys.
+    #[error("a key of {found} bytes, the table's keys are {expected}")]
+    KeySize {
+        /// The key's length.
+        found: usize,
+        /// The table's key size.
+        expected: usize,
+    },
+}
+
+impl From<super::table::NotRead> for GetError {
+    fn from(e: super::table::NotRead) -> Self {
+        use super::table::NotRead;
+        match e {
+            NotRead::Busy { entry } => GetError::Busy { entry },
+            NotRead::Stuck { entry, version } => GetError::Stuck { entry, version },
+            NotRead::BadTag { entry, tag } => GetError::Corrupt { entry, tag },
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! The **blackboard**: the latest value of each key, shared by every
+//! process, read in O(1). A fixed table of keyed entries, made with a
+//! capacity of keys; one [`Writer`] puts and removes keys, any number of
+//! [`Reader`]s get a key's latest value and its version, view every key,
+//! ask what changed since a version, or wait for a change. Keys and
+//! values are [`Message`](crate::Message) types (schema names recorded as
+//! a bus records its message type) or raw bytes of sizes fixed at
+//! creation ([`Field`]); every handle also takes bytes
+//! ([`Writer::put_bytes`], [`Reader::get_bytes`]), whatever its types.
+//!
+//! ```
+//! use shmbus::{OpenOptions, blackboard::{BlackboardOptions, Reader, Writer}};
+//!
+//! #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+//! #[repr(C)]
+//! struct Quote { bid: f64, ask: f64 }
+//! impl shmbus::Message for Quote { const NAME: &'static str = "md.Quote"; }
+//!
+//! # let name = format!("/dev/shm/shmbus-doc-blackboard-{}", std::process::id());
+//! // Process A: 500 instruments.
+//! let mut writer = Writer::<u32, Quote>::create(&name, &BlackboardOptions::new(500))?;
+//! writer.put(&7, &Quote { bid: 101.5, ask: 101.75 })?;
+//! // Any process, any time: the latest quote of instrument 7.
+//! let mut reader = Reader::<u32, Quote>::open(&name, &OpenOptions::default())?;
+//! let quote = reader.get(&7)?.expect("instrument 7 is quoted");
+//! assert_eq!(quote.value.ask, 101.75);
+//! # shmbus::remove(&name)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Files: `entry.rs` (one entry's seqlock), `table.rs` (the hash, the
+//! probe, a reader's bounded read, the writer's stores), `writer.rs`,
+//! `reader.rs`, `field.rs` (what keys and values are), `error.rs`.
+//! Bytes: docs/LAYOUT.md §25.
+//!
+//! # Invariants
+//! - Only the writer stores to the table (its entries, `VERSION`,
+//!   `KEYS`); readers store only the doorbell's sleeper flag.
+//! - Each entry is a seqlock with its stamp in the entry: `2v - 1` while
+//!   version `v` is written, `2v` once written. The writer stores the odd
+//!   stamp, a Release fence, the words, then the even stamp (Release); a
+//!   reader loads the stamp (Acquire), copies the words with the bus's
+//!   racing copy (every byte an atomic access), an Acquire fence, and
+//!   keeps the copy only if the stamp is the same even value. So a value
+//!   read is one the writer wrote whole, never a mix (loom: `loom_blackboard.rs`).
+//! - Versions come from one counter per table: each put or removal takes
+//!   the next. An entry's version is the table's at its last write, so
+//!   `changed_since(v)` is every entry whose version is past `v`.
+//! - A key stays in its entry from insert to removal (no entry moves): a
+//!   key's probe starts at its hash and walks over other keys and removed
+//!   entries to an empty one. An insert takes the first removed entry on
+//!   the probe, or the empty one that ends it.
+//! - Bounded everywhere: a read tries an entry at most
+//!   `SPINS + YIELDS` times, a probe visits at most the table's entries,
+//!   whatever the file holds. A reader never waits for the writer: it
+//!   gives up with [`GetError::Busy`] (the writer is live) or
+//!   [`GetError::Stuck`] (a stamp stayed odd and no process holds the
+//!   writer's lock: a writer died mid-write). The next writer removes
+//!   such entries when it attaches ([`Writer::repaired`]).
+//! - Untrusted bytes: a process with write access can make readers see
+//!   wrong values, or [`GetError::Corrupt`] for a tag no writer stores,
+//!   never hang or crash them.
+
+mod entry;
+mod error;
+mod field;
+mod reader;
+pub(crate) mod table;
+mod writer;
+
+pub use crate::options::BlackboardOptions;
+pub use error::{GetError, PutError, RemoveError};
+pub use field::Field;
+pub use reader::{Entries, Item, Reader, Versioned};
+pub use writer::Writer;

@@ -1,0 +1,285 @@
+//! The table over any region: where an entry is, the hash that places a
+//! key, a reader's bounded read of an entry and of a key, and the
+//! writer's stores. The writer and reader files build their handles on
+//! it; loom and Miri run it on the heap.
+
+use super::entry::{self, Attempt};
+use crate::mem::Region;
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::wire::blackboard::{control, entry as off, tag};
+use crate::wire::{lock_byte, BlackboardGeometry};
+
+/// How many times a reader tries one entry while a write is under way or
+/// its copy is torn before it gives up (`Busy`, or `Stuck` when the stamp
+/// never moved and no writer lives): first spinning, then yielding the
+/// CPU, so that a writer preempted mid-write on this CPU can finish.
+/// Bounded, so a read is wait-free whatever the writer (or the file) does.
+pub(crate) const SPINS: u32 = if cfg!(any(loom, miri)) { 2 } else { 256 };
+/// The yields after the spins.
+pub(crate) const YIELDS: u32 = if cfg!(any(loom, miri)) { 1 } else { 64 };
+
+/// The slot a key's probe starts at, before masking: a multiply-xorshift
+/// over the key's little-endian 8-byte words, the last zero-padded
+/// (docs/LAYOUT.md §25.4 gives it for independent readers).
+#[inline]
+pub(crate) fn hash(key: &[u8]) -> u64 {
+    let mut h: u64 = 0x243F_6A88_85A3_08D3;
+    let mut words = key.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+        h = (h ^ w).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 32;
+    }
+    let rest = words.remainder();
+    if !rest.is_empty() {
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(last)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        h ^= h >> 32;
+    }
+    h
+}
+
+/// Why a read of an entry gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NotRead {
+    /// A write kept the entry odd or tore every copy: come back later.
+    Busy { entry: u64 },
+    /// The stamp stayed at one odd value and no writer holds the table:
+    /// a writer died mid-write. The next writer to attach repairs it.
+    Stuck { entry: u64, version: u64 },
+    /// The tag is none of the three a writer stores: a corrupt file.
+    BadTag { entry: u64, tag: u64 },
+}
+
+/// An entry read whole: its tag, version, and its bytes in the caller's
+/// buffer (tag word, then key, then value).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Read {
+    pub(crate) tag: u64,
+    pub(crate) version: u64,
+}
+
+/// The table over a region: offsets from a validated header (or a
+/// creator's own geometry).
+pub(crate) struct Table<R> {
+    pub(crate) region: R,
+    pub(crate) geo: BlackboardGeometry,
+    control: usize,
+    data: usize,
+    /// Words after the stamp a reader copies: tag, key, value.
+    body_words: usize,
+    /// `entries - 1`.
+    mask: u64,
+}
+
+impl<R: Region> Table<R> {
+    /// The table of a validated header's (or a creator's) geometry.
+    pub(crate) fn new(region: R, geo: BlackboardGeometry, control: usize, data: usize) -> Self {
+        let body = geo.value_offset() - off::TAG + (geo.value_size as usize).div_ceil(8) * 8;
+        Table {
+            region,
+            geo,
+            control,
+            data,
+            body_words: body / 8,
+            mask: geo.entries - 1,
+        }
+    }
+
+    /// The same table over another handle to its region (a reader's).
+    pub(crate) fn same<S: Region>(&self, region: S) -> Table<S> {
+        Table {
+            region,
+            geo: self.geo,
+            control: self.control,
+            data: self.data,
+            body_words: self.body_words,
+            mask: self.mask,
+        }
+    }
+
+    /// Bytes a reader's buffer holds: the tag word, the padded key, the
+    /// padded value.
+    pub(crate) fn body_len(&self) -> usize {
+        self.body_words * 8
+    }
+
+    /// Where the key's bytes start in a read buffer.
+    pub(crate) fn key_at(&self) -> usize {
+        off::KEY - off::TAG
+    }
+
+    /// Where the value's bytes start in a read buffer.
+    pub(crate) fn value_at(&self) -> usize {
+        self.geo.value_offset() - off::TAG
+    }
+
+    #[inline]
+    fn entry(&self, i: u64) -> usize {
+        // i < entries and the table fits in the region (validated).
+        self.data + (i & self.mask) as usize * self.geo.entry_size as usize
+    }
+
+    #[inline]
+    pub(crate) fn stamp(&self, i: u64) -> &AtomicU64 {
+        self.region.word(self.entry(i) + off::STAMP)
+    }
+
+    #[inline]
+    pub(crate) fn body(&self, i: u64) -> &[AtomicU64] {
+        self.region.words(self.entry(i) + off::TAG, self.body_words)
+    }
+
+    /// The table's version word.
+    #[inline]
+    pub(crate) fn version(&self) -> &AtomicU64 {
+        self.region.word(self.control + control::VERSION)
+    }
+
+    /// The live-keys word.
+    #[inline]
+    pub(crate) fn keys(&self) -> &AtomicU64 {
+        self.region.word(self.control + control::KEYS)
+    }
+
+    /// The readers' doorbell.
+    #[inline]
+    pub(crate) fn bell(&self) -> &AtomicU32 {
+        self.region.word32(self.control + control::BELL)
+    }
+
+    /// The first slot of `key`'s probe.
+    #[inline]
+    pub(crate) fn home(&self, key: &[u8]) -> u64 {
+        hash(key) & self.mask
+    }
+
+    /// Reads entry `i` into `buf` (at least [`Table::body_len`] bytes),
+    /// retrying a bounded number of times (module constants).
+    pub(crate) fn read(&self, i: u64, buf: &mut [u8]) -> Result<Read, NotRead> {
+        let i = i & self.mask;
+        let stamp = self.stamp(i);
+        let body = self.body(i);
+        let buf = &mut buf[..self.body_words * 8];
+        let mut first_odd = None;
+        let mut moved = false;
+        for n in 0..SPINS + YIELDS {
+            match entry::try_read(stamp, body, buf) {
+                Attempt::Stable(version) => {
+                    let t = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+                    if t > tag::REMOVED {
+                        return Err(NotRead::BadTag { entry: i, tag: t });
+                    }
+                    return Ok(Read { tag: t, version });
+                }
+                Attempt::Writing(s) => match first_odd {
+                    None => first_odd = Some(s),
+                    Some(f) if f != s => moved = true,
+                    Some(_) => {}
+                },
+                Attempt::Torn => moved = true,
+            }
+            if n < SPINS {
+                crate::sync::spin_loop();
+            } else {
+                crate::sync::yield_now();
+            }
+        }
+        match first_odd {
+            // Only a file can say no writer lives: the heap cannot.
+            Some(s) if !moved && self.region.lock_held(lock_byte::PUBLISHER) == Some(false) => {
+                Err(NotRead::Stuck {
+                    entry: i,
+                    version: entry::version_of(s),
+                })
+            }
+            _ => Err(NotRead::Busy { entry: i }),
+        }
+    }
+
+    /// Looks `key` up: the entry holding it live and what it read there
+    /// (its bytes in `buf`), or `None`. At most `entries` probes, each a
+    /// bounded read: a hostile table costs time, never a hang.
+    pub(crate) fn find(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<(u64, Read)>, NotRead> {
+        let home = self.home(key);
+        let at = self.key_at();
+        for n in 0..self.geo.entries {
+            let i = (home + n) & self.mask;
+            let read = self.read(i, buf)?;
+            match read.tag {
+                tag::EMPTY => return Ok(None),
+                tag::LIVE if &buf[at..at + key.len()] == key => return Ok(Some((i, read))),
+                _ => {}
+            }
+        }
+        Ok(None)
+    }
+
+    /// Writer only: where `key` is (`Ok`) or would go (`Err`, `None` if no
+    /// entry is free on its probe). The writer is the only one that stores
+    /// to the table, so its own loads race nothing it cares about; a
+    /// hostile process writing too makes it see wrong bytes, never loop.
+    pub(crate) fn locate(&self, key: &[u8], scratch: &mut [u8]) -> Result<u64, Option<u64>> {
+        let home = self.home(key);
+        let key_words = key.len().div_ceil(8);
+        let mut free = None;
+        for n in 0..self.geo.entries {
+            let i = (home + n) & self.mask;
+            let body = self.body(i);
+            let t = body[0].load(Ordering::Relaxed);
+            match t {
+                tag::EMPTY => return Err(free.or(Some(i))),
+                tag::LIVE => {
+                    crate::bus::copy::load(&body[1..1 + key_words], &mut scratch[..key.len()]);
+                    if &scratch[..key.len()] == key {
+                        return Ok(i);
+                    }
+                }
+                // Removed, or a tag no writer stores: reusable.
+                _ => {
+                    free.get_or_insert(i);
+                }
+            }
+        }
+        Err(free)
+    }
+
+    /// Writer only: writes version `v` of entry `i`: `tag`, and the key
+    /// and value where given (an update leaves the key as it is, a removal
+    /// both).
+    #[inline]
+    pub(crate) fn write(&self, i: u64, v: u64, t: u64, key: Option<&[u8]>, value: Option<&[u8]>) {
+        let stamp = self.stamp(i);
+        let body = self.body(i);
+        entry::begin(stamp, v);
+        if body[0].load(Ordering::Relaxed) != t {
+            body[0].store(t, Ordering::Relaxed);
+        }
+        let vw = self.value_at() / 8;
+        if let Some(key) = key {
+            crate::bus::copy::store(&body[1..vw], key);
+        }
+        if let Some(value) = value {
+            crate::bus::copy::store(&body[vw..], value);
+        }
+        entry::commit(stamp, v);
+        // Release, paired with the Acquire loads of the version in
+        // `Reader::changed_since` and the waits: who sees `v` there sees
+        // the entry's version `v` committed.
+        self.version().store(v, Ordering::Release);
+    }
+
+    /// Test hook: the first half of a write of version `v` (the odd stamp,
+    /// the tag, the key, `half` of the value), never committed.
+    #[cfg(feature = "test-hooks")]
+    pub(crate) fn write_half(&self, i: u64, v: u64, key: &[u8], half: &[u8]) {
+        let body = self.body(i);
+        entry::begin(self.stamp(i), v);
+        body[0].store(tag::LIVE, Ordering::Relaxed);
+        let vw = self.value_at() / 8;
+        crate::bus::copy::store(&body[1..vw], key);
+        let words = half.len().div_ceil(8).min(body.len() - vw);
+        crate::bus::copy::store(&body[vw..vw + words], half);
+    }
+}
