@@ -265,7 +265,7 @@ fn one_writer_round_robin_over_1000_keys_and_four_readers_read_no_torn_value() {
     for k in 0..keys {
         writer.put(&k, &value(k, 0)).expect("put");
     }
-    let rounds = scale_min(2000, 50);
+    let rounds = scale_min(1000, 50);
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..4u64)
         .map(|t| {

@@ -66,6 +66,8 @@ mod error;
 mod field;
 mod reader;
 pub(crate) mod table;
+#[cfg(all(test, not(loom)))]
+mod tests;
 mod writer;
 
 pub use crate::options::BlackboardOptions;

@@ -117,6 +117,15 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
         }
     }
 
+    /// The region (unit tests poke its words).
+    #[cfg(test)]
+    pub(crate) fn table_region(&self) -> R
+    where
+        R: Clone,
+    {
+        self.table.region.clone()
+    }
+
     /// The latest value of `key` and its version, or `None` if the key is
     /// not in the table. O(1): the key's hash places it, and a probe walks
     /// on to the next entry only past other keys (at most the table's
