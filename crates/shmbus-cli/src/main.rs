@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
+use cmd::{blackboard, bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -38,6 +38,10 @@ enum Command {
     Create(create::CreateArgs),
     /// Publish each line of stdin as one message (one record of a stream).
     Pub(publish::PubArgs),
+    /// Print a blackboard key's latest value (`create --kind blackboard`).
+    Get(blackboard::GetArgs),
+    /// Set a blackboard key's value, or remove the key (no VALUE).
+    Put(blackboard::PutArgs),
     /// Print each message of a bus (record of a stream) as one line.
     Sub(subscribe::SubArgs),
     /// Show a bus's or stream's geometry, counters and processes.
@@ -88,6 +92,8 @@ fn run(command: &Command) -> Result<(), CliError> {
     match command {
         Command::Create(args) => create::run(args),
         Command::Pub(args) => publish::run(args),
+        Command::Get(args) => blackboard::get(args),
+        Command::Put(args) => blackboard::put(args),
         // Several names: one select over them (`subscribe_many` sits on
         // `subscribe`'s arguments and printing).
         Command::Sub(args) if !args.more.is_empty() => subscribe_many::run(args),

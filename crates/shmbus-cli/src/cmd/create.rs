@@ -50,7 +50,7 @@ pub struct CreateArgs {
     #[arg(long, value_name = "BLOCK_SIZE:BLOCKS", value_parser = parse_pool)]
     pub pool: Option<Pool>,
     /// A broadcast or pool bus: its number of slots, a power of two.
-    #[arg(long, value_name = "N", required_unless_present_any = ["bytes", "capacity"])]
+    #[arg(long, value_name = "N", required_unless_present_any = ["bytes", "capacity", "keys"])]
     pub slots: Option<u64>,
     /// A stream: its size in bytes, a power of two from 64 B to 4 GiB.
     #[arg(long, value_name = "N", conflicts_with = "slots")]
@@ -68,6 +68,19 @@ pub struct CreateArgs {
     /// stream `stream` and the pool `bytes`, raw records of any length.
     #[arg(long = "type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
     pub message_type: Option<MessageType>,
+    /// A blackboard: the most keys it holds (1 to 2^24).
+    #[arg(long, value_name = "N", conflicts_with_all = ["slots", "bytes", "capacity"])]
+    pub keys: Option<u64>,
+    /// A blackboard: bytes per key (1 to 1024).
+    #[arg(long, value_name = "BYTES")]
+    pub key_size: Option<u32>,
+    /// A blackboard: bytes per value (1 to 1 MiB).
+    #[arg(long, value_name = "BYTES")]
+    pub value_size: Option<u32>,
+    /// A blackboard: the key type it records, as --type names the value
+    /// type (default `bytes`).
+    #[arg(long = "key-type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
+    pub key_type: Option<MessageType>,
     /// Permission bits of the file, in octal (660 lets the group in).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
     pub mode: u32,
@@ -156,6 +169,8 @@ pub enum BusKind {
     Broadcast,
     /// One producer, one consumer, bytes with backpressure.
     Stream,
+    /// The latest value of each key (--keys, --key-size, --value-size).
+    Blackboard,
 }
 
 /// `--pool`: a pool of `blocks` blocks of `block_size` bytes.
@@ -235,6 +250,21 @@ macro_rules! file_options {
 }
 
 pub fn run(args: &CreateArgs) -> Result<(), CliError> {
+    if args.kind == BusKind::Blackboard {
+        return create_blackboard(args);
+    }
+    for (given, flag) in [
+        (args.keys.is_some(), "--keys"),
+        (args.key_size.is_some(), "--key-size"),
+        (args.value_size.is_some(), "--value-size"),
+        (args.key_type.is_some(), "--key-type"),
+    ] {
+        if given {
+            return Err(CliError::usage(format!(
+                "{flag} applies to --kind blackboard (see `shmbus create --help`)"
+            )));
+        }
+    }
     let size = args.size()?;
     let mut opts = file_options!(BusOptions::new(size), args);
     if let Some(ty) = &args.message_type {
@@ -285,6 +315,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         opts = opts.evict_after(Duration::from_millis(ms));
     }
     match (args.kind, args.msg_size) {
+        (BusKind::Blackboard, _) => return create_blackboard(args),
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let mut opts = opts.many().msg_size(msg_size);
             if let Some(ms) = args.unblock_ms {
@@ -339,6 +370,47 @@ impl CreateArgs {
             )),
         }
     }
+}
+
+/// Creates a blackboard of raw keys and values and lets go of it (`shmbus
+/// put` attaches as its writer).
+fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
+    let refused = [
+        (args.slots.is_some() || args.capacity.is_some(), "--slots"),
+        (args.bytes.is_some(), "--bytes"),
+        (args.msg_size.is_some(), "--msg-size (a blackboard's is --value-size)"),
+        (args.pool.is_some(), "--pool"),
+        (args.journal.is_some(), "--journal"),
+        (args.publishers == PublisherCount::Many, "--publishers many"),
+        (args.unblock_ms.is_some(), "--unblock-ms"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(CliError::usage(format!(
+            "{flag} does not apply to a blackboard: it takes --keys, --key-size, --value-size (see `shmbus create --help`)"
+        )));
+    }
+    refuse_gate(args, "a blackboard: its readers never hold the writer back")?;
+    let (Some(keys), Some(key_size), Some(value_size)) =
+        (args.keys, args.key_size, args.value_size)
+    else {
+        return Err(CliError::usage(
+            "a blackboard needs --keys <N>, --key-size <BYTES> and --value-size <BYTES> (see `shmbus create --help`)",
+        ));
+    };
+    let mut opts = file_options!(
+        shmbus::blackboard::BlackboardOptions::new(keys)
+            .key_size(key_size)
+            .value_size(value_size),
+        args
+    );
+    if let Some(ty) = &args.key_type {
+        opts = opts.key_type(&ty.name, ty.align);
+    }
+    if let Some(ty) = &args.message_type {
+        opts = opts.value_type(&ty.name, ty.align);
+    }
+    shmbus::blackboard::Writer::<[u8], [u8]>::create(&args.name, &opts)?;
+    Ok(())
 }
 
 /// Refuses `--lossless-subscribers` and `--evict-ms` for a kind (`what`,

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
 use shmbus::internals::JournalStat;
-use shmbus::stat::{BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
+use shmbus::stat::{BlackboardStat, BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
 use shmbus::{Kind, OpenError};
 
 use crate::bridge_status::{self, Status};
@@ -121,6 +121,9 @@ fn file_name(path: &Path) -> String {
 fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
     if let Some(stream) = &s.stream {
         return stream_json(s, stream);
+    }
+    if let Some(bb) = &s.blackboard {
+        return blackboard_json(s, bb);
     }
     if let Kind::Unknown(code) = s.header.kind {
         return json!({
@@ -365,6 +368,52 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
     })
 }
 
+fn blackboard_json(s: &BusStat, bb: &BlackboardStat) -> Value {
+    json!({
+        "name": file_name(&s.path),
+        "path": s.path.display().to_string(),
+        "kind": s.header.kind.to_string(),
+        "keys": bb.keys,
+        "capacity": bb.capacity,
+        "entries": bb.entries,
+        "updates": bb.updates,
+        "mid_write": bb.mid_write,
+        "key_type": bb.key_type.name,
+        "key_size": bb.key_type.size,
+        "value_type": s.header.msg.name,
+        "value_size": s.header.msg.size,
+        "writer_pid": s.publisher_pid,
+        "writer_alive": s.publisher_alive,
+        "created_unix_ns": s.header.created_ns,
+    })
+}
+
+fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
+    let h = &s.header;
+    let mid_write = match (bb.mid_write, s.publisher_alive) {
+        (0, _) => "0".to_string(),
+        (n, true) => format!("{n} (being written)"),
+        (n, false) => format!("{n} STUCK: left mid-write by a writer that died; attach a writer to repair"),
+    };
+    let rows: [(&str, String); 11] = [
+        ("name", escaped(&file_name(&s.path))),
+        ("path", escaped(&s.path.display().to_string())),
+        ("kind", h.kind.to_string()),
+        ("keys", format!("{} of {} ({} entries)", bb.keys, bb.capacity, bb.entries)),
+        ("key type", format!("{} ({} bytes)", escaped(&bb.key_type.name), bb.key_type.size)),
+        ("value type", format!("{} ({} bytes)", escaped(&h.msg.name), h.msg.size)),
+        ("updates", bb.updates.to_string()),
+        ("mid-write", mid_write),
+        ("writer", role_text(s.publisher_pid, s.publisher_alive)),
+        ("attached", s.attached.to_string()),
+        ("created", utc_time(h.created_ns)),
+    ];
+    rows.iter()
+        .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A stream's fill as a percentage of its capacity.
 fn fill_percent(s: &BusStat, st: &StreamStat) -> f64 {
     st.fill as f64 * 100.0 / s.header.capacity.max(1) as f64
@@ -434,6 +483,9 @@ fn role_text(pid: u32, alive: bool) -> String {
 fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(stream) = &s.stream {
         return stream_text(s, stream);
+    }
+    if let Some(bb) = &s.blackboard {
+        return blackboard_text(s, bb);
     }
     if let Kind::Unknown(_) = s.header.kind {
         return unknown_text(s);
@@ -704,6 +756,25 @@ fn listing_row(l: &Listing) -> [String; 8] {
             } else {
                 format!("{consumer}, fill {:.0}%", fill_percent(s, st))
             },
+            status.to_string(),
+        ];
+    }
+    if let Some(bb) = &s.blackboard {
+        // Keys where a bus has slots, the value where it has a message,
+        // updates where it has messages published; readers register
+        // nowhere, so SUBS is the keys used.
+        return [
+            name,
+            s.header.kind.to_string(),
+            format!("{} keys", bb.capacity),
+            format!("{} B value", s.header.msg.size),
+            bb.updates.to_string(),
+            if s.publisher_pid == 0 && !s.publisher_alive {
+                "none".to_string()
+            } else {
+                format!("{} ({})", s.publisher_pid, publisher_state(s))
+            },
+            format!("{} keys used", bb.keys),
             status.to_string(),
         ];
     }

@@ -6,6 +6,7 @@
 //! (std hides both), while a reader that went away (EPIPE) ends a command
 //! quietly (see `CliError::stdout`).
 
+pub mod blackboard;
 pub mod bridge;
 pub mod clean;
 pub mod create;

@@ -78,6 +78,7 @@ fn kind_words(kind: Kind, flag_bits: u32) -> Option<&'static str> {
     match kind {
         Kind::Broadcast => {}
         Kind::Stream => return Some("a stream"),
+        Kind::Blackboard => return Some("a blackboard"),
         _ => return Some("of a kind this build does not know"),
     }
     if flag_bits & flags::POOL != 0 {

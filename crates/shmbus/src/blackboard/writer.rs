@@ -266,6 +266,32 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
         self.keys
     }
 
+    /// Bytes per key (what a raw key must be).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// assert_eq!((writer.key_size(), writer.value_size()), (12, 8));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn key_size(&self) -> usize {
+        self.table.geo.key_size as usize
+    }
+
+    /// Bytes per value (what a raw value must be).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// assert_eq!(writer.value_size(), 8);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn value_size(&self) -> usize {
+        self.table.geo.value_size as usize
+    }
+
     /// The most keys the table holds.
     ///
     /// # Examples

@@ -71,6 +71,43 @@ pub struct BusStat {
     pub stream: Option<StreamStat>,
     /// A pool bus's blocks (`None` for any other bus, and a stream).
     pub pool: Option<PoolStat>,
+    /// A blackboard's table (`None` for any other kind).
+    pub blackboard: Option<BlackboardStat>,
+}
+
+/// A blackboard's table, as [`stat`] reads it: its shape, the keys the
+/// writer counted, its version (every put and removal moves it up by one:
+/// the updates since creation), and one pass over the entries' stamps for
+/// those left mid-write. Read without a lock while the writer works.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// # let name = format!("/dev/shm/shmbus-doc-bbstat-{}", std::process::id());
+/// let mut writer = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// writer.put(&1, &10)?;
+/// writer.put(&1, &11)?;
+/// let bb = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard");
+/// assert_eq!((bb.keys, bb.capacity, bb.entries, bb.updates), (1, 100, 256, 2));
+/// assert_eq!((bb.key_type.name.as_str(), bb.mid_write), ("u64", 0));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlackboardStat {
+    /// Keys in the table, as its writer last counted them.
+    pub keys: u64,
+    /// The most keys it holds.
+    pub capacity: u64,
+    /// Entries in the table (a power of two, at least twice `capacity`).
+    pub entries: u64,
+    /// The table's version: puts and removals since creation.
+    pub updates: u64,
+    /// The key type (the value type is the header's `msg`).
+    pub key_type: TypeFingerprint,
+    /// Entries whose stamp was odd when read: being written, or left so by
+    /// a writer that died (stuck if no writer lives).
+    pub mid_write: u64,
 }
 
 /// A pool bus's blocks, as [`stat`] reads them: its geometry, where each
@@ -627,7 +664,36 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         }
         _ => None,
     };
-    let is_stream = stream.is_some();
+    let blackboard = match header.kind {
+        Kind::Blackboard => {
+            use crate::wire::blackboard::{control as bc, entry};
+            // `validate_kind` has checked the table fits in the file.
+            let geo = header
+                .blackboard_geometry()
+                .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
+            let data = header.data_offset as usize;
+            let mid_write = (0..geo.entries)
+                .filter(|&i| {
+                    let at = data + (i * geo.entry_size) as usize + entry::STAMP;
+                    region.word(at).load(Ordering::Relaxed) & 1 == 1
+                })
+                .count() as u64;
+            Some(BlackboardStat {
+                keys: region.word(c + bc::KEYS).load(Ordering::Relaxed),
+                capacity: geo.keys,
+                entries: geo.entries,
+                updates: region.word(c + bc::VERSION).load(Ordering::Acquire),
+                key_type: header
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| TypeFingerprint::new("", 0, 0)),
+                mid_write,
+            })
+        }
+        _ => None,
+    };
+    // Neither a stream nor a blackboard has a bus's gate or epoch.
+    let is_stream = stream.is_some() || blackboard.is_some();
     let (max_lossless, evict_ns) = if is_stream {
         (0, 0)
     } else {
@@ -643,6 +709,7 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         evict_ns,
         stream,
         pool,
+        blackboard,
         path: path.to_owned(),
         head,
         published: head.wrapping_sub(header.first_seq),

@@ -17,6 +17,7 @@ mod proc;
 mod scan;
 
 pub use bus::{
+    BlackboardStat,
     monotonic_ns, stat, BusStat, Contract, PoolHolder, PoolStat, StreamStat, SubscriberStat,
 };
 pub use clean::{clean, CleanError, Cleaned};
