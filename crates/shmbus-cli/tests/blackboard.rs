@@ -1,0 +1,107 @@
+//! `shmbus create --kind blackboard`, `put`, `get`, and how `stat` and
+//! `ls` show a blackboard; bad input is one line and exit 2.
+
+mod common;
+
+use common::{run_shmbus as shmbus, BusName, CliOutput};
+
+fn create(name: &str) {
+    shmbus(&[
+        "create",
+        name,
+        "--kind",
+        "blackboard",
+        "--keys",
+        "100",
+        "--key-size",
+        "8",
+        "--value-size",
+        "16",
+        "--type",
+        "md.Quote:8",
+    ])
+    .assert_success();
+}
+
+#[test]
+fn put_then_get_prints_the_latest_value_and_a_removed_key_is_gone() {
+    let bb = BusName::new("C-cli-bb");
+    create(bb.name());
+    shmbus(&["put", bb.name(), "AAPL", "101.5 101.75"]).assert_success();
+    shmbus(&["put", bb.name(), "AAPL", "101.5 101.80"]).assert_success();
+    shmbus(&["put", bb.name(), "MSFT", "400"]).assert_success();
+    let out = shmbus(&["get", bb.name(), "AAPL", "--with-version"]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "2\t101.5 101.80\n");
+    // Hex in, hex out: the key's bytes zero-padded to 8.
+    let out = shmbus(&["get", bb.name(), "--hex", "4d53465400000000"]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "34303000000000000000000000000000\n");
+    shmbus(&["put", bb.name(), "MSFT"]).assert_success();
+    shmbus(&["get", bb.name(), "MSFT"]).assert_error(1, "no key \"MSFT\"");
+    // The library reads what the tool wrote.
+    let mut reader =
+        shmbus::blackboard::Reader::<[u8], [u8]>::open(bb.name(), &Default::default())
+            .expect("open");
+    let got = reader.get(b"AAPL\0\0\0\0").expect("get").expect("present");
+    assert_eq!(&got.value[..12], b"101.5 101.80");
+    bb.finish();
+}
+
+#[test]
+fn stat_and_ls_show_keys_used_capacity_and_updates() {
+    let bb = BusName::new("C-cli-bbstat");
+    create(bb.name());
+    shmbus(&["put", bb.name(), "a", "1"]).assert_success();
+    shmbus(&["put", bb.name(), "a", "2"]).assert_success();
+    shmbus(&["put", bb.name(), "b", "3"]).assert_success();
+    let json = shmbus(&["stat", bb.name(), "--json"]).json();
+    assert_eq!(json["kind"], "blackboard");
+    assert_eq!(json["keys"], 2);
+    assert_eq!(json["capacity"], 100);
+    assert_eq!(json["entries"], 256);
+    assert_eq!(json["updates"], 3);
+    assert_eq!(json["mid_write"], 0);
+    assert_eq!(json["value_type"], "md.Quote");
+    assert_eq!(json["key_type"], "bytes");
+    let text = shmbus(&["stat", bb.name()]);
+    text.assert_success();
+    assert!(
+        text.stdout().contains("keys:           2 of 100 (256 entries)"),
+        "{}",
+        text.stdout()
+    );
+    let ls = shmbus(&["ls"]);
+    ls.assert_success();
+    let row = ls
+        .stdout()
+        .lines()
+        .find(|l| l.starts_with(bb.name()))
+        .map(str::to_owned)
+        .expect("ls lists it");
+    for cell in ["blackboard", "100 keys", "16 B value", "2 keys used"] {
+        assert!(row.contains(cell), "{row}");
+    }
+    bb.finish();
+}
+
+#[test]
+fn bad_blackboard_input_is_one_line_and_exit_2() {
+    let bb = BusName::new("C-cli-bbbad");
+    shmbus(&["create", bb.name(), "--kind", "blackboard", "--keys", "4"])
+        .assert_error(2, "needs --keys <N>, --key-size <BYTES> and --value-size <BYTES>");
+    shmbus(&[
+        "create", bb.name(), "--kind", "blackboard", "--keys", "4", "--key-size", "8",
+        "--value-size", "8", "--journal", "/tmp/x",
+    ])
+    .assert_error(2, "--journal does not apply to a blackboard");
+    shmbus(&["create", bb.name(), "--slots", "8", "--msg-size", "8", "--keys", "4"])
+        .assert_error(2, "cannot be used with");
+    create(bb.name());
+    shmbus(&["put", bb.name(), "a", "12345678901234567"])
+        .assert_error(2, "is 17 bytes, the table's values are 16");
+    shmbus(&["put", bb.name(), "--hex", "zz", "00"]).assert_error(2, "2 hex digits");
+    shmbus(&["get", bb.name(), "--hex", "zzzzzzzzzzzzzzzz"]).assert_error(2, "is not hex digits");
+    shmbus(&["get", bb.name(), "a-key-too-long"]).assert_error(2, "the table's keys are 8");
+    bb.finish();
+}
