@@ -9,7 +9,7 @@ use crate::wire::GeometryError;
 #[cfg(not(loom))]
 use crate::{
     journal::{
-        AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
+        AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError,
         JournalOpenError,
     },
     pool::{LoanError, PoolRecvError},
@@ -309,6 +309,26 @@ impl RemoveError {
     /// ```
     pub fn kind(&self) -> ErrorKind {
         ErrorKind::InvalidArgument
+    }
+}
+
+#[cfg(not(loom))]
+impl FeedError {
+    /// The join's kind, or the table's refusal's ([`ErrorKind::Full`]),
+    /// or [`ErrorKind::TypeMismatch`] for values of another size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::PutError, journal::FeedError};
+    ///
+    /// assert_eq!(FeedError::Board(PutError::Full { keys: 8 }).kind(), ErrorKind::Full);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FeedError::Join(e) => e.kind(),
+            FeedError::Board(e) => e.kind(),
+            FeedError::ValueSize { .. } => ErrorKind::TypeMismatch,
+        }
     }
 }
 

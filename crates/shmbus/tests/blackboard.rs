@@ -341,3 +341,62 @@ fn a_reader_waiting_on_a_key_or_on_the_table_wakes_when_it_is_written() {
     let got = waiter_one.join().expect("join").expect("get").expect("woken");
     assert_eq!((got.value, got.version), (Some(20), since + 2));
 }
+
+/// A journaled bus's keyed message: key and a value checked whole.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+struct Update {
+    key: u64,
+    n: u64,
+}
+
+impl shmbus::Message for Update {
+    const NAME: &'static str = "test.Update";
+}
+
+impl shmbus::journal::Keyed for Update {
+    fn key(&self) -> u64 {
+        self.key
+    }
+}
+
+#[test]
+fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never_joins() {
+    use shmbus::journal::{BoardFeed, FeedError, JoinOptions, JournalOptions, JournalPublisher, State};
+    let dir = common::ShmDir::new("C-bb-feed");
+    let bus = dir.bus("bus");
+    let board = dir.bus("board");
+    let mut publisher = JournalPublisher::<Update>::create(
+        &bus,
+        &BusOptions::new(64),
+        &JournalOptions::new(dir.path().join("j")),
+    )
+    .expect("journaled bus");
+    // Before the feed starts: in the journal only.
+    for n in 0..50 {
+        publisher.publish(&Update { key: n % 10, n }).expect("publish");
+    }
+    let writer = Writer::<u64, Update>::create(&board, &BlackboardOptions::new(10)).expect("board");
+    let state = State::<Update>::join(&bus, &JoinOptions::default()).expect("join");
+    let mut feed = BoardFeed::new(state, writer).expect("feed");
+    // Live, from the ring, with more keys than fit at the end.
+    let mut last = 0;
+    for n in 50..100 {
+        last = publisher.publish(&Update { key: n % 10, n }).expect("publish");
+    }
+    assert!(feed.wait_for(last, Wait::For(Duration::from_secs(10))).expect("fold"));
+    let mut reader = Reader::<u64, Update>::open(&board, &OpenOptions::default()).expect("open");
+    for k in 0..10 {
+        let got = reader.get(&k).expect("get").expect("present");
+        assert_eq!(got.value, Update { key: k, n: 90 + k });
+    }
+    assert_eq!(reader.keys(), 10);
+    let extra = publisher.publish(&Update { key: 10, n: 100 }).expect("publish");
+    match feed.wait_for(extra, Wait::For(Duration::from_secs(10))) {
+        Err(FeedError::Board(PutError::Full { keys: 10 })) => {}
+        other => panic!("an eleventh key in a table of ten: expected Full, got {other:?}"),
+    }
+    drop((feed, reader));
+    publisher.close().expect("close");
+    dir.finish();
+}

@@ -513,3 +513,33 @@ pub enum SeekError {
         held: u64,
     },
 }
+
+/// Why a [`BoardFeed`](super::BoardFeed) stopped: the state's join failed, or the table
+/// refused a key. One enum for every call of the feed.
+///
+/// # Examples
+/// ```
+/// use shmbus::{blackboard::PutError, journal::FeedError};
+/// let e = FeedError::Board(PutError::Full { keys: 8 });
+/// assert!(e.to_string().contains("full"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FeedError {
+    /// Folding failed: a rejoin after lost updates could not be made (the
+    /// errors of [`State::join`]).
+    #[error(transparent)]
+    Join(#[from] JoinError),
+    /// The blackboard refused a key: it is full (more keys on the bus
+    /// than the table holds). Entries folded after it were not written.
+    #[error("the blackboard refused a key: {0}")]
+    Board(crate::blackboard::PutError),
+    /// The table's values are not the bus's messages.
+    #[error("the blackboard's values are {board} bytes, the bus's messages {bus}")]
+    ValueSize {
+        /// The table's value size.
+        board: usize,
+        /// The bus's message size.
+        bus: usize,
+    },
+}

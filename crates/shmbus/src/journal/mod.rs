@@ -100,6 +100,7 @@
 //!   mode of the file it was. `create` over an existing journal gives it the
 //!   bus's mode too.
 
+mod board;
 mod compaction;
 mod error;
 mod flusher;
@@ -117,9 +118,10 @@ mod subscriber;
 mod writer;
 
 #[doc(hidden)] // reached through `internals`
+pub use board::BoardFeed;
 pub use compaction::side_files;
 pub use error::{
-    AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError, JournalOpenError,
+    AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError, JournalOpenError,
     SeekError, SnapshotError,
 };
 #[doc(hidden)] // reached through `internals`

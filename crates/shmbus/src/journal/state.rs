@@ -509,9 +509,17 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn poll_cancellable(
+    pub fn poll_cancellable(&mut self, go_on: impl FnMut() -> bool) -> Result<usize, JoinError> {
+        self.poll_each(go_on, |_, _| {})
+    }
+
+    /// [`poll_cancellable`](Self::poll_cancellable), calling `each` with
+    /// the key and bytes of every entry it folds (after a rejoin, the
+    /// journal's again): what keeps a blackboard up to date (`board`).
+    pub(crate) fn poll_each(
         &mut self,
         mut go_on: impl FnMut() -> bool,
+        mut each: impl FnMut(u64, &[u8]),
     ) -> Result<usize, JoinError> {
         let mut n = 0;
         if self.stale {
@@ -521,7 +529,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
             let mut lagged = false;
             let state = &mut self.state;
             n += self.sub.drain_bytes(|r| match r {
-                Received::Message(e) if !lagged => state.fold_bytes(e.seq, e.msg),
+                Received::Message(e) if !lagged => {
+                    state.fold_bytes(e.seq, e.msg);
+                    each(T::with_msg(e.msg, |m| T::key_of(m)), e.msg);
+                }
                 _ => lagged = true,
             });
             if !lagged {
@@ -598,7 +609,19 @@ impl<T: ?Sized + KeyedPayload> State<T> {
         &mut self,
         seq: u64,
         wait: Wait,
+        go_on: impl FnMut() -> bool,
+    ) -> Result<bool, JoinError> {
+        self.wait_for_each(seq, wait, go_on, |_, _| {})
+    }
+
+    /// [`wait_for_cancellable`](Self::wait_for_cancellable), calling
+    /// `each` as [`poll_each`](Self::poll_each) does.
+    pub(crate) fn wait_for_each(
+        &mut self,
+        seq: u64,
+        wait: Wait,
         mut go_on: impl FnMut() -> bool,
+        mut each: impl FnMut(u64, &[u8]),
     ) -> Result<bool, JoinError> {
         let deadline = wait.deadline();
         if self.stale {
@@ -614,7 +637,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
                 Some(d) => Wait::For(d.saturating_duration_since(Instant::now())),
             };
             match self.sub.recv_bytes(step) {
-                Some(Received::Message(e)) => self.state.fold_bytes(e.seq, e.msg),
+                Some(Received::Message(e)) => {
+                    self.state.fold_bytes(e.seq, e.msg);
+                    each(T::with_msg(e.msg, |m| T::key_of(m)), e.msg);
+                }
                 Some(Received::Lagged { .. }) => self.rejoin(&mut go_on)?,
                 // Nothing came within the step: the deadline has passed.
                 None if deadline.is_some() => return Ok(false),
