@@ -3,7 +3,8 @@
 # tools/read_bus.py (written from the page alone) with `shmbus` on a plain
 # bus with a subscriber's line left behind (LAYOUT.md 5.1), on a pool
 # bus lapped once (LAYOUT.md 19), and on a stream of a named record type
-# (LAYOUT.md 20). Uses $SHMBUS_BIN, or builds the tool.
+# (LAYOUT.md 20), and on a blackboard read key by key (LAYOUT.md 25). Uses
+# $SHMBUS_BIN, or builds the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/tool.sh
@@ -55,4 +56,28 @@ bash tools/check_layout.sh "$name" 8
 printf '0123456789abcdef\nfedcba9876543210\n' | "$SHMBUS" pub "$name"
 bash tools/check_layout.sh "$name"
 python3 tools/read_bus.py "$name" | grep -x '# type_name: md.Tick' >/dev/null
+"$SHMBUS" rm "$name"
+# A blackboard (LAYOUT.md 25): its header, control words and every key read
+# back by the page's hash and probe, against `shmbus stat` and `shmbus get`.
+"$SHMBUS" create "$name" --kind blackboard --keys 50 --key-size 12 --value-size 24 --type md.Quote:8 --key-type sym:1
+for i in $(seq 1 40); do "$SHMBUS" put "$name" "sym$i" "quote $i"; done
+for i in $(seq 1 40 | shuf -n 10 --random-source=<(yes)); do "$SHMBUS" put "$name" "sym$i" "again $i"; done
+for i in 3 7 11; do "$SHMBUS" put "$name" "sym$i"; done
+python3 - "$name" "$SHMBUS" <<'PY'
+import json, subprocess, sys
+name, tool = sys.argv[1], sys.argv[2]
+ours = json.loads(subprocess.run(["python3", "tools/read_bus.py", name, "--json"], check=True, capture_output=True, text=True).stdout)
+theirs = json.loads(subprocess.run([tool, "stat", name, "--json"], check=True, capture_output=True, text=True).stdout)
+same = ["kind", "capacity", "keys", "entries", "updates", "mid_write", "key_type", "key_size", "value_type", "value_size", "writer_pid", "writer_alive"]
+bad = [k for k in same if ours[k] != theirs[k]]
+if bad:
+    sys.exit(f"FAIL: read_bus.py and shmbus stat differ on {[(k, ours[k], theirs[k]) for k in bad]}")
+for i in range(1, 46):
+    key = f"sym{i}".encode().ljust(12, b"\0").hex()
+    a = subprocess.run(["python3", "tools/read_bus.py", name, "--get", key], capture_output=True, text=True)
+    b = subprocess.run([tool, "get", name, "--hex", "--with-version", key], capture_output=True, text=True)
+    if (a.returncode == 0) != (b.returncode == 0) or a.stdout != b.stdout:
+        sys.exit(f"FAIL: key sym{i}: read_bus.py {a.returncode} {a.stdout!r}, shmbus get {b.returncode} {b.stdout!r}")
+print(f"blackboard: {ours['keys']} keys, {ours['updates']} updates: read_bus.py agrees with shmbus")
+PY
 "$SHMBUS" rm "$name"

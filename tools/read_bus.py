@@ -55,6 +55,15 @@ say published(SEQ); otherwise the block was reclaimed and it prints a lag
 of one (LAGGED skipped=1), as a PoolSubscriber counts it. With --slots a
 pool bus's slot lines end with the descriptor decoded (block B len N).
 
+Blackboards (kind 3, LAYOUT.md section 25). The header lines (and --json)
+add the key type (key_type, key_size, key_align, key_hash), the table's
+entries, keys (the writer's count), updates (its version) and mid_write
+(entries whose stamp is odd), with the writer's pid and liveness. --get
+KEYHEX looks a key up as section 25.4 says (the hash, the probe, each
+entry read between two loads of its stamp, at most 320 tries) and prints
+VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
+key and value.
+
 Streams (kind 2, LAYOUT.md section 20). The header lines (and --json) are
 a stream's: its record type (type_name `stream` for raw records, else the
 typed stream's record type, with msg_align), the largest record
@@ -99,7 +108,14 @@ MIN_STREAM, MAX_STREAM = 64, 1 << 32
 STREAM_RECORD_ALIGN = 8
 S_TAIL, S_HEAD, S_PRODUCER_PID, S_CONSUMER_PID = 0, 64, 128, 192
 LOCK_CONSUMER = 2
-KINDS = {1: "broadcast", 2: "stream"}
+KIND_BLACKBOARD = 3
+# Section 25: a blackboard's key type, control words and entries.
+H_KEY_HASH, H_KEY_SIZE, H_KEY_ALIGN, H_KEY_NAME = 536, 544, 548, 552
+B_VERSION, B_KEYS, B_WRITER_PID, B_BELL = 0, 8, 128, 256
+MAX_KEYS, MAX_KEY_SIZE, MAX_VALUE_SIZE = 1 << 24, 1024, 1 << 20
+TAG_EMPTY, TAG_LIVE, TAG_REMOVED = 0, 1, 2
+BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 25.5)
+KINDS = {1: "broadcast", 2: "stream", 3: "blackboard"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
 FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 19)
@@ -266,6 +282,7 @@ class Bus:
         self.words = self.buf[: length - length % 8].cast("Q")
         self.swap = sys.byteorder != "little"
         self.stream = False
+        self.bb = None
         self._read_header()
         self._validate()
 
@@ -397,6 +414,9 @@ class Bus:
         if h["kind"] == KIND_STREAM:
             self._validate_stream()
             return
+        if h["kind"] == KIND_BLACKBOARD:
+            self._validate_blackboard()
+            return
         # Nothing above touched a byte past the header page, and nothing
         # below runs for another kind.
         if h["kind"] != KIND_BROADCAST:
@@ -477,6 +497,128 @@ class Bus:
         self.cap = cap
         self.ctl = h["control_offset"]
         self.data = h["data_offset"]
+
+    def _validate_blackboard(self):
+        """Section 25.1's checks, after the kind."""
+        h = self.h
+        page = h["page_size"]
+        if h["data_offset"] != h["control_offset"] + page:
+            raise OpenError(
+                "InvalidGeometry",
+                f"data pages at {h['data_offset']}, expected {h['control_offset'] + page} "
+                "for kind blackboard",
+            )
+        keys = h["capacity"]
+        key_size = self.u32(H_KEY_SIZE)
+        value_size = h["msg_size"]
+        if not 1 <= keys <= MAX_KEYS:
+            raise OpenError("InvalidGeometry", f"a blackboard of {keys} keys: it holds 1..={MAX_KEYS}")
+        if not 1 <= key_size <= MAX_KEY_SIZE or not 1 <= value_size <= MAX_VALUE_SIZE:
+            raise OpenError(
+                "InvalidGeometry",
+                f"a blackboard of {key_size}-byte keys and {value_size}-byte values",
+            )
+        k, v = round_up(key_size, 8), round_up(value_size, 8)
+        entry = round_up(16 + k + v, LINE)
+        if h["slot_size"] != entry:
+            raise OpenError("InvalidGeometry", f"entry size {h['slot_size']} should be {entry}")
+        if h["flags"] & (FLAG_JOURNALED | FLAG_POOL):
+            raise OpenError("InvalidGeometry", f"a blackboard flagged {h['flags']:#x}")
+        entries = 1
+        while entries < 2 * keys:
+            entries *= 2
+        if h["data_offset"] + entries * entry > h["total_len"]:
+            raise OpenError(
+                "InvalidGeometry",
+                f"{entries} entries of {entry} bytes do not fit in {h['total_len']} bytes",
+            )
+        raw = bytes(self.buf[H_KEY_NAME : H_KEY_NAME + TYPE_NAME_LEN])
+        self.bb = {
+            "keys": keys,
+            "entries": entries,
+            "entry_size": entry,
+            "key_size": key_size,
+            "value_size": value_size,
+            "value_offset": 16 + k,
+            "key_align": self.u32(H_KEY_ALIGN),
+            "key_hash": self.u64(H_KEY_HASH),
+            "key_type": raw.split(b"\0", 1)[0].decode("utf-8", "replace"),
+        }
+        self.ctl = h["control_offset"]
+        self.data = h["data_offset"]
+
+    def bb_entry(self, i):
+        """Section 25.5, one entry read as a reader does: the stamp, the
+        words under it, the stamp again, at most BB_TRIES times. Returns
+        (stamp, tag, key, value), or (stamp, None, None, None) if no try
+        saw the stamp even and unchanged."""
+        bb = self.bb
+        off = self.data + i * bb["entry_size"]
+        ko, vo = off + 16, off + bb["value_offset"]
+        for _ in range(BB_TRIES):
+            s1 = self.u64(off)
+            if s1 % 2 == 0:
+                tag = self.u64(off + 8)
+                key = bytes(self.buf[ko : ko + bb["key_size"]])
+                value = bytes(self.buf[vo : vo + bb["value_size"]])
+                if self.u64(off) == s1:
+                    return s1, tag, key, value
+            time.sleep(0)
+        return self.u64(off), None, None, None
+
+    def bb_hash(self, key):
+        """Section 25.4: where a key's probe starts (before the mask)."""
+        h = 0x243F6A8885A308D3
+        padded = key + b"\0" * (-len(key) % 8)
+        for j in range(0, len(padded), 8):
+            w = int.from_bytes(padded[j : j + 8], "little")
+            h = ((h ^ w) * 0x9E3779B97F4A7C15) & M64
+            h ^= h >> 32
+        return h
+
+    def bb_get(self, key):
+        """Section 25.4's lookup: (version, value), None if absent; raises
+        OpenError-like RuntimeError for an entry that cannot be read."""
+        bb = self.bb
+        mask = bb["entries"] - 1
+        home = self.bb_hash(key) & mask
+        for n in range(bb["entries"]):
+            i = (home + n) & mask
+            stamp, tag, k, value = self.bb_entry(i)
+            if tag is None:
+                stuck = not self.lock_held(LOCK_PUBLISHER)
+                raise RuntimeError(f"entry {i} {'stuck' if stuck else 'busy'} (stamp {stamp:#x})")
+            if tag == TAG_EMPTY:
+                return None
+            if tag == TAG_LIVE and k == key:
+                return stamp // 2, value
+            if tag > TAG_REMOVED:
+                raise RuntimeError(f"entry {i} has tag {tag}: a corrupt table")
+        return None
+
+    def blackboard_state(self):
+        mid_write = sum(
+            1
+            for i in range(self.bb["entries"])
+            if self.u64(self.data + i * self.bb["entry_size"]) % 2
+        )
+        return {
+            "keys": self.u64(self.ctl + B_KEYS),
+            "updates": self.u64(self.ctl + B_VERSION),
+            "entries": self.bb["entries"],
+            "mid_write": mid_write,
+            "key_type": self.bb["key_type"],
+            "key_size": self.bb["key_size"],
+            "key_align": self.bb["key_align"],
+            "key_hash": f"{self.bb['key_hash']:#018x}",
+            "key_hash_matches_name": fnv1a(self.bb["key_type"].encode()) == self.bb["key_hash"],
+            "value_type": self.h["type_name"],
+            "value_size": self.h["msg_size"],
+            "bell": self.u32(self.ctl + B_BELL),
+            "writer_pid": self.u32(self.ctl + B_WRITER_PID),
+            "writer_alive": self.lock_held(LOCK_PUBLISHER),
+            "attached": self.lock_held(LOCK_ATTACHED),
+        }
 
     def stream_state(self):
         """Section 20, inspecting a live stream: HEAD, TAIL, HEAD again."""
@@ -580,6 +722,8 @@ class Bus:
     def state(self):
         if self.stream:
             return self.stream_state()
+        if self.bb:
+            return self.blackboard_state()
         head = self.cursor()
         futex = self.u32(self.ctl + C_FUTEX)
         published = (head - self.first) & M64
@@ -897,6 +1041,29 @@ def header_dict(bus):
     return out
 
 
+def blackboard_get(bus, keyhex):
+    """--get: section 25.4's lookup of one key, printed VERSION<TAB>VALUEHEX."""
+    try:
+        key = bytes.fromhex(keyhex)
+    except ValueError:
+        print(f"read_bus: --get {keyhex!r} is not hex", file=sys.stderr)
+        return 1
+    if len(key) != bus.bb["key_size"]:
+        print(f"read_bus: a key of {len(key)} bytes, the table's are {bus.bb['key_size']}",
+              file=sys.stderr)
+        return 1
+    try:
+        found = bus.bb_get(key)
+    except RuntimeError as e:
+        print(f"read_bus: {e}", file=sys.stderr)
+        return 1
+    if found is None:
+        print(f"read_bus: no key {keyhex}", file=sys.stderr)
+        return 1
+    print(f"{found[0]}\t{found[1].hex()}")
+    return 0
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description="Read a shmbus broadcast bus (docs/LAYOUT.md).")
     ap.add_argument("path", help="bus name (under /dev/shm) or path")
@@ -914,6 +1081,10 @@ def main(argv=None):
                     help="print every slot's stamp and what it means, and exit")
     ap.add_argument("--blocks", action="store_true",
                     help="pool buses: print every block's state word and what it means, and exit")
+    ap.add_argument("--get", metavar="KEYHEX",
+                    help="blackboards: print the key's version and value (hex), and exit")
+    ap.add_argument("--entries", action="store_true",
+                    help="blackboards: print every entry's stamp, tag, key and value, and exit")
     ap.add_argument("--init-timeout", type=float, default=1.0,
                     help="how long to wait for a bus being created (default 1 s)")
     args = ap.parse_args(argv)
@@ -932,11 +1103,24 @@ def main(argv=None):
         print(json.dumps(out, indent=2))
         return 0
 
+    if bus.bb and args.get is not None:
+        return blackboard_get(bus, args.get)
     if not args.quiet:
         for k, v in header_dict(bus).items():
             print(f"# {k}: {v}")
         for k, v in bus.state().items():
             print(f"# {k}: {v}")
+    if bus.bb:
+        # Section 25: read by key, or entry by entry; never as a ring.
+        if args.entries:
+            for i in range(bus.bb["entries"]):
+                stamp, tag, key, value = bus.bb_entry(i)
+                if tag is None:
+                    print(f"entry {i}\tstamp {stamp:#x}\tmid-write")
+                elif tag != TAG_EMPTY:
+                    what = {TAG_LIVE: "live", TAG_REMOVED: "removed"}.get(tag, f"tag {tag}")
+                    print(f"entry {i}\tversion {stamp // 2}\t{what}\t{key.hex()}\t{value.hex()}")
+        return 0
     if bus.stream:
         # Only the consumer reads a stream's records (section 20).
         if args.slots or args.blocks:
