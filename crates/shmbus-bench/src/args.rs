@@ -52,6 +52,11 @@ pub struct BenchArgs {
     /// first, whenever shmbus is among the mechanisms).
     #[arg(long)]
     pub mpmc: bool,
+    /// Only the blackboard rows (issue 33): write, read and cross-core
+    /// visibility of a 64 B value in shmbus's blackboard, ringfire's and
+    /// iceoryx2's (they also run whenever shmbus is among the mechanisms).
+    #[arg(long, conflicts_with_all = ["mpmc", "large"])]
+    pub blackboard: bool,
 }
 
 /// Arguments of the hidden `shmbus-bench child`: one receiver.

@@ -183,6 +183,14 @@ pub enum BenchError {
         /// What the row needs at this point.
         expected: &'static str,
     },
+    /// The blackboard rows (issue 33) could not run.
+    #[error("the blackboard rows: {what}: {why}")]
+    Blackboard {
+        /// Which implementation and step.
+        what: &'static str,
+        /// Why.
+        why: String,
+    },
 }
 
 impl BenchError {

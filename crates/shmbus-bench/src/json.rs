@@ -10,7 +10,7 @@ use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{idle, mpmc, stall};
+use crate::{blackboard, idle, mpmc, stall};
 
 /// Writes the JSON document to `path`.
 pub fn write(
@@ -19,6 +19,7 @@ pub fn write(
     mpmc: &[mpmc::Row],
     idle: &[idle::Row],
     stall: &[stall::Row],
+    blackboard: Option<&blackboard::Report>,
     settings: &Settings,
     targets: &[Value],
 ) -> Result<(), BenchError> {
@@ -36,6 +37,7 @@ pub fn write(
         "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
         "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
         "stall": if stall.is_empty() { Value::Null } else { stall::json(stall, settings.quick) },
+        "blackboard": blackboard.map_or(Value::Null, |b| blackboard::json(b, settings.quick)),
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the results",
@@ -45,6 +47,48 @@ pub fn write(
         path: path.to_owned(),
         source,
     })
+}
+
+/// The `--blackboard` run's file (schema `shmbus-bench/blackboard-1`):
+/// the machine and the blackboard rows alone.
+pub fn write_blackboard(
+    path: &Path,
+    report: &blackboard::Report,
+    quick: bool,
+    cpus: &[usize],
+) -> Result<(), BenchError> {
+    let uname = rustix::system::uname();
+    let doc = json!({
+        "schema": "shmbus-bench/blackboard-1",
+        "machine": {
+            "cpu": cpu_model(),
+            // SAFETY: sysconf has no preconditions.
+            "cores": unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) },
+            "kernel": format!("{} {}", uname.sysname().to_string_lossy(), uname.release().to_string_lossy()),
+            "arch": std::env::consts::ARCH,
+            "clock": "monotonic (std Instant around each block)",
+            "cpus_pinned": cpus,
+        },
+        "blackboard": blackboard::json(report, quick),
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
+        what: "the blackboard rows",
+        source,
+    })?;
+    std::fs::write(path, text).map_err(|source| BenchError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn cpu_model() -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_owned())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn machine(settings: &Settings) -> Value {

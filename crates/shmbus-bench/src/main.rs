@@ -15,6 +15,7 @@
 //! the outputs (`report`).
 
 mod args;
+mod blackboard;
 mod case;
 mod child;
 mod clock;
@@ -147,6 +148,23 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     } else {
         Vec::new()
     };
+    // The blackboard rows (issue 33): alone with --blackboard, and whenever
+    // shmbus runs; before pinning (the ping-pong pins its own threads).
+    let blackboard_rows = if args.blackboard
+        || (!args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
+    {
+        let report = blackboard::run(args.quick, &cpus)?;
+        blackboard::print(&report);
+        Some(report)
+    } else {
+        None
+    };
+    if args.blackboard {
+        if let (Some(path), Some(report)) = (&args.json, &blackboard_rows) {
+            json::write_blackboard(path, report, args.quick, &cpus)?;
+        }
+        return Ok(());
+    }
     // The stalled lossless subscriber (issue 30): whenever the lossless
     // row runs, before pinning, as the table above.
     let stall_rows =
@@ -185,6 +203,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         &mpmc_rows,
         &idle_rows,
         &stall_rows,
+        blackboard_rows.as_ref(),
         &settings,
         args,
     )

@@ -5,7 +5,7 @@ use crate::args::BenchArgs;
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{idle, json, mpmc, plot, stall, table, targets};
+use crate::{blackboard, idle, json, mpmc, plot, stall, table, targets};
 
 /// Prints the tables and targets, writes JSON and plot as asked. `mpmc`
 /// (the many-publishers table, empty if it did not run), `idle` (the idle
@@ -17,6 +17,7 @@ pub fn emit(
     mpmc: &[mpmc::Row],
     idle: &[idle::Row],
     stall: &[stall::Row],
+    blackboard: Option<&blackboard::Report>,
     settings: &Settings,
     args: &BenchArgs,
 ) -> Result<(), BenchError> {
@@ -24,11 +25,12 @@ pub fn emit(
     let mut targets = targets::targets(results, t);
     targets.extend(targets::idle_targets(idle));
     targets.extend(targets::stall(stall));
+    targets.extend(blackboard.map(blackboard::targets).unwrap_or_default());
     table::print_tables(results, settings);
     table::print_fanout_widths(results, settings);
     targets::print_targets(&targets);
     if let Some(path) = &args.json {
-        json::write(path, results, mpmc, idle, stall, settings, &targets)?;
+        json::write(path, results, mpmc, idle, stall, blackboard, settings, &targets)?;
     }
     if let Some(path) = &args.plot {
         plot::write(results, mpmc, t, path)?;

@@ -61,7 +61,7 @@
 //!   wrong values, or [`GetError::Corrupt`] for a tag no writer stores,
 //!   never hang or crash them.
 
-mod entry;
+pub(crate) mod entry;
 mod error;
 mod field;
 mod reader;

@@ -1,0 +1,418 @@
+//! The blackboard rows (issue 33): the latest value of a key, written by
+//! one thread and read by another, in shmbus's `blackboard` beside
+//! ringfire's `Blackboard` and iceoryx2's blackboard service.
+//!
+//! Each table holds [`KEYS`] keys (u64) of 64-byte values ([`Value`]).
+//! - **write**: one thread puts key `i % KEYS` for i in 0..N, flat out,
+//!   nobody reading; ns per write.
+//! - **read**: one thread gets key `i % KEYS`, nobody writing; ns per read.
+//!   Each figure is the median of [`REPEATS`] blocks.
+//! - **visibility**: two threads pinned to the first two CPUs of `--cpus`
+//!   play ping-pong through two tables (A puts key 0 = n in one, B spins
+//!   on `get(0)` until it reads n, then puts n in the other, A spins on
+//!   that): a round trip over two, the one-way time for an update to be
+//!   seen on the other core. Beside it the **cache-line floor**: the same
+//!   ping-pong through two bare `AtomicU64`s on lines of their own. The
+//!   target is visibility within 1.25x the floor.
+//!
+//! What differs between the three (the page says so): ringfire's key is an
+//! index into its array (no hash, no key compare); shmbus hashes the key
+//! and compares it (any key type); iceoryx2's writer and reader hold an
+//! entry handle per key, made once (its `entry()` lookup is not timed).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::{json, Value as Json};
+use shmbus::blackboard::{BlackboardOptions, GetError, Reader, Writer};
+use shmbus::OpenOptions;
+
+use crate::error::BenchError;
+
+/// Keys in each table.
+pub const KEYS: u64 = 1000;
+
+/// A 64-byte value.
+pub type Value = [u64; 8];
+
+/// Blocks per figure; the median is reported.
+const REPEATS: usize = 5;
+
+/// One implementation's figures, ns.
+pub struct Row {
+    /// Its name in the table.
+    pub name: &'static str,
+    /// ns per write (median block).
+    pub write_ns: f64,
+    /// ns per read (median block).
+    pub read_ns: f64,
+    /// One-way update visibility between two cores, ns (`None`: fewer
+    /// than two CPUs, or not measured for this implementation).
+    pub visible_ns: Option<f64>,
+}
+
+/// Every row, and the floor.
+pub struct Report {
+    /// One per implementation.
+    pub rows: Vec<Row>,
+    /// One-way cache-line floor between the same two cores, ns.
+    pub floor_ns: Option<f64>,
+    /// Operations per block.
+    pub ops: u64,
+    /// Round trips per visibility block.
+    pub trips: u64,
+    /// The CPUs of the ping-pong.
+    pub cpus: Vec<usize>,
+}
+
+fn err(what: &'static str) -> impl Fn(String) -> BenchError {
+    move |why| BenchError::Blackboard { what, why }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// ns per call of `op(i)` over `n` calls, the median of [`REPEATS`] blocks.
+fn per_op(n: u64, mut op: impl FnMut(u64)) -> f64 {
+    median(
+        (0..REPEATS)
+            .map(|_| {
+                let t = Instant::now();
+                for i in 0..n {
+                    op(i);
+                }
+                t.elapsed().as_nanos() as f64 / n as f64
+            })
+            .collect(),
+    )
+}
+
+fn value(n: u64) -> Value {
+    [n; 8]
+}
+
+/// Removes a table's file when dropped.
+struct Gone(String);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn name(what: &str) -> String {
+    format!("/dev/shm/shmbus-bench-bb-{what}-{}", std::process::id())
+}
+
+/// A ping-pong's one-way time: `trips` round trips of `a` (pinned to
+/// `cpus[0]`, sends first) against `b` (pinned to `cpus[1]`), each
+/// `send(n)` then `wait(n)`; ns per one way (round trip / 2).
+fn pingpong<A, B>(cpus: &[usize], trips: u64, a: A, b: B) -> Result<f64, BenchError>
+where
+    A: FnMut(u64, bool) + Send + 'static,
+    B: FnMut(u64, bool) + Send + 'static,
+{
+    // `f(n, true)` sends n, `f(n, false)` waits until n arrives.
+    let (ca, cb) = (cpus[0], cpus[1]);
+    let mut b = b;
+    let other = std::thread::spawn(move || -> Result<(), BenchError> {
+        crate::cpu::pin(cb)?;
+        for n in 1..=trips + trips / 10 {
+            b(n, false);
+            b(n, true);
+        }
+        Ok(())
+    });
+    crate::cpu::pin(ca)?;
+    let mut a = a;
+    let warm = trips / 10;
+    for n in 1..=warm {
+        a(n, true);
+        a(n, false);
+    }
+    let t = Instant::now();
+    for n in warm + 1..=warm + trips {
+        a(n, true);
+        a(n, false);
+    }
+    let ns = t.elapsed().as_nanos() as f64 / trips as f64 / 2.0;
+    other
+        .join()
+        .map_err(|_| err("ping-pong")("the other thread panicked".into()))??;
+    Ok(ns)
+}
+
+/// The cache-line floor: two `AtomicU64`s on lines of their own.
+fn floor(cpus: &[usize], trips: u64) -> Result<f64, BenchError> {
+    #[repr(align(128))]
+    struct Line(AtomicU64);
+    let lines = Arc::new([Line(AtomicU64::new(0)), Line(AtomicU64::new(0))]);
+    let (la, lb) = (lines.clone(), lines);
+    let a = move |n: u64, send: bool| {
+        if send {
+            la[0].0.store(n, Ordering::Release);
+        } else {
+            while la[1].0.load(Ordering::Acquire) != n {
+                std::hint::spin_loop();
+            }
+        }
+    };
+    let b = move |n: u64, send: bool| {
+        if send {
+            lb[1].0.store(n, Ordering::Release);
+        } else {
+            while lb[0].0.load(Ordering::Acquire) != n {
+                std::hint::spin_loop();
+            }
+        }
+    };
+    pingpong(cpus, trips, a, b)
+}
+
+/// shmbus's side of a ping-pong: put into `out`, spin on `get` of `inp`.
+fn shmbus_end(
+    mut out: Writer<u64, Value>,
+    mut inp: Reader<u64, Value>,
+) -> impl FnMut(u64, bool) + Send {
+    move |n, send| {
+        if send {
+            out.put(&0, &value(n)).expect("put");
+        } else {
+            loop {
+                match inp.get(&0) {
+                    Ok(Some(v)) if v.value[0] == n => break,
+                    Ok(_) | Err(GetError::Busy { .. }) => std::hint::spin_loop(),
+                    Err(e) => panic!("get: {e}"),
+                }
+            }
+        }
+    }
+}
+
+fn shmbus_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError> {
+    let e = err("shmbus");
+    let path = name("shmbus");
+    let _gone = Gone(path.clone());
+    let mut writer = Writer::<u64, Value>::create(&path, &BlackboardOptions::new(KEYS))
+        .map_err(|x| e(x.to_string()))?;
+    let mut reader =
+        Reader::<u64, Value>::open(&path, &OpenOptions::default()).map_err(|x| e(x.to_string()))?;
+    let write_ns = per_op(ops, |i| {
+        writer.put(&(i % KEYS), &value(i)).expect("put");
+    });
+    let read_ns = per_op(ops, |i| {
+        black_box(reader.get(&(i % KEYS)).expect("get"));
+    });
+    let visible_ns = if cpus.len() >= 2 {
+        let (ab, ba) = (name("shmbus-ab"), name("shmbus-ba"));
+        let _g = (Gone(ab.clone()), Gone(ba.clone()));
+        let opts = BlackboardOptions::new(1);
+        let w_ab = Writer::<u64, Value>::create(&ab, &opts).map_err(|x| e(x.to_string()))?;
+        let w_ba = Writer::<u64, Value>::create(&ba, &opts).map_err(|x| e(x.to_string()))?;
+        let open = OpenOptions::default();
+        let r_ab = Reader::<u64, Value>::open(&ab, &open).map_err(|x| e(x.to_string()))?;
+        let r_ba = Reader::<u64, Value>::open(&ba, &open).map_err(|x| e(x.to_string()))?;
+        Some(pingpong(
+            cpus,
+            trips,
+            shmbus_end(w_ab, r_ba),
+            shmbus_end(w_ba, r_ab),
+        )?)
+    } else {
+        None
+    };
+    Ok(Row {
+        name: "shmbus",
+        write_ns,
+        read_ns,
+        visible_ns,
+    })
+}
+
+fn ringfire_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError> {
+    use ringfire::{BlackboardConsumer, BlackboardProducer};
+    let e = err("ringfire");
+    let path = name("ringfire");
+    let _gone = Gone(path.clone());
+    let mut producer =
+        BlackboardProducer::<Value>::create(&path, KEYS as usize).map_err(|x| e(x.to_string()))?;
+    let consumer = BlackboardConsumer::<Value>::attach(&path).map_err(|x| e(x.to_string()))?;
+    let write_ns = per_op(ops, |i| {
+        producer.write((i % KEYS) as usize, &value(i)).expect("write");
+    });
+    let read_ns = per_op(ops, |i| {
+        black_box(consumer.read((i % KEYS) as usize).expect("read"));
+    });
+    let visible_ns = if cpus.len() >= 2 {
+        let (ab, ba) = (name("ringfire-ab"), name("ringfire-ba"));
+        let _g = (Gone(ab.clone()), Gone(ba.clone()));
+        let mk = |p: &str| BlackboardProducer::<Value>::create(p, 1).map_err(|x| e(x.to_string()));
+        let (mut p_ab, mut p_ba) = (mk(&ab)?, mk(&ba)?);
+        let at = |p: &str| BlackboardConsumer::<Value>::attach(p).map_err(|x| e(x.to_string()));
+        let (c_ab, c_ba) = (at(&ab)?, at(&ba)?);
+        let wait = |c: &BlackboardConsumer<Value>, n: u64| {
+            while !matches!(c.read(0), Ok(Some(v)) if v[0] == n) {
+                std::hint::spin_loop();
+            }
+        };
+        Some(pingpong(
+            cpus,
+            trips,
+            move |n, send| {
+                if send {
+                    p_ab.write(0, &value(n)).expect("write");
+                } else {
+                    wait(&c_ba, n);
+                }
+            },
+            move |n, send| {
+                if send {
+                    p_ba.write(0, &value(n)).expect("write");
+                } else {
+                    wait(&c_ab, n);
+                }
+            },
+        )?)
+    } else {
+        None
+    };
+    Ok(Row {
+        name: "ringfire",
+        write_ns,
+        read_ns,
+        visible_ns,
+    })
+}
+
+fn iceoryx2_row(ops: u64) -> Result<Row, BenchError> {
+    use iceoryx2::prelude::*;
+    let e = err("iceoryx2");
+    let node = NodeBuilder::new()
+        .create::<ipc::Service>()
+        .map_err(|x| e(x.to_string()))?;
+    let service_name = format!("shmbus-bench/blackboard/{}", std::process::id());
+    let service_name: ServiceName = service_name.as_str().try_into().map_err(|x: iceoryx2::service::service_name::ServiceNameError| e(x.to_string()))?;
+    let mut creator = node.service_builder(&service_name).blackboard_creator::<u64>();
+    for k in 0..KEYS {
+        creator = creator.add::<Value>(k, [0; 8]);
+    }
+    let service = creator.create().map_err(|x| e(format!("{x:?}")))?;
+    let writer = service.writer_builder().create().map_err(|x| e(format!("{x:?}")))?;
+    let reader = service.reader_builder().create().map_err(|x| e(format!("{x:?}")))?;
+    let mut wh = Vec::new();
+    let mut rh = Vec::new();
+    for k in 0..KEYS {
+        wh.push(writer.entry::<Value>(&k).map_err(|x| e(format!("{x:?}")))?);
+        rh.push(reader.entry::<Value>(&k).map_err(|x| e(format!("{x:?}")))?);
+    }
+    let write_ns = per_op(ops, |i| {
+        wh[(i % KEYS) as usize].update_with_copy(value(i));
+    });
+    let read_ns = per_op(ops, |i| {
+        black_box(*rh[(i % KEYS) as usize].get());
+    });
+    Ok(Row {
+        name: "iceoryx2",
+        write_ns,
+        read_ns,
+        visible_ns: None,
+    })
+}
+
+/// Every row (`quick`: fewer operations).
+pub fn run(quick: bool, cpus: &[usize]) -> Result<Report, BenchError> {
+    let ops = if quick { 100_000 } else { 2_000_000 };
+    let trips = if quick { 20_000 } else { 200_000 };
+    let pair: Vec<usize> = cpus.iter().copied().take(2).collect();
+    let rows = vec![
+        shmbus_row(ops, &pair, trips)?,
+        ringfire_row(ops, &pair, trips)?,
+        iceoryx2_row(ops)?,
+    ];
+    let floor_ns = if pair.len() >= 2 {
+        Some(floor(&pair, trips)?)
+    } else {
+        None
+    };
+    // Back to every CPU: the ping-pong pinned this thread.
+    let mut all = rustix::thread::CpuSet::new();
+    for &c in cpus {
+        all.set(c);
+    }
+    let _ = rustix::thread::sched_setaffinity(None, &all);
+    Ok(Report {
+        rows,
+        floor_ns,
+        ops,
+        trips,
+        cpus: pair,
+    })
+}
+
+/// The table on stdout.
+pub fn print(r: &Report) {
+    println!(
+        "\nBlackboard ({KEYS} u64 keys, 64 B values; {} ops per block, median of {REPEATS})",
+        r.ops
+    );
+    println!("{:10} {:>10} {:>10} {:>14}", "", "write ns", "read ns", "visible ns");
+    for row in &r.rows {
+        let vis = row.visible_ns.map_or("-".to_string(), |v| format!("{v:.1}"));
+        println!(
+            "{:10} {:>10.2} {:>10.2} {:>14}",
+            row.name, row.write_ns, row.read_ns, vis
+        );
+    }
+    if let Some(f) = r.floor_ns {
+        println!("{:10} {:>10} {:>10} {:>14.1}", "floor", "-", "-", f);
+    }
+}
+
+/// The targets of issue 33 as met or missed.
+pub fn targets(r: &Report) -> Vec<Json> {
+    let find = |n: &str| r.rows.iter().find(|row| row.name == n);
+    let mut out = Vec::new();
+    if let (Some(s), Some(f), Some(i)) = (find("shmbus"), find("ringfire"), find("iceoryx2")) {
+        let worst = f.read_ns.min(i.read_ns);
+        out.push(json!({
+            "target": "blackboard read of a 64 B value <= ringfire's and iceoryx2's",
+            "value": s.read_ns, "bound": worst, "met": s.read_ns <= worst,
+        }));
+        out.push(json!({
+            "target": "blackboard write of a 64 B value <= ringfire's",
+            "value": s.write_ns, "bound": f.write_ns, "met": s.write_ns <= f.write_ns,
+        }));
+    }
+    if let (Some(s), Some(floor)) = (find("shmbus").and_then(|s| s.visible_ns), r.floor_ns) {
+        out.push(json!({
+            "target": "blackboard update visible on another core within 1.25x the cache-line floor",
+            "value": s / floor, "bound": 1.25, "met": s <= 1.25 * floor,
+        }));
+    }
+    out
+}
+
+/// The rows as JSON.
+pub fn json(r: &Report, quick: bool) -> Json {
+    json!({
+        "keys": KEYS,
+        "value_bytes": 64,
+        "ops_per_block": r.ops,
+        "repeats": REPEATS,
+        "trips": r.trips,
+        "cpus": r.cpus,
+        "quick": quick,
+        "floor_ns": r.floor_ns,
+        "rows": r.rows.iter().map(|row| json!({
+            "name": row.name,
+            "write_ns": row.write_ns,
+            "read_ns": row.read_ns,
+            "visible_ns": row.visible_ns,
+        })).collect::<Vec<_>>(),
+        "targets": targets(r),
+    })
+}
