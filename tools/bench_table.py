@@ -8,6 +8,7 @@ and the README's headline table are made.
     python3 tools/bench_table.py --zero-copy docs/bench-large.json
     python3 tools/bench_table.py docs/bench-async.json > docs/BENCHMARKS-async.md
     python3 tools/bench_table.py --async-headline docs/bench-async.json
+    python3 tools/bench_table.py docs/bench-blackboard.json > docs/BENCHMARKS-blackboard.md
 
 The first prints the whole page: every table of the run, under a header
 that says how it was made and on which machine the JSON was measured. The
@@ -86,9 +87,53 @@ def throughput_cell(r):
     return f"{rate(r['msgs_per_sec'])} ({gbs(r['bytes_per_sec'])}{lost})"
 
 
+def blackboard_page(d, base):
+    """The blackboard rows of a `shmbus-bench --blackboard` run (issue 33)."""
+    page_name = "BENCHMARKS-blackboard.md"
+    command = PAGE_COMMAND.format(json=base, page=page_name)
+    print("# Benchmarks: the blackboard (issue 33)\n")
+    print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
+    quick = " --quick" if d["blackboard"]["quick"] else ""
+    print(f"Every figure of one run of `shmbus-bench --blackboard{quick}`, [{base}]({base}), "
+          f"as tables: generated from it by `{command}` (CI checks that the two agree). "
+          "How each is measured: the doc comment of `crates/shmbus-bench/src/blackboard.rs`.\n")
+    m = d["machine"]
+    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['kernel']}; clock {m['clock']}, "
+          f"ping-pong CPUs {m['cpus_pinned']}.\n")
+    blackboard(d)
+
+
+def blackboard(d):
+    b = d.get("blackboard")
+    if not b or not b.get("rows"):
+        return
+    print()
+    print(f"**Blackboard** ({b['keys']} u64 keys, {b['value_bytes']} B values; ns per "
+          f"operation, the median of {b['repeats']} blocks of {b['ops_per_block']}; one key "
+          f"over and over, then the {b['keys']} keys in turn; visible: one-way time for an "
+          f"update to be read on the other core, ping-pong over {b['trips']} round trips)\n")
+    print("| | write | read | write, 1000 keys | read, 1000 keys | visible |")
+    print("|---|---|---|---|---|---|")
+    for r in b["rows"]:
+        vis = ns(r["visible_ns"]) if r.get("visible_ns") is not None else "-"
+        print(f"| {r['name']} | {r['write_ns']:.2f} ns | {r['read_ns']:.2f} ns | "
+              f"{r['write_1000_keys_ns']:.2f} ns | {r['read_1000_keys_ns']:.2f} ns | {vis} |")
+    if b.get("floor_ns") is not None:
+        print(f"| cache-line floor | | | | | {ns(b['floor_ns'])} |")
+    if b.get("targets"):
+        print()
+        print("| target | value | bound | met |")
+        print("|---|---|---|---|")
+        for t in b["targets"]:
+            print(f"| {t['target']} | {t['value']:.2f} | {t['bound']:.2f} | "
+                  f"{'yes' if t['met'] else 'NO'} |")
+
+
 def page(path):
     d = json.load(open(path))
     base = path.rsplit("/", 1)[-1]
+    if base == "bench-blackboard.json":
+        return blackboard_page(d, base)
     lossless = base == "bench-lossless.json"
     asynch = base == "bench-async.json"
     large = base != "bench.json" and not lossless and not asynch
@@ -119,6 +164,7 @@ def page(path):
     idle(d)
     mpmc(d)
     stall(d)
+    blackboard(d)
 
 
 # The rows of docs/bench-async.json's run (issue 31): the synchronous futex

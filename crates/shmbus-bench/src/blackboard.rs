@@ -3,10 +3,13 @@
 //! ringfire's `Blackboard` and iceoryx2's blackboard service.
 //!
 //! Each table holds [`KEYS`] keys (u64) of 64-byte values ([`Value`]).
-//! - **write**: one thread puts key `i % KEYS` for i in 0..N, flat out,
-//!   nobody reading; ns per write.
-//! - **read**: one thread gets key `i % KEYS`, nobody writing; ns per read.
-//!   Each figure is the median of [`REPEATS`] blocks.
+//! - **write**: one thread puts one key N times, flat out, nobody
+//!   reading; ns per write. **read**: one thread gets one key N times,
+//!   nobody writing; ns per read. The same over **1000 keys** in turn
+//!   (key `i % KEYS`): the table no longer in L1, and, for shmbus, whose
+//!   keys are hashed, no order the prefetcher can follow (ringfire's
+//!   array is walked in order). Each figure is the median of [`REPEATS`]
+//!   blocks.
 //! - **visibility**: two threads pinned to the first two CPUs of `--cpus`
 //!   play ping-pong through two tables (A puts key 0 = n in one, B spins
 //!   on `get(0)` until it reads n, then puts n in the other, A spins on
@@ -44,10 +47,14 @@ const REPEATS: usize = 5;
 pub struct Row {
     /// Its name in the table.
     pub name: &'static str,
-    /// ns per write (median block).
+    /// ns per write, one key over and over (median block).
     pub write_ns: f64,
-    /// ns per read (median block).
+    /// ns per read, one key over and over (median block).
     pub read_ns: f64,
+    /// ns per write, the [`KEYS`] keys in turn (median block).
+    pub spread_write_ns: f64,
+    /// ns per read, the [`KEYS`] keys in turn (median block).
+    pub spread_read_ns: f64,
     /// One-way update visibility between two cores, ns (`None`: fewer
     /// than two CPUs, or not measured for this implementation).
     pub visible_ns: Option<f64>,
@@ -202,9 +209,15 @@ fn shmbus_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError> {
     let mut reader =
         Reader::<u64, Value>::open(&path, &OpenOptions::default()).map_err(|x| e(x.to_string()))?;
     let write_ns = per_op(ops, |i| {
+        writer.put(&7, &value(i)).expect("put");
+    });
+    let read_ns = per_op(ops, |_| {
+        black_box(reader.get(black_box(&7)).expect("get"));
+    });
+    let spread_write_ns = per_op(ops, |i| {
         writer.put(&(i % KEYS), &value(i)).expect("put");
     });
-    let read_ns = per_op(ops, |i| {
+    let spread_read_ns = per_op(ops, |i| {
         black_box(reader.get(&(i % KEYS)).expect("get"));
     });
     let visible_ns = if cpus.len() >= 2 {
@@ -229,6 +242,8 @@ fn shmbus_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError> {
         name: "shmbus",
         write_ns,
         read_ns,
+        spread_write_ns,
+        spread_read_ns,
         visible_ns,
     })
 }
@@ -242,9 +257,15 @@ fn ringfire_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError>
         BlackboardProducer::<Value>::create(&path, KEYS as usize).map_err(|x| e(x.to_string()))?;
     let consumer = BlackboardConsumer::<Value>::attach(&path).map_err(|x| e(x.to_string()))?;
     let write_ns = per_op(ops, |i| {
+        producer.write(7, &value(i)).expect("write");
+    });
+    let read_ns = per_op(ops, |_| {
+        black_box(consumer.read(black_box(7)).expect("read"));
+    });
+    let spread_write_ns = per_op(ops, |i| {
         producer.write((i % KEYS) as usize, &value(i)).expect("write");
     });
-    let read_ns = per_op(ops, |i| {
+    let spread_read_ns = per_op(ops, |i| {
         black_box(consumer.read((i % KEYS) as usize).expect("read"));
     });
     let visible_ns = if cpus.len() >= 2 {
@@ -284,6 +305,8 @@ fn ringfire_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError>
         name: "ringfire",
         write_ns,
         read_ns,
+        spread_write_ns,
+        spread_read_ns,
         visible_ns,
     })
 }
@@ -310,15 +333,23 @@ fn iceoryx2_row(ops: u64) -> Result<Row, BenchError> {
         rh.push(reader.entry::<Value>(&k).map_err(|x| e(format!("{x:?}")))?);
     }
     let write_ns = per_op(ops, |i| {
+        wh[7].update_with_copy(value(i));
+    });
+    let read_ns = per_op(ops, |_| {
+        black_box(*rh[black_box(7)].get());
+    });
+    let spread_write_ns = per_op(ops, |i| {
         wh[(i % KEYS) as usize].update_with_copy(value(i));
     });
-    let read_ns = per_op(ops, |i| {
+    let spread_read_ns = per_op(ops, |i| {
         black_box(*rh[(i % KEYS) as usize].get());
     });
     Ok(Row {
         name: "iceoryx2",
         write_ns,
         read_ns,
+        spread_write_ns,
+        spread_read_ns,
         visible_ns: None,
     })
 }
@@ -359,16 +390,19 @@ pub fn print(r: &Report) {
         "\nBlackboard ({KEYS} u64 keys, 64 B values; {} ops per block, median of {REPEATS})",
         r.ops
     );
-    println!("{:10} {:>10} {:>10} {:>14}", "", "write ns", "read ns", "visible ns");
+    println!(
+        "{:10} {:>10} {:>10} {:>12} {:>12} {:>12}",
+        "", "write ns", "read ns", "write 1000", "read 1000", "visible ns"
+    );
     for row in &r.rows {
         let vis = row.visible_ns.map_or("-".to_string(), |v| format!("{v:.1}"));
         println!(
-            "{:10} {:>10.2} {:>10.2} {:>14}",
-            row.name, row.write_ns, row.read_ns, vis
+            "{:10} {:>10.2} {:>10.2} {:>12.2} {:>12.2} {:>12}",
+            row.name, row.write_ns, row.read_ns, row.spread_write_ns, row.spread_read_ns, vis
         );
     }
     if let Some(f) = r.floor_ns {
-        println!("{:10} {:>10} {:>10} {:>14.1}", "floor", "-", "-", f);
+        println!("{:10} {:>10} {:>10} {:>12} {:>12} {:>12.1}", "floor", "-", "-", "-", "-", f);
     }
 }
 
@@ -411,6 +445,8 @@ pub fn json(r: &Report, quick: bool) -> Json {
             "name": row.name,
             "write_ns": row.write_ns,
             "read_ns": row.read_ns,
+            "write_1000_keys_ns": row.spread_write_ns,
+            "read_1000_keys_ns": row.spread_read_ns,
             "visible_ns": row.visible_ns,
         })).collect::<Vec<_>>(),
         "targets": targets(r),

@@ -138,16 +138,6 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
             });
         }
     }
-    let mpmc_rows = if args.mpmc || (!args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
-    {
-        // Before pinning: the two publisher processes (and threads) must be
-        // free to run on two CPUs.
-        let rows = mpmc::run(args.quick)?;
-        mpmc::print(&rows);
-        rows
-    } else {
-        Vec::new()
-    };
     // The blackboard rows (issue 33): alone with --blackboard, and whenever
     // shmbus runs; before pinning (the ping-pong pins its own threads).
     let blackboard_rows = if args.blackboard
@@ -165,6 +155,16 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         }
         return Ok(());
     }
+    let mpmc_rows = if args.mpmc || (!args.large && !args.blackboard && mechanisms.iter().any(|m| m.name() == "shmbus"))
+    {
+        // Before pinning: the two publisher processes (and threads) must be
+        // free to run on two CPUs.
+        let rows = mpmc::run(args.quick)?;
+        mpmc::print(&rows);
+        rows
+    } else {
+        Vec::new()
+    };
     // The stalled lossless subscriber (issue 30): whenever the lossless
     // row runs, before pinning, as the table above.
     let stall_rows =
