@@ -263,7 +263,9 @@ fn ringfire_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError>
         black_box(consumer.read(black_box(7)).expect("read"));
     });
     let spread_write_ns = per_op(ops, |i| {
-        producer.write((i % KEYS) as usize, &value(i)).expect("write");
+        producer
+            .write((i % KEYS) as usize, &value(i))
+            .expect("write");
     });
     let spread_read_ns = per_op(ops, |i| {
         black_box(consumer.read((i % KEYS) as usize).expect("read"));
@@ -318,14 +320,25 @@ fn iceoryx2_row(ops: u64) -> Result<Row, BenchError> {
         .create::<ipc::Service>()
         .map_err(|x| e(x.to_string()))?;
     let service_name = format!("shmbus-bench/blackboard/{}", std::process::id());
-    let service_name: ServiceName = service_name.as_str().try_into().map_err(|x: iceoryx2::service::service_name::ServiceNameError| e(x.to_string()))?;
-    let mut creator = node.service_builder(&service_name).blackboard_creator::<u64>();
+    let service_name: ServiceName = service_name
+        .as_str()
+        .try_into()
+        .map_err(|x: iceoryx2::service::service_name::ServiceNameError| e(x.to_string()))?;
+    let mut creator = node
+        .service_builder(&service_name)
+        .blackboard_creator::<u64>();
     for k in 0..KEYS {
         creator = creator.add::<Value>(k, [0; 8]);
     }
     let service = creator.create().map_err(|x| e(format!("{x:?}")))?;
-    let writer = service.writer_builder().create().map_err(|x| e(format!("{x:?}")))?;
-    let reader = service.reader_builder().create().map_err(|x| e(format!("{x:?}")))?;
+    let writer = service
+        .writer_builder()
+        .create()
+        .map_err(|x| e(format!("{x:?}")))?;
+    let reader = service
+        .reader_builder()
+        .create()
+        .map_err(|x| e(format!("{x:?}")))?;
     let mut wh = Vec::new();
     let mut rh = Vec::new();
     for k in 0..KEYS {
@@ -395,14 +408,19 @@ pub fn print(r: &Report) {
         "", "write ns", "read ns", "write 1000", "read 1000", "visible ns"
     );
     for row in &r.rows {
-        let vis = row.visible_ns.map_or("-".to_string(), |v| format!("{v:.1}"));
+        let vis = row
+            .visible_ns
+            .map_or("-".to_string(), |v| format!("{v:.1}"));
         println!(
             "{:10} {:>10.2} {:>10.2} {:>12.2} {:>12.2} {:>12}",
             row.name, row.write_ns, row.read_ns, row.spread_write_ns, row.spread_read_ns, vis
         );
     }
     if let Some(f) = r.floor_ns {
-        println!("{:10} {:>10} {:>10} {:>12} {:>12} {:>12.1}", "floor", "-", "-", "-", "-", f);
+        println!(
+            "{:10} {:>10} {:>10} {:>12} {:>12} {:>12.1}",
+            "floor", "-", "-", "-", "-", f
+        );
     }
 }
 

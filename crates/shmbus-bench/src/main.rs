@@ -155,7 +155,8 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         }
         return Ok(());
     }
-    let mpmc_rows = if args.mpmc || (!args.large && !args.blackboard && mechanisms.iter().any(|m| m.name() == "shmbus"))
+    let mpmc_rows = if args.mpmc
+        || (!args.large && !args.blackboard && mechanisms.iter().any(|m| m.name() == "shmbus"))
     {
         // Before pinning: the two publisher processes (and threads) must be
         // free to run on two CPUs.

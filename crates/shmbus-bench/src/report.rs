@@ -30,7 +30,9 @@ pub fn emit(
     table::print_fanout_widths(results, settings);
     targets::print_targets(&targets);
     if let Some(path) = &args.json {
-        json::write(path, results, mpmc, idle, stall, blackboard, settings, &targets)?;
+        json::write(
+            path, results, mpmc, idle, stall, blackboard, settings, &targets,
+        )?;
     }
     if let Some(path) = &args.plot {
         plot::write(results, mpmc, t, path)?;

@@ -20,7 +20,10 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{blackboard, bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
+use cmd::{
+    blackboard, bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many,
+    top,
+};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.

@@ -40,9 +40,8 @@ fn put_then_get_prints_the_latest_value_and_a_removed_key_is_gone() {
     shmbus(&["put", bb.name(), "MSFT"]).assert_success();
     shmbus(&["get", bb.name(), "MSFT"]).assert_error(1, "no key \"MSFT\"");
     // The library reads what the tool wrote.
-    let mut reader =
-        shmbus::blackboard::Reader::<[u8], [u8]>::open(bb.name(), &Default::default())
-            .expect("open");
+    let mut reader = shmbus::blackboard::Reader::<[u8], [u8]>::open(bb.name(), &Default::default())
+        .expect("open");
     let got = reader.get(b"AAPL\0\0\0\0").expect("get").expect("present");
     assert_eq!(&got.value[..12], b"101.5 101.80");
     bb.finish();
@@ -67,7 +66,8 @@ fn stat_and_ls_show_keys_used_capacity_and_updates() {
     let text = shmbus(&["stat", bb.name()]);
     text.assert_success();
     assert!(
-        text.stdout().contains("keys:           2 of 100 (256 entries)"),
+        text.stdout()
+            .contains("keys:           2 of 100 (256 entries)"),
         "{}",
         text.stdout()
     );
@@ -88,15 +88,36 @@ fn stat_and_ls_show_keys_used_capacity_and_updates() {
 #[test]
 fn bad_blackboard_input_is_one_line_and_exit_2() {
     let bb = BusName::new("C-cli-bbbad");
-    shmbus(&["create", bb.name(), "--kind", "blackboard", "--keys", "4"])
-        .assert_error(2, "needs --keys <N>, --key-size <BYTES> and --value-size <BYTES>");
+    shmbus(&["create", bb.name(), "--kind", "blackboard", "--keys", "4"]).assert_error(
+        2,
+        "needs --keys <N>, --key-size <BYTES> and --value-size <BYTES>",
+    );
     shmbus(&[
-        "create", bb.name(), "--kind", "blackboard", "--keys", "4", "--key-size", "8",
-        "--value-size", "8", "--journal", "/tmp/x",
+        "create",
+        bb.name(),
+        "--kind",
+        "blackboard",
+        "--keys",
+        "4",
+        "--key-size",
+        "8",
+        "--value-size",
+        "8",
+        "--journal",
+        "/tmp/x",
     ])
     .assert_error(2, "--journal does not apply to a blackboard");
-    shmbus(&["create", bb.name(), "--slots", "8", "--msg-size", "8", "--keys", "4"])
-        .assert_error(2, "cannot be used with");
+    shmbus(&[
+        "create",
+        bb.name(),
+        "--slots",
+        "8",
+        "--msg-size",
+        "8",
+        "--keys",
+        "4",
+    ])
+    .assert_error(2, "cannot be used with");
     create(bb.name());
     shmbus(&["put", bb.name(), "a", "12345678901234567"])
         .assert_error(2, "is 17 bytes, the table's values are 16");

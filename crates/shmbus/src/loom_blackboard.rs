@@ -36,7 +36,11 @@ fn attempt(t: &Table<Arc<HeapRegion>>) {
     if let Attempt::Stable(version) = try_read(t.stamp(0), t.body(0), &mut buf) {
         let word = |i: usize| u64::from_ne_bytes(buf[8 * i..8 * i + 8].try_into().unwrap());
         match version {
-            0 => assert_eq!([word(0), word(1), word(2), word(3)], [0; 4], "never written"),
+            0 => assert_eq!(
+                [word(0), word(1), word(2), word(3)],
+                [0; 4],
+                "never written"
+            ),
             1 => assert_eq!([word(0), word(1), word(2), word(3)], [tag::LIVE, 7, 1, 1]),
             2 => assert_eq!([word(0), word(1), word(2), word(3)], [tag::LIVE, 7, 2, 2]),
             v => panic!("version {v} was never written"),

@@ -37,12 +37,13 @@ fn check(key: u64, v: &Value) -> bool {
 #[test]
 fn a_put_is_read_back_by_key_in_another_handle_and_a_removal_is_seen() {
     let name = BusName::new("C-bb-basic");
-    let mut writer = Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(100))
-        .expect("create");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(100)).expect("create");
     for k in 0..100 {
         writer.put(&k, &value(k, 1)).expect("put");
     }
-    let mut reader = Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
+    let mut reader =
+        Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
     assert_eq!((reader.keys(), reader.capacity()), (100, 100));
     for k in 0..100 {
         let got = reader.get(&k).expect("get").expect("present");
@@ -52,7 +53,10 @@ fn a_put_is_read_back_by_key_in_another_handle_and_a_removal_is_seen() {
     let seen = reader.version();
     writer.put(&5, &value(5, 2)).expect("update");
     assert_eq!(writer.remove(&6).expect("remove"), Some(seen + 2));
-    assert_eq!(reader.get(&5).expect("get").map(|e| e.value), Some(value(5, 2)));
+    assert_eq!(
+        reader.get(&5).expect("get").map(|e| e.value),
+        Some(value(5, 2))
+    );
     assert_eq!(reader.get(&6).expect("get"), None);
     let changed: Vec<_> = reader
         .changed_since(seen)
@@ -64,14 +68,16 @@ fn a_put_is_read_back_by_key_in_another_handle_and_a_removal_is_seen() {
     assert_eq!(reader.entries().count(), 99);
     // A removed key's entry is reused by the next new key that probes it.
     writer.put(&6, &value(6, 3)).expect("put again");
-    assert_eq!(reader.get(&6).expect("get").map(|e| e.value), Some(value(6, 3)));
+    assert_eq!(
+        reader.get(&6).expect("get").map(|e| e.value),
+        Some(value(6, 3))
+    );
     name.finish();
 }
 
 #[test]
 fn a_full_table_refuses_a_new_key_and_still_takes_updates_and_removals() {
-    let mut writer =
-        Writer::<u32, u64, _>::on_heap(&BlackboardOptions::new(3)).expect("on_heap");
+    let mut writer = Writer::<u32, u64, _>::on_heap(&BlackboardOptions::new(3)).expect("on_heap");
     for k in 0..3 {
         writer.put(&k, &u64::from(k)).expect("room");
     }
@@ -79,18 +85,24 @@ fn a_full_table_refuses_a_new_key_and_still_takes_updates_and_removals() {
     writer.put(&1, &10).expect("an update needs no room");
     writer.remove(&0).expect("remove");
     writer.put(&3, &3).expect("a removal makes room");
-    assert_eq!(writer.reader().get(&3).expect("get").map(|e| e.value), Some(3));
+    assert_eq!(
+        writer.reader().get(&3).expect("get").map(|e| e.value),
+        Some(3)
+    );
 }
 
 #[test]
 fn openers_of_another_key_type_value_type_or_kind_are_refused() {
     let name = BusName::new("C-bb-types");
-    let _writer = Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(4))
-        .expect("create");
+    let _writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(4)).expect("create");
     let opts = OpenOptions::default();
     match Reader::<u32, Value>::open(name.name(), &opts) {
         Err(OpenError::TypeMismatch { found, expected }) => {
-            assert_eq!((found.name.as_str(), expected.name.as_str()), ("u64", "u32"))
+            assert_eq!(
+                (found.name.as_str(), expected.name.as_str()),
+                ("u64", "u32")
+            )
         }
         other => panic!("a u32 key reader: expected TypeMismatch, got {other:?}"),
     }
@@ -153,11 +165,11 @@ fn as_child_write_then_stop_mid_write() {
 }
 
 #[test]
-fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_next_writer_removes(
-) {
+fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_next_writer_removes()
+{
     let name = BusName::new("C-bb-killed");
-    let mut writer = Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(16))
-        .expect("create");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(16)).expect("create");
     for k in 0..16 {
         writer.put(&k, &value(k, 1)).expect("put");
     }
@@ -168,7 +180,8 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
         &[("SHMBUS_BUS", name.name().to_owned())],
     );
     child.wait_ready();
-    let mut reader = Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
+    let mut reader =
+        Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
     // While the writer lives the entry is busy, not stuck.
     assert!(
         matches!(reader.get(&7), Err(GetError::Busy { .. })),
@@ -192,7 +205,10 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
     assert_eq!((next.repaired(), next.keys()), (1, 15));
     assert_eq!(reader.get(&7).expect("repaired"), None);
     next.put(&7, &value(7, 3)).expect("put again");
-    assert_eq!(reader.get(&7).expect("get").map(|e| e.value), Some(value(7, 3)));
+    assert_eq!(
+        reader.get(&7).expect("get").map(|e| e.value),
+        Some(value(7, 3))
+    );
     name.finish();
 }
 
@@ -200,8 +216,8 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
 fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
     let name = BusName::new("C-bb-hostile");
     let keys = 32;
-    let mut writer = Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys))
-        .expect("create");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys)).expect("create");
     for k in 0..keys {
         writer.put(&k, &value(k, 1)).expect("put");
     }
@@ -217,7 +233,11 @@ fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
         let words = if round % 2 == 0 { table / 8 } else { 16 };
         for i in 0..words {
             let r = splitmix(round << 32 | i);
-            let at = if round % 2 == 0 { i * 8 } else { r % (table / 8) * 8 };
+            let at = if round % 2 == 0 {
+                i * 8
+            } else {
+                r % (table / 8) * 8
+            };
             let word = match r % 5 {
                 0 => r | 1,
                 1 => r % 4,
@@ -260,8 +280,8 @@ fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
 fn one_writer_round_robin_over_1000_keys_and_four_readers_read_no_torn_value() {
     let name = BusName::new("C-bb-torn");
     let keys = 1000u64;
-    let mut writer = Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys))
-        .expect("create");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys)).expect("create");
     for k in 0..keys {
         writer.put(&k, &value(k, 0)).expect("put");
     }
@@ -270,8 +290,8 @@ fn one_writer_round_robin_over_1000_keys_and_four_readers_read_no_torn_value() {
     let readers: Vec<_> = (0..4u64)
         .map(|t| {
             let stop = stop.clone();
-            let mut reader = Reader::<u64, Value>::open(name.name(), &OpenOptions::default())
-                .expect("open");
+            let mut reader =
+                Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
             std::thread::spawn(move || {
                 let (mut reads, mut torn, mut busy, mut stale) = (0u64, 0u64, 0u64, 0u64);
                 let mut last = vec![0u64; keys as usize];
@@ -330,15 +350,19 @@ fn a_reader_waiting_on_a_key_or_on_the_table_wakes_when_it_is_written() {
     let mut any = writer.reader();
     let mut one = writer.reader();
     let since = any.version();
-    let waiter_any = std::thread::spawn(move || any.wait_changed(since, Wait::For(Duration::from_secs(20))));
-    let waiter_one = std::thread::spawn(move || {
-        one.wait_key(&2, since, Wait::For(Duration::from_secs(20)))
-    });
+    let waiter_any =
+        std::thread::spawn(move || any.wait_changed(since, Wait::For(Duration::from_secs(20))));
+    let waiter_one =
+        std::thread::spawn(move || one.wait_key(&2, since, Wait::For(Duration::from_secs(20))));
     // Key 1 changes first: the key-2 waiter must sleep on through it.
     writer.put(&1, &11).expect("put");
     writer.put(&2, &20).expect("put");
     assert!(waiter_any.join().expect("join").is_some_and(|v| v > since));
-    let got = waiter_one.join().expect("join").expect("get").expect("woken");
+    let got = waiter_one
+        .join()
+        .expect("join")
+        .expect("get")
+        .expect("woken");
     assert_eq!((got.value, got.version), (Some(20), since + 2));
 }
 
@@ -362,7 +386,9 @@ impl shmbus::journal::Keyed for Update {
 
 #[test]
 fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never_joins() {
-    use shmbus::journal::{BoardFeed, FeedError, JoinOptions, JournalOptions, JournalPublisher, State};
+    use shmbus::journal::{
+        BoardFeed, FeedError, JoinOptions, JournalOptions, JournalPublisher, State,
+    };
     let dir = common::ShmDir::new("C-bb-feed");
     let bus = dir.bus("bus");
     let board = dir.bus("board");
@@ -374,7 +400,9 @@ fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never
     .expect("journaled bus");
     // Before the feed starts: in the journal only.
     for n in 0..50 {
-        publisher.publish(&Update { key: n % 10, n }).expect("publish");
+        publisher
+            .publish(&Update { key: n % 10, n })
+            .expect("publish");
     }
     let writer = Writer::<u64, Update>::create(&board, &BlackboardOptions::new(10)).expect("board");
     let state = State::<Update>::join(&bus, &JoinOptions::default()).expect("join");
@@ -382,16 +410,22 @@ fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never
     // Live, from the ring, with more keys than fit at the end.
     let mut last = 0;
     for n in 50..100 {
-        last = publisher.publish(&Update { key: n % 10, n }).expect("publish");
+        last = publisher
+            .publish(&Update { key: n % 10, n })
+            .expect("publish");
     }
-    assert!(feed.wait_for(last, Wait::For(Duration::from_secs(10))).expect("fold"));
+    assert!(feed
+        .wait_for(last, Wait::For(Duration::from_secs(10)))
+        .expect("fold"));
     let mut reader = Reader::<u64, Update>::open(&board, &OpenOptions::default()).expect("open");
     for k in 0..10 {
         let got = reader.get(&k).expect("get").expect("present");
         assert_eq!(got.value, Update { key: k, n: 90 + k });
     }
     assert_eq!(reader.keys(), 10);
-    let extra = publisher.publish(&Update { key: 10, n: 100 }).expect("publish");
+    let extra = publisher
+        .publish(&Update { key: 10, n: 100 })
+        .expect("publish");
     match feed.wait_for(extra, Wait::For(Duration::from_secs(10))) {
         Err(FeedError::Board(PutError::Full { keys: 10 })) => {}
         other => panic!("an eleventh key in a table of ten: expected Full, got {other:?}"),

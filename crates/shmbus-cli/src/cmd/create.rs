@@ -378,7 +378,10 @@ fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
     let refused = [
         (args.slots.is_some() || args.capacity.is_some(), "--slots"),
         (args.bytes.is_some(), "--bytes"),
-        (args.msg_size.is_some(), "--msg-size (a blackboard's is --value-size)"),
+        (
+            args.msg_size.is_some(),
+            "--msg-size (a blackboard's is --value-size)",
+        ),
         (args.pool.is_some(), "--pool"),
         (args.journal.is_some(), "--journal"),
         (args.publishers == PublisherCount::Many, "--publishers many"),

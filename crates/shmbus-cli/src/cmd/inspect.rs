@@ -393,15 +393,30 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
     let mid_write = match (bb.mid_write, s.publisher_alive) {
         (0, _) => "0".to_string(),
         (n, true) => format!("{n} (being written)"),
-        (n, false) => format!("{n} STUCK: left mid-write by a writer that died; attach a writer to repair"),
+        (n, false) => {
+            format!("{n} STUCK: left mid-write by a writer that died; attach a writer to repair")
+        }
     };
     let rows: [(&str, String); 11] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
-        ("keys", format!("{} of {} ({} entries)", bb.keys, bb.capacity, bb.entries)),
-        ("key type", format!("{} ({} bytes)", escaped(&bb.key_type.name), bb.key_type.size)),
-        ("value type", format!("{} ({} bytes)", escaped(&h.msg.name), h.msg.size)),
+        (
+            "keys",
+            format!("{} of {} ({} entries)", bb.keys, bb.capacity, bb.entries),
+        ),
+        (
+            "key type",
+            format!(
+                "{} ({} bytes)",
+                escaped(&bb.key_type.name),
+                bb.key_type.size
+            ),
+        ),
+        (
+            "value type",
+            format!("{} ({} bytes)", escaped(&h.msg.name), h.msg.size),
+        ),
         ("updates", bb.updates.to_string()),
         ("mid-write", mid_write),
         ("writer", role_text(s.publisher_pid, s.publisher_alive)),

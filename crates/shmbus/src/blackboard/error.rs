@@ -42,7 +42,9 @@ pub enum GetError {
     },
     /// The entry's tag is none of a writer's three (empty, live,
     /// removed): the file was written by something else.
-    #[error("entry {entry} has tag {tag}, expected 0 (empty), 1 (live) or 2 (removed): a corrupt table")]
+    #[error(
+        "entry {entry} has tag {tag}, expected 0 (empty), 1 (live) or 2 (removed): a corrupt table"
+    )]
     Corrupt {
         /// The entry (its index in the table).
         entry: u64,

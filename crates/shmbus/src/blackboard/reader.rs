@@ -75,7 +75,7 @@ pub struct Reader<K: ?Sized + Field, V: ?Sized + Field, R: Region = DefaultRegio
     /// An entry's tag, key and value, copied.
     buf: Vec<u8>,
     strategy: WaitStrategy,
-    _types: PhantomData<(fn(&K), fn(&V))>,
+    _types: PhantomData<fn(&K, &V)>,
 }
 
 impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> std::fmt::Debug for Reader<K, V, R> {

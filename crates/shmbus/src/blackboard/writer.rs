@@ -59,7 +59,7 @@ pub struct Writer<K: ?Sized + Field, V: ?Sized + Field, R: Region = DefaultRegio
     strategy: WaitStrategy,
     /// Entries a dead writer left mid-write, removed when we attached.
     repaired: u64,
-    _types: PhantomData<(fn(&K), fn(&V))>,
+    _types: PhantomData<fn(&K, &V)>,
 }
 
 impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> std::fmt::Debug for Writer<K, V, R> {
@@ -81,7 +81,8 @@ pub(crate) fn header<K: ?Sized + Field, V: ?Sized + Field>(
         GeometryError::RawNeedsMsgSize => GeometryError::RawNeedsSizes,
         e => e,
     };
-    let key: TypeFingerprint = K::fingerprint(opts.key_size, opts.key_type.as_ref()).map_err(raw)?;
+    let key: TypeFingerprint =
+        K::fingerprint(opts.key_size, opts.key_type.as_ref()).map_err(raw)?;
     let value: TypeFingerprint =
         V::fingerprint(opts.value_size, opts.value_type.as_ref()).map_err(raw)?;
     let geo = BlackboardGeometry::new(opts.keys, key.size, value.size)?;

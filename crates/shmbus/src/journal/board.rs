@@ -109,10 +109,9 @@ impl<T: ?Sized + KeyedPayload + Field, R: Region> BoardFeed<T, R> {
     pub fn poll(&mut self) -> Result<usize, FeedError> {
         let board = &mut self.board;
         let mut refused = None;
-        let n = self.state.poll_each(
-            || true,
-            |key, bytes| put(board, &mut refused, key, bytes),
-        )?;
+        let n = self
+            .state
+            .poll_each(|| true, |key, bytes| put(board, &mut refused, key, bytes))?;
         refused.map_or(Ok(n), |e| Err(FeedError::Board(e)))
     }
 

@@ -121,8 +121,8 @@ mod writer;
 pub use board::BoardFeed;
 pub use compaction::side_files;
 pub use error::{
-    AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError, JournalOpenError,
-    SeekError, SnapshotError,
+    AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError,
+    JournalOpenError, SeekError, SnapshotError,
 };
 #[doc(hidden)] // reached through `internals`
 pub use keyed::raw_key;

@@ -17,8 +17,8 @@ mod proc;
 mod scan;
 
 pub use bus::{
-    BlackboardStat,
-    monotonic_ns, stat, BusStat, Contract, PoolHolder, PoolStat, StreamStat, SubscriberStat,
+    monotonic_ns, stat, BlackboardStat, BusStat, Contract, PoolHolder, PoolStat, StreamStat,
+    SubscriberStat,
 };
 pub use clean::{clean, CleanError, Cleaned};
 pub use list::{list, Listing};

@@ -98,8 +98,7 @@ impl BlackboardGeometry {
                 max: MAX_KEYS,
             });
         }
-        if !(1..=MAX_KEY_SIZE).contains(&key_size) || !(1..=MAX_VALUE_SIZE).contains(&value_size)
-        {
+        if !(1..=MAX_KEY_SIZE).contains(&key_size) || !(1..=MAX_VALUE_SIZE).contains(&value_size) {
             return Err(GeometryError::EntrySize {
                 key_size,
                 value_size,
