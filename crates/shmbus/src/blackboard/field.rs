@@ -20,9 +20,21 @@ pub trait Field: Payload {
     /// What a read gives back: `T`, or `Vec<u8>`.
     type Owned;
     /// The bytes written to (or compared with) the table.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::Field;
+    /// assert_eq!(b"ab"[..].as_bytes(), b"ab");
+    /// ```
     fn as_bytes(&self) -> &[u8];
     /// A value read from the table's bytes (exactly the table's size for
     /// this field; any bytes are a valid `T`, as `T` is plain data).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::Field;
+    /// assert_eq!(<u32 as Field>::from_bytes(&5u32.to_ne_bytes()), 5);
+    /// ```
     fn from_bytes(bytes: &[u8]) -> Self::Owned;
 }
 

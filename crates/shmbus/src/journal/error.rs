@@ -527,7 +527,7 @@ pub enum SeekError {
 #[non_exhaustive]
 pub enum FeedError {
     /// Folding failed: a rejoin after lost updates could not be made (the
-    /// errors of [`State::join`]).
+    /// errors of [`State::join`](super::State::join)).
     #[error(transparent)]
     Join(#[from] JoinError),
     /// The blackboard refused a key: it is full (more keys on the bus
