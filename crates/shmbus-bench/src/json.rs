@@ -12,17 +12,32 @@ use crate::figures::Figures;
 use crate::settings::Settings;
 use crate::{blackboard, idle, mpmc, stall};
 
+/// The sections of a run beside its cases' results.
+pub struct Sections<'a> {
+    /// The many-publishers table.
+    pub mpmc: &'a [mpmc::Row],
+    /// The idle async subscribers.
+    pub idle: &'a [idle::Row],
+    /// The stalled lossless subscriber.
+    pub stall: &'a [stall::Row],
+    /// The blackboard rows.
+    pub blackboard: Option<&'a blackboard::Report>,
+}
+
 /// Writes the JSON document to `path`.
 pub fn write(
     path: &Path,
     results: &[Figures],
-    mpmc: &[mpmc::Row],
-    idle: &[idle::Row],
-    stall: &[stall::Row],
-    blackboard: Option<&blackboard::Report>,
+    sections: &Sections<'_>,
     settings: &Settings,
     targets: &[Value],
 ) -> Result<(), BenchError> {
+    let Sections {
+        mpmc,
+        idle,
+        stall,
+        blackboard,
+    } = *sections;
     let t = settings.ticks_per_ns;
     let doc = json!({
         "schema": "shmbus-bench/1",

@@ -30,9 +30,13 @@ pub fn emit(
     table::print_fanout_widths(results, settings);
     targets::print_targets(&targets);
     if let Some(path) = &args.json {
-        json::write(
-            path, results, mpmc, idle, stall, blackboard, settings, &targets,
-        )?;
+        let sections = json::Sections {
+            mpmc,
+            idle,
+            stall,
+            blackboard,
+        };
+        json::write(path, results, &sections, settings, &targets)?;
     }
     if let Some(path) = &args.plot {
         plot::write(results, mpmc, t, path)?;
