@@ -313,17 +313,52 @@ fn ringfire_row(ops: u64, cpus: &[usize], trips: u64) -> Result<Row, BenchError>
     })
 }
 
+/// A private iceoryx2 domain (file prefix in /dev/shm, root directory):
+/// nodes remove their own files, but a domain keeps a global management
+/// segment and its directories, removed here when dropped (as the
+/// pub-sub rows do, `mech/iceoryx2_pubsub.rs`).
+struct Iox2Domain {
+    prefix: String,
+    root: String,
+}
+
+impl Drop for Iox2Domain {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+        if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+            for e in dir.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&self.prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
 fn iceoryx2_row(ops: u64) -> Result<Row, BenchError> {
-    use iceoryx2::prelude::*;
+    use iceoryx2::prelude::{
+        ipc, Config, FileName, NodeBuilder, Path, SemanticString, ServiceName, SignalHandlingMode,
+    };
     let e = err("iceoryx2");
+    let token = format!("shmbus-bench-bb-{}", std::process::id());
+    // Declared first, so dropped last: after the node and its services.
+    let domain = Iox2Domain {
+        prefix: format!("{token}-iox2_"),
+        root: format!("/tmp/{token}-iceoryx2"),
+    };
+    let mut config = Config::default();
+    config.global.prefix =
+        FileName::new(domain.prefix.as_bytes()).map_err(|x| e(format!("{x:?}")))?;
+    config
+        .global
+        .set_root_path(&Path::new(domain.root.as_bytes()).map_err(|x| e(format!("{x:?}")))?);
     let node = NodeBuilder::new()
+        .config(&config)
+        .signal_handling_mode(SignalHandlingMode::Disabled)
         .create::<ipc::Service>()
-        .map_err(|x| e(x.to_string()))?;
-    let service_name = format!("shmbus-bench/blackboard/{}", std::process::id());
-    let service_name: ServiceName = service_name
-        .as_str()
-        .try_into()
-        .map_err(|x: iceoryx2::service::service_name::ServiceNameError| e(x.to_string()))?;
+        .map_err(|x| e(format!("{x:?}")))?;
+    let service_name =
+        ServiceName::new(&format!("{token}/blackboard")).map_err(|x| e(format!("{x:?}")))?;
     let mut creator = node
         .service_builder(&service_name)
         .blackboard_creator::<u64>();
