@@ -14,18 +14,23 @@ mod bridge_status;
 mod cmd;
 mod error;
 mod out;
+mod version;
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use cmd::{bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
+use cmd::{
+    bridge, clean, create, demo, generate, inspect, publish, record, subscribe, subscribe_many, top,
+};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
+// The version is set at run time (`cli_command`): it names the formats'
+// versions, constants of the core that `concat!` cannot read.
 #[derive(Parser, Debug)]
-#[command(name = "shmbus", version, propagate_version = true)]
+#[command(name = "shmbus", propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -71,10 +76,21 @@ enum Command {
     /// One process of the demo (run by `demo` itself).
     #[command(hide = true)]
     DemoChild(demo::ChildArgs),
+    /// Man pages and shell completions, for installing the tool.
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
+}
+
+/// The whole tool's clap command, with `--version`'s line.
+fn cli_command() -> clap::Command {
+    Cli::command().version(version::line())
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let parsed = cli_command()
+        .try_get_matches()
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
     };
@@ -102,6 +118,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoChild(args) => demo::run_child(args),
+        Command::Generate(args) => generate::run(args, cli_command()),
     }
 }
 
@@ -142,7 +159,6 @@ fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
 
 /// The subcommand the user typed, if the first argument names one.
 fn typed_subcommand() -> Option<String> {
-    use clap::CommandFactory;
     let arg = std::env::args().nth(1)?;
     Cli::command().find_subcommand(&arg).map(|_| arg)
 }
@@ -153,8 +169,7 @@ mod tests {
 
     #[test]
     fn clap_definitions_are_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        cli_command().debug_assert();
     }
 
     #[test]
