@@ -2,8 +2,11 @@
 # with a PATH that has no cargo, rustc or rustup (the directories that hold
 # them dropped), and first proves it, so that whatever the command installs
 # or runs cannot build Rust: a wheel installed this way is one a user
-# without Rust can install. CARGO=true: examples/c's Makefile then links the
-# library built earlier instead of asking cargo.
+# without Rust can install (a build would fail: `pip install ./python`
+# there stops at maturin's attempt to fetch Rust into a temporary HOME).
+# PIP_ONLY_BINARY=:all:: nothing from an index is built from source there
+# either. CARGO=true: examples/c's Makefile then links the library built earlier
+# instead of asking cargo.
 no_rust_path() {
     local dir path="" dirs
     IFS=: read -ra dirs <<< "$PATH"
@@ -30,5 +33,5 @@ no_rust() { # COMMAND [ARGS]
         echo "no_rust.sh: cargo or rustc is still on PATH (above)" >&2
         return 1
     fi
-    env PATH="$path" CARGO=true "$@"
+    env PATH="$path" PIP_ONLY_BINARY=:all: CARGO=true "$@"
 }
