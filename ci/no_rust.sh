@@ -2,8 +2,9 @@
 # with a PATH that has no cargo, rustc or rustup (the directories that hold
 # them dropped), and first proves it, so that whatever the command installs
 # or runs cannot build Rust: a wheel installed this way is one a user
-# without Rust can install (a build would fail: `pip install ./python`
-# there stops at maturin's attempt to fetch Rust into a temporary HOME).
+# without Rust can install. (Installing a wheel builds nothing; a build
+# there, `pip install ./python`, finds no cargo, and maturin then tries to
+# download a toolchain, which the quick start's fresh HOME stops.)
 # PIP_ONLY_BINARY=:all:: nothing from an index is built from source there
 # either. CARGO=true: examples/c's Makefile then links the library built earlier
 # instead of asking cargo.
