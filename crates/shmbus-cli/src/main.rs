@@ -86,11 +86,19 @@ fn cli_command() -> clap::Command {
     Cli::command().version(version::line())
 }
 
+/// `Cli::try_parse_from`, with `cli_command`'s version (clap's derived
+/// parse would build the command without it).
+fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = cli_command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
+}
+
 fn main() -> ExitCode {
-    let parsed = cli_command()
-        .try_get_matches()
-        .and_then(|matches| Cli::from_arg_matches(&matches));
-    let cli = match parsed {
+    let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
     };
@@ -160,7 +168,7 @@ fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
 /// The subcommand the user typed, if the first argument names one.
 fn typed_subcommand() -> Option<String> {
     let arg = std::env::args().nth(1)?;
-    Cli::command().find_subcommand(&arg).map(|_| arg)
+    cli_command().find_subcommand(&arg).map(|_| arg)
 }
 
 #[cfg(test)]
@@ -174,7 +182,7 @@ mod tests {
 
     #[test]
     fn clap_errors_become_one_line() {
-        let err = Cli::try_parse_from(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
+        let err = parse(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
         let line = one_line(&err.to_string(), Some("create"));
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("--slots <N>"), "{line}");
