@@ -36,6 +36,21 @@ if [ "$publish" = 1 ]; then
     cargo publish --dry-run -p shmbus -p shmbus-zenoh -p shmbus-cli -p shmbus-ffi > "$work/publish" 2>&1 ||
         { cat "$work/publish" >&2; fail "cargo publish --dry-run failed (above)"; }
     grep -E '^ *(Packaged|Verifying|Finished|warning|error)' "$work/publish" || true
+    # A warning is a missing field (description, license, repository...).
+    warned=$(grep '^warning' "$work/publish" | grep -v 'aborting upload due to dry run' || true)
+    [ -z "$warned" ] || fail "cargo publish --dry-run warns: $warned"
+    # What crates.io and docs.rs show beside the code: each package's
+    # README and both license texts (symlinks here, files in the package),
+    # and the FFI crate's header.
+    for crate in shmbus shmbus-zenoh shmbus-cli shmbus-ffi; do
+        files=$(cargo package --list --quiet -p "$crate")
+        extra=""
+        [ "$crate" != shmbus-ffi ] || extra=include/shmbus.h
+        for f in README.md LICENSE-MIT LICENSE-APACHE $extra; do
+            grep -qx "$f" <<< "$files" || fail "the $crate package has no $f"
+        done
+    done
+    echo "each package has its README.md, LICENSE-MIT and LICENSE-APACHE"
 fi
 
 . ci/tool.sh
