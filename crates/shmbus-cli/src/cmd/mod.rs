@@ -10,6 +10,7 @@ pub mod bridge;
 pub mod clean;
 pub mod create;
 pub mod demo;
+pub mod generate;
 pub mod inspect;
 pub mod publish;
 pub mod record;
