@@ -357,3 +357,6 @@ pub struct GapRecord {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_files;
