@@ -176,10 +176,12 @@ impl Capture {
         let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
         let cap = |n: u64| u32::try_from(n.min(MAX_MESSAGE as u64)).unwrap_or(u32::MAX);
         let (source, spec) = if h.kind == Kind::Stream {
-            let consumer = Consumer::<[u8]>::attach(name, &OpenOptions::default())
-                .map_err(|source| CaptureError::Attach {
-                    name: name.to_owned(),
-                    source,
+            let consumer =
+                Consumer::<[u8]>::attach(name, &OpenOptions::default()).map_err(|source| {
+                    CaptureError::Attach {
+                        name: name.to_owned(),
+                        source,
+                    }
                 })?;
             let spec = BusSpec::new(name, RecordedKind::Stream, cap(h.capacity))
                 .slots(h.capacity)
@@ -286,7 +288,8 @@ impl Capture {
                         self.scratch.extend_from_slice(&record);
                         // Written (to the buffer) before it is released: a
                         // failed write leaves it in the stream.
-                        self.out.message(bus, *seq, mono, wall_ns(), &self.scratch)?;
+                        self.out
+                            .message(bus, *seq, mono, wall_ns(), &self.scratch)?;
                         record.release();
                         *seq += 1;
                         Some(Ok(self.scratch.len()))

@@ -248,7 +248,9 @@ pub enum ReadError {
         found: u32,
     },
     /// A bus record whose names' lengths do not add up to its body.
-    #[error("record at offset {offset}: names of {found} bytes in a bus record, which holds {expected}")]
+    #[error(
+        "record at offset {offset}: names of {found} bytes in a bus record, which holds {expected}"
+    )]
     NameLength {
         /// The record's offset.
         offset: u64,

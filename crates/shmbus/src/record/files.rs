@@ -287,7 +287,11 @@ impl FileRecorder {
     }
 }
 
-fn open_part(path: &Path, part: u32, id: u64) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
+fn open_part(
+    path: &Path,
+    part: u32,
+    id: u64,
+) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
     let create = |p: &Path| File::options().write(true).create_new(true).open(p);
     let file = create(path)?;
     let mut index_file = create(&index_path(path))?;
@@ -451,10 +455,16 @@ impl RecordingFiles {
     /// # Errors
     /// [`ReadError::Io`] if a part cannot be read again.
     pub fn seek_seq(&mut self, bus: u32, seq: u64) -> Result<(), ReadError> {
-        self.seek(Target::Seq(bus, seq), |p| p.bus == bus && p.seq_below <= seq)
+        self.seek(Target::Seq(bus, seq), |p| {
+            p.bus == bus && p.seq_below <= seq
+        })
     }
 
-    fn seek(&mut self, target: Target, before: impl Fn(&Position) -> bool) -> Result<(), ReadError> {
+    fn seek(
+        &mut self,
+        target: Target,
+        before: impl Fn(&Position) -> bool,
+    ) -> Result<(), ReadError> {
         self.target = target;
         self.pending = None;
         self.done = false;

@@ -69,7 +69,10 @@ impl IndexWriter {
 
     /// Before a message or gap at `offset`: positions, if due.
     pub fn before_record(&mut self, offset: u64) {
-        if self.last.is_some_and(|l| offset.saturating_sub(l) < self.every) {
+        if self
+            .last
+            .is_some_and(|l| offset.saturating_sub(l) < self.every)
+        {
             return;
         }
         self.last = Some(offset);

@@ -120,7 +120,10 @@ fn a_file_that_is_not_a_recording_is_refused_naming_its_magic() {
                 expected: 2,
             },
         ) => {
-            assert_eq!(e.to_string(), "recording version 9, this build reads 1 to 2");
+            assert_eq!(
+                e.to_string(),
+                "recording version 9, this build reads 1 to 2"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -226,7 +229,11 @@ fn sample_all_kinds() -> Vec<u8> {
         )
         .unwrap();
     let pool = r
-        .add_bus_spec(&BusSpec::new("pool", RecordedKind::Pool, 128).slots(16).blocks(32))
+        .add_bus_spec(
+            &BusSpec::new("pool", RecordedKind::Pool, 128)
+                .slots(16)
+                .blocks(32),
+        )
         .unwrap();
     let stream = r
         .add_bus_spec(&BusSpec::new("stream", RecordedKind::Stream, 4096).slots(4096))
@@ -239,7 +246,8 @@ fn sample_all_kinds() -> Vec<u8> {
     r.message(pool, 0, 12, 22, b"").unwrap();
     r.message(pool, 1, 13, 23, &[7; 128]).unwrap();
     r.message(pool, 2, 14, 24, b"a pool block").unwrap();
-    r.message(stream, 0, 15, 25, b"a record of any length").unwrap();
+    r.message(stream, 0, 15, 25, b"a record of any length")
+        .unwrap();
     r.message(journaled, 9, 16, 26, b"abcd").unwrap();
     r.gap(many, 4, 2).unwrap();
     r.into_inner()
@@ -264,7 +272,10 @@ fn every_kind_its_geometry_and_type_read_back_as_written() {
     let Record::Bus(pool) = &records[2] else {
         panic!()
     };
-    assert_eq!((pool.kind, pool.msg_size, pool.blocks), (RecordedKind::Pool, 128, 32));
+    assert_eq!(
+        (pool.kind, pool.msg_size, pool.blocks),
+        (RecordedKind::Pool, 128, 32)
+    );
     let payloads: Vec<Vec<u8>> = records
         .iter()
         .filter_map(|r| match r {
@@ -276,7 +287,14 @@ fn every_kind_its_geometry_and_type_read_back_as_written() {
     assert_eq!(payloads[3], vec![7; 128]);
     assert_eq!(payloads[4], b"a pool block");
     assert_eq!(payloads[5], b"a record of any length");
-    assert!(matches!(records[12], Record::Gap(GapRecord { bus: 1, first: 4, count: 2 })));
+    assert!(matches!(
+        records[12],
+        Record::Gap(GapRecord {
+            bus: 1,
+            first: 4,
+            count: 2
+        })
+    ));
 }
 
 #[test]
@@ -286,7 +304,17 @@ fn a_pool_message_longer_than_its_block_is_refused_writing_and_reading() {
         .add_bus_spec(&BusSpec::new("pool", RecordedKind::Pool, 4))
         .unwrap();
     let e = r.message(pool, 0, 0, 0, b"12345").unwrap_err();
-    assert!(matches!(e, WriteError::PayloadSize { found: 5, expected: 4, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            WriteError::PayloadSize {
+                found: 5,
+                expected: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
     // Forged: a whole, checked record one byte too long.
     let mut bytes = r.into_inner();
     let at = bytes.len() as u64;
@@ -295,7 +323,11 @@ fn a_pool_message_longer_than_its_block_is_refused_writing_and_reading() {
     format::frame(&mut bytes, format::TYPE_MESSAGE, &body, &[]);
     let got: Vec<_> = Recording::new(&bytes[..]).unwrap().collect();
     match &got[1] {
-        Err(ReadError::BodyLength { offset, found: 37, expected: 36 }) => assert_eq!(*offset, at),
+        Err(ReadError::BodyLength {
+            offset,
+            found: 37,
+            expected: 36,
+        }) => assert_eq!(*offset, at),
         other => panic!("{other:?}"),
     }
 }
@@ -341,7 +373,9 @@ fn version_1_file() -> Vec<u8> {
 #[test]
 fn a_version_1_file_still_reads_and_its_rules_still_hold() {
     let records = read_all(&version_1_file()).unwrap();
-    assert!(matches!(&records[0], Record::Bus(b) if b.name == "old" && b.msg_type.is_none() && b.msg_size == 2));
+    assert!(
+        matches!(&records[0], Record::Bus(b) if b.name == "old" && b.msg_type.is_none() && b.msg_size == 2)
+    );
     assert!(matches!(&records[1], Record::Message(m) if m.seq == 4 && m.payload == b"hi"));
     // A kind of version 2 in a version 1 file is unknown there.
     let mut b = version_1_file();
@@ -352,7 +386,16 @@ fn a_version_1_file_still_reads_and_its_rules_still_hold() {
     }
     format::frame(&mut b, format::TYPE_BUS, &bus, &[]);
     let got: Vec<_> = Recording::new(&b[..]).unwrap().collect();
-    assert!(matches!(got[..], [Err(ReadError::UnknownKind { offset: 16, found: 3 })]), "{got:?}");
+    assert!(
+        matches!(
+            got[..],
+            [Err(ReadError::UnknownKind {
+                offset: 16,
+                found: 3
+            })]
+        ),
+        "{got:?}"
+    );
 }
 
 #[test]

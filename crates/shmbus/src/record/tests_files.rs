@@ -35,7 +35,9 @@ fn messages() -> u64 {
 /// on bus 0 every 50th; small index steps and parts of 8 KiB.
 fn write(path: &Path, rotation: Rotation) -> Vec<Record> {
     let mut rec = FileRecorder::create_with(path, rotation, 512).unwrap();
-    let a = rec.add_bus(&BusSpec::new("a", RecordedKind::Bus, 8)).unwrap();
+    let a = rec
+        .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8))
+        .unwrap();
     let b = rec
         .add_bus(&BusSpec::new("b", RecordedKind::Stream, 64))
         .unwrap();
@@ -43,7 +45,8 @@ fn write(path: &Path, rotation: Rotation) -> Vec<Record> {
     for i in 0..messages() {
         let t = (i + 1) * 1000;
         if i % 3 == 2 {
-            rec.message(b, seq_b, t, t, &vec![b'x'; (i % 64) as usize]).unwrap();
+            rec.message(b, seq_b, t, t, &vec![b'x'; (i % 64) as usize])
+                .unwrap();
             seq_b += 1;
         } else if i % 50 == 49 {
             rec.gap(a, seq_a, 3).unwrap();
@@ -80,7 +83,9 @@ fn first_after_seek(path: &Path, time: Option<u64>, seq: Option<(u32, u64)>) -> 
         (_, Some((bus, s))) => files.seek_seq(bus, s).unwrap(),
         _ => unreachable!(),
     }
-    files.find(|r| !matches!(r, Ok(Record::Bus(_)))).map(Result::unwrap)
+    files
+        .find(|r| !matches!(r, Ok(Record::Bus(_))))
+        .map(Result::unwrap)
 }
 
 fn check_every_target(path: &Path, all: &[Record]) {
@@ -88,7 +93,11 @@ fn check_every_target(path: &Path, all: &[Record]) {
     let step = if cfg!(miri) { 17 } else { 7 };
     for t in (0..(n + 2) * 1000).step_by(step * 1000 / 3) {
         let t = t as u64;
-        assert_eq!(first_after_seek(path, Some(t), None), scan_answer(all, Some(t), None), "time {t}");
+        assert_eq!(
+            first_after_seek(path, Some(t), None),
+            scan_answer(all, Some(t), None),
+            "time {t}"
+        );
     }
     for bus in 0..2 {
         for s in (0..n + 5).step_by(step) {
@@ -126,7 +135,9 @@ fn a_rotated_recording_is_parts_named_predictably_each_whole_and_read_as_one() {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert!(matches!(&alone[..2], [Record::Bus(a), Record::Bus(b)] if a.name == "a" && b.name == "b"));
+        assert!(
+            matches!(&alone[..2], [Record::Bus(a), Record::Bus(b)] if a.name == "a" && b.name == "b")
+        );
     }
     assert!(!part_path(&path, parts).exists());
     let buses = all.iter().filter(|r| matches!(r, Record::Bus(_))).count();
@@ -141,7 +152,11 @@ fn a_part_of_another_recording_is_refused_naming_it() {
     write(&y, Rotation::default().bytes(8 << 10));
     std::fs::rename(part_path(&y, 1), part_path(&x, 1)).unwrap();
     match RecordingFiles::open(&x) {
-        Err(OpenRecordingError::PartMismatch { found: 1, expected: 1, .. }) => {}
+        Err(OpenRecordingError::PartMismatch {
+            found: 1,
+            expected: 1,
+            ..
+        }) => {}
         other => panic!("{other:?}"),
     }
 }
@@ -183,7 +198,10 @@ fn a_seek_uses_the_index_and_does_not_read_from_the_start() {
     let mut files = RecordingFiles::open(&path).unwrap();
     files.seek_time(late).unwrap();
     let err = files.find(|r| r.is_err());
-    assert!(matches!(err, Some(Err(ReadError::Checksum { .. }))), "{err:?}");
+    assert!(
+        matches!(err, Some(Err(ReadError::Checksum { .. }))),
+        "{err:?}"
+    );
 }
 
 #[test]
