@@ -116,9 +116,10 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     for name in &args.names {
         shmbus::stat::stat(name)?;
     }
-    let mut rotation = Rotation::default();
-    rotation.max_bytes = args.rotate_size;
-    rotation.max_time = args.rotate_secs;
+    let rotation = Rotation {
+        max_bytes: args.rotate_size,
+        max_time: args.rotate_secs,
+    };
     let recorder = FileRecorder::create(&args.out, rotation).map_err(|e| failed(&e))?;
     let mut capture = Capture::new(recorder);
     for name in &args.names {

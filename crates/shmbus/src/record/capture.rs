@@ -145,7 +145,16 @@ impl Capture {
     /// A capture writing to `out`, with no bus yet.
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-cpn-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// assert_eq!(capture.stats().messages, 0);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn new(out: FileRecorder) -> Self {
         Self {
             out,
@@ -160,7 +169,20 @@ impl Capture {
     /// its id.
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpa-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// assert_eq!(capture.add(&name, false)?, 0);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CaptureError::Open`] if the bus cannot be opened or subscribed to
@@ -230,7 +252,23 @@ impl Capture {
     /// the records written (0: idle).
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpp-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!(capture.stats().messages, 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`CaptureError::Write`] if the recording cannot be written, and the
@@ -331,7 +369,23 @@ impl Capture {
     /// What has been written so far.
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cps-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!((capture.stats().messages, capture.stats().bytes), (1, 8));
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn stats(&self) -> CaptureStats {
         self.stats
     }
@@ -339,7 +393,24 @@ impl Capture {
     /// Flushes the recording and its index (see [`FileRecorder::flush`]).
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpf-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// capture.flush()?;
+    /// assert_eq!(capture.into_inner().parts(), 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`WriteError::Io`] if a write fails.
@@ -350,7 +421,21 @@ impl Capture {
     /// The recorder, given back.
     ///
     /// # Examples
-    /// See [`Capture`].
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpi-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// let recorder: FileRecorder = capture.into_inner();
+    /// assert_eq!(recorder.parts(), 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn into_inner(self) -> FileRecorder {
         self.out
     }

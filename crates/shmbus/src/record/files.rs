@@ -107,6 +107,7 @@ impl Rotation {
 ///
 /// let mut files = RecordingFiles::open(&path)?;
 /// files.seek_seq(bus, 700)?;
+/// assert!(matches!(files.next(), Some(Ok(Record::Bus(_))))); // the buses first
 /// assert!(matches!(files.next(), Some(Ok(Record::Message(m))) if m.seq == 700));
 /// std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -133,7 +134,18 @@ impl FileRecorder {
     /// headers.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// assert_eq!(rec.parts(), 1);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`WriteError::Io`] if a file exists or cannot be made.
@@ -165,7 +177,18 @@ impl FileRecorder {
     /// declares it again with the same id.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-fra-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// assert_eq!(bus, 0);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Recorder::add_bus_spec`].
@@ -181,7 +204,18 @@ impl FileRecorder {
     /// new part if the rotation says so.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frm-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// rec.message(bus, 0, 1_000, 2_000, &7u64.to_le_bytes())?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Recorder::message`].
@@ -205,7 +239,18 @@ impl FileRecorder {
     /// the size rotation says so.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frg-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// rec.gap(bus, 0, 5)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Recorder::gap`].
@@ -220,7 +265,20 @@ impl FileRecorder {
     /// Writes what is buffered to the recording, then the index entries.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frf-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// rec.message(bus, 0, 1_000, 2_000, &7u64.to_le_bytes())?;
+    /// rec.flush()?;
+    /// assert!(std::fs::metadata(dir.join("r.rec.idx"))?.len() > 32); // the index too
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`WriteError::Io`] if a write fails.
@@ -236,7 +294,18 @@ impl FileRecorder {
     /// How many parts have been started (1 without rotation).
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frp-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// assert_eq!(rec.parts(), 1);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parts(&self) -> u32 {
         self.part + 1
     }
@@ -244,7 +313,18 @@ impl FileRecorder {
     /// The bytes of the current part so far.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frb-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// assert_eq!(rec.part_bytes(), 32 + 80); // the header, the bus record
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn part_bytes(&self) -> u64 {
         self.rec.offset()
     }
@@ -321,7 +401,29 @@ enum Target {
 /// different answer). A version 1 file reads as one part without index.
 ///
 /// # Examples
-/// See [`FileRecorder`].
+/// ```
+/// use shmbus::record::{BusSpec, FileRecorder, Record, RecordedKind, RecordingFiles, Rotation};
+///
+/// let dir = std::env::temp_dir().join(format!("shmbus-doc-rf-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("r.rec");
+/// let mut rec = FileRecorder::create(&path, Rotation::default().bytes(4096))?;
+/// let a = rec.add_bus(&BusSpec::new("a", RecordedKind::Bus, 8))?;
+/// let b = rec.add_bus(&BusSpec::new("b", RecordedKind::Stream, 64))?;
+/// for i in 0..200u64 {
+///     rec.message(a, i, i * 1_000, 0, &i.to_le_bytes())?;
+///     rec.message(b, i, i * 1_000 + 1, 0, b"any length")?;
+/// }
+/// rec.flush()?;
+/// // Bus b's messages received from 150 µs on, across the parts.
+/// let late: Vec<Record> = RecordingFiles::open(&path)?
+///     .only_bus(b)
+///     .between(Some(150_000), None)
+///     .collect::<Result<_, _>>()?;
+/// assert_eq!(late.len(), 2 + 50); // the two bus records, 50 messages
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct RecordingFiles {
     paths: Vec<PathBuf>,
@@ -348,7 +450,22 @@ impl RecordingFiles {
     /// follows the one before.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rfo-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// assert_eq!(RecordingFiles::open(&path)?.count(), 4); // the bus, 3 messages
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// As [`Recording::new`] for any part (a cut or damaged header), and
@@ -404,7 +521,22 @@ impl RecordingFiles {
     /// The parts' files, in order.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rfp-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// assert_eq!(RecordingFiles::open(&path)?.parts(), [path.clone()]);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn parts(&self) -> &[PathBuf] {
         &self.paths
     }
@@ -413,7 +545,22 @@ impl RecordingFiles {
     /// the others' still come, once each).
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rfb-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// assert_eq!(RecordingFiles::open(&path)?.only_bus(1).count(), 1); // bus 0's record only
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn only_bus(mut self, bus: u32) -> Self {
         self.only_bus = Some(bus);
         self
@@ -423,7 +570,23 @@ impl RecordingFiles {
     /// inclusive, and the gaps among them.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rfw-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// let n = RecordingFiles::open(&path)?.between(Some(2_000), Some(3_000)).count();
+    /// assert_eq!(n, 3); // the bus record, messages 1 and 2
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn between(mut self, from: Option<u64>, to: Option<u64>) -> Self {
         self.from = from;
         self.to = to;
@@ -437,7 +600,25 @@ impl RecordingFiles {
     /// reading; without a usable index this reads from the first part.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rft-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// let mut files = RecordingFiles::open(&path)?;
+    /// files.seek_time(1_500)?;
+    /// let next: Vec<_> = files.collect::<Result<_, _>>()?;
+    /// assert!(matches!(&next[1], shmbus::record::Record::Message(m) if m.seq == 1));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`ReadError::Io`] if a part cannot be read again.
@@ -450,7 +631,25 @@ impl RecordingFiles {
     /// [`seek_time`](Self::seek_time) does.
     ///
     /// # Examples
-    /// See [`FileRecorder`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, RecordingFiles, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-rfs-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8))?;
+    /// for i in 0..3u64 {
+    ///     rec.message(bus, i, 1_000 * (i + 1), 0, &i.to_le_bytes())?;
+    /// }
+    /// rec.flush()?;
+    /// let mut files = RecordingFiles::open(&path)?;
+    /// files.seek_seq(bus, 2)?;
+    /// let next: Vec<_> = files.collect::<Result<_, _>>()?;
+    /// assert!(matches!(&next[1], shmbus::record::Record::Message(m) if m.seq == 2));
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`ReadError::Io`] if a part cannot be read again.

@@ -269,7 +269,7 @@ impl<W: Write> Recorder<W> {
     ///
     /// let mut recorder = shmbus::record::Recorder::new(BufWriter::new(Vec::new()))?;
     /// recorder.flush()?;
-    /// assert_eq!(recorder.into_inner().get_ref().len(), 16);
+    /// assert_eq!(recorder.into_inner().get_ref().len(), 32);
     /// # Ok::<(), shmbus::record::WriteError>(())
     /// ```
     ///

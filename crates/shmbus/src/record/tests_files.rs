@@ -92,7 +92,6 @@ fn check_every_target(path: &Path, all: &[Record]) {
     let n = messages();
     let step = if cfg!(miri) { 17 } else { 7 };
     for t in (0..(n + 2) * 1000).step_by(step * 1000 / 3) {
-        let t = t as u64;
         assert_eq!(
             first_after_seek(path, Some(t), None),
             scan_answer(all, Some(t), None),
