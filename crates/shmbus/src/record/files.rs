@@ -157,8 +157,7 @@ impl FileRecorder {
     /// (tests).
     #[doc(hidden)]
     pub fn create_with(path: &Path, rotation: Rotation, every: u64) -> Result<Self, WriteError> {
-        let probe = Recorder::new(Vec::new())?;
-        let id = u64::from_le_bytes(probe.into_inner()[16..24].try_into().unwrap_or([0; 8]));
+        let id = super::recorder::new_recording_id();
         let (rec, index_file) = open_part(path, 0, id)?;
         Ok(Self {
             base: path.to_path_buf(),

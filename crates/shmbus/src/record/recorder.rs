@@ -315,7 +315,7 @@ impl<W: Write> Recorder<W> {
 /// An id that tells this recording's parts and index from another's: the
 /// clocks and the pid mixed (unique enough for a stale-index check, which
 /// also checks each record it is pointed at).
-fn new_recording_id() -> u64 {
+pub(crate) fn new_recording_id() -> u64 {
     let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
