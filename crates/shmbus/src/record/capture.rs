@@ -8,6 +8,7 @@ use super::files::FileRecorder;
 use super::format::MAX_MESSAGE;
 use super::{BusSpec, RecordedKind};
 use crate::pool::{PoolRecvError, PoolSubscriber};
+use crate::select::{Select, Selectable};
 use crate::stream::{Consumer, PopError};
 use crate::wire::flags;
 use crate::{AttachError, Kind, OpenError, OpenOptions, Received, Start, Subscriber, Wait};
@@ -139,6 +140,8 @@ pub struct Capture {
     stats: CaptureStats,
     /// Where a stream's record is copied out before it is released.
     scratch: Vec<u8>,
+    /// The one sleep over every source while all are idle.
+    select: Select,
 }
 
 impl Capture {
@@ -161,6 +164,7 @@ impl Capture {
             sources: Vec::new(),
             stats: CaptureStats::default(),
             scratch: Vec::new(),
+            select: Select::new(),
         }
     }
 
@@ -248,8 +252,9 @@ impl Capture {
 
     /// Writes what has arrived on each bus: with one bus, waits up to
     /// `wait` for its next message; with several, takes what each has now
-    /// and, if none had anything, waits up to `wait` on the first. Returns
-    /// the records written (0: idle).
+    /// and, if none had anything, sleeps up to `wait` until any has
+    /// something (one `futex_waitv` over all, `shmbus::select`) and takes
+    /// that. Returns the records written (0: idle).
     ///
     /// # Examples
     /// ```
@@ -281,7 +286,21 @@ impl Capture {
             written += self.take(i, w)?;
         }
         if written == 0 && several {
-            written += self.take(0, wait)?;
+            let ready = {
+                let members: Vec<&dyn Selectable> = self
+                    .sources
+                    .iter()
+                    .map(|(source, ..)| match source {
+                        Source::Bus(s) => s as &dyn Selectable,
+                        Source::Pool(s) => s as &dyn Selectable,
+                        Source::Stream(c, _) => c as &dyn Selectable,
+                    })
+                    .collect();
+                self.select.ready(&members, wait)
+            };
+            if let Some(i) = ready {
+                written += self.take(i, Wait::Never)?;
+            }
         }
         Ok(written)
     }
