@@ -27,6 +27,7 @@ it is usable, by reading from the start where it is not.
 crates/shmbus-cli/tests/record.rs compares its output with the Rust
 reader's.
 """
+import mmap
 import os
 import struct
 import sys
@@ -81,9 +82,9 @@ def frames(data, off):
         padded = length + (-length % 8)
         if off + 16 + padded > len(data):
             return
-        body = data[off + 8 : off + 8 + length]
+        body = bytes(data[off + 8 : off + 8 + length])
         (stored,) = struct.unpack_from("<Q", data, off + 8 + padded)
-        pad = data[off + 8 + length : off + 8 + padded]
+        pad = bytes(data[off + 8 + length : off + 8 + padded])
         if stored != check(ty | (length << 32), body) or pad.strip(b"\0"):
             raise Damaged(f"record at offset {off}: check")
         yield off, ty, body
@@ -130,7 +131,8 @@ def parse(version, off, ty, body, buses):
 def read_index(path, part, rid):
     """([(bus, offset)], [(offset, mono_below, bus, seq_below)]) or None."""
     try:
-        data = open(path + ".idx", "rb").read()
+        with open(path + ".idx", "rb") as f:
+            data = f.read()
     except OSError:
         return None
     h = header(data, INDEX_MAGIC)
@@ -155,7 +157,10 @@ def read_index(path, part, rid):
 class Part:
     def __init__(self, path):
         self.path = path
-        self.data = open(path, "rb").read()
+        # Mapped, not read: a seek touches only the pages it reads.
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         self.head = header(self.data, MAGIC)
 
 
@@ -208,6 +213,10 @@ def read_all(base, target=None):
         part = Part(path)
         if part.head is None:
             raise SystemExit(f"{path}: not a shmbus recording")
+        if not parts and part.head[1] != 0:
+            # A later part given by its own name: read alone.
+            parts.append(part)
+            break
         if part.head[1] != len(parts) or (parts and part.head[2] != parts[0].head[2]):
             raise SystemExit(f"{path}: part {part.head[1]} of another recording")
         parts.append(part)

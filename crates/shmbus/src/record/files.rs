@@ -446,7 +446,8 @@ pub struct RecordingFiles {
 
 impl RecordingFiles {
     /// Opens `base` and every part after it, checking each part's header
-    /// follows the one before.
+    /// follows the one before. A later part (`base.2`) given as `base` is
+    /// read alone, as the recording it is on its own.
     ///
     /// # Examples
     /// ```
@@ -482,6 +483,13 @@ impl RecordingFiles {
             };
             let rec = Recording::new(BufReader::new(file))?;
             let (found, id) = rec.part();
+            // A later part opened by its own name: read alone (its
+            // followers would be named after the first part).
+            if part == 0 && found != 0 {
+                headers.push((rec.version(), found, id));
+                paths.push(path);
+                break;
+            }
             let first_id = headers.first().map_or(id, |h: &(u32, u32, u64)| h.2);
             if found != part || id != first_id || (part > 0 && rec.version() == 1) {
                 return Err(OpenRecordingError::PartMismatch {

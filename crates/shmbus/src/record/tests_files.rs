@@ -139,6 +139,18 @@ fn a_rotated_recording_is_parts_named_predictably_each_whole_and_read_as_one() {
         );
     }
     assert!(!part_path(&path, parts).exists());
+    // A later part opened by its own name reads alone, seeks included.
+    let second = part_path(&path, parts - 1);
+    let alone: Vec<Record> = Recording::new(std::fs::File::open(&second).unwrap())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let files: Vec<Record> = RecordingFiles::open(&second)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(files, alone);
+    check_every_target(&second, &alone);
     let buses = all.iter().filter(|r| matches!(r, Record::Bus(_))).count();
     assert_eq!(buses, 2, "each bus once when read as one");
 }
