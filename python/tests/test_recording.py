@@ -132,3 +132,15 @@ def test_a_damaged_or_foreign_file_raises_recording_error(tmp_path, recorded):
         list(shmbus.Recording(bad))
     with pytest.raises(OSError):
         shmbus.Recording(tmp_path / "missing.rec")
+
+
+def test_to_numpy_without_numpy_says_to_install_it(recorded, monkeypatch):
+    import sys
+
+    from shmbus import _support
+
+    path, _ = recorded
+    monkeypatch.setattr(_support, "_numpy", None)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` fails
+    with pytest.raises(ImportError, match="pip install numpy"):
+        shmbus.Recording(path).to_numpy(0)
