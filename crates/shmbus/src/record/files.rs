@@ -366,6 +366,14 @@ impl FileRecorder {
     }
 }
 
+/// Dropped, it flushes what it can (the recording, then the index), as a
+/// `BufWriter` would; call [`FileRecorder::flush`] to see an error.
+impl Drop for FileRecorder {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
 fn open_part(
     path: &Path,
     part: u32,

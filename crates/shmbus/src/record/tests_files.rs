@@ -288,6 +288,35 @@ fn a_recording_cut_by_a_crash_seeks_within_what_is_left() {
 }
 
 #[test]
+fn a_dropped_file_recorder_leaves_its_recording_and_index_whole() {
+    let dir = TempDir::new("drop");
+    let path = dir.0.join("r.rec");
+    let mut rec = FileRecorder::create_with(&path, Rotation::default(), 64).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8))
+        .unwrap();
+    for i in 0..100u64 {
+        rec.message(bus, i, i, i, &i.to_le_bytes()).unwrap();
+    }
+    drop(rec);
+    let all = RecordingFiles::open(&path).unwrap().count();
+    assert_eq!(all, 101);
+    let idx = index::read(
+        &index_of(&path),
+        0,
+        Recording::new(std::fs::File::open(&path).unwrap())
+            .unwrap()
+            .part()
+            .1,
+    );
+    let n = idx.map(|i| (i.buses.len(), i.positions.len()));
+    assert!(
+        n.is_some_and(|(_, p)| p > 10),
+        "the index written on drop: {n:?}"
+    );
+}
+
+#[test]
 fn filters_by_bus_and_time_keep_only_those() {
     let dir = TempDir::new("filter");
     let path = dir.0.join("r.rec");
