@@ -54,8 +54,9 @@ enum Command {
     /// each subscriber holds (q quits); --json or --prometheus print one
     /// sample.
     Top(top::TopArgs),
-    /// Record every message of a plain bus, with its sequence and receive
-    /// time, to a file (lags as gaps) until SIGINT or SIGTERM.
+    /// Record every message of buses of any kind, with its sequence and
+    /// receive time, to a file (lags as gaps) until SIGINT or SIGTERM;
+    /// --lossless, --rotate-size, --rotate-secs.
     Record(record::RecordArgs),
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.

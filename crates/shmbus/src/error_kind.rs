@@ -12,7 +12,7 @@ use crate::{
         JournalOpenError,
     },
     pool::{LoanError, PoolRecvError},
-    record::{AddBusError, OpenRecordingError, ReadError, WriteError},
+    record::{AddBusError, CaptureError, OpenRecordingError, ReadError, WriteError},
 };
 
 /// What kind of failure an error is, whichever operation's enum it came
@@ -987,6 +987,29 @@ impl ReadError {
         match self {
             ReadError::Io(_) => ErrorKind::Other,
             _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl CaptureError {
+    /// The kind of the error it wraps.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::{CaptureError, WriteError}};
+    ///
+    /// let e = CaptureError::Write(WriteError::EmptyGap { bus: 0 });
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CaptureError::Open { source, .. } => source.kind(),
+            CaptureError::Attach { source, .. } => source.kind(),
+            CaptureError::AddBus { source, .. } => source.kind(),
+            CaptureError::Write(e) => e.kind(),
+            CaptureError::Pool { source, .. } => source.kind(),
+            CaptureError::Stream { source, .. } => source.kind(),
         }
     }
 }

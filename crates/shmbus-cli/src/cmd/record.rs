@@ -1,25 +1,29 @@
-//! `shmbus record NAME --out FILE` and `shmbus replay FILE --to NAME`:
-//! what crossed a bus, with its timing, in a file (docs/RECORDING.md),
-//! and back onto a bus at the recorded pace. Phase 1: one plain bus.
+//! `shmbus record NAME... --out FILE` and `shmbus replay FILE --to NAME`:
+//! what crossed buses, with its timing, in a file (docs/RECORDING.md),
+//! and back onto a bus at the recorded pace.
 //!
-//! The recorder is a lossy subscriber: it never slows the publisher, and
+//! The recorder (`shmbus::record::Capture`) records buses of every kind
+//! into one recording: plain, many-publisher, pool (the block's bytes),
+//! journaled, and streams (it takes the stream's one consumer). It is a
+//! lossy subscriber unless `--lossless`: it never slows the publisher, and
 //! each lag it is told of becomes a gap record, so the file says exactly
-//! what it missed. SIGINT or SIGTERM stops it with the file whole (the
-//! buffer flushed); it also flushes whenever the bus is idle for a moment.
+//! what it missed. SIGINT or SIGTERM stops it with the file and its index
+//! whole (the buffers flushed); it also flushes whenever its buses are
+//! idle for a moment, and at least every second. `--rotate-size` and
+//! `--rotate-secs` start a new part (`FILE.1`, `FILE.2`, ...).
 //! A replay publishes each message at its recorded offset from the first
 //! (divided by `--speed`, or at once with `max`), and each gap as
 //! `Publisher::skip`, so its subscribers are told the same lags.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmbus::record::{OpenRecordingError, Record, RecordedKind, Recorder, Recording};
-use shmbus::wire::flags;
-use shmbus::{
-    BusOptions, CreateError, Kind, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+use shmbus::record::{
+    Capture, CaptureError, FileRecorder, OpenRecordingError, Record, Recording, Rotation,
 };
+use shmbus::{BusOptions, CreateError, OpenOptions, Publisher, Wait};
 
 use crate::cmd::signals;
 use crate::error::CliError;
@@ -27,11 +31,43 @@ use crate::error::CliError;
 /// Arguments of `shmbus record`.
 #[derive(clap::Args, Debug)]
 pub struct RecordArgs {
-    /// The bus to record (a plain bus; a bare name lives in /dev/shm).
-    pub name: String,
-    /// The recording to write; it must not exist.
+    /// The buses to record, of any kind (a bare name lives in /dev/shm).
+    #[arg(required = true, value_name = "NAME")]
+    pub names: Vec<String>,
+    /// The recording to write; it (and FILE.idx) must not exist.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Subscribe losslessly: the publishers wait for the recorder (up to
+    /// each bus's eviction timeout) rather than overwrite what it has not
+    /// written. Refused by a bus that takes no lossless subscriber.
+    #[arg(long)]
+    pub lossless: bool,
+    /// Start a new part (FILE.1, FILE.2, ...) once a part holds this many
+    /// bytes.
+    #[arg(long, value_name = "BYTES", value_parser = parse_rotate_size)]
+    pub rotate_size: Option<u64>,
+    /// Start a new part once a part spans this many seconds of receive
+    /// time.
+    #[arg(long, value_name = "S", value_parser = parse_rotate_secs)]
+    pub rotate_secs: Option<Duration>,
+}
+
+fn parse_rotate_size(s: &str) -> Result<u64, CliError> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 4096 => Ok(n),
+        _ => Err(CliError::usage(format!(
+            "{s:?} is not a part size (a whole number of bytes, at least 4096)"
+        ))),
+    }
+}
+
+fn parse_rotate_secs(s: &str) -> Result<Duration, CliError> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x < 1e9 => Ok(Duration::from_secs_f64(x)),
+        _ => Err(CliError::usage(format!(
+            "{s:?} is not a part length (seconds above 0, like 0.5 or 60)"
+        ))),
+    }
 }
 
 /// Arguments of `shmbus replay`.
@@ -73,80 +109,66 @@ fn parse_speed(s: &str) -> Result<Speed, CliError> {
     }
 }
 
-/// The kind of a bus in words, for the refusal of phase 1.
-fn kind_words(kind: Kind, flag_bits: u32) -> Option<&'static str> {
-    match kind {
-        Kind::Broadcast => {}
-        Kind::Stream => return Some("a stream"),
-        _ => return Some("of a kind this build does not know"),
-    }
-    if flag_bits & flags::POOL != 0 {
-        Some("a pool bus")
-    } else if flag_bits & flags::JOURNALED != 0 {
-        Some("a journaled bus")
-    } else if flag_bits & flags::MULTI_PUBLISHER != 0 {
-        Some("a many-publisher bus")
-    } else {
-        None
-    }
-}
-
-fn wall_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Realtime);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
-}
-
-fn mono_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64)
-        .wrapping_mul(1_000_000_000)
-        .wrapping_add(t.tv_nsec as u64)
-}
-
 pub fn record(args: &RecordArgs) -> Result<(), CliError> {
-    let stat = shmbus::stat::stat(&args.name)?;
-    if let Some(kind) = kind_words(stat.header.kind, stat.header.flags) {
-        return Err(CliError::usage(format!(
-            "{} is {kind}: `shmbus record` records plain buses only for now",
-            args.name
-        )));
-    }
-    // Lossy, from the next message: a recorder never slows a publisher.
-    let opts = OpenOptions::default().start(Start::Next);
-    let mut sub = Subscriber::<[u8]>::open(&args.name, &opts)?;
     let out = args.out.display();
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .open(&args.out)
-        .map_err(|e| CliError::runtime(format!("{out}: {e}")))?;
     let failed = |e: &dyn std::fmt::Display| CliError::runtime(format!("{out}: {e}"));
-    let mut rec = Recorder::new(BufWriter::with_capacity(1 << 20, file)).map_err(|e| failed(&e))?;
-    let msg_size = u32::try_from(sub.msg_size()).map_err(|e| failed(&e))?;
-    let bus = rec
-        .add_bus(&args.name, RecordedKind::Bus, msg_size)
-        .map_err(|e| failed(&e))?;
-    // On disk before the first message: whoever waits for the file to
-    // hold its bus knows the subscriber is open.
-    rec.flush().map_err(|e| failed(&e))?;
-    signals::stop_on(&[libc::SIGINT, libc::SIGTERM]);
-    while !signals::stopped() {
-        let seq = sub.position();
-        match sub.recv(Wait::For(Duration::from_millis(50))) {
-            Some(Received::Message(msg)) => rec
-                .message(bus, seq, mono_ns(), wall_ns(), msg)
-                .map_err(|e| failed(&e))?,
-            Some(Received::Lagged { skipped }) => {
-                rec.gap(bus, seq, skipped).map_err(|e| failed(&e))?
-            }
-            // Idle: what is buffered goes to the file.
-            None => rec.flush().map_err(|e| failed(&e))?,
+    // Every bus first, so a name that cannot be opened creates no file.
+    for name in &args.names {
+        shmbus::stat::stat(name)?;
+    }
+    let rotation = Rotation {
+        max_bytes: args.rotate_size,
+        max_time: args.rotate_secs,
+    };
+    let recorder = FileRecorder::create(&args.out, rotation).map_err(|e| failed(&e))?;
+    let mut capture = Capture::new(recorder);
+    for name in &args.names {
+        // Lossy unless asked, from the next message.
+        if let Err(e) = capture.add(name, args.lossless) {
+            drop(capture);
+            remove_parts(&args.out);
+            return Err(capture_failed(e, &failed));
         }
     }
-    rec.flush().map_err(|e| failed(&e))?;
+    // On disk before the first message: whoever waits for the file to
+    // hold its buses knows the subscribers are open.
+    capture.flush().map_err(|e| failed(&e))?;
+    signals::stop_on(&[libc::SIGINT, libc::SIGTERM]);
+    let mut flushed = Instant::now();
+    while !signals::stopped() {
+        let written = capture
+            .poll(Wait::For(Duration::from_millis(50)))
+            .map_err(|e| capture_failed(e, &failed))?;
+        // Idle, or busy for a second: what is buffered goes to the file,
+        // then its index.
+        if written == 0 || flushed.elapsed() >= Duration::from_secs(1) {
+            capture.flush().map_err(|e| failed(&e))?;
+            flushed = Instant::now();
+        }
+    }
+    capture.flush().map_err(|e| failed(&e))?;
     Ok(())
+}
+
+fn capture_failed(
+    e: CaptureError,
+    failed: &dyn Fn(&dyn std::fmt::Display) -> CliError,
+) -> CliError {
+    match e {
+        CaptureError::Open { source, .. } => source.into(),
+        CaptureError::Attach { source, .. } => source.into(),
+        CaptureError::Write(e) => failed(&e),
+        e => CliError::runtime(e.to_string()),
+    }
+}
+
+/// A recording that never started (a bus refused): its files go.
+fn remove_parts(base: &std::path::Path) {
+    let part = shmbus::record::part_path(base, 0);
+    let mut idx = part.clone().into_os_string();
+    idx.push(".idx");
+    let _ = std::fs::remove_file(&part);
+    let _ = std::fs::remove_file(idx);
 }
 
 pub fn replay(args: &ReplayArgs) -> Result<(), CliError> {
