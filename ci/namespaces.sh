@@ -154,11 +154,21 @@ grep -q "^removed /dev/shm/$stream$" "$work/stream.clean" || fail "stream: clean
 echo "stream: producer and consumers each in its own namespace; a consumer killed in its namespace; clean from another removed it"
 
 # A many-publisher pool bus: its publishers share its creator's pid
-# namespace, and one from another is refused in one line.
+# namespace, and one from another is refused in one line while that
+# namespace lives (a namespace's number, the inode of /proc/self/ns/pid,
+# may be given to a new one once it is gone: then no publisher of the old
+# one lives, and the new one's are taken).
 mpool=shmbus-ci-ns-F-mpool
-ns sh -c "'$SHMBUS' create $mpool --pool 256:64 --slots 32 --publishers many && seq 1 3 | '$SHMBUS' pub $mpool"
+mkfifo "$work/feed"
+ns sh -c "'$SHMBUS' create $mpool --pool 256:64 --slots 32 --publishers many && exec '$SHMBUS' pub $mpool" \
+    < "$work/feed" & pids+=($!); creator=$!
+exec 3> "$work/feed"
+printf '1\n2\n3\n' >&3
+stat_is "$mpool" 's["published"] == 3'
 rc=0
 echo 4 | ns "$SHMBUS" pub "$mpool" 2> "$work/mpool.err" || rc=$?
+exec 3>&-
+wait "$creator" || fail "many-publisher pool: the publisher in the creator's namespace ended with $?"
 [ "$rc" = 1 ] || fail "many-publisher pool: a publisher from another pid namespace exited $rc: $(cat "$work/mpool.err")"
 [ "$(wc -l < "$work/mpool.err")" = 1 ] && grep -q "pid namespace" "$work/mpool.err" \
     || fail "many-publisher pool: $(cat "$work/mpool.err")"
