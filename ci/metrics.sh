@@ -3,7 +3,8 @@
 # 127.0.0.1 while a plain bus with a subscriber and a pool bus run; any
 # other path is 404, a POST is 405; a client that sends half a request and
 # holds its connection, and one that sends a request and never reads, do
-# not hold the next scrape back (it must answer within 2 s); and every
+# not hold the next scrape back (it must answer within 2 s); an endless
+# header is cut at the head limit (431, or a reset); and every
 # metric docs/grafana-shmbus.json queries is one the endpoint serves.
 # Uses $SHMBUS_BIN, or builds the tool.
 set -euo pipefail
@@ -90,6 +91,31 @@ start=$(date +%s%N)
 code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 "$url") || fail "the scrape behind held connections did not answer within 2 s"
 [ "$code" = 200 ] || fail "the scrape behind held connections: $code"
 echo "a scrape behind 8 half-sent and 4 unread requests: 200 in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
+# An endless header: answered 431 (or reset, the rest unread) within the
+# deadline, never read on into memory; the next scrape is served.
+python3 - "$port" <<'EOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(5)
+start = time.monotonic()
+got = b""
+try:
+    s.sendall(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (64 * 1024))
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        got += b
+except (ConnectionResetError, BrokenPipeError):
+    pass
+took = time.monotonic() - start
+assert took < 3, f"an endless header held its connection {took:.1f} s"
+assert got == b"" or got.startswith(b"HTTP/1.1 431 "), got[:80]
+print(f"an endless header: {'431' if got else 'reset'} after {took * 1000:.0f} ms")
+EOF
+code=$(curl -sS -o /dev/null -w '%{http_code}' --max-time 2 "$url")
+[ "$code" = 200 ] || fail "the scrape after an endless header: $code"
 
 # Every metric the dashboard queries is one the endpoint serves (its
 # families are listed by # TYPE whether or not a bus has series of them).
