@@ -13,6 +13,7 @@
 mod bridge_status;
 mod cmd;
 mod error;
+mod group;
 mod out;
 mod version;
 

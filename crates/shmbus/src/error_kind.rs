@@ -214,7 +214,9 @@ impl CreateError {
         match self {
             CreateError::Name(e) => e.kind(),
             CreateError::AlreadyExists { .. } => ErrorKind::Exists,
-            CreateError::PermissionDenied { .. } => ErrorKind::Permission,
+            CreateError::PermissionDenied { .. } | CreateError::Group { .. } => {
+                ErrorKind::Permission
+            }
             CreateError::InvalidGeometry(e) => e.kind(),
             CreateError::NoDirectory { .. } => ErrorKind::NotFound,
             CreateError::NoSpace { .. }
@@ -667,6 +669,14 @@ mod tests {
             (CreateError::AlreadyExists { path: path() }, K::Exists),
             (
                 CreateError::PermissionDenied { path: path() },
+                K::Permission,
+            ),
+            (
+                CreateError::Group {
+                    path: path(),
+                    gid: 1,
+                    source: io(),
+                },
                 K::Permission,
             ),
             (
