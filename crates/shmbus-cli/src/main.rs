@@ -20,7 +20,9 @@ use std::process::ExitCode;
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use cmd::{bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many, top};
+use cmd::{
+    bridge, clean, create, demo, inspect, publish, record, replay, subscribe, subscribe_many, top,
+};
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
@@ -54,7 +56,7 @@ enum Command {
     Record(record::RecordArgs),
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.
-    Replay(record::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
     /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
@@ -96,7 +98,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),
         Command::Record(args) => record::record(args),
-        Command::Replay(args) => record::replay(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Clean(args) => clean::clean(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),
