@@ -326,3 +326,56 @@ fn the_target_bus_must_be_a_plain_bus_of_the_recorded_size_and_a_hostile_file_is
     run_shmbus(&["replay", f, "--to", &ok, "--from", "soon"]).assert_error(2, "is not a point");
     dir.finish();
 }
+
+#[test]
+fn a_running_recorder_is_shown_by_stat_like_a_bridge_and_prints_no_progress_off_a_terminal() {
+    let dir = ShmDir::new("replay-B-stat");
+    let a = dir.bus("a");
+    let file = dir.file("a.rec");
+    let runtime = dir.file("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    run_shmbus(&["create", &a, "--slots", "64", "--msg-size", "16"]).assert_success();
+    let mut cmd = common::shmbus(&["record", &a, "--out", file.to_str().unwrap()]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let rec = common::spawn(cmd);
+    let pid = rec.pid();
+    wait_until_waiting(&a, &rec);
+    publish(&a, &common::numbered_lines(1..=10));
+    let stat = |json: bool| {
+        let mut args = vec!["stat", a.as_str()];
+        if json {
+            args.push("--json");
+        }
+        let mut cmd = common::shmbus(&args);
+        cmd.env("XDG_RUNTIME_DIR", &runtime);
+        let out = common::run(cmd);
+        out.assert_success();
+        out
+    };
+    // The status is rewritten once a second.
+    wait_for("stat to show the recorder's 10 messages", || {
+        stat(true).json()["bridges"][0]["messages"] == 10
+    });
+    let json = stat(true).json();
+    let b = &json["bridges"][0];
+    assert_eq!(b["direction"], "record", "{json}");
+    assert_eq!(b["pid"], pid, "{json}");
+    assert_eq!(b["key"], file.to_str().unwrap(), "{json}");
+    assert_eq!(b["bytes"], 160, "{json}");
+    assert_eq!(b["lost"], 0, "{json}");
+    let text = stat(false).stdout();
+    let line = format!("pid {pid}: record -> {}, ", file.display());
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("recorded 10, 160 bytes, lost 0"), "{text}");
+
+    signal(&rec, Signal::INT);
+    let out = rec.wait();
+    out.assert_success();
+    assert_eq!(
+        out.stderr, "",
+        "no progress line when stderr is not a terminal"
+    );
+    assert_eq!(stat(true).json()["bridges"], serde_json::json!([]));
+    std::fs::remove_dir_all(&runtime).unwrap();
+    dir.finish();
+}

@@ -13,6 +13,7 @@ pub mod demo;
 pub mod inspect;
 pub mod publish;
 pub mod record;
+pub mod record_status;
 pub mod replay;
 pub mod signals;
 pub mod subscribe;

@@ -19,6 +19,7 @@ use shmbus::record::{RecordedKind, Recorder};
 use shmbus::wire::flags;
 use shmbus::{Kind, OpenOptions, Received, Start, Subscriber, Wait};
 
+use crate::cmd::record_status::Progress;
 use crate::cmd::signals;
 use crate::error::CliError;
 
@@ -90,20 +91,28 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     // On disk before the first message: whoever waits for the file to
     // hold its bus knows the subscriber is open.
     rec.flush().map_err(|e| failed(&e))?;
+    let mut progress = Progress::start(&args.name, &args.out);
     signals::stop_on(&[libc::SIGINT, libc::SIGTERM]);
     while !signals::stopped() {
         let seq = sub.position();
         match sub.recv(Wait::For(Duration::from_millis(50))) {
-            Some(Received::Message(msg)) => rec
-                .message(bus, seq, mono_ns(), wall_ns(), msg)
-                .map_err(|e| failed(&e))?,
+            Some(Received::Message(msg)) => {
+                rec.message(bus, seq, mono_ns(), wall_ns(), msg)
+                    .map_err(|e| failed(&e))?;
+                progress.message(msg.len());
+            }
             Some(Received::Lagged { skipped }) => {
-                rec.gap(bus, seq, skipped).map_err(|e| failed(&e))?
+                rec.gap(bus, seq, skipped).map_err(|e| failed(&e))?;
+                progress.lost(skipped);
             }
             // Idle: what is buffered goes to the file.
-            None => rec.flush().map_err(|e| failed(&e))?,
+            None => {
+                rec.flush().map_err(|e| failed(&e))?;
+                progress.look();
+            }
         }
     }
     rec.flush().map_err(|e| failed(&e))?;
+    progress.finish();
     Ok(())
 }
