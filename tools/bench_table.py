@@ -102,8 +102,9 @@ def record_page(d, base):
           "(page cache, never synced); the rate is a lossless recorder's (the publisher held to "
           "its pace), and a lossy one (the CLI's default) with the publisher paced at the "
           "target says what it lost. Publish cost: the time inside each 64 B `publish`, one every "
-          f"{r['publish_cost_ns']['pace_ns']} ns, without a subscriber and with a lossy recorder, "
-          "in alternating rounds. Replay: `shmbus replay --json` of a recording of 64 B "
+          f"{r['publish_cost_ns']['pace_ns']} ns, without a subscriber, with a lossy recorder and "
+          "with a plain lossy subscriber (what any subscriber on another core costs), in "
+          "alternating rounds. Replay: `shmbus replay --json` of a recording of 64 B "
           "messages, its own pace error report at `--speed 1` and its rate at `--speed max`.\n")
     print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['kernel']}; files in {m['temp_dir']}.\n")
     print("Run: a `--quick` run.\n" if r["quick"] else "Run: the full run (not `--quick`).\n")
@@ -122,6 +123,9 @@ def record_page(d, base):
     print(f"| no subscriber | {ns(c['without']['p50'])} | {ns(c['without']['p99'])} |")
     print(f"| a lossy recorder attached (it lost {c['recorder_lost']}) | {ns(c['with_lossy_recorder']['p50'])} | "
           f"{ns(c['with_lossy_recorder']['p99'])} |")
+    if c.get("with_plain_lossy_subscriber"):
+        w = c["with_plain_lossy_subscriber"]
+        print(f"| a plain lossy subscriber attached (reads, records nothing) | {ns(w['p50'])} | {ns(w['p99'])} |")
     print()
     print("**Replay** (`shmbus replay`, 64 B)\n")
     pe, mx = r.get("replay_pace_error_us"), r.get("replay_max")

@@ -11,9 +11,10 @@
 //!   the publisher paced at the target rate: what it lost (gap records).
 //!   Both at 4 KiB and 64 B.
 //! - **Publish cost**: the time inside each `publish` of 64 B, one every
-//!   [`COST_PACE`], without a subscriber and with a lossy recorder
-//!   attached, in alternating rounds of the same run (p50 and p99, and
-//!   their ratio).
+//!   [`COST_PACE`], without a subscriber, with a lossy recorder attached,
+//!   and with a plain lossy subscriber (reading, recording nothing: what
+//!   any subscriber on another core costs the publisher), in alternating
+//!   rounds of the same run (p50 and p99, and their ratios).
 //! - **Replay**: the `shmbus` binary (`$SHMBUS_BIN`, else beside this one)
 //!   replays a recording of 64 B messages, one every 100 µs (10 k msgs/s),
 //!   at `--speed 1`: its own pace error report (`--json`, p50/p99/max of
@@ -78,6 +79,9 @@ impl Capture {
 pub struct Cost {
     pub without: [f64; 2],
     pub with: [f64; 2],
+    /// With a plain lossy subscriber instead (reads, records nothing): the
+    /// part of the cost any subscriber on another core brings.
+    pub plain: [f64; 2],
     /// What the lossy recorder lost over the "with" rounds.
     pub lost: u64,
 }
@@ -223,9 +227,7 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
     for _ in 0..n {
         p.publish(&msg).map_err(|e| fail("publish", e))?;
     }
-    let (messages, lost) = rec
-        .join()
-        .map_err(|_| fail("recorder", "panicked"))??;
+    let (messages, lost) = rec.join().map_err(|_| fail("recorder", "panicked"))??;
     let secs = start.elapsed().as_secs_f64();
     if lost != 0 {
         return Err(fail("capture", format!("a lossless recorder lost {lost}")));
@@ -242,9 +244,7 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
         p.publish(&msg).map_err(|e| fail("publish", e))?;
     }
     let kept = n as f64 / start.elapsed().as_secs_f64();
-    let (_, paced_lost) = rec
-        .join()
-        .map_err(|_| fail("recorder", "panicked"))??;
+    let (_, paced_lost) = rec.join().map_err(|_| fail("recorder", "panicked"))??;
     let _ = std::fs::remove_file(&file);
     Ok(Capture {
         msg_size: size,
@@ -263,20 +263,53 @@ fn p50_p99(v: &mut [u64]) -> [f64; 2] {
     [at(0.5), at(0.99)]
 }
 
+/// A lossy subscriber thread that reads `bus` up to sequence `last` and
+/// does nothing with it.
+fn plain_subscriber(
+    bus: &str,
+    last: u64,
+) -> Result<std::thread::JoinHandle<Result<(u64, u64), BenchError>>, BenchError> {
+    let opts = OpenOptions::default().start(Start::Next);
+    let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("subscriber open", e))?;
+    Ok(std::thread::spawn(move || {
+        let (mut got, mut lost, mut idle) = (0u64, 0u64, 0u32);
+        while sub.position() <= last {
+            match sub.recv(Wait::For(Duration::from_millis(100))) {
+                Some(Received::Message(m)) => {
+                    std::hint::black_box(m);
+                    got += 1;
+                }
+                Some(Received::Lagged { skipped }) => lost += skipped,
+                None => {
+                    idle += 1;
+                    if idle > 50 {
+                        return Err(fail("subscribe", "the publisher stopped early"));
+                    }
+                }
+            }
+        }
+        Ok((got, lost))
+    }))
+}
+
 fn cost(scratch: &Scratch, n: u64, rounds: u32) -> Result<Cost, BenchError> {
     let bus = Bus::new("cost");
     let file = scratch.file("cost.rec");
-    let (mut without, mut with, mut lost) = (Vec::new(), Vec::new(), 0);
+    let (mut without, mut with, mut plain, mut lost) = (Vec::new(), Vec::new(), Vec::new(), 0);
     let msg = message(64, 0);
     for _ in 0..rounds {
-        for recorded in [false, true] {
+        for arm in 0..3 {
             let mut p = publisher(&bus, 64)?;
-            let rec = if recorded {
-                Some(recorder(&bus.0, &file, false, n - 1)?)
-            } else {
-                None
+            let rec = match arm {
+                0 => None,
+                1 => Some(recorder(&bus.0, &file, false, n - 1)?),
+                _ => Some(plain_subscriber(&bus.0, n - 1)?),
             };
-            let out = if recorded { &mut with } else { &mut without };
+            let out = match arm {
+                0 => &mut without,
+                1 => &mut with,
+                _ => &mut plain,
+            };
             let start = Instant::now();
             for i in 0..n {
                 until(start + COST_PACE.mul_f64(i as f64));
@@ -285,7 +318,10 @@ fn cost(scratch: &Scratch, n: u64, rounds: u32) -> Result<Cost, BenchError> {
                 out.push(t0.elapsed().as_nanos() as u64);
             }
             if let Some(rec) = rec {
-                lost += rec.join().map_err(|_| fail("recorder", "panicked"))??.1;
+                let l = rec.join().map_err(|_| fail("recorder", "panicked"))??.1;
+                if arm == 1 {
+                    lost += l;
+                }
             }
             let _ = std::fs::remove_file(&file);
         }
@@ -293,6 +329,7 @@ fn cost(scratch: &Scratch, n: u64, rounds: u32) -> Result<Cost, BenchError> {
     Ok(Cost {
         without: p50_p99(&mut without),
         with: p50_p99(&mut with),
+        plain: p50_p99(&mut plain),
         lost,
     })
 }
@@ -310,8 +347,8 @@ fn shmbus_bin() -> Option<PathBuf> {
 /// A recording of `n` 64 B messages, one every `step_ns`.
 fn write_recording(path: &Path, n: u64, step_ns: u64) -> Result<(), BenchError> {
     let file = File::create(path).map_err(|e| fail("replay file", e))?;
-    let mut rec =
-        Recorder::new(BufWriter::with_capacity(1 << 20, file)).map_err(|e| fail("replay file", e))?;
+    let mut rec = Recorder::new(BufWriter::with_capacity(1 << 20, file))
+        .map_err(|e| fail("replay file", e))?;
     let id = rec
         .add_bus("bench", RecordedKind::Bus, 64)
         .map_err(|e| fail("replay file", e))?;
@@ -340,7 +377,11 @@ fn replay(bin: &Path, file: &Path, args: &[&str]) -> Result<Value, BenchError> {
     if !out.status.success() {
         return Err(fail(
             "replay",
-            format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+            format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
         ));
     }
     serde_json::from_slice(&out.stdout).map_err(|e| fail("replay summary", e))
@@ -350,7 +391,12 @@ pub fn run(quick: bool) -> Result<Table, BenchError> {
     let scratch = Scratch::new()?;
     let scale = if quick { 10 } else { 1 };
     let capture = vec![
-        capture(&scratch, 4096, 400_000 / scale, TARGET_4K_BYTES_PER_S / 4096.0)?,
+        capture(
+            &scratch,
+            4096,
+            400_000 / scale,
+            TARGET_4K_BYTES_PER_S / 4096.0,
+        )?,
         capture(&scratch, 64, 20_000_000 / scale, TARGET_64_MSGS_PER_S)?,
     ];
     let cost = cost(&scratch, 200_000 / scale, if quick { 1 } else { 3 })?;
@@ -401,19 +447,25 @@ pub fn print(t: &Table) {
     let c = &t.cost;
     println!(
         "  publish 64 B: p50 {:.0} ns / p99 {:.0} ns without a recorder, {:.0} / {:.0} ns with \
-         (x{:.2}, recorder lost {})",
+         (x{:.2}, recorder lost {}), {:.0} / {:.0} ns with a plain lossy subscriber (x{:.2})",
         c.without[0],
         c.without[1],
         c.with[0],
         c.with[1],
         c.with[0] / c.without[0],
-        c.lost
+        c.lost,
+        c.plain[0],
+        c.plain[1],
+        c.plain[0] / c.without[0]
     );
     if let Some([p50, p99, max]) = t.pace {
         println!("  replay --speed 1, 10 k msgs/s: pace error p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs");
     }
     if let Some((rate, n)) = t.max {
-        println!("  replay --speed max, 64 B: {:.2} M msgs/s over {n}", rate / 1e6);
+        println!(
+            "  replay --speed max, 64 B: {:.2} M msgs/s over {n}",
+            rate / 1e6
+        );
     }
     if let Some(why) = &t.replay_skipped {
         println!("  replay rows not run: {why}");
@@ -502,6 +554,8 @@ pub fn json(t: &Table) -> Value {
             "pace_ns": COST_PACE.as_nanos() as u64,
             "without": {"p50": c.without[0], "p99": c.without[1]},
             "with_lossy_recorder": {"p50": c.with[0], "p99": c.with[1]},
+            "with_plain_lossy_subscriber": {"p50": c.plain[0], "p99": c.plain[1]},
+            "plain_ratio_p50": round(c.plain[0] / c.without[0], 3),
             "ratio_p50": round(c.with[0] / c.without[0], 3),
             "recorder_lost": c.lost,
         },
