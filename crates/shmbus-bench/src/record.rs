@@ -145,6 +145,9 @@ impl Drop for Bus {
     }
 }
 
+/// A reading thread: what it read (messages) and lost, when joined.
+type Reader = std::thread::JoinHandle<Result<(u64, u64), BenchError>>;
+
 /// The recorder thread: records `bus` into `out` until it has seen
 /// sequence `last` (a message or a gap past it); returns (messages, lost).
 fn recorder(
@@ -152,7 +155,7 @@ fn recorder(
     out: &Path,
     lossless: bool,
     last: u64,
-) -> Result<std::thread::JoinHandle<Result<(u64, u64), BenchError>>, BenchError> {
+) -> Result<Reader, BenchError> {
     let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
     let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("recorder open", e))?;
     let file = File::create(out).map_err(|e| fail("recording file", e))?;
@@ -268,7 +271,7 @@ fn p50_p99(v: &mut [u64]) -> [f64; 2] {
 fn plain_subscriber(
     bus: &str,
     last: u64,
-) -> Result<std::thread::JoinHandle<Result<(u64, u64), BenchError>>, BenchError> {
+) -> Result<Reader, BenchError> {
     let opts = OpenOptions::default().start(Start::Next);
     let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("subscriber open", e))?;
     Ok(std::thread::spawn(move || {

@@ -65,11 +65,6 @@ impl Direction {
             Direction::Record => "record",
         }
     }
-
-    /// Whether it reads the bus as a subscriber (out, record).
-    pub fn subscribes(self) -> bool {
-        self != Direction::In
-    }
 }
 
 /// What a bridge is: fixed for its life.
