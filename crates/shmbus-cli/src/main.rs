@@ -23,7 +23,8 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use cmd::{
-    bridge, clean, create, demo, generate, inspect, publish, record, subscribe, subscribe_many, top,
+    bridge, clean, create, demo, generate, inspect, publish, record, replay, subscribe,
+    subscribe_many, top,
 };
 use error::CliError;
 
@@ -61,7 +62,7 @@ enum Command {
     Record(record::RecordArgs),
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.
-    Replay(record::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
     /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
@@ -122,7 +123,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),
         Command::Record(args) => record::record(args),
-        Command::Replay(args) => record::replay(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Clean(args) => clean::clean(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),

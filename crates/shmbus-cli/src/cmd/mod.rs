@@ -14,6 +14,8 @@ pub mod generate;
 pub mod inspect;
 pub mod publish;
 pub mod record;
+pub mod record_status;
+pub mod replay;
 pub mod signals;
 pub mod subscribe;
 pub mod subscribe_many;

@@ -138,6 +138,8 @@ pub struct Capture {
     /// Each source, its bus id and name.
     sources: Vec<(Source, u32, String)>,
     stats: CaptureStats,
+    /// What each source has written, in the order of `sources`.
+    per_bus: Vec<CaptureStats>,
     /// Where a stream's record is copied out before it is released.
     scratch: Vec<u8>,
     /// The one sleep over every source while all are idle.
@@ -163,6 +165,7 @@ impl Capture {
             out,
             sources: Vec::new(),
             stats: CaptureStats::default(),
+            per_bus: Vec::new(),
             scratch: Vec::new(),
             select: Select::new(),
         }
@@ -247,6 +250,7 @@ impl Capture {
                 source,
             })?;
         self.sources.push((source, id, name.to_owned()));
+        self.per_bus.push(CaptureStats::default());
         Ok(id)
     }
 
@@ -371,12 +375,16 @@ impl Capture {
             match got {
                 None => break,
                 Some(Ok(len)) => {
-                    self.stats.messages += 1;
-                    self.stats.bytes += len as u64;
+                    for s in [&mut self.stats, &mut self.per_bus[i]] {
+                        s.messages += 1;
+                        s.bytes += len as u64;
+                    }
                 }
                 Some(Err((first, skipped))) => {
                     self.out.gap(bus, first, skipped)?;
-                    self.stats.lost += skipped;
+                    for s in [&mut self.stats, &mut self.per_bus[i]] {
+                        s.lost = s.lost.saturating_add(skipped);
+                    }
                 }
             }
             n += 1;
@@ -407,6 +415,33 @@ impl Capture {
     /// ```
     pub fn stats(&self) -> CaptureStats {
         self.stats
+    }
+
+    /// What has been written of the bus `id` (as [`add`](Self::add)
+    /// returned it), or `None` for an id this capture never gave.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpb-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// let id = capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!(capture.bus_stats(id).map(|s| s.messages), Some(1));
+    /// assert_eq!(capture.bus_stats(id + 1), None);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bus_stats(&self, id: u32) -> Option<CaptureStats> {
+        let i = self.sources.iter().position(|(_, bus, _)| *bus == id)?;
+        Some(self.per_bus[i])
     }
 
     /// Flushes the recording and its index (see [`FileRecorder::flush`]).
