@@ -150,12 +150,7 @@ type Reader = std::thread::JoinHandle<Result<(u64, u64), BenchError>>;
 
 /// The recorder thread: records `bus` into `out` until it has seen
 /// sequence `last` (a message or a gap past it); returns (messages, lost).
-fn recorder(
-    bus: &str,
-    out: &Path,
-    lossless: bool,
-    last: u64,
-) -> Result<Reader, BenchError> {
+fn recorder(bus: &str, out: &Path, lossless: bool, last: u64) -> Result<Reader, BenchError> {
     let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
     let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("recorder open", e))?;
     let file = File::create(out).map_err(|e| fail("recording file", e))?;
@@ -268,10 +263,7 @@ fn p50_p99(v: &mut [u64]) -> [f64; 2] {
 
 /// A lossy subscriber thread that reads `bus` up to sequence `last` and
 /// does nothing with it.
-fn plain_subscriber(
-    bus: &str,
-    last: u64,
-) -> Result<Reader, BenchError> {
+fn plain_subscriber(bus: &str, last: u64) -> Result<Reader, BenchError> {
     let opts = OpenOptions::default().start(Start::Next);
     let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("subscriber open", e))?;
     Ok(std::thread::spawn(move || {

@@ -97,9 +97,10 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
         let seq = sub.position();
         match sub.recv(Wait::For(Duration::from_millis(50))) {
             Some(Received::Message(msg)) => {
-                rec.message(bus, seq, mono_ns(), wall_ns(), msg)
+                let now = mono_ns();
+                rec.message(bus, seq, now, wall_ns(), msg)
                     .map_err(|e| failed(&e))?;
-                progress.message(msg.len());
+                progress.message(msg.len(), now);
             }
             Some(Received::Lagged { skipped }) => {
                 rec.gap(bus, seq, skipped).map_err(|e| failed(&e))?;

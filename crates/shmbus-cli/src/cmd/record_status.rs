@@ -3,20 +3,18 @@
 //! file as the key), so `shmbus stat` and `top` show its rate, bytes and
 //! losses; and on a terminal, a progress line on stderr (messages, bytes,
 //! lost), rewritten in place about once a second, ended with a newline.
-//! Both are looked at every [`EVERY`] messages and on each idle wake, so a
-//! message costs a counter, not a clock read.
+//! Both are looked at with each message, against the receive time the
+//! recorder reads for its record anyway, and on each idle wake: a message
+//! costs a comparison, not a clock read.
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use crate::bridge_status::{self, Counts, Direction, Identity, Writer};
 use crate::error::print_error;
 
-/// Messages between two looks at the clock.
-const EVERY: u64 = 4096;
-/// How often the status and the progress line are rewritten.
-const PERIOD: Duration = Duration::from_secs(1);
+/// How often the status and the progress line are rewritten, ns.
+const PERIOD_NS: u64 = 1_000_000_000;
 
 /// A recorder's status file and progress line.
 #[derive(Debug)]
@@ -24,8 +22,8 @@ pub struct Progress {
     status: Option<Writer>,
     tty: bool,
     counts: Counts,
-    last: Instant,
-    since_look: u64,
+    /// When they were last rewritten (CLOCK_MONOTONIC, ns).
+    last_ns: u64,
 }
 
 impl Progress {
@@ -45,19 +43,18 @@ impl Progress {
             status,
             tty: std::io::stderr().is_terminal(),
             counts: Counts::default(),
-            last: Instant::now(),
-            since_look: 0,
+            last_ns: mono_ns(),
         }
     }
 
-    /// A message of `bytes` written.
+    /// A message of `bytes` written, received at `now_ns`
+    /// (CLOCK_MONOTONIC).
     #[inline]
-    pub fn message(&mut self, bytes: usize) {
+    pub fn message(&mut self, bytes: usize, now_ns: u64) {
         self.counts.messages += 1;
         self.counts.bytes += bytes as u64;
-        self.since_look += 1;
-        if self.since_look >= EVERY {
-            self.look();
+        if now_ns.wrapping_sub(self.last_ns) >= PERIOD_NS {
+            self.rewrite(now_ns);
         }
     }
 
@@ -66,14 +63,17 @@ impl Progress {
         self.counts.lost = self.counts.lost.saturating_add(n);
     }
 
-    /// The bus was idle for a moment (or `EVERY` messages went by): a
-    /// rewrite if a period has passed.
+    /// The bus was idle for a moment: a rewrite if a period has passed.
     pub fn look(&mut self) {
-        self.since_look = 0;
-        if self.last.elapsed() < PERIOD {
-            return;
+        let now = mono_ns();
+        if now.wrapping_sub(self.last_ns) >= PERIOD_NS {
+            self.rewrite(now);
         }
-        self.last = Instant::now();
+    }
+
+    #[cold]
+    fn rewrite(&mut self, now_ns: u64) {
+        self.last_ns = now_ns;
         self.write();
     }
 
@@ -109,4 +109,11 @@ fn warn(e: &bridge_status::WriteError) {
     print_error(&format!(
         "{e} (the recording goes on; `shmbus stat` and `top` will not show it)"
     ));
+}
+
+fn mono_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
 }
