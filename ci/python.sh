@@ -1,43 +1,81 @@
 #!/usr/bin/env bash
-# The Python binding (python/): installs it the way a user does
-# (`pip install ./python`, maturin from PyPI as the build backend), builds
-# the Rust CLI the cross-language tests drive, and runs the Python tests.
-# Works on a machine where nothing was installed by hand: it installs
-# pytest and numpy (and pip's build backend pulls maturin) into whatever
-# `python3` is, a venv if one is active. Leaves nothing in /dev/shm.
+# The Python binding (python/), built and installed the way a user gets it:
+# the sdist (maturin sdist), the wheel built from that sdist by pip (maturin
+# from PyPI as the build backend: the one optimized build of the binding),
+# then installed into a fresh venv whose PATH has no cargo or rustc
+# (ci/no_rust.sh), where the Python tests run. What needs Rust is built
+# before: the wheel, the `shmbus` tool and the C examples the cross-language
+# tests drive. The wheel and sdist stay in target/wheels (the Python quick
+# start installs that wheel). Works on a machine where nothing was
+# installed by hand; leaves nothing in /dev/shm.
+# --quick (ci/quick.sh): the wheel from the tree (no sdist: cargo's
+# incremental state in target/ is reused), the venv of an earlier run kept,
+# no benchmark.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/no_rust.sh
 
-# A venv of its own, as the README's quick start makes one (unless one is
-# active already); Debian's python3 needs python3-venv for it.
-# --quick (ci/quick.sh): keep the venv of an earlier run, skip the benchmark.
 quick=0
 [ "${1:-}" != --quick ] || quick=1
-if [ -z "${VIRTUAL_ENV:-}" ]; then
-    python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null ||
-        { apt-get update -qq && apt-get install -y -qq python3-venv; }
-    if [ "$quick" = 0 ] || [ ! -x target/ci-venv/bin/python ]; then
-        rm -rf target/ci-venv
-        python3 -m venv target/ci-venv
-    fi
-    # shellcheck disable=SC1091
-    . target/ci-venv/bin/activate
+python3 -m venv --help >/dev/null 2>&1 && python3 -c 'import ensurepip' 2>/dev/null ||
+    { apt-get update -qq && apt-get install -y -qq python3-venv; }
+wheels=target/wheels
+rm -f "$wheels"/shmbus-*.whl "$wheels"/shmbus-*.tar.gz
+
+# The build: a venv with maturin (the sdist) and pip (the wheel, in an
+# isolated environment with maturin, as `pip install` builds it). cargo's
+# target/ is the workspace's, also for the build from the unpacked sdist,
+# so that the core's dependencies are not compiled again.
+build_venv=target/ci-build-venv
+[ -x "$build_venv/bin/python" ] || python3 -m venv "$build_venv"
+"$build_venv/bin/python" -m pip install --quiet --upgrade pip
+"$build_venv/bin/python" -m pip install --quiet 'maturin>=1.9.4,<2'
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
+# --compatibility pypi: pip's builds are tagged plain `linux` unless asked
+# (maturin's PEP 517 default); this way maturin checks the module's glibc
+# symbols itself (its own auditwheel: no tool, no zig) and tags the wheel
+# with the oldest manylinux the build host's glibc allows, as `maturin
+# build` does: manylinux_2_34 from glibc 2.34 or later, such as Debian 12's
+# (pthread_create and its kin moved into libc in 2.34 and are linked at
+# that version). An older floor needs an older build host (a manylinux2014
+# container) or `--zig`.
+export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:-} --compatibility pypi"
+if [ "$quick" = 0 ]; then
+    "$build_venv/bin/maturin" sdist --manifest-path python/Cargo.toml --out "$wheels"
+    "$build_venv/bin/python" -m pip wheel --no-deps --no-cache-dir --wheel-dir "$wheels" "$wheels"/shmbus-*.tar.gz
+else
+    "$build_venv/bin/python" -m pip wheel --no-deps --no-cache-dir --wheel-dir "$wheels" ./python
 fi
-PYTHON=${PYTHON:-python}
-"$PYTHON" -m pip --version >/dev/null 2>&1 || "$PYTHON" -m ensurepip --upgrade
-"$PYTHON" -m pip install --quiet --upgrade pip
-"$PYTHON" -m pip install --quiet pytest numpy
-"$PYTHON" -m pip install ./python
+wheel=$(ls "$wheels"/shmbus-*.whl)
+case "${wheel##*/}" in
+    shmbus-*-cp311-abi3-manylinux_*.whl) echo "the wheel: $wheel" ;;
+    *) echo "python.sh: $wheel is not an abi3 manylinux wheel" >&2; exit 1 ;;
+esac
 
 . ci/tool.sh
 shmbus_tool
 export SHMBUS_BIN=$SHMBUS
+# As the matrix tests call it (SHMBUS_PROFILE picks the library), with cargo.
+make -s -C examples/c
+
+# The tests' venv, fresh, made and filled where no Rust is: pip could not
+# build the binding here, it can only install the wheel.
+venv=target/ci-venv
+if [ "$quick" = 0 ] || [ ! -x "$venv/bin/python" ]; then
+    rm -rf "$venv"
+    no_rust python3 -m venv "$venv"
+fi
+PYTHON=$PWD/$venv/bin/python
+no_rust "$PYTHON" -m pip install --quiet --upgrade pip
+no_rust "$PYTHON" -m pip install --quiet pytest numpy
+no_rust "$PYTHON" -m pip install --quiet --force-reinstall --no-deps "$wheel"
+no_rust "$PYTHON" -c 'import shmbus, sys; print("installed without Rust:", shmbus.__file__)'
 
 before=$(ls /dev/shm | sort)
 status=0
 # From the repository root `import shmbus` is the installed package (the
 # source one is python/shmbus, not on the path).
-"$PYTHON" -m pytest python/tests -q -p no:cacheprovider || status=$?
+no_rust "$PYTHON" -m pytest python/tests -q -p no:cacheprovider || status=$?
 after=$(ls /dev/shm | sort)
 left=$(comm -13 <(echo "$before") <(echo "$after") | grep -E '^(pytest-shmbus-|shmbus-matrix-|iox2_)' || true)
 if [ -n "$left" ]; then

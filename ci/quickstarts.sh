@@ -2,9 +2,9 @@
 # The C and Python quick starts (docs/C.md, docs/PYTHON.md), run as
 # written: each section's `sh` block with its `ticks.c`/`ticks.py` beside
 # it, from the repository root, HOME a fresh directory (the C one installs
-# into $HOME/.local), the Python one in a fresh .venv. Fails unless each
-# prints what its page says it prints. Leaves nothing behind (.venv,
-# ticks.*, /dev/shm/ticks).
+# into $HOME/.local), the Python one in a fresh .venv from the wheel, with
+# no cargo or rustc on PATH. Fails unless each prints what its page says
+# it prints. Leaves nothing behind (.venv, ticks.*, /dev/shm/ticks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -50,6 +50,14 @@ mkdir -p "$work/home"
 got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/C.md "## From C" sh)")
 check "the C quick start" "1 = 42" "$(echo "$got" | tail -1)"
 
+# The Python one installs the wheel ci/python.sh built (built here if
+# there is none) where no cargo or rustc is on PATH (ci/no_rust.sh).
+. ci/no_rust.sh
+if ! ls target/wheels/shmbus-*.whl >/dev/null 2>&1; then
+    python3 -m venv "$work/build"
+    "$work/build/bin/python" -m pip install --quiet --upgrade pip
+    "$work/build/bin/python" -m pip wheel --quiet --no-deps -w target/wheels ./python
+fi
 block docs/PYTHON.md "## From Python" python 'where `ticks.py` is:' > ticks.py
-got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/PYTHON.md "## From Python" sh)")
+got=$(HOME="$work/home" no_rust bash -euo pipefail -c "$(block docs/PYTHON.md "## From Python" sh)")
 check "the Python quick start" "$(printf '[(0, 42)]\n[43 44] 0')" "$(echo "$got" | tail -2)"

@@ -9,6 +9,7 @@ and the README's headline table are made.
     python3 tools/bench_table.py docs/bench-async.json > docs/BENCHMARKS-async.md
     python3 tools/bench_table.py --async-headline docs/bench-async.json
     python3 tools/bench_table.py docs/bench-blackboard.json > docs/BENCHMARKS-blackboard.md
+    python3 tools/bench_table.py docs/bench-record.json > docs/BENCHMARKS-record.md
 
 The first prints the whole page: every table of the run, under a header
 that says how it was made and on which machine the JSON was measured. The
@@ -129,11 +130,74 @@ def blackboard(d):
                   f"{'yes' if t['met'] else 'NO'} |")
 
 
+def record_page(d, base):
+    """A `shmbus-bench --record` run (issue 32): recording and replay."""
+    r = d["record"]
+    m = d["machine"]
+    command = PAGE_COMMAND.format(json=base, page="BENCHMARKS-record.md")
+    print("# Benchmarks: recording and replay (issue 32)\n")
+    print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
+    print(f"Every figure of one run of `shmbus-bench --record`, [{base}]({base}), as tables: "
+          f"generated from it by `{command}` (CI checks that the two agree). "
+          "How each is measured: the doc comment of `crates/shmbus-bench/src/record.rs`. "
+          "Capture: a publisher and a recorder thread (a subscriber feeding `Recorder` through "
+          "a 1 MiB buffer, as `shmbus record` does) writing a file in the temporary directory "
+          "(page cache, never synced); the rate is a lossless recorder's (the publisher held to "
+          "its pace), and a lossy one (the CLI's default) with the publisher paced at the "
+          "target says what it lost. Publish cost: the time inside each 64 B `publish`, one every "
+          f"{r['publish_cost_ns']['pace_ns']} ns, without a subscriber, with a lossy recorder and "
+          "with a plain lossy subscriber (what any subscriber on another core costs), in "
+          "alternating rounds. Replay: `shmbus replay --json` of a recording of 64 B "
+          "messages, its own pace error report at `--speed 1` and its rate at `--speed max`.\n")
+    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['kernel']}; files in {m['temp_dir']}.\n")
+    print("Run: a `--quick` run.\n" if r["quick"] else "Run: the full run (not `--quick`).\n")
+    print("**Capture** (into the page cache)\n")
+    print("| message | lossless recorder | over | lossy recorder, publisher paced at | publisher kept | lost |")
+    print("|---|---|---|---|---|---|")
+    for c in r["capture"]:
+        print(f"| {c['msg_size']} B | {rate(c['msgs_per_sec'])} ({gbs(c['bytes_per_sec'])}) | "
+              f"{c['messages']} msgs | {rate(c['lossy_paced_msgs_per_sec'])} | "
+              f"{rate(c['lossy_kept_msgs_per_sec'])} | {c['lossy_lost']} |")
+    print()
+    c = r["publish_cost_ns"]
+    print("**Publish cost** (64 B, ns inside `publish`)\n")
+    print("| | p50 | p99 |")
+    print("|---|---|---|")
+    print(f"| no subscriber | {ns(c['without']['p50'])} | {ns(c['without']['p99'])} |")
+    print(f"| a lossy recorder attached (it lost {c['recorder_lost']}) | {ns(c['with_lossy_recorder']['p50'])} | "
+          f"{ns(c['with_lossy_recorder']['p99'])} |")
+    if c.get("with_plain_lossy_subscriber"):
+        w = c["with_plain_lossy_subscriber"]
+        print(f"| a plain lossy subscriber attached (reads, records nothing) | {ns(w['p50'])} | {ns(w['p99'])} |")
+    print()
+    print("**Replay** (`shmbus replay`, 64 B)\n")
+    pe, mx = r.get("replay_pace_error_us"), r.get("replay_max")
+    if pe is None and mx is None:
+        print(f"Not run: {r.get('replay_skipped')}.\n")
+    else:
+        print("| | figure |")
+        print("|---|---|")
+        if pe:
+            print(f"| `--speed 1`, {pe['rate']} msgs/s: pace error p50 / p99 / max | "
+                  f"{pe['p50']:.1f} / {pe['p99']:.1f} / {pe['max']:.1f} µs |")
+        if mx:
+            print(f"| `--speed max`, {mx['messages']} msgs | {rate(mx['msgs_per_sec'])} |")
+        print()
+    print("**Targets** (issue 32)\n")
+    print("| target | wanted | measured | |")
+    print("|---|---|---|---|")
+    for t in r.get("targets", []):
+        print(f"| {t['target']} | {t['wanted']} | {t['found']} | {'met' if t['met'] else '**missed**'} |")
+
+
 def page(path):
     d = json.load(open(path))
     base = path.rsplit("/", 1)[-1]
     if base == "bench-blackboard.json":
         return blackboard_page(d, base)
+    if "record" in d and "results" not in d:
+        record_page(d, base)
+        return
     lossless = base == "bench-lossless.json"
     asynch = base == "bench-async.json"
     large = base != "bench.json" and not lossless and not asynch

@@ -1,27 +1,47 @@
 #!/usr/bin/env python3
-"""Reads a shmbus recording (docs/RECORDING.md), written from that page
-alone, with Python's standard library only. Prints one line per record:
+"""Reads a shmbus recording (docs/RECORDING.md, versions 1 and 2), written
+from that page alone, with Python's standard library only. Reads FILE and
+its rotated parts (FILE.1, FILE.2, ... while they exist) as one, and
+prints one line per record:
 
-    bus ID KIND MSG_SIZE NAME
+    bus ID KIND MSG_SIZE SLOTS BLOCKS LOSSLESS TYPE NAME
     message BUS SEQ MONO_NS WALL_NS PAYLOAD_HEX
     gap BUS FIRST COUNT
 
-and ends at the end of the file or at a record cut short by it (a
-recorder killed mid-write). A damaged record is one line on stderr naming
-its offset, exit 1; a file that is not a recording, exit 2.
+TYPE is SIZE:ALIGN:NAME_HASH_HEX:NAME (`-` in a version 1 file, which has
+none), LOSSLESS 1 or 0. Each bus is printed once, though every part
+declares it again. It ends at the end of the last part, or at a record cut
+short by the end of its part's file (a recorder killed mid-write). A
+damaged record is one line on stderr naming its offset, exit 1; a file that
+is not a recording, exit 2.
 
     python3 tools/read_recording.py FILE
+    python3 tools/read_recording.py FILE --seek-time MONO_NS
+    python3 tools/read_recording.py FILE --seek-seq BUS SEQ
+
+With --seek-time (--seek-seq) it prints the buses, then the records from
+the first message received at or after MONO_NS (the first message or gap
+of BUS at or past SEQ), found through each part's index (FILE.idx) where
+it is usable, by reading from the start where it is not.
 
 crates/shmbus-cli/tests/record.rs compares its output with the Rust
 reader's.
 """
+import mmap
+import os
 import struct
 import sys
 
 MASK = (1 << 64) - 1
 K = 0x9E3779B97F4A7C15
 M = 0xBF58476D1CE4E5B9
-MAGIC = 0x00434552424D4853
+MAGIC = 0x00434552424D4853  # "SHMBREC\0"
+INDEX_MAGIC = struct.unpack("<Q", b"SHMBIDX\0")[0]
+VARIABLE = {3, 4}  # pool, stream: messages up to the message size
+
+
+class Damaged(Exception):
+    pass
 
 
 def check(seed, body):
@@ -33,61 +53,249 @@ def check(seed, body):
     return (h ^ (h >> 29)) | 1
 
 
-def main(path):
-    data = open(path, "rb").read()
+def part_path(base, part):
+    return base if part == 0 else f"{base}.{part}"
+
+
+def header(data, magic):
+    """(version, part, id, first record offset), or None."""
     if len(data) < 16:
-        print(f"{path}: {len(data)} bytes, a recording's header is 16", file=sys.stderr)
-        return 2
-    magic, version, _ = struct.unpack_from("<QII", data, 0)
-    if magic != MAGIC or version != 1:
-        print(f"{path}: not a version 1 recording", file=sys.stderr)
-        return 2
-    sizes = []
-    off = 16
-    out = []
+        return None
+    m, version, part = struct.unpack_from("<QII", data, 0)
+    if m != magic:
+        return None
+    if version == 1 and magic == MAGIC:
+        return (1, 0, 0, 16)
+    if version == 2 and len(data) >= 32:
+        (rid,) = struct.unpack_from("<Q", data, 16)
+        return (2, part, rid, 32)
+    return None
+
+
+def frames(data, off):
+    """(offset, type, body) of each whole record from off; stops at a cut
+    record, raises Damaged at a bad check."""
     while off + 8 <= len(data):
         ty, length = struct.unpack_from("<II", data, off)
-        padded = length + (-length % 8)
         if length > 32 + (1 << 24):
-            print(f"record at offset {off}: body of {length} bytes", file=sys.stderr)
-            return 1
+            raise Damaged(f"record at offset {off}: body of {length} bytes")
+        padded = length + (-length % 8)
         if off + 16 + padded > len(data):
-            break  # cut short: the end
-        body = data[off + 8 : off + 8 + length]
+            return
+        body = bytes(data[off + 8 : off + 8 + length])
         (stored,) = struct.unpack_from("<Q", data, off + 8 + padded)
-        pad = data[off + 8 + length : off + 8 + padded]
+        pad = bytes(data[off + 8 + length : off + 8 + padded])
         if stored != check(ty | (length << 32), body) or pad.strip(b"\0"):
-            print(f"record at offset {off}: check", file=sys.stderr)
-            return 1
-        if ty == 1 and length >= 16:
-            bus, kind, size, _ = struct.unpack_from("<IIII", body, 0)
-            if bus != len(sizes):
-                print(f"record at offset {off}: bus id {bus}", file=sys.stderr)
-                return 1
-            sizes.append(size)
-            out.append(f"bus {bus} {kind} {size} {body[16:].decode()}")
-        elif ty == 2 and length >= 32:
-            bus, _, seq, mono, wall = struct.unpack_from("<IIQQQ", body, 0)
-            if bus >= len(sizes) or length != 32 + sizes[bus]:
-                print(f"record at offset {off}: bus {bus}", file=sys.stderr)
-                return 1
-            out.append(f"message {bus} {seq} {mono} {wall} {body[32:].hex()}")
-        elif ty == 3 and length == 24:
-            bus, _, first, count = struct.unpack_from("<IIQQ", body, 0)
-            if bus >= len(sizes) or count == 0:
-                print(f"record at offset {off}: gap", file=sys.stderr)
-                return 1
-            out.append(f"gap {bus} {first} {count}")
-        else:
-            print(f"record at offset {off}: type {ty}, {length} bytes", file=sys.stderr)
-            return 1
+            raise Damaged(f"record at offset {off}: check")
+        yield off, ty, body
         off += 16 + padded
-    print("\n".join(out))
+
+
+def parse(version, off, ty, body, buses):
+    """One record as a tuple; buses (a list of (kind, size)) grows."""
+    if ty == 1 and version == 1 and len(body) >= 16:
+        bus, kind, size, _ = struct.unpack_from("<IIII", body, 0)
+        if bus != len(buses) or kind != 1:
+            raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
+        buses.append((kind, size))
+        return ("bus", bus, kind, size, 0, 0, 0, "-", body[16:].decode())
+    if ty == 1 and version == 2 and len(body) >= 56:
+        bus, kind, size, flags, slots, blocks = struct.unpack_from("<IIIIQQ", body, 0)
+        tsize, talign, thash, tlen, nlen = struct.unpack_from("<IIQII", body, 32)
+        if bus != len(buses) or not 1 <= kind <= 5 or size > 1 << 24:
+            raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
+        if tlen > 256 or nlen > 4096 or 56 + tlen + nlen != len(body):
+            raise Damaged(f"record at offset {off}: names")
+        tname = body[56 : 56 + tlen].decode()
+        name = body[56 + tlen :].decode()
+        buses.append((kind, size))
+        typ = f"{tsize}:{talign}:{thash:x}:{tname}"
+        return ("bus", bus, kind, size, slots, blocks, flags & 1, typ, name)
+    if ty == 2 and len(body) >= 32:
+        bus, _, seq, mono, wall = struct.unpack_from("<IIQQQ", body, 0)
+        if bus >= len(buses):
+            raise Damaged(f"record at offset {off}: bus {bus}")
+        kind, size = buses[bus]
+        n = len(body) - 32
+        if n > size or (kind not in VARIABLE and n != size):
+            raise Damaged(f"record at offset {off}: payload of {n} bytes")
+        return ("message", bus, seq, mono, wall, body[32:])
+    if ty == 3 and len(body) == 24:
+        bus, _, first, count = struct.unpack_from("<IIQQ", body, 0)
+        if bus >= len(buses) or count == 0:
+            raise Damaged(f"record at offset {off}: gap")
+        return ("gap", bus, first, count)
+    raise Damaged(f"record at offset {off}: type {ty}, {len(body)} bytes")
+
+
+def read_index(path, part, rid):
+    """([(bus, offset)], [(offset, mono_below, bus, seq_below)]) or None."""
+    try:
+        with open(path + ".idx", "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    h = header(data, INDEX_MAGIC)
+    if h is None or h[0] != 2 or h[1:3] != (part, rid):
+        return None
+    buses, positions = [], []
+    try:
+        for _, ty, body in frames(data, 32):
+            if ty == 1 and len(body) == 16:
+                bus, _, offset = struct.unpack_from("<IIQ", body, 0)
+                buses.append((bus, offset))
+            elif ty == 2 and len(body) == 32:
+                offset, mono, bus, _, seq = struct.unpack_from("<QQIIQ", body, 0)
+                positions.append((offset, mono, bus, seq))
+            else:
+                break
+    except Damaged:
+        pass  # what checked before it stands
+    return buses, positions
+
+
+class Part:
+    def __init__(self, path):
+        self.path = path
+        # Mapped, not read: a seek touches only the pages it reads.
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            self.data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        self.head = header(self.data, MAGIC)
+
+
+def records_from(part, off, buses):
+    """Records of one part from off (a record start), buses declared."""
+    for o, ty, body in frames(part.data, off):
+        yield parse(part.head[0], o, ty, body, buses)
+
+
+def start_by_index(part, before):
+    """(offset, buses, bus lines) to start reading this part at, or None."""
+    version, number, rid, _ = part.head
+    if version != 2:
+        return None
+    idx = read_index(part.path, number, rid)
+    if idx is None:
+        return None
+    bus_entries, positions = idx
+    chosen = [p for p in positions if before(p)]
+    if not chosen:
+        return None
+    pos = chosen[-1]
+    buses, lines = [], []
+    try:
+        for bus, offset in bus_entries:
+            if offset >= pos[0]:
+                break
+            if bus != len(buses):
+                return None
+            first = next(records_from(part, offset, buses), None)
+            if first is None or first[0] != "bus" or first[1] != bus:
+                return None
+            lines.append(first)
+        first = next(records_from(part, pos[0], list(buses)), None)
+    except Damaged:
+        return None
+    if first is None or first[0] == "bus":
+        return None
+    return pos[0], buses, lines
+
+
+def read_all(base, target=None):
+    """Lines of the recording at base and its parts (from a seek target:
+    ("time", t) or ("seq", bus, s))."""
+    parts = []
+    while True:
+        path = part_path(base, len(parts))
+        if len(parts) > 0 and not os.path.exists(path):
+            break
+        part = Part(path)
+        if part.head is None:
+            raise SystemExit(f"{path}: not a shmbus recording")
+        if not parts and part.head[1] != 0:
+            # A later part given by its own name: read alone.
+            parts.append(part)
+            break
+        if part.head[1] != len(parts) or (parts and part.head[2] != parts[0].head[2]):
+            raise SystemExit(f"{path}: part {part.head[1]} of another recording")
+        parts.append(part)
+        if part.head[0] == 1:
+            break
+    start_part, start_off, start_buses, start_lines = 0, parts[0].head[3], [], []
+    if target is not None:
+        if target[0] == "time":
+            before = lambda p: p[1] <= target[1]
+        else:
+            before = lambda p: p[2] == target[1] and p[3] <= target[2]
+        for k in range(len(parts) - 1, -1, -1):
+            found = start_by_index(parts[k], before)
+            if found:
+                start_part, (start_off, start_buses, start_lines) = k, found
+                break
+    # The buses declared before the start (the index gave them) first.
+    known = list(start_lines)  # bus lines, by id
+    lines = list(start_lines)
+    seeking = target is not None
+    for k in range(start_part, len(parts)):
+        part = parts[k]
+        buses = list(start_buses) if k == start_part else []
+        off = start_off if k == start_part else part.head[3]
+        for r in records_from(part, off, buses):
+            if r[0] == "bus":
+                if r[1] < len(known):
+                    if known[r[1]] != r:
+                        raise Damaged(f"part {k}: bus {r[1]} differs from the first part's")
+                    continue
+                known.append(r)
+                lines.append(r)
+                continue
+            if seeking:
+                if target[0] == "time":
+                    hit = r[0] == "message" and r[3] >= target[1]
+                elif r[0] == "message":
+                    hit = r[1] == target[1] and r[2] >= target[2]
+                else:
+                    hit = r[1] == target[1] and r[2] + r[3] > target[2]
+                if not hit:
+                    continue
+                seeking = False
+            lines.append(r)
+    return lines
+
+
+def show(r):
+    if r[0] == "bus":
+        return " ".join(str(x) for x in r)
+    if r[0] == "message":
+        return f"message {r[1]} {r[2]} {r[3]} {r[4]} {r[5].hex()}"
+    return f"gap {r[1]} {r[2]} {r[3]}"
+
+
+def main(argv):
+    if len(argv) == 2:
+        target = None
+    elif len(argv) == 4 and argv[2] == "--seek-time":
+        target = ("time", int(argv[3]))
+    elif len(argv) == 5 and argv[2] == "--seek-seq":
+        target = ("seq", int(argv[3]), int(argv[4]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        lines = read_all(argv[1], target)
+    except Damaged as e:
+        print(e, file=sys.stderr)
+        return 1
+    except SystemExit as e:
+        print(e, file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(e, file=sys.stderr)
+        return 2
+    print("\n".join(show(r) for r in lines))
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv))

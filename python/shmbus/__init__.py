@@ -38,6 +38,7 @@ from ._shmbus import (
     remove,
 )
 from ._support import Batch
+from .recording import Recording, RecordedBus, RecordedGap, RecordedMessage
 from .errors import (
     AbandonedError,
     AttachError,
@@ -65,6 +66,7 @@ from .errors import (
     OpenPermissionError,
     PeerGoneError,
     PoolExhaustedError,
+    RecordingError,
     RoleTakenError,
     StreamError,
     TimeoutError,
@@ -87,6 +89,10 @@ __all__ = [
     "Sample",
     "Producer",
     "Consumer",
+    "Recording",
+    "RecordedBus",
+    "RecordedMessage",
+    "RecordedGap",
     "JournalPublisher",
     "JournalSubscriber",
     "Entry",

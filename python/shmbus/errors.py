@@ -73,6 +73,7 @@ __all__ = [
     "JournalError",
     "BusyError",
     "ClosedError",
+    "RecordingError",
 ]
 
 
@@ -241,3 +242,10 @@ class BusyError(Error, RuntimeError):
     handle serves one thread at a time. ``close()`` is the exception: from
     another thread it ends that wait (which raises ``ClosedError``) and
     closes the handle."""
+
+
+class RecordingError(Error):
+    """A recording (docs/RECORDING.md) that is not one, of another version,
+    or damaged: the message names the record's offset (Rust
+    ``OpenRecordingError`` / ``ReadError``). A file that cannot be read is
+    an ``OSError``."""

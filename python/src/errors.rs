@@ -58,6 +58,7 @@ exception_classes! {
     JoinError, NotJournaledError, JournalError,
     BusyError, ClosedError,
     FullError, LosslessRefusedError,
+    RecordingError,
 }
 
 /// The classes of `shmbus.errors`, looked up once.

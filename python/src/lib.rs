@@ -45,6 +45,7 @@ mod errors;
 mod handle;
 mod journal;
 mod pool;
+mod recording;
 mod stream;
 mod wake;
 
@@ -317,6 +318,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pool::register(m)?;
     stream::register(m)?;
     journal::register(m)?;
+    recording::register(m)?;
     aio::register(m)?;
     m.add("SLICE_SECONDS", SLICE.as_secs_f64())?;
     Ok(())

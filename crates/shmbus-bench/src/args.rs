@@ -57,6 +57,12 @@ pub struct BenchArgs {
     /// iceoryx2's (they also run whenever shmbus is among the mechanisms).
     #[arg(long, conflicts_with_all = ["mpmc", "large"])]
     pub blackboard: bool,
+    /// Only the recording and replay table (issue 32): capture rate at
+    /// 4 KiB and 64 B, the publish cost with a recorder attached, and
+    /// `shmbus replay`'s pace error and top speed (`$SHMBUS_BIN`, else
+    /// the `shmbus` beside this binary).
+    #[arg(long, conflicts_with_all = ["mpmc", "large"])]
+    pub record: bool,
 }
 
 /// Arguments of the hidden `shmbus-bench child`: one receiver.

@@ -10,6 +10,8 @@
 //! interval is timed and counted. Latencies go into HDR histograms in clock
 //! ticks (see `clock`) and are converted to nanoseconds once, by the parent.
 //!
+//! `--record` runs only the recording and replay table (`record`).
+//!
 //! `run` takes the phases in order: the many-publishers table (`mpmc`), the
 //! idle async subscribers (`idle`), the stalled lossless subscriber (`stall`), the rounds of every case (`rounds`, one block at a time by `runner`), then
 //! the outputs (`report`).
@@ -31,6 +33,7 @@ mod mpmc;
 mod pattern;
 mod payload;
 mod plot;
+mod record;
 mod report;
 mod rounds;
 mod runner;
@@ -100,6 +103,23 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
                 "cross-process"
             };
             println!("{:16} {place:13} {}", m.name(), m.describe());
+        }
+        return Ok(());
+    }
+    if args.record {
+        let table = record::run(args.quick)?;
+        record::print(&table);
+        for t in record::targets(&table) {
+            println!(
+                "  target: {} {} found {} {}",
+                t["target"].as_str().unwrap_or(""),
+                t["wanted"].as_str().unwrap_or(""),
+                t["found"],
+                if t["met"] == true { "met" } else { "MISSED" }
+            );
+        }
+        if let Some(path) = &args.json {
+            record::write(path, &table)?;
         }
         return Ok(());
     }

@@ -1,4 +1,5 @@
-//! A running bridge's status file: what `shmbus bridge` writes about
+//! A running bridge's status file: what `shmbus bridge` (and `shmbus
+//! record`, a bridge from a bus to a file: direction `record`) writes about
 //! itself, and what `shmbus stat`, `top` and `clean` read, without Zenoh.
 //! The writer ([`Writer`]) and the reader ([`read_live`], [`Status::parse`])
 //! are side by side so that the format has one home (docs/LAYOUT.md §23).
@@ -50,14 +51,18 @@ pub enum Direction {
     Out,
     /// `bridge in`: the bus's publisher, from Zenoh.
     In,
+    /// `shmbus record`: a subscriber of the bus, writing a recording (its
+    /// file is the status's `key`).
+    Record,
 }
 
 impl Direction {
-    /// "out" or "in", as in the file and on the command line.
+    /// "out", "in" or "record", as in the file (and the command line).
     pub fn as_str(self) -> &'static str {
         match self {
             Direction::Out => "out",
             Direction::In => "in",
+            Direction::Record => "record",
         }
     }
 }
@@ -91,6 +96,8 @@ pub struct Counts {
     pub repeats: u64,
     /// In: payloads that were not frames.
     pub bad_frames: u64,
+    /// Record: payload bytes written (0 for a bridge).
+    pub bytes: u64,
     /// Out: a remote subscriber matches the key. In: frames arrived since
     /// the previous status (about a second).
     pub peer: bool,
@@ -321,6 +328,7 @@ fn now_unix_ns() -> u64 {
 
 /// A bridge's status file, rewritten by [`update`](Writer::update) and
 /// removed on drop.
+#[derive(Debug)]
 pub struct Writer {
     path: PathBuf,
     tmp: PathBuf,
@@ -433,6 +441,7 @@ impl Status {
             "lost": c.lost,
             "repeats": c.repeats,
             "bad_frames": c.bad_frames,
+            "bytes": c.bytes,
             "msgs_per_sec": self.msgs_per_sec,
             "updated_unix_ns": self.updated_unix_ns,
         })
@@ -489,7 +498,8 @@ impl Status {
         let direction = match v["direction"].as_str() {
             Some("out") => Direction::Out,
             Some("in") => Direction::In,
-            _ => return Err(field("direction", "\"out\" or \"in\"")),
+            Some("record") => Direction::Record,
+            _ => return Err(field("direction", "\"out\", \"in\" or \"record\"")),
         };
         let bus = PathBuf::from(text("bus")?);
         if !bus.is_absolute() {
@@ -518,6 +528,11 @@ impl Status {
                 lost: u64_of("lost")?,
                 repeats: u64_of("repeats")?,
                 bad_frames: u64_of("bad_frames")?,
+                // Added with `record`: a bridge's file from before has none.
+                bytes: match &v["bytes"] {
+                    Value::Null => 0,
+                    b => b.as_u64().ok_or(field("bytes", "an unsigned integer"))?,
+                },
                 peer: v["peer"].as_bool().ok_or(field("peer", "true or false"))?,
             },
             msgs_per_sec,
@@ -547,25 +562,29 @@ impl Status {
         let mut parts = vec![match id.direction {
             Direction::Out => format!("out -> key {}", id.key),
             Direction::In => format!("in <- key {}", id.key),
+            Direction::Record => format!("record -> {}", id.key),
         }];
         for (what, endpoints) in [("listen", &id.listen), ("connect", &id.connect)] {
             if !endpoints.is_empty() {
                 parts.push(format!("{what} {}", endpoints.join(" ")));
             }
         }
-        parts.push(
-            match (id.direction, c.peer) {
-                (Direction::Out, true) => "peer matched",
-                (Direction::Out, false) => "no peer",
-                (Direction::In, true) => "receiving",
-                (Direction::In, false) => "nothing received",
-            }
-            .to_string(),
-        );
+        match (id.direction, c.peer) {
+            (Direction::Out, true) => parts.push("peer matched".into()),
+            (Direction::Out, false) => parts.push("no peer".into()),
+            (Direction::In, true) => parts.push("receiving".into()),
+            (Direction::In, false) => parts.push("nothing received".into()),
+            (Direction::Record, _) => {}
+        }
         parts.push(format!("{} msgs/s", per_sec(self.msgs_per_sec)));
         match id.direction {
             Direction::Out => {
                 parts.push(format!("forwarded {}", c.messages));
+                parts.push(format!("lost {}", c.lost));
+            }
+            Direction::Record => {
+                parts.push(format!("recorded {}", c.messages));
+                parts.push(format!("{} bytes", c.bytes));
                 parts.push(format!("lost {}", c.lost));
             }
             Direction::In => {
@@ -736,6 +755,7 @@ mod tests {
                 lost: 3,
                 repeats: 1,
                 bad_frames: 2,
+                bytes: 0,
                 peer: true,
             },
             msgs_per_sec: Some(12_345.0),
@@ -853,5 +873,30 @@ mod tests {
             "in <- key shmbus/ticks, listen tcp/10.0.0.2:7447, receiving, 12.3k msgs/s, \
              published 100, skipped 3, repeats 1, bad frames 2"
         );
+    }
+
+    #[test]
+    fn a_recorder_s_status_reads_back_and_names_its_file_rate_bytes_and_losses() {
+        let mut s = sample();
+        s.identity.direction = Direction::Record;
+        s.identity.key = "/data/ticks.rec".into();
+        s.identity.listen.clear();
+        s.counts = Counts {
+            messages: 100,
+            lost: 3,
+            bytes: 6400,
+            ..Counts::default()
+        };
+        let bytes = s.to_json().to_string();
+        assert_eq!(Status::parse(bytes.as_bytes(), 42), Ok(s.clone()));
+        s.updated_unix_ns = now_unix_ns();
+        assert_eq!(
+            s.summary(),
+            "record -> /data/ticks.rec, 12.3k msgs/s, recorded 100, 6400 bytes, lost 3"
+        );
+        // A bridge's file written before `bytes` existed still reads.
+        let mut old = sample().to_json();
+        old.as_object_mut().unwrap().remove("bytes");
+        assert_eq!(Status::parse(old.to_string().as_bytes(), 42), Ok(sample()));
     }
 }

@@ -90,6 +90,8 @@ impl From<CreateError> for CliError {
         match err {
             CreateError::Name(_)
             | CreateError::InvalidGeometry(_)
+            // A group this user is not in: the flag's fault, not the run's.
+            | CreateError::Group { .. }
             | CreateError::HugePages(
                 HugePageError::NotTmpfs { .. } | HugePageError::NotHugetlbfs { .. },
             ) => CliError::usage(err.to_string()),

@@ -13,22 +13,26 @@
 mod bridge_status;
 mod cmd;
 mod error;
+mod group;
 mod out;
+mod version;
 
 use std::process::ExitCode;
 
 use clap::error::ErrorKind;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use cmd::{
-    blackboard, bridge, clean, create, demo, inspect, publish, record, subscribe, subscribe_many,
-    top,
+    blackboard, bridge, clean, create, demo, generate, inspect, publish, record, replay, subscribe,
+    subscribe_many, top,
 };
 use error::CliError;
 
 /// Shared-memory message buses for processes on one Linux machine.
+// The version is set at run time (`cli_command`): it names the formats'
+// versions, constants of the core that `concat!` cannot read.
 #[derive(Parser, Debug)]
-#[command(name = "shmbus", version, propagate_version = true)]
+#[command(name = "shmbus", propagate_version = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -56,12 +60,13 @@ enum Command {
     /// each subscriber holds (q quits); --json or --prometheus print one
     /// sample.
     Top(top::TopArgs),
-    /// Record every message of a plain bus, with its sequence and receive
-    /// time, to a file (lags as gaps) until SIGINT or SIGTERM.
+    /// Record every message of buses of any kind, with its sequence and
+    /// receive time, to a file (lags as gaps) until SIGINT or SIGTERM;
+    /// --lossless, --rotate-size, --rotate-secs.
     Record(record::RecordArgs),
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.
-    Replay(record::ReplayArgs),
+    Replay(replay::ReplayArgs),
     /// Remove the buses no live process uses.
     Clean(clean::CleanArgs),
     /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
@@ -78,10 +83,29 @@ enum Command {
     /// One process of the demo (run by `demo` itself).
     #[command(hide = true)]
     DemoChild(demo::ChildArgs),
+    /// Man pages and shell completions, for installing the tool.
+    #[command(hide = true)]
+    Generate(generate::GenerateArgs),
+}
+
+/// The whole tool's clap command, with `--version`'s line.
+fn cli_command() -> clap::Command {
+    Cli::command().version(version::line())
+}
+
+/// `Cli::try_parse_from`, with `cli_command`'s version (clap's derived
+/// parse would build the command without it).
+fn parse<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let matches = cli_command().try_get_matches_from(args)?;
+    Cli::from_arg_matches(&matches)
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match parse(std::env::args_os()) {
         Ok(cli) => cli,
         Err(err) => return clap_error(err),
     };
@@ -105,12 +129,13 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),
         Command::Record(args) => record::record(args),
-        Command::Replay(args) => record::replay(args),
+        Command::Replay(args) => replay::replay(args),
         Command::Clean(args) => clean::clean(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),
         Command::DemoChild(args) => demo::run_child(args),
+        Command::Generate(args) => generate::run(args, cli_command()),
     }
 }
 
@@ -151,9 +176,8 @@ fn one_line(rendered: &str, subcommand: Option<&str>) -> String {
 
 /// The subcommand the user typed, if the first argument names one.
 fn typed_subcommand() -> Option<String> {
-    use clap::CommandFactory;
     let arg = std::env::args().nth(1)?;
-    Cli::command().find_subcommand(&arg).map(|_| arg)
+    cli_command().find_subcommand(&arg).map(|_| arg)
 }
 
 #[cfg(test)]
@@ -162,13 +186,12 @@ mod tests {
 
     #[test]
     fn clap_definitions_are_consistent() {
-        use clap::CommandFactory;
-        Cli::command().debug_assert();
+        cli_command().debug_assert();
     }
 
     #[test]
     fn clap_errors_become_one_line() {
-        let err = Cli::try_parse_from(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
+        let err = parse(["shmbus", "create", "x", "--msg-size", "8"]).unwrap_err();
         let line = one_line(&err.to_string(), Some("create"));
         assert!(!line.contains('\n'), "{line}");
         assert!(line.contains("--slots <N>"), "{line}");

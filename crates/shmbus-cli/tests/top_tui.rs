@@ -62,6 +62,14 @@ impl Tmux {
     /// As [`start_top`](Tmux::start_top), `top` run with the variables
     /// `env` set (the pane's shell has the tmux server's environment).
     fn start_top_with(env: &[(&str, &str)], args: &[&str]) -> Option<Tmux> {
+        let mut all = vec!["top"];
+        all.extend_from_slice(args);
+        Tmux::start_shmbus(env, &all)
+    }
+
+    /// `shmbus ARGS` (any command) in the pane, as `start_top_with` runs
+    /// `top`: bounded by `timeout`, its exit status printed after it.
+    fn start_shmbus(env: &[(&str, &str)], args: &[&str]) -> Option<Tmux> {
         if find_program("tmux").is_none() {
             println!("SKIPPED: no tmux");
             return None;
@@ -70,7 +78,7 @@ impl Tmux {
             socket: format!("{}tmux", shmbus_testkit::unique_prefix()),
             socket_path: None,
         };
-        let mut top = vec![env!("CARGO_BIN_EXE_shmbus"), "top"];
+        let mut top = vec![env!("CARGO_BIN_EXE_shmbus")];
         top.extend_from_slice(args);
         let top: Vec<String> = top.into_iter().map(sh_quote).collect();
         let env: Vec<String> = env
@@ -769,6 +777,107 @@ fn a_bridge_is_a_line_of_its_bus_s_view_and_its_subscriber_row_says_bridge_out()
     bridge.wait_success();
     assert!(!status.exists(), "the bridge removed its status");
     let _ = std::fs::remove_dir_all(&runtime);
+    bus.finish();
+}
+
+/// A private runtime directory for status files, removed on drop.
+struct Runtime(PathBuf);
+
+impl Runtime {
+    fn new(label: &str) -> Runtime {
+        let dir = std::env::temp_dir().join(format!(
+            "{}{label}-runtime",
+            shmbus_testkit::unique_prefix()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).expect("a runtime directory");
+        Runtime(dir)
+    }
+
+    fn text(&self) -> &str {
+        self.0.to_str().expect("UTF-8")
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_recorder_is_a_line_of_its_bus_s_view_and_its_subscriber_row_says_recorder() {
+    let bus = BusName::new("top-B-recorder");
+    create(&bus, 16, 64);
+    let runtime = Runtime::new("top-B-recorder");
+    let file = runtime.0.join("ticks.rec");
+    let mut cmd = common::shmbus(&["record", bus.name(), "--out", file.to_str().unwrap()]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime.0);
+    let recorder = spawn(cmd);
+    let pid = recorder.pid();
+    let status = runtime.0.join(format!("shmbus/bridges/{pid}.json"));
+    wait_for("the recorder to subscribe", || {
+        stat(&bus).subscribers.iter().any(|l| l.pid == pid)
+    });
+    common::publish(bus.name(), &common::numbered_lines(1..=10));
+    wait_for("the recorder's status to count 10", || {
+        std::fs::read_to_string(&status).is_ok_and(|s| s.contains("\"messages\":10,"))
+    });
+
+    let Some(tmux) = Tmux::start_top_with(
+        &[("XDG_RUNTIME_DIR", runtime.text())],
+        &[bus.name(), "--interval-ms", "200"],
+    ) else {
+        return;
+    };
+    let line = format!("bridge:      pid {pid}: record -> {}, ", file.display());
+    let pane = tmux.wait_for_view("the recorder's line and row", |p| {
+        p.contains(&line)
+            && p.contains("recorded 10, 160 bytes, lost 0")
+            && row_of(p, pid).is_some()
+    });
+    assert!(row(&pane, pid).contains("recorder"), "{pane}");
+    tmux.press("q");
+    tmux.assert_top_ended_cleanly();
+
+    drop(tmux);
+    signal(pid, rustix::process::Signal::INT);
+    recorder.wait_success();
+    assert!(!status.exists(), "the recorder removed its status");
+    drop(runtime);
+    bus.finish();
+}
+
+#[test]
+fn a_recorder_on_a_terminal_shows_a_progress_line_of_messages_bytes_and_losses() {
+    let bus = BusName::new("top-B-progress");
+    create(&bus, 16, 64);
+    let runtime = Runtime::new("top-B-progress");
+    let file = runtime.0.join("p.rec");
+    let Some(tmux) = Tmux::start_shmbus(
+        &[("XDG_RUNTIME_DIR", runtime.text())],
+        &["record", bus.name(), "--out", file.to_str().unwrap()],
+    ) else {
+        return;
+    };
+    wait_for("the recorder to subscribe", || {
+        !stat(&bus).subscribers.is_empty()
+    });
+    let pid = stat(&bus).subscribers[0].pid;
+    common::publish(bus.name(), &common::numbered_lines(1..=7));
+    tmux.wait_for("the progress line", |p| {
+        p.contains("recorded 7 messages, 112 bytes, lost 0")
+    });
+    // Not C-c: the terminal would send SIGINT to the pane's shell too.
+    signal(pid, rustix::process::Signal::INT);
+    let pane = tmux.wait_for("the recorder to exit", |p| p.contains("TOP-EXITED"));
+    assert!(pane.contains("TOP-EXITED status=0"), "{pane}");
+    // The line ended with a newline: the shell's next output is below it.
+    let progress = pane.lines().position(|l| l.contains("recorded 7 messages"));
+    let restored = pane.lines().position(|l| l.contains("TTY-RESTORED"));
+    assert!(progress < restored, "{pane}");
+    drop(tmux);
+    drop(runtime);
     bus.finish();
 }
 

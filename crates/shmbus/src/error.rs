@@ -294,6 +294,19 @@ pub enum CreateError {
         /// The error.
         source: io::Error,
     },
+    /// The file could not be given the group asked for
+    /// ([`BusOptions::group`](crate::BusOptions::group)): a user may give
+    /// a file only a group it is a member of (`EPERM`). Nothing is left
+    /// behind.
+    #[error("{path}: cannot give the file group {gid}: {source} (a user may give only a group it is a member of)")]
+    Group {
+        /// The bus's path.
+        path: PathBuf,
+        /// The group asked for.
+        gid: u32,
+        /// The system's answer to `fchown`.
+        source: io::Error,
+    },
 }
 
 impl CreateError {

@@ -13,7 +13,7 @@ use crate::{
         JournalOpenError,
     },
     pool::{LoanError, PoolRecvError},
-    record::{AddBusError, OpenRecordingError, ReadError, WriteError},
+    record::{AddBusError, CaptureError, OpenRecordingError, ReadError, WriteError},
 };
 
 /// What kind of failure an error is, whichever operation's enum it came
@@ -215,7 +215,9 @@ impl CreateError {
         match self {
             CreateError::Name(e) => e.kind(),
             CreateError::AlreadyExists { .. } => ErrorKind::Exists,
-            CreateError::PermissionDenied { .. } => ErrorKind::Permission,
+            CreateError::PermissionDenied { .. } | CreateError::Group { .. } => {
+                ErrorKind::Permission
+            }
             CreateError::InvalidGeometry(e) => e.kind(),
             CreateError::NoDirectory { .. } => ErrorKind::NotFound,
             CreateError::NoSpace { .. }
@@ -747,6 +749,14 @@ mod tests {
                 K::Permission,
             ),
             (
+                CreateError::Group {
+                    path: path(),
+                    gid: 1,
+                    source: io(),
+                },
+                K::Permission,
+            ),
+            (
                 CreateError::InvalidGeometry(GeometryError::RawNeedsMsgSize),
                 K::InvalidArgument,
             ),
@@ -1065,6 +1075,29 @@ impl ReadError {
         match self {
             ReadError::Io(_) => ErrorKind::Other,
             _ => ErrorKind::Corrupt,
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl CaptureError {
+    /// The kind of the error it wraps.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::{CaptureError, WriteError}};
+    ///
+    /// let e = CaptureError::Write(WriteError::EmptyGap { bus: 0 });
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CaptureError::Open { source, .. } => source.kind(),
+            CaptureError::Attach { source, .. } => source.kind(),
+            CaptureError::AddBus { source, .. } => source.kind(),
+            CaptureError::Write(e) => e.kind(),
+            CaptureError::Pool { source, .. } => source.kind(),
+            CaptureError::Stream { source, .. } => source.kind(),
         }
     }
 }

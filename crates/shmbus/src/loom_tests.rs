@@ -189,6 +189,31 @@ fn loom_a_skip_is_counted_exactly_by_a_racing_reader() {
     });
 }
 
+/// A reader following a skip is told it as one lag report of its length,
+/// whatever the interleaving: it sees the marked stamps only once the
+/// cursor (stored after them, Release; loaded Acquire) is past them, and
+/// then sees them all. Mutation-checked: with `skip` storing the cursor
+/// before the stamps, loom finds a report split in two.
+#[test]
+fn loom_a_followed_skip_is_one_lag_report_of_its_length() {
+    model(|| {
+        let mut publisher = bus(4);
+        let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::BusySpin);
+        let writer = thread::spawn(move || {
+            publisher.skip(3).expect("a small skip");
+        });
+        let mut reports = Vec::new();
+        while subscriber.position() < 3 {
+            match subscriber.try_recv() {
+                Some(r) => reports.push(r),
+                None => thread::yield_now(),
+            }
+        }
+        assert_eq!(reports, vec![crate::Received::Lagged { skipped: 3 }]);
+        writer.join().unwrap();
+    });
+}
+
 /// A lossless subscriber on a one-slot bus gets every message, in order,
 /// and is never lapped: the publisher's second write waits (asleep on
 /// `ROOM`) until the subscriber's Release position store says the first

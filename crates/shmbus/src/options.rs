@@ -54,6 +54,7 @@ pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
 #[derive(Clone, Debug)]
 pub(crate) struct FileOptions {
     pub(crate) mode: u32,
+    pub(crate) group: Option<u32>,
     pub(crate) prefault: bool,
     pub(crate) mlock: bool,
     pub(crate) huge: Option<HugePages>,
@@ -63,6 +64,7 @@ impl Default for FileOptions {
     fn default() -> Self {
         FileOptions {
             mode: 0o600,
+            group: None,
             prefault: false,
             mlock: false,
             huge: None,
@@ -154,6 +156,24 @@ macro_rules! file_setters {
             /// ```
             pub fn mode(mut self, mode: u32) -> Self {
                 self.file.mode = mode & 0o777;
+                self
+            }
+            /// The file's group (a gid); the creator's own (its effective
+            /// gid) unless asked. With [`mode`](Self::mode) `0o660` a
+            /// team's processes, of other users in this group, may open
+            /// it. The group is set before the mode, so the file never
+            /// grants anything to another group; a journal's file (and
+            /// each compaction's) gets the same group. A user may give
+            /// only a group it is a member of: creation then fails with
+            /// [`CreateError::Group`](crate::CreateError::Group).
+            ///
+            /// # Examples
+            /// ```
+            /// let gid = rustix::process::getegid().as_raw();
+            #[doc = concat!("let opts = shmbus::", $new, ".group(gid).mode(0o660);")]
+            /// ```
+            pub fn group(mut self, gid: u32) -> Self {
+                self.file.group = Some(gid);
                 self
             }
             /// Touches every page at creation, so the first messages do not

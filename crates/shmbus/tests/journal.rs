@@ -1637,3 +1637,44 @@ fn a_journal_started_from_another_ones_replay_gives_a_late_joiner_the_same_state
     bus.finish();
     dir.finish();
 }
+
+/// A group that is not this process's: files made by it get this process's
+/// egid unless given another.
+const OTHER_GID: u32 = 65534;
+
+#[test]
+fn a_journaled_bus_its_journal_and_each_compaction_s_file_get_the_group_asked_for() {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() || rustix::process::getegid().as_raw() == OTHER_GID {
+        // Only root may give a file a group it is not in.
+        println!("SKIPPED: needs root with an egid other than {OTHER_GID}");
+        return;
+    }
+    let dir = ShmDir::new("F-group");
+    let bus = BusName::new("F-group");
+    let journal = dir.path().join("j");
+    let mut p = JournalPublisher::<Kv>::create(
+        bus.name(),
+        &BusOptions::new(64).group(OTHER_GID).mode(0o640),
+        &JournalOptions::new(&journal),
+    )
+    .expect("create");
+    let of = |path: &Path| {
+        let m = std::fs::metadata(path).expect("stat");
+        (m.gid(), m.mode() & 0o7777, m.ino())
+    };
+    let (bus_gid, bus_mode, _) = of(bus.path());
+    let (j_gid, j_mode, before) = of(&journal);
+    assert_eq!((bus_gid, bus_mode), (OTHER_GID, 0o640), "the bus file");
+    assert_eq!((j_gid, j_mode), (OTHER_GID, 0o640), "the journal");
+    for val in 0..4 {
+        p.publish(&Kv { key: 1, val }).expect("publish");
+    }
+    assert!(p.compact(), "a compaction starts");
+    p.close().expect("close switches the compaction in");
+    let (c_gid, c_mode, after) = of(&journal);
+    assert_ne!(before, after, "the journal is the compaction's new file");
+    assert_eq!((c_gid, c_mode), (OTHER_GID, 0o640), "the compacted journal");
+    bus.finish();
+    dir.finish();
+}

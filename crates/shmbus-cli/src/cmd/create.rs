@@ -84,6 +84,12 @@ pub struct CreateArgs {
     /// Permission bits of the file, in octal (660 lets the group in).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
     pub mode: u32,
+    /// The file's group, a name or a number (default: yours), so that
+    /// with --mode 660 a team's users in that group may open it; a journal
+    /// (and each compaction's file) gets the same group. You must be a
+    /// member of the group.
+    #[arg(long, value_name = "GROUP", value_parser = parse_group)]
+    pub group: Option<u32>,
     /// Touch every page now, so the first messages do not page-fault.
     #[arg(long)]
     pub prefault: bool,
@@ -232,6 +238,23 @@ fn parse_mode(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--group`: a group's name (looked up in the group database) or its
+/// number.
+fn parse_group(s: &str) -> Result<u32, String> {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+        return s
+            .parse::<u32>()
+            .map_err(|_| format!("{s} is not a group number (0 to {})", u32::MAX));
+    }
+    match crate::group::gid_of(s) {
+        Ok(Some(gid)) => Ok(gid),
+        Ok(None) => Err(format!(
+            "no group named {s:?} (getent group {s} finds none)"
+        )),
+        Err(e) => Err(format!("looking up group {s:?}: {e}")),
+    }
+}
+
 /// `opts` with the file's flags of `args`, the same whatever the kind (the
 /// option types share these setters by a macro, not a trait).
 macro_rules! file_options {
@@ -241,6 +264,10 @@ macro_rules! file_options {
             .mode(args.mode)
             .prefault(args.prefault)
             .mlock(args.mlock);
+        let opts = match args.group {
+            Some(gid) => opts.group(gid),
+            None => opts,
+        };
         match args.huge_pages {
             None => opts,
             Some(HugePagesArg::Transparent) => opts.huge_pages(HugePages::Transparent),

@@ -74,7 +74,10 @@
 //!   confirmed by its slot (`slots_confirm`: a real cursor `h` finds `h - 1`,
 //!   or one lap later, in slot `h - 1`);
 //! - any other stamp the reader cannot read is a lost message (`Lagged(1)`)
-//!   once a confirmed cursor is past it, and "not yet" before that;
+//!   once a confirmed cursor is past it, and "not yet" before that; on a
+//!   single-publisher bus a run of `abandoned(s)` stamps (`Publisher::skip`)
+//!   is one lost run, `Lagged(run)`, the run counted only below that
+//!   cursor and within one ring;
 //! - a waiting reader checks every 64th empty poll whether a confirmed
 //!   cursor is past its position while the stamp still says "not yet", and
 //!   skips that one message if so (`check_stuck`).

@@ -334,9 +334,10 @@ impl<R: Region> Ring<R> {
 
     /// Publishes sequences `seq .. seq + n` as lost (single publisher):
     /// the last `min(n, capacity)` of them get the stamp `abandoned(s)`,
-    /// which readers report as one skipped message each (as a skipped claim
-    /// of a many-publisher bus); a reader further behind finds a stamp of
-    /// a later lap and is lapped, exactly as by `n` real messages. No
+    /// which a reader at the first of them reports as one loss of them
+    /// all (`skip_abandoned`); a reader further behind finds a stamp of a
+    /// later lap and is lapped, exactly as by `n` real messages, its report
+    /// running on over the marked slots (`lapped`). No
     /// payload is written: a reader mid-copy of an older message sees the
     /// stamp change and drops its copy. Returns `GATE_GEN` as `write` does.
     pub(crate) fn skip(&self, seq: u64, n: u64) -> u32 {
@@ -518,7 +519,7 @@ impl<R: Region> Ring<R> {
                 self.prefetch_payload(*pos);
                 Poll::Empty
             }
-            Slot::Abandoned => self.skip_one(pos, self.head()),
+            Slot::Abandoned => self.skip_abandoned(pos, self.head()),
             Slot::Lapped { newer } => self.lapped(pos, newer),
         }
     }
@@ -543,9 +544,53 @@ impl<R: Region> Ring<R> {
         // newer <= head, so by_slot <= head + 1 - capacity <= head, and
         // by_head < head: 1 <= skipped <= head - pos.
         let to = self.resync_after_lap(newer, head);
+        // A skip longer than the ring lapped us: its marked slots at `to`
+        // are part of the same loss, told in the same report.
+        let to = self.abandoned_run_end(to, head);
         let skipped = to.wrapping_sub(*pos);
         *pos = to;
         Poll::Lapped(skipped)
+    }
+
+    /// `*pos`'s stamp says `abandoned(pos)`. On a single-publisher bus that
+    /// is `Publisher::skip`: the whole run of marked sequences from `*pos`
+    /// is skipped as one loss, so a gap of `n` is one `Lagged(n)` (a
+    /// replayed recording tells its subscribers the lags the recorder was
+    /// told). A many-publisher bus skips one abandoned claim at a time.
+    #[cold]
+    fn skip_abandoned(&self, pos: &mut u64, head: u64) -> Poll {
+        if self.geo.multi || ahead(head, *pos) <= 0 || !self.slots_confirm(head) {
+            return self.skip_one(pos, head);
+        }
+        let to = self.abandoned_run_end(pos.wrapping_add(1), head);
+        let skipped = to.wrapping_sub(*pos);
+        *pos = to;
+        Poll::Lagged(skipped)
+    }
+
+    /// The first sequence at or after `from` whose stamp is not
+    /// `abandoned(seq)`, looking no further than the cursor `head` and one
+    /// ring (single-publisher buses; `from` itself on many-publisher
+    /// ones). Bounded by `head`, so a run of forged stamps cannot make a
+    /// report larger than what the cursor says was published.
+    fn abandoned_run_end(&self, from: u64, head: u64) -> u64 {
+        if self.geo.multi {
+            return from;
+        }
+        let mut s = from;
+        let mut looked = 0u64;
+        while ahead(head, s) > 0 && looked < self.geo.capacity {
+            // Relaxed: `head` was loaded with Acquire (`head`), paired with
+            // the Release cursor store in `skip`, which follows its stamps:
+            // every stamp of a skip below `head` is seen, or a newer one
+            // (then the run ends here, and a later poll finds the lap).
+            if self.stamp(s).load(Ordering::Relaxed) != abandoned(s) {
+                break;
+            }
+            s = s.wrapping_add(1);
+            looked += 1;
+        }
+        s
     }
 
     /// Skips `*pos`, whose stamp no publisher wrote in this state (a claim

@@ -72,6 +72,8 @@ pub(super) struct Compaction {
     pub(super) shared: Arc<Shared>,
     pub(super) path: PathBuf,
     pub(super) mode: u32,
+    /// The bus file's group, which the compacted file gets too.
+    pub(super) group: Option<u32>,
     pub(super) chunk: usize,
 }
 
@@ -185,7 +187,7 @@ impl Compaction {
             snapshot: entries.len() as u64,
             sealed: false,
         };
-        let mut w = Writer::create(tmp, header, self.mode, self.chunk, 0)
+        let mut w = Writer::create(tmp, header, self.mode, self.group, self.chunk, 0)
             .map_err(|e| io::Error::other(e.to_string()))?;
         let append = |w: &mut Writer, seq: u64, payload: &[u8]| {
             w.append(seq, &payload[..msg])

@@ -53,6 +53,8 @@ struct Core {
     msg_size: usize,
     path: PathBuf,
     mode: u32,
+    /// The bus file's group: each compaction's file gets it.
+    group: Option<u32>,
     chunk: usize,
     /// The process that started the threads: a forked child has none of
     /// them, and its copy must neither join them nor touch the files.
@@ -86,6 +88,7 @@ impl Core {
         let path =
             absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.file.mode;
+        let group = opts.file.group;
         jopts.check_sizes()?;
         check_snapshot(&jopts.snapshot, opts.first_seq, msg.size)?;
         let (writer, created) = match Writer::open(
@@ -101,7 +104,7 @@ impl Core {
             }
             // The creator decides the mode, for a journal it continues too.
             Ok(w) => {
-                w.set_mode(mode)?;
+                w.set_mode(mode, group)?;
                 (w, false)
             }
             Err(JournalOpenError::Io { source, .. })
@@ -114,7 +117,7 @@ impl Core {
                     snapshot: jopts.snapshot.len() as u64,
                     sealed: false,
                 };
-                let mut w = Writer::create(&path, h, mode, jopts.chunk, jopts.preallocate)?;
+                let mut w = Writer::create(&path, h, mode, group, jopts.chunk, jopts.preallocate)?;
                 for (seq, bytes) in &jopts.snapshot {
                     if let Err(e) = w.append(*seq, bytes) {
                         let _ = std::fs::remove_file(&path);
@@ -165,7 +168,7 @@ impl Core {
             first,
             writer,
             path.clone(),
-            mode,
+            (mode, group),
             jopts.chunk,
             key_of,
         );
@@ -198,7 +201,7 @@ impl Core {
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
         segment::take_role(&region, lock_byte::PUBLISHER, pid_field)
             .map_err(|pid| AttachError::PublisherActive { pid })?;
-        let (mode, bus_owner) = region_owner(&region);
+        let (mode, bus_owner, bus_group) = region_owner(&region);
         let ring = Ring::new(Arc::new(region), &header);
         let ring_next = ring.resume();
         let chunk = 8 << 20;
@@ -232,7 +235,14 @@ impl Core {
             .into());
         };
         Ok(Core::start(
-            ring, gate, next, writer, path, mode, chunk, key_of,
+            ring,
+            gate,
+            next,
+            writer,
+            path,
+            (mode, bus_group),
+            chunk,
+            key_of,
         )?)
     }
 
@@ -246,7 +256,7 @@ impl Core {
         next: u64,
         writer: Writer,
         path: PathBuf,
-        mode: u32,
+        (mode, group): (u32, Option<u32>),
         chunk: usize,
         key_of: fn(&[u8]) -> u64,
     ) -> Result<Core, JournalOpenError> {
@@ -292,6 +302,7 @@ impl Core {
             msg_size,
             path,
             mode,
+            group,
             chunk,
             origin: Origin::here(),
         })
@@ -379,6 +390,7 @@ impl Core {
             shared: Arc::clone(&self.shared),
             path: self.path.clone(),
             mode: self.mode,
+            group: self.group,
             chunk: self.chunk,
         };
         let (tx, settled) = mpsc::channel();
@@ -546,10 +558,11 @@ fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, gate: &mut Gate, writer: &Wr
     gate.after_write(seq, gen);
 }
 
-/// The bus file's mode and owner.
-fn region_owner(region: &ShmRegion) -> (u32, Option<u32>) {
-    rustix::fs::fstat(region.file())
-        .map_or((0o600, None), |st| (st.st_mode & 0o777, Some(st.st_uid)))
+/// The bus file's mode, owner and group.
+fn region_owner(region: &ShmRegion) -> (u32, Option<u32>, Option<u32>) {
+    rustix::fs::fstat(region.file()).map_or((0o600, None, None), |st| {
+        (st.st_mode & 0o777, Some(st.st_uid), Some(st.st_gid))
+    })
 }
 
 fn key_of<T: Keyed>(bytes: &[u8]) -> u64 {

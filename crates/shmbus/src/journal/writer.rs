@@ -69,10 +69,22 @@ impl AppendError {
     }
 }
 
-/// `fchmod`s `file` to exactly `mode` unless it has it already.
-fn set_mode(file: &File, path: &Path, mode: u32) -> Result<(), JournalOpenError> {
+/// Gives `file` the group `group` (when asked and not already its) and
+/// then exactly `mode` (unless it has it already): the group first, so
+/// the mode's group bits never let in the group the file had before.
+fn set_mode(
+    file: &File,
+    path: &Path,
+    mode: u32,
+    group: Option<u32>,
+) -> Result<(), JournalOpenError> {
     let io = |e: rustix::io::Errno| JournalOpenError::io(path, "chmod", e.into());
-    let now = rustix::fs::fstat(file).map_err(io)?.st_mode & 0o7777;
+    let st = rustix::fs::fstat(file).map_err(io)?;
+    if let Some(gid) = group.filter(|&g| g != st.st_gid) {
+        rustix::fs::fchown(file, None, Some(rustix::process::Gid::from_raw(gid)))
+            .map_err(|e| JournalOpenError::io(path, "chgrp", e.into()))?;
+    }
+    let now = st.st_mode & 0o7777;
     if now != mode {
         rustix::fs::fchmod(file, rustix::fs::Mode::from_raw_mode(mode)).map_err(io)?;
     }
@@ -123,13 +135,16 @@ impl Writer {
     /// Creates a new journal file at `path` (never replacing one) with
     /// `header`, mode exactly `mode`: the bus's, whatever the umask (which
     /// `open(2)` applies, so `fchmod` sets it again, as the bus's creator
-    /// does), so that whoever may read the bus may read its journal.
+    /// does), so that whoever may read the bus may read its journal; and
+    /// with `group`, the bus's group (before the mode: the file is made
+    /// owner-only until both are set).
     /// `ahead` bytes past the header are allocated and mapped at once
     /// (rounded up to a chunk; at least one chunk is).
     pub(crate) fn create(
         path: &Path,
         header: JournalHeader,
         mode: u32,
+        group: Option<u32>,
         chunk: usize,
         ahead: usize,
     ) -> Result<Writer, JournalOpenError> {
@@ -137,11 +152,11 @@ impl Writer {
             .read(true)
             .write(true)
             .create_new(true)
-            .mode(mode)
+            .mode(mode & 0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| JournalOpenError::io(path, "create", e))?;
-        if let Err(e) = set_mode(&file, path, mode) {
+        if let Err(e) = set_mode(&file, path, mode, group) {
             let _ = std::fs::remove_file(path);
             return Err(e);
         }
@@ -188,8 +203,8 @@ impl Writer {
     }
 
     /// Gives the file exactly `mode` (see [`Writer::create`]).
-    pub(crate) fn set_mode(&self, mode: u32) -> Result<(), JournalOpenError> {
-        set_mode(self.map.file(), self.map.path(), mode)
+    pub(crate) fn set_mode(&self, mode: u32, group: Option<u32>) -> Result<(), JournalOpenError> {
+        set_mode(self.map.file(), self.map.path(), mode, group)
     }
 
     fn map_file(
@@ -391,7 +406,7 @@ mod tests {
     ) {
         let path = temp("ahead");
         let page = rustix::param::page_size();
-        let mut w = Writer::create(&path, header(), 0o600, page, 0).unwrap();
+        let mut w = Writer::create(&path, header(), 0o600, None, page, 0).unwrap();
         let map = w.mapping();
         let per_chunk = page / w.rs;
         // One chunk mapped, none ahead: the first append asks, the rest of

@@ -124,7 +124,9 @@ impl ShmRegion {
     /// of two; see [`ShmRegion::map_aligned`]). `claim` runs on the file
     /// while it is still empty, before the reservation (the slow part for a
     /// large segment): whatever it marks the file with, a creator killed
-    /// later leaves a file that says whose it is.
+    /// later leaves a file that says whose it is. Until `claim` returns the
+    /// file is owner-only (`mode & 0o600`), so that `claim` may give it a
+    /// group before the group bits of `mode` let that group in.
     #[doc(hidden)]
     pub fn create(
         path: &Path,
@@ -136,11 +138,13 @@ impl ShmRegion {
         let file = rustix::fs::open(
             path,
             OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(mode),
+            // Owner only until `claim` (which may give the file its group)
+            // has run: no other user opens it before its group is final.
+            Mode::from_raw_mode(mode & 0o600),
         )?;
         let made = (|| -> io::Result<ShmRegion> {
-            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
             claim(file.as_fd())?;
+            rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))?;
             rustix::fs::fallocate(&file, rustix::fs::FallocateFlags::empty(), 0, len as u64)?;
             Self::map_aligned(file, path, len, Access::ReadWrite, align)
         })();

@@ -44,6 +44,14 @@ pub enum AddBusError {
         /// The most a recording declares.
         max: usize,
     },
+    /// The message type's name is longer than a recording holds.
+    #[error("message type name is {found} bytes, a recording holds at most {max}")]
+    TypeNameTooLong {
+        /// The name's length in bytes.
+        found: usize,
+        /// The longest a recording holds.
+        max: usize,
+    },
 }
 
 /// Why writing a message or a gap to a [`Recorder`](super::Recorder), its
@@ -126,12 +134,26 @@ pub enum OpenRecordingError {
         expected: u64,
     },
     /// A recording of a version this code does not read.
-    #[error("recording version {found}, this build reads {expected}")]
+    #[error("recording version {found}, this build reads 1 to {expected}")]
     Version {
         /// The file's version.
         found: u32,
-        /// The version this code reads.
+        /// The newest version this code reads.
         expected: u32,
+    },
+    /// A rotated part that does not follow the one before it.
+    #[error("{path}: part {found} of recording {id:#018x}, expected part {expected} of recording {expected_id:#018x}")]
+    PartMismatch {
+        /// The part's file.
+        path: String,
+        /// Its part number.
+        found: u32,
+        /// Its recording id.
+        id: u64,
+        /// The part number that should come next.
+        expected: u32,
+        /// The recording id of the first part.
+        expected_id: u64,
     },
 }
 
@@ -146,9 +168,9 @@ pub enum OpenRecordingError {
 /// let mut recorder = Recorder::new(Vec::new())?;
 /// recorder.add_bus("ticks", RecordedKind::Bus, 8)?;
 /// let mut bytes = recorder.into_inner();
-/// bytes[30] ^= 1; // a byte of the bus record, which starts at 16
+/// bytes[40] ^= 1; // a byte of the bus record, which starts at 32
 /// let mut recording = Recording::new(&bytes[..])?;
-/// assert!(matches!(recording.next(), Some(Err(ReadError::Checksum { offset: 16, .. }))));
+/// assert!(matches!(recording.next(), Some(Err(ReadError::Checksum { offset: 32, .. }))));
 /// assert!(recording.next().is_none());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -218,14 +240,36 @@ pub enum ReadError {
         buses: usize,
     },
     /// A bus of a kind this version does not know.
-    #[error("record at offset {offset}: bus kind {found}, expected 1 (plain bus)")]
+    #[error("record at offset {offset}: bus kind {found}, expected 1 (plain bus) to 5 (journaled bus), or 1 in a version 1 file")]
     UnknownKind {
         /// The record's offset.
         offset: u64,
         /// The kind found.
         found: u32,
     },
-    /// A bus name that is not UTF-8.
+    /// A bus record whose names' lengths do not add up to its body.
+    #[error(
+        "record at offset {offset}: names of {found} bytes in a bus record, which holds {expected}"
+    )]
+    NameLength {
+        /// The record's offset.
+        offset: u64,
+        /// The lengths the record gives, added.
+        found: u64,
+        /// The bytes its body has for them.
+        expected: usize,
+    },
+    /// A later part re-declares a bus unlike the first part did.
+    #[error("record at offset {offset} of part {part}: bus {bus} differs from the first part's")]
+    PartBus {
+        /// The part.
+        part: u32,
+        /// The record's offset in it.
+        offset: u64,
+        /// The bus id.
+        bus: u32,
+    },
+    /// A bus name (or message type name) that is not UTF-8.
     #[error("record at offset {offset}: the bus name is not UTF-8")]
     NameNotUtf8 {
         /// The record's offset.

@@ -1,26 +1,38 @@
 //! Record and replay: what crossed a bus, with its timing, in a file
-//! (docs/RECORDING.md), phase 1: plain buses.
+//! (docs/RECORDING.md, format version 2; version 1 files are still read).
 //!
 //! A [`Recorder`] writes a recording to any `io::Write`: a header, one
 //! bus record per bus, then message records (bus, sequence, receive time
 //! on CLOCK_MONOTONIC and on the wall clock, payload) and gap records (the
 //! messages a lossy recorder missed), each checked like the journal's
 //! records, so a recorder killed mid-write leaves a valid prefix. A
-//! [`Recording`] reads one back as an iterator of [`Record`]s. `shmbus
-//! record` and `shmbus replay` are built on the two.
+//! [`Recording`] reads one back as an iterator of [`Record`]s.
+//!
+//! On disk, a [`FileRecorder`] adds an index side file (`FILE.idx`) and
+//! rotation (`FILE`, `FILE.1`, `FILE.2`, ...), and [`RecordingFiles`] reads
+//! the parts back as one, seeking by time or sequence through the index
+//! (a scan where the index is missing or stale). A [`Capture`] subscribes
+//! to buses of any kind and feeds a [`FileRecorder`]. `shmbus record` and
+//! `shmbus replay` are built on these.
 
+mod capture;
 mod error;
+mod files;
 #[doc(hidden)]
 pub mod format;
+mod index;
 mod recorder;
 mod recording;
 
+pub use capture::{Capture, CaptureError, CaptureStats};
 pub use error::{AddBusError, OpenRecordingError, ReadError, WriteError};
+pub use files::{part_path, FileRecorder, RecordingFiles, Rotation};
 pub use recorder::Recorder;
 pub use recording::Recording;
 
-/// The kind of a recorded bus. Phase 1 records plain buses only; more
-/// kinds will come: match with a `_` arm.
+use crate::TypeFingerprint;
+
+/// The kind of a recorded bus. More kinds may come: match with a `_` arm.
 ///
 /// # Examples
 /// ```
@@ -32,6 +44,16 @@ pub use recording::Recording;
 pub enum RecordedKind {
     /// A plain (single-publisher, copying) bus: code 1 in the file.
     Bus,
+    /// A many-publisher bus: code 2 (version 2).
+    ManyPublisher,
+    /// A pool bus, its blocks' bytes recorded: code 3 (version 2); each
+    /// message at most the block size.
+    Pool,
+    /// A stream, its records of any length: code 4 (version 2); each at
+    /// most the bus record's message size.
+    Stream,
+    /// A journaled bus: code 5 (version 2).
+    Journaled,
 }
 
 impl RecordedKind {
@@ -44,7 +66,25 @@ impl RecordedKind {
     pub fn code(self) -> u32 {
         match self {
             RecordedKind::Bus => 1,
+            RecordedKind::ManyPublisher => 2,
+            RecordedKind::Pool => 3,
+            RecordedKind::Stream => 4,
+            RecordedKind::Journaled => 5,
         }
+    }
+
+    /// Whether its messages have lengths of their own (pool blocks, stream
+    /// records: at most the bus record's message size) rather than exactly
+    /// the message size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::RecordedKind;
+    /// assert!(RecordedKind::Pool.variable_length());
+    /// assert!(!RecordedKind::Bus.variable_length());
+    /// ```
+    pub fn variable_length(self) -> bool {
+        matches!(self, RecordedKind::Pool | RecordedKind::Stream)
     }
 
     /// The kind of a code, if this version knows it.
@@ -56,6 +96,10 @@ impl RecordedKind {
     pub fn from_code(code: u32) -> Option<Self> {
         match code {
             1 => Some(RecordedKind::Bus),
+            2 => Some(RecordedKind::ManyPublisher),
+            3 => Some(RecordedKind::Pool),
+            4 => Some(RecordedKind::Stream),
+            5 => Some(RecordedKind::Journaled),
             _ => None,
         }
     }
@@ -115,6 +159,7 @@ pub enum Record {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BusRecord {
     /// The bus's id in this recording (0, 1, 2, ... in file order).
     pub id: u32,
@@ -122,8 +167,124 @@ pub struct BusRecord {
     pub name: String,
     /// Its kind.
     pub kind: RecordedKind,
-    /// Its message size in bytes.
+    /// Its message size in bytes: exact for fixed-size kinds, the most a
+    /// message holds for a pool (the block size) or a stream.
     pub msg_size: u32,
+    /// Its slots (a stream: its ring's bytes); 0 where not known (version 1).
+    pub slots: u64,
+    /// A pool's blocks; 0 for other kinds.
+    pub blocks: u64,
+    /// Its message type as the bus header has it (a pool's: its blocks');
+    /// `None` in a version 1 file.
+    pub msg_type: Option<TypeFingerprint>,
+    /// Whether the recorder was a lossless subscriber.
+    pub lossless: bool,
+}
+
+/// What [`Recorder::add_bus_spec`] declares: a bus's kind, geometry and
+/// message type.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{BusSpec, Record, RecordedKind, Recorder, Recording};
+///
+/// let mut recorder = Recorder::new(Vec::new())?;
+/// let spec = BusSpec::new("frames", RecordedKind::Pool, 4096).slots(64).blocks(128);
+/// let bus = recorder.add_bus_spec(&spec)?;
+/// recorder.message(bus, 0, 1, 2, b"a short block")?; // pools: any length up to 4096
+/// let bytes = recorder.into_inner();
+/// let first = Recording::new(&bytes[..])?.next().unwrap()?;
+/// assert!(matches!(first, Record::Bus(b) if b.blocks == 128 && b.kind == RecordedKind::Pool));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BusSpec {
+    /// The bus's name.
+    pub name: String,
+    /// Its kind.
+    pub kind: RecordedKind,
+    /// Its message size (the most, for a pool or a stream).
+    pub msg_size: u32,
+    /// Its slots (a stream: ring bytes).
+    pub slots: u64,
+    /// A pool's blocks.
+    pub blocks: u64,
+    /// Its message type, if known.
+    pub msg_type: Option<TypeFingerprint>,
+    /// Whether the recorder subscribes losslessly.
+    pub lossless: bool,
+}
+
+impl BusSpec {
+    /// A bus of `kind` and `msg_size` under `name`, geometry unknown (0),
+    /// no type, lossy.
+    ///
+    /// # Examples
+    /// ```
+    /// let spec = shmbus::record::BusSpec::new("ticks", shmbus::record::RecordedKind::Bus, 8);
+    /// assert_eq!((spec.slots, spec.lossless), (0, false));
+    /// ```
+    pub fn new(name: &str, kind: RecordedKind, msg_size: u32) -> Self {
+        Self {
+            name: name.to_owned(),
+            kind,
+            msg_size,
+            slots: 0,
+            blocks: 0,
+            msg_type: None,
+            lossless: false,
+        }
+    }
+
+    /// With its slots.
+    ///
+    /// # Examples
+    /// ```
+    /// let spec = shmbus::record::BusSpec::new("t", shmbus::record::RecordedKind::Bus, 8).slots(64);
+    /// assert_eq!(spec.slots, 64);
+    /// ```
+    pub fn slots(mut self, slots: u64) -> Self {
+        self.slots = slots;
+        self
+    }
+
+    /// With a pool's blocks.
+    ///
+    /// # Examples
+    /// ```
+    /// let spec = shmbus::record::BusSpec::new("p", shmbus::record::RecordedKind::Pool, 64).blocks(8);
+    /// assert_eq!(spec.blocks, 8);
+    /// ```
+    pub fn blocks(mut self, blocks: u64) -> Self {
+        self.blocks = blocks;
+        self
+    }
+
+    /// With its message type.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{BusSpec, RecordedKind};
+    /// let fp = shmbus::TypeFingerprint::of::<u64>();
+    /// let spec = BusSpec::new("t", RecordedKind::Bus, 8).msg_type(fp.clone());
+    /// assert_eq!(spec.msg_type, Some(fp));
+    /// ```
+    pub fn msg_type(mut self, fingerprint: TypeFingerprint) -> Self {
+        self.msg_type = Some(fingerprint);
+        self
+    }
+
+    /// Marked as recorded by a lossless subscriber.
+    ///
+    /// # Examples
+    /// ```
+    /// let spec = shmbus::record::BusSpec::new("t", shmbus::record::RecordedKind::Bus, 8).lossless(true);
+    /// assert!(spec.lossless);
+    /// ```
+    pub fn lossless(mut self, lossless: bool) -> Self {
+        self.lossless = lossless;
+        self
+    }
 }
 
 /// A message record.
@@ -196,3 +357,6 @@ pub struct GapRecord {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tests_files;

@@ -4,10 +4,10 @@ use std::io::Write;
 
 use super::error::{AddBusError, WriteError};
 use super::format::{
-    header, padded, record_check, BUS_FIXED, GAP_LEN, MAX_BUSES, MAX_MESSAGE, MAX_NAME,
-    MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE,
+    frame, header, BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN, MAGIC, MAX_BUSES, MAX_MESSAGE, MAX_NAME,
+    MAX_TYPE_NAME, MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE,
 };
-use super::RecordedKind;
+use super::{BusSpec, RecordedKind};
 
 /// Writes a recording (docs/RECORDING.md): the header, then one bus record
 /// per [`add_bus`](Self::add_bus), then message and gap records, each
@@ -36,9 +36,11 @@ use super::RecordedKind;
 #[derive(Debug)]
 pub struct Recorder<W: Write> {
     out: W,
-    /// Each bus's message size, by id.
-    sizes: Vec<u32>,
+    /// Each bus's message size and whether messages may be shorter, by id.
+    sizes: Vec<(u32, bool)>,
     buf: Vec<u8>,
+    /// Bytes written so far: the next record's offset.
+    written: u64,
 }
 
 impl<W: Write> Recorder<W> {
@@ -48,19 +50,38 @@ impl<W: Write> Recorder<W> {
     /// # Examples
     /// ```
     /// let recorder = shmbus::record::Recorder::new(Vec::new())?;
-    /// assert_eq!(recorder.into_inner().len(), 16); // the header
+    /// assert_eq!(recorder.into_inner().len(), 32); // the header
     /// # Ok::<(), shmbus::record::WriteError>(())
     /// ```
     ///
     /// # Errors
     /// [`WriteError::Io`] if the writer fails.
-    pub fn new(mut out: W) -> Result<Self, WriteError> {
-        out.write_all(&header())?;
+    pub fn new(out: W) -> Result<Self, WriteError> {
+        Self::part(out, 0, new_recording_id())
+    }
+
+    /// A recorder writing part `part` of the recording `id` (rotation).
+    pub(crate) fn part(mut out: W, part: u32, id: u64) -> Result<Self, WriteError> {
+        let head = header(MAGIC, part, id);
+        out.write_all(&head)?;
         Ok(Self {
             out,
             sizes: Vec::new(),
             buf: Vec::new(),
+            written: head.len() as u64,
         })
+    }
+
+    /// The offset the next record will have in the file: the bytes written.
+    ///
+    /// # Examples
+    /// ```
+    /// let recorder = shmbus::record::Recorder::new(Vec::new())?;
+    /// assert_eq!(recorder.offset(), 32);
+    /// # Ok::<(), shmbus::record::WriteError>(())
+    /// ```
+    pub fn offset(&self) -> u64 {
+        self.written
     }
 
     /// Declares a bus of `kind` carrying `msg_size`-byte messages under
@@ -86,6 +107,30 @@ impl<W: Write> Recorder<W> {
         kind: RecordedKind,
         msg_size: u32,
     ) -> Result<u32, AddBusError> {
+        self.add_bus_spec(&BusSpec::new(name, kind, msg_size))
+    }
+
+    /// Declares a bus with its geometry and message type, and returns its
+    /// id (0, 1, 2, ... in the order added).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{BusSpec, RecordedKind, Recorder};
+    ///
+    /// let mut recorder = Recorder::new(Vec::new())?;
+    /// let spec = BusSpec::new("ticks", RecordedKind::ManyPublisher, 8)
+    ///     .slots(1024)
+    ///     .msg_type(shmbus::TypeFingerprint::of::<u64>())
+    ///     .lossless(true);
+    /// assert_eq!(recorder.add_bus_spec(&spec)?, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`add_bus`](Self::add_bus), and [`AddBusError::TypeNameTooLong`]
+    /// for a message type name longer than a recording holds.
+    pub fn add_bus_spec(&mut self, spec: &BusSpec) -> Result<u32, AddBusError> {
+        let (name, msg_size) = (spec.name.as_str(), spec.msg_size);
         if name.len() > MAX_NAME {
             return Err(AddBusError::NameTooLong {
                 found: name.len(),
@@ -104,15 +149,35 @@ impl<W: Write> Recorder<W> {
                 max: MAX_BUSES,
             });
         }
+        let type_name = spec.msg_type.as_ref().map_or("", |t| t.name.as_str());
+        if type_name.len() > MAX_TYPE_NAME {
+            return Err(AddBusError::TypeNameTooLong {
+                found: type_name.len(),
+                max: MAX_TYPE_NAME,
+            });
+        }
         let id = self.sizes.len() as u32;
-        let mut body = Vec::with_capacity(BUS_FIXED + name.len());
+        let mut body = Vec::with_capacity(BUS_FIXED_V2 + type_name.len() + name.len());
         body.extend_from_slice(&id.to_le_bytes());
-        body.extend_from_slice(&kind.code().to_le_bytes());
+        body.extend_from_slice(&spec.kind.code().to_le_bytes());
         body.extend_from_slice(&msg_size.to_le_bytes());
-        body.extend_from_slice(&0u32.to_le_bytes());
+        let flags = if spec.lossless { BUS_LOSSLESS } else { 0 };
+        body.extend_from_slice(&flags.to_le_bytes());
+        body.extend_from_slice(&spec.slots.to_le_bytes());
+        body.extend_from_slice(&spec.blocks.to_le_bytes());
+        let (size, align, hash) = spec
+            .msg_type
+            .as_ref()
+            .map_or((0, 0, 0), |t| (t.size, t.align, t.name_hash));
+        body.extend_from_slice(&size.to_le_bytes());
+        body.extend_from_slice(&align.to_le_bytes());
+        body.extend_from_slice(&hash.to_le_bytes());
+        body.extend_from_slice(&(type_name.len() as u32).to_le_bytes());
+        body.extend_from_slice(&(name.len() as u32).to_le_bytes());
+        body.extend_from_slice(type_name.as_bytes());
         body.extend_from_slice(name.as_bytes());
         self.write_record(TYPE_BUS, &body, &[])?;
-        self.sizes.push(msg_size);
+        self.sizes.push((msg_size, spec.kind.variable_length()));
         Ok(id)
     }
 
@@ -135,7 +200,8 @@ impl<W: Write> Recorder<W> {
     /// # Errors
     /// [`WriteError::UnknownBus`] for an id not added,
     /// [`WriteError::PayloadSize`] for a payload not of the bus's message
-    /// size (nothing is written); [`WriteError::Io`] if the writer fails.
+    /// size (longer than it, for a pool or a stream; nothing is written);
+    /// [`WriteError::Io`] if the writer fails.
     pub fn message(
         &mut self,
         bus: u32,
@@ -144,8 +210,13 @@ impl<W: Write> Recorder<W> {
         wall_ns: u64,
         payload: &[u8],
     ) -> Result<(), WriteError> {
-        let expected = self.size_of(bus)?;
-        if payload.len() != expected as usize {
+        let (expected, variable) = self.size_of(bus)?;
+        let fits = if variable {
+            payload.len() <= expected as usize
+        } else {
+            payload.len() == expected as usize
+        };
+        if !fits {
             return Err(WriteError::PayloadSize {
                 bus,
                 found: payload.len(),
@@ -198,7 +269,7 @@ impl<W: Write> Recorder<W> {
     ///
     /// let mut recorder = shmbus::record::Recorder::new(BufWriter::new(Vec::new()))?;
     /// recorder.flush()?;
-    /// assert_eq!(recorder.into_inner().get_ref().len(), 16);
+    /// assert_eq!(recorder.into_inner().get_ref().len(), 32);
     /// # Ok::<(), shmbus::record::WriteError>(())
     /// ```
     ///
@@ -220,7 +291,7 @@ impl<W: Write> Recorder<W> {
         self.out
     }
 
-    fn size_of(&self, bus: u32) -> Result<u32, WriteError> {
+    fn size_of(&self, bus: u32) -> Result<(u32, bool), WriteError> {
         self.sizes
             .get(bus as usize)
             .copied()
@@ -233,15 +304,24 @@ impl<W: Write> Recorder<W> {
     /// One record, `a` then `b` as its body, in one `write_all` so a
     /// record is cut only by a crash, never by an interleaving.
     fn write_record(&mut self, ty: u32, a: &[u8], b: &[u8]) -> std::io::Result<()> {
-        let len = a.len() + b.len();
         self.buf.clear();
-        self.buf.extend_from_slice(&ty.to_le_bytes());
-        self.buf.extend_from_slice(&(len as u32).to_le_bytes());
-        self.buf.extend_from_slice(a);
-        self.buf.extend_from_slice(b);
-        self.buf.resize(8 + padded(len), 0);
-        let check = record_check(ty, &self.buf[8..8 + len]);
-        self.buf.extend_from_slice(&check.to_le_bytes());
-        self.out.write_all(&self.buf)
+        frame(&mut self.buf, ty, a, b);
+        self.out.write_all(&self.buf)?;
+        self.written += self.buf.len() as u64;
+        Ok(())
     }
+}
+
+/// An id that tells this recording's parts and index from another's: the
+/// clocks and the pid mixed (unique enough for a stale-index check, which
+/// also checks each record it is pointed at).
+pub(crate) fn new_recording_id() -> u64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut h = wall ^ crate::stat::monotonic_ns().rotate_left(32) ^ u64::from(std::process::id());
+    // splitmix64's finaliser: nearby inputs give unrelated ids.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58476d1ce4e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d049bb133111eb);
+    h ^ (h >> 31)
 }

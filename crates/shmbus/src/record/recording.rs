@@ -5,11 +5,12 @@ use std::io::{self, Read};
 
 use super::error::{OpenRecordingError, ReadError};
 use super::format::{
-    padded, record_check, u32_at, u64_at, BUS_FIXED, GAP_LEN, HEADER_LEN, MAGIC, MAX_BODY,
-    MAX_BUSES, MAX_MESSAGE, MAX_NAME, MESSAGE_FIXED, RECORD_HEAD, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE,
-    VERSION,
+    padded, record_check, u32_at, u64_at, BUS_FIXED, BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN,
+    HEADER_LEN, HEADER_V2, MAGIC, MAX_BODY, MAX_BUSES, MAX_MESSAGE, MAX_NAME, MAX_TYPE_NAME,
+    MESSAGE_FIXED, RECORD_HEAD, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE, VERSION, VERSION_1,
 };
 use super::{BusRecord, GapRecord, MessageRecord, Record, RecordedKind};
+use crate::TypeFingerprint;
 
 /// Reads a recording (docs/RECORDING.md) from any `io::Read`: an iterator
 /// of its [`Record`]s in file order.
@@ -40,10 +41,14 @@ pub struct Recording<R: Read> {
     input: R,
     /// The next record's offset in the file.
     offset: u64,
-    /// Each declared bus's message size, by id.
-    sizes: Vec<u32>,
+    /// Each declared bus's message size and whether messages may be
+    /// shorter, by id.
+    sizes: Vec<(u32, bool)>,
     done: bool,
     buf: Vec<u8>,
+    version: u32,
+    part: u32,
+    id: u64,
 }
 
 impl<R: Read> Recording<R> {
@@ -62,8 +67,15 @@ impl<R: Read> Recording<R> {
     /// [`OpenRecordingError::Truncated`] for a file shorter than the
     /// header, [`OpenRecordingError::BadMagic`] for one that is not a
     /// recording, [`OpenRecordingError::Version`] for a version this code
-    /// does not read, [`OpenRecordingError::Io`] if reading fails.
-    pub fn new(mut input: R) -> Result<Self, OpenRecordingError> {
+    /// does not read (it reads 1 and 2), [`OpenRecordingError::Io`] if
+    /// reading fails.
+    pub fn new(input: R) -> Result<Self, OpenRecordingError> {
+        Self::with_magic(input, MAGIC)
+    }
+
+    /// Opens a file of this framing with `magic` (a recording's or an
+    /// index's).
+    pub(crate) fn with_magic(mut input: R, want: u64) -> Result<Self, OpenRecordingError> {
         let mut head = [0u8; HEADER_LEN];
         let n = read_full(&mut input, &mut head)?;
         if n < HEADER_LEN {
@@ -73,26 +85,107 @@ impl<R: Read> Recording<R> {
             });
         }
         let magic = u64_at(&head, 0);
-        if magic != MAGIC {
+        if magic != want {
             return Err(OpenRecordingError::BadMagic {
                 found: magic,
-                expected: MAGIC,
+                expected: want,
             });
         }
         let version = u32_at(&head, 8);
-        if version != VERSION {
+        if version != VERSION && (version != VERSION_1 || want != MAGIC) {
             return Err(OpenRecordingError::Version {
                 found: version,
                 expected: VERSION,
             });
         }
+        let (mut part, mut id, mut offset) = (0, 0, HEADER_LEN);
+        if version == VERSION {
+            let mut rest = [0u8; HEADER_V2 - HEADER_LEN];
+            let n = read_full(&mut input, &mut rest)?;
+            if n < rest.len() {
+                return Err(OpenRecordingError::Truncated {
+                    found: HEADER_LEN + n,
+                    expected: HEADER_V2,
+                });
+            }
+            part = u32_at(&head, 12);
+            id = u64_at(&rest, 0);
+            offset = HEADER_V2;
+        }
         Ok(Self {
             input,
-            offset: HEADER_LEN as u64,
+            offset: offset as u64,
             sizes: Vec::new(),
             done: false,
             buf: Vec::new(),
+            version,
+            part,
+            id,
         })
+    }
+
+    /// Goes on from `offset` of a file whose header said `version`, `part`
+    /// and `id`, `input` already there, with these buses declared before
+    /// it (an index's seek).
+    pub(crate) fn resume(
+        input: R,
+        (version, part, id): (u32, u32, u64),
+        offset: u64,
+        buses: &[BusRecord],
+    ) -> Self {
+        Self {
+            input,
+            offset,
+            sizes: buses
+                .iter()
+                .map(|b| (b.msg_size, b.kind.variable_length()))
+                .collect(),
+            done: false,
+            buf: Vec::new(),
+            version,
+            part,
+            id,
+        }
+    }
+
+    /// The file's version (1 or 2).
+    ///
+    /// # Examples
+    /// ```
+    /// let bytes = shmbus::record::Recorder::new(Vec::new())?.into_inner();
+    /// assert_eq!(shmbus::record::Recording::new(&bytes[..])?.version(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The header's part number (0 for the first file of a recording, and
+    /// for a version 1 file) and recording id (0 in version 1).
+    ///
+    /// # Examples
+    /// ```
+    /// let bytes = shmbus::record::Recorder::new(Vec::new())?.into_inner();
+    /// assert_eq!(shmbus::record::Recording::new(&bytes[..])?.part().0, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn part(&self) -> (u32, u64) {
+        (self.part, self.id)
+    }
+
+    /// The input, given back where the last record read ended.
+    pub(crate) fn into_input(self) -> R {
+        self.input
+    }
+
+    /// The raw next record of an index file: its type and body, checked.
+    pub(crate) fn next_raw(&mut self) -> Result<Option<(u32, Vec<u8>)>, ReadError> {
+        let offset = self.offset;
+        let Some((ty, len, rest)) = self.read_checked(offset)? else {
+            return Ok(None);
+        };
+        self.offset += (RECORD_HEAD + rest) as u64;
+        Ok(Some((ty, self.buf[..len].to_vec())))
     }
 
     /// The offset of the next record: after the iteration ends, the length
@@ -103,12 +196,12 @@ impl<R: Read> Recording<R> {
     /// use shmbus::record::{RecordedKind, Recorder, Recording};
     ///
     /// let mut recorder = Recorder::new(Vec::new())?;
-    /// recorder.add_bus("ticks", RecordedKind::Bus, 8)?; // 16 + 8 + 24 + 8 bytes
+    /// recorder.add_bus("ticks", RecordedKind::Bus, 8)?; // 32 + 8 + 64 + 8 bytes
     /// let mut bytes = recorder.into_inner();
     /// bytes.extend_from_slice(&[2, 0, 0, 0]); // a record cut short
     /// let mut recording = Recording::new(&bytes[..])?;
     /// recording.by_ref().for_each(drop);
-    /// assert_eq!(recording.offset(), 56);
+    /// assert_eq!(recording.offset(), 112);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn offset(&self) -> u64 {
@@ -118,6 +211,27 @@ impl<R: Read> Recording<R> {
     /// The next record; `Ok(None)` at the end (or at a cut-short record).
     fn read_record(&mut self) -> Result<Option<Record>, ReadError> {
         let offset = self.offset;
+        let Some((ty, len, rest)) = self.read_checked(offset)? else {
+            return Ok(None);
+        };
+        // Taken out for the parse, which adds buses; an error ends the
+        // iteration, so it need not come back then.
+        let buf = std::mem::take(&mut self.buf);
+        let body = &buf[..len];
+        let record = match ty {
+            TYPE_BUS => Record::Bus(self.bus(offset, body)?),
+            TYPE_MESSAGE => Record::Message(self.message(offset, body)?),
+            TYPE_GAP => Record::Gap(self.gap(offset, body)?),
+            found => return Err(ReadError::UnknownType { offset, found }),
+        };
+        self.buf = buf;
+        self.offset += (RECORD_HEAD + rest) as u64;
+        Ok(Some(record))
+    }
+
+    /// The next record's type, body length and bytes after its head, its
+    /// body in `buf` and checked; `Ok(None)` at the end or a cut record.
+    fn read_checked(&mut self, offset: u64) -> Result<Option<(u32, usize, usize)>, ReadError> {
         let mut head = [0u8; RECORD_HEAD];
         if read_full(&mut self.input, &mut head)? < RECORD_HEAD {
             return Ok(None);
@@ -152,22 +266,90 @@ impl<R: Read> Recording<R> {
                 expected,
             });
         }
-        // Taken out for the parse, which adds buses; an error ends the
-        // iteration, so it need not come back then.
-        let buf = std::mem::take(&mut self.buf);
-        let body = &buf[..len];
-        let record = match ty {
-            TYPE_BUS => Record::Bus(self.bus(offset, body)?),
-            TYPE_MESSAGE => Record::Message(self.message(offset, body)?),
-            TYPE_GAP => Record::Gap(self.gap(offset, body)?),
-            found => return Err(ReadError::UnknownType { offset, found }),
-        };
-        self.buf = buf;
-        self.offset += (RECORD_HEAD + rest) as u64;
-        Ok(Some(record))
+        Ok(Some((ty, len, rest)))
     }
 
     fn bus(&mut self, offset: u64, body: &[u8]) -> Result<BusRecord, ReadError> {
+        if self.version == VERSION_1 {
+            return self.bus_v1(offset, body);
+        }
+        if body.len() < BUS_FIXED_V2 {
+            return Err(ReadError::BodyLength {
+                offset,
+                found: body.len(),
+                expected: BUS_FIXED_V2,
+            });
+        }
+        let (bus, kind, msg_size) = self.bus_head(offset, body)?;
+        let type_len = u64::from(u32_at(body, 48));
+        let name_len = u64::from(u32_at(body, 52));
+        let room = body.len() - BUS_FIXED_V2;
+        if type_len > MAX_TYPE_NAME as u64
+            || name_len > MAX_NAME as u64
+            || type_len + name_len != room as u64
+        {
+            return Err(ReadError::NameLength {
+                offset,
+                found: type_len + name_len,
+                expected: room,
+            });
+        }
+        let names = &body[BUS_FIXED_V2..];
+        let (type_name, name) = names.split_at(type_len as usize);
+        let utf8 = |b: &[u8]| {
+            std::str::from_utf8(b)
+                .map(str::to_owned)
+                .map_err(|_| ReadError::NameNotUtf8 { offset })
+        };
+        let msg_type = TypeFingerprint {
+            size: u32_at(body, 32),
+            align: u32_at(body, 36),
+            name_hash: u64_at(body, 40),
+            name: utf8(type_name)?,
+        };
+        let name = utf8(name)?;
+        self.sizes.push((msg_size, kind.variable_length()));
+        Ok(BusRecord {
+            id: bus,
+            name,
+            kind,
+            msg_size,
+            slots: u64_at(body, 16),
+            blocks: u64_at(body, 24),
+            msg_type: Some(msg_type),
+            lossless: u32_at(body, 12) & BUS_LOSSLESS != 0,
+        })
+    }
+
+    /// A bus record's id, kind and message size, checked (both versions).
+    fn bus_head(&self, offset: u64, body: &[u8]) -> Result<(u32, RecordedKind, u32), ReadError> {
+        let id = u32_at(body, 0);
+        if id as usize != self.sizes.len() || self.sizes.len() >= MAX_BUSES {
+            return Err(ReadError::BusId {
+                offset,
+                found: id,
+                expected: self.sizes.len(),
+            });
+        }
+        let code = u32_at(body, 4);
+        let kind = RecordedKind::from_code(code)
+            .filter(|&k| self.version != VERSION_1 || k == RecordedKind::Bus)
+            .ok_or(ReadError::UnknownKind {
+                offset,
+                found: code,
+            })?;
+        let msg_size = u32_at(body, 8);
+        if msg_size as usize > MAX_MESSAGE {
+            return Err(ReadError::TooLong {
+                offset,
+                found: msg_size,
+                max: MAX_MESSAGE,
+            });
+        }
+        Ok((id, kind, msg_size))
+    }
+
+    fn bus_v1(&mut self, offset: u64, body: &[u8]) -> Result<BusRecord, ReadError> {
         if body.len() < BUS_FIXED || body.len() > BUS_FIXED + MAX_NAME {
             return Err(ReadError::BodyLength {
                 offset,
@@ -179,39 +361,24 @@ impl<R: Read> Recording<R> {
                 },
             });
         }
-        let id = u32_at(body, 0);
-        if id as usize != self.sizes.len() || self.sizes.len() >= MAX_BUSES {
-            return Err(ReadError::BusId {
-                offset,
-                found: id,
-                expected: self.sizes.len(),
-            });
-        }
-        let kind = RecordedKind::from_code(u32_at(body, 4)).ok_or(ReadError::UnknownKind {
-            offset,
-            found: u32_at(body, 4),
-        })?;
-        let msg_size = u32_at(body, 8);
-        if msg_size as usize > MAX_MESSAGE {
-            return Err(ReadError::TooLong {
-                offset,
-                found: msg_size,
-                max: MAX_MESSAGE,
-            });
-        }
+        let (id, kind, msg_size) = self.bus_head(offset, body)?;
         let name = std::str::from_utf8(&body[BUS_FIXED..])
             .map_err(|_| ReadError::NameNotUtf8 { offset })?
             .to_owned();
-        self.sizes.push(msg_size);
+        self.sizes.push((msg_size, false));
         Ok(BusRecord {
             id,
             name,
             kind,
             msg_size,
+            slots: 0,
+            blocks: 0,
+            msg_type: None,
+            lossless: false,
         })
     }
 
-    fn known(&self, offset: u64, body: &[u8]) -> Result<u32, ReadError> {
+    fn known(&self, offset: u64, body: &[u8]) -> Result<(u32, bool), ReadError> {
         let bus = u32_at(body, 0);
         match self.sizes.get(bus as usize) {
             Some(&size) => Ok(size),
@@ -231,8 +398,14 @@ impl<R: Read> Recording<R> {
                 expected: MESSAGE_FIXED,
             });
         }
-        let size = self.known(offset, body)? as usize;
-        if body.len() != MESSAGE_FIXED + size {
+        let (size, variable) = self.known(offset, body)?;
+        let size = size as usize;
+        let fits = if variable {
+            body.len() <= MESSAGE_FIXED + size
+        } else {
+            body.len() == MESSAGE_FIXED + size
+        };
+        if !fits {
             return Err(ReadError::BodyLength {
                 offset,
                 found: body.len(),

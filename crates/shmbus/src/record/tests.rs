@@ -1,5 +1,6 @@
-use super::format::{HEADER_LEN, MAGIC};
+use super::format::{HEADER_V2, MAGIC};
 use super::*;
+use crate::TypeFingerprint;
 
 fn sample() -> Vec<u8> {
     let mut r = Recorder::new(Vec::new()).unwrap();
@@ -28,7 +29,16 @@ fn what_is_written_reads_back_the_same() {
             id: 1,
             name: "bus-b".into(),
             kind: RecordedKind::Bus,
-            msg_size: 3
+            msg_size: 3,
+            slots: 0,
+            blocks: 0,
+            msg_type: Some(TypeFingerprint {
+                size: 0,
+                align: 0,
+                name_hash: 0,
+                name: String::new()
+            }),
+            lossless: false,
         })
     );
     assert_eq!(
@@ -60,7 +70,8 @@ fn every_truncation_of_a_recording_reads_as_a_prefix_of_it() {
     for cut in (0..bytes.len()).step_by(if cfg!(miri) { 5 } else { 1 }) {
         match Recording::new(&bytes[..cut]) {
             Err(OpenRecordingError::Truncated { found, expected }) => {
-                assert_eq!((found, expected), (cut, HEADER_LEN));
+                assert_eq!(found, cut);
+                assert!(expected == 16 || expected == HEADER_V2, "{expected}");
             }
             Err(e) => panic!("cut at {cut}: {e}"),
             Ok(rec) => {
@@ -74,13 +85,13 @@ fn every_truncation_of_a_recording_reads_as_a_prefix_of_it() {
 #[test]
 fn a_changed_byte_in_the_middle_is_a_checksum_error_naming_its_offset() {
     let mut bytes = sample();
-    // The first bus record starts at 16; its name's byte is at 16 + 8 + 16.
-    bytes[HEADER_LEN + 8 + 16] ^= 1;
+    // The first bus record starts at 32; its name's byte is at 32 + 8 + 56.
+    bytes[HEADER_V2 + 8 + 56] ^= 1;
     let mut rec = Recording::new(&bytes[..]).unwrap();
     match rec.next() {
-        Some(Err(e @ ReadError::Checksum { offset: 16, .. })) => {
+        Some(Err(e @ ReadError::Checksum { offset: 32, .. })) => {
             assert!(
-                e.to_string().starts_with("record at offset 16: check"),
+                e.to_string().starts_with("record at offset 32: check"),
                 "{e}"
             );
         }
@@ -106,10 +117,13 @@ fn a_file_that_is_not_a_recording_is_refused_naming_its_magic() {
         Err(
             e @ OpenRecordingError::Version {
                 found: 9,
-                expected: 1,
+                expected: 2,
             },
         ) => {
-            assert_eq!(e.to_string(), "recording version 9, this build reads 1");
+            assert_eq!(
+                e.to_string(),
+                "recording version 9, this build reads 1 to 2"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -157,7 +171,7 @@ fn random_bytes_and_random_damage_never_panic_and_end_the_iteration() {
         let mut bytes: Vec<u8> = if round % 2 == 0 {
             // A valid header before random bytes, so records get parsed.
             let n = (xorshift(&mut s) % 200) as usize;
-            let mut b = good[..HEADER_LEN].to_vec();
+            let mut b = good[..HEADER_V2].to_vec();
             b.extend((0..n).map(|_| xorshift(&mut s) as u8));
             b
         } else {
@@ -165,7 +179,7 @@ fn random_bytes_and_random_damage_never_panic_and_end_the_iteration() {
         };
         // Damage a few bytes (of the valid file: past its header).
         for _ in 0..(xorshift(&mut s) % 4) {
-            let i = HEADER_LEN + (xorshift(&mut s) as usize) % (bytes.len() - HEADER_LEN).max(1);
+            let i = HEADER_V2 + (xorshift(&mut s) as usize) % (bytes.len() - HEADER_V2).max(1);
             if i < bytes.len() {
                 bytes[i] = xorshift(&mut s) as u8;
             }
@@ -191,7 +205,7 @@ fn a_lying_length_is_refused_or_read_as_a_cut_record_without_allocating_it() {
     assert!(matches!(
         rec.next(),
         Some(Err(ReadError::TooLong {
-            offset: 16,
+            offset: 32,
             found: u32::MAX,
             ..
         }))
@@ -200,4 +214,210 @@ fn a_lying_length_is_refused_or_read_as_a_cut_record_without_allocating_it() {
     bytes.extend_from_slice(&format::TYPE_MESSAGE.to_le_bytes());
     bytes.extend_from_slice(&(format::MAX_BODY as u32).to_le_bytes());
     assert!(Recording::new(&bytes[..]).unwrap().next().is_none());
+}
+
+/// Every kind, its geometry and type, messages of every length rule.
+fn sample_all_kinds() -> Vec<u8> {
+    let mut r = Recorder::new(Vec::new()).unwrap();
+    let plain = r.add_bus("plain", RecordedKind::Bus, 8).unwrap();
+    let many = r
+        .add_bus_spec(
+            &BusSpec::new("many", RecordedKind::ManyPublisher, 8)
+                .slots(64)
+                .msg_type(TypeFingerprint::of::<u64>())
+                .lossless(true),
+        )
+        .unwrap();
+    let pool = r
+        .add_bus_spec(
+            &BusSpec::new("pool", RecordedKind::Pool, 128)
+                .slots(16)
+                .blocks(32),
+        )
+        .unwrap();
+    let stream = r
+        .add_bus_spec(&BusSpec::new("stream", RecordedKind::Stream, 4096).slots(4096))
+        .unwrap();
+    let journaled = r
+        .add_bus_spec(&BusSpec::new("journaled", RecordedKind::Journaled, 4))
+        .unwrap();
+    r.message(plain, 0, 10, 20, &[1; 8]).unwrap();
+    r.message(many, 3, 11, 21, &5u64.to_le_bytes()).unwrap();
+    r.message(pool, 0, 12, 22, b"").unwrap();
+    r.message(pool, 1, 13, 23, &[7; 128]).unwrap();
+    r.message(pool, 2, 14, 24, b"a pool block").unwrap();
+    r.message(stream, 0, 15, 25, b"a record of any length")
+        .unwrap();
+    r.message(journaled, 9, 16, 26, b"abcd").unwrap();
+    r.gap(many, 4, 2).unwrap();
+    r.into_inner()
+}
+
+#[test]
+fn every_kind_its_geometry_and_type_read_back_as_written() {
+    let records = read_all(&sample_all_kinds()).unwrap();
+    assert_eq!(records.len(), 13);
+    let Record::Bus(many) = &records[1] else {
+        panic!("{:?}", records[1])
+    };
+    assert_eq!(
+        (many.kind, many.slots, many.lossless, many.msg_type.clone()),
+        (
+            RecordedKind::ManyPublisher,
+            64,
+            true,
+            Some(TypeFingerprint::of::<u64>())
+        )
+    );
+    let Record::Bus(pool) = &records[2] else {
+        panic!()
+    };
+    assert_eq!(
+        (pool.kind, pool.msg_size, pool.blocks),
+        (RecordedKind::Pool, 128, 32)
+    );
+    let payloads: Vec<Vec<u8>> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message(m) => Some(m.payload.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(payloads[2], b"");
+    assert_eq!(payloads[3], vec![7; 128]);
+    assert_eq!(payloads[4], b"a pool block");
+    assert_eq!(payloads[5], b"a record of any length");
+    assert!(matches!(
+        records[12],
+        Record::Gap(GapRecord {
+            bus: 1,
+            first: 4,
+            count: 2
+        })
+    ));
+}
+
+#[test]
+fn a_pool_message_longer_than_its_block_is_refused_writing_and_reading() {
+    let mut r = Recorder::new(Vec::new()).unwrap();
+    let pool = r
+        .add_bus_spec(&BusSpec::new("pool", RecordedKind::Pool, 4))
+        .unwrap();
+    let e = r.message(pool, 0, 0, 0, b"12345").unwrap_err();
+    assert!(
+        matches!(
+            e,
+            WriteError::PayloadSize {
+                found: 5,
+                expected: 4,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Forged: a whole, checked record one byte too long.
+    let mut bytes = r.into_inner();
+    let at = bytes.len() as u64;
+    let mut body = vec![0u8; format::MESSAGE_FIXED];
+    body.extend_from_slice(b"12345");
+    format::frame(&mut bytes, format::TYPE_MESSAGE, &body, &[]);
+    let got: Vec<_> = Recording::new(&bytes[..]).unwrap().collect();
+    match &got[1] {
+        Err(ReadError::BodyLength {
+            offset,
+            found: 37,
+            expected: 36,
+        }) => assert_eq!(*offset, at),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_bus_record_whose_name_lengths_lie_is_an_error_not_a_panic() {
+    let mut r = Recorder::new(Vec::new()).unwrap();
+    r.add_bus("ab", RecordedKind::Bus, 4).unwrap();
+    let good = r.into_inner();
+    // The bus name's length is at body offset 52; the body at 32 + 8.
+    for lie in [0u32, 1, 3, 5000, u32::MAX] {
+        let mut bytes = good[..HEADER_V2].to_vec();
+        let mut body = good[HEADER_V2 + 8..HEADER_V2 + 8 + 58].to_vec();
+        body[52..56].copy_from_slice(&lie.to_le_bytes());
+        format::frame(&mut bytes, format::TYPE_BUS, &body, &[]);
+        let got: Vec<_> = Recording::new(&bytes[..]).unwrap().collect();
+        assert!(
+            matches!(got[..], [Err(ReadError::NameLength { offset: 32, .. })]),
+            "{lie}: {got:?}"
+        );
+    }
+}
+
+/// A version 1 file, made by hand from its page (16-byte header, 16-byte
+/// bus body).
+fn version_1_file() -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&MAGIC.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&0u32.to_le_bytes());
+    let mut bus = Vec::new();
+    for w in [0u32, 1, 2, 0] {
+        bus.extend_from_slice(&w.to_le_bytes());
+    }
+    bus.extend_from_slice(b"old");
+    format::frame(&mut b, format::TYPE_BUS, &bus, &[]);
+    let mut msg = vec![0u8; format::MESSAGE_FIXED];
+    msg[8..16].copy_from_slice(&4u64.to_le_bytes());
+    format::frame(&mut b, format::TYPE_MESSAGE, &msg, b"hi");
+    b
+}
+
+#[test]
+fn a_version_1_file_still_reads_and_its_rules_still_hold() {
+    let records = read_all(&version_1_file()).unwrap();
+    assert!(
+        matches!(&records[0], Record::Bus(b) if b.name == "old" && b.msg_type.is_none() && b.msg_size == 2)
+    );
+    assert!(matches!(&records[1], Record::Message(m) if m.seq == 4 && m.payload == b"hi"));
+    // A kind of version 2 in a version 1 file is unknown there.
+    let mut b = version_1_file();
+    b.truncate(16);
+    let mut bus = Vec::new();
+    for w in [0u32, 3, 2, 0] {
+        bus.extend_from_slice(&w.to_le_bytes());
+    }
+    format::frame(&mut b, format::TYPE_BUS, &bus, &[]);
+    let got: Vec<_> = Recording::new(&b[..]).unwrap().collect();
+    assert!(
+        matches!(
+            got[..],
+            [Err(ReadError::UnknownKind {
+                offset: 16,
+                found: 3
+            })]
+        ),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn every_truncation_of_every_kind_reads_as_a_prefix_and_damage_never_panics() {
+    for bytes in [sample_all_kinds(), version_1_file()] {
+        let whole = read_all(&bytes).unwrap();
+        for cut in (0..bytes.len()).step_by(if cfg!(miri) { 7 } else { 1 }) {
+            if let Ok(rec) = Recording::new(&bytes[..cut]) {
+                let got = rec.collect::<Result<Vec<_>, _>>().unwrap();
+                assert_eq!(got[..], whole[..got.len()], "cut at {cut}");
+            }
+        }
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..if cfg!(miri) { 8 } else { 3000 } {
+            let mut b = bytes.clone();
+            for _ in 0..1 + xorshift(&mut s) % 3 {
+                let i = (xorshift(&mut s) as usize) % b.len();
+                b[i] = xorshift(&mut s) as u8;
+            }
+            if let Ok(rec) = Recording::new(&b[..]) {
+                assert!(rec.take(b.len()).count() <= b.len());
+            }
+        }
+    }
 }

@@ -54,7 +54,14 @@ pub(crate) fn create_region(
     // shmbus creator's (found by tests/chaos.rs: a large segment's
     // reservation was a window in which a kill left an anonymous file).
     let marked = std::cell::Cell::new(false);
+    let group_refused = std::cell::Cell::new(false);
     let claim = |file: std::os::fd::BorrowedFd<'_>| {
+        // Before the mode's group bits are set (ShmRegion::create): no
+        // member of the creator's own group can open it meanwhile.
+        if let Some(gid) = opts.group {
+            let gid = rustix::process::Gid::from_raw(gid);
+            rustix::fs::fchown(file, None, Some(gid)).inspect_err(|_| group_refused.set(true))?;
+        }
         if !lock::try_lock(file, lock_byte::PUBLISHER, true)?
             || !lock::try_lock(file, lock_byte::ATTACHED, false)?
         {
@@ -81,6 +88,11 @@ pub(crate) fn create_region(
         claim,
     )
     .map_err(|e| match (opts.huge, e.raw_os_error()) {
+        _ if group_refused.get() => CreateError::Group {
+            path: path.clone(),
+            gid: opts.group.unwrap_or_default(),
+            source: e,
+        },
         (Some(crate::mem::HugePages::Hugetlbfs), Some(libc::ENOSPC | libc::ENOMEM)) => {
             crate::mem::huge::none_free(&path, len, header.page_size).into()
         }

@@ -50,6 +50,7 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                     lost: s.lost,
                     repeats: 0,
                     bad_frames: 0,
+                    bytes: 0,
                     peer: s.matched,
                 });
             })
@@ -108,6 +109,7 @@ pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
                     lost: s.skipped,
                     repeats: s.repeats,
                     bad_frames: s.bad_frames,
+                    bytes: 0,
                     peer: frames != frames_before,
                 });
                 frames_before = frames;

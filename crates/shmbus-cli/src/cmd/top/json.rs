@@ -106,6 +106,7 @@ fn sub_json(r: &SubRow) -> Value {
     v["idle_s"] = json!(r.idle_s);
     v["proc"] = json!(r.proc.map(proc_json));
     v["bridge"] = json!(r.bridge);
+    v["recorder"] = json!(r.recorder);
     // Only on a pool bus, as in `stat --json`: elsewhere no block is held.
     if let Some(held) = r.held {
         v["held_blocks"] = json!(held);

@@ -1,5 +1,6 @@
 //! `shmbus top`: a live view of running buses, and the same figures once
-//! for scripts (`--json`, `--prometheus`).
+//! for scripts (`--json`, `--prometheus`), or served to a scraper over
+//! HTTP (`--listen`, `serve`).
 //!
 //! `model` samples (buses, subscribers' lines, pools, /proc), `tui` draws
 //! the live view (`pool` its pool figures), `json` and `prom` print one
@@ -17,6 +18,7 @@ mod json;
 mod model;
 mod pool;
 mod prom;
+mod serve;
 mod tui;
 
 use std::io::Write;
@@ -44,6 +46,12 @@ pub struct TopArgs {
     /// Print one sample in the Prometheus text format (implies --once).
     #[arg(long)]
     pub prometheus: bool,
+    /// Serve the Prometheus text over HTTP at http://ADDR:PORT/metrics
+    /// (404 elsewhere), sampled every --interval-ms, until ended; prints
+    /// the address it listens on. No authentication: listen on 127.0.0.1
+    /// or a private interface. Port 0 picks a free one.
+    #[arg(long, value_name = "ADDR:PORT", conflicts_with_all = ["once", "json", "prometheus"])]
+    pub listen: Option<String>,
     /// Milliseconds between samples.
     #[arg(long, value_name = "MS", default_value_t = 500,
           value_parser = clap::value_parser!(u64).range(10..=60_000))]
@@ -53,6 +61,9 @@ pub struct TopArgs {
 pub fn run(args: &TopArgs) -> Result<(), CliError> {
     let mut sampler = Sampler::new(args.names.clone(), args.dir.clone());
     let interval = Duration::from_millis(args.interval_ms);
+    if let Some(addr) = &args.listen {
+        return serve::run(addr, sampler, interval);
+    }
     if !(args.once || args.json || args.prometheus) {
         return tui::run(sampler, interval);
     }

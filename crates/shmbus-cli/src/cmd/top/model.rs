@@ -86,7 +86,8 @@ pub struct BusRow {
     pub publisher_proc: Option<ProcRow>,
     /// A pool bus's blocks (`None` for any other bus).
     pub pool: Option<PoolRow>,
-    /// The bridges running on it (`shmbus bridge out|in`), by pid.
+    /// The bridges running on it (`shmbus bridge out|in`, and `shmbus
+    /// record`), by pid.
     pub bridges: Vec<Status>,
 }
 
@@ -189,6 +190,9 @@ pub struct SubRow {
     /// Its process is a bridge-out of this bus (the bus's
     /// [`BusRow::bridges`] say where to).
     pub bridge: bool,
+    /// Its process is a `shmbus record` of this bus (the bus's
+    /// [`BusRow::bridges`] name its file).
+    pub recorder: bool,
 }
 
 impl SubRow {
@@ -401,6 +405,10 @@ impl Sampler {
                     && bridges
                         .iter()
                         .any(|b| b.pid == line.pid && b.identity.direction == Direction::Out),
+                recorder: !gone
+                    && bridges
+                        .iter()
+                        .any(|b| b.pid == line.pid && b.identity.direction == Direction::Record),
                 line: line.clone(),
             });
         }

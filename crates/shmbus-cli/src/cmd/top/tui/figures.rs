@@ -146,6 +146,8 @@ fn problem(s: &SubRow) -> String {
         "near lap".into()
     } else if s.bridge {
         "bridge out".into()
+    } else if s.recorder {
+        "recorder".into()
     } else {
         String::new()
     }

@@ -40,6 +40,7 @@ pub(super) fn sub(entry: usize, pid: u32, lag: u64) -> SubRow {
         held: None,
         reclaimable: None,
         bridge: false,
+        recorder: false,
     }
 }
 

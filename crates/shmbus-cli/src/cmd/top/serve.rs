@@ -1,0 +1,250 @@
+//! `shmbus top --listen ADDR:PORT`: the `--prometheus` text served at
+//! `/metrics` over HTTP, for a scraper (Prometheus, an agent, curl).
+//!
+//! The main thread samples every `--interval-ms` and keeps the latest
+//! text; a scrape gets that text, so a scrape costs no sample and its
+//! rates are over one interval. Any other path is 404, a method other than
+//! GET or HEAD 405, a request head that is not HTTP 400.
+//!
+//! Every client is untrusted, and bounded: each connection is served on a
+//! thread of its own, at most [`MAX_CONNECTIONS`] at once (one past that is
+//! closed at once), with one deadline for the whole exchange
+//! ([`DEADLINE`]: reading the request and writing the response), a request
+//! head of at most [`MAX_HEAD`] bytes (431 past it) and one request per
+//! connection. So a client that sends slowly, or never, or never reads,
+//! holds one thread for at most the deadline and never holds back the
+//! next scrape, and no client makes the process grow past what these
+//! bounds allow. The request head is parsed by httparse.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use super::model::Sampler;
+use super::prom;
+use crate::error::CliError;
+
+/// Connections served at once; one past that is closed unanswered.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// The longest request head read (request line and headers).
+pub const MAX_HEAD: usize = 8 * 1024;
+
+/// How long one connection may take, from its accept to its response's
+/// last byte.
+pub const DEADLINE: Duration = Duration::from_secs(2);
+
+/// The content type of the text exposition format, version 0.0.4.
+const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The latest exposition text, shared with the connections' threads.
+type Latest = Arc<Mutex<Arc<str>>>;
+
+/// Serves `/metrics` on `addr` until the process is ended.
+pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), CliError> {
+    let listener = TcpListener::bind(addr)
+        .map_err(|e| CliError::usage(format!("--listen {addr}: cannot listen there: {e}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| CliError::runtime(format!("--listen {addr}: {e}")))?;
+    // The first text has no rates; a scrape before the next sample gets it
+    // rather than waiting.
+    sampler.sample();
+    let latest: Latest = Arc::new(Mutex::new(Arc::from(prom::exposition(&sampler.sample()))));
+    {
+        let mut out = crate::out::stdout()?;
+        writeln!(out, "serving http://{bound}/metrics")
+            .and_then(|()| out.flush())
+            .map_err(CliError::stdout)?;
+    }
+    let shared = Arc::clone(&latest);
+    std::thread::Builder::new()
+        .name("metrics-accept".into())
+        .spawn(move || accept(&listener, &shared))
+        .map_err(|e| CliError::runtime(format!("--listen {bound}: no thread to accept on: {e}")))?;
+    loop {
+        std::thread::sleep(interval);
+        let text: Arc<str> = Arc::from(prom::exposition(&sampler.sample()));
+        *latest.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    }
+}
+
+/// Accepts connections for ever, each on a thread of its own within the
+/// bound.
+fn accept(listener: &TcpListener, latest: &Latest) {
+    let open = Arc::new(AtomicUsize::new(0));
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else {
+            // EMFILE and the like: the next accept may succeed; do not
+            // spin on a persistent error.
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        if open.fetch_add(1, Ordering::Relaxed) >= MAX_CONNECTIONS {
+            open.fetch_sub(1, Ordering::Relaxed);
+            drop(stream);
+            continue;
+        }
+        let text = Arc::clone(&latest.lock().unwrap_or_else(PoisonError::into_inner));
+        let done = Arc::clone(&open);
+        let spawned = std::thread::Builder::new()
+            .name("metrics-conn".into())
+            .spawn(move || {
+                let _ = serve(stream, &text, Instant::now() + DEADLINE);
+                done.fetch_sub(1, Ordering::Relaxed);
+            });
+        if spawned.is_err() {
+            // The closure, and the stream with it, is dropped: closed.
+            open.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Reads one request head and answers it, all by `deadline`.
+fn serve(mut stream: TcpStream, text: &str, deadline: Instant) -> std::io::Result<()> {
+    let mut head = vec![0u8; MAX_HEAD];
+    let mut len = 0;
+    let (status, body) = loop {
+        if len == head.len() {
+            break (431, "request head too large\n");
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        stream.set_read_timeout(Some(left))?;
+        let n = stream.read(&mut head[len..])?;
+        if n == 0 {
+            return Ok(());
+        }
+        len += n;
+        let mut headers = [httparse::EMPTY_HEADER; 32];
+        let mut req = httparse::Request::new(&mut headers);
+        match req.parse(&head[..len]) {
+            Ok(httparse::Status::Complete(_)) => {
+                break route(req.method.unwrap_or(""), req.path.unwrap_or(""));
+            }
+            Ok(httparse::Status::Partial) => {}
+            Err(httparse::Error::TooManyHeaders) => break (431, "too many headers\n"),
+            Err(_) => break (400, "bad request\n"),
+        }
+    };
+    let head_only = status == 200 && head[..len].starts_with(b"HEAD ");
+    let body = if status == 200 { text } else { body };
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Request Header Fields Too Large",
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {CONTENT_TYPE}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    if status == 405 {
+        out.push_str("Allow: GET, HEAD\r\n");
+    }
+    out.push_str("\r\n");
+    if !head_only {
+        out.push_str(body);
+    }
+    write_by(&mut stream, out.as_bytes(), deadline)
+}
+
+/// Writes all of `bytes` by `deadline`, or gives up.
+fn write_by(stream: &mut TcpStream, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        stream.set_write_timeout(Some(left))?;
+        let n = stream.write(bytes)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[n..];
+    }
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
+
+/// What a request gets: status, and the body unless it is the metrics.
+fn route(method: &str, target: &str) -> (u16, &'static str) {
+    let path = target.split_once('?').map_or(target, |(p, _)| p);
+    if path != "/metrics" {
+        return (404, "not found: the metrics are at /metrics\n");
+    }
+    match method {
+        "GET" | "HEAD" => (200, ""),
+        _ => (405, "method not allowed: GET /metrics\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_get_or_head_of_metrics_is_served_and_anything_else_is_404_or_405() {
+        assert_eq!(route("GET", "/metrics").0, 200);
+        assert_eq!(route("HEAD", "/metrics?x=1").0, 200);
+        assert_eq!(route("POST", "/metrics").0, 405);
+        assert_eq!(route("GET", "/").0, 404);
+        assert_eq!(route("GET", "/metrics/").0, 404);
+        assert_eq!(route("GET", "/metricsx").0, 404);
+    }
+
+    /// A served connection on a loopback pair: what the client gets for
+    /// `request`, sent whole.
+    fn exchange(request: &[u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        let t = std::thread::spawn(move || serve(server, "M 1\n", Instant::now() + DEADLINE));
+        client.write_all(request).expect("send");
+        let mut got = String::new();
+        client.read_to_string(&mut got).expect("read");
+        let _ = t.join().expect("no panic");
+        got
+    }
+
+    #[test]
+    fn a_request_head_past_the_limit_is_431_and_garbage_is_400_never_a_hang() {
+        // Exactly the limit and no end of head: all of it read, then 431.
+        let long = format!("GET /metrics HTTP/1.1\r\nX: {}", "a".repeat(MAX_HEAD));
+        assert!(exchange(&long.as_bytes()[..MAX_HEAD]).starts_with("HTTP/1.1 431 "));
+        assert!(exchange(b"\x00\x01\x02 nonsense\r\n\r\n").starts_with("HTTP/1.1 400 "));
+        let ok = exchange(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert!(
+            ok.starts_with("HTTP/1.1 200 OK\r\n") && ok.ends_with("\r\n\r\nM 1\n"),
+            "{ok}"
+        );
+        let head = exchange(b"HEAD /metrics HTTP/1.1\r\n\r\n");
+        assert!(
+            head.contains("Content-Length: 4\r\n") && head.ends_with("\r\n\r\n"),
+            "{head}"
+        );
+    }
+
+    #[test]
+    fn a_client_that_sends_half_a_request_is_dropped_at_the_deadline() {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server, _) = listener.accept().expect("accept");
+        client.write_all(b"GET /metr").expect("send");
+        let start = Instant::now();
+        let deadline = start + Duration::from_millis(200);
+        let _ = serve(server, "M 1\n", deadline);
+        let took = start.elapsed();
+        assert!(took >= Duration::from_millis(150), "ended early: {took:?}");
+        assert!(
+            took < Duration::from_secs(2),
+            "held past its deadline: {took:?}"
+        );
+    }
+}

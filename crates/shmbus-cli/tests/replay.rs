@@ -1,0 +1,381 @@
+//! `shmbus replay` beyond phase 1 (issue 32, part B): a record -> replay
+//! -> record round trip that gives the same payloads and the same gaps; a
+//! window (`--from`, `--until`), loops, a name map for several buses, the
+//! target bus checked, and the pace error reported (`--json`). The
+//! recordings other than the round trip's are written by
+//! `shmbus::record::Recorder` with made-up times, so each test knows
+//! exactly what the file says. Every child under the harness's watchdog;
+//! files in a private directory under /dev/shm, checked gone at the end.
+
+mod common;
+
+use std::path::Path;
+
+use common::{
+    process_state, publish, run_shmbus, signal, start, wait_for, wait_until_waiting, CliOutput,
+    ShmDir,
+};
+use rustix::process::Signal;
+use shmbus::record::{Record, RecordedKind, Recorder, Recording};
+
+fn records(path: &Path) -> Vec<Record> {
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(recording) = Recording::new(&bytes[..]) else {
+        return Vec::new();
+    };
+    recording.map_while(Result::ok).collect()
+}
+
+/// What a round trip must keep: each message's sequence and payload, each
+/// gap (not the bus record's name, nor the times).
+fn crossed(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message(m) => Some(format!("message {} {:?}", m.seq, m.payload)),
+            Record::Gap(g) => Some(format!("gap {} {}", g.first, g.count)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn start_recorder(bus: &str, file: &Path) -> common::Watched {
+    let rec = start(&["record", bus, "--out", file.to_str().unwrap()]);
+    wait_for("the recorder to declare its bus", || {
+        matches!(records(file).first(), Some(Record::Bus(_)))
+    });
+    rec
+}
+
+/// The 16-byte payload of message `i`: its number, zero-padded (what
+/// `shmbus pub` makes of the line "i").
+fn payload(i: u64) -> Vec<u8> {
+    let mut p = format!("{i}").into_bytes();
+    p.resize(16, 0);
+    p
+}
+
+/// A recording of `buses`, each a plain bus of 16-byte messages; `each`
+/// writes its records.
+fn write_recording(path: &Path, buses: &[&str], each: impl FnOnce(&mut Recorder<Vec<u8>>)) {
+    let mut rec = Recorder::new(Vec::new()).unwrap();
+    for b in buses {
+        rec.add_bus(b, RecordedKind::Bus, 16).unwrap();
+    }
+    each(&mut rec);
+    std::fs::write(path, rec.into_inner()).unwrap();
+}
+
+/// Messages `range` of bus 0, one every `step_ns` from time 0, the message
+/// `i` with sequence `i`.
+fn messages(rec: &mut Recorder<Vec<u8>>, range: std::ops::Range<u64>, step_ns: u64) {
+    for i in range {
+        rec.message(0, i, i * step_ns, 0, &payload(i)).unwrap();
+    }
+}
+
+/// Replays `args` (after FILE) into a bus read by `shmbus sub`, which
+/// expects `count` messages; returns what it printed (stdout, stderr) and
+/// the replay's JSON summary.
+fn replay_into_sub(
+    file: &Path,
+    bus: &str,
+    count: usize,
+    args: &[&str],
+) -> (String, String, serde_json::Value) {
+    run_shmbus(&["create", bus, "--slots", "1024", "--msg-size", "16"]).assert_success();
+    let n = count.to_string();
+    let sub = start(&["sub", bus, "--count", &n, "--timeout", "10"]);
+    wait_until_waiting(bus, &sub);
+    let mut all = vec!["replay", file.to_str().unwrap(), "--json"];
+    all.extend_from_slice(args);
+    let out = run_shmbus(&all);
+    out.assert_success();
+    let summary = out.json();
+    let got = sub.wait();
+    (got.stdout(), got.stderr.clone(), summary)
+}
+
+#[test]
+fn a_record_replay_record_round_trip_gives_the_same_payloads_and_the_same_gaps() {
+    let dir = ShmDir::new("replay-B-trip");
+    let a = dir.bus("a");
+    let b = dir.bus("b");
+    let first = dir.file("a.rec");
+    let second = dir.file("b.rec");
+    run_shmbus(&["create", &a, "--slots", "8", "--msg-size", "16"]).assert_success();
+    let rec = start_recorder(&a, &first);
+    wait_until_waiting(&a, &rec);
+    // Lapped while stopped: a gap, then the rest; then more after it.
+    signal(&rec, Signal::STOP);
+    wait_for("the recorder to stop", || {
+        process_state(rec.pid()) == Some('T')
+    });
+    publish(&a, &common::numbered_lines(1..=10));
+    signal(&rec, Signal::CONT);
+    let last_is =
+        |n: u64| move |rs: &[Record]| matches!(rs.last(), Some(Record::Message(m)) if m.seq == n);
+    wait_for("the recorder to write message 9", || {
+        last_is(9)(&records(&first))
+    });
+    publish(&a, &common::numbered_lines(11..=15));
+    wait_for("the recorder to write message 14", || {
+        last_is(14)(&records(&first))
+    });
+    signal(&rec, Signal::INT);
+    rec.wait().assert_success();
+    let original = crossed(&records(&first));
+    assert!(
+        original[0].starts_with("gap 0 "),
+        "the lap is the first record: {original:?}"
+    );
+
+    run_shmbus(&["create", &b, "--slots", "1024", "--msg-size", "16"]).assert_success();
+    let rec = start_recorder(&b, &second);
+    wait_until_waiting(&b, &rec);
+    run_shmbus(&[
+        "replay",
+        first.to_str().unwrap(),
+        "--to",
+        &b,
+        "--speed",
+        "max",
+    ])
+    .assert_success();
+    wait_for("the second recorder to write message 14", || {
+        last_is(14)(&records(&second))
+    });
+    signal(&rec, Signal::INT);
+    rec.wait().assert_success();
+    // One gap record each: the replay's skip was one lag report, as the
+    // first recorder's lap was (before, the second recorder wrote a gap
+    // of 1 per skipped sequence).
+    assert_eq!(crossed(&records(&second)), original);
+    dir.finish();
+}
+
+#[test]
+fn a_window_by_sequence_or_by_time_replays_only_what_lies_inside_it() {
+    let dir = ShmDir::new("replay-B-window");
+    let file = dir.file("w.rec");
+    // 0..5, a gap of 3 (5, 6, 7), 8..12; one message a millisecond.
+    write_recording(&file, &["w"], |r| {
+        messages(r, 0..5, 1_000_000);
+        r.gap(0, 5, 3).unwrap();
+        messages(r, 8..12, 1_000_000);
+    });
+    let s = dir.bus("s");
+    let by_seq = [
+        "--speed", "max", "--from", "seq:3", "--until", "seq:10", "--to", &s,
+    ];
+    let (out, err, json) = replay_into_sub(&file, &s, 4, &by_seq);
+    assert_eq!(out, "3\n4\n8\n9\n");
+    assert_eq!(err, "lagged: skipped 3\n");
+    assert_eq!(json["messages"], 4);
+    assert_eq!(json["skipped"], 3);
+    assert_eq!(json["pace_error_us"], serde_json::Value::Null);
+
+    // From 2 ms (inclusive) until 4 ms (exclusive): messages 2 and 3.
+    let t = dir.bus("t");
+    let args = [
+        "--speed", "max", "--from", "2ms", "--until", "4ms", "--to", &t,
+    ];
+    let (out, _, json) = replay_into_sub(&file, &t, 2, &args);
+    assert_eq!(out, "2\n3\n");
+    assert_eq!(json["messages"], 2);
+    dir.finish();
+}
+
+#[test]
+fn a_recording_of_two_buses_replays_each_into_the_bus_its_map_names() {
+    let dir = ShmDir::new("replay-B-map");
+    let file = dir.file("two.rec");
+    write_recording(&file, &["x", "y"], |r| {
+        for i in 0..6u64 {
+            r.message((i % 2) as u32, i / 2, i, 0, &payload(i)).unwrap();
+        }
+    });
+    let (bx, by) = (dir.bus("bx"), dir.bus("by"));
+    run_shmbus(&["create", &by, "--slots", "64", "--msg-size", "16"]).assert_success();
+    let sub_y = start(&["sub", &by, "--count", "3", "--timeout", "10"]);
+    wait_until_waiting(&by, &sub_y);
+    let mx = format!("x={bx}");
+    let my = format!("y={by}");
+    let f = file.to_str().unwrap();
+    let (out, _, json) = replay_into_sub(
+        &file,
+        &bx,
+        3,
+        &["--speed", "max", "--map", &mx, "--map", &my],
+    );
+    assert_eq!(out, "0\n2\n4\n");
+    assert_eq!(sub_y.wait().stdout(), "1\n3\n5\n");
+    assert_eq!(json["messages"], 6);
+
+    // One target for two buses, a bus left out, a name not recorded, two
+    // buses into one --to: each one line, exit 2.
+    run_shmbus(&["replay", f, "--to", &bx]).assert_error(2, "holds more than one bus");
+    run_shmbus(&["replay", f, "--map", &mx]).assert_error(2, "bus 1 (y) has no --map y=BUS");
+    let mz = format!("z={by}");
+    run_shmbus(&["replay", f, "--map", &mx, "--map", &my, "--map", &mz])
+        .assert_error(2, "a bus has one publisher");
+    let mq = format!("q={}", dir.bus("bq"));
+    run_shmbus(&[
+        "replay", f, "--speed", "max", "--map", &mx, "--map", &my, "--map", &mq,
+    ])
+    .assert_error(2, "the recording has no bus q");
+    run_shmbus(&["replay", f, "--map", "x"]).assert_error(2, "is not REC=BUS");
+    dir.finish();
+}
+
+#[test]
+fn a_loop_of_n_passes_replays_n_times_and_a_loop_over_nothing_ends_after_one() {
+    let dir = ShmDir::new("replay-B-loop");
+    let file = dir.file("l.rec");
+    write_recording(&file, &["l"], |r| messages(r, 0..4, 1000));
+    let l = dir.bus("l");
+    let (out, _, json) = replay_into_sub(
+        &file,
+        &l,
+        12,
+        &["--speed", "max", "--loop", "3", "--to", &l],
+    );
+    assert_eq!(out, "0\n1\n2\n3\n".repeat(3));
+    assert_eq!(json["passes"], 3);
+
+    // Nothing but a bus record: --loop without a count must not spin.
+    let empty = dir.file("empty.rec");
+    write_recording(&empty, &["e"], |_| {});
+    let out = run_shmbus(&[
+        "replay",
+        empty.to_str().unwrap(),
+        "--loop",
+        "--json",
+        "--to",
+        &l,
+    ]);
+    out.assert_success();
+    assert_eq!(out.json()["passes"], 1);
+    assert_eq!(out.json()["messages"], 0);
+    run_shmbus(&["replay", empty.to_str().unwrap(), "--loop", "0", "--to", &l])
+        .assert_error(2, "is not a number of passes");
+    dir.finish();
+}
+
+#[test]
+fn a_loop_without_a_count_runs_until_sigint_and_then_reports_its_pace_error() {
+    let dir = ShmDir::new("replay-B-sigint");
+    let file = dir.file("p.rec");
+    // 50 messages a millisecond apart: 50 ms a pass.
+    write_recording(&file, &["p"], |r| messages(r, 0..50, 1_000_000));
+    let p = dir.bus("p");
+    let f = file.to_str().unwrap();
+    let replay = start(&["replay", f, "--loop", "--json", "--to", &p]);
+    wait_for("two passes", || {
+        shmbus::stat::stat(&p).is_ok_and(|s| s.published > 100)
+    });
+    signal(&replay, Signal::INT);
+    let out = replay.wait();
+    out.assert_success();
+    let json = out.json();
+    assert!(json["passes"].as_u64().unwrap() >= 2, "{json}");
+    let pace = &json["pace_error_us"];
+    let (p50, p99, max) = (
+        pace["p50"].as_f64().unwrap(),
+        pace["p99"].as_f64().unwrap(),
+        pace["max"].as_f64().unwrap(),
+    );
+    assert!(0.0 <= p50 && p50 <= p99 && p99 <= max, "{json}");
+    dir.finish();
+}
+
+#[test]
+fn the_target_bus_must_be_a_plain_bus_of_the_recorded_size_and_a_hostile_file_is_refused() {
+    let dir = ShmDir::new("replay-B-check");
+    let file = dir.file("c.rec");
+    // Times that run backwards (and one far in the future, after them):
+    // published at once, not waited on.
+    write_recording(&file, &["c"], |r| {
+        r.message(0, 0, 5_000_000_000, 0, &payload(0)).unwrap();
+        r.message(0, 1, 0, 0, &payload(1)).unwrap();
+        r.message(0, 2, 1, 0, &payload(2)).unwrap();
+    });
+    let f = file.to_str().unwrap();
+    let s = dir.bus("s");
+    run_shmbus(&["create", &s, "--kind", "stream", "--bytes", "4096"]).assert_success();
+    run_shmbus(&["replay", f, "--to", &s]).assert_error(2, "is a stream");
+    let small = dir.bus("small");
+    run_shmbus(&["create", &small, "--slots", "8", "--msg-size", "8"]).assert_success();
+    run_shmbus(&["replay", f, "--to", &small]).assert_error(2, "carries 8-byte messages");
+    let ok = dir.bus("ok");
+    let started = std::time::Instant::now();
+    let out = run_shmbus(&["replay", f, "--json", "--to", &ok]);
+    out.assert_success();
+    assert_eq!(out.json()["messages"], 3);
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+
+    // A record cut in its middle ends the file; a changed byte is an
+    // error naming its offset, whatever was replayed before it.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let n = bytes.len();
+    bytes[n - 20] ^= 1;
+    std::fs::write(&file, &bytes).unwrap();
+    run_shmbus(&["replay", f, "--to", &ok, "--loop"]).assert_error(2, "check");
+    run_shmbus(&["replay", f, "--to", &ok, "--from", "soon"]).assert_error(2, "is not a point");
+    dir.finish();
+}
+
+#[test]
+fn a_running_recorder_is_shown_by_stat_like_a_bridge_and_prints_no_progress_off_a_terminal() {
+    let dir = ShmDir::new("replay-B-stat");
+    let a = dir.bus("a");
+    let file = dir.file("a.rec");
+    let runtime = dir.file("runtime");
+    std::fs::create_dir(&runtime).unwrap();
+    run_shmbus(&["create", &a, "--slots", "64", "--msg-size", "16"]).assert_success();
+    let mut cmd = common::shmbus(&["record", &a, "--out", file.to_str().unwrap()]);
+    cmd.env("XDG_RUNTIME_DIR", &runtime);
+    let rec = common::spawn(cmd);
+    let pid = rec.pid();
+    wait_until_waiting(&a, &rec);
+    publish(&a, &common::numbered_lines(1..=10));
+    let stat = |json: bool| {
+        let mut args = vec!["stat", a.as_str()];
+        if json {
+            args.push("--json");
+        }
+        let mut cmd = common::shmbus(&args);
+        cmd.env("XDG_RUNTIME_DIR", &runtime);
+        let out = common::run(cmd);
+        out.assert_success();
+        out
+    };
+    // The status is rewritten once a second.
+    wait_for("stat to show the recorder's 10 messages", || {
+        stat(true).json()["bridges"][0]["messages"] == 10
+    });
+    let json = stat(true).json();
+    let b = &json["bridges"][0];
+    assert_eq!(b["direction"], "record", "{json}");
+    assert_eq!(b["pid"], pid, "{json}");
+    assert_eq!(b["key"], file.to_str().unwrap(), "{json}");
+    assert_eq!(b["bytes"], 160, "{json}");
+    assert_eq!(b["lost"], 0, "{json}");
+    let text = stat(false).stdout();
+    let line = format!("pid {pid}: record -> {}, ", file.display());
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("recorded 10, 160 bytes, lost 0"), "{text}");
+
+    signal(&rec, Signal::INT);
+    let out = rec.wait();
+    out.assert_success();
+    assert_eq!(
+        out.stderr, "",
+        "no progress line when stderr is not a terminal"
+    );
+    assert_eq!(stat(true).json()["bridges"], serde_json::json!([]));
+    std::fs::remove_dir_all(&runtime).unwrap();
+    dir.finish();
+}

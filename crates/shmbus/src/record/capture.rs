@@ -1,0 +1,502 @@
+//! [`Capture`]: the recorder handle: subscribes to buses of any kind and
+//! writes what crosses them to a [`FileRecorder`].
+
+use std::time::Duration;
+
+use super::error::{AddBusError, WriteError};
+use super::files::FileRecorder;
+use super::format::MAX_MESSAGE;
+use super::{BusSpec, RecordedKind};
+use crate::pool::{PoolRecvError, PoolSubscriber};
+use crate::select::{Select, Selectable};
+use crate::stream::{Consumer, PopError};
+use crate::wire::flags;
+use crate::{AttachError, Kind, OpenError, OpenOptions, Received, Start, Subscriber, Wait};
+
+/// Why a [`Capture`] failed.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Capture, CaptureError, FileRecorder, Rotation};
+///
+/// let dir = std::env::temp_dir().join(format!("shmbus-doc-capture-err-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let out = FileRecorder::create(&dir.join("r.rec"), Rotation::default())?;
+/// let mut capture = Capture::new(out);
+/// let err = capture.add("shmbus-doc-no-such-bus", false).unwrap_err();
+/// assert!(matches!(err, CaptureError::Open { .. }));
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// The bus could not be opened (or subscribed to).
+    #[error("{name}: {source}")]
+    Open {
+        /// The bus.
+        name: String,
+        /// Why.
+        source: OpenError,
+    },
+    /// The stream's consumer could not be taken (another holds it, and
+    /// what else attaching reports).
+    #[error("{name}: {source}")]
+    Attach {
+        /// The stream.
+        name: String,
+        /// Why.
+        source: AttachError,
+    },
+    /// The bus record could not be written.
+    #[error("{name}: {source}")]
+    AddBus {
+        /// The bus.
+        name: String,
+        /// Why.
+        source: AddBusError,
+    },
+    /// Writing the recording failed.
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    /// A pool bus refused a receive.
+    #[error("{name}: {source}")]
+    Pool {
+        /// The bus.
+        name: String,
+        /// Why.
+        source: PoolRecvError,
+    },
+    /// A stream failed (its cursors corrupt, and what else it reports).
+    #[error("{name}: {source}")]
+    Stream {
+        /// The stream.
+        name: String,
+        /// Why.
+        source: PopError,
+    },
+}
+
+/// What a [`Capture`] has written so far.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::record::CaptureStats::default().messages, 0);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CaptureStats {
+    /// Messages recorded.
+    pub messages: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+    /// Messages missed (the gap records' counts added).
+    pub lost: u64,
+}
+
+#[derive(Debug)]
+enum Source {
+    Bus(Subscriber<[u8]>),
+    Pool(PoolSubscriber<[u8]>),
+    /// A stream, and the records taken from it so far (its sequence).
+    Stream(Consumer<[u8]>, u64),
+}
+
+/// Records buses of any kind into a [`FileRecorder`]: each added bus is
+/// subscribed to from its next message (a stream: its consumer is taken,
+/// from where the last consumer stopped), and each [`poll`](Self::poll)
+/// writes what arrived, with its receive time, and each lag report as a
+/// gap. Lossy by default, so it never slows a publisher; lossless by
+/// choice where the bus takes lossless subscribers. A stream is always
+/// lossless: its one consumer is the recorder.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{Capture, FileRecorder, Record, RecordingFiles, Rotation};
+/// use shmbus::{BusOptions, Publisher, Wait};
+/// use std::time::Duration;
+///
+/// let name = format!("shmbus-doc-capture-{}", std::process::id());
+/// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let dir = std::env::temp_dir().join(&name);
+/// std::fs::create_dir_all(&dir)?;
+/// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+/// capture.add(&name, false)?;
+/// publisher.publish(&7);
+/// while capture.stats().messages < 1 {
+///     capture.poll(Wait::For(Duration::from_millis(50)))?;
+/// }
+/// capture.flush()?;
+/// let records: Vec<Record> = RecordingFiles::open(&dir.join("r.rec"))?.collect::<Result<_, _>>()?;
+/// assert!(matches!(&records[1], Record::Message(m) if m.payload == 7u64.to_le_bytes()));
+/// shmbus::remove(&name)?;
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Capture {
+    out: FileRecorder,
+    /// Each source, its bus id and name.
+    sources: Vec<(Source, u32, String)>,
+    stats: CaptureStats,
+    /// What each source has written, in the order of `sources`.
+    per_bus: Vec<CaptureStats>,
+    /// Where a stream's record is copied out before it is released.
+    scratch: Vec<u8>,
+    /// The one sleep over every source while all are idle.
+    select: Select,
+}
+
+impl Capture {
+    /// A capture writing to `out`, with no bus yet.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-cpn-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// assert_eq!(capture.stats().messages, 0);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(out: FileRecorder) -> Self {
+        Self {
+            out,
+            sources: Vec::new(),
+            stats: CaptureStats::default(),
+            per_bus: Vec::new(),
+            scratch: Vec::new(),
+            select: Select::new(),
+        }
+    }
+
+    /// Subscribes to the bus `name`, of whatever kind it is, and declares
+    /// it (kind, geometry, message type, `lossless`) in the recording;
+    /// its id.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpa-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// assert_eq!(capture.add(&name, false)?, 0);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CaptureError::Open`] if the bus cannot be opened or subscribed to
+    /// (a lossless subscriber refused included), [`CaptureError::AddBus`]
+    /// if its bus record cannot be written.
+    pub fn add(&mut self, name: &str, lossless: bool) -> Result<u32, CaptureError> {
+        let open = |source| CaptureError::Open {
+            name: name.to_owned(),
+            source,
+        };
+        let stat = crate::stat::stat(name).map_err(open)?;
+        let h = &stat.header;
+        let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
+        let cap = |n: u64| u32::try_from(n.min(MAX_MESSAGE as u64)).unwrap_or(u32::MAX);
+        let (source, spec) = if h.kind == Kind::Stream {
+            let consumer =
+                Consumer::<[u8]>::attach(name, &OpenOptions::default()).map_err(|source| {
+                    CaptureError::Attach {
+                        name: name.to_owned(),
+                        source,
+                    }
+                })?;
+            let spec = BusSpec::new(name, RecordedKind::Stream, cap(h.capacity))
+                .slots(h.capacity)
+                .msg_type(h.msg.clone())
+                .lossless(true);
+            (Source::Stream(consumer, 0), spec)
+        } else if h.flags & flags::POOL != 0 {
+            let sub = PoolSubscriber::<[u8]>::open(name, &opts).map_err(open)?;
+            let (blocks, block) = h.pool.as_ref().map_or((0, 0), |p| (p.blocks, p.block_size));
+            let spec = BusSpec::new(name, RecordedKind::Pool, cap(block))
+                .slots(h.capacity)
+                .blocks(blocks)
+                .msg_type(h.block_msg.clone().unwrap_or_else(|| h.msg.clone()))
+                .lossless(lossless);
+            (Source::Pool(sub), spec)
+        } else {
+            let kind = if h.flags & flags::JOURNALED != 0 {
+                RecordedKind::Journaled
+            } else if h.flags & flags::MULTI_PUBLISHER != 0 {
+                RecordedKind::ManyPublisher
+            } else {
+                RecordedKind::Bus
+            };
+            let sub = Subscriber::<[u8]>::open(name, &opts).map_err(open)?;
+            let size = u32::try_from(sub.msg_size()).unwrap_or(u32::MAX);
+            let spec = BusSpec::new(name, kind, size)
+                .slots(h.capacity)
+                .msg_type(h.msg.clone())
+                .lossless(lossless);
+            (Source::Bus(sub), spec)
+        };
+        let id = self
+            .out
+            .add_bus(&spec)
+            .map_err(|source| CaptureError::AddBus {
+                name: name.to_owned(),
+                source,
+            })?;
+        self.sources.push((source, id, name.to_owned()));
+        self.per_bus.push(CaptureStats::default());
+        Ok(id)
+    }
+
+    /// Writes what has arrived on each bus: with one bus, waits up to
+    /// `wait` for its next message; with several, takes what each has now
+    /// and, if none had anything, sleeps up to `wait` until any has
+    /// something (one `futex_waitv` over all, `shmbus::select`) and takes
+    /// that. Returns the records written (0: idle).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpp-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!(capture.stats().messages, 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`CaptureError::Write`] if the recording cannot be written, and the
+    /// pool's and stream's receive errors.
+    pub fn poll(&mut self, wait: Wait) -> Result<usize, CaptureError> {
+        let mut written = 0;
+        let several = self.sources.len() > 1;
+        for i in 0..self.sources.len() {
+            let w = if several { Wait::Never } else { wait };
+            written += self.take(i, w)?;
+        }
+        if written == 0 && several {
+            let ready = {
+                let members: Vec<&dyn Selectable> = self
+                    .sources
+                    .iter()
+                    .map(|(source, ..)| match source {
+                        Source::Bus(s) => s as &dyn Selectable,
+                        Source::Pool(s) => s as &dyn Selectable,
+                        Source::Stream(c, _) => c as &dyn Selectable,
+                    })
+                    .collect();
+                self.select.ready(&members, wait)
+            };
+            if let Some(i) = ready {
+                written += self.take(i, Wait::Never)?;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Up to 256 records of source `i`, the first waited for up to `wait`.
+    fn take(&mut self, i: usize, mut wait: Wait) -> Result<usize, CaptureError> {
+        let mut n = 0;
+        while n < 256 {
+            let mono = crate::stat::monotonic_ns();
+            let (source, bus, name) = &mut self.sources[i];
+            let bus = *bus;
+            let got = match source {
+                Source::Bus(sub) => {
+                    let seq = sub.position();
+                    match sub.recv(wait) {
+                        Some(Received::Message(msg)) => {
+                            self.out.message(bus, seq, mono, wall_ns(), msg)?;
+                            Some(Ok(msg.len()))
+                        }
+                        Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
+                        None => None,
+                    }
+                }
+                Source::Pool(sub) => {
+                    let seq = sub.position();
+                    let got = sub.recv(wait).map_err(|source| CaptureError::Pool {
+                        name: name.clone(),
+                        source,
+                    })?;
+                    match got {
+                        Some(Received::Message(sample)) => {
+                            self.out.message(bus, seq, mono, wall_ns(), &sample)?;
+                            Some(Ok(sample.len()))
+                        }
+                        Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
+                        None => None,
+                    }
+                }
+                Source::Stream(consumer, seq) => match consumer.peek(wait) {
+                    Ok(record) => {
+                        self.scratch.clear();
+                        self.scratch.extend_from_slice(&record);
+                        // Written (to the buffer) before it is released: a
+                        // failed write leaves it in the stream.
+                        self.out
+                            .message(bus, *seq, mono, wall_ns(), &self.scratch)?;
+                        record.release();
+                        *seq += 1;
+                        Some(Ok(self.scratch.len()))
+                    }
+                    Err(PopError::Empty | PopError::TimedOut(_)) => None,
+                    // No producer now: idle until one comes back, without
+                    // spinning on the answer.
+                    Err(PopError::PeerGone { .. }) => {
+                        if let Wait::For(d) = wait {
+                            std::thread::sleep(d.min(Duration::from_millis(10)));
+                        }
+                        None
+                    }
+                    Err(source) => {
+                        return Err(CaptureError::Stream {
+                            name: name.clone(),
+                            source,
+                        })
+                    }
+                },
+            };
+            match got {
+                None => break,
+                Some(Ok(len)) => {
+                    for s in [&mut self.stats, &mut self.per_bus[i]] {
+                        s.messages += 1;
+                        s.bytes += len as u64;
+                    }
+                }
+                Some(Err((first, skipped))) => {
+                    self.out.gap(bus, first, skipped)?;
+                    for s in [&mut self.stats, &mut self.per_bus[i]] {
+                        s.lost = s.lost.saturating_add(skipped);
+                    }
+                }
+            }
+            n += 1;
+            wait = Wait::Never;
+        }
+        Ok(n)
+    }
+
+    /// What has been written so far.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cps-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!((capture.stats().messages, capture.stats().bytes), (1, 8));
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stats(&self) -> CaptureStats {
+        self.stats
+    }
+
+    /// What has been written of the bus `id` (as [`add`](Self::add)
+    /// returned it), or `None` for an id this capture never gave.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpb-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// let id = capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// assert_eq!(capture.bus_stats(id).map(|s| s.messages), Some(1));
+    /// assert_eq!(capture.bus_stats(id + 1), None);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bus_stats(&self, id: u32) -> Option<CaptureStats> {
+        let i = self.sources.iter().position(|(_, bus, _)| *bus == id)?;
+        Some(self.per_bus[i])
+    }
+
+    /// Flushes the recording and its index (see [`FileRecorder::flush`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpf-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// capture.add(&name, false)?;
+    /// publisher.publish(&7);
+    /// while capture.poll(Wait::For(std::time::Duration::from_millis(50)))? == 0 {}
+    /// capture.flush()?;
+    /// assert_eq!(capture.into_inner().parts(), 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`WriteError::Io`] if a write fails.
+    pub fn flush(&mut self) -> Result<(), WriteError> {
+        self.out.flush()
+    }
+
+    /// The recorder, given back.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Capture, FileRecorder, Rotation};
+    /// use shmbus::{BusOptions, Publisher, Wait};
+    ///
+    /// let name = format!("shmbus-doc-cpi-{}", std::process::id());
+    /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let dir = std::env::temp_dir().join(&name);
+    /// std::fs::create_dir_all(&dir)?;
+    /// let mut capture = Capture::new(FileRecorder::create(&dir.join("r.rec"), Rotation::default())?);
+    /// let recorder: FileRecorder = capture.into_inner();
+    /// assert_eq!(recorder.parts(), 1);
+    /// shmbus::remove(&name)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_inner(self) -> FileRecorder {
+        self.out
+    }
+}
+
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}

@@ -1,0 +1,87 @@
+//! `shmbus::record::Capture`, the recorder handle, on buses in /dev/shm:
+//! idle on several buses, it wakes for whichever gets a message (one sleep
+//! over all of them), and a lossy capture's lag is a gap of the exact
+//! sequences missed.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::ShmDir;
+use shmbus::record::{Capture, FileRecorder, Record, RecordingFiles, Rotation};
+use shmbus::{BusOptions, Publisher, Wait};
+
+fn bus(dir: &ShmDir, label: &str, slots: u64) -> (String, Publisher<u64>) {
+    let name = dir.path().join(label).to_str().unwrap().to_owned();
+    let publisher = Publisher::<u64>::create(&name, &BusOptions::new(slots)).unwrap();
+    (name, publisher)
+}
+
+#[test]
+fn an_idle_capture_of_several_buses_wakes_for_a_message_on_any_of_them() {
+    let dir = ShmDir::new("capture-wake");
+    let (a, _pa) = bus(&dir, "a", 64);
+    let (b, mut pb) = bus(&dir, "b", 64);
+    let out = dir.path().join("r.rec");
+    let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
+    capture.add(&a, false).unwrap();
+    let id_b = capture.add(&b, false).unwrap();
+    // Before the poll or during its sleep: either way this poll (which
+    // would otherwise wait 60 s) returns with it, not after its wait.
+    let started = Instant::now();
+    let written = std::thread::scope(|s| {
+        s.spawn(move || pb.publish(&42));
+        capture.poll(Wait::For(Duration::from_secs(60))).unwrap()
+    });
+    assert_eq!(written, 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+    capture.flush().unwrap();
+    let records: Vec<Record> = RecordingFiles::open(&out)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        matches!(&records[2], Record::Message(m) if m.bus == id_b && m.payload == 42u64.to_le_bytes())
+    );
+    drop(capture);
+    dir.finish();
+}
+
+#[test]
+fn a_lossy_capture_lapped_by_its_bus_writes_the_sequences_it_missed_as_a_gap() {
+    let dir = ShmDir::new("capture-gap");
+    let (a, mut pa) = bus(&dir, "a", 8);
+    let out = dir.path().join("r.rec");
+    let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
+    capture.add(&a, false).unwrap();
+    // Thirty messages through eight slots before the capture reads one.
+    for i in 0..30u64 {
+        pa.publish(&i);
+    }
+    while capture.poll(Wait::For(Duration::from_millis(50))).unwrap() > 0 {}
+    capture.flush().unwrap();
+    let stats = capture.stats();
+    assert!(stats.lost > 0, "{stats:?}");
+    assert_eq!(stats.lost + stats.messages, 30, "{stats:?}");
+    let mut next = 0u64;
+    for r in RecordingFiles::open(&out).unwrap() {
+        match r.unwrap() {
+            Record::Message(m) => {
+                assert_eq!((m.seq, m.payload), (next, next.to_le_bytes().to_vec()));
+                next += 1;
+            }
+            Record::Gap(g) => {
+                assert_eq!(g.first, next);
+                next += g.count;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(next, 30);
+    drop(capture);
+    dir.finish();
+}

@@ -1,0 +1,146 @@
+"""shmbus.Recording: a recording made by `shmbus record` read from Python
+(iterate, filter by bus and time, seek through the index, a typed bus as a
+structured NumPy array), checked against what was published."""
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+import shmbus
+
+from conftest import CHILD_TIMEOUT, run
+
+
+def _wait(what, done):
+    deadline = time.monotonic() + CHILD_TIMEOUT
+    while not done():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def _messages(path):
+    try:
+        return [r for r in shmbus.Recording(path) if isinstance(r, shmbus.RecordedMessage)]
+    except (OSError, shmbus.RecordingError):
+        return []
+
+
+def _buses(path):
+    try:
+        return shmbus.Recording(path).buses()
+    except (OSError, shmbus.RecordingError):
+        return []
+
+
+@pytest.fixture
+def recorded(shmbus_bin, bus_name, tmp_path):
+    """Two buses (16-byte messages, a typed one, and a pool), recorded by
+    `shmbus record` while the CLI publishes lines 1..N into the first and
+    a..e into the pool; the recording's path and N."""
+    pool = bus_name + "-pool"
+    n = 300
+    out = tmp_path / "r.rec"
+    assert run([shmbus_bin, "create", bus_name, "--slots", "1024", "--msg-size", "16",
+                "--type", "text16:8"]).returncode == 0
+    assert run([shmbus_bin, "create", pool, "--capacity", "16", "--pool", "64:32"]).returncode == 0
+    rec = subprocess.Popen([shmbus_bin, "record", bus_name, pool, "--lossless",
+                            "--rotate-size", "8192", "--out", str(out)],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait("the recorder to declare its buses", lambda: len(_buses(out)) == 2)
+        lines = "".join(f"{i}\n" for i in range(1, n + 1)).encode()
+        assert run([shmbus_bin, "pub", bus_name], input=lines).returncode == 0
+        assert run([shmbus_bin, "pub", pool], input=b"a\nbb\nccc\ndddd\neeeee\n").returncode == 0
+        _wait("the recorder to write every message", lambda: len(_messages(out)) == n + 5)
+    finally:
+        rec.send_signal(signal.SIGINT)
+        rec.wait(timeout=CHILD_TIMEOUT)
+        shmbus.remove(pool)
+    assert rec.returncode == 0, rec.stderr.read()
+    yield out, n
+
+
+def test_iterating_yields_each_bus_once_then_every_message_in_order(recorded):
+    path, n = recorded
+    rec = shmbus.Recording(path)
+    assert len(rec.parts()) > 1, "rotated into parts, read as one"
+    records = list(rec)
+    buses = [r for r in records if isinstance(r, shmbus.RecordedBus)]
+    assert [(b.id, b.kind, b.msg_size, b.lossless) for b in buses] == [
+        (0, "bus", 16, True), (1, "pool", 64, True)]
+    assert buses[0].type_name == "text16" and buses[0].type_size == 16 and buses[1].blocks == 32
+    msgs = [r for r in records if isinstance(r, shmbus.RecordedMessage) and r.bus == 0]
+    assert [m.seq for m in msgs] == list(range(n))
+    assert [m.payload.rstrip(b"\0") for m in msgs] == [str(i).encode() for i in range(1, n + 1)]
+    pool = [r.payload for r in records if isinstance(r, shmbus.RecordedMessage) and r.bus == 1]
+    assert pool == [b"a", b"bb", b"ccc", b"dddd", b"eeeee"], "a pool block's exact bytes"
+
+
+def test_filters_by_bus_name_and_time_and_seeks_find_the_first_match(recorded):
+    path, n = recorded
+    all_msgs = _messages(path)
+    ones = [m for m in all_msgs if m.bus == 0]
+    mid = ones[n // 2]
+    pool_name = shmbus.Recording(path).buses()[1].name
+    pool_only = [r for r in shmbus.Recording(path, bus=pool_name)
+                 if isinstance(r, shmbus.RecordedMessage)]
+    assert [m.payload for m in pool_only] == [b"a", b"bb", b"ccc", b"dddd", b"eeeee"]
+    late = [r for r in shmbus.Recording(path, bus=0, start=mid.mono_ns)
+            if isinstance(r, shmbus.RecordedMessage)]
+    assert late == [m for m in ones if m.mono_ns >= mid.mono_ns]
+    after = [r for r in shmbus.Recording(path).seek_time(mid.mono_ns)
+             if not isinstance(r, shmbus.RecordedBus)]
+    assert after[0] == next(m for m in all_msgs if m.mono_ns >= mid.mono_ns)
+    at = [r for r in shmbus.Recording(path).seek_seq(0, mid.seq)
+          if not isinstance(r, shmbus.RecordedBus)]
+    assert at[0] == mid
+    with pytest.raises(KeyError):
+        shmbus.Recording(path, bus="no such bus")
+
+
+def test_a_typed_bus_is_a_structured_numpy_array(recorded):
+    np = pytest.importorskip("numpy")
+    path, n = recorded
+    rec = shmbus.Recording(path)
+    name = rec.buses()[0].name
+    arr = rec.to_numpy(name, dtype=np.dtype([("text", "S16")]))
+    assert arr.dtype.names == ("seq", "mono_ns", "wall_ns", "msg")
+    assert list(arr["seq"]) == list(range(n))
+    assert list(arr["msg"]["text"][:3]) == [b"1", b"2", b"3"]
+    assert (np.diff(arr["mono_ns"].astype(np.int64)) >= 0).all()
+    raw = rec.to_numpy(0)
+    assert raw.dtype["msg"] == np.dtype("V16")
+    with pytest.raises(ValueError, match="dtype"):
+        rec.to_numpy(0, dtype=np.dtype("<u8"))
+    with pytest.raises(ValueError, match="different lengths"):
+        rec.to_numpy(1)
+
+
+def test_a_damaged_or_foreign_file_raises_recording_error(tmp_path, recorded):
+    path, _ = recorded
+    bad = tmp_path / "bad.rec"
+    bad.write_bytes(b"not a recording at all, no")
+    with pytest.raises(shmbus.RecordingError, match="not a shmbus recording"):
+        shmbus.Recording(bad)
+    data = bytearray(path.read_bytes())
+    data[200] ^= 0x40
+    bad.write_bytes(bytes(data))
+    with pytest.raises(shmbus.RecordingError, match="record at offset"):
+        list(shmbus.Recording(bad))
+    with pytest.raises(OSError):
+        shmbus.Recording(tmp_path / "missing.rec")
+
+
+def test_to_numpy_without_numpy_says_to_install_it(recorded, monkeypatch):
+    import sys
+
+    from shmbus import _support
+
+    path, _ = recorded
+    monkeypatch.setattr(_support, "_numpy", None)
+    monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` fails
+    with pytest.raises(ImportError, match="pip install numpy"):
+        shmbus.Recording(path).to_numpy(0)
