@@ -11,9 +11,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmbus::record::{
-    OpenRecordingError, Point, ReadError, ReplayError, Replayer, Speed, Window,
-};
+use shmbus::record::{OpenRecordingError, Point, ReadError, ReplayError, Replayer, Speed, Window};
 
 use crate::cmd::signals;
 use crate::error::CliError;
