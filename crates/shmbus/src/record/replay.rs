@@ -465,7 +465,25 @@ impl Replayer {
     /// of a pass every [`map`](Self::map) entry must have met its bus.
     ///
     /// # Examples
-    /// See [`Replayer`].
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, Replayer, Rotation, Speed};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-replay-run-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("s.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("s", RecordedKind::Stream, 4096).slots(4096))?;
+    /// rec.message(bus, 0, 1_000, 0, b"a record")?;
+    /// rec.flush()?;
+    /// let target = format!("shmbus-doc-replay-run-{}", std::process::id());
+    /// let mut replay = Replayer::new(Speed::Times(1.0)).map("s", &target);
+    /// assert_eq!(replay.run(&path)?, 1); // into a stream it made
+    /// assert_eq!(replay.stats().pace.count(), 1);
+    /// drop(replay);
+    /// shmbus::remove(&target)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     ///
     /// # Errors
     /// [`ReplayError::Open`] and [`ReplayError::Read`] for the file;
