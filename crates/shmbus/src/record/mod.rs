@@ -368,3 +368,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_files;
+
+#[cfg(test)]
+mod tests_replay;

@@ -582,7 +582,9 @@ impl Replayer {
                             .pace
                             .add(u64::try_from(off.as_nanos()).unwrap_or(u64::MAX));
                     }
-                    self.publish(t, &m.payload)?;
+                    if !self.publish(t, &m.payload)? {
+                        break;
+                    }
                     self.stats.messages += 1;
                     self.stats.bytes += m.payload.len() as u64;
                     replayed += 1;
@@ -765,28 +767,49 @@ impl Replayer {
         }
     }
 
-    fn publish(&mut self, t: usize, payload: &[u8]) -> Result<(), ReplayError> {
-        let stall = self.stall;
+    /// Publishes `payload` into target `t`; `false` if the stop check
+    /// said stop while it waited for room.
+    fn publish(&mut self, t: usize, payload: &[u8]) -> Result<bool, ReplayError> {
+        let (stall, stop) = (self.stall, self.stop);
+        let stopped = || stop.is_some_and(|f| f());
+        let started = Instant::now();
+        // Waits for room in slices of NAP, looking at the stop check
+        // between them, until the stall timeout.
+        let more = || !stopped() && started.elapsed() < stall;
+        let slice = || Wait::For(NAP.min(stall.saturating_sub(started.elapsed())));
         let target = &mut self.targets[t];
         let result: Result<(), PublishFailure> = match &mut target.sink {
             Sink::Bus(p) => p.publish(payload).map(drop).map_err(Into::into),
             Sink::Many(p) => p.publish(payload).map(drop).map_err(Into::into),
-            Sink::Pool(p) => match p.loan(payload.len(), Wait::For(stall)) {
-                Ok(mut loan) => {
-                    loan.copy_from_slice(payload);
-                    loan.publish()
-                        .map(drop)
-                        .map_err(|_| PublishFailure::Abandoned)
+            Sink::Pool(p) => loop {
+                match p.loan(payload.len(), slice()) {
+                    Ok(mut loan) => {
+                        loan.copy_from_slice(payload);
+                        break loan
+                            .publish()
+                            .map(drop)
+                            .map_err(|_| PublishFailure::Abandoned);
+                    }
+                    Err(LoanError::Exhausted { .. }) if more() => {}
+                    Err(e) => break Err(e.into()),
                 }
-                Err(e) => Err(e.into()),
             },
-            Sink::Stream(p) => p.push(payload, Wait::For(stall)).map_err(Into::into),
+            Sink::Stream(p) => loop {
+                match p.push(payload, slice()) {
+                    Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
+                    r => break r.map_err(Into::into),
+                }
+            },
             Sink::Journaled(p) => p.publish(payload).map(drop).map_err(Into::into),
         };
-        result.map_err(|source| ReplayError::Publish {
-            target: target.name.clone(),
-            source,
-        })
+        match result {
+            Ok(()) => Ok(true),
+            Err(_) if stopped() => Ok(false),
+            Err(source) => Err(ReplayError::Publish {
+                target: target.name.clone(),
+                source,
+            }),
+        }
     }
 }
 
