@@ -402,7 +402,8 @@ impl Replayer {
     }
 
     /// Where a journaled bus it creates keeps its journal:
-    /// `DIR/TARGET.journal`.
+    /// `DIR/TARGET.journal` (a leading `/` of the target's name dropped,
+    /// each other `/` as `_`).
     ///
     /// # Examples
     /// ```
