@@ -38,7 +38,7 @@ from ._shmbus import (
     remove,
 )
 from ._support import Batch
-from .recording import Recording, RecordedBus, RecordedGap, RecordedMessage
+from .recording import Recording, RecordedBus, RecordedGap, RecordedMessage, replay
 from .errors import (
     AbandonedError,
     AttachError,
@@ -90,6 +90,7 @@ __all__ = [
     "Producer",
     "Consumer",
     "Recording",
+    "replay",
     "RecordedBus",
     "RecordedMessage",
     "RecordedGap",

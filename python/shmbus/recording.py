@@ -11,7 +11,7 @@ NumPy is needed only by ``to_numpy``; without it that call raises an
 from typing import Iterator, NamedTuple, Optional, Union
 
 from . import _support
-from ._shmbus import _RecordingFiles
+from ._shmbus import _RecordingFiles, _replay
 
 __all__ = ["Recording", "RecordedBus", "RecordedMessage", "RecordedGap", "KINDS"]
 
@@ -168,3 +168,37 @@ class Recording:
         if rows:
             out["msg"] = np.frombuffer(b"".join(r.payload for r in rows), dtype=msg)
         return out
+
+
+def replay(path, map=None, *, to: Optional[str] = None, speed: Optional[float] = 1.0,
+           start: Optional[int] = None, end: Optional[int] = None,
+           start_seq: Optional[int] = None, end_seq: Optional[int] = None,
+           slots: Optional[int] = None, journal_dir=None, passes: int = 1) -> dict:
+    """Publishes the recording at ``path`` (and its parts) back into buses
+    of the recorded kinds, through Rust's ``shmbus::record::Replayer``,
+    with the GIL released while it runs.
+
+    ``map`` gives each recorded bus its target (``{"recorded": "bus"}``);
+    ``to`` names the one target of a one-bus recording. A target is
+    created with the recorded geometry and message type, or attached to if
+    it exists (of that kind and size, else ``shmbus.Error``); a journaled
+    one is created only with ``journal_dir`` (its journal
+    ``journal_dir/NAME.journal``). ``speed`` 1.0 is the recorded pace, 2.0
+    twice as fast, ``None`` as fast as it goes. ``start``/``end`` are ns
+    after the recording's first message, ``start_seq``/``end_seq`` a
+    sequence (start inclusive, end exclusive). A plain bus gets each gap
+    as a skip (its subscribers see the same lag reports); other kinds have
+    no skip and the count of gaps left out is ``gaps_dropped``.
+
+    Returns ``passes``, ``messages``, ``bytes``, ``gaps``, ``skipped``,
+    ``gaps_dropped`` and ``pace_error_ns`` (p50, p99, max; ``None`` when
+    not paced). A mapping that does not fit the recording raises
+    ``ValueError``; a damaged recording ``shmbus.RecordingError``; a file
+    that cannot be read ``OSError``. A replay runs to its end: Ctrl-C is
+    seen when it returns.
+    """
+    if (start is not None and start_seq is not None) or (end is not None and end_seq is not None):
+        raise ValueError("give a start (and an end) as a time or as a sequence, not both")
+    targets = list((map or {}).items())
+    return _replay(str(path), targets, to, speed, (start, start_seq, end, end_seq),
+                   slots, None if journal_dir is None else str(journal_dir), passes)

@@ -144,3 +144,44 @@ def test_to_numpy_without_numpy_says_to_install_it(recorded, monkeypatch):
     monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` fails
     with pytest.raises(ImportError, match="pip install numpy"):
         shmbus.Recording(path).to_numpy(0)
+
+
+def _drain(sub):
+    got = []
+    while True:
+        m = sub.recv(timeout=0)
+        if m is None:
+            return got
+        got.append(m if isinstance(m, shmbus.Lagged) else bytes(m))
+
+
+def test_replay_publishes_each_recorded_bus_into_a_bus_of_its_kind_that_python_reads_back(
+        recorded, bus_name):
+    out, n = recorded
+    pool = bus_name + "-pool"
+    copy, pool_copy = bus_name + "-copy", bus_name + "-pool-copy"
+    want = {b.name: [m.payload for m in shmbus.Recording(out, bus=b.id)
+                     if isinstance(m, shmbus.RecordedMessage)]
+            for b in shmbus.Recording(out).buses()}
+    try:
+        stats = shmbus.replay(out, {bus_name: copy, pool: pool_copy}, speed=None)
+        assert (stats["messages"], stats["passes"], stats["pace_error_ns"]) == (n + 5, 1, None)
+        with shmbus.Subscriber.open(copy, "oldest") as sub:
+            assert _drain(sub) == want[bus_name]
+        with shmbus.PoolSubscriber.open(pool_copy, "oldest") as sub:
+            assert _drain(sub) == want[pool] == [b"a", b"bb", b"ccc", b"dddd", b"eeeee"]
+        # Paced, within a sequence window, into the buses it made before.
+        stats = shmbus.replay(out, {bus_name: copy, pool: pool_copy}, speed=4.0,
+                              start_seq=2, end_seq=4)
+        assert stats["messages"] == 4 and stats["pace_error_ns"] is not None
+        # A mapping that does not fit the recording: ValueError, nothing hangs.
+        with pytest.raises(ValueError, match="no target"):
+            shmbus.replay(out, {bus_name: copy}, speed=None)
+        with pytest.raises(shmbus.Error, match="is a plain bus"):
+            shmbus.replay(out, {bus_name: copy + "-x", pool: copy}, speed=None)
+    finally:
+        for name in (copy, pool_copy, copy + "-x"):
+            try:
+                shmbus.remove(name)
+            except shmbus.BusNotFoundError:
+                pass

@@ -379,3 +379,266 @@ fn a_running_recorder_is_shown_by_stat_like_a_bridge_and_prints_no_progress_off_
     std::fs::remove_dir_all(&runtime).unwrap();
     dir.finish();
 }
+
+/// What a reader of `bus` (of recorded kind `kind`, its publisher gone)
+/// gets from its oldest message on: each payload, or `lag N`.
+fn read_back(bus: &str, kind: RecordedKind) -> Vec<Vec<u8>> {
+    use shmbus::pool::PoolSubscriber;
+    use shmbus::stream::Consumer;
+    use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
+    let opts = OpenOptions::default().start(Start::Oldest);
+    let mut got = Vec::new();
+    let lag = |n: u64| format!("lag {n}").into_bytes();
+    match kind {
+        RecordedKind::Pool => {
+            let mut sub = PoolSubscriber::<[u8]>::open(bus, &opts).unwrap();
+            while let Some(r) = sub.recv(Wait::Never).unwrap() {
+                got.push(match r {
+                    Received::Message(m) => m.to_vec(),
+                    Received::Lagged { skipped } => lag(skipped),
+                });
+            }
+        }
+        RecordedKind::Stream => {
+            let mut c = Consumer::<[u8]>::attach(bus, &OpenOptions::default()).unwrap();
+            let mut out = Vec::new();
+            while c.pop(&mut out, Wait::Never).is_ok() {
+                got.push(std::mem::take(&mut out));
+            }
+        }
+        _ => {
+            let mut sub = Subscriber::<[u8]>::open(bus, &opts).unwrap();
+            while let Some(r) = sub.recv(Wait::Never) {
+                got.push(match r {
+                    Received::Message(m) => m.to_vec(),
+                    Received::Lagged { skipped } => lag(skipped),
+                });
+            }
+        }
+    }
+    got
+}
+
+#[test]
+fn a_recording_of_every_kind_replays_into_fresh_buses_of_its_kinds_with_byte_identical_payloads() {
+    let dir = ShmDir::new("replay-G-kinds");
+    let names = ["plain", "many", "pool", "stream", "journaled"].map(|k| dir.bus(k));
+    let journal = dir.file("j.journal");
+    let creates: [&[&str]; 5] = [
+        &["create", &names[0], "--slots", "64", "--msg-size", "16"],
+        &[
+            "create",
+            &names[1],
+            "--capacity",
+            "64",
+            "--msg-size",
+            "16",
+            "--publishers",
+            "many",
+        ],
+        &["create", &names[2], "--capacity", "16", "--pool", "64:32"],
+        &["create", &names[3], "--kind", "stream", "--bytes", "4096"],
+        &[
+            "create",
+            &names[4],
+            "--capacity",
+            "64",
+            "--msg-size",
+            "16",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    ];
+    for c in creates {
+        run_shmbus(c).assert_success();
+    }
+    let file = dir.file("all.rec");
+    let mut args = vec!["record"];
+    args.extend(names.iter().map(|n| n.as_str()));
+    args.extend(["--out", file.to_str().unwrap()]);
+    let rec = start(&args);
+    wait_for("the recorder to declare its 5 buses", || {
+        records(&file)
+            .iter()
+            .filter(|r| matches!(r, Record::Bus(_)))
+            .count()
+            == 5
+    });
+    for (i, name) in names.iter().enumerate() {
+        publish(name, &format!("{i}-first\n{i}-second, long\n{i}-third\n"));
+    }
+    wait_for("the recorder to write 15 messages", || {
+        records(&file)
+            .iter()
+            .filter(|r| matches!(r, Record::Message(_)))
+            .count()
+            == 15
+    });
+    signal(&rec, Signal::TERM);
+    rec.wait().assert_success();
+    let recorded = records(&file);
+
+    // Each recorded bus into a fresh bus the replay creates.
+    let targets =
+        ["plain", "many", "pool", "stream", "journaled"].map(|k| dir.bus(&format!("r-{k}")));
+    let maps: Vec<String> = names
+        .iter()
+        .zip(&targets)
+        .map(|(n, t)| format!("{n}={t}"))
+        .collect();
+    let jdir = dir.file("journals");
+    std::fs::create_dir(&jdir).unwrap();
+    let mut args = vec![
+        "replay",
+        file.to_str().unwrap(),
+        "--speed",
+        "max",
+        "--json",
+        "--journal-dir",
+        jdir.to_str().unwrap(),
+    ];
+    for m in &maps {
+        args.extend(["--map", m.as_str()]);
+    }
+    let out = run_shmbus(&args);
+    out.assert_success();
+    assert_eq!(out.json()["messages"], 15);
+    let kinds = [
+        RecordedKind::Bus,
+        RecordedKind::ManyPublisher,
+        RecordedKind::Pool,
+        RecordedKind::Stream,
+        RecordedKind::Journaled,
+    ];
+    for (i, (target, kind)) in targets.iter().zip(kinds).enumerate() {
+        let want: Vec<Vec<u8>> = recorded
+            .iter()
+            .filter_map(|r| match r {
+                Record::Message(m) if m.bus == i as u32 => Some(m.payload.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(want.len(), 3, "bus {i}");
+        assert_eq!(read_back(target, kind), want, "{target}");
+        let stat = shmbus::stat::stat(target).unwrap();
+        let found = match stat.header.kind {
+            shmbus::Kind::Stream => "stream",
+            _ if stat.header.pool.is_some() => "pool",
+            _ if stat.header.journal.is_some() => "journaled",
+            _ if stat.header.flags & shmbus::wire::flags::MULTI_PUBLISHER != 0 => "many",
+            _ => "plain",
+        };
+        assert_eq!(found, ["plain", "many", "pool", "stream", "journaled"][i]);
+        assert_eq!(stat.header.capacity, [64, 64, 16, 4096, 64][i], "{target}");
+    }
+
+    // A target of another kind, or too small, is refused in one line; the
+    // other buses go to fresh targets.
+    let f = file.to_str().unwrap();
+    let refused = |i: usize, target: &str, expect: &str| {
+        let maps: Vec<String> = names
+            .iter()
+            .enumerate()
+            .map(|(j, n)| {
+                let t = if j == i {
+                    target.to_owned()
+                } else {
+                    dir.bus(&format!("x-{j}"))
+                };
+                format!("{n}={t}")
+            })
+            .collect();
+        let mut args = vec![
+            "replay",
+            f,
+            "--speed",
+            "max",
+            "--journal-dir",
+            jdir.to_str().unwrap(),
+        ];
+        for m in &maps {
+            args.extend(["--map", m.as_str()]);
+        }
+        run_shmbus(&args).assert_error(2, expect);
+    };
+    refused(
+        2,
+        &targets[0],
+        "is a plain bus: the recording holds a pool bus's messages",
+    );
+    refused(
+        0,
+        &targets[1],
+        "is a many-publisher bus: the recording holds a plain bus's messages",
+    );
+    let tiny = dir.bus("tiny-stream");
+    run_shmbus(&["create", &tiny, "--kind", "stream", "--bytes", "64"]).assert_success();
+    refused(3, &tiny, "carries 64-byte ring, the recording needs 4096");
+    let narrow = dir.bus("narrow");
+    run_shmbus(&[
+        "create",
+        &narrow,
+        "--slots",
+        "64",
+        "--msg-size",
+        "8",
+        "--publishers",
+        "many",
+    ])
+    .assert_success();
+    refused(
+        1,
+        &narrow,
+        "carries 8-byte messages, the recording needs 16",
+    );
+    let mut args = vec!["replay", f, "--speed", "max"];
+    let fresh: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(j, n)| format!("{n}={}", dir.bus(&format!("y-{j}"))))
+        .collect();
+    for m in &fresh {
+        args.extend(["--map", m.as_str()]);
+    }
+    run_shmbus(&args).assert_error(2, "a journaled bus needs a journal file");
+    dir.finish();
+}
+
+#[test]
+fn a_rotated_recording_replays_from_its_first_part_and_from_a_sequence_sought_in_its_index() {
+    use shmbus::record::{BusSpec, FileRecorder, Rotation};
+    let dir = ShmDir::new("replay-G-rotated");
+    let file = dir.file("r.rec");
+    let mut rec = FileRecorder::create_with(&file, Rotation::default().bytes(4096), 16).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("r", RecordedKind::Bus, 16).slots(1024))
+        .unwrap();
+    for i in 0..500u64 {
+        rec.message(bus, i, i * 1000, 0, &payload(i)).unwrap();
+    }
+    rec.flush().unwrap();
+    assert!(rec.parts() > 3, "{} parts", rec.parts());
+    drop(rec);
+    let f = file.to_str().unwrap();
+    let all = dir.bus("all");
+    let out = run_shmbus(&["replay", f, "--speed", "max", "--json", "--to", &all]);
+    out.assert_success();
+    assert_eq!(out.json()["messages"], 500);
+    let want: Vec<Vec<u8>> = (0..500).map(payload).collect();
+    assert_eq!(read_back(&all, RecordedKind::Bus), want);
+    let tail = dir.bus("tail");
+    let out = run_shmbus(&[
+        "replay", f, "--speed", "max", "--json", "--from", "seq:420", "--to", &tail,
+    ]);
+    out.assert_success();
+    assert_eq!(out.json()["messages"], 80);
+    assert_eq!(read_back(&tail, RecordedKind::Bus), want[420..].to_vec());
+    let late = dir.bus("late");
+    let out = run_shmbus(&[
+        "replay", f, "--speed", "max", "--json", "--from", "300us", "--until", "310us", "--to",
+        &late,
+    ]);
+    out.assert_success();
+    assert_eq!(read_back(&late, RecordedKind::Bus), want[300..310].to_vec());
+    dir.finish();
+}

@@ -12,8 +12,10 @@
 //! rotation (`FILE`, `FILE.1`, `FILE.2`, ...), and [`RecordingFiles`] reads
 //! the parts back as one, seeking by time or sequence through the index
 //! (a scan where the index is missing or stale). A [`Capture`] subscribes
-//! to buses of any kind and feeds a [`FileRecorder`]. `shmbus record` and
-//! `shmbus replay` are built on these.
+//! to buses of any kind and feeds a [`FileRecorder`]; a [`Replayer`]
+//! publishes a recording back into buses of the recorded kinds, paced,
+//! within a [`Window`]. `shmbus record` and `shmbus replay` are built on
+//! these.
 
 mod capture;
 mod error;
@@ -21,14 +23,20 @@ mod files;
 #[doc(hidden)]
 pub mod format;
 mod index;
+mod pace;
 mod recorder;
 mod recording;
+mod replay;
+mod window;
 
 pub use capture::{Capture, CaptureError, CaptureStats};
 pub use error::{AddBusError, OpenRecordingError, ReadError, WriteError};
 pub use files::{part_path, FileRecorder, RecordingFiles, Rotation};
+pub use pace::PaceError;
 pub use recorder::Recorder;
 pub use recording::Recording;
+pub use replay::{PublishFailure, ReplayError, ReplayStats, Replayer, Speed};
+pub use window::{Point, Window};
 
 use crate::TypeFingerprint;
 
@@ -360,3 +368,6 @@ mod tests;
 
 #[cfg(test)]
 mod tests_files;
+
+#[cfg(test)]
+mod tests_replay;

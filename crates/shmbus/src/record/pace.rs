@@ -9,7 +9,16 @@ const SUB: usize = 64;
 const OCTAVES: usize = 64 - 6;
 
 /// |actual - due| of each paced message, in nanoseconds.
-#[derive(Debug)]
+///
+/// # Examples
+/// ```
+/// let mut pace = shmbus::record::PaceError::default();
+/// pace.add(1_000);
+/// pace.add(3_000);
+/// assert_eq!((pace.count(), pace.max_ns()), (2, 3_000));
+/// assert_eq!(pace.quantile_ns(0.5), 1_000);
+/// ```
+#[derive(Debug, Clone)]
 pub struct PaceError {
     buckets: Vec<u64>,
     count: u64,
@@ -46,22 +55,49 @@ fn low(i: usize) -> u64 {
 }
 
 impl PaceError {
+    /// Counts one message published `ns` away from its due time.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut pace = shmbus::record::PaceError::default();
+    /// pace.add(5);
+    /// assert_eq!(pace.count(), 1);
+    /// ```
     pub fn add(&mut self, ns: u64) {
         self.buckets[bucket(ns)] += 1;
         self.count += 1;
         self.max_ns = self.max_ns.max(ns);
     }
 
+    /// How many messages were paced.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::PaceError::default().count(), 0);
+    /// ```
     pub fn count(&self) -> u64 {
         self.count
     }
 
+    /// The largest error.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::PaceError::default().max_ns(), 0);
+    /// ```
     pub fn max_ns(&self) -> u64 {
         self.max_ns
     }
 
     /// The `q` quantile (0..=1), as its bucket's lowest value, or 0 when
     /// nothing was paced.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut pace = shmbus::record::PaceError::default();
+    /// (1..=100).for_each(|us| pace.add(us * 1_000));
+    /// assert!(pace.quantile_ns(0.99) <= 99_000 && pace.quantile_ns(0.99) > 97_000);
+    /// ```
     pub fn quantile_ns(&self, q: f64) -> u64 {
         if self.count == 0 {
             return 0;

@@ -1,0 +1,917 @@
+//! [`Replayer`]: a recording published back into buses of the recorded
+//! kinds, at the recorded pace or as fast as it goes, within a window.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::error::{OpenRecordingError, ReadError};
+use super::files::RecordingFiles;
+use super::pace::PaceError;
+use super::window::{Place, Point, Window};
+use super::{BusRecord, Record, RecordedKind};
+use crate::bus::{ManyPublishError, ManyPublisher, PublishError, SkipError};
+use crate::journal::{
+    AppendError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
+};
+use crate::pool::{LoanError, PoolOptions, PoolPublisher};
+use crate::stream::{Producer, PushError, StreamOptions};
+use crate::wire::{flags, Header};
+use crate::{AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher, Wait};
+
+/// Below this much time to a message's due time the replay spins instead
+/// of sleeping: a sleep overshoots by the timer slack (50 µs by default).
+const SPIN_NS: u64 = 250_000;
+/// The longest sleep (and the longest wait for room) between looks at the
+/// stop check.
+const NAP: Duration = Duration::from_millis(50);
+/// Slots of a created bus whose recording does not say (version 1).
+const DEFAULT_SLOTS: u64 = 4096;
+
+/// How fast a [`Replayer`] publishes.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::Speed;
+/// let half = Speed::Times(0.5);
+/// assert_ne!(half, Speed::Max);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Speed {
+    /// Each message at its recorded offset (from the pass's first
+    /// message) divided by this: 1 as recorded, 2 twice as fast.
+    Times(f64),
+    /// No waiting.
+    Max,
+}
+
+/// Why a replay failed. Each names the target bus (or the recorded one)
+/// and what it found against what it expected.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{ReplayError, Replayer, Speed};
+/// let mut replay = Replayer::new(Speed::Max);
+/// let err = replay.run(std::path::Path::new("/nonexistent/r.rec")).unwrap_err();
+/// assert!(matches!(err, ReplayError::Open { .. }));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    /// The recording could not be opened (missing, not a recording, a
+    /// part out of order).
+    #[error("{path}: {source}")]
+    Open {
+        /// The first part.
+        path: PathBuf,
+        /// Why.
+        source: OpenRecordingError,
+    },
+    /// A record could not be read (damaged mid-file, an I/O error).
+    #[error("{path}: {source}")]
+    Read {
+        /// The first part.
+        path: PathBuf,
+        /// Why.
+        source: ReadError,
+    },
+    /// A recorded bus has no target: neither [`Replayer::to`] (for a
+    /// one-bus recording) nor a [`Replayer::map`] entry names one.
+    #[error("bus {id} ({recorded}) has no target (map {recorded} to a bus)")]
+    NoTarget {
+        /// The recorded bus's id in the file.
+        id: u32,
+        /// The recorded bus's name.
+        recorded: String,
+    },
+    /// [`Replayer::to`] was given and the recording holds more than one
+    /// bus.
+    #[error("the recording holds more than one bus ({recorded} too): map each to its target")]
+    SeveralBuses {
+        /// The second recorded bus's name.
+        recorded: String,
+    },
+    /// A [`Replayer::map`] entry names a bus the recording does not hold.
+    #[error("the recording has no bus {recorded}")]
+    NotRecorded {
+        /// The name mapped.
+        recorded: String,
+    },
+    /// Two recorded buses map to one target, or one is mapped twice.
+    #[error("{target}: two recorded buses map to it (a bus is replayed by one publisher)")]
+    SharedTarget {
+        /// The target.
+        target: String,
+    },
+    /// The target exists and is of another kind.
+    #[error("{target} is {found}: the recording holds {}'s messages", describe(*.expected))]
+    WrongKind {
+        /// The target.
+        target: String,
+        /// What it is ("a pool bus", "a stream", ...).
+        found: &'static str,
+        /// The recorded kind.
+        expected: RecordedKind,
+    },
+    /// The target exists and its messages are of another size (a plain,
+    /// many-publisher or journaled bus), or smaller than the recording's
+    /// largest (a pool's block, a stream's ring).
+    #[error("{target}: carries {found}-byte {what}, the recording needs {expected}")]
+    WrongSize {
+        /// The target.
+        target: String,
+        /// "messages", "blocks" or "ring".
+        what: &'static str,
+        /// The target's size.
+        found: u64,
+        /// The recording's.
+        expected: u64,
+    },
+    /// The target could not be looked at.
+    #[error("{target}: {source}")]
+    Stat {
+        /// The target.
+        target: String,
+        /// Why.
+        source: OpenError,
+    },
+    /// The target could not be created.
+    #[error("{target}: {source}")]
+    Create {
+        /// The target.
+        target: String,
+        /// Why.
+        source: CreateError,
+    },
+    /// The existing target could not be published into (another
+    /// publisher holds it, and what else attaching reports).
+    #[error("{target}: {source}")]
+    Attach {
+        /// The target.
+        target: String,
+        /// Why.
+        source: AttachError,
+    },
+    /// A journaled target could not be created.
+    #[error("{target}: {source}")]
+    JournalCreate {
+        /// The target.
+        target: String,
+        /// Why.
+        source: JournalCreateError,
+    },
+    /// An existing journaled target could not be published into.
+    #[error("{target}: {source}")]
+    JournalAttach {
+        /// The target.
+        target: String,
+        /// Why.
+        source: JournalAttachError,
+    },
+    /// A journaled bus is to be created and no journal directory was
+    /// given ([`Replayer::journal_dir`]).
+    #[error("{target}: a journaled bus needs a journal file: give a journal directory")]
+    NoJournalDir {
+        /// The target.
+        target: String,
+    },
+    /// Publishing failed.
+    #[error("{target}: {source}")]
+    Publish {
+        /// The target.
+        target: String,
+        /// Why.
+        source: PublishFailure,
+    },
+}
+
+/// Why one publish of a replay failed, by the target's kind.
+///
+/// # Examples
+/// ```
+/// use shmbus::record::PublishFailure;
+/// let e = PublishFailure::Abandoned;
+/// assert!(e.to_string().contains("abandoned"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishFailure {
+    /// A plain bus refused the message.
+    #[error(transparent)]
+    Bus(#[from] PublishError),
+    /// A plain bus refused a gap.
+    #[error(transparent)]
+    Skip(#[from] SkipError),
+    /// A many-publisher bus refused the message.
+    #[error(transparent)]
+    Many(#[from] ManyPublishError),
+    /// A pool had no free block of the length within the wait.
+    #[error(transparent)]
+    Loan(#[from] LoanError),
+    /// A many-publisher pool skipped the claim (the publisher stalled past
+    /// the unblock timeout).
+    #[error("the claim was abandoned: the publisher stalled past the unblock timeout")]
+    Abandoned,
+    /// A stream had no room within the wait, or refused the record.
+    #[error(transparent)]
+    Push(#[from] PushError),
+    /// A journaled bus refused the append.
+    #[error(transparent)]
+    Append(#[from] AppendError),
+}
+
+/// What a [`Replayer`] has done over all its passes.
+///
+/// # Examples
+/// ```
+/// let stats = shmbus::record::ReplayStats::default();
+/// assert_eq!((stats.messages, stats.gaps, stats.pace.count()), (0, 0, 0));
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReplayStats {
+    /// Passes run.
+    pub passes: u64,
+    /// Messages published.
+    pub messages: u64,
+    /// Their payload bytes.
+    pub bytes: u64,
+    /// Gaps replayed (as `Publisher::skip` on a plain bus).
+    pub gaps: u64,
+    /// The messages those gaps skipped.
+    pub skipped: u64,
+    /// Gaps not replayed, on kinds that have no skip (many-publisher,
+    /// pool, journaled buses): their messages are simply absent.
+    pub gaps_dropped: u64,
+    /// The pace error of each paced message (none at [`Speed::Max`]).
+    pub pace: PaceError,
+}
+
+/// A publisher of the recorded kind.
+#[derive(Debug)]
+enum Sink {
+    Bus(Publisher<[u8]>),
+    Many(ManyPublisher<[u8]>),
+    Pool(PoolPublisher<[u8]>),
+    Stream(Producer<[u8]>),
+    Journaled(JournalPublisher<[u8]>),
+}
+
+#[derive(Debug)]
+struct Target {
+    name: String,
+    recorded: String,
+    sink: Sink,
+}
+
+/// Publishes a recording (all its parts, [`RecordingFiles`]) back into
+/// buses: each recorded bus into a target of its kind, created with the
+/// recorded geometry and message type or attached to if it exists (its
+/// kind and size checked). A plain bus gets each message with
+/// `Publisher::publish` and each gap as `Publisher::skip`, so a subscriber
+/// sees the lag reports the recorder saw. A many-publisher, pool or
+/// journaled bus has no skip (a many-publisher bus shares its sequence
+/// among publishers, and a skipped claim would stall the others until
+/// their unblock timeout; a journal keeps what was published): its gaps
+/// are counted in [`ReplayStats::gaps_dropped`] and not replayed. A pool
+/// gets each message in a loaned block of its recorded length; a stream
+/// each record pushed (a stream has no gaps: its recorder is lossless).
+///
+/// Targets stay open across passes ([`run`](Self::run) again for a loop).
+/// Everything in the file is untrusted: times that run backwards publish at
+/// once, and a wait for room (a full stream, a pool with no free block)
+/// gives up after [`stall_timeout`](Self::stall_timeout).
+///
+/// # Examples
+/// ```
+/// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, Replayer, Rotation, Speed};
+/// use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
+///
+/// let dir = std::env::temp_dir().join(format!("shmbus-doc-replay-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("r.rec");
+/// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+/// let bus = rec.add_bus(&BusSpec::new("ticks", RecordedKind::Bus, 8).slots(64))?;
+/// rec.message(bus, 0, 1_000, 0, &7u64.to_le_bytes())?;
+/// rec.gap(bus, 1, 2)?;
+/// rec.message(bus, 3, 2_000, 0, &8u64.to_le_bytes())?;
+/// rec.flush()?;
+///
+/// let target = format!("shmbus-doc-replay-{}", std::process::id());
+/// let mut replay = Replayer::new(Speed::Max).to(&target);
+/// replay.run(&path)?;
+/// assert_eq!((replay.stats().messages, replay.stats().skipped), (2, 2));
+/// let mut sub = Subscriber::<[u8]>::open(&target, &OpenOptions::default().start(Start::Oldest))?;
+/// assert!(matches!(sub.recv(Wait::Never), Some(Received::Message(m)) if m == 7u64.to_le_bytes()));
+/// assert!(matches!(sub.recv(Wait::Never), Some(Received::Lagged { skipped: 2 })));
+/// drop(replay);
+/// shmbus::remove(&target)?;
+/// std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Replayer {
+    speed: Speed,
+    window: Window,
+    to: Option<String>,
+    map: Vec<(String, String)>,
+    slots: Option<u64>,
+    journal_dir: Option<PathBuf>,
+    stall: Duration,
+    stop: Option<fn() -> bool>,
+    targets: Vec<Target>,
+    /// Names of the recorded buses met so far.
+    seen: Vec<String>,
+    stats: ReplayStats,
+}
+
+impl Replayer {
+    /// A replayer at `speed`, over the whole recording, with no target
+    /// yet.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Times(1.0));
+    /// assert_eq!(replay.stats().passes, 0);
+    /// ```
+    pub fn new(speed: Speed) -> Self {
+        Self {
+            speed,
+            window: Window::default(),
+            to: None,
+            map: Vec::new(),
+            slots: None,
+            journal_dir: None,
+            stall: Duration::from_secs(10),
+            stop: None,
+            targets: Vec::new(),
+            seen: Vec::new(),
+            stats: ReplayStats::default(),
+        }
+    }
+
+    /// Replays a one-bus recording into `target`.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max).to("ticks-copy");
+    /// ```
+    pub fn to(mut self, target: &str) -> Self {
+        self.to = Some(target.to_owned());
+        self
+    }
+
+    /// Replays the recorded bus `recorded` into `target` (once per
+    /// recorded bus; each target once).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Replayer, Speed};
+    /// let replay = Replayer::new(Speed::Max).map("ticks", "ticks-copy").map("frames", "frames-copy");
+    /// ```
+    pub fn map(mut self, recorded: &str, target: &str) -> Self {
+        self.map.push((recorded.to_owned(), target.to_owned()));
+        self
+    }
+
+    /// Replays only the records inside `window`. A start is sought through
+    /// the index where it can be: a time always, a sequence with
+    /// [`to`](Self::to) (one bus).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{Point, Replayer, Speed, Window};
+    /// let w = Window { from: Some(Point::Offset(2_000_000_000)), until: None };
+    /// let replay = Replayer::new(Speed::Max).window(w);
+    /// ```
+    pub fn window(mut self, window: Window) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The slots of each bus it creates (a stream: its ring's bytes),
+    /// instead of the recorded ones.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max).slots(1024);
+    /// ```
+    pub fn slots(mut self, slots: u64) -> Self {
+        self.slots = Some(slots);
+        self
+    }
+
+    /// Where a journaled bus it creates keeps its journal:
+    /// `DIR/TARGET.journal` (a leading `/` of the target's name dropped,
+    /// each other `/` as `_`).
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max)
+    ///     .journal_dir(std::env::temp_dir());
+    /// ```
+    pub fn journal_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.journal_dir = Some(dir.into());
+        self
+    }
+
+    /// How long a publish waits for room (a full stream, a pool with no
+    /// free block) before it fails; 10 s by default.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max)
+    ///     .stall_timeout(Duration::from_secs(1));
+    /// ```
+    pub fn stall_timeout(mut self, timeout: Duration) -> Self {
+        self.stall = timeout;
+        self
+    }
+
+    /// A check made between messages and during each wait (at least every
+    /// 50 ms): when it returns true the pass ends where it is.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// static STOP: AtomicBool = AtomicBool::new(false);
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max)
+    ///     .stop_when(|| STOP.load(Ordering::Relaxed));
+    /// ```
+    pub fn stop_when(mut self, stop: fn() -> bool) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    /// What it has done so far.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max);
+    /// assert_eq!(replay.stats().messages, 0);
+    /// ```
+    pub fn stats(&self) -> &ReplayStats {
+        &self.stats
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|f| f())
+    }
+
+    /// One pass over the recording at `path` (its first part; the rest
+    /// follow): publishes each message and gap inside the window, paced
+    /// from the pass's first message. Returns how many messages and gaps
+    /// it published (0: nothing to replay, a loop should stop). At the end
+    /// of a pass every [`map`](Self::map) entry must have met its bus.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{BusSpec, FileRecorder, RecordedKind, Replayer, Rotation, Speed};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-replay-run-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("s.rec");
+    /// let mut rec = FileRecorder::create(&path, Rotation::default())?;
+    /// let bus = rec.add_bus(&BusSpec::new("s", RecordedKind::Stream, 4096).slots(4096))?;
+    /// rec.message(bus, 0, 1_000, 0, b"a record")?;
+    /// rec.flush()?;
+    /// let target = format!("shmbus-doc-replay-run-{}", std::process::id());
+    /// let mut replay = Replayer::new(Speed::Times(1.0)).map("s", &target);
+    /// assert_eq!(replay.run(&path)?, 1); // into a stream it made
+    /// assert_eq!(replay.stats().pace.count(), 1);
+    /// drop(replay);
+    /// shmbus::remove(&target)?;
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ReplayError::Open`] and [`ReplayError::Read`] for the file;
+    /// [`ReplayError::NoTarget`], [`ReplayError::SeveralBuses`],
+    /// [`ReplayError::NotRecorded`], [`ReplayError::SharedTarget`] for the
+    /// mapping; [`ReplayError::WrongKind`], [`ReplayError::WrongSize`],
+    /// [`ReplayError::Stat`], [`ReplayError::Create`],
+    /// [`ReplayError::Attach`], [`ReplayError::JournalCreate`],
+    /// [`ReplayError::JournalAttach`], [`ReplayError::NoJournalDir`] for a
+    /// target; [`ReplayError::Publish`] when a publish fails.
+    pub fn run(&mut self, path: &Path) -> Result<u64, ReplayError> {
+        for (i, (rec, to)) in self.map.iter().enumerate() {
+            if let Some((_, to2)) = self.map[..i].iter().find(|(r, t)| r == rec || t == to) {
+                return Err(ReplayError::SharedTarget {
+                    target: to2.clone(),
+                });
+            }
+        }
+        let open = |source| ReplayError::Open {
+            path: path.to_owned(),
+            source,
+        };
+        let read = |source| ReplayError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        // The recording's first message time: time windows count from it,
+        // wherever the pass starts.
+        let first_ns = match (self.window.from, self.window.until) {
+            (Some(Point::Offset(_)), _) | (_, Some(Point::Offset(_))) => first_message_ns(path)
+                .map_err(|e| match e {
+                    Ok(e) => open(e),
+                    Err(e) => read(e),
+                })?,
+            _ => None,
+        };
+        let mut files = RecordingFiles::open(path).map_err(open)?;
+        match self.window.from {
+            Some(Point::Offset(t)) => {
+                if let Some(f) = first_ns {
+                    files.seek_time(f.saturating_add(t)).map_err(read)?;
+                }
+            }
+            Some(Point::Seq(n)) if self.to.is_some() => files.seek_seq(0, n).map_err(read)?,
+            _ => {}
+        }
+        // Recorded bus id to target, as this recording declares them.
+        let mut by_id: Vec<Option<usize>> = Vec::new();
+        let mut origin: Option<(u64, Instant)> = None;
+        let mut begun = false;
+        let mut replayed = 0u64;
+        for record in files {
+            if self.stopped() {
+                break;
+            }
+            match record.map_err(read)? {
+                Record::Bus(bus) => {
+                    let t = self.declare(&bus, by_id.iter().flatten().count())?;
+                    if by_id.contains(&Some(t)) {
+                        return Err(ReplayError::SharedTarget {
+                            target: self.targets[t].name.clone(),
+                        });
+                    }
+                    let id = bus.id as usize;
+                    if by_id.len() <= id {
+                        by_id.resize(id + 1, None);
+                    }
+                    by_id[id] = Some(t);
+                }
+                Record::Message(m) => {
+                    // The reader yields a bus's record before its messages.
+                    let Some(&Some(t)) = by_id.get(m.bus as usize) else {
+                        continue;
+                    };
+                    let offset = first_ns.map_or(0, |f| m.mono_ns.saturating_sub(f));
+                    match self.window.message(m.seq, offset) {
+                        Place::Before => continue,
+                        // Later records of a one-bus recording are later
+                        // still; with several buses another may not be.
+                        Place::After if by_id.len() == 1 => break,
+                        Place::After => continue,
+                        Place::Inside => {}
+                    }
+                    begun = true;
+                    if let Speed::Times(x) = self.speed {
+                        let (t0, s0) = *origin.get_or_insert((m.mono_ns, Instant::now()));
+                        let late = m.mono_ns.saturating_sub(t0) as f64 / x;
+                        let due = s0 + Duration::from_nanos(late.min(u64::MAX as f64) as u64);
+                        if !self.wait_until(due) {
+                            break;
+                        }
+                        let now = Instant::now();
+                        let off =
+                            now.saturating_duration_since(due) + due.saturating_duration_since(now);
+                        self.stats
+                            .pace
+                            .add(u64::try_from(off.as_nanos()).unwrap_or(u64::MAX));
+                    }
+                    if !self.publish(t, &m.payload)? {
+                        break;
+                    }
+                    self.stats.messages += 1;
+                    self.stats.bytes += m.payload.len() as u64;
+                    replayed += 1;
+                }
+                Record::Gap(g) => {
+                    let Some(&Some(t)) = by_id.get(g.bus as usize) else {
+                        continue;
+                    };
+                    let n = self.window.gap(g.first, g.count, begun);
+                    if n == 0 {
+                        continue;
+                    }
+                    let target = &mut self.targets[t];
+                    if let Sink::Bus(p) = &mut target.sink {
+                        p.skip(n).map_err(|e| ReplayError::Publish {
+                            target: target.name.clone(),
+                            source: e.into(),
+                        })?;
+                        self.stats.gaps += 1;
+                        self.stats.skipped += n;
+                        replayed += 1;
+                    } else {
+                        self.stats.gaps_dropped += 1;
+                    }
+                }
+            }
+        }
+        self.stats.passes += 1;
+        if let Some((rec, _)) = self.map.iter().find(|(rec, _)| !self.seen.contains(rec)) {
+            return Err(ReplayError::NotRecorded {
+                recorded: rec.clone(),
+            });
+        }
+        Ok(replayed)
+    }
+
+    /// A bus record: its target found and opened, once for all passes.
+    fn declare(&mut self, bus: &BusRecord, declared: usize) -> Result<usize, ReplayError> {
+        let name = match &self.to {
+            Some(_) if declared > 0 => {
+                return Err(ReplayError::SeveralBuses {
+                    recorded: bus.name.clone(),
+                })
+            }
+            Some(to) => to.clone(),
+            None => match self.map.iter().find(|(rec, _)| *rec == bus.name) {
+                Some((_, to)) => to.clone(),
+                None => {
+                    return Err(ReplayError::NoTarget {
+                        id: bus.id,
+                        recorded: bus.name.clone(),
+                    })
+                }
+            },
+        };
+        if !self.seen.contains(&bus.name) {
+            self.seen.push(bus.name.clone());
+        }
+        if let Some(i) = self.targets.iter().position(|t| t.name == name) {
+            if self.targets[i].recorded != bus.name {
+                return Err(ReplayError::SharedTarget { target: name });
+            }
+            return Ok(i);
+        }
+        let sink = self.open_target(&name, bus)?;
+        self.targets.push(Target {
+            name,
+            recorded: bus.name.clone(),
+            sink,
+        });
+        Ok(self.targets.len() - 1)
+    }
+
+    fn open_target(&self, name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
+        match self.create_target(name, bus) {
+            Ok(sink) => Ok(sink),
+            Err(ReplayError::Create {
+                source: CreateError::AlreadyExists { .. },
+                ..
+            })
+            | Err(ReplayError::JournalCreate {
+                source: JournalCreateError::Create(CreateError::AlreadyExists { .. }),
+                ..
+            }) => attach_target(name, bus),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn create_target(&self, name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
+        let create = |source| ReplayError::Create {
+            target: name.to_owned(),
+            source,
+        };
+        let slots = self.slots.unwrap_or(if bus.slots == 0 {
+            DEFAULT_SLOTS
+        } else {
+            bus.slots
+        });
+        // The recorded type, where it is a named one (a raw bus records
+        // `bytes`, a raw stream `stream`: those are the default).
+        let named = bus
+            .msg_type
+            .as_ref()
+            .filter(|t| t.name != "bytes" && t.name != "stream" && !t.name.is_empty());
+        let mut opts = BusOptions::new(slots).msg_size(bus.msg_size);
+        if let Some(t) = named {
+            opts = opts.message_type(&t.name, t.align);
+        }
+        Ok(match bus.kind {
+            RecordedKind::Bus => Sink::Bus(Publisher::<[u8]>::create(name, &opts).map_err(create)?),
+            RecordedKind::ManyPublisher => {
+                Sink::Many(ManyPublisher::<[u8]>::create(name, &opts.many()).map_err(create)?)
+            }
+            RecordedKind::Pool => {
+                let blocks = if bus.blocks == 0 {
+                    slots.saturating_mul(2).saturating_add(1)
+                } else {
+                    bus.blocks
+                };
+                let mut p = PoolOptions::new(slots, u64::from(bus.msg_size), blocks);
+                if let Some(t) = named {
+                    p = p.message_type(&t.name, t.size, t.align);
+                }
+                Sink::Pool(PoolPublisher::<[u8]>::create(name, &p).map_err(create)?)
+            }
+            RecordedKind::Stream => {
+                let bytes = self.slots.unwrap_or(if bus.slots == 0 {
+                    u64::from(bus.msg_size).next_power_of_two().max(4096)
+                } else {
+                    bus.slots
+                });
+                let mut s = StreamOptions::new(bytes);
+                if let Some(t) = named {
+                    s = s.message_type(&t.name, t.align);
+                }
+                Sink::Stream(Producer::<[u8]>::create(name, &s).map_err(create)?)
+            }
+            RecordedKind::Journaled => {
+                let Some(dir) = &self.journal_dir else {
+                    // An existing one is attached to; only creating needs it.
+                    if crate::stat::stat(name).is_ok() {
+                        return attach_target(name, bus);
+                    }
+                    return Err(ReplayError::NoJournalDir {
+                        target: name.to_owned(),
+                    });
+                };
+                let file = dir.join(format!(
+                    "{}.journal",
+                    name.trim_start_matches('/').replace('/', "_")
+                ));
+                Sink::Journaled(
+                    JournalPublisher::<[u8]>::create(name, &opts, &JournalOptions::new(file))
+                        .map_err(|source| ReplayError::JournalCreate {
+                            target: name.to_owned(),
+                            source,
+                        })?,
+                )
+            }
+        })
+    }
+
+    /// Waits until `due`: sleeps while it is far, spins the last
+    /// [`SPIN_NS`]. `false` if the stop check said stop first.
+    fn wait_until(&self, due: Instant) -> bool {
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            let now = Instant::now();
+            if now >= due {
+                return true;
+            }
+            let left = due - now;
+            if left > Duration::from_nanos(SPIN_NS) {
+                std::thread::sleep((left - Duration::from_nanos(SPIN_NS)).min(NAP));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Publishes `payload` into target `t`; `false` if the stop check
+    /// said stop while it waited for room.
+    fn publish(&mut self, t: usize, payload: &[u8]) -> Result<bool, ReplayError> {
+        let (stall, stop) = (self.stall, self.stop);
+        let stopped = || stop.is_some_and(|f| f());
+        let started = Instant::now();
+        // Waits for room in slices of NAP, looking at the stop check
+        // between them, until the stall timeout.
+        let more = || !stopped() && started.elapsed() < stall;
+        let slice = || Wait::For(NAP.min(stall.saturating_sub(started.elapsed())));
+        let target = &mut self.targets[t];
+        let result: Result<(), PublishFailure> = match &mut target.sink {
+            Sink::Bus(p) => p.publish(payload).map(drop).map_err(Into::into),
+            Sink::Many(p) => p.publish(payload).map(drop).map_err(Into::into),
+            Sink::Pool(p) => loop {
+                match p.loan(payload.len(), slice()) {
+                    Ok(mut loan) => {
+                        loan.copy_from_slice(payload);
+                        break loan
+                            .publish()
+                            .map(drop)
+                            .map_err(|_| PublishFailure::Abandoned);
+                    }
+                    Err(LoanError::Exhausted { .. }) if more() => {}
+                    Err(e) => break Err(e.into()),
+                }
+            },
+            Sink::Stream(p) => loop {
+                match p.push(payload, slice()) {
+                    Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
+                    r => break r.map_err(Into::into),
+                }
+            },
+            Sink::Journaled(p) => p.publish(payload).map(drop).map_err(Into::into),
+        };
+        match result {
+            Ok(()) => Ok(true),
+            Err(_) if stopped() => Ok(false),
+            Err(source) => Err(ReplayError::Publish {
+                target: target.name.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+/// What an existing bus is, as a recorded kind, or its description.
+fn kind_of(h: &Header) -> Result<RecordedKind, &'static str> {
+    match h.kind {
+        Kind::Stream => Ok(RecordedKind::Stream),
+        Kind::Broadcast if h.flags & flags::POOL != 0 => Ok(RecordedKind::Pool),
+        Kind::Broadcast if h.flags & flags::JOURNALED != 0 => Ok(RecordedKind::Journaled),
+        Kind::Broadcast if h.flags & flags::MULTI_PUBLISHER != 0 => Ok(RecordedKind::ManyPublisher),
+        Kind::Broadcast => Ok(RecordedKind::Bus),
+        _ => Err("of a kind this build does not know"),
+    }
+}
+
+fn describe(kind: RecordedKind) -> &'static str {
+    match kind {
+        RecordedKind::Bus => "a plain bus",
+        RecordedKind::ManyPublisher => "a many-publisher bus",
+        RecordedKind::Pool => "a pool bus",
+        RecordedKind::Stream => "a stream",
+        RecordedKind::Journaled => "a journaled bus",
+    }
+}
+
+/// The existing bus `name`, checked against the record and attached to.
+fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
+    let stat = crate::stat::stat(name).map_err(|source| ReplayError::Stat {
+        target: name.to_owned(),
+        source,
+    })?;
+    let h = &stat.header;
+    let found = kind_of(h).map_err(|found| ReplayError::WrongKind {
+        target: name.to_owned(),
+        found,
+        expected: bus.kind,
+    })?;
+    if found != bus.kind {
+        return Err(ReplayError::WrongKind {
+            target: name.to_owned(),
+            found: describe(found),
+            expected: bus.kind,
+        });
+    }
+    let want = u64::from(bus.msg_size);
+    let (what, size, fits) = match found {
+        RecordedKind::Pool => {
+            let block = h.pool.as_ref().map_or(0, |p| p.block_size);
+            ("blocks", block, block >= want)
+        }
+        RecordedKind::Stream => ("ring", h.capacity, h.capacity >= want),
+        _ => (
+            "messages",
+            u64::from(h.msg.size),
+            u64::from(h.msg.size) == want,
+        ),
+    };
+    if !fits {
+        return Err(ReplayError::WrongSize {
+            target: name.to_owned(),
+            what,
+            found: size,
+            expected: want,
+        });
+    }
+    let attach = |source| ReplayError::Attach {
+        target: name.to_owned(),
+        source,
+    };
+    let opts = OpenOptions::default();
+    Ok(match found {
+        RecordedKind::Bus => Sink::Bus(Publisher::<[u8]>::attach(name, &opts).map_err(attach)?),
+        RecordedKind::ManyPublisher => {
+            Sink::Many(ManyPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
+        }
+        RecordedKind::Pool if h.flags & flags::MULTI_PUBLISHER != 0 => {
+            Sink::Pool(PoolPublisher::<[u8]>::attach_many(name, &opts).map_err(attach)?)
+        }
+        RecordedKind::Pool => {
+            Sink::Pool(PoolPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
+        }
+        RecordedKind::Stream => {
+            Sink::Stream(Producer::<[u8]>::attach(name, &opts).map_err(attach)?)
+        }
+        RecordedKind::Journaled => Sink::Journaled(
+            JournalPublisher::<[u8]>::attach(name, &opts).map_err(|source| {
+                ReplayError::JournalAttach {
+                    target: name.to_owned(),
+                    source,
+                }
+            })?,
+        ),
+    })
+}
+
+/// The receive time of the recording's first message, if it has one.
+fn first_message_ns(path: &Path) -> Result<Option<u64>, Result<OpenRecordingError, ReadError>> {
+    for record in RecordingFiles::open(path).map_err(Ok)? {
+        if let Record::Message(m) = record.map_err(Err)? {
+            return Ok(Some(m.mono_ns));
+        }
+    }
+    Ok(None)
+}

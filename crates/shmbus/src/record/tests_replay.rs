@@ -1,0 +1,152 @@
+//! Replayer: what a replay does where a target cannot keep up, and with
+//! gaps on kinds that have no skip. (Every kind end to end, from files
+//! that `shmbus record` wrote: crates/shmbus-cli/tests/replay.rs.)
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// A recording's directory and a target's name, both removed at the end.
+struct Scratch {
+    dir: PathBuf,
+    target: String,
+}
+
+impl Scratch {
+    fn new(test: &str) -> Self {
+        let name = format!("shmbus-G-replay-{}-{test}", std::process::id());
+        let dir = std::env::temp_dir().join(&name);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self { dir, target: name }
+    }
+
+    /// A recording of one bus `spec`, `n` messages of `payload`, each
+    /// followed by a gap of one where `gaps`.
+    fn recording(&self, spec: &BusSpec, n: u64, payload: &[u8], gaps: bool) -> PathBuf {
+        let path = self.dir.join(format!("{}.rec", spec.name));
+        let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+        let bus = rec.add_bus(spec).unwrap();
+        let mut seq = 0;
+        for i in 0..n {
+            rec.message(bus, seq, 1_000 * (i + 1), 0, payload).unwrap();
+            seq += 1;
+            if gaps {
+                rec.gap(bus, seq, 1).unwrap();
+                seq += 1;
+            }
+        }
+        rec.flush().unwrap();
+        path
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = crate::remove(&self.target);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory and a timed wait
+fn a_stream_target_that_stays_full_fails_after_the_stall_timeout_not_forever() {
+    let s = Scratch::new("full");
+    let path = s.recording(
+        &BusSpec::new("s", RecordedKind::Stream, 64),
+        10,
+        &[7; 20],
+        false,
+    );
+    let mut replay = Replayer::new(Speed::Max)
+        .to(&s.target)
+        .slots(64) // room for two records; no consumer
+        .stall_timeout(Duration::from_millis(200));
+    let started = Instant::now();
+    let err = replay.run(&path).unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ReplayError::Publish {
+                source: PublishFailure::Push(crate::stream::PushError::TimedOut(_)),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(replay.stats().messages < 10, "{:?}", replay.stats());
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory and a timed wait
+fn a_stop_ends_a_wait_for_room_and_the_pass_without_an_error() {
+    let s = Scratch::new("stop");
+    let path = s.recording(
+        &BusSpec::new("s", RecordedKind::Stream, 64),
+        10,
+        &[7; 20],
+        false,
+    );
+    let mut replay = Replayer::new(Speed::Max)
+        .to(&s.target)
+        .slots(64)
+        .stall_timeout(Duration::from_secs(600))
+        .stop_when(|| STOP.load(Ordering::Relaxed));
+    let stopper = std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(100));
+        STOP.store(true, Ordering::Relaxed);
+    });
+    let started = Instant::now();
+    let published = replay.run(&path).unwrap();
+    assert!(published < 10, "{published}");
+    stopper.join().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory
+fn gaps_of_a_many_publisher_bus_are_counted_as_dropped_and_a_plain_bus_skips_them() {
+    let s = Scratch::new("gaps");
+    let many = s.recording(
+        &BusSpec::new("m", RecordedKind::ManyPublisher, 8).slots(64),
+        3,
+        &[1; 8],
+        true,
+    );
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&many).unwrap(), 3);
+    let st = replay.stats();
+    assert_eq!(
+        (st.messages, st.gaps, st.skipped, st.gaps_dropped),
+        (3, 0, 0, 3)
+    );
+    drop(replay);
+    crate::remove(&s.target).unwrap();
+    let plain = s.recording(
+        &BusSpec::new("p", RecordedKind::Bus, 8).slots(64),
+        3,
+        &[1; 8],
+        true,
+    );
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&plain).unwrap(), 6);
+    let st = replay.stats();
+    assert_eq!(
+        (st.messages, st.gaps, st.skipped, st.gaps_dropped),
+        (3, 3, 3, 0)
+    );
+}
