@@ -86,7 +86,12 @@ impl PyBlackboard {
     }
 
     /// The table's bytes as the caller's: bytes, or a NumPy scalar.
-    fn decode(&self, py: Python<'_>, bytes: &[u8], dtype: &Option<Py<PyAny>>) -> PyResult<Py<PyAny>> {
+    fn decode(
+        &self,
+        py: Python<'_>,
+        bytes: &[u8],
+        dtype: &Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let b = PyBytes::new(py, bytes);
         match dtype {
             None => Ok(b.into_any().unbind()),
@@ -95,7 +100,13 @@ impl PyBlackboard {
     }
 
     /// A (key, value or None, version) tuple of an entry.
-    fn item(&self, py: Python<'_>, key: &[u8], value: Option<&[u8]>, version: u64) -> PyResult<Py<PyAny>> {
+    fn item(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        value: Option<&[u8]>,
+        version: u64,
+    ) -> PyResult<Py<PyAny>> {
         let key = self.decode(py, key, &self.key_dtype)?;
         let value = match value {
             Some(v) => self.decode(py, v, &self.dtype)?,
@@ -146,15 +157,15 @@ impl PyBlackboard {
         type_align: u32,
         mode: u32,
     ) -> PyResult<Self> {
-        let size = |given: Option<u32>, dtype: Option<&Bound<'_, PyAny>>, what: &str| {
-            match (given, dtype) {
+        let size =
+            |given: Option<u32>, dtype: Option<&Bound<'_, PyAny>>, what: &str| match (given, dtype)
+            {
                 (Some(s), _) => Ok(s),
                 (None, Some(d)) => itemsize(py, d),
                 (None, None) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
                     "a blackboard needs its {what} size: give {what}_size or a {what} dtype"
                 ))),
-            }
-        };
+            };
         let mut opts = BlackboardOptions::new(keys)
             .key_size(size(key_size, key_dtype, "key")?)
             .value_size(size(value_size, dtype, "value")?)
@@ -165,10 +176,19 @@ impl PyBlackboard {
         if let Some(t) = value_type {
             opts = opts.value_type(t, type_align);
         }
-        let writer = Writer::<[u8], [u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        let writer =
+            Writer::<[u8], [u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
         let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
             .map_err(|e| errors::open(py, e))?;
-        Self::new(py, Board { writer: Some(writer), reader }, key_dtype, dtype)
+        Self::new(
+            py,
+            Board {
+                writer: Some(writer),
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
     }
 
     /// Becomes the writer of the existing blackboard `name` (its writer
@@ -186,7 +206,15 @@ impl PyBlackboard {
             .map_err(|e| errors::attach(py, e))?;
         let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
             .map_err(|e| errors::open(py, e))?;
-        Self::new(py, Board { writer: Some(writer), reader }, key_dtype, dtype)
+        Self::new(
+            py,
+            Board {
+                writer: Some(writer),
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
     }
 
     /// Opens the blackboard `name` to read. With `key_dtype` / `dtype`,
@@ -203,11 +231,24 @@ impl PyBlackboard {
     ) -> PyResult<Self> {
         let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
             .map_err(|e| errors::open(py, e))?;
-        Self::new(py, Board { writer: None, reader }, key_dtype, dtype)
+        Self::new(
+            py,
+            Board {
+                writer: None,
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
     }
 
     /// Sets `key` to `value`; returns the write's version.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
         let (key_size, value_size) = self
             .inner
             .with(py, |b, _| Ok((b.reader.key_size(), b.reader.value_size())))?;
@@ -215,7 +256,9 @@ impl PyBlackboard {
         let value = self.encode(py, value, &self.dtype, value_size, "value")?;
         self.inner.with(py, |board, _| {
             let writer = board.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
-            writer.put_bytes(&key, &value).map_err(|e| errors::board_put(py, e))
+            writer
+                .put_bytes(&key, &value)
+                .map_err(|e| errors::board_put(py, e))
         })
     }
 
@@ -226,7 +269,9 @@ impl PyBlackboard {
         let key = self.encode(py, key, &self.key_dtype, key_size, "key")?;
         self.inner.with(py, |board, _| {
             let writer = board.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
-            writer.remove_bytes(&key).map_err(|e| errors::board_remove(py, e))
+            writer
+                .remove_bytes(&key)
+                .map_err(|e| errors::board_remove(py, e))
         })
     }
 
@@ -263,7 +308,9 @@ impl PyBlackboard {
     fn wait(&self, py: Python<'_>, since: u64, timeout: Option<f64>) -> PyResult<Option<u64>> {
         let until = Until::from_timeout(timeout)?;
         self.inner.with(py, |board, cancel| {
-            wait_in_slices(py, until, cancel, |wait| board.reader.wait_changed(since, wait))
+            wait_in_slices(py, until, cancel, |wait| {
+                board.reader.wait_changed(since, wait)
+            })
         })
     }
 

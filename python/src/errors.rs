@@ -411,7 +411,9 @@ fn field_size(py: Python<'_>, msg: String, field: &str, found: usize, expected: 
 pub(crate) fn board_get(py: Python<'_>, e: GetError) -> PyErr {
     let msg = e.to_string();
     match e {
-        GetError::Busy { entry } => raise(py, Exc::EntryBusyError, msg, &[("entry", num(py, entry))]),
+        GetError::Busy { entry } => {
+            raise(py, Exc::EntryBusyError, msg, &[("entry", num(py, entry))])
+        }
         GetError::Stuck { entry, version } => raise(
             py,
             Exc::EntryStuckError,
@@ -433,7 +435,12 @@ pub(crate) fn board_get(py: Python<'_>, e: GetError) -> PyErr {
 pub(crate) fn board_put(py: Python<'_>, e: PutError) -> PyErr {
     let msg = e.to_string();
     match e {
-        PutError::Full { keys } => raise(py, Exc::BlackboardFullError, msg, &[("keys", num(py, keys))]),
+        PutError::Full { keys } => raise(
+            py,
+            Exc::BlackboardFullError,
+            msg,
+            &[("keys", num(py, keys))],
+        ),
         PutError::KeySize { found, expected } => field_size(py, msg, "key", found, expected),
         PutError::ValueSize { found, expected } => field_size(py, msg, "value", found, expected),
         _ => raise(py, Exc::BlackboardError, msg, &[]),

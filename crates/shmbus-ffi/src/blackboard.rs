@@ -70,7 +70,9 @@ pub extern "C" fn shmbus_blackboard_options_default() -> BlackboardOpts {
 unsafe fn blackboard_options(opts: *const BlackboardOpts) -> Result<BlackboardOptions, Failure> {
     const WHAT: &str = "blackboard options";
     // SAFETY: NULL or live, by the contract.
-    let o = unsafe { crate::args::required(opts, "blackboard options (shmbus_blackboard_options_t*)") }?;
+    let o = unsafe {
+        crate::args::required(opts, "blackboard options (shmbus_blackboard_options_t*)")
+    }?;
     if o.key_size == 0 || o.value_size == 0 {
         return Err(Failure::argument(format!(
             "{WHAT}: key_size {} and value_size {}, expected both at least 1 byte",
@@ -124,7 +126,9 @@ fn get_failed(e: GetError) -> Failure {
 
 fn put_failed(e: PutError) -> Failure {
     match e {
-        e @ PutError::Full { .. } => Failure::new(Status::SHMBUS_FULL, ErrorKind::Full, e.to_string()),
+        e @ PutError::Full { .. } => {
+            Failure::new(Status::SHMBUS_FULL, ErrorKind::Full, e.to_string())
+        }
         e => Failure::argument(e.to_string()),
     }
 }
@@ -393,7 +397,16 @@ fn visit_entries(
         };
         // SAFETY: a C function pointer of this signature, by the contract
         // of the entry points; the slices outlive the call.
-        let stop = unsafe { visit(ctx, item.key.as_ptr(), item.key.len(), value, value_len, item.version) };
+        let stop = unsafe {
+            visit(
+                ctx,
+                item.key.as_ptr(),
+                item.key.len(),
+                value,
+                value_len,
+                item.version,
+            )
+        };
         if stop != 0 {
             break;
         }
