@@ -99,7 +99,7 @@ unsafe fn blackboard_options(opts: *const BlackboardOpts) -> Result<BlackboardOp
 }
 
 /// The writer of a blackboard (opaque).
-pub struct ShmbusBlackboardWriter(Writer<[u8], [u8]>);
+pub struct ShmbusBlackboardWriter(pub(crate) Writer<[u8], [u8]>);
 
 /// A reader of a blackboard (opaque).
 pub struct ShmbusBlackboardReader(Reader<[u8], [u8]>);
