@@ -533,7 +533,8 @@ typedef struct shmbus_blackboard_options_t {
  * What shmbus_blackboard_reader_changed_since and _entries call for
  * each entry: its key and value (value NULL for a removed key) and
  * version; ctx as given. Return 0 to go on, anything else to stop.
- * The pointers are valid only during the call.
+ * The pointers are valid only during the call, and the visit must not
+ * call the reader it visits (another handle is fine).
  */
 typedef int (*shmbus_blackboard_visit_t)(void *ctx,
                                          const uint8_t *key,
@@ -796,7 +797,7 @@ enum shmbus_status_t shmbus_blackboard_reader_get(struct shmbus_blackboard_reade
  *
  * Safety:
  * reader is NULL or a live reader; visit NULL or a function of that
- * signature, which must not unwind.
+ * signature, which must not unwind nor call reader.
  */
 enum shmbus_status_t shmbus_blackboard_reader_entries(struct shmbus_blackboard_reader_t *reader,
                                                       shmbus_blackboard_visit_t visit,

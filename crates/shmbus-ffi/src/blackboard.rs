@@ -362,7 +362,8 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_get(
 /// What `shmbus_blackboard_reader_changed_since` and `_entries` call for
 /// each entry: its key and value (`value` NULL for a removed key) and
 /// version; `ctx` as given. Return 0 to go on, anything else to stop.
-/// The pointers are valid only during the call.
+/// The pointers are valid only during the call, and the visit must not
+/// call the reader it visits (another handle is fine).
 pub type ShmbusBlackboardVisit = Option<
     unsafe extern "C" fn(
         ctx: *mut c_void,
@@ -423,7 +424,7 @@ fn visit_entries(
 ///
 /// # Safety
 /// `reader` is NULL or a live reader; `visit` NULL or a function of that
-/// signature, which must not unwind.
+/// signature, which must not unwind nor call `reader`.
 #[no_mangle]
 pub unsafe extern "C" fn shmbus_blackboard_reader_entries(
     reader: *mut ShmbusBlackboardReader,
