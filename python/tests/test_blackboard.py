@@ -1,7 +1,8 @@
 """shmbus.Blackboard: the latest value of each key, from Python, and across
-languages with the Rust `shmbus get` / `shmbus put` (real processes, each
-under a timeout). Every table is removed (the bus_name fixture)."""
+languages with the Rust `shmbus get` / `shmbus put` and the C example
+examples/c/blackboard (real processes, each under a timeout). Every table is removed (the bus_name fixture)."""
 
+import os
 import struct
 import sys
 import threading
@@ -9,7 +10,7 @@ import threading
 import pytest
 
 import shmbus
-from conftest import CHILD_TIMEOUT, run
+from conftest import CHILD_TIMEOUT, REPO, run
 
 
 def board(name, **kw):
@@ -163,3 +164,18 @@ def test_a_table_made_by_the_cli_is_written_from_python(shmbus_bin, bus_name):
         b.put(b"joint.01", b"0.5\0\0\0\0\0")
     r = run([shmbus_bin, "get", bus_name, "joint.01"])
     assert (r.returncode, r.stdout) == (0, b"0.5\n"), r.stderr
+
+
+def test_python_and_c_share_a_table_both_ways(bus_name):
+    c_board = REPO / "examples" / "c" / "blackboard"
+    if not os.access(c_board, os.X_OK):
+        pytest.fail(f"no C example at {c_board}: run `make -C examples/c`")
+    with shmbus.Blackboard.create(bus_name, keys=4, key_size=8, value_size=8) as b:
+        b.put(b"joint.01", b"0.25\0\0\0\0")
+        r = run([str(c_board), "get", bus_name, "joint.01"])
+        assert (r.returncode, r.stdout) == (0, b"1\t0.25\n"), r.stderr
+    r = run([str(c_board), "put", bus_name, "joint.02", "-1.5"])
+    assert (r.returncode, r.stdout) == (0, b"2\n"), r.stderr
+    with shmbus.Blackboard.open(bus_name) as rd:
+        assert rd.get(b"joint.02") == (b"-1.5\0\0\0\0", 2)
+        assert rd.changed_since(1) == [(b"joint.02", b"-1.5\0\0\0\0", 2)]
