@@ -1,6 +1,7 @@
 """shmbus.Blackboard: the latest value of each key, from Python, and across
 languages with the Rust `shmbus get` / `shmbus put` and the C example
-examples/c/blackboard (real processes, each under a timeout). Every table is removed (the bus_name fixture)."""
+examples/c/blackboard (real processes, each under a timeout). Every table
+is removed (the bus_name fixture)."""
 
 import os
 import struct
