@@ -35,6 +35,7 @@ PUB=examples/c/publisher
 SUB=examples/c/subscriber
 PINGPONG=examples/c/pingpong
 STATE=examples/c/state
+BOARD=examples/c/blackboard
 
 prefix="shmbus-ci-c-$$"
 work=$(mktemp -d)
@@ -130,6 +131,33 @@ tool_to_c() { # WRAP
     echo "ok: ${wrap:+$wrap }shmbus pub -> state (the last value of each key)"
 }
 
+# A blackboard between C and the tool, both ways: C creates and writes,
+# `shmbus get` reads; `shmbus put` writes and removes, C reads and lists
+# what changed; then C's check of every status and error of the API.
+blackboard() { # WRAP
+    local wrap=$1 run=() name out rc
+    [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
+    name="$prefix-board"
+    timeout 60 "${run[@]}" "$BOARD" create "$name" 4 8 8 2>"$work/board.err" || fail "$wrap blackboard create"
+    out=$(timeout 60 "${run[@]}" "$BOARD" put "$name" AAPL 101.5 2>"$work/board.err") || fail "$wrap blackboard put"
+    [[ "$out" == 1 ]] || fail "$wrap blackboard put printed $out, expected version 1"
+    out=$(timeout 60 "$SHMBUS" get --with-version "$name" AAPL) || fail "shmbus get of a C put"
+    [[ "$out" == $'1\t101.5' ]] || fail "shmbus get printed $out after a C put"
+    timeout 60 "$SHMBUS" put "$name" MSFT 400.25 || fail "shmbus put"
+    timeout 60 "$SHMBUS" put "$name" AAPL || fail "shmbus put (remove)"
+    out=$(timeout 60 "${run[@]}" "$BOARD" get "$name" MSFT 2>"$work/board.err") || fail "$wrap blackboard get"
+    [[ "$out" == $'2\t400.25' ]] || fail "$wrap blackboard get printed $out after shmbus put"
+    rc=0
+    timeout 60 "${run[@]}" "$BOARD" get "$name" AAPL >/dev/null 2>"$work/board-gone.err" || rc=$?
+    [[ "$rc" == 3 ]] || fail "$wrap blackboard get of a removed key exited $rc, expected 3"
+    out=$(timeout 60 "${run[@]}" "$BOARD" dump "$name" 1 2>"$work/board.err") || fail "$wrap blackboard dump"
+    diff <(printf 'AAPL removed 3\nMSFT=400.25 2\n') <(sort <<<"$out") >&2 || fail "$wrap blackboard dump 1: wrong output"
+    "$SHMBUS" rm "$name" >/dev/null
+    timeout 120 "${run[@]}" "$BOARD" check "$name" >"$work/board.out" 2>"$work/board.err" ||
+        fail "$wrap blackboard check exited $?"
+    echo "ok: ${wrap:+$wrap }blackboard: C <-> shmbus get/put, and every status of the C API"
+}
+
 pingpong() { # WRAP ROUNDS
     local wrap=$1 rounds=$2 run=()
     [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
@@ -209,12 +237,14 @@ all_scenarios() { # WRAP
 echo "--- end to end"
 all_scenarios ""
 tool_to_c ""
+blackboard ""
 pingpong "" 20000
 lossless
 
 echo "--- under valgrind"
 all_scenarios valgrind
 tool_to_c valgrind
+blackboard valgrind
 pingpong valgrind 300
 
 echo "--- pkg-config"

@@ -221,6 +221,16 @@ typedef enum shmbus_error_code_t {
      * message says which.
      */
     SHMBUS_E_LOSSLESS_REFUSED = 20,
+    /**
+     * A blackboard entry was being written through every try of a read
+     * (the writer is live and writes it very often): try again.
+     */
+    SHMBUS_E_BUSY = 21,
+    /**
+     * A blackboard entry was left mid-write by a writer that died: its
+     * value is lost until the next writer attaches (which removes it).
+     */
+    SHMBUS_E_STUCK = 22,
 } shmbus_error_code_t;
 
 /**
@@ -282,6 +292,16 @@ typedef enum shmbus_status_t {
      */
     SHMBUS_ERROR = -1,
 } shmbus_status_t;
+
+/**
+ * A reader of a blackboard (opaque).
+ */
+typedef struct shmbus_blackboard_reader_t shmbus_blackboard_reader_t;
+
+/**
+ * The writer of a blackboard (opaque).
+ */
+typedef struct shmbus_blackboard_writer_t shmbus_blackboard_writer_t;
 
 /**
  * The consumer of a stream (opaque).
@@ -469,6 +489,61 @@ typedef struct shmbus_open_options_t {
 } shmbus_open_options_t;
 
 /**
+ * How to create a blackboard (shmbus_blackboard_writer_create). Start
+ * from shmbus_blackboard_options_default() (or zero it) and set keys,
+ * key_size and value_size.
+ */
+typedef struct shmbus_blackboard_options_t {
+    /**
+     * The most keys the table holds (1 to 2^24).
+     */
+    uint64_t keys;
+    /**
+     * Every key's size in bytes (at least 1).
+     */
+    uint32_t key_size;
+    /**
+     * Every value's size in bytes (at least 1).
+     */
+    uint32_t value_size;
+    /**
+     * File mode bits within 0777 (0 = 0600); any other bit is refused.
+     */
+    uint32_t mode;
+    /**
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
+     */
+    uint32_t flags;
+    /**
+     * The keys' schema name, recorded in the table (NULL: raw bytes); a
+     * Rust Reader<K, _> of that type opens it.
+     */
+    const char *key_type;
+    /**
+     * The values' schema name (NULL: raw bytes).
+     */
+    const char *value_type;
+    /**
+     * The alignment recorded with a schema name (0 = 1).
+     */
+    uint32_t type_align;
+} shmbus_blackboard_options_t;
+
+/**
+ * What shmbus_blackboard_reader_changed_since and _entries call for
+ * each entry: its key and value (value NULL for a removed key) and
+ * version; ctx as given. Return 0 to go on, anything else to stop.
+ * The pointers are valid only during the call, and the visit must not
+ * call the reader it visits (another handle is fine).
+ */
+typedef int (*shmbus_blackboard_visit_t)(void *ctx,
+                                         const uint8_t *key,
+                                         size_t key_len,
+                                         const uint8_t *value,
+                                         size_t value_len,
+                                         uint64_t version);
+
+/**
  * Where a journaled bus keeps its journal (shmbus_journal_publisher_create).
  */
 typedef struct shmbus_journal_options_t {
@@ -588,6 +663,211 @@ struct shmbus_open_options_t shmbus_open_options_default(void);
  * name is NULL or a NUL-terminated string.
  */
 enum shmbus_status_t shmbus_remove(const char *name);
+
+/**
+ * Blackboard options with every default: keys and sizes still to set.
+ */
+struct shmbus_blackboard_options_t shmbus_blackboard_options_default(void);
+
+/**
+ * Creates the blackboard name and becomes its writer.
+ *
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_blackboard_writer_close); SHMBUS_ERROR (*out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_create(const char *name,
+                                                     const struct shmbus_blackboard_options_t *opts,
+                                                     struct shmbus_blackboard_writer_t **out);
+
+/**
+ * Becomes the writer of the existing blackboard name (its writer
+ * exited or died; entries a dead writer left mid-write are removed).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (SHMBUS_E_ROLE_TAKEN while a
+ * writer lives, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_attach(const char *name,
+                                                     const struct shmbus_open_options_t *opts,
+                                                     struct shmbus_blackboard_writer_t **out);
+
+/**
+ * Sets the key of key_len bytes to the value of value_len bytes (each
+ * exactly the table's size); *version (NULL: not written) is the
+ * write's version.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (a new key and the table holds as
+ * many as it was made for; SHMBUS_E_FULL); SHMBUS_ERROR
+ * (SHMBUS_E_INVALID_ARGUMENT: a size that is not the table's). Nothing
+ * is written unless SHMBUS_OK.
+ *
+ * Safety:
+ * writer is NULL or a live writer; key and value valid for their
+ * lengths; version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_put(struct shmbus_blackboard_writer_t *writer,
+                                                  const void *key,
+                                                  size_t key_len,
+                                                  const void *value,
+                                                  size_t value_len,
+                                                  uint64_t *version);
+
+/**
+ * Removes the key of key_len bytes; *version (NULL: not written) is
+ * the removal's version.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_EMPTY (the key was not there: nothing
+ * written); SHMBUS_ERROR (a key of another size).
+ *
+ * Safety:
+ * writer is NULL or a live writer; key valid for key_len bytes;
+ * version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_remove(struct shmbus_blackboard_writer_t *writer,
+                                                     const void *key,
+                                                     size_t key_len,
+                                                     uint64_t *version);
+
+/**
+ * Frees the writer (NULL: nothing); the table and its values stay, and
+ * another writer may attach.
+ *
+ * Safety:
+ * writer is NULL or a live writer, not used again.
+ */
+void shmbus_blackboard_writer_close(struct shmbus_blackboard_writer_t *writer);
+
+/**
+ * Opens the blackboard name to read (any number of readers). With
+ * opts->type_name, opts->type_size must be the table's value size
+ * (SHMBUS_E_TYPE_MISMATCH; the name itself is not compared).
+ *
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_blackboard_reader_close); SHMBUS_ERROR (no such table,
+ * another kind: SHMBUS_E_WRONG_KIND, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_open(const char *name,
+                                                   const struct shmbus_open_options_t *opts,
+                                                   struct shmbus_blackboard_reader_t **out);
+
+/**
+ * Reads the latest value of the key of key_len bytes into buf: *len
+ * holds the buffer's length on entry and the value's on
+ * SHMBUS_MESSAGE; *version (NULL: not written) its version. Never a
+ * torn value; never waits for the writer (each entry is tried a bounded
+ * number of times).
+ *
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_EMPTY (the key is not there);
+ * SHMBUS_TOO_SMALL (*len is the value size); SHMBUS_ERROR with
+ * SHMBUS_E_BUSY (the writer kept the entry busy through every try: try
+ * again), SHMBUS_E_STUCK (a writer died writing it), SHMBUS_E_CORRUPT
+ * (an entry no writer wrote), SHMBUS_E_INVALID_ARGUMENT (a key of
+ * another size).
+ *
+ * Safety:
+ * reader is NULL or a live reader; key valid for key_len bytes;
+ * buf valid for *len writable bytes; len NULL or an initialised,
+ * writable size_t; version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_get(struct shmbus_blackboard_reader_t *reader,
+                                                  const void *key,
+                                                  size_t key_len,
+                                                  void *buf,
+                                                  size_t *len,
+                                                  uint64_t *version);
+
+/**
+ * Calls visit(ctx, ...) for every live key, in table order, until it
+ * returns non-zero.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (an entry that could not be read:
+ * SHMBUS_E_BUSY, SHMBUS_E_STUCK, SHMBUS_E_CORRUPT; the visit stops
+ * there; a NULL argument).
+ *
+ * Safety:
+ * reader is NULL or a live reader; visit NULL or a function of that
+ * signature, which must not unwind nor call reader.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_entries(struct shmbus_blackboard_reader_t *reader,
+                                                      shmbus_blackboard_visit_t visit,
+                                                      void *ctx);
+
+/**
+ * Calls visit(ctx, ...) for every entry written after version since
+ * (a removed key with value NULL), until it returns non-zero. Pass the
+ * version shmbus_blackboard_reader_version gave before the previous
+ * call to see each change at least once.
+ *
+ * Statuses: as shmbus_blackboard_reader_entries.
+ *
+ * Safety:
+ * As shmbus_blackboard_reader_entries.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_changed_since(struct shmbus_blackboard_reader_t *reader,
+                                                            uint64_t since,
+                                                            shmbus_blackboard_visit_t visit,
+                                                            void *ctx);
+
+/**
+ * Writes the table's version (the last version written, 0 before any) to
+ * *version.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * reader is NULL or a live reader; version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_version(struct shmbus_blackboard_reader_t *reader,
+                                                      uint64_t *version);
+
+/**
+ * Writes the table's key and value sizes to *key_size and
+ * *value_size.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * reader is NULL or a live reader; key_size and value_size NULL or
+ * writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_sizes(struct shmbus_blackboard_reader_t *reader,
+                                                    size_t *key_size,
+                                                    size_t *value_size);
+
+/**
+ * Waits as timeout_ns says until the table's version passes since
+ * (any key written or removed), on the table's shared futex; writes the
+ * new version to *version (NULL: not written).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_EMPTY (not yet, timeout_ns 0);
+ * SHMBUS_TIMED_OUT; SHMBUS_ERROR (a NULL reader).
+ *
+ * Safety:
+ * reader is NULL or a live reader; version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_wait(struct shmbus_blackboard_reader_t *reader,
+                                                   uint64_t since,
+                                                   int64_t timeout_ns,
+                                                   uint64_t *version);
+
+/**
+ * Frees the reader (NULL: nothing).
+ *
+ * Safety:
+ * reader is NULL or a live reader, not used again.
+ */
+void shmbus_blackboard_reader_close(struct shmbus_blackboard_reader_t *reader);
 
 /**
  * Creates the single-publisher bus name (a bare name lives in

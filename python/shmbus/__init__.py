@@ -20,6 +20,7 @@ Errors: ``shmbus.errors`` (``shmbus.Error`` and its subclasses).
 
 from . import errors
 from ._shmbus import (
+    Blackboard,
     Consumer,
     Entry,
     JournalPublisher,
@@ -42,6 +43,8 @@ from .recording import Recording, RecordedBus, RecordedGap, RecordedMessage, rep
 from .errors import (
     AbandonedError,
     AttachError,
+    BlackboardError,
+    BlackboardFullError,
     BusyError,
     BusExistsError,
     BusNotFoundError,
@@ -49,7 +52,11 @@ from .errors import (
     CorruptError,
     CreateError,
     CreatePermissionError,
+    EntryBusyError,
+    EntryCorruptError,
+    EntryStuckError,
     Error,
+    FieldSizeError,
     FullError,
     InvalidGeometryError,
     InvalidNameError,
@@ -66,6 +73,7 @@ from .errors import (
     OpenPermissionError,
     PeerGoneError,
     PoolExhaustedError,
+    ReadOnlyError,
     RecordingError,
     RoleTakenError,
     StreamError,
@@ -98,6 +106,7 @@ __all__ = [
     "JournalSubscriber",
     "Entry",
     "State",
+    "Blackboard",
     "remove",
     "aio_registrations",
     "errors",

@@ -180,3 +180,26 @@ async def anext(handle):
         if handle.closed:
             raise StopAsyncIteration from None
         raise
+
+
+def field_bytes(obj, dtype, size, field):
+    """A blackboard key or value as the table's bytes: with ``dtype``, the
+    one record ``obj`` makes (a NumPy record, a structured scalar, a tuple
+    of the fields, a plain number); without, ``obj`` itself (bytes-like)."""
+    if dtype is None:
+        return obj
+    np = numpy()
+    record = np.asarray(obj, dtype=dtype)
+    if record.size != 1:
+        raise ValueError(f"a blackboard {field} is one {dtype} record, got {record.size} of them")
+    return record.reshape(()).tobytes()
+
+
+def field_value(data, dtype):
+    """The table's bytes as the caller's: with ``dtype``, a NumPy scalar of
+    it (a structured scalar for a record dtype, owning a copy); without,
+    the bytes."""
+    if dtype is None:
+        return data
+    np = numpy()
+    return np.frombuffer(data, dtype=dtype, count=1)[0].copy()

@@ -33,6 +33,13 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     ├── JoinError                              Rust JoinError
     │   └── NotJournaledError (AttachError)    the bus has no journal
     ├── JournalError                           Rust JournalOpenError / AppendError / CloseError
+    ├── BlackboardError                        Rust blackboard GetError / PutError / RemoveError
+    │   ├── EntryBusyError                     .entry: a write kept the entry busy through every try
+    │   ├── EntryStuckError                    .entry / .version: a writer died writing it
+    │   ├── EntryCorruptError                  .entry / .tag: an entry no writer wrote
+    │   ├── BlackboardFullError                .keys: a new key and the table is full
+    │   ├── FieldSizeError (ValueError)        .field ("key"/"value") / .found / .expected
+    │   └── ReadOnlyError                      put/remove on a blackboard opened to read
     ├── BusyError (RuntimeError)               another thread is in a call of this handle
     └── ClosedError (ValueError)               a closed handle, a released sample, a published loan
 """
@@ -71,6 +78,13 @@ __all__ = [
     "JoinError",
     "NotJournaledError",
     "JournalError",
+    "BlackboardError",
+    "EntryBusyError",
+    "EntryStuckError",
+    "EntryCorruptError",
+    "BlackboardFullError",
+    "FieldSizeError",
+    "ReadOnlyError",
     "BusyError",
     "ClosedError",
     "RecordingError",
@@ -231,6 +245,52 @@ class NotJournaledError(JoinError, AttachError):
 
 class JournalError(Error):
     """The journal file could not be opened, read or appended to."""
+
+
+class BlackboardError(Error):
+    """A blackboard read or write refused (Rust ``blackboard::GetError``,
+    ``PutError``, ``RemoveError``). Nothing was written."""
+
+
+class EntryBusyError(BlackboardError):
+    """A write kept the entry busy through every try (``.entry``): the
+    writer is live and writing it very often. Try again."""
+
+    entry: int = 0
+
+
+class EntryStuckError(BlackboardError):
+    """The entry's stamp stayed odd and no writer lives: a writer died
+    writing version ``.version`` of entry ``.entry``. The next writer to
+    attach removes it."""
+
+    entry: int = 0
+    version: int = 0
+
+
+class EntryCorruptError(BlackboardError):
+    """Entry ``.entry`` has tag ``.tag``, which no writer stores."""
+
+    entry: int = 0
+    tag: int = 0
+
+
+class BlackboardFullError(BlackboardError):
+    """A new key, and the table already holds ``.keys`` keys, its capacity."""
+
+    keys: int = 0
+
+
+class FieldSizeError(BlackboardError, ValueError):
+    """A key or value (``.field``) of ``.found`` bytes; the table's are ``.expected``."""
+
+    field: str = ""
+    found: int = 0
+    expected: int = 0
+
+
+class ReadOnlyError(BlackboardError):
+    """``put`` or ``remove`` on a blackboard opened to read (``Blackboard.open``)."""
 
 
 class ClosedError(Error, ValueError):

@@ -14,6 +14,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
+    blackboard::{GetError, PutError, RemoveError},
     bus::{LosslessRefused, TryPublishError},
     journal::{
         AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
@@ -59,6 +60,8 @@ exception_classes! {
     BusyError, ClosedError,
     FullError, LosslessRefusedError,
     RecordingError,
+    BlackboardError, EntryBusyError, EntryStuckError, EntryCorruptError,
+    BlackboardFullError, FieldSizeError, ReadOnlyError,
 }
 
 /// The classes of `shmbus.errors`, looked up once.
@@ -385,6 +388,80 @@ pub(crate) fn busy(py: Python<'_>, closed: &str) -> PyErr {
             "{what} is in use by another thread (a handle serves one thread at a time; \
              close() from another thread ends its wait)"
         ),
+        &[],
+    )
+}
+
+/// A key or value of the wrong size for the table.
+fn field_size(py: Python<'_>, msg: String, field: &str, found: usize, expected: usize) -> PyErr {
+    let field = pyo3::types::PyString::new(py, field).into_any().unbind();
+    raise(
+        py,
+        Exc::FieldSizeError,
+        msg,
+        &[
+            ("field", field),
+            ("found", num(py, found as u64)),
+            ("expected", num(py, expected as u64)),
+        ],
+    )
+}
+
+/// A blackboard read that gave up on an entry.
+pub(crate) fn board_get(py: Python<'_>, e: GetError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        GetError::Busy { entry } => {
+            raise(py, Exc::EntryBusyError, msg, &[("entry", num(py, entry))])
+        }
+        GetError::Stuck { entry, version } => raise(
+            py,
+            Exc::EntryStuckError,
+            msg,
+            &[("entry", num(py, entry)), ("version", num(py, version))],
+        ),
+        GetError::Corrupt { entry, tag } => raise(
+            py,
+            Exc::EntryCorruptError,
+            msg,
+            &[("entry", num(py, entry)), ("tag", num(py, tag))],
+        ),
+        GetError::KeySize { found, expected } => field_size(py, msg, "key", found, expected),
+        _ => raise(py, Exc::BlackboardError, msg, &[]),
+    }
+}
+
+/// A blackboard write refused.
+pub(crate) fn board_put(py: Python<'_>, e: PutError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        PutError::Full { keys } => raise(
+            py,
+            Exc::BlackboardFullError,
+            msg,
+            &[("keys", num(py, keys))],
+        ),
+        PutError::KeySize { found, expected } => field_size(py, msg, "key", found, expected),
+        PutError::ValueSize { found, expected } => field_size(py, msg, "value", found, expected),
+        _ => raise(py, Exc::BlackboardError, msg, &[]),
+    }
+}
+
+/// A blackboard removal refused.
+pub(crate) fn board_remove(py: Python<'_>, e: RemoveError) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        RemoveError::KeySize { found, expected } => field_size(py, msg, "key", found, expected),
+        _ => raise(py, Exc::BlackboardError, msg, &[]),
+    }
+}
+
+/// `put` or `remove` on a blackboard opened to read.
+pub(crate) fn read_only(py: Python<'_>) -> PyErr {
+    raise(
+        py,
+        Exc::ReadOnlyError,
+        "this blackboard was opened to read: Blackboard.create or Blackboard.attach writes".into(),
         &[],
     )
 }

@@ -40,6 +40,7 @@ use shmbus::Wait;
 use handle::Cancel;
 
 mod aio;
+mod blackboard;
 mod bus;
 mod errors;
 mod handle;
@@ -318,6 +319,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     pool::register(m)?;
     stream::register(m)?;
     journal::register(m)?;
+    blackboard::register(m)?;
     recording::register(m)?;
     aio::register(m)?;
     m.add("SLICE_SECONDS", SLICE.as_secs_f64())?;

@@ -69,11 +69,17 @@ pub enum ErrorCode {
     /// no free registry entry, or is of a kind that takes none yet; the
     /// message says which.
     SHMBUS_E_LOSSLESS_REFUSED = 20,
+    /// A blackboard entry was being written through every try of a read
+    /// (the writer is live and writes it very often): try again.
+    SHMBUS_E_BUSY = 21,
+    /// A blackboard entry was left mid-write by a writer that died: its
+    /// value is lost until the next writer attaches (which removes it).
+    SHMBUS_E_STUCK = 22,
 }
 
 impl ErrorCode {
     /// Every code, in order of value.
-    pub(crate) const ALL: [ErrorCode; 21] = [
+    pub(crate) const ALL: [ErrorCode; 23] = [
         ErrorCode::SHMBUS_E_NONE,
         ErrorCode::SHMBUS_E_NOT_FOUND,
         ErrorCode::SHMBUS_E_EXISTS,
@@ -95,6 +101,8 @@ impl ErrorCode {
         ErrorCode::SHMBUS_E_OTHER,
         ErrorCode::SHMBUS_E_FULL,
         ErrorCode::SHMBUS_E_LOSSLESS_REFUSED,
+        ErrorCode::SHMBUS_E_BUSY,
+        ErrorCode::SHMBUS_E_STUCK,
     ];
 
     /// The code's name, "SHMBUS_E_NOT_FOUND", ...
@@ -121,6 +129,8 @@ impl ErrorCode {
             ErrorCode::SHMBUS_E_OTHER => c"SHMBUS_E_OTHER",
             ErrorCode::SHMBUS_E_FULL => c"SHMBUS_E_FULL",
             ErrorCode::SHMBUS_E_LOSSLESS_REFUSED => c"SHMBUS_E_LOSSLESS_REFUSED",
+            ErrorCode::SHMBUS_E_BUSY => c"SHMBUS_E_BUSY",
+            ErrorCode::SHMBUS_E_STUCK => c"SHMBUS_E_STUCK",
         }
     }
 }

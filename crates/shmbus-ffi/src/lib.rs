@@ -64,6 +64,7 @@ pub mod options;
 pub mod remove;
 
 // The kinds.
+pub mod blackboard;
 pub mod bus;
 pub mod journal;
 pub mod pool;

@@ -1,0 +1,87 @@
+//! The blackboard's C calls on an entry a writer left mid-write: a read
+//! gives up with a code of its own, never a torn value or a hang.
+
+use std::ptr::null_mut;
+
+use super::{common, last_error};
+use crate::blackboard::*;
+use crate::error_code::*;
+use crate::last_error::*;
+use crate::status::*;
+use common::Bus;
+
+/// `shmbus_blackboard_reader_get` of `key`: its status and this thread's code.
+fn get(reader: *mut ShmbusBlackboardReader, key: &[u8]) -> (Status, ErrorCode) {
+    let mut buf = [0u8; 8];
+    let mut len = buf.len();
+    let mut version = 0;
+    // SAFETY: a live reader; the key, buffer and out-parameters are live.
+    let st = unsafe {
+        shmbus_blackboard_reader_get(
+            reader,
+            key.as_ptr().cast(),
+            key.len(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+            &mut version,
+        )
+    };
+    (st, shmbus_error_code())
+}
+
+#[test]
+fn a_read_of_an_entry_left_mid_write_is_busy_while_the_writer_lives_and_stuck_once_it_is_gone() {
+    let bus = Bus::new("board-stuck");
+    let mut opts = shmbus_blackboard_options_default();
+    opts.keys = 4;
+    opts.key_size = 4;
+    opts.value_size = 8;
+    let (mut writer, mut reader) = (null_mut(), null_mut());
+    // SAFETY: a NUL-terminated name, live options and out-parameters.
+    unsafe {
+        assert_eq!(
+            shmbus_blackboard_writer_create(bus.ptr(), &opts, &mut writer),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            shmbus_blackboard_reader_open(bus.ptr(), std::ptr::null(), &mut reader),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        let ok = shmbus_blackboard_writer_put(
+            writer,
+            b"good".as_ptr().cast(),
+            4,
+            b"12345678".as_ptr().cast(),
+            8,
+            null_mut(),
+        );
+        assert_eq!(ok, Status::SHMBUS_OK);
+        // As a writer killed between the odd stamp and the commit.
+        (*writer)
+            .0
+            .put_and_stop_mid_write(b"half", b"abcdefgh")
+            .unwrap();
+    }
+    assert_eq!(
+        get(reader, b"half"),
+        (Status::SHMBUS_ERROR, ErrorCode::SHMBUS_E_BUSY),
+        "{}",
+        last_error()
+    );
+    assert_eq!(get(reader, b"good").0, Status::SHMBUS_MESSAGE);
+    // SAFETY: the live writer, not used again.
+    unsafe { shmbus_blackboard_writer_close(writer) };
+    assert_eq!(
+        get(reader, b"half"),
+        (Status::SHMBUS_ERROR, ErrorCode::SHMBUS_E_STUCK),
+        "{}",
+        last_error()
+    );
+    assert!(last_error().contains("stuck"), "{}", last_error());
+    // SAFETY: the live reader, not used again.
+    unsafe { shmbus_blackboard_reader_close(reader) };
+}

@@ -1,0 +1,390 @@
+//! The blackboard (the core's `blackboard`): the latest value of each key,
+//! one writer, any number of readers. One class, `Blackboard`: `create`
+//! and `attach` give a writer that also reads, `open` a reader. Keys and
+//! values are bytes of the table's sizes, or with `key_dtype` / `dtype`
+//! NumPy scalars and records of those sizes (`shmbus._support` converts,
+//! so NumPy is imported only then).
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyType};
+use pyo3::IntoPyObjectExt;
+use shmbus::{
+    blackboard::{BlackboardOptions, GetError, Reader, Writer},
+    OpenOptions,
+};
+
+use crate::errors;
+use crate::handle::{handle_methods, Handle};
+use crate::{owned_bytes, support, wait_in_slices, Until};
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyBlackboard>()
+}
+
+/// A writer (absent for a handle from `open`) and a reader of one table.
+struct Board {
+    writer: Option<Writer<[u8], [u8]>>,
+    reader: Reader<[u8], [u8]>,
+}
+
+/// A blackboard: the latest value of each key, read in O(1).
+#[pyclass(module = "shmbus", name = "Blackboard", frozen)]
+pub struct PyBlackboard {
+    inner: Handle<Board>,
+    key_dtype: Option<Py<PyAny>>,
+    dtype: Option<Py<PyAny>>,
+}
+
+/// `dtype` as a NumPy dtype checked against the table's `size` bytes
+/// (`TypeMismatchError` if its itemsize differs), or `None`.
+fn checked(
+    py: Python<'_>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    size: usize,
+) -> PyResult<Option<Py<PyAny>>> {
+    dtype
+        .map(|d| Ok(support(py, "check_dtype")?.call1((d, size))?.unbind()))
+        .transpose()
+}
+
+/// The itemsize of `dtype` (NumPy imported for it), for `create`.
+fn itemsize(py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<u32> {
+    support(py, "numpy")?
+        .call0()?
+        .call_method1("dtype", (dtype,))?
+        .getattr("itemsize")?
+        .extract()
+}
+
+impl PyBlackboard {
+    fn new(
+        py: Python<'_>,
+        board: Board,
+        key_dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let key_dtype = checked(py, key_dtype, board.reader.key_size())?;
+        let dtype = checked(py, dtype, board.reader.value_size())?;
+        Ok(PyBlackboard {
+            inner: Handle::new(board, "the blackboard is closed"),
+            key_dtype,
+            dtype,
+        })
+    }
+
+    /// A key or value as the table's bytes.
+    fn encode(
+        &self,
+        py: Python<'_>,
+        obj: &Bound<'_, PyAny>,
+        dtype: &Option<Py<PyAny>>,
+        size: usize,
+        field: &str,
+    ) -> PyResult<Vec<u8>> {
+        let bytes = support(py, "field_bytes")?.call1((obj, dtype.as_ref(), size, field))?;
+        owned_bytes(&bytes)
+    }
+
+    /// The table's bytes as the caller's: bytes, or a NumPy scalar.
+    fn decode(
+        &self,
+        py: Python<'_>,
+        bytes: &[u8],
+        dtype: &Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let b = PyBytes::new(py, bytes);
+        match dtype {
+            None => Ok(b.into_any().unbind()),
+            Some(d) => Ok(support(py, "field_value")?.call1((b, d))?.unbind()),
+        }
+    }
+
+    /// A (key, value or None, version) tuple of an entry.
+    fn item(
+        &self,
+        py: Python<'_>,
+        key: &[u8],
+        value: Option<&[u8]>,
+        version: u64,
+    ) -> PyResult<Py<PyAny>> {
+        let key = self.decode(py, key, &self.key_dtype)?;
+        let value = match value {
+            Some(v) => self.decode(py, v, &self.dtype)?,
+            None => py.None(),
+        };
+        (key, value, version).into_py_any(py)
+    }
+
+    /// The entries of `entries` (all, or changed since), as a list.
+    fn view(&self, py: Python<'_>, since: Option<u64>) -> PyResult<Py<PyList>> {
+        let items = self.inner.with(py, |board, _| {
+            let entries = match since {
+                Some(v) => board.reader.changed_since(v),
+                None => board.reader.entries(),
+            };
+            entries
+                .collect::<Result<Vec<_>, GetError>>()
+                .map_err(|e| errors::board_get(py, e))
+        })?;
+        let list = PyList::empty(py);
+        for item in items {
+            list.append(self.item(py, &item.key, item.value.as_deref(), item.version)?)?;
+        }
+        Ok(list.unbind())
+    }
+}
+
+#[pymethods]
+impl PyBlackboard {
+    /// Creates the blackboard `name` for at most `keys` keys, this handle
+    /// its one writer. Key and value sizes in bytes (`key_size`,
+    /// `value_size`), or the itemsizes of `key_dtype` and `dtype`;
+    /// `key_type` / `value_type` are schema names the table records.
+    #[classmethod]
+    #[pyo3(signature = (name, *, keys, key_size = None, value_size = None, key_dtype = None, dtype = None, key_type = None, value_type = None, type_align = 1, mode = 0o600))]
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        keys: u64,
+        key_size: Option<u32>,
+        value_size: Option<u32>,
+        key_dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+        key_type: Option<&str>,
+        value_type: Option<&str>,
+        type_align: u32,
+        mode: u32,
+    ) -> PyResult<Self> {
+        let size =
+            |given: Option<u32>, dtype: Option<&Bound<'_, PyAny>>, what: &str| match (given, dtype)
+            {
+                (Some(s), _) => Ok(s),
+                (None, Some(d)) => itemsize(py, d),
+                (None, None) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                    "a blackboard needs its {what} size: give {what}_size or a {what} dtype"
+                ))),
+            };
+        let mut opts = BlackboardOptions::new(keys)
+            .key_size(size(key_size, key_dtype, "key")?)
+            .value_size(size(value_size, dtype, "value")?)
+            .mode(mode);
+        if let Some(t) = key_type {
+            opts = opts.key_type(t, type_align);
+        }
+        if let Some(t) = value_type {
+            opts = opts.value_type(t, type_align);
+        }
+        let writer =
+            Writer::<[u8], [u8]>::create(name, &opts).map_err(|e| errors::create(py, e))?;
+        let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
+            .map_err(|e| errors::open(py, e))?;
+        Self::new(
+            py,
+            Board {
+                writer: Some(writer),
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
+    }
+
+    /// Becomes the writer of the existing blackboard `name` (its writer
+    /// gone: `RoleTakenError` while one lives).
+    #[classmethod]
+    #[pyo3(signature = (name, *, key_dtype = None, dtype = None))]
+    fn attach(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        key_dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let writer = Writer::<[u8], [u8]>::attach(name, &OpenOptions::default())
+            .map_err(|e| errors::attach(py, e))?;
+        let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
+            .map_err(|e| errors::open(py, e))?;
+        Self::new(
+            py,
+            Board {
+                writer: Some(writer),
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
+    }
+
+    /// Opens the blackboard `name` to read. With `key_dtype` / `dtype`,
+    /// keys and values are NumPy scalars of them (`TypeMismatchError` if
+    /// an itemsize is not the table's size).
+    #[classmethod]
+    #[pyo3(signature = (name, *, key_dtype = None, dtype = None))]
+    fn open(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        key_dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let reader = Reader::<[u8], [u8]>::open(name, &OpenOptions::default())
+            .map_err(|e| errors::open(py, e))?;
+        Self::new(
+            py,
+            Board {
+                writer: None,
+                reader,
+            },
+            key_dtype,
+            dtype,
+        )
+    }
+
+    /// Sets `key` to `value`; returns the write's version.
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<u64> {
+        let (key_size, value_size) = self
+            .inner
+            .with(py, |b, _| Ok((b.reader.key_size(), b.reader.value_size())))?;
+        let key = self.encode(py, key, &self.key_dtype, key_size, "key")?;
+        let value = self.encode(py, value, &self.dtype, value_size, "value")?;
+        self.inner.with(py, |board, _| {
+            let writer = board.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
+            writer
+                .put_bytes(&key, &value)
+                .map_err(|e| errors::board_put(py, e))
+        })
+    }
+
+    /// Removes `key`; returns the removal's version, or None if the key
+    /// was not there.
+    fn remove(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<u64>> {
+        let key_size = self.inner.with(py, |b, _| Ok(b.reader.key_size()))?;
+        let key = self.encode(py, key, &self.key_dtype, key_size, "key")?;
+        self.inner.with(py, |board, _| {
+            let writer = board.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
+            writer
+                .remove_bytes(&key)
+                .map_err(|e| errors::board_remove(py, e))
+        })
+    }
+
+    /// `(value, version)` of `key`, or None if it is not in the table.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<(Py<PyAny>, u64)>> {
+        let key_size = self.inner.with(py, |b, _| Ok(b.reader.key_size()))?;
+        let key = self.encode(py, key, &self.key_dtype, key_size, "key")?;
+        let found = self.inner.with(py, |board, _| {
+            board
+                .reader
+                .get_bytes(&key)
+                .map(|f| f.map(|(v, version)| (v.to_vec(), version)))
+                .map_err(|e| errors::board_get(py, e))
+        })?;
+        found
+            .map(|(v, version)| Ok((self.decode(py, &v, &self.dtype)?, version)))
+            .transpose()
+    }
+
+    /// Every live key: a list of `(key, value, version)`, in table order.
+    fn items(&self, py: Python<'_>) -> PyResult<Py<PyList>> {
+        self.view(py, None)
+    }
+
+    /// The entries written after version `since`: `(key, value, version)`,
+    /// value None for a removed key.
+    fn changed_since(&self, py: Python<'_>, since: u64) -> PyResult<Py<PyList>> {
+        self.view(py, Some(since))
+    }
+
+    /// Waits (the GIL released) until the table's version passes `since`:
+    /// the new version, or None at `timeout` (seconds; None: forever).
+    #[pyo3(signature = (since, timeout = None))]
+    fn wait(&self, py: Python<'_>, since: u64, timeout: Option<f64>) -> PyResult<Option<u64>> {
+        let until = Until::from_timeout(timeout)?;
+        self.inner.with(py, |board, cancel| {
+            wait_in_slices(py, until, cancel, |wait| {
+                board.reader.wait_changed(since, wait)
+            })
+        })
+    }
+
+    /// Waits (the GIL released) until `key`'s entry has a version past
+    /// `since`: `(value, version)` (value None if it was removed), or None
+    /// at `timeout`.
+    #[pyo3(signature = (key, since, timeout = None))]
+    fn wait_key(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        since: u64,
+        timeout: Option<f64>,
+    ) -> PyResult<Option<(Py<PyAny>, u64)>> {
+        let until = Until::from_timeout(timeout)?;
+        let key_size = self.inner.with(py, |b, _| Ok(b.reader.key_size()))?;
+        let key = self.encode(py, key, &self.key_dtype, key_size, "key")?;
+        let found = self.inner.with(py, |board, cancel| {
+            let found = wait_in_slices(py, until, cancel, |wait| {
+                board.reader.wait_key(&key, since, wait).transpose()
+            })?;
+            found.transpose().map_err(|e| errors::board_get(py, e))
+        })?;
+        found
+            .map(|f| {
+                let value = match f.value {
+                    Some(v) => self.decode(py, &v, &self.dtype)?,
+                    None => py.None(),
+                };
+                Ok((value, f.version))
+            })
+            .transpose()
+    }
+
+    /// The table's version: the last version written (0 before any).
+    #[getter]
+    fn version(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |b, _| Ok(b.reader.version()))
+    }
+
+    /// Keys the table holds.
+    fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |b, _| Ok(b.reader.keys() as usize))
+    }
+
+    /// `(key, value, version)` of every live key (a list's iterator).
+    fn __iter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.items(py)?.bind(py).try_iter()?.into_any().unbind())
+    }
+
+    #[getter]
+    fn capacity(&self, py: Python<'_>) -> PyResult<u64> {
+        self.inner.with(py, |b, _| Ok(b.reader.capacity()))
+    }
+
+    #[getter]
+    fn key_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |b, _| Ok(b.reader.key_size()))
+    }
+
+    #[getter]
+    fn value_size(&self, py: Python<'_>) -> PyResult<usize> {
+        self.inner.with(py, |b, _| Ok(b.reader.value_size()))
+    }
+
+    /// Whether this handle writes (from `create` or `attach`).
+    #[getter]
+    fn writable(&self, py: Python<'_>) -> PyResult<bool> {
+        self.inner.with(py, |b, _| Ok(b.writer.is_some()))
+    }
+}
+
+handle_methods!(
+    PyBlackboard.inner,
+    /// Closes the handle (a writer's role is free for another to attach).
+    fn close
+);

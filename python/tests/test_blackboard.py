@@ -1,0 +1,182 @@
+"""shmbus.Blackboard: the latest value of each key, from Python, and across
+languages with the Rust `shmbus get` / `shmbus put` and the C example
+examples/c/blackboard (real processes, each under a timeout). Every table
+is removed (the bus_name fixture)."""
+
+import os
+import struct
+import sys
+import threading
+
+import pytest
+
+import shmbus
+from conftest import CHILD_TIMEOUT, REPO, run
+
+
+def board(name, **kw):
+    return shmbus.Blackboard.create(name, keys=kw.pop("keys", 8), key_size=4, value_size=8, **kw)
+
+
+def test_a_value_put_is_read_back_with_its_version_and_a_missing_key_is_none(bus_name):
+    with board(bus_name) as b, shmbus.Blackboard.open(bus_name) as r:
+        assert b.put(b"AAPL", b"101.5\0\0\0") == 1
+        assert b.put(b"MSFT", b"400.25\0\0") == 2
+        assert b.put(b"AAPL", b"102.0\0\0\0") == 3
+        assert r.get(b"AAPL") == (b"102.0\0\0\0", 3)
+        assert r.get(b"GOOG") is None
+        assert len(r) == 2 and r.version == 3
+        assert sorted(r) == [(b"AAPL", b"102.0\0\0\0", 3), (b"MSFT", b"400.25\0\0", 2)]
+        assert b.remove(b"MSFT") == 4
+        assert b.remove(b"MSFT") is None
+        assert r.get(b"MSFT") is None
+        assert r.changed_since(3) == [(b"MSFT", None, 4)]
+        assert r.changed_since(4) == []
+
+
+def test_bad_sizes_a_full_table_and_a_reader_that_writes_raise_typed_errors(bus_name):
+    with board(bus_name, keys=1) as b, shmbus.Blackboard.open(bus_name) as r:
+        with pytest.raises(shmbus.FieldSizeError) as e:
+            b.put(b"abc", b"12345678")
+        assert (e.value.field, e.value.found, e.value.expected) == ("key", 3, 4)
+        assert isinstance(e.value, ValueError)
+        with pytest.raises(shmbus.FieldSizeError) as e:
+            b.put(b"abcd", b"1234")
+        assert (e.value.field, e.value.found, e.value.expected) == ("value", 4, 8)
+        with pytest.raises(shmbus.FieldSizeError):
+            r.get(b"too long")
+        b.put(b"abcd", b"12345678")
+        with pytest.raises(shmbus.BlackboardFullError) as e:
+            b.put(b"efgh", b"12345678")
+        assert e.value.keys == 1
+        b.put(b"abcd", b"87654321")  # an update needs no room
+        with pytest.raises(shmbus.ReadOnlyError):
+            r.put(b"abcd", b"12345678")
+        with pytest.raises(shmbus.ReadOnlyError):
+            r.remove(b"abcd")
+        with pytest.raises(TypeError, match="not str"):
+            b.put("abcd", b"12345678")
+    with pytest.raises(shmbus.ClosedError):
+        b.get(b"abcd")
+
+
+def test_a_second_writer_is_refused_while_the_first_lives_and_attaches_after(bus_name):
+    b = board(bus_name)
+    b.put(b"k001", b"v1\0\0\0\0\0\0")
+    with pytest.raises(shmbus.RoleTakenError):
+        shmbus.Blackboard.attach(bus_name)
+    b.close()
+    with shmbus.Blackboard.attach(bus_name) as again:
+        assert again.writable
+        assert again.get(b"k001") == (b"v1\0\0\0\0\0\0", 1)
+        assert again.put(b"k001", b"v2\0\0\0\0\0\0") == 2
+
+
+def test_a_bus_is_not_opened_as_a_blackboard(bus_name):
+    shmbus.Publisher.create(bus_name, msg_size=8, capacity=8).close()
+    with pytest.raises(shmbus.WrongKindError):
+        shmbus.Blackboard.open(bus_name)
+
+
+def test_a_dtype_gives_numpy_records_and_an_itemsize_mismatch_is_refused(bus_name):
+    np = pytest.importorskip("numpy")
+    quote = np.dtype([("bid", "<f8"), ("ask", "<f8")])
+    with shmbus.Blackboard.create(bus_name, keys=4, key_dtype="<u4", dtype=quote) as b:
+        assert (b.key_size, b.value_size) == (4, 16)
+        b.put(7, (101.5, 101.75))
+        b.put(8, np.array((99.0, 99.5), dtype=quote))
+        with shmbus.Blackboard.open(bus_name, key_dtype="<u4", dtype=quote) as r:
+            value, version = r.get(7)
+            assert (value["bid"], value["ask"], version) == (101.5, 101.75, 1)
+            assert value.dtype == quote
+            assert sorted((int(k), float(v["ask"])) for k, v, _ in r) == [(7, 101.75), (8, 99.5)]
+            # the same bytes as a raw reader sees
+            with shmbus.Blackboard.open(bus_name) as raw:
+                assert raw.get(struct.pack("<I", 8))[0] == struct.pack("<dd", 99.0, 99.5)
+        with pytest.raises(shmbus.TypeMismatchError):
+            shmbus.Blackboard.open(bus_name, dtype="<f8")
+        with pytest.raises(shmbus.TypeMismatchError):
+            shmbus.Blackboard.open(bus_name, key_dtype="<u8")
+        with pytest.raises(ValueError, match="one"):
+            b.put(9, np.zeros(2, dtype=quote))
+
+
+def test_a_dtype_without_numpy_says_to_install_it(bus_name, monkeypatch):
+    from shmbus import _support
+
+    with board(bus_name):
+        monkeypatch.setattr(_support, "_numpy", None)
+        monkeypatch.setitem(sys.modules, "numpy", None)  # `import numpy` fails
+        with pytest.raises(ImportError, match="pip install numpy"):
+            shmbus.Blackboard.open(bus_name, dtype="<f8")
+
+
+def test_wait_releases_the_gil_and_wakes_on_a_write_from_another_thread(bus_name):
+    with board(bus_name) as b, shmbus.Blackboard.open(bus_name) as r:
+        got = {}
+
+        def waiter():
+            got["any"] = r.wait(0, timeout=CHILD_TIMEOUT)
+            got["key"] = r.wait_key(b"beta", 1, timeout=CHILD_TIMEOUT)
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        # This thread runs Python while the other waits: the wait let go
+        # of the GIL.
+        b.put(b"alfa", b"1\0\0\0\0\0\0\0")
+        b.put(b"beta", b"2\0\0\0\0\0\0\0")
+        t.join(CHILD_TIMEOUT)
+        assert not t.is_alive()
+        assert got["any"] >= 1
+        assert got["key"] == (b"2\0\0\0\0\0\0\0", 2)
+        assert r.wait(2, timeout=0.01) is None
+        assert r.wait_key(b"beta", 2, timeout=0) is None
+        b.remove(b"beta")
+        assert r.wait_key(b"beta", 2, timeout=0) == (None, 3)
+
+
+def test_python_writes_and_the_rust_cli_reads_then_the_cli_writes_and_python_reads(shmbus_bin, bus_name):
+    with board(bus_name) as b:
+        with pytest.raises(shmbus.FieldSizeError):
+            b.put(b"AAPL", b"101.5")  # Python pads nothing: the table's size exactly
+        b.put(b"AAPL", b"101.5\0\0\0")
+    r = run([shmbus_bin, "get", "--with-version", bus_name, "AAPL"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == b"1\t101.5\n"
+    r = run([shmbus_bin, "get", bus_name, "MSFT"])
+    assert r.returncode != 0
+    r = run([shmbus_bin, "put", bus_name, "MSFT", "400.25"])
+    assert r.returncode == 0, r.stderr
+    with shmbus.Blackboard.open(bus_name) as rd:
+        assert rd.get(b"MSFT") == (b"400.25\0\0", 2)
+        assert rd.get(b"AAPL") == (b"101.5\0\0\0", 1)
+    r = run([shmbus_bin, "put", bus_name, "AAPL"])  # no value: removes
+    assert r.returncode == 0, r.stderr
+    with shmbus.Blackboard.open(bus_name) as rd:
+        assert rd.get(b"AAPL") is None
+        assert rd.changed_since(2) == [(b"AAPL", None, 3)]
+
+
+def test_a_table_made_by_the_cli_is_written_from_python(shmbus_bin, bus_name):
+    r = run([shmbus_bin, "create", "--kind", "blackboard", "--keys", "16", "--key-size", "8", "--value-size", "8", bus_name])
+    assert r.returncode == 0, r.stderr
+    with shmbus.Blackboard.attach(bus_name) as b:
+        assert (b.capacity, b.key_size, b.value_size) == (16, 8, 8)
+        b.put(b"joint.01", b"0.5\0\0\0\0\0")
+    r = run([shmbus_bin, "get", bus_name, "joint.01"])
+    assert (r.returncode, r.stdout) == (0, b"0.5\n"), r.stderr
+
+
+def test_python_and_c_share_a_table_both_ways(bus_name):
+    c_board = REPO / "examples" / "c" / "blackboard"
+    if not os.access(c_board, os.X_OK):
+        pytest.fail(f"no C example at {c_board}: run `make -C examples/c`")
+    with shmbus.Blackboard.create(bus_name, keys=4, key_size=8, value_size=8) as b:
+        b.put(b"joint.01", b"0.25\0\0\0\0")
+        r = run([str(c_board), "get", bus_name, "joint.01"])
+        assert (r.returncode, r.stdout) == (0, b"1\t0.25\n"), r.stderr
+    r = run([str(c_board), "put", bus_name, "joint.02", "-1.5"])
+    assert (r.returncode, r.stdout) == (0, b"2\n"), r.stderr
+    with shmbus.Blackboard.open(bus_name) as rd:
+        assert rd.get(b"joint.02") == (b"-1.5\0\0\0\0", 2)
+        assert rd.changed_since(1) == [(b"joint.02", b"-1.5\0\0\0\0", 2)]
