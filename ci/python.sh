@@ -42,6 +42,14 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 export MATURIN_PEP517_ARGS="${MATURIN_PEP517_ARGS:-} --compatibility pypi"
 if [ "$quick" = 0 ]; then
     "$build_venv/bin/maturin" sdist --manifest-path python/Cargo.toml --out "$wheels"
+    # The sdist's files carry one fixed mtime, older than any earlier
+    # build's outputs: cargo would take the shmbus crates built from an
+    # older tree in this target dir as fresh (a stale module). Their
+    # fingerprints go, so they are compiled from the sdist (the
+    # dependencies' stay).
+    for profile in ci release; do
+        rm -rf "$CARGO_TARGET_DIR/$profile/.fingerprint"/shmbus-*
+    done
     "$build_venv/bin/python" -m pip wheel --no-deps --no-cache-dir --wheel-dir "$wheels" "$wheels"/shmbus-*.tar.gz
 else
     "$build_venv/bin/python" -m pip wheel --no-deps --no-cache-dir --wheel-dir "$wheels" ./python
