@@ -27,7 +27,8 @@ pub(crate) enum Attempt {
 /// Copies `words` (the entry's words after its stamp) into `dst` if the
 /// stamp says no write is under way, and says whether the copy is whole.
 /// Wait-free: one attempt, the caller retries (a bounded number of times).
-#[inline]
+/// Always inlined: the read's fast path is this and the caller's checks.
+#[inline(always)]
 pub(crate) fn try_read(stamp: &AtomicU64, words: &[AtomicU64], dst: &mut [u8]) -> Attempt {
     // Acquire, paired with the writer's Release store of `2v` in `commit`:
     // a reader that sees `2v` sees every word of version `v`.

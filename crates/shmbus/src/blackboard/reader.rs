@@ -75,6 +75,9 @@ pub struct Reader<K: ?Sized + Field, V: ?Sized + Field, R: Region = DefaultRegio
     /// An entry's tag, key and value, copied.
     buf: Vec<u8>,
     strategy: WaitStrategy,
+    /// The version a select looks past
+    /// ([`Reader::mark_seen`]).
+    seen: u64,
     _types: PhantomData<fn(&K, &V)>,
 }
 
@@ -83,6 +86,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> std::fmt::Debug for Reader
         f.debug_struct("Reader")
             .field("capacity", &self.table.geo.keys)
             .field("wait", &self.strategy)
+            .field("seen", &self.seen)
             .finish_non_exhaustive()
     }
 }
@@ -113,8 +117,55 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
             table,
             buf,
             strategy,
+            seen: 0,
             _types: PhantomData,
         }
+    }
+
+    /// The readers' doorbell (the word a select sleeps on).
+    pub(crate) fn bell(&self) -> &crate::sync::AtomicU32 {
+        self.table.bell()
+    }
+
+    /// The version a [`Select`](crate::select::Select) looks past: the
+    /// reader is ready once the table's version passes it. 0 when opened,
+    /// so a table written before is ready at once; only
+    /// [`Reader::mark_seen`] moves it.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// let mut reader = writer.reader();
+    /// writer.put(&1, &10)?;
+    /// assert_eq!(reader.seen(), 0);
+    /// reader.mark_seen(reader.version());
+    /// assert_eq!(reader.seen(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn seen(&self) -> u64 {
+        self.seen
+    }
+
+    /// Sets the version a select looks past: pass the
+    /// [`Reader::version`] read before a [`Reader::changed_since`] pass,
+    /// so that the next wait ends on the first write after it.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// use shmbus::{Wait, blackboard::{BlackboardOptions, Writer}, select::Select};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// let mut reader = writer.reader();
+    /// writer.put(&1, &10)?;
+    /// let mut select = Select::new();
+    /// assert_eq!(select.ready(&[&reader], Wait::Never), Some(0));
+    /// reader.mark_seen(reader.version());
+    /// assert_eq!(select.ready(&[&reader], Wait::For(Duration::from_millis(1))), None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mark_seen(&mut self, version: u64) {
+        self.seen = version;
     }
 
     /// The region (unit tests poke its words).

@@ -40,6 +40,27 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
     h
 }
 
+/// Whether `words` hold `key` (as `bus::copy::store` wrote it: native
+/// byte order, the last word zero-padded), compared a word at a time
+/// in place: the writer's probe, which no other process stores to.
+#[inline]
+fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
+    let mut chunks = key.chunks_exact(8);
+    for (w, c) in words.iter().zip(&mut chunks) {
+        if w.load(Ordering::Relaxed) != u64::from_ne_bytes(c.try_into().expect("8 bytes")) {
+            return false;
+        }
+    }
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(last) = words.last() else {
+        return false;
+    };
+    last.load(Ordering::Relaxed).to_ne_bytes()[..rest.len()] == *rest
+}
+
 /// Why a read of an entry gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum NotRead {
@@ -156,23 +177,41 @@ impl<R: Region> Table<R> {
     }
 
     /// Reads entry `i` into `buf` (at least [`Table::body_len`] bytes),
-    /// retrying a bounded number of times (module constants).
+    /// retrying a bounded number of times (module constants). The first
+    /// try is inlined; a busy entry's retries are out of line, so an
+    /// uncontended read pays for no loop.
+    #[inline]
     pub(crate) fn read(&self, i: u64, buf: &mut [u8]) -> Result<Read, NotRead> {
         let i = i & self.mask;
+        let buf = &mut buf[..self.body_words * 8];
+        match entry::try_read(self.stamp(i), self.body(i), buf) {
+            Attempt::Stable(version) => Self::checked(i, version, buf),
+            first => self.read_again(i, buf, first),
+        }
+    }
+
+    /// A whole copy's tag, checked.
+    #[inline]
+    fn checked(i: u64, version: u64, buf: &[u8]) -> Result<Read, NotRead> {
+        let t = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+        if t > tag::REMOVED {
+            return Err(NotRead::BadTag { entry: i, tag: t });
+        }
+        Ok(Read { tag: t, version })
+    }
+
+    /// The retries after a first try that found entry `i` busy.
+    #[cold]
+    #[inline(never)]
+    fn read_again(&self, i: u64, buf: &mut [u8], first: Attempt) -> Result<Read, NotRead> {
         let stamp = self.stamp(i);
         let body = self.body(i);
-        let buf = &mut buf[..self.body_words * 8];
         let mut first_odd = None;
         let mut moved = false;
+        let mut attempt = first;
         for n in 0..SPINS + YIELDS {
-            match entry::try_read(stamp, body, buf) {
-                Attempt::Stable(version) => {
-                    let t = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
-                    if t > tag::REMOVED {
-                        return Err(NotRead::BadTag { entry: i, tag: t });
-                    }
-                    return Ok(Read { tag: t, version });
-                }
+            match attempt {
+                Attempt::Stable(version) => return Self::checked(i, version, buf),
                 Attempt::Writing(s) => match first_odd {
                     None => first_odd = Some(s),
                     Some(f) if f != s => moved = true,
@@ -185,6 +224,10 @@ impl<R: Region> Table<R> {
             } else {
                 crate::sync::yield_now();
             }
+            attempt = entry::try_read(stamp, body, buf);
+        }
+        if let Attempt::Stable(version) = attempt {
+            return Self::checked(i, version, buf);
         }
         match first_odd {
             // Only a file can say no writer lives: the heap cannot.
@@ -220,7 +263,7 @@ impl<R: Region> Table<R> {
     /// entry is free on its probe). The writer is the only one that stores
     /// to the table, so its own loads race nothing it cares about; a
     /// hostile process writing too makes it see wrong bytes, never loop.
-    pub(crate) fn locate(&self, key: &[u8], scratch: &mut [u8]) -> Result<u64, Option<u64>> {
+    pub(crate) fn locate(&self, key: &[u8]) -> Result<u64, Option<u64>> {
         let home = self.home(key);
         let key_words = key.len().div_ceil(8);
         let mut free = None;
@@ -231,8 +274,7 @@ impl<R: Region> Table<R> {
             match t {
                 tag::EMPTY => return Err(free.or(Some(i))),
                 tag::LIVE => {
-                    crate::bus::copy::load(&body[1..1 + key_words], &mut scratch[..key.len()]);
-                    if &scratch[..key.len()] == key {
+                    if same_key(&body[1..1 + key_words], key) {
                         return Ok(i);
                     }
                 }
@@ -247,8 +289,8 @@ impl<R: Region> Table<R> {
 
     /// Writer only: writes version `v` of entry `i`: `tag`, and the key
     /// and value where given (an update leaves the key as it is, a removal
-    /// both).
-    #[inline]
+    /// both). Always inlined: a put is mostly this.
+    #[inline(always)]
     pub(crate) fn write(&self, i: u64, v: u64, t: u64, key: Option<&[u8]>, value: Option<&[u8]>) {
         let stamp = self.stamp(i);
         let body = self.body(i);

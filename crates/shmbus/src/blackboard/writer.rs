@@ -50,8 +50,6 @@ pub struct Writer<K: ?Sized + Field, V: ?Sized + Field, R: Region = DefaultRegio
     version: u64,
     /// Live keys (only we store the table's word).
     keys: u64,
-    /// A key read back while probing.
-    scratch: Vec<u8>,
     /// Registered for the asymmetric barrier (`wait`): the bell costs a
     /// compiler fence.
     light: bool,
@@ -113,12 +111,10 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
             table.write(i, version, tag::REMOVED, None, None);
         }
         table.keys().store(keys, Ordering::Relaxed);
-        let scratch = vec![0; table.geo.key_size as usize];
         Writer {
             table,
             version,
             keys,
-            scratch,
             light: wait::light_publisher_barrier(),
             strategy,
             repaired,
@@ -182,17 +178,17 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
             });
         }
         let v = self.version.wrapping_add(1);
-        match self.table.locate(key, &mut self.scratch) {
-            Ok(i) => self.table.write(i, v, tag::LIVE, None, Some(value)),
-            Err(free) => {
-                let i = match free {
-                    Some(i) if self.keys < geo.keys => i,
-                    _ => return Err(PutError::Full { keys: self.keys }),
-                };
-                self.table.write(i, v, tag::LIVE, Some(key), Some(value));
-                self.keys += 1;
-                self.table.keys().store(self.keys, Ordering::Relaxed);
-            }
+        // One call of `write` (an update leaves the key in place), so that
+        // it inlines here.
+        let (i, new_key) = match self.table.locate(key) {
+            Ok(i) => (i, None),
+            Err(Some(i)) if self.keys < geo.keys => (i, Some(key)),
+            Err(_) => return Err(PutError::Full { keys: self.keys }),
+        };
+        self.table.write(i, v, tag::LIVE, new_key, Some(value));
+        if new_key.is_some() {
+            self.keys += 1;
+            self.table.keys().store(self.keys, Ordering::Relaxed);
         }
         self.version = v;
         wait::ring(self.table.bell(), self.light);
@@ -239,7 +235,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
                 expected: self.table.geo.key_size as usize,
             });
         }
-        let Ok(i) = self.table.locate(key, &mut self.scratch) else {
+        let Ok(i) = self.table.locate(key) else {
             return Ok(None);
         };
         let v = self.version.wrapping_add(1);
@@ -342,7 +338,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     #[cfg(feature = "test-hooks")]
     #[doc(hidden)]
     pub fn put_and_stop_mid_write(&mut self, key: &[u8], value: &[u8]) -> Result<u64, PutError> {
-        let i = match self.table.locate(key, &mut self.scratch) {
+        let i = match self.table.locate(key) {
             Ok(i) => i,
             Err(Some(i)) => i,
             Err(None) => return Err(PutError::Full { keys: self.keys }),

@@ -73,7 +73,7 @@ const PAD_MIN_WORDS: usize = 8;
 ///
 /// # Panics
 /// If `dst` is longer than `words`.
-#[inline]
+#[inline(always)]
 pub(crate) fn load(words: &[AtomicU64], dst: &mut [u8]) {
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
     {

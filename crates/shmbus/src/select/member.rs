@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::blackboard::{Field, Reader};
 use crate::bus::{Payload, Subscriber};
 use crate::journal::JournalSubscriber;
 use crate::mem::Region;
@@ -14,8 +15,9 @@ use crate::stream::Consumer;
 use crate::sync::AtomicU32;
 
 /// A handle a [`Select`](super::Select) can wait on: a bus
-/// [`Subscriber`], a [`PoolSubscriber`], a stream [`Consumer`] or a
-/// [`JournalSubscriber`], typed or raw. Sealed: the select relies on each
+/// [`Subscriber`], a [`PoolSubscriber`], a stream [`Consumer`], a
+/// [`JournalSubscriber`], typed or raw, or a blackboard [`Reader`]
+/// (ready once the table's version passes [`Reader::seen`]). Sealed: the select relies on each
 /// one's sleep protocol.
 ///
 /// # Examples
@@ -94,5 +96,20 @@ impl<T: ?Sized + Payload, R: Region> sealed::Member for Consumer<T, R> {
     }
     fn nap(&self) -> Option<Duration> {
         Some(crate::stream::PEER_CHECK)
+    }
+}
+
+impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> sealed::Member for Reader<K, V, R> {
+    fn ready(&self) -> bool {
+        // The same Acquire load as `Reader::wait_changed`'s.
+        self.version() > self.seen()
+    }
+    fn bell(&self) -> &AtomicU32 {
+        Reader::bell(self)
+    }
+    fn nap(&self) -> Option<Duration> {
+        // One writer, which rings after every write; a dead one writes
+        // nothing more to wait for.
+        None
     }
 }

@@ -1,0 +1,43 @@
+//! A blackboard's read and write cost in instructions: one thread runs
+//! `n` puts of a 64 B value to one key (`put_one`), then `n` gets of it
+//! (`get_one`), so that `valgrind --tool=callgrind` counts each path
+//! alone. The inclusive cost of each function divided by `n` is
+//! instructions per write and per read.
+//!
+//! `cargo build --release -p shmbus --example blackboard_callgrind`, then
+//! `valgrind --tool=callgrind target/release/examples/blackboard_callgrind [n]`
+//! (default 100 000 of each).
+use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
+use shmbus::OpenOptions;
+
+type Value = [u64; 8];
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let name = format!("/dev/shm/shmbus-bb-callgrind-{}", std::process::id());
+    let mut w = Writer::<u64, Value>::create(&name, &BlackboardOptions::new(1000)).expect("create");
+    let mut r = Reader::<u64, Value>::open(&name, &OpenOptions::default()).expect("open");
+    for k in 0..1000 {
+        w.put(&k, &[k; 8]).expect("put");
+    }
+    let mut sum = 0u64;
+    for i in 0..n {
+        put_one(&mut w, i);
+    }
+    for _ in 0..n {
+        sum = sum.wrapping_add(get_one(&mut r));
+    }
+    println!("{sum}");
+    shmbus::remove(&name).expect("rm");
+}
+
+#[inline(never)]
+fn put_one(w: &mut Writer<u64, Value>, i: u64) {
+    w.put(&7, &[i; 8]).expect("put");
+}
+
+#[inline(never)]
+fn get_one(r: &mut Reader<u64, Value>) -> u64 {
+    r.get(&7).expect("get").expect("key 7").value[3]
+}
