@@ -47,6 +47,15 @@ pub(crate) fn prev_path(path: &Path) -> PathBuf {
 /// The files a journal at `path` may leave beside it (a compaction's new
 /// file, the replaced generation, the link on its way there): whoever
 /// removes the journal removes these too.
+///
+/// # Examples
+/// ```
+/// use std::path::Path;
+///
+/// let sides = shmbus::journal::side_files(Path::new("/var/lib/app/ticks.journal"));
+/// assert!(sides.iter().all(|p| p.starts_with("/var/lib/app")));
+/// assert!(sides.iter().all(|p| p != Path::new("/var/lib/app/ticks.journal")));
+/// ```
 pub fn side_files(path: &Path) -> [PathBuf; 3] {
     [COMPACTING, PREV, PREV_LINKING].map(|s| suffixed(path, s))
 }
