@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::{param, print_result, role, spawn_child, BusName};
+use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
 use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
 use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
@@ -79,6 +80,15 @@ fn as_child_feed() {
                 // Exits without the clean drop (which clears its pid: a
                 // producer that left, not one that died): as a crash.
                 std::mem::forget(p);
+            }
+            "blackboard" => {
+                // Key `i % 4` gets value `i`: versions are `i + 1`.
+                let mut w = Writer::<u64, u64>::attach(&name, &opts).expect("attach blackboard");
+                common::print_ready();
+                for i in 0..count {
+                    w.put(&(i % 4), &i).expect("put");
+                    pause(i);
+                }
             }
             "stream-idle" => {
                 let _p = Producer::<[u8]>::attach(&name, &opts).expect("attach stream");
@@ -389,6 +399,89 @@ fn a_task_waiting_on_a_stream_whose_producer_is_killed_ends_with_peer_gone() {
     assert_no_registration_left();
     drop(consumer);
     s.finish();
+}
+
+/// Waits for each change of key `k` as the feeder's `blackboard` writes
+/// it: versions and values only move forward, each value belongs to `k`
+/// and matches its version, and the last is the feeder's last for `k`.
+async fn follow_key(mut reader: Reader<u64, u64>, k: u64, count: u64) -> u64 {
+    let last = (0..count).rev().find(|i| i % 4 == k).expect("a write of k");
+    let (mut since, mut seen) = (0, 0);
+    loop {
+        let got = reader.wait_key_async(&k, since).await.expect("key read");
+        let v = got.value.expect("never removed");
+        assert!(got.version > since, "version {} after {since}", got.version);
+        assert_eq!(
+            (v % 4, got.version),
+            (k, v + 1),
+            "value and version of key {k}"
+        );
+        since = got.version;
+        seen += 1;
+        if v == last {
+            return seen;
+        }
+    }
+}
+
+/// Waits for the table's version to reach `count`, one change at a time.
+async fn follow_table(mut reader: Reader<u64, u64>, count: u64) -> u64 {
+    let (mut since, mut wakes) = (0, 0);
+    while since < count {
+        let v = reader.wait_changed_async(since).await;
+        assert!(
+            v > since && v <= count,
+            "version {v} after {since} (of {count})"
+        );
+        since = v;
+        wakes += 1;
+    }
+    wakes
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn tasks_waiting_on_a_blackboard_another_process_writes_see_each_key_reach_its_last_value() {
+    let _serial = serial();
+    let count = common::scale_min(4_000, 64);
+    for multi in [false, true] {
+        let b = BusName::new("aio-board");
+        drop(Writer::<u64, u64>::create(b.name(), &BlackboardOptions::new(8)).expect("board"));
+        let open = || Reader::<u64, u64>::open(b.name(), &OpenOptions::default()).expect("reader");
+        let rt = runtime(multi);
+        let readers: Vec<_> = (0..5).map(|_| open()).collect();
+        let (wakes, per_key) = rt.block_on(async {
+            let mut readers = readers.into_iter();
+            let table = tokio::spawn(follow_table(readers.next().expect("r"), count));
+            let keys: Vec<_> = (0..4)
+                .map(|k| tokio::spawn(follow_key(readers.next().expect("r"), k, count)))
+                .collect();
+            // Every task waits before the feeder starts: each wake is the
+            // waiter's, not a first look.
+            all_registered(5).await;
+            let child = feeder(&b, "blackboard", count, 200);
+            let wakes = tokio::time::timeout(Duration::from_secs(60), table)
+                .await
+                .expect("the table task ended")
+                .expect("table task");
+            let mut per_key = Vec::new();
+            for k in keys {
+                let seen = tokio::time::timeout(Duration::from_secs(60), k)
+                    .await
+                    .expect("a key task ended")
+                    .expect("key task");
+                per_key.push(seen);
+            }
+            child.wait_success();
+            (wakes, per_key)
+        });
+        eprintln!(
+            "blackboard async multi={multi}: {count} puts, the table task woke {wakes} times, the key tasks saw {per_key:?} changes"
+        );
+        drop(rt);
+        assert_no_registration_left();
+        b.finish();
+    }
 }
 
 /// CPU time this whole process has used.

@@ -21,8 +21,11 @@
 //! taking `&mut self` as that one does: [`Subscriber::recv_async`]
 //! (typed and raw bytes), [`PoolSubscriber::recv_async`],
 //! [`JournalSubscriber::recv_async`] (typed and raw bytes),
-//! [`Consumer::pop_async`] (typed and raw bytes), and, for any member of a
-//! [`Select`](crate::select::Select), [`readable`]. With the feature
+//! [`Consumer::pop_async`] (typed and raw bytes), a blackboard
+//! [`Reader`](crate::blackboard::Reader)'s
+//! [`wait_changed_async`](crate::blackboard::Reader::wait_changed_async)
+//! and [`wait_key_async`](crate::blackboard::Reader::wait_key_async), and,
+//! for any member of a [`Select`](crate::select::Select), [`readable`]. With the feature
 //! `async-stream`, `futures_core::Stream`s over the same waits: a bus
 //! subscriber's `messages()`, a pool subscriber's `samples()` (a sample
 //! does not borrow its subscriber, so items may be held across later
@@ -110,6 +113,7 @@
 //!   the registry lock (another thread held it at the fork) and holds the
 //!   parent's registrations, whose wakers are the parent's tasks.
 
+mod board;
 mod room;
 mod waiter;
 

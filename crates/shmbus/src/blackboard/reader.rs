@@ -455,7 +455,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
 
     /// `key`'s entry if its version is past `since`, live (with its value)
     /// or removed (without).
-    fn key_since(
+    pub(crate) fn key_since(
         &mut self,
         key: &[u8],
         since: u64,
