@@ -180,3 +180,52 @@ def test_python_and_c_share_a_table_both_ways(bus_name):
     with shmbus.Blackboard.open(bus_name) as rd:
         assert rd.get(b"joint.02") == (b"-1.5\0\0\0\0", 2)
         assert rd.changed_since(1) == [(b"joint.02", b"-1.5\0\0\0\0", 2)]
+
+
+def _entries(name):
+    """Where each entry of table `name` starts in its file, from the
+    independent reader of docs/LAYOUT.md (tools/read_bus.py), §25."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("read_bus", REPO / "tools" / "read_bus.py")
+    read_bus = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(read_bus)
+    bus = read_bus.Bus(f"/dev/shm/{name}")
+    return [bus.data + i * bus.bb["entry_size"] for i in range(bus.bb["entries"])]
+
+
+def _patch_u64(name, at, value):
+    with open(f"/dev/shm/{name}", "r+b") as f:
+        f.seek(at)
+        f.write(struct.pack("<Q", value))
+
+
+def _live_entry(name, stamp_and_tag):
+    """The offset of the one entry whose stamp is even and non-zero and tag LIVE."""
+    with open(f"/dev/shm/{name}", "rb") as f:
+        data = f.read()
+    for at in stamp_and_tag:
+        stamp, tag = struct.unpack_from("<QQ", data, at)
+        if stamp and stamp % 2 == 0 and tag == 1:
+            return at
+    raise AssertionError("no live entry")
+
+
+def test_an_entry_no_writer_wrote_raises_entry_corrupt_and_a_dead_writers_half_write_entry_stuck(bus_name):
+    with board(bus_name, keys=1) as b:
+        b.put(b"AAPL", b"101.5\0\0\0")
+    # The writer has closed: no process holds the table's writer lock.
+    at = _live_entry(bus_name, _entries(bus_name))
+    with shmbus.Blackboard.open(bus_name) as r:
+        assert r.get(b"AAPL") == (b"101.5\0\0\0", 1)
+        # A tag no writer stores (LAYOUT §25: 0, 1 or 2).
+        _patch_u64(bus_name, at + 8, 7)
+        with pytest.raises(shmbus.EntryCorruptError) as e:
+            r.get(b"AAPL")
+        assert e.value.tag == 7 and isinstance(e.value, shmbus.BlackboardError)
+        # An odd stamp and no writer alive: a writer died mid-write.
+        _patch_u64(bus_name, at + 8, 1)
+        _patch_u64(bus_name, at, 3)
+        with pytest.raises(shmbus.EntryStuckError) as e:
+            r.get(b"AAPL")
+        assert e.value.version == 2

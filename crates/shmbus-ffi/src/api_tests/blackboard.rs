@@ -1,5 +1,6 @@
-//! The blackboard's C calls on an entry a writer left mid-write: a read
-//! gives up with a code of its own, never a torn value or a hang.
+//! The blackboard's C calls on an entry a writer left mid-write, and on
+//! one whose tag no writer stores: a read gives up with a code of its
+//! own, never a torn value or a hang.
 
 use std::ptr::null_mut;
 
@@ -84,4 +85,68 @@ fn a_read_of_an_entry_left_mid_write_is_busy_while_the_writer_lives_and_stuck_on
     assert!(last_error().contains("stuck"), "{}", last_error());
     // SAFETY: the live reader, not used again.
     unsafe { shmbus_blackboard_reader_close(reader) };
+}
+
+#[test]
+fn a_read_of_an_entry_whose_tag_no_writer_stores_is_corrupt() {
+    use std::os::unix::fs::FileExt;
+    let bus = Bus::new("board-corrupt");
+    let mut opts = shmbus_blackboard_options_default();
+    opts.keys = 4;
+    opts.key_size = 4;
+    opts.value_size = 8;
+    let (mut writer, mut reader) = (null_mut(), null_mut());
+    // SAFETY: a NUL-terminated name, live options and out-parameters.
+    unsafe {
+        assert_eq!(
+            shmbus_blackboard_writer_create(bus.ptr(), &opts, &mut writer),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            shmbus_blackboard_reader_open(bus.ptr(), std::ptr::null(), &mut reader),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        let ok = shmbus_blackboard_writer_put(
+            writer,
+            b"good".as_ptr().cast(),
+            4,
+            b"12345678".as_ptr().cast(),
+            8,
+            null_mut(),
+        );
+        assert_eq!(ok, Status::SHMBUS_OK);
+    }
+    assert_eq!(get(reader, b"good").0, Status::SHMBUS_MESSAGE);
+    // The entry in the file (LAYOUT §25: stamp, tag, the key padded to a
+    // word, the value): found by its key and value, its tag set to 7.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(format!("/dev/shm/{}", bus.name))
+        .expect("the table's file");
+    let bytes = std::fs::read(format!("/dev/shm/{}", bus.name)).expect("read");
+    let body = b"good\0\0\0\012345678";
+    let at = bytes
+        .windows(body.len())
+        .position(|w| w == body)
+        .expect("the entry's key and value");
+    assert_eq!(bytes[at - 8..at], 1u64.to_le_bytes(), "a live tag");
+    file.write_all_at(&7u64.to_le_bytes(), (at - 8) as u64)
+        .expect("patch");
+    assert_eq!(
+        get(reader, b"good"),
+        (Status::SHMBUS_ERROR, ErrorCode::SHMBUS_E_CORRUPT),
+        "{}",
+        last_error()
+    );
+    assert!(last_error().contains('7'), "{}", last_error());
+    // SAFETY: the live handles, not used again.
+    unsafe {
+        shmbus_blackboard_writer_close(writer);
+        shmbus_blackboard_reader_close(reader);
+    }
 }

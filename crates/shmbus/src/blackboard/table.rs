@@ -193,7 +193,7 @@ impl<R: Region> Table<R> {
     /// A whole copy's tag, checked.
     #[inline]
     fn checked(i: u64, version: u64, buf: &[u8]) -> Result<Read, NotRead> {
-        let t = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+        let t = u64::from_ne_bytes(buf[..8].try_into().expect("8 bytes"));
         if t > tag::REMOVED {
             return Err(NotRead::BadTag { entry: i, tag: t });
         }
