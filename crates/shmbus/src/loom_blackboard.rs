@@ -2,7 +2,10 @@
 //! (`Table::write`, over `entry::begin` and `entry::commit`) and the real
 //! reader's attempt (`entry::try_read`), over a heap region, through the
 //! `sync` facade. One writer inserts a key and updates it; two readers
-//! each make one attempt at the entry, racing both writes. Every copy an
+//! each make one attempt at the entry, racing both writes: a whole copy
+//! (`entry::try_read`, what views and waits read) in one model, and a
+//! look-up of the key in place that copies only its value
+//! (`entry::try_read_key`, what `Reader::get` reads) in the other. Every copy an
 //! attempt keeps (`Stable`) is one the writer wrote whole, with the
 //! version of that write; the bounded retries around an attempt
 //! (`Table::read`) only repeat it. Run with:
@@ -16,7 +19,7 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::blackboard::entry::{try_read, Attempt};
+use crate::blackboard::entry::{try_read, try_read_key, Attempt, Holds};
 use crate::blackboard::table::Table;
 use crate::mem::HeapRegion;
 use crate::wire::blackboard::tag;
@@ -72,6 +75,44 @@ fn loom_two_readers_racing_an_insert_and_an_update_never_keep_a_torn_copy() {
         });
         let r = thread::spawn(move || attempt(&r1));
         attempt(&r2);
+        w.join().unwrap();
+        r.join().unwrap();
+    });
+}
+
+/// One look-up of key 7 in place: a kept answer is the key's value of the
+/// version the stamp names, or "empty" before the first write.
+fn look_up(t: &Table<Arc<HeapRegion>>) {
+    let mut value = [0u8; 16];
+    let (attempt, holds) = try_read_key(t.stamp(0), t.body(0), &7u64.to_ne_bytes(), 2, &mut value);
+    if let Attempt::Stable(version) = attempt {
+        let word = |i: usize| u64::from_ne_bytes(value[8 * i..8 * i + 8].try_into().unwrap());
+        match (version, holds) {
+            (0, Holds::Empty) => {}
+            (1, Holds::Key) => assert_eq!([word(0), word(1)], [1, 1]),
+            (2, Holds::Key) => assert_eq!([word(0), word(1)], [2, 2]),
+            other => panic!("kept {other:?}, which was never written whole"),
+        }
+    }
+}
+
+#[test]
+fn loom_two_readers_looking_up_a_key_in_place_racing_its_insert_and_update_never_keep_a_torn_value()
+{
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(|| {
+        let t = Arc::new(table());
+        let (r1, r2) = (t.clone(), t.clone());
+        let w = thread::spawn(move || {
+            let value = |n: u64| [n.to_ne_bytes(), n.to_ne_bytes()].concat();
+            t.write(0, 1, tag::LIVE, Some(&7u64.to_ne_bytes()), Some(&value(1)));
+            t.write(0, 2, tag::LIVE, None, Some(&value(2)));
+        });
+        let r = thread::spawn(move || look_up(&r1));
+        look_up(&r2);
         w.join().unwrap();
         r.join().unwrap();
     });

@@ -11,6 +11,7 @@
 
 use crate::bus::copy;
 use crate::sync::{fence, AtomicU64, Ordering};
+use crate::wire::blackboard::tag;
 
 /// What one attempt to copy an entry found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +48,85 @@ pub(crate) fn try_read(stamp: &AtomicU64, words: &[AtomicU64], dst: &mut [u8]) -
     } else {
         Attempt::Torn
     }
+}
+
+/// What one look at an entry for a key found, once its copy was whole
+/// (the stamp the same even value before and after).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// The key, live: its value was copied.
+    Key,
+    /// Never written since the table was made: the key's probe ends.
+    Empty,
+    /// Another key, or a removed entry: the probe goes on.
+    Other,
+    /// A tag no writer stores (a corrupt file).
+    BadTag(u64),
+}
+
+/// One attempt to read `words` (an entry's words after its stamp) as the
+/// holder of `key`: the tag and the key compared in place, and only if
+/// they are the key's, the value's words (from word `value_word` on) into
+/// `value` (a whole number of words). The same seqlock as [`try_read`]:
+/// every load between the Acquire stamp load and the Acquire fence is an
+/// atomic one, and nothing is trusted unless the stamp re-loads the same
+/// even value. The read path of `Reader::get`, which copies neither the
+/// key nor the tag out, nor the value twice. Always inlined: with a typed
+/// key and value the sizes are constants here.
+#[inline(always)]
+pub(crate) fn try_read_key(
+    stamp: &AtomicU64,
+    words: &[AtomicU64],
+    key: &[u8],
+    value_word: usize,
+    value: &mut [u8],
+) -> (Attempt, Holds) {
+    // Acquire, paired with the writer's Release store of `2v` in `commit`.
+    let before = stamp.load(Ordering::Acquire);
+    if before & 1 == 1 {
+        return (Attempt::Writing(before), Holds::Other);
+    }
+    let t = words[0].load(Ordering::Relaxed);
+    let holds = match t {
+        tag::LIVE if same_key(&words[1..value_word], key) => {
+            copy::load(&words[value_word..], value);
+            Holds::Key
+        }
+        tag::LIVE | tag::REMOVED => Holds::Other,
+        tag::EMPTY => Holds::Empty,
+        t => Holds::BadTag(t),
+    };
+    // Acquire fence, paired with the writer's Release fence in `begin`, as
+    // in `try_read`: a load above that saw a later write's store makes the
+    // re-load below see that write's odd stamp, or a later one.
+    fence(Ordering::Acquire);
+    if stamp.load(Ordering::Relaxed) == before {
+        (Attempt::Stable(before / 2), holds)
+    } else {
+        (Attempt::Torn, holds)
+    }
+}
+
+/// Whether `words` hold `key` as `bus::copy::store` wrote it (native byte
+/// order, the last word zero-padded), compared a word at a time in place
+/// with relaxed loads: the writer's probe, and a reader's inside its
+/// seqlock (which throws the answer away unless the stamp held still).
+#[inline]
+pub(crate) fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
+    let mut chunks = key.chunks_exact(8);
+    for (w, c) in words.iter().zip(&mut chunks) {
+        if w.load(Ordering::Relaxed) != u64::from_ne_bytes(c.try_into().expect("8 bytes")) {
+            return false;
+        }
+    }
+    let rest = chunks.remainder();
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(last) = words.get(key.len() / 8) else {
+        return false;
+    };
+    last.load(Ordering::Relaxed).to_ne_bytes()[..rest.len()] == *rest
 }
 
 /// The writer's first step of version `v` (at least 1): the odd stamp,

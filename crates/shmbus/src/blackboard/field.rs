@@ -36,10 +36,15 @@ pub trait Field: Payload {
     /// assert_eq!(<u32 as Field>::from_bytes(&5u32.to_ne_bytes()), 5);
     /// ```
     fn from_bytes(bytes: &[u8]) -> Self::Owned;
+    /// The size of a typed field, known at compile time (`None` for raw
+    /// bytes): lets a typed reader's sizes fold into constants.
+    #[doc(hidden)]
+    const SIZE: Option<usize>;
 }
 
 impl<T: Message> Field for T {
     type Owned = T;
+    const SIZE: Option<usize> = Some(size_of::<T>());
     #[inline]
     fn as_bytes(&self) -> &[u8] {
         bytemuck::bytes_of(self)
@@ -52,6 +57,7 @@ impl<T: Message> Field for T {
 
 impl Field for [u8] {
     type Owned = Vec<u8>;
+    const SIZE: Option<usize> = None;
     #[inline]
     fn as_bytes(&self) -> &[u8] {
         self

@@ -199,10 +199,16 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// ```
     #[inline]
     pub fn get(&mut self, key: &K) -> Result<Option<Versioned<V::Owned>>, GetError> {
-        let at = self.table.value_at();
+        let key = key.as_bytes();
         let size = self.table.geo.value_size as usize;
-        Ok(self.find(key.as_bytes())?.map(|version| Versioned {
-            value: V::from_bytes(&self.buf[at..at + size]),
+        // A typed value's size as a constant (the open checked it is the
+        // table's; a table that says otherwise is read at its own size).
+        let found = match V::SIZE {
+            Some(typed) if typed == size => self.find(key, typed)?,
+            _ => self.find(key, size)?,
+        };
+        Ok(found.map(|version| Versioned {
+            value: V::from_bytes(&self.buf[..size]),
             version,
         }))
     }
@@ -225,26 +231,26 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn get_bytes(&mut self, key: &[u8]) -> Result<Option<(&[u8], u64)>, GetError> {
-        let at = self.table.value_at();
         let size = self.table.geo.value_size as usize;
         Ok(self
-            .find(key)?
-            .map(|version| (&self.buf[at..at + size], version)))
+            .find(key, size)?
+            .map(|version| (&self.buf[..size], version)))
     }
 
-    /// The version of `key`'s entry, its bytes in `buf`.
-    #[inline]
-    fn find(&mut self, key: &[u8]) -> Result<Option<u64>, GetError> {
+    /// The version of `key`'s live entry, its value (`size` bytes, the
+    /// table's) at the start of `buf`. Inlined, so that a typed reader's
+    /// key and value sizes are constants in the probe.
+    #[inline(always)]
+    fn find(&mut self, key: &[u8], size: usize) -> Result<Option<u64>, GetError> {
         if key.len() != self.table.geo.key_size as usize {
             return Err(GetError::KeySize {
                 found: key.len(),
                 expected: self.table.geo.key_size as usize,
             });
         }
-        Ok(self
-            .table
-            .find(key, &mut self.buf)?
-            .map(|(_, read)| read.version))
+        // `buf` holds a whole entry's body, longer than its value's words.
+        let value = &mut self.buf[..size.div_ceil(8) * 8];
+        Ok(self.table.find_value(key, value)?)
     }
 
     /// The table's version: the last version written (0 before the first

@@ -3,7 +3,7 @@
 //! writer's stores. The writer and reader files build their handles on
 //! it; loom and Miri run it on the heap.
 
-use super::entry::{self, Attempt};
+use super::entry::{self, same_key, Attempt, Holds};
 use crate::mem::Region;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::wire::blackboard::{control, entry as off, tag};
@@ -38,27 +38,6 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
         h ^= h >> 32;
     }
     h
-}
-
-/// Whether `words` hold `key` (as `bus::copy::store` wrote it: native
-/// byte order, the last word zero-padded), compared a word at a time
-/// in place: the writer's probe, which no other process stores to.
-#[inline]
-fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
-    let mut chunks = key.chunks_exact(8);
-    for (w, c) in words.iter().zip(&mut chunks) {
-        if w.load(Ordering::Relaxed) != u64::from_ne_bytes(c.try_into().expect("8 bytes")) {
-            return false;
-        }
-    }
-    let rest = chunks.remainder();
-    if rest.is_empty() {
-        return true;
-    }
-    let Some(last) = words.last() else {
-        return false;
-    };
-    last.load(Ordering::Relaxed).to_ne_bytes()[..rest.len()] == *rest
 }
 
 /// Why a read of an entry gave up.
@@ -184,10 +163,12 @@ impl<R: Region> Table<R> {
     pub(crate) fn read(&self, i: u64, buf: &mut [u8]) -> Result<Read, NotRead> {
         let i = i & self.mask;
         let buf = &mut buf[..self.body_words * 8];
-        match entry::try_read(self.stamp(i), self.body(i), buf) {
-            Attempt::Stable(version) => Self::checked(i, version, buf),
-            first => self.read_again(i, buf, first),
-        }
+        let (stamp, body) = (self.stamp(i), self.body(i));
+        let version = match entry::try_read(stamp, body, buf) {
+            Attempt::Stable(version) => version,
+            first => self.retry(i, first, &mut || entry::try_read(stamp, body, buf))?,
+        };
+        Self::checked(i, version, buf)
     }
 
     /// A whole copy's tag, checked.
@@ -200,18 +181,22 @@ impl<R: Region> Table<R> {
         Ok(Read { tag: t, version })
     }
 
-    /// The retries after a first try that found entry `i` busy.
+    /// The tries after a `first` that found entry `i` busy or torn, each
+    /// `again`: the version of a whole copy, or why there is none.
     #[cold]
     #[inline(never)]
-    fn read_again(&self, i: u64, buf: &mut [u8], first: Attempt) -> Result<Read, NotRead> {
-        let stamp = self.stamp(i);
-        let body = self.body(i);
+    fn retry(
+        &self,
+        i: u64,
+        first: Attempt,
+        again: &mut dyn FnMut() -> Attempt,
+    ) -> Result<u64, NotRead> {
         let mut first_odd = None;
         let mut moved = false;
         let mut attempt = first;
         for n in 0..SPINS + YIELDS {
             match attempt {
-                Attempt::Stable(version) => return Self::checked(i, version, buf),
+                Attempt::Stable(version) => return Ok(version),
                 Attempt::Writing(s) => match first_odd {
                     None => first_odd = Some(s),
                     Some(f) if f != s => moved = true,
@@ -224,10 +209,10 @@ impl<R: Region> Table<R> {
             } else {
                 crate::sync::yield_now();
             }
-            attempt = entry::try_read(stamp, body, buf);
+            attempt = again();
         }
         if let Attempt::Stable(version) = attempt {
-            return Self::checked(i, version, buf);
+            return Ok(version);
         }
         match first_odd {
             // Only a file can say no writer lives: the heap cannot.
@@ -241,19 +226,34 @@ impl<R: Region> Table<R> {
         }
     }
 
-    /// Looks `key` up: the entry holding it live and what it read there
-    /// (its bytes in `buf`), or `None`. At most `entries` probes, each a
-    /// bounded read: a hostile table costs time, never a hang.
-    pub(crate) fn find(&self, key: &[u8], buf: &mut [u8]) -> Result<Option<(u64, Read)>, NotRead> {
+    /// Looks `key` up as `Reader::get` does: the version of its live entry
+    /// and its value's words in `value` (the value's size rounded up to
+    /// whole words), or `None`. Each entry on the probe is looked at in
+    /// place (`entry::try_read_key`): only the key's own value is copied.
+    /// At most `entries` probes, each a bounded read. `key` is the table's
+    /// key size (checked by the caller) and `value` its value's words, so
+    /// with typed fields the sizes are constants here.
+    #[inline(always)]
+    pub(crate) fn find_value(&self, key: &[u8], value: &mut [u8]) -> Result<Option<u64>, NotRead> {
         let home = self.home(key);
-        let at = self.key_at();
+        let value_word = 1 + key.len().div_ceil(8);
         for n in 0..self.geo.entries {
             let i = (home + n) & self.mask;
-            let read = self.read(i, buf)?;
-            match read.tag {
-                tag::EMPTY => return Ok(None),
-                tag::LIVE if &buf[at..at + key.len()] == key => return Ok(Some((i, read))),
-                _ => {}
+            let (stamp, body) = (self.stamp(i), self.body(i));
+            let (first, mut holds) = entry::try_read_key(stamp, body, key, value_word, value);
+            let version = match first {
+                Attempt::Stable(version) => version,
+                first => self.retry(i, first, &mut || {
+                    let (attempt, h) = entry::try_read_key(stamp, body, key, value_word, value);
+                    holds = h;
+                    attempt
+                })?,
+            };
+            match holds {
+                Holds::Key => return Ok(Some(version)),
+                Holds::Empty => return Ok(None),
+                Holds::Other => {}
+                Holds::BadTag(t) => return Err(NotRead::BadTag { entry: i, tag: t }),
             }
         }
         Ok(None)
