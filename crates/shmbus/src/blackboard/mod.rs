@@ -39,10 +39,12 @@
 //! - Each entry is a seqlock with its stamp in the entry: `2v - 1` while
 //!   version `v` is written, `2v` once written. The writer stores the odd
 //!   stamp, a Release fence, the words, then the even stamp (Release); a
-//!   reader loads the stamp (Acquire), copies the words with the bus's
-//!   racing copy (every byte an atomic access), an Acquire fence, and
-//!   keeps the copy only if the stamp is the same even value. So a value
-//!   read is one the writer wrote whole, never a mix (loom: `loom_blackboard.rs`).
+//!   reader loads the stamp (Acquire), loads the words it needs (a view
+//!   copies the entry with the bus's racing copy; `get` compares the tag
+//!   and key in place and copies only the value: every byte an atomic
+//!   access either way), an Acquire fence, and keeps what it read only if
+//!   the stamp is the same even value. So a value read is one the writer
+//!   wrote whole, never a mix (loom: `loom_blackboard.rs`, both reads).
 //! - Versions come from one counter per table: each put or removal takes
 //!   the next. An entry's version is the table's at its last write, so
 //!   `changed_since(v)` is every entry whose version is past `v`.
