@@ -144,6 +144,13 @@ async def recv_async(handle):
     awaiting the token's future between them. It consumes only inside
     ``_recv_or_arm``, never across the await: a cancelled receive has taken
     nothing, and its wake-up is disarmed whatever ends the await."""
+    return await _turns(handle._recv_or_arm)
+
+
+async def _turns(turn):
+    """Turns of ``turn(bell, token)`` (``(True, result)``, or ``(False,
+    armed)`` after arming a wake-up that rings ``token`` on ``bell``),
+    awaiting the token's future between them, until one has a result."""
     import asyncio
 
     loop = asyncio.get_running_loop()
@@ -153,7 +160,7 @@ async def recv_async(handle):
         bell.next_token += 1
         future = bell.futures[token] = loop.create_future()
         try:
-            got, value = handle._recv_or_arm(bell.bell, token)
+            got, value = turn(bell.bell, token)
         except BaseException:
             del bell.futures[token]
             raise
@@ -165,6 +172,25 @@ async def recv_async(handle):
         finally:
             value.disarm()
             bell.futures.pop(token, None)
+
+
+async def board_wait_async(board, since):
+    """``Blackboard.wait_async``: turns of ``board._wait_or_arm`` until the
+    table's version passes ``since``; the new version."""
+    return await _turns(lambda bell, token: board._wait_or_arm(since, bell, token))
+
+
+async def board_wait_key_async(board, key, since):
+    """``Blackboard.wait_key_async``: looks at ``key`` without waiting
+    (``wait_key`` with a timeout of 0), and between looks awaits a change
+    of the table past the version read before the look, so that no write
+    between the look and the wait is missed."""
+    while True:
+        before = board.version
+        found = board.wait_key(key, since, 0)
+        if found is not None:
+            return found
+        await board_wait_async(board, before)
 
 
 async def anext(handle):

@@ -13,6 +13,7 @@ use shmbus::{
     OpenOptions,
 };
 
+use crate::aio::Receiving;
 use crate::errors;
 use crate::handle::{handle_methods, Handle};
 use crate::{owned_bytes, support, wait_in_slices, Until};
@@ -22,7 +23,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// A writer (absent for a handle from `open`) and a reader of one table.
-struct Board {
+pub(crate) struct Board {
     writer: Option<Writer<[u8], [u8]>>,
     reader: Reader<[u8], [u8]>,
 }
@@ -388,3 +389,65 @@ handle_methods!(
     /// Closes the handle (a writer's role is free for another to attach).
     fn close
 );
+
+/// The async wait is a receive whose "message" is the table's version
+/// once it passes the version the wait started from: that version is the
+/// reader's `seen` (a `Select` member is ready when the version passes
+/// it), set at the start of each turn, so the waiter thread's wake-up and
+/// the look agree on what is awaited. Python has no other use of `seen`.
+impl Receiving for PyBlackboard {
+    type State = Board;
+    fn handle(&self) -> &Handle<Board> {
+        &self.inner
+    }
+    fn try_next(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.inner
+            .with(py, |b, _| {
+                let v = b.reader.version();
+                Ok((v > b.reader.seen()).then_some(v))
+            })?
+            .map(|v| v.into_py_any(py))
+            .transpose()
+    }
+    fn member(state: &Board) -> &dyn shmbus::select::Selectable {
+        &state.reader
+    }
+}
+
+#[pymethods]
+impl PyBlackboard {
+    /// One turn of `wait_async(since)` (`shmbus._support`): `(True,
+    /// version)`, or `(False, an _Armed)`.
+    fn _wait_or_arm(
+        &self,
+        py: Python<'_>,
+        since: u64,
+        bell: PyRef<'_, crate::aio::Bell>,
+        token: u64,
+    ) -> PyResult<(bool, Py<PyAny>)> {
+        self.inner.with(py, |b, _| {
+            b.reader.mark_seen(since);
+            Ok(())
+        })?;
+        crate::aio::recv_or_arm(self, py, &bell, token)
+    }
+
+    /// `await board.wait_async(since)`: waits, without blocking the event
+    /// loop (the waiter thread, as `recv_async`), until the table's
+    /// version passes `since`; the new version. Cancel-safe (it reads
+    /// nothing). With no live writer it waits until one writes.
+    fn wait_async<'py>(slf: &Bound<'py, Self>, since: u64) -> PyResult<Bound<'py, PyAny>> {
+        crate::support(slf.py(), "board_wait_async")?.call1((slf, since))
+    }
+
+    /// `await board.wait_key_async(key, since)`: waits as `wait_async`
+    /// until `key`'s entry has a version past `since`: `(value, version)`
+    /// (value None if it was removed).
+    fn wait_key_async<'py>(
+        slf: &Bound<'py, Self>,
+        key: &Bound<'py, PyAny>,
+        since: u64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        crate::support(slf.py(), "board_wait_key_async")?.call1((slf, key, since))
+    }
+}

@@ -385,3 +385,62 @@ def test_a_journal_subscriber_receives_entries_from_the_file_then_the_ring(bus_n
 
             assert run(main()) == list(range(21))
             assert shmbus.aio_registrations() == 0
+
+
+def test_tasks_awaiting_a_blackboard_another_process_writes_see_each_key_reach_its_last_value(bus_name):
+    count = scaled(2000, 200)
+    shmbus.Blackboard.create(bus_name, keys=8, key_size=8, value_size=8).close()
+    readers = [shmbus.Blackboard.open(bus_name) for _ in range(5)]
+
+    async def follow_table(r):
+        since, wakes = 0, 0
+        while since < count:
+            v = await r.wait_async(since)
+            assert since < v <= count
+            since, wakes = v, wakes + 1
+        return wakes
+
+    async def follow_key(r, k):
+        last = max(i for i in range(count) if i % 4 == k)
+        since, seen = 0, 0
+        while True:
+            value, version = await r.wait_key_async(u64(k), since)
+            (v,) = struct.unpack("<Q", value)
+            assert version > since and (v % 4, version) == (k, v + 1)
+            since, seen = version, seen + 1
+            if v == last:
+                return seen
+
+    async def main():
+        # Nothing written yet: a wait times out, and its cancellation
+        # leaves no wake-up armed.
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(readers[0].wait_async(0), 0.02)
+        assert shmbus.aio_registrations() == 0
+        tasks = [asyncio.ensure_future(follow_table(readers[0]))]
+        tasks += [asyncio.ensure_future(follow_key(readers[1 + k], k)) for k in range(4)]
+        await until_registrations(5)
+        code = (
+            "import shmbus, struct, time\n"
+            f"b = shmbus.Blackboard.attach({bus_name!r})\n"
+            f"for i in range({count}):\n"
+            "    b.put(struct.pack('<Q', i % 4), struct.pack('<Q', i))\n"
+            "    if i % 7 == 0:\n"
+            "        time.sleep(0.001)\n"
+            "b.close()\n"
+        )
+        child = Child([sys.executable, "-c", code])
+        try:
+            got = await asyncio.gather(*tasks)
+        except BaseException:
+            child.kill()
+            raise
+        rc, _, err = child.finish()
+        assert rc == 0, err
+        return got
+
+    wakes, *per_key = run(main())
+    assert wakes >= 1 and all(n >= 1 for n in per_key)
+    assert shmbus.aio_registrations() == 0
+    for r in readers:
+        r.close()
