@@ -186,7 +186,28 @@ impl<R: Region> Table<R> {
         let buf = &mut buf[..self.body_words * 8];
         match entry::try_read(self.stamp(i), self.body(i), buf) {
             Attempt::Stable(version) => Self::checked(i, version, buf),
-            first => self.read_again(i, buf, first),
+            first => self.read_again(i, self.body(i), buf, first),
+        }
+    }
+
+    /// Words of an entry's tag and key: what [`Table::read_key`] copies.
+    pub(crate) fn key_words(&self) -> usize {
+        1 + (self.geo.key_size as usize).div_ceil(8)
+    }
+
+    /// Reads entry `i`'s tag and key into `buf` (at least
+    /// [`Table::key_words`] words), not its value: the same seqlock and
+    /// bounded retries as [`Table::read`], for `stat`'s hottest keys,
+    /// which need no value (up to 1 MiB) copied.
+    pub(crate) fn read_key(&self, i: u64, buf: &mut [u8]) -> Result<Read, NotRead> {
+        let i = i & self.mask;
+        let words = self
+            .region
+            .words(self.entry(i) + off::TAG, self.key_words());
+        let buf = &mut buf[..words.len() * 8];
+        match entry::try_read(self.stamp(i), words, buf) {
+            Attempt::Stable(version) => Self::checked(i, version, buf),
+            first => self.read_again(i, words, buf, first),
         }
     }
 
@@ -203,9 +224,14 @@ impl<R: Region> Table<R> {
     /// The retries after a first try that found entry `i` busy.
     #[cold]
     #[inline(never)]
-    fn read_again(&self, i: u64, buf: &mut [u8], first: Attempt) -> Result<Read, NotRead> {
+    fn read_again(
+        &self,
+        i: u64,
+        body: &[AtomicU64],
+        buf: &mut [u8],
+        first: Attempt,
+    ) -> Result<Read, NotRead> {
         let stamp = self.stamp(i);
-        let body = self.body(i);
         let mut first_odd = None;
         let mut moved = false;
         let mut attempt = first;
