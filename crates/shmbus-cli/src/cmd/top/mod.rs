@@ -14,6 +14,7 @@
 //! descriptors, and the lengths of the messages between two samples are
 //! not all still readable.
 
+mod blackboard;
 mod json;
 mod model;
 mod pool;
