@@ -556,3 +556,123 @@ fn top_shows_each_subscribers_contract_evictions_and_the_publishers_blocked_time
     drop(publisher);
     bus.finish();
 }
+
+/// A blackboard of `u32` keys and `u64` values, 100 keys, made by the test
+/// itself: keys 1, 2, 3 and 7 put once.
+fn board(label: &str) -> (BusName, shmbus::blackboard::Writer<u32, u64>) {
+    use shmbus::blackboard::{BlackboardOptions, Writer};
+    let bus = BusName::new(label);
+    let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+        .expect("create the blackboard");
+    for k in [1, 2, 3, 7] {
+        writer.put(&k, &0).expect("put");
+    }
+    (bus, writer)
+}
+
+/// The `blackboard` object of bus `name` in a `top --json` sample.
+fn board_json(top: &Value, name: &str) -> Value {
+    top["buses"]
+        .as_array()
+        .expect("buses")
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {top}"))["blackboard"]
+        .clone()
+}
+
+#[test]
+fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
+    let (bus, mut writer) = board("top-bb-hot-J");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    // Key 7 a hundred times for each put of key 1; keys 2 and 3 never
+    // again. Paced (1 ms per 100 puts) to leave the CPU to top.
+    let feeder = std::thread::spawn(move || {
+        let mut i = 0u64;
+        while !flag.load(Ordering::Relaxed) {
+            for _ in 0..100 {
+                i += 1;
+                writer.put(&7, &i).expect("put 7");
+            }
+            writer.put(&1, &i).expect("put 1");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        writer
+    });
+    let top = shmbus_json(&[
+        "top",
+        bus.name(),
+        "--once",
+        "--json",
+        "--interval-ms",
+        "200",
+    ]);
+    let prom = run(common::shmbus(&[
+        "top",
+        bus.name(),
+        "--prometheus",
+        "--interval-ms",
+        "10",
+    ]));
+    stop.store(true, Ordering::Relaxed);
+    let writer = feeder.join().expect("the feeder");
+    let bb = board_json(&top, bus.name());
+    assert_eq!((u(&bb["keys"]), u(&bb["capacity"])), (4, 100), "{bb}");
+    assert_eq!(bb["corrupt"], Value::Null, "{bb}");
+    assert!(bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{bb}");
+    let hottest = bb["hottest"].as_array().expect("hottest");
+    assert_eq!(hottest[0]["key"], "7", "{bb}");
+    assert!(hottest[0]["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0));
+    // Keys 2 and 3 did not move: never named.
+    assert!(hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"), "{bb}");
+    if let Some(second) = hottest.get(1) {
+        assert!(u(&second["updates"]) < u(&hottest[0]["updates"]), "{bb}");
+    }
+    prom.assert_success();
+    let text = prom.stdout();
+    let series = format!("shmbus_blackboard_keys{{bus=\"{}\"}} 4", bus.name());
+    assert!(text.contains(&series), "{text}");
+    assert!(text.contains("shmbus_blackboard_updates_total{"), "{text}");
+    drop(writer);
+    bus.finish();
+}
+
+#[test]
+fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
+    let (bus, writer) = board("top-bb-bad-J");
+    drop(writer);
+    let st = shmbus::stat::stat(bus.name()).expect("stat");
+    let bb = st.blackboard.expect("a blackboard");
+    let entry = bb.versions[0].entry;
+    // An even stamp (no write under way) naming a version far past the
+    // table's: no writer stores it.
+    let at = st.header.data_offset + entry * u64::from(st.header.slot_size);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(bus.path())
+        .and_then(|f| std::os::unix::fs::FileExt::write_at(&f, &(u64::MAX - 1).to_le_bytes(), at))
+        .expect("patch a stamp");
+    let top = shmbus_json(&[
+        "top",
+        bus.name(),
+        "--once",
+        "--json",
+        "--interval-ms",
+        "10",
+    ]);
+    let bb = board_json(&top, bus.name());
+    let why = bb["corrupt"].as_str().unwrap_or_else(|| panic!("not corrupt: {bb}"));
+    assert!(
+        why.contains(&format!("entry {entry}: version {} is past the table's 4", u64::MAX / 2)),
+        "{why}"
+    );
+    assert!(
+        bb["hottest"].as_array().expect("hottest").iter().all(|h| h["entry"] != entry),
+        "{bb}"
+    );
+    let plain = run(common::shmbus(&["top", bus.name(), "--once", "--interval-ms", "10"]));
+    plain.assert_success();
+    assert!(plain.stdout().contains("corrupt:"), "{}", plain.stdout());
+    bus.finish();
+}

@@ -112,11 +112,13 @@ pub struct BlackboardStat {
     /// a writer that died (stuck if no writer lives).
     pub mid_write: u64,
     /// Every entry ever written (its stamp not 0), in table order, with
-    /// the version its stamp names: what a sampler differences for the
-    /// hottest keys ([`blackboard_keys`](super::blackboard_keys) reads
-    /// their keys). The pass loads one stamp per entry, so its cost is
-    /// one cache line per entry (a million entries: a million lines, and
-    /// 24 bytes per written entry here).
+    /// the version its stamp names: a sampler that keeps two tells which
+    /// entries were written in between
+    /// ([`blackboard_watch`](super::blackboard_watch) then counts how
+    /// often, [`blackboard_keys`](super::blackboard_keys) reads their
+    /// keys). The pass loads one stamp per entry, so its cost is one cache
+    /// line per entry (a million entries: a million lines), and 24 bytes
+    /// per written entry here.
     pub versions: Vec<EntryVersion>,
 }
 

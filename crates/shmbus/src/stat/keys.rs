@@ -2,23 +2,29 @@
 //! version, from `stat`'s one pass over the stamps
 //! ([`BlackboardStat::versions`](super::BlackboardStat::versions)), and
 //! the keys of a few chosen entries ([`blackboard_keys`]), each read
-//! through the entry's seqlock (`blackboard::table`), never waited on.
+//! through the entry's seqlock (`blackboard::table`), never waited on, and
+//! how often a few entries change over a short window
+//! ([`blackboard_watch`]): versions alone say when an entry was last
+//! written, not how often.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::blackboard::table::{NotRead, Table};
 use crate::error::OpenError;
 use crate::segment::{open_region, Role};
+use crate::sync::Ordering;
 use crate::sys::resolve;
 use crate::wire::blackboard::tag;
 use crate::wire::Kind;
 
 /// One written entry of a blackboard's table, as `stat`'s pass over the
-/// stamps read it (LAYOUT §25): the version its stamp names. A sampler
-/// that keeps two passes tells the entries written most between them by
-/// the difference of their versions; the table's writer gives each write
-/// the table's next version, so an entry's version only grows (one that
-/// went back was not written by a writer).
+/// stamps read it (LAYOUT §25): the version its stamp names. The writer
+/// gives each write the table's next version, so an entry's version only
+/// grows (one that went back was not written by a writer) and is never
+/// past the table's but for the one write in flight. A sampler that keeps
+/// two passes tells which entries were written between them; not how
+/// often (the version is the table's at the entry's last write): for that,
+/// [`blackboard_watch`].
 ///
 /// # Examples
 /// ```
@@ -171,4 +177,129 @@ pub fn blackboard_keys(name: &str, entries: &[u64]) -> Result<Vec<EntryKey>, Ope
             },
         })
         .collect())
+}
+
+/// The most entries one [`blackboard_watch`] polls; those after are not
+/// watched.
+pub const MAX_WATCHED: usize = 1024;
+
+/// The most passes one [`blackboard_watch`] makes over its entries,
+/// however long its window.
+pub const MAX_PASSES: u64 = 10_000;
+
+/// What [`blackboard_watch`] saw of the entries it polled.
+///
+/// # Examples
+/// ```
+/// use shmbus::stat::Watch;
+/// let w = Watch { changes: vec![(3, 10)], passes: 20, elapsed: std::time::Duration::from_millis(5) };
+/// assert_eq!(w.rate(3), Some(2000.0));
+/// assert_eq!(w.rate(4), None);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Watch {
+    /// Each entry watched and the changes of version seen in it: writes,
+    /// but writes closer than one pass count once, so a lower bound.
+    pub changes: Vec<(u64, u64)>,
+    /// Passes made over the entries.
+    pub passes: u64,
+    /// From the first pass to the last.
+    pub elapsed: Duration,
+}
+
+impl Watch {
+    /// Changes per second seen in `entry` (`None` if it was not watched, or
+    /// no time passed).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::stat::Watch;
+    /// let w = Watch { changes: vec![(1, 0)], passes: 1, elapsed: std::time::Duration::ZERO };
+    /// assert_eq!(w.rate(1), None);
+    /// ```
+    pub fn rate(&self, entry: u64) -> Option<f64> {
+        let secs = self.elapsed.as_secs_f64();
+        let (_, n) = self.changes.iter().find(|c| c.0 == entry)?;
+        (secs > 0.0).then(|| *n as f64 / secs)
+    }
+}
+
+/// Polls the stamps of the blackboard named `name` in `entries` (at most
+/// [`MAX_WATCHED`]) for `window`, a pass every `every` (sleeping between
+/// passes, at most [`MAX_PASSES`]), and counts each entry's changes of
+/// version: how a sampler tells a key written a thousand times a second
+/// from one written once, which two versions far apart cannot (an entry's
+/// version is the table's at its last write, not a count of its writes).
+/// Stamps only, read-only, without a lock; an entry past the table's end
+/// is left out, and a version that goes back is not counted.
+///
+/// # Errors
+/// As [`blackboard_keys`].
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// # let name = format!("/dev/shm/shmbus-doc-bbwatch-{}", std::process::id());
+/// let mut writer = Writer::<u32, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// writer.put(&7, &70)?;
+/// let at = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard").versions[0].entry;
+/// let watch = shmbus::stat::blackboard_watch(&name, &[at], Duration::from_millis(2), Duration::from_micros(100))?;
+/// assert_eq!(watch.changes, [(at, 0)]); // nobody wrote while it watched
+/// assert!(watch.passes >= 1);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn blackboard_watch(
+    name: &str,
+    entries: &[u64],
+    window: Duration,
+    every: Duration,
+) -> Result<Watch, OpenError> {
+    let path = resolve(name)?;
+    let (region, header) = open_region(&path, Role::Inspect, Duration::from_millis(100))?;
+    header.validate_kind()?;
+    if header.kind != Kind::Blackboard {
+        return Err(OpenError::WrongKind {
+            found: header.kind,
+            expected: Kind::Blackboard,
+        });
+    }
+    let geo = header
+        .blackboard_geometry()
+        .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
+    let table = Table::new(
+        region,
+        geo,
+        header.control_offset as usize,
+        header.data_offset as usize,
+    );
+    let watched: Vec<u64> = entries
+        .iter()
+        .copied()
+        .filter(|&e| e < geo.entries)
+        .take(MAX_WATCHED)
+        .collect();
+    // Relaxed: only the stamp's value is wanted, never the words it guards.
+    let version = |e: u64| crate::blackboard::entry::version_of(table.stamp(e).load(Ordering::Relaxed));
+    let mut last: Vec<u64> = watched.iter().map(|&e| version(e)).collect();
+    let mut changes = vec![0u64; watched.len()];
+    let start = Instant::now();
+    let mut passes = 1;
+    while passes < MAX_PASSES && start.elapsed() < window {
+        std::thread::sleep(every);
+        for (i, &e) in watched.iter().enumerate() {
+            let v = version(e);
+            if v > last[i] {
+                changes[i] += 1;
+            }
+            last[i] = v;
+        }
+        passes += 1;
+    }
+    Ok(Watch {
+        changes: watched.into_iter().zip(changes).collect(),
+        passes,
+        elapsed: start.elapsed(),
+    })
 }

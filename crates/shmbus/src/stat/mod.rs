@@ -6,7 +6,8 @@
 //! processes that attach (see [`clean`](fn@clean)).
 //!
 //! Files: `bus.rs` reads one bus ([`stat`]), `keys.rs` a blackboard's
-//! entry versions and chosen keys ([`blackboard_keys`]), `list.rs` lists a
+//! entry versions, chosen keys ([`blackboard_keys`]) and how often
+//! they change ([`blackboard_watch`]), `list.rs` lists a
 //! directory ([`list`](fn@list)), `clean.rs` removes what nobody uses
 //! ([`clean`](fn@clean)); both walk the directory with `scan.rs` and read
 //! /proc/*/maps with `proc.rs`.
@@ -23,6 +24,9 @@ pub use bus::{
     SubscriberStat,
 };
 pub use clean::{clean, CleanError, Cleaned};
-pub use keys::{blackboard_keys, EntryKey, EntryVersion, KeyRead};
+pub use keys::{
+    blackboard_keys, blackboard_watch, EntryKey, EntryVersion, KeyRead, Watch, MAX_PASSES,
+    MAX_WATCHED,
+};
 pub use list::{list, Listing};
 pub use scan::ScanError;
