@@ -586,17 +586,20 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     let (bus, mut writer) = board("top-bb-hot-J");
     let stop = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&stop);
-    // Key 7 a hundred times for each put of key 1; keys 2 and 3 never
-    // again. Paced (1 ms per 100 puts) to leave the CPU to top.
+    // Key 7 without a pause, key 1 once per 100,000 puts of it, keys 2
+    // and 3 never again: both 7 and 1 are written between any two of
+    // top's samples, and only how often tells them apart.
     let feeder = std::thread::spawn(move || {
         let mut i = 0u64;
         while !flag.load(Ordering::Relaxed) {
-            for _ in 0..100 {
+            for _ in 0..1000 {
                 i += 1;
                 writer.put(&7, &i).expect("put 7");
             }
-            writer.put(&1, &i).expect("put 1");
-            std::thread::sleep(Duration::from_millis(1));
+            if i % 100_000 == 0 {
+                writer.put(&1, &i).expect("put 1");
+            }
+            std::thread::yield_now();
         }
         writer
     });
@@ -606,7 +609,7 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
         "--once",
         "--json",
         "--interval-ms",
-        "200",
+        "500",
     ]);
     let prom = run(common::shmbus(&[
         "top",
@@ -624,7 +627,7 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     let hottest = bb["hottest"].as_array().expect("hottest");
     assert_eq!(hottest[0]["key"], "7", "{bb}");
     assert!(hottest[0]["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0));
-    // Keys 2 and 3 did not move: never named.
+    // Keys 2 and 3 were not written: never named.
     assert!(hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"), "{bb}");
     if let Some(second) = hottest.get(1) {
         assert!(u(&second["updates"]) < u(&hottest[0]["updates"]), "{bb}");

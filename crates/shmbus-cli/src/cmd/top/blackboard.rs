@@ -1,13 +1,19 @@
 //! A blackboard in `top`: its table (keys used of the capacity, updates
-//! and their rate, entries mid-write) and its hottest keys, the entries
-//! whose versions moved most since the previous sample (`tui/board.rs`
-//! writes them).
+//! and their rate, entries mid-write) and its hottest keys
+//! (`tui/board.rs` writes them).
 //!
-//! Each sample `shmbus::stat` loads every entry's stamp once (one cache
-//! line per entry: a table of a million entries costs a million lines and
-//! about 24 MB for the versions kept per sample); the versions are
-//! differenced with the previous sample's in one merge, and only the
-//! [`HOTTEST`] entries' keys are read, each through its seqlock.
+//! An entry's version is the table's at its last write: two samples tell
+//! which entries were written in between, not how often. So each sample
+//! takes every entry's version (`shmbus::stat`: one stamp load per entry,
+//! one cache line; a table of a million entries costs a million lines and
+//! about 24 MB for the versions kept), merges them with the previous
+//! sample's, and the entries written since (at most
+//! `shmbus::stat::MAX_WATCHED`, the latest first) are watched for a short
+//! window (`shmbus::stat::blackboard_watch`, [`Live`]): the changes seen
+//! there rank them, and the [`HOTTEST`] have their keys read, each through
+//! its seqlock. A change seen is at least one write: a key written more
+//! often than once per pass reads as one per pass, so the rates are lower
+//! bounds, good to rank keys and tell fast from slow, not to count.
 //!
 //! The table is in a file other processes write: an entry whose version
 //! went back, or is past the table's version, is counted as corrupt and
@@ -16,11 +22,13 @@
 //! there at the previous sample was removed and reinserted: it is marked
 //! so, without a rate (its writes were to two keys). A key not read at
 //! the previous sample (the entry was not among the hottest) cannot be
-//! compared: its rate counts every write to the entry.
+//! compared.
 
 use std::collections::HashMap;
 
-use shmbus::stat::{BlackboardStat, EntryKey, EntryVersion, KeyRead};
+use std::time::Duration;
+
+use shmbus::stat::{BlackboardStat, EntryKey, EntryVersion, KeyRead, Watch, MAX_WATCHED};
 
 /// How many hottest keys a sample names.
 pub const HOTTEST: usize = 5;
@@ -67,12 +75,13 @@ pub struct HotKey {
     pub entry: u64,
     /// The key, readable ([`key_text`]), if one could be read.
     pub key: Option<String>,
-    /// Writes to the entry since the previous sample (its version moved
-    /// by at least this much; an entry first written since counts its
-    /// version's move from 0 as 1).
+    /// Changes of its version seen in the watch window (each at least
+    /// one write).
     pub updates: u64,
-    /// Those writes per second; `None` when `note` says the rate would
-    /// mix keys.
+    /// Those changes per second: a lower bound of its write rate; `None`
+    /// when none was seen in the window (it was written since the previous
+    /// sample, more slowly than the window sees) or `note` says the rate
+    /// would mix keys.
     pub per_sec: Option<f64>,
     /// What else is true of it: "key changed" (removed and another key
     /// inserted there since the previous sample: no rate), "removed",
@@ -89,16 +98,56 @@ pub struct BoardPrev {
     keys: HashMap<u64, Vec<u8>>,
 }
 
+/// The table of a blackboard, as a sample reads more of it than its stat:
+/// how often some entries change, and their keys. [`Live`] reads the file;
+/// a test gives a fake table.
+pub trait Board {
+    /// Watches `entries` for a short window: the changes seen in each.
+    fn watch(&mut self, entries: &[u64]) -> Option<Watch>;
+    /// Reads the keys of `entries`.
+    fn keys(&mut self, entries: &[u64]) -> Vec<EntryKey>;
+}
+
+/// The blackboard at `name`, read through `shmbus::stat`.
+#[derive(Debug)]
+pub struct Live {
+    pub name: String,
+    /// How long [`Board::watch`] watches, and how often it looks.
+    pub window: Duration,
+    pub every: Duration,
+}
+
+impl Board for Live {
+    fn watch(&mut self, entries: &[u64]) -> Option<Watch> {
+        // Gone since the stat: no rates.
+        shmbus::stat::blackboard_watch(&self.name, entries, self.window, self.every).ok()
+    }
+
+    fn keys(&mut self, entries: &[u64]) -> Vec<EntryKey> {
+        // Gone since the stat: no keys, each hot entry says so.
+        shmbus::stat::blackboard_keys(&self.name, entries).unwrap_or_default()
+    }
+}
+
+/// The watch window for samples `interval` apart: a tenth of it, from 5 to
+/// 50 ms.
+pub fn window(interval: Duration) -> Duration {
+    (interval / 10).clamp(Duration::from_millis(5), Duration::from_millis(50))
+}
+
+/// How often the watch looks at its entries: at most this many changes a
+/// second are seen of one entry (about 4,000 with the sleep's overhead).
+pub const WATCH_EVERY: Duration = Duration::from_micros(200);
+
 /// A blackboard's row, from its stat and the previous sample's `prev`
-/// (`dt` seconds ago); `read_keys` reads the keys of the entries it is
-/// given (`shmbus::stat::blackboard_keys`, or a test's table). Returns
-/// what the next sample needs.
+/// (`dt` seconds ago), reading more of the table through `board`.
+/// Returns what the next sample needs.
 pub fn row(
     bb: BlackboardStat,
     writer_alive: bool,
     prev: Option<&BoardPrev>,
     dt: Option<f64>,
-    read_keys: impl FnOnce(&[u64]) -> Vec<EntryKey>,
+    board: &mut impl Board,
 ) -> (BlackboardRow, BoardPrev) {
     let mut problems = Vec::new();
     let updates_per_sec = match (prev, dt) {
@@ -114,7 +163,7 @@ pub fn row(
         }
         _ => None,
     };
-    let (moved, bad) = moved(prev.map_or(&[][..], |p| &p.versions), &bb.versions, bb.updates);
+    let (mut written, bad) = written(prev.map_or(&[][..], |p| &p.versions), &bb.versions, bb.updates);
     if let Some((entry, why)) = bad.first() {
         let more = match bad.len() {
             1 => String::new(),
@@ -122,32 +171,48 @@ pub fn row(
         };
         problems.push(format!("entry {entry}: {why}{more}"));
     }
-    let mut hot: Vec<(u64, u64)> = if prev.is_some() && dt.is_some() {
-        moved
+    if prev.is_none() || dt.is_none() {
+        written.clear();
+    }
+    // The latest written first: those the watch keeps when there are more.
+    written.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    written.truncate(MAX_WATCHED);
+    let watch = if written.is_empty() {
+        None
     } else {
-        Vec::new()
+        let entries: Vec<u64> = written.iter().map(|w| w.0).collect();
+        board.watch(&entries)
     };
-    // Most writes first; the lower entry first among equals, so a sample
-    // reads the same way twice.
-    hot.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    let seen = |entry: u64| {
+        watch
+            .as_ref()
+            .and_then(|w| w.changes.iter().find(|c| c.0 == entry))
+            .map_or(0, |c| c.1)
+    };
+    // Most changes seen first; among equals, the latest written.
+    let mut hot: Vec<(u64, u64, u64)> = written.iter().map(|&(e, v)| (e, seen(e), v)).collect();
+    hot.sort_by(|a, b| b.1.cmp(&a.1).then(b.2.cmp(&a.2)).then(a.0.cmp(&b.0)));
     hot.truncate(HOTTEST);
     let entries: Vec<u64> = hot.iter().map(|h| h.0).collect();
     let reads = if entries.is_empty() {
         Vec::new()
     } else {
-        read_keys(&entries)
+        board.keys(&entries)
     };
     let mut keys = HashMap::new();
     let hottest = hot
         .iter()
-        .map(|&(entry, updates)| {
+        .map(|&(entry, updates, _)| {
             let read = reads.iter().find(|r| r.entry == entry).map(|r| &r.read);
             let before = prev.and_then(|p| p.keys.get(&entry));
             let mut h = HotKey {
                 entry,
                 key: None,
                 updates,
-                per_sec: dt.map(|dt| updates as f64 / dt),
+                per_sec: watch
+                    .as_ref()
+                    .filter(|_| updates > 0)
+                    .and_then(|w| w.rate(entry)),
                 note: None,
             };
             match read {
@@ -193,17 +258,17 @@ pub fn row(
     (row, next)
 }
 
-/// Each entry's writes between two passes (both in table order, as
-/// `stat` gives them): `(entry, writes)` for those that moved, and
-/// `(entry, why)` for those that cannot be believed: a version that went
-/// back, or one more than one past the table's `updates` (read after the
-/// pass: an honest entry is at most the one write in flight ahead).
-fn moved(
+/// The entries written between two passes (both in table order, as
+/// `stat` gives them), with their version now; and `(entry, why)` for
+/// those that cannot be believed: a version that went back, or one more
+/// than one past the table's `updates` (read after the pass: an honest
+/// entry is at most the one write in flight ahead).
+fn written(
     before: &[EntryVersion],
     now: &[EntryVersion],
     updates: u64,
 ) -> (Vec<(u64, u64)>, Vec<(u64, String)>) {
-    let (mut moved, mut bad) = (Vec::new(), Vec::new());
+    let (mut written, mut bad) = (Vec::new(), Vec::new());
     let mut b = before.iter().peekable();
     for e in now {
         while b.next_if(|p| p.entry < e.entry).is_some() {}
@@ -211,10 +276,7 @@ fn moved(
         if e.version > updates.saturating_add(1) {
             bad.push((
                 e.entry,
-                format!(
-                    "version {} is past the table's {updates}",
-                    e.version
-                ),
+                format!("version {} is past the table's {updates}", e.version),
             ));
             continue;
         }
@@ -223,13 +285,12 @@ fn moved(
                 e.entry,
                 format!("version went back from {w} to {}", e.version),
             )),
-            Some(w) if e.version > w => moved.push((e.entry, e.version - w)),
-            Some(_) => {}
-            // First written since the previous pass: at least once.
-            None => moved.push((e.entry, 1)),
+            Some(w) if e.version == w => {}
+            // Written since the previous pass (or first written since).
+            _ => written.push((e.entry, e.version)),
         }
     }
-    (moved, bad)
+    (written, bad)
 }
 
 /// A key, readable: an unsigned little-endian integer when it is 1, 2, 4
@@ -279,15 +340,38 @@ mod tests {
         }
     }
 
-    /// A fake table: entry `i` holds key `i * 10` (4 bytes), unless
-    /// `table` says otherwise.
-    fn table(over: &[(u64, KeyRead)]) -> impl Fn(&[u64]) -> Vec<EntryKey> + '_ {
-        move |entries| {
+    /// A fake table: entry `i` holds key `i * 10` (4 bytes) unless `reads`
+    /// says otherwise, and changes `changes` times in a watch of 1 s.
+    #[derive(Default)]
+    struct Fake {
+        changes: Vec<(u64, u64)>,
+        reads: Vec<(u64, KeyRead)>,
+        watched: Vec<u64>,
+        keyed: Vec<u64>,
+    }
+
+    impl Board for Fake {
+        fn watch(&mut self, entries: &[u64]) -> Option<Watch> {
+            self.watched = entries.to_vec();
+            let changes = entries
+                .iter()
+                .map(|&e| (e, self.changes.iter().find(|c| c.0 == e).map_or(0, |c| c.1)))
+                .collect();
+            Some(Watch {
+                changes,
+                passes: 5000,
+                elapsed: Duration::from_secs(1),
+            })
+        }
+
+        fn keys(&mut self, entries: &[u64]) -> Vec<EntryKey> {
+            self.keyed = entries.to_vec();
             entries
                 .iter()
                 .map(|&entry| EntryKey {
                     entry,
-                    read: over
+                    read: self
+                        .reads
                         .iter()
                         .find(|o| o.0 == entry)
                         .map(|o| o.1.clone())
@@ -300,97 +384,134 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_entry_written_most_between_two_samples_is_the_hottest_with_its_rate() {
-        let (_, prev) = row(stat(3, vec![v(1, 1), v(5, 2), v(9, 3)]), true, None, None, table(&[]));
-        let now = stat(113, vec![v(1, 11), v(5, 113), v(9, 3), v(12, 40)]);
-        let (r, _) = row(now, true, Some(&prev), Some(2.0), table(&[]));
-        assert_eq!(r.updates_per_sec, Some(55.0));
-        assert!(r.corrupt.is_none(), "{:?}", r.corrupt);
-        let names: Vec<(Option<&str>, u64)> =
-            r.hottest.iter().map(|h| (h.key.as_deref(), h.updates)).collect();
-        // Entry 9 did not move: not hot. Entry 12 is new: at least once.
-        assert_eq!(names, [(Some("50"), 111), (Some("10"), 10), (Some("120"), 1)]);
-        assert_eq!(r.hottest[0].per_sec, Some(55.5));
+    fn first(versions: Vec<EntryVersion>, updates: u64) -> BoardPrev {
+        row(stat(updates, versions), true, None, None, &mut Fake::default()).1
     }
 
     #[test]
-    fn the_first_sample_has_no_hottest_keys_and_no_rate() {
-        let mut read = false;
-        let (r, _) = row(stat(3, vec![v(1, 3)]), true, None, None, |_: &[u64]| {
-            read = true;
-            Vec::new()
-        });
-        assert!(r.hottest.is_empty() && r.updates_per_sec.is_none() && !read);
+    fn the_entry_seen_changing_most_is_the_hottest_whatever_its_version() {
+        let prev = first(vec![v(1, 1), v(5, 2), v(9, 3)], 3);
+        // Entry 1 was written last (the highest version) but changes least
+        // often; entry 9 was not written at all.
+        let now = stat(113, vec![v(1, 113), v(5, 112), v(9, 3), v(12, 40)]);
+        let mut fake = Fake {
+            changes: vec![(1, 2), (5, 900), (12, 30)],
+            ..Fake::default()
+        };
+        let (r, _) = row(now, true, Some(&prev), Some(2.0), &mut fake);
+        assert_eq!(r.updates_per_sec, Some(55.0));
+        assert!(r.corrupt.is_none(), "{:?}", r.corrupt);
+        assert_eq!(fake.watched, [1, 5, 12], "the written ones, latest first");
+        let names: Vec<(Option<&str>, u64, Option<f64>)> = r
+            .hottest
+            .iter()
+            .map(|h| (h.key.as_deref(), h.updates, h.per_sec))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (Some("50"), 900, Some(900.0)),
+                (Some("120"), 30, Some(30.0)),
+                (Some("10"), 2, Some(2.0))
+            ]
+        );
+    }
+
+    #[test]
+    fn an_entry_written_but_not_seen_changing_has_no_rate_and_comes_last() {
+        let prev = first(vec![v(1, 1), v(2, 2)], 2);
+        let mut fake = Fake {
+            changes: vec![(1, 3)],
+            ..Fake::default()
+        };
+        let (r, _) = row(stat(4, vec![v(1, 3), v(2, 4)]), true, Some(&prev), Some(1.0), &mut fake);
+        let got: Vec<(u64, Option<f64>)> = r.hottest.iter().map(|h| (h.entry, h.per_sec)).collect();
+        assert_eq!(got, [(1, Some(3.0)), (2, None)]);
+    }
+
+    #[test]
+    fn the_first_sample_has_no_hottest_keys_and_reads_nothing_more() {
+        let mut fake = Fake::default();
+        let (r, _) = row(stat(3, vec![v(1, 3)]), true, None, None, &mut fake);
+        assert!(r.hottest.is_empty() && r.updates_per_sec.is_none());
+        assert!(fake.watched.is_empty() && fake.keyed.is_empty());
     }
 
     #[test]
     fn at_most_five_keys_are_named_and_only_theirs_are_read() {
-        let before: Vec<_> = (0..20).map(|i| v(i, 1)).collect();
-        let (_, prev) = row(stat(20, before), true, None, None, table(&[]));
-        let now: Vec<_> = (0..20).map(|i| v(i, 1 + i)).collect();
-        let mut asked = Vec::new();
-        let (r, _) = row(stat(20, now), true, Some(&prev), Some(1.0), |e: &[u64]| {
-            asked = e.to_vec();
-            table(&[])(e)
-        });
-        assert_eq!(asked, [19, 18, 17, 16, 15]);
+        let prev = first((0..20).map(|i| v(i, 1)).collect(), 20);
+        let mut fake = Fake {
+            changes: (0..20).map(|i| (i, i)).collect(),
+            ..Fake::default()
+        };
+        let now = (0..20).map(|i| v(i, 2 + i)).collect();
+        let (r, _) = row(stat(21, now), true, Some(&prev), Some(1.0), &mut fake);
+        assert_eq!(fake.keyed, [19, 18, 17, 16, 15]);
         assert_eq!(r.hottest.len(), HOTTEST);
     }
 
     #[test]
-    fn a_key_removed_and_reinserted_elsewhere_is_marked_without_a_rate() {
-        let (_, p1) = row(stat(1, vec![v(4, 1)]), true, None, None, table(&[]));
-        // Entry 4 is hot: its key (40) is read and kept.
-        let (r, p2) = row(stat(9, vec![v(4, 9)]), true, Some(&p1), Some(1.0), table(&[]));
-        assert_eq!(r.hottest[0].key.as_deref(), Some("40"));
-        let other = KeyRead::Live {
-            key: 77u32.to_le_bytes().to_vec(),
-            version: 20,
+    fn a_key_removed_and_reinserted_is_marked_without_a_rate() {
+        let p1 = first(vec![v(4, 1)], 1);
+        let mut fake = Fake {
+            changes: vec![(4, 8)],
+            ..Fake::default()
         };
-        let (r, _) = row(
-            stat(20, vec![v(4, 20)]),
-            true,
-            Some(&p2),
-            Some(1.0),
-            table(&[(4, other)]),
-        );
+        // Entry 4 is hot: its key (40) is read and kept.
+        let (r, p2) = row(stat(9, vec![v(4, 9)]), true, Some(&p1), Some(1.0), &mut fake);
+        assert_eq!(r.hottest[0].key.as_deref(), Some("40"));
+        fake.reads = vec![(
+            4,
+            KeyRead::Live {
+                key: 77u32.to_le_bytes().to_vec(),
+                version: 20,
+            },
+        )];
+        let (r, _) = row(stat(20, vec![v(4, 20)]), true, Some(&p2), Some(1.0), &mut fake);
         let h = &r.hottest[0];
-        assert_eq!((h.key.as_deref(), h.note.as_deref()), (Some("77"), Some("key changed")));
+        assert_eq!(
+            (h.key.as_deref(), h.note.as_deref()),
+            (Some("77"), Some("key changed"))
+        );
         assert_eq!(h.per_sec, None);
     }
 
     #[test]
     fn a_version_that_went_back_or_past_the_table_is_corrupt_never_a_rate() {
-        let (_, prev) = row(stat(50, vec![v(1, 40), v(2, 50)]), true, None, None, table(&[]));
+        let prev = first(vec![v(1, 40), v(2, 50)], 50);
         // Entry 1 went back; entry 2 holds a garbage stamp; the table's
         // version went back too.
         let garbage = u64::MAX.div_ceil(2);
         let now = stat(45, vec![v(1, 30), v(2, garbage), v(3, 45)]);
-        let (r, _) = row(now, false, Some(&prev), Some(1.0), table(&[]));
+        let mut fake = Fake {
+            changes: vec![(1, 5), (2, 5), (3, 1)],
+            ..Fake::default()
+        };
+        let (r, _) = row(now, false, Some(&prev), Some(1.0), &mut fake);
         let why = r.corrupt.as_deref().expect("corrupt");
         assert!(why.contains("went back from 50 to 45"), "{why}");
-        assert!(why.contains("entry 1: version went back from 40 to 30 (and 1 more)"), "{why}");
+        assert!(
+            why.contains("entry 1: version went back from 40 to 30 (and 1 more)"),
+            "{why}"
+        );
         assert_eq!(r.updates_per_sec, None);
+        assert_eq!(fake.watched, [3]);
         let entries: Vec<u64> = r.hottest.iter().map(|h| h.entry).collect();
         assert_eq!(entries, [3]);
-        assert!(r.hottest.iter().all(|h| h.per_sec.is_none_or(|p| p >= 0.0)));
     }
 
     #[test]
-    fn an_entry_the_table_cannot_give_is_named_by_its_entry_and_why() {
-        let (_, prev) = row(stat(2, vec![v(1, 1), v(2, 2)]), true, None, None, table(&[]));
-        let reads = [(1, KeyRead::Busy), (2, KeyRead::Corrupt { tag: 9 })];
-        let (r, _) = row(
-            stat(6, vec![v(1, 5), v(2, 6)]),
-            true,
-            Some(&prev),
-            Some(1.0),
-            table(&reads),
-        );
+    fn an_entry_the_table_cannot_give_is_named_by_why() {
+        let prev = first(vec![v(1, 1), v(2, 2)], 2);
+        let mut fake = Fake {
+            changes: vec![(1, 9), (2, 3)],
+            reads: vec![(1, KeyRead::Busy), (2, KeyRead::Corrupt { tag: 9 })],
+            ..Fake::default()
+        };
+        let (r, _) = row(stat(6, vec![v(1, 5), v(2, 6)]), true, Some(&prev), Some(1.0), &mut fake);
         let notes: Vec<_> = r.hottest.iter().map(|h| h.note.as_deref()).collect();
         assert_eq!(notes, [Some("busy"), Some("corrupt tag 9")]);
-        assert_eq!(r.hottest[0].key, None);
+        assert_eq!((r.hottest[0].key.clone(), r.hottest[1].per_sec), (None, None));
     }
 
     #[test]
@@ -407,7 +528,15 @@ mod tests {
         let mut st = stat(2, vec![v(1, 2)]);
         st.versions[0].writing = true;
         st.mid_write = 1;
-        let (r, _) = row(st, false, None, None, table(&[]));
+        let (r, _) = row(st, false, None, None, &mut Fake::default());
         assert!(r.stuck);
+    }
+
+    #[test]
+    fn the_watch_window_is_a_tenth_of_the_interval_within_bounds() {
+        assert_eq!(window(Duration::from_millis(500)), Duration::from_millis(50));
+        assert_eq!(window(Duration::from_millis(100)), Duration::from_millis(10));
+        assert_eq!(window(Duration::from_millis(10)), Duration::from_millis(5));
+        assert_eq!(window(Duration::from_secs(60)), Duration::from_millis(50));
     }
 }

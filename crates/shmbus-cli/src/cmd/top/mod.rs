@@ -60,8 +60,8 @@ pub struct TopArgs {
 }
 
 pub fn run(args: &TopArgs) -> Result<(), CliError> {
-    let mut sampler = Sampler::new(args.names.clone(), args.dir.clone());
     let interval = Duration::from_millis(args.interval_ms);
+    let mut sampler = Sampler::new(args.names.clone(), args.dir.clone()).with_interval(interval);
     if let Some(addr) = &args.listen {
         return serve::run(addr, sampler, interval);
     }

@@ -245,6 +245,9 @@ pub struct Sampler {
     /// Each blackboard's versions and hottest keys at the previous sample,
     /// by path (`blackboard::row` differences them).
     prev_boards: HashMap<PathBuf, BoardPrev>,
+    /// How long a blackboard's written entries are watched for the
+    /// hottest keys ([`blackboard::window`]).
+    hot_window: std::time::Duration,
     ticks_per_sec: f64,
     /// Each journal's last count, and when it was taken: counting reads
     /// the whole file, so it is redone at most every [`JOURNAL_EVERY_NS`].
@@ -270,9 +273,17 @@ impl Sampler {
             prev: None,
             prev_procs: HashMap::new(),
             prev_boards: HashMap::new(),
+            hot_window: blackboard::window(std::time::Duration::from_millis(500)),
             ticks_per_sec: if ticks > 0 { ticks as f64 } else { 100.0 },
             journals: Default::default(),
         }
+    }
+
+    /// Samples `interval` apart: a blackboard's written entries are
+    /// watched for a tenth of it ([`blackboard::window`]).
+    pub fn with_interval(mut self, interval: std::time::Duration) -> Sampler {
+        self.hot_window = blackboard::window(interval);
+        self
     }
 
     /// Reads every bus now. A listing of the directory that fails is one
@@ -353,17 +364,13 @@ impl Sampler {
         // Its versions move into what the next sample keeps: not cloned.
         let blackboard = s.blackboard.take().map(|bb| {
             let path = s.path.clone();
-            let (row, next) = blackboard::row(
-                bb,
-                s.publisher_alive,
-                self.prev_boards.get(&path),
-                dt,
-                |entries| {
-                    let name = path.to_string_lossy();
-                    // Gone since the stat: no keys, each hot entry says so.
-                    shmbus::stat::blackboard_keys(&name, entries).unwrap_or_default()
-                },
-            );
+            let mut live = blackboard::Live {
+                name: path.to_string_lossy().into_owned(),
+                window: self.hot_window,
+                every: blackboard::WATCH_EVERY,
+            };
+            let prev = self.prev_boards.get(&path);
+            let (row, next) = blackboard::row(bb, s.publisher_alive, prev, dt, &mut live);
             boards.insert(path, next);
             row
         });
