@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, CliOutput, PoolScene, Watched};
+use common::{
+    process_state, run, spawn, wait_for, BusName, CliOutput, HotBoard, PoolScene, Watched,
+};
 use serde_json::Value;
 
 fn shmbus_json(args: &[&str]) -> Value {
@@ -557,19 +559,6 @@ fn top_shows_each_subscribers_contract_evictions_and_the_publishers_blocked_time
     bus.finish();
 }
 
-/// A blackboard of `u32` keys and `u64` values, 100 keys, made by the test
-/// itself: keys 1, 2, 3 and 7 put once.
-fn board(label: &str) -> (BusName, shmbus::blackboard::Writer<u32, u64>) {
-    use shmbus::blackboard::{BlackboardOptions, Writer};
-    let bus = BusName::new(label);
-    let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
-        .expect("create the blackboard");
-    for k in [1, 2, 3, 7] {
-        writer.put(&k, &0).expect("put");
-    }
-    (bus, writer)
-}
-
 /// The `blackboard` object of bus `name` in a `top --json` sample.
 fn board_json(top: &Value, name: &str) -> Value {
     top["buses"]
@@ -583,29 +572,10 @@ fn board_json(top: &Value, name: &str) -> Value {
 
 #[test]
 fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
-    let (bus, mut writer) = board("top-bb-hot-J");
-    let stop = Arc::new(AtomicBool::new(false));
-    let flag = Arc::clone(&stop);
-    // Key 7 without a pause, key 1 once per 100,000 puts of it, keys 2
-    // and 3 never again: both 7 and 1 are written between any two of
-    // top's samples, and only how often tells them apart.
-    let feeder = std::thread::spawn(move || {
-        let mut i = 0u64;
-        while !flag.load(Ordering::Relaxed) {
-            for _ in 0..1000 {
-                i += 1;
-                writer.put(&7, &i).expect("put 7");
-            }
-            if i % 100_000 == 0 {
-                writer.put(&1, &i).expect("put 1");
-            }
-            std::thread::yield_now();
-        }
-        writer
-    });
+    let board = HotBoard::start("top-bb-hot-J");
     let top = shmbus_json(&[
         "top",
-        bus.name(),
+        board.name(),
         "--once",
         "--json",
         "--interval-ms",
@@ -613,14 +583,12 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     ]);
     let prom = run(common::shmbus(&[
         "top",
-        bus.name(),
+        board.name(),
         "--prometheus",
         "--interval-ms",
         "10",
     ]));
-    stop.store(true, Ordering::Relaxed);
-    let writer = feeder.join().expect("the feeder");
-    let bb = board_json(&top, bus.name());
+    let bb = board_json(&top, board.name());
     assert_eq!((u(&bb["keys"]), u(&bb["capacity"])), (4, 100), "{bb}");
     assert_eq!(bb["corrupt"], Value::Null, "{bb}");
     assert!(bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{bb}");
@@ -634,16 +602,21 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     }
     prom.assert_success();
     let text = prom.stdout();
-    let series = format!("shmbus_blackboard_keys{{bus=\"{}\"}} 4", bus.name());
+    let series = format!("shmbus_blackboard_keys{{bus=\"{}\"}} 4", board.name());
     assert!(text.contains(&series), "{text}");
     assert!(text.contains("shmbus_blackboard_updates_total{"), "{text}");
-    drop(writer);
-    bus.finish();
+    board.finish();
 }
 
 #[test]
 fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
-    let (bus, writer) = board("top-bb-bad-J");
+    use shmbus::blackboard::{BlackboardOptions, Writer};
+    let bus = BusName::new("top-bb-bad-J");
+    let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+        .expect("create the blackboard");
+    for k in [1, 2, 3, 7] {
+        writer.put(&k, &0).expect("put");
+    }
     drop(writer);
     let st = shmbus::stat::stat(bus.name()).expect("stat");
     let bb = st.blackboard.expect("a blackboard");
