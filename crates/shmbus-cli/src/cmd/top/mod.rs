@@ -7,6 +7,10 @@
 //! sample. A one-shot output takes two samples `--interval-ms` apart, so
 //! that its rates are rates.
 //!
+//! A blackboard shows its table and its hottest keys (`blackboard` samples
+//! them, `tui/board.rs` writes them; what they cost on a big table:
+//! `blackboard`).
+//!
 //! A pool bus also shows its pool: block size and blocks, the census
 //! (free, on the ring, held off the ring, loaned, reclaimable, corrupt),
 //! how many blocks the next loan cannot take, and per subscriber the
