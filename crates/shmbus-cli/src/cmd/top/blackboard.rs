@@ -5,8 +5,9 @@
 //! An entry's version is the table's at its last write: two samples tell
 //! which entries were written in between, not how often. So each sample
 //! takes every entry's version (`shmbus::stat`: one stamp load per entry,
-//! one cache line; a table of a million entries costs a million lines and
-//! about 24 MB for the versions kept), merges them with the previous
+//! one cache line; a table of a million entries costs a million lines,
+//! 13 to 26 ms measured in a release build, and 24 bytes per written entry
+//! kept, docs/TOP.md), merges them with the previous
 //! sample's, and the entries written since (at most
 //! `shmbus::stat::MAX_WATCHED`, the latest first) are watched for a short
 //! window (`shmbus::stat::blackboard_watch`, [`Live`]): the changes seen
