@@ -591,12 +591,20 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     let bb = board_json(&top, board.name());
     assert_eq!((u(&bb["keys"]), u(&bb["capacity"])), (4, 100), "{bb}");
     assert_eq!(bb["corrupt"], Value::Null, "{bb}");
-    assert!(bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0), "{bb}");
+    assert!(
+        bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0),
+        "{bb}"
+    );
     let hottest = bb["hottest"].as_array().expect("hottest");
     assert_eq!(hottest[0]["key"], "7", "{bb}");
-    assert!(hottest[0]["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0));
+    assert!(hottest[0]["updates_per_sec"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
     // Keys 2 and 3 were not written: never named.
-    assert!(hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"), "{bb}");
+    assert!(
+        hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"),
+        "{bb}"
+    );
     if let Some(second) = hottest.get(1) {
         assert!(u(&second["updates"]) < u(&hottest[0]["updates"]), "{bb}");
     }
@@ -629,25 +637,33 @@ fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
         .open(bus.path())
         .and_then(|f| std::os::unix::fs::FileExt::write_at(&f, &(u64::MAX - 1).to_le_bytes(), at))
         .expect("patch a stamp");
-    let top = shmbus_json(&[
-        "top",
-        bus.name(),
-        "--once",
-        "--json",
-        "--interval-ms",
-        "10",
-    ]);
+    let top = shmbus_json(&["top", bus.name(), "--once", "--json", "--interval-ms", "10"]);
     let bb = board_json(&top, bus.name());
-    let why = bb["corrupt"].as_str().unwrap_or_else(|| panic!("not corrupt: {bb}"));
+    let why = bb["corrupt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not corrupt: {bb}"));
     assert!(
-        why.contains(&format!("entry {entry}: version {} is past the table's 4", u64::MAX / 2)),
+        why.contains(&format!(
+            "entry {entry}: version {} is past the table's 4",
+            u64::MAX / 2
+        )),
         "{why}"
     );
     assert!(
-        bb["hottest"].as_array().expect("hottest").iter().all(|h| h["entry"] != entry),
+        bb["hottest"]
+            .as_array()
+            .expect("hottest")
+            .iter()
+            .all(|h| h["entry"] != entry),
         "{bb}"
     );
-    let plain = run(common::shmbus(&["top", bus.name(), "--once", "--interval-ms", "10"]));
+    let plain = run(common::shmbus(&[
+        "top",
+        bus.name(),
+        "--once",
+        "--interval-ms",
+        "10",
+    ]));
     plain.assert_success();
     assert!(plain.stdout().contains("corrupt:"), "{}", plain.stdout());
     bus.finish();

@@ -717,7 +717,11 @@ fn a_blackboard_shows_its_keys_used_and_its_hottest_key() {
     let fact = |key: &str| {
         let line = pane.lines().find(|l| l.contains(&format!("│{key}:")));
         let line = line.unwrap_or_else(|| panic!("no {key}: {pane}"));
-        line.split_once(':').expect("a fact").1.trim_matches(['│', ' ']).to_string()
+        line.split_once(':')
+            .expect("a fact")
+            .1
+            .trim_matches(['│', ' '])
+            .to_string()
     };
     assert_eq!(fact("keys"), "4 of 100 (4.0%, 256 entries)", "{pane}");
     assert_eq!(fact("mid-write"), "0", "{pane}");

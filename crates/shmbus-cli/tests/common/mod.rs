@@ -277,7 +277,7 @@ impl HotBoard {
                     i += 1;
                     writer.put(&7, &i).expect("put 7");
                 }
-                if i % 100_000 == 0 {
+                if i.is_multiple_of(100_000) {
                     writer.put(&1, &i).expect("put 1");
                 }
                 // Lets top and the test run beside it on a small machine.

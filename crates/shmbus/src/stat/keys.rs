@@ -55,6 +55,14 @@ pub struct EntryVersion {
 }
 
 /// What [`blackboard_keys`] found in one entry.
+///
+/// # Examples
+/// ```
+/// use shmbus::stat::KeyRead;
+/// let read = KeyRead::Stuck { version: 17 };
+/// assert!(matches!(read, KeyRead::Stuck { version: 17 }));
+/// assert_ne!(read, KeyRead::Busy);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum KeyRead {
@@ -181,10 +189,28 @@ pub fn blackboard_keys(name: &str, entries: &[u64]) -> Result<Vec<EntryKey>, Ope
 
 /// The most entries one [`blackboard_watch`] polls; those after are not
 /// watched.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::stat::MAX_WATCHED, 1024);
+/// ```
 pub const MAX_WATCHED: usize = 1024;
 
 /// The most passes one [`blackboard_watch`] makes over its entries,
 /// however long its window.
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// # let name = format!("/dev/shm/shmbus-doc-maxpasses-{}", std::process::id());
+/// let _writer = Writer::<u32, u64>::create(&name, &BlackboardOptions::new(4))?;
+/// // A window of an hour, a look every nanosecond: still bounded.
+/// let w = shmbus::stat::blackboard_watch(&name, &[0], Duration::from_secs(3600), Duration::from_nanos(1))?;
+/// assert_eq!(w.passes, shmbus::stat::MAX_PASSES);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub const MAX_PASSES: u64 = 10_000;
 
 /// What [`blackboard_watch`] saw of the entries it polled.
@@ -281,7 +307,8 @@ pub fn blackboard_watch(
         .take(MAX_WATCHED)
         .collect();
     // Relaxed: only the stamp's value is wanted, never the words it guards.
-    let version = |e: u64| crate::blackboard::entry::version_of(table.stamp(e).load(Ordering::Relaxed));
+    let version =
+        |e: u64| crate::blackboard::entry::version_of(table.stamp(e).load(Ordering::Relaxed));
     let mut last: Vec<u64> = watched.iter().map(|&e| version(e)).collect();
     let mut changes = vec![0u64; watched.len()];
     let start = Instant::now();

@@ -164,7 +164,11 @@ pub fn row(
         }
         _ => None,
     };
-    let (mut written, bad) = written(prev.map_or(&[][..], |p| &p.versions), &bb.versions, bb.updates);
+    let (mut written, bad) = written(
+        prev.map_or(&[][..], |p| &p.versions),
+        &bb.versions,
+        bb.updates,
+    );
     if let Some((entry, why)) = bad.first() {
         let more = match bad.len() {
             1 => String::new(),
@@ -259,6 +263,9 @@ pub fn row(
     (row, next)
 }
 
+/// An entry whose version cannot be believed, and why.
+type Unbelieved = (u64, String);
+
 /// The entries written between two passes (both in table order, as
 /// `stat` gives them), with their version now; and `(entry, why)` for
 /// those that cannot be believed: a version that went back, or one more
@@ -268,7 +275,7 @@ fn written(
     before: &[EntryVersion],
     now: &[EntryVersion],
     updates: u64,
-) -> (Vec<(u64, u64)>, Vec<(u64, String)>) {
+) -> (Vec<(u64, u64)>, Vec<Unbelieved>) {
     let (mut written, mut bad) = (Vec::new(), Vec::new());
     let mut b = before.iter().peekable();
     for e in now {
@@ -386,7 +393,14 @@ mod tests {
     }
 
     fn first(versions: Vec<EntryVersion>, updates: u64) -> BoardPrev {
-        row(stat(updates, versions), true, None, None, &mut Fake::default()).1
+        row(
+            stat(updates, versions),
+            true,
+            None,
+            None,
+            &mut Fake::default(),
+        )
+        .1
     }
 
     #[test]
@@ -425,7 +439,13 @@ mod tests {
             changes: vec![(1, 3)],
             ..Fake::default()
         };
-        let (r, _) = row(stat(4, vec![v(1, 3), v(2, 4)]), true, Some(&prev), Some(1.0), &mut fake);
+        let (r, _) = row(
+            stat(4, vec![v(1, 3), v(2, 4)]),
+            true,
+            Some(&prev),
+            Some(1.0),
+            &mut fake,
+        );
         let got: Vec<(u64, Option<f64>)> = r.hottest.iter().map(|h| (h.entry, h.per_sec)).collect();
         assert_eq!(got, [(1, Some(3.0)), (2, None)]);
     }
@@ -459,7 +479,13 @@ mod tests {
             ..Fake::default()
         };
         // Entry 4 is hot: its key (40) is read and kept.
-        let (r, p2) = row(stat(9, vec![v(4, 9)]), true, Some(&p1), Some(1.0), &mut fake);
+        let (r, p2) = row(
+            stat(9, vec![v(4, 9)]),
+            true,
+            Some(&p1),
+            Some(1.0),
+            &mut fake,
+        );
         assert_eq!(r.hottest[0].key.as_deref(), Some("40"));
         fake.reads = vec![(
             4,
@@ -468,7 +494,13 @@ mod tests {
                 version: 20,
             },
         )];
-        let (r, _) = row(stat(20, vec![v(4, 20)]), true, Some(&p2), Some(1.0), &mut fake);
+        let (r, _) = row(
+            stat(20, vec![v(4, 20)]),
+            true,
+            Some(&p2),
+            Some(1.0),
+            &mut fake,
+        );
         let h = &r.hottest[0];
         assert_eq!(
             (h.key.as_deref(), h.note.as_deref()),
@@ -509,10 +541,19 @@ mod tests {
             reads: vec![(1, KeyRead::Busy), (2, KeyRead::Corrupt { tag: 9 })],
             ..Fake::default()
         };
-        let (r, _) = row(stat(6, vec![v(1, 5), v(2, 6)]), true, Some(&prev), Some(1.0), &mut fake);
+        let (r, _) = row(
+            stat(6, vec![v(1, 5), v(2, 6)]),
+            true,
+            Some(&prev),
+            Some(1.0),
+            &mut fake,
+        );
         let notes: Vec<_> = r.hottest.iter().map(|h| h.note.as_deref()).collect();
         assert_eq!(notes, [Some("busy"), Some("corrupt tag 9")]);
-        assert_eq!((r.hottest[0].key.clone(), r.hottest[1].per_sec), (None, None));
+        assert_eq!(
+            (r.hottest[0].key.clone(), r.hottest[1].per_sec),
+            (None, None)
+        );
     }
 
     #[test]
@@ -535,8 +576,14 @@ mod tests {
 
     #[test]
     fn the_watch_window_is_a_tenth_of_the_interval_within_bounds() {
-        assert_eq!(window(Duration::from_millis(500)), Duration::from_millis(50));
-        assert_eq!(window(Duration::from_millis(100)), Duration::from_millis(10));
+        assert_eq!(
+            window(Duration::from_millis(500)),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            window(Duration::from_millis(100)),
+            Duration::from_millis(10)
+        );
         assert_eq!(window(Duration::from_millis(10)), Duration::from_millis(5));
         assert_eq!(window(Duration::from_secs(60)), Duration::from_millis(50));
     }

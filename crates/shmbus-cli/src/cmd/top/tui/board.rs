@@ -21,11 +21,7 @@ pub(super) fn facts(b: &BlackboardRow) -> Vec<(&'static str, String)> {
         ),
         (
             "updates",
-            format!(
-                "{}, {} updates/s",
-                b.updates,
-                rate(b.updates_per_sec)
-            ),
+            format!("{}, {} updates/s", b.updates, rate(b.updates_per_sec)),
         ),
         ("mid-write", mid_write_text(b)),
     ];
@@ -124,8 +120,14 @@ mod tests {
         assert_eq!(bus_extra(&b), "keys 3/100, hottest 7");
         let lines = hot_lines(&b);
         assert!(lines[0].starts_with("HOTTEST KEY"), "{lines:?}");
-        assert_eq!(lines[1].split_whitespace().collect::<Vec<_>>(), ["7", "9", "30", "15.0"]);
-        assert!(lines[2].starts_with("entry 3 ") && lines[2].ends_with("busy"), "{lines:?}");
+        assert_eq!(
+            lines[1].split_whitespace().collect::<Vec<_>>(),
+            ["7", "9", "30", "15.0"]
+        );
+        assert!(
+            lines[2].starts_with("entry 3 ") && lines[2].ends_with("busy"),
+            "{lines:?}"
+        );
         b.mid_write = 2;
         b.stuck = true;
         b.corrupt = Some("entry 1: version went back\x1b".into());
@@ -134,6 +136,9 @@ mod tests {
             "keys 3/100, hottest 7, 2 STUCK (its writer died mid-write), corrupt"
         );
         assert!(facts(&b).iter().any(|f| f.0 == "corrupt"));
-        assert_eq!(hot_lines(&board(vec![]))[0], "no key written since the previous sample");
+        assert_eq!(
+            hot_lines(&board(vec![]))[0],
+            "no key written since the previous sample"
+        );
     }
 }
