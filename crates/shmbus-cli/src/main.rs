@@ -57,8 +57,8 @@ enum Command {
     Ls(inspect::LsArgs),
     /// Watch running buses live: rates, each subscriber's position and lag,
     /// liveness, CPU and context switches, a pool bus's blocks and those
-    /// each subscriber holds (q quits); --json or --prometheus print one
-    /// sample.
+    /// each subscriber holds, a blackboard's keys used, updates/s and
+    /// hottest keys (q quits); --json or --prometheus print one sample.
     Top(top::TopArgs),
     /// Record every message of buses of any kind, with its sequence and
     /// receive time, to a file (lags as gaps) until SIGINT or SIGTERM;

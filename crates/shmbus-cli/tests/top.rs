@@ -19,7 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, CliOutput, PoolScene, Watched};
+use common::{
+    process_state, run, spawn, wait_for, BusName, CliOutput, HotBoard, PoolScene, Watched,
+};
 use serde_json::Value;
 
 fn shmbus_json(args: &[&str]) -> Value {
@@ -554,5 +556,115 @@ fn top_shows_each_subscribers_contract_evictions_and_the_publishers_blocked_time
     assert!(rows[1].contains("evicted 1× (held pub 0.0"), "{out}");
     assert!(rows[2].trim_end().ends_with("lossless"), "{out}");
     drop(publisher);
+    bus.finish();
+}
+
+/// The `blackboard` object of bus `name` in a `top --json` sample.
+fn board_json(top: &Value, name: &str) -> Value {
+    top["buses"]
+        .as_array()
+        .expect("buses")
+        .iter()
+        .find(|b| b["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {top}"))["blackboard"]
+        .clone()
+}
+
+#[test]
+fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
+    let board = HotBoard::start("top-bb-hot-J");
+    let top = shmbus_json(&[
+        "top",
+        board.name(),
+        "--once",
+        "--json",
+        "--interval-ms",
+        "500",
+    ]);
+    let prom = run(common::shmbus(&[
+        "top",
+        board.name(),
+        "--prometheus",
+        "--interval-ms",
+        "10",
+    ]));
+    let bb = board_json(&top, board.name());
+    assert_eq!((u(&bb["keys"]), u(&bb["capacity"])), (4, 100), "{bb}");
+    assert_eq!(bb["corrupt"], Value::Null, "{bb}");
+    assert!(
+        bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0),
+        "{bb}"
+    );
+    let hottest = bb["hottest"].as_array().expect("hottest");
+    assert_eq!(hottest[0]["key"], "7", "{bb}");
+    assert!(hottest[0]["updates_per_sec"]
+        .as_f64()
+        .is_some_and(|r| r > 0.0));
+    // Keys 2 and 3 were not written: never named.
+    assert!(
+        hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"),
+        "{bb}"
+    );
+    if let Some(second) = hottest.get(1) {
+        assert!(u(&second["updates"]) < u(&hottest[0]["updates"]), "{bb}");
+    }
+    prom.assert_success();
+    let text = prom.stdout();
+    let series = format!("shmbus_blackboard_keys{{bus=\"{}\"}} 4", board.name());
+    assert!(text.contains(&series), "{text}");
+    assert!(text.contains("shmbus_blackboard_updates_total{"), "{text}");
+    board.finish();
+}
+
+#[test]
+fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
+    use shmbus::blackboard::{BlackboardOptions, Writer};
+    let bus = BusName::new("top-bb-bad-J");
+    let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+        .expect("create the blackboard");
+    for k in [1, 2, 3, 7] {
+        writer.put(&k, &0).expect("put");
+    }
+    drop(writer);
+    let st = shmbus::stat::stat(bus.name()).expect("stat");
+    let bb = st.blackboard.expect("a blackboard");
+    let entry = bb.versions[0].entry;
+    // An even stamp (no write under way) naming a version far past the
+    // table's: no writer stores it.
+    let at = st.header.data_offset + entry * u64::from(st.header.slot_size);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(bus.path())
+        .and_then(|f| std::os::unix::fs::FileExt::write_at(&f, &(u64::MAX - 1).to_le_bytes(), at))
+        .expect("patch a stamp");
+    let top = shmbus_json(&["top", bus.name(), "--once", "--json", "--interval-ms", "10"]);
+    let bb = board_json(&top, bus.name());
+    let why = bb["corrupt"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not corrupt: {bb}"));
+    assert!(
+        why.contains(&format!(
+            "entry {entry}: version {} is past the table's 4",
+            u64::MAX / 2
+        )),
+        "{why}"
+    );
+    assert!(
+        bb["hottest"]
+            .as_array()
+            .expect("hottest")
+            .iter()
+            .all(|h| h["entry"] != entry),
+        "{bb}"
+    );
+    let plain = run(common::shmbus(&[
+        "top",
+        bus.name(),
+        "--once",
+        "--interval-ms",
+        "10",
+    ]));
+    plain.assert_success();
+    assert!(plain.stdout().contains("corrupt:"), "{}", plain.stdout());
     bus.finish();
 }

@@ -26,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, Finished, PoolScene, Watched};
+use common::{
+    process_state, run, spawn, wait_for, BusName, Finished, HotBoard, PoolScene, Watched,
+};
 
 /// How long the test waits for the pane to show something.
 const PANE_DEADLINE: Duration = Duration::from_secs(10);
@@ -687,6 +689,50 @@ fn a_pool_bus_shows_its_census_a_gauge_and_the_blocks_each_subscriber_holds() {
 
     drop(tmux);
     scene.finish();
+}
+
+#[test]
+fn a_blackboard_shows_its_keys_used_and_its_hottest_key() {
+    let board = HotBoard::start("top-tui-bb-J");
+    let Some(tmux) = Tmux::start_top(&[board.name(), "--interval-ms", "200"]) else {
+        board.finish();
+        return;
+    };
+    // The hottest key's row: the line after the heading, "7" first.
+    let hot_row = |p: &str| {
+        let mut lines = p.lines().skip_while(|l| !l.contains("HOTTEST KEY"));
+        lines.next()?;
+        let row = strip_sgr(lines.next()?);
+        Some(row.trim_start_matches(['│', ' ']).to_string())
+    };
+    let pane = tmux.wait_for_view("the blackboard and its hottest key", |p| {
+        p.contains("hottest keys") && hot_row(p).is_some_and(|r| r.starts_with("7 "))
+    });
+    let bus_line = pane
+        .lines()
+        .find(|l| l.contains("keys 4/100"))
+        .unwrap_or_else(|| panic!("no blackboard line: {pane}"));
+    assert!(bus_line.contains(" blackboard "), "KIND: {bus_line}");
+    assert!(bus_line.contains("hottest 7"), "{bus_line}");
+    let fact = |key: &str| {
+        let line = pane.lines().find(|l| l.contains(&format!("│{key}:")));
+        let line = line.unwrap_or_else(|| panic!("no {key}: {pane}"));
+        line.split_once(':')
+            .expect("a fact")
+            .1
+            .trim_matches(['│', ' '])
+            .to_string()
+    };
+    assert_eq!(fact("keys"), "4 of 100 (4.0%, 256 entries)", "{pane}");
+    assert_eq!(fact("mid-write"), "0", "{pane}");
+    let row = hot_row(&pane).expect("a hot row");
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // KEY, ENTRY, UPDATES, UPDATES/S: a rate, not "-".
+    assert!(cells.len() >= 4 && cells[3] != "-", "{row}");
+    tmux.press("q");
+    tmux.assert_top_ended_cleanly();
+    drop(tmux);
+    board.finish();
 }
 
 // ---------------------------------------------------------------------------

@@ -188,11 +188,32 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
         "{:?}",
         reader.get(&7)
     );
+    // `stat`'s view of the entry (what `top` reads): busy, never waited on.
+    let bb = shmbus::stat::stat(name.name())
+        .expect("stat")
+        .blackboard
+        .expect("a blackboard");
+    let mid = bb
+        .versions
+        .iter()
+        .find(|e| e.writing)
+        .expect("the entry mid-write");
+    assert_eq!((bb.mid_write, mid.version), (1, 17));
+    let keys = |e| {
+        shmbus::stat::blackboard_keys(name.name(), &[e]).expect("keys")[0]
+            .read
+            .clone()
+    };
+    assert_eq!(keys(mid.entry), shmbus::stat::KeyRead::Busy);
     child.kill();
     match reader.get(&7) {
         Err(GetError::Stuck { version, .. }) => assert_eq!(version, 17),
         other => panic!("expected Stuck, got {other:?}"),
     }
+    assert_eq!(
+        keys(mid.entry),
+        shmbus::stat::KeyRead::Stuck { version: 17 }
+    );
     // Every other key reads whole; the view reports the stuck entry.
     for k in (0..16).filter(|&k| k != 7) {
         let got = reader.get(&k).expect("get").expect("present");

@@ -246,3 +246,75 @@ impl PoolScene {
         self.dir.finish();
     }
 }
+
+/// A blackboard of `u32` keys and `u64` values (100 keys) made by the
+/// test process, keys 1, 2, 3 and 7 put once; then a thread puts key 7
+/// without a pause and key 1 once per 100,000 puts of it, until dropped.
+/// Both are written between any two of `top`'s samples: only how often
+/// tells them apart. Keys 2 and 3 are never written again.
+pub struct HotBoard {
+    bus: Option<BusName>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl HotBoard {
+    pub fn start(label: &str) -> HotBoard {
+        use shmbus::blackboard::{BlackboardOptions, Writer};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let bus = BusName::new(label);
+        let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+            .expect("create the blackboard");
+        for k in [1, 2, 3, 7] {
+            writer.put(&k, &0).expect("put");
+        }
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !flag.load(Ordering::Relaxed) {
+                for _ in 0..1000 {
+                    i += 1;
+                    writer.put(&7, &i).expect("put 7");
+                }
+                if i.is_multiple_of(100_000) {
+                    writer.put(&1, &i).expect("put 1");
+                }
+                // Lets top and the test run beside it on a small machine.
+                std::thread::yield_now();
+            }
+        });
+        HotBoard {
+            bus: Some(bus),
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// The blackboard's name.
+    pub fn name(&self) -> &str {
+        self.bus.as_ref().expect("not finished").name()
+    }
+
+    /// Stops the writer and removes the blackboard, checking that nothing
+    /// of it is left.
+    pub fn finish(mut self) {
+        self.stop_writer();
+        if let Some(bus) = self.bus.take() {
+            bus.finish();
+        }
+    }
+
+    fn stop_writer(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for HotBoard {
+    fn drop(&mut self) {
+        self.stop_writer();
+    }
+}

@@ -171,6 +171,29 @@ impl<R: Region> Table<R> {
         Self::checked(i, version, buf)
     }
 
+    /// Words of an entry's tag and key: what [`Table::read_key`] copies.
+    pub(crate) fn key_words(&self) -> usize {
+        1 + (self.geo.key_size as usize).div_ceil(8)
+    }
+
+    /// Reads entry `i`'s tag and key into `buf` (at least
+    /// [`Table::key_words`] words), not its value: the same seqlock and
+    /// bounded retries as [`Table::read`], for `stat`'s hottest keys,
+    /// which need no value (up to 1 MiB) copied.
+    pub(crate) fn read_key(&self, i: u64, buf: &mut [u8]) -> Result<Read, NotRead> {
+        let i = i & self.mask;
+        let words = self
+            .region
+            .words(self.entry(i) + off::TAG, self.key_words());
+        let buf = &mut buf[..words.len() * 8];
+        let stamp = self.stamp(i);
+        let version = match entry::try_read(stamp, words, buf) {
+            Attempt::Stable(version) => version,
+            first => self.retry(i, first, &mut || entry::try_read(stamp, words, buf))?,
+        };
+        Self::checked(i, version, buf)
+    }
+
     /// A whole copy's tag, checked.
     #[inline]
     fn checked(i: u64, version: u64, buf: &[u8]) -> Result<Read, NotRead> {

@@ -5,13 +5,16 @@
 //! locks, to decide and remove each file atomically with respect to
 //! processes that attach (see [`clean`](fn@clean)).
 //!
-//! Files: `bus.rs` reads one bus ([`stat`]), `list.rs` lists a
+//! Files: `bus.rs` reads one bus ([`stat`]), `keys.rs` a blackboard's
+//! entry versions, chosen keys ([`blackboard_keys`]) and how often
+//! they change ([`blackboard_watch`]), `list.rs` lists a
 //! directory ([`list`](fn@list)), `clean.rs` removes what nobody uses
 //! ([`clean`](fn@clean)); both walk the directory with `scan.rs` and read
 //! /proc/*/maps with `proc.rs`.
 
 mod bus;
 mod clean;
+mod keys;
 mod list;
 mod proc;
 mod scan;
@@ -21,5 +24,9 @@ pub use bus::{
     SubscriberStat,
 };
 pub use clean::{clean, CleanError, Cleaned};
+pub use keys::{
+    blackboard_keys, blackboard_watch, EntryKey, EntryVersion, KeyRead, Watch, MAX_PASSES,
+    MAX_WATCHED,
+};
 pub use list::{list, Listing};
 pub use scan::ScanError;

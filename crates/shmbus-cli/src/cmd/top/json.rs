@@ -6,6 +6,13 @@
 //! `held_blocks`, named as in `stat --json`; its `bytes_per_sec` is null
 //! (its message sizes are not known, see `model`).
 //!
+//! A blackboard adds `blackboard` (null for any other kind): `keys`,
+//! `capacity`, `entries`, `used`, `updates` (the table's version),
+//! `updates_per_sec`, `mid_write`, `stuck`, `corrupt` (null, or why
+//! versions cannot be believed) and `hottest` (the entries written most
+//! since the previous sample: `entry`, `key`, `updates`,
+//! `updates_per_sec`, `note`).
+//!
 //! Every bus has `bridges`, as in `stat --json` (an empty array when none
 //! runs on it), and every subscriber `bridge`: true if it is a bridge-out.
 //!
@@ -16,6 +23,7 @@
 
 use serde_json::{json, Value};
 
+use super::blackboard::BlackboardRow;
 use super::model::{BusRow, PoolRow, ProcRow, Snapshot, SubRow};
 use crate::cmd::inspect::subscriber_json;
 
@@ -80,6 +88,7 @@ fn bus_json(b: &BusRow) -> Value {
             "consumer_idle_s": s.consumer.idle_s,
         })),
         "pool": b.pool.as_ref().map(pool_json),
+        "blackboard": b.blackboard.as_ref().map(blackboard_json),
         "bridges": b.bridges.iter().map(|s| s.report_json()).collect::<Vec<_>>(),
     })
 }
@@ -93,6 +102,30 @@ fn pool_json(p: &PoolRow) -> Value {
         "census": crate::cmd::inspect::census_json(&p.census),
         "in_use": p.in_use(),
         "occupancy": p.occupancy(),
+    })
+}
+
+/// A blackboard's table and hottest keys (most written first; `key` is
+/// null where none could be read, `updates_per_sec` where it would mix
+/// keys or the table's version went back).
+fn blackboard_json(b: &BlackboardRow) -> Value {
+    json!({
+        "keys": b.keys,
+        "capacity": b.capacity,
+        "entries": b.entries,
+        "used": b.used(),
+        "updates": b.updates,
+        "updates_per_sec": b.updates_per_sec,
+        "mid_write": b.mid_write,
+        "stuck": b.stuck,
+        "corrupt": b.corrupt,
+        "hottest": b.hottest.iter().map(|h| json!({
+            "entry": h.entry,
+            "key": h.key,
+            "updates": h.updates,
+            "updates_per_sec": h.per_sec,
+            "note": h.note,
+        })).collect::<Vec<_>>(),
     })
 }
 

@@ -7,6 +7,10 @@
 //! sample. A one-shot output takes two samples `--interval-ms` apart, so
 //! that its rates are rates.
 //!
+//! A blackboard shows its table and its hottest keys (`blackboard` samples
+//! them, `tui/board.rs` writes them; what they cost on a big table:
+//! `blackboard`).
+//!
 //! A pool bus also shows its pool: block size and blocks, the census
 //! (free, on the ring, held off the ring, loaned, reclaimable, corrupt),
 //! how many blocks the next loan cannot take, and per subscriber the
@@ -14,6 +18,7 @@
 //! descriptors, and the lengths of the messages between two samples are
 //! not all still readable.
 
+mod blackboard;
 mod json;
 mod model;
 mod pool;
@@ -59,8 +64,8 @@ pub struct TopArgs {
 }
 
 pub fn run(args: &TopArgs) -> Result<(), CliError> {
-    let mut sampler = Sampler::new(args.names.clone(), args.dir.clone());
     let interval = Duration::from_millis(args.interval_ms);
+    let mut sampler = Sampler::new(args.names.clone(), args.dir.clone()).with_interval(interval);
     if let Some(addr) = &args.listen {
         return serve::run(addr, sampler, interval);
     }

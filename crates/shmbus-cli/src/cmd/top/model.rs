@@ -12,6 +12,8 @@
 //! lock-free pass (`shmbus::stat::PoolStat`), so it may mix moments; the
 //! view shows it as read.
 //!
+//! A blackboard carries its table and hottest keys (`blackboard.rs`).
+//!
 //! A bus carries the bridges running on it, from their status files
 //! (`crate::bridge_status`, read once per sample), with the rate each
 //! bridge measured itself: its file changes once a second, so a rate taken
@@ -23,6 +25,7 @@ use std::path::PathBuf;
 use shmbus::pool::Census;
 use shmbus::stat::{BusStat, SubscriberStat};
 
+use super::blackboard::{self, BlackboardRow, BoardPrev};
 use crate::bridge_status::{self, Direction, Status};
 use crate::cmd::inspect::holds;
 
@@ -86,6 +89,8 @@ pub struct BusRow {
     pub publisher_proc: Option<ProcRow>,
     /// A pool bus's blocks (`None` for any other bus).
     pub pool: Option<PoolRow>,
+    /// A blackboard's table and hottest keys (`None` for any other kind).
+    pub blackboard: Option<BlackboardRow>,
     /// The bridges running on it (`shmbus bridge out|in`, and `shmbus
     /// record`), by pid.
     pub bridges: Vec<Status>,
@@ -237,6 +242,12 @@ pub struct Sampler {
     dir: PathBuf,
     prev: Option<Snapshot>,
     prev_procs: HashMap<u32, ProcTotals>,
+    /// Each blackboard's versions and hottest keys at the previous sample,
+    /// by path (`blackboard::row` differences them).
+    prev_boards: HashMap<PathBuf, BoardPrev>,
+    /// How long a blackboard's written entries are watched for the
+    /// hottest keys ([`blackboard::window`]).
+    hot_window: std::time::Duration,
     ticks_per_sec: f64,
     /// Each journal's last count, and when it was taken: counting reads
     /// the whole file, so it is redone at most every [`JOURNAL_EVERY_NS`].
@@ -261,9 +272,18 @@ impl Sampler {
             dir,
             prev: None,
             prev_procs: HashMap::new(),
+            prev_boards: HashMap::new(),
+            hot_window: blackboard::window(std::time::Duration::from_millis(500)),
             ticks_per_sec: if ticks > 0 { ticks as f64 } else { 100.0 },
             journals: Default::default(),
         }
+    }
+
+    /// Samples `interval` apart: a blackboard's written entries are
+    /// watched for a tenth of it ([`blackboard::window`]).
+    pub fn with_interval(mut self, interval: std::time::Duration) -> Sampler {
+        self.hot_window = blackboard::window(interval);
+        self
     }
 
     /// Reads every bus now. A listing of the directory that fails is one
@@ -302,13 +322,14 @@ impl Sampler {
         }
         found.sort_by(|a, b| a.0.cmp(&b.0));
         let mut procs = HashMap::new();
+        let mut boards = HashMap::new();
         let bridges = bridge_status::read_live();
         let buses = found
             .into_iter()
             .map(|(name, path, state)| {
                 let state = state.map(|s| {
                     let on_bus = bridge_status::on_bus(&bridges, &s.path);
-                    self.row(&name, &s, &on_bus, interval_s, &mut procs)
+                    self.row(&name, s, &on_bus, interval_s, &mut procs, &mut boards)
                 });
                 BusView { name, path, state }
             })
@@ -320,6 +341,7 @@ impl Sampler {
         };
         self.prev = Some(snap.clone());
         self.prev_procs = procs;
+        self.prev_boards = boards;
         snap
     }
 
@@ -333,11 +355,26 @@ impl Sampler {
     fn row(
         &self,
         name: &str,
-        s: &BusStat,
+        mut s: BusStat,
         bridges: &[&Status],
         dt: Option<f64>,
         procs: &mut HashMap<u32, ProcTotals>,
+        boards: &mut HashMap<PathBuf, BoardPrev>,
     ) -> BusRow {
+        // Its versions move into what the next sample keeps: not cloned.
+        let blackboard = s.blackboard.take().map(|bb| {
+            let path = s.path.clone();
+            let mut live = blackboard::Live {
+                name: path.to_string_lossy().into_owned(),
+                window: self.hot_window,
+                every: blackboard::WATCH_EVERY,
+            };
+            let prev = self.prev_boards.get(&path);
+            let (row, next) = blackboard::row(bb, s.publisher_alive, prev, dt, &mut live);
+            boards.insert(path, next);
+            row
+        });
+        let s = &s;
         let prev = self.prev_row(name);
         let is_stream = s.stream.is_some();
         let msgs_per_sec = match (prev, dt) {
@@ -470,6 +507,7 @@ impl Sampler {
                 blocks: p.blocks,
                 census: p.census,
             }),
+            blackboard,
             bridges: bridges.iter().map(|&b| b.clone()).collect(),
         }
     }

@@ -7,6 +7,12 @@
 //! (one gauge per census `state`: their sum is the pool's blocks) and
 //! `shmbus_subscriber_held_blocks`; any other bus has none of them.
 //!
+//! A blackboard adds `shmbus_blackboard_keys`,
+//! `shmbus_blackboard_capacity_keys`, `shmbus_blackboard_updates_total`,
+//! `shmbus_blackboard_mid_write_entries` and `shmbus_blackboard_corrupt`
+//! (its hottest keys are in `--json` only: keys as labels would make a
+//! series per key).
+//!
 //! Lossless subscribers (issue 30): per bus `shmbus_lossless_max` and
 //! `shmbus_evict_timeout_seconds`; per subscriber `shmbus_subscriber_contract`
 //! (one series per `contract`, lossy, lossless or evicted: 1 for the one it
@@ -144,6 +150,39 @@ pub fn exposition(s: &Snapshot) -> String {
         "gauge",
         "Bytes per block of a pool bus: its largest message.",
         per_bus(&|b| Some(b.pool.as_ref()?.block_size as f64)),
+    );
+    family(
+        "shmbus_blackboard_keys",
+        "gauge",
+        "Keys in a blackboard, as its writer counted them.",
+        per_bus(&|b| Some(b.blackboard.as_ref()?.keys as f64)),
+    );
+    family(
+        "shmbus_blackboard_capacity_keys",
+        "gauge",
+        "The most keys a blackboard holds.",
+        per_bus(&|b| Some(b.blackboard.as_ref()?.capacity as f64)),
+    );
+    family(
+        "shmbus_blackboard_updates_total",
+        "counter",
+        "Puts and removals in a blackboard since creation (its table's version).",
+        per_bus(&|b| Some(b.blackboard.as_ref()?.updates as f64)),
+    );
+    family(
+        "shmbus_blackboard_mid_write_entries",
+        "gauge",
+        "Entries of a blackboard found mid-write (stuck if its writer died).",
+        per_bus(&|b| Some(b.blackboard.as_ref()?.mid_write as f64)),
+    );
+    family(
+        "shmbus_blackboard_corrupt",
+        "gauge",
+        "1 if some of a blackboard's versions cannot be believed.",
+        per_bus(&|b| {
+            let bb = b.blackboard.as_ref()?;
+            Some(f64::from(u8::from(bb.corrupt.is_some())))
+        }),
     );
     let mut by_state = Vec::new();
     for (l, b) in &buses {

@@ -1,5 +1,6 @@
 //! One frame of the live view, drawn with ratatui: the title, the bus
-//! list, the selected bus's figures and subscribers, the keys. The words
+//! list, the selected bus's figures and subscribers (a blackboard's
+//! hottest keys), the keys. The words
 //! and numbers come from `figures`; this file places and colours them.
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -10,6 +11,7 @@ use ratatui::Frame;
 
 use super::super::model::{BusRow, BusView, Snapshot, SubRow};
 use super::super::pool;
+use super::board;
 use super::figures::{
     all_sub_columns, byte_rate, bytes, error_text, facts, fill_text, fit, rate, role_text,
     sub_cells, sub_headings, sub_state, Align,
@@ -66,7 +68,7 @@ fn keys_line(view: &View) -> Line<'static> {
 /// Column widths of a bus line after the name (whose width depends on the
 /// names): kind, msgs/s, bytes/s, head, epoch, publisher, subscribers.
 const BUS_COLUMNS: [(&str, usize, Align); 7] = [
-    ("KIND", 9, Align::Left),
+    ("KIND", 10, Align::Left),
     ("MSGS/S", 9, Align::Right),
     ("BYTES/S", 12, Align::Right),
     ("HEAD", 12, Align::Right),
@@ -107,7 +109,7 @@ fn draw_buses(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     // Two spaces: where the list puts its selection mark.
     let text = format!(
         "  {}",
-        columns("NAME", width, &names, "JOURNAL / STREAM / POOL")
+        columns("NAME", width, &names, "JOURNAL / STREAM / POOL / KEYS")
     );
     frame.render_widget(Line::from(text).bold(), heading);
     if snap.buses.is_empty() {
@@ -140,6 +142,18 @@ fn bus_line(b: &BusView, width: usize) -> Line<'static> {
 
 /// A bus's cells under [`BUS_COLUMNS`].
 fn bus_cells(r: &BusRow) -> [String; 7] {
+    if let Some(b) = &r.blackboard {
+        // Its updates are its messages: no bytes, epoch or subscribers.
+        return [
+            r.kind.clone(),
+            rate(b.updates_per_sec),
+            "-".into(),
+            b.updates.to_string(),
+            "-".into(),
+            role_text(r.publisher_pid, r.publisher_alive, " "),
+            "-".into(),
+        ];
+    }
     let stream = r.stream.is_some();
     [
         // As `ls` calls it: a pool bus is a broadcast bus of descriptors.
@@ -182,6 +196,9 @@ fn bus_extra(r: &BusRow) -> String {
     if let Some(p) = &r.pool {
         return pool::bus_extra(p);
     }
+    if let Some(b) = &r.blackboard {
+        return board::bus_extra(b);
+    }
     match &r.journal {
         None => String::new(),
         Some(Ok(j)) => format!(
@@ -200,6 +217,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     };
     let name = escaped(&bus.name);
     let title = match &bus.state {
+        Ok(r) if r.blackboard.is_some() => format!(" {name}, hottest keys "),
         Ok(r) if r.stream.is_none() => format!(" subscribers of {name}, {} ", view.order()),
         _ => format!(" {name} "),
     };
@@ -226,7 +244,17 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
         })
         .collect();
     lines.push(Line::default());
-    if r.stream.is_some() {
+    if let Some(b) = &r.blackboard {
+        let mut hot = board::hot_lines(b).into_iter();
+        if let Some(heading) = hot.next() {
+            lines.push(if b.hottest.is_empty() {
+                Line::from(heading).dim()
+            } else {
+                Line::from(heading).bold()
+            });
+        }
+        lines.extend(hot.map(Line::from));
+    } else if r.stream.is_some() {
         lines.push(Line::from("a stream has one consumer and no subscribers").dim());
     } else if r.subscribers.is_empty() {
         lines.push(Line::from("no subscribers").dim());

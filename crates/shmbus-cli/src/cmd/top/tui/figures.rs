@@ -181,6 +181,15 @@ pub(super) fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
         out.push(("  records", side_text(&st.consumer)));
         return out;
     }
+    if let Some(b) = &r.blackboard {
+        out.push(("kind", format!("{}, values of {} B", r.kind, r.msg_size)));
+        out.extend(super::board::facts(b));
+        out.push((
+            "writer",
+            process_text(r.publisher_pid, r.publisher_alive, r.publisher_proc),
+        ));
+        return out;
+    }
     out.push((
         "kind",
         match &r.pool {

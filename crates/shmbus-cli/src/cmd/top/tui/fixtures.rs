@@ -70,6 +70,7 @@ pub(super) fn bus(name: &str, subscribers: Vec<SubRow>) -> BusView {
             stream: None,
             publisher_proc: None,
             pool: None,
+            blackboard: None,
             bridges: Vec::new(),
         }),
     }

@@ -34,6 +34,7 @@ use draw::draw;
 use terminal::{terminal_error, Screen, Term, Tty};
 use view::{Key, View};
 
+mod board;
 mod draw;
 mod figures;
 mod plain;

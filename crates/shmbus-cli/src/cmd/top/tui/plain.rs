@@ -28,7 +28,9 @@ fn plain_bus(b: &BusView) -> String {
     for (key, value) in facts {
         lines.push(format!("  {:<key_width$}{value}", format!("{key}:")));
     }
-    if r.stream.is_none() && !r.subscribers.is_empty() {
+    if let Some(b) = &r.blackboard {
+        lines.extend(super::board::hot_lines(b).iter().map(|l| format!("  {l}")));
+    } else if r.stream.is_none() && !r.subscribers.is_empty() {
         for row in subscriber_table(&r.subscribers, r.pool.is_some()).lines() {
             lines.push(format!("  {row}"));
         }
