@@ -365,6 +365,18 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
+    /// A single-writer blackboard attached by a `ManyWriter`, or a
+    /// many-writer one by a `Writer` (the header's `MULTI_WRITER` flag).
+    #[error(
+        "blackboard is made for {} writer(s), a {} writer cannot attach to it",
+        writers(*found), writers(*expected)
+    )]
+    WrongWriters {
+        /// The table's mode.
+        found: Publishers,
+        /// The mode of the writer that tried.
+        expected: Publishers,
+    },
     /// A single-publisher bus opened by a many-publisher one, or the other
     /// way round (the header's `MULTI_PUBLISHER` flag).
     #[error("bus is {found}, a {expected} publisher cannot attach to it")]
@@ -440,4 +452,12 @@ pub enum LosslessRefused {
         /// "many-publisher", "journaled" or "pool".
         kind: &'static str,
     },
+}
+
+/// A blackboard's writer mode, as [`AttachError::WrongWriters`] names it.
+fn writers(p: Publishers) -> &'static str {
+    match p {
+        Publishers::One => "one",
+        Publishers::Many => "many",
+    }
 }

@@ -44,7 +44,7 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
 /// byte order, the last word zero-padded), compared a word at a time
 /// in place: the writer's probe, which no other process stores to.
 #[inline]
-fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
+pub(crate) fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
     let mut chunks = key.chunks_exact(8);
     for (w, c) in words.iter().zip(&mut chunks) {
         if w.load(Ordering::Relaxed) != u64::from_ne_bytes(c.try_into().expect("8 bytes")) {
@@ -162,6 +162,12 @@ impl<R: Region> Table<R> {
     #[inline]
     pub(crate) fn keys(&self) -> &AtomicU64 {
         self.region.word(self.control + control::KEYS)
+    }
+
+    /// The unblock timeout of a many-writer table (`many_writer`).
+    #[inline]
+    pub(crate) fn unblock(&self) -> &AtomicU64 {
+        self.region.word(self.control + control::UNBLOCK_NS)
     }
 
     /// The readers' doorbell.
@@ -292,6 +298,25 @@ impl<R: Region> Table<R> {
     /// both). Always inlined: a put is mostly this.
     #[inline(always)]
     pub(crate) fn write(&self, i: u64, v: u64, t: u64, key: Option<&[u8]>, value: Option<&[u8]>) {
+        self.write_entry(i, v, t, key, value);
+        // Release, paired with the Acquire loads of the version in
+        // `Reader::changed_since` and the waits: who sees `v` there sees
+        // the entry's version `v` committed.
+        self.version().store(v, Ordering::Release);
+    }
+
+    /// The entry half of [`Table::write`]: the odd stamp, the words, the
+    /// even stamp; the version word is the caller's (a many-writer table
+    /// takes versions with `fetch_add`, `many_writer`).
+    #[inline(always)]
+    pub(crate) fn write_entry(
+        &self,
+        i: u64,
+        v: u64,
+        t: u64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
         let stamp = self.stamp(i);
         let body = self.body(i);
         entry::begin(stamp, v);
@@ -306,10 +331,6 @@ impl<R: Region> Table<R> {
             crate::bus::copy::store(&body[vw..], value);
         }
         entry::commit(stamp, v);
-        // Release, paired with the Acquire loads of the version in
-        // `Reader::changed_since` and the waits: who sees `v` there sees
-        // the entry's version `v` committed.
-        self.version().store(v, Ordering::Release);
     }
 
     /// Test hook: the first half of a write of version `v` (the odd stamp,
