@@ -782,3 +782,7 @@ mod shm {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+#[path = "many_writer_tests.rs"]
+mod tests;
