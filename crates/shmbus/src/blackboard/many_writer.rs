@@ -154,7 +154,7 @@ fn init_control<R: Region>(region: &R, header: &Header, unblock: Duration) {
 }
 
 impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
-    fn new(table: Table<R>, strategy: WaitStrategy) -> Self {
+    pub(crate) fn new(table: Table<R>, strategy: WaitStrategy) -> Self {
         // Untrusted: any value is a timeout (0: take over at once).
         let ns = table.unblock().load(Ordering::Relaxed);
         let words = 1 + (table.geo.key_size as usize).div_ceil(8);
@@ -281,6 +281,12 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
         self.write(i, tag::REMOVED, None, None);
         self.table.keys().fetch_sub(1, Ordering::Relaxed);
         false
+    }
+
+    /// The table (the loom model's reader attempts go at it directly).
+    #[cfg(loom)]
+    pub(crate) fn table_for_loom(&self) -> &Table<R> {
+        &self.table
     }
 
     /// The put without the bell (what loom runs).
