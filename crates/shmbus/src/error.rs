@@ -367,10 +367,7 @@ pub enum AttachError {
     },
     /// A single-writer blackboard attached by a `ManyWriter`, or a
     /// many-writer one by a `Writer` (the header's `MULTI_WRITER` flag).
-    #[error(
-        "blackboard is made for {} writer(s), a {} writer cannot attach to it",
-        writers(*found), writers(*expected)
-    )]
+    #[error("{}", wrong_writers(*found, *expected))]
     WrongWriters {
         /// The table's mode.
         found: Publishers,
@@ -454,10 +451,16 @@ pub enum LosslessRefused {
     },
 }
 
-/// A blackboard's writer mode, as [`AttachError::WrongWriters`] names it.
-fn writers(p: Publishers) -> &'static str {
-    match p {
-        Publishers::One => "one",
-        Publishers::Many => "many",
-    }
+/// [`AttachError::WrongWriters`]'s message: the mode found, the one the
+/// handle expected.
+fn wrong_writers(found: Publishers, expected: Publishers) -> String {
+    let mode = |p| match p {
+        Publishers::One => "one writer (`Writer`)",
+        Publishers::Many => "many writers (`ManyWriter`)",
+    };
+    format!(
+        "blackboard is made for {}, expected one made for {}",
+        mode(found),
+        mode(expected)
+    )
 }
