@@ -147,16 +147,16 @@ fn put_writes_beside_a_running_writer_on_a_table_made_for_many_writers() {
     ])
     .assert_success();
     // A running writer (the library's), and `put` beside it.
-    let mut running = shmbus::blackboard::ManyWriter::<[u8], [u8]>::attach(
-        bb.name(),
-        &Default::default(),
-    )
-    .expect("attach");
+    let mut running =
+        shmbus::blackboard::ManyWriter::<[u8], [u8]>::attach(bb.name(), &Default::default())
+            .expect("attach");
     assert_eq!(
         running.unblock_timeout(),
         std::time::Duration::from_millis(200)
     );
-    running.put_bytes(b"lib\0\0\0\0\0", b"1\0\0\0\0\0\0\0").expect("put");
+    running
+        .put_bytes(b"lib\0\0\0\0\0", b"1\0\0\0\0\0\0\0")
+        .expect("put");
     shmbus(&["put", bb.name(), "cli", "2"]).assert_success();
     shmbus(&["put", bb.name(), "lib2", "3"]).assert_success();
     shmbus(&["put", bb.name(), "lib2"]).assert_success();
@@ -169,8 +169,14 @@ fn put_writes_beside_a_running_writer_on_a_table_made_for_many_writers() {
     assert_eq!(running.keys(), 2);
     drop(running);
     // Flags that do not fit: one line, exit 2.
-    shmbus(&["create", "K-cli-bbmany-x", "--slots", "64", "--many-writers"])
-        .assert_error(2, "--many-writers applies to --kind blackboard");
+    shmbus(&[
+        "create",
+        "K-cli-bbmany-x",
+        "--slots",
+        "64",
+        "--many-writers",
+    ])
+    .assert_error(2, "--many-writers applies to --kind blackboard");
     shmbus(&[
         "create",
         "K-cli-bbmany-y",
@@ -185,6 +191,9 @@ fn put_writes_beside_a_running_writer_on_a_table_made_for_many_writers() {
         "--unblock-ms",
         "5",
     ])
-    .assert_error(2, "--unblock-ms applies to a blackboard with --many-writers");
+    .assert_error(
+        2,
+        "--unblock-ms applies to a blackboard with --many-writers",
+    );
     bb.finish();
 }

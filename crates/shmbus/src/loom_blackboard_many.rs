@@ -44,7 +44,10 @@ fn writer() -> Many {
 /// Two keys whose probes start at the same entry.
 fn colliding(t: &Table<Arc<HeapRegion>>) -> (u64, u64) {
     let home = |k: u64| t.home(&k.to_ne_bytes());
-    (2..16).map(|k| (1, k)).find(|&(a, b)| home(a) == home(b)).expect("a collision")
+    (2..16)
+        .map(|k| (1, k))
+        .find(|&(a, b)| home(a) == home(b))
+        .expect("a collision")
 }
 
 /// One attempt at `entry`: what it kept must be a whole write.

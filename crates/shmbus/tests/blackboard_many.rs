@@ -73,7 +73,11 @@ fn as_child_write_own_keys() {
 }
 
 /// Reader threads over every key until `stop`: (reads, torn, stuck).
-fn readers(name: &str, keys: u64, stop: &Arc<AtomicBool>) -> Vec<std::thread::JoinHandle<[u64; 3]>> {
+fn readers(
+    name: &str,
+    keys: u64,
+    stop: &Arc<AtomicBool>,
+) -> Vec<std::thread::JoinHandle<[u64; 3]>> {
     (0..2u64)
         .map(|t| {
             let stop = stop.clone();
@@ -130,11 +134,16 @@ fn two_writer_processes_and_readers_see_no_torn_value_and_a_killed_writers_entry
     let mut stopper = spawn(0, true);
     let other = spawn(PER_WRITER, false);
     let finished = other.wait_success();
-    assert_eq!(finished.result().get::<u64>("busy"), 0, "its keys are its own");
+    assert_eq!(
+        finished.result().get::<u64>("busy"),
+        0,
+        "its keys are its own"
+    );
     stopper.wait_ready();
     stopper.kill();
     // No writer holds the table: the entry left mid-write is stuck.
-    let mut reader = Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
+    let mut reader =
+        Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
     let stuck = match reader.get(&STOPPED_KEY) {
         Err(GetError::Stuck { entry, .. }) => entry,
         other => panic!("expected Stuck, got {other:?}"),
@@ -142,7 +151,10 @@ fn two_writer_processes_and_readers_see_no_torn_value_and_a_killed_writers_entry
     // The next writer: busy within the timeout, then takes it over.
     let mut next =
         ManyWriter::<u64, Value>::attach(name.name(), &OpenOptions::default()).expect("attach");
-    assert!(matches!(reader.get(&STOPPED_KEY), Err(GetError::Busy { .. })));
+    assert!(matches!(
+        reader.get(&STOPPED_KEY),
+        Err(GetError::Busy { .. })
+    ));
     let start = Instant::now();
     let version = loop {
         match next.put(&STOPPED_KEY, &value(STOPPED_KEY, 9)) {

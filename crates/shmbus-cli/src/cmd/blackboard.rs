@@ -120,10 +120,14 @@ pub fn get(args: &GetArgs) -> Result<(), CliError> {
 pub fn put(args: &PutArgs) -> Result<(), CliError> {
     let opts = OpenOptions::default();
     match Writer::<[u8], [u8]>::attach(&args.name, &opts) {
-        Ok(mut w) => put_with(args, (w.key_size(), w.value_size()), |key, value| match value {
-            Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
-            None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
-        }),
+        Ok(mut w) => put_with(
+            args,
+            (w.key_size(), w.value_size()),
+            |key, value| match value {
+                Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
+                None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
+            },
+        ),
         // A table made for many writers: one more, beside those running.
         Err(AttachError::WrongWriters {
             found: Publishers::Many,
@@ -140,9 +144,10 @@ pub fn put(args: &PutArgs) -> Result<(), CliError> {
                     None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
                 };
                 match res {
-                    Err(Failed::Put(PutError::Busy { .. }) | Failed::Remove(RemoveError::Busy { .. }))
-                        if Instant::now() < until =>
-                    {
+                    Err(
+                        Failed::Put(PutError::Busy { .. })
+                        | Failed::Remove(RemoveError::Busy { .. }),
+                    ) if Instant::now() < until => {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                     res => return res,

@@ -206,9 +206,11 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
                     let stamp = version.wrapping_mul(2);
                     let t = u64::from_ne_bytes(self.buf[..8].try_into().expect("8 bytes"));
                     match t {
-                        tag::EMPTY => return Probe::Absent {
-                            free: free.or(Some((i, stamp))),
-                        },
+                        tag::EMPTY => {
+                            return Probe::Absent {
+                                free: free.or(Some((i, stamp))),
+                            }
+                        }
                         tag::LIVE if self.buf[8..8 + key.len()] == *key => {
                             return Probe::Found { i, stamp }
                         }
@@ -299,11 +301,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
                         return Ok(self.write(i, tag::LIVE, None, Some(value)));
                     }
                 }
-                Probe::Absent { free: None } => {
-                    return Err(PutError::Full {
-                        keys: self.keys(),
-                    })
-                }
+                Probe::Absent { free: None } => return Err(PutError::Full { keys: self.keys() }),
                 Probe::Absent {
                     free: Some((i, stamp)),
                 } => {
@@ -583,8 +581,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
             .version()
             .fetch_add(1, Ordering::Relaxed)
             .wrapping_add(1);
-        self.table
-            .write_half(i, v, key, &value[..value.len() / 2]);
+        self.table.write_half(i, v, key, &value[..value.len() / 2]);
         Ok(v)
     }
 }
@@ -620,10 +617,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region + Clone> ManyWriter<K, V, R
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn another(&self) -> Self {
-        ManyWriter::new(
-            self.table.same(self.table.region.clone()),
-            self.strategy,
-        )
+        ManyWriter::new(self.table.same(self.table.region.clone()), self.strategy)
     }
 }
 
@@ -672,12 +666,13 @@ mod shm {
     /// see "a writer is alive"); `Err` with the pid of whoever holds it
     /// exclusively (a creator still building).
     fn share_writer_lock(region: &ShmRegion, control: usize) -> Result<(), AttachError> {
-        let shared = lock::try_lock(region.file(), lock_byte::PUBLISHER, false).map_err(
-            |source| OpenError::Io {
-                what: "lock",
-                source,
-            },
-        )?;
+        let shared =
+            lock::try_lock(region.file(), lock_byte::PUBLISHER, false).map_err(|source| {
+                OpenError::Io {
+                    what: "lock",
+                    source,
+                }
+            })?;
         let pid = region.word32(control + control::WRITER_PID);
         if !shared {
             return Err(AttachError::WriterActive {

@@ -30,7 +30,11 @@ type Many = ManyWriter<u64, [u64; 8], Arc<HeapRegion>>;
 fn colliding(w: &Many) -> (u64, u64) {
     let home = |k: u64| w.table.home(&k.to_ne_bytes());
     (1..)
-        .find_map(|k| (k + 1..k + 64).find(|&j| home(j) == home(k)).map(|j| (k, j)))
+        .find_map(|k| {
+            (k + 1..k + 64)
+                .find(|&j| home(j) == home(k))
+                .map(|j| (k, j))
+        })
         .expect("two keys share an entry")
 }
 
@@ -83,10 +87,9 @@ fn a_full_table_is_a_typed_error_and_its_count_is_undone() {
 
 #[test]
 fn raw_sizes_other_than_the_tables_are_refused() {
-    let mut w = ManyWriter::<[u8], [u8], _>::on_heap(
-        &BlackboardOptions::new(4).key_size(4).value_size(8),
-    )
-    .expect("heap");
+    let mut w =
+        ManyWriter::<[u8], [u8], _>::on_heap(&BlackboardOptions::new(4).key_size(4).value_size(8))
+            .expect("heap");
     assert_eq!(
         w.put_bytes(b"abc", &[0; 8]),
         Err(PutError::KeySize {
