@@ -167,6 +167,22 @@ fn put_writes_beside_a_running_writer_on_a_table_made_for_many_writers() {
     out.assert_success();
     assert_eq!(out.stdout(), "2\t2\n");
     assert_eq!(running.keys(), 2);
+    let json = shmbus(&["stat", bb.name(), "--json"]).json();
+    assert_eq!(
+        (
+            &json["many_writers"],
+            &json["unblock_ns"],
+            &json["writer_alive"]
+        ),
+        (&true.into(), &200_000_000u64.into(), &true.into())
+    );
+    let text = shmbus(&["stat", bb.name()]);
+    assert!(
+        text.stdout()
+            .contains("writers:        many (unblock 200 ms)"),
+        "{}",
+        text.stdout()
+    );
     drop(running);
     // Flags that do not fit: one line, exit 2.
     shmbus(&[

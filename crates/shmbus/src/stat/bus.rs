@@ -90,6 +90,7 @@ pub struct BusStat {
 /// let bb = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard");
 /// assert_eq!((bb.keys, bb.capacity, bb.entries, bb.updates), (1, 100, 256, 2));
 /// assert_eq!((bb.key_type.name.as_str(), bb.mid_write), ("u64", 0));
+/// assert_eq!(bb.unblock, None); // one writer
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -108,6 +109,9 @@ pub struct BlackboardStat {
     /// Entries whose stamp was odd when read: being written, or left so by
     /// a writer that died (stuck if no writer lives).
     pub mid_write: u64,
+    /// A table made for many writers (`blackboard::ManyWriter`): its
+    /// unblock timeout; `None` for a single-writer table.
+    pub unblock: Option<std::time::Duration>,
 }
 
 /// A pool bus's blocks, as [`stat`] reads them: its geometry, where each
@@ -688,6 +692,10 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
                     .clone()
                     .unwrap_or_else(|| TypeFingerprint::new("", 0, 0)),
                 mid_write,
+                unblock: (header.flags & crate::wire::blackboard::MULTI_WRITER != 0).then(|| {
+                    let ns = region.word(c + bc::UNBLOCK_NS).load(Ordering::Relaxed);
+                    std::time::Duration::from_nanos(ns)
+                }),
             })
         }
         _ => None,
