@@ -204,7 +204,7 @@ fn hostile_bytes_never_hang_a_writer() {
 #[test]
 fn writer_threads_on_their_own_keys_and_a_reader_never_see_a_torn_value() {
     let keys = 16u64;
-    let rounds = if cfg!(miri) { 10 } else { 2000 };
+    let rounds = if cfg!(miri) { 4 } else { 2000 };
     let a = Many::on_heap(&BlackboardOptions::new(4 * keys)).expect("heap");
     let stop = Arc::new(AtomicBool::new(false));
     let mut reader = a.reader();
