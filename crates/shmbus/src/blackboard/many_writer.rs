@@ -270,9 +270,9 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
         v
     }
 
-    /// Takes over stuck entry `i` (claimed from its odd stamp): `Some` if
+    /// Takes over stuck entry `i` (claimed from its odd stamp): true if
     /// it was `key`'s (the caller writes it), else it is written removed
-    /// and `None` (probe again).
+    /// and false (probe again).
     fn take_over(&mut self, i: u64, key: &[u8]) -> bool {
         self.taken_over += 1;
         self.odd.retain(|(e, _, _)| *e != i);
