@@ -81,3 +81,28 @@ for i in range(1, 46):
 print(f"blackboard: {ours['keys']} keys, {ours['updates']} updates: read_bus.py agrees with shmbus")
 PY
 "$SHMBUS" rm "$name"
+# A blackboard for many writers (LAYOUT.md 25.1, 25.2, 25.7): the flag and
+# the unblock word against `shmbus stat`, and keys written by `put` as one
+# of its writers against `shmbus get`.
+"$SHMBUS" create "$name" --kind blackboard --keys 8 --key-size 8 --value-size 8 --many-writers --unblock-ms 250
+for i in 1 2 3; do "$SHMBUS" put "$name" "k$i" "v$i"; done
+"$SHMBUS" put "$name" k2
+python3 - "$name" "$SHMBUS" <<'PY'
+import json, subprocess, sys
+name, tool = sys.argv[1], sys.argv[2]
+ours = json.loads(subprocess.run(["python3", "tools/read_bus.py", name, "--json"], check=True, capture_output=True, text=True).stdout)
+if (ours["many_writers"], ours["unblock_ns"], ours["keys"], ours["updates"]) != (True, 250_000_000, 2, 4):
+    sys.exit(f"FAIL: many-writer blackboard as read_bus.py reads it: {ours}")
+theirs = json.loads(subprocess.run([tool, "stat", name, "--json"], check=True, capture_output=True, text=True).stdout)
+bad = [k for k in ["many_writers", "unblock_ns", "keys", "updates"] if ours[k] != theirs[k]]
+if bad:
+    sys.exit(f"FAIL: read_bus.py and shmbus stat differ on {[(k, ours[k], theirs[k]) for k in bad]}")
+for i in (1, 2, 3):
+    key = f"k{i}".encode().ljust(8, b"\0").hex()
+    a = subprocess.run(["python3", "tools/read_bus.py", name, "--get", key], capture_output=True, text=True)
+    b = subprocess.run([tool, "get", name, "--hex", "--with-version", key], capture_output=True, text=True)
+    if (a.returncode == 0) != (b.returncode == 0) or a.stdout != b.stdout:
+        sys.exit(f"FAIL: key k{i}: read_bus.py {a.returncode} {a.stdout!r}, shmbus get {b.returncode} {b.stdout!r}")
+print("many-writer blackboard: flag and unblock word read, keys agree with shmbus get")
+PY
+"$SHMBUS" rm "$name"

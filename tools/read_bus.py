@@ -58,7 +58,8 @@ pool bus's slot lines end with the descriptor decoded (block B len N).
 Blackboards (kind 3, LAYOUT.md section 25). The header lines (and --json)
 add the key type (key_type, key_size, key_align, key_hash), the table's
 entries, keys (the writer's count), updates (its version) and mid_write
-(entries whose stamp is odd), with the writer's pid and liveness. --get
+(entries whose stamp is odd), with the writer's pid and liveness, and
+many_writers (header flag bit 1) with unblock_ns (its control word). --get
 KEYHEX looks a key up as section 25.4 says (the hash, the probe, each
 entry read between two loads of its stamp, at most 320 tries) and prints
 VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
@@ -112,6 +113,8 @@ KIND_BLACKBOARD = 3
 # Section 25: a blackboard's key type, control words and entries.
 H_KEY_HASH, H_KEY_SIZE, H_KEY_ALIGN, H_KEY_NAME = 536, 544, 548, 552
 B_VERSION, B_KEYS, B_WRITER_PID, B_BELL = 0, 8, 128, 256
+B_UNBLOCK_NS = 192  # many-writer tables only (section 25.2)
+FLAG_MULTI_WRITER = 2  # header flag bit 1 on a blackboard (section 25.1)
 MAX_KEYS, MAX_KEY_SIZE, MAX_VALUE_SIZE = 1 << 24, 1024, 1 << 20
 TAG_EMPTY, TAG_LIVE, TAG_REMOVED = 0, 1, 2
 BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 25.5)
@@ -597,6 +600,7 @@ class Bus:
         return None
 
     def blackboard_state(self):
+        many = bool(self.h["flags"] & FLAG_MULTI_WRITER)
         mid_write = sum(
             1
             for i in range(self.bb["entries"])
@@ -618,6 +622,8 @@ class Bus:
             "writer_pid": self.u32(self.ctl + B_WRITER_PID),
             "writer_alive": self.lock_held(LOCK_PUBLISHER),
             "attached": self.lock_held(LOCK_ATTACHED),
+            "many_writers": many,
+            "unblock_ns": self.u64(self.ctl + B_UNBLOCK_NS) if many else None,
         }
 
     def stream_state(self):

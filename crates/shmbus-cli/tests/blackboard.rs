@@ -126,3 +126,90 @@ fn bad_blackboard_input_is_one_line_and_exit_2() {
     shmbus(&["get", bb.name(), "a-key-too-long"]).assert_error(2, "the table's keys are 8");
     bb.finish();
 }
+
+#[test]
+fn put_writes_beside_a_running_writer_on_a_table_made_for_many_writers() {
+    let bb = BusName::new("K-cli-bbmany");
+    shmbus(&[
+        "create",
+        bb.name(),
+        "--kind",
+        "blackboard",
+        "--keys",
+        "16",
+        "--key-size",
+        "8",
+        "--value-size",
+        "8",
+        "--many-writers",
+        "--unblock-ms",
+        "200",
+    ])
+    .assert_success();
+    // A running writer (the library's), and `put` beside it.
+    let mut running =
+        shmbus::blackboard::ManyWriter::<[u8], [u8]>::attach(bb.name(), &Default::default())
+            .expect("attach");
+    assert_eq!(
+        running.unblock_timeout(),
+        std::time::Duration::from_millis(200)
+    );
+    running
+        .put_bytes(b"lib\0\0\0\0\0", b"1\0\0\0\0\0\0\0")
+        .expect("put");
+    shmbus(&["put", bb.name(), "cli", "2"]).assert_success();
+    shmbus(&["put", bb.name(), "lib2", "3"]).assert_success();
+    shmbus(&["put", bb.name(), "lib2"]).assert_success();
+    let out = shmbus(&["get", bb.name(), "lib"]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "1\n");
+    let out = shmbus(&["get", bb.name(), "cli", "--with-version"]);
+    out.assert_success();
+    assert_eq!(out.stdout(), "2\t2\n");
+    assert_eq!(running.keys(), 2);
+    let json = shmbus(&["stat", bb.name(), "--json"]).json();
+    assert_eq!(
+        (
+            &json["many_writers"],
+            &json["unblock_ns"],
+            &json["writer_alive"]
+        ),
+        (&true.into(), &200_000_000u64.into(), &true.into())
+    );
+    let text = shmbus(&["stat", bb.name()]);
+    assert!(
+        text.stdout()
+            .contains("writers:        many (unblock 200 ms)"),
+        "{}",
+        text.stdout()
+    );
+    drop(running);
+    // Flags that do not fit: one line, exit 2.
+    shmbus(&[
+        "create",
+        "K-cli-bbmany-x",
+        "--slots",
+        "64",
+        "--many-writers",
+    ])
+    .assert_error(2, "--many-writers applies to --kind blackboard");
+    shmbus(&[
+        "create",
+        "K-cli-bbmany-y",
+        "--kind",
+        "blackboard",
+        "--keys",
+        "4",
+        "--key-size",
+        "8",
+        "--value-size",
+        "8",
+        "--unblock-ms",
+        "5",
+    ])
+    .assert_error(
+        2,
+        "--unblock-ms applies to a blackboard with --many-writers",
+    );
+    bb.finish();
+}

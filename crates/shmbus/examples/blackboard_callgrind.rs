@@ -6,8 +6,9 @@
 //!
 //! `cargo build --release -p shmbus --example blackboard_callgrind`, then
 //! `valgrind --tool=callgrind target/release/examples/blackboard_callgrind [n]`
-//! (default 100 000 of each).
-use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
+//! (default 100 000 of each). With a second argument `many`, the puts go
+//! through a `ManyWriter` on a table made for many writers (`put_many`).
+use shmbus::blackboard::{BlackboardOptions, ManyWriter, Reader, Writer};
 use shmbus::OpenOptions;
 
 type Value = [u64; 8];
@@ -16,6 +17,18 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let name = format!("/dev/shm/shmbus-bb-callgrind-{}", std::process::id());
+    if args.get(2).map(String::as_str) == Some("many") {
+        let opts = BlackboardOptions::new(1000);
+        let mut w = ManyWriter::<u64, Value>::create(&name, &opts).expect("create");
+        for k in 0..1000 {
+            w.put(&k, &[k; 8]).expect("put");
+        }
+        for i in 0..n {
+            put_many(&mut w, i);
+        }
+        shmbus::remove(&name).expect("rm");
+        return;
+    }
     let mut w = Writer::<u64, Value>::create(&name, &BlackboardOptions::new(1000)).expect("create");
     let mut r = Reader::<u64, Value>::open(&name, &OpenOptions::default()).expect("open");
     for k in 0..1000 {
@@ -40,4 +53,9 @@ fn put_one(w: &mut Writer<u64, Value>, i: u64) {
 #[inline(never)]
 fn get_one(r: &mut Reader<u64, Value>) -> u64 {
     r.get(&7).expect("get").expect("key 7").value[3]
+}
+
+#[inline(never)]
+fn put_many(w: &mut ManyWriter<u64, Value>, i: u64) {
+    w.put(&7, &[i; 8]).expect("put");
 }

@@ -365,6 +365,15 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
+    /// A single-writer blackboard attached by a `ManyWriter`, or a
+    /// many-writer one by a `Writer` (the header's `MULTI_WRITER` flag).
+    #[error("{}", wrong_writers(*found, *expected))]
+    WrongWriters {
+        /// The table's mode.
+        found: Publishers,
+        /// The mode of the writer that tried.
+        expected: Publishers,
+    },
     /// A single-publisher bus opened by a many-publisher one, or the other
     /// way round (the header's `MULTI_PUBLISHER` flag).
     #[error("bus is {found}, a {expected} publisher cannot attach to it")]
@@ -440,4 +449,18 @@ pub enum LosslessRefused {
         /// "many-publisher", "journaled" or "pool".
         kind: &'static str,
     },
+}
+
+/// [`AttachError::WrongWriters`]'s message: the mode found, the one the
+/// handle expected.
+fn wrong_writers(found: Publishers, expected: Publishers) -> String {
+    let mode = |p| match p {
+        Publishers::One => "one writer (`Writer`)",
+        Publishers::Many => "many writers (`ManyWriter`)",
+    };
+    format!(
+        "blackboard is made for {}, expected one made for {}",
+        mode(found),
+        mode(expected)
+    )
 }

@@ -251,9 +251,9 @@ impl AttachError {
             | AttachError::WriterActive { .. }
             | AttachError::ProducerActive { .. }
             | AttachError::ConsumerActive { .. } => ErrorKind::RoleTaken,
-            AttachError::Journaled { .. } | AttachError::WrongPublishers { .. } => {
-                ErrorKind::WrongKind
-            }
+            AttachError::Journaled { .. }
+            | AttachError::WrongPublishers { .. }
+            | AttachError::WrongWriters { .. } => ErrorKind::WrongKind,
             AttachError::PidNamespace { .. } => ErrorKind::Other,
         }
     }
@@ -283,7 +283,8 @@ impl GetError {
 
 impl PutError {
     /// [`ErrorKind::Full`] for a full table, [`ErrorKind::InvalidArgument`]
-    /// for raw bytes of the wrong size.
+    /// for raw bytes of the wrong size, [`ErrorKind::TimedOut`] for an
+    /// entry another writer holds (as [`GetError::Busy`]).
     ///
     /// # Examples
     /// ```
@@ -295,12 +296,14 @@ impl PutError {
         match self {
             PutError::Full { .. } => ErrorKind::Full,
             PutError::KeySize { .. } | PutError::ValueSize { .. } => ErrorKind::InvalidArgument,
+            PutError::Busy { .. } => ErrorKind::TimedOut,
         }
     }
 }
 
 impl RemoveError {
-    /// [`ErrorKind::InvalidArgument`]: a raw key of the wrong size.
+    /// [`ErrorKind::InvalidArgument`] for a raw key of the wrong size,
+    /// [`ErrorKind::TimedOut`] for an entry another writer holds.
     ///
     /// # Examples
     /// ```
@@ -310,7 +313,10 @@ impl RemoveError {
     /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     /// ```
     pub fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidArgument
+        match self {
+            RemoveError::KeySize { .. } => ErrorKind::InvalidArgument,
+            RemoveError::Busy { .. } => ErrorKind::TimedOut,
+        }
     }
 }
 

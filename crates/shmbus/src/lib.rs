@@ -135,6 +135,8 @@ pub mod journal;
 #[cfg(all(test, loom))]
 mod loom_blackboard;
 #[cfg(all(test, loom))]
+mod loom_blackboard_many;
+#[cfg(all(test, loom))]
 mod loom_mpmc;
 #[cfg(all(test, loom))]
 mod loom_pool;

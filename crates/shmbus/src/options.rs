@@ -740,6 +740,8 @@ pub struct BlackboardOptions {
     pub(crate) value_type: Option<(String, u32)>,
     pub(crate) file: FileOptions,
     pub(crate) wait: WaitStrategy,
+    /// Read only by `ManyWriter::create`.
+    pub(crate) unblock: Duration,
 }
 
 impl BlackboardOptions {
@@ -760,7 +762,25 @@ impl BlackboardOptions {
             value_type: None,
             file: FileOptions::default(),
             wait: WaitStrategy::default(),
+            unblock: DEFAULT_UNBLOCK,
         }
+    }
+    /// How long an entry may stay mid-write (at one odd stamp) before
+    /// another writer takes it over, on a table made for many writers
+    /// ([`ManyWriter::create`](crate::blackboard::ManyWriter::create);
+    /// default 1 s). A single writer ignores it. Choose it far above any
+    /// scheduling stall: a writer stalled mid-write for longer loses its
+    /// entry, and may tear the value its successor wrote.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::time::Duration;
+    /// let opts = shmbus::blackboard::BlackboardOptions::new(8)
+    ///     .unblock_timeout(Duration::from_millis(200));
+    /// ```
+    pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
+        self.unblock = timeout;
+        self
     }
     /// Bytes per key, for raw keys (`[u8]`); a typed key takes its
     /// type's size, and a different size here is an error at create.

@@ -8,8 +8,10 @@
 
 use std::io::Write;
 
-use shmbus::blackboard::{GetError, Reader, Writer};
-use shmbus::OpenOptions;
+use std::time::{Duration, Instant};
+
+use shmbus::blackboard::{GetError, ManyWriter, PutError, Reader, RemoveError, Writer};
+use shmbus::{AttachError, OpenOptions, Publishers};
 
 use crate::error::CliError;
 
@@ -116,20 +118,69 @@ pub fn get(args: &GetArgs) -> Result<(), CliError> {
 }
 
 pub fn put(args: &PutArgs) -> Result<(), CliError> {
-    let mut writer = Writer::<[u8], [u8]>::attach(&args.name, &OpenOptions::default())?;
-    let key = bytes_of("key", &args.key, writer.key_size(), args.hex)?;
-    match &args.value {
-        Some(value) => {
-            let value = bytes_of("value", value, writer.value_size(), args.hex)?;
-            writer
-                .put_bytes(&key, &value)
-                .map_err(|e| CliError::runtime(format!("{}: {e}", args.name)))?;
+    let opts = OpenOptions::default();
+    match Writer::<[u8], [u8]>::attach(&args.name, &opts) {
+        Ok(mut w) => put_with(
+            args,
+            (w.key_size(), w.value_size()),
+            |key, value| match value {
+                Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
+                None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
+            },
+        ),
+        // A table made for many writers: one more, beside those running.
+        Err(AttachError::WrongWriters {
+            found: Publishers::Many,
+            ..
+        }) => {
+            let mut w = ManyWriter::<[u8], [u8]>::attach(&args.name, &opts)?;
+            // An entry a dead writer left mid-write is busy until the
+            // table's unblock timeout has passed, then taken over: wait
+            // that long (and a little more), no longer.
+            let until = Instant::now() + 2 * w.unblock_timeout() + Duration::from_millis(100);
+            put_with(args, (w.key_size(), w.value_size()), |key, value| loop {
+                let res = match value {
+                    Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
+                    None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
+                };
+                match res {
+                    Err(
+                        Failed::Put(PutError::Busy { .. })
+                        | Failed::Remove(RemoveError::Busy { .. }),
+                    ) if Instant::now() < until => {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                    res => return res,
+                }
+            })
         }
-        None => {
-            writer
-                .remove_bytes(&key)
-                .map_err(|e| CliError::usage(format!("{}: {e}", args.name)))?;
-        }
+        Err(e) => Err(e.into()),
     }
-    Ok(())
+}
+
+/// Why a write of `put` failed.
+enum Failed {
+    Put(PutError),
+    Remove(RemoveError),
+}
+
+/// `put`'s work over either writer: the key and value as bytes of the
+/// table's sizes, then `write` (a removal without a value).
+fn put_with(
+    args: &PutArgs,
+    (key_size, value_size): (usize, usize),
+    mut write: impl FnMut(&[u8], Option<&[u8]>) -> Result<(), Failed>,
+) -> Result<(), CliError> {
+    let key = bytes_of("key", &args.key, key_size, args.hex)?;
+    let value = match &args.value {
+        Some(value) => Some(bytes_of("value", value, value_size, args.hex)?),
+        None => None,
+    };
+    write(&key, value.as_deref()).map_err(|e| match e {
+        Failed::Put(e) => CliError::runtime(format!("{}: {e}", args.name)),
+        Failed::Remove(e @ RemoveError::KeySize { .. }) => {
+            CliError::usage(format!("{}: {e}", args.name))
+        }
+        Failed::Remove(e) => CliError::runtime(format!("{}: {e}", args.name)),
+    })
 }

@@ -113,8 +113,16 @@ pub struct CreateArgs {
     /// With `--publishers many` only: milliseconds a claimed message may
     /// stay unwritten (its publisher died) before subscribers skip it
     /// (default 1000). Refused without it: one publisher claims nothing.
+    /// A blackboard takes it with --many-writers (see there).
     #[arg(long, value_name = "MS")]
     pub unblock_ms: Option<u64>,
+    /// A blackboard for many writers at once (the library's
+    /// `ManyWriter`; `shmbus put` then writes beside running writers),
+    /// each key written by one of them. With it, --unblock-ms is how long
+    /// an entry a writer died writing stays busy before another writer
+    /// takes it over (default 1000).
+    #[arg(long)]
+    pub many_writers: bool,
     /// Back the bus with 2 MiB huge pages: `transparent` for a bare name
     /// (tmpfs, collapsed with MADV_COLLAPSE, Linux 6.1), `hugetlbfs` for a
     /// path on a hugetlbfs mount with pages reserved in
@@ -285,6 +293,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         (args.key_size.is_some(), "--key-size"),
         (args.value_size.is_some(), "--value-size"),
         (args.key_type.is_some(), "--key-type"),
+        (args.many_writers, "--many-writers"),
     ] {
         if given {
             return Err(CliError::usage(format!(
@@ -411,13 +420,20 @@ fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
         ),
         (args.pool.is_some(), "--pool"),
         (args.journal.is_some(), "--journal"),
-        (args.publishers == PublisherCount::Many, "--publishers many"),
-        (args.unblock_ms.is_some(), "--unblock-ms"),
+        (
+            args.publishers == PublisherCount::Many,
+            "--publishers many (a blackboard's is --many-writers)",
+        ),
     ];
     if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
         return Err(CliError::usage(format!(
             "{flag} does not apply to a blackboard: it takes --keys, --key-size, --value-size (see `shmbus create --help`)"
         )));
+    }
+    if args.unblock_ms.is_some() && !args.many_writers {
+        return Err(CliError::usage(
+            "--unblock-ms applies to a blackboard with --many-writers; one writer leaves no entry to take over (see `shmbus create --help`)",
+        ));
     }
     refuse_gate(args, "a blackboard: its readers never hold the writer back")?;
     let (Some(keys), Some(key_size), Some(value_size)) =
@@ -439,7 +455,14 @@ fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
     if let Some(ty) = &args.message_type {
         opts = opts.value_type(&ty.name, ty.align);
     }
-    shmbus::blackboard::Writer::<[u8], [u8]>::create(&args.name, &opts)?;
+    if let Some(ms) = args.unblock_ms {
+        opts = opts.unblock_timeout(Duration::from_millis(ms));
+    }
+    if args.many_writers {
+        shmbus::blackboard::ManyWriter::<[u8], [u8]>::create(&args.name, &opts)?;
+    } else {
+        shmbus::blackboard::Writer::<[u8], [u8]>::create(&args.name, &opts)?;
+    }
     Ok(())
 }
 

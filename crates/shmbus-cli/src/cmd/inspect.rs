@@ -384,6 +384,8 @@ fn blackboard_json(s: &BusStat, bb: &BlackboardStat) -> Value {
         "value_size": s.header.msg.size,
         "writer_pid": s.publisher_pid,
         "writer_alive": s.publisher_alive,
+        "many_writers": bb.unblock.is_some(),
+        "unblock_ns": bb.unblock.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
         "created_unix_ns": s.header.created_ns,
     })
 }
@@ -393,11 +395,18 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
     let mid_write = match (bb.mid_write, s.publisher_alive) {
         (0, _) => "0".to_string(),
         (n, true) => format!("{n} (being written)"),
+        (n, false) if bb.unblock.is_some() => format!(
+            "{n} STUCK: left mid-write by a writer that died; the next writer to meet it takes it over"
+        ),
         (n, false) => {
             format!("{n} STUCK: left mid-write by a writer that died; attach a writer to repair")
         }
     };
-    let rows: [(&str, String); 11] = [
+    let writers = match bb.unblock {
+        None => "one".to_string(),
+        Some(d) => format!("many (unblock {} ms)", d.as_millis()),
+    };
+    let rows: [(&str, String); 12] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
         ("kind", h.kind.to_string()),
@@ -419,6 +428,7 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
         ),
         ("updates", bb.updates.to_string()),
         ("mid-write", mid_write),
+        ("writers", writers),
         ("writer", role_text(s.publisher_pid, s.publisher_alive)),
         ("attached", s.attached.to_string()),
         ("created", utc_time(h.created_ns)),

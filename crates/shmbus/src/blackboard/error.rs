@@ -99,6 +99,16 @@ pub enum PutError {
         /// The table's value size.
         expected: usize,
     },
+    /// Many writers only ([`ManyWriter`](super::ManyWriter)): the key's
+    /// entry is mid-write by another handle (a writer that broke the
+    /// one-writer-per-key rule, or one that died or stalled there, whose
+    /// entry is taken over once the table's unblock timeout has passed),
+    /// or other writers won every claim this call tried. Try again.
+    #[error("entry {entry} is being written by another writer: busy, try again")]
+    Busy {
+        /// The entry (its index in the table).
+        entry: u64,
+    },
 }
 
 /// Why a removal was refused. Nothing was written.
@@ -124,6 +134,12 @@ pub enum RemoveError {
         found: usize,
         /// The table's key size.
         expected: usize,
+    },
+    /// Many writers only: as [`PutError::Busy`].
+    #[error("entry {entry} is being written by another writer: busy, try again")]
+    Busy {
+        /// The entry (its index in the table).
+        entry: u64,
     },
 }
 

@@ -30,12 +30,16 @@
 //!
 //! Files: `entry.rs` (one entry's seqlock), `table.rs` (the hash, the
 //! probe, a reader's bounded read, the writer's stores), `writer.rs`,
+//! `many_writer.rs` (a table made for many writers: claims, takeover),
 //! `reader.rs`, `field.rs` (what keys and values are), `error.rs`.
 //! Bytes: docs/LAYOUT.md §25.
 //!
 //! # Invariants
 //! - Only the writer stores to the table (its entries, `VERSION`,
-//!   `KEYS`); readers store only the doorbell's sleeper flag.
+//!   `KEYS`); readers store only the doorbell's sleeper flag. A table
+//!   made for many writers (header flag `MULTI_WRITER`, [`ManyWriter`])
+//!   has any number, each claiming an entry by CAS before it stores
+//!   there (`many_writer.rs` gives that protocol's invariants).
 //! - Each entry is a seqlock with its stamp in the entry: `2v - 1` while
 //!   version `v` is written, `2v` once written. The writer stores the odd
 //!   stamp, a Release fence, the words, then the even stamp (Release); a
@@ -66,6 +70,7 @@
 pub(crate) mod entry;
 mod error;
 mod field;
+mod many_writer;
 mod reader;
 pub(crate) mod table;
 #[cfg(all(test, not(loom)))]
@@ -75,5 +80,6 @@ mod writer;
 pub use crate::options::BlackboardOptions;
 pub use error::{GetError, PutError, RemoveError};
 pub use field::Field;
+pub use many_writer::ManyWriter;
 pub use reader::{Entries, Item, Reader, Versioned};
 pub use writer::Writer;

@@ -143,6 +143,12 @@ impl<R: Region> Table<R> {
         self.region.word(self.control + control::KEYS)
     }
 
+    /// The unblock timeout of a many-writer table (`many_writer`).
+    #[inline]
+    pub(crate) fn unblock(&self) -> &AtomicU64 {
+        self.region.word(self.control + control::UNBLOCK_NS)
+    }
+
     /// The readers' doorbell.
     #[inline]
     pub(crate) fn bell(&self) -> &AtomicU32 {
@@ -315,6 +321,9 @@ impl<R: Region> Table<R> {
     /// both). Always inlined: a put is mostly this.
     #[inline(always)]
     pub(crate) fn write(&self, i: u64, v: u64, t: u64, key: Option<&[u8]>, value: Option<&[u8]>) {
+        // `write_entry`'s steps written out again, not called: calling it
+        // (inlined all the same) cost the single writer's put 8 more
+        // instructions (callgrind, examples/blackboard_callgrind.rs).
         let stamp = self.stamp(i);
         let body = self.body(i);
         entry::begin(stamp, v);
@@ -333,6 +342,35 @@ impl<R: Region> Table<R> {
         // `Reader::changed_since` and the waits: who sees `v` there sees
         // the entry's version `v` committed.
         self.version().store(v, Ordering::Release);
+    }
+
+    /// The entry half of [`Table::write`] (the same steps): the odd
+    /// stamp, the words, the even stamp; the version word is the caller's
+    /// (a many-writer table takes versions with `fetch_add`,
+    /// `many_writer`).
+    #[inline(always)]
+    pub(crate) fn write_entry(
+        &self,
+        i: u64,
+        v: u64,
+        t: u64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+    ) {
+        let stamp = self.stamp(i);
+        let body = self.body(i);
+        entry::begin(stamp, v);
+        if body[0].load(Ordering::Relaxed) != t {
+            body[0].store(t, Ordering::Relaxed);
+        }
+        let vw = self.value_at() / 8;
+        if let Some(key) = key {
+            crate::bus::copy::store(&body[1..vw], key);
+        }
+        if let Some(value) = value {
+            crate::bus::copy::store(&body[vw..], value);
+        }
+        entry::commit(stamp, v);
     }
 
     /// Test hook: the first half of a write of version `v` (the odd stamp,

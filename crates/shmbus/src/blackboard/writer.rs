@@ -27,8 +27,9 @@ use crate::wire::{BlackboardGeometry, GeometryError, Header, TypeFingerprint};
 /// calls ([`Writer::put_bytes`], [`Writer::remove_bytes`]) work on every
 /// writer, typed or not (the bindings' entry points).
 ///
-/// Many writers, each owning its own keys, are not this handle: the
-/// table has one writer's lock and one version counter. A forked child
+/// Many writers, each owning its own keys, are a table made for them and
+/// [`ManyWriter`](super::ManyWriter) handles, not this one (whose plain
+/// stores assume no other writer). A forked child
 /// must not use a writer it inherited (the lock is the parent's).
 ///
 /// # Examples
@@ -449,7 +450,9 @@ mod shm {
         /// # Errors
         /// [`AttachError::Open`] if it cannot be opened (another kind,
         /// other types: [`OpenError::WrongKind`], [`OpenError::TypeMismatch`]);
-        /// [`AttachError::WriterActive`] while a live process writes it.
+        /// [`AttachError::WriterActive`] while a live process writes it;
+        /// [`AttachError::WrongWriters`] for a table made for many writers
+        /// (attach a [`ManyWriter`](super::super::ManyWriter)).
         ///
         /// # Examples
         /// ```
@@ -470,6 +473,12 @@ mod shm {
                 opts,
             )?;
             super::super::reader::check_key::<K>(&header)?;
+            if header.flags & crate::wire::blackboard::MULTI_WRITER != 0 {
+                return Err(AttachError::WrongWriters {
+                    found: crate::wire::Publishers::Many,
+                    expected: crate::wire::Publishers::One,
+                });
+            }
             let geo = header
                 .blackboard_geometry()
                 .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;

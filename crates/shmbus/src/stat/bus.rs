@@ -93,6 +93,7 @@ pub struct BusStat {
 /// let bb = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard");
 /// assert_eq!((bb.keys, bb.capacity, bb.entries, bb.updates), (1, 100, 256, 2));
 /// assert_eq!((bb.key_type.name.as_str(), bb.mid_write), ("u64", 0));
+/// assert_eq!(bb.unblock, None); // one writer
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -120,6 +121,9 @@ pub struct BlackboardStat {
     /// line per entry (a million entries: a million lines), and 24 bytes
     /// per written entry here.
     pub versions: Vec<EntryVersion>,
+    /// A table made for many writers (`blackboard::ManyWriter`): its
+    /// unblock timeout; `None` for a single-writer table.
+    pub unblock: Option<std::time::Duration>,
 }
 
 /// A pool bus's blocks, as [`stat`] reads them: its geometry, where each
@@ -710,6 +714,10 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
                     .unwrap_or_else(|| TypeFingerprint::new("", 0, 0)),
                 mid_write,
                 versions,
+                unblock: (header.flags & crate::wire::blackboard::MULTI_WRITER != 0).then(|| {
+                    let ns = region.word(c + bc::UNBLOCK_NS).load(Ordering::Relaxed);
+                    std::time::Duration::from_nanos(ns)
+                }),
             })
         }
         _ => None,

@@ -34,7 +34,17 @@ pub mod control {
     /// u32: the doorbell readers sleep on (the bus's futex protocol,
     /// `wait`): bit 0 "a reader may sleep", bits 1.. a wake count.
     pub const BELL: usize = super::super::control::FUTEX;
+    /// u64: many-writer tables only: how long an entry may stay at one odd
+    /// stamp before another writer takes it over, in ns (where a
+    /// many-publisher bus keeps its unblock timeout). Written once by the
+    /// creator before the magic; 0 on a single-writer table.
+    pub const UNBLOCK_NS: usize = super::super::control::UNBLOCK_NS;
 }
+
+/// The header flag of a blackboard made for many writers
+/// (`blackboard::ManyWriter`): the bus's `MULTI_PUBLISHER` bit, which a
+/// blackboard uses for nothing else.
+pub const MULTI_WRITER: u32 = super::flags::MULTI_PUBLISHER;
 
 /// Byte offsets in an entry, relative to the entry.
 pub mod entry {
