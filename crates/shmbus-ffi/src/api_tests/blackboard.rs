@@ -129,10 +129,10 @@ fn a_read_of_an_entry_whose_tag_no_writer_stores_is_corrupt() {
         .open(format!("/dev/shm/{}", bus.name))
         .expect("the table's file");
     let bytes = std::fs::read(format!("/dev/shm/{}", bus.name)).expect("read");
-    let body = b"good\0\0\0\012345678";
+    let body = [&b"good\0\0\0\0"[..], b"12345678"].concat();
     let at = bytes
         .windows(body.len())
-        .position(|w| w == body)
+        .position(|w| w == &body[..])
         .expect("the entry's key and value");
     assert_eq!(bytes[at - 8..at], 1u64.to_le_bytes(), "a live tag");
     file.write_all_at(&7u64.to_le_bytes(), (at - 8) as u64)

@@ -345,6 +345,7 @@ mod tests {
             key_type: TypeFingerprint::of::<u32>(),
             mid_write: versions.iter().filter(|e| e.writing).count() as u64,
             versions,
+            unblock: None,
         }
     }
 

@@ -3,7 +3,7 @@
 //! table (the model is `top/blackboard.rs`).
 
 use super::super::blackboard::{BlackboardRow, HotKey};
-use super::figures::rate;
+use super::rate::rate;
 use crate::cmd::inspect::escaped;
 
 /// The blackboard's facts for the bus's figures.

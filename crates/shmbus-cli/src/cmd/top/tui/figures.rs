@@ -5,6 +5,7 @@
 
 use super::super::model::{BusRow, BusView, ProcRow, SideRow, StreamRow, SubRow};
 use super::super::pool;
+pub(super) use super::rate::rate;
 use crate::cmd::inspect::escaped;
 
 /// Where a cell's text sits in its column.
@@ -305,19 +306,6 @@ fn process_text(pid: u32, alive: bool, proc: Option<ProcRow>) -> String {
             rate(p.involuntary_per_sec)
         ),
         _ => who,
-    }
-}
-
-/// A rate: "-" before there is one (the first sample), else about three
-/// significant digits.
-pub(super) fn rate(v: Option<f64>) -> String {
-    match v {
-        None => "-".into(),
-        Some(v) if v < 100.0 => format!("{v:.1}"),
-        Some(v) if v < 1e4 => format!("{v:.0}"),
-        Some(v) if v < 1e6 => format!("{:.1}k", v / 1e3),
-        Some(v) if v < 1e9 => format!("{:.1}M", v / 1e6),
-        Some(v) => format!("{:.1}G", v / 1e9),
     }
 }
 

@@ -38,6 +38,7 @@ mod board;
 mod draw;
 mod figures;
 mod plain;
+mod rate;
 mod terminal;
 mod view;
 
