@@ -269,14 +269,9 @@ impl<R: Region> Table<R> {
         for n in 0..self.geo.entries {
             let i = (home + n) & self.mask;
             let (stamp, body) = (self.stamp(i), self.body(i));
-            let (first, mut holds) = entry::try_read_key(stamp, body, key, value_word, value);
-            let version = match first {
-                Attempt::Stable(version) => version,
-                first => self.retry(i, first, &mut || {
-                    let (attempt, h) = entry::try_read_key(stamp, body, key, value_word, value);
-                    holds = h;
-                    attempt
-                })?,
+            let (version, holds) = match entry::try_read_key(stamp, body, key, value_word, value) {
+                (Attempt::Stable(version), holds) => (version, holds),
+                (first, _) => self.retry_key(i, first, key, value_word, value)?,
             };
             match holds {
                 Holds::Key => return Ok(Some(version)),
@@ -286,6 +281,29 @@ impl<R: Region> Table<R> {
             }
         }
         Ok(None)
+    }
+
+    /// [`Table::find_value`]'s tries of entry `i` after a `first` that
+    /// found it busy or torn. Out of line, so that the look-up's loop
+    /// keeps what it found in registers.
+    #[cold]
+    #[inline(never)]
+    fn retry_key(
+        &self,
+        i: u64,
+        first: Attempt,
+        key: &[u8],
+        value_word: usize,
+        value: &mut [u8],
+    ) -> Result<(u64, Holds), NotRead> {
+        let (stamp, body) = (self.stamp(i), self.body(i));
+        let mut holds = Holds::Other;
+        let version = self.retry(i, first, &mut || {
+            let (attempt, h) = entry::try_read_key(stamp, body, key, value_word, value);
+            holds = h;
+            attempt
+        })?;
+        Ok((version, holds))
     }
 
     /// Writer only: where `key` is (`Ok`) or would go (`Err`, `None` if no
