@@ -121,6 +121,17 @@ def blackboard(d):
               f"{r['write_1000_keys_ns']:.2f} ns | {r['read_1000_keys_ns']:.2f} ns | {vis} |")
     if b.get("floor_ns") is not None:
         print(f"| cache-line floor | | | | | {ns(b['floor_ns'])} |")
+    rounds = b.get("visible_rounds") or []
+    if rounds:
+        print()
+        print(f"Visible, round by round ({len(rounds)} rounds of {b['trips'] // len(rounds)} "
+              "round trips, the floor, shmbus and ringfire in turn in each; the table above "
+              "gives each column's median):\n")
+        print("| round | floor | shmbus | ringfire | shmbus / floor |")
+        print("|---|---|---|---|---|")
+        for i, r in enumerate(rounds, 1):
+            print(f"| {i} | {ns(r['floor_ns'])} | {ns(r['shmbus_ns'])} | {ns(r['ringfire_ns'])} | "
+                  f"{r['shmbus_ns'] / r['floor_ns']:.2f} |")
     if b.get("targets"):
         print()
         print("| target | value | bound | met |")
