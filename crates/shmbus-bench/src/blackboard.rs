@@ -251,12 +251,7 @@ fn shmbus_visible(cpus: &[usize], trips: u64) -> Result<f64, BenchError> {
     let open = OpenOptions::default();
     let r_ab = Reader::<u64, Value>::open(&ab, &open).map_err(|x| e(x.to_string()))?;
     let r_ba = Reader::<u64, Value>::open(&ba, &open).map_err(|x| e(x.to_string()))?;
-    pingpong(
-        cpus,
-        trips,
-        shmbus_end(w_ab, r_ba),
-        shmbus_end(w_ba, r_ab),
-    )
+    pingpong(cpus, trips, shmbus_end(w_ab, r_ba), shmbus_end(w_ba, r_ab))
 }
 
 fn ringfire_row(ops: u64) -> Result<Row, BenchError> {
@@ -435,8 +430,8 @@ pub fn run(quick: bool, cpus: &[usize]) -> Result<Report, BenchError> {
         rows[0].visible_ns = Some(column(1));
         rows[1].visible_ns = Some(column(2));
     }
-    let floor_ns = (!visible_rounds.is_empty())
-        .then(|| median(visible_rounds.iter().map(|r| r[0]).collect()));
+    let floor_ns =
+        (!visible_rounds.is_empty()).then(|| median(visible_rounds.iter().map(|r| r[0]).collect()));
     // Back to every CPU: the ping-pong pinned this thread.
     let mut all = rustix::thread::CpuSet::new();
     for &c in cpus {
