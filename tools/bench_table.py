@@ -353,6 +353,10 @@ def stall(d):
         inv = ", ".join(str(v) for v in r["involuntary_cs"])
         vol = ", ".join(str(v) for v in r["voluntary_cs"])
         print(f"| {r['wait']} | {r['max_ms']:.2f} ms | {r['p50_ms']:.2f} ms | {each} | {inv} | {vol} |")
+    voided = sum(r.get("voided", 0) for r in st["rows"])
+    if voided:
+        print(f"\n{voided} stall(s) run again: the subscriber was evicted before it was stopped, "
+              "or with no publish waiting half the timeout (it was off a CPU that long).")
 
 
 def publish_cost(rows):
