@@ -32,6 +32,11 @@ trap 'rm -rf "$work"' EXIT
 fail() { echo "install.sh: $*" >&2; exit 1; }
 
 if [ "$publish" = 1 ]; then
+    # Cargo unpacks each package of its local registry once per registry
+    # path (registry/src/-HASH/NAME-VERSION) and reuses that copy while
+    # the version stays 0.1.0: a second run in the same checkout path
+    # would build the siblings of an earlier run. Those copies go first.
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/shmbus-*
     echo "cargo publish --dry-run (package, then build each from its package):"
     cargo publish --dry-run -p shmbus -p shmbus-zenoh -p shmbus-cli -p shmbus-ffi > "$work/publish" 2>&1 ||
         { cat "$work/publish" >&2; fail "cargo publish --dry-run failed (above)"; }
