@@ -283,14 +283,32 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
     run_shmbus(&[&["create", &a][..], create].concat()).assert_success();
     let rec = start_recorder(&a, &file);
     let mut feeder = common::start_with_stdin(&["pub", &a]);
-    let lines = numbered_lines(1..=200_000);
-    feeder.feed(lines.into_bytes());
+    // Lines until the recorder is killed (at most 4 M): a lossy recorder
+    // starved of CPU (CI's other lane) records few of any fixed number.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut stdin = feeder.take_stdin();
+    let lines = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut first = 1;
+            while first < 4_000_000 && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let chunk = numbered_lines(first..=first + 9_999);
+                if stdin.write_all(chunk.as_bytes()).is_err() {
+                    break;
+                }
+                first += 10_000;
+            }
+        })
+    };
     // Killed while its buffer has been written out at least once.
     wait_for("the recorder to write 1 MiB", || {
         std::fs::metadata(&file).is_ok_and(|m| m.len() > 1 << 20)
     });
     signal(&rec, Signal::KILL);
     rec.wait();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    lines.join().expect("the line writer");
     feeder.wait().assert_success();
 
     let bytes = std::fs::read(&file).unwrap();
