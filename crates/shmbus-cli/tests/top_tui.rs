@@ -724,7 +724,10 @@ fn a_blackboard_shows_its_keys_used_and_its_hottest_key() {
             .to_string()
     };
     assert_eq!(fact("keys"), "4 of 100 (4.0%, 256 entries)", "{pane}");
-    assert_eq!(fact("mid-write"), "0", "{pane}");
+    // The writer puts flat out: the stamp pass may catch its one entry
+    // mid-write, never a stuck one while it lives.
+    let mid = fact("mid-write");
+    assert!(mid == "0" || mid == "1 (being written)", "{pane}");
     let row = hot_row(&pane).expect("a hot row");
     let cells: Vec<&str> = row.split_whitespace().collect();
     // KEY, ENTRY, UPDATES, UPDATES/S: a rate, not "-".
