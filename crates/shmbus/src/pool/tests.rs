@@ -451,7 +451,11 @@ fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_sub
         "/dev/shm/shmbus-unit-pool-lossless-{}",
         std::process::id()
     ));
-    let opts = PoolOptions::new(2, 64, 4).many();
+    // Eviction is not under test: a reader paused a second by a loaded
+    // machine (CI's sanitizer lane) must not be evicted and lapped.
+    let opts = PoolOptions::new(2, 64, 4)
+        .many()
+        .evict_after(std::time::Duration::from_secs(60));
     let mut a = PoolPublisher::<[u8]>::create_many(&name.0, &opts).expect("create");
     let mut lossless =
         PoolSubscriber::<[u8]>::open(&name.0, &OpenOptions::default().lossless(true))
