@@ -386,3 +386,54 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
     single.finish();
     multi.finish();
 }
+
+/// Four publishers of a 2-slot bus queue their claims behind a lossless
+/// subscriber that reads one message every 200 ms: the furthest claim
+/// waits for four reads (800 ms), longer together than the 500 ms
+/// eviction timeout, but the subscriber never stops reading for that
+/// long, so no publisher evicts it: it gets every message, in each
+/// publisher's order, and stays lossless.
+#[test]
+fn a_lossless_subscriber_reading_slowly_but_steadily_is_not_evicted_by_claims_queued_behind_it() {
+    const PUBLISHERS: u64 = 4;
+    const EACH: u64 = 2;
+    let bus = BusName::new("steady");
+    let opts = BusOptions::new(2)
+        .many()
+        .evict_after(Duration::from_millis(500));
+    let creator = ManyPublisher::<u64>::create(bus.name(), &opts).expect("create");
+    let mut sub =
+        Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true)).expect("open");
+    let publishers: Vec<_> = (0..PUBLISHERS)
+        .map(|id| {
+            let mut p =
+                ManyPublisher::<u64>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+            std::thread::spawn(move || {
+                for i in 0..EACH {
+                    p.publish(&(id << 32 | i)).expect("not abandoned");
+                }
+            })
+        })
+        .collect();
+    let mut next = [0u64; PUBLISHERS as usize];
+    for got in 0..PUBLISHERS * EACH {
+        std::thread::sleep(Duration::from_millis(200));
+        match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
+            Some(Received::Message(m)) => {
+                let (id, i) = ((m >> 32) as usize, m & 0xffff_ffff);
+                assert_eq!(i, next[id], "publisher {id} lost or reordered");
+                next[id] += 1;
+            }
+            other => panic!(
+                "got {other:?} after {got} (still lossless: {})",
+                sub.is_lossless()
+            ),
+        }
+    }
+    for p in publishers {
+        p.join().expect("publisher");
+    }
+    assert!(sub.is_lossless(), "never evicted");
+    drop((creator, sub));
+    bus.finish();
+}

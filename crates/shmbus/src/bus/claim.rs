@@ -239,7 +239,7 @@ impl<R: Region> Ring<R> {
     #[cold]
     fn gate_blocks_unblock(&self, s: u64, stall: &mut Stall, now: Instant) -> bool {
         loop {
-            let Some(entry) = self.gate_holds(s) else {
+            let Some((entry, position)) = self.gate_holds(s) else {
                 stall.gated = None;
                 return false;
             };
@@ -247,7 +247,15 @@ impl<R: Region> Ring<R> {
                 self.ungate(entry);
                 continue;
             }
-            let gated = *stall.gated.get_or_insert(now);
+            // As a publisher's clock (`gate`): one that moved forward
+            // since is reading, not stalled, and starts a new one.
+            let gated = match stall.gated {
+                Some((e, p, since)) if e == entry && ahead(position, p) <= 0 => since,
+                _ => {
+                    stall.gated = Some((entry, position, now));
+                    now
+                }
+            };
             if now.duration_since(gated) >= self.evict_timeout() {
                 self.evict(entry, now.duration_since(gated));
                 stall.gated = None;

@@ -32,13 +32,15 @@
 //!   publisher already passed: the subscriber was lapped before its join
 //!   took effect (or its line is garbage). It does not gate until it
 //!   rejoins. So no value in shared memory can hold the publisher back
-//!   past the eviction timeout.
+//!   past the eviction timeout (a many-publisher claim: one per claim in
+//!   flight ahead of it, below).
 //! - Blocked on entry `i`, the publisher waits (spin, yield, then sleep
 //!   on `ROOM`, which gating subscribers ring after each position store),
 //!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
-//!   bit is cleared at once), and after `EVICT_NS` of one block evicts `i`:
-//!   counts it on `i`'s line, clears its bit (SeqCst), makes a Release
-//!   fence, and goes on.
+//!   bit is cleared at once), and after `EVICT_NS` of one block (`i` in
+//!   the way at one position: a position past the furthest it saw
+//!   restarts the clock) evicts `i`: counts it on `i`'s line, clears its
+//!   bit (SeqCst), makes a Release fence, and goes on.
 //! - A gating subscriber that is lapped makes an Acquire fence (paired
 //!   with that one: the stamp that lapped it was stored after it) and
 //!   looks at its bit: set, it rejoins at its new position; clear, it was
@@ -81,8 +83,16 @@
 //!   the unblock timeout together (readers skip a dead claim after the
 //!   latter), so a dead claim does not evict every lossless subscriber.
 //! - No subscriber holds a reader at a dead claim past the eviction
-//!   timeout: the reader evicts it, as a publisher would (a dead one, seen
-//!   by its lock, at once).
+//!   timeout at one position: the reader evicts it, as a publisher would
+//!   (a dead one, seen by its lock, at once).
+//! - A claim further than a ring ahead waits for several reads: the
+//!   eviction clock restarts each time the entry's position passes the
+//!   furthest one seen, so a subscriber that keeps reading, however
+//!   slowly, is evicted only if one read takes `EVICT_NS`. Only forward:
+//!   each restart needs a new blocking position, and a position `p`
+//!   blocks only while claim `p + capacity` has not taken its slot, so
+//!   a line that moves back and forth (hostile) restarts the clock at
+//!   most once per claim in flight.
 //! - Heap rings have no registry: entries `0..HEAP_ENTRIES` have lines in
 //!   the page after the control page, and an entry is taken by a CAS of
 //!   its line's `CONTRACT` from 0 to `LOSSLESS` (given back by storing 0).
@@ -129,9 +139,11 @@ pub(crate) struct Gate {
     evict: Duration,
     /// How a blocked publish waits (`Publisher::set_wait_strategy`).
     strategy: WaitStrategy,
-    /// The entry it last found in the way, and since when (over calls:
-    /// `try_publish` evicts one that was in the way for the timeout).
-    blocked: Option<(usize, Instant)>,
+    /// The entry it last found in the way, the furthest position it
+    /// found it at, and since when (over calls: `try_publish` evicts one
+    /// that was in the way for the timeout). A position past that
+    /// restarts the clock.
+    blocked: Option<(usize, u64, Instant)>,
 }
 
 /// The far limit of an empty gating set: far enough that the check
@@ -142,6 +154,8 @@ const FAR: u64 = 1 << 62;
 #[derive(Clone, Copy, Debug)]
 struct Blocker {
     entry: usize,
+    /// Its position then: the eviction clock runs while it stays there.
+    position: u64,
 }
 
 /// Why [`Gate::room_until`] found no room by its deadline.
@@ -155,8 +169,8 @@ pub(crate) struct Full {
 enum Verdict {
     /// Within a ring: writes before this need not look again.
     Bounds(u64),
-    /// In the way.
-    Blocks,
+    /// In the way, at this position.
+    Blocks(u64),
     /// Already passed: not gating until it rejoins.
     Passed,
 }
@@ -251,9 +265,9 @@ impl Gate {
                         limit = l;
                     }
                 }
-                Verdict::Blocks => {
+                Verdict::Blocks(position) => {
                     if blocker.is_none() {
-                        blocker = Some(Blocker { entry });
+                        blocker = Some(Blocker { entry, position });
                     }
                 }
                 // Passed already (lapped before its join took effect, or
@@ -300,10 +314,15 @@ impl Gate {
                 continue;
             }
             let now = Instant::now();
+            // Many publishers: a claim further than a ring ahead waits
+            // for several reads; a subscriber that makes each of them in
+            // time is not stalled, so its clock restarts when it moves
+            // past the furthest position it held this one at (only
+            // forward: a line that moves back and forth restarts nothing).
             let since = match self.blocked {
-                Some((e, since)) if e == b.entry => since,
+                Some((e, p, since)) if e == b.entry && ahead(b.position, p) <= 0 => since,
                 _ => {
-                    self.blocked = Some((b.entry, now));
+                    self.blocked = Some((b.entry, b.position, now));
                     now
                 }
             };
@@ -386,7 +405,9 @@ impl Gate {
         deadline: Option<Instant>,
     ) -> Waited {
         let start = Instant::now();
-        let in_way = || ring.in_way(b.entry, m);
+        // Moved on (even if still in the way): the caller judges it again
+        // with a new clock.
+        let in_way = || ring.in_way_at(b.entry, m, b.position);
         let mut next_check = start;
         let until = deadline.map_or(evict_at, |d| d.min(evict_at));
         let mut backoff = wait::Backoff::new(self.strategy, Some(until));
@@ -514,7 +535,7 @@ impl<R: Region> Ring<R> {
             }
             if !self.multi() {
                 return if d == cap {
-                    Verdict::Blocks
+                    Verdict::Blocks(p)
                 } else {
                     Verdict::Passed
                 };
@@ -528,7 +549,7 @@ impl<R: Region> Ring<R> {
             // moves the stamp past `p`.
             let stamp = self.stamp(p).load(Ordering::Acquire);
             if ahead(super::stamp::decode(stamp, p).seq(), p) <= 0 {
-                return Verdict::Blocks;
+                return Verdict::Blocks(p);
             }
             // Its slot says a later lap took it. Believed only if it is
             // still at `p` (loaded after the stamp): one that read on
@@ -560,17 +581,31 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// Whether gating entry `entry` is in the way of writing `m`.
-    pub(crate) fn in_way(&self, entry: usize, m: u64) -> bool {
-        self.is_gating(entry) && matches!(self.verdict(entry, m), Verdict::Blocks)
+    /// Where gating entry `entry` is in the way of writing `m`, if it is.
+    fn in_way(&self, entry: usize, m: u64) -> Option<u64> {
+        if !self.is_gating(entry) {
+            return None;
+        }
+        match self.verdict(entry, m) {
+            Verdict::Blocks(p) => Some(p),
+            Verdict::Bounds(_) | Verdict::Passed => None,
+        }
+    }
+
+    /// Whether gating entry `entry` is still in the way of writing `m` at
+    /// position `p`.
+    fn in_way_at(&self, entry: usize, m: u64, p: u64) -> bool {
+        self.in_way(entry, m) == Some(p)
     }
 
     /// Many publishers: the first gating entry that still needs the
-    /// message in `s`'s slot (`s - capacity`): an unblocker must not skip
-    /// claim `s` while one does (its abandoned stamp would destroy that
-    /// message), only once the gate lets `s` through.
-    pub(crate) fn gate_holds(&self, s: u64) -> Option<usize> {
-        self.gating_entries().find(|&e| self.in_way(e, s))
+    /// message in `s`'s slot (`s - capacity`), and its position: an
+    /// unblocker must not skip claim `s` while one does (its abandoned
+    /// stamp would destroy that message), only once the gate lets `s`
+    /// through.
+    pub(crate) fn gate_holds(&self, s: u64) -> Option<(usize, u64)> {
+        self.gating_entries()
+            .find_map(|e| self.in_way(e, s).map(|p| (e, p)))
     }
 
     /// Whether `entry`'s subscriber lives: its registry lock is held (a

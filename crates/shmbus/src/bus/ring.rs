@@ -35,9 +35,10 @@ pub(crate) enum Slot {
 pub(crate) struct Stall {
     pub(crate) seq: u64,
     pub(crate) since: Option<Instant>,
-    /// Since when a gating subscriber has kept this reader from skipping
-    /// the claim (`claim`'s unblock waits for the gate).
-    pub(crate) gated: Option<Instant>,
+    /// Which gating subscriber has kept this reader from skipping the
+    /// claim (`claim`'s unblock waits for the gate), at which position,
+    /// and since when.
+    pub(crate) gated: Option<(usize, u64, Instant)>,
 }
 
 /// The slot protocol over any region. Both sides use it; which methods a

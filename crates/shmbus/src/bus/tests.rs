@@ -445,13 +445,11 @@ mod gate {
     }
 
     /// A heap ring of `u64`s whose publishers evict a lossless subscriber
-    /// only after `MAX_EVICT`, not the heap's 1 s: a test of what such a
-    /// subscriber receives from publishers running flat out must not fail
-    /// because the machine paused its reader for a second (CI's TSan run
-    /// did, a lane of builds beside it: evicted, then lapped).
-    fn patient_ring(
+    /// after `evict`, not the heap's 1 s.
+    fn ring_evicting(
         capacity: u64,
         unblock: Option<Duration>,
+        evict: Duration,
     ) -> crate::bus::ring::Ring<Arc<HeapRegion>> {
         use crate::bus::payload::Payload;
         let msg = <u64 as Payload>::fingerprint(None, None).expect("u64 fits");
@@ -461,9 +459,20 @@ mod gate {
             ring.region(),
             ring.control_field(0),
             crate::bus::ring::HEAP_ENTRIES as u32,
-            crate::bus::MAX_EVICT,
+            evict,
         );
         ring
+    }
+
+    /// One that evicts only after `MAX_EVICT`: a test of what a lossless
+    /// subscriber receives from publishers running flat out must not fail
+    /// because the machine paused its reader for a second (CI's TSan run
+    /// did, a lane of builds beside it: evicted, then lapped).
+    fn patient_ring(
+        capacity: u64,
+        unblock: Option<Duration>,
+    ) -> crate::bus::ring::Ring<Arc<HeapRegion>> {
+        ring_evicting(capacity, unblock, crate::bus::MAX_EVICT)
     }
 
     fn patient_bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
@@ -778,6 +787,67 @@ mod gate {
         }
         assert_eq!(lossy_count, 3 * EACH, "lossy delivered + skipped");
         assert!(lossless.is_lossless());
+    }
+
+    #[test]
+    // Real time and a thread spinning on the line: too slow under Miri.
+    #[cfg_attr(miri, ignore)]
+    fn a_gating_line_whose_position_steps_back_and_forth_holds_a_claim_for_a_few_eviction_timeouts_not_for_ever(
+    ) {
+        use crate::mem::Region;
+        use crate::sync::Ordering;
+        // A claim more than a ring ahead waits for several reads, and its
+        // eviction clock restarts when the subscriber moves on: only
+        // forward, past the furthest position seen, so a hostile line
+        // that steps back and forth between blocking positions cannot
+        // hold it past one restart per position.
+        let evict = Duration::from_millis(100);
+        let p = crate::bus::ManyPublisher::<u64, _>::from_ring(ring_evicting(
+            2,
+            Some(Duration::from_millis(20)),
+            evict,
+        ));
+        let lossless = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        // The heap's first free line.
+        let entry = 0;
+        assert!(p.w.ring.is_gating(entry));
+        let mut w = p.another();
+        w.publish(&0).unwrap();
+        w.publish(&1).unwrap();
+        // Claims 2 and 3 made by publishers that never got past the
+        // gate: the next claim, 4, waits for positions 0, 1 and 2.
+        let ring = p.w.ring.share();
+        ring.claim();
+        ring.claim();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hostile = {
+            let (ring, stop) = (ring.share(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let at = ring.line_at(entry) + crate::wire::subscriber_line::POSITION;
+                let mut p = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    ring.region().word(at).store(p, Ordering::Release);
+                    p ^= 1;
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+        };
+        let start = Instant::now();
+        // A deadline, so a clock restarted for ever fails, not hangs.
+        let published = w.publish_within(&4, Wait::For(20 * evict));
+        let held = start.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        hostile.join().unwrap();
+        assert_eq!(
+            published,
+            Ok(4),
+            "held {held:?}: the clock restarted by positions going back"
+        );
+        assert!(held >= evict, "evicted only after its timeout: {held:?}");
+        assert!(!ring.is_gating(entry), "evicted");
+        drop(lossless);
     }
 
     #[test]
