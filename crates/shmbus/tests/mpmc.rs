@@ -387,20 +387,20 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
     multi.finish();
 }
 
-/// Four publishers of a 2-slot bus queue their claims behind a lossless
-/// subscriber that reads one message every 200 ms: the furthest claim
-/// waits for four reads (800 ms), longer together than the 500 ms
-/// eviction timeout, but the subscriber never stops reading for that
-/// long, so no publisher evicts it: it gets every message, in each
-/// publisher's order, and stays lossless.
+/// Five publishers of a 2-slot bus queue their claims behind a lossless
+/// subscriber that reads one message every 250 ms: the furthest claim
+/// waits for five reads (1.25 s), longer together than the 1 s eviction
+/// timeout, but the subscriber never stops reading for that long, so no
+/// publisher evicts it: it gets every message, in each publisher's
+/// order, and stays lossless.
 #[test]
 fn a_lossless_subscriber_reading_slowly_but_steadily_is_not_evicted_by_claims_queued_behind_it() {
-    const PUBLISHERS: u64 = 4;
+    const PUBLISHERS: u64 = 5;
     const EACH: u64 = 2;
     let bus = BusName::new("steady");
     let opts = BusOptions::new(2)
         .many()
-        .evict_after(Duration::from_millis(500));
+        .evict_after(Duration::from_secs(1));
     let creator = ManyPublisher::<u64>::create(bus.name(), &opts).expect("create");
     let mut sub =
         Subscriber::<u64>::open(bus.name(), &OpenOptions::default().lossless(true)).expect("open");
@@ -417,7 +417,7 @@ fn a_lossless_subscriber_reading_slowly_but_steadily_is_not_evicted_by_claims_qu
         .collect();
     let mut next = [0u64; PUBLISHERS as usize];
     for got in 0..PUBLISHERS * EACH {
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(250));
         match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(m)) => {
                 let (id, i) = ((m >> 32) as usize, m & 0xffff_ffff);
