@@ -22,6 +22,32 @@ _counter = itertools.count()
 # Every child process and every wait is bounded by this.
 CHILD_TIMEOUT = 60.0
 
+# The first line of a Python child that a test interrupts with SIGINT. A
+# Python process that starts with SIGINT ignored (what a shell's `&` or a
+# CI runner's background job passes down) installs no KeyboardInterrupt
+# handler, so the Ctrl-C under test would never arrive: it hung a whole CI
+# run once. The default handler makes the test mean the same wherever it
+# runs.
+CTRL_C = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+
+def readline_within(stream, timeout=CHILD_TIMEOUT):
+    """One line from a child's pipe, or a failure after `timeout`, never a
+    hang (a plain `readline` waits for ever on a child that stays silent)."""
+    fd = stream.fileno()
+    deadline = time.monotonic() + timeout
+    line = b""
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        ready, _, _ = select.select([fd], [], [], max(left, 0))
+        if not ready:
+            pytest.fail(f"no line from the child within {timeout} s (so far {line!r})")
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        line += byte
+    return line
+
 
 def _leftovers():
     return sorted(n for n in os.listdir("/dev/shm") if n.startswith(PREFIX))

@@ -14,7 +14,7 @@ import time
 import pytest
 
 import shmbus
-from conftest import CHILD_TIMEOUT, Child
+from conftest import CHILD_TIMEOUT, CTRL_C, Child, readline_within
 
 # The long tests' loop counts, times SHMBUS_TEST_SCALE (as the Rust tests':
 # a fraction such as CI's 0.5 too), never below `least`.
@@ -220,7 +220,7 @@ def test_a_stream_whose_producer_is_killed_ends_the_waiting_pop_with_peer_gone(b
 def test_ctrl_c_while_tasks_wait_ends_asyncio_run_with_no_registration_left(bus_name):
     with shmbus.Publisher.create(bus_name, msg_size=8):
         code = (
-            "import asyncio, shmbus, sys, time\n"
+            CTRL_C + "import asyncio, shmbus, sys, time\n"
             f"subs = [shmbus.Subscriber.open({bus_name!r}) for _ in range(3)]\n"
             "async def main():\n"
             "    tasks = [asyncio.create_task(s.recv_async()) for s in subs]\n"
@@ -237,7 +237,7 @@ def test_ctrl_c_while_tasks_wait_ends_asyncio_run_with_no_registration_left(bus_
         )
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            assert child.stdout.readline() == b"waiting\n"
+            assert readline_within(child.stdout) == b"waiting\n"
             child.send_signal(signal.SIGINT)
             out, err = child.communicate(timeout=CHILD_TIMEOUT)
         finally:

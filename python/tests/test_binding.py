@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import shmbus
-from conftest import CHILD_TIMEOUT
+from conftest import CHILD_TIMEOUT, CTRL_C, readline_within
 
 
 def u64(i):
@@ -427,7 +427,7 @@ def test_another_python_thread_progresses_while_recv_waits(bus_name):
 def test_ctrl_c_interrupts_a_recv_that_waits_forever(bus_name):
     with shmbus.Publisher.create(bus_name, msg_size=8):
         code = (
-            "import shmbus, sys\n"
+            CTRL_C + "import shmbus, sys\n"
             f"sub = shmbus.Subscriber.open({bus_name!r})\n"
             "try:\n"
             "    print('waiting', flush=True)\n"
@@ -439,7 +439,7 @@ def test_ctrl_c_interrupts_a_recv_that_waits_forever(bus_name):
         )
         child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            assert child.stdout.readline() == b"waiting\n"
+            assert readline_within(child.stdout) == b"waiting\n"
             child.send_signal(signal.SIGINT)
             out, err = child.communicate(timeout=CHILD_TIMEOUT)
         finally:

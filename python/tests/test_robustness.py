@@ -15,7 +15,7 @@ import time
 import pytest
 
 import shmbus
-from conftest import CHILD_TIMEOUT
+from conftest import CHILD_TIMEOUT, CTRL_C, readline_within
 
 
 def run_script(code, *, timeout=CHILD_TIMEOUT, env=None):
@@ -154,7 +154,7 @@ def flush_requests(name):
 def test_ctrl_c_during_recv_batch_keeps_the_lag_it_already_took(bus_name, shmbus_bin):
     pub = shmbus.ManyPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=0.05)
     try:
-        code = f"""
+        code = CTRL_C + f"""
 import shmbus, sys
 sub = shmbus.Subscriber.open({bus_name!r})
 print("open", flush=True)
@@ -171,7 +171,7 @@ print("skipped", batch.skipped, "delivered", len(batch.messages), flush=True)
             [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
         try:
-            assert child.stdout.readline() == b"open\n"
+            assert readline_within(child.stdout) == b"open\n"
             forge_a_dead_claim(bus_name)
             # The subscriber skipped the dead claim (its lag report is taken
             # from the ring) and waits on: now Ctrl-C.
@@ -180,7 +180,7 @@ print("skipped", batch.skipped, "delivered", len(batch.messages), flush=True)
                 lambda: [s["skipped"] for s in stat_json(shmbus_bin, bus_name)["per_subscriber"]] == [1],
             )
             child.send_signal(signal.SIGINT)
-            assert child.stdout.readline() == b"interrupted\n"
+            assert readline_within(child.stdout) == b"interrupted\n"
             for i in range(3):
                 pub.publish(b"m%d" % i)
             out, err = child.communicate(b"\n", timeout=CHILD_TIMEOUT)
@@ -220,7 +220,7 @@ def test_ctrl_c_ends_a_join_waiting_for_a_stopped_publishers_flush(bus_name, tmp
             [
                 sys.executable,
                 "-c",
-                f"import shmbus, sys, time\n"
+                CTRL_C + f"import shmbus, sys, time\n"
                 f"t = time.monotonic()\n"
                 f"try:\n"
                 f"    shmbus.{joiner}.join({bus_name!r}, flush_timeout=30)\n"
