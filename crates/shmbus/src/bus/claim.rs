@@ -160,11 +160,18 @@ impl<R: Region> Ring<R> {
             }
             if let Stamp::Done(t) | Stamp::Abandoned(t) = st {
                 if ahead(t, prev) >= 0 {
-                    // Acquire on both outcomes, as the load above.
+                    // Acquire on both outcomes, as the load above. Release
+                    // on success too, paired with the gate's Acquire stamp
+                    // load in `Ring::verdict`: a publisher that sees this
+                    // stamp, then loads the subscriber's position, sees the
+                    // position that let this claim through the gate (or a
+                    // later one), so it never takes a subscriber still at
+                    // `prev` for one lapped before its join (Miri found it:
+                    // a stale position, "Passed", a far limit, a lap).
                     match stamp.compare_exchange(
                         cur,
                         writing(seq),
-                        Ordering::Acquire,
+                        Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
                         Ok(_) => break,
@@ -180,11 +187,12 @@ impl<R: Region> Ring<R> {
             let since = *since.get_or_insert(now);
             if now.duration_since(since) >= self.unblock_timeout() {
                 // Acquire on both outcomes, as the load above. The abandoned
-                // stamp itself publishes nothing.
+                // stamp publishes no payload; Release on success for the
+                // gate's reading of it, as the CAS above.
                 cur = match stamp.compare_exchange(
                     cur,
                     abandoned(prev),
-                    Ordering::Acquire,
+                    Ordering::AcqRel,
                     Ordering::Acquire,
                 ) {
                     Ok(_) => abandoned(prev),
@@ -315,9 +323,11 @@ impl<R: Region> Ring<R> {
             // Committed or skipped since the read: poll again.
             return Poll::Empty;
         }
-        // Relaxed: an abandoned stamp publishes no payload; a reader that
-        // sees it reads none.
-        match stamp.compare_exchange(cur, abandoned(s), Ordering::Relaxed, Ordering::Relaxed) {
+        // An abandoned stamp publishes no payload; a reader that sees it
+        // reads none. Release on success, paired with the gate's Acquire
+        // stamp load in `Ring::verdict`: a publisher that sees this skip
+        // then sees the positions `gate_blocks_unblock` let it through by.
+        match stamp.compare_exchange(cur, abandoned(s), Ordering::Release, Ordering::Relaxed) {
             Ok(_) => {
                 stall.since = None;
                 *pos = s.wrapping_add(1);

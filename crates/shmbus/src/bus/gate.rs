@@ -543,10 +543,11 @@ impl<R: Region> Ring<R> {
             if d >= FAR {
                 return Verdict::Passed;
             }
-            // Acquire, paired with the Acquire/Release stamp CASes of
-            // `claim`: only a claimer the gate let through for
-            // `p + capacity` or later (or an unblocker it let through)
-            // moves the stamp past `p`.
+            // Acquire, paired with the Release (AcqRel) stamp CASes of
+            // `claim` (`begin`, `unblock`): only a claimer the gate let
+            // through for `p + capacity` or later (or an unblocker it let
+            // through) moves the stamp past `p`, and the position it was
+            // let through by is seen by the reload below.
             let stamp = self.stamp(p).load(Ordering::Acquire);
             if ahead(super::stamp::decode(stamp, p).seq(), p) <= 0 {
                 return Verdict::Blocks(p);
