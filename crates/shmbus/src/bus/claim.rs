@@ -255,15 +255,7 @@ impl<R: Region> Ring<R> {
                 self.ungate(entry);
                 continue;
             }
-            // As a publisher's clock (`gate`): one that moved forward
-            // since is reading, not stalled, and starts a new one.
-            let gated = match stall.gated {
-                Some((e, p, since)) if e == entry && ahead(position, p) <= 0 => since,
-                _ => {
-                    stall.gated = Some((entry, position, now));
-                    now
-                }
-            };
+            let gated = super::gate::blocked_since(&mut stall.gated, entry, position, now);
             if now.duration_since(gated) >= self.evict_timeout() {
                 self.evict(entry, now.duration_since(gated));
                 stall.gated = None;

@@ -150,6 +150,27 @@ pub(crate) struct Gate {
 /// almost never fails, near enough for wrapping comparisons.
 const FAR: u64 = 1 << 62;
 
+/// An eviction clock (a publisher's, or a reader's at a held claim):
+/// since when `entry` has been in the way. Many publishers: a claim
+/// further than a ring ahead waits for several reads; a subscriber that
+/// makes each of them in time is not stalled, so the clock restarts when
+/// it moves past the furthest position it was found at (only forward: a
+/// line that moves back and forth restarts nothing).
+pub(crate) fn blocked_since(
+    clock: &mut Option<(usize, u64, Instant)>,
+    entry: usize,
+    position: u64,
+    now: Instant,
+) -> Instant {
+    match *clock {
+        Some((e, p, since)) if e == entry && ahead(position, p) <= 0 => since,
+        _ => {
+            *clock = Some((entry, position, now));
+            now
+        }
+    }
+}
+
 /// What a scan found in the way of writing `m`.
 #[derive(Clone, Copy, Debug)]
 struct Blocker {
@@ -314,18 +335,7 @@ impl Gate {
                 continue;
             }
             let now = Instant::now();
-            // Many publishers: a claim further than a ring ahead waits
-            // for several reads; a subscriber that makes each of them in
-            // time is not stalled, so its clock restarts when it moves
-            // past the furthest position it held this one at (only
-            // forward: a line that moves back and forth restarts nothing).
-            let since = match self.blocked {
-                Some((e, p, since)) if e == b.entry && ahead(b.position, p) <= 0 => since,
-                _ => {
-                    self.blocked = Some((b.entry, b.position, now));
-                    now
-                }
-            };
+            let since = blocked_since(&mut self.blocked, b.entry, b.position, now);
             // A subscriber that waits on a claim not committed yet is held
             // by that claim's publisher, not stalled: it gets the unblock
             // timeout on top, after which readers skip a dead claim.
