@@ -668,3 +668,72 @@ fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
     assert!(plain.stdout().contains("corrupt:"), "{}", plain.stdout());
     bus.finish();
 }
+
+// ---------------------------------------------------------------------------
+// `top --listen`: the HTTP endpoint under hostile clients.
+
+/// Starts `shmbus top --listen 127.0.0.1:0` over an empty directory (and
+/// `extra`): the process and the address it serves on.
+fn listening(dir: &common::ShmDir, extra: &[&str]) -> (Watched, std::net::SocketAddr) {
+    let mut args = vec!["top", "--listen", "127.0.0.1:0", "--dir", dir.dir()];
+    args.extend_from_slice(extra);
+    let mut top = common::start(&args);
+    let line = String::from_utf8(top.next_line()).expect("UTF-8");
+    let addr = line
+        .trim()
+        .strip_prefix("serving http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("not the serving line: {line:?}"));
+    (top, addr.parse().expect("an address"))
+}
+
+/// One scrape of `/metrics`: the whole response, or why not.
+fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    let mut got = String::new();
+    s.read_to_string(&mut got)?;
+    Ok(got)
+}
+
+#[test]
+fn a_scrape_is_answered_at_once_while_more_idle_connections_than_the_limit_are_held_open() {
+    use std::io::Read;
+    let dir = common::ShmDir::new("listen-idle");
+    let (top, addr) = listening(&dir, &[]);
+    // More than the 64 connections served at once, each connected and
+    // silent, held open by this test for the whole exchange.
+    let mut idle: Vec<std::net::TcpStream> = (0..70)
+        .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+        .collect();
+    let start = Instant::now();
+    let got = scrape(addr);
+    let took = start.elapsed();
+    let got = got.unwrap_or_else(|e| panic!("the scrape behind 70 idle connections: {e}"));
+    assert!(
+        got.starts_with("HTTP/1.1 200 OK\r\n"),
+        "the scrape behind 70 idle connections got {got:?} in {took:?}"
+    );
+    // Before the idle connections' own 2 s deadline: served because the
+    // oldest idle one made room, not because one timed out.
+    assert!(took < Duration::from_millis(1500), "answered in {took:?}");
+    // The oldest was shut down to make room: its read ends at once.
+    idle[0]
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = [0u8; 16];
+    let evicted = Instant::now();
+    assert!(
+        matches!(idle[0].read(&mut buf), Ok(0) | Err(_)),
+        "the oldest idle connection got an answer"
+    );
+    assert!(
+        evicted.elapsed() < Duration::from_millis(1500),
+        "the oldest idle connection was closed at its deadline, not evicted"
+    );
+    drop(idle);
+    drop(top);
+    dir.finish();
+}

@@ -7,18 +7,20 @@
 //! GET or HEAD 405, a request head that is not HTTP 400.
 //!
 //! Every client is untrusted, and bounded: each connection is served on a
-//! thread of its own, at most [`MAX_CONNECTIONS`] at once (one past that is
-//! closed at once), with one deadline for the whole exchange
-//! ([`DEADLINE`]: reading the request and writing the response), a request
-//! head of at most [`MAX_HEAD`] bytes (431 past it) and one request per
-//! connection. So a client that sends slowly, or never, or never reads,
-//! holds one thread for at most the deadline and never holds back the
-//! next scrape, and no client makes the process grow past what these
-//! bounds allow. The request head is parsed by httparse.
+//! thread of its own, at most [`MAX_CONNECTIONS`] at once, with one
+//! deadline for the whole exchange ([`DEADLINE`]: reading the request and
+//! writing the response), a request head of at most [`MAX_HEAD`] bytes
+//! (431 past it) and one request per connection. A connection past the
+//! limit takes the place of the oldest one still waiting for its request
+//! (shut down: its thread ends at once); where every one is being
+//! answered, it is closed unanswered. So a client that sends slowly, or
+//! never, holds no slot a scrape needs, one that never reads holds one
+//! thread for at most the deadline, and no client makes the process grow
+//! past what these bounds allow. The request head is parsed by httparse.
 
+use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -26,7 +28,8 @@ use super::model::Sampler;
 use super::prom;
 use crate::error::CliError;
 
-/// Connections served at once; one past that is closed unanswered.
+/// Connections served at once; one past that takes the place of the
+/// oldest still waiting for its request, if any, else is closed unanswered.
 pub const MAX_CONNECTIONS: usize = 64;
 
 /// The longest request head read (request line and headers).
@@ -71,10 +74,76 @@ pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), C
     }
 }
 
+/// The connections being served, oldest first.
+#[derive(Default)]
+struct Open {
+    next_id: u64,
+    conns: VecDeque<Conn>,
+}
+
+struct Conn {
+    id: u64,
+    /// A clone of its socket, to shut it down when it is evicted.
+    socket: TcpStream,
+    /// Its request head is in: it is being answered, never evicted.
+    answering: bool,
+}
+
+type Conns = Arc<Mutex<Open>>;
+
+fn lock(conns: &Conns) -> std::sync::MutexGuard<'_, Open> {
+    // Every change is one push, remove or flag: consistent through a panic.
+    conns.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes `stream` in, under its id, if there is room: at the limit, the
+/// oldest connection still waiting for its request is shut down (its
+/// thread's read ends at once) and makes room. `None`: every connection
+/// is being answered (each ends by its deadline), or the socket could not
+/// be cloned; `stream` is then to be closed unanswered.
+fn admit(conns: &Conns, stream: &TcpStream) -> Option<u64> {
+    let socket = stream.try_clone().ok()?;
+    let mut open = lock(conns);
+    if open.conns.len() >= MAX_CONNECTIONS {
+        let idle = open.conns.iter().position(|c| !c.answering)?;
+        if let Some(evicted) = open.conns.remove(idle) {
+            let _ = evicted.socket.shutdown(Shutdown::Both);
+        }
+    }
+    let id = open.next_id;
+    open.next_id += 1;
+    open.conns.push_back(Conn {
+        id,
+        socket,
+        answering: false,
+    });
+    Some(id)
+}
+
+/// Marks connection `id` as being answered: false if it was evicted (shut
+/// down) meanwhile.
+fn answering(conns: &Conns, id: u64) -> bool {
+    match lock(conns).conns.iter_mut().find(|c| c.id == id) {
+        Some(c) => {
+            c.answering = true;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Forgets connection `id` (its thread ends), if it was not evicted.
+fn close(conns: &Conns, id: u64) {
+    let mut open = lock(conns);
+    if let Some(at) = open.conns.iter().position(|c| c.id == id) {
+        open.conns.remove(at);
+    }
+}
+
 /// Accepts connections for ever, each on a thread of its own within the
 /// bound.
 fn accept(listener: &TcpListener, latest: &Latest) {
-    let open = Arc::new(AtomicUsize::new(0));
+    let conns = Conns::default();
     for conn in listener.incoming() {
         let Ok(stream) = conn else {
             // EMFILE and the like: the next accept may succeed; do not
@@ -82,28 +151,35 @@ fn accept(listener: &TcpListener, latest: &Latest) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if open.fetch_add(1, Ordering::Relaxed) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::Relaxed);
+        let Some(id) = admit(&conns, &stream) else {
             drop(stream);
             continue;
-        }
+        };
         let text = Arc::clone(&latest.lock().unwrap_or_else(PoisonError::into_inner));
-        let done = Arc::clone(&open);
+        let mine = Arc::clone(&conns);
         let spawned = std::thread::Builder::new()
             .name("metrics-conn".into())
             .spawn(move || {
-                let _ = serve(stream, &text, Instant::now() + DEADLINE);
-                done.fetch_sub(1, Ordering::Relaxed);
+                let deadline = Instant::now() + DEADLINE;
+                let _ = serve(stream, &text, deadline, || answering(&mine, id));
+                close(&mine, id);
             });
         if spawned.is_err() {
             // The closure, and the stream with it, is dropped: closed.
-            open.fetch_sub(1, Ordering::Relaxed);
+            close(&conns, id);
         }
     }
 }
 
-/// Reads one request head and answers it, all by `deadline`.
-fn serve(mut stream: TcpStream, text: &str, deadline: Instant) -> std::io::Result<()> {
+/// Reads one request head and answers it, all by `deadline`. Once the
+/// head is in, `answering` is told so (false: the connection was evicted
+/// meanwhile, nothing is written).
+fn serve(
+    mut stream: TcpStream,
+    text: &str,
+    deadline: Instant,
+    answering: impl FnOnce() -> bool,
+) -> std::io::Result<()> {
     let mut head = vec![0u8; MAX_HEAD];
     let mut len = 0;
     let (status, body) = loop {
@@ -131,6 +207,9 @@ fn serve(mut stream: TcpStream, text: &str, deadline: Instant) -> std::io::Resul
             Err(_) => break (400, "bad request\n"),
         }
     };
+    if !answering() {
+        return Ok(());
+    }
     let head_only = status == 200 && head[..len].starts_with(b"HEAD ");
     let body = if status == 200 { text } else { body };
     let reason = match status {
@@ -205,7 +284,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let mut client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
-        let t = std::thread::spawn(move || serve(server, "M 1\n", Instant::now() + DEADLINE));
+        let t =
+            std::thread::spawn(move || serve(server, "M 1\n", Instant::now() + DEADLINE, || true));
         client.write_all(request).expect("send");
         let mut got = String::new();
         client.read_to_string(&mut got).expect("read");
@@ -239,7 +319,7 @@ mod tests {
         client.write_all(b"GET /metr").expect("send");
         let start = Instant::now();
         let deadline = start + Duration::from_millis(200);
-        let _ = serve(server, "M 1\n", deadline);
+        let _ = serve(server, "M 1\n", deadline, || true);
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(150), "ended early: {took:?}");
         assert!(
