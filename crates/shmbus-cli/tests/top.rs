@@ -7,6 +7,9 @@
 //! subscriber that holds samples in the test process itself, so that
 //! every block is where the test put it.
 //!
+//! `top --listen` is scraped behind more idle connections than it serves
+//! at once, and its pause between samples read from its own series.
+//!
 //! Same ground rules as cli.rs: every child under the watchdog, a bus name
 //! unique to the test and removed on drop, waits on conditions with a
 //! deadline, never sleeps that hope.
@@ -672,10 +675,10 @@ fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
 // ---------------------------------------------------------------------------
 // `top --listen`: the HTTP endpoint under hostile clients.
 
-/// Starts `shmbus top --listen 127.0.0.1:0` over an empty directory (and
-/// `extra`): the process and the address it serves on.
-fn listening(dir: &common::ShmDir, extra: &[&str]) -> (Watched, std::net::SocketAddr) {
-    let mut args = vec!["top", "--listen", "127.0.0.1:0", "--dir", dir.dir()];
+/// Starts `shmbus top --listen 127.0.0.1:0 EXTRA...`: the process and the
+/// address it serves on.
+fn listening(extra: &[&str]) -> (Watched, std::net::SocketAddr) {
+    let mut args = vec!["top", "--listen", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     let mut top = common::start(&args);
     let line = String::from_utf8(top.next_line()).expect("UTF-8");
@@ -702,7 +705,7 @@ fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
 fn a_scrape_is_answered_at_once_while_more_idle_connections_than_the_limit_are_held_open() {
     use std::io::Read;
     let dir = common::ShmDir::new("listen-idle");
-    let (top, addr) = listening(&dir, &[]);
+    let (top, addr) = listening(&["--dir", dir.dir()]);
     // More than the 64 connections served at once, each connected and
     // silent, held open by this test for the whole exchange.
     let mut idle: Vec<std::net::TcpStream> = (0..70)
@@ -736,4 +739,58 @@ fn a_scrape_is_answered_at_once_while_more_idle_connections_than_the_limit_are_h
     drop(idle);
     drop(top);
     dir.finish();
+}
+
+/// A served text's value of the unlabelled series `name`.
+fn figure(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map(|v| v.parse().expect("a number"))
+}
+
+#[test]
+fn top_listen_stretches_its_pause_to_four_times_a_long_sample_and_says_so() {
+    use shmbus::blackboard::{BlackboardOptions, Writer};
+    let board = BusName::new("listen-pace");
+    let mut writer =
+        Writer::<u32, u64>::create(board.name(), &BlackboardOptions::new(16)).expect("create");
+    writer.put(&1, &0).expect("put");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                writer.put(&1, &i).expect("put");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    // Every 10 ms asked: each sample watches the entry written since the
+    // one before for the shortest window, 5 ms, so it takes 5 ms or more
+    // and the pause after it is 20 ms or more.
+    let (top, addr) = listening(&[board.name(), "--interval-ms", "10"]);
+    let mut stretched = None;
+    common::wait_for("a sample's pause stretched past --interval-ms", || {
+        let text = scrape(addr).expect("scrape");
+        let took = figure(&text, "shmbus_top_sample_seconds")
+            .unwrap_or_else(|| panic!("no shmbus_top_sample_seconds in {text}"));
+        let pause = figure(&text, "shmbus_top_interval_seconds")
+            .unwrap_or_else(|| panic!("no shmbus_top_interval_seconds in {text}"));
+        assert!(
+            (pause - f64::max(0.010, 4.0 * took)).abs() < 1e-8,
+            "a sample of {took} s paused {pause} s, expected the longer of 10 ms and 4 times it"
+        );
+        if pause > 0.010 {
+            stretched = Some((took, pause));
+        }
+        stretched.is_some()
+    });
+    let (took, pause) = stretched.expect("stretched");
+    assert!(took >= 0.005 && pause >= 0.020, "{took} s, {pause} s");
+    drop(top);
+    stop.store(true, Ordering::Relaxed);
+    writing.join().expect("the writer");
+    board.finish();
 }

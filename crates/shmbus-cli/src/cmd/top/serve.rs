@@ -3,7 +3,11 @@
 //!
 //! The main thread samples every `--interval-ms` and keeps the latest
 //! text; a scrape gets that text, so a scrape costs no sample and its
-//! rates are over one interval. Any other path is 404, a method other than
+//! rates are over one interval. A sample that takes long (thousands of
+//! buses) stretches the pause after it to [`PAUSE_PER_SAMPLE`] times its
+//! time ([`pace`]): the process samples no more often than that work
+//! allows, and says so (`shmbus_top_sample_seconds`,
+//! `shmbus_top_interval_seconds`). Any other path is 404, a method other than
 //! GET or HEAD 405, a request head that is not HTTP 400.
 //!
 //! Every client is untrusted, and bounded: each connection is served on a
@@ -55,7 +59,8 @@ pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), C
     // The first text has no rates; a scrape before the next sample gets it
     // rather than waiting.
     sampler.sample();
-    let latest: Latest = Arc::new(Mutex::new(Arc::from(prom::exposition(&sampler.sample()))));
+    let (text, mut pause) = timed_sample(&mut sampler, interval);
+    let latest: Latest = Arc::new(Mutex::new(text));
     {
         let mut out = crate::out::stdout()?;
         writeln!(out, "serving http://{bound}/metrics")
@@ -68,10 +73,50 @@ pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), C
         .spawn(move || accept(&listener, &shared))
         .map_err(|e| CliError::runtime(format!("--listen {bound}: no thread to accept on: {e}")))?;
     loop {
-        std::thread::sleep(interval);
-        let text: Arc<str> = Arc::from(prom::exposition(&sampler.sample()));
+        std::thread::sleep(pause);
+        let (text, next) = timed_sample(&mut sampler, interval);
+        pause = next;
         *latest.lock().unwrap_or_else(PoisonError::into_inner) = text;
     }
+}
+
+/// The pause after a sample is at least this many times as long as the
+/// sample took: sampling takes at most a fifth of the time (of one CPU),
+/// however many buses there are.
+pub const PAUSE_PER_SAMPLE: u32 = 4;
+
+/// The pause after a sample that took `took`: `interval`, or
+/// [`PAUSE_PER_SAMPLE`] times `took` where that is longer.
+pub fn pace(interval: Duration, took: Duration) -> Duration {
+    interval.max(took.saturating_mul(PAUSE_PER_SAMPLE))
+}
+
+/// One sample's text, with what it took and the pause before the next
+/// (`shmbus_top_sample_seconds`, `shmbus_top_interval_seconds`), and that
+/// pause.
+fn timed_sample(sampler: &mut Sampler, interval: Duration) -> (Arc<str>, Duration) {
+    let began = Instant::now();
+    let snap = sampler.sample();
+    let took = began.elapsed();
+    let pause = pace(interval, took);
+    let mut text = prom::exposition(&snap);
+    text.push_str(&own_figures(took, pause));
+    (Arc::from(text), pause)
+}
+
+/// `top --listen`'s own figures, in the exposition format.
+fn own_figures(took: Duration, pause: Duration) -> String {
+    format!(
+        "# HELP shmbus_top_sample_seconds How long top's last sample of the buses took.\n\
+         # TYPE shmbus_top_sample_seconds gauge\n\
+         shmbus_top_sample_seconds {:.9}\n\
+         # HELP shmbus_top_interval_seconds The pause after that sample: --interval-ms, \
+         or {PAUSE_PER_SAMPLE} times the sample's time if longer.\n\
+         # TYPE shmbus_top_interval_seconds gauge\n\
+         shmbus_top_interval_seconds {:.9}\n",
+        took.as_secs_f64(),
+        pause.as_secs_f64()
+    )
 }
 
 /// The connections being served, oldest first.
@@ -267,6 +312,21 @@ fn route(method: &str, target: &str) -> (u16, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pause_after_a_sample_is_the_interval_or_four_times_the_sample_if_longer() {
+        let ms = Duration::from_millis;
+        assert_eq!(pace(ms(500), ms(1)), ms(500));
+        assert_eq!(pace(ms(500), ms(125)), ms(500));
+        assert_eq!(pace(ms(500), ms(800)), ms(3200));
+        assert_eq!(pace(ms(10), Duration::MAX), Duration::MAX);
+        let text = own_figures(ms(800), ms(3200));
+        assert!(
+            text.contains("\nshmbus_top_sample_seconds 0.800000000\n")
+                && text.contains("\nshmbus_top_interval_seconds 3.200000000\n"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn only_get_or_head_of_metrics_is_served_and_anything_else_is_404_or_405() {
