@@ -8,7 +8,8 @@
 //! state; the library first checks that the file is a shmbus segment at
 //! all: `shmbus rm` must not become a way to delete an arbitrary file.
 //!
-//! `clean` also removes the status files of bridges that no longer run
+//! `clean` also removes the status files of bridges (and recorders) that
+//! no longer run and whose bus is in the directory cleaned
 //! (`crate::bridge_status::remove_stale`), one line each, not counted as
 //! segments.
 
@@ -80,7 +81,7 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
         }
         let plural = if removed == 1 { "" } else { "s" };
         writeln!(out, "{verb} {removed} segment{plural}")?;
-        for c in bridge_status::remove_stale(args.dry_run) {
+        for c in bridge_status::remove_stale(&args.dir, args.dry_run) {
             let path = escaped(&c.path.display().to_string());
             match &c.result {
                 Ok(()) => writeln!(out, "{verb} stale bridge status {path}")?,
