@@ -102,16 +102,30 @@ _bells = None
 
 class _LoopBell:
     """One event loop's bell (``_shmbus._Bell``: an eventfd the loop
-    watches, and the tokens the waiter thread rang, without the GIL) and
-    the futures filed under their tokens."""
+    watches, and the tokens the waiter thread rang, without the GIL), the
+    futures filed under their tokens, and the wake-ups armed for them.
+
+    The loop owns it (its reader holds it) and nothing global does, so a
+    loop dropped unclosed can still be collected. When the loop lets go of
+    its reader (``close()``, or the loop collected), every wake-up still
+    armed is disarmed: its tasks can never run again, and a registration
+    with the waiter thread must not outlive them (it would last until the
+    next message)."""
 
     def __init__(self, loop):
+        import weakref
+
         from ._shmbus import _Bell
 
         self.bell = _Bell()
         self.futures = {}
+        self.armed = {}
         self.next_token = 0
-        loop.add_reader(self.bell.fileno(), self.ring)
+        reader = _Reader(self)
+        # Only the wake-ups: a finalizer holding the bell would keep the
+        # loop alive (the bell's futures hold it).
+        weakref.finalize(reader, _disarm_all, self.armed).atexit = False
+        loop.add_reader(self.bell.fileno(), reader)
 
     def ring(self):
         """The loop's reader: ends the awaits of the tokens rung (unless an
@@ -122,18 +136,39 @@ class _LoopBell:
                 future.set_result(None)
 
 
+class _Reader:
+    """The callback a loop's reader calls; its loop holds the only
+    reference, so its end says the loop let go of the reader."""
+
+    __slots__ = ("bell", "__weakref__")
+
+    def __init__(self, bell):
+        self.bell = bell
+
+    def __call__(self):
+        self.bell.ring()
+
+
+def _disarm_all(armed):
+    for wake_up in list(armed.values()):
+        wake_up.disarm()
+    armed.clear()
+
+
 def _bell_of(loop):
     """The running loop's bell, made on its first async receive; it goes
-    with the loop (closing the loop closes its selector; the eventfd is
-    closed when the loop is collected)."""
+    with the loop (closing the loop closes its selector and disarms what
+    is still armed; the eventfd is closed when the bell is collected)."""
     global _bells
-    if _bells is None:
-        import weakref
+    import weakref
 
+    if _bells is None:
         _bells = weakref.WeakKeyDictionary()
-    bell = _bells.get(loop)
+    ref = _bells.get(loop)
+    bell = ref() if ref is not None else None
     if bell is None:
-        bell = _bells[loop] = _LoopBell(loop)
+        bell = _LoopBell(loop)
+        _bells[loop] = weakref.ref(bell)
     return bell
 
 
@@ -167,10 +202,12 @@ async def _turns(turn):
         if got:
             del bell.futures[token]
             return value
+        bell.armed[token] = value
         try:
             await future
         finally:
             value.disarm()
+            bell.armed.pop(token, None)
             bell.futures.pop(token, None)
 
 

@@ -26,7 +26,9 @@
 //! waiter thread (which wakes every async receive of the process, Rust's
 //! too), and an async wake costs what a Rust one does: the publisher's
 //! futex wake of the waiter thread, then the waiter's wake of the loop's
-//! thread.
+//! thread. The loop owns its bell (its reader holds it); when the loop
+//! lets go of the reader (closed, or collected), the wake-ups still armed
+//! for it are disarmed (`shmbus._support._LoopBell`).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::AtomicBool;

@@ -267,6 +267,45 @@ def test_a_loop_shut_down_while_tasks_wait_leaves_no_registration(bus_name):
             s.close()
 
 
+def test_a_loop_closed_while_tasks_wait_leaves_no_registration(bus_name):
+    with shmbus.Publisher.create(bus_name, msg_size=8) as pub:
+        subs = [shmbus.Subscriber.open(bus_name) for _ in range(3)]
+        loop = asyncio.new_event_loop()
+        tasks = [loop.create_task(s.recv_async()) for s in subs]
+        loop.run_until_complete(until_registrations(3))
+        # Closed with the tasks still waiting (no asyncio.run to cancel
+        # them), the loop and its tasks still referenced: the close alone
+        # drops their wake-ups.
+        loop.close()
+        assert shmbus.aio_registrations() == 0
+        assert not any(t.done() for t in tasks)
+        # They took nothing: each subscriber still gets the next message.
+        pub.publish(b"after")
+        assert [s.recv(timeout=5) for s in subs] == [b"after" + bytes(3)] * 3
+        for s in subs:
+            s.close()
+        del tasks, loop
+
+
+def test_a_loop_dropped_unclosed_while_tasks_wait_leaves_no_registration_once_collected(bus_name):
+    import gc
+
+    with shmbus.Publisher.create(bus_name, msg_size=8):
+        subs = [shmbus.Subscriber.open(bus_name) for _ in range(3)]
+        loop = asyncio.new_event_loop()
+        for s in subs:
+            loop.create_task(s.recv_async())
+        loop.run_until_complete(until_registrations(3))
+        # Nothing of this module may keep the loop alive: collected, it
+        # closes (asyncio's own ResourceWarning says it was not closed).
+        del loop
+        with pytest.warns(ResourceWarning, match="unclosed event loop"):
+            gc.collect()
+        assert shmbus.aio_registrations() == 0
+        for s in subs:
+            s.close()
+
+
 def test_idle_awaiting_tasks_use_no_cpu(bus_name):
     names = make_buses(bus_name, 4, capacity=8)
     stream = f"{bus_name}-stream"

@@ -704,25 +704,33 @@ pub struct Cleaned {
     pub result: io::Result<()>,
 }
 
-/// Removes (unless `dry_run`) the files of bridges that no longer run: a
-/// status whose pid is gone or belongs to a later process, a tmp file of a
-/// pid that is gone. A status that cannot be read is removed only if its
-/// pid is gone; files not named like a status are left alone.
-pub fn remove_stale(dry_run: bool) -> Vec<Cleaned> {
-    let Some(dir) = readable_dir() else {
+/// Removes (unless `dry_run`) the files of bridges that no longer run and
+/// whose bus is in `dir` (the directory `clean` cleans: a status naming a
+/// bus elsewhere is left to the clean of that bus's directory): a status
+/// whose pid is gone or belongs to a later process, a tmp file of a pid
+/// that is gone. A file that names no bus (not a status, or a tmp file
+/// left half-written) belongs to no directory: it is removed only if its
+/// pid is gone. Files not named like a status are left alone.
+pub fn remove_stale(dir: &Path, dry_run: bool) -> Vec<Cleaned> {
+    let Some(statuses) = readable_dir() else {
         return Vec::new();
     };
+    let cleaned = dir_id(dir);
     let mut out = Vec::new();
-    for (path, pid, tmp) in entries(&dir) {
+    for (path, pid, tmp) in entries(&statuses) {
+        let status = read_bounded(&path)
+            .ok()
+            .and_then(|b| Status::parse(&b, pid).ok());
         let stale = match start_time(&pid.to_string()) {
             Err(_) => true,
             Ok(_) if tmp => false,
-            Ok(started) => read_bounded(&path)
-                .ok()
-                .and_then(|b| Status::parse(&b, pid).ok())
-                .is_some_and(|s| s.started != started),
+            Ok(started) => status.as_ref().is_some_and(|s| s.started != started),
         };
-        if stale {
+        let in_dir = status.as_ref().is_none_or(|s| {
+            let bus_dir = s.identity.bus.parent().and_then(dir_id);
+            cleaned.is_some() && bus_dir == cleaned
+        });
+        if stale && in_dir {
             let result = if dry_run {
                 Ok(())
             } else {
@@ -733,6 +741,11 @@ pub fn remove_stale(dry_run: bool) -> Vec<Cleaned> {
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     out
+}
+
+/// A directory's identity (device and inode), however its path is spelled.
+fn dir_id(dir: &Path) -> Option<(u64, u64)> {
+    fs::metadata(dir).ok().map(|m| (m.dev(), m.ino()))
 }
 
 #[cfg(test)]

@@ -67,7 +67,9 @@ enum Command {
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.
     Replay(replay::ReplayArgs),
-    /// Remove the buses no live process uses.
+    /// Remove the buses no live process uses, and the status files that
+    /// bridges and recorders of buses in the same directory left when
+    /// killed.
     Clean(clean::CleanArgs),
     /// Carry a bus to other machines over Zenoh: `bridge out` puts a local
     /// bus's messages on a key, `bridge in` publishes a key into a local

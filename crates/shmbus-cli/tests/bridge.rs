@@ -87,13 +87,11 @@ impl RuntimeDir {
         out.json()
     }
 
-    /// `shmbus clean` of an empty directory: only the stale bridge
-    /// statuses are there to remove. Its stdout.
-    fn clean(&self) -> String {
-        let empty = ShmDir::new("bridge-clean");
-        let out = self.run(&["clean", "--dir", empty.dir()]);
+    /// `shmbus clean --dir DIR`: its dead buses, and the stale statuses of
+    /// bridges of buses in it, are removed. Its stdout.
+    fn clean(&self, dir: &ShmDir) -> String {
+        let out = self.run(&["clean", "--dir", dir.dir()]);
         out.assert_success();
-        empty.finish();
         out.stdout()
     }
 }
@@ -272,13 +270,11 @@ fn restart_scenario(
 
 #[test]
 fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_counted() {
-    let (up, down) = (
-        BusName::new("bridge-kill-up"),
-        BusName::new("bridge-kill-down"),
-    );
-    create(up.name(), "256");
+    let dir = ShmDir::new("bridge-kill");
+    let (up, down) = (dir.bus("up"), dir.bus("down"));
+    create(&up, "256");
     let rt = RuntimeDir::new("bridge-kill");
-    let (out, killed, bridges) = restart_scenario(&rt, up.name(), down.name(), "kill");
+    let (out, killed, bridges) = restart_scenario(&rt, &up, &down, "kill");
     out.assert_success();
     let skipped: u64 = out
         .stderr
@@ -292,7 +288,7 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
     // SIGKILL left the first bridge-in's status: stale, and `clean`'s.
     let stale = format!("{killed}.json");
     assert_eq!(rt.files(), vec![stale.clone()]);
-    let cleaned = rt.clean();
+    let cleaned = rt.clean(&dir);
     assert!(
         cleaned.contains(&format!(
             "removed stale bridge status {}",
@@ -301,6 +297,7 @@ fn a_bridge_in_killed_and_restarted_carries_on_and_what_passed_meanwhile_is_coun
         "{cleaned}"
     );
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
+    dir.finish();
 }
 
 /// The bridge-out's status once it wrote one: `bridge out BUS` listening
@@ -466,11 +463,12 @@ fn stat_top_and_prometheus_show_each_bridge_with_its_direction_key_and_counts_an
 
 #[test]
 fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_removes_it() {
-    let bus = BusName::new("bridge-stale");
-    create(bus.name(), "16");
+    let dir = ShmDir::new("bridge-stale");
+    let bus = dir.bus("bus");
+    create(&bus, "16");
     let rt = RuntimeDir::new("bridge-stale");
     let key = format!("shmbus/test/stale/{}", std::process::id());
-    let live = lone_bridge_out(&rt, bus.name(), &key);
+    let live = lone_bridge_out(&rt, &bus, &key);
     let status = rt.status(live.pid()).expect("the live status");
     // A process that has ended (and been reaped): its pid names nobody.
     let ended = spawn(shmbus_testkit::command("true", &[]));
@@ -501,7 +499,7 @@ fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_remove
             &rt.bridges().join(format!("{me}.json")),
             right.to_string().as_bytes(),
         );
-        rt.stat_json(bus.name())["bridges"].as_array().map(Vec::len)
+        rt.stat_json(&bus)["bridges"].as_array().map(Vec::len)
     };
     assert_eq!(shown_right, Some(2), "the live bridge and this process");
     write(
@@ -509,7 +507,7 @@ fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_remove
         reused.to_string().as_bytes(),
     );
 
-    let stat = rt.stat_json(bus.name());
+    let stat = rt.stat_json(&bus);
     let pids: Vec<&Value> = stat["bridges"]
         .as_array()
         .expect("bridges")
@@ -517,12 +515,12 @@ fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_remove
         .map(|b| &b["pid"])
         .collect();
     assert_eq!(pids, vec![&json!(live.pid())], "{stat}");
-    let text = rt.run(&["stat", bus.name()]);
+    let text = rt.run(&["stat", &bus]);
     let text = text.assert_success().stdout();
     assert!(text.contains("bridges:        1\n"), "{text}");
     assert!(!text.contains(&format!("pid {dead}:")), "{text}");
 
-    let cleaned = rt.clean();
+    let cleaned = rt.clean(&dir);
     for pid in [dead, me] {
         let path = rt.bridges().join(format!("{pid}.json"));
         assert!(
@@ -539,16 +537,17 @@ fn a_status_left_by_a_dead_process_or_a_reused_pid_is_not_shown_and_clean_remove
     signal(&live, Signal::TERM);
     live.wait().assert_success();
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
-    bus.finish();
+    dir.finish();
 }
 
 #[test]
 fn a_garbled_status_file_is_skipped_and_never_breaks_stat_top_or_clean() {
-    let bus = BusName::new("bridge-garbled");
-    create(bus.name(), "16");
+    let shm = ShmDir::new("bridge-garbled");
+    let bus = shm.bus("bus");
+    create(&bus, "16");
     let rt = RuntimeDir::new("bridge-garbled");
     let key = format!("shmbus/test/garbled/{}", std::process::id());
-    let live = lone_bridge_out(&rt, bus.name(), &key);
+    let live = lone_bridge_out(&rt, &bus, &key);
     let status = rt.status(live.pid()).expect("the live status");
     let dir = rt.bridges();
     let me = std::process::id();
@@ -583,33 +582,33 @@ fn a_garbled_status_file_is_skipped_and_never_breaks_stat_top_or_clean() {
     }
     std::os::unix::fs::symlink("/dev/zero", dir.join("9.json")).expect("a symlink");
 
-    let stat = rt.stat_json(bus.name());
+    let stat = rt.stat_json(&bus);
     let found = stat["bridges"].as_array().expect("bridges");
     assert_eq!(found.len(), 1, "only the live bridge: {stat}");
     assert_eq!(found[0]["pid"], live.pid(), "{stat}");
-    rt.run(&["stat", bus.name()]).assert_success();
-    let top = rt.run(&["top", bus.name(), "--json", "--interval-ms", "50"]);
+    rt.run(&["stat", &bus]).assert_success();
+    let top = rt.run(&["top", &bus, "--json", "--interval-ms", "50"]);
     let top = top.assert_success().json();
     assert_eq!(
         top["buses"][0]["bridges"].as_array().map(Vec::len),
         Some(1),
         "{top}"
     );
-    rt.run(&["top", bus.name(), "--prometheus", "--interval-ms", "50"])
+    rt.run(&["top", &bus, "--prometheus", "--interval-ms", "50"])
         .assert_success();
-    rt.run(&["top", bus.name(), "--once", "--interval-ms", "50"])
+    rt.run(&["top", &bus, "--once", "--interval-ms", "50"])
         .assert_success();
     rt.run(&["ls", "--json"]).assert_success();
     // `clean` looks at every one of them and neither hangs nor fails; the
     // FIFO of a running pid and this process's own file stay.
-    rt.clean();
+    rt.clean(&shm);
     assert!(fifo.exists() && dir.join(format!("{me}.json")).exists());
 
     let live_file = format!("{}.json", live.pid());
     signal(&live, Signal::TERM);
     live.wait().assert_success();
     assert!(!rt.files().contains(&live_file), "{:?}", rt.files());
-    bus.finish();
+    shm.finish();
 }
 
 /// The lines of `shmbus sub BUS --bootstrap` up to now: "SEQ\tLINE" each.
@@ -637,13 +636,10 @@ fn create_journaled(bus: &str, journal: &std::path::Path, extra: &[&str]) {
 #[test]
 fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile() {
     let dir = ShmDir::new("bridge-repair");
-    let (up, down) = (
-        BusName::new("bridge-repair-up"),
-        BusName::new("bridge-repair-down"),
-    );
-    create_journaled(up.name(), &dir.file("up.journal"), &[]);
+    let (up, down) = (dir.bus("up"), dir.bus("down"));
+    create_journaled(&up, &dir.file("up.journal"), &[]);
     let rt = RuntimeDir::new("bridge-repair");
-    let (out, _, bridges) = restart_scenario(&rt, up.name(), down.name(), "repair");
+    let (out, _, bridges) = restart_scenario(&rt, &up, &down, "repair");
     out.assert_success();
     assert!(!out.stderr.contains("lagged"), "{}", out.stderr);
     assert_eq!(
@@ -652,7 +648,7 @@ fn with_a_journaled_upstream_a_restarted_bridge_in_repairs_what_passed_meanwhile
         "every message once, in order"
     );
     bridges.stop();
-    rt.clean(); // the SIGKILLed bridge-in's status
+    rt.clean(&dir); // the SIGKILLed bridge-in's status
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
     dir.finish();
 }

@@ -736,6 +736,55 @@ fn clean_removes_dead_buses_but_not_one_with_a_live_subscriber() {
 }
 
 #[test]
+fn clean_dir_removes_only_the_stale_statuses_of_bridges_and_recorders_of_buses_in_that_directory() {
+    let here = ShmDir::new("clean-status-here");
+    let elsewhere = ShmDir::new("clean-status-else");
+    let bus = here.bus("rec");
+    create(&bus, 8, 4);
+    let runtime = shmbus_testkit::RuntimeDir::new("clean-status");
+    let with_runtime = |args: &[&str]| {
+        let mut cmd = common::shmbus(args);
+        runtime.apply(&mut cmd);
+        cmd
+    };
+    let out = here.file("rec.rec");
+    let recorder = common::spawn(with_runtime(&[
+        "record",
+        &bus,
+        "--out",
+        out.to_str().expect("UTF-8"),
+    ]));
+    let status = runtime
+        .shmbus("bridges")
+        .join(format!("{}.json", recorder.pid()));
+    wait_for("the recorder's status file", || status.exists());
+    // SIGKILL: its status file stays, stale (its pid is gone).
+    recorder.kill();
+    assert!(status.exists());
+
+    let clean = |dir: &ShmDir| shmbus_testkit::run(with_runtime(&["clean", "--dir", dir.dir()]));
+    let other = clean(&elsewhere);
+    assert_eq!(
+        other.assert_success().stdout(),
+        "removed 0 segments\n",
+        "a clean of another directory"
+    );
+    assert!(status.exists(), "a status of a bus elsewhere was removed");
+
+    let own = clean(&here);
+    assert_eq!(
+        own.assert_success().stdout(),
+        format!(
+            "removed {bus}\nremoved 1 segment\nremoved stale bridge status {}\n",
+            status.display()
+        )
+    );
+    assert!(!status.exists());
+    elsewhere.finish();
+    here.finish();
+}
+
+#[test]
 fn rm_removes_a_bus() {
     let dir = ShmDir::new("rm");
     let bus = dir.bus("bus");

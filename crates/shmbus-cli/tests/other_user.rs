@@ -1,9 +1,11 @@
 //! What another user plants is never adopted: a bus another user made
 //! first is not taken over by `bridge in --create`, and a journal another
 //! user left at a path is not continued by `create --journal` (nor by
-//! `bridge in --journal`). The other user is uid 65534 (`nobody`), run
-//! through `setpriv`, as an attacker on the same machine would be; the
-//! tests need root for that and say SKIPPED elsewhere.
+//! `bridge in --journal`). And a member of a team's directory who cleans
+//! it is told of a bus there it may not open. The other user is uid 65534
+//! (`nobody`), run through `setpriv`, as an attacker (or a team member) on
+//! the same machine would be; the tests need root for that and say
+//! SKIPPED elsewhere.
 
 mod common;
 
@@ -209,4 +211,53 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
     bridge_in().assert_error(1, "mode 644");
     shmbus(&["rm", bus.name()]).assert_success();
     bus.finish();
+}
+
+#[test]
+fn a_members_clean_of_a_team_directory_names_a_bus_it_may_not_open_and_removes_the_others() {
+    if !is_root() {
+        println!("SKIPPED: only root can run a command as uid 65534");
+        return;
+    }
+    // The team's directory: setgid, not sticky, of nobody's group, so
+    // that nobody (the member) may remove any file in it.
+    let team = common::ShmDir::new("team");
+    std::os::unix::fs::chown(team.path(), Some(0), Some(65534)).expect("chown");
+    std::fs::set_permissions(team.path(), std::fs::Permissions::from_mode(0o2770)).expect("chmod");
+    let create = |name: &str, mode: &str| {
+        let bus = team.bus(name);
+        shmbus(&[
+            "create",
+            &bus,
+            "--msg-size",
+            "16",
+            "--capacity",
+            "8",
+            "--mode",
+            mode,
+        ])
+        .assert_success();
+        bus
+    };
+    // Root's, both dead: one the group may open, one only root may.
+    let shared = create("shared", "660");
+    let private = create("private", "600");
+    let out = as_nobody(&["clean", "--dir", team.dir()]);
+    assert_eq!(out.code(), Some(0), "{out:?}");
+    assert_eq!(
+        out.stdout(),
+        format!("removed {shared}\nremoved 1 segment\n"),
+        "{out:?}"
+    );
+    assert_eq!(
+        out.stderr,
+        format!(
+            "shmbus: {private}: left alone: cannot open it to tell whether it is an abandoned \
+             bus: permission denied: the file (uid 0, gid 65534, mode 600) does not let you \
+             open it (its owner or root may clean it)\n"
+        ),
+        "one line naming the bus it may not open, and why"
+    );
+    assert!(Path::new(&private).exists());
+    team.finish();
 }

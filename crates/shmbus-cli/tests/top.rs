@@ -7,6 +7,9 @@
 //! subscriber that holds samples in the test process itself, so that
 //! every block is where the test put it.
 //!
+//! `top --listen` is scraped behind more idle connections than it serves
+//! at once, and its pause between samples read from its own series.
+//!
 //! Same ground rules as cli.rs: every child under the watchdog, a bus name
 //! unique to the test and removed on drop, waits on conditions with a
 //! deadline, never sleeps that hope.
@@ -667,4 +670,127 @@ fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
     plain.assert_success();
     assert!(plain.stdout().contains("corrupt:"), "{}", plain.stdout());
     bus.finish();
+}
+
+// ---------------------------------------------------------------------------
+// `top --listen`: the HTTP endpoint under hostile clients.
+
+/// Starts `shmbus top --listen 127.0.0.1:0 EXTRA...`: the process and the
+/// address it serves on.
+fn listening(extra: &[&str]) -> (Watched, std::net::SocketAddr) {
+    let mut args = vec!["top", "--listen", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    let mut top = common::start(&args);
+    let line = String::from_utf8(top.next_line()).expect("UTF-8");
+    let addr = line
+        .trim()
+        .strip_prefix("serving http://")
+        .and_then(|rest| rest.strip_suffix("/metrics"))
+        .unwrap_or_else(|| panic!("not the serving line: {line:?}"));
+    (top, addr.parse().expect("an address"))
+}
+
+/// One scrape of `/metrics`: the whole response, or why not.
+fn scrape(addr: std::net::SocketAddr) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")?;
+    let mut got = String::new();
+    s.read_to_string(&mut got)?;
+    Ok(got)
+}
+
+#[test]
+fn a_scrape_is_answered_at_once_while_more_idle_connections_than_the_limit_are_held_open() {
+    use std::io::Read;
+    let dir = common::ShmDir::new("listen-idle");
+    let (top, addr) = listening(&["--dir", dir.dir()]);
+    // More than the 64 connections served at once, each connected and
+    // silent, held open by this test for the whole exchange.
+    let mut idle: Vec<std::net::TcpStream> = (0..70)
+        .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+        .collect();
+    let start = Instant::now();
+    let got = scrape(addr);
+    let took = start.elapsed();
+    let got = got.unwrap_or_else(|e| panic!("the scrape behind 70 idle connections: {e}"));
+    assert!(
+        got.starts_with("HTTP/1.1 200 OK\r\n"),
+        "the scrape behind 70 idle connections got {got:?} in {took:?}"
+    );
+    // Before the idle connections' own 2 s deadline: served because the
+    // oldest idle one made room, not because one timed out.
+    assert!(took < Duration::from_millis(1500), "answered in {took:?}");
+    // The oldest was shut down to make room: its read ends at once.
+    idle[0]
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut buf = [0u8; 16];
+    let evicted = Instant::now();
+    assert!(
+        matches!(idle[0].read(&mut buf), Ok(0) | Err(_)),
+        "the oldest idle connection got an answer"
+    );
+    assert!(
+        evicted.elapsed() < Duration::from_millis(1500),
+        "the oldest idle connection was closed at its deadline, not evicted"
+    );
+    drop(idle);
+    drop(top);
+    dir.finish();
+}
+
+/// A served text's value of the unlabelled series `name`.
+fn figure(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map(|v| v.parse().expect("a number"))
+}
+
+#[test]
+fn top_listen_stretches_its_pause_to_four_times_a_long_sample_and_says_so() {
+    use shmbus::blackboard::{BlackboardOptions, Writer};
+    let board = BusName::new("listen-pace");
+    let mut writer =
+        Writer::<u32, u64>::create(board.name(), &BlackboardOptions::new(16)).expect("create");
+    writer.put(&1, &0).expect("put");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                writer.put(&1, &i).expect("put");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+    };
+    // Every 10 ms asked: each sample watches the entry written since the
+    // one before for the shortest window, 5 ms, so it takes 5 ms or more
+    // and the pause after it is 20 ms or more.
+    let (top, addr) = listening(&[board.name(), "--interval-ms", "10"]);
+    let mut stretched = None;
+    common::wait_for("a sample's pause stretched past --interval-ms", || {
+        let text = scrape(addr).expect("scrape");
+        let took = figure(&text, "shmbus_top_sample_seconds")
+            .unwrap_or_else(|| panic!("no shmbus_top_sample_seconds in {text}"));
+        let pause = figure(&text, "shmbus_top_interval_seconds")
+            .unwrap_or_else(|| panic!("no shmbus_top_interval_seconds in {text}"));
+        assert!(
+            (pause - f64::max(0.010, 4.0 * took)).abs() < 1e-8,
+            "a sample of {took} s paused {pause} s, expected the longer of 10 ms and 4 times it"
+        );
+        if pause > 0.010 {
+            stretched = Some((took, pause));
+        }
+        stretched.is_some()
+    });
+    let (took, pause) = stretched.expect("stretched");
+    assert!(took >= 0.005 && pause >= 0.020, "{took} s, {pause} s");
+    drop(top);
+    stop.store(true, Ordering::Relaxed);
+    writing.join().expect("the writer");
+    board.finish();
 }

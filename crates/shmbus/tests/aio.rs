@@ -576,14 +576,15 @@ fn more_tasks_than_futex_waitv_takes_are_all_woken() {
 
 /// Waits (bounded) until this process's waiter thread is asleep (state
 /// `S`): it never sleeps holding its registry lock, so a fork now copies
-/// that lock unlocked.
-fn waiter_asleep() {
+/// that lock unlocked. Returns the system call it sleeps in, as
+/// /proc/self/task/TID/syscall says it (its number, then its arguments).
+fn waiter_asleep() -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let asleep = std::fs::read_dir("/proc/self/task")
             .expect("/proc/self/task")
             .filter_map(Result::ok)
-            .any(|t| {
+            .find_map(|t| {
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
                 let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
                 // The state follows the command name's closing parenthesis.
@@ -591,14 +592,79 @@ fn waiter_asleep() {
                     .rsplit(')')
                     .next()
                     .and_then(|r| r.trim().chars().next());
-                comm.trim() == "shmbus-aio" && state == Some('S')
+                let call = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+                (comm.trim() == "shmbus-aio" && state == Some('S')).then_some(call)
             });
-        if asleep {
-            return;
+        if let Some(call) = asleep {
+            return call;
         }
         assert!(Instant::now() < deadline, "the waiter thread never slept");
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+/// Whether this kernel has `futex_waitv` (5.16): `ENOSYS` if not, `EINVAL`
+/// for no words if so.
+fn kernel_has_futex_waitv() -> bool {
+    // SAFETY: no words (a null array of length 0) and no timeout: the
+    // kernel reads nothing.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_futex_waitv,
+            std::ptr::null::<u8>(),
+            0u32,
+            0u32,
+            std::ptr::null::<u8>(),
+            0i32,
+        )
+    };
+    !(rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS))
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn two_hundred_tasks_waiting_on_one_bus_leave_the_waiter_asleep_in_one_futex_waitv() {
+    let _serial = serial();
+    let mut publisher = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+    let n = 200;
+    let rt = runtime(false);
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let mut sub = publisher.subscribe(Start::Next, shmbus::WaitStrategy::default());
+            rt.spawn(async move { sub.recv_async().await })
+        })
+        .collect();
+    // A current-thread runtime: every registration (and its bump of the
+    // control word) was made on this thread before this returns, so the
+    // waiter's next sleep is on all of them.
+    rt.block_on(all_registered(n));
+    let call = waiter_asleep();
+    let fields: Vec<&str> = call.split_whitespace().collect();
+    if !kernel_has_futex_waitv() {
+        eprintln!("no futex_waitv on this kernel: the waiter naps ({call})");
+    } else {
+        // futex_waitv (449) on two words, the control word and the bus's
+        // bell, with no timeout: not the 1 ms naps of the fallback on the
+        // control word (202, FUTEX_WAIT with a timeout) that one entry a
+        // task, 201 in all, past the call's 128, made it take.
+        assert_eq!(
+            (fields.first(), fields.get(2), fields.get(4)),
+            (Some(&"449"), Some(&"0x2"), Some(&"0x0")),
+            "the waiter sleeps in {call:?}, expected futex_waitv (449) on 2 words, no timeout"
+        );
+    }
+    publisher.publish(&7);
+    rt.block_on(async {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            for t in tasks {
+                assert_eq!(t.await.expect("task"), Received::Message(7));
+            }
+        })
+        .await
+        .expect("every task woken");
+    });
+    drop(rt);
+    assert_no_registration_left();
 }
 
 #[test]

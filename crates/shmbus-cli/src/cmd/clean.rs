@@ -4,11 +4,15 @@
 //! the liveness locks and /proc/*/maps, and removes each file while holding
 //! its locks). It reports every file it removed, and every abandoned one it
 //! could not remove (one line each on stderr), goes on, and exits 1 at the
-//! end if any could not be removed. `rm` removes one named bus whatever its
+//! end if any could not be removed (2 if the permissions refused each). A
+//! file it could remove but may not open (a team member's private bus in
+//! the team's directory) is one line on stderr too, naming it and why; it
+//! is not known to be abandoned, so it is no failure. `rm` removes one named bus whatever its
 //! state; the library first checks that the file is a shmbus segment at
 //! all: `shmbus rm` must not become a way to delete an arbitrary file.
 //!
-//! `clean` also removes the status files of bridges that no longer run
+//! `clean` also removes the status files of bridges (and recorders) that
+//! no longer run and whose bus is in the directory cleaned
 //! (`crate::bridge_status::remove_stale`), one line each, not counted as
 //! segments.
 
@@ -63,6 +67,16 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
                     removed += 1;
                     writeln!(out, "{verb} {}", escaped(&c.path.display().to_string()))?;
                 }
+                Err(shmbus::stat::CleanError::Unreadable { path, .. }) => {
+                    // Not known to be abandoned: said, not a failure.
+                    out.flush()?;
+                    print_error(&format!(
+                        "{}: left alone: cannot open it to tell whether it is an abandoned \
+                         bus: {} (its owner or root may clean it)",
+                        escaped(&path.display().to_string()),
+                        refused_because(path)
+                    ));
+                }
                 Err(e) => {
                     // Said at once, and the rest still cleaned (a sticky
                     // /dev/shm holds other users' dead buses).
@@ -80,7 +94,7 @@ pub fn clean(args: &CleanArgs) -> Result<(), CliError> {
         }
         let plural = if removed == 1 { "" } else { "s" };
         writeln!(out, "{verb} {removed} segment{plural}")?;
-        for c in bridge_status::remove_stale(args.dry_run) {
+        for c in bridge_status::remove_stale(&args.dir, args.dry_run) {
             let path = escaped(&c.path.display().to_string());
             match &c.result {
                 Ok(()) => writeln!(out, "{verb} stale bridge status {path}")?,

@@ -77,8 +77,10 @@
 //! the select's members do; a future whose heavy barrier failed after
 //! 1 ms (`UNSURE_SLEEP`) at most.
 //!
-//! More than 127 registrations (`futex_waitv` takes 128 words, one is the
-//! control word), or a kernel without `futex_waitv` (before 5.16): the
+//! Registrations on one word (the tasks of one bus, or of one handle)
+//! share one of `futex_waitv`'s 128 entries: any number of tasks on up to
+//! 127 buses (one entry is the control word) sleep in it. More than 127
+//! distinct words, or a kernel without `futex_waitv` (before 5.16): the
 //! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
 //! control word and then asks the kernel about every word (a `FUTEX_WAIT`
 //! with a zero timeout each: the waiter never reads a registered word, see

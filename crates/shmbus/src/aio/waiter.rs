@@ -201,6 +201,12 @@ fn run() {
                 }
             }
         }
+        // One entry per distinct word and value: the tasks waiting on one
+        // bus share its bell, and `futex_waitv`'s 128 count words, not
+        // tasks. (One word seen at two values has moved past one of them:
+        // the sleep returns at once and each is asked about.)
+        words.sort_unstable();
+        words.dedup();
         let woke = sleep(control, &words, timeout);
         fire(woke, control);
     }
@@ -219,8 +225,9 @@ enum Woke {
     Unknown,
 }
 
-/// One sleep: `futex_waitv` on CONTROL and every word; with more words
-/// than it takes, or no `futex_waitv` on this kernel, a nap of at most
+/// One sleep: `futex_waitv` on CONTROL and every word (each distinct word
+/// and value once); with more than it takes, or no `futex_waitv` on this
+/// kernel, a nap of at most
 /// [`POLL_NAP`] on CONTROL alone, after which the kernel is asked about
 /// each word (the waiter never reads a registered word: see the module
 /// docs).
@@ -284,6 +291,9 @@ fn fire(woke: Woke, control: u32) {
         w => w,
     };
     let mut due: Vec<Waker> = Vec::new();
+    // The kernel's answer per word and value: asked once however many
+    // tasks share them.
+    let mut asked: HashMap<(usize, u32), bool> = HashMap::new();
     {
         let mut reg = registry();
         let now = Instant::now();
@@ -291,7 +301,9 @@ fn fire(woke: Woke, control: u32) {
             let named = match woke {
                 Woke::Word(w) => r.word == w,
                 Woke::Nothing => false,
-                Woke::Unknown => !probe_unchanged(r.word, r.seen),
+                Woke::Unknown => !*asked
+                    .entry((r.word, r.seen))
+                    .or_insert_with(|| probe_unchanged(r.word, r.seen)),
             };
             let napped = r.nap_until.is_some_and(|at| now >= at);
             if named || napped {

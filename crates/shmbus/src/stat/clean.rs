@@ -54,7 +54,9 @@ const CLEAN_BATCH: usize = 64;
 ///
 /// Files in use are left out of the result. A file that could not be
 /// removed (another user's in a sticky directory, say) is reported with
-/// its error, and the rest are still cleaned.
+/// its error, and the rest are still cleaned. So is a file this user
+/// could remove but may not open ([`CleanError::Unreadable`]): it is left
+/// alone, as whether a process uses it cannot be told.
 ///
 /// # Errors
 /// [`ScanError`] if the directory itself cannot be opened (missing, a
@@ -85,12 +87,29 @@ const CLEAN_BATCH: usize = 64;
 /// ```
 pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
     let dir_fd = dir::open_dir(dir).map_err(scan_error)?;
+    let may_remove = removable_by_us(dir_fd.as_fd());
     let mut out = Vec::new();
     let mut batch = Vec::new();
     for name in names(dir_fd.as_fd(), dir)? {
         let mut found = match look_at(dir_fd.as_fd(), dir, &name) {
             Ok(f) => f,
             Err(Skip::NotABus) => continue,
+            // A file this user could remove but may not open (a team
+            // member's private bus in the team's directory): said, as it
+            // may be an abandoned bus left behind. Elsewhere (another
+            // user's file in a sticky /dev/shm) it is none of ours.
+            Err(Skip::Denied { path, uid, source }) => {
+                if may_remove(uid) {
+                    out.push(Cleaned {
+                        result: Err(CleanError::Unreadable {
+                            path: path.clone(),
+                            source,
+                        }),
+                        path,
+                    });
+                }
+                continue;
+            }
             Err(Skip::Failed(e)) => {
                 out.push(Cleaned {
                     path: e.path.clone(),
@@ -139,6 +158,25 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
     }
     remove_batch(dir_fd.as_fd(), &mut batch, dry_run, &mut out);
     Ok(out)
+}
+
+/// Whether this process may remove a file of owner `uid` from `dir`: it
+/// may write and search the directory, and the directory is not sticky or
+/// is its own, or the file is.
+fn removable_by_us(dir: BorrowedFd<'_>) -> impl Fn(u32) -> bool {
+    use rustix::fs::{Access, AtFlags};
+    let euid = rustix::process::geteuid().as_raw();
+    let writable = rustix::fs::accessat(
+        dir,
+        ".",
+        Access::WRITE_OK | Access::EXEC_OK,
+        AtFlags::EACCESS,
+    )
+    .is_ok();
+    let (sticky, owner) = rustix::fs::fstat(dir).map_or((true, u32::MAX), |st| {
+        (st.st_mode & libc::S_ISVTX != 0, st.st_uid)
+    });
+    move |uid| writable && (!sticky || owner == euid || uid == euid)
 }
 
 /// Takes both liveness locks exclusively: only a file nobody has attached
@@ -231,5 +269,19 @@ pub enum CleanError {
     Replaced {
         /// The name.
         path: PathBuf,
+    },
+    /// A file this user could remove from the directory but may not open
+    /// (a team member's bus of mode 0600 in the team's directory), so
+    /// whether it is an abandoned bus cannot be told; left alone. Only
+    /// where the directory would let this user remove it: another user's
+    /// file in a sticky directory (as /dev/shm is) is not said.
+    #[error(
+        "{path}: cannot open it to tell whether it is an abandoned bus ({source}); left alone"
+    )]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The system's answer (`EACCES`, `EPERM`).
+        source: std::io::Error,
     },
 }

@@ -112,7 +112,7 @@ pub fn list(dir: &Path) -> Result<Vec<Listing>, ScanError> {
     for name in names {
         let found = match look_at(dir_fd.as_fd(), dir, &name) {
             Ok(f) => f,
-            Err(Skip::NotABus) => continue,
+            Err(Skip::NotABus | Skip::Denied { .. }) => continue,
             // Out of descriptors or memory, I/O: said for this bus, and
             // the others are still listed. Counted in use: when in doubt,
             // `clean` must not think it abandoned.

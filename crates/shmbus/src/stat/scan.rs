@@ -24,6 +24,15 @@ pub(super) struct Found {
 pub(super) enum Skip {
     /// Not a shmbus file, gone, or not this user's to read: not listed.
     NotABus,
+    /// A regular file this user may not open (`EACCES`, `EPERM`): whether
+    /// it is a bus cannot be told. Not listed; `clean` may say so.
+    Denied {
+        path: PathBuf,
+        /// Its owner's uid (from its `stat`, which needs no permission on
+        /// the file).
+        uid: u32,
+        source: std::io::Error,
+    },
     /// A real failure (`EMFILE`, `ENOMEM`, `EIO`...): said as such.
     Failed(ScanError),
 }
@@ -41,6 +50,20 @@ pub(super) fn look_at(dir: BorrowedFd<'_>, dir_path: &Path, name: &OsStr) -> Res
         }),
         Err(BusAt::Io { step, source }) if !not_ours(&source) => {
             Err(Skip::Failed(ScanError { path, step, source }))
+        }
+        // Only a regular file (stat it was) gets as far as the open.
+        Err(BusAt::Io {
+            step: "open",
+            source,
+        }) if matches!(source.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            match crate::sys::dir::stat_at(dir, name) {
+                Ok(st) => Err(Skip::Denied {
+                    path,
+                    uid: st.st_uid,
+                    source,
+                }),
+                Err(_) => Err(Skip::NotABus),
+            }
         }
         Err(_) => Err(Skip::NotABus),
     }

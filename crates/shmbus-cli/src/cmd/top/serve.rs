@@ -3,22 +3,28 @@
 //!
 //! The main thread samples every `--interval-ms` and keeps the latest
 //! text; a scrape gets that text, so a scrape costs no sample and its
-//! rates are over one interval. Any other path is 404, a method other than
+//! rates are over one interval. A sample that takes long (thousands of
+//! buses) stretches the pause after it to [`PAUSE_PER_SAMPLE`] times its
+//! time ([`pace`]): the process samples no more often than that work
+//! allows, and says so (`shmbus_top_sample_seconds`,
+//! `shmbus_top_interval_seconds`). Any other path is 404, a method other than
 //! GET or HEAD 405, a request head that is not HTTP 400.
 //!
 //! Every client is untrusted, and bounded: each connection is served on a
-//! thread of its own, at most [`MAX_CONNECTIONS`] at once (one past that is
-//! closed at once), with one deadline for the whole exchange
-//! ([`DEADLINE`]: reading the request and writing the response), a request
-//! head of at most [`MAX_HEAD`] bytes (431 past it) and one request per
-//! connection. So a client that sends slowly, or never, or never reads,
-//! holds one thread for at most the deadline and never holds back the
-//! next scrape, and no client makes the process grow past what these
-//! bounds allow. The request head is parsed by httparse.
+//! thread of its own, at most [`MAX_CONNECTIONS`] at once, with one
+//! deadline for the whole exchange ([`DEADLINE`]: reading the request and
+//! writing the response), a request head of at most [`MAX_HEAD`] bytes
+//! (431 past it) and one request per connection. A connection past the
+//! limit takes the place of the oldest one still waiting for its request
+//! (shut down: its thread ends at once); where every one is being
+//! answered, it is closed unanswered. So a client that sends slowly, or
+//! never, holds no slot a scrape needs, one that never reads holds one
+//! thread for at most the deadline, and no client makes the process grow
+//! past what these bounds allow. The request head is parsed by httparse.
 
+use std::collections::VecDeque;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -26,7 +32,8 @@ use super::model::Sampler;
 use super::prom;
 use crate::error::CliError;
 
-/// Connections served at once; one past that is closed unanswered.
+/// Connections served at once; one past that takes the place of the
+/// oldest still waiting for its request, if any, else is closed unanswered.
 pub const MAX_CONNECTIONS: usize = 64;
 
 /// The longest request head read (request line and headers).
@@ -52,7 +59,8 @@ pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), C
     // The first text has no rates; a scrape before the next sample gets it
     // rather than waiting.
     sampler.sample();
-    let latest: Latest = Arc::new(Mutex::new(Arc::from(prom::exposition(&sampler.sample()))));
+    let (text, mut pause) = timed_sample(&mut sampler, interval);
+    let latest: Latest = Arc::new(Mutex::new(text));
     {
         let mut out = crate::out::stdout()?;
         writeln!(out, "serving http://{bound}/metrics")
@@ -65,16 +73,122 @@ pub fn run(addr: &str, mut sampler: Sampler, interval: Duration) -> Result<(), C
         .spawn(move || accept(&listener, &shared))
         .map_err(|e| CliError::runtime(format!("--listen {bound}: no thread to accept on: {e}")))?;
     loop {
-        std::thread::sleep(interval);
-        let text: Arc<str> = Arc::from(prom::exposition(&sampler.sample()));
+        std::thread::sleep(pause);
+        let (text, next) = timed_sample(&mut sampler, interval);
+        pause = next;
         *latest.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    }
+}
+
+/// The pause after a sample is at least this many times as long as the
+/// sample took: sampling takes at most a fifth of the time (of one CPU),
+/// however many buses there are.
+pub const PAUSE_PER_SAMPLE: u32 = 4;
+
+/// The pause after a sample that took `took`: `interval`, or
+/// [`PAUSE_PER_SAMPLE`] times `took` where that is longer.
+pub fn pace(interval: Duration, took: Duration) -> Duration {
+    interval.max(took.saturating_mul(PAUSE_PER_SAMPLE))
+}
+
+/// One sample's text, with what it took and the pause before the next
+/// (`shmbus_top_sample_seconds`, `shmbus_top_interval_seconds`), and that
+/// pause.
+fn timed_sample(sampler: &mut Sampler, interval: Duration) -> (Arc<str>, Duration) {
+    let began = Instant::now();
+    let snap = sampler.sample();
+    let took = began.elapsed();
+    let pause = pace(interval, took);
+    let mut text = prom::exposition(&snap);
+    text.push_str(&own_figures(took, pause));
+    (Arc::from(text), pause)
+}
+
+/// `top --listen`'s own figures, in the exposition format.
+fn own_figures(took: Duration, pause: Duration) -> String {
+    format!(
+        "# HELP shmbus_top_sample_seconds How long top's last sample of the buses took.\n\
+         # TYPE shmbus_top_sample_seconds gauge\n\
+         shmbus_top_sample_seconds {:.9}\n\
+         # HELP shmbus_top_interval_seconds The pause after that sample: --interval-ms, \
+         or {PAUSE_PER_SAMPLE} times the sample's time if longer.\n\
+         # TYPE shmbus_top_interval_seconds gauge\n\
+         shmbus_top_interval_seconds {:.9}\n",
+        took.as_secs_f64(),
+        pause.as_secs_f64()
+    )
+}
+
+/// The connections being served, oldest first.
+#[derive(Default)]
+struct Open {
+    next_id: u64,
+    conns: VecDeque<Conn>,
+}
+
+struct Conn {
+    id: u64,
+    /// A clone of its socket, to shut it down when it is evicted.
+    socket: TcpStream,
+    /// Its request head is in: it is being answered, never evicted.
+    answering: bool,
+}
+
+type Conns = Arc<Mutex<Open>>;
+
+fn lock(conns: &Conns) -> std::sync::MutexGuard<'_, Open> {
+    // Every change is one push, remove or flag: consistent through a panic.
+    conns.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Takes `stream` in, under its id, if there is room: at the limit, the
+/// oldest connection still waiting for its request is shut down (its
+/// thread's read ends at once) and makes room. `None`: every connection
+/// is being answered (each ends by its deadline), or the socket could not
+/// be cloned; `stream` is then to be closed unanswered.
+fn admit(conns: &Conns, stream: &TcpStream) -> Option<u64> {
+    let socket = stream.try_clone().ok()?;
+    let mut open = lock(conns);
+    if open.conns.len() >= MAX_CONNECTIONS {
+        let idle = open.conns.iter().position(|c| !c.answering)?;
+        if let Some(evicted) = open.conns.remove(idle) {
+            let _ = evicted.socket.shutdown(Shutdown::Both);
+        }
+    }
+    let id = open.next_id;
+    open.next_id += 1;
+    open.conns.push_back(Conn {
+        id,
+        socket,
+        answering: false,
+    });
+    Some(id)
+}
+
+/// Marks connection `id` as being answered: false if it was evicted (shut
+/// down) meanwhile.
+fn answering(conns: &Conns, id: u64) -> bool {
+    match lock(conns).conns.iter_mut().find(|c| c.id == id) {
+        Some(c) => {
+            c.answering = true;
+            true
+        }
+        None => false,
+    }
+}
+
+/// Forgets connection `id` (its thread ends), if it was not evicted.
+fn close(conns: &Conns, id: u64) {
+    let mut open = lock(conns);
+    if let Some(at) = open.conns.iter().position(|c| c.id == id) {
+        open.conns.remove(at);
     }
 }
 
 /// Accepts connections for ever, each on a thread of its own within the
 /// bound.
 fn accept(listener: &TcpListener, latest: &Latest) {
-    let open = Arc::new(AtomicUsize::new(0));
+    let conns = Conns::default();
     for conn in listener.incoming() {
         let Ok(stream) = conn else {
             // EMFILE and the like: the next accept may succeed; do not
@@ -82,28 +196,35 @@ fn accept(listener: &TcpListener, latest: &Latest) {
             std::thread::sleep(Duration::from_millis(10));
             continue;
         };
-        if open.fetch_add(1, Ordering::Relaxed) >= MAX_CONNECTIONS {
-            open.fetch_sub(1, Ordering::Relaxed);
+        let Some(id) = admit(&conns, &stream) else {
             drop(stream);
             continue;
-        }
+        };
         let text = Arc::clone(&latest.lock().unwrap_or_else(PoisonError::into_inner));
-        let done = Arc::clone(&open);
+        let mine = Arc::clone(&conns);
         let spawned = std::thread::Builder::new()
             .name("metrics-conn".into())
             .spawn(move || {
-                let _ = serve(stream, &text, Instant::now() + DEADLINE);
-                done.fetch_sub(1, Ordering::Relaxed);
+                let deadline = Instant::now() + DEADLINE;
+                let _ = serve(stream, &text, deadline, || answering(&mine, id));
+                close(&mine, id);
             });
         if spawned.is_err() {
             // The closure, and the stream with it, is dropped: closed.
-            open.fetch_sub(1, Ordering::Relaxed);
+            close(&conns, id);
         }
     }
 }
 
-/// Reads one request head and answers it, all by `deadline`.
-fn serve(mut stream: TcpStream, text: &str, deadline: Instant) -> std::io::Result<()> {
+/// Reads one request head and answers it, all by `deadline`. Once the
+/// head is in, `answering` is told so (false: the connection was evicted
+/// meanwhile, nothing is written).
+fn serve(
+    mut stream: TcpStream,
+    text: &str,
+    deadline: Instant,
+    answering: impl FnOnce() -> bool,
+) -> std::io::Result<()> {
     let mut head = vec![0u8; MAX_HEAD];
     let mut len = 0;
     let (status, body) = loop {
@@ -131,6 +252,9 @@ fn serve(mut stream: TcpStream, text: &str, deadline: Instant) -> std::io::Resul
             Err(_) => break (400, "bad request\n"),
         }
     };
+    if !answering() {
+        return Ok(());
+    }
     let head_only = status == 200 && head[..len].starts_with(b"HEAD ");
     let body = if status == 200 { text } else { body };
     let reason = match status {
@@ -190,6 +314,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_pause_after_a_sample_is_the_interval_or_four_times_the_sample_if_longer() {
+        let ms = Duration::from_millis;
+        assert_eq!(pace(ms(500), ms(1)), ms(500));
+        assert_eq!(pace(ms(500), ms(125)), ms(500));
+        assert_eq!(pace(ms(500), ms(800)), ms(3200));
+        assert_eq!(pace(ms(10), Duration::MAX), Duration::MAX);
+        let text = own_figures(ms(800), ms(3200));
+        assert!(
+            text.contains("\nshmbus_top_sample_seconds 0.800000000\n")
+                && text.contains("\nshmbus_top_interval_seconds 3.200000000\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn only_get_or_head_of_metrics_is_served_and_anything_else_is_404_or_405() {
         assert_eq!(route("GET", "/metrics").0, 200);
         assert_eq!(route("HEAD", "/metrics?x=1").0, 200);
@@ -205,7 +344,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let mut client = TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
         let (server, _) = listener.accept().expect("accept");
-        let t = std::thread::spawn(move || serve(server, "M 1\n", Instant::now() + DEADLINE));
+        let t =
+            std::thread::spawn(move || serve(server, "M 1\n", Instant::now() + DEADLINE, || true));
         client.write_all(request).expect("send");
         let mut got = String::new();
         client.read_to_string(&mut got).expect("read");
@@ -239,7 +379,7 @@ mod tests {
         client.write_all(b"GET /metr").expect("send");
         let start = Instant::now();
         let deadline = start + Duration::from_millis(200);
-        let _ = serve(server, "M 1\n", deadline);
+        let _ = serve(server, "M 1\n", deadline, || true);
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(150), "ended early: {took:?}");
         assert!(
