@@ -642,3 +642,25 @@ fn a_rotated_recording_replays_from_its_first_part_and_from_a_sequence_sought_in
     assert_eq!(read_back(&late, RecordedKind::Bus), want[300..310].to_vec());
     dir.finish();
 }
+
+#[test]
+fn a_recorded_gap_across_the_sequence_wrap_replays_as_one_lag_report_of_all_it_lost() {
+    let dir = ShmDir::new("replay-wrap");
+    let file = dir.file("wrap.rec");
+    // 2^64 - 2, then 2^64 - 1, 0, 1, 2, 3 lost, then 4.
+    write_recording(&file, &["w"], |r| {
+        r.message(0, u64::MAX - 1, 0, 0, &payload(1)).unwrap();
+        r.gap(0, u64::MAX, 5).unwrap();
+        r.message(0, 4, 1_000, 0, &payload(2)).unwrap();
+    });
+    let w = dir.bus("w");
+    let (out, err, json) = replay_into_sub(&file, &w, 2, &["--speed", "max", "--to", &w]);
+    assert_eq!(out, "1\n2\n");
+    assert_eq!(err, "lagged: skipped 5\n");
+    assert_eq!(
+        (json["gaps"].as_u64(), json["skipped"].as_u64()),
+        (Some(1), Some(5)),
+        "{json}"
+    );
+    dir.finish();
+}

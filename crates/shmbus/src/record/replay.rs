@@ -268,8 +268,9 @@ struct Target {
 /// buses: each recorded bus into a target of its kind, created with the
 /// recorded geometry and message type or attached to if it exists (its
 /// kind and size checked). A plain bus gets each message with
-/// `Publisher::publish` and each gap as `Publisher::skip`, so a subscriber
-/// sees the lag reports the recorder saw. A many-publisher, pool or
+/// `Publisher::publish` and each gap as `Publisher::skip` (its whole
+/// count, across the sequence wrap too), so a subscriber sees the lag
+/// reports the recorder saw. A many-publisher, pool or
 /// journaled bus has no skip (a many-publisher bus shares its sequence
 /// among publishers, and a skipped claim would stall the others until
 /// their unblock timeout; a journal keeps what was published): its gaps

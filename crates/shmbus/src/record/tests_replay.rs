@@ -150,3 +150,34 @@ fn gaps_of_a_many_publisher_bus_are_counted_as_dropped_and_a_plain_bus_skips_the
         (3, 3, 3, 0)
     );
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory
+fn a_gap_across_the_sequence_wrap_is_skipped_whole_and_read_as_one_lag_report() {
+    use crate::{OpenOptions, Received, Start, Subscriber, Wait};
+    let s = Scratch::new("wrap");
+    let path = s.dir.join("wrap.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("w", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    // u64::MAX - 1, then u64::MAX, 0, 1, 2, 3 lost, then 4.
+    rec.message(bus, u64::MAX - 1, 1_000, 0, &[1; 8]).unwrap();
+    rec.gap(bus, u64::MAX, 5).unwrap();
+    rec.message(bus, 4, 2_000, 0, &[2; 8]).unwrap();
+    rec.flush().unwrap();
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&path).unwrap(), 3);
+    let st = replay.stats();
+    assert_eq!((st.messages, st.gaps, st.skipped), (2, 1, 5), "{st:?}");
+    let mut sub =
+        Subscriber::<[u8]>::open(&s.target, &OpenOptions::default().start(Start::Oldest)).unwrap();
+    let mut got = Vec::new();
+    while let Some(r) = sub.recv(Wait::Never) {
+        got.push(match r {
+            Received::Message(m) => format!("message {}", m[0]),
+            Received::Lagged { skipped } => format!("lag {skipped}"),
+        });
+    }
+    assert_eq!(got, ["message 1", "lag 5", "message 2"]);
+}
