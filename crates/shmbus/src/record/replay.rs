@@ -417,7 +417,8 @@ impl Replayer {
     }
 
     /// How long a publish waits for room (a full stream, a pool with no
-    /// free block) before it fails; 10 s by default.
+    /// free block) before it fails; 10 s by default. A stream's
+    /// [`PushError::TimedOut`] then says the whole time waited.
     ///
     /// # Examples
     /// ```
@@ -799,6 +800,10 @@ impl Replayer {
             Sink::Stream(p) => loop {
                 match p.push(payload, slice()) {
                     Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
+                    // The last slice's time is not what was waited.
+                    Err(PushError::TimedOut(_)) => {
+                        break Err(PushError::TimedOut(started.elapsed()).into())
+                    }
                     r => break r.map_err(Into::into),
                 }
             },
