@@ -184,3 +184,53 @@ fn a_gap_across_the_sequence_wrap_is_skipped_whole_and_read_as_one_lag_report() 
     }
     assert_eq!(got, ["message 1", "lag 5", "message 2"]);
 }
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory and time
+fn a_paced_replay_waits_each_message_out_and_has_a_pace_error_for_each() {
+    let s = Scratch::new("pace");
+    // 10 messages 20 ms apart: 180 ms from the first to the last.
+    let path = s.dir.join("pace.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("p", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    for i in 0..10u64 {
+        rec.message(bus, i, 5_000_000 + i * 20_000_000, 0, &i.to_le_bytes())
+            .unwrap();
+    }
+    rec.flush().unwrap();
+    let ms = Duration::from_millis;
+    for (speed, least, most) in [(1.0, ms(180), None), (2.0, ms(90), Some(ms(170)))] {
+        let mut replay = Replayer::new(Speed::Times(speed)).to(&s.target);
+        let started = Instant::now();
+        assert_eq!(replay.run(&path).unwrap(), 10);
+        let took = started.elapsed();
+        let st = replay.stats();
+        assert_eq!(st.pace.count(), 10, "one pace error a message");
+        // Not sooner than recorded, divided by the speed; at 2, well
+        // before the recorded 180 ms.
+        assert!(took >= least, "{took:?} at {speed}");
+        assert!(most.is_none_or(|m| took < m), "{took:?} at {speed}");
+        // Each late by what a loaded machine makes it (a message never
+        // goes out before its time): most well within half a spacing,
+        // none later than the pass lasted.
+        let (p50, p99, max) = (
+            st.pace.quantile_ns(0.5),
+            st.pace.quantile_ns(0.99),
+            st.pace.max_ns(),
+        );
+        assert!(p50 < 10_000_000, "p50 {p50} ns at {speed}");
+        assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+        assert!(
+            u128::from(max) <= took.as_nanos(),
+            "max {max} ns in {took:?}"
+        );
+        drop(replay);
+        crate::remove(&s.target).unwrap();
+    }
+    // At max speed nothing is paced: no pace error.
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&path).unwrap(), 10);
+    assert_eq!(replay.stats().pace.count(), 0);
+}
