@@ -26,6 +26,8 @@ const SPIN_NS: u64 = 250_000;
 const NAP: Duration = Duration::from_millis(50);
 /// Slots of a created bus whose recording does not say (version 1).
 const DEFAULT_SLOTS: u64 = 4096;
+/// The mode of a bus a replay makes, unless [`Replayer::mode`] says.
+const DEFAULT_MODE: u32 = 0o600;
 
 /// How fast a [`Replayer`] publishes.
 ///
@@ -143,8 +145,11 @@ pub enum ReplayError {
         /// Why.
         source: CreateError,
     },
-    /// The existing target could not be published into (another
-    /// publisher holds it, and what else attaching reports).
+    /// The existing target could not be published into: another user's,
+    /// or granting more than [`Replayer::mode`]
+    /// ([`OpenError::NotOwn`] inside: a replay adopts only a bus it could
+    /// have made), another publisher holds it, and what else attaching
+    /// reports.
     #[error("{target}: {source}")]
     Attach {
         /// The target.
@@ -266,8 +271,10 @@ struct Target {
 
 /// Publishes a recording (all its parts, [`RecordingFiles`]) back into
 /// buses: each recorded bus into a target of its kind, created with the
-/// recorded geometry and message type or attached to if it exists (its
-/// kind and size checked). A plain bus gets each message with
+/// recorded geometry and message type (mode [`mode`](Self::mode)), or
+/// attached to if it exists (its kind and size checked; only the caller's
+/// own, granting nothing beyond that mode: a bus another user made first
+/// is refused, never published into). A plain bus gets each message with
 /// `Publisher::publish` and each gap as `Publisher::skip` (its whole
 /// count, across the sequence wrap too), so a subscriber sees the lag
 /// reports the recorder saw. A many-publisher, pool or
@@ -318,6 +325,7 @@ pub struct Replayer {
     map: Vec<(String, String)>,
     slots: Option<u64>,
     journal_dir: Option<PathBuf>,
+    mode: u32,
     stall: Duration,
     stop: Option<fn() -> bool>,
     targets: Vec<Target>,
@@ -343,6 +351,7 @@ impl Replayer {
             map: Vec::new(),
             slots: None,
             journal_dir: None,
+            mode: DEFAULT_MODE,
             stall: Duration::from_secs(10),
             stop: None,
             targets: Vec::new(),
@@ -413,6 +422,21 @@ impl Replayer {
     /// ```
     pub fn journal_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.journal_dir = Some(dir.into());
+        self
+    }
+
+    /// The permission bits of each bus it makes (0o600, owner only, by
+    /// default; 0o660 lets the group in), and the most an existing target
+    /// may grant: one granting more, or another user's, is refused
+    /// ([`ReplayError::Attach`] with [`OpenError::NotOwn`]), as it could
+    /// have been made, and be read, by someone else.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max).mode(0o660);
+    /// ```
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o777;
         self
     }
 
@@ -494,7 +518,8 @@ impl Replayer {
     /// [`ReplayError::NotRecorded`], [`ReplayError::SharedTarget`] for the
     /// mapping; [`ReplayError::WrongKind`], [`ReplayError::WrongSize`],
     /// [`ReplayError::Stat`], [`ReplayError::Create`],
-    /// [`ReplayError::Attach`], [`ReplayError::JournalCreate`],
+    /// [`ReplayError::Attach`] (another user's bus among them),
+    /// [`ReplayError::JournalCreate`],
     /// [`ReplayError::JournalAttach`], [`ReplayError::NoJournalDir`] for a
     /// target; [`ReplayError::Publish`] when a publish fails.
     pub fn run(&mut self, path: &Path) -> Result<u64, ReplayError> {
@@ -671,7 +696,7 @@ impl Replayer {
             | Err(ReplayError::JournalCreate {
                 source: JournalCreateError::Create(CreateError::AlreadyExists { .. }),
                 ..
-            }) => attach_target(name, bus),
+            }) => attach_target(name, bus, self.mode),
             Err(e) => Err(e),
         }
     }
@@ -692,7 +717,9 @@ impl Replayer {
             .msg_type
             .as_ref()
             .filter(|t| t.name != "bytes" && t.name != "stream" && !t.name.is_empty());
-        let mut opts = BusOptions::new(slots).msg_size(bus.msg_size);
+        let mut opts = BusOptions::new(slots)
+            .msg_size(bus.msg_size)
+            .mode(self.mode);
         if let Some(t) = named {
             opts = opts.message_type(&t.name, t.align);
         }
@@ -707,7 +734,8 @@ impl Replayer {
                 } else {
                     bus.blocks
                 };
-                let mut p = PoolOptions::new(slots, u64::from(bus.msg_size), blocks);
+                let mut p =
+                    PoolOptions::new(slots, u64::from(bus.msg_size), blocks).mode(self.mode);
                 if let Some(t) = named {
                     p = p.message_type(&t.name, t.size, t.align);
                 }
@@ -719,7 +747,7 @@ impl Replayer {
                 } else {
                     bus.slots
                 });
-                let mut s = StreamOptions::new(bytes);
+                let mut s = StreamOptions::new(bytes).mode(self.mode);
                 if let Some(t) = named {
                     s = s.message_type(&t.name, t.align);
                 }
@@ -729,7 +757,7 @@ impl Replayer {
                 let Some(dir) = &self.journal_dir else {
                     // An existing one is attached to; only creating needs it.
                     if crate::stat::stat(name).is_ok() {
-                        return attach_target(name, bus);
+                        return attach_target(name, bus, self.mode);
                     }
                     return Err(ReplayError::NoJournalDir {
                         target: name.to_owned(),
@@ -842,8 +870,11 @@ fn describe(kind: RecordedKind) -> &'static str {
     }
 }
 
-/// The existing bus `name`, checked against the record and attached to.
-fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
+/// The existing bus `name`, checked against the record and attached to:
+/// only if it is this user's own and grants nothing beyond `max_mode`
+/// (what the replay would have made; anyone else's could be read, or
+/// have been made, by someone else).
+fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, ReplayError> {
     let stat = crate::stat::stat(name).map_err(|source| ReplayError::Stat {
         target: name.to_owned(),
         source,
@@ -886,7 +917,7 @@ fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
         target: name.to_owned(),
         source,
     };
-    let opts = OpenOptions::default();
+    let opts = OpenOptions::default().only_own(max_mode);
     Ok(match found {
         RecordedKind::Bus => Sink::Bus(Publisher::<[u8]>::attach(name, &opts).map_err(attach)?),
         RecordedKind::ManyPublisher => {
