@@ -186,7 +186,9 @@ def replay(path, map=None, *, to: Optional[str] = None, speed: Optional[float] =
     size, your own and granting nothing beyond ``mode``, else
     ``shmbus.Error``: another user's bus is never published into); a
     journaled one is created only with ``journal_dir`` (its journal
-    ``journal_dir/NAME.journal``). ``speed`` 1.0 is the recorded pace, 2.0
+    ``journal_dir/NAME.journal``). The mapping and every target are
+    checked before any bus is made, so a refused replay leaves none
+    behind. ``speed`` 1.0 is the recorded pace, 2.0
     twice as fast, ``None`` as fast as it goes. ``start``/``end`` are ns
     after the recording's first message, ``start_seq``/``end_seq`` a
     sequence (start inclusive, end exclusive). A plain bus gets each gap

@@ -193,6 +193,21 @@ def _exists(name):
     return os.path.exists(os.path.join("/dev/shm", name))
 
 
+def test_a_refused_replay_leaves_no_bus_behind(recorded, bus_name):
+    out, _ = recorded
+    copy, pool_copy = bus_name + "-copy", bus_name + "-pool-copy"
+    # Two recorded buses into one `to`: refused before the first is made.
+    with pytest.raises(ValueError, match="more than one bus"):
+        shmbus.replay(out, to=copy, speed=None)
+    assert not _exists(copy)
+    # A map entry the recording does not hold: found out before either
+    # target is made.
+    with pytest.raises(ValueError, match="has no bus nope"):
+        shmbus.replay(out, {bus_name: copy, bus_name + "-pool": pool_copy, "nope": "x"},
+                      speed=None)
+    assert not _exists(copy) and not _exists(pool_copy)
+
+
 def test_replay_refuses_to_publish_into_a_bus_another_user_made_first(
         recorded, bus_name, shmbus_bin):
     if os.geteuid() != 0:

@@ -675,3 +675,83 @@ fn a_recorded_gap_across_the_sequence_wrap_replays_as_one_lag_report_of_all_it_l
     );
     dir.finish();
 }
+
+/// The buses under `dir`'s directory, by name.
+fn buses_in(dir: &ShmDir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".rec") && !n.ends_with(".idx"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_refused_replay_leaves_no_bus_behind() {
+    use shmbus::record::BusSpec;
+    let dir = ShmDir::new("replay-refused");
+    let two = dir.file("two.rec");
+    write_recording(&two, &["x", "y"], |r| {
+        for i in 0..4u64 {
+            r.message((i % 2) as u32, i / 2, i, 0, &payload(i)).unwrap();
+        }
+    });
+    let f = two.to_str().unwrap();
+    let (bx, by, bq) = (dir.bus("bx"), dir.bus("by"), dir.bus("bq"));
+    let (mx, my, mq) = (format!("x={bx}"), format!("y={by}"), format!("q={bq}"));
+    // Two buses into one --to: refused before the first is made.
+    run_shmbus(&["replay", f, "--to", &bx]).assert_error(2, "holds more than one bus");
+    assert_eq!(buses_in(&dir), [] as [&str; 0]);
+    // A map entry the recording does not hold: found out before anything
+    // is made or published.
+    run_shmbus(&[
+        "replay", f, "--speed", "max", "--map", &mx, "--map", &my, "--map", &mq,
+    ])
+    .assert_error(2, "the recording has no bus q");
+    assert_eq!(buses_in(&dir), [] as [&str; 0]);
+    // The second bus's target is of another kind: the first one's is not
+    // made either.
+    let stream = dir.bus("s");
+    run_shmbus(&["create", &stream, "--kind", "stream", "--bytes", "4096"]).assert_success();
+    let ms = format!("y={stream}");
+    run_shmbus(&["replay", f, "--speed", "max", "--map", &mx, "--map", &ms])
+        .assert_error(2, "is a stream");
+    assert_eq!(buses_in(&dir), ["s"]);
+    assert_eq!(shmbus::stat::stat(&stream).unwrap().published, 0);
+
+    // A crafted geometry no file system has room for (2^40 slots: over
+    // 64 TiB), beside a small bus: one line saying what it would take and
+    // what is free, and neither is made.
+    let huge = dir.file("huge.rec");
+    let mut rec = Recorder::new(Vec::new()).unwrap();
+    rec.add_bus("small", RecordedKind::Bus, 16).unwrap();
+    rec.add_bus_spec(&BusSpec::new("huge", RecordedKind::Bus, 64).slots(1 << 40))
+        .unwrap();
+    rec.message(1, 0, 0, 0, &[0; 64]).unwrap();
+    std::fs::write(&huge, rec.into_inner()).unwrap();
+    let (small, big) = (dir.bus("small"), dir.bus("big"));
+    let out = run_shmbus(&[
+        "replay",
+        huge.to_str().unwrap(),
+        "--speed",
+        "max",
+        "--map",
+        &format!("small={small}"),
+        "--map",
+        &format!("huge={big}"),
+    ]);
+    out.assert_error(1, " TiB and ");
+    assert!(
+        out.stderr
+            .contains(&format!("{big}: a bus of the recorded geometry takes "))
+            && out.stderr.contains(&format!("and {} has ", dir.dir()))
+            && out
+                .stderr
+                .contains(" free (give fewer slots, or make the bus first)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(buses_in(&dir), ["s"]);
+    dir.finish();
+}

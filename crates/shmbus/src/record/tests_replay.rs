@@ -43,6 +43,15 @@ impl Scratch {
     }
 }
 
+/// A bus removed at the end, whatever the test did.
+struct Removed(String);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = crate::remove(&self.0);
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = crate::remove(&self.target);
@@ -233,4 +242,49 @@ fn a_paced_replay_waits_each_message_out_and_has_a_pace_error_for_each() {
     let mut replay = Replayer::new(Speed::Max).to(&s.target);
     assert_eq!(replay.run(&path).unwrap(), 10);
     assert_eq!(replay.stats().pace.count(), 0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory
+fn a_replay_refused_by_one_target_removes_the_targets_it_made_for_the_others() {
+    use crate::{AttachError, BusOptions, OpenError, Publisher};
+    let s = Scratch::new("undo");
+    let path = s.dir.join("two.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let a = rec
+        .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    let b = rec
+        .add_bus(&BusSpec::new("b", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    rec.message(a, 0, 1_000, 0, &[1; 8]).unwrap();
+    rec.message(b, 0, 2_000, 0, &[2; 8]).unwrap();
+    rec.flush().unwrap();
+    // b's target is of the right kind and size, so it passes every look,
+    // and its live publisher refuses the attach: a's new target goes.
+    let taken = Removed(format!("{}-taken", s.target));
+    let holder = Publisher::<[u8]>::create(&taken.0, &BusOptions::new(64).msg_size(8)).unwrap();
+    let mut replay = Replayer::new(Speed::Max)
+        .map("a", &s.target)
+        .map("b", &taken.0);
+    let err = replay.run(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ReplayError::Attach {
+                source: AttachError::PublisherActive { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        matches!(
+            crate::stat::stat(&s.target),
+            Err(OpenError::NotFound { .. })
+        ),
+        "the target made for a is removed again"
+    );
+    assert_eq!(crate::stat::stat(&taken.0).unwrap().published, 0);
+    drop(holder);
 }

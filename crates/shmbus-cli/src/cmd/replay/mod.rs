@@ -169,6 +169,7 @@ fn cli_error(args: &ReplayArgs, e: ReplayError) -> CliError {
             ..
         }
         | ReplayError::Stat { .. }
+        | ReplayError::NoSpace { .. }
         | ReplayError::Attach { .. }
         | ReplayError::JournalAttach { .. }
         | ReplayError::Publish { .. } => CliError::runtime(line),
