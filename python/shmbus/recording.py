@@ -173,17 +173,22 @@ class Recording:
 def replay(path, map=None, *, to: Optional[str] = None, speed: Optional[float] = 1.0,
            start: Optional[int] = None, end: Optional[int] = None,
            start_seq: Optional[int] = None, end_seq: Optional[int] = None,
-           slots: Optional[int] = None, journal_dir=None, passes: int = 1) -> dict:
+           slots: Optional[int] = None, journal_dir=None, passes: int = 1,
+           mode: Optional[int] = None) -> dict:
     """Publishes the recording at ``path`` (and its parts) back into buses
     of the recorded kinds, through Rust's ``shmbus::record::Replayer``,
     with the GIL released while it runs.
 
     ``map`` gives each recorded bus its target (``{"recorded": "bus"}``);
     ``to`` names the one target of a one-bus recording. A target is
-    created with the recorded geometry and message type, or attached to if
-    it exists (of that kind and size, else ``shmbus.Error``); a journaled
-    one is created only with ``journal_dir`` (its journal
-    ``journal_dir/NAME.journal``). ``speed`` 1.0 is the recorded pace, 2.0
+    created with the recorded geometry and message type and ``mode``
+    (default ``0o600``), or attached to if it exists (of that kind and
+    size, your own and granting nothing beyond ``mode``, else
+    ``shmbus.Error``: another user's bus is never published into); a
+    journaled one is created only with ``journal_dir`` (its journal
+    ``journal_dir/NAME.journal``). The mapping and every target are
+    checked before any bus is made, so a refused replay leaves none
+    behind. ``speed`` 1.0 is the recorded pace, 2.0
     twice as fast, ``None`` as fast as it goes. ``start``/``end`` are ns
     after the recording's first message, ``start_seq``/``end_seq`` a
     sequence (start inclusive, end exclusive). A plain bus gets each gap
@@ -201,4 +206,4 @@ def replay(path, map=None, *, to: Optional[str] = None, speed: Optional[float] =
         raise ValueError("give a start (and an end) as a time or as a sequence, not both")
     targets = list((map or {}).items())
     return _replay(str(path), targets, to, speed, (start, start_seq, end, end_seq),
-                   slots, None if journal_dir is None else str(journal_dir), passes)
+                   slots, None if journal_dir is None else str(journal_dir), passes, mode)

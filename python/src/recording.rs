@@ -157,7 +157,7 @@ fn replay_failed(e: shmbus::record::ReplayError) -> ReplayFailed {
 /// `shmbus::record::Replayer`, the GIL released while it runs; its
 /// counts and pace error as a dict.
 #[pyfunction]
-#[pyo3(signature = (path, targets, to=None, speed=None, window=(None, None, None, None), slots=None, journal_dir=None, passes=1))]
+#[pyo3(signature = (path, targets, to=None, speed=None, window=(None, None, None, None), slots=None, journal_dir=None, passes=1, mode=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _replay(
     py: Python<'_>,
@@ -169,6 +169,7 @@ pub(crate) fn _replay(
     slots: Option<u64>,
     journal_dir: Option<PathBuf>,
     passes: u64,
+    mode: Option<u32>,
 ) -> PyResult<Py<PyAny>> {
     use shmbus::record::{Point, Replayer, Speed, Window};
     let speed = match speed {
@@ -199,6 +200,9 @@ pub(crate) fn _replay(
         }
         if let Some(d) = journal_dir {
             r = r.journal_dir(d);
+        }
+        if let Some(m) = mode {
+            r = r.mode(m);
         }
         for _ in 0..passes.max(1) {
             if r.run(&path).map_err(replay_failed)? == 0 {

@@ -2,6 +2,8 @@
 (iterate, filter by bus and time, seek through the index, a typed bus as a
 structured NumPy array), checked against what was published."""
 
+import json
+import os
 import signal
 import subprocess
 import time
@@ -181,6 +183,61 @@ def test_replay_publishes_each_recorded_bus_into_a_bus_of_its_kind_that_python_r
             shmbus.replay(out, {bus_name: copy + "-x", pool: copy}, speed=None)
     finally:
         for name in (copy, pool_copy, copy + "-x"):
+            try:
+                shmbus.remove(name)
+            except shmbus.BusNotFoundError:
+                pass
+
+
+def _exists(name):
+    return os.path.exists(os.path.join("/dev/shm", name))
+
+
+def test_a_refused_replay_leaves_no_bus_behind(recorded, bus_name):
+    out, _ = recorded
+    copy, pool_copy = bus_name + "-copy", bus_name + "-pool-copy"
+    # Two recorded buses into one `to`: refused before the first is made.
+    with pytest.raises(ValueError, match="more than one bus"):
+        shmbus.replay(out, to=copy, speed=None)
+    assert not _exists(copy)
+    # A map entry the recording does not hold: found out before either
+    # target is made.
+    with pytest.raises(ValueError, match="has no bus nope"):
+        shmbus.replay(out, {bus_name: copy, bus_name + "-pool": pool_copy, "nope": "x"},
+                      speed=None)
+    assert not _exists(copy) and not _exists(pool_copy)
+
+
+def test_replay_refuses_to_publish_into_a_bus_another_user_made_first(
+        recorded, bus_name, shmbus_bin):
+    if os.geteuid() != 0:
+        # CI runs as root: there this test must run, not pass unrun.
+        assert not os.environ.get("CI"), "only root can run a command as uid 65534"
+        pytest.skip("only root can run a command as uid 65534")
+    out, _ = recorded
+    squat, pool_copy = bus_name + "-squat", bus_name + "-pool-copy"
+    nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    made = run([*nobody, shmbus_bin, "create", squat, "--msg-size", "16", "--slots", "64",
+                "--mode", "666"])
+    assert made.returncode == 0, made.stderr.decode()
+    try:
+        with pytest.raises(shmbus.Error, match="owned by uid 65534"):
+            shmbus.replay(out, {bus_name: squat, bus_name + "-pool": pool_copy}, speed=None)
+        stat = run([shmbus_bin, "stat", squat, "--json"])
+        assert json.loads(stat.stdout)["published"] == 0
+        assert not _exists(pool_copy)
+        # Root's own bus granting more than the replay's mode is refused
+        # too, and taken with that mode given.
+        shmbus.remove(squat)
+        assert run([shmbus_bin, "create", squat, "--msg-size", "16", "--slots", "64",
+                    "--mode", "644"]).returncode == 0
+        with pytest.raises(shmbus.Error, match="mode 644"):
+            shmbus.replay(out, {bus_name: squat, bus_name + "-pool": pool_copy}, speed=None)
+        stats = shmbus.replay(out, {bus_name: squat, bus_name + "-pool": pool_copy},
+                              speed=None, mode=0o644)
+        assert stats["messages"] > 0
+    finally:
+        for name in (squat, pool_copy):
             try:
                 shmbus.remove(name)
             except shmbus.BusNotFoundError:

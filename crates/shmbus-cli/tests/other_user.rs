@@ -1,11 +1,12 @@
 //! What another user plants is never adopted: a bus another user made
-//! first is not taken over by `bridge in --create`, and a journal another
-//! user left at a path is not continued by `create --journal` (nor by
-//! `bridge in --journal`). And a member of a team's directory who cleans
-//! it is told of a bus there it may not open. The other user is uid 65534
-//! (`nobody`), run through `setpriv`, as an attacker (or a team member) on
-//! the same machine would be; the tests need root for that and say
-//! SKIPPED elsewhere.
+//! first is not taken over by `bridge in --create` nor published into by
+//! `replay`, and a journal another user left at a path is not continued by
+//! `create --journal` (nor by `bridge in --journal`). And a member of a
+//! team's directory who cleans it is told of a bus there it may not open.
+//! The other user is uid 65534 (`nobody`), run through `setpriv`, as an
+//! attacker (or a team member) on the same machine would be; the tests
+//! need root for that and say SKIPPED elsewhere, except under CI (`CI`
+//! set), which runs as root: there they fail instead.
 
 mod common;
 
@@ -17,8 +18,19 @@ use common::{run, run_shmbus as shmbus, BusName, CliOutput, Finished};
 
 const NOBODY: &str = "65534";
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
+/// Whether this process can run a command as uid 65534 (root can): where
+/// it cannot, a test says SKIPPED and why, or fails under CI, where a test
+/// that passes unrun would prove nothing.
+fn can_be_nobody() -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+        "CI runs as root, and this test needs it: only root can run a command as uid 65534"
+    );
+    println!("SKIPPED: only root can run a command as uid 65534");
+    false
 }
 
 /// `shmbus ARGS` as uid/gid 65534 with no other group.
@@ -109,8 +121,7 @@ fn plant_journal(path: &Path) {
 
 #[test]
 fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_its_owner() {
-    if !is_root() {
-        println!("SKIPPED: only root can run a command as uid 65534");
+    if !can_be_nobody() {
         return;
     }
     let dir = SharedDir::new("planted-journal");
@@ -145,8 +156,7 @@ fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_i
 
 #[test]
 fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
-    if !is_root() {
-        println!("SKIPPED: only root can run a command as uid 65534");
+    if !can_be_nobody() {
         return;
     }
     let bus = BusName::new("squatted");
@@ -215,8 +225,7 @@ fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
 
 #[test]
 fn a_members_clean_of_a_team_directory_names_a_bus_it_may_not_open_and_removes_the_others() {
-    if !is_root() {
-        println!("SKIPPED: only root can run a command as uid 65534");
+    if !can_be_nobody() {
         return;
     }
     // The team's directory: setgid, not sticky, of nobody's group, so
@@ -260,4 +269,59 @@ fn a_members_clean_of_a_team_directory_names_a_bus_it_may_not_open_and_removes_t
     );
     assert!(Path::new(&private).exists());
     team.finish();
+}
+
+#[test]
+fn replay_refuses_to_publish_into_a_bus_another_user_made_first() {
+    if !can_be_nobody() {
+        return;
+    }
+    let bus = BusName::new("squatted-replay");
+    let create = |mode: &'static str| {
+        vec![
+            "create",
+            bus.name(),
+            "--msg-size",
+            "16",
+            "--slots",
+            "64",
+            "--mode",
+            mode,
+        ]
+    };
+    as_nobody(&create("666")).assert_success();
+    // A recording of one plain bus of 16-byte messages.
+    let dir = SharedDir::new("replay");
+    let file = dir.file("r.rec");
+    let mut rec = shmbus::record::Recorder::new(Vec::new()).unwrap();
+    let id = rec
+        .add_bus("r", shmbus::record::RecordedKind::Bus, 16)
+        .unwrap();
+    for i in 0..3u64 {
+        rec.message(id, i, i * 1000, 0, &[b'x'; 16]).unwrap();
+    }
+    std::fs::write(&file, rec.into_inner()).unwrap();
+    let map = format!("r={}", bus.name());
+    for target in [["--to", bus.name()], ["--map", map.as_str()]] {
+        let mut args = vec!["replay", text(&file), "--speed", "max"];
+        args.extend(target);
+        shmbus(&args).assert_error(1, "owned by uid 65534");
+    }
+    let stat = shmbus::stat::stat(bus.name()).expect("the squatter's bus");
+    assert_eq!(stat.published, 0, "nothing published into it");
+    as_nobody(&["rm", bus.name()]).assert_success();
+
+    // Root's own bus, readable by every user: not what the replay makes
+    // (0600), so not adopted either, unless the replay is given that mode.
+    shmbus(&create("644")).assert_success();
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["replay", text(&file), "--speed", "max", "--to", bus.name()];
+        args.extend_from_slice(extra);
+        shmbus(&args)
+    };
+    replay(&[]).assert_error(1, "mode 644");
+    replay(&["--mode", "644"]).assert_success();
+    assert_eq!(shmbus::stat::stat(bus.name()).unwrap().published, 3);
+    shmbus(&["rm", bus.name()]).assert_success();
+    bus.finish();
 }

@@ -268,19 +268,28 @@ fn a_loop_of_n_passes_replays_n_times_and_a_loop_over_nothing_ends_after_one() {
 fn a_loop_without_a_count_runs_until_sigint_and_then_reports_its_pace_error() {
     let dir = ShmDir::new("replay-B-sigint");
     let file = dir.file("p.rec");
-    // 50 messages a millisecond apart: 50 ms a pass.
-    write_recording(&file, &["p"], |r| messages(r, 0..50, 1_000_000));
+    // 20 messages 10 ms apart: 190 ms a pass.
+    write_recording(&file, &["p"], |r| messages(r, 0..20, 10_000_000));
     let p = dir.bus("p");
     let f = file.to_str().unwrap();
     let replay = start(&["replay", f, "--loop", "--json", "--to", &p]);
     wait_for("two passes", || {
-        shmbus::stat::stat(&p).is_ok_and(|s| s.published > 100)
+        shmbus::stat::stat(&p).is_ok_and(|s| s.published > 40)
     });
     signal(&replay, Signal::INT);
     let out = replay.wait();
     out.assert_success();
     let json = out.json();
-    assert!(json["passes"].as_u64().unwrap() >= 2, "{json}");
+    let passes = json["passes"].as_u64().unwrap();
+    assert!(passes >= 3, "{json}");
+    // Each whole pass took the recorded 190 ms (the last one SIGINT cut).
+    let whole = passes - 1;
+    assert!(json["messages"].as_u64().unwrap() >= 20 * whole, "{json}");
+    let seconds = json["seconds"].as_f64().unwrap();
+    assert!(seconds >= 0.19 * whole as f64, "{json}");
+    // A pace error for what it paced, and of what pacing can give: most
+    // messages well within half a spacing of their time (a message never
+    // goes out early), none later than the whole run.
     let pace = &json["pace_error_us"];
     let (p50, p99, max) = (
         pace["p50"].as_f64().unwrap(),
@@ -288,6 +297,8 @@ fn a_loop_without_a_count_runs_until_sigint_and_then_reports_its_pace_error() {
         pace["max"].as_f64().unwrap(),
     );
     assert!(0.0 <= p50 && p50 <= p99 && p99 <= max, "{json}");
+    assert!(p50 < 5_000.0, "{json}");
+    assert!(max <= seconds * 1e6, "{json}");
     dir.finish();
 }
 
@@ -640,5 +651,107 @@ fn a_rotated_recording_replays_from_its_first_part_and_from_a_sequence_sought_in
     ]);
     out.assert_success();
     assert_eq!(read_back(&late, RecordedKind::Bus), want[300..310].to_vec());
+    dir.finish();
+}
+
+#[test]
+fn a_recorded_gap_across_the_sequence_wrap_replays_as_one_lag_report_of_all_it_lost() {
+    let dir = ShmDir::new("replay-wrap");
+    let file = dir.file("wrap.rec");
+    // 2^64 - 2, then 2^64 - 1, 0, 1, 2, 3 lost, then 4.
+    write_recording(&file, &["w"], |r| {
+        r.message(0, u64::MAX - 1, 0, 0, &payload(1)).unwrap();
+        r.gap(0, u64::MAX, 5).unwrap();
+        r.message(0, 4, 1_000, 0, &payload(2)).unwrap();
+    });
+    let w = dir.bus("w");
+    let (out, err, json) = replay_into_sub(&file, &w, 2, &["--speed", "max", "--to", &w]);
+    assert_eq!(out, "1\n2\n");
+    assert_eq!(err, "lagged: skipped 5\n");
+    assert_eq!(
+        (json["gaps"].as_u64(), json["skipped"].as_u64()),
+        (Some(1), Some(5)),
+        "{json}"
+    );
+    dir.finish();
+}
+
+/// The buses under `dir`'s directory, by name.
+fn buses_in(dir: &ShmDir) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".rec") && !n.ends_with(".idx"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_refused_replay_leaves_no_bus_behind() {
+    use shmbus::record::BusSpec;
+    let dir = ShmDir::new("replay-refused");
+    let two = dir.file("two.rec");
+    write_recording(&two, &["x", "y"], |r| {
+        for i in 0..4u64 {
+            r.message((i % 2) as u32, i / 2, i, 0, &payload(i)).unwrap();
+        }
+    });
+    let f = two.to_str().unwrap();
+    let (bx, by, bq) = (dir.bus("bx"), dir.bus("by"), dir.bus("bq"));
+    let (mx, my, mq) = (format!("x={bx}"), format!("y={by}"), format!("q={bq}"));
+    // Two buses into one --to: refused before the first is made.
+    run_shmbus(&["replay", f, "--to", &bx]).assert_error(2, "holds more than one bus");
+    assert_eq!(buses_in(&dir), [] as [&str; 0]);
+    // A map entry the recording does not hold: found out before anything
+    // is made or published.
+    run_shmbus(&[
+        "replay", f, "--speed", "max", "--map", &mx, "--map", &my, "--map", &mq,
+    ])
+    .assert_error(2, "the recording has no bus q");
+    assert_eq!(buses_in(&dir), [] as [&str; 0]);
+    // The second bus's target is of another kind: the first one's is not
+    // made either.
+    let stream = dir.bus("s");
+    run_shmbus(&["create", &stream, "--kind", "stream", "--bytes", "4096"]).assert_success();
+    let ms = format!("y={stream}");
+    run_shmbus(&["replay", f, "--speed", "max", "--map", &mx, "--map", &ms])
+        .assert_error(2, "is a stream");
+    assert_eq!(buses_in(&dir), ["s"]);
+    assert_eq!(shmbus::stat::stat(&stream).unwrap().published, 0);
+
+    // A crafted geometry no file system has room for (2^40 slots: over
+    // 64 TiB), beside a small bus: one line saying what it would take and
+    // what is free, and neither is made.
+    let huge = dir.file("huge.rec");
+    let mut rec = Recorder::new(Vec::new()).unwrap();
+    rec.add_bus("small", RecordedKind::Bus, 16).unwrap();
+    rec.add_bus_spec(&BusSpec::new("huge", RecordedKind::Bus, 64).slots(1 << 40))
+        .unwrap();
+    rec.message(1, 0, 0, 0, &[0; 64]).unwrap();
+    std::fs::write(&huge, rec.into_inner()).unwrap();
+    let (small, big) = (dir.bus("small"), dir.bus("big"));
+    let out = run_shmbus(&[
+        "replay",
+        huge.to_str().unwrap(),
+        "--speed",
+        "max",
+        "--map",
+        &format!("small={small}"),
+        "--map",
+        &format!("huge={big}"),
+    ]);
+    out.assert_error(1, " TiB and ");
+    assert!(
+        out.stderr
+            .contains(&format!("{big}: a bus of the recorded geometry takes "))
+            && out.stderr.contains(&format!("and {} has ", dir.dir()))
+            && out
+                .stderr
+                .contains(" free (give fewer slots, or make the bus first)"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(buses_in(&dir), ["s"]);
     dir.finish();
 }

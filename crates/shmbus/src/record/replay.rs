@@ -9,13 +9,14 @@ use super::files::RecordingFiles;
 use super::pace::PaceError;
 use super::window::{Place, Point, Window};
 use super::{BusRecord, Record, RecordedKind};
-use crate::bus::{ManyPublishError, ManyPublisher, PublishError, SkipError};
+use crate::bus::Many;
+use crate::bus::{ManyPublishError, ManyPublisher, Payload, PublishError, SkipError};
 use crate::journal::{
     AppendError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
 };
 use crate::pool::{LoanError, PoolOptions, PoolPublisher};
 use crate::stream::{Producer, PushError, StreamOptions};
-use crate::wire::{flags, Header};
+use crate::wire::{flags, Header, TypeFingerprint};
 use crate::{AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher, Wait};
 
 /// Below this much time to a message's due time the replay spins instead
@@ -26,6 +27,8 @@ const SPIN_NS: u64 = 250_000;
 const NAP: Duration = Duration::from_millis(50);
 /// Slots of a created bus whose recording does not say (version 1).
 const DEFAULT_SLOTS: u64 = 4096;
+/// The mode of a bus a replay makes, unless [`Replayer::mode`] says.
+const DEFAULT_MODE: u32 = 0o600;
 
 /// How fast a [`Replayer`] publishes.
 ///
@@ -143,8 +146,31 @@ pub enum ReplayError {
         /// Why.
         source: CreateError,
     },
-    /// The existing target could not be published into (another
-    /// publisher holds it, and what else attaching reports).
+    /// The targets to make would take more than their file system has
+    /// free (a recording's geometry is untrusted: it may ask for
+    /// anything). Nothing is made.
+    #[error(
+        "{target}: a bus of the recorded geometry takes {}{} and {dir} has {} free \
+         (give fewer slots, or make the bus first)",
+        bytes(*.needs), with_others(*.needs, *.total), bytes(*.free)
+    )]
+    NoSpace {
+        /// The target that would not fit.
+        target: String,
+        /// The directory it would be made in.
+        dir: PathBuf,
+        /// The bytes it takes.
+        needs: u64,
+        /// With the replay's other new targets on that file system.
+        total: u64,
+        /// What the file system has free (`statvfs`).
+        free: u64,
+    },
+    /// The existing target could not be published into: another user's,
+    /// or granting more than [`Replayer::mode`]
+    /// ([`OpenError::NotOwn`] inside: a replay adopts only a bus it could
+    /// have made), another publisher holds it, and what else attaching
+    /// reports.
     #[error("{target}: {source}")]
     Attach {
         /// The target.
@@ -266,21 +292,29 @@ struct Target {
 
 /// Publishes a recording (all its parts, [`RecordingFiles`]) back into
 /// buses: each recorded bus into a target of its kind, created with the
-/// recorded geometry and message type or attached to if it exists (its
-/// kind and size checked). A plain bus gets each message with
-/// `Publisher::publish` and each gap as `Publisher::skip`, so a subscriber
-/// sees the lag reports the recorder saw. A many-publisher, pool or
-/// journaled bus has no skip (a many-publisher bus shares its sequence
-/// among publishers, and a skipped claim would stall the others until
-/// their unblock timeout; a journal keeps what was published): its gaps
-/// are counted in [`ReplayStats::gaps_dropped`] and not replayed. A pool
-/// gets each message in a loaned block of its recorded length; a stream
-/// each record pushed (a stream has no gaps: its recorder is lossless).
+/// recorded geometry and message type (mode [`mode`](Self::mode)), or
+/// attached to if it exists (its kind and size checked; only the caller's
+/// own, granting nothing beyond that mode: a bus another user made first
+/// is refused, never published into). The buses a recording declares
+/// before its first message (every one, in a recording `shmbus record`
+/// made) are checked together (the mapping, existing targets, the free
+/// space of the new ones' file system) before any is made, so a replay
+/// refused for one of them leaves no bus behind. A plain bus gets each
+/// message with `Publisher::publish` and each gap as `Publisher::skip`
+/// (its whole count, across the sequence wrap too), so a subscriber sees
+/// the lag reports the recorder saw. A many-publisher, pool or journaled
+/// bus has no skip (a many-publisher bus shares its sequence among
+/// publishers, and a skipped claim would stall the others until their
+/// unblock timeout; a journal keeps what was published): its gaps are
+/// counted in [`ReplayStats::gaps_dropped`] and not replayed. A pool gets
+/// each message in a loaned block of its recorded length; a stream each
+/// record pushed (a stream has no gaps: its recorder is lossless).
 ///
 /// Targets stay open across passes ([`run`](Self::run) again for a loop).
 /// Everything in the file is untrusted: times that run backwards publish at
-/// once, and a wait for room (a full stream, a pool with no free block)
-/// gives up after [`stall_timeout`](Self::stall_timeout).
+/// once, a wait for room (a full stream, a pool with no free block)
+/// gives up after [`stall_timeout`](Self::stall_timeout), and the buses
+/// it makes must fit in what their file system has free.
 ///
 /// # Examples
 /// ```
@@ -317,11 +351,15 @@ pub struct Replayer {
     map: Vec<(String, String)>,
     slots: Option<u64>,
     journal_dir: Option<PathBuf>,
+    mode: u32,
     stall: Duration,
     stop: Option<fn() -> bool>,
     targets: Vec<Target>,
-    /// Names of the recorded buses met so far.
+    /// Names of the recorded buses met so far (or found ahead, for a map
+    /// entry the recording's first buses do not name).
     seen: Vec<String>,
+    /// This run has read the whole recording for its bus names.
+    looked_ahead: bool,
     stats: ReplayStats,
 }
 
@@ -342,10 +380,12 @@ impl Replayer {
             map: Vec::new(),
             slots: None,
             journal_dir: None,
+            mode: DEFAULT_MODE,
             stall: Duration::from_secs(10),
             stop: None,
             targets: Vec::new(),
             seen: Vec::new(),
+            looked_ahead: false,
             stats: ReplayStats::default(),
         }
     }
@@ -415,8 +455,24 @@ impl Replayer {
         self
     }
 
+    /// The permission bits of each bus it makes (0o600, owner only, by
+    /// default; 0o660 lets the group in), and the most an existing target
+    /// may grant: one granting more, or another user's, is refused
+    /// ([`ReplayError::Attach`] with [`OpenError::NotOwn`]), as it could
+    /// have been made, and be read, by someone else.
+    ///
+    /// # Examples
+    /// ```
+    /// let replay = shmbus::record::Replayer::new(shmbus::record::Speed::Max).mode(0o660);
+    /// ```
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o777;
+        self
+    }
+
     /// How long a publish waits for room (a full stream, a pool with no
-    /// free block) before it fails; 10 s by default.
+    /// free block) before it fails; 10 s by default. A stream's
+    /// [`PushError::TimedOut`] then says the whole time waited.
     ///
     /// # Examples
     /// ```
@@ -492,7 +548,8 @@ impl Replayer {
     /// [`ReplayError::NotRecorded`], [`ReplayError::SharedTarget`] for the
     /// mapping; [`ReplayError::WrongKind`], [`ReplayError::WrongSize`],
     /// [`ReplayError::Stat`], [`ReplayError::Create`],
-    /// [`ReplayError::Attach`], [`ReplayError::JournalCreate`],
+    /// [`ReplayError::NoSpace`], [`ReplayError::Attach`] (another user's
+    /// bus among them), [`ReplayError::JournalCreate`],
     /// [`ReplayError::JournalAttach`], [`ReplayError::NoJournalDir`] for a
     /// target; [`ReplayError::Publish`] when a publish fails.
     pub fn run(&mut self, path: &Path) -> Result<u64, ReplayError> {
@@ -533,27 +590,27 @@ impl Replayer {
         }
         // Recorded bus id to target, as this recording declares them.
         let mut by_id: Vec<Option<usize>> = Vec::new();
+        // Bus records whose targets are not open yet: all those before the
+        // next message or gap are checked together before any is made.
+        let mut declared: Vec<BusRecord> = Vec::new();
         let mut origin: Option<(u64, Instant)> = None;
         let mut begun = false;
         let mut replayed = 0u64;
+        self.looked_ahead = false;
         for record in files {
             if self.stopped() {
                 break;
             }
-            match record.map_err(read)? {
-                Record::Bus(bus) => {
-                    let t = self.declare(&bus, by_id.iter().flatten().count())?;
-                    if by_id.contains(&Some(t)) {
-                        return Err(ReplayError::SharedTarget {
-                            target: self.targets[t].name.clone(),
-                        });
-                    }
-                    let id = bus.id as usize;
-                    if by_id.len() <= id {
-                        by_id.resize(id + 1, None);
-                    }
-                    by_id[id] = Some(t);
-                }
+            let record = record.map_err(read)?;
+            if let Record::Bus(bus) = record {
+                declared.push(bus);
+                continue;
+            }
+            if !declared.is_empty() {
+                self.declare(path, std::mem::take(&mut declared), &mut by_id)?;
+            }
+            match record {
+                Record::Bus(_) => {}
                 Record::Message(m) => {
                     // The reader yields a bus's record before its messages.
                     let Some(&Some(t)) = by_id.get(m.bus as usize) else {
@@ -613,6 +670,10 @@ impl Replayer {
                 }
             }
         }
+        // A recording of bus records alone still gets its targets.
+        if !declared.is_empty() && !self.stopped() {
+            self.declare(path, declared, &mut by_id)?;
+        }
         self.stats.passes += 1;
         if let Some((rec, _)) = self.map.iter().find(|(rec, _)| !self.seen.contains(rec)) {
             return Err(ReplayError::NotRecorded {
@@ -622,63 +683,192 @@ impl Replayer {
         Ok(replayed)
     }
 
-    /// A bus record: its target found and opened, once for all passes.
-    fn declare(&mut self, bus: &BusRecord, declared: usize) -> Result<usize, ReplayError> {
-        let name = match &self.to {
-            Some(_) if declared > 0 => {
-                return Err(ReplayError::SeveralBuses {
-                    recorded: bus.name.clone(),
-                })
-            }
-            Some(to) => to.clone(),
-            None => match self.map.iter().find(|(rec, _)| *rec == bus.name) {
-                Some((_, to)) => to.clone(),
-                None => {
-                    return Err(ReplayError::NoTarget {
-                        id: bus.id,
-                        recorded: bus.name.clone(),
-                    })
-                }
-            },
-        };
-        if !self.seen.contains(&bus.name) {
-            self.seen.push(bus.name.clone());
-        }
-        if let Some(i) = self.targets.iter().position(|t| t.name == name) {
-            if self.targets[i].recorded != bus.name {
+    /// Bus records met together (a recording's first ones: every bus
+    /// declared before its first message) given their targets, once for
+    /// all passes. Everything that can refuse the replay is looked at
+    /// first without changing anything: the mapping, each existing target's
+    /// kind and size, the new ones' free space. Then each target is
+    /// attached to or made, and if one still fails (taken meanwhile,
+    /// another user's) the ones made here are removed again.
+    fn declare(
+        &mut self,
+        path: &Path,
+        buses: Vec<BusRecord>,
+        by_id: &mut Vec<Option<usize>>,
+    ) -> Result<(), ReplayError> {
+        let before = by_id.iter().flatten().count();
+        let mut named: Vec<(String, BusRecord)> = Vec::with_capacity(buses.len());
+        for bus in buses {
+            let name = self.target_name(&bus, before + named.len())?;
+            if named.iter().any(|(n, _)| *n == name) {
                 return Err(ReplayError::SharedTarget { target: name });
             }
-            return Ok(i);
+            named.push((name, bus));
         }
-        let sink = self.open_target(&name, bus)?;
-        self.targets.push(Target {
-            name,
-            recorded: bus.name.clone(),
-            sink,
-        });
-        Ok(self.targets.len() - 1)
+        for (_, bus) in &named {
+            if !self.seen.contains(&bus.name) {
+                self.seen.push(bus.name.clone());
+            }
+        }
+        self.look_ahead(path)?;
+        if self.stopped() {
+            return Ok(());
+        }
+
+        let mut plan: Vec<Found> = Vec::with_capacity(named.len());
+        for (name, bus) in &named {
+            if let Some(i) = self.targets.iter().position(|t| t.name == *name) {
+                if self.targets[i].recorded != bus.name || by_id.contains(&Some(i)) {
+                    return Err(ReplayError::SharedTarget {
+                        target: name.clone(),
+                    });
+                }
+                plan.push(Found::Open(i));
+                continue;
+            }
+            crate::sys::resolve(name).map_err(|e| ReplayError::Create {
+                target: name.clone(),
+                source: e.into(),
+            })?;
+            plan.push(match crate::stat::stat(name) {
+                Ok(stat) => {
+                    check_existing(name, bus, &stat.header)?;
+                    Found::Exists
+                }
+                Err(OpenError::NotFound { .. }) => Found::Missing(self.options(name, bus)?),
+                Err(source) => {
+                    return Err(ReplayError::Stat {
+                        target: name.clone(),
+                        source,
+                    })
+                }
+            });
+        }
+        check_space(
+            named
+                .iter()
+                .zip(&plan)
+                .filter_map(|((name, _), found)| match found {
+                    Found::Missing(made) => Some((name.as_str(), made)),
+                    _ => None,
+                }),
+        )?;
+
+        let mut new: Vec<Target> = Vec::new();
+        let mut made: Vec<String> = Vec::new();
+        let mut ids: Vec<(u32, usize)> = Vec::with_capacity(named.len());
+        for ((name, bus), found) in named.into_iter().zip(plan) {
+            let sink = match found {
+                Found::Open(t) => {
+                    ids.push((bus.id, t));
+                    continue;
+                }
+                Found::Exists => attach_target(&name, &bus, self.mode),
+                Found::Missing(options) => match options.create(&name) {
+                    Ok(sink) => {
+                        made.push(name.clone());
+                        Ok(sink)
+                    }
+                    // Made by someone else since it was looked at.
+                    Err(
+                        ReplayError::Create {
+                            source: CreateError::AlreadyExists { .. },
+                            ..
+                        }
+                        | ReplayError::JournalCreate {
+                            source: JournalCreateError::Create(CreateError::AlreadyExists { .. }),
+                            ..
+                        },
+                    ) => attach_target(&name, &bus, self.mode),
+                    Err(e) => Err(e),
+                },
+            };
+            match sink {
+                Ok(sink) => {
+                    ids.push((bus.id, self.targets.len() + new.len()));
+                    new.push(Target {
+                        name,
+                        recorded: bus.name,
+                        sink,
+                    });
+                }
+                Err(e) => {
+                    drop(new);
+                    for name in &made {
+                        // Made by this call a moment ago; a journal it
+                        // began stays (it may be one it continued).
+                        let _ = crate::remove(name);
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        self.targets.extend(new);
+        for (id, t) in ids {
+            let id = id as usize;
+            if by_id.len() <= id {
+                by_id.resize(id + 1, None);
+            }
+            by_id[id] = Some(t);
+        }
+        Ok(())
     }
 
-    fn open_target(&self, name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
-        match self.create_target(name, bus) {
-            Ok(sink) => Ok(sink),
-            Err(ReplayError::Create {
-                source: CreateError::AlreadyExists { .. },
-                ..
-            })
-            | Err(ReplayError::JournalCreate {
-                source: JournalCreateError::Create(CreateError::AlreadyExists { .. }),
-                ..
-            }) => attach_target(name, bus),
-            Err(e) => Err(e),
+    /// The target of recorded bus `bus`, the `declared`th this pass.
+    fn target_name(&self, bus: &BusRecord, declared: usize) -> Result<String, ReplayError> {
+        match &self.to {
+            Some(_) if declared > 0 => Err(ReplayError::SeveralBuses {
+                recorded: bus.name.clone(),
+            }),
+            Some(to) => Ok(to.clone()),
+            None => match self.map.iter().find(|(rec, _)| *rec == bus.name) {
+                Some((_, to)) => Ok(to.clone()),
+                None => Err(ReplayError::NoTarget {
+                    id: bus.id,
+                    recorded: bus.name.clone(),
+                }),
+            },
         }
     }
 
-    fn create_target(&self, name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
-        let create = |source| ReplayError::Create {
-            target: name.to_owned(),
+    /// Makes sure, before anything is made, that every map entry names a
+    /// recorded bus: an entry the buses met so far do not name is looked
+    /// for in the rest of the recording (read through once a run, and only
+    /// then: a recording declares its buses first).
+    fn look_ahead(&mut self, path: &Path) -> Result<(), ReplayError> {
+        if self.looked_ahead || self.map.iter().all(|(rec, _)| self.seen.contains(rec)) {
+            return Ok(());
+        }
+        self.looked_ahead = true;
+        let files = RecordingFiles::open(path).map_err(|source| ReplayError::Open {
+            path: path.to_owned(),
             source,
-        };
+        })?;
+        for record in files {
+            if self.stopped() {
+                return Ok(());
+            }
+            let record = record.map_err(|source| ReplayError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            if let Record::Bus(bus) = record {
+                if !self.seen.contains(&bus.name) {
+                    self.seen.push(bus.name);
+                }
+            }
+        }
+        match self.map.iter().find(|(rec, _)| !self.seen.contains(rec)) {
+            Some((rec, _)) => Err(ReplayError::NotRecorded {
+                recorded: rec.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// How a missing target of recorded bus `bus` is to be made: the
+    /// recorded geometry and message type, this replay's slots and mode.
+    fn options(&self, name: &str, bus: &BusRecord) -> Result<Made, ReplayError> {
         let slots = self.slots.unwrap_or(if bus.slots == 0 {
             DEFAULT_SLOTS
         } else {
@@ -690,26 +880,27 @@ impl Replayer {
             .msg_type
             .as_ref()
             .filter(|t| t.name != "bytes" && t.name != "stream" && !t.name.is_empty());
-        let mut opts = BusOptions::new(slots).msg_size(bus.msg_size);
+        let mut opts = BusOptions::new(slots)
+            .msg_size(bus.msg_size)
+            .mode(self.mode);
         if let Some(t) = named {
             opts = opts.message_type(&t.name, t.align);
         }
         Ok(match bus.kind {
-            RecordedKind::Bus => Sink::Bus(Publisher::<[u8]>::create(name, &opts).map_err(create)?),
-            RecordedKind::ManyPublisher => {
-                Sink::Many(ManyPublisher::<[u8]>::create(name, &opts.many()).map_err(create)?)
-            }
+            RecordedKind::Bus => Made::Bus(opts),
+            RecordedKind::ManyPublisher => Made::Many(opts.many()),
             RecordedKind::Pool => {
                 let blocks = if bus.blocks == 0 {
                     slots.saturating_mul(2).saturating_add(1)
                 } else {
                     bus.blocks
                 };
-                let mut p = PoolOptions::new(slots, u64::from(bus.msg_size), blocks);
+                let mut p =
+                    PoolOptions::new(slots, u64::from(bus.msg_size), blocks).mode(self.mode);
                 if let Some(t) = named {
                     p = p.message_type(&t.name, t.size, t.align);
                 }
-                Sink::Pool(PoolPublisher::<[u8]>::create(name, &p).map_err(create)?)
+                Made::Pool(p)
             }
             RecordedKind::Stream => {
                 let bytes = self.slots.unwrap_or(if bus.slots == 0 {
@@ -717,18 +908,14 @@ impl Replayer {
                 } else {
                     bus.slots
                 });
-                let mut s = StreamOptions::new(bytes);
+                let mut s = StreamOptions::new(bytes).mode(self.mode);
                 if let Some(t) = named {
                     s = s.message_type(&t.name, t.align);
                 }
-                Sink::Stream(Producer::<[u8]>::create(name, &s).map_err(create)?)
+                Made::Stream(s)
             }
             RecordedKind::Journaled => {
                 let Some(dir) = &self.journal_dir else {
-                    // An existing one is attached to; only creating needs it.
-                    if crate::stat::stat(name).is_ok() {
-                        return attach_target(name, bus);
-                    }
                     return Err(ReplayError::NoJournalDir {
                         target: name.to_owned(),
                     });
@@ -737,13 +924,7 @@ impl Replayer {
                     "{}.journal",
                     name.trim_start_matches('/').replace('/', "_")
                 ));
-                Sink::Journaled(
-                    JournalPublisher::<[u8]>::create(name, &opts, &JournalOptions::new(file))
-                        .map_err(|source| ReplayError::JournalCreate {
-                            target: name.to_owned(),
-                            source,
-                        })?,
-                )
+                Made::Journaled(opts, JournalOptions::new(file))
             }
         })
     }
@@ -798,6 +979,10 @@ impl Replayer {
             Sink::Stream(p) => loop {
                 match p.push(payload, slice()) {
                     Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
+                    // The last slice's time is not what was waited.
+                    Err(PushError::TimedOut(_)) => {
+                        break Err(PushError::TimedOut(started.elapsed()).into())
+                    }
                     r => break r.map_err(Into::into),
                 }
             },
@@ -836,13 +1021,9 @@ fn describe(kind: RecordedKind) -> &'static str {
     }
 }
 
-/// The existing bus `name`, checked against the record and attached to.
-fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
-    let stat = crate::stat::stat(name).map_err(|source| ReplayError::Stat {
-        target: name.to_owned(),
-        source,
-    })?;
-    let h = &stat.header;
+/// Checks the existing bus `name` (its header `h`) against recorded bus
+/// `bus`: the recorded kind, and room for its messages.
+fn check_existing(name: &str, bus: &BusRecord, h: &Header) -> Result<(), ReplayError> {
     let found = kind_of(h).map_err(|found| ReplayError::WrongKind {
         target: name.to_owned(),
         found,
@@ -876,12 +1057,26 @@ fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
             expected: want,
         });
     }
+    Ok(())
+}
+
+/// The existing bus `name`, checked against the record and attached to:
+/// only if it is this user's own and grants nothing beyond `max_mode`
+/// (what the replay would have made; anyone else's could be read, or
+/// have been made, by someone else).
+fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, ReplayError> {
+    let stat = crate::stat::stat(name).map_err(|source| ReplayError::Stat {
+        target: name.to_owned(),
+        source,
+    })?;
+    let h = &stat.header;
+    check_existing(name, bus, h)?;
     let attach = |source| ReplayError::Attach {
         target: name.to_owned(),
         source,
     };
-    let opts = OpenOptions::default();
-    Ok(match found {
+    let opts = OpenOptions::default().only_own(max_mode);
+    Ok(match bus.kind {
         RecordedKind::Bus => Sink::Bus(Publisher::<[u8]>::attach(name, &opts).map_err(attach)?),
         RecordedKind::ManyPublisher => {
             Sink::Many(ManyPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
@@ -906,6 +1101,171 @@ fn attach_target(name: &str, bus: &BusRecord) -> Result<Sink, ReplayError> {
     })
 }
 
+/// Where a declared bus's target is.
+enum Found {
+    /// Open since an earlier pass: this index of the targets.
+    Open(usize),
+    /// An existing bus, checked, to attach to.
+    Exists,
+    /// None: to make with these options.
+    Missing(Made),
+}
+
+/// How a missing target is made, by kind.
+enum Made {
+    Bus(BusOptions),
+    Many(BusOptions<Many>),
+    Pool(PoolOptions),
+    Stream(StreamOptions),
+    Journaled(BusOptions, JournalOptions),
+}
+
+impl Made {
+    fn create(self, name: &str) -> Result<Sink, ReplayError> {
+        let create = |source| ReplayError::Create {
+            target: name.to_owned(),
+            source,
+        };
+        Ok(match self {
+            Made::Bus(o) => Sink::Bus(Publisher::<[u8]>::create(name, &o).map_err(create)?),
+            Made::Many(o) => Sink::Many(ManyPublisher::<[u8]>::create(name, &o).map_err(create)?),
+            Made::Pool(o) => Sink::Pool(PoolPublisher::<[u8]>::create(name, &o).map_err(create)?),
+            Made::Stream(o) => Sink::Stream(Producer::<[u8]>::create(name, &o).map_err(create)?),
+            Made::Journaled(o, j) => {
+                Sink::Journaled(JournalPublisher::<[u8]>::create(name, &o, &j).map_err(
+                    |source| ReplayError::JournalCreate {
+                        target: name.to_owned(),
+                        source,
+                    },
+                )?)
+            }
+        })
+    }
+
+    /// The bytes its segment takes, laid out as its kind's create lays it
+    /// out (pages of `page` bytes), or `None` for a geometry the create
+    /// will refuse itself. A journal's file grows where it lives, as it is
+    /// appended to.
+    fn len(&self, page: u64) -> Option<u64> {
+        fn broadcast<P: crate::bus::PublisherCount>(o: &BusOptions<P>, page: u64) -> Option<u64> {
+            let msg = <[u8] as Payload>::fingerprint(o.msg_size, o.message.as_ref()).ok()?;
+            Some(Header::broadcast(o.capacity, msg, page, 0).ok()?.total_len)
+        }
+        match self {
+            Made::Bus(o) | Made::Journaled(o, _) => broadcast(o, page),
+            Made::Many(o) => broadcast(o, page),
+            Made::Pool(o) => {
+                let (block_size, blocks) = o.pool();
+                let bus = o.bus();
+                let block = TypeFingerprint::bytes(u32::try_from(block_size).ok()?);
+                let ring = Header::broadcast(bus.capacity, crate::wire::descriptor(), page, 0);
+                Some(
+                    ring.ok()?
+                        .with_pool(blocks, block_size, block)
+                        .ok()?
+                        .0
+                        .total_len,
+                )
+            }
+            Made::Stream(o) => Some(Header::stream(o.bytes, page).ok()?.total_len),
+        }
+    }
+}
+
+/// Refuses the new targets `made` if together they would take more than
+/// their file system has free, before any is made: a crafted recording
+/// can ask for any geometry. One the look cannot judge (its directory
+/// missing, a geometry its create refuses) is left to its create.
+fn check_space<'a>(made: impl Iterator<Item = (&'a str, &'a Made)>) -> Result<(), ReplayError> {
+    let page = rustix::param::page_size() as u64;
+    let mut looked = Vec::new();
+    for (name, made) in made {
+        let (Some(needs), Ok(path)) = (made.len(page), crate::sys::resolve(name)) else {
+            continue;
+        };
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        let Ok(fs) = rustix::fs::statvfs(&dir) else {
+            continue;
+        };
+        let free = fs.f_bavail.saturating_mul(fs.f_frsize);
+        looked.push(Space {
+            target: name,
+            dir,
+            needs,
+            fs: fs.f_fsid,
+            free,
+        });
+    }
+    over_free(looked)
+}
+
+/// A new target's bytes beside its file system's free space.
+struct Space<'a> {
+    target: &'a str,
+    dir: PathBuf,
+    needs: u64,
+    /// The file system (`f_fsid`).
+    fs: u64,
+    free: u64,
+}
+
+/// The first target that, with those before it on its file system, takes
+/// more than that file system has free.
+fn over_free(targets: Vec<Space<'_>>) -> Result<(), ReplayError> {
+    let mut taken: Vec<(u64, u64)> = Vec::new();
+    for t in targets {
+        let total = match taken.iter_mut().find(|(fs, _)| *fs == t.fs) {
+            Some((_, sum)) => {
+                *sum = sum.saturating_add(t.needs);
+                *sum
+            }
+            None => {
+                taken.push((t.fs, t.needs));
+                t.needs
+            }
+        };
+        if total > t.free {
+            return Err(ReplayError::NoSpace {
+                target: t.target.to_owned(),
+                dir: t.dir,
+                needs: t.needs,
+                total,
+                free: t.free,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `n` bytes for a reader: `4.0 GiB`, `512 KiB`, `100 bytes`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// What the other new targets add to `needs`, where it shows.
+fn with_others(needs: u64, total: u64) -> String {
+    let (one, all) = (bytes(needs), bytes(total));
+    if one == all {
+        String::new()
+    } else {
+        format!(" ({all} with the replay's other new buses there)")
+    }
+}
+
 /// The receive time of the recording's first message, if it has one.
 fn first_message_ns(path: &Path) -> Result<Option<u64>, Result<OpenRecordingError, ReadError>> {
     for record in RecordingFiles::open(path).map_err(Ok)? {
@@ -914,4 +1274,43 @@ fn first_message_ns(path: &Path) -> Result<Option<u64>, Result<OpenRecordingErro
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_targets_that_fit_one_by_one_but_not_together_are_refused_naming_the_sum() {
+        let space = |target, needs, fs| Space {
+            target,
+            dir: PathBuf::from("/dev/shm"),
+            needs,
+            fs,
+            free: 100 << 20,
+        };
+        // 60 MiB each: either fits in 100 MiB, both do not.
+        let err = over_free(vec![space("a", 60 << 20, 1), space("b", 60 << 20, 1)]).unwrap_err();
+        assert!(
+            matches!(
+                &err,
+                ReplayError::NoSpace { target, needs, total, free, .. }
+                    if target == "b" && *needs == 60 << 20 && *total == 120 << 20 && *free == 100 << 20
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "b: a bus of the recorded geometry takes 60.0 MiB (120.0 MiB with the replay's \
+             other new buses there) and /dev/shm has 100.0 MiB free (give fewer slots, or \
+             make the bus first)"
+        );
+        // On two file systems, each counts its own.
+        over_free(vec![space("a", 60 << 20, 1), space("b", 60 << 20, 2)]).unwrap();
+        // Exactly what is free fits.
+        over_free(vec![space("a", 100 << 20, 1)]).unwrap();
+        assert_eq!(bytes(100), "100 bytes");
+        assert_eq!(bytes(4 << 30), "4.0 GiB");
+        assert_eq!(bytes(u64::MAX), "16384.0 PiB");
+    }
 }

@@ -43,6 +43,15 @@ impl Scratch {
     }
 }
 
+/// A bus removed at the end, whatever the test did.
+struct Removed(String);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = crate::remove(&self.0);
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = crate::remove(&self.target);
@@ -52,7 +61,7 @@ impl Drop for Scratch {
 
 #[test]
 #[cfg_attr(miri, ignore)] // shared memory and a timed wait
-fn a_stream_target_that_stays_full_fails_after_the_stall_timeout_not_forever() {
+fn a_stream_target_that_stays_full_fails_after_the_stall_timeout_and_says_how_long_it_waited() {
     let s = Scratch::new("full");
     let path = s.recording(
         &BusSpec::new("s", RecordedKind::Stream, 64),
@@ -66,15 +75,18 @@ fn a_stream_target_that_stays_full_fails_after_the_stall_timeout_not_forever() {
         .stall_timeout(Duration::from_millis(200));
     let started = Instant::now();
     let err = replay.run(&path).unwrap_err();
+    let took = started.elapsed();
+    // The whole wait, not its last slice.
+    let ReplayError::Publish {
+        source: PublishFailure::Push(crate::stream::PushError::TimedOut(waited)),
+        ..
+    } = &err
+    else {
+        panic!("{err}");
+    };
     assert!(
-        matches!(
-            &err,
-            ReplayError::Publish {
-                source: PublishFailure::Push(crate::stream::PushError::TimedOut(_)),
-                ..
-            }
-        ),
-        "{err}"
+        Duration::from_millis(200) <= *waited && *waited <= took,
+        "{err} (after {took:?})"
     );
     assert!(started.elapsed() >= Duration::from_millis(200));
     assert!(
@@ -149,4 +161,130 @@ fn gaps_of_a_many_publisher_bus_are_counted_as_dropped_and_a_plain_bus_skips_the
         (st.messages, st.gaps, st.skipped, st.gaps_dropped),
         (3, 3, 3, 0)
     );
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory
+fn a_gap_across_the_sequence_wrap_is_skipped_whole_and_read_as_one_lag_report() {
+    use crate::{OpenOptions, Received, Start, Subscriber, Wait};
+    let s = Scratch::new("wrap");
+    let path = s.dir.join("wrap.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("w", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    // u64::MAX - 1, then u64::MAX, 0, 1, 2, 3 lost, then 4.
+    rec.message(bus, u64::MAX - 1, 1_000, 0, &[1; 8]).unwrap();
+    rec.gap(bus, u64::MAX, 5).unwrap();
+    rec.message(bus, 4, 2_000, 0, &[2; 8]).unwrap();
+    rec.flush().unwrap();
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&path).unwrap(), 3);
+    let st = replay.stats();
+    assert_eq!((st.messages, st.gaps, st.skipped), (2, 1, 5), "{st:?}");
+    let mut sub =
+        Subscriber::<[u8]>::open(&s.target, &OpenOptions::default().start(Start::Oldest)).unwrap();
+    let mut got = Vec::new();
+    while let Some(r) = sub.recv(Wait::Never) {
+        got.push(match r {
+            Received::Message(m) => format!("message {}", m[0]),
+            Received::Lagged { skipped } => format!("lag {skipped}"),
+        });
+    }
+    assert_eq!(got, ["message 1", "lag 5", "message 2"]);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory and time
+fn a_paced_replay_waits_each_message_out_and_has_a_pace_error_for_each() {
+    let s = Scratch::new("pace");
+    // 10 messages 20 ms apart: 180 ms from the first to the last.
+    let path = s.dir.join("pace.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let bus = rec
+        .add_bus(&BusSpec::new("p", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    for i in 0..10u64 {
+        rec.message(bus, i, 5_000_000 + i * 20_000_000, 0, &i.to_le_bytes())
+            .unwrap();
+    }
+    rec.flush().unwrap();
+    let ms = Duration::from_millis;
+    for (speed, least, most) in [(1.0, ms(180), None), (2.0, ms(90), Some(ms(170)))] {
+        let mut replay = Replayer::new(Speed::Times(speed)).to(&s.target);
+        let started = Instant::now();
+        assert_eq!(replay.run(&path).unwrap(), 10);
+        let took = started.elapsed();
+        let st = replay.stats();
+        assert_eq!(st.pace.count(), 10, "one pace error a message");
+        // Not sooner than recorded, divided by the speed; at 2, well
+        // before the recorded 180 ms.
+        assert!(took >= least, "{took:?} at {speed}");
+        assert!(most.is_none_or(|m| took < m), "{took:?} at {speed}");
+        // Each late by what a loaded machine makes it (a message never
+        // goes out before its time): most well within half a spacing,
+        // none later than the pass lasted.
+        let (p50, p99, max) = (
+            st.pace.quantile_ns(0.5),
+            st.pace.quantile_ns(0.99),
+            st.pace.max_ns(),
+        );
+        assert!(p50 < 10_000_000, "p50 {p50} ns at {speed}");
+        assert!(p50 <= p99 && p99 <= max, "{p50} {p99} {max}");
+        assert!(
+            u128::from(max) <= took.as_nanos(),
+            "max {max} ns in {took:?}"
+        );
+        drop(replay);
+        crate::remove(&s.target).unwrap();
+    }
+    // At max speed nothing is paced: no pace error.
+    let mut replay = Replayer::new(Speed::Max).to(&s.target);
+    assert_eq!(replay.run(&path).unwrap(), 10);
+    assert_eq!(replay.stats().pace.count(), 0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // shared memory
+fn a_replay_refused_by_one_target_removes_the_targets_it_made_for_the_others() {
+    use crate::{AttachError, BusOptions, OpenError, Publisher};
+    let s = Scratch::new("undo");
+    let path = s.dir.join("two.rec");
+    let mut rec = FileRecorder::create(&path, Rotation::default()).unwrap();
+    let a = rec
+        .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    let b = rec
+        .add_bus(&BusSpec::new("b", RecordedKind::Bus, 8).slots(64))
+        .unwrap();
+    rec.message(a, 0, 1_000, 0, &[1; 8]).unwrap();
+    rec.message(b, 0, 2_000, 0, &[2; 8]).unwrap();
+    rec.flush().unwrap();
+    // b's target is of the right kind and size, so it passes every look,
+    // and its live publisher refuses the attach: a's new target goes.
+    let taken = Removed(format!("{}-taken", s.target));
+    let holder = Publisher::<[u8]>::create(&taken.0, &BusOptions::new(64).msg_size(8)).unwrap();
+    let mut replay = Replayer::new(Speed::Max)
+        .map("a", &s.target)
+        .map("b", &taken.0);
+    let err = replay.run(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ReplayError::Attach {
+                source: AttachError::PublisherActive { .. },
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        matches!(
+            crate::stat::stat(&s.target),
+            Err(OpenError::NotFound { .. })
+        ),
+        "the target made for a is removed again"
+    );
+    assert_eq!(crate::stat::stat(&taken.0).unwrap().published, 0);
+    drop(holder);
 }

@@ -64,17 +64,31 @@ impl Window {
 
     /// The part of a gap of `count` from `first` to replay: clipped to a
     /// sequence window; with a time window (gaps carry no time) the whole
-    /// gap once the window has begun (`begun`), none before.
+    /// gap once the window has begun (`begun`), none before. Sequences
+    /// wrap at 2^64: a gap from `u64::MAX` covers it and 0, 1, ... after.
     pub(crate) fn gap(&self, first: u64, count: u64, begun: bool) -> u64 {
-        let end = first.saturating_add(count);
+        if matches!(self.from, Some(Point::Offset(_))) && !begun {
+            return 0;
+        }
+        let end = u128::from(first) + u128::from(count);
+        let wrap = 1u128 << 64;
+        // Below the wrap, and the part past it counted from 0.
+        let n = self.clipped(u128::from(first), end.min(wrap))
+            + self.clipped(0, end.saturating_sub(wrap));
+        // Disjoint pieces of the gap: n <= count, a u64.
+        n as u64
+    }
+
+    /// How many sequences of `lo..hi` (as plain numbers, `hi` up to 2^64)
+    /// a sequence window keeps.
+    fn clipped(&self, lo: u128, hi: u128) -> u128 {
         let lo = match self.from {
-            Some(Point::Seq(n)) => first.max(n),
-            Some(Point::Offset(_)) if !begun => return 0,
-            _ => first,
+            Some(Point::Seq(n)) => lo.max(u128::from(n)),
+            _ => lo,
         };
         let hi = match self.until {
-            Some(Point::Seq(n)) => end.min(n),
-            _ => end,
+            Some(Point::Seq(n)) => hi.min(u128::from(n)),
+            _ => hi,
         };
         hi.saturating_sub(lo)
     }
@@ -97,6 +111,34 @@ mod tests {
         assert_eq!(w.gap(5, 10, false), 5);
         assert_eq!(w.gap(12, 100, true), 8);
         assert_eq!(w.gap(0, 5, false), 0);
-        assert_eq!(w.gap(u64::MAX - 1, u64::MAX, true), 0);
+        // Wrapped: u64::MAX - 1, u64::MAX, then 0.. of which 10..20.
+        assert_eq!(w.gap(u64::MAX - 1, u64::MAX, true), 10);
+    }
+
+    #[test]
+    fn a_gap_across_the_sequence_wrap_counts_every_sequence_it_covers() {
+        let all = Window::default();
+        // u64::MAX, then 0..4 after the wrap.
+        assert_eq!(all.gap(u64::MAX, 5, false), 5);
+        assert_eq!(all.gap(u64::MAX - 1, 2, false), 2);
+        assert_eq!(all.gap(u64::MAX, u64::MAX, false), u64::MAX);
+        // A sequence window keeps the part after the wrap that lies in it.
+        let low = Window {
+            from: Some(Point::Seq(2)),
+            until: Some(Point::Seq(10)),
+        };
+        assert_eq!(low.gap(u64::MAX - 1, 6, true), 2);
+        let high = Window {
+            from: Some(Point::Seq(u64::MAX)),
+            until: None,
+        };
+        assert_eq!(high.gap(u64::MAX - 3, 10, true), 1);
+        // A time window: the whole gap once begun.
+        let timed = Window {
+            from: Some(Point::Offset(5)),
+            until: None,
+        };
+        assert_eq!(timed.gap(u64::MAX, 5, false), 0);
+        assert_eq!(timed.gap(u64::MAX, 5, true), 5);
     }
 }

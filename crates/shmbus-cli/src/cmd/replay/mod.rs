@@ -24,7 +24,7 @@ pub struct ReplayArgs {
     pub file: PathBuf,
     /// The bus to publish a one-bus recording into: created as the
     /// recorded kind with its geometry, or attached to if it exists (of
-    /// that kind and message size).
+    /// that kind and message size, yours, granting no more than --mode).
     #[arg(
         long,
         value_name = "NAME",
@@ -44,6 +44,11 @@ pub struct ReplayArgs {
     /// bytes), a power of two; by default the recorded ones.
     #[arg(long, value_name = "N")]
     pub slots: Option<u64>,
+    /// Permission bits of each bus the replay creates, in octal (660 lets
+    /// the group in); an existing target is published into only if it is
+    /// yours and grants no more than this (another user's is refused).
+    #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = crate::cmd::create::parse_mode)]
+    pub mode: u32,
     /// Where a journaled bus the replay creates keeps its journal
     /// (DIR/NAME.journal); needed only to create one.
     #[arg(long, value_name = "DIR")]
@@ -116,6 +121,7 @@ pub fn replay(args: &ReplayArgs) -> Result<(), CliError> {
             from: args.from,
             until: args.until,
         })
+        .mode(args.mode)
         .stop_when(signals::stopped);
     if let Some(to) = &args.to {
         r = r.to(to);
@@ -163,6 +169,7 @@ fn cli_error(args: &ReplayArgs, e: ReplayError) -> CliError {
             ..
         }
         | ReplayError::Stat { .. }
+        | ReplayError::NoSpace { .. }
         | ReplayError::Attach { .. }
         | ReplayError::JournalAttach { .. }
         | ReplayError::Publish { .. } => CliError::runtime(line),
