@@ -476,7 +476,11 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
         let key_at = self.table.key_at();
         let home = self.table.home(key);
         for n in 0..self.table.geo.entries {
-            let read = self.table.read(home + n, &mut self.buf)?;
+            // An entry mid-write that cannot hold the key is passed, as
+            // another key's is (`Table::read_on_probe`).
+            let Some(read) = self.table.read_on_probe(home + n, key, &mut self.buf)? else {
+                continue;
+            };
             if read.tag == tag::EMPTY {
                 return Ok(None);
             }
