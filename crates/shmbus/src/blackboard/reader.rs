@@ -180,11 +180,13 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// The latest value of `key` and its version, or `None` if the key is
     /// not in the table. O(1): the key's hash places it, and a probe walks
     /// on to the next entry only past other keys (at most the table's
-    /// length, whatever its bytes). Never torn, and wait-free: each entry
-    /// is tried a bounded number of times.
+    /// length, whatever its bytes), including entries mid-write whose key
+    /// is another's. Never torn, and wait-free: each entry is tried a
+    /// bounded number of times.
     ///
     /// # Errors
-    /// [`GetError::Busy`] if a write kept the entry busy through every try;
+    /// [`GetError::Busy`] if a write kept an entry that may hold the key
+    /// busy through every try;
     /// [`GetError::Stuck`] if a writer died writing it (no writer lives);
     /// [`GetError::Corrupt`] for an entry no writer wrote;
     /// [`GetError::KeySize`] for a raw key of the wrong size.
