@@ -61,8 +61,9 @@ entries, keys (the writer's count), updates (its version) and mid_write
 (entries whose stamp is odd), with the writer's pid and liveness, and
 many_writers (header flag bit 1) with unblock_ns (its control word). --get
 KEYHEX looks a key up as section 25.4 says (the hash, the probe, each
-entry read between two loads of its stamp, at most 320 tries) and prints
-VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
+entry read between two loads of its stamp, at most 320 tries, an entry
+mid-write passed if its tag is 0 or its key bytes are another key's) and
+prints VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
 key and value.
 
 Streams (kind 2, LAYOUT.md section 20). The header lines (and --json) are
@@ -550,11 +551,14 @@ class Bus:
         self.ctl = h["control_offset"]
         self.data = h["data_offset"]
 
-    def bb_entry(self, i):
+    def bb_entry(self, i, lookup=None):
         """Section 25.5, one entry read as a reader does: the stamp, the
         words under it, the stamp again, at most BB_TRIES times. Returns
         (stamp, tag, key, value), or (stamp, None, None, None) if no try
-        saw the stamp even and unchanged."""
+        saw the stamp even and unchanged. For a lookup of key `lookup`,
+        None as soon as a try finds the stamp odd and the tag 0 or key
+        bytes other than `lookup`: that entry cannot hold it (section
+        25.4), and the lookup goes on past it."""
         bb = self.bb
         off = self.data + i * bb["entry_size"]
         ko, vo = off + 16, off + bb["value_offset"]
@@ -566,6 +570,10 @@ class Bus:
                 value = bytes(self.buf[vo : vo + bb["value_size"]])
                 if self.u64(off) == s1:
                     return s1, tag, key, value
+            elif lookup is not None and (
+                self.u64(off + 8) == TAG_EMPTY or bytes(self.buf[ko : ko + bb["key_size"]]) != lookup
+            ):
+                return None
             time.sleep(0)
         return self.u64(off), None, None, None
 
@@ -587,7 +595,10 @@ class Bus:
         home = self.bb_hash(key) & mask
         for n in range(bb["entries"]):
             i = (home + n) & mask
-            stamp, tag, k, value = self.bb_entry(i)
+            read = self.bb_entry(i, lookup=key)
+            if read is None:
+                continue
+            stamp, tag, k, value = read
             if tag is None:
                 stuck = not self.lock_held(LOCK_PUBLISHER)
                 raise RuntimeError(f"entry {i} {'stuck' if stuck else 'busy'} (stamp {stamp:#x})")

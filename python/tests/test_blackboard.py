@@ -182,15 +182,20 @@ def test_python_and_c_share_a_table_both_ways(bus_name):
         assert rd.changed_since(1) == [(b"joint.02", b"-1.5\0\0\0\0", 2)]
 
 
-def _entries(name):
-    """Where each entry of table `name` starts in its file, from the
-    independent reader of docs/LAYOUT.md (tools/read_bus.py), §25."""
+def _read_bus(name):
+    """Table `name` as the independent reader of docs/LAYOUT.md
+    (tools/read_bus.py) reads it, §25."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("read_bus", REPO / "tools" / "read_bus.py")
     read_bus = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(read_bus)
-    bus = read_bus.Bus(f"/dev/shm/{name}")
+    return read_bus.Bus(f"/dev/shm/{name}")
+
+
+def _entries(name):
+    """Where each entry of table `name` starts in its file."""
+    bus = _read_bus(name)
     return [bus.data + i * bus.bb["entry_size"] for i in range(bus.bb["entries"])]
 
 
@@ -229,3 +234,29 @@ def test_an_entry_no_writer_wrote_raises_entry_corrupt_and_a_dead_writers_half_w
         with pytest.raises(shmbus.EntryStuckError) as e:
             r.get(b"AAPL")
         assert e.value.version == 2
+
+
+def test_a_key_beside_an_entry_left_mid_write_is_read_and_a_key_never_written_is_none(bus_name):
+    with board(bus_name) as b:
+        bus = _read_bus(bus_name)
+        home = lambda key: bus.bb_hash(key) & (bus.bb["entries"] - 1)
+        stuck = b"stuk"
+        sharing = (k for k in (b"k%03d" % n for n in range(1000)) if home(k) == home(stuck))
+        beside, never = next(sharing), next(sharing)
+        # `stuck` in its home entry, `beside` in the next on the same probe.
+        b.put(stuck, b"1\0\0\0\0\0\0\0")
+        b.put(beside, b"2\0\0\0\0\0\0\0")
+    # A writer died writing `stuck` (an odd stamp, no writer alive).
+    _patch_u64(bus_name, _entries(bus_name)[home(stuck)], 3)
+    with shmbus.Blackboard.open(bus_name) as r:
+        with pytest.raises(shmbus.EntryStuckError):
+            r.get(stuck)
+        assert r.get(beside) == (b"2\0\0\0\0\0\0\0", 2)
+        assert r.get(never) is None
+        assert r.wait_key(beside, 0, timeout=0) == (b"2\0\0\0\0\0\0\0", 2)
+        assert r.wait_key(never, 0, timeout=0) is None
+    # The independent reader probes on past it too.
+    assert bus.bb_get(beside) == (2, b"2\0\0\0\0\0\0\0")
+    assert bus.bb_get(never) is None
+    with pytest.raises(RuntimeError, match="stuck"):
+        bus.bb_get(stuck)

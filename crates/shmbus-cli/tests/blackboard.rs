@@ -3,7 +3,11 @@
 
 mod common;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use common::{run_shmbus as shmbus, BusName, CliOutput};
+use shmbus_testkit::{blackboard_home, scale_min};
 
 fn create(name: &str) {
     shmbus(&[
@@ -44,6 +48,57 @@ fn put_then_get_prints_the_latest_value_and_a_removed_key_is_gone() {
         .expect("open");
     let got = reader.get(b"AAPL\0\0\0\0").expect("get").expect("present");
     assert_eq!(&got.value[..12], b"101.5 101.80");
+    bb.finish();
+}
+
+#[test]
+fn get_of_a_key_never_written_beside_one_written_flat_out_is_not_found_never_busy() {
+    let bb = BusName::new("C-cli-bbhot");
+    create(bb.name());
+    // 100 keys: 256 entries. `never` starts its probe at `hot`'s entry.
+    let padded = |key: &str| {
+        let mut bytes = key.as_bytes().to_vec();
+        bytes.resize(8, 0);
+        bytes
+    };
+    let hot = padded("hot");
+    let never = (0..)
+        .map(|n| format!("k{n}"))
+        .find(|k| blackboard_home(&padded(k), 256) == blackboard_home(&hot, 256))
+        .expect("a key sharing the home");
+    let mut writer =
+        shmbus::blackboard::Writer::<[u8], [u8]>::attach(bb.name(), &Default::default())
+            .expect("attach");
+    writer.put_bytes(&hot, &[0; 16]).expect("put");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flat_out = std::thread::spawn({
+        let stop = stop.clone();
+        move || {
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                writer.put_bytes(&hot, &[n as u8; 16]).expect("put");
+            }
+            n
+        }
+    });
+    let gets = scale_min(200, 50);
+    let outcomes: Vec<_> = (0..gets)
+        .map(|_| shmbus(&["get", bb.name(), &never]))
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    let puts = flat_out.join().expect("writer");
+    let busy = outcomes
+        .iter()
+        .filter(|o| o.stderr.contains("busy"))
+        .count();
+    assert_eq!(
+        busy, 0,
+        "{busy} of {gets} gets busy ({puts} puts meanwhile)"
+    );
+    for out in &outcomes {
+        out.assert_error(1, &format!("no key {never:?}"));
+    }
     bb.finish();
 }
 

@@ -33,6 +33,8 @@
 //!   [`test_scale`]): the long tests' loop counts times `SHMBUS_TEST_SCALE`
 //!   (1.0, the full size, by default; 0.5 in `.ci/run`, 0.25 in `ci/quick.sh`; 10 for a soak),
 //!   and a child's deadline lengthened to match above 1.
+//! - **Blackboard keys** ([`blackboard_home`]): where a key's probe
+//!   starts, from LAYOUT §25.4, to pick keys that share an entry.
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.
 //! - **Unique names** ([`BusName`], [`ShmDir`], [`RuntimeDir`],
@@ -47,6 +49,7 @@
 //! Everything here fails the test by panicking with a message that says
 //! what was awaited and shows the output of the processes involved.
 
+mod board;
 mod bus_name;
 mod child;
 mod cleanup;
@@ -63,6 +66,7 @@ mod spawn_lock;
 mod wait;
 mod watchdog;
 
+pub use board::blackboard_home;
 pub use bus_name::BusName;
 pub use child::{idle_until_killed, param, role, spawn_child, spawn_child_with_deadline, ROLE_VAR};
 pub use cleanup::assert_nothing_left;

@@ -8,7 +8,10 @@
 //! (`entry::try_read_key`, what `Reader::get` reads) in the other. Every copy an
 //! attempt keeps (`Stable`) is one the writer wrote whole, with the
 //! version of that write; the bounded retries around an attempt
-//! (`Table::read`) only repeat it. Run with:
+//! (`Table::read`) only repeat it. A third model runs whole look-ups
+//! (`Table::find_value`, retries included) of two keys whose probe starts
+//! at an entry a writer updates and then dies in: they pass it, and never
+//! give up busy there. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test -p shmbus --release --lib loom`
 //!
 //! What it cannot see: loom's heap region holds the entry in Relaxed
@@ -115,5 +118,60 @@ fn loom_two_readers_looking_up_a_key_in_place_racing_its_insert_and_update_never
         look_up(&r2);
         w.join().unwrap();
         r.join().unwrap();
+    });
+}
+
+/// Mutation-checked: with `entry::may_hold` always true (no entry passed,
+/// as before) loom finds `Busy` at the entry the writer died in; with it
+/// always false (every entry mid-write passed), `None` for the key the
+/// flag says is in, caught mid-update.
+#[test]
+fn loom_look_ups_pass_another_keys_entry_mid_write_and_never_miss_a_key_put_before() {
+    use crate::blackboard::entry;
+    use crate::blackboard::table::{hash, NotRead};
+    use loom::sync::atomic::{AtomicBool, Ordering};
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    // Three keys of one home in the two-entry table: `hot` there, `key`
+    // in the other entry, `never` never written.
+    let home = |k: u64| hash(&k.to_ne_bytes()) & 1;
+    let mut sharing = (1..).filter(|&k| home(k) == home(1));
+    let (hot, key, never) = (1, sharing.nth(1).unwrap(), sharing.next().unwrap());
+    let (at, beside) = (home(hot), home(hot) ^ 1);
+    builder.check(move || {
+        let t = Arc::new(table());
+        let put = Arc::new(AtomicBool::new(false));
+        let (r, seen) = (t.clone(), put.clone());
+        let value = |n: u64| [n.to_ne_bytes(), n.to_ne_bytes()].concat();
+        let w = thread::spawn(move || {
+            t.write(at, 1, tag::LIVE, Some(&hot.to_ne_bytes()), Some(&value(1)));
+            t.write(
+                beside,
+                2,
+                tag::LIVE,
+                Some(&key.to_ne_bytes()),
+                Some(&value(2)),
+            );
+            // Release, paired with the Acquire load below: who sees it
+            // sees both inserts.
+            put.store(true, Ordering::Release);
+            t.write(beside, 3, tag::LIVE, None, Some(&value(3)));
+            // An update of `hot` that its writer dies in: never committed.
+            entry::begin(t.stamp(at), 4);
+            t.body(at)[2].store(4, crate::sync::Ordering::Relaxed);
+        });
+        let both_in = seen.load(Ordering::Acquire);
+        let mut got = [0u8; 16];
+        match r.find_value(&key.to_ne_bytes(), &mut got) {
+            Ok(Some(v @ (2 | 3))) => assert_eq!(got[..], value(v)[..], "torn"),
+            Ok(None) => assert!(!both_in, "a key put before the look-up not found"),
+            // Only at its own entry, caught mid-write.
+            Err(NotRead::Busy { entry }) => assert_eq!(entry, beside, "busy at another key's"),
+            other => panic!("{other:?} was never written"),
+        }
+        assert_eq!(r.find_value(&never.to_ne_bytes(), &mut got), Ok(None));
+        w.join().unwrap();
     });
 }

@@ -234,6 +234,55 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
 }
 
 #[test]
+fn keys_sharing_a_home_with_an_entry_left_mid_write_are_read_whether_its_writer_lives_or_not() {
+    let name = BusName::new("C-bb-beside");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(16)).expect("create");
+    let entries = 32;
+    let home = |k: u64| common::blackboard_home(&k.to_le_bytes(), entries);
+    let mut sharing = (8..).filter(|&k| home(k) == home(7));
+    let (beside, never) = (
+        sharing.next().expect("a key"),
+        sharing.next().expect("a key"),
+    );
+    // 7 in its home entry, `beside` in the next on the same probe.
+    writer.put(&7, &value(7, 1)).expect("put");
+    writer.put(&beside, &value(beside, 1)).expect("put");
+    drop(writer);
+    let mut child = spawn_child(
+        "as_child_write_then_stop_mid_write",
+        "bb_stop_mid_write",
+        &[("SHMBUS_BUS", name.name().to_owned())],
+    );
+    child.wait_ready();
+    let mut reader =
+        Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
+    let check_beside = |reader: &mut Reader<u64, Value>| {
+        let got = reader.get(&beside).expect("get beside").expect("present");
+        assert_eq!((got.value, got.version), (value(beside, 1), 2));
+        assert_eq!(reader.get(&never).expect("get a key never written"), None);
+        let waited = reader.wait_key(&beside, 0, Wait::Never).expect("wait_key");
+        assert_eq!(waited.map(|e| e.version), Some(2));
+    };
+    // The writer lives, stopped mid-write of 7: 7 is busy, not the rest.
+    assert!(
+        matches!(reader.get(&7), Err(GetError::Busy { .. })),
+        "{:?}",
+        reader.get(&7)
+    );
+    check_beside(&mut reader);
+    child.kill();
+    // It died there: 7 is stuck, still not the rest.
+    assert!(
+        matches!(reader.get(&7), Err(GetError::Stuck { version: 3, .. })),
+        "{:?}",
+        reader.get(&7)
+    );
+    check_beside(&mut reader);
+    name.finish();
+}
+
+#[test]
 fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
     let name = BusName::new("C-bb-hostile");
     let keys = 32;

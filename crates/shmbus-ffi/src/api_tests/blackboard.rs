@@ -1,6 +1,7 @@
-//! The blackboard's C calls on an entry a writer left mid-write, and on
-//! one whose tag no writer stores: a read gives up with a code of its
-//! own, never a torn value or a hang.
+//! The blackboard's C calls on an entry a writer left mid-write (other
+//! keys on its probe read as ever), and on one whose tag no writer
+//! stores: a read gives up with a code of its own, never a torn value or
+//! a hang.
 
 use std::ptr::null_mut;
 
@@ -83,6 +84,84 @@ fn a_read_of_an_entry_left_mid_write_is_busy_while_the_writer_lives_and_stuck_on
         last_error()
     );
     assert!(last_error().contains("stuck"), "{}", last_error());
+    // SAFETY: the live reader, not used again.
+    unsafe { shmbus_blackboard_reader_close(reader) };
+}
+
+#[test]
+fn a_key_beside_an_entry_left_mid_write_is_read_and_a_key_never_written_is_empty() {
+    let bus = Bus::new("board-beside");
+    let mut opts = shmbus_blackboard_options_default();
+    opts.keys = 4;
+    opts.key_size = 4;
+    opts.value_size = 8;
+    // 8 entries: `beside` and `never` start their probe at `half`'s.
+    let home = |key: &[u8]| shmbus_testkit::blackboard_home(key, 8);
+    let mut sharing = (0..1000)
+        .map(|n| format!("k{n:03}").into_bytes())
+        .filter(|k| home(k) == home(b"half"));
+    let (beside, never) = (sharing.next().unwrap(), sharing.next().unwrap());
+    let (mut writer, mut reader) = (null_mut(), null_mut());
+    // SAFETY: a NUL-terminated name, live options and out-parameters;
+    // then the live writer, live keys and values.
+    unsafe {
+        assert_eq!(
+            shmbus_blackboard_writer_create(bus.ptr(), &opts, &mut writer),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            shmbus_blackboard_reader_open(bus.ptr(), std::ptr::null(), &mut reader),
+            Status::SHMBUS_OK,
+            "{}",
+            last_error()
+        );
+        for key in [&b"half"[..], &beside] {
+            let put = shmbus_blackboard_writer_put(
+                writer,
+                key.as_ptr().cast(),
+                4,
+                b"12345678".as_ptr().cast(),
+                8,
+                null_mut(),
+            );
+            assert_eq!(put, Status::SHMBUS_OK, "{}", last_error());
+        }
+        // As a writer killed between the odd stamp and the commit.
+        (*writer)
+            .0
+            .put_and_stop_mid_write(b"half", b"abcdefgh")
+            .unwrap();
+    }
+    assert_eq!(get(reader, b"half").1, ErrorCode::SHMBUS_E_BUSY);
+    assert_eq!(
+        get(reader, &beside).0,
+        Status::SHMBUS_MESSAGE,
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        get(reader, &never).0,
+        Status::SHMBUS_EMPTY,
+        "{}",
+        last_error()
+    );
+    // SAFETY: the live writer, not used again.
+    unsafe { shmbus_blackboard_writer_close(writer) };
+    assert_eq!(get(reader, b"half").1, ErrorCode::SHMBUS_E_STUCK);
+    assert_eq!(
+        get(reader, &beside).0,
+        Status::SHMBUS_MESSAGE,
+        "{}",
+        last_error()
+    );
+    assert_eq!(
+        get(reader, &never).0,
+        Status::SHMBUS_EMPTY,
+        "{}",
+        last_error()
+    );
     // SAFETY: the live reader, not used again.
     unsafe { shmbus_blackboard_reader_close(reader) };
 }

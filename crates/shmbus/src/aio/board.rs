@@ -83,7 +83,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// # Errors
     /// As [`Reader::get`]: a raw key of the wrong size, or an entry on the
     /// key's probe that could not be read ([`GetError::Busy`],
-    /// [`GetError::Stuck`], [`GetError::Corrupt`]).
+    /// [`GetError::Stuck`]: only one that may hold the key;
+    /// [`GetError::Corrupt`]).
     ///
     /// # Examples
     /// ```

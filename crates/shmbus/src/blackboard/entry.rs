@@ -129,6 +129,17 @@ pub(crate) fn same_key(words: &[AtomicU64], key: &[u8]) -> bool {
     last.load(Ordering::Relaxed).to_ne_bytes()[..rest.len()] == *rest
 }
 
+/// Whether an entry seen mid-write (its stamp odd) may hold `key`, from
+/// its tag and key words in `words` (an entry's words after its stamp),
+/// loaded as they are (Relaxed, each word whole, no stamp re-load): not
+/// if its tag is still empty (no write was ever committed there) or its
+/// key words are not `key`'s. A probe goes on past an entry that may not:
+/// the module docs of `blackboard` (Invariants) prove that sound.
+#[inline]
+pub(crate) fn may_hold(words: &[AtomicU64], key: &[u8]) -> bool {
+    words[0].load(Ordering::Relaxed) != tag::EMPTY && same_key(&words[1..], key)
+}
+
 /// The writer's first step of version `v` (at least 1): the odd stamp,
 /// then a Release fence, before any of its stores to the entry's words.
 #[inline]

@@ -46,7 +46,9 @@
 //!   is lost, the count drops by one) before it probes again. Within the
 //!   timeout a writer that needs the entry returns `Busy`: it never waits.
 //!   Readers keep their bound (`Busy` while any writer holds the lock,
-//!   `Stuck` when none does).
+//!   `Stuck` when none does) on an entry that may hold their key, and
+//!   pass one that cannot (the blackboard module's invariants; one writer
+//!   per key makes that argument hold here).
 //! - **Residual risk** (as `bus/claim.rs`): time alone says a writer is
 //!   dead, so one stalled mid-write for longer than the timeout may, on
 //!   waking, store the rest of its words over its successor's: choose the

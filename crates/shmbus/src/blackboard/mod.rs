@@ -56,13 +56,46 @@
 //!   key's probe starts at its hash and walks over other keys and removed
 //!   entries to an empty one. An insert takes the first removed entry on
 //!   the probe, or the empty one that ends it.
+//! - A write stores an entry's key words only when it inserts a key there
+//!   (an update and a removal leave them, and so does a many-writer
+//!   takeover unless it writes the same key): while key `k` is live in an
+//!   entry, until its removal commits, the entry's key words are `k`'s.
+//! - A look-up (`get`, `wait_key`) passes an entry mid-write that cannot
+//!   hold its key `k`: at an odd stamp it loads the tag and key words
+//!   (Relaxed, each word whole, racing the write) and goes on, as past
+//!   another key's entry, if the tag is still empty (no write ever
+//!   committed there) or the key words are not `k`'s
+//!   (`entry::may_hold`); else it retries the entry (below). Sound:
+//!   - A reader ordered after `k`'s insert (it read `k` whole before, or
+//!     its loads happen after the insert's commit) never passes `k`'s own
+//!     entry: by coherence it loads `k`'s key words and a tag that is not
+//!     empty, or a later insert's words, stored only after `k`'s removal
+//!     from there committed. A reader not so ordered may load the words
+//!     from before the insert: its "not found" is the table as its own
+//!     loads saw it, before the insert.
+//!   - So the write under way in a passed entry is another key's (an
+//!     update, removal or insert of a key not `k`: the entry holds no `k`
+//!     before or after it, and the probe goes on as past a whole copy; an
+//!     insert into an empty entry, which would have ended the probe, only
+//!     makes it look further, where `k` is not unless put there since, a
+//!     value then current), or `k`'s own insert, not committed. A writer
+//!     (one per key, with many) inserts `k` only where its probe did not
+//!     find it, so until that commit `k` is in no entry: "not found" is
+//!     the table's answer before that write, and the read is ordered
+//!     before it, as one that had loaded the entry's previous even stamp
+//!     would be. An uncommitted insert of `k` whose key words are all
+//!     stored is not passed (it cannot be told from an update of `k`): it
+//!     is retried, as before.
+//!   - The read path pays nothing for it: `try_read_key` returns at an
+//!     odd stamp as before; the test runs in the out-of-line retries.
 //! - Bounded everywhere: a read tries an entry at most
 //!   `SPINS + YIELDS` times, a probe visits at most the table's entries,
-//!   whatever the file holds. A reader never waits for the writer: it
-//!   gives up with [`GetError::Busy`] (the writer is live) or
-//!   [`GetError::Stuck`] (a stamp stayed odd and no process holds the
-//!   writer's lock: a writer died mid-write). The next writer removes
-//!   such entries when it attaches ([`Writer::repaired`]).
+//!   whatever the file holds. A reader never waits for the writer: on an
+//!   entry that may hold its key (a view: any entry) it gives up with
+//!   [`GetError::Busy`] (the writer is live) or [`GetError::Stuck`] (a
+//!   stamp stayed odd and no process holds the writer's lock: a writer
+//!   died mid-write). The next writer removes such entries when it
+//!   attaches ([`Writer::repaired`]).
 //! - Untrusted bytes: a process with write access can make readers see
 //!   wrong values, or [`GetError::Corrupt`] for a tag no writer stores,
 //!   never hang or crash them.

@@ -180,11 +180,13 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// The latest value of `key` and its version, or `None` if the key is
     /// not in the table. O(1): the key's hash places it, and a probe walks
     /// on to the next entry only past other keys (at most the table's
-    /// length, whatever its bytes). Never torn, and wait-free: each entry
-    /// is tried a bounded number of times.
+    /// length, whatever its bytes), including entries mid-write whose key
+    /// is another's. Never torn, and wait-free: each entry is tried a
+    /// bounded number of times.
     ///
     /// # Errors
-    /// [`GetError::Busy`] if a write kept the entry busy through every try;
+    /// [`GetError::Busy`] if a write kept an entry that may hold the key
+    /// busy through every try;
     /// [`GetError::Stuck`] if a writer died writing it (no writer lives);
     /// [`GetError::Corrupt`] for an entry no writer wrote;
     /// [`GetError::KeySize`] for a raw key of the wrong size.
@@ -476,7 +478,11 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
         let key_at = self.table.key_at();
         let home = self.table.home(key);
         for n in 0..self.table.geo.entries {
-            let read = self.table.read(home + n, &mut self.buf)?;
+            // An entry mid-write that cannot hold the key is passed, as
+            // another key's is (`Table::read_on_probe`).
+            let Some(read) = self.table.read_on_probe(home + n, key, &mut self.buf)? else {
+                continue;
+            };
             if read.tag == tag::EMPTY {
                 return Ok(None);
             }

@@ -172,9 +172,44 @@ impl<R: Region> Table<R> {
         let (stamp, body) = (self.stamp(i), self.body(i));
         let version = match entry::try_read(stamp, body, buf) {
             Attempt::Stable(version) => version,
-            first => self.retry(i, first, &mut || entry::try_read(stamp, body, buf))?,
+            first => self
+                .retry(
+                    i,
+                    first,
+                    &mut || entry::try_read(stamp, body, buf),
+                    &mut || false,
+                )?
+                // Never `None`: a view passes no entry.
+                .ok_or(NotRead::Busy { entry: i })?,
         };
         Self::checked(i, version, buf)
+    }
+
+    /// Reads entry `i` into `buf` as [`Table::read`] does, for a probe of
+    /// `key` (the table's key size): `None` for an entry found mid-write
+    /// whose tag and key words say it cannot hold `key`, which the probe
+    /// goes on past as it does past another key's (`entry::may_hold`).
+    /// What `Reader::wait_key` reads.
+    pub(crate) fn read_on_probe(
+        &self,
+        i: u64,
+        key: &[u8],
+        buf: &mut [u8],
+    ) -> Result<Option<Read>, NotRead> {
+        let i = i & self.mask;
+        let buf = &mut buf[..self.body_words * 8];
+        let (stamp, body) = (self.stamp(i), self.body(i));
+        let version = match entry::try_read(stamp, body, buf) {
+            Attempt::Stable(version) => version,
+            first => {
+                let again = &mut || entry::try_read(stamp, body, buf);
+                match self.retry(i, first, again, &mut || !entry::may_hold(body, key))? {
+                    Some(version) => version,
+                    None => return Ok(None),
+                }
+            }
+        };
+        Self::checked(i, version, buf).map(Some)
     }
 
     /// Words of an entry's tag and key: what [`Table::read_key`] copies.
@@ -195,7 +230,15 @@ impl<R: Region> Table<R> {
         let stamp = self.stamp(i);
         let version = match entry::try_read(stamp, words, buf) {
             Attempt::Stable(version) => version,
-            first => self.retry(i, first, &mut || entry::try_read(stamp, words, buf))?,
+            first => self
+                .retry(
+                    i,
+                    first,
+                    &mut || entry::try_read(stamp, words, buf),
+                    &mut || false,
+                )?
+                // Never `None`: `stat` passes no entry.
+                .ok_or(NotRead::Busy { entry: i })?,
         };
         Self::checked(i, version, buf)
     }
@@ -211,7 +254,9 @@ impl<R: Region> Table<R> {
     }
 
     /// The tries after a `first` that found entry `i` busy or torn, each
-    /// `again`: the version of a whole copy, or why there is none.
+    /// `again`: the version of a whole copy, `None` as soon as an attempt
+    /// finds the entry mid-write and `pass` says a probe goes on past it,
+    /// or why there is neither.
     #[cold]
     #[inline(never)]
     fn retry(
@@ -219,13 +264,15 @@ impl<R: Region> Table<R> {
         i: u64,
         first: Attempt,
         again: &mut dyn FnMut() -> Attempt,
-    ) -> Result<u64, NotRead> {
+        pass: &mut dyn FnMut() -> bool,
+    ) -> Result<Option<u64>, NotRead> {
         let mut first_odd = None;
         let mut moved = false;
         let mut attempt = first;
         for n in 0..SPINS + YIELDS {
             match attempt {
-                Attempt::Stable(version) => return Ok(version),
+                Attempt::Stable(version) => return Ok(Some(version)),
+                Attempt::Writing(_) if pass() => return Ok(None),
                 Attempt::Writing(s) => match first_odd {
                     None => first_odd = Some(s),
                     Some(f) if f != s => moved = true,
@@ -240,8 +287,10 @@ impl<R: Region> Table<R> {
             }
             attempt = again();
         }
-        if let Attempt::Stable(version) = attempt {
-            return Ok(version);
+        match attempt {
+            Attempt::Stable(version) => return Ok(Some(version)),
+            Attempt::Writing(_) if pass() => return Ok(None),
+            _ => {}
         }
         match first_odd {
             // Only a file can say no writer lives: the heap cannot.
@@ -259,9 +308,11 @@ impl<R: Region> Table<R> {
     /// and its value's words in `value` (the value's size rounded up to
     /// whole words), or `None`. Each entry on the probe is looked at in
     /// place (`entry::try_read_key`): only the key's own value is copied.
-    /// At most `entries` probes, each a bounded read. `key` is the table's
-    /// key size (checked by the caller) and `value` its value's words, so
-    /// with typed fields the sizes are constants here.
+    /// One found mid-write is passed if it cannot hold the key
+    /// (`entry::may_hold`), else retried. At most `entries` probes, each a
+    /// bounded read. `key` is the table's key size (checked by the caller)
+    /// and `value` its value's words, so with typed fields the sizes are
+    /// constants here.
     #[inline(always)]
     pub(crate) fn find_value(&self, key: &[u8], value: &mut [u8]) -> Result<Option<u64>, NotRead> {
         let home = self.home(key);
@@ -284,8 +335,9 @@ impl<R: Region> Table<R> {
     }
 
     /// [`Table::find_value`]'s tries of entry `i` after a `first` that
-    /// found it busy or torn. Out of line, so that the look-up's loop
-    /// keeps what it found in registers.
+    /// found it busy or torn: `Holds::Other` for one mid-write that cannot
+    /// hold the key. Out of line, so that the look-up's loop keeps what it
+    /// found in registers.
     #[cold]
     #[inline(never)]
     fn retry_key(
@@ -298,12 +350,16 @@ impl<R: Region> Table<R> {
     ) -> Result<(u64, Holds), NotRead> {
         let (stamp, body) = (self.stamp(i), self.body(i));
         let mut holds = Holds::Other;
-        let version = self.retry(i, first, &mut || {
+        let again = &mut || {
             let (attempt, h) = entry::try_read_key(stamp, body, key, value_word, value);
             holds = h;
             attempt
-        })?;
-        Ok((version, holds))
+        };
+        match self.retry(i, first, again, &mut || !entry::may_hold(body, key))? {
+            Some(version) => Ok((version, holds)),
+            // Mid-write, and not the key's: on to the next entry.
+            None => Ok((0, Holds::Other)),
+        }
     }
 
     /// Writer only: where `key` is (`Ok`) or would go (`Err`, `None` if no

@@ -58,6 +58,86 @@ fn a_read_of_an_entry_left_mid_write_gives_up_busy_after_a_bounded_number_of_tri
     assert_eq!(reader.get(&1).expect("get").map(|e| e.value), Some(1));
 }
 
+/// The first `n` keys whose probe starts at the same entry of an
+/// `entries`-entry table as key 1's.
+fn keys_sharing_a_home(n: usize, entries: u64) -> Vec<u64> {
+    let home = |k: u64| hash(&k.to_ne_bytes()) & (entries - 1);
+    (1..).filter(|&k| home(k) == home(1)).take(n).collect()
+}
+
+/// Entry `i`'s word at byte `at` of a heap table of 64-byte entries.
+fn entry_word(region: &Arc<HeapRegion>, i: u64, at: usize) -> &crate::sync::AtomicU64 {
+    region.word(2 * crate::mem::heap::HEAP_PAGE as usize + i as usize * 64 + at)
+}
+
+#[test]
+fn a_key_whose_home_holds_another_key_left_mid_write_is_read_and_a_key_never_written_is_not_found()
+{
+    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let [stuck, beside, never] = keys_sharing_a_home(3, 8)[..] else {
+        unreachable!("three keys")
+    };
+    writer.put(&stuck, &10).expect("put");
+    writer.put(&beside, &20).expect("put");
+    let mut reader = writer.reader();
+    let region = reader.table_region();
+    let home = hash(&stuck.to_ne_bytes()) & 7;
+    // `stuck`'s entry mid-write, as a writer stopped (or killed) there
+    // leaves it: `beside` and `never` probe on past it.
+    entry_word(&region, home, 0).store(3, Ordering::Relaxed);
+    assert_eq!(reader.get(&beside).expect("get").map(|e| e.value), Some(20));
+    assert_eq!(reader.get(&never), Ok(None));
+    assert_eq!(reader.get(&stuck), Err(GetError::Busy { entry: home }));
+    let waited = reader
+        .wait_key(&beside, 0, crate::Wait::Never)
+        .expect("wait");
+    assert_eq!(waited.map(|e| (e.value, e.version)), Some((Some(20), 2)));
+    assert_eq!(reader.wait_key(&never, 0, crate::Wait::Never), Ok(None));
+}
+
+#[test]
+fn a_look_up_racing_its_own_keys_insert_finds_it_absent_until_its_key_words_are_stored() {
+    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let [gone, new] = keys_sharing_a_home(2, 8)[..] else {
+        unreachable!("two keys")
+    };
+    writer.put(&gone, &10).expect("put");
+    writer.remove(&gone).expect("remove");
+    let mut reader = writer.reader();
+    let region = reader.table_region();
+    let home = hash(&gone.to_ne_bytes()) & 7;
+    let word = |at| entry_word(&region, home, at);
+    // The insert of `new` into `gone`'s removed entry, version 3: the odd
+    // stamp and the live tag stored, the key words still `gone`'s. Not
+    // committed: `new` is in no entry yet.
+    word(0).store(5, Ordering::Relaxed);
+    word(8).store(crate::wire::blackboard::tag::LIVE, Ordering::Relaxed);
+    assert_eq!(reader.get(&new), Ok(None));
+    assert_eq!(reader.wait_key(&new, 0, crate::Wait::Never), Ok(None));
+    // Its key words stored: it cannot be told from an update of `new`.
+    word(16).store(new, Ordering::Relaxed);
+    assert_eq!(reader.get(&new), Err(GetError::Busy { entry: home }));
+    word(24).store(30, Ordering::Relaxed);
+    word(0).store(6, Ordering::Relaxed);
+    assert_eq!(reader.get(&new).expect("get").map(|e| e.value), Some(30));
+}
+
+#[test]
+fn an_entry_whose_first_write_is_under_way_holds_no_key_not_even_the_one_its_zero_words_spell() {
+    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let home = hash(&0u64.to_ne_bytes()) & 7;
+    // A key elsewhere, so that the table's version is past 0 (`wait_key`
+    // then looks).
+    let other = (1..).find(|k: &u64| hash(&k.to_ne_bytes()) & 7 != home);
+    writer.put(&other.expect("a key"), &1).expect("put");
+    let mut reader = writer.reader();
+    let region = reader.table_region();
+    // The odd stamp of an insert into key 0's home, its tag still empty.
+    entry_word(&region, home, 0).store(3, Ordering::Relaxed);
+    assert_eq!(reader.get(&0), Ok(None));
+    assert_eq!(reader.wait_key(&0, 0, crate::Wait::Never), Ok(None));
+}
+
 #[test]
 fn readers_on_other_threads_never_see_a_torn_value() {
     let rounds = if cfg!(miri) { 20 } else { 2000 };
