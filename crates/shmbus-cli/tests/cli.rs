@@ -1144,7 +1144,12 @@ fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_s
 fn demo_spin_cpu_gives_live_1_a_cpu_of_its_own_and_its_lines_say_so() {
     let out = shmbus(&["demo", "--quick", "--spin-cpu", "100000"]);
     out.assert_error(2, "--spin-cpu 100000: not one of at least two CPUs");
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        common::skip(
+            common::Need::TwoCpus,
+            format!("--spin-cpu needs two CPUs; this process may use {cpus}"),
+        );
         return;
     }
     let dir = ShmDir::new("demo-spin");
@@ -1274,7 +1279,10 @@ fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
     ]);
     if out.code() != Some(0) {
         out.assert_error(1, "transparent huge pages");
-        println!("SKIPPED: no transparent huge pages here: {}", out.stderr);
+        common::skip(
+            common::Need::TransparentHugePages,
+            format!("no transparent huge pages here: {}", out.stderr.trim()),
+        );
         assert!(!dir.file("b").exists(), "a refused bus left its file");
         return;
     }

@@ -3,7 +3,7 @@
 //! user left at a path is not continued by `create --journal` (nor by
 //! `bridge in --journal`). The other user is uid 65534 (`nobody`), run
 //! through `setpriv`, as an attacker on the same machine would be; the
-//! tests need root for that and say SKIPPED elsewhere.
+//! tests need root for that and skip elsewhere (`common::skip`).
 
 mod common;
 
@@ -108,7 +108,10 @@ fn plant_journal(path: &Path) {
 #[test]
 fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_its_owner() {
     if !is_root() {
-        println!("SKIPPED: only root can run a command as uid 65534");
+        common::skip(
+            common::Need::Root,
+            "only root can run a command as uid 65534",
+        );
         return;
     }
     let dir = SharedDir::new("planted-journal");
@@ -144,7 +147,10 @@ fn create_journal_refuses_to_continue_a_journal_another_user_planted_and_names_i
 #[test]
 fn bridge_in_create_refuses_to_adopt_a_bus_another_user_made_first() {
     if !is_root() {
-        println!("SKIPPED: only root can run a command as uid 65534");
+        common::skip(
+            common::Need::Root,
+            "only root can run a command as uid 65534",
+        );
         return;
     }
     let bus = BusName::new("squatted");

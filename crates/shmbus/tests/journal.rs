@@ -1395,7 +1395,10 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_wh
     ] {
         std::fs::remove_file(&path).expect("remove the journal");
         if !plant(kind, &path) {
-            println!("SKIPPED: {kind}: only root may make a device here");
+            common::skip(
+                common::Need::Root,
+                format!("{kind}: only root may make a device here"),
+            );
             continue;
         }
         // Under a watchdog: a reader that blocks in open(2) fails the test.
@@ -1647,7 +1650,10 @@ fn a_journaled_bus_its_journal_and_each_compaction_s_file_get_the_group_asked_fo
     use std::os::unix::fs::MetadataExt;
     if !rustix::process::geteuid().is_root() || rustix::process::getegid().as_raw() == OTHER_GID {
         // Only root may give a file a group it is not in.
-        println!("SKIPPED: needs root with an egid other than {OTHER_GID}");
+        common::skip(
+            common::Need::Root,
+            format!("needs root with an egid other than {OTHER_GID}"),
+        );
         return;
     }
     let dir = ShmDir::new("F-group");
