@@ -952,7 +952,7 @@ fn a_joiner_lapped_by_the_ring_reads_what_it_missed_back_from_the_journal() {
     let (dir, bus, mut p) = journaled("jlapped", 100, keys);
     let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     // Read into the live part, then fall 10 laps of the 64-slot ring behind.
-    let _ = drain_to(&mut sub, 100, keys);
+    assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
     assert_eq!(sub.try_recv(), None);
     assert!(sub.is_live(), "on the ring now");
     for i in 100..740 {
