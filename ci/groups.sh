@@ -2,7 +2,8 @@
 # A team's buses: two unprivileged users of one group (A and B, the group
 # a supplementary one of each, as a team's service accounts have it) and
 # an outsider (C), each run with `setpriv`; made here and removed at the
-# end (root only: skipped, saying so, without useradd or setpriv).
+# end (root only: skipped, saying so, without useradd or setpriv; a skip
+# fails under strict skips, as in .ci/run: `skip` in ci/tool.sh).
 #   - A creates with `--group TEAM --mode 660` a plain bus, a pool bus, a
 #     stream and a journaled bus; each file (and the journal) is A's, of
 #     group TEAM, mode 0660, whatever A's umask;
@@ -18,10 +19,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/tool.sh
 shmbus_tool
-if [ "$(id -u)" != 0 ] || ! command -v useradd >/dev/null || ! command -v setpriv >/dev/null; then
-    echo "SKIPPED: needs root, useradd and setpriv"
-    exit 0
+if [ "$(id -u)" != 0 ]; then
+    skip root "making users needs root"
 fi
+for tool in useradd setpriv; do
+    command -v "$tool" >/dev/null || skip root "no $tool on PATH (the tools to make and be other users)"
+done
 tag="F$$"
 team="shmbus-t$tag" a="shmbus-a$tag" b="shmbus-b$tag" c="shmbus-c$tag"
 shm=/dev/shm/shmbus-ci-groups-$tag   # a bare name's directory is /dev/shm itself

@@ -3,5 +3,6 @@
 # (crates/shmbus/src/loom_tests.rs) through the `sync` facade.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/ran.sh
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
-    cargo test -p shmbus --profile "${SHMBUS_PROFILE:-release}" --lib loom
+    ran_some cargo test -p shmbus --profile "${SHMBUS_PROFILE:-release}" --lib loom

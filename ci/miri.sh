@@ -5,15 +5,16 @@
 # Miri (see wait.rs), which Miri models.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/ran.sh
 if ! rustup +nightly component list --installed 2>/dev/null | grep '^miri' >/dev/null; then
     rustup +nightly component add miri rust-src
 fi
 export MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-disable-isolation"
 
 export CARGO_TARGET_DIR=target/miri
-cargo +nightly miri test -p shmbus --lib
-cargo +nightly miri test -p shmbus --test wrap
+ran_some cargo +nightly miri test -p shmbus --lib
+ran_some cargo +nightly miri test -p shmbus --test wrap
 # The stream's heap tests (the ring model, edge records, records between
 # threads): the longest of the three, their record counts under
 # SHMBUS_TEST_SCALE as every long test's.
-cargo +nightly miri test -p shmbus --test stream heap::
+ran_some cargo +nightly miri test -p shmbus --test stream heap::

@@ -13,6 +13,7 @@
 # tests do not already cover for the same code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/ran.sh
 if ! rustup +nightly component list --installed 2>/dev/null | grep '^rust-src' >/dev/null; then
     rustup +nightly component add rust-src
 fi
@@ -25,7 +26,7 @@ run() {
     RUSTFLAGS="-Zsanitizer=$san" \
     RUSTDOCFLAGS="-Zsanitizer=$san" \
     CARGO_TARGET_DIR="target/$san" \
-        cargo +nightly test -q -Zbuild-std --target "$target" -p shmbus "$@"
+        ran_some cargo +nightly test -q -Zbuild-std --target "$target" -p shmbus "$@"
 }
 
 # TSan: std's own atomics are instrumented by build-std; the seqlock's racy

@@ -9,5 +9,6 @@
 # `timeout` ends it at 10 minutes whatever happens (times the scale, above 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/ran.sh
 limit=$(awk -v s="${SHMBUS_TEST_SCALE:-1}" 'BEGIN { printf "%d", 600 * (s > 1 ? s : 1) }')
-timeout "$limit" cargo test --profile "${SHMBUS_PROFILE:-release}" -p shmbus --test chaos soak -- --ignored --nocapture
+ran_some timeout "$limit" cargo test --profile "${SHMBUS_PROFILE:-release}" -p shmbus --test chaos soak -- --ignored --nocapture

@@ -2,14 +2,17 @@
 //! `shmbus-bench: ...`, and exits 2 for bad arguments, 1 for anything that
 //! failed while running (see [`BenchError::exit_code`]).
 //!
-//! A block that fails is not fatal: `rounds` notes its error as the row's
-//! "not run" reason and goes on with the next.
+//! A block that fails does not stop the run: `rounds` marks its row failed
+//! and goes on with the next, so every table is printed (and the JSON
+//! written); then the run fails with [`BenchError::RowsFailed`], naming
+//! each failed row and each whose payloads did not pass their check.
 
 use std::io;
 use std::path::PathBuf;
 
 /// Why the benchmark, or one of its blocks, stopped.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BenchError {
     /// `--mechanisms` (or a child's `--mechanism`) named none we have.
     #[error("unknown mechanism {found:?}: expected one of {expected}")]
@@ -174,6 +177,15 @@ pub enum BenchError {
         /// The line the protocol expects at this point.
         expected: &'static str,
     },
+    /// A row of the many-publishers table measured something else than
+    /// it names (a claim abandoned, a publisher thread that panicked).
+    #[error("the many-publishers table: {found}, expected {expected}")]
+    Mpmc {
+        /// What happened.
+        found: String,
+        /// What the row needs.
+        expected: &'static str,
+    },
     /// The stalled-subscriber row (issue 30) could not run, or its
     /// subscriber was never evicted.
     #[error("the stalled lossless subscriber row: {found}, expected {expected}")]
@@ -191,6 +203,21 @@ pub enum BenchError {
         /// Why.
         why: String,
     },
+    /// `SHMBUS_BENCH_FAULT` names no fault the benchmark injects.
+    #[error("SHMBUS_BENCH_FAULT={found:?}: expected torn-payload or receiver-fails, or unset")]
+    BadFault {
+        /// The value found.
+        found: String,
+    },
+    /// Rows failed (a block's error, a receiver that crashed) or delivered
+    /// payloads that failed their check; the tables were printed first.
+    #[error("{count} row(s) failed, expected every row that runs to run with every payload intact: {rows}")]
+    RowsFailed {
+        /// How many.
+        count: usize,
+        /// Each row and why, `; `-separated.
+        rows: String,
+    },
 }
 
 impl BenchError {
@@ -200,7 +227,8 @@ impl BenchError {
             BenchError::UnknownMechanism { .. }
             | BenchError::MsgSizeTooSmall { .. }
             | BenchError::BadFanout { .. }
-            | BenchError::NoCpus => 2,
+            | BenchError::NoCpus
+            | BenchError::BadFault { .. } => 2,
             _ => 1,
         }
     }

@@ -46,8 +46,12 @@ pub struct Figures {
     pub received: u64,
     /// Measured messages (and pongs) whose bytes failed the payload check.
     pub checksum_errors: u64,
-    /// Why it did not run, if it did not.
+    /// Why it did not run, if it could not here (a size or pattern it
+    /// does not do, a kernel without it): known before any block runs.
     pub skipped: Option<String>,
+    /// Why a block of it failed, if one did (its later rounds are not
+    /// run): the run fails once every row has run.
+    pub failed: Option<String>,
     /// CPU time of the receiver processes from START to STOP, summed over
     /// receivers and rounds, in ns; `None` where any receiver was a thread.
     pub receiver_cpu_ns: Option<u64>,
@@ -102,6 +106,7 @@ impl Figures {
             received: 0,
             checksum_errors: 0,
             skipped: None,
+            failed: None,
             receiver_cpu_ns: Some(0),
             receiver_span: 0,
             pace: 0,
@@ -245,6 +250,38 @@ impl Figures {
         let (a, _, _) = self.per_msg(&self.sender);
         let (b, _, _) = self.per_msg(&self.receiver);
         Some(a? + b?)
+    }
+
+    /// Whether every block of it ran: neither skipped nor failed.
+    pub fn ran(&self) -> bool {
+        self.skipped.is_none() && self.failed.is_none()
+    }
+
+    /// The row as the failure line names it: mechanism, pattern, size and
+    /// receivers.
+    pub fn row_name(&self) -> String {
+        format!(
+            "{} {} {} B x{}",
+            self.mechanism,
+            self.case.pattern.name(),
+            self.case.msg_size,
+            self.case.receivers
+        )
+    }
+
+    /// What is wrong with this row, if anything: a block that failed, or
+    /// payloads that failed their check.
+    pub fn fault(&self) -> Option<String> {
+        if let Some(why) = &self.failed {
+            return Some(format!("{}: {why}", self.row_name()));
+        }
+        (self.checksum_errors > 0).then(|| {
+            format!(
+                "{}: {} message(s) failed the payload check (torn or corrupt)",
+                self.row_name(),
+                self.checksum_errors
+            )
+        })
     }
 
     /// Context switches (voluntary + involuntary) per message, both sides.

@@ -61,14 +61,23 @@ pub struct Row {
     pub secs: f64,
     /// CPU time the process used in the window, ns (all threads).
     pub cpu_ns: u64,
-    /// Why it did not run, if it did not.
-    pub skipped: Option<String>,
+    /// Why it failed, if it did: the run fails once the tables are out.
+    pub failed: Option<String>,
 }
 
 impl Row {
+    /// What is wrong with this row, if anything, named.
+    pub fn fault(&self) -> Option<String> {
+        let why = self.failed.as_ref()?;
+        Some(format!(
+            "idle {} x{}: {why}",
+            self.mechanism, self.subscribers
+        ))
+    }
+
     /// The share of one core the process used, in %.
     pub fn percent(&self) -> Option<f64> {
-        (self.skipped.is_none() && self.secs > 0.0)
+        (self.failed.is_none() && self.secs > 0.0)
             .then(|| self.cpu_ns as f64 / (self.secs * 1e9) * 100.0)
     }
 
@@ -78,9 +87,9 @@ impl Row {
             "mechanism": self.mechanism,
             "subscribers": self.subscribers,
             "secs": self.secs,
-            "cpu_ns": self.skipped.is_none().then_some(self.cpu_ns),
+            "cpu_ns": self.failed.is_none().then_some(self.cpu_ns),
             "cpu_percent": self.percent().map(|p| (p * 1e4).round() / 1e4),
-            "skipped": self.skipped,
+            "failed": self.failed,
         })
     }
 }
@@ -107,13 +116,13 @@ pub fn run(quick: bool, names: &[&str]) -> Result<Vec<Row>, BenchError> {
                 subscribers: n,
                 secs: window.as_secs_f64(),
                 cpu_ns: 0,
-                skipped: None,
+                failed: None,
             };
             match measure(child, n, window) {
                 Ok((cpu_ns, secs)) => (row.cpu_ns, row.secs) = (cpu_ns, secs),
                 Err(e) => {
                     eprintln!("shmbus-bench: idle {mechanism} x{n}: {e}");
-                    row.skipped = Some(e.to_string());
+                    row.failed = Some(e.to_string());
                 }
             }
             rows.push(row);
@@ -361,10 +370,7 @@ pub fn print(rows: &[Row]) {
         let what = format!("{} x{} for {:.1} s", r.mechanism, r.subscribers, r.secs);
         match r.percent() {
             Some(p) => println!("  {what:40} {p:8.3} % ({} us)", r.cpu_ns / 1000),
-            None => println!(
-                "  {what:40} not run: {}",
-                r.skipped.as_deref().unwrap_or("")
-            ),
+            None => println!("  {what:40} FAILED: {}", r.failed.as_deref().unwrap_or("")),
         }
     }
 }

@@ -187,5 +187,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
         "receiver_reads_payload": true,
         "checksum_errors": if f.skipped.is_some() { Value::Null } else { json!(f.checksum_errors) },
         "skipped": f.skipped,
+        // A block's error: the run failed (its exit status says so too).
+        "failed": f.failed,
     })
 }

@@ -14,7 +14,10 @@
 //!
 //! `run` takes the phases in order: the many-publishers table (`mpmc`), the
 //! idle async subscribers (`idle`), the stalled lossless subscriber (`stall`), the rounds of every case (`rounds`, one block at a time by `runner`), then
-//! the outputs (`report`).
+//! the outputs (`report`). A row that failed, or whose receivers found a
+//! payload torn or corrupt, fails the run (exit 1, one line naming each)
+//! once the outputs are written; a row is "not run" only for a reason
+//! known before it starts (a size or pattern its mechanism does not do).
 
 mod args;
 mod blackboard;
@@ -24,6 +27,7 @@ mod clock;
 mod counters;
 mod cpu;
 mod error;
+mod fault;
 mod figures;
 mod idle;
 mod json;
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
 
 /// Runs the benchmark; the error is one line for the user.
 pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
+    fault::check()?;
     if args.list {
         for m in mech::all() {
             let place = if m.in_process() {
@@ -227,7 +232,20 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         blackboard_rows.as_ref(),
         &settings,
         args,
-    )
+    )?;
+    let faults: Vec<String> = idle_rows
+        .iter()
+        .filter_map(idle::Row::fault)
+        .chain(results.iter().filter_map(figures::Figures::fault))
+        .collect();
+    if faults.is_empty() {
+        Ok(())
+    } else {
+        Err(BenchError::RowsFailed {
+            count: faults.len(),
+            rows: faults.join("; "),
+        })
+    }
 }
 
 #[cfg(test)]

@@ -190,6 +190,7 @@ fn measure(n: u64, mut f: impl FnMut(u64)) -> ChildFigures {
         cpu_ns: per(cpu1 - cpu0),
         start,
         end,
+        abandoned: 0,
     }
 }
 
@@ -199,6 +200,21 @@ struct ChildFigures {
     cpu_ns: f64,
     start: u64,
     end: u64,
+    /// Its publishes whose claim another publisher gave up on: with no
+    /// subscriber and live publishers, none may be.
+    abandoned: u64,
+}
+
+/// A publish row's claims were never abandoned: one that was timed a
+/// publish that did not happen.
+fn no_claim_abandoned(abandoned: u64) -> Result<(), BenchError> {
+    if abandoned == 0 {
+        return Ok(());
+    }
+    Err(BenchError::Mpmc {
+        found: format!("{abandoned} publish(es) whose claim was abandoned"),
+        expected: "every claim published (no subscriber, every publisher alive)",
+    })
 }
 
 fn parse_child(line: &str) -> Option<ChildFigures> {
@@ -211,6 +227,7 @@ fn parse_child(line: &str) -> Option<ChildFigures> {
         cpu_ns: field("cpu_ns")?.parse().ok()?,
         start: field("start")?.parse().ok()?,
         end: field("end")?.parse().ok()?,
+        abandoned: field("abandoned")?.parse().ok()?,
     })
 }
 
@@ -265,10 +282,12 @@ fn two_publisher_round(count: u64) -> Result<[ChildFigures; 2], BenchError> {
         out.read_line(&mut line)
             .map_err(pipe("reading its result"))?;
         let status = c.wait().map_err(pipe("waiting for it to exit"))?;
-        figures.push(parse_child(&line).ok_or_else(|| BenchError::PublisherSaid {
+        let f = parse_child(&line).ok_or_else(|| BenchError::PublisherSaid {
             found: format!("{:?} and exited ({status})", line.trim()),
-            expected: "its result line, ns=... cpu_ns=... start=... end=...",
-        })?);
+            expected: "its result line, ns=... cpu_ns=... start=... end=... abandoned=...",
+        })?;
+        no_claim_abandoned(f.abandoned)?;
+        figures.push(f);
     }
     figures
         .try_into()
@@ -317,7 +336,7 @@ fn two_publisher_processes(count: u64) -> Result<(f64, serde_json::Value), Bench
 
 /// photon-ring's `MpPublisher` in `threads` threads started together:
 /// their mean CPU time per message (and wall time), as for the processes.
-fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
+fn photon_threads(threads: usize, count: u64) -> Result<(f64, serde_json::Value), BenchError> {
     let (p, _subs) = photon_ring::channel_mpmc::<[u64; 8]>(4096);
     let go = std::sync::Arc::new(std::sync::Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
@@ -332,7 +351,16 @@ fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
             })
         })
         .collect();
-    let figures: Vec<ChildFigures> = handles.into_iter().filter_map(|h| h.join().ok()).collect();
+    // A thread that panicked is a row that failed, not a thread fewer to
+    // average over.
+    let figures: Vec<ChildFigures> = handles
+        .into_iter()
+        .map(|h| h.join())
+        .collect::<Result<_, _>>()
+        .map_err(|_| BenchError::Mpmc {
+            found: "a photon-ring publisher thread panicked".into(),
+            expected: "every thread's figures",
+        })?;
     let mean = |f: fn(&ChildFigures) -> f64| {
         figures.iter().map(f).sum::<f64>() / figures.len().max(1) as f64
     };
@@ -340,14 +368,14 @@ fn photon_threads(threads: usize, count: u64) -> (f64, serde_json::Value) {
         .iter()
         .map(|f| f.cpu_ns / f.wall_ns)
         .fold(f64::INFINITY, f64::min);
-    (
+    Ok((
         mean(|f| f.cpu_ns),
         serde_json::json!({
             "wall_ns_per_msg": figures.iter().map(|f| f.wall_ns).collect::<Vec<_>>(),
             "cpu_ns_per_msg": figures.iter().map(|f| f.cpu_ns).collect::<Vec<_>>(),
             "min_cpu_share": (share * 1000.0).round() / 1000.0,
         }),
-    )
+    ))
 }
 
 fn receive_rows(m: u64) -> Result<[Row; 2], BenchError> {
@@ -431,13 +459,16 @@ pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
         let _gone = Gone(name.clone());
         let mut p = ManyPublisher::<Msg>::create(&name, &BusOptions::new(4096).many())
             .map_err(create_error(&name))?;
+        let mut abandoned = 0u64;
+        let ns = timed(n, |i| {
+            abandoned += u64::from(p.publish(&Msg([i; 8])).is_err());
+        });
+        no_claim_abandoned(abandoned)?;
         rows.push(Row::new(
             "shmbus ManyPublisher, 1 process",
             "shmbus",
             "publish",
-            timed(n, |i| {
-                let _ = p.publish(&Msg([i; 8]));
-            }),
+            ns,
         ));
     }
     let (ns, detail) = two_publisher_processes(n)?;
@@ -463,7 +494,7 @@ pub fn run(quick: bool) -> Result<Vec<Row>, BenchError> {
         (1, "photon-ring MpPublisher, 1 thread"),
         (2, "photon-ring MpPublisher, 2 threads (mean, CPU time)"),
     ] {
-        let (ns, detail) = photon_threads(threads, n);
+        let (ns, detail) = photon_threads(threads, n)?;
         rows.push(Row {
             detail,
             ..Row::new(what, "photon-ring", "publish", ns)

@@ -4,7 +4,8 @@
 //! Every side that receives a message reads all of it, in place where the
 //! mechanism hands out shared memory, and checks it (see `payload`) before
 //! it reads the clock: a zero-copy mechanism does not get to skip the bytes
-//! a real consumer reads. Mismatches are counted, never fatal.
+//! a real consumer reads. Mismatches are counted here; a row with any fails
+//! the run once every row has run (`main`).
 
 use std::io;
 
@@ -137,6 +138,7 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
     let mut publish = (!duplex && plan.pace > 0).then(new_hist);
     let overhead = clock.fenced_overhead(1000);
     let end = plan.warmup + plan.count;
+    crate::fault::tear(&mut buf);
     for seq in plan.warmup..end {
         if let Some(h) = rtt.as_mut() {
             let t0 = clock.now();
@@ -163,6 +165,7 @@ pub fn send(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<SenderReport> {
         }
     }
     let after = counters.snapshot();
+    crate::fault::tear(&mut buf);
     Ok(SenderReport {
         rtt,
         publish,
@@ -204,6 +207,12 @@ pub fn receive(ep: &mut dyn Endpoint, plan: &Plan) -> io::Result<ReceiverReport>
     // measured message, if START was lost).
     let mut cpu_from: Option<(u64, u64)> = None;
     let (mut received, mut first, mut last, mut reported_lost) = (0u64, 0u64, 0u64, 0u64);
+    if crate::fault::injected() == Some(crate::fault::Fault::ReceiverFails) {
+        return Err(io::Error::other(format!(
+            "failed as {}=receiver-fails asked",
+            crate::fault::VAR
+        )));
+    }
     // The same at STOP.
     let stopped = loop {
         let msg = match ep.recv()? {

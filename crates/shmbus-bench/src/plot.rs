@@ -166,7 +166,7 @@ fn draw(results: &[Figures], mpmc: &[Row], t: f64, path: &Path) -> Result<(), St
 
 /// The pingpong and oneway figures that have latencies, grouped.
 fn latency_groups(results: &[Figures], t: f64) -> Vec<Group<'_>> {
-    let usable = |f: &&Figures| f.skipped.is_none() && f.ns(0.5, t).is_some();
+    let usable = |f: &&Figures| f.ran() && f.ns(0.5, t).is_some();
     [
         (Pattern::Pingpong, "pingpong round trip"),
         (Pattern::Oneway, "oneway, paced"),
@@ -197,7 +197,7 @@ fn latency_groups(results: &[Figures], t: f64) -> Vec<Group<'_>> {
 fn throughput_figures(results: &[Figures]) -> Vec<&Figures> {
     results
         .iter()
-        .filter(|f| f.case.pattern == Pattern::Throughput && f.skipped.is_none())
+        .filter(|f| f.case.pattern == Pattern::Throughput && f.ran())
         .filter(|f| f.msgs_per_sec().is_some_and(|r| r > 0.0))
         .collect()
 }

@@ -10,7 +10,9 @@ use crate::runner::Runner;
 use crate::settings::Settings;
 
 /// Runs every case: within a case, one block per mechanism per round, the
-/// mechanisms' order rotating every round.
+/// mechanisms' order rotating every round. A block's error marks its row
+/// failed (no later round of it runs) and the run goes on: the caller
+/// fails the run after the tables.
 pub fn run_all(
     runner: &mut Runner,
     mechanisms: &[&'static dyn Mechanism],
@@ -56,7 +58,7 @@ pub fn run_all(
             let n = mechanisms.len();
             for k in 0..n {
                 let i = (k + round) % n;
-                if figs[i].skipped.is_some() {
+                if figs[i].skipped.is_some() || figs[i].failed.is_some() {
                     continue;
                 }
                 let m = mechanisms[i];
@@ -73,7 +75,7 @@ pub fn run_all(
                     Ok(block) => figs[i].absorb(block, &plan, settings.ticks_per_ns)?,
                     Err(e) => {
                         bar.suspend(|| eprintln!("shmbus-bench: {e}"));
-                        figs[i].skipped = Some(e.to_string());
+                        figs[i].failed = Some(e.to_string());
                     }
                 }
                 bar.inc(1);

@@ -218,7 +218,9 @@ impl Runner {
                                 }
                             }
                         }
-                        Err(_) if Instant::now() < deadline => break,
+                        Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => break,
+                        // Every child's stdout ended with a report missing
+                        // (a receiver that failed or crashed), or time is up.
                         Err(_) => return Err(child_failure(name, &mut children)),
                     }
                 }

@@ -258,8 +258,14 @@ fn one_stall(label: &str, wait: WaitStrategy) -> Result<Option<Stall>, BenchErro
     let mut after = None;
     loop {
         let t = Instant::now();
-        let _ = p.publish(&msg);
+        let published = p.publish(&msg);
         let took = t.elapsed();
+        // A publish that failed returned at once: timed, it would pass for
+        // one that the eviction let through.
+        published.map_err(|e| BenchError::Stall {
+            found: e.to_string(),
+            expected: "a publish",
+        })?;
         longest = longest.max(took);
         if after.is_none() && took >= EVICT / 2 {
             after = Some(0u64);

@@ -119,6 +119,10 @@ pub fn print_tables(results: &[Figures], settings: &Settings) {
                 table.add_row(vec![name, format!("not run: {why}")]);
                 continue;
             }
+            if let Some(why) = &f.failed {
+                table.add_row(vec![name, format!("FAILED: {why}")]);
+                continue;
+            }
             let sys = f
                 .syscalls_per_msg()
                 .map_or("?".into(), |s| format!("{s:.2}"));
@@ -205,7 +209,7 @@ pub fn print_fanout_widths(results: &[Figures], settings: &Settings) {
     let t = settings.ticks_per_ns;
     let rows: Vec<&Figures> = results
         .iter()
-        .filter(|f| f.case.pattern == Pattern::Fanout && f.skipped.is_none())
+        .filter(|f| f.case.pattern == Pattern::Fanout && f.ran())
         .collect();
     let mut widths: Vec<usize> = rows.iter().map(|f| f.case.receivers).collect();
     widths.sort_unstable();

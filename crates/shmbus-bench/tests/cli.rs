@@ -3,9 +3,14 @@
 //! `child` subcommand and writes the JSON and the plot.
 //!
 //! Kept small: a real run takes minutes (CI runs `--quick` in release).
+//! Every run is under the testkit's watchdog ([`RUN_LIMIT`]).
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::time::Duration;
+
+/// How long one run may take before it is killed and the test fails: the
+/// longest (the lossless rows) takes about 30 s in a debug build.
+const RUN_LIMIT: Duration = Duration::from_secs(300);
 
 /// What a run of the binary left.
 struct Run {
@@ -15,14 +20,23 @@ struct Run {
 }
 
 fn bench(args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_shmbus-bench"))
-        .args(args)
-        .output()
-        .expect("run shmbus-bench");
+    bench_with(&[], args)
+}
+
+/// As [`bench`], with `env` set for the run (and its children).
+fn bench_with(env: &[(&str, &str)], args: &[&str]) -> Run {
+    let mut cmd = shmbus_testkit::command(env!("CARGO_BIN_EXE_shmbus-bench"), args);
+    cmd.envs(env.iter().copied());
+    let out = shmbus_testkit::Watched::spawn(
+        "shmbus-bench",
+        cmd,
+        shmbus_testkit::scale_deadline(RUN_LIMIT),
+    )
+    .wait();
     Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        code: out.code(),
+        stdout: out.stdout(),
+        stderr: out.stderr,
     }
 }
 
@@ -197,11 +211,137 @@ fn a_tiny_run_goes_through_child_processes_and_writes_json_and_plot() {
     assert!(plot.starts_with("<svg"), "{}", &plot[..plot.len().min(80)]);
 }
 
+/// A run of one bus row alone (`shmbus-unregistered`: the `shmbus` row
+/// would bring the many-publishers and blackboard tables), one round of
+/// a few hundred messages, with `SHMBUS_BENCH_FAULT=fault` and the JSON
+/// in `json`.
+fn faulty_run(fault: &str, pattern: &str, json: &TempFile) -> Run {
+    bench_with(
+        &[("SHMBUS_BENCH_FAULT", fault)],
+        &[
+            "--mechanisms",
+            "shmbus-unregistered",
+            "--patterns",
+            pattern,
+            "--msg-size",
+            "64",
+            "--rounds",
+            "1",
+            "--count",
+            "300",
+            "--json",
+            json.arg(),
+        ],
+    )
+}
+
+/// The JSON a run wrote.
+fn written(json: &TempFile) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(&json.0).expect("JSON written"))
+        .expect("valid JSON")
+}
+
+#[test]
+fn torn_payloads_fail_the_run_naming_the_row_after_its_tables_and_json() {
+    let json = TempFile::new("torn.json");
+    let run = faulty_run("torn-payload", "pingpong", &json);
+    // Each of the 300 pings, and each pong the sender checked; the 16 B
+    // row's messages have no payload past the header to tear.
+    run.assert_error(
+        1,
+        "1 row(s) failed, expected every row that runs to run with every payload intact: \
+         shmbus-unregistered pingpong 64 B x1: 600 message(s) failed the payload check \
+         (torn or corrupt)",
+    );
+    // The table still came out, saying so, and the JSON holds the count.
+    assert!(
+        run.stdout
+            .contains("payload check FAILED (torn or corrupt messages): shmbus-unregistered ("),
+        "{}",
+        run.stdout
+    );
+    let doc = written(&json);
+    let row = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["mechanism"] == "shmbus-unregistered" && r["msg_size"] == 64)
+        .cloned()
+        .expect("the row");
+    assert_eq!(row["checksum_errors"], 600, "{row}");
+    let missed = doc["targets"]
+        .as_array()
+        .expect("targets")
+        .iter()
+        .find(|t| {
+            t["target"] == "shmbus-unregistered pingpong 64 B x1 ran with every payload intact"
+        })
+        .cloned()
+        .expect("the row's target");
+    assert_eq!(missed["met"], false, "{missed}");
+}
+
+#[test]
+fn a_receiver_that_fails_fails_the_run_naming_the_row_instead_of_a_skipped_row() {
+    let json = TempFile::new("crashed.json");
+    let run = faulty_run("receiver-fails", "throughput", &json);
+    let line = run.stderr.lines().last().unwrap_or_default();
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    // Every size's row failed; each is named, with its receiver's words.
+    assert!(
+        line.starts_with("shmbus-bench: 7 row(s) failed, expected every row that runs")
+            && line.contains(
+                "; shmbus-unregistered throughput 64 B x1: shmbus-unregistered: receiver \
+                 failed: shmbus-unregistered: receive: failed as \
+                 SHMBUS_BENCH_FAULT=receiver-fails asked;"
+            ),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("FAILED: shmbus-unregistered: receiver failed"),
+        "{}",
+        run.stdout
+    );
+    let doc = written(&json);
+    let row = doc["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["mechanism"] == "shmbus-unregistered" && r["msg_size"] == 64)
+        .cloned()
+        .expect("the row");
+    assert!(row["skipped"].is_null(), "failed, not skipped: {row}");
+    assert!(
+        row["failed"]
+            .as_str()
+            .is_some_and(|w| w.contains("receiver failed")),
+        "{row}"
+    );
+    let targets = doc["targets"].as_array().expect("targets");
+    assert!(
+        targets.iter().any(|t| t["target"]
+            == "shmbus-unregistered throughput 64 B x1 ran with every payload intact"
+            && t["met"] == false),
+        "{targets:?}"
+    );
+}
+
+#[test]
+fn a_fault_the_bench_does_not_inject_is_refused_in_one_line_with_exit_code_2() {
+    bench_with(&[("SHMBUS_BENCH_FAULT", "gremlins")], &["--list"]).assert_error(
+        2,
+        "SHMBUS_BENCH_FAULT=\"gremlins\": expected torn-payload or receiver-fails, or unset",
+    );
+}
+
 #[test]
 fn ringfire_runs_every_pattern_across_processes_and_fanout_reports_its_worst_receiver() {
     let json = TempFile::new("ringfire.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_shmbus-bench"))
-        .args([
+    let cmd = shmbus_testkit::command(
+        env!("CARGO_BIN_EXE_shmbus-bench"),
+        &[
             "--quick",
             "--rounds",
             "1",
@@ -213,17 +353,18 @@ fn ringfire_runs_every_pattern_across_processes_and_fanout_reports_its_worst_rec
             "1,2",
             "--json",
             json.arg(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run shmbus-bench");
+        ],
+    );
+    let child = shmbus_testkit::Watched::spawn(
+        "shmbus-bench",
+        cmd,
+        shmbus_testkit::scale_deadline(RUN_LIMIT),
+    );
     // The run's files under /dev/shm are named after its process id.
-    let prefix = format!("shmbus-bench-{}-", child.id());
-    let out = child.wait_with_output().expect("wait for shmbus-bench");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let prefix = format!("shmbus-bench-{}-", child.pid());
+    let out = child.wait();
+    assert_eq!(out.code(), Some(0), "{}", out.stderr);
+    let stdout = out.stdout();
     assert!(
         stdout.contains("fanout by receivers: the worst receiver's one-way p50 / p99"),
         "{stdout}"
@@ -288,7 +429,7 @@ fn ringfire_runs_every_pattern_across_processes_and_fanout_reports_its_worst_rec
 }
 
 #[test]
-#[ignore = "about 20 s in a debug build; CI's release --quick run covers it"]
+#[ignore = "about 20 s in a debug build; .ci/run's --quick run checks every row of the table (ci/bench_check.py)"]
 fn mpmc_alone_prints_the_many_publishers_table() {
     let run = bench(&["--mpmc", "--quick"]);
     assert_eq!(run.code, Some(0), "{}", run.stderr);

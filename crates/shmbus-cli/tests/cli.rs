@@ -19,6 +19,7 @@ mod common;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 
 use common::{
     numbered_lines, publish, run_stdin, spawn_head, wait_for, wait_until_waiting, BusName,
@@ -137,7 +138,8 @@ fn sub_timeout_without_count_ends_quietly_with_success() {
     create(&bus, 8, 8);
     // Nothing new ever comes: the timeout alone ends it.
     let out = shmbus(&["sub", &bus, "--timeout", "0.2"]);
-    out.assert_success();
+    out.assert_success()
+        .assert_ended_by_timeout(Duration::from_millis(200));
     assert_eq!(out.stdout(), "");
     assert_eq!(out.stderr, "");
 }
@@ -159,7 +161,8 @@ fn sub_timeout_before_count_is_reached_is_an_error_naming_the_missing_message() 
         "0.3",
     ];
     let out = shmbus(&args);
-    out.assert_error(1, "timed out");
+    out.assert_error(1, "timed out")
+        .assert_ended_by_timeout(Duration::from_millis(300));
     assert_eq!(
         out.stderr,
         "shmbus: timed out after 0.3 s waiting for message 3 of 5\n"
@@ -184,6 +187,7 @@ fn every_wait_strategy_delivers_and_honours_the_timeout() {
         );
         let idle = shmbus(&["sub", &bus, "--wait", wait, "--timeout", "0.2"]);
         assert_eq!(idle.assert_success().stdout(), "", "{wait}");
+        idle.assert_ended_by_timeout(Duration::from_millis(200));
     }
 }
 
@@ -212,7 +216,15 @@ fn a_lapped_subscriber_accounts_for_every_message_published() {
     // it also covers starting the `pub` process on a loaded machine.
     let sub = spawn_sub(&[&bus, "--from", "oldest", "--timeout", "3"]);
     wait_until_waiting(&bus, &sub);
-    publish(&bus, &numbered_lines(1..=published));
+    // Stopped (SIGSTOP) while the first half goes by, it is lapped for
+    // sure; then it races the second half.
+    common::signal(&sub, rustix::process::Signal::STOP);
+    wait_for("the subscriber to stop", || {
+        common::process_state(sub.pid()) == Some('T')
+    });
+    publish(&bus, &numbered_lines(1..=published / 2));
+    common::signal(&sub, rustix::process::Signal::CONT);
+    publish(&bus, &numbered_lines(published / 2 + 1..=published));
     let out = sub.wait();
     out.assert_success();
     let delivered: Vec<u64> = out
@@ -233,6 +245,7 @@ fn a_lapped_subscriber_accounts_for_every_message_published() {
                 .unwrap_or_else(|| panic!("unexpected stderr line {l:?}"))
         })
         .sum();
+    assert!(skipped > 0, "lapped while stopped, yet no lag reported");
     assert_eq!(delivered.len() as u64 + skipped, published);
     assert_eq!(delivered.last(), Some(&published), "the last one arrives");
 }
@@ -1193,7 +1206,12 @@ fn demo_quick_prints_round_lines_and_every_subscriber_ends_with_the_publishers_s
 fn demo_spin_cpu_gives_live_1_a_cpu_of_its_own_and_its_lines_say_so() {
     let out = shmbus(&["demo", "--quick", "--spin-cpu", "100000"]);
     out.assert_error(2, "--spin-cpu 100000: not one of at least two CPUs");
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        common::skip(
+            common::Need::TwoCpus,
+            format!("--spin-cpu needs two CPUs; this process may use {cpus}"),
+        );
         return;
     }
     let dir = ShmDir::new("demo-spin");
@@ -1323,7 +1341,10 @@ fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
     ]);
     if out.code() != Some(0) {
         out.assert_error(1, "transparent huge pages");
-        println!("SKIPPED: no transparent huge pages here: {}", out.stderr);
+        common::skip(
+            common::Need::TransparentHugePages,
+            format!("no transparent huge pages here: {}", out.stderr.trim()),
+        );
         assert!(!dir.file("b").exists(), "a refused bus left its file");
         return;
     }

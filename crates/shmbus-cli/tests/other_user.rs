@@ -5,8 +5,8 @@
 //! team's directory who cleans it is told of a bus there it may not open.
 //! The other user is uid 65534 (`nobody`), run through `setpriv`, as an
 //! attacker (or a team member) on the same machine would be; the tests
-//! need root for that and say SKIPPED elsewhere, except under CI (`CI`
-//! set), which runs as root: there they fail instead.
+//! need root for that and skip elsewhere (`common::skip`: under CI's
+//! strict skips, which run as root, a skip fails).
 
 mod common;
 
@@ -18,18 +18,16 @@ use common::{run, run_shmbus as shmbus, BusName, CliOutput, Finished};
 
 const NOBODY: &str = "65534";
 
-/// Whether this process can run a command as uid 65534 (root can): where
-/// it cannot, a test says SKIPPED and why, or fails under CI, where a test
-/// that passes unrun would prove nothing.
+/// Whether this process can run a command as uid 65534 (root can); where
+/// it cannot, the test skips (`common::skip`, which fails under CI).
 fn can_be_nobody() -> bool {
     if rustix::process::geteuid().is_root() {
         return true;
     }
-    assert!(
-        std::env::var_os("CI").is_none_or(|v| v.is_empty()),
-        "CI runs as root, and this test needs it: only root can run a command as uid 65534"
+    common::skip(
+        common::Need::Root,
+        "only root can run a command as uid 65534",
     );
-    println!("SKIPPED: only root can run a command as uid 65534");
     false
 }
 

@@ -17,7 +17,8 @@
 //! Whether the alternate screen was left and the cursor is shown, tmux
 //! itself says (`#{alternate_on}`, `#{cursor_flag}`).
 //!
-//! Without tmux, each tmux test prints "SKIPPED: no tmux" and passes.
+//! Without tmux, each tmux test skips (`common::skip`: it fails under
+//! strict skips, as in CI, which installs tmux).
 
 mod common;
 
@@ -73,7 +74,7 @@ impl Tmux {
     /// `top`: bounded by `timeout`, its exit status printed after it.
     fn start_shmbus(env: &[(&str, &str)], args: &[&str]) -> Option<Tmux> {
         if find_program("tmux").is_none() {
-            println!("SKIPPED: no tmux");
+            common::skip(common::Need::Tmux, "no tmux on PATH");
             return None;
         }
         let mut tmux = Tmux {

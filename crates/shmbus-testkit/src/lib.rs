@@ -35,6 +35,11 @@
 //!   and a child's deadline lengthened to match above 1.
 //! - **Blackboard keys** ([`blackboard_home`]): where a key's probe
 //!   starts, from LAYOUT §25.4, to pick keys that share an entry.
+//! - **Skips** ([`skip`], [`Need`]): the one way a test says it cannot
+//!   check what it names here (no root, no tmux, no huge pages); it
+//!   fails the test under strict skips (`SHMBUS_STRICT_SKIPS=1` or
+//!   `CI=true`, as `.ci/run` runs) unless `SHMBUS_ALLOW_SKIPS` names
+//!   what is missing.
 //! - **Process state** ([`process_state`]): whether a process is asleep,
 //!   stopped, and so on, as /proc says.
 //! - **Unique names** ([`BusName`], [`ShmDir`], [`RuntimeDir`],
@@ -62,6 +67,7 @@ mod run;
 mod runtime_dir;
 mod scale;
 mod shm_dir;
+mod skip;
 mod spawn_lock;
 mod wait;
 mod watchdog;
@@ -79,6 +85,7 @@ pub use run::{command, run, run_with_input, spawn, spawn_head, with_stdout_close
 pub use runtime_dir::RuntimeDir;
 pub use scale::{scale, scale_deadline, scale_min, test_scale, SCALE_VAR};
 pub use shm_dir::ShmDir;
+pub use skip::{skip, strict_skips, Need, ALLOW_VAR, STRICT_VAR};
 pub use spawn_lock::no_spawn_in_flight;
 pub use wait::{wait_for, wait_for_within};
 pub use watchdog::{Finished, Watched};

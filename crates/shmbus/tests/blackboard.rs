@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{param, print_ready, role, scale_min, spawn_child, splitmix, BusName};
-use shmbus::blackboard::{BlackboardOptions, GetError, PutError, Reader, Writer};
+use shmbus::blackboard::{BlackboardOptions, GetError, PutError, Reader, RemoveError, Writer};
 use shmbus::{AttachError, BusOptions, Kind, OpenError, OpenOptions, Publisher, Wait};
 
 /// A 64-byte value whose every mix of two writes fails [`check`].
@@ -297,6 +297,7 @@ fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
     let table = std::fs::metadata(&path).expect("stat").len() - 2 * page;
     let rounds = scale_min(200, 20);
     let (mut busy, mut stuck, mut corrupt, mut found) = (0, 0, 0, 0);
+    let (mut written, mut removed, mut refused) = (0u64, 0u64, 0u64);
     for round in 0..rounds {
         // Some rounds trash everything, others a few words: odd stamps,
         // unknown tags, keys that match nothing, versions near the top.
@@ -335,14 +336,38 @@ fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
         let mut writer =
             Writer::<u64, Value>::attach(name.name(), &OpenOptions::default()).expect("attach");
         for k in 0..keys + 8 {
-            let _ = writer.put(&k, &value(k, 2));
+            // Full (the wreck's keys fill the table) and Busy are what a
+            // wreck may cost; a put that says Ok wrote what it was given.
+            match writer.put(&k, &value(k, 2)) {
+                Ok(_) => {
+                    written += 1;
+                    if let Ok(got) = reader.get(&k) {
+                        let got = got.map(|e| e.value);
+                        assert_eq!(got, Some(value(k, 2)), "round {round}: key {k} put");
+                    }
+                }
+                Err(PutError::Full { .. } | PutError::Busy { .. }) => refused += 1,
+                Err(e) => panic!("round {round}: put {k}: {e}"),
+            }
             if k % 3 == 0 {
-                let _ = writer.remove(&k);
+                match writer.remove(&k) {
+                    Ok(_) => removed += 1,
+                    Err(RemoveError::Busy { .. }) => refused += 1,
+                    Err(e) => panic!("round {round}: remove {k}: {e}"),
+                }
             }
         }
     }
     assert!(stuck + corrupt > 0, "the hostile bytes were never seen");
-    eprintln!("hostile: found {found} busy {busy} stuck {stuck} corrupt {corrupt}");
+    // The writer repairs the wreck: most of its writes go through.
+    assert!(
+        written > refused,
+        "{written} puts written, {refused} puts and removes refused"
+    );
+    eprintln!(
+        "hostile: found {found} busy {busy} stuck {stuck} corrupt {corrupt}; \
+         written {written} removed {removed} refused {refused}"
+    );
     name.finish();
 }
 

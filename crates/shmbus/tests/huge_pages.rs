@@ -3,9 +3,11 @@
 //! /proc/meminfo's counters printed alongside), and a system that cannot
 //! give them is a typed error that leaves no file behind.
 //!
-//! The working paths depend on the machine (a kernel with `MADV_COLLAPSE`,
-//! a hugetlbfs mount with free pages); where it cannot, the test says
-//! `SKIPPED: <why>` and checks only what it can. Nothing here needs root.
+//! The working paths depend on the machine (a kernel with `MADV_COLLAPSE`
+//! and transparent huge pages for tmpfs, a hugetlbfs mount); where it
+//! cannot, the test skips (`shmbus_testkit::skip`, which fails it under
+//! strict skips unless allowed) and checks only what it can. Nothing here
+//! needs root.
 
 mod common;
 
@@ -84,7 +86,10 @@ fn transparent_huge_pages_back_the_data_pages_of_creator_and_subscriber() {
             | HugePageError::ShmemDenied { .. }
             | HugePageError::Collapse { .. }),
         )) => {
-            println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
+            common::skip(
+                common::Need::TransparentHugePages,
+                format!("this system gives no transparent huge pages to tmpfs: {e}"),
+            );
             assert!(!bus.path().exists(), "a refused bus left its file");
             bus.finish();
             return;
@@ -135,7 +140,10 @@ fn transparent_huge_pages_on_a_disk_file_are_refused_naming_its_file_system() {
             assert_eq!(path, bus.path());
             assert_ne!(found, "tmpfs");
         }
-        Ok(_) => println!("SKIPPED: {} is on tmpfs here", dir.display()),
+        Ok(_) => common::skip(
+            common::Need::DiskTargetDir,
+            format!("{} is on tmpfs here", dir.display()),
+        ),
         Err(e) => panic!("expected NotTmpfs, got: {e}"),
     }
     assert!(!bus.path().exists(), "a refused bus left its file");
@@ -188,9 +196,10 @@ fn hugetlbfs_mount() -> Option<(PathBuf, u64)> {
 #[test]
 fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
     let Some((mount, page)) = hugetlbfs_mount() else {
-        println!(
-            "SKIPPED: no hugetlbfs mount (as root: mount -t hugetlbfs -o mode=1777 none \
-             /dev/hugepages; echo 8 > /proc/sys/vm/nr_hugepages)"
+        common::skip(
+            common::Need::Hugetlbfs,
+            "no hugetlbfs mount (as root: mount -t hugetlbfs -o mode=1777 none \
+             /dev/hugepages; echo 8 > /proc/sys/vm/nr_hugepages)",
         );
         return;
     };
@@ -217,7 +226,10 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
             return;
         }
         Err(e @ CreateError::PermissionDenied { .. }) => {
-            println!("SKIPPED: cannot create files on {}: {e}", mount.display());
+            common::skip(
+                common::Need::Hugetlbfs,
+                format!("cannot create files on {}: {e}", mount.display()),
+            );
             return;
         }
         Err(e) => panic!("create on {}: {e}", mount.display()),
@@ -260,7 +272,10 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
             drop(p);
         }
         Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
-            println!("SKIPPED: this system gives no transparent huge pages to tmpfs: {e}");
+            common::skip(
+                common::Need::TransparentHugePages,
+                format!("this system gives no transparent huge pages to tmpfs: {e}"),
+            );
             assert!(!bus.path().exists(), "a refused bus left its file");
             assert!(
                 !dir.path().join("j").exists(),

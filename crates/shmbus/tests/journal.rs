@@ -952,7 +952,7 @@ fn a_joiner_lapped_by_the_ring_reads_what_it_missed_back_from_the_journal() {
     let (dir, bus, mut p) = journaled("jlapped", 100, keys);
     let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     // Read into the live part, then fall 10 laps of the 64-slot ring behind.
-    let _ = drain_to(&mut sub, 100, keys);
+    assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
     assert_eq!(sub.try_recv(), None);
     assert!(sub.is_live(), "on the ring now");
     for i in 100..740 {
@@ -1395,7 +1395,10 @@ fn a_fifo_a_device_or_a_symlink_at_the_journal_path_is_refused_at_once_naming_wh
     ] {
         std::fs::remove_file(&path).expect("remove the journal");
         if !plant(kind, &path) {
-            println!("SKIPPED: {kind}: only root may make a device here");
+            common::skip(
+                common::Need::Root,
+                format!("{kind}: only root may make a device here"),
+            );
             continue;
         }
         // Under a watchdog: a reader that blocks in open(2) fails the test.
@@ -1647,7 +1650,10 @@ fn a_journaled_bus_its_journal_and_each_compaction_s_file_get_the_group_asked_fo
     use std::os::unix::fs::MetadataExt;
     if !rustix::process::geteuid().is_root() || rustix::process::getegid().as_raw() == OTHER_GID {
         // Only root may give a file a group it is not in.
-        println!("SKIPPED: needs root with an egid other than {OTHER_GID}");
+        common::skip(
+            common::Need::Root,
+            format!("needs root with an egid other than {OTHER_GID}"),
+        );
         return;
     }
     let dir = ShmDir::new("F-group");

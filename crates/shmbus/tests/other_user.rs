@@ -5,7 +5,7 @@
 //!
 //! The child drops to the other user itself (setgroups, setresgid,
 //! setresuid, as `setpriv --reuid 65534` would) before it opens anything.
-//! Needs root to do so; elsewhere the test says it was skipped.
+//! Needs root to do so; elsewhere the test skips (`shmbus_testkit::skip`).
 
 mod common;
 
@@ -116,7 +116,10 @@ fn root() -> bool {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     if !root {
-        println!("skipped: only root can run a child as uid {NOBODY}");
+        shmbus_testkit::skip(
+            shmbus_testkit::Need::Root,
+            format!("only root can run a child as uid {NOBODY}"),
+        );
     }
     root
 }

@@ -491,7 +491,10 @@ fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
     )
     .expect("create");
     if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
-        eprintln!("SKIPPED: this machine cannot unshare a pid namespace (needs root)");
+        common::skip(
+            common::Need::Namespaces,
+            "this machine cannot unshare a pid namespace (needs root)",
+        );
         bus.finish();
         return;
     }

@@ -271,14 +271,26 @@ fn a_journal_subscriber_is_ready_while_it_reads_the_file_and_then_wakes_for_live
         select.ready(&[&sub], Wait::For(Duration::from_millis(20))),
         None
     );
+    // Published once the select below sleeps: its wake-up is what is
+    // checked, not its first look.
+    let selecting = rustix::thread::gettid();
     let writer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(30));
+        common::wait_for("the select to sleep", &mut [], || {
+            common::in_futex_wait(selecting)
+        });
         publisher.publish(&3).expect("publish");
         publisher
     });
+    let asked = std::time::Instant::now();
     assert_eq!(
         select.ready(&[&sub], Wait::For(Duration::from_secs(10))),
         Some(0)
+    );
+    // Woken by the publish, not by the end of the wait.
+    assert!(
+        asked.elapsed() < Duration::from_secs(5),
+        "woke after {:?}",
+        asked.elapsed()
     );
     assert!(matches!(sub.recv(Wait::Never), Some(Received::Message(e)) if e.msg == 3));
     let publisher = writer.join().expect("writer");

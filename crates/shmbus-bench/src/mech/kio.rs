@@ -512,7 +512,7 @@ mod tests {
     /// The sender never waits forever for receivers that do not come (or,
     /// for mq, whose queues do not drain).
     #[test]
-    #[ignore = "waits 10 to 20 s"]
+    #[ignore = "waits 10 to 20 s: .ci/run runs it with --ignored"]
     fn sender_gives_up_without_receivers() {
         let threads: Vec<_> = ALL
             .into_iter()

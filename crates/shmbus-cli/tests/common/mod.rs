@@ -11,8 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 pub use shmbus_testkit::{
-    process_state, run, run_with_input, spawn, spawn_head, with_stdout_closed, BusName, Finished,
-    ShmDir, Watched, RUN_DEADLINE,
+    process_state, run, run_with_input, skip, spawn, spawn_head, with_stdout_closed, BusName,
+    Finished, Need, ShmDir, Watched, RUN_DEADLINE,
 };
 
 /// `shmbus ARGS`, stdin /dev/null, stdout and stderr piped.
@@ -113,7 +113,16 @@ pub trait CliOutput {
     /// Exit `code` and exactly one stderr line, `shmbus: ...`, containing
     /// `needle`.
     fn assert_error(&self, code: i32, needle: &str) -> &Self;
+
+    /// The run ended by its `--timeout`: it took `timeout` or longer, by
+    /// at most [`LATE`] (process start and a loaded machine's scheduling),
+    /// far below the run's watchdog.
+    fn assert_ended_by_timeout(&self, timeout: std::time::Duration) -> &Self;
 }
+
+/// How late a run may end past its `--timeout` (see
+/// [`CliOutput::assert_ended_by_timeout`]).
+pub const LATE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl CliOutput for Finished {
     fn json(&self) -> Value {
@@ -131,6 +140,15 @@ impl CliOutput for Finished {
         assert!(
             self.stderr.contains(needle),
             "stderr lacks {needle:?}: {self:?}"
+        );
+        self
+    }
+
+    fn assert_ended_by_timeout(&self, timeout: std::time::Duration) -> &Self {
+        assert!(
+            self.took >= timeout && self.took < timeout + LATE,
+            "took {:?}, expected its timeout {timeout:?} and at most {LATE:?} more: {self:?}",
+            self.took
         );
         self
     }

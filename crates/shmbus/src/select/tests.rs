@@ -10,6 +10,20 @@ type HeapPair = (
     Subscriber<u64, Arc<HeapRegion>>,
 );
 
+/// Waits until a sleeper raised its flag on `p`'s bus (bit 0 of the futex
+/// word): on a fresh heap bus, only a select about to sleep does. A
+/// publish after this wakes a sleeping select, not one still looking.
+fn wait_until_asleep_on(p: &Publisher<u64, Arc<HeapRegion>>) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while p.ring.doorbell().load(crate::sync::Ordering::SeqCst) & 1 == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the select never went to sleep"
+        );
+        std::thread::yield_now();
+    }
+}
+
 fn buses(n: usize) -> Vec<HeapPair> {
     (0..n)
         .map(|_| {
@@ -93,7 +107,7 @@ fn a_sleeping_select_wakes_when_another_thread_publishes_on_any_member() {
     let subs = b;
     let last = publisher.subscribe(Start::Next, WaitStrategy::default());
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(20));
+        wait_until_asleep_on(&publisher);
         publisher.publish(&5);
         publisher
     });
@@ -123,7 +137,7 @@ fn a_select_over_more_members_than_futex_waitv_takes_still_wakes() {
     let mut b = buses(WAITV_MAX + 20);
     let (mut publisher, last) = b.pop().expect("one bus");
     let t = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(20));
+        wait_until_asleep_on(&publisher);
         publisher.publish(&5);
         publisher
     });

@@ -83,6 +83,20 @@ impl FileWord32 {
     }
 }
 
+/// Whether thread `tid` of this process is blocked in a futex wait
+/// (`futex` or `futex_waitv`, as a select sleeps), as
+/// /proc/self/task/<tid>/syscall says: for a test that must act only once
+/// another thread sleeps, not sleep itself and hope.
+pub fn in_futex_wait(tid: rustix::thread::Pid) -> bool {
+    let path = format!("/proc/self/task/{}/syscall", tid.as_raw_nonzero());
+    let syscall = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {path}: {e}"));
+    let nr = syscall
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse::<i64>().ok());
+    matches!(nr, Some(n) if n == libc::SYS_futex || n == libc::SYS_futex_waitv)
+}
+
 /// Whether a thread of process `pid` is blocked in a `futex` system call on
 /// a word inside that process's mapping of `path`: read from
 /// /proc/<pid>/maps and /proc/<pid>/task/*/syscall. `None` if /proc does

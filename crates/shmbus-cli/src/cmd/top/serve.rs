@@ -379,12 +379,32 @@ mod tests {
         client.write_all(b"GET /metr").expect("send");
         let start = Instant::now();
         let deadline = start + Duration::from_millis(200);
-        let _ = serve(server, "M 1\n", deadline, || true);
+        let served = serve(server, "M 1\n", deadline, || true);
         let took = start.elapsed();
         assert!(took >= Duration::from_millis(150), "ended early: {took:?}");
         assert!(
             took < Duration::from_secs(2),
             "held past its deadline: {took:?}"
         );
+        // Its read timed out (or the deadline was found passed): dropped
+        // for that, not for another error, and without an answer.
+        assert!(
+            match &served {
+                Ok(()) => true,
+                Err(e) => matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ),
+            },
+            "{served:?}"
+        );
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("timeout");
+        let mut answer = Vec::new();
+        client
+            .read_to_end(&mut answer)
+            .expect("the connection closed");
+        assert!(answer.is_empty(), "answered: {answer:?}");
     }
 }
