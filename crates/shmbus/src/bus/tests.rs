@@ -508,7 +508,7 @@ mod gate {
     fn an_eviction_timeout_past_the_most_is_read_as_the_most_whatever_the_file_says() {
         use crate::mem::Region;
         let name = Name::new("evictcap");
-        let opts = BusOptions::new(8).evict_after(Duration::from_secs(3600));
+        let opts = BusOptions::new(8).evict_after(crate::bus::MAX_EVICT);
         let p = Publisher::<u64>::create(&name.0, &opts).expect("create");
         let at = p.ring.control_field(crate::wire::control::EVICT_NS);
         let recorded = p
@@ -516,11 +516,7 @@ mod gate {
             .region()
             .word(at)
             .load(crate::sync::Ordering::Relaxed);
-        assert_eq!(
-            recorded,
-            crate::bus::MAX_EVICT.as_nanos() as u64,
-            "recorded capped"
-        );
+        assert_eq!(recorded, crate::bus::MAX_EVICT.as_nanos() as u64);
         // A hostile peer's value: a publisher that attaches reads the cap.
         p.ring
             .region()
@@ -529,6 +525,89 @@ mod gate {
         drop(p);
         let p = Publisher::<u64>::attach(&name.0, &OpenOptions::default()).expect("attach");
         assert_eq!(p.evict_timeout(), crate::bus::MAX_EVICT);
+    }
+
+    #[test]
+    // /dev/shm files: Miri maps no files.
+    #[cfg_attr(miri, ignore)]
+    fn a_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_at_create_naming_it_and_leaves_no_file() {
+        use crate::error::GeometryError;
+        use crate::pool::{PoolOptions, PoolPublisher};
+        let (min, max) = (crate::bus::MIN_TIMEOUT, crate::bus::MAX_EVICT);
+        let refused = |option: &'static str, found: Duration| {
+            move |err: Option<crate::CreateError>| match err {
+                Some(crate::CreateError::InvalidGeometry(e @ GeometryError::Timeout { .. })) => {
+                    assert_eq!(
+                        e,
+                        GeometryError::Timeout {
+                            option,
+                            found,
+                            min,
+                            max
+                        }
+                    );
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(option) && text.contains("expected 1ms to 60s"),
+                        "{text}"
+                    );
+                }
+                other => panic!("{option} {found:?}: expected a timeout error, got {other:?}"),
+            }
+        };
+        let name = Name::new("timeouts");
+        let gone = || !std::path::Path::new(&name.0).exists();
+        let outside = [
+            Duration::ZERO,
+            Duration::from_micros(999),
+            max + Duration::from_nanos(1),
+        ];
+        for found in outside {
+            let opts = BusOptions::new(8).evict_after(found);
+            refused("eviction timeout", found)(Publisher::<u64>::create(&name.0, &opts).err());
+            let many = BusOptions::new(8).many().evict_after(found);
+            refused("eviction timeout", found)(
+                crate::bus::ManyPublisher::<u64>::create(&name.0, &many).err(),
+            );
+            let many = BusOptions::new(8).many().unblock_timeout(found);
+            refused("unblock timeout", found)(
+                crate::bus::ManyPublisher::<u64>::create(&name.0, &many).err(),
+            );
+            let pool = PoolOptions::new(4, 64, 5).evict_after(found);
+            refused("eviction timeout", found)(PoolPublisher::<[u8]>::create(&name.0, &pool).err());
+            let pool = PoolOptions::new(4, 64, 5).many().unblock_timeout(found);
+            refused("unblock timeout", found)(
+                PoolPublisher::<[u8]>::create_many(&name.0, &pool).err(),
+            );
+            let journal = std::env::temp_dir().join(format!(
+                "shmbus-unit-gate-timeouts-{}.journal",
+                std::process::id()
+            ));
+            let err = crate::journal::JournalPublisher::<u64>::create(
+                &name.0,
+                &opts,
+                &crate::journal::JournalOptions::new(&journal),
+            )
+            .err();
+            match err {
+                Some(crate::journal::JournalCreateError::Create(e)) => {
+                    refused("eviction timeout", found)(Some(e))
+                }
+                other => panic!("a journaled bus: expected a timeout error, got {other:?}"),
+            }
+            assert!(!journal.exists(), "a refused create left its journal");
+            assert!(gone(), "a refused create left {}", name.0);
+        }
+        // The bounds themselves are taken.
+        for ok in [min, max] {
+            let opts = BusOptions::new(8)
+                .many()
+                .evict_after(ok)
+                .unblock_timeout(ok);
+            let p = crate::bus::ManyPublisher::<u64>::create(&name.0, &opts).expect("in bounds");
+            drop(p);
+            crate::remove(&name.0).expect("remove");
+        }
     }
 
     #[test]
