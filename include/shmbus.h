@@ -380,8 +380,10 @@ typedef struct shmbus_bus_options_t {
      * Many-publisher buses only (shmbus_many_publisher_create,
      * shmbus_pool_publisher_create_many): nanoseconds a claimed slot may
      * stay uncommitted (its publisher died or stalled) before subscribers
-     * skip it; 0 = 1 s. Must be 0 for a single-publisher bus, which has
-     * no unblock timeout: anything else is refused there with
+     * skip it: 1 ms to 60 s, another is refused with
+     * SHMBUS_E_INVALID_ARGUMENT (0 = 1 s, the default, as for every
+     * field here). Must be 0 for a single-publisher bus, which has no
+     * unblock timeout: anything else is refused there with
      * SHMBUS_E_INVALID_ARGUMENT.
      */
     uint64_t unblock_timeout_ns;
@@ -431,8 +433,9 @@ typedef struct shmbus_bus_options_t {
     uint32_t lossless_subscribers;
     /**
      * Nanoseconds one lossless subscriber may hold the publisher back
-     * before it is evicted (demoted to lossy) and the publisher goes on
-     * (0 = 1 s; at most 60 s, more is refused).
+     * before it is evicted (demoted to lossy) and the publisher goes on:
+     * 1 ms to 60 s, another is refused with SHMBUS_E_INVALID_ARGUMENT
+     * (0 = 1 s, the default, as for every field here; never "at once").
      */
     uint64_t evict_after_ns;
 } shmbus_bus_options_t;

@@ -7,7 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    bus::{ManyPublisher, TryPublishError, DEFAULT_MAX_LOSSLESS, MAX_EVICT},
+    bus::{
+        ManyPublisher, TryPublishError, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
+    },
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
@@ -110,7 +112,7 @@ impl PyPublisher {
     /// `lossless_subscribers`: how many lossless subscribers may hold the
     /// publisher back at once (0: refused, so `publish` never waits);
     /// `evict_after`: seconds one may hold it back before it is evicted
-    /// (demoted to lossy), at most 60.
+    /// (demoted to lossy), 0.001 to 60 (0 is a `ValueError`).
     #[pyo3(signature = (name, *, msg_size, capacity = 1024, type_name = None, type_align = 1, mode = 0o600, lossless_subscribers = DEFAULT_MAX_LOSSLESS, evict_after = 1.0))]
     #[allow(clippy::too_many_arguments)]
     fn create(
@@ -200,15 +202,23 @@ handle_methods!(
 );
 
 /// `evict_after` seconds as the eviction timeout: a `ValueError` naming
-/// the limit for a negative, NaN or too large one.
+/// the bounds for 0, a negative, NaN or too large one.
 pub(crate) fn evict_timeout(evict_after: f64) -> PyResult<Duration> {
-    let max = MAX_EVICT.as_secs_f64();
-    if !(0.0..=max).contains(&evict_after) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "evict_after must be a number of seconds from 0 to {max} (MAX_EVICT), got {evict_after}"
-        )));
+    timeout_seconds("evict_after", evict_after, MAX_EVICT)
+}
+
+/// `seconds` of the argument `arg` as a timeout of `MIN_TIMEOUT..=max`
+/// (1 ms to 60 s), else a `ValueError` naming the bounds: 0 is refused,
+/// as by the library's create and the CLI, not read as "at once".
+fn timeout_seconds(arg: &str, seconds: f64, max: Duration) -> PyResult<Duration> {
+    match Duration::try_from_secs_f64(seconds) {
+        Ok(d) if (MIN_TIMEOUT..=max).contains(&d) => Ok(d),
+        _ => Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{arg} must be a number of seconds from {} to {}, got {seconds}",
+            MIN_TIMEOUT.as_secs_f64(),
+            max.as_secs_f64()
+        ))),
     }
-    Ok(Duration::from_secs_f64(evict_after))
 }
 
 /// A `publish` of either publisher kind (`publish` is its
@@ -268,8 +278,9 @@ impl PyManyPublisher {
 impl PyManyPublisher {
     /// Creates the many-publisher bus `name`. `unblock_timeout`: seconds a
     /// claimed slot may stay uncommitted (its publisher died) before
-    /// subscribers skip it. `lossless_subscribers` and `evict_after` as
-    /// for `Publisher.create`: a claim never passes a lossless subscriber.
+    /// subscribers skip it, 0.001 to 60 (0 is a `ValueError`).
+    /// `lossless_subscribers` and `evict_after` as for `Publisher.create`:
+    /// a claim never passes a lossless subscriber.
     #[classmethod]
     #[pyo3(signature = (name, *, msg_size, capacity = 1024, unblock_timeout = 1.0, type_name = None, type_align = 1, mode = 0o600, lossless_subscribers = DEFAULT_MAX_LOSSLESS, evict_after = 1.0))]
     #[allow(clippy::too_many_arguments)]
@@ -286,9 +297,7 @@ impl PyManyPublisher {
         lossless_subscribers: u32,
         evict_after: f64,
     ) -> PyResult<Self> {
-        let unblock = Duration::try_from_secs_f64(unblock_timeout).map_err(|_| {
-            pyo3::exceptions::PyValueError::new_err("unblock_timeout must be >= 0 seconds")
-        })?;
+        let unblock = timeout_seconds("unblock_timeout", unblock_timeout, MAX_UNBLOCK)?;
         let opts = BusOptions::new(capacity)
             .msg_size(msg_size)
             .mode(mode)

@@ -277,11 +277,30 @@ def test_a_lossless_pool_subscriber_reads_every_block_while_the_publisher_waits_
             assert got == list(range(n)) and sub.lossless
 
 
-@pytest.mark.parametrize("evict_after", [-1.0, float("nan"), 61.0, float("inf")])
-def test_an_evict_after_negative_nan_or_too_large_is_a_value_error_naming_the_limit(bus_name, evict_after):
-    with pytest.raises(ValueError, match=r"evict_after must be a number of seconds from 0 to 60"):
+@pytest.mark.parametrize("evict_after", [0, 0.0, 0.0009, -1.0, float("nan"), 61.0, float("inf")])
+def test_an_evict_after_of_0_negative_nan_or_outside_1_ms_to_60_s_is_a_value_error_naming_the_bounds(
+        bus_name, evict_after):
+    # 0 is refused, as by the CLI and the library, not a bus that evicts at once.
+    with pytest.raises(ValueError, match=r"evict_after must be a number of seconds from 0.001 to 60"):
         shmbus.Publisher.create(bus_name, msg_size=8, capacity=8, evict_after=evict_after)
+    with pytest.raises(ValueError, match=r"evict_after must be a number of seconds from 0.001 to 60"):
+        shmbus.PoolPublisher.create(bus_name, block_size=64, blocks=8, capacity=4, evict_after=evict_after)
     assert not os.path.exists(f"/dev/shm/{bus_name}")
+
+
+@pytest.mark.parametrize("unblock_timeout", [0, 0.0009, -1.0, float("nan"), 61.0])
+def test_an_unblock_timeout_of_0_or_outside_1_ms_to_60_s_is_a_value_error_naming_the_bounds(
+        bus_name, unblock_timeout):
+    with pytest.raises(ValueError, match=r"unblock_timeout must be a number of seconds from 0.001 to 60"):
+        shmbus.ManyPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=unblock_timeout)
+    assert not os.path.exists(f"/dev/shm/{bus_name}")
+
+
+def test_the_timeout_bounds_themselves_are_taken(bus_name):
+    for seconds in (0.001, 60.0):
+        shmbus.ManyPublisher.create(bus_name, msg_size=8, capacity=8, unblock_timeout=seconds,
+                                    evict_after=seconds).close()
+        shmbus.remove(bus_name)
 
 
 def test_a_dtype_whose_itemsize_is_not_the_message_size_is_a_type_mismatch(bus_name):

@@ -1326,6 +1326,42 @@ fn unblock_ms_without_publishers_many_is_refused_and_with_it_is_the_bus_s_timeou
 }
 
 #[test]
+fn unblock_ms_of_0_or_past_60000_is_refused_in_one_line_for_many_publishers_and_many_writers() {
+    let dir = ShmDir::new("unblock-bounds");
+    let bus = dir.bus("b");
+    // 0 let readers skip a live claim at once (a `pub` lost lines to it);
+    // 60001 and more would hold every reader behind a dead claim as long.
+    let kinds: [&[&str]; 2] = [
+        &["--msg-size", "8", "--slots", "64", "--publishers", "many"],
+        &[
+            "--kind",
+            "blackboard",
+            "--keys",
+            "4",
+            "--key-size",
+            "8",
+            "--value-size",
+            "8",
+            "--many-writers",
+        ],
+    ];
+    for kind in kinds {
+        for far in ["0", "60001", "987654321012"] {
+            let args = ["create", &bus, "--unblock-ms", far];
+            shmbus(&[&args[..], kind].concat())
+                .assert_error(2, "the unblock timeout is 1 to 60000 ms");
+            assert!(!Path::new(&bus).exists(), "{kind:?} {far} made {bus}");
+        }
+        for ok in ["1", "60000"] {
+            let args = ["create", &bus, "--unblock-ms", ok];
+            shmbus(&[&args[..], kind].concat()).assert_success();
+            shmbus(&["rm", &bus]).assert_success();
+        }
+    }
+    dir.finish();
+}
+
+#[test]
 fn create_huge_pages_transparent_shows_in_stat_or_fails_in_one_line() {
     let dir = ShmDir::new("thp");
     let bus = dir.bus("b");

@@ -9,7 +9,7 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use shmbus_core::{
-    bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT},
+    bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT},
     mem::HugePages,
     pool::PoolOptions,
     BusOptions, OpenOptions, Publishers, Start, WaitStrategy,
@@ -72,8 +72,10 @@ pub struct BusOpts {
     /// Many-publisher buses only (`shmbus_many_publisher_create`,
     /// `shmbus_pool_publisher_create_many`): nanoseconds a claimed slot may
     /// stay uncommitted (its publisher died or stalled) before subscribers
-    /// skip it; 0 = 1 s. Must be 0 for a single-publisher bus, which has
-    /// no unblock timeout: anything else is refused there with
+    /// skip it: 1 ms to 60 s, another is refused with
+    /// `SHMBUS_E_INVALID_ARGUMENT` (0 = 1 s, the default, as for every
+    /// field here). Must be 0 for a single-publisher bus, which has no
+    /// unblock timeout: anything else is refused there with
     /// `SHMBUS_E_INVALID_ARGUMENT`.
     pub unblock_timeout_ns: u64,
     /// Pool buses only: bytes per block (a multiple of 64); 0 elsewhere.
@@ -105,8 +107,9 @@ pub struct BusOpts {
     /// leave this 0).
     pub lossless_subscribers: u32,
     /// Nanoseconds one lossless subscriber may hold the publisher back
-    /// before it is evicted (demoted to lossy) and the publisher goes on
-    /// (0 = 1 s; at most 60 s, more is refused).
+    /// before it is evicted (demoted to lossy) and the publisher goes on:
+    /// 1 ms to 60 s, another is refused with `SHMBUS_E_INVALID_ARGUMENT`
+    /// (0 = 1 s, the default, as for every field here; never "at once").
     pub evict_after_ns: u64,
 }
 
@@ -248,6 +251,14 @@ unsafe fn checked<'a>(
     // SHMBUS_NO_LOSSLESS is a bus's flag, not a stream's: `creation`,
     // which streams share, does not know it.
     let c = creation(o.mode, o.flags & !SHMBUS_NO_LOSSLESS, WHAT)?;
+    if publishers == Publishers::Many {
+        timeout_ns(
+            WHAT,
+            "unblock_timeout_ns",
+            o.unblock_timeout_ns,
+            MAX_UNBLOCK,
+        )?;
+    }
     if publishers == Publishers::One && o.unblock_timeout_ns != 0 {
         let many = match kind {
             BusKind::Plain => "shmbus_many_publisher_create",
@@ -382,13 +393,7 @@ fn gate(o: &BusOpts) -> Result<(u32, Duration), Failure> {
             o.lossless_subscribers
         )));
     }
-    let max_ns = u64::try_from(MAX_EVICT.as_nanos()).unwrap_or(u64::MAX);
-    if o.evict_after_ns > max_ns {
-        return Err(Failure::argument(format!(
-            "{WHAT}: evict_after_ns is {}, expected at most {max_ns} (60 s; 0 = 1 s)",
-            o.evict_after_ns
-        )));
-    }
+    timeout_ns(WHAT, "evict_after_ns", o.evict_after_ns, MAX_EVICT)?;
     let max = match (refuse, o.lossless_subscribers) {
         (true, _) => 0,
         (false, 0) => DEFAULT_MAX_LOSSLESS,
@@ -399,6 +404,22 @@ fn gate(o: &BusOpts) -> Result<(u32, Duration), Failure> {
         ns => Duration::from_nanos(ns),
     };
     Ok((max, evict))
+}
+
+/// A timeout field of `ns` nanoseconds: 0 (the default) or within
+/// `MIN_TIMEOUT..=max`, as the library's create checks it; refused here
+/// first, naming the field.
+fn timeout_ns(what: &str, field: &str, ns: u64, max: Duration) -> Result<(), Failure> {
+    let as_ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let (min_ns, max_ns) = (as_ns(MIN_TIMEOUT), as_ns(max));
+    if ns == 0 || (min_ns..=max_ns).contains(&ns) {
+        return Ok(());
+    }
+    Err(Failure::argument(format!(
+        "{what}: {field} is {ns}, expected {min_ns} to {max_ns} ns (1 ms to {} s), \
+         or 0 for the default (1 s)",
+        max.as_secs()
+    )))
 }
 
 /// `shmbus_bus_options_t` of a pool bus for `publishers` as

@@ -249,6 +249,56 @@ fn loom_a_lossless_subscriber_is_never_lapped_and_never_leaves_the_publisher_asl
     });
 }
 
+/// A lossless subscriber beside a skipping publisher loses only the
+/// skipped sequences, each gap told in one report: two messages unread on
+/// two slots, a skip of three (its marks overwrite both, so it waits for
+/// each to be read; and it is longer than the ring, so the subscriber is
+/// then more than a ring behind without being lapped), then two more
+/// messages (the first waits for the subscriber to step over the skip).
+/// Mutation-checked: with the skip's room made for its last mark alone,
+/// or with the long skip not remembered (`gate::SkipRun`), loom finds the
+/// subscriber lapped ("a lossless subscriber lost more than the gap");
+/// without the ring of `ROOM` after a rejoin (the step over the long
+/// skip is a lap), the publisher sleeps for good (loom: branch limit
+/// exceeded).
+#[test]
+fn loom_a_lossless_subscriber_beside_a_skipping_publisher_loses_only_the_skipped_sequences() {
+    model(|| {
+        let mut publisher = bus(2);
+        let mut subscriber = publisher
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("a heap bus takes lossless subscribers");
+        let writer = thread::spawn(move || {
+            publisher.publish(&[0, 0]);
+            publisher.publish(&[1, 1]);
+            publisher.skip(3).expect("a small skip");
+            publisher.publish(&[5, 5]);
+            publisher.publish(&[6, 6]);
+        });
+        let mut got = Vec::new();
+        while subscriber.position() < 7 {
+            match subscriber.try_recv() {
+                Some(r) => got.push(r),
+                None => thread::yield_now(),
+            }
+        }
+        use crate::Received::{Lagged, Message};
+        assert_eq!(
+            got,
+            vec![
+                Message([0, 0]),
+                Message([1, 1]),
+                Lagged { skipped: 3 },
+                Message([5, 5]),
+                Message([6, 6])
+            ],
+            "a lossless subscriber lost more than the gap"
+        );
+        assert!(subscriber.is_lossless());
+        writer.join().unwrap();
+    });
+}
+
 /// Eviction with a lossy subscriber beside: a one-slot bus whose
 /// publisher evicts at the first block (a zero timeout, the eviction a
 /// model without a clock can take). The lossless subscriber gets every

@@ -25,19 +25,70 @@ pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 /// ```
 pub const DEFAULT_EVICT: Duration = Duration::from_secs(1);
 
-/// The longest eviction timeout: a longer one is recorded as this, and a
-/// publisher reads any larger `evict_ns` (a file written by a hostile
-/// peer) as this, so no value in shared memory blocks it longer.
+/// The longest eviction timeout: a longer one is refused at create
+/// ([`GeometryError::Timeout`](crate::error::GeometryError::Timeout)),
+/// and a publisher reads any larger `evict_ns` (a file written by a
+/// hostile peer) as this, so no value in shared memory blocks it longer.
 ///
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// // Asked for an hour, a bus records the most: a minute.
-/// let opts = shmbus::BusOptions::new(64).evict_after(Duration::from_secs(3600));
+/// use shmbus::{BusOptions, CreateError, Publisher, error::GeometryError};
+/// # let name = format!("/dev/shm/shmbus-doc-maxevict-{}", std::process::id());
 /// assert_eq!(shmbus::bus::MAX_EVICT, Duration::from_secs(60));
-/// # let _ = opts;
+/// let an_hour = BusOptions::new(64).evict_after(Duration::from_secs(3600));
+/// let err = Publisher::<u64>::create(&name, &an_hour).err();
+/// assert!(matches!(err, Some(CreateError::InvalidGeometry(GeometryError::Timeout { .. }))));
 /// ```
 pub const MAX_EVICT: Duration = Duration::from_secs(60);
+
+/// The shortest eviction timeout ([`BusOptions::evict_after`]) and
+/// unblock timeout ([`BusOptions::unblock_timeout`],
+/// [`BlackboardOptions::unblock_timeout`]) a segment is created with:
+/// 1 ms. A shorter one, 0 included, is refused at create
+/// ([`GeometryError::Timeout`](crate::error::GeometryError::Timeout)): 0
+/// means neither "at once" nor "the default" anywhere (the C API's 0 in
+/// a zeroed options struct is its field's default, as for every field
+/// there).
+///
+/// # Examples
+/// ```
+/// use std::time::Duration;
+/// use shmbus::{BusOptions, CreateError, Publisher, error::GeometryError};
+/// # let name = format!("/dev/shm/shmbus-doc-mintimeout-{}", std::process::id());
+/// assert_eq!(shmbus::bus::MIN_TIMEOUT, Duration::from_millis(1));
+/// let at_once = BusOptions::new(64).evict_after(Duration::ZERO);
+/// let err = Publisher::<u64>::create(&name, &at_once).err();
+/// assert!(matches!(err, Some(CreateError::InvalidGeometry(GeometryError::Timeout { .. }))));
+/// ```
+pub const MIN_TIMEOUT: Duration = Duration::from_millis(1);
+
+/// The longest unblock timeout a segment is created with (as
+/// [`MAX_EVICT`]: a minute); a longer one is refused at create.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::bus::MAX_UNBLOCK, std::time::Duration::from_secs(60));
+/// ```
+pub const MAX_UNBLOCK: Duration = Duration::from_secs(60);
+
+/// `found` within `MIN_TIMEOUT..=max`, else the error naming `option`.
+pub(crate) fn check_timeout(
+    option: &'static str,
+    found: Duration,
+    max: Duration,
+) -> Result<(), crate::wire::GeometryError> {
+    if (MIN_TIMEOUT..=max).contains(&found) {
+        Ok(())
+    } else {
+        Err(crate::wire::GeometryError::Timeout {
+            option,
+            found,
+            min: MIN_TIMEOUT,
+            max,
+        })
+    }
+}
 
 /// The default number of lossless subscribers that may gate one bus
 /// ([`BusOptions::lossless_subscribers`]): each adds a line load to every
@@ -321,8 +372,11 @@ impl BusOptions {
 
 impl BusOptions<Many> {
     /// How long a claimed slot may stay uncommitted (its publisher died,
-    /// or stalled) before it is skipped (default 1 s). Only a
-    /// many-publisher bus has one: a single publisher claims nothing.
+    /// or stalled) before it is skipped (default 1 s; 1 ms to 60 s,
+    /// [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT) to
+    /// [`MAX_UNBLOCK`](crate::bus::MAX_UNBLOCK): another is refused at
+    /// create). Only a many-publisher bus has one: a single publisher
+    /// claims nothing.
     ///
     /// # Examples
     /// ```
@@ -336,6 +390,17 @@ impl BusOptions<Many> {
 }
 
 impl<P: PublisherCount> BusOptions<P> {
+    /// The eviction timeout, and a many-publisher bus's unblock timeout,
+    /// each within its bounds (checked by every create before any file
+    /// is made).
+    pub(crate) fn check_timeouts(&self) -> Result<(), crate::wire::GeometryError> {
+        check_timeout("eviction timeout", self.evict, MAX_EVICT)?;
+        if publishers::<P>() == Publishers::Many {
+            check_timeout("unblock timeout", self.unblock, MAX_UNBLOCK)?;
+        }
+        Ok(())
+    }
+
     /// How many lossless subscribers
     /// ([`OpenOptions::lossless`]) may hold the publisher back at once
     /// (default [`DEFAULT_MAX_LOSSLESS`],
@@ -354,8 +419,9 @@ impl<P: PublisherCount> BusOptions<P> {
 
     /// How long one lossless subscriber may hold the publisher back
     /// before it is evicted (demoted to lossy) and the publisher goes on
-    /// (default 1 s, at most [`MAX_EVICT`](crate::bus::MAX_EVICT): more is
-    /// recorded as that).
+    /// (default 1 s; 1 ms to 60 s, [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT)
+    /// to [`MAX_EVICT`](crate::bus::MAX_EVICT): another, 0 included, is
+    /// refused at create).
     ///
     /// # Examples
     /// ```
@@ -363,7 +429,7 @@ impl<P: PublisherCount> BusOptions<P> {
     /// let opts = shmbus::BusOptions::new(1024).evict_after(Duration::from_millis(100));
     /// ```
     pub fn evict_after(mut self, timeout: Duration) -> Self {
-        self.evict = timeout.min(MAX_EVICT);
+        self.evict = timeout;
         self
     }
 
@@ -539,7 +605,7 @@ impl PoolOptions {
 
 impl PoolOptions<Many> {
     /// How long a claimed slot may stay uncommitted before it is skipped
-    /// (default 1 s), as [`BusOptions::unblock_timeout`].
+    /// (default 1 s; 1 ms to 60 s), as [`BusOptions::unblock_timeout`].
     ///
     /// # Examples
     /// ```
@@ -574,7 +640,7 @@ impl<P: PublisherCount> PoolOptions<P> {
 
     /// How long one lossless subscriber may hold the pool's publishers
     /// back before it is evicted, as [`BusOptions::evict_after`] (default
-    /// 1 s).
+    /// 1 s; 1 ms to 60 s).
     ///
     /// # Examples
     /// ```
@@ -582,7 +648,7 @@ impl<P: PublisherCount> PoolOptions<P> {
     /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24).evict_after(Duration::from_millis(100));
     /// ```
     pub fn evict_after(mut self, timeout: Duration) -> Self {
-        self.evict = timeout.min(MAX_EVICT);
+        self.evict = timeout;
         self
     }
 
@@ -768,7 +834,9 @@ impl BlackboardOptions {
     /// How long an entry may stay mid-write (at one odd stamp) before
     /// another writer takes it over, on a table made for many writers
     /// ([`ManyWriter::create`](crate::blackboard::ManyWriter::create);
-    /// default 1 s). A single writer ignores it. Choose it far above any
+    /// default 1 s; 1 ms to 60 s, [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT)
+    /// to [`MAX_UNBLOCK`](crate::bus::MAX_UNBLOCK): another is refused
+    /// there). A single writer ignores it. Choose it far above any
     /// scheduling stall: a writer stalled mid-write for longer loses its
     /// entry, and may tear the value its successor wrote.
     ///

@@ -224,3 +224,38 @@ fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_on
     single.finish();
     many.finish();
 }
+
+#[test]
+fn an_unblock_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_naming_it_and_leaves_no_file() {
+    use shmbus::{error::GeometryError, CreateError};
+    let name = BusName::new("K-bb-unblock");
+    let (min, max) = (shmbus::bus::MIN_TIMEOUT, shmbus::bus::MAX_UNBLOCK);
+    for found in [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        max + Duration::from_nanos(1),
+    ] {
+        let opts = BlackboardOptions::new(4).unblock_timeout(found);
+        match ManyWriter::<u64, u64>::create(name.name(), &opts) {
+            Err(CreateError::InvalidGeometry(e)) => assert_eq!(
+                e,
+                GeometryError::Timeout {
+                    option: "unblock timeout",
+                    found,
+                    min,
+                    max
+                }
+            ),
+            other => panic!("{found:?}: expected a timeout error, got {:?}", other.err()),
+        }
+        assert!(!name.path().exists(), "a refused create left its file");
+    }
+    for ok in [min, max] {
+        let opts = BlackboardOptions::new(4).unblock_timeout(ok);
+        let w = ManyWriter::<u64, u64>::create(name.name(), &opts).expect("in bounds");
+        assert_eq!(w.unblock_timeout(), ok);
+        drop(w);
+        shmbus::remove(name.name()).expect("remove");
+    }
+    name.finish();
+}

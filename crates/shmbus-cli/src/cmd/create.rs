@@ -111,16 +111,17 @@ pub struct CreateArgs {
     #[arg(long, value_enum, default_value_t = PublisherCount::One)]
     pub publishers: PublisherCount,
     /// With `--publishers many` only: milliseconds a claimed message may
-    /// stay unwritten (its publisher died) before subscribers skip it
-    /// (default 1000). Refused without it: one publisher claims nothing.
-    /// A blackboard takes it with --many-writers (see there).
-    #[arg(long, value_name = "MS")]
+    /// stay unwritten (its publisher died) before subscribers skip it:
+    /// 1 to 60000 ms [default: 1000]. Refused without it: one publisher
+    /// claims nothing. A blackboard takes it with --many-writers (see
+    /// there).
+    #[arg(long, value_name = "MS", value_parser = parse_unblock_ms)]
     pub unblock_ms: Option<u64>,
     /// A blackboard for many writers at once (the library's
     /// `ManyWriter`; `shmbus put` then writes beside running writers),
     /// each key written by one of them. With it, --unblock-ms is how long
     /// an entry a writer died writing stays busy before another writer
-    /// takes it over (default 1000).
+    /// takes it over (1 to 60000 ms, default 1000).
     #[arg(long)]
     pub many_writers: bool,
     /// Back the bus with 2 MiB huge pages: `transparent` for a bare name
@@ -142,18 +143,32 @@ pub struct CreateArgs {
     pub evict_ms: Option<u64>,
 }
 
-/// Parses `--evict-ms`: 1 to the library's `MAX_EVICT` (60 s), in ms.
+/// Parses `--evict-ms`: the library's `MIN_TIMEOUT` to `MAX_EVICT` (1 ms
+/// to 60 s), in ms.
 fn parse_evict_ms(s: &str) -> Result<u64, String> {
-    let max = u64::try_from(shmbus::bus::MAX_EVICT.as_millis()).unwrap_or(u64::MAX);
+    parse_timeout_ms(s, "eviction timeout", shmbus::bus::MAX_EVICT)
+}
+
+/// Parses `--unblock-ms`: `MIN_TIMEOUT` to `MAX_UNBLOCK` (1 ms to 60 s),
+/// in ms; 0 would let readers skip a live claim at once.
+fn parse_unblock_ms(s: &str) -> Result<u64, String> {
+    parse_timeout_ms(s, "unblock timeout", shmbus::bus::MAX_UNBLOCK)
+}
+
+/// A whole number of milliseconds from the library's `MIN_TIMEOUT` to
+/// `max`, else a line naming `what` and the bounds.
+fn parse_timeout_ms(s: &str, what: &str, max: std::time::Duration) -> Result<u64, String> {
+    let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+    let (min, max) = (ms(shmbus::bus::MIN_TIMEOUT), ms(max));
     if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!(
-            "{s:?} is not a whole number of milliseconds (1 to {max})"
+            "{s:?} is not a whole number of milliseconds ({min} to {max})"
         ));
     }
     match s.parse::<u64>() {
-        Ok(ms) if (1..=max).contains(&ms) => Ok(ms),
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
         _ => Err(format!(
-            "{s} ms is out of range: the eviction timeout is 1 to {max} ms"
+            "{s} ms is out of range: the {what} is {min} to {max} ms"
         )),
     }
 }
@@ -556,7 +571,7 @@ fn create_journaled(
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_evict_ms, parse_mode, parse_pool, Pool};
+    use super::{parse_evict_ms, parse_mode, parse_pool, parse_unblock_ms, Pool};
 
     #[test]
     fn evict_ms_is_1_to_60000_and_names_the_limit() {
@@ -568,6 +583,22 @@ mod tests {
         }
         for bad in ["", "1.5", "-1", "+5", "1s"] {
             assert!(parse_evict_ms(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn unblock_ms_is_1_to_60000_and_names_the_limit() {
+        assert_eq!(parse_unblock_ms("1"), Ok(1));
+        assert_eq!(parse_unblock_ms("60000"), Ok(60_000));
+        for far in ["0", "60001", "999999999999"] {
+            let err = parse_unblock_ms(far).unwrap_err();
+            assert!(
+                err.contains("the unblock timeout is 1 to 60000 ms"),
+                "{far}: {err}"
+            );
+        }
+        for bad in ["", "1.5", "-1", "+5", "1s"] {
+            assert!(parse_unblock_ms(bad).is_err(), "{bad}");
         }
     }
 

@@ -213,12 +213,16 @@ fn lossless_bus_options_that_cannot_be_meant_are_refused_naming_the_field() {
     o.flags = SHMBUS_NO_LOSSLESS;
     o.lossless_subscribers = 2;
     cases.push((o, "SHMBUS_NO_LOSSLESS with lossless_subscribers 2"));
-    let mut o = bus_opts(8, 8);
-    o.evict_after_ns = 61_000_000_000;
-    cases.push((
-        o,
-        "evict_after_ns is 61000000000, expected at most 60000000000",
-    ));
+    // A timeout is 1 ms to 60 s; 0 is the default (1 s), never "at once".
+    for ns in [1, 999_999, 60_000_000_001, u64::MAX] {
+        let mut o = bus_opts(8, 8);
+        o.evict_after_ns = ns;
+        let expected = format!(
+            "evict_after_ns is {ns}, expected 1000000 to 60000000000 ns (1 ms to 60 s), \
+             or 0 for the default (1 s)"
+        );
+        cases.push((o, expected.leak() as &str));
+    }
     for (o, expected) in cases {
         // SAFETY: valid C string, options and out-parameter.
         let st = unsafe { shmbus_publisher_create(bus.ptr(), &o, &mut p) };
@@ -226,10 +230,48 @@ fn lossless_bus_options_that_cannot_be_meant_are_refused_naming_the_field() {
         assert!(p.is_null());
         assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_INVALID_ARGUMENT);
         assert!(last_error().contains(expected), "{}", last_error());
+        assert!(!std::path::Path::new(&bus.name).exists(), "{expected}");
+    }
+    // A many-publisher bus's unblock timeout, the same way.
+    for ns in [1, 60_000_000_001] {
+        let mut o = bus_opts(8, 8);
+        o.unblock_timeout_ns = ns;
+        let mut m = null_mut();
+        // SAFETY: as above.
+        let st = unsafe { crate::bus::shmbus_many_publisher_create(bus.ptr(), &o, &mut m) };
+        assert_eq!(st, Status::SHMBUS_ERROR);
+        assert_eq!(shmbus_error_code(), ErrorCode::SHMBUS_E_INVALID_ARGUMENT);
+        assert!(
+            last_error().contains(&format!("unblock_timeout_ns is {ns}, expected 1000000")),
+            "{}",
+            last_error()
+        );
+    }
+    // The bounds are taken, and 0 is the default: 1 s.
+    for (ns, recorded) in [
+        (0, 1_000_000_000),
+        (1_000_000, 1_000_000),
+        (60_000_000_000, 60_000_000_000),
+    ] {
+        let mut o = bus_opts(8, 8);
+        o.evict_after_ns = ns;
+        o.unblock_timeout_ns = ns;
+        let m = {
+            let mut m = null_mut();
+            // SAFETY: as above.
+            let st = unsafe { crate::bus::shmbus_many_publisher_create(bus.ptr(), &o, &mut m) };
+            assert_eq!(st, Status::SHMBUS_OK, "{ns}: {}", last_error());
+            m
+        };
+        let stat = shmbus_core::stat::stat(&bus.name).unwrap();
+        assert_eq!(stat.evict_ns, recorded, "{ns}");
+        // SAFETY: closed once.
+        unsafe { crate::bus::shmbus_many_publisher_close(m) };
+        shmbus_core::remove(&bus.name).unwrap();
     }
     // A pool bus takes the same fields, checked the same way.
     let mut o = super::pool_opts(8, 64, 16);
-    o.evict_after_ns = 61_000_000_000;
+    o.evict_after_ns = 999_999;
     let mut pool = null_mut();
     // SAFETY: as above.
     let st = unsafe { shmbus_pool_publisher_create(bus.ptr(), &o, &mut pool) };

@@ -708,6 +708,11 @@ mod shm {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn create(name: &str, opts: &BlackboardOptions) -> Result<Self, CreateError> {
+            crate::options::check_timeout(
+                "unblock timeout",
+                opts.unblock,
+                crate::options::MAX_UNBLOCK,
+            )?;
             let (page, huge) = layout_page(name, &opts.file)?;
             let (mut header, geo) = super::super::writer::header::<K, V>(opts, page)
                 .map_err(CreateError::InvalidGeometry)?;

@@ -34,6 +34,18 @@
 //!   rejoins. So no value in shared memory can hold the publisher back
 //!   past the eviction timeout (a many-publisher claim: one per claim in
 //!   flight ahead of it, below).
+//! - A skip of `n` from `next` (`Publisher::skip`) marks the slots of
+//!   `next .. next + min(n, capacity)`, overwriting what they hold: each
+//!   passes the gate in turn, as that many writes would (room for the
+//!   last alone judged a subscriber with messages unread before `next`
+//!   passed, and lapped it). One longer than the ring leaves a subscriber
+//!   that had read everything more than a ring behind, unlapped: until it
+//!   steps over the run (one report, as a lap that lands on the run's
+//!   end), a position in `next .. next + n - capacity` is judged as at
+//!   `next + n - capacity` (`SkipRun`), so the write of the run's end
+//!   waits for it. For the join rule a skip is one write of all its
+//!   marks: a joiner racing one is safe from `S > c + min(n, capacity) -
+//!   1 - capacity` on.
 //! - Blocked on entry `i`, the publisher waits (spin, yield, then sleep
 //!   on `ROOM`, which gating subscribers ring after each position store),
 //!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
@@ -144,6 +156,29 @@ pub(crate) struct Gate {
     /// that was in the way for the timeout). A position past that
     /// restarts the clock.
     blocked: Option<(usize, u64, Instant)>,
+    /// The last skip longer than the ring (`Publisher::skip`).
+    skip_run: Option<SkipRun>,
+}
+
+/// A skip longer than the ring, from `from` to `to + capacity`: its marks
+/// fill the ring. A gating subscriber still in `from..to` (wrapping) has
+/// read nothing since, yet that is no lap: it steps over the whole run in
+/// one report when it reads, so it is judged as at `to` (the write of the
+/// run's end waits for it), not as passed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SkipRun {
+    from: u64,
+    to: u64,
+}
+
+impl SkipRun {
+    /// Where position `p` is judged to be.
+    fn judged(run: Option<SkipRun>, p: u64) -> u64 {
+        match run {
+            Some(r) if ahead(p, r.from) >= 0 && ahead(r.to, p) > 0 => r.to,
+            _ => p,
+        }
+    }
 }
 
 /// The far limit of an empty gating set: far enough that the check
@@ -224,6 +259,7 @@ impl Gate {
             evict: Duration::from_nanos(ns).min(crate::options::MAX_EVICT),
             strategy: WaitStrategy::default(),
             blocked: None,
+            skip_run: None,
         }
     }
 
@@ -261,6 +297,35 @@ impl Gate {
         }
     }
 
+    /// Makes room for a skip of `n` sequences from `next` (single
+    /// publisher): its marks go into the slots of `next .. next + min(n,
+    /// capacity)` and overwrite what they hold, as that many writes
+    /// would, so each of those passes the gate in turn. Room for the last
+    /// alone is not room for all: the gate judges a position more than a
+    /// ring behind `m` passed, which it is only once `m - 1` was written.
+    pub(crate) fn room_for_skip<R: Region>(&mut self, ring: &Ring<R>, next: u64, n: u64) {
+        for i in 0..n.min(ring.capacity()) {
+            let m = next.wrapping_add(i);
+            if !self.open_for(m) {
+                self.room(ring, m);
+            }
+        }
+    }
+
+    /// After a skip of `n` from `next` whose trailing load found
+    /// `GATE_GEN == gen` (`after_write`); one longer than the ring is
+    /// remembered (`SkipRun`).
+    pub(crate) fn after_skip(&mut self, next: u64, n: u64, capacity: u64, gen: u32) {
+        let end = next.wrapping_add(n);
+        if n > capacity {
+            self.skip_run = Some(SkipRun {
+                from: next,
+                to: end.wrapping_sub(capacity),
+            });
+        }
+        self.after_write(end.wrapping_sub(1), gen);
+    }
+
     /// Many publishers: after claiming `m`, with `GATE_GEN == gen` loaded
     /// after the claim (`Ring::claim_gated`): a change makes this write
     /// scan first.
@@ -280,7 +345,7 @@ impl Gate {
         let mut limit = m.wrapping_add(FAR);
         let mut blocker = None;
         for entry in ring.gating_entries() {
-            match ring.verdict(entry, m) {
+            match ring.verdict(entry, m, self.skip_run) {
                 Verdict::Bounds(l) => {
                     if ahead(limit, l) > 0 {
                         limit = l;
@@ -417,7 +482,8 @@ impl Gate {
         let start = Instant::now();
         // Moved on (even if still in the way): the caller judges it again
         // with a new clock.
-        let in_way = || ring.in_way_at(b.entry, m, b.position);
+        let run = self.skip_run;
+        let in_way = || ring.in_way_at(b.entry, m, b.position, run);
         let mut next_check = start;
         let until = deadline.map_or(evict_at, |d| d.min(evict_at));
         let mut backoff = wait::Backoff::new(self.strategy, Some(until));
@@ -535,13 +601,15 @@ impl<R: Region> Ring<R> {
     /// lap took it (it is lapped there and rejoins), or it is more than
     /// 2^62 behind (garbage); a position past `m` is real (`m`'s claim
     /// was skipped as abandoned and read past) and bounds later claims.
-    fn verdict(&self, entry: usize, m: u64) -> Verdict {
+    /// A position inside the single publisher's last long skip `run` is
+    /// judged as at its end less a ring (`SkipRun`).
+    fn verdict(&self, entry: usize, m: u64, run: Option<SkipRun>) -> Verdict {
         let cap = self.capacity();
         let mut p = self.gated_position(entry);
         loop {
-            let d = m.wrapping_sub(p);
+            let d = m.wrapping_sub(SkipRun::judged(run, p));
             if d < cap || (self.multi() && ahead(m, p) < 0) {
-                return Verdict::Bounds(p.wrapping_add(cap));
+                return Verdict::Bounds(SkipRun::judged(run, p).wrapping_add(cap));
             }
             if !self.multi() {
                 return if d == cap {
@@ -593,11 +661,11 @@ impl<R: Region> Ring<R> {
     }
 
     /// Where gating entry `entry` is in the way of writing `m`, if it is.
-    fn in_way(&self, entry: usize, m: u64) -> Option<u64> {
+    fn in_way(&self, entry: usize, m: u64, run: Option<SkipRun>) -> Option<u64> {
         if !self.is_gating(entry) {
             return None;
         }
-        match self.verdict(entry, m) {
+        match self.verdict(entry, m, run) {
             Verdict::Blocks(p) => Some(p),
             Verdict::Bounds(_) | Verdict::Passed => None,
         }
@@ -605,8 +673,8 @@ impl<R: Region> Ring<R> {
 
     /// Whether gating entry `entry` is still in the way of writing `m` at
     /// position `p`.
-    fn in_way_at(&self, entry: usize, m: u64, p: u64) -> bool {
-        self.in_way(entry, m) == Some(p)
+    fn in_way_at(&self, entry: usize, m: u64, p: u64, run: Option<SkipRun>) -> bool {
+        self.in_way(entry, m, run) == Some(p)
     }
 
     /// Many publishers: the first gating entry that still needs the
@@ -616,7 +684,7 @@ impl<R: Region> Ring<R> {
     /// through.
     pub(crate) fn gate_holds(&self, s: u64) -> Option<(usize, u64)> {
         self.gating_entries()
-            .find_map(|e| self.in_way(e, s).map(|p| (e, p)))
+            .find_map(|e| self.in_way(e, s, None).map(|p| (e, p)))
     }
 
     /// Whether `entry`'s subscriber lives: its registry lock is held (a

@@ -114,7 +114,9 @@ mod tests;
 
 pub use crate::error::LosslessRefused;
 pub use crate::options::{Many, One, PublisherCount};
-pub use crate::options::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT};
+pub use crate::options::{
+    DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
+};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`

@@ -221,8 +221,13 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     /// as if the ring had lapped it (delivered plus skipped still equals
     /// published). Returns the sequence number the next message gets.
     /// For a bus that relays another one (a bridge), whose upstream lost
-    /// messages its subscribers must hear about. Takes no payload and
-    /// never waits; `n = 0` does nothing.
+    /// messages its subscribers must hear about. Takes no payload; `n = 0`
+    /// does nothing. A lossless subscriber loses nothing but the skipped
+    /// sequences: the skip waits, as that many publishes would, until it
+    /// has read the messages the skip overwrites (all of them, for a skip
+    /// of a ring or more), and after a skip longer than the ring the next
+    /// publish waits until it has stepped over it (within the eviction
+    /// timeout, as [`Publisher::publish`]).
     ///
     /// # Errors
     /// [`SkipError::TooFar`] for `n` above [`SkipError::MAX`] (2^60):
@@ -251,19 +256,11 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             });
         }
         if n > 0 {
-            // The stamps written overwrite real (unread) messages only up
-            // to sequence `next + capacity - 1`: room for the last of
-            // those is room for all (`gate`).
             let seq = self.next;
-            let last = seq
-                .wrapping_add(n.min(self.ring.capacity()))
-                .wrapping_sub(1);
-            if !self.gate.open_for(last) {
-                self.gate.room(&self.ring, last);
-            }
+            self.gate.room_for_skip(&self.ring, seq, n);
             let gen = self.ring.skip(seq, n);
             self.next = seq.wrapping_add(n);
-            self.gate.after_write(self.next.wrapping_sub(1), gen);
+            self.gate.after_skip(seq, n, self.ring.capacity(), gen);
         }
         Ok(self.next)
     }

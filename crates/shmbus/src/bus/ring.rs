@@ -857,6 +857,10 @@ impl<R: Region> Ring<R> {
         crate::sync::fence(Ordering::Acquire);
         if self.is_gating(joined.entry) {
             self.announce_gate_change();
+            // A publisher may wait for this position to move: one after a
+            // skip longer than the ring waits for its subscribers to step
+            // over it, which they do as a lap (`gate::SkipRun`).
+            self.ring_room(joined.light);
         } else {
             activity.set_evicted();
         }

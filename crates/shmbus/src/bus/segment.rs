@@ -63,6 +63,7 @@ fn create_with<X, P: PublisherCount>(
     header: impl FnOnce(u64) -> Result<(Header, X), GeometryError>,
 ) -> Result<(Ring<ShmRegion>, X), CreateError> {
     let multi = publishers::<P>() == Publishers::Many;
+    opts.check_timeouts()?;
     let (page, huge) = layout_page(name, &opts.file)?;
     let (mut header, extra) = header(page).map_err(CreateError::InvalidGeometry)?;
     let pool = header.pool;

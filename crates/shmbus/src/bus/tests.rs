@@ -533,7 +533,7 @@ mod gate {
     fn an_eviction_timeout_past_the_most_is_read_as_the_most_whatever_the_file_says() {
         use crate::mem::Region;
         let name = Name::new("evictcap");
-        let opts = BusOptions::new(8).evict_after(Duration::from_secs(3600));
+        let opts = BusOptions::new(8).evict_after(crate::bus::MAX_EVICT);
         let p = Publisher::<u64>::create(&name.0, &opts).expect("create");
         let at = p.ring.control_field(crate::wire::control::EVICT_NS);
         let recorded = p
@@ -541,11 +541,7 @@ mod gate {
             .region()
             .word(at)
             .load(crate::sync::Ordering::Relaxed);
-        assert_eq!(
-            recorded,
-            crate::bus::MAX_EVICT.as_nanos() as u64,
-            "recorded capped"
-        );
+        assert_eq!(recorded, crate::bus::MAX_EVICT.as_nanos() as u64);
         // A hostile peer's value: a publisher that attaches reads the cap.
         p.ring
             .region()
@@ -554,6 +550,89 @@ mod gate {
         drop(p);
         let p = Publisher::<u64>::attach(&name.0, &OpenOptions::default()).expect("attach");
         assert_eq!(p.evict_timeout(), crate::bus::MAX_EVICT);
+    }
+
+    #[test]
+    // /dev/shm files: Miri maps no files.
+    #[cfg_attr(miri, ignore)]
+    fn a_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_at_create_naming_it_and_leaves_no_file() {
+        use crate::error::GeometryError;
+        use crate::pool::{PoolOptions, PoolPublisher};
+        let (min, max) = (crate::bus::MIN_TIMEOUT, crate::bus::MAX_EVICT);
+        let refused = |option: &'static str, found: Duration| {
+            move |err: Option<crate::CreateError>| match err {
+                Some(crate::CreateError::InvalidGeometry(e @ GeometryError::Timeout { .. })) => {
+                    assert_eq!(
+                        e,
+                        GeometryError::Timeout {
+                            option,
+                            found,
+                            min,
+                            max
+                        }
+                    );
+                    let text = e.to_string();
+                    assert!(
+                        text.contains(option) && text.contains("expected 1ms to 60s"),
+                        "{text}"
+                    );
+                }
+                other => panic!("{option} {found:?}: expected a timeout error, got {other:?}"),
+            }
+        };
+        let name = Name::new("timeouts");
+        let gone = || !std::path::Path::new(&name.0).exists();
+        let outside = [
+            Duration::ZERO,
+            Duration::from_micros(999),
+            max + Duration::from_nanos(1),
+        ];
+        for found in outside {
+            let opts = BusOptions::new(8).evict_after(found);
+            refused("eviction timeout", found)(Publisher::<u64>::create(&name.0, &opts).err());
+            let many = BusOptions::new(8).many().evict_after(found);
+            refused("eviction timeout", found)(
+                crate::bus::ManyPublisher::<u64>::create(&name.0, &many).err(),
+            );
+            let many = BusOptions::new(8).many().unblock_timeout(found);
+            refused("unblock timeout", found)(
+                crate::bus::ManyPublisher::<u64>::create(&name.0, &many).err(),
+            );
+            let pool = PoolOptions::new(4, 64, 5).evict_after(found);
+            refused("eviction timeout", found)(PoolPublisher::<[u8]>::create(&name.0, &pool).err());
+            let pool = PoolOptions::new(4, 64, 5).many().unblock_timeout(found);
+            refused("unblock timeout", found)(
+                PoolPublisher::<[u8]>::create_many(&name.0, &pool).err(),
+            );
+            let journal = std::env::temp_dir().join(format!(
+                "shmbus-unit-gate-timeouts-{}.journal",
+                std::process::id()
+            ));
+            let err = crate::journal::JournalPublisher::<u64>::create(
+                &name.0,
+                &opts,
+                &crate::journal::JournalOptions::new(&journal),
+            )
+            .err();
+            match err {
+                Some(crate::journal::JournalCreateError::Create(e)) => {
+                    refused("eviction timeout", found)(Some(e))
+                }
+                other => panic!("a journaled bus: expected a timeout error, got {other:?}"),
+            }
+            assert!(!journal.exists(), "a refused create left its journal");
+            assert!(gone(), "a refused create left {}", name.0);
+        }
+        // The bounds themselves are taken.
+        for ok in [min, max] {
+            let opts = BusOptions::new(8)
+                .many()
+                .evict_after(ok)
+                .unblock_timeout(ok);
+            let p = crate::bus::ManyPublisher::<u64>::create(&name.0, &opts).expect("in bounds");
+            drop(p);
+            crate::remove(&name.0).expect("remove");
+        }
     }
 
     #[test]
@@ -971,6 +1050,141 @@ mod gate {
         // contiguous step over skipped stamps needs none.
         assert_eq!(gen(&s), before, "rejoined after contiguous skips");
         assert!(s.is_lossless());
+    }
+
+    /// Whether a publisher is asleep on `ROOM`, waiting for a gating
+    /// subscriber (its sleepers flag; only a waiting publisher raises it).
+    fn publisher_waits_for_room(s: &Subscriber<u64, Arc<HeapRegion>>) -> bool {
+        s.ring.room_bell().load(crate::sync::Ordering::SeqCst) & 1 != 0
+    }
+
+    #[test]
+    fn a_skip_waits_for_a_lossless_subscriber_to_read_the_messages_its_marks_overwrite() {
+        // Five unread on eight slots, then a skip of five: its marks go
+        // into the slots of 0 and 1. The reader starts only once the skip
+        // returned or waits for it (asleep on ROOM), so a skip that does
+        // not wait has overwritten them by then.
+        let mut p = patient_bus(8);
+        p.set_wait_strategy(WaitStrategy::SpinFutex {
+            spin: Duration::ZERO,
+        });
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        for i in 0..5 {
+            p.publish(&i);
+        }
+        let skipped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = Arc::clone(&skipped);
+        let writer = std::thread::spawn(move || {
+            assert_eq!(p.skip(5), Ok(10));
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            for i in 10..20 {
+                p.publish(&i);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !skipped.load(std::sync::atomic::Ordering::SeqCst) && !publisher_waits_for_room(&s) {
+            assert!(
+                Instant::now() < deadline,
+                "the skip neither returned nor waited"
+            );
+            std::thread::yield_now();
+        }
+        let mut got = Vec::new();
+        while s.position() < 20 {
+            match s.recv(Wait::For(Duration::from_secs(30))) {
+                Some(r) => got.push(r),
+                None => panic!("nothing for 30 s after {got:?}"),
+            }
+        }
+        writer.join().unwrap();
+        let want: Vec<_> = (0..5)
+            .map(Received::Message)
+            .chain([Received::Lagged { skipped: 5 }])
+            .chain((10..20).map(Received::Message))
+            .collect();
+        assert_eq!(got, want, "lost more than the skipped sequences");
+        assert!(s.is_lossless());
+    }
+
+    #[test]
+    fn after_a_skip_longer_than_the_ring_the_publisher_waits_for_a_lossless_subscriber_to_step_over_it(
+    ) {
+        // The subscriber read everything before the skip, so the skip's
+        // marks overwrite nothing it needs; but its position is then more
+        // than a ring behind the publisher, which is not a lap: the
+        // messages after the skip must wait for it as any others.
+        let mut p = patient_bus(8);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        p.publish(&0);
+        assert_eq!(s.try_recv(), Some(Received::Message(0)));
+        assert_eq!(p.skip(100), Ok(101));
+        let mut got = Vec::new();
+        for i in 101..=120 {
+            while let Err(TryPublishError::Full { entry: 0, .. }) = p.try_publish(&i) {
+                got.push(s.try_recv().expect("in the way, so something to read"));
+            }
+        }
+        while let Some(r) = s.try_recv() {
+            got.push(r);
+        }
+        let want: Vec<_> = [Received::Lagged { skipped: 100 }]
+            .into_iter()
+            .chain((101..=120).map(Received::Message))
+            .collect();
+        assert_eq!(got, want, "lost more than the skipped sequences");
+        assert!(s.is_lossless());
+    }
+
+    #[test]
+    fn a_lossless_subscriber_reading_beside_a_skipping_publisher_loses_only_the_skipped_sequences()
+    {
+        // A replayed recording's shape: runs of messages with gaps shorter
+        // than, as long as and longer than the ring between them, the
+        // reader on its own thread.
+        const RUNS: u64 = if cfg!(miri) { 3 } else { 200 };
+        const RUN: u64 = 50;
+        let gaps = [5u64, 8, 100, 1, 7, 9];
+        let mut p = patient_bus(8);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::default())
+            .unwrap();
+        let reader = std::thread::spawn(move || {
+            let (mut got, mut skipped, mut reports) = (Vec::new(), 0, 0);
+            loop {
+                match s.recv(Wait::For(Duration::from_secs(30))) {
+                    Some(Received::Message(u64::MAX)) => break,
+                    Some(Received::Message(m)) => got.push(m),
+                    Some(Received::Lagged { skipped: n }) => {
+                        skipped += n;
+                        reports += 1;
+                    }
+                    None => panic!("nothing for 30 s after {} messages", got.len()),
+                }
+            }
+            (got, skipped, reports, s.is_lossless())
+        });
+        let mut want = Vec::new();
+        let mut gap_total = 0;
+        for run in 0..RUNS {
+            for _ in 0..RUN {
+                let seq = p.next_sequence();
+                want.push(seq);
+                p.publish(&seq);
+            }
+            let gap = gaps[run as usize % gaps.len()];
+            p.skip(gap).expect("a small skip");
+            gap_total += gap;
+        }
+        p.publish(&u64::MAX);
+        let (got, skipped, reports, lossless) = reader.join().unwrap();
+        assert_eq!(skipped, gap_total, "told of more than the gaps");
+        assert_eq!(reports, RUNS, "one report per gap");
+        assert!(got == want, "lost or reordered messages");
+        assert!(lossless, "evicted though it kept up");
     }
 
     #[test]

@@ -90,6 +90,8 @@ impl Core {
         let mode = opts.file.mode;
         let group = opts.file.group;
         jopts.check_sizes()?;
+        opts.check_timeouts()
+            .map_err(CreateError::InvalidGeometry)?;
         check_snapshot(&jopts.snapshot, opts.first_seq, msg.size)?;
         let (writer, created) = match Writer::open(
             &path,

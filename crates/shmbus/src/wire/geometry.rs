@@ -165,4 +165,20 @@ pub enum GeometryError {
     /// or of its values.
     #[error("a blackboard of raw bytes needs BlackboardOptions::key_size and ::value_size for its raw side")]
     RawNeedsSizes,
+    /// An eviction or unblock timeout outside its bounds (1 ms to 60 s:
+    /// [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT) to
+    /// [`MAX_EVICT`](crate::bus::MAX_EVICT) or
+    /// [`MAX_UNBLOCK`](crate::bus::MAX_UNBLOCK)); 0 is refused, not read
+    /// as "at once".
+    #[error("the {option} is {found:?}, expected {min:?} to {max:?}")]
+    Timeout {
+        /// Which: "eviction timeout" or "unblock timeout".
+        option: &'static str,
+        /// The timeout asked for.
+        found: std::time::Duration,
+        /// The shortest allowed.
+        min: std::time::Duration,
+        /// The longest allowed.
+        max: std::time::Duration,
+    },
 }
