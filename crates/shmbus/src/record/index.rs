@@ -36,8 +36,8 @@ pub(crate) struct IndexWriter {
     /// new part (the first record gets positions).
     last: Option<u64>,
     mono_below: u64,
-    /// Per bus: the sequence bound, once the bus has a record.
-    seq_below: Vec<Option<u64>>,
+    /// Per bus declared: the sequence bound (0 before its first record).
+    seq_below: Vec<u64>,
     pub pending: Vec<u8>,
 }
 
@@ -63,7 +63,7 @@ impl IndexWriter {
         body[8..16].copy_from_slice(&offset.to_le_bytes());
         frame(&mut self.pending, INDEX_BUS, &body, &[]);
         if self.seq_below.len() <= id as usize {
-            self.seq_below.resize(id as usize + 1, None);
+            self.seq_below.resize(id as usize + 1, 0);
         }
     }
 
@@ -76,8 +76,7 @@ impl IndexWriter {
             return;
         }
         self.last = Some(offset);
-        for (bus, seq) in self.seq_below.iter().enumerate() {
-            let Some(seq) = *seq else { continue };
+        for (bus, &seq) in self.seq_below.iter().enumerate() {
             let mut body = [0u8; INDEX_POSITION_LEN];
             body[0..8].copy_from_slice(&offset.to_le_bytes());
             body[8..16].copy_from_slice(&self.mono_below.to_le_bytes());
@@ -98,7 +97,7 @@ impl IndexWriter {
 
     fn seq(&mut self, bus: u32, below: u64) {
         if let Some(s) = self.seq_below.get_mut(bus as usize) {
-            *s = Some(s.unwrap_or(0).max(below));
+            *s = (*s).max(below);
         }
     }
 }

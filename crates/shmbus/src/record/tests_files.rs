@@ -347,3 +347,47 @@ fn filters_by_bus_and_time_keep_only_those() {
     assert_eq!(times, want);
     assert!(got.iter().all(|r| !matches!(r, Record::Gap(_))));
 }
+
+#[test]
+fn every_parts_index_has_positions_from_its_first_message() {
+    let dir = TempDir::new("first-position");
+    let path = dir.0.join("r.rec");
+    // Parts of 4 KiB and the index's usual step (64 KiB): only the first
+    // message of each part gets positions.
+    let mut rec = FileRecorder::create(&path, Rotation::default().bytes(4096)).unwrap();
+    let a = rec
+        .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8))
+        .unwrap();
+    let b = rec
+        .add_bus(&BusSpec::new("b", RecordedKind::Bus, 8))
+        .unwrap();
+    for i in 0..200u64 {
+        rec.message(a, i, i, i, &i.to_le_bytes()).unwrap();
+    }
+    rec.message(b, 0, 200, 200, &[0; 8]).unwrap();
+    rec.flush().unwrap();
+    let parts = rec.parts();
+    drop(rec);
+    assert!(parts >= 3, "{parts} parts");
+    let header_and_buses = 32 + 2 * 80;
+    for part in 0..parts {
+        let p = part_path(&path, part);
+        let (_, id) = Recording::new(std::fs::File::open(&p).unwrap())
+            .unwrap()
+            .part();
+        let idx = index::read(&index_of(&p), part, id).unwrap();
+        let first: Vec<(u64, u32, u64)> = idx
+            .positions
+            .iter()
+            .map(|q| (q.offset, q.bus, q.seq_below))
+            .collect();
+        // One position per bus declared, at the part's first message;
+        // bus b has had no record before it (its sequences are below 0).
+        let a_below = if part == 0 { 0 } else { first[0].2 };
+        assert_eq!(
+            first,
+            [(header_and_buses, 0, a_below), (header_and_buses, 1, 0)],
+            "part {part}"
+        );
+    }
+}
