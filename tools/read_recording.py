@@ -57,6 +57,13 @@ def part_path(base, part):
     return base if part == 0 else f"{base}.{part}"
 
 
+def text(body, what, off):
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        raise Damaged(f"record at offset {off}: the {what} is not UTF-8")
+
+
 def header(data, magic):
     """(version, part, id, first record offset), or None."""
     if len(data) < 16:
@@ -98,7 +105,7 @@ def parse(version, off, ty, body, buses):
         if bus != len(buses) or kind != 1:
             raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
         buses.append((kind, size))
-        return ("bus", bus, kind, size, 0, 0, 0, "-", body[16:].decode())
+        return ("bus", bus, kind, size, 0, 0, 0, "-", text(body[16:], "bus name", off))
     if ty == 1 and version == 2 and len(body) >= 56:
         bus, kind, size, flags, slots, blocks = struct.unpack_from("<IIIIQQ", body, 0)
         tsize, talign, thash, tlen, nlen = struct.unpack_from("<IIQII", body, 32)
@@ -106,8 +113,8 @@ def parse(version, off, ty, body, buses):
             raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
         if tlen > 256 or nlen > 4096 or 56 + tlen + nlen != len(body):
             raise Damaged(f"record at offset {off}: names")
-        tname = body[56 : 56 + tlen].decode()
-        name = body[56 + tlen :].decode()
+        tname = text(body[56 : 56 + tlen], "message type name", off)
+        name = text(body[56 + tlen :], "bus name", off)
         buses.append((kind, size))
         typ = f"{tsize}:{talign}:{thash:x}:{tname}"
         return ("bus", bus, kind, size, slots, blocks, flags & 1, typ, name)

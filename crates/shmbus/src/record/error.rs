@@ -269,9 +269,15 @@ pub enum ReadError {
         /// The bus id.
         bus: u32,
     },
-    /// A bus name (or message type name) that is not UTF-8.
+    /// A bus name that is not UTF-8.
     #[error("record at offset {offset}: the bus name is not UTF-8")]
     NameNotUtf8 {
+        /// The record's offset.
+        offset: u64,
+    },
+    /// A bus record's message type name that is not UTF-8.
+    #[error("record at offset {offset}: the message type name is not UTF-8")]
+    TypeNameNotUtf8 {
         /// The record's offset.
         offset: u64,
     },
