@@ -1,7 +1,8 @@
 //! `shmbus::record::Capture`, the recorder handle, on buses in /dev/shm:
 //! idle on several buses, it wakes for whichever gets a message (one sleep
-//! over all of them), and a lossy capture's lag is a gap of the exact
-//! sequences missed.
+//! over all of them); a lossy capture's lag is a gap of the exact
+//! sequences missed; a message's time is the fine monotonic clock's when
+//! it was taken.
 
 mod common;
 
@@ -82,6 +83,76 @@ fn a_lossy_capture_lapped_by_its_bus_writes_the_sequences_it_missed_as_a_gap() {
         }
     }
     assert_eq!(next, 30);
+    drop(capture);
+    dir.finish();
+}
+
+/// CLOCK_MONOTONIC now, in ns.
+fn mono_now() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+fn recorded(out: &std::path::Path) -> Vec<Record> {
+    RecordingFiles::open(out)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+#[test]
+fn a_recorded_time_is_the_fine_monotonic_clock_read_once_the_message_is_in_hand() {
+    let dir = ShmDir::new("capture-time");
+    let (a, mut pa) = bus(&dir, "a", 64);
+    let out = dir.path().join("r.rec");
+    let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
+    capture.add(&a, false).unwrap();
+    // Messages 2 ms and 150 us apart in turn, each taken at once: its
+    // recorded time lies between the clock before it was published and
+    // the clock after the capture wrote it (a time 4 ms coarse does not,
+    // and gives two messages 150 us apart one time).
+    let mut bounds = Vec::new();
+    for i in 0..20u64 {
+        let before = mono_now();
+        pa.publish(&i);
+        while capture.poll(Wait::Never).unwrap() == 0 {}
+        let after = mono_now();
+        bounds.push((before, after));
+        let gap = if i % 2 == 0 { 2_000_000 } else { 150_000 };
+        while mono_now() < after + gap {
+            std::hint::spin_loop();
+        }
+    }
+    // One published while the capture waits for it: its time is read
+    // after the wait, not before.
+    let (before, after) = std::thread::scope(|s| {
+        let publisher = s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            let before = mono_now();
+            pa.publish(&20);
+            before
+        });
+        assert_eq!(capture.poll(Wait::For(Duration::from_secs(60))).unwrap(), 1);
+        let after = mono_now();
+        (publisher.join().unwrap(), after)
+    });
+    bounds.push((before, after));
+    capture.flush().unwrap();
+    let times: Vec<u64> = recorded(&out)
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message(m) => Some(m.mono_ns),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(times.len(), bounds.len());
+    for (i, (t, (before, after))) in times.iter().zip(&bounds).enumerate() {
+        assert!(
+            (before..=after).contains(&t),
+            "message {i}: recorded at {t}, published at {before}, written by {after} ({} us early)",
+            before.saturating_sub(*t) / 1000
+        );
+    }
     drop(capture);
     dir.finish();
 }

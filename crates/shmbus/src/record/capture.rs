@@ -104,10 +104,11 @@ enum Source {
 /// Records buses of any kind into a [`FileRecorder`]: each added bus is
 /// subscribed to from its next message (a stream: its consumer is taken,
 /// from where the last consumer stopped), and each [`poll`](Self::poll)
-/// writes what arrived, with its receive time, and each lag report as a
-/// gap. Lossy by default, so it never slows a publisher; lossless by
-/// choice where the bus takes lossless subscribers. A stream is always
-/// lossless: its one consumer is the recorder.
+/// writes what arrived, with its receive time (CLOCK_MONOTONIC and the
+/// wall clock, read once per batch taken, after any wait), and each lag
+/// report as a gap. Lossy by default, so it never slows a publisher;
+/// lossless by choice where the bus takes lossless subscribers. A stream
+/// is always lossless: its one consumer is the recorder.
 ///
 /// # Examples
 /// ```
@@ -312,8 +313,11 @@ impl Capture {
     /// Up to 256 records of source `i`, the first waited for up to `wait`.
     fn take(&mut self, i: usize, mut wait: Wait) -> Result<usize, CaptureError> {
         let mut n = 0;
+        // When this batch was received: read once its first message is in
+        // hand (after any wait); the rest were on the ring by then, or came
+        // while the batch was written.
+        let mut stamp = None;
         while n < 256 {
-            let mono = crate::stat::monotonic_ns();
             let (source, bus, name) = &mut self.sources[i];
             let bus = *bus;
             let got = match source {
@@ -321,7 +325,8 @@ impl Capture {
                     let seq = sub.position();
                     match sub.recv(wait) {
                         Some(Received::Message(msg)) => {
-                            self.out.message(bus, seq, mono, wall_ns(), msg)?;
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            self.out.message(bus, seq, mono, wall, msg)?;
                             Some(Ok(msg.len()))
                         }
                         Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
@@ -336,7 +341,8 @@ impl Capture {
                     })?;
                     match got {
                         Some(Received::Message(sample)) => {
-                            self.out.message(bus, seq, mono, wall_ns(), &sample)?;
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            self.out.message(bus, seq, mono, wall, &sample)?;
                             Some(Ok(sample.len()))
                         }
                         Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
@@ -345,12 +351,12 @@ impl Capture {
                 }
                 Source::Stream(consumer, seq) => match consumer.peek(wait) {
                     Ok(record) => {
+                        let (mono, wall) = *stamp.get_or_insert_with(now);
                         self.scratch.clear();
                         self.scratch.extend_from_slice(&record);
                         // Written (to the buffer) before it is released: a
                         // failed write leaves it in the stream.
-                        self.out
-                            .message(bus, *seq, mono, wall_ns(), &self.scratch)?;
+                        self.out.message(bus, *seq, mono, wall, &self.scratch)?;
                         record.release();
                         *seq += 1;
                         Some(Ok(self.scratch.len()))
@@ -495,8 +501,15 @@ impl Capture {
     }
 }
 
-fn wall_ns() -> u64 {
-    std::time::SystemTime::now()
+/// Now, as a message's receive time: CLOCK_MONOTONIC (the fine one, not
+/// the coarse clock of "last active" times) and the wall clock, in ns.
+fn now() -> (u64, u64) {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let mono = (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64);
+    let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (mono, wall)
 }
