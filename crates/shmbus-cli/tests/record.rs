@@ -367,6 +367,73 @@ fn a_recorder_of_a_many_publisher_bus_killed_mid_write_leaves_a_readable_prefix(
     );
 }
 
+/// The records of the recording at `path`, all its parts, as far as they
+/// read.
+fn all_records(path: &Path) -> Vec<Record> {
+    RecordingFiles::open(path).map_or(Vec::new(), |f| f.map_while(Result::ok).collect())
+}
+
+#[test]
+fn a_stream_recorder_killed_leaves_each_record_in_the_file_or_in_the_stream() {
+    use shmbus::stream::Consumer;
+    use shmbus::{OpenOptions, Wait};
+    let dir = ShmDir::new("record-kill-stream");
+    let s = dir.bus("s");
+    let file = dir.file("s.rec");
+    // 1 MiB of ring: the records (16 bytes each on the ring) all fit, and
+    // the recorder gives back what it wrote once it holds half of it.
+    run_shmbus(&["create", &s, "--kind", "stream", "--bytes", "1048576"]).assert_success();
+    let rec = start_recorder(&s, &file);
+    wait_until_recorder_sleeps(&rec);
+    signal(&rec, Signal::STOP);
+    wait_for("the recorder to stop", || {
+        process_state(rec.pid()) == Some('T')
+    });
+    let n = 60_000u64;
+    publish(&s, &numbered_lines(1..=n));
+    let head = || shmbus::stat::stat(&s).unwrap().stream.unwrap().head;
+    let before = head();
+    signal(&rec, Signal::CONT);
+    // Killed as soon as it has given records back: it holds more, taken
+    // but not written.
+    wait_for("the recorder to give records back", || head() != before);
+    signal(&rec, Signal::KILL);
+    rec.wait();
+    let recorded = all_records(&file);
+    let in_file: Vec<u64> = recorded
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message(m) => Some(std::str::from_utf8(&m.payload).unwrap().parse().unwrap()),
+            _ => None,
+        })
+        .collect();
+    let mut consumer = Consumer::<[u8]>::attach(&s, &OpenOptions::default()).unwrap();
+    let mut in_stream = Vec::new();
+    let mut buf = Vec::new();
+    while consumer.pop(&mut buf, Wait::Never).is_ok() {
+        in_stream.push(std::str::from_utf8(&buf).unwrap().parse::<u64>().unwrap());
+    }
+    drop(consumer);
+    assert_eq!(in_file, (1..=in_file.len() as u64).collect::<Vec<_>>());
+    let first = in_stream.first().copied().unwrap_or(n + 1);
+    assert!(
+        first <= in_file.len() as u64 + 1,
+        "records {} to {} are neither in the file nor in the stream",
+        in_file.len() + 1,
+        first - 1
+    );
+    assert_eq!(in_stream, (first..=n).collect::<Vec<_>>());
+    python_reads_the_same(&file, &recorded);
+    dir.finish();
+}
+
+/// Waits until the recorder sleeps (between its polls).
+fn wait_until_recorder_sleeps(rec: &common::Watched) {
+    wait_for("the recorder to sleep", || {
+        process_state(rec.pid()) == Some('S')
+    });
+}
+
 #[test]
 fn buses_of_every_kind_record_into_one_file_each_with_its_kind_geometry_and_exact_payloads() {
     let dir = ShmDir::new("record-kinds");

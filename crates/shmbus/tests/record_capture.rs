@@ -2,7 +2,8 @@
 //! idle on several buses, it wakes for whichever gets a message (one sleep
 //! over all of them); a lossy capture's lag is a gap of the exact
 //! sequences missed; a message's time is the fine monotonic clock's when
-//! it was taken.
+//! it was taken; a stream's record leaves the stream only once it is in
+//! the file.
 
 mod common;
 
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::ShmDir;
 use shmbus::record::{Capture, FileRecorder, Record, RecordingFiles, Rotation};
+use shmbus::stream::{Producer, StreamOptions};
 use shmbus::{BusOptions, Publisher, Wait};
 
 fn bus(dir: &ShmDir, label: &str, slots: u64) -> (String, Publisher<u64>) {
@@ -155,4 +157,65 @@ fn a_recorded_time_is_the_fine_monotonic_clock_read_once_the_message_is_in_hand(
     }
     drop(capture);
     dir.finish();
+}
+
+#[test]
+fn a_captured_stream_record_leaves_the_stream_only_once_it_is_in_the_file() {
+    let dir = ShmDir::new("capture-stream");
+    let name = dir.path().join("s").to_str().unwrap().to_owned();
+    let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1 << 16)).unwrap();
+    let out = dir.path().join("r.rec");
+    let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
+    capture.add(&name, false).unwrap();
+    let head = || shmbus::stat::stat(&name).unwrap().stream.unwrap().head;
+    let start = head();
+    for i in 0..100u32 {
+        producer
+            .push(format!("{i}").as_bytes(), Wait::Never)
+            .unwrap();
+    }
+    let mut taken = 0;
+    while taken < 100 {
+        taken += capture.poll(Wait::Never).unwrap();
+    }
+    // In the recorder's buffer, not in its file: still the stream's.
+    assert_eq!(head(), start, "records given back before they were written");
+    capture.flush().unwrap();
+    let written = recorded(&out);
+    assert_eq!(written.len(), 101);
+    assert_eq!(
+        head(),
+        producer_tail(&name),
+        "written records not given back"
+    );
+
+    // A ring too small for the buffer: records are given back once half
+    // of it is held, so a capture that never waits still takes every
+    // record of a producer that waits for room.
+    let small = dir.path().join("small").to_str().unwrap().to_owned();
+    let mut producer = Producer::<[u8]>::create(&small, &StreamOptions::new(1024)).unwrap();
+    capture.add(&small, false).unwrap();
+    let n = 2000u32;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..n {
+                let record = format!("{i:040}");
+                producer
+                    .push(record.as_bytes(), Wait::For(Duration::from_secs(60)))
+                    .unwrap();
+            }
+        });
+        while capture.bus_stats(1).unwrap().messages < u64::from(n) {
+            assert!(Instant::now() < deadline, "{:?}", capture.bus_stats(1));
+            capture.poll(Wait::Never).unwrap();
+        }
+    });
+    drop(capture);
+    dir.finish();
+}
+
+/// The producer's `TAIL`: every record pushed.
+fn producer_tail(name: &str) -> u64 {
+    shmbus::stat::stat(name).unwrap().stream.unwrap().tail
 }

@@ -108,7 +108,11 @@ enum Source {
 /// wall clock, read once per batch taken, after any wait), and each lag
 /// report as a gap. Lossy by default, so it never slows a publisher;
 /// lossless by choice where the bus takes lossless subscribers. A stream
-/// is always lossless: its one consumer is the recorder.
+/// is always lossless: its one consumer is the recorder, which gives a
+/// record's bytes back to the stream only once the record is in the file
+/// ([`flush`](Self::flush), and before it waits or holds half the ring),
+/// so a recorder that dies leaves what it had not written to the next
+/// consumer.
 ///
 /// # Examples
 /// ```
@@ -141,8 +145,6 @@ pub struct Capture {
     stats: CaptureStats,
     /// What each source has written, in the order of `sources`.
     per_bus: Vec<CaptureStats>,
-    /// Where a stream's record is copied out before it is released.
-    scratch: Vec<u8>,
     /// The one sleep over every source while all are idle.
     select: Select,
 }
@@ -167,7 +169,6 @@ impl Capture {
             sources: Vec::new(),
             stats: CaptureStats::default(),
             per_bus: Vec::new(),
-            scratch: Vec::new(),
             select: Select::new(),
         }
     }
@@ -291,6 +292,8 @@ impl Capture {
             written += self.take(i, w)?;
         }
         if written == 0 && several {
+            // A stream's producer may be waiting for the bytes held.
+            self.give_back()?;
             let ready = {
                 let members: Vec<&dyn Selectable> = self
                     .sources
@@ -349,34 +352,45 @@ impl Capture {
                         None => None,
                     }
                 }
-                Source::Stream(consumer, seq) => match consumer.peek(wait) {
-                    Ok(record) => {
-                        let (mono, wall) = *stamp.get_or_insert_with(now);
-                        self.scratch.clear();
-                        self.scratch.extend_from_slice(&record);
-                        // Written (to the buffer) before it is released: a
-                        // failed write leaves it in the stream.
-                        self.out.message(bus, *seq, mono, wall, &self.scratch)?;
-                        record.release();
-                        *seq += 1;
-                        Some(Ok(self.scratch.len()))
+                Source::Stream(consumer, seq) => {
+                    // The bytes held go back once in the file: before a
+                    // wait (the producer may be waiting for them) and
+                    // before they fill half the ring.
+                    let held = consumer.held_bytes();
+                    if held > 0
+                        && (!matches!(wait, Wait::Never) || held >= consumer.ring_bytes() / 2)
+                    {
+                        self.out.flush()?;
+                        consumer.give_back();
                     }
-                    Err(PopError::Empty | PopError::TimedOut(_)) => None,
-                    // No producer now: idle until one comes back, without
-                    // spinning on the answer.
-                    Err(PopError::PeerGone { .. }) => {
-                        if let Wait::For(d) = wait {
-                            std::thread::sleep(d.min(Duration::from_millis(10)));
+                    match consumer.peek(wait) {
+                        Ok(record) => {
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            // Written (to the buffer) before it is taken: a
+                            // failed write leaves it the next record.
+                            self.out.message(bus, *seq, mono, wall, &record)?;
+                            let len = record.len();
+                            record.take();
+                            *seq += 1;
+                            Some(Ok(len))
                         }
-                        None
+                        Err(PopError::Empty | PopError::TimedOut(_)) => None,
+                        // No producer now: idle until one comes back, without
+                        // spinning on the answer.
+                        Err(PopError::PeerGone { .. }) => {
+                            if let Wait::For(d) = wait {
+                                std::thread::sleep(d.min(Duration::from_millis(10)));
+                            }
+                            None
+                        }
+                        Err(source) => {
+                            return Err(CaptureError::Stream {
+                                name: name.clone(),
+                                source,
+                            })
+                        }
                     }
-                    Err(source) => {
-                        return Err(CaptureError::Stream {
-                            name: name.clone(),
-                            source,
-                        })
-                    }
-                },
+                }
             };
             match got {
                 None => break,
@@ -397,6 +411,19 @@ impl Capture {
             wait = Wait::Never;
         }
         Ok(n)
+    }
+
+    /// Flushes the recording, then gives each stream back the bytes of
+    /// the records now in the file.
+    fn give_back(&mut self) -> Result<(), WriteError> {
+        let held = |(source, ..): &(Source, u32, String)| match source {
+            Source::Stream(consumer, _) => consumer.held_bytes() > 0,
+            _ => false,
+        };
+        if !self.sources.iter().any(held) {
+            return Ok(());
+        }
+        self.flush()
     }
 
     /// What has been written so far.
@@ -450,7 +477,10 @@ impl Capture {
         Some(self.per_bus[i])
     }
 
-    /// Flushes the recording and its index (see [`FileRecorder::flush`]).
+    /// Flushes the recording and its index (see [`FileRecorder::flush`]),
+    /// then gives each stream back the bytes of the records written: until
+    /// then they stay in the stream, and a consumer after this one (a
+    /// recorder killed before its flush) reads them again.
     ///
     /// # Examples
     /// ```
@@ -475,10 +505,17 @@ impl Capture {
     /// # Errors
     /// [`WriteError::Io`] if a write fails.
     pub fn flush(&mut self) -> Result<(), WriteError> {
-        self.out.flush()
+        self.out.flush()?;
+        for (source, ..) in &mut self.sources {
+            if let Source::Stream(consumer, _) = source {
+                consumer.give_back();
+            }
+        }
+        Ok(())
     }
 
-    /// The recorder, given back.
+    /// The recorder, given back (a stream's records written since the last
+    /// [`flush`](Self::flush) stay in the stream: flush first).
     ///
     /// # Examples
     /// ```
