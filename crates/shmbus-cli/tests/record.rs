@@ -435,6 +435,24 @@ fn wait_until_recorder_sleeps(rec: &common::Watched) {
 }
 
 #[test]
+fn recording_one_bus_twice_by_any_name_is_refused_in_one_line_leaving_no_file() {
+    let dir = ShmDir::new("record-twice");
+    let a = dir.bus("a");
+    run_shmbus(&["create", &a, "--slots", "8", "--msg-size", "16"]).assert_success();
+    let link = dir.bus("b");
+    std::fs::hard_link(&a, &link).unwrap();
+    let out = dir.file("a.rec");
+    for again in [&a, &link] {
+        run_shmbus(&["record", &a, again, "--out", out.to_str().unwrap()]).assert_error(
+            2,
+            &format!("{again}: the same bus as {a}, already recorded"),
+        );
+        assert!(!out.exists());
+    }
+    dir.finish();
+}
+
+#[test]
 fn buses_of_every_kind_record_into_one_file_each_with_its_kind_geometry_and_exact_payloads() {
     let dir = ShmDir::new("record-kinds");
     let (plain, many, pool, stream, journaled) = (

@@ -1087,7 +1087,8 @@ impl ReadError {
 
 #[cfg(not(loom))]
 impl CaptureError {
-    /// The kind of the error it wraps.
+    /// The kind of the error it wraps ([`ErrorKind::InvalidArgument`] for
+    /// a bus added twice).
     ///
     /// # Examples
     /// ```
@@ -1099,6 +1100,7 @@ impl CaptureError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             CaptureError::Open { source, .. } => source.kind(),
+            CaptureError::SameBus { .. } => ErrorKind::InvalidArgument,
             CaptureError::Attach { source, .. } => source.kind(),
             CaptureError::AddBus { source, .. } => source.kind(),
             CaptureError::Write(e) => e.kind(),

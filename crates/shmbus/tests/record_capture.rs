@@ -3,14 +3,14 @@
 //! over all of them); a lossy capture's lag is a gap of the exact
 //! sequences missed; a message's time is the fine monotonic clock's when
 //! it was taken; a stream's record leaves the stream only once it is in
-//! the file.
+//! the file; a bus is recorded once, whatever name it is given by.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
 use common::ShmDir;
-use shmbus::record::{Capture, FileRecorder, Record, RecordingFiles, Rotation};
+use shmbus::record::{Capture, CaptureError, FileRecorder, Record, RecordingFiles, Rotation};
 use shmbus::stream::{Producer, StreamOptions};
 use shmbus::{BusOptions, Publisher, Wait};
 
@@ -218,4 +218,27 @@ fn a_captured_stream_record_leaves_the_stream_only_once_it_is_in_the_file() {
 /// The producer's `TAIL`: every record pushed.
 fn producer_tail(name: &str) -> u64 {
     shmbus::stat::stat(name).unwrap().stream.unwrap().tail
+}
+
+#[test]
+fn a_bus_added_twice_by_any_name_is_refused_naming_both() {
+    let dir = ShmDir::new("capture-twice");
+    let (a, _pa) = bus(&dir, "a", 8);
+    let link = dir.path().join("b").to_str().unwrap().to_owned();
+    std::fs::hard_link(&a, &link).unwrap();
+    let out = dir.path().join("r.rec");
+    let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
+    capture.add(&a, false).unwrap();
+    for again in [&a, &link] {
+        match capture.add(again, false) {
+            Err(e @ CaptureError::SameBus { .. }) => assert_eq!(
+                e.to_string(),
+                format!("{again}: the same bus as {a}, already recorded")
+            ),
+            other => panic!("{again}: {other:?}"),
+        }
+    }
+    drop(capture);
+    std::fs::remove_file(&link).unwrap();
+    dir.finish();
 }

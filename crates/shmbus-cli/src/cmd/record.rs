@@ -131,6 +131,7 @@ fn capture_failed(
         CaptureError::Open { source, .. } => source.into(),
         CaptureError::Attach { source, .. } => source.into(),
         CaptureError::Write(e) => failed(&e),
+        e @ CaptureError::SameBus { .. } => CliError::usage(e.to_string()),
         e => CliError::runtime(e.to_string()),
     }
 }

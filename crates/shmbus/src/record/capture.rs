@@ -1,6 +1,7 @@
 //! [`Capture`]: the recorder handle: subscribes to buses of any kind and
 //! writes what crosses them to a [`FileRecorder`].
 
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use super::error::{AddBusError, WriteError};
@@ -47,6 +48,15 @@ pub enum CaptureError {
         name: String,
         /// Why.
         source: AttachError,
+    },
+    /// The bus is one already added, under another name or the same (the
+    /// same file: device and inode).
+    #[error("{name}: the same bus as {first}, already recorded")]
+    SameBus {
+        /// The name given.
+        name: String,
+        /// The name it was added under first.
+        first: String,
     },
     /// The bus record could not be written.
     #[error("{name}: {source}")]
@@ -145,6 +155,8 @@ pub struct Capture {
     stats: CaptureStats,
     /// What each source has written, in the order of `sources`.
     per_bus: Vec<CaptureStats>,
+    /// Each source's file (device, inode): a bus is added once.
+    files: Vec<(u64, u64)>,
     /// The one sleep over every source while all are idle.
     select: Select,
 }
@@ -169,6 +181,7 @@ impl Capture {
             sources: Vec::new(),
             stats: CaptureStats::default(),
             per_bus: Vec::new(),
+            files: Vec::new(),
             select: Select::new(),
         }
     }
@@ -195,7 +208,8 @@ impl Capture {
     ///
     /// # Errors
     /// [`CaptureError::Open`] if the bus cannot be opened or subscribed to
-    /// (a lossless subscriber refused included), [`CaptureError::AddBus`]
+    /// (a lossless subscriber refused included), [`CaptureError::SameBus`]
+    /// if it is a bus already added (by any name), [`CaptureError::AddBus`]
     /// if its bus record cannot be written.
     pub fn add(&mut self, name: &str, lossless: bool) -> Result<u32, CaptureError> {
         let open = |source| CaptureError::Open {
@@ -203,6 +217,20 @@ impl Capture {
             source,
         };
         let stat = crate::stat::stat(name).map_err(open)?;
+        let file = std::fs::symlink_metadata(&stat.path)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|source| {
+                open(OpenError::Io {
+                    what: "stat",
+                    source,
+                })
+            })?;
+        if let Some(i) = self.files.iter().position(|&f| f == file) {
+            return Err(CaptureError::SameBus {
+                name: name.to_owned(),
+                first: self.sources[i].2.clone(),
+            });
+        }
         let h = &stat.header;
         let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
         let cap = |n: u64| u32::try_from(n.min(MAX_MESSAGE as u64)).unwrap_or(u32::MAX);
@@ -253,6 +281,7 @@ impl Capture {
             })?;
         self.sources.push((source, id, name.to_owned()));
         self.per_bus.push(CaptureStats::default());
+        self.files.push(file);
         Ok(id)
     }
 
