@@ -434,6 +434,96 @@ fn wait_until_recorder_sleeps(rec: &common::Watched) {
     });
 }
 
+/// `shmbus ARGS` started with `umask`.
+fn start_with_umask(args: &[&str], umask: libc::mode_t) -> common::Watched {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = common::shmbus(args);
+    // SAFETY: runs in the forked child before exec; umask(2) is
+    // async-signal-safe and changes only that child.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::umask(umask);
+            Ok(())
+        });
+    }
+    common::spawn(cmd)
+}
+
+#[test]
+fn a_recording_lets_read_no_one_its_buses_do_not_whatever_the_umask() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = ShmDir::new("record-mode");
+    let (private, group, world) = (dir.bus("private"), dir.bus("group"), dir.bus("world"));
+    // 256 slots: 200 messages never lap the recorder.
+    run_shmbus(&["create", &private, "--slots", "256", "--msg-size", "16"]).assert_success();
+    for (bus, mode) in [(&group, "640"), (&world, "644")] {
+        run_shmbus(&[
+            "create",
+            bus,
+            "--slots",
+            "256",
+            "--msg-size",
+            "16",
+            "--mode",
+            mode,
+        ])
+        .assert_success();
+    }
+    let egid = rustix::process::getegid().as_raw().to_string();
+    let cases: [(&str, Vec<&str>, &[&str], u32); 5] = [
+        ("private", vec![&private], &["--rotate-size", "4096"], 0o600),
+        ("group", vec![&group, &world], &[], 0o640),
+        ("world", vec![&world], &[], 0o644),
+        ("mixed", vec![&world, &private], &[], 0o600),
+        (
+            "asked",
+            vec![&private],
+            &["--mode", "640", "--group", &egid],
+            0o640,
+        ),
+    ];
+    for (label, buses, extra, want) in cases {
+        let file = dir.file(&format!("{label}.rec"));
+        let mut args = vec!["record"];
+        args.extend(buses.iter().copied());
+        args.extend(["--out", file.to_str().unwrap()]);
+        args.extend(extra);
+        // Under umask 000 every file was 0666 before.
+        let rec = start_with_umask(&args, 0);
+        wait_for("the recorder to declare its buses", || {
+            records(&file).len() == buses.len()
+        });
+        publish(buses[0], &numbered_lines(1..=200));
+        wait_for("the recorder to write 200 messages", || {
+            messages(&all_records(&file)) == 200
+        });
+        signal(&rec, Signal::INT);
+        rec.wait().assert_success();
+        let parts = RecordingFiles::open(&file).unwrap().parts().to_vec();
+        assert!(label != "private" || parts.len() > 1, "{parts:?}");
+        for part in parts {
+            let mut idx = part.clone().into_os_string();
+            idx.push(".idx");
+            for f in [part, idx.into()] {
+                let meta = std::fs::metadata(&f).unwrap();
+                let mode = meta.permissions().mode() & 0o7777;
+                assert_eq!(mode, want, "{label}: {} is {mode:o}", f.display());
+                assert_eq!(meta.gid().to_string(), egid, "{label}: {}", f.display());
+            }
+        }
+    }
+    run_shmbus(&[
+        "record",
+        &private,
+        "--out",
+        dir.file("x.rec").to_str().unwrap(),
+        "--mode",
+        "9",
+    ])
+    .assert_error(2, "not an octal permission mode");
+    dir.finish();
+}
+
 #[test]
 fn recording_one_bus_twice_by_any_name_is_refused_in_one_line_leaving_no_file() {
     let dir = ShmDir::new("record-twice");

@@ -1029,6 +1029,8 @@ impl AddBusError {
 #[cfg(not(loom))]
 impl WriteError {
     /// [`ErrorKind::InvalidArgument`] for a record the recorder refused,
+    /// [`ErrorKind::Exists`] for a file in the way of one it makes,
+    /// [`ErrorKind::Permission`] for one it may not make, and
     /// [`ErrorKind::Other`] for a failed write.
     ///
     /// # Examples
@@ -1039,6 +1041,11 @@ impl WriteError {
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
+            WriteError::File { source, .. } => match source.kind() {
+                std::io::ErrorKind::AlreadyExists => ErrorKind::Exists,
+                std::io::ErrorKind::PermissionDenied => ErrorKind::Permission,
+                _ => ErrorKind::Other,
+            },
             WriteError::Io(_) => ErrorKind::Other,
             _ => ErrorKind::InvalidArgument,
         }

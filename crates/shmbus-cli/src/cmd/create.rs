@@ -237,7 +237,7 @@ pub(crate) fn parse_type(s: &str) -> Result<MessageType, String> {
 }
 
 /// Parses permission bits written in octal, as chmod takes them.
-fn parse_mode(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_mode(s: &str) -> Result<u32, String> {
     match u32::from_str_radix(s, 8) {
         Ok(mode) if mode <= 0o777 => Ok(mode),
         _ => Err(format!(
@@ -248,7 +248,7 @@ fn parse_mode(s: &str) -> Result<u32, String> {
 
 /// `--group`: a group's name (looked up in the group database) or its
 /// number.
-fn parse_group(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_group(s: &str) -> Result<u32, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return s
             .parse::<u32>()

@@ -2,6 +2,7 @@
 //! operation.
 
 use std::io;
+use std::path::PathBuf;
 
 /// Why [`Recorder::add_bus`](super::Recorder::add_bus) failed.
 ///
@@ -97,6 +98,18 @@ pub enum WriteError {
     EmptyGap {
         /// The bus.
         bus: u32,
+    },
+    /// A file of the recording (a part, an index) could not be made or
+    /// written: the file, the step, and why (a file already there, for a
+    /// part that a rotation would make).
+    #[error("{path}: {what}: {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The step: `create`, `chgrp`, `chmod`, `write`.
+        what: &'static str,
+        /// Why.
+        source: io::Error,
     },
 }
 

@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -38,6 +39,95 @@ fn index_path(part: &Path) -> PathBuf {
     let mut s = part.as_os_str().to_owned();
     s.push(".idx");
     PathBuf::from(s)
+}
+
+/// Who may read a recording: the permission bits and group that every
+/// part and index a [`FileRecorder`] makes gets, exactly, whatever the
+/// umask. By default the owner's only (0o600, the creator's group): a
+/// recording holds every message of its buses, so it should let read no
+/// one its buses do not.
+///
+/// # Examples
+/// ```
+/// let access = shmbus::record::FileAccess::default().mode(0o640).group(1000);
+/// assert_eq!((access.mode, access.group), (0o640, Some(1000)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileAccess {
+    /// Permission bits (at most 0o777).
+    pub mode: u32,
+    /// The files' group, if not the creator's (the creator must be a
+    /// member, as for `chgrp`).
+    pub group: Option<u32>,
+}
+
+impl Default for FileAccess {
+    fn default() -> Self {
+        Self {
+            mode: 0o600,
+            group: None,
+        }
+    }
+}
+
+impl FileAccess {
+    /// With these permission bits (only 0o777 of them count).
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::FileAccess::default().mode(0o4640).mode, 0o640);
+    /// ```
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o777;
+        self
+    }
+
+    /// With this group.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::FileAccess::default().group(5).group, Some(5));
+    /// ```
+    pub fn group(mut self, gid: u32) -> Self {
+        self.group = Some(gid);
+        self
+    }
+}
+
+/// Creates `path` for writing, never over a file already there (nor
+/// through a symlink), with exactly `access`: made owner-only, given its
+/// group, then its mode (so its group bits never let in the group it was
+/// made with), as a journal is. Removed again if that fails.
+fn create_file(path: &Path, access: FileAccess) -> Result<File, WriteError> {
+    let failed = |what, source| WriteError::File {
+        path: path.to_owned(),
+        what,
+        source,
+    };
+    let mode = access.mode & 0o777;
+    // O_EXCL: never through a symlink either.
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(mode & 0o600)
+        .open(path)
+        .map_err(|e| failed("create", e))?;
+    let set = || -> Result<(), WriteError> {
+        let meta = file.metadata().map_err(|e| failed("stat", e))?;
+        if let Some(gid) = access.group.filter(|&g| g != meta.gid()) {
+            std::os::unix::fs::fchown(&file, None, Some(gid)).map_err(|e| failed("chgrp", e))?;
+        }
+        if meta.permissions().mode() & 0o7777 != mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(|e| failed("chmod", e))?;
+        }
+        Ok(())
+    };
+    if let Err(e) = set() {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(file)
 }
 
 /// When a [`FileRecorder`] starts a new part: after this many bytes,
@@ -86,9 +176,11 @@ impl Rotation {
 
 /// Writes a recording to files: `base` (and, rotated, `base.1`, ...), each
 /// a whole recording (its header, its buses declared again), each with its
-/// index `PART.idx`. Records go through a buffer; [`flush`](Self::flush)
-/// writes the recording, then the index entries that point into what was
-/// written, so an index is never ahead of its file.
+/// index `PART.idx`, each made new (never over a file already there) with
+/// exactly its [`FileAccess`] (0o600 unless given). Records go through a
+/// buffer; [`flush`](Self::flush) writes the recording, then the index
+/// entries that point into what was written, so an index is never ahead
+/// of its file.
 ///
 /// # Examples
 /// ```
@@ -122,6 +214,7 @@ pub struct FileRecorder {
     specs: Vec<BusSpec>,
     part: u32,
     id: u64,
+    access: FileAccess,
     /// The receive time of this part's first message.
     part_start: Option<u64>,
 }
@@ -130,8 +223,8 @@ pub struct FileRecorder {
 const INDEX_EVERY: u64 = 64 << 10;
 
 impl FileRecorder {
-    /// Creates `path` and `path.idx` (neither may exist) and writes their
-    /// headers.
+    /// Creates `path` and `path.idx` (neither may exist), owner-only
+    /// (0o600, whatever the umask), and writes their headers.
     ///
     /// # Examples
     /// ```
@@ -148,17 +241,55 @@ impl FileRecorder {
     /// ```
     ///
     /// # Errors
-    /// [`WriteError::Io`] if a file exists or cannot be made.
+    /// [`WriteError::File`] naming the file that exists or cannot be made.
     pub fn create(path: &Path, rotation: Rotation) -> Result<Self, WriteError> {
-        Self::create_with(path, rotation, INDEX_EVERY)
+        Self::create_with_access(path, rotation, FileAccess::default())
+    }
+
+    /// As [`create`](Self::create), every part and index with exactly
+    /// `access`'s mode and group.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    /// use shmbus::record::{FileAccess, FileRecorder, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frx-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let access = FileAccess::default().mode(0o640);
+    /// let rec = FileRecorder::create_with_access(&path, Rotation::default(), access)?;
+    /// assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o777, 0o640);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`create`](Self::create), and [`WriteError::File`] if the group
+    /// or the mode cannot be set (`chgrp` to a group the caller is not in).
+    pub fn create_with_access(
+        path: &Path,
+        rotation: Rotation,
+        access: FileAccess,
+    ) -> Result<Self, WriteError> {
+        Self::create_inner(path, rotation, access, INDEX_EVERY)
     }
 
     /// As [`create`](Self::create), an index position every `every` bytes
     /// (tests).
     #[doc(hidden)]
     pub fn create_with(path: &Path, rotation: Rotation, every: u64) -> Result<Self, WriteError> {
+        Self::create_inner(path, rotation, FileAccess::default(), every)
+    }
+
+    fn create_inner(
+        path: &Path,
+        rotation: Rotation,
+        access: FileAccess,
+        every: u64,
+    ) -> Result<Self, WriteError> {
         let id = super::recorder::new_recording_id();
-        let (rec, index_file) = open_part(path, 0, id)?;
+        let (rec, index_file) = open_part(path, 0, id, access)?;
         Ok(Self {
             base: path.to_path_buf(),
             rotation,
@@ -168,6 +299,7 @@ impl FileRecorder {
             specs: Vec::new(),
             part: 0,
             id,
+            access,
             part_start: None,
         })
     }
@@ -347,7 +479,8 @@ impl FileRecorder {
         let next = self.part.checked_add(1).ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "too many parts")
         })?;
-        let (rec, index_file) = open_part(&part_path(&self.base, next), next, self.id)?;
+        let (rec, index_file) =
+            open_part(&part_path(&self.base, next), next, self.id, self.access)?;
         self.rec = rec;
         self.index_file = index_file;
         self.part = next;
@@ -378,10 +511,10 @@ fn open_part(
     path: &Path,
     part: u32,
     id: u64,
+    access: FileAccess,
 ) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
-    let create = |p: &Path| File::options().write(true).create_new(true).open(p);
-    let file = create(path)?;
-    let mut index_file = create(&index_path(path))?;
+    let file = create_file(path, access)?;
+    let mut index_file = create_file(&index_path(path), access)?;
     index_file.write_all(&header(INDEX_MAGIC, part, id))?;
     let rec = Recorder::part(BufWriter::with_capacity(1 << 20, file), part, id)?;
     Ok((rec, index_file))

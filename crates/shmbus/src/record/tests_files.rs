@@ -391,3 +391,41 @@ fn every_parts_index_has_positions_from_its_first_message() {
         );
     }
 }
+
+#[test]
+// Sets modes with fchmod, which Miri does not.
+#[cfg_attr(miri, ignore)]
+fn every_file_of_a_recording_gets_exactly_its_mode_owner_only_by_default() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("mode");
+    // Under any umask but 077 the default was wider before (0644 under
+    // 022); 0666 is wider than most umasks let through.
+    for (label, access, want) in [
+        ("default", None, 0o600),
+        ("group", Some(FileAccess::default().mode(0o640)), 0o640),
+        ("all", Some(FileAccess::default().mode(0o666)), 0o666),
+    ] {
+        let path = dir.0.join(format!("{label}.rec"));
+        let rotation = Rotation::default().bytes(4096);
+        let mut rec = match access {
+            None => FileRecorder::create(&path, rotation),
+            Some(a) => FileRecorder::create_with_access(&path, rotation, a),
+        }
+        .unwrap();
+        let bus = rec
+            .add_bus(&BusSpec::new("a", RecordedKind::Bus, 8))
+            .unwrap();
+        for i in 0..200u64 {
+            rec.message(bus, i, i, i, &i.to_le_bytes()).unwrap();
+        }
+        rec.flush().unwrap();
+        assert!(rec.parts() >= 2);
+        for part in 0..rec.parts() {
+            let p = part_path(&path, part);
+            for f in [index_of(&p), p] {
+                let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o7777;
+                assert_eq!(mode, want, "{label}: {} is {mode:o}", f.display());
+            }
+        }
+    }
+}
