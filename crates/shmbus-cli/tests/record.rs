@@ -274,14 +274,23 @@ fn a_damaged_recording_is_refused_in_one_line_with_exit_code_2() {
     dir.finish();
 }
 
-/// A recorder of the bus made by `create` (16-byte lines) killed mid-write
-/// leaves a file that reads whole: each sequence a message or inside a gap.
-fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
-    let dir = ShmDir::new(name);
+/// A recorder (`shmbus record` with `record`'s flags) of the bus made by
+/// `create` (16-byte lines) killed mid-write, once its parts hold `bytes`,
+/// leaves a recording that reads whole, all its parts: each sequence a
+/// message or inside a gap. Its file.
+fn killed_recorder_leaves_a_readable_prefix(
+    dir: &ShmDir,
+    create: &[&str],
+    record: &[&str],
+    bytes: u64,
+) -> std::path::PathBuf {
     let a = dir.bus("a");
     let file = dir.file("a.rec");
     run_shmbus(&[&["create", &a][..], create].concat()).assert_success();
-    let rec = start_recorder(&a, &file);
+    let rec = start(&[&["record", &a, "--out", file.to_str().unwrap()][..], record].concat());
+    wait_for("the recorder to declare its bus", || {
+        matches!(records(&file).first(), Some(Record::Bus(_)))
+    });
     let mut feeder = common::start_with_stdin(&["pub", &a]);
     // Lines until the recorder is killed (at most 4 M): a lossy recorder
     // starved of CPU (CI's other lane) records few of any fixed number.
@@ -301,9 +310,17 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
             }
         })
     };
-    // Killed while its buffer has been written out at least once.
-    wait_for("the recorder to write 1 MiB", || {
-        std::fs::metadata(&file).is_ok_and(|m| m.len() > 1 << 20)
+    // Killed once it has written `bytes` (its buffer written out at least
+    // once, or many parts made).
+    wait_for("the recorder to write its bytes", || {
+        let mut total = 0;
+        for k in 0.. {
+            match std::fs::metadata(shmbus::record::part_path(&file, k)) {
+                Ok(m) => total += m.len(),
+                Err(_) => break,
+            }
+        }
+        total > bytes
     });
     signal(&rec, Signal::KILL);
     rec.wait();
@@ -311,10 +328,11 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
     lines.join().expect("the line writer");
     feeder.wait().assert_success();
 
-    let bytes = std::fs::read(&file).unwrap();
     let mut next = 0u64;
     let mut n = 0;
-    for record in Recording::new(&bytes[..]).unwrap() {
+    let recording = RecordingFiles::open(&file)
+        .unwrap_or_else(|e| panic!("a killed recorder left a recording no one reads: {e}"));
+    for record in recording {
         match record.unwrap_or_else(|e| panic!("a killed recorder left a damaged file: {e}")) {
             Record::Bus(_) => {}
             Record::Message(m) => {
@@ -331,40 +349,112 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
         }
     }
     assert!(n > 0, "no message recorded");
-    python_reads_the_same(&file, &records(&file));
-    dir.finish();
+    python_reads_the_same(&file, &all_records(&file));
+    file
 }
 
 #[test]
 fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequence_unaccounted_for(
 ) {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill",
-        &["--slots", "256", "--msg-size", "16"],
-    );
+    let dir = ShmDir::new("record-kill");
+    let plain = ["--slots", "256", "--msg-size", "16"];
+    killed_recorder_leaves_a_readable_prefix(&dir, &plain, &[], 1 << 20);
+    dir.finish();
 }
 
 #[test]
 fn a_recorder_of_a_pool_bus_killed_mid_write_leaves_a_readable_prefix() {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill-pool",
-        &["--capacity", "256", "--pool", "64:512"],
-    );
+    let dir = ShmDir::new("record-kill-pool");
+    let pool = ["--capacity", "256", "--pool", "64:512"];
+    killed_recorder_leaves_a_readable_prefix(&dir, &pool, &[], 1 << 20);
+    dir.finish();
 }
 
 #[test]
 fn a_recorder_of_a_many_publisher_bus_killed_mid_write_leaves_a_readable_prefix() {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill-many",
-        &[
-            "--capacity",
-            "256",
-            "--msg-size",
-            "16",
-            "--publishers",
-            "many",
-        ],
+    let dir = ShmDir::new("record-kill-many");
+    let many = [
+        "--capacity",
+        "256",
+        "--msg-size",
+        "16",
+        "--publishers",
+        "many",
+    ];
+    killed_recorder_leaves_a_readable_prefix(&dir, &many, &[], 1 << 20);
+    dir.finish();
+}
+
+#[test]
+fn a_recorder_killed_among_rotations_leaves_parts_that_every_reader_reads_whole() {
+    let dir = ShmDir::new("record-kill-rotate");
+    let file = killed_recorder_leaves_a_readable_prefix(
+        &dir,
+        &["--slots", "256", "--msg-size", "16"],
+        &["--rotate-size", "4096"],
+        256 << 10,
     );
+    let whole = all_records(&file);
+    let parts = RecordingFiles::open(&file).unwrap().parts().len() as u32;
+    assert!(parts > 1, "{parts} parts");
+    let part = |k| shmbus::record::part_path(&file, k);
+    // The next part cut inside its header (a recorder killed as it made
+    // it), and a file after it that is no part of it (the first part,
+    // named as the part after): the recording ends before them, for
+    // every reader.
+    let first = std::fs::read(&file).unwrap();
+    std::fs::write(part(parts), &first[..20]).unwrap();
+    std::fs::write(part(parts + 1), &first).unwrap();
+    assert_eq!(all_records(&file), whole);
+    python_reads_the_same(&file, &whole);
+    // A part after the cut one: a part was lost, and the error names it.
+    let mut next = std::fs::read(part(parts - 1)).unwrap();
+    next[12..16].copy_from_slice(&(parts + 1).to_le_bytes());
+    std::fs::write(part(parts + 1), &next).unwrap();
+    let cut = part(parts).display().to_string();
+    let c = dir.bus("c");
+    run_shmbus(&["replay", file.to_str().unwrap(), "--to", &c]).assert_error(
+        2,
+        &format!("{cut}: the file is 20 bytes, a recording's header is 32"),
+    );
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/read_recording.py");
+    let out = common::run(shmbus_testkit::command(
+        "python3",
+        &[tool.to_str().unwrap(), file.to_str().unwrap()],
+    ));
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(out.stderr.starts_with(&cut), "{out:?}");
+    dir.finish();
+}
+
+#[test]
+fn a_part_the_recorder_cannot_make_stops_it_in_one_line_naming_that_file() {
+    let dir = ShmDir::new("record-planted");
+    let a = dir.bus("a");
+    let file = dir.file("a.rec");
+    run_shmbus(&["create", &a, "--slots", "1024", "--msg-size", "16"]).assert_success();
+    let planted = dir.file("a.rec.1.idx");
+    std::fs::write(&planted, b"planted").unwrap();
+    let rec = start(&[
+        "record",
+        &a,
+        "--rotate-size",
+        "4096",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    wait_for("the recorder to declare its bus", || {
+        matches!(records(&file).first(), Some(Record::Bus(_)))
+    });
+    publish(&a, &numbered_lines(1..=500));
+    rec.wait()
+        .assert_error(1, &format!("{}: create: File exists", planted.display()));
+    assert!(!dir.file("a.rec.1").exists(), "an empty part left");
+    assert_eq!(std::fs::read(&planted).unwrap(), b"planted");
+    let recorded = all_records(&file);
+    assert!(messages(&recorded) > 0);
+    python_reads_the_same(&file, &recorded);
+    dir.finish();
 }
 
 /// The records of the recording at `path`, all its parts, as far as they

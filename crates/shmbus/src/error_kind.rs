@@ -1054,8 +1054,9 @@ impl WriteError {
 
 #[cfg(not(loom))]
 impl OpenRecordingError {
-    /// [`ErrorKind::Corrupt`] for a header cut short, [`ErrorKind::Other`]
-    /// for a file that is no recording, of another version, or unreadable.
+    /// [`ErrorKind::Corrupt`] for a header cut short (a part's: its
+    /// error's kind), [`ErrorKind::Other`] for a file that is no
+    /// recording, of another version, or unreadable.
     ///
     /// # Examples
     /// ```
@@ -1067,6 +1068,7 @@ impl OpenRecordingError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             OpenRecordingError::Truncated { .. } => ErrorKind::Corrupt,
+            OpenRecordingError::InPart { source, .. } => source.kind(),
             _ => ErrorKind::Other,
         }
     }
@@ -1087,6 +1089,7 @@ impl ReadError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ReadError::Io(_) => ErrorKind::Other,
+            ReadError::InPart { source, .. } => source.kind(),
             _ => ErrorKind::Corrupt,
         }
     }

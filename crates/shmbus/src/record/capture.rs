@@ -532,7 +532,7 @@ impl Capture {
     /// ```
     ///
     /// # Errors
-    /// [`WriteError::Io`] if a write fails.
+    /// [`WriteError::File`] naming the file if a write fails.
     pub fn flush(&mut self) -> Result<(), WriteError> {
         self.out.flush()?;
         for (source, ..) in &mut self.sources {

@@ -154,7 +154,8 @@ pub enum OpenRecordingError {
         /// The newest version this code reads.
         expected: u32,
     },
-    /// A rotated part that does not follow the one before it.
+    /// A rotated part that does not follow the one before it, though the
+    /// part after it does: a part lost or replaced.
     #[error("{path}: part {found} of recording {id:#018x}, expected part {expected} of recording {expected_id:#018x}")]
     PartMismatch {
         /// The part's file.
@@ -167,6 +168,16 @@ pub enum OpenRecordingError {
         expected: u32,
         /// The recording id of the first part.
         expected_id: u64,
+    },
+    /// A rotated part that is no part (cut inside its header, not a
+    /// recording, another version), though the part after it is one: a
+    /// part lost or replaced.
+    #[error("{path}: {source}")]
+    InPart {
+        /// The part's file.
+        path: String,
+        /// What is wrong with it.
+        source: Box<OpenRecordingError>,
     },
 }
 
@@ -293,6 +304,15 @@ pub enum ReadError {
     TypeNameNotUtf8 {
         /// The record's offset.
         offset: u64,
+    },
+    /// An error in a rotated part after the first, naming its file (the
+    /// offset inside is that file's).
+    #[error("{path}: {source}")]
+    InPart {
+        /// The part's file.
+        path: String,
+        /// The error.
+        source: Box<ReadError>,
     },
     /// A gap of no messages.
     #[error("record at offset {offset}: a gap of 0 messages, expected at least 1")]

@@ -4,7 +4,6 @@
 //! start. It is a hint: a reader checks each record it is pointed at, and
 //! a missing, cut or stale index only costs a scan.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -114,7 +113,7 @@ pub(crate) struct Index {
 /// The index of the part whose header said `part` and `id`, or `None`
 /// where there is none, or it belongs to another file.
 pub(crate) fn read(path: &Path, part: u32, id: u64) -> Option<Index> {
-    let file = File::open(path).ok()?;
+    let file = super::files::open_regular(path).ok()?;
     let mut entries = Recording::with_magic(BufReader::new(file), INDEX_MAGIC).ok()?;
     if entries.part() != (part, id) {
         return None;
