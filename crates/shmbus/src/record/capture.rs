@@ -383,12 +383,12 @@ impl Capture {
                 }
                 Source::Stream(consumer, seq) => {
                     // The bytes held go back once in the file: before a
-                    // wait (the producer may be waiting for them) and
-                    // before they fill half the ring.
+                    // wait for more (the producer may be waiting for
+                    // them) and before they fill half the ring; not before
+                    // each batch, which would be a write per batch.
                     let held = consumer.held_bytes();
-                    if held > 0
-                        && (!matches!(wait, Wait::Never) || held >= consumer.ring_bytes() / 2)
-                    {
+                    let waits = !matches!(wait, Wait::Never) && consumer.is_empty();
+                    if held > 0 && (waits || held >= consumer.ring_bytes() / 2) {
                         self.out.flush()?;
                         consumer.give_back();
                     }
