@@ -11,9 +11,12 @@ prints one line per record:
 TYPE is SIZE:ALIGN:NAME_HASH_HEX:NAME (`-` in a version 1 file, which has
 none), LOSSLESS 1 or 0. Each bus is printed once, though every part
 declares it again. It ends at the end of the last part, or at a record cut
-short by the end of its part's file (a recorder killed mid-write). A
-damaged record is one line on stderr naming its offset, exit 1; a file that
-is not a recording, exit 2.
+short by the end of its part's file (a recorder killed mid-write); a file
+named as the next part that is not that part of this recording (cut inside
+its header, or any other file) ends it too, unless the file after it is a
+part. A damaged record is one line on stderr naming its offset (and its
+part's file, after the first), exit 1; a file that is not a recording, or
+a part lost from the middle, exit 2.
 
     python3 tools/read_recording.py FILE
     python3 tools/read_recording.py FILE --seek-time MONO_NS
@@ -29,6 +32,7 @@ reader's.
 """
 import mmap
 import os
+import stat
 import struct
 import sys
 
@@ -55,6 +59,19 @@ def check(seed, body):
 
 def part_path(base, part):
     return base if part == 0 else f"{base}.{part}"
+
+
+def regular(path):
+    """Whether path is a regular file (reading a FIFO would hang); raises
+    OSError (FileNotFoundError if there is nothing there)."""
+    return stat.S_ISREG(os.stat(path).st_mode)
+
+
+def text(body, what, off):
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        raise Damaged(f"record at offset {off}: the {what} is not UTF-8")
 
 
 def header(data, magic):
@@ -98,7 +115,7 @@ def parse(version, off, ty, body, buses):
         if bus != len(buses) or kind != 1:
             raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
         buses.append((kind, size))
-        return ("bus", bus, kind, size, 0, 0, 0, "-", body[16:].decode())
+        return ("bus", bus, kind, size, 0, 0, 0, "-", text(body[16:], "bus name", off))
     if ty == 1 and version == 2 and len(body) >= 56:
         bus, kind, size, flags, slots, blocks = struct.unpack_from("<IIIIQQ", body, 0)
         tsize, talign, thash, tlen, nlen = struct.unpack_from("<IIQII", body, 32)
@@ -106,8 +123,8 @@ def parse(version, off, ty, body, buses):
             raise Damaged(f"record at offset {off}: bus {bus} kind {kind}")
         if tlen > 256 or nlen > 4096 or 56 + tlen + nlen != len(body):
             raise Damaged(f"record at offset {off}: names")
-        tname = body[56 : 56 + tlen].decode()
-        name = body[56 + tlen :].decode()
+        tname = text(body[56 : 56 + tlen], "message type name", off)
+        name = text(body[56 + tlen :], "bus name", off)
         buses.append((kind, size))
         typ = f"{tsize}:{talign}:{thash:x}:{tname}"
         return ("bus", bus, kind, size, slots, blocks, flags & 1, typ, name)
@@ -131,6 +148,8 @@ def parse(version, off, ty, body, buses):
 def read_index(path, part, rid):
     """([(bus, offset)], [(offset, mono_below, bus, seq_below)]) or None."""
     try:
+        if not regular(path + ".idx"):
+            return None
         with open(path + ".idx", "rb") as f:
             data = f.read()
     except OSError:
@@ -202,26 +221,47 @@ def start_by_index(part, before):
     return pos[0], buses, lines
 
 
+def look(path, number, rid):
+    """(Part, None) if path is part `number` of the recording `rid`,
+    (None, None) if there is no file there, (None, why) if it is not that
+    part."""
+    try:
+        if not regular(path):
+            return None, f"{path}: not a regular file"
+        part = Part(path)
+    except FileNotFoundError:
+        return None, None
+    except OSError as e:
+        return None, f"{path}: {e.strerror}"
+    if len(part.data) < 32:
+        return None, f"{path}: the file is {len(part.data)} bytes, a recording's header is 32"
+    if part.head is None or part.head[:3] != (2, number, rid):
+        return None, f"{path}: not part {number} of recording {rid:#018x}"
+    return part, None
+
+
 def read_all(base, target=None):
     """Lines of the recording at base and its parts (from a seek target:
     ("time", t) or ("seq", bus, s))."""
-    parts = []
-    while True:
-        path = part_path(base, len(parts))
-        if len(parts) > 0 and not os.path.exists(path):
-            break
-        part = Part(path)
-        if part.head is None:
-            raise SystemExit(f"{path}: not a shmbus recording")
-        if not parts and part.head[1] != 0:
-            # A later part given by its own name: read alone.
+    if not regular(base):
+        raise SystemExit(f"{base}: not a regular file")
+    first = Part(base)
+    if first.head is None:
+        raise SystemExit(f"{base}: not a shmbus recording")
+    parts = [first]
+    # A later part given by its own name is read alone, and so is a
+    # version 1 file.
+    while first.head[1] == 0 and first.head[0] == 2:
+        k = len(parts)
+        part, why = look(part_path(base, k), k, first.head[2])
+        if part is not None:
             parts.append(part)
-            break
-        if part.head[1] != len(parts) or (parts and part.head[2] != parts[0].head[2]):
-            raise SystemExit(f"{path}: part {part.head[1]} of another recording")
-        parts.append(part)
-        if part.head[0] == 1:
-            break
+            continue
+        # Not a part (a recorder killed as it made it, or another file):
+        # the end, unless the next file is one (then a part was lost).
+        if why is not None and look(part_path(base, k + 1), k + 1, first.head[2])[0]:
+            raise SystemExit(why)
+        break
     start_part, start_off, start_buses, start_lines = 0, parts[0].head[3], [], []
     if target is not None:
         if target[0] == "time":
@@ -241,11 +281,11 @@ def read_all(base, target=None):
         part = parts[k]
         buses = list(start_buses) if k == start_part else []
         off = start_off if k == start_part else part.head[3]
-        for r in records_from(part, off, buses):
+        for r in named(k, part, records_from(part, off, buses)):
             if r[0] == "bus":
                 if r[1] < len(known):
                     if known[r[1]] != r:
-                        raise Damaged(f"part {k}: bus {r[1]} differs from the first part's")
+                        raise Damaged(f"{part.path}: bus {r[1]} differs from the first part's")
                     continue
                 known.append(r)
                 lines.append(r)
@@ -262,6 +302,17 @@ def read_all(base, target=None):
                 seeking = False
             lines.append(r)
     return lines
+
+
+def named(k, part, records):
+    """records, a damaged one's error naming its part's file after the
+    first."""
+    try:
+        yield from records
+    except Damaged as e:
+        if k == 0:
+            raise
+        raise Damaged(f"{part.path}: {e}") from None
 
 
 def show(r):

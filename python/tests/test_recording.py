@@ -136,6 +136,31 @@ def test_a_damaged_or_foreign_file_raises_recording_error(tmp_path, recorded):
         shmbus.Recording(tmp_path / "missing.rec")
 
 
+def test_a_part_cut_inside_its_header_or_a_stray_file_after_the_last_part_ends_it(recorded):
+    path, _ = recorded
+    parts = shmbus.Recording(path).parts()
+    whole = list(shmbus.Recording(path))
+    first = path.read_bytes()
+    # The next part cut inside its header (a recorder killed as it made
+    # it), then a file that is no part (the first part again).
+    cut = f"{path}.{len(parts)}"
+    after = f"{path}.{len(parts) + 1}"
+    with open(cut, "wb") as f:
+        f.write(first[:20])
+    with open(after, "wb") as f:
+        f.write(first)
+    assert shmbus.Recording(path).parts() == parts
+    assert list(shmbus.Recording(path)) == whole
+    # A part after the cut one: a part was lost, and the error names it.
+    with open(parts[-1], "rb") as f:
+        last = bytearray(f.read())
+    last[12:16] = (len(parts) + 1).to_bytes(4, "little")
+    with open(after, "wb") as f:
+        f.write(last)
+    with pytest.raises(shmbus.RecordingError, match=f"^{cut}: the file is 20 bytes"):
+        shmbus.Recording(path)
+
+
 def test_to_numpy_without_numpy_says_to_install_it(recorded, monkeypatch):
     import sys
 

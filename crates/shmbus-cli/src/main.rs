@@ -62,7 +62,7 @@ enum Command {
     Top(top::TopArgs),
     /// Record every message of buses of any kind, with its sequence and
     /// receive time, to a file (lags as gaps) until SIGINT or SIGTERM;
-    /// --lossless, --rotate-size, --rotate-secs.
+    /// --lossless, --rotate-size, --rotate-secs, --mode, --group.
     Record(record::RecordArgs),
     /// Publish a recording into a bus at the recorded pace (--speed), its
     /// gaps as gaps.

@@ -274,14 +274,23 @@ fn a_damaged_recording_is_refused_in_one_line_with_exit_code_2() {
     dir.finish();
 }
 
-/// A recorder of the bus made by `create` (16-byte lines) killed mid-write
-/// leaves a file that reads whole: each sequence a message or inside a gap.
-fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
-    let dir = ShmDir::new(name);
+/// A recorder (`shmbus record` with `record`'s flags) of the bus made by
+/// `create` (16-byte lines) killed mid-write, once its parts hold `bytes`,
+/// leaves a recording that reads whole, all its parts: each sequence a
+/// message or inside a gap. Its file.
+fn killed_recorder_leaves_a_readable_prefix(
+    dir: &ShmDir,
+    create: &[&str],
+    record: &[&str],
+    bytes: u64,
+) -> std::path::PathBuf {
     let a = dir.bus("a");
     let file = dir.file("a.rec");
     run_shmbus(&[&["create", &a][..], create].concat()).assert_success();
-    let rec = start_recorder(&a, &file);
+    let rec = start(&[&["record", &a, "--out", file.to_str().unwrap()][..], record].concat());
+    wait_for("the recorder to declare its bus", || {
+        matches!(records(&file).first(), Some(Record::Bus(_)))
+    });
     let mut feeder = common::start_with_stdin(&["pub", &a]);
     // Lines until the recorder is killed (at most 4 M): a lossy recorder
     // starved of CPU (CI's other lane) records few of any fixed number.
@@ -301,9 +310,17 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
             }
         })
     };
-    // Killed while its buffer has been written out at least once.
-    wait_for("the recorder to write 1 MiB", || {
-        std::fs::metadata(&file).is_ok_and(|m| m.len() > 1 << 20)
+    // Killed once it has written `bytes` (its buffer written out at least
+    // once, or many parts made).
+    wait_for("the recorder to write its bytes", || {
+        let mut total = 0;
+        for k in 0.. {
+            match std::fs::metadata(shmbus::record::part_path(&file, k)) {
+                Ok(m) => total += m.len(),
+                Err(_) => break,
+            }
+        }
+        total > bytes
     });
     signal(&rec, Signal::KILL);
     rec.wait();
@@ -311,10 +328,11 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
     lines.join().expect("the line writer");
     feeder.wait().assert_success();
 
-    let bytes = std::fs::read(&file).unwrap();
     let mut next = 0u64;
     let mut n = 0;
-    for record in Recording::new(&bytes[..]).unwrap() {
+    let recording = RecordingFiles::open(&file)
+        .unwrap_or_else(|e| panic!("a killed recorder left a recording no one reads: {e}"));
+    for record in recording {
         match record.unwrap_or_else(|e| panic!("a killed recorder left a damaged file: {e}")) {
             Record::Bus(_) => {}
             Record::Message(m) => {
@@ -331,40 +349,287 @@ fn killed_recorder_leaves_a_readable_prefix(name: &str, create: &[&str]) {
         }
     }
     assert!(n > 0, "no message recorded");
-    python_reads_the_same(&file, &records(&file));
-    dir.finish();
+    python_reads_the_same(&file, &all_records(&file));
+    file
 }
 
 #[test]
 fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequence_unaccounted_for(
 ) {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill",
-        &["--slots", "256", "--msg-size", "16"],
-    );
+    let dir = ShmDir::new("record-kill");
+    let plain = ["--slots", "256", "--msg-size", "16"];
+    killed_recorder_leaves_a_readable_prefix(&dir, &plain, &[], 1 << 20);
+    dir.finish();
 }
 
 #[test]
 fn a_recorder_of_a_pool_bus_killed_mid_write_leaves_a_readable_prefix() {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill-pool",
-        &["--capacity", "256", "--pool", "64:512"],
-    );
+    let dir = ShmDir::new("record-kill-pool");
+    let pool = ["--capacity", "256", "--pool", "64:512"];
+    killed_recorder_leaves_a_readable_prefix(&dir, &pool, &[], 1 << 20);
+    dir.finish();
 }
 
 #[test]
 fn a_recorder_of_a_many_publisher_bus_killed_mid_write_leaves_a_readable_prefix() {
-    killed_recorder_leaves_a_readable_prefix(
-        "record-kill-many",
-        &[
-            "--capacity",
+    let dir = ShmDir::new("record-kill-many");
+    let many = [
+        "--capacity",
+        "256",
+        "--msg-size",
+        "16",
+        "--publishers",
+        "many",
+    ];
+    killed_recorder_leaves_a_readable_prefix(&dir, &many, &[], 1 << 20);
+    dir.finish();
+}
+
+#[test]
+fn a_recorder_killed_among_rotations_leaves_parts_that_every_reader_reads_whole() {
+    let dir = ShmDir::new("record-kill-rotate");
+    let file = killed_recorder_leaves_a_readable_prefix(
+        &dir,
+        &["--slots", "256", "--msg-size", "16"],
+        &["--rotate-size", "4096"],
+        256 << 10,
+    );
+    let whole = all_records(&file);
+    let parts = RecordingFiles::open(&file).unwrap().parts().len() as u32;
+    assert!(parts > 1, "{parts} parts");
+    let part = |k| shmbus::record::part_path(&file, k);
+    // The next part cut inside its header (a recorder killed as it made
+    // it), and a file after it that is no part of it (the first part,
+    // named as the part after): the recording ends before them, for
+    // every reader.
+    let first = std::fs::read(&file).unwrap();
+    std::fs::write(part(parts), &first[..20]).unwrap();
+    std::fs::write(part(parts + 1), &first).unwrap();
+    assert_eq!(all_records(&file), whole);
+    python_reads_the_same(&file, &whole);
+    // A part after the cut one: a part was lost, and the error names it.
+    let mut next = std::fs::read(part(parts - 1)).unwrap();
+    next[12..16].copy_from_slice(&(parts + 1).to_le_bytes());
+    std::fs::write(part(parts + 1), &next).unwrap();
+    let cut = part(parts).display().to_string();
+    let c = dir.bus("c");
+    run_shmbus(&["replay", file.to_str().unwrap(), "--to", &c]).assert_error(
+        2,
+        &format!("{cut}: the file is 20 bytes, a recording's header is 32"),
+    );
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tools/read_recording.py");
+    let out = common::run(shmbus_testkit::command(
+        "python3",
+        &[tool.to_str().unwrap(), file.to_str().unwrap()],
+    ));
+    assert_eq!(out.code(), Some(2), "{out:?}");
+    assert!(out.stderr.starts_with(&cut), "{out:?}");
+    dir.finish();
+}
+
+#[test]
+fn a_part_the_recorder_cannot_make_stops_it_in_one_line_naming_that_file() {
+    let dir = ShmDir::new("record-planted");
+    let a = dir.bus("a");
+    let file = dir.file("a.rec");
+    run_shmbus(&["create", &a, "--slots", "1024", "--msg-size", "16"]).assert_success();
+    let planted = dir.file("a.rec.1.idx");
+    std::fs::write(&planted, b"planted").unwrap();
+    let rec = start(&[
+        "record",
+        &a,
+        "--rotate-size",
+        "4096",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    wait_for("the recorder to declare its bus", || {
+        matches!(records(&file).first(), Some(Record::Bus(_)))
+    });
+    publish(&a, &numbered_lines(1..=500));
+    rec.wait()
+        .assert_error(1, &format!("{}: create: File exists", planted.display()));
+    assert!(!dir.file("a.rec.1").exists(), "an empty part left");
+    assert_eq!(std::fs::read(&planted).unwrap(), b"planted");
+    let recorded = all_records(&file);
+    assert!(messages(&recorded) > 0);
+    python_reads_the_same(&file, &recorded);
+    dir.finish();
+}
+
+/// The records of the recording at `path`, all its parts, as far as they
+/// read.
+fn all_records(path: &Path) -> Vec<Record> {
+    RecordingFiles::open(path).map_or(Vec::new(), |f| f.map_while(Result::ok).collect())
+}
+
+#[test]
+fn a_stream_recorder_killed_leaves_each_record_in_the_file_or_in_the_stream() {
+    use shmbus::stream::Consumer;
+    use shmbus::{OpenOptions, Wait};
+    let dir = ShmDir::new("record-kill-stream");
+    let s = dir.bus("s");
+    let file = dir.file("s.rec");
+    // 1 MiB of ring: the records (16 bytes each on the ring) all fit, and
+    // the recorder gives back what it wrote once it holds half of it.
+    run_shmbus(&["create", &s, "--kind", "stream", "--bytes", "1048576"]).assert_success();
+    let rec = start_recorder(&s, &file);
+    wait_until_recorder_sleeps(&rec);
+    signal(&rec, Signal::STOP);
+    wait_for("the recorder to stop", || {
+        process_state(rec.pid()) == Some('T')
+    });
+    let n = 60_000u64;
+    publish(&s, &numbered_lines(1..=n));
+    let head = || shmbus::stat::stat(&s).unwrap().stream.unwrap().head;
+    let before = head();
+    signal(&rec, Signal::CONT);
+    // Killed as soon as it has given records back: it holds more, taken
+    // but not written.
+    wait_for("the recorder to give records back", || head() != before);
+    signal(&rec, Signal::KILL);
+    rec.wait();
+    let recorded = all_records(&file);
+    let in_file: Vec<u64> = recorded
+        .iter()
+        .filter_map(|r| match r {
+            Record::Message(m) => Some(std::str::from_utf8(&m.payload).unwrap().parse().unwrap()),
+            _ => None,
+        })
+        .collect();
+    let mut consumer = Consumer::<[u8]>::attach(&s, &OpenOptions::default()).unwrap();
+    let mut in_stream = Vec::new();
+    let mut buf = Vec::new();
+    while consumer.pop(&mut buf, Wait::Never).is_ok() {
+        in_stream.push(std::str::from_utf8(&buf).unwrap().parse::<u64>().unwrap());
+    }
+    drop(consumer);
+    assert_eq!(in_file, (1..=in_file.len() as u64).collect::<Vec<_>>());
+    let first = in_stream.first().copied().unwrap_or(n + 1);
+    assert!(
+        first <= in_file.len() as u64 + 1,
+        "records {} to {} are neither in the file nor in the stream",
+        in_file.len() + 1,
+        first - 1
+    );
+    assert_eq!(in_stream, (first..=n).collect::<Vec<_>>());
+    python_reads_the_same(&file, &recorded);
+    dir.finish();
+}
+
+/// Waits until the recorder sleeps (between its polls).
+fn wait_until_recorder_sleeps(rec: &common::Watched) {
+    wait_for("the recorder to sleep", || {
+        process_state(rec.pid()) == Some('S')
+    });
+}
+
+/// `shmbus ARGS` started with `umask`.
+fn start_with_umask(args: &[&str], umask: libc::mode_t) -> common::Watched {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = common::shmbus(args);
+    // SAFETY: runs in the forked child before exec; umask(2) is
+    // async-signal-safe and changes only that child.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::umask(umask);
+            Ok(())
+        });
+    }
+    common::spawn(cmd)
+}
+
+#[test]
+fn a_recording_lets_read_no_one_its_buses_do_not_whatever_the_umask() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = ShmDir::new("record-mode");
+    let (private, group, world) = (dir.bus("private"), dir.bus("group"), dir.bus("world"));
+    // 256 slots: 200 messages never lap the recorder.
+    run_shmbus(&["create", &private, "--slots", "256", "--msg-size", "16"]).assert_success();
+    for (bus, mode) in [(&group, "640"), (&world, "644")] {
+        run_shmbus(&[
+            "create",
+            bus,
+            "--slots",
             "256",
             "--msg-size",
             "16",
-            "--publishers",
-            "many",
-        ],
-    );
+            "--mode",
+            mode,
+        ])
+        .assert_success();
+    }
+    let egid = rustix::process::getegid().as_raw().to_string();
+    let cases: [(&str, Vec<&str>, &[&str], u32); 5] = [
+        ("private", vec![&private], &["--rotate-size", "4096"], 0o600),
+        ("group", vec![&group, &world], &[], 0o640),
+        ("world", vec![&world], &[], 0o644),
+        ("mixed", vec![&world, &private], &[], 0o600),
+        (
+            "asked",
+            vec![&private],
+            &["--mode", "640", "--group", &egid],
+            0o640,
+        ),
+    ];
+    for (label, buses, extra, want) in cases {
+        let file = dir.file(&format!("{label}.rec"));
+        let mut args = vec!["record"];
+        args.extend(buses.iter().copied());
+        args.extend(["--out", file.to_str().unwrap()]);
+        args.extend(extra);
+        // Under umask 000 every file was 0666 before.
+        let rec = start_with_umask(&args, 0);
+        wait_for("the recorder to declare its buses", || {
+            records(&file).len() == buses.len()
+        });
+        publish(buses[0], &numbered_lines(1..=200));
+        wait_for("the recorder to write 200 messages", || {
+            messages(&all_records(&file)) == 200
+        });
+        signal(&rec, Signal::INT);
+        rec.wait().assert_success();
+        let parts = RecordingFiles::open(&file).unwrap().parts().to_vec();
+        assert!(label != "private" || parts.len() > 1, "{parts:?}");
+        for part in parts {
+            let mut idx = part.clone().into_os_string();
+            idx.push(".idx");
+            for f in [part, idx.into()] {
+                let meta = std::fs::metadata(&f).unwrap();
+                let mode = meta.permissions().mode() & 0o7777;
+                assert_eq!(mode, want, "{label}: {} is {mode:o}", f.display());
+                assert_eq!(meta.gid().to_string(), egid, "{label}: {}", f.display());
+            }
+        }
+    }
+    run_shmbus(&[
+        "record",
+        &private,
+        "--out",
+        dir.file("x.rec").to_str().unwrap(),
+        "--mode",
+        "9",
+    ])
+    .assert_error(2, "not an octal permission mode");
+    dir.finish();
+}
+
+#[test]
+fn recording_one_bus_twice_by_any_name_is_refused_in_one_line_leaving_no_file() {
+    let dir = ShmDir::new("record-twice");
+    let a = dir.bus("a");
+    run_shmbus(&["create", &a, "--slots", "8", "--msg-size", "16"]).assert_success();
+    let link = dir.bus("b");
+    std::fs::hard_link(&a, &link).unwrap();
+    let out = dir.file("a.rec");
+    for again in [&a, &link] {
+        run_shmbus(&["record", &a, again, "--out", out.to_str().unwrap()]).assert_error(
+            2,
+            &format!("{again}: the same bus as {a}, already recorded"),
+        );
+        assert!(!out.exists());
+    }
+    dir.finish();
 }
 
 #[test]

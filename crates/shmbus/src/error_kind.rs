@@ -1029,6 +1029,8 @@ impl AddBusError {
 #[cfg(not(loom))]
 impl WriteError {
     /// [`ErrorKind::InvalidArgument`] for a record the recorder refused,
+    /// [`ErrorKind::Exists`] for a file in the way of one it makes,
+    /// [`ErrorKind::Permission`] for one it may not make, and
     /// [`ErrorKind::Other`] for a failed write.
     ///
     /// # Examples
@@ -1039,6 +1041,11 @@ impl WriteError {
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
+            WriteError::File { source, .. } => match source.kind() {
+                std::io::ErrorKind::AlreadyExists => ErrorKind::Exists,
+                std::io::ErrorKind::PermissionDenied => ErrorKind::Permission,
+                _ => ErrorKind::Other,
+            },
             WriteError::Io(_) => ErrorKind::Other,
             _ => ErrorKind::InvalidArgument,
         }
@@ -1047,8 +1054,9 @@ impl WriteError {
 
 #[cfg(not(loom))]
 impl OpenRecordingError {
-    /// [`ErrorKind::Corrupt`] for a header cut short, [`ErrorKind::Other`]
-    /// for a file that is no recording, of another version, or unreadable.
+    /// [`ErrorKind::Corrupt`] for a header cut short (a part's: its
+    /// error's kind), [`ErrorKind::Other`] for a file that is no
+    /// recording, of another version, or unreadable.
     ///
     /// # Examples
     /// ```
@@ -1060,6 +1068,7 @@ impl OpenRecordingError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             OpenRecordingError::Truncated { .. } => ErrorKind::Corrupt,
+            OpenRecordingError::InPart { source, .. } => source.kind(),
             _ => ErrorKind::Other,
         }
     }
@@ -1080,6 +1089,7 @@ impl ReadError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             ReadError::Io(_) => ErrorKind::Other,
+            ReadError::InPart { source, .. } => source.kind(),
             _ => ErrorKind::Corrupt,
         }
     }
@@ -1087,7 +1097,8 @@ impl ReadError {
 
 #[cfg(not(loom))]
 impl CaptureError {
-    /// The kind of the error it wraps.
+    /// The kind of the error it wraps ([`ErrorKind::InvalidArgument`] for
+    /// a bus added twice).
     ///
     /// # Examples
     /// ```
@@ -1099,6 +1110,7 @@ impl CaptureError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             CaptureError::Open { source, .. } => source.kind(),
+            CaptureError::SameBus { .. } => ErrorKind::InvalidArgument,
             CaptureError::Attach { source, .. } => source.kind(),
             CaptureError::AddBus { source, .. } => source.kind(),
             CaptureError::Write(e) => e.kind(),

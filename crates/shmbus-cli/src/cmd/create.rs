@@ -263,7 +263,7 @@ pub(crate) fn parse_mode(s: &str) -> Result<u32, String> {
 
 /// `--group`: a group's name (looked up in the group database) or its
 /// number.
-fn parse_group(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_group(s: &str) -> Result<u32, String> {
     if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
         return s
             .parse::<u32>()

@@ -10,14 +10,18 @@
 //! what it missed. SIGINT or SIGTERM stops it with the file and its index
 //! whole (the buffers flushed); it also flushes whenever its buses are
 //! idle for a moment, and at least every second. `--rotate-size` and
-//! `--rotate-secs` start a new part (`FILE.1`, `FILE.2`, ...).
+//! `--rotate-secs` start a new part (`FILE.1`, `FILE.2`, ...). Every file
+//! lets read no one its buses do not (`--mode`, `--group` to widen it).
 //! While it runs, each bus's status file shows it in `shmbus stat` and
 //! `top`, and a terminal gets a progress line (`record_status`).
 
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use shmbus::record::{Capture, CaptureError, CaptureStats, FileRecorder, Rotation};
+use shmbus::record::{
+    Capture, CaptureError, CaptureStats, FileAccess, FileRecorder, Rotation, WriteError,
+};
 use shmbus::Wait;
 
 use crate::bridge_status::Counts;
@@ -34,6 +38,19 @@ pub struct RecordArgs {
     /// The recording to write; it (and FILE.idx) must not exist.
     #[arg(long, value_name = "FILE")]
     pub out: PathBuf,
+    /// Permission bits of every file of the recording, in octal (640 lets
+    /// the group read it). Default: the owner's read and write, and read
+    /// for the group and for others where every recorded bus lets them
+    /// read (the group's only where the buses share one group, which the
+    /// files then get): a recording lets read no one its buses do not.
+    #[arg(long, value_name = "OCTAL", value_parser = crate::cmd::create::parse_mode)]
+    pub mode: Option<u32>,
+    /// The files' group, a name or a number (default: the buses' shared
+    /// group where the mode lets the group in, else yours), so that with
+    /// --mode 640 a team's users in that group may read it. You must be
+    /// a member of the group.
+    #[arg(long, value_name = "GROUP", value_parser = crate::cmd::create::parse_group)]
+    pub group: Option<u32>,
     /// Subscribe losslessly: the publishers wait for the recorder (up to
     /// each bus's eviction timeout) rather than overwrite what it has not
     /// written. Refused by a bus that takes no lossless subscriber.
@@ -69,16 +86,26 @@ fn parse_rotate_secs(s: &str) -> Result<Duration, CliError> {
 
 pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     let out = args.out.display();
-    let failed = |e: &dyn std::fmt::Display| CliError::runtime(format!("{out}: {e}"));
+    let failed = |e: &WriteError| match e {
+        // It names its file.
+        WriteError::File { .. } => CliError::runtime(e.to_string()),
+        e => CliError::runtime(format!("{out}: {e}")),
+    };
     // Every bus first, so a name that cannot be opened creates no file.
+    let mut files = Vec::with_capacity(args.names.len());
     for name in &args.names {
-        shmbus::stat::stat(name)?;
+        let stat = shmbus::stat::stat(name)?;
+        let meta = std::fs::symlink_metadata(&stat.path)
+            .map_err(|e| CliError::runtime(format!("{}: {e}", stat.path.display())))?;
+        files.push(meta);
     }
+    let access = access(args, &files);
     let rotation = Rotation {
         max_bytes: args.rotate_size,
         max_time: args.rotate_secs,
     };
-    let recorder = FileRecorder::create(&args.out, rotation).map_err(|e| failed(&e))?;
+    let recorder =
+        FileRecorder::create_with_access(&args.out, rotation, access).map_err(|e| failed(&e))?;
     let mut capture = Capture::new(recorder);
     let mut ids = Vec::with_capacity(args.names.len());
     for name in &args.names {
@@ -123,14 +150,46 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn capture_failed(
-    e: CaptureError,
-    failed: &dyn Fn(&dyn std::fmt::Display) -> CliError,
-) -> CliError {
+/// The recording's mode and group: as given, else the owner's read and
+/// write and the read bits every bus gives the group (one they share) and
+/// others. Never their write bits: a recording is the recorder's to write.
+fn access(args: &RecordArgs, buses: &[std::fs::Metadata]) -> FileAccess {
+    let shared = buses.iter().fold(0o044, |m, b| m & b.mode());
+    let one_group = buses.iter().all(|b| b.gid() == buses[0].gid());
+    let mut access = FileAccess::default();
+    access = match (args.mode, one_group) {
+        (Some(mode), _) => access.mode(mode),
+        (None, true) => access.mode(0o600 | shared),
+        (None, false) => access.mode(0o600 | (shared & 0o004)),
+    };
+    match (args.group, buses.first()) {
+        (Some(gid), _) => access.group(gid),
+        (None, Some(b)) if args.mode.is_none() && shared & 0o040 != 0 => {
+            if may_chgrp(b.gid()) {
+                access.group(b.gid())
+            } else {
+                // Another's group, which the files cannot get: not its.
+                access.mode(access.mode & !0o040)
+            }
+        }
+        _ => access,
+    }
+}
+
+/// Whether this process may give its files group `gid`: its own, or root.
+fn may_chgrp(gid: u32) -> bool {
+    use rustix::process::{getegid, geteuid, getgroups};
+    geteuid().is_root()
+        || getegid().as_raw() == gid
+        || getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
+}
+
+fn capture_failed(e: CaptureError, failed: &dyn Fn(&WriteError) -> CliError) -> CliError {
     match e {
         CaptureError::Open { source, .. } => source.into(),
         CaptureError::Attach { source, .. } => source.into(),
         CaptureError::Write(e) => failed(&e),
+        e @ CaptureError::SameBus { .. } => CliError::usage(e.to_string()),
         e => CliError::runtime(e.to_string()),
     }
 }

@@ -1,6 +1,7 @@
 //! [`Capture`]: the recorder handle: subscribes to buses of any kind and
 //! writes what crosses them to a [`FileRecorder`].
 
+use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
 use super::error::{AddBusError, WriteError};
@@ -47,6 +48,15 @@ pub enum CaptureError {
         name: String,
         /// Why.
         source: AttachError,
+    },
+    /// The bus is one already added, under another name or the same (the
+    /// same file: device and inode).
+    #[error("{name}: the same bus as {first}, already recorded")]
+    SameBus {
+        /// The name given.
+        name: String,
+        /// The name it was added under first.
+        first: String,
     },
     /// The bus record could not be written.
     #[error("{name}: {source}")]
@@ -104,10 +114,15 @@ enum Source {
 /// Records buses of any kind into a [`FileRecorder`]: each added bus is
 /// subscribed to from its next message (a stream: its consumer is taken,
 /// from where the last consumer stopped), and each [`poll`](Self::poll)
-/// writes what arrived, with its receive time, and each lag report as a
-/// gap. Lossy by default, so it never slows a publisher; lossless by
-/// choice where the bus takes lossless subscribers. A stream is always
-/// lossless: its one consumer is the recorder.
+/// writes what arrived, with its receive time (CLOCK_MONOTONIC and the
+/// wall clock, read once per batch taken, after any wait), and each lag
+/// report as a gap. Lossy by default, so it never slows a publisher;
+/// lossless by choice where the bus takes lossless subscribers. A stream
+/// is always lossless: its one consumer is the recorder, which gives a
+/// record's bytes back to the stream only once the record is in the file
+/// ([`flush`](Self::flush), and before it waits or holds half the ring),
+/// so a recorder that dies leaves what it had not written to the next
+/// consumer.
 ///
 /// # Examples
 /// ```
@@ -140,8 +155,8 @@ pub struct Capture {
     stats: CaptureStats,
     /// What each source has written, in the order of `sources`.
     per_bus: Vec<CaptureStats>,
-    /// Where a stream's record is copied out before it is released.
-    scratch: Vec<u8>,
+    /// Each source's file (device, inode): a bus is added once.
+    files: Vec<(u64, u64)>,
     /// The one sleep over every source while all are idle.
     select: Select,
 }
@@ -166,7 +181,7 @@ impl Capture {
             sources: Vec::new(),
             stats: CaptureStats::default(),
             per_bus: Vec::new(),
-            scratch: Vec::new(),
+            files: Vec::new(),
             select: Select::new(),
         }
     }
@@ -193,7 +208,8 @@ impl Capture {
     ///
     /// # Errors
     /// [`CaptureError::Open`] if the bus cannot be opened or subscribed to
-    /// (a lossless subscriber refused included), [`CaptureError::AddBus`]
+    /// (a lossless subscriber refused included), [`CaptureError::SameBus`]
+    /// if it is a bus already added (by any name), [`CaptureError::AddBus`]
     /// if its bus record cannot be written.
     pub fn add(&mut self, name: &str, lossless: bool) -> Result<u32, CaptureError> {
         let open = |source| CaptureError::Open {
@@ -201,6 +217,20 @@ impl Capture {
             source,
         };
         let stat = crate::stat::stat(name).map_err(open)?;
+        let file = std::fs::symlink_metadata(&stat.path)
+            .map(|m| (m.dev(), m.ino()))
+            .map_err(|source| {
+                open(OpenError::Io {
+                    what: "stat",
+                    source,
+                })
+            })?;
+        if let Some(i) = self.files.iter().position(|&f| f == file) {
+            return Err(CaptureError::SameBus {
+                name: name.to_owned(),
+                first: self.sources[i].2.clone(),
+            });
+        }
         let h = &stat.header;
         let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
         let cap = |n: u64| u32::try_from(n.min(MAX_MESSAGE as u64)).unwrap_or(u32::MAX);
@@ -251,6 +281,7 @@ impl Capture {
             })?;
         self.sources.push((source, id, name.to_owned()));
         self.per_bus.push(CaptureStats::default());
+        self.files.push(file);
         Ok(id)
     }
 
@@ -290,6 +321,8 @@ impl Capture {
             written += self.take(i, w)?;
         }
         if written == 0 && several {
+            // A stream's producer may be waiting for the bytes held.
+            self.give_back()?;
             let ready = {
                 let members: Vec<&dyn Selectable> = self
                     .sources
@@ -312,8 +345,11 @@ impl Capture {
     /// Up to 256 records of source `i`, the first waited for up to `wait`.
     fn take(&mut self, i: usize, mut wait: Wait) -> Result<usize, CaptureError> {
         let mut n = 0;
+        // When this batch was received: read once its first message is in
+        // hand (after any wait); the rest were on the ring by then, or came
+        // while the batch was written.
+        let mut stamp = None;
         while n < 256 {
-            let mono = crate::stat::monotonic_ns();
             let (source, bus, name) = &mut self.sources[i];
             let bus = *bus;
             let got = match source {
@@ -321,7 +357,8 @@ impl Capture {
                     let seq = sub.position();
                     match sub.recv(wait) {
                         Some(Received::Message(msg)) => {
-                            self.out.message(bus, seq, mono, wall_ns(), msg)?;
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            self.out.message(bus, seq, mono, wall, msg)?;
                             Some(Ok(msg.len()))
                         }
                         Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
@@ -336,41 +373,53 @@ impl Capture {
                     })?;
                     match got {
                         Some(Received::Message(sample)) => {
-                            self.out.message(bus, seq, mono, wall_ns(), &sample)?;
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            self.out.message(bus, seq, mono, wall, &sample)?;
                             Some(Ok(sample.len()))
                         }
                         Some(Received::Lagged { skipped }) => Some(Err((seq, skipped))),
                         None => None,
                     }
                 }
-                Source::Stream(consumer, seq) => match consumer.peek(wait) {
-                    Ok(record) => {
-                        self.scratch.clear();
-                        self.scratch.extend_from_slice(&record);
-                        // Written (to the buffer) before it is released: a
-                        // failed write leaves it in the stream.
-                        self.out
-                            .message(bus, *seq, mono, wall_ns(), &self.scratch)?;
-                        record.release();
-                        *seq += 1;
-                        Some(Ok(self.scratch.len()))
+                Source::Stream(consumer, seq) => {
+                    // The bytes held go back once in the file: before a
+                    // wait for more (the producer may be waiting for
+                    // them) and before they fill half the ring; not before
+                    // each batch, which would be a write per batch.
+                    let held = consumer.held_bytes();
+                    let waits = !matches!(wait, Wait::Never) && consumer.is_empty();
+                    if held > 0 && (waits || held >= consumer.ring_bytes() / 2) {
+                        self.out.flush()?;
+                        consumer.give_back();
                     }
-                    Err(PopError::Empty | PopError::TimedOut(_)) => None,
-                    // No producer now: idle until one comes back, without
-                    // spinning on the answer.
-                    Err(PopError::PeerGone { .. }) => {
-                        if let Wait::For(d) = wait {
-                            std::thread::sleep(d.min(Duration::from_millis(10)));
+                    match consumer.peek(wait) {
+                        Ok(record) => {
+                            let (mono, wall) = *stamp.get_or_insert_with(now);
+                            // Written (to the buffer) before it is taken: a
+                            // failed write leaves it the next record.
+                            self.out.message(bus, *seq, mono, wall, &record)?;
+                            let len = record.len();
+                            record.take();
+                            *seq += 1;
+                            Some(Ok(len))
                         }
-                        None
+                        Err(PopError::Empty | PopError::TimedOut(_)) => None,
+                        // No producer now: idle until one comes back, without
+                        // spinning on the answer.
+                        Err(PopError::PeerGone { .. }) => {
+                            if let Wait::For(d) = wait {
+                                std::thread::sleep(d.min(Duration::from_millis(10)));
+                            }
+                            None
+                        }
+                        Err(source) => {
+                            return Err(CaptureError::Stream {
+                                name: name.clone(),
+                                source,
+                            })
+                        }
                     }
-                    Err(source) => {
-                        return Err(CaptureError::Stream {
-                            name: name.clone(),
-                            source,
-                        })
-                    }
-                },
+                }
             };
             match got {
                 None => break,
@@ -391,6 +440,19 @@ impl Capture {
             wait = Wait::Never;
         }
         Ok(n)
+    }
+
+    /// Flushes the recording, then gives each stream back the bytes of
+    /// the records now in the file.
+    fn give_back(&mut self) -> Result<(), WriteError> {
+        let held = |(source, ..): &(Source, u32, String)| match source {
+            Source::Stream(consumer, _) => consumer.held_bytes() > 0,
+            _ => false,
+        };
+        if !self.sources.iter().any(held) {
+            return Ok(());
+        }
+        self.flush()
     }
 
     /// What has been written so far.
@@ -444,7 +506,10 @@ impl Capture {
         Some(self.per_bus[i])
     }
 
-    /// Flushes the recording and its index (see [`FileRecorder::flush`]).
+    /// Flushes the recording and its index (see [`FileRecorder::flush`]),
+    /// then gives each stream back the bytes of the records written: until
+    /// then they stay in the stream, and a consumer after this one (a
+    /// recorder killed before its flush) reads them again.
     ///
     /// # Examples
     /// ```
@@ -467,12 +532,19 @@ impl Capture {
     /// ```
     ///
     /// # Errors
-    /// [`WriteError::Io`] if a write fails.
+    /// [`WriteError::File`] naming the file if a write fails.
     pub fn flush(&mut self) -> Result<(), WriteError> {
-        self.out.flush()
+        self.out.flush()?;
+        for (source, ..) in &mut self.sources {
+            if let Source::Stream(consumer, _) = source {
+                consumer.give_back();
+            }
+        }
+        Ok(())
     }
 
-    /// The recorder, given back.
+    /// The recorder, given back (a stream's records written since the last
+    /// [`flush`](Self::flush) stay in the stream: flush first).
     ///
     /// # Examples
     /// ```
@@ -495,8 +567,15 @@ impl Capture {
     }
 }
 
-fn wall_ns() -> u64 {
-    std::time::SystemTime::now()
+/// Now, as a message's receive time: CLOCK_MONOTONIC (the fine one, not
+/// the coarse clock of "last active" times) and the wall clock, in ns.
+fn now() -> (u64, u64) {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let mono = (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64);
+    let wall = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
+        .map_or(0, |d| d.as_nanos() as u64);
+    (mono, wall)
 }

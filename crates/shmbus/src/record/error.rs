@@ -2,6 +2,7 @@
 //! operation.
 
 use std::io;
+use std::path::PathBuf;
 
 /// Why [`Recorder::add_bus`](super::Recorder::add_bus) failed.
 ///
@@ -98,6 +99,18 @@ pub enum WriteError {
         /// The bus.
         bus: u32,
     },
+    /// A file of the recording (a part, an index) could not be made or
+    /// written: the file, the step, and why (a file already there, for a
+    /// part that a rotation would make).
+    #[error("{path}: {what}: {source}")]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The step: `create`, `chgrp`, `chmod`, `write`.
+        what: &'static str,
+        /// Why.
+        source: io::Error,
+    },
 }
 
 /// Why [`Recording::new`](super::Recording::new) refused a file.
@@ -141,7 +154,8 @@ pub enum OpenRecordingError {
         /// The newest version this code reads.
         expected: u32,
     },
-    /// A rotated part that does not follow the one before it.
+    /// A rotated part that does not follow the one before it, though the
+    /// part after it does: a part lost or replaced.
     #[error("{path}: part {found} of recording {id:#018x}, expected part {expected} of recording {expected_id:#018x}")]
     PartMismatch {
         /// The part's file.
@@ -154,6 +168,16 @@ pub enum OpenRecordingError {
         expected: u32,
         /// The recording id of the first part.
         expected_id: u64,
+    },
+    /// A rotated part that is no part (cut inside its header, not a
+    /// recording, another version), though the part after it is one: a
+    /// part lost or replaced.
+    #[error("{path}: {source}")]
+    InPart {
+        /// The part's file.
+        path: String,
+        /// What is wrong with it.
+        source: Box<OpenRecordingError>,
     },
 }
 
@@ -269,11 +293,26 @@ pub enum ReadError {
         /// The bus id.
         bus: u32,
     },
-    /// A bus name (or message type name) that is not UTF-8.
+    /// A bus name that is not UTF-8.
     #[error("record at offset {offset}: the bus name is not UTF-8")]
     NameNotUtf8 {
         /// The record's offset.
         offset: u64,
+    },
+    /// A bus record's message type name that is not UTF-8.
+    #[error("record at offset {offset}: the message type name is not UTF-8")]
+    TypeNameNotUtf8 {
+        /// The record's offset.
+        offset: u64,
+    },
+    /// An error in a rotated part after the first, naming its file (the
+    /// offset inside is that file's).
+    #[error("{path}: {source}")]
+    InPart {
+        /// The part's file.
+        path: String,
+        /// The error.
+        source: Box<ReadError>,
     },
     /// A gap of no messages.
     #[error("record at offset {offset}: a gap of 0 messages, expected at least 1")]

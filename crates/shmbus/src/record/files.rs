@@ -3,12 +3,13 @@
 //! through the index (docs/RECORDING.md "Index", "Rotation").
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::{AddBusError, OpenRecordingError, ReadError, WriteError};
-use super::format::{header, INDEX_MAGIC};
+use super::format::{header, INDEX_MAGIC, VERSION};
 use super::index::{self, IndexWriter, Position};
 use super::recorder::Recorder;
 use super::recording::Recording;
@@ -34,10 +35,122 @@ pub fn part_path(base: &Path, part: u32) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn index_path(part: &Path) -> PathBuf {
+pub(crate) fn index_path(part: &Path) -> PathBuf {
     let mut s = part.as_os_str().to_owned();
     s.push(".idx");
     PathBuf::from(s)
+}
+
+/// Who may read a recording: the permission bits and group that every
+/// part and index a [`FileRecorder`] makes gets, exactly, whatever the
+/// umask. By default the owner's only (0o600, the creator's group): a
+/// recording holds every message of its buses, so it should let read no
+/// one its buses do not.
+///
+/// # Examples
+/// ```
+/// let access = shmbus::record::FileAccess::default().mode(0o640).group(1000);
+/// assert_eq!((access.mode, access.group), (0o640, Some(1000)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileAccess {
+    /// Permission bits (at most 0o777).
+    pub mode: u32,
+    /// The files' group, if not the creator's (the creator must be a
+    /// member, as for `chgrp`).
+    pub group: Option<u32>,
+}
+
+impl Default for FileAccess {
+    fn default() -> Self {
+        Self {
+            mode: 0o600,
+            group: None,
+        }
+    }
+}
+
+impl FileAccess {
+    /// With these permission bits (only 0o777 of them count).
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::FileAccess::default().mode(0o4640).mode, 0o640);
+    /// ```
+    pub fn mode(mut self, mode: u32) -> Self {
+        self.mode = mode & 0o777;
+        self
+    }
+
+    /// With this group.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(shmbus::record::FileAccess::default().group(5).group, Some(5));
+    /// ```
+    pub fn group(mut self, gid: u32) -> Self {
+        self.group = Some(gid);
+        self
+    }
+}
+
+/// Creates `path` for writing, never over a file already there (nor
+/// through a symlink), with exactly `access`: made owner-only, given its
+/// group, then its mode (so its group bits never let in the group it was
+/// made with), as a journal is. Removed again if that fails.
+fn create_file(path: &Path, access: FileAccess) -> Result<File, WriteError> {
+    let failed = |what, source| WriteError::File {
+        path: path.to_owned(),
+        what,
+        source,
+    };
+    let mode = access.mode & 0o777;
+    // O_EXCL: never through a symlink either.
+    let file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(mode & 0o600)
+        .open(path)
+        .map_err(|e| failed("create", e))?;
+    let set = || -> Result<(), WriteError> {
+        let meta = file.metadata().map_err(|e| failed("stat", e))?;
+        if let Some(gid) = access.group.filter(|&g| g != meta.gid()) {
+            std::os::unix::fs::fchown(&file, None, Some(gid)).map_err(|e| failed("chgrp", e))?;
+        }
+        if meta.permissions().mode() & 0o7777 != mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(|e| failed("chmod", e))?;
+        }
+        Ok(())
+    };
+    if let Err(e) = set() {
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
+    Ok(file)
+}
+
+/// Opens a part or an index to read it: a regular file only (a FIFO put
+/// in a part's place would hang the open and every read).
+pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
+    // Miri's open takes no O_NONBLOCK (and makes no FIFO).
+    let nonblock = if cfg!(miri) { 0 } else { libc::O_NONBLOCK };
+    let file = File::options()
+        .read(true)
+        .custom_flags(nonblock)
+        .open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
+/// `e` naming the part `path` it is about.
+fn io_in(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// When a [`FileRecorder`] starts a new part: after this many bytes,
@@ -86,9 +199,11 @@ impl Rotation {
 
 /// Writes a recording to files: `base` (and, rotated, `base.1`, ...), each
 /// a whole recording (its header, its buses declared again), each with its
-/// index `PART.idx`. Records go through a buffer; [`flush`](Self::flush)
-/// writes the recording, then the index entries that point into what was
-/// written, so an index is never ahead of its file.
+/// index `PART.idx`, each made new (never over a file already there) with
+/// exactly its [`FileAccess`] (0o600 unless given). A part's header is in
+/// its file as soon as the part is made; records go through a buffer, and
+/// [`flush`](Self::flush) writes them, then the index entries that point
+/// into what was written, so an index is never ahead of its file.
 ///
 /// # Examples
 /// ```
@@ -122,6 +237,7 @@ pub struct FileRecorder {
     specs: Vec<BusSpec>,
     part: u32,
     id: u64,
+    access: FileAccess,
     /// The receive time of this part's first message.
     part_start: Option<u64>,
 }
@@ -130,8 +246,8 @@ pub struct FileRecorder {
 const INDEX_EVERY: u64 = 64 << 10;
 
 impl FileRecorder {
-    /// Creates `path` and `path.idx` (neither may exist) and writes their
-    /// headers.
+    /// Creates `path` and `path.idx` (neither may exist), owner-only
+    /// (0o600, whatever the umask), and writes their headers.
     ///
     /// # Examples
     /// ```
@@ -148,17 +264,56 @@ impl FileRecorder {
     /// ```
     ///
     /// # Errors
-    /// [`WriteError::Io`] if a file exists or cannot be made.
+    /// [`WriteError::File`] naming the file that exists or cannot be made
+    /// (none of the two is left then).
     pub fn create(path: &Path, rotation: Rotation) -> Result<Self, WriteError> {
-        Self::create_with(path, rotation, INDEX_EVERY)
+        Self::create_with_access(path, rotation, FileAccess::default())
+    }
+
+    /// As [`create`](Self::create), every part and index with exactly
+    /// `access`'s mode and group.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    /// use shmbus::record::{FileAccess, FileRecorder, Rotation};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-frx-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("r.rec");
+    /// let access = FileAccess::default().mode(0o640);
+    /// let rec = FileRecorder::create_with_access(&path, Rotation::default(), access)?;
+    /// assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o777, 0o640);
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`create`](Self::create), and [`WriteError::File`] if the group
+    /// or the mode cannot be set (`chgrp` to a group the caller is not in).
+    pub fn create_with_access(
+        path: &Path,
+        rotation: Rotation,
+        access: FileAccess,
+    ) -> Result<Self, WriteError> {
+        Self::create_inner(path, rotation, access, INDEX_EVERY)
     }
 
     /// As [`create`](Self::create), an index position every `every` bytes
     /// (tests).
     #[doc(hidden)]
     pub fn create_with(path: &Path, rotation: Rotation, every: u64) -> Result<Self, WriteError> {
+        Self::create_inner(path, rotation, FileAccess::default(), every)
+    }
+
+    fn create_inner(
+        path: &Path,
+        rotation: Rotation,
+        access: FileAccess,
+        every: u64,
+    ) -> Result<Self, WriteError> {
         let id = super::recorder::new_recording_id();
-        let (rec, index_file) = open_part(path, 0, id)?;
+        let (rec, index_file) = open_part(path, 0, id, access)?;
         Ok(Self {
             base: path.to_path_buf(),
             rotation,
@@ -168,6 +323,7 @@ impl FileRecorder {
             specs: Vec::new(),
             part: 0,
             id,
+            access,
             part_start: None,
         })
     }
@@ -228,7 +384,9 @@ impl FileRecorder {
     ) -> Result<(), WriteError> {
         self.rotate_if_due(Some(mono_ns))?;
         self.index.before_record(self.rec.offset());
-        self.rec.message(bus, seq, mono_ns, wall_ns, payload)?;
+        self.rec
+            .message(bus, seq, mono_ns, wall_ns, payload)
+            .map_err(|e| self.in_part(e))?;
         self.index.message(bus, seq, mono_ns);
         self.part_start.get_or_insert(mono_ns);
         Ok(())
@@ -256,7 +414,9 @@ impl FileRecorder {
     pub fn gap(&mut self, bus: u32, first: u64, count: u64) -> Result<(), WriteError> {
         self.rotate_if_due(None)?;
         self.index.before_record(self.rec.offset());
-        self.rec.gap(bus, first, count)?;
+        self.rec
+            .gap(bus, first, count)
+            .map_err(|e| self.in_part(e))?;
         self.index.gap(bus, first, count);
         Ok(())
     }
@@ -280,14 +440,32 @@ impl FileRecorder {
     /// ```
     ///
     /// # Errors
-    /// [`WriteError::Io`] if a write fails.
+    /// [`WriteError::File`] naming the part or the index if a write fails.
     pub fn flush(&mut self) -> Result<(), WriteError> {
-        self.rec.flush()?;
+        self.rec.flush().map_err(|e| self.in_part(e))?;
         if !self.index.pending.is_empty() {
-            self.index_file.write_all(&self.index.pending)?;
+            self.index_file
+                .write_all(&self.index.pending)
+                .map_err(|source| WriteError::File {
+                    path: index_path(&part_path(&self.base, self.part)),
+                    what: "write",
+                    source,
+                })?;
             self.index.pending.clear();
         }
         Ok(())
+    }
+
+    /// A write error of the current part, naming it.
+    fn in_part(&self, e: WriteError) -> WriteError {
+        match e {
+            WriteError::Io(source) => WriteError::File {
+                path: part_path(&self.base, self.part),
+                what: "write",
+                source,
+            },
+            e => e,
+        }
     }
 
     /// How many parts have been started (1 without rotation).
@@ -347,7 +525,8 @@ impl FileRecorder {
         let next = self.part.checked_add(1).ok_or_else(|| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "too many parts")
         })?;
-        let (rec, index_file) = open_part(&part_path(&self.base, next), next, self.id)?;
+        let (rec, index_file) =
+            open_part(&part_path(&self.base, next), next, self.id, self.access)?;
         self.rec = rec;
         self.index_file = index_file;
         self.part = next;
@@ -374,17 +553,80 @@ impl Drop for FileRecorder {
     }
 }
 
+/// Makes part `part` at `path` and its index, each with its header
+/// written: a recorder killed from here on leaves a part whose header is
+/// whole. Neither file is left if either cannot be made.
 fn open_part(
     path: &Path,
     part: u32,
     id: u64,
+    access: FileAccess,
 ) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
-    let create = |p: &Path| File::options().write(true).create_new(true).open(p);
-    let file = create(path)?;
-    let mut index_file = create(&index_path(path))?;
-    index_file.write_all(&header(INDEX_MAGIC, part, id))?;
-    let rec = Recorder::part(BufWriter::with_capacity(1 << 20, file), part, id)?;
+    let idx = index_path(path);
+    let file = create_file(path, access)?;
+    let index_file = match create_file(&idx, access) {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+    };
+    write_headers(file, index_file, path, &idx, part, id).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_file(&idx);
+    })
+}
+
+fn write_headers(
+    file: File,
+    mut index_file: File,
+    path: &Path,
+    idx: &Path,
+    part: u32,
+    id: u64,
+) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
+    let failed = |p: &Path, source| WriteError::File {
+        path: p.to_owned(),
+        what: "write",
+        source,
+    };
+    index_file
+        .write_all(&header(INDEX_MAGIC, part, id))
+        .map_err(|e| failed(idx, e))?;
+    // The part's header goes to its file now, not only to the buffer.
+    let rec = Recorder::part(BufWriter::with_capacity(1 << 20, file), part, id)
+        .and_then(|mut rec| rec.flush().map(|()| rec))
+        .map_err(|e| match e {
+            WriteError::Io(e) => failed(path, e),
+            e => e,
+        })?;
     Ok((rec, index_file))
+}
+
+/// Whether `path` is part `part` of the recording `id`: `Err(None)` if
+/// there is no such file, `Err(Some(why))` if it is not that part.
+fn own_part(path: &Path, part: u32, id: u64) -> Result<(), Option<OpenRecordingError>> {
+    let file = match open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(None),
+        Err(e) => return Err(Some(OpenRecordingError::Io(io_in(path, e)))),
+    };
+    let named = path.display().to_string();
+    match Recording::new(BufReader::new(file)) {
+        Ok(rec) if rec.version() == VERSION && rec.part() == (part, id) => Ok(()),
+        Ok(rec) => Err(Some(OpenRecordingError::PartMismatch {
+            path: named,
+            found: rec.part().0,
+            id: rec.part().1,
+            expected: part,
+            expected_id: id,
+        })),
+        Err(OpenRecordingError::Io(e)) => Err(Some(OpenRecordingError::Io(io_in(path, e)))),
+        Err(e) => Err(Some(OpenRecordingError::InPart {
+            path: named,
+            source: Box::new(e),
+        })),
+    }
 }
 
 /// Where a seek puts the reader: records are passed over until the first
@@ -475,49 +717,51 @@ impl RecordingFiles {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     ///
+    /// A file named as the next part that is not one (cut inside its
+    /// header, not a recording, another recording's or another number)
+    /// ends the recording, unless the file after it is a part.
+    ///
     /// # Errors
-    /// As [`Recording::new`] for any part (a cut or damaged header), and
+    /// As [`Recording::new`] for `base` (a cut or damaged header; one that
+    /// is not a regular file is [`OpenRecordingError::Io`]);
     /// [`OpenRecordingError::PartMismatch`] for a part of another
-    /// recording or out of order.
+    /// recording or number, and [`OpenRecordingError::InPart`] for a file
+    /// that is no part, each followed by a part (a part lost or replaced);
+    /// [`OpenRecordingError::Io`] naming the part if one cannot be read.
     pub fn open(base: &Path) -> Result<Self, OpenRecordingError> {
-        let mut paths = Vec::new();
-        let mut headers = Vec::new();
-        for part in 0..u32::MAX {
+        let first = Recording::new(BufReader::new(open_regular(base)?))?;
+        let (found, id) = first.part();
+        let mut headers = vec![(first.version(), found, id)];
+        let mut paths = vec![base.to_path_buf()];
+        // A later part opened by its own name is read alone (its followers
+        // would be named after the first part), and so is a version 1 file.
+        let mut part = 1;
+        while found == 0 && first.version() == VERSION {
             let path = part_path(base, part);
-            let file = match File::open(&path) {
-                Ok(f) => f,
-                Err(e) if part > 0 && e.kind() == std::io::ErrorKind::NotFound => break,
-                Err(e) => return Err(e.into()),
-            };
-            let rec = Recording::new(BufReader::new(file))?;
-            let (found, id) = rec.part();
-            // A later part opened by its own name: read alone (its
-            // followers would be named after the first part).
-            if part == 0 && found != 0 {
-                headers.push((rec.version(), found, id));
-                paths.push(path);
-                break;
-            }
-            let first_id = headers.first().map_or(id, |h: &(u32, u32, u64)| h.2);
-            if found != part || id != first_id || (part > 0 && rec.version() == 1) {
-                return Err(OpenRecordingError::PartMismatch {
-                    path: path.display().to_string(),
-                    found,
-                    id,
-                    expected: part,
-                    expected_id: first_id,
-                });
-            }
-            headers.push((rec.version(), found, id));
-            paths.push(path);
-            if rec.version() == 1 {
-                break;
+            match own_part(&path, part, id) {
+                Ok(()) => {
+                    headers.push((VERSION, part, id));
+                    paths.push(path);
+                    part += 1;
+                }
+                Err(None) => break,
+                // Not a part of this recording (cut inside its header by a
+                // recorder killed as it made it, or a file of any other
+                // kind): the recording ends before it, unless the part
+                // after it is one (then this one was lost or replaced).
+                Err(Some(e)) => {
+                    let next = part_path(base, part + 1);
+                    if part < u32::MAX && own_part(&next, part + 1, id).is_ok() {
+                        return Err(e);
+                    }
+                    break;
+                }
             }
         }
-        let mut files = Self {
+        Ok(Self {
             paths,
             headers,
-            current: None,
+            current: Some(first),
             part: 0,
             buses: Vec::new(),
             yielded: 0,
@@ -528,9 +772,7 @@ impl RecordingFiles {
             target: Target::None,
             pending: None,
             done: false,
-        };
-        files.start_part(0)?;
-        Ok(files)
+        })
     }
 
     /// The parts' files, in order.
@@ -687,10 +929,7 @@ impl RecordingFiles {
                 return Ok(());
             }
         }
-        self.start_part(0).map_err(|e| match e {
-            OpenRecordingError::Io(e) => ReadError::Io(e),
-            e => ReadError::Io(std::io::Error::other(e.to_string())),
-        })
+        self.start_part(0)
     }
 
     /// Starts reading part `part` at its index's last position that
@@ -714,7 +953,8 @@ impl RecordingFiles {
         // The buses declared before the position, each read where the
         // index says and checked.
         let mut buses: Vec<BusRecord> = Vec::new();
-        let mut file = BufReader::new(File::open(&self.paths[part])?);
+        let file = open_regular(&self.paths[part]).map_err(|e| self.in_part(part, e.into()))?;
+        let mut file = BufReader::new(file);
         for &(bus, offset) in idx.buses.iter().filter(|b| b.1 < pos.offset) {
             if bus as usize != buses.len() {
                 return Ok(None);
@@ -753,11 +993,35 @@ impl RecordingFiles {
         buses.iter().zip(&self.buses).all(|(a, b)| a == b)
     }
 
-    fn start_part(&mut self, part: usize) -> Result<(), OpenRecordingError> {
-        let file = File::open(&self.paths[part])?;
-        self.current = Some(Recording::new(BufReader::new(file))?);
+    fn start_part(&mut self, part: usize) -> Result<(), ReadError> {
+        let path = &self.paths[part];
+        let file = open_regular(path).map_err(|e| self.in_part(part, e.into()))?;
+        let rec = Recording::new(BufReader::new(file)).map_err(|e| {
+            self.in_part(
+                part,
+                match e {
+                    OpenRecordingError::Io(e) => ReadError::Io(e),
+                    e => ReadError::Io(io::Error::new(io::ErrorKind::InvalidData, e.to_string())),
+                },
+            )
+        })?;
+        self.current = Some(rec);
         self.part = part;
         Ok(())
+    }
+
+    /// `e`, met in part `part`, naming the part's file if it is not the
+    /// first (whose name the caller gave).
+    fn in_part(&self, part: usize, e: ReadError) -> ReadError {
+        let path = &self.paths[part];
+        match e {
+            _ if part == 0 => e,
+            ReadError::Io(e) => ReadError::Io(io_in(path, e)),
+            e => ReadError::InPart {
+                path: path.display().to_string(),
+                source: Box::new(e),
+            },
+        }
     }
 
     fn next_raw(&mut self) -> Option<Result<Record, ReadError>> {
@@ -772,11 +1036,12 @@ impl RecordingFiles {
                     match self.buses.get(b.id as usize) {
                         Some(known) if *known == b => continue,
                         Some(_) => {
-                            return Some(Err(ReadError::PartBus {
+                            let e = ReadError::PartBus {
                                 part: self.part as u32,
                                 offset,
                                 bus: b.id,
-                            }))
+                            };
+                            return Some(Err(self.in_part(self.part, e)));
                         }
                         None => {
                             self.buses.push(b.clone());
@@ -784,16 +1049,14 @@ impl RecordingFiles {
                         }
                     }
                 }
-                Some(other) => return Some(other),
+                Some(Ok(other)) => return Some(Ok(other)),
+                Some(Err(e)) => return Some(Err(self.in_part(self.part, e))),
                 None => {
                     if self.part + 1 >= self.paths.len() {
                         return None;
                     }
                     if let Err(e) = self.start_part(self.part + 1) {
-                        return Some(Err(match e {
-                            OpenRecordingError::Io(e) => ReadError::Io(e),
-                            e => ReadError::Io(std::io::Error::other(e.to_string())),
-                        }));
+                        return Some(Err(e));
                     }
                 }
             }

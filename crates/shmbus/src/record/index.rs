@@ -4,7 +4,6 @@
 //! start. It is a hint: a reader checks each record it is pointed at, and
 //! a missing, cut or stale index only costs a scan.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -36,8 +35,8 @@ pub(crate) struct IndexWriter {
     /// new part (the first record gets positions).
     last: Option<u64>,
     mono_below: u64,
-    /// Per bus: the sequence bound, once the bus has a record.
-    seq_below: Vec<Option<u64>>,
+    /// Per bus declared: the sequence bound (0 before its first record).
+    seq_below: Vec<u64>,
     pub pending: Vec<u8>,
 }
 
@@ -63,7 +62,7 @@ impl IndexWriter {
         body[8..16].copy_from_slice(&offset.to_le_bytes());
         frame(&mut self.pending, INDEX_BUS, &body, &[]);
         if self.seq_below.len() <= id as usize {
-            self.seq_below.resize(id as usize + 1, None);
+            self.seq_below.resize(id as usize + 1, 0);
         }
     }
 
@@ -76,8 +75,7 @@ impl IndexWriter {
             return;
         }
         self.last = Some(offset);
-        for (bus, seq) in self.seq_below.iter().enumerate() {
-            let Some(seq) = *seq else { continue };
+        for (bus, &seq) in self.seq_below.iter().enumerate() {
             let mut body = [0u8; INDEX_POSITION_LEN];
             body[0..8].copy_from_slice(&offset.to_le_bytes());
             body[8..16].copy_from_slice(&self.mono_below.to_le_bytes());
@@ -98,7 +96,7 @@ impl IndexWriter {
 
     fn seq(&mut self, bus: u32, below: u64) {
         if let Some(s) = self.seq_below.get_mut(bus as usize) {
-            *s = Some(s.unwrap_or(0).max(below));
+            *s = (*s).max(below);
         }
     }
 }
@@ -115,7 +113,7 @@ pub(crate) struct Index {
 /// The index of the part whose header said `part` and `id`, or `None`
 /// where there is none, or it belongs to another file.
 pub(crate) fn read(path: &Path, part: u32, id: u64) -> Option<Index> {
-    let file = File::open(path).ok()?;
+    let file = super::files::open_regular(path).ok()?;
     let mut entries = Recording::with_magic(BufReader::new(file), INDEX_MAGIC).ok()?;
     if entries.part() != (part, id) {
         return None;

@@ -296,18 +296,15 @@ impl<R: Read> Recording<R> {
         }
         let names = &body[BUS_FIXED_V2..];
         let (type_name, name) = names.split_at(type_len as usize);
-        let utf8 = |b: &[u8]| {
-            std::str::from_utf8(b)
-                .map(str::to_owned)
-                .map_err(|_| ReadError::NameNotUtf8 { offset })
-        };
+        let utf8 =
+            |b: &[u8], err: ReadError| std::str::from_utf8(b).map(str::to_owned).map_err(|_| err);
         let msg_type = TypeFingerprint {
             size: u32_at(body, 32),
             align: u32_at(body, 36),
             name_hash: u64_at(body, 40),
-            name: utf8(type_name)?,
+            name: utf8(type_name, ReadError::TypeNameNotUtf8 { offset })?,
         };
-        let name = utf8(name)?;
+        let name = utf8(name, ReadError::NameNotUtf8 { offset })?;
         self.sizes.push((msg_size, kind.variable_length()));
         Ok(BusRecord {
             id: bus,

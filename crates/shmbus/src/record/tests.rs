@@ -351,6 +351,35 @@ fn a_bus_record_whose_name_lengths_lie_is_an_error_not_a_panic() {
     }
 }
 
+#[test]
+fn a_bus_record_whose_type_name_or_bus_name_is_not_utf8_names_that_field() {
+    let spec = BusSpec::new("ab", RecordedKind::Bus, 4).msg_type(TypeFingerprint {
+        size: 4,
+        align: 4,
+        name_hash: 1,
+        name: "tt".into(),
+    });
+    let mut r = Recorder::new(Vec::new()).unwrap();
+    r.add_bus_spec(&spec).unwrap();
+    let good = r.into_inner();
+    // The body at 32 + 8: 56 fixed bytes, the type name, the bus name.
+    let body = &good[HEADER_V2 + 8..HEADER_V2 + 8 + 60];
+    for (at, field) in [(56, "message type name"), (58, "bus name")] {
+        let mut body = body.to_vec();
+        body[at] = 0xff;
+        let mut bytes = good[..HEADER_V2].to_vec();
+        format::frame(&mut bytes, format::TYPE_BUS, &body, &[]);
+        let got: Vec<_> = Recording::new(&bytes[..]).unwrap().collect();
+        let [Err(e)] = &got[..] else {
+            panic!("{got:?}")
+        };
+        assert_eq!(
+            e.to_string(),
+            format!("record at offset 32: the {field} is not UTF-8")
+        );
+    }
+}
+
 /// A version 1 file, made by hand from its page (16-byte header, 16-byte
 /// bus body).
 fn version_1_file() -> Vec<u8> {

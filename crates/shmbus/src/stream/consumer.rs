@@ -43,8 +43,11 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// ```
 pub struct Consumer<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) ring: StreamRing<R>,
-    /// Our HEAD (only we store it).
+    /// Our HEAD (only we store it): past every record read.
     head: u64,
+    /// Records read past HEAD as last stored, their bytes not yet given
+    /// back to the producer ([`ReadChunk::take`]).
+    held: u64,
     /// The producer's TAIL as last loaded, checked: in [head, head + capacity].
     tail: u64,
     strategy: WaitStrategy,
@@ -84,6 +87,7 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
         Consumer {
             ring,
             head,
+            held: 0,
             tail,
             strategy,
             line: SideLine::default(),
@@ -234,14 +238,40 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
 
     /// Gives a record's bytes back to the producer.
     pub(super) fn release(&mut self, len: usize) {
+        self.take(len);
+        self.give_back();
+    }
+
+    /// Reads past a record without giving its bytes back yet.
+    fn take(&mut self, len: usize) {
         self.head += padded(len as u64);
+        self.held += 1;
+    }
+
+    /// Gives the bytes of every record read so far back to the producer
+    /// (those [`ReadChunk::take`] kept): until then they stay in the
+    /// stream, and a consumer that dies first leaves them to the next one.
+    pub(crate) fn give_back(&mut self) {
+        if self.held == 0 {
+            return;
+        }
         // Release, paired with the producer's Acquire load of HEAD: we are
         // done reading these bytes before it may write them again.
         self.ring
             .cursor(ctl::HEAD)
             .store(self.head, Ordering::Release);
         wait::ring(self.ring.bell(ctl::SPACE_BELL), self.ring.light);
-        self.line.moved(&self.ring.region);
+        for _ in 0..self.held {
+            self.line.moved(&self.ring.region);
+        }
+        self.held = 0;
+    }
+
+    /// Bytes of the ring read but not given back ([`give_back`](Self::give_back)).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        // Relaxed: we are the only writer of HEAD.
+        self.head
+            .wrapping_sub(self.ring.cursor(ctl::HEAD).load(Ordering::Relaxed))
     }
 
     /// Bytes of the ring in use: records written and not yet released,
@@ -593,6 +623,14 @@ impl<T: ?Sized + Payload, R: Region> ReadChunk<'_, T, R> {
     /// ```
     pub fn release(self) {
         self.consumer.release(self.len);
+    }
+
+    /// Consumes the record but keeps its bytes from the producer until
+    /// [`Consumer::give_back`]: a recorder gives them back once they are
+    /// in its file, so a record it had not written when it died is read
+    /// again by the next consumer.
+    pub(crate) fn take(self) {
+        self.consumer.take(self.len);
     }
 }
 
