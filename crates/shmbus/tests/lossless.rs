@@ -413,3 +413,87 @@ fn subscribers_racing_for_the_last_lossless_places_get_exactly_as_many_as_there_
     drop(publisher);
     bus.finish();
 }
+
+#[test]
+// /dev/shm files: Miri maps no files.
+#[cfg_attr(miri, ignore)]
+fn a_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_at_create_naming_it_and_leaves_no_file() {
+    use shmbus::error::GeometryError;
+    use shmbus::pool::{PoolOptions, PoolPublisher};
+    let (min, max) = (shmbus::bus::MIN_TIMEOUT, shmbus::bus::MAX_EVICT);
+    let refused = |option: &'static str, found: Duration| {
+        move |err: Option<shmbus::CreateError>| match err {
+            Some(shmbus::CreateError::InvalidGeometry(e @ GeometryError::Timeout { .. })) => {
+                assert_eq!(
+                    e,
+                    GeometryError::Timeout {
+                        option,
+                        found,
+                        min,
+                        max
+                    }
+                );
+                let text = e.to_string();
+                assert!(
+                    text.contains(option) && text.contains("expected 1ms to 60s"),
+                    "{text}"
+                );
+            }
+            other => panic!("{option} {found:?}: expected a timeout error, got {other:?}"),
+        }
+    };
+    let bus = BusName::new("timeouts");
+    let gone = || !bus.path().exists();
+    let outside = [
+        Duration::ZERO,
+        Duration::from_micros(999),
+        max + Duration::from_nanos(1),
+    ];
+    for found in outside {
+        let opts = BusOptions::new(8).evict_after(found);
+        refused("eviction timeout", found)(Publisher::<u64>::create(bus.name(), &opts).err());
+        let many = BusOptions::new(8).many().evict_after(found);
+        refused("eviction timeout", found)(
+            shmbus::bus::ManyPublisher::<u64>::create(bus.name(), &many).err(),
+        );
+        let many = BusOptions::new(8).many().unblock_timeout(found);
+        refused("unblock timeout", found)(
+            shmbus::bus::ManyPublisher::<u64>::create(bus.name(), &many).err(),
+        );
+        let pool = PoolOptions::new(4, 64, 5).evict_after(found);
+        refused("eviction timeout", found)(PoolPublisher::<[u8]>::create(bus.name(), &pool).err());
+        let pool = PoolOptions::new(4, 64, 5).many().unblock_timeout(found);
+        refused("unblock timeout", found)(
+            PoolPublisher::<[u8]>::create_many(bus.name(), &pool).err(),
+        );
+        let journal = std::env::temp_dir().join(format!(
+            "shmbus-test-gate-timeouts-{}.journal",
+            std::process::id()
+        ));
+        let err = shmbus::journal::JournalPublisher::<u64>::create(
+            bus.name(),
+            &opts,
+            &shmbus::journal::JournalOptions::new(&journal),
+        )
+        .err();
+        match err {
+            Some(shmbus::journal::JournalCreateError::Create(e)) => {
+                refused("eviction timeout", found)(Some(e))
+            }
+            other => panic!("a journaled bus: expected a timeout error, got {other:?}"),
+        }
+        assert!(!journal.exists(), "a refused create left its journal");
+        assert!(gone(), "a refused create left {}", bus.name());
+    }
+    // The bounds themselves are taken.
+    for ok in [min, max] {
+        let opts = BusOptions::new(8)
+            .many()
+            .evict_after(ok)
+            .unblock_timeout(ok);
+        let p = shmbus::bus::ManyPublisher::<u64>::create(bus.name(), &opts).expect("in bounds");
+        drop(p);
+        shmbus::remove(bus.name()).expect("remove");
+    }
+    bus.finish();
+}
