@@ -575,8 +575,33 @@ def tables(d, cpu=False):
         print(f"| {t['target']} | {t['wanted']} | {t['found']} | {'met' if t['met'] else '**missed**'} |")
 
 
+def refuse_broken_rows(path):
+    """A run with a failed or torn row makes no page: its figures are not
+    figures. Exits naming each such row."""
+    bad = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            if node.get("failed"):
+                bad.append(f"{where}: failed: {node['failed']}")
+            if node.get("checksum_errors"):
+                bad.append(f"{where}: {node['checksum_errors']} torn payloads")
+            label = node.get("mechanism") or node.get("name")
+            for k, v in node.items():
+                walk(v, f"{where}/{k}" + (f" ({label})" if label and isinstance(v, (dict, list)) else ""))
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+
+    walk(json.load(open(path)), path)
+    if bad:
+        sys.exit("bench_table.py: a run with broken rows makes no table:\n  " + "\n  ".join(bad))
+
+
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args:
+        refuse_broken_rows(args[-1])
     if len(args) == 2 and args[0] == "--headline":
         headline(args[1])
     elif len(args) == 2 and args[0] == "--zero-copy":
