@@ -13,6 +13,7 @@ use super::format::{header, INDEX_MAGIC, VERSION};
 use super::index::{self, IndexWriter, Position};
 use super::recorder::Recorder;
 use super::recording::Recording;
+use super::regular::open_regular;
 use super::{BusRecord, BusSpec, Record};
 
 /// The file of part `part` of the recording at `base`: `base` itself for
@@ -126,24 +127,6 @@ fn create_file(path: &Path, access: FileAccess) -> Result<File, WriteError> {
     if let Err(e) = set() {
         let _ = std::fs::remove_file(path);
         return Err(e);
-    }
-    Ok(file)
-}
-
-/// Opens a part or an index to read it: a regular file only (a FIFO put
-/// in a part's place would hang the open and every read).
-pub(crate) fn open_regular(path: &Path) -> io::Result<File> {
-    // Miri's open takes no O_NONBLOCK (and makes no FIFO).
-    let nonblock = if cfg!(miri) { 0 } else { libc::O_NONBLOCK };
-    let file = File::options()
-        .read(true)
-        .custom_flags(nonblock)
-        .open(path)?;
-    if !file.metadata()?.file_type().is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
     }
     Ok(file)
 }

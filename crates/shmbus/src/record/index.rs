@@ -113,7 +113,7 @@ pub(crate) struct Index {
 /// The index of the part whose header said `part` and `id`, or `None`
 /// where there is none, or it belongs to another file.
 pub(crate) fn read(path: &Path, part: u32, id: u64) -> Option<Index> {
-    let file = super::files::open_regular(path).ok()?;
+    let file = super::regular::open_regular(path).ok()?;
     let mut entries = Recording::with_magic(BufReader::new(file), INDEX_MAGIC).ok()?;
     if entries.part() != (part, id) {
         return None;

@@ -26,6 +26,7 @@ mod index;
 mod pace;
 mod recorder;
 mod recording;
+mod regular;
 mod replay;
 mod window;
 
