@@ -407,7 +407,12 @@ fn a_part_cut_inside_its_header_ends_the_recording_unless_a_part_follows_it() {
     // Every part but the last, read whole.
     let cut = dir.0.join("cut.rec");
     for p in 0..parts - 1 {
-        std::fs::copy(part_path(&path, p), part_path(&cut, p)).unwrap();
+        // Read and write, not fs::copy: Miri has no copy_file_range.
+        std::fs::write(
+            part_path(&cut, p),
+            std::fs::read(part_path(&path, p)).unwrap(),
+        )
+        .unwrap();
     }
     let before: Vec<Record> = RecordingFiles::open(&cut)
         .unwrap()
