@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The bridge's figures (issue 17): `shmbus bridge out` -> `bridge in` against
+# The bridge's figures: `shmbus bridge out` -> `bridge in` against
 # a plain Zenoh publisher -> subscriber pair, in one run, between two network
 # namespaces joined by a veth pair (10.78.0.1 and 10.78.0.2: not
 # ci/zenoh_netns.sh's, so both can run at once). The driver and its roles are
