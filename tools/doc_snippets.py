@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""Runs the docs' code blocks as written, so that a doc that drifts from
+the tool fails the gate.
+
+    python3 tools/doc_snippets.py [--python PY] [--cflags FLAGS] [FILE...]
+
+FILEs default to README.md and docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,PYTHON}.md.
+By the fence's info string:
+- sh, bash, shell, console (`$ ` lines only): each file's blocks in order,
+  each under `bash -e -o pipefail` and a 60 s timeout, in one fresh
+  directory per file (HOME a fresh directory in it), with the `shmbus` of
+  SHMBUS_BIN (else target/debug/shmbus) first on PATH. A command the
+  block leaves running in the background (`&`) is ended with the block;
+  one that already failed fails the block.
+- python: each file's blocks in order in one interpreter (PY, default
+  python3, which must import shmbus and numpy), in that file's directory.
+- c: a block with `main` is compiled (cc, FLAGS, default
+  `pkg-config --cflags --libs shmbus`) and run; any other block is a
+  fragment, compiled as a function's body.
+- rust: not run here; crates/shmbus/src/lib.rs compiles README.md's and
+  docs/GUIDE.md's as doc tests (`cargo test`).
+Other blocks (no info string, text) are output or diagrams, not run.
+
+An HTML comment right above a block (blank lines between allowed) says
+what the page does not show:
+- `<!-- not run: REASON -->`: the block is not run; printed with its reason.
+- `<!-- before: ... -->` (may span lines): code in the block's language
+  run first (a fragment's declarations, the files a command reads).
+
+The whole run is in namespaces of its own (unshare: pid, mount, network):
+/dev/shm is a fresh tmpfs, so doc names such as `ticks` meet no other
+bus and nothing is left behind; a process a block left is gone with the
+pid namespace; the network is a loopback of its own. A failed block
+fails the run with its FILE:LINE and its output; so does a run of no
+block.
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FILES = [
+    "README.md",
+    "docs/GUIDE.md",
+    "docs/DEPLOYMENT.md",
+    "docs/TOP.md",
+    "docs/RECORDING.md",
+    "docs/C.md",
+    "docs/PYTHON.md",
+]
+SHELL = ("sh", "bash", "shell", "console")
+TIMEOUT = 60
+
+FENCE = re.compile(r"^(```+)\s*([^\s`]*)(.*)$")
+NOT_RUN = re.compile(r"^<!-- not run: (.+?) -->$")
+
+
+class Block:
+    def __init__(self, path, line, lang, body, not_run, before):
+        self.path, self.line, self.lang, self.body = path, line, lang, body
+        self.not_run, self.before = not_run, before
+
+    @property
+    def where(self):
+        return f"{self.path}:{self.line}"
+
+
+def blocks(path):
+    """Every fenced block of PATH, with the comments right above it."""
+    lines = open(os.path.join(ROOT, path)).read().split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, lang = m.group(1), m.group(2).split(",")[0].lower()
+        end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == fence)
+        not_run, before, k = None, "", i - 1
+        while k >= 0 and not lines[k].strip():
+            k -= 1
+        # The comments above, nearest first: a `before:` may span lines.
+        while k >= 0 and lines[k].rstrip().endswith("-->"):
+            start = k
+            while start >= 0 and not lines[start].startswith("<!--"):
+                start -= 1
+            text = "\n".join(lines[start : k + 1])
+            n = NOT_RUN.match(text)
+            if n:
+                not_run = n.group(1)
+            elif text.startswith("<!-- before:"):
+                before = text[len("<!-- before:") : -len("-->")].strip("\n ") + "\n"
+            else:
+                break
+            k = start - 1
+            while k >= 0 and not lines[k].strip():
+                k -= 1
+        out.append(Block(path, i + 1, lang, "\n".join(lines[i + 1 : end]) + "\n", not_run, before))
+        i = end + 1
+    return out
+
+
+def fail(block, what, output):
+    sys.stderr.write(f"{block.where}: {what}\n{output}")
+    if not output.endswith("\n"):
+        sys.stderr.write("\n")
+    sys.exit(1)
+
+
+def run(cmd, cwd, env, timeout, stdin=subprocess.DEVNULL):
+    """(exit status or None on timeout, stdout and stderr together). The
+    command leads a process group, all of which a timeout kills."""
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdin=stdin, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode(errors="replace")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return None, out.decode(errors="replace") + f"\n(killed after {timeout} s)\n"
+
+
+# Run first: on the block's exit (its end, or a failed command under -e)
+# it ends what the block left running; a background command that already
+# ended in failure (not by a signal the block sent) fails the block.
+SHELL_START = r"""
+__end() {
+    __status=$?
+    for __job in $(jobs -p); do
+        if kill -0 "$__job" 2>/dev/null; then
+            kill "$__job" 2>/dev/null || true
+            wait "$__job" 2>/dev/null || true
+        else
+            __s=0; wait "$__job" || __s=$?
+            if [ "$__s" != 0 ] && [ "$__s" -lt 128 ]; then
+                echo "a background command (pid $__job) failed with exit $__s" >&2
+                [ "$__status" != 0 ] || __status=1
+            fi
+        fi
+    done
+    exit "$__status"
+}
+trap __end EXIT
+"""
+
+
+def shell_text(block):
+    body = block.body
+    if block.lang == "console":
+        body = "".join(l[2:] + "\n" for l in body.split("\n") if l.startswith("$ "))
+    return SHELL_START + block.before + body
+
+
+def run_shell(blocks_, work, env):
+    for b in blocks_:
+        status, out = run(["bash", "-e", "-o", "pipefail", "-c", shell_text(b)], work, env, TIMEOUT)
+        if status != 0:
+            fail(b, f"this {b.lang} block failed (exit {status})", out)
+        print(f"ok  {b.where} ({b.lang})")
+
+
+PY_DRIVER = r"""
+import json, sys, traceback
+ns = {"__name__": "__main__"}
+for b in json.load(open(sys.argv[1])):
+    print("@@block " + b["where"], flush=True)
+    try:
+        if b["before"]:
+            exec(compile(b["before"], "<before " + b["where"] + ">", "exec"), ns)
+        # Blank lines first: a traceback names the line in the markdown.
+        exec(compile("\n" * b["line"] + b["body"], b["path"], "exec"), ns)
+    except BaseException:
+        traceback.print_exc()
+        print("@@failed " + b["where"], flush=True)
+        sys.exit(1)
+"""
+
+
+def run_python(blocks_, work, env, python):
+    spec = os.path.join(work, ".blocks.json")
+    json.dump([dict(where=b.where, path=b.path, line=b.line, body=b.body, before=b.before) for b in blocks_], open(spec, "w"))
+    status, out = run([python, "-c", PY_DRIVER, spec], work, env, TIMEOUT * 2)
+    os.unlink(spec)
+    if status != 0:
+        failed = re.findall(r"^@@(?:failed|block) (\S+)$", out, re.M)
+        where = failed[-1] if failed else blocks_[0].where
+        b = next(b for b in blocks_ if b.where == where)
+        fail(b, f"this python block failed (exit {status})", out.split(f"@@block {where}\n")[-1])
+    for b in blocks_:
+        print(f"ok  {b.where} (python)")
+
+
+C_HEAD = "#include <inttypes.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <shmbus.h>\n"
+
+
+def run_c(blocks_, work, env, cflags):
+    for b in blocks_:
+        src = os.path.join(work, f"block{b.line}.c")
+        exe = os.path.join(work, f"block{b.line}")
+        whole = re.search(r"\bint\s+main\s*\(", b.body) is not None
+        with open(src, "w") as f:
+            if whole:
+                f.write(b.before + f'#line {b.line + 1} "{b.path}"\n' + b.body)
+            else:
+                f.write(C_HEAD + b.before)
+                f.write(f'void block_{b.line}(void) {{\n#line {b.line + 1} "{b.path}"\n{b.body}}}\n')
+        flags = ["-std=c11", "-Wall", "-Werror", "-Wno-unused-variable", "-Wno-unused-but-set-variable"]
+        if whole:
+            cmd = ["cc", *flags, src, *cflags, "-o", exe]
+        else:
+            cmd = ["cc", "-fsyntax-only", *flags, *[f for f in cflags if not f.startswith(("-l", "-L"))], src]
+        status, out = run(cmd, work, env, TIMEOUT)
+        if status != 0:
+            fail(b, "this c block does not compile", out)
+        if whole:
+            status, out = run([exe], work, env, TIMEOUT)
+            if status != 0:
+                fail(b, f"this c block's program failed (exit {status})", out)
+        print(f"ok  {b.where} (c{'' if whole else ', a fragment: compiled'})")
+
+
+def isolate():
+    """Re-runs this script in namespaces of its own (see the top)."""
+    if os.environ.get("DOC_SNIPPETS_ISOLATED") == "1":
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "doc-snippets", "/dev/shm"], check=True)
+        if shutil.which("ip"):
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        return
+    cmd = ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--net", "--propagation", "private"]
+    if os.geteuid() != 0:
+        cmd.append("--map-root-user")
+    if shutil.which("unshare") is None or subprocess.run(cmd + ["true"], capture_output=True).returncode != 0:
+        sys.exit(f"doc_snippets.py: needs namespaces of its own ({shlex.join(cmd)} failed): "
+                 "run it as root, or where unprivileged user namespaces are allowed")
+    env = dict(os.environ, DOC_SNIPPETS_ISOLATED="1")
+    os.execvpe(cmd[0], cmd + [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--python", default="python3", help="the interpreter the python blocks run in")
+    ap.add_argument("--cflags", help="cc flags for the shmbus header and library (default: pkg-config's)")
+    ap.add_argument("files", nargs="*", default=FILES)
+    args = ap.parse_args()
+
+    tool = os.environ.get("SHMBUS_BIN") or os.path.join(ROOT, "target/debug/shmbus")
+    if not os.access(tool, os.X_OK):
+        sys.exit(f"doc_snippets.py: no shmbus tool at {tool}: build it (cargo build -p shmbus-cli) or set SHMBUS_BIN")
+    if args.cflags is not None:
+        cflags = shlex.split(args.cflags)
+    else:
+        got = subprocess.run(["pkg-config", "--cflags", "--libs", "shmbus"], capture_output=True, text=True)
+        if got.returncode != 0:
+            sys.exit("doc_snippets.py: pkg-config finds no shmbus: install the C library "
+                     "(make -C examples/c install) or give --cflags")
+        cflags = shlex.split(got.stdout)
+
+    isolate()
+    ran, not_run, compiled = 0, [], 0
+    top = tempfile.mkdtemp(prefix="doc-snippets-")
+    try:
+        for path in args.files:
+            work = os.path.join(top, path.replace("/", "_"))
+            os.makedirs(os.path.join(work, "home"))
+            env = dict(os.environ, HOME=os.path.join(work, "home"),
+                       PATH=os.path.dirname(os.path.abspath(tool)) + os.pathsep + os.environ["PATH"])
+            env.pop("DOC_SNIPPETS_ISOLATED")
+            bs = blocks(path)
+            for b in bs:
+                if b.not_run is not None and b.lang in SHELL + ("python", "c", "rust"):
+                    not_run.append(b)
+            todo = [b for b in bs if b.not_run is None]
+            shell = [b for b in todo if b.lang in SHELL]
+            python = [b for b in todo if b.lang in ("python", "py")]
+            c = [b for b in todo if b.lang == "c"]
+            compiled += sum(b.lang == "rust" for b in todo)
+            run_shell(shell, work, env)
+            if python:
+                run_python(python, work, env, args.python)
+            run_c(c, work, env, cflags)
+            ran += len(shell) + len(python) + len(c)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    for b in not_run:
+        print(f"not run: {b.where} ({b.lang}): {b.not_run}")
+    print(f"{ran} block(s) ran, {len(not_run)} not run (reasons above), "
+          f"{compiled} rust block(s) left to cargo test's doc tests")
+    if ran == 0:
+        sys.exit("doc_snippets.py: no block ran")
+
+
+if __name__ == "__main__":
+    main()
