@@ -25,7 +25,8 @@ An HTML comment right above a block (blank lines between allowed) says
 what the page does not show:
 - `<!-- not run: REASON -->`: the block is not run; printed with its reason.
 - `<!-- before: ... -->` (may span lines): code in the block's language
-  run first (a fragment's declarations, the files a command reads).
+  run first (a fragment's declarations); `<!-- before (sh): ... -->`
+  shell commands run first (the files a Python block reads).
 
 The whole run is in namespaces of its own (unshare: pid, mount, network):
 /dev/shm is a fresh tmpfs, so doc names such as `ticks` meet no other
@@ -63,9 +64,9 @@ NOT_RUN = re.compile(r"^<!-- not run: (.+?) -->$")
 
 
 class Block:
-    def __init__(self, path, line, lang, body, not_run, before):
+    def __init__(self, path, line, lang, body, not_run, before, before_sh):
         self.path, self.line, self.lang, self.body = path, line, lang, body
-        self.not_run, self.before = not_run, before
+        self.not_run, self.before, self.before_sh = not_run, before, before_sh
 
     @property
     def where(self):
@@ -83,7 +84,7 @@ def blocks(path):
             continue
         fence, lang = m.group(1), m.group(2).split(",")[0].lower()
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == fence)
-        not_run, before, k = None, "", i - 1
+        not_run, before, before_sh, k = None, "", "", i - 1
         while k >= 0 and not lines[k].strip():
             k -= 1
         # The comments above, nearest first: a `before:` may span lines.
@@ -95,6 +96,8 @@ def blocks(path):
             n = NOT_RUN.match(text)
             if n:
                 not_run = n.group(1)
+            elif text.startswith("<!-- before (sh):"):
+                before_sh = text[len("<!-- before (sh):") : -len("-->")].strip("\n ") + "\n"
             elif text.startswith("<!-- before:"):
                 before = text[len("<!-- before:") : -len("-->")].strip("\n ") + "\n"
             else:
@@ -102,7 +105,8 @@ def blocks(path):
             k = start - 1
             while k >= 0 and not lines[k].strip():
                 k -= 1
-        out.append(Block(path, i + 1, lang, "\n".join(lines[i + 1 : end]) + "\n", not_run, before))
+        body = "\n".join(lines[i + 1 : end]) + "\n"
+        out.append(Block(path, i + 1, lang, body, not_run, before, before_sh))
         i = end + 1
     return out
 
@@ -158,7 +162,7 @@ def shell_text(block):
     body = block.body
     if block.lang == "console":
         body = "".join(l[2:] + "\n" for l in body.split("\n") if l.startswith("$ "))
-    return SHELL_START + block.before + body
+    return SHELL_START + block.before + block.before_sh + body
 
 
 def run_shell(blocks_, work, env):
@@ -170,11 +174,13 @@ def run_shell(blocks_, work, env):
 
 
 PY_DRIVER = r"""
-import json, sys, traceback
+import json, subprocess, sys, traceback
 ns = {"__name__": "__main__"}
 for b in json.load(open(sys.argv[1])):
     print("@@block " + b["where"], flush=True)
     try:
+        if b["before_sh"]:
+            subprocess.run(["bash", "-e", "-o", "pipefail", "-c", b["before_sh"]], check=True)
         if b["before"]:
             exec(compile(b["before"], "<before " + b["where"] + ">", "exec"), ns)
         # Blank lines first: a traceback names the line in the markdown.
@@ -188,7 +194,7 @@ for b in json.load(open(sys.argv[1])):
 
 def run_python(blocks_, work, env, python):
     spec = os.path.join(work, ".blocks.json")
-    json.dump([dict(where=b.where, path=b.path, line=b.line, body=b.body, before=b.before) for b in blocks_], open(spec, "w"))
+    json.dump([dict(where=b.where, path=b.path, line=b.line, body=b.body, before=b.before, before_sh=b.before_sh) for b in blocks_], open(spec, "w"))
     status, out = run([python, "-c", PY_DRIVER, spec], work, env, TIMEOUT * 2)
     os.unlink(spec)
     if status != 0:
