@@ -17,8 +17,9 @@ By the fence's info string:
 - c: a block with `main` is compiled (cc, FLAGS, default
   `pkg-config --cflags --libs shmbus`) and run; any other block is a
   fragment, compiled as a function's body.
-- rust: not run here; crates/shmbus/src/lib.rs compiles README.md's and
-  docs/GUIDE.md's as doc tests (`cargo test`).
+- rust: type-checked, not run (cargo check, offline, in
+  target/doc-snippets): each block the body of an async fn returning
+  Result, as fragments read (`?`, `.await`), beside the others of the run.
 Other blocks (no info string, text) are output or diagrams, not run.
 
 An HTML comment right above a block (blank lines between allowed) says
@@ -235,6 +236,68 @@ def run_c(blocks_, work, env, cflags):
         print(f"ok  {b.where} (c{'' if whole else ', a fragment: compiled'})")
 
 
+RUST_MANIFEST = """[package]
+name = "doc-snippets"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[lib]
+path = "lib.rs"
+
+[dependencies]
+shmbus = {{ path = "{root}/crates/shmbus", features = ["async-stream"] }}
+bytemuck = {{ version = "1", features = ["derive"] }}
+
+[workspace]
+"""
+
+
+def check_rust(blocks_):
+    """Type-checks every Rust block (cargo check, offline): each one the
+    body of an async fn returning Result, so that `?` and `.await` read
+    as in a program, its `before:` first. An error names the block's
+    FILE:LINE."""
+    if not blocks_:
+        return
+    crate = os.path.join(ROOT, "target", "doc-snippets")
+    os.makedirs(crate, exist_ok=True)
+    with open(os.path.join(crate, "Cargo.toml"), "w") as f:
+        f.write(RUST_MANIFEST.format(root=ROOT))
+    shutil.copy(os.path.join(ROOT, "Cargo.lock"), os.path.join(crate, "Cargo.lock"))
+    # A fragment may leave a name unused; it may not drop a Result.
+    allow = "unused_variables, unused_imports, unused_mut, unused_assignments, dead_code, unreachable_code"
+    src, spans = [f"#![deny(warnings)]\n#![allow({allow})]\n"], []
+    for b in blocks_:
+        src.append(f"// {b.where}\npub async fn block_{len(spans)}() -> Result<(), Box<dyn std::error::Error>> {{\n")
+        src.append(b.before)
+        first = sum(part.count("\n") for part in src) + 1
+        spans.append((first, first + b.body.count("\n"), b))
+        src.append(b.body + "Ok(())\n}\n")
+    with open(os.path.join(crate, "lib.rs"), "w") as f:
+        f.write("".join(src))
+    env = dict(os.environ, CARGO_TARGET_DIR=os.path.join(crate, "target"), CARGO_TERM_COLOR="never")
+    status, out = run(["cargo", "check", "--offline", "--quiet", "--manifest-path", os.path.join(crate, "Cargo.toml")],
+                      crate, env, 600)
+    if status == 0:
+        for b in blocks_:
+            print(f"ok  {b.where} (rust: compiles)")
+        return
+
+    def where(m):
+        n = int(m.group(1))
+        for first, last, b in spans:
+            if first <= n < last:
+                return f"{b.path}:{b.line + 1 + n - first}"
+        return m.group(0)
+
+    out = re.sub(r"(?:\S*/)?lib\.rs:(\d+)(?::\d+)?", where, out)
+    named = re.search(r"^\s*--> (\S+?):(\d+)", out, re.M)
+    b = next((b for _, _, b in spans if named and b.path == named.group(1) and b.line < int(named.group(2))
+              and int(named.group(2)) <= b.line + b.body.count("\n")), blocks_[0])
+    fail(b, "a rust block does not compile", out)
+
+
 def isolate():
     """Re-runs this script in namespaces of its own (see the top)."""
     if os.environ.get("DOC_SNIPPETS_ISOLATED") == "1":
@@ -272,7 +335,7 @@ def main():
         cflags = shlex.split(got.stdout)
 
     isolate()
-    ran, not_run, compiled = 0, [], 0
+    ran, not_run, rust = 0, [], []
     top = tempfile.mkdtemp(prefix="doc-snippets-")
     try:
         for path in args.files:
@@ -289,18 +352,19 @@ def main():
             shell = [b for b in todo if b.lang in SHELL]
             python = [b for b in todo if b.lang in ("python", "py")]
             c = [b for b in todo if b.lang == "c"]
-            compiled += sum(b.lang == "rust" for b in todo)
+            rust += [b for b in todo if b.lang == "rust"]
             run_shell(shell, work, env)
             if python:
                 run_python(python, work, env, args.python)
             run_c(c, work, env, cflags)
             ran += len(shell) + len(python) + len(c)
+        check_rust(rust)
+        ran += len(rust)
     finally:
         shutil.rmtree(top, ignore_errors=True)
     for b in not_run:
         print(f"not run: {b.where} ({b.lang}): {b.not_run}")
-    print(f"{ran} block(s) ran, {len(not_run)} not run (reasons above), "
-          f"{compiled} rust block(s) left to cargo test's doc tests")
+    print(f"{ran} block(s) ran or compiled, {len(not_run)} not run (reasons above)")
     if ran == 0:
         sys.exit("doc_snippets.py: no block ran")
 
