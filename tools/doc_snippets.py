@@ -20,7 +20,8 @@ By the fence's info string:
 - rust: type-checked, not run (cargo check, offline, in
   target/doc-snippets): each block the body of an async fn returning
   Result, as fragments read (`?`, `.await`), beside the others of the run.
-Other blocks (no info string, text) are output or diagrams, not run.
+Other blocks (no info string, text) are output or diagrams, not run. The
+prose's `shmbus ...` commands are parsed (check_inline).
 
 An HTML comment right above a block (blank lines between allowed) says
 what the page does not show:
@@ -236,6 +237,55 @@ def run_c(blocks_, work, env, cflags):
         print(f"ok  {b.where} (c{'' if whole else ', a fragment: compiled'})")
 
 
+INLINE = re.compile(r"`(shmbus [^`]+)`")
+PLACEHOLDER = re.compile(r"\.\.\.|…|\[|\||<|(^|\s)[A-Z][A-Z_0-9]*(:[A-Z_0-9]+)?(\s|$)")
+
+
+def check_inline(path, tool, work, env):
+    """The `shmbus ...` commands in the prose (outside blocks): each parses
+    (`shmbus ARGS --help`: the subcommand and every flag exist), a flag
+    named alone (`shmbus create --type`) is in its command's help, and a
+    quoted `shmbus 0.1.0 (...)` is what `shmbus --version` prints. One with
+    a placeholder (NAME, ..., [OPTIONAL]) is left out. Returns how many
+    were checked."""
+    lines = open(os.path.join(ROOT, path)).read().split("\n")
+    fence = None
+    for i, l in enumerate(lines):
+        m = FENCE.match(l)
+        if fence is None and m:
+            fence = m.group(1)
+            lines[i] = ""
+        elif fence is not None:
+            fence = None if l.strip() == fence else fence
+            lines[i] = ""
+    text = "\n".join(lines)
+    checked = 0
+    for m in INLINE.finditer(text):
+        cmd = " ".join(m.group(1).split())
+        where = f"{path}:{text.count(chr(10), 0, m.start()) + 1}"
+        if re.match(r"shmbus \d", cmd):
+            status, out = run([tool, "--version"], work, env, TIMEOUT)
+            if out.strip() != cmd:
+                sys.exit(f"{where}: says `shmbus --version` prints `{cmd}`; it prints `{out.strip()}`")
+            checked += 1
+            continue
+        if PLACEHOLDER.search(cmd):
+            continue
+        try:
+            args = shlex.split(cmd)[1:]
+        except ValueError:
+            continue
+        status, out = run([tool, *args, "--help"], work, env, TIMEOUT)
+        if status != 0 and args[-1].startswith("--") and "a value is required" in out:
+            status, out = run([tool, *args[:-1], "--help"], work, env, TIMEOUT)
+            if status == 0 and args[-1] not in out:
+                status, out = 1, f"`shmbus {' '.join(args[:-1])} --help` names no {args[-1]}\n"
+        if status != 0:
+            sys.exit(f"{where}: `{cmd}` does not parse:\n{out}")
+        checked += 1
+    return checked
+
+
 RUST_MANIFEST = """[package]
 name = "doc-snippets"
 version = "0.0.0"
@@ -335,7 +385,7 @@ def main():
         cflags = shlex.split(got.stdout)
 
     isolate()
-    ran, not_run, rust = 0, [], []
+    ran, not_run, rust, inline = 0, [], [], 0
     top = tempfile.mkdtemp(prefix="doc-snippets-")
     try:
         for path in args.files:
@@ -353,6 +403,7 @@ def main():
             python = [b for b in todo if b.lang in ("python", "py")]
             c = [b for b in todo if b.lang == "c"]
             rust += [b for b in todo if b.lang == "rust"]
+            inline += check_inline(path, tool, work, env)
             run_shell(shell, work, env)
             if python:
                 run_python(python, work, env, args.python)
@@ -364,7 +415,8 @@ def main():
         shutil.rmtree(top, ignore_errors=True)
     for b in not_run:
         print(f"not run: {b.where} ({b.lang}): {b.not_run}")
-    print(f"{ran} block(s) ran or compiled, {len(not_run)} not run (reasons above)")
+    print(f"{ran} block(s) ran or compiled, {len(not_run)} not run (reasons above); "
+          f"{inline} command(s) in the prose parse")
     if ran == 0:
         sys.exit("doc_snippets.py: no block ran")
 
