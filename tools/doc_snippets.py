@@ -26,6 +26,8 @@ prose's `shmbus ...` commands are parsed (check_inline).
 An HTML comment right above a block (blank lines between allowed) says
 what the page does not show:
 - `<!-- not run: REASON -->`: the block is not run; printed with its reason.
+- `<!-- run only the lines with "TEXT": REASON -->`: only those lines
+  run; the rest is printed as not run, with the reason.
 - `<!-- before: ... -->` (may span lines): code in the block's language
   run first (a fragment's declarations); `<!-- before (sh): ... -->`
   shell commands run first (the files a Python block reads).
@@ -63,6 +65,7 @@ TIMEOUT = 60
 
 FENCE = re.compile(r"^(```+)\s*([^\s`]*)(.*)$")
 NOT_RUN = re.compile(r"^<!-- not run: (.+?) -->$")
+ONLY = re.compile(r'^<!-- run only the lines with "([^"]+)": (.+?) -->$')
 
 
 class Block:
@@ -86,7 +89,7 @@ def blocks(path):
             continue
         fence, lang = m.group(1), m.group(2).split(",")[0].lower()
         end = next(j for j in range(i + 1, len(lines)) if lines[j].strip() == fence)
-        not_run, before, before_sh, k = None, "", "", i - 1
+        not_run, only, before, before_sh, k = None, None, "", "", i - 1
         while k >= 0 and not lines[k].strip():
             k -= 1
         # The comments above, nearest first: a `before:` may span lines.
@@ -95,9 +98,11 @@ def blocks(path):
             while start >= 0 and not lines[start].startswith("<!--"):
                 start -= 1
             text = "\n".join(lines[start : k + 1])
-            n = NOT_RUN.match(text)
+            n, o = NOT_RUN.match(text), ONLY.match(text)
             if n:
                 not_run = n.group(1)
+            elif o:
+                only = o.groups()
             elif text.startswith("<!-- before (sh):"):
                 before_sh = text[len("<!-- before (sh):") : -len("-->")].strip("\n ") + "\n"
             elif text.startswith("<!-- before:"):
@@ -108,6 +113,11 @@ def blocks(path):
             while k >= 0 and not lines[k].strip():
                 k -= 1
         body = "\n".join(lines[i + 1 : end]) + "\n"
+        if only is not None:
+            # The other lines are listed as not run, with the reason.
+            kept = "".join(l + "\n" if only[0] in l else "\n" for l in lines[i + 1 : end])
+            out.append(Block(path, i + 1, lang, body, f"all but the lines with \"{only[0]}\": {only[1]}", "", ""))
+            body, not_run = kept, None
         out.append(Block(path, i + 1, lang, body, not_run, before, before_sh))
         i = end + 1
     return out
