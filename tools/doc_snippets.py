@@ -181,7 +181,14 @@ def run_shell(blocks_, work, env):
     for b in blocks_:
         status, out = run(["bash", "-e", "-o", "pipefail", "-c", shell_text(b)], work, env, TIMEOUT)
         if status != 0:
-            fail(b, f"this {b.lang} block failed (exit {status})", out)
+            # bash's line numbers count what runs before the block's first line.
+            skip = (SHELL_START + b.before + b.before_sh).count("\n")
+
+            def where(m):
+                n = int(m.group(1)) - skip
+                return m.group(0) + (f" ({b.path}:{b.line + n})" if n > 0 else "")
+
+            fail(b, f"this {b.lang} block failed (exit {status})", re.sub(r"\bline (\d+)", where, out))
         print(f"ok  {b.where} ({b.lang})")
 
 
