@@ -369,8 +369,9 @@ def isolate():
     """Re-runs this script in namespaces of its own (see the top)."""
     if os.environ.get("DOC_SNIPPETS_ISOLATED") == "1":
         subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777", "doc-snippets", "/dev/shm"], check=True)
-        if shutil.which("ip"):
-            subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+        if not shutil.which("ip"):
+            sys.exit("doc_snippets.py: needs ip (iproute2) to bring up its loopback")
+        subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
         return
     cmd = ["unshare", "--pid", "--fork", "--mount", "--mount-proc", "--net", "--propagation", "private"]
     if os.geteuid() != 0:
