@@ -414,7 +414,7 @@ def main():
             env.pop("DOC_SNIPPETS_ISOLATED")
             bs = blocks(path)
             for b in bs:
-                if b.not_run is not None and b.lang in SHELL + ("python", "c", "rust"):
+                if b.not_run is not None and b.lang in SHELL + ("python", "py", "c", "rust"):
                     not_run.append(b)
             todo = [b for b in bs if b.not_run is None]
             shell = [b for b in todo if b.lang in SHELL]
