@@ -4,7 +4,8 @@ the tool fails the gate.
 
     python3 tools/doc_snippets.py [--python PY] [--cflags FLAGS] [FILE...]
 
-FILEs default to README.md and docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,PYTHON}.md.
+FILEs default to README.md, docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,PYTHON}.md
+and the READMEs of python/, crates/shmbus-cli and crates/shmbus-ffi.
 By the fence's info string:
 - sh, bash, shell, console (`$ ` lines only): each file's blocks in order,
   each under `bash -e -o pipefail` and a 60 s timeout, in one fresh
@@ -59,6 +60,9 @@ FILES = [
     "docs/RECORDING.md",
     "docs/C.md",
     "docs/PYTHON.md",
+    "python/README.md",
+    "crates/shmbus-cli/README.md",
+    "crates/shmbus-ffi/README.md",
 ]
 SHELL = ("sh", "bash", "shell", "console")
 TIMEOUT = 60
