@@ -9,7 +9,8 @@ and the READMEs of python/, crates/shmbus-cli and crates/shmbus-ffi.
 By the fence's info string:
 - sh, bash, shell, console (`$ ` lines only): each file's blocks in order,
   each under `bash -e -o pipefail` and a 60 s timeout, in one fresh
-  directory per file (HOME a fresh directory in it), with the `shmbus` of
+  directory and an empty /dev/shm per file (HOME a fresh directory in
+  it), with the `shmbus` of
   SHMBUS_BIN (else target/debug/shmbus) first on PATH. A command the
   block leaves running in the background (`&`) is ended with the block;
   one that already failed fails the block.
@@ -416,6 +417,10 @@ def main():
             env = dict(os.environ, HOME=os.path.join(work, "home"),
                        PATH=os.path.dirname(os.path.abspath(tool)) + os.pathsep + os.environ["PATH"])
             env.pop("DOC_SNIPPETS_ISOLATED")
+            # Each file starts on an empty /dev/shm (this run's own tmpfs).
+            for name in os.listdir("/dev/shm"):
+                entry = os.path.join("/dev/shm", name)
+                shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.unlink(entry)
             bs = blocks(path)
             for b in bs:
                 if b.not_run is not None and b.lang in SHELL + ("python", "py", "c", "rust"):
