@@ -420,7 +420,10 @@ def main():
             # Each file starts on an empty /dev/shm (this run's own tmpfs).
             for name in os.listdir("/dev/shm"):
                 entry = os.path.join("/dev/shm", name)
-                shutil.rmtree(entry) if os.path.isdir(entry) and not os.path.islink(entry) else os.unlink(entry)
+                if os.path.isdir(entry) and not os.path.islink(entry):
+                    shutil.rmtree(entry)
+                else:
+                    os.unlink(entry)
             bs = blocks(path)
             for b in bs:
                 if b.not_run is not None and b.lang in SHELL + ("python", "py", "c", "rust"):
