@@ -4,10 +4,11 @@
 # it, from the repository root, HOME a fresh directory (the C one installs
 # into $HOME/.local), the Python one in a fresh .venv from the wheel, with
 # no cargo or rustc on PATH. Fails unless each prints what its page says
-# it prints. Then every other code block of the docs, as written
-# (tools/doc_snippets.py: shell, Python in that .venv, C against the
-# library the C quick start installed). Leaves nothing behind (.venv,
-# ticks.*, /dev/shm/ticks; the snippets run on a /dev/shm of their own).
+# it prints. Then every code block of the docs, as written
+# (tools/doc_snippets.py, checked first on pages made to fail: shell,
+# Python in that .venv, C against the library the C quick start
+# installed, Rust type-checked). Leaves nothing behind (.venv, ticks.*,
+# /dev/shm/ticks; the snippets run on a /dev/shm of their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -70,4 +71,5 @@ check "the Python quick start" "$(printf '[(0, 42)]\n[43 44] 0')" "$(echo "$got"
 shmbus_tool
 prefix=$work/home/.local
 cflags="$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs shmbus) -Wl,-rpath,$prefix/lib"
+SHMBUS_BIN=$SHMBUS python3 tools/doc_snippets.py --self-test --python "$root/.venv/bin/python"
 SHMBUS_BIN=$SHMBUS python3 tools/doc_snippets.py --python "$root/.venv/bin/python" --cflags="$cflags"

@@ -3,6 +3,7 @@
 the tool fails the gate.
 
     python3 tools/doc_snippets.py [--python PY] [--cflags FLAGS] [FILE...]
+    python3 tools/doc_snippets.py --self-test [--python PY]
 
 FILEs default to README.md, docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,PYTHON}.md
 and the READMEs of python/, crates/shmbus-cli and crates/shmbus-ffi.
@@ -151,20 +152,27 @@ def run(cmd, cwd, env, timeout, stdin=subprocess.DEVNULL):
         return None, out.decode(errors="replace") + f"\n(killed after {timeout} s)\n"
 
 
-# Run first: on the block's exit (its end, or a failed command under -e)
-# it ends what the block left running; a background command that already
-# ended in failure (not by a signal the block sent) fails the block.
+# Run first: it notes each background command's pid ($! before each
+# command: a non-interactive bash drops a finished job from `jobs` at
+# once, but `wait PID` still gives its status), and on the block's exit
+# (its end, or a failed command under -e) ends those still running; one
+# that already ended in failure (not by a signal the block sent) fails
+# the block.
 SHELL_START = r"""
+__bg=()
+__note() { [ -z "${!:-}" ] || case " ${__bg[*]} " in *" $! "*) ;; *) __bg+=("$!") ;; esac; }
+trap __note DEBUG
 __end() {
     __status=$?
-    for __job in $(jobs -p); do
-        if kill -0 "$__job" 2>/dev/null; then
-            kill "$__job" 2>/dev/null || true
-            wait "$__job" 2>/dev/null || true
+    __note
+    for __pid in "${__bg[@]}"; do
+        if kill -0 "$__pid" 2>/dev/null; then
+            kill "$__pid" 2>/dev/null || true
+            wait "$__pid" 2>/dev/null || true
         else
-            __s=0; wait "$__job" || __s=$?
+            __s=0; wait "$__pid" 2>/dev/null || __s=$?
             if [ "$__s" != 0 ] && [ "$__s" -lt 128 ]; then
-                echo "a background command (pid $__job) failed with exit $__s" >&2
+                echo "a background command (pid $__pid) failed with exit $__s" >&2
                 [ "$__status" != 0 ] || __status=1
             fi
         fi
@@ -388,12 +396,59 @@ def isolate():
     os.execvpe(cmd[0], cmd + [sys.executable, os.path.abspath(__file__)] + sys.argv[1:], env)
 
 
+SELF_TEST = {
+    # name: (markdown, exit status, what the output must hold)
+    "broken.md": ("# t\n\n```sh\ntrue\n```\n\n```sh\necho before\nshmbus stat no-such-bus\n```\n", 1,
+                  ["broken.md:7: this sh block failed", "before", "/dev/shm/no-such-bus: no such bus"]),
+    "line.md": ("```sh\ntrue\nno-such-command\n```\n", 1,
+                ["line.md:1: this sh block failed", "(line.md:3): no-such-command: command not found"]),
+    "background.md": ("```sh\nshmbus stat no-such-bus &\nwhile kill -0 $! 2>/dev/null; do sleep 0.01; done\n```\n", 1,
+                      ["background.md:1: this sh block failed", "a background command"]),
+    "python.md": ("```python\nx = 1\n```\n\n```python\nassert x == 2, 'x is 1'\n```\n", 1,
+                  ["python.md:5: this python block failed", 'File "', "python.md\", line 6", "x is 1"]),
+    "marked.md": ("<!-- not run: needs two hosts -->\n```sh\nfalse\n```\n", 1,
+                  ["not run: ", "marked.md:2 (sh): needs two hosts", "no block ran"]),
+    "good.md": ("<!-- before: import os -->\n```python\nprint(os.getcwd())\n```\n\n```sh\nshmbus create t --msg-size 8 --slots 4\nshmbus sub t &\n```\n", 0,
+                ["ok  ", "good.md:2 (python)", "good.md:6 (sh)", "2 block(s) ran"]),
+}
+
+
+def self_test(args):
+    """Runs this script on small pages of its own, each of which must end
+    as SELF_TEST says: a failed command, a failed background command and a
+    failed Python line each named by FILE:LINE with their output, a page
+    whose only block is marked not run failing as a run of none, a good
+    page passing."""
+    top = tempfile.mkdtemp(prefix="doc-snippets-test-")
+    failed = []
+    try:
+        for name, (text, want_status, want) in SELF_TEST.items():
+            path = os.path.join(top, name)
+            with open(path, "w") as f:
+                f.write(text)
+            cmd = [sys.executable, os.path.abspath(__file__), f"--python={args.python}", "--cflags=", path]
+            got = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT * 2)
+            out = (got.stdout + got.stderr).replace(top + "/", "")
+            missing = [w for w in want if w not in out]
+            if got.returncode != want_status or missing:
+                failed.append(f"{name}: exit {got.returncode} (wanted {want_status}), lacking {missing}:\n{out}")
+            else:
+                print(f"ok  self-test {name}")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    if failed:
+        sys.exit("doc_snippets.py --self-test failed:\n" + "\n".join(failed))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--python", default="python3", help="the interpreter the python blocks run in")
     ap.add_argument("--cflags", help="cc flags for the shmbus header and library (default: pkg-config's)")
+    ap.add_argument("--self-test", action="store_true", help="check this script on pages made to fail and pass")
     ap.add_argument("files", nargs="*", default=FILES)
     args = ap.parse_args()
+    if args.self_test:
+        return self_test(args)
 
     tool = os.environ.get("SHMBUS_BIN") or os.path.join(ROOT, "target/debug/shmbus")
     if not os.access(tool, os.X_OK):
