@@ -6,7 +6,8 @@ number ("issue 33", "issue33", "#33") or a note of who did what when
     python3 tools/no_diary.py [--bin shmbus=PATH] [--bin shmbus-bench=PATH]
 
 Looks at README.md, docs/ (every text file but the JSON and SVG a
-benchmark writes), python/README.md, examples/ and each crate's examples,
+benchmark writes), the C header (include/), the Python package, its
+README, examples and bench, examples/ and each crate's examples,
 the CI step names (`step "..."` in .ci/run and ci/*.sh) and, for each
 --bin given, the binary's `--help` and every listed subcommand's, down
 to sub-subcommands.
@@ -36,7 +37,8 @@ SKIP_EXT = (".json", ".svg", ".png", ".lock")
 
 def files(root):
     out = [os.path.join(root, "README.md"), os.path.join(root, "python", "README.md")]
-    dirs = [os.path.join(root, "docs"), os.path.join(root, "examples")]
+    dirs = [os.path.join(root, d) for d in
+            ("docs", "examples", "include", "python/examples", "python/bench", "python/shmbus")]
     crates = os.path.join(root, "crates")
     if os.path.isdir(crates):
         dirs += [os.path.join(crates, c, "examples") for c in sorted(os.listdir(crates))]
