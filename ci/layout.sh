@@ -3,7 +3,7 @@
 # tools/read_bus.py (written from the page alone) with `shmbus` on a plain
 # bus with a subscriber's line left behind (LAYOUT.md 5.1), on a pool
 # bus lapped once (LAYOUT.md 19), and on a stream of a named record type
-# (LAYOUT.md 20), and on a blackboard read key by key (LAYOUT.md 25). Uses
+# (LAYOUT.md 20), and on a blackboard read key by key (LAYOUT.md 21). Uses
 # $SHMBUS_BIN, or builds the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,7 +57,7 @@ printf '0123456789abcdef\nfedcba9876543210\n' | "$SHMBUS" pub "$name"
 bash tools/check_layout.sh "$name"
 python3 tools/read_bus.py "$name" | grep -x '# type_name: md.Tick' >/dev/null
 "$SHMBUS" rm "$name"
-# A blackboard (LAYOUT.md 25): its header, control words and every key read
+# A blackboard (LAYOUT.md 21): its header, control words and every key read
 # back by the page's hash and probe, against `shmbus stat` and `shmbus get`.
 "$SHMBUS" create "$name" --kind blackboard --keys 50 --key-size 12 --value-size 24 --type md.Quote:8 --key-type sym:1
 for i in $(seq 1 40); do "$SHMBUS" put "$name" "sym$i" "quote $i"; done
@@ -81,7 +81,7 @@ for i in range(1, 46):
 print(f"blackboard: {ours['keys']} keys, {ours['updates']} updates: read_bus.py agrees with shmbus")
 PY
 "$SHMBUS" rm "$name"
-# A blackboard for many writers (LAYOUT.md 25.1, 25.2, 25.7): the flag and
+# A blackboard for many writers (LAYOUT.md 21.1, 21.2, 21.7): the flag and
 # the unblock word against `shmbus stat`, and keys written by `put` as one
 # of its writers against `shmbus get`.
 "$SHMBUS" create "$name" --kind blackboard --keys 8 --key-size 8 --value-size 8 --many-writers --unblock-ms 250

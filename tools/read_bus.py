@@ -55,12 +55,12 @@ say published(SEQ); otherwise the block was reclaimed and it prints a lag
 of one (LAGGED skipped=1), as a PoolSubscriber counts it. With --slots a
 pool bus's slot lines end with the descriptor decoded (block B len N).
 
-Blackboards (kind 3, LAYOUT.md section 25). The header lines (and --json)
+Blackboards (kind 3, LAYOUT.md section 21). The header lines (and --json)
 add the key type (key_type, key_size, key_align, key_hash), the table's
 entries, keys (the writer's count), updates (its version) and mid_write
 (entries whose stamp is odd), with the writer's pid and liveness, and
 many_writers (header flag bit 1) with unblock_ns (its control word). --get
-KEYHEX looks a key up as section 25.4 says (the hash, the probe, each
+KEYHEX looks a key up as section 21.4 says (the hash, the probe, each
 entry read between two loads of its stamp, at most 320 tries, an entry
 mid-write passed if its tag is 0 or its key bytes are another key's) and
 prints VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
@@ -73,7 +73,7 @@ typed stream's record type, with msg_align), the largest record
 corrupt) with the producer's and consumer's pids and liveness. Its
 records are not read: the tool prints the header and exits.
 
-Memory-model caveat (LAYOUT.md section 24). Python has no atomics and no
+Memory-model caveat (LAYOUT.md section 23). Python has no atomics and no
 fences. Every 64-bit word (stamps, cursor, epoch) is loaded through a
 memoryview cast to 'Q'. In CPython that is one aligned 8-byte memcpy, in
 practice a single untorn load on x86-64 and aarch64. The payload is copied
@@ -114,11 +114,11 @@ KIND_BLACKBOARD = 3
 # Section 25: a blackboard's key type, control words and entries.
 H_KEY_HASH, H_KEY_SIZE, H_KEY_ALIGN, H_KEY_NAME = 536, 544, 548, 552
 B_VERSION, B_KEYS, B_WRITER_PID, B_BELL = 0, 8, 128, 256
-B_UNBLOCK_NS = 192  # many-writer tables only (section 25.2)
-FLAG_MULTI_WRITER = 2  # header flag bit 1 on a blackboard (section 25.1)
+B_UNBLOCK_NS = 192  # many-writer tables only (section 21.2)
+FLAG_MULTI_WRITER = 2  # header flag bit 1 on a blackboard (section 21.1)
 MAX_KEYS, MAX_KEY_SIZE, MAX_VALUE_SIZE = 1 << 24, 1024, 1 << 20
 TAG_EMPTY, TAG_LIVE, TAG_REMOVED = 0, 1, 2
-BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 25.5)
+BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 21.5)
 KINDS = {1: "broadcast", 2: "stream", 3: "blackboard"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
@@ -915,7 +915,7 @@ class Bus:
             out.update(position=pos, active_ns=self.u64(at + L_ACTIVE_NS), corrupt=None)
             # As distances from an origin: first_seq, or on a journaled bus
             # the line's start (a joiner starts at the journal's base, which
-            # may be below first_seq, section 21.3), then not past the head.
+            # may be below first_seq, section 22.3), then not past the head.
             # start <= position <= head + 1 (one past is honest, section
             # 13); skipped <= position - start.
             origin = start if journaled else self.first
@@ -1059,7 +1059,7 @@ def header_dict(bus):
 
 
 def blackboard_get(bus, keyhex):
-    """--get: section 25.4's lookup of one key, printed VERSION<TAB>VALUEHEX."""
+    """--get: section 21.4's lookup of one key, printed VERSION<TAB>VALUEHEX."""
     try:
         key = bytes.fromhex(keyhex)
     except ValueError:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Before (8bf2fc2, before issue 29) and after (HEAD) shmbus-bench binaries,
+# Before (`old`) and after (`new`) shmbus-bench binaries,
 # alternated run by run on the same machine; each run is itself a
 # round-by-round interleaved comparison against the floor and ringfire.
 set -u

@@ -184,7 +184,7 @@ def test_python_and_c_share_a_table_both_ways(bus_name):
 
 def _read_bus(name):
     """Table `name` as the independent reader of docs/LAYOUT.md
-    (tools/read_bus.py) reads it, §25."""
+    (tools/read_bus.py) reads it, §21."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("read_bus", REPO / "tools" / "read_bus.py")
@@ -223,7 +223,7 @@ def test_an_entry_no_writer_wrote_raises_entry_corrupt_and_a_dead_writers_half_w
     at = _live_entry(bus_name, _entries(bus_name))
     with shmbus.Blackboard.open(bus_name) as r:
         assert r.get(b"AAPL") == (b"101.5\0\0\0", 1)
-        # A tag no writer stores (LAYOUT §25: 0, 1 or 2).
+        # A tag no writer stores (LAYOUT §21: 0, 1 or 2).
         _patch_u64(bus_name, at + 8, 7)
         with pytest.raises(shmbus.EntryCorruptError) as e:
             r.get(b"AAPL")

@@ -52,12 +52,12 @@ pub struct BenchArgs {
     /// first, whenever shmbus is among the mechanisms).
     #[arg(long)]
     pub mpmc: bool,
-    /// Only the blackboard rows (issue 33): write, read and cross-core
+    /// Only the blackboard rows: write, read and cross-core
     /// visibility of a 64 B value in shmbus's blackboard, ringfire's and
     /// iceoryx2's (they also run whenever shmbus is among the mechanisms).
     #[arg(long, conflicts_with_all = ["mpmc", "large"])]
     pub blackboard: bool,
-    /// Only the recording and replay table (issue 32): capture rate at
+    /// Only the recording and replay table: capture rate at
     /// 4 KiB and 64 B, the publish cost with a recorder attached, and
     /// `shmbus replay`'s pace error and top speed (`$SHMBUS_BIN`, else
     /// the `shmbus` beside this binary).

@@ -115,6 +115,25 @@ fn help_shows_the_flags_but_not_the_child_subcommand() {
 }
 
 #[test]
+fn the_help_and_the_list_say_what_a_row_does_never_which_issue_brought_it() {
+    for args in [&["--help"][..], &["--list"]] {
+        let run = bench(args);
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.stderr);
+        let words: Vec<&str> = run.stdout.split_whitespace().collect();
+        for pair in words.windows(2) {
+            let number = pair[1].trim_start_matches('#');
+            let is_number = number.starts_with(|c: char| c.is_ascii_digit());
+            assert!(
+                !(pair[0].to_ascii_lowercase().trim_start_matches('(') == "issue" && is_number),
+                "{args:?} names a tracker number: {:?} in\n{}",
+                pair.join(" "),
+                run.stdout
+            );
+        }
+    }
+}
+
+#[test]
 fn bad_arguments_are_one_line_with_exit_code_2() {
     bench(&["--msg-size", "8"]).assert_error(2, "--msg-size 8 is too small: expected at least 16");
     let unknown = bench(&["--mechanisms", "pipe,carrier-pigeon"]);

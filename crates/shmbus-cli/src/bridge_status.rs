@@ -2,7 +2,7 @@
 //! record`, a bridge from a bus to a file: direction `record`) writes about
 //! itself, and what `shmbus stat`, `top` and `clean` read, without Zenoh.
 //! The writer ([`Writer`]) and the reader ([`read_live`], [`Status::parse`])
-//! are side by side so that the format has one home (docs/LAYOUT.md §23).
+//! are side by side so that the format has one home (docs/STATUS-FILES.md).
 //!
 //! Where: one file per bridge process, `<pid>.json`, in
 //! `$XDG_RUNTIME_DIR/shmbus/bridges/`, else `/tmp/shmbus-<uid>/bridges/`

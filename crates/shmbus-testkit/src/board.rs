@@ -1,14 +1,14 @@
 //! Where a blackboard key's probe starts, written from docs/LAYOUT.md
-//! §25.4 alone (as an independent reader would), so that a test can pick
+//! §21.4 alone (as an independent reader would), so that a test can pick
 //! keys that share an entry without the library's own hash.
 
 /// The entry a key's probe starts at in a table of `entries` entries (a
-/// power of two): LAYOUT §25.4's multiply-xorshift over the key's
+/// power of two): LAYOUT §21.4's multiply-xorshift over the key's
 /// little-endian 8-byte words, the last zero-padded, masked.
 ///
 /// # Examples
 /// ```
-/// // LAYOUT §25.6's worked example: key 7 of a 2048-entry table.
+/// // LAYOUT §21.6's worked example: key 7 of a 2048-entry table.
 /// assert_eq!(shmbus_testkit::blackboard_home(&7u64.to_le_bytes(), 2048), 1223);
 /// ```
 pub fn blackboard_home(key: &[u8], entries: u64) -> u64 {

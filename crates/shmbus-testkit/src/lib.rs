@@ -34,7 +34,7 @@
 //!   (1.0, the full size, by default; 0.5 in `.ci/run`, 0.25 in `ci/quick.sh`; 10 for a soak),
 //!   and a child's deadline lengthened to match above 1.
 //! - **Blackboard keys** ([`blackboard_home`]): where a key's probe
-//!   starts, from LAYOUT §25.4, to pick keys that share an entry.
+//!   starts, from LAYOUT §21.4, to pick keys that share an entry.
 //! - **Skips** ([`skip`], [`Need`]): the one way a test says it cannot
 //!   check what it names here (no root, no tmux, no huge pages); it
 //!   fails the test under strict skips (`SHMBUS_STRICT_SKIPS=1` or

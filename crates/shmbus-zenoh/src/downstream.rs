@@ -4,7 +4,7 @@
 //!
 //! A plain bus gives a hole up with `Publisher::skip`, which its
 //! subscribers count. A journal's records are contiguous from its base
-//! (docs/LAYOUT.md §21): it cannot skip, so a hole the upstream's journal
+//! (docs/LAYOUT.md §22): it cannot skip, so a hole the upstream's journal
 //! cannot fill stops the bridge with [`BridgeError::Unrepairable`].
 
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! upstream bus, a run of consecutive messages, or a run of sequences it
 //! lost.
 //!
-//! # Layout (little-endian; docs/LAYOUT.md §22)
+//! # Layout (little-endian; docs/BRIDGE-WIRE.md)
 //! ```text
 //! 0   u32  magic "SBZ2" (0x325a4253)
 //! 4   u8   kind: 1 message, 2 gap, 3 batch, 4 end of a replay
@@ -80,7 +80,7 @@ const MAX_MSG: u64 = 16 << 20;
 pub struct Upstream {
     /// The creation's identity: FNV-1a 64 of the upstream bus's header
     /// fields `created_ns` (u64) then `creator_pid` (u32), little-endian,
-    /// 12 bytes (docs/LAYOUT.md §4, §22). Written once by the bus's
+    /// 12 bytes (docs/LAYOUT.md §4, docs/BRIDGE-WIRE.md). Written once by the bus's
     /// creator, so the same for every bridge-out of that creation.
     pub instance: u64,
     /// The creation's first sequence (its header's `first_seq`): where its

@@ -113,7 +113,7 @@ pub struct InOptions {
     /// Where to listen and whom to dial.
     pub endpoints: Endpoints,
     /// A file to keep, for this downstream bus, which creations of the
-    /// upstream it followed and at which offsets (docs/LAYOUT.md §22,
+    /// upstream it followed and at which offsets (docs/BRIDGE-WIRE.md,
     /// "The state file"), so that a bridge-in restarted after the upstream
     /// was made again maps its sequences as this one did. `None`: kept
     /// in memory only; a restarted bridge-in then takes the first
@@ -420,7 +420,7 @@ struct Bridge {
 
 /// The upstream creation a downstream bus follows, and where its
 /// sequences land: downstream sequence = upstream sequence + `offset`
-/// (wrapping). docs/LAYOUT.md §22 "A new upstream creation".
+/// (wrapping). docs/BRIDGE-WIRE.md "A new upstream creation".
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Follow {
     upstream: Upstream,
@@ -431,7 +431,7 @@ struct Follow {
 const RETIRED: usize = state::RETIRED;
 
 /// Which creation of the upstream the downstream bus follows, and which
-/// it followed before (docs/LAYOUT.md §22, "A new upstream creation").
+/// it followed before (docs/BRIDGE-WIRE.md, "A new upstream creation").
 #[derive(Debug, Default)]
 struct Following {
     /// The creation followed now: `None` until a frame names one.

@@ -17,10 +17,10 @@
 //!   hole, so downstream subscribers count it; a sequence already passed
 //!   (a repeat) is dropped and counted; a frame that cannot be applied
 //!   whole is dropped as bad; a re-created upstream is a new stream that
-//!   continues the downstream sequence (docs/LAYOUT.md §22).
+//!   continues the downstream sequence (docs/BRIDGE-WIRE.md).
 //!
 //! tokio and zenoh live in this crate only: the core library stays free of
-//! them. Design and guarantees: docs/ARCHITECTURE.md, docs/LAYOUT.md §22.
+//! them. Design and guarantees: docs/ARCHITECTURE.md, docs/BRIDGE-WIRE.md.
 //!
 //! # Examples
 //! Both ends in one process, over loopback: what `shmbus bridge in` and
@@ -168,7 +168,7 @@ pub enum BridgeError {
     },
     /// A message from upstream is longer than the downstream bus's
     /// messages. (A frame that declares so is dropped before as a bad
-    /// frame, docs/LAYOUT.md §22; this stays as the last defence.)
+    /// frame, docs/BRIDGE-WIRE.md; this stays as the last defence.)
     #[error(
         "upstream sends {upstream}-byte messages, the downstream bus {name} carries {downstream}"
     )]

@@ -1,5 +1,5 @@
 //! Journal queries: how a bridge-in asks the bridge-out for what its
-//! journal holds, and how the bridge-out answers (docs/LAYOUT.md §22).
+//! journal holds, and how the bridge-out answers (docs/BRIDGE-WIRE.md).
 //!
 //! # Protocol
 //! - The query: `get` on `KEY/@journal` with parameters `from=N` and

@@ -1,7 +1,7 @@
 //! A bridge-in's state file: which creations of the upstream bus its
 //! downstream bus followed, and at which offsets, so that a restarted
 //! bridge-in maps a creation's sequences as the last one did
-//! (docs/LAYOUT.md §22, "The state file").
+//! (docs/BRIDGE-WIRE.md, "The state file").
 //!
 //! The file is untrusted input (another process may have written it):
 //! read at most [`MAX_STATE`] bytes, never through a symlink nor from a

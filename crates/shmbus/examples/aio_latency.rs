@@ -1,7 +1,7 @@
 //! One-way wake latency of an async subscriber (`recv_async` on a tokio
 //! current-thread runtime, woken by the `aio` waiter thread) against the
 //! synchronous futex subscriber's (`recv(Wait::Forever)` with no spin, so
-//! each message wakes a sleeper), issue 31. 64-byte messages, paced (one
+//! each message wakes a sleeper). 64-byte messages, paced (one
 //! every `pace` µs, so that the reader is asleep when each comes); the
 //! publisher stamps CLOCK_MONOTONIC, the reader subtracts on receipt.
 //! Prints p50, p99 and p99.9 for each, in the same run.

@@ -1,4 +1,4 @@
-//! The journal's performance targets (issue 5), side by side in one run,
+//! The journal's performance targets, side by side in one run,
 //! rounds interleaved:
 //! - publish cost per message, journaled vs ring-only (targets: mean at
 //!   most 2x, p50 at most 1.5x), once with the journal growing as it goes

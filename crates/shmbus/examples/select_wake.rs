@@ -1,5 +1,5 @@
 //! Wake-up latency of a select over 64 buses against one subscriber's
-//! futex wake (issue 31's target: within 1.2x), side by side, interleaved
+//! futex wake (the target: within 1.2x), side by side, interleaved
 //! round by round. A publisher thread stamps each message with the time it
 //! publishes, then pauses 100 µs, so every receive finds nothing and
 //! sleeps; the receiver (spin 0: straight to the futex) takes the time it

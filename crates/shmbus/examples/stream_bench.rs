@@ -1,4 +1,4 @@
-//! The stream's per-record cost (issue 13): a producer and a consumer
+//! The stream's per-record cost: a producer and a consumer
 //! thread over a /dev/shm stream, `n` records of `size` bytes, every byte
 //! received read into a checksum. Prints records/s and ns/record.
 //!

@@ -813,7 +813,7 @@ pub struct BlackboardOptions {
 impl BlackboardOptions {
     /// A blackboard of at most `keys` keys (1 to 2^24), mode 0600. Its
     /// table has the smallest power of two of entries at least twice
-    /// `keys`, so a lookup meets an empty entry soon (docs/LAYOUT.md §25).
+    /// `keys`, so a lookup meets an empty entry soon (docs/LAYOUT.md §21).
     ///
     /// # Examples
     /// ```

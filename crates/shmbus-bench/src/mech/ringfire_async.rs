@@ -96,7 +96,7 @@ impl Mechanism for RingfireAsync {
     }
     fn unsupported(&self, pattern: Pattern, msg_size: usize) -> Option<String> {
         if !matches!(pattern, Pattern::Oneway | Pattern::Throughput) {
-            return Some("an async receiver's row (issue 31): oneway and throughput only".into());
+            return Some("an async receiver's row: oneway and throughput only".into());
         }
         (!SIZES.contains(&msg_size)).then(|| {
             "its message type is fixed at compile time: 16, 32, 48, 56 B and powers of \

@@ -92,10 +92,7 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 fn only(pattern: Pattern, allowed: &[Pattern]) -> Option<String> {
     (!allowed.contains(&pattern)).then(|| {
         let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();
-        format!(
-            "a sleeping receiver's row (issue 31): {} only",
-            names.join(" and ")
-        )
+        format!("a sleeping receiver's row: {} only", names.join(" and "))
     })
 }
 
@@ -239,7 +236,7 @@ impl Mechanism for Sleeper {
     fn describe(&self) -> &'static str {
         match self.kind {
             Kind::Futex => {
-                "shmbus subscriber asleep on the bus's futex (no spin): issue 31's reference"
+                "shmbus subscriber asleep on the bus's futex (no spin): the async rows' reference"
             }
             Kind::Async => {
                 "shmbus recv_async().await on a tokio current-thread runtime (aio waiter thread)"

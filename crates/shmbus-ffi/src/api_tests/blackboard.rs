@@ -200,7 +200,7 @@ fn a_read_of_an_entry_whose_tag_no_writer_stores_is_corrupt() {
         assert_eq!(ok, Status::SHMBUS_OK);
     }
     assert_eq!(get(reader, b"good").0, Status::SHMBUS_MESSAGE);
-    // The entry in the file (LAYOUT §25: stamp, tag, the key padded to a
+    // The entry in the file (LAYOUT §21: stamp, tag, the key padded to a
     // word, the value): found by its key and value, its tag set to 7.
     let file = std::fs::OpenOptions::new()
         .read(true)

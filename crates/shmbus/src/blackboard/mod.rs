@@ -32,7 +32,7 @@
 //! probe, a reader's bounded read, the writer's stores), `writer.rs`,
 //! `many_writer.rs` (a table made for many writers: claims, takeover),
 //! `reader.rs`, `field.rs` (what keys and values are), `error.rs`.
-//! Bytes: docs/LAYOUT.md §25.
+//! Bytes: docs/LAYOUT.md §21.
 //!
 //! # Invariants
 //! - Only the writer stores to the table (its entries, `VERSION`,

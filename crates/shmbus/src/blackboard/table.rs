@@ -20,7 +20,7 @@ pub(crate) const YIELDS: u32 = if cfg!(any(loom, miri)) { 1 } else { 64 };
 
 /// The slot a key's probe starts at, before masking: a multiply-xorshift
 /// over the key's little-endian 8-byte words, the last zero-padded
-/// (docs/LAYOUT.md §25.4 gives it to independent readers).
+/// (docs/LAYOUT.md §21.4 gives it to independent readers).
 #[inline]
 pub(crate) fn hash(key: &[u8]) -> u64 {
     let mut h: u64 = 0x243F_6A88_85A3_08D3;

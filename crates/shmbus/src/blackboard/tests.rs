@@ -1,5 +1,5 @@
 //! The blackboard's unit tests, on the heap (Miri runs them): the hash and
-//! geometry of LAYOUT §25's worked example, the entry seqlock through the
+//! geometry of LAYOUT §21's worked example, the entry seqlock through the
 //! real handles, bounded reads of a mid-write entry, and a writer thread
 //! against reader threads that check every value.
 

@@ -1,4 +1,4 @@
-//! The journal file, to the byte (docs/LAYOUT.md §21), and its parser.
+//! The journal file, to the byte (docs/LAYOUT.md §22), and its parser.
 //!
 //! ```text
 //! 0    u64  magic "SHMJRNL\0"

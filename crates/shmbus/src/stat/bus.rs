@@ -427,7 +427,7 @@ fn contract_of(region: &impl Region, c: usize, at: usize, entry: usize, alive: b
 /// from an origin: the bus's `first_seq`, or on a journaled bus the line's
 /// own `start` (a journal joiner starts at the journal's base, which on a
 /// bus continuing an older journal is below `first_seq`, and stands there
-/// while it reads the journal, §21.3), which must then not be past the
+/// while it reads the journal, §22.3), which must then not be past the
 /// cursor. `first_seq <= start`, `start <= position <= head + 1` (one past:
 /// a single publisher stamps a slot `done` before it stores the cursor,
 /// and a subscriber may read the slot in between, or the publisher may die

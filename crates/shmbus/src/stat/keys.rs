@@ -18,7 +18,7 @@ use crate::wire::blackboard::tag;
 use crate::wire::Kind;
 
 /// One written entry of a blackboard's table, as `stat`'s pass over the
-/// stamps read it (LAYOUT §25): the version its stamp names. The writer
+/// stamps read it (LAYOUT §21): the version its stamp names. The writer
 /// gives each write the table's next version, so an entry's version only
 /// grows (one that went back was not written by a writer) and is never
 /// past the table's but for the one write in flight. A sampler that keeps

@@ -1,4 +1,4 @@
-//! A blackboard's bytes (docs/LAYOUT.md §25): its header fields past the
+//! A blackboard's bytes (docs/LAYOUT.md §21): its header fields past the
 //! pool's, its control page, and the entries of its table.
 
 use super::{GeometryError, LINE};

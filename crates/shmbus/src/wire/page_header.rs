@@ -215,7 +215,7 @@ impl Header {
     }
 
     /// The geometry of a new blackboard of `geo`'s shape whose keys are
-    /// `key` and values `value` (docs/LAYOUT.md §25): one control page,
+    /// `key` and values `value` (docs/LAYOUT.md §21): one control page,
     /// then the table.
     pub fn blackboard(
         geo: &super::BlackboardGeometry,
