@@ -35,7 +35,7 @@ impl<T: ?Sized + Payload> Member for JournalSubscriber<T> {
 
 impl<T: Message> JournalSubscriber<T> {
     /// The next entry (from the file, then the ring) or lag report,
-    /// waiting as [`Subscriber::recv_async`] does. Cancel-safe.
+    /// waiting as [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
     ///
     /// # Examples
     /// ```
@@ -78,7 +78,7 @@ impl<T: Message> JournalSubscriber<T> {
 impl JournalSubscriber<[u8]> {
     /// The next entry (borrowed, as from `recv`: the bus's message size,
     /// zero-padded as published) or lag report, waiting as
-    /// [`Subscriber::recv_async`] does. Cancel-safe.
+    /// [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
     ///
     /// # Examples
     /// ```

@@ -36,7 +36,7 @@ impl<T: ?Sized + Payload, R: Region> Member for PoolSubscriber<T, R> {
 
 impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// The next sample or lag report, waiting as
-    /// [`Subscriber::recv_async`] does. Cancel-safe.
+    /// [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
     ///
     /// # Errors
     /// As [`PoolSubscriber::recv`]: [`PoolRecvError`].
@@ -150,7 +150,7 @@ impl<T: ?Sized + Payload, R: Region> RoomBell for Loan<'_, T, R> {
 
 impl<T: ?Sized + Payload, R: Region> Loan<'_, T, R> {
     /// Publishes the block as [`Loan::publish`] does, awaiting room for
-    /// its descriptor as [`Publisher::publish_async`] does instead of
+    /// its descriptor as [`Publisher::publish_async`](crate::Publisher::publish_async) does instead of
     /// blocking the thread while a lossless subscriber holds the bus
     /// back. Cancel-safe: a dropped future published nothing, and the
     /// loan it owned gives its block back to the pool (a many-publisher

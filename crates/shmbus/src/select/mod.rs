@@ -152,14 +152,14 @@ impl Select {
     /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
     ///
     /// let mut one = Publisher::<u64, _>::on_heap(8)?;
-    /// let mut many = ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
+    /// let mut many = ManyPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
     /// let mut on_one = one.subscribe(Start::Next, WaitStrategy::default());
     /// let mut on_many = many.subscribe(Start::Next, WaitStrategy::default());
     /// let mut select = Select::new();
     ///
-    /// many.publish(b"hi")?;
+    /// many.publish(&7)?;
     /// match select.ready(&[&on_one, &on_many], Wait::For(Duration::from_secs(1))) {
-    ///     Some(1) => assert_eq!(on_many.recv(Wait::Never), Some(Received::Message(&b"hi"[..]))),
+    ///     Some(1) => assert_eq!(on_many.recv(Wait::Never), Some(Received::Message(7))),
     ///     other => panic!("expected the second, got {other:?}"),
     /// }
     /// # drop(on_one);
