@@ -421,39 +421,103 @@ impl Drop for Armed {
     }
 }
 
-/// One poll of a stream over `handle`: `next` receives without waiting
-/// (`None`: nothing now); between items, the wait of [`readable`], its
-/// registration kept in `reg`.
+/// A receiving handle's items as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what the handle's own async receive would
+/// return, received without waiting once [`readable`]'s wait says there
+/// is one. The one adapter every kind's stream is (`messages()`,
+/// `samples()`, `records()`, `entries()`, each named in its kind's
+/// module). It borrows its handle and keeps its registration between
+/// items (removed when it is dropped). Cancel-safe as the async receive:
+/// dropping it between items loses nothing. It ends after an item its
+/// handle says is its last (a peer gone), else never.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{Publisher, Received, Start, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut member = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut items: shmbus::aio::Items<'_, _> = member.messages();
+/// publisher.publish(&4);
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut items).poll_next(cx)).await;
+/// assert_eq!(next, Some(Received::Message(4)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(feature = "async-stream")]
-pub(crate) fn poll_item<H: Selectable + ?Sized, I>(
-    handle: &mut H,
-    between: &mut Between,
-    cx: &mut Context<'_>,
-    mut next: impl FnMut(&mut H) -> Option<I>,
-) -> Poll<I> {
-    loop {
-        if let Some(r) = next(handle) {
-            between.reg = None;
-            between.missed = false;
-            return Poll::Ready(r);
-        }
-        match poll_readable(&*handle, &mut between.reg, &mut between.missed, cx) {
-            Poll::Pending => return Poll::Pending,
-            // Ready: receive; should that find nothing (a claim not
-            // committed yet), the next wait naps instead of looking.
-            Poll::Ready(()) => between.missed = true,
+#[derive(Debug)]
+#[must_use = "streams do nothing unless polled"]
+pub struct Items<'a, H: ?Sized> {
+    handle: &'a mut H,
+    /// Our registration with the waiter between items (dropping it
+    /// removes the registration).
+    reg: Option<Armed>,
+    /// The last Ready found nothing to receive.
+    missed: bool,
+    /// The handle's last item came: the stream ended.
+    ended: bool,
+}
+
+#[cfg(feature = "async-stream")]
+impl<'a, H: ?Sized> Items<'a, H> {
+    /// The stream of `handle`'s items.
+    pub(crate) fn new(handle: &'a mut H) -> Self {
+        Items {
+            handle,
+            reg: None,
+            missed: false,
+            ended: false,
         }
     }
 }
 
-/// A stream's wait between items: its registration with the waiter
-/// (removed on drop) and whether the last Ready found nothing.
 #[cfg(feature = "async-stream")]
-#[derive(Debug, Default)]
-pub(crate) struct Between {
-    /// Dropping it removes the registration.
-    reg: Option<Armed>,
-    missed: bool,
+pub(crate) use sealed::Next;
+
+#[cfg(feature = "async-stream")]
+mod sealed {
+    /// What a receiving handle gives [`Items`](super::Items).
+    pub trait Next: crate::member::Member {
+        /// What the stream yields.
+        type Item;
+        /// The next item without waiting (`None`: nothing now).
+        fn next(&mut self) -> Option<Self::Item>;
+        /// Whether `item` is the handle's last.
+        fn is_last(_item: &Self::Item) -> bool {
+            false
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<H: Next> futures_core::Stream for Items<'_, H> {
+    type Item = H::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<H::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        loop {
+            if let Some(item) = this.handle.next() {
+                this.reg = None;
+                this.missed = false;
+                this.ended = H::is_last(&item);
+                return Poll::Ready(Some(item));
+            }
+            match poll_readable(&*this.handle, &mut this.reg, &mut this.missed, cx) {
+                Poll::Pending => return Poll::Pending,
+                // Ready: receive; should that find nothing (a claim not
+                // committed yet), the next wait naps instead of looking.
+                Poll::Ready(()) => this.missed = true,
+            }
+        }
+    }
 }
 
 /// Sleeps (with the waiter) until `bell` moves from `seen` or `until`.

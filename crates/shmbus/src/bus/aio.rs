@@ -24,20 +24,15 @@
 //! that returns `Ready`: a dropped future published nothing.
 
 use std::time::Instant;
-#[cfg(feature = "async-stream")]
-use std::{
-    pin::Pin,
-    task::{Context, Poll},
-};
 
 use super::gate::LIVENESS_EVERY;
 use super::{
     Abandoned, ManyPublishError, ManyPublisher, Payload, PublishError, Publisher, Received,
     Subscriber, TryPublishError,
 };
-#[cfg(feature = "async-stream")]
-use crate::aio::{poll_item, Between};
 use crate::aio::{turn, Doze};
+#[cfg(feature = "async-stream")]
+use crate::aio::{Items, Next};
 use crate::mem::Region;
 use crate::member::Member;
 use crate::sync::AtomicU32;
@@ -150,12 +145,7 @@ impl<R: Region> Subscriber<[u8], R> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "async-stream")]
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Messages<'a, T: Message, R: Region> {
-    sub: &'a mut Subscriber<T, R>,
-    between: Between,
-}
+pub type Messages<'a, T, R> = Items<'a, Subscriber<T, R>>;
 
 #[cfg(feature = "async-stream")]
 impl<T: Message, R: Region> Subscriber<T, R> {
@@ -172,23 +162,16 @@ impl<T: Message, R: Region> Subscriber<T, R> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn messages(&mut self) -> Messages<'_, T, R> {
-        Messages {
-            sub: self,
-            between: Between::default(),
-        }
+        Items::new(self)
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> futures_core::Stream for Messages<'_, T, R> {
+impl<T: Message, R: Region> Next for Subscriber<T, R> {
     type Item = Received<T>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received<T>>> {
-        let this = self.get_mut();
-        poll_item(&mut *this.sub, &mut this.between, cx, |s| {
-            s.recv(Wait::Never)
-        })
-        .map(Some)
+    fn next(&mut self) -> Option<Received<T>> {
+        self.recv(Wait::Never)
     }
 }
 

@@ -4,16 +4,10 @@
 //! the file, which never waits), and its `recv_async` beside `recv` (and,
 //! with the feature `async-stream`, its [`Entries`]).
 
-#[cfg(feature = "async-stream")]
-use std::{
-    pin::Pin,
-    task::{Context, Poll},
-};
-
 use super::{Entry, JournalSubscriber};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
-use crate::aio::{poll_item, Between};
+use crate::aio::{Items, Next};
 use crate::bus::{Payload, Received};
 use crate::member::Member;
 use crate::sync::AtomicU32;
@@ -157,12 +151,7 @@ impl JournalSubscriber<[u8]> {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Entries<'a, T: Message> {
-    handle: &'a mut JournalSubscriber<T>,
-    between: Between,
-}
+pub type Entries<'a, T> = Items<'a, JournalSubscriber<T>>;
 
 #[cfg(feature = "async-stream")]
 impl<T: Message> JournalSubscriber<T> {
@@ -188,22 +177,15 @@ impl<T: Message> JournalSubscriber<T> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn entries(&mut self) -> Entries<'_, T> {
-        Entries {
-            handle: self,
-            between: Between::default(),
-        }
+        Items::new(self)
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message> futures_core::Stream for Entries<'_, T> {
+impl<T: Message> Next for JournalSubscriber<T> {
     type Item = Received<Entry<T>>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        poll_item(&mut *this.handle, &mut this.between, cx, |j| {
-            j.recv(Wait::Never)
-        })
-        .map(Some)
+    fn next(&mut self) -> Option<Self::Item> {
+        self.recv(Wait::Never)
     }
 }

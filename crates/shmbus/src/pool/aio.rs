@@ -5,16 +5,10 @@
 //! which awaits room on a lossless subscriber as the bus's publishers do
 //! (`bus::aio`).
 
-#[cfg(feature = "async-stream")]
-use std::{
-    pin::Pin,
-    task::{Context, Poll},
-};
-
 use super::{Loan, PoolRecvError, PoolSubscriber, Sample};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
-use crate::aio::{poll_item, Between};
+use crate::aio::{Items, Next};
 use crate::bus::aio::{when_room, RoomBell};
 use crate::bus::{Abandoned, Payload, Received, TryPublishError};
 use crate::mem::Region;
@@ -100,12 +94,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Samples<'a, T: ?Sized + Payload, R: Region> {
-    handle: &'a mut PoolSubscriber<T, R>,
-    between: Between,
-}
+pub type Samples<'a, T, R> = Items<'a, PoolSubscriber<T, R>>;
 
 #[cfg(feature = "async-stream")]
 impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
@@ -122,23 +111,16 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn samples(&mut self) -> Samples<'_, T, R> {
-        Samples {
-            handle: self,
-            between: Between::default(),
-        }
+        Items::new(self)
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: ?Sized + Payload, R: Region> futures_core::Stream for Samples<'_, T, R> {
+impl<T: ?Sized + Payload, R: Region> Next for PoolSubscriber<T, R> {
     type Item = Result<Received<Sample<T, R>>, PoolRecvError>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        poll_item(&mut *this.handle, &mut this.between, cx, |p| {
-            p.recv(Wait::Never).transpose()
-        })
-        .map(Some)
+    fn next(&mut self) -> Option<Self::Item> {
+        self.recv(Wait::Never).transpose()
     }
 }
 

@@ -5,16 +5,10 @@
 //! bell), and its `pop_async` beside `pop` (and, with the feature
 //! `async-stream`, its [`Records`]).
 
-#[cfg(feature = "async-stream")]
-use std::{
-    pin::Pin,
-    task::{Context, Poll},
-};
-
 use super::{Consumer, PopError};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
-use crate::aio::{poll_item, Between};
+use crate::aio::{Items, Next};
 use crate::bus::Payload;
 use crate::mem::Region;
 use crate::member::Member;
@@ -152,14 +146,7 @@ impl<T: Message, R: Region> Consumer<T, R> {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Records<'a, T: ?Sized + Payload, R: Region> {
-    handle: &'a mut Consumer<T, R>,
-    between: Between,
-    /// The producer is gone: the stream ended.
-    ended: bool,
-}
+pub type Records<'a, T, R> = Items<'a, Consumer<T, R>>;
 
 #[cfg(feature = "async-stream")]
 impl<T: Message, R: Region> Consumer<T, R> {
@@ -178,38 +165,28 @@ impl<T: Message, R: Region> Consumer<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn records(&mut self) -> Records<'_, T, R> {
-        Records {
-            handle: self,
-            between: Between::default(),
-            ended: false,
-        }
+        Items::new(self)
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> futures_core::Stream for Records<'_, T, R> {
+impl<T: Message, R: Region> Next for Consumer<T, R> {
     type Item = Result<T, PopError>;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if this.ended {
-            return Poll::Ready(None);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.pop(Wait::Never) {
+            Err(PopError::Empty) => {}
+            other => return Some(other),
         }
-        let item = poll_item(&mut *this.handle, &mut this.between, cx, |c| {
-            match c.pop(Wait::Never) {
-                Err(PopError::Empty) => {}
-                other => return Some(other),
-            }
-            let pid = c.producer_gone()?;
-            // One last look: the producer may have pushed, then died.
-            Some(match c.pop(Wait::Never) {
-                Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
-                other => other,
-            })
-        });
-        if let Poll::Ready(Err(PopError::PeerGone { .. })) = item {
-            this.ended = true;
-        }
-        item.map(Some)
+        let pid = self.producer_gone()?;
+        // One last look: the producer may have pushed, then died.
+        Some(match self.pop(Wait::Never) {
+            Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
+            other => other,
+        })
+    }
+
+    fn is_last(item: &Self::Item) -> bool {
+        matches!(item, Err(PopError::PeerGone { .. }))
     }
 }
