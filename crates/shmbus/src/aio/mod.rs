@@ -25,7 +25,8 @@
 //! `futures_core::Stream` over the same wait (raw-bytes handles have none:
 //! their message borrows the handle's buffer, which a `Stream`'s items
 //! cannot). This module holds what they share, and names no kind: for any
-//! member of a [`Select`](crate::select::Select), [`readable`]; beneath it,
+//! member of a [`Select`](crate::select::Select), [`readable`]; the one
+//! `Stream` adapter, `Items`, each kind's stream is; beneath them,
 //! for a binding to another event loop (Python's asyncio) that cannot hold
 //! a future borrowing its handle, [`arm`], an owned registration
 //! ([`Armed`]) that wakes a `Waker` once. No wrapper type: the handle a
