@@ -3,7 +3,9 @@
 //! ([`Member`]), its `recv_async` beside `recv` (and, with the feature
 //! `async-stream`, its [`Samples`]), and a [`Loan`]'s `publish_async`,
 //! which awaits room on a lossless subscriber as the bus's publishers do
-//! (`bus::aio`).
+//! (`bus::aio`); a dropped future gives its block back. Not async yet:
+//! waiting for a free block (`PoolPublisher::loan` with a wait) and an
+//! `OwnedLoan`'s publish.
 
 use super::{Loan, PoolRecvError, PoolSubscriber, Sample};
 use crate::aio::turn;
