@@ -145,6 +145,8 @@ mod loom_stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
 pub mod mem;
+#[cfg(not(loom))]
+mod member;
 mod options;
 pub mod pool;
 #[cfg(not(loom))]

@@ -1,5 +1,6 @@
-//! Async receiving, for any executor (tokio, async-std, smol, a hand-made
-//! one): `recv_async`/`pop_async` on the receiving handles, with no CPU
+//! Async waiting, for any executor (tokio, async-std, smol, a hand-made
+//! one): what each kind's `async fn`s (`recv_async`, `pop_async`,
+//! `publish_async`, `wait_changed_async`, ...) are built on, with no CPU
 //! used while idle and no dependency on a runtime (std's `Waker` only).
 //!
 //! ```
@@ -8,54 +9,32 @@
 //! use shmbus::{Publisher, Received, Start, WaitStrategy};
 //!
 //! let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-//! let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+//! let mut member = publisher.subscribe(Start::Next, WaitStrategy::default());
 //! publisher.publish(&5);
-//! assert_eq!(subscriber.recv_async().await, Received::Message(5));
+//! assert_eq!(member.recv_async().await, Received::Message(5));
 //! # Ok::<(), shmbus::CreateError>(())
 //! # })?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! # The shape: methods on the handles
-//! Each receiving handle gains an `async fn` beside its blocking one,
-//! taking `&mut self` as that one does: [`Subscriber::recv_async`]
-//! (typed and raw bytes), [`PoolSubscriber::recv_async`],
-//! [`JournalSubscriber::recv_async`] (typed and raw bytes),
-//! [`Consumer::pop_async`] (typed and raw bytes), a blackboard
-//! [`Reader`](crate::blackboard::Reader)'s
-//! [`wait_changed_async`](crate::blackboard::Reader::wait_changed_async)
-//! and [`wait_key_async`](crate::blackboard::Reader::wait_key_async), and,
-//! for any member of a [`Select`](crate::select::Select), [`readable`]. With the feature
-//! `async-stream`, `futures_core::Stream`s over the same waits: a bus
-//! subscriber's `messages()`, a pool subscriber's `samples()` (a sample
-//! does not borrow its subscriber, so items may be held across later
-//! ones), a typed stream consumer's `records()` (it ends after
-//! `PeerGone`) and a typed journal subscriber's `entries()`. Raw-bytes
-//! handles have no `Stream`: their message borrows the handle's buffer,
-//! which a `Stream`'s items cannot. Beneath them, for a binding to
-//! another event loop (Python's asyncio) that cannot hold a future
-//! borrowing its handle: [`arm`], an owned registration ([`Armed`]) that
-//! wakes a `Waker` once; `readable` is built on it. No wrapper type: the
-//! handle a program already holds (its options, its lag, its `position`)
-//! stays the one it receives from, and a raw subscriber's borrowed message
-//! is as zero-copy as from `recv`. The borrow also carries the safety
-//! argument below: while a future waits, its handle cannot be dropped.
-//!
-//! # Publishing: the lossless publisher's wait
-//! A publisher held back by a lossless subscriber (issue 30) awaits room
-//! with [`Publisher::publish_async`](crate::Publisher::publish_async)
-//! (typed and raw bytes),
-//! [`ManyPublisher::publish_async`](crate::bus::ManyPublisher::publish_async)
-//! and a pool's [`Loan::publish_async`](crate::pool::Loan::publish_async)
-//! instead of blocking its thread. It sleeps as the blocking publish
-//! does, on the bus's `room` word (rung by gating subscribers after each
-//! position store), registered with the same waiter thread, with a nap
-//! of 2 ms (the blocking wait's liveness check: a dead subscriber in the
-//! way is cleared, and one in the way for the eviction timeout evicted,
-//! by the next try). Cancel-safe: each try publishes or publishes
-//! nothing, so a dropped future published nothing (a dropped loan's
-//! future gives its block back). Not async yet: waiting for a free block
-//! (`PoolPublisher::loan` with a wait) and an `OwnedLoan`'s publish.
+//! Each receiving handle has an `async fn` beside its blocking one, in its
+//! kind's module, taking `&mut self` as that one does; a publisher held
+//! back by a lossless receiver awaits room the same way (`publish_async`).
+//! With the feature `async-stream`, a typed receiving handle also gives a
+//! `futures_core::Stream` over the same wait (raw-bytes handles have none:
+//! their message borrows the handle's buffer, which a `Stream`'s items
+//! cannot). This module holds what they share, and names no kind: for any
+//! member of a [`Select`](crate::select::Select), [`readable`]; the one
+//! `Stream` adapter, `Items`, each kind's stream is; beneath them,
+//! for a binding to another event loop (Python's asyncio) that cannot hold
+//! a future borrowing its handle, [`arm`], an owned registration
+//! ([`Armed`]) that wakes a `Waker` once. No wrapper type: the handle a
+//! program already holds (its options, its lag, its `position`) stays the
+//! one it receives from, and a raw handle's borrowed message is as
+//! zero-copy as from its blocking receive. The borrow also carries the
+//! safety argument below: while a future waits, its handle cannot be
+//! dropped.
 //!
 //! # The mechanism: one waiter thread per process
 //! A shared-memory futex cannot be registered with epoll. A future that
@@ -68,18 +47,17 @@
 //! process-local control word (bumped and woken, as a shared futex, on
 //! each new registration). When it returns, it wakes the wakers whose
 //! word moved, or whose nap is over, and drops their registrations. A
-//! publisher rings exactly as for a blocked subscriber: nothing changes on
-//! its side. Idle, the process has one thread asleep in the kernel.
+//! writer rings exactly as for a blocked receiver: nothing changes on its
+//! side. Idle, the process has one thread asleep in the kernel.
 //!
-//! Naps: a stream consumer's registration wakes every
-//! [`PEER_CHECK`](crate::stream::PEER_CHECK) (a dead producer rings no
-//! bell), a many-publisher bus's at a quarter of its unblock timeout, as
-//! the select's members do; a future whose heavy barrier failed after
-//! 1 ms (`UNSURE_SLEEP`) at most.
+//! Naps: a registration wakes at its member's nap, if it has one (a peer
+//! that may die without ringing: each kind says which of its handles
+//! have one), as the select's members do; a future whose heavy barrier
+//! failed after 1 ms (`UNSURE_SLEEP`) at most.
 //!
-//! Registrations on one word (the tasks of one bus, or of one handle)
+//! Registrations on one word (the tasks of one segment, or of one handle)
 //! share one of `futex_waitv`'s 128 entries: any number of tasks on up to
-//! 127 buses (one entry is the control word) sleep in it. More than 127
+//! 127 segments (one entry is the control word) sleep in it. More than 127
 //! distinct words, or a kernel without `futex_waitv` (before 5.16): the
 //! waiter naps at most [`POLL_NAP`](crate::select::POLL_NAP) (1 ms) on its
 //! control word and then asks the kernel about every word (a `FUTEX_WAIT`
@@ -115,8 +93,6 @@
 //!   the registry lock (another thread held it at the fork) and holds the
 //!   parent's registrations, whose wakers are the parent's tasks.
 
-mod board;
-mod room;
 mod waiter;
 
 use std::future::Future;
@@ -124,14 +100,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use crate::bus::{Payload, Received, Subscriber};
-use crate::journal::{Entry, JournalSubscriber};
-use crate::mem::Region;
-use crate::pool::{PoolRecvError, PoolSubscriber, Sample};
-use crate::select::Selectable;
-use crate::stream::{Consumer, PopError};
-use crate::wait::{self, Wait};
-use crate::Message;
+use crate::member::Selectable;
+use crate::sync::AtomicU32;
+use crate::wait;
 
 /// How many futures wait now with the waiter thread: zero once every
 /// future is done or dropped (a check for leaks).
@@ -156,10 +127,10 @@ pub fn registrations() -> usize {
 /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut member = publisher.subscribe(Start::Next, WaitStrategy::default());
 /// publisher.publish(&1);
-/// shmbus::aio::readable(&subscriber).await;
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(1)));
+/// shmbus::aio::readable(&member).await;
+/// assert_eq!(member.recv(Wait::Never), Some(Received::Message(1)));
 /// # Ok::<(), shmbus::CreateError>(())
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -178,8 +149,8 @@ pub fn readable<M: Selectable + ?Sized>(member: &M) -> Readable<'_, M> {
 /// ```
 /// use shmbus::{Publisher, Start, WaitStrategy};
 /// let publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-/// let fut: shmbus::aio::Readable<'_, _> = shmbus::aio::readable(&subscriber);
+/// let member = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let fut: shmbus::aio::Readable<'_, _> = shmbus::aio::readable(&member);
 /// drop(fut);
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
@@ -205,7 +176,7 @@ impl<M: ?Sized> Readable<'_, M> {
 /// readable, or, after a look that found it ready but its receive empty
 /// (`missed`: a claim not committed yet), a nap first. Every later turn
 /// counts as after a miss.
-async fn turn<M: Selectable + ?Sized>(member: &M, missed: &mut bool) {
+pub(crate) async fn turn<M: Selectable + ?Sized>(member: &M, missed: &mut bool) {
     let wait = readable(member);
     if *missed {
         wait.after_miss().await;
@@ -349,11 +320,11 @@ fn arm_with<M: Selectable + ?Sized>(member: &M, missed: bool, waker: &Waker) -> 
 /// }
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut member = publisher.subscribe(Start::Next, WaitStrategy::default());
 /// let flag = Arc::new(Flag(AtomicBool::new(false)));
 /// let waker = Waker::from(flag.clone());
-/// assert_eq!(subscriber.recv(Wait::Never), None);
-/// let armed = shmbus::aio::arm(&subscriber, &waker).expect("nothing to read yet");
+/// assert_eq!(member.recv(Wait::Never), None);
+/// let armed = shmbus::aio::arm(&member, &waker).expect("nothing to read yet");
 /// assert_eq!(shmbus::aio::registrations(), 1);
 /// publisher.publish(&9);
 /// // The waiter thread wakes the waker (here: sets the flag).
@@ -362,10 +333,10 @@ fn arm_with<M: Selectable + ?Sized>(member: &M, missed: bool, waker: &Waker) -> 
 /// }
 /// drop(armed);
 /// assert_eq!(shmbus::aio::registrations(), 0);
-/// assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(9)));
+/// assert_eq!(member.recv(Wait::Never), Some(Received::Message(9)));
 /// // Readable already: nothing to arm.
 /// publisher.publish(&10);
-/// assert!(shmbus::aio::arm(&subscriber, &waker).is_none());
+/// assert!(shmbus::aio::arm(&member, &waker).is_none());
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 pub fn arm<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Option<Armed> {
@@ -376,8 +347,7 @@ pub fn arm<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Option<Armed> {
 }
 
 /// [`arm`] after a look that found `member` ready but its receive empty
-/// (a many-publisher claim not committed yet, a journal subscriber moving
-/// from its file to the ring): registers without looking, to be woken
+/// (a claim not committed yet, a handle moving from a file to its ring): registers without looking, to be woken
 /// when the word moves or after at most 1 ms (`UNSURE_SLEEP`), so that a
 /// loop over it does not spin. `None` only if no waiter thread could be
 /// started.
@@ -388,10 +358,10 @@ pub fn arm<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Option<Armed> {
 /// use shmbus::{Publisher, Start, WaitStrategy};
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let member = publisher.subscribe(Start::Next, WaitStrategy::default());
 /// publisher.publish(&1);
 /// // Armed even though a message is there: it wakes within 1 ms.
-/// let armed = shmbus::aio::arm_after_miss(&subscriber, Waker::noop());
+/// let armed = shmbus::aio::arm_after_miss(&member, Waker::noop());
 /// assert!(armed.is_some());
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
@@ -413,8 +383,8 @@ pub fn arm_after_miss<M: Selectable + ?Sized>(member: &M, waker: &Waker) -> Opti
 /// use shmbus::{Publisher, Start, WaitStrategy};
 ///
 /// let publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-/// let armed: shmbus::aio::Armed = shmbus::aio::arm(&subscriber, Waker::noop()).expect("empty");
+/// let member = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let armed: shmbus::aio::Armed = shmbus::aio::arm(&member, Waker::noop()).expect("empty");
 /// assert!(armed.is_waiting());
 /// drop(armed);
 /// assert_eq!(shmbus::aio::registrations(), 0);
@@ -436,8 +406,8 @@ impl Armed {
     /// use shmbus::{Publisher, Start, WaitStrategy};
     ///
     /// let publisher = Publisher::<u64, _>::on_heap(8)?;
-    /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-    /// let armed = shmbus::aio::arm(&subscriber, Waker::noop()).expect("empty");
+    /// let member = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let armed = shmbus::aio::arm(&member, Waker::noop()).expect("empty");
     /// assert!(armed.is_waiting());
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -452,10 +422,15 @@ impl Drop for Armed {
     }
 }
 
-/// A bus subscriber's messages as a `futures_core::Stream` (feature
-/// `async-stream`): each item is what `recv_async` would return; it never
-/// ends. Cancel-safe as `recv_async`: dropping it between items loses
-/// nothing.
+/// A receiving handle's items as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what the handle's own async receive would
+/// return, received without waiting once [`readable`]'s wait says there
+/// is one. The one adapter every kind's stream is (`messages()`,
+/// `samples()`, `records()`, `entries()`, each named in its kind's
+/// module). It borrows its handle and keeps its registration between
+/// items (removed when it is dropped). Cancel-safe as the async receive:
+/// dropping it between items loses nothing. It ends after an item its
+/// handle says is its last (a peer gone), else never.
 ///
 /// # Examples
 /// ```
@@ -466,10 +441,10 @@ impl Drop for Armed {
 /// use shmbus::{Publisher, Received, Start, WaitStrategy};
 ///
 /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-/// let mut messages = subscriber.messages();
+/// let mut member = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut items: shmbus::aio::Items<'_, _> = member.messages();
 /// publisher.publish(&4);
-/// let next = std::future::poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await;
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut items).poll_next(cx)).await;
 /// assert_eq!(next, Some(Received::Message(4)));
 /// # Ok::<(), shmbus::CreateError>(())
 /// # })?;
@@ -478,611 +453,129 @@ impl Drop for Armed {
 #[cfg(feature = "async-stream")]
 #[derive(Debug)]
 #[must_use = "streams do nothing unless polled"]
-pub struct Messages<'a, T: Message, R: Region> {
-    sub: &'a mut Subscriber<T, R>,
-    between: Between,
-}
-
-#[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> Subscriber<T, R> {
-    /// This subscriber's messages as a `futures_core::Stream` (feature
-    /// `async-stream`): see [`Messages`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{Publisher, Start, WaitStrategy};
-    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
-    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-    /// let messages = subscriber.messages();
-    /// # drop(messages);
-    /// # Ok::<(), shmbus::CreateError>(())
-    /// ```
-    pub fn messages(&mut self) -> Messages<'_, T, R> {
-        Messages {
-            sub: self,
-            between: Between::default(),
-        }
-    }
-}
-
-#[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> futures_core::Stream for Messages<'_, T, R> {
-    type Item = Received<T>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Received<T>>> {
-        let this = self.get_mut();
-        poll_item(&mut *this.sub, &mut this.between, cx, |s| {
-            s.recv(Wait::Never)
-        })
-        .map(Some)
-    }
-}
-
-/// One poll of a stream over `handle`: `next` receives without waiting
-/// (`None`: nothing now); between items, the wait of [`readable`], its
-/// registration kept in `reg`.
-#[cfg(feature = "async-stream")]
-fn poll_item<H: Selectable + ?Sized, I>(
-    handle: &mut H,
-    between: &mut Between,
-    cx: &mut Context<'_>,
-    mut next: impl FnMut(&mut H) -> Option<I>,
-) -> Poll<I> {
-    loop {
-        if let Some(r) = next(handle) {
-            between.reg = None;
-            between.missed = false;
-            return Poll::Ready(r);
-        }
-        match poll_readable(&*handle, &mut between.reg, &mut between.missed, cx) {
-            Poll::Pending => return Poll::Pending,
-            // Ready: receive; should that find nothing (a claim not
-            // committed yet), the next wait naps instead of looking.
-            Poll::Ready(()) => between.missed = true,
-        }
-    }
-}
-
-/// A stream's wait between items: its registration with the waiter
-/// (removed on drop) and whether the last Ready found nothing.
-#[cfg(feature = "async-stream")]
-#[derive(Debug, Default)]
-struct Between {
-    /// Dropping it removes the registration.
+pub struct Items<'a, H: ?Sized> {
+    handle: &'a mut H,
+    /// Our registration with the waiter between items (dropping it
+    /// removes the registration).
     reg: Option<Armed>,
+    /// The last Ready found nothing to receive.
     missed: bool,
-}
-
-#[cfg(feature = "async-stream")]
-/// A typed stream consumer's records as a `futures_core::Stream`
-/// (feature `async-stream`): each item is what
-/// [`Consumer::pop_async`] would return. After
-/// [`PopError::PeerGone`] (the producer died and the ring is empty)
-/// it ends. Cancel-safe as `pop_async`: dropping it between items
-/// loses nothing.
-///
-/// # Examples
-/// ```
-/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-/// # rt.block_on(async {
-/// use std::pin::Pin;
-/// use futures_core::Stream;
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-/// # let name = format!("/dev/shm/shmbus-doc-records-{}", std::process::id());
-/// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
-/// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
-/// producer.push(&7, Wait::Never)?;
-/// let mut records = consumer.records();
-/// let next = std::future::poll_fn(|cx| Pin::new(&mut records).poll_next(cx)).await;
-/// assert_eq!(next, Some(Ok(7)));
-/// # shmbus::remove(&name)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Records<'a, T: ?Sized + Payload, R: Region> {
-    handle: &'a mut Consumer<T, R>,
-    between: Between,
-    /// The producer is gone: the stream ended.
+    /// The handle's last item came: the stream ended.
     ended: bool,
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> Consumer<T, R> {
-    /// This consumer's records as a `futures_core::Stream` (feature
-    /// `async-stream`): see [`Records`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-records-fn-{}", std::process::id());
-    /// let _producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
-    /// let records = consumer.records();
-    /// # drop(records);
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn records(&mut self) -> Records<'_, T, R> {
-        Records {
-            handle: self,
-            between: Between::default(),
+impl<'a, H: ?Sized> Items<'a, H> {
+    /// The stream of `handle`'s items.
+    pub(crate) fn new(handle: &'a mut H) -> Self {
+        Items {
+            handle,
+            reg: None,
+            missed: false,
             ended: false,
         }
     }
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message, R: Region> futures_core::Stream for Records<'_, T, R> {
-    type Item = Result<T, PopError>;
+pub(crate) use sealed::Next;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+#[cfg(feature = "async-stream")]
+mod sealed {
+    /// What a receiving handle gives [`Items`](super::Items).
+    pub trait Next: crate::member::Member {
+        /// What the stream yields.
+        type Item;
+        /// The next item without waiting (`None`: nothing now).
+        fn next(&mut self) -> Option<Self::Item>;
+        /// Whether `item` is the handle's last.
+        fn is_last(_item: &Self::Item) -> bool {
+            false
+        }
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<H: Next> futures_core::Stream for Items<'_, H> {
+    type Item = H::Item;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<H::Item>> {
         let this = self.get_mut();
         if this.ended {
             return Poll::Ready(None);
         }
-        let item = poll_item(&mut *this.handle, &mut this.between, cx, |c| {
-            match c.pop(Wait::Never) {
-                Err(PopError::Empty) => {}
-                other => return Some(other),
+        loop {
+            if let Some(item) = this.handle.next() {
+                this.reg = None;
+                this.missed = false;
+                this.ended = H::is_last(&item);
+                return Poll::Ready(Some(item));
             }
-            let pid = c.producer_gone()?;
-            // One last look: the producer may have pushed, then died.
-            Some(match c.pop(Wait::Never) {
-                Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
-                other => other,
-            })
-        });
-        if let Poll::Ready(Err(PopError::PeerGone { .. })) = item {
-            this.ended = true;
-        }
-        item.map(Some)
-    }
-}
-
-#[cfg(feature = "async-stream")]
-/// A typed journal subscriber's entries (from the file, then the
-/// ring) and lag reports as a `futures_core::Stream` (feature
-/// `async-stream`): each item is what
-/// [`JournalSubscriber::recv_async`] would return; it never ends.
-/// Cancel-safe as `recv_async`.
-///
-/// # Examples
-/// ```
-/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-/// # rt.block_on(async {
-/// use std::pin::Pin;
-/// use futures_core::Stream;
-/// use shmbus::{BusOptions, Received};
-/// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-/// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-{}", std::process::id()));
-/// # std::fs::create_dir_all(&dir)?;
-/// # let name = format!("/dev/shm/shmbus-doc-jentries-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
-///     &name,
-///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
-/// )?;
-/// publisher.publish(&1)?;
-/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
-/// let mut entries = late.entries();
-/// let next = std::future::poll_fn(|cx| Pin::new(&mut entries).poll_next(cx)).await;
-/// assert_eq!(next, Some(Received::Message(Entry { seq: 0, msg: 1 })));
-/// # drop(entries); drop(late);
-/// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Entries<'a, T: Message> {
-    handle: &'a mut JournalSubscriber<T>,
-    between: Between,
-}
-
-#[cfg(feature = "async-stream")]
-impl<T: Message> JournalSubscriber<T> {
-    /// This subscriber's entries as a `futures_core::Stream` (feature
-    /// `async-stream`): see [`Entries`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::BusOptions;
-    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-fn-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let name = format!("/dev/shm/shmbus-doc-jentries-fn-{}", std::process::id());
-    /// let publisher = JournalPublisher::<u64>::create(
-    ///     &name,
-    ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
-    /// )?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
-    /// let entries = late.entries();
-    /// # drop(entries); drop(late);
-    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn entries(&mut self) -> Entries<'_, T> {
-        Entries {
-            handle: self,
-            between: Between::default(),
+            match poll_readable(&*this.handle, &mut this.reg, &mut this.missed, cx) {
+                Poll::Pending => return Poll::Pending,
+                // Ready: receive; should that find nothing (a claim not
+                // committed yet), the next wait naps instead of looking.
+                Poll::Ready(()) => this.missed = true,
+            }
         }
     }
 }
 
-#[cfg(feature = "async-stream")]
-impl<T: Message> futures_core::Stream for Entries<'_, T> {
-    type Item = Received<Entry<T>>;
+/// Sleeps (with the waiter) until `bell` moves from `seen` or `until`.
+pub(crate) struct Doze<'a> {
+    bell: &'a AtomicU32,
+    seen: u32,
+    until: Instant,
+    reg: Option<u64>,
+    polled: bool,
+}
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+impl<'a> Doze<'a> {
+    /// A doze on `bell`, seen at `seen` after its flag was raised, until
+    /// `until` at the latest.
+    pub(crate) fn new(bell: &'a AtomicU32, seen: u32, until: Instant) -> Self {
+        Doze {
+            bell,
+            seen,
+            until,
+            reg: None,
+            polled: false,
+        }
+    }
+}
+
+impl Future for Doze<'_> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
-        poll_item(&mut *this.handle, &mut this.between, cx, |j| {
-            j.recv(Wait::Never)
-        })
-        .map(Some)
+        if let Some(id) = this.reg {
+            if waiter::refresh(id, cx.waker()) {
+                return Poll::Pending;
+            }
+            this.reg = None;
+            return Poll::Ready(());
+        }
+        if this.polled {
+            // Polled again without a registration (no waiter thread, see
+            // below): try the publish again.
+            return Poll::Ready(());
+        }
+        this.polled = true;
+        match waiter::register(this.bell, this.seen, Some(this.until), cx.waker()) {
+            Some(id) => this.reg = Some(id),
+            // No waiter thread (the system refused one): poll again rather
+            // than never wake.
+            None => cx.waker().wake_by_ref(),
+        }
+        Poll::Pending
     }
 }
 
-#[cfg(feature = "async-stream")]
-/// A pool subscriber's samples and lag reports as a
-/// `futures_core::Stream` (feature `async-stream`): each item is what
-/// [`PoolSubscriber::recv_async`] would return; it never ends. A
-/// [`Sample`] does not borrow its subscriber (it keeps the mapping
-/// alive itself), so items may be held across later ones, up to
-/// [`PoolSubscriber::MAX_HELD`] at once (then the item is
-/// [`PoolRecvError::TooManySamples`], and nothing is lost).
-/// Cancel-safe as `recv_async`.
-///
-/// # Examples
-/// ```
-/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-/// # rt.block_on(async {
-/// use std::pin::Pin;
-/// use futures_core::Stream;
-/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
-///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
-/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
-/// let mut loan = publisher.loan(2, Wait::Never)?;
-/// loan.copy_from_slice(b"hi");
-/// loan.publish()?;
-/// let mut samples = subscriber.samples();
-/// let next = std::future::poll_fn(|cx| Pin::new(&mut samples).poll_next(cx)).await;
-/// let Some(Ok(Received::Message(sample))) = next else { panic!() };
-/// assert_eq!(&*sample, b"hi");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// # })?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug)]
-#[must_use = "streams do nothing unless polled"]
-pub struct Samples<'a, T: ?Sized + Payload, R: Region> {
-    handle: &'a mut PoolSubscriber<T, R>,
-    between: Between,
-}
-
-#[cfg(feature = "async-stream")]
-impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
-    /// This subscriber's samples as a `futures_core::Stream` (feature
-    /// `async-stream`): see [`Samples`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
-    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
-    /// let samples = subscriber.samples();
-    /// # drop(samples);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn samples(&mut self) -> Samples<'_, T, R> {
-        Samples {
-            handle: self,
-            between: Between::default(),
+impl Drop for Doze<'_> {
+    fn drop(&mut self) {
+        if let Some(id) = self.reg.take() {
+            waiter::remove(id);
         }
     }
 }
-
-#[cfg(feature = "async-stream")]
-impl<T: ?Sized + Payload, R: Region> futures_core::Stream for Samples<'_, T, R> {
-    type Item = Result<Received<Sample<T, R>>, PoolRecvError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        poll_item(&mut *this.handle, &mut this.between, cx, |p| {
-            p.recv(Wait::Never).transpose()
-        })
-        .map(Some)
-    }
-}
-
-impl<T: Message, R: Region> Subscriber<T, R> {
-    /// The next message or lag report, waiting without a thread and
-    /// without spinning (see [`aio`](crate::aio)). Cancel-safe: a dropped
-    /// future has received nothing.
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-    /// # rt.block_on(async {
-    /// use std::time::Duration;
-    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
-    ///
-    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-    /// // Nothing yet: the timeout drops the future, which took nothing.
-    /// let early = tokio::time::timeout(Duration::from_millis(5), subscriber.recv_async()).await;
-    /// assert!(early.is_err());
-    /// publisher.publish(&3);
-    /// assert_eq!(subscriber.recv_async().await, Received::Message(3));
-    /// # Ok::<(), shmbus::CreateError>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn recv_async(&mut self) -> Received<T> {
-        let mut missed = false;
-        loop {
-            if let Some(r) = self.recv(Wait::Never) {
-                return r;
-            }
-            turn(&*self, &mut missed).await;
-        }
-    }
-}
-
-impl<R: Region> Subscriber<[u8], R> {
-    /// The next message (borrowed, as from `recv`) or lag report, waiting
-    /// as [`Subscriber::recv_async`] does. Cancel-safe.
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
-    ///
-    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
-    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
-    /// publisher.publish(b"hi")?;
-    /// assert_eq!(subscriber.recv_async().await, Received::Message(&b"hi"[..]));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn recv_async(&mut self) -> Received<&[u8]> {
-        let mut missed = false;
-        loop {
-            // The message is lent again through `message()` so that the
-            // borrow of this look ends here (a loop may look again).
-            match self.recv(Wait::Never) {
-                Some(Received::Message(_)) => break,
-                Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
-                None => {}
-            }
-            turn(&*self, &mut missed).await;
-        }
-        Received::Message(self.message())
-    }
-}
-
-impl<T: Message> JournalSubscriber<T> {
-    /// The next entry (from the file, then the ring) or lag report,
-    /// waiting as [`Subscriber::recv_async`] does. Cancel-safe.
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{BusOptions, Received};
-    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jasync-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let name = format!("/dev/shm/shmbus-doc-jasync-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
-    ///     &name,
-    ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
-    /// )?;
-    /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
-    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 0, msg: 1 }));
-    /// publisher.publish(&2)?;
-    /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 1, msg: 2 }));
-    /// # drop(late);
-    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn recv_async(&mut self) -> Received<Entry<T>> {
-        let mut missed = false;
-        loop {
-            if let Some(r) = self.recv(Wait::Never) {
-                return r;
-            }
-            // (The receive that finds the file's end moves to the ring and
-            // may deliver nothing: a miss, then a wait on the ring.)
-            turn(&*self, &mut missed).await;
-        }
-    }
-}
-
-impl JournalSubscriber<[u8]> {
-    /// The next entry (borrowed, as from `recv`: the bus's message size,
-    /// zero-padded as published) or lag report, waiting as
-    /// [`Subscriber::recv_async`] does. Cancel-safe.
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{BusOptions, Received};
-    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
-    /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jrawasync-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// # let name = format!("/dev/shm/shmbus-doc-jrawasync-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
-    ///     &name,
-    ///     &BusOptions::new(64).msg_size(8),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
-    /// )?;
-    /// publisher.publish(b"hello")?;
-    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
-    /// let Received::Message(Entry { seq, msg }) = late.recv_async().await else { panic!() };
-    /// assert_eq!((seq, msg), (0, &b"hello\0\0\0"[..]));
-    /// # drop(late);
-    /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn recv_async(&mut self) -> Received<Entry<&[u8]>> {
-        let mut missed = false;
-        let seq = loop {
-            // The message is lent again through `last_bytes()` so that the
-            // borrow of this look ends here (a loop may look again).
-            match self.recv(Wait::Never) {
-                Some(Received::Message(entry)) => break entry.seq,
-                Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
-                None => {}
-            }
-            turn(&*self, &mut missed).await;
-        };
-        Received::Message(Entry {
-            seq,
-            msg: self.last_bytes(),
-        })
-    }
-}
-
-impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
-    /// The next sample or lag report, waiting as
-    /// [`Subscriber::recv_async`] does. Cancel-safe.
-    ///
-    /// # Errors
-    /// As [`PoolSubscriber::recv`]: [`PoolRecvError`].
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
-    ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
-    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
-    /// let mut loan = publisher.loan(2, Wait::Never)?;
-    /// loan.copy_from_slice(b"hi");
-    /// loan.publish()?;
-    /// let Received::Message(sample) = subscriber.recv_async().await? else { panic!() };
-    /// assert_eq!(&*sample, b"hi");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn recv_async(&mut self) -> Result<Received<Sample<T, R>>, PoolRecvError> {
-        let mut missed = false;
-        loop {
-            if let Some(r) = self.recv(Wait::Never)? {
-                return Ok(r);
-            }
-            turn(&*self, &mut missed).await;
-        }
-    }
-}
-
-impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
-    /// Waits until a pop would not wait, or the producer died with the
-    /// ring empty (its pid).
-    async fn pop_ready(
-        &mut self,
-        mut pop: impl FnMut(&mut Self) -> Result<(), PopError>,
-    ) -> Result<(), PopError> {
-        let mut missed = false;
-        loop {
-            match pop(self) {
-                Err(PopError::Empty) => {}
-                other => return other,
-            }
-            if let Some(pid) = self.producer_gone() {
-                // One last look: the producer may have pushed, then died.
-                return match pop(self) {
-                    Err(PopError::Empty) => Err(PopError::PeerGone { pid }),
-                    other => other,
-                };
-            }
-            turn(&*self, &mut missed).await;
-        }
-    }
-}
-
-impl<R: Region> Consumer<[u8], R> {
-    /// Pops the next record into `out` (replacing its contents), waiting
-    /// without a thread and without spinning (see [`aio`](crate::aio)).
-    /// Cancel-safe: a dropped future popped nothing.
-    ///
-    /// # Errors
-    /// [`PopError::PeerGone`] if the producer died (after this consumer
-    /// opened) and the ring is empty, within about
-    /// [`PEER_CHECK`](crate::stream::PEER_CHECK); the corruption errors
-    /// of [`Consumer::pop`].
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-pop-async-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
-    /// producer.push(b"rec", Wait::Never)?;
-    /// let mut out = Vec::new();
-    /// consumer.pop_async(&mut out).await?;
-    /// assert_eq!(out, b"rec");
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn pop_async(&mut self, out: &mut Vec<u8>) -> Result<(), PopError> {
-        self.pop_ready(|c| c.pop(out, Wait::Never)).await
-    }
-}
-
-impl<T: Message, R: Region> Consumer<T, R> {
-    /// Pops the next record, one `T`, waiting as the raw
-    /// [`Consumer::pop_async`] does. Cancel-safe.
-    ///
-    /// # Errors
-    /// As the raw `pop_async`, and [`Consumer::pop`]'s typed errors.
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
-    /// # let name = format!("/dev/shm/shmbus-doc-pop-async-t-{}", std::process::id());
-    /// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
-    /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
-    /// producer.push(&7, Wait::Never)?;
-    /// assert_eq!(consumer.pop_async().await, Ok(7));
-    /// # shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn pop_async(&mut self) -> Result<T, PopError> {
-        let mut got = None;
-        self.pop_ready(|c| {
-            got = Some(c.pop(Wait::Never)?);
-            Ok(())
-        })
-        .await?;
-        got.ok_or(PopError::Empty)
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -100,6 +100,8 @@
 //!   wrong values, or [`GetError::Corrupt`] for a tag no writer stores,
 //!   never hang or crash them.
 
+#[cfg(not(loom))]
+mod aio;
 pub(crate) mod entry;
 mod error;
 mod field;

@@ -96,6 +96,9 @@
 //! slot, which other processes may be reading at the same moment.
 
 pub(crate) mod activity;
+// The waiter thread and its futex_waitv are system calls loom cannot model.
+#[cfg(not(loom))]
+pub(crate) mod aio;
 pub(crate) mod claim;
 pub(crate) mod copy;
 pub(crate) mod gate;
@@ -117,6 +120,8 @@ pub use crate::options::{Many, One, PublisherCount};
 pub use crate::options::{
     DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
 };
+#[cfg(all(feature = "async-stream", not(loom)))]
+pub use aio::Messages;
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`

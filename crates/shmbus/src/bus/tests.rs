@@ -1,5 +1,6 @@
-//! The bus's unit tests: the slot protocol on the heap, then the claim
-//! protocol.
+//! The bus's unit tests: the slot protocol on the heap, the claim
+//! protocol, the lossless gate, then a select and the async waits over bus
+//! subscribers.
 
 mod ring {
     use std::sync::Arc;
@@ -1138,5 +1139,320 @@ mod gate {
         );
         let mut s = reader.join().unwrap();
         assert_eq!(s.try_recv(), Some(Received::Message(2)));
+    }
+}
+
+/// A select over bus subscribers: the sleep over many doorbells.
+mod select {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::mem::HeapRegion;
+    use crate::select::{Select, Selectable, WAITV_MAX};
+    use crate::{Publisher, Received, Start, Subscriber, Wait, WaitStrategy};
+
+    type HeapPair = (
+        Publisher<u64, Arc<HeapRegion>>,
+        Subscriber<u64, Arc<HeapRegion>>,
+    );
+
+    /// Waits until a sleeper raised its flag on `p`'s bus (bit 0 of the futex
+    /// word): on a fresh heap bus, only a select about to sleep does. A
+    /// publish after this wakes a sleeping select, not one still looking.
+    fn wait_until_asleep_on(p: &Publisher<u64, Arc<HeapRegion>>) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while p.ring.doorbell().load(crate::sync::Ordering::SeqCst) & 1 == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the select never went to sleep"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    fn buses(n: usize) -> Vec<HeapPair> {
+        (0..n)
+            .map(|_| {
+                let p = Publisher::<u64, _>::on_heap(4).expect("heap bus");
+                let s = p.subscribe(Start::Next, WaitStrategy::default());
+                (p, s)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_select_over_no_members_says_none_at_once_even_with_no_deadline() {
+        assert_eq!(Select::new().ready(&[], Wait::Forever), None);
+    }
+
+    #[test]
+    fn a_select_names_the_member_with_a_message_and_times_out_when_none_has_one() {
+        let mut b = buses(3);
+        let mut select = Select::new();
+        fn members<P>(b: &[(P, Subscriber<u64, Arc<HeapRegion>>)]) -> Vec<&dyn Selectable> {
+            b.iter().map(|(_, s)| s as &dyn Selectable).collect()
+        }
+        assert_eq!(
+            select.ready(&members(&b), Wait::For(Duration::from_millis(5))),
+            None
+        );
+        // Spin 0 goes straight to the sleep, and ends at the deadline too.
+        let straight = WaitStrategy::SpinFutex {
+            spin: Duration::ZERO,
+        };
+        let asked = std::time::Instant::now();
+        let got = Select::with_strategy(straight)
+            .ready(&members(&b), Wait::For(Duration::from_millis(5)));
+        assert_eq!(got, None);
+        assert!(asked.elapsed() >= Duration::from_millis(5));
+        b[2].0.publish(&9);
+        assert_eq!(select.ready(&members(&b), Wait::Never), Some(2));
+        assert_eq!(b[2].1.recv(Wait::Never), Some(Received::Message(9)));
+        assert_eq!(select.ready(&members(&b), Wait::Never), None);
+    }
+
+    #[test]
+    fn a_lapped_member_is_ready_and_its_own_receive_reports_the_exact_lag() {
+        let mut b = buses(2);
+        for i in 0..10 {
+            b[1].0.publish(&i);
+        }
+        let members: Vec<&dyn Selectable> = b.iter().map(|(_, s)| s as &dyn Selectable).collect();
+        assert_eq!(Select::new().ready(&members, Wait::Never), Some(1));
+        // 10 published on a 4-slot ring: the lag and what follows it account
+        // for every one (a lapped reader goes on half a ring behind).
+        let Some(Received::Lagged { skipped }) = b[1].1.recv(Wait::Never) else {
+            panic!("expected a lag first")
+        };
+        let mut next = skipped;
+        while let Some(Received::Message(m)) = b[1].1.recv(Wait::Never) {
+            assert_eq!(m, next);
+            next += 1;
+        }
+        assert_eq!(next, 10);
+    }
+
+    #[test]
+    fn two_members_that_are_always_ready_are_named_in_turn() {
+        let mut b = buses(2);
+        b[0].0.publish(&1);
+        b[1].0.publish(&2);
+        let members: Vec<&dyn Selectable> = b.iter().map(|(_, s)| s as &dyn Selectable).collect();
+        let mut select = Select::new();
+        let picks: Vec<_> = (0..4)
+            .map(|_| select.ready(&members, Wait::Never))
+            .collect();
+        assert_eq!(picks, [Some(0), Some(1), Some(0), Some(1)]);
+    }
+
+    #[test]
+    fn a_sleeping_select_wakes_when_another_thread_publishes_on_any_member() {
+        let n = if cfg!(miri) { 2 } else { 8 };
+        let mut b = buses(n);
+        let (mut publisher, _) = b.pop().expect("one bus");
+        let subs = b;
+        let last = publisher.subscribe(Start::Next, WaitStrategy::default());
+        let t = std::thread::spawn(move || {
+            wait_until_asleep_on(&publisher);
+            publisher.publish(&5);
+            publisher
+        });
+        let mut members: Vec<&dyn Selectable> =
+            subs.iter().map(|(_, s)| s as &dyn Selectable).collect();
+        members.push(&last);
+        let asked = std::time::Instant::now();
+        let got = Select::with_strategy(WaitStrategy::SpinFutex {
+            spin: Duration::ZERO,
+        })
+        .ready(&members, Wait::For(Duration::from_secs(10)));
+        // Woken by the publish, not by the end of the wait.
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(got, Some(n - 1));
+        drop(t.join().expect("publisher thread"));
+    }
+
+    #[test]
+    fn a_select_over_more_members_than_futex_waitv_takes_still_wakes() {
+        if cfg!(miri) {
+            return; // hundreds of heap buses: too slow under Miri
+        }
+        let mut b = buses(WAITV_MAX + 20);
+        let (mut publisher, last) = b.pop().expect("one bus");
+        let t = std::thread::spawn(move || {
+            wait_until_asleep_on(&publisher);
+            publisher.publish(&5);
+            publisher
+        });
+        let mut members: Vec<&dyn Selectable> =
+            b.iter().map(|(_, s)| s as &dyn Selectable).collect();
+        members.push(&last);
+        let asked = std::time::Instant::now();
+        let got = Select::with_strategy(WaitStrategy::SpinFutex {
+            spin: Duration::ZERO,
+        })
+        .ready(&members, Wait::For(Duration::from_secs(10)));
+        // Woken by the publish, not by the end of the wait.
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            asked.elapsed()
+        );
+        assert_eq!(got, Some(WAITV_MAX + 19));
+        drop(t.join().expect("publisher thread"));
+    }
+}
+
+/// A bus's async waits, and the generic ones (`arm`) over a bus subscriber.
+mod aio {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex, MutexGuard};
+    use std::task::{Wake, Waker};
+    use std::time::{Duration, Instant};
+
+    use crate::{Publisher, Received, Start, Wait, WaitStrategy};
+
+    /// The tests that count registrations (one count per process) run one at
+    /// a time.
+    fn counting() -> MutexGuard<'static, ()> {
+        static ONE: Mutex<()> = Mutex::new(());
+        ONE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn woken(count: &Count, times: usize) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count.0.load(Ordering::SeqCst) < times {
+            if Instant::now() > deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime")
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "the waiter thread sleeps in futex_waitv")]
+    fn a_timed_out_receive_loses_no_message_and_leaves_no_registration() {
+        let _one = counting();
+        current_thread().block_on(async {
+            let mut publisher = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+            let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+            for i in 0..3u64 {
+                let early =
+                    tokio::time::timeout(Duration::from_millis(2), subscriber.recv_async()).await;
+                assert!(early.is_err(), "nothing was published yet");
+                publisher.publish(&i);
+                assert_eq!(subscriber.recv_async().await, Received::Message(i));
+            }
+            assert_eq!(crate::aio::registrations(), 0);
+        });
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "the waiter thread sleeps in futex_waitv")]
+    fn a_many_publishers_async_publish_dropped_while_it_waits_for_room_claimed_nothing() {
+        use std::future::Future;
+        use std::task::{Context, Poll, Waker};
+        let _one = counting();
+        let mut publisher = crate::bus::ManyPublisher::<u64, _>::on_heap(2, Duration::from_secs(1))
+            .expect("heap bus");
+        let mut lossless = publisher
+            .subscribe_lossless(Start::Next, WaitStrategy::default())
+            .expect("lossless");
+        let mut cx = Context::from_waker(Waker::noop());
+        for i in 0..2u64 {
+            let mut fut = std::pin::pin!(publisher.publish_async(&i));
+            assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(i)));
+        }
+        {
+            // Both slots unread: it waits, registered with the waiter.
+            let mut fut = std::pin::pin!(publisher.publish_async(&99));
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+            assert_eq!(crate::aio::registrations(), 1);
+        }
+        assert_eq!(
+            crate::aio::registrations(),
+            0,
+            "the dropped future's registration"
+        );
+        assert_eq!(
+            lossless.recv(crate::Wait::Never),
+            Some(Received::Message(0))
+        );
+        current_thread().block_on(async {
+            assert_eq!(
+                publisher.publish_async(&2).await,
+                Ok(2),
+                "nothing was claimed"
+            );
+        });
+        assert_eq!(
+            lossless.recv(crate::Wait::Never),
+            Some(Received::Message(1))
+        );
+        assert_eq!(
+            lossless.recv(crate::Wait::Never),
+            Some(Received::Message(2))
+        );
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "the waiter thread sleeps in futex_waitv")]
+    fn an_armed_wake_up_wakes_once_when_a_message_comes_and_its_drop_leaves_no_registration() {
+        let _one = counting();
+        let mut publisher = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+        let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+        let count = Arc::new(Count::default());
+        let waker = Waker::from(count.clone());
+
+        // Armed on an empty bus: registered, not woken.
+        let armed = crate::aio::arm(&subscriber, &waker).expect("nothing to read: armed");
+        assert!(armed.is_waiting());
+        assert_eq!(crate::aio::registrations(), 1);
+        // Dropped unwoken: the registration goes with it.
+        drop(armed);
+        assert_eq!(crate::aio::registrations(), 0);
+
+        let armed = crate::aio::arm(&subscriber, &waker).expect("still nothing to read");
+        publisher.publish(&7);
+        assert!(woken(&count, 1), "the publish woke the armed waker");
+        assert!(
+            !armed.is_waiting(),
+            "the waiter removed the woken registration"
+        );
+        drop(armed);
+        assert_eq!(count.0.load(Ordering::SeqCst), 1, "woken once");
+        assert_eq!(subscriber.recv(Wait::Never), Some(Received::Message(7)));
+
+        // Readable already: nothing armed.
+        publisher.publish(&8);
+        assert!(crate::aio::arm(&subscriber, &waker).is_none());
+        assert_eq!(crate::aio::registrations(), 0);
+
+        // After a miss: armed without a look, woken by its nap (1 ms).
+        let armed = crate::aio::arm_after_miss(&subscriber, &waker).expect("armed after a miss");
+        assert!(woken(&count, 2), "the nap after a miss ended the wait");
+        drop(armed);
+        assert_eq!(crate::aio::registrations(), 0);
     }
 }

@@ -100,6 +100,7 @@
 //!   mode of the file it was. `create` over an existing journal gives it the
 //!   bus's mode too.
 
+mod aio;
 mod board;
 mod compaction;
 mod error;
@@ -118,6 +119,8 @@ mod subscriber;
 mod writer;
 
 #[doc(hidden)] // reached through `internals`
+#[cfg(feature = "async-stream")]
+pub use aio::Entries;
 pub use board::BoardFeed;
 pub use compaction::side_files;
 pub use error::{

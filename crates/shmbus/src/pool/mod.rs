@@ -67,6 +67,8 @@
 //! reader's are found by its lock, as a dead publisher's loans by its pid.
 
 #[cfg(not(loom))]
+#[cfg(not(loom))]
+mod aio;
 mod block_type;
 pub(crate) mod blocks;
 #[cfg(not(loom))]
@@ -84,6 +86,8 @@ mod sweep;
 mod tests;
 
 pub use crate::options::PoolOptions;
+#[cfg(all(feature = "async-stream", not(loom)))]
+pub use aio::Samples;
 pub use blocks::Census;
 #[cfg(not(loom))]
 pub use owned::{IntoLoanError, OwnedLoan};

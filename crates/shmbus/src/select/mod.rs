@@ -1,6 +1,7 @@
-//! Waiting on many handles at once: one sleep until any of a set of bus
-//! subscribers, pool subscribers, stream consumers and journal subscribers
-//! has something to receive, and which one.
+//! Waiting on many handles at once: one sleep until any of a set of
+//! receiving handles, of any kinds ([`Selectable`]), has something to
+//! receive, and which one. This module names no kind: each kind says, in
+//! its own module, what its handles give a select.
 //!
 //! [`Select::ready`] says *which* member is ready; the caller then
 //! receives from it as it would alone (`recv(Wait::Never)`, `pop`, ...),
@@ -8,9 +9,8 @@
 //! and nothing is read twice or dropped by the select itself.
 //!
 //! # The sleep (the protocol of `wait`, over many words)
-//! Each member has a doorbell word its publisher (or producer) rings after
-//! it stored what the member waits for: a bus's, a pool's and a journaled
-//! bus's futex word, a stream's data bell. To sleep, a select
+//! Each member has a doorbell word its writer rings after it stored what
+//! the member waits for. To sleep, a select
 //! 1. raises the sleepers flag on every member's word (`fetch_or`,
 //!    SeqCst) and keeps the values it saw;
 //! 2. makes one heavy barrier (a SeqCst fence and the membarrier the
@@ -22,10 +22,10 @@
 //!    returns at once.
 //!
 //! A member whose waker died with the flag raised costs one spurious wake,
-//! as for one sleeper. A many-publisher bus's member also naps at most a
-//! quarter of its unblock timeout (a claim whose publisher died rings no
-//! bell), a stream's member at most the stream's peer check (a producer
-//! that died rings none either).
+//! as for one sleeper. A member whose writer may die without ringing
+//! (each kind says which of its handles) also says how long it may sleep
+//! at most without looking, and the select naps no longer than the
+//! shortest of them.
 //!
 //! # Where `futex_waitv` is not enough
 //! It takes at most 128 words, and older kernels lack it (`ENOSYS`).
@@ -38,13 +38,11 @@
 //! Each call starts its look at the member after the one it returned last,
 //! so a member that is always ready does not starve the others.
 
-pub(crate) mod member;
-
 use std::time::{Duration, Instant};
 
 use crate::wait::{self, Wait, WaitStrategy};
 
-pub use member::Selectable;
+pub use crate::member::Selectable;
 
 /// How long a select without `futex_waitv` (or with more members than it
 /// takes) sleeps on one member's word before it looks at all again.
@@ -103,8 +101,8 @@ impl Default for Select {
 }
 
 impl Select {
-    /// A select that spins 50 µs before it sleeps, as a subscriber does by
-    /// default.
+    /// A select that spins 50 µs before it sleeps, as a receiving handle
+    /// does by default.
     ///
     /// # Examples
     /// ```
@@ -134,15 +132,14 @@ impl Select {
 
     /// The index in `members` of one that has something to receive now (a
     /// message, a lag report, or an end its own receive reports, such as a
-    /// stream's producer gone), waiting up to `wait` for one; `None` if
-    /// none had anything by then, or `members` is empty.
+    /// peer gone), waiting up to `wait` for one; `None` if none had
+    /// anything by then, or `members` is empty.
     ///
-    /// Receive from the member it names with `Wait::Never`; a stream
-    /// consumer whose producer died is named too, and its pop with a wait
-    /// reports [`PopError::PeerGone`](crate::stream::PopError::PeerGone)
-    /// at its first peer check (`Wait::Never` looks at the ring only).
-    /// Rarely a receive finds nothing (a many-publisher bus's claim not committed yet, a
-    /// corrupt stamp that the member's own waiting receive skips): the
+    /// Receive from the member it names with `Wait::Never` (a member
+    /// named for its peer's end reports it from a receive with a wait:
+    /// see its kind's docs). Rarely a receive finds nothing (a claim not
+    /// committed yet, a corrupt stamp that the member's own waiting
+    /// receive skips): the
     /// next call then names it again, so a loop over `ready` spins on it
     /// until its own receive makes progress; receive with a short wait
     /// where that matters.
@@ -151,23 +148,21 @@ impl Select {
     /// ```
     /// use std::time::Duration;
     /// use shmbus::select::Select;
-    /// use shmbus::pool::PoolPublisher;
+    /// use shmbus::bus::ManyPublisher;
     /// use shmbus::{Publisher, Received, Start, Wait, WaitStrategy};
     ///
-    /// let mut bus = Publisher::<u64, _>::on_heap(8)?;
-    /// let mut pool = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
-    /// let mut on_bus = bus.subscribe(Start::Next, WaitStrategy::default());
-    /// let mut on_pool = pool.subscribe(Start::Next, WaitStrategy::default())?;
+    /// let mut one = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut many = ManyPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
+    /// let mut on_one = one.subscribe(Start::Next, WaitStrategy::default());
+    /// let mut on_many = many.subscribe(Start::Next, WaitStrategy::default());
     /// let mut select = Select::new();
     ///
-    /// let mut loan = pool.loan(2, Wait::Never)?;
-    /// loan.copy_from_slice(b"hi");
-    /// loan.publish()?;
-    /// match select.ready(&[&on_bus, &on_pool], Wait::For(Duration::from_secs(1))) {
-    ///     Some(1) => assert!(matches!(on_pool.recv(Wait::Never)?, Some(Received::Message(_)))),
-    ///     other => panic!("expected the pool, got {other:?}"),
+    /// many.publish(&7)?;
+    /// match select.ready(&[&on_one, &on_many], Wait::For(Duration::from_secs(1))) {
+    ///     Some(1) => assert_eq!(on_many.recv(Wait::Never), Some(Received::Message(7))),
+    ///     other => panic!("expected the second, got {other:?}"),
     /// }
-    /// # drop(on_bus);
+    /// # drop(on_one);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ready(&mut self, members: &[&dyn Selectable], wait: Wait) -> Option<usize> {
@@ -260,6 +255,3 @@ impl Select {
         wait::futex_wait(word, seen, nap);
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -99,6 +99,8 @@
 //! (as in rtrb), with records and wrap markers as in BipBuffer-style byte
 //! rings.
 
+#[cfg(not(loom))]
+mod aio;
 mod consumer;
 #[cfg(not(loom))]
 mod owned;
@@ -112,6 +114,8 @@ mod tests;
 use std::time::Duration;
 
 pub use crate::options::StreamOptions;
+#[cfg(all(feature = "async-stream", not(loom)))]
+pub use aio::Records;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;

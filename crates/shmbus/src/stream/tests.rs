@@ -298,3 +298,28 @@ fn a_heap_stream_of_a_type_the_ring_cannot_carry_is_refused() {
         other => panic!("expected RecordTooLarge, got {:?}", other.err()),
     }
 }
+
+#[test]
+fn a_stream_consumer_and_a_pool_subscriber_are_members_too() {
+    let (mut producer, mut consumer) =
+        crate::stream::on_heap::<[u8]>(4096, crate::wait::WaitStrategy::default())
+            .expect("heap stream");
+    let mut pool = crate::pool::PoolPublisher::<[u8], _>::on_heap(4, 64, 8).expect("heap pool");
+    let on_pool = pool
+        .subscribe(
+            crate::options::Start::Next,
+            crate::wait::WaitStrategy::default(),
+        )
+        .expect("pool subscriber");
+    let mut select = crate::select::Select::new();
+    assert_eq!(select.ready(&[&consumer, &on_pool], Wait::Never), None);
+    producer.push(b"x", Wait::Never).expect("push");
+    assert_eq!(select.ready(&[&consumer, &on_pool], Wait::Never), Some(0));
+    let mut out = Vec::new();
+    consumer.pop(&mut out, Wait::Never).expect("pop");
+    assert_eq!(out, b"x");
+    let mut loan = pool.loan(1, Wait::Never).expect("loan");
+    loan.copy_from_slice(b"y");
+    loan.publish().expect("publish");
+    assert_eq!(select.ready(&[&consumer, &on_pool], Wait::Never), Some(1));
+}

@@ -1,15 +1,33 @@
-//! A blackboard [`Reader`]'s async waits: until the table's version passes
-//! a version, or until one key's entry does. The same wait as [`readable`]
-//! (the doorbell's sleeper half, then a registration with the waiter
-//! thread), over a view of the reader whose "ready" is "the version passed
-//! `since`" rather than [`Reader::seen`], so the reader's own `seen` (what
-//! a `Select` compares with) is left as the program set it.
+//! A blackboard [`Reader`]'s waits other than its own: what it gives a
+//! [`Select`](crate::select::Select) ([`Member`]: ready once the table's
+//! version passes [`Reader::seen`]), and its async waits: until the
+//! table's version passes a version, or until one key's entry does. The
+//! same wait as [`readable`] (the doorbell's sleeper half, then a
+//! registration with the waiter thread), over a view of the reader whose
+//! "ready" is "the version passed `since`" rather than [`Reader::seen`],
+//! so the reader's own `seen` (what a `Select` compares with) is left as
+//! the program set it.
 
-use super::readable;
-use crate::blackboard::{Field, GetError, Reader, Versioned};
+use super::{Field, GetError, Reader, Versioned};
+use crate::aio::readable;
 use crate::mem::Region;
-use crate::select::member::sealed::Member;
+use crate::member::Member;
 use crate::sync::AtomicU32;
+
+impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Member for Reader<K, V, R> {
+    fn ready(&self) -> bool {
+        // The same Acquire load as `Reader::wait_changed`'s.
+        self.version() > self.seen()
+    }
+    fn bell(&self) -> &AtomicU32 {
+        Reader::bell(self)
+    }
+    fn nap(&self) -> Option<std::time::Duration> {
+        // One writer, which rings after every write; a dead one writes
+        // nothing more to wait for.
+        None
+    }
+}
 
 /// A reader waiting for its table's version to pass `since`.
 struct Since<'a, K: ?Sized + Field, V: ?Sized + Field, R: Region> {

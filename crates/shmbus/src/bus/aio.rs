@@ -1,6 +1,11 @@
-//! Async publishing on a bus with lossless subscribers: `publish_async`
-//! (`Publisher`, `ManyPublisher`, a pool's `Loan`) awaits room where
-//! `publish` would block the thread.
+//! A bus's waits other than its own: what a [`Subscriber`] gives a
+//! [`Select`](crate::select::Select) and the [`aio`](crate::aio) futures
+//! ([`Member`]), its `recv_async` beside `recv` (and, with the feature
+//! `async-stream`, its [`Messages`]), and `publish_async` (`Publisher`,
+//! `ManyPublisher`; a pool's `Loan` in `pool`), which awaits room where
+//! `publish` would block the thread on a lossless subscriber.
+//!
+//! # Publishing: the lossless publisher's wait
 //!
 //! A blocked publisher sleeps on the bus's `ROOM` word, which every gating
 //! subscriber rings after its position store once the publisher raised
@@ -18,48 +23,177 @@
 //! sequence it found room for). So a future publishes only in the poll
 //! that returns `Ready`: a dropped future published nothing.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use super::waiter;
-use crate::bus::gate::LIVENESS_EVERY;
-use crate::bus::{
-    Abandoned, ManyPublishError, ManyPublisher, PublishError, Publisher, TryPublishError,
+use super::gate::LIVENESS_EVERY;
+use super::{
+    Abandoned, ManyPublishError, ManyPublisher, Payload, PublishError, Publisher, Received,
+    Subscriber, TryPublishError,
 };
+use crate::aio::{turn, Doze};
+#[cfg(feature = "async-stream")]
+use crate::aio::{Items, Next};
 use crate::mem::Region;
-use crate::pool::Loan;
+use crate::member::Member;
 use crate::sync::AtomicU32;
 use crate::wait::{self, Wait};
 use crate::Message;
 
+impl<T: ?Sized + Payload, R: Region> Member for Subscriber<T, R> {
+    fn ready(&self) -> bool {
+        self.ring.has_news(self.position())
+    }
+    fn bell(&self) -> &AtomicU32 {
+        self.ring.doorbell()
+    }
+    fn nap(&self) -> Option<std::time::Duration> {
+        // A many-publisher bus: a quarter of its unblock timeout (a claim
+        // whose publisher died rings no bell).
+        self.ring.select_nap()
+    }
+}
+
+impl<T: Message, R: Region> Subscriber<T, R> {
+    /// The next message or lag report, waiting without a thread and
+    /// without spinning (see [`aio`](crate::aio)). Cancel-safe: a dropped
+    /// future has received nothing.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+    /// # rt.block_on(async {
+    /// use std::time::Duration;
+    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
+    ///
+    /// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// // Nothing yet: the timeout drops the future, which took nothing.
+    /// let early = tokio::time::timeout(Duration::from_millis(5), subscriber.recv_async()).await;
+    /// assert!(early.is_err());
+    /// publisher.publish(&3);
+    /// assert_eq!(subscriber.recv_async().await, Received::Message(3));
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<T> {
+        let mut missed = false;
+        loop {
+            if let Some(r) = self.recv(Wait::Never) {
+                return r;
+            }
+            turn(&*self, &mut missed).await;
+        }
+    }
+}
+
+impl<R: Region> Subscriber<[u8], R> {
+    /// The next message (borrowed, as from `recv`) or lag report, waiting
+    /// as [`Subscriber::recv_async`] does. Cancel-safe.
+    ///
+    /// # Examples
+    /// ```
+    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// use shmbus::{Publisher, Received, Start, WaitStrategy};
+    ///
+    /// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(2, 8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// publisher.publish(b"hi")?;
+    /// assert_eq!(subscriber.recv_async().await, Received::Message(&b"hi"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// # })?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub async fn recv_async(&mut self) -> Received<&[u8]> {
+        let mut missed = false;
+        loop {
+            // The message is lent again through `message()` so that the
+            // borrow of this look ends here (a loop may look again).
+            match self.recv(Wait::Never) {
+                Some(Received::Message(_)) => break,
+                Some(Received::Lagged { skipped }) => return Received::Lagged { skipped },
+                None => {}
+            }
+            turn(&*self, &mut missed).await;
+        }
+        Received::Message(self.message())
+    }
+}
+
+/// A bus subscriber's messages as a `futures_core::Stream` (feature
+/// `async-stream`): each item is what `recv_async` would return; it never
+/// ends. Cancel-safe as `recv_async`: dropping it between items loses
+/// nothing.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
+/// # rt.block_on(async {
+/// use std::pin::Pin;
+/// use futures_core::Stream;
+/// use shmbus::{Publisher, Received, Start, WaitStrategy};
+///
+/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
+/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+/// let mut messages = subscriber.messages();
+/// publisher.publish(&4);
+/// let next = std::future::poll_fn(|cx| Pin::new(&mut messages).poll_next(cx)).await;
+/// assert_eq!(next, Some(Received::Message(4)));
+/// # Ok::<(), shmbus::CreateError>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "async-stream")]
+pub type Messages<'a, T, R> = Items<'a, Subscriber<T, R>>;
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Subscriber<T, R> {
+    /// This subscriber's messages as a `futures_core::Stream` (feature
+    /// `async-stream`): see [`Messages`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{Publisher, Start, WaitStrategy};
+    /// let publisher = Publisher::<u64, _>::on_heap(8)?;
+    /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
+    /// let messages = subscriber.messages();
+    /// # drop(messages);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn messages(&mut self) -> Messages<'_, T, R> {
+        Items::new(self)
+    }
+}
+
+#[cfg(feature = "async-stream")]
+impl<T: Message, R: Region> Next for Subscriber<T, R> {
+    type Item = Received<T>;
+
+    fn next(&mut self) -> Option<Received<T>> {
+        self.recv(Wait::Never)
+    }
+}
+
 /// A publisher that may find no room: its `ROOM` word.
-trait RoomBell {
+pub(crate) trait RoomBell {
     fn room_bell(&self) -> &AtomicU32;
 }
 
-impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for Publisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> RoomBell for Publisher<T, R> {
     fn room_bell(&self) -> &AtomicU32 {
         self.ring.room_bell()
     }
 }
 
-impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for ManyPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> RoomBell for ManyPublisher<T, R> {
     fn room_bell(&self) -> &AtomicU32 {
         self.w.ring.room_bell()
     }
 }
 
-impl<T: ?Sized + crate::bus::Payload, R: Region> RoomBell for Loan<'_, T, R> {
-    fn room_bell(&self) -> &AtomicU32 {
-        Loan::room_bell(self)
-    }
-}
-
-/// Tries `attempt` (one publish that never waits) until it finds room,
 /// sleeping on `ROOM` with the waiter in between: see the module docs.
-async fn when_room<P: RoomBell + ?Sized, O>(
+pub(crate) async fn when_room<P: RoomBell + ?Sized, O>(
     p: &mut P,
     mut attempt: impl FnMut(&mut P) -> Result<O, TryPublishError>,
 ) -> Result<O, TryPublishError> {
@@ -81,59 +215,7 @@ async fn when_room<P: RoomBell + ?Sized, O>(
             Err(TryPublishError::Full { .. }) => {}
             done => return done,
         }
-        Doze {
-            bell: p.room_bell(),
-            seen,
-            until: Instant::now() + nap,
-            reg: None,
-            polled: false,
-        }
-        .await;
-    }
-}
-
-/// Sleeps (with the waiter) until `bell` moves from `seen` or `until`.
-struct Doze<'a> {
-    bell: &'a AtomicU32,
-    seen: u32,
-    until: Instant,
-    reg: Option<u64>,
-    polled: bool,
-}
-
-impl Future for Doze<'_> {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let this = self.get_mut();
-        if let Some(id) = this.reg {
-            if waiter::refresh(id, cx.waker()) {
-                return Poll::Pending;
-            }
-            this.reg = None;
-            return Poll::Ready(());
-        }
-        if this.polled {
-            // Polled again without a registration (no waiter thread, see
-            // below): try the publish again.
-            return Poll::Ready(());
-        }
-        this.polled = true;
-        match waiter::register(this.bell, this.seen, Some(this.until), cx.waker()) {
-            Some(id) => this.reg = Some(id),
-            // No waiter thread (the system refused one): poll again rather
-            // than never wake.
-            None => cx.waker().wake_by_ref(),
-        }
-        Poll::Pending
-    }
-}
-
-impl Drop for Doze<'_> {
-    fn drop(&mut self) {
-        if let Some(id) = self.reg.take() {
-            waiter::remove(id);
-        }
+        Doze::new(p.room_bell(), seen, Instant::now() + nap).await;
     }
 }
 
@@ -260,49 +342,6 @@ impl<R: Region> ManyPublisher<[u8], R> {
             }
             Err(TryPublishError::Abandoned(a)) => Err(ManyPublishError::Abandoned(a)),
             Err(e) => unreachable!("a publish failed: {e}"),
-        }
-    }
-}
-
-impl<T: ?Sized + crate::bus::Payload, R: Region> Loan<'_, T, R> {
-    /// Publishes the block as [`Loan::publish`] does, awaiting room for
-    /// its descriptor as [`Publisher::publish_async`] does instead of
-    /// blocking the thread while a lossless subscriber holds the bus
-    /// back. Cancel-safe: a dropped future published nothing, and the
-    /// loan it owned gives its block back to the pool (a many-publisher
-    /// bus claims a sequence only once it found room for it).
-    ///
-    /// # Errors
-    /// [`Abandoned`] as [`Loan::publish`].
-    ///
-    /// # Examples
-    /// ```
-    /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    /// # rt.block_on(async {
-    /// use shmbus::{OpenOptions, Received, Start, Wait};
-    /// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
-    /// # let name = format!("/dev/shm/shmbus-doc-loan-async-{}", std::process::id());
-    /// let mut publisher = PoolPublisher::<u32>::create(&name, &PoolOptions::new(1, 64, 4))?;
-    /// let lossless = OpenOptions::default().start(Start::Next).lossless(true);
-    /// let mut subscriber = PoolSubscriber::<u32>::open(&name, &lossless)?;
-    /// let mut loan = publisher.loan(Wait::Never)?;
-    /// *loan = 1;
-    /// assert_eq!(loan.publish_async().await?, 0);
-    /// // The one slot is unread: the next publish waits for the read.
-    /// assert!(matches!(subscriber.recv(Wait::Never)?, Some(Received::Message(_))));
-    /// let mut loan = publisher.loan(Wait::Never)?;
-    /// *loan = 2;
-    /// assert_eq!(loan.publish_async().await?, 1);
-    /// # drop((subscriber, publisher)); shmbus::remove(&name)?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// # })?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub async fn publish_async(mut self) -> Result<u64, Abandoned> {
-        match when_room(&mut self, Loan::try_publish_now).await {
-            Ok(seq) => Ok(seq),
-            Err(TryPublishError::Abandoned(a)) => Err(a),
-            Err(e) => unreachable!("a pool publish failed: {e}"),
         }
     }
 }
