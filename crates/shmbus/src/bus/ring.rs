@@ -50,7 +50,8 @@ pub(crate) struct Stall {
 }
 
 /// One reader's place on a ring, which its handle owns and every reader
-/// step takes whole.
+/// step takes whole. Not the ring's cursor word (`Ring::cursor`, the
+/// publisher's next sequence, which every reader reads and none writes).
 #[derive(Debug)]
 pub(crate) struct Cursor {
     /// The sequence this reader reads next.
@@ -639,11 +640,12 @@ impl<R: Region> Ring<R> {
     }
 
     /// A single-publisher reader that keeps finding `cursor.pos` empty: if
-    /// the ring's cursor, loaded *before* the stamp, is past it, the stamp must say
-    /// `done(pos)` or later (the publisher stores the stamp, Release, then
-    /// the cursor, Release; this Acquire load of the cursor sees both). A
-    /// stamp that still says otherwise is corrupt: the message is skipped,
-    /// so a waiting reader always makes progress. `None`: nothing wrong.
+    /// the ring's cursor word, loaded *before* the stamp, is past it, the
+    /// stamp must say `done(pos)` or later (the publisher stores the
+    /// stamp, Release, then the cursor, Release; this Acquire load of the
+    /// cursor sees both). A stamp that still says otherwise is corrupt: the
+    /// message is skipped, so a waiting reader always makes progress.
+    /// `None`: nothing wrong.
     #[cold]
     fn check_stuck(&self, cursor: &mut Cursor, dst: &mut [u8]) -> Option<Poll> {
         let head = self.head();
