@@ -7,6 +7,7 @@ use std::sync::Arc;
 use loom::thread;
 
 use crate::bus::ring::Poll;
+use crate::bus::Cursor;
 use crate::bus::Publisher;
 use crate::mem::HeapRegion;
 use crate::options::Start;
@@ -148,12 +149,12 @@ fn loom_a_sleeping_subscriber_is_never_left_asleep() {
             publisher.publish(&[7, 7]);
         });
         let ring = &subscriber.ring;
-        let mut pos = subscriber.position();
+        let mut cursor = Cursor::new(subscriber.position(), WaitStrategy::BusySpin);
         let mut buf = [0u8; 16];
         loop {
-            match ring.poll(&mut pos, &mut buf) {
+            match ring.poll(&mut cursor, &mut buf) {
                 Poll::Message => break,
-                Poll::Empty => ring.sleep(pos, None),
+                Poll::Empty => ring.sleep(cursor.pos, None),
                 Poll::Lagged(n) | Poll::Lapped(n) => panic!("lagged by {n} with room for two"),
             }
         }

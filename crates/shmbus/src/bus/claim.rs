@@ -67,7 +67,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::ring::{Poll, Ring, Stall};
+use super::ring::{Cursor, Poll, Ring, Stall};
 use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
 use crate::mem::Region;
 use crate::sync::{fence, Ordering};
@@ -275,11 +275,13 @@ impl<R: Region> Ring<R> {
         Duration::from_nanos(ns).min(crate::options::MAX_EVICT)
     }
 
-    /// A reader at `*pos` found its slot empty on a many-publisher bus. If
-    /// `*pos` has been claimed and uncommitted for longer than the unblock
-    /// timeout (as this reader measured, from its first sight), skips it.
+    /// A reader at `cursor.pos` found its slot empty on a many-publisher
+    /// bus. If that sequence has been claimed and uncommitted for longer
+    /// than the unblock timeout (as this reader measured, from its first
+    /// sight, in `cursor.stall`), skips it.
     #[cold]
-    pub(crate) fn unblock(&self, pos: &mut u64, stall: &mut Stall) -> Poll {
+    pub(crate) fn unblock(&self, cursor: &mut Cursor) -> Poll {
+        let Cursor { pos, stall, .. } = cursor;
         let s = *pos;
         // Relaxed: the cursor says only that `s` was claimed; the CAS below
         // works on the stamp's latest value whatever this load saw.

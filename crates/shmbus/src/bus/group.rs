@@ -6,8 +6,8 @@ use std::marker::PhantomData;
 
 use crate::wire::Message;
 
-use super::activity::Activity;
-use super::ring::{Poll, Ring, Stall};
+use super::ring::{Poll, Ring};
+use super::Cursor;
 use super::Received;
 use crate::mem::{DefaultRegion, Region};
 use crate::options::Start;
@@ -26,17 +26,15 @@ use crate::wait::{Wait, WaitStrategy};
 /// let mut group = publisher.subscribe_group::<3>(Start::Next, WaitStrategy::default());
 /// publisher.publish(&7);
 /// assert_eq!(group.recv(Wait::Never), Some(Received::Message(7)));
-/// assert_eq!(group.positions(), &[1, 1, 1]);
+/// assert_eq!(group.cursor.positions(), &[1, 1, 1]);
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 pub struct SubscriberGroup<T: Message, const N: usize, R: Region = DefaultRegion> {
     pub(crate) ring: Ring<R>,
-    pos: u64,
-    stall: Stall,
-    /// Its line in the bus's registry, if registered.
-    activity: Activity,
+    /// The one position all members share, its wait strategy and registry
+    /// line.
+    cursor: Cursor,
     cursors: [u64; N],
-    wait: WaitStrategy,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -45,7 +43,7 @@ impl<T: Message, const N: usize, R: Region> std::fmt::Debug for SubscriberGroup<
         f.debug_struct("SubscriberGroup")
             .field("type", &T::NAME)
             .field("members", &N)
-            .field("pos", &self.pos)
+            .field("pos", &self.cursor.pos)
             .field("cursors", &self.cursors)
             .field("capacity", &self.ring.capacity())
             .finish_non_exhaustive()
@@ -57,11 +55,8 @@ impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
         let pos = ring.start_at(start);
         SubscriberGroup {
             ring,
-            pos,
-            stall: Stall::default(),
-            activity: Activity::none(),
+            cursor: Cursor::new(pos, wait),
             cursors: [pos; N],
-            wait,
             _type: PhantomData,
         }
     }
@@ -81,21 +76,14 @@ impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
         let dst = bytemuck::bytes_of_mut(&mut msg);
-        let poll = self.ring.recv(
-            &mut self.pos,
-            &mut self.stall,
-            dst,
-            self.wait,
-            wait,
-            &mut self.activity,
-        );
+        let poll = self.ring.recv(&mut self.cursor, dst, wait);
         let got = match poll {
             Poll::Message => Received::Message(msg),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => Received::Lagged { skipped },
             Poll::Empty => return None,
         };
         for c in &mut self.cursors {
-            *c = self.pos;
+            *c = self.cursor.pos;
         }
         Some(got)
     }
@@ -122,7 +110,7 @@ impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     /// use shmbus::{Publisher, Start, WaitStrategy};
     /// let publisher = Publisher::<u64, _>::on_heap(8)?;
     /// let group = publisher.subscribe_group::<2>(Start::Next, WaitStrategy::default());
-    /// assert_eq!(group.positions(), &[0, 0]);
+    /// assert_eq!(group.cursor.positions(), &[0, 0]);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn positions(&self) -> &[u64; N] {
@@ -186,7 +174,8 @@ mod shm {
             let ring = crate::bus::segment::open(name, Role::Subscriber, msg.as_ref(), opts)?;
             let mut group = Self::from_parts(ring, opts.start, opts.wait);
             if opts.register {
-                group.activity = crate::bus::segment::register(&group.ring, group.pos);
+                group.cursor.activity =
+                    crate::bus::segment::register(&group.ring, group.cursor.pos);
             }
             Ok(group)
         }

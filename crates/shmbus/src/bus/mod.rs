@@ -129,6 +129,8 @@ pub use many_publisher::HookPoint;
 pub use many_publisher::{Abandoned, ManyPublishError, ManyPublisher};
 pub use payload::Payload;
 pub use publisher::{PublishError, Publisher, SkipError, TryPublishError};
+/// Every reader's state in one value (`ring.rs`).
+pub(crate) use ring::Cursor;
 pub use subscriber::Subscriber;
 
 /// What a receive found.

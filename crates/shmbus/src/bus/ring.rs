@@ -3,6 +3,14 @@
 //! on the futex. The bus module's invariants and "Untrusted stamps" rules
 //! are what this file implements; [`super::claim`] adds the
 //! many-publisher steps to the same [`Ring`].
+//!
+//! A reader's state is one [`Cursor`], owned by its handle (a bus
+//! subscriber or group, a pool subscriber, a journal subscriber) and
+//! passed whole to every reader step (`recv`, `poll`, `poll_wait`,
+//! `unblock`): its position, its memory of a stalled claim, its wait
+//! strategy and its registry line. The ring keeps no reader state, so
+//! readers share a ring without sharing anything else, and a step moves
+//! the position and notes it on the line together.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +47,35 @@ pub(crate) struct Stall {
     /// claim (`claim`'s unblock waits for the gate), at which position,
     /// and since when.
     pub(crate) gated: Option<(usize, u64, Instant)>,
+}
+
+/// One reader's place on a ring, which its handle owns and every reader
+/// step takes whole. Not the ring's cursor word (`Ring::cursor`, the
+/// publisher's next sequence, which every reader reads and none writes).
+#[derive(Debug)]
+pub(crate) struct Cursor {
+    /// The sequence this reader reads next.
+    pub(crate) pos: u64,
+    /// The claim it waits on (many-publisher buses), for `unblock`.
+    pub(crate) stall: Stall,
+    /// How a blocking receive waits between polls.
+    pub(crate) strategy: WaitStrategy,
+    /// Its line in the bus's registry, if registered (and its gating
+    /// entry, if lossless).
+    pub(crate) activity: Activity,
+}
+
+impl Cursor {
+    /// A cursor at `pos` with no stall, waiting as `strategy` says, on no
+    /// registry line (a handle that registers sets `activity` after).
+    pub(crate) fn new(pos: u64, strategy: WaitStrategy) -> Cursor {
+        Cursor {
+            pos,
+            stall: Stall::default(),
+            strategy,
+            activity: Activity::none(),
+        }
+    }
 }
 
 /// The slot protocol over any region. Both sides use it; which methods a
@@ -493,20 +530,14 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// One step of a subscriber at `*pos` that keeps no stall memory (on a
-    /// many-publisher bus it skips a stalled claim only with a zero
-    /// unblock timeout).
-    #[cfg_attr(not(loom), allow(dead_code))]
+    /// One step of a reader at `cursor.pos`, which it moves; its line is
+    /// left as it was (`recv` notes the step). A `Lagged` it returns is at
+    /// least 1 and at most what the ring's cursor says was published past
+    /// `cursor.pos`, whatever the stamps hold (see "Untrusted stamps" in
+    /// the module docs).
     #[inline]
-    pub(crate) fn poll(&self, pos: &mut u64, dst: &mut [u8]) -> Poll {
-        self.poll_from(pos, &mut Stall::default(), dst)
-    }
-
-    /// One step of a subscriber at `*pos`. A `Lagged` it returns is at
-    /// least 1 and at most what the cursor says was published past `*pos`,
-    /// whatever the stamps hold (see "Untrusted stamps" in the module docs).
-    #[inline]
-    pub(crate) fn poll_from(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Poll {
+    pub(crate) fn poll(&self, cursor: &mut Cursor, dst: &mut [u8]) -> Poll {
+        let pos = &mut cursor.pos;
         match self.read(*pos, dst) {
             Slot::Read => {
                 *pos = pos.wrapping_add(1);
@@ -514,7 +545,7 @@ impl<R: Region> Ring<R> {
             }
             Slot::Empty if self.geo.multi => {
                 self.prefetch_payload(*pos);
-                self.unblock(pos, stall)
+                self.unblock(cursor)
             }
             Slot::Empty => {
                 self.prefetch_payload(*pos);
@@ -608,23 +639,24 @@ impl<R: Region> Ring<R> {
         }
     }
 
-    /// A single-publisher reader that keeps finding `*pos` empty: if the
-    /// cursor, loaded *before* the stamp, is past `pos`, the stamp must say
-    /// `done(pos)` or later (the publisher stores the stamp, Release, then
-    /// the cursor, Release; this Acquire load of the cursor sees both). A
-    /// stamp that still says otherwise is corrupt: the message is skipped,
-    /// so a waiting reader always makes progress. `None`: nothing wrong.
+    /// A single-publisher reader that keeps finding `cursor.pos` empty: if
+    /// the ring's cursor word, loaded *before* the stamp, is past it, the
+    /// stamp must say `done(pos)` or later (the publisher stores the
+    /// stamp, Release, then the cursor, Release; this Acquire load of the
+    /// cursor sees both). A stamp that still says otherwise is corrupt: the
+    /// message is skipped, so a waiting reader always makes progress.
+    /// `None`: nothing wrong.
     #[cold]
-    fn check_stuck(&self, pos: &mut u64, stall: &mut Stall, dst: &mut [u8]) -> Option<Poll> {
+    fn check_stuck(&self, cursor: &mut Cursor, dst: &mut [u8]) -> Option<Poll> {
         let head = self.head();
-        if self.geo.multi || ahead(head, *pos) <= 0 || !self.slots_confirm(head) {
+        if self.geo.multi || ahead(head, cursor.pos) <= 0 || !self.slots_confirm(head) {
             // Many-publisher buses: a claim that stays unfinished is
             // skipped by `unblock` after its timeout.
             return None;
         }
-        match self.poll_from(pos, stall, dst) {
+        match self.poll(cursor, dst) {
             Poll::Empty => {
-                *pos = pos.wrapping_add(1);
+                cursor.pos = cursor.pos.wrapping_add(1);
                 Some(Poll::Lagged(1))
             }
             found => Some(found),
@@ -712,26 +744,20 @@ impl<R: Region> Ring<R> {
         self.geo.multi.then_some(self.unblock / 4)
     }
 
-    /// One receive at `*pos`: a single poll for `Wait::Never`, else
-    /// [`Ring::poll_wait`] until the wait ends. What every subscriber
-    /// handle's `recv` calls.
+    /// One receive at `cursor.pos`: a single poll for `Wait::Never`, else
+    /// [`Ring::poll_wait`] until the wait ends; then the step is noted on
+    /// the cursor's line (and, for a gating reader, at the gate). What
+    /// every bus and pool subscriber handle's `recv` calls.
     #[inline]
-    pub(crate) fn recv(
-        &self,
-        pos: &mut u64,
-        stall: &mut Stall,
-        dst: &mut [u8],
-        strategy: WaitStrategy,
-        wait: Wait,
-        activity: &mut Activity,
-    ) -> Poll {
+    pub(crate) fn recv(&self, cursor: &mut Cursor, dst: &mut [u8], wait: Wait) -> Poll {
         let found = match wait {
-            Wait::Never => self.poll_from(pos, stall, dst),
-            _ => self.poll_wait(pos, stall, dst, strategy, wait.deadline(), activity),
+            Wait::Never => self.poll(cursor, dst),
+            _ => self.poll_wait(cursor, dst, wait.deadline()),
         };
+        let activity = &mut cursor.activity;
         match found {
             Poll::Message => {
-                activity.delivered(self.region(), *pos);
+                activity.delivered(self.region(), cursor.pos);
                 if let Some(joined) = activity.gating() {
                     self.ring_room(joined.light);
                 }
@@ -741,13 +767,13 @@ impl<R: Region> Ring<R> {
                 // stamp): still within a ring of the publisher, so its
                 // limit holds and no rejoin is needed; ring `room` as for
                 // a message, since the position moved.
-                activity.lagged(self.region(), *pos, skipped);
+                activity.lagged(self.region(), cursor.pos, skipped);
                 if let Some(joined) = activity.gating() {
                     self.ring_room(joined.light);
                 }
             }
             Poll::Lapped(skipped) => {
-                activity.lagged(self.region(), *pos, skipped);
+                activity.lagged(self.region(), cursor.pos, skipped);
                 if activity.gating().is_some() {
                     self.rejoin(activity);
                 }
@@ -757,21 +783,18 @@ impl<R: Region> Ring<R> {
         found
     }
 
-    /// Polls at `*pos` until something is there or the deadline passes,
-    /// waiting between polls as `strategy` says.
+    /// Polls at `cursor.pos` until something is there or the deadline
+    /// passes, waiting between polls as `cursor.strategy` says.
     pub(crate) fn poll_wait(
         &self,
-        pos: &mut u64,
-        stall: &mut Stall,
+        cursor: &mut Cursor,
         dst: &mut [u8],
-        strategy: WaitStrategy,
         deadline: Option<Instant>,
-        activity: &mut Activity,
     ) -> Poll {
-        let mut backoff = wait::Backoff::new(strategy, deadline);
+        let mut backoff = wait::Backoff::new(cursor.strategy, deadline);
         let mut empties = 0u32;
         loop {
-            match self.poll_from(pos, stall, dst) {
+            match self.poll(cursor, dst) {
                 Poll::Empty => {}
                 found => return found,
             }
@@ -780,17 +803,17 @@ impl<R: Region> Ring<R> {
             // path), so no strategy, spinning included, waits forever on a
             // slot whose stamp is corrupt.
             if empties % 64 == 0 {
-                if let Some(found) = self.check_stuck(pos, stall, dst) {
+                if let Some(found) = self.check_stuck(cursor, dst) {
                     return found;
                 }
-                activity.idle(self.region());
+                cursor.activity.idle(self.region());
             }
             match backoff.next() {
                 wait::Step::Spin => crate::sync::spin_loop(),
                 wait::Step::Yield => crate::sync::yield_now(),
                 wait::Step::Sleep(left) => {
-                    activity.touch(self.region());
-                    self.sleep(*pos, left)
+                    cursor.activity.touch(self.region());
+                    self.sleep(cursor.pos, left)
                 }
                 wait::Step::TimedOut => return Poll::Empty,
             }

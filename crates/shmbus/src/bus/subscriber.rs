@@ -4,8 +4,9 @@ use crate::wire::Message;
 
 use super::activity::Activity;
 use super::payload::Payload;
-use super::ring::{Poll, Ring, Stall};
+use super::ring::{Poll, Ring};
 use super::stamp::ahead;
+use super::Cursor;
 use super::Received;
 use crate::mem::{DefaultRegion, Region};
 use crate::options::Start;
@@ -40,12 +41,8 @@ use crate::wait::{Wait, WaitStrategy};
 /// ```
 pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(crate) ring: Ring<R>,
-    pos: u64,
-    stall: Stall,
-    wait: WaitStrategy,
-    /// Its line in the bus's registry, if registered (and its gating
-    /// entry, if lossless).
-    activity: Activity,
+    /// Its position, wait strategy and registry line.
+    cursor: Cursor,
     /// The pid that joined the gating set: a copy of the handle in a
     /// forked child leaves the parent's entry alone.
     origin: u32,
@@ -58,10 +55,10 @@ pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
 impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Subscriber<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Subscriber")
-            .field("pos", &self.pos)
+            .field("pos", &self.cursor.pos)
             .field("capacity", &self.ring.capacity())
             .field("msg_size", &self.ring.msg_size())
-            .field("wait", &self.wait)
+            .field("wait", &self.cursor.strategy)
             .finish_non_exhaustive()
     }
 }
@@ -71,10 +68,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
         let pos = ring.start_at(start);
         let mut subscriber = Subscriber {
             ring,
-            pos,
-            stall: Stall::default(),
-            wait,
-            activity: Activity::none(),
+            cursor: Cursor::new(pos, wait),
             origin: 0,
             buf: Vec::new(),
             _payload: std::marker::PhantomData,
@@ -102,7 +96,8 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_lossless(&self) -> bool {
-        self.activity
+        self.cursor
+            .activity
             .gating()
             .is_some_and(|j| self.ring.is_gating(j.entry))
     }
@@ -129,21 +124,21 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             .ok_or(crate::bus::LosslessRefused::RegistryFull { entries })?;
         // LOSSLESS, as the CAS above left it: storing 0 would give the
         // entry away.
-        self.activity = Activity::claim(
+        self.cursor.activity = Activity::claim(
             region,
             self.ring.line_at(entry),
-            self.pos,
+            self.cursor.pos,
             contract::LOSSLESS,
         );
         match self.ring.join(entry) {
             Ok(joined) => {
-                self.activity.set_joined(joined);
+                self.cursor.activity.set_joined(joined);
                 self.origin = std::process::id();
                 Ok(())
             }
             Err(e) => {
                 self.release_heap_entry(entry);
-                self.activity = Activity::none();
+                self.cursor.activity = Activity::none();
                 Err(e)
             }
         }
@@ -168,11 +163,11 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
     /// publisher.publish(&1);
     /// subscriber.recv(Wait::Never);
-    /// assert_eq!(subscriber.position(), 1);
+    /// assert_eq!(subscriber.cursor.position(), 1);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn position(&self) -> u64 {
-        self.pos
+        self.cursor.pos
     }
 
     /// Messages published but not yet read (more than the capacity means
@@ -189,7 +184,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn pending(&self) -> u64 {
-        ahead(self.ring.head(), self.pos).max(0) as u64
+        ahead(self.ring.head(), self.cursor.pos).max(0) as u64
     }
 
     /// The publisher generation now on the bus; it changes when a publisher
@@ -236,7 +231,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
 
 impl<T: ?Sized + Payload, R: Region> Drop for Subscriber<T, R> {
     fn drop(&mut self) {
-        let Some(joined) = self.activity.joined() else {
+        let Some(joined) = self.cursor.activity.joined() else {
             return;
         };
         // A copy in a forked child owns nothing of the parent's entry
@@ -273,14 +268,7 @@ impl<T: Message, R: Region> Subscriber<T, R> {
     pub fn recv(&mut self, wait: Wait) -> Option<Received<T>> {
         let mut msg = T::zeroed();
         let dst = bytemuck::bytes_of_mut(&mut msg);
-        match self.ring.recv(
-            &mut self.pos,
-            &mut self.stall,
-            dst,
-            self.wait,
-            wait,
-            &mut self.activity,
-        ) {
+        match self.ring.recv(&mut self.cursor, dst, wait) {
             Poll::Message => Some(Received::Message(msg)),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -337,11 +325,7 @@ impl<R: Region> Subscriber<[u8], R> {
     /// ```
     #[inline]
     pub fn recv(&mut self, wait: Wait) -> Option<Received<&[u8]>> {
-        let (pos, stall, buf) = (&mut self.pos, &mut self.stall, &mut self.buf);
-        match self
-            .ring
-            .recv(pos, stall, buf, self.wait, wait, &mut self.activity)
-        {
+        match self.ring.recv(&mut self.cursor, &mut self.buf, wait) {
             Poll::Message => Some(Received::Message(&self.buf)),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => Some(Received::Lagged { skipped }),
             Poll::Empty => None,
@@ -445,18 +429,17 @@ mod shm {
             let mut subscriber = Subscriber::from_parts(ring, opts.start, opts.wait);
             if opts.lossless {
                 let (entry, activity) =
-                    crate::bus::segment::register_entry(&subscriber.ring, subscriber.pos).ok_or(
-                        crate::bus::LosslessRefused::RegistryFull {
+                    crate::bus::segment::register_entry(&subscriber.ring, subscriber.cursor.pos)
+                        .ok_or(crate::bus::LosslessRefused::RegistryFull {
                             entries: crate::wire::control::REGISTRY_SLOTS,
-                        },
-                    )?;
-                subscriber.activity = activity;
+                        })?;
+                subscriber.cursor.activity = activity;
                 let joined = subscriber.ring.join(entry)?;
-                subscriber.activity.set_joined(joined);
+                subscriber.cursor.activity.set_joined(joined);
                 subscriber.origin = std::process::id();
             } else if opts.register {
-                subscriber.activity =
-                    crate::bus::segment::register(&subscriber.ring, subscriber.pos);
+                subscriber.cursor.activity =
+                    crate::bus::segment::register(&subscriber.ring, subscriber.cursor.pos);
             }
             Ok(subscriber)
         }

@@ -13,13 +13,13 @@ use super::error::{JoinError, JournalOpenError, SeekError};
 use super::format;
 use super::options::JoinOptions;
 use super::reader::{Reader, SnapshotFault};
-use crate::bus::ring::{Poll, Ring, Stall};
+use crate::bus::ring::{Poll, Ring};
+use crate::bus::Cursor;
 use crate::bus::{Payload, Received};
 use crate::mem::{Region, ShmRegion};
 use crate::segment::{self, Role};
 use crate::sync::Ordering;
-use crate::wait::Wait;
-use crate::wait::{self, WaitStrategy};
+use crate::wait::{self, Wait};
 use crate::wire::TypeFingerprint;
 use crate::wire::{control, lock_byte};
 
@@ -119,9 +119,9 @@ fn flush_handshake(
 /// The byte-level joining subscriber both typed and raw ones wrap.
 struct Core {
     ring: Ring<ShmRegion>,
-    /// Its line in the bus's registry, if registered.
-    activity: Activity,
-    wait: WaitStrategy,
+    /// Its wait strategy and registry line; its `pos` is where the last
+    /// ring step began and ended (set to `next` before each).
+    cursor: Cursor,
     path: PathBuf,
     msg_size: u32,
     type_hash: u64,
@@ -178,10 +178,11 @@ impl Core {
         let reader = Reader::open(&path, header.msg.size, header.msg.name_hash)?;
         // Registered above, before the flush, at a position not yet known.
         activity.reset(ring.region(), reader.header.base);
+        let mut cursor = Cursor::new(reader.header.base, opts.open.wait);
+        cursor.activity = activity;
         Ok(Core {
-            activity,
+            cursor,
             next: reader.header.base,
-            wait: opts.open.wait,
             msg_size: header.msg.size,
             type_hash: header.msg.name_hash,
             buf: vec![0; header.msg.size as usize],
@@ -270,7 +271,7 @@ impl Core {
         self.initial = true;
         self.folded = 0;
         self.repair_at = None;
-        self.activity.reset(self.ring.region(), next);
+        self.cursor.activity.reset(self.ring.region(), next);
         Ok(())
     }
 
@@ -281,9 +282,9 @@ impl Core {
         let step = self.next_step(block, deadline);
         let region = self.ring.region();
         match step {
-            Step::Entry(_) => self.activity.delivered(region, self.next),
-            Step::Lagged(skipped) => self.activity.lagged(region, self.next, skipped),
-            Step::Empty => self.activity.idle(region),
+            Step::Entry(_) => self.cursor.activity.delivered(region, self.next),
+            Step::Lagged(skipped) => self.cursor.activity.lagged(region, self.next, skipped),
+            Step::Empty => self.cursor.activity.idle(region),
         }
         step
     }
@@ -298,19 +299,16 @@ impl Core {
                     None => continue,
                 }
             }
-            let mut pos = self.next;
+            // From `next`, the stream's place: a lag found on the ring may
+            // be repaired from the journal rather than taken.
+            self.cursor.pos = self.next;
             let found = if block {
-                self.ring.poll_wait(
-                    &mut pos,
-                    &mut Stall::default(),
-                    &mut self.buf,
-                    self.wait,
-                    deadline,
-                    &mut self.activity,
-                )
+                self.ring
+                    .poll_wait(&mut self.cursor, &mut self.buf, deadline)
             } else {
-                self.ring.poll(&mut pos, &mut self.buf)
+                self.ring.poll(&mut self.cursor, &mut self.buf)
             };
+            let pos = self.cursor.pos;
             match found {
                 Poll::Message => {
                     self.next = pos;

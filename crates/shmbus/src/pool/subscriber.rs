@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::block_type::{exact, Exact};
 use super::blocks::Blocks;
-use crate::bus::activity::Activity;
-use crate::bus::ring::{Poll, Ring, Stall};
+use crate::bus::ring::{Poll, Ring};
+use crate::bus::Cursor;
 use crate::bus::{Payload, Received};
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
@@ -57,10 +57,9 @@ use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
 /// ```
 pub struct PoolSubscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) inner: Arc<Inner<R>>,
-    pos: u64,
-    stall: Stall,
-    wait: WaitStrategy,
-    activity: Activity,
+    /// Its position on the descriptor ring, wait strategy and registry
+    /// line.
+    cursor: Cursor,
     /// A typed subscriber's: each message must be exactly `T`'s size,
     /// aligned for it, or it is lost.
     exact: Option<Exact>,
@@ -70,9 +69,9 @@ pub struct PoolSubscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
 impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolSubscriber<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolSubscriber")
-            .field("pos", &self.pos)
+            .field("pos", &self.cursor.pos)
             .field("capacity", &self.inner.ring.capacity())
-            .field("wait", &self.wait)
+            .field("wait", &self.cursor.strategy)
             .finish_non_exhaustive()
     }
 }
@@ -92,7 +91,7 @@ impl<T: ?Sized + Payload, R: Region> Drop for PoolSubscriber<T, R> {
     fn drop(&mut self) {
         // A lossless one stops gating when its handle goes (its samples
         // hold their blocks by their hold lines, not by the gate).
-        let Some(joined) = self.activity.joined() else {
+        let Some(joined) = self.cursor.activity.joined() else {
             return;
         };
         let ring = &self.inner.ring;
@@ -165,10 +164,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
                 entry,
                 origin: Origin::here(),
             }),
-            pos,
-            stall: Stall::default(),
-            wait,
-            activity: Activity::none(),
+            cursor: Cursor::new(pos, wait),
             exact,
             _payload: PhantomData,
         }
@@ -197,14 +193,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
             return Err(PoolRecvError::TooManySamples { max: HOLDS });
         };
         let mut desc = [0u8; DESCRIPTOR_BYTES as usize];
-        let found = inner.ring.recv(
-            &mut self.pos,
-            &mut self.stall,
-            &mut desc,
-            self.wait,
-            wait,
-            &mut self.activity,
-        );
+        let found = inner.ring.recv(&mut self.cursor, &mut desc, wait);
         match found {
             Poll::Empty => return Ok(None),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
@@ -212,7 +201,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
             }
             Poll::Message => {}
         }
-        let seq = self.pos.wrapping_sub(1);
+        let seq = self.cursor.pos.wrapping_sub(1);
         let block = u64::from_le_bytes(desc[..8].try_into().unwrap_or_default());
         let len = u64::from_le_bytes(desc[8..].try_into().unwrap_or_default());
         let geo = inner.blocks.geo;
@@ -229,7 +218,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
             len == e.size as u64 && ptr.is_some_and(|p| p.as_ptr() as usize % e.align == 0)
         });
         if !in_pool || !typed_ok || !inner.blocks.take(region, inner.entry, slot, block, seq) {
-            self.activity.lagged(region, self.pos, 1);
+            self.cursor.activity.lagged(region, self.cursor.pos, 1);
             return Ok(Some(Received::Lagged { skipped: 1 }));
         }
         Ok(Some(Received::Message(Sample {
@@ -256,7 +245,8 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn is_lossless(&self) -> bool {
-        self.activity
+        self.cursor
+            .activity
             .gating()
             .is_some_and(|j| self.inner.ring.is_gating(j.entry))
     }
@@ -272,7 +262,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn position(&self) -> u64 {
-        self.pos
+        self.cursor.pos
     }
 
     /// The descriptor ring (for a select's look and doorbell).
@@ -501,13 +491,13 @@ mod shm {
                 })?;
             let mut subscriber =
                 PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait, exact);
-            subscriber.activity = activity;
+            subscriber.cursor.activity = activity;
             if opts.lossless {
                 // Gates the publishers' ring writes (`bus::gate`): a
                 // descriptor it has not read stays on the ring, and so its
                 // block is never reclaimed (`Blocks::loan`).
                 let joined = subscriber.inner.ring.join(entry)?;
-                subscriber.activity.set_joined(joined);
+                subscriber.cursor.activity.set_joined(joined);
             }
             Ok(subscriber)
         }
