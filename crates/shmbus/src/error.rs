@@ -323,17 +323,19 @@ impl CreateError {
     }
 }
 
-/// Why a publisher, producer or consumer could not take its role on an
-/// existing segment.
+/// Why a publisher, writer, producer or consumer could not take its role
+/// on an existing segment.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher};
+/// use shmbus::{error::Role, AttachError, BusOptions, OpenOptions, Publisher};
 /// # let name = format!("/dev/shm/shmbus-doc-attacherror-{}", std::process::id());
 /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
 /// // The creator is still publishing (its lock is held), so no one else may:
 /// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
-///     Err(AttachError::PublisherActive { pid }) => assert_eq!(pid, std::process::id()),
+///     Err(AttachError::RoleTaken { role: Role::Publisher, pid }) => {
+///         assert_eq!(pid, std::process::id())
+///     }
 ///     Err(other) => panic!("unexpected error: {other}"),
 ///     Ok(_) => panic!("the bus has a live publisher"),
 /// }
@@ -346,15 +348,12 @@ pub enum AttachError {
     /// The segment itself could not be opened.
     #[error(transparent)]
     Open(#[from] OpenError),
-    /// Another live process publishes on this bus.
-    #[error("bus already has a live publisher (pid {pid})")]
-    PublisherActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
-    /// Another live process writes this blackboard.
-    #[error("blackboard already has a live writer (pid {pid})")]
-    WriterActive {
+    /// Another live process holds the role: it publishes on this bus,
+    /// writes this blackboard, produces into or consumes this stream.
+    #[error("{} already has a live {role} (pid {pid})", role.segment())]
+    RoleTaken {
+        /// The role asked for.
+        role: Role,
         /// The holder's pid, from the control page.
         pid: u32,
     },
@@ -365,22 +364,17 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
-    /// A single-writer blackboard attached by a `ManyWriter`, or a
-    /// many-writer one by a `Writer` (the header's `MULTI_WRITER` flag).
-    #[error("{}", wrong_writers(*found, *expected))]
-    WrongWriters {
-        /// The table's mode.
+    /// The segment is made for one holder of the role and the handle is
+    /// of the many kind, or the other way round: a single-publisher bus
+    /// attached by a `ManyPublisher` (the header's `MULTI_PUBLISHER`
+    /// flag), a many-writer blackboard by a `Writer` (`MULTI_WRITER`), ...
+    #[error("{}", wrong_mode(*role, *found, *expected))]
+    WrongMode {
+        /// The role asked for: [`Role::Publisher`] or [`Role::Writer`].
+        role: Role,
+        /// How many holders the segment is made for.
         found: Publishers,
-        /// The mode of the writer that tried.
-        expected: Publishers,
-    },
-    /// A single-publisher bus opened by a many-publisher one, or the other
-    /// way round (the header's `MULTI_PUBLISHER` flag).
-    #[error("bus is {found}, a {expected} publisher cannot attach to it")]
-    WrongPublishers {
-        /// The bus's mode.
-        found: Publishers,
-        /// The mode of the publisher that tried.
+        /// How many the handle that tried is for.
         expected: Publishers,
     },
     /// A many-publisher pool bus made in another pid namespace: its
@@ -397,18 +391,51 @@ pub enum AttachError {
         /// This process's (0: /proc could not say).
         ours: u64,
     },
-    /// Another live process produces into this stream.
-    #[error("stream already has a live producer (pid {pid})")]
-    ProducerActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
-    /// Another live process consumes this stream.
-    #[error("stream already has a live consumer (pid {pid})")]
-    ConsumerActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
+}
+
+/// A role one process at a time may hold on a segment (or, in a segment
+/// made for many, any number): what [`AttachError::RoleTaken`] and
+/// [`AttachError::WrongMode`] name.
+///
+/// # Examples
+/// ```
+/// use shmbus::error::Role;
+/// assert_eq!(Role::Writer.to_string(), "writer");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Role {
+    /// A bus's publisher.
+    Publisher,
+    /// A blackboard's writer.
+    Writer,
+    /// A stream's producer.
+    Producer,
+    /// A stream's consumer.
+    Consumer,
+}
+
+impl Role {
+    /// The kind of segment the role is held on: "bus", "blackboard",
+    /// "stream".
+    fn segment(self) -> &'static str {
+        match self {
+            Role::Publisher => "bus",
+            Role::Writer => "blackboard",
+            Role::Producer | Role::Consumer => "stream",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Publisher => "publisher",
+            Role::Writer => "writer",
+            Role::Producer => "producer",
+            Role::Consumer => "consumer",
+        })
+    }
 }
 
 /// Why a lossless subscriber was refused.
@@ -438,29 +465,25 @@ pub enum LosslessRefused {
         /// The registry's size.
         entries: usize,
     },
-    /// A bus kind that does not take lossless subscribers. Every kind of
-    /// broadcast bus takes them since issue 30's second phase
-    /// (single-publisher, many-publisher, journaled, pool), so no open
-    /// returns this now; it stays for callers that match on it.
-    #[error(
-        "a {kind} bus does not take lossless subscribers yet, expected a single-publisher bus"
-    )]
-    BusKind {
-        /// "many-publisher", "journaled" or "pool".
-        kind: &'static str,
-    },
 }
 
-/// [`AttachError::WrongWriters`]'s message: the mode found, the one the
-/// handle expected.
-fn wrong_writers(found: Publishers, expected: Publishers) -> String {
-    let mode = |p| match p {
-        Publishers::One => "one writer (`Writer`)",
-        Publishers::Many => "many writers (`ManyWriter`)",
-    };
+/// [`AttachError::WrongMode`]'s message: the mode found and the one the
+/// handle expected, in the role's words (a bus's publishers, a
+/// blackboard's writers).
+fn wrong_mode(role: Role, found: Publishers, expected: Publishers) -> String {
+    if role == Role::Writer {
+        let mode = |p| match p {
+            Publishers::One => "one writer (`Writer`)",
+            Publishers::Many => "many writers (`ManyWriter`)",
+        };
+        return format!(
+            "blackboard is made for {}, expected one made for {}",
+            mode(found),
+            mode(expected)
+        );
+    }
     format!(
-        "blackboard is made for {}, expected one made for {}",
-        mode(found),
-        mode(expected)
+        "{} is {found}, a {expected} {role} cannot attach to it",
+        role.segment()
     )
 }

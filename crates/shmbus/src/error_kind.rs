@@ -84,8 +84,16 @@ pub enum ErrorKind {
     Full,
     /// A lossless subscriber was refused
     /// ([`LosslessRefused`](crate::bus::LosslessRefused)): the bus refuses
-    /// them, has as many as it allows, or is of a kind that takes none.
+    /// them, has as many as it allows, or has no free registry entry.
     LosslessRefused,
+    /// A blackboard entry was being written through every try: a read
+    /// found it mid-write each time, or another writer holds it
+    /// ([`GetError::Busy`], [`PutError::Busy`]). Try again.
+    Busy,
+    /// A blackboard entry was left mid-write by a writer that died
+    /// ([`GetError::Stuck`]): its value is lost until the next writer
+    /// attaches.
+    Stuck,
     /// Anything else (a system error, a file that is no shmbus segment,
     /// ...): the message says what.
     Other,
@@ -101,7 +109,7 @@ impl ErrorKind {
     /// assert_eq!(ErrorKind::ALL[0], ErrorKind::NotFound);
     /// assert_eq!(ErrorKind::ALL.last(), Some(&ErrorKind::Other));
     /// ```
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::NotFound,
         ErrorKind::Exists,
         ErrorKind::Permission,
@@ -121,6 +129,8 @@ impl ErrorKind {
         ErrorKind::Journal,
         ErrorKind::Full,
         ErrorKind::LosslessRefused,
+        ErrorKind::Busy,
+        ErrorKind::Stuck,
         ErrorKind::Other,
     ];
 }
@@ -247,21 +257,16 @@ impl AttachError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             AttachError::Open(e) => e.kind(),
-            AttachError::PublisherActive { .. }
-            | AttachError::WriterActive { .. }
-            | AttachError::ProducerActive { .. }
-            | AttachError::ConsumerActive { .. } => ErrorKind::RoleTaken,
-            AttachError::Journaled { .. }
-            | AttachError::WrongPublishers { .. }
-            | AttachError::WrongWriters { .. } => ErrorKind::WrongKind,
+            AttachError::RoleTaken { .. } => ErrorKind::RoleTaken,
+            AttachError::Journaled { .. } | AttachError::WrongMode { .. } => ErrorKind::WrongKind,
             AttachError::PidNamespace { .. } => ErrorKind::Other,
         }
     }
 }
 
 impl GetError {
-    /// [`ErrorKind::TimedOut`] for an entry busy through every try,
-    /// [`ErrorKind::PeerGone`] for one a dead writer left mid-write,
+    /// [`ErrorKind::Busy`] for an entry busy through every try,
+    /// [`ErrorKind::Stuck`] for one a dead writer left mid-write,
     /// [`ErrorKind::Corrupt`], [`ErrorKind::InvalidArgument`] for a raw
     /// key of the wrong size.
     ///
@@ -269,12 +274,12 @@ impl GetError {
     /// ```
     /// use shmbus::{ErrorKind, blackboard::GetError};
     ///
-    /// assert_eq!(GetError::Stuck { entry: 3, version: 9 }.kind(), ErrorKind::PeerGone);
+    /// assert_eq!(GetError::Stuck { entry: 3, version: 9 }.kind(), ErrorKind::Stuck);
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            GetError::Busy { .. } => ErrorKind::TimedOut,
-            GetError::Stuck { .. } => ErrorKind::PeerGone,
+            GetError::Busy { .. } => ErrorKind::Busy,
+            GetError::Stuck { .. } => ErrorKind::Stuck,
             GetError::Corrupt { .. } => ErrorKind::Corrupt,
             GetError::KeySize { .. } => ErrorKind::InvalidArgument,
         }
@@ -283,8 +288,8 @@ impl GetError {
 
 impl PutError {
     /// [`ErrorKind::Full`] for a full table, [`ErrorKind::InvalidArgument`]
-    /// for raw bytes of the wrong size, [`ErrorKind::TimedOut`] for an
-    /// entry another writer holds (as [`GetError::Busy`]).
+    /// for raw bytes of the wrong size, [`ErrorKind::Busy`] for an entry
+    /// another writer holds (as [`GetError::Busy`]).
     ///
     /// # Examples
     /// ```
@@ -296,14 +301,14 @@ impl PutError {
         match self {
             PutError::Full { .. } => ErrorKind::Full,
             PutError::KeySize { .. } | PutError::ValueSize { .. } => ErrorKind::InvalidArgument,
-            PutError::Busy { .. } => ErrorKind::TimedOut,
+            PutError::Busy { .. } => ErrorKind::Busy,
         }
     }
 }
 
 impl RemoveError {
     /// [`ErrorKind::InvalidArgument`] for a raw key of the wrong size,
-    /// [`ErrorKind::TimedOut`] for an entry another writer holds.
+    /// [`ErrorKind::Busy`] for an entry another writer holds.
     ///
     /// # Examples
     /// ```
@@ -315,7 +320,7 @@ impl RemoveError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             RemoveError::KeySize { .. } => ErrorKind::InvalidArgument,
-            RemoveError::Busy { .. } => ErrorKind::TimedOut,
+            RemoveError::Busy { .. } => ErrorKind::Busy,
         }
     }
 }
@@ -636,7 +641,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::error::HugePageError;
+    use crate::error::{HugePageError, Role};
     use crate::journal::SnapshotError;
     use crate::pool::Census;
     use crate::wire::{Kind, Publishers, TypeFingerprint};
@@ -814,13 +819,24 @@ mod tests {
             assert_eq!(AttachError::Open(e).kind(), kind);
         }
         let cases = [
-            (AttachError::PublisherActive { pid: 1 }, K::RoleTaken),
-            (AttachError::WriterActive { pid: 1 }, K::RoleTaken),
-            (AttachError::ProducerActive { pid: 1 }, K::RoleTaken),
-            (AttachError::ConsumerActive { pid: 1 }, K::RoleTaken),
+            (
+                AttachError::RoleTaken {
+                    role: Role::Publisher,
+                    pid: 1,
+                },
+                K::RoleTaken,
+            ),
+            (
+                AttachError::RoleTaken {
+                    role: Role::Consumer,
+                    pid: 1,
+                },
+                K::RoleTaken,
+            ),
             (AttachError::Journaled { path: path() }, K::WrongKind),
             (
-                AttachError::WrongPublishers {
+                AttachError::WrongMode {
+                    role: Role::Writer,
                     found: Publishers::One,
                     expected: Publishers::Many,
                 },
@@ -831,6 +847,37 @@ mod tests {
         for (e, kind) in cases {
             assert_eq!(e.kind(), kind, "{e:?}");
         }
+    }
+
+    #[test]
+    fn a_wrong_mode_names_publishers_for_a_bus_and_writers_for_a_blackboard() {
+        let (one, many) = (Publishers::One, Publishers::Many);
+        let bus = AttachError::WrongMode {
+            role: Role::Publisher,
+            found: one,
+            expected: many,
+        };
+        assert_eq!(
+            bus.to_string(),
+            "bus is single-publisher, a many-publisher publisher cannot attach to it"
+        );
+        let board = AttachError::WrongMode {
+            role: Role::Writer,
+            found: many,
+            expected: one,
+        };
+        assert_eq!(
+            board.to_string(),
+            "blackboard is made for many writers (`ManyWriter`), expected one made for one writer (`Writer`)"
+        );
+        let taken = AttachError::RoleTaken {
+            role: Role::Consumer,
+            pid: 7,
+        };
+        assert_eq!(
+            taken.to_string(),
+            "stream already has a live consumer (pid 7)"
+        );
     }
 
     #[test]
@@ -911,6 +958,92 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_blackboard_entry_busy_or_stuck_is_of_the_busy_or_stuck_kind_not_timed_out_or_peer_gone() {
+        let get = [
+            (GetError::Busy { entry: 1 }, K::Busy),
+            (
+                GetError::Stuck {
+                    entry: 1,
+                    version: 3,
+                },
+                K::Stuck,
+            ),
+            (GetError::Corrupt { entry: 1, tag: 9 }, K::Corrupt),
+            (
+                GetError::KeySize {
+                    found: 3,
+                    expected: 8,
+                },
+                K::InvalidArgument,
+            ),
+        ];
+        for (e, kind) in get {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        let put = [
+            (PutError::Full { keys: 8 }, K::Full),
+            (
+                PutError::KeySize {
+                    found: 3,
+                    expected: 8,
+                },
+                K::InvalidArgument,
+            ),
+            (
+                PutError::ValueSize {
+                    found: 3,
+                    expected: 8,
+                },
+                K::InvalidArgument,
+            ),
+            (PutError::Busy { entry: 1 }, K::Busy),
+        ];
+        for (e, kind) in put {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+        assert_eq!(RemoveError::Busy { entry: 1 }.kind(), K::Busy);
+    }
+
+    /// The kind's place in [`ErrorKind::ALL`]: a match with no `_` arm, so
+    /// a new kind does not compile until it is placed there.
+    fn position(kind: ErrorKind) -> usize {
+        match kind {
+            K::NotFound => 0,
+            K::Exists => 1,
+            K::Permission => 2,
+            K::TypeMismatch => 3,
+            K::WrongKind => 4,
+            K::InvalidName => 5,
+            K::InvalidArgument => 6,
+            K::RoleTaken => 7,
+            K::TooLong => 8,
+            K::Abandoned => 9,
+            K::TimedOut => 10,
+            K::PoolExhausted => 11,
+            K::TooManySamples => 12,
+            K::PeerGone => 13,
+            K::Corrupt => 14,
+            K::NotJournaled => 15,
+            K::Journal => 16,
+            K::Full => 17,
+            K::LosslessRefused => 18,
+            K::Busy => 19,
+            K::Stuck => 20,
+            K::Other => 21,
+        }
+    }
+
+    #[test]
+    fn every_kind_is_in_all_once_in_declaration_order() {
+        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(position(*kind), i, "{kind:?}");
+        }
+        // `Other` is placed last: a kind placed but missing from `ALL`
+        // leaves it short.
+        assert_eq!(ErrorKind::ALL.len(), position(K::Other) + 1);
+    }
+
     fn journal_error() -> JournalOpenError {
         JournalOpenError::Sealed { path: path() }
     }
@@ -965,7 +1098,10 @@ mod tests {
         }
         let attach = [
             (
-                JournalAttachError::Attach(AttachError::PublisherActive { pid: 1 }),
+                JournalAttachError::Attach(AttachError::RoleTaken {
+                    role: Role::Publisher,
+                    pid: 1,
+                }),
                 K::RoleTaken,
             ),
             (

@@ -605,8 +605,8 @@ mod shm {
         ///
         /// # Errors
         /// [`AttachError::Open`] if the bus cannot be opened,
-        /// [`AttachError::WrongPublishers`] for a single-publisher bus,
-        /// [`AttachError::PublisherActive`] while its creator is still
+        /// [`AttachError::WrongMode`] for a single-publisher bus,
+        /// [`AttachError::RoleTaken`] while its creator is still
         /// building it.
         ///
         /// # Examples

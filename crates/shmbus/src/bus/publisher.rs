@@ -641,9 +641,9 @@ mod shm {
         /// # Errors
         /// [`AttachError::Open`] if the bus cannot be opened (missing, not
         /// a bus, another message type, ...),
-        /// [`AttachError::PublisherActive`] if a live process publishes on
+        /// [`AttachError::RoleTaken`] if a live process publishes on
         /// it, [`AttachError::Journaled`] for a journaled bus (attach a
-        /// `JournalPublisher`), [`AttachError::WrongPublishers`] for a
+        /// `JournalPublisher`), [`AttachError::WrongMode`] for a
         /// many-publisher bus.
         ///
         /// # Examples

@@ -204,7 +204,8 @@ pub(crate) fn attach_header(
         Publishers::One
     };
     if found != want {
-        return Err(AttachError::WrongPublishers {
+        return Err(AttachError::WrongMode {
+            role: crate::error::Role::Publisher,
             found,
             expected: want,
         });
@@ -215,8 +216,12 @@ pub(crate) fn attach_header(
     let ring = Ring::new(region, &header);
     let pid_field = ring.control_field(control::PUBLISHER_PID);
     if want == Publishers::One {
-        take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
-            .map_err(|pid| AttachError::PublisherActive { pid })?;
+        take_role(ring.region(), lock_byte::PUBLISHER, pid_field).map_err(|pid| {
+            AttachError::RoleTaken {
+                role: crate::error::Role::Publisher,
+                pid,
+            }
+        })?;
         let next = ring.resume();
         return Ok((ring, next, header));
     }
@@ -229,7 +234,8 @@ pub(crate) fn attach_header(
     })?;
     if !shared {
         // Only a creator still building holds it exclusively.
-        return Err(AttachError::PublisherActive {
+        return Err(AttachError::RoleTaken {
+            role: crate::error::Role::Publisher,
             pid: region.word32(pid_field).load(Ordering::Relaxed),
         });
     }
