@@ -98,6 +98,7 @@
 pub(crate) mod activity;
 pub(crate) mod claim;
 pub(crate) mod copy;
+mod error;
 pub(crate) mod gate;
 mod group;
 mod heap;
@@ -117,13 +118,14 @@ pub use crate::options::{Many, One, PublisherCount};
 pub use crate::options::{
     DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
 };
+pub use error::{Abandoned, ManyPublishError, PublishError, SkipError, TryPublishError};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`
 pub use many_publisher::HookPoint;
-pub use many_publisher::{Abandoned, ManyPublishError, ManyPublisher};
+pub use many_publisher::ManyPublisher;
 pub use payload::Payload;
-pub use publisher::{PublishError, Publisher, SkipError, TryPublishError};
+pub use publisher::Publisher;
 pub use subscriber::Subscriber;
 
 /// What a receive found.
