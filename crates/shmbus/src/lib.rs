@@ -163,10 +163,11 @@ pub mod wire;
 
 // The root holds what nearly every user names; each kind's module holds the
 // rest of that kind.
+pub use bus::BusOptions;
 pub use bus::{Publisher, Received, Subscriber};
 pub use error::ErrorKind;
 pub use error::{AttachError, CreateError, OpenError};
-pub use options::{BusOptions, OpenOptions, Start};
+pub use options::{OpenOptions, Start};
 #[cfg(not(loom))]
 pub use segment::remove;
 pub use wait::{Wait, WaitStrategy};

@@ -504,9 +504,10 @@ impl<T: ?Sized + Payload> ManyPublisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::{BusOptions, Many};
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, Many, OpenOptions};
+    use crate::options::OpenOptions;
     use crate::wire::Publishers;
 
     impl<T: ?Sized + Payload> ManyPublisher<T, ShmRegion> {

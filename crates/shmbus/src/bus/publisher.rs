@@ -499,9 +499,10 @@ impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::BusOptions;
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, OpenOptions};
+    use crate::options::OpenOptions;
     use crate::wire::Publishers;
 
     impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {

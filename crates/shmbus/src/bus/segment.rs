@@ -4,11 +4,12 @@
 //! and registering a subscriber so `stat` can name it.
 
 use super::activity::Activity;
+use super::options::{publishers, BusOptions, PublisherCount};
 use super::payload::Payload;
 use super::ring::Ring;
 use crate::error::{AttachError, CreateError, OpenError};
 use crate::mem::{Access, Region, ShmRegion};
-use crate::options::{publishers, BusOptions, OpenOptions, PublisherCount};
+use crate::options::OpenOptions;
 use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
@@ -20,7 +21,7 @@ use crate::wire::{
 /// make a many-publisher bus, whose every publisher shares the publisher
 /// lock.
 ///
-/// [`Many`]: crate::options::Many
+/// [`Many`]: super::Many
 pub(crate) fn create<T: ?Sized + Payload, P: PublisherCount>(
     name: &str,
     opts: &BusOptions<P>,

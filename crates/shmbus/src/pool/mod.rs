@@ -71,6 +71,7 @@ mod block_type;
 pub(crate) mod blocks;
 #[cfg(not(loom))]
 mod heap;
+mod options;
 #[cfg(not(loom))]
 mod owned;
 #[cfg(not(loom))]
@@ -83,8 +84,8 @@ mod sweep;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use crate::options::PoolOptions;
 pub use blocks::Census;
+pub use options::PoolOptions;
 #[cfg(not(loom))]
 pub use owned::{IntoLoanError, OwnedLoan};
 #[cfg(not(loom))]

@@ -758,9 +758,11 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::{Many, PublisherCount};
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{Many, OpenOptions, PoolOptions, PublisherCount};
+    use crate::options::OpenOptions;
+    use crate::pool::PoolOptions;
     use crate::wire::{descriptor, Publishers};
 
     impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
@@ -813,7 +815,7 @@ mod shm {
             name: &str,
             opts: &PoolOptions<P>,
         ) -> Result<Self, CreateError> {
-            let multi = crate::options::publishers::<P>() == Publishers::Many;
+            let multi = crate::bus::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
             let (block_size, count) = opts.pool();
             let block_msg = super::super::block_type::block_type::<T>(block_size, opts.named())

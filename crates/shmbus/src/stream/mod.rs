@@ -100,6 +100,7 @@
 //! rings.
 
 mod consumer;
+mod options;
 #[cfg(not(loom))]
 mod owned;
 mod producer;
@@ -111,10 +112,10 @@ mod tests;
 
 use std::time::Duration;
 
-pub use crate::options::StreamOptions;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;
+pub use options::StreamOptions;
 #[cfg(not(loom))]
 pub use owned::{IntoChunkError, OwnedReadChunk};
 pub use producer::Producer;

@@ -614,9 +614,10 @@ mod shm {
     use super::*;
     use crate::error::{AttachError, CreateError, OpenError};
     use crate::mem::ShmRegion;
-    use crate::options::{OpenOptions, StreamOptions};
+    use crate::options::OpenOptions;
     use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
     use crate::stream::record;
+    use crate::stream::StreamOptions;
     use crate::wire::{Header, Kind};
 
     impl<T: ?Sized + Payload> Producer<T, ShmRegion> {
