@@ -140,6 +140,35 @@ impl ErrorKind {
     ];
 }
 
+impl NameError {
+    /// [`ErrorKind::InvalidName`], whatever is wrong with the name.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, error::NameError};
+    ///
+    /// assert_eq!(NameError::Empty.kind(), ErrorKind::InvalidName);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidName
+    }
+}
+
+impl GeometryError {
+    /// [`ErrorKind::InvalidArgument`], whatever is impossible.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, error::GeometryError};
+    ///
+    /// let e = GeometryError::Capacity { capacity: 100 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidArgument
+    }
+}
+
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
 ///
@@ -336,35 +365,6 @@ impl OpenError {
                 source: err,
             },
         }
-    }
-}
-
-impl NameError {
-    /// [`ErrorKind::InvalidName`], whatever is wrong with the name.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{ErrorKind, error::NameError};
-    ///
-    /// assert_eq!(NameError::Empty.kind(), ErrorKind::InvalidName);
-    /// ```
-    pub fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidName
-    }
-}
-
-impl GeometryError {
-    /// [`ErrorKind::InvalidArgument`], whatever is impossible.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{ErrorKind, error::GeometryError};
-    ///
-    /// let e = GeometryError::Capacity { capacity: 100 };
-    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
-    /// ```
-    pub fn kind(&self) -> ErrorKind {
-        ErrorKind::InvalidArgument
     }
 }
 
