@@ -122,8 +122,10 @@
 /**
  * What kind of failure the last call that set a message had
  * (shmbus_error_code()): switch on it instead of matching the message.
- * Each names the Python exception of the same failure (NOT_FOUND is
- * BusNotFoundError, ...). More codes may come: keep a default case.
+ * Each is one kind of the Rust errors (shmbus::ErrorKind), the kind
+ * that also names the Python exception of the same failure (NOT_FOUND is
+ * BusNotFoundError, BUSY is EntryBusyError, ...). More codes may come:
+ * keep a default case.
  */
 typedef enum shmbus_error_code_t {
     /**
@@ -216,14 +218,14 @@ typedef enum shmbus_error_code_t {
     SHMBUS_E_FULL = 19,
     /**
      * A lossless subscriber (SHMBUS_LOSSLESS) was refused: the bus
-     * refuses them (SHMBUS_NO_LOSSLESS), has as many as it allows, has
-     * no free registry entry, or is of a kind that takes none yet; the
-     * message says which.
+     * refuses them (SHMBUS_NO_LOSSLESS), has as many as it allows, or has
+     * no free registry entry; the message says which.
      */
     SHMBUS_E_LOSSLESS_REFUSED = 20,
     /**
      * A blackboard entry was being written through every try of a read
-     * (the writer is live and writes it very often): try again.
+     * (the writer is live and writes it very often), or another writer
+     * holds it: try again.
      */
     SHMBUS_E_BUSY = 21,
     /**

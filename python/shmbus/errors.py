@@ -144,8 +144,7 @@ class LosslessRefusedError(OpenError):
     refused. ``kind`` says which refusal: ``"not_allowed"`` (the bus was
     created with ``lossless_subscribers=0``), ``"too_many"`` (as many as the
     bus allows gate it already; ``max`` is that limit), ``"registry_full"``
-    (no registry entry is free), ``"bus_kind"`` (a many-publisher,
-    journaled or pool bus: not yet)."""
+    (no registry entry is free)."""
 
     kind: str = ""
     max: Optional[int] = None

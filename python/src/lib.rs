@@ -315,6 +315,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Lagged>()?;
     m.add_class::<Entry>()?;
     m.add_function(wrap_pyfunction!(remove, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_kind_classes, m)?)?;
     bus::register(m)?;
     pool::register(m)?;
     stream::register(m)?;

@@ -327,7 +327,7 @@ impl PyPoolPublisher {
             Some(false) => PoolPublisher::<[u8]>::attach(name, &opts),
             Some(true) => PoolPublisher::<[u8]>::attach_many(name, &opts),
             None => match PoolPublisher::<[u8]>::attach(name, &opts) {
-                Err(AttachError::WrongPublishers { .. }) => {
+                Err(AttachError::WrongMode { .. }) => {
                     PoolPublisher::<[u8]>::attach_many(name, &opts)
                 }
                 other => other,

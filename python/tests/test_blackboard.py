@@ -260,3 +260,14 @@ def test_a_key_beside_an_entry_left_mid_write_is_read_and_a_key_never_written_is
     assert bus.bb_get(never) is None
     with pytest.raises(RuntimeError, match="stuck"):
         bus.bb_get(stuck)
+
+
+def test_every_core_error_kind_raises_a_class_of_its_own_busy_and_stuck_their_entry_classes():
+    from shmbus import _shmbus
+
+    kinds = dict(_shmbus._kind_classes())
+    assert kinds["Busy"] == "EntryBusyError" and kinds["Stuck"] == "EntryStuckError"
+    assert kinds.pop("Other") is None
+    for kind, cls in kinds.items():
+        assert cls is not None, f"ErrorKind::{kind} raises no class of its own"
+        assert issubclass(getattr(shmbus.errors, cls), shmbus.errors.Error), cls

@@ -18,7 +18,6 @@ use shmbus_core::{
 use crate::args::{buffer, bytes, c_str, capacity_in, copy_into, handle, put, take_back};
 use crate::bodies::{new_handle, open_handle, query};
 use crate::entry::{entry, entry_void, Failure, Outcome};
-use crate::error_code::ErrorCode;
 use crate::options::{creation, with_creation, OpenOpts};
 use crate::status::Status;
 
@@ -104,37 +103,23 @@ pub struct ShmbusBlackboardWriter(pub(crate) Writer<[u8], [u8]>);
 /// A reader of a blackboard (opaque).
 pub struct ShmbusBlackboardReader(Reader<[u8], [u8]>);
 
-/// A failure with a code of the C API's own (no core `ErrorKind` names it).
-fn coded(code: ErrorCode, message: String) -> Failure {
-    Failure {
-        status: Status::SHMBUS_ERROR,
-        code,
-        message,
-    }
+// Each error's code is its kind's; only the status is chosen here.
+
+pub(crate) fn get_failed(e: GetError) -> Failure {
+    crate::entry::error(e)
 }
 
-fn get_failed(e: GetError) -> Failure {
-    let message = e.to_string();
-    match e {
-        GetError::Busy { .. } => coded(ErrorCode::SHMBUS_E_BUSY, message),
-        GetError::Stuck { .. } => coded(ErrorCode::SHMBUS_E_STUCK, message),
-        GetError::Corrupt { .. } => coded(ErrorCode::SHMBUS_E_CORRUPT, message),
-        GetError::KeySize { .. } => Failure::argument(message),
-        _ => coded(ErrorCode::SHMBUS_E_OTHER, message),
-    }
+/// A full table is `SHMBUS_FULL`; every other refusal `SHMBUS_ERROR`.
+pub(crate) fn put_failed(e: PutError) -> Failure {
+    let status = match e.kind() {
+        ErrorKind::Full => Status::SHMBUS_FULL,
+        _ => Status::SHMBUS_ERROR,
+    };
+    Failure::of(status, &e)
 }
 
-fn put_failed(e: PutError) -> Failure {
-    match e {
-        e @ PutError::Full { .. } => {
-            Failure::new(Status::SHMBUS_FULL, ErrorKind::Full, e.to_string())
-        }
-        e => Failure::argument(e.to_string()),
-    }
-}
-
-fn remove_failed(e: RemoveError) -> Failure {
-    Failure::argument(e.to_string())
+pub(crate) fn remove_failed(e: RemoveError) -> Failure {
+    crate::entry::error(e)
 }
 
 /// Creates the blackboard `name` and becomes its writer.

@@ -10,8 +10,10 @@ use shmbus_core::ErrorKind;
 
 /// What kind of failure the last call that set a message had
 /// (`shmbus_error_code()`): switch on it instead of matching the message.
-/// Each names the Python exception of the same failure (NOT_FOUND is
-/// BusNotFoundError, ...). More codes may come: keep a default case.
+/// Each is one kind of the Rust errors (`shmbus::ErrorKind`), the kind
+/// that also names the Python exception of the same failure (NOT_FOUND is
+/// BusNotFoundError, BUSY is EntryBusyError, ...). More codes may come:
+/// keep a default case.
 #[allow(non_camel_case_types)]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -65,12 +67,12 @@ pub enum ErrorCode {
     /// message names its registry entry and pid).
     SHMBUS_E_FULL = 19,
     /// A lossless subscriber (`SHMBUS_LOSSLESS`) was refused: the bus
-    /// refuses them (`SHMBUS_NO_LOSSLESS`), has as many as it allows, has
-    /// no free registry entry, or is of a kind that takes none yet; the
-    /// message says which.
+    /// refuses them (`SHMBUS_NO_LOSSLESS`), has as many as it allows, or has
+    /// no free registry entry; the message says which.
     SHMBUS_E_LOSSLESS_REFUSED = 20,
     /// A blackboard entry was being written through every try of a read
-    /// (the writer is live and writes it very often): try again.
+    /// (the writer is live and writes it very often), or another writer
+    /// holds it: try again.
     SHMBUS_E_BUSY = 21,
     /// A blackboard entry was left mid-write by a writer that died: its
     /// value is lost until the next writer attaches (which removes it).
@@ -170,6 +172,8 @@ impl From<ErrorKind> for ErrorCode {
             ErrorKind::Journal => ErrorCode::SHMBUS_E_JOURNAL,
             ErrorKind::Full => ErrorCode::SHMBUS_E_FULL,
             ErrorKind::LosslessRefused => ErrorCode::SHMBUS_E_LOSSLESS_REFUSED,
+            ErrorKind::Busy => ErrorCode::SHMBUS_E_BUSY,
+            ErrorKind::Stuck => ErrorCode::SHMBUS_E_STUCK,
             // `Other`, and a kind newer than this list.
             _ => ErrorCode::SHMBUS_E_OTHER,
         }
@@ -211,4 +215,7 @@ classified!(
     shmbus_core::journal::JournalOpenError,
     shmbus_core::journal::AppendError,
     shmbus_core::journal::CloseError,
+    shmbus_core::blackboard::GetError,
+    shmbus_core::blackboard::PutError,
+    shmbus_core::blackboard::RemoveError,
 );

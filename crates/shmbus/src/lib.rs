@@ -129,7 +129,6 @@ pub mod aio;
 pub mod blackboard;
 pub mod bus;
 pub mod error;
-mod error_kind;
 #[cfg(not(loom))]
 pub mod journal;
 #[cfg(all(test, loom))]
@@ -166,10 +165,11 @@ pub mod wire;
 
 // The root holds what nearly every user names; each kind's module holds the
 // rest of that kind.
+pub use bus::BusOptions;
 pub use bus::{Publisher, Received, Subscriber};
+pub use error::ErrorKind;
 pub use error::{AttachError, CreateError, OpenError};
-pub use error_kind::ErrorKind;
-pub use options::{BusOptions, OpenOptions, Start};
+pub use options::{OpenOptions, Start};
 #[cfg(not(loom))]
 pub use segment::remove;
 pub use wait::{Wait, WaitStrategy};

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use common::{param, print_ready, role, scale_min, spawn_child, splitmix, BusName};
 use shmbus::blackboard::{BlackboardOptions, GetError, PutError, Reader, RemoveError, Writer};
+use shmbus::error::Role;
 use shmbus::{AttachError, BusOptions, Kind, OpenError, OpenOptions, Publisher, Wait};
 
 /// A 64-byte value whose every mix of two writes fails [`check`].
@@ -139,8 +140,11 @@ fn a_second_writer_is_refused_while_the_first_lives_and_attaches_once_it_is_gone
         Writer::<u64, u64>::create(name.name(), &BlackboardOptions::new(4)).expect("create");
     first.put(&1, &1).expect("put");
     match Writer::<u64, u64>::attach(name.name(), &OpenOptions::default()) {
-        Err(AttachError::WriterActive { pid }) => assert_eq!(pid, std::process::id()),
-        other => panic!("expected WriterActive, got {other:?}"),
+        Err(AttachError::RoleTaken {
+            role: Role::Writer,
+            pid,
+        }) => assert_eq!(pid, std::process::id()),
+        other => panic!("expected RoleTaken Writer, got {other:?}"),
     }
     drop(first);
     let mut second =

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use common::{param, print_ready, print_result, role, scale_min, spawn_child, splitmix, BusName};
 use shmbus::blackboard::{BlackboardOptions, GetError, ManyWriter, PutError, Reader, Writer};
+use shmbus::error::Role;
 use shmbus::{AttachError, OpenOptions, Publishers};
 
 /// A 64-byte value whose every mix of two writes fails [`check`].
@@ -192,10 +193,14 @@ fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_on
     let single = BusName::new("K-bb-one");
     let one = Writer::<u64, u64>::create(single.name(), &BlackboardOptions::new(4)).expect("one");
     match ManyWriter::<u64, u64>::attach(single.name(), &OpenOptions::default()) {
-        Err(AttachError::WrongWriters { found, expected }) => {
+        Err(AttachError::WrongMode {
+            role: Role::Writer,
+            found,
+            expected,
+        }) => {
             assert_eq!((found, expected), (Publishers::One, Publishers::Many))
         }
-        other => panic!("expected WrongWriters, got {other:?}"),
+        other => panic!("expected WrongMode, got {other:?}"),
     }
     drop(one);
     let many = BusName::new("K-bb-many-modes");
@@ -206,7 +211,8 @@ fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_on
     assert!(
         matches!(
             err,
-            AttachError::WrongWriters {
+            AttachError::WrongMode {
+                role: Role::Writer,
                 found: Publishers::Many,
                 expected: Publishers::One
             }

@@ -869,7 +869,11 @@ fn every_misuse_is_a_typed_error() {
     .expect("create");
     assert!(matches!(
         Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()),
-        Err(AttachError::Journaled { .. }) | Err(AttachError::PublisherActive { .. })
+        Err(AttachError::Journaled { .. })
+            | Err(AttachError::RoleTaken {
+                role: shmbus::error::Role::Publisher,
+                ..
+            })
     ));
     let no_fork = common::no_spawn_in_flight();
     drop(p);

@@ -12,6 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{param, print_ready, print_result, role, spawn_child, BusName, Watched};
+use shmbus::error::Role;
 use shmbus::internals::HookPoint;
 use shmbus::{
     bus::{ManyPublisher, SubscriberGroup},
@@ -365,19 +366,23 @@ fn a_publisher_of_the_wrong_kind_is_refused_with_the_bus_mode() {
         ManyPublisher::<u64>::create(multi.name(), &BusOptions::new(8).many()).expect("create");
     let open = OpenOptions::default();
     match ManyPublisher::<u64>::attach(single.name(), &open) {
-        Err(AttachError::WrongPublishers { found, expected }) => {
+        Err(AttachError::WrongMode {
+            role: Role::Publisher,
+            found,
+            expected,
+        }) => {
             assert_eq!((found, expected), (Publishers::One, Publishers::Many));
         }
-        other => panic!("expected WrongPublishers, got {:?}", other.err()),
+        other => panic!("expected WrongMode, got {:?}", other.err()),
     }
     match Publisher::<u64>::attach(multi.name(), &open) {
-        Err(e @ AttachError::WrongPublishers { .. }) => {
+        Err(e @ AttachError::WrongMode { .. }) => {
             assert_eq!(
                 e.to_string(),
                 "bus is many-publisher, a single-publisher publisher cannot attach to it"
             );
         }
-        other => panic!("expected WrongPublishers, got {:?}", other.err()),
+        other => panic!("expected WrongMode, got {:?}", other.err()),
     }
     // A second multi publisher in this process attaches beside the first.
     let mut second = ManyPublisher::<u64>::attach(multi.name(), &open).expect("attach");

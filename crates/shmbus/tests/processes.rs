@@ -13,6 +13,7 @@ use bytemuck::{Pod, Zeroable};
 use common::{
     param, print_result, role, spawn_child, wait_for, BusName, FileWord32, ShmDir, Watched,
 };
+use shmbus::error::Role;
 use shmbus::stat::{self, BusStat};
 use shmbus::wire::control;
 use shmbus::{
@@ -459,7 +460,10 @@ fn as_child_try_to_attach_as_publisher() {
                     ("end", p.next_sequence().to_string()),
                 ]);
             }
-            Err(AttachError::PublisherActive { pid }) => {
+            Err(AttachError::RoleTaken {
+                role: Role::Publisher,
+                pid,
+            }) => {
                 print_result(&[("outcome", "active".into()), ("pid", pid.to_string())]);
             }
             Err(e) => {
@@ -588,10 +592,13 @@ fn expect_publisher_active(name: &str, pid: u32) {
         Err(e) => e,
     };
     match &e {
-        AttachError::PublisherActive { pid: found } => {
+        AttachError::RoleTaken {
+            role: Role::Publisher,
+            pid: found,
+        } => {
             assert_eq!(*found, pid, "the error names the live publisher")
         }
-        other => panic!("expected PublisherActive {{ pid: {pid} }}, got {other}"),
+        other => panic!("expected RoleTaken Publisher {{ pid: {pid} }}, got {other}"),
     }
     let text = e.to_string();
     assert!(text.contains(&format!("pid {pid}")), "{text}");

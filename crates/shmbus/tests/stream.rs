@@ -21,6 +21,7 @@ use common::{
     param, print_result, role, spawn_child_with_deadline, wait_for, BusName, FileWord32, Finished,
     Watched, CHILD_DEADLINE,
 };
+use shmbus::error::Role;
 use shmbus::stat::{self, BusStat, StreamStat};
 use shmbus::wire::{max_record, stream_control as sc};
 use shmbus::{
@@ -1419,8 +1420,14 @@ fn as_child_try_to_take_a_role() {
         };
         let (outcome, pid) = match &held {
             Ok(_) => ("taken", std::process::id()),
-            Err(AttachError::ProducerActive { pid }) => ("producer_active", *pid),
-            Err(AttachError::ConsumerActive { pid }) => ("consumer_active", *pid),
+            Err(AttachError::RoleTaken {
+                role: Role::Producer,
+                pid,
+            }) => ("producer_active", *pid),
+            Err(AttachError::RoleTaken {
+                role: Role::Consumer,
+                pid,
+            }) => ("consumer_active", *pid),
             Err(e) => panic!("taking the {role} role: {e}"),
         };
         print_result(&[("outcome", outcome.into()), ("pid", pid.to_string())]);
@@ -1452,14 +1459,19 @@ fn refused_in_child(bus: &BusName, role: &str) -> (String, u32) {
 
 fn expect_producer_active(bus: &BusName, pid: u32) {
     match Producer::<[u8]>::attach(bus.name(), &OpenOptions::default()) {
-        Err(e @ AttachError::ProducerActive { .. }) => {
+        Err(
+            e @ AttachError::RoleTaken {
+                role: Role::Producer,
+                ..
+            },
+        ) => {
             assert!(
-                matches!(e, AttachError::ProducerActive { pid: p } if p == pid),
+                matches!(e, AttachError::RoleTaken { role: Role::Producer, pid: p } if p == pid),
                 "{e}"
             );
             assert!(e.to_string().contains(&format!("pid {pid}")), "{e}");
         }
-        Err(e) => panic!("expected ProducerActive {{ pid: {pid} }}, got {e}"),
+        Err(e) => panic!("expected RoleTaken Producer {{ pid: {pid} }}, got {e}"),
         Ok(_) => panic!("a second producer attached while pid {pid} produces"),
     }
     assert_eq!(
@@ -1471,14 +1483,19 @@ fn expect_producer_active(bus: &BusName, pid: u32) {
 
 fn expect_consumer_active(bus: &BusName, pid: u32) {
     match Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()) {
-        Err(e @ AttachError::ConsumerActive { .. }) => {
+        Err(
+            e @ AttachError::RoleTaken {
+                role: Role::Consumer,
+                ..
+            },
+        ) => {
             assert!(
-                matches!(e, AttachError::ConsumerActive { pid: p } if p == pid),
+                matches!(e, AttachError::RoleTaken { role: Role::Consumer, pid: p } if p == pid),
                 "{e}"
             );
             assert!(e.to_string().contains(&format!("pid {pid}")), "{e}");
         }
-        Err(e) => panic!("expected ConsumerActive {{ pid: {pid} }}, got {e}"),
+        Err(e) => panic!("expected RoleTaken Consumer {{ pid: {pid} }}, got {e}"),
         Ok(_) => panic!("a second consumer opened while pid {pid} consumes"),
     }
     assert_eq!(
@@ -1768,7 +1785,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     let child_pid = child.pid();
     assert!(matches!(
         Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()),
-        Err(AttachError::ConsumerActive { pid }) if pid == child_pid
+        Err(AttachError::RoleTaken { role: Role::Consumer, pid }) if pid == child_pid
     ));
     let (_, s) = stat_of(bus.name());
     assert_eq!((s.consumer_pid, s.consumer_alive), (child_pid, true));

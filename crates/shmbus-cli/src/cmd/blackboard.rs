@@ -11,6 +11,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use shmbus::blackboard::{GetError, ManyWriter, PutError, Reader, RemoveError, Writer};
+use shmbus::error::Role;
 use shmbus::{AttachError, OpenOptions, Publishers};
 
 use crate::error::CliError;
@@ -129,7 +130,8 @@ pub fn put(args: &PutArgs) -> Result<(), CliError> {
             },
         ),
         // A table made for many writers: one more, beside those running.
-        Err(AttachError::WrongWriters {
+        Err(AttachError::WrongMode {
+            role: Role::Writer,
             found: Publishers::Many,
             ..
         }) => {

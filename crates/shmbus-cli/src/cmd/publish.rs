@@ -107,7 +107,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
                 .close()
                 .map_err(|e| CliError::runtime(e.to_string()))
         }
-        Err(AttachError::WrongPublishers { .. }) => {
+        Err(AttachError::WrongMode { .. }) => {
             // A many-publisher bus: any number of `shmbus pub` at once.
             let mut publisher = shmbus::bus::ManyPublisher::<[u8]>::attach(&args.name, &opts)?;
             let max = publisher.msg_size();
@@ -148,9 +148,7 @@ fn run_pool(args: &PubArgs, opts: &OpenOptions) -> Result<(), CliError> {
         )));
     }
     let mut publisher = match PoolPublisher::<[u8]>::attach(&args.name, opts) {
-        Err(AttachError::WrongPublishers { .. }) => {
-            PoolPublisher::<[u8]>::attach_many(&args.name, opts)?
-        }
+        Err(AttachError::WrongMode { .. }) => PoolPublisher::<[u8]>::attach_many(&args.name, opts)?,
         attached => attached?,
     };
     let max = publisher.block_size();

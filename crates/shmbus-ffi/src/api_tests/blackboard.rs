@@ -229,3 +229,59 @@ fn a_read_of_an_entry_whose_tag_no_writer_stores_is_corrupt() {
         shmbus_blackboard_reader_close(reader);
     }
 }
+
+#[test]
+fn every_blackboard_refusal_leaves_the_code_of_its_kind_a_busy_put_busy_not_invalid_argument() {
+    use shmbus_core::blackboard::{GetError, PutError, RemoveError};
+    let puts = [
+        (PutError::Full { keys: 4 }, Status::SHMBUS_FULL),
+        (
+            PutError::KeySize {
+                found: 3,
+                expected: 8,
+            },
+            Status::SHMBUS_ERROR,
+        ),
+        (
+            PutError::ValueSize {
+                found: 3,
+                expected: 8,
+            },
+            Status::SHMBUS_ERROR,
+        ),
+        (PutError::Busy { entry: 1 }, Status::SHMBUS_ERROR),
+    ];
+    for (e, status) in puts {
+        let failure = put_failed(e.clone());
+        assert_eq!(
+            (failure.status, failure.code),
+            (status, ErrorCode::from(e.kind())),
+            "{e:?}"
+        );
+    }
+    assert_eq!(
+        put_failed(PutError::Busy { entry: 1 }).code,
+        ErrorCode::SHMBUS_E_BUSY
+    );
+    let gets = [
+        GetError::Busy { entry: 1 },
+        GetError::Stuck {
+            entry: 1,
+            version: 3,
+        },
+        GetError::Corrupt { entry: 1, tag: 9 },
+        GetError::KeySize {
+            found: 3,
+            expected: 8,
+        },
+    ];
+    for e in gets {
+        assert_eq!(
+            get_failed(e.clone()).code,
+            ErrorCode::from(e.kind()),
+            "{e:?}"
+        );
+    }
+    let busy = RemoveError::Busy { entry: 1 };
+    assert_eq!(remove_failed(busy).code, ErrorCode::SHMBUS_E_BUSY);
+}

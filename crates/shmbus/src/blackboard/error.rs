@@ -1,6 +1,7 @@
 //! The blackboard's errors, one enum per operation: [`GetError`] (every
 //! read), [`PutError`], [`RemoveError`].
 
+use crate::error::ErrorKind;
 use thiserror::Error;
 
 /// Why a read (`get`, `entries`, `changed_since`, the waits) gave up on
@@ -61,6 +62,28 @@ pub enum GetError {
     },
 }
 
+impl GetError {
+    /// [`ErrorKind::Busy`] for an entry busy through every try,
+    /// [`ErrorKind::Stuck`] for one a dead writer left mid-write,
+    /// [`ErrorKind::Corrupt`], [`ErrorKind::InvalidArgument`] for a raw
+    /// key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::GetError};
+    ///
+    /// assert_eq!(GetError::Stuck { entry: 3, version: 9 }.kind(), ErrorKind::Stuck);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            GetError::Busy { .. } => ErrorKind::Busy,
+            GetError::Stuck { .. } => ErrorKind::Stuck,
+            GetError::Corrupt { .. } => ErrorKind::Corrupt,
+            GetError::KeySize { .. } => ErrorKind::InvalidArgument,
+        }
+    }
+}
+
 /// Why a write (`put`, `put_bytes`) was refused. Nothing was written.
 ///
 /// # Examples
@@ -111,6 +134,26 @@ pub enum PutError {
     },
 }
 
+impl PutError {
+    /// [`ErrorKind::Full`] for a full table, [`ErrorKind::InvalidArgument`]
+    /// for raw bytes of the wrong size, [`ErrorKind::Busy`] for an entry
+    /// another writer holds (as [`GetError::Busy`]).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::PutError};
+    ///
+    /// assert_eq!(PutError::Full { keys: 8 }.kind(), ErrorKind::Full);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PutError::Full { .. } => ErrorKind::Full,
+            PutError::KeySize { .. } | PutError::ValueSize { .. } => ErrorKind::InvalidArgument,
+            PutError::Busy { .. } => ErrorKind::Busy,
+        }
+    }
+}
+
 /// Why a removal was refused. Nothing was written.
 ///
 /// # Examples
@@ -141,6 +184,25 @@ pub enum RemoveError {
         /// The entry (its index in the table).
         entry: u64,
     },
+}
+
+impl RemoveError {
+    /// [`ErrorKind::InvalidArgument`] for a raw key of the wrong size,
+    /// [`ErrorKind::Busy`] for an entry another writer holds.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::RemoveError};
+    ///
+    /// let e = RemoveError::KeySize { found: 3, expected: 8 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            RemoveError::KeySize { .. } => ErrorKind::InvalidArgument,
+            RemoveError::Busy { .. } => ErrorKind::Busy,
+        }
+    }
 }
 
 impl From<super::table::NotRead> for GetError {

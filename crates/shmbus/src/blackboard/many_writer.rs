@@ -69,9 +69,9 @@ use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
+use super::BlackboardOptions;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
-use crate::options::BlackboardOptions;
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
 use crate::wire::blackboard::{control, tag, MULTI_WRITER};
@@ -678,7 +678,8 @@ mod shm {
             })?;
         let pid = region.word32(control + control::WRITER_PID);
         if !shared {
-            return Err(AttachError::WriterActive {
+            return Err(AttachError::RoleTaken {
+                role: crate::error::Role::Writer,
                 pid: pid.load(Ordering::Relaxed),
             });
         }
@@ -745,8 +746,8 @@ mod shm {
         ///
         /// # Errors
         /// [`AttachError::Open`] if it cannot be opened (another kind,
-        /// other types); [`AttachError::WrongWriters`] for a table made
-        /// for one writer; [`AttachError::WriterActive`] while its creator
+        /// other types); [`AttachError::WrongMode`] for a table made
+        /// for one writer; [`AttachError::RoleTaken`] while its creator
         /// is still building it.
         ///
         /// # Examples
@@ -756,7 +757,7 @@ mod shm {
         /// let single = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(8))?;
         /// assert!(matches!(
         ///     ManyWriter::<u64, u64>::attach(&name, &OpenOptions::default()),
-        ///     Err(AttachError::WrongWriters { .. })
+        ///     Err(AttachError::WrongMode { .. })
         /// ));
         /// # drop(single);
         /// # shmbus::remove(&name)?;
@@ -772,7 +773,8 @@ mod shm {
             )?;
             super::super::reader::check_key::<K>(&header)?;
             if header.flags & MULTI_WRITER == 0 {
-                return Err(AttachError::WrongWriters {
+                return Err(AttachError::WrongMode {
+                    role: crate::error::Role::Writer,
                     found: Publishers::One,
                     expected: Publishers::Many,
                 });

@@ -106,15 +106,16 @@ pub(crate) mod entry;
 mod error;
 mod field;
 mod many_writer;
+mod options;
 mod reader;
 pub(crate) mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
 mod writer;
 
-pub use crate::options::BlackboardOptions;
 pub use error::{GetError, PutError, RemoveError};
 pub use field::Field;
 pub use many_writer::ManyWriter;
+pub use options::BlackboardOptions;
 pub use reader::{Entries, Item, Reader, Versioned};
 pub use writer::Writer;

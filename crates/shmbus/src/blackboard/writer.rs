@@ -9,9 +9,9 @@ use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
+use super::BlackboardOptions;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
-use crate::options::BlackboardOptions;
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
 use crate::wire::blackboard::tag;
@@ -450,8 +450,8 @@ mod shm {
         /// # Errors
         /// [`AttachError::Open`] if it cannot be opened (another kind,
         /// other types: [`OpenError::WrongKind`], [`OpenError::TypeMismatch`]);
-        /// [`AttachError::WriterActive`] while a live process writes it;
-        /// [`AttachError::WrongWriters`] for a table made for many writers
+        /// [`AttachError::RoleTaken`] while a live process writes it;
+        /// [`AttachError::WrongMode`] for a table made for many writers
         /// (attach a [`ManyWriter`](super::super::ManyWriter)).
         ///
         /// # Examples
@@ -474,7 +474,8 @@ mod shm {
             )?;
             super::super::reader::check_key::<K>(&header)?;
             if header.flags & crate::wire::blackboard::MULTI_WRITER != 0 {
-                return Err(AttachError::WrongWriters {
+                return Err(AttachError::WrongMode {
+                    role: crate::error::Role::Writer,
                     found: crate::wire::Publishers::Many,
                     expected: crate::wire::Publishers::One,
                 });
@@ -483,8 +484,12 @@ mod shm {
                 .blackboard_geometry()
                 .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
             let pid_field = header.control_offset as usize + control::WRITER_PID;
-            take_role(&region, lock_byte::PUBLISHER, pid_field)
-                .map_err(|pid| AttachError::WriterActive { pid })?;
+            take_role(&region, lock_byte::PUBLISHER, pid_field).map_err(|pid| {
+                AttachError::RoleTaken {
+                    role: crate::error::Role::Writer,
+                    pid,
+                }
+            })?;
             let table = Table::new(
                 region,
                 geo,

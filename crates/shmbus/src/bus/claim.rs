@@ -272,7 +272,7 @@ impl<R: Region> Ring<R> {
             .region()
             .word(self.control_field(control::EVICT_NS))
             .load(Ordering::Relaxed);
-        Duration::from_nanos(ns).min(crate::options::MAX_EVICT)
+        Duration::from_nanos(ns).min(super::options::MAX_EVICT)
     }
 
     /// A reader at `cursor.pos` found its slot empty on a many-publisher

@@ -256,7 +256,7 @@ impl Gate {
             limit: next,
             gen_seen: ring.gate_gen().load(Ordering::Relaxed),
             // Untrusted: capped, so no value there blocks a publish longer.
-            evict: Duration::from_nanos(ns).min(crate::options::MAX_EVICT),
+            evict: Duration::from_nanos(ns).min(super::options::MAX_EVICT),
             strategy: WaitStrategy::default(),
             blocked: None,
             skip_run: None,

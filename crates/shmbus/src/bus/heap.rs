@@ -36,7 +36,7 @@ pub(crate) fn heap_ring(
         ring.region(),
         ring.control_field(0),
         super::ring::HEAP_ENTRIES as u32,
-        crate::options::DEFAULT_EVICT,
+        super::options::DEFAULT_EVICT,
     );
     Header::publish_magic(ring.region());
     Ok(ring)

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use crate::wire::Message;
 
+use super::error::{Abandoned, ManyPublishError, TryPublishError};
 use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
-use super::publisher::TryPublishError;
 use super::ring::Ring;
 use super::subscriber::Subscriber;
 use super::SubscriberGroup;
@@ -20,67 +20,6 @@ use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::wait::{Wait, WaitStrategy};
-
-/// A claim that was declared abandoned before its publisher committed it:
-/// the message was not published. It happens only to a publisher that
-/// stalled (descheduled, stopped) between claiming its slot and committing
-/// it for longer than the bus's unblock timeout, after which subscribers
-/// or other publishers skip the slot.
-///
-/// # Examples
-/// ```
-/// use std::time::Duration;
-/// use shmbus::bus::{Abandoned, ManyPublisher};
-///
-/// let mut publisher = ManyPublisher::<u64, _>::on_heap(8, Duration::from_secs(1))?;
-/// match publisher.publish(&7) {
-///     Ok(seq) => assert_eq!(seq, 0),
-///     // Nothing was published under `seq`: publish again if it matters.
-///     Err(Abandoned { seq, unblock }) => eprintln!("{seq} skipped after {unblock:?}"),
-/// }
-/// # Ok::<(), shmbus::CreateError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "sequence {seq} was skipped as abandoned before this publisher committed it \
-     (claim older than the {unblock:?} unblock timeout); the message was not published"
-)]
-pub struct Abandoned {
-    /// The sequence this publisher had claimed.
-    pub seq: u64,
-    /// The bus's unblock timeout.
-    pub unblock: Duration,
-}
-
-/// Why a raw message could not be published on a many-publisher bus.
-///
-/// # Examples
-/// ```
-/// use std::time::Duration;
-/// use shmbus::bus::{ManyPublishError, ManyPublisher};
-///
-/// let mut publisher = ManyPublisher::<[u8], _>::on_heap_bytes(4, 8, Duration::from_secs(1))?;
-/// assert_eq!(
-///     publisher.publish(b"too long"),
-///     Err(ManyPublishError::TooLong { len: 8, max: 4 })
-/// );
-/// # Ok::<(), shmbus::CreateError>(())
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ManyPublishError {
-    /// Longer than the bus's message size.
-    #[error("message is {len} bytes, the bus carries at most {max}")]
-    TooLong {
-        /// The message's length.
-        len: usize,
-        /// The bus's message size.
-        max: usize,
-    },
-    /// The claim was skipped before the commit.
-    #[error(transparent)]
-    Abandoned(#[from] Abandoned),
-}
 
 /// Where a test-only hook stops a publisher.
 #[cfg(feature = "test-hooks")]
@@ -565,9 +504,10 @@ impl<T: ?Sized + Payload> ManyPublisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::{BusOptions, Many};
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, Many, OpenOptions};
+    use crate::options::OpenOptions;
     use crate::wire::Publishers;
 
     impl<T: ?Sized + Payload> ManyPublisher<T, ShmRegion> {
@@ -605,8 +545,8 @@ mod shm {
         ///
         /// # Errors
         /// [`AttachError::Open`] if the bus cannot be opened,
-        /// [`AttachError::WrongPublishers`] for a single-publisher bus,
-        /// [`AttachError::PublisherActive`] while its creator is still
+        /// [`AttachError::WrongMode`] for a single-publisher bus,
+        /// [`AttachError::RoleTaken`] while its creator is still
         /// building it.
         ///
         /// # Examples

@@ -6,8 +6,9 @@
 //! region: write, read, lap, sleep), `claim.rs` (its many-publisher steps),
 //! `payload.rs` (typed or raw messages), then the handles users hold:
 //! [`Publisher`], [`ManyPublisher`], [`Subscriber`], [`SubscriberGroup`].
-//! [`One`] and [`Many`] (defined beside the options, re-exported here) say
-//! in `BusOptions<P>`'s type which of the two publishers a bus is made for.
+//! `options.rs` holds [`BusOptions`], with [`One`] and [`Many`], which say
+//! in `BusOptions<P>`'s type which of the two publishers a bus is made for;
+//! `error.rs` the publish and skip errors.
 //!
 //! # Invariants
 //! - Slot `i` (of `capacity`, a power of two) lives at
@@ -101,10 +102,12 @@ pub(crate) mod activity;
 pub(crate) mod aio;
 pub(crate) mod claim;
 pub(crate) mod copy;
+mod error;
 pub(crate) mod gate;
 mod group;
 mod heap;
 mod many_publisher;
+pub(crate) mod options;
 mod payload;
 mod publisher;
 pub(crate) mod ring;
@@ -116,19 +119,20 @@ mod subscriber;
 mod tests;
 
 pub use crate::error::LosslessRefused;
-pub use crate::options::{Many, One, PublisherCount};
-pub use crate::options::{
-    DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
-};
+pub use crate::options::{MAX_UNBLOCK, MIN_TIMEOUT};
 #[cfg(all(feature = "async-stream", not(loom)))]
 pub use aio::Messages;
+pub use error::{Abandoned, ManyPublishError, PublishError, SkipError, TryPublishError};
 pub use group::SubscriberGroup;
 #[cfg(feature = "test-hooks")]
 #[doc(hidden)] // reached through `internals`
 pub use many_publisher::HookPoint;
-pub use many_publisher::{Abandoned, ManyPublishError, ManyPublisher};
+pub use many_publisher::ManyPublisher;
+pub use options::{
+    BusOptions, Many, One, PublisherCount, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT,
+};
 pub use payload::Payload;
-pub use publisher::{PublishError, Publisher, SkipError, TryPublishError};
+pub use publisher::Publisher;
 /// Every reader's state in one value (`ring.rs`).
 pub(crate) use ring::Cursor;
 pub use subscriber::Subscriber;

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::wire::Message;
 
+use super::error::{PublishError, SkipError, TryPublishError};
 use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
@@ -55,108 +56,6 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
             .field("msg_size", &self.ring.msg_size())
             .finish_non_exhaustive()
     }
-}
-
-/// Why a raw message could not be published.
-///
-/// # Examples
-/// ```
-/// use shmbus::{Publisher, bus::PublishError};
-///
-/// let mut publisher = Publisher::<[u8], _>::on_heap_bytes(4, 8)?;
-/// match publisher.publish(b"too long") {
-///     Err(PublishError::TooLong { len, max }) => assert_eq!((len, max), (8, 4)),
-///     Err(other) => panic!("{other}"), // more reasons may come
-///     Ok(_) => panic!("8 bytes do not fit in 4"),
-/// }
-/// assert_eq!(publisher.next_sequence(), 0); // nothing was published
-/// # Ok::<(), shmbus::CreateError>(())
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PublishError {
-    /// Longer than the bus's message size.
-    #[error("message is {len} bytes, the bus carries at most {max}")]
-    TooLong {
-        /// The message's length.
-        len: usize,
-        /// The bus's message size.
-        max: usize,
-    },
-}
-
-/// Why [`Publisher::skip`] refused.
-///
-/// # Examples
-/// ```
-/// use shmbus::{Publisher, bus::SkipError};
-///
-/// let mut publisher = Publisher::<u64, _>::on_heap(8)?;
-/// assert_eq!(
-///     publisher.skip(u64::MAX),
-///     Err(SkipError::TooFar { n: u64::MAX, max: SkipError::MAX })
-/// );
-/// # Ok::<(), shmbus::CreateError>(())
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum SkipError {
-    /// More sequence numbers than readers can tell apart from a lap.
-    #[error("cannot skip {n} messages at once, at most {max}")]
-    TooFar {
-        /// The count asked for.
-        n: u64,
-        /// [`SkipError::MAX`].
-        max: u64,
-    },
-}
-
-/// Why [`Publisher::try_publish`] published nothing.
-///
-/// # Examples
-/// ```
-/// use shmbus::{Publisher, Start, WaitStrategy, bus::TryPublishError};
-///
-/// let mut publisher = Publisher::<u64, _>::on_heap(2)?;
-/// let lossless = publisher.subscribe_lossless(Start::Next, WaitStrategy::default())?;
-/// publisher.try_publish(&1)?;
-/// publisher.try_publish(&2)?;
-/// // Two unread messages on two slots: a third would overwrite one.
-/// match publisher.try_publish(&3) {
-///     Err(TryPublishError::Full { entry, .. }) => assert_eq!(entry, 0),
-///     other => panic!("expected Full, got {other:?}"),
-/// }
-/// # drop(lossless);
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TryPublishError {
-    /// The oldest slot holds a message a lossless subscriber has not read.
-    #[error("no room: lossless subscriber in registry entry {entry}{} has not read the message in the oldest slot, expected a free slot", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
-    Full {
-        /// Its registry entry.
-        entry: usize,
-        /// Its pid, where the bus has a registry (not on the heap).
-        pid: Option<u32>,
-    },
-    /// Longer than the bus's message size (raw buses).
-    #[error("message is {len} bytes, the bus carries at most {max}")]
-    TooLong {
-        /// The message's length.
-        len: usize,
-        /// The bus's message size.
-        max: usize,
-    },
-    /// Many-publisher buses: the claim was skipped before the commit
-    /// (see [`Abandoned`](super::Abandoned)).
-    #[error(transparent)]
-    Abandoned(#[from] super::Abandoned),
-}
-
-impl SkipError {
-    /// The most messages one [`Publisher::skip`] may skip: 2^60.
-    pub const MAX: u64 = 1 << 60;
 }
 
 impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
@@ -600,9 +499,10 @@ impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::BusOptions;
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{BusOptions, OpenOptions};
+    use crate::options::OpenOptions;
     use crate::wire::Publishers;
 
     impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {
@@ -641,9 +541,9 @@ mod shm {
         /// # Errors
         /// [`AttachError::Open`] if the bus cannot be opened (missing, not
         /// a bus, another message type, ...),
-        /// [`AttachError::PublisherActive`] if a live process publishes on
+        /// [`AttachError::RoleTaken`] if a live process publishes on
         /// it, [`AttachError::Journaled`] for a journaled bus (attach a
-        /// `JournalPublisher`), [`AttachError::WrongPublishers`] for a
+        /// `JournalPublisher`), [`AttachError::WrongMode`] for a
         /// many-publisher bus.
         ///
         /// # Examples

@@ -4,11 +4,12 @@
 //! and registering a subscriber so `stat` can name it.
 
 use super::activity::Activity;
+use super::options::{publishers, BusOptions, PublisherCount};
 use super::payload::Payload;
 use super::ring::Ring;
 use crate::error::{AttachError, CreateError, OpenError};
 use crate::mem::{Access, Region, ShmRegion};
-use crate::options::{publishers, BusOptions, OpenOptions, PublisherCount};
+use crate::options::OpenOptions;
 use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
@@ -20,7 +21,7 @@ use crate::wire::{
 /// make a many-publisher bus, whose every publisher shares the publisher
 /// lock.
 ///
-/// [`Many`]: crate::options::Many
+/// [`Many`]: super::Many
 pub(crate) fn create<T: ?Sized + Payload, P: PublisherCount>(
     name: &str,
     opts: &BusOptions<P>,
@@ -204,7 +205,8 @@ pub(crate) fn attach_header(
         Publishers::One
     };
     if found != want {
-        return Err(AttachError::WrongPublishers {
+        return Err(AttachError::WrongMode {
+            role: crate::error::Role::Publisher,
             found,
             expected: want,
         });
@@ -215,8 +217,12 @@ pub(crate) fn attach_header(
     let ring = Ring::new(region, &header);
     let pid_field = ring.control_field(control::PUBLISHER_PID);
     if want == Publishers::One {
-        take_role(ring.region(), lock_byte::PUBLISHER, pid_field)
-            .map_err(|pid| AttachError::PublisherActive { pid })?;
+        take_role(ring.region(), lock_byte::PUBLISHER, pid_field).map_err(|pid| {
+            AttachError::RoleTaken {
+                role: crate::error::Role::Publisher,
+                pid,
+            }
+        })?;
         let next = ring.resume();
         return Ok((ring, next, header));
     }
@@ -229,7 +235,8 @@ pub(crate) fn attach_header(
     })?;
     if !shared {
         // Only a creator still building holds it exclusively.
-        return Err(AttachError::PublisherActive {
+        return Err(AttachError::RoleTaken {
+            role: crate::error::Role::Publisher,
             pid: region.word32(pid_field).load(Ordering::Relaxed),
         });
     }

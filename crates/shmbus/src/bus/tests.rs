@@ -435,10 +435,11 @@ mod gate {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
+    use crate::bus::BusOptions;
     use crate::bus::{LosslessRefused, Publisher, Received, Subscriber, TryPublishError};
     use crate::error::OpenError;
     use crate::mem::HeapRegion;
-    use crate::options::{BusOptions, OpenOptions, Start};
+    use crate::options::{OpenOptions, Start};
     use crate::wait::{Wait, WaitStrategy};
 
     fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::format;
+use crate::error::ErrorKind;
 use crate::error::{AttachError, CreateError, OpenError};
 
 /// Why a message could not be appended to the journal. The message is then
@@ -82,6 +83,24 @@ impl AppendError {
                 what,
                 source: e,
             },
+        }
+    }
+}
+
+impl AppendError {
+    /// [`ErrorKind::TooLong`] for a message longer than the bus's, else
+    /// [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::AppendError};
+    ///
+    /// assert_eq!(AppendError::TooLong { len: 9, max: 8 }.kind(), ErrorKind::TooLong);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AppendError::TooLong { .. } => ErrorKind::TooLong,
+            AppendError::Full { .. } | AppendError::Io { .. } => ErrorKind::Journal,
         }
     }
 }
@@ -223,6 +242,21 @@ impl JournalOpenError {
     }
 }
 
+impl JournalOpenError {
+    /// [`ErrorKind::Journal`], whatever is wrong with the file.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::JournalOpenError};
+    ///
+    /// let e = JournalOpenError::Sealed { path: "ticks.journal".into() };
+    /// assert_eq!(e.kind(), ErrorKind::Journal);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::Journal
+    }
+}
+
 /// Why a journal's starting snapshot ([`JournalOptions::snapshot`](super::JournalOptions::snapshot)) was
 /// refused.
 ///
@@ -322,6 +356,29 @@ pub enum JournalCreateError {
     },
 }
 
+impl JournalCreateError {
+    /// What kind of failure this is: the bus's create's kind, or
+    /// [`ErrorKind::Journal`] for the journal, or
+    /// [`ErrorKind::InvalidArgument`] for an impossible option or snapshot.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::JournalCreateError};
+    ///
+    /// let e = JournalCreateError::TooLarge { option: "chunk_bytes", value: 1 << 40, max: 1 << 30 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JournalCreateError::Create(e) => e.kind(),
+            JournalCreateError::Journal(e) => e.kind(),
+            JournalCreateError::Snapshot(_) | JournalCreateError::TooLarge { .. } => {
+                ErrorKind::InvalidArgument
+            }
+        }
+    }
+}
+
 /// Why a journaled publisher could not close cleanly. Every message it
 /// published is in the journal either way; what failed is only the
 /// compaction due at close, which leaves the journal as it was before it.
@@ -363,6 +420,23 @@ pub enum CloseError {
     },
 }
 
+impl CloseError {
+    /// [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::CloseError};
+    ///
+    /// let e = CloseError::Compaction { path: "ticks.journal".into(), reason: "disk full".into() };
+    /// assert_eq!(e.kind(), ErrorKind::Journal);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CloseError::Compaction { .. } => ErrorKind::Journal,
+        }
+    }
+}
+
 /// Why a publisher could not attach to a journaled bus.
 ///
 /// # Examples
@@ -393,6 +467,26 @@ pub enum JournalAttachError {
     /// The journal.
     #[error(transparent)]
     Journal(#[from] JournalOpenError),
+}
+
+impl JournalAttachError {
+    /// What kind of failure this is: the attach's kind,
+    /// [`ErrorKind::NotJournaled`] or [`ErrorKind::Journal`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::JournalAttachError};
+    ///
+    /// let e = JournalAttachError::NotJournaled { name: "ticks".into() };
+    /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JournalAttachError::Attach(e) => e.kind(),
+            JournalAttachError::NotJournaled { .. } => ErrorKind::NotJournaled,
+            JournalAttachError::Journal(e) => e.kind(),
+        }
+    }
 }
 
 impl From<OpenError> for JournalAttachError {
@@ -450,6 +544,32 @@ pub enum JoinError {
     /// flush ([`JournalSubscriber::join_cancellable`](super::JournalSubscriber::join_cancellable)).
     #[error("the join was cancelled while it waited for the publisher's flush")]
     Cancelled,
+}
+
+impl JoinError {
+    /// What kind of failure this is: the open's kind for a bus that could
+    /// not be opened, [`ErrorKind::NotJournaled`], [`ErrorKind::PeerGone`]
+    /// for a publisher that died before its flush, [`ErrorKind::TimedOut`]
+    /// for one that did not flush in time, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, journal::JoinError};
+    ///
+    /// let e = JoinError::NotJournaled { name: "ticks".into() };
+    /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            JoinError::Open(e) => e.kind(),
+            JoinError::NotJournaled { .. } => ErrorKind::NotJournaled,
+            JoinError::PublisherGone { .. } => ErrorKind::PeerGone,
+            JoinError::FlushTimeout { .. } => ErrorKind::TimedOut,
+            JoinError::FlushFailed => ErrorKind::Journal,
+            JoinError::Journal(e) => e.kind(),
+            JoinError::Cancelled => ErrorKind::Other,
+        }
+    }
 }
 
 /// Why [`JournalSubscriber::seek`](super::JournalSubscriber::seek) could not position the subscriber. It
@@ -542,4 +662,23 @@ pub enum FeedError {
         /// The bus's message size.
         bus: usize,
     },
+}
+
+impl FeedError {
+    /// The join's kind, or the table's refusal's ([`ErrorKind::Full`]),
+    /// or [`ErrorKind::TypeMismatch`] for values of another size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::PutError, journal::FeedError};
+    ///
+    /// assert_eq!(FeedError::Board(PutError::Full { keys: 8 }).kind(), ErrorKind::Full);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FeedError::Join(e) => e.kind(),
+            FeedError::Board(e) => e.kind(),
+            FeedError::ValueSize { .. } => ErrorKind::TypeMismatch,
+        }
+    }
 }

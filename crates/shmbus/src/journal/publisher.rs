@@ -26,10 +26,11 @@ use super::shared::{lock, Shared};
 use super::writer::{Trust, Writer};
 use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
+use crate::bus::BusOptions;
 use crate::bus::Payload;
 use crate::error::{AttachError, CreateError};
 use crate::mem::{Region, ShmRegion};
-use crate::options::{BusOptions, OpenOptions};
+use crate::options::OpenOptions;
 use crate::segment::{self, Role};
 use crate::sys::fork::Origin;
 use crate::wait;
@@ -201,8 +202,12 @@ impl Core {
             });
         };
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
-        segment::take_role(&region, lock_byte::PUBLISHER, pid_field)
-            .map_err(|pid| AttachError::PublisherActive { pid })?;
+        segment::take_role(&region, lock_byte::PUBLISHER, pid_field).map_err(|pid| {
+            AttachError::RoleTaken {
+                role: crate::error::Role::Publisher,
+                pid,
+            }
+        })?;
         let (mode, bus_owner, bus_group) = region_owner(&region);
         let ring = Ring::new(Arc::new(region), &header);
         let ring_next = ring.resume();
@@ -676,7 +681,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// # Errors
     /// [`JournalAttachError::Attach`] with [`AttachError::Open`] if the bus
     /// cannot be opened (missing, not a bus, another message type, ...) or
-    /// [`AttachError::PublisherActive`] if a live process publishes on it;
+    /// [`AttachError::RoleTaken`] if a live process publishes on it;
     /// [`JournalAttachError::NotJournaled`] for a bus without a journal;
     /// [`JournalAttachError::Journal`] if the journal cannot be opened
     /// ([`JournalOpenError::Io`], [`JournalOpenError::NotRegular`],

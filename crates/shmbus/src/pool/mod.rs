@@ -73,6 +73,7 @@ mod block_type;
 pub(crate) mod blocks;
 #[cfg(not(loom))]
 mod heap;
+mod options;
 #[cfg(not(loom))]
 mod owned;
 #[cfg(not(loom))]
@@ -85,10 +86,10 @@ mod sweep;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub use crate::options::PoolOptions;
 #[cfg(all(feature = "async-stream", not(loom)))]
 pub use aio::Samples;
 pub use blocks::Census;
+pub use options::PoolOptions;
 #[cfg(not(loom))]
 pub use owned::{IntoLoanError, OwnedLoan};
 #[cfg(not(loom))]

@@ -18,6 +18,7 @@ use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::{Abandoned, Payload};
 use crate::error::CreateError;
+use crate::error::ErrorKind;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
@@ -173,6 +174,28 @@ pub enum LoanError {
         /// Where the blocks were when the publisher gave up.
         census: Census,
     },
+}
+
+#[cfg(not(loom))]
+impl LoanError {
+    /// What kind of failure this is: [`ErrorKind::PoolExhausted`] or
+    /// [`ErrorKind::TooLong`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, Wait, pool::PoolPublisher};
+    ///
+    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+    /// let err = publisher.loan(100, Wait::Never).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::TooLong);
+    /// # Ok::<(), shmbus::CreateError>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            LoanError::TooLong { .. } => ErrorKind::TooLong,
+            LoanError::Exhausted { .. } => ErrorKind::PoolExhausted,
+        }
+    }
 }
 
 impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
@@ -735,9 +758,11 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
 #[cfg(not(loom))]
 mod shm {
     use super::*;
+    use crate::bus::{Many, PublisherCount};
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
-    use crate::options::{Many, OpenOptions, PoolOptions, PublisherCount};
+    use crate::options::OpenOptions;
+    use crate::pool::PoolOptions;
     use crate::wire::{descriptor, Publishers};
 
     impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
@@ -790,7 +815,7 @@ mod shm {
             name: &str,
             opts: &PoolOptions<P>,
         ) -> Result<Self, CreateError> {
-            let multi = crate::options::publishers::<P>() == Publishers::Many;
+            let multi = crate::bus::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
             let (block_size, count) = opts.pool();
             let block_msg = super::super::block_type::block_type::<T>(block_size, opts.named())

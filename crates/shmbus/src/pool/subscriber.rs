@@ -10,6 +10,7 @@ use super::blocks::Blocks;
 use crate::bus::ring::{Poll, Ring};
 use crate::bus::Cursor;
 use crate::bus::{Payload, Received};
+use crate::error::ErrorKind;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
@@ -142,6 +143,24 @@ pub enum PoolRecvError {
         /// [`PoolSubscriber::MAX_HELD`].
         max: usize,
     },
+}
+
+#[cfg(not(loom))]
+impl PoolRecvError {
+    /// [`ErrorKind::TooManySamples`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, pool::PoolRecvError};
+    ///
+    /// let e = PoolRecvError::TooManySamples { max: 8 };
+    /// assert_eq!(e.kind(), ErrorKind::TooManySamples);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PoolRecvError::TooManySamples { .. } => ErrorKind::TooManySamples,
+        }
+    }
 }
 
 impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {

@@ -440,7 +440,8 @@ fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
 #[cfg_attr(miri, ignore)]
 fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_subscriber_has_not_read(
 ) {
-    use crate::options::{OpenOptions, PoolOptions};
+    use crate::options::OpenOptions;
+    use crate::pool::PoolOptions;
     struct Name(String);
     impl Drop for Name {
         fn drop(&mut self) {

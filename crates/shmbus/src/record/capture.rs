@@ -8,6 +8,7 @@ use super::error::{AddBusError, WriteError};
 use super::files::FileRecorder;
 use super::format::MAX_MESSAGE;
 use super::{BusSpec, RecordedKind};
+use crate::error::ErrorKind;
 use crate::pool::{PoolRecvError, PoolSubscriber};
 use crate::select::{Select, Selectable};
 use crate::stream::{Consumer, PopError};
@@ -85,6 +86,30 @@ pub enum CaptureError {
         /// Why.
         source: PopError,
     },
+}
+
+impl CaptureError {
+    /// The kind of the error it wraps ([`ErrorKind::InvalidArgument`] for
+    /// a bus added twice).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::{CaptureError, WriteError}};
+    ///
+    /// let e = CaptureError::Write(WriteError::EmptyGap { bus: 0 });
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CaptureError::Open { source, .. } => source.kind(),
+            CaptureError::SameBus { .. } => ErrorKind::InvalidArgument,
+            CaptureError::Attach { source, .. } => source.kind(),
+            CaptureError::AddBus { source, .. } => source.kind(),
+            CaptureError::Write(e) => e.kind(),
+            CaptureError::Pool { source, .. } => source.kind(),
+            CaptureError::Stream { source, .. } => source.kind(),
+        }
+    }
 }
 
 /// What a [`Capture`] has written so far.

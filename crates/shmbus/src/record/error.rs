@@ -1,6 +1,7 @@
 //! The errors of recording and reading a recording, one enum per
 //! operation.
 
+use crate::error::ErrorKind;
 use std::io;
 use std::path::PathBuf;
 
@@ -53,6 +54,25 @@ pub enum AddBusError {
         /// The longest a recording holds.
         max: usize,
     },
+}
+
+impl AddBusError {
+    /// [`ErrorKind::InvalidArgument`] for a bus past the format's bounds,
+    /// [`ErrorKind::Other`] for a failed write.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::AddBusError};
+    ///
+    /// let e = AddBusError::TooManyBuses { found: 65536, max: 65536 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AddBusError::Io(_) => ErrorKind::Other,
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
 }
 
 /// Why writing a message or a gap to a [`Recorder`](super::Recorder), its
@@ -111,6 +131,31 @@ pub enum WriteError {
         /// Why.
         source: io::Error,
     },
+}
+
+impl WriteError {
+    /// [`ErrorKind::InvalidArgument`] for a record the recorder refused,
+    /// [`ErrorKind::Exists`] for a file in the way of one it makes,
+    /// [`ErrorKind::Permission`] for one it may not make, and
+    /// [`ErrorKind::Other`] for a failed write.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::WriteError};
+    ///
+    /// assert_eq!(WriteError::EmptyGap { bus: 0 }.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            WriteError::File { source, .. } => match source.kind() {
+                std::io::ErrorKind::AlreadyExists => ErrorKind::Exists,
+                std::io::ErrorKind::PermissionDenied => ErrorKind::Permission,
+                _ => ErrorKind::Other,
+            },
+            WriteError::Io(_) => ErrorKind::Other,
+            _ => ErrorKind::InvalidArgument,
+        }
+    }
 }
 
 /// Why [`Recording::new`](super::Recording::new) refused a file.
@@ -179,6 +224,27 @@ pub enum OpenRecordingError {
         /// What is wrong with it.
         source: Box<OpenRecordingError>,
     },
+}
+
+impl OpenRecordingError {
+    /// [`ErrorKind::Corrupt`] for a header cut short (a part's: its
+    /// error's kind), [`ErrorKind::Other`] for a file that is no
+    /// recording, of another version, or unreadable.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::OpenRecordingError};
+    ///
+    /// let e = OpenRecordingError::Truncated { found: 3, expected: 16 };
+    /// assert_eq!(e.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            OpenRecordingError::Truncated { .. } => ErrorKind::Corrupt,
+            OpenRecordingError::InPart { source, .. } => source.kind(),
+            _ => ErrorKind::Other,
+        }
+    }
 }
 
 /// Why the next record of a [`Recording`](super::Recording) could not be
@@ -320,4 +386,24 @@ pub enum ReadError {
         /// The record's offset.
         offset: u64,
     },
+}
+
+impl ReadError {
+    /// [`ErrorKind::Corrupt`] for a record that cannot be right,
+    /// [`ErrorKind::Other`] for a failed read.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, record::ReadError};
+    ///
+    /// let e = ReadError::EmptyGap { offset: 16 };
+    /// assert_eq!(e.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            ReadError::Io(_) => ErrorKind::Other,
+            ReadError::InPart { source, .. } => source.kind(),
+            _ => ErrorKind::Corrupt,
+        }
+    }
 }

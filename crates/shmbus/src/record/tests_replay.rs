@@ -272,7 +272,10 @@ fn a_replay_refused_by_one_target_removes_the_targets_it_made_for_the_others() {
         matches!(
             err,
             ReplayError::Attach {
-                source: AttachError::PublisherActive { .. },
+                source: AttachError::RoleTaken {
+                    role: crate::error::Role::Publisher,
+                    ..
+                },
                 ..
             }
         ),

@@ -692,7 +692,7 @@ mod shm {
         /// [`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch)
         /// inside if it carries another type than a typed consumer's (the
         /// stream's name hash or alignment differs, or `T` is larger than
-        /// its largest record); [`AttachError::ConsumerActive`] if a live
+        /// its largest record); [`AttachError::RoleTaken`] if a live
         /// process consumes it.
         ///
         /// # Examples
@@ -725,8 +725,12 @@ mod shm {
             let (region, header) = open_checked(name, Role::Subscriber, Kind::Stream, None, opts)?;
             record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::CONSUMER_PID;
-            take_role(&region, lock_byte::CONSUMER, pid_field)
-                .map_err(|pid| AttachError::ConsumerActive { pid })?;
+            take_role(&region, lock_byte::CONSUMER, pid_field).map_err(|pid| {
+                AttachError::RoleTaken {
+                    role: crate::error::Role::Consumer,
+                    pid,
+                }
+            })?;
             let ring = StreamRing::new(region, &header);
             // A producer dead before we came is no reason to stop waiting:
             // a new one may come (a crashed pipeline restarts in any order).

@@ -102,6 +102,7 @@
 #[cfg(not(loom))]
 mod aio;
 mod consumer;
+mod options;
 #[cfg(not(loom))]
 mod owned;
 mod producer;
@@ -113,12 +114,12 @@ mod tests;
 
 use std::time::Duration;
 
-pub use crate::options::StreamOptions;
 #[cfg(all(feature = "async-stream", not(loom)))]
 pub use aio::Records;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;
+pub use options::StreamOptions;
 #[cfg(not(loom))]
 pub use owned::{IntoChunkError, OwnedReadChunk};
 pub use producer::Producer;
@@ -126,6 +127,7 @@ pub use producer::Producer;
 pub use producer::WriteChunk;
 
 use crate::bus::Payload;
+use crate::error::ErrorKind;
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
 use crate::wait::WaitStrategy;
@@ -200,6 +202,28 @@ pub enum PushError {
         /// The least `HEAD` that could be right.
         min_head: u64,
     },
+}
+
+impl PushError {
+    /// What kind of failure this is: [`ErrorKind::TimedOut`] for a stream
+    /// that stayed full (`Full` included), [`ErrorKind::PeerGone`],
+    /// [`ErrorKind::TooLong`] or [`ErrorKind::Corrupt`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, stream::PushError};
+    ///
+    /// assert_eq!(PushError::Full.kind(), ErrorKind::TimedOut);
+    /// assert_eq!(PushError::PeerGone { pid: 1 }.kind(), ErrorKind::PeerGone);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PushError::TooLong { .. } => ErrorKind::TooLong,
+            PushError::Full | PushError::TimedOut(_) => ErrorKind::TimedOut,
+            PushError::PeerGone { .. } => ErrorKind::PeerGone,
+            PushError::CorruptCursors { .. } => ErrorKind::Corrupt,
+        }
+    }
 }
 
 /// Why no record was popped.
@@ -279,6 +303,29 @@ pub enum PopError {
         /// The record type's name.
         type_name: &'static str,
     },
+}
+
+impl PopError {
+    /// What kind of failure this is: [`ErrorKind::TimedOut`] for a stream
+    /// that stayed empty (`Empty` included), [`ErrorKind::PeerGone`],
+    /// [`ErrorKind::Corrupt`], or [`ErrorKind::TypeMismatch`] for a record
+    /// that is not one of a typed consumer's type.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, stream::PopError};
+    ///
+    /// assert_eq!(PopError::Empty.kind(), ErrorKind::TimedOut);
+    /// assert_eq!(PopError::Corrupt { at: 0, header: 0 }.kind(), ErrorKind::Corrupt);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            PopError::Empty | PopError::TimedOut(_) => ErrorKind::TimedOut,
+            PopError::PeerGone { .. } => ErrorKind::PeerGone,
+            PopError::CorruptCursors { .. } | PopError::Corrupt { .. } => ErrorKind::Corrupt,
+            PopError::RecordLength { .. } => ErrorKind::TypeMismatch,
+        }
+    }
 }
 
 #[doc(hidden)] // reached through `internals`

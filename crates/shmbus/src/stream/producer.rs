@@ -614,9 +614,10 @@ mod shm {
     use super::*;
     use crate::error::{AttachError, CreateError, OpenError};
     use crate::mem::ShmRegion;
-    use crate::options::{OpenOptions, StreamOptions};
+    use crate::options::OpenOptions;
     use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
     use crate::stream::record;
+    use crate::stream::StreamOptions;
     use crate::wire::{Header, Kind};
 
     impl<T: ?Sized + Payload> Producer<T, ShmRegion> {
@@ -683,7 +684,7 @@ mod shm {
         /// [`OpenError::TypeMismatch`] inside if it carries another type
         /// than a typed producer's (the stream's name hash or alignment
         /// differs, or `T` is larger than its largest record);
-        /// [`AttachError::ProducerActive`] if a live process produces into
+        /// [`AttachError::RoleTaken`] if a live process produces into
         /// it.
         ///
         /// # Examples
@@ -699,8 +700,12 @@ mod shm {
             let (region, header) = open_checked(name, Role::Publisher, Kind::Stream, None, opts)?;
             record::check::<T>(&header, opts.message.as_ref())?;
             let pid_field = header.control_offset as usize + ctl::PRODUCER_PID;
-            take_role(&region, lock_byte::PUBLISHER, pid_field)
-                .map_err(|pid| AttachError::ProducerActive { pid })?;
+            take_role(&region, lock_byte::PUBLISHER, pid_field).map_err(|pid| {
+                AttachError::RoleTaken {
+                    role: crate::error::Role::Producer,
+                    pid,
+                }
+            })?;
             // Every record header lies at a multiple of 8: a TAIL that is
             // not is a corrupt file, and writing there would straddle the
             // ring's end.

@@ -71,7 +71,7 @@ impl fmt::Display for Kind {
 }
 
 /// How many publishers a bus is made for (header flag `MULTI_PUBLISHER`):
-/// what [`AttachError::WrongPublishers`](crate::AttachError::WrongPublishers)
+/// what [`AttachError::WrongMode`](crate::AttachError::WrongMode)
 /// names when a publisher of the other mode tries to attach.
 ///
 /// # Examples
@@ -81,7 +81,7 @@ impl fmt::Display for Kind {
 /// let many = ManyPublisher::<u64>::create(&name, &BusOptions::new(64).many())?;
 /// // A single-publisher handle on a many-publisher bus:
 /// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
-///     Err(AttachError::WrongPublishers { found, expected }) => {
+///     Err(AttachError::WrongMode { found, expected, .. }) => {
 ///         assert_eq!((found, expected), (Publishers::Many, Publishers::One));
 ///         assert_eq!(found.to_string(), "many-publisher");
 ///     }

@@ -5,7 +5,9 @@
 //!
 //! One error enum per operation. Each `Display` names what was found and
 //! what was expected, so the CLI can print it as its one line; each has a
-//! `kind()` giving its [`ErrorKind`](crate::ErrorKind), the classification C and Python use.
+//! `kind()`, beside the enum, giving its [`ErrorKind`]: the one
+//! classification, defined here, from which C chooses its error code and
+//! Python its exception class.
 
 use std::io;
 use std::path::PathBuf;
@@ -17,6 +19,155 @@ pub use crate::mem::huge::HugePageError;
 pub use crate::sys::NameError;
 pub use crate::wire::GeometryError;
 use crate::wire::{Kind, Publishers, TypeFingerprint};
+
+/// What kind of failure an error is, whichever operation's enum it came
+/// in: the `kind()` of every error enum. The C API returns it as its
+/// error code (`shmbus_error_code()`) and the Python binding raises the
+/// class it names (`BusNotFoundError` for [`ErrorKind::NotFound`] from an
+/// open, ...), or the operation's base class (`OpenError`, `JoinError`,
+/// ...) where Python has no subclass for it there.
+///
+/// More kinds may come: match with a `_` arm.
+///
+/// # Examples
+/// ```
+/// use shmbus::{ErrorKind, OpenOptions, Subscriber};
+///
+/// let name = format!("/dev/shm/shmbus-doc-errorkind-{}", std::process::id());
+/// let err = Subscriber::<u64>::open(&name, &OpenOptions::default()).err().unwrap();
+/// assert_eq!(err.kind(), ErrorKind::NotFound);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// No such bus or stream (open), or no directory to create it in.
+    NotFound,
+    /// Something already has the name (create).
+    Exists,
+    /// The file's mode (open) or the directory's (create) does not let
+    /// this user in.
+    Permission,
+    /// The bus or stream carries another message type than the caller's
+    /// (or a typed stream holds a record that is not one of its type).
+    TypeMismatch,
+    /// A segment of another kind than the call wants: a stream opened as a
+    /// bus, a pool bus by a copying handle, a single-publisher bus by a
+    /// many-publisher one, a journaled bus by a plain publisher.
+    WrongKind,
+    /// The name is not a valid bus name.
+    InvalidName,
+    /// An impossible geometry or option (a capacity that is not a power of
+    /// two, a journal chunk too large, ...).
+    InvalidArgument,
+    /// A live process holds the role: publisher, producer or consumer.
+    RoleTaken,
+    /// A message longer than the slot, block or stream record allows.
+    TooLong,
+    /// A many-publisher claim was skipped before its commit: nothing was
+    /// published.
+    Abandoned,
+    /// A wait ended without what it waited for (a full or empty stream, a
+    /// journal flush, a segment still being created or locked).
+    TimedOut,
+    /// No pool block came free.
+    PoolExhausted,
+    /// A pool subscriber holds as many samples as it may.
+    TooManySamples,
+    /// The other side died: a stream's producer or consumer, a journaled
+    /// bus's publisher.
+    PeerGone,
+    /// Cursors, a record header or a segment header that cannot be right.
+    Corrupt,
+    /// The bus has no journal.
+    NotJournaled,
+    /// The journal file could not be opened, read, written or compacted.
+    Journal,
+    /// A publish that was not to wait found no room: a lossless subscriber
+    /// has not read the message it would overwrite
+    /// ([`TryPublishError::Full`](crate::bus::TryPublishError::Full)).
+    Full,
+    /// A lossless subscriber was refused
+    /// ([`LosslessRefused`]): the bus refuses
+    /// them, has as many as it allows, or has no free registry entry.
+    LosslessRefused,
+    /// A blackboard entry was being written through every try: a read
+    /// found it mid-write each time, or another writer holds it
+    /// ([`GetError::Busy`](crate::blackboard::GetError::Busy),
+    /// [`PutError::Busy`](crate::blackboard::PutError::Busy)). Try again.
+    Busy,
+    /// A blackboard entry was left mid-write by a writer that died
+    /// ([`GetError::Stuck`](crate::blackboard::GetError::Stuck)): its value is lost until the next writer
+    /// attaches.
+    Stuck,
+    /// Anything else (a system error, a file that is no shmbus segment,
+    /// ...): the message says what.
+    Other,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::ErrorKind;
+    ///
+    /// assert_eq!(ErrorKind::ALL[0], ErrorKind::NotFound);
+    /// assert_eq!(ErrorKind::ALL.last(), Some(&ErrorKind::Other));
+    /// ```
+    pub const ALL: [ErrorKind; 22] = [
+        ErrorKind::NotFound,
+        ErrorKind::Exists,
+        ErrorKind::Permission,
+        ErrorKind::TypeMismatch,
+        ErrorKind::WrongKind,
+        ErrorKind::InvalidName,
+        ErrorKind::InvalidArgument,
+        ErrorKind::RoleTaken,
+        ErrorKind::TooLong,
+        ErrorKind::Abandoned,
+        ErrorKind::TimedOut,
+        ErrorKind::PoolExhausted,
+        ErrorKind::TooManySamples,
+        ErrorKind::PeerGone,
+        ErrorKind::Corrupt,
+        ErrorKind::NotJournaled,
+        ErrorKind::Journal,
+        ErrorKind::Full,
+        ErrorKind::LosslessRefused,
+        ErrorKind::Busy,
+        ErrorKind::Stuck,
+        ErrorKind::Other,
+    ];
+}
+
+impl NameError {
+    /// [`ErrorKind::InvalidName`], whatever is wrong with the name.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, error::NameError};
+    ///
+    /// assert_eq!(NameError::Empty.kind(), ErrorKind::InvalidName);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidName
+    }
+}
+
+impl GeometryError {
+    /// [`ErrorKind::InvalidArgument`], whatever is impossible.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, error::GeometryError};
+    ///
+    /// let e = GeometryError::Capacity { capacity: 100 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        ErrorKind::InvalidArgument
+    }
+}
 
 /// Why a segment could not be opened (by a subscriber, `stat`, or as the
 /// first step of a publisher attaching).
@@ -217,6 +368,40 @@ impl OpenError {
     }
 }
 
+impl OpenError {
+    /// What kind of failure this is: [`ErrorKind::NotFound`] for no such
+    /// bus, [`ErrorKind::WrongKind`] for a stream opened as a bus, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, OpenOptions, Subscriber};
+    ///
+    /// let name = format!("/dev/shm/shmbus-doc-openkind-{}", std::process::id());
+    /// let err = Subscriber::<u64>::open(&name, &OpenOptions::default()).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            OpenError::Name(e) => e.kind(),
+            OpenError::NotFound { .. } => ErrorKind::NotFound,
+            OpenError::PermissionDenied { .. } => ErrorKind::Permission,
+            OpenError::TypeMismatch { .. } => ErrorKind::TypeMismatch,
+            OpenError::WrongKind { .. } | OpenError::PoolMismatch { .. } => ErrorKind::WrongKind,
+            OpenError::NotInitialized { .. } | OpenError::Locked { .. } => ErrorKind::TimedOut,
+            OpenError::Truncated { .. } | OpenError::InvalidGeometry(_) => ErrorKind::Corrupt,
+            OpenError::NotOwn { .. }
+            | OpenError::Symlink { .. }
+            | OpenError::NotAFile { .. }
+            | OpenError::BadMagic { .. }
+            | OpenError::VersionMismatch { .. }
+            | OpenError::Mlock(_)
+            | OpenError::RegistryFull { .. }
+            | OpenError::Io { .. } => ErrorKind::Other,
+            OpenError::Lossless(_) => ErrorKind::LosslessRefused,
+        }
+    }
+}
+
 /// Why a bus could not be created.
 ///
 /// # Examples
@@ -323,17 +508,51 @@ impl CreateError {
     }
 }
 
-/// Why a publisher, producer or consumer could not take its role on an
-/// existing segment.
+impl CreateError {
+    /// What kind of failure this is: [`ErrorKind::Exists`] for a name
+    /// that is taken, [`ErrorKind::InvalidArgument`] for an impossible
+    /// geometry, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, ErrorKind, Publisher};
+    ///
+    /// let name = format!("/dev/shm/shmbus-doc-createkind-{}", std::process::id());
+    /// // 100 slots: not a power of two, refused before any file is made.
+    /// let err = Publisher::<u64>::create(&name, &BusOptions::new(100)).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            CreateError::Name(e) => e.kind(),
+            CreateError::AlreadyExists { .. } => ErrorKind::Exists,
+            CreateError::PermissionDenied { .. } | CreateError::Group { .. } => {
+                ErrorKind::Permission
+            }
+            CreateError::InvalidGeometry(e) => e.kind(),
+            CreateError::NoDirectory { .. } => ErrorKind::NotFound,
+            CreateError::NoSpace { .. }
+            | CreateError::Mlock(_)
+            | CreateError::HugePages(_)
+            | CreateError::File { .. }
+            | CreateError::Io { .. } => ErrorKind::Other,
+        }
+    }
+}
+
+/// Why a publisher, writer, producer or consumer could not take its role
+/// on an existing segment.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{AttachError, BusOptions, OpenOptions, Publisher};
+/// use shmbus::{error::Role, AttachError, BusOptions, OpenOptions, Publisher};
 /// # let name = format!("/dev/shm/shmbus-doc-attacherror-{}", std::process::id());
 /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
 /// // The creator is still publishing (its lock is held), so no one else may:
 /// match Publisher::<u64>::attach(&name, &OpenOptions::default()) {
-///     Err(AttachError::PublisherActive { pid }) => assert_eq!(pid, std::process::id()),
+///     Err(AttachError::RoleTaken { role: Role::Publisher, pid }) => {
+///         assert_eq!(pid, std::process::id())
+///     }
 ///     Err(other) => panic!("unexpected error: {other}"),
 ///     Ok(_) => panic!("the bus has a live publisher"),
 /// }
@@ -346,15 +565,12 @@ pub enum AttachError {
     /// The segment itself could not be opened.
     #[error(transparent)]
     Open(#[from] OpenError),
-    /// Another live process publishes on this bus.
-    #[error("bus already has a live publisher (pid {pid})")]
-    PublisherActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
-    /// Another live process writes this blackboard.
-    #[error("blackboard already has a live writer (pid {pid})")]
-    WriterActive {
+    /// Another live process holds the role: it publishes on this bus,
+    /// writes this blackboard, produces into or consumes this stream.
+    #[error("{} already has a live {role} (pid {pid})", role.segment())]
+    RoleTaken {
+        /// The role asked for.
+        role: Role,
         /// The holder's pid, from the control page.
         pid: u32,
     },
@@ -365,22 +581,17 @@ pub enum AttachError {
         /// The journal.
         path: PathBuf,
     },
-    /// A single-writer blackboard attached by a `ManyWriter`, or a
-    /// many-writer one by a `Writer` (the header's `MULTI_WRITER` flag).
-    #[error("{}", wrong_writers(*found, *expected))]
-    WrongWriters {
-        /// The table's mode.
+    /// The segment is made for one holder of the role and the handle is
+    /// of the many kind, or the other way round: a single-publisher bus
+    /// attached by a `ManyPublisher` (the header's `MULTI_PUBLISHER`
+    /// flag), a many-writer blackboard by a `Writer` (`MULTI_WRITER`), ...
+    #[error("{}", wrong_mode(*role, *found, *expected))]
+    WrongMode {
+        /// The role asked for: [`Role::Publisher`] or [`Role::Writer`].
+        role: Role,
+        /// How many holders the segment is made for.
         found: Publishers,
-        /// The mode of the writer that tried.
-        expected: Publishers,
-    },
-    /// A single-publisher bus opened by a many-publisher one, or the other
-    /// way round (the header's `MULTI_PUBLISHER` flag).
-    #[error("bus is {found}, a {expected} publisher cannot attach to it")]
-    WrongPublishers {
-        /// The bus's mode.
-        found: Publishers,
-        /// The mode of the publisher that tried.
+        /// How many the handle that tried is for.
         expected: Publishers,
     },
     /// A many-publisher pool bus made in another pid namespace: its
@@ -397,18 +608,76 @@ pub enum AttachError {
         /// This process's (0: /proc could not say).
         ours: u64,
     },
-    /// Another live process produces into this stream.
-    #[error("stream already has a live producer (pid {pid})")]
-    ProducerActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
-    /// Another live process consumes this stream.
-    #[error("stream already has a live consumer (pid {pid})")]
-    ConsumerActive {
-        /// The holder's pid, from the control page.
-        pid: u32,
-    },
+}
+
+impl AttachError {
+    /// What kind of failure this is: [`ErrorKind::RoleTaken`] for a live
+    /// publisher, producer or consumer, the open's kind for a segment that
+    /// could not be opened, ...
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{BusOptions, ErrorKind, OpenOptions, Publisher};
+    /// # let name = format!("/dev/shm/shmbus-doc-attachkind-{}", std::process::id());
+    /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+    /// let err = Publisher::<u64>::attach(&name, &OpenOptions::default()).err().unwrap();
+    /// assert_eq!(err.kind(), ErrorKind::RoleTaken);
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            AttachError::Open(e) => e.kind(),
+            AttachError::RoleTaken { .. } => ErrorKind::RoleTaken,
+            AttachError::Journaled { .. } | AttachError::WrongMode { .. } => ErrorKind::WrongKind,
+            AttachError::PidNamespace { .. } => ErrorKind::Other,
+        }
+    }
+}
+
+/// A role one process at a time may hold on a segment (or, in a segment
+/// made for many, any number): what [`AttachError::RoleTaken`] and
+/// [`AttachError::WrongMode`] name.
+///
+/// # Examples
+/// ```
+/// use shmbus::error::Role;
+/// assert_eq!(Role::Writer.to_string(), "writer");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Role {
+    /// A bus's publisher.
+    Publisher,
+    /// A blackboard's writer.
+    Writer,
+    /// A stream's producer.
+    Producer,
+    /// A stream's consumer.
+    Consumer,
+}
+
+impl Role {
+    /// The kind of segment the role is held on: "bus", "blackboard",
+    /// "stream".
+    fn segment(self) -> &'static str {
+        match self {
+            Role::Publisher => "bus",
+            Role::Writer => "blackboard",
+            Role::Producer | Role::Consumer => "stream",
+        }
+    }
+}
+
+impl std::fmt::Display for Role {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Role::Publisher => "publisher",
+            Role::Writer => "writer",
+            Role::Producer => "producer",
+            Role::Consumer => "consumer",
+        })
+    }
 }
 
 /// Why a lossless subscriber was refused.
@@ -438,29 +707,28 @@ pub enum LosslessRefused {
         /// The registry's size.
         entries: usize,
     },
-    /// A bus kind that does not take lossless subscribers. Every kind of
-    /// broadcast bus takes them since issue 30's second phase
-    /// (single-publisher, many-publisher, journaled, pool), so no open
-    /// returns this now; it stays for callers that match on it.
-    #[error(
-        "a {kind} bus does not take lossless subscribers yet, expected a single-publisher bus"
-    )]
-    BusKind {
-        /// "many-publisher", "journaled" or "pool".
-        kind: &'static str,
-    },
 }
 
-/// [`AttachError::WrongWriters`]'s message: the mode found, the one the
-/// handle expected.
-fn wrong_writers(found: Publishers, expected: Publishers) -> String {
-    let mode = |p| match p {
-        Publishers::One => "one writer (`Writer`)",
-        Publishers::Many => "many writers (`ManyWriter`)",
-    };
+/// [`AttachError::WrongMode`]'s message: the mode found and the one the
+/// handle expected, in the role's words (a bus's publishers, a
+/// blackboard's writers).
+fn wrong_mode(role: Role, found: Publishers, expected: Publishers) -> String {
+    if role == Role::Writer {
+        let mode = |p| match p {
+            Publishers::One => "one writer (`Writer`)",
+            Publishers::Many => "many writers (`ManyWriter`)",
+        };
+        return format!(
+            "blackboard is made for {}, expected one made for {}",
+            mode(found),
+            mode(expected)
+        );
+    }
     format!(
-        "blackboard is made for {}, expected one made for {}",
-        mode(found),
-        mode(expected)
+        "{} is {found}, a {expected} {role} cannot attach to it",
+        role.segment()
     )
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests;
