@@ -15,6 +15,6 @@ export CARGO_TARGET_DIR=target/miri
 ran_some cargo +nightly miri test -p shmbus --lib
 ran_some cargo +nightly miri test -p shmbus --test wrap
 # The stream's heap tests (the ring model, edge records, records between
-# threads): the longest of the three, their record counts under
-# SHMBUS_TEST_SCALE as every long test's.
+# threads), their record counts under SHMBUS_TEST_SCALE as every long
+# test's.
 ran_some cargo +nightly miri test -p shmbus --test stream heap::

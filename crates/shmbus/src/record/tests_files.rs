@@ -93,7 +93,12 @@ fn first_after_seek(path: &Path, time: Option<u64>, seq: Option<(u32, u64)>) -> 
 
 fn check_every_target(path: &Path, all: &[Record]) {
     let n = messages();
-    let step = if cfg!(miri) { 17 } else { 7 };
+    // Each target opens the files again, about a CPU second under Miri:
+    // there a stride of 29 (9.7 messages' time) still seeks before the
+    // first message, into every part (Miri's parts hold some 20 messages)
+    // and past each bus's last sequence (bus 1's end at 19, bus 0's at
+    // 42); the native run seeks to every seventh.
+    let step = if cfg!(miri) { 29 } else { 7 };
     for t in (0..(n + 2) * 1000).step_by(step * 1000 / 3) {
         assert_eq!(
             first_after_seek(path, Some(t), None),
@@ -236,7 +241,10 @@ fn a_missing_cut_damaged_or_stale_index_gives_the_same_answers() {
         s ^= s << 17;
         s
     };
-    let cuts = if cfg!(miri) { 2 } else { 12 };
+    // Under Miri one index cut short and one with a flipped bit: each kind
+    // of bad index still meets every target (each variant costs Miri some
+    // 17 CPU seconds); the native run tries twelve of each.
+    let cuts = if cfg!(miri) { 1 } else { 12 };
     let mut variants: Vec<Vec<u8>> = (0..cuts)
         .map(|_| good[..(next() as usize) % good.len()].to_vec())
         .collect();
