@@ -68,10 +68,11 @@ pub struct BusStat {
     /// pages.
     pub huge_page_size: Option<u64>,
     /// The next sequence the publisher will write (a stream: bytes the
-    /// producer has committed; a blackboard: 0).
+    /// producer has committed; a blackboard: its version, as
+    /// [`BlackboardStat::updates`]).
     pub head: u64,
     /// Messages published since creation (`head - first_seq`; a stream:
-    /// bytes).
+    /// bytes; a blackboard: updates).
     pub published: u64,
     /// Publisher generation; `None` for a stream or a blackboard, which
     /// have none.
