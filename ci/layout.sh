@@ -68,7 +68,7 @@ import json, subprocess, sys
 name, tool = sys.argv[1], sys.argv[2]
 ours = json.loads(subprocess.run(["python3", "tools/read_bus.py", name, "--json"], check=True, capture_output=True, text=True).stdout)
 theirs = json.loads(subprocess.run([tool, "stat", name, "--json"], check=True, capture_output=True, text=True).stdout)
-same = ["kind", "capacity", "keys", "entries", "updates", "mid_write", "key_type", "key_size", "value_type", "value_size", "writer_pid", "writer_alive"]
+same = ["kind", "max_keys", "keys", "entries", "updates", "mid_write", "key_type", "key_size", "value_type", "value_size", "writer_pid", "writer_alive"]
 bad = [k for k in same if ours[k] != theirs[k]]
 if bad:
     sys.exit(f"FAIL: read_bus.py and shmbus stat differ on {[(k, ours[k], theirs[k]) for k in bad]}")

@@ -619,6 +619,8 @@ class Bus:
         )
         return {
             "keys": self.u64(self.ctl + B_KEYS),
+            # The header's `capacity`, as `shmbus stat --json` names it.
+            "max_keys": self.h["capacity"],
             "updates": self.u64(self.ctl + B_VERSION),
             "entries": self.bb["entries"],
             "mid_write": mid_write,

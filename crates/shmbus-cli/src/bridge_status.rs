@@ -256,7 +256,7 @@ pub fn in_state_path(bus: &str) -> Result<PathBuf, WriteError> {
     private_dir(&own)?;
     private_dir(&dir)?;
     let path = bus_path(bus);
-    let hash = shmbus::wire::fnv1a(path.as_os_str().as_encoded_bytes());
+    let hash = shmbus::segment::fnv1a(path.as_os_str().as_encoded_bytes());
     Ok(dir.join(format!("{hash:016x}.state")))
 }
 

@@ -11,7 +11,7 @@ pub fn line() -> &'static str {
         format!(
             "{} (segment layout {}, journal format {}, recording format {})",
             env!("CARGO_PKG_VERSION"),
-            shmbus::wire::VERSION,
+            shmbus::segment::VERSION,
             shmbus::journal::format::VERSION,
             shmbus::record::format::VERSION,
         )

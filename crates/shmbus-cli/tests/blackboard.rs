@@ -103,6 +103,24 @@ fn get_of_a_key_never_written_beside_one_written_flat_out_is_not_found_never_bus
 }
 
 #[test]
+fn top_json_gives_a_blackboard_its_max_keys_and_no_epoch_or_lossless_limits() {
+    let bb = BusName::new("C-cli-bbtop");
+    create(bb.name());
+    let top = shmbus(&["top", bb.name(), "--once", "--json", "--interval-ms", "10"]).json();
+    let row = &top["buses"][0];
+    assert_eq!(row["kind"], "blackboard", "{row}");
+    assert_eq!(row["max_keys"], 100, "{row}");
+    assert!(row.get("capacity").is_none(), "{row}");
+    assert!(row["epoch"].is_null(), "{row}");
+    assert!(row["lossless"].is_null(), "{row}");
+    let json = shmbus(&["stat", bb.name(), "--json"]).json();
+    assert!(
+        json.get("epoch").is_none() && json.get("lossless").is_none(),
+        "{json}"
+    );
+}
+
+#[test]
 fn stat_and_ls_show_keys_used_capacity_and_updates() {
     let bb = BusName::new("C-cli-bbstat");
     create(bb.name());
@@ -112,7 +130,7 @@ fn stat_and_ls_show_keys_used_capacity_and_updates() {
     let json = shmbus(&["stat", bb.name(), "--json"]).json();
     assert_eq!(json["kind"], "blackboard");
     assert_eq!(json["keys"], 2);
-    assert_eq!(json["capacity"], 100);
+    assert_eq!(json["max_keys"], 100);
     assert_eq!(json["entries"], 256);
     assert_eq!(json["updates"], 3);
     assert_eq!(json["mid_write"], 0);

@@ -164,7 +164,7 @@ fn every_message_crosses_in_order_at_its_upstream_sequence() {
         shmbus::stat::stat(down.name()).expect("stat down"),
     );
     assert_eq!(
-        (d.head, d.header.first_seq),
+        (d.head, d.first_seq),
         (u.head, 0),
         "the same sequence numbers"
     );
@@ -725,7 +725,7 @@ fn a_journaled_downstream_bootstrapped_from_a_compacted_upstream_holds_its_exact
 /// The creation of bus `name` its frames name (`frame::Upstream`), read
 /// from its header as a bridge-out reads it.
 fn upstream_of(name: &str) -> Upstream {
-    let h = shmbus::stat::stat(name).expect("stat").header;
+    let h = shmbus::stat::stat(name).expect("stat").raw_header().clone();
     Upstream::from_header(h.created_ns, h.creator_pid, h.first_seq)
 }
 
@@ -912,7 +912,7 @@ fn a_recreated_upstream_is_mirrored_again_continuing_the_downstream_sequence() {
     assert_eq!(out.stderr, "", "no lag report: nothing was lost");
     let d = shmbus::stat::stat(down.name()).expect("stat down");
     assert_eq!(
-        (d.header.first_seq, d.head),
+        (d.first_seq, d.head),
         (0, 150),
         "the downstream sequence goes on: the new creation's 0..50 are 100..150"
     );
@@ -995,7 +995,7 @@ fn a_bridge_in_restarted_after_the_upstream_was_made_again_carries_on_its_sequen
     );
     assert_eq!(out.stderr, "", "no lag report: nothing was lost");
     let d = shmbus::stat::stat(down.name()).expect("stat down");
-    assert_eq!((d.header.first_seq, d.head), (0, 150));
+    assert_eq!((d.first_seq, d.head), (0, 150));
     let in_pid = b.inbound.pid();
     wait_for(
         "the restarted bridge-in's status to count 50 messages",

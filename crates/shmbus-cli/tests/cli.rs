@@ -372,7 +372,7 @@ fn a_stream_keeps_what_was_pushed_before_any_consumer_came() {
     let json = shmbus(&["stat", &stream, "--json"]).assert_success().json();
     assert_eq!(json["name"], "stream");
     assert_eq!(json["kind"], "stream");
-    assert_eq!(json["capacity"], 4096);
+    assert_eq!(json["bytes"], 4096);
     assert_eq!(json["max_record"], 2040);
     // Each record: an 8-byte length, then its bytes padded to 8.
     assert_eq!(json["tail"], 4 * 8 + 3 * 8);
@@ -588,7 +588,7 @@ fn stat_json_describes_a_bus_whose_publisher_has_exited() {
     assert_eq!(json["name"], "bus");
     assert_eq!(json["path"], bus.as_str());
     assert_eq!(json["kind"], "broadcast");
-    assert_eq!(json["capacity"], 8);
+    assert_eq!(json["slots"], 8);
     assert_eq!(json["msg_size"], 32);
     assert_eq!(json["slot_size"], 64);
     assert_eq!(json["published"], 3);
@@ -664,7 +664,7 @@ fn ls_shows_each_bus_with_its_publisher_and_subscribers() {
         .collect();
     assert_eq!(names, ["alpha", "beta"]);
     assert_eq!(json[0]["published"], 2);
-    assert_eq!(json[1]["capacity"], 1024);
+    assert_eq!(json[1]["slots"], 1024);
     assert_eq!(json[0]["in_use"], false);
 }
 
@@ -674,7 +674,7 @@ fn ls_shows_a_half_built_segment_as_not_initialized() {
     // What a creator that died mid-build leaves: the building magic, no
     // header.
     let mut bytes = vec![0u8; 3 * 4096];
-    bytes[..8].copy_from_slice(&shmbus::wire::MAGIC_BUILDING.to_le_bytes());
+    bytes[..8].copy_from_slice(&shmbus::internals::wire::MAGIC_BUILDING.to_le_bytes());
     std::fs::write(dir.file("half"), &bytes).expect("write file");
     let table = shmbus(&["ls", "--dir", dir.dir()])
         .assert_success()
@@ -874,7 +874,7 @@ fn create_refuses_a_name_that_exists_and_leaves_the_bus_alone() {
     let out = shmbus(&["create", &bus, "--msg-size", "16", "--capacity", "8"]);
     out.assert_error(1, "already exists");
     let json = shmbus(&["stat", &bus, "--json"]).assert_success().json();
-    assert_eq!(json["capacity"], 4);
+    assert_eq!(json["slots"], 4);
     assert_eq!(json["published"], 1);
 }
 
@@ -1018,7 +1018,7 @@ fn help_and_version_succeed() {
 /// A header that says "stream" (so the broadcast geometry checks are
 /// skipped) in a file shorter than its control page.
 fn write_short_stream_header(path: &Path) {
-    use shmbus::wire::{header as h, MAGIC, VERSION};
+    use shmbus::internals::wire::{header as h, MAGIC, VERSION};
     let mut bytes = vec![0u8; h::END];
     let mut put = |off: usize, v: &[u8]| bytes[off..off + v.len()].copy_from_slice(v);
     put(h::MAGIC, &MAGIC.to_le_bytes());

@@ -12,7 +12,7 @@ fn version_names_the_formats_this_build_reads_and_writes() {
     let expected = format!(
         "shmbus {} (segment layout {}, journal format {}, recording format {})\n",
         env!("CARGO_PKG_VERSION"),
-        shmbus::wire::VERSION,
+        shmbus::segment::VERSION,
         shmbus::journal::format::VERSION,
         shmbus::record::format::VERSION,
     );
@@ -81,7 +81,7 @@ fn generate_man_writes_one_page_per_subcommand_a_user_can_type() {
     // The options come from the clap definitions.
     assert!(create.contains("\\-\\-msg\\-size"), "{create}");
     let top = std::fs::read_to_string(out.join("shmbus.1")).unwrap();
-    let layout = format!("segment layout {}", shmbus::wire::VERSION);
+    let layout = format!("segment layout {}", shmbus::segment::VERSION);
     assert!(top.contains(&layout), "the VERSION section: {top}");
 }
 

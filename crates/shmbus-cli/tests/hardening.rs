@@ -86,7 +86,7 @@ fn sub_from_oldest_over_a_corrupt_stamp_reports_a_true_lag_and_ends_at_its_timeo
     let st = shmbus::stat::stat(&bus).unwrap();
     // The oldest in the ring is 13, in slot 5; a stamp naming 20 (slot 4)
     // once made the reader report `skipped 0` forever.
-    let off = st.header.data_offset + 5 * st.header.slot_size as u64;
+    let off = st.raw_header().data_offset + 5 * st.raw_header().slot_size as u64;
     patch_u64(&bus, off, 2 * 20 + 2);
     let o = run_args(&["sub", &bus, "--from", "oldest", "--timeout", "1"]);
     assert_eq!(o.code(), Some(0), "{o:?}");
@@ -205,7 +205,7 @@ fn errors_name_the_path_they_are_about() {
         "{o:?}"
     );
     let bus = bus_with(&dir, "short", 0, 8);
-    let total = shmbus::stat::stat(&bus).unwrap().header.total_len;
+    let total = shmbus::stat::stat(&bus).unwrap().raw_header().total_len;
     std::fs::OpenOptions::new()
         .write(true)
         .open(&bus)

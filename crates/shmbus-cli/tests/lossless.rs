@@ -52,7 +52,7 @@ fn a_stopped_lossless_sub_holds_pub_back_until_it_is_evicted_then_reports_its_la
             .expect("the sub's line")
     };
     let s = shmbus::stat::stat(&bus).expect("stat");
-    assert_eq!(s.evict_ns, 3_000_000_000);
+    assert_eq!(s.lossless.expect("a bus").evict_ns, 3_000_000_000);
     assert_eq!(line(&s).contract, Contract::Lossless);
     signal(&sub, Signal::STOP);
     wait_for("the sub to stop", || process_state(sub.pid()) == Some('T'));
@@ -153,7 +153,14 @@ fn sub_lossless_refusals_are_one_line_each_and_every_kind_of_bus_takes_one() {
     };
 
     let never = create("never", &["--lossless-subscribers", "0"]);
-    assert_eq!(shmbus::stat::stat(&never).expect("stat").max_lossless, 0);
+    assert_eq!(
+        shmbus::stat::stat(&never)
+            .expect("stat")
+            .lossless
+            .expect("a bus")
+            .max,
+        0
+    );
     refused(&never, "the bus was created refusing lossless subscribers");
     // A lossy one is welcome there.
     run_shmbus(&["sub", &never, "--timeout", "0.1"]).assert_success();
@@ -213,8 +220,8 @@ fn create_lossless_options_are_checked_and_recorded() {
     .assert_success();
     let s = shmbus::stat::stat(&pool).expect("stat");
     assert_eq!(
-        (s.max_lossless, s.evict_ns),
-        (2, 5_000_000),
+        s.lossless.map(|l| (l.max, l.evict_ns)),
+        Some((2, 5_000_000)),
         "a pool bus records them too"
     );
     let stream = dir.bus("stream");
@@ -236,7 +243,8 @@ fn create_lossless_options_are_checked_and_recorded() {
 
     args(&["--lossless-subscribers", "3", "--evict-ms", "250"]).assert_success();
     let s = shmbus::stat::stat(&bus).expect("stat");
-    assert_eq!((s.max_lossless, s.evict_ns), (3, 250_000_000));
+    let l = s.lossless.expect("a bus");
+    assert_eq!((l.max, l.evict_ns), (3, 250_000_000));
     let json = run_shmbus(&["stat", &bus, "--json"]).json();
     assert_eq!(json["lossless"]["max"], 3);
     assert_eq!(json["lossless"]["evict_ns"], 250_000_000);

@@ -113,7 +113,7 @@ fn several_pub_processes_publish_to_one_pool_bus_created_with_publishers_many() 
     let bus = dir.bus("bus");
     create_pool(&bus, 16, "64:32", &["--publishers", "many"]);
     let stat = shmbus::stat::stat(&bus).expect("stat");
-    assert_ne!(stat.header.flags & shmbus::wire::flags::MULTI_PUBLISHER, 0);
+    assert_eq!(stat.kind, shmbus::SegmentKind::ManyPublisherPool);
     let mut a = start_with_stdin(&["pub", &bus]);
     let mut b = start_with_stdin(&["pub", &bus]);
     for (p, lines) in [(&mut a, &b"a1\na2\na3\n"[..]), (&mut b, &b"b1\nb2\n"[..])] {
@@ -310,6 +310,34 @@ fn ls_marks_a_pool_bus_and_shows_its_block_size_and_a_plain_bus_has_no_pool() {
     let json = shmbus(&["stat", &plain, "--json"]).assert_success().json();
     assert!(json["pool"].is_null(), "{json}");
     assert!(json.to_string().find("held_blocks").is_none(), "{json}");
+}
+
+#[test]
+fn a_pool_bus_is_called_pool_by_stat_its_json_ls_and_top_alike() {
+    let dir = ShmDir::new("pool-kind");
+    let (one, many) = (dir.bus("one"), dir.bus("many"));
+    create_pool(&one, 4, "1024:8", &[]);
+    create_pool(&many, 4, "1024:8", &["--publishers", "many"]);
+    for (bus, kind) in [(&one, "pool"), (&many, "pool, many-publisher")] {
+        let json = shmbus(&["stat", bus, "--json"]).assert_success().json();
+        assert_eq!(json["kind"], kind, "{json}");
+        let text = shmbus(&["stat", bus]).assert_success().stdout();
+        let line = format!("kind:           {kind}\n");
+        assert!(text.contains(&line), "{text}");
+        let top = shmbus(&["top", bus, "--once", "--json", "--interval-ms", "10"])
+            .assert_success()
+            .json();
+        assert_eq!(top["buses"][0]["kind"], kind, "{top}");
+    }
+    let table = shmbus(&["ls", "--dir", dir.dir()])
+        .assert_success()
+        .stdout();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("many ") && l.contains("pool, many-publisher")),
+        "{table}"
+    );
 }
 
 // ---------------------------------------------------------------------------

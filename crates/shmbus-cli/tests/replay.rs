@@ -532,15 +532,20 @@ fn a_recording_of_every_kind_replays_into_fresh_buses_of_its_kinds_with_byte_ide
         assert_eq!(want.len(), 3, "bus {i}");
         assert_eq!(read_back(target, kind), want, "{target}");
         let stat = shmbus::stat::stat(target).unwrap();
-        let found = match stat.header.kind {
-            shmbus::Kind::Stream => "stream",
-            _ if stat.header.pool.is_some() => "pool",
-            _ if stat.header.journal.is_some() => "journaled",
-            _ if stat.header.flags & shmbus::wire::flags::MULTI_PUBLISHER != 0 => "many",
-            _ => "plain",
-        };
-        assert_eq!(found, ["plain", "many", "pool", "stream", "journaled"][i]);
-        assert_eq!(stat.header.capacity, [64, 64, 16, 4096, 64][i], "{target}");
+        use shmbus::SegmentKind as K;
+        let want = [
+            K::Bus,
+            K::ManyPublisherBus,
+            K::Pool,
+            K::Stream,
+            K::JournaledBus,
+        ];
+        assert_eq!(stat.kind, want[i], "{target}");
+        assert_eq!(
+            stat.raw_header().capacity,
+            [64, 64, 16, 4096, 64][i],
+            "{target}"
+        );
     }
 
     // A target of another kind, or too small, is refused in one line; the

@@ -264,7 +264,7 @@ fn a_subscriber_one_past_the_cursor_is_honest_not_corrupt() {
         shmbus::stat::stat(name).is_ok_and(|s| s.subscribers.iter().any(|l| l.pid == pid))
     });
     let s = shmbus::stat::stat(name).expect("stat");
-    let (head, h) = (s.head, &s.header);
+    let (head, h) = (s.head, s.raw_header());
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(bus.path())
@@ -382,7 +382,7 @@ fn a_segment_of_an_unknown_kind_is_shown_as_unknown_not_as_a_broadcast_bus() {
         .expect("write kind");
     let json = stat_json(name);
     assert_eq!(json["kind"], "unknown (7)", "{json}");
-    for key in ["published", "per_subscriber", "capacity", "head"] {
+    for key in ["published", "per_subscriber", "slots", "head"] {
         assert!(json.get(key).is_none(), "no broadcast figure {key}: {json}");
     }
     let text = run(common::shmbus(&["stat", name]));

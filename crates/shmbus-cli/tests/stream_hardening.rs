@@ -19,7 +19,7 @@ use common::{
     process_state, run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed, CliOutput, ShmDir,
 };
 use serde_json::Value;
-use shmbus::wire::stream_control as sc;
+use shmbus::internals::wire::stream_control as sc;
 
 fn create_stream(stream: &str, capacity: u64) {
     run(shmbus(&[
@@ -137,7 +137,7 @@ fn pub_sub_and_stat_report_cursors_more_than_the_capacity_apart_as_corrupt() {
     // The records are valid; TAIL is 17 rings ahead of HEAD.
     let control = shmbus::stat::stat(&stream)
         .expect("stat")
-        .header
+        .raw_header()
         .control_offset;
     let file = std::fs::OpenOptions::new()
         .write(true)

@@ -192,7 +192,7 @@ fn stat_and_top_follow_each_subscriber_its_lag_its_losses_and_its_death() {
     let top = shmbus_json(&["top", name, "--once", "--json", "--interval-ms", "1000"]);
     let (t1, p1) = (Instant::now(), published(&stat_json(name)));
     let done_rate = (p1 - p0) as f64 / (t1 - t0).as_secs_f64();
-    assert_eq!(top["schema"], "shmbus-top/1");
+    assert_eq!(top["schema"], "shmbus-top/2");
     let b = &top["buses"][0];
     assert_eq!(b["name"], name);
     let rate = b["msgs_per_sec"].as_f64().expect("a rate");
@@ -321,7 +321,7 @@ fn top_once_shows_a_corrupt_bus_as_a_line_and_goes_on() {
     assert!(row(bad.name())["error"]
         .as_str()
         .is_some_and(|e| e.contains("version 99")));
-    assert_eq!(row(good.name())["capacity"], 8);
+    assert_eq!(row(good.name())["slots"], 8);
     good.finish();
     bad.finish();
 }
@@ -339,7 +339,7 @@ fn top_json_and_prometheus_show_a_pool_bus_s_census_and_the_blocks_each_subscrib
         "--interval-ms",
         "50",
     ]);
-    assert_eq!(top["schema"], "shmbus-top/1");
+    assert_eq!(top["schema"], "shmbus-top/2");
     let bus = |n: &str| {
         top["buses"]
             .as_array()
@@ -592,7 +592,7 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
         "10",
     ]));
     let bb = board_json(&top, board.name());
-    assert_eq!((u(&bb["keys"]), u(&bb["capacity"])), (4, 100), "{bb}");
+    assert_eq!((u(&bb["keys"]), u(&bb["max_keys"])), (4, 100), "{bb}");
     assert_eq!(bb["corrupt"], Value::Null, "{bb}");
     assert!(
         bb["updates_per_sec"].as_f64().is_some_and(|r| r > 0.0),
@@ -630,11 +630,11 @@ fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
     }
     drop(writer);
     let st = shmbus::stat::stat(bus.name()).expect("stat");
-    let bb = st.blackboard.expect("a blackboard");
+    let bb = st.blackboard.clone().expect("a blackboard");
     let entry = bb.versions[0].entry;
     // An even stamp (no write under way) naming a version far past the
     // table's: no writer stores it.
-    let at = st.header.data_offset + entry * u64::from(st.header.slot_size);
+    let at = st.raw_header().data_offset + entry * u64::from(st.raw_header().slot_size);
     std::fs::OpenOptions::new()
         .write(true)
         .open(bus.path())

@@ -517,10 +517,10 @@ fn a_corrupt_bus_and_a_corrupt_subscriber_line_are_shown_as_such_and_q_still_qui
         .find(|l| l.pid == sub.pid())
         .expect("registered")
         .entry;
-    let skipped_at = s.header.control_offset as usize
-        + shmbus::wire::control::SUBSCRIBERS
-        + shmbus::wire::LINE * entry
-        + shmbus::wire::subscriber_line::SKIPPED;
+    let skipped_at = s.raw_header().control_offset as usize
+        + shmbus::internals::wire::control::SUBSCRIBERS
+        + shmbus::internals::wire::LINE * entry
+        + shmbus::internals::wire::subscriber_line::SKIPPED;
     write_at(
         bad_line.path(),
         skipped_at as u64,

@@ -12,7 +12,7 @@ use shmbus_core::{
     bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT},
     mem::HugePages,
     pool::PoolOptions,
-    BusOptions, OpenOptions, Publishers, Start, WaitStrategy,
+    BusOptions, OpenOptions, Publishers, SegmentKind, Start, WaitStrategy,
 };
 
 use crate::args::{c_str, required};
@@ -220,27 +220,19 @@ fn huge_pages(flags: u32, what: &str) -> Result<Option<HugePages>, Failure> {
     }
 }
 
-/// Which kind of bus `BusOpts` is turned into options for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BusKind {
-    /// A bus of fixed-size messages (single, many or journaled publishers).
-    Plain,
-    /// A pool bus.
-    Pool,
-}
-
-/// `shmbus_bus_options_t`, checked for a bus of `kind` and `publishers`:
-/// the fields both kinds share, and that the other kind's are unset (an
-/// unblock timeout is a many-publisher bus's only).
+/// `shmbus_bus_options_t`, checked for a segment of `kind` (a bus, a
+/// many-publisher bus, or a pool bus of either; a journaled bus's options
+/// are a bus's): the fields every kind shares, and that the other kinds'
+/// are unset (an unblock timeout is a many-publisher bus's only).
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `BusOpts`.
 unsafe fn checked<'a>(
     opts: *const BusOpts,
-    kind: BusKind,
-    publishers: Publishers,
+    kind: SegmentKind,
 ) -> Result<(&'a BusOpts, Creation), Failure> {
     const WHAT: &str = "bus options";
+    let publishers = kind.publishers().unwrap_or(Publishers::One);
     // SAFETY: NULL or live, by the contract.
     let o = unsafe { required(opts, "bus options (shmbus_bus_options_t*)") }?;
     if o.capacity == 0 {
@@ -260,9 +252,10 @@ unsafe fn checked<'a>(
         )?;
     }
     if publishers == Publishers::One && o.unblock_timeout_ns != 0 {
-        let many = match kind {
-            BusKind::Plain => "shmbus_many_publisher_create",
-            BusKind::Pool => "shmbus_pool_publisher_create_many",
+        let many = if kind.is_pool() {
+            "shmbus_pool_publisher_create_many"
+        } else {
+            "shmbus_many_publisher_create"
         };
         return Err(Failure::argument(format!(
             "{WHAT}: unblock_timeout_ns is {}, but a single-publisher bus claims no slot \
@@ -270,48 +263,45 @@ unsafe fn checked<'a>(
             o.unblock_timeout_ns
         )));
     }
-    match kind {
-        BusKind::Pool => {
-            if o.pool_block_size == 0 || o.pool_blocks == 0 {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: a pool bus needs pool_block_size and pool_blocks (found {} and {})",
-                    o.pool_block_size, o.pool_blocks
-                )));
-            }
-            if o.type_name.is_null() && (o.msg_size != 0 || o.type_align != 0) {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: msg_size {} and type_align {} without a type_name: a pool bus \
-                     carries messages of any length up to a block; expected 0 and 0, or a \
-                     type_name with its size and alignment (the blocks' message type)",
-                    o.msg_size, o.type_align
-                )));
-            }
-            if !o.type_name.is_null() && o.msg_size == 0 {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: type_name names the blocks' message type but msg_size is 0, \
-                     expected the type's size in bytes (at most pool_block_size)"
-                )));
-            }
+    if kind.is_pool() {
+        if o.pool_block_size == 0 || o.pool_blocks == 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: a pool bus needs pool_block_size and pool_blocks (found {} and {})",
+                o.pool_block_size, o.pool_blocks
+            )));
         }
-        BusKind::Plain => {
-            if o.pool_block_size != 0 || o.pool_blocks != 0 {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: pool_block_size/pool_blocks are set: create a pool bus with \
-                     shmbus_pool_publisher_create"
-                )));
-            }
-            if o.msg_size == 0 {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: msg_size is 0, expected the bytes per message (1 to 16 MiB)"
-                )));
-            }
-            if o.type_name.is_null() && o.type_align != 0 {
-                return Err(Failure::argument(format!(
-                    "{WHAT}: type_align is {} without a type_name, expected 0 \
-                     (an alignment is recorded only with the type's name)",
-                    o.type_align
-                )));
-            }
+        if o.type_name.is_null() && (o.msg_size != 0 || o.type_align != 0) {
+            return Err(Failure::argument(format!(
+                "{WHAT}: msg_size {} and type_align {} without a type_name: a pool bus \
+                 carries messages of any length up to a block; expected 0 and 0, or a \
+                 type_name with its size and alignment (the blocks' message type)",
+                o.msg_size, o.type_align
+            )));
+        }
+        if !o.type_name.is_null() && o.msg_size == 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: type_name names the blocks' message type but msg_size is 0, \
+                 expected the type's size in bytes (at most pool_block_size)"
+            )));
+        }
+    } else {
+        if o.pool_block_size != 0 || o.pool_blocks != 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: pool_block_size/pool_blocks are set: create a pool bus with \
+                 shmbus_pool_publisher_create"
+            )));
+        }
+        if o.msg_size == 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: msg_size is 0, expected the bytes per message (1 to 16 MiB)"
+            )));
+        }
+        if o.type_name.is_null() && o.type_align != 0 {
+            return Err(Failure::argument(format!(
+                "{WHAT}: type_align is {} without a type_name, expected 0 \
+                 (an alignment is recorded only with the type's name)",
+                o.type_align
+            )));
         }
     }
     Ok((o, c))
@@ -340,7 +330,7 @@ pub(crate) use with_creation;
 /// or a NUL-terminated string.
 pub(crate) unsafe fn bus_options(opts: *const BusOpts) -> Result<BusOptions, Failure> {
     // SAFETY: as this function's contract says.
-    let (o, c) = unsafe { checked(opts, BusKind::Plain, Publishers::One) }?;
+    let (o, c) = unsafe { checked(opts, SegmentKind::Bus) }?;
     // SAFETY: as this function's contract says.
     unsafe { plain_options(o, c) }
 }
@@ -352,7 +342,7 @@ pub(crate) unsafe fn bus_options(opts: *const BusOpts) -> Result<BusOptions, Fai
 /// As [`bus_options`].
 unsafe fn many_bus_options(opts: *const BusOpts) -> Result<BusOptions<Many>, Failure> {
     // SAFETY: as this function's contract says.
-    let (o, c) = unsafe { checked(opts, BusKind::Plain, Publishers::Many) }?;
+    let (o, c) = unsafe { checked(opts, SegmentKind::ManyPublisherBus) }?;
     // SAFETY: as this function's contract says.
     let b = unsafe { plain_options(o, c) }?.many();
     Ok(match o.unblock_timeout_ns {
@@ -434,8 +424,12 @@ unsafe fn pool_options(
     opts: *const BusOpts,
     publishers: Publishers,
 ) -> Result<(PoolOptions, u64), Failure> {
+    let kind = match publishers {
+        Publishers::One => SegmentKind::Pool,
+        Publishers::Many => SegmentKind::ManyPublisherPool,
+    };
     // SAFETY: as this function's contract says.
-    let (o, c) = unsafe { checked(opts, BusKind::Pool, publishers) }?;
+    let (o, c) = unsafe { checked(opts, kind) }?;
     let mut p = with_creation!(
         PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks),
         c

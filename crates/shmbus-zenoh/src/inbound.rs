@@ -485,7 +485,7 @@ impl Following {
 /// each creation of a bus has its own. `None` if it cannot be read.
 fn identity(name: &str) -> Option<(u64, u32)> {
     let s = shmbus::stat::stat(name).ok()?;
-    Some((s.header.created_ns, s.header.creator_pid))
+    Some((s.created_ns, s.creator_pid))
 }
 
 /// The creations the downstream bus `id` followed, from the state file at

@@ -171,10 +171,8 @@ fn open(opts: &OutOptions) -> Result<(Subscriber<[u8]>, Upstream), BridgeError> 
         source,
     };
     let creation = || {
-        shmbus::stat::stat(&opts.name).map(|s| {
-            let h = &s.header;
-            Upstream::from_header(h.created_ns, h.creator_pid, h.first_seq)
-        })
+        shmbus::stat::stat(&opts.name)
+            .map(|s| Upstream::from_header(s.created_ns, s.creator_pid, s.first_seq))
     };
     let mut tries = 0;
     loop {

@@ -30,7 +30,9 @@
 //!   of each key in a fixed table of seqlocked entries, read by any
 //!   process in O(1), never torn.
 //!
-//! Beside them: [`error`] (the errors every kind shares; [`ErrorKind`] classifies
+//! Beside them: [`segment`] (what a segment is: [`SegmentKind`], one
+//! name for each kind above, and the message type a header records),
+//! [`error`] (the errors every kind shares; [`ErrorKind`] classifies
 //! them all), [`mem`] (the memory a ring lives in: a file, the heap,
 //! huge pages), [`stat`] (what `shmbus stat` and `shmbus top` read) and
 //! [`record`] (recordings of what crossed a bus, read back).
@@ -151,7 +153,7 @@ pub mod pool;
 #[cfg(not(loom))]
 pub mod record;
 #[cfg(not(loom))]
-mod segment;
+pub mod segment;
 #[cfg(not(loom))]
 pub mod select;
 #[cfg(not(loom))]
@@ -171,8 +173,10 @@ pub use error::ErrorKind;
 pub use error::{AttachError, CreateError, OpenError};
 pub use options::{OpenOptions, Start};
 #[cfg(not(loom))]
-pub use segment::remove;
+pub use segment::{remove, Kind, Message, Publishers, SegmentKind, TypeFingerprint};
 pub use wait::{Wait, WaitStrategy};
+// Under loom `segment` is not built; the names come from where it has them.
+#[cfg(loom)]
 pub use wire::{Kind, Message, Publishers, TypeFingerprint};
 
 /// What the `shmbus` tool, the benchmark and the test suites need beyond
@@ -182,10 +186,6 @@ pub use wire::{Kind, Message, Publishers, TypeFingerprint};
 pub mod internals {
     #[cfg(feature = "test-hooks")]
     pub use crate::bus::HookPoint;
-    #[cfg(not(loom))]
-    pub use crate::journal::{
-        format as journal_format, raw_key, side_files, stat as journal_stat, JournalStat,
-    };
     #[cfg(not(loom))]
     pub use crate::mem::Access;
     pub use crate::stream::{on_heap as stream_on_heap, HeapStream, PEER_CHECK, WRAP};

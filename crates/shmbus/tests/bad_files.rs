@@ -162,7 +162,7 @@ fn a_bus_whose_magic_was_changed_is_refused_as_bad_magic() {
 #[cfg_attr(miri, ignore)]
 fn a_truncated_bus_is_refused_as_truncated() {
     let (bus, st) = valid_bus("truncated");
-    let total = st.header.total_len;
+    let total = st.raw_header().total_len;
     assert_eq!(std::fs::metadata(bus.path()).unwrap().len(), total);
     let file = std::fs::OpenOptions::new()
         .write(true)
@@ -170,8 +170,8 @@ fn a_truncated_bus_is_refused_as_truncated() {
         .unwrap();
     for len in [
         total - 1,
-        total - st.header.page_size,
-        2 * st.header.page_size,
+        total - st.raw_header().page_size,
+        2 * st.raw_header().page_size,
     ] {
         file.set_len(len).unwrap();
         every_opener_says(
@@ -236,7 +236,7 @@ fn a_segment_of_another_kind_is_refused_as_wrong_kind() {
         // have that kind's geometry, which a patched bus has not.
         match stat::stat(bus.name()) {
             Ok(st) => {
-                assert_eq!(st.header.kind, kind);
+                assert_eq!(st.raw_header().kind, kind);
                 assert!(
                     matches!(kind, Kind::Unknown(_)),
                     "stat accepted a broken {kind}"
@@ -308,7 +308,7 @@ fn opening_a_bus_as_another_message_type_is_a_type_mismatch() {
 #[cfg_attr(miri, ignore)]
 fn impossible_geometry_is_refused_as_invalid_geometry() {
     let (bus, st) = valid_bus("geometry");
-    let h = &st.header;
+    let h = st.raw_header();
     let page = h.page_size;
     let good = std::fs::read(bus.path()).unwrap();
     let restore = || write_at(bus.path(), 0, &good[..page as usize]);
@@ -609,7 +609,7 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
     let opts8 = shmbus::pool::PoolOptions::new(8, 4096, 16);
     drop(PoolPublisher::<[u8]>::create(bus.name(), &opts8).expect("create"));
     let good = std::fs::read(bus.path()).unwrap();
-    let page = stat::stat(bus.name()).unwrap().header.page_size as usize;
+    let page = stat::stat(bus.name()).unwrap().raw_header().page_size as usize;
     let restore = || write_at(bus.path(), 0, &good[..page]);
     let flags = u32::from_le_bytes(good[header::FLAGS..header::FLAGS + 4].try_into().unwrap());
     // (field, value, width in bytes, what the message must mention)
@@ -620,7 +620,8 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         (header::POOL_BLOCK_SIZE, 100, 8, "100"),
         (
             header::FLAGS,
-            u64::from(flags | wire::flags::JOURNALED),
+            // Flag bit 0, `JOURNALED` (LAYOUT §4).
+            u64::from(flags | 1),
             4,
             "a pool has no journal",
         ),

@@ -401,7 +401,8 @@ fn as_child_attach_and_publish_until_killed() {
 
 /// Where sequence `seq`'s stamp is in the file.
 fn stamp_offset(st: &stat::BusStat, seq: u64) -> u64 {
-    st.header.data_offset + (seq & (st.header.capacity - 1)) * u64::from(st.header.slot_size)
+    st.raw_header().data_offset
+        + (seq & (st.raw_header().capacity - 1)) * u64::from(st.raw_header().slot_size)
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod common;
 use common::ShmDir;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use shmbus::internals::journal_format::{encode_record, valid_prefix, JournalHeader, HEADER_LEN};
+use shmbus::journal::format::{encode_record, valid_prefix, JournalHeader, HEADER_LEN};
 
 fn header(msg_size: u32, snapshot: u64, base: u64) -> JournalHeader {
     JournalHeader {
@@ -120,7 +120,7 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
             bytes[i] = *v;
         }
         std::fs::write(&path, &bytes).expect("write");
-        match shmbus::internals::journal_stat(&path) {
+        match shmbus::journal::stat(&path) {
             Ok(st) => {
                 assert!(st.records <= 12);
                 assert!(st.snapshot <= st.records);
@@ -132,7 +132,7 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
     for len in [0, 1, 63] {
         std::fs::write(&path, &good[..len]).expect("write");
         assert!(matches!(
-            shmbus::internals::journal_stat(&path),
+            shmbus::journal::stat(&path),
             Err(shmbus::journal::JournalOpenError::Header { .. })
         ));
     }

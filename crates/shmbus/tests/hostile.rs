@@ -347,7 +347,10 @@ fn any_single_corrupt_stamp_costs_readers_at_most_that_message_and_never_hangs_t
         p.publish(&s.to_le_bytes()).expect("publish");
     }
     let st = stat::stat(bus.name()).expect("stat");
-    let (data, slot) = (st.header.data_offset, st.header.slot_size as u64);
+    let (data, slot) = (
+        st.raw_header().data_offset,
+        st.raw_header().slot_size as u64,
+    );
     let done = |s: u64| s.wrapping_mul(2).wrapping_add(2);
     let writing = |s: u64| s.wrapping_mul(2).wrapping_add(1);
     let oldest = PUBLISHED - CAP;
@@ -410,8 +413,8 @@ fn a_corrupt_cursor_makes_readers_neither_skip_unpublished_messages_nor_hang() {
         p.publish(&s.to_le_bytes()).expect("publish");
     }
     let st = stat::stat(bus.name()).expect("stat");
-    let cursor = st.header.control_offset + control::CURSOR as u64;
-    let data = st.header.data_offset;
+    let cursor = st.raw_header().control_offset + control::CURSOR as u64;
+    let data = st.raw_header().data_offset;
     let mut rng = 7u64;
     let mut values: Vec<u64> = (0..3 * CAP).map(|d| PUBLISHED + d).collect();
     values.extend([0, 1, u64::MAX, 1 << 63, PUBLISHED - 1]);
@@ -424,7 +427,7 @@ fn a_corrupt_cursor_makes_readers_neither_skip_unpublished_messages_nor_hang() {
         // And one stale stamp at the reader's start, which only a cursor
         // past it could make the reader skip.
         let first = PUBLISHED - CAP;
-        let off = data + (first % CAP) * st.header.slot_size as u64;
+        let off = data + (first % CAP) * st.raw_header().slot_size as u64;
         let original = common::read_u64_at(bus.path(), off);
         common::patch_u64(bus.path(), off, 2 * (first - CAP) + 2);
         // Start::Oldest reads the cursor: a reader starting from a corrupt
@@ -568,8 +571,11 @@ fn as_child_fuzz_scribbler() {
             unsafe { &*(base.cast::<u8>().add(off as usize).cast::<AtomicU64>()) }
         };
         let st = stat::stat(&path).expect("stat");
-        let (data, slot) = (st.header.data_offset, st.header.slot_size as u64);
-        let cursor = word(st.header.control_offset + control::CURSOR as u64);
+        let (data, slot) = (
+            st.raw_header().data_offset,
+            st.raw_header().slot_size as u64,
+        );
+        let cursor = word(st.raw_header().control_offset + control::CURSOR as u64);
         let done = |s: u64| s.wrapping_mul(2).wrapping_add(2);
         let writing = |s: u64| s.wrapping_mul(2).wrapping_add(1);
         let mut x = seed;

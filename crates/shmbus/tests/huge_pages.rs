@@ -99,9 +99,13 @@ fn transparent_huge_pages_back_the_data_pages_of_creator_and_subscriber() {
     let huge = huge_kb.expect("hpage_pmd_size readable once a collapse worked") * 1024;
     let after = meminfo_kb("ShmemHugePages:");
     let st = shmbus::stat::stat(bus.name()).expect("stat");
-    assert_ne!(st.header.flags & flags::HUGE_PAGES, 0, "HUGE_PAGES flag");
-    assert_eq!(st.header.page_size, huge, "laid out in huge pages");
-    assert_eq!(st.header.data_offset, 2 * huge);
+    assert_ne!(
+        st.raw_header().flags & flags::HUGE_PAGES,
+        0,
+        "HUGE_PAGES flag"
+    );
+    assert_eq!(st.raw_header().page_size, huge, "laid out in huge pages");
+    assert_eq!(st.raw_header().data_offset, 2 * huge);
     let creator = smaps_kb(bus.path(), "ShmemPmdMapped:").iter().sum::<u64>();
     println!(
         "creator maps {creator} kB of the bus with huge pages; /proc/meminfo ShmemHugePages \
@@ -240,9 +244,13 @@ fn hugetlbfs_bus_gets_reserved_huge_pages_or_says_how_many_are_free() {
         mount.display()
     );
     let st = shmbus::stat::stat(bus.name()).expect("stat");
-    assert_ne!(st.header.flags & flags::HUGE_PAGES, 0, "HUGE_PAGES flag");
-    assert_eq!(st.header.page_size, page);
-    assert_eq!(st.header.total_len, needed * page);
+    assert_ne!(
+        st.raw_header().flags & flags::HUGE_PAGES,
+        0,
+        "HUGE_PAGES flag"
+    );
+    assert_eq!(st.raw_header().page_size, page);
+    assert_eq!(st.raw_header().total_len, needed * page);
     let mut subscriber =
         Subscriber::<Msg>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
             .expect("open");
@@ -267,8 +275,12 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
     match shmbus::journal::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
         Ok(p) => {
             let st = shmbus::stat::stat(bus.name()).expect("stat");
-            assert_ne!(st.header.flags & flags::HUGE_PAGES, 0, "HUGE_PAGES flag");
-            assert!(st.header.journal.is_some(), "still journaled");
+            assert_ne!(
+                st.raw_header().flags & flags::HUGE_PAGES,
+                0,
+                "HUGE_PAGES flag"
+            );
+            assert!(st.raw_header().journal.is_some(), "still journaled");
             drop(p);
         }
         Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {

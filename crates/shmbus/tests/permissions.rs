@@ -52,7 +52,10 @@ fn as_child_store_into_the_mapping() {
         let name: String = param("SHMBUS_BUS");
         let target: String = param("SHMBUS_TARGET");
         let sub = Subscriber::<u64>::open(&name, &OpenOptions::default()).expect("open");
-        let h = shmbus::stat::stat(&name).expect("stat").header;
+        let h = shmbus::stat::stat(&name)
+            .expect("stat")
+            .raw_header()
+            .clone();
         let offset = match target.as_str() {
             "header" => 0,
             // A word of the control page no field uses.
@@ -190,7 +193,10 @@ fn layout_at(vmas: &[Vma], base: u64) -> Vec<(u64, u64, String)> {
 fn the_publisher_cannot_write_its_header_page_and_a_subscriber_only_its_control_area() {
     let bus = BusName::new("protections");
     let p = Publisher::<u64>::create(bus.name(), &BusOptions::new(256)).expect("create");
-    let h = shmbus::stat::stat(bus.name()).expect("stat").header;
+    let h = shmbus::stat::stat(bus.name())
+        .expect("stat")
+        .raw_header()
+        .clone();
     let (page, total) = (h.page_size, h.total_len);
     assert!(total > 3 * page, "several data pages");
 

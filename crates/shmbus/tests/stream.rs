@@ -647,7 +647,7 @@ fn stat_of(name: &str) -> (BusStat, StreamStat) {
 /// A 32-bit word of the stream's control page, read through the file.
 fn control_word(bus: &BusName, field: usize) -> FileWord32 {
     let (st, _) = stat_of(bus.name());
-    FileWord32::new(bus.path(), st.header.control_offset + field as u64)
+    FileWord32::new(bus.path(), st.raw_header().control_offset + field as u64)
 }
 
 /// Reads records `range` in this process, each within `PATIENCE`.
@@ -1763,8 +1763,8 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
         Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
             .expect("create");
     let (st, s) = stat_of(bus.name());
-    assert_eq!(st.header.kind, Kind::Stream);
-    assert_eq!(st.header.capacity, 4096);
+    assert_eq!(st.kind, shmbus::SegmentKind::Stream);
+    assert_eq!(st.size, Some(shmbus::stat::Size::Bytes(4096)));
     assert_eq!((st.publisher_pid, st.publisher_alive), (me, true));
     assert_eq!((s.tail, s.head, s.fill), (0, 0, 0));
     assert_eq!((s.consumer_pid, s.consumer_alive), (0, false));

@@ -43,7 +43,7 @@ fn create_and_leave(bus: &BusName, capacity: u64) {
 /// The file offset of a control-page field.
 fn control(bus: &BusName, field: usize) -> u64 {
     let st = shmbus::stat::stat(bus.name()).expect("stat");
-    st.header.control_offset + field as u64
+    st.raw_header().control_offset + field as u64
 }
 
 /// Runs `f` on a thread; fails the test if it has not returned within

@@ -142,7 +142,7 @@ fn a_shared_memory_bus_crosses_the_64_bit_sequence_wrap() {
     });
     // The publisher was dropped inside; the file says where it got to.
     let st = shmbus::stat::stat(bus.name()).expect("stat");
-    assert_eq!(st.header.first_seq, FIRST);
+    assert_eq!(st.raw_header().first_seq, FIRST);
     assert_eq!(st.head, seq(COUNT));
     assert_eq!(st.published, COUNT);
     assert!(!st.publisher_alive);

@@ -28,9 +28,11 @@ use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
-use shmbus::internals::JournalStat;
-use shmbus::stat::{BlackboardStat, BusStat, Listing, PoolStat, StreamStat, SubscriberStat};
-use shmbus::{Kind, OpenError};
+use shmbus::journal::JournalStat;
+use shmbus::stat::{
+    BlackboardStat, BusStat, Listing, Lossless, PoolStat, Size, StreamStat, SubscriberStat,
+};
+use shmbus::{OpenError, SegmentKind};
 
 use crate::bridge_status::{self, Status};
 use crate::error::CliError;
@@ -110,6 +112,33 @@ pub(crate) fn escaped(text: &str) -> String {
     out
 }
 
+/// A segment's size in its kind's unit (slots, bytes or keys); 0 for a
+/// kind this build does not know.
+pub(crate) fn size_of(s: &BusStat) -> u64 {
+    match s.size {
+        Some(Size::Slots { slots, .. }) => slots,
+        Some(Size::Bytes(n) | Size::Keys(n)) => n,
+        _ => 0,
+    }
+}
+
+/// What [`size_of`] counts, as the JSON names it.
+pub(crate) fn size_unit(s: &BusStat) -> &'static str {
+    match s.size {
+        Some(Size::Bytes(_)) => "bytes",
+        Some(Size::Keys(_)) => "max_keys",
+        _ => "slots",
+    }
+}
+
+/// A bus's bytes per slot; 0 for another kind.
+fn slot_size(s: &BusStat) -> u32 {
+    match s.size {
+        Some(Size::Slots { slot_size, .. }) => slot_size,
+        _ => 0,
+    }
+}
+
 /// The file name of a segment: what `ls` calls it.
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(
@@ -125,34 +154,34 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
     if let Some(bb) = &s.blackboard {
         return blackboard_json(s, bb);
     }
-    if let Kind::Unknown(code) = s.header.kind {
+    if let SegmentKind::Unknown(code) = s.kind {
         return json!({
             "name": file_name(&s.path),
             "path": s.path.display().to_string(),
-            "kind": s.header.kind.to_string(),
+            "kind": s.kind.to_string(),
             "kind_code": code,
-            "created_unix_ns": s.header.created_ns,
+            "created_unix_ns": s.created_ns,
         });
     }
     json!({
         "name": file_name(&s.path),
         "path": s.path.display().to_string(),
-        "kind": s.header.kind.to_string(),
-        "capacity": s.header.capacity,
-        "msg_size": s.header.msg.size,
-        "slot_size": s.header.slot_size,
+        "kind": s.kind.to_string(),
+        "slots": size_of(s),
+        "msg_size": s.msg.size,
+        "slot_size": slot_size(s),
         "published": s.published,
         "head": s.head,
         "epoch": s.epoch,
         "publisher_pid": s.publisher_pid,
         "publisher_alive": s.publisher_alive,
         "subscribers": s.subscribers.len(),
-        "lossless": {"max": s.max_lossless, "evict_ns": s.evict_ns},
+        "lossless": s.lossless.map(|l| json!({"max": l.max, "evict_ns": l.evict_ns})),
         "subscriber_pids": s.subscribers.iter().map(|l| l.pid).collect::<Vec<_>>(),
         "per_subscriber": s.subscribers.iter().map(|l| (l, true))
             .chain(s.gone.iter().map(|l| (l, false)))
             .map(|(l, alive)| {
-                let mut line = subscriber_json(l, alive, s.header.capacity);
+                let mut line = subscriber_json(l, alive, size_of(s));
                 if let Some(pool) = &s.pool {
                     let (held, reclaimable) = holds(pool, l.entry);
                     line["held_blocks"] = json!(held);
@@ -161,11 +190,11 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
                 line
             })
             .collect::<Vec<_>>(),
-        "type_name": s.header.msg.name,
-        "first_seq": s.header.first_seq,
-        "created_unix_ns": s.header.created_ns,
+        "type_name": s.msg.name,
+        "first_seq": s.first_seq,
+        "created_unix_ns": s.created_ns,
         "journal": journal_json(s),
-        "huge_page_size": huge_page_size(s),
+        "huge_page_size": s.huge_page_size,
         "pool": s.pool.as_ref().map(pool_json),
         "bridges": bridges.iter().map(|b| b.report_json()).collect::<Vec<_>>(),
     })
@@ -295,16 +324,11 @@ impl LagState {
     }
 }
 
-/// The huge page size a bus is laid out in, if it has huge pages.
-fn huge_page_size(s: &BusStat) -> Option<u64> {
-    (s.header.flags & shmbus::wire::flags::HUGE_PAGES != 0).then_some(s.header.page_size)
-}
-
 /// The journal's figures, or why they could not be read (`None`: no
 /// journal).
 fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, shmbus::journal::JournalOpenError>> {
-    let path = s.header.journal.as_ref()?;
-    Some(shmbus::internals::journal_stat(path))
+    let path = s.journal.as_ref()?;
+    Some(shmbus::journal::stat(path))
 }
 
 fn journal_json(s: &BusStat) -> Value {
@@ -319,7 +343,7 @@ fn journal_json(s: &BusStat) -> Value {
             "next": j.next,
         }),
         Some(Err(e)) => json!({
-            "path": s.header.journal.as_ref().map(|p| p.display().to_string()),
+            "path": s.journal.as_ref().map(|p| p.display().to_string()),
             "error": e.to_string(),
         }),
     }
@@ -349,12 +373,12 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
     json!({
         "name": file_name(&s.path),
         "path": s.path.display().to_string(),
-        "kind": s.header.kind.to_string(),
-        "capacity": s.header.capacity,
-        "max_record": s.header.msg.size,
+        "kind": s.kind.to_string(),
+        "bytes": size_of(s),
+        "max_record": s.msg.size,
         // `stream` for a raw stream, else the record type's name.
-        "type_name": s.header.msg.name,
-        "msg_align": s.header.msg.align,
+        "type_name": s.msg.name,
+        "msg_align": s.msg.align,
         "tail": st.tail,
         "head": st.head,
         // Corrupt cursors have no fill: null, never a number beside it.
@@ -364,7 +388,7 @@ fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
         "producer_alive": s.publisher_alive,
         "consumer_pid": st.consumer_pid,
         "consumer_alive": st.consumer_alive,
-        "created_unix_ns": s.header.created_ns,
+        "created_unix_ns": s.created_ns,
     })
 }
 
@@ -372,26 +396,25 @@ fn blackboard_json(s: &BusStat, bb: &BlackboardStat) -> Value {
     json!({
         "name": file_name(&s.path),
         "path": s.path.display().to_string(),
-        "kind": s.header.kind.to_string(),
+        "kind": s.kind.to_string(),
         "keys": bb.keys,
-        "capacity": bb.capacity,
+        "max_keys": bb.capacity,
         "entries": bb.entries,
         "updates": bb.updates,
         "mid_write": bb.mid_write,
         "key_type": bb.key_type.name,
         "key_size": bb.key_type.size,
-        "value_type": s.header.msg.name,
-        "value_size": s.header.msg.size,
+        "value_type": s.msg.name,
+        "value_size": s.msg.size,
         "writer_pid": s.publisher_pid,
         "writer_alive": s.publisher_alive,
         "many_writers": bb.unblock.is_some(),
         "unblock_ns": bb.unblock.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
-        "created_unix_ns": s.header.created_ns,
+        "created_unix_ns": s.created_ns,
     })
 }
 
 fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
-    let h = &s.header;
     let mid_write = match (bb.mid_write, s.publisher_alive) {
         (0, _) => "0".to_string(),
         (n, true) => format!("{n} (being written)"),
@@ -409,7 +432,7 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
     let rows: [(&str, String); 12] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
-        ("kind", h.kind.to_string()),
+        ("kind", s.kind.to_string()),
         (
             "keys",
             format!("{} of {} ({} entries)", bb.keys, bb.capacity, bb.entries),
@@ -424,14 +447,14 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
         ),
         (
             "value type",
-            format!("{} ({} bytes)", escaped(&h.msg.name), h.msg.size),
+            format!("{} ({} bytes)", escaped(&s.msg.name), s.msg.size),
         ),
         ("updates", bb.updates.to_string()),
         ("mid-write", mid_write),
         ("writers", writers),
         ("writer", role_text(s.publisher_pid, s.publisher_alive)),
         ("attached", s.attached.to_string()),
-        ("created", utc_time(h.created_ns)),
+        ("created", utc_time(s.created_ns)),
     ];
     rows.iter()
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
@@ -441,7 +464,7 @@ fn blackboard_text(s: &BusStat, bb: &BlackboardStat) -> String {
 
 /// A stream's fill as a percentage of its capacity.
 fn fill_percent(s: &BusStat, st: &StreamStat) -> f64 {
-    st.fill as f64 * 100.0 / s.header.capacity.max(1) as f64
+    st.fill as f64 * 100.0 / size_of(s).max(1) as f64
 }
 
 /// The fill, or why there is none: cursors no writer could have left.
@@ -449,27 +472,28 @@ fn fill_text(s: &BusStat, st: &StreamStat) -> String {
     if st.corrupt {
         return format!(
             "CORRUPT: TAIL {} is not within the capacity ({} bytes) ahead of HEAD {}",
-            st.tail, s.header.capacity, st.head
+            st.tail,
+            size_of(s),
+            st.head
         );
     }
     format!("{} bytes ({:.1}%)", st.fill, fill_percent(s, st))
 }
 
 fn stream_text(s: &BusStat, st: &StreamStat) -> String {
-    let h = &s.header;
     let rows: [(&str, String); 12] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
-        ("kind", h.kind.to_string()),
-        ("capacity", format!("{} bytes", h.capacity)),
-        ("largest record", format!("{} bytes", h.msg.size)),
+        ("kind", s.kind.to_string()),
+        ("capacity", format!("{} bytes", size_of(s))),
+        ("largest record", format!("{} bytes", s.msg.size)),
         ("type", record_type_text(s)),
         ("written", format!("{} bytes", st.tail)),
         ("released", format!("{} bytes", st.head)),
         ("fill", fill_text(s, st)),
         ("producer", role_text(s.publisher_pid, s.publisher_alive)),
         ("consumer", role_text(st.consumer_pid, st.consumer_alive)),
-        ("created", utc_time(h.created_ns)),
+        ("created", utc_time(s.created_ns)),
     ];
     rows.iter()
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
@@ -479,7 +503,7 @@ fn stream_text(s: &BusStat, st: &StreamStat) -> String {
 
 /// Whether a stream is typed: a raw one records the type `stream`.
 fn record_type(s: &BusStat) -> Option<&str> {
-    let name = s.header.msg.name.as_str();
+    let name = s.msg.name.as_str();
     (name != "stream").then_some(name)
 }
 
@@ -490,7 +514,7 @@ fn record_type_text(s: &BusStat) -> String {
         Some(name) => format!(
             "{} (align {}; every record is one)",
             escaped(name),
-            s.header.msg.align
+            s.msg.align
         ),
     }
 }
@@ -512,25 +536,27 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(bb) = &s.blackboard {
         return blackboard_text(s, bb);
     }
-    if let Kind::Unknown(_) = s.header.kind {
+    if let SegmentKind::Unknown(_) = s.kind {
         return unknown_text(s);
     }
-    let h = &s.header;
     let rows: [(&str, String); 14] = [
         ("name", escaped(&file_name(&s.path))),
         ("path", escaped(&s.path.display().to_string())),
-        ("kind", h.kind.to_string()),
-        ("capacity", format!("{} slots", h.capacity)),
+        ("kind", s.kind.to_string()),
+        ("capacity", format!("{} slots", size_of(s))),
         ("message size", message_size_text(s)),
-        ("slot size", format!("{} bytes", h.slot_size)),
+        ("slot size", format!("{} bytes", slot_size(s))),
         ("published", s.published.to_string()),
         ("head", s.head.to_string()),
-        ("first sequence", h.first_seq.to_string()),
-        ("epoch", s.epoch.to_string()),
+        ("first sequence", s.first_seq.to_string()),
+        (
+            "epoch",
+            s.epoch.map_or_else(|| "-".into(), |e| e.to_string()),
+        ),
         ("publisher", publisher_text(s)),
         ("subscribers", subscribers_text(s)),
         ("type", type_text(s)),
-        ("created", utc_time(h.created_ns)),
+        ("created", utc_time(s.created_ns)),
     ];
     let pool = s.pool.as_ref().map(pool_rows);
     let mut lines: Vec<String> = rows
@@ -541,7 +567,7 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     if let Some(journal) = journal_text(s) {
         lines.push(format!("{:<16}{journal}", "journal:"));
     }
-    if let Some(size) = huge_page_size(s) {
+    if let Some(size) = s.huge_page_size {
         lines.push(format!("{:<16}{} KiB", "huge pages:", size / 1024));
     }
     lines.push(format!("{:<16}{}", "lossless:", lossless_text(s)));
@@ -554,11 +580,12 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
 /// What the bus allows lossless subscribers: "at most 8, evicted after
 /// 1.000 s", or "refused" (`create --lossless-subscribers 0`).
 fn lossless_text(s: &BusStat) -> String {
-    match s.max_lossless {
-        0 => "refused".into(),
-        max => format!(
+    match s.lossless {
+        None => "-".into(),
+        Some(Lossless { max: 0, .. }) => "refused".into(),
+        Some(Lossless { max, evict_ns }) => format!(
             "at most {max}, evicted after {:.3} s",
-            s.evict_ns as f64 / 1e9
+            evict_ns as f64 / 1e9
         ),
     }
 }
@@ -572,9 +599,9 @@ fn unknown_text(s: &BusStat) -> String {
         ("path", escaped(&s.path.display().to_string())),
         (
             "kind",
-            format!("{} (not known to this build: no figures)", s.header.kind),
+            format!("{} (not known to this build: no figures)", s.kind),
         ),
-        ("created", utc_time(s.header.created_ns)),
+        ("created", utc_time(s.created_ns)),
     ];
     rows.iter()
         .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
@@ -585,12 +612,11 @@ fn unknown_text(s: &BusStat) -> String {
 /// A bus's message type; a pool bus's is its blocks', and its slots
 /// carry descriptors.
 fn type_text(s: &BusStat) -> String {
-    let h = &s.header;
     let ring = format!(
         "{} (size {}, align {})",
-        escaped(&h.msg.name),
-        h.msg.size,
-        h.msg.align
+        escaped(&s.msg.name),
+        s.msg.size,
+        s.msg.align
     );
     match &s.pool {
         Some(pool) => format!(
@@ -617,9 +643,9 @@ fn message_size_text(s: &BusStat) -> String {
     match &s.pool {
         Some(pool) => format!(
             "up to {} bytes, a block (the slots carry {}-byte descriptors)",
-            pool.block_size, s.header.msg.size
+            pool.block_size, s.msg.size
         ),
-        None => format!("{} bytes", s.header.msg.size),
+        None => format!("{} bytes", s.msg.size),
     }
 }
 
@@ -764,11 +790,11 @@ fn listing_row(l: &Listing) -> [String; 8] {
         let consumer = if st.consumer_alive { 1 } else { 0 };
         return [
             name,
-            s.header.kind.to_string(),
-            format!("{} B", s.header.capacity),
+            s.kind.to_string(),
+            format!("{} B", size_of(s)),
             match record_type(s) {
-                None => format!("{} B max", s.header.msg.size),
-                Some(name) => format!("{} ({} B max)", escaped(name), s.header.msg.size),
+                None => format!("{} B max", s.msg.size),
+                Some(name) => format!("{} ({} B max)", escaped(name), s.msg.size),
             },
             format!("{} B", st.tail),
             if s.publisher_pid == 0 && !s.publisher_alive {
@@ -790,9 +816,9 @@ fn listing_row(l: &Listing) -> [String; 8] {
         // nowhere, so SUBS is the keys used.
         return [
             name,
-            s.header.kind.to_string(),
+            s.kind.to_string(),
             format!("{} keys", bb.capacity),
-            format!("{} B value", s.header.msg.size),
+            format!("{} B value", s.msg.size),
             bb.updates.to_string(),
             if s.publisher_pid == 0 && !s.publisher_alive {
                 "none".to_string()
@@ -803,22 +829,22 @@ fn listing_row(l: &Listing) -> [String; 8] {
             status.to_string(),
         ];
     }
-    if let Kind::Unknown(_) = s.header.kind {
+    if let SegmentKind::Unknown(_) = s.kind {
         let mut row = [(); 8].map(|()| "-".to_string());
         row[0] = name;
-        row[1] = s.header.kind.to_string();
+        row[1] = s.kind.to_string();
         row[7] = status.to_string();
         return row;
     }
     let (kind, msg_size) = match &s.pool {
         // The slots' messages are descriptors; a message is up to a block.
-        Some(pool) => ("pool".to_string(), format!("{} B max", pool.block_size)),
-        None => (s.header.kind.to_string(), s.header.msg.size.to_string()),
+        Some(pool) => (s.kind.to_string(), format!("{} B max", pool.block_size)),
+        None => (s.kind.to_string(), s.msg.size.to_string()),
     };
     [
         name,
         kind,
-        s.header.capacity.to_string(),
+        size_of(s).to_string(),
         msg_size,
         s.published.to_string(),
         format!("{} ({})", s.publisher_pid, publisher_state(s)),

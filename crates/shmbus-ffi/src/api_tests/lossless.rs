@@ -134,8 +134,8 @@ fn a_zeroed_bus_options_struct_lets_eight_lossless_subscribers_gate_for_one_seco
     o.msg_size = 8;
     let p = create(&bus, &o);
     let stat = shmbus_core::stat::stat(&bus.name).unwrap();
-    assert_eq!(stat.max_lossless, 8);
-    assert_eq!(stat.evict_ns, 1_000_000_000);
+    assert_eq!(stat.lossless.expect("a bus").max, 8);
+    assert_eq!(stat.lossless.expect("a bus").evict_ns, 1_000_000_000);
     let subs: Vec<_> = (0..8).map(|_| open(&bus, &lossless_opts())).collect();
     assert_eq!(
         open_status(&bus, &lossless_opts()),
@@ -160,7 +160,9 @@ fn no_lossless_and_a_limit_refuse_lossless_subscribers_with_their_code() {
     assert_eq!(
         shmbus_core::stat::stat(&refusing.name)
             .unwrap()
-            .max_lossless,
+            .lossless
+            .expect("a bus")
+            .max,
         0
     );
     assert_eq!(
@@ -264,7 +266,7 @@ fn lossless_bus_options_that_cannot_be_meant_are_refused_naming_the_field() {
             m
         };
         let stat = shmbus_core::stat::stat(&bus.name).unwrap();
-        assert_eq!(stat.evict_ns, recorded, "{ns}");
+        assert_eq!(stat.lossless.expect("a bus").evict_ns, recorded, "{ns}");
         // SAFETY: closed once.
         unsafe { crate::bus::shmbus_many_publisher_close(m) };
         shmbus_core::remove(&bus.name).unwrap();
@@ -299,7 +301,11 @@ fn a_lossless_subscriber_that_stops_reading_is_evicted_after_the_timeout_and_tol
     o.evict_after_ns = 50_000_000;
     let p = create(&bus, &o);
     assert_eq!(
-        shmbus_core::stat::stat(&bus.name).unwrap().evict_ns,
+        shmbus_core::stat::stat(&bus.name)
+            .unwrap()
+            .lossless
+            .expect("a bus")
+            .evict_ns,
         50_000_000
     );
     let s = open(&bus, &lossless_opts());

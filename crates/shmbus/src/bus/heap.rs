@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::ring::Ring;
 use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
-use crate::wire::{flags, Header, TypeFingerprint};
+use crate::wire::{Header, TypeFingerprint};
 
 /// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`
 /// makes it a many-publisher ring with that unblock timeout.
@@ -26,7 +26,7 @@ pub(crate) fn heap_ring(
         .with_heap_lines();
     let region = Arc::new(HeapRegion::new(header.total_len as usize));
     if let Some(unblock) = unblock {
-        header.flags |= flags::MULTI_PUBLISHER;
+        header.set_publishers(crate::wire::Publishers::Many);
         super::claim::init_control(&*region, &header, unblock);
     }
     header.write(&*region);

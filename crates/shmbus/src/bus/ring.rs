@@ -22,7 +22,7 @@ use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
 use crate::sync::{fence, AtomicU64, Ordering};
 use crate::wait::{self, Wait, WaitStrategy};
-use crate::wire::{control, flags, Header, LINE, STAMP_BYTES};
+use crate::wire::{control, Header, LINE, STAMP_BYTES};
 
 /// What one attempt to read a slot found.
 #[derive(Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ impl Geometry {
             data_offset: h.data_offset as usize,
             control_offset: h.control_offset as usize,
             first_seq: h.first_seq,
-            multi: h.flags & flags::MULTI_PUBLISHER != 0,
+            multi: h.publishers() == crate::wire::Publishers::Many,
             prefetch_lines: Self::prefetch_lines(h),
             write_prefetch_lines: if crate::sync::prefetch_write_available() {
                 Self::prefetch_lines(h)

@@ -14,7 +14,7 @@ use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
 use crate::sync::Ordering;
 use crate::sys::lock;
 use crate::wire::{
-    control, flags, lock_byte, GeometryError, Header, Kind, Publishers, TypeFingerprint, LINE,
+    control, lock_byte, GeometryError, Header, Kind, Publishers, TypeFingerprint, LINE,
 };
 
 /// Creates a bus of payload `T` as `opts` say; options for [`Many`]
@@ -70,7 +70,7 @@ fn create_with<X, P: PublisherCount>(
     let pool = header.pool;
     header.flags |= huge;
     if multi {
-        header.flags |= flags::MULTI_PUBLISHER;
+        header.set_publishers(Publishers::Many);
     }
     let region = create_region(name, &header, &opts.file, |r| {
         if multi {
@@ -147,7 +147,7 @@ pub(crate) fn open_header(
     let (region, header) = open_checked(name, role, Kind::Broadcast, None, opts)?;
     expect_pool(&header, pool)?;
     header.expect(Kind::Broadcast, msg)?;
-    if role == Role::Subscriber && header.flags & flags::MULTI_PUBLISHER != 0 {
+    if role == Role::Subscriber && header.publishers() == Publishers::Many {
         // Subscribers of a many-publisher bus may skip an abandoned claim,
         // a CAS on its stamp (see `claim`): the slots become writable; a
         // pool's state words and blocks after them stay read-only.
@@ -199,11 +199,7 @@ pub(crate) fn attach_header(
         // (no epoch bumped, no pid written).
         check(&header)?;
     }
-    let found = if header.flags & flags::MULTI_PUBLISHER != 0 {
-        Publishers::Many
-    } else {
-        Publishers::One
-    };
+    let found = header.publishers();
     if found != want {
         return Err(AttachError::WrongMode {
             role: crate::error::Role::Publisher,

@@ -105,7 +105,7 @@ mod board;
 mod compaction;
 mod error;
 mod flusher;
-#[doc(hidden)] // reached through `internals`
+#[doc(hidden)] // for the tool and the tests: no stable interface
 pub mod format;
 mod grower;
 mod keyed;
@@ -118,21 +118,21 @@ mod state;
 mod subscriber;
 mod writer;
 
-#[doc(hidden)] // reached through `internals`
 #[cfg(feature = "async-stream")]
 pub use aio::Entries;
+#[doc(hidden)] // for the tool and the tests: no stable interface
 pub use board::BoardFeed;
 pub use compaction::side_files;
 pub use error::{
     AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError,
     JournalOpenError, SeekError, SnapshotError,
 };
-#[doc(hidden)] // reached through `internals`
+#[doc(hidden)] // for the tool and the tests: no stable interface
 pub use keyed::raw_key;
 pub use keyed::{Keyed, KeyedPayload};
 pub use options::{JoinOptions, JournalOptions};
 pub use publisher::JournalPublisher;
-#[doc(hidden)] // reached through `internals`
+#[doc(hidden)] // for the tool and the tests: no stable interface
 pub use stat::{stat, JournalStat};
 pub use state::{KeyedState, State};
 pub use subscriber::{Entry, JournalSubscriber};

@@ -12,8 +12,7 @@ use crate::error::ErrorKind;
 use crate::pool::{PoolRecvError, PoolSubscriber};
 use crate::select::{Select, Selectable};
 use crate::stream::{Consumer, PopError};
-use crate::wire::flags;
-use crate::{AttachError, Kind, OpenError, OpenOptions, Received, Start, Subscriber, Wait};
+use crate::{AttachError, OpenError, OpenOptions, Received, SegmentKind, Start, Subscriber, Wait};
 
 /// Why a [`Capture`] failed.
 ///
@@ -256,10 +255,10 @@ impl Capture {
                 first: self.sources[i].2.clone(),
             });
         }
-        let h = &stat.header;
+        let h = stat.raw_header();
         let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
         let cap = |n: u64| u32::try_from(n.min(MAX_MESSAGE as u64)).unwrap_or(u32::MAX);
-        let (source, spec) = if h.kind == Kind::Stream {
+        let (source, spec) = if stat.kind == SegmentKind::Stream {
             let consumer =
                 Consumer::<[u8]>::attach(name, &OpenOptions::default()).map_err(|source| {
                     CaptureError::Attach {
@@ -272,7 +271,7 @@ impl Capture {
                 .msg_type(h.msg.clone())
                 .lossless(true);
             (Source::Stream(consumer, 0), spec)
-        } else if h.flags & flags::POOL != 0 {
+        } else if stat.kind.is_pool() {
             let sub = PoolSubscriber::<[u8]>::open(name, &opts).map_err(open)?;
             let (blocks, block) = h.pool.as_ref().map_or((0, 0), |p| (p.blocks, p.block_size));
             let spec = BusSpec::new(name, RecordedKind::Pool, cap(block))
@@ -282,13 +281,8 @@ impl Capture {
                 .lossless(lossless);
             (Source::Pool(sub), spec)
         } else {
-            let kind = if h.flags & flags::JOURNALED != 0 {
-                RecordedKind::Journaled
-            } else if h.flags & flags::MULTI_PUBLISHER != 0 {
-                RecordedKind::ManyPublisher
-            } else {
-                RecordedKind::Bus
-            };
+            // Another kind (a blackboard) is refused by the open below.
+            let kind = RecordedKind::of(stat.kind).unwrap_or(RecordedKind::Bus);
             let sub = Subscriber::<[u8]>::open(name, &opts).map_err(open)?;
             let size = u32::try_from(sub.msg_size()).unwrap_or(u32::MAX);
             let spec = BusSpec::new(name, kind, size)

@@ -39,7 +39,7 @@ pub use recording::Recording;
 pub use replay::{PublishFailure, ReplayError, ReplayStats, Replayer, Speed};
 pub use window::{Point, Window};
 
-use crate::TypeFingerprint;
+use crate::{SegmentKind, TypeFingerprint};
 
 /// The kind of a recorded bus. More kinds may come: match with a `_` arm.
 ///
@@ -109,6 +109,27 @@ impl RecordedKind {
             3 => Some(RecordedKind::Pool),
             4 => Some(RecordedKind::Stream),
             5 => Some(RecordedKind::Journaled),
+            _ => None,
+        }
+    }
+
+    /// The recorded kind of a segment of kind `kind`, if a recording can
+    /// hold one (a blackboard, or a kind this build does not know, it
+    /// cannot). Both pool buses record as [`RecordedKind::Pool`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{SegmentKind, record::RecordedKind};
+    /// assert_eq!(RecordedKind::of(SegmentKind::ManyPublisherPool), Some(RecordedKind::Pool));
+    /// assert_eq!(RecordedKind::of(SegmentKind::Blackboard), None);
+    /// ```
+    pub fn of(kind: SegmentKind) -> Option<Self> {
+        match kind {
+            SegmentKind::Bus => Some(RecordedKind::Bus),
+            SegmentKind::ManyPublisherBus => Some(RecordedKind::ManyPublisher),
+            SegmentKind::JournaledBus => Some(RecordedKind::Journaled),
+            SegmentKind::Pool | SegmentKind::ManyPublisherPool => Some(RecordedKind::Pool),
+            SegmentKind::Stream => Some(RecordedKind::Stream),
             _ => None,
         }
     }

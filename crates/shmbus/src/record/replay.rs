@@ -16,8 +16,10 @@ use crate::journal::{
 };
 use crate::pool::{LoanError, PoolOptions, PoolPublisher};
 use crate::stream::{Producer, PushError, StreamOptions};
-use crate::wire::{flags, Header, TypeFingerprint};
-use crate::{AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher, Wait};
+use crate::wire::{Header, TypeFingerprint};
+use crate::{
+    AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, SegmentKind, Wait,
+};
 
 /// Below this much time to a message's due time the replay spins instead
 /// of sleeping: a sleep overshoots by the timer slack (50 µs by default).
@@ -732,7 +734,7 @@ impl Replayer {
             })?;
             plan.push(match crate::stat::stat(name) {
                 Ok(stat) => {
-                    check_existing(name, bus, &stat.header)?;
+                    check_existing(name, bus, stat.kind, stat.raw_header())?;
                     Found::Exists
                 }
                 Err(OpenError::NotFound { .. }) => Found::Missing(self.options(name, bus)?),
@@ -1000,15 +1002,11 @@ impl Replayer {
 }
 
 /// What an existing bus is, as a recorded kind, or its description.
-fn kind_of(h: &Header) -> Result<RecordedKind, &'static str> {
-    match h.kind {
-        Kind::Stream => Ok(RecordedKind::Stream),
-        Kind::Broadcast if h.flags & flags::POOL != 0 => Ok(RecordedKind::Pool),
-        Kind::Broadcast if h.flags & flags::JOURNALED != 0 => Ok(RecordedKind::Journaled),
-        Kind::Broadcast if h.flags & flags::MULTI_PUBLISHER != 0 => Ok(RecordedKind::ManyPublisher),
-        Kind::Broadcast => Ok(RecordedKind::Bus),
-        _ => Err("of a kind this build does not know"),
-    }
+fn kind_of(kind: SegmentKind) -> Result<RecordedKind, &'static str> {
+    RecordedKind::of(kind).ok_or(match kind {
+        SegmentKind::Blackboard | SegmentKind::ManyWriterBlackboard => "a blackboard",
+        _ => "of a kind this build does not know",
+    })
 }
 
 fn describe(kind: RecordedKind) -> &'static str {
@@ -1023,8 +1021,13 @@ fn describe(kind: RecordedKind) -> &'static str {
 
 /// Checks the existing bus `name` (its header `h`) against recorded bus
 /// `bus`: the recorded kind, and room for its messages.
-fn check_existing(name: &str, bus: &BusRecord, h: &Header) -> Result<(), ReplayError> {
-    let found = kind_of(h).map_err(|found| ReplayError::WrongKind {
+fn check_existing(
+    name: &str,
+    bus: &BusRecord,
+    kind: SegmentKind,
+    h: &Header,
+) -> Result<(), ReplayError> {
+    let found = kind_of(kind).map_err(|found| ReplayError::WrongKind {
         target: name.to_owned(),
         found,
         expected: bus.kind,
@@ -1069,8 +1072,8 @@ fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, Rep
         target: name.to_owned(),
         source,
     })?;
-    let h = &stat.header;
-    check_existing(name, bus, h)?;
+    let h = stat.raw_header();
+    check_existing(name, bus, stat.kind, h)?;
     let attach = |source| ReplayError::Attach {
         target: name.to_owned(),
         source,
@@ -1081,7 +1084,7 @@ fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, Rep
         RecordedKind::ManyPublisher => {
             Sink::Many(ManyPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
         }
-        RecordedKind::Pool if h.flags & flags::MULTI_PUBLISHER != 0 => {
+        RecordedKind::Pool if stat.kind == SegmentKind::ManyPublisherPool => {
             Sink::Pool(PoolPublisher::<[u8]>::attach_many(name, &opts).map_err(attach)?)
         }
         RecordedKind::Pool => {

@@ -1,6 +1,13 @@
-//! A segment is one file: header page, control page, data pages. This layer
-//! creates and opens one, between a name and a validated, mapped, locked
-//! region; it knows no ring (the bus and the stream build theirs on it).
+//! What a segment is, and where it is made and opened.
+//!
+//! A segment is one file: header page, control page, data pages. Its kind
+//! ([`SegmentKind`]) is decoded here, once, from the header; the names a
+//! header records ([`Kind`], [`Publishers`], a message type's
+//! [`TypeFingerprint`] from its [`Message`] name) are here too.
+//!
+//! The rest of this layer is crate-private: it creates and opens a segment,
+//! between a name and a validated, mapped, locked region; it knows no ring
+//! (the bus and the stream build theirs on it).
 //!
 //! Create: `O_CREAT|O_EXCL|O_NOFOLLOW`, exact mode, publisher lock, write
 //! `MAGIC_BUILDING`, reserve the pages, header, control fields, slot stamps,
@@ -17,10 +24,24 @@
 
 mod by_dir;
 mod create;
+mod kind;
 mod open;
 mod validate;
 
+pub use crate::wire::{fnv1a, Kind, Message, Publishers, TypeFingerprint};
 pub use by_dir::remove;
+pub use kind::SegmentKind;
+
+/// The segment layout version this build reads and writes (docs/LAYOUT.md
+/// is its description); a segment of another version is refused with
+/// [`OpenError::VersionMismatch`](crate::OpenError::VersionMismatch).
+///
+/// # Examples
+/// ```
+/// println!("segment layout {}", shmbus::segment::VERSION);
+/// assert!(shmbus::segment::VERSION >= 1);
+/// ```
+pub const VERSION: u32 = crate::wire::VERSION;
 pub(crate) use by_dir::{open_bus_at, BusAt};
 pub(crate) use create::{create_region, layout_page};
 pub(crate) use open::{open_checked, open_region, take_role};

@@ -11,7 +11,7 @@ use crate::error::OpenError;
 use crate::mem::Region;
 use crate::pool::blocks::Blocks;
 use crate::pool::Census;
-use crate::segment::{open_region, Role};
+use crate::segment::{open_region, Role, SegmentKind};
 use crate::sync::Ordering;
 use crate::sys::lock;
 use crate::sys::resolve;
@@ -19,19 +19,22 @@ use crate::wire::{control, lock_byte, Header, Kind, TypeFingerprint};
 
 use super::keys::EntryVersion;
 
-/// A bus's header and live state, as [`stat`] reads it.
+/// A segment's kind, figures and live state, as [`stat`] reads it: what
+/// every kind has here, what only some kinds have in [`Size`] and the
+/// kind's own part (`stream`, `pool`, `blackboard`).
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
+/// use shmbus::{BusOptions, OpenOptions, Publisher, SegmentKind, Subscriber, stat::Size};
 /// # let name = format!("/dev/shm/shmbus-doc-busstat-{}", std::process::id());
 /// let mut publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
 /// let subscriber = Subscriber::<u64>::open(&name, &OpenOptions::default())?;
 /// publisher.publish(&1);
 /// publisher.publish(&2);
 /// let stat = shmbus::stat::stat(&name)?;
-/// assert_eq!((stat.head, stat.published, stat.epoch), (2, 2, 1));
-/// assert_eq!(stat.header.capacity, 64);
+/// assert_eq!(stat.kind, SegmentKind::Bus);
+/// assert_eq!((stat.head, stat.published, stat.epoch), (2, 2, Some(1)));
+/// assert_eq!(stat.size, Some(Size::Slots { slots: 64, slot_size: 64 }));
 /// assert_eq!(stat.publisher_pid, std::process::id());
 /// assert!(stat.publisher_alive && stat.attached);
 /// assert_eq!(stat.subscribers[0].pid, std::process::id());
@@ -43,23 +46,44 @@ use super::keys::EntryVersion;
 pub struct BusStat {
     /// Where the segment is.
     pub path: PathBuf,
-    /// The validated header.
-    pub header: Header,
-    /// The next sequence the publisher will write.
+    /// What it is, as `ls` and `top` name it.
+    pub kind: SegmentKind,
+    /// How big it is, in its kind's unit; `None` for a kind this build
+    /// does not know.
+    pub size: Option<Size>,
+    /// The message type: a bus's message (a pool bus's: its slots'
+    /// descriptors; the blocks' type is [`PoolStat::block_type`]), a
+    /// stream's record (`stream` for a raw one; its size the largest
+    /// record), a blackboard's value.
+    pub msg: TypeFingerprint,
+    /// The first sequence the bus used (0 for a stream or a blackboard).
+    pub first_seq: u64,
+    /// When it was created, ns since the Unix epoch.
+    pub created_ns: u64,
+    /// The pid of the process that created it.
+    pub creator_pid: u32,
+    /// A journaled bus's journal file (`None` for any other kind).
+    pub journal: Option<PathBuf>,
+    /// The huge page size it is laid out in, if it is laid out in huge
+    /// pages.
+    pub huge_page_size: Option<u64>,
+    /// The next sequence the publisher will write (a stream: bytes the
+    /// producer has committed; a blackboard: its version, as
+    /// [`BlackboardStat::updates`]).
     pub head: u64,
-    /// Messages published since creation (`head - first_seq`).
+    /// Messages published since creation (`head - first_seq`; a stream:
+    /// bytes; a blackboard: updates).
     pub published: u64,
-    /// Publisher generation (0 for a stream).
-    pub epoch: u64,
-    /// The current or last publisher's pid.
+    /// Publisher generation; `None` for a stream or a blackboard, which
+    /// have none.
+    pub epoch: Option<u64>,
+    /// The current or last publisher's (producer's, writer's) pid.
     pub publisher_pid: u32,
     /// Whether that publisher still holds the publisher lock.
     pub publisher_alive: bool,
-    /// How many lossless subscribers may gate the bus (0: they are
-    /// refused; always 0 for a stream).
-    pub max_lossless: u32,
-    /// The eviction timeout of a lossless subscriber, ns.
-    pub evict_ns: u64,
+    /// A bus's lossless subscribers' limits (`None` for a stream or a
+    /// blackboard, which have no subscribers).
+    pub lossless: Option<Lossless>,
     /// The live registered subscribers (a broadcast bus's), in registry
     /// order.
     pub subscribers: Vec<SubscriberStat>,
@@ -69,12 +93,74 @@ pub struct BusStat {
     pub gone: Vec<SubscriberStat>,
     /// Whether any shmbus process (publisher or subscriber) has it open.
     pub attached: bool,
-    /// A stream's cursors and consumer (`None` for a broadcast bus).
+    /// A stream's cursors and consumer (`None` for any other kind).
     pub stream: Option<StreamStat>,
-    /// A pool bus's blocks (`None` for any other bus, and a stream).
+    /// A pool bus's blocks (`None` for any other kind).
     pub pool: Option<PoolStat>,
     /// A blackboard's table (`None` for any other kind).
     pub blackboard: Option<BlackboardStat>,
+    /// The validated header, for the tests and tools that need the
+    /// layout's offsets.
+    header: Header,
+}
+
+/// How big a segment is, in its kind's unit (`shmbus stat` says it as
+/// `slots`, `bytes` or `max_keys`).
+///
+/// # Examples
+/// ```
+/// use shmbus::{stat::Size, stream::{Producer, StreamOptions}};
+/// # let name = format!("/dev/shm/shmbus-doc-size-{}", std::process::id());
+/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// assert_eq!(shmbus::stat::stat(&name)?.size, Some(Size::Bytes(4096)));
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Size {
+    /// A bus's or a pool bus's ring: `slots` slots of `slot_size` bytes
+    /// (the stamp and the message, or a pool's descriptor).
+    Slots {
+        /// Slots in the ring, a power of two.
+        slots: u64,
+        /// Bytes per slot, a multiple of 64.
+        slot_size: u32,
+    },
+    /// A stream's ring, in bytes.
+    Bytes(u64),
+    /// A blackboard's table: the most keys it holds.
+    Keys(u64),
+}
+
+/// A bus's limits on lossless subscribers (`OpenOptions::lossless`).
+///
+/// # Examples
+/// ```
+/// use shmbus::{BusOptions, Publisher};
+/// # let name = format!("/dev/shm/shmbus-doc-lossless-{}", std::process::id());
+/// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
+/// let lossless = shmbus::stat::stat(&name)?.lossless.expect("a bus");
+/// assert!(lossless.max > 0 && lossless.evict_ns > 0);
+/// # shmbus::remove(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lossless {
+    /// How many lossless subscribers may gate the bus (0: they are
+    /// refused).
+    pub max: u32,
+    /// The eviction timeout of a lossless subscriber, ns.
+    pub evict_ns: u64,
+}
+
+impl BusStat {
+    /// The validated header: the layout's offsets, for tests and tools
+    /// that craft or patch segment files. Not a stable interface.
+    #[doc(hidden)]
+    pub fn raw_header(&self) -> &Header {
+        &self.header
+    }
 }
 
 /// A blackboard's table, as [`stat`] reads it: its shape, the keys the
@@ -574,7 +660,7 @@ pub struct StreamStat {
 /// publisher.publish(&7);
 /// let stat = shmbus::stat::stat(&name)?;
 /// assert_eq!(stat.published, 1);
-/// assert_eq!(stat.header.msg.name, "u64");
+/// assert_eq!(stat.msg.name, "u64");
 /// shmbus::remove(&name)?;
 /// assert!(matches!(shmbus::stat::stat(&name), Err(OpenError::NotFound { .. })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -596,7 +682,8 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
     let head = region.word(c + control::CURSOR).load(Ordering::Acquire);
     let fd = region.file();
     let (mut subscribers, mut gone) = (Vec::new(), Vec::new());
-    let journaled = header.flags & crate::wire::flags::JOURNALED != 0;
+    let kind = SegmentKind::of(&header);
+    let journaled = kind == SegmentKind::JournaledBus;
     if header.kind == Kind::Broadcast {
         for i in 0..control::REGISTRY_SLOTS {
             if lock::is_held(fd, lock_byte::REGISTRY + i as u64).map_err(io)? {
@@ -714,7 +801,7 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
                     .unwrap_or_else(|| TypeFingerprint::new("", 0, 0)),
                 mid_write,
                 versions,
-                unblock: (header.flags & crate::wire::blackboard::MULTI_WRITER != 0).then(|| {
+                unblock: (kind == SegmentKind::ManyWriterBlackboard).then(|| {
                     let ns = region.word(c + bc::UNBLOCK_NS).load(Ordering::Relaxed);
                     std::time::Duration::from_nanos(ns)
                 }),
@@ -723,32 +810,40 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         _ => None,
     };
     // Neither a stream nor a blackboard has a bus's gate or epoch.
-    let is_stream = stream.is_some() || blackboard.is_some();
-    let (max_lossless, evict_ns) = if is_stream {
-        (0, 0)
-    } else {
-        (
-            region
-                .word32(c + control::MAX_GATING)
-                .load(Ordering::Relaxed),
-            region.word(c + control::EVICT_NS).load(Ordering::Relaxed),
-        )
+    let bus = header.kind == Kind::Broadcast;
+    let lossless = bus.then(|| Lossless {
+        max: region
+            .word32(c + control::MAX_GATING)
+            .load(Ordering::Relaxed),
+        evict_ns: region.word(c + control::EVICT_NS).load(Ordering::Relaxed),
+    });
+    let size = match header.kind {
+        Kind::Broadcast => Some(Size::Slots {
+            slots: header.capacity,
+            slot_size: header.slot_size,
+        }),
+        Kind::Stream => Some(Size::Bytes(header.capacity)),
+        Kind::Blackboard => blackboard.as_ref().map(|bb| Size::Keys(bb.capacity)),
+        Kind::Unknown(_) => None,
     };
     Ok(BusStat {
-        max_lossless,
-        evict_ns,
+        kind,
+        size,
+        msg: header.msg.clone(),
+        first_seq: header.first_seq,
+        created_ns: header.created_ns,
+        creator_pid: header.creator_pid,
+        journal: header.journal.clone(),
+        huge_page_size: header.huge_pages().then_some(header.page_size),
+        lossless,
         stream,
         pool,
         blackboard,
         path: path.to_owned(),
         head,
         published: head.wrapping_sub(header.first_seq),
-        // A stream has no epoch; its HEAD is where a bus's epoch is.
-        epoch: if is_stream {
-            0
-        } else {
-            region.word(c + control::EPOCH).load(Ordering::Acquire)
-        },
+        // A stream's HEAD is where a bus's epoch is.
+        epoch: bus.then(|| region.word(c + control::EPOCH).load(Ordering::Acquire)),
         publisher_pid: region
             .word32(c + control::PUBLISHER_PID)
             .load(Ordering::Relaxed),

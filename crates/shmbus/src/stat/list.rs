@@ -26,7 +26,7 @@ use crate::sys::dir;
 /// assert_eq!(found.len(), 1);
 /// let listing = &found[0];
 /// assert_eq!(listing.path, bus);
-/// assert_eq!(listing.state.as_ref().map(|s| s.header.capacity).ok(), Some(64));
+/// assert_eq!(listing.state.as_ref().map(|s| s.published).ok(), Some(0));
 /// assert!(listing.locked);
 /// assert_eq!(listing.mapped_by, [std::process::id()]);
 /// # std::fs::remove_dir_all(&dir)?;

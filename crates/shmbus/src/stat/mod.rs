@@ -20,8 +20,8 @@ mod proc;
 mod scan;
 
 pub use bus::{
-    monotonic_ns, stat, BlackboardStat, BusStat, Contract, PoolHolder, PoolStat, StreamStat,
-    SubscriberStat,
+    monotonic_ns, stat, BlackboardStat, BusStat, Contract, Lossless, PoolHolder, PoolStat, Size,
+    StreamStat, SubscriberStat,
 };
 pub use clean::{clean, CleanError, Cleaned};
 pub use keys::{

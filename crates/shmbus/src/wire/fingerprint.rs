@@ -155,7 +155,15 @@ impl fmt::Display for TypeFingerprint {
     }
 }
 
-/// FNV-1a 64: a stable hash of a type name, the same in every build.
+/// FNV-1a 64: a stable hash of a type name, the same in every build (a
+/// [`TypeFingerprint`]'s `name_hash`).
+///
+/// # Examples
+/// ```
+/// use shmbus::{segment::fnv1a, TypeFingerprint};
+/// assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+/// assert_eq!(fnv1a(b"u64"), TypeFingerprint::of::<u64>().name_hash);
+/// ```
 pub fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in bytes {

@@ -74,6 +74,30 @@ pub(crate) fn round_up(n: u64, to: u64) -> Option<u64> {
 }
 
 impl Header {
+    /// How many publishers a bus is made for (flag `MULTI_PUBLISHER`; on
+    /// a blackboard the same bit is `MULTI_WRITER`).
+    pub fn publishers(&self) -> super::Publishers {
+        if self.flags & flags::MULTI_PUBLISHER != 0 {
+            super::Publishers::Many
+        } else {
+            super::Publishers::One
+        }
+    }
+
+    /// Whether the segment is laid out in huge pages (flag `HUGE_PAGES`):
+    /// `page_size` is then the huge page size.
+    pub fn huge_pages(&self) -> bool {
+        self.flags & flags::HUGE_PAGES != 0
+    }
+
+    /// Marks a new bus as made for `publishers`.
+    pub fn set_publishers(&mut self, publishers: super::Publishers) {
+        match publishers {
+            super::Publishers::Many => self.flags |= flags::MULTI_PUBLISHER,
+            super::Publishers::One => self.flags &= !flags::MULTI_PUBLISHER,
+        }
+    }
+
     /// The geometry of a new broadcast bus.
     pub fn broadcast(
         capacity: u64,

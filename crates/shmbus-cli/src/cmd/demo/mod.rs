@@ -36,8 +36,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::value_parser;
-use shmbus::internals::journal_format::{record_size, HEADER_LEN};
-use shmbus::internals::{journal_stat, JournalStat};
+use shmbus::journal::format::{record_size, HEADER_LEN};
+use shmbus::journal::JournalStat;
 
 use crate::error::CliError;
 use kids::Kids;
@@ -196,7 +196,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let journal = dir.join(format!("shmbus-demo-{pid}.journal"));
     // Declared before the children, so dropped after they are dead.
     let mut files = vec![Path::new("/dev/shm").join(&bus), journal.clone()];
-    files.extend(shmbus::internals::side_files(&journal));
+    files.extend(shmbus::journal::side_files(&journal));
     let _files = Leftovers(files);
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let spin_cpu = match args.spin_cpu {
@@ -317,7 +317,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     kids.finish();
 
     let (digest, keys, last) = kids.list[publisher].done.expect("publisher done");
-    match journal_stat(&journal) {
+    match shmbus::journal::stat(&journal) {
         Ok(j) => print(&format!("journal at the end: {}", journal_size(&j)))?,
         Err(e) => print(&format!("journal at the end: {e}"))?,
     }

@@ -5,7 +5,7 @@
 use std::io::{self, BufRead};
 use std::time::{Duration, Instant};
 
-use shmbus::internals::{journal_stat, JournalStat};
+use shmbus::journal::JournalStat;
 use shmbus::journal::{JournalOptions, JournalPublisher, KeyedState};
 use shmbus::BusOptions;
 
@@ -67,7 +67,8 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
         }
         say(&format!("ROUND {round}"))?;
         if round == a.compact_round {
-            let before = journal_stat(&a.journal).map_err(|e| fail("journal")(e.to_string()))?;
+            let before =
+                shmbus::journal::stat(&a.journal).map_err(|e| fail("journal")(e.to_string()))?;
             p.compact();
             compaction = Some((before, Instant::now()));
         }
@@ -94,7 +95,8 @@ fn report_compaction(
     if let Some(e) = p.compaction_error() {
         return Err(CliError::runtime(e));
     }
-    let after = journal_stat(p.journal_path()).map_err(|e| fail("journal")(e.to_string()))?;
+    let after =
+        shmbus::journal::stat(p.journal_path()).map_err(|e| fail("journal")(e.to_string()))?;
     say(&format!(
         "SAY journal compacted in {} ms while publishing went on: {} -> {}",
         started.elapsed().as_millis(),

@@ -7,7 +7,7 @@
 //! (its message sizes are not known, see `model`).
 //!
 //! A blackboard adds `blackboard` (null for any other kind): `keys`,
-//! `capacity`, `entries`, `used`, `updates` (the table's version),
+//! `max_keys`, `entries`, `used`, `updates` (the table's version),
 //! `updates_per_sec`, `mid_write`, `stuck`, `corrupt` (null, or why
 //! versions cannot be believed) and `hottest` (the entries written most
 //! since the previous sample: `entry`, `key`, `updates`,
@@ -28,7 +28,7 @@ use super::model::{BusRow, PoolRow, ProcRow, Snapshot, SubRow};
 use crate::cmd::inspect::subscriber_json;
 
 /// Names the shape of the JSON below.
-pub const SCHEMA: &str = "shmbus-top/1";
+pub const SCHEMA: &str = "shmbus-top/2";
 
 pub fn snapshot_json(s: &Snapshot) -> Value {
     json!({
@@ -48,16 +48,15 @@ pub fn snapshot_json(s: &Snapshot) -> Value {
 }
 
 fn bus_json(b: &BusRow) -> Value {
-    json!({
+    let mut v = json!({
         "kind": b.kind,
-        "capacity": b.capacity,
         "msg_size": b.msg_size,
         "head": b.head,
         "published": b.published,
         "epoch": b.epoch,
         "publisher_pid": b.publisher_pid,
         "publisher_alive": b.publisher_alive,
-        "lossless": {"max": b.max_lossless, "evict_ns": b.evict_ns},
+        "lossless": b.lossless.map(|l| json!({"max": l.max, "evict_ns": l.evict_ns})),
         "msgs_per_sec": b.msgs_per_sec,
         "bytes_per_sec": b.bytes_per_sec,
         "publisher_proc": b.publisher_proc.map(proc_json),
@@ -90,7 +89,10 @@ fn bus_json(b: &BusRow) -> Value {
         "pool": b.pool.as_ref().map(pool_json),
         "blackboard": b.blackboard.as_ref().map(blackboard_json),
         "bridges": b.bridges.iter().map(|s| s.report_json()).collect::<Vec<_>>(),
-    })
+    });
+    // The size in its kind's unit: `slots`, `bytes` or `max_keys`.
+    v[b.unit] = json!(b.capacity);
+    v
 }
 
 /// A pool bus's geometry and census, with the census's keys as in `stat
@@ -111,7 +113,7 @@ fn pool_json(p: &PoolRow) -> Value {
 fn blackboard_json(b: &BlackboardRow) -> Value {
     json!({
         "keys": b.keys,
-        "capacity": b.capacity,
+        "max_keys": b.capacity,
         "entries": b.entries,
         "used": b.used(),
         "updates": b.updates,

@@ -55,25 +55,27 @@ pub struct BusView {
 /// A bus (or stream) that could be read.
 #[derive(Clone, Debug)]
 pub struct BusRow {
-    /// "broadcast" or "stream".
+    /// What it is, as `shmbus::SegmentKind` names it.
     pub kind: String,
-    /// Slots (a bus) or bytes (a stream).
+    /// Slots (a bus), bytes (a stream) or keys (a blackboard).
     pub capacity: u64,
+    /// What `capacity` counts, as `--json` names it: `slots`, `bytes` or
+    /// `max_keys`.
+    pub unit: &'static str,
     /// Bytes per message (a bus); the largest record (a stream).
     pub msg_size: u32,
     /// Next sequence (a bus) or bytes written (a stream).
     pub head: u64,
     /// Messages (bytes, for a stream) published since creation.
     pub published: u64,
-    /// Publisher generation (0 for a stream).
-    pub epoch: u64,
+    /// Publisher generation (`None` for a stream or a blackboard).
+    pub epoch: Option<u64>,
     /// The publisher's (producer's) pid and whether it holds its lock.
     pub publisher_pid: u32,
     pub publisher_alive: bool,
-    /// How many lossless subscribers may gate the bus (0: refused).
-    pub max_lossless: u32,
-    /// A lossless subscriber's eviction timeout, ns.
-    pub evict_ns: u64,
+    /// A bus's limits on lossless subscribers (`None` for a stream or a
+    /// blackboard).
+    pub lossless: Option<shmbus::stat::Lossless>,
     /// Messages per second published since the previous sample.
     pub msgs_per_sec: Option<f64>,
     /// Bytes per second published since the previous sample; `None` on a
@@ -392,9 +394,9 @@ impl Sampler {
         let unit = match (&s.pool, is_stream) {
             (Some(_), _) => None,
             (None, true) => Some(1.0),
-            (None, false) => Some(f64::from(s.header.msg.size)),
+            (None, false) => Some(f64::from(s.msg.size)),
         };
-        let capacity = s.header.capacity.max(1);
+        let capacity = crate::cmd::inspect::size_of(s).max(1);
         let now = shmbus::stat::monotonic_ns();
         let mut subscribers = Vec::new();
         for (line, gone) in s
@@ -483,19 +485,19 @@ impl Sampler {
                 .flatten(),
         });
         BusRow {
-            kind: s.header.kind.to_string(),
-            capacity: s.header.capacity,
-            msg_size: s.header.msg.size,
+            kind: s.kind.to_string(),
+            capacity: crate::cmd::inspect::size_of(s),
+            unit: crate::cmd::inspect::size_unit(s),
+            msg_size: s.msg.size,
             head: s.head,
             published: s.published,
             epoch: s.epoch,
             publisher_pid: s.publisher_pid,
             publisher_alive: s.publisher_alive,
-            max_lossless: s.max_lossless,
-            evict_ns: s.evict_ns,
+            lossless: s.lossless,
             msgs_per_sec,
             bytes_per_sec: msgs_per_sec.zip(unit).map(|(r, unit)| r * unit),
-            journal: s.header.journal.as_ref().map(|path| self.journal(path)),
+            journal: s.journal.as_ref().map(|path| self.journal(path)),
             subscribers,
             stream,
             publisher_proc: s
@@ -522,7 +524,7 @@ impl Sampler {
                 return row.clone();
             }
         }
-        let row = shmbus::internals::journal_stat(path)
+        let row = shmbus::journal::stat(path)
             .map(|j| JournalRow {
                 path: j.path,
                 file_bytes: j.file_bytes,

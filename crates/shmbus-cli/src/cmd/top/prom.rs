@@ -8,7 +8,7 @@
 //! `shmbus_subscriber_held_blocks`; any other bus has none of them.
 //!
 //! A blackboard adds `shmbus_blackboard_keys`,
-//! `shmbus_blackboard_capacity_keys`, `shmbus_blackboard_updates_total`,
+//! `shmbus_blackboard_max_keys`, `shmbus_blackboard_updates_total`,
 //! `shmbus_blackboard_mid_write_entries` and `shmbus_blackboard_corrupt`
 //! (its hottest keys are in `--json` only: keys as labels would make a
 //! series per key).
@@ -80,16 +80,22 @@ pub fn exposition(s: &Snapshot) -> String {
         per_bus(&|b| Some(b.head as f64)),
     );
     family(
-        "shmbus_capacity",
+        "shmbus_slots",
         "gauge",
-        "Slots (bytes, for a stream).",
-        per_bus(&|b| Some(b.capacity as f64)),
+        "Slots in a bus's ring.",
+        per_bus(&|b| (b.unit == "slots").then_some(b.capacity as f64)),
+    );
+    family(
+        "shmbus_stream_ring_bytes",
+        "gauge",
+        "Bytes in a stream's ring.",
+        per_bus(&|b| (b.unit == "bytes").then_some(b.capacity as f64)),
     );
     family(
         "shmbus_epoch",
         "gauge",
-        "Publisher generation.",
-        per_bus(&|b| Some(b.epoch as f64)),
+        "Publisher generation (a bus's only).",
+        per_bus(&|b| b.epoch.map(|e| e as f64)),
     );
     family(
         "shmbus_publisher_alive",
@@ -97,19 +103,18 @@ pub fn exposition(s: &Snapshot) -> String {
         "1 if the publisher (producer) holds its lock.",
         per_bus(&|b| Some(f64::from(u8::from(b.publisher_alive)))),
     );
-    // A stream has no subscribers to gate: none of its series.
-    let gated = |b: &super::model::BusRow| b.stream.is_none();
+    // A stream or a blackboard has no subscribers to gate: none of its series.
     family(
         "shmbus_lossless_max",
         "gauge",
         "How many lossless subscribers may hold the publisher back (0: refused).",
-        per_bus(&|b| gated(b).then_some(f64::from(b.max_lossless))),
+        per_bus(&|b| b.lossless.map(|l| f64::from(l.max))),
     );
     family(
         "shmbus_evict_timeout_seconds",
         "gauge",
         "How long one lossless subscriber may hold the publisher back before it is evicted.",
-        per_bus(&|b| gated(b).then_some(b.evict_ns as f64 / 1e9)),
+        per_bus(&|b| b.lossless.map(|l| l.evict_ns as f64 / 1e9)),
     );
     family(
         "shmbus_journal_bytes",
@@ -158,7 +163,7 @@ pub fn exposition(s: &Snapshot) -> String {
         per_bus(&|b| Some(b.blackboard.as_ref()?.keys as f64)),
     );
     family(
-        "shmbus_blackboard_capacity_keys",
+        "shmbus_blackboard_max_keys",
         "gauge",
         "The most keys a blackboard holds.",
         per_bus(&|b| Some(b.blackboard.as_ref()?.capacity as f64)),

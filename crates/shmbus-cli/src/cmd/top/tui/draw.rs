@@ -156,12 +156,7 @@ fn bus_cells(r: &BusRow) -> [String; 7] {
     }
     let stream = r.stream.is_some();
     [
-        // As `ls` calls it: a pool bus is a broadcast bus of descriptors.
-        if r.pool.is_some() {
-            "pool".into()
-        } else {
-            r.kind.clone()
-        },
+        r.kind.clone(),
         // A stream counts bytes, not records: its rate is in BYTES/S.
         if stream {
             "-".into()
@@ -170,11 +165,7 @@ fn bus_cells(r: &BusRow) -> [String; 7] {
         },
         byte_rate_cell(r),
         r.head.to_string(),
-        if stream {
-            "-".into()
-        } else {
-            r.epoch.to_string()
-        },
+        r.epoch.map_or_else(|| "-".into(), |e| e.to_string()),
         role_text(r.publisher_pid, r.publisher_alive, " "),
         if stream {
             "-".into()

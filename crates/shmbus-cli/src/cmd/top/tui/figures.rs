@@ -90,7 +90,10 @@ pub(super) fn sub_cells(s: &SubRow) -> Vec<String> {
 /// What the bus allows lossless subscribers, and how many gate it now.
 fn lossless_text(r: &BusRow) -> String {
     use shmbus::stat::Contract;
-    if r.max_lossless == 0 {
+    let Some(lossless) = r.lossless else {
+        return "-".into();
+    };
+    if lossless.max == 0 {
         return "refused".into();
     }
     let gating = r
@@ -100,8 +103,8 @@ fn lossless_text(r: &BusRow) -> String {
         .count();
     format!(
         "{gating} of at most {}, evicted after {:.3} s",
-        r.max_lossless,
-        r.evict_ns as f64 / 1e9
+        lossless.max,
+        lossless.evict_ns as f64 / 1e9
     )
 }
 
@@ -208,7 +211,10 @@ pub(super) fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
     ));
     out.push((
         "head",
-        format!("{}, epoch {}, published {}", r.head, r.epoch, r.published),
+        match r.epoch {
+            Some(epoch) => format!("{}, epoch {epoch}, published {}", r.head, r.published),
+            None => format!("{}, published {}", r.head, r.published),
+        },
     ));
     out.push((
         "publisher",

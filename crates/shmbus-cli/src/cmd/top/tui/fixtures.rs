@@ -51,14 +51,17 @@ pub(super) fn bus(name: &str, subscribers: Vec<SubRow>) -> BusView {
         state: Ok(BusRow {
             kind: "broadcast".into(),
             capacity: 64,
+            unit: "slots",
             msg_size: 16,
             head: 100,
             published: 100,
-            epoch: 1,
+            epoch: Some(1),
             publisher_pid: 4242,
             publisher_alive: true,
-            max_lossless: 8,
-            evict_ns: 1_000_000_000,
+            lossless: Some(shmbus::stat::Lossless {
+                max: 8,
+                evict_ns: 1_000_000_000,
+            }),
             msgs_per_sec: Some(50.0),
             bytes_per_sec: Some(800.0),
             journal: Some(Ok(JournalRow {
