@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    blackboard::{BlackboardOptions, GetError, Reader, Writer},
+    blackboard::{self, GetError, Reader, Writer},
     OpenOptions,
 };
 
@@ -167,7 +167,7 @@ impl PyBlackboard {
                     "a blackboard needs its {what} size: give {what}_size or a {what} dtype"
                 ))),
             };
-        let mut opts = BlackboardOptions::new(keys)
+        let mut opts = blackboard::Options::new(keys)
             .key_size(size(key_size, key_dtype, "key")?)
             .value_size(size(value_size, dtype, "value")?)
             .mode(mode);

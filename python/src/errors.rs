@@ -16,11 +16,8 @@ use pyo3::types::{PyTuple, PyType};
 use shmbus::{
     blackboard::{GetError, PutError, RemoveError},
     bus::{LosslessRefused, TryPublishError},
-    journal::{
-        AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError,
-        JournalOpenError,
-    },
-    pool::{LoanError, PoolRecvError},
+    journal::{self, AppendError, CloseError, JoinError},
+    pool::{self, LoanError},
     stream::{PopError, PushError},
     AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
 };
@@ -356,7 +353,7 @@ pub(crate) fn loan(py: Python<'_>, e: LoanError) -> PyErr {
     }
 }
 
-pub(crate) fn pool_recv(py: Python<'_>, e: PoolRecvError) -> PyErr {
+pub(crate) fn pool_recv(py: Python<'_>, e: pool::RecvError) -> PyErr {
     plain(py, e.kind(), Family::Receive, e)
 }
 
@@ -371,7 +368,7 @@ pub(crate) fn pop(py: Python<'_>, e: PopError) -> PyErr {
     plain(py, e.kind(), Family::Stream, e)
 }
 
-pub(crate) fn journal(py: Python<'_>, e: JournalOpenError) -> PyErr {
+pub(crate) fn journal(py: Python<'_>, e: journal::OpenError) -> PyErr {
     plain(py, e.kind(), Family::Journal, e)
 }
 
@@ -383,20 +380,20 @@ pub(crate) fn join(py: Python<'_>, e: JoinError) -> PyErr {
     }
 }
 
-pub(crate) fn journal_create(py: Python<'_>, e: JournalCreateError) -> PyErr {
+pub(crate) fn journal_create(py: Python<'_>, e: journal::CreateError) -> PyErr {
     match e {
-        JournalCreateError::Create(e) => create(py, e),
-        JournalCreateError::Journal(e) => journal(py, e),
+        journal::CreateError::Create(e) => create(py, e),
+        journal::CreateError::Journal(e) => journal(py, e),
         // A snapshot or an option the journal cannot use (the binding
         // starts no journal from a snapshot): a journal error.
         e => plain(py, e.kind(), Family::Journal, e),
     }
 }
 
-pub(crate) fn journal_attach(py: Python<'_>, e: JournalAttachError) -> PyErr {
+pub(crate) fn journal_attach(py: Python<'_>, e: journal::AttachError) -> PyErr {
     match e {
-        JournalAttachError::Attach(e) => attach(py, e),
-        JournalAttachError::Journal(e) => journal(py, e),
+        journal::AttachError::Attach(e) => attach(py, e),
+        journal::AttachError::Journal(e) => journal(py, e),
         e => plain(py, e.kind(), Family::Journal, e),
     }
 }

@@ -1,5 +1,5 @@
-//! The journal: `JournalPublisher` appends every message to a file before
-//! it goes on the ring; `JournalSubscriber.join` reads the journal and then
+//! The journal: `journal::Publisher` appends every message to a file before
+//! it goes on the ring; `journal::Subscriber.join` reads the journal and then
 //! the ring, every sequence exactly once; `State` folds keyed messages
 //! (key: the first 8 bytes, little-endian, as the CLI's compaction) into
 //! last-value-per-key.
@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
-    journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, State},
+    journal::{self, JoinError, JoinOptions, State},
     BusOptions, OpenOptions, Received,
 };
 
@@ -48,11 +48,11 @@ fn join_options(
 pub struct PyJournalPublisher {
     /// Behind the handle's mutex, which also makes it `Sync` (the
     /// publisher's compaction channel is not).
-    inner: Handle<JournalPublisher<[u8]>>,
+    inner: Handle<journal::Publisher<[u8]>>,
 }
 
 impl PyJournalPublisher {
-    fn new(publisher: JournalPublisher<[u8]>) -> Self {
+    fn new(publisher: journal::Publisher<[u8]>) -> Self {
         PyJournalPublisher {
             inner: Handle::new(publisher, "the journal publisher is closed"),
         }
@@ -80,7 +80,7 @@ impl PyJournalPublisher {
         let opts = BusOptions::new(capacity).msg_size(msg_size).mode(mode);
         let opts = bus_type(opts, type_name, type_align)?;
         let inner =
-            JournalPublisher::<[u8]>::create(name, &opts, &JournalOptions::new(journal_path))
+            journal::Publisher::<[u8]>::create(name, &opts, &journal::Options::new(journal_path))
                 .map_err(|e| errors::journal_create(py, e))?;
         Ok(PyJournalPublisher::new(inner))
     }
@@ -97,7 +97,7 @@ impl PyJournalPublisher {
         type_align: u32,
     ) -> PyResult<Self> {
         let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
-        let inner = JournalPublisher::<[u8]>::attach(name, &opts)
+        let inner = journal::Publisher::<[u8]>::attach(name, &opts)
             .map_err(|e| errors::journal_attach(py, e))?;
         Ok(PyJournalPublisher::new(inner))
     }
@@ -159,7 +159,7 @@ enum Got {
 #[pyclass(module = "shmbus", name = "JournalSubscriber", frozen)]
 pub struct PyJournalSubscriber {
     /// The subscriber and the buffer a receive fills with the GIL released.
-    inner: Handle<(JournalSubscriber<[u8]>, Vec<u8>)>,
+    inner: Handle<(journal::Subscriber<[u8]>, Vec<u8>)>,
 }
 
 impl PyJournalSubscriber {
@@ -250,7 +250,7 @@ impl PyJournalSubscriber {
 }
 
 impl Receiving for PyJournalSubscriber {
-    type State = (JournalSubscriber<[u8]>, Vec<u8>);
+    type State = (journal::Subscriber<[u8]>, Vec<u8>);
     fn handle(&self) -> &Handle<Self::State> {
         &self.inner
     }
@@ -320,7 +320,7 @@ fn join_failed(py: Python<'_>, e: JoinError, raised: Option<PyErr>) -> PyErr {
 
 #[pymethods]
 impl PyState {
-    /// Joins the journaled bus `name` (as `JournalSubscriber.join`) and
+    /// Joins the journaled bus `name` (as `journal::Subscriber.join`) and
     /// folds nothing yet.
     #[classmethod]
     #[pyo3(signature = (name, *, flush_timeout = 5.0, type_name = None, msg_size = None, type_align = 1))]

@@ -128,9 +128,9 @@ pub(crate) fn join_journal(
     name: &str,
     opts: &shmbus::journal::JoinOptions,
     cancel: Option<&Cancel<'_>>,
-) -> PyResult<Result<shmbus::journal::JournalSubscriber<[u8]>, shmbus::journal::JoinError>> {
+) -> PyResult<Result<shmbus::journal::Subscriber<[u8]>, shmbus::journal::JoinError>> {
     join_answering(py, cancel, |go_on| {
-        shmbus::journal::JournalSubscriber::<[u8]>::join_cancellable(name, opts, go_on)
+        shmbus::journal::Subscriber::<[u8]>::join_cancellable(name, opts, go_on)
     })
 }
 

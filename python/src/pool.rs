@@ -1,6 +1,6 @@
-//! Pool buses: `PoolPublisher` loans a block (`Loan`: the core's
+//! Pool buses: `pool::Publisher` loans a block (`Loan`: the core's
 //! `OwnedLoan`, which owns the publisher until the loan ends), the caller
-//! writes it in place and publishes it; `PoolSubscriber` receives a `Sample`, a
+//! writes it in place and publishes it; `pool::Subscriber` receives a `Sample`, a
 //! read-only view of the block in place, held until it is released.
 //!
 //! Views (memoryviews, NumPy arrays) are exported by a `Hold`, an object
@@ -21,7 +21,7 @@ use pyo3::types::{PyBytes, PyType};
 use pyo3::IntoPyObjectExt;
 use shmbus::{
     bus::Abandoned,
-    pool::{LoanError, OwnedLoan, PoolPublisher, PoolSubscriber, Sample},
+    pool::{self, LoanError, OwnedLoan, Sample},
     AttachError, OpenOptions, Received, Wait,
 };
 
@@ -40,7 +40,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-type Publisher = PoolPublisher<[u8], shmbus::mem::ShmRegion>;
+type Publisher = pool::Publisher<[u8], shmbus::mem::ShmRegion>;
 
 /// A pool publisher shared between its Python handle, its outstanding loan
 /// and the views of that loan.
@@ -286,7 +286,7 @@ impl PyPoolPublisher {
         lossless_subscribers: u32,
         evict_after: f64,
     ) -> PyResult<Self> {
-        let mut opts = shmbus::pool::PoolOptions::new(capacity, block_size, blocks)
+        let mut opts = shmbus::pool::Options::new(capacity, block_size, blocks)
             .mode(mode)
             .lossless_subscribers(lossless_subscribers)
             .evict_after(crate::bus::evict_timeout(evict_after)?);
@@ -299,9 +299,9 @@ impl PyPoolPublisher {
             ));
         }
         let made = if many {
-            PoolPublisher::<[u8]>::create_many(name, &opts.many())
+            pool::Publisher::<[u8]>::create_many(name, &opts.many())
         } else {
-            PoolPublisher::<[u8]>::create(name, &opts)
+            pool::Publisher::<[u8]>::create(name, &opts)
         };
         Ok(Self::new(made.map_err(|e| errors::create(py, e))?))
     }
@@ -324,11 +324,11 @@ impl PyPoolPublisher {
     ) -> PyResult<Self> {
         let opts = open_type(OpenOptions::default(), type_name, msg_size, type_align)?;
         let made = match many {
-            Some(false) => PoolPublisher::<[u8]>::attach(name, &opts),
-            Some(true) => PoolPublisher::<[u8]>::attach_many(name, &opts),
-            None => match PoolPublisher::<[u8]>::attach(name, &opts) {
+            Some(false) => pool::Publisher::<[u8]>::attach(name, &opts),
+            Some(true) => pool::Publisher::<[u8]>::attach_many(name, &opts),
+            None => match pool::Publisher::<[u8]>::attach(name, &opts) {
                 Err(AttachError::WrongMode { .. }) => {
-                    PoolPublisher::<[u8]>::attach_many(name, &opts)
+                    pool::Publisher::<[u8]>::attach_many(name, &opts)
                 }
                 other => other,
             },
@@ -543,13 +543,13 @@ handle_methods!(PyLoan: release);
 /// in place.
 #[pyclass(module = "shmbus", name = "PoolSubscriber", frozen)]
 pub struct PyPoolSubscriber {
-    inner: Handle<PoolSubscriber<[u8], shmbus::mem::ShmRegion>>,
+    inner: Handle<pool::Subscriber<[u8], shmbus::mem::ShmRegion>>,
 }
 
 enum PoolGot {
     Sample(Sample<[u8], shmbus::mem::ShmRegion>),
     Lagged(u64),
-    Error(shmbus::pool::PoolRecvError),
+    Error(shmbus::pool::RecvError),
 }
 
 impl PyPoolSubscriber {
@@ -560,7 +560,7 @@ impl PyPoolSubscriber {
 
     fn recv_on(
         py: Python<'_>,
-        sub: &mut PoolSubscriber<[u8], shmbus::mem::ShmRegion>,
+        sub: &mut pool::Subscriber<[u8], shmbus::mem::ShmRegion>,
         cancel: &Cancel<'_>,
         until: Until,
     ) -> PyResult<Option<Py<PyAny>>> {
@@ -590,7 +590,7 @@ impl PyPoolSubscriber {
 impl PyPoolSubscriber {
     /// The most samples one subscriber may hold at once.
     #[classattr]
-    const MAX_HELD: usize = PoolSubscriber::<[u8], shmbus::mem::ShmRegion>::MAX_HELD;
+    const MAX_HELD: usize = pool::Subscriber::<[u8], shmbus::mem::ShmRegion>::MAX_HELD;
 
     /// Opens the pool bus `name`, starting at `start` ("next", "oldest" or
     /// "latest", as `Subscriber.open`). `type_name` (with `msg_size` and
@@ -614,7 +614,7 @@ impl PyPoolSubscriber {
             .start(parse_start(start)?)
             .lossless(lossless);
         let opts = open_type(opts, type_name, msg_size, type_align)?;
-        let inner = PoolSubscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
+        let inner = pool::Subscriber::<[u8]>::open(name, &opts).map_err(|e| errors::open(py, e))?;
         Ok(PyPoolSubscriber {
             inner: Handle::new(inner, "the pool subscriber is closed"),
         })
@@ -655,7 +655,7 @@ impl PyPoolSubscriber {
 }
 
 impl Receiving for PyPoolSubscriber {
-    type State = PoolSubscriber<[u8], shmbus::mem::ShmRegion>;
+    type State = pool::Subscriber<[u8], shmbus::mem::ShmRegion>;
     fn handle(&self) -> &Handle<Self::State> {
         &self.inner
     }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use shmbus::{
-    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
+    stream::{self, Consumer, PopError, Producer, PushError},
     OpenOptions, Wait,
 };
 
@@ -73,7 +73,7 @@ impl PyProducer {
         type_name: Option<&str>,
         type_align: u32,
     ) -> PyResult<Self> {
-        let mut opts = StreamOptions::new(capacity).mode(mode);
+        let mut opts = stream::Options::new(capacity).mode(mode);
         match type_name {
             Some(ty) => opts = opts.message_type(ty, type_align),
             None if type_align != 1 => {

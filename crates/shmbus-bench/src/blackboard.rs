@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{json, Value as Json};
-use shmbus::blackboard::{BlackboardOptions, GetError, Reader, Writer};
+use shmbus::blackboard::{self, GetError, Reader, Writer};
 use shmbus::OpenOptions;
 
 use crate::error::BenchError;
@@ -214,7 +214,7 @@ fn shmbus_row(ops: u64) -> Result<Row, BenchError> {
     let e = err("shmbus");
     let path = name("shmbus");
     let _gone = Gone(path.clone());
-    let mut writer = Writer::<u64, Value>::create(&path, &BlackboardOptions::new(KEYS))
+    let mut writer = Writer::<u64, Value>::create(&path, &blackboard::Options::new(KEYS))
         .map_err(|x| e(x.to_string()))?;
     let mut reader =
         Reader::<u64, Value>::open(&path, &OpenOptions::default()).map_err(|x| e(x.to_string()))?;
@@ -245,7 +245,7 @@ fn shmbus_visible(cpus: &[usize], trips: u64) -> Result<f64, BenchError> {
     let e = err("shmbus");
     let (ab, ba) = (name("shmbus-ab"), name("shmbus-ba"));
     let _g = (Gone(ab.clone()), Gone(ba.clone()));
-    let opts = BlackboardOptions::new(1);
+    let opts = blackboard::Options::new(1);
     let w_ab = Writer::<u64, Value>::create(&ab, &opts).map_err(|x| e(x.to_string()))?;
     let w_ba = Writer::<u64, Value>::create(&ba, &opts).map_err(|x| e(x.to_string()))?;
     let open = OpenOptions::default();

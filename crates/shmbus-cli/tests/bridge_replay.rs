@@ -10,10 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{signal, spawn, BusName, ShmDir, Watched};
 use rustix::process::Signal;
-use shmbus::{
-    journal::{JournalOptions, JournalPublisher},
-    BusOptions,
-};
+use shmbus::{journal, BusOptions};
 use shmbus_testkit::RuntimeDir;
 use shmbus_zenoh::frame::Frame;
 use zenoh::query::ConsolidationMode;
@@ -31,7 +28,7 @@ const IN_TIME: Duration = Duration::from_secs(5);
 struct Upstream {
     dir: ShmDir,
     bus: BusName,
-    publisher: JournalPublisher<u64>,
+    publisher: journal::Publisher<u64>,
 }
 
 impl Upstream {
@@ -42,10 +39,10 @@ impl Upstream {
     fn holding(label: &str, records: u64) -> Upstream {
         let dir = ShmDir::new(label);
         let bus = BusName::new(label);
-        let mut publisher = JournalPublisher::<u64>::create(
+        let mut publisher = journal::Publisher::<u64>::create(
             bus.name(),
             &BusOptions::new(1024),
-            &JournalOptions::new(dir.file("up.journal")),
+            &journal::Options::new(dir.file("up.journal")),
         )
         .expect("create the journaled bus");
         for i in 0..records {

@@ -421,7 +421,7 @@ fn stat_and_ls_name_a_typed_streams_record_type_and_a_raw_streams_raw_records() 
     let dir = ShmDir::new("stream-typed");
     let typed = dir.bus("typed");
     let mut producer =
-        shmbus::stream::Producer::<Tick>::create(&typed, &shmbus::stream::StreamOptions::new(4096))
+        shmbus::stream::Producer::<Tick>::create(&typed, &shmbus::stream::Options::new(4096))
             .expect("create a typed stream");
     let tick = Tick {
         key: 1,

@@ -14,8 +14,7 @@ use std::io::Write;
 
 use common::{numbered_lines, publish, run_stdin, wait_until_waiting, BusName, CliOutput, ShmDir};
 use shmbus::{
-    pool::PoolSubscriber, AttachError, OpenError, OpenOptions, Publisher, Received, Start,
-    Subscriber, Wait,
+    pool, AttachError, OpenError, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
 use common::{run_shmbus as shmbus, start, start_with_stdin};
@@ -28,8 +27,8 @@ fn create_pool(bus: &str, capacity: u64, pool: &str, more: &[&str]) {
 }
 
 /// A pool subscriber of this test process, from the oldest message.
-fn open_oldest(bus: &str) -> PoolSubscriber<[u8]> {
-    PoolSubscriber::<[u8]>::open(bus, &OpenOptions::default().start(Start::Oldest))
+fn open_oldest(bus: &str) -> pool::Subscriber<[u8]> {
+    pool::Subscriber::<[u8]>::open(bus, &OpenOptions::default().start(Start::Oldest))
         .expect("a pool subscriber")
 }
 
@@ -237,8 +236,8 @@ fn stat_on_a_pool_bus_shows_its_block_size_blocks_census_and_each_subscribers_ho
 fn stat_shows_a_typed_pools_block_type_and_a_raw_pools_bytes() {
     let dir = ShmDir::new("pool-type");
     let typed = dir.bus("typed");
-    let opts = shmbus::pool::PoolOptions::new(4, 64, 8);
-    let publisher = shmbus::pool::PoolPublisher::<[u64; 4]>::create(&typed, &opts).expect("create");
+    let opts = shmbus::pool::Options::new(4, 64, 8);
+    let publisher = shmbus::pool::Publisher::<[u64; 4]>::create(&typed, &opts).expect("create");
     let text = shmbus(&["stat", &typed]).assert_success().stdout();
     let row = "type:           u64[4] (size 32, align 8), one per block; \
                the slots carry shmbus::pool::Descriptor (size 16, align 8)\n";
@@ -270,7 +269,7 @@ fn stat_shows_a_typed_pools_block_type_and_a_raw_pools_bytes() {
         "{json}"
     );
     let opts = shmbus::OpenOptions::default();
-    drop(shmbus::pool::PoolSubscriber::<u64>::open(&named, &opts).expect("opens as u64"));
+    drop(shmbus::pool::Subscriber::<u64>::open(&named, &opts).expect("opens as u64"));
 
     let raw = dir.bus("raw");
     create_pool(&raw, 4, "256:8", &[]);
@@ -437,12 +436,12 @@ fn a_pool_subscriber_or_publisher_on_a_plain_bus_gets_pool_mismatch() {
     let args = ["create", &plain, "--msg-size", "16", "--capacity", "4"];
     shmbus(&args).assert_success();
     let opts = OpenOptions::default();
-    match PoolSubscriber::<[u8]>::open(&plain, &opts) {
+    match pool::Subscriber::<[u8]>::open(&plain, &opts) {
         Err(OpenError::PoolMismatch { found: false }) => {}
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool subscriber opened a plain bus"),
     }
-    match shmbus::pool::PoolPublisher::<[u8]>::attach(&plain, &opts) {
+    match shmbus::pool::Publisher::<[u8]>::attach(&plain, &opts) {
         Err(AttachError::Open(OpenError::PoolMismatch { found: false })) => {}
         Err(other) => panic!("expected PoolMismatch {{ found: false }}, got {other:?}"),
         Ok(_) => panic!("a pool publisher attached to a plain bus"),

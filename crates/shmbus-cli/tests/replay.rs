@@ -394,7 +394,7 @@ fn a_running_recorder_is_shown_by_stat_like_a_bridge_and_prints_no_progress_off_
 /// What a reader of `bus` (of recorded kind `kind`, its publisher gone)
 /// gets from its oldest message on: each payload, or `lag N`.
 fn read_back(bus: &str, kind: RecordedKind) -> Vec<Vec<u8>> {
-    use shmbus::pool::PoolSubscriber;
+    use shmbus::pool;
     use shmbus::stream::Consumer;
     use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
     let opts = OpenOptions::default().start(Start::Oldest);
@@ -402,7 +402,7 @@ fn read_back(bus: &str, kind: RecordedKind) -> Vec<Vec<u8>> {
     let lag = |n: u64| format!("lag {n}").into_bytes();
     match kind {
         RecordedKind::Pool => {
-            let mut sub = PoolSubscriber::<[u8]>::open(bus, &opts).unwrap();
+            let mut sub = pool::Subscriber::<[u8]>::open(bus, &opts).unwrap();
             while let Some(r) = sub.recv(Wait::Never).unwrap() {
                 got.push(match r {
                     Received::Message(m) => m.to_vec(),

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::{process_state, run, spawn, wait_for, BusName, CliOutput, ShmDir, Watched};
 use serde_json::Value;
-use shmbus::{pool::PoolSubscriber, BusOptions, OpenOptions, Received, Wait};
+use shmbus::{pool, BusOptions, OpenOptions, Received, Wait};
 use shmbus_testkit::{idle_until_killed, param, print_ready, role, spawn_child};
 
 fn stat_json(bus: &str) -> Value {
@@ -401,7 +401,7 @@ fn as_child_pool_sample_holder() {
     role("pool-sample-holder", || {
         let name: String = param("BUS");
         let hold: usize = param("HOLD");
-        let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
+        let mut s = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
         print_ready();
         let mut held = Vec::new();
         while held.len() < hold {
@@ -419,18 +419,16 @@ fn a_killed_subscriber_s_pool_blocks_are_shown_reclaimable_not_held() {
     let bus = BusName::new("pool-dead-holder");
     let name = bus.name();
     // 8 slots, 16 blocks: the holder's 8 go off the ring as 8 more come.
-    let mut p = shmbus::pool::PoolPublisher::<[u8]>::create(
-        name,
-        &shmbus::pool::PoolOptions::new(8, 64, 16),
-    )
-    .expect("create");
+    let mut p =
+        shmbus::pool::Publisher::<[u8]>::create(name, &shmbus::pool::Options::new(8, 64, 16))
+            .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_sample_holder",
         "pool-sample-holder",
         &[("BUS", name.to_string()), ("HOLD", "8".into())],
     );
     holder.wait_ready();
-    let publish = |p: &mut shmbus::pool::PoolPublisher<[u8]>, n| {
+    let publish = |p: &mut shmbus::pool::Publisher<[u8]>, n| {
         for _ in 0..n {
             p.loan(8, Wait::Never)
                 .expect("a free block")

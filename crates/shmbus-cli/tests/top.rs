@@ -621,9 +621,9 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
 
 #[test]
 fn top_shows_a_blackboard_entry_with_a_garbage_stamp_as_corrupt_and_goes_on() {
-    use shmbus::blackboard::{BlackboardOptions, Writer};
+    use shmbus::blackboard::{self, Writer};
     let bus = BusName::new("top-bb-bad-J");
-    let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+    let mut writer = Writer::<u32, u64>::create(bus.name(), &blackboard::Options::new(100))
         .expect("create the blackboard");
     for k in [1, 2, 3, 7] {
         writer.put(&k, &0).expect("put");
@@ -750,10 +750,10 @@ fn figure(text: &str, name: &str) -> Option<f64> {
 
 #[test]
 fn top_listen_stretches_its_pause_to_four_times_a_long_sample_and_says_so() {
-    use shmbus::blackboard::{BlackboardOptions, Writer};
+    use shmbus::blackboard::{self, Writer};
     let board = BusName::new("listen-pace");
     let mut writer =
-        Writer::<u32, u64>::create(board.name(), &BlackboardOptions::new(16)).expect("create");
+        Writer::<u32, u64>::create(board.name(), &blackboard::Options::new(16)).expect("create");
     writer.put(&1, &0).expect("put");
     let stop = Arc::new(AtomicBool::new(false));
     let writing = {

@@ -11,7 +11,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use shmbus_core::{
-    blackboard::{BlackboardOptions, GetError, PutError, Reader, RemoveError, Writer},
+    blackboard::{self, GetError, PutError, Reader, RemoveError, Writer},
     ErrorKind,
 };
 
@@ -61,12 +61,12 @@ pub extern "C" fn shmbus_blackboard_options_default() -> BlackboardOpts {
     }
 }
 
-/// `shmbus_blackboard_options_t` as `BlackboardOptions`.
+/// `shmbus_blackboard_options_t` as `blackboard::Options`.
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `BlackboardOpts` whose names are NULL
 /// or NUL-terminated strings.
-unsafe fn blackboard_options(opts: *const BlackboardOpts) -> Result<BlackboardOptions, Failure> {
+unsafe fn blackboard_options(opts: *const BlackboardOpts) -> Result<blackboard::Options, Failure> {
     const WHAT: &str = "blackboard options";
     // SAFETY: NULL or live, by the contract.
     let o = unsafe {
@@ -81,7 +81,7 @@ unsafe fn blackboard_options(opts: *const BlackboardOpts) -> Result<BlackboardOp
     let c = creation(o.mode, o.flags, WHAT)?;
     let align = o.type_align.max(1);
     let mut opts = with_creation!(
-        BlackboardOptions::new(o.keys)
+        blackboard::Options::new(o.keys)
             .key_size(o.key_size)
             .value_size(o.value_size),
         c

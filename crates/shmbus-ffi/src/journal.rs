@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber},
+    journal::{self, Entry, JoinOptions},
     ErrorKind, Received,
 };
 
@@ -31,10 +31,10 @@ pub struct JournalOpts {
 }
 
 /// The publisher of a journaled bus (opaque).
-pub struct ShmbusJournalPublisher(JournalPublisher<[u8]>);
+pub struct ShmbusJournalPublisher(journal::Publisher<[u8]>);
 
 /// A subscriber of a journaled bus that started with its journal (opaque).
-pub struct ShmbusJournalSubscriber(JournalSubscriber<[u8]>);
+pub struct ShmbusJournalSubscriber(journal::Subscriber<[u8]>);
 
 /// Creates the journaled bus `name` (`opts` as for
 /// `shmbus_publisher_create`) with its journal at `journal->path` (an
@@ -61,14 +61,14 @@ pub unsafe extern "C" fn shmbus_journal_publisher_create(
         let j = unsafe { required(journal, "journal options (shmbus_journal_options_t*)") }?;
         // SAFETY: a valid options struct's path is NULL or a C string.
         let path = unsafe { c_str(j.path, "journal path") }?;
-        let mut jo = JournalOptions::new(path);
+        let mut jo = journal::Options::new(path);
         if j.chunk_bytes != 0 {
             jo = jo.chunk_bytes(usize::try_from(j.chunk_bytes).unwrap_or(usize::MAX));
         }
         if j.preallocate_bytes != 0 {
             jo = jo.preallocate_bytes(usize::try_from(j.preallocate_bytes).unwrap_or(usize::MAX));
         }
-        JournalPublisher::<[u8]>::create(name, &opts, &jo)
+        journal::Publisher::<[u8]>::create(name, &opts, &jo)
             .map(ShmbusJournalPublisher)
             .map_err(error)
     };
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_attach(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            JournalPublisher::<[u8]>::attach(name, &opts.open).map(ShmbusJournalPublisher)
+            journal::Publisher::<[u8]>::attach(name, &opts.open).map(ShmbusJournalPublisher)
         })
     }
 }
@@ -210,7 +210,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_join(
     out: *mut *mut ShmbusJournalSubscriber,
 ) -> Status {
     let make = |name: &str, o: &Opened| {
-        JournalSubscriber::<[u8]>::join(name, &join_options(o)).map(ShmbusJournalSubscriber)
+        journal::Subscriber::<[u8]>::join(name, &join_options(o)).map(ShmbusJournalSubscriber)
     };
     // SAFETY: each pointer as the contract says.
     unsafe { open_handle(name, opts, out, make) }

@@ -11,8 +11,7 @@ use std::time::Duration;
 use shmbus_core::{
     bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT},
     mem::HugePages,
-    pool::PoolOptions,
-    BusOptions, OpenOptions, Publishers, SegmentKind, Start, WaitStrategy,
+    pool, BusOptions, OpenOptions, Publishers, SegmentKind, Start, WaitStrategy,
 };
 
 use crate::args::{c_str, required};
@@ -307,7 +306,7 @@ unsafe fn checked<'a>(
     Ok((o, c))
 }
 
-/// `builder` (a `BusOptions`, `PoolOptions` or `StreamOptions`, whose
+/// `builder` (a `BusOptions`, `pool::Options` or `stream::Options`, whose
 /// setters the core shares by a macro, not a trait) with what `creation`
 /// read.
 macro_rules! with_creation {
@@ -413,7 +412,7 @@ fn timeout_ns(what: &str, field: &str, ns: u64, max: Duration) -> Result<(), Fai
 }
 
 /// `shmbus_bus_options_t` of a pool bus for `publishers` as
-/// `PoolOptions` (which [`PoolOptions::many`] turns into a many-publisher
+/// `pool::Options` (which [`pool::Options::many`] turns into a many-publisher
 /// pool's), and its `unblock_timeout_ns`. A `type_name` names the blocks'
 /// message type, `msg_size` and `type_align` its size and alignment.
 ///
@@ -423,7 +422,7 @@ fn timeout_ns(what: &str, field: &str, ns: u64, max: Duration) -> Result<(), Fai
 unsafe fn pool_options(
     opts: *const BusOpts,
     publishers: Publishers,
-) -> Result<(PoolOptions, u64), Failure> {
+) -> Result<(pool::Options, u64), Failure> {
     let kind = match publishers {
         Publishers::One => SegmentKind::Pool,
         Publishers::Many => SegmentKind::ManyPublisherPool,
@@ -431,7 +430,7 @@ unsafe fn pool_options(
     // SAFETY: as this function's contract says.
     let (o, c) = unsafe { checked(opts, kind) }?;
     let mut p = with_creation!(
-        PoolOptions::new(o.capacity, o.pool_block_size, o.pool_blocks),
+        pool::Options::new(o.capacity, o.pool_block_size, o.pool_blocks),
         c
     );
     if !o.type_name.is_null() {
@@ -471,14 +470,14 @@ impl CreateOptions for BusOptions<Many> {
     }
 }
 
-impl CreateOptions for PoolOptions {
+impl CreateOptions for pool::Options {
     unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
         // SAFETY: as the trait's contract says.
         unsafe { pool_options(opts, Publishers::One) }.map(|(p, _)| p)
     }
 }
 
-impl CreateOptions for PoolOptions<Many> {
+impl CreateOptions for pool::Options<Many> {
     unsafe fn from_c(opts: *const BusOpts) -> Result<Self, Failure> {
         // SAFETY: as the trait's contract says.
         let (p, unblock_ns) = unsafe { pool_options(opts, Publishers::Many) }?;

@@ -7,7 +7,7 @@
 //!
 //! # How a loan is kept
 //! A loan owns its publisher: `shmbus_pool_publisher_loan` moves the
-//! handle's `PoolPublisher` into an `OwnedLoan` (`into_loan`), leaving the
+//! handle's `pool::Publisher` into an `OwnedLoan` (`into_loan`), leaving the
 //! handle's `publisher` empty, and the loan's end (publish or discard)
 //! puts it back. So "a loan is out" is that empty slot: every call that
 //! needs the publisher refuses meanwhile, as a second loan does. Closing
@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
 use shmbus_core::{
-    pool::{LoanError, OwnedLoan, PoolPublisher, PoolRecvError, PoolSubscriber, Sample},
+    pool::{self, LoanError, OwnedLoan, Sample},
     Received,
 };
 
@@ -35,7 +35,7 @@ pub const SHMBUS_POOL_MAX_HELD: u32 = 8;
 /// A publisher of a pool bus (opaque).
 pub struct ShmbusPoolPublisher {
     /// The publisher; `None` while a `ShmbusLoan` owns it.
-    publisher: Option<PoolPublisher<[u8]>>,
+    publisher: Option<pool::Publisher<[u8]>>,
     /// Its block size, so asking for it never needs a loaned publisher.
     block_size: usize,
     /// `shmbus_pool_publisher_close` was called while a loan was out.
@@ -53,13 +53,13 @@ pub struct ShmbusLoan {
 }
 
 /// A subscriber of a pool bus (opaque).
-pub struct ShmbusPoolSubscriber(PoolSubscriber<[u8]>);
+pub struct ShmbusPoolSubscriber(pool::Subscriber<[u8]>);
 
 /// One received message of a pool bus, held in place (opaque). It keeps
 /// the bus mapped: it may outlive its subscriber.
 pub struct ShmbusSample(Sample<[u8]>);
 
-fn wrap(p: PoolPublisher<[u8]>) -> ShmbusPoolPublisher {
+fn wrap(p: pool::Publisher<[u8]>) -> ShmbusPoolPublisher {
     ShmbusPoolPublisher {
         block_size: p.block_size(),
         publisher: Some(p),
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create(
     // SAFETY: each pointer as the contract says.
     unsafe {
         create_handle(name, opts, out, |name, opts| {
-            PoolPublisher::<[u8]>::create(name, opts).map(wrap)
+            pool::Publisher::<[u8]>::create(name, opts).map(wrap)
         })
     }
 }
@@ -105,7 +105,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
     // SAFETY: each pointer as the contract says.
     unsafe {
         create_handle(name, opts, out, |name, opts| {
-            PoolPublisher::<[u8]>::create_many(name, opts).map(wrap)
+            pool::Publisher::<[u8]>::create_many(name, opts).map(wrap)
         })
     }
 }
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolPublisher::<[u8]>::attach(name, &opts.open).map(wrap)
+            pool::Publisher::<[u8]>::attach(name, &opts.open).map(wrap)
         })
     }
 }
@@ -148,7 +148,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolPublisher::<[u8]>::attach_many(name, &opts.open).map(wrap)
+            pool::Publisher::<[u8]>::attach_many(name, &opts.open).map(wrap)
         })
     }
 }
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_open(
     // SAFETY: each pointer as the contract says.
     unsafe {
         open_handle(name, opts, out, |name, opts| {
-            PoolSubscriber::<[u8]>::open(name, &opts.open).map(ShmbusPoolSubscriber)
+            pool::Subscriber::<[u8]>::open(name, &opts.open).map(ShmbusPoolSubscriber)
         })
     }
 }
@@ -430,7 +430,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
             // SAFETY: as above.
             Ok(Some(Received::Lagged { skipped: n })) => unsafe { lagged(skipped, n) },
             Ok(None) => Ok(nothing(timeout_ns)),
-            Err(e @ PoolRecvError::TooManySamples { .. }) => {
+            Err(e @ pool::RecvError::TooManySamples { .. }) => {
                 Err(Failure::of(Status::SHMBUS_FULL, &e))
             }
             Err(e) => Err(error(e)),

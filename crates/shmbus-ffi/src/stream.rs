@@ -12,7 +12,7 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    stream::{Consumer, OwnedReadChunk, PopError, Producer, PushError, StreamOptions},
+    stream::{self, Consumer, OwnedReadChunk, PopError, Producer, PushError},
     ErrorKind,
 };
 
@@ -65,12 +65,12 @@ pub extern "C" fn shmbus_stream_options_default() -> StreamOpts {
     }
 }
 
-/// `shmbus_stream_options_t` as `StreamOptions`.
+/// `shmbus_stream_options_t` as `stream::Options`.
 ///
 /// # Safety
 /// `opts` is NULL or points to a live `StreamOpts` whose `type_name` is
 /// NULL or a NUL-terminated string.
-pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOptions, Failure> {
+pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<stream::Options, Failure> {
     const WHAT: &str = "stream options";
     // SAFETY: NULL or live, by the contract.
     let o = unsafe { required(opts, "stream options (shmbus_stream_options_t*)") }?;
@@ -81,7 +81,7 @@ pub(crate) unsafe fn stream_options(opts: *const StreamOpts) -> Result<StreamOpt
     }
     let c = creation(o.mode, o.flags, WHAT)?;
     let strategy = strategy(o.wait, o.spin_ns, WHAT)?;
-    let mut opts = with_creation!(StreamOptions::new(o.capacity), c).wait_strategy(strategy);
+    let mut opts = with_creation!(stream::Options::new(o.capacity), c).wait_strategy(strategy);
     if o.type_name.is_null() {
         if o.type_align != 0 {
             return Err(Failure::argument(format!(

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 
 use shmbus::{
-    journal::{JournalAttachError, JournalOptions, JournalPublisher},
+    journal,
     mem::{DefaultRegion, Region},
     AttachError, BusOptions, OpenError, OpenOptions, Publisher,
 };
@@ -29,7 +29,7 @@ pub(crate) enum Downstream<R: Region = DefaultRegion> {
     Plain(Publisher<[u8], R>),
     /// Every sequence once, from the snapshot on. (Boxed: it is five
     /// times a plain publisher's size.)
-    Journaled(Box<JournalPublisher<[u8]>>),
+    Journaled(Box<journal::Publisher<[u8]>>),
 }
 
 /// How to make a downstream bus that does not exist yet.
@@ -58,15 +58,17 @@ impl Downstream {
         if create {
             opts = opts.only_own(CREATE_MODE);
         }
-        match JournalPublisher::<[u8]>::attach(name, &opts) {
+        match journal::Publisher::<[u8]>::attach(name, &opts) {
             Ok(p) => Ok(Some(Downstream::Journaled(Box::new(p)))),
-            Err(JournalAttachError::NotJournaled { .. }) => Publisher::<[u8]>::attach(name, &opts)
-                .map(|p| Some(Downstream::Plain(p)))
-                .map_err(attach_error),
-            Err(JournalAttachError::Attach(AttachError::Open(OpenError::NotFound { .. }))) => {
-                Ok(None)
+            Err(journal::AttachError::NotJournaled { .. }) => {
+                Publisher::<[u8]>::attach(name, &opts)
+                    .map(|p| Some(Downstream::Plain(p)))
+                    .map_err(attach_error)
             }
-            Err(JournalAttachError::Attach(source)) => Err(attach_error(source)),
+            Err(journal::AttachError::Attach(AttachError::Open(OpenError::NotFound {
+                ..
+            }))) => Ok(None),
+            Err(journal::AttachError::Attach(source)) => Err(attach_error(source)),
             Err(e) => Err(BridgeError::Journal {
                 name: name.to_owned(),
                 message: e.to_string(),
@@ -97,11 +99,11 @@ impl Downstream {
         };
         match &how.journal {
             Some(path) => {
-                let journal = JournalOptions::new(path).snapshot(snapshot);
-                JournalPublisher::<[u8]>::create(name, &bus, &journal)
+                let journal = journal::Options::new(path).snapshot(snapshot);
+                journal::Publisher::<[u8]>::create(name, &bus, &journal)
                     .map(|p| Downstream::Journaled(Box::new(p)))
                     .map_err(|e| match e {
-                        shmbus::journal::JournalCreateError::Create(source) => create_error(source),
+                        shmbus::journal::CreateError::Create(source) => create_error(source),
                         e => BridgeError::Journal {
                             name: name.to_owned(),
                             message: e.to_string(),

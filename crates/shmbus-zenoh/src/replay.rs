@@ -20,7 +20,7 @@
 //!
 //! # Answering in time
 //! - A query costs what it asks for, not what the journal holds: the
-//!   reader seeks to `from` ([`JournalSubscriber::seek`]: a direct offset,
+//!   reader seeks to `from` ([`journal::Subscriber::seek`]: a direct offset,
 //!   or a bisection of a compacted journal's snapshot), never reads from
 //!   the start.
 //! - [`WORKERS`] threads answer, in turns of at most [`SLICE`] records: a
@@ -42,7 +42,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    journal::{Entry, JoinError, JoinOptions, JournalSubscriber},
+    journal::{self, Entry, JoinError, JoinOptions},
     Received, Wait,
 };
 use zenoh::handlers::FifoChannelHandler;
@@ -96,7 +96,7 @@ struct Job {
     to: Option<u64>,
     started: Instant,
     /// Joined at its first turn, positioned at `from`; kept between turns.
-    journal: Option<JournalSubscriber<[u8]>>,
+    journal: Option<journal::Subscriber<[u8]>>,
     /// Where the answer ends (fixed at the first turn).
     target: u64,
 }
@@ -253,10 +253,10 @@ fn range(query: &Query) -> Result<(u64, Option<u64>), String> {
 /// flush (`shmbus pub` at the end of its input) leaves a journal as whole
 /// as a flush would (its pages are in the page cache): joined again, with
 /// no live publisher, it is read without one.
-fn join(name: &str) -> Result<JournalSubscriber<[u8]>, JoinError> {
+fn join(name: &str) -> Result<journal::Subscriber<[u8]>, JoinError> {
     let mut tries = 0;
     loop {
-        match JournalSubscriber::<[u8]>::join(name, &JoinOptions::default()) {
+        match journal::Subscriber::<[u8]>::join(name, &JoinOptions::default()) {
             Err(JoinError::PublisherGone { .. }) if tries < 3 => tries += 1,
             other => return other,
         }

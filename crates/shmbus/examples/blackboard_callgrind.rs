@@ -8,7 +8,7 @@
 //! `valgrind --tool=callgrind target/release/examples/blackboard_callgrind [n]`
 //! (default 100 000 of each). With a second argument `many`, the puts go
 //! through a `ManyWriter` on a table made for many writers (`put_many`).
-use shmbus::blackboard::{BlackboardOptions, ManyWriter, Reader, Writer};
+use shmbus::blackboard::{self, ManyWriter, Reader, Writer};
 use shmbus::OpenOptions;
 
 type Value = [u64; 8];
@@ -18,7 +18,7 @@ fn main() {
     let n: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let name = format!("/dev/shm/shmbus-bb-callgrind-{}", std::process::id());
     if args.get(2).map(String::as_str) == Some("many") {
-        let opts = BlackboardOptions::new(1000);
+        let opts = blackboard::Options::new(1000);
         let mut w = ManyWriter::<u64, Value>::create(&name, &opts).expect("create");
         for k in 0..1000 {
             w.put(&k, &[k; 8]).expect("put");
@@ -29,7 +29,8 @@ fn main() {
         shmbus::remove(&name).expect("rm");
         return;
     }
-    let mut w = Writer::<u64, Value>::create(&name, &BlackboardOptions::new(1000)).expect("create");
+    let mut w =
+        Writer::<u64, Value>::create(&name, &blackboard::Options::new(1000)).expect("create");
     let mut r = Reader::<u64, Value>::open(&name, &OpenOptions::default()).expect("open");
     for k in 0..1000 {
         w.put(&k, &[k; 8]).expect("put");

@@ -3,7 +3,7 @@
 //! - publish cost per message, journaled vs ring-only (targets: mean at
 //!   most 2x, p50 at most 1.5x), once with the journal growing as it goes
 //!   (the default) and once with the whole run's file preallocated
-//!   (`JournalOptions::preallocate_bytes`), which keeps the kernel's
+//!   (`journal::Options::preallocate_bytes`), which keeps the kernel's
 //!   page-cache allocation off the measured rounds;
 //!   wall clock, and the publishing thread's own CPU time, page faults and
 //!   waits from `getrusage`, which a preemption by another process (a busy
@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use shmbus::{
-    journal::{
-        JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, Keyed, KeyedState,
-    },
+    journal::{self, JoinOptions, Keyed, KeyedState},
     BusOptions, Publisher, Received,
 };
 
@@ -150,14 +148,14 @@ fn main() {
     );
     let opts = BusOptions::new(4096).prefault(true);
     let mut ring = Publisher::<Kv>::create(&ring_name, &opts).expect("ring bus");
-    let mut jp = JournalPublisher::<Kv>::create(&j_name, &opts, &JournalOptions::new(&journal))
+    let mut jp = journal::Publisher::<Kv>::create(&j_name, &opts, &journal::Options::new(&journal))
         .expect("journaled bus");
     let t = Instant::now();
     let pre_bytes = n as usize * 32 + (1 << 20);
-    let mut pp = JournalPublisher::<Kv>::create(
+    let mut pp = journal::Publisher::<Kv>::create(
         &pre_name,
         &opts,
-        &JournalOptions::new(&pre_journal).preallocate_bytes(pre_bytes),
+        &journal::Options::new(&pre_journal).preallocate_bytes(pre_bytes),
     )
     .expect("preallocated journaled bus");
     let pre_time = t.elapsed();
@@ -259,7 +257,7 @@ fn main() {
                 }
                 side => {
                     let t = Instant::now();
-                    let mut sub = JournalSubscriber::<Kv>::join(&j_name, &JoinOptions::default())
+                    let mut sub = journal::Subscriber::<Kv>::join(&j_name, &JoinOptions::default())
                         .expect("join");
                     let mut state = KeyedState::new();
                     let mut sum = 0u64;

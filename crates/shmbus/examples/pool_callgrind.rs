@@ -6,7 +6,7 @@
 //! `cargo build --release -p shmbus --example pool_callgrind`, then
 //! `valgrind --tool=callgrind target/release/examples/pool_callgrind [size] [n]`
 //! (default 64 bytes, 100 000 rounds).
-use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+use shmbus::pool;
 use shmbus::{OpenOptions, Received, Wait};
 
 fn main() {
@@ -15,8 +15,8 @@ fn main() {
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
     let name = format!("/dev/shm/shmbus-pool-callgrind-{}", std::process::id());
     let mut p =
-        PoolPublisher::<[u8]>::create(&name, &PoolOptions::new(64, 4096, 128)).expect("create");
-    let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
+        pool::Publisher::<[u8]>::create(&name, &pool::Options::new(64, 4096, 128)).expect("create");
+    let mut s = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
     let mut sum = 0u64;
     for i in 0..n {
         round(&mut p, &mut s, size, i, &mut sum);
@@ -27,8 +27,8 @@ fn main() {
 
 #[inline(never)]
 fn round(
-    p: &mut PoolPublisher<[u8]>,
-    s: &mut PoolSubscriber<[u8]>,
+    p: &mut pool::Publisher<[u8]>,
+    s: &mut pool::Subscriber<[u8]>,
     size: usize,
     i: u64,
     sum: &mut u64,

@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use shmbus::{
-    stream::{Consumer, PopError, Producer, PushError, StreamOptions},
+    stream::{self, Consumer, PopError, Producer, PushError},
     OpenOptions, Wait,
 };
 
@@ -32,7 +32,7 @@ fn main() {
     let mode = args.get(3).map_or("threads", String::as_str);
     let capacity: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(4 << 20);
     let name = format!("/dev/shm/shmbus-stream-bench-{}", std::process::id());
-    let opts = StreamOptions::new(capacity).prefault(true);
+    let opts = stream::Options::new(capacity).prefault(true);
     let mut producer = Producer::<[u8]>::create(&name, &opts).expect("create");
     let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default()).expect("open");
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();

@@ -10,9 +10,9 @@
 //!   (`Publisher<T>` for a [`Message`] `T`: plain old data with a schema
 //!   name that C and Python state too) or raw bytes (`Publisher<[u8]>`),
 //!   one implementation either way ([`bus::Payload`]).
-//! - [`pool`]: the **pool bus** ([`pool::PoolPublisher`],
-//!   [`pool::PoolSubscriber`]): zero-copy blocks of any size, made from
-//!   [`pool::PoolOptions`]; the publisher writes a loaned block in place
+//! - [`pool`]: the **pool bus** ([`pool::Publisher`],
+//!   [`pool::Subscriber`]): zero-copy blocks of any size, made from
+//!   [`pool::Options`]; the publisher writes a loaned block in place
 //!   ([`pool::Loan`]) and each subscriber reads it in place
 //!   ([`pool::Sample`]), with lag counted as on a bus. Typed (one `T` per
 //!   block, the pool recording its type) or raw bytes, as the bus.
@@ -20,8 +20,8 @@
 //!   [`stream::Consumer`]): a lossless ring of records with
 //!   backpressure, bytes of any length (`Producer<[u8]>`) or one
 //!   [`Message`] each (`Producer<T>`).
-//! - [`journal`]: the **journaled bus** ([`journal::JournalPublisher`],
-//!   [`journal::JournalSubscriber`], [`journal::State`]): a bus whose
+//! - [`journal`]: the **journaled bus** ([`journal::Publisher`],
+//!   [`journal::Subscriber`], [`journal::State`]): a bus whose
 //!   every message is also appended to a file, so a subscriber that
 //!   starts late gets everything, with no gap and no duplicate.
 //!
@@ -83,8 +83,8 @@
 //! ([`stat::clean`]) removes buses nobody holds any more.
 //!
 //! # Late join
-//! A journaled bus ([`JournalPublisher::create`](journal::JournalPublisher::create)) appends every message to
-//! a file before it goes on the ring. [`JournalSubscriber::join`](journal::JournalSubscriber::join) reads the
+//! A journaled bus ([`journal::Publisher::create`](journal::Publisher::create)) appends every message to
+//! a file before it goes on the ring. [`journal::Subscriber::join`](journal::Subscriber::join) reads the
 //! journal and then the ring, and hands over between the two with a flush
 //! handshake, so it gets every sequence exactly once; [`State`](journal::State) folds
 //! keyed messages into last-value-per-key.

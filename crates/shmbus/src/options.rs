@@ -2,9 +2,9 @@
 //! subscriber starts ([`OpenOptions`], [`Start`]), the file's mode and
 //! memory (the setters every kind's create options have), and the bounds
 //! of a timeout. Each kind's create options are in its module
-//! ([`BusOptions`](crate::BusOptions), [`crate::pool::PoolOptions`],
-//! [`crate::stream::StreamOptions`],
-//! [`crate::blackboard::BlackboardOptions`]). Plain values; nothing here
+//! ([`BusOptions`](crate::BusOptions), [`pool::Options`](crate::pool::Options),
+//! [`stream::Options`](crate::stream::Options),
+//! [`blackboard::Options`](crate::blackboard::Options)). Plain values; nothing here
 //! touches a file.
 
 use std::time::Duration;
@@ -18,7 +18,7 @@ pub(crate) const DEFAULT_UNBLOCK: Duration = Duration::from_secs(1);
 
 /// The shortest eviction timeout ([`BusOptions::evict_after`](crate::BusOptions::evict_after)) and
 /// unblock timeout ([`BusOptions::unblock_timeout`](crate::BusOptions::unblock_timeout),
-/// [`BlackboardOptions::unblock_timeout`](crate::blackboard::BlackboardOptions::unblock_timeout)) a segment is created with:
+/// [`blackboard::Options::unblock_timeout`](crate::blackboard::Options::unblock_timeout)) a segment is created with:
 /// 1 ms. A shorter one, 0 included, is refused at create
 /// ([`GeometryError::Timeout`](crate::error::GeometryError::Timeout)): 0
 /// means neither "at once" nor "the default" anywhere (the C API's 0 in
@@ -327,7 +327,7 @@ impl OpenOptions {
     /// older build), as many as it allows already gate it, the registry
     /// is full. Every kind of broadcast bus takes them: single- and
     /// many-publisher, journaled (the ring writes wait; the journal never
-    /// does) and pool buses ([`PoolSubscriber::open`](crate::pool::PoolSubscriber::open):
+    /// does) and pool buses ([`pool::Subscriber::open`](crate::pool::Subscriber::open):
     /// its unread blocks are never reclaimed).
     ///
     /// # Examples

@@ -253,7 +253,7 @@ pub(crate) fn futex_waitv_at(
 /// What a subscriber does while there is nothing to read (and a stream's
 /// producer while there is no room, its consumer while there is nothing):
 /// set by [`OpenOptions::wait_strategy`](crate::OpenOptions::wait_strategy),
-/// [`StreamOptions::wait_strategy`](crate::stream::StreamOptions::wait_strategy), or given to a heap
+/// [`stream::Options::wait_strategy`](crate::stream::Options::wait_strategy), or given to a heap
 /// bus's `subscribe`. Every strategy still stops at the call's [`Wait`].
 ///
 /// # Examples

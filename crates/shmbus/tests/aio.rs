@@ -16,9 +16,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use common::{param, print_result, role, spawn_child, BusName};
-use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
-use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
-use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
+use shmbus::blackboard::{self, Reader, Writer};
+use shmbus::pool;
+use shmbus::stream::{self, Consumer, PopError, Producer};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -53,7 +53,7 @@ fn as_child_feed() {
                 }
             }
             "pool" => {
-                let mut p = PoolPublisher::<[u8]>::attach(&name, &opts).expect("attach pool");
+                let mut p = pool::Publisher::<[u8]>::attach(&name, &opts).expect("attach pool");
                 common::print_ready();
                 for i in 0..count {
                     let mut loan = p.loan(8, Wait::Forever).expect("loan");
@@ -157,7 +157,7 @@ async fn take_bus(mut sub: Subscriber<u64>, n: u64) {
     }
 }
 
-async fn take_pool(mut sub: PoolSubscriber<[u8]>, n: u64) {
+async fn take_pool(mut sub: pool::Subscriber<[u8]>, n: u64) {
     for want in 0..n {
         match sub.recv_async().await.expect("pool recv") {
             Received::Message(s) => {
@@ -192,10 +192,10 @@ fn many_tasks_on_many_buses(multi: bool) {
         drop(Publisher::<u64>::create(b.name(), &BusOptions::new(1 << 14)).expect("bus"));
     }
     drop(
-        PoolPublisher::<[u8]>::create(pool.name(), &PoolOptions::new(1 << 13, 64, 1 << 14))
+        pool::Publisher::<[u8]>::create(pool.name(), &pool::Options::new(1 << 13, 64, 1 << 14))
             .expect("pool"),
     );
-    drop(Producer::<[u8]>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    drop(Producer::<[u8]>::create(stream.name(), &stream::Options::new(1 << 16)).expect("stream"));
     let open = OpenOptions::default().start(Start::Oldest);
     let rt = runtime(multi);
     let mut tasks = Vec::new();
@@ -206,7 +206,7 @@ fn many_tasks_on_many_buses(multi: bool) {
             tasks.push(rt.spawn(take_bus(sub, n)));
         }
     }
-    let on_pool = PoolSubscriber::<[u8]>::open(pool.name(), &open).expect("open pool");
+    let on_pool = pool::Subscriber::<[u8]>::open(pool.name(), &open).expect("open pool");
     tasks.push(rt.spawn(take_pool(on_pool, n)));
     let on_stream = Consumer::<[u8]>::attach(stream.name(), &open).expect("open stream");
     tasks.push(rt.spawn(take_stream(on_stream, n)));
@@ -254,7 +254,7 @@ fn cancellation_at_random_points(multi: bool) {
     let bus = BusName::new(&format!("aio-cancel-{label}"));
     let stream = BusName::new(&format!("aio-cancel-{label}-stream"));
     drop(Publisher::<u64>::create(bus.name(), &BusOptions::new(1 << 14)).expect("bus"));
-    drop(Producer::<[u8]>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    drop(Producer::<[u8]>::create(stream.name(), &stream::Options::new(1 << 16)).expect("stream"));
     let open = OpenOptions::default().start(Start::Oldest);
     let mut sub = Subscriber::<u64>::open(bus.name(), &open).expect("open bus");
     let mut consumer = Consumer::<[u8]>::attach(stream.name(), &open).expect("open stream");
@@ -361,7 +361,7 @@ fn a_runtime_shut_down_while_its_tasks_wait_returns_and_leaves_no_registration()
 fn a_task_waiting_on_a_stream_whose_producer_is_killed_ends_with_peer_gone() {
     let _serial = serial();
     let s = BusName::new("aio-gone");
-    drop(Producer::<[u8]>::create(s.name(), &StreamOptions::new(4096)).expect("stream"));
+    drop(Producer::<[u8]>::create(s.name(), &stream::Options::new(4096)).expect("stream"));
     let mut consumer = Consumer::<[u8]>::attach(s.name(), &OpenOptions::default()).expect("open");
     let child = feeder(&s, "stream-idle", 0, 0);
     let pid = child.pid();
@@ -446,7 +446,7 @@ fn tasks_waiting_on_a_blackboard_another_process_writes_see_each_key_reach_its_l
     let count = common::scale_min(4_000, 64);
     for multi in [false, true] {
         let b = BusName::new("aio-board");
-        drop(Writer::<u64, u64>::create(b.name(), &BlackboardOptions::new(8)).expect("board"));
+        drop(Writer::<u64, u64>::create(b.name(), &blackboard::Options::new(8)).expect("board"));
         let open = || Reader::<u64, u64>::open(b.name(), &OpenOptions::default()).expect("reader");
         let rt = runtime(multi);
         let readers: Vec<_> = (0..5).map(|_| open()).collect();
@@ -955,9 +955,7 @@ async fn next_item<S: futures_core::Stream + Unpin>(
 #[test]
 #[cfg_attr(miri, ignore)]
 fn streams_of_a_stream_consumer_a_pool_and_a_journal_yield_every_item_once_in_order() {
-    use shmbus::journal::{
-        Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber,
-    };
+    use shmbus::journal::{self, Entry, JoinOptions};
     let _serial = serial();
     let n = common::scale_min(3_000, 300);
     let stream = BusName::new("aio-records");
@@ -965,15 +963,15 @@ fn streams_of_a_stream_consumer_a_pool_and_a_journal_yield_every_item_once_in_or
     let journaled = BusName::new("aio-entries");
     let dir = std::env::temp_dir().join(format!("shmbus-aio-entries-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
-    drop(Producer::<u64>::create(stream.name(), &StreamOptions::new(1 << 16)).expect("stream"));
+    drop(Producer::<u64>::create(stream.name(), &stream::Options::new(1 << 16)).expect("stream"));
     drop(
-        PoolPublisher::<[u8]>::create(pool.name(), &PoolOptions::new(1 << 13, 64, 1 << 14))
+        pool::Publisher::<[u8]>::create(pool.name(), &pool::Options::new(1 << 13, 64, 1 << 14))
             .expect("pool"),
     );
-    let mut journal = JournalPublisher::<u64>::create(
+    let mut journal = journal::Publisher::<u64>::create(
         journaled.name(),
         &BusOptions::new(1 << 14),
-        &JournalOptions::new(dir.join("entries.journal")),
+        &journal::Options::new(dir.join("entries.journal")),
     )
     .expect("journal");
     // Half in the file before anyone joins; the rest while they read.
@@ -982,10 +980,10 @@ fn streams_of_a_stream_consumer_a_pool_and_a_journal_yield_every_item_once_in_or
     }
     let open = OpenOptions::default().start(Start::Oldest);
     let mut consumer = Consumer::<u64>::attach(stream.name(), &open).expect("consumer");
-    let mut on_pool = PoolSubscriber::<[u8]>::open(pool.name(), &open).expect("pool sub");
-    let mut typed = JournalSubscriber::<u64>::join(journaled.name(), &JoinOptions::default())
+    let mut on_pool = pool::Subscriber::<[u8]>::open(pool.name(), &open).expect("pool sub");
+    let mut typed = journal::Subscriber::<u64>::join(journaled.name(), &JoinOptions::default())
         .expect("join typed");
-    let mut raw = JournalSubscriber::<[u8]>::join(journaled.name(), &JoinOptions::default())
+    let mut raw = journal::Subscriber::<[u8]>::join(journaled.name(), &JoinOptions::default())
         .expect("join raw");
     let rt = runtime(true);
     let tasks = vec![
@@ -1208,10 +1206,10 @@ fn a_pool_loan_published_async_awaits_a_slow_lossless_subscriber_and_a_dropped_o
     const SLOW: u64 = 32;
     let n = common::scale_min(1_000, 200);
     let bus = BusName::new("aio-loan");
-    let opts = PoolOptions::new(4, 64, 16).evict_after(Duration::from_secs(60));
-    let mut publisher = PoolPublisher::<u64>::create(bus.name(), &opts).expect("pool");
+    let opts = pool::Options::new(4, 64, 16).evict_after(Duration::from_secs(60));
+    let mut publisher = pool::Publisher::<u64>::create(bus.name(), &opts).expect("pool");
     let lossless = OpenOptions::default().start(Start::Next).lossless(true);
-    let mut sub = PoolSubscriber::<u64>::open(bus.name(), &lossless).expect("lossless");
+    let mut sub = pool::Subscriber::<u64>::open(bus.name(), &lossless).expect("lossless");
     let reader = std::thread::spawn(move || {
         for want in 0..n {
             match sub.recv(Wait::For(Duration::from_secs(30))) {

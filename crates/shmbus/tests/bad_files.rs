@@ -604,10 +604,10 @@ fn create_never_reuses_an_existing_file_and_leaves_nothing_when_it_fails() {
 #[test]
 #[cfg_attr(miri, ignore)]
 fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
-    use shmbus::pool::{PoolPublisher, PoolSubscriber};
+    use shmbus::pool;
     let bus = BusName::new("pool-geometry");
-    let opts8 = shmbus::pool::PoolOptions::new(8, 4096, 16);
-    drop(PoolPublisher::<[u8]>::create(bus.name(), &opts8).expect("create"));
+    let opts8 = shmbus::pool::Options::new(8, 4096, 16);
+    drop(pool::Publisher::<[u8]>::create(bus.name(), &opts8).expect("create"));
     let good = std::fs::read(bus.path()).unwrap();
     let page = stat::stat(bus.name()).unwrap().raw_header().page_size as usize;
     let restore = || write_at(bus.path(), 0, &good[..page]);
@@ -635,11 +635,11 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         let errs = [
             (
                 "PoolSubscriber::open",
-                PoolSubscriber::<[u8]>::open(bus.name(), &opts()).err(),
+                pool::Subscriber::<[u8]>::open(bus.name(), &opts()).err(),
             ),
             (
                 "PoolPublisher::attach",
-                match PoolPublisher::<[u8]>::attach(bus.name(), &opts()) {
+                match pool::Publisher::<[u8]>::attach(bus.name(), &opts()) {
                     Err(AttachError::Open(e)) => Some(e),
                     Err(other) => panic!("attach: {other:?}"),
                     Ok(_) => None,
@@ -655,6 +655,7 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         }
     }
     restore();
-    PoolSubscriber::<[u8]>::open(bus.name(), &opts()).expect("the restored header is valid again");
+    pool::Subscriber::<[u8]>::open(bus.name(), &opts())
+        .expect("the restored header is valid again");
     bus.finish();
 }

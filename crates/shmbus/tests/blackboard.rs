@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{param, print_ready, role, scale_min, spawn_child, splitmix, BusName};
-use shmbus::blackboard::{BlackboardOptions, GetError, PutError, Reader, RemoveError, Writer};
+use shmbus::blackboard::{self, GetError, PutError, Reader, RemoveError, Writer};
 use shmbus::error::Role;
 use shmbus::{AttachError, BusOptions, Kind, OpenError, OpenOptions, Publisher, Wait};
 
@@ -39,7 +39,7 @@ fn check(key: u64, v: &Value) -> bool {
 fn a_put_is_read_back_by_key_in_another_handle_and_a_removal_is_seen() {
     let name = BusName::new("C-bb-basic");
     let mut writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(100)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(100)).expect("create");
     for k in 0..100 {
         writer.put(&k, &value(k, 1)).expect("put");
     }
@@ -78,7 +78,7 @@ fn a_put_is_read_back_by_key_in_another_handle_and_a_removal_is_seen() {
 
 #[test]
 fn a_full_table_refuses_a_new_key_and_still_takes_updates_and_removals() {
-    let mut writer = Writer::<u32, u64, _>::on_heap(&BlackboardOptions::new(3)).expect("on_heap");
+    let mut writer = Writer::<u32, u64, _>::on_heap(&blackboard::Options::new(3)).expect("on_heap");
     for k in 0..3 {
         writer.put(&k, &u64::from(k)).expect("room");
     }
@@ -96,7 +96,7 @@ fn a_full_table_refuses_a_new_key_and_still_takes_updates_and_removals() {
 fn openers_of_another_key_type_value_type_or_kind_are_refused() {
     let name = BusName::new("C-bb-types");
     let _writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(4)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(4)).expect("create");
     let opts = OpenOptions::default();
     match Reader::<u32, Value>::open(name.name(), &opts) {
         Err(OpenError::TypeMismatch { found, expected }) => {
@@ -137,7 +137,7 @@ fn openers_of_another_key_type_value_type_or_kind_are_refused() {
 fn a_second_writer_is_refused_while_the_first_lives_and_attaches_once_it_is_gone() {
     let name = BusName::new("C-bb-writer");
     let mut first =
-        Writer::<u64, u64>::create(name.name(), &BlackboardOptions::new(4)).expect("create");
+        Writer::<u64, u64>::create(name.name(), &blackboard::Options::new(4)).expect("create");
     first.put(&1, &1).expect("put");
     match Writer::<u64, u64>::attach(name.name(), &OpenOptions::default()) {
         Err(AttachError::RoleTaken {
@@ -173,7 +173,7 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
 {
     let name = BusName::new("C-bb-killed");
     let mut writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(16)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(16)).expect("create");
     for k in 0..16 {
         writer.put(&k, &value(k, 1)).expect("put");
     }
@@ -241,7 +241,7 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
 fn keys_sharing_a_home_with_an_entry_left_mid_write_are_read_whether_its_writer_lives_or_not() {
     let name = BusName::new("C-bb-beside");
     let mut writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(16)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(16)).expect("create");
     let entries = 32;
     let home = |k: u64| common::blackboard_home(&k.to_le_bytes(), entries);
     let mut sharing = (8..).filter(|&k| home(k) == home(7));
@@ -291,7 +291,7 @@ fn hostile_bytes_in_the_table_never_hang_or_crash_a_reader_or_a_writer() {
     let name = BusName::new("C-bb-hostile");
     let keys = 32;
     let mut writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(keys)).expect("create");
     for k in 0..keys {
         writer.put(&k, &value(k, 1)).expect("put");
     }
@@ -380,7 +380,7 @@ fn one_writer_round_robin_over_1000_keys_and_four_readers_read_no_torn_value() {
     let name = BusName::new("C-bb-torn");
     let keys = 1000u64;
     let mut writer =
-        Writer::<u64, Value>::create(name.name(), &BlackboardOptions::new(keys)).expect("create");
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(keys)).expect("create");
     for k in 0..keys {
         writer.put(&k, &value(k, 0)).expect("put");
     }
@@ -444,7 +444,7 @@ fn one_writer_round_robin_over_1000_keys_and_four_readers_read_no_torn_value() {
 
 #[test]
 fn a_reader_waiting_on_a_key_or_on_the_table_wakes_when_it_is_written() {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(8)).expect("on_heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(8)).expect("on_heap");
     writer.put(&1, &10).expect("put");
     let mut any = writer.reader();
     let mut one = writer.reader();
@@ -485,16 +485,14 @@ impl shmbus::journal::Keyed for Update {
 
 #[test]
 fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never_joins() {
-    use shmbus::journal::{
-        BoardFeed, FeedError, JoinOptions, JournalOptions, JournalPublisher, State,
-    };
+    use shmbus::journal::{self, BoardFeed, FeedError, JoinOptions, State};
     let dir = common::ShmDir::new("C-bb-feed");
     let bus = dir.bus("bus");
     let board = dir.bus("board");
-    let mut publisher = JournalPublisher::<Update>::create(
+    let mut publisher = journal::Publisher::<Update>::create(
         &bus,
         &BusOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("journaled bus");
     // Before the feed starts: in the journal only.
@@ -503,7 +501,8 @@ fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never
             .publish(&Update { key: n % 10, n })
             .expect("publish");
     }
-    let writer = Writer::<u64, Update>::create(&board, &BlackboardOptions::new(10)).expect("board");
+    let writer =
+        Writer::<u64, Update>::create(&board, &blackboard::Options::new(10)).expect("board");
     let state = State::<Update>::join(&bus, &JoinOptions::default()).expect("join");
     let mut feed = BoardFeed::new(state, writer).expect("feed");
     // Live, from the ring, with more keys than fit at the end.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{param, print_ready, print_result, role, scale_min, spawn_child, splitmix, BusName};
-use shmbus::blackboard::{BlackboardOptions, GetError, ManyWriter, PutError, Reader, Writer};
+use shmbus::blackboard::{self, GetError, ManyWriter, PutError, Reader, Writer};
 use shmbus::error::Role;
 use shmbus::{AttachError, OpenOptions, Publishers};
 
@@ -111,7 +111,7 @@ fn readers(
 fn two_writer_processes_and_readers_see_no_torn_value_and_a_killed_writers_entry_is_taken_over() {
     let name = BusName::new("K-bb-many");
     let keys = 2 * PER_WRITER;
-    let opts = BlackboardOptions::new(keys).unblock_timeout(UNBLOCK);
+    let opts = blackboard::Options::new(keys).unblock_timeout(UNBLOCK);
     let mut creator = ManyWriter::<u64, Value>::create(name.name(), &opts).expect("create");
     for k in 0..keys {
         creator.put(&k, &value(k, 1)).expect("put");
@@ -191,7 +191,7 @@ fn two_writer_processes_and_readers_see_no_torn_value_and_a_killed_writers_entry
 #[test]
 fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_once() {
     let single = BusName::new("K-bb-one");
-    let one = Writer::<u64, u64>::create(single.name(), &BlackboardOptions::new(4)).expect("one");
+    let one = Writer::<u64, u64>::create(single.name(), &blackboard::Options::new(4)).expect("one");
     match ManyWriter::<u64, u64>::attach(single.name(), &OpenOptions::default()) {
         Err(AttachError::WrongMode {
             role: Role::Writer,
@@ -205,7 +205,7 @@ fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_on
     drop(one);
     let many = BusName::new("K-bb-many-modes");
     let mut a =
-        ManyWriter::<u64, u64>::create(many.name(), &BlackboardOptions::new(4)).expect("many");
+        ManyWriter::<u64, u64>::create(many.name(), &blackboard::Options::new(4)).expect("many");
     let mut b = ManyWriter::<u64, u64>::attach(many.name(), &OpenOptions::default()).expect("b");
     let err = Writer::<u64, u64>::attach(many.name(), &OpenOptions::default()).unwrap_err();
     assert!(
@@ -241,7 +241,7 @@ fn an_unblock_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_naming_it_and_leav
         Duration::from_micros(999),
         max + Duration::from_nanos(1),
     ] {
-        let opts = BlackboardOptions::new(4).unblock_timeout(found);
+        let opts = blackboard::Options::new(4).unblock_timeout(found);
         match ManyWriter::<u64, u64>::create(name.name(), &opts) {
             Err(CreateError::InvalidGeometry(e)) => assert_eq!(
                 e,
@@ -257,7 +257,7 @@ fn an_unblock_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_naming_it_and_leav
         assert!(!name.path().exists(), "a refused create left its file");
     }
     for ok in [min, max] {
-        let opts = BlackboardOptions::new(4).unblock_timeout(ok);
+        let opts = blackboard::Options::new(4).unblock_timeout(ok);
         let w = ManyWriter::<u64, u64>::create(name.name(), &opts).expect("in bounds");
         assert_eq!(w.unblock_timeout(), ok);
         drop(w);

@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::BusName;
-use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
+use shmbus::blackboard::{self, Reader, Writer};
 use shmbus::select::Select;
 use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber, Wait};
 
@@ -18,7 +18,7 @@ fn a_select_over_a_bus_and_a_blackboard_reader_wakes_for_each_put_and_not_before
     let _publisher = Publisher::<u64>::create(b.name(), &BusOptions::new(64)).expect("bus");
     let sub = Subscriber::<u64>::open(b.name(), &OpenOptions::default()).expect("sub");
     let mut writer =
-        Writer::<u64, [u64; 8]>::create(t.name(), &BlackboardOptions::new(16)).expect("table");
+        Writer::<u64, [u64; 8]>::create(t.name(), &blackboard::Options::new(16)).expect("table");
     let mut reader = Reader::<u64, [u64; 8]>::open(t.name(), &OpenOptions::default()).expect("rd");
     let mut select = Select::new();
     // Nothing written: neither is ready.

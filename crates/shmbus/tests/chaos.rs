@@ -811,7 +811,7 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
     let mut chaos = Chaos::new("stream_producer_killed");
     let bus = BusName::new("chaos-producer");
     drop(
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(STREAM_CAP))
             .expect("create"),
     );
     let mut consumer = Consumer::<[u8]>::attach(bus.name(), &stream_opts()).expect("open");
@@ -954,7 +954,7 @@ fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_th
     let mut chaos = Chaos::new("stream_consumer_killed");
     let bus = BusName::new("chaos-consumer");
     let mut producer =
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(STREAM_CAP))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(STREAM_CAP))
             .expect("create");
     // At least 5 kills, each followed by a successor that must resume.
     let n = rounds(30, 5);

@@ -11,9 +11,8 @@ use std::time::{Duration, Instant};
 use common::{BusName, ShmDir};
 use shmbus::{
     bus::ManyPublisher,
-    journal::{JournalOptions, JournalPublisher},
-    pool::{PoolPublisher, PoolSubscriber},
-    stream::{Consumer, Producer, StreamOptions},
+    journal, pool,
+    stream::{self, Consumer, Producer},
     BusOptions, OpenOptions, Received, Subscriber, Wait,
 };
 
@@ -67,9 +66,9 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 ) {
     let bus = BusName::new("fork-sample");
     let mut publisher =
-        PoolPublisher::<[u8]>::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
+        pool::Publisher::<[u8]>::create(bus.name(), &shmbus::pool::Options::new(8, 64, 16))
             .expect("create");
-    let sub = PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
+    let sub = pool::Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut loan = publisher.loan(8, Wait::Never).expect("loan");
     loan.copy_from_slice(b"AAAAAAAA");
     loan.publish().expect("publish");
@@ -113,18 +112,18 @@ fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the
 }
 
 /// A raw pool bus's publisher.
-type RawPool = PoolPublisher<[u8]>;
+type RawPool = pool::Publisher<[u8]>;
 
 /// A pool bus of two publishers and a subscriber, for the loan tests.
-fn pool_of_two(bus: &BusName) -> (RawPool, RawPool, PoolSubscriber<[u8]>) {
-    let mine = PoolPublisher::<[u8]>::create_many(
+fn pool_of_two(bus: &BusName) -> (RawPool, RawPool, pool::Subscriber<[u8]>) {
+    let mine = pool::Publisher::<[u8]>::create_many(
         bus.name(),
-        &shmbus::pool::PoolOptions::new(8, 64, 16).many(),
+        &shmbus::pool::Options::new(8, 64, 16).many(),
     )
     .expect("create");
     let other =
-        PoolPublisher::<[u8]>::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
-    let sub = PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
+        pool::Publisher::<[u8]>::attach_many(bus.name(), &OpenOptions::default()).expect("attach");
+    let sub = pool::Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     (mine, other, sub)
 }
 
@@ -142,7 +141,7 @@ fn cycle_every_free_block(other: &mut RawPool) {
 }
 
 /// The last message the subscriber can read now: (sequence, bytes).
-fn last_message(sub: &mut PoolSubscriber<[u8]>) -> Option<(u64, Vec<u8>)> {
+fn last_message(sub: &mut pool::Subscriber<[u8]>) -> Option<(u64, Vec<u8>)> {
     let mut last = None;
     while let Ok(Some(got)) = sub.recv(Wait::Never) {
         if let Received::Message(s) = got {
@@ -201,7 +200,8 @@ fn a_forked_child_dropping_its_copy_of_an_owned_loan_leaves_the_parents_block_lo
 #[test]
 fn a_forked_child_dropping_its_copies_of_a_streams_producer_and_consumer_leaves_their_pids() {
     let bus = BusName::new("fork-stream");
-    let producer = Producer::<[u8]>::create(bus.name(), &StreamOptions::new(4096)).expect("create");
+    let producer =
+        Producer::<[u8]>::create(bus.name(), &stream::Options::new(4096)).expect("create");
     let consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     let me = std::process::id();
     let pids = || {
@@ -232,10 +232,10 @@ fn a_forked_child_dropping_its_copies_of_a_streams_producer_and_consumer_leaves_
 fn a_forked_child_dropping_its_copy_of_a_journal_publisher_neither_panics_nor_stops_the_parents() {
     let dir = ShmDir::new("fork-journal");
     let bus = BusName::new("fork-journal");
-    let publisher = JournalPublisher::<[u8; 8]>::create(
+    let publisher = journal::Publisher::<[u8; 8]>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     let mut p = Some(publisher);

@@ -45,9 +45,8 @@ fn images() -> &'static (Vec<u8>, Vec<u8>) {
         drop(p);
         let bus_image = std::fs::read(bus.path()).expect("read bus");
         let stream = BusName::new("fuzz-image-stream");
-        let mut p =
-            Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
-                .expect("create");
+        let mut p = Producer::<[u8]>::create(stream.name(), &shmbus::stream::Options::new(4096))
+            .expect("create");
         for i in 0..40usize {
             p.push(&vec![i as u8; i * 7 % 200], Wait::Never)
                 .expect("room");

@@ -133,7 +133,7 @@ fn stat_of_damaged_journal_files_is_a_typed_error_or_their_valid_prefix() {
         std::fs::write(&path, &good[..len]).expect("write");
         assert!(matches!(
             shmbus::journal::stat(&path),
-            Err(shmbus::journal::JournalOpenError::Header { .. })
+            Err(shmbus::journal::OpenError::Header { .. })
         ));
     }
     dir.finish();

@@ -271,8 +271,8 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
     let dir = common::ShmDir::new("thp-journal");
     let bus = BusName::new("thp-journal");
     let opts = BusOptions::new(64).huge_pages(HugePages::Transparent);
-    let journal = shmbus::journal::JournalOptions::new(dir.path().join("j"));
-    match shmbus::journal::JournalPublisher::<Msg>::create(bus.name(), &opts, &journal) {
+    let journal = shmbus::journal::Options::new(dir.path().join("j"));
+    match shmbus::journal::Publisher::<Msg>::create(bus.name(), &opts, &journal) {
         Ok(p) => {
             let st = shmbus::stat::stat(bus.name()).expect("stat");
             assert_ne!(
@@ -283,7 +283,7 @@ fn a_journaled_bus_can_live_in_huge_pages_too() {
             assert!(st.raw_header().journal.is_some(), "still journaled");
             drop(p);
         }
-        Err(shmbus::journal::JournalCreateError::Create(CreateError::HugePages(e))) => {
+        Err(shmbus::journal::CreateError::Create(CreateError::HugePages(e))) => {
             common::skip(
                 common::Need::TransparentHugePages,
                 format!("this system gives no transparent huge pages to tmpfs: {e}"),

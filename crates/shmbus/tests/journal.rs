@@ -14,8 +14,8 @@ use shmbus::journal::format::{record_size, HEADER_LEN};
 use shmbus::journal::{side_files, stat as journal_stat};
 use shmbus::{
     journal::{
-        AppendError, JoinError, JoinOptions, JournalCreateError, JournalOpenError, JournalOptions,
-        JournalPublisher, JournalSubscriber, Keyed, KeyedState, SeekError, SnapshotError, State,
+        self, AppendError, JoinError, JoinOptions, Keyed, KeyedState, SeekError, SnapshotError,
+        State,
     },
     AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber,
 };
@@ -46,13 +46,13 @@ fn kv(i: u64, keys: u64) -> Kv {
 
 /// A journaled bus named for `label` with its journal at `dir/j`, and the
 /// two guards that remove them.
-fn journaled(label: &str, publishes: u64, keys: u64) -> (ShmDir, BusName, JournalPublisher<Kv>) {
+fn journaled(label: &str, publishes: u64, keys: u64) -> (ShmDir, BusName, journal::Publisher<Kv>) {
     let dir = ShmDir::new(label);
     let bus = BusName::new(label);
-    let mut p = JournalPublisher::<Kv>::create(
+    let mut p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     for i in 0..publishes {
@@ -63,7 +63,7 @@ fn journaled(label: &str, publishes: u64, keys: u64) -> (ShmDir, BusName, Journa
 
 /// Receives until sequence `upto` (exclusive) has come, checking the
 /// contiguous part has every sequence once, in order.
-fn drain_to(sub: &mut JournalSubscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
+fn drain_to(sub: &mut journal::Subscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
     let mut seqs = Vec::new();
     while sub.position() < upto {
         match sub.recv(shmbus::Wait::For(Duration::from_secs(10))) {
@@ -82,7 +82,7 @@ fn drain_to(sub: &mut JournalSubscriber<Kv>, upto: u64, keys: u64) -> Vec<u64> {
 fn a_subscriber_that_joins_late_gets_every_sequence_once_from_the_journal_then_the_ring() {
     let keys = 50;
     let (dir, bus, mut p) = journaled("jlate", 1000, keys);
-    let mut s = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut s = journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     for i in 1000..1500 {
         p.publish(&kv(i, keys)).expect("publish");
     }
@@ -135,7 +135,7 @@ fn join_and_check(bus: &str, end: u64, keys: u64) -> Joined {
 /// contiguous entries are exactly the folded entries delivered plus the
 /// `skipped` of the lag report, so nothing goes missing unannounced.
 fn join_and_account(bus: &str, end: u64, keys: u64) -> Joined {
-    let mut sub = JournalSubscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
+    let mut sub = journal::Subscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
     let mut state = KeyedState::new();
     let mut snapshot = 0;
     let (mut first, mut last, mut contiguous): (Option<u64>, Option<u64>, Option<u64>) =
@@ -280,13 +280,13 @@ fn as_child_publish_keyed_updates() {
             }
         }
         let mut p = match param::<String>("SHMBUS_MODE").as_str() {
-            "create" => JournalPublisher::<Kv>::create(
+            "create" => journal::Publisher::<Kv>::create(
                 &bus,
                 &BusOptions::new(256),
-                &JournalOptions::new(&journal_path).chunk_bytes(64 << 10),
+                &journal::Options::new(&journal_path).chunk_bytes(64 << 10),
             )
             .expect("create"),
-            _ => JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach"),
+            _ => journal::Publisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach"),
         };
         let first = p.next_sequence();
         print_ready();
@@ -409,7 +409,8 @@ fn a_join_between_the_journal_append_and_the_ring_publish_gets_that_message_once
     });
     // The ring's head is 100; the journal already holds 100.
     assert_eq!(shmbus::stat::stat(bus.name()).expect("stat").head, 100);
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     std::fs::write(dir.path().join("go"), b"").expect("go");
     let mut seqs = Vec::new();
     while sub.position() < 200 {
@@ -489,7 +490,7 @@ fn a_publisher_killed_mid_append_leaves_a_valid_prefix_and_its_successor_resumes
 fn as_child_join_and_read_slowly() {
     role("jjoin", || {
         let bus: String = param("SHMBUS_BUS");
-        let mut sub = JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
+        let mut sub = journal::Subscriber::<Kv>::join(&bus, &JoinOptions::default()).expect("join");
         print_ready();
         loop {
             let _ = sub.recv(shmbus::Wait::For(Duration::from_millis(10)));
@@ -570,10 +571,10 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
     let dir = ShmDir::new("jtorn");
     let bus = BusName::new("jtorn");
     let path = dir.path().join("j");
-    let mut p = JournalPublisher::<Kv>::create(
+    let mut p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(&path),
+        &journal::Options::new(&path),
     )
     .expect("create");
     for i in 0..10 {
@@ -588,7 +589,7 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
     common::write_at(&path, at + 8, &kv(10, 7).key.to_le_bytes());
     assert_eq!(journal_stat(&path).expect("stat").records, 10);
     let mut p =
-        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+        journal::Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     drop(no_fork);
     assert_eq!(p.next_sequence(), 10);
     for i in 10..20 {
@@ -606,10 +607,10 @@ fn a_torn_record_at_the_end_is_cut_off_when_the_publisher_reattaches() {
 fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_number() {
     let dir = ShmDir::new("jrepub");
     let bus = BusName::new("jrepub");
-    let mut p = JournalPublisher::<Kv>::create(
+    let mut p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     let mut live = Subscriber::<Kv>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
@@ -622,7 +623,7 @@ fn a_message_in_the_journal_but_not_on_the_ring_is_published_again_under_its_num
     let no_fork = common::no_spawn_in_flight();
     drop(p); // dies between the append and the publish
     let mut p =
-        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+        journal::Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     drop(no_fork);
     assert_eq!(p.next_sequence(), 6);
     p.publish(&kv(6, 3)).expect("publish");
@@ -646,10 +647,10 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
     let bus = BusName::new("jcompact");
     let path = dir.path().join("j");
     let (keys, n) = (100u64, 20_000u64);
-    let mut p = JournalPublisher::<Kv>::create(
+    let mut p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(&path),
+        &journal::Options::new(&path),
     )
     .expect("create");
     for i in 0..n / 2 {
@@ -693,7 +694,7 @@ fn compaction_keeps_one_record_per_key_and_a_joiner_still_gets_the_exact_state()
 
 /// Every entry `sub` delivers until its position reaches `upto`: the
 /// stream a joiner sees, snapshot included. A lag report fails the test.
-fn entries_until(sub: &mut JournalSubscriber<Kv>, upto: u64) -> Vec<(u64, Kv)> {
+fn entries_until(sub: &mut journal::Subscriber<Kv>, upto: u64) -> Vec<(u64, Kv)> {
     let mut got = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while sub.position() < upto {
@@ -709,7 +710,7 @@ fn entries_until(sub: &mut JournalSubscriber<Kv>, upto: u64) -> Vec<(u64, Kv)> {
 
 /// A bus whose journal was compacted once (100 keys, 2 000 updates, the
 /// cut at 1 000), the publisher still attached, and where it stands.
-fn compacted(label: &str) -> (ShmDir, BusName, JournalPublisher<Kv>, u64) {
+fn compacted(label: &str) -> (ShmDir, BusName, journal::Publisher<Kv>, u64) {
     let (dir, bus, mut p) = journaled(label, 1000, 100);
     assert!(p.compact());
     let mut i = 1000;
@@ -733,7 +734,7 @@ fn compacted(label: &str) -> (ShmDir, BusName, JournalPublisher<Kv>, u64) {
 fn seeking_to_a_sequence_gives_exactly_what_a_joiner_gets_from_it_in_a_compacted_journal_too() {
     let (dir, bus, mut p, end) = compacted("jseek");
     let mut whole =
-        JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     let all = entries_until(&mut whole, end);
     let snapshot: Vec<u64> = all.iter().map(|e| e.0).filter(|&s| s < 1000).collect();
     assert_eq!(snapshot.len(), 100);
@@ -754,7 +755,8 @@ fn seeking_to_a_sequence_gives_exactly_what_a_joiner_gets_from_it_in_a_compacted
         end - 1,
         end,
     ];
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     for mark in marks {
         sub.seek(mark).expect("seek");
         let want: Vec<(u64, Kv)> = all.iter().copied().filter(|e| e.0 >= mark).collect();
@@ -800,7 +802,8 @@ fn seeking_in_a_damaged_journal_is_a_typed_error_never_a_hang_or_a_panic() {
     let mut b = [0u8; 1];
     file.read_exact_at(&mut b, at).expect("read");
     file.write_all_at(&[b[0] ^ 0xff], at).expect("write");
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     match sub.seek(3) {
         Err(
             e @ SeekError::Corrupt {
@@ -855,16 +858,16 @@ fn every_misuse_is_a_typed_error() {
     let plain = BusName::new("jplain");
     let p = Publisher::<Kv>::create(plain.name(), &BusOptions::new(8)).expect("create");
     assert!(matches!(
-        JournalSubscriber::<Kv>::join(plain.name(), &JoinOptions::default()),
+        journal::Subscriber::<Kv>::join(plain.name(), &JoinOptions::default()),
         Err(JoinError::NotJournaled { .. })
     ));
     drop(p);
     let bus = BusName::new("jmisuse");
     let path = dir.path().join("j");
-    let p = JournalPublisher::<Kv>::create(
+    let p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(8),
-        &JournalOptions::new(&path),
+        &journal::Options::new(&path),
     )
     .expect("create");
     assert!(matches!(
@@ -883,23 +886,23 @@ fn every_misuse_is_a_typed_error() {
     ));
     // No publisher: nothing to flush, the journal is read as it is.
     let mut late =
-        JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     assert_eq!(late.try_recv(), None);
     assert!(late.is_live());
     drop(late);
     drop(no_fork);
     // A journal of another message type at the path.
     let other = BusName::new("jother");
-    let e = JournalPublisher::<[u64; 3]>::create(
+    let e = journal::Publisher::<[u64; 3]>::create(
         other.name(),
         &BusOptions::new(8),
-        &JournalOptions::new(&path),
+        &journal::Options::new(&path),
     );
     assert!(
         matches!(
             e,
-            Err(JournalCreateError::Journal(
-                JournalOpenError::TypeMismatch { .. }
+            Err(journal::CreateError::Journal(
+                journal::OpenError::TypeMismatch { .. }
             ))
         ),
         "{:?}",
@@ -907,10 +910,10 @@ fn every_misuse_is_a_typed_error() {
     );
     assert!(!other.path().exists());
     // A directory that does not exist.
-    let e = JournalPublisher::<Kv>::create(
+    let e = journal::Publisher::<Kv>::create(
         other.name(),
         &BusOptions::new(8),
-        &JournalOptions::new(dir.path().join("no/such/dir/j")),
+        &journal::Options::new(dir.path().join("no/such/dir/j")),
     );
     assert!(e.is_err());
     assert!(!other.path().exists());
@@ -924,7 +927,8 @@ fn every_misuse_is_a_typed_error() {
 fn drain_ready_delivers_the_same_stream_as_recv_one_at_a_time() {
     let keys = 64;
     let (dir, bus, mut p) = journaled("jdrain", 100_000, keys);
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     let mut seqs = Vec::new();
     let mut state = KeyedState::new();
     let mut published = 100_000;
@@ -954,7 +958,8 @@ fn drain_ready_delivers_the_same_stream_as_recv_one_at_a_time() {
 fn a_joiner_lapped_by_the_ring_reads_what_it_missed_back_from_the_journal() {
     let keys = 10;
     let (dir, bus, mut p) = journaled("jlapped", 100, keys);
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     // Read into the live part, then fall 10 laps of the 64-slot ring behind.
     assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
     assert_eq!(sub.try_recv(), None);
@@ -974,7 +979,7 @@ fn a_joiner_lapped_by_the_ring_reads_what_it_missed_back_from_the_journal() {
 
 /// Compacts `p`'s journal, publishing from `*next` until the new file is
 /// switched in (the switch happens inside a publish).
-fn compact_while_publishing(p: &mut JournalPublisher<Kv>, next: &mut u64, keys: u64) {
+fn compact_while_publishing(p: &mut journal::Publisher<Kv>, next: &mut u64, keys: u64) {
     assert!(p.compact(), "no compaction running");
     let deadline = Instant::now() + Duration::from_secs(60);
     while p.is_compacting() {
@@ -991,9 +996,15 @@ fn compact_while_publishing(p: &mut JournalPublisher<Kv>, next: &mut u64, keys: 
 fn live_joiner_at_100(
     label: &str,
     keys: u64,
-) -> (ShmDir, BusName, JournalPublisher<Kv>, JournalSubscriber<Kv>) {
+) -> (
+    ShmDir,
+    BusName,
+    journal::Publisher<Kv>,
+    journal::Subscriber<Kv>,
+) {
     let (dir, bus, p) = journaled(label, 100, keys);
-    let mut sub = JournalSubscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
+    let mut sub =
+        journal::Subscriber::<Kv>::join(bus.name(), &JoinOptions::default()).expect("join");
     assert_eq!(drain_to(&mut sub, 100, keys), (0..100).collect::<Vec<_>>());
     assert_eq!(sub.try_recv(), None);
     assert!(sub.is_live());
@@ -1088,7 +1099,7 @@ fn a_joiner_lapped_across_two_compactions_is_told_exactly_what_was_folded_away()
 }
 
 /// Publishes update `next` (as [`kv`], its bytes) on a raw journaled bus.
-fn publish_raw(p: &mut JournalPublisher<[u8]>, next: &mut u64, keys: u64) {
+fn publish_raw(p: &mut journal::Publisher<[u8]>, next: &mut u64, keys: u64) {
     p.publish(bytemuck::bytes_of(&kv(*next, keys)))
         .expect("publish");
     *next += 1;
@@ -1096,7 +1107,7 @@ fn publish_raw(p: &mut JournalPublisher<[u8]>, next: &mut u64, keys: u64) {
 
 /// [`compact_while_publishing`] on a raw journaled bus (it compacts by
 /// the first 8 bytes: `Kv::key`).
-fn compact_raw_while_publishing(p: &mut JournalPublisher<[u8]>, next: &mut u64, keys: u64) {
+fn compact_raw_while_publishing(p: &mut journal::Publisher<[u8]>, next: &mut u64, keys: u64) {
     assert!(p.compact(), "no compaction running");
     let deadline = Instant::now() + Duration::from_secs(60);
     while p.is_compacting() {
@@ -1124,10 +1135,10 @@ fn a_raw_state_folds_a_compacted_raw_journal_and_rejoins_after_a_lap_across_two_
     let keys = 10;
     let dir = ShmDir::new("jrawstate");
     let bus = BusName::new("jrawstate");
-    let mut p = JournalPublisher::<[u8]>::create(
+    let mut p = journal::Publisher::<[u8]>::create(
         bus.name(),
         &BusOptions::new(64).msg_size(16),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     // A journal compacted once: the joiner folds a snapshot, then a tail.
@@ -1169,10 +1180,10 @@ fn a_state_whose_rejoin_failed_rejoins_at_its_next_poll_instead_of_folding_past_
     let dir = ShmDir::new("jstalestate");
     let bus = BusName::new("jstalestate");
     let journal = dir.path().join("j");
-    let mut p = JournalPublisher::<[u8]>::create(
+    let mut p = journal::Publisher::<[u8]>::create(
         bus.name(),
         &BusOptions::new(64).msg_size(16),
-        &JournalOptions::new(&journal),
+        &journal::Options::new(&journal),
     )
     .expect("create");
     let mut next = 0;
@@ -1215,7 +1226,7 @@ fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
     std::fs::write(&leftover, b"half a compaction").expect("write");
     let no_fork = common::no_spawn_in_flight();
     drop(p);
-    let p = JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+    let p = journal::Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     drop(no_fork);
     assert!(!leftover.exists());
     assert_eq!(p.next_sequence(), 10);
@@ -1240,7 +1251,7 @@ fn journal_figures(path: &Path) -> (u64, u64, u64, u64) {
 
 /// Joins `bus` and folds everything the journal and the ring have.
 fn joined_state(bus: &str) -> KeyedState<Kv> {
-    let mut sub = JournalSubscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
+    let mut sub = journal::Subscriber::<Kv>::join(bus, &JoinOptions::default()).expect("join");
     let mut state = KeyedState::new();
     while let Some(r) = sub.try_recv() {
         match r {
@@ -1272,7 +1283,7 @@ fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_an
     for i in 5..45 {
         let no_fork = common::no_spawn_in_flight();
         let mut p =
-            JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+            journal::Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
         drop(no_fork);
         p.compact_after(Some(5));
         assert_eq!(p.publish(&two_keys(i)).expect("publish"), i);
@@ -1310,7 +1321,7 @@ fn closing_a_publisher_switches_in_its_pending_compaction_before_it_returns() {
     // Below the threshold, close leaves the records as they are.
     let no_fork = common::no_spawn_in_flight();
     let mut p =
-        JournalPublisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
+        journal::Publisher::<Kv>::attach(bus.name(), &OpenOptions::default()).expect("attach");
     drop(no_fork);
     p.compact_after(Some(5));
     for i in 100..104 {
@@ -1362,16 +1373,16 @@ fn as_child_open_a_planted_journal() {
         let path: String = param("SHMBUS_JOURNAL");
         let word = |e: &dyn std::fmt::Display| e.to_string().replace(' ', "~");
         let stat = match journal_stat(Path::new(&path)) {
-            Err(JournalOpenError::NotRegular { .. }) => "typed".to_owned(),
+            Err(journal::OpenError::NotRegular { .. }) => "typed".to_owned(),
             Err(e) => word(&e),
             Ok(_) => "read".to_owned(),
         };
         let stat_text = journal_stat(Path::new(&path)).map_or_else(|e| word(&e), |_| "read".into());
-        let join = match JournalSubscriber::<Kv>::join(&bus, &JoinOptions::default()) {
+        let join = match journal::Subscriber::<Kv>::join(&bus, &JoinOptions::default()) {
             Err(e) => word(&e),
             Ok(_) => "joined".to_owned(),
         };
-        let attach = match JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()) {
+        let attach = match journal::Publisher::<Kv>::attach(&bus, &OpenOptions::default()) {
             Err(e) => word(&e),
             Ok(_) => "attached".to_owned(),
         };
@@ -1451,7 +1462,7 @@ fn as_child_make_a_journal_under_umask_027() {
                 format!("{:o}", m.permissions().mode() & 0o777)
             })
         };
-        let mut p = JournalPublisher::<Kv>::create(&bus, &opts, &JournalOptions::new(&path))
+        let mut p = journal::Publisher::<Kv>::create(&bus, &opts, &journal::Options::new(&path))
             .expect("create");
         let created = mode_of(&path);
         for i in 0..10 {
@@ -1461,7 +1472,8 @@ fn as_child_make_a_journal_under_umask_027() {
         p.close().expect("close");
         let compacted = mode_of(&path);
         let prev = mode_of(&side_files(&path)[1]);
-        let mut p = JournalPublisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
+        let mut p =
+            journal::Publisher::<Kv>::attach(&bus, &OpenOptions::default()).expect("attach");
         for i in 10..20 {
             p.publish(&two_keys(i)).expect("publish");
         }
@@ -1478,8 +1490,8 @@ fn as_child_make_a_journal_under_umask_027() {
         std::fs::remove_file(&bus_path).expect("remove the bus");
         let again = BusOptions::new(64).mode(0o640);
         let refused =
-            match JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path)) {
-                Err(JournalCreateError::Journal(JournalOpenError::NotOwned { .. })) => {
+            match journal::Publisher::<Kv>::create(&bus, &again, &journal::Options::new(&path)) {
+                Err(journal::CreateError::Journal(journal::OpenError::NotOwned { .. })) => {
                     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
                         .expect("chmod");
                     true
@@ -1491,7 +1503,7 @@ fn as_child_make_a_journal_under_umask_027() {
                     false
                 }
             };
-        let p = JournalPublisher::<Kv>::create(&bus, &again, &JournalOptions::new(&path))
+        let p = journal::Publisher::<Kv>::create(&bus, &again, &journal::Options::new(&path))
             .expect("create again");
         assert_eq!(p.next_sequence(), 20);
         p.close().expect("close");
@@ -1570,7 +1582,7 @@ fn a_journal_started_from_another_ones_replay_gives_a_late_joiner_the_same_state
     // skip) and then every sequence from the cut.
     let mut replay = Vec::new();
     let mut up =
-        JournalSubscriber::<[u8]>::join(bus.name(), &JoinOptions::default()).expect("join");
+        journal::Subscriber::<[u8]>::join(bus.name(), &JoinOptions::default()).expect("join");
     while !up.is_live() {
         if let Some(Received::Message(e)) = up.recv(shmbus::Wait::Never) {
             replay.push((e.seq, e.msg.to_vec()));
@@ -1584,8 +1596,8 @@ fn a_journal_started_from_another_ones_replay_gives_a_late_joiner_the_same_state
         .unwrap_or(0);
     let run = replay.split_off(cut);
     let mirror = BusName::new("jseed-down");
-    let journal = JournalOptions::new(dir.path().join("mirror")).snapshot(replay.clone());
-    let mut m = JournalPublisher::<[u8]>::create(
+    let journal = journal::Options::new(dir.path().join("mirror")).snapshot(replay.clone());
+    let mut m = journal::Publisher::<[u8]>::create(
         mirror.name(),
         &BusOptions::new(64)
             .msg_size(16)
@@ -1603,16 +1615,16 @@ fn a_journal_started_from_another_ones_replay_gives_a_late_joiner_the_same_state
     // Misuse: out of order, too long, over an existing journal.
     let bad = |records: Vec<(u64, Vec<u8>)>, path: &str| {
         let name = BusName::new("jseed-bad");
-        let r = JournalPublisher::<[u8]>::create(
+        let r = journal::Publisher::<[u8]>::create(
             name.name(),
             &BusOptions::new(8)
                 .msg_size(16)
                 .message_type("test.Kv", 8)
                 .first_sequence(10),
-            &JournalOptions::new(dir.path().join(path)).snapshot(records),
+            &journal::Options::new(dir.path().join(path)).snapshot(records),
         );
         let e = match r {
-            Err(JournalCreateError::Snapshot(e)) => e,
+            Err(journal::CreateError::Snapshot(e)) => e,
             other => panic!("expected a snapshot error, got {:?}", other.map(|_| ())),
         };
         assert!(!std::path::Path::new(name.name()).exists(), "no bus left");
@@ -1663,10 +1675,10 @@ fn a_journaled_bus_its_journal_and_each_compaction_s_file_get_the_group_asked_fo
     let dir = ShmDir::new("F-group");
     let bus = BusName::new("F-group");
     let journal = dir.path().join("j");
-    let mut p = JournalPublisher::<Kv>::create(
+    let mut p = journal::Publisher::<Kv>::create(
         bus.name(),
         &BusOptions::new(64).group(OTHER_GID).mode(0o640),
-        &JournalOptions::new(&journal),
+        &journal::Options::new(&journal),
     )
     .expect("create");
     let of = |path: &Path| {

@@ -314,16 +314,16 @@ fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_
 #[test]
 fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction_and_journals_everything(
 ) {
-    use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    use shmbus::journal::{self, JoinOptions};
     const CAP: u64 = 16;
     const N: u64 = 10 * CAP;
     let dir = common::ShmDir::new("lossless-journal");
     let bus = BusName::new("lossless-journal");
     let evict = Duration::from_millis(200);
-    let mut publisher = JournalPublisher::<u64>::create(
+    let mut publisher = journal::Publisher::<u64>::create(
         bus.name(),
         &BusOptions::new(CAP).evict_after(evict),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     let child = reader(&bus, N, true);
@@ -342,7 +342,7 @@ fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction
         "held back {took:?}, the eviction timeout is {evict:?}"
     );
     let mut journal =
-        JournalSubscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
+        journal::Subscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
     for i in 0..N {
         match journal.recv(Wait::For(Duration::from_secs(10))) {
             Some(Received::Message(e)) => assert_eq!((e.seq, e.msg), (i, i)),
@@ -419,7 +419,7 @@ fn subscribers_racing_for_the_last_lossless_places_get_exactly_as_many_as_there_
 #[cfg_attr(miri, ignore)]
 fn a_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_at_create_naming_it_and_leaves_no_file() {
     use shmbus::error::GeometryError;
-    use shmbus::pool::{PoolOptions, PoolPublisher};
+    use shmbus::pool;
     let (min, max) = (shmbus::bus::MIN_TIMEOUT, shmbus::bus::MAX_EVICT);
     let refused = |option: &'static str, found: Duration| {
         move |err: Option<shmbus::CreateError>| match err {
@@ -460,24 +460,26 @@ fn a_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_at_create_naming_it_and_lea
         refused("unblock timeout", found)(
             shmbus::bus::ManyPublisher::<u64>::create(bus.name(), &many).err(),
         );
-        let pool = PoolOptions::new(4, 64, 5).evict_after(found);
-        refused("eviction timeout", found)(PoolPublisher::<[u8]>::create(bus.name(), &pool).err());
-        let pool = PoolOptions::new(4, 64, 5).many().unblock_timeout(found);
+        let pool = pool::Options::new(4, 64, 5).evict_after(found);
+        refused("eviction timeout", found)(
+            pool::Publisher::<[u8]>::create(bus.name(), &pool).err(),
+        );
+        let pool = pool::Options::new(4, 64, 5).many().unblock_timeout(found);
         refused("unblock timeout", found)(
-            PoolPublisher::<[u8]>::create_many(bus.name(), &pool).err(),
+            pool::Publisher::<[u8]>::create_many(bus.name(), &pool).err(),
         );
         let journal = std::env::temp_dir().join(format!(
             "shmbus-test-gate-timeouts-{}.journal",
             std::process::id()
         ));
-        let err = shmbus::journal::JournalPublisher::<u64>::create(
+        let err = shmbus::journal::Publisher::<u64>::create(
             bus.name(),
             &opts,
-            &shmbus::journal::JournalOptions::new(&journal),
+            &shmbus::journal::Options::new(&journal),
         )
         .err();
         match err {
-            Some(shmbus::journal::JournalCreateError::Create(e)) => {
+            Some(shmbus::journal::CreateError::Create(e)) => {
                 refused("eviction timeout", found)(Some(e))
             }
             other => panic!("a journaled bus: expected a timeout error, got {other:?}"),

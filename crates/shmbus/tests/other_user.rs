@@ -152,9 +152,8 @@ fn another_user_is_refused_a_default_bus_with_a_permission_error_by_every_opener
     drop(p);
 
     let stream = BusName::new("other-stream-0600");
-    let producer =
-        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create");
+    let producer = Producer::<[u8]>::create(stream.name(), &shmbus::stream::Options::new(4096))
+        .expect("create");
     let r = as_other_user(&stream, "stream", NOBODY);
     for opener in ["stat", "consumer", "producer"] {
         assert_eq!(r.raw(opener), Some("denied"), "{opener}");

@@ -11,8 +11,7 @@ use std::time::Duration;
 use bytemuck::{Pod, Zeroable};
 use common::{param, print_ready, role, spawn_child, splitmix, BusName};
 use shmbus::{
-    pool::{PoolOptions, PoolPublisher, PoolSubscriber},
-    AttachError, Message, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
+    pool, AttachError, Message, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
 };
 
 /// The typed tests' message: 24 bytes, aligned to 8.
@@ -56,7 +55,7 @@ fn as_child_pool_tick_reader() {
         let name: String = param("BUS");
         let count: u64 = param("COUNT");
         let opts = OpenOptions::default().start(Start::Oldest);
-        let mut s = PoolSubscriber::<Tick>::open(&name, &opts).expect("open");
+        let mut s = pool::Subscriber::<Tick>::open(&name, &opts).expect("open");
         print_ready();
         let mut got = 0;
         while got < count {
@@ -79,7 +78,7 @@ fn as_child_pool_raw_reader() {
         let name: String = param("BUS");
         let count: u64 = param("COUNT");
         let opts = OpenOptions::default().start(Start::Oldest);
-        let mut s = PoolSubscriber::<[u8]>::open(&name, &opts).expect("open");
+        let mut s = pool::Subscriber::<[u8]>::open(&name, &opts).expect("open");
         print_ready();
         for _ in 0..count {
             match s.recv(Wait::For(Duration::from_secs(5))).expect("recv") {
@@ -99,7 +98,8 @@ fn as_child_pool_raw_reader() {
 fn as_child_pool_raw_writer() {
     role("pool-raw-writer", || {
         let name: String = param("BUS");
-        let mut p = PoolPublisher::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
+        let mut p =
+            pool::Publisher::<[u8]>::attach(&name, &OpenOptions::default()).expect("attach");
         let mut loan = p.loan(3, Wait::Never).expect("a block");
         loan.copy_from_slice(b"abc");
         loan.publish().expect("single publisher");
@@ -115,8 +115,8 @@ fn as_child_pool_raw_writer() {
 #[test]
 fn a_typed_pool_publishes_and_receives_a_t_across_processes() {
     let bus = BusName::new("pool-typed");
-    let mut p =
-        PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create");
+    let mut p = pool::Publisher::<Tick>::create(bus.name(), &pool::Options::new(8, 64, 16))
+        .expect("create");
     let mut reader = spawn_child(
         "as_child_pool_tick_reader",
         "pool-tick-reader",
@@ -148,16 +148,17 @@ fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
     // dropped handle's lock.
     let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-mismatch");
-    let p = PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create");
+    let p =
+        pool::Publisher::<Tick>::create(bus.name(), &pool::Options::new(4, 64, 8)).expect("create");
     let opts = OpenOptions::default();
     // Same size and alignment, another name; then another size.
     for (err, expected) in [
         (
-            PoolSubscriber::<Quote>::open(bus.name(), &opts).err(),
+            pool::Subscriber::<Quote>::open(bus.name(), &opts).err(),
             TypeFingerprint::of::<Quote>(),
         ),
         (
-            PoolSubscriber::<u64>::open(bus.name(), &opts).err(),
+            pool::Subscriber::<u64>::open(bus.name(), &opts).err(),
             TypeFingerprint::of::<u64>(),
         ),
     ] {
@@ -169,7 +170,7 @@ fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
             other => panic!("expected a type mismatch, got {other:?}"),
         }
     }
-    let text = PoolSubscriber::<Quote>::open(bus.name(), &opts)
+    let text = pool::Subscriber::<Quote>::open(bus.name(), &opts)
         .expect_err("a Quote reader of a Tick pool")
         .to_string();
     assert!(
@@ -180,18 +181,18 @@ fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
     // none, it opens.
     let named = OpenOptions::default().message_type("test.pool.Quote", 24, 8);
     assert!(matches!(
-        PoolSubscriber::<[u8]>::open(bus.name(), &named),
+        pool::Subscriber::<[u8]>::open(bus.name(), &named),
         Err(OpenError::TypeMismatch { .. })
     ));
     let named = OpenOptions::default().message_type("test.pool.Tick", 24, 8);
-    drop(PoolSubscriber::<[u8]>::open(bus.name(), &named).expect("the pool's own type"));
-    drop(PoolSubscriber::<Tick>::open(bus.name(), &opts).expect("the pool's own type"));
+    drop(pool::Subscriber::<[u8]>::open(bus.name(), &named).expect("the pool's own type"));
+    drop(pool::Subscriber::<Tick>::open(bus.name(), &opts).expect("the pool's own type"));
 
     // A publisher of another type is refused before it takes the role: the
     // epoch stays, and the right type attaches after it.
     drop(p);
     let epoch = shmbus::stat::stat(bus.name()).expect("stat").epoch;
-    match PoolPublisher::<Quote>::attach(bus.name(), &opts) {
+    match pool::Publisher::<Quote>::attach(bus.name(), &opts) {
         Err(AttachError::Open(OpenError::TypeMismatch { found, expected })) => {
             assert_eq!(found, TypeFingerprint::of::<Tick>());
             assert_eq!(expected, TypeFingerprint::of::<Quote>());
@@ -199,7 +200,7 @@ fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
         other => panic!("expected a type mismatch, got {other:?}"),
     }
     assert_eq!(shmbus::stat::stat(bus.name()).expect("stat").epoch, epoch);
-    drop(PoolPublisher::<Tick>::attach(bus.name(), &opts).expect("the pool's own type"));
+    drop(pool::Publisher::<Tick>::attach(bus.name(), &opts).expect("the pool's own type"));
     assert_eq!(
         shmbus::stat::stat(bus.name()).expect("stat").epoch,
         epoch.map(|e| e + 1)
@@ -210,8 +211,8 @@ fn opening_a_pool_as_another_message_type_is_a_type_mismatch_naming_both() {
 #[test]
 fn a_raw_subscriber_reads_a_typed_pools_messages_as_their_bytes() {
     let bus = BusName::new("pool-raw-reads-typed");
-    let mut p =
-        PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create");
+    let mut p = pool::Publisher::<Tick>::create(bus.name(), &pool::Options::new(8, 64, 16))
+        .expect("create");
     let mut reader = spawn_child(
         "as_child_pool_raw_reader",
         "pool-raw-reader",
@@ -244,10 +245,13 @@ fn a_raw_subscriber_reads_a_typed_pools_messages_as_their_bytes() {
 fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
     let bus = BusName::new("pool-raw-writes-typed");
     let no_fork = common::no_spawn_in_flight(); // as in `opening_a_pool_as_...`
-    drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(8, 64, 16)).expect("create"));
+    drop(
+        pool::Publisher::<Tick>::create(bus.name(), &pool::Options::new(8, 64, 16))
+            .expect("create"),
+    );
     drop(no_fork);
     let opts = OpenOptions::default().start(Start::Oldest);
-    let mut s = PoolSubscriber::<Tick>::open(bus.name(), &opts).expect("open");
+    let mut s = pool::Subscriber::<Tick>::open(bus.name(), &opts).expect("open");
     let writer = spawn_child(
         "as_child_pool_raw_writer",
         "pool-raw-writer",
@@ -282,12 +286,12 @@ fn a_typed_subscriber_counts_a_raw_writers_message_of_another_length_as_lost() {
 fn a_raw_creator_records_the_block_type_it_names_and_only_that_type_opens_it_typed() {
     let _no_fork = common::no_spawn_in_flight(); // handles dropped, the bus opened again
     let bus = BusName::new("pool-named");
-    let opts = PoolOptions::new(4, 64, 8).message_type(Tick::NAME, 24, 8);
-    let mut raw = PoolPublisher::<[u8]>::create(bus.name(), &opts).expect("create");
+    let opts = pool::Options::new(4, 64, 8).message_type(Tick::NAME, 24, 8);
+    let mut raw = pool::Publisher::<[u8]>::create(bus.name(), &opts).expect("create");
     let mut typed =
-        PoolSubscriber::<Tick>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
+        pool::Subscriber::<Tick>::open(bus.name(), &OpenOptions::default().start(Start::Oldest))
             .expect("the named type opens typed");
-    match PoolSubscriber::<Quote>::open(bus.name(), &OpenOptions::default()) {
+    match pool::Subscriber::<Quote>::open(bus.name(), &OpenOptions::default()) {
         Err(OpenError::TypeMismatch { found, .. }) => assert_eq!(found.name, Tick::NAME),
         other => panic!("expected a type mismatch, got {other:?}"),
     }
@@ -304,8 +308,8 @@ fn a_raw_creator_records_the_block_type_it_names_and_only_that_type_opens_it_typ
     // refused when the pool is made.
     for (size, align) in [(65, 8), (24, 128), (24, 3)] {
         let bad = BusName::new("pool-named-bad");
-        let opts = PoolOptions::new(4, 64, 8).message_type(Tick::NAME, size, align);
-        let err = PoolPublisher::<[u8]>::create(bad.name(), &opts).expect_err("refused");
+        let opts = pool::Options::new(4, 64, 8).message_type(Tick::NAME, size, align);
+        let err = pool::Publisher::<[u8]>::create(bad.name(), &opts).expect_err("refused");
         assert!(
             matches!(err, shmbus::CreateError::InvalidGeometry(_)),
             "size {size} align {align}: {err}"
@@ -321,7 +325,9 @@ fn a_pool_made_before_the_header_recorded_its_block_type_opens_raw_only() {
     // dropped handle's lock.
     let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-untyped");
-    drop(PoolPublisher::<Tick>::create(bus.name(), &PoolOptions::new(4, 64, 8)).expect("create"));
+    drop(
+        pool::Publisher::<Tick>::create(bus.name(), &pool::Options::new(4, 64, 8)).expect("create"),
+    );
     // As an older build left it: the block type's bytes are zero.
     let path = bus.path();
     let (from, to) = (
@@ -329,14 +335,16 @@ fn a_pool_made_before_the_header_recorded_its_block_type_opens_raw_only() {
         shmbus::wire::header::POOL_TYPE_NAME + 64,
     );
     common::write_at(path, from as u64, &vec![0u8; to - from]);
-    match PoolSubscriber::<Tick>::open(bus.name(), &OpenOptions::default()) {
+    match pool::Subscriber::<Tick>::open(bus.name(), &OpenOptions::default()) {
         Err(OpenError::TypeMismatch { found, .. }) => {
             assert_eq!((found.size, found.align, found.name_hash), (0, 0, 0));
         }
         other => panic!("expected a type mismatch, got {other:?}"),
     }
-    drop(PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
-    drop(PoolPublisher::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("raw attaches"));
+    drop(pool::Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
+    drop(
+        pool::Publisher::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("raw attaches"),
+    );
     let pool = shmbus::stat::stat(bus.name())
         .expect("stat")
         .pool
@@ -353,13 +361,13 @@ fn a_typed_pool_whose_header_says_its_blocks_are_smaller_than_its_type_is_refuse
     let _no_fork = common::no_spawn_in_flight();
     let bus = BusName::new("pool-small-blocks");
     drop(
-        PoolPublisher::<[u64; 16]>::create(bus.name(), &PoolOptions::new(4, 128, 8))
+        pool::Publisher::<[u64; 16]>::create(bus.name(), &pool::Options::new(4, 128, 8))
             .expect("create"),
     );
     // Blocks of 64 bytes still lie inside the file: only the type says no.
     let path = bus.path();
     common::patch_u64(path, shmbus::wire::header::POOL_BLOCK_SIZE as u64, 64);
-    match PoolSubscriber::<[u64; 16]>::open(bus.name(), &OpenOptions::default()) {
+    match pool::Subscriber::<[u64; 16]>::open(bus.name(), &OpenOptions::default()) {
         Err(OpenError::InvalidGeometry(text)) => {
             assert!(
                 text.contains("64-byte blocks") && text.contains("u64[16]"),
@@ -368,11 +376,11 @@ fn a_typed_pool_whose_header_says_its_blocks_are_smaller_than_its_type_is_refuse
         }
         other => panic!("expected invalid geometry, got {other:?}"),
     }
-    match PoolPublisher::<[u64; 16]>::attach(bus.name(), &OpenOptions::default()) {
+    match pool::Publisher::<[u64; 16]>::attach(bus.name(), &OpenOptions::default()) {
         Err(AttachError::Open(OpenError::InvalidGeometry(_))) => {}
         other => panic!("expected invalid geometry, got {other:?}"),
     }
-    drop(PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
+    drop(pool::Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("raw opens"));
     bus.finish();
 }
 
@@ -388,7 +396,7 @@ fn whole(buf: &[u8]) -> bool {
     buf[8..].iter().all(|&b| b == tag as u8)
 }
 
-fn publish(p: &mut PoolPublisher<[u8]>, tag: u64, len: usize) {
+fn publish(p: &mut pool::Publisher<[u8]>, tag: u64, len: usize) {
     let mut loan = p
         .loan(len, Wait::For(Duration::from_secs(5)))
         .expect("a block");
@@ -401,7 +409,7 @@ fn as_child_pool_holder() {
     role("pool-holder", || {
         let name: String = param("BUS");
         let hold: usize = param("HOLD");
-        let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
+        let mut s = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
         print_ready();
         let mut held = Vec::new();
         while held.len() < hold {
@@ -420,7 +428,7 @@ fn as_child_pool_loaner() {
     role("pool-loaner", || {
         let name: String = param("BUS");
         let mut p =
-            PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()).expect("attach");
+            pool::Publisher::<[u8]>::attach_many(&name, &OpenOptions::default()).expect("attach");
         let loan = p.loan(64, Wait::Never).expect("a block");
         print_ready();
         let _keep = loan;
@@ -436,15 +444,16 @@ fn as_child_pool_worker() {
         let kind: String = param("KIND");
         let mut rng: u64 = param("SEED");
         if kind == "publisher" {
-            let mut p =
-                PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()).expect("attach");
+            let mut p = pool::Publisher::<[u8]>::attach_many(&name, &OpenOptions::default())
+                .expect("attach");
             print_ready();
             for tag in 0.. {
                 rng = splitmix(rng);
                 publish(&mut p, tag, 8 + (rng % 4000) as usize);
             }
         } else {
-            let mut s = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
+            let mut s =
+                pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
             print_ready();
             let mut held = std::collections::VecDeque::new();
             loop {
@@ -454,7 +463,7 @@ fn as_child_pool_worker() {
                     held.push_back(m);
                 }
                 rng = splitmix(rng);
-                if held.len() == PoolSubscriber::<[u8]>::MAX_HELD || rng % 3 == 0 {
+                if held.len() == pool::Subscriber::<[u8]>::MAX_HELD || rng % 3 == 0 {
                     if let Some(m) = held.pop_front() {
                         assert!(whole(&m), "a held block was rewritten");
                     }
@@ -470,12 +479,12 @@ fn as_child_pool_worker() {
 fn as_child_pool_foreigner() {
     role("pool-foreigner", || {
         let name: String = param("BUS");
-        match PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default()) {
+        match pool::Publisher::<[u8]>::attach_many(&name, &OpenOptions::default()) {
             Err(e @ shmbus::AttachError::PidNamespace { .. }) => println!("REFUSED {e}"),
             Err(e) => println!("OTHER {e}"),
             Ok(_) => println!("ATTACHED"),
         }
-        let opened = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default()).is_ok();
+        let opened = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).is_ok();
         println!("SUBSCRIBER {opened}");
     });
 }
@@ -485,9 +494,9 @@ fn as_child_pool_foreigner() {
 #[test]
 fn a_publisher_in_another_pid_namespace_is_refused_and_a_subscriber_is_not() {
     let bus = BusName::new("pool-pidns");
-    let _p = PoolPublisher::<[u8]>::create_many(
+    let _p = pool::Publisher::<[u8]>::create_many(
         bus.name(),
-        &shmbus::pool::PoolOptions::new(2, 64, 3).many(),
+        &shmbus::pool::Options::new(2, 64, 3).many(),
     )
     .expect("create");
     if common::run(common::command("unshare", &["--pid", "--fork", "true"])).code() != Some(0) {
@@ -528,9 +537,8 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
     let bus = BusName::new("pool-holder");
     // 8 slots and 16 blocks: with the holder's 8 held and 8 on the ring,
     // none is free until the holder dies.
-    let mut p =
-        PoolPublisher::<[u8]>::create(bus.name(), &shmbus::pool::PoolOptions::new(8, 64, 16))
-            .expect("create");
+    let mut p = pool::Publisher::<[u8]>::create(bus.name(), &shmbus::pool::Options::new(8, 64, 16))
+        .expect("create");
     let mut holder = spawn_child(
         "as_child_pool_holder",
         "pool-holder",
@@ -563,9 +571,9 @@ fn a_subscriber_killed_holding_samples_gives_its_blocks_back_to_the_next_loan() 
 #[test]
 fn a_publisher_killed_holding_a_loan_loses_only_that_block_until_a_loan_sweeps_it() {
     let bus = BusName::new("pool-loaner");
-    let p = PoolPublisher::<[u8]>::create_many(
+    let p = pool::Publisher::<[u8]>::create_many(
         bus.name(),
-        &shmbus::pool::PoolOptions::new(2, 64, 3).many(),
+        &shmbus::pool::Options::new(2, 64, 3).many(),
     )
     .expect("create");
     let child = spawn_child(
@@ -602,14 +610,14 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     );
     let bus = BusName::new("pool-chaos");
     let blocks = 16 + 3 * 8 + 4;
-    let p = PoolPublisher::<[u8]>::create_many(
+    let p = pool::Publisher::<[u8]>::create_many(
         bus.name(),
-        &shmbus::pool::PoolOptions::new(16, 4096, blocks).many(),
+        &shmbus::pool::Options::new(16, 4096, blocks).many(),
     )
     .expect("create");
     // A live reader throughout, checking every block it gets.
     let mut reader =
-        PoolSubscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
+        pool::Subscriber::<[u8]>::open(bus.name(), &OpenOptions::default()).expect("open");
     let mut rng = seed;
     let (mut seen, mut skipped) = (0u64, 0u64);
     for round in 0..rounds {
@@ -676,7 +684,7 @@ fn as_child_pool_checking_reader() {
         let lossless = param::<u8>("LOSSLESS") == 1;
         let slow = param::<u8>("SLOW") == 1;
         let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
-        let mut s = PoolSubscriber::<[u8]>::open(&name, &opts).expect("open");
+        let mut s = pool::Subscriber::<[u8]>::open(&name, &opts).expect("open");
         assert_eq!(s.is_lossless(), lossless);
         print_ready();
         let (mut delivered, mut skipped, mut torn, mut wrong) = (0u64, 0u64, 0u64, 0u64);
@@ -710,8 +718,8 @@ fn as_child_pool_checking_reader() {
 fn a_slow_lossless_pool_subscriber_reads_every_block_intact_beside_a_lossy_one() {
     let bus = BusName::new("pool-lossless");
     // Blocks: the ring's 16 descriptors, the loan, and a few spare.
-    let opts = PoolOptions::new(16, 256, 20).evict_after(Duration::from_secs(20));
-    let mut p = PoolPublisher::<[u8]>::create(bus.name(), &opts).expect("create");
+    let opts = pool::Options::new(16, 256, 20).evict_after(Duration::from_secs(20));
+    let mut p = pool::Publisher::<[u8]>::create(bus.name(), &opts).expect("create");
     let count = common::scale_min(4_000, 1_000);
     let reader = |lossless: bool, slow: bool| {
         let mut c = spawn_child(

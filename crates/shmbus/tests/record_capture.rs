@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use common::ShmDir;
 use shmbus::record::{Capture, CaptureError, FileRecorder, Record, RecordingFiles, Rotation};
-use shmbus::stream::{Producer, StreamOptions};
+use shmbus::stream::{self, Producer};
 use shmbus::{BusOptions, Publisher, Wait};
 
 fn bus(dir: &ShmDir, label: &str, slots: u64) -> (String, Publisher<u64>) {
@@ -163,7 +163,7 @@ fn a_recorded_time_is_the_fine_monotonic_clock_read_once_the_message_is_in_hand(
 fn a_captured_stream_record_leaves_the_stream_only_once_it_is_in_the_file() {
     let dir = ShmDir::new("capture-stream");
     let name = dir.path().join("s").to_str().unwrap().to_owned();
-    let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1 << 16)).unwrap();
+    let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(1 << 16)).unwrap();
     let out = dir.path().join("r.rec");
     let mut capture = Capture::new(FileRecorder::create(&out, Rotation::default()).unwrap());
     capture.add(&name, false).unwrap();
@@ -193,7 +193,7 @@ fn a_captured_stream_record_leaves_the_stream_only_once_it_is_in_the_file() {
     // of it is held, so a capture that never waits still takes every
     // record of a producer that waits for room.
     let small = dir.path().join("small").to_str().unwrap().to_owned();
-    let mut producer = Producer::<[u8]>::create(&small, &StreamOptions::new(1024)).unwrap();
+    let mut producer = Producer::<[u8]>::create(&small, &stream::Options::new(1024)).unwrap();
     capture.add(&small, false).unwrap();
     let n = 2000u32;
     let deadline = Instant::now() + Duration::from_secs(60);

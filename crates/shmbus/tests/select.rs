@@ -11,9 +11,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{param, role, spawn_child, BusName};
-use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+use shmbus::pool;
 use shmbus::select::{Select, Selectable};
-use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
+use shmbus::stream::{self, Consumer, PopError, Producer};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
 /// Attaches to the bus, pool or stream `SHMBUS_BUS` as its writer and
@@ -39,7 +39,7 @@ fn as_child_feed() {
                 }
             }
             "pool" => {
-                let mut p = PoolPublisher::<[u8]>::attach(&name, &opts).expect("attach pool");
+                let mut p = pool::Publisher::<[u8]>::attach(&name, &opts).expect("attach pool");
                 common::print_ready();
                 for i in 0..count {
                     let mut loan = p.loan(8, Wait::Forever).expect("loan");
@@ -99,13 +99,13 @@ fn a_select_over_a_bus_a_pool_and_a_stream_fed_by_other_processes_gets_every_mes
     // and a lap would show as a lag, which fails the test.
     drop(Publisher::<u64>::create(b.name(), &BusOptions::new(1 << 16)).expect("bus"));
     drop(
-        PoolPublisher::<[u8]>::create(p.name(), &PoolOptions::new(1 << 14, 64, 1 << 15))
+        pool::Publisher::<[u8]>::create(p.name(), &pool::Options::new(1 << 14, 64, 1 << 15))
             .expect("pool"),
     );
-    drop(Producer::<[u8]>::create(s.name(), &StreamOptions::new(1 << 20)).expect("stream"));
+    drop(Producer::<[u8]>::create(s.name(), &stream::Options::new(1 << 20)).expect("stream"));
     let open = OpenOptions::default().start(Start::Oldest);
     let mut on_bus = Subscriber::<u64>::open(b.name(), &open).expect("open bus");
-    let mut on_pool = PoolSubscriber::<[u8]>::open(p.name(), &open).expect("open pool");
+    let mut on_pool = pool::Subscriber::<[u8]>::open(p.name(), &open).expect("open pool");
     let mut on_stream = Consumer::<[u8]>::attach(s.name(), &open).expect("open stream");
     let children = [
         feeder(&b, "bus", n),
@@ -207,7 +207,7 @@ fn a_select_over_sixty_four_idle_buses_sleeps_instead_of_spinning() {
 fn a_select_waiting_on_a_stream_whose_producer_is_killed_wakes_and_the_pop_reports_it() {
     let s = BusName::new("select-gone");
     let bus = BusName::new("select-gone-bus");
-    drop(Producer::<[u8]>::create(s.name(), &StreamOptions::new(4096)).expect("stream"));
+    drop(Producer::<[u8]>::create(s.name(), &stream::Options::new(4096)).expect("stream"));
     let publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(8)).expect("bus");
     let mut consumer = Consumer::<[u8]>::attach(s.name(), &OpenOptions::default()).expect("open");
     let on_bus = Subscriber::<u64>::open(bus.name(), &OpenOptions::default()).expect("open");
@@ -239,20 +239,20 @@ fn a_select_waiting_on_a_stream_whose_producer_is_killed_wakes_and_the_pop_repor
 #[test]
 #[cfg_attr(miri, ignore)]
 fn a_journal_subscriber_is_ready_while_it_reads_the_file_and_then_wakes_for_live_messages() {
-    use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    use shmbus::journal::{self, JoinOptions};
     let dir = common::ShmDir::new("select-journal");
     let bus = BusName::new("select-journal");
-    let mut publisher = JournalPublisher::<u64>::create(
+    let mut publisher = journal::Publisher::<u64>::create(
         bus.name(),
         &BusOptions::new(64),
-        &JournalOptions::new(dir.path().join("j")),
+        &journal::Options::new(dir.path().join("j")),
     )
     .expect("create");
     for i in 0..3u64 {
         publisher.publish(&i).expect("publish");
     }
     let mut sub =
-        JournalSubscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
+        journal::Subscriber::<u64>::join(bus.name(), &JoinOptions::default()).expect("join");
     let mut select = Select::new();
     let mut seen = Vec::new();
     // Ready while it reads the file (the receive that finds its end moves

@@ -632,7 +632,7 @@ fn got_all(f: &Finished, count: u64) -> common::Report {
 fn create_and_leave(bus: &BusName, capacity: u64) {
     let guard = common::no_spawn_in_flight();
     drop(
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(capacity))
             .expect("create stream"),
     );
     drop(guard);
@@ -790,9 +790,8 @@ fn a_slow_consumer_holds_the_producer_back_and_nothing_is_lost() {
 fn a_consumer_sleeping_on_the_futex_is_woken_by_each_record() {
     const ROUNDS: u64 = 100;
     let bus = BusName::new("stream-sleeper");
-    let mut producer =
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create stream");
+    let mut producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(4096))
+        .expect("create stream");
     let recs = Records::new(0xB311, 200);
     let mut consumer = Side::consumer(&bus, recs)
         .records(0..ROUNDS)
@@ -1124,9 +1123,8 @@ fn a_producer_that_exits_cleanly_leaves_the_consumer_waiting_for_the_next_one() 
 fn a_consumer_that_exits_cleanly_leaves_the_producer_waiting_for_the_next_one() {
     let bus = BusName::new("stream-consumer-leaves");
     let recs = Records::new(0xC1EB, 300);
-    let mut producer =
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create stream");
+    let mut producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(4096))
+        .expect("create stream");
     let first = Side::consumer(&bus, recs).records(0..10).spawn();
     push_all(&mut producer, &recs, 0..10);
     got_all(&first.wait_success(), 10);
@@ -1380,7 +1378,7 @@ fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_from_a_producer
 #[cfg_attr(miri, ignore)]
 fn empty_and_maximum_records_and_records_at_the_wrap_point_cross_to_a_consumer_process() {
     let bus = BusName::new("stream-edges-out");
-    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(EDGE_CAP))
+    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(EDGE_CAP))
         .expect("create");
     let mut consumer = common::spawn_child(
         "as_child_consume_the_edge_records",
@@ -1510,8 +1508,8 @@ fn expect_consumer_active(bus: &BusName, pid: u32) {
 fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-producer");
     let me = std::process::id();
-    let producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-        .expect("create");
+    let producer =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(4096)).expect("create");
     expect_producer_active(&bus, me);
 
     // Dropped: another process takes the role, and is the one named.
@@ -1540,8 +1538,8 @@ fn a_second_producer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() 
 fn a_second_consumer_is_refused_with_the_pid_of_the_live_one_until_it_is_gone() {
     let bus = BusName::new("stream-one-consumer");
     let me = std::process::id();
-    let producer = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-        .expect("create");
+    let producer =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(4096)).expect("create");
     let consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     expect_consumer_active(&bus, me);
     // The producer and the consumer are separate roles, even in one process.
@@ -1578,8 +1576,7 @@ fn a_new_consumer_resumes_exactly_where_the_last_one_stopped() {
     let bus = BusName::new("stream-consumer-restart");
     let recs = Records::new(0x2E57, 64);
     let mut producer =
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
-            .expect("create");
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(CAP)).expect("create");
     // Everything fits at once: no consumer change ever finds the producer
     // waiting (a killed consumer would make that a PeerGone).
     assert!(recs.tail_after(0..N, CAP, 0) <= CAP);
@@ -1688,9 +1685,8 @@ fn a_new_producer_resumes_after_the_last_record_the_old_one_committed() {
 fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast_bus() {
     let stream = BusName::new("kind-stream");
     let bus = BusName::new("kind-bus");
-    let producer =
-        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create");
+    let producer = Producer::<[u8]>::create(stream.name(), &shmbus::stream::Options::new(4096))
+        .expect("create");
     let publisher = Publisher::<u64>::create(bus.name(), &BusOptions::new(16)).expect("bus");
     let o = OpenOptions::default();
     let is_stream = |e: &OpenError| {
@@ -1733,7 +1729,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
         Ok(_) => panic!("a producer attached to a broadcast bus"),
     }
     assert!(matches!(
-        Producer::<[u8]>::create(stream.name(), &shmbus::stream::StreamOptions::new(4096)),
+        Producer::<[u8]>::create(stream.name(), &shmbus::stream::Options::new(4096)),
         Err(CreateError::AlreadyExists { .. })
     ));
     for bad in [0, 32, 100, 4095] {
@@ -1741,7 +1737,7 @@ fn a_broadcast_subscriber_cannot_open_a_stream_nor_a_stream_consumer_a_broadcast
             matches!(
                 Producer::<[u8]>::create(
                     &format!("{}-{bad}", stream.name()),
-                    &shmbus::stream::StreamOptions::new(bad)
+                    &shmbus::stream::Options::new(bad)
                 ),
                 Err(CreateError::InvalidGeometry(_))
             ),
@@ -1760,8 +1756,7 @@ fn stat_shows_a_streams_cursors_fill_and_consumer() {
     let bus = BusName::new("stream-stat");
     let me = std::process::id();
     let mut producer =
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(4096))
-            .expect("create");
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(4096)).expect("create");
     let (st, s) = stat_of(bus.name());
     assert_eq!(st.kind, shmbus::SegmentKind::Stream);
     assert_eq!(st.size, Some(shmbus::stat::Size::Bytes(4096)));

@@ -34,7 +34,7 @@ const PEER_GONE_BOUND: Duration = Duration::from_secs(2);
 fn create_and_leave(bus: &BusName, capacity: u64) {
     let guard = common::no_spawn_in_flight();
     drop(
-        Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(capacity))
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(capacity))
             .expect("create stream"),
     );
     drop(guard);
@@ -97,8 +97,8 @@ fn producer(bus: &BusName, count: u64, idle: bool) -> Watched {
 fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides_and_stat() {
     const CAP: u64 = 4096;
     let bus = BusName::new("hardening-corrupt-tail");
-    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
-        .expect("create");
+    let mut p =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(CAP)).expect("create");
     p.push(b"one", Wait::Never).expect("room");
     p.push(b"two", Wait::Never).expect("room");
     // No child between fork and exec may keep the producer's lock alive.
@@ -156,8 +156,8 @@ fn a_tail_more_than_the_capacity_ahead_of_head_is_corrupt_cursors_for_both_sides
 fn a_head_past_tail_is_corrupt_cursors_for_both_sides_and_stat() {
     const CAP: u64 = 4096;
     let bus = BusName::new("hardening-corrupt-head");
-    let mut p = Producer::<[u8]>::create(bus.name(), &shmbus::stream::StreamOptions::new(CAP))
-        .expect("create");
+    let mut p =
+        Producer::<[u8]>::create(bus.name(), &shmbus::stream::Options::new(CAP)).expect("create");
     p.push(b"one", Wait::Never).expect("room"); // 16 bytes
 
     // No child between fork and exec may keep the producer's lock alive.

@@ -14,7 +14,7 @@ mod common;
 use std::time::Duration;
 
 use common::{param, print_result, role, BusName};
-use shmbus::stream::{Consumer, PopError, Producer, StreamOptions};
+use shmbus::stream::{self, Consumer, PopError, Producer};
 use shmbus::{AttachError, Message, OpenError, OpenOptions, Wait};
 
 /// How long the parent's own pushes and pops may wait for a child.
@@ -54,7 +54,7 @@ const CAP: u64 = 1024;
 
 fn create_and_leave(bus: &BusName) {
     let guard = common::no_spawn_in_flight();
-    drop(Producer::<Tick>::create(bus.name(), &StreamOptions::new(CAP)).expect("create"));
+    drop(Producer::<Tick>::create(bus.name(), &stream::Options::new(CAP)).expect("create"));
     drop(guard);
 }
 
@@ -182,7 +182,7 @@ fn a_stream_of_one_type_opened_as_another_is_refused_with_a_type_mismatch() {
 
     // A raw stream is no stream of `u64` either.
     let raw = BusName::new("raw-as-typed");
-    drop(Producer::<[u8]>::create(raw.name(), &StreamOptions::new(CAP)).expect("create"));
+    drop(Producer::<[u8]>::create(raw.name(), &stream::Options::new(CAP)).expect("create"));
     let (found, _) = mismatch(Consumer::<u64>::attach(raw.name(), &o).err());
     assert_eq!(found.name, "stream");
     raw.finish();
@@ -252,7 +252,7 @@ fn a_raw_opener_that_names_a_type_is_held_to_it_and_a_raw_creator_may_record_one
     // a copy of a dropped handle's lock.
     let _no_fork = common::no_spawn_in_flight();
     // A raw creator (as C, Python and the tool create) records a named type.
-    let opts = StreamOptions::new(CAP).message_type("test.Tick", 8);
+    let opts = stream::Options::new(CAP).message_type("test.Tick", 8);
     drop(Producer::<[u8]>::create(bus.name(), &opts).expect("create"));
     drop(Consumer::<Tick>::attach(bus.name(), &OpenOptions::default()).expect("the same type"));
     let named = |name: &str, size, align| OpenOptions::default().message_type(name, size, align);

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use shmbus::stat::{self, SubscriberStat};
 use shmbus::wire::control;
 use shmbus::{
-    stream::{Consumer, Producer, StreamOptions},
+    stream::{self, Consumer, Producer},
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
 };
 
@@ -135,7 +135,7 @@ fn a_line_ahead_of_the_head_or_skipping_more_than_it_moved_is_corrupt() {
 fn a_streams_sides_count_their_records_and_a_new_producer_starts_over() {
     let bus = BusName::new("lines-stream");
     let mut producer =
-        Producer::<[u8]>::create(bus.name(), &StreamOptions::new(4096)).expect("create");
+        Producer::<[u8]>::create(bus.name(), &stream::Options::new(4096)).expect("create");
     let mut consumer = Consumer::<[u8]>::attach(bus.name(), &OpenOptions::default()).expect("open");
     for i in 0..10u8 {
         producer.push(&[i; 5], Wait::Never).expect("push");

@@ -156,7 +156,7 @@ impl Mechanism for ShmbusStream {
             names.push(back(&token));
         }
         for name in names {
-            let opts = shmbus::stream::StreamOptions::new(cap).prefault(true);
+            let opts = shmbus::stream::Options::new(cap).prefault(true);
             // Dropped at once: the creator's producer role is free again.
             Producer::<[u8]>::create(&name, &opts).map_err(io_err)?;
             streams.names.push(name);

@@ -16,7 +16,7 @@
 use std::io;
 
 use shmbus::{
-    pool::{PoolPublisher, PoolSubscriber, Sample},
+    pool::{self, Sample},
     OpenOptions, Received, Start,
 };
 use shmbus::{Wait, WaitStrategy};
@@ -34,12 +34,12 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
 struct Reader {
     /// Declared first: dropped before the subscriber it came from.
     held: Option<Sample<[u8]>>,
-    sub: PoolSubscriber<[u8]>,
+    sub: pool::Subscriber<[u8]>,
 }
 
 struct Ends {
     rx: Option<Reader>,
-    tx: Option<PoolPublisher<[u8]>>,
+    tx: Option<pool::Publisher<[u8]>>,
 }
 
 impl Endpoint for Ends {
@@ -86,10 +86,10 @@ impl Mechanism for ShmbusZc {
         };
         let slots = super::ring_slots(spec.msg_size) as u64;
         let block = spec.msg_size.next_multiple_of(64) as u64;
-        let opts = shmbus::pool::PoolOptions::new(slots, block, slots + 64).prefault(true);
+        let opts = shmbus::pool::Options::new(slots, block, slots + 64).prefault(true);
         let ways = if spec.duplex { 2 } else { 1 };
         for name in [ping(&token), pong(&token)].into_iter().take(ways) {
-            PoolPublisher::<[u8]>::create(&name, &opts).map_err(io_err)?;
+            pool::Publisher::<[u8]>::create(&name, &opts).map_err(io_err)?;
             buses.names.push(name);
         }
         Ok(Box::new(buses))
@@ -100,11 +100,11 @@ impl Mechanism for ShmbusZc {
                 .start(Start::Next)
                 .wait_strategy(WaitStrategy::BusySpin)
                 .prefault(true);
-            let sub = PoolSubscriber::<[u8]>::open(name, &opts).map_err(io_err)?;
+            let sub = pool::Subscriber::<[u8]>::open(name, &opts).map_err(io_err)?;
             Ok::<_, io::Error>(Reader { held: None, sub })
         };
         let publ = |name: &str| {
-            PoolPublisher::<[u8]>::attach(name, &OpenOptions::default().prefault(true))
+            pool::Publisher::<[u8]>::attach(name, &OpenOptions::default().prefault(true))
                 .map_err(io_err)
         };
         let ends = match side {

@@ -10,7 +10,7 @@
 //!
 //! With `--pool BLOCK_SIZE:BLOCKS` it is a pool bus: messages of any length
 //! up to a block live in a shared pool of blocks, and the ring's slots
-//! carry their descriptors (see the library's `PoolPublisher`).
+//! carry their descriptors (see the library's `pool::Publisher`).
 //!
 //! `--lossless-subscribers N` and `--evict-ms MS` set a bus's gate: how many
 //! lossless subscribers (`sub --lossless`) may hold its publisher back (0:
@@ -22,13 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use shmbus::{
-    journal::{JournalOptions, JournalPublisher},
-    mem::HugePages,
-    pool::PoolPublisher,
-    stream::StreamOptions,
-    BusOptions, Publisher,
-};
+use shmbus::{journal, mem::HugePages, pool, stream, BusOptions, Publisher};
 
 use crate::error::CliError;
 
@@ -386,7 +380,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             ))
         }
         (BusKind::Stream, None) => {
-            let mut opts = file_options!(StreamOptions::new(size), args);
+            let mut opts = file_options!(stream::Options::new(size), args);
             if let Some(ty) = &args.message_type {
                 opts = opts.message_type(&ty.name, ty.align);
             }
@@ -459,7 +453,7 @@ fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
         ));
     };
     let mut opts = file_options!(
-        shmbus::blackboard::BlackboardOptions::new(keys)
+        shmbus::blackboard::Options::new(keys)
             .key_size(key_size)
             .value_size(value_size),
         args
@@ -514,7 +508,7 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
         return refused("--journal does not apply to a pool bus");
     }
     let mut opts = file_options!(
-        shmbus::pool::PoolOptions::new(slots, pool.block_size, pool.blocks),
+        shmbus::pool::Options::new(slots, pool.block_size, pool.blocks),
         args
     );
     if let Some(max) = args.lossless_subscribers {
@@ -537,9 +531,9 @@ fn create_pool(args: &CreateArgs, pool: Pool, slots: u64, many: bool) -> Result<
         if let Some(ms) = args.unblock_ms {
             opts = opts.unblock_timeout(Duration::from_millis(ms));
         }
-        PoolPublisher::<[u8]>::create_many(&args.name, &opts)?;
+        pool::Publisher::<[u8]>::create_many(&args.name, &opts)?;
     } else {
-        PoolPublisher::<[u8]>::create(&args.name, &opts)?;
+        pool::Publisher::<[u8]>::create(&args.name, &opts)?;
     }
     Ok(())
 }
@@ -554,10 +548,10 @@ fn create_journaled(
     path: &Path,
 ) -> Result<(), CliError> {
     let existed = path.symlink_metadata().is_ok();
-    match JournalPublisher::<[u8]>::create(
+    match journal::Publisher::<[u8]>::create(
         name,
         &opts.clone().msg_size(msg_size),
-        &JournalOptions::new(path),
+        &journal::Options::new(path),
     ) {
         Ok(_) => Ok(()),
         Err(e) => {

@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 
 use comfy_table::{presets, Table, TableComponent};
 use serde_json::{json, Value};
-use shmbus::journal::JournalStat;
+use shmbus::journal;
 use shmbus::stat::{
     BlackboardStat, BusStat, Listing, Lossless, PoolStat, Size, StreamStat, SubscriberStat,
 };
@@ -326,7 +326,7 @@ impl LagState {
 
 /// The journal's figures, or why they could not be read (`None`: no
 /// journal).
-fn journal_stat(s: &BusStat) -> Option<Result<JournalStat, shmbus::journal::JournalOpenError>> {
+fn journal_stat(s: &BusStat) -> Option<Result<journal::Stat, shmbus::journal::OpenError>> {
     let path = s.journal.as_ref()?;
     Some(shmbus::journal::stat(path))
 }

@@ -24,7 +24,7 @@
 //! `--timeout` does not apply to that wait, which the bus bounds.
 //!
 //! A pool bus refuses a plain publisher (`OpenError::PoolMismatch`); a
-//! `PoolPublisher` attaches instead (one of many if the bus was made for
+//! `pool::Publisher` attaches instead (one of many if the bus was made for
 //! many), and each line is loaned a block of exactly its length, copied
 //! in and published. When every block is on the ring or held by
 //! subscribers, it waits for one as a stream waits for room (`--timeout`).
@@ -39,8 +39,8 @@
 use std::io::{self, BufRead};
 
 use shmbus::{
-    journal::JournalPublisher,
-    pool::{LoanError, PoolPublisher},
+    journal,
+    pool::{self, LoanError},
     Publisher,
 };
 use shmbus::{mem::Region, AttachError, Kind, OpenError, OpenOptions};
@@ -91,7 +91,7 @@ pub fn run(args: &PubArgs) -> Result<(), CliError> {
             })
         }
         Err(AttachError::Journaled { .. }) => {
-            let mut publisher = JournalPublisher::<[u8]>::attach(&args.name, &opts)
+            let mut publisher = journal::Publisher::<[u8]>::attach(&args.name, &opts)
                 .map_err(|e| CliError::runtime(e.to_string()))?;
             publisher.compact_after(args.compact_after);
             let max = publisher.msg_size();
@@ -147,8 +147,10 @@ fn run_pool(args: &PubArgs, opts: &OpenOptions) -> Result<(), CliError> {
             args.name
         )));
     }
-    let mut publisher = match PoolPublisher::<[u8]>::attach(&args.name, opts) {
-        Err(AttachError::WrongMode { .. }) => PoolPublisher::<[u8]>::attach_many(&args.name, opts)?,
+    let mut publisher = match pool::Publisher::<[u8]>::attach(&args.name, opts) {
+        Err(AttachError::WrongMode { .. }) => {
+            pool::Publisher::<[u8]>::attach_many(&args.name, opts)?
+        }
         attached => attached?,
     };
     let max = publisher.block_size();

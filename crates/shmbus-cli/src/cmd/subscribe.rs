@@ -19,7 +19,7 @@
 //! unless `--count` was not reached. A producer that dies while we wait, with
 //! nothing left to read, is an error.
 //!
-//! A pool bus's messages are read in place (a `PoolSubscriber`), and
+//! A pool bus's messages are read in place (a `pool::Subscriber`), and
 //! printed like any bus's, one line each, lag reports the same. Their
 //! lengths are exact, so, as a stream's records, nothing is trimmed; each
 //! block is let go once its line is written. A message whose block was
@@ -42,9 +42,9 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use shmbus::pool::{PoolRecvError, PoolSubscriber};
+use shmbus::pool;
 use shmbus::{
-    journal::{JoinError, JoinOptions, JournalSubscriber},
+    journal::{self, JoinError, JoinOptions},
     stream::{Consumer, PopError},
     Subscriber,
 };
@@ -168,7 +168,7 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
         }) => run_stream(args, &opts.lossless(false), &mut out),
         Err(OpenError::PoolMismatch { found: true }) => run_pool(
             args,
-            PoolSubscriber::<[u8]>::open(&args.name, &opts)?,
+            pool::Subscriber::<[u8]>::open(&args.name, &opts)?,
             &mut out,
         ),
         Err(e) => Err(e.into()),
@@ -177,7 +177,7 @@ pub fn run(args: &SubArgs) -> Result<(), CliError> {
 
 fn run_pool(
     args: &SubArgs,
-    mut subscriber: PoolSubscriber<[u8]>,
+    mut subscriber: pool::Subscriber<[u8]>,
     out: &mut Stdout,
 ) -> Result<(), CliError> {
     let timeout = args.timeout.map(|t| t.duration);
@@ -200,7 +200,7 @@ fn run_pool(
 
 /// Each sample is dropped before the next receive, so the subscriber never
 /// holds more than one: this cannot happen, but is an error, not a panic.
-fn pool_recv_failed(err: PoolRecvError) -> CliError {
+fn pool_recv_failed(err: pool::RecvError) -> CliError {
     CliError::runtime(err.to_string())
 }
 
@@ -226,7 +226,8 @@ fn run_bus(
 
 fn run_bootstrap(args: &SubArgs, out: &mut Stdout) -> Result<(), CliError> {
     let opts = JoinOptions::default().wait_strategy(args.wait.strategy());
-    let mut subscriber = JournalSubscriber::<[u8]>::join(&args.name, &opts).map_err(join_failed)?;
+    let mut subscriber =
+        journal::Subscriber::<[u8]>::join(&args.name, &opts).map_err(join_failed)?;
     let timeout = args.timeout.map(|t| t.duration);
     let mut delivered: u64 = 0;
     while args.count.is_none_or(|count| delivered < count) {

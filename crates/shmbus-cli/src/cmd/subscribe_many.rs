@@ -12,8 +12,8 @@
 
 use std::io::Write;
 
-use shmbus::journal::{JoinOptions, JournalSubscriber};
-use shmbus::pool::PoolSubscriber;
+use shmbus::journal::{self, JoinOptions};
+use shmbus::pool;
 use shmbus::select::{Select, Selectable};
 use shmbus::stream::{Consumer, PopError};
 use shmbus::{Kind, OpenError, OpenOptions, Received, Subscriber};
@@ -25,9 +25,9 @@ use crate::out::Stdout;
 /// One followed name and its open handle.
 enum Member {
     Bus(Subscriber<[u8]>),
-    Pool(PoolSubscriber<[u8]>),
+    Pool(pool::Subscriber<[u8]>),
     Stream(Consumer<[u8]>),
-    Journal(JournalSubscriber<[u8]>),
+    Journal(journal::Subscriber<[u8]>),
 }
 
 impl Member {
@@ -51,7 +51,7 @@ enum Got {
 fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
     if args.bootstrap {
         let opts = JoinOptions::default().wait_strategy(args.wait.strategy());
-        return JournalSubscriber::<[u8]>::join(name, &opts)
+        return journal::Subscriber::<[u8]>::join(name, &opts)
             .map(Member::Journal)
             .map_err(join_failed);
     }
@@ -79,7 +79,7 @@ fn open(name: &str, args: &SubArgs) -> Result<Member, CliError> {
             Ok(Member::Stream(Consumer::<[u8]>::attach(name, &opts)?))
         }
         Err(OpenError::PoolMismatch { found: true }) => {
-            Ok(Member::Pool(PoolSubscriber::<[u8]>::open(name, &opts)?))
+            Ok(Member::Pool(pool::Subscriber::<[u8]>::open(name, &opts)?))
         }
         Err(e) => Err(e.into()),
     }

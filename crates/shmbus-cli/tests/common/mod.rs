@@ -169,8 +169,8 @@ pub struct PoolScene {
     /// The `shmbus sub` that holds nothing.
     pub reader: Watched,
     samples: Vec<shmbus::pool::Sample<[u8]>>,
-    holder: shmbus::pool::PoolSubscriber<[u8]>,
-    publisher: shmbus::pool::PoolPublisher<[u8]>,
+    holder: shmbus::pool::Subscriber<[u8]>,
+    publisher: shmbus::pool::Publisher<[u8]>,
     plain: (shmbus::Publisher<u64>, shmbus::Subscriber<u64>),
 }
 
@@ -180,18 +180,16 @@ impl PoolScene {
         let dir = ShmDir::new(label);
         let pool = dir.bus("pool");
         let plain = dir.bus("plain");
-        let mut publisher = shmbus::pool::PoolPublisher::<[u8]>::create(
-            &pool,
-            &shmbus::pool::PoolOptions::new(4, 256, 8),
-        )
-        .expect("create the pool bus");
+        let mut publisher =
+            shmbus::pool::Publisher::<[u8]>::create(&pool, &shmbus::pool::Options::new(4, 256, 8))
+                .expect("create the pool bus");
         let plain = (
             shmbus::Publisher::<u64>::create(&plain, &BusOptions::new(8))
                 .expect("create the plain bus"),
             shmbus::Subscriber::<u64>::open(&plain, &OpenOptions::default())
                 .expect("open the plain bus"),
         );
-        let mut holder = shmbus::pool::PoolSubscriber::<[u8]>::open(
+        let mut holder = shmbus::pool::Subscriber::<[u8]>::open(
             &pool,
             &OpenOptions::default().start(Start::Oldest),
         )
@@ -278,10 +276,10 @@ pub struct HotBoard {
 
 impl HotBoard {
     pub fn start(label: &str) -> HotBoard {
-        use shmbus::blackboard::{BlackboardOptions, Writer};
+        use shmbus::blackboard::{self, Writer};
         use std::sync::atomic::{AtomicBool, Ordering};
         let bus = BusName::new(label);
-        let mut writer = Writer::<u32, u64>::create(bus.name(), &BlackboardOptions::new(100))
+        let mut writer = Writer::<u32, u64>::create(bus.name(), &blackboard::Options::new(100))
             .expect("create the blackboard");
         for k in [1, 2, 3, 7] {
             writer.put(&k, &0).expect("put");

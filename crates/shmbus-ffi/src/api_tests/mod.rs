@@ -1017,9 +1017,9 @@ fn a_pool_publisher_closed_with_a_loan_out_lives_until_the_loan_is_published() {
 #[test]
 fn a_c_pool_subscriber_reads_a_typed_rust_pool_and_a_type_it_names_must_be_the_blocks() {
     let bus = Bus::new("typedpool");
-    let opts = shmbus_core::pool::PoolOptions::new(4, 64, 8);
-    let mut rust = shmbus_core::pool::PoolPublisher::<u64>::create(&bus.name, &opts)
-        .expect("a typed Rust pool");
+    let opts = shmbus_core::pool::Options::new(4, 64, 8);
+    let mut rust =
+        shmbus_core::pool::Publisher::<u64>::create(&bus.name, &opts).expect("a typed Rust pool");
     // SAFETY: as in the first test; the type names are C string literals.
     unsafe {
         let mut wrong = oldest();
@@ -1089,9 +1089,9 @@ fn a_c_pool_records_the_block_type_it_names_and_a_typed_rust_subscriber_reads_it
             last_error()
         );
         let start = shmbus_core::OpenOptions::default().start(shmbus_core::Start::Oldest);
-        let mut rust = shmbus_core::pool::PoolSubscriber::<u64>::open(&bus.name, &start)
+        let mut rust = shmbus_core::pool::Subscriber::<u64>::open(&bus.name, &start)
             .expect("the type C named opens typed");
-        assert!(shmbus_core::pool::PoolSubscriber::<f64>::open(&bus.name, &start).is_err());
+        assert!(shmbus_core::pool::Subscriber::<f64>::open(&bus.name, &start).is_err());
         pool_publish(p, &0x0a0b_0c0du64.to_ne_bytes());
         match rust.recv(shmbus_core::Wait::Never) {
             Ok(Some(shmbus_core::Received::Message(sample))) => assert_eq!(*sample, 0x0a0b_0c0d),

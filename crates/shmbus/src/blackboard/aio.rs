@@ -67,9 +67,9 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
     /// # rt.block_on(async {
     /// use std::time::Duration;
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// use shmbus::blackboard::{self, Writer};
     ///
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// let early = tokio::time::timeout(Duration::from_millis(2), reader.wait_changed_async(0)).await;
     /// assert!(early.is_err(), "nothing written yet");
@@ -108,9 +108,9 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// ```
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// use shmbus::blackboard::{self, Writer};
     ///
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&2, &20)?; // another key: not what we wait for
     /// writer.put(&1, &10)?;

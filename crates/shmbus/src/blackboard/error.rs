@@ -9,9 +9,9 @@ use thiserror::Error;
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, GetError, Writer};
+/// use shmbus::blackboard::{self, GetError, Writer};
 ///
-/// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(8).key_size(4))?;
+/// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(8).key_size(4))?;
 /// let mut reader = writer.reader();
 /// // A raw key of the wrong size:
 /// match reader.get(b"too long") {
@@ -88,9 +88,9 @@ impl GetError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, PutError, Writer};
+/// use shmbus::blackboard::{self, PutError, Writer};
 ///
-/// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(1))?;
+/// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(1))?;
 /// writer.put(&1, &10)?;
 /// assert_eq!(writer.put(&2, &20), Err(PutError::Full { keys: 1 }));
 /// writer.put(&1, &11)?; // an update needs no room
@@ -158,9 +158,9 @@ impl PutError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, RemoveError, Writer};
+/// use shmbus::blackboard::{self, RemoveError, Writer};
 ///
-/// let mut writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(8).key_size(4))?;
+/// let mut writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(8).key_size(4))?;
 /// assert_eq!(
 ///     writer.remove(b"abc"),
 ///     Err(RemoveError::KeySize { found: 3, expected: 4 })

@@ -69,7 +69,7 @@ use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
-use super::BlackboardOptions;
+use super::Options;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::sync::Ordering;
@@ -102,15 +102,15 @@ enum Probe {
 ///
 /// A write claims its entry with a CAS, so a writer killed mid-write
 /// leaves only that entry busy, until another writer meets it after the
-/// table's unblock timeout ([`BlackboardOptions::unblock_timeout`]) and
+/// table's unblock timeout ([`Options::unblock_timeout`]) and
 /// takes it over. Writes never wait: within the timeout they return
 /// [`PutError::Busy`].
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
+/// use shmbus::blackboard::{self, ManyWriter};
 ///
-/// let mut a = ManyWriter::<u32, u64, _>::on_heap(&BlackboardOptions::new(8))?;
+/// let mut a = ManyWriter::<u32, u64, _>::on_heap(&blackboard::Options::new(8))?;
 /// let mut b = a.another(); // in real use: another process's `attach`
 /// let mut reader = a.reader();
 /// a.put(&1, &10)?;
@@ -368,8 +368,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.put(&1, &100)?, 1);
     /// assert_eq!(writer.put(&1, &101)?, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -387,8 +387,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter, PutError};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter, PutError};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put_bytes(&1u64.to_ne_bytes(), &5u64.to_ne_bytes())?;
     /// assert_eq!(
     ///     writer.put_bytes(&1u64.to_ne_bytes(), b"short"),
@@ -424,8 +424,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &100)?;
     /// assert_eq!(writer.remove(&1)?, Some(2));
     /// assert_eq!(writer.remove(&1)?, None);
@@ -442,8 +442,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.remove_bytes(&9u64.to_ne_bytes())?, None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -465,8 +465,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &1)?;
     /// assert_eq!((writer.keys(), writer.capacity()), (1, 4));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -479,8 +479,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.capacity(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -492,8 +492,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let w = ManyWriter::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let w = ManyWriter::<[u8], u64, _>::on_heap(&blackboard::Options::new(4).key_size(12))?;
     /// assert_eq!((w.key_size(), w.value_size()), (12, 8));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -505,8 +505,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let w = ManyWriter::<u64, [u8], _>::on_heap(&BlackboardOptions::new(4).value_size(24))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let w = ManyWriter::<u64, [u8], _>::on_heap(&blackboard::Options::new(4).value_size(24))?;
     /// assert_eq!(w.value_size(), 24);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -518,8 +518,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut a = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut a = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut b = a.another();
     /// a.put(&1, &1)?;
     /// b.put(&2, &2)?;
@@ -536,8 +536,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let opts = BlackboardOptions::new(4).unblock_timeout(Duration::from_millis(50));
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let opts = blackboard::Options::new(4).unblock_timeout(Duration::from_millis(50));
     /// let writer = ManyWriter::<u64, u64, _>::on_heap(&opts)?;
     /// assert_eq!(writer.unblock_timeout(), Duration::from_millis(50));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -552,8 +552,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.taken_over(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -594,8 +594,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region + Clone> ManyWriter<K, V, R
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// assert_eq!(reader.get(&1)?.map(|e| e.value), Some(10));
@@ -611,8 +611,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region + Clone> ManyWriter<K, V, R
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
-    /// let mut a = ManyWriter::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut a = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut b = a.another();
     /// std::thread::spawn(move || b.put(&2, &20)).join().unwrap()?;
     /// a.put(&1, &10)?;
@@ -634,13 +634,13 @@ impl<K: ?Sized + Field, V: ?Sized + Field> ManyWriter<K, V, std::sync::Arc<HeapR
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, ManyWriter};
+    /// use shmbus::blackboard::{self, ManyWriter};
     /// let writer = ManyWriter::<[u8], [u8], _>::on_heap(
-    ///     &BlackboardOptions::new(16).key_size(8).value_size(64),
+    ///     &blackboard::Options::new(16).key_size(8).value_size(64),
     /// )?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn on_heap(opts: &BlackboardOptions) -> Result<Self, CreateError> {
+    pub fn on_heap(opts: &Options) -> Result<Self, CreateError> {
         let page = crate::mem::heap::HEAP_PAGE;
         let (mut header, geo) =
             super::writer::header::<K, V>(opts, page).map_err(CreateError::InvalidGeometry)?;
@@ -697,9 +697,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, blackboard::{BlackboardOptions, ManyWriter}};
+        /// use shmbus::{OpenOptions, blackboard::{self, ManyWriter}};
         /// # let name = format!("/dev/shm/shmbus-doc-bbmany-{}", std::process::id());
-        /// let mut a = ManyWriter::<u64, u64>::create(&name, &BlackboardOptions::new(100))?;
+        /// let mut a = ManyWriter::<u64, u64>::create(&name, &blackboard::Options::new(100))?;
         /// // Another process (here, the same one):
         /// let mut b = ManyWriter::<u64, u64>::attach(&name, &OpenOptions::default())?;
         /// a.put(&1, &10)?;
@@ -708,7 +708,7 @@ mod shm {
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &BlackboardOptions) -> Result<Self, CreateError> {
+        pub fn create(name: &str, opts: &Options) -> Result<Self, CreateError> {
             crate::options::check_timeout(
                 "unblock timeout",
                 opts.unblock,
@@ -752,9 +752,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{AttachError, OpenOptions, blackboard::{BlackboardOptions, ManyWriter, Writer}};
+        /// use shmbus::{AttachError, OpenOptions, blackboard::{self, ManyWriter, Writer}};
         /// # let name = format!("/dev/shm/shmbus-doc-bbmanyattach-{}", std::process::id());
-        /// let single = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(8))?;
+        /// let single = Writer::<u64, u64>::create(&name, &blackboard::Options::new(8))?;
         /// assert!(matches!(
         ///     ManyWriter::<u64, u64>::attach(&name, &OpenOptions::default()),
         ///     Err(AttachError::WrongMode { .. })

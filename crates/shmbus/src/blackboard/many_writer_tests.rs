@@ -55,7 +55,7 @@ fn left_mid_write(w: &Many, key: u64) -> u64 {
 
 #[test]
 fn two_writers_insert_update_and_remove_their_own_keys_and_a_reader_sees_each_write() {
-    let mut a = Many::on_heap(&BlackboardOptions::new(8)).expect("heap");
+    let mut a = Many::on_heap(&Options::new(8)).expect("heap");
     let mut b = a.another();
     let mut reader = a.reader();
     assert_eq!(a.put(&1, &value(1, 1)), Ok(1));
@@ -73,7 +73,7 @@ fn two_writers_insert_update_and_remove_their_own_keys_and_a_reader_sees_each_wr
 
 #[test]
 fn a_full_table_is_a_typed_error_and_its_count_is_undone() {
-    let mut a = Many::on_heap(&BlackboardOptions::new(2)).expect("heap");
+    let mut a = Many::on_heap(&Options::new(2)).expect("heap");
     let mut b = a.another();
     a.put(&1, &value(1, 1)).expect("put");
     b.put(&2, &value(2, 1)).expect("put");
@@ -87,9 +87,8 @@ fn a_full_table_is_a_typed_error_and_its_count_is_undone() {
 
 #[test]
 fn raw_sizes_other_than_the_tables_are_refused() {
-    let mut w =
-        ManyWriter::<[u8], [u8], _>::on_heap(&BlackboardOptions::new(4).key_size(4).value_size(8))
-            .expect("heap");
+    let mut w = ManyWriter::<[u8], [u8], _>::on_heap(&Options::new(4).key_size(4).value_size(8))
+        .expect("heap");
     assert_eq!(
         w.put_bytes(b"abc", &[0; 8]),
         Err(PutError::KeySize {
@@ -108,7 +107,7 @@ fn raw_sizes_other_than_the_tables_are_refused() {
 
 #[test]
 fn a_claim_lost_to_another_writer_probes_again_and_lands_further_on() {
-    let mut a = Many::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut a = Many::on_heap(&Options::new(4)).expect("heap");
     let mut b = a.another();
     let (k1, k2) = colliding(&a);
     // b's probe read the empty home entry; a claims it first.
@@ -131,7 +130,7 @@ fn a_claim_lost_to_another_writer_probes_again_and_lands_further_on() {
 
 #[test]
 fn a_key_left_mid_write_is_busy_within_the_timeout_and_taken_over_after_it() {
-    let mut dead = Many::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut dead = Many::on_heap(&Options::new(4)).expect("heap");
     dead.put(&5, &value(5, 1)).expect("put");
     let i = left_mid_write(&dead, 5);
     // Within the (default, 1 s) timeout: busy, never a wait.
@@ -151,7 +150,7 @@ fn a_key_left_mid_write_is_busy_within_the_timeout_and_taken_over_after_it() {
 
 #[test]
 fn a_removal_takes_over_its_keys_entry_left_mid_write() {
-    let mut dead = Many::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut dead = Many::on_heap(&Options::new(4)).expect("heap");
     dead.put(&5, &value(5, 1)).expect("put");
     left_mid_write(&dead, 5);
     let mut next = dead.another();
@@ -164,7 +163,7 @@ fn a_removal_takes_over_its_keys_entry_left_mid_write() {
 
 #[test]
 fn another_keys_entry_left_mid_write_on_the_probe_is_removed_by_the_writer_that_meets_it() {
-    let mut dead = Many::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut dead = Many::on_heap(&Options::new(4)).expect("heap");
     let (k1, k2) = colliding(&dead);
     dead.put(&k1, &value(k1, 1)).expect("put");
     left_mid_write(&dead, k1);
@@ -184,7 +183,7 @@ fn another_keys_entry_left_mid_write_on_the_probe_is_removed_by_the_writer_that_
 
 #[test]
 fn hostile_bytes_never_hang_a_writer() {
-    let mut w = Many::on_heap(&BlackboardOptions::new(8)).expect("heap");
+    let mut w = Many::on_heap(&Options::new(8)).expect("heap");
     for k in 0..8 {
         w.put(&k, &value(k, 1)).expect("put");
     }
@@ -226,7 +225,7 @@ fn hostile_bytes_never_hang_a_writer() {
 fn writer_threads_on_their_own_keys_and_a_reader_never_see_a_torn_value() {
     let keys = 16u64;
     let rounds = if cfg!(miri) { 4 } else { 2000 };
-    let a = Many::on_heap(&BlackboardOptions::new(4 * keys)).expect("heap");
+    let a = Many::on_heap(&Options::new(4 * keys)).expect("heap");
     let stop = Arc::new(AtomicBool::new(false));
     let mut reader = a.reader();
     let checker = {

@@ -9,7 +9,7 @@
 //! ([`Writer::put_bytes`], [`Reader::get_bytes`]), whatever its types.
 //!
 //! ```
-//! use shmbus::{OpenOptions, blackboard::{BlackboardOptions, Reader, Writer}};
+//! use shmbus::{OpenOptions, blackboard::{self, Reader, Writer}};
 //!
 //! #[derive(Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
 //! #[repr(C)]
@@ -18,7 +18,7 @@
 //!
 //! # let name = format!("/dev/shm/shmbus-doc-blackboard-{}", std::process::id());
 //! // Process A: 500 instruments.
-//! let mut writer = Writer::<u32, Quote>::create(&name, &BlackboardOptions::new(500))?;
+//! let mut writer = Writer::<u32, Quote>::create(&name, &blackboard::Options::new(500))?;
 //! writer.put(&7, &Quote { bid: 101.5, ask: 101.75 })?;
 //! // Any process, any time: the latest quote of instrument 7.
 //! let mut reader = Reader::<u32, Quote>::open(&name, &OpenOptions::default())?;
@@ -116,6 +116,6 @@ mod writer;
 pub use error::{GetError, PutError, RemoveError};
 pub use field::Field;
 pub use many_writer::ManyWriter;
-pub use options::BlackboardOptions;
+pub use options::Options;
 pub use reader::{Entries, Item, Reader, Versioned};
 pub use writer::Writer;

@@ -1,4 +1,4 @@
-//! How to create a blackboard ([`BlackboardOptions`]): its keys and the
+//! How to create a blackboard ([`Options`]): its keys and the
 //! sizes and types of its keys and values.
 
 use std::time::Duration;
@@ -12,12 +12,12 @@ use crate::wait::WaitStrategy;
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::BlackboardOptions;
+/// use shmbus::blackboard;
 /// // 500 keys; raw 16-byte keys, typed values (the value type gives its size).
-/// let opts = BlackboardOptions::new(500).key_size(16).mode(0o660);
+/// let opts = blackboard::Options::new(500).key_size(16).mode(0o660);
 /// ```
 #[derive(Clone, Debug)]
-pub struct BlackboardOptions {
+pub struct Options {
     pub(crate) keys: u64,
     pub(crate) key_size: Option<u32>,
     pub(crate) value_size: Option<u32>,
@@ -31,17 +31,17 @@ pub struct BlackboardOptions {
     pub(crate) unblock: Duration,
 }
 
-impl BlackboardOptions {
+impl Options {
     /// A blackboard of at most `keys` keys (1 to 2^24), mode 0600. Its
     /// table has the smallest power of two of entries at least twice
     /// `keys`, so a lookup meets an empty entry soon (docs/LAYOUT.md §21).
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(1000);
+    /// let opts = shmbus::blackboard::Options::new(1000);
     /// ```
     pub fn new(keys: u64) -> Self {
-        BlackboardOptions {
+        Options {
             keys,
             key_size: None,
             value_size: None,
@@ -64,7 +64,7 @@ impl BlackboardOptions {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(8)
+    /// let opts = shmbus::blackboard::Options::new(8)
     ///     .unblock_timeout(Duration::from_millis(200));
     /// ```
     pub fn unblock_timeout(mut self, timeout: Duration) -> Self {
@@ -76,7 +76,7 @@ impl BlackboardOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).key_size(32);
+    /// let opts = shmbus::blackboard::Options::new(8).key_size(32);
     /// ```
     pub fn key_size(mut self, bytes: u32) -> Self {
         self.key_size = Some(bytes);
@@ -86,7 +86,7 @@ impl BlackboardOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).value_size(64);
+    /// let opts = shmbus::blackboard::Options::new(8).value_size(64);
     /// ```
     pub fn value_size(mut self, bytes: u32) -> Self {
         self.value_size = Some(bytes);
@@ -98,7 +98,7 @@ impl BlackboardOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).key_size(8).key_type("u64", 8);
+    /// let opts = shmbus::blackboard::Options::new(8).key_size(8).key_type("u64", 8);
     /// ```
     pub fn key_type(mut self, name: &str, align: u32) -> Self {
         self.key_type = Some((name.to_owned(), align));
@@ -109,7 +109,7 @@ impl BlackboardOptions {
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::blackboard::BlackboardOptions::new(8).value_size(8).value_type("u64", 8);
+    /// let opts = shmbus::blackboard::Options::new(8).value_size(8).value_type("u64", 8);
     /// ```
     pub fn value_type(mut self, name: &str, align: u32) -> Self {
         self.value_type = Some((name.to_owned(), align));
@@ -120,8 +120,8 @@ impl BlackboardOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{WaitStrategy, blackboard::BlackboardOptions};
-    /// let opts = BlackboardOptions::new(8).wait_strategy(WaitStrategy::BusySpin);
+    /// use shmbus::{WaitStrategy, blackboard};
+    /// let opts = blackboard::Options::new(8).wait_strategy(WaitStrategy::BusySpin);
     /// ```
     pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
@@ -129,4 +129,4 @@ impl BlackboardOptions {
     }
 }
 
-file_setters!([] BlackboardOptions, "blackboard::BlackboardOptions::new(8)");
+file_setters!([] Options, "blackboard::Options::new(8)");

@@ -16,8 +16,8 @@ use crate::wire::blackboard::tag;
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Versioned, Writer};
-/// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+/// use shmbus::blackboard::{self, Versioned, Writer};
+/// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
 /// writer.put(&1, &10)?;
 /// let got: Versioned<u64> = writer.reader().get(&1)?.unwrap();
 /// assert_eq!((got.value, got.version), (10, 1));
@@ -38,8 +38,8 @@ pub struct Versioned<T> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
-/// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+/// use shmbus::blackboard::{self, Writer};
+/// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
 /// writer.put(&1, &10)?;
 /// let mut reader = writer.reader();
 /// let all: Vec<_> = reader.entries().collect::<Result<_, _>>()?;
@@ -62,8 +62,8 @@ pub struct Item<K, V> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
-/// let mut writer = Writer::<u64, [u8; 8], _>::on_heap(&BlackboardOptions::new(16))?;
+/// use shmbus::blackboard::{self, Writer};
+/// let mut writer = Writer::<u64, [u8; 8], _>::on_heap(&blackboard::Options::new(16))?;
 /// let mut reader = writer.reader();
 /// writer.put(&3, b"pose 3.1")?;
 /// assert_eq!(reader.get(&3)?.map(|e| e.value), Some(*b"pose 3.1"));
@@ -134,8 +134,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// assert_eq!(reader.seen(), 0);
@@ -154,8 +154,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{Wait, blackboard::{BlackboardOptions, Writer}, select::Select};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::{Wait, blackboard::{self, Writer}, select::Select};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// let mut select = Select::new();
@@ -193,8 +193,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &10)?;
     /// assert_eq!(writer.reader().get(&1)?.map(|e| e.value), Some(10));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -224,8 +224,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &10)?;
     /// let mut reader = writer.reader();
     /// let (bytes, version) = reader.get_bytes(&1u64.to_ne_bytes())?.unwrap();
@@ -261,8 +261,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// assert_eq!(reader.version(), 1);
@@ -276,8 +276,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &10)?;
     /// assert_eq!((writer.reader().keys(), writer.reader().capacity()), (1, 4));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -290,8 +290,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(4).key_size(12))?;
     /// assert_eq!((writer.reader().key_size(), writer.reader().value_size()), (12, 8));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -303,8 +303,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(4).key_size(12))?;
     /// assert_eq!(writer.reader().value_size(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -316,8 +316,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.reader().capacity(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -331,8 +331,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &10)?;
     /// writer.put(&2, &20)?;
     /// let mut sum = 0;
@@ -358,8 +358,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &10)?;
     /// let mut reader = writer.reader();
     /// let seen = reader.version();
@@ -391,8 +391,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{Wait, blackboard::{BlackboardOptions, Writer}};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::{Wait, blackboard::{self, Writer}};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// assert_eq!(reader.wait_changed(0, Wait::For(Duration::from_millis(1))), None);
     /// writer.put(&1, &10)?;
@@ -428,8 +428,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, blackboard::{BlackboardOptions, Writer}};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::{Wait, blackboard::{self, Writer}};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// let got = reader.wait_key(&1, 0, Wait::Never)?.unwrap();
@@ -512,8 +512,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
-/// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+/// use shmbus::blackboard::{self, Writer};
+/// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
 /// writer.put(&1, &10)?;
 /// assert_eq!(writer.reader().entries().count(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -596,9 +596,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, blackboard::{BlackboardOptions, Reader, Writer}};
+        /// use shmbus::{OpenOptions, blackboard::{self, Reader, Writer}};
         /// # let name = format!("/dev/shm/shmbus-doc-bbopen-{}", std::process::id());
-        /// let mut writer = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(8))?;
+        /// let mut writer = Writer::<u64, u64>::create(&name, &blackboard::Options::new(8))?;
         /// writer.put(&1, &2)?;
         /// let mut raw = Reader::<[u8], [u8]>::open(&name, &OpenOptions::default())?;
         /// assert_eq!(raw.get(&1u64.to_ne_bytes())?.unwrap().value, 2u64.to_ne_bytes());

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering as Std};
 use std::sync::Arc;
 
 use super::table::hash;
-use super::{BlackboardOptions, GetError, Writer};
+use super::{GetError, Options, Writer};
 use crate::mem::{HeapRegion, Region};
 use crate::sync::Ordering;
 use crate::wire::{BlackboardGeometry, Header, TypeFingerprint};
@@ -31,7 +31,7 @@ fn the_worked_example_of_layout_25_6_holds() {
 
 #[test]
 fn a_first_put_writes_the_bytes_layout_25_gives() {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&Options::new(4)).expect("heap");
     writer.put(&7, &0xABCD).expect("put");
     let region: &Arc<HeapRegion> = &writer.reader().table_region();
     let page = crate::mem::heap::HEAP_PAGE as usize;
@@ -45,7 +45,7 @@ fn a_first_put_writes_the_bytes_layout_25_gives() {
 
 #[test]
 fn a_read_of_an_entry_left_mid_write_gives_up_busy_after_a_bounded_number_of_tries() {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&Options::new(4)).expect("heap");
     writer.put(&1, &1).expect("put");
     let mut reader = writer.reader();
     let region = reader.table_region();
@@ -73,7 +73,7 @@ fn entry_word(region: &Arc<HeapRegion>, i: u64, at: usize) -> &crate::sync::Atom
 #[test]
 fn a_key_whose_home_holds_another_key_left_mid_write_is_read_and_a_key_never_written_is_not_found()
 {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&Options::new(4)).expect("heap");
     let [stuck, beside, never] = keys_sharing_a_home(3, 8)[..] else {
         unreachable!("three keys")
     };
@@ -97,7 +97,7 @@ fn a_key_whose_home_holds_another_key_left_mid_write_is_read_and_a_key_never_wri
 
 #[test]
 fn a_look_up_racing_its_own_keys_insert_finds_it_absent_until_its_key_words_are_stored() {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&Options::new(4)).expect("heap");
     let [gone, new] = keys_sharing_a_home(2, 8)[..] else {
         unreachable!("two keys")
     };
@@ -124,7 +124,7 @@ fn a_look_up_racing_its_own_keys_insert_finds_it_absent_until_its_key_words_are_
 
 #[test]
 fn an_entry_whose_first_write_is_under_way_holds_no_key_not_even_the_one_its_zero_words_spell() {
-    let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4)).expect("heap");
+    let mut writer = Writer::<u64, u64, _>::on_heap(&Options::new(4)).expect("heap");
     let home = hash(&0u64.to_ne_bytes()) & 7;
     // A key elsewhere, so that the table's version is past 0 (`wait_key`
     // then looks).
@@ -142,8 +142,7 @@ fn an_entry_whose_first_write_is_under_way_holds_no_key_not_even_the_one_its_zer
 fn readers_on_other_threads_never_see_a_torn_value() {
     let rounds = if cfg!(miri) { 20 } else { 2000 };
     let keys = 8u64;
-    let mut writer =
-        Writer::<u64, [u64; 4], _>::on_heap(&BlackboardOptions::new(keys)).expect("heap");
+    let mut writer = Writer::<u64, [u64; 4], _>::on_heap(&Options::new(keys)).expect("heap");
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..2)
         .map(|t| {

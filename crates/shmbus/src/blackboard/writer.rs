@@ -9,7 +9,7 @@ use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
-use super::BlackboardOptions;
+use super::Options;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::sync::Ordering;
@@ -34,9 +34,9 @@ use crate::wire::{BlackboardGeometry, GeometryError, Header, TypeFingerprint};
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 ///
-/// let mut writer = Writer::<u32, [f64; 2], _>::on_heap(&BlackboardOptions::new(500))?;
+/// let mut writer = Writer::<u32, [f64; 2], _>::on_heap(&blackboard::Options::new(500))?;
 /// let mut reader = writer.reader();
 /// let v1 = writer.put(&7, &[101.5, 101.75])?; // instrument 7: bid, ask
 /// let got = reader.get(&7)?.expect("just put");
@@ -73,7 +73,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> std::fmt::Debug for Writer
 
 /// The header of a new blackboard of `K` keys and `V` values.
 pub(crate) fn header<K: ?Sized + Field, V: ?Sized + Field>(
-    opts: &BlackboardOptions,
+    opts: &Options,
     page: u64,
 ) -> Result<(Header, BlackboardGeometry), GeometryError> {
     let raw = |e| match e {
@@ -135,8 +135,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.put(&1, &100)?, 1);
     /// assert_eq!(writer.put(&1, &101)?, 2);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -155,8 +155,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, PutError, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, PutError, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put_bytes(&1u64.to_ne_bytes(), &5u64.to_ne_bytes())?;
     /// assert_eq!(
     ///     writer.put_bytes(&1u64.to_ne_bytes(), b"short"),
@@ -204,8 +204,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &100)?;
     /// assert_eq!(writer.remove(&1)?, Some(2));
     /// assert_eq!(writer.remove(&1)?, None);
@@ -224,8 +224,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.remove_bytes(&9u64.to_ne_bytes())?, None);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -254,8 +254,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &1)?;
     /// assert_eq!((writer.keys(), writer.capacity()), (1, 4));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -268,8 +268,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(4).key_size(12))?;
     /// assert_eq!((writer.key_size(), writer.value_size()), (12, 8));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -281,8 +281,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<[u8], u64, _>::on_heap(&BlackboardOptions::new(4).key_size(12))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(4).key_size(12))?;
     /// assert_eq!(writer.value_size(), 8);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -294,8 +294,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.capacity(), 4);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -308,8 +308,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// writer.put(&1, &1)?;
     /// assert_eq!(writer.version(), 1);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -324,8 +324,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// assert_eq!(writer.repaired(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -357,8 +357,8 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region + Clone> Writer<K, V, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&BlackboardOptions::new(4))?;
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
     /// let mut reader = writer.reader();
     /// writer.put(&1, &10)?;
     /// assert_eq!(reader.get(&1)?.map(|e| e.value), Some(10));
@@ -379,13 +379,13 @@ impl<K: ?Sized + Field, V: ?Sized + Field> Writer<K, V, std::sync::Arc<HeapRegio
     ///
     /// # Examples
     /// ```
-    /// use shmbus::blackboard::{BlackboardOptions, Writer};
+    /// use shmbus::blackboard::{self, Writer};
     /// let writer = Writer::<[u8], [u8], _>::on_heap(
-    ///     &BlackboardOptions::new(16).key_size(8).value_size(64),
+    ///     &blackboard::Options::new(16).key_size(8).value_size(64),
     /// )?;
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn on_heap(opts: &BlackboardOptions) -> Result<Self, CreateError> {
+    pub fn on_heap(opts: &Options) -> Result<Self, CreateError> {
         let page = crate::mem::heap::HEAP_PAGE;
         let (header, geo) = header::<K, V>(opts, page).map_err(CreateError::InvalidGeometry)?;
         let region = std::sync::Arc::new(HeapRegion::new(header.total_len as usize));
@@ -416,9 +416,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, blackboard::{BlackboardOptions, Reader, Writer}};
+        /// use shmbus::{OpenOptions, blackboard::{self, Reader, Writer}};
         /// # let name = format!("/dev/shm/shmbus-doc-bbcreate-{}", std::process::id());
-        /// let mut writer = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(100))?;
+        /// let mut writer = Writer::<u64, u64>::create(&name, &blackboard::Options::new(100))?;
         /// writer.put(&1, &42)?;
         /// // Any process:
         /// let mut reader = Reader::<u64, u64>::open(&name, &OpenOptions::default())?;
@@ -426,7 +426,7 @@ mod shm {
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &BlackboardOptions) -> Result<Self, CreateError> {
+        pub fn create(name: &str, opts: &Options) -> Result<Self, CreateError> {
             let (page, huge) = layout_page(name, &opts.file)?;
             let (mut header, geo) =
                 header::<K, V>(opts, page).map_err(CreateError::InvalidGeometry)?;
@@ -456,9 +456,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, blackboard::{BlackboardOptions, Writer}};
+        /// use shmbus::{OpenOptions, blackboard::{self, Writer}};
         /// # let name = format!("/dev/shm/shmbus-doc-bbattach-{}", std::process::id());
-        /// drop(Writer::<u64, u64>::create(&name, &BlackboardOptions::new(100))?);
+        /// drop(Writer::<u64, u64>::create(&name, &blackboard::Options::new(100))?);
         /// let writer = Writer::<u64, u64>::attach(&name, &OpenOptions::default())?;
         /// assert_eq!(writer.repaired(), 0);
         /// # shmbus::remove(&name)?;

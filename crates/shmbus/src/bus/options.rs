@@ -48,8 +48,8 @@ pub const DEFAULT_MAX_LOSSLESS: u32 = 8;
 
 /// Marks options for a bus with one publisher: `BusOptions<One>` (the
 /// default, what [`BusOptions::new`] gives) makes a bus for
-/// [`Publisher::create`](crate::Publisher::create), `PoolOptions<One>` one
-/// for `PoolPublisher::create`. Named as [`Publishers::One`] names the
+/// [`Publisher::create`](crate::Publisher::create), `pool::Options<One>` one
+/// for `pool::Publisher::create`. Named as [`Publishers::One`] names the
 /// bus it makes, so the type reads as what the bus will be; options for
 /// one publisher have no unblock timeout to set.
 ///
@@ -64,7 +64,7 @@ pub struct One;
 /// Marks options for a bus with any number of publishers: `BusOptions<Many>`
 /// (from [`BusOptions::many`]) makes a bus for
 /// [`ManyPublisher::create`](crate::bus::ManyPublisher::create),
-/// `PoolOptions<Many>` one for `PoolPublisher::create_many`. Named as
+/// `pool::Options<Many>` one for `pool::Publisher::create_many`. Named as
 /// [`Publishers::Many`] and `shmbus create --publishers many` name that
 /// bus; only these options have an unblock timeout
 /// ([`BusOptions::unblock_timeout`]), so a timeout given to a bus that

@@ -543,7 +543,7 @@ mod shm {
         /// a bus, another message type, ...),
         /// [`AttachError::RoleTaken`] if a live process publishes on
         /// it, [`AttachError::Journaled`] for a journaled bus (attach a
-        /// `JournalPublisher`), [`AttachError::WrongMode`] for a
+        /// `journal::Publisher`), [`AttachError::WrongMode`] for a
         /// many-publisher bus.
         ///
         /// # Examples

@@ -1,7 +1,7 @@
 //! The errors every kind shares: making a bus file ([`CreateError`]),
 //! opening one ([`OpenError`]), taking over a role ([`AttachError`]), and
 //! what those wrap. Each kind's own errors live in its module
-//! ([`crate::bus::PublishError`], [`crate::stream::PushError`], ...).
+//! ([`crate::bus::PublishError`], [`stream::PushError`](crate::stream::PushError), ...).
 //!
 //! One error enum per operation. Each `Display` names what was found and
 //! what was expected, so the CLI can print it as its one line; each has a
@@ -309,8 +309,8 @@ pub enum OpenError {
     #[error("cannot lock the segment in memory: {0}")]
     Mlock(io::Error),
     /// A pool bus opened by a handle that copies messages, or a copying
-    /// bus opened by a pool handle (`PoolPublisher`, `PoolSubscriber`).
-    #[error("{}", if *found { "bus carries its messages in a block pool: open it with PoolSubscriber or PoolPublisher" } else { "bus has no block pool: open it with Subscriber or Publisher" })]
+    /// bus opened by a pool handle (`pool::Publisher`, `pool::Subscriber`).
+    #[error("{}", if *found { "bus carries its messages in a block pool: open it with pool::Subscriber or pool::Publisher" } else { "bus has no block pool: open it with Subscriber or Publisher" })]
     PoolMismatch {
         /// Whether the bus has a pool.
         found: bool,

@@ -7,11 +7,8 @@ use std::time::Duration;
 use super::*;
 use crate::blackboard::{GetError, PutError, RemoveError};
 use crate::bus::{Abandoned, ManyPublishError, PublishError, TryPublishError};
-use crate::journal::{
-    AppendError, CloseError, JoinError, JournalAttachError, JournalCreateError, JournalOpenError,
-    SnapshotError,
-};
-use crate::pool::{Census, LoanError, PoolRecvError};
+use crate::journal::{self, AppendError, CloseError, JoinError, SnapshotError};
+use crate::pool::{self, Census, LoanError};
 use crate::stream::{PopError, PushError};
 use ErrorKind as K;
 
@@ -273,7 +270,7 @@ fn publish_loan_and_receive_errors_have_their_kinds() {
     assert_eq!(LoanError::TooLong { len: 2, max: 1 }.kind(), K::TooLong);
     let census = Census::default();
     assert_eq!(LoanError::Exhausted { census }.kind(), K::PoolExhausted);
-    let held = PoolRecvError::TooManySamples { max: 8 };
+    let held = pool::RecvError::TooManySamples { max: 8 };
     assert_eq!(held.kind(), K::TooManySamples);
 }
 
@@ -412,8 +409,8 @@ fn every_kind_is_in_all_once_in_declaration_order() {
     assert_eq!(ErrorKind::ALL.len(), position(K::Other) + 1);
 }
 
-fn journal_error() -> JournalOpenError {
-    JournalOpenError::Sealed { path: path() }
+fn journal_error() -> journal::OpenError {
+    journal::OpenError::Sealed { path: path() }
 }
 
 #[test]
@@ -444,16 +441,16 @@ fn journal_errors_have_their_kinds() {
     }
     let create = [
         (
-            JournalCreateError::Create(CreateError::AlreadyExists { path: path() }),
+            journal::CreateError::Create(CreateError::AlreadyExists { path: path() }),
             K::Exists,
         ),
-        (JournalCreateError::Journal(journal_error()), K::Journal),
+        (journal::CreateError::Journal(journal_error()), K::Journal),
         (
-            JournalCreateError::Snapshot(SnapshotError::Exists { path: path() }),
+            journal::CreateError::Snapshot(SnapshotError::Exists { path: path() }),
             K::InvalidArgument,
         ),
         (
-            JournalCreateError::TooLarge {
+            journal::CreateError::TooLarge {
                 option: "chunk_bytes",
                 value: 2,
                 max: 1,
@@ -466,17 +463,17 @@ fn journal_errors_have_their_kinds() {
     }
     let attach = [
         (
-            JournalAttachError::Attach(AttachError::RoleTaken {
+            journal::AttachError::Attach(AttachError::RoleTaken {
                 role: Role::Publisher,
                 pid: 1,
             }),
             K::RoleTaken,
         ),
         (
-            JournalAttachError::NotJournaled { name: "x".into() },
+            journal::AttachError::NotJournaled { name: "x".into() },
             K::NotJournaled,
         ),
-        (JournalAttachError::Journal(journal_error()), K::Journal),
+        (journal::AttachError::Journal(journal_error()), K::Journal),
     ];
     for (e, kind) in attach {
         assert_eq!(e.kind(), kind, "{e:?}");

@@ -1,10 +1,10 @@
 //! A journaled bus's waits other than its own: what a
-//! [`JournalSubscriber`] gives a [`Select`](crate::select::Select) and the
+//! [`Subscriber`] gives a [`Select`](crate::select::Select) and the
 //! [`aio`](crate::aio) futures ([`Member`]: always ready while it reads
 //! the file, which never waits), and its `recv_async` beside `recv` (and,
 //! with the feature `async-stream`, its [`Entries`]).
 
-use super::{Entry, JournalSubscriber};
+use super::{Entry, Subscriber};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
@@ -14,7 +14,7 @@ use crate::sync::AtomicU32;
 use crate::wait::Wait;
 use crate::Message;
 
-impl<T: ?Sized + Payload> Member for JournalSubscriber<T> {
+impl<T: ?Sized + Payload> Member for Subscriber<T> {
     fn ready(&self) -> bool {
         // Reading the file: never waits.
         !self.is_live() || self.ring().has_news(self.position())
@@ -27,7 +27,7 @@ impl<T: ?Sized + Payload> Member for JournalSubscriber<T> {
     }
 }
 
-impl<T: Message> JournalSubscriber<T> {
+impl<T: Message> Subscriber<T> {
     /// The next entry (from the file, then the ring) or lag report,
     /// waiting as [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
     ///
@@ -36,17 +36,17 @@ impl<T: Message> JournalSubscriber<T> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
     /// use shmbus::{BusOptions, Received};
-    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::journal::{self, Entry, JoinOptions};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jasync-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jasync-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 0, msg: 1 }));
     /// publisher.publish(&2)?;
     /// assert_eq!(late.recv_async().await, Received::Message(Entry { seq: 1, msg: 2 }));
@@ -69,7 +69,7 @@ impl<T: Message> JournalSubscriber<T> {
     }
 }
 
-impl JournalSubscriber<[u8]> {
+impl Subscriber<[u8]> {
     /// The next entry (borrowed, as from `recv`: the bus's message size,
     /// zero-padded as published) or lag report, waiting as
     /// [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
@@ -79,17 +79,17 @@ impl JournalSubscriber<[u8]> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
     /// use shmbus::{BusOptions, Received};
-    /// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::journal::{self, Entry, JoinOptions};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jrawasync-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jrawasync-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(8),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.publish(b"hello")?;
-    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<[u8]>::join(&name, &JoinOptions::default())?;
     /// let Received::Message(Entry { seq, msg }) = late.recv_async().await else { panic!() };
     /// assert_eq!((seq, msg), (0, &b"hello\0\0\0"[..]));
     /// # drop(late);
@@ -121,7 +121,7 @@ impl JournalSubscriber<[u8]> {
 /// A typed journal subscriber's entries (from the file, then the
 /// ring) and lag reports as a `futures_core::Stream` (feature
 /// `async-stream`): each item is what
-/// [`JournalSubscriber::recv_async`] would return; it never ends.
+/// [`Subscriber::recv_async`] would return; it never ends.
 /// Cancel-safe as `recv_async`.
 ///
 /// # Examples
@@ -131,17 +131,17 @@ impl JournalSubscriber<[u8]> {
 /// use std::pin::Pin;
 /// use futures_core::Stream;
 /// use shmbus::{BusOptions, Received};
-/// use shmbus::journal::{Entry, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+/// use shmbus::journal::{self, Entry, JoinOptions};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-jentries-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&1)?;
-/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
 /// let mut entries = late.entries();
 /// let next = std::future::poll_fn(|cx| Pin::new(&mut entries).poll_next(cx)).await;
 /// assert_eq!(next, Some(Received::Message(Entry { seq: 0, msg: 1 })));
@@ -151,26 +151,26 @@ impl JournalSubscriber<[u8]> {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub type Entries<'a, T> = Items<'a, JournalSubscriber<T>>;
+pub type Entries<'a, T> = Items<'a, Subscriber<T>>;
 
 #[cfg(feature = "async-stream")]
-impl<T: Message> JournalSubscriber<T> {
+impl<T: Message> Subscriber<T> {
     /// This subscriber's entries as a `futures_core::Stream` (feature
     /// `async-stream`): see [`Entries`].
     ///
     /// # Examples
     /// ```
     /// use shmbus::BusOptions;
-    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::journal::{self, JoinOptions};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jentries-fn-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jentries-fn-{}", std::process::id());
-    /// let publisher = JournalPublisher::<u64>::create(
+    /// let publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// let entries = late.entries();
     /// # drop(entries); drop(late);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -182,7 +182,7 @@ impl<T: Message> JournalSubscriber<T> {
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: Message> Next for JournalSubscriber<T> {
+impl<T: Message> Next for Subscriber<T> {
     type Item = Received<Entry<T>>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -22,8 +22,8 @@ use crate::wait::Wait;
 /// ```
 /// use std::time::Duration;
 /// use shmbus::{BusOptions, OpenOptions, Wait};
-/// use shmbus::blackboard::{BlackboardOptions, Reader, Writer};
-/// use shmbus::journal::{BoardFeed, JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::blackboard::{self, Reader, Writer};
+/// use shmbus::journal::{self, BoardFeed, JoinOptions, Keyed, State};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
@@ -35,16 +35,16 @@ use crate::wait::Wait;
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-feed-{}", std::process::id());
 /// # let board = format!("/dev/shm/shmbus-doc-feed-bb-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<Tick>::create(
+/// let mut publisher = journal::Publisher::<Tick>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&Tick { key: 1, val: 10 })?;
 /// let last = publisher.publish(&Tick { key: 1, val: 11 })?;
 ///
 /// // The folding process:
-/// let writer = Writer::<u64, Tick>::create(&board, &BlackboardOptions::new(1000))?;
+/// let writer = Writer::<u64, Tick>::create(&board, &blackboard::Options::new(1000))?;
 /// let mut feed = BoardFeed::new(State::<Tick>::join(&name, &JoinOptions::default())?, writer)?;
 /// assert!(feed.wait_for(last, Wait::For(Duration::from_secs(5)))?);
 ///

@@ -1,7 +1,7 @@
 //! The journal's errors, one enum per operation: appending
-//! ([`AppendError`]), opening a journal file ([`JournalOpenError`]),
-//! creating a journaled bus ([`JournalCreateError`], with its snapshot's
-//! [`SnapshotError`]), attaching a publisher ([`JournalAttachError`]),
+//! ([`AppendError`]), opening a journal file ([`OpenError`]),
+//! creating a journaled bus ([`CreateError`], with its snapshot's
+//! [`SnapshotError`]), attaching a publisher ([`AttachError`]),
 //! closing one ([`CloseError`]), joining ([`JoinError`]) and seeking
 //! ([`SeekError`]).
 
@@ -11,21 +11,20 @@ use std::time::Duration;
 
 use super::format;
 use crate::error::ErrorKind;
-use crate::error::{AttachError, CreateError, OpenError};
 
 /// Why a message could not be appended to the journal. The message is then
 /// neither in the journal nor on the ring; everything before it is.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{AppendError, JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, journal::{self, AppendError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-appenderror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-appenderror-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<[u8]>::create(
+/// let mut publisher = journal::Publisher::<[u8]>::create(
 ///     &name,
 ///     &BusOptions::new(64).msg_size(8),
-///     &JournalOptions::new(dir.join("raw.journal")),
+///     &journal::Options::new(dir.join("raw.journal")),
 /// )?;
 /// match publisher.publish(b"more than eight") {
 ///     Err(AppendError::TooLong { len, max }) => assert_eq!((len, max), (15, 8)),
@@ -109,15 +108,15 @@ impl AppendError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{JournalCreateError, JournalOpenError, JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, journal};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalopenerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-journalopenerror-{}", std::process::id());
 /// // A directory where the journal file should be:
-/// let err = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &JournalOptions::new(&dir))
+/// let err = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal::Options::new(&dir))
 ///     .err();
 /// match err {
-///     Some(JournalCreateError::Journal(JournalOpenError::NotRegular { found, .. })) => {
+///     Some(journal::CreateError::Journal(journal::OpenError::NotRegular { found, .. })) => {
 ///         assert_eq!(found, "a directory");
 ///     }
 ///     Some(other) => panic!("unexpected error: {other}"),
@@ -129,7 +128,7 @@ impl AppendError {
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum JournalOpenError {
+pub enum OpenError {
     /// The header is not a journal header this build reads.
     #[error("{path}: {source}")]
     Header {
@@ -226,14 +225,14 @@ pub enum JournalOpenError {
     },
 }
 
-impl JournalOpenError {
-    pub(crate) fn io(path: &Path, what: &'static str, source: io::Error) -> JournalOpenError {
+impl OpenError {
+    pub(crate) fn io(path: &Path, what: &'static str, source: io::Error) -> OpenError {
         match source.raw_os_error() {
-            Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::EDQUOT) => JournalOpenError::Full {
+            Some(libc::ENOSPC) | Some(libc::EFBIG) | Some(libc::EDQUOT) => OpenError::Full {
                 path: path.to_owned(),
                 len: 0,
             },
-            _ => JournalOpenError::Io {
+            _ => OpenError::Io {
                 path: path.to_owned(),
                 what,
                 source,
@@ -242,14 +241,14 @@ impl JournalOpenError {
     }
 }
 
-impl JournalOpenError {
+impl OpenError {
     /// [`ErrorKind::Journal`], whatever is wrong with the file.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, journal::JournalOpenError};
+    /// use shmbus::{ErrorKind, journal};
     ///
-    /// let e = JournalOpenError::Sealed { path: "ticks.journal".into() };
+    /// let e = journal::OpenError::Sealed { path: "ticks.journal".into() };
     /// assert_eq!(e.kind(), ErrorKind::Journal);
     /// ```
     pub fn kind(&self) -> ErrorKind {
@@ -257,18 +256,18 @@ impl JournalOpenError {
     }
 }
 
-/// Why a journal's starting snapshot ([`JournalOptions::snapshot`](super::JournalOptions::snapshot)) was
+/// Why a journal's starting snapshot ([`Options::snapshot`](super::Options::snapshot)) was
 /// refused.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{JournalCreateError, JournalOptions, JournalPublisher, SnapshotError}};
+/// use shmbus::{BusOptions, journal::{self, SnapshotError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshoterror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-snapshoterror-{}", std::process::id());
-/// let journal = JournalOptions::new(dir.join("j")).snapshot(vec![(5, vec![1])]);
-/// match JournalPublisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(5), &journal) {
-///     Err(JournalCreateError::Snapshot(SnapshotError::Order { index: 0, seq: 5, .. })) => {}
+/// let journal = journal::Options::new(dir.join("j")).snapshot(vec![(5, vec![1])]);
+/// match journal::Publisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(5), &journal) {
+///     Err(journal::CreateError::Snapshot(SnapshotError::Order { index: 0, seq: 5, .. })) => {}
 ///     other => panic!("expected an order error, got {:?}", other.map(|_| ())),
 /// }
 /// # std::fs::remove_dir_all(&dir)?;
@@ -314,15 +313,15 @@ pub enum SnapshotError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, CreateError, journal::{JournalCreateError, JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, CreateError, journal};
 /// use shmbus::Publisher;
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journalcreateerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-journalcreateerror-{}", std::process::id());
 /// let plain = Publisher::<u64>::create(&name, &BusOptions::new(64))?;
-/// let journal = JournalOptions::new(dir.join("ticks.journal"));
-/// match JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal) {
-///     Err(JournalCreateError::Create(CreateError::AlreadyExists { .. })) => {}
+/// let journal = journal::Options::new(dir.join("ticks.journal"));
+/// match journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal) {
+///     Err(journal::CreateError::Create(CreateError::AlreadyExists { .. })) => {}
 ///     Err(other) => panic!("unexpected error: {other}"),
 ///     Ok(_) => panic!("the name is taken"),
 /// }
@@ -333,48 +332,46 @@ pub enum SnapshotError {
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum JournalCreateError {
+pub enum CreateError {
     /// The bus.
     #[error(transparent)]
-    Create(#[from] CreateError),
+    Create(#[from] crate::error::CreateError),
     /// The journal.
     #[error(transparent)]
-    Journal(#[from] JournalOpenError),
-    /// The snapshot it was to start with ([`JournalOptions::snapshot`](super::JournalOptions::snapshot)).
+    Journal(#[from] OpenError),
+    /// The snapshot it was to start with ([`Options::snapshot`](super::Options::snapshot)).
     #[error(transparent)]
     Snapshot(#[from] SnapshotError),
-    /// A size in [`JournalOptions`](super::JournalOptions) past what a journal can use.
+    /// A size in [`Options`](super::Options) past what a journal can use.
     #[error("journal option {option} is {value} bytes, at most {max} can be used")]
     TooLarge {
         /// `"chunk_bytes"` or `"preallocate_bytes"`.
         option: &'static str,
         /// What was asked for.
         value: usize,
-        /// [`JournalOptions::MAX_CHUNK_BYTES`](super::JournalOptions::MAX_CHUNK_BYTES) or
-        /// [`JournalOptions::MAX_PREALLOCATE_BYTES`](super::JournalOptions::MAX_PREALLOCATE_BYTES).
+        /// [`Options::MAX_CHUNK_BYTES`](super::Options::MAX_CHUNK_BYTES) or
+        /// [`Options::MAX_PREALLOCATE_BYTES`](super::Options::MAX_PREALLOCATE_BYTES).
         max: usize,
     },
 }
 
-impl JournalCreateError {
+impl CreateError {
     /// What kind of failure this is: the bus's create's kind, or
     /// [`ErrorKind::Journal`] for the journal, or
     /// [`ErrorKind::InvalidArgument`] for an impossible option or snapshot.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, journal::JournalCreateError};
+    /// use shmbus::{ErrorKind, journal};
     ///
-    /// let e = JournalCreateError::TooLarge { option: "chunk_bytes", value: 1 << 40, max: 1 << 30 };
+    /// let e = journal::CreateError::TooLarge { option: "chunk_bytes", value: 1 << 40, max: 1 << 30 };
     /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            JournalCreateError::Create(e) => e.kind(),
-            JournalCreateError::Journal(e) => e.kind(),
-            JournalCreateError::Snapshot(_) | JournalCreateError::TooLarge { .. } => {
-                ErrorKind::InvalidArgument
-            }
+            CreateError::Create(e) => e.kind(),
+            CreateError::Journal(e) => e.kind(),
+            CreateError::Snapshot(_) | CreateError::TooLarge { .. } => ErrorKind::InvalidArgument,
         }
     }
 }
@@ -385,14 +382,14 @@ impl JournalCreateError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{CloseError, JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, journal::{self, CloseError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-closeerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-closeerror-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&1)?;
 /// match publisher.close() {
@@ -441,11 +438,11 @@ impl CloseError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Publisher, journal::{JournalAttachError, JournalPublisher}};
+/// use shmbus::{BusOptions, OpenOptions, Publisher, journal};
 /// # let name = format!("/dev/shm/shmbus-doc-journalattacherror-{}", std::process::id());
 /// drop(Publisher::<u64>::create(&name, &BusOptions::new(64))?); // a bus without a journal
-/// match JournalPublisher::<u64>::attach(&name, &OpenOptions::default()) {
-///     Err(JournalAttachError::NotJournaled { name: bus }) => assert_eq!(bus, name),
+/// match journal::Publisher::<u64>::attach(&name, &OpenOptions::default()) {
+///     Err(journal::AttachError::NotJournaled { name: bus }) => assert_eq!(bus, name),
 ///     Err(other) => panic!("unexpected error: {other}"),
 ///     Ok(_) => panic!("the bus has no journal"),
 /// }
@@ -454,10 +451,10 @@ impl CloseError {
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum JournalAttachError {
+pub enum AttachError {
     /// The bus.
     #[error(transparent)]
-    Attach(#[from] AttachError),
+    Attach(#[from] crate::error::AttachError),
     /// The bus has no journal.
     #[error("bus {name:?} has no journal (create it with one)")]
     NotJournaled {
@@ -466,32 +463,32 @@ pub enum JournalAttachError {
     },
     /// The journal.
     #[error(transparent)]
-    Journal(#[from] JournalOpenError),
+    Journal(#[from] OpenError),
 }
 
-impl JournalAttachError {
+impl AttachError {
     /// What kind of failure this is: the attach's kind,
     /// [`ErrorKind::NotJournaled`] or [`ErrorKind::Journal`].
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, journal::JournalAttachError};
+    /// use shmbus::{ErrorKind, journal};
     ///
-    /// let e = JournalAttachError::NotJournaled { name: "ticks".into() };
+    /// let e = journal::AttachError::NotJournaled { name: "ticks".into() };
     /// assert_eq!(e.kind(), ErrorKind::NotJournaled);
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            JournalAttachError::Attach(e) => e.kind(),
-            JournalAttachError::NotJournaled { .. } => ErrorKind::NotJournaled,
-            JournalAttachError::Journal(e) => e.kind(),
+            AttachError::Attach(e) => e.kind(),
+            AttachError::NotJournaled { .. } => ErrorKind::NotJournaled,
+            AttachError::Journal(e) => e.kind(),
         }
     }
 }
 
-impl From<OpenError> for JournalAttachError {
-    fn from(e: OpenError) -> Self {
-        JournalAttachError::Attach(AttachError::Open(e))
+impl From<crate::error::OpenError> for AttachError {
+    fn from(e: crate::error::OpenError) -> Self {
+        AttachError::Attach(crate::error::AttachError::Open(e))
     }
 }
 
@@ -499,10 +496,10 @@ impl From<OpenError> for JournalAttachError {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Publisher, journal::{JoinError, JoinOptions, JournalSubscriber}};
+/// use shmbus::{BusOptions, Publisher, journal::{self, JoinError, JoinOptions}};
 /// # let name = format!("/dev/shm/shmbus-doc-joinerror-{}", std::process::id());
 /// let publisher = Publisher::<u64>::create(&name, &BusOptions::new(64))?; // no journal
-/// match JournalSubscriber::<u64>::join(&name, &JoinOptions::default()) {
+/// match journal::Subscriber::<u64>::join(&name, &JoinOptions::default()) {
 ///     Err(JoinError::NotJournaled { name: bus }) => assert_eq!(bus, name),
 ///     Err(other) => panic!("unexpected error: {other}"),
 ///     Ok(_) => panic!("the bus has no journal"),
@@ -515,7 +512,7 @@ impl From<OpenError> for JournalAttachError {
 pub enum JoinError {
     /// The bus could not be opened.
     #[error(transparent)]
-    Open(#[from] OpenError),
+    Open(#[from] crate::error::OpenError),
     /// The bus has no journal.
     #[error("bus {name:?} has no journal: nothing to bootstrap from")]
     NotJournaled {
@@ -539,9 +536,9 @@ pub enum JoinError {
     FlushFailed,
     /// The journal file could not be read.
     #[error(transparent)]
-    Journal(#[from] JournalOpenError),
+    Journal(#[from] OpenError),
     /// The caller's `go_on` said stop while the joiner waited for the
-    /// flush ([`JournalSubscriber::join_cancellable`](super::JournalSubscriber::join_cancellable)).
+    /// flush ([`Subscriber::join_cancellable`](super::Subscriber::join_cancellable)).
     #[error("the join was cancelled while it waited for the publisher's flush")]
     Cancelled,
 }
@@ -572,22 +569,22 @@ impl JoinError {
     }
 }
 
-/// Why [`JournalSubscriber::seek`](super::JournalSubscriber::seek) could not position the subscriber. It
+/// Why [`Subscriber::seek`](super::Subscriber::seek) could not position the subscriber. It
 /// stays where it was.
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber, SeekError}};
+/// use shmbus::{BusOptions, journal::{self, JoinOptions, SeekError}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-seekerror-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-seekerror-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&1)?;
-/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
 /// match late.seek(5) {
 ///     Err(SeekError::Ahead { seq: 5, head: 1 }) => {}
 ///     other => panic!("nothing is at 5 yet, got {other:?}"),
@@ -608,7 +605,7 @@ pub enum SeekError {
     },
     /// The journal file could not be opened or read.
     #[error(transparent)]
-    Journal(#[from] JournalOpenError),
+    Journal(#[from] OpenError),
     /// A snapshot record met by the search is not a whole record in
     /// order: the file was damaged (or written by something else).
     #[error("{path}: snapshot record {index} is {found}, expected a whole record with a sequence below the base {base} and above the previous one")]

@@ -8,7 +8,7 @@
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::journal::{self, JoinOptions, Keyed, State};
 /// use shmbus::{BusOptions, Wait};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -21,8 +21,8 @@
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-keyed-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-keyed-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<Tick>::create(
-///     &name, &BusOptions::new(4096), &JournalOptions::new(dir.join("ticks.journal")))?;
+/// let mut publisher = journal::Publisher::<Tick>::create(
+///     &name, &BusOptions::new(4096), &journal::Options::new(dir.join("ticks.journal")))?;
 /// publisher.compact_after(Some(1_000_000));
 /// publisher.publish(&Tick { key: 1, val: 41 })?;
 /// let last = publisher.publish(&Tick { key: 1, val: 42 })?;

@@ -3,7 +3,7 @@
 //! A journaled bus is a broadcast bus whose publisher appends every message
 //! to a flat file (`format`) before it publishes it on the ring, and
 //! whose header names that file. A subscriber that starts late
-//! ([`JournalSubscriber::join`]) reads the file first and the ring after.
+//! ([`Subscriber::join`]) reads the file first and the ring after.
 //!
 //! [`Keyed`] shows the whole round: publish, compact, join, fold.
 //!
@@ -77,7 +77,7 @@
 //! the bookkeeping), and the mean depends on growth keeping up: a
 //! publisher at full speed can outrun the grower, which waits for the
 //! kernel to supply new page-cache pages. With the run's file
-//! preallocated (`JournalOptions::preallocate_bytes`, paid at start) that
+//! preallocated (`journal::Options::preallocate_bytes`, paid at start) that
 //! wait moves to the start. Sustained journaling is in any case bounded
 //! by page-cache allocation and, in the end, by the disk. Measured:
 //! docs/GUIDE.md, "The journal's cost".
@@ -92,7 +92,7 @@
 //! - The journal's path is read from a bus header: untrusted. An existing
 //!   journal file (`PATH`, `PATH.prev`) is opened only as a regular file,
 //!   without following a symlink and without blocking
-//!   ([`JournalOpenError::NotRegular`] otherwise); every wait of a joiner
+//!   ([`OpenError::NotRegular`] otherwise); every wait of a joiner
 //!   is bounded by its [`JoinOptions`] (`init_timeout`, `flush_timeout`).
 //! - Every journal file the library creates (`PATH`, `PATH.compacting`,
 //!   which becomes `PATH`) has exactly the bus's mode, whatever the umask
@@ -124,15 +124,15 @@ pub use aio::Entries;
 pub use board::BoardFeed;
 pub use compaction::side_files;
 pub use error::{
-    AppendError, CloseError, FeedError, JoinError, JournalAttachError, JournalCreateError,
-    JournalOpenError, SeekError, SnapshotError,
+    AppendError, AttachError, CloseError, CreateError, FeedError, JoinError, OpenError, SeekError,
+    SnapshotError,
 };
 #[doc(hidden)] // for the tool and the tests: no stable interface
 pub use keyed::raw_key;
 pub use keyed::{Keyed, KeyedPayload};
-pub use options::{JoinOptions, JournalOptions};
-pub use publisher::JournalPublisher;
+pub use options::{JoinOptions, Options};
+pub use publisher::Publisher;
 #[doc(hidden)] // for the tool and the tests: no stable interface
-pub use stat::{stat, JournalStat};
+pub use stat::{stat, Stat};
 pub use state::{KeyedState, State};
-pub use subscriber::{Entry, JournalSubscriber};
+pub use subscriber::{Entry, Subscriber};

@@ -1,11 +1,11 @@
-//! The journal's options: how a journal is created ([`JournalOptions`],
+//! The journal's options: how a journal is created ([`Options`],
 //! with the check of its starting snapshot) and how a subscriber joins one
 //! ([`JoinOptions`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::error::{JournalCreateError, SnapshotError};
+use super::error::{CreateError, SnapshotError};
 use crate::options::OpenOptions;
 use crate::wait::WaitStrategy;
 
@@ -13,25 +13,25 @@ use crate::wait::WaitStrategy;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, journal};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-{}", std::process::id());
-/// let journal = JournalOptions::new(dir.join("ticks.journal")).chunk_bytes(1 << 20);
-/// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+/// let journal = journal::Options::new(dir.join("ticks.journal")).chunk_bytes(1 << 20);
+/// let publisher = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
 /// assert_eq!(publisher.journal_path(), dir.canonicalize()?.join("ticks.journal"));
 /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug)]
-pub struct JournalOptions {
+pub struct Options {
     pub(super) path: PathBuf,
     pub(super) chunk: usize,
     pub(super) preallocate: usize,
     pub(super) snapshot: Vec<(u64, Vec<u8>)>,
 }
 
-impl JournalOptions {
+impl Options {
     /// The largest [`Self::chunk_bytes`]: 1 GiB, the least address space a
     /// journal settles for.
     pub const MAX_CHUNK_BYTES: usize = 1 << 30;
@@ -44,27 +44,27 @@ impl JournalOptions {
     /// exist). An existing journal there is reopened and the new bus
     /// continues its sequence, if it is the caller's own and lets write no
     /// one the bus's mode does not
-    /// ([`JournalOpenError::NotOwned`](super::JournalOpenError::NotOwned) otherwise).
+    /// ([`OpenError::NotOwned`](super::OpenError::NotOwned) otherwise).
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-journaloptions-new-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-journaloptions-new-{}", std::process::id());
-    /// let journal = JournalOptions::new(dir.join("ticks.journal"));
-    /// let mut first = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// let journal = journal::Options::new(dir.join("ticks.journal"));
+    /// let mut first = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
     /// first.publish(&1)?;
     /// first.close()?;
     /// shmbus::remove(&name)?;
     /// // A new bus on the same journal carries on its sequence:
-    /// let second = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// let second = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
     /// assert_eq!(second.next_sequence(), 1);
     /// # second.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn new(path: impl AsRef<Path>) -> Self {
-        JournalOptions {
+        Options {
             path: path.as_ref().to_owned(),
             chunk: 8 << 20,
             preallocate: 0,
@@ -72,8 +72,8 @@ impl JournalOptions {
         }
     }
 
-    pub(super) fn check_sizes(&self) -> Result<(), JournalCreateError> {
-        let too_large = |option, value, max| JournalCreateError::TooLarge { option, value, max };
+    pub(super) fn check_sizes(&self) -> Result<(), CreateError> {
+        let too_large = |option, value, max| CreateError::TooLarge { option, value, max };
         if self.chunk > Self::MAX_CHUNK_BYTES {
             return Err(too_large("chunk_bytes", self.chunk, Self::MAX_CHUNK_BYTES));
         }
@@ -96,13 +96,13 @@ impl JournalOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-chunkbytes-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-chunkbytes-{}", std::process::id());
     /// let path = dir.join("ticks.journal");
-    /// let journal = JournalOptions::new(&path).chunk_bytes(64 << 10);
-    /// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// let journal = journal::Options::new(&path).chunk_bytes(64 << 10);
+    /// let publisher = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
     /// assert_eq!(std::fs::metadata(&path)?.len(), 64 << 10); // one chunk, reserved
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -110,7 +110,7 @@ impl JournalOptions {
     ///
     /// # Errors
     /// None here. The publisher's creation fails with
-    /// [`JournalCreateError::TooLarge`] past [`Self::MAX_CHUNK_BYTES`].
+    /// [`CreateError::TooLarge`] past [`Self::MAX_CHUNK_BYTES`].
     pub fn chunk_bytes(mut self, bytes: usize) -> Self {
         self.chunk = bytes;
         self
@@ -128,22 +128,22 @@ impl JournalOptions {
     ///
     /// # Errors
     /// None here. The publisher's creation fails with
-    /// [`JournalCreateError::TooLarge`] past
+    /// [`CreateError::TooLarge`] past
     /// [`Self::MAX_PREALLOCATE_BYTES`], and with
-    /// [`JournalOpenError::Full`](super::JournalOpenError::Full) or [`JournalOpenError::Io`](super::JournalOpenError::Io) (`allocate`)
+    /// [`OpenError::Full`](super::OpenError::Full) or [`OpenError::Io`](super::OpenError::Io) (`allocate`)
     /// when the file system cannot hold that much.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-preallocate-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-preallocate-{}", std::process::id());
     /// let path = dir.join("ticks.journal");
-    /// let journal = JournalOptions::new(&path)
+    /// let journal = journal::Options::new(&path)
     ///     .chunk_bytes(64 << 10)
     ///     .preallocate_bytes(1 << 20);
-    /// let publisher = JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
+    /// let publisher = journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?;
     /// // The header's chunk and the megabyte after it, reserved.
     /// assert_eq!(std::fs::metadata(&path)?.len(), (1 << 20) + (64 << 10));
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -162,21 +162,21 @@ impl JournalOptions {
     /// Checked when the bus is created; an existing journal is refused.
     ///
     /// # Errors
-    /// None here. The creation fails with [`JournalCreateError::Snapshot`].
+    /// None here. The creation fails with [`CreateError::Snapshot`].
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-snapshot-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-snapshot-{}", std::process::id());
-    /// let journal = JournalOptions::new(dir.join("mirror.journal"))
+    /// let journal = journal::Options::new(dir.join("mirror.journal"))
     ///     .snapshot(vec![(3, 30u64.to_le_bytes().to_vec()), (7, 70u64.to_le_bytes().to_vec())]);
     /// let mut mirror =
-    ///     JournalPublisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(10), &journal)?;
+    ///     journal::Publisher::<u64>::create(&name, &BusOptions::new(64).first_sequence(10), &journal)?;
     /// assert_eq!(mirror.publish(&100)?, 10);
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// let mut got = Vec::new();
     /// late.drain_ready(|r| if let Received::Message(Entry { seq, msg }) = r { got.push((seq, msg)) });
     /// assert_eq!(got, [(3, 30), (7, 70), (10, 100)]);
@@ -220,7 +220,7 @@ pub(super) fn check_snapshot(
     Ok(())
 }
 
-/// How to join a journaled bus ([`JournalSubscriber::join`](super::JournalSubscriber::join),
+/// How to join a journaled bus ([`Subscriber::join`](super::Subscriber::join),
 /// [`State::join`](crate::journal::State::join)): how long to wait for the bus and
 /// for the publisher's flush, and how to wait on the ring after.
 ///

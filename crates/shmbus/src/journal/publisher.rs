@@ -13,22 +13,19 @@ use std::thread::JoinHandle;
 use crate::wire::Message;
 
 use super::compaction::{tmp_path, Compaction, Compactor};
-use super::error::{
-    AppendError, CloseError, JournalAttachError, JournalCreateError, JournalOpenError,
-    SnapshotError,
-};
+use super::error::{AppendError, AttachError, CloseError, CreateError, OpenError, SnapshotError};
 use super::flusher::flusher;
 use super::format::JournalHeader;
 use super::grower::grower;
 use super::keyed::{raw_key, Keyed};
-use super::options::{check_snapshot, JournalOptions};
+use super::options::{check_snapshot, Options};
 use super::shared::{lock, Shared};
 use super::writer::{Trust, Writer};
 use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::BusOptions;
 use crate::bus::Payload;
-use crate::error::{AttachError, CreateError};
+
 use crate::mem::{Region, ShmRegion};
 use crate::options::OpenOptions;
 use crate::segment::{self, Role};
@@ -83,16 +80,15 @@ impl Core {
         name: &str,
         msg: TypeFingerprint,
         opts: &BusOptions,
-        jopts: &JournalOptions,
+        jopts: &Options,
         key_of: fn(&[u8]) -> u64,
-    ) -> Result<Core, JournalCreateError> {
-        let path =
-            absolute(&jopts.path).map_err(|e| JournalOpenError::io(&jopts.path, "resolve", e))?;
+    ) -> Result<Core, CreateError> {
+        let path = absolute(&jopts.path).map_err(|e| OpenError::io(&jopts.path, "resolve", e))?;
         let mode = opts.file.mode;
         let group = opts.file.group;
         jopts.check_sizes()?;
         opts.check_timeouts()
-            .map_err(CreateError::InvalidGeometry)?;
+            .map_err(crate::error::CreateError::InvalidGeometry)?;
         check_snapshot(&jopts.snapshot, opts.first_seq, msg.size)?;
         let (writer, created) = match Writer::open(
             &path,
@@ -110,9 +106,7 @@ impl Core {
                 w.set_mode(mode, group)?;
                 (w, false)
             }
-            Err(JournalOpenError::Io { source, .. })
-                if source.kind() == io::ErrorKind::NotFound =>
-            {
+            Err(OpenError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
                 let h = JournalHeader {
                     msg_size: msg.size,
                     type_hash: msg.name_hash,
@@ -125,7 +119,7 @@ impl Core {
                     if let Err(e) = w.append(*seq, bytes) {
                         let _ = std::fs::remove_file(&path);
                         let e = io::Error::other(e.to_string());
-                        return Err(JournalOpenError::io(&path, "write the snapshot", e).into());
+                        return Err(OpenError::io(&path, "write the snapshot", e).into());
                     }
                 }
                 (w, true)
@@ -133,7 +127,7 @@ impl Core {
             Err(e) => return Err(e.into()),
         };
         let first = writer.next_seq();
-        let remove_new = |e: JournalCreateError| {
+        let remove_new = |e: CreateError| {
             if created {
                 let _ = std::fs::remove_file(&path);
             }
@@ -142,11 +136,11 @@ impl Core {
         let (page, huge) =
             segment::layout_page(name, &opts.file).map_err(|e| remove_new(e.into()))?;
         let mut header = Header::broadcast(opts.capacity, msg, page, first)
-            .map_err(|e| remove_new(CreateError::InvalidGeometry(e).into()))?;
+            .map_err(|e| remove_new(crate::error::CreateError::InvalidGeometry(e).into()))?;
         header.flags |= huge;
         let header = header.with_journal(path.clone()).map_err(|len| {
             remove_new(
-                JournalOpenError::PathTooLong {
+                OpenError::PathTooLong {
                     len,
                     max: crate::wire::header::JOURNAL_PATH_MAX,
                 }
@@ -187,7 +181,7 @@ impl Core {
         msg: Option<&TypeFingerprint>,
         opts: &OpenOptions,
         key_of: fn(&[u8]) -> u64,
-    ) -> Result<Core, JournalAttachError> {
+    ) -> Result<Core, AttachError> {
         let (region, header) = segment::open_checked(
             name,
             Role::Publisher,
@@ -195,15 +189,15 @@ impl Core {
             msg,
             opts,
         )
-        .map_err(AttachError::Open)?;
+        .map_err(crate::error::AttachError::Open)?;
         let Some(path) = header.journal.clone() else {
-            return Err(JournalAttachError::NotJournaled {
+            return Err(AttachError::NotJournaled {
                 name: name.to_owned(),
             });
         };
         let pid_field = header.control_offset as usize + control::PUBLISHER_PID;
         segment::take_role(&region, lock_byte::PUBLISHER, pid_field).map_err(|pid| {
-            AttachError::RoleTaken {
+            crate::error::AttachError::RoleTaken {
                 role: crate::error::Role::Publisher,
                 pid,
             }
@@ -234,7 +228,7 @@ impl Core {
             publish_last_record(&ring, &mut gate, &writer, ring_next);
             journal_next
         } else {
-            return Err(JournalOpenError::Behind {
+            return Err(OpenError::Behind {
                 path,
                 journal_next,
                 ring_next,
@@ -266,16 +260,16 @@ impl Core {
         (mode, group): (u32, Option<u32>),
         chunk: usize,
         key_of: fn(&[u8]) -> u64,
-    ) -> Result<Core, JournalOpenError> {
+    ) -> Result<Core, OpenError> {
         ring.set_light_barrier();
         let file = writer
             .file()
             .try_clone()
-            .map_err(|e| JournalOpenError::io(&path, "dup", e))?;
+            .map_err(|e| OpenError::io(&path, "dup", e))?;
         let shared = Arc::new(Shared::new(file, writer.mapping(), writer.count()));
         let region = Arc::clone(ring.region());
         let ctl = ring.control_field(0);
-        let spawn_error = |e| JournalOpenError::io(&path, "spawn a thread", e);
+        let spawn_error = |e| OpenError::io(&path, "spawn a thread", e);
         let s = Arc::clone(&shared);
         let flusher = std::thread::Builder::new()
             .name("shmbus-flusher".into())
@@ -586,26 +580,26 @@ fn no_key(_: &[u8]) -> u64 {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+/// use shmbus::{BusOptions, journal};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpub-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-jpub-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(1024),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// assert_eq!(publisher.publish(&42)?, 0);
 /// publisher.close()?;
 /// # shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct JournalPublisher<T: ?Sized + Payload> {
+pub struct Publisher<T: ?Sized + Payload> {
     core: Core,
     _type: PhantomData<fn(&T)>,
 }
 
-impl<T: ?Sized + Payload> std::fmt::Debug for JournalPublisher<T> {
+impl<T: ?Sized + Payload> std::fmt::Debug for Publisher<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JournalPublisher")
             .field("journal", &self.core.path)
@@ -627,48 +621,44 @@ fn default_key<T: ?Sized + Payload>() -> fn(&[u8]) -> u64 {
     }
 }
 
-impl<T: ?Sized + Payload> JournalPublisher<T> {
+impl<T: ?Sized + Payload> Publisher<T> {
     /// Creates a journaled bus and its journal file (or continues the
     /// sequence of an existing journal at that path).
     ///
     /// # Errors
-    /// [`JournalCreateError::Create`] if the bus cannot be created, with
-    /// the [`CreateError`] of [`crate::Publisher::create`] (a name that is
+    /// [`CreateError::Create`] if the bus cannot be created, with
+    /// the [`crate::CreateError`] of [`crate::Publisher::create`] (a name that is
     /// taken, an impossible geometry, ...); nothing is left behind, and a
     /// journal file made for it is removed again.
-    /// [`JournalCreateError::Journal`] if the journal cannot be made or
-    /// continued: [`JournalOpenError::Io`] (its directory does not exist, or
-    /// another system error), [`JournalOpenError::Full`],
-    /// [`JournalOpenError::NotRegular`], [`JournalOpenError::PathTooLong`]
+    /// [`CreateError::Journal`] if the journal cannot be made or
+    /// continued: [`OpenError::Io`] (its directory does not exist, or
+    /// another system error), [`OpenError::Full`],
+    /// [`OpenError::NotRegular`], [`OpenError::PathTooLong`]
     /// for a path the bus header cannot hold, and for an existing journal
-    /// [`JournalOpenError::Header`], [`JournalOpenError::TypeMismatch`]
-    /// (another message type) or [`JournalOpenError::Sealed`].
+    /// [`OpenError::Header`], [`OpenError::TypeMismatch`]
+    /// (another message type) or [`OpenError::Sealed`].
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcreate-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcreate-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.publish(&7)?, 0);
     /// assert!(dir.join("ticks.journal").exists());
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn create(
-        name: &str,
-        opts: &BusOptions,
-        journal: &JournalOptions,
-    ) -> Result<Self, JournalCreateError> {
+    pub fn create(name: &str, opts: &BusOptions, journal: &Options) -> Result<Self, CreateError> {
         let msg = T::fingerprint(opts.msg_size, opts.message.as_ref())
-            .map_err(|e| JournalCreateError::Create(CreateError::InvalidGeometry(e)))?;
+            .map_err(|e| CreateError::Create(crate::error::CreateError::InvalidGeometry(e)))?;
         let core = Core::create(name, msg, opts, journal, default_key::<T>())?;
-        Ok(JournalPublisher {
+        Ok(Publisher {
             core,
             _type: PhantomData,
         })
@@ -679,32 +669,32 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// journal but not onto the ring, and continues the sequence.
     ///
     /// # Errors
-    /// [`JournalAttachError::Attach`] with [`AttachError::Open`] if the bus
+    /// [`AttachError::Attach`] with [`crate::AttachError::Open`] if the bus
     /// cannot be opened (missing, not a bus, another message type, ...) or
-    /// [`AttachError::RoleTaken`] if a live process publishes on it;
-    /// [`JournalAttachError::NotJournaled`] for a bus without a journal;
-    /// [`JournalAttachError::Journal`] if the journal cannot be opened
-    /// ([`JournalOpenError::Io`], [`JournalOpenError::NotRegular`],
-    /// [`JournalOpenError::Header`], [`JournalOpenError::TypeMismatch`],
-    /// [`JournalOpenError::Sealed`], [`JournalOpenError::Full`]) or ends
-    /// short of the bus's sequence ([`JournalOpenError::Behind`]).
+    /// [`crate::AttachError::RoleTaken`] if a live process publishes on it;
+    /// [`AttachError::NotJournaled`] for a bus without a journal;
+    /// [`AttachError::Journal`] if the journal cannot be opened
+    /// ([`OpenError::Io`], [`OpenError::NotRegular`],
+    /// [`OpenError::Header`], [`OpenError::TypeMismatch`],
+    /// [`OpenError::Sealed`], [`OpenError::Full`]) or ends
+    /// short of the bus's sequence ([`OpenError::Behind`]).
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, OpenOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jatt-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jatt-{}", std::process::id());
-    /// let journal = JournalOptions::new(dir.join("j"));
-    /// JournalPublisher::<u64>::create(&name, &BusOptions::new(64), &journal)?.close()?;
-    /// let mut again = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// let journal = journal::Options::new(dir.join("j"));
+    /// journal::Publisher::<u64>::create(&name, &BusOptions::new(64), &journal)?.close()?;
+    /// let mut again = journal::Publisher::<u64>::attach(&name, &OpenOptions::default())?;
     /// # again.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, JournalAttachError> {
+    pub fn attach(name: &str, opts: &OpenOptions) -> Result<Self, AttachError> {
         let expected = T::expected(opts.message.as_ref());
         let core = Core::attach(name, expected.as_ref(), opts, default_key::<T>())?;
-        Ok(JournalPublisher {
+        Ok(Publisher {
             core,
             _type: PhantomData,
         })
@@ -717,14 +707,14 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jflush-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jflush-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
     /// publisher.flush()?; // on disk now, not only in the page cache
@@ -739,14 +729,14 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jnextseq-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jnextseq-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.next_sequence(), 0);
     /// publisher.publish(&1)?;
@@ -763,18 +753,18 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, OpenOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jepoch-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jepoch-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.epoch(), 1);
     /// publisher.close()?;
-    /// let publisher = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// let publisher = journal::Publisher::<u64>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(publisher.epoch(), 2);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -787,14 +777,14 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jmsgsize-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jmsgsize-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.msg_size(), 8);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -808,14 +798,14 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpath-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpath-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.journal_path(), dir.canonicalize()?.join("ticks.journal"));
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -830,14 +820,14 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactionerror-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactionerror-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.compaction_error(), None);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -851,7 +841,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jiscompacting-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jiscompacting-{}", std::process::id());
@@ -860,10 +850,10 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert!(!publisher.is_compacting());
     /// publisher.publish(&Tick { key: 1, val: 1 })?;
@@ -892,19 +882,19 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, OpenOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, OpenOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jclose-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jclose-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
     /// publisher.close()?;
     /// // The next publisher carries on the sequence.
-    /// let publisher = JournalPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+    /// let publisher = journal::Publisher::<u64>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(publisher.next_sequence(), 1);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -914,7 +904,7 @@ impl<T: ?Sized + Payload> JournalPublisher<T> {
     }
 }
 
-impl<T: Message> JournalPublisher<T> {
+impl<T: Message> Publisher<T> {
     /// Appends `msg` to the journal, then publishes it. Returns its
     /// sequence. No system call unless the file grows (once per chunk) or a
     /// subscriber sleeps.
@@ -927,14 +917,14 @@ impl<T: Message> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublish-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpublish-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// assert_eq!(publisher.publish(&42)?, 0);
     /// assert_eq!(publisher.publish(&43)?, 1);
@@ -946,27 +936,27 @@ impl<T: Message> JournalPublisher<T> {
         self.core.publish(bytemuck::bytes_of(msg))
     }
 
-    /// The journal half of [`JournalPublisher::publish`] alone: the message
+    /// The journal half of [`Publisher::publish`] alone: the message
     /// is in the journal, not yet on the ring. For tests of that window.
     #[doc(hidden)]
     pub fn stage(&mut self, msg: &T) -> Result<u64, AppendError> {
         self.core.stage(bytemuck::bytes_of(msg))
     }
 
-    /// The ring half of a [`JournalPublisher::stage`].
+    /// The ring half of a [`Publisher::stage`].
     #[doc(hidden)]
     pub fn release_staged(&mut self) {
         self.core.release_staged();
     }
 }
 
-impl<T: Keyed> JournalPublisher<T> {
+impl<T: Keyed> Publisher<T> {
     /// Starts a background compaction to one record per key (false if one
     /// is already running). Publishing goes on meanwhile.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompact-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompact-{}", std::process::id());
@@ -975,10 +965,10 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&Tick { key: 1, val: 1 })?;
     /// publisher.publish(&Tick { key: 1, val: 2 })?;
@@ -1001,7 +991,7 @@ impl<T: Keyed> JournalPublisher<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafter-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactafter-{}", std::process::id());
@@ -1010,10 +1000,10 @@ impl<T: Keyed> JournalPublisher<T> {
     /// # struct Tick { key: u64, val: u64 }
     /// # impl shmbus::Message for Tick { const NAME: &'static str = "example.Tick"; }
     /// # impl shmbus::journal::Keyed for Tick { fn key(&self) -> u64 { self.key } }
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.compact_after(Some(2));
     /// for val in 0..3 {
@@ -1033,7 +1023,7 @@ impl<T: Keyed> JournalPublisher<T> {
     }
 }
 
-impl JournalPublisher<[u8]> {
+impl Publisher<[u8]> {
     /// Appends, then publishes `bytes` (zero-padded to the message size).
     ///
     /// # Errors
@@ -1043,14 +1033,14 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jpublishraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jpublishraw-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// assert_eq!(publisher.publish(b"abc")?, 0);
     /// assert!(publisher.publish(&[0; 17]).is_err());
@@ -1066,21 +1056,21 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactraw-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.publish(b"key00001 first")?;
     /// publisher.publish(b"key00002 other")?;
     /// publisher.publish(b"key00001 second")?;
     /// assert!(publisher.compact());
     /// publisher.close()?;
-    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<[u8]>::join(&name, &JoinOptions::default())?;
     /// let mut count = 0;
     /// while let Some(_) = late.recv(shmbus::Wait::Never) {
     ///     count += 1;
@@ -1099,14 +1089,14 @@ impl JournalPublisher<[u8]> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JournalOptions, JournalPublisher}};
+    /// use shmbus::{BusOptions, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-jcompactafterraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-jcompactafterraw-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.compact_after(Some(1000));
     /// publisher.publish(b"key00001 value")?;

@@ -19,7 +19,7 @@ use std::path::Path;
 
 use rustix::fs::{FileType, Mode, OFlags};
 
-use super::error::JournalOpenError;
+use super::error::OpenError;
 use super::format::{self, JournalHeader, HEADER_LEN};
 
 /// What a file of type `t` is called in an error; `None` for a regular file.
@@ -38,17 +38,17 @@ fn not_regular(t: FileType) -> Option<&'static str> {
 
 /// Opens the existing journal file at `path` (read-write if `write`),
 /// refusing anything but a regular file with
-/// [`JournalOpenError::NotRegular`]. No step waits: `lstat` first, so that
+/// [`OpenError::NotRegular`]. No step waits: `lstat` first, so that
 /// a device is never opened at all (opening some has side effects); then
 /// `O_NOFOLLOW | O_NONBLOCK`, and `fstat` of what was opened, in case the
 /// path changed in between. `O_NONBLOCK` is left set: it changes nothing
 /// for a regular file.
-pub(crate) fn open_journal(path: &Path, write: bool) -> Result<File, JournalOpenError> {
-    let refuse = |found| JournalOpenError::NotRegular {
+pub(crate) fn open_journal(path: &Path, write: bool) -> Result<File, OpenError> {
+    let refuse = |found| OpenError::NotRegular {
         path: path.to_owned(),
         found,
     };
-    let st = rustix::fs::lstat(path).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+    let st = rustix::fs::lstat(path).map_err(|e| OpenError::io(path, "stat", e.into()))?;
     if let Some(found) = not_regular(FileType::from_raw_mode(st.st_mode)) {
         return Err(refuse(found));
     }
@@ -58,9 +58,9 @@ pub(crate) fn open_journal(path: &Path, write: bool) -> Result<File, JournalOpen
         Ok(fd) => fd,
         // O_NOFOLLOW's answer for a symlink in the last component.
         Err(rustix::io::Errno::LOOP) => return Err(refuse("a symlink")),
-        Err(e) => return Err(JournalOpenError::io(path, "open", e.into())),
+        Err(e) => return Err(OpenError::io(path, "open", e.into())),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+    let st = rustix::fs::fstat(&fd).map_err(|e| OpenError::io(path, "stat", e.into()))?;
     if let Some(found) = not_regular(FileType::from_raw_mode(st.st_mode)) {
         return Err(refuse(found));
     }
@@ -82,10 +82,10 @@ pub(crate) fn read_full(file: &File, buf: &mut [u8], offset: u64) -> io::Result<
 }
 
 /// The decoded, checked header of the journal file `file` at `path`.
-pub(crate) fn read_header(file: &File, path: &Path) -> Result<JournalHeader, JournalOpenError> {
+pub(crate) fn read_header(file: &File, path: &Path) -> Result<JournalHeader, OpenError> {
     let mut head = [0u8; HEADER_LEN];
-    let n = read_full(file, &mut head, 0).map_err(|e| JournalOpenError::io(path, "read", e))?;
-    JournalHeader::decode(&head[..n]).map_err(|source| JournalOpenError::Header {
+    let n = read_full(file, &mut head, 0).map_err(|e| OpenError::io(path, "read", e))?;
+    JournalHeader::decode(&head[..n]).map_err(|source| OpenError::Header {
         path: path.to_owned(),
         source,
     })
@@ -97,9 +97,9 @@ pub(crate) fn check_header_matches(
     h: &JournalHeader,
     msg_size: u32,
     type_hash: u64,
-) -> Result<(), JournalOpenError> {
+) -> Result<(), OpenError> {
     if h.msg_size != msg_size || h.type_hash != type_hash {
-        return Err(JournalOpenError::TypeMismatch {
+        return Err(OpenError::TypeMismatch {
             path: path.to_owned(),
             found: (h.msg_size, h.type_hash),
             expected: (msg_size, type_hash),
@@ -154,11 +154,7 @@ impl Reader {
     }
 
     /// Opens the journal at `path` for a bus of this message.
-    pub(crate) fn open(
-        path: &Path,
-        msg_size: u32,
-        type_hash: u64,
-    ) -> Result<Reader, JournalOpenError> {
+    pub(crate) fn open(path: &Path, msg_size: u32, type_hash: u64) -> Result<Reader, OpenError> {
         let file = open_journal(path, false)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;

@@ -3,12 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use super::error::JournalOpenError;
+use super::error::OpenError;
 use super::reader;
 
 /// What `stat` shows of a journal file.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JournalStat {
+pub struct Stat {
     /// The file.
     pub path: PathBuf,
     /// Its size on disk (allocated ahead of the records).
@@ -24,15 +24,15 @@ pub struct JournalStat {
 }
 
 /// Reads a journal file's header and counts its valid records.
-pub fn stat(path: &Path) -> Result<JournalStat, JournalOpenError> {
+pub fn stat(path: &Path) -> Result<Stat, OpenError> {
     let file = reader::open_journal(path, false)?;
     let h = reader::read_header(&file, path)?;
-    let read = |e| JournalOpenError::io(path, "read", e);
+    let read = |e| OpenError::io(path, "read", e);
     let records = reader::Reader::new(file.try_clone().map_err(read)?, h)
         .count()
         .map_err(read)?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    Ok(JournalStat {
+    Ok(Stat {
         path: path.to_owned(),
         file_bytes,
         records,

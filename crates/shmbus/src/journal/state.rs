@@ -11,7 +11,7 @@ use super::error::JoinError;
 use super::format::{check, padded_words};
 use super::keyed::{Keyed, KeyedPayload};
 use super::options::JoinOptions;
-use super::subscriber::JournalSubscriber;
+use super::subscriber::Subscriber;
 use crate::bus::Received;
 use crate::wait::Wait;
 
@@ -295,7 +295,7 @@ impl<T: ?Sized + KeyedPayload> KeyedState<T> {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, Keyed, State};
+/// use shmbus::journal::{self, JoinOptions, Keyed, State};
 /// use shmbus::{BusOptions, Wait};
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -307,10 +307,10 @@ impl<T: ?Sized + KeyedPayload> KeyedState<T> {
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-state-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<Tick>::create(
+/// let mut publisher = journal::Publisher::<Tick>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&Tick { key: 1, val: 10 })?;
 /// publisher.publish(&Tick { key: 2, val: 20 })?;
@@ -332,7 +332,7 @@ impl<T: ?Sized + KeyedPayload> KeyedState<T> {
 pub struct State<T: ?Sized + KeyedPayload> {
     name: String,
     opts: JoinOptions,
-    sub: JournalSubscriber<T>,
+    sub: Subscriber<T>,
     state: KeyedState<T>,
     rejoins: u64,
     /// A loss was seen and the rejoin that repairs it has not succeeded:
@@ -352,7 +352,7 @@ impl<T: ?Sized + KeyedPayload> std::fmt::Debug for State<T> {
 }
 
 impl<T: ?Sized + KeyedPayload> State<T> {
-    /// Joins `name` (as [`JournalSubscriber::join`]) and folds nothing yet
+    /// Joins `name` (as [`Subscriber::join`]) and folds nothing yet
     /// (call [`State::poll`] or [`State::wait_for`]).
     ///
     /// # Errors
@@ -367,7 +367,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
@@ -376,10 +376,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-join-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-join-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&Tick { key: 1, val: 10 })?;
     /// let state = State::<Tick>::join(&name, &JoinOptions::default())?;
@@ -393,7 +393,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
 
     /// As [`join`](Self::join), asking `go_on` at least every 10 ms while
     /// it waits for the publisher's flush (as
-    /// [`JournalSubscriber::join_cancellable`]): `false` ends the join
+    /// [`Subscriber::join_cancellable`]): `false` ends the join
     /// with [`JoinError::Cancelled`].
     ///
     /// # Errors
@@ -401,14 +401,14 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cjoin-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-cjoin-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.publish(b"\x01\0\0\0\0\0\0\0one")?;
     /// // A live publisher serves the flush at once: `go_on` is not needed.
@@ -426,7 +426,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
         Ok(State {
             name: name.to_owned(),
             opts: opts.clone(),
-            sub: JournalSubscriber::join_cancellable(name, opts, go_on)?,
+            sub: Subscriber::join_cancellable(name, opts, go_on)?,
             state: KeyedState::new(),
             rejoins: 0,
             stale: false,
@@ -439,7 +439,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// tries again before it folds anything.
     fn rejoin(&mut self, go_on: &mut dyn FnMut() -> bool) -> Result<(), JoinError> {
         self.stale = true;
-        self.sub = JournalSubscriber::join_cancellable(&self.name, &self.opts, go_on)?;
+        self.sub = Subscriber::join_cancellable(&self.name, &self.opts, go_on)?;
         self.state = KeyedState::new();
         self.rejoins += 1;
         self.stale = false;
@@ -456,7 +456,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
@@ -465,10 +465,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-poll-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-poll-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&Tick { key: 1, val: 10 })?;
     /// publisher.publish(&Tick { key: 2, val: 20 })?;
@@ -493,14 +493,14 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cpoll-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-cpoll-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.publish(b"\x02\0\0\0\0\0\0\0two")?;
     /// let mut state = State::<[u8]>::join(&name, &JoinOptions::default())?;
@@ -553,7 +553,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, State};
+    /// use shmbus::journal::{self, JoinOptions, State};
     /// use shmbus::{BusOptions, Wait};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
@@ -563,10 +563,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-waitfor-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-waitfor-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// let seq = publisher.publish(&Tick { key: 1, val: 10 })?;
     /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
@@ -589,14 +589,14 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{BusOptions, Wait, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, Wait, journal::{self, JoinOptions, State}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-cwait-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-cwait-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// let mut state = State::<[u8]>::join(&name, &JoinOptions::default())?;
     /// let seq = publisher.publish(b"\x03\0\0\0\0\0\0\0three")?;
@@ -654,7 +654,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
@@ -663,10 +663,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-state-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-state-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&Tick { key: 4, val: 40 })?;
     /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
@@ -684,7 +684,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
@@ -693,10 +693,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-rejoins-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-rejoins-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
     /// state.poll()?;
@@ -719,7 +719,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, State}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions, State}};
     /// # #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
     /// # #[repr(C)]
     /// # struct Tick { key: u64, val: u64 }
@@ -728,10 +728,10 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-state-subscriber-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-state-subscriber-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<Tick>::create(
+    /// let mut publisher = journal::Publisher::<Tick>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&Tick { key: 1, val: 10 })?;
     /// let mut state = State::<Tick>::join(&name, &JoinOptions::default())?;
@@ -741,7 +741,7 @@ impl<T: ?Sized + KeyedPayload> State<T> {
     /// # drop(state); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn subscriber(&self) -> &JournalSubscriber<T> {
+    pub fn subscriber(&self) -> &Subscriber<T> {
         &self.sub
     }
 }

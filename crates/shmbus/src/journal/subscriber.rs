@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::wire::Message;
 
-use super::error::{JoinError, JournalOpenError, SeekError};
+use super::error::{JoinError, OpenError, SeekError};
 use super::format;
 use super::options::JoinOptions;
 use super::reader::{Reader, SnapshotFault};
@@ -27,19 +27,19 @@ use crate::wire::{control, lock_byte};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, journal::{Entry, JoinOptions, JournalOptions, JournalPublisher}};
-/// use shmbus::{Received, Wait, journal::JournalSubscriber};
+/// use shmbus::{BusOptions, journal::{self, Entry, JoinOptions}};
+/// use shmbus::{Received, Wait, journal};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-entry-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-entry-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&10)?;
 /// publisher.publish(&11)?;
-/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
 /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 10 })));
 /// if let Some(Received::Message(Entry { seq, msg })) = late.recv(Wait::Never) {
 ///     assert_eq!((seq, msg), (1, 11));
@@ -199,7 +199,7 @@ impl Core {
     /// if the last compaction folded `seq` into its snapshot, the generation
     /// it replaced (`PATH.prev`, which ends sealed and leads back to the
     /// current file). Only a lag across two compactions finds neither.
-    fn reader_at(&self, seq: u64) -> Result<Reader, JournalOpenError> {
+    fn reader_at(&self, seq: u64) -> Result<Reader, OpenError> {
         let mut r = Reader::open(&self.path, self.msg_size, self.type_hash)?;
         if ahead(seq, r.header.base) < 0 {
             let prev = super::compaction::prev_path(&self.path);
@@ -220,7 +220,7 @@ impl Core {
 
     /// Positions the stream at `seq`: what follows is exactly what a
     /// subscriber joined now would deliver from `seq` on (see
-    /// [`JournalSubscriber::seek`]). A direct offset in the contiguous part
+    /// [`Subscriber::seek`]). A direct offset in the contiguous part
     /// (records are fixed-size, record `snapshot + j` is `base + j`), a
     /// bisection in the snapshot: never a scan.
     fn seek(&mut self, seq: u64) -> Result<(), SeekError> {
@@ -230,7 +230,7 @@ impl Core {
         }
         let mut r = Reader::open(&self.path, self.msg_size, self.type_hash)?;
         let base = r.header.base;
-        let read_error = |e| SeekError::Journal(JournalOpenError::io(&self.path, "read", e));
+        let read_error = |e| SeekError::Journal(OpenError::io(&self.path, "read", e));
         // A file always has room for its snapshot (a compaction writes it
         // first); a count past that is a damaged header, and would put the
         // contiguous part past any offset.
@@ -506,29 +506,29 @@ impl Core {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Wait, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+/// use shmbus::{BusOptions, Wait, journal::{self, JoinOptions}};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-join-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-join-{}", std::process::id());
-/// let mut publisher = JournalPublisher::<u64>::create(
+/// let mut publisher = journal::Publisher::<u64>::create(
 ///     &name,
 ///     &BusOptions::new(64),
-///     &JournalOptions::new(dir.join("ticks.journal")),
+///     &journal::Options::new(dir.join("ticks.journal")),
 /// )?;
 /// publisher.publish(&1)?;
 /// publisher.publish(&2)?;
 /// // Joins late, and still gets both, then whatever comes live.
-/// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+/// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
 /// let first = late.recv(Wait::Forever);
 /// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct JournalSubscriber<T: ?Sized + Payload> {
+pub struct Subscriber<T: ?Sized + Payload> {
     core: Core,
     _type: PhantomData<fn() -> Box<T>>,
 }
 
-impl<T: ?Sized + Payload> std::fmt::Debug for JournalSubscriber<T> {
+impl<T: ?Sized + Payload> std::fmt::Debug for Subscriber<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JournalSubscriber")
             .field("journal", &self.core.path)
@@ -539,7 +539,7 @@ impl<T: ?Sized + Payload> std::fmt::Debug for JournalSubscriber<T> {
     }
 }
 
-impl<T: ?Sized + Payload> JournalSubscriber<T> {
+impl<T: ?Sized + Payload> Subscriber<T> {
     /// Joins the journaled bus `name`: the flush handshake, then the journal
     /// from its start. A typed subscriber checks the message type.
     ///
@@ -556,17 +556,17 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sjoin-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sjoin-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.position(), 0); // at the start of the journal
     /// assert!(!late.is_live());
     /// # drop(late);
@@ -587,18 +587,18 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinError, JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinError, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-cjoin-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-cjoin-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
     /// // A live publisher serves the flush at once: `go_on` is not needed.
-    /// let late = JournalSubscriber::<u64>::join_cancellable(&name, &JoinOptions::default(), || true)?;
+    /// let late = journal::Subscriber::<u64>::join_cancellable(&name, &JoinOptions::default(), || true)?;
     /// assert_eq!(late.position(), 0);
     /// # drop(late);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -610,7 +610,7 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
         mut go_on: impl FnMut() -> bool,
     ) -> Result<Self, JoinError> {
         let msg = T::expected(opts.open.message.as_ref());
-        Ok(JournalSubscriber {
+        Ok(Subscriber {
             core: Core::join(name, msg.as_ref(), opts, &mut go_on)?,
             _type: PhantomData,
         })
@@ -621,18 +621,18 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sposition-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sposition-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.position(), 0); // a new subscriber: the journal's first sequence
     /// late.recv(Wait::Never);
     /// assert_eq!(late.position(), 1);
@@ -653,18 +653,18 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-slive-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-slive-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 1 })));
     /// assert!(!late.is_live()); // it has not seen the journal end yet
     /// assert_eq!(late.recv(Wait::Never), None);
@@ -696,20 +696,20 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{Entry, JoinOptions, JournalOptions, JournalPublisher}};
-    /// use shmbus::{Received, Wait, journal::JournalSubscriber};
+    /// use shmbus::{BusOptions, journal::{self, Entry, JoinOptions}};
+    /// use shmbus::{Received, Wait, journal};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sseek-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sseek-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// for i in 0..1000 {
     ///     publisher.publish(&(i * 10))?;
     /// }
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// late.seek(990)?;
     /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 990, msg: 9900 })));
     /// # drop(late); publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -723,16 +723,16 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-shead-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-shead-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// publisher.publish(&1)?;
     /// publisher.publish(&2)?;
     /// assert_eq!(late.head(), 2);
@@ -749,16 +749,16 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-smsgsize-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-smsgsize-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.msg_size(), 8);
     /// # drop(late);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -797,24 +797,24 @@ impl<T: ?Sized + Payload> JournalSubscriber<T> {
     }
 }
 
-impl<T: Message> JournalSubscriber<T> {
+impl<T: Message> Subscriber<T> {
     /// The next entry or lag report, or `None` if the wait ran out.
     ///
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecv-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-srecv-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// publisher.publish(&1)?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.recv(Wait::Never), Some(Received::Message(Entry { seq: 0, msg: 1 })));
     /// publisher.publish(&2)?; // live, on the ring
     /// let next = late.recv(Wait::For(Duration::from_secs(1)));
@@ -832,16 +832,16 @@ impl<T: Message> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-stryrecv-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-stryrecv-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// assert_eq!(late.try_recv(), None); // an empty journal, nothing on the ring
     /// # drop(late);
     /// # publisher.close()?; shmbus::remove(&name)?; std::fs::remove_dir_all(&dir)?;
@@ -856,19 +856,19 @@ impl<T: Message> JournalSubscriber<T> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, Received, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, Received, journal::{self, JoinOptions}};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sdrain-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sdrain-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<u64>::create(
+    /// let mut publisher = journal::Publisher::<u64>::create(
     ///     &name,
     ///     &BusOptions::new(64),
-    ///     &JournalOptions::new(dir.join("ticks.journal")),
+    ///     &journal::Options::new(dir.join("ticks.journal")),
     /// )?;
     /// for i in 0..100 {
     ///     publisher.publish(&i)?;
     /// }
-    /// let mut late = JournalSubscriber::<u64>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<u64>::join(&name, &JoinOptions::default())?;
     /// let mut sum = 0;
     /// let n = late.drain_ready(|r| {
     ///     if let Received::Message(entry) = r {
@@ -892,24 +892,24 @@ impl<T: Message> JournalSubscriber<T> {
     }
 }
 
-impl JournalSubscriber<[u8]> {
+impl Subscriber<[u8]> {
     /// As the typed `recv`; the message borrows an internal buffer (the
     /// bus's message size, zero-padded as published).
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{BusOptions, journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber}};
+    /// use shmbus::{BusOptions, journal::{self, JoinOptions}};
     /// use shmbus::{Received, Wait, journal::Entry};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-srecvraw-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-srecvraw-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
     /// publisher.publish(b"hello")?;
-    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<[u8]>::join(&name, &JoinOptions::default())?;
     /// match late.recv(Wait::Never) {
     ///     Some(Received::Message(Entry { seq, msg })) => {
     ///         assert_eq!(seq, 0);
@@ -926,21 +926,21 @@ impl JournalSubscriber<[u8]> {
         self.recv_bytes(wait)
     }
 
-    /// [`JournalSubscriber::recv`] without waiting.
+    /// [`Subscriber::recv`] without waiting.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::journal::{JoinOptions, JournalOptions, JournalPublisher, JournalSubscriber};
+    /// use shmbus::journal::{self, JoinOptions};
     /// use shmbus::BusOptions;
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-rtryrecv-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-rtryrecv-{}", std::process::id());
-    /// let mut publisher = JournalPublisher::<[u8]>::create(
+    /// let mut publisher = journal::Publisher::<[u8]>::create(
     ///     &name,
     ///     &BusOptions::new(64).msg_size(16),
-    ///     &JournalOptions::new(dir.join("raw.journal")),
+    ///     &journal::Options::new(dir.join("raw.journal")),
     /// )?;
-    /// let mut late = JournalSubscriber::<[u8]>::join(&name, &JoinOptions::default())?;
+    /// let mut late = journal::Subscriber::<[u8]>::join(&name, &JoinOptions::default())?;
     /// assert!(late.try_recv().is_none()); // an empty journal, nothing on the ring
     /// publisher.publish(b"hello")?;
     /// assert!(late.try_recv().is_some());

@@ -15,7 +15,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::error::{AppendError, JournalOpenError};
+use super::error::{AppendError, OpenError};
 use super::format::{self, JournalHeader, HEADER_LEN};
 use super::reader::{check_header_matches, open_journal, read_header, Reader};
 use crate::mem::growable::{GrowError, GrowableRegion};
@@ -72,17 +72,12 @@ impl AppendError {
 /// Gives `file` the group `group` (when asked and not already its) and
 /// then exactly `mode` (unless it has it already): the group first, so
 /// the mode's group bits never let in the group the file had before.
-fn set_mode(
-    file: &File,
-    path: &Path,
-    mode: u32,
-    group: Option<u32>,
-) -> Result<(), JournalOpenError> {
-    let io = |e: rustix::io::Errno| JournalOpenError::io(path, "chmod", e.into());
+fn set_mode(file: &File, path: &Path, mode: u32, group: Option<u32>) -> Result<(), OpenError> {
+    let io = |e: rustix::io::Errno| OpenError::io(path, "chmod", e.into());
     let st = rustix::fs::fstat(file).map_err(io)?;
     if let Some(gid) = group.filter(|&g| g != st.st_gid) {
         rustix::fs::fchown(file, None, Some(rustix::process::Gid::from_raw(gid)))
-            .map_err(|e| JournalOpenError::io(path, "chgrp", e.into()))?;
+            .map_err(|e| OpenError::io(path, "chgrp", e.into()))?;
     }
     let now = st.st_mode & 0o7777;
     if now != mode {
@@ -112,16 +107,15 @@ impl Trust {
         }
     }
 
-    fn check(&self, file: &File, path: &Path) -> Result<(), JournalOpenError> {
-        let st =
-            rustix::fs::fstat(file).map_err(|e| JournalOpenError::io(path, "stat", e.into()))?;
+    fn check(&self, file: &File, path: &Path) -> Result<(), OpenError> {
+        let st = rustix::fs::fstat(file).map_err(|e| OpenError::io(path, "stat", e.into()))?;
         let mode = st.st_mode & 0o7777;
         // Write bits for group and others beyond the bus's own.
         let extra_write = mode & 0o022 & !self.mode;
         if self.owners.contains(&st.st_uid) && extra_write == 0 {
             return Ok(());
         }
-        Err(JournalOpenError::NotOwned {
+        Err(OpenError::NotOwned {
             path: path.to_owned(),
             owner: st.st_uid,
             mode,
@@ -147,7 +141,7 @@ impl Writer {
         group: Option<u32>,
         chunk: usize,
         ahead: usize,
-    ) -> Result<Writer, JournalOpenError> {
+    ) -> Result<Writer, OpenError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -155,7 +149,7 @@ impl Writer {
             .mode(mode & 0o600)
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
-            .map_err(|e| JournalOpenError::io(path, "create", e))?;
+            .map_err(|e| OpenError::io(path, "create", e))?;
         if let Err(e) = set_mode(&file, path, mode, group) {
             let _ = std::fs::remove_file(path);
             return Err(e);
@@ -177,17 +171,17 @@ impl Writer {
         trust: &Trust,
         chunk: usize,
         ahead: usize,
-    ) -> Result<Writer, JournalOpenError> {
+    ) -> Result<Writer, OpenError> {
         let file = open_journal(path, true)?;
         trust.check(&file, path)?;
         let header = read_header(&file, path)?;
         check_header_matches(path, &header, msg_size, type_hash)?;
         if header.sealed {
-            return Err(JournalOpenError::Sealed {
+            return Err(OpenError::Sealed {
                 path: path.to_owned(),
             });
         }
-        let read = |e| JournalOpenError::io(path, "read", e);
+        let read = |e| OpenError::io(path, "read", e);
         let count = Reader::new(file.try_clone().map_err(read)?, header)
             .count()
             .map_err(read)?;
@@ -195,7 +189,7 @@ impl Writer {
         // Whatever follows the valid prefix (a torn record) goes, so that no
         // stale record can ever follow a new one.
         file.set_len(end)
-            .map_err(|e| JournalOpenError::io(path, "truncate", e))?;
+            .map_err(|e| OpenError::io(path, "truncate", e))?;
         let mut w = Writer::map_file(file, path, header, chunk, ahead)?;
         w.count = count;
         w.end = end as usize;
@@ -203,7 +197,7 @@ impl Writer {
     }
 
     /// Gives the file exactly `mode` (see [`Writer::create`]).
-    pub(crate) fn set_mode(&self, mode: u32, group: Option<u32>) -> Result<(), JournalOpenError> {
+    pub(crate) fn set_mode(&self, mode: u32, group: Option<u32>) -> Result<(), OpenError> {
         set_mode(self.map.file(), self.map.path(), mode, group)
     }
 
@@ -213,13 +207,13 @@ impl Writer {
         header: JournalHeader,
         chunk: usize,
         ahead: usize,
-    ) -> Result<Writer, JournalOpenError> {
+    ) -> Result<Writer, OpenError> {
         let len = file.metadata().map(|m| m.len()).unwrap_or(0) as usize;
         let initial = len.max(HEADER_LEN).saturating_add(ahead);
         let map = GrowableRegion::map(file, path, chunk, RESERVE, initial).map_err(|e| {
             match AppendError::grow(path, e) {
-                AppendError::Full { path, len } => JournalOpenError::Full { path, len },
-                AppendError::Io { what, source, .. } => JournalOpenError::io(path, what, source),
+                AppendError::Full { path, len } => OpenError::Full { path, len },
+                AppendError::Io { what, source, .. } => OpenError::io(path, what, source),
                 AppendError::TooLong { .. } => unreachable!("growth appends nothing"),
             }
         })?;

@@ -1,6 +1,6 @@
 //! Huge pages for a segment.
 //!
-//! [`HugePages`] (`BusOptions::huge_pages`, `StreamOptions::huge_pages`) backs a bus with 2 MiB pages
+//! [`HugePages`] (`BusOptions::huge_pages`, `stream::Options::huge_pages`) backs a bus with 2 MiB pages
 //! (the system's huge page size), so its slots cost one TLB entry per 2 MiB
 //! instead of per 4 KiB. Either way the segment is laid out with the huge
 //! page size as its page size (header `page_size`, so the header page, the
@@ -32,17 +32,17 @@
 
 /// Where a bus's huge pages come from (see the module docs), for
 /// [`BusOptions::huge_pages`](crate::BusOptions::huge_pages) and
-/// [`StreamOptions::huge_pages`](crate::stream::StreamOptions::huge_pages). A system
+/// [`stream::Options::huge_pages`](crate::stream::Options::huge_pages). A system
 /// that cannot give them fails the create with a [`HugePageError`].
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, mem::HugePages, stream::StreamOptions};
+/// use shmbus::{BusOptions, mem::HugePages, stream};
 ///
 /// // A bare name lives in /dev/shm (tmpfs): transparent huge pages.
 /// let bus = BusOptions::new(4096).huge_pages(HugePages::Transparent);
 /// // A path on a hugetlbfs mount: pages from the pool the system reserved.
-/// let stream = StreamOptions::new(1 << 21).huge_pages(HugePages::Hugetlbfs);
+/// let stream = stream::Options::new(1 << 21).huge_pages(HugePages::Hugetlbfs);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HugePages {

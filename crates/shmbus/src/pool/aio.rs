@@ -1,13 +1,13 @@
-//! A pool's waits other than its own: what a [`PoolSubscriber`] gives a
+//! A pool's waits other than its own: what a [`Subscriber`] gives a
 //! [`Select`](crate::select::Select) and the [`aio`](crate::aio) futures
 //! ([`Member`]), its `recv_async` beside `recv` (and, with the feature
 //! `async-stream`, its [`Samples`]), and a [`Loan`]'s `publish_async`,
 //! which awaits room on a lossless subscriber as the bus's publishers do
 //! (`bus::aio`); a dropped future gives its block back. Not async yet:
-//! waiting for a free block (`PoolPublisher::loan` with a wait) and an
+//! waiting for a free block (`pool::Publisher::loan` with a wait) and an
 //! `OwnedLoan`'s publish.
 
-use super::{Loan, PoolRecvError, PoolSubscriber, Sample};
+use super::{Loan, RecvError, Sample, Subscriber};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
@@ -18,7 +18,7 @@ use crate::member::Member;
 use crate::sync::AtomicU32;
 use crate::wait::Wait;
 
-impl<T: ?Sized + Payload, R: Region> Member for PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> Member for Subscriber<T, R> {
     fn ready(&self) -> bool {
         self.ring().has_news(self.position())
     }
@@ -30,20 +30,20 @@ impl<T: ?Sized + Payload, R: Region> Member for PoolSubscriber<T, R> {
     }
 }
 
-impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// The next sample or lag report, waiting as
     /// [`Subscriber::recv_async`](crate::Subscriber::recv_async) does. Cancel-safe.
     ///
     /// # Errors
-    /// As [`PoolSubscriber::recv`]: [`PoolRecvError`].
+    /// As [`Subscriber::recv`]: [`RecvError`].
     ///
     /// # Examples
     /// ```
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
-    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
     ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// let mut loan = publisher.loan(2, Wait::Never)?;
     /// loan.copy_from_slice(b"hi");
@@ -54,7 +54,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// # })?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub async fn recv_async(&mut self) -> Result<Received<Sample<T, R>>, PoolRecvError> {
+    pub async fn recv_async(&mut self) -> Result<Received<Sample<T, R>>, RecvError> {
         let mut missed = false;
         loop {
             if let Some(r) = self.recv(Wait::Never)? {
@@ -68,11 +68,11 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 #[cfg(feature = "async-stream")]
 /// A pool subscriber's samples and lag reports as a
 /// `futures_core::Stream` (feature `async-stream`): each item is what
-/// [`PoolSubscriber::recv_async`] would return; it never ends. A
+/// [`Subscriber::recv_async`] would return; it never ends. A
 /// [`Sample`] does not borrow its subscriber (it keeps the mapping
 /// alive itself), so items may be held across later ones, up to
-/// [`PoolSubscriber::MAX_HELD`] at once (then the item is
-/// [`PoolRecvError::TooManySamples`], and nothing is lost).
+/// [`Subscriber::MAX_HELD`] at once (then the item is
+/// [`RecvError::TooManySamples`], and nothing is lost).
 /// Cancel-safe as `recv_async`.
 ///
 /// # Examples
@@ -81,9 +81,9 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 /// # rt.block_on(async {
 /// use std::pin::Pin;
 /// use futures_core::Stream;
-/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.loan(2, Wait::Never)?;
 /// loan.copy_from_slice(b"hi");
@@ -96,17 +96,17 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 /// # })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub type Samples<'a, T, R> = Items<'a, PoolSubscriber<T, R>>;
+pub type Samples<'a, T, R> = Items<'a, Subscriber<T, R>>;
 
 #[cfg(feature = "async-stream")]
-impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// This subscriber's samples as a `futures_core::Stream` (feature
     /// `async-stream`): see [`Samples`].
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// use shmbus::{Start, WaitStrategy, pool};
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// let samples = subscriber.samples();
     /// # drop(samples);
@@ -118,8 +118,8 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 }
 
 #[cfg(feature = "async-stream")]
-impl<T: ?Sized + Payload, R: Region> Next for PoolSubscriber<T, R> {
-    type Item = Result<Received<Sample<T, R>>, PoolRecvError>;
+impl<T: ?Sized + Payload, R: Region> Next for Subscriber<T, R> {
+    type Item = Result<Received<Sample<T, R>>, RecvError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         self.recv(Wait::Never).transpose()
@@ -148,11 +148,11 @@ impl<T: ?Sized + Payload, R: Region> Loan<'_, T, R> {
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
     /// use shmbus::{OpenOptions, Received, Start, Wait};
-    /// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+    /// use shmbus::pool;
     /// # let name = format!("/dev/shm/shmbus-doc-loan-async-{}", std::process::id());
-    /// let mut publisher = PoolPublisher::<u32>::create(&name, &PoolOptions::new(1, 64, 4))?;
+    /// let mut publisher = pool::Publisher::<u32>::create(&name, &pool::Options::new(1, 64, 4))?;
     /// let lossless = OpenOptions::default().start(Start::Next).lossless(true);
-    /// let mut subscriber = PoolSubscriber::<u32>::open(&name, &lossless)?;
+    /// let mut subscriber = pool::Subscriber::<u32>::open(&name, &lossless)?;
     /// let mut loan = publisher.loan(Wait::Never)?;
     /// *loan = 1;
     /// assert_eq!(loan.publish_async().await?, 0);

@@ -29,9 +29,9 @@ pub(crate) struct Blocks {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Wait, pool::PoolPublisher};
+/// use shmbus::{Wait, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 4)?;
 /// publisher.loan(1, Wait::Never)?.publish()?;
 /// let census = publisher.census();
 /// assert_eq!((census.on_ring, census.free), (1, 3));

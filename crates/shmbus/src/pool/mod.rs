@@ -12,10 +12,10 @@
 //! loan, reclaim, take, release, census), `sweep.rs` (what the dead left),
 //! `heap.rs` (a pool bus on the heap), `block_type.rs` (the block type a
 //! pool records and a typed opener checks), then the handles:
-//! [`PoolPublisher`] with its [`Loan`] (`publisher.rs`, which also holds
+//! [`Publisher`] with its [`Loan`] (`publisher.rs`, which also holds
 //! the block logic both kinds of loan share) and [`OwnedLoan`]
 //! (`owned.rs`: a loan that owns its publisher, for holders that cannot
-//! keep a borrow), [`PoolSubscriber`] with its [`Sample`].
+//! keep a borrow), [`Subscriber`] with its [`Sample`].
 //!
 //! # Invariants (docs/LAYOUT.md §19)
 //! - The ring is the bus's (`bus::ring`), unchanged: its messages are
@@ -89,10 +89,10 @@ mod tests;
 #[cfg(all(feature = "async-stream", not(loom)))]
 pub use aio::Samples;
 pub use blocks::Census;
-pub use options::PoolOptions;
+pub use options::Options;
 #[cfg(not(loom))]
 pub use owned::{IntoLoanError, OwnedLoan};
 #[cfg(not(loom))]
-pub use publisher::{Loan, LoanError, PoolPublisher};
+pub use publisher::{Loan, LoanError, Publisher};
 #[cfg(not(loom))]
-pub use subscriber::{PoolRecvError, PoolSubscriber, Sample};
+pub use subscriber::{RecvError, Sample, Subscriber};

@@ -1,4 +1,4 @@
-//! How to create a pool bus ([`PoolOptions`]): its slots, its blocks and
+//! How to create a pool bus ([`Options`]): its slots, its blocks and
 //! how many publishers it takes.
 
 use std::marker::PhantomData;
@@ -7,52 +7,52 @@ use std::time::Duration;
 use crate::bus::{BusOptions, Many, One, PublisherCount, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
 use crate::options::{file_setters, FileOptions, DEFAULT_UNBLOCK};
 
-/// How to create a pool bus (`PoolPublisher`): its slots, the pool of
+/// How to create a pool bus (`pool::Publisher`): its slots, the pool of
 /// blocks its messages live in, and for how many publishers (`P`: [`One`],
-/// the default, or [`Many`] from [`PoolOptions::many`]).
+/// the default, or [`Many`] from [`Options::many`]).
 ///
 /// Messages of up to `block_size` bytes (a multiple of 64) live in a pool
 /// of `blocks` blocks, and the ring's slots carry only their descriptors.
 /// `blocks` must exceed the slots: each descriptor on the ring keeps its
 /// block until the ring overwrites it, so a publisher finds a free block
 /// only among the rest. Give room for what subscribers hold too (up to
-/// `PoolSubscriber::MAX_HELD` each) and for each publisher's loans.
+/// `pool::Subscriber::MAX_HELD` each) and for each publisher's loans.
 ///
 /// Its own type, not a [`BusOptions`] flag, so that what only a copying
 /// bus has (a message size or type, a first sequence) cannot be given to
 /// a pool bus, nor a pool to a copying bus: such a mix does not compile.
-/// `PoolPublisher::create` takes `&PoolOptions` (`PoolOptions<One>`) and
-/// `PoolPublisher::create_many` `&PoolOptions<Many>`, as for
+/// `pool::Publisher::create` takes `&pool::Options` (`pool::Options<One>`) and
+/// `pool::Publisher::create_many` `&pool::Options<Many>`, as for
 /// [`BusOptions`].
 ///
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::pool::PoolOptions;
+/// use shmbus::pool;
 /// // 64 slots, 96 blocks of 1 MiB.
-/// let opts = PoolOptions::new(64, 1 << 20, 96).mode(0o660);
-/// let many = PoolOptions::new(64, 1 << 20, 96).many().unblock_timeout(Duration::from_millis(200));
+/// let opts = pool::Options::new(64, 1 << 20, 96).mode(0o660);
+/// let many = pool::Options::new(64, 1 << 20, 96).many().unblock_timeout(Duration::from_millis(200));
 /// ```
 ///
 /// A copying bus's options do not make a pool bus:
 /// ```compile_fail,E0308
-/// let _ = shmbus::pool::PoolPublisher::<[u8]>::create("x", &shmbus::BusOptions::new(4));
+/// let _ = shmbus::pool::Publisher::<[u8]>::create("x", &shmbus::BusOptions::new(4));
 /// ```
 /// nor does a pool take a message size:
 /// ```compile_fail,E0599
-/// let _ = shmbus::pool::PoolOptions::new(4, 64, 5).msg_size(8);
+/// let _ = shmbus::pool::Options::new(4, 64, 5).msg_size(8);
 /// ```
 /// A pool bus for one publisher has no unblock timeout:
 /// ```compile_fail,E0599
 /// use std::time::Duration;
-/// let _ = shmbus::pool::PoolOptions::new(4, 64, 5).unblock_timeout(Duration::from_millis(5));
+/// let _ = shmbus::pool::Options::new(4, 64, 5).unblock_timeout(Duration::from_millis(5));
 /// ```
 /// and one for many is not made from options for one:
 /// ```compile_fail,E0308
-/// let _ = shmbus::pool::PoolPublisher::<[u8]>::create_many("x", &shmbus::pool::PoolOptions::new(4, 64, 5));
+/// let _ = shmbus::pool::Publisher::<[u8]>::create_many("x", &shmbus::pool::Options::new(4, 64, 5));
 /// ```
 #[derive(Clone, Debug)]
-pub struct PoolOptions<P: PublisherCount = One> {
+pub struct Options<P: PublisherCount = One> {
     slots: u64,
     block_size: u64,
     blocks: u64,
@@ -68,17 +68,17 @@ pub struct PoolOptions<P: PublisherCount = One> {
     publishers: PhantomData<P>,
 }
 
-impl PoolOptions {
+impl Options {
     /// A pool bus of `slots` slots (a power of two) and `blocks` blocks of
     /// `block_size` bytes, mode 0600, for one publisher
-    /// ([`PoolOptions::many`] makes it for many).
+    /// ([`Options::many`] makes it for many).
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24);
+    /// let opts = shmbus::pool::Options::new(16, 4096, 24);
     /// ```
     pub fn new(slots: u64, block_size: u64, blocks: u64) -> Self {
-        PoolOptions {
+        Options {
             slots,
             block_size,
             blocks,
@@ -91,20 +91,20 @@ impl PoolOptions {
         }
     }
     /// The same options for a pool bus of many publishers
-    /// (`PoolPublisher::create_many`), whose unblock timeout is 1 s unless
-    /// [`PoolOptions::unblock_timeout`] says otherwise.
+    /// (`pool::Publisher::create_many`), whose unblock timeout is 1 s unless
+    /// [`Options::unblock_timeout`] says otherwise.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, pool::{PoolOptions, PoolPublisher}};
+    /// use shmbus::{OpenOptions, pool};
     /// # let name = format!("/dev/shm/shmbus-doc-poolmanyopts-{}", std::process::id());
-    /// let first = PoolPublisher::<[u8]>::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
-    /// let second = PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
+    /// let first = pool::Publisher::<[u8]>::create_many(&name, &pool::Options::new(16, 4096, 24).many())?;
+    /// let second = pool::Publisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn many(self) -> PoolOptions<Many> {
-        PoolOptions {
+    pub fn many(self) -> Options<Many> {
+        Options {
             slots: self.slots,
             block_size: self.block_size,
             blocks: self.blocks,
@@ -118,14 +118,14 @@ impl PoolOptions {
     }
 }
 
-impl PoolOptions<Many> {
+impl Options<Many> {
     /// How long a claimed slot may stay uncommitted before it is skipped
     /// (default 1 s; 1 ms to 60 s), as [`BusOptions::unblock_timeout`].
     ///
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24)
+    /// let opts = shmbus::pool::Options::new(16, 4096, 24)
     ///     .many()
     ///     .unblock_timeout(Duration::from_millis(100));
     /// ```
@@ -135,7 +135,7 @@ impl PoolOptions<Many> {
     }
 }
 
-impl<P: PublisherCount> PoolOptions<P> {
+impl<P: PublisherCount> Options<P> {
     /// How many lossless subscribers may hold the pool's publishers back
     /// at once, as [`BusOptions::lossless_subscribers`] (default 8; 0
     /// refuses them). A lossless subscriber's unread descriptors stay on
@@ -146,7 +146,7 @@ impl<P: PublisherCount> PoolOptions<P> {
     ///
     /// # Examples
     /// ```
-    /// let never_waits = shmbus::pool::PoolOptions::new(16, 4096, 24).lossless_subscribers(0);
+    /// let never_waits = shmbus::pool::Options::new(16, 4096, 24).lossless_subscribers(0);
     /// ```
     pub fn lossless_subscribers(mut self, max: u32) -> Self {
         self.max_lossless = max;
@@ -160,31 +160,31 @@ impl<P: PublisherCount> PoolOptions<P> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// let opts = shmbus::pool::PoolOptions::new(16, 4096, 24).evict_after(Duration::from_millis(100));
+    /// let opts = shmbus::pool::Options::new(16, 4096, 24).evict_after(Duration::from_millis(100));
     /// ```
     pub fn evict_after(mut self, timeout: Duration) -> Self {
         self.evict = timeout;
         self
     }
 
-    /// The block type a raw pool (`PoolPublisher::<[u8]>::create`)
+    /// The block type a raw pool (`pool::Publisher::<[u8]>::create`)
     /// records, as C or the tool name it: a schema name (1 to 64 bytes),
     /// the type's size in bytes (at most the block size) and its
     /// alignment (a power of two up to 64: blocks start 64-aligned).
-    /// Typed openers of that type (`PoolSubscriber<T>` with `T::NAME ==
+    /// Typed openers of that type (`pool::Subscriber<T>` with `T::NAME ==
     /// name`, that size and alignment) then open it, others are refused.
     /// Without it a raw pool records `bytes` of the block size. A typed
-    /// pool (`PoolPublisher<T>`) records `T`'s [`Message`](crate::Message)
+    /// pool (`pool::Publisher<T>`) records `T`'s [`Message`](crate::Message)
     /// type and ignores this. A bad name, size or alignment is an
     /// `InvalidGeometry` error at create.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Received, Wait, pool::{PoolOptions, PoolPublisher, PoolSubscriber}};
+    /// use shmbus::{OpenOptions, Received, Wait, pool};
     /// # let name = format!("/dev/shm/shmbus-doc-pooltype-{}", std::process::id());
-    /// let opts = PoolOptions::new(4, 64, 8).message_type("u64", 8, 8);
-    /// let mut raw = PoolPublisher::<[u8]>::create(&name, &opts)?;
-    /// let mut typed = PoolSubscriber::<u64>::open(&name, &OpenOptions::default())?;
+    /// let opts = pool::Options::new(4, 64, 8).message_type("u64", 8, 8);
+    /// let mut raw = pool::Publisher::<[u8]>::create(&name, &opts)?;
+    /// let mut typed = pool::Subscriber::<u64>::open(&name, &OpenOptions::default())?;
     /// let mut loan = raw.loan(8, Wait::Never)?;
     /// loan.copy_from_slice(&7u64.to_ne_bytes());
     /// loan.publish()?;
@@ -200,7 +200,7 @@ impl<P: PublisherCount> PoolOptions<P> {
         self
     }
 
-    /// The named block type, if any (see [`PoolOptions::message_type`]).
+    /// The named block type, if any (see [`Options::message_type`]).
     pub(crate) fn named(&self) -> Option<&(String, u32, u32)> {
         self.message.as_ref()
     }
@@ -225,4 +225,4 @@ impl<P: PublisherCount> PoolOptions<P> {
     }
 }
 
-file_setters!([P: PublisherCount] PoolOptions<P>, "pool::PoolOptions::new(4, 64, 5)");
+file_setters!([P: PublisherCount] Options<P>, "pool::Options::new(4, 64, 5)");

@@ -1,5 +1,5 @@
 //! [`OwnedLoan`]: a loan that owns its publisher, made by
-//! [`PoolPublisher::into_loan`], and [`IntoLoanError`], which gives the
+//! [`Publisher::into_loan`], and [`IntoLoanError`], which gives the
 //! publisher back when no block could be loaned.
 //!
 //! A [`Loan`](super::Loan) borrows its publisher mutably, so a holder that
@@ -9,13 +9,13 @@
 //! `LoanedBlock`'s, the same as `Loan`'s; only who holds the publisher
 //! differs.
 
-use super::publisher::{LoanError, LoanedBlock, PoolPublisher};
+use super::publisher::{LoanError, LoanedBlock, Publisher};
 use crate::bus::{Abandoned, Payload};
 use crate::mem::{DefaultRegion, Region};
 use crate::wait::Wait;
 use crate::wire::Message;
 
-impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     /// A loan of `len` bytes that owns this publisher, or the publisher
     /// back with the error: what both `into_loan`s do.
     #[allow(clippy::result_large_err)] // as `into_loan`'s, below
@@ -31,22 +31,22 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     }
 }
 
-impl<T: Message, R: Region> PoolPublisher<T, R> {
-    /// Loans a block for one `T` as [`PoolPublisher::loan`] does, into a
+impl<T: Message, R: Region> Publisher<T, R> {
+    /// Loans a block for one `T` as [`Publisher::loan`] does, into a
     /// loan that owns this publisher until the block is published or
     /// given back ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a
     /// holder that cannot keep a borrow: a binding, a loan moved to
     /// another thread.
     ///
     /// # Errors
-    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
+    /// As [`Publisher::loan`], inside an [`IntoLoanError`] that gives
     /// the publisher back.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+    /// let publisher = pool::Publisher::<u64, _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.into_loan(Wait::Never)?;
     /// *loan = 3;
     /// let (publisher, published) = loan.publish();
@@ -62,22 +62,22 @@ impl<T: Message, R: Region> PoolPublisher<T, R> {
     }
 }
 
-impl<R: Region> PoolPublisher<[u8], R> {
-    /// Loans a block of `len` bytes as [`PoolPublisher::loan`] does, into
+impl<R: Region> Publisher<[u8], R> {
+    /// Loans a block of `len` bytes as [`Publisher::loan`] does, into
     /// a loan that owns this publisher until the block is published or
     /// given back ([`OwnedLoan::publish`], [`OwnedLoan::cancel`]), for a
     /// holder that cannot keep a borrow: a binding, a loan moved to
     /// another thread.
     ///
     /// # Errors
-    /// As [`PoolPublisher::loan`], inside an [`IntoLoanError`] that gives
+    /// As [`Publisher::loan`], inside an [`IntoLoanError`] that gives
     /// the publisher back.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.into_loan(3, Wait::Never)?;
     /// loan.copy_from_slice(&[1, 2, 3]);
     /// let (publisher, published) = loan.publish();
@@ -105,9 +105,9 @@ impl<R: Region> PoolPublisher<[u8], R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
 ///
-/// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+/// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.into_loan(5, Wait::Never)?;
 /// // The loan may go to another thread to be written.
@@ -131,7 +131,7 @@ pub struct OwnedLoan<T: ?Sized + Payload, R: Region = DefaultRegion> {
     /// The publisher the block was loaned from: `Some` for as long as the
     /// loan lives (`publish` and `cancel` take it as they consume the
     /// loan), so it keeps the mapping of `block`'s bytes alive.
-    publisher: Option<PoolPublisher<T, R>>,
+    publisher: Option<Publisher<T, R>>,
     /// A typed loan's is one `T`, as a [`Loan`](super::Loan)'s.
     block: LoanedBlock,
 }
@@ -143,14 +143,14 @@ pub struct OwnedLoan<T: ?Sized + Payload, R: Region = DefaultRegion> {
 // it is published or freed), and its bytes lie in the mapping that the
 // owned publisher keeps alive wherever the loan goes; no other handle
 // reaches them, so moving the loan to another thread moves all access.
-unsafe impl<T: ?Sized + Payload, R: Region> Send for OwnedLoan<T, R> where PoolPublisher<T, R>: Send {}
+unsafe impl<T: ?Sized + Payload, R: Region> Send for OwnedLoan<T, R> where Publisher<T, R>: Send {}
 // SAFETY: as for `Send`; `&OwnedLoan` reads the bytes (`Deref`) and
 // nothing else, and shared reads of plain bytes from several threads are
 // as sound as those of a `&[u8]`.
-unsafe impl<T: ?Sized + Payload, R: Region> Sync for OwnedLoan<T, R> where PoolPublisher<T, R>: Sync {}
+unsafe impl<T: ?Sized + Payload, R: Region> Sync for OwnedLoan<T, R> where Publisher<T, R>: Sync {}
 
 impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
-    pub(super) fn new(publisher: PoolPublisher<T, R>, block: LoanedBlock) -> Self {
+    pub(super) fn new(publisher: Publisher<T, R>, block: LoanedBlock) -> Self {
         OwnedLoan {
             publisher: Some(publisher),
             block,
@@ -160,7 +160,7 @@ impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
     /// Takes the loan apart: the publisher and the block, which the caller
     /// then publishes or frees (`Drop` sees no publisher, and does
     /// nothing).
-    fn take(mut self) -> (PoolPublisher<T, R>, LoanedBlock) {
+    fn take(mut self) -> (Publisher<T, R>, LoanedBlock) {
         let block = self.block.take();
         match self.publisher.take() {
             Some(publisher) => (publisher, block),
@@ -182,15 +182,15 @@ impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let (publisher, first) = publisher.into_loan(1, Wait::Never)?.publish();
     /// let (_, second) = publisher.into_loan(1, Wait::Never)?.publish();
     /// assert_eq!((first?, second?), (0, 1));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn publish(self) -> (PoolPublisher<T, R>, Result<u64, Abandoned>) {
+    pub fn publish(self) -> (Publisher<T, R>, Result<u64, Abandoned>) {
         let (mut publisher, mut block) = self.take();
         let published = block.publish(&mut publisher);
         (publisher, published)
@@ -200,15 +200,15 @@ impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+    /// let publisher = pool::Publisher::<u64, _>::on_heap(4, 64, 5)?;
     /// let loan = publisher.into_loan(Wait::Never)?;
     /// let publisher = loan.cancel();
     /// assert_eq!(publisher.census().free, 5);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cancel(self) -> PoolPublisher<T, R> {
+    pub fn cancel(self) -> Publisher<T, R> {
         let (publisher, mut block) = self.take();
         block.free(&publisher);
         publisher
@@ -221,9 +221,9 @@ impl<R: Region> OwnedLoan<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.into_loan(64, Wait::Never)?;
     /// loan[..2].copy_from_slice(b"hi");
     /// loan.truncate(2);
@@ -275,15 +275,15 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for OwnedLoan<T, R> {
     }
 }
 
-/// Why [`PoolPublisher::into_loan`] loaned no block, with the publisher it
+/// Why [`Publisher::into_loan`] loaned no block, with the publisher it
 /// was given, so that a failed loan never loses it (as std's
 /// `IntoInnerError` gives back its writer).
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
+/// use shmbus::{Wait, pool::{self, LoanError}};
 ///
-/// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+/// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let failed = publisher.into_loan(100, Wait::Never).unwrap_err();
 /// assert_eq!(failed.error(), &LoanError::TooLong { len: 100, max: 64 });
 /// let (publisher, _error) = failed.into_parts();
@@ -291,12 +291,12 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for OwnedLoan<T, R> {
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 pub struct IntoLoanError<T: ?Sized + Payload, R: Region = DefaultRegion> {
-    publisher: PoolPublisher<T, R>,
+    publisher: Publisher<T, R>,
     error: LoanError,
 }
 
 impl<T: ?Sized + Payload, R: Region> IntoLoanError<T, R> {
-    pub(super) fn new(publisher: PoolPublisher<T, R>, error: LoanError) -> Self {
+    pub(super) fn new(publisher: Publisher<T, R>, error: LoanError) -> Self {
         IntoLoanError { publisher, error }
     }
 
@@ -304,9 +304,9 @@ impl<T: ?Sized + Payload, R: Region> IntoLoanError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
+    /// use shmbus::{Wait, pool::{self, LoanError}};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let failed = publisher.into_loan(65, Wait::Never).unwrap_err();
     /// assert!(matches!(failed.error(), LoanError::TooLong { len: 65, .. }));
     /// # Ok::<(), shmbus::CreateError>(())
@@ -319,15 +319,15 @@ impl<T: ?Sized + Payload, R: Region> IntoLoanError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let (publisher, error) = publisher.into_loan(65, Wait::Never).unwrap_err().into_parts();
     /// assert_eq!(publisher.block_size(), 64);
     /// assert!(error.to_string().contains("65 bytes"));
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn into_parts(self) -> (PoolPublisher<T, R>, LoanError) {
+    pub fn into_parts(self) -> (Publisher<T, R>, LoanError) {
         (self.publisher, self.error)
     }
 
@@ -335,16 +335,16 @@ impl<T: ?Sized + Payload, R: Region> IntoLoanError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let publisher = match publisher.into_loan(65, Wait::Never) {
     ///     Ok(loan) => loan.cancel(),
     ///     Err(failed) => failed.into_publisher(),
     /// };
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
-    pub fn into_publisher(self) -> PoolPublisher<T, R> {
+    pub fn into_publisher(self) -> Publisher<T, R> {
         self.publisher
     }
 }

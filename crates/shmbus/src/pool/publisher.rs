@@ -1,4 +1,4 @@
-//! [`PoolPublisher`] and its [`Loan`]: a block written in place, then
+//! [`Publisher`] and its [`Loan`]: a block written in place, then
 //! published as a descriptor on the ring.
 //!
 //! A typed loan is `&mut T` rather than `&mut MaybeUninit<T>`: a block's
@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
-use super::subscriber::PoolSubscriber;
+use super::subscriber::Subscriber;
 use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::{Abandoned, Payload};
@@ -30,7 +30,7 @@ use crate::wire::Message;
 /// or `[u8]` for raw bytes (each loan is up to a block of bytes). It loans
 /// a block from the bus's shared pool, the caller writes the message in
 /// place, and [`Loan::publish`] puts a 16-byte descriptor on the ring.
-/// Subscribers ([`PoolSubscriber`]) read the block in place.
+/// Subscribers ([`Subscriber`]) read the block in place.
 ///
 /// The pool records its block type (`T`'s name, size and alignment, or
 /// `bytes` for a raw pool) when it is made; a typed publisher or
@@ -41,17 +41,17 @@ use crate::wire::Message;
 /// is made or opened.
 ///
 /// A pool bus has one publisher (held by the publisher lock, as a plain
-/// bus) or, created with [`PoolPublisher::create_many`], any number. A
+/// bus) or, created with [`Publisher::create_many`], any number. A
 /// publisher holds at most one loan at a time: a [`Loan`] borrows it
-/// ([`PoolPublisher::loan`]), an [`OwnedLoan`](super::OwnedLoan) owns it
-/// ([`PoolPublisher::into_loan`]) until the block is published or given
+/// ([`Publisher::loan`]), an [`OwnedLoan`](super::OwnedLoan) owns it
+/// ([`Publisher::into_loan`]) until the block is published or given
 /// back.
 ///
 /// # Examples
 /// Typed: each message is one `Frame`, written in place.
 /// ```
 /// use shmbus::{Message, OpenOptions, Received, Start, Wait};
-/// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+/// use shmbus::pool;
 ///
 /// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 /// #[repr(C)]
@@ -63,9 +63,9 @@ use crate::wire::Message;
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-{}", std::process::id());
 /// // 8 slots, 16 blocks of 4160 bytes.
-/// let mut publisher = PoolPublisher::<Frame>::create(&name, &PoolOptions::new(8, 4160, 16))?;
+/// let mut publisher = pool::Publisher::<Frame>::create(&name, &pool::Options::new(8, 4160, 16))?;
 /// let opts = OpenOptions::default().start(Start::Oldest);
-/// let mut subscriber = PoolSubscriber::<Frame>::open(&name, &opts)?;
+/// let mut subscriber = pool::Subscriber::<Frame>::open(&name, &opts)?;
 ///
 /// let mut frame = publisher.loan(Wait::Never)?;
 /// frame.id = 7;
@@ -83,13 +83,13 @@ use crate::wire::Message;
 /// Raw: each message is up to a block of bytes.
 /// ```
 /// use shmbus::{OpenOptions, Received, Start, Wait};
-/// use shmbus::pool::{PoolOptions, PoolPublisher, PoolSubscriber};
+/// use shmbus::pool;
 ///
 /// # let name = format!("/dev/shm/shmbus-doc-poolpublisher-raw-{}", std::process::id());
 /// // 8 slots, 16 blocks of 4 KiB.
-/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &PoolOptions::new(8, 4096, 16))?;
+/// let mut publisher = pool::Publisher::<[u8]>::create(&name, &pool::Options::new(8, 4096, 16))?;
 /// let opts = OpenOptions::default().start(Start::Oldest);
-/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &opts)?;
+/// let mut subscriber = pool::Subscriber::<[u8]>::open(&name, &opts)?;
 ///
 /// let mut loan = publisher.loan(5, Wait::Never)?;
 /// loan.copy_from_slice(b"hello");
@@ -105,10 +105,10 @@ use crate::wire::Message;
 ///
 /// A typed publisher's loan is one `T`: it takes no length.
 /// ```compile_fail,E0061
-/// let mut publisher = shmbus::pool::PoolPublisher::<u64, _>::on_heap(4, 64, 5).unwrap();
+/// let mut publisher = shmbus::pool::Publisher::<u64, _>::on_heap(4, 64, 5).unwrap();
 /// let _ = publisher.loan(8, shmbus::Wait::Never);
 /// ```
-pub struct PoolPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
+pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) ring: Ring<R>,
     blocks: Blocks,
     /// Holds ring writes (claims, on a many-publisher pool) back for
@@ -128,7 +128,7 @@ pub struct PoolPublisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     _payload: PhantomData<fn(&T)>,
 }
 
-impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolPublisher")
             .field("next", &self.next)
@@ -143,9 +143,9 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolPublisher<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Wait, pool::{LoanError, PoolPublisher}};
+/// use shmbus::{Wait, pool::{self, LoanError}};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
 /// match publisher.loan(100, Wait::Never) {
 ///     Err(LoanError::TooLong { len, max }) => assert_eq!((len, max), (100, 64)),
 ///     _ => panic!("100 bytes do not fit in a 64-byte block"),
@@ -183,9 +183,9 @@ impl LoanError {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, Wait, pool::PoolPublisher};
+    /// use shmbus::{ErrorKind, Wait, pool};
     ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 3)?;
+    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
     /// let err = publisher.loan(100, Wait::Never).err().unwrap();
     /// assert_eq!(err.kind(), ErrorKind::TooLong);
     /// # Ok::<(), shmbus::CreateError>(())
@@ -198,7 +198,7 @@ impl LoanError {
     }
 }
 
-impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
+impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     pub(super) fn from_parts(
         mut ring: Ring<R>,
         blocks: Blocks,
@@ -208,7 +208,7 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     ) -> Self {
         ring.set_light_barrier();
         let gate = Gate::new(&ring, if multi { ring.head() } else { next });
-        PoolPublisher {
+        Publisher {
             ring,
             blocks,
             gate,
@@ -287,7 +287,7 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::pool::PoolPublisher::<[u8], _>::on_heap(4, 4096, 5)?;
+    /// let publisher = shmbus::pool::Publisher::<[u8], _>::on_heap(4, 4096, 5)?;
     /// assert_eq!(publisher.block_size(), 4096);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -299,7 +299,7 @@ impl<T: ?Sized + Payload, R: Region> PoolPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// let publisher = shmbus::pool::PoolPublisher::<u64, _>::on_heap(4, 64, 6)?;
+    /// let publisher = shmbus::pool::Publisher::<u64, _>::on_heap(4, 64, 6)?;
     /// assert_eq!(publisher.census().free, 6);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
@@ -402,7 +402,7 @@ fn descriptor(block: u64, len: usize) -> [u8; 16] {
     desc
 }
 
-impl<T: Message, R: Region> PoolPublisher<T, R> {
+impl<T: Message, R: Region> Publisher<T, R> {
     /// Loans a block for one `T`, waiting as `wait` says while every block
     /// is on the ring, loaned or held. The loan derefs to the `T` in the
     /// block: the bytes of the block's last message, or zeros (a block's
@@ -416,9 +416,9 @@ impl<T: Message, R: Region> PoolPublisher<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let mut publisher = PoolPublisher::<[u64; 8], _>::on_heap(4, 64, 5)?;
+    /// let mut publisher = pool::Publisher::<[u64; 8], _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.loan(Wait::Never)?;
     /// *loan = [1; 8];
     /// assert_eq!(loan.publish()?, 0);
@@ -433,7 +433,7 @@ impl<T: Message, R: Region> PoolPublisher<T, R> {
     }
 }
 
-impl<R: Region> PoolPublisher<[u8], R> {
+impl<R: Region> Publisher<[u8], R> {
     /// Loans a block for a message of `len` bytes, waiting as `wait` says
     /// while every block is on the ring, loaned or held. The loan's bytes
     /// hold whatever the block held before: write all `len` of them.
@@ -447,9 +447,9 @@ impl<R: Region> PoolPublisher<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 4096, 5)?;
+    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 4096, 5)?;
     /// let mut loan = publisher.loan(3, Wait::Never)?;
     /// loan.copy_from_slice(&[1, 2, 3]);
     /// assert_eq!(loan.publish()?, 0);
@@ -470,23 +470,23 @@ impl<R: Region> PoolPublisher<[u8], R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Wait, pool::PoolPublisher};
+/// use shmbus::{Wait, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
 /// let mut loan = publisher.loan(8, Wait::Never)?;
 /// loan.fill(7);
 /// assert_eq!(loan.len(), 8);
 /// drop(loan); // not published: the block is free again
 /// assert_eq!(publisher.census().free, 5);
 ///
-/// let mut typed = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+/// let mut typed = pool::Publisher::<u64, _>::on_heap(4, 64, 5)?;
 /// let mut loan = typed.loan(Wait::Never)?;
 /// *loan = 7;
 /// assert_eq!(*loan, 7);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Loan<'a, T: ?Sized + Payload, R: Region = DefaultRegion> {
-    publisher: &'a mut PoolPublisher<T, R>,
+    publisher: &'a mut Publisher<T, R>,
     /// A typed loan's is exactly `size_of::<T>()` bytes at a block's
     /// start, 64-byte aligned, and `T`'s alignment is at most 64 (checked
     /// when the pool was made or opened).
@@ -504,9 +504,9 @@ impl<T: ?Sized + Payload, R: Region> Loan<'_, T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, pool::PoolPublisher};
+    /// use shmbus::{Wait, pool};
     ///
-    /// let mut publisher = PoolPublisher::<u32, _>::on_heap(4, 64, 5)?;
+    /// let mut publisher = pool::Publisher::<u32, _>::on_heap(4, 64, 5)?;
     /// let mut loan = publisher.loan(Wait::Never)?;
     /// *loan = 42;
     /// assert_eq!(loan.publish()?, 0);
@@ -532,13 +532,13 @@ impl<R: Region> Loan<'_, [u8], R> {
     /// Shortens the message to its first `len` bytes; a `len` at or above
     /// the loan's length changes nothing (as `Vec::truncate`). A writer
     /// that learns the length only as it writes loans a whole block
-    /// ([`PoolPublisher::block_size`]) and truncates to what it wrote.
+    /// ([`Publisher::block_size`]) and truncates to what it wrote.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{pool::PoolPublisher, Received, Start, Wait, WaitStrategy};
+    /// use shmbus::{pool, Received, Start, Wait, WaitStrategy};
     ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?;
+    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// let mut loan = publisher.loan(publisher.block_size(), Wait::Never)?;
     /// let written = b"seven b";
@@ -661,7 +661,7 @@ impl LoanedBlock {
     /// afterwards `free` does nothing.
     pub(super) fn publish<T: ?Sized + Payload, R: Region>(
         &mut self,
-        publisher: &mut PoolPublisher<T, R>,
+        publisher: &mut Publisher<T, R>,
     ) -> Result<u64, Abandoned> {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         publisher.publish(block, self.len)
@@ -671,7 +671,7 @@ impl LoanedBlock {
     /// stays loaned (still ours to publish or free).
     pub(super) fn try_publish<T: ?Sized + Payload, R: Region>(
         &mut self,
-        publisher: &mut PoolPublisher<T, R>,
+        publisher: &mut Publisher<T, R>,
         deadline: Option<Instant>,
     ) -> Result<u64, crate::bus::TryPublishError> {
         let r = publisher.publish_within(self.block, self.len, deadline);
@@ -684,7 +684,7 @@ impl LoanedBlock {
     }
 
     /// Gives an unpublished block back to `publisher`'s pool, once.
-    pub(super) fn free<T: ?Sized + Payload, R: Region>(&mut self, publisher: &PoolPublisher<T, R>) {
+    pub(super) fn free<T: ?Sized + Payload, R: Region>(&mut self, publisher: &Publisher<T, R>) {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         // In a forked child the block is the parent's loan, not ours.
         if block != PUBLISHED && publisher.origin.is_current() {
@@ -707,7 +707,7 @@ const PUBLISHED: u64 = u64::MAX;
 /// a lock per live subscriber, too dear for every poll.
 const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
-impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
+impl<T: ?Sized + Payload> Publisher<T, Arc<HeapRegion>> {
     /// A pool bus on the heap, for threads of one process (and Miri): a
     /// ring of `capacity` slots, `blocks` blocks of `block_size` bytes,
     /// each carrying one `T` (or, raw, up to `block_size` bytes).
@@ -721,17 +721,17 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::pool::PoolPublisher;
-    /// let raw = PoolPublisher::<[u8], _>::on_heap(16, 1 << 16, 32)?;
-    /// let typed = PoolPublisher::<[f32; 1024], _>::on_heap(16, 4096, 32)?;
-    /// assert!(PoolPublisher::<[f32; 1024], _>::on_heap(16, 1024, 32).is_err());
+    /// use shmbus::pool;
+    /// let raw = pool::Publisher::<[u8], _>::on_heap(16, 1 << 16, 32)?;
+    /// let typed = pool::Publisher::<[f32; 1024], _>::on_heap(16, 4096, 32)?;
+    /// assert!(pool::Publisher::<[f32; 1024], _>::on_heap(16, 1024, 32).is_err());
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn on_heap(capacity: u64, block_size: u64, blocks: u64) -> Result<Self, CreateError> {
         let block_msg = super::block_type::block_type::<T>(block_size, None)
             .map_err(CreateError::InvalidGeometry)?;
         let (ring, pool) = super::heap::ring(capacity, block_size, blocks, block_msg)?;
-        Ok(PoolPublisher::from_parts(ring, pool, 0, false, |_, _| {}))
+        Ok(Publisher::from_parts(ring, pool, 0, false, |_, _| {}))
     }
 
     /// A subscriber to this heap pool bus.
@@ -741,8 +741,8 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 5)?;
+    /// use shmbus::{Start, WaitStrategy, pool};
+    /// let publisher = pool::Publisher::<u64, _>::on_heap(4, 64, 5)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -750,8 +750,8 @@ impl<T: ?Sized + Payload> PoolPublisher<T, Arc<HeapRegion>> {
         &self,
         start: Start,
         wait: WaitStrategy,
-    ) -> Result<PoolSubscriber<T, Arc<HeapRegion>>, crate::OpenError> {
-        PoolSubscriber::on_heap(self.ring.share(), self.blocks, start, wait)
+    ) -> Result<Subscriber<T, Arc<HeapRegion>>, crate::OpenError> {
+        Subscriber::on_heap(self.ring.share(), self.blocks, start, wait)
     }
 }
 
@@ -762,10 +762,10 @@ mod shm {
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::pool::PoolOptions;
+    use crate::pool::Options;
     use crate::wire::{descriptor, Publishers};
 
-    impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
+    impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {
         /// Creates a pool bus as `opts` say, whose blocks carry `T` (a
         /// raw pool: up to a block of bytes), and becomes its one
         /// publisher. The header records the block type.
@@ -780,40 +780,40 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::pool::{PoolOptions, PoolPublisher};
+        /// use shmbus::pool;
         /// # let name = format!("/dev/shm/shmbus-doc-poolcreate-{}", std::process::id());
-        /// let publisher = PoolPublisher::<[u8]>::create(&name, &PoolOptions::new(16, 1 << 20, 24))?;
+        /// let publisher = pool::Publisher::<[u8]>::create(&name, &pool::Options::new(16, 1 << 20, 24))?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &PoolOptions) -> Result<Self, CreateError> {
+        pub fn create(name: &str, opts: &Options) -> Result<Self, CreateError> {
             Self::create_as(name, opts)
         }
 
         /// Creates a pool bus for any number of publishers
-        /// ([`PoolPublisher::attach_many`]), and becomes the first. It
-        /// takes options for many publishers ([`PoolOptions::many`]), whose
-        /// [`PoolOptions::unblock_timeout`] it keeps.
+        /// ([`Publisher::attach_many`]), and becomes the first. It
+        /// takes options for many publishers ([`Options::many`]), whose
+        /// [`Options::unblock_timeout`] it keeps.
         ///
         /// # Errors
-        /// As [`PoolPublisher::create`].
+        /// As [`Publisher::create`].
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, pool::{PoolOptions, PoolPublisher}};
+        /// use shmbus::{OpenOptions, pool};
         /// # let name = format!("/dev/shm/shmbus-doc-poolmany-{}", std::process::id());
-        /// let first = PoolPublisher::<u64>::create_many(&name, &PoolOptions::new(16, 4096, 24).many())?;
-        /// let second = PoolPublisher::<u64>::attach_many(&name, &OpenOptions::default())?;
+        /// let first = pool::Publisher::<u64>::create_many(&name, &pool::Options::new(16, 4096, 24).many())?;
+        /// let second = pool::Publisher::<u64>::attach_many(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create_many(name: &str, opts: &PoolOptions<Many>) -> Result<Self, CreateError> {
+        pub fn create_many(name: &str, opts: &Options<Many>) -> Result<Self, CreateError> {
             Self::create_as(name, opts)
         }
 
         fn create_as<P: PublisherCount>(
             name: &str,
-            opts: &PoolOptions<P>,
+            opts: &Options<P>,
         ) -> Result<Self, CreateError> {
             let multi = crate::bus::options::publishers::<P>() == Publishers::Many;
             let bus = opts.bus();
@@ -823,7 +823,7 @@ mod shm {
             let (ring, pool) =
                 crate::bus::segment::create_pool(name, &bus, (block_size, count), block_msg)?;
             let blocks = Blocks::new(pool, ring.control_field(0), ring.capacity());
-            Ok(PoolPublisher::from_parts(
+            Ok(Publisher::from_parts(
                 ring,
                 blocks,
                 bus.first_seq,
@@ -847,13 +847,13 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{AttachError, OpenError, OpenOptions, pool::{PoolOptions, PoolPublisher}};
+        /// use shmbus::{AttachError, OpenError, OpenOptions, pool};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattach-{}", std::process::id());
-        /// drop(PoolPublisher::<u64>::create(&name, &PoolOptions::new(16, 4096, 24))?);
-        /// let second = PoolPublisher::<u64>::attach(&name, &OpenOptions::default())?;
+        /// drop(pool::Publisher::<u64>::create(&name, &pool::Options::new(16, 4096, 24))?);
+        /// let second = pool::Publisher::<u64>::attach(&name, &OpenOptions::default())?;
         /// drop(second);
         /// assert!(matches!(
-        ///     PoolPublisher::<u32>::attach(&name, &OpenOptions::default()),
+        ///     pool::Publisher::<u32>::attach(&name, &OpenOptions::default()),
         ///     Err(AttachError::Open(OpenError::TypeMismatch { .. }))
         /// ));
         /// # shmbus::remove(&name)?;
@@ -864,20 +864,20 @@ mod shm {
         }
 
         /// Becomes one more publisher of a pool bus made by
-        /// [`PoolPublisher::create_many`].
+        /// [`Publisher::create_many`].
         ///
         /// # Errors
         /// As [`crate::bus::ManyPublisher::attach`];
         /// [`crate::OpenError::TypeMismatch`] as for
-        /// [`PoolPublisher::attach`]; [`crate::OpenError::PoolMismatch`]
+        /// [`Publisher::attach`]; [`crate::OpenError::PoolMismatch`]
         /// for a bus without a pool.
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, Wait, pool::{PoolOptions, PoolPublisher}};
+        /// use shmbus::{OpenOptions, Wait, pool};
         /// # let name = format!("/dev/shm/shmbus-doc-poolattachmany-{}", std::process::id());
-        /// let mut first = PoolPublisher::<[u8]>::create_many(&name, &PoolOptions::new(4, 64, 8).many())?;
-        /// let mut second = PoolPublisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
+        /// let mut first = pool::Publisher::<[u8]>::create_many(&name, &pool::Options::new(4, 64, 8).many())?;
+        /// let mut second = pool::Publisher::<[u8]>::attach_many(&name, &OpenOptions::default())?;
         /// assert_eq!(first.loan(1, Wait::Never)?.publish()?, 0);
         /// assert_eq!(second.loan(1, Wait::Never)?.publish()?, 1);
         /// # shmbus::remove(&name)?;
@@ -921,7 +921,7 @@ mod shm {
                     return Err(AttachError::PidNamespace { bus, ours });
                 }
             }
-            Ok(PoolPublisher::from_parts(ring, blocks, next, multi, sweep))
+            Ok(Publisher::from_parts(ring, blocks, next, multi, sweep))
         }
     }
 
@@ -929,7 +929,7 @@ mod shm {
         super::super::sweep::dead(region, blocks);
     }
 
-    impl<T: ?Sized + Payload> PoolPublisher<T, ShmRegion> {
+    impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {
         /// Frees now what dead processes left (as a loan that finds the
         /// pool exhausted does first): returns (subscriber entries
         /// cleared, loans freed). For tests and `shmbus clean`.

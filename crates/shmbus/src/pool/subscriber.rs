@@ -1,4 +1,4 @@
-//! [`PoolSubscriber`] and its [`Sample`]: a published block read in place,
+//! [`Subscriber`] and its [`Sample`]: a published block read in place,
 //! held until the sample is dropped.
 
 use std::marker::PhantomData;
@@ -21,7 +21,7 @@ use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
 /// raw bytes) at its own cursor, each message in place: a [`Sample`]
 /// derefs to the `T` (or the bytes) the publisher wrote in its block, and
 /// holds it (the publisher will not reuse it) until dropped. A subscriber
-/// holds at most [`PoolSubscriber::MAX_HELD`] samples at once.
+/// holds at most [`Subscriber::MAX_HELD`] samples at once.
 ///
 /// A typed subscriber opens only a pool whose recorded block type is `T`
 /// ([`OpenError::TypeMismatch`](crate::OpenError::TypeMismatch) otherwise);
@@ -42,9 +42,9 @@ use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.loan(2, Wait::Never)?;
 /// loan.copy_from_slice(b"hi");
@@ -56,7 +56,7 @@ use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
 /// assert_eq!(sample.sequence(), 0);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub struct PoolSubscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
+pub struct Subscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     pub(super) inner: Arc<Inner<R>>,
     /// Its position on the descriptor ring, wait strategy and registry
     /// line.
@@ -67,7 +67,7 @@ pub struct PoolSubscriber<T: ?Sized + Payload, R: Region = DefaultRegion> {
     _payload: PhantomData<fn() -> Box<T>>,
 }
 
-impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Subscriber<T, R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolSubscriber")
             .field("pos", &self.cursor.pos)
@@ -88,7 +88,7 @@ pub(super) struct Inner<R: Region> {
     origin: Origin,
 }
 
-impl<T: ?Sized + Payload, R: Region> Drop for PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> Drop for Subscriber<T, R> {
     fn drop(&mut self) {
         // A lossless one stops gating when its handle goes (its samples
         // hold their blocks by their hold lines, not by the gate).
@@ -116,12 +116,12 @@ impl<R: Region> Drop for Inner<R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Start, Wait, WaitStrategy, pool::{PoolPublisher, PoolRecvError, PoolSubscriber}};
+/// use shmbus::{Start, Wait, WaitStrategy, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(16, 64, 32)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(16, 64, 32)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut held = Vec::new();
-/// for _ in 0..=PoolSubscriber::<[u8], shmbus::mem::HeapRegion>::MAX_HELD {
+/// for _ in 0..=pool::Subscriber::<[u8], shmbus::mem::HeapRegion>::MAX_HELD {
 ///     publisher.loan(1, Wait::Never)?.publish()?;
 /// }
 /// while let Ok(Some(shmbus::Received::Message(s))) = subscriber.recv(Wait::Never) {
@@ -129,41 +129,41 @@ impl<R: Region> Drop for Inner<R> {
 /// }
 /// assert_eq!(
 ///     subscriber.recv(Wait::Never).err(),
-///     Some(PoolRecvError::TooManySamples { max: 8 })
+///     Some(pool::RecvError::TooManySamples { max: 8 })
 /// );
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum PoolRecvError {
+pub enum RecvError {
     /// The subscriber already holds as many samples as it may: drop one.
     /// Nothing was received; the next message waits.
     #[error("this subscriber holds {max} samples, the most it may: drop one before receiving")]
     TooManySamples {
-        /// [`PoolSubscriber::MAX_HELD`].
+        /// [`Subscriber::MAX_HELD`].
         max: usize,
     },
 }
 
 #[cfg(not(loom))]
-impl PoolRecvError {
+impl RecvError {
     /// [`ErrorKind::TooManySamples`].
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{ErrorKind, pool::PoolRecvError};
+    /// use shmbus::{ErrorKind, pool};
     ///
-    /// let e = PoolRecvError::TooManySamples { max: 8 };
+    /// let e = pool::RecvError::TooManySamples { max: 8 };
     /// assert_eq!(e.kind(), ErrorKind::TooManySamples);
     /// ```
     pub fn kind(&self) -> ErrorKind {
         match self {
-            PoolRecvError::TooManySamples { .. } => ErrorKind::TooManySamples,
+            RecvError::TooManySamples { .. } => ErrorKind::TooManySamples,
         }
     }
 }
 
-impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
+impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// How many samples one subscriber may hold at once.
     pub const MAX_HELD: usize = HOLDS;
 
@@ -176,7 +176,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
         exact: Option<Exact>,
     ) -> Self {
         blocks.enter(ring.region(), entry);
-        PoolSubscriber {
+        Subscriber {
             inner: Arc::new(Inner {
                 ring,
                 blocks,
@@ -193,23 +193,23 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     /// nothing arrived before the wait ended.
     ///
     /// # Errors
-    /// [`PoolRecvError::TooManySamples`] while the subscriber holds
-    /// [`PoolSubscriber::MAX_HELD`] samples; nothing is consumed.
+    /// [`RecvError::TooManySamples`] while the subscriber holds
+    /// [`Subscriber::MAX_HELD`] samples; nothing is consumed.
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, Wait, WaitStrategy, pool::PoolPublisher};
+    /// use shmbus::{Start, Wait, WaitStrategy, pool};
     ///
-    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 8)?;
+    /// let publisher = pool::Publisher::<u64, _>::on_heap(4, 64, 8)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert!(subscriber.recv(Wait::Never)?.is_none());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn recv(&mut self, wait: Wait) -> Result<Option<Received<Sample<T, R>>>, PoolRecvError> {
+    pub fn recv(&mut self, wait: Wait) -> Result<Option<Received<Sample<T, R>>>, RecvError> {
         let inner = &*self.inner;
         let region = inner.ring.region();
         let Some(slot) = inner.blocks.free_slot(region, inner.entry) else {
-            return Err(PoolRecvError::TooManySamples { max: HOLDS });
+            return Err(RecvError::TooManySamples { max: HOLDS });
         };
         let mut desc = [0u8; DESCRIPTOR_BYTES as usize];
         let found = inner.ring.recv(&mut self.cursor, &mut desc, wait);
@@ -257,8 +257,8 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<u64, _>::on_heap(4, 64, 8)?;
+    /// use shmbus::{Start, WaitStrategy, pool};
+    /// let publisher = pool::Publisher::<u64, _>::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert!(!subscriber.is_lossless());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -274,8 +274,8 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// use shmbus::{Start, WaitStrategy, pool};
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.position(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -293,8 +293,8 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Start, WaitStrategy, pool::PoolPublisher};
-    /// let publisher = PoolPublisher::<[u8], _>::on_heap(4, 64, 8)?;
+    /// use shmbus::{Start, WaitStrategy, pool};
+    /// let publisher = pool::Publisher::<[u8], _>::on_heap(4, 64, 8)?;
     /// let subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// assert_eq!(subscriber.held(), 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -317,9 +317,9 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+/// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
 ///
-/// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
+/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 4)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// publisher.loan(3, Wait::Never)?.copy_from_slice(b"abc"); // dropped: not sent
 /// let mut loan = publisher.loan(3, Wait::Never)?;
@@ -332,7 +332,7 @@ impl<T: ?Sized + Payload, R: Region> PoolSubscriber<T, R> {
 /// assert_eq!(subscriber.held(), 0);
 ///
 /// // Typed: the sample is a `&u64`.
-/// let mut publisher = PoolPublisher::<u64, _>::on_heap(2, 64, 4)?;
+/// let mut publisher = pool::Publisher::<u64, _>::on_heap(2, 64, 4)?;
 /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
 /// let mut loan = publisher.loan(Wait::Never)?;
 /// *loan = 10;
@@ -357,9 +357,9 @@ impl<T: ?Sized + Payload, R: Region> Sample<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool::PoolPublisher};
+    /// use shmbus::{Received, Start, Wait, WaitStrategy, pool};
     ///
-    /// let mut publisher = PoolPublisher::<[u8], _>::on_heap(2, 64, 4)?;
+    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 4)?;
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
     /// publisher.loan(0, Wait::Never)?.publish()?;
     /// publisher.loan(0, Wait::Never)?.publish()?;
@@ -432,7 +432,7 @@ unsafe impl<T: ?Sized + Payload, R: Region + Send + Sync> Send for Sample<T, R> 
 // SAFETY: as above: `&Sample` only reads the held bytes.
 unsafe impl<T: ?Sized + Payload, R: Region + Send + Sync> Sync for Sample<T, R> {}
 
-impl<T: ?Sized + Payload> PoolSubscriber<T, Arc<HeapRegion>> {
+impl<T: ?Sized + Payload> Subscriber<T, Arc<HeapRegion>> {
     pub(crate) fn on_heap(
         ring: Ring<Arc<HeapRegion>>,
         blocks: Blocks,
@@ -447,7 +447,7 @@ impl<T: ?Sized + Payload> PoolSubscriber<T, Arc<HeapRegion>> {
         let pos = ring.start_at(start);
         // The publisher that made this heap pool is of the same `T`.
         let exact = exact::<T>();
-        Ok(PoolSubscriber::from_parts(
+        Ok(Subscriber::from_parts(
             ring, blocks, entry, pos, wait, exact,
         ))
     }
@@ -462,7 +462,7 @@ mod shm {
     use crate::segment::Role;
     use crate::wire::descriptor;
 
-    impl<T: ?Sized + Payload> PoolSubscriber<T, ShmRegion> {
+    impl<T: ?Sized + Payload> Subscriber<T, ShmRegion> {
         /// Opens a pool bus to read its messages in place. A typed
         /// subscriber checks the pool's block type; a raw one (`[u8]`)
         /// opens a pool of any type (or of the one
@@ -475,16 +475,16 @@ mod shm {
         /// [`OpenError::RegistryFull`] if 256 live subscribers hold every
         /// registry entry; [`OpenError::Lossless`] if opened lossless on a
         /// pool that refuses them or allows no more
-        /// ([`PoolOptions::lossless_subscribers`](crate::pool::PoolOptions::lossless_subscribers)).
+        /// ([`Options::lossless_subscribers`](crate::pool::Options::lossless_subscribers)).
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenError, OpenOptions, pool::{PoolOptions, PoolPublisher, PoolSubscriber}};
+        /// use shmbus::{OpenError, OpenOptions, pool};
         /// # let name = format!("/dev/shm/shmbus-doc-poolsubscriber-{}", std::process::id());
-        /// let publisher = PoolPublisher::<u64>::create(&name, &PoolOptions::new(8, 4096, 16))?;
-        /// let typed = PoolSubscriber::<u64>::open(&name, &OpenOptions::default())?;
-        /// let raw = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default())?;
-        /// match PoolSubscriber::<f64>::open(&name, &OpenOptions::default()) {
+        /// let publisher = pool::Publisher::<u64>::create(&name, &pool::Options::new(8, 4096, 16))?;
+        /// let typed = pool::Subscriber::<u64>::open(&name, &OpenOptions::default())?;
+        /// let raw = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default())?;
+        /// match pool::Subscriber::<f64>::open(&name, &OpenOptions::default()) {
         ///     Err(OpenError::TypeMismatch { found, expected }) => {
         ///         assert_eq!((found.name.as_str(), expected.name.as_str()), ("u64", "f64"));
         ///     }
@@ -508,8 +508,7 @@ mod shm {
                 crate::bus::segment::register_entry(&ring, pos).ok_or(OpenError::RegistryFull {
                     entries: control::REGISTRY_SLOTS,
                 })?;
-            let mut subscriber =
-                PoolSubscriber::from_parts(ring, blocks, entry, pos, opts.wait, exact);
+            let mut subscriber = Subscriber::from_parts(ring, blocks, entry, pos, opts.wait, exact);
             subscriber.cursor.activity = activity;
             if opts.lossless {
                 // Gates the publishers' ring writes (`bus::gate`): a

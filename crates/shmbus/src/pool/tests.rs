@@ -3,22 +3,22 @@
 
 use std::sync::Arc;
 
-use super::{PoolPublisher, PoolRecvError, PoolSubscriber, Sample};
+use super::{Publisher, RecvError, Sample, Subscriber};
 use crate::bus::Received;
 use crate::mem::HeapRegion;
 use crate::options::Start;
 use crate::wait::{Wait, WaitStrategy};
 
-type Sub = PoolSubscriber<[u8], Arc<HeapRegion>>;
-type Pub = PoolPublisher<[u8], Arc<HeapRegion>>;
+type Sub = Subscriber<[u8], Arc<HeapRegion>>;
+type Pub = Publisher<[u8], Arc<HeapRegion>>;
 
 fn bus(capacity: u64, blocks: u64) -> Pub {
-    PoolPublisher::on_heap(capacity, 64, blocks).expect("valid geometry")
+    Publisher::on_heap(capacity, 64, blocks).expect("valid geometry")
 }
 
 fn subscribe<T: ?Sized + crate::bus::Payload>(
-    p: &PoolPublisher<T, Arc<HeapRegion>>,
-) -> PoolSubscriber<T, Arc<HeapRegion>> {
+    p: &Publisher<T, Arc<HeapRegion>>,
+) -> Subscriber<T, Arc<HeapRegion>> {
     p.subscribe(Start::Oldest, WaitStrategy::BusySpin)
         .expect("an entry")
 }
@@ -37,7 +37,7 @@ fn census_of(s: &Sub) -> super::Census {
 }
 
 fn take<T: ?Sized + crate::bus::Payload>(
-    s: &mut PoolSubscriber<T, Arc<HeapRegion>>,
+    s: &mut Subscriber<T, Arc<HeapRegion>>,
 ) -> Sample<T, Arc<HeapRegion>> {
     match s.recv(Wait::Never) {
         Ok(Some(Received::Message(sample))) => sample,
@@ -94,7 +94,7 @@ fn a_subscriber_holding_its_limit_is_refused_without_losing_the_next_message() {
     assert_eq!(s.held(), Sub::MAX_HELD);
     assert_eq!(
         s.recv(Wait::Never).err(),
-        Some(PoolRecvError::TooManySamples { max: Sub::MAX_HELD })
+        Some(RecvError::TooManySamples { max: Sub::MAX_HELD })
     );
     drop(held);
     assert_eq!(&*take(&mut s), &[Sub::MAX_HELD as u8; 8]);
@@ -243,7 +243,7 @@ fn a_loan_that_waits_frees_what_the_dead_hold_again_and_again_not_once() {
 
 #[test]
 fn a_typed_loan_is_one_t_and_its_sample_reads_it_back_in_place() {
-    let mut p = PoolPublisher::<[u32; 4], _>::on_heap(4, 64, 6).expect("valid geometry");
+    let mut p = Publisher::<[u32; 4], _>::on_heap(4, 64, 6).expect("valid geometry");
     let mut s = subscribe(&p);
     let mut loan = p.loan(Wait::Never).expect("a free block");
     assert_eq!(*loan, [0; 4], "a new pool's blocks are zero");
@@ -270,7 +270,7 @@ fn a_type_aligned_past_64_bytes_or_larger_than_a_block_is_refused_when_the_pool_
         const NAME: &'static str = "test.Wide";
     }
     use crate::error::GeometryError::PoolBlockType;
-    match PoolPublisher::<Wide, _>::on_heap(4, 256, 6) {
+    match Publisher::<Wide, _>::on_heap(4, 256, 6) {
         Err(crate::CreateError::InvalidGeometry(PoolBlockType {
             align: 128,
             block_size: 256,
@@ -278,7 +278,7 @@ fn a_type_aligned_past_64_bytes_or_larger_than_a_block_is_refused_when_the_pool_
         })) => {}
         other => panic!("expected PoolBlockType, got {other:?}"),
     }
-    match PoolPublisher::<[u64; 9], _>::on_heap(4, 64, 6) {
+    match Publisher::<[u64; 9], _>::on_heap(4, 64, 6) {
         Err(crate::CreateError::InvalidGeometry(e @ PoolBlockType { size: 72, .. })) => {
             let text = e.to_string();
             assert!(
@@ -288,12 +288,12 @@ fn a_type_aligned_past_64_bytes_or_larger_than_a_block_is_refused_when_the_pool_
         }
         other => panic!("expected PoolBlockType, got {other:?}"),
     }
-    assert!(PoolPublisher::<[u64; 8], _>::on_heap(4, 64, 6).is_ok());
+    assert!(Publisher::<[u64; 8], _>::on_heap(4, 64, 6).is_ok());
 }
 
 #[test]
 fn a_typed_subscriber_counts_a_descriptor_of_another_length_as_lost_and_reads_on() {
-    let mut p = PoolPublisher::<u64, _>::on_heap(4, 64, 6).expect("valid geometry");
+    let mut p = Publisher::<u64, _>::on_heap(4, 64, 6).expect("valid geometry");
     let mut s = subscribe(&p);
     // As a raw or hostile writer would, through the publish path every
     // loan takes: 3 bytes, then a whole block.
@@ -441,7 +441,7 @@ fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
 fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_subscriber_has_not_read(
 ) {
     use crate::options::OpenOptions;
-    use crate::pool::PoolOptions;
+    use crate::pool::Options;
     struct Name(String);
     impl Drop for Name {
         fn drop(&mut self) {
@@ -454,16 +454,14 @@ fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_sub
     ));
     // Eviction is not under test: a reader paused a second by a loaded
     // machine (CI's sanitizer lane) must not be evicted and lapped.
-    let opts = PoolOptions::new(2, 64, 4)
+    let opts = Options::new(2, 64, 4)
         .many()
         .evict_after(std::time::Duration::from_secs(60));
-    let mut a = PoolPublisher::<[u8]>::create_many(&name.0, &opts).expect("create");
-    let mut lossless =
-        PoolSubscriber::<[u8]>::open(&name.0, &OpenOptions::default().lossless(true))
-            .expect("a pool takes lossless subscribers");
+    let mut a = Publisher::<[u8]>::create_many(&name.0, &opts).expect("create");
+    let mut lossless = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default().lossless(true))
+        .expect("a pool takes lossless subscribers");
     assert!(lossless.is_lossless());
-    let mut b =
-        PoolPublisher::<[u8]>::attach_many(&name.0, &OpenOptions::default()).expect("attach");
+    let mut b = Publisher::<[u8]>::attach_many(&name.0, &OpenOptions::default()).expect("attach");
     for tag in [0u8, 1] {
         let mut loan = a.loan(64, Wait::Never).expect("a free block");
         loan.fill(tag);

@@ -9,7 +9,7 @@ use super::files::FileRecorder;
 use super::format::MAX_MESSAGE;
 use super::{BusSpec, RecordedKind};
 use crate::error::ErrorKind;
-use crate::pool::{PoolRecvError, PoolSubscriber};
+use crate::pool;
 use crate::select::{Select, Selectable};
 use crate::stream::{Consumer, PopError};
 use crate::{AttachError, OpenError, OpenOptions, Received, SegmentKind, Start, Subscriber, Wait};
@@ -75,7 +75,7 @@ pub enum CaptureError {
         /// The bus.
         name: String,
         /// Why.
-        source: PoolRecvError,
+        source: pool::RecvError,
     },
     /// A stream failed (its cursors corrupt, and what else it reports).
     #[error("{name}: {source}")]
@@ -130,7 +130,7 @@ pub struct CaptureStats {
 #[derive(Debug)]
 enum Source {
     Bus(Subscriber<[u8]>),
-    Pool(PoolSubscriber<[u8]>),
+    Pool(pool::Subscriber<[u8]>),
     /// A stream, and the records taken from it so far (its sequence).
     Stream(Consumer<[u8]>, u64),
 }
@@ -272,7 +272,7 @@ impl Capture {
                 .lossless(true);
             (Source::Stream(consumer, 0), spec)
         } else if stat.kind.is_pool() {
-            let sub = PoolSubscriber::<[u8]>::open(name, &opts).map_err(open)?;
+            let sub = pool::Subscriber::<[u8]>::open(name, &opts).map_err(open)?;
             let (blocks, block) = h.pool.as_ref().map_or((0, 0), |p| (p.blocks, p.block_size));
             let spec = BusSpec::new(name, RecordedKind::Pool, cap(block))
                 .slots(h.capacity)

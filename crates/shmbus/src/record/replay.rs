@@ -11,11 +11,9 @@ use super::window::{Place, Point, Window};
 use super::{BusRecord, Record, RecordedKind};
 use crate::bus::Many;
 use crate::bus::{ManyPublishError, ManyPublisher, Payload, PublishError, SkipError};
-use crate::journal::{
-    AppendError, JournalAttachError, JournalCreateError, JournalOptions, JournalPublisher,
-};
-use crate::pool::{LoanError, PoolOptions, PoolPublisher};
-use crate::stream::{Producer, PushError, StreamOptions};
+use crate::journal::{self, AppendError};
+use crate::pool::{self, LoanError};
+use crate::stream::{self, Producer, PushError};
 use crate::wire::{Header, TypeFingerprint};
 use crate::{
     AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, SegmentKind, Wait,
@@ -186,7 +184,7 @@ pub enum ReplayError {
         /// The target.
         target: String,
         /// Why.
-        source: JournalCreateError,
+        source: journal::CreateError,
     },
     /// An existing journaled target could not be published into.
     #[error("{target}: {source}")]
@@ -194,7 +192,7 @@ pub enum ReplayError {
         /// The target.
         target: String,
         /// Why.
-        source: JournalAttachError,
+        source: journal::AttachError,
     },
     /// A journaled bus is to be created and no journal directory was
     /// given ([`Replayer::journal_dir`]).
@@ -280,9 +278,9 @@ pub struct ReplayStats {
 enum Sink {
     Bus(Publisher<[u8]>),
     Many(ManyPublisher<[u8]>),
-    Pool(PoolPublisher<[u8]>),
+    Pool(pool::Publisher<[u8]>),
     Stream(Producer<[u8]>),
-    Journaled(JournalPublisher<[u8]>),
+    Journaled(journal::Publisher<[u8]>),
 }
 
 #[derive(Debug)]
@@ -778,7 +776,7 @@ impl Replayer {
                             ..
                         }
                         | ReplayError::JournalCreate {
-                            source: JournalCreateError::Create(CreateError::AlreadyExists { .. }),
+                            source: journal::CreateError::Create(CreateError::AlreadyExists { .. }),
                             ..
                         },
                     ) => attach_target(&name, &bus, self.mode),
@@ -898,7 +896,7 @@ impl Replayer {
                     bus.blocks
                 };
                 let mut p =
-                    PoolOptions::new(slots, u64::from(bus.msg_size), blocks).mode(self.mode);
+                    pool::Options::new(slots, u64::from(bus.msg_size), blocks).mode(self.mode);
                 if let Some(t) = named {
                     p = p.message_type(&t.name, t.size, t.align);
                 }
@@ -910,7 +908,7 @@ impl Replayer {
                 } else {
                     bus.slots
                 });
-                let mut s = StreamOptions::new(bytes).mode(self.mode);
+                let mut s = stream::Options::new(bytes).mode(self.mode);
                 if let Some(t) = named {
                     s = s.message_type(&t.name, t.align);
                 }
@@ -926,7 +924,7 @@ impl Replayer {
                     "{}.journal",
                     name.trim_start_matches('/').replace('/', "_")
                 ));
-                Made::Journaled(opts, JournalOptions::new(file))
+                Made::Journaled(opts, journal::Options::new(file))
             }
         })
     }
@@ -1085,16 +1083,16 @@ fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, Rep
             Sink::Many(ManyPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
         }
         RecordedKind::Pool if stat.kind == SegmentKind::ManyPublisherPool => {
-            Sink::Pool(PoolPublisher::<[u8]>::attach_many(name, &opts).map_err(attach)?)
+            Sink::Pool(pool::Publisher::<[u8]>::attach_many(name, &opts).map_err(attach)?)
         }
         RecordedKind::Pool => {
-            Sink::Pool(PoolPublisher::<[u8]>::attach(name, &opts).map_err(attach)?)
+            Sink::Pool(pool::Publisher::<[u8]>::attach(name, &opts).map_err(attach)?)
         }
         RecordedKind::Stream => {
             Sink::Stream(Producer::<[u8]>::attach(name, &opts).map_err(attach)?)
         }
         RecordedKind::Journaled => Sink::Journaled(
-            JournalPublisher::<[u8]>::attach(name, &opts).map_err(|source| {
+            journal::Publisher::<[u8]>::attach(name, &opts).map_err(|source| {
                 ReplayError::JournalAttach {
                     target: name.to_owned(),
                     source,
@@ -1118,9 +1116,9 @@ enum Found {
 enum Made {
     Bus(BusOptions),
     Many(BusOptions<Many>),
-    Pool(PoolOptions),
-    Stream(StreamOptions),
-    Journaled(BusOptions, JournalOptions),
+    Pool(pool::Options),
+    Stream(stream::Options),
+    Journaled(BusOptions, journal::Options),
 }
 
 impl Made {
@@ -1132,10 +1130,10 @@ impl Made {
         Ok(match self {
             Made::Bus(o) => Sink::Bus(Publisher::<[u8]>::create(name, &o).map_err(create)?),
             Made::Many(o) => Sink::Many(ManyPublisher::<[u8]>::create(name, &o).map_err(create)?),
-            Made::Pool(o) => Sink::Pool(PoolPublisher::<[u8]>::create(name, &o).map_err(create)?),
+            Made::Pool(o) => Sink::Pool(pool::Publisher::<[u8]>::create(name, &o).map_err(create)?),
             Made::Stream(o) => Sink::Stream(Producer::<[u8]>::create(name, &o).map_err(create)?),
             Made::Journaled(o, j) => {
-                Sink::Journaled(JournalPublisher::<[u8]>::create(name, &o, &j).map_err(
+                Sink::Journaled(journal::Publisher::<[u8]>::create(name, &o, &j).map_err(
                     |source| ReplayError::JournalCreate {
                         target: name.to_owned(),
                         source,

@@ -13,11 +13,11 @@ use crate::wire::{flags, Header, Kind, Publishers};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Publisher, SegmentKind, pool::{PoolOptions, PoolPublisher}};
+/// use shmbus::{BusOptions, Publisher, SegmentKind, pool};
 /// # let bus = format!("/dev/shm/shmbus-doc-segkind-bus-{}", std::process::id());
 /// # let pool = format!("/dev/shm/shmbus-doc-segkind-pool-{}", std::process::id());
 /// let publisher = Publisher::<u64>::create(&bus, &BusOptions::new(64))?;
-/// let pooled = PoolPublisher::<[u8]>::create(&pool, &PoolOptions::new(4, 256, 8))?;
+/// let pooled = pool::Publisher::<[u8]>::create(&pool, &pool::Options::new(4, 256, 8))?;
 /// let kind = shmbus::stat::stat(&pool)?.kind;
 /// assert_eq!(kind, SegmentKind::Pool);
 /// assert_eq!(kind.to_string(), "pool");

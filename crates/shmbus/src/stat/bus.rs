@@ -109,9 +109,9 @@ pub struct BusStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{stat::Size, stream::{Producer, StreamOptions}};
+/// use shmbus::{stat::Size, stream::{self, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-size-{}", std::process::id());
-/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// assert_eq!(shmbus::stat::stat(&name)?.size, Some(Size::Bytes(4096)));
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -171,9 +171,9 @@ impl BusStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 /// # let name = format!("/dev/shm/shmbus-doc-bbstat-{}", std::process::id());
-/// let mut writer = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// let mut writer = Writer::<u64, u64>::create(&name, &blackboard::Options::new(100))?;
 /// writer.put(&1, &10)?;
 /// writer.put(&1, &11)?;
 /// let bb = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard");
@@ -220,11 +220,11 @@ pub struct BlackboardStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Received, Start, Wait, TypeFingerprint, pool::{PoolPublisher, PoolSubscriber}};
+/// use shmbus::{OpenOptions, Received, Start, Wait, TypeFingerprint, pool};
 /// # let name = format!("/dev/shm/shmbus-doc-poolstat-{}", std::process::id());
 /// // 4 slots, 8 blocks of 256 bytes.
-/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &shmbus::pool::PoolOptions::new(4, 256, 8))?;
-/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
+/// let mut publisher = pool::Publisher::<[u8]>::create(&name, &shmbus::pool::Options::new(4, 256, 8))?;
+/// let mut subscriber = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default().start(Start::Oldest))?;
 /// for _ in 0..6 {
 ///     publisher.loan(3, Wait::Never)?.publish()?;
 /// }
@@ -272,7 +272,7 @@ impl PoolStat {
     /// # Examples
     /// ```
     /// use shmbus::stat::{PoolHolder, PoolStat};
-    /// # let census = shmbus::pool::PoolPublisher::<[u8], _>::on_heap(4, 64, 5)?.census();
+    /// # let census = shmbus::pool::Publisher::<[u8], _>::on_heap(4, 64, 5)?.census();
     /// let one = PoolHolder { entry: 3, pid: 42, alive: true, held: 2 };
     /// let block_type = shmbus::TypeFingerprint::of::<u64>();
     /// let pool = PoolStat { block_size: 64, blocks: 5, block_type, census, holders: vec![one] };
@@ -292,10 +292,10 @@ impl PoolStat {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool::{PoolPublisher, PoolSubscriber}};
+/// use shmbus::{BusOptions, OpenOptions, Received, Wait, pool};
 /// # let name = format!("/dev/shm/shmbus-doc-poolholder-{}", std::process::id());
-/// let mut publisher = PoolPublisher::<[u8]>::create(&name, &shmbus::pool::PoolOptions::new(4, 64, 8))?;
-/// let mut subscriber = PoolSubscriber::<[u8]>::open(&name, &OpenOptions::default())?;
+/// let mut publisher = pool::Publisher::<[u8]>::create(&name, &shmbus::pool::Options::new(4, 64, 8))?;
+/// let mut subscriber = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default())?;
 /// publisher.loan(1, Wait::Never)?.publish()?;
 /// let Some(Received::Message(sample)) = subscriber.recv(Wait::Never)? else { panic!() };
 /// let holder = &shmbus::stat::stat(&name)?.pool.expect("a pool bus").holders[0];
@@ -313,7 +313,7 @@ pub struct PoolHolder {
     /// Whether that subscriber still holds its registry lock (a dead one's
     /// holds stay until a publisher in need of a block sweeps them).
     pub alive: bool,
-    /// Blocks it holds now (at most `PoolSubscriber::MAX_HELD`).
+    /// Blocks it holds now (at most `pool::Subscriber::MAX_HELD`).
     pub held: usize,
 }
 
@@ -597,9 +597,9 @@ fn stream_cursors(region: &impl Region, c: usize, capacity: u64) -> (u64, u64, b
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+/// use shmbus::{Wait, stream::{self, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-streamstat-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// producer.push(b"abc", Wait::Never)?;
 /// let stat = shmbus::stat::stat(&name)?;
 /// let stream = stat.stream.expect("a stream");

@@ -28,10 +28,10 @@ use crate::wire::Kind;
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 /// use shmbus::stat::EntryVersion;
 /// # let name = format!("/dev/shm/shmbus-doc-entryversion-{}", std::process::id());
-/// let mut writer = Writer::<u64, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// let mut writer = Writer::<u64, u64>::create(&name, &blackboard::Options::new(100))?;
 /// writer.put(&1, &10)?;
 /// writer.put(&2, &20)?;
 /// writer.put(&1, &11)?;
@@ -127,10 +127,10 @@ pub struct EntryKey {
 ///
 /// # Examples
 /// ```
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 /// use shmbus::stat::KeyRead;
 /// # let name = format!("/dev/shm/shmbus-doc-bbkeys-{}", std::process::id());
-/// let mut writer = Writer::<u32, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// let mut writer = Writer::<u32, u64>::create(&name, &blackboard::Options::new(100))?;
 /// writer.put(&7, &70)?;
 /// let bb = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard");
 /// let at = bb.versions[0].entry;
@@ -202,9 +202,9 @@ pub const MAX_WATCHED: usize = 1024;
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 /// # let name = format!("/dev/shm/shmbus-doc-maxpasses-{}", std::process::id());
-/// let _writer = Writer::<u32, u64>::create(&name, &BlackboardOptions::new(4))?;
+/// let _writer = Writer::<u32, u64>::create(&name, &blackboard::Options::new(4))?;
 /// // A window of an hour, a look every nanosecond: still bounded.
 /// let w = shmbus::stat::blackboard_watch(&name, &[0], Duration::from_secs(3600), Duration::from_nanos(1))?;
 /// assert_eq!(w.passes, shmbus::stat::MAX_PASSES);
@@ -265,9 +265,9 @@ impl Watch {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::blackboard::{BlackboardOptions, Writer};
+/// use shmbus::blackboard::{self, Writer};
 /// # let name = format!("/dev/shm/shmbus-doc-bbwatch-{}", std::process::id());
-/// let mut writer = Writer::<u32, u64>::create(&name, &BlackboardOptions::new(100))?;
+/// let mut writer = Writer::<u32, u64>::create(&name, &blackboard::Options::new(100))?;
 /// writer.put(&7, &70)?;
 /// let at = shmbus::stat::stat(&name)?.blackboard.expect("a blackboard").versions[0].entry;
 /// let watch = shmbus::stat::blackboard_watch(&name, &[at], Duration::from_millis(2), Duration::from_micros(100))?;

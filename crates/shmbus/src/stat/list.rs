@@ -87,7 +87,7 @@ impl Listing {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{BusOptions, Publisher, stream::{Producer, StreamOptions}};
+/// use shmbus::{BusOptions, Publisher, stream::{self, Producer}};
 /// // A directory of our own, so that only our buses are in it.
 /// let dir = std::path::PathBuf::from(format!("/dev/shm/shmbus-doc-list-{}", std::process::id()));
 /// std::fs::create_dir(&dir)?;
@@ -95,7 +95,7 @@ impl Listing {
 /// let name = bus.to_str().expect("a UTF-8 path");
 /// let publisher = Publisher::<u64>::create(name, &BusOptions::new(64))?;
 /// let stream = dir.join("logs");
-/// let producer = Producer::<[u8]>::create(stream.to_str().expect("UTF-8"), &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(stream.to_str().expect("UTF-8"), &stream::Options::new(4096))?;
 /// std::fs::write(dir.join("notes.txt"), "not a bus")?; // left out
 /// let paths: Vec<_> = shmbus::stat::list(&dir)?.into_iter().map(|l| l.path).collect();
 /// assert_eq!(paths, [stream, bus]); // sorted by name

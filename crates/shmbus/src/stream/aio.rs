@@ -68,9 +68,9 @@ impl<R: Region> Consumer<[u8], R> {
     /// ```
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-async-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"rec", Wait::Never)?;
     /// let mut out = Vec::new();
@@ -97,9 +97,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     /// ```
     /// # let rt = tokio::runtime::Builder::new_current_thread().build()?;
     /// # rt.block_on(async {
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-async-t-{}", std::process::id());
-    /// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<u32>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
     /// producer.push(&7, Wait::Never)?;
     /// assert_eq!(consumer.pop_async().await, Ok(7));
@@ -133,9 +133,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
 /// # rt.block_on(async {
 /// use std::pin::Pin;
 /// use futures_core::Stream;
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-records-{}", std::process::id());
-/// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<u32>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
 /// producer.push(&7, Wait::Never)?;
 /// let mut records = consumer.records();
@@ -155,9 +155,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-records-fn-{}", std::process::id());
-    /// let _producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let _producer = Producer::<u32>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
     /// let records = consumer.records();
     /// # drop(records);

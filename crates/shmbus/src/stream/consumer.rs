@@ -26,9 +26,9 @@ use crate::wire::{lock_byte, stream_control as ctl};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-consumer-type-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
@@ -102,9 +102,9 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-max-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(1024))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.max_record(), 504);
     /// # shmbus::remove(&name)?;
@@ -118,9 +118,9 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-capacity-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(1024))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.ring_bytes(), 1024);
     /// # shmbus::remove(&name)?;
@@ -280,9 +280,9 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-len-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"abc", Wait::Never)?;
     /// producer.push(b"abcdefghi", Wait::Never)?;
@@ -301,9 +301,9 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-consumer-empty-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert!(consumer.is_empty());
     /// producer.push(b"x", Wait::Never)?;
@@ -335,9 +335,9 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-gone-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// assert_eq!(consumer.producer_gone(), None);
     /// # drop(producer);
@@ -372,9 +372,9 @@ impl<R: Region> Consumer<[u8], R> {
     /// # Examples
     /// ```
     /// use std::time::Duration;
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"record", Wait::Never)?;
     /// let mut out = b"old contents".to_vec();
@@ -410,9 +410,9 @@ impl<R: Region> Consumer<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-readwith-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"12345", Wait::Never)?;
     /// let sum = consumer.read_with(Wait::Never, |bytes| {
@@ -444,9 +444,9 @@ impl<R: Region> Consumer<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-peek-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"first", Wait::Never)?;
     /// assert_eq!(&consumer.peek(Wait::Never)?[..], b"first"); // dropped: still there
@@ -477,9 +477,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, PopError, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-pop-typed-{}", std::process::id());
-    /// let mut producer = Producer::<u32>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<u32>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<u32>::attach(&name, &OpenOptions::default())?;
     /// producer.push(&42, Wait::Never)?;
     /// assert_eq!(consumer.pop(Wait::Never), Ok(42));
@@ -509,9 +509,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-readwith-typed-{}", std::process::id());
-    /// let mut producer = Producer::<[u16; 3]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u16; 3]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u16; 3]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(&[1, 2, 3], Wait::Never)?;
     /// assert_eq!(consumer.read_with(Wait::Never, |r| r.iter().sum::<u16>())?, 6);
@@ -535,9 +535,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-peek-typed-{}", std::process::id());
-    /// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<u64>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
     /// producer.push(&5, Wait::Never)?;
     /// let chunk = consumer.peek(Wait::Never)?;
@@ -576,9 +576,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-readchunk-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"in place", Wait::Never)?;
 /// let chunk = consumer.peek(Wait::Never)?;
@@ -611,9 +611,9 @@ impl<T: ?Sized + Payload, R: Region> ReadChunk<'_, T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-release-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// consumer.peek(Wait::Never)?.release();
@@ -697,9 +697,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+        /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
         /// # let name = format!("/dev/shm/shmbus-doc-consumer-{}", std::process::id());
-        /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+        /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
         /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
         /// producer.push(b"x", Wait::Never)?;
         /// let mut out = Vec::new();
@@ -711,9 +711,9 @@ mod shm {
         ///
         /// A typed consumer of another type is refused:
         /// ```
-        /// use shmbus::{AttachError, OpenError, OpenOptions, stream::{Consumer, Producer, StreamOptions}};
+        /// use shmbus::{AttachError, OpenError, OpenOptions, stream::{self, Consumer, Producer}};
         /// # let name = format!("/dev/shm/shmbus-doc-consumer-mismatch-{}", std::process::id());
-        /// let producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+        /// let producer = Producer::<u64>::create(&name, &stream::Options::new(4096))?;
         /// let err = Consumer::<u32>::attach(&name, &OpenOptions::default()).err();
         /// assert!(matches!(err, Some(AttachError::Open(OpenError::TypeMismatch { .. }))));
         /// // A raw consumer reads a stream of any type, as bytes.

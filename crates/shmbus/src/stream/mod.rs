@@ -74,9 +74,9 @@
 //!   (known by its pid: one that reused the dead one's pid would not be).
 //!
 //! ```no_run
-//! use shmbus::{Wait, stream::{Consumer, Producer, StreamOptions}};
+//! use shmbus::{Wait, stream::{self, Consumer, Producer}};
 //!
-//! let mut producer = Producer::<[u8]>::create("logs", &StreamOptions::new(1 << 20))?;
+//! let mut producer = Producer::<[u8]>::create("logs", &stream::Options::new(1 << 20))?;
 //! producer.push(b"first record", Wait::Forever)?;
 //! let mut chunk = producer.reserve(5, Wait::Forever)?; // written in place
 //! chunk.copy_from_slice(b"hello");
@@ -88,7 +88,7 @@
 //! consumer.read_with(Wait::Forever, |bytes| println!("{} bytes", bytes.len()))?;
 //!
 //! // Typed: every record one `u64`.
-//! let mut producer = Producer::<u64>::create("counts", &StreamOptions::new(4096))?;
+//! let mut producer = Producer::<u64>::create("counts", &stream::Options::new(4096))?;
 //! producer.push(&42, Wait::Forever)?;
 //! let mut consumer = Consumer::<u64>::attach("counts", &shmbus::OpenOptions::default())?;
 //! assert_eq!(consumer.pop(Wait::Forever)?, 42);
@@ -119,7 +119,7 @@ pub use aio::Records;
 pub use consumer::Consumer;
 #[cfg(not(loom))]
 pub use consumer::ReadChunk;
-pub use options::StreamOptions;
+pub use options::Options;
 #[cfg(not(loom))]
 pub use owned::{IntoChunkError, OwnedReadChunk};
 pub use producer::Producer;
@@ -148,9 +148,9 @@ pub const PEER_CHECK: Duration = Duration::from_millis(20);
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{Wait, stream::{Producer, PushError, StreamOptions}};
+/// use shmbus::{Wait, stream::{self, Producer, PushError}};
 /// # let name = format!("/dev/shm/shmbus-doc-pusherror-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(64))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(64))?;
 /// assert_eq!(producer.max_record(), 24);
 /// assert_eq!(producer.push(&[0; 25], Wait::Never), Err(PushError::TooLong { len: 25, max: 24 }));
 /// producer.push(&[1; 24], Wait::Never)?; // 32 bytes of the ring, with its header
@@ -231,9 +231,9 @@ impl PushError {
 /// # Examples
 /// ```
 /// use std::time::Duration;
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, PopError, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-poperror-{}", std::process::id());
-/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let mut record = Vec::new();
 /// assert_eq!(consumer.pop(&mut record, Wait::Never), Err(PopError::Empty));

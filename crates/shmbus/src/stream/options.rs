@@ -1,4 +1,4 @@
-//! How to create a stream ([`StreamOptions`]): its size in bytes.
+//! How to create a stream ([`Options`]): its size in bytes.
 
 use crate::options::{file_setters, FileOptions};
 use crate::wait::WaitStrategy;
@@ -7,10 +7,10 @@ use crate::wait::WaitStrategy;
 ///
 /// # Examples
 /// ```
-/// let opts = shmbus::stream::StreamOptions::new(1 << 20).mode(0o660);
+/// let opts = shmbus::stream::Options::new(1 << 20).mode(0o660);
 /// ```
 #[derive(Clone, Debug)]
-pub struct StreamOptions {
+pub struct Options {
     pub(crate) bytes: u64,
     pub(crate) file: FileOptions,
     pub(crate) wait: WaitStrategy,
@@ -18,16 +18,16 @@ pub struct StreamOptions {
     pub(crate) message: Option<(String, u32)>,
 }
 
-impl StreamOptions {
+impl Options {
     /// A stream ring of `bytes` bytes (a power of two, 64 B to 4 GiB),
     /// mode 0600.
     ///
     /// # Examples
     /// ```
-    /// let opts = shmbus::stream::StreamOptions::new(65536);
+    /// let opts = shmbus::stream::Options::new(65536);
     /// ```
     pub fn new(bytes: u64) -> Self {
-        StreamOptions {
+        Options {
             bytes,
             file: FileOptions::default(),
             wait: WaitStrategy::default(),
@@ -39,8 +39,8 @@ impl StreamOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{WaitStrategy, stream::StreamOptions};
-    /// let opts = StreamOptions::new(4096).wait_strategy(WaitStrategy::BusySpin);
+    /// use shmbus::{WaitStrategy, stream};
+    /// let opts = stream::Options::new(4096).wait_strategy(WaitStrategy::BusySpin);
     /// ```
     pub fn wait_strategy(mut self, wait: WaitStrategy) -> Self {
         self.wait = wait;
@@ -58,9 +58,9 @@ impl StreamOptions {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-streamtype-{}", std::process::id());
-    /// let opts = StreamOptions::new(4096).message_type("u64", 8);
+    /// let opts = stream::Options::new(4096).message_type("u64", 8);
     /// let mut raw = Producer::<[u8]>::create(&name, &opts)?;
     /// raw.push(&7u64.to_ne_bytes(), Wait::Never)?;
     /// let mut typed = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
@@ -74,4 +74,4 @@ impl StreamOptions {
     }
 }
 
-file_setters!([] StreamOptions, "stream::StreamOptions::new(64)");
+file_setters!([] Options, "stream::Options::new(64)");

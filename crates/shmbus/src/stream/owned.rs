@@ -62,9 +62,9 @@ impl<R: Region> Consumer<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunk-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"record", Wait::Never)?;
     /// let chunk = consumer.into_chunk(Wait::Never)?;
@@ -97,9 +97,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunk-typed-{}", std::process::id());
-    /// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<u64>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
     /// producer.push(&7, Wait::Never)?;
     /// let chunk = consumer.into_chunk(Wait::Never)?;
@@ -127,9 +127,9 @@ impl<T: Message, R: Region> Consumer<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-ownedchunk-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"in place", Wait::Never)?;
 /// let chunk = consumer.into_chunk(Wait::Never)?;
@@ -171,9 +171,9 @@ impl<T: ?Sized + Payload, R: Region> OwnedReadChunk<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedrelease-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"one", Wait::Never)?;
     /// producer.push(b"two", Wait::Never)?;
@@ -196,9 +196,9 @@ impl<T: ?Sized + Payload, R: Region> OwnedReadChunk<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedleave-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"again", Wait::Never)?;
     /// let consumer = consumer.into_chunk(Wait::Never)?.into_consumer();
@@ -215,9 +215,9 @@ impl<T: ?Sized + Payload, R: Region> OwnedReadChunk<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-ownedconsumer-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(1024))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// let chunk = consumer.into_chunk(Wait::Never)?;
@@ -268,9 +268,9 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for OwnedReadChunk<T, R> {
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, PopError, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-intochunkerror-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// let failed = consumer.into_chunk(Wait::Never).unwrap_err();
 /// assert_eq!(failed.error(), &PopError::Empty);
@@ -290,9 +290,9 @@ impl<T: ?Sized + Payload, R: Region> IntoChunkError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, PopError, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, PopError, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-error-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let failed = consumer.into_chunk(Wait::Never).unwrap_err();
     /// assert!(matches!(failed.error(), PopError::Empty));
@@ -307,9 +307,9 @@ impl<T: ?Sized + Payload, R: Region> IntoChunkError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-parts-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(1024))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let (consumer, error) = consumer.into_chunk(Wait::Never).unwrap_err().into_parts();
     /// assert_eq!(consumer.max_record(), 504);
@@ -325,9 +325,9 @@ impl<T: ?Sized + Payload, R: Region> IntoChunkError<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-intochunkerr-consumer-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(1024))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(1024))?;
     /// let consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// let consumer = match consumer.into_chunk(Wait::Never) {
     ///     Ok(chunk) => chunk.release(),

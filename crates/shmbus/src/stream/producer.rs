@@ -24,9 +24,9 @@ use crate::wire::{lock_byte, stream_control as ctl};
 ///
 /// # Examples
 /// ```
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-producer-type-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
 /// producer.push(b"one", Wait::Never)?;
 /// producer.push(b"two", Wait::Never)?;
@@ -38,7 +38,7 @@ use crate::wire::{lock_byte, stream_control as ctl};
 /// # shmbus::remove(&name)?;
 ///
 /// // Typed: every record is one `u64`.
-/// let mut producer = Producer::<u64>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<u64>::create(&name, &stream::Options::new(4096))?;
 /// let mut consumer = Consumer::<u64>::attach(&name, &OpenOptions::default())?;
 /// producer.push(&7, Wait::Never)?;
 /// assert_eq!(consumer.pop(Wait::Never)?, 7);
@@ -99,9 +99,9 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::stream::{Producer, StreamOptions};
+    /// use shmbus::stream::{self, Producer};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-max-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// assert_eq!(producer.max_record(), 2040);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -114,9 +114,9 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::stream::{Producer, StreamOptions};
+    /// use shmbus::stream::{self, Producer};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-capacity-{}", std::process::id());
-    /// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// assert_eq!(producer.ring_bytes(), 4096);
     /// # shmbus::remove(&name)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -236,9 +236,9 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+    /// use shmbus::{Wait, stream::{self, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-len-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// producer.push(b"abc", Wait::Never)?;
     /// assert_eq!(producer.len(), 16); // 8-byte header, 3 bytes padded to 8
     /// # shmbus::remove(&name)?;
@@ -253,9 +253,9 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-producer-empty-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
     /// producer.push(b"x", Wait::Never)?;
     /// assert!(!producer.is_empty());
@@ -284,9 +284,9 @@ impl<R: Region> Producer<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-push-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// producer.push(b"a record", Wait::Never)?;
     /// producer.push(b"", Wait::Never)?; // an empty record is a record
     /// let mut consumer = Consumer::<[u8]>::attach(&name, &OpenOptions::default())?;
@@ -319,9 +319,9 @@ impl<R: Region> Producer<[u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-reserve-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut chunk = producer.reserve(5, Wait::Never)?;
     /// chunk.copy_from_slice(b"hello");
     /// chunk.commit();
@@ -357,9 +357,9 @@ impl<T: Message, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-push-typed-{}", std::process::id());
-    /// let mut producer = Producer::<[u32; 2]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u32; 2]>::create(&name, &stream::Options::new(4096))?;
     /// producer.push(&[1, 2], Wait::Never)?;
     /// assert_eq!(producer.len(), 16); // an 8-byte header, then the 8 bytes
     /// let mut consumer = Consumer::<[u32; 2]>::attach(&name, &OpenOptions::default())?;
@@ -389,9 +389,9 @@ impl<T: Message, R: Region> Producer<T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-reserve-typed-{}", std::process::id());
-    /// let mut producer = Producer::<[u64; 4]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u64; 4]>::create(&name, &stream::Options::new(4096))?;
     /// let mut chunk = producer.reserve(Wait::Never)?;
     /// *chunk = [0; 4];
     /// chunk[3] = 9;
@@ -415,9 +415,9 @@ impl<T: Message, R: Region> Producer<T, R> {
 /// # Examples
 /// ```
 /// use std::io::Write;
-/// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+/// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-writechunk-{}", std::process::id());
-/// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// let mut chunk = producer.reserve(64, Wait::Never)?;
 /// let n = {
 ///     let mut room = &mut chunk[..];
@@ -461,9 +461,9 @@ impl<T: ?Sized + Payload, R: Region> WriteChunk<'_, T, R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+    /// use shmbus::{Wait, stream::{self, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-commit-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
     /// chunk.copy_from_slice(b"abc");
     /// chunk.commit();
@@ -492,9 +492,9 @@ impl<R: Region> WriteChunk<'_, [u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{OpenOptions, Wait, stream::{Consumer, Producer, StreamOptions}};
+    /// use shmbus::{OpenOptions, Wait, stream::{self, Consumer, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-grow-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut chunk = producer.reserve(3, Wait::Never)?;
     /// chunk.copy_from_slice(b"abc");
     /// chunk.grow(6, Wait::Never)?; // more to write than first thought
@@ -539,9 +539,9 @@ impl<R: Region> WriteChunk<'_, [u8], R> {
     ///
     /// # Examples
     /// ```
-    /// use shmbus::{Wait, stream::{Producer, StreamOptions}};
+    /// use shmbus::{Wait, stream::{self, Producer}};
     /// # let name = format!("/dev/shm/shmbus-doc-truncate-{}", std::process::id());
-    /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+    /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
     /// let mut chunk = producer.reserve(100, Wait::Never)?;
     /// chunk[..2].copy_from_slice(b"ok");
     /// chunk.truncate(2);
@@ -617,11 +617,11 @@ mod shm {
     use crate::options::OpenOptions;
     use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
     use crate::stream::record;
-    use crate::stream::StreamOptions;
+    use crate::stream::Options;
     use crate::wire::{Header, Kind};
 
     impl<T: ?Sized + Payload> Producer<T, ShmRegion> {
-        /// Creates a stream of [`StreamOptions::new`] bytes named `name` (a
+        /// Creates a stream of [`Options::new`] bytes named `name` (a
         /// bare name goes under /dev/shm) and becomes its producer. A
         /// typed stream records `T`'s name and alignment in its header (a
         /// raw one the type `stream`).
@@ -641,28 +641,28 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{CreateError, Wait, error::GeometryError, stream::{Producer, StreamOptions}};
+        /// use shmbus::{CreateError, Wait, error::GeometryError, stream::{self, Producer}};
         /// # let name = format!("/dev/shm/shmbus-doc-producer-{}", std::process::id());
-        /// let mut producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+        /// let mut producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
         /// producer.push(b"a record", Wait::Never)?;
         /// # shmbus::remove(&name)?;
         ///
         /// // A 64-byte stream's largest record is 24 bytes: no room for a `[u64; 4]`.
-        /// match Producer::<[u64; 4]>::create(&name, &StreamOptions::new(64)) {
+        /// match Producer::<[u64; 4]>::create(&name, &stream::Options::new(64)) {
         ///     Err(CreateError::InvalidGeometry(GeometryError::RecordTooLarge { size, max, .. })) => {
         ///         assert_eq!((size, max), (32, 24))
         ///     }
         ///     other => panic!("expected RecordTooLarge, got {other:?}"),
         /// }
         /// // Records start 8-aligned: a `u128` (aligned to 16) is refused.
-        /// let err = Producer::<u128>::create(&name, &StreamOptions::new(4096)).err();
+        /// let err = Producer::<u128>::create(&name, &stream::Options::new(4096)).err();
         /// assert!(matches!(
         ///     err,
         ///     Some(CreateError::InvalidGeometry(GeometryError::RecordAlign { align: 16, max: 8, .. }))
         /// ));
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
-        pub fn create(name: &str, opts: &StreamOptions) -> Result<Self, CreateError> {
+        pub fn create(name: &str, opts: &Options) -> Result<Self, CreateError> {
             let (page, huge) = layout_page(name, &opts.file)?;
             let mut header = record::header::<T>(opts.bytes, page, opts.message.as_ref())
                 .map_err(CreateError::InvalidGeometry)?;
@@ -689,9 +689,9 @@ mod shm {
         ///
         /// # Examples
         /// ```
-        /// use shmbus::{OpenOptions, stream::{Producer, StreamOptions}};
+        /// use shmbus::{OpenOptions, stream::{self, Producer}};
         /// # let name = format!("/dev/shm/shmbus-doc-reattach-{}", std::process::id());
-        /// drop(Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?);
+        /// drop(Producer::<[u8]>::create(&name, &stream::Options::new(4096))?);
         /// let producer = Producer::<[u8]>::attach(&name, &OpenOptions::default())?;
         /// # shmbus::remove(&name)?;
         /// # Ok::<(), Box<dyn std::error::Error>>(())

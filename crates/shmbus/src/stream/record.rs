@@ -4,7 +4,7 @@
 //! Invariants:
 //! - A raw stream (`[u8]`) records the type `stream`, alignment 8, or the
 //!   name and alignment its options give
-//!   ([`StreamOptions::message_type`](crate::stream::StreamOptions::message_type));
+//!   ([`Options::message_type`](crate::stream::Options::message_type));
 //!   a typed one records its type's [`Message::NAME`](crate::Message::NAME),
 //!   that name's hash and the type's alignment. Either way `msg_size` is
 //!   the largest record (half the ring less 8), the geometry's rule, not

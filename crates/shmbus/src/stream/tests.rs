@@ -304,7 +304,7 @@ fn a_stream_consumer_and_a_pool_subscriber_are_members_too() {
     let (mut producer, mut consumer) =
         crate::stream::on_heap::<[u8]>(4096, crate::wait::WaitStrategy::default())
             .expect("heap stream");
-    let mut pool = crate::pool::PoolPublisher::<[u8], _>::on_heap(4, 64, 8).expect("heap pool");
+    let mut pool = crate::pool::Publisher::<[u8], _>::on_heap(4, 64, 8).expect("heap pool");
     let on_pool = pool
         .subscribe(
             crate::options::Start::Next,

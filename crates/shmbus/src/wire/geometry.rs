@@ -163,7 +163,7 @@ pub enum GeometryError {
     },
     /// A blackboard of raw bytes was created without the size of its keys
     /// or of its values.
-    #[error("a blackboard of raw bytes needs BlackboardOptions::key_size and ::value_size for its raw side")]
+    #[error("a blackboard of raw bytes needs blackboard::Options::key_size and ::value_size for its raw side")]
     RawNeedsSizes,
     /// An eviction or unblock timeout outside its bounds (1 ms to 60 s:
     /// [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT) to

@@ -9,9 +9,9 @@ use std::fmt;
 ///
 /// # Examples
 /// ```
-/// use shmbus::{Kind, OpenError, OpenOptions, Subscriber, stream::{Producer, StreamOptions}};
+/// use shmbus::{Kind, OpenError, OpenOptions, Subscriber, stream::{self, Producer}};
 /// # let name = format!("/dev/shm/shmbus-doc-kind-{}", std::process::id());
-/// let producer = Producer::<[u8]>::create(&name, &StreamOptions::new(4096))?;
+/// let producer = Producer::<[u8]>::create(&name, &stream::Options::new(4096))?;
 /// // A stream opened as a bus:
 /// match Subscriber::<u64>::open(&name, &OpenOptions::default()) {
 ///     Err(OpenError::WrongKind { found, expected }) => {

@@ -36,8 +36,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clap::value_parser;
+use shmbus::journal;
 use shmbus::journal::format::{record_size, HEADER_LEN};
-use shmbus::journal::JournalStat;
 
 use crate::error::CliError;
 use kids::Kids;
@@ -390,7 +390,7 @@ fn reserve_cpu(cpu: usize) -> Result<usize, CliError> {
 }
 
 /// Bytes the records take (the file is allocated ahead in chunks).
-fn journal_size(j: &JournalStat) -> String {
+fn journal_size(j: &journal::Stat) -> String {
     let used =
         HEADER_LEN as u64 + j.records * record_size(std::mem::size_of::<Update>() as u32) as u64;
     let snapshot = if j.snapshot > 0 {

@@ -5,8 +5,8 @@
 use std::io::{self, BufRead};
 use std::time::{Duration, Instant};
 
-use shmbus::journal::JournalStat;
-use shmbus::journal::{JournalOptions, JournalPublisher, KeyedState};
+use shmbus::journal;
+use shmbus::journal::KeyedState;
 use shmbus::BusOptions;
 
 use super::wire::{monotonic_ns, say, say_done, Update};
@@ -25,8 +25,9 @@ fn next_key(state: &mut u64, keys: u64) -> u64 {
 /// Runs the publisher until the parent closes its stdin.
 pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
     let opts = BusOptions::new(a.slots);
-    let mut p = JournalPublisher::<Update>::create(&a.bus, &opts, &JournalOptions::new(&a.journal))
-        .map_err(|e| fail("create")(e.to_string()))?;
+    let mut p =
+        journal::Publisher::<Update>::create(&a.bus, &opts, &journal::Options::new(&a.journal))
+            .map_err(|e| fail("create")(e.to_string()))?;
     say(&format!("READY {}", p.next_sequence()))?;
     let mut stdin = io::stdin().lock();
     let mut go = String::new();
@@ -38,7 +39,7 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
     let mut state = KeyedState::<Update>::new();
     let mut rng = 0x5eed;
     let mut sent: u64 = 0;
-    let mut compaction: Option<(JournalStat, Instant)> = None;
+    let mut compaction: Option<(journal::Stat, Instant)> = None;
     let start = monotonic_ns();
     for round in 1..=a.rounds {
         for _ in 0..a.updates {
@@ -88,8 +89,8 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
 }
 
 fn report_compaction(
-    p: &JournalPublisher<Update>,
-    before: &JournalStat,
+    p: &journal::Publisher<Update>,
+    before: &journal::Stat,
     started: Instant,
 ) -> Result<(), CliError> {
     if let Some(e) = p.compaction_error() {

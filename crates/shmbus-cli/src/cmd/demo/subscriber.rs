@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use shmbus::journal::{JoinOptions, JournalSubscriber, KeyedState};
+use shmbus::journal::{self, JoinOptions, KeyedState};
 use shmbus::{Received, WaitStrategy};
 
 use super::wire::{monotonic_ns, say, say_done, Update};
@@ -71,7 +71,7 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
     };
     let opts = JoinOptions::default().wait_strategy(strategy);
     let t0 = Instant::now();
-    let mut sub = JournalSubscriber::<Update>::join(&a.bus, &opts)
+    let mut sub = journal::Subscriber::<Update>::join(&a.bus, &opts)
         .map_err(|e| fail("join")(e.to_string()))?;
     say("READY")?;
     let last = a.first + a.rounds * a.updates - 1;
