@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # loom explores the interleavings of the real slot and sleep protocols
-# (crates/shmbus/src/loom_tests.rs) through the `sync` facade.
+# (crates/shmbus/src/loom/bus.rs) through the `sync` facade.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/ran.sh

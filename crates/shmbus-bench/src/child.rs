@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::mech::{self, ChannelSpec, Side};
 use crate::pattern::{self, Plan};
 use crate::runner::BLOCK_LIMIT;
-use crate::{clock, cpu, idle, mpmc, stall};
+use crate::{clock, cpu, idle, many_publishers, stall};
 
 /// Runs one receiver in this process (a child of `shmbus-bench`).
 pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
@@ -17,8 +17,8 @@ pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
         cpu::pin(cpu)?;
     }
     mech::set_deadline(BLOCK_LIMIT);
-    if args.mechanism == mpmc::CHILD {
-        return mpmc::run_publisher_child(&args.token, args.count);
+    if args.mechanism == many_publishers::CHILD {
+        return many_publishers::run_publisher_child(&args.token, args.count);
     }
     if idle::is_child(&args.mechanism) {
         return idle::run_child(&args.mechanism, &args.token, args.receivers, args.count);

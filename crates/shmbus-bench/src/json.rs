@@ -10,12 +10,12 @@ use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{blackboard, idle, mpmc, stall};
+use crate::{blackboard, idle, many_publishers, stall};
 
 /// The sections of a run beside its cases' results.
 pub struct Sections<'a> {
     /// The many-publishers table.
-    pub mpmc: &'a [mpmc::Row],
+    pub mpmc: &'a [many_publishers::Row],
     /// The idle async subscribers.
     pub idle: &'a [idle::Row],
     /// The stalled lossless subscriber.
@@ -49,7 +49,7 @@ pub fn write(
         },
         "results": results.iter().map(|f| result_json(f, t)).collect::<Vec<_>>(),
         "targets": targets,
-        "mpmc": if mpmc.is_empty() { Value::Null } else { mpmc::json(mpmc, settings.quick) },
+        "mpmc": if mpmc.is_empty() { Value::Null } else { many_publishers::json(mpmc, settings.quick) },
         "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
         "stall": if stall.is_empty() { Value::Null } else { stall::json(stall, settings.quick) },
         "blackboard": blackboard.map_or(Value::Null, |b| blackboard::json(b, settings.quick)),

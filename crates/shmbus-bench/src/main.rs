@@ -31,9 +31,9 @@ mod fault;
 mod figures;
 mod idle;
 mod json;
+mod many_publishers;
 mod mech;
 mod memcpy;
-mod mpmc;
 mod pattern;
 mod payload;
 mod plot;
@@ -185,8 +185,8 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     {
         // Before pinning: the two publisher processes (and threads) must be
         // free to run on two CPUs.
-        let rows = mpmc::run(args.quick)?;
-        mpmc::print(&rows);
+        let rows = many_publishers::run(args.quick)?;
+        many_publishers::print(&rows);
         rows
     } else {
         Vec::new()

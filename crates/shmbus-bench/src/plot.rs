@@ -14,7 +14,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::case::Pattern;
 use crate::error::BenchError;
 use crate::figures::Figures;
-use crate::mpmc::Row;
+use crate::many_publishers::Row;
 
 const WIDTH: u32 = 1200;
 /// The panels' height; the legend strip below them adds a row per

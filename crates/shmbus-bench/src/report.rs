@@ -5,7 +5,7 @@ use crate::args::BenchArgs;
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{blackboard, idle, json, mpmc, plot, stall, table, targets};
+use crate::{blackboard, idle, json, many_publishers, plot, stall, table, targets};
 
 /// Prints the tables and targets, writes JSON and plot as asked. `mpmc`
 /// (the many-publishers table, empty if it did not run), `idle` (the idle
@@ -14,7 +14,7 @@ use crate::{blackboard, idle, json, mpmc, plot, stall, table, targets};
 /// run, so readers of `results` see no change.
 pub fn emit(
     results: &[Figures],
-    mpmc: &[mpmc::Row],
+    mpmc: &[many_publishers::Row],
     idle: &[idle::Row],
     stall: &[stall::Row],
     blackboard: Option<&blackboard::Report>,

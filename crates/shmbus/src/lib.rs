@@ -134,17 +134,7 @@ pub mod error;
 #[cfg(not(loom))]
 pub mod journal;
 #[cfg(all(test, loom))]
-mod loom_blackboard;
-#[cfg(all(test, loom))]
-mod loom_blackboard_many;
-#[cfg(all(test, loom))]
-mod loom_mpmc;
-#[cfg(all(test, loom))]
-mod loom_pool;
-#[cfg(all(test, loom))]
-mod loom_stream;
-#[cfg(all(test, loom))]
-mod loom_tests;
+mod loom;
 pub mod mem;
 #[cfg(not(loom))]
 mod member;

@@ -795,5 +795,5 @@ mod shm {
 }
 
 #[cfg(all(test, not(loom)))]
-#[path = "many_writer_tests.rs"]
+#[path = "tests_many_writer.rs"]
 mod tests;

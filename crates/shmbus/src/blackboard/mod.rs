@@ -48,7 +48,7 @@
 //!   and key in place and copies only the value: every byte an atomic
 //!   access either way), an Acquire fence, and keeps what it read only if
 //!   the stamp is the same even value. So a value read is one the writer
-//!   wrote whole, never a mix (loom: `loom_blackboard.rs`, both reads).
+//!   wrote whole, never a mix (loom: `loom/blackboard.rs`, both reads).
 //! - Versions come from one counter per table: each put or removal takes
 //!   the next. An entry's version is the table's at its last write, so
 //!   `changed_since(v)` is every entry whose version is past `v`.

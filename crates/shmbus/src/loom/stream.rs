@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use loom::thread;
 
-use crate::loom_tests::model;
+use crate::loom::bus::model;
 
 use crate::mem::{HeapRegion, Region};
 use crate::stream::ring::StreamRing;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::loom_tests::model;
+use crate::loom::bus::model;
 use crate::mem::{HeapRegion, Region};
 use crate::pool::blocks::Blocks;
 use crate::pool::state;

@@ -12,7 +12,7 @@
 //!
 //! What it cannot see: the unblock timeout (set far beyond the model's
 //! run, so no takeover happens), and the x86_64 `asm!` copy, as
-//! `loom_blackboard.rs`.
+//! `loom/blackboard.rs`.
 
 use std::sync::Arc;
 
@@ -68,7 +68,7 @@ fn attempt(t: &Table<Arc<HeapRegion>>, entry: u64, keys: (u64, u64)) {
     }
 }
 
-/// Preemption bound 2, as `loom_blackboard.rs`: three threads at bound 3
+/// Preemption bound 2, as `loom/blackboard.rs`: three threads at bound 3
 /// cost minutes, and a lost key or a torn copy takes one or two
 /// preemptions (a writer stopped between its probe and its claim).
 #[test]

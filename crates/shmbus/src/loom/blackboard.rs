@@ -59,7 +59,7 @@ fn attempt(t: &Table<Arc<HeapRegion>>) {
 /// with the writer's Release fence in `entry::begin` removed, a copy of
 /// the update's words under the insert's even stamp.
 ///
-/// Preemption bound 2, not `loom_tests::model`'s 3: three threads make
+/// Preemption bound 2, not `loom::bus::model`'s 3: three threads make
 /// bound 3 cost minutes, and a torn copy takes one preemption (a reader
 /// stopped between its stamp load and its copy, or inside the copy).
 #[test]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use loom::thread;
 
-use crate::loom_tests::model;
+use crate::loom::bus::model;
 
 use crate::bus::ManyPublisher;
 use crate::wait::WaitStrategy;
