@@ -33,9 +33,10 @@ command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmu
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "no import cycles between modules; the library's layers in ARCHITECTURE's order"
+step "no import cycles between modules; the library's layers in ARCHITECTURE's order; each kind named only where its list says (tools/kind_house.py)"
 for src in crates/*/src; do python3 tools/modcycles.py "$src"; done
 python3 tools/modcycles.py crates/shmbus/src --order docs/ARCHITECTURE.md
+python3 tools/kind_house.py crates/shmbus/src
 
 step "clippy and the tests (the README's test command), in one build"
 # As .ci/run does: clippy-driver compiles the workspace's own crates as the
