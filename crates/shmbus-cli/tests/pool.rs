@@ -417,7 +417,7 @@ fn a_plain_subscriber_or_publisher_on_a_pool_bus_gets_pool_mismatch() {
         Ok(_) => panic!("a plain publisher attached to a pool bus"),
     }
     let err = OpenError::PoolMismatch { found: true }.to_string();
-    assert!(err.contains("PoolSubscriber"), "{err}");
+    assert!(err.contains("pool::Subscriber"), "{err}");
     // The CLI takes the mismatch as "a pool bus" and carries on with the
     // pool handles; what does not apply to one is still refused.
     let out = shmbus(&["sub", &pooled, "--bootstrap", "--timeout", "0.1"]);
