@@ -72,6 +72,8 @@ mod aio;
 mod block_type;
 pub(crate) mod blocks;
 #[cfg(not(loom))]
+mod error;
+#[cfg(not(loom))]
 mod heap;
 mod options;
 #[cfg(not(loom))]
@@ -89,10 +91,12 @@ mod tests;
 #[cfg(all(feature = "async-stream", not(loom)))]
 pub use aio::Samples;
 pub use blocks::Census;
+#[cfg(not(loom))]
+pub use error::{LoanError, RecvError};
 pub use options::Options;
 #[cfg(not(loom))]
 pub use owned::{IntoLoanError, OwnedLoan};
 #[cfg(not(loom))]
-pub use publisher::{Loan, LoanError, Publisher};
+pub use publisher::{Loan, Publisher};
 #[cfg(not(loom))]
-pub use subscriber::{RecvError, Sample, Subscriber};
+pub use subscriber::{Sample, Subscriber};

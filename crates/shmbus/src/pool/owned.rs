@@ -9,7 +9,8 @@
 //! `LoanedBlock`'s, the same as `Loan`'s; only who holds the publisher
 //! differs.
 
-use super::publisher::{LoanError, LoanedBlock, Publisher};
+use super::error::LoanError;
+use super::publisher::{LoanedBlock, Publisher};
 use crate::bus::{Abandoned, Payload};
 use crate::mem::{DefaultRegion, Region};
 use crate::wait::Wait;

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::blocks::{Blocks, Census};
+use super::error::LoanError;
 use super::subscriber::Subscriber;
 use crate::bus::gate::Gate;
 use crate::bus::ring::Ring;
 use crate::bus::{Abandoned, Payload};
 use crate::error::CreateError;
-use crate::error::ErrorKind;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
@@ -136,65 +136,6 @@ impl<T: ?Sized + Payload, R: Region> std::fmt::Debug for Publisher<T, R> {
             .field("block_size", &self.blocks.geo.block_size)
             .field("many_publishers", &self.multi)
             .finish_non_exhaustive()
-    }
-}
-
-/// Why no block could be loaned.
-///
-/// # Examples
-/// ```
-/// use shmbus::{Wait, pool::{self, LoanError}};
-///
-/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
-/// match publisher.loan(100, Wait::Never) {
-///     Err(LoanError::TooLong { len, max }) => assert_eq!((len, max), (100, 64)),
-///     _ => panic!("100 bytes do not fit in a 64-byte block"),
-/// }
-/// # Ok::<(), shmbus::CreateError>(())
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LoanError {
-    /// Longer than the pool's blocks.
-    #[error("a loan of {len} bytes asked of a pool of {max}-byte blocks")]
-    TooLong {
-        /// The length asked for.
-        len: usize,
-        /// The pool's block size.
-        max: usize,
-    },
-    /// Every block was on the ring, loaned or held until the wait ended.
-    #[error(
-        "pool exhausted: of {} blocks, {} on the ring, {} held by subscribers, {} loaned, \
-         {} corrupt, {} reclaimable, {} free when the wait ended",
-        census.free + census.loaned + census.on_ring + census.held + census.reclaimable + census.corrupt,
-        census.on_ring, census.held, census.loaned, census.corrupt, census.reclaimable, census.free
-    )]
-    Exhausted {
-        /// Where the blocks were when the publisher gave up.
-        census: Census,
-    },
-}
-
-#[cfg(not(loom))]
-impl LoanError {
-    /// What kind of failure this is: [`ErrorKind::PoolExhausted`] or
-    /// [`ErrorKind::TooLong`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{ErrorKind, Wait, pool};
-    ///
-    /// let mut publisher = pool::Publisher::<[u8], _>::on_heap(2, 64, 3)?;
-    /// let err = publisher.loan(100, Wait::Never).err().unwrap();
-    /// assert_eq!(err.kind(), ErrorKind::TooLong);
-    /// # Ok::<(), shmbus::CreateError>(())
-    /// ```
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            LoanError::TooLong { .. } => ErrorKind::TooLong,
-            LoanError::Exhausted { .. } => ErrorKind::PoolExhausted,
-        }
     }
 }
 

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::block_type::{exact, Exact};
 use super::blocks::Blocks;
+use super::error::RecvError;
 use crate::bus::ring::{Poll, Ring};
 use crate::bus::Cursor;
 use crate::bus::{Payload, Received};
-use crate::error::ErrorKind;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
@@ -109,57 +109,6 @@ impl<R: Region> Drop for Inner<R> {
             return;
         }
         self.blocks.leave(self.ring.region(), self.entry);
-    }
-}
-
-/// Why a pool receive failed.
-///
-/// # Examples
-/// ```
-/// use shmbus::{Start, Wait, WaitStrategy, pool};
-///
-/// let mut publisher = pool::Publisher::<[u8], _>::on_heap(16, 64, 32)?;
-/// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default())?;
-/// let mut held = Vec::new();
-/// for _ in 0..=pool::Subscriber::<[u8], shmbus::mem::HeapRegion>::MAX_HELD {
-///     publisher.loan(1, Wait::Never)?.publish()?;
-/// }
-/// while let Ok(Some(shmbus::Received::Message(s))) = subscriber.recv(Wait::Never) {
-///     held.push(s);
-/// }
-/// assert_eq!(
-///     subscriber.recv(Wait::Never).err(),
-///     Some(pool::RecvError::TooManySamples { max: 8 })
-/// );
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RecvError {
-    /// The subscriber already holds as many samples as it may: drop one.
-    /// Nothing was received; the next message waits.
-    #[error("this subscriber holds {max} samples, the most it may: drop one before receiving")]
-    TooManySamples {
-        /// [`Subscriber::MAX_HELD`].
-        max: usize,
-    },
-}
-
-#[cfg(not(loom))]
-impl RecvError {
-    /// [`ErrorKind::TooManySamples`].
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::{ErrorKind, pool};
-    ///
-    /// let e = pool::RecvError::TooManySamples { max: 8 };
-    /// assert_eq!(e.kind(), ErrorKind::TooManySamples);
-    /// ```
-    pub fn kind(&self) -> ErrorKind {
-        match self {
-            RecvError::TooManySamples { .. } => ErrorKind::TooManySamples,
-        }
     }
 }
 
