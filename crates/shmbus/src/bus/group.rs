@@ -26,7 +26,7 @@ use crate::wait::{Wait, WaitStrategy};
 /// let mut group = publisher.subscribe_group::<3>(Start::Next, WaitStrategy::default());
 /// publisher.publish(&7);
 /// assert_eq!(group.recv(Wait::Never), Some(Received::Message(7)));
-/// assert_eq!(group.cursor.positions(), &[1, 1, 1]);
+/// assert_eq!(group.positions(), &[1, 1, 1]);
 /// # Ok::<(), shmbus::CreateError>(())
 /// ```
 pub struct SubscriberGroup<T: Message, const N: usize, R: Region = DefaultRegion> {
@@ -110,7 +110,7 @@ impl<T: Message, const N: usize, R: Region> SubscriberGroup<T, N, R> {
     /// use shmbus::{Publisher, Start, WaitStrategy};
     /// let publisher = Publisher::<u64, _>::on_heap(8)?;
     /// let group = publisher.subscribe_group::<2>(Start::Next, WaitStrategy::default());
-    /// assert_eq!(group.cursor.positions(), &[0, 0]);
+    /// assert_eq!(group.positions(), &[0, 0]);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn positions(&self) -> &[u64; N] {

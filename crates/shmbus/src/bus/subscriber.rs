@@ -163,7 +163,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
     /// let mut subscriber = publisher.subscribe(Start::Next, WaitStrategy::default());
     /// publisher.publish(&1);
     /// subscriber.recv(Wait::Never);
-    /// assert_eq!(subscriber.cursor.position(), 1);
+    /// assert_eq!(subscriber.position(), 1);
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn position(&self) -> u64 {

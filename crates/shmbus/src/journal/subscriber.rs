@@ -28,7 +28,7 @@ use crate::wire::{control, lock_byte};
 /// # Examples
 /// ```
 /// use shmbus::{BusOptions, journal::{self, Entry, JoinOptions}};
-/// use shmbus::{Received, Wait, journal};
+/// use shmbus::{Received, Wait};
 /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-entry-{}", std::process::id()));
 /// # std::fs::create_dir_all(&dir)?;
 /// # let name = format!("/dev/shm/shmbus-doc-entry-{}", std::process::id());
@@ -697,7 +697,7 @@ impl<T: ?Sized + Payload> Subscriber<T> {
     /// # Examples
     /// ```
     /// use shmbus::{BusOptions, journal::{self, Entry, JoinOptions}};
-    /// use shmbus::{Received, Wait, journal};
+    /// use shmbus::{Received, Wait};
     /// # let dir = std::env::temp_dir().join(format!("shmbus-doc-sseek-{}", std::process::id()));
     /// # std::fs::create_dir_all(&dir)?;
     /// # let name = format!("/dev/shm/shmbus-doc-sseek-{}", std::process::id());
