@@ -271,7 +271,16 @@ pub(crate) fn open(py: Python<'_>, e: OpenError) -> PyErr {
         OpenError::Lossless(refused) => lossless_refused(py, refused),
         _ => Vec::new(),
     };
-    raise(py, class(e.kind(), Family::Open), e.to_string(), &attrs)
+    // The core's words name Rust's handles (`pool::Subscriber`); here they
+    // are Python's classes.
+    let msg = match &e {
+        OpenError::PoolMismatch { found: true, .. } => {
+            "bus carries its messages in a block pool: open it with PoolSubscriber or PoolPublisher"
+                .to_string()
+        }
+        _ => e.to_string(),
+    };
+    raise(py, class(e.kind(), Family::Open), msg, &attrs)
 }
 
 pub(crate) fn create(py: Python<'_>, e: CreateError) -> PyErr {
