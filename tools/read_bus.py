@@ -122,6 +122,7 @@ BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 21.5)
 KINDS = {1: "broadcast", 2: "stream", 3: "blackboard"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
+FLAG_MULTI_PUBLISHER = 2  # header flag bit 1 on a broadcast bus (section 4)
 FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 19)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
 # Pool buses (LAYOUT.md section 19): two header words past the journal path.
@@ -1028,12 +1029,28 @@ def render(payload, as_hex):
     return payload.hex()
 
 
+def segment_kind(h):
+    """The kind as `shmbus stat` names it: the header's kind and, for a
+    broadcast bus or a blackboard, its flags (LAYOUT.md section 4)."""
+    name = KINDS.get(h["kind"], f"unknown ({h['kind']})")
+    many = h["flags"] & FLAG_MULTI_PUBLISHER
+    if h["kind"] == KIND_BROADCAST:
+        if h["flags"] & FLAG_POOL:
+            return "pool, many-publisher" if many else "pool"
+        if h["flags"] & FLAG_JOURNALED:
+            return "broadcast, journaled"
+        return "broadcast, many-publisher" if many else "broadcast"
+    if h["kind"] == KIND_BLACKBOARD and h["flags"] & FLAG_MULTI_WRITER:
+        return "blackboard, many-writer"
+    return name
+
+
 def header_dict(bus):
     h = dict(bus.h)
     out = {"path": bus.path}
     out["magic"] = f"{h['magic']:#018x}"
     out["version"] = h["version"]
-    out["kind"] = KINDS.get(h["kind"], f"unknown ({h['kind']})")
+    out["kind"] = segment_kind(h)
     for key in (
         "page_size", "flags", "control_offset", "data_offset", "total_len", "capacity",
         "slot_size", "msg_size", "msg_align",
