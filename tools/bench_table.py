@@ -63,7 +63,7 @@ def num(v, digits=2):
 
 def reason(text):
     """Why a row did not run, as a page prints it: without a tracker label
-    that older JSON files carry in it ("a row (issue 31): ...")."""
+    that older JSON files carry in it ("a row (issue NN): ...")."""
     if text is None:
         return text
     return re.sub(r"\s*\(issue \d+\)", "", text)

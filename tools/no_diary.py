@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Fails on text that reads as a diary where users read it: a tracker
-number ("issue 33", "issue33", "#33") or a note of who did what when
+number ("issue NN", "issueNN", "#NN") or a note of who did what when
 ("this session", "other builds running"). History belongs in git.
 
     python3 tools/no_diary.py [--bin shmbus=PATH] [--bin shmbus-bench=PATH]

@@ -151,6 +151,8 @@ pub mod stat;
 pub mod stream;
 mod sync;
 mod sys;
+#[cfg(all(test, not(loom)))]
+mod tests_error_kinds;
 mod wait;
 #[doc(hidden)]
 pub mod wire;

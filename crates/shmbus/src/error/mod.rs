@@ -729,6 +729,3 @@ fn wrong_mode(role: Role, found: Publishers, expected: Publishers) -> String {
         role.segment()
     )
 }
-
-#[cfg(all(test, not(loom)))]
-mod tests;

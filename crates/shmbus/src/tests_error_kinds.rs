@@ -1,15 +1,17 @@
-//! Every error enum's variants and their kinds, one by one.
+//! Every error enum's variants and their kinds, one by one: every kind's
+//! errors, so this sits at the crate's root, above the kinds it names.
 
 use std::io;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::*;
 use crate::blackboard::{GetError, PutError, RemoveError};
 use crate::bus::{Abandoned, ManyPublishError, PublishError, TryPublishError};
+use crate::error::*;
 use crate::journal::{self, AppendError, CloseError, JoinError, SnapshotError};
 use crate::pool::{self, Census, LoanError};
 use crate::stream::{PopError, PushError};
+use crate::wire::{Kind, Publishers, TypeFingerprint};
 use ErrorKind as K;
 
 fn path() -> PathBuf {
