@@ -319,7 +319,7 @@ def check_inline(path, tool, work, env):
 RUST_MANIFEST = """[package]
 name = "doc-snippets"
 version = "0.0.0"
-edition = "2021"
+edition = "2024"
 publish = false
 
 [lib]

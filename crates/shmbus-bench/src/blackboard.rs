@@ -29,13 +29,13 @@
 //! entry handle per key, made once (its `entry()` lookup is not timed).
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
-use serde_json::{json, Value as Json};
-use shmbus::blackboard::{self, GetError, Reader, Writer};
+use serde_json::{Value as Json, json};
 use shmbus::OpenOptions;
+use shmbus::blackboard::{self, GetError, Reader, Writer};
 
 use crate::error::BenchError;
 
@@ -345,7 +345,7 @@ impl Drop for Iox2Domain {
 
 fn iceoryx2_row(ops: u64) -> Result<Row, BenchError> {
     use iceoryx2::prelude::{
-        ipc, Config, FileName, NodeBuilder, Path, SemanticString, ServiceName, SignalHandlingMode,
+        Config, FileName, NodeBuilder, Path, SemanticString, ServiceName, SignalHandlingMode, ipc,
     };
     let e = err("iceoryx2");
     let token = format!("shmbus-bench-bb-{}", std::process::id());

@@ -211,7 +211,9 @@ pub enum BenchError {
     },
     /// Rows failed (a block's error, a receiver that crashed) or delivered
     /// payloads that failed their check; the tables were printed first.
-    #[error("{count} row(s) failed, expected every row that runs to run with every payload intact: {rows}")]
+    #[error(
+        "{count} row(s) failed, expected every row that runs to run with every payload intact: {rows}"
+    )]
     RowsFailed {
         /// How many.
         count: usize,

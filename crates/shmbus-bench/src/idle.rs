@@ -17,8 +17,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::BenchError;
@@ -233,7 +233,7 @@ fn measure(child: &str, n: usize, window: Duration) -> Result<(u64, f64), BenchE
                 break Err(failed(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
                     "the idle child did not report (see its error above)",
-                )))
+                )));
             }
         }
     };

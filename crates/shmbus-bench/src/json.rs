@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::case::Pattern;
 use crate::counters::{Counters, Delta};

@@ -78,7 +78,9 @@ fn main() -> ExitCode {
     // this run (children inherit it), which its blocks remove.
     if std::env::var_os(mech::crossbar_pool::REGISTRY_VAR).is_none() {
         let path = mech::crossbar_pool::registry_path(std::process::id());
-        std::env::set_var(mech::crossbar_pool::REGISTRY_VAR, path);
+        // SAFETY: first thing in `main`, before any thread is started, so
+        // nothing reads the environment while it changes.
+        unsafe { std::env::set_var(mech::crossbar_pool::REGISTRY_VAR, path) };
     }
     let cli = Cli::parse();
     let result = match &cli.hidden {
@@ -152,16 +154,16 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         // own where there are enough (a one-receiver case uses the first two).
         None => cpu::allowed_cpus(),
     };
-    if let Some(list) = &args.fanout {
-        if list.is_empty() || list.contains(&0) {
-            return Err(BenchError::BadFanout {
-                found: list
-                    .iter()
-                    .map(|n| n.to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            });
-        }
+    if let Some(list) = &args.fanout
+        && (list.is_empty() || list.contains(&0))
+    {
+        return Err(BenchError::BadFanout {
+            found: list
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        });
     }
     // The blackboard rows (issue 33): alone with --blackboard, and whenever
     // shmbus runs; before pinning (the ping-pong pins its own threads).

@@ -27,8 +27,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    bus::{ManyPublisher, SubscriberGroup},
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
+    bus::{ManyPublisher, SubscriberGroup},
 };
 
 use crate::error::BenchError;

@@ -2,7 +2,7 @@
 //! each message into a ring on its own core, no channel at all.
 
 use crate::counters::Counters;
-use crate::figures::{add, Figures};
+use crate::figures::{Figures, add};
 use crate::mech::stamp;
 use crate::pattern::Plan;
 

@@ -15,7 +15,7 @@ use crate::case::Pattern;
 use crate::clock::Source;
 use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
-use crate::mech::{marker, unstamp, Endpoint, Got};
+use crate::mech::{Endpoint, Got, marker, unstamp};
 use crate::payload::{self, Check};
 
 /// The least time a sender warms up for.

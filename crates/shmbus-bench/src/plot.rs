@@ -95,11 +95,7 @@ impl Look {
     }
 
     fn marker(&self) -> u32 {
-        if self.prominent() {
-            5
-        } else {
-            3
-        }
+        if self.prominent() { 5 } else { 3 }
     }
 }
 

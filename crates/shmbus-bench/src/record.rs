@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use shmbus::record::{RecordedKind, Recorder};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
@@ -454,7 +454,9 @@ pub fn print(t: &Table) {
         c.plain[0] / c.without[0]
     );
     if let Some([p50, p99, max]) = t.pace {
-        println!("  replay --speed 1, 10 k msgs/s: pace error p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs");
+        println!(
+            "  replay --speed 1, 10 k msgs/s: pace error p50 {p50:.1} µs, p99 {p99:.1} µs, max {max:.1} µs"
+        );
     }
     if let Some((rate, n)) = t.max {
         println!(

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::case::{Case, Pattern};
 use crate::cpu::pin;
 use crate::error::BenchError;
-use crate::mech::{self, marker, stamp, ChannelSpec, Mechanism, Side};
+use crate::mech::{self, ChannelSpec, Mechanism, Side, marker, stamp};
 use crate::pattern::{self, Block, Plan, ReceiverReport};
 
 /// How long any block may take before its children are killed.

@@ -178,11 +178,11 @@ impl Settings {
     /// `plan` (of `case`) for `m`: paced no faster than its `min_pace`.
     pub fn plan_for(&self, m: &dyn crate::mech::Mechanism, case: &Case, plan: &Plan) -> Plan {
         let mut plan = plan.clone();
-        if let Some(gap) = m.min_pace() {
-            if matches!(case.pattern, Pattern::Oneway | Pattern::Fanout) {
-                let ticks = (gap.as_nanos() as f64 * self.ticks_per_ns) as u64;
-                plan.pace = plan.pace.max(ticks);
-            }
+        if let Some(gap) = m.min_pace()
+            && matches!(case.pattern, Pattern::Oneway | Pattern::Fanout)
+        {
+            let ticks = (gap.as_nanos() as f64 * self.ticks_per_ns) as u64;
+            plan.pace = plan.pace.max(ticks);
         }
         plan
     }

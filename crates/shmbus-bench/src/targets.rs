@@ -1,7 +1,7 @@
 //! The performance targets set in the issues, each checked against this
 //! run's figures: listed on standard output and kept in the JSON.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use crate::case::Pattern;
 use crate::figures::Figures;
@@ -375,7 +375,7 @@ fn fanout_widths(results: &[Figures], t: f64) -> Vec<Value> {
             a.worst_round_p50
                 .iter()
                 .zip(&b.worst_round_p50)
-                .filter(|(_, &b)| b > 0)
+                .filter(|&(_, &b)| b > 0)
                 .map(|(&a, &b)| a as f64 / b as f64)
                 .reduce(f64::max)
         });

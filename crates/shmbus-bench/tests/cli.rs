@@ -434,9 +434,11 @@ fn ringfire_runs_every_pattern_across_processes_and_fanout_reports_its_worst_rec
         );
         assert_eq!(worst["p50_rounds"].as_array().map(Vec::len), Some(1), "{r}");
     }
-    assert!(ran("pingpong")
-        .iter()
-        .all(|r| r["worst_receiver_ns"].is_null()));
+    assert!(
+        ran("pingpong")
+            .iter()
+            .all(|r| r["worst_receiver_ns"].is_null())
+    );
 
     let left: Vec<String> = std::fs::read_dir("/dev/shm")
         .expect("read /dev/shm")
@@ -457,8 +459,8 @@ fn mpmc_alone_prints_the_many_publishers_table() {
 }
 
 #[test]
-fn the_lossless_rows_deliver_every_message_time_each_publish_of_a_fanout_and_a_stalled_one_is_evicted_within_its_timeout(
-) {
+fn the_lossless_rows_deliver_every_message_time_each_publish_of_a_fanout_and_a_stalled_one_is_evicted_within_its_timeout()
+ {
     let json = TempFile::new("lossless.json");
     let run = bench(&[
         "--mechanisms",

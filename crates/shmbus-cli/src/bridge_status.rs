@@ -30,7 +30,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Names the file's shape; a reader skips any other.
 pub const SCHEMA: &str = "shmbus-bridge-status/1";
@@ -216,7 +216,7 @@ fn private_dir(path: &Path) -> Result<(), WriteError> {
             return Err(WriteError::Dir {
                 path: path.to_owned(),
                 source,
-            })
+            });
         }
     }
     check_private(path)

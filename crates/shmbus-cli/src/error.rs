@@ -10,7 +10,7 @@
 use std::io;
 use std::process::ExitCode;
 
-use shmbus::{error::HugePageError, AttachError, CreateError, OpenError};
+use shmbus::{AttachError, CreateError, OpenError, error::HugePageError};
 
 /// Why a command stopped early.
 #[derive(Debug)]

@@ -32,7 +32,9 @@ extern "C" fn note_stdout_at_exec() {
 // The dynamic loader (or a static binary's libc start code) calls every
 // function in `.init_array` before `main`, and so before std's own setup.
 #[used]
-#[link_section = ".init_array"]
+// SAFETY: `.init_array` holds pointers to `extern "C" fn()`, which this
+// static is; the function touches nothing std has not set up yet.
+#[unsafe(link_section = ".init_array")]
 static NOTE_STDOUT_AT_EXEC: extern "C" fn() = note_stdout_at_exec;
 
 /// Standard output, buffered: call `flush` after each unit of output (a

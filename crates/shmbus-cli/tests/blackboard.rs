@@ -3,10 +3,10 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use common::{run_shmbus as shmbus, BusName, CliOutput};
+use common::{BusName, CliOutput, run_shmbus as shmbus};
 use shmbus_testkit::{blackboard_home, scale_min};
 
 fn create(name: &str) {

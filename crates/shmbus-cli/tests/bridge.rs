@@ -20,11 +20,11 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    publish, run, run_shmbus as shmbus, signal, spawn, wait_for, wait_until_waiting, BusName,
-    CliOutput, Finished, ShmDir, Watched,
+    BusName, CliOutput, Finished, ShmDir, Watched, publish, run, run_shmbus as shmbus, signal,
+    spawn, wait_for, wait_until_waiting,
 };
 use rustix::process::Signal;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use shmbus_zenoh::frame::{Frame, Upstream};
 use zenoh::Wait as _;
 
@@ -327,8 +327,8 @@ fn write(path: &Path, bytes: &[u8]) {
 }
 
 #[test]
-fn stat_top_and_prometheus_show_each_bridge_with_its_direction_key_and_counts_and_sigterm_leaves_no_status(
-) {
+fn stat_top_and_prometheus_show_each_bridge_with_its_direction_key_and_counts_and_sigterm_leaves_no_status()
+ {
     let (up, down) = (
         BusName::new("bridge-stat-up"),
         BusName::new("bridge-stat-down"),

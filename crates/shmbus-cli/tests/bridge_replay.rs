@@ -8,13 +8,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{signal, spawn, BusName, ShmDir, Watched};
+use common::{BusName, ShmDir, Watched, signal, spawn};
 use rustix::process::Signal;
-use shmbus::{journal, BusOptions};
+use shmbus::{BusOptions, journal};
 use shmbus_testkit::RuntimeDir;
 use shmbus_zenoh::frame::Frame;
-use zenoh::query::ConsolidationMode;
 use zenoh::Wait as _;
+use zenoh::query::ConsolidationMode;
 
 /// Records in the test's journal: large enough that reading it from its
 /// start takes the (debug) bridge-out about a second per query.

@@ -22,8 +22,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{
-    numbered_lines, publish, run_stdin, spawn_head, wait_for, wait_until_waiting, BusName,
-    CliOutput, ShmDir, Watched,
+    BusName, CliOutput, ShmDir, Watched, numbered_lines, publish, run_stdin, spawn_head, wait_for,
+    wait_until_waiting,
 };
 use serde_json::Value;
 
@@ -697,10 +697,11 @@ fn ls_of_a_directory_without_buses_says_so() {
     let dir = ShmDir::new("ls-empty");
     std::fs::write(dir.file("not-a-bus"), b"hello").expect("write file");
     let out = shmbus(&["ls", "--dir", dir.dir()]);
-    assert!(out
-        .assert_success()
-        .stdout()
-        .starts_with("no shmbus segments in "));
+    assert!(
+        out.assert_success()
+            .stdout()
+            .starts_with("no shmbus segments in ")
+    );
     let json = shmbus(&["ls", "--dir", dir.dir(), "--json"]);
     assert_eq!(json.assert_success().json(), serde_json::json!([]));
 }
@@ -1018,7 +1019,7 @@ fn help_and_version_succeed() {
 /// A header that says "stream" (so the broadcast geometry checks are
 /// skipped) in a file shorter than its control page.
 fn write_short_stream_header(path: &Path) {
-    use shmbus::internals::wire::{header as h, MAGIC, VERSION};
+    use shmbus::internals::wire::{MAGIC, VERSION, header as h};
     let mut bytes = vec![0u8; h::END];
     let mut put = |off: usize, v: &[u8]| bytes[off..off + v.len()].copy_from_slice(v);
     put(h::MAGIC, &MAGIC.to_le_bytes());
@@ -1455,9 +1456,11 @@ fn create_type_records_the_schema_name_and_alignment_that_stat_shows() {
         "a:b",
     ])
     .assert_success();
-    assert!(shmbus(&["stat", &plain])
-        .stdout()
-        .contains("type:           a:b (size 12, align 1)"));
+    assert!(
+        shmbus(&["stat", &plain])
+            .stdout()
+            .contains("type:           a:b (size 12, align 1)")
+    );
 }
 
 #[test]

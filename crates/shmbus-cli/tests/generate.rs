@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{run_shmbus as shmbus, ShmDir};
+use common::{ShmDir, run_shmbus as shmbus};
 
 #[test]
 fn version_names_the_formats_this_build_reads_and_writes() {

@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{run, shmbus, Finished, ShmDir};
+use common::{Finished, ShmDir, run, shmbus};
 
 /// Runs `shmbus ARGS` in `cwd` with `limit_fds` descriptors at most (if
 /// given), under the watchdog.

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{run_with_input, CliOutput, Finished, ShmDir};
+use common::{CliOutput, Finished, ShmDir, run_with_input};
 use serde_json::Value;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;

@@ -14,7 +14,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::{run, run_shmbus as shmbus, BusName, CliOutput, Finished};
+use common::{BusName, CliOutput, Finished, run, run_shmbus as shmbus};
 
 const NOBODY: &str = "65534";
 

@@ -12,9 +12,9 @@ mod common;
 
 use std::io::Write;
 
-use common::{numbered_lines, publish, run_stdin, wait_until_waiting, BusName, CliOutput, ShmDir};
+use common::{BusName, CliOutput, ShmDir, numbered_lines, publish, run_stdin, wait_until_waiting};
 use shmbus::{
-    pool, AttachError, OpenError, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+    AttachError, OpenError, OpenOptions, Publisher, Received, Start, Subscriber, Wait, pool,
 };
 
 use common::{run_shmbus as shmbus, start, start_with_stdin};

@@ -11,8 +11,8 @@ mod common;
 use std::path::Path;
 
 use common::{
-    numbered_lines, process_state, publish, run_shmbus, signal, start, wait_for,
-    wait_until_waiting, CliOutput, ShmDir,
+    CliOutput, ShmDir, numbered_lines, process_state, publish, run_shmbus, signal, start, wait_for,
+    wait_until_waiting,
 };
 use rustix::process::Signal;
 use shmbus::record::{Record, Recording, RecordingFiles};
@@ -354,8 +354,8 @@ fn killed_recorder_leaves_a_readable_prefix(
 }
 
 #[test]
-fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequence_unaccounted_for(
-) {
+fn a_recorder_killed_mid_stream_leaves_a_recording_that_reads_whole_with_no_sequence_unaccounted_for()
+ {
     let dir = ShmDir::new("record-kill");
     let plain = ["--slots", "256", "--msg-size", "16"];
     killed_recorder_leaves_a_readable_prefix(&dir, &plain, &[], 1 << 20);
@@ -847,7 +847,7 @@ fn a_rotated_recording_splits_into_parts_that_read_as_one_and_seek_through_their
 
 #[test]
 fn a_version_1_recording_reads_the_same_in_python_and_rust() {
-    use shmbus::record::format::{frame, MAGIC, MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE};
+    use shmbus::record::format::{MAGIC, MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE, frame};
     let dir = ShmDir::new("record-v1");
     // Made by hand from the page: a 16-byte header, a 16-byte bus body.
     let mut b = Vec::new();

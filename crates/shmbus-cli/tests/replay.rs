@@ -12,8 +12,8 @@ mod common;
 use std::path::Path;
 
 use common::{
-    process_state, publish, run_shmbus, signal, start, wait_for, wait_until_waiting, CliOutput,
-    ShmDir,
+    CliOutput, ShmDir, process_state, publish, run_shmbus, signal, start, wait_for,
+    wait_until_waiting,
 };
 use rustix::process::Signal;
 use shmbus::record::{Record, RecordedKind, Recorder, Recording};

@@ -15,13 +15,13 @@ mod common;
 use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{process_state, run, spawn, wait_for, BusName, CliOutput, ShmDir, Watched};
+use common::{BusName, CliOutput, ShmDir, Watched, process_state, run, spawn, wait_for};
 use serde_json::Value;
-use shmbus::{pool, BusOptions, OpenOptions, Received, Wait};
+use shmbus::{BusOptions, OpenOptions, Received, Wait, pool};
 use shmbus_testkit::{idle_until_killed, param, print_ready, role, spawn_child};
 
 fn stat_json(bus: &str) -> Value {

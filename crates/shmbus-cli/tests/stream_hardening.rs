@@ -16,7 +16,7 @@ use std::thread;
 use std::time::Duration;
 
 use common::{
-    process_state, run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed, CliOutput, ShmDir,
+    CliOutput, ShmDir, process_state, run, run_stdin, shmbus, spawn, wait_for, with_stdout_closed,
 };
 use serde_json::Value;
 use shmbus::internals::wire::stream_control as sc;
@@ -295,10 +295,10 @@ fn pub_refuses_an_endless_line_once_it_is_too_long_with_its_memory_bounded() {
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => break,
             Err(e) => panic!("feeding pub: {e}"),
         }
-        if fed.is_multiple_of(8 * BLOCK as u64) {
-            if let Some(kb) = status_kb(pid, "RssAnon") {
-                peak_anon_kb = peak_anon_kb.max(kb);
-            }
+        if fed.is_multiple_of(8 * BLOCK as u64)
+            && let Some(kb) = status_kb(pid, "RssAnon")
+        {
+            peak_anon_kb = peak_anon_kb.max(kb);
         }
         assert!(
             fed <= MAX + 16 * BLOCK as u64,

@@ -18,12 +18,12 @@ mod common;
 
 use std::io::Write;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{
-    process_state, run, spawn, wait_for, BusName, CliOutput, HotBoard, PoolScene, Watched,
+    BusName, CliOutput, HotBoard, PoolScene, Watched, process_state, run, spawn, wait_for,
 };
 use serde_json::Value;
 
@@ -318,9 +318,11 @@ fn top_once_shows_a_corrupt_bus_as_a_line_and_goes_on() {
             .expect("listed")
             .clone()
     };
-    assert!(row(bad.name())["error"]
-        .as_str()
-        .is_some_and(|e| e.contains("version 99")));
+    assert!(
+        row(bad.name())["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("version 99"))
+    );
     assert_eq!(row(good.name())["slots"], 8);
     good.finish();
     bad.finish();
@@ -600,9 +602,11 @@ fn top_names_the_key_a_writer_updates_most_as_a_blackboard_s_hottest() {
     );
     let hottest = bb["hottest"].as_array().expect("hottest");
     assert_eq!(hottest[0]["key"], "7", "{bb}");
-    assert!(hottest[0]["updates_per_sec"]
-        .as_f64()
-        .is_some_and(|r| r > 0.0));
+    assert!(
+        hottest[0]["updates_per_sec"]
+            .as_f64()
+            .is_some_and(|r| r > 0.0)
+    );
     // Keys 2 and 3 were not written: never named.
     assert!(
         hottest.iter().all(|h| h["key"] == "7" || h["key"] == "1"),
@@ -782,7 +786,10 @@ fn top_listen_stretches_its_pause_to_four_times_a_long_sample_and_says_so() {
             (pause - f64::max(0.010, 4.0 * took)).abs() < 1e-8,
             "a sample of {took} s paused {pause} s, expected the longer of 10 ms and 4 times it"
         );
-        if pause > 0.010 {
+        // A sample with no entry written since the one before watches
+        // nothing: under load it may still pass 2.5 ms and stretch the
+        // pause, but it is not the watched sample this waits for.
+        if took >= 0.005 {
             stretched = Some((took, pause));
         }
         stretched.is_some()

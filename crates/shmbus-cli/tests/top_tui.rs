@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{
-    process_state, run, spawn, wait_for, BusName, Finished, HotBoard, PoolScene, Watched,
+    BusName, Finished, HotBoard, PoolScene, Watched, process_state, run, spawn, wait_for,
 };
 
 /// How long the test waits for the pane to show something.
@@ -582,13 +582,17 @@ fn a_subscriber_that_died_is_shown_dimmed_as_gone() {
     let pane = tmux.wait_for_view("both subscribers", |p| {
         row_of(p, alive.pid()).is_some() && row_of(p, dead_pid).is_some()
     });
-    assert!(row(&pane, dead_pid)
-        .trim_end_matches(['│', ' '])
-        .ends_with("gone"));
+    assert!(
+        row(&pane, dead_pid)
+            .trim_end_matches(['│', ' '])
+            .ends_with("gone")
+    );
     assert!(!row(&pane, alive.pid()).contains("gone"));
-    assert!(row(&pane, alive.pid())
-        .trim_end_matches(['│', ' '])
-        .ends_with("lossless"));
+    assert!(
+        row(&pane, alive.pid())
+            .trim_end_matches(['│', ' '])
+            .ends_with("lossless")
+    );
     assert!(pane.contains("1 live, 1 gone"), "{pane}");
     assert!(
         pane.contains("1 of at most 8, evicted after 1.000 s"),

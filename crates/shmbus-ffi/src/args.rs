@@ -3,7 +3,7 @@
 //! byte buffers, `timeout_ns`. Each bad one is a [`Failure`] naming it,
 //! never undefined behaviour.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{CStr, c_char, c_void};
 use std::mem::MaybeUninit;
 use std::time::Duration;
 

@@ -11,14 +11,14 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use shmbus_core::{
-    blackboard::{self, GetError, PutError, Reader, RemoveError, Writer},
     ErrorKind,
+    blackboard::{self, GetError, PutError, Reader, RemoveError, Writer},
 };
 
 use crate::args::{buffer, bytes, c_str, capacity_in, copy_into, handle, put, take_back};
 use crate::bodies::{new_handle, open_handle, query};
-use crate::entry::{entry, entry_void, Failure, Outcome};
-use crate::options::{creation, with_creation, OpenOpts};
+use crate::entry::{Failure, Outcome, entry, entry_void};
+use crate::options::{OpenOpts, creation, with_creation};
 use crate::status::Status;
 
 /// How to create a blackboard (`shmbus_blackboard_writer_create`). Start
@@ -47,7 +47,7 @@ pub struct BlackboardOpts {
 }
 
 /// Blackboard options with every default: keys and sizes still to set.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_blackboard_options_default() -> BlackboardOpts {
     BlackboardOpts {
         keys: 0,
@@ -130,7 +130,7 @@ pub(crate) fn remove_failed(e: RemoveError) -> Failure {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_writer_create(
     name: *const c_char,
     opts: *const BlackboardOpts,
@@ -156,7 +156,7 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_create(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_writer_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_attach(
 /// # Safety
 /// `writer` is NULL or a live writer; `key` and `value` valid for their
 /// lengths; `version` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_writer_put(
     writer: *mut ShmbusBlackboardWriter,
     key: *const c_void,
@@ -214,7 +214,7 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_put(
 /// # Safety
 /// `writer` is NULL or a live writer; `key` valid for `key_len` bytes;
 /// `version` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_writer_remove(
     writer: *mut ShmbusBlackboardWriter,
     key: *const c_void,
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_remove(
 ///
 /// # Safety
 /// `writer` is NULL or a live writer, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_writer_close(writer: *mut ShmbusBlackboardWriter) {
     // SAFETY: NULL or a live handle, by the contract.
     entry_void(|| unsafe { take_back(writer) });
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_close(writer: *mut ShmbusBlack
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_open(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_open(
 /// `reader` is NULL or a live reader; `key` valid for `key_len` bytes;
 /// `buf` valid for `*len` writable bytes; `len` NULL or an initialised,
 /// writable `size_t`; `version` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_get(
     reader: *mut ShmbusBlackboardReader,
     key: *const c_void,
@@ -410,7 +410,7 @@ fn visit_entries(
 /// # Safety
 /// `reader` is NULL or a live reader; `visit` NULL or a function of that
 /// signature, which must not unwind nor call `reader`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_entries(
     reader: *mut ShmbusBlackboardReader,
     visit: ShmbusBlackboardVisit,
@@ -432,7 +432,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_entries(
 ///
 /// # Safety
 /// As `shmbus_blackboard_reader_entries`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_changed_since(
     reader: *mut ShmbusBlackboardReader,
     since: u64,
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_changed_since(
 ///
 /// # Safety
 /// `reader` is NULL or a live reader; `version` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_version(
     reader: *mut ShmbusBlackboardReader,
     version: *mut u64,
@@ -470,7 +470,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_version(
 /// # Safety
 /// `reader` is NULL or a live reader; `key_size` and `value_size` NULL or
 /// writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_sizes(
     reader: *mut ShmbusBlackboardReader,
     key_size: *mut usize,
@@ -498,7 +498,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_sizes(
 ///
 /// # Safety
 /// `reader` is NULL or a live reader; `version` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_wait(
     reader: *mut ShmbusBlackboardReader,
     since: u64,
@@ -523,7 +523,7 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_wait(
 ///
 /// # Safety
 /// `reader` is NULL or a live reader, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_blackboard_reader_close(reader: *mut ShmbusBlackboardReader) {
     // SAFETY: NULL or a live handle, by the contract.
     entry_void(|| unsafe { take_back(reader) });

@@ -12,9 +12,9 @@ use shmbus_core::ErrorKind;
 use crate::args::{
     buffer, bytes, c_str, capacity_in, copy_into, give, handle, out_handle, out_ptr, put,
 };
-use crate::entry::{entry, error, Failure, Outcome};
+use crate::entry::{Failure, Outcome, entry, error};
 use crate::error_code::Classified;
-use crate::options::{open_options, BusOpts, CreateOptions, OpenOpts, Opened};
+use crate::options::{BusOpts, CreateOptions, OpenOpts, Opened, open_options};
 use crate::status::Status;
 
 /// The body of every call that makes a handle from a name: `*out` is made

@@ -5,15 +5,15 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    bus::{ManyPublishError, ManyPublisher, TryPublishError},
     Publisher, Received, Subscriber,
+    bus::{ManyPublishError, ManyPublisher, TryPublishError},
 };
 
 use crate::args::{handle, nothing, out_ptr, take_back, wait_of};
 use crate::bodies::{
     create_handle, deliver, lagged, message_buffer, open_handle, publish_bytes, query,
 };
-use crate::entry::{entry, entry_void, error, Failure};
+use crate::entry::{Failure, entry, entry_void, error};
 use crate::options::{BusOpts, OpenOpts};
 use crate::status::Status;
 
@@ -38,7 +38,7 @@ pub struct ShmbusManyPublisher(ManyPublisher<[u8]>);
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_create(
     name: *const c_char,
     opts: *const BusOpts,
@@ -65,7 +65,7 @@ pub unsafe extern "C" fn shmbus_publisher_create(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -94,7 +94,7 @@ pub unsafe extern "C" fn shmbus_publisher_attach(
 /// # Safety
 /// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
 /// (NULL allowed if `len` is 0); `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_publish(
     publisher: *mut ShmbusPublisher,
     data: *const c_void,
@@ -123,7 +123,7 @@ pub unsafe extern "C" fn shmbus_publisher_publish(
 ///
 /// # Safety
 /// As `shmbus_publisher_publish`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_try_publish(
     publisher: *mut ShmbusPublisher,
     data: *const c_void,
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn shmbus_publisher_try_publish(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_msg_size(
     publisher: *mut ShmbusPublisher,
     size: *mut usize,
@@ -162,7 +162,7 @@ pub unsafe extern "C" fn shmbus_publisher_msg_size(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher; `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_next_sequence(
     publisher: *mut ShmbusPublisher,
     seq: *mut u64,
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn shmbus_publisher_next_sequence(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_publisher_close(publisher: *mut ShmbusPublisher) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(publisher) });
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn shmbus_publisher_close(publisher: *mut ShmbusPublisher)
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_open(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -224,7 +224,7 @@ pub unsafe extern "C" fn shmbus_subscriber_open(
 /// `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
 /// writable bytes; `len` NULL or an initialised, writable `size_t`;
 /// `skipped` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_recv(
     subscriber: *mut ShmbusSubscriber,
     buf: *mut c_void,
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn shmbus_subscriber_recv(
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `data`, `len` NULL or
 /// writable; `skipped` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_recv_borrow(
     subscriber: *mut ShmbusSubscriber,
     data: *mut *const c_void,
@@ -296,7 +296,7 @@ pub unsafe extern "C" fn shmbus_subscriber_recv_borrow(
 ///
 /// # Safety
 /// As `shmbus_subscriber_recv`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_latest(
     subscriber: *mut ShmbusSubscriber,
     buf: *mut c_void,
@@ -321,7 +321,7 @@ pub unsafe extern "C" fn shmbus_subscriber_latest(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_msg_size(
     subscriber: *mut ShmbusSubscriber,
     size: *mut usize,
@@ -337,7 +337,7 @@ pub unsafe extern "C" fn shmbus_subscriber_msg_size(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_position(
     subscriber: *mut ShmbusSubscriber,
     seq: *mut u64,
@@ -355,7 +355,7 @@ pub unsafe extern "C" fn shmbus_subscriber_position(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `lossless` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_is_lossless(
     subscriber: *mut ShmbusSubscriber,
     lossless: *mut bool,
@@ -373,7 +373,7 @@ pub unsafe extern "C" fn shmbus_subscriber_is_lossless(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_subscriber_close(subscriber: *mut ShmbusSubscriber) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(subscriber) });
@@ -390,7 +390,7 @@ pub unsafe extern "C" fn shmbus_subscriber_close(subscriber: *mut ShmbusSubscrib
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_many_publisher_create(
     name: *const c_char,
     opts: *const BusOpts,
@@ -414,7 +414,7 @@ pub unsafe extern "C" fn shmbus_many_publisher_create(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_many_publisher_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -439,7 +439,7 @@ pub unsafe extern "C" fn shmbus_many_publisher_attach(
 /// # Safety
 /// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
 /// (NULL allowed if `len` is 0); `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_many_publisher_publish(
     publisher: *mut ShmbusManyPublisher,
     data: *const c_void,
@@ -463,7 +463,7 @@ pub unsafe extern "C" fn shmbus_many_publisher_publish(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_many_publisher_msg_size(
     publisher: *mut ShmbusManyPublisher,
     size: *mut usize,
@@ -476,7 +476,7 @@ pub unsafe extern "C" fn shmbus_many_publisher_msg_size(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_many_publisher_close(publisher: *mut ShmbusManyPublisher) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(publisher) });

@@ -2,7 +2,7 @@
 //! this thread's error, a panic `SHMBUS_ERROR` with its message, so that
 //! no Rust panic crosses into C.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use shmbus_core::ErrorKind;
 

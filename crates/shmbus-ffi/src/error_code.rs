@@ -139,7 +139,7 @@ impl ErrorCode {
 
 /// The name of an error code ("SHMBUS_E_NOT_FOUND", ...) as a static
 /// string; "unknown error code" for an int that is none.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_error_code_name(code: std::ffi::c_int) -> *const c_char {
     // An int, not a `shmbus_error_code_t`: a value from C outside the
     // enum is then no undefined behaviour.

@@ -5,16 +5,16 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    journal::{self, Entry, JoinOptions},
     ErrorKind, Received,
+    journal::{self, Entry, JoinOptions},
 };
 
 use crate::args::{c_str, handle, nothing, put, required, take_back, wait_of};
 use crate::bodies::{
     deliver, lagged, message_buffer, new_handle, open_handle, publish_bytes, query,
 };
-use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{bus_options, BusOpts, OpenOpts, Opened};
+use crate::entry::{Failure, entry, entry_void, error};
+use crate::options::{BusOpts, OpenOpts, Opened, bus_options};
 use crate::status::Status;
 
 /// Where a journaled bus keeps its journal (`shmbus_journal_publisher_create`).
@@ -47,7 +47,7 @@ pub struct ShmbusJournalSubscriber(journal::Subscriber<[u8]>);
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` and `journal` NULL or
 /// valid options structs; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_create(
     name: *const c_char,
     opts: *const BusOpts,
@@ -87,7 +87,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_create(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -111,7 +111,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_attach(
 /// # Safety
 /// `publisher` is NULL or a live publisher; `data` valid for `len` bytes
 /// (NULL allowed if `len` is 0); `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_publish(
     publisher: *mut ShmbusJournalPublisher,
     data: *const c_void,
@@ -134,7 +134,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_publish(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_flush(
     publisher: *mut ShmbusJournalPublisher,
 ) -> Status {
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_flush(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_msg_size(
     publisher: *mut ShmbusJournalPublisher,
     size: *mut usize,
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_msg_size(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_publisher_close(
     publisher: *mut ShmbusJournalPublisher,
 ) -> Status {
@@ -203,7 +203,7 @@ pub unsafe extern "C" fn shmbus_journal_publisher_close(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_subscriber_join(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -243,7 +243,7 @@ pub(crate) fn join_options(o: &Opened) -> JoinOptions {
 /// `subscriber` is NULL or a live subscriber; `buf` valid for `*len`
 /// writable bytes; `len` NULL or an initialised, writable `size_t`; `seq`
 /// and `skipped` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_subscriber_recv(
     subscriber: *mut ShmbusJournalSubscriber,
     buf: *mut c_void,
@@ -277,7 +277,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_recv(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_subscriber_msg_size(
     subscriber: *mut ShmbusJournalSubscriber,
     size: *mut usize,
@@ -295,7 +295,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_msg_size(
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `seq`, `live` NULL or
 /// writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_subscriber_position(
     subscriber: *mut ShmbusJournalSubscriber,
     seq: *mut u64,
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn shmbus_journal_subscriber_position(
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_journal_subscriber_close(subscriber: *mut ShmbusJournalSubscriber) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(subscriber) });

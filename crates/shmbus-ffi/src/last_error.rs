@@ -3,7 +3,7 @@
 //! the next call that sets them.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_char, CString};
+use std::ffi::{CString, c_char};
 use std::panic::catch_unwind;
 
 use crate::error_code::ErrorCode;
@@ -27,7 +27,7 @@ pub(crate) fn set_error(message: &str, code: ErrorCode) {
 /// found and what was expected. Never NULL
 /// ("" before any failure). Owned by the library: valid until the next
 /// call into it on this thread; copy it to keep it.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_error_message() -> *const c_char {
     catch_unwind(|| LAST_ERROR.with(|e| e.borrow().as_ptr())).unwrap_or(c"".as_ptr())
 }
@@ -36,7 +36,7 @@ pub extern "C" fn shmbus_error_message() -> *const c_char {
 /// shmbus_error_message() speaks for): which kind of failure it was, to
 /// switch on instead of matching the message. SHMBUS_E_NONE before any
 /// failure; like the message, left as it was by calls that succeed.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_error_code() -> ErrorCode {
     catch_unwind(|| LAST_CODE.with(Cell::get)).unwrap_or(ErrorCode::SHMBUS_E_OTHER)
 }

@@ -9,9 +9,10 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use shmbus_core::{
-    bus::{Many, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT},
+    BusOptions, OpenOptions, Publishers, SegmentKind, Start, WaitStrategy,
+    bus::{DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT, Many},
     mem::HugePages,
-    pool, BusOptions, OpenOptions, Publishers, SegmentKind, Start, WaitStrategy,
+    pool,
 };
 
 use crate::args::{c_str, required};
@@ -521,7 +522,7 @@ pub(crate) unsafe fn open_options(opts: *const OpenOpts) -> Result<Opened, Failu
             return Err(Failure::argument(format!(
                 "{WHAT}: start is {other}, expected SHMBUS_START_NEXT (0), \
                  SHMBUS_START_OLDEST (1) or SHMBUS_START_LATEST (2)"
-            )))
+            )));
         }
     };
     let wait = strategy(o.wait, o.spin_ns, WHAT)?;
@@ -583,7 +584,7 @@ fn open_defaults() -> OpenOpts {
 }
 
 /// Bus options with every default: capacity and msg_size still to set.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_bus_options_default() -> BusOpts {
     BusOpts {
         capacity: 0,
@@ -602,7 +603,7 @@ pub extern "C" fn shmbus_bus_options_default() -> BusOpts {
 
 /// Open options with every default: start at the next message, spin
 /// 50 µs then sleep on the futex, any message type.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_open_options_default() -> OpenOpts {
     open_defaults()
 }

@@ -19,13 +19,13 @@ use std::ffi::{c_char, c_void};
 use std::ptr::NonNull;
 
 use shmbus_core::{
-    pool::{self, LoanError, OwnedLoan, Sample},
     Received,
+    pool::{self, LoanError, OwnedLoan, Sample},
 };
 
 use crate::args::{give, handle, nothing, out_handle, put, take_back, wait_of};
 use crate::bodies::{create_handle, lagged, open_handle, query};
-use crate::entry::{entry, entry_void, error, Failure};
+use crate::entry::{Failure, entry, entry_void, error};
 use crate::options::{BusOpts, OpenOpts};
 use crate::status::Status;
 
@@ -77,7 +77,7 @@ fn wrap(p: pool::Publisher<[u8]>) -> ShmbusPoolPublisher {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_create(
     name: *const c_char,
     opts: *const BusOpts,
@@ -96,7 +96,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create(
 ///
 /// # Safety
 /// As `shmbus_pool_publisher_create`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
     name: *const c_char,
     opts: *const BusOpts,
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_create_many(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -139,7 +139,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach(
 ///
 /// # Safety
 /// As `shmbus_pool_publisher_attach`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -169,7 +169,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_attach_many(
 /// # Safety
 /// `publisher` is NULL or a live publisher; `loan` NULL or writable;
 /// `data` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_loan(
     publisher: *mut ShmbusPoolPublisher,
     len: usize,
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_loan(
 ///
 /// # Safety
 /// `loan` is NULL or a live loan; `data`, `len` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_loan_data(
     loan: *mut ShmbusLoan,
     data: *mut *mut c_void,
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn shmbus_loan_data(
 ///
 /// # Safety
 /// `loan` is NULL or a live loan.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_loan_truncate(loan: *mut ShmbusLoan, len: usize) -> Status {
     entry(|| {
         // SAFETY: as the contract says.
@@ -302,7 +302,7 @@ unsafe fn end_loan(loan: *mut ShmbusLoan, publish: bool) -> Result<Option<u64>, 
 ///
 /// # Safety
 /// `loan` is NULL or a live loan, not used again; `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_loan_publish(loan: *mut ShmbusLoan, seq: *mut u64) -> Status {
     entry(|| {
         if loan.is_null() {
@@ -323,7 +323,7 @@ pub unsafe extern "C" fn shmbus_loan_publish(loan: *mut ShmbusLoan, seq: *mut u6
 ///
 /// # Safety
 /// `loan` is NULL or a live loan, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_loan_discard(loan: *mut ShmbusLoan) {
     entry_void(|| {
         if !loan.is_null() {
@@ -339,7 +339,7 @@ pub unsafe extern "C" fn shmbus_loan_discard(loan: *mut ShmbusLoan) {
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_block_size(
     publisher: *mut ShmbusPoolPublisher,
     size: *mut usize,
@@ -353,7 +353,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_block_size(
 ///
 /// # Safety
 /// `publisher` is NULL or a live publisher, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_publisher_close(publisher: *mut ShmbusPoolPublisher) {
     entry_void(|| {
         let Some(h) = NonNull::new(publisher) else {
@@ -382,7 +382,7 @@ pub unsafe extern "C" fn shmbus_pool_publisher_close(publisher: *mut ShmbusPoolP
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_subscriber_open(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -410,7 +410,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_open(
 /// # Safety
 /// `subscriber` is NULL or a live subscriber; `sample` NULL or writable;
 /// `skipped` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
     subscriber: *mut ShmbusPoolSubscriber,
     sample: *mut *mut ShmbusSample,
@@ -448,7 +448,7 @@ pub unsafe extern "C" fn shmbus_pool_subscriber_recv(
 /// # Safety
 /// `sample` is NULL or a live sample; `data`, `len`, `seq` NULL or
 /// writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_sample_data(
     sample: *mut ShmbusSample,
     data: *mut *const c_void,
@@ -473,7 +473,7 @@ pub unsafe extern "C" fn shmbus_sample_data(
 ///
 /// # Safety
 /// `sample` is NULL or a live sample, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_sample_release(sample: *mut ShmbusSample) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(sample) });
@@ -484,7 +484,7 @@ pub unsafe extern "C" fn shmbus_sample_release(sample: *mut ShmbusSample) {
 ///
 /// # Safety
 /// `subscriber` is NULL or a live subscriber, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_pool_subscriber_close(subscriber: *mut ShmbusPoolSubscriber) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(subscriber) });

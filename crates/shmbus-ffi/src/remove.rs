@@ -14,7 +14,7 @@ use crate::status::Status;
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_remove(name: *const c_char) -> Status {
     entry(|| {
         // SAFETY: NULL or NUL-terminated, by the contract.

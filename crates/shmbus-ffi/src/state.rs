@@ -7,13 +7,13 @@
 
 use std::ffi::{c_char, c_void};
 
-use shmbus_core::{journal::State, ErrorKind};
+use shmbus_core::{ErrorKind, journal::State};
 
 use crate::args::{
     buffer, capacity_in, copy_into, handle, nothing, out_ptr, put, take_back, wait_of,
 };
 use crate::bodies::{open_handle, query};
-use crate::entry::{entry, entry_void, error, Failure};
+use crate::entry::{Failure, entry, entry_void, error};
 use crate::journal::join_options;
 use crate::options::{OpenOpts, Opened};
 use crate::status::Status;
@@ -32,7 +32,7 @@ pub struct ShmbusState(State<[u8]>);
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_join(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -53,7 +53,7 @@ pub unsafe extern "C" fn shmbus_state_join(
 ///
 /// # Safety
 /// `state` is NULL or a live state; `folded` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_poll(state: *mut ShmbusState, folded: *mut usize) -> Status {
     entry(|| {
         // SAFETY: each pointer as the contract says.
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn shmbus_state_poll(state: *mut ShmbusState, folded: *mut
 ///
 /// # Safety
 /// `state` is NULL or a live state.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_wait_for(
     state: *mut ShmbusState,
     seq: u64,
@@ -102,7 +102,7 @@ pub unsafe extern "C" fn shmbus_state_wait_for(
 /// # Safety
 /// `state` is NULL or a live state; `buf` valid for `*len` writable bytes;
 /// `len` NULL or an initialised, writable `size_t`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_get(
     state: *mut ShmbusState,
     key: u64,
@@ -147,7 +147,7 @@ pub unsafe extern "C" fn shmbus_state_get(
 /// # Safety
 /// `state` is NULL or a live state; `keys` valid for `*count` writable
 /// `uint64_t`; `count` NULL or an initialised, writable `size_t`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_keys(
     state: *mut ShmbusState,
     keys: *mut u64,
@@ -189,7 +189,7 @@ pub unsafe extern "C" fn shmbus_state_keys(
 ///
 /// # Safety
 /// `state` is NULL or a live state; `count` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_len(state: *mut ShmbusState, count: *mut usize) -> Status {
     // SAFETY: each pointer as the contract says.
     unsafe { query(state, "state", count, "count", |s| s.0.state().len()) }
@@ -202,7 +202,7 @@ pub unsafe extern "C" fn shmbus_state_len(state: *mut ShmbusState, count: *mut u
 ///
 /// # Safety
 /// `state` is NULL or a live state; `seq` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_last_seq(state: *mut ShmbusState, seq: *mut u64) -> Status {
     entry(|| {
         // SAFETY: each pointer as the contract says.
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn shmbus_state_last_seq(state: *mut ShmbusState, seq: *mu
 ///
 /// # Safety
 /// `state` is NULL or a live state; `rejoins` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_rejoins(
     state: *mut ShmbusState,
     rejoins: *mut u64,
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn shmbus_state_rejoins(
 ///
 /// # Safety
 /// `state` is NULL or a live state; `size` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_msg_size(
     state: *mut ShmbusState,
     size: *mut usize,
@@ -259,7 +259,7 @@ pub unsafe extern "C" fn shmbus_state_msg_size(
 ///
 /// # Safety
 /// `state` is NULL or a live state, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_state_close(state: *mut ShmbusState) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(state) });

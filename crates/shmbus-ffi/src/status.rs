@@ -1,7 +1,7 @@
 //! What a call did: [`Status`], the value every entry point returns, and
 //! its names.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{CStr, c_char};
 
 /// What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`
 /// and `SHMBUS_PEER_GONE` come with a message from `shmbus_error_message()`
@@ -46,7 +46,7 @@ pub enum Status {
 
 /// The name of a status ("SHMBUS_OK", ...) as a static string; "unknown
 /// status" for an int that is none.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_status_name(status: std::ffi::c_int) -> *const c_char {
     // An int, not a `shmbus_status_t`: a value from C outside the enum is
     // then no undefined behaviour.

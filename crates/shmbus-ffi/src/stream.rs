@@ -12,8 +12,8 @@
 use std::ffi::{c_char, c_void};
 
 use shmbus_core::{
-    stream::{self, Consumer, OwnedReadChunk, PopError, Producer, PushError},
     ErrorKind,
+    stream::{self, Consumer, OwnedReadChunk, PopError, Producer, PushError},
 };
 
 use crate::args::{
@@ -21,8 +21,8 @@ use crate::args::{
     wait_of,
 };
 use crate::bodies::{new_handle, open_handle, query};
-use crate::entry::{entry, entry_void, error, Failure};
-use crate::options::{creation, strategy, with_creation, OpenOpts, SHMBUS_WAIT_SPIN_FUTEX};
+use crate::entry::{Failure, entry, entry_void, error};
+use crate::options::{OpenOpts, SHMBUS_WAIT_SPIN_FUTEX, creation, strategy, with_creation};
 use crate::status::Status;
 
 /// How to create a stream (`shmbus_producer_create`). Start from
@@ -52,7 +52,7 @@ pub struct StreamOpts {
 }
 
 /// Stream options with every default: capacity still to set.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_stream_options_default() -> StreamOpts {
     StreamOpts {
         capacity: 0,
@@ -166,7 +166,7 @@ fn pop_failed(e: PopError) -> Result<Status, Failure> {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_producer_create(
     name: *const c_char,
     opts: *const StreamOpts,
@@ -192,7 +192,7 @@ pub unsafe extern "C" fn shmbus_producer_create(
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_producer_attach(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -219,7 +219,7 @@ pub unsafe extern "C" fn shmbus_producer_attach(
 /// # Safety
 /// `producer` is NULL or a live producer; `data` valid for `len` bytes
 /// (NULL allowed if `len` is 0).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_producer_push(
     producer: *mut ShmbusProducer,
     data: *const c_void,
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn shmbus_producer_push(
 ///
 /// # Safety
 /// `producer` is NULL or a live producer; `max` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_producer_max_record(
     producer: *mut ShmbusProducer,
     max: *mut usize,
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn shmbus_producer_max_record(
 ///
 /// # Safety
 /// `producer` is NULL or a live producer, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_producer_close(producer: *mut ShmbusProducer) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(producer) });
@@ -278,7 +278,7 @@ pub unsafe extern "C" fn shmbus_producer_close(producer: *mut ShmbusProducer) {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `opts` NULL or a valid
 /// options struct; `out` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_open(
     name: *const c_char,
     opts: *const OpenOpts,
@@ -307,7 +307,7 @@ pub unsafe extern "C" fn shmbus_consumer_open(
 /// # Safety
 /// `consumer` is NULL or a live consumer; `buf` valid for `*len` writable
 /// bytes; `len` NULL or an initialised, writable `size_t`.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_pop(
     consumer: *mut ShmbusConsumer,
     buf: *mut c_void,
@@ -353,7 +353,7 @@ pub unsafe extern "C" fn shmbus_consumer_pop(
 ///
 /// # Safety
 /// `consumer` is NULL or a live consumer; `max` NULL or writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_max_record(
     consumer: *mut ShmbusConsumer,
     max: *mut usize,
@@ -377,7 +377,7 @@ pub unsafe extern "C" fn shmbus_consumer_max_record(
 /// # Safety
 /// `consumer` is NULL or a live consumer; `data` and `len` NULL or
 /// writable.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_peek(
     consumer: *mut ShmbusConsumer,
     timeout_ns: i64,
@@ -419,7 +419,7 @@ pub unsafe extern "C" fn shmbus_consumer_peek(
 ///
 /// # Safety
 /// `consumer` is NULL or a live consumer.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_release(consumer: *mut ShmbusConsumer) -> Status {
     entry(|| {
         // SAFETY: as the contract says.
@@ -444,7 +444,7 @@ pub unsafe extern "C" fn shmbus_consumer_release(consumer: *mut ShmbusConsumer) 
 ///
 /// # Safety
 /// `consumer` is NULL or a live consumer, not used again.
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub unsafe extern "C" fn shmbus_consumer_close(consumer: *mut ShmbusConsumer) {
     // SAFETY: NULL or a live handle `give` made, by the contract.
     entry_void(|| unsafe { take_back(consumer) });

@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 /// The library's version, "MAJOR.MINOR.PATCH" (a static string).
-#[no_mangle]
+#[unsafe(no_mangle)]
 pub extern "C" fn shmbus_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     VERSION.as_ptr().cast()

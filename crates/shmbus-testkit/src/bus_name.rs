@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cleanup::{assert_gone, assert_nothing_left};
-use crate::names::{unique_prefix, SHM_DIR};
+use crate::names::{SHM_DIR, unique_prefix};
 
 /// A name for one bus (or any file) of one test. The file is removed when
 /// this drops, even if the test panics; [`finish`](BusName::finish) also

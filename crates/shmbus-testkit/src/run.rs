@@ -67,10 +67,12 @@ pub fn run_with_input(mut cmd: Command, input: &[u8]) -> Finished {
 /// "`program arg ...`", naming a run in failure messages.
 fn describe(cmd: &Command) -> String {
     let program = Path::new(cmd.get_program());
-    let mut words = vec![program
-        .file_name()
-        .unwrap_or(program.as_os_str())
-        .to_string_lossy()];
+    let mut words = vec![
+        program
+            .file_name()
+            .unwrap_or(program.as_os_str())
+            .to_string_lossy(),
+    ];
     words.extend(cmd.get_args().map(OsStr::to_string_lossy));
     format!("`{}`", words.join(" "))
 }

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::cleanup::{assert_gone, assert_nothing_left};
-use crate::names::{unique_prefix, SHM_DIR};
+use crate::names::{SHM_DIR, unique_prefix};
 
 /// `/dev/shm/shmbus-test-<pid>-<n>-<label>`, created empty and removed with
 /// its contents when this drops, even if the test panics. A test that keeps

@@ -331,8 +331,7 @@ impl Watched {
             );
         };
         self.taken = from + end + 1;
-        let line = lock(&text)[from..self.taken].to_vec();
-        line
+        lock(&text)[from..self.taken].to_vec()
     }
 
     /// Waits for the process to end by itself (after closing its stdin, if

@@ -5,8 +5,8 @@ mod common;
 
 use common::{assert_says, failure_of};
 use shmbus_testkit::{
-    idle_until_killed, param, print_ready, print_result, role, spawn_child, Finished, Watched,
-    ROLE_VAR,
+    Finished, ROLE_VAR, Watched, idle_until_killed, param, print_ready, print_result, role,
+    spawn_child,
 };
 
 #[test]

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use shmbus_testkit::{command, run, Finished};
+use shmbus_testkit::{Finished, command, run};
 
 /// The repository's `ci/` directory.
 fn ci() -> PathBuf {
@@ -46,7 +46,10 @@ fn a_filtered_step_that_ran_no_test_fails_and_one_that_ran_some_passes() {
     let none = bash(
         "ran.sh",
         &cargo_saying(
-            &["running 0 tests", "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 40 filtered out; finished in 0.00s"],
+            &[
+                "running 0 tests",
+                "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 40 filtered out; finished in 0.00s",
+            ],
             0,
         ),
         &[],
@@ -84,9 +87,11 @@ fn a_ci_script_s_skip_passes_saying_why_unless_strict_skips_and_the_allow_list_s
     let script = "skip root 'making users needs root'; echo AFTER";
     let relaxed = bash("tool.sh", script, &[]);
     relaxed.assert_success();
-    assert!(relaxed
-        .stdout()
-        .contains("SKIPPED (root): making users needs root"));
+    assert!(
+        relaxed
+            .stdout()
+            .contains("SKIPPED (root): making users needs root")
+    );
     assert!(
         !relaxed.stdout().contains("AFTER"),
         "a skip ends the script"

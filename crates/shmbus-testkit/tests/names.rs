@@ -5,7 +5,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{assert_says, failure_of};
-use shmbus_testkit::{assert_nothing_left, unique_prefix, BusName, ShmDir, SHM_DIR};
+use shmbus_testkit::{BusName, SHM_DIR, ShmDir, assert_nothing_left, unique_prefix};
 
 /// Writes a small file at `path`.
 fn touch(path: &Path) {

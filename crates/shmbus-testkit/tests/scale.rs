@@ -7,7 +7,7 @@ use common::assert_says;
 use std::time::Duration;
 
 use shmbus_testkit::{
-    param, print_result, role, scale, scale_deadline, scale_min, spawn_child, Finished,
+    Finished, param, print_result, role, scale, scale_deadline, scale_min, spawn_child,
 };
 
 #[test]

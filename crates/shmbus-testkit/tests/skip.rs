@@ -2,7 +2,7 @@
 //! run with the strictness variables as a developer, CI and a wrong setting
 //! would have them.
 
-use shmbus_testkit::{skip, spawn_child, Finished, Need, ALLOW_VAR, STRICT_VAR};
+use shmbus_testkit::{ALLOW_VAR, Finished, Need, STRICT_VAR, skip, spawn_child};
 
 #[test]
 fn as_child_skip_for_want_of_tmux() {

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{assert_says, quick_failure_of, sh};
-use shmbus_testkit::{wait_for, wait_for_within, Watched};
+use shmbus_testkit::{Watched, wait_for, wait_for_within};
 
 #[test]
 fn wait_for_returns_as_soon_as_the_condition_holds() {

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::{assert_says, failure_of, quick_failure_of, sh};
-use shmbus_testkit::{command, no_spawn_in_flight, process_state, wait_for, Watched};
+use shmbus_testkit::{Watched, command, no_spawn_in_flight, process_state, wait_for};
 
 /// Whether a process with this pid still exists (a zombie counts).
 fn exists(pid: u32) -> bool {

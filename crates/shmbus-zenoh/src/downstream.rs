@@ -10,9 +10,8 @@
 use std::path::PathBuf;
 
 use shmbus::{
-    journal,
+    AttachError, BusOptions, OpenError, OpenOptions, Publisher, journal,
     mem::{DefaultRegion, Region},
-    AttachError, BusOptions, OpenError, OpenOptions, Publisher,
 };
 
 use crate::BridgeError;

@@ -214,7 +214,9 @@ pub enum FrameError {
         len: usize,
     },
     /// A batch whose payload is not a whole, non-zero number of messages.
-    #[error("batch of {len} bytes from a bus of {msg_size}-byte messages: expected a non-zero multiple (each at most {MAX_MSG})")]
+    #[error(
+        "batch of {len} bytes from a bus of {msg_size}-byte messages: expected a non-zero multiple (each at most {MAX_MSG})"
+    )]
     Batch {
         /// The payload's length.
         len: usize,
@@ -378,7 +380,7 @@ impl Frame<'_> {
                     stride: bytes.len(),
                     left: 1,
                     rest: bytes,
-                }
+                };
             }
             Frame::Batch {
                 upstream,

@@ -55,7 +55,7 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use shmbus::mem::Region;
@@ -65,7 +65,7 @@ use zenoh::{Session, Wait as _};
 
 use crate::downstream::{Create, Downstream};
 use crate::frame::{Frame, Upstream};
-use crate::{replay, session, state, BridgeError, Endpoints};
+use crate::{BridgeError, Endpoints, replay, session, state};
 
 /// How `bridge_in` runs.
 ///

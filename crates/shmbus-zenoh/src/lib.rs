@@ -108,9 +108,9 @@ mod session;
 mod state;
 
 pub use frame::BATCH_BYTES;
-pub use inbound::{bridge_in, InOptions, InStats};
-pub use outbound::{bridge_out, OutOptions, OutStats};
-pub use session::{session, Endpoints, SessionError};
+pub use inbound::{InOptions, InStats, bridge_in};
+pub use outbound::{OutOptions, OutStats, bridge_out};
+pub use session::{Endpoints, SessionError, session};
 
 /// Why a bridge stopped.
 ///
@@ -191,7 +191,9 @@ pub enum BridgeError {
     /// A journaled downstream bus met a hole the upstream's journal could
     /// not fill (compacted away, or no journal answered): a journal cannot
     /// skip, so the bridge stops rather than lose a message unannounced.
-    #[error("{name}: upstream sequences {first}.. ({count}) are in no journal that answered; a journaled downstream cannot skip them (start a new downstream with --bootstrap)")]
+    #[error(
+        "{name}: upstream sequences {first}.. ({count}) are in no journal that answered; a journaled downstream cannot skip them (start a new downstream with --bootstrap)"
+    )]
     Unrepairable {
         /// The bus.
         name: String,
@@ -201,7 +203,9 @@ pub enum BridgeError {
         count: u64,
     },
     /// A bootstrap found no journal to start from.
-    #[error("no journal answered on {key}/@journal: {why} (bridge out a journaled bus, or drop --bootstrap)")]
+    #[error(
+        "no journal answered on {key}/@journal: {why} (bridge out a journaled bus, or drop --bootstrap)"
+    )]
     NoJournal {
         /// The key expression asked.
         key: String,
@@ -210,7 +214,9 @@ pub enum BridgeError {
     },
     /// The upstream bus was removed and created again each time the
     /// bridge-out opened it, so which creation it reads could not be told.
-    #[error("{name} was removed and created again while it was opened (4 times): no creation to name in the frames")]
+    #[error(
+        "{name} was removed and created again while it was opened (4 times): no creation to name in the frames"
+    )]
     Recreated {
         /// The bus.
         name: String,

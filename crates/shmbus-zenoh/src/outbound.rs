@@ -21,12 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use shmbus::{OpenError, OpenOptions, Received, Start, Subscriber, Wait, WaitStrategy};
+use zenoh::Wait as _;
 use zenoh::handlers::FifoChannel;
 use zenoh::qos::CongestionControl;
-use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame, Upstream, BATCH_BYTES};
-use crate::{replay, session, BridgeError, Endpoints};
+use crate::frame::{BATCH_BYTES, BatchWriter, Frame, Upstream};
+use crate::{BridgeError, Endpoints, replay, session};
 
 /// How `bridge_out` runs.
 ///
@@ -185,7 +185,7 @@ fn open(opts: &OutOptions) -> Result<(Subscriber<[u8]>, Upstream), BridgeError> 
             Ok(_) => {
                 return Err(BridgeError::Recreated {
                     name: opts.name.clone(),
-                })
+                });
             }
             Err(e) => return Err(open_error(e)),
         }

@@ -42,14 +42,14 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use shmbus::{
-    journal::{self, Entry, JoinError, JoinOptions},
     Received, Wait,
+    journal::{self, Entry, JoinError, JoinOptions},
 };
+use zenoh::Wait as _;
 use zenoh::handlers::FifoChannelHandler;
 use zenoh::query::{Query, Queryable};
-use zenoh::Wait as _;
 
-use crate::frame::{BatchWriter, Frame, Upstream, BATCH_BYTES};
+use crate::frame::{BATCH_BYTES, BatchWriter, Frame, Upstream};
 
 /// The key a bridge-out answers journal queries on.
 pub(crate) fn journal_key(key: &str) -> String {

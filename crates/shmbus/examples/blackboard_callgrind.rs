@@ -8,8 +8,8 @@
 //! `valgrind --tool=callgrind target/release/examples/blackboard_callgrind [n]`
 //! (default 100 000 of each). With a second argument `many`, the puts go
 //! through a `ManyWriter` on a table made for many writers (`put_many`).
-use shmbus::blackboard::{self, ManyWriter, Reader, Writer};
 use shmbus::OpenOptions;
+use shmbus::blackboard::{self, ManyWriter, Reader, Writer};
 
 type Value = [u64; 8];
 

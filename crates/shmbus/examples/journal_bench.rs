@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use shmbus::{
-    journal::{self, JoinOptions, Keyed, KeyedState},
     BusOptions, Publisher, Received,
+    journal::{self, JoinOptions, Keyed, KeyedState},
 };
 
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -202,7 +202,11 @@ fn main() {
         }
     }
     let names = ["ring only  ", "journaled  ", "preallocated"];
-    println!("\npublish cost, ns per message (batches of {BATCH}, {ROUNDS} interleaved rounds; preallocating {} MB took {:.0} ms)", pre_bytes >> 20, pre_time.as_secs_f64() * 1e3);
+    println!(
+        "\npublish cost, ns per message (batches of {BATCH}, {ROUNDS} interleaved rounds; preallocating {} MB took {:.0} ms)",
+        pre_bytes >> 20,
+        pre_time.as_secs_f64() * 1e3
+    );
     let mean = |i: usize| t_side[i].as_nanos() as f64 / seq[i] as f64;
     for i in 0..3 {
         println!("  {} {}  mean {:.2}", names[i], pct(&h[i]), mean(i));
@@ -229,7 +233,10 @@ fn main() {
 
     // Bootstrap: the joiner against a plain read of the same file.
     let bytes = std::fs::metadata(&journal).map_or(0, |m| m.len());
-    println!("\nbootstrap of {seq_j} records ({} MB file incl. preallocation), {ROUNDS} interleaved rounds", bytes >> 20);
+    println!(
+        "\nbootstrap of {seq_j} records ({} MB file incl. preallocation), {ROUNDS} interleaved rounds",
+        bytes >> 20
+    );
     let mut plain = Vec::new();
     let mut joined = Vec::new();
     let mut folded = Vec::new();
@@ -294,7 +301,10 @@ fn main() {
     let (p, pmin, pmax) = rate(&plain);
     let (j, jmin, jmax) = rate(&joined);
     let (f, fmin, fmax) = rate(&folded);
-    println!("  plain read()            median {p:>7.1} M records/s ({:.2} GB/s)  min {pmin:.1}  max {pmax:.1}", p * 32.0 / 1e3);
+    println!(
+        "  plain read()            median {p:>7.1} M records/s ({:.2} GB/s)  min {pmin:.1}  max {pmax:.1}",
+        p * 32.0 / 1e3
+    );
     println!("  join + read journal     median {j:>7.1} M records/s  min {jmin:.1}  max {jmax:.1}");
     println!("  join + fold into state  median {f:>7.1} M records/s  min {fmin:.1}  max {fmax:.1}");
     println!(

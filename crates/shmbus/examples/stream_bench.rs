@@ -15,8 +15,8 @@
 use std::time::Instant;
 
 use shmbus::{
-    stream::{self, Consumer, PopError, Producer, PushError},
     OpenOptions, Wait,
+    stream::{self, Consumer, PopError, Producer, PushError},
 };
 
 /// Records per batch in `alternate` mode: a batch fits in the ring.

@@ -165,7 +165,7 @@ pub use error::ErrorKind;
 pub use error::{AttachError, CreateError, OpenError};
 pub use options::{OpenOptions, Start};
 #[cfg(not(loom))]
-pub use segment::{remove, Kind, Message, Publishers, SegmentKind, TypeFingerprint};
+pub use segment::{Kind, Message, Publishers, SegmentKind, TypeFingerprint, remove};
 pub use wait::{Wait, WaitStrategy};
 // Under loom `segment` is not built; the names come from where it has them.
 #[cfg(loom)]
@@ -180,7 +180,7 @@ pub mod internals {
     pub use crate::bus::HookPoint;
     #[cfg(not(loom))]
     pub use crate::mem::Access;
-    pub use crate::stream::{on_heap as stream_on_heap, HeapStream, PEER_CHECK, WRAP};
+    pub use crate::stream::{HeapStream, PEER_CHECK, WRAP, on_heap as stream_on_heap};
     /// A hook `stat::clean` and `remove` call just before they unlink.
     #[cfg(all(feature = "test-hooks", not(loom)))]
     pub use crate::sys::dir::hook as unlink_hook;

@@ -7,9 +7,9 @@
 //! (process-local flags and counters, such as the journal publisher's, may).
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 #[cfg(loom)]
 pub(crate) use loom::hint::spin_loop;

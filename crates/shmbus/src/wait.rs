@@ -52,7 +52,7 @@ pub const UNSURE_SLEEP: Duration = Duration::from_millis(1);
 /// publisher here may use a compiler fence in place of `mfence`.
 #[cfg(not(any(loom, miri)))]
 pub(crate) fn light_publisher_barrier() -> bool {
-    use rustix::thread::{membarrier, MembarrierCommand};
+    use rustix::thread::{MembarrierCommand, membarrier};
     use std::sync::atomic::{AtomicU8, Ordering};
     // 0: not asked yet, 1: refused, 2: registered. An atomic, not a
     // `OnceLock`: a fork while another thread runs the first call would
@@ -82,7 +82,7 @@ pub(crate) fn heavy_barrier() -> bool {
     crate::sync::fence(crate::sync::Ordering::SeqCst);
     #[cfg(not(any(loom, miri)))]
     {
-        use rustix::thread::{membarrier, MembarrierCommand};
+        use rustix::thread::{MembarrierCommand, membarrier};
         membarrier(MembarrierCommand::GlobalExpedited).is_ok()
     }
     #[cfg(any(loom, miri))]
@@ -97,7 +97,7 @@ const SLEEPERS: u32 = 1;
 /// asymmetric barrier ([`light_publisher_barrier`]).
 #[inline]
 pub(crate) fn ring(bell: &AtomicU32, light: bool) {
-    use crate::sync::{fence, Ordering};
+    use crate::sync::{Ordering, fence};
     // Paired with the sleeper's barrier in `sleep` (Dekker): a sleeper's
     // flag is seen here, or its re-check sees what was just stored. With
     // the asymmetric barrier, the sleeper's membarrier does the hardware
@@ -188,7 +188,7 @@ pub(crate) fn futex_waitv_at(
     timeout: Option<Duration>,
 ) -> Waitv {
     use rustix::thread::futex;
-    use rustix::time::{clock_gettime, ClockId, Timespec};
+    use rustix::time::{ClockId, Timespec, clock_gettime};
     static MISSING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if MISSING.load(std::sync::atomic::Ordering::Relaxed) {
         return Waitv::Missing;

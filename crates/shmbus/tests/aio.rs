@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{param, print_result, role, spawn_child, BusName};
+use common::{BusName, param, print_result, role, spawn_child};
 use shmbus::blackboard::{self, Reader, Writer};
 use shmbus::pool;
 use shmbus::stream::{self, Consumer, PopError, Producer};
@@ -235,15 +235,15 @@ fn many_tasks_on_many_buses(multi: bool) {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn many_tasks_on_a_current_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order(
-) {
+fn many_tasks_on_a_current_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order()
+ {
     many_tasks_on_many_buses(false);
 }
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn many_tasks_on_a_multi_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order(
-) {
+fn many_tasks_on_a_multi_thread_runtime_get_every_message_of_many_buses_fed_by_other_processes_once_in_order()
+ {
     many_tasks_on_many_buses(true);
 }
 
@@ -859,8 +859,8 @@ fn as_child_read_lossless_slowly() {
 /// same value published again is seen once.
 #[test]
 #[cfg_attr(miri, ignore)]
-fn an_async_publisher_awaits_a_slow_lossless_subscriber_without_blocking_its_thread_and_a_dropped_publish_published_nothing(
-) {
+fn an_async_publisher_awaits_a_slow_lossless_subscriber_without_blocking_its_thread_and_a_dropped_publish_published_nothing()
+ {
     let _serial = serial();
     const SLOW: u64 = 64;
     let n = common::scale_min(3_000, 300);
@@ -1107,8 +1107,8 @@ fn threads_of(pid: i32) -> String {
 /// that one, and exits. Returns how many children did not finish within
 /// their watchdog's 5 s (each is killed) and how many failed.
 fn fork_children_while_registering(forks: u64) -> (u64, u64) {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let stop = Arc::new(AtomicBool::new(false));
     let hammer = {
         let stop = Arc::clone(&stop);
@@ -1200,8 +1200,8 @@ fn a_child_forked_while_another_thread_registers_futures_registers_its_own_witho
 /// gave its block back; the subscriber gets every value once, in order.
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_pool_loan_published_async_awaits_a_slow_lossless_subscriber_and_a_dropped_one_gives_its_block_back(
-) {
+fn a_pool_loan_published_async_awaits_a_slow_lossless_subscriber_and_a_dropped_one_gives_its_block_back()
+ {
     let _serial = serial();
     const SLOW: u64 = 32;
     let n = common::scale_min(1_000, 200);

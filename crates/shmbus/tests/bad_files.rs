@@ -9,12 +9,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
-use common::{patch_u32, patch_u64, write_at, BusName};
+use common::{BusName, patch_u32, patch_u64, write_at};
 use shmbus::stat::{self, BusStat};
-use shmbus::wire::{self, header, Kind};
+use shmbus::wire::{self, Kind, header};
 use shmbus::{
-    error::{GeometryError, NameError},
     AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Subscriber,
+    error::{GeometryError, NameError},
 };
 
 /// Same size and alignment as u64, another name.
@@ -137,10 +137,12 @@ fn random_bytes_are_refused_as_bad_magic() {
     );
     // `list` skips what is not a shmbus file, and `clean` leaves it alone.
     let dir = bus.path().parent().unwrap();
-    assert!(stat::list(dir)
-        .unwrap()
-        .iter()
-        .all(|l| l.path != bus.path()));
+    assert!(
+        stat::list(dir)
+            .unwrap()
+            .iter()
+            .all(|l| l.path != bus.path())
+    );
     bus.finish();
 }
 
@@ -650,7 +652,9 @@ fn an_impossible_pool_is_refused_as_invalid_geometry_by_every_pool_opener() {
         for (who, err) in errs {
             match err {
                 Some(OpenError::InvalidGeometry(m)) if m.contains(said) => {}
-                other => panic!("{who} with {field}={value}: expected InvalidGeometry naming {said:?}, got {other:?}"),
+                other => panic!(
+                    "{who} with {field}={value}: expected InvalidGeometry naming {said:?}, got {other:?}"
+                ),
             }
         }
     }

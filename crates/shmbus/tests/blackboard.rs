@@ -9,11 +9,11 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{param, print_ready, role, scale_min, spawn_child, splitmix, BusName};
+use common::{BusName, param, print_ready, role, scale_min, spawn_child, splitmix};
 use shmbus::blackboard::{self, GetError, PutError, Reader, RemoveError, Writer};
 use shmbus::error::Role;
 use shmbus::{AttachError, BusOptions, Kind, OpenError, OpenOptions, Publisher, Wait};
@@ -512,9 +512,10 @@ fn a_journal_fed_blackboard_holds_each_keys_latest_value_for_a_reader_that_never
             .publish(&Update { key: n % 10, n })
             .expect("publish");
     }
-    assert!(feed
-        .wait_for(last, Wait::For(Duration::from_secs(10)))
-        .expect("fold"));
+    assert!(
+        feed.wait_for(last, Wait::For(Duration::from_secs(10)))
+            .expect("fold")
+    );
     let mut reader = Reader::<u64, Update>::open(&board, &OpenOptions::default()).expect("open");
     for k in 0..10 {
         let got = reader.get(&k).expect("get").expect("present");

@@ -10,11 +10,11 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{param, print_ready, print_result, role, scale_min, spawn_child, splitmix, BusName};
+use common::{BusName, param, print_ready, print_result, role, scale_min, spawn_child, splitmix};
 use shmbus::blackboard::{self, GetError, ManyWriter, PutError, Reader, Writer};
 use shmbus::error::Role;
 use shmbus::{AttachError, OpenOptions, Publishers};
@@ -233,7 +233,7 @@ fn each_writer_mode_is_refused_to_the_other_handle_and_many_writers_attach_at_on
 
 #[test]
 fn an_unblock_timeout_of_0_or_outside_1_ms_to_60_s_is_refused_naming_it_and_leaves_no_file() {
-    use shmbus::{error::GeometryError, CreateError};
+    use shmbus::{CreateError, error::GeometryError};
     let name = BusName::new("K-bb-unblock");
     let (min, max) = (shmbus::bus::MIN_TIMEOUT, shmbus::bus::MAX_UNBLOCK);
     for found in [

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 
 use bytemuck::{Pod, Zeroable};
 use common::{
-    param, print_result, process_state, role, spawn_child, splitmix, BusName, Finished, ShmDir,
-    Watched,
+    BusName, Finished, ShmDir, Watched, param, print_result, process_state, role, spawn_child,
+    splitmix,
 };
 use shmbus::bus::ManyPublisher;
 use shmbus::stat;
@@ -644,8 +644,8 @@ fn every_opener_is_told_not_initialized(name: &str) -> Duration {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_and_clean_a_file_to_remove(
-) {
+fn a_creator_killed_before_the_segment_is_initialized_leaves_openers_an_error_and_clean_a_file_to_remove()
+ {
     let mut chaos = Chaos::new("creator_killed");
     let dir = ShmDir::new("chaos-create");
     let bus = BusName::in_dir(dir.path(), "bus");
@@ -749,26 +749,26 @@ fn peer_gone_bound() -> Duration {
     shmbus::internals::PEER_CHECK + LATE_LIMIT
 }
 
-/// Record `idx` of producer generation `gen`: idx, gen, then a body whose
+/// Record `idx` of producer `generation`: idx, generation, then a body whose
 /// every byte depends on both. Its length is a function of both too.
-fn record(gen: u64, idx: u64) -> Vec<u8> {
-    let len = 16 + (splitmix(idx ^ gen << 40) % 200) as usize;
+fn record(generation: u64, idx: u64) -> Vec<u8> {
+    let len = 16 + (splitmix(idx ^ generation << 40) % 200) as usize;
     let mut r = Vec::with_capacity(len);
     r.extend_from_slice(&idx.to_le_bytes());
-    r.extend_from_slice(&gen.to_le_bytes());
-    r.extend((16..len).map(|j| (idx.wrapping_mul(31) as u8) ^ (j as u8) ^ (gen as u8)));
+    r.extend_from_slice(&generation.to_le_bytes());
+    r.extend((16..len).map(|j| (idx.wrapping_mul(31) as u8) ^ (j as u8) ^ (generation as u8)));
     r
 }
 
-/// (idx, gen) of a record that is whole; `None` if it is not.
+/// (idx, generation) of a record that is whole; `None` if it is not.
 fn check_record(r: &[u8]) -> Option<(u64, u64)> {
     let word = |i: usize| -> Option<u64> {
         Some(u64::from_le_bytes(
             r.get(8 * i..8 * i + 8)?.try_into().ok()?,
         ))
     };
-    let (idx, gen) = (word(0)?, word(1)?);
-    (record(gen, idx) == r).then_some((idx, gen))
+    let (idx, generation) = (word(0)?, word(1)?);
+    (record(generation, idx) == r).then_some((idx, generation))
 }
 
 fn stream_opts() -> OpenOptions {
@@ -783,16 +783,19 @@ fn stream_opts() -> OpenOptions {
 fn as_child_produce_until_killed() {
     role("chaos_producer", || {
         let name: String = param("SHMBUS_BUS");
-        let gen: u64 = param("SHMBUS_GEN");
-        let mut rng = Chaos { state: gen };
+        let generation: u64 = param("SHMBUS_GEN");
+        let mut rng = Chaos { state: generation };
         let mut p =
             shmbus::stream::Producer::<[u8]>::attach(&name, &stream_opts()).expect("attach");
         common::print_ready();
         let mut idx = 0;
         loop {
             for _ in 0..rng.below(64) {
-                p.push(&record(gen, idx), shmbus::Wait::For(common::CHILD_DEADLINE))
-                    .expect("push");
+                p.push(
+                    &record(generation, idx),
+                    shmbus::Wait::For(common::CHILD_DEADLINE),
+                )
+                .expect("push");
                 idx += 1;
             }
             std::thread::sleep(Duration::from_micros(rng.below(300)));
@@ -802,11 +805,11 @@ fn as_child_produce_until_killed() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost(
-) {
+fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_nothing_it_committed_is_lost()
+ {
     use shmbus::{
-        stream::{Consumer, PopError, Producer},
         Wait,
+        stream::{Consumer, PopError, Producer},
     };
     let mut chaos = Chaos::new("stream_producer_killed");
     let bus = BusName::new("chaos-producer");
@@ -833,19 +836,19 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
                 match consumer.pop(&mut out, Wait::For(Duration::from_millis(100))) {
                     Ok(()) => {
                         records += 1;
-                        let Some((idx, gen)) = check_record(&out) else {
+                        let Some((idx, generation)) = check_record(&out) else {
                             torn += 1;
                             continue;
                         };
                         // Each producer's records: from its first, without
                         // a gap or a repeat; generations only go forward.
                         let next = match last {
-                            Some((i, g)) if g == gen => i + 1,
-                            Some((_, g)) if g > gen => u64::MAX,
+                            Some((i, g)) if g == generation => i + 1,
+                            Some((_, g)) if g > generation => u64::MAX,
                             _ => 0,
                         };
                         out_of_order += u64::from(idx != next);
-                        last = Some((idx, gen));
+                        last = Some((idx, generation));
                     }
                     Err(PopError::PeerGone { pid }) => {
                         // Once per dead producer (later pops say it again
@@ -866,13 +869,13 @@ fn a_stream_producer_killed_at_random_is_reported_to_the_waiting_consumer_and_no
             &mut chaos,
             n,
             Duration::from_millis(20),
-            |gen| {
+            |generation| {
                 spawn_child(
                     "as_child_produce_until_killed",
                     "chaos_producer",
                     &[
                         ("SHMBUS_BUS", bus.name().to_owned()),
-                        ("SHMBUS_GEN", gen.to_string()),
+                        ("SHMBUS_GEN", generation.to_string()),
                     ],
                 )
             },
@@ -927,7 +930,7 @@ fn records_before(head: u64) -> Option<u64> {
 #[test]
 fn as_child_consume_until_killed() {
     role("chaos_consumer", || {
-        use shmbus::{stream::Consumer, Wait};
+        use shmbus::{Wait, stream::Consumer};
         let name: String = param("SHMBUS_BUS");
         let mut c = Consumer::<[u8]>::attach(&name, &stream_opts()).expect("open");
         let mut out = Vec::new();
@@ -945,11 +948,11 @@ fn as_child_consume_until_killed() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly(
-) {
+fn a_stream_consumer_killed_at_random_is_reported_to_the_waiting_producer_and_the_next_one_resumes_exactly()
+ {
     use shmbus::{
-        stream::{Consumer, Producer, PushError},
         Wait,
+        stream::{Consumer, Producer, PushError},
     };
     let mut chaos = Chaos::new("stream_consumer_killed");
     let bus = BusName::new("chaos-consumer");
@@ -1513,7 +1516,9 @@ fn lossless_chaos(
             "{who}: differs from the other lossless subscribers"
         );
     }
-    println!("{evicted} live lossless subscribers were evicted (stopped, or descheduled past the timeout)");
+    println!(
+        "{evicted} live lossless subscribers were evicted (stopped, or descheduled past the timeout)"
+    );
     // The lossless checks above skip an evicted subscriber: with every one
     // evicted they checked nothing, and a gate that evicted at the first
     // block would pass. The bystanders are never stopped, and a stop may
@@ -1523,7 +1528,9 @@ fn lossless_chaos(
         "all {live_lossless} live lossless subscribers were evicted: none was checked lossless"
     );
     if let Some((skipped, doomed)) = agreed {
-        println!("the others each skipped {skipped} abandoned slots and got {doomed:?} messages of the killed publisher");
+        println!(
+            "the others each skipped {skipped} abandoned slots and got {doomed:?} messages of the killed publisher"
+        );
     }
     if many {
         let f = lossy.wait_success();
@@ -1559,8 +1566,8 @@ fn lossless_chaos(
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn lossless_subscribers_killed_and_stopped_at_random_never_lose_a_message_unless_evicted_nor_hold_the_publisher_past_the_timeout(
-) {
+fn lossless_subscribers_killed_and_stopped_at_random_never_lose_a_message_unless_evicted_nor_hold_the_publisher_past_the_timeout()
+ {
     let bus = BusName::new("chaos-lossless");
     let opts = BusOptions::new(64).evict_after(CHAOS_EVICT);
     let mut publisher = Publisher::<Stamp>::create(bus.name(), &opts).expect("create");
@@ -1616,8 +1623,8 @@ fn as_child_publish_many_flat_out_until_killed() {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn lossless_subscribers_of_three_publishers_flat_out_one_killed_get_each_ones_messages_once_in_order_unless_evicted(
-) {
+fn lossless_subscribers_of_three_publishers_flat_out_one_killed_get_each_ones_messages_once_in_order_unless_evicted()
+ {
     let bus = BusName::new("chaos-lossless-many");
     let opts = BusOptions::new(64)
         .many()

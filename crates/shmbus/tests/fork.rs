@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use common::{BusName, ShmDir};
 use shmbus::{
+    BusOptions, OpenOptions, Received, Subscriber, Wait,
     bus::ManyPublisher,
     journal, pool,
     stream::{self, Consumer, Producer},
-    BusOptions, OpenOptions, Received, Subscriber, Wait,
 };
 
 /// Forks; the child runs `child` (dropping its copies of the handles) and
@@ -62,8 +62,8 @@ fn message(i: u64) -> Vec<u8> {
 }
 
 #[test]
-fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the_parents_block_held(
-) {
+fn a_forked_child_dropping_its_copies_of_a_pool_subscriber_and_sample_leaves_the_parents_block_held()
+ {
     let bus = BusName::new("fork-sample");
     let mut publisher =
         pool::Publisher::<[u8]>::create(bus.name(), &shmbus::pool::Options::new(8, 64, 16))

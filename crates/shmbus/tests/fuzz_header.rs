@@ -26,11 +26,11 @@ use common::BusName;
 use proptest::prelude::*;
 use shmbus::stat;
 use shmbus::wire::{control, header, stream_control};
-use shmbus::{
-    stream::{Consumer, Producer},
-    Wait,
-};
 use shmbus::{AttachError, BusOptions, OpenError, OpenOptions, Publisher, Start, Subscriber};
+use shmbus::{
+    Wait,
+    stream::{Consumer, Producer},
+};
 
 /// A valid broadcast bus of u64 (16 slots, 20 messages, so it has lapped)
 /// and a valid stream (4 KiB, a few records), as file images.

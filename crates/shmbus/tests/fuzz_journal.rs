@@ -7,7 +7,7 @@ mod common;
 use common::ShmDir;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
-use shmbus::journal::format::{encode_record, valid_prefix, JournalHeader, HEADER_LEN};
+use shmbus::journal::format::{HEADER_LEN, JournalHeader, encode_record, valid_prefix};
 
 fn header(msg_size: u32, snapshot: u64, base: u64) -> JournalHeader {
     JournalHeader {

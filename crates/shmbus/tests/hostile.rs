@@ -14,7 +14,7 @@ use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::{
-    param, print_ready, print_result, role, spawn_child, wait_for_within, BusName, ShmDir,
+    BusName, ShmDir, param, print_ready, print_result, role, spawn_child, wait_for_within,
 };
 use shmbus::stat;
 use shmbus::wire::control;

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use common::BusName;
 use shmbus::wire::flags;
 use shmbus::{
-    error::HugePageError, mem::HugePages, BusOptions, CreateError, OpenOptions, Publisher,
-    Received, Start, Subscriber,
+    BusOptions, CreateError, OpenOptions, Publisher, Received, Start, Subscriber,
+    error::HugePageError, mem::HugePages,
 };
 
 /// 64 bytes of payload: a 128-byte slot.

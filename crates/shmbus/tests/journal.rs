@@ -7,17 +7,17 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{
-    idle_until_killed, param, print_ready, print_result, role, spawn_child, wait_for, BusName,
-    ShmDir,
+    BusName, ShmDir, idle_until_killed, param, print_ready, print_result, role, spawn_child,
+    wait_for,
 };
-use shmbus::journal::format::{record_size, HEADER_LEN};
+use shmbus::journal::format::{HEADER_LEN, record_size};
 use shmbus::journal::{side_files, stat as journal_stat};
 use shmbus::{
+    AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber,
     journal::{
         self, AppendError, JoinError, JoinOptions, Keyed, KeyedState, SeekError, SnapshotError,
         State,
     },
-    AttachError, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber,
 };
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, bytemuck::Pod, bytemuck::Zeroable)]
@@ -1208,9 +1208,11 @@ fn a_state_whose_rejoin_failed_rejoins_at_its_next_poll_instead_of_folding_past_
     // One more update, of one key: a state that folded it past the gap
     // would miss the other keys' updates in the gap.
     publish_raw(&mut p, &mut next, keys);
-    assert!(state
-        .wait_for(next - 1, wait)
-        .expect("fold after the rejoin"));
+    assert!(
+        state
+            .wait_for(next - 1, wait)
+            .expect("fold after the rejoin")
+    );
     assert_eq!(state.rejoins(), 1);
     assert_raw_state_is(state.state(), next, keys);
     drop(state);
@@ -1263,8 +1265,8 @@ fn joined_state(bus: &str) -> KeyedState<Kv> {
 }
 
 #[test]
-fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_and_short_sessions_stay_bounded(
-) {
+fn a_publisher_dropped_with_a_compaction_pending_leaves_the_journal_compacted_and_short_sessions_stay_bounded()
+ {
     let (dir, bus, mut p) = journaled("jdropcompact", 0, 2);
     let path = dir.path().join("j");
     p.compact_after(Some(5));

@@ -11,7 +11,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{param, print_result, process_state, role, spawn_child, wait_for, BusName, Watched};
+use common::{BusName, Watched, param, print_result, process_state, role, spawn_child, wait_for};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
 /// Reads until its position is `SHMBUS_COUNT`, lossless or not as
@@ -83,8 +83,8 @@ fn signal(pid: u32, sig: i32) {
 
 #[test]
 #[cfg_attr(miri, ignore)]
-fn a_lossless_subscriber_process_that_keeps_up_gets_every_message_while_a_lossy_one_counts_them_exactly(
-) {
+fn a_lossless_subscriber_process_that_keeps_up_gets_every_message_while_a_lossy_one_counts_them_exactly()
+ {
     let n = common::scale_min(200_000, 20_000);
     let bus = BusName::new("lossless-all");
     // A long eviction timeout: on a loaded machine a reader may lose the
@@ -253,8 +253,8 @@ fn a_lossless_subscriber_stopped_is_evicted_after_the_timeout_and_resumed_is_tol
 // where they made `bus` import `stat`, which imports `bus`).
 
 #[test]
-fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions(
-) {
+fn a_subscriber_taking_the_entry_of_an_evicted_lossless_one_shows_its_own_contract_and_no_evictions()
+ {
     use shmbus::stat::Contract;
     let bus = BusName::new("lossless-reuse");
     let opts = BusOptions::new(2).evict_after(Duration::from_millis(1));
@@ -312,8 +312,8 @@ fn a_lossless_subscriber_that_stalls_is_evicted_after_the_timeout_and_told_what_
 /// journal publisher back that long, is evicted, and the publisher goes
 /// on; the journal has every message all along.
 #[test]
-fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction_and_journals_everything(
-) {
+fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction_and_journals_everything()
+ {
     use shmbus::journal::{self, JoinOptions};
     const CAP: u64 = 16;
     const N: u64 = 10 * CAP;

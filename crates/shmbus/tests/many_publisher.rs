@@ -11,13 +11,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{param, print_ready, print_result, role, spawn_child, BusName, Watched};
+use common::{BusName, Watched, param, print_ready, print_result, role, spawn_child};
 use shmbus::error::Role;
 use shmbus::internals::HookPoint;
 use shmbus::{
-    bus::{ManyPublisher, SubscriberGroup},
     AttachError, BusOptions, OpenOptions, Publisher, Publishers, Received, Start, Subscriber,
     WaitStrategy,
+    bus::{ManyPublisher, SubscriberGroup},
 };
 
 /// Publisher id, its own sequence, a check word over both, and padding.
@@ -243,8 +243,8 @@ fn a_publisher_killed_between_claim_and_commit_costs_each_subscriber_exactly_one
 }
 
 #[test]
-fn a_lossless_subscriber_gets_every_message_of_three_publishers_once_in_order_and_one_killed_mid_claim_wedges_nobody(
-) {
+fn a_lossless_subscriber_gets_every_message_of_three_publishers_once_in_order_and_one_killed_mid_claim_wedges_nobody()
+ {
     // A long eviction timeout: on a loaded machine a live subscriber
     // descheduled for a second must not be evicted here.
     lossless_beside_a_publisher_killed_mid_claim(
@@ -256,8 +256,8 @@ fn a_lossless_subscriber_gets_every_message_of_three_publishers_once_in_order_an
 }
 
 #[test]
-fn a_lossless_subscriber_held_by_a_dead_claim_is_not_evicted_when_the_eviction_timeout_is_below_the_unblock_timeout(
-) {
+fn a_lossless_subscriber_held_by_a_dead_claim_is_not_evicted_when_the_eviction_timeout_is_below_the_unblock_timeout()
+ {
     // The subscriber cannot move until readers skip the dead claim (the
     // unblock timeout, 3 s); the publishers it then holds wait the
     // eviction timeout (2 s: long, so that a subscriber merely

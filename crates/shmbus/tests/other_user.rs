@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{param, print_result, role, spawn_child, BusName};
+use common::{BusName, param, print_result, role, spawn_child};
 use shmbus::stream::{Consumer, Producer};
 use shmbus::{
     AttachError, BusOptions, CreateError, OpenError, OpenOptions, Publisher, Received, Subscriber,

@@ -7,7 +7,7 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use common::{param, print_result, role, spawn_child, BusName};
+use common::{BusName, param, print_result, role, spawn_child};
 use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};
 
 fn mode_of(path: &Path) -> u32 {

@@ -9,9 +9,9 @@ mod common;
 use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
-use common::{param, print_ready, role, spawn_child, splitmix, BusName};
+use common::{BusName, param, print_ready, role, spawn_child, splitmix};
 use shmbus::{
-    pool, AttachError, Message, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait,
+    AttachError, Message, OpenError, OpenOptions, Received, Start, TypeFingerprint, Wait, pool,
 };
 
 /// The typed tests' message: 24 bytes, aligned to 8.
@@ -664,7 +664,9 @@ fn publishers_and_subscribers_killed_at_random_leave_every_block_accounted_for()
     }
     let (entries, loans) = p.reclaim_dead();
     let c = p.census();
-    println!("{seen} blocks read whole, {skipped} skipped; swept {entries} dead subscribers, {loans} dead loans; {c:?}");
+    println!(
+        "{seen} blocks read whole, {skipped} skipped; swept {entries} dead subscribers, {loans} dead loans; {c:?}"
+    );
     assert_eq!((c.held, c.loaned, c.corrupt), (0, 0, 0), "{c:?}");
     assert_eq!(c.free + c.on_ring + c.reclaimable, blocks);
     assert!(seen > 0, "the reader read nothing");

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use bytemuck::{Pod, Zeroable};
 use common::{
-    param, print_result, role, spawn_child, wait_for, BusName, FileWord32, ShmDir, Watched,
+    BusName, FileWord32, ShmDir, Watched, param, print_result, role, spawn_child, wait_for,
 };
 use shmbus::error::Role;
 use shmbus::stat::{self, BusStat};
@@ -1251,10 +1251,11 @@ fn clean_spares_a_bus_while_its_publisher_or_a_subscriber_lives_and_removes_it_a
     let all = stat::list(dir.path()).expect("list");
     let l = listing(&all, bus.path());
     assert!(l.is_abandoned(), "{l:?}");
-    assert!(l
-        .state
-        .as_ref()
-        .is_ok_and(|s| !s.attached && !s.publisher_alive));
+    assert!(
+        l.state
+            .as_ref()
+            .is_ok_and(|s| !s.attached && !s.publisher_alive)
+    );
     let bus_path = bus.path().to_owned();
     assert_eq!(cleaned(dir.path(), true), vec![bus_path.clone()]);
     assert!(bus.path().exists(), "a dry run removes nothing");

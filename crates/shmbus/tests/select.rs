@@ -10,7 +10,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{param, role, spawn_child, BusName};
+use common::{BusName, param, role, spawn_child};
 use shmbus::pool;
 use shmbus::select::{Select, Selectable};
 use shmbus::stream::{self, Consumer, PopError, Producer};

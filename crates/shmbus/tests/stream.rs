@@ -18,19 +18,19 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use common::{
-    param, print_result, role, spawn_child_with_deadline, wait_for, BusName, FileWord32, Finished,
-    Watched, CHILD_DEADLINE,
+    BusName, CHILD_DEADLINE, FileWord32, Finished, Watched, param, print_result, role,
+    spawn_child_with_deadline, wait_for,
 };
 use shmbus::error::Role;
 use shmbus::stat::{self, BusStat, StreamStat};
 use shmbus::wire::{max_record, stream_control as sc};
 use shmbus::{
-    mem::Region, AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher,
-    Subscriber, WaitStrategy,
+    AttachError, BusOptions, CreateError, Kind, OpenError, OpenOptions, Publisher, Subscriber,
+    WaitStrategy, mem::Region,
 };
 use shmbus::{
-    stream::{Consumer, PopError, Producer, PushError},
     Wait,
+    stream::{Consumer, PopError, Producer, PushError},
 };
 
 /// How long a waiting side may take to notice a killed peer. It checks

@@ -12,13 +12,13 @@ mod common;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::{param, role, BusName, Watched};
+use common::{BusName, Watched, param, role};
+use shmbus::OpenOptions;
 use shmbus::internals::PEER_CHECK;
 use shmbus::wire::stream_control as sc;
-use shmbus::OpenOptions;
 use shmbus::{
-    stream::{Consumer, PopError, Producer, PushError},
     Wait,
+    stream::{Consumer, PopError, Producer, PushError},
 };
 
 /// How long the parent's own pops may wait for a child.

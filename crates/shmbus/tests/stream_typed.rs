@@ -13,7 +13,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{param, print_result, role, BusName};
+use common::{BusName, param, print_result, role};
 use shmbus::stream::{self, Consumer, PopError, Producer};
 use shmbus::{AttachError, Message, OpenError, OpenOptions, Wait};
 

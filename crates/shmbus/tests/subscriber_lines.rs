@@ -5,13 +5,13 @@
 
 mod common;
 
-use common::{write_at, BusName};
+use common::{BusName, write_at};
 use proptest::prelude::*;
 use shmbus::stat::{self, SubscriberStat};
 use shmbus::wire::control;
 use shmbus::{
-    stream::{self, Consumer, Producer},
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+    stream::{self, Consumer, Producer},
 };
 
 /// Where registry entry `i`'s line is in the file (page size 4096).

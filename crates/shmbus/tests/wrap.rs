@@ -5,7 +5,7 @@
 mod common;
 
 use shmbus::{
-    mem::Region, BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
+    BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy, mem::Region,
 };
 
 const FIRST: u64 = u64::MAX - 40;

@@ -24,13 +24,13 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
-use serde_json::{json, Value};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use serde_json::{Value, json};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy};
-use shmbus_zenoh::{session, Endpoints};
-use zenoh::qos::CongestionControl;
+use shmbus_zenoh::{Endpoints, session};
 use zenoh::Wait as _;
+use zenoh::qos::CongestionControl;
 
 /// Every message: 64 bytes, `[send ns, index, pattern(index) x 6]`.
 const MSG: usize = 64;
@@ -555,13 +555,13 @@ impl Proc {
                 Ok(line) if line.starts_with(prefix) => return Ok(line),
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!("{}: no '{prefix}' within {limit:?}", self.name))
+                    return Err(format!("{}: no '{prefix}' within {limit:?}", self.name));
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     return Err(format!(
                         "{}: exited before '{prefix}' (see its log)",
                         self.name
-                    ))
+                    ));
                 }
             }
         }

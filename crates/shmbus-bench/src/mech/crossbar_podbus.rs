@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use ::crossbar::{BusSubscriber, PodBus};
 
-use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side, ping, pong};
 use crate::case::Pattern;
 
 /// crossbar's PodBus between processes, lossy or bounded (lossless).

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use ::crossbar::{Config, Publisher, Sample, Stream, Subscriber, Topic};
 
-use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side, ping, pong};
 
 /// crossbar's pool publish-subscribe between processes.
 pub struct CrossbarPool;
@@ -185,10 +185,10 @@ impl Mechanism for CrossbarPool {
             .collect();
         // The registry is ours alone (named after this run); the next
         // block makes it again.
-        if let Ok(path) = std::env::var(REGISTRY_VAR) {
-            if path == registry_path(std::process::id()) {
-                paths.push(path);
-            }
+        if let Ok(path) = std::env::var(REGISTRY_VAR)
+            && path == registry_path(std::process::id())
+        {
+            paths.push(path);
         }
         Ok(Box::new(Files { token, paths }))
     }

@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use ::iceoryx2::port::publisher::Publisher;
 use ::iceoryx2::port::subscriber::Subscriber;
 use ::iceoryx2::prelude::{
-    ipc, AllocationStrategy, Config, FileName, Node, NodeBuilder, Path, SemanticString,
-    ServiceName, SignalHandlingMode,
+    AllocationStrategy, Config, FileName, Node, NodeBuilder, Path, SemanticString, ServiceName,
+    SignalHandlingMode, ipc,
 };
 use ::iceoryx2::sample::Sample;
 use ::iceoryx2::service::builder::publish_subscribe::PublishSubscribeOpenError;

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use ::ipc_ring::{IpcError, RingReader, RingWriter};
 
-use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side, ping, pong};
 use crate::case::Pattern;
 
 /// ipc_ring's SPSC ring between processes.

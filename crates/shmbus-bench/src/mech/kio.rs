@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rustix::event::{poll, PollFd, PollFlags, Timespec};
+use rustix::event::{PollFd, PollFlags, Timespec, poll};
 
 use super::{Endpoint, Got, Resources, Side};
 
@@ -303,7 +303,7 @@ pub fn accept_all<S: Stream>(
             _ => {
                 return Err(io::Error::other(format!(
                     "unexpected hello from receiver {i}"
-                )))
+                )));
             }
         }
     }
@@ -367,8 +367,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::super::{
-        marker, mq::Mq, pipe::Pipe, stamp, tcp::Tcp, tcp::TcpNagle, udp::Udp, uds::Uds, unstamp,
-        ChannelSpec, Got, Mechanism, Side,
+        ChannelSpec, Got, Mechanism, Side, marker, mq::Mq, pipe::Pipe, stamp, tcp::Tcp,
+        tcp::TcpNagle, udp::Udp, uds::Uds, unstamp,
     };
     use crate::case::Pattern;
 

@@ -297,7 +297,7 @@ pub mod marker {
 
 // The header codec is the message format's (payload.rs); the adapters use it
 // through here.
-pub use crate::payload::{stamp, unstamp, HEADER};
+pub use crate::payload::{HEADER, stamp, unstamp};
 
 /// When the running block must be over: a receiver or sender that polls
 /// shared memory has no end-of-file to tell it that its peer died, so it

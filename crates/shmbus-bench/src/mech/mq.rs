@@ -23,12 +23,12 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use nix::errno::Errno;
-use nix::mqueue::{mq_close, mq_open, mq_timedreceive, mq_unlink, MQ_OFlag, MqAttr, MqdT};
+use nix::mqueue::{MQ_OFlag, MqAttr, MqdT, mq_close, mq_open, mq_timedreceive, mq_unlink};
 use nix::sys::stat::Mode;
 use nix::sys::time::TimeSpec;
 
 use super::kio::Patience;
-use super::{marker, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side, marker};
 use crate::case::Pattern;
 
 /// POSIX message queues, one each way per receiver.
@@ -292,7 +292,7 @@ impl Mechanism for Mq {
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidInput,
                         too_big(spec.msg_size),
-                    ))
+                    ));
                 }
                 // The user's RLIMIT_MSGQUEUE: shallower queues.
                 Errno::EMFILE if depth > 1 => depth /= 2,
@@ -302,7 +302,7 @@ impl Mechanism for Mq {
                          under this user's RLIMIT_MSGQUEUE (`ulimit -q`) or open-file limit",
                         names.len(),
                         spec.msg_size
-                    )))
+                    )));
                 }
                 e => return Err(mq_error(e, &format!("mq_open {name}"))),
             }

@@ -13,7 +13,7 @@
 
 use std::io;
 
-use ::photon_ring::{channel, Publisher, Subscriber, TryRecvError};
+use ::photon_ring::{Publisher, Subscriber, TryRecvError, channel};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair};
 use crate::case::Pattern;

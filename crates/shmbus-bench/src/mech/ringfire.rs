@@ -46,7 +46,7 @@ use ::ringfire::{
     RingProducerBuilder,
 };
 
-use super::{ping, pong, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side, ping, pong};
 use crate::case::Pattern;
 
 /// ringfire's SPMC ring between processes, lossy or lossless.

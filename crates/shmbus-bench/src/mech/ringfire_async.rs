@@ -16,9 +16,9 @@ use std::io;
 
 use ::ringfire::{AsyncRingConsumer, RingProducer};
 
-use super::ringfire::{attach, create, path, SIZES};
+use super::ringfire::{SIZES, attach, create, path};
 use super::shmbus_wake::{await_on, runtime};
-use super::{ping, ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Files, Got, Mechanism, Resources, Side, ping};
 use crate::case::Pattern;
 
 /// `ringfire-async`.

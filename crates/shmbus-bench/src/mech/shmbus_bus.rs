@@ -19,8 +19,8 @@ use std::io;
 use std::sync::Arc;
 
 use shmbus::{
-    mem::{HeapRegion, Region},
     OpenOptions, Publisher, Received, Start, Subscriber, WaitStrategy,
+    mem::{HeapRegion, Region},
 };
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Pair, Resources, Side};

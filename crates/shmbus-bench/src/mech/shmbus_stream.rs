@@ -16,11 +16,11 @@ use std::io;
 use std::ptr::NonNull;
 use std::time::Duration;
 
-use shmbus::{
-    stream::{Consumer, PopError, Producer},
-    Wait,
-};
 use shmbus::{OpenOptions, WaitStrategy};
+use shmbus::{
+    Wait,
+    stream::{Consumer, PopError, Producer},
+};
 
 use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
 use crate::case::Pattern;

@@ -16,12 +16,12 @@
 use std::io;
 
 use shmbus::{
-    pool::{self, Sample},
     OpenOptions, Received, Start,
+    pool::{self, Sample},
 };
 use shmbus::{Wait, WaitStrategy};
 
-use super::{ping, pong, ChannelSpec, Endpoint, Got, Mechanism, Resources, Side};
+use super::{ChannelSpec, Endpoint, Got, Mechanism, Resources, Side, ping, pong};
 
 /// A shmbus pool bus between processes.
 pub struct ShmbusZc;
@@ -62,7 +62,7 @@ impl Endpoint for Ends {
         loop {
             match rx.sub.recv(Wait::Never).map_err(io_err)? {
                 Some(Received::Message(sample)) => {
-                    return Ok(Got::Msg(&rx.held.insert(sample)[..]))
+                    return Ok(Got::Msg(&rx.held.insert(sample)[..]));
                 }
                 Some(Received::Lagged { skipped }) => return Ok(Got::Lost(skipped)),
                 None => patience.spin()?,

@@ -95,10 +95,10 @@ pub fn get(args: &GetArgs) -> Result<(), CliError> {
             return Err(CliError::runtime(format!(
                 "{}: no key {:?}",
                 args.name, args.key
-            )))
+            )));
         }
         Err(e @ (GetError::Busy { .. } | GetError::Stuck { .. } | GetError::Corrupt { .. })) => {
-            return Err(CliError::runtime(format!("{}: {e}", args.name)))
+            return Err(CliError::runtime(format!("{}: {e}", args.name)));
         }
         Err(e) => return Err(CliError::usage(format!("{}: {e}", args.name))),
     };
@@ -140,19 +140,21 @@ pub fn put(args: &PutArgs) -> Result<(), CliError> {
             // table's unblock timeout has passed, then taken over: wait
             // that long (and a little more), no longer.
             let until = Instant::now() + 2 * w.unblock_timeout() + Duration::from_millis(100);
-            put_with(args, (w.key_size(), w.value_size()), |key, value| loop {
-                let res = match value {
-                    Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
-                    None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
-                };
-                match res {
-                    Err(
-                        Failed::Put(PutError::Busy { .. })
-                        | Failed::Remove(RemoveError::Busy { .. }),
-                    ) if Instant::now() < until => {
-                        std::thread::sleep(Duration::from_millis(1));
+            put_with(args, (w.key_size(), w.value_size()), |key, value| {
+                loop {
+                    let res = match value {
+                        Some(value) => w.put_bytes(key, value).map(drop).map_err(Failed::Put),
+                        None => w.remove_bytes(key).map(drop).map_err(Failed::Remove),
+                    };
+                    match res {
+                        Err(
+                            Failed::Put(PutError::Busy { .. })
+                            | Failed::Remove(RemoveError::Busy { .. }),
+                        ) if Instant::now() < until => {
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                        res => return res,
                     }
-                    res => return res,
                 }
             })
         }

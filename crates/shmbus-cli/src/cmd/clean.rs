@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bridge_status;
 use crate::cmd::inspect::escaped;
-use crate::error::{print_error, CliError};
+use crate::error::{CliError, print_error};
 
 /// Arguments of `shmbus clean`.
 #[derive(clap::Args, Debug)]

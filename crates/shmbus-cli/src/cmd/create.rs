@@ -22,7 +22,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use shmbus::{journal, mem::HugePages, pool, stream, BusOptions, Publisher};
+use shmbus::{BusOptions, Publisher, journal, mem::HugePages, pool, stream};
 
 use crate::error::CliError;
 
@@ -377,7 +377,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
         (BusKind::Broadcast, None) => {
             return Err(CliError::usage(
                 "a broadcast bus needs --msg-size <BYTES> (see `shmbus create --help`)",
-            ))
+            ));
         }
         (BusKind::Stream, None) => {
             let mut opts = file_options!(stream::Options::new(size), args);
@@ -390,7 +390,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
             return Err(CliError::usage(
                 "--msg-size does not apply to a stream: its records have any length up to \
                  half its --bytes, less 8 (see `shmbus create --help`)",
-            ))
+            ));
         }
     }
     Ok(())
@@ -565,7 +565,7 @@ fn create_journaled(
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_evict_ms, parse_mode, parse_pool, parse_unblock_ms, Pool};
+    use super::{Pool, parse_evict_ms, parse_mode, parse_pool, parse_unblock_ms};
 
     #[test]
     fn evict_ms_is_1_to_60000_and_names_the_limit() {

@@ -26,8 +26,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use comfy_table::{presets, Table, TableComponent};
-use serde_json::{json, Value};
+use comfy_table::{Table, TableComponent, presets};
+use serde_json::{Value, json};
 use shmbus::journal;
 use shmbus::stat::{
     BlackboardStat, BusStat, Listing, Lossless, PoolStat, Size, StreamStat, SubscriberStat,
@@ -654,11 +654,7 @@ fn publisher_text(s: &BusStat) -> String {
 }
 
 fn publisher_state(s: &BusStat) -> &'static str {
-    if s.publisher_alive {
-        "alive"
-    } else {
-        "dead"
-    }
+    if s.publisher_alive { "alive" } else { "dead" }
 }
 
 /// How many live subscribers, then one line each (live, then gone):

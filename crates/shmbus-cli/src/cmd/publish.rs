@@ -38,18 +38,17 @@
 
 use std::io::{self, BufRead};
 
+use shmbus::{AttachError, Kind, OpenError, OpenOptions, mem::Region};
 use shmbus::{
-    journal,
+    Publisher, journal,
     pool::{self, LoanError},
-    Publisher,
 };
-use shmbus::{mem::Region, AttachError, Kind, OpenError, OpenOptions};
 use shmbus::{
-    stream::{Producer, PushError},
     Wait,
+    stream::{Producer, PushError},
 };
 
-use crate::cmd::subscribe::{parse_timeout, Timeout};
+use crate::cmd::subscribe::{Timeout, parse_timeout};
 use crate::error::CliError;
 
 /// The longest line `pub` gathers on the heap before it pushes it into a

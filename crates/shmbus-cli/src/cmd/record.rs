@@ -19,10 +19,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use shmbus::Wait;
 use shmbus::record::{
     Capture, CaptureError, CaptureStats, FileAccess, FileRecorder, Rotation, WriteError,
 };
-use shmbus::Wait;
 
 use crate::bridge_status::Counts;
 use crate::cmd::record_status::Progress;

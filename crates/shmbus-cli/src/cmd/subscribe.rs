@@ -43,12 +43,12 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use shmbus::pool;
+use shmbus::{Kind, OpenError, OpenOptions, Received, Start, WaitStrategy};
 use shmbus::{
+    Subscriber,
     journal::{self, JoinError, JoinOptions},
     stream::{Consumer, PopError},
-    Subscriber,
 };
-use shmbus::{Kind, OpenError, OpenOptions, Received, Start, WaitStrategy};
 
 use crate::error::CliError;
 use crate::out::{self, Stdout};
@@ -271,7 +271,7 @@ fn run_stream(args: &SubArgs, opts: &OpenOptions, out: &mut Stdout) -> Result<()
         let record = match consumer.peek(wait) {
             Ok(record) => record,
             Err(PopError::TimedOut(_) | PopError::Empty) => {
-                return timed_out(args, delivered, "record")
+                return timed_out(args, delivered, "record");
             }
             // PeerGone, Corrupt, CorruptCursors, and whatever comes.
             Err(e) => return Err(CliError::runtime(format!("{}: {e}", args.name))),

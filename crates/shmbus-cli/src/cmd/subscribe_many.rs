@@ -18,7 +18,7 @@ use shmbus::select::{Select, Selectable};
 use shmbus::stream::{Consumer, PopError};
 use shmbus::{Kind, OpenError, OpenOptions, Received, Subscriber};
 
-use super::subscribe::{join_failed, timed_out, trim_padding, write_line, From, SubArgs};
+use super::subscribe::{From, SubArgs, join_failed, timed_out, trim_padding, write_line};
 use crate::error::CliError;
 use crate::out::Stdout;
 

@@ -11,8 +11,8 @@ use std::process::Command;
 
 use serde_json::Value;
 pub use shmbus_testkit::{
-    process_state, run, run_with_input, skip, spawn, spawn_head, with_stdout_closed, BusName,
-    Finished, Need, ShmDir, Watched, RUN_DEADLINE,
+    BusName, Finished, Need, RUN_DEADLINE, ShmDir, Watched, process_state, run, run_with_input,
+    skip, spawn, spawn_head, with_stdout_closed,
 };
 
 /// `shmbus ARGS`, stdin /dev/null, stdout and stderr piped.

@@ -1,7 +1,7 @@
 //! `shmbus_error_code()`: each failure a C caller can meet leaves the code
 //! of its kind, and `shmbus_error_code_name()` names every code.
 
-use std::ffi::{c_int, CStr, CString};
+use std::ffi::{CStr, CString, c_int};
 use std::ptr::{null, null_mut};
 
 use super::{bus_opts, last_error, oldest, pool_opts, pool_publish, publish};

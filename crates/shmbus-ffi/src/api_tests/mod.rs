@@ -10,7 +10,7 @@ mod error_codes;
 mod lossless;
 mod peek_and_state;
 
-use std::ffi::{c_void, CStr};
+use std::ffi::{CStr, c_void};
 use std::ptr::{null, null_mut};
 use std::time::{Duration, Instant};
 

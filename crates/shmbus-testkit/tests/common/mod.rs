@@ -3,7 +3,7 @@
 
 #![allow(dead_code)]
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::process::Command;
 use std::time::{Duration, Instant};
 

@@ -10,7 +10,7 @@
 //! last written.
 
 use crate::bus::copy;
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, fence};
 use crate::wire::blackboard::tag;
 
 /// What one attempt to copy an entry found.

@@ -34,7 +34,9 @@ pub enum GetError {
     /// The entry's stamp stayed odd through every try and no process
     /// holds the writer's lock: a writer died while writing it. Its value
     /// is lost; the next writer to attach removes it (and counts it).
-    #[error("entry {entry} is stuck mid-write of version {version} and no writer lives: a writer died writing it")]
+    #[error(
+        "entry {entry} is stuck mid-write of version {version} and no writer lives: a writer died writing it"
+    )]
     Stuck {
         /// The entry (its index in the table).
         entry: u64,

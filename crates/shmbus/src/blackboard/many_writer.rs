@@ -63,19 +63,19 @@
 use std::marker::PhantomData;
 use std::time::{Duration, Instant};
 
+use super::Options;
 use super::entry::same_key;
 use super::entry::{self, Attempt};
 use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
-use super::Options;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
-use crate::wire::blackboard::{control, tag, MULTI_WRITER};
 use crate::wire::Header;
+use crate::wire::blackboard::{MULTI_WRITER, control, tag};
 
 /// How many mid-write entries a handle remembers (entry, stamp, first
 /// seen) to time them against the unblock timeout.
@@ -212,10 +212,10 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
                         tag::EMPTY => {
                             return Probe::Absent {
                                 free: free.or(Some((i, stamp))),
-                            }
+                            };
                         }
                         tag::LIVE if self.buf[8..8 + key.len()] == *key => {
-                            return Probe::Found { i, stamp }
+                            return Probe::Found { i, stamp };
                         }
                         tag::LIVE => {}
                         // Removed, or a tag no writer stores: reusable.
@@ -660,9 +660,9 @@ mod shm {
     use crate::error::{AttachError, OpenError};
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::segment::{create_region, layout_page, open_checked, Role};
+    use crate::segment::{Role, create_region, layout_page, open_checked};
     use crate::sys::lock;
-    use crate::wire::{lock_byte, Kind, Publishers};
+    use crate::wire::{Kind, Publishers, lock_byte};
 
     /// Turns this handle's lock on the writer's byte into a shared one
     /// (every many-writer shares it, so `stat`, `clean` and readers still

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::options::{file_setters, FileOptions, DEFAULT_UNBLOCK};
+use crate::options::{DEFAULT_UNBLOCK, FileOptions, file_setters};
 use crate::wait::WaitStrategy;
 
 /// How to create a blackboard: how many keys it holds, and for a raw

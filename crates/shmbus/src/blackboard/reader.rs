@@ -580,7 +580,7 @@ mod shm {
     use crate::error::OpenError;
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::segment::{open_checked, Role};
+    use crate::segment::{Role, open_checked};
     use crate::wire::Kind;
 
     impl<K: ?Sized + Field, V: ?Sized + Field> Reader<K, V, ShmRegion> {

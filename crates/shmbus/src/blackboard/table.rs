@@ -3,11 +3,11 @@
 //! writer's stores. The writer and reader files build their handles on
 //! it; loom and Miri run it on the heap.
 
-use super::entry::{self, same_key, Attempt, Holds};
+use super::entry::{self, Attempt, Holds, same_key};
 use crate::mem::Region;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::wire::blackboard::{control, entry as off, tag};
-use crate::wire::{lock_byte, BlackboardGeometry};
+use crate::wire::{BlackboardGeometry, lock_byte};
 
 /// How many times a reader tries one entry while a write is under way or
 /// its copy is torn before it gives up (`Busy`, or `Stuck` when the stamp

@@ -3,8 +3,8 @@
 //! real handles, bounded reads of a mid-write entry, and a writer thread
 //! against reader threads that check every value.
 
-use std::sync::atomic::{AtomicBool, Ordering as Std};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as Std};
 
 use super::table::hash;
 use super::{GetError, Options, Writer};

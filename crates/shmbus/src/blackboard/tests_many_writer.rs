@@ -4,8 +4,8 @@
 //! writer threads on their own keys against a reader that checks every
 //! value it reads.
 
-use std::sync::atomic::{AtomicBool, Ordering as Std};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering as Std};
 use std::time::Duration;
 
 use super::*;

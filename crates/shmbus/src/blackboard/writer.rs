@@ -5,11 +5,11 @@
 
 use std::marker::PhantomData;
 
+use super::Options;
 use super::error::{PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
-use super::Options;
 use crate::error::CreateError;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::sync::Ordering;
@@ -402,8 +402,8 @@ mod shm {
     use crate::error::{AttachError, OpenError};
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
-    use crate::wire::{blackboard::control, lock_byte, Kind};
+    use crate::segment::{Role, create_region, layout_page, open_checked, take_role};
+    use crate::wire::{Kind, blackboard::control, lock_byte};
 
     impl<K: ?Sized + Field, V: ?Sized + Field> Writer<K, V, ShmRegion> {
         /// Creates a blackboard named `name` (a bare name lives in

@@ -36,7 +36,7 @@
 use crate::mem::Region;
 use crate::sync::Ordering;
 use crate::sys::clock::monotonic_ns;
-use crate::wire::{subscriber_line as line, LINE};
+use crate::wire::{LINE, subscriber_line as line};
 
 /// How many deliveries (or empty polls) pass between two `ACTIVE_NS`
 /// stores: a power of two.
@@ -138,11 +138,7 @@ impl Activity {
     /// evicted.
     #[inline(always)]
     pub(crate) fn gating(&self) -> Option<Joined> {
-        if self.evicted {
-            None
-        } else {
-            self.joined
-        }
+        if self.evicted { None } else { self.joined }
     }
 
     /// The gating entry it joined as, evicted or not (to give it back).

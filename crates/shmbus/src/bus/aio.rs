@@ -30,14 +30,14 @@ use super::{
     Abandoned, ManyPublishError, ManyPublisher, Payload, PublishError, Publisher, Received,
     Subscriber, TryPublishError,
 };
-use crate::aio::{turn, Doze};
+use crate::Message;
+use crate::aio::{Doze, turn};
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
 use crate::mem::Region;
 use crate::member::Member;
 use crate::sync::AtomicU32;
 use crate::wait::{self, Wait};
-use crate::Message;
 
 impl<T: ?Sized + Payload, R: Region> Member for Subscriber<T, R> {
     fn ready(&self) -> bool {

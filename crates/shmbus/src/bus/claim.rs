@@ -68,10 +68,10 @@
 use std::time::{Duration, Instant};
 
 use super::ring::{Cursor, Poll, Ring, Stall};
-use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
+use super::stamp::{Stamp, abandoned, ahead, decode, done, writing};
 use crate::mem::Region;
-use crate::sync::{fence, Ordering};
-use crate::wire::{control, Header};
+use crate::sync::{Ordering, fence};
+use crate::wire::{Header, control};
 
 /// Writes the many-publisher control fields of a bus being built (before
 /// its magic): the unblock timeout.

@@ -56,11 +56,7 @@ use crate::sync::{AtomicU64, Ordering};
 #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
 #[inline]
 fn bulk(len: usize) -> usize {
-    if len >= 64 {
-        len & !15
-    } else {
-        0
-    }
+    if len >= 64 { len & !15 } else { 0 }
 }
 
 /// From how many words of zero padding the x86_64 path zeroes in `asm!`

@@ -113,12 +113,12 @@ use std::time::{Duration, Instant};
 
 use super::activity::Joined;
 use super::ring::Ring;
-use super::stamp::{ahead, Stamp};
+use super::stamp::{Stamp, ahead};
 use crate::error::LosslessRefused;
 use crate::mem::Region;
 use crate::sync::Ordering;
 use crate::wait::{self, WaitStrategy};
-use crate::wire::{contract, control, lock_byte, subscriber_line as line, LINE};
+use crate::wire::{LINE, contract, control, lock_byte, subscriber_line as line};
 
 /// How often a blocked publisher checks that the subscriber holding it
 /// back still lives (a lock probe, one system call).
@@ -288,11 +288,11 @@ impl Gate {
         ahead(self.limit, m) > 0
     }
 
-    /// After a write whose trailing load found `GATE_GEN == gen`: a
+    /// After a write whose trailing load found `GATE_GEN == generation`: a
     /// change makes the next write scan first.
     #[inline(always)]
-    pub(crate) fn after_write(&mut self, m: u64, gen: u32) {
-        if gen != self.gen_seen {
+    pub(crate) fn after_write(&mut self, m: u64, generation: u32) {
+        if generation != self.gen_seen {
             self.limit = m.wrapping_add(1);
         }
     }
@@ -313,9 +313,9 @@ impl Gate {
     }
 
     /// After a skip of `n` from `next` whose trailing load found
-    /// `GATE_GEN == gen` (`after_write`); one longer than the ring is
+    /// `GATE_GEN == generation` (`after_write`); one longer than the ring is
     /// remembered (`SkipRun`).
-    pub(crate) fn after_skip(&mut self, next: u64, n: u64, capacity: u64, gen: u32) {
+    pub(crate) fn after_skip(&mut self, next: u64, n: u64, capacity: u64, generation: u32) {
         let end = next.wrapping_add(n);
         if n > capacity {
             self.skip_run = Some(SkipRun {
@@ -323,15 +323,15 @@ impl Gate {
                 to: end.wrapping_sub(capacity),
             });
         }
-        self.after_write(end.wrapping_sub(1), gen);
+        self.after_write(end.wrapping_sub(1), generation);
     }
 
-    /// Many publishers: after claiming `m`, with `GATE_GEN == gen` loaded
+    /// Many publishers: after claiming `m`, with `GATE_GEN == generation` loaded
     /// after the claim (`Ring::claim_gated`): a change makes this write
     /// scan first.
     #[inline(always)]
-    pub(crate) fn after_claim(&mut self, m: u64, gen: u32) {
-        if gen != self.gen_seen {
+    pub(crate) fn after_claim(&mut self, m: u64, generation: u32) {
+        if generation != self.gen_seen {
             self.limit = m;
         }
     }
@@ -446,8 +446,8 @@ impl Gate {
         let seq = loop {
             self.room_until(ring, c, deadline)?;
             match ring.claim_exactly(c) {
-                Ok(gen) => {
-                    self.after_claim(c, gen);
+                Ok(generation) => {
+                    self.after_claim(c, generation);
                     break c;
                 }
                 Err(now) => c = now,
@@ -803,7 +803,7 @@ impl<R: Region> Ring<R> {
         let mut cleaned = false;
         for _ in 0..JOIN_TRIES {
             // SeqCst, before the count: see `gating_count_without`.
-            let gen = self.gate_gen().load(Ordering::SeqCst);
+            let generation = self.gate_gen().load(Ordering::SeqCst);
             let mut others = self.gating_count_without(entry);
             if others >= max && !cleaned {
                 // A subscriber that died while the publisher was not
@@ -826,12 +826,17 @@ impl<R: Region> Ring<R> {
             self.gating_word(entry)
                 .fetch_or(1 << (entry % 64), Ordering::SeqCst);
             // The commit, and the bump the publisher rescans on: it
-            // succeeds only if no other joiner committed since `gen` was
+            // succeeds only if no other joiner committed since `generation` was
             // loaded (nor anyone left or rejoined). A joiner that loads
             // `GATE_GEN` after this sees the bit set above in its count.
             if self
                 .gate_gen()
-                .compare_exchange(gen, gen.wrapping_add(1), Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(
+                    generation,
+                    generation.wrapping_add(1),
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                )
                 .is_ok()
             {
                 self.announce_committed_join();

@@ -6,9 +6,9 @@ use std::marker::PhantomData;
 
 use crate::wire::Message;
 
-use super::ring::{Poll, Ring};
 use super::Cursor;
 use super::Received;
+use super::ring::{Poll, Ring};
 use crate::mem::{DefaultRegion, Region};
 use crate::options::Start;
 use crate::wait::{Wait, WaitStrategy};

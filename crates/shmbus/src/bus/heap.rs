@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::ring::Ring;
-use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
+use crate::mem::heap::HEAP_PAGE;
 use crate::wire::{Header, TypeFingerprint};
 
 /// A ring on the heap, built as `create` builds one in /dev/shm; `unblock`

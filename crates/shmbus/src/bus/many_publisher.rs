@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use crate::wire::Message;
 
+use super::SubscriberGroup;
 use super::error::{Abandoned, ManyPublishError, TryPublishError};
 use super::gate::Gate;
 use super::heap::heap_ring;
 use super::payload::Payload;
 use super::ring::Ring;
 use super::subscriber::Subscriber;
-use super::SubscriberGroup;
 use crate::error::CreateError;
 use crate::error::LosslessRefused;
 use crate::mem::{DefaultRegion, HeapRegion, Region};
@@ -78,12 +78,12 @@ impl<R: Region> Writer<R> {
     fn write(&mut self, src: &[u8]) -> Result<u64, Abandoned> {
         #[cfg(feature = "test-hooks")]
         let due = self.due();
-        let (seq, gen) = self.ring.claim_gated();
+        let (seq, generation) = self.ring.claim_gated();
         #[cfg(feature = "test-hooks")]
         if let Some((HookPoint::AfterClaim, stop)) = due {
             stop(seq);
         }
-        self.gate.after_claim(seq, gen);
+        self.gate.after_claim(seq, generation);
         if !self.gate.open_for(seq) {
             self.gate.room(&self.ring, seq);
         }

@@ -129,7 +129,7 @@ pub use group::SubscriberGroup;
 pub use many_publisher::HookPoint;
 pub use many_publisher::ManyPublisher;
 pub use options::{
-    BusOptions, Many, One, PublisherCount, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT,
+    BusOptions, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, MAX_EVICT, Many, One, PublisherCount,
 };
 pub use payload::Payload;
 pub use publisher::Publisher;

@@ -5,7 +5,7 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::options::{check_timeout, file_setters, FileOptions, DEFAULT_UNBLOCK, MAX_UNBLOCK};
+use crate::options::{DEFAULT_UNBLOCK, FileOptions, MAX_UNBLOCK, check_timeout, file_setters};
 use crate::wire::Publishers;
 
 /// The default eviction timeout of a lossless subscriber

@@ -93,8 +93,8 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
 
     #[inline(always)]
     fn write_now(&mut self, seq: u64, bytes: &[u8]) -> u64 {
-        let gen = self.ring.write(seq, bytes);
-        self.gate.after_write(seq, gen);
+        let generation = self.ring.write(seq, bytes);
+        self.gate.after_write(seq, generation);
         self.next = seq.wrapping_add(1);
         seq
     }
@@ -157,9 +157,10 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         if n > 0 {
             let seq = self.next;
             self.gate.room_for_skip(&self.ring, seq, n);
-            let gen = self.ring.skip(seq, n);
+            let generation = self.ring.skip(seq, n);
             self.next = seq.wrapping_add(n);
-            self.gate.after_skip(seq, n, self.ring.capacity(), gen);
+            self.gate
+                .after_skip(seq, n, self.ring.capacity(), generation);
         }
         Ok(self.next)
     }

@@ -17,12 +17,12 @@ use std::time::{Duration, Instant};
 
 use super::activity::Activity;
 use super::copy;
-use super::stamp::{abandoned, ahead, decode, done, writing, Stamp};
+use super::stamp::{Stamp, abandoned, ahead, decode, done, writing};
 use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
-use crate::sync::{fence, AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, fence};
 use crate::wait::{self, Wait, WaitStrategy};
-use crate::wire::{control, Header, LINE, STAMP_BYTES};
+use crate::wire::{Header, LINE, STAMP_BYTES, control};
 
 /// What one attempt to read a slot found.
 #[derive(Debug, PartialEq, Eq)]
@@ -349,9 +349,9 @@ impl<R: Region> Ring<R> {
         // Release, paired with the Acquire cursor loads in `head`: a reader
         // that sees the cursor past `seq` sees slot `seq` complete (or newer).
         self.cursor().store(seq.wrapping_add(1), Ordering::Release);
-        let gen = self.wake_sleepers_gen();
+        let generation = self.wake_sleepers_gen();
         self.prefetch_next_for_write(seq.wrapping_add(1));
-        gen
+        generation
     }
 
     /// The lines of `seq`'s slot past the stamp's, prefetched for writing
@@ -410,14 +410,14 @@ impl<R: Region> Ring<R> {
     fn wake_sleepers_gen(&self) -> u32 {
         // One bounds check for both words (same line, side by side).
         const _: () = assert!(control::GATE_GEN == control::FUTEX + 4);
-        let [bell, gen] = self.region.word32s(self.control(control::FUTEX), 2) else {
+        let [bell, generation] = self.region.word32s(self.control(control::FUTEX), 2) else {
             unreachable!("two words asked, two given")
         };
         wait::ring(bell, self.light_barrier);
         // Relaxed: ordered after the cursor store by `ring`'s fence (the
         // Dekker of `gate`); a changed value makes the next write rescan,
         // which loads it again with Acquire.
-        gen.load(Ordering::Relaxed)
+        generation.load(Ordering::Relaxed)
     }
 
     /// The publisher half of the sleep protocol in `wait`.

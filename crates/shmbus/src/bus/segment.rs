@@ -4,17 +4,17 @@
 //! and registering a subscriber so `stat` can name it.
 
 use super::activity::Activity;
-use super::options::{publishers, BusOptions, PublisherCount};
+use super::options::{BusOptions, PublisherCount, publishers};
 use super::payload::Payload;
 use super::ring::Ring;
 use crate::error::{AttachError, CreateError, OpenError};
 use crate::mem::{Access, Region, ShmRegion};
 use crate::options::OpenOptions;
-use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
+use crate::segment::{Role, create_region, layout_page, open_checked, take_role};
 use crate::sync::Ordering;
 use crate::sys::lock;
 use crate::wire::{
-    control, lock_byte, GeometryError, Header, Kind, Publishers, TypeFingerprint, LINE,
+    GeometryError, Header, Kind, LINE, Publishers, TypeFingerprint, control, lock_byte,
 };
 
 /// Creates a bus of payload `T` as `opts` say; options for [`Many`]

@@ -2,12 +2,12 @@
 
 use crate::wire::Message;
 
+use super::Cursor;
+use super::Received;
 use super::activity::Activity;
 use super::payload::Payload;
 use super::ring::{Poll, Ring};
 use super::stamp::ahead;
-use super::Cursor;
-use super::Received;
 use crate::mem::{DefaultRegion, Region};
 use crate::options::Start;
 use crate::wait::{Wait, WaitStrategy};

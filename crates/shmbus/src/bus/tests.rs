@@ -305,11 +305,11 @@ mod ring {
 mod claim {
     use std::time::{Duration, Instant};
 
-    use crate::bus::stamp::{abandoned, decode, done, writing, Stamp};
     use crate::bus::Received::{Lagged, Message};
+    use crate::bus::stamp::{Stamp, abandoned, decode, done, writing};
     use crate::bus::{ManyPublisher, SubscriberGroup};
-    use crate::options::Start;
     use crate::options::DEFAULT_UNBLOCK;
+    use crate::options::Start;
     use crate::wait::WaitStrategy;
 
     #[test]
@@ -555,8 +555,8 @@ mod gate {
     }
 
     #[test]
-    fn a_lossless_subscriber_joining_a_bus_already_publishing_holds_the_publisher_back_from_its_next_unread_slot(
-    ) {
+    fn a_lossless_subscriber_joining_a_bus_already_publishing_holds_the_publisher_back_from_its_next_unread_slot()
+     {
         // The publisher has written a lap and more with nobody gating, so
         // its cached limit is far away: only the join's announcement (the
         // generation, raised through the futex word's flag) makes it look.
@@ -579,8 +579,8 @@ mod gate {
     }
 
     #[test]
-    fn a_lossless_subscriber_beside_a_lossy_one_gets_every_message_while_the_lossy_one_is_lapped_exactly(
-    ) {
+    fn a_lossless_subscriber_beside_a_lossy_one_gets_every_message_while_the_lossy_one_is_lapped_exactly()
+     {
         const N: u64 = if cfg!(miri) { 200 } else { 20_000 };
         let mut p = patient_bus(4);
         let mut lossless = p
@@ -810,8 +810,8 @@ mod gate {
     #[test]
     // Real time and a thread spinning on the line: too slow under Miri.
     #[cfg_attr(miri, ignore)]
-    fn a_gating_line_whose_position_steps_back_and_forth_holds_a_claim_for_a_few_eviction_timeouts_not_for_ever(
-    ) {
+    fn a_gating_line_whose_position_steps_back_and_forth_holds_a_claim_for_a_few_eviction_timeouts_not_for_ever()
+     {
         use crate::mem::Region;
         use crate::sync::Ordering;
         // A claim more than a ring ahead waits for several reads, and its
@@ -953,10 +953,10 @@ mod gate {
         let mut s = p
             .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
             .unwrap();
-        let gen = |s: &Subscriber<u64, Arc<HeapRegion>>| {
+        let generation = |s: &Subscriber<u64, Arc<HeapRegion>>| {
             s.ring.gate_gen().load(crate::sync::Ordering::SeqCst)
         };
-        let before = gen(&s);
+        let before = generation(&s);
         p.publish(&1);
         assert_eq!(p.skip(10), Ok(11));
         p.publish(&2);
@@ -965,7 +965,7 @@ mod gate {
         assert_eq!(s.try_recv(), Some(Received::Message(2)));
         // Each rejoin bumps GATE_GEN (a SeqCst RMW and a membarrier): a
         // contiguous step over skipped stamps needs none.
-        assert_eq!(gen(&s), before, "rejoined after contiguous skips");
+        assert_eq!(generation(&s), before, "rejoined after contiguous skips");
         assert!(s.is_lossless());
     }
 
@@ -1026,8 +1026,8 @@ mod gate {
     }
 
     #[test]
-    fn after_a_skip_longer_than_the_ring_the_publisher_waits_for_a_lossless_subscriber_to_step_over_it(
-    ) {
+    fn after_a_skip_longer_than_the_ring_the_publisher_waits_for_a_lossless_subscriber_to_step_over_it()
+     {
         // The subscriber read everything before the skip, so the skip's
         // marks overwrite nothing it needs; but its position is then more
         // than a ring behind the publisher, which is not a lap: the

@@ -211,7 +211,9 @@ pub enum OpenError {
     /// Opened with [`OpenOptions::only_own`](crate::OpenOptions::only_own):
     /// the file belongs to another user, or grants someone permissions
     /// beyond the mode asked for.
-    #[error("{path}: owned by uid {owner} with mode {mode:o}, expected uid {uid} and no permission beyond {max_mode:o}")]
+    #[error(
+        "{path}: owned by uid {owner} with mode {mode:o}, expected uid {uid} and no permission beyond {max_mode:o}"
+    )]
     NotOwn {
         /// The file.
         path: PathBuf,
@@ -298,7 +300,9 @@ pub enum OpenError {
     /// Another process held the segment's attach lock exclusively for the
     /// whole init timeout: `shmbus clean` deciding to remove it holds it
     /// for a moment, anything longer is not shmbus.
-    #[error("{path}: locked exclusively by another process for {waited:?} (shmbus clean removing it?), expected the shared attach lock to be free")]
+    #[error(
+        "{path}: locked exclusively by another process for {waited:?} (shmbus clean removing it?), expected the shared attach lock to be free"
+    )]
     Locked {
         /// The file.
         path: PathBuf,
@@ -483,7 +487,9 @@ pub enum CreateError {
     /// ([`BusOptions::group`](crate::BusOptions::group)): a user may give
     /// a file only a group it is a member of (`EPERM`). Nothing is left
     /// behind.
-    #[error("{path}: cannot give the file group {gid}: {source} (a user may give only a group it is a member of)")]
+    #[error(
+        "{path}: cannot give the file group {gid}: {source} (a user may give only a group it is a member of)"
+    )]
     Group {
         /// The bus's path.
         path: PathBuf,

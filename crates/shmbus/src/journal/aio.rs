@@ -5,6 +5,7 @@
 //! with the feature `async-stream`, its [`Entries`]).
 
 use super::{Entry, Subscriber};
+use crate::Message;
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
@@ -12,7 +13,6 @@ use crate::bus::{Payload, Received};
 use crate::member::Member;
 use crate::sync::AtomicU32;
 use crate::wait::Wait;
-use crate::Message;
 
 impl<T: ?Sized + Payload> Member for Subscriber<T> {
     fn ready(&self) -> bool {

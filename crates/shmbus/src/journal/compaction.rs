@@ -8,13 +8,13 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::format::JournalHeader;
 use super::reader::Reader;
-use super::shared::{lock, Prepared, Shared};
+use super::shared::{Prepared, Shared, lock};
 use super::writer::Writer;
 
 /// A running background compaction.
@@ -151,7 +151,7 @@ impl Compaction {
                 None => {
                     return Err(io::Error::other(format!(
                         "record {i} unreadable, below the {to} committed"
-                    )))
+                    )));
                 }
             }
             if i % 32_768 == 0 && self.stopped() {

@@ -278,7 +278,9 @@ impl OpenError {
 pub enum SnapshotError {
     /// A record's sequence is not above the one before it, or not below
     /// the bus's first sequence.
-    #[error("snapshot record {index} has sequence {seq}, expected above {after:?} and below the first sequence {first}")]
+    #[error(
+        "snapshot record {index} has sequence {seq}, expected above {after:?} and below the first sequence {first}"
+    )]
     Order {
         /// Its place in the snapshot.
         index: usize,
@@ -608,7 +610,9 @@ pub enum SeekError {
     Journal(#[from] OpenError),
     /// A snapshot record met by the search is not a whole record in
     /// order: the file was damaged (or written by something else).
-    #[error("{path}: snapshot record {index} is {found}, expected a whole record with a sequence below the base {base} and above the previous one")]
+    #[error(
+        "{path}: snapshot record {index} is {found}, expected a whole record with a sequence below the base {base} and above the previous one"
+    )]
     Corrupt {
         /// The journal.
         path: PathBuf,
@@ -620,7 +624,9 @@ pub enum SeekError {
         base: u64,
     },
     /// The header counts more snapshot records than the file has room for.
-    #[error("{path}: the header counts {snapshot} snapshot records, the file has room for {held}: the header is damaged")]
+    #[error(
+        "{path}: the header counts {snapshot} snapshot records, the file has room for {held}: the header is damaged"
+    )]
     Oversized {
         /// The journal.
         path: PathBuf,

@@ -15,10 +15,10 @@
 //!
 //! [`GrowableRegion::want_growth`]: crate::mem::growable::GrowableRegion::want_growth
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use super::shared::{lock, Shared};
+use super::shared::{Shared, lock};
 use crate::wait;
 
 /// Grows the current file when asked, until told to stop.
@@ -42,8 +42,8 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
-    use crate::mem::growable::GrowableRegion;
     use crate::mem::Region;
+    use crate::mem::growable::GrowableRegion;
 
     /// Waits (bounded) for `cond`, which another thread makes true.
     fn until(what: &str, cond: impl Fn() -> bool) {

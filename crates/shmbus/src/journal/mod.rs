@@ -133,6 +133,6 @@ pub use keyed::{Keyed, KeyedPayload};
 pub use options::{JoinOptions, Options};
 pub use publisher::Publisher;
 #[doc(hidden)] // for the tool and the tests: no stable interface
-pub use stat::{stat, Stat};
+pub use stat::{Stat, stat};
 pub use state::{KeyedState, State};
 pub use subscriber::{Entry, Subscriber};

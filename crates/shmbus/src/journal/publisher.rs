@@ -7,24 +7,24 @@ use std::io;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use crate::wire::Message;
 
-use super::compaction::{tmp_path, Compaction, Compactor};
+use super::compaction::{Compaction, Compactor, tmp_path};
 use super::error::{AppendError, AttachError, CloseError, CreateError, OpenError, SnapshotError};
 use super::flusher::flusher;
 use super::format::JournalHeader;
 use super::grower::grower;
-use super::keyed::{raw_key, Keyed};
-use super::options::{check_snapshot, Options};
-use super::shared::{lock, Shared};
+use super::keyed::{Keyed, raw_key};
+use super::options::{Options, check_snapshot};
+use super::shared::{Shared, lock};
 use super::writer::{Trust, Writer};
-use crate::bus::gate::Gate;
-use crate::bus::ring::Ring;
 use crate::bus::BusOptions;
 use crate::bus::Payload;
+use crate::bus::gate::Gate;
+use crate::bus::ring::Ring;
 
 use crate::mem::{Region, ShmRegion};
 use crate::options::OpenOptions;
@@ -32,7 +32,7 @@ use crate::segment::{self, Role};
 use crate::sys::fork::Origin;
 use crate::wait;
 use crate::wire::TypeFingerprint;
-use crate::wire::{control, lock_byte, Header};
+use crate::wire::{Header, control, lock_byte};
 
 /// The byte-level journaled publisher both typed and raw ones wrap.
 struct Core {
@@ -344,8 +344,8 @@ impl Core {
         if !self.gate.open_for(seq) {
             self.gate.room(&self.ring, seq);
         }
-        let gen = self.ring.write(seq, bytes);
-        self.gate.after_write(seq, gen);
+        let generation = self.ring.write(seq, bytes);
+        self.gate.after_write(seq, generation);
         self.next = seq.wrapping_add(1);
         if self.compaction_due() {
             self.start_compaction();
@@ -555,8 +555,8 @@ fn publish_last_record(ring: &Ring<Arc<ShmRegion>>, gate: &mut Gate, writer: &Wr
     if !gate.open_for(seq) {
         gate.room(ring, seq);
     }
-    let gen = ring.write(seq, &rec[8..8 + msg_size]);
-    gate.after_write(seq, gen);
+    let generation = ring.write(seq, &rec[8..8 + msg_size]);
+    gate.after_write(seq, generation);
 }
 
 /// The bus file's mode, owner and group.
@@ -614,11 +614,7 @@ impl<T: ?Sized + Payload> std::fmt::Debug for Publisher<T> {
 /// messages by their first 8 bytes, typed ones by none (a typed bus
 /// compacts only if its type is [`Keyed`]).
 fn default_key<T: ?Sized + Payload>() -> fn(&[u8]) -> u64 {
-    if T::is_raw() {
-        raw_key
-    } else {
-        no_key
-    }
+    if T::is_raw() { raw_key } else { no_key }
 }
 
 impl<T: ?Sized + Payload> Publisher<T> {

@@ -20,7 +20,7 @@ use std::path::Path;
 use rustix::fs::{FileType, Mode, OFlags};
 
 use super::error::OpenError;
-use super::format::{self, JournalHeader, HEADER_LEN};
+use super::format::{self, HEADER_LEN, JournalHeader};
 
 /// What a file of type `t` is called in an error; `None` for a regular file.
 fn not_regular(t: FileType) -> Option<&'static str> {

@@ -3,8 +3,8 @@
 //! or raw (`[u8]`, keyed by the first 8 bytes), as [`KeyedPayload`] says.
 
 use std::borrow::Borrow;
-use std::collections::hash_map::Entry as MapEntry;
 use std::collections::HashMap;
+use std::collections::hash_map::Entry as MapEntry;
 use std::time::Instant;
 
 use super::error::JoinError;

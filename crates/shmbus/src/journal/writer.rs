@@ -16,10 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::error::{AppendError, OpenError};
-use super::format::{self, JournalHeader, HEADER_LEN};
-use super::reader::{check_header_matches, open_journal, read_header, Reader};
-use crate::mem::growable::{GrowError, GrowableRegion};
+use super::format::{self, HEADER_LEN, JournalHeader};
+use super::reader::{Reader, check_header_matches, open_journal, read_header};
 use crate::mem::Region;
+use crate::mem::growable::{GrowError, GrowableRegion};
 use crate::sync::Ordering;
 
 /// Address space reserved per journal file (not memory: `PROT_NONE`,
@@ -253,7 +253,7 @@ impl Writer {
         // SAFETY: a prefetch is only a hint; it never faults, even on an
         // address that is not mapped.
         unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0};
+            use std::arch::x86_64::{_MM_HINT_ET0, _mm_prefetch};
             _mm_prefetch::<_MM_HINT_ET0>(rec.as_ptr().cast::<u8>().wrapping_add(2048).cast());
         }
         let (check, body) = rec.split_last().expect("a record has a check word");
@@ -396,8 +396,8 @@ mod tests {
     }
 
     #[test]
-    fn a_writer_asks_once_for_growth_while_less_than_a_chunk_is_mapped_ahead_and_grows_itself_at_the_end(
-    ) {
+    fn a_writer_asks_once_for_growth_while_less_than_a_chunk_is_mapped_ahead_and_grows_itself_at_the_end()
+     {
         let path = temp("ahead");
         let page = rustix::param::page_size();
         let mut w = Writer::create(&path, header(), 0o600, None, page, 0).unwrap();

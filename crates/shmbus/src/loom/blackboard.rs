@@ -22,11 +22,11 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::blackboard::entry::{try_read, try_read_key, Attempt, Holds};
+use crate::blackboard::entry::{Attempt, Holds, try_read, try_read_key};
 use crate::blackboard::table::Table;
 use crate::mem::HeapRegion;
-use crate::wire::blackboard::tag;
 use crate::wire::BlackboardGeometry;
+use crate::wire::blackboard::tag;
 
 /// A one-key table (two entries of 64 bytes) of 8-byte keys and 16-byte
 /// values, its control page at 0 and its entries at 64.
@@ -128,7 +128,7 @@ fn loom_two_readers_looking_up_a_key_in_place_racing_its_insert_and_update_never
 #[test]
 fn loom_look_ups_pass_another_keys_entry_mid_write_and_never_miss_a_key_put_before() {
     use crate::blackboard::entry;
-    use crate::blackboard::table::{hash, NotRead};
+    use crate::blackboard::table::{NotRead, hash};
     use loom::sync::atomic::{AtomicBool, Ordering};
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {

@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::blackboard::entry::{try_read, Attempt};
-use crate::blackboard::table::Table;
 use crate::blackboard::ManyWriter;
+use crate::blackboard::entry::{Attempt, try_read};
+use crate::blackboard::table::Table;
 use crate::mem::{HeapRegion, Region};
 use crate::sync::Ordering;
 use crate::wait::WaitStrategy;
-use crate::wire::blackboard::{control, tag};
 use crate::wire::BlackboardGeometry;
+use crate::wire::blackboard::{control, tag};
 
 type Many = ManyWriter<u64, [u64; 2], Arc<HeapRegion>>;
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::bus::ring::Poll;
 use crate::bus::Cursor;
 use crate::bus::Publisher;
+use crate::bus::ring::Poll;
 use crate::mem::HeapRegion;
 use crate::options::Start;
 use crate::wait::WaitStrategy;

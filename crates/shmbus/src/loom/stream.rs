@@ -18,8 +18,8 @@
 //! released through `HEAD` with Release would go unnoticed here (the
 //! `TAIL` side is caught: a stale word reads as a wrong record).
 
-use std::sync::atomic::{AtomicUsize, Ordering as Std};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as Std};
 use std::time::Duration;
 
 use loom::thread;
@@ -28,11 +28,11 @@ use crate::loom::bus::model;
 
 use crate::mem::{HeapRegion, Region};
 use crate::stream::ring::StreamRing;
-use crate::stream::{on_heap, Consumer, Producer};
+use crate::stream::{Consumer, Producer, on_heap};
 use crate::sync::Ordering;
 use crate::wait::Wait;
 use crate::wait::WaitStrategy;
-use crate::wire::{stream_control as ctl, Header};
+use crate::wire::{Header, stream_control as ctl};
 
 /// Spins no time: sleeps on the futex as soon as `wait::Backoff` first
 /// reads the clock, which is after 63 spins (see `DELAYS`).

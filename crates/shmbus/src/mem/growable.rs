@@ -32,12 +32,12 @@ use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::{check, Region};
+use super::{Region, check};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// The least address space [`GrowableRegion::map`] settles for when the
@@ -143,7 +143,7 @@ impl GrowableRegion {
                         what: "reserve address space",
                         len: reserve as u64,
                         source,
-                    })
+                    });
                 }
             }
         };

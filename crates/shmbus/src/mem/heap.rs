@@ -2,7 +2,7 @@
 //! one process and for loom and Miri, which run the same protocol code as
 //! the shared-memory backing.
 
-use super::{check, Region};
+use super::{Region, check};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Page size of heap regions: the header fits, and so do the control fields

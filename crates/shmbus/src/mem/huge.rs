@@ -82,7 +82,9 @@ pub(crate) use imp::*;
 #[non_exhaustive]
 pub enum HugePageError {
     /// The kernel has no transparent huge pages (no sysfs directory).
-    #[error("transparent huge pages: this kernel has none ({path}: {source}); expected a kernel built with CONFIG_TRANSPARENT_HUGEPAGE")]
+    #[error(
+        "transparent huge pages: this kernel has none ({path}: {source}); expected a kernel built with CONFIG_TRANSPARENT_HUGEPAGE"
+    )]
     NoTransparent {
         /// The sysfs file that could not be read.
         path: PathBuf,
@@ -90,13 +92,17 @@ pub enum HugePageError {
         source: io::Error,
     },
     /// `shmem_enabled` forbids huge pages for every tmpfs file.
-    #[error("transparent huge pages for shared memory are off: /sys/kernel/mm/transparent_hugepage/shmem_enabled is [{found}], expected anything but [deny] (echo advise > that file, as root)")]
+    #[error(
+        "transparent huge pages for shared memory are off: /sys/kernel/mm/transparent_hugepage/shmem_enabled is [{found}], expected anything but [deny] (echo advise > that file, as root)"
+    )]
     ShmemDenied {
         /// The selected setting.
         found: String,
     },
     /// Transparent huge pages back tmpfs files only (/dev/shm).
-    #[error("{path}: on a {found} file system; transparent huge pages need tmpfs (a bare name, which lives in /dev/shm)")]
+    #[error(
+        "{path}: on a {found} file system; transparent huge pages need tmpfs (a bare name, which lives in /dev/shm)"
+    )]
     NotTmpfs {
         /// The bus's path.
         path: PathBuf,
@@ -104,7 +110,9 @@ pub enum HugePageError {
         found: String,
     },
     /// `--huge-pages hugetlbfs` with a path that is not on hugetlbfs.
-    #[error("{path}: on a {found} file system, expected hugetlbfs: name the bus by a path under {mounts}")]
+    #[error(
+        "{path}: on a {found} file system, expected hugetlbfs: name the bus by a path under {mounts}"
+    )]
     NotHugetlbfs {
         /// The bus's path.
         path: PathBuf,
@@ -114,7 +122,9 @@ pub enum HugePageError {
         mounts: String,
     },
     /// hugetlbfs had too few free huge pages for the segment.
-    #[error("{path}: needs {needed} huge pages of {page_kib} KiB, {free} free of {total} reserved (raise /proc/sys/vm/nr_hugepages, as root)")]
+    #[error(
+        "{path}: needs {needed} huge pages of {page_kib} KiB, {free} free of {total} reserved (raise /proc/sys/vm/nr_hugepages, as root)"
+    )]
     NoneFree {
         /// The bus's path.
         path: PathBuf,

@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use rustix::fs::{Mode, OFlags};
 use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
 
-use super::{check, Region};
+use super::{Region, check};
 use crate::sync::{AtomicU32, AtomicU64};
 
 #[cfg(not(loom))]

@@ -11,7 +11,7 @@ use super::{Loan, RecvError, Sample, Subscriber};
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
-use crate::bus::aio::{when_room, RoomBell};
+use crate::bus::aio::{RoomBell, when_room};
 use crate::bus::{Abandoned, Payload, Received, TryPublishError};
 use crate::mem::Region;
 use crate::member::Member;

@@ -13,7 +13,7 @@
 
 use crate::bus::Payload;
 use crate::error::OpenError;
-use crate::wire::{block_type_fits, GeometryError, Header, TypeFingerprint};
+use crate::wire::{GeometryError, Header, TypeFingerprint, block_type_fits};
 
 /// The block type a new pool of `block_size`-byte blocks records for
 /// payload `T`: `T`'s fingerprint; for raw bytes the type its options

@@ -4,10 +4,10 @@
 //! invariants are what this file implements; the Dekker pair between
 //! [`Blocks::take`] and [`Blocks::reclaim`] is its heart.
 
-use super::state::{self, decode, overwritten, State};
+use super::state::{self, State, decode, overwritten};
 use crate::mem::Region;
-use crate::sync::{fence, AtomicU64, Ordering};
-use crate::wire::{control, hold_line::HOLDS, PoolGeometry, LINE};
+use crate::sync::{AtomicU64, Ordering, fence};
+use crate::wire::{LINE, PoolGeometry, control, hold_line::HOLDS};
 
 /// Words of the active mask: one bit per registry entry.
 const ACTIVE_WORDS: usize = control::REGISTRY_SLOTS / 64;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use super::blocks::Blocks;
 use crate::bus::ring::Ring;
 use crate::error::CreateError;
-use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
-use crate::wire::{descriptor, Header, TypeFingerprint};
+use crate::mem::heap::HEAP_PAGE;
+use crate::wire::{Header, TypeFingerprint, descriptor};
 
 /// The ring and pool of a new heap pool bus whose blocks carry
 /// `block_msg`.

@@ -4,8 +4,8 @@
 use std::marker::PhantomData;
 use std::time::Duration;
 
-use crate::bus::{BusOptions, Many, One, PublisherCount, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS};
-use crate::options::{file_setters, FileOptions, DEFAULT_UNBLOCK};
+use crate::bus::{BusOptions, DEFAULT_EVICT, DEFAULT_MAX_LOSSLESS, Many, One, PublisherCount};
+use crate::options::{DEFAULT_UNBLOCK, FileOptions, file_setters};
 
 /// How to create a pool bus (`pool::Publisher`): its slots, the pool of
 /// blocks its messages live in, and for how many publishers (`P`: [`One`],

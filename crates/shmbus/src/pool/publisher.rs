@@ -257,8 +257,8 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             }
             return Ok(self.write_single(seq, block, &desc));
         }
-        let (seq, gen) = self.ring.claim_gated();
-        self.gate.after_claim(seq, gen);
+        let (seq, generation) = self.ring.claim_gated();
+        self.gate.after_claim(seq, generation);
         if !self.gate.open_for(seq) {
             self.gate.room(&self.ring, seq);
         }
@@ -299,8 +299,8 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     /// One publisher: writes `block`'s descriptor as `seq`, past the gate.
     fn write_single(&mut self, seq: u64, block: u64, desc: &[u8; 16]) -> u64 {
         self.blocks.publish(self.ring.region(), block, seq);
-        let gen = self.ring.write(seq, desc);
-        self.gate.after_write(seq, gen);
+        let generation = self.ring.write(seq, desc);
+        self.gate.after_write(seq, generation);
         self.next = seq.wrapping_add(1);
         seq
     }
@@ -704,7 +704,7 @@ mod shm {
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
     use crate::pool::Options;
-    use crate::wire::{descriptor, Publishers};
+    use crate::wire::{Publishers, descriptor};
 
     impl<T: ?Sized + Payload> Publisher<T, ShmRegion> {
         /// Creates a pool bus as `opts` say, whose blocks carry `T` (a

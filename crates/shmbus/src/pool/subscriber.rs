@@ -5,17 +5,17 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use super::block_type::{exact, Exact};
+use super::block_type::{Exact, exact};
 use super::blocks::Blocks;
 use super::error::RecvError;
-use crate::bus::ring::{Poll, Ring};
 use crate::bus::Cursor;
+use crate::bus::ring::{Poll, Ring};
 use crate::bus::{Payload, Received};
 use crate::mem::{DefaultRegion, HeapRegion, Region};
 use crate::options::Start;
 use crate::sys::fork::Origin;
 use crate::wait::{Wait, WaitStrategy};
-use crate::wire::{control, hold_line::HOLDS, Message, DESCRIPTOR_BYTES};
+use crate::wire::{DESCRIPTOR_BYTES, Message, control, hold_line::HOLDS};
 
 /// Reads a pool bus of payload `T` (a [`Message`] type, or `[u8]` for
 /// raw bytes) at its own cursor, each message in place: a [`Sample`]
@@ -165,7 +165,7 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
         match found {
             Poll::Empty => return Ok(None),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
-                return Ok(Some(Received::Lagged { skipped }))
+                return Ok(Some(Received::Lagged { skipped }));
             }
             Poll::Message => {}
         }

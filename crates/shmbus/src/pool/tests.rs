@@ -115,9 +115,11 @@ fn a_block_reclaimed_between_reading_its_descriptor_and_taking_it_is_one_skipped
         .blocks
         .free_slot(inner.ring.region(), inner.entry)
         .expect("a slot");
-    assert!(!inner
-        .blocks
-        .take(inner.ring.region(), inner.entry, slot, 0, seq));
+    assert!(
+        !inner
+            .blocks
+            .take(inner.ring.region(), inner.entry, slot, 0, seq)
+    );
     assert_eq!(s.held(), 0, "a failed take lets go of its hold");
     drop(loan);
 }
@@ -438,8 +440,8 @@ fn an_owned_loan_of_a_bus_in_shared_memory_can_move_to_another_thread() {
 #[test]
 // A /dev/shm file: Miri maps no files.
 #[cfg_attr(miri, ignore)]
-fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_subscriber_has_not_read(
-) {
+fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_subscriber_has_not_read()
+ {
     use crate::options::OpenOptions;
     use crate::pool::Options;
     struct Name(String);

@@ -435,7 +435,7 @@ impl Capture {
                             return Err(CaptureError::Stream {
                                 name: name.clone(),
                                 source,
-                            })
+                            });
                         }
                     }
                 }

@@ -201,7 +201,9 @@ pub enum OpenRecordingError {
     },
     /// A rotated part that does not follow the one before it, though the
     /// part after it does: a part lost or replaced.
-    #[error("{path}: part {found} of recording {id:#018x}, expected part {expected} of recording {expected_id:#018x}")]
+    #[error(
+        "{path}: part {found} of recording {id:#018x}, expected part {expected} of recording {expected_id:#018x}"
+    )]
     PartMismatch {
         /// The part's file.
         path: String,
@@ -330,7 +332,9 @@ pub enum ReadError {
         buses: usize,
     },
     /// A bus of a kind this version does not know.
-    #[error("record at offset {offset}: bus kind {found}, expected 1 (plain bus) to 5 (journaled bus), or 1 in a version 1 file")]
+    #[error(
+        "record at offset {offset}: bus kind {found}, expected 1 (plain bus) to 5 (journaled bus), or 1 in a version 1 file"
+    )]
     UnknownKind {
         /// The record's offset.
         offset: u64,

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::{AddBusError, OpenRecordingError, ReadError, WriteError};
-use super::format::{header, INDEX_MAGIC, VERSION};
+use super::format::{INDEX_MAGIC, VERSION, header};
 use super::index::{self, IndexWriter, Position};
 use super::recorder::Recorder;
 use super::recording::Recording;

@@ -8,8 +8,8 @@ use std::io::BufReader;
 use std::path::Path;
 
 use super::format::{
-    frame, u32_at, u64_at, INDEX_BUS, INDEX_BUS_LEN, INDEX_MAGIC, INDEX_POSITION,
-    INDEX_POSITION_LEN, MAX_INDEX_ENTRIES,
+    INDEX_BUS, INDEX_BUS_LEN, INDEX_MAGIC, INDEX_POSITION, INDEX_POSITION_LEN, MAX_INDEX_ENTRIES,
+    frame, u32_at, u64_at,
 };
 use super::recording::Recording;
 

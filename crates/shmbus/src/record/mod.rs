@@ -32,7 +32,7 @@ mod window;
 
 pub use capture::{Capture, CaptureError, CaptureStats};
 pub use error::{AddBusError, OpenRecordingError, ReadError, WriteError};
-pub use files::{part_path, FileAccess, FileRecorder, RecordingFiles, Rotation};
+pub use files::{FileAccess, FileRecorder, RecordingFiles, Rotation, part_path};
 pub use pace::PaceError;
 pub use recorder::Recorder;
 pub use recording::Recording;

@@ -4,8 +4,8 @@ use std::io::Write;
 
 use super::error::{AddBusError, WriteError};
 use super::format::{
-    frame, header, BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN, MAGIC, MAX_BUSES, MAX_MESSAGE, MAX_NAME,
-    MAX_TYPE_NAME, MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE,
+    BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN, MAGIC, MAX_BUSES, MAX_MESSAGE, MAX_NAME, MAX_TYPE_NAME,
+    MESSAGE_FIXED, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE, frame, header,
 };
 use super::{BusSpec, RecordedKind};
 

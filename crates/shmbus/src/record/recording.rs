@@ -5,9 +5,9 @@ use std::io::{self, Read};
 
 use super::error::{OpenRecordingError, ReadError};
 use super::format::{
-    padded, record_check, u32_at, u64_at, BUS_FIXED, BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN,
-    HEADER_LEN, HEADER_V2, MAGIC, MAX_BODY, MAX_BUSES, MAX_MESSAGE, MAX_NAME, MAX_TYPE_NAME,
-    MESSAGE_FIXED, RECORD_HEAD, TYPE_BUS, TYPE_GAP, TYPE_MESSAGE, VERSION, VERSION_1,
+    BUS_FIXED, BUS_FIXED_V2, BUS_LOSSLESS, GAP_LEN, HEADER_LEN, HEADER_V2, MAGIC, MAX_BODY,
+    MAX_BUSES, MAX_MESSAGE, MAX_NAME, MAX_TYPE_NAME, MESSAGE_FIXED, RECORD_HEAD, TYPE_BUS,
+    TYPE_GAP, TYPE_MESSAGE, VERSION, VERSION_1, padded, record_check, u32_at, u64_at,
 };
 use super::{BusRecord, GapRecord, MessageRecord, Record, RecordedKind};
 use crate::TypeFingerprint;

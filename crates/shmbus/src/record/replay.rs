@@ -740,7 +740,7 @@ impl Replayer {
                     return Err(ReplayError::Stat {
                         target: name.clone(),
                         source,
-                    })
+                    });
                 }
             });
         }
@@ -981,7 +981,7 @@ impl Replayer {
                     Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
                     // The last slice's time is not what was waited.
                     Err(PushError::TimedOut(_)) => {
-                        break Err(PushError::TimedOut(started.elapsed()).into())
+                        break Err(PushError::TimedOut(started.elapsed()).into());
                     }
                     r => break r.map_err(Into::into),
                 }

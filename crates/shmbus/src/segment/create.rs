@@ -6,7 +6,7 @@ use crate::mem::{Access, Region, ShmRegion};
 use crate::options::FileOptions;
 use crate::sync::Ordering;
 use crate::sys::{lock, resolve};
-use crate::wire::{control, flags, header, lock_byte, Header, MAGIC_BUILDING};
+use crate::wire::{Header, MAGIC_BUILDING, control, flags, header, lock_byte};
 
 /// The page size a new segment named `name` is laid out with, and the
 /// header flags that go with it: the system's page, or (with huge pages,

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::wire::{flags, Header, Kind, Publishers};
+use crate::wire::{Header, Kind, Publishers, flags};
 
 /// What a segment is: one of the kinds this crate makes, each as `ls`,
 /// `top` and `stat` name it (its [`Display`](fmt::Display)), or a kind
@@ -151,7 +151,7 @@ impl fmt::Display for SegmentKind {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{blackboard::MULTI_WRITER, TypeFingerprint};
+    use crate::wire::{TypeFingerprint, blackboard::MULTI_WRITER};
 
     fn bus(flags: u32) -> Header {
         let mut h = Header::broadcast(8, TypeFingerprint::of::<u64>(), 4096, 0).unwrap();

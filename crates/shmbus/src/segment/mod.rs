@@ -28,7 +28,7 @@ mod kind;
 mod open;
 mod validate;
 
-pub use crate::wire::{fnv1a, Kind, Message, Publishers, TypeFingerprint};
+pub use crate::wire::{Kind, Message, Publishers, TypeFingerprint, fnv1a};
 pub use by_dir::remove;
 pub use kind::SegmentKind;
 
@@ -42,7 +42,7 @@ pub use kind::SegmentKind;
 /// assert!(shmbus::segment::VERSION >= 1);
 /// ```
 pub const VERSION: u32 = crate::wire::VERSION;
-pub(crate) use by_dir::{open_bus_at, BusAt};
+pub(crate) use by_dir::{BusAt, open_bus_at};
 pub(crate) use create::{create_region, layout_page};
 pub(crate) use open::{open_checked, open_region, take_role};
 

@@ -11,7 +11,7 @@ use crate::mem::{Access, Region, ShmRegion};
 use crate::options::OpenOptions;
 use crate::sync::Ordering;
 use crate::sys::{lock, resolve};
-use crate::wire::{header, lock_byte, Header, Kind, TypeFingerprint, MAGIC, MAGIC_BUILDING};
+use crate::wire::{Header, Kind, MAGIC, MAGIC_BUILDING, TypeFingerprint, header, lock_byte};
 
 fn read_magic(file: &std::os::fd::OwnedFd) -> u64 {
     let mut buf = [0u8; 8];

@@ -4,7 +4,7 @@
 use crate::error::OpenError;
 use crate::mem::Region;
 use crate::sync::Ordering;
-use crate::wire::{header, max_record, read_name, Header, Kind, TypeFingerprint};
+use crate::wire::{Header, Kind, TypeFingerprint, header, max_record, read_name};
 use crate::wire::{
     LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, STREAM_RECORD_ALIGN, VERSION,
 };
@@ -242,7 +242,7 @@ impl Header {
                     return bad(format!(
                         "{} slots of {} bytes do not fit in {} bytes",
                         self.capacity, self.slot_size, self.total_len
-                    ))
+                    ));
                 }
             }
         }

@@ -9,13 +9,13 @@ use std::time::Duration;
 use crate::bus::activity;
 use crate::error::OpenError;
 use crate::mem::Region;
-use crate::pool::blocks::Blocks;
 use crate::pool::Census;
-use crate::segment::{open_region, Role, SegmentKind};
+use crate::pool::blocks::Blocks;
+use crate::segment::{Role, SegmentKind, open_region};
 use crate::sync::Ordering;
 use crate::sys::lock;
 use crate::sys::resolve;
-use crate::wire::{control, lock_byte, Header, Kind, TypeFingerprint};
+use crate::wire::{Header, Kind, TypeFingerprint, control, lock_byte};
 
 use super::keys::EntryVersion;
 

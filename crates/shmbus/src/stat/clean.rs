@@ -6,7 +6,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 
 use super::proc::Mappers;
-use super::scan::{locked, look_at, names, scan_error, Found, ScanError, Skip};
+use super::scan::{Found, ScanError, Skip, locked, look_at, names, scan_error};
 use crate::sys::dir::{self, UnlinkError};
 use crate::sys::lock;
 use crate::wire::lock_byte;
@@ -163,7 +163,7 @@ pub fn clean(dir: &Path, dry_run: bool) -> Result<Vec<Cleaned>, ScanError> {
 /// Whether this process may remove a file of owner `uid` from `dir`: it
 /// may write and search the directory, and the directory is not sticky or
 /// is its own, or the file is.
-fn removable_by_us(dir: BorrowedFd<'_>) -> impl Fn(u32) -> bool {
+fn removable_by_us(dir: BorrowedFd<'_>) -> impl Fn(u32) -> bool + use<> {
     use rustix::fs::{Access, AtFlags};
     let euid = rustix::process::geteuid().as_raw();
     let writable = rustix::fs::accessat(
@@ -265,7 +265,9 @@ pub enum CleanError {
     },
     /// The name was given to another file between the check and the
     /// removal; the new file is left alone.
-    #[error("{path}: replaced by another file while being checked, expected the bus that was checked; not removed")]
+    #[error(
+        "{path}: replaced by another file while being checked, expected the bus that was checked; not removed"
+    )]
     Replaced {
         /// The name.
         path: PathBuf,
@@ -275,9 +277,7 @@ pub enum CleanError {
     /// whether it is an abandoned bus cannot be told; left alone. Only
     /// where the directory would let this user remove it: another user's
     /// file in a sticky directory (as /dev/shm is) is not said.
-    #[error(
-        "{path}: cannot open it to tell whether it is an abandoned bus ({source}); left alone"
-    )]
+    #[error("{path}: cannot open it to tell whether it is an abandoned bus ({source}); left alone")]
     Unreadable {
         /// The file.
         path: PathBuf,

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use crate::blackboard::table::{NotRead, Table};
 use crate::error::OpenError;
-use crate::segment::{open_region, Role};
+use crate::segment::{Role, open_region};
 use crate::sync::Ordering;
 use crate::sys::resolve;
-use crate::wire::blackboard::tag;
 use crate::wire::Kind;
+use crate::wire::blackboard::tag;
 
 /// One written entry of a blackboard's table, as `stat`'s pass over the
 /// stamps read it (LAYOUT §21): the version its stamp names. The writer

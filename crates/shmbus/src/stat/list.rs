@@ -5,9 +5,9 @@ use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::bus::{stat_path, BusStat};
+use super::bus::{BusStat, stat_path};
 use super::proc::Mappers;
-use super::scan::{locked, look_at, names, scan_error, ScanError, Skip};
+use super::scan::{ScanError, Skip, locked, look_at, names, scan_error};
 use crate::error::OpenError;
 use crate::sys::dir;
 

@@ -20,13 +20,13 @@ mod proc;
 mod scan;
 
 pub use bus::{
-    monotonic_ns, stat, BlackboardStat, BusStat, Contract, Lossless, PoolHolder, PoolStat, Size,
-    StreamStat, SubscriberStat,
+    BlackboardStat, BusStat, Contract, Lossless, PoolHolder, PoolStat, Size, StreamStat,
+    SubscriberStat, monotonic_ns, stat,
 };
-pub use clean::{clean, CleanError, Cleaned};
+pub use clean::{CleanError, Cleaned, clean};
 pub use keys::{
-    blackboard_keys, blackboard_watch, EntryKey, EntryVersion, KeyRead, Watch, MAX_PASSES,
-    MAX_WATCHED,
+    EntryKey, EntryVersion, KeyRead, MAX_PASSES, MAX_WATCHED, Watch, blackboard_keys,
+    blackboard_watch,
 };
-pub use list::{list, Listing};
+pub use list::{Listing, list};
 pub use scan::ScanError;

@@ -7,7 +7,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::segment::{open_bus_at, BusAt};
+use crate::segment::{BusAt, open_bus_at};
 use crate::sys::dir::{DirError, FileId};
 use crate::sys::lock;
 use crate::wire::lock_byte;

@@ -6,6 +6,7 @@
 //! `async-stream`, its [`Records`]).
 
 use super::{Consumer, PopError};
+use crate::Message;
 use crate::aio::turn;
 #[cfg(feature = "async-stream")]
 use crate::aio::{Items, Next};
@@ -14,7 +15,6 @@ use crate::mem::Region;
 use crate::member::Member;
 use crate::sync::AtomicU32;
 use crate::wait::Wait;
-use crate::Message;
 
 impl<T: ?Sized + Payload, R: Region> Member for Consumer<T, R> {
     fn ready(&self) -> bool {

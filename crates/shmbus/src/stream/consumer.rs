@@ -2,7 +2,7 @@
 //! in place; raw (`[u8]`, records of any length) or typed (`T`, every
 //! record one `T`).
 
-use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::ring::{Look, Peer, Stop, StreamRing, padded};
 use super::side::SideLine;
 use super::{PopError, WRAP};
 use crate::bus::Payload;
@@ -194,7 +194,7 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
                     head,
                     tail: found,
                     capacity: cap,
-                })
+                });
             }
         }
         // Checked against the ring, not trusted: a corrupt file (or a writer
@@ -677,7 +677,7 @@ mod shm {
     use crate::error::AttachError;
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::segment::{open_checked, take_role, Role};
+    use crate::segment::{Role, open_checked, take_role};
     use crate::stream::record;
     use crate::wire::Kind;
 

@@ -129,8 +129,8 @@ pub use producer::Producer;
 pub use producer::WriteChunk;
 
 use crate::bus::Payload;
-use crate::mem::heap::HEAP_PAGE;
 use crate::mem::HeapRegion;
+use crate::mem::heap::HEAP_PAGE;
 use crate::wait::WaitStrategy;
 use crate::wire::Header;
 use ring::StreamRing;

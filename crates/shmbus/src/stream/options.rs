@@ -1,6 +1,6 @@
 //! How to create a stream ([`Options`]): its size in bytes.
 
-use crate::options::{file_setters, FileOptions};
+use crate::options::{FileOptions, file_setters};
 use crate::wait::WaitStrategy;
 
 /// How to create a stream: its size in bytes.

@@ -12,8 +12,8 @@
 
 use std::ptr::NonNull;
 
-use super::consumer::Consumer;
 use super::PopError;
+use super::consumer::Consumer;
 use crate::bus::Payload;
 use crate::mem::{DefaultRegion, Region};
 use crate::wait::Wait;
@@ -33,7 +33,7 @@ impl<T: ?Sized + Payload, R: Region> Consumer<T, R> {
                 return Err(IntoChunkError {
                     consumer: self,
                     error,
-                })
+                });
             }
         };
         let ptr = self
@@ -371,7 +371,7 @@ impl<T: ?Sized + Payload, R: Region> std::error::Error for IntoChunkError<T, R> 
 mod tests {
     use std::time::Duration;
 
-    use super::super::{on_heap, HeapStream, PopError};
+    use super::super::{HeapStream, PopError, on_heap};
     use crate::wait::{Wait, WaitStrategy};
 
     fn pair(capacity: u64) -> HeapStream {

@@ -2,7 +2,7 @@
 //! written in place; raw (`[u8]`, records of any length) or typed (`T`,
 //! every record one `T`).
 
-use super::ring::{padded, Look, Peer, Stop, StreamRing};
+use super::ring::{Look, Peer, Stop, StreamRing, padded};
 use super::side::SideLine;
 use super::{PushError, WRAP};
 use crate::bus::Payload;
@@ -206,7 +206,7 @@ impl<T: ?Sized + Payload, R: Region> Producer<T, R> {
                     tail,
                     capacity: cap,
                     min_head: head,
-                })
+                });
             }
         }
         if size > to_end {
@@ -615,9 +615,9 @@ mod shm {
     use crate::error::{AttachError, CreateError, OpenError};
     use crate::mem::ShmRegion;
     use crate::options::OpenOptions;
-    use crate::segment::{create_region, layout_page, open_checked, take_role, Role};
-    use crate::stream::record;
+    use crate::segment::{Role, create_region, layout_page, open_checked, take_role};
     use crate::stream::Options;
+    use crate::stream::record;
     use crate::wire::{Header, Kind};
 
     impl<T: ?Sized + Payload> Producer<T, ShmRegion> {

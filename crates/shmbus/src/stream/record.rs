@@ -24,7 +24,7 @@
 
 use crate::bus::Payload;
 use crate::error::OpenError;
-use crate::wire::{max_record, GeometryError, Header, TypeFingerprint, STREAM_RECORD_ALIGN};
+use crate::wire::{GeometryError, Header, STREAM_RECORD_ALIGN, TypeFingerprint, max_record};
 
 /// The header of a new stream of `capacity` bytes carrying `T`, or, for
 /// raw bytes, the type `named` (name and alignment; `stream` if none).

@@ -9,7 +9,7 @@ use super::PEER_CHECK;
 use crate::mem::Region;
 use crate::sync::{AtomicU64, Ordering};
 use crate::wait::{self, Wait, WaitStrategy};
-use crate::wire::{max_record, Header};
+use crate::wire::{Header, max_record};
 
 #[inline]
 pub(crate) fn padded(len: u64) -> u64 {

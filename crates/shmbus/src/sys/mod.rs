@@ -12,5 +12,5 @@ pub(crate) mod fork;
 pub(crate) mod lock;
 mod name;
 
-pub(crate) use name::resolve;
 pub use name::NameError;
+pub(crate) use name::resolve;

@@ -42,9 +42,7 @@ pub enum GeometryError {
         slot_size: u64,
     },
     /// A stream's byte capacity is not a power of two within the limits.
-    #[error(
-        "a stream of {capacity} bytes: its size must be a power of two in {min}..={max} bytes"
-    )]
+    #[error("a stream of {capacity} bytes: its size must be a power of two in {min}..={max} bytes")]
     StreamCapacity {
         /// The bytes asked for.
         capacity: u64,
@@ -93,7 +91,9 @@ pub enum GeometryError {
     },
     /// A pool's block message type does not fit a block: larger than
     /// the block size, or aligned past the blocks' 64 bytes.
-    #[error("a pool of {block_size}-byte blocks, each aligned to 64, cannot hold `{type_name}` (size {size}, align {align})")]
+    #[error(
+        "a pool of {block_size}-byte blocks, each aligned to 64, cannot hold `{type_name}` (size {size}, align {align})"
+    )]
     PoolBlockType {
         /// The message type.
         type_name: String,
@@ -107,7 +107,9 @@ pub enum GeometryError {
     /// A message type's name is empty or longer than the header keeps
     /// (64 bytes), or its alignment is not a power of two dividing the
     /// message size, up to 4096.
-    #[error("message type `{name}` (size {size}, align {align}) cannot be recorded: the name must be 1..=64 bytes and the alignment a power of two up to 4096 that divides the size")]
+    #[error(
+        "message type `{name}` (size {size}, align {align}) cannot be recorded: the name must be 1..=64 bytes and the alignment a power of two up to 4096 that divides the size"
+    )]
     MessageType {
         /// The name asked for.
         name: String,
@@ -119,7 +121,9 @@ pub enum GeometryError {
     /// A typed stream's record type is aligned to more than a stream's
     /// records are (8 bytes: each starts after an 8-byte header at a
     /// multiple of 8).
-    #[error("a stream of `{type_name}` records: its alignment is {align}, a stream's records are aligned to at most {max}")]
+    #[error(
+        "a stream of `{type_name}` records: its alignment is {align}, a stream's records are aligned to at most {max}"
+    )]
     RecordAlign {
         /// The record type's name.
         type_name: String,
@@ -130,7 +134,9 @@ pub enum GeometryError {
     },
     /// A typed stream's record type is larger than the stream's largest
     /// record (half its bytes, less 8).
-    #[error("a stream of `{type_name}` records: one is {size} bytes, a {capacity}-byte stream's largest record is {max}")]
+    #[error(
+        "a stream of `{type_name}` records: one is {size} bytes, a {capacity}-byte stream's largest record is {max}"
+    )]
     RecordTooLarge {
         /// The record type's name.
         type_name: String,
@@ -150,7 +156,9 @@ pub enum GeometryError {
         max: u64,
     },
     /// A blackboard's key or value size is 0 or above the format's limit.
-    #[error("a blackboard of {key_size}-byte keys and {value_size}-byte values: keys are 1..={max_key} bytes, values 1..={max_value}")]
+    #[error(
+        "a blackboard of {key_size}-byte keys and {value_size}-byte values: keys are 1..={max_key} bytes, values 1..={max_value}"
+    )]
     EntrySize {
         /// Bytes per key asked for.
         key_size: u32,
@@ -163,7 +171,9 @@ pub enum GeometryError {
     },
     /// A blackboard of raw bytes was created without the size of its keys
     /// or of its values.
-    #[error("a blackboard of raw bytes needs blackboard::Options::key_size and ::value_size for its raw side")]
+    #[error(
+        "a blackboard of raw bytes needs blackboard::Options::key_size and ::value_size for its raw side"
+    )]
     RawNeedsSizes,
     /// An eviction or unblock timeout outside its bounds (1 ms to 60 s:
     /// [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT) to

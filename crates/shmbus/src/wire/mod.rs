@@ -35,14 +35,14 @@ mod page_header;
 mod pool;
 
 pub use blackboard::BlackboardGeometry;
-pub use fingerprint::{fnv1a, Message, TypeFingerprint};
+pub use fingerprint::{Message, TypeFingerprint, fnv1a};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
 pub use page_header::Header;
 pub(crate) use page_header::{read_name, round_up};
 pub use pool::{
-    block_type_fits, descriptor, PoolGeometry, BLOCK_ALIGN, DESCRIPTOR_BYTES, MAX_BLOCKS,
-    MAX_BLOCK_SIZE,
+    BLOCK_ALIGN, DESCRIPTOR_BYTES, MAX_BLOCK_SIZE, MAX_BLOCKS, PoolGeometry, block_type_fits,
+    descriptor,
 };
 
 #[cfg(not(target_endian = "little"))]

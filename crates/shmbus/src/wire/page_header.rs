@@ -2,7 +2,7 @@
 //! creator before the magic. Reading one back (and validating it) is
 //! `segment`'s job.
 
-use super::{flags, header, max_record, GeometryError, Kind, PoolGeometry, TypeFingerprint};
+use super::{GeometryError, Kind, PoolGeometry, TypeFingerprint, flags, header, max_record};
 use super::{LINE, MAGIC, MAX_MSG_SIZE, MAX_STREAM, MIN_STREAM, STAMP_BYTES, VERSION};
 use crate::mem::Region;
 use crate::sync::Ordering;

@@ -1,7 +1,7 @@
 //! A pool bus's geometry: where its blocks' states and its blocks lie, and
 //! what one descriptor in a slot says (docs/LAYOUT.md §19).
 
-use super::{round_up, GeometryError, TypeFingerprint};
+use super::{GeometryError, TypeFingerprint, round_up};
 
 /// Largest block, in bytes (1 GiB).
 pub const MAX_BLOCK_SIZE: u64 = 1 << 30;

@@ -4,12 +4,12 @@
 use std::io::Write;
 
 use shmbus::Start;
-use shmbus_zenoh::{bridge_in, bridge_out, Endpoints, InOptions, OutOptions};
+use shmbus_zenoh::{Endpoints, InOptions, OutOptions, bridge_in, bridge_out};
 
 use super::{BridgeArgs, Direction, ZenohArgs};
 use crate::bridge_status::{self, Counts, Direction as Way, Identity};
 use crate::cmd::signals;
-use crate::error::{print_error, CliError};
+use crate::error::{CliError, print_error};
 
 pub fn run(args: &BridgeArgs) -> Result<(), CliError> {
     // SIGHUP too: a bridge whose terminal closes ends as cleanly (its

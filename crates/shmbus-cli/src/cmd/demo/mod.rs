@@ -37,7 +37,7 @@ use std::time::{Duration, Instant};
 
 use clap::value_parser;
 use shmbus::journal;
-use shmbus::journal::format::{record_size, HEADER_LEN};
+use shmbus::journal::format::{HEADER_LEN, record_size};
 
 use crate::error::CliError;
 use kids::Kids;

@@ -5,12 +5,12 @@
 use std::io::{self, BufRead};
 use std::time::{Duration, Instant};
 
+use shmbus::BusOptions;
 use shmbus::journal;
 use shmbus::journal::KeyedState;
-use shmbus::BusOptions;
 
-use super::wire::{monotonic_ns, say, say_done, Update};
-use super::{fail, journal_size, ChildArgs};
+use super::wire::{Update, monotonic_ns, say, say_done};
+use super::{ChildArgs, fail, journal_size};
 use crate::error::CliError;
 
 /// SplitMix64: the keys' order, the same in every run.
@@ -60,10 +60,10 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
                 .map_err(|e| fail("publish")(e.to_string()))?;
             state.apply(seq, msg);
             sent += 1;
-            if sent.is_multiple_of(256) {
-                if let Some((before, t)) = compaction.take_if(|_| !p.is_compacting()) {
-                    report_compaction(&p, &before, t)?;
-                }
+            if sent.is_multiple_of(256)
+                && let Some((before, t)) = compaction.take_if(|_| !p.is_compacting())
+            {
+                report_compaction(&p, &before, t)?;
             }
         }
         say(&format!("ROUND {round}"))?;

@@ -8,8 +8,8 @@ use hdrhistogram::Histogram;
 use shmbus::journal::{self, JoinOptions, KeyedState};
 use shmbus::{Received, WaitStrategy};
 
-use super::wire::{monotonic_ns, say, say_done, Update};
-use super::{fail, ChildArgs};
+use super::wire::{Update, monotonic_ns, say, say_done};
+use super::{ChildArgs, fail};
 use crate::error::CliError;
 
 /// One round's figures of one subscriber.
@@ -114,10 +114,10 @@ pub(super) fn run(a: &ChildArgs) -> Result<(), CliError> {
                 }
             }
             let r = round_of(e.seq);
-            if current.as_ref().is_none_or(|(c, _)| *c != r) {
-                if let Some((c, s)) = current.replace((r, RoundStats::new())) {
-                    say(&format!("SAY {}", s.line(c, &a.label, &how)))?;
-                }
+            if current.as_ref().is_none_or(|(c, _)| *c != r)
+                && let Some((c, s)) = current.replace((r, RoundStats::new()))
+            {
+                say(&format!("SAY {}", s.line(c, &a.label, &how)))?;
             }
             let (_, s) = current.as_mut().expect("set above");
             if from_ring {

@@ -5,8 +5,8 @@
 use std::io::Write;
 
 use shmbus::{
-    journal::{Keyed, KeyedState},
     Message,
+    journal::{Keyed, KeyedState},
 };
 
 use crate::error::CliError;

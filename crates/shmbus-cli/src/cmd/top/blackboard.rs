@@ -29,7 +29,7 @@ use std::collections::HashMap;
 
 use std::time::Duration;
 
-use shmbus::stat::{BlackboardStat, EntryKey, EntryVersion, KeyRead, Watch, MAX_WATCHED};
+use shmbus::stat::{BlackboardStat, EntryKey, EntryVersion, KeyRead, MAX_WATCHED, Watch};
 
 /// How many hottest keys a sample names.
 pub const HOTTEST: usize = 5;

@@ -21,7 +21,7 @@
 //! `lossless` or `evicted`), `evictions` and `publisher_blocked_ns` (the
 //! publisher's time blocked on it, a counter).
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::blackboard::BlackboardRow;
 use super::model::{BusRow, PoolRow, ProcRow, Snapshot, SubRow};

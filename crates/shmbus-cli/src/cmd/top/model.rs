@@ -519,10 +519,10 @@ impl Sampler {
     fn journal(&self, path: &std::path::Path) -> Result<JournalRow, String> {
         let now = shmbus::stat::monotonic_ns();
         let mut cache = self.journals.borrow_mut();
-        if let Some((at, row)) = cache.get(path) {
-            if now.saturating_sub(*at) < JOURNAL_EVERY_NS {
-                return row.clone();
-            }
+        if let Some((at, row)) = cache.get(path)
+            && now.saturating_sub(*at) < JOURNAL_EVERY_NS
+        {
+            return row.clone();
         }
         let row = shmbus::journal::stat(path)
             .map(|j| JournalRow {

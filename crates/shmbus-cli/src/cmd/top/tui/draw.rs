@@ -3,20 +3,20 @@
 //! hottest keys), the keys. The words
 //! and numbers come from `figures`; this file places and colours them.
 
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Style, Stylize};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph};
-use ratatui::Frame;
 
 use super::super::model::{BusRow, BusView, Snapshot, SubRow};
 use super::super::pool;
 use super::board;
 use super::figures::{
-    all_sub_columns, byte_rate, bytes, error_text, facts, fill_text, fit, rate, role_text,
-    sub_cells, sub_headings, sub_state, Align,
+    Align, all_sub_columns, byte_rate, bytes, error_text, facts, fill_text, fit, rate, role_text,
+    sub_cells, sub_headings, sub_state,
 };
-use super::view::{ordered, View};
+use super::view::{View, ordered};
 use crate::cmd::inspect::escaped;
 
 /// One frame of the view: title, buses, the selected bus, keys.
@@ -303,11 +303,7 @@ fn sub_line(s: &SubRow) -> Line<'static> {
     }
     spans.push(Span::raw(sub_state(s)));
     let line = Line::from(spans);
-    if s.gone {
-        line.dim()
-    } else {
-        line
-    }
+    if s.gone { line.dim() } else { line }
 }
 
 /// A bus's BYTES/S cell; "n/a" on a pool bus, which has none (see

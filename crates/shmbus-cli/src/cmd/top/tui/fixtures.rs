@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 use shmbus::stat::SubscriberStat;
 
 use super::super::model::{BusRow, BusView, JournalRow, ProcRow, Snapshot, SubRow};

@@ -31,7 +31,7 @@ use super::model::Sampler;
 use crate::cmd::signals;
 use crate::error::CliError;
 use draw::draw;
-use terminal::{terminal_error, Screen, Term, Tty};
+use terminal::{Screen, Term, Tty, terminal_error};
 use view::{Key, View};
 
 mod board;

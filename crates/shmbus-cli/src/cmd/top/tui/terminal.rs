@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use crossterm::cursor::{Hide, Show};
 use crossterm::terminal::{
-    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+    EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
-use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
 
 use crate::cmd::signals;
 use crate::error::CliError;
@@ -91,13 +91,13 @@ impl Screen {
 
 impl Drop for Screen {
     fn drop(&mut self) {
-        if let Some(term) = self.term.take() {
-            if std::thread::panicking() {
-                // A panic in the middle of a frame leaves part of it in the
-                // writer's buffer: dropping the writer would flush it onto
-                // the main screen, which the panic hook has restored.
-                std::mem::forget(term);
-            }
+        if let Some(term) = self.term.take()
+            && std::thread::panicking()
+        {
+            // A panic in the middle of a frame leaves part of it in the
+            // writer's buffer: dropping the writer would flush it onto the
+            // main screen, which the panic hook has restored.
+            std::mem::forget(term);
         }
         let _ = restore();
     }

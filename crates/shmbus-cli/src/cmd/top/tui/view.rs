@@ -137,9 +137,11 @@ mod tests {
         view.press(Key::Next, &snap);
         assert_eq!(view.index, 1);
         let (lines, _) = screen(&view, &snap);
-        assert!(line_with(&lines, "> bad")
-            .1
-            .contains("not a shmbus segment"));
+        assert!(
+            line_with(&lines, "> bad")
+                .1
+                .contains("not a shmbus segment")
+        );
         view.press(Key::Next, &snap);
         assert_eq!(view.index, 0, "Tab goes round");
         view.press(Key::Up, &snap);
