@@ -35,8 +35,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::task::Waker;
 
-use pyo3::prelude::*;
 use pyo3::IntoPyObjectExt;
+use pyo3::prelude::*;
 use shmbus::select::Selectable;
 
 use crate::handle::Handle;

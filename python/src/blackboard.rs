@@ -5,18 +5,18 @@
 //! NumPy scalars and records of those sizes (`shmbus._support` converts,
 //! so NumPy is imported only then).
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyType};
-use pyo3::IntoPyObjectExt;
 use shmbus::{
-    blackboard::{self, GetError, Reader, Writer},
     OpenOptions,
+    blackboard::{self, GetError, Reader, Writer},
 };
 
 use crate::aio::Receiving;
 use crate::errors;
-use crate::handle::{handle_methods, Handle};
-use crate::{owned_bytes, support, wait_in_slices, Until};
+use crate::handle::{Handle, handle_methods};
+use crate::{Until, owned_bytes, support, wait_in_slices};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyBlackboard>()

@@ -3,19 +3,19 @@
 
 use std::time::Duration;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyType};
-use pyo3::IntoPyObjectExt;
 use shmbus::{
-    bus::{
-        ManyPublisher, TryPublishError, DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT,
-    },
     BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait,
+    bus::{
+        DEFAULT_MAX_LOSSLESS, MAX_EVICT, MAX_UNBLOCK, MIN_TIMEOUT, ManyPublisher, TryPublishError,
+    },
 };
 
-use crate::aio::{async_methods, Receiving};
-use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
-use crate::{errors, lagged, support, wait_in_slices, with_bytes, Until};
+use crate::aio::{Receiving, async_methods};
+use crate::handle::{Cancel, Handle, handle_methods, iterator_methods};
+use crate::{Until, errors, lagged, support, wait_in_slices, with_bytes};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPublisher>()?;

@@ -14,12 +14,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
+    AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
     blackboard::{GetError, PutError, RemoveError},
     bus::{LosslessRefused, TryPublishError},
     journal::{self, AppendError, CloseError, JoinError},
     pool::{self, LoanError},
     stream::{PopError, PushError},
-    AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
 };
 
 /// `Exc`, one variant per class, named as the class is.

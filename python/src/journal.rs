@@ -6,19 +6,19 @@
 
 use std::time::Duration;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
-use pyo3::IntoPyObjectExt;
 use shmbus::{
-    journal::{self, JoinError, JoinOptions, State},
     BusOptions, OpenOptions, Received,
+    journal::{self, JoinError, JoinOptions, State},
 };
 
-use crate::aio::{async_methods, Receiving};
+use crate::aio::{Receiving, async_methods};
 use crate::bus::{bus_type, expected_type, open_type};
 use crate::errors::{self, Exc};
-use crate::handle::{handle_methods, iterator_methods, Handle};
-use crate::{join_journal, join_state, lagged, wait_in_slices, with_bytes, Entry, Until};
+use crate::handle::{Handle, handle_methods, iterator_methods};
+use crate::{Entry, Until, join_journal, join_state, lagged, wait_in_slices, with_bytes};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyJournalPublisher>()?;

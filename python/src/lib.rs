@@ -32,9 +32,9 @@
 
 use std::time::{Duration, Instant};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes};
-use pyo3::IntoPyObjectExt;
 use shmbus::Wait;
 
 use handle::Cancel;

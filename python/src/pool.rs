@@ -15,21 +15,21 @@
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
-use pyo3::IntoPyObjectExt;
 use shmbus::{
+    AttachError, OpenOptions, Received, Wait,
     bus::Abandoned,
     pool::{self, LoanError, OwnedLoan, Sample},
-    AttachError, OpenOptions, Received, Wait,
 };
 
-use crate::aio::{async_methods, Receiving};
+use crate::aio::{Receiving, async_methods};
 use crate::bus::{expected_type, open_type, parse_start};
 use crate::errors::{self, Exc};
-use crate::handle::{handle_methods, iterator_methods, Cancel, Handle};
-use crate::{lagged, support, wait_in_slices, Until};
+use crate::handle::{Cancel, Handle, handle_methods, iterator_methods};
+use crate::{Until, lagged, support, wait_in_slices};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyPoolPublisher>()?;

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
+use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use pyo3::IntoPyObjectExt;
 use shmbus::record::{OpenRecordingError, ReadError, Record, RecordingFiles};
 
 use crate::errors::{self, Exc};
@@ -178,7 +178,7 @@ pub(crate) fn _replay(
         Some(x) => {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
                 "speed {x} is not above 0 (None for as fast as it goes)"
-            )))
+            )));
         }
     };
     // (from time, from seq, until time, until seq): one of each pair.

@@ -6,14 +6,14 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 use shmbus::{
-    stream::{self, Consumer, PopError, Producer, PushError},
     OpenOptions, Wait,
+    stream::{self, Consumer, PopError, Producer, PushError},
 };
 
-use crate::aio::{async_methods, Receiving};
+use crate::aio::{Receiving, async_methods};
 use crate::bus::open_type;
-use crate::handle::{handle_methods, Handle};
-use crate::{errors, owned_bytes, retry_in_slices, Until};
+use crate::handle::{Handle, handle_methods};
+use crate::{Until, errors, owned_bytes, retry_in_slices};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyProducer>()?;
@@ -79,7 +79,7 @@ impl PyProducer {
             None if type_align != 1 => {
                 return Err(pyo3::exceptions::PyValueError::new_err(
                     "type_align applies only with type_name",
-                ))
+                ));
             }
             None => {}
         }

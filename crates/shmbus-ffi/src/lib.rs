@@ -47,6 +47,10 @@
 //!
 //! The header lists the calls in the order of the modules below: cbindgen
 //! writes each module's items in the order the modules are declared.
+//!
+//! Every entry point is `#[unsafe(no_mangle)]`: an exported symbol may
+//! clash with another of the same name in the process. Each name starts
+//! with `shmbus_`, the prefix this library owns in C.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
