@@ -1,24 +1,13 @@
 #!/usr/bin/env bash
-# The install paths of the README's "Install" section that are not the
-# wheel (ci/python.sh builds and tests that):
-# - the crates as crates.io would receive them: `cargo publish --dry-run`
-#   packages shmbus, shmbus-zenoh, shmbus-cli and shmbus-ffi and builds
-#   each from its package alone, the unpublished siblings resolved from a
-#   local registry of the packages just made (cargo 1.90 and later). It
-#   shares target/ with the test step; what it builds again is the four
-#   crates and the ~45 dependencies whose features unify differently
-#   without the rest of the workspace (Zenoh's stack among them).
-# - the tool's man pages and shell completions (`shmbus generate`), put
-#   where the README puts them: each page renders with no groff warning
-#   and `man` finds it beside the bin directory on PATH; each completion
-#   script loads in its shell (bash, zsh, fish) and completes a
-#   subcommand and a flag.
-# --no-publish: only the second part (a quick look at the pages).
+# The install paths of the README's "Install" section that are neither the
+# wheel (ci/python.sh builds and tests that) nor the crates' packages
+# (ci/packages.sh): the tool's man pages and shell completions (`shmbus
+# generate`), put where the README puts them: each page renders with no
+# groff warning and `man` finds it beside the bin directory on PATH; each
+# completion script loads in its shell (bash, zsh, fish) and completes a
+# subcommand and a flag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-publish=1
-[ "${1:-}" != --no-publish ] || publish=0
-
 need() { # COMMAND PACKAGE
     command -v "$1" >/dev/null || { apt-get update -qq && apt-get install -y -qq "$2" >/dev/null; }
 }
@@ -30,33 +19,6 @@ need fish fish
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "install.sh: $*" >&2; exit 1; }
-
-if [ "$publish" = 1 ]; then
-    # Cargo unpacks each package of its local registry once per registry
-    # path (registry/src/-HASH/NAME-VERSION) and reuses that copy while
-    # the version stays 0.1.0: a second run in the same checkout path
-    # would build the siblings of an earlier run. Those copies go first.
-    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/shmbus-*
-    echo "cargo publish --dry-run (package, then build each from its package):"
-    cargo publish --dry-run -p shmbus -p shmbus-zenoh -p shmbus-cli -p shmbus-ffi > "$work/publish" 2>&1 ||
-        { cat "$work/publish" >&2; fail "cargo publish --dry-run failed (above)"; }
-    grep -E '^ *(Packaged|Verifying|Finished|warning|error)' "$work/publish" || true
-    # A warning is a missing field (description, license, repository...).
-    warned=$(grep '^warning' "$work/publish" | grep -v 'aborting upload due to dry run' || true)
-    [ -z "$warned" ] || fail "cargo publish --dry-run warns: $warned"
-    # What crates.io and docs.rs show beside the code: each package's
-    # README and both license texts (symlinks here, files in the package),
-    # and the FFI crate's header.
-    for crate in shmbus shmbus-zenoh shmbus-cli shmbus-ffi; do
-        files=$(cargo package --list --quiet -p "$crate")
-        extra=""
-        [ "$crate" != shmbus-ffi ] || extra=include/shmbus.h
-        for f in README.md LICENSE-MIT LICENSE-APACHE $extra; do
-            grep -qx "$f" <<< "$files" || fail "the $crate package has no $f"
-        done
-    done
-    echo "each package has its README.md, LICENSE-MIT and LICENSE-APACHE"
-fi
 
 . ci/tool.sh
 shmbus_tool
