@@ -2,7 +2,8 @@
 # Every public item of each crate named (default: shmbus shmbus-zenoh) has
 # `# Examples` that run, and `# Errors` where it returns a Result: nightly's
 # rustdoc JSON read by tools/doc_examples.py, in a target dir of its own
-# (target/nightly-doc, used by nothing else; .ci/run runs this in lane 2).
+# (target/nightly-doc; ci/packages.sh, run after this, checks the crates'
+# packages there). Any rustdoc warning fails: a broken intra-doc link.
 #
 #   ci/doc_examples.sh [CRATE...]
 set -euo pipefail
@@ -16,6 +17,6 @@ crates=("$@")
 [ "${#crates[@]}" -gt 0 ] || crates=(shmbus shmbus-zenoh)
 for crate in "${crates[@]}"; do
     cargo +nightly rustdoc -q -p "$crate" --lib -- \
-        -Z unstable-options --output-format json --document-hidden-items
+        -Z unstable-options --output-format json --document-hidden-items -D warnings
     python3 tools/doc_examples.py "target/nightly-doc/doc/${crate//-/_}.json"
 done

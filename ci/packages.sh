@@ -17,7 +17,9 @@
 # the gate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/nightly-doc}
+# Absolute: the checks below run from the packages' own workspace.
+CARGO_TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target/nightly-doc}")
+export CARGO_TARGET_DIR
 crates=(shmbus shmbus-zenoh shmbus-cli shmbus-ffi)
 
 rustup component list --toolchain nightly --installed >/dev/null 2>&1 || {

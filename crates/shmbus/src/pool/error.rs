@@ -69,7 +69,7 @@ pub enum RecvError {
     /// Nothing was received; the next message waits.
     #[error("this subscriber holds {max} samples, the most it may: drop one before receiving")]
     TooManySamples {
-        /// [`Subscriber::MAX_HELD`].
+        /// [`Subscriber::MAX_HELD`](super::Subscriber::MAX_HELD).
         max: usize,
     },
 }
