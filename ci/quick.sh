@@ -11,6 +11,9 @@ export CARGO_TERM_COLOR=never
 # makes them: the `ci` profile.
 export SHMBUS_PROFILE=ci
 export MATURIN_PEP517_ARGS="--profile ci"
+# Line tables for debug info, as .ci/run builds: every backtrace keeps its
+# file and line, and a cold build writes and links far less.
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 # The long tests' loops at a quarter of their full size (.ci/run runs half) (docs/GUIDE.md,
 # "Tests and CI"); set SHMBUS_TEST_SCALE yourself to run another.
 export SHMBUS_TEST_SCALE=${SHMBUS_TEST_SCALE:-0.25}
