@@ -7,10 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
-# Optimized builds (the C examples' library, the Python module) as .ci/run
-# makes them: the `ci` profile.
-export SHMBUS_PROFILE=ci
-export MATURIN_PEP517_ARGS="--profile ci"
+# The C examples' library and the Python module unoptimized, with debug
+# assertions: quicker to build from cold, and stricter; .ci/run tests the
+# optimized ones (the `ci` profile).
+export SHMBUS_PROFILE=debug
+export MATURIN_PEP517_ARGS="--profile dev"
 # Line tables for debug info, as .ci/run builds: every backtrace keeps its
 # file and line, and a cold build writes and links far less.
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
