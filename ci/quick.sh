@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The inner loop: format, lints, the README's test command, the doc
 # examples, the layout page read back by the Python reader, the C header
-# and the Python binding's tests. About 5 minutes on 2 cores once target/
-# is warm; .ci/run is the whole gate (Miri, loom, sanitizers, the bridge
-# between namespaces, the benchmarks, the soak), run before a change lands.
+# and the Python binding's tests. Under 8 minutes on 2 cores from a cold
+# target/ (docs/GUIDE.md, "Tests and CI"); .ci/run is the whole gate (Miri,
+# loom, sanitizers, the bridge between namespaces, the benchmarks, the
+# soak, the optimized builds), run before a change lands.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
