@@ -169,22 +169,34 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         if len > max {
             return Err(LoanError::TooLong { len, max });
         }
+        // The pass that finds a block reads no clock: the deadline, the
+        // backoff and the sweep's schedule are for a loan that waits.
+        let block = match self.try_loan() {
+            Some(b) => b,
+            None => self.wait_for_block(wait)?,
+        };
+        let offset = self.blocks.geo.block(block);
+        let ptr = self.ring.region().raw(offset, len);
+        Ok(LoanedBlock { block, len, ptr })
+    }
+
+    /// The loan's slow path: passes over the pool until one finds a block,
+    /// sweeping what the dead hold, until `wait` runs out.
+    #[cold]
+    fn wait_for_block(&mut self, wait: Wait) -> Result<u64, LoanError> {
         let spin = Duration::from_micros(20);
         let mut backoff = Backoff::new(WaitStrategy::SpinFutex { spin }, wait.deadline());
         // A holder may die while we wait: sweep at once, then every
         // SWEEP_EVERY of waiting.
         let mut next_sweep = Instant::now();
-        let block = loop {
-            if let Some(b) = self.try_loan() {
-                break b;
-            }
+        loop {
             let now = Instant::now();
             if now >= next_sweep {
                 next_sweep = now + SWEEP_EVERY;
                 (self.sweep)(self.ring.region(), &self.blocks);
-                if let Some(b) = self.try_loan() {
-                    break b;
-                }
+            }
+            if let Some(b) = self.try_loan() {
+                return Ok(b);
             }
             // Every failed pass reaches the backoff, and so the deadline,
             // even when a pass and its sweep take longer than SWEEP_EVERY.
@@ -201,10 +213,7 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
                     return Err(LoanError::Exhausted { census });
                 }
             }
-        };
-        let offset = self.blocks.geo.block(block);
-        let ptr = self.ring.region().raw(offset, len);
-        Ok(LoanedBlock { block, len, ptr })
+        }
     }
 
     /// One pass over the pool for a free or reclaimable block.
