@@ -87,6 +87,14 @@ impl Blocks {
         r.word(self.holds + LINE * entry + 8 * slot)
     }
 
+    /// All of `entry`'s hold words, one line: one bounds check for the
+    /// searches that look at every slot.
+    #[inline]
+    fn hold_line<'r, R: Region>(&self, r: &'r R, entry: usize) -> &'r [AtomicU64] {
+        debug_assert!(entry < control::REGISTRY_SLOTS);
+        r.words(self.holds + LINE * entry, HOLDS)
+    }
+
     fn active_word<'r, R: Region>(&self, r: &'r R, entry: usize) -> (&'r AtomicU64, u64) {
         (r.word(self.active + 8 * (entry / 64)), 1 << (entry % 64))
     }
@@ -148,7 +156,9 @@ impl Blocks {
     /// dropped on another thread): that sample's reads happen before the
     /// next hold this slot records, which a reclaimer may see instead.
     pub(crate) fn free_slot<R: Region>(&self, r: &R, entry: usize) -> Option<usize> {
-        (0..HOLDS).find(|&slot| self.hold(r, entry, slot).load(Ordering::Acquire) == 0)
+        self.hold_line(r, entry)
+            .iter()
+            .position(|h| h.load(Ordering::Acquire) == 0)
     }
 
     /// Subscriber: takes block `b`, named by the descriptor of `seq`, into
@@ -194,19 +204,23 @@ impl Blocks {
     /// Whether any active entry holds block `b`. Called after a SeqCst fence.
     fn held<R: Region>(&self, r: &R, b: u64) -> bool {
         let want = b + 1;
-        (0..ACTIVE_WORDS).any(|w| {
-            let mut mask = r.word(self.active + 8 * w).load(Ordering::Acquire);
-            while mask != 0 {
-                let entry = 64 * w + mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                // Acquire, paired with the Release stores in `take` and
-                // `release`: see `release`.
-                if (0..HOLDS).any(|s| self.hold(r, entry, s).load(Ordering::Acquire) == want) {
-                    return true;
+        r.words(self.active, ACTIVE_WORDS)
+            .iter()
+            .enumerate()
+            .any(|(w, word)| {
+                let mut mask = word.load(Ordering::Acquire);
+                while mask != 0 {
+                    let entry = 64 * w + mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    // Acquire, paired with the Release stores in `take` and
+                    // `release`: see `release`.
+                    let line = self.hold_line(r, entry);
+                    if line.iter().any(|h| h.load(Ordering::Acquire) == want) {
+                        return true;
+                    }
                 }
-            }
-            false
-        })
+                false
+            })
     }
 
     /// Publisher `pid`: a block for a new loan, searched from `*hint` on:
