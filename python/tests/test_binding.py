@@ -140,7 +140,7 @@ def test_recv_batch_with_a_structured_dtype_returns_records(bus_name):
             assert rest.messages["price"][-1] == pytest.approx(13.5)
 
 
-# --- lossless subscribers (issue 30) ---------------------------------------
+# --- lossless subscribers ---------------------------------------
 
 
 def drain(sub):

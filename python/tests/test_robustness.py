@@ -1,4 +1,4 @@
-"""The binding met as a hostile or unlucky user meets it (issue 27): fork,
+"""The binding met as a hostile or unlucky user meets it: fork,
 Ctrl-C in the middle of a wait, a second thread, a store through a
 read-only view. Each scenario that could kill or hang the interpreter runs
 in a child process under a timeout."""

@@ -1,4 +1,4 @@
-//! The blackboard rows (issue 33): the latest value of a key, written by
+//! The blackboard rows: the latest value of a key, written by
 //! one thread and read by another, in shmbus's `blackboard` beside
 //! ringfire's `Blackboard` and iceoryx2's blackboard service.
 //!
@@ -475,7 +475,7 @@ pub fn print(r: &Report) {
     }
 }
 
-/// The targets of issue 33 as met or missed.
+/// The blackboard's targets as met or missed.
 pub fn targets(r: &Report) -> Vec<Json> {
     let find = |n: &str| r.rows.iter().find(|row| row.name == n);
     let mut out = Vec::new();

@@ -186,7 +186,7 @@ pub enum BenchError {
         /// What the row needs.
         expected: &'static str,
     },
-    /// The stalled-subscriber row (issue 30) could not run, or its
+    /// The stalled-subscriber row could not run, or its
     /// subscriber was never evicted.
     #[error("the stalled lossless subscriber row: {found}, expected {expected}")]
     Stall {
@@ -195,7 +195,7 @@ pub enum BenchError {
         /// What the row needs at this point.
         expected: &'static str,
     },
-    /// The blackboard rows (issue 33) could not run.
+    /// The blackboard rows could not run.
     #[error("the blackboard rows: {what}: {why}")]
     Blackboard {
         /// Which implementation and step.

@@ -1,4 +1,4 @@
-//! Idle CPU (issue 31): what async subscribers that have nothing to receive
+//! Idle CPU: what async subscribers that have nothing to receive
 //! cost. One receiver process (a hidden `child` of this binary, not pinned)
 //! opens 1, or 100, subscribers, each on a bus (ring) of its own that
 //! nobody publishes on, and awaits each in a task of one tokio

@@ -144,7 +144,7 @@ fn result_json(f: &Figures, t: f64) -> Value {
             "p50_rounds": f.worst_round_p50.iter().map(|&v| v as f64 / t).collect::<Vec<_>>(),
         })
     });
-    // Paced patterns: the time inside each publish (issue 30's first
+    // Paced patterns: the time inside each publish (the lossless rows' first
     // target: lossless against lossy subscribers that keep up).
     let publish = f.publish.as_ref().filter(|h| !h.is_empty()).map(|h| {
         json!({

@@ -165,7 +165,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
                 .join(","),
         });
     }
-    // The blackboard rows (issue 33): alone with --blackboard, and whenever
+    // The blackboard rows: alone with --blackboard, and whenever
     // shmbus runs; before pinning (the ping-pong pins its own threads).
     let blackboard_rows = if args.blackboard
         || (!args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
@@ -193,7 +193,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     } else {
         Vec::new()
     };
-    // The stalled lossless subscriber (issue 30): whenever the lossless
+    // The stalled lossless subscriber: whenever the lossless
     // row runs, before pinning, as the table above.
     let stall_rows =
         if !args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus-lossless") {
@@ -206,7 +206,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     if args.mpmc && args.json.is_none() && args.plot.is_none() {
         return Ok(());
     }
-    // Issue 31's idle rows, whenever an async row is among the mechanisms;
+    // The idle rows, whenever an async row is among the mechanisms;
     // also before pinning (the idle child is not pinned).
     let names: Vec<&str> = mechanisms.iter().map(|m| m.name()).collect();
     let idle_rows = if args.mpmc || args.large {

@@ -1,4 +1,4 @@
-//! Recording and replay (issue 32, `--record`): what `shmbus record` and
+//! Recording and replay: what `shmbus record` and
 //! `shmbus replay` sustain.
 //!
 //! - **Capture**: a publisher here and a recorder thread (a subscriber
@@ -36,7 +36,7 @@ use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wa
 
 use crate::error::BenchError;
 
-/// Target rates (issue 32).
+/// Target rates.
 const TARGET_4K_BYTES_PER_S: f64 = 1e9;
 const TARGET_64_MSGS_PER_S: f64 = 5e6;
 const TARGET_COST_RATIO: f64 = 1.1;

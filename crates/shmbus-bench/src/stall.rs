@@ -1,4 +1,4 @@
-//! A stalled lossless subscriber against the publisher (issue 30's third
+//! A stalled lossless subscriber against the publisher (the lossless rows' third
 //! target: "a stalled lossless subscriber blocks the publisher for no
 //! longer than the eviction timeout plus 1 ms").
 //!

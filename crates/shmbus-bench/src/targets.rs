@@ -111,7 +111,7 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |r| r >= 1.0,
         ));
     }
-    // ringfire (issue 28): the closest peer, a cross-process SPMC ring
+    // ringfire: the closest peer, a cross-process SPMC ring
     // like the bus, at every size both ran.
     let mut ping_sizes: Vec<usize> = results
         .iter()
@@ -254,7 +254,7 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |d| d <= 0.0,
         ));
     }
-    // Lossless (issue 30): shmbus's lossless subscriber delivers every
+    // Lossless: shmbus's lossless subscriber delivers every
     // message (0 lost) at a rate no lower than the peers' lossless modes,
     // at every size both ran, in the same rounds.
     for &size in &sizes {
@@ -332,13 +332,13 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
     out
 }
 
-/// The closest peer's row (issue 28).
+/// The closest peer's row.
 const RINGFIRE: &str = "ringfire";
-/// The peers' lossless rows (issue 30).
+/// The peers' lossless rows.
 const RINGFIRE_LOSSLESS: &str = "ringfire-lossless";
 const CROSSBAR_LOSSLESS: &str = "crossbar-podbus-lossless";
 
-/// Fanout's targets (issue 28), from the worst receiver of each round: its
+/// Fanout's targets, from the worst receiver of each round: its
 /// p50 against ringfire's at every receiver count, merged and round by
 /// round (rounds run in rotating order, so round k of each row ran close
 /// together), and the widest count against one receiver.
@@ -401,14 +401,14 @@ fn fanout_widths(results: &[Figures], t: f64) -> Vec<Value> {
     out
 }
 
-/// Issue 31's rows: receivers that sleep (mech/shmbus_wake.rs,
+/// The rows of receivers that sleep (mech/shmbus_wake.rs,
 /// mech/ringfire_async.rs).
 const FUTEX: &str = "shmbus-futex";
 const ASYNC: &str = "shmbus-async";
 const SELECT64: &str = "shmbus-select64";
 const RINGFIRE_ASYNC: &str = "ringfire-async";
 
-/// Issue 31's targets, same run: the async subscriber's paced one-way
+/// The async targets, same run: the async subscriber's paced one-way
 /// latency against the synchronous futex subscriber's (p50 <= 1.2x, p99 <=
 /// 1.5x), the 64-bus select's wake against it (p50 <= 1.2x), the async
 /// throughput against it (>= 0.9x at every size both ran), and against
@@ -463,11 +463,11 @@ fn sleeping<'a>(
 }
 
 /// What an idle process of async subscribers may cost and still count as
-/// 0 (issue 31): a hundredth of a percent of one core (1 ms in 10 s), the
+/// 0: a hundredth of a percent of one core (1 ms in 10 s), the
 /// child's own two clock reads and its sleep included.
 const IDLE_ZERO_PERCENT: f64 = 0.01;
 
-/// Issue 31's idle targets: `shmbus-async`'s idle subscribers (1, and 100
+/// The idle targets: `shmbus-async`'s idle subscribers (1, and 100
 /// in one runtime) use 0 CPU; `ringfire-async`'s rows are listed beside
 /// them in the idle table, not held to a target.
 pub fn idle_targets(rows: &[crate::idle::Row]) -> Vec<Value> {
@@ -487,7 +487,7 @@ pub fn idle_targets(rows: &[crate::idle::Row]) -> Vec<Value> {
         .collect()
 }
 
-/// Issue 30's first target: the time inside one publish with lossless
+/// The lossless rows' first target: the time inside one publish with lossless
 /// subscribers that keep up (fanout: paced, in other processes, never
 /// lapped) against the same with lossy ones, p50 of all rounds merged: at
 /// most 1.1x with one subscriber, 1.3x with four. ringfire's own ratio
@@ -521,7 +521,7 @@ fn lossless_publish_cost(results: &[Figures], t: f64) -> Vec<Value> {
     out
 }
 
-/// Issue 30's third target: a stalled (SIGSTOPped) lossless subscriber
+/// The lossless rows' third target: a stalled (SIGSTOPped) lossless subscriber
 /// holds the publisher for no longer than the eviction timeout plus 1 ms:
 /// the longest single publish over every stall, less the timeout, in ms,
 /// for each of the publisher's wait strategies the row measured.
@@ -545,7 +545,7 @@ pub fn stall(rows: &[crate::stall::Row]) -> Vec<Value> {
 /// The zero-copy row's name.
 const ZC: &str = "shmbus-zc";
 
-/// The pool bus's targets (issue 15), from `--large` runs: against the two
+/// The pool bus's targets, from `--large` runs: against the two
 /// peers that loan blocks too, and at 64 B against the copying bus (the
 /// descriptor costs a line more to read than an inline message).
 fn zero_copy<'a>(

@@ -503,7 +503,7 @@ fn the_lossless_rows_deliver_every_message_time_each_publish_of_a_fanout_and_a_s
             }
         }
     }
-    // The publisher's cost (issue 30's first target): the time inside each
+    // The publisher's cost (the lossless rows' first target): the time inside each
     // publish of a fanout block whose receivers keep up.
     for name in ["shmbus-lossless", "ringfire-lossless"] {
         let fanout = results

@@ -1212,7 +1212,7 @@ fn a_bridge_is_shown_however_many_other_names_its_status_directory_holds() {
     assert_eq!(rt.files(), Vec::<String>::new(), "status files left");
 }
 
-/// `bridge out --lossless` (issue 30): a bridge-out that cannot keep up
+/// `bridge out --lossless`: a bridge-out that cannot keep up
 /// (held with SIGSTOP, as a network slower than the bus holds it in a
 /// blocking put) holds the bus's publisher back instead of losing: let go
 /// within the eviction timeout, every message crosses in order. Held past

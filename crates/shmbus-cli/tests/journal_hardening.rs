@@ -1,4 +1,4 @@
-//! The journal's hardening (issue 11), through the real `shmbus` binary:
+//! The journal's hardening, through the real `shmbus` binary:
 //! short `pub --compact-after` runs keep the journal bounded; a FIFO, a
 //! device or a symlink at the journal path is refused at once, naming what
 //! was found; the journal gets exactly the bus's mode whatever the umask.

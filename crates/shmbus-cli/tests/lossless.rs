@@ -1,5 +1,5 @@
 //! `shmbus sub --lossless` and `create --lossless-subscribers / --evict-ms`
-//! with real processes (issue 30): a stopped lossless subscriber holds
+//! with real processes: a stopped lossless subscriber holds
 //! `shmbus pub` back until the eviction timeout, then is evicted and told
 //! its lag; one that keeps up gets every message beside a lossy one; every
 //! refusal is one line.

@@ -1,4 +1,4 @@
-//! `shmbus record` and `shmbus replay` as a user meets them (issue 32):
+//! `shmbus record` and `shmbus replay` as a user meets them:
 //! a bus fed by another process recorded until SIGINT, the recording
 //! replayed into another bus that `shmbus sub` reads, a lag recorded as a
 //! gap and replayed as one, a damaged recording refused in one line, buses

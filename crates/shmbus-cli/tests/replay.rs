@@ -1,4 +1,4 @@
-//! `shmbus replay` beyond phase 1 (issue 32, part B): a record -> replay
+//! `shmbus replay` beyond phase 1: a record -> replay
 //! -> record round trip that gives the same payloads and the same gaps; a
 //! window (`--from`, `--until`), loops, a name map for several buses, the
 //! target bus checked, and the pace error reported (`--json`). The

@@ -1,4 +1,4 @@
-//! The stream's hardening (issue 11), end to end with the real binary: a
+//! The stream's hardening, end to end with the real binary: a
 //! `sub` that cannot write releases nothing; corrupt cursors are an error
 //! line from `pub` and `sub` and a flag in `stat`, never a wait; a consumer
 //! may start after its producer was killed and wait for the next one;

@@ -442,7 +442,7 @@ fn top_json_and_prometheus_show_a_pool_bus_s_census_and_the_blocks_each_subscrib
 
 /// `top --json`, `--prometheus` and `--once` show each subscriber's
 /// contract, its evictions and the publisher's time blocked on it, and
-/// the bus's lossless limit and eviction timeout (issue 30).
+/// the bus's lossless limit and eviction timeout.
 #[test]
 fn top_shows_each_subscribers_contract_evictions_and_the_publishers_blocked_time() {
     use shmbus::{BusOptions, OpenOptions, Publisher, Subscriber};

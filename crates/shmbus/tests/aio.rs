@@ -1,4 +1,4 @@
-//! Async receiving (issue 31, item 2): tasks on the current-thread and the
+//! Async receiving: tasks on the current-thread and the
 //! multi-thread tokio runtime receive from buses, pools and streams that
 //! other processes feed, through `recv_async`/`pop_async` and the
 //! process's one waiter thread: every message once and in order, nothing
@@ -850,7 +850,7 @@ fn as_child_read_lossless_slowly() {
     });
 }
 
-/// Issue 31's async publisher wait: a task publishing with
+/// The async publisher wait: a task publishing with
 /// `publish_async` to a lossless subscriber in another process that is
 /// slow, then catches up, awaits room without blocking its thread (a
 /// ticker task on the same current-thread runtime runs meanwhile), and
@@ -943,7 +943,7 @@ async fn next_item<S: futures_core::Stream + Unpin>(
     }
 }
 
-/// Issue 31's async `Stream`s beyond the bus subscriber (feature
+/// The async `Stream`s beyond the bus subscriber (feature
 /// `async-stream`), each on its own task of a multi-thread runtime: a
 /// typed stream consumer's `records()` fed by another process yields
 /// every record once, in order, then `PeerGone` when that producer has

@@ -1,4 +1,4 @@
-//! A blackboard reader in a select (issue 33): the select wakes for a put
+//! A blackboard reader in a select: the select wakes for a put
 //! made by another thread through its own handle on the table's file, and
 //! a reader whose `seen` is the table's version is not ready.
 

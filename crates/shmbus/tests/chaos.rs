@@ -1108,7 +1108,7 @@ fn soak_one_publisher_and_four_subscriber_processes_for_100_million_messages() {
 }
 
 // ---------------------------------------------------------------------------
-// 7. Lossless subscribers (issue 30) SIGKILLed and SIGSTOPped at random
+// 7. Lossless subscribers SIGKILLed and SIGSTOPped at random
 //    while the publisher runs flat out.
 //
 // The publisher's side is `FlatOut`, so that a many-publisher variant (a

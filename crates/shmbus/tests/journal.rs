@@ -1238,7 +1238,7 @@ fn a_compaction_file_left_by_a_dead_publisher_is_removed_by_the_next_one() {
 }
 
 // ---------------------------------------------------------------------------
-// Journal hardening (issue 11).
+// Journal hardening.
 
 /// Update `i` of two keys: sequence `i` sets key `i % 2` to `i`.
 fn two_keys(i: u64) -> Kv {

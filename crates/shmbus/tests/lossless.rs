@@ -1,4 +1,4 @@
-//! Lossless subscribers (issue 30) between real processes: one that keeps
+//! Lossless subscribers between real processes: one that keeps
 //! up gets everything while a lossy one beside it is lapped exactly; one
 //! that is SIGKILLed stops holding the publisher back at once; one that
 //! is SIGSTOPped is evicted after the bus's eviction timeout and, resumed,
@@ -363,7 +363,7 @@ fn a_journaled_bus_with_a_stopped_lossless_subscriber_goes_on_after_the_eviction
     drop(dir);
 }
 
-/// Issue 30's `TooMany` race: subscribers that open lossless at the same
+/// The `TooMany` race: subscribers that open lossless at the same
 /// moment for a bus's last places all get in, as many as there are
 /// places, and the rest are refused: never all of them (each counting
 /// the others' bits and backing off), never one too many.

@@ -1,4 +1,4 @@
-//! A select (issue 31) waiting on buses, pools and streams that other
+//! A select waiting on buses, pools and streams that other
 //! processes feed: it wakes for each of them, and its caller receives
 //! every message once and in order; it sleeps while nothing comes; a
 //! stream whose producer is killed wakes it, and the pop says so.
@@ -94,7 +94,7 @@ fn a_select_over_a_bus_a_pool_and_a_stream_fed_by_other_processes_gets_every_mes
         BusName::new("select-pool"),
         BusName::new("select-stream"),
     );
-    // A lossless reader of the bus and the pool would need issue 30's
+    // A lossless reader of the bus and the pool would need the lossless
     // gate; these are big enough that a reader that keeps up is not lapped,
     // and a lap would show as a lag, which fails the test.
     drop(Publisher::<u64>::create(b.name(), &BusOptions::new(1 << 16)).expect("bus"));

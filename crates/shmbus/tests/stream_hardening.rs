@@ -1,4 +1,4 @@
-//! The stream against a corrupt file and a crashed producer (issue 11):
+//! The stream against a corrupt file and a crashed producer:
 //! cursors no writer could have left are a typed `CorruptCursors` at once,
 //! from a new producer and a new consumer alike, and flagged by `stat`; a
 //! consumer that opens after its producer was killed waits for the next

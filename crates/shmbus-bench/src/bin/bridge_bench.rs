@@ -1,6 +1,6 @@
 //! `bridge_bench`: the shmbus ↔ Zenoh bridge against a plain Zenoh
 //! publisher → subscriber pair, between two network namespaces joined by a
-//! veth pair (set up by ci/zenoh_bench.sh), in one run (issue 17).
+//! veth pair (set up by ci/zenoh_bench.sh), in one run.
 //!
 //! `run` is the driver, in the root namespace: it makes the buses (the
 //! namespaces share /dev/shm), starts the long-lived `shmbus bridge out`

@@ -180,7 +180,7 @@ pub trait Mechanism: Sync {
     }
     /// The least gap between paced messages (oneway, fanout) this row
     /// needs, where more than the run's: a receiver that sleeps must be
-    /// asleep before the next message comes (issue 31's rows).
+    /// asleep before the next message comes (the sleeping receivers' rows).
     fn min_pace(&self) -> Option<std::time::Duration> {
         None
     }
@@ -204,7 +204,7 @@ pub trait Mechanism: Sync {
 }
 
 /// Why a lossless row does not run `pattern`: its figure is lossless
-/// throughput (issue 30); the latency patterns never fill a ring, so they
+/// throughput; the latency patterns never fill a ring, so they
 /// would repeat the lossy rows.
 pub fn lossless_rows_only_throughput(
     lossless: bool,
@@ -217,7 +217,7 @@ pub fn lossless_rows_only_throughput(
 /// Why a lossless row that also measures the publisher's cost does not run
 /// `pattern`: throughput as above, and fanout, whose paced receivers keep
 /// up, so its figure is the time inside each publish with lossless
-/// subscribers against lossy ones (issue 30's first target).
+/// subscribers against lossy ones (the lossless rows' first target).
 pub fn lossless_rows_only_throughput_and_fanout(
     lossless: bool,
     pattern: crate::case::Pattern,
@@ -253,7 +253,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         &crossbar_pool::CrossbarPool,
         &ipmpsc_ring::Ipmpsc,
         &photon::PhotonRing,
-        // Issue 31: receivers that sleep (oneway and throughput).
+        // Receivers that sleep (oneway and throughput).
         &shmbus_wake::FUTEX,
         &shmbus_wake::ASYNC,
         &shmbus_wake::Select64,

@@ -1,4 +1,4 @@
-//! `ringfire-async` (issue 31): ringfire's own tokio consumer,
+//! `ringfire-async`: ringfire's own tokio consumer,
 //! `AsyncRingConsumer` (its `tokio` feature), awaited in the same
 //! current-thread runtime as `shmbus-async` (`shmbus_wake::runtime`, one
 //! poll first, then the runtime: `shmbus_wake::await_on`).

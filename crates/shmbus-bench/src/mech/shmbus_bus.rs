@@ -4,11 +4,11 @@
 //! entry (`OpenOptions::register(false)`), so they keep no line for `stat`
 //! and `top`: beside `shmbus` in the same run it measures what that line's
 //! one store per receive costs. `shmbus-lossless` is `shmbus` with lossless
-//! subscribers (`OpenOptions::lossless`, issue 30): the publisher waits for
+//! subscribers (`OpenOptions::lossless`): the publisher waits for
 //! a receiver that has not read the slot it would overwrite, so nothing is
 //! lost; throughput rows beside the peers' lossless modes, and fanout
 //! rows, whose receivers keep up, for the time inside each publish against
-//! `shmbus`'s (issue 30's first target).
+//! `shmbus`'s (the lossless rows' first target).
 //!
 //! Receivers busy-poll `try_recv`, the bus's lowest-latency mode. Pingpong
 //! uses two buses, one each way. The publisher never waits, so under

@@ -1,4 +1,4 @@
-//! Issue 31's shmbus rows: receivers that sleep instead of spinning, so
+//! shmbus's sleeping rows: receivers that sleep instead of spinning, so
 //! every paced message wakes one.
 //!
 //! - `shmbus-futex`: the synchronous subscriber asleep on the bus's futex
@@ -88,7 +88,7 @@ fn io_err(e: impl std::fmt::Display) -> io::Error {
     io::Error::other(e.to_string())
 }
 
-/// Why an issue 31 row does not run `pattern`.
+/// Why a sleeping row does not run `pattern`.
 fn only(pattern: Pattern, allowed: &[Pattern]) -> Option<String> {
     (!allowed.contains(&pattern)).then(|| {
         let names: Vec<&str> = allowed.iter().map(|p| p.name()).collect();

@@ -1,4 +1,4 @@
-//! Lossless subscribers through the C API (issue 30): `SHMBUS_LOSSLESS`,
+//! Lossless subscribers through the C API: `SHMBUS_LOSSLESS`,
 //! the bus options' limit and eviction timeout, `SHMBUS_NO_LOSSLESS`,
 //! `shmbus_publisher_try_publish` and `shmbus_subscriber_is_lossless`.
 //! (ci/c.sh runs the same with a C subscriber in another process.)

@@ -1,5 +1,5 @@
 //! The gate: lossless subscribers beside lossy ones on a single-publisher
-//! or many-publisher bus (issue 30). A lossless subscriber's registry entry has its bit set
+//! or many-publisher bus. A lossless subscriber's registry entry has its bit set
 //! in `control::GATING`; the publisher never writes a sequence `m` while
 //! a gating subscriber at position `p` has `m - p == capacity` (that write
 //! would overwrite `p`, unread). Lossy subscribers are lapped as before.

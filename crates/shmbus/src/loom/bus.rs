@@ -307,7 +307,7 @@ fn loom_a_lossless_subscriber_beside_a_skipping_publisher_loses_only_the_skipped
 /// once evicted (its bit clear when it hears `Lagged`, and lossy from then
 /// on); delivered + skipped = published for both; and the publisher
 /// finishes (a publisher waiting forever is a deadlock or a branch limit
-/// to loom). Mutation-checked (issue 30): without the publisher's gate
+/// to loom). Mutation-checked: without the publisher's gate
 /// check in `Publisher::write` the lossless subscriber is lapped with its
 /// bit still set (this model and the one above fail); without the bit
 /// clear in `Ring::evict` the publisher rescans and evicts the same entry
@@ -363,7 +363,7 @@ fn loom_an_evicted_lossless_subscriber_counts_every_message_and_the_publisher_go
 /// that is no further back than the join rule allows (`bus::gate`: `S >
 /// c - capacity`, here checked against a cursor loaded after the join,
 /// which is no earlier than the join's own); one further back may be
-/// lapped, and then counts exactly. Mutation-checked (issue 30): without
+/// lapped, and then counts exactly. Mutation-checked: without
 /// the `GATE_GEN` bump of `Ring::join` (in `announce_gate_change`) the
 /// publisher keeps its far limit and laps the joiner (this model fails:
 /// "lapped from its join point").
@@ -409,7 +409,7 @@ fn loom_a_lossless_subscriber_joining_a_running_publisher_loses_nothing_from_its
     });
 }
 
-/// Issue 30's `TooMany` race: two subscribers joining a bus with one
+/// The `TooMany` race: two subscribers joining a bus with one
 /// lossless place at once: exactly one gets it, whatever the interleaving
 /// (the place is taken by the `GATE_GEN` CAS from the value loaded before
 /// the count, `Ring::join`). Mutation-checked: with the old join (set the

@@ -48,7 +48,7 @@
 //!   `TAIL` after each record for latency, `HEAD` after each record because
 //!   the file's `HEAD` is where a new consumer resumes (a batched one would
 //!   deliver records again after a crash), and batching it gained nothing
-//!   measurable (`examples/stream_bench.rs`, issue 13); nor did storing
+//!   measurable (`examples/stream_bench.rs`); nor did storing
 //!   `TAIL` once per 8 records. The cursor lines are not where a small
 //!   record's time goes: the push and pop path is long, and that is the
 //!   next place to look (measured: docs/GUIDE.md, Performance).

@@ -16,7 +16,7 @@
 //! Every bus has `bridges`, as in `stat --json` (an empty array when none
 //! runs on it), and every subscriber `bridge`: true if it is a bridge-out.
 //!
-//! Lossless subscribers (issue 30), as in `stat --json`: a bus's
+//! Lossless subscribers, as in `stat --json`: a bus's
 //! `lossless` (`max`, `evict_ns`), each subscriber's `contract` (`lossy`,
 //! `lossless` or `evicted`), `evictions` and `publisher_blocked_ns` (the
 //! publisher's time blocked on it, a counter).

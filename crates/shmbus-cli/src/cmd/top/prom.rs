@@ -13,7 +13,7 @@
 //! (its hottest keys are in `--json` only: keys as labels would make a
 //! series per key).
 //!
-//! Lossless subscribers (issue 30): per bus `shmbus_lossless_max` and
+//! Lossless subscribers: per bus `shmbus_lossless_max` and
 //! `shmbus_evict_timeout_seconds`; per subscriber `shmbus_subscriber_contract`
 //! (one series per `contract`, lossy, lossless or evicted: 1 for the one it
 //! has), `shmbus_subscriber_evictions_total` and
