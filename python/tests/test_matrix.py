@@ -146,6 +146,14 @@ def publish(lang, kind, bus, msgs):
     run(publisher_cmd(lang, kind, bus.name), ("\n".join(msgs) + "\n").encode())
 
 
+def parsed(lines, err):
+    """A subscriber's messages (`shmbus sub --bootstrap` prefixes each
+    line with its sequence) and the lags it reported on stderr."""
+    got = [line.split("\t", 1)[1] if "\t" in line else line for line in lines]
+    skipped = [int(l.rsplit(" ", 1)[1]) for l in err.splitlines() if l.startswith("lagged: skipped ")]
+    return got, skipped
+
+
 class Child:
     """A subscriber process under a deadline: killed if still running."""
 
@@ -175,12 +183,7 @@ class Child:
         err = err.decode()
         assert self.proc.returncode in ok_codes, f"{self.cmd} exited {self.proc.returncode}: {err!r}"
         assert "panicked" not in err, err
-        got = []
-        for line in out.decode().splitlines():
-            # `shmbus sub --bootstrap` prefixes each line with its sequence.
-            got.append(line.split("\t", 1)[1] if "\t" in line else line)
-        skipped = [int(l.rsplit(" ", 1)[1]) for l in err.splitlines() if l.startswith("lagged: skipped ")]
-        return got, skipped
+        return parsed(out.decode().splitlines(), err)
 
     def finish_at(self, last, ok_codes=(0,)):
         """`finish` for a subscriber that is told no count: its lines up to
@@ -212,9 +215,7 @@ class Child:
         if not stopped:
             assert self.proc.returncode in ok_codes, f"{self.cmd} exited {self.proc.returncode}: {err!r}"
         assert "panicked" not in err, err
-        got = [line.split("\t", 1)[1] if "\t" in line else line for line in out]
-        skipped = [int(l.rsplit(" ", 1)[1]) for l in err.splitlines() if l.startswith("lagged: skipped ")]
-        return got, skipped
+        return parsed(out, err)
 
     def kill(self):
         if self.proc.poll() is None:
