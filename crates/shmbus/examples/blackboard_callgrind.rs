@@ -1,6 +1,7 @@
 //! A blackboard's read and write cost in instructions: one thread runs
 //! `n` puts of a 64 B value to one key (`put_one`), then `n` gets of it
-//! (`get_one`), so that `valgrind --tool=callgrind` counts each path
+//! (`get_one`), then the same through entry handles (`put_handle`,
+//! `get_handle`), so that `valgrind --tool=callgrind` counts each path
 //! alone. The inclusive cost of each function divided by `n` is
 //! instructions per write and per read.
 //!
@@ -9,7 +10,7 @@
 //! (default 100 000 of each). With a second argument `many`, the puts go
 //! through a `ManyWriter` on a table made for many writers (`put_many`).
 use shmbus::OpenOptions;
-use shmbus::blackboard::{self, ManyWriter, Reader, Writer};
+use shmbus::blackboard::{self, EntryReader, EntryWriter, ManyWriter, Reader, Writer};
 
 type Value = [u64; 8];
 
@@ -42,6 +43,14 @@ fn main() {
     for _ in 0..n {
         sum = sum.wrapping_add(get_one(&mut r));
     }
+    let mut we = w.entry(&7).expect("entry");
+    let mut re = r.entry(&7).expect("entry");
+    for i in 0..n {
+        put_handle(&mut w, &mut we, i);
+    }
+    for _ in 0..n {
+        sum = sum.wrapping_add(get_handle(&mut re));
+    }
     println!("{sum}");
     shmbus::remove(&name).expect("rm");
 }
@@ -54,6 +63,16 @@ fn put_one(w: &mut Writer<u64, Value>, i: u64) {
 #[inline(never)]
 fn get_one(r: &mut Reader<u64, Value>) -> u64 {
     r.get(&7).expect("get").expect("key 7").value[3]
+}
+
+#[inline(never)]
+fn put_handle(w: &mut Writer<u64, Value>, e: &mut EntryWriter<u64, Value>, i: u64) {
+    w.put_entry(e, &[i; 8]).expect("put");
+}
+
+#[inline(never)]
+fn get_handle(e: &mut EntryReader<u64, Value>) -> u64 {
+    e.get().expect("get").expect("key 7").value[3]
 }
 
 #[inline(never)]

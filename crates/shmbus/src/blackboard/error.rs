@@ -1,5 +1,6 @@
 //! The blackboard's errors, one enum per operation: [`GetError`] (every
-//! read), [`PutError`], [`RemoveError`].
+//! read), [`PutError`], [`RemoveError`], [`EntryError`] (making an entry
+//! handle).
 
 use crate::error::ErrorKind;
 use thiserror::Error;
@@ -203,6 +204,50 @@ impl RemoveError {
         match self {
             RemoveError::KeySize { .. } => ErrorKind::InvalidArgument,
             RemoveError::Busy { .. } => ErrorKind::Busy,
+        }
+    }
+}
+
+/// Why an entry handle ([`Reader::entry`](super::Reader::entry),
+/// [`Writer::entry`](super::Writer::entry)) could not be made.
+///
+/// # Examples
+/// ```
+/// use shmbus::blackboard::{self, EntryError, Writer};
+///
+/// let writer = Writer::<[u8], u64, _>::on_heap(&blackboard::Options::new(8).key_size(4))?;
+/// assert_eq!(
+///     writer.entry(b"abc").map(|_| ()),
+///     Err(EntryError::KeySize { found: 3, expected: 4 })
+/// );
+/// # Ok::<(), shmbus::CreateError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum EntryError {
+    /// A raw key of another size than the table's keys.
+    #[error("a key of {found} bytes, the table's keys are {expected}")]
+    KeySize {
+        /// The key's length.
+        found: usize,
+        /// The table's key size.
+        expected: usize,
+    },
+}
+
+impl EntryError {
+    /// [`ErrorKind::InvalidArgument`] for a raw key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{ErrorKind, blackboard::EntryError};
+    ///
+    /// let e = EntryError::KeySize { found: 3, expected: 8 };
+    /// assert_eq!(e.kind(), ErrorKind::InvalidArgument);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            EntryError::KeySize { .. } => ErrorKind::InvalidArgument,
         }
     }
 }

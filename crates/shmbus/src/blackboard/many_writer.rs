@@ -66,7 +66,8 @@ use std::time::{Duration, Instant};
 use super::Options;
 use super::entry::same_key;
 use super::entry::{self, Attempt};
-use super::error::{PutError, RemoveError};
+use super::entry_writer::EntryWriter;
+use super::error::{EntryError, PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
@@ -296,12 +297,17 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
 
     /// The put without the bell (what loom runs).
     pub(crate) fn put_quiet(&mut self, key: &[u8], value: &[u8]) -> Result<u64, PutError> {
+        self.put_located(key, value).map(|(_, v)| v)
+    }
+
+    /// The put without the bell: the entry written and its version.
+    fn put_located(&mut self, key: &[u8], value: &[u8]) -> Result<(u64, u64), PutError> {
         let entries = self.table.geo.entries;
         for _ in 0..=entries {
             match self.probe(key) {
                 Probe::Found { i, stamp } => {
                     if self.claim(i, stamp) {
-                        return Ok(self.write(i, tag::LIVE, None, Some(value)));
+                        return Ok((i, self.write(i, tag::LIVE, None, Some(value))));
                     }
                 }
                 Probe::Absent { free: None } => return Err(PutError::Full { keys: self.keys() }),
@@ -315,7 +321,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
                         return Err(PutError::Full { keys: before });
                     }
                     if self.claim(i, stamp) {
-                        return Ok(self.write(i, tag::LIVE, Some(key), Some(value)));
+                        return Ok((i, self.write(i, tag::LIVE, Some(key), Some(value))));
                     }
                     keys.fetch_sub(1, Ordering::Relaxed);
                 }
@@ -323,7 +329,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
                 Probe::Stuck { i, stamp } => {
                     if self.claim(i, stamp) && self.take_over(i, key) {
                         // Counted already (KEYS counts a stuck entry).
-                        return Ok(self.write(i, tag::LIVE, Some(key), Some(value)));
+                        return Ok((i, self.write(i, tag::LIVE, Some(key), Some(value))));
                     }
                 }
             }
@@ -413,6 +419,149 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> ManyWriter<K, V, R> {
         let v = self.put_quiet(key, value)?;
         wait::ring(self.table.bell(), self.light);
         Ok(v)
+    }
+
+    /// A handle on `key` for [`ManyWriter::put_entry`]: puts through it
+    /// claim and write the entry where the key was last written, with no
+    /// hash and no probe. The key need not be in the table yet.
+    ///
+    /// # Errors
+    /// [`EntryError::KeySize`] for a raw key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut speed = writer.entry(&1)?;
+    /// assert_eq!(writer.put_entry(&mut speed, &30)?, 1);
+    /// assert_eq!(writer.put_entry(&mut speed, &31)?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entry(&mut self, key: &K) -> Result<EntryWriter<K, V>, EntryError> {
+        let key = key.as_bytes();
+        let expected = self.table.geo.key_size as usize;
+        if key.len() != expected {
+            return Err(EntryError::KeySize {
+                found: key.len(),
+                expected,
+            });
+        }
+        let hint = match self.probe(key) {
+            Probe::Found { i, .. } | Probe::Busy { i } | Probe::Stuck { i, .. } => i,
+            Probe::Absent { free: Some((i, _)) } => i,
+            Probe::Absent { free: None } => self.table.home(key),
+        };
+        Ok(EntryWriter::new(key, hint))
+    }
+
+    /// [`ManyWriter::put`] through a handle: if a whole read of the entry
+    /// the handle last wrote finds its key there, live, the put claims
+    /// that entry from the stamp it read and writes the value; else (the
+    /// key moved, or the claim was lost to another writer) it is the
+    /// by-key put, and the handle remembers where it wrote. Returns the
+    /// entry's new version.
+    ///
+    /// # Errors
+    /// As [`ManyWriter::put`]; [`PutError::KeySize`] for a handle made for
+    /// a table of another key size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut a = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut b = a.another();
+    /// let mut reader = a.reader();
+    /// let (mut left, mut right) = (a.entry(&1)?, b.entry(&2)?);
+    /// a.put_entry(&mut left, &10)?;
+    /// b.put_entry(&mut right, &20)?;
+    /// assert_eq!(reader.get(&2)?.map(|e| e.value), Some(20));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn put_entry(&mut self, entry: &mut EntryWriter<K, V>, value: &V) -> Result<u64, PutError> {
+        self.put_entry_bytes(entry, value.as_bytes())
+    }
+
+    /// [`ManyWriter::put_entry`] with the value as bytes.
+    ///
+    /// # Errors
+    /// As [`ManyWriter::put_entry`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut entry = writer.entry(&1)?;
+    /// assert_eq!(writer.put_entry_bytes(&mut entry, &5u64.to_ne_bytes())?, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_entry_bytes(
+        &mut self,
+        entry: &mut EntryWriter<K, V>,
+        value: &[u8],
+    ) -> Result<u64, PutError> {
+        let geo = &self.table.geo;
+        if value.len() != geo.value_size as usize {
+            return Err(PutError::ValueSize {
+                found: value.len(),
+                expected: geo.value_size as usize,
+            });
+        }
+        if entry.key.len() != geo.key_size as usize {
+            return Err(PutError::KeySize {
+                found: entry.key.len(),
+                expected: geo.key_size as usize,
+            });
+        }
+        let v = match self.hint_holds(entry.hint, &entry.key) {
+            Some(stamp) if self.claim(entry.hint, stamp) => {
+                self.write(entry.hint, tag::LIVE, None, Some(value))
+            }
+            _ => {
+                let (i, v) = self.put_located(&entry.key, value)?;
+                entry.hint = i;
+                v
+            }
+        };
+        wait::ring(self.table.bell(), self.light);
+        Ok(v)
+    }
+
+    /// The stamp of entry `i` if a whole read of its tag and key words
+    /// (the probe's attempt) finds `key` there, live: what a claim from
+    /// it proves unchanged since.
+    fn hint_holds(&mut self, i: u64, key: &[u8]) -> Option<u64> {
+        let words = 1 + key.len().div_ceil(8);
+        let body = &self.table.body(i)[..words];
+        let Attempt::Stable(version) = entry::try_read(self.table.stamp(i), body, &mut self.buf)
+        else {
+            return None;
+        };
+        let t = u64::from_ne_bytes(self.buf[..8].try_into().expect("8 bytes"));
+        (t == tag::LIVE && self.buf[8..8 + key.len()] == *key).then(|| version.wrapping_mul(2))
+    }
+
+    /// [`ManyWriter::remove`] through a handle: the handle stays, and a
+    /// later [`ManyWriter::put_entry`] puts the key back.
+    ///
+    /// # Errors
+    /// As [`ManyWriter::remove`]; [`RemoveError::KeySize`] for a handle
+    /// made for a table of another key size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, ManyWriter};
+    /// let mut writer = ManyWriter::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut entry = writer.entry(&1)?;
+    /// writer.put_entry(&mut entry, &100)?;
+    /// assert_eq!(writer.remove_entry(&mut entry)?, Some(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_entry(
+        &mut self,
+        entry: &mut EntryWriter<K, V>,
+    ) -> Result<Option<u64>, RemoveError> {
+        self.remove_bytes(&entry.key)
     }
 
     /// Removes `key`: readers find it no more. Returns the version of the

@@ -31,7 +31,16 @@
 //! Files: `entry.rs` (one entry's seqlock), `table.rs` (the hash, the
 //! probe, a reader's bounded read, the writer's stores), `writer.rs`,
 //! `many_writer.rs` (a table made for many writers: claims, takeover),
-//! `reader.rs`, `field.rs` (what keys and values are), `error.rs`.
+//! `reader.rs`, `entry_reader.rs` and `entry_writer.rs` (handles on one
+//! key, resolved once), `field.rs` (what keys and values are),
+//! `error.rs`.
+//!
+//! A loop that reads or writes the same keys over and over holds an
+//! entry handle per key ([`Reader::entry`], [`Writer::entry`],
+//! [`ManyWriter::entry`]): a get or put through one is the entry's
+//! seqlock and a copy of the value, with no hash and no probe while the
+//! key stays where it was found. `get(&key)` and `put(&key, v)` look the
+//! key up every time, for one-off access.
 //! Bytes: docs/LAYOUT.md §21.
 //!
 //! # Invariants
@@ -103,6 +112,8 @@
 #[cfg(not(loom))]
 mod aio;
 pub(crate) mod entry;
+mod entry_reader;
+mod entry_writer;
 mod error;
 mod field;
 mod many_writer;
@@ -111,9 +122,13 @@ mod reader;
 pub(crate) mod table;
 #[cfg(all(test, not(loom)))]
 mod tests;
+#[cfg(all(test, not(loom)))]
+mod tests_entry;
 mod writer;
 
-pub use error::{GetError, PutError, RemoveError};
+pub use entry_reader::EntryReader;
+pub use entry_writer::EntryWriter;
+pub use error::{EntryError, GetError, PutError, RemoveError};
 pub use field::Field;
 pub use many_writer::ManyWriter;
 pub use options::Options;

@@ -315,6 +315,17 @@ impl<R: Region> Table<R> {
     /// constants here.
     #[inline(always)]
     pub(crate) fn find_value(&self, key: &[u8], value: &mut [u8]) -> Result<Option<u64>, NotRead> {
+        Ok(self.find_entry(key, value)?.map(|(_, version)| version))
+    }
+
+    /// [`Table::find_value`], saying also which entry holds the key: the
+    /// entry and its version. What an entry handle re-resolves with.
+    #[inline(always)]
+    pub(crate) fn find_entry(
+        &self,
+        key: &[u8],
+        value: &mut [u8],
+    ) -> Result<Option<(u64, u64)>, NotRead> {
         let home = self.home(key);
         let value_word = 1 + key.len().div_ceil(8);
         for n in 0..self.geo.entries {
@@ -325,7 +336,7 @@ impl<R: Region> Table<R> {
                 (first, _) => self.retry_key(i, first, key, value_word, value)?,
             };
             match holds {
-                Holds::Key => return Ok(Some(version)),
+                Holds::Key => return Ok(Some((i, version))),
                 Holds::Empty => return Ok(None),
                 Holds::Other => {}
                 Holds::BadTag(t) => return Err(NotRead::BadTag { entry: i, tag: t }),
@@ -388,6 +399,16 @@ impl<R: Region> Table<R> {
             }
         }
         Err(free)
+    }
+
+    /// Writer only: whether entry `i` holds `key`, live. The writer is the
+    /// only one that stores to the table, so its own loads see its last
+    /// write: what an entry handle's put checks its entry with.
+    #[inline(always)]
+    pub(crate) fn holds_live(&self, i: u64, key: &[u8]) -> bool {
+        let body = self.body(i);
+        body[0].load(Ordering::Relaxed) == tag::LIVE
+            && same_key(&body[1..1 + key.len().div_ceil(8)], key)
     }
 
     /// Writer only: writes version `v` of entry `i`: `tag`, and the key

@@ -6,7 +6,8 @@
 use std::marker::PhantomData;
 
 use super::Options;
-use super::error::{PutError, RemoveError};
+use super::entry_writer::EntryWriter;
+use super::error::{EntryError, PutError, RemoveError};
 use super::field::Field;
 use super::reader::Reader;
 use super::table::Table;
@@ -178,12 +179,18 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
                 expected: geo.value_size as usize,
             });
         }
+        self.put_located(key, value).map(|(_, v)| v)
+    }
+
+    /// The by-key put of checked sizes: the entry written and its version.
+    #[inline(always)]
+    fn put_located(&mut self, key: &[u8], value: &[u8]) -> Result<(u64, u64), PutError> {
         let v = self.version.wrapping_add(1);
         // One call of `write` (an update leaves the key in place), so that
         // it inlines here.
         let (i, new_key) = match self.table.locate(key) {
             Ok(i) => (i, None),
-            Err(Some(i)) if self.keys < geo.keys => (i, Some(key)),
+            Err(Some(i)) if self.keys < self.table.geo.keys => (i, Some(key)),
             Err(_) => return Err(PutError::Full { keys: self.keys }),
         };
         self.table.write(i, v, tag::LIVE, new_key, Some(value));
@@ -193,7 +200,163 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
         }
         self.version = v;
         wait::ring(self.table.bell(), self.light);
+        Ok((i, v))
+    }
+
+    /// A handle on `key` for [`Writer::put_entry`]: puts through it write
+    /// where the key was last written, with no hash and no probe. The key
+    /// need not be in the table yet.
+    ///
+    /// # Errors
+    /// [`EntryError::KeySize`] for a raw key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut speed = writer.entry(&1)?;
+    /// assert_eq!(writer.put_entry(&mut speed, &30)?, 1);
+    /// assert_eq!(writer.put_entry(&mut speed, &31)?, 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entry(&self, key: &K) -> Result<EntryWriter<K, V>, EntryError> {
+        let key = key.as_bytes();
+        let expected = self.table.geo.key_size as usize;
+        if key.len() != expected {
+            return Err(EntryError::KeySize {
+                found: key.len(),
+                expected,
+            });
+        }
+        let hint = match self.table.locate(key) {
+            Ok(i) | Err(Some(i)) => i,
+            Err(None) => self.table.home(key),
+        };
+        Ok(EntryWriter::new(key, hint))
+    }
+
+    /// [`Writer::put`] through a handle: if the entry the handle last
+    /// wrote still holds its key, the put is the entry's seqlock and a
+    /// copy of the value there; else (the key removed, or never put) it
+    /// is the by-key put, and the handle remembers where it wrote.
+    /// Returns the entry's new version.
+    ///
+    /// # Errors
+    /// As [`Writer::put`]: [`PutError::Full`] for a key not in the table
+    /// when the table holds its capacity; [`PutError::KeySize`] for a
+    /// handle made for a table of another key size;
+    /// [`PutError::ValueSize`] for a raw value of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, [u8; 4], _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut reader = writer.reader();
+    /// let mut state = writer.entry(&9)?;
+    /// writer.put_entry(&mut state, b"idle")?;
+    /// writer.remove(&9)?; // the handle survives its key's removal
+    /// writer.put_entry(&mut state, b"busy")?;
+    /// assert_eq!(reader.get(&9)?.map(|e| e.value), Some(*b"busy"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn put_entry(&mut self, entry: &mut EntryWriter<K, V>, value: &V) -> Result<u64, PutError> {
+        self.put_entry_bytes(entry, value.as_bytes())
+    }
+
+    /// [`Writer::put_entry`] with the value as bytes, whatever the
+    /// writer's types: what the C and Python bindings call.
+    ///
+    /// # Errors
+    /// As [`Writer::put_entry`].
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, PutError, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut entry = writer.entry(&1)?;
+    /// writer.put_entry_bytes(&mut entry, &5u64.to_ne_bytes())?;
+    /// assert_eq!(
+    ///     writer.put_entry_bytes(&mut entry, b"short"),
+    ///     Err(PutError::ValueSize { found: 5, expected: 8 })
+    /// );
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    pub fn put_entry_bytes(
+        &mut self,
+        entry: &mut EntryWriter<K, V>,
+        value: &[u8],
+    ) -> Result<u64, PutError> {
+        let geo = &self.table.geo;
+        if value.len() != geo.value_size as usize {
+            return Err(PutError::ValueSize {
+                found: value.len(),
+                expected: geo.value_size as usize,
+            });
+        }
+        let key_len = geo.key_size as usize;
+        if entry.key.len() != key_len {
+            return Err(PutError::KeySize {
+                found: entry.key.len(),
+                expected: key_len,
+            });
+        }
+        // A typed key's size as a constant: the compare below unrolls.
+        let key = match K::SIZE {
+            Some(k) if k == key_len => &entry.key[..k],
+            _ => &entry.key[..],
+        };
+        let i = entry.hint;
+        if !self.table.holds_live(i, key) {
+            return self.put_entry_moved(entry, value);
+        }
+        let v = self.version.wrapping_add(1);
+        self.table.write(i, v, tag::LIVE, None, Some(value));
+        self.version = v;
+        wait::ring(self.table.bell(), self.light);
         Ok(v)
+    }
+
+    /// A put through a handle whose entry no longer holds its key: the
+    /// by-key put, remembered.
+    #[cold]
+    #[inline(never)]
+    fn put_entry_moved(
+        &mut self,
+        entry: &mut EntryWriter<K, V>,
+        value: &[u8],
+    ) -> Result<u64, PutError> {
+        let key = std::mem::take(&mut entry.key);
+        let put = self.put_located(&key, value);
+        entry.key = key;
+        let (i, v) = put?;
+        entry.hint = i;
+        Ok(v)
+    }
+
+    /// [`Writer::remove`] through a handle: the handle stays, and a later
+    /// [`Writer::put_entry`] puts the key back.
+    ///
+    /// # Errors
+    /// [`RemoveError::KeySize`] for a handle made for a table of another
+    /// key size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let mut entry = writer.entry(&1)?;
+    /// writer.put_entry(&mut entry, &100)?;
+    /// assert_eq!(writer.remove_entry(&mut entry)?, Some(2));
+    /// assert_eq!(writer.remove_entry(&mut entry)?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn remove_entry(
+        &mut self,
+        entry: &mut EntryWriter<K, V>,
+    ) -> Result<Option<u64>, RemoveError> {
+        self.remove_bytes(&entry.key)
     }
 
     /// Removes `key`: readers find it no more. Returns the version of the
