@@ -174,7 +174,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> EntryReader<K, V, R> {
         let key = &key[..key_len];
         let value = &mut buf[..size.div_ceil(8) * 8];
         let value_word = 1 + key_len.div_ceil(8);
-        let (stamp, body) = (table.stamp(*hint), table.body(*hint));
+        let (stamp, body) = table.slot(*hint);
         if let (Attempt::Stable(version), Holds::Key) =
             entry::try_read_key(stamp, body, key, value_word, value)
         {

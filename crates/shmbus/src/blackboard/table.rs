@@ -121,6 +121,15 @@ impl<R: Region> Table<R> {
         self.data + (i & self.mask) as usize * self.geo.entry_size as usize
     }
 
+    /// Entry `i`'s stamp and the words after it, from one bounds check
+    /// (the stamp is the entry's first word, its tag the second).
+    #[inline(always)]
+    pub(crate) fn slot(&self, i: u64) -> (&AtomicU64, &[AtomicU64]) {
+        const { assert!(off::STAMP == 0 && off::TAG == 8) };
+        let words = self.region.words(self.entry(i), 1 + self.body_words);
+        (&words[0], &words[1..])
+    }
+
     #[inline]
     pub(crate) fn stamp(&self, i: u64) -> &AtomicU64 {
         self.region.word(self.entry(i) + off::STAMP)
@@ -330,7 +339,7 @@ impl<R: Region> Table<R> {
         let value_word = 1 + key.len().div_ceil(8);
         for n in 0..self.geo.entries {
             let i = (home + n) & self.mask;
-            let (stamp, body) = (self.stamp(i), self.body(i));
+            let (stamp, body) = self.slot(i);
             let (version, holds) = match entry::try_read_key(stamp, body, key, value_word, value) {
                 (Attempt::Stable(version), holds) => (version, holds),
                 (first, _) => self.retry_key(i, first, key, value_word, value)?,
@@ -406,7 +415,7 @@ impl<R: Region> Table<R> {
     /// write: what an entry handle's put checks its entry with.
     #[inline(always)]
     pub(crate) fn holds_live(&self, i: u64, key: &[u8]) -> bool {
-        let body = self.body(i);
+        let (_, body) = self.slot(i);
         body[0].load(Ordering::Relaxed) == tag::LIVE
             && same_key(&body[1..1 + key.len().div_ceil(8)], key)
     }
@@ -419,8 +428,7 @@ impl<R: Region> Table<R> {
         // `write_entry`'s steps written out again, not called: calling it
         // (inlined all the same) cost the single writer's put 8 more
         // instructions (callgrind, examples/blackboard_callgrind.rs).
-        let stamp = self.stamp(i);
-        let body = self.body(i);
+        let (stamp, body) = self.slot(i);
         entry::begin(stamp, v);
         if body[0].load(Ordering::Relaxed) != t {
             body[0].store(t, Ordering::Relaxed);
@@ -430,7 +438,11 @@ impl<R: Region> Table<R> {
             crate::bus::copy::store(&body[1..vw], key);
         }
         if let Some(value) = value {
-            crate::bus::copy::store(&body[vw..], value);
+            // The value's own words (it is the table's size: checked by
+            // every caller), so that a typed value's copy is sized at
+            // compile time.
+            let words = &body[vw..vw + value.len().div_ceil(8)];
+            crate::bus::copy::store_exact(words, value);
         }
         entry::commit(stamp, v);
         // Release, paired with the Acquire loads of the version in
@@ -452,8 +464,7 @@ impl<R: Region> Table<R> {
         key: Option<&[u8]>,
         value: Option<&[u8]>,
     ) {
-        let stamp = self.stamp(i);
-        let body = self.body(i);
+        let (stamp, body) = self.slot(i);
         entry::begin(stamp, v);
         if body[0].load(Ordering::Relaxed) != t {
             body[0].store(t, Ordering::Relaxed);
@@ -463,7 +474,7 @@ impl<R: Region> Table<R> {
             crate::bus::copy::store(&body[1..vw], key);
         }
         if let Some(value) = value {
-            crate::bus::copy::store(&body[vw..], value);
+            crate::bus::copy::store_exact(&body[vw..vw + value.len().div_ceil(8)], value);
         }
         entry::commit(stamp, v);
     }

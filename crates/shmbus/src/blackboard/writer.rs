@@ -302,13 +302,14 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Writer<K, V, R> {
                 expected: key_len,
             });
         }
-        // A typed key's size as a constant: the compare below unrolls.
-        let key = match K::SIZE {
-            Some(k) if k == key_len => &entry.key[..k],
-            _ => &entry.key[..],
-        };
         let i = entry.hint;
-        if !self.table.holds_live(i, key) {
+        // A typed key's size as a constant in its own call, so that the
+        // compare unrolls there.
+        let holds = match K::SIZE {
+            Some(k) if k == key_len => self.table.holds_live(i, &entry.key[..k]),
+            _ => self.table.holds_live(i, &entry.key),
+        };
+        if !holds {
             return self.put_entry_moved(entry, value);
         }
         let v = self.version.wrapping_add(1);

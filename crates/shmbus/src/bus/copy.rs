@@ -158,6 +158,34 @@ pub(crate) fn store(words: &[AtomicU64], src: &[u8]) {
     portable::store(words, src);
 }
 
+/// [`store`] into exactly `src`'s words (`words.len()` is
+/// `src.len().div_ceil(8)`: no padding): a length that is a multiple of
+/// 16 from 64 bytes up is one `asm!` bulk copy and nothing else. Always
+/// inlined, so that a length known at compile time (a typed value)
+/// folds the choice away.
+///
+/// # Panics
+/// If `words` is not `src`'s length in words.
+#[inline(always)]
+pub(crate) fn store_exact(words: &[AtomicU64], src: &[u8]) {
+    assert_eq!(words.len(), src.len().div_ceil(8), "shmbus: payload size");
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+    if bulk(src.len()) == src.len() {
+        // SAFETY: `words` holds exactly `src.len()` bytes (asserted), and
+        // the two cannot overlap (`src` is private and only read); a
+        // per-byte atomic store, as in `store`.
+        unsafe {
+            x86::copy16(
+                src.as_ptr(),
+                words.as_ptr().cast::<u8>().cast_mut(),
+                src.len() / 16,
+            )
+        };
+        return;
+    }
+    store(words, src);
+}
+
 /// One Relaxed atomic access per 8 bytes: Miri, loom, other targets, and
 /// the tails of the x86_64 path.
 mod portable {
