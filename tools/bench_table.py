@@ -119,8 +119,11 @@ def blackboard(d):
         return
     print()
     print(f"**Blackboard** ({b['keys']} u64 keys, {b['value_bytes']} B values; ns per "
-          f"operation, the median of {b['repeats']} blocks of {b['ops_per_block']}; one key "
-          f"over and over, then the {b['keys']} keys in turn; visible: one-way time for an "
+          + (f"operation, the median of {b['repeats']} rounds of one block of "
+             f"{b['ops_per_block']} each, every row in turn in each round; one key "
+             if b.get("op_rounds") else
+             f"operation, the median of {b['repeats']} blocks of {b['ops_per_block']}; one key ")
+          + f"over and over, then the {b['keys']} keys in turn; visible: one-way time for an "
           f"update to be read on the other core, ping-pong over {b['trips']} round trips)\n")
     print("| | write | read | write, 1000 keys | read, 1000 keys | visible |")
     print("|---|---|---|---|---|---|")
@@ -133,16 +136,41 @@ def blackboard(d):
     rounds = b.get("visible_rounds") or []
     if rounds:
         print()
+        entry = "shmbus_entry_ns" in rounds[0]
         print(f"Visible, round by round ({len(rounds)} rounds of {b['trips'] // len(rounds)} "
-              "round trips, the floor, shmbus and ringfire in turn in each; the table above "
-              "gives each column's median):\n")
-        print("| round | floor | shmbus | ringfire | shmbus / floor |")
-        print("|---|---|---|---|---|")
-        for i, r in enumerate(rounds, 1):
-            print(f"| {i} | {ns(r['floor_ns'])} | {ns(r['shmbus_ns'])} | {ns(r['ringfire_ns'])} | "
-                  f"{r['shmbus_ns'] / r['floor_ns']:.2f} |")
+              + ("round trips, the floor, shmbus by key, ringfire and shmbus through handles"
+                 if entry else "round trips, the floor, shmbus and ringfire")
+              + " in turn in each; the table above gives each column's median):\n")
+        if entry:
+            print("| round | floor | shmbus | ringfire | shmbus-entry | shmbus-entry / floor "
+                  "| shmbus-entry / ringfire |")
+            print("|---|---|---|---|---|---|---|")
+            for i, r in enumerate(rounds, 1):
+                print(f"| {i} | {ns(r['floor_ns'])} | {ns(r['shmbus_ns'])} | "
+                      f"{ns(r['ringfire_ns'])} | {ns(r['shmbus_entry_ns'])} | "
+                      f"{r['shmbus_entry_ns'] / r['floor_ns']:.2f} | "
+                      f"{r['shmbus_entry_ns'] / r['ringfire_ns']:.2f} |")
+        else:
+            print("| round | floor | shmbus | ringfire | shmbus / floor |")
+            print("|---|---|---|---|---|")
+            for i, r in enumerate(rounds, 1):
+                print(f"| {i} | {ns(r['floor_ns'])} | {ns(r['shmbus_ns'])} | "
+                      f"{ns(r['ringfire_ns'])} | {r['shmbus_ns'] / r['floor_ns']:.2f} |")
+    op_rounds = b.get("op_rounds") or []
+    if op_rounds:
+        print()
+        print("Write and read, round by round (ns per operation; every row in turn in each "
+              "round; the first table gives each column's median):\n")
+        print("| round | row | write | read | write, 1000 keys | read, 1000 keys |")
+        print("|---|---|---|---|---|---|")
+        for i, rnd in enumerate(op_rounds, 1):
+            for r in rnd:
+                print(f"| {i} | {r['name']} | {r['write_ns']:.2f} | {r['read_ns']:.2f} | "
+                      f"{r['write_1000_keys_ns']:.2f} | {r['read_1000_keys_ns']:.2f} |")
     if b.get("targets"):
         print()
+        if op_rounds:
+            print("Targets: each value is the median of the ratios taken within one round.\n")
         print("| target | value | bound | met |")
         print("|---|---|---|---|")
         for t in b["targets"]:
