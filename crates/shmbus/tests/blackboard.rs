@@ -238,6 +238,63 @@ fn a_writer_killed_mid_write_leaves_a_stuck_entry_that_readers_report_and_the_ne
 }
 
 #[test]
+fn entry_handles_read_and_write_their_key_across_a_writer_killed_mid_write_and_the_next_writers_repair()
+ {
+    let name = BusName::new("C-bb-handle-killed");
+    let mut writer =
+        Writer::<u64, Value>::create(name.name(), &blackboard::Options::new(16)).expect("create");
+    for k in 0..16 {
+        writer.put(&k, &value(k, 1)).expect("put");
+    }
+    let mut mine = writer.entry(&7).expect("entry");
+    writer.put_entry(&mut mine, &value(7, 1)).expect("put");
+    drop(writer);
+    let reader = Reader::<u64, Value>::open(name.name(), &OpenOptions::default()).expect("open");
+    let mut seven = reader.entry(&7).expect("entry");
+    let mut eight = reader.entry(&8).expect("entry");
+    assert_eq!(
+        seven.get().expect("get").map(|e| e.value),
+        Some(value(7, 1))
+    );
+    let mut child = spawn_child(
+        "as_child_write_then_stop_mid_write",
+        "bb_stop_mid_write",
+        &[("SHMBUS_BUS", name.name().to_owned())],
+    );
+    child.wait_ready();
+    // While the writer lives its entry is busy; another key reads whole.
+    assert!(
+        matches!(seven.get(), Err(GetError::Busy { .. })),
+        "{:?}",
+        seven.get()
+    );
+    assert!(check(8, &eight.get().expect("get").expect("present").value));
+    child.kill();
+    match seven.get() {
+        Err(GetError::Stuck { version, .. }) => assert_eq!(version, 18),
+        other => panic!("expected Stuck, got {other:?}"),
+    }
+    let mut next = Writer::<u64, Value>::attach(name.name(), &OpenOptions::default())
+        .expect("attach after the kill");
+    assert_eq!(next.repaired(), 1);
+    assert_eq!(seven.get().expect("repaired"), None);
+    // The dead writer's handle is only a key: the next writer takes it.
+    next.put_entry(&mut mine, &value(7, 3)).expect("put again");
+    let got = seven.get().expect("get").expect("put again");
+    assert_eq!((got.value, got.version), (value(7, 3), next.version()));
+    assert!(check(8, &eight.get().expect("get").expect("present").value));
+    drop(reader);
+    assert_eq!(
+        seven
+            .get()
+            .expect("the handle keeps the table mapped")
+            .map(|e| e.value),
+        Some(value(7, 3))
+    );
+    name.finish();
+}
+
+#[test]
 fn keys_sharing_a_home_with_an_entry_left_mid_write_are_read_whether_its_writer_lives_or_not() {
     let name = BusName::new("C-bb-beside");
     let mut writer =

@@ -11,7 +11,10 @@
 //! (`Table::read`) only repeat it. A third model runs whole look-ups
 //! (`Table::find_value`, retries included) of two keys whose probe starts
 //! at an entry a writer updates and then dies in: they pass it, and never
-//! give up busy there. Run with:
+//! give up busy there. A fourth runs an entry handle's get
+//! (`EntryReader::get`) racing its key's removal, another key's insert
+//! into its entry, and its key's insert elsewhere: never the other key's
+//! value. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test -p shmbus --release --lib loom`
 //!
 //! What it cannot see: loom's heap region holds the entry in Relaxed
@@ -173,5 +176,75 @@ fn loom_look_ups_pass_another_keys_entry_mid_write_and_never_miss_a_key_put_befo
         }
         assert_eq!(r.find_value(&never.to_ne_bytes(), &mut got), Ok(None));
         w.join().unwrap();
+    });
+}
+
+/// An entry handle's get (`EntryReader::get`: one attempt at its hint,
+/// then the look-up) racing its key's removal, another key's insert into
+/// the entry it was made at, and its key's insert in the other entry:
+/// it returns its own key's whole value (the first or the last) or none,
+/// never the other key's, never torn, and afterwards finds its key where
+/// it moved.
+///
+/// Mutation-checked: with the hint's attempt keeping a whole copy of any
+/// live key (no key compare), loom finds the other key's value returned.
+#[test]
+fn loom_an_entry_handles_get_racing_its_keys_move_never_returns_another_keys_value() {
+    use crate::blackboard::EntryReader;
+    use crate::blackboard::table::hash;
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    // Two keys of one home in the two-entry table.
+    let home = |k: u64| hash(&k.to_ne_bytes()) & 1;
+    let mine = 1;
+    let other = (2..).find(|&k| home(k) == home(mine)).unwrap();
+    let (at, beside) = (home(mine), home(mine) ^ 1);
+    builder.check(move || {
+        let t = Arc::new(table());
+        let value = |k: u64, n: u64| [k.to_ne_bytes(), n.to_ne_bytes()].concat();
+        t.write(
+            at,
+            1,
+            tag::LIVE,
+            Some(&mine.to_ne_bytes()),
+            Some(&value(mine, 1)),
+        );
+        let mut handle = EntryReader::<u64, [u64; 2], _>::new(t.clone(), &mine.to_ne_bytes());
+        let w = {
+            let t = t.clone();
+            thread::spawn(move || {
+                t.write(at, 2, tag::REMOVED, None, None);
+                t.write(
+                    at,
+                    3,
+                    tag::LIVE,
+                    Some(&other.to_ne_bytes()),
+                    Some(&value(other, 3)),
+                );
+                t.write(
+                    beside,
+                    4,
+                    tag::LIVE,
+                    Some(&mine.to_ne_bytes()),
+                    Some(&value(mine, 4)),
+                );
+            })
+        };
+        match handle.get() {
+            Ok(Some(got)) => assert!(
+                (got.value, got.version) == ([mine, 1], 1)
+                    || (got.value, got.version) == ([mine, 4], 4),
+                "read {:?} at version {} as key {mine}'s",
+                got.value,
+                got.version
+            ),
+            Ok(None) | Err(crate::blackboard::GetError::Busy { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
+        w.join().unwrap();
+        let got = handle.get().expect("get").expect("put again");
+        assert_eq!((got.value, got.version), ([mine, 4], 4));
     });
 }
