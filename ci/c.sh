@@ -133,7 +133,9 @@ tool_to_c() { # WRAP
 
 # A blackboard between C and the tool, both ways: C creates and writes,
 # `shmbus get` reads; `shmbus put` writes and removes, C reads and lists
-# what changed; then C's check of every status and error of the API.
+# what changed and reads a key through an entry handle while the tool
+# removes and puts it again; then C's check of every status and error of
+# the API.
 blackboard() { # WRAP
     local wrap=$1 run=() name out rc
     [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
@@ -152,10 +154,23 @@ blackboard() { # WRAP
     [[ "$rc" == 3 ]] || fail "$wrap blackboard get of a removed key exited $rc, expected 3"
     out=$(timeout 60 "${run[@]}" "$BOARD" dump "$name" 1 2>"$work/board.err") || fail "$wrap blackboard dump"
     diff <(printf 'AAPL removed 3\nMSFT=400.25 2\n') <(sort <<<"$out") >&2 || fail "$wrap blackboard dump 1: wrong output"
+    # C reads MSFT through an entry handle while the tool removes it and
+    # puts it again: the handle finds it, first and last values exactly
+    # (what it sees between depends on when it wakes).
+    : >"$work/watch.err"
+    timeout 60 "${run[@]}" "$BOARD" watch "$name" MSFT 402 >"$work/watch.out" 2>"$work/watch.err" &
+    local watcher=$!
+    wait_ready "$work/watch.err" "$watcher"
+    timeout 60 "$SHMBUS" put "$name" MSFT || fail "shmbus put (remove) under a watch"
+    timeout 60 "$SHMBUS" put "$name" AAPL 99 || fail "shmbus put under a watch"
+    timeout 60 "$SHMBUS" put "$name" MSFT 402 || fail "shmbus put again under a watch"
+    wait "$watcher" || fail "$wrap blackboard watch exited $?"
+    [[ "$(head -n 1 "$work/watch.out")" == $'2\t400.25' && "$(tail -n 1 "$work/watch.out")" == $'6\t402' ]] ||
+        fail "$wrap blackboard watch printed $(cat "$work/watch.out"), expected 2<TAB>400.25 first and 6<TAB>402 last"
     "$SHMBUS" rm "$name" >/dev/null
     timeout 120 "${run[@]}" "$BOARD" check "$name" >"$work/board.out" 2>"$work/board.err" ||
         fail "$wrap blackboard check exited $?"
-    echo "ok: ${wrap:+$wrap }blackboard: C <-> shmbus get/put, and every status of the C API"
+    echo "ok: ${wrap:+$wrap }blackboard: C <-> shmbus get/put, an entry handle across a removal, and every status of the C API"
 }
 
 pingpong() { # WRAP ROUNDS

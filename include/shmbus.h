@@ -296,6 +296,20 @@ typedef enum shmbus_status_t {
 } shmbus_status_t;
 
 /**
+ * A reader's handle on one key of a blackboard (opaque), made by
+ * shmbus_blackboard_reader_entry. It keeps the table mapped: it may
+ * outlive the reader that made it.
+ */
+typedef struct shmbus_blackboard_entry_reader_t shmbus_blackboard_entry_reader_t;
+
+/**
+ * A writer's handle on one key of a blackboard (opaque), made by
+ * shmbus_blackboard_writer_entry: the key and where it was last
+ * written, passed to shmbus_blackboard_writer_put_entry.
+ */
+typedef struct shmbus_blackboard_entry_writer_t shmbus_blackboard_entry_writer_t;
+
+/**
  * A reader of a blackboard (opaque).
  */
 typedef struct shmbus_blackboard_reader_t shmbus_blackboard_reader_t;
@@ -750,6 +764,81 @@ enum shmbus_status_t shmbus_blackboard_writer_remove(struct shmbus_blackboard_wr
 void shmbus_blackboard_writer_close(struct shmbus_blackboard_writer_t *writer);
 
 /**
+ * Makes a handle on the key of key_len bytes (exactly the table's key
+ * size) for shmbus_blackboard_writer_put_entry and
+ * shmbus_blackboard_writer_remove_entry: a put through it writes where
+ * the key was last written, with no hash and no probe, and looks the key
+ * up again only when it moved (removed, or not put yet). The key need
+ * not be in the table. The handle is a key, not a borrow of the writer:
+ * it outlives removals of its key, and a later writer of the same table
+ * (after shmbus_blackboard_writer_attach) may use it.
+ *
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_blackboard_entry_writer_close); SHMBUS_ERROR
+ * (SHMBUS_E_INVALID_ARGUMENT: a key of another size, a NULL argument;
+ * *out is NULL).
+ *
+ * Safety:
+ * writer is NULL or a live writer; key valid for key_len bytes;
+ * out NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_entry(struct shmbus_blackboard_writer_t *writer,
+                                                    const void *key,
+                                                    size_t key_len,
+                                                    struct shmbus_blackboard_entry_writer_t **out);
+
+/**
+ * shmbus_blackboard_writer_put through an entry handle: sets the
+ * handle's key to the value of value_len bytes (exactly the table's
+ * value size); *version (NULL: not written) is the write's version.
+ * If the entry the handle last wrote still holds its key, the put is
+ * that entry's write; else it is the put by key, and the handle
+ * remembers where it wrote. Never writes over another key's entry.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (the key is not in the table and
+ * the table holds as many as it was made for; SHMBUS_E_FULL);
+ * SHMBUS_ERROR (SHMBUS_E_INVALID_ARGUMENT: a value of another size,
+ * a handle of a table of another key size, a NULL argument). Nothing is
+ * written unless SHMBUS_OK.
+ *
+ * Safety:
+ * writer is NULL or a live writer; entry NULL or a live entry
+ * writer; value valid for value_len bytes; version NULL or
+ * writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_put_entry(struct shmbus_blackboard_writer_t *writer,
+                                                        struct shmbus_blackboard_entry_writer_t *entry,
+                                                        const void *value,
+                                                        size_t value_len,
+                                                        uint64_t *version);
+
+/**
+ * shmbus_blackboard_writer_remove through an entry handle: removes the
+ * handle's key; *version (NULL: not written) is the removal's version.
+ * The handle stays: a later shmbus_blackboard_writer_put_entry puts
+ * the key back.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_EMPTY (the key was not there: nothing
+ * written); SHMBUS_ERROR (a handle of a table of another key size, a
+ * NULL argument).
+ *
+ * Safety:
+ * writer is NULL or a live writer; entry NULL or a live entry
+ * writer; version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_writer_remove_entry(struct shmbus_blackboard_writer_t *writer,
+                                                           struct shmbus_blackboard_entry_writer_t *entry,
+                                                           uint64_t *version);
+
+/**
+ * Frees an entry writer (NULL: nothing); its key stays in the table.
+ *
+ * Safety:
+ * entry is NULL or a live entry writer, not used again.
+ */
+void shmbus_blackboard_entry_writer_close(struct shmbus_blackboard_entry_writer_t *entry);
+
+/**
  * Opens the blackboard name to read (any number of readers). With
  * opts->type_name, opts->type_size must be the table's value size
  * (SHMBUS_E_TYPE_MISMATCH; the name itself is not compared).
@@ -873,6 +962,59 @@ enum shmbus_status_t shmbus_blackboard_reader_wait(struct shmbus_blackboard_read
  * reader is NULL or a live reader, not used again.
  */
 void shmbus_blackboard_reader_close(struct shmbus_blackboard_reader_t *reader);
+
+/**
+ * Makes a handle on the key of key_len bytes (exactly the table's key
+ * size) for shmbus_blackboard_entry_reader_get: a get through it reads
+ * the key where it was last found, with no hash and no probe, and looks
+ * the key up again only when it moved (removed and put again, or not put
+ * yet). The key need not be in the table. The handle keeps the table
+ * mapped: it may outlive reader.
+ *
+ * Statuses: SHMBUS_OK (*out, closed with
+ * shmbus_blackboard_entry_reader_close); SHMBUS_ERROR
+ * (SHMBUS_E_INVALID_ARGUMENT: a key of another size, a NULL argument;
+ * *out is NULL).
+ *
+ * Safety:
+ * reader is NULL or a live reader; key valid for key_len bytes;
+ * out NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_reader_entry(struct shmbus_blackboard_reader_t *reader,
+                                                    const void *key,
+                                                    size_t key_len,
+                                                    struct shmbus_blackboard_entry_reader_t **out);
+
+/**
+ * shmbus_blackboard_reader_get through an entry handle: reads the
+ * latest value of the handle's key into buf: *len holds the
+ * buffer's length on entry and the value's on SHMBUS_MESSAGE;
+ * *version (NULL: not written) its version. Never a torn value, never
+ * another key's; never waits for the writer.
+ *
+ * Statuses: as shmbus_blackboard_reader_get: SHMBUS_MESSAGE;
+ * SHMBUS_EMPTY (the key is not there now); SHMBUS_TOO_SMALL (*len
+ * is the value size); SHMBUS_ERROR with SHMBUS_E_BUSY,
+ * SHMBUS_E_STUCK, SHMBUS_E_CORRUPT, or SHMBUS_E_INVALID_ARGUMENT
+ * (a NULL argument).
+ *
+ * Safety:
+ * entry is NULL or a live entry reader; buf valid for *len
+ * writable bytes; len NULL or an initialised, writable size_t;
+ * version NULL or writable.
+ */
+enum shmbus_status_t shmbus_blackboard_entry_reader_get(struct shmbus_blackboard_entry_reader_t *entry,
+                                                        void *buf,
+                                                        size_t *len,
+                                                        uint64_t *version);
+
+/**
+ * Frees an entry reader (NULL: nothing).
+ *
+ * Safety:
+ * entry is NULL or a live entry reader, not used again.
+ */
+void shmbus_blackboard_entry_reader_close(struct shmbus_blackboard_entry_reader_t *entry);
 
 /**
  * Creates the single-publisher bus name (a bare name lives in

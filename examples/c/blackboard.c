@@ -5,6 +5,7 @@
  *   blackboard put NAME KEY [VALUE]     (no VALUE: remove KEY)
  *   blackboard get NAME KEY
  *   blackboard dump NAME [SINCE]
+ *   blackboard watch NAME KEY UNTIL
  *   blackboard check NAME
  *
  * Keys and values are the argument's bytes zero-padded to the table's
@@ -13,8 +14,12 @@
  * and prints the write's version; `get` prints "VERSION\tVALUE"; `dump`
  * prints "KEY=VALUE VERSION" per live key (or, with SINCE, per entry
  * written after version SINCE, "KEY removed VERSION" for a removal), in
- * table order. `check` creates NAME (2 keys of 4 bytes, 8-byte values),
- * goes through every status and error the API gives and removes it.
+ * table order. `watch` reads KEY through an entry handle (the key
+ * resolved once) each time the table changes, printing "VERSION\tVALUE"
+ * when its version changes and "-" when it goes, until its value is
+ * UNTIL; it says "ready" on stderr once it has read the key the first
+ * time. `check` creates NAME (2 keys of 4 bytes, 8-byte values), goes
+ * through every status and error the API gives and removes it.
  * Exit 0; 3 for a key `get` did not find; 1 on any error (one line on
  * stderr).
  */
@@ -28,7 +33,7 @@
 
 static void usage(void) {
     fputs("usage: blackboard create NAME KEYS KEY_SIZE VALUE_SIZE | put NAME KEY [VALUE]"
-          " | get NAME KEY | dump NAME [SINCE] | check NAME\n",
+          " | get NAME KEY | dump NAME [SINCE] | watch NAME KEY UNTIL | check NAME\n",
           stderr);
     exit(1);
 }
@@ -96,6 +101,8 @@ static int check(const char *name) {
     int status = 0;
     shmbus_blackboard_writer_t *w = NULL, *w2 = NULL;
     shmbus_blackboard_reader_t *r = NULL, *r2 = NULL;
+    shmbus_blackboard_entry_reader_t *ea = NULL;
+    shmbus_blackboard_entry_writer_t *wa = NULL;
     shmbus_blackboard_options_t opts = shmbus_blackboard_options_default();
     opts.keys = 2;
     opts.key_size = 4;
@@ -185,8 +192,83 @@ static int check(const char *name) {
     EXPECT(shmbus_blackboard_writer_put(w, "MSFT", 4, "401\0\0\0\0\0", 8, &version) == SHMBUS_OK &&
                version == 5,
            "versions go on after an attach");
+
+    /* Entry handles: AAPL resolved once, read and written through them. */
+    EXPECT(shmbus_blackboard_reader_entry(r, "AAP", 3, &ea) == SHMBUS_ERROR &&
+               shmbus_error_code() == SHMBUS_E_INVALID_ARGUMENT && ea == NULL,
+           "an entry reader of a 3-byte key is INVALID_ARGUMENT");
+    EXPECT(shmbus_blackboard_writer_entry(w, "AAPLX", 5, &wa) == SHMBUS_ERROR &&
+               shmbus_error_code() == SHMBUS_E_INVALID_ARGUMENT && wa == NULL,
+           "an entry writer of a 5-byte key is INVALID_ARGUMENT");
+    EXPECT(shmbus_blackboard_reader_entry(r, "AAPL", 4, &ea) == SHMBUS_OK, "AAPL's entry reader");
+    EXPECT(shmbus_blackboard_writer_entry(w, "AAPL", 4, &wa) == SHMBUS_OK, "AAPL's entry writer");
+    len = sizeof buf;
+    EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_MESSAGE &&
+               len == 8 && version == 3 && memcmp(buf, "102.0\0\0\0", 8) == 0,
+           "AAPL through its entry is 102.0, version 3");
+    len = 4;
+    EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_TOO_SMALL &&
+               len == 8,
+           "a 4-byte buffer is TOO_SMALL through an entry, saying 8");
+    EXPECT(shmbus_blackboard_writer_put_entry(w, wa, "103.5\0\0\0", 8, &version) == SHMBUS_OK &&
+               version == 6,
+           "a put through the entry is version 6");
+    EXPECT(shmbus_blackboard_writer_put_entry(w, wa, "1", 1, &version) == SHMBUS_ERROR &&
+               shmbus_error_code() == SHMBUS_E_INVALID_ARGUMENT,
+           "a 1-byte value through an entry is INVALID_ARGUMENT");
+    len = sizeof buf;
+    EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_MESSAGE &&
+               version == 6 && memcmp(buf, "103.5\0\0\0", 8) == 0,
+           "AAPL through its entry is 103.5, version 6");
+    EXPECT(shmbus_blackboard_writer_remove_entry(w, wa, &version) == SHMBUS_OK && version == 7,
+           "a removal through the entry is version 7");
+    EXPECT(shmbus_blackboard_writer_remove_entry(w, wa, &version) == SHMBUS_EMPTY,
+           "removing it again through the entry is EMPTY");
+    len = sizeof buf;
+    EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_EMPTY,
+           "a removed key is EMPTY through its entry");
+    EXPECT(shmbus_blackboard_writer_remove(w, "MSFT", 4, NULL) == SHMBUS_OK, "remove MSFT");
+    /* Other keys take AAPL's old entry (4 entries for 2 keys; a removed
+     * entry is reused): its handles never read nor write them, and find
+     * AAPL wherever it is put again. */
+    for (int i = 0; i < 16; i++) {
+        char other[5];
+        char value[8] = "other";
+        snprintf(other, sizeof other, "o%03d", i);
+        uint64_t put_at = 0;
+        EXPECT(shmbus_blackboard_writer_put(w, other, 4, value, 8, NULL) == SHMBUS_OK, "put another key");
+        len = sizeof buf;
+        EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_EMPTY,
+               "AAPL's entry reader reads no other key's value");
+        EXPECT(shmbus_blackboard_writer_put_entry(w, wa, "104.0\0\0\0", 8, &put_at) == SHMBUS_OK,
+               "AAPL put again through its entry");
+        len = sizeof buf;
+        EXPECT(shmbus_blackboard_reader_get(r, other, 4, buf, &len, &version) == SHMBUS_MESSAGE &&
+                   memcmp(buf, value, 8) == 0,
+               "the other key is still its own value");
+        len = sizeof buf;
+        EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, &version) == SHMBUS_MESSAGE &&
+                   version == put_at && memcmp(buf, "104.0\0\0\0", 8) == 0,
+               "AAPL put again is read through its entry");
+        EXPECT(shmbus_blackboard_writer_remove_entry(w, wa, NULL) == SHMBUS_OK, "remove AAPL");
+        EXPECT(shmbus_blackboard_writer_remove(w, other, 4, NULL) == SHMBUS_OK, "remove the other");
+    }
+    /* An entry reader keeps the table mapped: it outlives its reader. */
+    EXPECT(shmbus_blackboard_writer_put_entry(w, wa, "105.0\0\0\0", 8, &version) == SHMBUS_OK,
+           "AAPL put once more");
+    shmbus_blackboard_reader_close(r);
+    r = NULL;
+    len = sizeof buf;
+    EXPECT(shmbus_blackboard_entry_reader_get(ea, buf, &len, NULL) == SHMBUS_MESSAGE &&
+               memcmp(buf, "105.0\0\0\0", 8) == 0,
+           "an entry reader reads after its reader is closed");
+    EXPECT(shmbus_blackboard_entry_reader_get(NULL, buf, &len, NULL) == SHMBUS_ERROR &&
+               shmbus_error_code() == SHMBUS_E_INVALID_ARGUMENT,
+           "a NULL entry is INVALID_ARGUMENT");
     printf("check: ok\n");
 out:
+    shmbus_blackboard_entry_reader_close(ea);
+    shmbus_blackboard_entry_writer_close(wa);
     shmbus_blackboard_reader_close(r);
     shmbus_blackboard_reader_close(r2);
     shmbus_blackboard_writer_close(w);
@@ -195,10 +277,78 @@ out:
     return status;
 }
 
+/* Reads `key` through an entry handle on each change of the table until
+ * its value is `until` (zero-padded to the value size). */
+static int watch(const char *name, const char *key_arg, const char *until_arg) {
+    shmbus_blackboard_reader_t *r = NULL;
+    shmbus_blackboard_entry_reader_t *e = NULL;
+    size_t ks, vs;
+    int rc = 1;
+    unsigned char *key = NULL, *until = NULL, *value = NULL;
+    if (shmbus_blackboard_reader_open(name, NULL, &r) != SHMBUS_OK) return fail("open");
+    if (shmbus_blackboard_reader_sizes(r, &ks, &vs) != SHMBUS_OK) {
+        rc = fail("sizes");
+        goto out;
+    }
+    key = malloc(ks), until = malloc(vs), value = malloc(vs);
+    if (!key || !until || !value || !padded(key_arg, key, ks) || !padded(until_arg, until, vs))
+        goto out;
+    if (shmbus_blackboard_reader_entry(r, key, ks, &e) != SHMBUS_OK) {
+        rc = fail("entry");
+        goto out;
+    }
+    /* The table's version before each read: a write after it ends the
+     * wait, so no change is missed between a read and the wait. */
+    uint64_t seen = 0, last = 0;
+    int there = -1; /* not read yet */
+    int ready = 0;
+    for (;;) {
+        if (shmbus_blackboard_reader_version(r, &seen) != SHMBUS_OK) {
+            rc = fail("version");
+            goto out;
+        }
+        size_t len = vs;
+        uint64_t version = 0;
+        shmbus_status_t st = shmbus_blackboard_entry_reader_get(e, value, &len, &version);
+        if (st == SHMBUS_MESSAGE && (there != 1 || version != last)) {
+            printf("%" PRIu64 "\t%.*s\n", version, (int)strnlen((const char *)value, len),
+                   (const char *)value);
+            there = 1, last = version;
+        } else if (st == SHMBUS_EMPTY && there != 0) {
+            printf("-\n");
+            there = 0;
+        } else if (st != SHMBUS_MESSAGE && st != SHMBUS_EMPTY) {
+            rc = fail("get");
+            goto out;
+        }
+        fflush(stdout);
+        if (!ready) {
+            fputs("ready\n", stderr);
+            ready = 1;
+        }
+        if (st == SHMBUS_MESSAGE && memcmp(value, until, vs) == 0) {
+            rc = 0;
+            goto out;
+        }
+        if (shmbus_blackboard_reader_wait(r, seen, -1, NULL) != SHMBUS_OK) {
+            rc = fail("wait");
+            goto out;
+        }
+    }
+out:
+    shmbus_blackboard_entry_reader_close(e);
+    shmbus_blackboard_reader_close(r);
+    free(key);
+    free(until);
+    free(value);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) usage();
     const char *cmd = argv[1], *name = argv[2];
     if (strcmp(cmd, "check") == 0 && argc == 3) return check(name);
+    if (strcmp(cmd, "watch") == 0 && argc == 5) return watch(name, argv[3], argv[4]);
     if (strcmp(cmd, "create") == 0 && argc == 6) {
         shmbus_blackboard_options_t opts = shmbus_blackboard_options_default();
         opts.keys = number(argv[3]);

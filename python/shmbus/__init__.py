@@ -21,6 +21,7 @@ Errors: ``shmbus.errors`` (``shmbus.Error`` and its subclasses).
 from . import errors
 from ._shmbus import (
     Blackboard,
+    BlackboardEntry,
     Consumer,
     Entry,
     JournalPublisher,
@@ -107,6 +108,7 @@ __all__ = [
     "Entry",
     "State",
     "Blackboard",
+    "BlackboardEntry",
     "remove",
     "aio_registrations",
     "errors",

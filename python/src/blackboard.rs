@@ -3,14 +3,19 @@
 //! and `attach` give a writer that also reads, `open` a reader. Keys and
 //! values are bytes of the table's sizes, or with `key_dtype` / `dtype`
 //! NumPy scalars and records of those sizes (`shmbus._support` converts,
-//! so NumPy is imported only then).
+//! so NumPy is imported only then). `Blackboard.entry(key)` gives a
+//! `BlackboardEntry`: the key resolved once (the core's `EntryReader`,
+//! and on a writable board its `EntryWriter`), for a loop that reads or
+//! writes the same keys over and over.
+
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyType};
 use shmbus::{
     OpenOptions,
-    blackboard::{self, GetError, Reader, Writer},
+    blackboard::{self, EntryReader, EntryWriter, GetError, Reader, Writer},
 };
 
 use crate::aio::Receiving;
@@ -19,7 +24,8 @@ use crate::handle::{Handle, handle_methods};
 use crate::{Until, owned_bytes, support, wait_in_slices};
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<PyBlackboard>()
+    m.add_class::<PyBlackboard>()?;
+    m.add_class::<PyBlackboardEntry>()
 }
 
 /// A writer (absent for a handle from `open`) and a reader of one table.
@@ -382,6 +388,33 @@ impl PyBlackboard {
     fn writable(&self, py: Python<'_>) -> PyResult<bool> {
         self.inner.with(py, |b, _| Ok(b.writer.is_some()))
     }
+
+    /// A handle on `key`, resolved once: its `get()` (and on a writable
+    /// board its `put(value)` and `remove()`) goes where the key was last
+    /// found, with no hash and no probe, and finds the key again when it
+    /// moves. The key need not be in the table yet.
+    fn entry(slf: &Bound<'_, Self>, key: &Bound<'_, PyAny>) -> PyResult<PyBlackboardEntry> {
+        let py = slf.py();
+        let this = slf.get();
+        let (key_size, value_size) = this
+            .inner
+            .with(py, |b, _| Ok((b.reader.key_size(), b.reader.value_size())))?;
+        let key = this.encode(py, key, &this.key_dtype, key_size, "key")?;
+        let (reader, writer) = this.inner.with(py, |board, _| {
+            let reader = board.reader.entry(&key);
+            let writer = board.writer.as_ref().map(|w| w.entry(&key)).transpose();
+            Ok((reader, writer))
+        })?;
+        let reader = reader.map_err(|e| errors::board_entry(py, e))?;
+        let writer = writer.map_err(|e| errors::board_entry(py, e))?;
+        Ok(PyBlackboardEntry {
+            board: slf.clone().unbind(),
+            key,
+            value_size,
+            reader: Mutex::new(reader),
+            writer: Mutex::new(writer),
+        })
+    }
 }
 
 handle_methods!(
@@ -449,5 +482,92 @@ impl PyBlackboard {
         since: u64,
     ) -> PyResult<Bound<'py, PyAny>> {
         crate::support(slf.py(), "board_wait_key_async")?.call1((slf, key, since))
+    }
+}
+
+/// A handle on one key of a blackboard (`Blackboard.entry(key)`): `get()`
+/// reads the key where it was last found, `put(value)` and `remove()`
+/// write it through the board's writer. It follows its key when it is
+/// removed and put again elsewhere, and never reads or writes another key.
+#[pyclass(module = "shmbus", name = "BlackboardEntry", frozen)]
+pub struct PyBlackboardEntry {
+    /// The board: its writer puts, its `dtype` decodes, and once it is
+    /// closed so is every call here.
+    board: Py<PyBlackboard>,
+    /// The key, as the table's bytes.
+    key: Vec<u8>,
+    /// The table's value size, what a put's value is encoded to.
+    value_size: usize,
+    /// Its own share of the table: a get takes no lock of the board's.
+    reader: Mutex<EntryReader<[u8], [u8]>>,
+    /// `None` on a board opened to read.
+    writer: Mutex<Option<EntryWriter<[u8], [u8]>>>,
+}
+
+/// Only Rust runs while one is held (errors become exceptions after it
+/// is released), so its holder never needs the GIL that a thread waiting
+/// here holds: the wait is that of one get or put.
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[pymethods]
+impl PyBlackboardEntry {
+    /// `(value, version)` of the key, or None if it is not in the table
+    /// now (as `Blackboard.get`).
+    fn get(&self, py: Python<'_>) -> PyResult<Option<(Py<PyAny>, u64)>> {
+        let board = self.board.get();
+        board.inner.check_open(py)?;
+        let found = locked(&self.reader)
+            .get_bytes()
+            .map(|f| f.map(|(v, version)| (v.to_vec(), version)));
+        found
+            .map_err(|e| errors::board_get(py, e))?
+            .map(|(v, version)| Ok((board.decode(py, &v, &board.dtype)?, version)))
+            .transpose()
+    }
+
+    /// Sets the key to `value` through the board's writer; returns the
+    /// write's version (as `Blackboard.put`).
+    fn put(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let board = self.board.get();
+        board.inner.check_open(py)?;
+        let value = board.encode(py, value, &board.dtype, self.value_size, "value")?;
+        board.inner.with(py, |b, _| {
+            let writer = b.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
+            let put = locked(&self.writer)
+                .as_mut()
+                .map(|entry| writer.put_entry_bytes(entry, &value));
+            put.ok_or_else(|| errors::read_only(py))?
+                .map_err(|e| errors::board_put(py, e))
+        })
+    }
+
+    /// Removes the key through the board's writer; returns the removal's
+    /// version, or None if the key was not there (as `Blackboard.remove`).
+    /// The entry stays: a later `put` puts the key back.
+    fn remove(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        self.board.get().inner.with(py, |b, _| {
+            let writer = b.writer.as_mut().ok_or_else(|| errors::read_only(py))?;
+            let removed = locked(&self.writer)
+                .as_mut()
+                .map(|entry| writer.remove_entry(entry));
+            removed
+                .ok_or_else(|| errors::read_only(py))?
+                .map_err(|e| errors::board_remove(py, e))
+        })
+    }
+
+    /// The key (a NumPy scalar with the board's `key_dtype`).
+    #[getter]
+    fn key(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let board = self.board.get();
+        board.decode(py, &self.key, &board.key_dtype)
+    }
+
+    /// The board the entry was made by.
+    #[getter]
+    fn board(&self, py: Python<'_>) -> Py<PyBlackboard> {
+        self.board.clone_ref(py)
     }
 }

@@ -15,7 +15,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use shmbus::{
     AttachError, CreateError, ErrorKind, OpenError, TypeFingerprint,
-    blackboard::{GetError, PutError, RemoveError},
+    blackboard::{EntryError, GetError, PutError, RemoveError},
     bus::{LosslessRefused, TryPublishError},
     journal::{self, AppendError, CloseError, JoinError},
     pool::{self, LoanError},
@@ -493,6 +493,20 @@ pub(crate) fn board_remove(py: Python<'_>, e: RemoveError) -> PyErr {
     let attrs = match e {
         RemoveError::KeySize { found, expected } => field_size(py, "key", found, expected),
         RemoveError::Busy { entry } => vec![("entry", num(py, entry))],
+        _ => Vec::new(),
+    };
+    raise(
+        py,
+        class(e.kind(), Family::Blackboard),
+        e.to_string(),
+        &attrs,
+    )
+}
+
+/// A blackboard entry handle refused.
+pub(crate) fn board_entry(py: Python<'_>, e: EntryError) -> PyErr {
+    let attrs = match e {
+        EntryError::KeySize { found, expected } => field_size(py, "key", found, expected),
         _ => Vec::new(),
     };
     raise(

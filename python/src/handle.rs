@@ -132,6 +132,16 @@ impl<T: Send> Handle<T> {
     pub(crate) fn is_closed(&self) -> bool {
         self.closing.load(Ordering::Acquire)
     }
+
+    /// `ClosedError` once `close()` was called, without taking the
+    /// object: for what reads through a share of it of its own (a
+    /// blackboard entry's reader), so that it fails as the handle does.
+    pub(crate) fn check_open(&self, py: Python<'_>) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(errors::closed(py, self.closed));
+        }
+        Ok(())
+    }
 }
 
 /// What a class's `close()` (or `release()`) returns, as `__exit__`

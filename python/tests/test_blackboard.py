@@ -11,7 +11,7 @@ import threading
 import pytest
 
 import shmbus
-from conftest import CHILD_TIMEOUT, REPO, run
+from conftest import CHILD_TIMEOUT, REPO, Child, run
 
 
 def board(name, **kw):
@@ -180,6 +180,124 @@ def test_python_and_c_share_a_table_both_ways(bus_name):
     with shmbus.Blackboard.open(bus_name) as rd:
         assert rd.get(b"joint.02") == (b"-1.5\0\0\0\0", 2)
         assert rd.changed_since(1) == [(b"joint.02", b"-1.5\0\0\0\0", 2)]
+
+
+def test_an_entry_reads_and_writes_its_key_and_a_read_only_boards_entry_only_reads(bus_name):
+    with board(bus_name) as b, shmbus.Blackboard.open(bus_name) as r:
+        w, e = b.entry(b"AAPL"), r.entry(b"AAPL")
+        assert (w.key, e.key, e.board is r) == (b"AAPL", b"AAPL", True)
+        assert w.put(b"101.5\0\0\0") == 1
+        assert w.put(b"102.0\0\0\0") == 2
+        assert e.get() == (b"102.0\0\0\0", 2) == r.get(b"AAPL")
+        assert w.get() == (b"102.0\0\0\0", 2)
+        assert w.remove() == 3
+        assert w.remove() is None
+        assert e.get() is None
+        with pytest.raises(shmbus.ReadOnlyError):
+            e.put(b"1\0\0\0\0\0\0\0")
+        with pytest.raises(shmbus.ReadOnlyError):
+            e.remove()
+        with pytest.raises(shmbus.FieldSizeError) as err:
+            w.put(b"short")
+        assert (err.value.field, err.value.found, err.value.expected) == ("value", 5, 8)
+        with pytest.raises(shmbus.FieldSizeError) as err:
+            r.entry(b"AAP")
+        assert (err.value.field, err.value.found, err.value.expected) == ("key", 3, 4)
+
+
+def test_an_entry_of_a_key_not_yet_put_reads_none_then_the_value(bus_name):
+    with board(bus_name) as b, shmbus.Blackboard.open(bus_name) as r:
+        e = r.entry(b"MSFT")
+        assert e.get() is None
+        b.put(b"MSFT", b"400.25\0\0")
+        assert e.get() == (b"400.25\0\0", 1)
+
+
+def test_an_entrys_key_removed_and_put_again_elsewhere_is_still_read_never_the_key_in_its_entry(bus_name):
+    with board(bus_name) as b, shmbus.Blackboard.open(bus_name) as r:
+        bus = _read_bus(bus_name)
+        home = lambda key: bus.bb_hash(key) & (bus.bb["entries"] - 1)
+        a, other = [k for k in (b"k%03d" % n for n in range(1000)) if home(k) == home(b"k000")][:2]
+        e, w = r.entry(a), b.entry(a)
+        w.put(b"a1\0\0\0\0\0\0")  # a's home
+        assert e.get() == (b"a1\0\0\0\0\0\0", 1)
+        w.remove()
+        b.put(other, b"other\0\0\0")  # into a's entry
+        assert e.get() is None, "the other key's value read through a's entry"
+        assert w.put(b"a2\0\0\0\0\0\0") == 4  # the entry after
+        assert e.get() == (b"a2\0\0\0\0\0\0", 4)
+        assert r.get(other) == (b"other\0\0\0", 3), "a's put wrote over the other key"
+        assert sorted(k for k, _, _ in r) == sorted([a, other])
+
+
+def test_an_entry_decodes_with_the_boards_dtypes(bus_name):
+    np = pytest.importorskip("numpy")
+    quote = np.dtype([("bid", "<f8"), ("ask", "<f8")])
+    with shmbus.Blackboard.create(bus_name, keys=4, key_dtype="<u4", dtype=quote) as b:
+        e = b.entry(7)
+        assert e.key == 7 and e.key.dtype == np.dtype("<u4")
+        assert e.put((101.5, 101.75)) == 1
+        value, version = e.get()
+        assert (value["bid"], value["ask"], value.dtype, version) == (101.5, 101.75, quote, 1)
+
+
+def test_an_entry_of_a_closed_board_raises_the_boards_closed_error(bus_name):
+    b = board(bus_name)
+    r = shmbus.Blackboard.open(bus_name)
+    w, e = b.entry(b"AAPL"), r.entry(b"AAPL")
+    w.put(b"101.5\0\0\0")
+    r.close()
+    with pytest.raises(shmbus.ClosedError, match="the blackboard is closed") as err:
+        e.get()
+    with pytest.raises(shmbus.ClosedError) as by_board:
+        r.get(b"AAPL")
+    assert str(err.value) == str(by_board.value)
+    b.close()
+    for call in (w.get, w.remove, lambda: w.put(b"1\0\0\0\0\0\0\0")):
+        with pytest.raises(shmbus.ClosedError, match="the blackboard is closed"):
+            call()
+
+
+def test_python_reads_through_an_entry_what_c_puts_removes_and_puts_again(bus_name):
+    c_board = REPO / "examples" / "c" / "blackboard"
+    if not os.access(c_board, os.X_OK):
+        pytest.fail(f"no C example at {c_board}: run `make -C examples/c`")
+    r = run([str(c_board), "create", bus_name, "4", "8", "8"])
+    assert r.returncode == 0, r.stderr
+    with shmbus.Blackboard.open(bus_name) as rd:
+        e = rd.entry(b"joint.01")
+        assert e.get() is None
+        for args, expected in (
+            (["joint.01", "0.25"], (b"0.25\0\0\0\0", 1)),
+            (["joint.01"], None),  # removed
+            (["joint.02", "9"], None),
+            (["joint.01", "0.5"], (b"0.5\0\0\0\0\0", 4)),
+        ):
+            r = run([str(c_board), "put", bus_name, *args])
+            assert r.returncode == 0, r.stderr
+            assert e.get() == expected, args
+
+
+def test_c_reads_through_an_entry_what_python_puts_through_one_removes_and_puts_again(bus_name):
+    c_board = REPO / "examples" / "c" / "blackboard"
+    if not os.access(c_board, os.X_OK):
+        pytest.fail(f"no C example at {c_board}: run `make -C examples/c`")
+    with shmbus.Blackboard.create(bus_name, keys=4, key_size=8, value_size=8) as b:
+        w = b.entry(b"joint.01")
+        w.put(b"0.25\0\0\0\0")
+        watch = Child([str(c_board), "watch", bus_name, "joint.01", "0.75"])
+        try:
+            assert watch.wait_stderr_line("ready"), "the C watch never said ready"
+            w.remove()
+            b.put(b"joint.02", b"9\0\0\0\0\0\0\0")
+            assert w.put(b"0.75\0\0\0\0") == 4
+            rc, out, err = watch.finish()
+        finally:
+            watch.kill()
+    assert rc == 0, err
+    # What the watch sees between depends on when it wakes: first and last.
+    lines = out.decode().splitlines()
+    assert (lines[0], lines[-1]) == ("1\t0.25", "4\t0.75"), lines
 
 
 def _read_bus(name):

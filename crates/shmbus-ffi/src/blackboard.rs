@@ -1,6 +1,10 @@
 //! The blackboard (the core's `blackboard`): the latest value of each key,
 //! raw bytes of sizes fixed at creation. `shmbus_blackboard_writer_*` (one
-//! per table) and `shmbus_blackboard_reader_*` (any number).
+//! per table) and `shmbus_blackboard_reader_*` (any number). An entry
+//! handle (`shmbus_blackboard_reader_entry`, `shmbus_blackboard_writer_entry`)
+//! is one key resolved once, for a loop that reads or writes the same keys
+//! over and over: no hash and no probe while the key stays where it was
+//! found, and it finds the key again when it moves.
 //!
 //! Statuses: a key that is not there is `SHMBUS_EMPTY`; a full table
 //! `SHMBUS_FULL` (with `SHMBUS_E_FULL`); a read that gave up on an entry
@@ -12,10 +16,12 @@ use std::ffi::{c_char, c_int, c_void};
 
 use shmbus_core::{
     ErrorKind,
-    blackboard::{self, GetError, PutError, Reader, RemoveError, Writer},
+    blackboard::{self, EntryReader, EntryWriter, GetError, PutError, Reader, RemoveError, Writer},
 };
 
-use crate::args::{buffer, bytes, c_str, capacity_in, copy_into, handle, put, take_back};
+use crate::args::{
+    buffer, bytes, c_str, capacity_in, copy_into, give, handle, out_handle, put, take_back,
+};
 use crate::bodies::{new_handle, open_handle, query};
 use crate::entry::{Failure, Outcome, entry, entry_void};
 use crate::options::{OpenOpts, creation, with_creation};
@@ -102,6 +108,21 @@ pub struct ShmbusBlackboardWriter(pub(crate) Writer<[u8], [u8]>);
 
 /// A reader of a blackboard (opaque).
 pub struct ShmbusBlackboardReader(Reader<[u8], [u8]>);
+
+/// A reader's handle on one key of a blackboard (opaque), made by
+/// `shmbus_blackboard_reader_entry`. It keeps the table mapped: it may
+/// outlive the reader that made it.
+pub struct ShmbusBlackboardEntryReader {
+    entry: EntryReader<[u8], [u8]>,
+    /// The table's value size: a buffer too short for it is refused
+    /// before anything is read, as `shmbus_blackboard_reader_get` does.
+    value_size: usize,
+}
+
+/// A writer's handle on one key of a blackboard (opaque), made by
+/// `shmbus_blackboard_writer_entry`: the key and where it was last
+/// written, passed to `shmbus_blackboard_writer_put_entry`.
+pub struct ShmbusBlackboardEntryWriter(EntryWriter<[u8], [u8]>);
 
 // Each error's code is its kind's; only the status is chosen here.
 
@@ -248,6 +269,127 @@ pub unsafe extern "C" fn shmbus_blackboard_writer_close(writer: *mut ShmbusBlack
     entry_void(|| unsafe { take_back(writer) });
 }
 
+/// Makes a handle on the key of `key_len` bytes (exactly the table's key
+/// size) for `shmbus_blackboard_writer_put_entry` and
+/// `shmbus_blackboard_writer_remove_entry`: a put through it writes where
+/// the key was last written, with no hash and no probe, and looks the key
+/// up again only when it moved (removed, or not put yet). The key need
+/// not be in the table. The handle is a key, not a borrow of the writer:
+/// it outlives removals of its key, and a later writer of the same table
+/// (after `shmbus_blackboard_writer_attach`) may use it.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_blackboard_entry_writer_close`); `SHMBUS_ERROR`
+/// (`SHMBUS_E_INVALID_ARGUMENT`: a key of another size, a NULL argument;
+/// `*out` is NULL).
+///
+/// # Safety
+/// `writer` is NULL or a live writer; `key` valid for `key_len` bytes;
+/// `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_writer_entry(
+    writer: *mut ShmbusBlackboardWriter,
+    key: *const c_void,
+    key_len: usize,
+    out: *mut *mut ShmbusBlackboardEntryWriter,
+) -> Status {
+    entry(|| {
+        // SAFETY: NULL or writable, as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: NULL or live, as the contract says.
+        let w = unsafe { handle(writer, "writer") }?;
+        // SAFETY: valid for its length, as the contract says.
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        let e = w.0.entry(key).map_err(crate::entry::error)?;
+        give(out, ShmbusBlackboardEntryWriter(e))
+    })
+}
+
+/// `shmbus_blackboard_writer_put` through an entry handle: sets the
+/// handle's key to the value of `value_len` bytes (exactly the table's
+/// value size); `*version` (NULL: not written) is the write's version.
+/// If the entry the handle last wrote still holds its key, the put is
+/// that entry's write; else it is the put by key, and the handle
+/// remembers where it wrote. Never writes over another key's entry.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_FULL` (the key is not in the table and
+/// the table holds as many as it was made for; `SHMBUS_E_FULL`);
+/// `SHMBUS_ERROR` (`SHMBUS_E_INVALID_ARGUMENT`: a value of another size,
+/// a handle of a table of another key size, a NULL argument). Nothing is
+/// written unless `SHMBUS_OK`.
+///
+/// # Safety
+/// `writer` is NULL or a live writer; `entry` NULL or a live entry
+/// writer; `value` valid for `value_len` bytes; `version` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_writer_put_entry(
+    writer: *mut ShmbusBlackboardWriter,
+    entry: *mut ShmbusBlackboardEntryWriter,
+    value: *const c_void,
+    value_len: usize,
+    version: *mut u64,
+) -> Status {
+    crate::entry::entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let w = unsafe { handle(writer, "writer") }?;
+        // SAFETY: as above.
+        let e = unsafe { handle(entry, "entry") }?;
+        // SAFETY: as above.
+        let value = unsafe { bytes(value, value_len, "value") }?;
+        let v = w.0.put_entry_bytes(&mut e.0, value).map_err(put_failed)?;
+        // SAFETY: NULL or writable, as above.
+        unsafe { put(version, v) };
+        Ok(Status::SHMBUS_OK)
+    })
+}
+
+/// `shmbus_blackboard_writer_remove` through an entry handle: removes the
+/// handle's key; `*version` (NULL: not written) is the removal's version.
+/// The handle stays: a later `shmbus_blackboard_writer_put_entry` puts
+/// the key back.
+///
+/// Statuses: `SHMBUS_OK`; `SHMBUS_EMPTY` (the key was not there: nothing
+/// written); `SHMBUS_ERROR` (a handle of a table of another key size, a
+/// NULL argument).
+///
+/// # Safety
+/// `writer` is NULL or a live writer; `entry` NULL or a live entry
+/// writer; `version` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_writer_remove_entry(
+    writer: *mut ShmbusBlackboardWriter,
+    entry: *mut ShmbusBlackboardEntryWriter,
+    version: *mut u64,
+) -> Status {
+    crate::entry::entry(|| {
+        // SAFETY: each pointer as the contract says.
+        let w = unsafe { handle(writer, "writer") }?;
+        // SAFETY: as above.
+        let e = unsafe { handle(entry, "entry") }?;
+        match w.0.remove_entry(&mut e.0).map_err(remove_failed)? {
+            Some(v) => {
+                // SAFETY: NULL or writable, as above.
+                unsafe { put(version, v) };
+                Ok(Status::SHMBUS_OK)
+            }
+            None => Ok(Status::SHMBUS_EMPTY),
+        }
+    })
+}
+
+/// Frees an entry writer (NULL: nothing); its key stays in the table.
+///
+/// # Safety
+/// `entry` is NULL or a live entry writer, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_entry_writer_close(
+    entry: *mut ShmbusBlackboardEntryWriter,
+) {
+    // SAFETY: NULL or a live handle, by the contract.
+    entry_void(|| unsafe { take_back(entry) });
+}
+
 /// Opens the blackboard `name` to read (any number of readers). With
 /// `opts->type_name`, `opts->type_size` must be the table's value size
 /// (`SHMBUS_E_TYPE_MISMATCH`; the name itself is not compared).
@@ -318,30 +460,48 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_get(
         let r = unsafe { handle(reader, "reader") }?;
         // SAFETY: as above.
         let key = unsafe { bytes(key, key_len, "key") }?;
-        // SAFETY: as above.
-        let cap = unsafe { capacity_in(len) }?;
-        // SAFETY: as above.
-        let out = unsafe { buffer(buf, cap, "buf") }?;
         let value_size = r.0.value_size();
-        if value_size > cap {
-            // SAFETY: `len` is not NULL: capacity_in read it.
-            unsafe { put(len, value_size) };
-            return Err(Failure::new(
-                Status::SHMBUS_TOO_SMALL,
-                ErrorKind::TooLong,
-                format!("values are {value_size} bytes, the buffer holds {cap}"),
-            ));
-        }
-        let Some((value, v)) = r.0.get_bytes(key).map_err(get_failed)? else {
-            return Ok(Status::SHMBUS_EMPTY);
-        };
-        copy_into(&mut out[..value.len()], value);
-        // SAFETY: as above.
-        unsafe { put(len, value.len()) };
-        // SAFETY: NULL or writable, as above.
-        unsafe { put(version, v) };
-        Ok(Status::SHMBUS_MESSAGE)
+        // SAFETY: `buf`, `len` and `version` as the contract says.
+        unsafe { get_into(buf, len, version, value_size, || r.0.get_bytes(key)) }
     })
+}
+
+/// The body of both gets (by key, through a handle): the buffer checked
+/// against `value_size` before anything is read, then `read`'s value
+/// copied into it, its length to `*len` and its version to `*version`.
+///
+/// # Safety
+/// `buf` valid for `*len` writable bytes; `len` NULL or an initialised,
+/// writable `size_t`; `version` NULL or writable.
+unsafe fn get_into<'a>(
+    buf: *mut c_void,
+    len: *mut usize,
+    version: *mut u64,
+    value_size: usize,
+    read: impl FnOnce() -> Result<Option<(&'a [u8], u64)>, GetError>,
+) -> Outcome {
+    // SAFETY: NULL or initialised, by the contract.
+    let cap = unsafe { capacity_in(len) }?;
+    // SAFETY: `cap` writable bytes, by the contract.
+    let out = unsafe { buffer(buf, cap, "buf") }?;
+    if value_size > cap {
+        // SAFETY: `len` is not NULL: capacity_in read it.
+        unsafe { put(len, value_size) };
+        return Err(Failure::new(
+            Status::SHMBUS_TOO_SMALL,
+            ErrorKind::TooLong,
+            format!("values are {value_size} bytes, the buffer holds {cap}"),
+        ));
+    }
+    let Some((value, v)) = read().map_err(get_failed)? else {
+        return Ok(Status::SHMBUS_EMPTY);
+    };
+    copy_into(&mut out[..value.len()], value);
+    // SAFETY: as above.
+    unsafe { put(len, value.len()) };
+    // SAFETY: NULL or writable, by the contract.
+    unsafe { put(version, v) };
+    Ok(Status::SHMBUS_MESSAGE)
 }
 
 /// What `shmbus_blackboard_reader_changed_since` and `_entries` call for
@@ -527,4 +687,89 @@ pub unsafe extern "C" fn shmbus_blackboard_reader_wait(
 pub unsafe extern "C" fn shmbus_blackboard_reader_close(reader: *mut ShmbusBlackboardReader) {
     // SAFETY: NULL or a live handle, by the contract.
     entry_void(|| unsafe { take_back(reader) });
+}
+
+/// Makes a handle on the key of `key_len` bytes (exactly the table's key
+/// size) for `shmbus_blackboard_entry_reader_get`: a get through it reads
+/// the key where it was last found, with no hash and no probe, and looks
+/// the key up again only when it moved (removed and put again, or not put
+/// yet). The key need not be in the table. The handle keeps the table
+/// mapped: it may outlive `reader`.
+///
+/// Statuses: `SHMBUS_OK` (`*out`, closed with
+/// `shmbus_blackboard_entry_reader_close`); `SHMBUS_ERROR`
+/// (`SHMBUS_E_INVALID_ARGUMENT`: a key of another size, a NULL argument;
+/// `*out` is NULL).
+///
+/// # Safety
+/// `reader` is NULL or a live reader; `key` valid for `key_len` bytes;
+/// `out` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_reader_entry(
+    reader: *mut ShmbusBlackboardReader,
+    key: *const c_void,
+    key_len: usize,
+    out: *mut *mut ShmbusBlackboardEntryReader,
+) -> Status {
+    entry(|| {
+        // SAFETY: NULL or writable, as the contract says.
+        let out = unsafe { out_handle(out) }?;
+        // SAFETY: NULL or live, as the contract says.
+        let r = unsafe { handle(reader, "reader") }?;
+        // SAFETY: valid for its length, as the contract says.
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        let e = r.0.entry(key).map_err(crate::entry::error)?;
+        let value_size = r.0.value_size();
+        give(
+            out,
+            ShmbusBlackboardEntryReader {
+                entry: e,
+                value_size,
+            },
+        )
+    })
+}
+
+/// `shmbus_blackboard_reader_get` through an entry handle: reads the
+/// latest value of the handle's key into `buf`: `*len` holds the
+/// buffer's length on entry and the value's on `SHMBUS_MESSAGE`;
+/// `*version` (NULL: not written) its version. Never a torn value, never
+/// another key's; never waits for the writer.
+///
+/// Statuses: as `shmbus_blackboard_reader_get`: `SHMBUS_MESSAGE`;
+/// `SHMBUS_EMPTY` (the key is not there now); `SHMBUS_TOO_SMALL` (`*len`
+/// is the value size); `SHMBUS_ERROR` with `SHMBUS_E_BUSY`,
+/// `SHMBUS_E_STUCK`, `SHMBUS_E_CORRUPT`, or `SHMBUS_E_INVALID_ARGUMENT`
+/// (a NULL argument).
+///
+/// # Safety
+/// `entry` is NULL or a live entry reader; `buf` valid for `*len`
+/// writable bytes; `len` NULL or an initialised, writable `size_t`;
+/// `version` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_entry_reader_get(
+    entry: *mut ShmbusBlackboardEntryReader,
+    buf: *mut c_void,
+    len: *mut usize,
+    version: *mut u64,
+) -> Status {
+    crate::entry::entry(|| {
+        // SAFETY: NULL or live, as the contract says.
+        let e = unsafe { handle(entry, "entry") }?;
+        let value_size = e.value_size;
+        // SAFETY: `buf`, `len` and `version` as the contract says.
+        unsafe { get_into(buf, len, version, value_size, || e.entry.get_bytes()) }
+    })
+}
+
+/// Frees an entry reader (NULL: nothing).
+///
+/// # Safety
+/// `entry` is NULL or a live entry reader, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn shmbus_blackboard_entry_reader_close(
+    entry: *mut ShmbusBlackboardEntryReader,
+) {
+    // SAFETY: NULL or a live handle, by the contract.
+    entry_void(|| unsafe { take_back(entry) });
 }

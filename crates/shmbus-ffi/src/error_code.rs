@@ -218,4 +218,5 @@ classified!(
     shmbus_core::blackboard::GetError,
     shmbus_core::blackboard::PutError,
     shmbus_core::blackboard::RemoveError,
+    shmbus_core::blackboard::EntryError,
 );

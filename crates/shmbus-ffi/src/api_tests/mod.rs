@@ -4,6 +4,7 @@
 // The examples test's helpers (unique bus names removed again, journal
 // directories): one file for both test crates.
 mod blackboard;
+mod blackboard_entry;
 #[path = "../../tests/common/mod.rs"]
 mod common;
 mod error_codes;
