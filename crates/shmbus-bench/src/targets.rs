@@ -128,6 +128,23 @@ pub fn targets(results: &[Figures], t: f64) -> Vec<Value> {
             |r| r <= 1.0,
         ));
     }
+    // One-way, paced, beside ringfire at every size both ran.
+    let mut oneway_sizes: Vec<usize> = results
+        .iter()
+        .filter(|f| f.case.pattern == Pattern::Oneway)
+        .map(|f| f.case.msg_size)
+        .collect();
+    oneway_sizes.sort_unstable();
+    oneway_sizes.dedup();
+    let oneway_at = |m: &str, size| get(m, Pattern::Oneway, Some(size)).and_then(|f| f.ns(0.5, t));
+    for &size in &oneway_sizes {
+        out.extend(target(
+            &format!("shmbus oneway p50 / ringfire p50 at {size} B"),
+            "<= 1",
+            ratio(oneway_at("shmbus", size), oneway_at(RINGFIRE, size)),
+            |r| r <= 1.0,
+        ));
+    }
     out.extend(fanout_widths(results, t));
     out.extend(lossless_publish_cost(results, t));
     let p99 = |m: &str| {
@@ -553,6 +570,7 @@ fn zero_copy<'a>(
     t: f64,
 ) -> Vec<Value> {
     let p50 = |m: &str, size| get(m, Pattern::Pingpong, Some(size)).and_then(|f| f.ns(0.5, t));
+    let oneway = |m: &str, size| get(m, Pattern::Oneway, Some(size)).and_then(|f| f.ns(0.5, t));
     let rate =
         |m: &str, size| get(m, Pattern::Throughput, Some(size)).and_then(|f| f.msgs_per_sec());
     let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
@@ -572,13 +590,25 @@ fn zero_copy<'a>(
                 ratio(p50(ZC, size), p50(peer, size)),
                 |r| r <= 1.0,
             ));
+            out.extend(target(
+                &format!("{ZC} oneway p50 / {peer} p50 at {kib} KiB"),
+                "<= 1",
+                ratio(oneway(ZC, size), oneway(peer, size)),
+                |r| r <= 1.0,
+            ));
         }
     }
     out.extend(target(
         &format!("{ZC} pingpong p50 / shmbus p50 at 64 B"),
-        "<= 1.5",
+        "<= 1.3",
         ratio(p50(ZC, 64), p50("shmbus", 64)),
-        |r| r <= 1.5,
+        |r| r <= 1.3,
+    ));
+    out.extend(target(
+        &format!("{ZC} pingpong p50 / crossbar-pool p50 at 64 B"),
+        "<= 1",
+        ratio(p50(ZC, 64), p50("crossbar-pool", 64)),
+        |r| r <= 1.0,
     ));
     out
 }
