@@ -238,11 +238,23 @@ def record_page(d, base):
         print(f"| {t['target']} | {t['wanted']} | {t['found']} | {'met' if t['met'] else '**missed**'} |")
 
 
+def causes(path, page_name):
+    """The hand-written causes of a page's missed targets, measured and kept
+    beside the run (`bench-notes/<page>.md` next to the JSON), if any."""
+    import os
+    notes = os.path.join(os.path.dirname(path) or ".", "bench-notes", page_name)
+    if os.path.exists(notes):
+        print()
+        print("## Why each missed target missed\n")
+        print(open(notes).read().rstrip("\n"))
+
+
 def page(path):
     d = json.load(open(path))
     base = path.rsplit("/", 1)[-1]
     if base == "bench-blackboard.json":
-        return blackboard_page(d, base)
+        blackboard_page(d, base)
+        return causes(path, "BENCHMARKS-blackboard.md")
     if "record" in d and "results" not in d:
         record_page(d, base)
         return
@@ -277,6 +289,7 @@ def page(path):
     mpmc(d)
     stall(d)
     blackboard(d)
+    causes(path, page_name)
 
 
 # The rows of docs/bench-async.json's run: the synchronous futex
