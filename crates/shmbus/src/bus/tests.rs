@@ -16,6 +16,22 @@ mod ring {
     }
 
     #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_ring_whose_region_cannot_hold_its_slots_panics_when_it_is_made() {
+        use crate::bus::payload::Payload;
+        use crate::mem::heap::HEAP_PAGE;
+        use crate::wire::Header;
+        let msg = <u64 as Payload>::fingerprint(None, None).expect("u64 fits");
+        let header = Header::broadcast(8, msg, HEAP_PAGE, 0)
+            .expect("valid geometry")
+            .with_heap_lines();
+        // A word short of the last slot: the hot paths reach slots
+        // unchecked, so the ring refuses here, not on a publish.
+        let region = HeapRegion::new(header.total_len as usize - 8);
+        let _ = crate::bus::ring::Ring::new(region, &header);
+    }
+
+    #[test]
     fn lagged_subscriber_is_told_exactly_how_many_it_missed() {
         let mut p = bus(4);
         let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
