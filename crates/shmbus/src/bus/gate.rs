@@ -13,6 +13,10 @@
 //!   scan. Those bump `GATE_GEN`, and the publisher, which loads
 //!   `GATE_GEN` after every message (on the futex word's line, after the
 //!   fence it makes for sleepers anyway), rescans before its next write.
+//!   So the publisher loads no position while it writes below `limit`
+//!   (the cached minimum of Disruptor's producers); at the limit a scan
+//!   that finds room (`Gate::rescan`, out of line) costs the bits' line
+//!   and one position load per gating subscriber, nothing else.
 //! - Join (Dekker with that load): store the position `S`, load
 //!   `GATE_GEN` as `g` and count the other bits (SeqCst: refused when
 //!   they fill the limit), set the bit (SeqCst), and commit with a CAS of
@@ -344,21 +348,33 @@ impl Gate {
         self.gen_seen = ring.gate_gen().load(Ordering::Acquire);
         let mut limit = m.wrapping_add(FAR);
         let mut blocker = None;
-        for entry in ring.gating_entries() {
-            match ring.verdict(entry, m, self.skip_run) {
-                Verdict::Bounds(l) => {
-                    if ahead(limit, l) > 0 {
-                        limit = l;
-                    }
+        // A plain loop over the words this ring has entries for, not
+        // `gating_entries`' adapters: at the limit (a publisher faster than
+        // its slowest lossless subscriber) this runs on almost every write.
+        let entries = ring.geometry().entries();
+        for w in 0..entries.div_ceil(64) {
+            let mut bits = ring.gating_bits(w);
+            while bits != 0 {
+                let entry = 64 * w + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if entry >= entries {
+                    break;
                 }
-                Verdict::Blocks(position) => {
-                    if blocker.is_none() {
-                        blocker = Some(Blocker { entry, position });
+                match ring.verdict(entry, m, self.skip_run) {
+                    Verdict::Bounds(l) => {
+                        if ahead(limit, l) > 0 {
+                            limit = l;
+                        }
                     }
+                    Verdict::Blocks(position) => {
+                        if blocker.is_none() {
+                            blocker = Some(Blocker { entry, position });
+                        }
+                    }
+                    // Passed already (lapped before its join took effect, or
+                    // garbage): it gates again when it rejoins.
+                    Verdict::Passed => {}
                 }
-                // Passed already (lapped before its join took effect, or
-                // garbage): it gates again when it rejoins.
-                Verdict::Passed => {}
             }
         }
         self.limit = if blocker.is_some() { m } else { limit };
@@ -376,10 +392,24 @@ impl Gate {
         m: u64,
         deadline: Option<Instant>,
     ) -> Result<(), Full> {
-        if self.open_for(m) {
+        if self.open_for(m) || self.rescan(ring, m) {
             return Ok(());
         }
         self.room_slow(ring, m, deadline)
+    }
+
+    /// At the limit: a scan, and whether it found room for `m` (then the
+    /// limit is new and nobody was in the way). Out of line from the
+    /// waiting in `room_slow`: a publisher faster than its slowest
+    /// lossless subscriber comes here on almost every write, and finds
+    /// room (the subscriber read on), so this is its whole cost there.
+    #[inline(never)]
+    fn rescan<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> bool {
+        if self.scan(ring, m).is_some() {
+            return false;
+        }
+        self.blocked = None;
+        true
     }
 
     #[cold]
@@ -563,11 +593,8 @@ impl<R: Region> Ring<R> {
     /// those this ring has lines for.
     fn gating_entries(&self) -> impl Iterator<Item = usize> + '_ {
         let entries = self.geometry().entries();
-        (0..4).flat_map(move |w| {
-            let mut bits = self
-                .region()
-                .word(self.control_field(control::GATING + 8 * w))
-                .load(Ordering::Acquire);
+        (0..entries.div_ceil(64)).flat_map(move |w| {
+            let mut bits = self.gating_bits(w);
             std::iter::from_fn(move || {
                 while bits != 0 {
                     let b = bits.trailing_zeros() as usize;
@@ -580,6 +607,12 @@ impl<R: Region> Ring<R> {
                 None
             })
         })
+    }
+
+    /// Word `w` (of 4) of the gating bits (Acquire, as `gating_entries`).
+    #[inline]
+    fn gating_bits(&self, w: usize) -> u64 {
+        self.hot64(control::GATING, 4)[w].load(Ordering::Acquire)
     }
 
     /// A gating subscriber's position. Acquire, paired with its Release
