@@ -52,11 +52,14 @@
 //!   1 - capacity` on.
 //! - Blocked on entry `i`, the publisher waits (spin, yield, then sleep
 //!   on `ROOM`, which gating subscribers ring after each position store),
-//!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
-//!   bit is cleared at once), and after `EVICT_NS` of one block (`i` in
-//!   the way at one position: a position past the furthest it saw
-//!   restarts the clock) evicts `i`: counts it on `i`'s line, clears its
-//!   bit (SeqCst), makes a Release fence, and goes on.
+//!   checks `i`'s registry lock (a system call) once the block has lasted
+//!   [`LIVENESS_EVERY`], then every [`LIVENESS_EVERY`], and before it
+//!   says `Full` (free: dead, its bit is cleared at once); a block that
+//!   clears sooner, as a live subscriber's does, makes no system call.
+//!   After `EVICT_NS` of one block (`i` in the way at one position: a
+//!   position past the furthest it saw restarts the clock) it evicts `i`:
+//!   counts it on `i`'s line, clears its bit (SeqCst), makes a Release
+//!   fence, and goes on.
 //! - A gating subscriber that is lapped makes an Acquire fence (paired
 //!   with that one: the stamp that lapped it was stored after it) and
 //!   looks at its bit: set, it rejoins at its new position; clear, it was
@@ -183,6 +186,13 @@ impl SkipRun {
             _ => p,
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Liveness probes (`Ring::entry_alive`) made by this thread: a
+    /// system call each on a bus in /dev/shm.
+    pub(crate) static PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The far limit of an empty gating set: far enough that the check
@@ -425,12 +435,21 @@ impl Gate {
                 self.blocked = None;
                 return Ok(());
             };
-            if !ring.entry_alive(b.entry) {
-                ring.ungate(b.entry);
-                continue;
-            }
             let now = Instant::now();
             let since = blocked_since(&mut self.blocked, b.entry, b.position, now);
+            let out_of_time = deadline.is_some_and(|d| now >= d);
+            // The liveness probe is a system call: not on every block (a
+            // publisher faster than a live subscriber meets one per message
+            // or so, each cleared within microseconds), only once it has
+            // lasted `LIVENESS_EVERY` at one position, or before saying
+            // `Full` (a dead subscriber does not hold `try_publish` back).
+            if (out_of_time || now.duration_since(since) >= LIVENESS_EVERY)
+                && !ring.entry_alive(b.entry)
+            {
+                ring.ungate(b.entry);
+                self.blocked = None;
+                continue;
+            }
             // A subscriber that waits on a claim not committed yet is held
             // by that claim's publisher, not stalled: it gets the unblock
             // timeout on top, after which readers skip a dead claim.
@@ -449,7 +468,7 @@ impl Gate {
                 entry: b.entry,
                 pid: ring.registry_pid(b.entry),
             };
-            if deadline.is_some_and(|d| now >= d) {
+            if out_of_time {
                 return Err(full);
             }
             let held = patience > self.evict;
@@ -514,7 +533,9 @@ impl Gate {
         // with a new clock.
         let run = self.skip_run;
         let in_way = || ring.in_way_at(b.entry, m, b.position, run);
-        let mut next_check = start;
+        // First probe a period in: a block that clears sooner makes no
+        // system call (`room_slow` probed already if the block is old).
+        let mut next_check = start + LIVENESS_EVERY;
         let until = deadline.map_or(evict_at, |d| d.min(evict_at));
         let mut backoff = wait::Backoff::new(self.strategy, Some(until));
         // loom: no clock in the model (a branch on real time would make
@@ -724,6 +745,8 @@ impl<R: Region> Ring<R> {
     /// heap ring cannot tell, and says yes; its handles clear their bit
     /// when dropped).
     pub(crate) fn entry_alive(&self, entry: usize) -> bool {
+        #[cfg(test)]
+        PROBES.with(|p| p.set(p.get() + 1));
         self.region()
             .lock_held(lock_byte::REGISTRY + entry as u64)
             .unwrap_or(true)

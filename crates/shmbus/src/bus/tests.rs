@@ -462,6 +462,41 @@ mod gate {
         Publisher::on_heap(capacity).expect("valid geometry")
     }
 
+    #[test]
+    fn a_block_that_a_live_subscriber_clears_within_the_liveness_period_makes_no_liveness_probe() {
+        use crate::bus::gate::{LIVENESS_EVERY, PROBES};
+        const CAP: u64 = 4;
+        let mut p = bus(CAP);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("lossless");
+        for i in 0..CAP {
+            p.publish(&i);
+        }
+        for round in 0..20 {
+            let reader = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_micros(100));
+                assert!(matches!(s.recv(Wait::Forever), Some(Received::Message(_))));
+                s
+            });
+            let before = PROBES.with(|c| c.get());
+            let start = Instant::now();
+            // Full: blocked until the reader reads one.
+            p.publish(&(CAP + round));
+            let took = start.elapsed();
+            let probes = PROBES.with(|c| c.get()) - before;
+            s = reader.join().expect("reader");
+            // A loaded machine may hold the reader back for longer: then a
+            // probe per period is allowed, none for a block that cleared
+            // sooner (each is a system call on a bus in /dev/shm).
+            let allowed = (took.as_nanos() / LIVENESS_EVERY.as_nanos()) as u64;
+            assert!(
+                probes <= allowed,
+                "{probes} probes in a block of {took:?} (round {round})"
+            );
+        }
+    }
+
     /// A heap ring of `u64`s whose publishers evict a lossless subscriber
     /// after `evict`, not the heap's 1 s.
     fn ring_evicting(
