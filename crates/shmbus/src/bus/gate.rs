@@ -13,6 +13,10 @@
 //!   scan. Those bump `GATE_GEN`, and the publisher, which loads
 //!   `GATE_GEN` after every message (on the futex word's line, after the
 //!   fence it makes for sleepers anyway), rescans before its next write.
+//!   So the publisher loads no position while it writes below `limit`
+//!   (the cached minimum of Disruptor's producers); at the limit a scan
+//!   that finds room (`Gate::rescan`, out of line) costs the bits' line
+//!   and one position load per gating subscriber, nothing else.
 //! - Join (Dekker with that load): store the position `S`, load
 //!   `GATE_GEN` as `g` and count the other bits (SeqCst: refused when
 //!   they fill the limit), set the bit (SeqCst), and commit with a CAS of
@@ -48,11 +52,14 @@
 //!   1 - capacity` on.
 //! - Blocked on entry `i`, the publisher waits (spin, yield, then sleep
 //!   on `ROOM`, which gating subscribers ring after each position store),
-//!   checks `i`'s registry lock every [`LIVENESS_EVERY`] (free: dead, its
-//!   bit is cleared at once), and after `EVICT_NS` of one block (`i` in
-//!   the way at one position: a position past the furthest it saw
-//!   restarts the clock) evicts `i`: counts it on `i`'s line, clears its
-//!   bit (SeqCst), makes a Release fence, and goes on.
+//!   checks `i`'s registry lock (a system call) once the block has lasted
+//!   [`LIVENESS_EVERY`], then every [`LIVENESS_EVERY`], and before it
+//!   says `Full` (free: dead, its bit is cleared at once); a block that
+//!   clears sooner, as a live subscriber's does, makes no system call.
+//!   After `EVICT_NS` of one block (`i` in the way at one position: a
+//!   position past the furthest it saw restarts the clock) it evicts `i`:
+//!   counts it on `i`'s line, clears its bit (SeqCst), makes a Release
+//!   fence, and goes on.
 //! - A gating subscriber that is lapped makes an Acquire fence (paired
 //!   with that one: the stamp that lapped it was stored after it) and
 //!   looks at its bit: set, it rejoins at its new position; clear, it was
@@ -179,6 +186,13 @@ impl SkipRun {
             _ => p,
         }
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Liveness probes (`Ring::entry_alive`) made by this thread: a
+    /// system call each on a bus in /dev/shm.
+    pub(crate) static PROBES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// The far limit of an empty gating set: far enough that the check
@@ -344,21 +358,33 @@ impl Gate {
         self.gen_seen = ring.gate_gen().load(Ordering::Acquire);
         let mut limit = m.wrapping_add(FAR);
         let mut blocker = None;
-        for entry in ring.gating_entries() {
-            match ring.verdict(entry, m, self.skip_run) {
-                Verdict::Bounds(l) => {
-                    if ahead(limit, l) > 0 {
-                        limit = l;
-                    }
+        // A plain loop over the words this ring has entries for, not
+        // `gating_entries`' adapters: at the limit (a publisher faster than
+        // its slowest lossless subscriber) this runs on almost every write.
+        let entries = ring.geometry().entries();
+        for w in 0..entries.div_ceil(64) {
+            let mut bits = ring.gating_bits(w);
+            while bits != 0 {
+                let entry = 64 * w + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                if entry >= entries {
+                    break;
                 }
-                Verdict::Blocks(position) => {
-                    if blocker.is_none() {
-                        blocker = Some(Blocker { entry, position });
+                match ring.verdict(entry, m, self.skip_run) {
+                    Verdict::Bounds(l) => {
+                        if ahead(limit, l) > 0 {
+                            limit = l;
+                        }
                     }
+                    Verdict::Blocks(position) => {
+                        if blocker.is_none() {
+                            blocker = Some(Blocker { entry, position });
+                        }
+                    }
+                    // Passed already (lapped before its join took effect, or
+                    // garbage): it gates again when it rejoins.
+                    Verdict::Passed => {}
                 }
-                // Passed already (lapped before its join took effect, or
-                // garbage): it gates again when it rejoins.
-                Verdict::Passed => {}
             }
         }
         self.limit = if blocker.is_some() { m } else { limit };
@@ -376,10 +402,24 @@ impl Gate {
         m: u64,
         deadline: Option<Instant>,
     ) -> Result<(), Full> {
-        if self.open_for(m) {
+        if self.open_for(m) || self.rescan(ring, m) {
             return Ok(());
         }
         self.room_slow(ring, m, deadline)
+    }
+
+    /// At the limit: a scan, and whether it found room for `m` (then the
+    /// limit is new and nobody was in the way). Out of line from the
+    /// waiting in `room_slow`: a publisher faster than its slowest
+    /// lossless subscriber comes here on almost every write, and finds
+    /// room (the subscriber read on), so this is its whole cost there.
+    #[inline(never)]
+    fn rescan<R: Region>(&mut self, ring: &Ring<R>, m: u64) -> bool {
+        if self.scan(ring, m).is_some() {
+            return false;
+        }
+        self.blocked = None;
+        true
     }
 
     #[cold]
@@ -395,12 +435,21 @@ impl Gate {
                 self.blocked = None;
                 return Ok(());
             };
-            if !ring.entry_alive(b.entry) {
-                ring.ungate(b.entry);
-                continue;
-            }
             let now = Instant::now();
             let since = blocked_since(&mut self.blocked, b.entry, b.position, now);
+            let out_of_time = deadline.is_some_and(|d| now >= d);
+            // The liveness probe is a system call: not on every block (a
+            // publisher faster than a live subscriber meets one per message
+            // or so, each cleared within microseconds), only once it has
+            // lasted `LIVENESS_EVERY` at one position, or before saying
+            // `Full` (a dead subscriber does not hold `try_publish` back).
+            if (out_of_time || now.duration_since(since) >= LIVENESS_EVERY)
+                && !ring.entry_alive(b.entry)
+            {
+                ring.ungate(b.entry);
+                self.blocked = None;
+                continue;
+            }
             // A subscriber that waits on a claim not committed yet is held
             // by that claim's publisher, not stalled: it gets the unblock
             // timeout on top, after which readers skip a dead claim.
@@ -419,7 +468,7 @@ impl Gate {
                 entry: b.entry,
                 pid: ring.registry_pid(b.entry),
             };
-            if deadline.is_some_and(|d| now >= d) {
+            if out_of_time {
                 return Err(full);
             }
             let held = patience > self.evict;
@@ -484,7 +533,9 @@ impl Gate {
         // with a new clock.
         let run = self.skip_run;
         let in_way = || ring.in_way_at(b.entry, m, b.position, run);
-        let mut next_check = start;
+        // First probe a period in: a block that clears sooner makes no
+        // system call (`room_slow` probed already if the block is old).
+        let mut next_check = start + LIVENESS_EVERY;
         let until = deadline.map_or(evict_at, |d| d.min(evict_at));
         let mut backoff = wait::Backoff::new(self.strategy, Some(until));
         // loom: no clock in the model (a branch on real time would make
@@ -563,11 +614,8 @@ impl<R: Region> Ring<R> {
     /// those this ring has lines for.
     fn gating_entries(&self) -> impl Iterator<Item = usize> + '_ {
         let entries = self.geometry().entries();
-        (0..4).flat_map(move |w| {
-            let mut bits = self
-                .region()
-                .word(self.control_field(control::GATING + 8 * w))
-                .load(Ordering::Acquire);
+        (0..entries.div_ceil(64)).flat_map(move |w| {
+            let mut bits = self.gating_bits(w);
             std::iter::from_fn(move || {
                 while bits != 0 {
                     let b = bits.trailing_zeros() as usize;
@@ -580,6 +628,12 @@ impl<R: Region> Ring<R> {
                 None
             })
         })
+    }
+
+    /// Word `w` (of 4) of the gating bits (Acquire, as `gating_entries`).
+    #[inline]
+    fn gating_bits(&self, w: usize) -> u64 {
+        self.hot64(control::GATING, 4)[w].load(Ordering::Acquire)
     }
 
     /// A gating subscriber's position. Acquire, paired with its Release
@@ -691,6 +745,8 @@ impl<R: Region> Ring<R> {
     /// heap ring cannot tell, and says yes; its handles clear their bit
     /// when dropped).
     pub(crate) fn entry_alive(&self, entry: usize) -> bool {
+        #[cfg(test)]
+        PROBES.with(|p| p.set(p.get() + 1));
         self.region()
             .lock_held(lock_byte::REGISTRY + entry as u64)
             .unwrap_or(true)

@@ -4,6 +4,11 @@
 //! are what this file implements; [`super::claim`] adds the
 //! many-publisher steps to the same [`Ring`].
 //!
+//! A ring checks once, when it is made, that every slot and the control
+//! fields from `cursor` through `gating` lie in its region; the hot paths
+//! (`slot`, `slot_lines`, `hot64`, `hot32`) then reach them without a
+//! bounds check each. Everything else is checked per access.
+//!
 //! A reader's state is one [`Cursor`], owned by its handle (a bus
 //! subscriber or group, a pool subscriber, a journal subscriber) and
 //! passed whole to every reader step (`recv`, `poll`, `poll_wait`,
@@ -20,7 +25,7 @@ use super::copy;
 use super::stamp::{Stamp, abandoned, ahead, decode, done, writing};
 use crate::mem::{HeapRegion, Region};
 use crate::options::Start;
-use crate::sync::{AtomicU64, Ordering, fence};
+use crate::sync::{AtomicU32, AtomicU64, Ordering, fence};
 use crate::wait::{self, Wait, WaitStrategy};
 use crate::wire::{Header, LINE, STAMP_BYTES, control};
 
@@ -117,6 +122,10 @@ pub(crate) struct Geometry {
     write_prefetch_lines: usize,
 }
 
+/// The control fields the hot paths reach without a check each (`cursor`
+/// through `gating`, LAYOUT §5), checked once when a ring is made.
+pub(crate) const HOT_CONTROL: usize = control::GATING + 32;
+
 /// Registry entries a heap ring has lines for (lossless subscribers, see
 /// `gate`).
 pub(crate) const HEAP_ENTRIES: usize = 8;
@@ -207,6 +216,26 @@ impl<R: Region> Ring<R> {
         } else {
             Duration::ZERO
         };
+        // The one bounds check of the hot paths' words (`slot`,
+        // `slot_lines`, `hot32`, `cursor`): every slot, and the control
+        // fields through `ROOM`, lie in the region. (A region's length never
+        // shrinks.)
+        let slot_words = geo.slot_size / 8;
+        assert!(
+            geo.slot_size % 8 == 0
+                && slot_words > geo.payload_words
+                && slot_words > (LINE / 8) * geo.prefetch_lines.max(geo.write_prefetch_lines),
+            "shmbus: slot of {} bytes too small for its payload",
+            geo.slot_size
+        );
+        let _ = region.words(
+            geo.data_offset,
+            usize::try_from(geo.capacity)
+                .ok()
+                .and_then(|c| c.checked_mul(slot_words))
+                .expect("shmbus: slots fit the address space"),
+        );
+        let _ = region.words(geo.control_offset, HOT_CONTROL / 8);
         Ring {
             region,
             geo,
@@ -305,9 +334,67 @@ impl<R: Region> Ring<R> {
             .words(self.slot_offset(seq) + 8, self.geo.payload_words)
     }
 
+    /// `seq`'s stamp and payload words, unchecked (the hot paths, `write`
+    /// and `read`: a check per word was a tenth of each).
+    #[inline(always)]
+    fn slot(&self, seq: u64) -> (&AtomicU64, &[AtomicU64]) {
+        // SAFETY: `seq & mask < capacity`, so the slot lies in the slots
+        // `with_geometry` checked, and its stamp and payload words in it
+        // (`payload_words < slot_size / 8`, checked there too); the data
+        // offset and slot size are multiples of 8.
+        let words = unsafe {
+            self.region
+                .words_unchecked(self.slot_offset(seq), 1 + self.geo.payload_words)
+        };
+        match words {
+            [stamp, payload @ ..] => (stamp, payload),
+            [] => unreachable!("a slot has its stamp"),
+        }
+    }
+
+    /// The first word of each of the `lines` lines of `seq`'s slot past
+    /// the stamp's (`lines` at most the prefetch lines `with_geometry`
+    /// checked the slot holds), unchecked.
+    #[inline(always)]
+    fn slot_lines(&self, seq: u64, lines: usize) -> impl Iterator<Item = &AtomicU64> {
+        const WORDS: usize = LINE / 8;
+        debug_assert!(lines <= self.geo.prefetch_lines.max(self.geo.write_prefetch_lines));
+        // SAFETY: in `seq`'s slot, as in `slot` (`WORDS * lines < slot_size
+        // / 8`, checked in `with_geometry`).
+        unsafe {
+            self.region
+                .words_unchecked(self.slot_offset(seq), 1 + WORDS * lines)
+        }
+        .iter()
+        .step_by(WORDS)
+        .skip(1)
+    }
+
+    /// `count` 64-bit control fields from `field` on, unchecked: for the
+    /// fields before [`HOT_CONTROL`] only.
+    #[inline(always)]
+    pub(crate) fn hot64(&self, field: usize, count: usize) -> &[AtomicU64] {
+        assert!(field % 8 == 0 && field + 8 * count <= HOT_CONTROL);
+        // SAFETY: inside the control fields `with_geometry` checked (an
+        // assert on constants folds away); the control offset is a
+        // multiple of the page size.
+        unsafe { self.region.words_unchecked(self.control(field), count) }
+    }
+
+    /// `count` 32-bit control fields from `field` on, unchecked: for the
+    /// fields before [`HOT_CONTROL`] only.
+    #[inline(always)]
+    fn hot32(&self, field: usize, count: usize) -> &[AtomicU32] {
+        assert!(field % 4 == 0 && field + 4 * count <= HOT_CONTROL);
+        // SAFETY: inside the control fields `with_geometry` checked (the
+        // assert, on constants, folds away); the control offset is a
+        // multiple of the page size.
+        unsafe { self.region.word32s_unchecked(self.control(field), count) }
+    }
+
     #[inline]
     pub(crate) fn cursor(&self) -> &AtomicU64 {
-        self.region.word(self.control(control::CURSOR))
+        &self.hot64(control::CURSOR, 1)[0]
     }
 
     pub(crate) fn epoch(&self) -> u64 {
@@ -336,13 +423,13 @@ impl<R: Region> Ring<R> {
     #[inline]
     pub(crate) fn write(&self, seq: u64, src: &[u8]) -> u32 {
         debug_assert!(src.len() <= self.geo.msg_size);
-        let stamp = self.stamp(seq);
+        let (stamp, payload) = self.slot(seq);
         stamp.store(writing(seq), Ordering::Relaxed);
         // Release fence, paired with the reader's Acquire fence in `read`: a
         // reader whose copy saw any word stored below will see at least
         // `writing(seq)` when it re-loads the stamp, and discard the copy.
         fence(Ordering::Release);
-        self.store_payload(seq, src);
+        copy::store(payload, src);
         // Release, paired with the Acquire first load of the stamp in `read`:
         // a reader that sees `done(seq)` sees the whole payload.
         stamp.store(done(seq), Ordering::Release);
@@ -362,11 +449,14 @@ impl<R: Region> Ring<R> {
     /// them exclusive from the last level cache or another core.
     #[inline(always)]
     fn prefetch_next_for_write(&self, seq: u64) {
-        let slot = self.slot_offset(seq);
-        for line in 1..=self.geo.write_prefetch_lines {
+        let lines = self.geo.write_prefetch_lines;
+        if lines == 0 {
+            return;
+        }
+        for word in self.slot_lines(seq, lines) {
             // SAFETY: `write_prefetch_lines` is 0 unless the CPU has
             // `prefetchw` (`Geometry::of`).
-            unsafe { crate::sync::prefetch_write(self.region.word(slot + line * LINE)) };
+            unsafe { crate::sync::prefetch_write(word) };
         }
     }
 
@@ -410,7 +500,7 @@ impl<R: Region> Ring<R> {
     fn wake_sleepers_gen(&self) -> u32 {
         // One bounds check for both words (same line, side by side).
         const _: () = assert!(control::GATE_GEN == control::FUTEX + 4);
-        let [bell, generation] = self.region.word32s(self.control(control::FUTEX), 2) else {
+        let [bell, generation] = self.hot32(control::FUTEX, 2) else {
             unreachable!("two words asked, two given")
         };
         wait::ring(bell, self.light_barrier);
@@ -431,14 +521,14 @@ impl<R: Region> Ring<R> {
     #[inline]
     pub(crate) fn read(&self, seq: u64, dst: &mut [u8]) -> Slot {
         debug_assert_eq!(dst.len(), self.geo.msg_size);
-        let stamp = self.stamp(seq);
+        let (stamp, payload) = self.slot(seq);
         let want = done(seq);
         // Acquire, paired with the publisher's Release store of `done(seq)`.
         let before = stamp.load(Ordering::Acquire);
         if before != want {
             return self.classify(seq, before);
         }
-        copy::load(self.payload(seq), dst);
+        copy::load(payload, dst);
         // Acquire fence, paired with the publisher's Release fence in `write`:
         // if any word copied above came from a later write, the re-load below
         // sees that write's stamp (or a newer one).
@@ -459,9 +549,12 @@ impl<R: Region> Ring<R> {
     /// (a 64-byte message, with its stamp, spans two lines).
     #[inline(always)]
     fn prefetch_payload(&self, seq: u64) {
-        let slot = self.slot_offset(seq);
-        for line in 1..=self.geo.prefetch_lines {
-            crate::sync::prefetch(self.region.word(slot + line * LINE));
+        let lines = self.geo.prefetch_lines;
+        if lines == 0 {
+            return;
+        }
+        for word in self.slot_lines(seq, lines) {
+            crate::sync::prefetch(word);
         }
     }
 
@@ -826,7 +919,7 @@ impl<R: Region> Ring<R> {
 impl<R: Region> Ring<R> {
     #[inline(always)]
     pub(crate) fn gate_gen(&self) -> &crate::sync::AtomicU32 {
-        self.region().word32(self.control_field(control::GATE_GEN))
+        &self.hot32(control::GATE_GEN, 1)[0]
     }
 
     /// Whether `entry`'s bit is set.
@@ -842,8 +935,7 @@ impl<R: Region> Ring<R> {
     /// publisher asleep on `ROOM` (a fence and a load when none is).
     #[inline(always)]
     pub(crate) fn ring_room(&self, light: bool) {
-        let bell = self.region().word32(self.control_field(control::ROOM));
-        wait::ring(bell, light);
+        wait::ring(&self.hot32(control::ROOM, 1)[0], light);
     }
 
     /// Bumps `GATE_GEN` and orders it against the publisher's load of it

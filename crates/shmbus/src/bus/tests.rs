@@ -16,6 +16,22 @@ mod ring {
     }
 
     #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_ring_whose_region_cannot_hold_its_slots_panics_when_it_is_made() {
+        use crate::bus::payload::Payload;
+        use crate::mem::heap::HEAP_PAGE;
+        use crate::wire::Header;
+        let msg = <u64 as Payload>::fingerprint(None, None).expect("u64 fits");
+        let header = Header::broadcast(8, msg, HEAP_PAGE, 0)
+            .expect("valid geometry")
+            .with_heap_lines();
+        // A word short of the last slot: the hot paths reach slots
+        // unchecked, so the ring refuses here, not on a publish.
+        let region = HeapRegion::new(header.total_len as usize - 8);
+        let _ = crate::bus::ring::Ring::new(region, &header);
+    }
+
+    #[test]
     fn lagged_subscriber_is_told_exactly_how_many_it_missed() {
         let mut p = bus(4);
         let mut s = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
@@ -444,6 +460,41 @@ mod gate {
 
     fn bus(capacity: u64) -> Publisher<u64, Arc<HeapRegion>> {
         Publisher::on_heap(capacity).expect("valid geometry")
+    }
+
+    #[test]
+    fn a_block_that_a_live_subscriber_clears_within_the_liveness_period_makes_no_liveness_probe() {
+        use crate::bus::gate::{LIVENESS_EVERY, PROBES};
+        const CAP: u64 = 4;
+        let mut p = bus(CAP);
+        let mut s = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .expect("lossless");
+        for i in 0..CAP {
+            p.publish(&i);
+        }
+        for round in 0..20 {
+            let reader = std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_micros(100));
+                assert!(matches!(s.recv(Wait::Forever), Some(Received::Message(_))));
+                s
+            });
+            let before = PROBES.with(|c| c.get());
+            let start = Instant::now();
+            // Full: blocked until the reader reads one.
+            p.publish(&(CAP + round));
+            let took = start.elapsed();
+            let probes = PROBES.with(|c| c.get()) - before;
+            s = reader.join().expect("reader");
+            // A loaded machine may hold the reader back for longer: then a
+            // probe per period is allowed, none for a block that cleared
+            // sooner (each is a system call on a bus in /dev/shm).
+            let allowed = (took.as_nanos() / LIVENESS_EVERY.as_nanos()) as u64;
+            assert!(
+                probes <= allowed,
+                "{probes} probes in a block of {took:?} (round {round})"
+            );
+        }
     }
 
     /// A heap ring of `u64`s whose publishers evict a lossless subscriber

@@ -98,6 +98,27 @@ impl Region for HeapRegion {
         unsafe { std::slice::from_raw_parts(self.base().add(offset / 8), count) }
     }
     #[inline]
+    unsafe fn words_unchecked(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        #[cfg(debug_assertions)]
+        check(offset, count * 8, 8, self.len());
+        // SAFETY: as in `words`, the bounds and alignment being the
+        // caller's contract.
+        unsafe { std::slice::from_raw_parts(self.base().add(offset / 8), count) }
+    }
+    #[inline]
+    unsafe fn word32s_unchecked(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        #[cfg(debug_assertions)]
+        check(offset, count * 4, 4, self.len());
+        // SAFETY: as in `word32s`, the bounds and alignment being the
+        // caller's contract.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.base().cast::<u8>().add(offset).cast::<AtomicU32>(),
+                count,
+            )
+        }
+    }
+    #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len());
         // SAFETY: atomic-word capability. In bounds and 4-aligned (checked);

@@ -415,6 +415,26 @@ impl Region for ShmRegion {
         }
     }
     #[inline]
+    unsafe fn words_unchecked(&self, offset: usize, count: usize) -> &[AtomicU64] {
+        #[cfg(debug_assertions)]
+        check(offset, count * 8, 8, self.len);
+        // SAFETY: as in `words`, the bounds and alignment being the
+        // caller's contract.
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(offset).cast::<AtomicU64>(), count)
+        }
+    }
+    #[inline]
+    unsafe fn word32s_unchecked(&self, offset: usize, count: usize) -> &[AtomicU32] {
+        #[cfg(debug_assertions)]
+        check(offset, count * 4, 4, self.len);
+        // SAFETY: as in `word32s`, the bounds and alignment being the
+        // caller's contract.
+        unsafe {
+            std::slice::from_raw_parts(self.ptr.as_ptr().add(offset).cast::<AtomicU32>(), count)
+        }
+    }
+    #[inline]
     fn word32(&self, offset: usize) -> &AtomicU32 {
         check(offset, 4, 4, self.len);
         // SAFETY: atomic-word capability, as in `words` (4-aligned).
