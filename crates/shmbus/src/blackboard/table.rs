@@ -9,6 +9,17 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::wire::blackboard::{control, entry as off, tag};
 use crate::wire::{BlackboardGeometry, lock_byte};
 
+/// The control words the hot paths reach unchecked (`VERSION`, `KEYS`,
+/// the doorbell), checked once in [`Table::new`].
+const HOT_CONTROL: usize = {
+    let bell = (control::BELL + 4).next_multiple_of(8);
+    if bell > control::KEYS + 8 {
+        bell
+    } else {
+        control::KEYS + 8
+    }
+};
+
 /// How many times a reader tries one entry while a write is under way or
 /// its copy is torn before it gives up (`Busy`, or `Stuck` when the stamp
 /// never moved and no writer lives): first spinning, then yielding the
@@ -74,9 +85,23 @@ pub(crate) struct Table<R> {
 }
 
 impl<R: Region> Table<R> {
-    /// The table of a validated header's (or a creator's) geometry.
+    /// The table of a validated header's (or a creator's) geometry. Checks
+    /// once that every entry and the control words the hot paths use lie
+    /// in the region (what opening validated already): `slot`, `version`
+    /// and `bell` then reach them without a check each.
     pub(crate) fn new(region: R, geo: BlackboardGeometry, control: usize, data: usize) -> Self {
         let body = geo.value_offset() - off::TAG + (geo.value_size as usize).div_ceil(8) * 8;
+        assert!(
+            geo.entry_size % 8 == 0 && body + off::TAG <= geo.entry_size as usize,
+            "shmbus: a blackboard entry of {} bytes holds no {body}-byte body",
+            geo.entry_size
+        );
+        let entries = usize::try_from(geo.entries)
+            .ok()
+            .and_then(|n| n.checked_mul(geo.entry_size as usize / 8))
+            .expect("shmbus: the entries fit the address space");
+        let _ = region.words(data, entries);
+        let _ = region.words(control, HOT_CONTROL / 8);
         Table {
             region,
             geo,
@@ -126,8 +151,17 @@ impl<R: Region> Table<R> {
     #[inline(always)]
     pub(crate) fn slot(&self, i: u64) -> (&AtomicU64, &[AtomicU64]) {
         const { assert!(off::STAMP == 0 && off::TAG == 8) };
-        let words = self.region.words(self.entry(i), 1 + self.body_words);
-        (&words[0], &words[1..])
+        // SAFETY: `entry(i)` masks `i` below `entries`, so the entry lies in
+        // the ones `new` checked; its stamp and body fit its size (checked
+        // there too); the data offset and entry size are multiples of 8.
+        let words = unsafe {
+            self.region
+                .words_unchecked(self.entry(i), 1 + self.body_words)
+        };
+        match words {
+            [stamp, body @ ..] => (stamp, body),
+            [] => unreachable!("an entry has its stamp"),
+        }
     }
 
     #[inline]
@@ -143,7 +177,13 @@ impl<R: Region> Table<R> {
     /// The table's version word.
     #[inline]
     pub(crate) fn version(&self) -> &AtomicU64 {
-        self.region.word(self.control + control::VERSION)
+        // SAFETY: a control word `new` checked; the control offset is a
+        // multiple of the page size.
+        unsafe {
+            &self
+                .region
+                .words_unchecked(self.control + control::VERSION, 1)[0]
+        }
     }
 
     /// The live-keys word.
@@ -161,7 +201,13 @@ impl<R: Region> Table<R> {
     /// The readers' doorbell.
     #[inline]
     pub(crate) fn bell(&self) -> &AtomicU32 {
-        self.region.word32(self.control + control::BELL)
+        // SAFETY: a control word `new` checked (4-aligned: the control
+        // offset is a multiple of the page size, `BELL` of 4).
+        unsafe {
+            &self
+                .region
+                .word32s_unchecked(self.control + control::BELL, 1)[0]
+        }
     }
 
     /// The first slot of `key`'s probe.

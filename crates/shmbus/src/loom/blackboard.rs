@@ -32,11 +32,12 @@ use crate::wire::BlackboardGeometry;
 use crate::wire::blackboard::tag;
 
 /// A one-key table (two entries of 64 bytes) of 8-byte keys and 16-byte
-/// values, its control page at 0 and its entries at 64.
+/// values, its control words at 0 (through the doorbell, at 256) and its
+/// entries at 320.
 fn table() -> Table<Arc<HeapRegion>> {
     let geo = BlackboardGeometry::new(1, 8, 16).expect("geometry");
-    let region = Arc::new(HeapRegion::new(64 + 2 * 64));
-    Table::new(region, geo, 0, 64)
+    let region = Arc::new(HeapRegion::new(320 + 2 * 64));
+    Table::new(region, geo, 0, 320)
 }
 
 /// One attempt at entry 0: what it kept must be a whole write.

@@ -30,15 +30,15 @@ use crate::wire::blackboard::{control, tag};
 type Many = ManyWriter<u64, [u64; 2], Arc<HeapRegion>>;
 
 /// A two-key table (four entries of 64 bytes) of 8-byte keys and 16-byte
-/// values: its control area at 0 (up to the unblock word), its entries
-/// at 256. The unblock timeout is the largest there is.
+/// values: its control words at 0 (through the doorbell, at 256), its
+/// entries at 320. The unblock timeout is the largest there is.
 fn writer() -> Many {
     let geo = BlackboardGeometry::new(2, 8, 16).expect("geometry");
-    let region = Arc::new(HeapRegion::new(256 + 4 * 64));
+    let region = Arc::new(HeapRegion::new(320 + 4 * 64));
     region
         .word(control::UNBLOCK_NS)
         .store(u64::MAX, Ordering::Relaxed);
-    ManyWriter::new(Table::new(region, geo, 0, 256), WaitStrategy::default())
+    ManyWriter::new(Table::new(region, geo, 0, 320), WaitStrategy::default())
 }
 
 /// Two keys whose probes start at the same entry.
