@@ -39,8 +39,12 @@
 //!   fails for them on a single-publisher pool; on a many-publisher pool,
 //!   whose cursor counts claims that can wait at the gate a ring ahead, a
 //!   loaner also skips a block a gating subscriber still needs
-//!   (`Blocks::loan`'s `needed`). No more blocks are needed for it: it
-//!   keeps at most a ring of descriptors, as the ring does anyway.
+//!   (`Blocks::loan`'s `needed`). A subscriber's position moves past a
+//!   message only after its take (`Ring::recv_unnoted`, then
+//!   `note_delivered`): the position is what lets the gate pass, so the
+//!   hold is stored before it, and a reclaimer the gate let by sees it.
+//!   No more blocks are needed for it: it keeps at most a ring of
+//!   descriptors, as the ring does anyway.
 //! - Hold line `i` is written by the subscriber holding registry lock
 //!   `64 + i` (and its samples, on any thread), or by whoever holds that
 //!   lock after it (clearing a dead subscriber's holds). Its bit in
