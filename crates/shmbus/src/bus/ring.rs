@@ -131,6 +131,11 @@ impl Geometry {
         self.msg_size
     }
 
+    /// The bus's first sequence (`first_seq`, header).
+    pub(crate) fn first_seq(&self) -> u64 {
+        self.first_seq
+    }
+
     /// Control-relative offset of registry entry 0's line.
     pub(crate) fn lines(&self) -> usize {
         self.lines
@@ -300,7 +305,7 @@ impl<R: Region> Ring<R> {
     }
 
     #[inline]
-    fn payload(&self, seq: u64) -> &[AtomicU64] {
+    pub(super) fn payload(&self, seq: u64) -> &[AtomicU64] {
         self.region
             .words(self.slot_offset(seq) + 8, self.geo.payload_words)
     }
