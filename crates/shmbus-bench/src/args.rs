@@ -45,6 +45,10 @@ pub struct BenchArgs {
     /// others.
     #[arg(long, conflicts_with = "mpmc")]
     pub large: bool,
+    /// Only these message sizes in the `--large` table (bytes,
+    /// comma-separated; default: its sizes above).
+    #[arg(long, value_delimiter = ',', value_name = "BYTES", requires = "large")]
+    pub sizes: Option<Vec<usize>>,
     /// List the mechanisms and exit.
     #[arg(long)]
     pub list: bool,

@@ -22,9 +22,10 @@ pub enum BenchError {
         /// Every mechanism's name, comma-separated.
         expected: String,
     },
-    /// `--msg-size` leaves no room for the sequence and timestamp.
+    /// `--msg-size` or a size of `--sizes` leaves no room for the sequence
+    /// and timestamp.
     #[error(
-        "--msg-size {found} is too small: expected at least {expected}, the header \
+        "message size {found} (--msg-size, --sizes) is too small: expected at least {expected}, the header \
          (sequence and timestamp) every message carries"
     )]
     MsgSizeTooSmall {

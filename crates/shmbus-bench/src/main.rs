@@ -130,9 +130,10 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         }
         return Ok(());
     }
-    if args.msg_size < mech::HEADER {
+    let sizes = std::iter::once(args.msg_size).chain(args.sizes.iter().flatten().copied());
+    if let Some(found) = sizes.into_iter().find(|&s| s < mech::HEADER) {
         return Err(BenchError::MsgSizeTooSmall {
-            found: args.msg_size,
+            found,
             expected: mech::HEADER,
         });
     }

@@ -110,7 +110,11 @@ impl Settings {
         let mut cases = Vec::new();
         if args.large {
             // Every pattern but fanout at every size: the zero-copy table.
-            let sizes: &[usize] = if quick { &[64, 1 << 20] } else { &LARGE_SIZES };
+            let sizes: &[usize] = match &args.sizes {
+                Some(sizes) => sizes,
+                None if quick => &[64, 1 << 20],
+                None => &LARGE_SIZES,
+            };
             for p in patterns.iter().filter(|&&p| p != Pattern::Fanout) {
                 cases.extend(sizes.iter().map(|&s| Case {
                     pattern: *p,

@@ -135,7 +135,10 @@ fn the_help_and_the_list_say_what_a_row_does_never_which_issue_brought_it() {
 
 #[test]
 fn bad_arguments_are_one_line_with_exit_code_2() {
-    bench(&["--msg-size", "8"]).assert_error(2, "--msg-size 8 is too small: expected at least 16");
+    bench(&["--msg-size", "8"]).assert_error(
+        2,
+        "message size 8 (--msg-size, --sizes) is too small: expected at least 16",
+    );
     let unknown = bench(&["--mechanisms", "pipe,carrier-pigeon"]);
     unknown.assert_error(2, "unknown mechanism \"carrier-pigeon\"");
     assert!(

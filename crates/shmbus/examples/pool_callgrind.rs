@@ -4,8 +4,11 @@
 //! The inclusive cost of `round` divided by `n` is instructions a message.
 //!
 //! `cargo build --release -p shmbus --example pool_callgrind`, then
-//! `valgrind --tool=callgrind target/release/examples/pool_callgrind [size] [n]`
-//! (default 64 bytes, 100 000 rounds).
+//! `valgrind --tool=callgrind target/release/examples/pool_callgrind [size] [n] [slots] [blocks]`
+//! (default 64 bytes, 100 000 rounds, 64 slots, 128 blocks of 4 KiB, or
+//! of `size` rounded up to 64 bytes for a larger message). With
+//! `--cache-sim=yes` the data misses per round show the pool's working
+//! set: the blocks a publisher cycles through.
 use shmbus::pool;
 use shmbus::{OpenOptions, Received, Wait};
 
@@ -13,9 +16,12 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let size: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64);
     let n: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100_000);
+    let slots: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(64);
+    let blocks: u64 = args.get(4).and_then(|s| s.parse().ok()).unwrap_or(128);
+    let block_size = size.next_multiple_of(64).max(4096) as u64;
     let name = format!("/dev/shm/shmbus-pool-callgrind-{}", std::process::id());
-    let mut p =
-        pool::Publisher::<[u8]>::create(&name, &pool::Options::new(64, 4096, 128)).expect("create");
+    let opts = pool::Options::new(slots, block_size, blocks);
+    let mut p = pool::Publisher::<[u8]>::create(&name, &opts).expect("create");
     let mut s = pool::Subscriber::<[u8]>::open(&name, &OpenOptions::default()).expect("open");
     let mut sum = 0u64;
     for i in 0..n {

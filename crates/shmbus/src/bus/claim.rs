@@ -143,9 +143,11 @@ impl<R: Region> Ring<R> {
 
     /// Takes the slot of claimed `seq`: waits for its previous lap to finish
     /// (skipping that lap after the unblock timeout), then moves the stamp
-    /// to `writing(seq)`. Fails with the stamp found if `seq` itself was
-    /// skipped meanwhile.
-    pub(crate) fn begin(&self, seq: u64) -> Result<(), Stamp> {
+    /// to `writing(seq)`. Returns the stamp it replaced: `Done(seq -
+    /// capacity)` when the payload still holds that message (a pool's
+    /// publisher reads its block there). Fails with the stamp found if
+    /// `seq` itself was skipped meanwhile.
+    pub(crate) fn begin(&self, seq: u64) -> Result<Stamp, Stamp> {
         let stamp = self.stamp(seq);
         let prev = seq.wrapping_sub(self.capacity());
         // Acquire, paired with the Release commit of the previous lap: our
@@ -153,7 +155,7 @@ impl<R: Region> Ring<R> {
         let mut cur = stamp.load(Ordering::Acquire);
         let mut since = None;
         let mut spins = 0u32;
-        loop {
+        let replaced = loop {
             let st = decode(cur, seq);
             if ahead(st.seq(), seq) >= 0 {
                 return Err(st);
@@ -174,7 +176,7 @@ impl<R: Region> Ring<R> {
                         Ordering::AcqRel,
                         Ordering::Acquire,
                     ) {
-                        Ok(_) => break,
+                        Ok(_) => break st,
                         Err(now) => {
                             cur = now;
                             continue;
@@ -209,12 +211,30 @@ impl<R: Region> Ring<R> {
                 }
                 cur = stamp.load(Ordering::Acquire);
             }
-        }
+        };
         // Release fence, paired with the reader's Acquire fence in `read`: a
         // reader whose copy saw a word we store next re-loads a stamp at
         // least as new as `writing(seq)`, and discards the copy.
         fence(Ordering::Release);
-        Ok(())
+        Ok(replaced)
+    }
+
+    /// After `begin(seq)` returned `replaced`: the first payload word of
+    /// the message `seq - capacity` that the slot still holds, or `None`
+    /// if it holds none (a new bus's slot, or a skipped claim's). A pool
+    /// publisher reads there the block of the descriptor its write
+    /// replaces. Relaxed: `begin` loaded that message's Release `done`
+    /// with Acquire, and the slot is this claimer's until it commits.
+    #[inline]
+    pub(crate) fn replaced_word(&self, seq: u64, replaced: Stamp) -> Option<u64> {
+        let prev = seq.wrapping_sub(self.capacity());
+        // A new bus's stamps read as `done(first_seq - 1)`: a lap not yet
+        // written past `first_seq` holds no message.
+        let written = seq.wrapping_sub(self.geometry().first_seq()) >= self.capacity();
+        if !written || replaced != Stamp::Done(prev) {
+            return None;
+        }
+        self.payload(seq).first().map(|w| w.load(Ordering::Relaxed))
     }
 
     /// Publishes `seq`, whose payload is written, unless it was skipped.

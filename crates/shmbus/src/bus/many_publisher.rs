@@ -435,7 +435,7 @@ impl<T: ?Sized + Payload> ManyPublisher<T, Arc<HeapRegion>> {
     /// The `writing` step alone, for models of a publisher that dies.
     #[cfg(loom)]
     pub(crate) fn begin_for_test(&self, seq: u64) -> Result<(), super::stamp::Stamp> {
-        self.w.ring.begin(seq)
+        self.w.ring.begin(seq).map(|_| ())
     }
 
     /// A subscriber to this heap bus.

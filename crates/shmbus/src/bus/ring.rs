@@ -140,6 +140,11 @@ impl Geometry {
         self.msg_size
     }
 
+    /// The bus's first sequence (`first_seq`, header).
+    pub(crate) fn first_seq(&self) -> u64 {
+        self.first_seq
+    }
+
     /// Control-relative offset of registry entry 0's line.
     pub(crate) fn lines(&self) -> usize {
         self.lines
@@ -329,7 +334,7 @@ impl<R: Region> Ring<R> {
     }
 
     #[inline]
-    fn payload(&self, seq: u64) -> &[AtomicU64] {
+    pub(super) fn payload(&self, seq: u64) -> &[AtomicU64] {
         self.region
             .words(self.slot_offset(seq) + 8, self.geo.payload_words)
     }
@@ -840,9 +845,31 @@ impl<R: Region> Ring<R> {
     /// One receive at `cursor.pos`: a single poll for `Wait::Never`, else
     /// [`Ring::poll_wait`] until the wait ends; then the step is noted on
     /// the cursor's line (and, for a gating reader, at the gate). What
-    /// every bus and pool subscriber handle's `recv` calls.
+    /// every bus subscriber handle's `recv` calls.
     #[inline]
     pub(crate) fn recv(&self, cursor: &mut Cursor, dst: &mut [u8], wait: Wait) -> Poll {
+        self.recv_noting::<true>(cursor, dst, wait)
+    }
+
+    /// [`Ring::recv`], but a message is left for the caller to note
+    /// ([`Ring::note_delivered`]) once it has done what must come first: a
+    /// pool subscriber takes the message's block, so that the publisher of
+    /// a lossless one, which may overwrite the descriptor once it sees the
+    /// position, sees the hold too.
+    #[inline]
+    pub(crate) fn recv_unnoted(&self, cursor: &mut Cursor, dst: &mut [u8], wait: Wait) -> Poll {
+        self.recv_noting::<false>(cursor, dst, wait)
+    }
+
+    /// Both of the above, one body: `NOTE` says whether a message is noted
+    /// here (inlined whole into each, so `recv` costs what it did alone).
+    #[inline(always)]
+    fn recv_noting<const NOTE: bool>(
+        &self,
+        cursor: &mut Cursor,
+        dst: &mut [u8],
+        wait: Wait,
+    ) -> Poll {
         let found = match wait {
             Wait::Never => self.poll(cursor, dst),
             _ => self.poll_wait(cursor, dst, wait.deadline()),
@@ -850,9 +877,11 @@ impl<R: Region> Ring<R> {
         let activity = &mut cursor.activity;
         match found {
             Poll::Message => {
-                activity.delivered(self.region(), cursor.pos);
-                if let Some(joined) = activity.gating() {
-                    self.ring_room(joined.light);
+                if NOTE {
+                    activity.delivered(self.region(), cursor.pos);
+                    if let Some(joined) = activity.gating() {
+                        self.ring_room(joined.light);
+                    }
                 }
             }
             Poll::Lagged(skipped) => {
@@ -874,6 +903,27 @@ impl<R: Region> Ring<R> {
             Poll::Empty => activity.idle(self.region()),
         }
         found
+    }
+
+    /// Notes a message delivered at `cursor.pos`: the line's position
+    /// (Release for a gating reader: the publisher may overwrite what it
+    /// read once it sees it) and, for a gating reader, the `room` bell.
+    #[inline]
+    pub(crate) fn note_delivered(&self, cursor: &mut Cursor) {
+        cursor.activity.delivered(self.region(), cursor.pos);
+        if let Some(joined) = cursor.activity.gating() {
+            self.ring_room(joined.light);
+        }
+    }
+
+    /// Notes a message read at `cursor.pos` but lost to the reader (a pool
+    /// block reclaimed before its take, or an untrusted descriptor): one
+    /// skipped, and the position moved as for a delivery.
+    pub(crate) fn note_lost(&self, cursor: &mut Cursor) {
+        cursor.activity.lagged(self.region(), cursor.pos, 1);
+        if let Some(joined) = cursor.activity.gating() {
+            self.ring_room(joined.light);
+        }
     }
 
     /// Polls at `cursor.pos` until something is there or the deadline

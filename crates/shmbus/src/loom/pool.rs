@@ -44,13 +44,24 @@ const NEW: u64 = 0xB;
 /// shows message 0's bytes.
 #[test]
 fn loom_a_block_is_never_rewritten_under_a_subscriber_that_took_it() {
-    model(|| {
+    taken_block_is_never_rewritten(None, 0);
+}
+
+/// As above, with block 0 the one the loan tries first (the block whose
+/// descriptor its last publish overwrote) and its pass starting at block 1.
+#[test]
+fn loom_a_block_tried_first_is_never_rewritten_under_a_subscriber_that_took_it() {
+    taken_block_is_never_rewritten(Some(0), 1);
+}
+
+fn taken_block_is_never_rewritten(first: Option<u64>, start: u64) {
+    model(move || {
         let (region, blocks) = pool();
         let publisher = {
             let region = Arc::clone(&region);
             thread::spawn(move || {
-                let mut hint = 0;
-                let got = blocks.loan(&*region, 7, HEAD, &mut hint, &|_| false);
+                let mut hint = start;
+                let got = blocks.loan(&*region, 7, HEAD, first, &mut hint, &|_| false);
                 if got == Some(0) {
                     region
                         .word(blocks.geo.block(0))
@@ -97,7 +108,7 @@ fn loom_a_released_block_is_reused_only_after_its_reader_is_done() {
             })
         };
         let mut hint = 0;
-        if blocks.loan(&*region, 7, HEAD, &mut hint, &|_| false) == Some(0) {
+        if blocks.loan(&*region, 7, HEAD, None, &mut hint, &|_| false) == Some(0) {
             region
                 .word(blocks.geo.block(0))
                 .store(NEW, Ordering::Relaxed);

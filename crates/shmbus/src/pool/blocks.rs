@@ -223,54 +223,76 @@ impl Blocks {
             })
     }
 
-    /// Publisher `pid`: a block for a new loan, searched from `*hint` on:
-    /// a free one, or one whose descriptor the ring has overwritten (the
-    /// cursor is `head`), nobody holds, and no lossless subscriber still
-    /// needs (`needed(s)` for the block published as `s`: on a
-    /// many-publisher bus the cursor counts claims, which may run past a
-    /// lossless subscriber's unread descriptor while they wait at the gate;
-    /// on a single-publisher bus the gate keeps the cursor within a ring
-    /// of it, and `needed` may say false). `None` if every block is on the
-    /// ring, loaned or held. At most one pass over the blocks.
+    /// Publisher `pid`: a block for a new loan. It tries `first` before
+    /// the others (the block whose descriptor its last publish overwrote:
+    /// the most recently written of the blocks that can be reusable, so a
+    /// steady stream cycles through `capacity + 1` blocks, not the whole
+    /// pool), then searches from `*hint` on. Either way it takes a free
+    /// block, or one whose descriptor the ring has overwritten (the cursor
+    /// is `head`), nobody holds, and no lossless subscriber still needs
+    /// (`needed(s)` for the block published as `s`: on a many-publisher bus
+    /// the cursor counts claims, which may run past a lossless subscriber's
+    /// unread descriptor while they wait at the gate; on a single-publisher
+    /// bus the gate keeps the cursor within a ring of it, and `needed` may
+    /// say false). `first` is only a candidate, judged as every other
+    /// block (it may be stale, or past the pool). `None` if every block is
+    /// on the ring, loaned or held. One pass: each block is tried once.
     pub(crate) fn loan<R: Region>(
         &self,
         r: &R,
         pid: u32,
         head: u64,
+        first: Option<u64>,
         hint: &mut u64,
         needed: &dyn Fn(u64) -> bool,
     ) -> Option<u64> {
         let n = self.geo.blocks;
+        let first = first.filter(|&b| b < n);
+        if first.is_some_and(|b| self.try_take(r, b, pid, head, needed)) {
+            return first;
+        }
         for i in 0..n {
             let b = (*hint + i) % n;
-            // Acquire, paired with the Release state stores: a block a
-            // reclaimer gave back (`reclaim`'s restore) is seen whole.
-            let word = self.state(r, b).load(Ordering::Acquire);
-            let got = match decode(word) {
-                State::Free => self
-                    .state(r, b)
-                    .compare_exchange(
-                        word,
-                        state::loaned(pid),
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok(),
-                State::Published
-                    if overwritten(word, head, self.capacity)
-                        && !needed(head.wrapping_sub(state::age(word, head))) =>
-                {
-                    self.reclaim(r, b, word, pid)
-                }
-                State::Corrupt => self.reclaim(r, b, word, pid),
-                _ => false,
-            };
-            if got {
+            if Some(b) != first && self.try_take(r, b, pid, head, needed) {
                 *hint = (b + 1) % n;
                 return Some(b);
             }
         }
         None
+    }
+
+    /// Loans block `b` to `pid` if it may be reused now ([`Blocks::loan`]).
+    #[inline(always)]
+    fn try_take<R: Region>(
+        &self,
+        r: &R,
+        b: u64,
+        pid: u32,
+        head: u64,
+        needed: &dyn Fn(u64) -> bool,
+    ) -> bool {
+        // Acquire, paired with the Release state stores: a block a
+        // reclaimer gave back (`reclaim`'s restore) is seen whole.
+        let word = self.state(r, b).load(Ordering::Acquire);
+        match decode(word) {
+            State::Free => self
+                .state(r, b)
+                .compare_exchange(
+                    word,
+                    state::loaned(pid),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok(),
+            State::Published
+                if overwritten(word, head, self.capacity)
+                    && !needed(head.wrapping_sub(state::age(word, head))) =>
+            {
+                self.reclaim(r, b, word, pid)
+            }
+            State::Corrupt => self.reclaim(r, b, word, pid),
+            _ => false,
+        }
     }
 
     /// Takes block `b`, whose state was `word` (overwritten on the ring, or

@@ -34,13 +34,27 @@
 //!   then checks the state still says `published(s)`; otherwise it lets
 //!   go and counts the message as skipped. Whichever fence is later sees
 //!   the other's store (Dekker): a block is never reused under a holder.
+//! - Which reusable block a loan takes is the loaner's choice, never a
+//!   condition of reuse: it tries first its warm block, the one whose
+//!   descriptor its last publish overwrote (a single publisher keeps the
+//!   block of each sequence of its last lap, `Publisher::lap`; one of many
+//!   reads the old descriptor in the slot its claim holds, after `begin`),
+//!   or the block of a loan it gave back unpublished; then the others from
+//!   its hint, skipping the warm one, so one pass still tries each block
+//!   once. Every candidate passes the same test (free, or overwritten,
+//!   unheld and not needed), so the warm block may be stale or bogus. A
+//!   steady stream then cycles through `capacity + 1` blocks, not the pool.
 //! - A lossless subscriber's unread blocks are never reused: the ring's
 //!   gate (`bus::gate`) keeps its unread descriptors on the ring, so (a)
 //!   fails for them on a single-publisher pool; on a many-publisher pool,
 //!   whose cursor counts claims that can wait at the gate a ring ahead, a
 //!   loaner also skips a block a gating subscriber still needs
-//!   (`Blocks::loan`'s `needed`). No more blocks are needed for it: it
-//!   keeps at most a ring of descriptors, as the ring does anyway.
+//!   (`Blocks::loan`'s `needed`). A subscriber's position moves past a
+//!   message only after its take (`Ring::recv_unnoted`, then
+//!   `note_delivered`): the position is what lets the gate pass, so the
+//!   hold is stored before it, and a reclaimer the gate let by sees it.
+//!   No more blocks are needed for it: it keeps at most a ring of
+//!   descriptors, as the ring does anyway.
 //! - Hold line `i` is written by the subscriber holding registry lock
 //!   `64 + i` (and its samples, on any thread), or by whoever holds that
 //!   lock after it (clearing a dead subscriber's holds). Its bit in

@@ -210,8 +210,8 @@ impl<T: ?Sized + Payload, R: Region> OwnedLoan<T, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn cancel(self) -> Publisher<T, R> {
-        let (publisher, mut block) = self.take();
-        block.free(&publisher);
+        let (mut publisher, mut block) = self.take();
+        block.free(&mut publisher);
         publisher
     }
 }
@@ -264,7 +264,7 @@ impl<T: Message, R: Region> std::ops::DerefMut for OwnedLoan<T, R> {
 
 impl<T: ?Sized + Payload, R: Region> Drop for OwnedLoan<T, R> {
     fn drop(&mut self) {
-        if let Some(publisher) = self.publisher.as_ref() {
+        if let Some(publisher) = self.publisher.as_mut() {
             self.block.free(publisher);
         }
     }

@@ -119,6 +119,16 @@ pub struct Publisher<T: ?Sized + Payload, R: Region = DefaultRegion> {
     multi: bool,
     /// Where the next search for a free block starts.
     hint: u64,
+    /// The block the next loan tries first: the one whose descriptor the
+    /// last publish overwrote (or a loan given back unpublished), the
+    /// latest to become reusable (`Blocks::loan`).
+    warm: Option<u64>,
+    /// Single publisher: the block published as each sequence of the last
+    /// lap, at `seq % capacity` ([`NONE`] where it has published nothing
+    /// yet), so a publish knows the block of the descriptor it overwrites
+    /// without reading the slot a waiting subscriber is polling. Empty on
+    /// a many-publisher bus, whose publishers read it from their slot.
+    lap: Box<[u64]>,
     /// The process that made it: its pid marks its loans, and a forked
     /// child's copy frees no loan.
     origin: Origin,
@@ -149,6 +159,11 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
     ) -> Self {
         ring.set_light_barrier();
         let gate = Gate::new(&ring, if multi { ring.head() } else { next });
+        let lap = if multi {
+            Box::default()
+        } else {
+            vec![NONE; ring.capacity() as usize].into()
+        };
         Publisher {
             ring,
             blocks,
@@ -156,6 +171,8 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             next,
             multi,
             hint: 0,
+            warm: None,
+            lap,
             origin: Origin::here(),
             sweep,
             _payload: PhantomData,
@@ -216,7 +233,8 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
         }
     }
 
-    /// One pass over the pool for a free or reclaimable block.
+    /// One pass over the pool for a free or reclaimable block, the warm
+    /// one first.
     fn try_loan(&mut self) -> Option<u64> {
         let head = self.ring.head();
         let ring = &self.ring;
@@ -228,6 +246,7 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             ring.region(),
             self.origin.pid(),
             head,
+            self.warm.take(),
             &mut self.hint,
             &needed,
         )
@@ -307,6 +326,13 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
 
     /// One publisher: writes `block`'s descriptor as `seq`, past the gate.
     fn write_single(&mut self, seq: u64, block: u64, desc: &[u8; 16]) -> u64 {
+        // The descriptor of `seq - capacity` leaves the ring now: its block
+        // is the next loan's first try. The capacity is a power of two.
+        let i = (seq & (self.ring.capacity() - 1)) as usize;
+        if let Some(last) = self.lap.get_mut(i) {
+            let overwritten = std::mem::replace(last, block);
+            self.warm = (overwritten != NONE).then_some(overwritten);
+        }
         self.blocks.publish(self.ring.region(), block, seq);
         let generation = self.ring.write(seq, desc);
         self.gate.after_write(seq, generation);
@@ -322,10 +348,15 @@ impl<T: ?Sized + Payload, R: Region> Publisher<T, R> {
             seq,
             unblock: self.ring.unblock_timeout(),
         };
-        if self.ring.begin(seq).is_err() {
+        let Ok(replaced) = self.ring.begin(seq) else {
             self.blocks.free(region, block);
+            self.warm = Some(block);
             return Err(lost);
-        }
+        };
+        // The slot is ours (`writing(seq)`); the descriptor of `seq -
+        // capacity` it held, if any, leaves the ring now, and its block is
+        // the next loan's first try. The line is the one `begin` just wrote.
+        self.warm = self.ring.replaced_word(seq, replaced);
         self.blocks.publish(region, block, seq);
         self.ring.store_payload(seq, desc);
         if self.ring.commit(seq).is_err() {
@@ -633,13 +664,21 @@ impl LoanedBlock {
         r
     }
 
-    /// Gives an unpublished block back to `publisher`'s pool, once.
-    pub(super) fn free<T: ?Sized + Payload, R: Region>(&mut self, publisher: &Publisher<T, R>) {
+    /// Gives an unpublished block back to `publisher`'s pool, once: it is
+    /// free, and its publisher's next loan tries it first.
+    pub(super) fn free<T: ?Sized + Payload, R: Region>(&mut self, publisher: &mut Publisher<T, R>) {
         let block = std::mem::replace(&mut self.block, PUBLISHED);
         // In a forked child the block is the parent's loan, not ours.
         if block != PUBLISHED && publisher.origin.is_current() {
             publisher.blocks.free(publisher.ring.region(), block);
+            publisher.warm = Some(block);
         }
+    }
+
+    /// The block's index in the pool.
+    #[cfg(test)]
+    pub(super) fn index(&self) -> u64 {
+        self.block
     }
 
     pub(super) fn fmt_as(&self, name: &str, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -652,6 +691,9 @@ impl LoanedBlock {
 
 /// `LoanedBlock::block` once published or freed: nothing for `free` to do.
 const PUBLISHED: u64 = u64::MAX;
+
+/// A `Publisher::lap` entry for a sequence not published by this handle.
+const NONE: u64 = u64::MAX;
 
 /// How often a waiting loan frees what dead processes hold: a sweep takes
 /// a lock per live subscriber, too dear for every poll.

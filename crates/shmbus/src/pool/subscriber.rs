@@ -161,7 +161,10 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             return Err(RecvError::TooManySamples { max: HOLDS });
         };
         let mut desc = [0u8; DESCRIPTOR_BYTES as usize];
-        let found = inner.ring.recv(&mut self.cursor, &mut desc, wait);
+        // The position moves past this message only once its block is
+        // held (or found lost): a lossless subscriber's publisher may
+        // overwrite the descriptor, and reclaim its block, once it sees it.
+        let found = inner.ring.recv_unnoted(&mut self.cursor, &mut desc, wait);
         match found {
             Poll::Empty => return Ok(None),
             Poll::Lagged(skipped) | Poll::Lapped(skipped) => {
@@ -186,9 +189,14 @@ impl<T: ?Sized + Payload, R: Region> Subscriber<T, R> {
             len == e.size as u64 && ptr.is_some_and(|p| p.as_ptr() as usize % e.align == 0)
         });
         if !in_pool || !typed_ok || !inner.blocks.take(region, inner.entry, slot, block, seq) {
-            self.cursor.activity.lagged(region, self.cursor.pos, 1);
+            inner.ring.note_lost(&mut self.cursor);
             return Ok(Some(Received::Lagged { skipped: 1 }));
         }
+        // After the take: the hold's Release store comes before the
+        // position's (a Release store), which the gate's Acquire load
+        // pairs with, so a reclaimer the gate let past this descriptor
+        // finds the hold in its scan.
+        inner.ring.note_delivered(&mut self.cursor);
         Ok(Some(Received::Message(Sample {
             inner: Arc::clone(&self.inner),
             slot,

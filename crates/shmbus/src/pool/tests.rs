@@ -494,3 +494,331 @@ fn a_many_publisher_pool_never_reclaims_the_block_of_a_descriptor_a_lossless_sub
     assert!(waiting.join().unwrap().is_ok());
     drop(loan);
 }
+
+/// A loan through the path every loan takes, with the block it got.
+fn lend(p: &mut Pub) -> (u64, super::publisher::LoanedBlock) {
+    let block = p.lend(8, Wait::Never).expect("a free block");
+    (block.index(), block)
+}
+
+/// Sends `seq` (its first 8 bytes, then its low byte) as a loan does, and
+/// returns the block that carried it.
+fn send_seq(p: &mut Pub, seq: u64) -> u64 {
+    let (b, mut block) = lend(p);
+    block.bytes_mut().copy_from_slice(&seq.to_le_bytes());
+    assert_eq!(block.publish(p), Ok(seq));
+    b
+}
+
+fn seq_of(sample: &Sample<[u8], Arc<HeapRegion>>) -> u64 {
+    u64::from_le_bytes(sample[..8].try_into().expect("8 bytes"))
+}
+
+/// A unique /dev/shm name, removed when dropped.
+struct ShmName(String);
+
+impl ShmName {
+    fn new(what: &str) -> ShmName {
+        ShmName(format!(
+            "/dev/shm/shmbus-unit-pool-{what}-{}",
+            std::process::id()
+        ))
+    }
+}
+
+impl Drop for ShmName {
+    fn drop(&mut self) {
+        let _ = crate::remove(&self.0);
+    }
+}
+
+#[test]
+fn a_round_trip_reuses_the_block_whose_descriptor_the_last_publish_overwrote() {
+    let cap = 4;
+    let mut p = bus(cap, 16);
+    let mut s = subscribe(&p);
+    let mut carried = Vec::new();
+    for seq in 0..40 {
+        let b = send_seq(&mut p, seq);
+        if seq > cap {
+            // The publish of `seq - 1` overwrote the descriptor of
+            // `seq - 1 - cap`: its block is this loan's.
+            assert_eq!(b, carried[(seq - 1 - cap) as usize], "seq {seq}");
+        }
+        carried.push(b);
+        assert_eq!(seq_of(&take(&mut s)), seq);
+    }
+    carried.sort_unstable();
+    carried.dedup();
+    assert_eq!(
+        carried.len() as u64,
+        cap + 1,
+        "the working set: {carried:?}"
+    );
+}
+
+#[test]
+fn a_held_block_is_not_reused_first_but_the_search_goes_on() {
+    let cap = 4;
+    let mut p = bus(cap, 16);
+    let mut s = subscribe(&p);
+    let held_block = send_seq(&mut p, 0);
+    let held = take(&mut s);
+    for seq in 1..=cap {
+        send_seq(&mut p, seq);
+        drop(take(&mut s));
+    }
+    // The publish of `cap` overwrote the descriptor of 0, whose block is
+    // held: the loan tries it, leaves it, and takes another.
+    for seq in cap + 1..40 {
+        assert_ne!(send_seq(&mut p, seq), held_block, "seq {seq}");
+        drop(take(&mut s));
+    }
+    assert_eq!(seq_of(&held), 0);
+    assert_eq!(p.census().held, 1);
+    drop(held);
+    assert_eq!(p.census().held, 0);
+}
+
+#[test]
+fn a_late_subscriber_still_reads_every_block_still_on_the_ring_and_a_lagging_one_loses_exactly_the_rest()
+ {
+    let cap = 8;
+    let mut p = bus(cap, 24);
+    let mut reader = subscribe(&p);
+    let mut lagging = subscribe(&p);
+    let n = 100;
+    for seq in 0..n {
+        send_seq(&mut p, seq);
+        drop(take(&mut reader));
+    }
+    let mut late = subscribe(&p);
+    for seq in n - cap..n {
+        assert_eq!(seq_of(&take(&mut late)), seq);
+    }
+    // The lapped one resumes inside the ring, told exactly what it lost,
+    // and every block it reads still holds its message.
+    let (mut delivered, mut skipped) = (0, 0);
+    while let Some(got) = lagging.recv(Wait::Never).expect("a free hold slot") {
+        match got {
+            Received::Message(m) => {
+                assert_eq!(seq_of(&m), m.sequence());
+                assert_eq!(m.sequence(), skipped + delivered);
+                delivered += 1;
+            }
+            Received::Lagged { skipped: k } => skipped += k,
+        }
+    }
+    assert_eq!(delivered + skipped, n);
+    assert!(
+        delivered > 0 && skipped >= n - cap,
+        "{delivered} + {skipped}"
+    );
+}
+
+#[test]
+fn a_loan_never_takes_the_block_it_tries_first_while_a_lossless_subscriber_needs_it() {
+    let (ring, blocks) =
+        super::heap::ring(2, 64, 4, crate::TypeFingerprint::bytes(64)).expect("valid geometry");
+    let r = ring.region();
+    // Blocks 0, 1, 2 carry messages 0, 1, 2; block 3 is free. At cursor 3
+    // the descriptor of 0 has left the ring.
+    for b in 0..3 {
+        blocks
+            .loan(r, 7, b, None, &mut 0, &|_| false)
+            .expect("free");
+        blocks.publish(r, b, b);
+    }
+    let needs_0 = |s: u64| s == 0;
+    assert_eq!(blocks.loan(r, 7, 3, Some(0), &mut 0, &needs_0), Some(3));
+    blocks.free(r, 3);
+    assert_eq!(blocks.loan(r, 7, 3, Some(0), &mut 0, &|_| false), Some(0));
+}
+
+#[test]
+fn a_pass_tries_the_block_it_tries_first_once_and_each_other_block_once() {
+    let (ring, blocks) =
+        super::heap::ring(2, 64, 4, crate::TypeFingerprint::bytes(64)).expect("valid geometry");
+    let r = ring.region();
+    blocks.enter(r, 0);
+    for b in 0..4 {
+        blocks
+            .loan(r, 7, b, None, &mut 0, &|_| false)
+            .expect("free");
+        blocks.publish(r, b, b);
+        assert!(blocks.take(r, 0, b as usize, b, b));
+    }
+    // Every block overwritten (cursor 10) and held: none to take.
+    let tries = std::cell::Cell::new(0);
+    let count = |_| {
+        tries.set(tries.get() + 1);
+        false
+    };
+    let mut hint = 1;
+    assert_eq!(blocks.loan(r, 7, 10, Some(2), &mut hint, &count), None);
+    assert_eq!(tries.get(), 4);
+    assert_eq!(hint, 1, "a pass that found nothing leaves its start");
+    // A block tried first past the pool is no block: the pass alone.
+    tries.set(0);
+    assert_eq!(blocks.loan(r, 7, 10, Some(99), &mut hint, &count), None);
+    assert_eq!(tries.get(), 4);
+}
+
+#[test]
+fn a_loan_given_back_unpublished_is_the_next_loan_s_block() {
+    let mut p = bus(4, 16);
+    let (b, block) = lend(&mut p);
+    drop(Loan_(block, &mut p));
+    let (again, block) = lend(&mut p);
+    assert_eq!(again, b);
+    drop(Loan_(block, &mut p));
+}
+
+/// Frees a `LoanedBlock` as a dropped loan does.
+struct Loan_<'a>(super::publisher::LoanedBlock, &'a mut Pub);
+
+impl Drop for Loan_<'_> {
+    fn drop(&mut self) {
+        self.0.free(self.1);
+    }
+}
+
+/// A single publisher with a lossless subscriber: each loan's block is
+/// never one whose message the subscriber has yet to read, though the
+/// publisher tries first the block of the descriptor it last overwrote.
+#[test]
+// A /dev/shm file: Miri maps no files.
+#[cfg_attr(miri, ignore)]
+fn a_single_publisher_never_reuses_the_block_of_a_message_a_lossless_subscriber_has_not_read() {
+    use crate::options::OpenOptions;
+    use crate::pool::Options;
+    let name = ShmName::new("lossless-single");
+    let cap = 4;
+    let opts = Options::new(cap, 64, 12).evict_after(std::time::Duration::from_secs(60));
+    let mut p = Publisher::<[u8]>::create(&name.0, &opts).expect("create");
+    let mut s = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default().lossless(true))
+        .expect("a pool takes lossless subscribers");
+    let mut carried: Vec<u64> = Vec::new();
+    let mut read = 0u64;
+    for step in 0..200u64 {
+        let mut block = p.lend(8, Wait::Never).expect("a free block");
+        let b = block.index();
+        let unread = &carried[read as usize..];
+        assert!(
+            !unread.contains(&b),
+            "block {b} of an unread message, step {step}"
+        );
+        let seq = carried.len() as u64;
+        block.bytes_mut().copy_from_slice(&seq.to_le_bytes());
+        match block.try_publish(&mut p, Some(std::time::Instant::now())) {
+            Ok(got) => {
+                assert_eq!(got, seq);
+                carried.push(b);
+            }
+            Err(crate::bus::TryPublishError::Full { .. }) => block.free(&mut p),
+            Err(e) => panic!("{e:?}"),
+        }
+        // Reads one now and then, and two at a time after a full ring.
+        for _ in 0..(step % 3) {
+            match s.recv(Wait::Never) {
+                Ok(Some(Received::Message(m))) => {
+                    assert_eq!(u64::from_le_bytes(m[..8].try_into().unwrap()), read);
+                    read += 1;
+                }
+                Ok(None) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert!(read > 2 * cap, "the subscriber read {read}");
+}
+
+/// Many publishers: each claim's slot still holds the descriptor it
+/// overwrites, and that block is the claimer's next loan.
+#[test]
+// A /dev/shm file: Miri maps no files.
+#[cfg_attr(miri, ignore)]
+fn each_of_many_publishers_reuses_the_block_whose_descriptor_its_own_publish_overwrote() {
+    use crate::options::OpenOptions;
+    use crate::pool::Options;
+    let name = ShmName::new("warm-many");
+    let cap = 4;
+    let opts = Options::new(cap, 64, 16).many();
+    let a = Publisher::<[u8]>::create_many(&name.0, &opts).expect("create");
+    let b = Publisher::<[u8]>::attach_many(&name.0, &OpenOptions::default()).expect("attach");
+    let mut s = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default()).expect("open");
+    let mut publishers = [a, b];
+    let mut carried: Vec<u64> = Vec::new();
+    // Per publisher, the sequence it last published.
+    let mut last = [None, None];
+    for seq in 0..40u64 {
+        let who = (seq % 2) as usize;
+        let p = &mut publishers[who];
+        let mut block = p.lend(8, Wait::Never).expect("a free block");
+        let got = block.index();
+        if let Some(prev) = last[who].filter(|&prev: &u64| prev >= cap) {
+            assert_eq!(got, carried[(prev - cap) as usize], "seq {seq}");
+        }
+        block.bytes_mut().copy_from_slice(&seq.to_le_bytes());
+        assert_eq!(block.publish(p), Ok(seq));
+        carried.push(got);
+        last[who] = Some(seq);
+        match s.recv(Wait::Never) {
+            Ok(Some(Received::Message(m))) => {
+                assert_eq!(u64::from_le_bytes(m[..8].try_into().unwrap()), seq)
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+/// docs/LAYOUT.md §19.7: which block each loan takes, and the census.
+#[test]
+// A /dev/shm file: Miri maps no files.
+#[cfg_attr(miri, ignore)]
+fn the_layout_s_worked_example_loans_the_blocks_it_says() {
+    use crate::options::OpenOptions;
+    use crate::pool::Options;
+    let name = ShmName::new("worked-example");
+    let mut p = Publisher::<[u8]>::create(&name.0, &Options::new(8, 4096, 16)).expect("create");
+    let mut first = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default()).expect("open");
+    let _second = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default()).expect("open");
+    let mut kept = Vec::new();
+    let mut carried = Vec::new();
+    for seq in 0..12u64 {
+        let text = if seq < 2 {
+            format!("held-{seq}")
+        } else {
+            format!("msg-{seq:02}")
+        };
+        let mut block = p.lend(text.len(), Wait::Never).expect("a block");
+        carried.push(block.index());
+        block.bytes_mut().copy_from_slice(text.as_bytes());
+        assert_eq!(block.publish(&mut p), Ok(seq));
+        if seq < 2 {
+            match first.recv(Wait::Never) {
+                Ok(Some(Received::Message(m))) => kept.push(m),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+    assert_eq!(carried, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2]);
+    let loan = p.loan(8, Wait::Never).expect("a block");
+    drop(loan);
+    let loan = p.lend(8, Wait::Never).expect("a block");
+    assert_eq!(loan.index(), 3, "a loan given back is the next one's");
+    let census = p.census();
+    assert_eq!(
+        (census.free, census.loaned, census.on_ring, census.held),
+        (5, 1, 8, 2)
+    );
+    assert_eq!((census.reclaimable, census.corrupt), (0, 0));
+    let mut loan = loan;
+    loan.bytes_mut().copy_from_slice(b"msg-12\0\0");
+    assert_eq!(loan.publish(&mut p), Ok(12));
+    let next = p.lend(8, Wait::Never).expect("a block");
+    assert_eq!(next.index(), 4, "the descriptor of 4 was overwritten");
+    drop(kept);
+    let mut next = next;
+    next.free(&mut p);
+}
