@@ -486,6 +486,10 @@ fn iceoryx2_blocks() -> Result<Blocks, BenchError> {
     // handles, the ports, the service, the node, then the domain's files.
     let mut keep = (wh, rh, reader, writer, service, node, domain);
     Ok(Box::new(move |op, n| {
+        // Through the whole tuple, so that the closure owns all of it (a
+        // closure that named only `keep.0` and `keep.1` would own only
+        // those, and the rest would be dropped when this function returns).
+        let keep = &mut keep;
         let (wh, rh) = (&mut keep.0, &keep.1);
         match op {
             Op::Write => timed(n, |i| {
@@ -614,9 +618,13 @@ pub fn targets(r: &Report) -> Vec<Json> {
     const R: usize = 1;
     let at = |n: &str| r.rows.iter().position(|row| row.name == n);
     let mut out = Vec::new();
+    // `value` and `bound` for the blackboard page; `wanted` and `found`
+    // for the run's list of every target, where these are listed too.
     let mut push = |target: &str, value: f64, bound: f64| {
         out.push(json!({
-            "target": target, "value": value, "bound": bound, "met": value <= bound,
+            "target": format!("blackboard {target}"), "value": value, "bound": bound,
+            "wanted": format!("<= {bound}"), "found": (value * 1000.0).round() / 1000.0,
+            "met": value <= bound,
         }));
     };
     if let (Some(h), Some(k), Some(f), Some(i)) = (
