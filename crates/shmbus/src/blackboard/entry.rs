@@ -89,7 +89,7 @@ pub(crate) fn try_read_key(
     let t = words[0].load(Ordering::Relaxed);
     let holds = match t {
         tag::LIVE if same_key(&words[1..value_word], key) => {
-            copy::load(&words[value_word..], value);
+            copy::load_exact(&words[value_word..], value);
             Holds::Key
         }
         tag::LIVE | tag::REMOVED => Holds::Other,

@@ -171,19 +171,40 @@ pub(crate) fn store_exact(words: &[AtomicU64], src: &[u8]) {
     assert_eq!(words.len(), src.len().div_ceil(8), "shmbus: payload size");
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
     if bulk(src.len()) == src.len() {
+        let dst = words.as_ptr().cast::<u8>().cast_mut();
         // SAFETY: `words` holds exactly `src.len()` bytes (asserted), and
         // the two cannot overlap (`src` is private and only read); a
         // per-byte atomic store, as in `store`.
         unsafe {
-            x86::copy16(
-                src.as_ptr(),
-                words.as_ptr().cast::<u8>().cast_mut(),
-                src.len() / 16,
-            )
+            if src.len() == 64 {
+                x86::copy64(src.as_ptr(), dst);
+            } else {
+                x86::copy16(src.as_ptr(), dst, src.len() / 16);
+            }
         };
         return;
     }
     store(words, src);
+}
+
+/// [`load`] of exactly `dst.len()` bytes, with 64 bytes (a typed value of
+/// one line) as one straight-line `asm!` copy. Always inlined, so that a
+/// length known at compile time folds the choice away.
+///
+/// # Panics
+/// If `dst` is longer than `words`.
+#[inline(always)]
+pub(crate) fn load_exact(words: &[AtomicU64], dst: &mut [u8]) {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
+    if dst.len() == 64 {
+        assert!(words.len() >= 8, "shmbus: payload overrun");
+        // SAFETY: 64 bytes in bounds of both (asserted, and `dst`'s
+        // length); no overlap (`dst` is an exclusive borrow); a per-byte
+        // atomic read, as in `load`.
+        unsafe { x86::copy64(words.as_ptr().cast(), dst.as_mut_ptr()) };
+        return;
+    }
+    load(words, dst);
 }
 
 /// One Relaxed atomic access per 8 bytes: Miri, loom, other targets, and
@@ -276,6 +297,36 @@ mod x86 {
                 src = inout(reg) src => _,
                 dst = inout(reg) dst => _,
                 n = inout(reg) blocks => _,
+                a = out(xmm_reg) _,
+                b = out(xmm_reg) _,
+                c = out(xmm_reg) _,
+                d = out(xmm_reg) _,
+                options(nostack),
+            );
+        }
+    }
+
+    /// Copies 64 bytes from `src` to `dst` with four unaligned SSE2 loads
+    /// and four stores, no loop: a one-line value whose size is known.
+    ///
+    /// # Safety
+    /// As [`copy16`], for 64 bytes.
+    #[inline(always)]
+    pub(super) unsafe fn copy64(src: *const u8, dst: *mut u8) {
+        // SAFETY: the caller's contract; the block touches only
+        // `src[..64]` and `dst[..64]`, and uses no stack.
+        unsafe {
+            asm!(
+                "movdqu {a}, xmmword ptr [{src}]",
+                "movdqu {b}, xmmword ptr [{src} + 16]",
+                "movdqu {c}, xmmword ptr [{src} + 32]",
+                "movdqu {d}, xmmword ptr [{src} + 48]",
+                "movdqu xmmword ptr [{dst}], {a}",
+                "movdqu xmmword ptr [{dst} + 16], {b}",
+                "movdqu xmmword ptr [{dst} + 32], {c}",
+                "movdqu xmmword ptr [{dst} + 48], {d}",
+                src = in(reg) src,
+                dst = in(reg) dst,
                 a = out(xmm_reg) _,
                 b = out(xmm_reg) _,
                 c = out(xmm_reg) _,
