@@ -21,9 +21,9 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::entry::{self, Attempt, Holds};
-use super::error::GetError;
+use super::error::{EntryError, GetError};
 use super::field::Field;
-use super::reader::Versioned;
+use super::reader::{Reader, Versioned};
 use super::table::{NotRead, Table};
 use crate::mem::{DefaultRegion, Region};
 
@@ -199,4 +199,36 @@ fn resolve<R: Region>(
         *hint = i;
         version
     }))
+}
+
+impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
+    /// A handle on `key`: its [`EntryReader::get`] reads the key where it
+    /// was last found, with no hash and no probe, and finds it again when
+    /// it moves (removed and put again, or not yet put). Make one per key
+    /// a loop reads over and over; [`Reader::get`] is for one-off reads.
+    ///
+    /// # Errors
+    /// [`EntryError::KeySize`] for a raw key of the wrong size.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::blackboard::{self, Writer};
+    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
+    /// let reader = writer.reader();
+    /// let mut speed = reader.entry(&1)?;
+    /// writer.put(&1, &30)?;
+    /// assert_eq!(speed.get()?.map(|e| e.value), Some(30));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn entry(&self, key: &K) -> Result<EntryReader<K, V, R>, EntryError> {
+        let key = key.as_bytes();
+        let expected = self.shared_table().geo.key_size as usize;
+        if key.len() != expected {
+            return Err(EntryError::KeySize {
+                found: key.len(),
+                expected,
+            });
+        }
+        Ok(EntryReader::new(Arc::clone(self.shared_table()), key))
+    }
 }

@@ -4,8 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use super::entry_reader::EntryReader;
-use super::error::{EntryError, GetError};
+use super::error::GetError;
 use super::field::Field;
 use super::table::Table;
 use crate::mem::{DefaultRegion, Region};
@@ -123,6 +122,11 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
             seen: 0,
             _types: PhantomData,
         }
+    }
+
+    /// The table, shared with the reader's entry handles.
+    pub(super) fn shared_table(&self) -> &Arc<Table<R>> {
+        &self.table
     }
 
     /// The readers' doorbell (the word a select sleeps on).
@@ -326,36 +330,6 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     /// ```
     pub fn capacity(&self) -> u64 {
         self.table.geo.keys
-    }
-
-    /// A handle on `key`: its [`EntryReader::get`] reads the key where it
-    /// was last found, with no hash and no probe, and finds it again when
-    /// it moves (removed and put again, or not yet put). Make one per key
-    /// a loop reads over and over; [`Reader::get`] is for one-off reads.
-    ///
-    /// # Errors
-    /// [`EntryError::KeySize`] for a raw key of the wrong size.
-    ///
-    /// # Examples
-    /// ```
-    /// use shmbus::blackboard::{self, Writer};
-    /// let mut writer = Writer::<u64, u64, _>::on_heap(&blackboard::Options::new(4))?;
-    /// let reader = writer.reader();
-    /// let mut speed = reader.entry(&1)?;
-    /// writer.put(&1, &30)?;
-    /// assert_eq!(speed.get()?.map(|e| e.value), Some(30));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn entry(&self, key: &K) -> Result<EntryReader<K, V, R>, EntryError> {
-        let key = key.as_bytes();
-        let expected = self.table.geo.key_size as usize;
-        if key.len() != expected {
-            return Err(EntryError::KeySize {
-                found: key.len(),
-                expected,
-            });
-        }
-        Ok(EntryReader::new(Arc::clone(&self.table), key))
     }
 
     /// Every key in the table with its value, each read whole (the view as
