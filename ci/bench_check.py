@@ -93,7 +93,7 @@ def quick(d):
                                   for r in stall):
         fail(f"stalled-subscriber rows: {stall}")
     board = [r["name"] for r in (d.get("blackboard") or {}).get("rows", [])]
-    if board != ["shmbus", "ringfire", "iceoryx2"]:
+    if board != ["shmbus-entry", "shmbus", "ringfire", "iceoryx2"]:
         fail(f"blackboard rows {board}")
     cost = {r["mechanism"] for r in rows if r.get("publish_ns")}
     if not {"shmbus", "shmbus-lossless", "ringfire-lossless"} <= cost:
