@@ -224,10 +224,10 @@ impl Blocks {
     }
 
     /// Publisher `pid`: a block for a new loan. It tries `first` before
-    /// the others (the block whose descriptor its last publish overwrote:
-    /// the most recently written of the blocks that can be reusable, so a
-    /// steady stream cycles through `capacity + 1` blocks, not the whole
-    /// pool), then searches from `*hint` on. Either way it takes a free
+    /// the others (its warm block, docs/LAYOUT.md §19.3: the one whose
+    /// descriptor its publish a cushion of publishes back overwrote, so a
+    /// steady stream cycles through a few blocks more than the ring, not
+    /// the whole pool), then searches from `*hint` on. Either way it takes a free
     /// block, or one whose descriptor the ring has overwritten (the cursor
     /// is `head`), nobody holds, and no lossless subscriber still needs
     /// (`needed(s)` for the block published as `s`: on a many-publisher bus

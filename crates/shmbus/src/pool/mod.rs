@@ -36,14 +36,16 @@
 //!   the other's store (Dekker): a block is never reused under a holder.
 //! - Which reusable block a loan takes is the loaner's choice, never a
 //!   condition of reuse: it tries first its warm block, the one whose
-//!   descriptor its last publish overwrote (a single publisher keeps the
-//!   block of each sequence of its last lap, `Publisher::lap`; one of many
-//!   reads the old descriptor in the slot its claim holds, after `begin`),
-//!   or the block of a loan it gave back unpublished; then the others from
-//!   its hint, skipping the warm one, so one pass still tries each block
-//!   once. Every candidate passes the same test (free, or overwritten,
-//!   unheld and not needed), so the warm block may be stale or bogus. A
-//!   steady stream then cycles through `capacity + 1` blocks, not the pool.
+//!   descriptor its publish `CUSHION` (4) publishes back overwrote (a
+//!   single publisher keeps the block of each sequence of its last lap,
+//!   `Publisher::lap`; one of many reads the old descriptor in the slot
+//!   its claim holds, after `begin`; either keeps the last four in
+//!   `Publisher::left`), or the block of a loan it gave back unpublished;
+//!   then the others from its hint, skipping the warm one, so one pass
+//!   still tries each block once. Every candidate passes the same test
+//!   (free, or overwritten, unheld and not needed), so the warm block may
+//!   be stale or bogus. A steady stream then cycles through `capacity + 5`
+//!   blocks, not the pool.
 //! - A lossless subscriber's unread blocks are never reused: the ring's
 //!   gate (`bus::gate`) keeps its unread descriptors on the ring, so (a)
 //!   fails for them on a single-publisher pool; on a many-publisher pool,

@@ -533,28 +533,57 @@ impl Drop for ShmName {
 }
 
 #[test]
-fn a_round_trip_reuses_the_block_whose_descriptor_the_last_publish_overwrote() {
+fn a_round_trip_reuses_the_block_whose_descriptor_left_the_ring_a_cushion_of_publishes_back() {
     let cap = 4;
+    let cushion = super::publisher::CUSHION as u64;
     let mut p = bus(cap, 16);
     let mut s = subscribe(&p);
     let mut carried = Vec::new();
-    for seq in 0..40 {
+    for seq in 0..60 {
         let b = send_seq(&mut p, seq);
-        if seq > cap {
-            // The publish of `seq - 1` overwrote the descriptor of
-            // `seq - 1 - cap`: its block is this loan's.
-            assert_eq!(b, carried[(seq - 1 - cap) as usize], "seq {seq}");
+        if seq > cap + cushion {
+            // The publish of `seq - 1 - cushion` overwrote the descriptor
+            // of `seq - 1 - cushion - cap`: its block is this loan's.
+            assert_eq!(b, carried[(seq - 1 - cushion - cap) as usize], "seq {seq}");
         }
         carried.push(b);
         assert_eq!(seq_of(&take(&mut s)), seq);
     }
+    assert_eq!(
+        p.warm_loans,
+        60 - (cap + cushion + 1),
+        "first tries that found their block"
+    );
     carried.sort_unstable();
     carried.dedup();
     assert_eq!(
         carried.len() as u64,
-        cap + 1,
+        cap + cushion + 1,
         "the working set: {carried:?}"
     );
+}
+
+#[test]
+fn a_pool_with_one_block_to_spare_keeps_a_cushion_of_one() {
+    // capacity + 2 blocks: one beyond the ring and the loan, so the
+    // cushion holds one, and the warm block is the one that the publish
+    // before the last overwrote.
+    let cap = 4;
+    let mut p = bus(cap, cap + 2);
+    let mut s = subscribe(&p);
+    let mut carried = Vec::new();
+    for seq in 0..40 {
+        let b = send_seq(&mut p, seq);
+        if seq > cap + 1 {
+            assert_eq!(b, carried[(seq - 2 - cap) as usize], "seq {seq}");
+        }
+        carried.push(b);
+        assert_eq!(seq_of(&take(&mut s)), seq);
+    }
+    // Every loan from `cap + 2` on found its block at the first try (a
+    // cushion longer than the pool can spare would leave each warm block
+    // on the ring, and the search would find it).
+    assert_eq!(p.warm_loans, 40 - (cap + 2));
 }
 
 #[test]
@@ -569,7 +598,8 @@ fn a_held_block_is_not_reused_first_but_the_search_goes_on() {
         drop(take(&mut s));
     }
     // The publish of `cap` overwrote the descriptor of 0, whose block is
-    // held: the loan tries it, leaves it, and takes another.
+    // held: the loan that tries it, a cushion later, leaves it and takes
+    // another.
     for seq in cap + 1..40 {
         assert_ne!(send_seq(&mut p, seq), held_block, "seq {seq}");
         drop(take(&mut s));
@@ -734,11 +764,12 @@ fn a_single_publisher_never_reuses_the_block_of_a_message_a_lossless_subscriber_
 }
 
 /// Many publishers: each claim's slot still holds the descriptor it
-/// overwrites, and that block is the claimer's next loan.
+/// overwrites, and that block is the claimer's loan a cushion later.
 #[test]
 // A /dev/shm file: Miri maps no files.
 #[cfg_attr(miri, ignore)]
-fn each_of_many_publishers_reuses_the_block_whose_descriptor_its_own_publish_overwrote() {
+fn each_of_many_publishers_reuses_the_block_whose_descriptor_its_own_publish_a_cushion_back_overwrote()
+ {
     use crate::options::OpenOptions;
     use crate::pool::Options;
     let name = ShmName::new("warm-many");
@@ -748,21 +779,28 @@ fn each_of_many_publishers_reuses_the_block_whose_descriptor_its_own_publish_ove
     let b = Publisher::<[u8]>::attach_many(&name.0, &OpenOptions::default()).expect("attach");
     let mut s = Subscriber::<[u8]>::open(&name.0, &OpenOptions::default()).expect("open");
     let mut publishers = [a, b];
+    let cushion = super::publisher::CUSHION;
     let mut carried: Vec<u64> = Vec::new();
-    // Per publisher, the sequence it last published.
-    let mut last = [None, None];
-    for seq in 0..40u64 {
+    // Per publisher, the sequences it published.
+    let mut mine: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
+    for seq in 0..60u64 {
         let who = (seq % 2) as usize;
         let p = &mut publishers[who];
         let mut block = p.lend(8, Wait::Never).expect("a free block");
         let got = block.index();
-        if let Some(prev) = last[who].filter(|&prev: &u64| prev >= cap) {
-            assert_eq!(got, carried[(prev - cap) as usize], "seq {seq}");
+        // Its publish a cushion back overwrote the descriptor of `back -
+        // cap`: that block is this loan's.
+        let back = mine[who]
+            .len()
+            .checked_sub(cushion + 1)
+            .map(|k| mine[who][k]);
+        if let Some(back) = back.filter(|&back| back >= cap) {
+            assert_eq!(got, carried[(back - cap) as usize], "seq {seq}");
         }
         block.bytes_mut().copy_from_slice(&seq.to_le_bytes());
         assert_eq!(block.publish(p), Ok(seq));
         carried.push(got);
-        last[who] = Some(seq);
+        mine[who].push(seq);
         match s.recv(Wait::Never) {
             Ok(Some(Received::Message(m))) => {
                 assert_eq!(u64::from_le_bytes(m[..8].try_into().unwrap()), seq)
@@ -802,22 +840,35 @@ fn the_layout_s_worked_example_loans_the_blocks_it_says() {
             }
         }
     }
-    assert_eq!(carried, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 2]);
+    assert_eq!(carried, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     let loan = p.loan(8, Wait::Never).expect("a block");
     drop(loan);
     let loan = p.lend(8, Wait::Never).expect("a block");
-    assert_eq!(loan.index(), 3, "a loan given back is the next one's");
+    assert_eq!(loan.index(), 12, "a loan given back is the next one's");
     let census = p.census();
     assert_eq!(
         (census.free, census.loaned, census.on_ring, census.held),
-        (5, 1, 8, 2)
+        (3, 1, 8, 2)
     );
-    assert_eq!((census.reclaimable, census.corrupt), (0, 0));
+    assert_eq!((census.reclaimable, census.corrupt), (2, 0));
     let mut loan = loan;
     loan.bytes_mut().copy_from_slice(b"msg-12\0\0");
     assert_eq!(loan.publish(&mut p), Ok(12));
+    // Warm now: block 0, whose descriptor publishing 8 overwrote; held.
     let next = p.lend(8, Wait::Never).expect("a block");
-    assert_eq!(next.index(), 4, "the descriptor of 4 was overwritten");
+    assert_eq!(next.index(), 13, "block 0 is held: the search goes on");
+    let mut next = next;
+    next.bytes_mut().copy_from_slice(b"msg-13\0\0");
+    assert_eq!(next.publish(&mut p), Ok(13));
+    let mut again = p.lend(8, Wait::Never).expect("a block");
+    assert_eq!(again.index(), 14, "block 1 is held");
+    again.free(&mut p);
+    let mut last = p.lend(8, Wait::Never).expect("a block");
+    assert_eq!(last.index(), 14, "a loan given back is the next one's");
+    last.bytes_mut().copy_from_slice(b"msg-14\0\0");
+    assert_eq!(last.publish(&mut p), Ok(14));
+    let next = p.lend(8, Wait::Never).expect("a block");
+    assert_eq!(next.index(), 2, "block 2 left the ring a cushion back");
     drop(kept);
     let mut next = next;
     next.free(&mut p);
