@@ -2,7 +2,8 @@
 pattern and size, the distribution over paired runs of old and new p50,
 p99 and throughput, the new/old ratio within each pair, and shmbus-zc's
 ratio to iceoryx2 and crossbar-pool within each run (same rounds).
-Run in the directory of old-N.json and new-N.json."""
+Run in the directory of old-N.json and new-N.json (OLD and NEW name
+other prefixes, as warm-run3.sh writes them: cold, cnew, ccush)."""
 import glob, json, re, statistics as st
 
 def load(v):
@@ -12,7 +13,8 @@ def load(v):
         out[i] = json.load(open(f))
     return out
 
-old, new = load('old'), load('new')
+import os
+old, new = load(os.environ.get('OLD', 'old')), load(os.environ.get('NEW', 'new'))
 pairs = sorted(set(old) & set(new))
 
 def by(doc):
