@@ -11,13 +11,16 @@ def med(v):
     return v[len(v) // 2]
 
 
+def row(rnd, name):
+    return next(x for x in rnd if x['name'] == name)
+
+
 out = collections.defaultdict(lambda: collections.defaultdict(list))
 for f in sorted(glob.glob('*-*.json')):
     m = re.match(r'(.+)-(\d+)\.json$', os.path.basename(f))
     if not m:
         continue
     d = json.load(open(f))['blackboard']
-    row = lambda rnd, name: next(x for x in rnd if x['name'] == name)
     w, r, wn, rn = [], [], [], []
     for rnd in d['op_rounds']:
         a, b = row(rnd, 'shmbus-entry'), row(rnd, 'ringfire')

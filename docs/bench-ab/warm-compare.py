@@ -4,7 +4,7 @@ p99 and throughput, the new/old ratio within each pair, and shmbus-zc's
 ratio to iceoryx2 and crossbar-pool within each run (same rounds).
 Run in the directory of old-N.json and new-N.json (OLD and NEW name
 other prefixes, as warm-run3.sh writes them: cold, cnew, ccush)."""
-import glob, json, re, statistics as st
+import glob, json, os, re, statistics as st
 
 def load(v):
     out = {}
@@ -13,7 +13,6 @@ def load(v):
         out[i] = json.load(open(f))
     return out
 
-import os
 old, new = load(os.environ.get('OLD', 'old')), load(os.environ.get('NEW', 'new'))
 pairs = sorted(set(old) & set(new))
 

@@ -169,21 +169,29 @@ pub(crate) fn store(words: &[AtomicU64], src: &[u8]) {
 #[inline(always)]
 pub(crate) fn store_exact(words: &[AtomicU64], src: &[u8]) {
     assert_eq!(words.len(), src.len().div_ceil(8), "shmbus: payload size");
+    if src.len() <= 64 {
+        // One Relaxed store a word: the compiler schedules them with the
+        // rest of the put, which an opaque `asm!` block (a barrier to it)
+        // would not let it do; a 64-byte put took 8.5 ns through an `asm!`
+        // copy and 2.4 through plain stores
+        // (docs/bench-ab/blackboard-handles.md).
+        return portable::store(words, src);
+    }
     #[cfg(all(target_arch = "x86_64", not(miri), not(loom)))]
-    if src.len() > 64 && bulk(src.len()) == src.len() {
-        let dst = words.as_ptr().cast::<u8>().cast_mut();
+    if bulk(src.len()) == src.len() {
         // SAFETY: `words` holds exactly `src.len()` bytes (asserted), and
         // the two cannot overlap (`src` is private and only read); a
         // per-byte atomic store, as in `store`.
-        unsafe { x86::copy16(src.as_ptr(), dst, src.len() / 16) };
+        unsafe {
+            x86::copy16(
+                src.as_ptr(),
+                words.as_ptr().cast::<u8>().cast_mut(),
+                src.len() / 16,
+            )
+        };
         return;
     }
-    // Up to 64 bytes, one Relaxed store a word: the compiler schedules
-    // them with the rest of the put, which an opaque `asm!` block (a
-    // barrier to it) would not let it do; a 64-byte put took 8.5 ns
-    // through `copy64` and 2.4 through plain stores
-    // (docs/bench-ab/blackboard-handles.md).
-    portable::store(words, src);
+    store(words, src);
 }
 
 /// [`load`] of exactly `dst.len()` bytes, with 64 bytes (a typed value of

@@ -731,7 +731,7 @@ pub(super) const CUSHION: usize = 4;
 /// found by the search, and the warm try fail.
 #[derive(Clone, Copy)]
 struct Cushion {
-    left: [u64; CUSHION],
+    waiting: [u64; CUSHION],
     len: usize,
     at: usize,
 }
@@ -740,7 +740,7 @@ impl Cushion {
     fn new(capacity: u64, blocks: u64) -> Self {
         let spare = blocks.saturating_sub(capacity + 1);
         Cushion {
-            left: [NONE; CUSHION],
+            waiting: [NONE; CUSHION],
             len: spare.min(CUSHION as u64) as usize,
             at: 0,
         }
@@ -750,17 +750,16 @@ impl Cushion {
     /// block that left `len` publishes ago, if any, is warm now.
     #[inline(always)]
     fn pass(&mut self, block: u64) -> Option<u64> {
-        let oldest = match self.left.get_mut(self.at) {
-            Some(slot) if self.len > 0 => {
-                let oldest = std::mem::replace(slot, block);
-                self.at = if self.at + 1 >= self.len {
-                    0
-                } else {
-                    self.at + 1
-                };
-                oldest
-            }
-            _ => block,
+        let oldest = if self.len == 0 {
+            block
+        } else {
+            let oldest = std::mem::replace(&mut self.waiting[self.at], block);
+            self.at = if self.at + 1 == self.len {
+                0
+            } else {
+                self.at + 1
+            };
+            oldest
         };
         (oldest != NONE).then_some(oldest)
     }
