@@ -81,6 +81,63 @@ pub(crate) fn try_read_key(
     value_word: usize,
     value: &mut [u8],
 ) -> (Attempt, Holds) {
+    try_read_key_with(stamp, words, key, value_word, |src| {
+        copy::load_exact(src, value);
+    })
+}
+
+/// Words of the largest value [`try_read_words`] loads.
+pub(crate) const SMALL_WORDS: usize = 8;
+
+/// [`try_read_key`] for a typed value of `n` words (at most
+/// [`SMALL_WORDS`]), loaded into an array the compiler keeps in registers:
+/// the version and the words if the entry holds `key` live and the copy
+/// is whole, `None` for any other outcome (the caller's full path sorts
+/// those out). Why not a buffer: a value stored into memory by the copy
+/// and read out again by the compiler at other widths and offsets (into
+/// the `Result` a get returns) stalls each load that spans two stores,
+/// as store-to-load forwarding fails; that was most of a 64-byte get.
+#[inline(always)]
+pub(crate) fn try_read_words(
+    stamp: &AtomicU64,
+    words: &[AtomicU64],
+    key: &[u8],
+    value_word: usize,
+    n: usize,
+) -> Option<(u64, [u64; SMALL_WORDS])> {
+    let mut got = [0u64; SMALL_WORDS];
+    let load = |src: &[AtomicU64]| {
+        for (o, w) in got[..n].iter_mut().zip(&src[..n]) {
+            *o = w.load(Ordering::Relaxed);
+        }
+    };
+    match try_read_key_with(stamp, words, key, value_word, load) {
+        (Attempt::Stable(version), Holds::Key) => Some((version, got)),
+        _ => None,
+    }
+}
+
+/// The first `n` words of `buf` (a value a look-up copied), as
+/// [`try_read_words`] gives them.
+#[inline(always)]
+pub(crate) fn words_of(buf: &[u8], n: usize) -> [u64; SMALL_WORDS] {
+    let mut words = [0u64; SMALL_WORDS];
+    for (w, b) in words[..n].iter_mut().zip(buf.chunks_exact(8)) {
+        *w = u64::from_ne_bytes(b.try_into().expect("8 bytes"));
+    }
+    words
+}
+
+/// [`try_read_key`] with the value's words (from `value_word` on) handed
+/// to `copy`, which only loads them, atomically.
+#[inline(always)]
+fn try_read_key_with(
+    stamp: &AtomicU64,
+    words: &[AtomicU64],
+    key: &[u8],
+    value_word: usize,
+    copy: impl FnOnce(&[AtomicU64]),
+) -> (Attempt, Holds) {
     // Acquire, paired with the writer's Release store of `2v` in `commit`.
     let before = stamp.load(Ordering::Acquire);
     if before & 1 == 1 {
@@ -89,7 +146,7 @@ pub(crate) fn try_read_key(
     let t = words[0].load(Ordering::Relaxed);
     let holds = match t {
         tag::LIVE if same_key(&words[1..value_word], key) => {
-            copy::load_exact(&words[value_word..], value);
+            copy(&words[value_word..]);
             Holds::Key
         }
         tag::LIVE | tag::REMOVED => Holds::Other,

@@ -109,6 +109,46 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> EntryReader<K, V, R> {
     /// ```
     #[inline]
     pub fn get(&mut self) -> Result<Option<Versioned<V::Owned>>, GetError> {
+        // Typed sizes are the table's (the open checked the file's types,
+        // `Reader::entry` the key's size), so a value of up to 64 bytes
+        // takes this path alone: read into registers at the hint, or
+        // looked up into `buf` and loaded from there, both joining in
+        // registers rather than through memory.
+        if let (Some(k), Some(v)) = (K::SIZE, V::SIZE)
+            && v <= entry::SMALL_WORDS * 8
+        {
+            debug_assert_eq!((k, v), (self.key.len(), self.table.geo.value_size as usize));
+            let n = v.div_ceil(8);
+            let (stamp, body) = self.table.slot(self.hint);
+            let (version, words) =
+                match entry::try_read_words(stamp, body, &self.key[..k], 1 + k.div_ceil(8), n) {
+                    Some(hit) => hit,
+                    None => match self.look_up()? {
+                        Some(version) => (version, entry::words_of(&self.buf, n)),
+                        None => return Ok(None),
+                    },
+                };
+            return Ok(Some(Versioned {
+                value: V::from_bytes(&bytemuck::bytes_of(&words)[..v]),
+                version,
+            }));
+        }
+        self.get_slow()
+    }
+
+    /// [`EntryReader::read`] at the table's sizes, out of line: a small
+    /// typed get's miss at its hint.
+    #[inline(never)]
+    fn look_up(&mut self) -> Result<Option<u64>, GetError> {
+        let size = self.table.geo.value_size as usize;
+        self.read(self.key.len(), size)
+    }
+
+    /// The rest of [`EntryReader::get`]: a value too large for registers,
+    /// or raw bytes. Out of line, so that a small typed get is short
+    /// enough to inline into its caller's loop.
+    #[inline(never)]
+    fn get_slow(&mut self) -> Result<Option<Versioned<V::Owned>>, GetError> {
         let size = self.table.geo.value_size as usize;
         let key_len = self.key.len();
         // Typed sizes as constants (the open checked they are the table's;

@@ -4,6 +4,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::entry;
 use super::error::GetError;
 use super::field::Field;
 use super::table::Table;
@@ -209,6 +210,45 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
     #[inline]
     pub fn get(&mut self, key: &K) -> Result<Option<Versioned<V::Owned>>, GetError> {
         let key = key.as_bytes();
+        // Typed sizes are the table's (the open checked the file's types),
+        // so a value of up to 64 bytes takes this path alone: read into
+        // registers at the key's home (where a key most often is), or
+        // probed for into `buf` and loaded from there, both joining in
+        // registers rather than through memory.
+        if let (Some(_), Some(v)) = (K::SIZE, V::SIZE)
+            && v <= entry::SMALL_WORDS * 8
+        {
+            let n = v.div_ceil(8);
+            let (stamp, body) = self.table.slot(self.table.home(key));
+            let value_word = 1 + key.len().div_ceil(8);
+            let (version, words) = match entry::try_read_words(stamp, body, key, value_word, n) {
+                Some(hit) => hit,
+                None => match self.probe(key)? {
+                    Some(version) => (version, entry::words_of(&self.buf, n)),
+                    None => return Ok(None),
+                },
+            };
+            return Ok(Some(Versioned {
+                value: V::from_bytes(&bytemuck::bytes_of(&words)[..v]),
+                version,
+            }));
+        }
+        self.get_probe(key)
+    }
+
+    /// [`Reader::find`] at the table's value size, out of line: a small
+    /// typed get's probe when its key is not at home.
+    #[inline(never)]
+    fn probe(&mut self, key: &[u8]) -> Result<Option<u64>, GetError> {
+        let size = self.table.geo.value_size as usize;
+        self.find(key, size)
+    }
+
+    /// The rest of [`Reader::get`]: a value too large for registers, or
+    /// raw bytes. Out of line, so that a small typed get is short enough
+    /// to inline into its caller's loop.
+    #[inline(never)]
+    fn get_probe(&mut self, key: &[u8]) -> Result<Option<Versioned<V::Owned>>, GetError> {
         let size = self.table.geo.value_size as usize;
         // A typed value's size as a constant (the open checked it is the
         // table's; a table that says otherwise is read at its own size).

@@ -182,3 +182,47 @@ fn readers_on_other_threads_never_see_a_torn_value() {
         assert!(r.join().expect("reader") > 0);
     }
 }
+
+/// Every key of a chain sharing one home, read by key and through a
+/// handle whose hint is stale, gives its own value: for a value read into
+/// registers (64 bytes) and one read through the buffer (72 bytes).
+fn reads_agree_on_every_path<V: crate::Message + PartialEq + std::fmt::Debug>(
+    value: impl Fn(u64) -> V,
+) {
+    let mut writer = Writer::<u64, V, _>::on_heap(&Options::new(4)).expect("heap");
+    let keys = keys_sharing_a_home(3, 8);
+    for &k in &keys {
+        writer.put(&k, &value(k)).expect("put");
+    }
+    let mut reader = writer.reader();
+    let mut handles: Vec<_> = keys
+        .iter()
+        .map(|k| reader.entry(k).expect("entry"))
+        .collect();
+    // The first key moves behind the others: every hint but its own
+    // still holds, its own now names an entry of another key.
+    writer.remove(&keys[0]).expect("remove");
+    writer.put(&keys[0], &value(100)).expect("put");
+    for (i, (&k, h)) in keys.iter().zip(&mut handles).enumerate() {
+        let want = if i == 0 { value(100) } else { value(k) };
+        assert_eq!(
+            reader.get(&k).expect("get").map(|e| e.value),
+            Some(want),
+            "key {k} by key"
+        );
+        assert_eq!(
+            h.get().expect("get").map(|e| e.value),
+            Some(want),
+            "key {k} through a handle"
+        );
+    }
+    writer.remove(&keys[1]).expect("remove");
+    assert_eq!(reader.get(&keys[1]), Ok(None));
+    assert_eq!(handles[1].get(), Ok(None));
+}
+
+#[test]
+fn small_and_large_typed_values_read_the_same_by_key_and_through_stale_handles() {
+    reads_agree_on_every_path(|k| [k; 8]);
+    reads_agree_on_every_path(|k| [k; 9]);
+}

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use loom::thread;
 
-use crate::blackboard::entry::{Attempt, Holds, try_read, try_read_key};
+use crate::blackboard::entry::{Attempt, Holds, try_read, try_read_key, try_read_words};
 use crate::blackboard::table::Table;
 use crate::mem::HeapRegion;
 use crate::wire::BlackboardGeometry;
@@ -101,8 +101,20 @@ fn look_up(t: &Table<Arc<HeapRegion>>) {
             other => panic!("kept {other:?}, which was never written whole"),
         }
     }
+    // The typed get's form: the value's words into registers, kept only
+    // for the key, live and whole.
+    if let Some((version, words)) = try_read_words(t.stamp(0), t.body(0), &7u64.to_ne_bytes(), 2, 2)
+    {
+        assert!(
+            matches!((version, words[0], words[1]), (1, 1, 1) | (2, 2, 2)),
+            "kept version {version} as {:?}, which was never written whole",
+            &words[..2]
+        );
+    }
 }
 
+/// Mutation-checked: with `entry::try_read_words` keeping a torn copy
+/// (the stamp's re-load ignored), loom finds version 2 kept as `[0, 0]`.
 #[test]
 fn loom_two_readers_looking_up_a_key_in_place_racing_its_insert_and_update_never_keep_a_torn_value()
 {
