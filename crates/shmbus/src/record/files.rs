@@ -623,6 +623,10 @@ enum Target {
     Seq(u32, u64),
 }
 
+/// The read buffer of a part read through: one `read` a few thousand
+/// records, not one every 8 KiB.
+const READ_BUFFER: usize = 256 << 10;
+
 /// A recording on disk read back as one: `base` and its rotated parts
 /// (`base.1`, `base.2`, ... while they exist), each part's buses declared
 /// again and checked to be the first part's. An iterator of [`Record`]s:
@@ -712,7 +716,7 @@ impl RecordingFiles {
     /// that is no part, each followed by a part (a part lost or replaced);
     /// [`OpenRecordingError::Io`] naming the part if one cannot be read.
     pub fn open(base: &Path) -> Result<Self, OpenRecordingError> {
-        let first = Recording::new(BufReader::new(open_regular(base)?))?;
+        let first = Recording::new(BufReader::with_capacity(READ_BUFFER, open_regular(base)?))?;
         let (found, id) = first.part();
         let mut headers = vec![(first.version(), found, id)];
         let mut paths = vec![base.to_path_buf()];
@@ -979,7 +983,7 @@ impl RecordingFiles {
     fn start_part(&mut self, part: usize) -> Result<(), ReadError> {
         let path = &self.paths[part];
         let file = open_regular(path).map_err(|e| self.in_part(part, e.into()))?;
-        let rec = Recording::new(BufReader::new(file)).map_err(|e| {
+        let rec = Recording::new(BufReader::with_capacity(READ_BUFFER, file)).map_err(|e| {
             self.in_part(
                 part,
                 match e {
@@ -1004,6 +1008,14 @@ impl RecordingFiles {
                 path: path.display().to_string(),
                 source: Box::new(e),
             },
+        }
+    }
+
+    /// A message record's payload back from a consumer done with it: the
+    /// next message read reuses its allocation.
+    pub(crate) fn recycle(&mut self, payload: Vec<u8>) {
+        if let Some(rec) = self.current.as_mut() {
+            rec.recycle(payload);
         }
     }
 

@@ -11,6 +11,11 @@ use super::format::{
 };
 use super::{BusRecord, GapRecord, MessageRecord, Record, RecordedKind};
 use crate::TypeFingerprint;
+use crate::journal::format::{check, words};
+
+/// Up to this many bytes a record is read straight into the reader's
+/// buffer, grown to fit; a longer one is read as far as the file has it.
+const GROWN: usize = 64 << 10;
 
 /// Reads a recording (docs/RECORDING.md) from any `io::Read`: an iterator
 /// of its [`Record`]s in file order.
@@ -46,6 +51,9 @@ pub struct Recording<R: Read> {
     sizes: Vec<(u32, bool)>,
     done: bool,
     buf: Vec<u8>,
+    /// A message payload's allocation given back (`recycle`), reused for
+    /// the next message record.
+    spare: Vec<u8>,
     version: u32,
     part: u32,
     id: u64,
@@ -118,6 +126,7 @@ impl<R: Read> Recording<R> {
             sizes: Vec::new(),
             done: false,
             buf: Vec::new(),
+            spare: Vec::new(),
             version,
             part,
             id,
@@ -142,6 +151,7 @@ impl<R: Read> Recording<R> {
                 .collect(),
             done: false,
             buf: Vec::new(),
+            spare: Vec::new(),
             version,
             part,
             id,
@@ -171,6 +181,12 @@ impl<R: Read> Recording<R> {
     /// ```
     pub fn part(&self) -> (u32, u64) {
         (self.part, self.id)
+    }
+
+    /// A payload's allocation back from a consumer done with its message
+    /// record: the next one reuses it rather than allocating.
+    pub(crate) fn recycle(&mut self, payload: Vec<u8>) {
+        self.spare = payload;
     }
 
     /// The input, given back where the last record read ended.
@@ -233,7 +249,7 @@ impl<R: Read> Recording<R> {
     /// body in `buf` and checked; `Ok(None)` at the end or a cut record.
     fn read_checked(&mut self, offset: u64) -> Result<Option<(u32, usize, usize)>, ReadError> {
         let mut head = [0u8; RECORD_HEAD];
-        if read_full(&mut self.input, &mut head)? < RECORD_HEAD {
+        if !read_whole(&mut self.input, &mut head)? {
             return Ok(None);
         }
         let ty = u32_at(&head, 0);
@@ -247,23 +263,36 @@ impl<R: Read> Recording<R> {
         }
         let len = len as usize;
         let rest = padded(len) + 8;
-        self.buf.clear();
-        // Grows with the bytes there are, so a lying length costs nothing.
-        (&mut self.input)
-            .take(rest as u64)
-            .read_to_end(&mut self.buf)?;
-        if self.buf.len() < rest {
-            return Ok(None);
+        if rest <= self.buf.len().max(GROWN) {
+            // Read in place: the buffer only grows, and only to `GROWN` or
+            // to the size of a record this recording held whole.
+            if self.buf.len() < rest {
+                self.buf.resize(rest, 0);
+            }
+            if !read_whole(&mut self.input, &mut self.buf[..rest])? {
+                return Ok(None);
+            }
+        } else {
+            self.buf.clear();
+            // Grows with the bytes there are, so a lying length costs
+            // nothing.
+            (&mut self.input)
+                .take(rest as u64)
+                .read_to_end(&mut self.buf)?;
+            if self.buf.len() < rest {
+                return Ok(None);
+            }
         }
         let found = u64_at(&self.buf, padded(len));
-        let expected = record_check(ty, &self.buf[..len]);
-        // A nonzero pad byte fails here too: the check is of zero padding.
+        // With its padding zero (checked next), the body's padded words
+        // are the buffer's own, as they lie.
         let pad_clean = self.buf[len..padded(len)].iter().all(|&b| b == 0);
-        if found != expected || !pad_clean {
+        let head = u64::from(ty) | ((len as u64) << 32);
+        if !pad_clean || found != check(head, words(&self.buf[..padded(len)])) {
             return Err(ReadError::Checksum {
                 offset,
                 found,
-                expected,
+                expected: record_check(ty, &self.buf[..len]),
             });
         }
         Ok(Some((ty, len, rest)))
@@ -387,7 +416,7 @@ impl<R: Read> Recording<R> {
         }
     }
 
-    fn message(&self, offset: u64, body: &[u8]) -> Result<MessageRecord, ReadError> {
+    fn message(&mut self, offset: u64, body: &[u8]) -> Result<MessageRecord, ReadError> {
         if body.len() < MESSAGE_FIXED {
             return Err(ReadError::BodyLength {
                 offset,
@@ -414,7 +443,12 @@ impl<R: Read> Recording<R> {
             seq: u64_at(body, 8),
             mono_ns: u64_at(body, 16),
             wall_ns: u64_at(body, 24),
-            payload: body[MESSAGE_FIXED..].to_vec(),
+            payload: {
+                let mut payload = std::mem::take(&mut self.spare);
+                payload.clear();
+                payload.extend_from_slice(&body[MESSAGE_FIXED..]);
+                payload
+            },
         })
     }
 
@@ -457,6 +491,18 @@ impl<R: Read> Iterator for Recording<R> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// Fills `buf`, or says the input ended first (`false`; what it read of
+/// `buf` is then lost, which a reader at a cut record never needs).
+/// `read_exact`, which a buffered input serves with one copy.
+#[inline]
+fn read_whole(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    match input.read_exact(buf) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => Ok(false),
+        Err(e) => Err(e),
     }
 }
 

@@ -597,7 +597,7 @@ impl Replayer {
         let mut begun = false;
         let mut replayed = 0u64;
         self.looked_ahead = false;
-        for record in files {
+        while let Some(record) = files.next() {
             if self.stopped() {
                 break;
             }
@@ -646,6 +646,7 @@ impl Replayer {
                     self.stats.messages += 1;
                     self.stats.bytes += m.payload.len() as u64;
                     replayed += 1;
+                    files.recycle(m.payload);
                 }
                 Record::Gap(g) => {
                     let Some(&Some(t)) = by_id.get(g.bus as usize) else {
@@ -954,38 +955,50 @@ impl Replayer {
     fn publish(&mut self, t: usize, payload: &[u8]) -> Result<bool, ReplayError> {
         let (stall, stop) = (self.stall, self.stop);
         let stopped = || stop.is_some_and(|f| f());
-        let started = Instant::now();
+        // The clock is read only by a publish that must wait: one that
+        // goes straight through reads none.
+        let started = std::cell::OnceCell::new();
+        let elapsed = || started.get_or_init(Instant::now).elapsed();
         // Waits for room in slices of NAP, looking at the stop check
         // between them, until the stall timeout.
-        let more = || !stopped() && started.elapsed() < stall;
-        let slice = || Wait::For(NAP.min(stall.saturating_sub(started.elapsed())));
+        let more = || !stopped() && elapsed() < stall;
+        let slice = || Wait::For(NAP.min(stall.saturating_sub(elapsed())));
         let target = &mut self.targets[t];
         let result: Result<(), PublishFailure> = match &mut target.sink {
             Sink::Bus(p) => p.publish(payload).map(drop).map_err(Into::into),
             Sink::Many(p) => p.publish(payload).map(drop).map_err(Into::into),
-            Sink::Pool(p) => loop {
-                match p.loan(payload.len(), slice()) {
-                    Ok(mut loan) => {
-                        loan.copy_from_slice(payload);
-                        break loan
-                            .publish()
-                            .map(drop)
-                            .map_err(|_| PublishFailure::Abandoned);
+            Sink::Pool(p) => {
+                // A first try without waiting; slices of NAP after it.
+                let mut wait = Wait::Never;
+                loop {
+                    match p.loan(payload.len(), wait) {
+                        Ok(mut loan) => {
+                            loan.copy_from_slice(payload);
+                            break loan
+                                .publish()
+                                .map(drop)
+                                .map_err(|_| PublishFailure::Abandoned);
+                        }
+                        Err(LoanError::Exhausted { .. }) if more() => wait = slice(),
+                        Err(e) => break Err(e.into()),
                     }
-                    Err(LoanError::Exhausted { .. }) if more() => {}
-                    Err(e) => break Err(e.into()),
                 }
-            },
-            Sink::Stream(p) => loop {
-                match p.push(payload, slice()) {
-                    Err(PushError::TimedOut(_) | PushError::Full) if more() => {}
-                    // The last slice's time is not what was waited.
-                    Err(PushError::TimedOut(_)) => {
-                        break Err(PushError::TimedOut(started.elapsed()).into());
+            }
+            Sink::Stream(p) => {
+                let mut wait = Wait::Never;
+                loop {
+                    match p.push(payload, wait) {
+                        Err(PushError::TimedOut(_) | PushError::Full) if more() => {
+                            wait = slice();
+                        }
+                        // The last slice's time is not what was waited.
+                        Err(PushError::TimedOut(_) | PushError::Full) => {
+                            break Err(PushError::TimedOut(elapsed()).into());
+                        }
+                        r => break r.map_err(Into::into),
                     }
-                    r => break r.map_err(Into::into),
                 }
-            },
+            }
             Sink::Journaled(p) => p.publish(payload).map(drop).map_err(Into::into),
         };
         match result {

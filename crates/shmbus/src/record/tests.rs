@@ -101,6 +101,27 @@ fn a_changed_byte_in_the_middle_is_a_checksum_error_naming_its_offset() {
 }
 
 #[test]
+fn a_nonzero_padding_byte_is_a_checksum_error_naming_its_record() {
+    let mut bytes = sample();
+    // The fourth record, bus b's 3-byte message: a 35-byte body and 5
+    // bytes of zero padding.
+    let mut at = HEADER_V2;
+    for _ in 0..3 {
+        let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+        at += 8 + len.div_ceil(8) * 8 + 8;
+    }
+    let len = u32::from_le_bytes(bytes[at + 4..at + 8].try_into().unwrap()) as usize;
+    assert_eq!(len % 8, 3, "a body that ends mid-word");
+    bytes[at + 8 + len] = 1;
+    let records: Vec<_> = Recording::new(&bytes[..]).unwrap().collect();
+    assert_eq!(records.len(), 4, "three records, then the error");
+    match &records[3] {
+        Err(ReadError::Checksum { offset, .. }) => assert_eq!(*offset, at as u64),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_file_that_is_not_a_recording_is_refused_naming_its_magic() {
     let mut bytes = sample();
     bytes[0] = b'X';
