@@ -31,7 +31,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shmbus::record::{RecordedKind, Recorder};
+use shmbus::record::{self as rec, FileRecorder, RecordedKind, Recorder, Rotation};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
 
 use crate::error::BenchError;
@@ -148,51 +148,45 @@ impl Drop for Bus {
 /// A reading thread: what it read (messages) and lost, when joined.
 type Reader = std::thread::JoinHandle<Result<(u64, u64), BenchError>>;
 
-/// The recorder thread: records `bus` into `out` until it has seen
-/// sequence `last` (a message or a gap past it); returns (messages, lost).
+/// The recorder thread: what `shmbus record` runs (a `Capture` of `bus`
+/// into a `FileRecorder`, polled as the command polls it, flushed when
+/// idle or after a second) until it has seen sequence `last` (a message
+/// or a gap past it); returns (messages, lost).
 fn recorder(bus: &str, out: &Path, lossless: bool, last: u64) -> Result<Reader, BenchError> {
-    let opts = OpenOptions::default().start(Start::Next).lossless(lossless);
-    let mut sub = Subscriber::<[u8]>::open(bus, &opts).map_err(|e| fail("recorder open", e))?;
-    let file = File::create(out).map_err(|e| fail("recording file", e))?;
-    let name = bus.to_owned();
+    let file =
+        FileRecorder::create(out, Rotation::default()).map_err(|e| fail("recording file", e))?;
+    let mut capture = rec::Capture::new(file);
+    capture
+        .add(bus, lossless)
+        .map_err(|e| fail("recorder open", e))?;
+    capture.flush().map_err(|e| fail("recorder", e))?;
     Ok(std::thread::spawn(move || {
-        let mut rec = Recorder::new(BufWriter::with_capacity(1 << 20, file))
-            .map_err(|e| fail("recorder", e))?;
-        let size = u32::try_from(sub.msg_size()).map_err(|e| fail("recorder", e))?;
-        let id = rec
-            .add_bus(&name, RecordedKind::Bus, size)
-            .map_err(|e| fail("recorder", e))?;
-        let (mut messages, mut lost) = (0u64, 0u64);
         let mut idle = 0u32;
-        while sub.position() <= last {
-            let seq = sub.position();
-            match sub.recv(Wait::For(Duration::from_millis(100))) {
-                Some(Received::Message(m)) => {
-                    rec.message(id, seq, mono_ns(), 0, m)
-                        .map_err(|e| fail("record", e))?;
-                    messages += 1;
-                }
-                Some(Received::Lagged { skipped }) => {
-                    rec.gap(id, seq, skipped).map_err(|e| fail("record", e))?;
-                    lost += skipped;
-                }
-                None => {
-                    // The publisher is done or gone: 5 s of nothing ends it.
-                    idle += 1;
-                    if idle > 50 {
-                        return Err(fail("record", "the publisher stopped early"));
-                    }
+        let mut flushed = Instant::now();
+        loop {
+            let s = capture.stats();
+            if s.messages + s.lost > last {
+                break;
+            }
+            let written = capture
+                .poll(Wait::For(Duration::from_millis(100)))
+                .map_err(|e| fail("record", e))?;
+            if written == 0 || flushed.elapsed() >= Duration::from_secs(1) {
+                capture.flush().map_err(|e| fail("record flush", e))?;
+                flushed = Instant::now();
+            }
+            if written == 0 {
+                // The publisher is done or gone: 5 s of nothing ends it.
+                idle += 1;
+                if idle > 50 {
+                    return Err(fail("record", "the publisher stopped early"));
                 }
             }
         }
-        rec.flush().map_err(|e| fail("record flush", e))?;
-        Ok((messages, lost))
+        capture.flush().map_err(|e| fail("record flush", e))?;
+        let s = capture.stats();
+        Ok((s.messages, s.lost))
     }))
-}
-
-fn mono_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    (t.tv_sec as u64) * 1_000_000_000 + t.tv_nsec as u64
 }
 
 fn message(size: usize, i: u64) -> Vec<u8> {
@@ -231,7 +225,7 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
         return Err(fail("capture", format!("a lossless recorder lost {lost}")));
     }
     drop(p);
-    let _ = std::fs::remove_file(&file);
+    remove_recording(&file);
     // Lossy at the target pace.
     let mut p = publisher(&bus, size)?;
     let rec = recorder(&bus.0, &file, false, n - 1)?;
@@ -243,7 +237,7 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
     }
     let kept = n as f64 / start.elapsed().as_secs_f64();
     let (_, paced_lost) = rec.join().map_err(|_| fail("recorder", "panicked"))??;
-    let _ = std::fs::remove_file(&file);
+    remove_recording(&file);
     Ok(Capture {
         msg_size: size,
         messages,
@@ -252,6 +246,14 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
         paced_kept: kept,
         paced_lost,
     })
+}
+
+/// A one-part recording and its index side file, removed.
+fn remove_recording(file: &Path) {
+    let _ = std::fs::remove_file(file);
+    let mut idx = file.as_os_str().to_owned();
+    idx.push(".idx");
+    let _ = std::fs::remove_file(idx);
 }
 
 /// p50 and p99 of `v` (sorted here).
@@ -318,7 +320,7 @@ fn cost(scratch: &Scratch, n: u64, rounds: u32) -> Result<Cost, BenchError> {
                     lost += l;
                 }
             }
-            let _ = std::fs::remove_file(&file);
+            remove_recording(&file);
         }
     }
     Ok(Cost {
@@ -406,7 +408,7 @@ pub fn run(quick: bool) -> Result<Table, BenchError> {
             let s = replay(&bin, &file, &["--speed", "1"])?;
             let us = |k: &str| s["pace_error_us"][k].as_f64().unwrap_or(f64::NAN);
             pace = Some([us("p50"), us("p99"), us("max")]);
-            let _ = std::fs::remove_file(&file);
+            remove_recording(&file);
             let n = 4_000_000 / scale;
             let file = scratch.file("max.rec");
             write_recording(&file, n, 100)?;

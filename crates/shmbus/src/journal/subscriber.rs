@@ -429,9 +429,7 @@ impl Core {
                     let rec = &r.buf[at..at + rs];
                     let seq = u64::from_le_bytes(rec[..8].try_into().expect("8 bytes"));
                     let stored = u64::from_le_bytes(rec[rs - 8..].try_into().expect("8 bytes"));
-                    if seq != self.next
-                        || stored != format::check(seq, format::words(&rec[8..rs - 8]))
-                    {
+                    if seq != self.next || stored != format::check_words(seq, &rec[8..rs - 8]) {
                         break; // `step` sorts it out (a gap, the end, a seal)
                     }
                     f(Step::Entry(seq), &rec[8..8 + msg]);

@@ -12,7 +12,7 @@
 //! first word (type | L << 32) as its seed and the padded body's words
 //! folded in: never zero, so zeroed space never checks.
 
-use crate::journal::format::{check, padded_words, words};
+use crate::journal::format::{check, check_words, padded_words};
 
 /// "SHMBREC\0" little-endian.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"SHMBREC\0");
@@ -101,7 +101,7 @@ pub fn frame(out: &mut Vec<u8>, ty: u32, a: &[u8], b: &[u8]) {
     // The body is zero-padded in place: its words straight from the slice
     // (the same check as `record_check`, without a copy per word).
     let head = u64::from(ty) | ((len as u64) << 32);
-    let check = check(head, words(&out[start + 8..start + 8 + padded(len)]));
+    let check = check_words(head, &out[start + 8..start + 8 + padded(len)]);
     out.extend_from_slice(&check.to_le_bytes());
 }
 

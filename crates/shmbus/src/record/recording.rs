@@ -11,7 +11,7 @@ use super::format::{
 };
 use super::{BusRecord, GapRecord, MessageRecord, Record, RecordedKind};
 use crate::TypeFingerprint;
-use crate::journal::format::{check, words};
+use crate::journal::format::check_words;
 
 /// Up to this many bytes a record is read straight into the reader's
 /// buffer, grown to fit; a longer one is read as far as the file has it.
@@ -288,7 +288,7 @@ impl<R: Read> Recording<R> {
         // are the buffer's own, as they lie.
         let pad_clean = self.buf[len..padded(len)].iter().all(|&b| b == 0);
         let head = u64::from(ty) | ((len as u64) << 32);
-        if !pad_clean || found != check(head, words(&self.buf[..padded(len)])) {
+        if !pad_clean || found != check_words(head, &self.buf[..padded(len)]) {
             return Err(ReadError::Checksum {
                 offset,
                 found,
