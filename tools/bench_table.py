@@ -188,8 +188,8 @@ def record_page(d, base):
     print(f"Every figure of one run of `shmbus-bench --record`, [{base}]({base}), as tables: "
           f"generated from it by `{command}` (CI checks that the two agree). "
           "How each is measured: the doc comment of `crates/shmbus-bench/src/record.rs`. "
-          "Capture: a publisher and a recorder thread (a subscriber feeding `Recorder` through "
-          "a 1 MiB buffer, as `shmbus record` does) writing a file in the temporary directory "
+          "Capture: a publisher and a recorder thread running what `shmbus record` runs (a "
+          "`Capture` into a `FileRecorder`, one clock read a batch) writing a file in the temporary directory "
           "(page cache, never synced); the rate is a lossless recorder's (the publisher held to "
           "its pace), and a lossy one (the CLI's default) with the publisher paced at the "
           "target says what it lost. Publish cost: the time inside each 64 B `publish`, one every "
@@ -257,7 +257,7 @@ def page(path):
         return causes(path, "BENCHMARKS-blackboard.md")
     if "record" in d and "results" not in d:
         record_page(d, base)
-        return
+        return causes(path, "BENCHMARKS-record.md")
     lossless = base == "bench-lossless.json"
     asynch = base == "bench-async.json"
     large = base != "bench.json" and not lossless and not asynch

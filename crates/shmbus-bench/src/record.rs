@@ -1,10 +1,11 @@
 //! Recording and replay: what `shmbus record` and
 //! `shmbus replay` sustain.
 //!
-//! - **Capture**: a publisher here and a recorder thread (a subscriber
-//!   feeding `shmbus::record::Recorder` through a 1 MiB `BufWriter`, as
-//!   `shmbus record` does) into a file in the temporary directory (the
-//!   page cache: written, never synced). Its capacity is measured with a
+//! - **Capture**: a publisher here and a recorder thread running what
+//!   `shmbus record` runs (a `shmbus::record::Capture` of the bus into a
+//!   `FileRecorder`, polled and flushed as the command does: one clock
+//!   read a batch of up to 256 messages) into a file in the temporary
+//!   directory (the page cache: written, never synced). Its capacity is measured with a
 //!   lossless recorder (the publisher held to its pace, so nothing is
 //!   lost): messages and bytes per second from the first publish to the
 //!   last record flushed. Then a lossy recorder (the CLI's default) with
