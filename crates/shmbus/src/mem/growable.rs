@@ -37,7 +37,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use rustix::mm::{MapFlags, ProtFlags};
 
-use super::{Region, check};
+use super::{Region, check, check_span};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// The least address space [`GrowableRegion::map`] settles for when the
@@ -311,7 +311,7 @@ impl Region for GrowableRegion {
     }
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        check(offset, count * 8, 8, self.len());
+        check_span(offset, count, 8, self.len());
         // SAFETY: atomic-word capability. In bounds of the mapped prefix and
         // 8-aligned (checked; the base is page aligned); the prefix stays
         // mapped at this address for the region's life (module invariants).
@@ -329,7 +329,7 @@ impl Region for GrowableRegion {
     }
     #[inline]
     fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
-        check(offset, count * 4, 4, self.len());
+        check_span(offset, count, 4, self.len());
         // SAFETY: atomic-word capability, as in `words` (4-aligned).
         unsafe {
             std::slice::from_raw_parts(self.base.as_ptr().add(offset).cast::<AtomicU32>(), count)

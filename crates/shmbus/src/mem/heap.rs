@@ -2,7 +2,7 @@
 //! one process and for loom and Miri, which run the same protocol code as
 //! the shared-memory backing.
 
-use super::{Region, check};
+use super::{Region, check, check_span};
 use crate::sync::{AtomicU32, AtomicU64};
 
 /// Page size of heap regions: the header fits, and so do the control fields
@@ -91,7 +91,7 @@ impl Region for HeapRegion {
     }
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        check(offset, count * 8, 8, self.len());
+        check_span(offset, count, 8, self.len());
         // SAFETY: `offset / 8 + count <= self.words` (checked above), so the
         // slice is in bounds of the initialised atomics `base` points to,
         // owned by `self` for the borrow's lifetime.
@@ -100,7 +100,7 @@ impl Region for HeapRegion {
     #[inline]
     unsafe fn words_unchecked(&self, offset: usize, count: usize) -> &[AtomicU64] {
         #[cfg(debug_assertions)]
-        check(offset, count * 8, 8, self.len());
+        check_span(offset, count, 8, self.len());
         // SAFETY: as in `words`, the bounds and alignment being the
         // caller's contract.
         unsafe { std::slice::from_raw_parts(self.base().add(offset / 8), count) }
@@ -108,7 +108,7 @@ impl Region for HeapRegion {
     #[inline]
     unsafe fn word32s_unchecked(&self, offset: usize, count: usize) -> &[AtomicU32] {
         #[cfg(debug_assertions)]
-        check(offset, count * 4, 4, self.len());
+        check_span(offset, count, 4, self.len());
         // SAFETY: as in `word32s`, the bounds and alignment being the
         // caller's contract.
         unsafe {
@@ -133,7 +133,7 @@ impl Region for HeapRegion {
     }
     #[inline]
     fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
-        check(offset, count * 4, 4, self.len());
+        check_span(offset, count, 4, self.len());
         // SAFETY: as `word32`, for `count` words: in bounds and 4-aligned
         // (checked), atomics owned by `self`, derived from the allocation.
         unsafe {
@@ -185,7 +185,7 @@ impl Region for HeapRegion {
         self.words.len() * 8
     }
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        check(offset, count * 8, 8, self.len());
+        check_span(offset, count, 8, self.len());
         &self.words[offset / 8..offset / 8 + count]
     }
     fn word32(&self, offset: usize) -> &AtomicU32 {
@@ -193,7 +193,7 @@ impl Region for HeapRegion {
         &self.halves[offset / 4]
     }
     fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
-        check(offset, count * 4, 4, self.len());
+        check_span(offset, count, 4, self.len());
         &self.halves[offset / 4..offset / 4 + count]
     }
 }
@@ -213,5 +213,20 @@ mod tests {
                     .store(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_word_count_whose_bytes_wrap_is_out_of_bounds_not_a_short_slice() {
+        // 2^61 + 1 words are 8 bytes once multiplied in wrapping arithmetic.
+        let r = HeapRegion::new(64);
+        let _ = r.words(0, (usize::MAX >> 3) + 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "out of bounds")]
+    fn a_u32_count_whose_bytes_wrap_is_out_of_bounds_not_a_short_slice() {
+        let r = HeapRegion::new(64);
+        let _ = r.word32s(0, (usize::MAX >> 2) + 2);
     }
 }

@@ -412,6 +412,18 @@ pub(crate) fn check(offset: usize, bytes: usize, align: usize, len: usize) {
     }
 }
 
+/// [`check`] of `count` words of `width` bytes from `offset`, aligned to
+/// `width`: a count whose bytes overflow `usize` is out of bounds too,
+/// never a wrapped length.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn check_span(offset: usize, count: usize, width: usize, len: usize) {
+    match count.checked_mul(width) {
+        Some(bytes) => check(offset, bytes, width, len),
+        None => out_of_bounds(offset, usize::MAX, len),
+    }
+}
+
 #[cold]
 #[inline(never)]
 #[track_caller]

@@ -13,7 +13,7 @@ use std::ptr::NonNull;
 use rustix::fs::{Mode, OFlags};
 use rustix::mm::{MapFlags, MprotectFlags, ProtFlags};
 
-use super::{Region, check};
+use super::{Region, check, check_span};
 use crate::sync::{AtomicU32, AtomicU64};
 
 #[cfg(not(loom))]
@@ -403,7 +403,7 @@ impl Region for ShmRegion {
     }
     #[inline]
     fn words(&self, offset: usize, count: usize) -> &[AtomicU64] {
-        check(offset, count * 8, 8, self.len);
+        check_span(offset, count, 8, self.len);
         // SAFETY: atomic-word capability. In bounds and 8-aligned (checked;
         // the mapping is page aligned); the memory lives as long as `self`.
         // Every access that may race with this one, from any process that
@@ -417,7 +417,7 @@ impl Region for ShmRegion {
     #[inline]
     unsafe fn words_unchecked(&self, offset: usize, count: usize) -> &[AtomicU64] {
         #[cfg(debug_assertions)]
-        check(offset, count * 8, 8, self.len);
+        check_span(offset, count, 8, self.len);
         // SAFETY: as in `words`, the bounds and alignment being the
         // caller's contract.
         unsafe {
@@ -427,7 +427,7 @@ impl Region for ShmRegion {
     #[inline]
     unsafe fn word32s_unchecked(&self, offset: usize, count: usize) -> &[AtomicU32] {
         #[cfg(debug_assertions)]
-        check(offset, count * 4, 4, self.len);
+        check_span(offset, count, 4, self.len);
         // SAFETY: as in `word32s`, the bounds and alignment being the
         // caller's contract.
         unsafe {
@@ -442,7 +442,7 @@ impl Region for ShmRegion {
     }
     #[inline]
     fn word32s(&self, offset: usize, count: usize) -> &[AtomicU32] {
-        check(offset, count * 4, 4, self.len);
+        check_span(offset, count, 4, self.len);
         // SAFETY: atomic-word capability, as in `words` (4-aligned).
         unsafe {
             std::slice::from_raw_parts(self.ptr.as_ptr().add(offset).cast::<AtomicU32>(), count)
