@@ -8,7 +8,9 @@
 //!   only a place to look first; the key is the truth. A read at the hint
 //!   is kept only if the seqlock says it is whole *and* the tag and key
 //!   words read inside it are the key's, live (`entry::try_read_key`, the
-//!   same attempt `Reader::get` makes at each entry of a probe). So a hint
+//!   same attempt `Reader::get` makes at each entry of a probe, or its
+//!   register form `entry::try_read_words` for a small typed value, which
+//!   keeps the same checks). So a hint
 //!   left stale by a removal, by another key inserted there, or by the
 //!   key re-inserted elsewhere, can never yield another key's value: any
 //!   other outcome at the hint falls back to the full look-up
