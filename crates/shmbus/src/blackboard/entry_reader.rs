@@ -25,7 +25,7 @@ use std::sync::Arc;
 use super::entry::{self, Attempt, Holds};
 use super::error::{EntryError, GetError};
 use super::field::Field;
-use super::reader::{Reader, Versioned};
+use super::reader::{Reader, Versioned, from_words};
 use super::table::{NotRead, Table};
 use crate::mem::{DefaultRegion, Region};
 
@@ -130,20 +130,18 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> EntryReader<K, V, R> {
                         None => return Ok(None),
                     },
                 };
-            return Ok(Some(Versioned {
-                value: V::from_bytes(&bytemuck::bytes_of(&words)[..v]),
-                version,
-            }));
+            return Ok(Some(from_words::<V>(version, &words, v)));
         }
         self.get_slow()
     }
 
-    /// [`EntryReader::read`] at the table's sizes, out of line: a small
-    /// typed get's miss at its hint.
+    /// The full look-up into `buf`, out of line: a small typed get's miss
+    /// at its hint (which it does not try again).
     #[inline(never)]
     fn look_up(&mut self) -> Result<Option<u64>, GetError> {
         let size = self.table.geo.value_size as usize;
-        self.read(self.key.len(), size)
+        let value = &mut self.buf[..size.div_ceil(8) * 8];
+        Ok(resolve(&self.table, &self.key, value, &mut self.hint)?)
     }
 
     /// The rest of [`EntryReader::get`]: a value too large for registers,

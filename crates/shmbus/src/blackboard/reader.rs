@@ -33,6 +33,20 @@ pub struct Versioned<T> {
     pub version: u64,
 }
 
+/// A small typed value's words (`entry::try_read_words`, or
+/// `entry::words_of` after a look-up) as a get returns it.
+#[inline(always)]
+pub(super) fn from_words<V: ?Sized + Field>(
+    version: u64,
+    words: &[u64; entry::SMALL_WORDS],
+    size: usize,
+) -> Versioned<V::Owned> {
+    Versioned {
+        value: V::from_bytes(&bytemuck::bytes_of(words)[..size]),
+        version,
+    }
+}
+
 /// One entry of a view of the table ([`Reader::entries`],
 /// [`Reader::changed_since`]): its key, its value (`None`: removed at
 /// `version`) and its version. Each is consistent (read whole); the view
@@ -228,10 +242,7 @@ impl<K: ?Sized + Field, V: ?Sized + Field, R: Region> Reader<K, V, R> {
                     None => return Ok(None),
                 },
             };
-            return Ok(Some(Versioned {
-                value: V::from_bytes(&bytemuck::bytes_of(&words)[..v]),
-                version,
-            }));
+            return Ok(Some(from_words::<V>(version, &words, v)));
         }
         self.get_probe(key)
     }

@@ -80,9 +80,9 @@ pub fn check(seq: u64, words: impl IntoIterator<Item = u64>) -> u64 {
     check_finish(h)
 }
 
-/// `check(seed, words(bytes))` (a tail shorter than a word is not folded
-/// in) as one plain loop the compiler keeps tight: what a reader of
-/// records pays per word.
+/// [`check`] of the little-endian words of `bytes` (a tail shorter than
+/// a word is not folded in), as one plain loop the compiler keeps tight:
+/// what a reader of records pays per word.
 #[inline(always)]
 pub fn check_words(seed: u64, bytes: &[u8]) -> u64 {
     let mut h = check_start(seed);
@@ -115,14 +115,6 @@ pub fn check_step(h: u64, w: u64) -> u64 {
 pub fn check_finish(h: u64) -> u64 {
     let h = (h ^ (h >> 31)).wrapping_mul(K);
     (h ^ (h >> 29)) | 1
-}
-
-/// Little-endian words of a byte slice whose length is a multiple of 8.
-#[inline]
-pub fn words(bytes: &[u8]) -> impl Iterator<Item = u64> + '_ {
-    bytes
-        .chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().expect("8-byte chunk")))
 }
 
 /// The words of `msg` zero-padded to `len` bytes (a multiple of 8), as
