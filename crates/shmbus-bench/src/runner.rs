@@ -130,6 +130,7 @@ impl Runner {
         let (lines_tx, lines) = mpsc::channel::<(usize, String)>();
         for i in 0..spec.receivers {
             let mut cmd = Command::new(&exe);
+            cmd.envs(m.child_env().iter().copied());
             cmd.arg("child")
                 .args(["--mechanism", name, "--pattern", plan.pattern.name()])
                 .args([

@@ -115,15 +115,27 @@ fn feeder(bus: &BusName, kind: &str, count: u64, pause_us: u64) -> common::Watch
     c
 }
 
+/// A runtime with its I/O driver: its waits use the io_uring wake where
+/// the kernel has it, unless `SHMBUS_AIO_WAKE=thread` (CI runs this file
+/// both ways).
 fn runtime(multi: bool) -> tokio::runtime::Runtime {
-    let mut b = if multi {
+    builder(multi).enable_all().build().expect("runtime")
+}
+
+/// A runtime without an I/O driver: its waits always use the waiter
+/// thread (the tests of the thread itself).
+fn thread_runtime(multi: bool) -> tokio::runtime::Runtime {
+    builder(multi).enable_time().build().expect("runtime")
+}
+
+fn builder(multi: bool) -> tokio::runtime::Builder {
+    if multi {
         let mut b = tokio::runtime::Builder::new_multi_thread();
         b.worker_threads(2);
         b
     } else {
         tokio::runtime::Builder::new_current_thread()
-    };
-    b.enable_time().build().expect("runtime")
+    }
 }
 
 /// Waits (bounded) until the waiter holds no registration.
@@ -627,7 +639,7 @@ fn two_hundred_tasks_waiting_on_one_bus_leave_the_waiter_asleep_in_one_futex_wai
     let _serial = serial();
     let mut publisher = Publisher::<u64, _>::on_heap(8).expect("heap bus");
     let n = 200;
-    let rt = runtime(false);
+    let rt = thread_runtime(false);
     let tasks: Vec<_> = (0..n)
         .map(|_| {
             let mut sub = publisher.subscribe(Start::Next, shmbus::WaitStrategy::default());
@@ -672,7 +684,7 @@ fn two_hundred_tasks_waiting_on_one_bus_leave_the_waiter_asleep_in_one_futex_wai
 fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
     let _serial = serial();
     // The parent's waiter runs (threads do not survive fork).
-    runtime(false).block_on(async {
+    thread_runtime(false).block_on(async {
         let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
         let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
         let waiting = tokio::time::timeout(Duration::from_millis(5), sub.recv_async()).await;
@@ -682,33 +694,44 @@ fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
     });
     assert_no_registration_left();
     waiter_asleep();
-    let _no_spawn = common::no_spawn_in_flight();
-    // SAFETY: the child runs only the closure below (a runtime, a heap bus,
-    // a thread) and then _exit, never returning into the test harness;
-    // the registry lock is free (the waiter sleeps, nothing else of this
-    // binary uses aio meanwhile: SERIAL).
+    // (Nothing else of this binary uses aio meanwhile: SERIAL.)
+    in_forked_child(|| {
+        thread_runtime(false).block_on(async {
+            let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+            let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+            let publisher = std::thread::spawn(move || {
+                // Publish once the future sleeps (registered).
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+                p.publish(&2);
+                p
+            });
+            let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
+            drop(publisher.join());
+            assert_eq!(got.expect("woken in the child"), Received::Message(2));
+        });
+    })
+    .expect("the forked child's task was woken");
+}
+
+/// Runs `f` in a forked child under a 10 s watchdog: `Err` with the wait
+/// status if it panicked, or with where its threads wait if it hung (it
+/// is killed). The child runs only `f` and then `_exit`, never returning
+/// into the test harness.
+fn in_forked_child(f: impl FnOnce()) -> Result<(), String> {
+    // The spawn lock in the test's own process only: a forked child's copy
+    // is held (its parent held it at the fork).
+    static TEST_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let test_process = std::process::id() == *TEST_PID.get_or_init(std::process::id);
+    let _no_spawn = test_process.then(common::no_spawn_in_flight);
+    // SAFETY: the child runs only `f` and then _exit (see above); the
+    // caller holds SERIAL, so no other test's aio lock is held at the fork.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
     if pid == 0 {
-        let ok = std::panic::catch_unwind(|| {
-            runtime(false).block_on(async {
-                let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
-                let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
-                let publisher = std::thread::spawn(move || {
-                    // Publish once the future sleeps (registered).
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
-                        std::thread::yield_now();
-                    }
-                    p.publish(&2);
-                    p
-                });
-                let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
-                drop(publisher.join());
-                assert_eq!(got.expect("woken in the child"), Received::Message(2));
-            });
-        })
-        .is_ok();
+        let ok = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_ok();
         // SAFETY: ends the child without running the parent's atexit work.
         unsafe { libc::_exit(if ok { 0 } else { 1 }) };
     }
@@ -722,19 +745,105 @@ fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
         }
         assert_eq!(rc, 0, "waitpid: {}", std::io::Error::last_os_error());
         if Instant::now() > deadline {
+            let threads = threads_of(pid);
             // SAFETY: our own child, not yet reaped.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);
                 libc::waitpid(pid, &mut status, 0);
             }
-            panic!("the forked child did not exit within 10 s");
+            return Err(format!("the forked child hung for 10 s: {threads}"));
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "the forked child's task was not woken (wait status {status:#x})"
-    );
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(())
+    } else {
+        Err(format!("the forked child failed (wait status {status:#x})"))
+    }
+}
+
+/// Whether this process has a thread named `shmbus-aio` (the waiter).
+fn has_waiter_thread() -> bool {
+    std::fs::read_dir("/proc/self/task")
+        .expect("/proc/self/task")
+        .filter_map(Result::ok)
+        .any(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "shmbus-aio")
+        })
+}
+
+/// The wake this process should use on a runtime with an I/O driver: the
+/// ring, unless the environment forces the thread or the kernel lacks
+/// io_uring's FUTEX_WAIT (then the mechanism names which).
+fn ring_expected() -> bool {
+    use shmbus::aio::{WakeMechanism, WhyThread};
+    let rt = runtime(false);
+    let mechanism = rt.block_on(async { shmbus::aio::wake_mechanism() });
+    let forced = std::env::var("SHMBUS_AIO_WAKE").is_ok_and(|v| v == "thread");
+    match mechanism {
+        WakeMechanism::IoUring => {
+            assert!(!forced, "SHMBUS_AIO_WAKE=thread, yet the ring is used");
+            true
+        }
+        WakeMechanism::WaiterThread(why) => {
+            let expected = if forced {
+                WhyThread::Forced
+            } else {
+                WhyThread::NoFutexWait
+            };
+            assert_eq!(why, expected, "the waiter thread is used because {why}");
+            eprintln!("async waits use the waiter thread: {why}");
+            false
+        }
+        other => panic!("unknown mechanism {other}"),
+    }
+}
+
+/// On a runtime with its I/O driver, a waiting task is woken through the
+/// runtime's own reactor (an io_uring FUTEX_WAIT), with no waiter thread:
+/// checked in forked children, where no thread of the parent's survives,
+/// one forked after its parent waited on a ring of its own (the child must
+/// make its own ring, never use its parent's). With `SHMBUS_AIO_WAKE=thread`
+/// the same waits go through the waiter thread.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_task_on_a_runtime_with_its_io_driver_is_woken_by_its_reactor_without_a_waiter_thread() {
+    let _serial = serial();
+    let ring = ring_expected();
+    let wait_once = |value: u64| {
+        runtime(false).block_on(async {
+            let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+            let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+            let publisher = std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+                p.publish(&value);
+                p
+            });
+            let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
+            drop(publisher.join());
+            assert_eq!(got.expect("woken"), Received::Message(value));
+        });
+        assert_eq!(shmbus::aio::registrations(), 0);
+    };
+    in_forked_child(|| {
+        wait_once(1);
+        assert_eq!(
+            has_waiter_thread(),
+            !ring,
+            "a waiter thread iff the ring is not used"
+        );
+        // This thread now holds a ring (of this child); its own child must
+        // leave it alone and make another.
+        in_forked_child(|| {
+            wait_once(2);
+            assert_eq!(has_waiter_thread(), !ring);
+        })
+        .expect("the grandchild's task was woken");
+    })
+    .expect("the child's task was woken");
 }
 
 #[test]

@@ -184,6 +184,11 @@ pub trait Mechanism: Sync {
     fn min_pace(&self) -> Option<std::time::Duration> {
         None
     }
+    /// Environment variables its receiver processes start with (a row
+    /// that forces a choice the library makes once per process).
+    fn child_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
     /// Cross-process: creates what the channel needs, before the children
     /// start.
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
@@ -256,6 +261,7 @@ pub fn all() -> Vec<&'static dyn Mechanism> {
         // Receivers that sleep (oneway and throughput).
         &shmbus_wake::FUTEX,
         &shmbus_wake::ASYNC,
+        &shmbus_wake::ASYNC_THREAD,
         &shmbus_wake::Select64,
         &ringfire_async::RingfireAsync,
     ]

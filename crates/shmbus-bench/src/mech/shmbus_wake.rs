@@ -6,8 +6,12 @@
 //!   the reference the async targets are held to.
 //! - `shmbus-async`: the same subscriber awaited, `recv_async().await`, in
 //!   a tokio current-thread runtime with its I/O and time drivers (as a
-//!   service has): the `aio` waiter thread sleeps on the futex and wakes
-//!   the runtime's thread. Each receive is one poll of the `recv_async`
+//!   service has), built with the feature `io-uring`: an io_uring
+//!   `FUTEX_WAIT` completes on the runtime's own reactor (Linux 6.7+; the
+//!   row's description says which wake ran).
+//! - `shmbus-async-thread`: the same, its process started with
+//!   `SHMBUS_AIO_WAKE=thread`: the `aio` waiter thread sleeps on the futex
+//!   and wakes the runtime's thread (the wake of older kernels). Each receive is one poll of the `recv_async`
 //!   future; only when that is `Pending` does the runtime run it
 //!   (`block_on`), parking its thread until the waker fires, exactly what a
 //!   task awaiting it in a loop does (a message already there costs no
@@ -69,6 +73,7 @@ const SELECT_SLOTS: u64 = 1024;
 enum Kind {
     Futex,
     Async,
+    AsyncThread,
 }
 
 /// A shmbus bus whose receiver sleeps: on the futex, or awaited.
@@ -80,6 +85,10 @@ pub struct Sleeper {
 pub static FUTEX: Sleeper = Sleeper { kind: Kind::Futex };
 /// `shmbus-async`.
 pub static ASYNC: Sleeper = Sleeper { kind: Kind::Async };
+/// `shmbus-async-thread`.
+pub static ASYNC_THREAD: Sleeper = Sleeper {
+    kind: Kind::AsyncThread,
+};
 
 /// `shmbus-select64`.
 pub struct Select64;
@@ -231,6 +240,7 @@ impl Mechanism for Sleeper {
         match self.kind {
             Kind::Futex => "shmbus-futex",
             Kind::Async => "shmbus-async",
+            Kind::AsyncThread => "shmbus-async-thread",
         }
     }
     fn describe(&self) -> &'static str {
@@ -239,15 +249,37 @@ impl Mechanism for Sleeper {
                 "shmbus subscriber asleep on the bus's futex (no spin): the async rows' reference"
             }
             Kind::Async => {
-                "shmbus recv_async().await on a tokio current-thread runtime (aio waiter thread)"
+                "shmbus recv_async().await on a tokio current-thread runtime (io_uring FUTEX_WAIT on its reactor)"
+            }
+            Kind::AsyncThread => {
+                "shmbus recv_async().await on a tokio current-thread runtime (aio waiter thread, forced)"
             }
         }
     }
     fn unsupported(&self, pattern: Pattern, _msg_size: usize) -> Option<String> {
+        if self.kind == Kind::Async {
+            // This row is the io_uring wake's: where it cannot run (an
+            // older kernel), it says why rather than measure the thread.
+            let mechanism = runtime().map(|rt| {
+                let _in = rt.enter();
+                shmbus::aio::wake_mechanism()
+            });
+            match mechanism {
+                Ok(shmbus::aio::WakeMechanism::IoUring) => {}
+                Ok(other) => return Some(format!("no io_uring wake here: it would use {other}")),
+                Err(e) => return Some(format!("no tokio runtime: {e}")),
+            }
+        }
         only(pattern, &[Pattern::Oneway, Pattern::Throughput])
     }
     fn min_pace(&self) -> Option<Duration> {
         Some(SLEEPER_PACE)
+    }
+    fn child_env(&self) -> &'static [(&'static str, &'static str)] {
+        match self.kind {
+            Kind::AsyncThread => &[("SHMBUS_AIO_WAKE", "thread")],
+            Kind::Futex | Kind::Async => &[],
+        }
     }
     fn setup(&self, spec: &ChannelSpec) -> io::Result<Box<dyn Resources>> {
         create(spec, 1, super::ring_slots(spec.msg_size) as u64)
@@ -259,7 +291,7 @@ impl Mechanism for Sleeper {
         let rx = subscribe(&bus_name(token, 0))?;
         Ok(match self.kind {
             Kind::Futex => Box::new(FutexRx { rx }),
-            Kind::Async => Box::new(AsyncRx { rt: runtime()?, rx }),
+            Kind::Async | Kind::AsyncThread => Box::new(AsyncRx { rt: runtime()?, rx }),
         })
     }
 }

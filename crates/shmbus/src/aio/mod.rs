@@ -36,8 +36,24 @@
 //! safety argument below: while a future waits, its handle cannot be
 //! dropped.
 //!
-//! # The mechanism: one waiter thread per process
-//! A shared-memory futex cannot be registered with epoll. A future that
+//! # The mechanisms: the runtime's ring, or one waiter thread per process
+//! [`wake_mechanism`] says which a wait polled here would use, and why.
+//!
+//! **The ring** (feature `io-uring`, Linux 6.7+, inside a tokio runtime
+//! with its I/O driver): a future that finds nothing does the sleeper's
+//! half of the doorbell protocol as below, then submits an io_uring
+//! `FUTEX_WAIT` on the word (and, for a nap, a linked timeout) to its
+//! thread's ring, whose fd the runtime's reactor polls. The publisher's
+//! `FUTEX_WAKE` completes the wait in the kernel; epoll reports the ring;
+//! the ring's driver task (on the same runtime) wakes the future's waker.
+//! One wake-up of the runtime's thread, no thread in between. Each thread
+//! has a ring per runtime, made at its first wait there; a forked child
+//! makes its own. `SHMBUS_AIO_WAKE=thread` in the environment forces the
+//! waiter thread (read once per process).
+//!
+//! **The waiter thread** (everywhere else: another executor, a binding's
+//! own loop, an older kernel): a shared-memory futex cannot be registered
+//! with epoll. A future that
 //! finds nothing does the sleeper's half of the doorbell protocol (module
 //! `wait`): raises the sleepers flag on its handle's word, makes the heavy
 //! barrier, looks again; still nothing, it registers (the word's address,
@@ -69,8 +85,8 @@
 //! # Invariants
 //! - **A registration never outlives its future**: a future's `Drop`
 //!   (its [`Armed`]'s) removes its registration by id, under the registry
-//!   lock;
-//!   [`registrations`] counts them: zero once every future is dropped,
+//!   lock (on a ring it also cancels the `FUTEX_WAIT`);
+//!   [`registrations`] counts them, on rings and with the thread: zero once every future is dropped,
 //!   also after a runtime shut down while its tasks waited.
 //! - **The waiter never reads a registered word**: the future borrows its
 //!   handle, but a future can be leaked (`mem::forget`) and its handle's
@@ -78,7 +94,8 @@
 //!   learns which word rang from `futex_waitv`'s answer; where that names
 //!   none, it asks the kernel about each word (`FUTEX_WAIT`, zero
 //!   timeout). An unmapped word is `EFAULT` (never a fault in this
-//!   process), and its registration is dropped.
+//!   process), and its registration is dropped. A ring's wait on an
+//!   unmapped word completes with `EFAULT` the same way.
 //! - **Cancel-safe**: a future consumes nothing until the poll that
 //!   returns `Ready`: it only looks (`ready`, the select's view) while it
 //!   waits, and receives with `Wait::Never` in the poll that returns. A
@@ -93,7 +110,13 @@
 //!   the registry lock (another thread held it at the fork) and holds the
 //!   parent's registrations, whose wakers are the parent's tasks.
 
+mod mechanism;
+mod per_process;
+#[cfg(feature = "io-uring")]
+mod uring;
 mod waiter;
+
+pub use mechanism::{WakeMechanism, WhyThread, wake_mechanism};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -112,7 +135,61 @@ use crate::wait;
 /// assert_eq!(shmbus::aio::registrations(), 0);
 /// ```
 pub fn registrations() -> usize {
-    waiter::registered()
+    #[cfg(feature = "io-uring")]
+    let rings = uring::registered();
+    #[cfg(not(feature = "io-uring"))]
+    let rings = 0;
+    waiter::registered() + rings
+}
+
+/// Registers `waker` to be woken when `word` no longer holds `seen`, or at
+/// `until`: through the runtime's ring where [`wake_mechanism`] says so,
+/// else with the waiter thread. `None`: nothing registered (no waiter
+/// thread could be started).
+fn register_wait(
+    word: &AtomicU32,
+    seen: u32,
+    until: Option<Instant>,
+    waker: &Waker,
+) -> Option<u64> {
+    #[cfg(feature = "io-uring")]
+    if let Ok(id) = uring::register(word, seen, until, waker) {
+        return Some(id);
+    }
+    waiter::register(word, seen, until, waker)
+}
+
+/// Whether the backend that made registration `id` is the ring's.
+#[cfg(feature = "io-uring")]
+fn on_ring(id: u64) -> bool {
+    id & uring::ID_BIT != 0
+}
+
+/// True if registration `id` still waits (its waker replaced by `waker`).
+fn refresh(id: u64, waker: &Waker) -> bool {
+    #[cfg(feature = "io-uring")]
+    if on_ring(id) {
+        return uring::refresh(id, waker);
+    }
+    waiter::refresh(id, waker)
+}
+
+/// Whether registration `id` still waits.
+fn is_registered(id: u64) -> bool {
+    #[cfg(feature = "io-uring")]
+    if on_ring(id) {
+        return uring::is_registered(id);
+    }
+    waiter::is_registered(id)
+}
+
+/// Removes registration `id` if it still waits.
+fn remove(id: u64) {
+    #[cfg(feature = "io-uring")]
+    if on_ring(id) {
+        return uring::remove(id);
+    }
+    waiter::remove(id)
 }
 
 /// A future that completes when `member` has something to receive (what
@@ -204,7 +281,7 @@ fn poll_readable<M: Selectable + ?Sized>(
     cx: &mut Context<'_>,
 ) -> Poll<()> {
     if let Some(armed) = reg {
-        if waiter::refresh(armed.id, cx.waker()) {
+        if refresh(armed.id, cx.waker()) {
             // Polled again before the waiter woke us (a select! over
             // several futures): still registered, still waiting.
             return Poll::Pending;
@@ -276,7 +353,7 @@ fn arm_with<M: Selectable + ?Sized>(member: &M, missed: bool, waker: &Waker) -> 
         return Arming::Readable;
     }
     let until = nap.map(|d: Duration| Instant::now() + d);
-    match waiter::register(bell, seen, until, waker) {
+    match register_wait(bell, seen, until, waker) {
         Some(id) => Arming::Armed(Armed { id }),
         None => Arming::NoWaiter,
     }
@@ -412,13 +489,13 @@ impl Armed {
     /// # Ok::<(), shmbus::CreateError>(())
     /// ```
     pub fn is_waiting(&self) -> bool {
-        waiter::is_registered(self.id)
+        is_registered(self.id)
     }
 }
 
 impl Drop for Armed {
     fn drop(&mut self) {
-        waiter::remove(self.id);
+        remove(self.id);
     }
 }
 
@@ -550,7 +627,7 @@ impl Future for Doze<'_> {
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = self.get_mut();
         if let Some(id) = this.reg {
-            if waiter::refresh(id, cx.waker()) {
+            if refresh(id, cx.waker()) {
                 return Poll::Pending;
             }
             this.reg = None;
@@ -562,7 +639,7 @@ impl Future for Doze<'_> {
             return Poll::Ready(());
         }
         this.polled = true;
-        match waiter::register(this.bell, this.seen, Some(this.until), cx.waker()) {
+        match register_wait(this.bell, this.seen, Some(this.until), cx.waker()) {
             Some(id) => this.reg = Some(id),
             // No waiter thread (the system refused one): poll again rather
             // than never wake.
@@ -575,7 +652,7 @@ impl Future for Doze<'_> {
 impl Drop for Doze<'_> {
     fn drop(&mut self) {
         if let Some(id) = self.reg.take() {
-            waiter::remove(id);
+            remove(id);
         }
     }
 }

@@ -13,16 +13,16 @@
 //! kernel about each word (a `FUTEX_WAIT` with a zero timeout) and wakes
 //! and drops the registrations of those that moved or are gone.
 //!
-//! Each process has its own registry and thread ([`PerProcess`], keyed
+//! Each process has its own registry and thread (`PerProcess`, keyed
 //! by pid): a forked child inherits neither thread nor registration, and
 //! never locks the copy of its parent's registry.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicPtr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::MutexGuard;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
+use super::per_process::PerProcess;
 use crate::select::{POLL_NAP, WAITV_MAX};
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait;
@@ -53,55 +53,12 @@ struct Registry {
     waiter_started: bool,
 }
 
-/// One process's registry. A forked child must not use its parent's: the
-/// copy may hold the parent's lock as some other thread held it at the
-/// fork (a child waiting on it waits for ever), and it holds the parent's
-/// registrations (their wakers belong to tasks of the parent). So each
-/// process makes its own, and the child leaves the copy of its parent's
-/// untouched (leaked: never locked, read or dropped there).
-#[derive(Debug)]
-struct PerProcess {
-    pid: u32,
-    registry: Mutex<Registry>,
-}
-
-/// This process's registry (a leaked `PerProcess`), or, in a forked child
-/// until its first use, its parent's.
-static REGISTRY: AtomicPtr<PerProcess> = AtomicPtr::new(std::ptr::null_mut());
+/// This process's registry (see `PerProcess`: a forked child makes its
+/// own and never touches its parent's).
+static REGISTRY: PerProcess<Registry> = PerProcess::new();
 
 fn registry() -> MutexGuard<'static, Registry> {
-    let pid = std::process::id();
-    // Acquire, paired with the AcqRel CAS below: the `PerProcess` it
-    // points to was written before it was published.
-    let mut current = REGISTRY.load(Ordering::Acquire);
-    loop {
-        // SAFETY: every pointer stored in REGISTRY comes from
-        // `Box::into_raw` and is never freed (a replaced one is leaked),
-        // so a non-null one points to a live `PerProcess`. Only its `pid`
-        // is read before it is known to be this process's.
-        if let Some(mine) = unsafe { current.as_ref() }.filter(|p| p.pid == pid) {
-            // A panic while holding the lock leaves the map consistent
-            // (every change is one insert or remove): carry on through a
-            // poisoning.
-            return mine.registry.lock().unwrap_or_else(|e| e.into_inner());
-        }
-        // First use in this process (or in this forked child): a registry
-        // of its own; the parent's copy, if any, is left as it is.
-        let fresh = Box::into_raw(Box::new(PerProcess {
-            pid,
-            registry: Mutex::default(),
-        }));
-        match REGISTRY.compare_exchange(current, fresh, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => current = fresh,
-            Err(now) => {
-                // Another thread of this process made one first.
-                // SAFETY: `fresh` came from `Box::into_raw` above and was
-                // never published.
-                drop(unsafe { Box::from_raw(fresh) });
-                current = now;
-            }
-        }
-    }
+    REGISTRY.lock()
 }
 
 /// Registers `waker` to be woken when `word` no longer holds `seen`, or at
