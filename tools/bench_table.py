@@ -293,14 +293,19 @@ def page(path):
 
 
 # The rows of docs/bench-async.json's run: the synchronous futex
-# subscriber, the async one, the 64-bus select, ringfire's async consumer.
-ASYNC_MECHANISMS = "shmbus-futex,shmbus-async,shmbus-select64,ringfire-async"
+# subscriber, the async one (io_uring wake, then the forced waiter thread),
+# the 64-bus select, ringfire's async consumer.
+ASYNC_MECHANISMS = ("shmbus-futex,shmbus-async,shmbus-async-thread,shmbus-select64,"
+                    "ringfire-async")
 
 ASYNC_METHOD = (
     "Every receiver here sleeps between messages (one-way: one message every 200 µs, not "
     "the run's 20 µs, so that each finds its receiver asleep): `shmbus-futex` on the bus's futex "
     "(`recv(Wait::Forever)`, no spin), `shmbus-async` in `recv_async().await` on a tokio "
-    "current-thread runtime (I/O and time drivers on; the `aio` waiter thread wakes it), "
+    "current-thread runtime (I/O and time drivers on; built with the feature `io-uring`, so "
+    "an io_uring `FUTEX_WAIT` completes on the runtime's own reactor), `shmbus-async-thread` "
+    "the same with `SHMBUS_AIO_WAKE=thread` (the `aio` waiter thread wakes the runtime, as on "
+    "kernels before 6.7), "
     "`shmbus-select64` in one `Select` over 64 buses (each message on the next bus), "
     "`ringfire-async` in ringfire's `AsyncRingConsumer` (spin, `yield_now`, 50 µs timer) on "
     "the same runtime. rx CPU: the receiver process's CPU time (every thread, user and "

@@ -81,8 +81,9 @@ impl fmt::Display for WakeMechanism {
 /// The wake a future polled on this thread, now, would use: the io_uring
 /// one inside a tokio runtime where the feature, the kernel and the
 /// environment allow it, else the waiter thread, with the reason. A
-/// runtime without an I/O driver is found out at the first wait (which
-/// then uses the waiter thread); this says `IoUring` for it.
+/// runtime without an I/O driver is found out at its first wait (which
+/// then uses the waiter thread, as every later one there); until then
+/// this says `IoUring` for it.
 ///
 /// # Examples
 /// ```

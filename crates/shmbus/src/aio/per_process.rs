@@ -35,7 +35,7 @@ impl<T: Default> PerProcess<T> {
     /// poisons it; every user keeps the value consistent at each step
     /// (one insert or remove), so the guard is taken through the poison.
     pub(super) fn lock(&'static self) -> MutexGuard<'static, T> {
-        let pid = std::process::id();
+        let pid = crate::sys::fork::current();
         // Acquire, paired with the AcqRel CAS below: the `Owned` it points
         // to was written before it was published.
         let mut current = self.current.load(Ordering::Acquire);

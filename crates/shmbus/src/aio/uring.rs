@@ -96,11 +96,22 @@ pub(super) fn usable() -> Result<(), Fallback> {
     })
 }
 
-/// Whether a wait polled on this thread now would use a ring.
+/// Whether a wait polled on this thread now would use a ring (a runtime
+/// without an I/O driver is known only after its first wait).
 pub(super) fn applies() -> Result<(), Fallback> {
     usable()?;
-    tokio::runtime::Handle::try_current().map_err(|_| Fallback::NoRuntime)?;
+    let handle = tokio::runtime::Handle::try_current().map_err(|_| Fallback::NoRuntime)?;
+    if no_io().contains(&handle.id()) {
+        return Err(Fallback::NoIoDriver);
+    }
     Ok(())
+}
+
+/// The runtimes found without an I/O driver: one id each, never asked
+/// again.
+fn no_io() -> MutexGuard<'static, Vec<tokio::runtime::Id>> {
+    static NO_IO: Mutex<Vec<tokio::runtime::Id>> = Mutex::new(Vec::new());
+    NO_IO.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One ring: its fd in a runtime's reactor, its driver task on that
@@ -217,7 +228,7 @@ fn wake_ids(ids: &[u64]) {
 fn ring() -> Result<Arc<Ring>, Fallback> {
     usable()?;
     let handle = tokio::runtime::Handle::try_current().map_err(|_| Fallback::NoRuntime)?;
-    let pid = std::process::id();
+    let pid = crate::sys::fork::current();
     RING.with(|cell| {
         let mut cell = cell.borrow_mut();
         if let Some(r) = cell.as_ref() {
@@ -254,8 +265,7 @@ fn ring() -> Result<Arc<Ring>, Fallback> {
 /// thread's panic meanwhile is reported as ever) and the runtime noted,
 /// so that its later waits use the waiter thread without asking again.
 fn in_reactor(handle: &tokio::runtime::Handle, fd: RawFd) -> Result<AsyncFd<RawFd>, Fallback> {
-    static NO_IO: Mutex<Vec<tokio::runtime::Id>> = Mutex::new(Vec::new());
-    let mut no_io = NO_IO.lock().unwrap_or_else(|e| e.into_inner());
+    let mut no_io = no_io();
     if no_io.contains(&handle.id()) {
         return Err(Fallback::NoIoDriver);
     }
@@ -281,7 +291,6 @@ fn in_reactor(handle: &tokio::runtime::Handle, fd: RawFd) -> Result<AsyncFd<RawF
             e.into_parts().1.raw_os_error().unwrap_or(0),
         )),
         Err(_) => {
-            // Bounded: one id per runtime that had no I/O driver.
             no_io.push(handle.id());
             Err(Fallback::NoIoDriver)
         }

@@ -23,8 +23,9 @@ extern "C" fn forget_in_child() {
     PID.store(0, Ordering::Relaxed);
 }
 
-/// This process's pid, without a system call after the first.
-fn current() -> u32 {
+/// This process's pid, without a system call after the first (and the
+/// first in each child `fork(3)` made).
+pub(crate) fn current() -> u32 {
     let cached = PID.load(Ordering::Relaxed);
     if cached != 0 {
         return cached;
