@@ -165,6 +165,57 @@ impl PyPublisher {
         })
     }
 
+    /// Publishes the messages laid end to end in `data` (bytes-like: a
+    /// NumPy array's memory, say), each `size` bytes (default: the bus's
+    /// `msg_size`; at most it, each zero-padded), in order, in one call,
+    /// and returns the last one's sequence number. Waits as `publish` does
+    /// where a lossless subscriber is in the way (the messages before were
+    /// published). A length that is no multiple of `size`, or no message
+    /// at all, is a `ValueError` and publishes nothing.
+    #[pyo3(signature = (data, size = None))]
+    fn publish_many(&self, py: Python<'_>, data: &Bound<'_, PyAny>, size: Option<usize>) -> PyResult<u64> {
+        self.inner.with(py, |publisher, cancel| {
+            let max = publisher.msg_size();
+            let size = size.unwrap_or(max);
+            if size == 0 || size > max {
+                return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                    "size must be 1 to the bus's msg_size ({max}) bytes, got {size}"
+                )));
+            }
+            // Under the GIL without waiting, while there is room.
+            let (done, total, mut last) = with_bytes(data, |b| {
+                if b.is_empty() || b.len() % size != 0 {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "data holds {} bytes: not a whole number of {size}-byte messages",
+                        b.len()
+                    )));
+                }
+                let mut last = 0;
+                for (i, m) in b.chunks_exact(size).enumerate() {
+                    match publisher.publish_within(m, Wait::Never) {
+                        Ok(seq) => last = seq,
+                        Err(TryPublishError::Full { .. }) => return Ok((i, b.len() / size, last)),
+                        Err(e) => return Err(errors::try_publish(py, e)),
+                    }
+                }
+                Ok((b.len() / size, b.len() / size, last))
+            })??;
+            if done == total {
+                return Ok(last);
+            }
+            // The rest waits without the GIL, so on a copy.
+            let rest = with_bytes(data, |b| b[done * size..].to_vec())?;
+            for m in rest.chunks_exact(size) {
+                let published =
+                    wait_in_slices(py, Until::Forever, cancel, |w| within(publisher.publish_within(m, w)))?;
+                last = published
+                    .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
+                    .map_err(|e| errors::try_publish(py, e))?;
+            }
+            Ok(last)
+        })
+    }
+
     /// Publishes `data` as `publish` does, but never waits: raises
     /// `FullError` (its `entry` and `pid` name the lossless subscriber in
     /// the way; nothing was published) where `publish` would wait. A

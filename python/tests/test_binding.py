@@ -188,6 +188,41 @@ def test_a_lossless_subscriber_beside_a_lossy_one_gets_every_message(bus_name):
         lossy.close()
 
 
+def test_publish_many_publishes_every_message_of_a_buffer_in_order_and_waits_for_a_lossless_subscriber(bus_name):
+    import numpy as np
+
+    n = 200
+    with shmbus.Publisher.create(bus_name, msg_size=16, capacity=8) as pub:
+        sub = shmbus.Subscriber.open(bus_name, lossless=True)
+        # 200 messages of 8 bytes (zero-padded to 16), from a NumPy array's
+        # memory: more than the ring holds, so the call waits for the
+        # reader (with the GIL released) 192 times.
+        seqs = np.arange(n, dtype="<u8")
+        last = []
+        t = threading.Thread(target=lambda: last.append(pub.publish_many(seqs, size=8)))
+        t.start()
+        got = []
+        while len(got) < n:
+            m = sub.recv(timeout=CHILD_TIMEOUT)
+            assert m is not None and not isinstance(m, shmbus.Lagged), m
+            assert m[8:] == bytes(8)
+            got.append(int.from_bytes(m[:8], "little"))
+        t.join(timeout=CHILD_TIMEOUT)
+        assert not t.is_alive()
+        assert got == list(range(n))
+        assert last == [n - 1] and pub.next_sequence == n
+        # Whole messages of the bus's size by default; a ragged buffer, an
+        # empty one or a size past msg_size publishes nothing.
+        assert pub.publish_many(bytes(range(32))) == n + 1
+        assert sub.recv(timeout=CHILD_TIMEOUT) == bytes(range(16))
+        assert sub.recv(timeout=CHILD_TIMEOUT) == bytes(range(16, 32))
+        for data, size in ((bytes(20), None), (b"", None), (bytes(17), 17), (bytes(8), 0)):
+            with pytest.raises(ValueError):
+                pub.publish_many(data, size=size)
+        assert pub.next_sequence == n + 2
+        sub.close()
+
+
 def test_try_publish_raises_full_error_naming_the_lossless_subscriber_in_the_way(bus_name):
     with shmbus.Publisher.create(bus_name, msg_size=8, capacity=4) as pub:
         with shmbus.Subscriber.open(bus_name, lossless=True) as sub:
