@@ -107,10 +107,10 @@ def publisher_main(argv):
     print("ready", flush=True)
     if not alone:
         sys.stdin.readline()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     retries = publish()
-    t1 = time.perf_counter()
-    print(f"done {t1 - t0:.9f} {retries}", flush=True)
+    t1, c1 = time.perf_counter(), time.process_time()
+    print(f"done {t1 - t0:.9f} {retries} {c1 - c0:.9f}", flush=True)
     if not alone:
         sys.stdin.readline()
     finish()
@@ -294,21 +294,28 @@ def queue_publisher(q, go, n, size, conn):
     conn.send("ready")
     go.wait()
     put = q.put
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for m in msgs:
         put(m)
-    conn.send(time.perf_counter() - t0)
+    conn.send((time.perf_counter() - t0, time.process_time() - c0))
 
 
 # --- the receiver's side ------------------------------------------------------
 
 
 class Result:
-    def __init__(self, chk, end, n, pub_seconds, retries):
+    """A row's round. The CPU shares (CPU seconds of the process, all its
+    threads, over the loop's wall seconds) say which side had a CPU to
+    itself and which waited or was crowded out."""
+
+    def __init__(self, chk, n, pub_seconds, retries, pub_cpu):
         self.delivered, self.lost, self.missing = chk.delivered, chk.lost, chk.missing
         self.bad, self.torn = chk.bad, chk.torn
-        self.rate = chk.delivered / (end - chk.start)
+        wall = chk.end - chk.start
+        self.rate = chk.delivered / wall if wall > 0 else 0.0
+        self.recv_cpu = (chk.cpu_end - chk.cpu) / wall if wall > 0 else 0.0
         self.pub_rate = n / pub_seconds
+        self.pub_cpu = pub_cpu / pub_seconds
         self.retries = retries
 
 
@@ -321,6 +328,8 @@ class Checker:
     def __init__(self, size, start):
         self.size = size
         self.start = start
+        self.cpu = self.cpu_end = time.process_time()
+        self.end = start
         self.expect = 0
         self.delivered = self.lost = self.missing = self.bad = self.torn = 0
 
@@ -362,6 +371,9 @@ class Checker:
         self.lost += n
         self.expect += n
 
+    def stop(self):
+        self.end, self.cpu_end = time.perf_counter(), time.process_time()
+
 
 def spawn(kind, name, size, n, slots, where, alone=False):
     return subprocess.Popen(
@@ -394,13 +406,13 @@ def start(proc, size):
 
 def finish(proc, chk, n):
     """The publisher's figures, then let it go."""
-    end = time.perf_counter()
+    chk.stop()
     line = proc.stdout.readline().split()
     if not line or line[0] != "done":
         raise RuntimeError(f"publisher ended without its figures (exit {proc.poll()})")
     tell(proc)
     proc.wait(30)
-    return Result(chk, end, n, float(line[1]), int(line[2]))
+    return Result(chk, n, float(line[1]), int(line[2]), float(line[3]))
 
 
 def stop(proc):
@@ -664,10 +676,10 @@ def recv_queue(run):
         for _ in range(run.n):
             m = get(timeout=WAIT)
             one(m)
-        end = time.perf_counter()
-        pub_seconds = ours.recv()
+        chk.stop()
+        pub_seconds, pub_cpu = ours.recv()
         proc.join(30)
-        return Result(chk, end, run.n, pub_seconds, 0)
+        return Result(chk, run.n, pub_seconds, 0, pub_cpu)
     finally:
         if proc.is_alive():
             proc.kill()
@@ -684,7 +696,7 @@ def alone(kind, durable=False):
             proc.wait(30)
             if not line or line[0] != "done" or proc.returncode != 0:
                 raise RuntimeError(f"publisher failed (exit {proc.returncode})")
-            return Result(Checker(run.size, 0.0), 1.0, run.n, float(line[1]), 0)
+            return Result(Checker(run.size, 0.0), run.n, float(line[1]), 0, float(line[3]))
         finally:
             stop(proc)
 
@@ -810,12 +822,15 @@ def main():
                         run.close()
                     results[(m, size)].append(res)
                     if m.startswith("alone:"):
-                        print(f"round {r + 1} {size:5d} B {m:20s} publish {res.pub_rate:12,.0f}/s", flush=True)
+                        print(
+                            f"round {r + 1} {size:5d} B {m:20s} publish {res.pub_rate:12,.0f}/s  cpu {res.pub_cpu:.0%}",
+                            flush=True,
+                        )
                     else:
                         print(
                             f"round {r + 1} {size:5d} B {m:20s} recv {res.rate:12,.0f}/s  publish {res.pub_rate:12,.0f}/s"
                             f"  delivered {res.delivered} lost {res.lost} missing {res.missing} wrong {res.bad} torn {res.torn}"
-                            f"  full-retries {res.retries}",
+                            f"  full-retries {res.retries}  cpu recv {res.recv_cpu:.0%} pub {res.pub_cpu:.0%}",
                             flush=True,
                         )
     finally:
@@ -848,8 +863,11 @@ def report(args, sizes, rows, results, failed, load_before):
     )
     bad_shmbus = []
     for size in sizes:
-        print(f"\n{size} B | recv p50 msgs/s | min | max | publish p50 msgs/s | lost | missing | wrong | torn")
-        print("|".join(["---"] * 9))
+        print(
+            f"\n{size} B | recv p50 msgs/s | min | max | publish p50 msgs/s | recv CPU | pub CPU"
+            " | lost | missing | wrong | torn"
+        )
+        print("|".join(["---"] * 11))
         alone_rates = {}
         for m in rows:
             res = results[(m, size)]
@@ -861,22 +879,28 @@ def report(args, sizes, rows, results, failed, load_before):
             if not res:
                 continue
             if m.startswith("alone:"):
-                alone_rates[m[6:]] = p50_min_max([x.pub_rate for x in res])
+                alone_rates[m[6:]] = (*p50_min_max([x.pub_rate for x in res]),
+                                      statistics.median([x.pub_cpu for x in res]))
                 continue
             p50, lo, hi = p50_min_max([x.rate for x in res])
             pub = statistics.median([x.pub_rate for x in res])
+            rcpu = statistics.median([x.recv_cpu for x in res])
+            pcpu = statistics.median([x.pub_cpu for x in res])
             lost = sum(x.lost for x in res)
             missing = sum(x.missing for x in res)
             bad = sum(x.bad for x in res)
             torn = sum(x.torn for x in res)
-            print(f"{m} | {p50:,.0f} | {lo:,.0f} | {hi:,.0f} | {pub:,.0f} | {lost} | {missing} | {bad} | {torn}")
+            print(
+                f"{m} | {p50:,.0f} | {lo:,.0f} | {hi:,.0f} | {pub:,.0f} | {rcpu:.0%} | {pcpu:.0%}"
+                f" | {lost} | {missing} | {bad} | {torn}"
+            )
             if m.startswith("shmbus") and (missing or bad or torn or (lost and not ROWS[m][1])):
                 bad_shmbus.append(f"{m} at {size} B: {lost} lost, {missing} missing, {bad} wrong, {torn} torn")
         if alone_rates:
-            print(f"\n{size} B, publisher alone | p50 msgs/s | min | max")
-            print("|".join(["---"] * 4))
-            for k, (p50, lo, hi) in alone_rates.items():
-                print(f"{k} | {p50:,.0f} | {lo:,.0f} | {hi:,.0f}")
+            print(f"\n{size} B, publisher alone | p50 msgs/s | min | max | CPU")
+            print("|".join(["---"] * 5))
+            for k, (p50, lo, hi, c) in alone_rates.items():
+                print(f"{k} | {p50:,.0f} | {lo:,.0f} | {hi:,.0f} | {c:.0%}")
     if args.quick:
         print("\n--quick: that every row runs and checks; its rates are no measurement")
     else:
