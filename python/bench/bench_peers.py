@@ -4,7 +4,8 @@ receive rates of one Python publisher process -> one Python subscriber, at
 64 B, 256 B and 4 KiB (not a test).
 
     python bench_peers.py [--sizes 64,256,4096] [--messages N] [--rounds R]
-                          [--only a,b,...] [--durable-dir DIR] [--quick]
+                          [--only a,b,...] [--durable-dir DIR] [--pin none|same|split]
+                    [--no-alone] [--quick]
 
 Rows (publisher -> this process; `--only` takes these names):
   shmbus-batch      Publisher.publish -> Subscriber.recv_batch into NumPy
@@ -14,6 +15,7 @@ Rows (publisher -> this process; `--only` takes these names):
   shmbus-journal    JournalPublisher (journal in --durable-dir) -> JournalSubscriber.recv
   shmbus-stream     Producer.push -> Consumer.pop (lossless SPSC stream)
   mmbus-recv        mmbus ring without its WAL: TopicPublisher.publish -> recv_timeout
+  mmbus-into        -> Subscription.recv_timeout_into, one message a call into a bytearray
   mmbus-batch       -> Subscription.recv_batch (a list of bytes)
   mmbus-numpy       -> Subscription.recv_into_buffer into NumPy
   mmbus-many        TopicPublisher.publish_many (512 a call) -> recv_into_buffer
@@ -100,8 +102,17 @@ def pow2_at_least(x):
 # owns goes away under the receiver.
 
 
+def pin_publisher():
+    """Moves this publisher to the CPU --pin gave it (inherited through the
+    environment)."""
+    cpu = os.environ.get("BENCH_PEERS_PUBLISHER_CPU")
+    if cpu:
+        os.sched_setaffinity(0, {int(cpu)})
+
+
 def publisher_main(argv):
     kind, name, size, n, slots, where, alone = argv
+    pin_publisher()
     size, n, slots, alone = int(size), int(n), int(slots), alone == "1"
     publish, finish = PUBLISHERS[kind](name, size, slots, where, alone, message_list(n, size))
     print("ready", flush=True)
@@ -290,6 +301,7 @@ PUBLISHERS = {
 
 
 def queue_publisher(q, go, n, size, conn):
+    pin_publisher()
     msgs = message_list(n, size)
     conn.send("ready")
     go.wait()
@@ -570,6 +582,14 @@ def recv_mmbus(run, how, wal=False, many=False):
                 if m is None:
                     raise RuntimeError(f"no message for {WAIT:g} s")
                 one(m)
+        elif how == "into":
+            buf = bytearray(run.size)
+            recv_into = sub.recv_timeout_into
+            one = chk.one
+            while chk.expect < n:
+                if recv_into(buf, WAIT) is None:
+                    raise RuntimeError(f"no message for {WAIT:g} s")
+                one(buf)
         elif how == "batch":
             recv_batch = sub.recv_batch
             one = chk.one
@@ -712,6 +732,7 @@ ROWS = {
     "shmbus-journal": ("shmbus", False, recv_journal),
     "shmbus-stream": ("shmbus", False, recv_stream),
     "mmbus-recv": ("mmbus", False, lambda r: recv_mmbus(r, "recv")),
+    "mmbus-into": ("mmbus", False, lambda r: recv_mmbus(r, "into")),
     "mmbus-batch": ("mmbus", False, lambda r: recv_mmbus(r, "batch")),
     "mmbus-numpy": ("mmbus", False, lambda r: recv_mmbus(r, "numpy")),
     "mmbus-many": ("mmbus", False, lambda r: recv_mmbus(r, "numpy", many=True)),
@@ -778,12 +799,17 @@ def main():
     ap.add_argument("--no-alone", action="store_true", help="skip the publisher-alone rows")
     ap.add_argument("--durable-dir", default="/var/tmp",
                     help="where the journal and mmbus's WAL are written (a disk, for their real cost)")
+    ap.add_argument("--pin", choices=("none", "same", "split"), default="none",
+                    help="same: publisher and receiver on CPU 0; split: receiver on 0, publisher on 1")
     ap.add_argument("--quick", action="store_true",
                     help="5 000 messages, 1 round, 1 024-message rings: that every row runs and checks")
     args = ap.parse_args()
     if args.quick:
         args.messages, args.rounds, args.slots = 5000, 1, 1024
     args.count = lambda size: min(args.messages, max(1024, (256 << 20) // size))
+    if args.pin != "none":
+        os.sched_setaffinity(0, {0})
+        os.environ["BENCH_PEERS_PUBLISHER_CPU"] = "0" if args.pin == "same" else "1"
     sizes = [int(s) for s in args.sizes.split(",")]
     if min(sizes) < 16:
         ap.error("a message is at least 16 bytes (its sequence number at both ends)")
@@ -860,6 +886,8 @@ def report(args, sizes, rows, results, failed, load_before):
         f"{args.rounds} interleaved rounds; messages a round: "
         + ", ".join(f"{args.count(s)} at {s} B" for s in sizes)
         + f"; rings of {args.slots} messages"
+        + {"none": "", "same": "; publisher and receiver pinned to CPU 0",
+           "split": "; receiver pinned to CPU 0, publisher to CPU 1"}[args.pin]
     )
     bad_shmbus = []
     for size in sizes:
@@ -920,7 +948,7 @@ def targets(sizes, rows, results):
 
     ours = p50("shmbus-batch")
     print()
-    one_call = [m for m in ("mmbus-recv", "mmbus-batch", "mmbus-numpy") if p50(m)]
+    one_call = [m for m in ("mmbus-recv", "mmbus-into", "mmbus-batch", "mmbus-numpy") if p50(m)]
     peers = []
     if one_call:
         best = max(one_call, key=p50)
