@@ -87,7 +87,8 @@ peer() { # DIST==VERSION, then how to run pip
     local dist=$1
     shift
     if ! "$@" -m pip install --quiet --retries 1 --timeout 10 "$dist" > "$peer_log" 2>&1; then
-        echo "python.sh: $dist not installed, the benchmark skips its rows: $(grep -E 'rror|Required|Unsupported' "$peer_log" | head -3 | tr -s ' \n' ' ')"
+        echo "python.sh: $dist not installed, the benchmark skips its rows:" \
+            "$(grep -iE 'error|required|unsupported' "$peer_log" | grep -v 'exited-with-error' | head -3 | tr -s ' \n' ' ')"
     fi
 }
 peer mmbus==0.5.1 no_rust "$PYTHON"
