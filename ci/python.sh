@@ -10,7 +10,7 @@
 # installed by hand; leaves nothing in /dev/shm.
 # --quick (ci/quick.sh): the wheel from the tree (no sdist: cargo's
 # incremental state in target/ is reused), the venv of an earlier run kept,
-# no benchmark.
+# of the benchmarks only the peers' --quick run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/no_rust.sh
@@ -79,16 +79,48 @@ no_rust "$PYTHON" -m pip install --quiet pytest numpy
 no_rust "$PYTHON" -m pip install --quiet --force-reinstall --no-deps "$wheel"
 no_rust "$PYTHON" -c 'import shmbus, sys; print("installed without Rust:", shmbus.__file__)'
 
+# The Python benchmark's peers, from PyPI where it is reachable. One that
+# cannot be installed is skipped: this says why, and the benchmark skips
+# its rows. A pinned version already installed is not looked up again.
+peer_log=$(mktemp)
+peer() { # DIST==VERSION, then how to run pip
+    local dist=$1
+    shift
+    if ! "$@" -m pip install --quiet --retries 1 --timeout 10 "$dist" > "$peer_log" 2>&1; then
+        echo "python.sh: $dist not installed, the benchmark skips its rows:" \
+            "$(grep -iE 'error|required|unsupported' "$peer_log" | grep -v 'exited-with-error' | head -3 | tr -s ' \n' ' ')"
+    fi
+}
+peer mmbus==0.5.1 no_rust "$PYTHON"
+peer iceoryx2==0.10.0 no_rust "$PYTHON"
+# tachyon-ipc has no wheel, only an sdist whose build wants GCC 14 or later
+# (Debian 12 has 12) or a clang that knows C++23, and its -flto objects
+# need lld to link: bookworm's clang-19 and lld-19. Built once: pip keeps
+# the wheel it built in its cache. Not under no_rust, whose pip takes
+# wheels only; the build needs no Rust.
+if ! "$PYTHON" -c 'import tachyon' 2>/dev/null; then
+    if ! command -v clang++-19 >/dev/null || ! command -v ld.lld-19 >/dev/null; then
+        { apt-get update -qq && apt-get install -y -qq clang-19 lld-19; } > "$peer_log" 2>&1 ||
+            echo "python.sh: clang-19 and lld-19 could not be installed (tachyon-ipc's build needs them)"
+    fi
+    CC=clang-19 CXX=clang++-19 LDFLAGS="-fuse-ld=lld -flto" peer tachyon-ipc==0.5.1 "$PYTHON"
+fi
+
 before=$(ls /dev/shm | sort)
 status=0
 # From the repository root `import shmbus` is the installed package (the
 # source one is python/shmbus, not on the path).
 no_rust "$PYTHON" -m pytest python/tests -q -p no:cacheprovider || status=$?
+# The binding beside its peers, short: every row runs once on a few
+# thousand messages through 1 024-message rings, and a torn, missing or
+# wrong message on a shmbus row fails it (its figures are
+# docs/PYTHON.md's, from a full run).
+no_rust "$PYTHON" python/bench/bench_peers.py --quick || status=$?
 after=$(ls /dev/shm | sort)
-left=$(comm -13 <(echo "$before") <(echo "$after") | grep -E '^(pytest-shmbus-|shmbus-matrix-|iox2_)' || true)
+left=$(comm -13 <(echo "$before") <(echo "$after") | grep -E '^(pytest-shmbus-|shmbus-matrix-|bench-peers-|iox2_)' || true)
 if [ -n "$left" ]; then
     echo "python.sh: left in /dev/shm:" $left >&2
-    for n in $left; do rm -f "/dev/shm/$n"; done
+    for n in $left; do rm -rf "/dev/shm/$n"; done
     status=1
 fi
 [ "$status" = 0 ] || exit $status
@@ -97,7 +129,6 @@ fi
 
 # The receive benchmark, short: that it runs and every receiver checks
 # every message (its figures are docs/PYTHON.md's, from a full run).
-"$PYTHON" -m pip install --quiet iceoryx2==0.10.0
 "$PYTHON" python/bench/bench_recv.py --messages 20000 --rounds 1
 # The asyncio wake latency, short: that it runs (its figures are
 # docs/PYTHON.md's, from full runs).
