@@ -173,7 +173,12 @@ impl PyPublisher {
     /// published). A length that is no multiple of `size`, or no message
     /// at all, is a `ValueError` and publishes nothing.
     #[pyo3(signature = (data, size = None))]
-    fn publish_many(&self, py: Python<'_>, data: &Bound<'_, PyAny>, size: Option<usize>) -> PyResult<u64> {
+    fn publish_many(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        size: Option<usize>,
+    ) -> PyResult<u64> {
         self.inner.with(py, |publisher, cancel| {
             let max = publisher.msg_size();
             let size = size.unwrap_or(max);
@@ -206,8 +211,9 @@ impl PyPublisher {
             // The rest waits without the GIL, so on a copy.
             let rest = with_bytes(data, |b| b[done * size..].to_vec())?;
             for m in rest.chunks_exact(size) {
-                let published =
-                    wait_in_slices(py, Until::Forever, cancel, |w| within(publisher.publish_within(m, w)))?;
+                let published = wait_in_slices(py, Until::Forever, cancel, |w| {
+                    within(publisher.publish_within(m, w))
+                })?;
                 last = published
                     .ok_or_else(|| errors::closed(py, "the publisher is closed"))?
                     .map_err(|e| errors::try_publish(py, e))?;
