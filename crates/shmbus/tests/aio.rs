@@ -695,25 +695,30 @@ fn a_forked_child_starts_its_own_waiter_and_its_tasks_are_woken() {
     assert_no_registration_left();
     waiter_asleep();
     // (Nothing else of this binary uses aio meanwhile: SERIAL.)
-    in_forked_child(|| {
-        thread_runtime(false).block_on(async {
-            let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
-            let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
-            let publisher = std::thread::spawn(move || {
-                // Publish once the future sleeps (registered).
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
-                    std::thread::yield_now();
-                }
-                p.publish(&2);
-                p
-            });
-            let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
-            drop(publisher.join());
-            assert_eq!(got.expect("woken in the child"), Received::Message(2));
+    in_forked_child(|| wait_once(&thread_runtime(false), 2))
+        .expect("the forked child's task was woken");
+}
+
+/// One task of `rt` waits on a heap bus that a thread publishes `value`
+/// on once the task sleeps (is registered); it gets the value within 5 s
+/// and leaves no registration.
+fn wait_once(rt: &tokio::runtime::Runtime, value: u64) {
+    rt.block_on(async {
+        let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
+        let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
+        let publisher = std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
+                std::thread::yield_now();
+            }
+            p.publish(&value);
+            p
         });
-    })
-    .expect("the forked child's task was woken");
+        let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
+        drop(publisher.join());
+        assert_eq!(got.expect("woken"), Received::Message(value));
+    });
+    assert_eq!(shmbus::aio::registrations(), 0);
 }
 
 /// Runs `f` in a forked child under a 10 s watchdog: `Err` with the wait
@@ -810,26 +815,8 @@ fn ring_expected() -> bool {
 fn a_task_on_a_runtime_with_its_io_driver_is_woken_by_its_reactor_without_a_waiter_thread() {
     let _serial = serial();
     let ring = ring_expected();
-    let wait_once = |value: u64| {
-        runtime(false).block_on(async {
-            let mut p = Publisher::<u64, _>::on_heap(8).expect("heap bus");
-            let mut sub = p.subscribe(Start::Next, shmbus::WaitStrategy::default());
-            let publisher = std::thread::spawn(move || {
-                let deadline = Instant::now() + Duration::from_secs(5);
-                while shmbus::aio::registrations() == 0 && Instant::now() < deadline {
-                    std::thread::yield_now();
-                }
-                p.publish(&value);
-                p
-            });
-            let got = tokio::time::timeout(Duration::from_secs(5), sub.recv_async()).await;
-            drop(publisher.join());
-            assert_eq!(got.expect("woken"), Received::Message(value));
-        });
-        assert_eq!(shmbus::aio::registrations(), 0);
-    };
     in_forked_child(|| {
-        wait_once(1);
+        wait_once(&runtime(false), 1);
         assert_eq!(
             has_waiter_thread(),
             !ring,
@@ -838,7 +825,7 @@ fn a_task_on_a_runtime_with_its_io_driver_is_woken_by_its_reactor_without_a_wait
         // This thread now holds a ring (of this child); its own child must
         // leave it alone and make another.
         in_forked_child(|| {
-            wait_once(2);
+            wait_once(&runtime(false), 2);
             assert_eq!(has_waiter_thread(), !ring);
         })
         .expect("the grandchild's task was woken");

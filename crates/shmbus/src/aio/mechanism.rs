@@ -77,33 +77,3 @@ impl fmt::Display for WakeMechanism {
         }
     }
 }
-
-/// The wake a future polled on this thread, now, would use: the io_uring
-/// one inside a tokio runtime where the feature, the kernel and the
-/// environment allow it, else the waiter thread, with the reason. A
-/// runtime without an I/O driver is found out at its first wait (which
-/// then uses the waiter thread, as every later one there); until then
-/// this says `IoUring` for it.
-///
-/// # Examples
-/// ```
-/// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-/// rt.block_on(async {
-///     // `IoUring` with the feature on Linux 6.7+, else the reason.
-///     println!("{}", shmbus::aio::wake_mechanism());
-/// });
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub fn wake_mechanism() -> WakeMechanism {
-    #[cfg(feature = "io-uring")]
-    {
-        match super::uring::applies() {
-            Ok(()) => WakeMechanism::IoUring,
-            Err(why) => WakeMechanism::WaiterThread(why),
-        }
-    }
-    #[cfg(not(feature = "io-uring"))]
-    {
-        WakeMechanism::WaiterThread(WhyThread::NotBuilt)
-    }
-}

@@ -116,7 +116,7 @@ mod per_process;
 mod uring;
 mod waiter;
 
-pub use mechanism::{WakeMechanism, WhyThread, wake_mechanism};
+pub use mechanism::{WakeMechanism, WhyThread};
 
 use std::future::Future;
 use std::pin::Pin;
@@ -126,6 +126,36 @@ use std::time::{Duration, Instant};
 use crate::member::Selectable;
 use crate::sync::AtomicU32;
 use crate::wait;
+
+/// The wake a future polled on this thread, now, would use: the io_uring
+/// one inside a tokio runtime where the feature, the kernel and the
+/// environment allow it, else the waiter thread, with the reason. A
+/// runtime without an I/O driver is found out at its first wait (which
+/// then uses the waiter thread, as every later one there); until then
+/// this says `IoUring` for it.
+///
+/// # Examples
+/// ```
+/// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+/// rt.block_on(async {
+///     // `IoUring` with the feature on Linux 6.7+, else the reason.
+///     println!("{}", shmbus::aio::wake_mechanism());
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn wake_mechanism() -> WakeMechanism {
+    #[cfg(feature = "io-uring")]
+    {
+        match uring::applies() {
+            Ok(()) => WakeMechanism::IoUring,
+            Err(why) => WakeMechanism::WaiterThread(why),
+        }
+    }
+    #[cfg(not(feature = "io-uring"))]
+    {
+        WakeMechanism::WaiterThread(WhyThread::NotBuilt)
+    }
+}
 
 /// How many futures wait now with the waiter thread: zero once every
 /// future is done or dropped (a check for leaks).
