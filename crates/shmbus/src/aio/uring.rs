@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::Instant;
 
@@ -73,27 +73,64 @@ const CQ_ENTRIES: u32 = 4096;
 
 /// What this process can do, found once: `Ok` if a ring with
 /// `FUTEX_WAIT` can be made and the environment does not ask otherwise.
+/// An atomic, not a `OnceLock`: a fork while another thread ran the first
+/// call would copy a `OnceLock` mid-initialization into the child, whose
+/// first call would then wait for ever. Two first calls both look.
 pub(super) fn usable() -> Result<(), Fallback> {
-    static FOUND: OnceLock<Result<(), Fallback>> = OnceLock::new();
-    *FOUND.get_or_init(|| {
-        if std::env::var_os("SHMBUS_AIO_WAKE").is_some_and(|v| v == "thread") {
-            return Err(Fallback::Forced);
-        }
-        if cfg!(any(miri, loom)) {
-            // Neither runs io_uring's system calls.
-            return Err(Fallback::NoRing(libc::ENOSYS));
-        }
-        let ring = IoUring::new(2).map_err(|e| Fallback::NoRing(e.raw_os_error().unwrap_or(0)))?;
-        let mut probe = Probe::new();
-        ring.submitter()
-            .register_probe(&mut probe)
-            .map_err(|_| Fallback::NoFutexWait)?;
-        if probe.is_supported(opcode::FutexWait::CODE) {
-            Ok(())
-        } else {
-            Err(Fallback::NoFutexWait)
-        }
-    })
+    use std::sync::atomic::AtomicU64;
+    // 0: not looked yet; else `encode`'s.
+    static FOUND: AtomicU64 = AtomicU64::new(0);
+    let known = FOUND.load(Ordering::Relaxed);
+    if known != 0 {
+        return decode(known);
+    }
+    let found = look();
+    FOUND.store(encode(found), Ordering::Relaxed);
+    found
+}
+
+/// What `usable` finds.
+fn look() -> Result<(), Fallback> {
+    if std::env::var_os("SHMBUS_AIO_WAKE").is_some_and(|v| v == "thread") {
+        return Err(Fallback::Forced);
+    }
+    if cfg!(any(miri, loom)) {
+        // Neither runs io_uring's system calls.
+        return Err(Fallback::NoRing(libc::ENOSYS));
+    }
+    let ring = IoUring::new(2).map_err(|e| Fallback::NoRing(e.raw_os_error().unwrap_or(0)))?;
+    let mut probe = Probe::new();
+    ring.submitter()
+        .register_probe(&mut probe)
+        .map_err(|_| Fallback::NoFutexWait)?;
+    if probe.is_supported(opcode::FutexWait::CODE) {
+        Ok(())
+    } else {
+        Err(Fallback::NoFutexWait)
+    }
+}
+
+/// `usable`'s answer as a nonzero word: a tag in the low byte, an errno
+/// above it.
+fn encode(found: Result<(), Fallback>) -> u64 {
+    match found {
+        Ok(()) => 1,
+        Err(Fallback::Forced) => 2,
+        Err(Fallback::NoFutexWait) => 3,
+        Err(Fallback::NoRing(errno)) => 4 | (u64::from(errno as u32) << 8),
+        // Not found by `look`; kept apart all the same.
+        Err(_) => 5,
+    }
+}
+
+fn decode(word: u64) -> Result<(), Fallback> {
+    match word & 0xff {
+        1 => Ok(()),
+        2 => Err(Fallback::Forced),
+        3 => Err(Fallback::NoFutexWait),
+        4 => Err(Fallback::NoRing((word >> 8) as u32 as i32)),
+        _ => Err(Fallback::NoRuntime),
+    }
 }
 
 /// Whether a wait polled on this thread now would use a ring (a runtime
@@ -108,10 +145,11 @@ pub(super) fn applies() -> Result<(), Fallback> {
 }
 
 /// The runtimes found without an I/O driver: one id each, never asked
-/// again.
+/// again. Per process, as the registrations are: a child never waits on
+/// a copy of this lock that another thread of its parent held.
 fn no_io() -> MutexGuard<'static, Vec<tokio::runtime::Id>> {
-    static NO_IO: Mutex<Vec<tokio::runtime::Id>> = Mutex::new(Vec::new());
-    NO_IO.lock().unwrap_or_else(|e| e.into_inner())
+    static NO_IO: PerProcess<Vec<tokio::runtime::Id>> = PerProcess::new();
+    NO_IO.lock()
 }
 
 /// One ring: its fd in a runtime's reactor, its driver task on that
@@ -415,4 +453,24 @@ pub(super) fn remove(id: u64) {
 /// How many registrations wait now.
 pub(super) fn registered() -> usize {
     TABLE.lock().entries.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_answer_of_the_look_survives_its_encoding() {
+        for found in [
+            Ok(()),
+            Err(Fallback::Forced),
+            Err(Fallback::NoFutexWait),
+            Err(Fallback::NoRing(libc::EPERM)),
+            Err(Fallback::NoRing(libc::ENOSYS)),
+        ] {
+            let word = encode(found);
+            assert_ne!(word, 0, "0 means not looked yet");
+            assert_eq!(decode(word), found);
+        }
+    }
 }
