@@ -877,34 +877,61 @@ fn a_leaked_waiting_future_whose_bus_is_unmapped_harms_neither_the_waiter_nor_ot
     let _serial = serial();
     let gone = BusName::new("aio-leaked");
     let live = BusName::new("aio-leaked-live");
-    let _gone_pub = Publisher::<u64>::create(gone.name(), &BusOptions::new(8)).expect("bus");
+    let mut gone_pub = Publisher::<u64>::create(gone.name(), &BusOptions::new(8)).expect("bus");
     let mut live_pub = Publisher::<u64>::create(live.name(), &BusOptions::new(8)).expect("bus");
-    // A future registered on a subscriber's mapping, then leaked (safe
-    // code may do this), and the subscriber dropped: its region unmapped
-    // while the waiter still holds the word's address.
     // (The live subscriber maps first, so that its region does not land
     // where the dropped one was.)
     let mut on_live = Subscriber::<u64>::open(live.name(), &OpenOptions::default()).expect("open");
-    let sub = Subscriber::<u64>::open(gone.name(), &OpenOptions::default()).expect("open");
-    let mut leaked = Box::pin(shmbus::aio::readable(&sub));
-    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-    assert!(leaked.as_mut().poll(&mut cx).is_pending());
-    std::mem::forget(leaked);
-    drop(sub);
-    // Other tasks still sleep and wake, and the waiter lives on (a read
-    // of the unmapped word would kill this process).
-    runtime(false).block_on(async {
-        for i in 0..20u64 {
-            let waiting =
-                tokio::time::timeout(Duration::from_millis(2), on_live.recv_async()).await;
-            assert!(waiting.is_err(), "nothing published yet");
-            live_pub.publish(&i);
-            let got = tokio::time::timeout(Duration::from_secs(10), on_live.recv_async()).await;
-            assert_eq!(got.expect("woken"), Received::Message(i));
+    let ring = ring_expected();
+    // The waiter thread's, then (where the kernel has it) the ring's: a
+    // future registered on a subscriber's mapping, then leaked (safe code
+    // may do this), and the subscriber dropped: its region unmapped while
+    // the waiter (or the kernel) still holds the word's address.
+    for on_ring in [false, ring] {
+        let rt = if on_ring {
+            runtime(false)
+        } else {
+            thread_runtime(false)
+        };
+        let sub = Subscriber::<u64>::open(gone.name(), &OpenOptions::default()).expect("open");
+        {
+            let _in = rt.enter();
+            let mut leaked = Box::pin(shmbus::aio::readable(&sub));
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            assert!(leaked.as_mut().poll(&mut cx).is_pending());
+            std::mem::forget(leaked);
         }
-    });
-    // The stale registration went with a wake of everyone (EFAULT).
-    assert_no_registration_left();
+        drop(sub);
+        // Other tasks still sleep and wake, and the waiter lives on (a
+        // read of the unmapped word would kill this process).
+        rt.block_on(async {
+            for i in 0..20u64 {
+                let waiting =
+                    tokio::time::timeout(Duration::from_millis(2), on_live.recv_async()).await;
+                assert!(waiting.is_err(), "nothing published yet");
+                live_pub.publish(&i);
+                let got = tokio::time::timeout(Duration::from_secs(10), on_live.recv_async()).await;
+                assert_eq!(got.expect("woken"), Received::Message(i));
+            }
+        });
+        if on_ring {
+            // The kernel keeps a ring's wait on the word of the file it
+            // was made on, unmapped or not, reading nothing: it stays
+            // until that word rings (or the ring closes).
+            assert_eq!(shmbus::aio::registrations(), 1, "the leaked wait stays");
+            gone_pub.publish(&1);
+            // Its completion is reaped by the runtime's reactor: run it.
+            rt.block_on(async {
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while shmbus::aio::registrations() != 0 && Instant::now() < deadline {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
+            });
+        }
+        // The waiter's stale registration went with a wake of everyone
+        // (EFAULT); the ring's with its word's ring.
+        assert_no_registration_left();
+    }
     drop(on_live);
     gone.finish();
     live.finish();

@@ -94,8 +94,10 @@
 //!   learns which word rang from `futex_waitv`'s answer; where that names
 //!   none, it asks the kernel about each word (`FUTEX_WAIT`, zero
 //!   timeout). An unmapped word is `EFAULT` (never a fault in this
-//!   process), and its registration is dropped. A ring's wait on an
-//!   unmapped word completes with `EFAULT` the same way.
+//!   process), and its registration is dropped. A ring's wait was handed
+//!   to the kernel when it was made: an unmapped word's wait stays queued
+//!   there, reading nothing, until the word (its file's) rings or the
+//!   ring closes.
 //! - **Cancel-safe**: a future consumes nothing until the poll that
 //!   returns `Ready`: it only looks (`ready`, the select's view) while it
 //!   waits, and receives with `Wait::Never` in the poll that returns. A

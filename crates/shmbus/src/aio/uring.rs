@@ -19,9 +19,11 @@
 //!   completed wait and wakes it; a dropped future removes its entry and
 //!   cancels its wait (a completion with no entry is ignored).
 //! - **The kernel reads the word, never this process**: as with the
-//!   waiter thread, a leaked future's word may be unmapped; the kernel
-//!   then completes the wait with `EFAULT` (the future is woken, and looks
-//!   for itself).
+//!   waiter thread, a leaked future's word may be unmapped. A wait made
+//!   on an unmapped word completes with `EFAULT` (the future is woken, and
+//!   looks for itself); one made before stays queued in the kernel, keyed
+//!   by the word's file and offset, until that word rings or the ring
+//!   closes.
 //! - **A ring whose runtime is gone wakes its waits**: the driver task is
 //!   dropped with its runtime; its drop marks the ring dead and wakes
 //!   every wait still on it, which then registers again (on a live ring
