@@ -281,6 +281,11 @@ fn ring() -> Result<Arc<Ring>, Fallback> {
                 return Ok(r.clone());
             }
         }
+        // A runtime found without an I/O driver takes the thread at once,
+        // before a ring is made for nothing.
+        if no_io().contains(&handle.id()) {
+            return Err(Fallback::NoIoDriver);
+        }
         let uring = IoUring::builder()
             .setup_cqsize(CQ_ENTRIES)
             .build(SQ_ENTRIES)
