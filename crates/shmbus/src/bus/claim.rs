@@ -312,7 +312,22 @@ impl<R: Region> Ring<R> {
         let now = Instant::now();
         match stall.since {
             Some(since) if stall.seq == s => {
-                if now.duration_since(since) < self.unblock_timeout() {
+                let waited = now.duration_since(since);
+                let timeout = self.unblock_timeout();
+                if waited < timeout {
+                    // A claim the gate holds is not stalled: its clock
+                    // restarts at each poll that finds it held, so its
+                    // claimer gets a whole timeout once through, not what
+                    // was left of one counted from this reader's first
+                    // sight. Looked at only past an eighth of the timeout
+                    // (a claim mid-copy costs no scan) and then on every
+                    // poll while it stays held.
+                    if stall.held || waited >= timeout / 8 {
+                        stall.held = self.gate_holds(s).is_some();
+                        if stall.held {
+                            stall.since = Some(now);
+                        }
+                    }
                     return Poll::Empty;
                 }
             }
@@ -321,6 +336,7 @@ impl<R: Region> Ring<R> {
                     seq: s,
                     since: Some(now),
                     gated: None,
+                    held: false,
                 };
                 if !self.unblock_timeout().is_zero() {
                     return Poll::Empty;

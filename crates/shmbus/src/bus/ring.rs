@@ -52,6 +52,8 @@ pub(crate) struct Stall {
     /// claim (`claim`'s unblock waits for the gate), at which position,
     /// and since when.
     pub(crate) gated: Option<(usize, u64, Instant)>,
+    /// Whether the gate held the claim at this reader's last look.
+    pub(crate) held: bool,
 }
 
 /// One reader's place on a ring, which its handle owns and every reader

@@ -964,6 +964,54 @@ mod gate {
     }
 
     #[test]
+    // Two seconds of real time: Miri's clock runs on its own steps.
+    #[cfg_attr(miri, ignore)]
+    fn a_claim_held_at_the_gate_for_most_of_the_timeout_gets_a_whole_timeout_once_through() {
+        let unblock = Duration::from_secs(2);
+        let p = patient_many(2, unblock);
+        let mut lossless = p
+            .subscribe_lossless(Start::Next, WaitStrategy::BusySpin)
+            .unwrap();
+        let mut w = p.another();
+        w.publish(&0).unwrap();
+        w.publish(&1).unwrap();
+        let mut lossy = p.subscribe(Start::Oldest, WaitStrategy::BusySpin);
+        assert_eq!(lossy.try_recv(), Some(Received::Message(0)));
+        assert_eq!(lossy.try_recv(), Some(Received::Message(1)));
+        // Claim 2, never committed: the gate holds it while the lossless
+        // subscriber has not read 0. The lossy reader at 2 sees it now.
+        let _claim = w.claim_for_test();
+        assert_eq!(lossy.try_recv(), None);
+        let first_sight = Instant::now();
+        while first_sight.elapsed() < unblock * 3 / 4 {
+            assert_eq!(lossy.try_recv(), None, "skipped while held at the gate");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(lossless.try_recv(), Some(Received::Message(0)));
+        let through = Instant::now();
+        // Counted from first sight, the timeout ends a quarter in; a whole
+        // one from the gate's release ends well after this.
+        while through.elapsed() < unblock / 2 {
+            assert_eq!(
+                lossy.try_recv(),
+                None,
+                "skipped {:?} after the gate let the claim through",
+                through.elapsed()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            lossy.recv(Wait::For(unblock * 2)),
+            Some(Received::Lagged { skipped: 1 })
+        );
+        let waited = through.elapsed();
+        assert!(
+            waited >= unblock - Duration::from_millis(50),
+            "skipped {waited:?} after the gate's release, not a whole {unblock:?}"
+        );
+    }
+
+    #[test]
     fn a_deadline_publish_says_full_naming_the_subscriber_and_claims_nothing() {
         // A 60 s eviction timeout, as above: a pause past 1 s mid-wait
         // must not evict before the deadline is looked at.
