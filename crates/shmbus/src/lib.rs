@@ -142,6 +142,7 @@ mod options;
 pub mod pool;
 #[cfg(not(loom))]
 pub mod record;
+pub mod reqrep;
 #[cfg(not(loom))]
 pub mod segment;
 #[cfg(not(loom))]
@@ -180,6 +181,7 @@ pub mod internals {
     pub use crate::bus::HookPoint;
     #[cfg(not(loom))]
     pub use crate::mem::Access;
+    pub use crate::reqrep::{HeapService, on_heap as service_on_heap};
     pub use crate::stream::{HeapStream, PEER_CHECK, WRAP, on_heap as stream_on_heap};
     /// A hook `stat::clean` and `remove` call just before they unlink.
     #[cfg(all(feature = "test-hooks", not(loom)))]

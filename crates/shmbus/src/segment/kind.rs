@@ -48,6 +48,8 @@ pub enum SegmentKind {
     /// A blackboard of any number of writers
     /// ([`ManyWriter`](crate::blackboard::ManyWriter)).
     ManyWriterBlackboard,
+    /// A request-response service ([`reqrep`](crate::reqrep)).
+    Service,
     /// A header `kind` this build does not know: the number found.
     Unknown(u32),
 }
@@ -70,6 +72,7 @@ impl SegmentKind {
                 SegmentKind::ManyWriterBlackboard
             }
             Kind::Blackboard => SegmentKind::Blackboard,
+            Kind::Service => SegmentKind::Service,
             Kind::Unknown(n) => SegmentKind::Unknown(n),
         }
     }
@@ -92,12 +95,14 @@ impl SegmentKind {
             | SegmentKind::ManyPublisherPool => Kind::Broadcast,
             SegmentKind::Stream => Kind::Stream,
             SegmentKind::Blackboard | SegmentKind::ManyWriterBlackboard => Kind::Blackboard,
+            SegmentKind::Service => Kind::Service,
             SegmentKind::Unknown(n) => Kind::Unknown(n),
         }
     }
 
     /// How many publishers (a blackboard: writers) it is made for; `None`
-    /// for a stream (one producer, always) and an unknown kind.
+    /// for a stream (one producer, always), a service (servers and
+    /// clients) and an unknown kind.
     ///
     /// # Examples
     /// ```
@@ -115,7 +120,7 @@ impl SegmentKind {
             SegmentKind::ManyPublisherBus
             | SegmentKind::ManyPublisherPool
             | SegmentKind::ManyWriterBlackboard => Some(Publishers::Many),
-            SegmentKind::Stream | SegmentKind::Unknown(_) => None,
+            SegmentKind::Stream | SegmentKind::Service | SegmentKind::Unknown(_) => None,
         }
     }
 
@@ -143,6 +148,7 @@ impl fmt::Display for SegmentKind {
             SegmentKind::Stream => "stream",
             SegmentKind::Blackboard => "blackboard",
             SegmentKind::ManyWriterBlackboard => "blackboard, many-writer",
+            SegmentKind::Service => "service",
             SegmentKind::Unknown(n) => return write!(f, "unknown ({n})"),
         })
     }

@@ -55,6 +55,7 @@ impl Header {
             pool: None,
             block_msg: None,
             key: None,
+            service: None,
         };
         header.validate(file_len)?;
         if flags & crate::wire::flags::POOL != 0 {
@@ -68,7 +69,14 @@ impl Header {
                 name: read_name(r, h::POOL_TYPE_NAME),
             });
         }
-        if header.kind == Kind::Blackboard {
+        if header.kind == Kind::Service {
+            use crate::wire::service::header as sv;
+            header.service = Some(crate::wire::ServiceShape {
+                slots: r32(sv::SLOTS),
+                servers: r32(sv::SERVERS),
+            });
+        }
+        if matches!(header.kind, Kind::Blackboard | Kind::Service) {
             use crate::wire::blackboard::header as b;
             header.key = Some(TypeFingerprint {
                 size: r32(b::KEY_SIZE),
@@ -204,6 +212,12 @@ impl Header {
             }
             Kind::Broadcast => Some(crate::wire::broadcast_control_len(self.page_size)),
             Kind::Stream | Kind::Blackboard => Some(self.page_size),
+            Kind::Service => {
+                let geo = self
+                    .service_geometry()
+                    .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
+                crate::wire::round_up(geo.control_bytes(), self.page_size)
+            }
             Kind::Unknown(_) => None,
         };
         if let Some(len) = control_len {
@@ -276,6 +290,38 @@ impl Header {
                 return bad(format!(
                     "{} entries of {} bytes do not fit in {} bytes",
                     geo.entries, geo.entry_size, self.total_len
+                ));
+            }
+        }
+        if let Kind::Service = self.kind {
+            let geo = self
+                .service_geometry()
+                .map_err(|e| OpenError::InvalidGeometry(e.to_string()))?;
+            if u64::from(self.slot_size) != geo.slot_size() {
+                return bad(format!(
+                    "call slot size {} should be {} for {}-byte requests and {}-byte responses",
+                    self.slot_size,
+                    geo.slot_size(),
+                    geo.request,
+                    geo.response
+                ));
+            }
+            if self.flags != 0 {
+                return bad(format!(
+                    "a service flagged {:#x}: it has no flags",
+                    self.flags
+                ));
+            }
+            let end = geo
+                .slot_count()
+                .checked_mul(geo.slot_size())
+                .and_then(|t| t.checked_add(self.data_offset));
+            if end.is_none_or(|end| end > self.total_len) {
+                return bad(format!(
+                    "{} call slots of {} bytes do not fit in {} bytes",
+                    geo.slot_count(),
+                    geo.slot_size(),
+                    self.total_len
                 ));
             }
         }

@@ -131,6 +131,14 @@ pub enum Size {
     Bytes(u64),
     /// A blackboard's table: the most keys it holds.
     Keys(u64),
+    /// A service's call slots: `clients` client entries of `slots` each
+    /// (the most requests one client may have outstanding).
+    Calls {
+        /// Client entries.
+        clients: u64,
+        /// Call slots per client.
+        slots: u32,
+    },
 }
 
 /// A bus's limits on lossless subscribers (`OpenOptions::lossless`).
@@ -824,6 +832,10 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         }),
         Kind::Stream => Some(Size::Bytes(header.capacity)),
         Kind::Blackboard => blackboard.as_ref().map(|bb| Size::Keys(bb.capacity)),
+        Kind::Service => header.service.map(|shape| Size::Calls {
+            clients: header.capacity,
+            slots: shape.slots,
+        }),
         Kind::Unknown(_) => None,
     };
     Ok(BusStat {

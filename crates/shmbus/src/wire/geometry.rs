@@ -175,6 +175,23 @@ pub enum GeometryError {
         "a blackboard of raw bytes needs blackboard::Options::key_size and ::value_size for its raw side"
     )]
     RawNeedsSizes,
+    /// A request-response service's number outside its bounds.
+    #[error("a service of {found} {what}: it takes 1..={max}")]
+    Service {
+        /// Which number: "clients", "slots per client", "servers",
+        /// "request bytes" or "response bytes".
+        what: &'static str,
+        /// The number asked for.
+        found: u32,
+        /// The most the format allows.
+        max: u32,
+    },
+    /// A raw request-response service was created without the size of
+    /// its requests or of its responses.
+    #[error(
+        "a service of raw bytes needs reqrep::Options::request_size and ::response_size for its raw side"
+    )]
+    RawNeedsPayloadSizes,
     /// An eviction or unblock timeout outside its bounds (1 ms to 60 s:
     /// [`MIN_TIMEOUT`](crate::bus::MIN_TIMEOUT) to
     /// [`MAX_EVICT`](crate::bus::MAX_EVICT) or

@@ -32,6 +32,8 @@ pub enum Kind {
     Stream,
     /// The latest value of each key (this crate's `blackboard`).
     Blackboard,
+    /// Request-response (this crate's `reqrep`).
+    Service,
     /// A number this build does not know.
     Unknown(u32),
 }
@@ -44,6 +46,7 @@ impl Kind {
             Kind::Broadcast => 1,
             Kind::Stream => 2,
             Kind::Blackboard => 3,
+            Kind::Service => 4,
             Kind::Unknown(n) => n,
         }
     }
@@ -54,6 +57,7 @@ impl Kind {
             1 => Kind::Broadcast,
             2 => Kind::Stream,
             3 => Kind::Blackboard,
+            4 => Kind::Service,
             n => Kind::Unknown(n),
         }
     }
@@ -65,6 +69,7 @@ impl fmt::Display for Kind {
             Kind::Broadcast => f.write_str("broadcast"),
             Kind::Stream => f.write_str("stream"),
             Kind::Blackboard => f.write_str("blackboard"),
+            Kind::Service => f.write_str("service"),
             Kind::Unknown(n) => write!(f, "unknown ({n})"),
         }
     }

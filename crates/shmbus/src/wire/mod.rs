@@ -33,17 +33,19 @@ mod geometry;
 mod kind;
 mod page_header;
 mod pool;
+pub mod service;
 
 pub use blackboard::BlackboardGeometry;
 pub use fingerprint::{Message, TypeFingerprint, fnv1a};
 pub use geometry::GeometryError;
 pub use kind::{Kind, Publishers};
-pub use page_header::Header;
+pub use page_header::{Header, ServiceShape};
 pub(crate) use page_header::{read_name, round_up};
 pub use pool::{
     BLOCK_ALIGN, DESCRIPTOR_BYTES, MAX_BLOCK_SIZE, MAX_BLOCKS, PoolGeometry, block_type_fits,
     descriptor,
 };
+pub use service::ServiceGeometry;
 
 #[cfg(not(target_endian = "little"))]
 compile_error!("shmbus's segment layout is little-endian; big-endian targets are not supported");

@@ -42,8 +42,21 @@ pub struct Header {
     /// descriptors, `msg`); all zero for a pool bus made before the
     /// header recorded it.
     pub block_msg: Option<TypeFingerprint>,
-    /// A blackboard's key type (its value type is `msg`).
+    /// A blackboard's key type (its value type is `msg`); a service's
+    /// response type (its request type is `msg`).
     pub key: Option<TypeFingerprint>,
+    /// A service's slots per client and server entries.
+    pub service: Option<ServiceShape>,
+}
+
+/// A request-response service's numbers beyond `capacity` (its client
+/// entries): docs/LAYOUT.md §22.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServiceShape {
+    /// Call slots per client.
+    pub slots: u32,
+    /// Server entries.
+    pub servers: u32,
 }
 
 /// Writes a type name's field at `off`: its first 64 bytes, NUL-padded,
@@ -147,6 +160,7 @@ impl Header {
             pool: None,
             block_msg: None,
             key: None,
+            service: None,
         })
     }
 
@@ -235,6 +249,7 @@ impl Header {
             pool: None,
             block_msg: None,
             key: None,
+            service: None,
         })
     }
 
@@ -276,7 +291,71 @@ impl Header {
             pool: None,
             block_msg: None,
             key: Some(key),
+            service: None,
         })
+    }
+
+    /// The header of a new service of `geo`'s shape whose requests are
+    /// `request` and responses `response` (docs/LAYOUT.md §22): its
+    /// control area (servers' and clients' lines) from page 1, then the
+    /// call slots.
+    pub fn service(
+        geo: &super::ServiceGeometry,
+        request: TypeFingerprint,
+        response: TypeFingerprint,
+        page_size: u64,
+    ) -> Result<Header, GeometryError> {
+        let slot_size = geo.slot_size();
+        let too_large = GeometryError::TooLarge {
+            capacity: geo.slot_count(),
+            slot_size,
+        };
+        let control_len = round_up(geo.control_bytes(), page_size).ok_or(too_large.clone())?;
+        let data_offset = page_size + control_len;
+        let total_len = geo
+            .slot_count()
+            .checked_mul(slot_size)
+            .and_then(|d| round_up(d, page_size))
+            .and_then(|d| d.checked_add(data_offset))
+            .filter(|&t| t <= isize::MAX as u64)
+            .filter(|_| slot_size <= u64::from(u32::MAX))
+            .ok_or(too_large)?;
+        Ok(Header {
+            kind: Kind::Service,
+            page_size,
+            flags: 0,
+            control_offset: page_size,
+            data_offset,
+            total_len,
+            capacity: u64::from(geo.clients),
+            slot_size: slot_size as u32,
+            msg: request,
+            first_seq: 0,
+            creator_pid: std::process::id(),
+            created_ns: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64),
+            journal: None,
+            pool: None,
+            block_msg: None,
+            key: Some(response),
+            service: Some(ServiceShape {
+                slots: geo.slots,
+                servers: geo.servers,
+            }),
+        })
+    }
+
+    /// A service's shape, from a header whose kind says it is one (sizes
+    /// unchecked: `segment`'s validation checks them).
+    pub fn service_geometry(&self) -> Result<super::ServiceGeometry, GeometryError> {
+        let shape = self.service.unwrap_or(ServiceShape {
+            slots: 0,
+            servers: 0,
+        });
+        let response = self.key.as_ref().map_or(0, |k| k.size);
+        let clients = u32::try_from(self.capacity).unwrap_or(u32::MAX);
+        super::ServiceGeometry::new(clients, shape.slots, shape.servers, self.msg.size, response)
     }
 
     /// A blackboard's shape, from a header whose kind says it is one
@@ -337,6 +416,11 @@ impl Header {
             w32(b::KEY_SIZE, key.size);
             w32(b::KEY_ALIGN, key.align);
             write_name(r, b::KEY_NAME, &key.name);
+        }
+        if let Some(shape) = &self.service {
+            use super::service::header as sv;
+            w32(sv::SLOTS, shape.slots);
+            w32(sv::SERVERS, shape.servers);
         }
         if let Some(path) = &self.journal {
             use std::os::unix::ffi::OsStrExt;
