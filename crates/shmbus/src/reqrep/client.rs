@@ -86,8 +86,8 @@ pub struct Client<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region = Def
 #[must_use = "a call's slot stays taken until it is waited for or cancelled"]
 pub struct Pending {
     handle: u64,
-    slot: u32,
-    generation: u32,
+    pub(super) slot: u32,
+    pub(super) generation: u32,
 }
 
 impl Pending {
@@ -110,6 +110,14 @@ impl Pending {
     pub fn slot(&self) -> u32 {
         self.slot
     }
+}
+
+/// What one look at a waiting call found.
+pub(super) enum Look<T> {
+    /// Its outcome.
+    Ended(Result<T, CallError>),
+    /// Still waiting, in this state word.
+    Waiting(u64),
 }
 
 static HANDLES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -353,7 +361,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
 
     /// Sends `bytes` as a request: into a free slot (waiting by `deadline`
     /// for one), then posted.
-    fn send_bytes(
+    pub(super) fn send_bytes(
         &mut self,
         bytes: &[u8],
         deadline: Option<Instant>,
@@ -420,7 +428,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         matches!(state::phase(cur), state::DONE | state::REFUSED)
     }
 
-    fn owns(&self, call: &Pending) -> bool {
+    pub(super) fn owns(&self, call: &Pending) -> bool {
         call.handle == self.handle
             && call.slot < self.service.geo.slots
             && self.busy & !self.cancelled & (1 << call.slot) != 0
@@ -452,7 +460,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
 
     /// Withdraws slot `k`'s call, keeping the slot busy while a server
     /// still holds it.
-    fn give_up(&mut self, k: u32, generation: u32) {
+    pub(super) fn give_up(&mut self, k: u32, generation: u32) {
         let bit = 1u64 << k;
         match self.service.withdraw(self.entry, k, generation) {
             Withdrawn::Untaken => {
@@ -480,72 +488,20 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
             return Err(CallError::UnknownCall);
         }
         let (c, k, generation) = (self.entry, call.slot, call.generation);
-        let bit = 1u64 << k;
         let deadline = wait.deadline();
         let mut backoff = wait::Backoff::new(self.strategy, deadline);
-        let started = Instant::now();
-        let mut next_probe = started + PEER_CHECK;
+        let mut probe = Instant::now() + PEER_CHECK;
+        let mut read = Some(read);
         loop {
-            // Acquire, paired with the server's Release CAS in
-            // `Service::answer`: a `DONE` here publishes the response.
-            let cur = self.service.state(c, k).load(Ordering::Acquire);
-            if state::generation(cur) != generation {
-                // Only a hostile write moves a busy slot's generation.
-                self.busy &= !bit;
-                return Err(CallError::UnknownCall);
-            }
-            match state::phase(cur) {
-                state::DONE => {
-                    let len = self.service.response_len(c, k).load(Ordering::Relaxed);
-                    self.busy &= !bit;
-                    self.generations[k as usize] = generation.wrapping_add(1);
-                    let out = match fits(len) {
-                        None => Ok(read(
-                            &self.service,
-                            self.service.response_at(c, k),
-                            len as usize,
-                        )),
-                        Some(expected) => Err(CallError::BadResponse { len, expected }),
-                    };
-                    self.service.release(c, k, generation);
-                    return out;
-                }
-                state::REFUSED => {
-                    let pid = self.pid_of(state::server(cur));
-                    self.busy &= !bit;
-                    self.generations[k as usize] = generation.wrapping_add(1);
-                    self.service.release(c, k, generation);
-                    return Err(CallError::Refused { pid });
-                }
-                state::POSTED | state::TAKEN => {}
-                _ => {
-                    self.busy &= !bit;
-                    return Err(CallError::UnknownCall);
-                }
-            }
-            let now_or_later = if deadline.is_some_and(|d| Instant::now() >= d) {
-                None
-            } else {
-                Some(())
+            let cur = match self.look(k, generation, &fits, &mut read, &mut probe) {
+                Look::Ended(outcome) => return outcome,
+                Look::Waiting(cur) => cur,
             };
-            if now_or_later.is_none() {
-                match self.service.withdraw(c, k, generation) {
-                    Withdrawn::Answered(_) => continue,
-                    Withdrawn::Untaken => {
-                        self.busy &= !bit;
-                        self.generations[k as usize] = generation.wrapping_add(1);
-                    }
-                    Withdrawn::Cancelled(_) => self.cancelled |= bit,
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                if let Some(timed_out) = self.time_out(k, generation) {
+                    return Err(timed_out);
                 }
-                self.count(client::TIMEOUTS, 1);
-                return Err(CallError::TimedOut);
-            }
-            let now = Instant::now();
-            if now >= next_probe {
-                next_probe = now + PEER_CHECK;
-                if let Some(gone) = self.check_servers(k, cur) {
-                    return Err(gone);
-                }
+                continue;
             }
             match backoff.next() {
                 wait::Step::Spin => crate::sync::spin_loop(),
@@ -562,6 +518,89 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
                 wait::Step::TimedOut => {} // the deadline check above ends it
             }
         }
+    }
+
+    /// One look at slot `k`'s call of `generation`: its outcome if it has
+    /// one (the answer read through `read`, then the slot freed), else the
+    /// state word it waits in. Probes the servers' liveness once `probe`
+    /// has passed (then moves it on by `PEER_CHECK`).
+    pub(super) fn look<T, F>(
+        &mut self,
+        k: u32,
+        generation: u32,
+        fits: &impl Fn(u32) -> Option<u32>,
+        read: &mut Option<F>,
+        probe: &mut Instant,
+    ) -> Look<T>
+    where
+        F: FnOnce(&Service<R>, usize, usize) -> T,
+    {
+        let c = self.entry;
+        let bit = 1u64 << k;
+        // Acquire, paired with the server's Release CAS in
+        // `Service::answer`: a `DONE` here publishes the response.
+        let cur = self.service.state(c, k).load(Ordering::Acquire);
+        if state::generation(cur) != generation {
+            // Only a hostile write moves a busy slot's generation.
+            self.busy &= !bit;
+            return Look::Ended(Err(CallError::UnknownCall));
+        }
+        match state::phase(cur) {
+            state::DONE => {
+                let len = self.service.response_len(c, k).load(Ordering::Relaxed);
+                self.busy &= !bit;
+                self.generations[k as usize] = generation.wrapping_add(1);
+                let out = match (fits(len), read.take()) {
+                    (None, Some(read)) => Ok(read(
+                        &self.service,
+                        self.service.response_at(c, k),
+                        len as usize,
+                    )),
+                    (Some(expected), _) => Err(CallError::BadResponse { len, expected }),
+                    (None, None) => Err(CallError::UnknownCall),
+                };
+                self.service.release(c, k, generation);
+                Look::Ended(out)
+            }
+            state::REFUSED => {
+                let pid = self.pid_of(state::server(cur));
+                self.busy &= !bit;
+                self.generations[k as usize] = generation.wrapping_add(1);
+                self.service.release(c, k, generation);
+                Look::Ended(Err(CallError::Refused { pid }))
+            }
+            state::POSTED | state::TAKEN => {
+                let now = Instant::now();
+                if now >= *probe {
+                    *probe = now + PEER_CHECK;
+                    if let Some(gone) = self.check_servers(k, cur) {
+                        return Look::Ended(Err(gone));
+                    }
+                }
+                Look::Waiting(cur)
+            }
+            _ => {
+                self.busy &= !bit;
+                Look::Ended(Err(CallError::UnknownCall))
+            }
+        }
+    }
+
+    /// The caller's deadline passed on slot `k`'s call: withdrawn or
+    /// given up on, `TimedOut`; `None` if its answer came first (look
+    /// again).
+    pub(super) fn time_out(&mut self, k: u32, generation: u32) -> Option<CallError> {
+        let bit = 1u64 << k;
+        match self.service.withdraw(self.entry, k, generation) {
+            Withdrawn::Answered(_) => return None,
+            Withdrawn::Untaken => {
+                self.busy &= !bit;
+                self.generations[k as usize] = generation.wrapping_add(1);
+            }
+            Withdrawn::Cancelled(_) => self.cancelled |= bit,
+        }
+        self.count(client::TIMEOUTS, 1);
+        Some(CallError::TimedOut)
     }
 
     /// The liveness probe of a waiting call in slot `k` (state `cur`): the
@@ -755,23 +794,7 @@ impl<Req: ?Sized + Payload, Resp: Message, R: Region> Client<Req, Resp, R> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn wait(&mut self, call: Pending, wait: Wait) -> Result<Resp, CallError> {
-        let size = std::mem::size_of::<Resp>() as u32;
-        self.wait_bytes(
-            call,
-            wait,
-            |len| (len != size).then_some(size),
-            |service, at, len| {
-                let mut value = Resp::zeroed();
-                // SAFETY: the Acquire load of `DONE` handed us the
-                // response's bytes until we free the slot.
-                unsafe {
-                    service
-                        .region
-                        .copy_out(at, &mut bytemuck::bytes_of_mut(&mut value)[..len])
-                };
-                value
-            },
-        )
+        self.wait_bytes(call, wait, typed_fits::<Resp>, read_value::<Resp, R>)
     }
 }
 
@@ -809,6 +832,29 @@ impl<Req: Message, Resp: Message, R: Region> Client<Req, Resp, R> {
         let call = self.send_bytes(bytemuck::bytes_of(request), deadline)?;
         self.wait(call, until(deadline))
     }
+}
+
+/// A typed response's check: exactly its type's size.
+pub(super) fn typed_fits<Resp: Message>(len: u32) -> Option<u32> {
+    let size = std::mem::size_of::<Resp>() as u32;
+    (len != size).then_some(size)
+}
+
+/// Reads a typed response of `len` bytes (its size, checked) at `at`.
+pub(super) fn read_value<Resp: Message, R: Region>(
+    service: &Service<R>,
+    at: usize,
+    len: usize,
+) -> Resp {
+    let mut value = Resp::zeroed();
+    // SAFETY: the Acquire load of `DONE` handed us the response's bytes
+    // until we free the slot, which the caller does after this.
+    unsafe {
+        service
+            .region
+            .copy_out(at, &mut bytemuck::bytes_of_mut(&mut value)[..len])
+    };
+    value
 }
 
 /// The rest of a wait that ends at `deadline`.

@@ -83,6 +83,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(not(loom))]
+mod aio;
 mod client;
 mod error;
 mod options;

@@ -101,8 +101,13 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
                 wait::Step::TimedOut => return None,
             }
         };
+        Some(self.request(taken))
+    }
+
+    /// The request just taken: client, slot, generation, length.
+    pub(super) fn request(&self, taken: (u32, u32, u32, u32)) -> Request<'_, Req, Resp, R> {
         let (client, slot, generation, len) = taken;
-        Some(Request {
+        Request {
             server: self,
             client,
             slot,
@@ -111,13 +116,13 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
             taken: Instant::now(),
             answered: false,
             _types: PhantomData,
-        })
+        }
     }
 
     /// One look: a request taken whose length this server can read (one
     /// that is not is answered `Refused` at once: a hostile or broken
     /// client's).
-    fn take(&self) -> Option<(u32, u32, u32, u32)> {
+    pub(super) fn take(&self) -> Option<(u32, u32, u32, u32)> {
         let clients = self.service.geo.clients;
         // Bounded: each refused request is one less posted; at most every
         // slot of the service once per look.
@@ -182,7 +187,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
     /// ```
     /// use shmbus::{WaitStrategy, reqrep::{self, Server}};
     /// # let name = format!("/dev/shm/shmbus-doc-rr-strategy-{}", std::process::id());
-    /// let server = Server::<u64, u64>::create(&name, &reqrep::Options::new(1))?;
+    /// let mut server = Server::<u64, u64>::create(&name, &reqrep::Options::new(1))?;
     /// server.set_wait_strategy(WaitStrategy::BusySpin);
     /// # drop(server);
     /// # shmbus::remove(&name)?;

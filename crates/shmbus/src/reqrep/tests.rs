@@ -305,3 +305,51 @@ fn raw_bytes_of_any_length_up_to_the_largest_go_both_ways_in_place() {
     );
     let _ = call;
 }
+
+#[test]
+fn a_server_is_a_select_member_so_one_thread_serves_several_services() {
+    let (a, mut alice) = service(&Options::new(1));
+    let (b, mut bob) = service(&Options::new(1));
+    let mut select = crate::select::Select::new();
+    assert_eq!(select.ready(&[&a, &b], Wait::Never), None);
+    let call = bob.send(&2, Wait::Never).unwrap();
+    assert_eq!(select.ready(&[&a, &b], Wait::Forever), Some(1));
+    let r = b.recv(Wait::Never).expect("ready said so");
+    r.respond(&20).unwrap();
+    assert_eq!(bob.wait(call, Wait::Never), Ok(20));
+    let call = alice.send(&1, Wait::Never).unwrap();
+    assert_eq!(select.ready(&[&a, &b], Wait::Forever), Some(0));
+    a.recv(Wait::Never).unwrap().respond(&10).unwrap();
+    assert_eq!(alice.wait(call, Wait::Never), Ok(10));
+}
+
+#[test]
+#[cfg_attr(miri, ignore)] // tokio's timer under Miri: slow, and no new protocol
+fn an_async_call_is_answered_by_an_async_server_and_a_dropped_one_is_given_up() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let (server, mut client) = service(&Options::new(1).slots(1));
+    rt.block_on(async {
+        let serving = async {
+            for _ in 0..3 {
+                let r = server.recv_async().await;
+                let n = r.get();
+                r.respond(&(n * 2)).unwrap();
+            }
+        };
+        let calling = async {
+            for n in 1..=3u64 {
+                assert_eq!(client.call_async(&n).await, Ok(n * 2));
+            }
+        };
+        tokio::join!(serving, calling);
+        // No server looks now: the future is dropped at its timeout, and
+        // the call with it, so the one slot is free again.
+        let early = tokio::time::timeout(Duration::from_millis(5), client.call_async(&9)).await;
+        assert!(early.is_err());
+        assert_eq!(client.outstanding(), 0);
+        assert!(server.recv(Wait::Never).is_none(), "withdrawn");
+    });
+}
