@@ -9,4 +9,5 @@ mod blackboard_many_writer;
 pub(crate) mod bus;
 mod many_publisher;
 mod pool;
+mod reqrep;
 mod stream;

@@ -323,7 +323,9 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
     fn recover_cancelled(&mut self) -> Option<u32> {
         let c = self.entry;
         let mut rest = self.cancelled;
-        let probe = self.probed.is_none_or(|t| t.elapsed() >= PEER_CHECK);
+        let probe = self
+            .probed
+            .is_none_or(|t| due(Instant::now(), t + PEER_CHECK));
         if probe {
             self.probed = Some(Instant::now());
         }
@@ -571,7 +573,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
             }
             state::POSTED | state::TAKEN => {
                 let now = Instant::now();
-                if now >= *probe {
+                if due(now, *probe) {
                     *probe = now + PEER_CHECK;
                     if let Some(gone) = self.check_servers(k, cur) {
                         return Look::Ended(Err(gone));
@@ -832,6 +834,13 @@ impl<Req: Message, Resp: Message, R: Region> Client<Req, Resp, R> {
         let call = self.send_bytes(bytemuck::bytes_of(request), deadline)?;
         self.wait(call, until(deadline))
     }
+}
+
+/// Whether a liveness probe planned for `at` is due. Never under loom:
+/// its executions must not branch on real time, and its heap has no
+/// locks to probe.
+fn due(now: Instant, at: Instant) -> bool {
+    !cfg!(loom) && now >= at
 }
 
 /// A typed response's check: exactly its type's size.

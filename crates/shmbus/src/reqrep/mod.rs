@@ -8,7 +8,7 @@
 //! withdraw, give back), [`Server`] and [`Request`] (`server.rs`),
 //! [`Client`] and [`Pending`] (`client.rs`), [`Options`], the errors.
 //!
-//! # Invariants (docs/LAYOUT.md §22 has the bytes)
+//! # Invariants (docs/LAYOUT.md §25 has the bytes)
 //! - Each client entry `c` owns `slots` call slots; slot `(c, k)` holds one
 //!   call at a time: its request area (written by the client while the
 //!   slot is `FREE`), its response area (written by the server that took

@@ -306,9 +306,9 @@ impl Header {
                     geo.response
                 ));
             }
-            if self.flags != 0 {
+            if self.flags & !crate::wire::flags::HUGE_PAGES != 0 {
                 return bad(format!(
-                    "a service flagged {:#x}: it has no flags",
+                    "a service flagged {:#x}: it has no flag but huge pages",
                     self.flags
                 ));
             }

@@ -50,7 +50,7 @@ pub struct Header {
 }
 
 /// A request-response service's numbers beyond `capacity` (its client
-/// entries): docs/LAYOUT.md §22.
+/// entries): docs/LAYOUT.md §25.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServiceShape {
     /// Call slots per client.
@@ -296,7 +296,7 @@ impl Header {
     }
 
     /// The header of a new service of `geo`'s shape whose requests are
-    /// `request` and responses `response` (docs/LAYOUT.md §22): its
+    /// `request` and responses `response` (docs/LAYOUT.md §25): its
     /// control area (servers' and clients' lines) from page 1, then the
     /// call slots.
     pub fn service(

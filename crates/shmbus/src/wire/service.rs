@@ -1,4 +1,4 @@
-//! A request-response service's bytes (docs/LAYOUT.md §22): its header
+//! A request-response service's bytes (docs/LAYOUT.md §25): its header
 //! fields, its control area (servers' and clients' lines) and its call
 //! slots. The protocol over them is `reqrep`'s.
 

@@ -1,0 +1,204 @@
+//! loom models of request-response: the real `Server` and `Client` over
+//! the heap, through the `sync` facade. A request is taken by one server
+//! of two, whole; its answer and the caller's give-up exclude each other
+//! (exactly one outcome, the slot given back either way); and neither
+//! doorbell loses a wake-up (a client asleep on its answer, a server
+//! asleep on the work bell). Run with `ci/loom.sh`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as Std};
+use std::time::Duration;
+
+use loom::thread;
+
+use crate::loom::bus::model;
+use crate::mem::HeapRegion;
+use crate::reqrep::{CallError, Client, Options, RespondError, Server, on_heap};
+use crate::wait::{Wait, WaitStrategy};
+
+/// A request and a response of two words, equal when whole.
+type Pair = [u64; 2];
+
+type HeapServer = Server<Pair, Pair, Arc<HeapRegion>>;
+type HeapClient = Client<Pair, Pair, Arc<HeapRegion>>;
+
+/// Spins no time: sleeps on the futex as soon as the backoff first reads
+/// the clock.
+const SLEEPY: WaitStrategy = WaitStrategy::SpinFutex {
+    spin: Duration::ZERO,
+};
+
+fn service(servers: u32, wait: WaitStrategy) -> (HeapServer, HeapClient) {
+    let opts = Options::new(1)
+        .slots(1)
+        .servers(servers)
+        .wait_strategy(wait);
+    on_heap::<Pair, Pair>(&opts).expect("geometry")
+}
+
+/// Another server entry of the same service.
+fn second(server: &HeapServer) -> HeapServer {
+    Server::from_service(server.service.share(), 1, WaitStrategy::BusySpin)
+}
+
+#[test]
+fn loom_a_request_is_taken_whole_by_exactly_one_of_two_servers_and_answered_whole() {
+    model(|| {
+        let (first, mut client) = service(2, WaitStrategy::BusySpin);
+        let other = second(&first);
+        let call = client.send(&[7, 7], Wait::Never).expect("a free slot");
+        let took = Arc::new(AtomicUsize::new(0));
+        let servers: Vec<_> = [first, other]
+            .into_iter()
+            .map(|server| {
+                let took = Arc::clone(&took);
+                thread::spawn(move || {
+                    if let Some(r) = server.recv(Wait::Never) {
+                        let [a, b] = r.get();
+                        assert_eq!(a, b, "a torn request");
+                        took.fetch_add(1, Std::Relaxed);
+                        r.respond(&[a + 1, b + 1]).expect("the caller waits");
+                    }
+                })
+            })
+            .collect();
+        for s in servers {
+            s.join().unwrap();
+        }
+        assert_eq!(took.load(Std::Relaxed), 1, "taken by exactly one");
+        assert_eq!(client.wait(call, Wait::Forever), Ok([8, 8]));
+    });
+}
+
+#[test]
+fn loom_an_answer_and_the_callers_give_up_exclude_each_other_and_the_slot_comes_back() {
+    model(|| {
+        let (server, mut client) = service(1, WaitStrategy::BusySpin);
+        let call = client.send(&[1, 1], Wait::Never).expect("a free slot");
+        let answering = thread::spawn(move || {
+            // `None`: the caller withdrew it before this look.
+            let answered = server.recv(Wait::Never).map(|r| r.respond(&[2, 2]));
+            (server, answered)
+        });
+        // A deadline of now: the caller gives up at its first look unless
+        // the answer is there.
+        let got = client.wait(call, Wait::Never);
+        let (server, answered) = answering.join().unwrap();
+        match (got, answered) {
+            (Ok(resp), Some(Ok(()))) => assert_eq!(resp, [2, 2]),
+            (Err(CallError::TimedOut), Some(Err(RespondError::Late)) | None) => {}
+            other => panic!("two outcomes that do not agree: {other:?}"),
+        }
+        // Either way the one slot is the client's again (given back by
+        // the late server), and the next call is answered, not the last.
+        let call = client
+            .send(&[3, 3], Wait::Never)
+            .expect("the slot came back");
+        let r = server.recv(Wait::Never).expect("posted");
+        assert_eq!(r.get(), [3, 3]);
+        r.respond(&[4, 4]).unwrap();
+        assert_eq!(client.wait(call, Wait::Never), Ok([4, 4]));
+    });
+}
+
+/// Executions in all, that took the sleep path, and that woke the
+/// sleeper, read from the doorbell each left (bit 0: the flag; bits 1..:
+/// the wakes).
+struct Coverage {
+    runs: AtomicUsize,
+    slept: AtomicUsize,
+    woken: AtomicUsize,
+}
+
+impl Coverage {
+    const fn new() -> Coverage {
+        Coverage {
+            runs: AtomicUsize::new(0),
+            slept: AtomicUsize::new(0),
+            woken: AtomicUsize::new(0),
+        }
+    }
+
+    fn count(&self, bell: u32) {
+        self.runs.fetch_add(1, Std::Relaxed);
+        if bell != 0 {
+            self.slept.fetch_add(1, Std::Relaxed);
+        }
+        if bell >> 1 != 0 {
+            self.woken.fetch_add(1, Std::Relaxed);
+        }
+    }
+
+    /// Fails if no execution slept, or none was woken: a model that never
+    /// sleeps proves nothing about the doorbell.
+    fn assert_covered(&self, who: &str) {
+        let (runs, slept, woken) = (
+            self.runs.load(Std::Relaxed),
+            self.slept.load(Std::Relaxed),
+            self.woken.load(Std::Relaxed),
+        );
+        println!("{who}: of {runs} executions, {slept} slept and {woken} were woken");
+        assert!(
+            slept > 0 && woken > 0,
+            "the {who} never slept or was never woken"
+        );
+    }
+}
+
+/// How many yields the waker makes before it acts: past the sleeper's 63
+/// spins (the backoff reads the clock on its 64th step), so that the
+/// sleep path is reached (as the stream's models do).
+const DELAYS: std::ops::RangeInclusive<usize> = 0..=72;
+
+fn pause(delay: usize) {
+    for _ in 0..delay {
+        thread::yield_now();
+    }
+}
+
+#[test]
+fn loom_a_client_asleep_on_its_answer_is_woken_by_it() {
+    static COVERAGE: Coverage = Coverage::new();
+    for delay in DELAYS {
+        model(move || {
+            let (server, mut client) = service(1, SLEEPY);
+            let call = client.send(&[5, 5], Wait::Never).expect("a free slot");
+            let answering = thread::spawn(move || {
+                pause(delay);
+                let r = server.recv(Wait::Never).expect("posted before");
+                r.respond(&[6, 6]).expect("the caller waits");
+            });
+            // loom's futex never times out: a lost wake-up is a deadlock.
+            assert_eq!(client.wait(call, Wait::Forever), Ok([6, 6]));
+            answering.join().unwrap();
+            let bell = client
+                .service
+                .client_bell(0)
+                .load(crate::sync::Ordering::SeqCst);
+            COVERAGE.count(bell);
+        });
+    }
+    COVERAGE.assert_covered("client");
+}
+
+#[test]
+fn loom_a_server_asleep_on_the_work_bell_is_woken_by_a_post() {
+    static COVERAGE: Coverage = Coverage::new();
+    for delay in DELAYS {
+        model(move || {
+            let (server, mut client) = service(1, SLEEPY);
+            let bells = server.service.share();
+            let serving = thread::spawn(move || {
+                let r = server.recv(Wait::Forever).expect("waits forever");
+                let [a, b] = r.get();
+                r.respond(&[a * 2, b * 2]).expect("the caller waits");
+            });
+            pause(delay);
+            client.set_wait_strategy(WaitStrategy::BusySpin);
+            assert_eq!(client.call(&[3, 3], Wait::Forever), Ok([6, 6]));
+            serving.join().unwrap();
+            COVERAGE.count(bells.work_bell().load(crate::sync::Ordering::SeqCst));
+        });
+    }
+    COVERAGE.assert_covered("server");
+}
