@@ -461,8 +461,8 @@ impl ServerProcess {
         }
     }
 
-    /// Kills it and returns the last line of its stderr.
-    fn failure(&mut self) -> String {
+    /// Kills it and returns the last line of its stderr, if it wrote one.
+    fn said(&mut self) -> Option<String> {
         let _ = self.child.kill();
         let _ = self.child.wait();
         let mut err = String::new();
@@ -473,6 +473,11 @@ impl ServerProcess {
             .rev()
             .find(|l| !l.trim().is_empty())
             .map(|l| l.trim().trim_start_matches("shmbus-bench: ").to_owned())
+    }
+
+    /// Kills it and says why it gave no line.
+    fn failure(&mut self) -> String {
+        self.said()
             .unwrap_or_else(|| "no report before the block's deadline".into())
     }
 }
@@ -532,8 +537,10 @@ fn block(imp: Impl, size: usize, clients: usize, place: &Place, n: u64) -> Resul
         match h.join() {
             Ok(Ok(o)) => outs.push(o),
             Ok(Err(e)) => {
-                let why = server.failure();
-                return Err(format!("client: {e} (server: {why})"));
+                return Err(match server.said() {
+                    Some(why) => format!("{e} (server: {why})"),
+                    None => e,
+                });
             }
             Err(_) => return Err("a client thread panicked".into()),
         }
