@@ -68,6 +68,11 @@ MPMC = [
 ]
 
 
+# The request-response rows' names: at 64 B, 4 KiB and 1 MiB, with 1 and 4
+# clients (the two-bus ping-pong with 1, the floor at 64 B with 1): 22 rows.
+REQREP = ["floor", "iceoryx2-reqrep", "shmbus-2bus", "shmbus-reqrep", "uds-reqrep"]
+
+
 def quick(d):
     if d.get("schema") != "shmbus-bench/1":
         fail(f"schema {d.get('schema')!r}, expected shmbus-bench/1")
@@ -95,12 +100,18 @@ def quick(d):
     board = [r["name"] for r in (d.get("blackboard") or {}).get("rows", [])]
     if board != ["shmbus-entry", "shmbus", "ringfire", "iceoryx2"]:
         fail(f"blackboard rows {board}")
+    rr = (d.get("reqrep") or {}).get("rows", [])
+    if sorted({r["name"] for r in rr}) != REQREP or len(rr) != 22:
+        fail(f"request-response rows {[(r['name'], r['msg_size'], r['clients']) for r in rr]}")
+    for r in rr:
+        if r.get("failed") or not positive(r.get("p50_ns")):
+            fail(f"request-response row {r['name']} {r['msg_size']} B x{r['clients']}: {r}")
     cost = {r["mechanism"] for r in rows if r.get("publish_ns")}
     if not {"shmbus", "shmbus-lossless", "ringfire-lossless"} <= cost:
         fail(f"publish-cost rows {sorted(cost)}")
     print(f"{len(rows)} results, {len(mpmc)} many-publishers rows, {len(idle)} idle rows, "
           f"{len(cost)} publish-cost rows, {len(stall)} stall rows, "
-          f"{len(board)} blackboard rows")
+          f"{len(board)} blackboard rows, {len(rr)} request-response rows")
 
 
 def large(d):

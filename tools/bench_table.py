@@ -10,6 +10,7 @@ and the README's headline table are made.
     python3 tools/bench_table.py --async-headline docs/bench-async.json
     python3 tools/bench_table.py docs/bench-blackboard.json > docs/BENCHMARKS-blackboard.md
     python3 tools/bench_table.py docs/bench-record.json > docs/BENCHMARKS-record.md
+    python3 tools/bench_table.py docs/bench-reqrep.json > docs/BENCHMARKS-reqrep.md
 
 The first prints the whole page: every table of the run, under a header
 that says how it was made and on which machine the JSON was measured. The
@@ -238,6 +239,86 @@ def record_page(d, base):
         print(f"| {t['target']} | {t['wanted']} | {t['found']} | {'met' if t['met'] else '**missed**'} |")
 
 
+def size_name(s):
+    if s >= 1 << 20 and s % (1 << 20) == 0:
+        return f"{s >> 20} MiB"
+    if s >= 1 << 10 and s % (1 << 10) == 0:
+        return f"{s >> 10} KiB"
+    return f"{s} B"
+
+
+def calls(v):
+    if v is None:
+        return "-"
+    return f"{v / 1e6:.2f} M/s" if v >= 1e6 else f"{v / 1e3:.0f} k/s" if v >= 1e5 else f"{v:.0f}/s"
+
+
+def reqrep_page(d, base):
+    """A `shmbus-bench --reqrep` run: the request-response rows."""
+    r = d["reqrep"]
+    m = d["machine"]
+    command = PAGE_COMMAND.format(json=base, page="BENCHMARKS-reqrep.md")
+    print("# Benchmarks: request-response\n")
+    print(f"<!-- Generated from docs/{base} by tools/bench_table.py: do not edit by hand. -->\n")
+    quick = " --quick" if r["quick"] else ""
+    print(f"Every figure of one run of `shmbus-bench --reqrep{quick}`, [{base}]({base}), as tables: "
+          f"generated from it by `{command}` (CI checks that the two agree). "
+          "How each is measured: the doc comment of `crates/shmbus-bench/src/reqrep.rs`.\n")
+    print(f"Machine: {m['cpu']}, {m['cores']} cores, {m['kernel']}; clock {m['clock']}; "
+          f"server on CPU {r['server_cpu']}, clients on CPUs {r['client_cpus']}.\n")
+    reqrep(d)
+
+
+REQREP_ROWS = {
+    "shmbus-reqrep": "shmbus request-response",
+    "shmbus-2bus": "shmbus two-bus ping-pong",
+    "iceoryx2-reqrep": "iceoryx2 request-response",
+    "uds-reqrep": "Unix socket request-reply",
+    "floor": "cache-line floor (8 B)",
+}
+
+
+def reqrep(d):
+    r = d.get("reqrep")
+    if not r or not r.get("rows"):
+        return
+    kind = "a `--quick` run" if r["quick"] else "the full run (not `--quick`)"
+    print()
+    print(f"**Request-response** ({kind}: {r['rounds']} rounds, each running every row once, "
+          f"the order rotating; each block warms up {r['warmup_ms']} ms, then every client calls "
+          f"in a loop for {r['measure_ms']} ms, one call at a time; request and response of the "
+          "same size, each read in full by the side that gets it; both sides spinning. "
+          "Each figure is the median of its rounds; calls/s: every client's together; least "
+          "served: the fewest calls of any client over the mean; system calls per call: "
+          "the clients' and the server's)\n")
+    print("| size | clients | row | p50 | p99 | p99.9 | calls/s | least served | system calls per call |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for x in r["rows"]:
+        label = REQREP_ROWS.get(x["name"], x["name"])
+        if x.get("failed"):
+            print(f"| {size_name(x['msg_size'])} | {x['clients']} | {label} | failed: {x['failed']} | | | | | |")
+            continue
+        sc = x.get("syscalls_per_call")
+        print(f"| {size_name(x['msg_size'])} | {x['clients']} | {label} | {ns(x['p50_ns'])} | "
+              f"{ns(x['p99_ns'])} | {ns(x['p999_ns'])} | {calls(x['calls_per_sec'])} | "
+              f"{num(x['least_served_share'])} | {'?' if sc is None else f'{sc:.3f}'} |")
+    print()
+    n = r["rounds"]
+    print("Call p50, round by round (the table above gives each row's median):\n")
+    print("| size | clients | row | " + " | ".join(str(i + 1) for i in range(n)) + " |")
+    print("|---|---|---|" + "---|" * n)
+    for x in r["rows"]:
+        cells = [ns(y["p50_ns"]) for y in x["rounds"]] + ["-"] * (n - len(x["rounds"]))
+        print(f"| {size_name(x['msg_size'])} | {x['clients']} | {REQREP_ROWS.get(x['name'], x['name'])} | "
+              + " | ".join(cells) + " |")
+    print()
+    print("**Targets** (each ratio taken within one round, the median of the rounds' ratios)\n")
+    print("| target | wanted | measured | |")
+    print("|---|---|---|---|")
+    for t in r.get("targets", []):
+        print(f"| {t['target']} | {t['wanted']} | {t['found']} | {'met' if t['met'] else '**missed**'} |")
+
+
 def causes(path, page_name):
     """The hand-written causes of a page's missed targets, measured and kept
     beside the run (`bench-notes/<page>.md` next to the JSON), if any."""
@@ -255,6 +336,9 @@ def page(path):
     if base == "bench-blackboard.json":
         blackboard_page(d, base)
         return causes(path, "BENCHMARKS-blackboard.md")
+    if d.get("schema") == "shmbus-bench/reqrep-1":
+        reqrep_page(d, base)
+        return causes(path, "BENCHMARKS-reqrep.md")
     if "record" in d and "results" not in d:
         record_page(d, base)
         return causes(path, "BENCHMARKS-record.md")
@@ -289,6 +373,7 @@ def page(path):
     mpmc(d)
     stall(d)
     blackboard(d)
+    reqrep(d)
     causes(path, page_name)
 
 

@@ -61,6 +61,14 @@ pub struct BenchArgs {
     /// iceoryx2's (they also run whenever shmbus is among the mechanisms).
     #[arg(long, conflicts_with_all = ["mpmc", "large"])]
     pub blackboard: bool,
+    /// Only the request-response rows: call round trip (p50, p99),
+    /// calls per second, the least-served client's share and system
+    /// calls per call at 64 B, 4 KiB and 1 MiB with 1 and 4 clients, for
+    /// shmbus's request-response service beside iceoryx2's, a Unix
+    /// socket, the bus's two-bus ping-pong and the cache-line floor (they
+    /// also run whenever shmbus is among the mechanisms).
+    #[arg(long, conflicts_with_all = ["mpmc", "large", "blackboard", "record"])]
+    pub reqrep: bool,
     /// Only the recording and replay table: capture rate at
     /// 4 KiB and 64 B, the publish cost with a recorder attached, and
     /// `shmbus replay`'s pace error and top speed (`$SHMBUS_BIN`, else

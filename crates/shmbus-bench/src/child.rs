@@ -9,7 +9,7 @@ use crate::error::BenchError;
 use crate::mech::{self, ChannelSpec, Side};
 use crate::pattern::{self, Plan};
 use crate::runner::BLOCK_LIMIT;
-use crate::{clock, cpu, idle, many_publishers, stall};
+use crate::{clock, cpu, idle, many_publishers, reqrep, stall};
 
 /// Runs one receiver in this process (a child of `shmbus-bench`).
 pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
@@ -22,6 +22,9 @@ pub fn run_child(args: &ChildArgs) -> Result<(), BenchError> {
     }
     if idle::is_child(&args.mechanism) {
         return idle::run_child(&args.mechanism, &args.token, args.receivers, args.count);
+    }
+    if args.mechanism == reqrep::CHILD {
+        return reqrep::run_server_child(&args.token, &args.prefix, args.msg_size, args.receivers);
     }
     if args.mechanism == stall::CHILD {
         return stall::run_subscriber_child(&args.token);

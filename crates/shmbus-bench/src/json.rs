@@ -10,7 +10,7 @@ use crate::counters::{Counters, Delta};
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{blackboard, idle, many_publishers, stall};
+use crate::{blackboard, idle, many_publishers, reqrep, stall};
 
 /// The sections of a run beside its cases' results.
 pub struct Sections<'a> {
@@ -22,6 +22,8 @@ pub struct Sections<'a> {
     pub stall: &'a [stall::Row],
     /// The blackboard rows.
     pub blackboard: Option<&'a blackboard::Report>,
+    /// The request-response rows.
+    pub reqrep: Option<&'a reqrep::Report>,
 }
 
 /// Writes the JSON document to `path`.
@@ -37,6 +39,7 @@ pub fn write(
         idle,
         stall,
         blackboard,
+        reqrep,
     } = *sections;
     let t = settings.ticks_per_ns;
     let doc = json!({
@@ -53,6 +56,7 @@ pub fn write(
         "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
         "stall": if stall.is_empty() { Value::Null } else { stall::json(stall, settings.quick) },
         "blackboard": blackboard.map_or(Value::Null, |b| blackboard::json(b, settings.quick)),
+        "reqrep": reqrep.map_or(Value::Null, reqrep::json),
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the results",
@@ -88,6 +92,38 @@ pub fn write_blackboard(
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the blackboard rows",
+        source,
+    })?;
+    std::fs::write(path, text).map_err(|source| BenchError::WriteFile {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+/// The `--reqrep` run's file (schema `shmbus-bench/reqrep-1`): the
+/// machine and the request-response rows alone.
+pub fn write_reqrep(
+    path: &Path,
+    report: &reqrep::Report,
+    cpus: &[usize],
+) -> Result<(), BenchError> {
+    let uname = rustix::system::uname();
+    let doc = json!({
+        "schema": "shmbus-bench/reqrep-1",
+        "machine": {
+            "cpu": cpu_model(),
+            // SAFETY: sysconf has no preconditions.
+            "cores": unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) },
+            "kernel": format!("{} {}", uname.sysname().to_string_lossy(), uname.release().to_string_lossy()),
+            "arch": std::env::consts::ARCH,
+            "clock": report.clock.name(),
+            "cpus_pinned": cpus,
+            "syscalls_counted": report.syscalls_counted,
+        },
+        "reqrep": reqrep::json(report),
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
+        what: "the request-response rows",
         source,
     })?;
     std::fs::write(path, text).map_err(|source| BenchError::WriteFile {

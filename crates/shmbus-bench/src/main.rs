@@ -10,7 +10,9 @@
 //! interval is timed and counted. Latencies go into HDR histograms in clock
 //! ticks (see `clock`) and are converted to nanoseconds once, by the parent.
 //!
-//! `--record` runs only the recording and replay table (`record`).
+//! `--record` runs only the recording and replay table (`record`);
+//! `--reqrep` only the request-response rows (`reqrep`), which also run,
+//! after the blackboard's, whenever shmbus is among the mechanisms.
 //!
 //! `run` takes the phases in order: the many-publishers table (`mpmc`), the
 //! idle async subscribers (`idle`), the stalled lossless subscriber (`stall`), the rounds of every case (`rounds`, one block at a time by `runner`), then
@@ -39,6 +41,7 @@ mod payload;
 mod plot;
 mod record;
 mod report;
+mod reqrep;
 mod rounds;
 mod runner;
 mod settings;
@@ -169,7 +172,10 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
     // The blackboard rows: alone with --blackboard, and whenever
     // shmbus runs; before pinning (the ping-pong pins its own threads).
     let blackboard_rows = if args.blackboard
-        || (!args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
+        || (!args.mpmc
+            && !args.large
+            && !args.reqrep
+            && mechanisms.iter().any(|m| m.name() == "shmbus"))
     {
         let report = blackboard::run(args.quick, &cpus)?;
         blackboard::print(&report);
@@ -182,6 +188,31 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
             json::write_blackboard(path, report, args.quick, &cpus)?;
         }
         return Ok(());
+    }
+    // The request-response rows: before pinning too (the server is a
+    // child process and the clients pin their own threads).
+    let reqrep_rows = if args.reqrep
+        || (!args.mpmc && !args.large && mechanisms.iter().any(|m| m.name() == "shmbus"))
+    {
+        let report = reqrep::run(args.quick, args.rounds, &cpus)?;
+        reqrep::print(&report);
+        Some(report)
+    } else {
+        None
+    };
+    if let (true, Some(report)) = (args.reqrep, &reqrep_rows) {
+        targets::print_targets(&targets::reqrep(report));
+        if let Some(path) = &args.json {
+            json::write_reqrep(path, report, &cpus)?;
+        }
+        let faults = report.faults();
+        if faults.is_empty() {
+            return Ok(());
+        }
+        return Err(BenchError::RowsFailed {
+            count: faults.len(),
+            rows: faults.join("; "),
+        });
     }
     let mpmc_rows = if args.mpmc
         || (!args.large && !args.blackboard && mechanisms.iter().any(|m| m.name() == "shmbus"))
@@ -233,6 +264,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         &idle_rows,
         &stall_rows,
         blackboard_rows.as_ref(),
+        reqrep_rows.as_ref(),
         &settings,
         args,
     )?;
@@ -240,6 +272,7 @@ pub fn run(args: &BenchArgs) -> Result<(), BenchError> {
         .iter()
         .filter_map(idle::Row::fault)
         .chain(results.iter().filter_map(figures::Figures::fault))
+        .chain(reqrep_rows.iter().flat_map(reqrep::Report::faults))
         .collect();
     if faults.is_empty() {
         Ok(())

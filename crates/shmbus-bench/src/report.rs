@@ -5,19 +5,21 @@ use crate::args::BenchArgs;
 use crate::error::BenchError;
 use crate::figures::Figures;
 use crate::settings::Settings;
-use crate::{blackboard, idle, json, many_publishers, plot, stall, table, targets};
+use crate::{blackboard, idle, json, many_publishers, plot, reqrep, stall, table, targets};
 
 /// Prints the tables and targets, writes JSON and plot as asked. `mpmc`
 /// (the many-publishers table, empty if it did not run), `idle` (the idle
 /// async subscribers) and `stall` (the stalled lossless subscriber) go
 /// under their own top-level keys of the JSON, each empty if it did not
 /// run, so readers of `results` see no change.
+#[allow(clippy::too_many_arguments)]
 pub fn emit(
     results: &[Figures],
     mpmc: &[many_publishers::Row],
     idle: &[idle::Row],
     stall: &[stall::Row],
     blackboard: Option<&blackboard::Report>,
+    reqrep: Option<&reqrep::Report>,
     settings: &Settings,
     args: &BenchArgs,
 ) -> Result<(), BenchError> {
@@ -26,6 +28,7 @@ pub fn emit(
     targets.extend(targets::idle_targets(idle));
     targets.extend(targets::stall(stall));
     targets.extend(blackboard.map(blackboard::targets).unwrap_or_default());
+    targets.extend(reqrep.map(targets::reqrep).unwrap_or_default());
     table::print_tables(results, settings);
     table::print_fanout_widths(results, settings);
     targets::print_targets(&targets);
@@ -35,6 +38,7 @@ pub fn emit(
             idle,
             stall,
             blackboard,
+            reqrep,
         };
         json::write(path, results, &sections, settings, &targets)?;
     }

@@ -633,3 +633,81 @@ pub fn print_targets(targets: &[Value]) {
         );
     }
 }
+
+/// The request-response targets, each the median of ratios taken within
+/// one round (rows of one round ran seconds apart; the VM changes speed
+/// between rounds): shmbus's call p50 within 1.15x its own two-bus
+/// ping-pong at 64 B, at most iceoryx2's request-response and a twentieth
+/// of a Unix socket's at every size and client count; 4 clients together
+/// make at least 0.9x the calls of one, the least-served of them at least
+/// half the mean; no system call per call with both sides spinning. A row
+/// that failed is one target missed, named.
+pub fn reqrep(r: &crate::reqrep::Report) -> Vec<Value> {
+    use crate::reqrep::Impl::{Iceoryx2, Shmbus, TwoBus, Uds};
+    use crate::reqrep::{CLIENTS, SIZES};
+    let mut out = Vec::new();
+    let p50 = |a: &crate::reqrep::Round, b: &crate::reqrep::Round| Some(a.p50_ns / b.p50_ns);
+    out.extend(target(
+        "request-response call p50 / two-bus ping-pong p50 at 64 B, 1 client",
+        "<= 1.15",
+        r.round_ratio(r.row(Shmbus, 64, 1), r.row(TwoBus, 64, 1), p50),
+        |x| x <= 1.15,
+    ));
+    for size in SIZES {
+        for clients in CLIENTS {
+            let ours = r.row(Shmbus, size, clients);
+            let case = format!("at {size} B, {clients} client(s)");
+            out.extend(target(
+                &format!("request-response call p50 / iceoryx2 request-response p50 {case}"),
+                "<= 1",
+                r.round_ratio(ours, r.row(Iceoryx2, size, clients), p50),
+                |x| x <= 1.0,
+            ));
+            out.extend(target(
+                &format!("request-response call p50 / Unix socket request-reply p50 {case}"),
+                "<= 0.05",
+                r.round_ratio(ours, r.row(Uds, size, clients), p50),
+                |x| x <= 0.05,
+            ));
+        }
+    }
+    for size in SIZES {
+        let (one, four) = (r.row(Shmbus, size, 1), r.row(Shmbus, size, 4));
+        out.extend(target(
+            &format!("request-response calls/s, 4 clients / 1 client at {size} B"),
+            ">= 0.9",
+            r.round_ratio(four, one, |a, b| Some(a.calls_per_sec / b.calls_per_sec)),
+            |x| x >= 0.9,
+        ));
+        out.extend(target(
+            &format!(
+                "request-response least-served client's calls / the mean, 4 clients at {size} B"
+            ),
+            ">= 0.5",
+            four.and_then(|f| f.median(|x| Some(x.least_share))),
+            |x| x >= 0.5,
+        ));
+    }
+    for row in r.rows.iter().filter(|x| x.imp == Shmbus) {
+        out.extend(target(
+            &format!(
+                "request-response system calls per call (client + server, both spinning) at {} B, {} client(s)",
+                row.size, row.clients
+            ),
+            "0",
+            row.median(crate::reqrep::Round::syscalls_per_call),
+            |s| s < 0.001,
+        ));
+    }
+    for row in &r.rows {
+        if let Some(why) = &row.failed {
+            out.push(json!({
+                "target": format!("request-response row {} at {} B, {} client(s) ran with every message intact", row.imp.name(), row.size, row.clients),
+                "wanted": "every block run, every message intact",
+                "found": why,
+                "met": false,
+            }));
+        }
+    }
+    out
+}

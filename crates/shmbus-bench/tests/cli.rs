@@ -618,3 +618,59 @@ fn the_sleeping_receivers_rows_run_oneway_report_their_cpu_and_the_idle_rows_and
         );
     }
 }
+
+#[test]
+fn the_request_response_rows_run_alone_and_a_torn_response_fails_them() {
+    let json = TempFile::new("reqrep.json");
+    let run = bench(&["--reqrep", "--quick", "--rounds", "1", "--json", json.arg()]);
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stdout.contains("Request-response"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains("Blackboard"),
+        "only its rows: {}",
+        run.stdout
+    );
+    let doc = written(&json);
+    assert_eq!(doc["schema"], "shmbus-bench/reqrep-1");
+    let rows = doc["reqrep"]["rows"].as_array().expect("rows");
+    let names: std::collections::BTreeSet<&str> =
+        rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        [
+            "floor",
+            "iceoryx2-reqrep",
+            "shmbus-2bus",
+            "shmbus-reqrep",
+            "uds-reqrep"
+        ]
+    );
+    for r in rows {
+        assert!(r["failed"].is_null(), "{r}");
+        assert_eq!(r["rounds"].as_array().map(Vec::len), Some(1), "{r}");
+        assert!(r["p50_ns"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+    }
+    let targets = doc["reqrep"]["targets"].as_array().expect("targets");
+    assert!(
+        targets.iter().any(|t| t["target"]
+            == "request-response call p50 / two-bus ping-pong p50 at 64 B, 1 client"),
+        "{targets:?}"
+    );
+
+    // Every server tears its responses: every row that carries a payload
+    // fails, and the run with it, naming each.
+    let run = bench_with(
+        &[("SHMBUS_BENCH_FAULT", "torn-payload")],
+        &["--reqrep", "--quick", "--rounds", "1"],
+    );
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("shmbus-bench: 21 row(s) failed")
+            && last.contains(
+                "; shmbus-reqrep 4096 B x1: client 0: call 1: a response torn, or not its call's;"
+            ),
+        "{}",
+        run.stderr
+    );
+}
