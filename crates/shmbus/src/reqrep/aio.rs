@@ -82,6 +82,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
             if let Some(taken) = self.take() {
                 return self.request(taken);
             }
+            self.service.clean_summary();
             readable(self).await;
         }
     }
@@ -143,17 +144,19 @@ impl<Req: ?Sized + Payload, Resp: Message, R: Region> Client<Req, Resp, R> {
         let mut read = Some(read_value::<Resp, R>);
         loop {
             let (k, generation) = (out.slot, out.generation);
-            let seen =
-                match out
-                    .client
-                    .look(k, generation, &typed_fits::<Resp>, &mut read, &mut probe)
-                {
-                    Look::Ended(outcome) => {
-                        out.ended = true;
-                        return outcome;
-                    }
-                    Look::Waiting(seen) => seen,
-                };
+            let seen = match out.client.look(
+                k,
+                generation,
+                &typed_fits::<Resp>,
+                &mut read,
+                Some(&mut probe),
+            ) {
+                Look::Ended(outcome) => {
+                    out.ended = true;
+                    return outcome;
+                }
+                Look::Waiting(seen) => seen,
+            };
             readable(&Answer {
                 service: &out.client.service,
                 client: out.client.entry,

@@ -494,12 +494,18 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         let mut backoff = wait::Backoff::new(self.strategy, deadline);
         let mut probe = Instant::now() + PEER_CHECK;
         let mut read = Some(read);
+        // The clock is read on the first look and every 64th after (as
+        // the backoff does): a call answered within a spin reads it once.
+        let mut looks = 0u32;
         loop {
-            let cur = match self.look(k, generation, &fits, &mut read, &mut probe) {
+            let clock = looks % 64 == 0;
+            looks = looks.wrapping_add(1);
+            let probing = if clock { Some(&mut probe) } else { None };
+            let cur = match self.look(k, generation, &fits, &mut read, probing) {
                 Look::Ended(outcome) => return outcome,
                 Look::Waiting(cur) => cur,
             };
-            if deadline.is_some_and(|d| Instant::now() >= d) {
+            if clock && deadline.is_some_and(|d| Instant::now() >= d) {
                 if let Some(timed_out) = self.time_out(k, generation) {
                     return Err(timed_out);
                 }
@@ -524,15 +530,15 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
 
     /// One look at slot `k`'s call of `generation`: its outcome if it has
     /// one (the answer read through `read`, then the slot freed), else the
-    /// state word it waits in. Probes the servers' liveness once `probe`
-    /// has passed (then moves it on by `PEER_CHECK`).
+    /// state word it waits in. Given `probe`, probes the servers'
+    /// liveness once it has passed (then moves it on by `PEER_CHECK`).
     pub(super) fn look<T, F>(
         &mut self,
         k: u32,
         generation: u32,
         fits: &impl Fn(u32) -> Option<u32>,
         read: &mut Option<F>,
-        probe: &mut Instant,
+        probe: Option<&mut Instant>,
     ) -> Look<T>
     where
         F: FnOnce(&Service<R>, usize, usize) -> T,
@@ -572,11 +578,13 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
                 Look::Ended(Err(CallError::Refused { pid }))
             }
             state::POSTED | state::TAKEN => {
-                let now = Instant::now();
-                if due(now, *probe) {
-                    *probe = now + PEER_CHECK;
-                    if let Some(gone) = self.check_servers(k, cur) {
-                        return Look::Ended(Err(gone));
+                if let Some(probe) = probe {
+                    let now = Instant::now();
+                    if due(now, *probe) {
+                        *probe = now + PEER_CHECK;
+                        if let Some(gone) = self.check_servers(k, cur) {
+                            return Look::Ended(Err(gone));
+                        }
                     }
                 }
                 Look::Waiting(cur)

@@ -96,6 +96,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
                 wait::Step::Yield => crate::sync::yield_now(),
                 wait::Step::Sleep(left) => {
                     let service = &self.service;
+                    service.clean_summary();
                     wait::sleep(service.work_bell(), left, || !service.has_work());
                 }
                 wait::Step::TimedOut => return None,

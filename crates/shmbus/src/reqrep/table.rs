@@ -141,12 +141,63 @@ impl<R: Region> Service<R> {
         self.region.word32(self.control + control::WORK_BELL)
     }
 
-    /// Whether any client may have a posted request (for a sleeping
-    /// server's re-check and a select).
+    /// Whether a client has a posted request (for a sleeping server's
+    /// re-check and a select): a posted bit under a summary bit. SeqCst
+    /// loads, the server's half of the Dekker with `post` (a sleeper's
+    /// re-check after its flag, or a clean pass's look after its clear,
+    /// sees the post, or the client sees the flag or the cleared bit).
     pub(crate) fn has_work(&self) -> bool {
-        let words = (self.geo.clients as usize).div_ceil(64);
-        // Acquire, paired with the clients' AcqRel `fetch_or` in `post`.
-        (0..words).any(|w| self.summary(w).load(Ordering::Acquire) != 0)
+        let mask = self.slot_mask();
+        self.summary_clients()
+            .any(|c| self.posted(c).load(Ordering::SeqCst) & mask != 0)
+    }
+
+    /// The clients whose summary bit is set (SeqCst loads), bits past the
+    /// last client dropped (hostile or stale).
+    fn summary_clients(&self) -> impl Iterator<Item = u32> + '_ {
+        let clients = self.geo.clients as usize;
+        (0..clients.div_ceil(64)).flat_map(move |w| {
+            let mut bits = self.summary(w).load(Ordering::SeqCst);
+            let valid = clients - 64 * w;
+            if valid < 64 {
+                bits &= (1u64 << valid) - 1;
+            }
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    64 * w as u32 + b
+                })
+            })
+        })
+    }
+
+    fn slot_mask(&self) -> u64 {
+        if self.geo.slots == 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.geo.slots) - 1
+        }
+    }
+
+    /// Clears the summary bits of clients with nothing posted, so that the
+    /// scan stays short: a server does it before it sleeps, not per
+    /// call (a bit cleared per call is a line won back by the client's
+    /// next post). A post racing the clear is seen by the look after it
+    /// (SeqCst both sides, with `post`), and the bit set again.
+    pub(crate) fn clean_summary(&self) {
+        let mask = self.slot_mask();
+        for c in self.summary_clients() {
+            if self.posted(c).load(Ordering::SeqCst) & mask != 0 {
+                continue;
+            }
+            let bit = 1u64 << (c % 64);
+            let word = self.summary(c as usize / 64);
+            word.fetch_and(!bit, Ordering::SeqCst);
+            if self.posted(c).load(Ordering::SeqCst) & mask != 0 {
+                word.fetch_or(bit, Ordering::SeqCst);
+            }
+        }
     }
 
     /// Whether the process in server entry `s` lives (its lock is held);
@@ -174,12 +225,17 @@ impl<R: Region> Service<R> {
         self.state(c, k)
             .store(state::word(state::POSTED, 0, generation), Ordering::Release);
         // Release: a server that sees the bit (Acquire) sees `POSTED`.
-        self.posted(c).fetch_or(1 << k, Ordering::Release);
-        // AcqRel, paired with a server's AcqRel `fetch_and` in `take`: a
-        // server that cleared this bit after our `fetch_or` reads the
-        // posted word after our `fetch_or` on it, and puts the bit back.
-        self.summary(c as usize / 64)
-            .fetch_or(1 << (c % 64), Ordering::AcqRel);
+        // SeqCst, with the summary load after it, the client's half of
+        // the Dekker with `clean_summary` (its clear, then its posted
+        // load): either that load sees this bit, or ours sees the clear.
+        self.posted(c).fetch_or(1 << k, Ordering::SeqCst);
+        // The bit is usually set already (cleared only by a server about
+        // to sleep): a load, which leaves the line shared, not an RMW.
+        let bit = 1u64 << (c % 64);
+        let word = self.summary(c as usize / 64);
+        if word.load(Ordering::SeqCst) & bit == 0 {
+            word.fetch_or(bit, Ordering::SeqCst);
+        }
         wait::ring(self.work_bell(), self.light);
     }
 
@@ -187,94 +243,46 @@ impl<R: Region> Service<R> {
     /// takes one posted request by CAS `POSTED → TAKEN` and returns its
     /// client, slot and generation.
     pub(crate) fn take(&self, s: u32, from: u32) -> Option<(u32, u32, u32)> {
-        let clients = self.geo.clients;
-        let words = (clients as usize).div_ceil(64);
-        let slot_mask = if self.geo.slots == 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.geo.slots) - 1
-        };
-        for i in 0..words {
-            let w = (from as usize / 64 + i) % words;
-            // Acquire, paired with `post`'s AcqRel `fetch_or`.
-            let mut bits = self.summary(w).load(Ordering::Acquire);
-            // Bits past the last client are garbage (hostile or stale):
-            // never a client to look at.
-            let valid = clients as usize - 64 * w;
-            if valid < 64 {
-                bits &= (1u64 << valid) - 1;
+        let mask = self.slot_mask();
+        // The clients with a summary bit from `from` on, then the rest.
+        let later = self.summary_clients().filter(|&c| c >= from);
+        let earlier = self.summary_clients().filter(|&c| c < from);
+        later
+            .chain(earlier)
+            .find_map(|c| self.take_from(s, c, mask))
+    }
+
+    /// Takes one of client `c`'s posted requests, if any.
+    fn take_from(&self, s: u32, c: u32, slot_mask: u64) -> Option<(u32, u32, u32)> {
+        // Acquire, paired with `post`'s Release (SeqCst) `fetch_or`.
+        let mut rest = self.posted(c).load(Ordering::Acquire) & slot_mask;
+        while rest != 0 {
+            let k = rest.trailing_zeros();
+            rest &= rest - 1;
+            let st = self.state(c, k);
+            let cur = st.load(Ordering::Relaxed);
+            if state::phase(cur) != state::POSTED {
+                continue;
             }
-            // Round robin within the word too: start after `from`.
-            let start = if w == from as usize / 64 {
-                from % 64
-            } else {
-                0
-            };
-            let rotated = bits.rotate_right(start);
-            let mut rest = rotated;
-            while rest != 0 {
-                let b = (rest.trailing_zeros() + start) % 64;
-                rest &= rest - 1;
-                let c = 64 * w as u32 + b;
-                if let Some(got) = self.take_from(s, c, slot_mask) {
-                    return Some(got);
-                }
+            let generation = state::generation(cur);
+            // Acquire on success, paired with `post`'s Release store: the
+            // request's bytes are ours to read.
+            if st
+                .compare_exchange(
+                    cur,
+                    state::word(state::TAKEN, s, generation),
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                // After the CAS: until we answer, the client cannot post
+                // in this slot again, so this clears no newer post's bit.
+                self.posted(c).fetch_and(!(1 << k), Ordering::Relaxed);
+                return Some((c, k, generation));
             }
         }
         None
-    }
-
-    /// Takes one of client `c`'s posted requests, if any; clears its
-    /// summary bit if it has none (and sets it again if one came since).
-    fn take_from(&self, s: u32, c: u32, slot_mask: u64) -> Option<(u32, u32, u32)> {
-        loop {
-            // Acquire, paired with `post`'s Release `fetch_or`.
-            let posted = self.posted(c).load(Ordering::Acquire) & slot_mask;
-            if posted == 0 {
-                let bit = 1u64 << (c % 64);
-                // AcqRel, paired with `post`'s: if a client set its posted
-                // bit before its summary bit that we clear here, the load
-                // below sees the posted bit.
-                self.summary(c as usize / 64)
-                    .fetch_and(!bit, Ordering::AcqRel);
-                if self.posted(c).load(Ordering::Acquire) & slot_mask != 0 {
-                    self.summary(c as usize / 64)
-                        .fetch_or(bit, Ordering::AcqRel);
-                    continue;
-                }
-                return None;
-            }
-            let mut rest = posted;
-            while rest != 0 {
-                let k = rest.trailing_zeros();
-                rest &= rest - 1;
-                let st = self.state(c, k);
-                let cur = st.load(Ordering::Relaxed);
-                if state::phase(cur) != state::POSTED {
-                    continue;
-                }
-                let generation = state::generation(cur);
-                // Acquire on success, paired with `post`'s Release store:
-                // the request's bytes are ours to read.
-                if st
-                    .compare_exchange(
-                        cur,
-                        state::word(state::TAKEN, s, generation),
-                        Ordering::Acquire,
-                        Ordering::Relaxed,
-                    )
-                    .is_ok()
-                {
-                    // After the CAS: until we answer, the client cannot
-                    // post in this slot again, so this clears no newer
-                    // post's bit.
-                    self.posted(c).fetch_and(!(1 << k), Ordering::Relaxed);
-                    return Some((c, k, generation));
-                }
-            }
-            // Every bit we saw was stale or taken by another server.
-            return None;
-        }
     }
 
     /// Server `s` answers slot `(c, k)` of `generation`, which it took,
