@@ -243,7 +243,7 @@ fn parse_hex(digits: &str) -> Result<Vec<u8>, CliError> {
             "{digits:?} is not hex digits, two per byte (like 0a1b)"
         ))
     };
-    if digits.len() % 2 != 0 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !digits.len().is_multiple_of(2) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(bad());
     }
     digits
