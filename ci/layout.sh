@@ -3,7 +3,8 @@
 # tools/read_bus.py (written from the page alone) with `shmbus` on a plain
 # bus with a subscriber's line left behind (LAYOUT.md 5.1), on a pool
 # bus lapped once (LAYOUT.md 19), and on a stream of a named record type
-# (LAYOUT.md 20), and on a blackboard read key by key (LAYOUT.md 21). Uses
+# (LAYOUT.md 20), on a blackboard read key by key (LAYOUT.md 21), and on a
+# service with calls in flight (its bytes: wire::service). Uses
 # $SHMBUS_BIN, or builds the tool.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -105,4 +106,54 @@ for i in (1, 2, 3):
         sys.exit(f"FAIL: key k{i}: read_bus.py {a.returncode} {a.stdout!r}, shmbus get {b.returncode} {b.stdout!r}")
 print("many-writer blackboard: flag and unblock word read, keys agree with shmbus get")
 PY
+"$SHMBUS" rm "$name"
+# A service: server lines, client entries and call slots in every phase a
+# stopped scene holds (an answered past, a call cancelled after its take,
+# one taken, one posted), read by read_bus.py against `shmbus stat`.
+"$SHMBUS" create "$name" --kind service --clients 4 --slots 2 --servers 3 --request-size 100 --response-size 40
+"$SHMBUS" serve "$name" --echo & echo_server=$!
+trap 'kill -KILL $echo_server 2>/dev/null || true; "$SHMBUS" rm "$name" >/dev/null 2>&1 || true' EXIT
+until_stat 's["live_servers"] == 1'
+for i in 1 2 3; do "$SHMBUS" call "$name" "hello $i" > /dev/null; done
+kill -TERM $echo_server
+wait $echo_server
+# Two servers that hold every request: the first call is taken and given
+# up (cancelled), the second taken, the third posted with both asleep.
+"$SHMBUS" serve "$name" --echo --delay-ms 600000 & slow1=$!
+"$SHMBUS" serve "$name" --echo --delay-ms 600000 & slow2=$!
+trap 'kill -KILL $slow1 $slow2 ${taken:-} ${posted:-} 2>/dev/null || true; "$SHMBUS" rm "$name" >/dev/null 2>&1 || true' EXIT
+until_stat 's["live_servers"] == 2'
+status=0
+"$SHMBUS" call "$name" "given up" --timeout 0.3 2> /dev/null || status=$?
+[ "$status" = 3 ] || { echo "FAIL: a call held by a slow server ended $status, expected 3 (timed out)" >&2; exit 1; }
+"$SHMBUS" call "$name" "taken" --timeout 60 > /dev/null 2>&1 & taken=$!
+until_stat 'sum(k["phase"] == "taken" for c in s["per_client"] for k in c["outstanding"]) == 1'
+"$SHMBUS" call "$name" "posted" --timeout 60 > /dev/null 2>&1 & posted=$!
+until_stat 'sorted(k["phase"] for c in s["per_client"] for k in c["outstanding"]) == ["cancelled", "posted", "taken"]'
+kill -STOP $slow1 $slow2
+python3 - "$name" "$SHMBUS" <<'PY'
+import json, subprocess, sys
+name, tool = sys.argv[1], sys.argv[2]
+ours = json.loads(subprocess.run(["python3", "tools/read_bus.py", name, "--json"], check=True, capture_output=True, text=True).stdout)
+theirs = json.loads(subprocess.run([tool, "stat", name, "--json"], check=True, capture_output=True, text=True).stdout)
+same = ["kind", "clients", "slots", "servers", "request_size", "request_type", "request_align",
+        "response_size", "response_type", "response_align", "answered", "in_flight",
+        "live_servers", "live_clients", "per_server", "per_client"]
+# read_bus.py also shows a client's posted bits and bell: compared on
+# stat's keys.
+for key in ("per_server", "per_client"):
+    ours[key] = [{k: v for k, v in line.items() if k in theirs_line}
+                 for line, theirs_line in zip(ours[key], theirs[key])] + ours[key][len(theirs[key]):]
+bad = [k for k in same if ours[k] != theirs[k]]
+if bad:
+    sys.exit(f"FAIL: read_bus.py and shmbus stat differ on {[(k, ours[k], theirs[k]) for k in bad]}")
+if (ours["answered"], ours["per_server"][0]["answered"], ours["per_server"][0]["alive"]) != (3, 3, True):
+    sys.exit(f"FAIL: the echo server's 3 answers are not on server entry 0: {ours['per_server']}")
+phases = sorted((k["phase"], k["server"] is None) for k in ours["calls"])
+if phases != [("cancelled", False), ("posted", True), ("taken", False)]:
+    sys.exit(f"FAIL: call slots as read_bus.py reads them: {ours['calls']}")
+print(f"service: {len(ours['per_server'])} servers, {len(ours['per_client'])} clients, "
+      f"{ours['in_flight']} calls in flight: read_bus.py agrees with shmbus")
+PY
+{ kill -KILL $slow1 $slow2 $taken $posted; wait $slow1 $slow2 $taken $posted; } 2>/dev/null || true
 "$SHMBUS" rm "$name"

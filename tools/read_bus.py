@@ -66,6 +66,20 @@ mid-write passed if its tag is 0 or its key bytes are another key's) and
 prints VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
 key and value.
 
+Services (kind 4: request-response; the bytes are those of the Rust
+`wire::service` module). The header lines (and --json) add the service's
+shape (clients, slots per client, servers, the largest request and
+response and their types), the work bell and summary bits, each server
+entry ever used (pid, alive by its lock on byte 64 + entry, taken,
+answered, late, refused, latency sum, mean and max), each client entry
+ever used (pid, alive by its lock on byte 128 + entry, posted bits,
+bell, calls, timeouts, late, gone, full, and its calls in flight) and
+every call slot that is not FREE (client, slot, phase, generation,
+server, request and response lengths); --calls prints one line per such
+slot:
+
+    client C<TAB>slot K<TAB>PHASE<TAB>generation G<TAB>server S
+
 Streams (kind 2, LAYOUT.md section 20). The header lines (and --json) are
 a stream's: its record type (type_name `stream` for raw records, else the
 typed stream's record type, with msg_align), the largest record
@@ -119,7 +133,23 @@ FLAG_MULTI_WRITER = 2  # header flag bit 1 on a blackboard (section 21.1)
 MAX_KEYS, MAX_KEY_SIZE, MAX_VALUE_SIZE = 1 << 24, 1024, 1 << 20
 TAG_EMPTY, TAG_LIVE, TAG_REMOVED = 0, 1, 2
 BB_TRIES = 256 + 64  # a read's bounded tries of one entry (section 21.5)
-KINDS = {1: "broadcast", 2: "stream", 3: "blackboard"}
+KIND_SERVICE = 4
+# Services: the header's shape words past the response type (which sits
+# where a blackboard keeps its key type), the control area's bell, summary
+# bits and lines, a call slot's words, and the state word's phases.
+H_SV_SLOTS, H_SV_SERVERS = 616, 620
+SV_WORK_BELL, SV_SUMMARY, SV_SERVERS = 0, 64, 128
+SVS_PID, SVS_TAKEN, SVS_ANSWERED, SVS_LATE, SVS_REFUSED = 0, 8, 16, 24, 32
+SVS_LATENCY_SUM, SVS_LATENCY_MAX = 40, 48
+SVC_POSTED, SVC_BELL, SVC_PID = 0, 8, 12
+SVC_CALLS, SVC_TIMEOUTS, SVC_LATE, SVC_GONE, SVC_FULL = 64, 72, 80, 88, 96
+SV_CLIENT_BYTES = 128
+SLOT_STATE, SLOT_REQUEST_LEN, SLOT_RESPONSE_LEN, SLOT_REQUEST = 0, 8, 12, 64
+PHASES = {0: "free", 1: "posted", 2: "taken", 3: "done", 4: "cancelled", 5: "refused"}
+PHASES_WITH_SERVER = ("taken", "done", "cancelled", "refused")
+LOCK_SERVER, LOCK_CLIENT = 64, 128
+MAX_CLIENTS, MAX_CALL_SLOTS, MAX_SERVERS, MAX_PAYLOAD = 256, 64, 64, 64 << 20
+KINDS = {1: "broadcast", 2: "stream", 3: "blackboard", 4: "service"}
 HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
 FLAG_MULTI_PUBLISHER = 2  # header flag bit 1 on a broadcast bus (section 4)
@@ -288,6 +318,7 @@ class Bus:
         self.swap = sys.byteorder != "little"
         self.stream = False
         self.bb = None
+        self.sv = None
         self._read_header()
         self._validate()
 
@@ -422,6 +453,9 @@ class Bus:
         if h["kind"] == KIND_BLACKBOARD:
             self._validate_blackboard()
             return
+        if h["kind"] == KIND_SERVICE:
+            self._validate_service()
+            return
         # Nothing above touched a byte past the header page, and nothing
         # below runs for another kind.
         if h["kind"] != KIND_BROADCAST:
@@ -551,6 +585,153 @@ class Bus:
         }
         self.ctl = h["control_offset"]
         self.data = h["data_offset"]
+
+    def _validate_service(self):
+        """A service's shape, checked as the Rust `validate_kind` does."""
+        h = self.h
+        page = h["page_size"]
+        clients, request = h["capacity"], h["msg_size"]
+        slots, servers = self.u32(H_SV_SLOTS), self.u32(H_SV_SERVERS)
+        response = self.u32(H_KEY_SIZE)
+        for what, found, most in (
+            ("clients", clients, MAX_CLIENTS),
+            ("slots per client", slots, MAX_CALL_SLOTS),
+            ("servers", servers, MAX_SERVERS),
+            ("request bytes", request, MAX_PAYLOAD),
+            ("response bytes", response, MAX_PAYLOAD),
+        ):
+            if not 1 <= found <= most:
+                raise OpenError(
+                    "InvalidGeometry", f"a service of {found} {what}: it takes 1..={most}"
+                )
+        clients_at = SV_SERVERS + servers * LINE
+        control = round_up(clients_at + clients * SV_CLIENT_BYTES, page)
+        if h["data_offset"] != h["control_offset"] + control:
+            raise OpenError(
+                "InvalidGeometry",
+                f"data pages at {h['data_offset']}, expected {h['control_offset'] + control} "
+                "for kind service",
+            )
+        response_at = SLOT_REQUEST + round_up(request, LINE)
+        slot = response_at + round_up(response, LINE)
+        if h["slot_size"] != slot:
+            raise OpenError(
+                "InvalidGeometry", f"call slot size {h['slot_size']} should be {slot}"
+            )
+        if h["flags"]:
+            raise OpenError("InvalidGeometry", f"a service flagged {h['flags']:#x}")
+        if h["data_offset"] + clients * slots * slot > h["total_len"]:
+            raise OpenError(
+                "InvalidGeometry",
+                f"{clients * slots} call slots of {slot} bytes do not fit in "
+                f"{h['total_len']} bytes",
+            )
+        raw = bytes(self.buf[H_KEY_NAME : H_KEY_NAME + TYPE_NAME_LEN])
+        self.sv = {
+            "clients": clients,
+            "slots": slots,
+            "servers": servers,
+            "request_size": request,
+            "response_size": response,
+            "response_align": self.u32(H_KEY_ALIGN),
+            "response_hash": self.u64(H_KEY_HASH),
+            "response_type": raw.split(b"\0", 1)[0].decode("utf-8", "replace"),
+            "clients_at": clients_at,
+            "slot_size": slot,
+        }
+        self.ctl = h["control_offset"]
+        self.data = h["data_offset"]
+
+    def sv_calls(self):
+        """Every call slot not FREE: its state word taken apart."""
+        sv = self.sv
+        calls = []
+        for c in range(sv["clients"]):
+            for k in range(sv["slots"]):
+                at = self.data + (c * sv["slots"] + k) * sv["slot_size"]
+                word = self.u64(at + SLOT_STATE)
+                if word & 0xFF == 0:
+                    continue
+                phase = PHASES.get(word & 0xFF, "unknown")
+                calls.append({
+                    "client": c,
+                    "slot": k,
+                    "phase": phase,
+                    "generation": word >> 32,
+                    "server": (word >> 8) & 0xFF if phase in PHASES_WITH_SERVER else None,
+                    "request_len": self.u32(at + SLOT_REQUEST_LEN),
+                    "response_len": self.u32(at + SLOT_RESPONSE_LEN),
+                })
+        return calls
+
+    def service_state(self):
+        sv = self.sv
+        servers = []
+        for s in range(sv["servers"]):
+            line = self.ctl + SV_SERVERS + s * LINE
+            pid = self.u32(line + SVS_PID)
+            if pid == 0:
+                continue
+            answered = self.u64(line + SVS_ANSWERED)
+            total = self.u64(line + SVS_LATENCY_SUM)
+            servers.append({
+                "entry": s,
+                "pid": pid,
+                "alive": self.lock_held(LOCK_SERVER + s),
+                "taken": self.u64(line + SVS_TAKEN),
+                "answered": answered,
+                "late": self.u64(line + SVS_LATE),
+                "refused": self.u64(line + SVS_REFUSED),
+                "latency_sum_ns": total,
+                "mean_latency_ns": total // answered if answered else None,
+                "max_latency_ns": self.u64(line + SVS_LATENCY_MAX),
+            })
+        calls = self.sv_calls()
+        clients = []
+        for c in range(sv["clients"]):
+            entry = self.ctl + sv["clients_at"] + c * SV_CLIENT_BYTES
+            pid = self.u32(entry + SVC_PID)
+            if pid == 0:
+                continue
+            clients.append({
+                "entry": c,
+                "pid": pid,
+                "alive": self.lock_held(LOCK_CLIENT + c),
+                "posted_bits": f"{self.u64(entry + SVC_POSTED):#x}",
+                "bell": self.u32(entry + SVC_BELL),
+                "calls": self.u64(entry + SVC_CALLS),
+                "timeouts": self.u64(entry + SVC_TIMEOUTS),
+                "late": self.u64(entry + SVC_LATE),
+                "gone": self.u64(entry + SVC_GONE),
+                "full": self.u64(entry + SVC_FULL),
+                "outstanding": [
+                    {key: k[key] for key in ("slot", "phase", "generation", "server")}
+                    for k in calls
+                    if k["client"] == c
+                ],
+            })
+        return {
+            "clients": sv["clients"],
+            "slots": sv["slots"],
+            "servers": sv["servers"],
+            "request_size": sv["request_size"],
+            "request_type": self.h["type_name"],
+            "request_align": self.h["msg_align"],
+            "response_size": sv["response_size"],
+            "response_type": sv["response_type"],
+            "response_align": sv["response_align"],
+            "response_hash": f"{sv['response_hash']:#018x}",
+            "work_bell": self.u32(self.ctl + SV_WORK_BELL),
+            "summary": [f"{self.u64(self.ctl + SV_SUMMARY + 8 * w):#x}" for w in range(4)],
+            "answered": sum(s["answered"] for s in servers) & M64,
+            "in_flight": len(calls),
+            "live_servers": sum(1 for s in servers if s["alive"]),
+            "live_clients": sum(1 for c in clients if c["alive"]),
+            "attached": self.lock_held(LOCK_ATTACHED),
+            "per_server": servers,
+            "per_client": clients,
+            "calls": calls,
+        }
 
     def bb_entry(self, i, lookup=None):
         """Section 25.5, one entry read as a reader does: the stamp, the
@@ -744,6 +925,8 @@ class Bus:
             return self.stream_state()
         if self.bb:
             return self.blackboard_state()
+        if self.sv:
+            return self.service_state()
         head = self.cursor()
         futex = self.u32(self.ctl + C_FUTEX)
         published = (head - self.first) & M64
@@ -1121,6 +1304,8 @@ def main(argv=None):
                     help="blackboards: print the key's version and value (hex), and exit")
     ap.add_argument("--entries", action="store_true",
                     help="blackboards: print every entry's stamp, tag, key and value, and exit")
+    ap.add_argument("--calls", action="store_true",
+                    help="services: print every call slot that is not free, and exit")
     ap.add_argument("--init-timeout", type=float, default=1.0,
                     help="how long to wait for a bus being created (default 1 s)")
     args = ap.parse_args(argv)
@@ -1145,7 +1330,12 @@ def main(argv=None):
         for k, v in header_dict(bus).items():
             print(f"# {k}: {v}")
         for k, v in bus.state().items():
-            print(f"# {k}: {v}")
+            if bus.sv and isinstance(v, list) and v and isinstance(v[0], dict):
+                # A service's servers, clients and calls: a line each.
+                for item in v:
+                    print(f"# {k}: " + ", ".join(f"{a}={b}" for a, b in item.items()))
+            else:
+                print(f"# {k}: {v}")
     if bus.bb:
         # Section 25: read by key, or entry by entry; never as a ring.
         if args.entries:
@@ -1156,6 +1346,14 @@ def main(argv=None):
                 elif tag != TAG_EMPTY:
                     what = {TAG_LIVE: "live", TAG_REMOVED: "removed"}.get(tag, f"tag {tag}")
                     print(f"entry {i}\tversion {stamp // 2}\t{what}\t{key.hex()}\t{value.hex()}")
+        return 0
+    if bus.sv:
+        # A service has no messages to read: its calls, if asked.
+        if args.calls:
+            for k in bus.sv_calls():
+                server = "-" if k["server"] is None else k["server"]
+                print(f"client {k['client']}\tslot {k['slot']}\t{k['phase']}\t"
+                      f"generation {k['generation']}\tserver {server}")
         return 0
     if bus.stream:
         # Only the consumer reads a stream's records (section 20).

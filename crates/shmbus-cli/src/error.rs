@@ -3,7 +3,9 @@
 //! The contract with the user: an error is one line on stderr, prefixed
 //! `shmbus: `, and the exit code says whose fault it was: 2 for a usage
 //! error or bad input (the same code clap uses for a bad flag), 1 for a
-//! failure at run time. A stdout whose reader went away is not a failure at
+//! failure at run time; `shmbus call` says how a call ended without a
+//! response with codes of its own (3 and up, see `cmd::service`). A stdout
+//! whose reader went away is not a failure at
 //! all: `shmbus sub | head -1` must end quietly, like any Unix filter. A
 //! stdout that is closed or cannot be written is one (see `out`).
 
@@ -19,6 +21,8 @@ pub enum CliError {
     Usage(String),
     /// Something failed while running: exit 1.
     Runtime(String),
+    /// A call ended without a response: its own exit code (3 and up).
+    Outcome(u8, String),
     /// The reader of stdout went away (EPIPE): stop quietly with exit 0.
     StdoutClosed,
 }
@@ -47,6 +51,7 @@ impl CliError {
             CliError::StdoutClosed => return ExitCode::SUCCESS,
             CliError::Usage(msg) => (2, msg),
             CliError::Runtime(msg) => (1, msg),
+            CliError::Outcome(code, msg) => (*code, msg),
         };
         print_error(msg);
         ExitCode::from(code)
@@ -58,7 +63,9 @@ impl CliError {
 impl std::fmt::Display for CliError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            CliError::Usage(msg) | CliError::Runtime(msg) => f.write_str(msg),
+            CliError::Usage(msg) | CliError::Runtime(msg) | CliError::Outcome(_, msg) => {
+                f.write_str(msg)
+            }
             CliError::StdoutClosed => f.write_str("the reader of standard output went away"),
         }
     }

@@ -23,8 +23,8 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use cmd::{
-    blackboard, bridge, clean, create, demo, generate, inspect, publish, record, replay, subscribe,
-    subscribe_many, top,
+    blackboard, bridge, clean, create, demo, generate, inspect, publish, record, replay, service,
+    subscribe, subscribe_many, top,
 };
 use error::CliError;
 
@@ -41,7 +41,8 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Create a broadcast bus of raw byte messages (in a block pool with
-    /// --pool), or a stream of records.
+    /// --pool), a stream of records, a blackboard, or a service of
+    /// requests and responses.
     Create(create::CreateArgs),
     /// Publish each line of stdin as one message (one record of a stream).
     Pub(publish::PubArgs),
@@ -51,7 +52,15 @@ enum Command {
     Put(blackboard::PutArgs),
     /// Print each message of a bus (record of a stream) as one line.
     Sub(subscribe::SubArgs),
-    /// Show a bus's or stream's geometry, counters and processes.
+    /// Answer a service's requests (`create --kind service`): --echo sends
+    /// each request's bytes back, until SIGINT or SIGTERM.
+    Serve(service::ServeArgs),
+    /// Call a service once and print its response as one line; how a
+    /// call ended without one is one line on stderr and its exit code.
+    #[command(after_help = service::EXIT_CODES)]
+    Call(service::CallArgs),
+    /// Show a bus's, stream's, blackboard's or service's geometry,
+    /// counters and processes.
     Stat(inspect::StatArgs),
     /// List the buses in a directory.
     Ls(inspect::LsArgs),
@@ -127,6 +136,8 @@ fn run(command: &Command) -> Result<(), CliError> {
         // `subscribe`'s arguments and printing).
         Command::Sub(args) if !args.more.is_empty() => subscribe_many::run(args),
         Command::Sub(args) => subscribe::run(args),
+        Command::Serve(args) => service::serve(args),
+        Command::Call(args) => service::call(args),
         Command::Stat(args) => inspect::stat(args),
         Command::Ls(args) => inspect::ls(args),
         Command::Top(args) => top::run(args),

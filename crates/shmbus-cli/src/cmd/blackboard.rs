@@ -82,7 +82,7 @@ fn bytes_of(what: &str, arg: &str, size: usize, hex: bool) -> Result<Vec<u8>, Cl
     Ok(bytes)
 }
 
-fn hex_of(bytes: &[u8]) -> String {
+pub(crate) fn hex_of(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -1,5 +1,6 @@
-//! `shmbus create`: makes a broadcast bus of raw byte messages, or a stream
-//! of byte records, then exits.
+//! `shmbus create`: makes a broadcast bus of raw byte messages, a stream
+//! of byte records, a blackboard or a request-response service, then
+//! exits.
 //!
 //! The creator is the bus's first publisher (the stream's first producer);
 //! its lock dies with this process, which is what lets `shmbus pub` attach
@@ -18,6 +19,12 @@
 //! evicted. Every broadcast kind takes them (plain, many-publisher, pool,
 //! journaled); a stream refuses them in one line (it has one consumer,
 //! which loses nothing).
+//!
+//! `--kind service` makes a service of raw requests and responses
+//! (`shmbus serve` answers it, `shmbus call` calls it): `--clients` entries
+//! of `--slots` calls each, `--servers` entries, the largest request and
+//! response in `--request-size` and `--response-size`. Every other kind's
+//! flag is refused for it in one line, and its flags for every other kind.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -43,8 +50,10 @@ pub struct CreateArgs {
     /// slots carry 16-byte descriptors. Both in plain numbers: 4096:64.
     #[arg(long, value_name = "BLOCK_SIZE:BLOCKS", value_parser = parse_pool)]
     pub pool: Option<Pool>,
-    /// A broadcast or pool bus: its number of slots, a power of two.
-    #[arg(long, value_name = "N", required_unless_present_any = ["bytes", "capacity", "keys"])]
+    /// A broadcast or pool bus: its number of slots, a power of two. A
+    /// service: how many calls each client may have outstanding (1 to 64)
+    /// [default: 8].
+    #[arg(long, value_name = "N", required_unless_present_any = ["bytes", "capacity", "keys", "clients", "kind"])]
     pub slots: Option<u64>,
     /// A stream: its size in bytes, a power of two from 64 B to 4 GiB.
     #[arg(long, value_name = "N", conflicts_with = "slots")]
@@ -75,6 +84,8 @@ pub struct CreateArgs {
     /// type (default `bytes`).
     #[arg(long = "key-type", value_name = "NAME[:ALIGN]", value_parser = parse_type)]
     pub key_type: Option<MessageType>,
+    #[command(flatten)]
+    pub service: ServiceShape,
     /// Permission bits of the file, in octal (660 lets the group in).
     #[arg(long, value_name = "OCTAL", default_value = "600", value_parser = parse_mode)]
     pub mode: u32,
@@ -194,6 +205,63 @@ pub enum BusKind {
     Stream,
     /// The latest value of each key (--keys, --key-size, --value-size).
     Blackboard,
+    /// Requests and responses: clients call, servers answer (--clients,
+    /// --slots, --servers, --request-size, --response-size).
+    Service,
+}
+
+/// A service's shape beyond its call slots per client (`--slots`), as
+/// `create --kind service` and `serve --create` take it.
+#[derive(clap::Args, Debug, Default)]
+pub struct ServiceShape {
+    /// A service: how many clients may be attached at once (1 to 256).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// A service: how many servers may serve at once (1 to 64)
+    /// [default: 4].
+    #[arg(long, value_name = "N")]
+    pub servers: Option<u32>,
+    /// A service: the largest request, in bytes (1 to 64 MiB)
+    /// [default: 4096].
+    #[arg(long, value_name = "BYTES")]
+    pub request_size: Option<u32>,
+    /// A service: the largest response, in bytes (1 to 64 MiB)
+    /// [default: 4096].
+    #[arg(long, value_name = "BYTES")]
+    pub response_size: Option<u32>,
+}
+
+/// A service's largest request or response unless asked.
+pub const SERVICE_PAYLOAD: u32 = 4096;
+
+impl ServiceShape {
+    /// The first flag given, if any: refused for a kind that is not a
+    /// service.
+    fn given(&self) -> Option<&'static str> {
+        [
+            (self.clients.is_some(), "--clients"),
+            (self.servers.is_some(), "--servers"),
+            (self.request_size.is_some(), "--request-size"),
+            (self.response_size.is_some(), "--response-size"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
+    /// The library's options for this shape and `slots` per client
+    /// (its bounds are the library's, which names the number out of them).
+    pub fn options(&self, clients: u32, slots: Option<u64>) -> shmbus::reqrep::Options {
+        let mut opts = shmbus::reqrep::Options::new(clients)
+            .request_size(self.request_size.unwrap_or(SERVICE_PAYLOAD))
+            .response_size(self.response_size.unwrap_or(SERVICE_PAYLOAD));
+        if let Some(slots) = slots {
+            opts = opts.slots(u32::try_from(slots).unwrap_or(u32::MAX));
+        }
+        if let Some(servers) = self.servers {
+            opts = opts.servers(servers);
+        }
+        opts
+    }
 }
 
 /// `--pool`: a pool of `blocks` blocks of `block_size` bytes.
@@ -294,6 +362,14 @@ macro_rules! file_options {
 }
 
 pub fn run(args: &CreateArgs) -> Result<(), CliError> {
+    if args.kind == BusKind::Service {
+        return create_service(args);
+    }
+    if let Some(flag) = args.service.given() {
+        return Err(CliError::usage(format!(
+            "{flag} applies to --kind service (see `shmbus create --help`)"
+        )));
+    }
     if args.kind == BusKind::Blackboard {
         return create_blackboard(args);
     }
@@ -361,6 +437,7 @@ pub fn run(args: &CreateArgs) -> Result<(), CliError> {
     }
     match (args.kind, args.msg_size) {
         (BusKind::Blackboard, _) => return create_blackboard(args),
+        (BusKind::Service, _) => return create_service(args),
         (BusKind::Broadcast, Some(msg_size)) if many => {
             let mut opts = opts.many().msg_size(msg_size);
             if let Some(ms) = args.unblock_ms {
@@ -472,6 +549,46 @@ fn create_blackboard(args: &CreateArgs) -> Result<(), CliError> {
     } else {
         shmbus::blackboard::Writer::<[u8], [u8]>::create(&args.name, &opts)?;
     }
+    Ok(())
+}
+
+/// Creates a service of raw requests and responses and lets go of it
+/// (`shmbus serve` attaches as its server).
+fn create_service(args: &CreateArgs) -> Result<(), CliError> {
+    let refused = [
+        (args.bytes.is_some() || args.capacity.is_some(), "--bytes"),
+        (
+            args.msg_size.is_some(),
+            "--msg-size (a service's are --request-size and --response-size)",
+        ),
+        (args.pool.is_some(), "--pool"),
+        (args.journal.is_some(), "--journal"),
+        (args.message_type.is_some(), "--type"),
+        (args.keys.is_some(), "--keys"),
+        (args.key_size.is_some(), "--key-size"),
+        (args.value_size.is_some(), "--value-size"),
+        (args.key_type.is_some(), "--key-type"),
+        (args.many_writers, "--many-writers"),
+        (args.publishers == PublisherCount::Many, "--publishers many"),
+        (args.unblock_ms.is_some(), "--unblock-ms"),
+        (
+            args.lossless_subscribers.is_some(),
+            "--lossless-subscribers",
+        ),
+        (args.evict_ms.is_some(), "--evict-ms"),
+    ];
+    if let Some((_, flag)) = refused.iter().find(|(given, _)| *given) {
+        return Err(CliError::usage(format!(
+            "{flag} does not apply to a service: it takes --clients, --slots, --servers, --request-size, --response-size (see `shmbus create --help`)"
+        )));
+    }
+    let Some(clients) = args.service.clients else {
+        return Err(CliError::usage(
+            "a service needs --clients <N> (see `shmbus create --help`)",
+        ));
+    };
+    let opts = file_options!(args.service.options(clients, args.slots), args);
+    shmbus::reqrep::Server::<[u8], [u8]>::create(&args.name, &opts)?;
     Ok(())
 }
 

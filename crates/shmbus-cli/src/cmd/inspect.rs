@@ -19,6 +19,15 @@
 //! records (read without a lock too; a journal being appended to may show a
 //! few records fewer than the bus has published).
 //!
+//! A service shows its shape (client entries, call slots per client,
+//! server entries, the largest request and response and their types),
+//! then each server entry ever used (pid, alive, taken, answered, late,
+//! refused, mean and longest latency) and each client entry ever used
+//! (pid, alive, calls, timeouts, late, gone, full, and each call in
+//! flight: slot, phase, generation, the server that took it); `ls` shows
+//! its clients as CAPACITY, its responses delivered as PUBLISHED, its live
+//! servers and clients.
+//!
 //! A bus also shows the bridges running on it (`shmbus bridge`, read from
 //! their status files: `crate::bridge_status`): `bridges` in the JSON, a
 //! row per bridge in the text (no row when there is none).
@@ -30,7 +39,8 @@ use comfy_table::{Table, TableComponent, presets};
 use serde_json::{Value, json};
 use shmbus::journal;
 use shmbus::stat::{
-    BlackboardStat, BusStat, Listing, Lossless, PoolStat, Size, StreamStat, SubscriberStat,
+    BlackboardStat, BusStat, ClientStat, Listing, Lossless, PoolStat, ServerStat, ServiceStat,
+    Size, StreamStat, SubscriberStat,
 };
 use shmbus::{OpenError, SegmentKind};
 
@@ -118,6 +128,7 @@ pub(crate) fn size_of(s: &BusStat) -> u64 {
     match s.size {
         Some(Size::Slots { slots, .. }) => slots,
         Some(Size::Bytes(n) | Size::Keys(n)) => n,
+        Some(Size::Calls { clients, .. }) => clients,
         _ => 0,
     }
 }
@@ -127,6 +138,7 @@ pub(crate) fn size_unit(s: &BusStat) -> &'static str {
     match s.size {
         Some(Size::Bytes(_)) => "bytes",
         Some(Size::Keys(_)) => "max_keys",
+        Some(Size::Calls { .. }) => "clients",
         _ => "slots",
     }
 }
@@ -153,6 +165,9 @@ fn stat_json(s: &BusStat, bridges: &[&Status]) -> Value {
     }
     if let Some(bb) = &s.blackboard {
         return blackboard_json(s, bb);
+    }
+    if let Some(svc) = &s.service {
+        return service_json(s, svc);
     }
     if let SegmentKind::Unknown(code) = s.kind {
         return json!({
@@ -369,6 +384,166 @@ fn journal_text(s: &BusStat) -> Option<String> {
     })
 }
 
+/// One server entry, as `stat --json` and `top --json` print it.
+pub(crate) fn server_json(l: &ServerStat) -> Value {
+    json!({
+        "entry": l.entry,
+        "pid": l.pid,
+        "alive": l.alive,
+        "taken": l.taken,
+        "answered": l.answered,
+        "late": l.late,
+        "refused": l.refused,
+        "latency_sum_ns": l.latency_sum_ns,
+        "mean_latency_ns": l.mean_latency_ns(),
+        "max_latency_ns": l.latency_max_ns,
+    })
+}
+
+/// One client entry and its calls in flight, as `stat --json` and `top
+/// --json` print it.
+pub(crate) fn client_json(l: &ClientStat) -> Value {
+    json!({
+        "entry": l.entry,
+        "pid": l.pid,
+        "alive": l.alive,
+        "calls": l.calls,
+        "timeouts": l.timeouts,
+        "late": l.late,
+        "gone": l.gone,
+        "full": l.full,
+        "outstanding": l.outstanding.iter().map(|k| json!({
+            "slot": k.slot,
+            "phase": k.phase.name(),
+            "generation": k.generation,
+            "server": k.server,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn service_json(s: &BusStat, svc: &ServiceStat) -> Value {
+    json!({
+        "name": file_name(&s.path),
+        "path": s.path.display().to_string(),
+        "kind": s.kind.to_string(),
+        "clients": svc.clients,
+        "slots": svc.slots,
+        "servers": svc.servers,
+        "request_size": svc.request.size,
+        "request_type": svc.request.name,
+        "request_align": svc.request.align,
+        "response_size": svc.response.size,
+        "response_type": svc.response.name,
+        "response_align": svc.response.align,
+        "answered": s.published,
+        "in_flight": svc.in_flight(),
+        "live_servers": svc.live_servers(),
+        "live_clients": svc.live_clients(),
+        "per_server": svc.per_server.iter().map(server_json).collect::<Vec<_>>(),
+        "per_client": svc.per_client.iter().map(client_json).collect::<Vec<_>>(),
+        "created_unix_ns": s.created_ns,
+    })
+}
+
+/// A request or response type: `bytes, up to 64 bytes` for a raw side.
+fn payload_text(t: &shmbus::TypeFingerprint) -> String {
+    if t.name == "bytes" {
+        format!("bytes, up to {} bytes", t.size)
+    } else {
+        format!("{} (size {}, align {})", escaped(&t.name), t.size, t.align)
+    }
+}
+
+/// A duration in ns, in the unit that reads best.
+pub(crate) fn ns_text(ns: u64) -> String {
+    match ns {
+        0..1_000 => format!("{ns} ns"),
+        1_000..1_000_000 => format!("{:.1} µs", ns as f64 / 1e3),
+        1_000_000..1_000_000_000 => format!("{:.1} ms", ns as f64 / 1e6),
+        _ => format!("{:.3} s", ns as f64 / 1e9),
+    }
+}
+
+/// One server entry's figures: "pid 12 (alive): taken 3, answered 3, late
+/// 0, refused 0, latency mean 4.1 µs, max 9.0 µs".
+pub(crate) fn server_text(l: &ServerStat) -> String {
+    let latency = match l.mean_latency_ns() {
+        Some(mean) => format!(
+            ", latency mean {}, max {}",
+            ns_text(mean),
+            ns_text(l.latency_max_ns)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "entry {}, pid {} ({}): taken {}, answered {}, late {}, refused {}{latency}",
+        l.entry,
+        l.pid,
+        if l.alive { "alive" } else { "dead" },
+        l.taken,
+        l.answered,
+        l.late,
+        l.refused
+    )
+}
+
+/// One client entry's figures, then a line per call in flight.
+pub(crate) fn client_text(l: &ClientStat, indent: &str) -> String {
+    let mut text = format!(
+        "entry {}, pid {} ({}): calls {}, timeouts {}, late {}, gone {}, full {}, in flight {}",
+        l.entry,
+        l.pid,
+        if l.alive { "alive" } else { "dead" },
+        l.calls,
+        l.timeouts,
+        l.late,
+        l.gone,
+        l.full,
+        l.outstanding.len()
+    );
+    for k in &l.outstanding {
+        let by = k
+            .server
+            .map_or(String::new(), |s| format!(" by server {s}"));
+        text.push_str(&format!(
+            "\n{indent}  slot {}: {}{by} (generation {})",
+            k.slot,
+            k.phase.name(),
+            k.generation
+        ));
+    }
+    text
+}
+
+fn service_text(s: &BusStat, svc: &ServiceStat) -> String {
+    let indent = format!("{:<16}  ", "");
+    let mut servers = format!("{} entries, {} live", svc.servers, svc.live_servers());
+    for l in &svc.per_server {
+        servers.push_str(&format!("\n{indent}{}", server_text(l)));
+    }
+    let mut clients = format!("{} entries, {} live", svc.clients, svc.live_clients());
+    for l in &svc.per_client {
+        clients.push_str(&format!("\n{indent}{}", client_text(l, &indent)));
+    }
+    let rows: [(&str, String); 11] = [
+        ("name", escaped(&file_name(&s.path))),
+        ("path", escaped(&s.path.display().to_string())),
+        ("kind", s.kind.to_string()),
+        ("call slots", format!("{} per client", svc.slots)),
+        ("request", payload_text(&svc.request)),
+        ("response", payload_text(&svc.response)),
+        ("answered", s.published.to_string()),
+        ("in flight", svc.in_flight().to_string()),
+        ("created", utc_time(s.created_ns)),
+        ("servers", servers),
+        ("clients", clients),
+    ];
+    rows.iter()
+        .map(|(key, value)| format!("{:<16}{value}", format!("{key}:")))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn stream_json(s: &BusStat, st: &StreamStat) -> Value {
     json!({
         "name": file_name(&s.path),
@@ -535,6 +710,9 @@ fn stat_text(s: &BusStat, bridges: &[&Status]) -> String {
     }
     if let Some(bb) = &s.blackboard {
         return blackboard_text(s, bb);
+    }
+    if let Some(svc) = &s.service {
+        return service_text(s, svc);
     }
     if let SegmentKind::Unknown(_) = s.kind {
         return unknown_text(s);
@@ -822,6 +1000,25 @@ fn listing_row(l: &Listing) -> [String; 8] {
                 format!("{} ({})", s.publisher_pid, publisher_state(s))
             },
             format!("{} keys used", bb.keys),
+            status.to_string(),
+        ];
+    }
+    if let Some(svc) = &s.service {
+        // Clients where a bus has slots, responses delivered where it has
+        // messages published, live servers where it has its publisher,
+        // live clients where it has subscribers.
+        return [
+            name,
+            s.kind.to_string(),
+            format!("{} clients", svc.clients),
+            format!("{}/{} B", svc.request.size, svc.response.size),
+            s.published.to_string(),
+            format!("{} of {} servers", svc.live_servers(), svc.servers),
+            format!(
+                "{} clients, {} in flight",
+                svc.live_clients(),
+                svc.in_flight()
+            ),
             status.to_string(),
         ];
     }

@@ -17,6 +17,7 @@ pub mod publish;
 pub mod record;
 pub mod record_status;
 pub mod replay;
+pub mod service;
 pub mod signals;
 pub mod subscribe;
 pub mod subscribe_many;

@@ -18,10 +18,11 @@ use crate::sys::resolve;
 use crate::wire::{Header, Kind, TypeFingerprint, control, lock_byte};
 
 use super::keys::EntryVersion;
+use super::service::{self, ServiceStat};
 
 /// A segment's kind, figures and live state, as [`stat`] reads it: what
 /// every kind has here, what only some kinds have in [`Size`] and the
-/// kind's own part (`stream`, `pool`, `blackboard`).
+/// kind's own part (`stream`, `pool`, `blackboard`, `service`).
 ///
 /// # Examples
 /// ```
@@ -38,7 +39,7 @@ use super::keys::EntryVersion;
 /// assert_eq!(stat.publisher_pid, std::process::id());
 /// assert!(stat.publisher_alive && stat.attached);
 /// assert_eq!(stat.subscribers[0].pid, std::process::id());
-/// assert!(stat.stream.is_none() && stat.pool.is_none());
+/// assert!(stat.stream.is_none() && stat.pool.is_none() && stat.service.is_none());
 /// # shmbus::remove(&name)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -69,17 +70,20 @@ pub struct BusStat {
     pub huge_page_size: Option<u64>,
     /// The next sequence the publisher will write (a stream: bytes the
     /// producer has committed; a blackboard: its version, as
-    /// [`BlackboardStat::updates`]).
+    /// [`BlackboardStat::updates`]; a service: responses delivered, over
+    /// all its server entries).
     pub head: u64,
     /// Messages published since creation (`head - first_seq`; a stream:
-    /// bytes; a blackboard: updates).
+    /// bytes; a blackboard: updates; a service: responses delivered).
     pub published: u64,
     /// Publisher generation; `None` for a stream or a blackboard, which
     /// have none.
     pub epoch: Option<u64>,
-    /// The current or last publisher's (producer's, writer's) pid.
+    /// The current or last publisher's (producer's, writer's) pid; 0 for
+    /// a service, whose servers are in [`ServiceStat::per_server`].
     pub publisher_pid: u32,
-    /// Whether that publisher still holds the publisher lock.
+    /// Whether that publisher still holds the publisher lock (never, for
+    /// a service).
     pub publisher_alive: bool,
     /// A bus's lossless subscribers' limits (`None` for a stream or a
     /// blackboard, which have no subscribers).
@@ -99,6 +103,9 @@ pub struct BusStat {
     pub pool: Option<PoolStat>,
     /// A blackboard's table (`None` for any other kind).
     pub blackboard: Option<BlackboardStat>,
+    /// A service's servers, clients and calls (`None` for any other
+    /// kind).
+    pub service: Option<ServiceStat>,
     /// The validated header, for the tests and tools that need the
     /// layout's offsets.
     header: Header,
@@ -817,6 +824,30 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         }
         _ => None,
     };
+    let service = match header.kind {
+        // `validate_kind` has checked the control area and the call slots
+        // fit in the file; `service::read` checks every load again.
+        Kind::Service => Some(service::read(&region, &header, service::probe(fd))?),
+        _ => None,
+    };
+    // A service's control area has no cursor and no publisher: its figures
+    // from its servers' lines.
+    let (head, publisher_pid, publisher_alive) = match &service {
+        Some(svc) => (
+            svc.per_server
+                .iter()
+                .fold(0u64, |sum, s| sum.wrapping_add(s.answered)),
+            0,
+            false,
+        ),
+        None => (
+            head,
+            region
+                .word32(c + control::PUBLISHER_PID)
+                .load(Ordering::Relaxed),
+            lock::is_held(fd, lock_byte::PUBLISHER).map_err(io)?,
+        ),
+    };
     // Neither a stream nor a blackboard has a bus's gate or epoch.
     let bus = header.kind == Kind::Broadcast;
     let lossless = bus.then(|| Lossless {
@@ -851,15 +882,14 @@ pub(super) fn stat_path(path: &Path, init_timeout: Duration) -> Result<BusStat, 
         stream,
         pool,
         blackboard,
+        service,
         path: path.to_owned(),
         head,
         published: head.wrapping_sub(header.first_seq),
         // A stream's HEAD is where a bus's epoch is.
         epoch: bus.then(|| region.word(c + control::EPOCH).load(Ordering::Acquire)),
-        publisher_pid: region
-            .word32(c + control::PUBLISHER_PID)
-            .load(Ordering::Relaxed),
-        publisher_alive: lock::is_held(fd, lock_byte::PUBLISHER).map_err(io)?,
+        publisher_pid,
+        publisher_alive,
         attached: lock::is_held(fd, lock_byte::ATTACHED).map_err(io)?,
         subscribers,
         gone,

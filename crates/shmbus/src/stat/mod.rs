@@ -7,7 +7,8 @@
 //!
 //! Files: `bus.rs` reads one bus ([`stat`]), `keys.rs` a blackboard's
 //! entry versions, chosen keys ([`blackboard_keys`]) and how often
-//! they change ([`blackboard_watch`]), `list.rs` lists a
+//! they change ([`blackboard_watch`]), `service.rs` a service's servers,
+//! clients and calls ([`ServiceStat`]), `list.rs` lists a
 //! directory ([`list`](fn@list)), `clean.rs` removes what nobody uses
 //! ([`clean`](fn@clean)); both walk the directory with `scan.rs` and read
 //! /proc/*/maps with `proc.rs`.
@@ -18,6 +19,7 @@ mod keys;
 mod list;
 mod proc;
 mod scan;
+mod service;
 
 pub use bus::{
     BlackboardStat, BusStat, Contract, Lossless, PoolHolder, PoolStat, Size, StreamStat,
@@ -30,3 +32,4 @@ pub use keys::{
 };
 pub use list::{Listing, list};
 pub use scan::ScanError;
+pub use service::{CallPhase, CallStat, ClientStat, ServerStat, ServiceStat};

@@ -13,6 +13,13 @@
 //! since the previous sample: `entry`, `key`, `updates`,
 //! `updates_per_sec`, `note`).
 //!
+//! A service adds `service` (null for any other kind): `clients`,
+//! `slots`, `servers`, `request_size`, `response_size`, `calls_per_sec`,
+//! `in_flight`, `live_servers`, `live_clients`, and `per_server` and
+//! `per_client` as in `stat --json`, each entry with its rate
+//! (`answered_per_sec`, `calls_per_sec`) and `proc`. Its `published` is
+//! its responses delivered, `msgs_per_sec` their rate.
+//!
 //! Every bus has `bridges`, as in `stat --json` (an empty array when none
 //! runs on it), and every subscriber `bridge`: true if it is a bridge-out.
 //!
@@ -25,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::blackboard::BlackboardRow;
 use super::model::{BusRow, PoolRow, ProcRow, Snapshot, SubRow};
+use super::service::ServiceRow;
 use crate::cmd::inspect::subscriber_json;
 
 /// Names the shape of the JSON below.
@@ -88,6 +96,7 @@ fn bus_json(b: &BusRow) -> Value {
         })),
         "pool": b.pool.as_ref().map(pool_json),
         "blackboard": b.blackboard.as_ref().map(blackboard_json),
+        "service": b.service.as_ref().map(service_json),
         "bridges": b.bridges.iter().map(|s| s.report_json()).collect::<Vec<_>>(),
     });
     // The size in its kind's unit: `slots`, `bytes` or `max_keys`.
@@ -128,6 +137,35 @@ fn blackboard_json(b: &BlackboardRow) -> Value {
             "updates_per_sec": h.per_sec,
             "note": h.note,
         })).collect::<Vec<_>>(),
+    })
+}
+
+/// A service's shape, rates and entries (the entries' keys as in `stat
+/// --json`, with their rates and processes).
+fn service_json(s: &ServiceRow) -> Value {
+    use crate::cmd::inspect::{client_json, server_json};
+    json!({
+        "clients": s.clients,
+        "slots": s.slots,
+        "servers": s.servers,
+        "request_size": s.request_size,
+        "response_size": s.response_size,
+        "calls_per_sec": s.calls_per_sec,
+        "in_flight": s.in_flight(),
+        "live_servers": s.live_servers(),
+        "live_clients": s.live_clients(),
+        "per_server": s.per_server.iter().map(|r| {
+            let mut v = server_json(&r.line);
+            v["answered_per_sec"] = json!(r.answered_per_sec);
+            v["proc"] = json!(r.proc.map(proc_json));
+            v
+        }).collect::<Vec<_>>(),
+        "per_client": s.per_client.iter().map(|r| {
+            let mut v = client_json(&r.line);
+            v["calls_per_sec"] = json!(r.calls_per_sec);
+            v["proc"] = json!(r.proc.map(proc_json));
+            v
+        }).collect::<Vec<_>>(),
     })
 }
 

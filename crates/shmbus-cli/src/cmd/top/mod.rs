@@ -11,6 +11,10 @@
 //! them, `tui/board.rs` writes them; what they cost on a big table:
 //! `blackboard`).
 //!
+//! A service shows its shape, calls/s and responses/s, and per server
+//! and client entry its counters, rates and calls in flight (`service`
+//! samples them, `tui/calls.rs` writes them).
+//!
 //! A pool bus also shows its pool: block size and blocks, the census
 //! (free, on the ring, held off the ring, loaned, reclaimable, corrupt),
 //! how many blocks the next loan cannot take, and per subscriber the
@@ -24,6 +28,7 @@ mod model;
 mod pool;
 mod prom;
 mod serve;
+mod service;
 mod tui;
 
 use std::io::Write;

@@ -12,7 +12,8 @@
 //! lock-free pass (`shmbus::stat::PoolStat`), so it may mix moments; the
 //! view shows it as read.
 //!
-//! A blackboard carries its table and hottest keys (`blackboard.rs`).
+//! A blackboard carries its table and hottest keys (`blackboard.rs`), a
+//! service its servers, clients and calls (`service.rs`).
 //!
 //! A bus carries the bridges running on it, from their status files
 //! (`crate::bridge_status`, read once per sample), with the rate each
@@ -26,6 +27,7 @@ use shmbus::pool::Census;
 use shmbus::stat::{BusStat, SubscriberStat};
 
 use super::blackboard::{self, BlackboardRow, BoardPrev};
+use super::service::{self, ServiceRow};
 use crate::bridge_status::{self, Direction, Status};
 use crate::cmd::inspect::holds;
 
@@ -93,6 +95,9 @@ pub struct BusRow {
     pub pool: Option<PoolRow>,
     /// A blackboard's table and hottest keys (`None` for any other kind).
     pub blackboard: Option<BlackboardRow>,
+    /// A service's servers, clients and calls (`None` for any other
+    /// kind).
+    pub service: Option<ServiceRow>,
     /// The bridges running on it (`shmbus bridge out|in`, and `shmbus
     /// record`), by pid.
     pub bridges: Vec<Status>,
@@ -391,8 +396,11 @@ impl Sampler {
         // count descriptors, not messages. The lengths are in the
         // descriptors, but those overwritten between two samples are lost,
         // so no true byte rate can be had: none is given.
+        // A service's messages are calls of any length up to its largest:
+        // no byte rate either.
         let unit = match (&s.pool, is_stream) {
             (Some(_), _) => None,
+            _ if s.service.is_some() => None,
             (None, true) => Some(1.0),
             (None, false) => Some(f64::from(s.msg.size)),
         };
@@ -510,6 +518,10 @@ impl Sampler {
                 census: p.census,
             }),
             blackboard,
+            service: s.service.as_ref().map(|svc| {
+                let before = prev.and_then(|p| p.service.as_ref());
+                service::row(svc, before, dt, |pid| self.proc_row(pid, dt, procs))
+            }),
             bridges: bridges.iter().map(|&b| b.clone()).collect(),
         }
     }

@@ -13,6 +13,21 @@
 //! (its hottest keys are in `--json` only: keys as labels would make a
 //! series per key).
 //!
+//! A service adds per bus `shmbus_service_clients`,
+//! `shmbus_service_servers`, `shmbus_service_live_clients`,
+//! `shmbus_service_live_servers` and `shmbus_service_calls_in_flight`
+//! (its `shmbus_published_total` counts responses delivered); per server
+//! entry ever used, labelled `bus`, `entry` and `pid`,
+//! `shmbus_server_alive`, `shmbus_server_taken_total`,
+//! `shmbus_server_answered_total`, `shmbus_server_late_total`,
+//! `shmbus_server_refused_total`, `shmbus_server_latency_seconds_total`
+//! (take to response, summed over answered) and
+//! `shmbus_server_latency_max_seconds`; per client entry ever used,
+//! `shmbus_client_alive`, `shmbus_client_calls_total`,
+//! `shmbus_client_timeouts_total`, `shmbus_client_late_total`,
+//! `shmbus_client_gone_total`, `shmbus_client_full_total` and
+//! `shmbus_client_calls_in_flight`.
+//!
 //! Lossless subscribers: per bus `shmbus_lossless_max` and
 //! `shmbus_evict_timeout_seconds`; per subscriber `shmbus_subscriber_contract`
 //! (one series per `contract`, lossy, lossless or evicted: 1 for the one it
@@ -29,6 +44,8 @@
 //! (the bridge's own rate over its last second).
 
 use std::fmt::Write;
+
+use shmbus::stat::{ClientStat, ServerStat};
 
 use super::model::Snapshot;
 use crate::bridge_status::{Direction, Status};
@@ -188,6 +205,146 @@ pub fn exposition(s: &Snapshot) -> String {
             let bb = b.blackboard.as_ref()?;
             Some(f64::from(u8::from(bb.corrupt.is_some())))
         }),
+    );
+    family(
+        "shmbus_service_clients",
+        "gauge",
+        "Client entries of a service: how many clients may be attached at once.",
+        per_bus(&|b| Some(f64::from(b.service.as_ref()?.clients))),
+    );
+    family(
+        "shmbus_service_servers",
+        "gauge",
+        "Server entries of a service: how many servers may serve at once.",
+        per_bus(&|b| Some(f64::from(b.service.as_ref()?.servers))),
+    );
+    family(
+        "shmbus_service_live_clients",
+        "gauge",
+        "Client entries of a service whose process holds its lock.",
+        per_bus(&|b| Some(b.service.as_ref()?.live_clients() as f64)),
+    );
+    family(
+        "shmbus_service_live_servers",
+        "gauge",
+        "Server entries of a service whose process holds its lock.",
+        per_bus(&|b| Some(b.service.as_ref()?.live_servers() as f64)),
+    );
+    family(
+        "shmbus_service_calls_in_flight",
+        "gauge",
+        "Calls of a service sent and not yet read back by their clients.",
+        per_bus(&|b| Some(b.service.as_ref()?.in_flight() as f64)),
+    );
+    let servers = |f: &dyn Fn(&ServerStat) -> f64| {
+        let mut rows = Vec::new();
+        for (l, b) in &buses {
+            for r in b.service.iter().flat_map(|s| &s.per_server) {
+                let labels = format!(
+                    "bus=\"{l}\",entry=\"{}\",pid=\"{}\"",
+                    r.line.entry, r.line.pid
+                );
+                rows.push((labels, f(&r.line)));
+            }
+        }
+        rows
+    };
+    family(
+        "shmbus_server_alive",
+        "gauge",
+        "1 if the process in a service's server entry holds its lock.",
+        servers(&|s| f64::from(u8::from(s.alive))),
+    );
+    family(
+        "shmbus_server_taken_total",
+        "counter",
+        "Requests a server entry took.",
+        servers(&|s| s.taken as f64),
+    );
+    family(
+        "shmbus_server_answered_total",
+        "counter",
+        "Responses a server entry delivered to a caller still waiting.",
+        servers(&|s| s.answered as f64),
+    );
+    family(
+        "shmbus_server_late_total",
+        "counter",
+        "Responses a server entry made after their caller gave up (dropped).",
+        servers(&|s| s.late as f64),
+    );
+    family(
+        "shmbus_server_refused_total",
+        "counter",
+        "Requests a server entry dropped unanswered.",
+        servers(&|s| s.refused as f64),
+    );
+    family(
+        "shmbus_server_latency_seconds_total",
+        "counter",
+        "Seconds from take to response, summed over a server entry's answered requests.",
+        servers(&|s| s.latency_sum_ns as f64 / 1e9),
+    );
+    family(
+        "shmbus_server_latency_max_seconds",
+        "gauge",
+        "The longest time from take to response of a server entry.",
+        servers(&|s| s.latency_max_ns as f64 / 1e9),
+    );
+    let clients = |f: &dyn Fn(&ClientStat) -> f64| {
+        let mut rows = Vec::new();
+        for (l, b) in &buses {
+            for r in b.service.iter().flat_map(|s| &s.per_client) {
+                let labels = format!(
+                    "bus=\"{l}\",entry=\"{}\",pid=\"{}\"",
+                    r.line.entry, r.line.pid
+                );
+                rows.push((labels, f(&r.line)));
+            }
+        }
+        rows
+    };
+    family(
+        "shmbus_client_alive",
+        "gauge",
+        "1 if the process in a service's client entry holds its lock.",
+        clients(&|c| f64::from(u8::from(c.alive))),
+    );
+    family(
+        "shmbus_client_calls_total",
+        "counter",
+        "Calls a client entry sent.",
+        clients(&|c| c.calls as f64),
+    );
+    family(
+        "shmbus_client_timeouts_total",
+        "counter",
+        "Calls of a client entry that ended timed out.",
+        clients(&|c| c.timeouts as f64),
+    );
+    family(
+        "shmbus_client_late_total",
+        "counter",
+        "Responses to a client entry that came after their call ended (dropped).",
+        clients(&|c| c.late as f64),
+    );
+    family(
+        "shmbus_client_gone_total",
+        "counter",
+        "Calls of a client entry that ended with their server gone or no server alive.",
+        clients(&|c| c.gone as f64),
+    );
+    family(
+        "shmbus_client_full_total",
+        "counter",
+        "Sends of a client entry refused because every call slot held a call.",
+        clients(&|c| c.full as f64),
+    );
+    family(
+        "shmbus_client_calls_in_flight",
+        "gauge",
+        "A client entry's call slots not free.",
+        clients(&|c| c.outstanding.len() as f64),
     );
     let mut by_state = Vec::new();
     for (l, b) in &buses {

@@ -11,12 +11,12 @@ use ratatui::widgets::{Block, List, ListItem, ListState, Paragraph};
 
 use super::super::model::{BusRow, BusView, Snapshot, SubRow};
 use super::super::pool;
-use super::board;
 use super::figures::{
     Align, all_sub_columns, byte_rate, bytes, error_text, facts, fill_text, fit, rate, role_text,
     sub_cells, sub_headings, sub_state,
 };
 use super::view::{View, ordered};
+use super::{board, calls};
 use crate::cmd::inspect::escaped;
 
 /// One frame of the view: title, buses, the selected bus, keys.
@@ -142,6 +142,18 @@ fn bus_line(b: &BusView, width: usize) -> Line<'static> {
 
 /// A bus's cells under [`BUS_COLUMNS`].
 fn bus_cells(r: &BusRow) -> [String; 7] {
+    if let Some(svc) = &r.service {
+        // Its responses are its messages; its live clients its subscribers.
+        return [
+            r.kind.clone(),
+            rate(r.msgs_per_sec),
+            "-".into(),
+            r.published.to_string(),
+            "-".into(),
+            format!("{} servers", svc.live_servers()),
+            svc.live_clients().to_string(),
+        ];
+    }
     if let Some(b) = &r.blackboard {
         // Its updates are its messages: no bytes, epoch or subscribers.
         return [
@@ -190,6 +202,9 @@ fn bus_extra(r: &BusRow) -> String {
     if let Some(b) = &r.blackboard {
         return board::bus_extra(b);
     }
+    if let Some(svc) = &r.service {
+        return calls::bus_extra(svc);
+    }
     match &r.journal {
         None => String::new(),
         Some(Ok(j)) => format!(
@@ -209,6 +224,7 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
     let name = escaped(&bus.name);
     let title = match &bus.state {
         Ok(r) if r.blackboard.is_some() => format!(" {name}, hottest keys "),
+        Ok(r) if r.service.is_some() => format!(" servers and clients of {name} "),
         Ok(r) if r.stream.is_none() => format!(" subscribers of {name}, {} ", view.order()),
         _ => format!(" {name} "),
     };
@@ -245,6 +261,25 @@ fn draw_detail(frame: &mut Frame, area: Rect, view: &View, snap: &Snapshot) {
             });
         }
         lines.extend(hot.map(Line::from));
+    } else if let Some(svc) = &r.service {
+        let rows = calls::lines(svc);
+        // What does not fit is counted rather than cut off unseen.
+        let room = usize::from(inner.height).saturating_sub(lines.len());
+        let shown = if rows.len() > room {
+            room.saturating_sub(1)
+        } else {
+            rows.len()
+        };
+        for (heading, row) in &rows[..shown] {
+            lines.push(if *heading {
+                Line::from(row.clone()).bold()
+            } else {
+                Line::from(row.clone())
+            });
+        }
+        if shown < rows.len() {
+            lines.push(Line::from(format!("… and {} more lines", rows.len() - shown)).dim());
+        }
     } else if r.stream.is_some() {
         lines.push(Line::from("a stream has one consumer and no subscribers").dim());
     } else if r.subscribers.is_empty() {

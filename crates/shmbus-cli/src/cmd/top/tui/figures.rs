@@ -185,6 +185,11 @@ pub(super) fn facts(r: &BusRow) -> Vec<(&'static str, String)> {
         out.push(("  records", side_text(&st.consumer)));
         return out;
     }
+    if let Some(svc) = &r.service {
+        out.push(("kind", r.kind.clone()));
+        out.extend(super::calls::facts(svc, r.msgs_per_sec));
+        return out;
+    }
     if let Some(b) = &r.blackboard {
         out.push(("kind", format!("{}, values of {} B", r.kind, r.msg_size)));
         out.extend(super::board::facts(b));

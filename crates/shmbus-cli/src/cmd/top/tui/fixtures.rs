@@ -74,6 +74,7 @@ pub(super) fn bus(name: &str, subscribers: Vec<SubRow>) -> BusView {
             publisher_proc: None,
             pool: None,
             blackboard: None,
+            service: None,
             bridges: Vec::new(),
         }),
     }

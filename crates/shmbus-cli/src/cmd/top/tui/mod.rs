@@ -35,6 +35,7 @@ use terminal::{Screen, Term, Tty, terminal_error};
 use view::{Key, View};
 
 mod board;
+mod calls;
 mod draw;
 mod figures;
 mod plain;

@@ -30,6 +30,12 @@ fn plain_bus(b: &BusView) -> String {
     }
     if let Some(b) = &r.blackboard {
         lines.extend(super::board::hot_lines(b).iter().map(|l| format!("  {l}")));
+    } else if let Some(svc) = &r.service {
+        lines.extend(
+            super::calls::lines(svc)
+                .iter()
+                .map(|l| format!("  {}", l.1)),
+        );
     } else if r.stream.is_none() && !r.subscribers.is_empty() {
         for row in subscriber_table(&r.subscribers, r.pool.is_some()).lines() {
             lines.push(format!("  {row}"));
