@@ -66,8 +66,7 @@ mid-write passed if its tag is 0 or its key bytes are another key's) and
 prints VERSION<TAB>VALUEHEX; --entries prints every used entry's version, tag,
 key and value.
 
-Services (kind 4: request-response; the bytes are those of the Rust
-`wire::service` module). The header lines (and --json) add the service's
+Services (kind 4: request-response, LAYOUT.md section 25). The header lines (and --json) add the service's
 shape (clients, slots per client, servers, the largest request and
 response and their types), the work bell and summary bits, each server
 entry ever used (pid, alive by its lock on byte 64 + entry, taken,
@@ -154,6 +153,7 @@ HEADER_END = 168
 FLAG_JOURNALED = 1  # header flag bit 0 (LAYOUT.md section 4)
 FLAG_MULTI_PUBLISHER = 2  # header flag bit 1 on a broadcast bus (section 4)
 FLAG_POOL = 8  # header flag bit 3 (LAYOUT.md sections 4, 19)
+FLAG_HUGE_PAGES = 4  # header flag bit 2 (LAYOUT.md section 4)
 JOURNAL_PATH_LEN_OFF, JOURNAL_PATH_MAX = 168, 256
 # Pool buses (LAYOUT.md section 19): two header words past the journal path.
 H_POOL_BLOCKS, H_POOL_BLOCK_SIZE, H_POOL_PID_NS = 432, 440, 448
@@ -618,7 +618,7 @@ class Bus:
             raise OpenError(
                 "InvalidGeometry", f"call slot size {h['slot_size']} should be {slot}"
             )
-        if h["flags"]:
+        if h["flags"] & ~FLAG_HUGE_PAGES:
             raise OpenError("InvalidGeometry", f"a service flagged {h['flags']:#x}")
         if h["data_offset"] + clients * slots * slot > h["total_len"]:
             raise OpenError(

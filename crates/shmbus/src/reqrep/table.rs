@@ -8,10 +8,7 @@ use crate::wait;
 use crate::wire::service::{ServiceGeometry, client, control, server, slot, state};
 use crate::wire::{Header, LINE};
 
-/// Lock byte of server entry `s` (exclusive, held while it serves).
-pub(crate) const SERVER_LOCK: u64 = 64;
-/// Lock byte of client entry `c` (exclusive, held while it calls).
-pub(crate) const CLIENT_LOCK: u64 = 128;
+pub(crate) use crate::wire::lock_byte::{CLIENT as CLIENT_LOCK, SERVER as SERVER_LOCK};
 
 /// What withdrawing a call found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

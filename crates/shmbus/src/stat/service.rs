@@ -15,10 +15,7 @@ use crate::sys::lock;
 use crate::wire::service::{client, control, server, slot, state};
 use crate::wire::{Header, LINE, TypeFingerprint};
 
-/// Lock byte of server entry `s` (`reqrep`'s: held while it serves).
-const SERVER_LOCK: u64 = 64;
-/// Lock byte of client entry `c` (held while it calls).
-const CLIENT_LOCK: u64 = 128;
+use crate::wire::lock_byte::{CLIENT as CLIENT_LOCK, SERVER as SERVER_LOCK};
 
 /// A request-response service, as [`stat`](super::stat) reads it: its
 /// shape, every server and client entry ever used with its counters and

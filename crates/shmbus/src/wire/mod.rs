@@ -338,4 +338,10 @@ pub mod lock_byte {
     pub const CONSUMER: u64 = 2;
     /// Exclusive: `REGISTRY + i` is held by the subscriber in registry slot i.
     pub const REGISTRY: u64 = 64;
+    /// Exclusive, on a request-response service: `SERVER + s` is held by
+    /// the server in entry s (s < 64) while it serves.
+    pub const SERVER: u64 = 64;
+    /// Exclusive, on a request-response service: `CLIENT + c` is held by
+    /// the client in entry c (c < 256) while it calls.
+    pub const CLIENT: u64 = 128;
 }
