@@ -114,14 +114,16 @@ impl RecordedKind {
     }
 
     /// The recorded kind of a segment of kind `kind`, if a recording can
-    /// hold one (a blackboard, or a kind this build does not know, it
-    /// cannot). Both pool buses record as [`RecordedKind::Pool`].
+    /// hold one (a blackboard, a request-response service, or a kind this
+    /// build does not know, it cannot). Both pool buses record as
+    /// [`RecordedKind::Pool`].
     ///
     /// # Examples
     /// ```
     /// use shmbus::{SegmentKind, record::RecordedKind};
     /// assert_eq!(RecordedKind::of(SegmentKind::ManyPublisherPool), Some(RecordedKind::Pool));
     /// assert_eq!(RecordedKind::of(SegmentKind::Blackboard), None);
+    /// assert_eq!(RecordedKind::of(SegmentKind::Service), None);
     /// ```
     pub fn of(kind: SegmentKind) -> Option<Self> {
         match kind {
