@@ -294,7 +294,8 @@ fn a_response_too_long_leaves_the_request_to_answer_and_it_outlives_its_server_h
 fn service_options_out_of_range_are_refused_naming_the_field_and_nothing_is_made() {
     let bus = Bus::new("rr-options");
     let mut server = null_mut();
-    let cases: [(fn(&mut ServiceOpts), &str); 6] = [
+    type Spoil = fn(&mut ServiceOpts);
+    let cases: [(Spoil, &str); 6] = [
         (|o| o.request_size = 0, "request_size is 0"),
         (|o| o.response_size = 0, "response_size is 0"),
         (|o| o.clients = 257, "clients is 257"),
