@@ -6,7 +6,9 @@
 #      subscriber on every kind of bus, the tool -> a stream read in place
 #      and a journaled bus's state, then pingpong; a lossless C subscriber
 #      that stops (SIGSTOP) makes the C publisher's try_publish say full,
-#      naming it, and once it reads on it gets every message;
+#      naming it, and once it reads on it gets every message; a
+#      request-response C server answers a C client in another process,
+#      and with it gone the client's call says no server;
 #   4. the same under valgrind (no definite or indirect leak, no invalid
 #      access: --error-exitcode);
 #   5. `make install` writes a shmbus.pc that builds and links a program
@@ -36,6 +38,7 @@ SUB=examples/c/subscriber
 PINGPONG=examples/c/pingpong
 STATE=examples/c/state
 BOARD=examples/c/blackboard
+REQREP=examples/c/reqrep
 
 prefix="shmbus-ci-c-$$"
 work=$(mktemp -d)
@@ -173,6 +176,29 @@ blackboard() { # WRAP
     echo "ok: ${wrap:+$wrap }blackboard: C <-> shmbus get/put, an entry handle across a removal, and every status of the C API"
 }
 
+# A request-response service between two C processes: the server creates
+# it and answers two calls upper-cased, the client prints each response;
+# with the server gone, the client's next call ends "no server".
+reqrep() { # WRAP
+    local wrap=$1 run=() name server out
+    [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
+    name="$prefix-reqrep"
+    : >"$work/reqrep.err"
+    timeout 120 "${run[@]}" "$REQREP" serve "$name" --create --count 2 2>"$work/reqrep.err" &
+    server=$!
+    wait_ready "$work/reqrep.err" "$server"
+    out=$(timeout 60 "${run[@]}" "$REQREP" call "$name" --timeout-ms 30000 ping pong \
+        2>"$work/reqrep-call.err") || fail "$wrap reqrep call"
+    [[ "$out" == $'ping -> PING\npong -> PONG' ]] || fail "$wrap reqrep call printed $out"
+    wait "$server" || fail "$wrap reqrep serve exited $?"
+    out=$(timeout 60 "${run[@]}" "$REQREP" call "$name" --timeout-ms 30000 anyone \
+        2>"$work/reqrep-call.err") || fail "$wrap reqrep call with no server"
+    [[ "$out" == "anyone: SHMBUS_NO_SERVER SHMBUS_E_PEER_GONE" ]] ||
+        fail "$wrap reqrep call with no server printed $out"
+    "$SHMBUS" rm "$name" >/dev/null
+    echo "ok: ${wrap:+$wrap }reqrep: a C server answers a C client in another process; with none, no server"
+}
+
 pingpong() { # WRAP ROUNDS
     local wrap=$1 rounds=$2 run=()
     [[ "$wrap" == valgrind ]] && run=("${VALGRIND[@]}")
@@ -253,6 +279,7 @@ echo "--- end to end"
 all_scenarios ""
 tool_to_c ""
 blackboard ""
+reqrep ""
 # 5000 round trips: both ends busy-spin, and beside CI's other lane on 2
 # CPUs a trip can wait for a scheduler slice (ms): this checks that it
 # runs and prints its line, the figures are bench.sh's.
@@ -263,6 +290,7 @@ echo "--- under valgrind"
 all_scenarios valgrind
 tool_to_c valgrind
 blackboard valgrind
+reqrep valgrind
 pingpong valgrind 300
 
 echo "--- pkg-config"

@@ -5,7 +5,7 @@
 # then installed into a fresh venv whose PATH has no cargo or rustc
 # (ci/no_rust.sh), where the Python tests run. What needs Rust is built
 # before: the wheel, the `shmbus` tool and the C examples the cross-language
-# tests drive. The wheel and sdist stay in target/wheels (the Python quick
+# tests drive, and the Rust server the request-response tests call. The wheel and sdist stay in target/wheels (the Python quick
 # start installs that wheel). Works on a machine where nothing was
 # installed by hand; leaves nothing in /dev/shm.
 # --quick (ci/quick.sh): the wheel from the tree (no sdist: cargo's
@@ -63,6 +63,9 @@ esac
 . ci/tool.sh
 shmbus_tool
 export SHMBUS_BIN=$SHMBUS
+# The Rust server the request-response tests call in another process.
+cargo build -q -p shmbus --example reqrep_serve
+export SHMBUS_REQREP_SERVE=$CARGO_TARGET_DIR/debug/examples/reqrep_serve
 # As the matrix tests call it (SHMBUS_PROFILE picks the library), with cargo.
 make -s -C examples/c
 

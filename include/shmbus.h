@@ -14,7 +14,8 @@
  * memory. Buses (one or many publishers; subscribers at their own cursor,
  * told exactly how many messages they missed when lapped), a lossless
  * stream of byte records, journaled buses for late joiners, and pool buses
- * whose messages are written and read in place.
+ * whose messages are written and read in place, a blackboard (the latest
+ * value per key), and request-response services.
  *
  * Conventions:
  * - Handles are opaque pointers, written through an out-parameter by
@@ -22,7 +23,8 @@
  *   _close (_discard/_release for loans and samples), which accept NULL.
  *   Use a handle from one thread at a time.
  * - Every call returns a shmbus_status_t. After SHMBUS_ERROR (and
- *   SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE),
+ *   SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE, SHMBUS_REFUSED,
+ *   SHMBUS_NO_SERVER),
  *   shmbus_error_message() says what was found and what was expected, and
  *   shmbus_error_code() which kind of failure it was (a
  *   shmbus_error_code_t: SHMBUS_E_NOT_FOUND, SHMBUS_E_EXISTS, ...; the
@@ -236,8 +238,8 @@ typedef enum shmbus_error_code_t {
 } shmbus_error_code_t;
 
 /**
- * What a call did. SHMBUS_ERROR, SHMBUS_TOO_SMALL, SHMBUS_ABANDONED
- * and SHMBUS_PEER_GONE come with a message from shmbus_error_message()
+ * What a call did. SHMBUS_ERROR, SHMBUS_TOO_SMALL, SHMBUS_ABANDONED,
+ * SHMBUS_PEER_GONE, SHMBUS_REFUSED and SHMBUS_NO_SERVER come with a message from shmbus_error_message()
  * and a code from shmbus_error_code() (and SHMBUS_FULL/
  * SHMBUS_TIMED_OUT where a function says so); the others leave them as
  * they were.
@@ -289,6 +291,17 @@ typedef enum shmbus_status_t {
      */
     SHMBUS_PEER_GONE = 8,
     /**
+     * A request-response call: the server dropped the request unanswered
+     * (it declined it); with SHMBUS_E_PEER_GONE.
+     */
+    SHMBUS_REFUSED = 9,
+    /**
+     * A request-response call: no server is alive to take the request,
+     * which was withdrawn unseen (safe to send again once one serves);
+     * with SHMBUS_E_PEER_GONE.
+     */
+    SHMBUS_NO_SERVER = 10,
+    /**
      * The call failed: see shmbus_error_code() and
      * shmbus_error_message().
      */
@@ -318,6 +331,11 @@ typedef struct shmbus_blackboard_reader_t shmbus_blackboard_reader_t;
  * The writer of a blackboard (opaque).
  */
 typedef struct shmbus_blackboard_writer_t shmbus_blackboard_writer_t;
+
+/**
+ * A client of a service (opaque).
+ */
+typedef struct shmbus_client_t shmbus_client_t;
 
 /**
  * The consumer of a stream (opaque).
@@ -365,10 +383,21 @@ typedef struct shmbus_producer_t shmbus_producer_t;
 typedef struct shmbus_publisher_t shmbus_publisher_t;
 
 /**
+ * A request a server took (opaque), from shmbus_server_recv until it is
+ * answered (shmbus_request_respond) or refused (shmbus_request_refuse).
+ */
+typedef struct shmbus_request_t shmbus_request_t;
+
+/**
  * One received message of a pool bus, held in place (opaque). It keeps
  * the bus mapped: it may outlive its subscriber.
  */
 typedef struct shmbus_sample_t shmbus_sample_t;
+
+/**
+ * A server of a service (opaque).
+ */
+typedef struct shmbus_server_t shmbus_server_t;
 
 /**
  * The keyed state of a journaled bus (opaque).
@@ -582,6 +611,52 @@ typedef struct shmbus_journal_options_t {
 } shmbus_journal_options_t;
 
 /**
+ * How to create a request-response service (shmbus_server_create).
+ * Start from shmbus_service_options_default() (or zero it) and set
+ * request_size and response_size; every other field's 0 is its
+ * default.
+ */
+typedef struct shmbus_service_options_t {
+    /**
+     * The largest request in bytes (1 to 64 MiB).
+     */
+    uint32_t request_size;
+    /**
+     * The largest response in bytes (1 to 64 MiB).
+     */
+    uint32_t response_size;
+    /**
+     * How many client handles may be attached at once (1 to 256; 0 = 16).
+     */
+    uint32_t clients;
+    /**
+     * How many calls one client may have outstanding (1 to 64; 0 = 8).
+     */
+    uint32_t slots;
+    /**
+     * How many servers may serve at once (1 to 64; 0 = 4).
+     */
+    uint32_t servers;
+    /**
+     * File mode bits within 0777 (0 = 0600); any other bit is refused.
+     */
+    uint32_t mode;
+    /**
+     * SHMBUS_PREFAULT, SHMBUS_MLOCK, SHMBUS_HUGE_PAGES_*.
+     */
+    uint32_t flags;
+    /**
+     * SHMBUS_WAIT_*: how the creating server waits for requests.
+     */
+    uint32_t wait;
+    /**
+     * How long the creating server spins before it yields or sleeps
+     * (0 = 50 µs).
+     */
+    uint64_t spin_ns;
+} shmbus_service_options_t;
+
+/**
  * How to create a stream (shmbus_producer_create). Start from
  * shmbus_stream_options_default() (or zero it) and set capacity.
  */
@@ -627,7 +702,8 @@ extern "C" {
 
 /**
  * This thread's message for the last call that returned SHMBUS_ERROR
- * (or SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE, and the
+ * (or SHMBUS_TOO_SMALL, SHMBUS_ABANDONED, SHMBUS_PEER_GONE,
+ * SHMBUS_REFUSED, SHMBUS_NO_SERVER, and the
  * SHMBUS_FULL/SHMBUS_TIMED_OUT of the calls that say so): what was
  * found and what was expected. Never NULL
  * ("" before any failure). Owned by the library: valid until the next
@@ -1700,6 +1776,257 @@ void shmbus_sample_release(struct shmbus_sample_t *sample);
  * subscriber is NULL or a live subscriber, not used again.
  */
 void shmbus_pool_subscriber_close(struct shmbus_pool_subscriber_t *subscriber);
+
+/**
+ * Service options with every default: request_size and
+ * response_size still to set.
+ */
+struct shmbus_service_options_t shmbus_service_options_default(void);
+
+/**
+ * Creates the service name and serves it as its first server.
+ *
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_server_close);
+ * SHMBUS_ERROR (SHMBUS_E_EXISTS, SHMBUS_E_INVALID_ARGUMENT for
+ * options out of range, naming the field, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_server_create(const char *name,
+                                          const struct shmbus_service_options_t *opts,
+                                          struct shmbus_server_t **out);
+
+/**
+ * Serves the existing service name beside its other servers, in the
+ * first free server entry.
+ *
+ * Statuses: SHMBUS_OK (*out); SHMBUS_ERROR (SHMBUS_E_NOT_FOUND,
+ * SHMBUS_E_WRONG_KIND, SHMBUS_E_ROLE_TAKEN when every server entry
+ * is held by a live process, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_server_attach(const char *name,
+                                          const struct shmbus_open_options_t *opts,
+                                          struct shmbus_server_t **out);
+
+/**
+ * Takes the next request, waiting up to timeout_ns. Clients are served
+ * round robin. A server may hold several requests at once and answer
+ * them in any order.
+ *
+ * Statuses: SHMBUS_MESSAGE (*request, answered with
+ * shmbus_request_respond or shmbus_request_refuse); SHMBUS_EMPTY
+ * (none, timeout_ns 0) or SHMBUS_TIMED_OUT (none came), both with
+ * *request NULL and no message set; SHMBUS_ERROR (a NULL argument).
+ *
+ * Safety:
+ * server is NULL or a live server; request NULL or writable.
+ */
+enum shmbus_status_t shmbus_server_recv(struct shmbus_server_t *server,
+                                        struct shmbus_request_t **request,
+                                        int64_t timeout_ns);
+
+/**
+ * The largest request (*len) this service carries.
+ *
+ * Safety:
+ * server is NULL or a live server; len NULL or writable.
+ */
+enum shmbus_status_t shmbus_server_max_request(struct shmbus_server_t *server, size_t *len);
+
+/**
+ * The largest response (*len) this service carries.
+ *
+ * Safety:
+ * server is NULL or a live server; len NULL or writable.
+ */
+enum shmbus_status_t shmbus_server_max_response(struct shmbus_server_t *server, size_t *len);
+
+/**
+ * Frees the server handle (NULL: nothing). Requests it took and did not
+ * answer yet stay valid, and keep its server entry, until each is
+ * answered or refused; the service stays for its other servers and
+ * clients (shmbus_remove removes it).
+ *
+ * Safety:
+ * server is NULL or a live server, not used again.
+ */
+void shmbus_server_close(struct shmbus_server_t *server);
+
+/**
+ * Writes the request's bytes (in place in shared memory: read them, do
+ * not write them) to *data, its length to *len and the client entry
+ * that sent it to *client (each may be NULL). The bytes stay valid
+ * until the request is answered or refused.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (a NULL request).
+ *
+ * Safety:
+ * request is NULL or a live request; data, len, client NULL or
+ * writable.
+ */
+enum shmbus_status_t shmbus_request_data(struct shmbus_request_t *request,
+                                         const void **data,
+                                         size_t *len,
+                                         uint32_t *client);
+
+/**
+ * Answers the request with the len bytes at data (up to the
+ * service's largest response) and frees it.
+ *
+ * Statuses: SHMBUS_OK (delivered; the request is freed);
+ * SHMBUS_TIMED_OUT (SHMBUS_E_TIMED_OUT: the caller gave up first, so
+ * the response is dropped and counted; the request is freed);
+ * SHMBUS_ERROR (SHMBUS_E_TOO_LONG, a NULL argument: nothing was
+ * sent, and the request is still yours to answer or refuse).
+ *
+ * Safety:
+ * request is NULL or a live request; data valid for len bytes.
+ */
+enum shmbus_status_t shmbus_request_respond(struct shmbus_request_t *request,
+                                            const void *data,
+                                            size_t len);
+
+/**
+ * Refuses the request (its caller gets SHMBUS_REFUSED) and frees it
+ * (NULL: nothing).
+ *
+ * Safety:
+ * request is NULL or a live request, not used again.
+ */
+void shmbus_request_refuse(struct shmbus_request_t *request);
+
+/**
+ * Becomes a client of the service name, in its first free client
+ * entry (taking over what a dead client left there).
+ *
+ * Statuses: SHMBUS_OK (*out, closed with shmbus_client_close);
+ * SHMBUS_ERROR (SHMBUS_E_NOT_FOUND, SHMBUS_E_WRONG_KIND,
+ * SHMBUS_E_ROLE_TAKEN when every client entry is held by a live
+ * process, ...; *out is NULL).
+ *
+ * Safety:
+ * name is NULL or a NUL-terminated string; opts NULL or a valid
+ * options struct; out NULL or writable.
+ */
+enum shmbus_status_t shmbus_client_attach(const char *name,
+                                          const struct shmbus_open_options_t *opts,
+                                          struct shmbus_client_t **out);
+
+/**
+ * Sends the len bytes at data as a request, waiting up to
+ * timeout_ns for a free call slot if all are outstanding; *call is
+ * the call's id, for shmbus_client_wait (or shmbus_client_cancel).
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_FULL (SHMBUS_E_FULL: no slot came
+ * free in time); SHMBUS_ERROR (SHMBUS_E_TOO_LONG, a NULL argument).
+ *
+ * Safety:
+ * client is NULL or a live client; data valid for len bytes;
+ * call NULL or writable.
+ */
+enum shmbus_status_t shmbus_client_send(struct shmbus_client_t *client,
+                                        const void *data,
+                                        size_t len,
+                                        uint64_t *call,
+                                        int64_t timeout_ns);
+
+/**
+ * Waits up to timeout_ns for the outcome of call (an id from
+ * shmbus_client_send) and copies its response into buf, which holds
+ * *len bytes; *len is then the response's length. A wait that ends
+ * without a response ends the call (a response that comes later is
+ * dropped); to look without ending it, shmbus_client_is_answered.
+ *
+ * Statuses: SHMBUS_MESSAGE; SHMBUS_TOO_SMALL (*len is the length
+ * needed; the response is kept: wait on the call again with a buffer
+ * that long); SHMBUS_TIMED_OUT, SHMBUS_PEER_GONE, SHMBUS_NO_SERVER,
+ * SHMBUS_REFUSED (the outcomes, see above); SHMBUS_ERROR
+ * (SHMBUS_E_CORRUPT: a response longer than the service's largest;
+ * SHMBUS_E_INVALID_ARGUMENT: no such call outstanding, a NULL
+ * argument). Every status but SHMBUS_MESSAGE sets the message and
+ * code; every one but SHMBUS_TOO_SMALL ends the call.
+ *
+ * Safety:
+ * client is NULL or a live client; len NULL or an initialised,
+ * writable size_t; buf valid for writes of *len bytes.
+ */
+enum shmbus_status_t shmbus_client_wait(struct shmbus_client_t *client,
+                                        uint64_t call,
+                                        void *buf,
+                                        size_t *len,
+                                        int64_t timeout_ns);
+
+/**
+ * Sends the len bytes at data and waits for the response into buf
+ * (*resp_len bytes in, the response's length out), all within
+ * timeout_ns: shmbus_client_send then shmbus_client_wait.
+ *
+ * Statuses: as shmbus_client_send's and shmbus_client_wait's. On
+ * SHMBUS_TOO_SMALL the response is kept under the call's id, written
+ * to *call (NULL: the response is dropped).
+ *
+ * Safety:
+ * client is NULL or a live client; data valid for len bytes;
+ * resp_len NULL or an initialised, writable size_t; buf valid for
+ * writes of *resp_len bytes; call NULL or writable.
+ */
+enum shmbus_status_t shmbus_client_call(struct shmbus_client_t *client,
+                                        const void *data,
+                                        size_t len,
+                                        void *buf,
+                                        size_t *resp_len,
+                                        uint64_t *call,
+                                        int64_t timeout_ns);
+
+/**
+ * Gives up on call without waiting: its response, if one comes, is
+ * dropped; its slot comes back once no server holds it.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (SHMBUS_E_INVALID_ARGUMENT: no
+ * such call outstanding, a NULL client).
+ *
+ * Safety:
+ * client is NULL or a live client.
+ */
+enum shmbus_status_t shmbus_client_cancel(struct shmbus_client_t *client, uint64_t call);
+
+/**
+ * Whether call has its answer already (*answered: a response or a
+ * refusal), so that shmbus_client_wait returns at once.
+ *
+ * Statuses: SHMBUS_OK; SHMBUS_ERROR (SHMBUS_E_INVALID_ARGUMENT: no
+ * such call outstanding, a NULL argument).
+ *
+ * Safety:
+ * client is NULL or a live client; answered NULL or writable.
+ */
+enum shmbus_status_t shmbus_client_is_answered(struct shmbus_client_t *client,
+                                               uint64_t call,
+                                               bool *answered);
+
+/**
+ * How many calls of this client are outstanding (*count): sent and not
+ * yet waited for, or given up on and not yet given back by their server.
+ *
+ * Safety:
+ * client is NULL or a live client; count NULL or writable.
+ */
+enum shmbus_status_t shmbus_client_outstanding(struct shmbus_client_t *client, uint32_t *count);
+
+/**
+ * Frees the client (NULL: nothing): its outstanding calls are given up
+ * (their responses, if any come, are dropped).
+ *
+ * Safety:
+ * client is NULL or a live client, not used again.
+ */
+void shmbus_client_close(struct shmbus_client_t *client);
 
 /**
  * Joins the journaled bus name as shmbus_journal_subscriber_join

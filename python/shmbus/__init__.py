@@ -7,6 +7,10 @@
 - A pool bus: ``PoolPublisher.loan`` a block, write it in place, publish it;
   ``PoolSubscriber.recv`` gives a ``Sample`` viewing the block in place.
 - A stream: ``Producer.push`` / ``Consumer.pop`` byte records, lossless.
+- A request-response service: ``Server.create``/``attach`` takes requests
+  (``Request.respond`` or ``refuse``); ``Client.call`` (or ``send`` then
+  ``wait``) gets exactly one outcome per request, the response or a
+  ``CallError`` subclass.
 - A journal: ``JournalPublisher`` appends every message to a file;
   ``JournalSubscriber.join`` starts with the journal (late join without
   gap), ``State.join`` folds keyed messages into last-value-per-key.
@@ -22,6 +26,7 @@ from . import errors
 from ._shmbus import (
     Blackboard,
     BlackboardEntry,
+    Client,
     Consumer,
     Entry,
     JournalPublisher,
@@ -33,7 +38,9 @@ from ._shmbus import (
     PoolSubscriber,
     Producer,
     Publisher,
+    Request,
     Sample,
+    Server,
     State,
     Subscriber,
     aio_registrations,
@@ -44,11 +51,14 @@ from .recording import Recording, RecordedBus, RecordedGap, RecordedMessage, rep
 from .errors import (
     AbandonedError,
     AttachError,
+    BadResponseError,
     BlackboardError,
     BlackboardFullError,
     BusyError,
     BusExistsError,
     BusNotFoundError,
+    CallError,
+    CallTimeoutError,
     ClosedError,
     CorruptError,
     CreateError,
@@ -69,6 +79,7 @@ from .errors import (
     MessageTooLongError,
     MessageType,
     NoDirectoryError,
+    NoServerError,
     NotJournaledError,
     OpenError,
     OpenPermissionError,
@@ -76,11 +87,14 @@ from .errors import (
     PoolExhaustedError,
     ReadOnlyError,
     RecordingError,
+    RefusedError,
     RoleTakenError,
+    ServerGoneError,
     StreamError,
     TimeoutError,
     TooManySamplesError,
     TypeMismatchError,
+    UnknownCallError,
     WrongKindError,
 )
 
@@ -109,6 +123,9 @@ __all__ = [
     "State",
     "Blackboard",
     "BlackboardEntry",
+    "Server",
+    "Request",
+    "Client",
     "remove",
     "aio_registrations",
     "errors",

@@ -245,6 +245,18 @@ async def anext(handle):
         raise
 
 
+async def call_async(client, data, timeout):
+    """``Client.call_async``: ``client.call`` on a thread of the running
+    loop's default executor. A service client has no doorbell the loop can
+    wait on (its waits are the core's, which end the call when they run
+    out), so the blocking call runs off the loop; the client is busy until
+    it ends, also when the awaiting task is cancelled."""
+    import asyncio
+
+    data = bytes(data)
+    return await asyncio.get_running_loop().run_in_executor(None, client.call, data, timeout)
+
+
 def field_bytes(obj, dtype, size, field):
     """A blackboard key or value as the table's bytes: with ``dtype``, the
     one record ``obj`` makes (a NumPy record, a structured scalar, a tuple

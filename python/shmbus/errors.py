@@ -40,6 +40,13 @@ from it as well, so ``except FileNotFoundError`` works on a missing bus.
     │   ├── BlackboardFullError                .keys: a new key and the table is full
     │   ├── FieldSizeError (ValueError)        .field ("key"/"value") / .found / .expected
     │   └── ReadOnlyError                      put/remove on a blackboard opened to read
+    ├── CallError                              Rust reqrep::CallError (.call: the call's id)
+    │   ├── CallTimeoutError (TimeoutError)    no response by the deadline (a late one is dropped)
+    │   ├── ServerGoneError (ConnectionError)  .pid: the server died holding the request
+    │   ├── NoServerError (ConnectionError)    no server alive: withdrawn unseen
+    │   ├── RefusedError                       .pid: the server dropped the request unanswered
+    │   ├── BadResponseError                   a response longer than the service's largest
+    │   └── UnknownCallError (ValueError)      no such call outstanding on this client
     ├── BusyError (RuntimeError)               another thread is in a call of this handle
     └── ClosedError (ValueError)               a closed handle, a released sample, a published loan
 """
@@ -85,6 +92,13 @@ __all__ = [
     "BlackboardFullError",
     "FieldSizeError",
     "ReadOnlyError",
+    "CallError",
+    "CallTimeoutError",
+    "ServerGoneError",
+    "NoServerError",
+    "RefusedError",
+    "BadResponseError",
+    "UnknownCallError",
     "BusyError",
     "ClosedError",
     "RecordingError",
@@ -290,6 +304,44 @@ class FieldSizeError(BlackboardError, ValueError):
 
 class ReadOnlyError(BlackboardError):
     """``put`` or ``remove`` on a blackboard opened to read (``Blackboard.open``)."""
+
+
+class CallError(Error):
+    """A request-response call ended without a response (Rust
+    ``reqrep::CallError``); ``call`` is the call's id."""
+
+    call: Optional[int] = None
+
+
+class CallTimeoutError(CallError, TimeoutError):
+    """No response before the call's deadline. A response that comes later
+    is dropped, never delivered to another call."""
+
+
+class ServerGoneError(CallError, ConnectionError):
+    """The server that took the request (process ``pid``) died before it
+    answered: the request may have been partly carried out."""
+
+    pid: int = 0
+
+
+class NoServerError(CallError, ConnectionError):
+    """No server is alive to take the request: it was withdrawn unseen."""
+
+
+class RefusedError(CallError):
+    """The server (process ``pid``) dropped the request unanswered."""
+
+    pid: int = 0
+
+
+class BadResponseError(CallError):
+    """The response is longer than the service's largest: a broken server."""
+
+
+class UnknownCallError(CallError, ValueError):
+    """No such call is outstanding on this client (waited for already,
+    cancelled, or another client's)."""
 
 
 class ClosedError(Error, ValueError):

@@ -19,6 +19,7 @@ use shmbus::{
     bus::{LosslessRefused, TryPublishError},
     journal::{self, AppendError, CloseError, JoinError},
     pool::{self, LoanError},
+    reqrep::{self, CallError, RespondError, SendError},
     stream::{PopError, PushError},
 };
 
@@ -59,6 +60,8 @@ exception_classes! {
     RecordingError,
     BlackboardError, EntryBusyError, EntryStuckError, EntryCorruptError,
     BlackboardFullError, FieldSizeError, ReadOnlyError,
+    CallError, CallTimeoutError, ServerGoneError, NoServerError, RefusedError,
+    BadResponseError, UnknownCallError,
 }
 
 /// The classes of `shmbus.errors`, looked up once.
@@ -165,10 +168,11 @@ enum Family {
     Join,
     Journal,
     Blackboard,
+    Service,
 }
 
 impl Family {
-    const ALL: [Family; 10] = [
+    const ALL: [Family; 11] = [
         Family::Open,
         Family::Create,
         Family::Attach,
@@ -179,6 +183,7 @@ impl Family {
         Family::Join,
         Family::Journal,
         Family::Blackboard,
+        Family::Service,
     ];
 
     /// The family's base class: for a kind it has no subclass for.
@@ -193,6 +198,7 @@ impl Family {
             Family::Join => Exc::JoinError,
             Family::Journal => Exc::JournalError,
             Family::Blackboard => Exc::BlackboardError,
+            Family::Service => Exc::CallError,
         }
     }
 }
@@ -221,6 +227,9 @@ fn own_class(kind: ErrorKind, family: Family) -> Option<Exc> {
         (K::TooLong, _) => Exc::MessageTooLongError,
         (K::Abandoned, _) => Exc::AbandonedError,
         (K::TimedOut, F::Stream) => Exc::TimeoutError,
+        (K::TimedOut, F::Service) => Exc::CallTimeoutError,
+        (K::Corrupt, F::Service) => Exc::BadResponseError,
+        (K::InvalidArgument, F::Service) => Exc::UnknownCallError,
         (K::PoolExhausted, _) => Exc::PoolExhaustedError,
         (K::TooManySamples, _) => Exc::TooManySamplesError,
         (K::PeerGone, F::Stream) => Exc::PeerGoneError,
@@ -525,4 +534,68 @@ pub(crate) fn read_only(py: Python<'_>) -> PyErr {
         "this blackboard was opened to read: Blackboard.create or Blackboard.attach writes".into(),
         &[],
     )
+}
+
+/// A service's attach refused: `RoleTakenError` when every entry of its
+/// side is held (`.side`, `.entries`), else as an open's.
+pub(crate) fn service_attach(py: Python<'_>, e: reqrep::AttachError) -> PyErr {
+    match e {
+        reqrep::AttachError::Open(e) => open(py, e),
+        reqrep::AttachError::NoEntry { side, entries } => {
+            let side = pyo3::types::PyString::new(py, &side.to_string())
+                .into_any()
+                .unbind();
+            raise(
+                py,
+                class(e.kind(), Family::Attach),
+                e.to_string(),
+                &[("side", side), ("entries", num(py, entries.into()))],
+            )
+        }
+        e => plain(py, e.kind(), Family::Attach, e),
+    }
+}
+
+/// A request not sent: `FullError` (`.outstanding`) or
+/// `MessageTooLongError`.
+pub(crate) fn send(py: Python<'_>, e: SendError) -> PyErr {
+    match e {
+        SendError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        SendError::Full { outstanding } => raise(
+            py,
+            class(e.kind(), Family::Publish),
+            e.to_string(),
+            &[("outstanding", num(py, outstanding.into()))],
+        ),
+        e => plain(py, e.kind(), Family::Publish, e),
+    }
+}
+
+/// How a call ended without a response: a `CallError` subclass per
+/// outcome (`.call`, the call's id; `.pid` of the server where there is
+/// one), or the send's error.
+pub(crate) fn call(py: Python<'_>, e: CallError, id: Option<u64>) -> PyErr {
+    let mut attrs = vec![("call", id.map_or_else(|| py.None(), |c| num(py, c)))];
+    let class = match e {
+        CallError::Send(e) => return send(py, e),
+        CallError::ServerGone { pid } => {
+            attrs.push(("pid", num(py, pid.into())));
+            Exc::ServerGoneError
+        }
+        CallError::NoServer => Exc::NoServerError,
+        CallError::Refused { pid } => {
+            attrs.push(("pid", num(py, pid.into())));
+            Exc::RefusedError
+        }
+        e => class(e.kind(), Family::Service),
+    };
+    raise(py, class, e.to_string(), &attrs)
+}
+
+/// A response refused (one too long is caught before the core sees it).
+pub(crate) fn respond(py: Python<'_>, e: RespondError) -> PyErr {
+    match e {
+        RespondError::TooLong { len, max } => too_long(py, e.to_string(), len, max),
+        e => plain(py, e.kind(), Family::Service, e),
+    }
 }

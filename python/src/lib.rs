@@ -47,6 +47,7 @@ mod handle;
 mod journal;
 mod pool;
 mod recording;
+mod reqrep;
 mod stream;
 mod wake;
 
@@ -322,6 +323,7 @@ fn _shmbus(m: &Bound<'_, PyModule>) -> PyResult<()> {
     journal::register(m)?;
     blackboard::register(m)?;
     recording::register(m)?;
+    reqrep::register(m)?;
     aio::register(m)?;
     m.add("SLICE_SECONDS", SLICE.as_secs_f64())?;
     Ok(())

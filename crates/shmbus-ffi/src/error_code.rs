@@ -219,4 +219,8 @@ classified!(
     shmbus_core::blackboard::PutError,
     shmbus_core::blackboard::RemoveError,
     shmbus_core::blackboard::EntryError,
+    shmbus_core::reqrep::AttachError,
+    shmbus_core::reqrep::CallError,
+    shmbus_core::reqrep::SendError,
+    shmbus_core::reqrep::RespondError,
 );

@@ -22,7 +22,8 @@ pub(crate) fn set_error(message: &str, code: ErrorCode) {
 }
 
 /// This thread's message for the last call that returned `SHMBUS_ERROR`
-/// (or `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`, and the
+/// (or `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`,
+/// `SHMBUS_REFUSED`, `SHMBUS_NO_SERVER`, and the
 /// `SHMBUS_FULL`/`SHMBUS_TIMED_OUT` of the calls that say so): what was
 /// found and what was expected. Never NULL
 /// ("" before any failure). Owned by the library: valid until the next

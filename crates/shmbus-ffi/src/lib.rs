@@ -10,7 +10,8 @@
 //!   by one thread at a time; it may move between threads between calls.
 //! - Every call returns a [`Status`](status::Status). On `SHMBUS_ERROR` (and on the other
 //!   statuses that say something went wrong: `SHMBUS_TOO_SMALL`,
-//!   `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`), [`shmbus_error_message`](last_error::shmbus_error_message)
+//!   `SHMBUS_ABANDONED`, `SHMBUS_PEER_GONE`, `SHMBUS_REFUSED`,
+//!   `SHMBUS_NO_SERVER`), [`shmbus_error_message`](last_error::shmbus_error_message)
 //!   returns this thread's message for it and [`shmbus_error_code`](last_error::shmbus_error_code) its
 //!   [`ErrorCode`], the kind of failure (`SHMBUS_E_NOT_FOUND`, ...: the
 //!   core's `ErrorKind`, as Python's exception classes are) to switch on
@@ -35,7 +36,8 @@
 //! `options.rs` (the flags and the option structs every kind of bus
 //! shares, and their conversion), `remove.rs`; then by kind: `bus.rs`
 //! (single and many-publisher buses and their subscribers),
-//! `journal.rs`, `pool.rs` (pool buses, loans and samples), `state.rs`
+//! `journal.rs`, `pool.rs` (pool buses, loans and samples), `reqrep.rs`
+//! (request-response: servers, requests and clients), `state.rs`
 //! (a journaled bus folded into the last value per key), `stream.rs`
 //! (producer and consumer, and a record peeked in place), each with its
 //! own options. Under them, what
@@ -72,6 +74,7 @@ pub mod blackboard;
 pub mod bus;
 pub mod journal;
 pub mod pool;
+pub mod reqrep;
 pub mod state;
 pub mod stream;
 

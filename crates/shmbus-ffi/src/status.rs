@@ -3,8 +3,8 @@
 
 use std::ffi::{CStr, c_char};
 
-/// What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`
-/// and `SHMBUS_PEER_GONE` come with a message from `shmbus_error_message()`
+/// What a call did. `SHMBUS_ERROR`, `SHMBUS_TOO_SMALL`, `SHMBUS_ABANDONED`,
+/// `SHMBUS_PEER_GONE`, `SHMBUS_REFUSED` and `SHMBUS_NO_SERVER` come with a message from `shmbus_error_message()`
 /// and a code from `shmbus_error_code()` (and `SHMBUS_FULL`/
 /// `SHMBUS_TIMED_OUT` where a function says so); the others leave them as
 /// they were.
@@ -39,6 +39,13 @@ pub enum Status {
     /// A stream's other side is gone (it exited or died) and nothing is
     /// left to read, or no room will come free.
     SHMBUS_PEER_GONE = 8,
+    /// A request-response call: the server dropped the request unanswered
+    /// (it declined it); with `SHMBUS_E_PEER_GONE`.
+    SHMBUS_REFUSED = 9,
+    /// A request-response call: no server is alive to take the request,
+    /// which was withdrawn unseen (safe to send again once one serves);
+    /// with `SHMBUS_E_PEER_GONE`.
+    SHMBUS_NO_SERVER = 10,
     /// The call failed: see `shmbus_error_code()` and
     /// `shmbus_error_message()`.
     SHMBUS_ERROR = -1,
@@ -60,6 +67,8 @@ pub extern "C" fn shmbus_status_name(status: std::ffi::c_int) -> *const c_char {
         6 => c"SHMBUS_FULL",
         7 => c"SHMBUS_ABANDONED",
         8 => c"SHMBUS_PEER_GONE",
+        9 => c"SHMBUS_REFUSED",
+        10 => c"SHMBUS_NO_SERVER",
         -1 => c"SHMBUS_ERROR",
         _ => c"unknown status",
     };

@@ -10,6 +10,7 @@ mod common;
 mod error_codes;
 mod lossless;
 mod peek_and_state;
+mod reqrep;
 
 use std::ffi::{CStr, c_void};
 use std::ptr::{null, null_mut};
@@ -470,6 +471,8 @@ fn status_names_and_the_version_are_static_strings() {
     unsafe {
         assert_eq!(CStr::from_ptr(shmbus_status_name(2)), c"SHMBUS_LAGGED");
         assert_eq!(CStr::from_ptr(shmbus_status_name(-1)), c"SHMBUS_ERROR");
+        assert_eq!(CStr::from_ptr(shmbus_status_name(9)), c"SHMBUS_REFUSED");
+        assert_eq!(CStr::from_ptr(shmbus_status_name(10)), c"SHMBUS_NO_SERVER");
         assert_eq!(CStr::from_ptr(shmbus_status_name(42)), c"unknown status");
         assert_eq!(
             CStr::from_ptr(shmbus_version()).to_str().unwrap(),
