@@ -34,26 +34,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// A server shared by its handle and the requests it took.
 struct SharedServer(Server<[u8], [u8]>);
 
-// SAFETY: `Server` is not `Sync` only for the round-robin cursor that
-// `recv` alone moves, and `recv` runs only inside the server handle's
-// `Handle::with` (one thread at a time). A request reaches its server only
-// for the service's shared memory (atomics, and the slot's bytes it owns
-// until it answers) and its entry, never that cursor.
-unsafe impl Sync for SharedServer {}
-// SAFETY: as above; the server owns its mapping and lock, which may move
-// between threads.
-unsafe impl Send for SharedServer {}
-
 /// A taken request and the server it borrows.
 struct Taken {
     // Declared first, so dropped first: it borrows the server below.
     request: Request<'static, [u8], [u8]>,
     server: Arc<SharedServer>,
 }
-
-// SAFETY: the request refers only to `server`, which moves with it (an
-// `Arc` of a `Send + Sync` server, see above).
-unsafe impl Send for Taken {}
 
 /// The client side's state: the client, its calls by id, and the buffer a
 /// wait fills with the GIL released.

@@ -139,16 +139,6 @@ pub(crate) unsafe fn service_options(opts: *const ServiceOpts) -> Result<reqrep:
 /// A server shared by its handle and the requests it took.
 struct SharedServer(Server<[u8], [u8]>);
 
-// SAFETY: `Server` is not `Sync` only for the round-robin cursor that
-// `recv` alone moves; a request reaches its server only for the service's
-// shared memory (atomics and the slot's bytes, which it owns until it
-// answers) and its entry. C uses a server from one thread at a time, so
-// `recv` never runs twice at once; a request answered on another thread
-// meanwhile touches nothing `recv` writes.
-unsafe impl Sync for SharedServer {}
-// SAFETY: as above; the server owns its mapping and lock, which may move.
-unsafe impl Send for SharedServer {}
-
 /// A server of a service (opaque).
 pub struct ShmbusServer(Arc<SharedServer>);
 

@@ -211,6 +211,13 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         }
     }
 
+    /// Slot `k`'s call is over for us: no longer busy, its posted bit
+    /// cleared.
+    fn end(&mut self, k: u32) {
+        self.busy &= !(1u64 << k);
+        self.service.unpost(self.entry, k);
+    }
+
     fn count(&self, field: usize, n: u64) {
         // `LATE` is also added to by servers: an RMW there; the other
         // counters are ours alone.
@@ -237,6 +244,41 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
     /// ```
     pub fn entry(&self) -> u32 {
         self.entry
+    }
+
+    /// The largest request this service carries, in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, reqrep::{self, Client, Server}};
+    /// # let name = format!("/dev/shm/shmbus-doc-rr-cmax-{}", std::process::id());
+    /// let opts = reqrep::Options::new(4).request_size(100).response_size(10);
+    /// let _server = Server::<[u8], [u8]>::create(&name, &opts)?;
+    /// let client = Client::<[u8], [u8]>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!((client.max_request(), client.max_response()), (100, 10));
+    /// # drop((_server, client));
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_request(&self) -> usize {
+        self.service.geo.request as usize
+    }
+
+    /// The largest response this service carries, in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::{OpenOptions, reqrep::{self, Client, Server}};
+    /// # let name = format!("/dev/shm/shmbus-doc-rr-cmaxr-{}", std::process::id());
+    /// let _server = Server::<u32, u64>::create(&name, &reqrep::Options::new(4))?;
+    /// let client = Client::<u32, u64>::attach(&name, &OpenOptions::default())?;
+    /// assert_eq!(client.max_response(), 8);
+    /// # drop((_server, client));
+    /// # shmbus::remove(&name)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn max_response(&self) -> usize {
+        self.service.geo.response as usize
     }
 
     /// Calls outstanding: sent and not yet waited for, or given up on and
@@ -348,7 +390,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
             if back {
                 let bit = 1u64 << k;
                 self.cancelled &= !bit;
-                self.busy &= !bit;
+                self.end(k);
                 let now = self.service.state(c, k).load(Ordering::Relaxed);
                 self.generations[k as usize] = if state::phase(now) == state::FREE {
                     state::generation(now)
@@ -466,12 +508,12 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         let bit = 1u64 << k;
         match self.service.withdraw(self.entry, k, generation) {
             Withdrawn::Untaken => {
-                self.busy &= !bit;
+                self.end(k);
                 self.generations[k as usize] = generation.wrapping_add(1);
             }
             Withdrawn::Cancelled(_) => self.cancelled |= bit,
             Withdrawn::Answered(w) => {
-                self.busy &= !bit;
+                self.end(k);
                 self.drop_answer(k, w);
             }
         }
@@ -544,19 +586,18 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         F: FnOnce(&Service<R>, usize, usize) -> T,
     {
         let c = self.entry;
-        let bit = 1u64 << k;
         // Acquire, paired with the server's Release CAS in
         // `Service::answer`: a `DONE` here publishes the response.
         let cur = self.service.state(c, k).load(Ordering::Acquire);
         if state::generation(cur) != generation {
             // Only a hostile write moves a busy slot's generation.
-            self.busy &= !bit;
+            self.end(k);
             return Look::Ended(Err(CallError::UnknownCall));
         }
         match state::phase(cur) {
             state::DONE => {
                 let len = self.service.response_len(c, k).load(Ordering::Relaxed);
-                self.busy &= !bit;
+                self.end(k);
                 self.generations[k as usize] = generation.wrapping_add(1);
                 let out = match (fits(len), read.take()) {
                     (None, Some(read)) => Ok(read(
@@ -572,7 +613,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
             }
             state::REFUSED => {
                 let pid = self.pid_of(state::server(cur));
-                self.busy &= !bit;
+                self.end(k);
                 self.generations[k as usize] = generation.wrapping_add(1);
                 self.service.release(c, k, generation);
                 Look::Ended(Err(CallError::Refused { pid }))
@@ -590,7 +631,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
                 Look::Waiting(cur)
             }
             _ => {
-                self.busy &= !bit;
+                self.end(k);
                 Look::Ended(Err(CallError::UnknownCall))
             }
         }
@@ -604,7 +645,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         match self.service.withdraw(self.entry, k, generation) {
             Withdrawn::Answered(_) => return None,
             Withdrawn::Untaken => {
-                self.busy &= !bit;
+                self.end(k);
                 self.generations[k as usize] = generation.wrapping_add(1);
             }
             Withdrawn::Cancelled(_) => self.cancelled |= bit,
@@ -627,7 +668,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
                 }
                 let pid = self.pid_of(s);
                 if self.service.reclaim_from_dead(c, k, cur) {
-                    self.busy &= !bit;
+                    self.end(k);
                     self.generations[k as usize] = generation.wrapping_add(1);
                     self.count(client::GONE, 1);
                     return Some(CallError::ServerGone { pid });
@@ -637,7 +678,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
             state::POSTED if !self.service.any_server_alive() => {
                 match self.service.withdraw(c, k, generation) {
                     Withdrawn::Untaken => {
-                        self.busy &= !bit;
+                        self.end(k);
                         self.generations[k as usize] = generation.wrapping_add(1);
                         self.count(client::GONE, 1);
                         Some(CallError::NoServer)
@@ -1010,7 +1051,17 @@ impl<Req: ?Sized + Payload, R: Region> Client<Req, [u8], R> {
     }
 }
 
-/// A request's bytes, for the calls that take either payload.
+/// A request's bytes, for the calls that take either payload: `[u8]`
+/// as it is, a [`Message`] as its bytes.
+///
+/// # Examples
+/// ```
+/// use shmbus::reqrep::RequestBytes;
+/// let raw: &[u8] = b"ping";
+/// fn takes<R: RequestBytes + ?Sized>(_: &R) {}
+/// takes(raw);
+/// takes(&7u64);
+/// ```
 pub trait RequestBytes: Payload {
     #[doc(hidden)]
     fn as_request_bytes(&self) -> &[u8];

@@ -34,13 +34,16 @@
 //!   the answer and returns it). A generation that moved (a hostile
 //!   write, or a slot given back) fails every stale CAS.
 //! - Finding work: a client sets bit `k` of its `POSTED` word after it
-//!   posts, then bit `c` of the `SUMMARY` (AcqRel), then rings the work
-//!   bell. A server scans the summary from the client after the last it
-//!   served (round robin: none starves), clears a summary bit it finds
-//!   with no posted bit under it and looks again (AcqRel both sides: a
-//!   post racing the clear is seen), and clears a posted bit only after
-//!   its take CAS won (until it answers, the client cannot post in that
-//!   slot again, so it never clears a newer post's bit).
+//!   posts (the word is its alone to write: it clears the bit when it sees
+//!   the call end), then bit `c` of the `SUMMARY` if it is not set
+//!   already, then rings the work bell. A server scans the summary from
+//!   the client after the last it served (round robin: none starves) and,
+//!   under each set bit, the slots whose posted bit is set, taking one
+//!   still `POSTED`. Summary bits are cleared only by a server about to
+//!   sleep, for clients with nothing `POSTED` (and set again if a post
+//!   raced the clear: SeqCst on both sides, a Dekker), so a busy service
+//!   writes neither word from the server's side: no line is won back by
+//!   the client on every call.
 //! - Liveness by lock, not pid: each server and client holds an
 //!   exclusive OFD lock on its entry's byte (servers `64 + s`, clients
 //!   `128 + c`). A waiting client probes the lock of the server that took
@@ -107,7 +110,13 @@ use crate::wire::{GeometryError, Header, ServiceGeometry, TypeFingerprint};
 use table::Service;
 
 /// How often a waiting client checks that the server holding its call
-/// still lives (and, for a call no server took, that any does).
+/// still lives (and, for a call no server took, that any does): the bound
+/// on how late a `ServerGone` or `NoServer` comes, scheduling aside.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus::reqrep::PEER_CHECK, std::time::Duration::from_millis(10));
+/// ```
 pub const PEER_CHECK: Duration = Duration::from_millis(10);
 
 /// The header of a new service of `opts`'s shape carrying `Req` and

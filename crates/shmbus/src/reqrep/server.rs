@@ -39,8 +39,10 @@ pub struct Server<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region = Def
     pub(crate) service: Service<R>,
     /// Our server entry.
     pub(crate) entry: u32,
-    /// The client entry the next look starts from (round robin).
-    next: std::cell::Cell<u32>,
+    /// The client entry the next look starts from (round robin). An
+    /// atomic (Relaxed: a hint, not a protocol word) so that a server may
+    /// be shared by threads, each taking requests.
+    next: std::sync::atomic::AtomicU32,
     strategy: WaitStrategy,
     _types: PhantomData<fn(&Req, &Resp)>,
 }
@@ -61,7 +63,7 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
         Server {
             service,
             entry,
-            next: std::cell::Cell::new(0),
+            next: std::sync::atomic::AtomicU32::new(0),
             strategy,
             _types: PhantomData,
         }
@@ -128,8 +130,10 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Server<Req, Resp,
         // Bounded: each refused request is one less posted; at most every
         // slot of the service once per look.
         for _ in 0..=self.service.geo.slot_count() {
-            let (c, k, generation) = self.service.take(self.entry, self.next.get())?;
-            self.next.set((c + 1) % clients);
+            let from = self.next.load(std::sync::atomic::Ordering::Relaxed);
+            let (c, k, generation) = self.service.take(self.entry, from)?;
+            self.next
+                .store((c + 1) % clients, std::sync::atomic::Ordering::Relaxed);
             let len = self.service.request_len(c, k).load(Ordering::Relaxed);
             self.count(server::TAKEN, 1);
             if request_fits::<Req>(len, self.service.geo.request) {

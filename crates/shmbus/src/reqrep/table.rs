@@ -144,9 +144,22 @@ impl<R: Region> Service<R> {
     /// re-check after its flag, or a clean pass's look after its clear,
     /// sees the post, or the client sees the flag or the cleared bit).
     pub(crate) fn has_work(&self) -> bool {
-        let mask = self.slot_mask();
-        self.summary_clients()
-            .any(|c| self.posted(c).load(Ordering::SeqCst) & mask != 0)
+        self.summary_clients().any(|c| self.has_posted(c))
+    }
+
+    /// Whether client `c` has a request no server took: a posted bit
+    /// whose slot is `POSTED` (a bit stays set until its client sees its
+    /// call end, so a set bit alone says only "a call in flight").
+    fn has_posted(&self, c: u32) -> bool {
+        let mut bits = self.posted(c).load(Ordering::SeqCst) & self.slot_mask();
+        while bits != 0 {
+            let k = bits.trailing_zeros();
+            bits &= bits - 1;
+            if state::phase(self.state(c, k).load(Ordering::SeqCst)) == state::POSTED {
+                return true;
+            }
+        }
+        false
     }
 
     /// The clients whose summary bit is set (SeqCst loads), bits past the
@@ -183,15 +196,14 @@ impl<R: Region> Service<R> {
     /// next post). A post racing the clear is seen by the look after it
     /// (SeqCst both sides, with `post`), and the bit set again.
     pub(crate) fn clean_summary(&self) {
-        let mask = self.slot_mask();
         for c in self.summary_clients() {
-            if self.posted(c).load(Ordering::SeqCst) & mask != 0 {
+            if self.has_posted(c) {
                 continue;
             }
             let bit = 1u64 << (c % 64);
             let word = self.summary(c as usize / 64);
             word.fetch_and(!bit, Ordering::SeqCst);
-            if self.posted(c).load(Ordering::SeqCst) & mask != 0 {
+            if self.has_posted(c) {
                 word.fetch_or(bit, Ordering::SeqCst);
             }
         }
@@ -221,11 +233,14 @@ impl<R: Region> Service<R> {
         // takes the request sees its bytes and length.
         self.state(c, k)
             .store(state::word(state::POSTED, 0, generation), Ordering::Release);
-        // Release: a server that sees the bit (Acquire) sees `POSTED`.
-        // SeqCst, with the summary load after it, the client's half of
-        // the Dekker with `clean_summary` (its clear, then its posted
-        // load): either that load sees this bit, or ours sees the clear.
-        self.posted(c).fetch_or(1 << k, Ordering::SeqCst);
+        // The posted word is the client's alone to write: a load and a
+        // store, no RMW. Release: a server that sees the bit (Acquire)
+        // sees `POSTED`. SeqCst, with the summary load after it, the
+        // client's half of the Dekker with `clean_summary` (its clear,
+        // then its look at the posted bits): either that look sees this
+        // bit, or our load sees the clear.
+        let posted = self.posted(c);
+        posted.store(posted.load(Ordering::Relaxed) | 1 << k, Ordering::SeqCst);
         // The bit is usually set already (cleared only by a server about
         // to sleep): a load, which leaves the line shared, not an RMW.
         let bit = 1u64 << (c % 64);
@@ -273,9 +288,9 @@ impl<R: Region> Service<R> {
                 )
                 .is_ok()
             {
-                // After the CAS: until we answer, the client cannot post
-                // in this slot again, so this clears no newer post's bit.
-                self.posted(c).fetch_and(!(1 << k), Ordering::Relaxed);
+                // The bit stays: its client clears it when it sees the
+                // call end (one writer for the word, and no line won back
+                // from the client on every call).
                 return Some((c, k, generation));
             }
         }
@@ -346,8 +361,8 @@ impl<R: Region> Service<R> {
             // response (paired with `answer`'s Release CAS).
             match st.compare_exchange(cur, next, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
+                    self.unpost(c, k);
                     if state::phase(cur) == state::POSTED {
-                        self.posted(c).fetch_and(!(1 << k), Ordering::Relaxed);
                         return Withdrawn::Untaken;
                     }
                     return Withdrawn::Cancelled(state::server(cur));
@@ -355,6 +370,17 @@ impl<R: Region> Service<R> {
                 Err(now) => cur = now,
             }
         }
+    }
+
+    /// Client `c` clears slot `k`'s posted bit: its call has ended for it
+    /// (answered, withdrawn, given up, taken back). Relaxed: a server that
+    /// still sees the bit finds the slot not `POSTED`.
+    pub(crate) fn unpost(&self, c: u32, k: u32) {
+        let posted = self.posted(c);
+        posted.store(
+            posted.load(Ordering::Relaxed) & !(1 << k),
+            Ordering::Relaxed,
+        );
     }
 
     /// Client `c` takes slot `k` back from a server that died holding it
