@@ -89,6 +89,18 @@ pub(crate) fn heavy_barrier() -> bool {
     true
 }
 
+/// The light half of the asymmetric barrier pair (a waker's; the other
+/// side makes [`heavy_barrier`]): a compiler fence where this process
+/// registered for the asymmetric barrier (`light`), else a SeqCst fence.
+#[inline(always)]
+pub(crate) fn light_barrier(light: bool) {
+    if light {
+        std::sync::atomic::compiler_fence(crate::sync::Ordering::SeqCst);
+    } else {
+        crate::sync::fence(crate::sync::Ordering::SeqCst);
+    }
+}
+
 /// Bit 0 of a doorbell word: somebody may be asleep on it.
 const SLEEPERS: u32 = 1;
 

@@ -202,3 +202,34 @@ fn loom_a_server_asleep_on_the_work_bell_is_woken_by_a_post() {
     }
     COVERAGE.assert_covered("server");
 }
+
+/// A server about to sleep clears the summary bit of a client with
+/// nothing posted while that client posts its next call: the post stays
+/// findable (the server's look after its clear sees it and sets the bit
+/// back, or the client's summary load sees the clear and sets it), so a
+/// take after both finds the request.
+#[test]
+fn loom_a_post_racing_a_servers_summary_clear_is_never_lost() {
+    model(|| {
+        let (server, mut client) = service(1, WaitStrategy::BusySpin);
+        // One call first, on one thread: the client's summary bit is set
+        // and nothing is posted.
+        let call = client.send(&[1, 1], Wait::Never).expect("a free slot");
+        server
+            .recv(Wait::Never)
+            .expect("posted")
+            .respond(&[2, 2])
+            .unwrap();
+        assert_eq!(client.wait(call, Wait::Never), Ok([2, 2]));
+        let cleaning = thread::spawn(move || {
+            server.service.clean_summary();
+            server
+        });
+        let call = client.send(&[5, 5], Wait::Never).expect("a free slot");
+        let server = cleaning.join().unwrap();
+        let r = server.recv(Wait::Never).expect("the post is findable");
+        assert_eq!(r.get(), [5, 5]);
+        r.respond(&[6, 6]).unwrap();
+        assert_eq!(client.wait(call, Wait::Never), Ok([6, 6]));
+    });
+}

@@ -41,7 +41,8 @@
 //!   under each set bit, the slots whose posted bit is set, taking one
 //!   still `POSTED`. Summary bits are cleared only by a server about to
 //!   sleep, for clients with nothing `POSTED` (and set again if a post
-//!   raced the clear: SeqCst on both sides, a Dekker), so a busy service
+//!   raced the clear: the asymmetric barrier pair of `wait`, light on the
+//!   client's side, a Dekker), so a busy service
 //!   writes neither word from the server's side: no line is won back by
 //!   the client on every call.
 //! - Liveness by lock, not pid: each server and client holds an

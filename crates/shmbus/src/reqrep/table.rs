@@ -139,10 +139,11 @@ impl<R: Region> Service<R> {
     }
 
     /// Whether a client has a posted request (for a sleeping server's
-    /// re-check and a select): a posted bit under a summary bit. SeqCst
-    /// loads, the server's half of the Dekker with `post` (a sleeper's
-    /// re-check after its flag, or a clean pass's look after its clear,
-    /// sees the post, or the client sees the flag or the cleared bit).
+    /// re-check and a select): a posted bit under a summary bit. Its
+    /// callers make the server's half of the barrier pair with `post`
+    /// first (a sleeper's flag and barrier, a clean pass's clear and
+    /// barrier), so it sees the post, or the client sees the flag or the
+    /// cleared bit.
     pub(crate) fn has_work(&self) -> bool {
         self.summary_clients().any(|c| self.has_posted(c))
     }
@@ -151,23 +152,26 @@ impl<R: Region> Service<R> {
     /// whose slot is `POSTED` (a bit stays set until its client sees its
     /// call end, so a set bit alone says only "a call in flight").
     fn has_posted(&self, c: u32) -> bool {
-        let mut bits = self.posted(c).load(Ordering::SeqCst) & self.slot_mask();
+        // Acquire, paired with `post`'s Release store of the bit: a bit
+        // seen is a `POSTED` state seen (or a later one).
+        let mut bits = self.posted(c).load(Ordering::Acquire) & self.slot_mask();
         while bits != 0 {
             let k = bits.trailing_zeros();
             bits &= bits - 1;
-            if state::phase(self.state(c, k).load(Ordering::SeqCst)) == state::POSTED {
+            if state::phase(self.state(c, k).load(Ordering::Acquire)) == state::POSTED {
                 return true;
             }
         }
         false
     }
 
-    /// The clients whose summary bit is set (SeqCst loads), bits past the
-    /// last client dropped (hostile or stale).
+    /// The clients whose summary bit is set (Acquire loads, paired with
+    /// the clients' `fetch_or`), bits past the last client dropped
+    /// (hostile or stale).
     fn summary_clients(&self) -> impl Iterator<Item = u32> + '_ {
         let clients = self.geo.clients as usize;
         (0..clients.div_ceil(64)).flat_map(move |w| {
-            let mut bits = self.summary(w).load(Ordering::SeqCst);
+            let mut bits = self.summary(w).load(Ordering::Acquire);
             let valid = clients - 64 * w;
             if valid < 64 {
                 bits &= (1u64 << valid) - 1;
@@ -193,18 +197,36 @@ impl<R: Region> Service<R> {
     /// Clears the summary bits of clients with nothing posted, so that the
     /// scan stays short: a server does it before it sleeps, not per
     /// call (a bit cleared per call is a line won back by the client's
-    /// next post). A post racing the clear is seen by the look after it
-    /// (SeqCst both sides, with `post`), and the bit set again.
+    /// next post). Then the heavy half of the barrier pair with `post`
+    /// (Dekker: our clear, barrier, look at the posted bits; the client's
+    /// bit, barrier, look at the summary): a post racing the clear is
+    /// seen by our look, and the bit set again, or the client sees the
+    /// clear and sets it. Where the barrier cannot be made, the bits are
+    /// put back.
     pub(crate) fn clean_summary(&self) {
+        let mut cleared = [0u64; 4];
         for c in self.summary_clients() {
             if self.has_posted(c) {
                 continue;
             }
-            let bit = 1u64 << (c % 64);
-            let word = self.summary(c as usize / 64);
-            word.fetch_and(!bit, Ordering::SeqCst);
-            if self.has_posted(c) {
-                word.fetch_or(bit, Ordering::SeqCst);
+            let (w, bit) = (c as usize / 64, 1u64 << (c % 64));
+            // AcqRel: ordered with the clients' `fetch_or` on the word.
+            self.summary(w).fetch_and(!bit, Ordering::AcqRel);
+            cleared[w] |= bit;
+        }
+        if cleared == [0; 4] {
+            return;
+        }
+        let sure = wait::heavy_barrier();
+        for (w, bits) in cleared.iter().enumerate() {
+            let mut rest = *bits;
+            while rest != 0 {
+                let b = rest.trailing_zeros();
+                rest &= rest - 1;
+                let c = 64 * w as u32 + b;
+                if !sure || self.has_posted(c) {
+                    self.summary(w).fetch_or(1 << b, Ordering::AcqRel);
+                }
             }
         }
     }
@@ -234,19 +256,21 @@ impl<R: Region> Service<R> {
         self.state(c, k)
             .store(state::word(state::POSTED, 0, generation), Ordering::Release);
         // The posted word is the client's alone to write: a load and a
-        // store, no RMW. Release: a server that sees the bit (Acquire)
-        // sees `POSTED`. SeqCst, with the summary load after it, the
-        // client's half of the Dekker with `clean_summary` (its clear,
-        // then its look at the posted bits): either that look sees this
-        // bit, or our load sees the clear.
+        // store, no RMW. Release, paired with the servers' Acquire loads
+        // of it: a server that sees the bit sees `POSTED`.
         let posted = self.posted(c);
-        posted.store(posted.load(Ordering::Relaxed) | 1 << k, Ordering::SeqCst);
+        posted.store(posted.load(Ordering::Relaxed) | 1 << k, Ordering::Release);
+        // The light half of the barrier pair with `clean_summary` (whose
+        // heavy half makes a full barrier here): our bit is seen by its
+        // look, or our load below sees its clear.
+        wait::light_barrier(self.light);
         // The bit is usually set already (cleared only by a server about
         // to sleep): a load, which leaves the line shared, not an RMW.
         let bit = 1u64 << (c % 64);
         let word = self.summary(c as usize / 64);
-        if word.load(Ordering::SeqCst) & bit == 0 {
-            word.fetch_or(bit, Ordering::SeqCst);
+        if word.load(Ordering::Relaxed) & bit == 0 {
+            // AcqRel, ordered with a server's `fetch_and` on the word.
+            word.fetch_or(bit, Ordering::AcqRel);
         }
         wait::ring(self.work_bell(), self.light);
     }
