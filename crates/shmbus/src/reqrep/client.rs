@@ -211,11 +211,9 @@ impl<Req: ?Sized + Payload, Resp: ?Sized + Payload, R: Region> Client<Req, Resp,
         }
     }
 
-    /// Slot `k`'s call is over for us: no longer busy, its posted bit
-    /// cleared.
+    /// Slot `k`'s call is over for us.
     fn end(&mut self, k: u32) {
         self.busy &= !(1u64 << k);
-        self.service.unpost(self.entry, k);
     }
 
     fn count(&self, field: usize, n: u64) {

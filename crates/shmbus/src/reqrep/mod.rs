@@ -34,12 +34,13 @@
 //!   the answer and returns it). A generation that moved (a hostile
 //!   write, or a slot given back) fails every stale CAS.
 //! - Finding work: a client sets bit `k` of its `POSTED` word after it
-//!   posts (the word is its alone to write: it clears the bit when it sees
-//!   the call end), then bit `c` of the `SUMMARY` if it is not set
-//!   already, then rings the work bell. A server scans the summary from
-//!   the client after the last it served (round robin: none starves) and,
-//!   under each set bit, the slots whose posted bit is set, taking one
-//!   still `POSTED`. Summary bits are cleared only by a server about to
+//!   posts, then bit `c` of the `SUMMARY` if it is not set already, then
+//!   rings the work bell. A server scans the summary from the client
+//!   after the last it served (round robin: none starves) and, under each
+//!   set bit, the slots whose posted bit is set, taking one still
+//!   `POSTED`; it clears a posted bit only after its take CAS won (until
+//!   it answers, the client cannot post in that slot again, so it never
+//!   clears a newer post's bit). Summary bits are cleared only by a server about to
 //!   sleep, for clients with nothing `POSTED` (and set again if a post
 //!   raced the clear: the asymmetric barrier pair of `wait`, light on the
 //!   client's side, a Dekker), so a busy service
