@@ -3,7 +3,9 @@ this process, and a Python client against a Rust server in another process
 (``cargo run -p shmbus --example reqrep_serve``, or the binary named by
 $SHMBUS_REQREP_SERVE) through every outcome: the response, the server
 killed after taking the request, no server alive, a deadline passed (the
-late response never reaches the next call), a full client, a refusal.
+late response never reaches the next call), a full client, a refusal;
+and a Python client killed with calls outstanding, whose entry the next
+client takes over.
 Every child runs under a deadline and is killed when its test ends."""
 
 import asyncio
@@ -226,3 +228,35 @@ def test_a_python_server_in_another_process_answers_a_python_client(bus_name):
         if child.poll() is None:
             child.kill()
         child.communicate()
+
+
+def test_a_python_client_killed_with_calls_outstanding_leaves_its_entry_to_the_next(bus_name):
+    # One client entry: the next client must take the dead one's.
+    with shmbus.Server.create(bus_name, 64, 64, clients=1, slots=4) as server:
+        script = textwrap.dedent(
+            f"""
+            import signal, shmbus
+            client = shmbus.Client.attach({bus_name!r})
+            for data in (b"answered", b"held", b"untaken"):
+                client.send(data)
+            print("ready", flush=True)
+            signal.pause()
+            """
+        )
+        child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert readline_within(child.stdout).strip() == b"ready"
+            first = server.recv(timeout=10)
+            assert first.data == b"answered"
+            assert first.respond(b"never read") is True
+            held = server.recv(timeout=10)
+            assert held.data == b"held"
+            child.kill()
+            child.wait(timeout=CHILD_TIMEOUT)
+            with shmbus.Client.attach(bus_name) as heir:
+                assert server.recv(timeout=0) is None, "the untaken request was withdrawn"
+                assert held.respond(b"late") is False, "its caller is gone"
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.communicate()

@@ -56,7 +56,7 @@ pub fn write(
         "idle": if idle.is_empty() { Value::Null } else { idle::json(idle) },
         "stall": if stall.is_empty() { Value::Null } else { stall::json(stall, settings.quick) },
         "blackboard": blackboard.map_or(Value::Null, |b| blackboard::json(b, settings.quick)),
-        "reqrep": reqrep.map_or(Value::Null, reqrep::json),
+        "reqrep": reqrep.map_or(Value::Null, with_targets),
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the results",
@@ -120,7 +120,7 @@ pub fn write_reqrep(
             "cpus_pinned": cpus,
             "syscalls_counted": report.syscalls_counted,
         },
-        "reqrep": reqrep::json(report),
+        "reqrep": with_targets(report),
     });
     let text = serde_json::to_string_pretty(&doc).map_err(|source| BenchError::Encode {
         what: "the request-response rows",
@@ -226,4 +226,11 @@ fn result_json(f: &Figures, t: f64) -> Value {
         // A block's error: the run failed (its exit status says so too).
         "failed": f.failed,
     })
+}
+
+/// The request-response rows as JSON, with their targets.
+fn with_targets(r: &reqrep::Report) -> Value {
+    let mut v = reqrep::json(r);
+    v["targets"] = Value::Array(crate::targets::reqrep(r));
+    v
 }

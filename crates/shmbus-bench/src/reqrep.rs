@@ -1373,7 +1373,7 @@ pub fn print(r: &Report) {
     }
 }
 
-/// The rows as JSON, with their targets.
+/// The rows as JSON (`json::reqrep` adds their targets).
 pub fn json(r: &Report) -> Value {
     let rows: Vec<Value> = r
         .rows
@@ -1419,7 +1419,6 @@ pub fn json(r: &Report) -> Value {
         "sizes": SIZES,
         "clients": CLIENTS,
         "rows": rows,
-        "targets": crate::targets::reqrep(r),
     })
 }
 

@@ -12,6 +12,9 @@ use std::time::Duration;
 use loom::thread;
 
 use crate::loom::bus::model;
+// The sleep models' coverage count and the waker's delays, as the
+// stream's models use them.
+use crate::loom::stream::{Coverage, DELAYS, pause};
 use crate::mem::HeapRegion;
 use crate::reqrep::{CallError, Client, Options, RespondError, Server, on_heap};
 use crate::wait::{Wait, WaitStrategy};
@@ -99,61 +102,6 @@ fn loom_an_answer_and_the_callers_give_up_exclude_each_other_and_the_slot_comes_
         r.respond(&[4, 4]).unwrap();
         assert_eq!(client.wait(call, Wait::Never), Ok([4, 4]));
     });
-}
-
-/// Executions in all, that took the sleep path, and that woke the
-/// sleeper, read from the doorbell each left (bit 0: the flag; bits 1..:
-/// the wakes).
-struct Coverage {
-    runs: AtomicUsize,
-    slept: AtomicUsize,
-    woken: AtomicUsize,
-}
-
-impl Coverage {
-    const fn new() -> Coverage {
-        Coverage {
-            runs: AtomicUsize::new(0),
-            slept: AtomicUsize::new(0),
-            woken: AtomicUsize::new(0),
-        }
-    }
-
-    fn count(&self, bell: u32) {
-        self.runs.fetch_add(1, Std::Relaxed);
-        if bell != 0 {
-            self.slept.fetch_add(1, Std::Relaxed);
-        }
-        if bell >> 1 != 0 {
-            self.woken.fetch_add(1, Std::Relaxed);
-        }
-    }
-
-    /// Fails if no execution slept, or none was woken: a model that never
-    /// sleeps proves nothing about the doorbell.
-    fn assert_covered(&self, who: &str) {
-        let (runs, slept, woken) = (
-            self.runs.load(Std::Relaxed),
-            self.slept.load(Std::Relaxed),
-            self.woken.load(Std::Relaxed),
-        );
-        println!("{who}: of {runs} executions, {slept} slept and {woken} were woken");
-        assert!(
-            slept > 0 && woken > 0,
-            "the {who} never slept or was never woken"
-        );
-    }
-}
-
-/// How many yields the waker makes before it acts: past the sleeper's 63
-/// spins (the backoff reads the clock on its 64th step), so that the
-/// sleep path is reached (as the stream's models do).
-const DELAYS: std::ops::RangeInclusive<usize> = 0..=72;
-
-fn pause(delay: usize) {
-    for _ in 0..delay {
-        thread::yield_now();
-    }
 }
 
 #[test]

@@ -75,14 +75,14 @@ impl Heap {
 }
 
 /// Executions in all, that took the sleep path, and that woke the sleeper.
-struct Coverage {
+pub(super) struct Coverage {
     runs: AtomicUsize,
     slept: AtomicUsize,
     woken: AtomicUsize,
 }
 
 impl Coverage {
-    const fn new() -> Coverage {
+    pub(super) const fn new() -> Coverage {
         Coverage {
             runs: AtomicUsize::new(0),
             slept: AtomicUsize::new(0),
@@ -92,7 +92,7 @@ impl Coverage {
 
     /// Counts one execution by the doorbell it left: the flag or a wake
     /// means the sleeper raised its flag at least once.
-    fn count(&self, bell: u32) {
+    pub(super) fn count(&self, bell: u32) {
         self.runs.fetch_add(1, Std::Relaxed);
         if bell != 0 {
             self.slept.fetch_add(1, Std::Relaxed);
@@ -102,7 +102,7 @@ impl Coverage {
         }
     }
 
-    fn assert_covered(&self, who: &str) {
+    pub(super) fn assert_covered(&self, who: &str) {
         let runs = self.runs.load(Std::Relaxed);
         let slept = self.slept.load(Std::Relaxed);
         let woken = self.woken.load(Std::Relaxed);
@@ -150,9 +150,9 @@ fn loom_records_cross_whole_and_in_order_through_a_wrap() {
 /// waker that runs ahead (and a sleeper that sleeps at once, should the
 /// backoff ever skip its spin for `spin: ZERO`). The coverage check below
 /// fails if a change to the backoff moves the sleep path out of reach.
-const DELAYS: std::ops::RangeInclusive<usize> = 0..=72;
+pub(super) const DELAYS: std::ops::RangeInclusive<usize> = 0..=72;
 
-fn pause(delay: usize) {
+pub(super) fn pause(delay: usize) {
     for _ in 0..delay {
         thread::yield_now();
     }

@@ -26,6 +26,7 @@ mod blackboard;
 mod json;
 mod model;
 mod pool;
+mod proc_row;
 mod prom;
 mod serve;
 mod service;

@@ -221,15 +221,7 @@ impl SubRow {
     }
 }
 
-/// A process's share of a CPU and its context switches, per second since
-/// the previous sample (`None` for the first sample or an unreadable
-/// /proc entry).
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ProcRow {
-    pub cpu_percent: Option<f64>,
-    pub voluntary_per_sec: Option<f64>,
-    pub involuntary_per_sec: Option<f64>,
-}
+pub use super::proc_row::ProcRow;
 
 /// Cumulative figures of one process from /proc.
 #[derive(Clone, Copy, Debug)]

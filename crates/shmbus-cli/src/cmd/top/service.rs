@@ -9,7 +9,7 @@
 
 use shmbus::stat::{ClientStat, ServerStat, ServiceStat};
 
-use super::model::ProcRow;
+use super::proc_row::ProcRow;
 
 /// A service's figures, sampled.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 //! `top/service.rs`).
 
 use super::super::service::{ClientRow, ServerRow, ServiceRow};
-use super::figures::one_decimal;
+use super::rate::one_decimal;
 use super::rate::rate;
 use crate::cmd::inspect::ns_text;
 

@@ -5,7 +5,7 @@
 
 use super::super::model::{BusRow, BusView, ProcRow, SideRow, StreamRow, SubRow};
 use super::super::pool;
-pub(super) use super::rate::rate;
+pub(super) use super::rate::{one_decimal, rate};
 use crate::cmd::inspect::escaped;
 
 /// Where a cell's text sits in its column.
@@ -354,10 +354,6 @@ pub(super) fn bytes(n: f64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[unit])
     }
-}
-
-pub(super) fn one_decimal(v: Option<f64>) -> String {
-    v.map_or_else(|| "-".into(), |v| format!("{v:.1}"))
 }
 
 #[cfg(test)]
