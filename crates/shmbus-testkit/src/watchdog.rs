@@ -164,6 +164,10 @@ impl Watched {
                 Ok(())
             });
         }
+        // Before the spawn: a child may run, and even reach its own
+        // deadline, before `spawn` returns to a descheduled parent, and no
+        // child ends a timeout before it was started.
+        let started = Instant::now();
         let mut child = {
             let _no_other_spawn = no_spawn_in_flight();
             cmd.spawn().unwrap_or_else(|e| panic!("spawn {label}: {e}"))
@@ -171,7 +175,6 @@ impl Watched {
         // The command may hold the parent's copy of a pipe end it was given
         // (say, the write end of the test's own pipe): close it now.
         drop(cmd);
-        let started = Instant::now();
         Watched {
             label: label.to_owned(),
             pid: child.id(),
