@@ -83,9 +83,13 @@ fn a_stopped_lossless_sub_holds_pub_back_until_it_is_evicted_then_reports_its_la
     let gone = line(&shmbus::stat::stat(&bus).expect("stat"));
     assert_eq!(gone.contract, Contract::Evicted);
     assert_eq!(gone.evictions, 1);
+    // The blocked time is summed over the publisher's waits; the scans
+    // between two waits (a few, more on a loaded machine) are not in it,
+    // so it may fall a little short of the 3 s the eviction took
+    // (measured above by `took`): seen at 2.998 s under CI load.
     assert!(
-        gone.blocked_ns >= 3_000_000_000,
-        "blocked {} ns, less than the timeout",
+        gone.blocked_ns >= 2_900_000_000,
+        "blocked {} ns, well short of the timeout",
         gone.blocked_ns
     );
     drop(publisher);
