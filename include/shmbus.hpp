@@ -701,11 +701,11 @@ public:
     std::optional<Received<value_of<T>>> recv_for(Timeout timeout) {
         if constexpr (detail::is_bytes<T>) {
             auto r = try_recv_view(timeout);
-            if (r.ok()) return Received<value_of<T>>(r.value().to_vector());
+            if (r.ok()) return std::optional<Received<value_of<T>>>(std::in_place, std::in_place_index<0>, r.value().to_vector());
             return settle(r);
         } else {
             auto r = try_recv(timeout);
-            if (r.ok()) return Received<value_of<T>>(r.value());
+            if (r.ok()) return std::optional<Received<value_of<T>>>(std::in_place, std::in_place_index<0>, r.value());
             return settle(r);
         }
     }
@@ -775,7 +775,7 @@ private:
     explicit Subscriber(shmbus_subscriber_t *h) noexcept : h_(h) {}
     template <class R>
     static std::optional<Received<value_of<T>>> settle(const R &r) {
-        if (r.lagged()) return Received<value_of<T>>(Lagged{r.skipped()});
+        if (r.lagged()) return std::optional<Received<value_of<T>>>(std::in_place, std::in_place_index<1>, Lagged{r.skipped()});
         if (r.timed_out() || r.empty()) return std::nullopt;
         r.throw_if_failed();
         return std::nullopt;
