@@ -5,8 +5,9 @@
 // `target_link_libraries(app shmbus::shmbus)`, or `pkg-config shmbus`).
 //
 // Rules:
-// - Header-only, C++17 (C++20 adds std::span views). Nothing here keeps
-//   state of its own: every call is one or a few calls of the C API.
+// - Header-only, C++17 (C++20 adds std::span views). A handle holds its C
+//   handle (and sizes read once at open), nothing more: every call is one
+//   or a few calls of the C API.
 // - Handles (Publisher, Subscriber, PoolPublisher, Producer, Consumer,
 //   BlackboardWriter, Server, Client, ...) are move-only RAII owners of one
 //   C handle: the destructor calls its C close, nothing more; a moved-from

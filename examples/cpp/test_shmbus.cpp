@@ -3,11 +3,19 @@
 // process (and a forked child), names unique to this run, all removed.
 // Exit 0 when every check passed; otherwise each failure is one line on
 // stderr and the exit status is 1.
+//
+//   test_shmbus recv-tick NAME
+//
+// opens NAME as a Subscriber<Tick> (md.Tick: two uint64_t) from its oldest
+// message and prints the first as "KEY VAL"; a bus of another type exits 3
+// with "TypeMismatch: MESSAGE" (python/tests/test_cpp.py: a bus Python
+// made, typed).
 #include <shmbus.hpp>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -399,7 +407,26 @@ void fork_child() {
 
 } // namespace
 
-int main() {
+// A typed subscriber of a bus another language made.
+int recv_tick(const char *bus) {
+    try {
+        auto sub = shmbus::Subscriber<Tick>::open(bus, shmbus::Start::Oldest);
+        auto m = sub.recv_for(std::chrono::seconds(30));
+        if (!m || !std::holds_alternative<Tick>(*m)) return 1;
+        std::printf("%llu %llu\n", static_cast<unsigned long long>(std::get<Tick>(*m).key),
+                    static_cast<unsigned long long>(std::get<Tick>(*m).val));
+        return 0;
+    } catch (const shmbus::TypeMismatch &e) {
+        std::printf("TypeMismatch: %s\n", e.what());
+        return 3;
+    } catch (const shmbus::Error &e) {
+        std::fprintf(stderr, "test_shmbus: %s\n", e.what());
+        return 1;
+    }
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && std::string(argv[1]) == "recv-tick") return recv_tick(argv[2]);
     prefix = "shmbus-cpp-test-" + std::to_string(getpid()) + "-";
     std::printf("shmbus %s\n", shmbus::version());
     void (*tests[])() = {bus_typed, bus_raw, many, journal, pool, stream, blackboard, reqrep, fork_child};

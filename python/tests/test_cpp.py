@@ -85,3 +85,16 @@ def test_a_blackboard_between_cpp_python_and_rust(shmbus_bin, bus_name):
     assert r.returncode == 0, r.stderr
     r = run(cpp("blackboard") + ["get", bus_name, "MSFT"])
     assert r.returncode == 0 and r.stdout == b"4\t402\n", r.stderr
+
+
+def test_a_typed_cpp_subscriber_opens_a_python_bus_of_its_type_and_no_other(bus_name):
+    # md.Tick is two uint64_t (16 bytes, 8-aligned), as the C++ test's Tick.
+    with shmbus.Publisher.create(bus_name, msg_size=16, capacity=8, type_name="md.Tick", type_align=8) as pub:
+        pub.publish((7).to_bytes(8, "little") + (42).to_bytes(8, "little"))
+        r = run(cpp("test_shmbus") + ["recv-tick", bus_name])
+        assert r.returncode == 0 and r.stdout == b"7 42\n", (r.stdout, r.stderr)
+    shmbus.remove(bus_name)
+    with shmbus.Publisher.create(bus_name, msg_size=16, capacity=8, type_name="md.Quote", type_align=8):
+        r = run(cpp("test_shmbus") + ["recv-tick", bus_name])
+        assert r.returncode == 3, (r.stdout, r.stderr)
+        assert r.stdout.startswith(b"TypeMismatch: ") and b"md.Quote" in r.stdout, r.stdout
