@@ -1826,7 +1826,8 @@ public:
         detail::check(shmbus_client_attach(name.c_str(), &opts, &h));
         return Client(h);
     }
-    /// Sends the request, waits at most `timeout` for the response.
+    /// Sends the request (waiting at most `timeout` for a free call slot),
+    /// then waits at most `timeout` for the response: send() then wait().
     std::vector<std::byte> call(Input request, Timeout timeout = forever) {
         return wait(send(request, timeout), timeout);
     }
@@ -1852,7 +1853,8 @@ public:
             buf.resize(len);
         }
     }
-    /// Sends and waits into `buf` (its size the room), noexcept: the
+    /// Sends and waits into `buf` (its size the room), all within `timeout`
+    /// (shmbus_client_call), noexcept: the
     /// response's length on Message; TimedOut, PeerGone, Refused, NoServer,
     /// Full, TooSmall (the length needed; the response is dropped) as values.
     Result<std::size_t> try_call(Input request, void *buf, std::size_t room, Timeout timeout = forever) noexcept {
