@@ -923,6 +923,90 @@ private:
     std::size_t size_ = 0;
 };
 
+/// The keyed state of a journaled bus: the last value of each key (a
+/// message's first 8 bytes, little-endian), folded from the journal, then
+/// live; it joins again by itself after a loss the journal could not repair.
+class State {
+public:
+    /// An empty handle.
+    State() noexcept = default;
+    /// Joins the journaled bus `name`; folds nothing yet (poll, wait_for).
+    static State join(const std::string &name, shmbus_open_options_t opts = open_options()) {
+        shmbus_state_t *h = nullptr;
+        detail::check(shmbus_state_join(name.c_str(), &opts, &h));
+        State st(h);
+        detail::check(shmbus_state_msg_size(h, &st.size_));
+        return st;
+    }
+    /// Folds in every message there now, without waiting; how many it took.
+    std::size_t poll() {
+        std::size_t n = 0;
+        detail::check(shmbus_state_poll(h_.get(), &n));
+        return n;
+    }
+    /// Folds in messages until sequence `seq` is in, waiting at most
+    /// `timeout`; false if it is not in yet.
+    bool wait_for(std::uint64_t seq, Timeout timeout = forever) {
+        auto st = shmbus_state_wait_for(h_.get(), seq, detail::ns(timeout));
+        if (st == SHMBUS_EMPTY || st == SHMBUS_TIMED_OUT) return false;
+        detail::check(st);
+        return true;
+    }
+    /// The last value of `key` (the whole message), or nullopt if none yet.
+    std::optional<std::vector<std::byte>> get(std::uint64_t key) const {
+        std::vector<std::byte> v(size_);
+        std::size_t len = v.size();
+        auto st = shmbus_state_get(h_.get(), key, v.data(), &len);
+        if (st == SHMBUS_EMPTY) return std::nullopt;
+        detail::check(st);
+        v.resize(len);
+        return v;
+    }
+    /// The keys folded so far, ascending.
+    std::vector<std::uint64_t> keys() const {
+        std::vector<std::uint64_t> k(len());
+        for (;;) {
+            std::size_t n = k.size();
+            auto st = shmbus_state_keys(h_.get(), k.data(), &n);
+            if (st == SHMBUS_OK) {
+                k.resize(n);
+                return k;
+            }
+            if (st != SHMBUS_TOO_SMALL) detail::raise(st);
+            k.resize(n);
+        }
+    }
+    /// How many keys it holds.
+    std::size_t len() const {
+        std::size_t n = 0;
+        detail::check(shmbus_state_len(h_.get(), &n));
+        return n;
+    }
+    /// The sequence of the last message folded in, or nullopt before any.
+    std::optional<std::uint64_t> last_seq() const {
+        std::uint64_t seq = 0;
+        auto st = shmbus_state_last_seq(h_.get(), &seq);
+        if (st == SHMBUS_EMPTY) return std::nullopt;
+        detail::check(st);
+        return seq;
+    }
+    /// How many times it joined again after an unrepairable loss.
+    std::uint64_t rejoins() const {
+        std::uint64_t n = 0;
+        detail::check(shmbus_state_rejoins(h_.get(), &n));
+        return n;
+    }
+    /// The bus's message size (every value's length).
+    std::size_t msg_size() const noexcept { return size_; }
+    /// Whether this handle holds a state.
+    bool valid() const noexcept { return h_.get() != nullptr; }
+
+private:
+    explicit State(shmbus_state_t *h) noexcept : h_(h) {}
+    detail::Handle<shmbus_state_t, shmbus_state_close> h_;
+    std::size_t size_ = 0;
+};
+
 // ---------------------------------------------------------------------------
 // Pool buses: written and read in place
 

@@ -83,6 +83,7 @@ static_assert(!std::is_copy_constructible_v<shmbus::Chunk>);
 static_assert(!std::is_copy_constructible_v<shmbus::Request>);
 static_assert(!std::is_copy_constructible_v<shmbus::BlackboardWriter<Symbol, Price>>);
 static_assert(std::is_nothrow_move_assignable_v<shmbus::Client>);
+static_assert(!std::is_copy_constructible_v<shmbus::State>);
 // Errors: one class per code, all shmbus::Error, all std::runtime_error.
 static_assert(std::is_base_of_v<shmbus::Error, shmbus::TypeMismatch>);
 static_assert(std::is_base_of_v<std::runtime_error, shmbus::Error>);
@@ -200,6 +201,19 @@ void journal() {
             if (m) CHECK(std::get<shmbus::Sequenced<Tick>>(*m).seq == i && std::get<shmbus::Sequenced<Tick>>(*m).value.val == i * 10);
         }
         CHECK(sub.try_recv().empty());
+        // The keyed state: the last value of each key (the first 8 bytes).
+        auto state = shmbus::State::join(n);
+        CHECK(state.wait_for(9, std::chrono::seconds(10)));
+        CHECK(state.len() == 10 && state.keys().size() == 10 && state.keys()[3] == 3);
+        auto v = state.get(4);
+        CHECK(v && v->size() == sizeof(Tick));
+        if (v) {
+            Tick t;
+            std::memcpy(&t, v->data(), sizeof t);
+            CHECK(t.val == 40);
+        }
+        CHECK(!state.get(99));
+        CHECK(state.last_seq() == std::optional<std::uint64_t>(9));
         // A plain bus has no journal.
         CHECK(throws<shmbus::Error>([&] { shmbus::JournalSubscriber<>::join(prefix + "raw"); }));
         pub.close();
