@@ -168,6 +168,18 @@ void bus_raw() {
     auto t = pub.try_publish(std::string(33, 'x'));
     CHECK(t.failed() && t.code() == shmbus::ErrorCode::TooLong);
     CHECK(throws<shmbus::TooLong>([&] { t.throw_if_failed(); }));
+    // A lossless subscriber that does not read: try_publish says full (a
+    // value, with its code), publish would wait.
+    auto ln = name("lossless");
+    auto lpub = shmbus::Publisher<>::create(ln, shmbus::bus_options(4, 16));
+    auto lsub = shmbus::Subscriber<>::open(ln, shmbus::open_options(shmbus::Start::Next, SHMBUS_LOSSLESS));
+    CHECK(lsub.is_lossless());
+    int published = 0;
+    shmbus::Result<std::uint64_t> last{shmbus::Status::Ok};
+    while ((last = lpub.try_publish("x")).ok() && published < 100) published++;
+    CHECK(published == 4 && last.full() && last.code() == shmbus::ErrorCode::Full);
+    CHECK(std::holds_alternative<std::vector<std::byte>>(lsub.recv()));
+    CHECK(lpub.try_publish("y").ok());
     // Not there: NotFound; a bad name: InvalidName.
     CHECK(throws<shmbus::NotFound>([&] { shmbus::Subscriber<>::open(prefix + "nothing"); }));
     CHECK(throws<shmbus::Error>([&] { shmbus::Subscriber<>::open(""); }));
