@@ -53,7 +53,7 @@ for crate in "${crates[@]}"; do
     done
     [ "${#packed[@]}" = 1 ] || fail "not one package of $crate under $CARGO_TARGET_DIR/package: ${packed[*]}"
     extra=""
-    [ "$crate" != shmbus-ffi ] || extra=include/shmbus.h
+    [ "$crate" != shmbus-ffi ] || extra="include/shmbus.h include/shmbus.hpp"
     dir=$(basename "${packed[0]}" .crate)
     files=$(tar tzf "${packed[0]}")
     for f in README.md LICENSE-MIT LICENSE-APACHE $extra; do

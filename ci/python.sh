@@ -4,8 +4,8 @@
 # from PyPI as the build backend: the one optimized build of the binding),
 # then installed into a fresh venv whose PATH has no cargo or rustc
 # (ci/no_rust.sh), where the Python tests run. What needs Rust is built
-# before: the wheel, the `shmbus` tool and the C examples the cross-language
-# tests drive, and the Rust server the request-response tests call. The wheel and sdist stay in target/wheels (the Python quick
+# before: the wheel, the `shmbus` tool and the C and C++ examples the
+# cross-language tests drive, and the Rust server the request-response tests call. The wheel and sdist stay in target/wheels (the Python quick
 # start installs that wheel). Works on a machine where nothing was
 # installed by hand; leaves nothing in /dev/shm.
 # --quick (ci/quick.sh): the wheel from the tree (no sdist: cargo's
@@ -68,6 +68,8 @@ cargo build -q -p shmbus --example reqrep_serve
 export SHMBUS_REQREP_SERVE=$CARGO_TARGET_DIR/debug/examples/reqrep_serve
 # As the matrix tests call it (SHMBUS_PROFILE picks the library), with cargo.
 make -s -C examples/c
+command -v g++ >/dev/null || { apt-get update -qq && apt-get install -y -qq g++; }
+make -s -C examples/cpp
 
 # The tests' venv, fresh, made and filled where no Rust is: pip could not
 # build the binding here, it can only install the wheel.

@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
-# The C and Python quick starts (docs/C.md, docs/PYTHON.md), run as
-# written: each section's `sh` block with its `ticks.c`/`ticks.py` beside
-# it, from the repository root, HOME a fresh directory (the C one installs
+# The C, C++ and Python quick starts (docs/C.md, docs/CPP.md,
+# docs/PYTHON.md), run as written: each section's `sh` block with its
+# `ticks.c`/`ticks.cpp`/`ticks.py` beside it, from the repository root, HOME a fresh directory (the C one installs
 # into $HOME/.local), the Python one in a fresh .venv from the wheel, with
 # no cargo or rustc on PATH. Fails unless each prints what its page says
 # it prints. Then every code block of the docs, as written
 # (tools/doc_snippets.py, checked first on pages made to fail: shell,
 # Python in that .venv, C against the library the C quick start
 # installed, Rust type-checked). Leaves nothing behind (.venv, ticks.*,
-# /dev/shm/ticks; the snippets run on a /dev/shm of their own).
+# ticks-cpp/, /dev/shm/ticks; the snippets run on a /dev/shm of their own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 work=$(mktemp -d)
 cleanup() {
-    rm -rf "$work" "$root/.venv" "$root/ticks.c" "$root/ticks.py" "$root/ticks"
+    rm -rf "$work" "$root/.venv" "$root/ticks.c" "$root/ticks.cpp" "$root/ticks-cpp" "$root/ticks.py" "$root/ticks"
     rm -f /dev/shm/ticks
 }
 trap cleanup EXIT
 [ ! -e .venv ] || { echo "quickstarts.sh: .venv exists here; it would be replaced" >&2; exit 1; }
+[ ! -e ticks-cpp ] || { echo "quickstarts.sh: ticks-cpp exists here; it would be replaced" >&2; exit 1; }
 [ ! -e /dev/shm/ticks ] || { echo "quickstarts.sh: /dev/shm/ticks exists" >&2; exit 1; }
 
 # The first ```LANG block of FILE after the heading HEADING and, if given,
@@ -53,6 +54,10 @@ block docs/C.md "## From C" c 'where `ticks.c` is:' > ticks.c
 mkdir -p "$work/home"
 got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/C.md "## From C" sh)")
 check "the C quick start" "1 = 42" "$(echo "$got" | tail -1)"
+
+block docs/CPP.md "## Quick start" cpp 'where `ticks.cpp` is:' > ticks.cpp
+got=$(HOME="$work/home" bash -euo pipefail -c "$(block docs/CPP.md "## Quick start" sh)")
+check "the C++ quick start" "1 = 42" "$(echo "$got" | tail -1)"
 
 # The Python one installs the wheel ci/python.sh built (built here if
 # there is none) where no cargo or rustc is on PATH (ci/no_rust.sh).

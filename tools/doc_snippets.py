@@ -5,7 +5,7 @@ the tool fails the gate.
     python3 tools/doc_snippets.py [--python PY] [--cflags FLAGS] [FILE...]
     python3 tools/doc_snippets.py --self-test [--python PY]
 
-FILEs default to README.md, docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,PYTHON}.md
+FILEs default to README.md, docs/{GUIDE,DEPLOYMENT,TOP,RECORDING,C,CPP,PYTHON}.md
 and the READMEs of python/, crates/shmbus-cli and crates/shmbus-ffi.
 By the fence's info string:
 - sh, bash, shell, console (`$ ` lines only): each file's blocks in order,
@@ -61,6 +61,7 @@ FILES = [
     "docs/TOP.md",
     "docs/RECORDING.md",
     "docs/C.md",
+    "docs/CPP.md",
     "docs/PYTHON.md",
     "python/README.md",
     "crates/shmbus-cli/README.md",

@@ -1,8 +1,8 @@
-"""The cross-language matrix: real processes in Rust, C and Python on one bus.
+"""The cross-language matrix: real processes in Rust, C, C++ and Python on one bus.
 
 Every publisher and subscriber here is a separate process with one command
-line contract (the `shmbus` tool for Rust, examples/c/ for C,
-python/examples/ for Python):
+line contract (the `shmbus` tool for Rust, examples/c/ for C, examples/cpp/
+for C++ over include/shmbus.hpp, python/examples/ for Python):
 
     publisher [--kind bus|many|journal|pool] NAME        < lines
     subscriber [--kind bus|journal|pool] [--from ...] [--count N] [--timeout S] NAME
@@ -37,11 +37,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SHMBUS = os.environ.get("SHMBUS_BIN", str(REPO / "target" / "debug" / "shmbus"))
 C_DIR = REPO / "examples" / "c"
+CPP_DIR = REPO / "examples" / "cpp"
 PY_DIR = REPO / "python" / "examples"
 DEADLINE = 60.0
 
-LANGS = ["rust", "c", "python"]
-# The pairs the issue asks for, and C -> Rust for symmetry.
+LANGS = ["rust", "c", "cpp", "python"]
+# Rust and Python each way, and C and C++ each way with both.
 PAIRS = [
     ("rust", "python"),
     ("python", "rust"),
@@ -49,23 +50,28 @@ PAIRS = [
     ("rust", "c"),
     ("python", "c"),
     ("c", "rust"),
+    ("cpp", "python"),
+    ("python", "cpp"),
+    ("rust", "cpp"),
+    ("cpp", "rust"),
 ]
 KINDS = ["bus", "many", "journal", "pool"]
 
 
 @pytest.fixture(scope="session", autouse=True)
 def built():
-    """The C examples and the shmbus tool, built once."""
+    """The C and C++ examples and the shmbus tool, built once."""
     if not Path(SHMBUS).exists():
         subprocess.run(["cargo", "build", "-q", "-p", "shmbus-cli"], cwd=REPO, check=True)
     subprocess.run(["make", "-s", "-C", str(C_DIR)], check=True, timeout=600)
+    subprocess.run(["make", "-s", "-C", str(CPP_DIR)], check=True, timeout=600)
 
 
 def publisher_cmd(lang, kind, name):
     if lang == "rust":
         return [SHMBUS, "pub", name]  # the tool tells the kinds apart itself
-    if lang == "c":
-        return [str(C_DIR / "publisher"), "--kind", kind, name]
+    if lang in ("c", "cpp"):
+        return [str((C_DIR if lang == "c" else CPP_DIR) / "publisher"), "--kind", kind, name]
     return [sys.executable, str(PY_DIR / "publisher.py"), "--kind", kind, name]
 
 
@@ -78,8 +84,8 @@ def subscriber_cmd(lang, kind, name, start="next", count=None, timeout=None):
         else:
             cmd += ["--from", start]
     else:
-        if lang == "c":
-            cmd = [str(C_DIR / "subscriber")]
+        if lang in ("c", "cpp"):
+            cmd = [str((C_DIR if lang == "c" else CPP_DIR) / "subscriber")]
         else:
             cmd = [sys.executable, str(PY_DIR / "subscriber.py")]
         cmd += ["--kind", sub_kind, name]
