@@ -91,7 +91,8 @@ pub struct McapOptions {
     /// When a new file (`FILE.1`, `FILE.2`, ...) starts.
     pub rotation: Rotation,
     /// A chunk ends once it holds this many bytes (before compression),
-    /// and at each flush.
+    /// and at each flush; with a size rotation, at most a quarter of a
+    /// part's size.
     pub chunk_size: u64,
     /// The files' permission bits and group.
     pub access: FileAccess,
@@ -470,7 +471,7 @@ fn start_part(
         .profile(map::PROFILE)
         .library(concat!("shmbus-mcap/", env!("CARGO_PKG_VERSION")))
         .compression(compression)
-        .chunk_size(Some(options.chunk_size))
+        .chunk_size(Some(chunk_size(options)))
         // Each chunk is built in memory and written whole: a file cut
         // short ends with a whole chunk or a partial one, never a chunk
         // whose header was to be patched.
@@ -500,6 +501,15 @@ fn start_part(
         start: None,
         last,
     })
+}
+
+/// The chunk size: as asked, and at most a quarter of a size rotation's
+/// part (a part ends only between chunks, so it ends near its size).
+fn chunk_size(options: &McapOptions) -> u64 {
+    match options.rotation.max_bytes {
+        Some(max) => options.chunk_size.min(max / 4).max(1024),
+        None => options.chunk_size,
+    }
 }
 
 /// Declares bus `id` in `writer`: its schema and channel.
