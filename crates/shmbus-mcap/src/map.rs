@@ -8,21 +8,53 @@ use shmbus::TypeFingerprint;
 use shmbus::record::{BusSpec, RecordedKind};
 
 /// The profile in an MCAP header shmbus writes.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::PROFILE, "shmbus");
+/// ```
 pub const PROFILE: &str = "shmbus";
 /// The message encoding (and schema encoding) of a bus's channel: a
 /// message's bytes are the bus message's bytes, nothing added.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::RAW_ENCODING, "shmbus.raw");
+/// ```
 pub const RAW_ENCODING: &str = "shmbus.raw";
 /// The topic of the channel of gaps: each message says `count` messages of
-/// bus `bus` from `first` were missed ([`encode_gap`]).
+/// bus `bus` from `first` were missed (20 bytes, little-endian: the bus id
+/// u32, first u64, count u64).
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::GAP_TOPIC, "shmbus.gap");
+/// ```
 pub const GAP_TOPIC: &str = "shmbus.gap";
 /// The topic of the channel of sequence marks: each says the next message
-/// of bus `bus` has the 64-bit sequence `seq` ([`encode_seq`]); written
-/// only where a reader could not infer it from the 32 bits in the message.
+/// of bus `bus` has the 64-bit sequence `seq` (12 bytes, little-endian: the
+/// bus id u32, seq u64); written only where a reader could not infer it
+/// from the 32 bits in the message.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::SEQ_TOPIC, "shmbus.seq");
+/// ```
 pub const SEQ_TOPIC: &str = "shmbus.seq";
 /// The encoding (and schema name) of the gap and sequence channels.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::CONTROL_ENCODING, "shmbus.control");
+/// ```
 pub const CONTROL_ENCODING: &str = "shmbus.control";
 /// The schema name of a raw bus of fixed-size messages: `bytes[N]`; of a
 /// raw pool or stream, whose messages have lengths of their own: `bytes`.
+///
+/// # Examples
+/// ```
+/// assert_eq!(shmbus_mcap::RAW_SCHEMA, "bytes");
+/// ```
 pub const RAW_SCHEMA: &str = "bytes";
 
 /// Channel metadata keys.
