@@ -26,13 +26,13 @@ pub enum CreateError {
         /// Why.
         source: io::Error,
     },
-    /// The MCAP writer refused to start the file.
-    #[error("{path}: starting the MCAP file: {source}")]
-    Mcap {
+    /// The file's header or declarations could not be written.
+    #[error("{path}: write: {source}")]
+    Write {
         /// The file.
         path: PathBuf,
         /// Why.
-        source: mcap::McapError,
+        source: io::Error,
     },
 }
 

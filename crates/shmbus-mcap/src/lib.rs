@@ -47,6 +47,7 @@
 //! ```
 
 mod convert;
+mod encode;
 mod error;
 mod map;
 mod read;

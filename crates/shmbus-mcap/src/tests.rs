@@ -363,9 +363,30 @@ fn a_rotated_recording_is_complete_mcap_files_read_back_as_one() {
     while shmbus::record::part_path(&path, parts).exists() {
         let bytes = std::fs::read(shmbus::record::part_path(&path, parts)).unwrap();
         assert!(bytes.starts_with(mcap::MAGIC) && bytes.ends_with(mcap::MAGIC));
-        // Each part alone, by the mcap crate's own reader.
-        let n = mcap::MessageStream::new(&bytes).unwrap().count();
+        // Each part alone, by the mcap crate's own readers: linear, and
+        // through its summary (statistics, chunk indexes, message indexes).
+        let messages: Vec<_> = mcap::MessageStream::new(&bytes)
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let n = messages.len();
         assert!(n > 0);
+        let summary = mcap::Summary::read(&bytes).unwrap().expect("a summary");
+        let stats = summary.stats.clone().expect("statistics");
+        assert_eq!(stats.message_count, n as u64);
+        assert_eq!(stats.chunk_count as usize, summary.chunk_indexes.len());
+        let mut indexed = 0;
+        for chunk in &summary.chunk_indexes {
+            let index = summary.read_message_indexes(&bytes, chunk).unwrap();
+            for (_, entries) in index {
+                for e in entries {
+                    let m = summary.seek_message(&bytes, chunk, &e).unwrap();
+                    assert_eq!(m.log_time, e.log_time);
+                    indexed += 1;
+                }
+            }
+        }
+        assert_eq!(indexed, n);
         parts += 1;
     }
     assert!(parts > 3, "{parts} parts");

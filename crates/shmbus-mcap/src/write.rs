@@ -2,16 +2,14 @@
 //! compressed by choice, rotated like a native recording.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use mcap::records::MessageHeader;
 use shmbus::record::{AddBusError, BusSpec, FileAccess, Rotation, Sink, WriteError, part_path};
 
+use crate::encode::{Codec, McapFile};
 use crate::error::CreateError;
 use crate::map;
 
@@ -158,45 +156,6 @@ impl McapOptions {
     }
 }
 
-/// A file that counts where it is: a part's size, for rotation.
-struct Counted {
-    out: BufWriter<File>,
-    pos: u64,
-    /// The farthest byte written, shared with the recorder.
-    end: Arc<AtomicU64>,
-}
-
-impl Counted {
-    fn moved(&mut self) {
-        self.end.fetch_max(self.pos, Ordering::Relaxed);
-    }
-}
-
-impl Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
-        self.pos += n as u64;
-        self.moved();
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
-    }
-}
-
-impl Seek for Counted {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        self.pos = self.out.seek(to)?;
-        self.moved();
-        Ok(self.pos)
-    }
-
-    fn stream_position(&mut self) -> io::Result<u64> {
-        Ok(self.pos)
-    }
-}
-
 /// A bus as this recorder writes it.
 #[derive(Debug)]
 struct Bus {
@@ -208,11 +167,9 @@ struct Bus {
     next: u64,
 }
 
-/// The current part's writer and its control channels.
+/// The current part's file and its control channels.
 struct Part {
-    writer: mcap::Writer<Counted>,
-    /// Its size so far.
-    bytes: Arc<AtomicU64>,
+    file: McapFile,
     gap: u16,
     seq: u16,
     /// Its first message's CLOCK_MONOTONIC time.
@@ -290,7 +247,7 @@ impl McapRecorder {
     ///
     /// # Errors
     /// [`CreateError::File`] if the file cannot be made (one is there) or
-    /// given its group and mode, [`CreateError::Mcap`] if its header cannot
+    /// given its group and mode, [`CreateError::Write`] if its header cannot
     /// be written.
     pub fn create(path: &Path, options: McapOptions) -> Result<Self, CreateError> {
         let current = Some(start_part(path, &options, &mut [], (0, 0))?);
@@ -346,29 +303,21 @@ impl McapRecorder {
         part_path(&self.base, self.part)
     }
 
-    fn failed(&self, e: mcap::McapError) -> WriteError {
+    fn failed(&self, source: io::Error) -> WriteError {
         WriteError::File {
             path: self.path(),
             what: "write",
-            source: io_error(e),
+            source,
         }
     }
 
     /// Ends the current part, if any: the summary, the footer, the file
     /// flushed.
     fn end_part(&mut self) -> Result<(), WriteError> {
-        let Some(mut part) = self.current.take() else {
+        let Some(part) = self.current.take() else {
             return Ok(());
         };
-        part.writer.finish().map_err(|e| self.failed(e))?;
-        part.writer
-            .into_inner()
-            .flush()
-            .map_err(|source| WriteError::File {
-                path: self.path(),
-                what: "write",
-                source,
-            })
+        part.file.finish().map_err(|e| self.failed(e))
     }
 
     /// The current part, a new one first if the rotation says so (a time
@@ -401,10 +350,10 @@ impl McapRecorder {
                     CreateError::File {
                         path, what, source, ..
                     } => WriteError::File { path, what, source },
-                    CreateError::Mcap { path, source } => WriteError::File {
+                    CreateError::Write { path, source } => WriteError::File {
                         path,
                         what: "write",
-                        source: io_error(source),
+                        source,
                     },
                 })?;
             self.current = Some(part);
@@ -421,24 +370,16 @@ impl McapRecorder {
 }
 
 impl Part {
-    /// The bytes handed to the file so far (a chunk in progress not
+    /// The bytes written to the file so far (a chunk in progress not
     /// counted).
     fn writer_end(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        self.file.bytes()
     }
 }
 
 impl Drop for McapRecorder {
     fn drop(&mut self) {
         let _ = self.end_part();
-    }
-}
-
-/// An MCAP error as an I/O error (its I/O error where it is one).
-fn io_error(e: mcap::McapError) -> io::Error {
-    match e {
-        mcap::McapError::Io(e) => e,
-        e => io::Error::other(e),
     }
 }
 
@@ -452,50 +393,39 @@ fn start_part(
     last: (u64, u64),
 ) -> Result<Part, CreateError> {
     let file = create_file(path, options.access)?;
-    let mcap_failed = |source| CreateError::Mcap {
+    let failed = |source| CreateError::Write {
         path: path.to_owned(),
         source,
     };
-    let compression = match options.compression {
-        Compression::None => None,
-        Compression::Zstd => Some(mcap::Compression::Zstd),
-        Compression::Lz4 => Some(mcap::Compression::Lz4),
+    let codec = match options.compression {
+        Compression::None => Codec::None,
+        Compression::Zstd => Codec::Zstd,
+        Compression::Lz4 => Codec::Lz4,
     };
-    let bytes = Arc::new(AtomicU64::new(0));
-    let counted = Counted {
-        out: BufWriter::with_capacity(256 << 10, file),
-        pos: 0,
-        end: bytes.clone(),
-    };
-    let mut writer = mcap::WriteOptions::new()
-        .profile(map::PROFILE)
-        .library(concat!("shmbus-mcap/", env!("CARGO_PKG_VERSION")))
-        .compression(compression)
-        .chunk_size(Some(chunk_size(options)))
-        // Each chunk is built in memory and written whole: a file cut
-        // short ends with a whole chunk or a partial one, never a chunk
-        // whose header was to be patched.
-        .disable_seeking(true)
-        .compression_threads(0)
-        .create(counted)
-        .map_err(mcap_failed)?;
-    let control = writer
+    let mut file = McapFile::create(
+        file,
+        map::PROFILE,
+        concat!("shmbus-mcap/", env!("CARGO_PKG_VERSION")),
+        codec,
+        chunk_size(options),
+    )
+    .map_err(failed)?;
+    let control = file
         .add_schema(map::CONTROL_ENCODING, map::CONTROL_ENCODING, &[])
-        .map_err(mcap_failed)?;
+        .map_err(failed)?;
     let none = Default::default();
-    let gap = writer
+    let gap = file
         .add_channel(control, map::GAP_TOPIC, map::CONTROL_ENCODING, &none)
-        .map_err(mcap_failed)?;
-    let seq = writer
+        .map_err(failed)?;
+    let seq = file
         .add_channel(control, map::SEQ_TOPIC, map::CONTROL_ENCODING, &none)
-        .map_err(mcap_failed)?;
+        .map_err(failed)?;
     for (id, bus) in buses.iter_mut().enumerate() {
-        bus.channel = add_channel(&mut writer, id as u32, &bus.spec).map_err(mcap_failed)?;
+        bus.channel = add_channel(&mut file, id as u32, &bus.spec).map_err(failed)?;
         bus.next = 0;
     }
     Ok(Part {
-        writer,
-        bytes,
+        file,
         gap,
         seq,
         start: None,
@@ -512,14 +442,10 @@ fn chunk_size(options: &McapOptions) -> u64 {
     }
 }
 
-/// Declares bus `id` in `writer`: its schema and channel.
-fn add_channel(
-    writer: &mut mcap::Writer<Counted>,
-    id: u32,
-    spec: &BusSpec,
-) -> Result<u16, mcap::McapError> {
-    let schema = writer.add_schema(&map::schema_name(spec), map::RAW_ENCODING, &[])?;
-    writer.add_channel(
+/// Declares bus `id` in `file`: its schema and channel.
+fn add_channel(file: &mut McapFile, id: u32, spec: &BusSpec) -> io::Result<u16> {
+    let schema = file.add_schema(&map::schema_name(spec), map::RAW_ENCODING, &[])?;
+    file.add_channel(
         schema,
         &spec.name,
         map::RAW_ENCODING,
@@ -572,8 +498,7 @@ impl Sink for McapRecorder {
         let part = self
             .part_for(None)
             .map_err(|e| AddBusError::Io(io::Error::other(e)))?;
-        let channel =
-            add_channel(&mut part.writer, id, spec).map_err(|e| AddBusError::Io(io_error(e)))?;
+        let channel = add_channel(&mut part.file, id, spec).map_err(AddBusError::Io)?;
         self.buses.push(Bus {
             spec: spec.clone(),
             channel,
@@ -612,25 +537,10 @@ impl Sink for McapRecorder {
             if map::infer_seq(b.next, low) != Some(seq) {
                 // A reader would not infer this sequence from its low 32
                 // bits: a mark says it first.
-                part.writer.write_to_known_channel(
-                    &MessageHeader {
-                        channel_id: part.seq,
-                        sequence: 0,
-                        log_time: wall_ns,
-                        publish_time: mono_ns,
-                    },
-                    &map::encode_seq(bus, seq),
-                )?;
+                part.file
+                    .message(part.seq, 0, wall_ns, mono_ns, &map::encode_seq(bus, seq))?;
             }
-            part.writer.write_to_known_channel(
-                &MessageHeader {
-                    channel_id: b.channel,
-                    sequence: low,
-                    log_time: wall_ns,
-                    publish_time: mono_ns,
-                },
-                payload,
-            )
+            part.file.message(b.channel, low, wall_ns, mono_ns, payload)
         })();
         b.next = seq.saturating_add(1);
         part.start.get_or_insert(mono_ns);
@@ -646,15 +556,9 @@ impl Sink for McapRecorder {
         self.part_for(None)?;
         let part = self.current.as_mut().expect("part_for made one");
         let (mono, wall) = part.last;
-        let result = part.writer.write_to_known_channel(
-            &MessageHeader {
-                channel_id: part.gap,
-                sequence: 0,
-                log_time: wall,
-                publish_time: mono,
-            },
-            &map::encode_gap(bus, first, count),
-        );
+        let result =
+            part.file
+                .message(part.gap, 0, wall, mono, &map::encode_gap(bus, first, count));
         let b = &mut self.buses[bus as usize];
         b.next = b.next.max(first.saturating_add(count));
         result.map_err(|e| self.failed(e))
@@ -664,6 +568,6 @@ impl Sink for McapRecorder {
         let Some(part) = self.current.as_mut() else {
             return Ok(());
         };
-        part.writer.flush().map_err(|e| self.failed(e))
+        part.file.flush().map_err(|e| self.failed(e))
     }
 }
