@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every public item of each crate named (default: shmbus shmbus-zenoh) has
+# Every public item of each crate named (default: shmbus shmbus-zenoh
+# shmbus-mcap) has
 # `# Examples` that run, and `# Errors` where it returns a Result: nightly's
 # rustdoc JSON read by tools/doc_examples.py, in a target dir of its own
 # (target/nightly-doc; ci/packages.sh, run after this, checks the crates'
@@ -14,7 +15,7 @@ rustup component list --toolchain nightly --installed >/dev/null 2>&1 || {
 }
 export CARGO_TARGET_DIR=target/nightly-doc
 crates=("$@")
-[ "${#crates[@]}" -gt 0 ] || crates=(shmbus shmbus-zenoh)
+[ "${#crates[@]}" -gt 0 ] || crates=(shmbus shmbus-zenoh shmbus-mcap)
 for crate in "${crates[@]}"; do
     cargo +nightly rustdoc -q -p "$crate" --lib -- \
         -Z unstable-options --output-format json --document-hidden-items -D warnings

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The crates as crates.io would receive them: shmbus, shmbus-zenoh,
-# shmbus-cli and shmbus-ffi, each packaged (`cargo publish --dry-run
+# shmbus-mcap, shmbus-cli and shmbus-ffi, each packaged (`cargo publish --dry-run
 # --no-verify`: no warning, every dependency versioned, each package with
 # its README.md and both license texts), then each compiled from its
 # package alone: its own files only, its own features only (nothing a
@@ -10,7 +10,7 @@
 # The compile is `cargo +nightly check` in target/nightly-doc, the doc
 # examples' target dir (ci/doc_examples.sh, run first): rustdoc has
 # already checked every dependency of shmbus and shmbus-zenoh with these
-# features there, so only the four crates and shmbus-cli's own
+# features there, so only the five crates and shmbus-cli's own
 # dependencies are compiled here. `cargo publish`'s own verify builds
 # (with codegen) Zenoh's whole stack again, for features that differ from
 # the workspace's by one (libc's extra_traits), and took three minutes of
@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 # Absolute: the checks below run from the packages' own workspace.
 CARGO_TARGET_DIR=$(realpath -m "${CARGO_TARGET_DIR:-target/nightly-doc}")
 export CARGO_TARGET_DIR
-crates=(shmbus shmbus-zenoh shmbus-cli shmbus-ffi)
+crates=(shmbus shmbus-zenoh shmbus-mcap shmbus-cli shmbus-ffi)
 
 rustup component list --toolchain nightly --installed >/dev/null 2>&1 || {
     echo "needs the nightly toolchain (rustup toolchain install nightly)" >&2

@@ -208,6 +208,15 @@ def record_page(d, base):
               f"{c['messages']} msgs | {rate(c['lossy_paced_msgs_per_sec'])} | "
               f"{rate(c['lossy_kept_msgs_per_sec'])} | {c['lossy_lost']} |")
     print()
+    if r.get("mcap_capture"):
+        print("**Capture into MCAP** (lossless recorders, each right after the native row of its size)\n")
+        print("| message | chunk compression | MCAP recorder | native recorder | MCAP / native | MCAP file | native file and index |")
+        print("|---|---|---|---|---|---|---|")
+        for c in r["mcap_capture"]:
+            print(f"| {c['msg_size']} B | {c['compression']} | {rate(c['msgs_per_sec'])} | "
+                  f"{rate(c['native_msgs_per_sec'])} | {c['ratio']:.2f}x | "
+                  f"{c['file_bytes'] / 1e6:.1f} MB | {c['native_file_bytes'] / 1e6:.1f} MB |")
+        print()
     c = r["publish_cost_ns"]
     print("**Publish cost** (64 B, ns inside `publish`)\n")
     print("| | p50 | p99 |")

@@ -11,6 +11,11 @@
 //!   last record flushed. Then a lossy recorder (the CLI's default) with
 //!   the publisher paced at the target rate: what it lost (gap records).
 //!   Both at 4 KiB and 64 B.
+//! - **MCAP capture**: the same lossless capture into an MCAP file
+//!   (`shmbus record --format mcap`: a `shmbus_mcap::McapRecorder`), with
+//!   no chunk compression, zstd and lz4, each right after the native row
+//!   of its message size: its rate beside the native one's, and the file
+//!   sizes (the native one's with its index).
 //! - **Publish cost**: the time inside each `publish` of 64 B, one every
 //!   [`COST_PACE`], without a subscriber, with a lossy recorder attached,
 //!   and with a plain lossy subscriber (reading, recording nothing: what
@@ -32,8 +37,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shmbus::record::{self as rec, FileRecorder, RecordedKind, Recorder, Rotation};
+use shmbus::record::{self as rec, FileRecorder, RecordedKind, Recorder, Rotation, Sink};
 use shmbus::{BusOptions, OpenOptions, Publisher, Received, Start, Subscriber, Wait};
+use shmbus_mcap::{Compression, McapOptions, McapRecorder};
 
 use crate::error::BenchError;
 
@@ -43,6 +49,8 @@ const TARGET_64_MSGS_PER_S: f64 = 5e6;
 const TARGET_COST_RATIO: f64 = 1.1;
 const TARGET_PACE_P99_US: f64 = 50.0;
 const TARGET_MAX_MSGS_PER_S: f64 = 10e6;
+/// An MCAP recorder (no compression) against the native one's rate.
+const TARGET_MCAP_RATIO: f64 = 0.8;
 
 /// The gap between two timed publishes of the cost rows.
 const COST_PACE: Duration = Duration::from_micros(2);
@@ -63,6 +71,32 @@ pub struct Capture {
     pub paced_target: f64,
     pub paced_kept: f64,
     pub paced_lost: u64,
+    /// The lossless recorder's file and index, bytes.
+    pub file_bytes: u64,
+}
+
+/// One MCAP capture row: a message size and a chunk compression.
+#[derive(Debug)]
+pub struct McapCapture {
+    pub msg_size: usize,
+    pub compression: Compression,
+    pub messages: u64,
+    pub secs: f64,
+    /// The MCAP file's bytes.
+    pub file_bytes: u64,
+    /// The native row's rate and file bytes, measured just before.
+    pub native_msgs_per_s: f64,
+    pub native_file_bytes: u64,
+}
+
+impl McapCapture {
+    pub fn msgs_per_s(&self) -> f64 {
+        self.messages as f64 / self.secs
+    }
+
+    pub fn ratio(&self) -> f64 {
+        self.msgs_per_s() / self.native_msgs_per_s
+    }
 }
 
 impl Capture {
@@ -91,6 +125,7 @@ pub struct Cost {
 #[derive(Debug)]
 pub struct Table {
     pub capture: Vec<Capture>,
+    pub mcap: Vec<McapCapture>,
     pub cost: Cost,
     /// `--speed 1` at 10 k msgs/s: the replay's pace error, µs.
     pub pace: Option<[f64; 3]>,
@@ -156,7 +191,34 @@ type Reader = std::thread::JoinHandle<Result<(u64, u64), BenchError>>;
 fn recorder(bus: &str, out: &Path, lossless: bool, last: u64) -> Result<Reader, BenchError> {
     let file =
         FileRecorder::create(out, Rotation::default()).map_err(|e| fail("recording file", e))?;
-    let mut capture = rec::Capture::new(file);
+    run_recorder(bus, file, lossless, last, |_| Ok(()))
+}
+
+/// The recorder thread of `shmbus record --format mcap`: as [`recorder`],
+/// into an MCAP file with chunks compressed as `compression` says, ended
+/// (summary, footer) once it has seen `last`.
+fn mcap_recorder(
+    bus: &str,
+    out: &Path,
+    compression: Compression,
+    last: u64,
+) -> Result<Reader, BenchError> {
+    let file = McapRecorder::create(out, McapOptions::default().compression(compression))
+        .map_err(|e| fail("mcap file", e))?;
+    run_recorder(bus, file, true, last, |r: McapRecorder| {
+        r.finish().map_err(|e| fail("mcap finish", e))
+    })
+}
+
+/// A recorder thread writing into `sink`, `finish` run on it at the end.
+fn run_recorder<S: Sink + Send + 'static>(
+    bus: &str,
+    sink: S,
+    lossless: bool,
+    last: u64,
+    finish: fn(S) -> Result<(), BenchError>,
+) -> Result<Reader, BenchError> {
+    let mut capture = rec::Capture::new(sink);
     capture
         .add(bus, lossless)
         .map_err(|e| fail("recorder open", e))?;
@@ -186,6 +248,7 @@ fn recorder(bus: &str, out: &Path, lossless: bool, last: u64) -> Result<Reader, 
         }
         capture.flush().map_err(|e| fail("record flush", e))?;
         let s = capture.stats();
+        finish(capture.into_inner())?;
         Ok((s.messages, s.lost))
     }))
 }
@@ -226,6 +289,7 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
         return Err(fail("capture", format!("a lossless recorder lost {lost}")));
     }
     drop(p);
+    let file_bytes = recording_bytes(&file);
     remove_recording(&file);
     // Lossy at the target pace.
     let mut p = publisher(&bus, size)?;
@@ -246,7 +310,63 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
         paced_target: target,
         paced_kept: kept,
         paced_lost,
+        file_bytes,
     })
+}
+
+/// The lossless capture of [`capture`] into MCAP, once per compression,
+/// beside the native row `native` just measured.
+fn mcap_capture(
+    scratch: &Scratch,
+    native: &Capture,
+    n: u64,
+) -> Result<Vec<McapCapture>, BenchError> {
+    let size = native.msg_size;
+    let bus = Bus::new(&format!("mcap{size}"));
+    let file = scratch.file(&format!("cap{size}.mcap"));
+    let msg = message(size, 0);
+    let mut rows = Vec::new();
+    for compression in [Compression::None, Compression::Zstd, Compression::Lz4] {
+        let mut p = publisher(&bus, size)?;
+        let rec = mcap_recorder(&bus.0, &file, compression, n - 1)?;
+        let start = Instant::now();
+        for _ in 0..n {
+            p.publish(&msg).map_err(|e| fail("publish", e))?;
+        }
+        let (messages, lost) = rec
+            .join()
+            .map_err(|_| fail("mcap recorder", "panicked"))??;
+        let secs = start.elapsed().as_secs_f64();
+        if lost != 0 {
+            return Err(fail(
+                "mcap capture",
+                format!("a lossless recorder lost {lost}"),
+            ));
+        }
+        drop(p);
+        let file_bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
+        let _ = std::fs::remove_file(&file);
+        rows.push(McapCapture {
+            msg_size: size,
+            compression,
+            messages,
+            secs,
+            file_bytes,
+            native_msgs_per_s: native.msgs_per_s(),
+            native_file_bytes: native.file_bytes,
+        });
+    }
+    Ok(rows)
+}
+
+/// A one-part recording's bytes, its index's included.
+fn recording_bytes(file: &Path) -> u64 {
+    let mut idx = file.as_os_str().to_owned();
+    idx.push(".idx");
+    [file.as_os_str(), &idx]
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .sum()
 }
 
 /// A one-part recording and its index side file, removed.
@@ -388,15 +508,18 @@ fn replay(bin: &Path, file: &Path, args: &[&str]) -> Result<Value, BenchError> {
 pub fn run(quick: bool) -> Result<Table, BenchError> {
     let scratch = Scratch::new()?;
     let scale = if quick { 10 } else { 1 };
-    let capture = vec![
-        capture(
-            &scratch,
-            4096,
-            400_000 / scale,
-            TARGET_4K_BYTES_PER_S / 4096.0,
-        )?,
-        capture(&scratch, 64, 20_000_000 / scale, TARGET_64_MSGS_PER_S)?,
-    ];
+    // Each size's native row, then its MCAP rows: interleaved, so each
+    // ratio compares runs minutes apart at most.
+    let mut capture = Vec::new();
+    let mut mcap = Vec::new();
+    for (size, n, target) in [
+        (4096, 400_000 / scale, TARGET_4K_BYTES_PER_S / 4096.0),
+        (64, 20_000_000 / scale, TARGET_64_MSGS_PER_S),
+    ] {
+        let native = self::capture(&scratch, size, n, target)?;
+        mcap.extend(mcap_capture(&scratch, &native, n)?);
+        capture.push(native);
+    }
     let cost = cost(&scratch, 200_000 / scale, if quick { 1 } else { 3 })?;
     let (mut pace, mut max, mut replay_skipped) = (None, None, None);
     match shmbus_bin() {
@@ -419,6 +542,7 @@ pub fn run(quick: bool) -> Result<Table, BenchError> {
     }
     Ok(Table {
         capture,
+        mcap,
         cost,
         pace,
         max,
@@ -440,6 +564,18 @@ pub fn print(t: &Table) {
             c.paced_target / 1e6,
             c.paced_kept / 1e6,
             c.paced_lost
+        );
+    }
+    for m in &t.mcap {
+        println!(
+            "  capture {:>4} B into MCAP ({}): {:.2} M msgs/s, x{:.2} the native recorder's; \
+             {:.1} MB (native {:.1} MB)",
+            m.msg_size,
+            m.compression,
+            m.msgs_per_s() / 1e6,
+            m.ratio(),
+            m.file_bytes as f64 / 1e6,
+            m.native_file_bytes as f64 / 1e6
         );
     }
     let c = &t.cost;
@@ -502,6 +638,17 @@ pub fn targets(t: &Table) -> Vec<Value> {
             c.msgs_per_s() >= TARGET_64_MSGS_PER_S && c.paced_lost == 0,
         ));
     }
+    for m in t.mcap.iter().filter(|m| m.compression == Compression::None) {
+        out.extend(target(
+            &format!(
+                "recording {} into MCAP (no compression) / natively, capture rate (lossless recorders, same run)",
+                if m.msg_size == 4096 { "4 KiB".to_string() } else { format!("{} B", m.msg_size) }
+            ),
+            ">= 0.8",
+            Some(m.ratio()),
+            m.ratio() >= TARGET_MCAP_RATIO,
+        ));
+    }
     let ratio = t.cost.with[0] / t.cost.without[0];
     out.extend(target(
         "publish cost with a lossy recorder attached / without (p50)",
@@ -543,6 +690,24 @@ pub fn json(t: &Table) -> Value {
                 "lossy_paced_msgs_per_sec": round(c.paced_target, 1),
                 "lossy_kept_msgs_per_sec": round(c.paced_kept, 1),
                 "lossy_lost": c.paced_lost,
+                "file_bytes": c.file_bytes,
+            })
+        })
+        .collect();
+    let mcap: Vec<Value> = t
+        .mcap
+        .iter()
+        .map(|m| {
+            json!({
+                "msg_size": m.msg_size,
+                "compression": m.compression.to_string(),
+                "messages": m.messages,
+                "seconds": round(m.secs, 6),
+                "msgs_per_sec": round(m.msgs_per_s(), 1),
+                "file_bytes": m.file_bytes,
+                "native_msgs_per_sec": round(m.native_msgs_per_s, 1),
+                "native_file_bytes": m.native_file_bytes,
+                "ratio": round(m.ratio(), 3),
             })
         })
         .collect();
@@ -550,6 +715,7 @@ pub fn json(t: &Table) -> Value {
     json!({
         "quick": t.quick,
         "capture": capture,
+        "mcap_capture": mcap,
         "publish_cost_ns": {
             "pace_ns": COST_PACE.as_nanos() as u64,
             "without": {"p50": c.without[0], "p99": c.without[1]},

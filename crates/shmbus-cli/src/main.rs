@@ -23,8 +23,8 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use cmd::{
-    blackboard, bridge, clean, create, demo, generate, inspect, publish, record, replay, service,
-    subscribe, subscribe_many, top,
+    blackboard, bridge, clean, create, demo, export, generate, inspect, publish, record, replay,
+    service, subscribe, subscribe_many, top,
 };
 use error::CliError;
 
@@ -71,11 +71,15 @@ enum Command {
     Top(top::TopArgs),
     /// Record every message of buses of any kind, with its sequence and
     /// receive time, to a file (lags as gaps) until SIGINT or SIGTERM;
-    /// --lossless, --rotate-size, --rotate-secs, --mode, --group.
+    /// --lossless, --rotate-size, --rotate-secs, --mode, --group,
+    /// --format mcap.
     Record(record::RecordArgs),
-    /// Publish a recording into a bus at the recorded pace (--speed), its
-    /// gaps as gaps.
+    /// Publish a recording (native or MCAP) into a bus at the recorded
+    /// pace (--speed), its gaps as gaps.
     Replay(replay::ReplayArgs),
+    /// Convert a recording into an MCAP file (--mcap OUT), every part,
+    /// every message, gap and time.
+    Export(export::ExportArgs),
     /// Remove the buses no live process uses, and the status files that
     /// bridges and recorders of buses in the same directory left when
     /// killed.
@@ -144,6 +148,7 @@ fn run(command: &Command) -> Result<(), CliError> {
         Command::Record(args) => record::record(args),
         Command::Replay(args) => replay::replay(args),
         Command::Clean(args) => clean::clean(args),
+        Command::Export(args) => export::run(args),
         Command::Bridge(args) => bridge::run(args),
         Command::Rm(args) => clean::rm(args),
         Command::Demo(args) => demo::run(args),

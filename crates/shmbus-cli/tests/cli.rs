@@ -852,6 +852,27 @@ fn bridge_in_a_build_without_it_says_in_one_line_how_to_get_it() {
     }
 }
 
+/// A `shmbus` built without the `mcap` feature answers each MCAP action
+/// with one line saying how to get it.
+#[cfg(not(feature = "mcap"))]
+#[test]
+fn mcap_in_a_build_without_it_says_in_one_line_how_to_get_it() {
+    let dir = ShmDir::new("no-mcap");
+    let file = dir.file("r.mcap");
+    std::fs::write(&file, b"\x89MCAP0\r\n and the rest").unwrap();
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["record", "some-bus", "--out", f, "--format", "mcap"],
+        vec!["export", "r.rec", "--mcap", f],
+        vec!["replay", f, "--to", "some-bus"],
+    ] {
+        let out = shmbus(&args);
+        out.assert_error(1, "built without MCAP support");
+        assert!(out.stderr.contains("--features mcap"), "{}", out.stderr);
+    }
+    dir.finish();
+}
+
 #[test]
 fn create_rejects_a_capacity_that_is_not_a_power_of_two() {
     let dir = ShmDir::new("pow2");

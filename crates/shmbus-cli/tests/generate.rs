@@ -49,6 +49,7 @@ fn generate_man_writes_one_page_per_subcommand_a_user_can_type() {
         "-clean",
         "-create",
         "-demo",
+        "-export",
         "-get",
         "-ls",
         "-pub",

@@ -12,6 +12,9 @@
 //! idle for a moment, and at least every second. `--rotate-size` and
 //! `--rotate-secs` start a new part (`FILE.1`, `FILE.2`, ...). Every file
 //! lets read no one its buses do not (`--mode`, `--group` to widen it).
+//! `--format mcap` writes MCAP instead (feature `mcap`, `cmd::mcap`):
+//! the same capture, chunks compressed as `--compression` says, a
+//! SIGINT or SIGTERM ending each file with its summary and footer.
 //! While it runs, each bus's status file shows it in `shmbus stat` and
 //! `top`, and a terminal gets a progress line (`record_status`).
 
@@ -21,10 +24,11 @@ use std::time::{Duration, Instant};
 
 use shmbus::Wait;
 use shmbus::record::{
-    Capture, CaptureError, CaptureStats, FileAccess, FileRecorder, Rotation, WriteError,
+    Capture, CaptureError, CaptureStats, FileAccess, FileRecorder, Rotation, Sink, WriteError,
 };
 
 use crate::bridge_status::Counts;
+use crate::cmd::mcap::Compression;
 use crate::cmd::record_status::Progress;
 use crate::cmd::signals;
 use crate::error::CliError;
@@ -64,6 +68,23 @@ pub struct RecordArgs {
     /// time.
     #[arg(long, value_name = "S", value_parser = parse_rotate_secs)]
     pub rotate_secs: Option<Duration>,
+    /// The file's format: shmbus's own (native), or MCAP (one channel per
+    /// bus, for MCAP tools; a build with the `mcap` feature).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "native")]
+    pub format: Format,
+    /// How an MCAP file's chunks are compressed (--format mcap).
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub compression: Option<Compression>,
+}
+
+/// `--format`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// shmbus's recording format, with its index (docs/RECORDING.md).
+    #[default]
+    Native,
+    /// MCAP (docs/RECORDING.md, section MCAP).
+    Mcap,
 }
 
 fn parse_rotate_size(s: &str) -> Result<u64, CliError> {
@@ -85,6 +106,11 @@ fn parse_rotate_secs(s: &str) -> Result<Duration, CliError> {
 }
 
 pub fn record(args: &RecordArgs) -> Result<(), CliError> {
+    // Before anything is opened: a build that cannot write it says so.
+    #[cfg(not(feature = "mcap"))]
+    if args.format == Format::Mcap {
+        return Err(crate::cmd::mcap::not_built("record --format mcap"));
+    }
     let out = args.out.display();
     let failed = |e: &WriteError| match e {
         // It names its file.
@@ -104,9 +130,54 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
         max_bytes: args.rotate_size,
         max_time: args.rotate_secs,
     };
-    let recorder =
-        FileRecorder::create_with_access(&args.out, rotation, access).map_err(|e| failed(&e))?;
-    let mut capture = Capture::new(recorder);
+    match args.format {
+        Format::Native => {
+            if args.compression.is_some() {
+                return Err(CliError::usage(
+                    "--compression is for --format mcap (a native recording is not compressed)",
+                ));
+            }
+            let recorder = FileRecorder::create_with_access(&args.out, rotation, access)
+                .map_err(|e| failed(&e))?;
+            capture(args, Capture::new(recorder), &failed)?;
+            Ok(())
+        }
+        Format::Mcap => record_mcap(args, rotation, access, &failed),
+    }
+}
+
+#[cfg(feature = "mcap")]
+fn record_mcap(
+    args: &RecordArgs,
+    rotation: Rotation,
+    access: FileAccess,
+    failed: &dyn Fn(&WriteError) -> CliError,
+) -> Result<(), CliError> {
+    let options = crate::cmd::mcap::options(args.compression.unwrap_or_default(), rotation, access);
+    let recorder = shmbus_mcap::McapRecorder::create(&args.out, options)
+        .map_err(crate::cmd::mcap::create_failed)?;
+    let capture = capture(args, Capture::new(recorder), failed)?;
+    // The last chunk, the summary, the footer.
+    capture.into_inner().finish().map_err(|e| failed(&e))
+}
+
+#[cfg(not(feature = "mcap"))]
+fn record_mcap(
+    _: &RecordArgs,
+    _: Rotation,
+    _: FileAccess,
+    _: &dyn Fn(&WriteError) -> CliError,
+) -> Result<(), CliError> {
+    Err(crate::cmd::mcap::not_built("record --format mcap"))
+}
+
+/// Adds the buses to `capture` and records until SIGINT or SIGTERM; the
+/// capture flushed, given back.
+fn capture<S: Sink>(
+    args: &RecordArgs,
+    mut capture: Capture<S>,
+    failed: &dyn Fn(&WriteError) -> CliError,
+) -> Result<Capture<S>, CliError> {
     let mut ids = Vec::with_capacity(args.names.len());
     for name in &args.names {
         // Lossy unless asked, from the next message.
@@ -115,7 +186,7 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
             Err(e) => {
                 drop(capture);
                 remove_parts(&args.out);
-                return Err(capture_failed(e, &failed));
+                return Err(capture_failed(e, failed));
             }
         }
     }
@@ -134,7 +205,7 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     while !signals::stopped() {
         let written = capture
             .poll(Wait::For(Duration::from_millis(50)))
-            .map_err(|e| capture_failed(e, &failed))?;
+            .map_err(|e| capture_failed(e, failed))?;
         // Idle, or busy for a second: what is buffered goes to the file,
         // then its index.
         if written == 0 || flushed.elapsed() >= Duration::from_secs(1) {
@@ -147,7 +218,7 @@ pub fn record(args: &RecordArgs) -> Result<(), CliError> {
     }
     capture.flush().map_err(|e| failed(&e))?;
     progress.finish();
-    Ok(())
+    Ok(capture)
 }
 
 /// The recording's mode and group: as given, else the owner's read and

@@ -1,5 +1,5 @@
 //! [`Capture`]: the recorder handle: subscribes to buses of any kind and
-//! writes what crosses them to a [`FileRecorder`].
+//! writes what crosses them to a [`FileRecorder`] or another [`Sink`].
 
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::error::{AddBusError, WriteError};
 use super::files::FileRecorder;
 use super::format::MAX_MESSAGE;
+use super::sink::Sink;
 use super::{BusSpec, RecordedKind};
 use crate::error::ErrorKind;
 use crate::pool;
@@ -135,7 +136,8 @@ enum Source {
     Stream(Consumer<[u8]>, u64),
 }
 
-/// Records buses of any kind into a [`FileRecorder`]: each added bus is
+/// Records buses of any kind into a [`FileRecorder`] (or any other
+/// [`Sink`]: `S`, a native recording by default): each added bus is
 /// subscribed to from its next message (a stream: its consumer is taken,
 /// from where the last consumer stopped), and each [`poll`](Self::poll)
 /// writes what arrived, with its receive time (CLOCK_MONOTONIC and the
@@ -172,8 +174,8 @@ enum Source {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
-pub struct Capture {
-    out: FileRecorder,
+pub struct Capture<S: Sink = FileRecorder> {
+    out: S,
     /// Each source, its bus id and name.
     sources: Vec<(Source, u32, String)>,
     stats: CaptureStats,
@@ -185,7 +187,7 @@ pub struct Capture {
     select: Select,
 }
 
-impl Capture {
+impl<S: Sink> Capture<S> {
     /// A capture writing to `out`, with no bus yet.
     ///
     /// # Examples
@@ -199,7 +201,7 @@ impl Capture {
     /// std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn new(out: FileRecorder) -> Self {
+    pub fn new(out: S) -> Self {
         Self {
             out,
             sources: Vec::new(),
@@ -525,7 +527,8 @@ impl Capture {
         Some(self.per_bus[i])
     }
 
-    /// Flushes the recording and its index (see [`FileRecorder::flush`]),
+    /// Flushes the recording and its index (see [`FileRecorder::flush`];
+    /// another sink: its [`Sink::flush`]),
     /// then gives each stream back the bytes of the records written: until
     /// then they stay in the stream, and a consumer after this one (a
     /// recorder killed before its flush) reads them again.
@@ -581,7 +584,7 @@ impl Capture {
     /// std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn into_inner(self) -> FileRecorder {
+    pub fn into_inner(self) -> S {
         self.out
     }
 }

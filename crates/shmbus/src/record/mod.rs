@@ -12,10 +12,12 @@
 //! rotation (`FILE`, `FILE.1`, `FILE.2`, ...), and [`RecordingFiles`] reads
 //! the parts back as one, seeking by time or sequence through the index
 //! (a scan where the index is missing or stale). A [`Capture`] subscribes
-//! to buses of any kind and feeds a [`FileRecorder`]; a [`Replayer`]
+//! to buses of any kind and feeds a [`FileRecorder`], or any other
+//! [`Sink`] (the `shmbus-mcap` crate's MCAP writer); a [`Replayer`]
 //! publishes a recording back into buses of the recorded kinds, paced,
-//! within a [`Window`]. `shmbus record` and `shmbus replay` are built on
-//! these.
+//! within a [`Window`], from a native recording or from any source of
+//! [`Record`]s ([`Replayer::run_records`]). `shmbus record` and `shmbus
+//! replay` are built on these.
 
 mod capture;
 mod error;
@@ -28,6 +30,7 @@ mod recorder;
 mod recording;
 mod regular;
 mod replay;
+mod sink;
 mod window;
 
 pub use capture::{Capture, CaptureError, CaptureStats};
@@ -37,6 +40,7 @@ pub use pace::PaceError;
 pub use recorder::Recorder;
 pub use recording::Recording;
 pub use replay::{PublishFailure, ReplayError, ReplayStats, Replayer, Speed};
+pub use sink::Sink;
 pub use window::{Point, Window};
 
 use crate::{SegmentKind, TypeFingerprint};
@@ -211,6 +215,31 @@ pub struct BusRecord {
     pub msg_type: Option<TypeFingerprint>,
     /// Whether the recorder was a lossless subscriber.
     pub lossless: bool,
+}
+
+impl BusRecord {
+    /// The bus record of bus `id` declared as `spec` (for a reader of
+    /// another format that gives out [`Record`]s).
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{BusRecord, BusSpec, RecordedKind};
+    /// let spec = BusSpec::new("frames", RecordedKind::Pool, 4096).blocks(8).lossless(true);
+    /// let record = BusRecord::from_spec(3, &spec);
+    /// assert_eq!((record.id, record.name.as_str(), record.blocks, record.lossless), (3, "frames", 8, true));
+    /// ```
+    pub fn from_spec(id: u32, spec: &BusSpec) -> Self {
+        Self {
+            id,
+            name: spec.name.clone(),
+            kind: spec.kind,
+            msg_size: spec.msg_size,
+            slots: spec.slots,
+            blocks: spec.blocks,
+            msg_type: spec.msg_type.clone(),
+            lossless: spec.lossless,
+        }
+    }
 }
 
 /// What [`Recorder::add_bus_spec`] declares: a bus's kind, geometry and

@@ -8,7 +8,7 @@ use super::error::{OpenRecordingError, ReadError};
 use super::files::RecordingFiles;
 use super::pace::PaceError;
 use super::window::{Place, Point, Window};
-use super::{BusRecord, Record, RecordedKind};
+use super::{BusRecord, BusSpec, Record, RecordedKind};
 use crate::bus::Many;
 use crate::bus::{ManyPublishError, ManyPublisher, Payload, PublishError, SkipError};
 use crate::journal::{self, AppendError};
@@ -553,13 +553,7 @@ impl Replayer {
     /// [`ReplayError::JournalAttach`], [`ReplayError::NoJournalDir`] for a
     /// target; [`ReplayError::Publish`] when a publish fails.
     pub fn run(&mut self, path: &Path) -> Result<u64, ReplayError> {
-        for (i, (rec, to)) in self.map.iter().enumerate() {
-            if let Some((_, to2)) = self.map[..i].iter().find(|(r, t)| r == rec || t == to) {
-                return Err(ReplayError::SharedTarget {
-                    target: to2.clone(),
-                });
-            }
-        }
+        self.check_map()?;
         let open = |source| ReplayError::Open {
             path: path.to_owned(),
             source,
@@ -588,6 +582,108 @@ impl Replayer {
             Some(Point::Seq(n)) if self.to.is_some() => files.seek_seq(0, n).map_err(read)?,
             _ => {}
         }
+        self.looked_ahead = false;
+        let mut source = Native {
+            files,
+            path: path.to_owned(),
+        };
+        self.pass(Some(path), &mut source, first_ns)
+    }
+
+    /// One pass over records from another source than a native file (an
+    /// MCAP file, read by the `shmbus-mcap` crate): `buses` are declared
+    /// first, bus `i` with id `i`, then each of `records` is replayed as
+    /// [`run`](Self::run) replays a file's, with its pace, window, targets
+    /// and stats (a time window counts from the first message; nothing is
+    /// sought, records before the window are read past). More bus records
+    /// among `records` are declared where they come. A source that fails
+    /// ends its iterator and reports its own error after this returns.
+    ///
+    /// # Examples
+    /// ```
+    /// use shmbus::record::{BusSpec, GapRecord, MessageRecord, Record, RecordedKind, Replayer, Speed};
+    /// use shmbus::{OpenOptions, Received, Start, Subscriber, Wait};
+    ///
+    /// let target = format!("shmbus-doc-replay-records-{}", std::process::id());
+    /// let buses = [BusSpec::new("ticks", RecordedKind::Bus, 8).slots(64)];
+    /// let records = vec![
+    ///     Record::Message(MessageRecord { bus: 0, seq: 0, mono_ns: 1_000, wall_ns: 0, payload: 7u64.to_le_bytes().to_vec() }),
+    ///     Record::Gap(GapRecord { bus: 0, first: 1, count: 2 }),
+    /// ];
+    /// let mut replay = Replayer::new(Speed::Max).to(&target);
+    /// assert_eq!(replay.run_records(&buses, records)?, 2);
+    /// let mut sub = Subscriber::<[u8]>::open(&target, &OpenOptions::default().start(Start::Oldest))?;
+    /// assert!(matches!(sub.recv(Wait::Never), Some(Received::Message(m)) if m == 7u64.to_le_bytes()));
+    /// assert!(matches!(sub.recv(Wait::Never), Some(Received::Lagged { skipped: 2 })));
+    /// drop(replay);
+    /// shmbus::remove(&target)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run), less the file's own ([`ReplayError::Open`],
+    /// [`ReplayError::Read`]).
+    pub fn run_records<I>(&mut self, buses: &[BusSpec], records: I) -> Result<u64, ReplayError>
+    where
+        I: IntoIterator<Item = Record>,
+    {
+        self.check_map()?;
+        for bus in buses {
+            if !self.seen.contains(&bus.name) {
+                self.seen.push(bus.name.clone());
+            }
+        }
+        // Every bus is known: nothing to look ahead for.
+        self.looked_ahead = true;
+        let mut rest = records.into_iter();
+        let mut head: Vec<Record> = Vec::new();
+        let mut first_ns = None;
+        if matches!(
+            (self.window.from, self.window.until),
+            (Some(Point::Offset(_)), _) | (_, Some(Point::Offset(_)))
+        ) {
+            // Time windows count from the first message.
+            for record in rest.by_ref() {
+                let first = match &record {
+                    Record::Message(m) => Some(m.mono_ns),
+                    _ => None,
+                };
+                head.push(record);
+                if first.is_some() {
+                    first_ns = first;
+                    break;
+                }
+            }
+        }
+        let declared = buses.iter().enumerate().map(|(id, spec)| {
+            Record::Bus(BusRecord::from_spec(
+                u32::try_from(id).unwrap_or(u32::MAX),
+                spec,
+            ))
+        });
+        let mut source = Given(declared.chain(head).chain(rest));
+        self.pass(None, &mut source, first_ns)
+    }
+
+    /// Two map entries for one recorded bus or one target.
+    fn check_map(&self) -> Result<(), ReplayError> {
+        for (i, (rec, to)) in self.map.iter().enumerate() {
+            if let Some((_, to2)) = self.map[..i].iter().find(|(r, t)| r == rec || t == to) {
+                return Err(ReplayError::SharedTarget {
+                    target: to2.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// One pass over `files` (from the file at `path`, if any).
+    fn pass(
+        &mut self,
+        path: Option<&Path>,
+        files: &mut dyn Records,
+        first_ns: Option<u64>,
+    ) -> Result<u64, ReplayError> {
         // Recorded bus id to target, as this recording declares them.
         let mut by_id: Vec<Option<usize>> = Vec::new();
         // Bus records whose targets are not open yet: all those before the
@@ -596,12 +692,11 @@ impl Replayer {
         let mut origin: Option<(u64, Instant)> = None;
         let mut begun = false;
         let mut replayed = 0u64;
-        self.looked_ahead = false;
-        while let Some(record) = files.next() {
+        while let Some(record) = files.next_record() {
             if self.stopped() {
                 break;
             }
-            let record = record.map_err(read)?;
+            let record = record?;
             if let Record::Bus(bus) = record {
                 declared.push(bus);
                 continue;
@@ -693,7 +788,7 @@ impl Replayer {
     /// another user's) the ones made here are removed again.
     fn declare(
         &mut self,
-        path: &Path,
+        path: Option<&Path>,
         buses: Vec<BusRecord>,
         by_id: &mut Vec<Option<usize>>,
     ) -> Result<(), ReplayError> {
@@ -836,7 +931,10 @@ impl Replayer {
     /// recorded bus: an entry the buses met so far do not name is looked
     /// for in the rest of the recording (read through once a run, and only
     /// then: a recording declares its buses first).
-    fn look_ahead(&mut self, path: &Path) -> Result<(), ReplayError> {
+    fn look_ahead(&mut self, path: Option<&Path>) -> Result<(), ReplayError> {
+        let Some(path) = path else {
+            return Ok(());
+        };
         if self.looked_ahead || self.map.iter().all(|(rec, _)| self.seen.contains(rec)) {
             return Ok(());
         }
@@ -1113,6 +1211,43 @@ fn attach_target(name: &str, bus: &BusRecord, max_mode: u32) -> Result<Sink, Rep
             })?,
         ),
     })
+}
+
+/// The records of one pass, and where a payload done with goes.
+trait Records {
+    fn next_record(&mut self) -> Option<Result<Record, ReplayError>>;
+    fn recycle(&mut self, _payload: Vec<u8>) {}
+}
+
+/// A native recording's records.
+struct Native {
+    files: RecordingFiles,
+    path: PathBuf,
+}
+
+impl Records for Native {
+    fn next_record(&mut self) -> Option<Result<Record, ReplayError>> {
+        let path = &self.path;
+        self.files.next().map(|r| {
+            r.map_err(|source| ReplayError::Read {
+                path: path.clone(),
+                source,
+            })
+        })
+    }
+
+    fn recycle(&mut self, payload: Vec<u8>) {
+        self.files.recycle(payload);
+    }
+}
+
+/// Records from elsewhere ([`Replayer::run_records`]).
+struct Given<I>(I);
+
+impl<I: Iterator<Item = Record>> Records for Given<I> {
+    fn next_record(&mut self) -> Option<Result<Record, ReplayError>> {
+        self.0.next().map(Ok)
+    }
 }
 
 /// Where a declared bus's target is.

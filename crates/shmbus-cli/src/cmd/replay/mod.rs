@@ -2,8 +2,10 @@
 //! (docs/RECORDING.md, every part of a rotated one) published back into
 //! buses of the recorded kinds by `shmbus::record::Replayer`, at the
 //! recorded pace, within a window (`--from`, `--until`), once or in a
-//! loop, and the pace error reported. This file is the flags, the loop
-//! and the summary; the replay itself is the library's.
+//! loop, and the pace error reported. An MCAP file (known by its magic)
+//! is replayed the same way through `shmbus-mcap` (feature `mcap`). This
+//! file is the flags, the loop and the summary; the replay itself is the
+//! library's.
 
 mod window;
 
@@ -20,7 +22,10 @@ use crate::out;
 /// Arguments of `shmbus replay`.
 #[derive(clap::Args, Debug)]
 pub struct ReplayArgs {
-    /// The recording to replay.
+    /// The recording to replay: shmbus's own, or an MCAP file (known by
+    /// its first bytes; a build with the `mcap` feature) that shmbus wrote
+    /// or whose channels carry raw bytes of a fixed size (schema
+    /// `bytes[N]`).
     pub file: PathBuf,
     /// The bus to publish a one-bus recording into: created as the
     /// recorded kind with its geometry, or attached to if it exists (of
@@ -135,9 +140,14 @@ pub fn replay(args: &ReplayArgs) -> Result<(), CliError> {
     if let Some(dir) = &args.journal_dir {
         r = r.journal_dir(dir);
     }
+    let mcap = crate::cmd::mcap::is_mcap(&args.file);
     let started = Instant::now();
     loop {
-        let replayed = r.run(&args.file).map_err(|e| cli_error(args, e))?;
+        let replayed = if mcap {
+            replay_mcap(args, &mut r)?
+        } else {
+            r.run(&args.file).map_err(|e| cli_error(args, e))?
+        };
         let more = match args.loops {
             None => false,
             Some(Loops::Times(n)) => r.stats().passes < n,
@@ -149,6 +159,27 @@ pub fn replay(args: &ReplayArgs) -> Result<(), CliError> {
         }
     }
     summary(args, &r, started.elapsed())
+}
+
+/// One pass over an MCAP file.
+#[cfg(feature = "mcap")]
+fn replay_mcap(args: &ReplayArgs, r: &mut Replayer) -> Result<u64, CliError> {
+    use shmbus_mcap::{OpenError, ReadError as McapReadError, ReplayMcapError};
+    shmbus_mcap::replay(r, &args.file).map_err(|e| match e {
+        ReplayMcapError::Replay(e) => cli_error(args, e),
+        e @ (ReplayMcapError::Open(OpenError::Io { .. })
+        | ReplayMcapError::Read(McapReadError::Io { .. })) => CliError::runtime(e.to_string()),
+        // The file's fault.
+        e => CliError::usage(e.to_string()),
+    })
+}
+
+#[cfg(not(feature = "mcap"))]
+fn replay_mcap(args: &ReplayArgs, _: &mut Replayer) -> Result<u64, CliError> {
+    Err(crate::cmd::mcap::not_built(&format!(
+        "{}: an MCAP file",
+        args.file.display()
+    )))
 }
 
 /// The replay's error as one line: the file's or the command line's fault
