@@ -125,9 +125,20 @@ def record(d):
         fail(f"capture rows {r['capture']}")
     if not (r["replay_pace_error_us"] and r["replay_max"]):
         fail(f"no replay rows: {r.get('replay_skipped')}")
-    if len(r["targets"]) != 5:
+    mcap = r.get("mcap_capture") or fail("no MCAP capture rows")
+    if sorted((m["msg_size"], m["compression"]) for m in mcap) != sorted(
+        (s, c) for s in (4096, 64) for c in ("none", "zstd", "lz4")
+    ):
+        fail(f"MCAP capture rows {[(m['msg_size'], m['compression']) for m in mcap]}")
+    for m in mcap:
+        rounds = m.get("rounds") or []
+        ok = (len(rounds) >= 2 and m["messages"] > 0 and m["file_bytes"] > 0
+              and all(x["msgs_per_sec"] > 0 and x["native_msgs_per_sec"] > 0 for x in rounds))
+        if not ok:
+            fail(f"a torn MCAP capture row: {m}")
+    if len(r["targets"]) != 7:
         fail(f"targets {r['targets']}")
-    print(f"{len(r['capture'])} capture rows, {len(r['targets'])} targets")
+    print(f"{len(r['capture'])} capture rows, {len(mcap)} MCAP rows, {len(r['targets'])} targets")
 
 
 def main():

@@ -209,12 +209,13 @@ def record_page(d, base):
               f"{rate(c['lossy_kept_msgs_per_sec'])} | {c['lossy_lost']} |")
     print()
     if r.get("mcap_capture"):
-        print("**Capture into MCAP** (lossless recorders, each right after the native row of its size)\n")
-        print("| message | chunk compression | MCAP recorder | native recorder | MCAP / native | MCAP file | native file and index |")
-        print("|---|---|---|---|---|---|---|")
+        print("**Capture into MCAP** (lossless recorders beside a native one in paired rounds, the order reversed every other round; medians, and each round's ratio)\n")
+        print("| message | chunk compression | MCAP recorder | native recorder | MCAP / native | each round | MCAP file | native file and index |")
+        print("|---|---|---|---|---|---|---|---|")
         for c in r["mcap_capture"]:
+            each = " ".join(f"{x['ratio']:.2f}" for x in c.get("rounds", []))
             print(f"| {c['msg_size']} B | {c['compression']} | {rate(c['msgs_per_sec'])} | "
-                  f"{rate(c['native_msgs_per_sec'])} | {c['ratio']:.2f}x | "
+                  f"{rate(c['native_msgs_per_sec'])} | {c['ratio']:.2f}x | {each} | "
                   f"{c['file_bytes'] / 1e6:.1f} MB | {c['native_file_bytes'] / 1e6:.1f} MB |")
         print()
     c = r["publish_cost_ns"]

@@ -13,9 +13,10 @@
 //!   Both at 4 KiB and 64 B.
 //! - **MCAP capture**: the same lossless capture into an MCAP file
 //!   (`shmbus record --format mcap`: a `shmbus_mcap::McapRecorder`), with
-//!   no chunk compression, zstd and lz4, each right after the native row
-//!   of its message size: its rate beside the native one's, and the file
-//!   sizes (the native one's with its index).
+//!   no chunk compression, zstd and lz4, beside a native one in paired
+//!   rounds (each round runs all four, the order reversed every other
+//!   round): each ratio is taken within its round, and the row gives the
+//!   median; the file sizes (the native one's with its index).
 //! - **Publish cost**: the time inside each `publish` of 64 B, one every
 //!   [`COST_PACE`], without a subscriber, with a lossy recorder attached,
 //!   and with a plain lossy subscriber (reading, recording nothing: what
@@ -75,28 +76,44 @@ pub struct Capture {
     pub file_bytes: u64,
 }
 
-/// One MCAP capture row: a message size and a chunk compression.
+/// One MCAP capture row: a message size and a chunk compression, over
+/// [`MCAP_ROUNDS`] paired rounds.
 #[derive(Debug)]
 pub struct McapCapture {
     pub msg_size: usize,
     pub compression: Compression,
     pub messages: u64,
-    pub secs: f64,
-    /// The MCAP file's bytes.
+    /// Each round's MCAP rate and the native rate of the same round,
+    /// msgs/s.
+    pub rounds: Vec<(f64, f64)>,
+    /// The MCAP file's bytes (the last round's).
     pub file_bytes: u64,
-    /// The native row's rate and file bytes, measured just before.
-    pub native_msgs_per_s: f64,
+    /// The native recording's bytes with its index (the last round's).
     pub native_file_bytes: u64,
 }
 
 impl McapCapture {
+    /// The median round's MCAP rate.
     pub fn msgs_per_s(&self) -> f64 {
-        self.messages as f64 / self.secs
+        median(self.rounds.iter().map(|r| r.0))
     }
 
-    pub fn ratio(&self) -> f64 {
-        self.msgs_per_s() / self.native_msgs_per_s
+    /// The median round's native rate.
+    pub fn native_msgs_per_s(&self) -> f64 {
+        median(self.rounds.iter().map(|r| r.1))
     }
+
+    /// The median of the rounds' ratios (each MCAP / native of its round).
+    pub fn ratio(&self) -> f64 {
+        median(self.rounds.iter().map(|r| r.0 / r.1))
+    }
+}
+
+/// The median of `v` (the upper one of an even count).
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = v.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 impl Capture {
@@ -314,47 +331,95 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
     })
 }
 
-/// The lossless capture of [`capture`] into MCAP, once per compression,
-/// beside the native row `native` just measured.
+/// The paired rounds of the MCAP rows: the VM switches speed by itself,
+/// so each ratio is taken within one round.
+const MCAP_ROUNDS: usize = 3;
+
+/// What a round's arm records into.
+#[derive(Debug, Clone, Copy)]
+enum Arm {
+    Native,
+    Mcap(Compression),
+}
+
+/// One lossless capture of `n` messages of `size` into `arm`'s format:
+/// its rate (msgs/s) and its file's bytes (an index's included).
+fn lossless(scratch: &Scratch, size: usize, n: u64, arm: Arm) -> Result<(f64, u64), BenchError> {
+    let bus = Bus::new(&format!("pair{size}"));
+    let mut p = publisher(&bus, size)?;
+    let (file, rec) = match arm {
+        Arm::Native => {
+            let file = scratch.file(&format!("pair{size}.rec"));
+            let rec = recorder(&bus.0, &file, true, n - 1)?;
+            (file, rec)
+        }
+        Arm::Mcap(c) => {
+            let file = scratch.file(&format!("pair{size}.mcap"));
+            let rec = mcap_recorder(&bus.0, &file, c, n - 1)?;
+            (file, rec)
+        }
+    };
+    let msg = message(size, 0);
+    let start = Instant::now();
+    for _ in 0..n {
+        p.publish(&msg).map_err(|e| fail("publish", e))?;
+    }
+    let (messages, lost) = rec.join().map_err(|_| fail("recorder", "panicked"))??;
+    let secs = start.elapsed().as_secs_f64();
+    if lost != 0 || messages != n {
+        return Err(fail(
+            "paired capture",
+            format!("a lossless recorder ({arm:?}) wrote {messages} of {n}, lost {lost}"),
+        ));
+    }
+    drop(p);
+    let bytes = recording_bytes(&file);
+    remove_recording(&file);
+    Ok((n as f64 / secs, bytes))
+}
+
+/// The lossless capture into MCAP with each chunk compression beside the
+/// native one: `rounds` rounds, each running every arm once (the order
+/// reversed every other round, so neither format always meets the page
+/// cache the other just left), each ratio within its round.
 fn mcap_capture(
     scratch: &Scratch,
-    native: &Capture,
+    size: usize,
     n: u64,
+    rounds: usize,
 ) -> Result<Vec<McapCapture>, BenchError> {
-    let size = native.msg_size;
-    let bus = Bus::new(&format!("mcap{size}"));
-    let file = scratch.file(&format!("cap{size}.mcap"));
-    let msg = message(size, 0);
-    let mut rows = Vec::new();
-    for compression in [Compression::None, Compression::Zstd, Compression::Lz4] {
-        let mut p = publisher(&bus, size)?;
-        let rec = mcap_recorder(&bus.0, &file, compression, n - 1)?;
-        let start = Instant::now();
-        for _ in 0..n {
-            p.publish(&msg).map_err(|e| fail("publish", e))?;
-        }
-        let (messages, lost) = rec
-            .join()
-            .map_err(|_| fail("mcap recorder", "panicked"))??;
-        let secs = start.elapsed().as_secs_f64();
-        if lost != 0 {
-            return Err(fail(
-                "mcap capture",
-                format!("a lossless recorder lost {lost}"),
-            ));
-        }
-        drop(p);
-        let file_bytes = std::fs::metadata(&file).map_or(0, |m| m.len());
-        let _ = std::fs::remove_file(&file);
-        rows.push(McapCapture {
+    let kinds = [Compression::None, Compression::Zstd, Compression::Lz4];
+    let mut rows: Vec<McapCapture> = kinds
+        .iter()
+        .map(|&compression| McapCapture {
             msg_size: size,
             compression,
-            messages,
-            secs,
-            file_bytes,
-            native_msgs_per_s: native.msgs_per_s(),
-            native_file_bytes: native.file_bytes,
-        });
+            messages: n,
+            rounds: Vec::new(),
+            file_bytes: 0,
+            native_file_bytes: 0,
+        })
+        .collect();
+    for round in 0..rounds {
+        let mut arms = vec![Arm::Native];
+        arms.extend(kinds.iter().map(|&c| Arm::Mcap(c)));
+        if round % 2 == 1 {
+            arms.reverse();
+        }
+        let mut native = (f64::NAN, 0);
+        let mut mcap = [(f64::NAN, 0); 3];
+        for arm in arms {
+            let got = lossless(scratch, size, n, arm)?;
+            match arm {
+                Arm::Native => native = got,
+                Arm::Mcap(c) => mcap[kinds.iter().position(|&k| k == c).unwrap_or(0)] = got,
+            }
+        }
+        for (row, (rate, bytes)) in rows.iter_mut().zip(mcap) {
+            row.rounds.push((rate, native.0));
+            row.file_bytes = bytes;
+            row.native_file_bytes = native.1;
+        }
     }
     Ok(rows)
 }
@@ -508,17 +573,16 @@ fn replay(bin: &Path, file: &Path, args: &[&str]) -> Result<Value, BenchError> {
 pub fn run(quick: bool) -> Result<Table, BenchError> {
     let scratch = Scratch::new()?;
     let scale = if quick { 10 } else { 1 };
-    // Each size's native row, then its MCAP rows: interleaved, so each
-    // ratio compares runs minutes apart at most.
+    // Each size's native rows, then its MCAP rows in paired rounds.
     let mut capture = Vec::new();
     let mut mcap = Vec::new();
     for (size, n, target) in [
         (4096, 400_000 / scale, TARGET_4K_BYTES_PER_S / 4096.0),
         (64, 20_000_000 / scale, TARGET_64_MSGS_PER_S),
     ] {
-        let native = self::capture(&scratch, size, n, target)?;
-        mcap.extend(mcap_capture(&scratch, &native, n)?);
-        capture.push(native);
+        capture.push(self::capture(&scratch, size, n, target)?);
+        let rounds = if quick { 2 } else { MCAP_ROUNDS };
+        mcap.extend(mcap_capture(&scratch, size, n, rounds)?);
     }
     let cost = cost(&scratch, 200_000 / scale, if quick { 1 } else { 3 })?;
     let (mut pace, mut max, mut replay_skipped) = (None, None, None);
@@ -568,12 +632,18 @@ pub fn print(t: &Table) {
     }
     for m in &t.mcap {
         println!(
-            "  capture {:>4} B into MCAP ({}): {:.2} M msgs/s, x{:.2} the native recorder's; \
-             {:.1} MB (native {:.1} MB)",
+            "  capture {:>4} B into MCAP ({}): {:.2} M msgs/s, x{:.2} the native recorder's \
+             (median of {} paired rounds: {}); {:.1} MB (native {:.1} MB)",
             m.msg_size,
             m.compression,
             m.msgs_per_s() / 1e6,
             m.ratio(),
+            m.rounds.len(),
+            m.rounds
+                .iter()
+                .map(|r| format!("x{:.2}", r.0 / r.1))
+                .collect::<Vec<_>>()
+                .join(" "),
             m.file_bytes as f64 / 1e6,
             m.native_file_bytes as f64 / 1e6
         );
@@ -641,7 +711,7 @@ pub fn targets(t: &Table) -> Vec<Value> {
     for m in t.mcap.iter().filter(|m| m.compression == Compression::None) {
         out.extend(target(
             &format!(
-                "recording {} into MCAP (no compression) / natively, capture rate (lossless recorders, same run)",
+                "recording {} into MCAP (no compression) / natively, capture rate (lossless recorders, median of paired rounds)",
                 if m.msg_size == 4096 { "4 KiB".to_string() } else { format!("{} B", m.msg_size) }
             ),
             ">= 0.8",
@@ -702,10 +772,14 @@ pub fn json(t: &Table) -> Value {
                 "msg_size": m.msg_size,
                 "compression": m.compression.to_string(),
                 "messages": m.messages,
-                "seconds": round(m.secs, 6),
                 "msgs_per_sec": round(m.msgs_per_s(), 1),
+                "rounds": m.rounds.iter().map(|r| json!({
+                    "msgs_per_sec": round(r.0, 1),
+                    "native_msgs_per_sec": round(r.1, 1),
+                    "ratio": round(r.0 / r.1, 3),
+                })).collect::<Vec<_>>(),
                 "file_bytes": m.file_bytes,
-                "native_msgs_per_sec": round(m.native_msgs_per_s, 1),
+                "native_msgs_per_sec": round(m.native_msgs_per_s(), 1),
                 "native_file_bytes": m.native_file_bytes,
                 "ratio": round(m.ratio(), 3),
             })
