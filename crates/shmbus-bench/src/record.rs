@@ -293,21 +293,8 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
     let bus = Bus::new(&format!("cap{size}"));
     let file = scratch.file(&format!("cap{size}.rec"));
     // Capacity: a lossless recorder.
-    let mut p = publisher(&bus, size)?;
-    let rec = recorder(&bus.0, &file, true, n - 1)?;
+    let (rate, file_bytes) = lossless(scratch, size, n, Arm::Native)?;
     let msg = message(size, 0);
-    let start = Instant::now();
-    for _ in 0..n {
-        p.publish(&msg).map_err(|e| fail("publish", e))?;
-    }
-    let (messages, lost) = rec.join().map_err(|_| fail("recorder", "panicked"))??;
-    let secs = start.elapsed().as_secs_f64();
-    if lost != 0 {
-        return Err(fail("capture", format!("a lossless recorder lost {lost}")));
-    }
-    drop(p);
-    let file_bytes = recording_bytes(&file);
-    remove_recording(&file);
     // Lossy at the target pace.
     let mut p = publisher(&bus, size)?;
     let rec = recorder(&bus.0, &file, false, n - 1)?;
@@ -322,8 +309,8 @@ fn capture(scratch: &Scratch, size: usize, n: u64, target: f64) -> Result<Captur
     remove_recording(&file);
     Ok(Capture {
         msg_size: size,
-        messages,
-        secs,
+        messages: n,
+        secs: n as f64 / rate,
         paced_target: target,
         paced_kept: kept,
         paced_lost,

@@ -45,42 +45,7 @@ fn buses(records: &[Record]) -> usize {
 fn every_kind_recorded_as_mcap_until_sigterm_reads_back_and_replays_in_order() {
     for compression in [None, Some("zstd"), Some("lz4")] {
         let dir = ShmDir::new(&format!("mcap-{}", compression.unwrap_or("none")));
-        let (plain, many, pool, stream, journaled) = (
-            dir.bus("plain"),
-            dir.bus("many"),
-            dir.bus("pool"),
-            dir.bus("stream"),
-            dir.bus("journaled"),
-        );
-        let journal = dir.file("j.journal");
-        let creates: [&[&str]; 5] = [
-            &["create", &plain, "--slots", "64", "--msg-size", "16"],
-            &[
-                "create",
-                &many,
-                "--capacity",
-                "64",
-                "--msg-size",
-                "16",
-                "--publishers",
-                "many",
-            ],
-            &["create", &pool, "--capacity", "16", "--pool", "64:32"],
-            &["create", &stream, "--kind", "stream", "--bytes", "4096"],
-            &[
-                "create",
-                &journaled,
-                "--capacity",
-                "64",
-                "--msg-size",
-                "16",
-                "--journal",
-                journal.to_str().unwrap(),
-            ],
-        ];
-        for c in creates {
-            run_shmbus(c).assert_success();
-        }
+        let [plain, many, pool, stream, journaled] = common::every_recordable_kind(&dir);
         let file = dir.file("all.mcap");
         let names = [&plain, &many, &pool, &stream, &journaled];
         let mut args = vec!["record"];

@@ -635,42 +635,7 @@ fn recording_one_bus_twice_by_any_name_is_refused_in_one_line_leaving_no_file() 
 #[test]
 fn buses_of_every_kind_record_into_one_file_each_with_its_kind_geometry_and_exact_payloads() {
     let dir = ShmDir::new("record-kinds");
-    let (plain, many, pool, stream, journaled) = (
-        dir.bus("plain"),
-        dir.bus("many"),
-        dir.bus("pool"),
-        dir.bus("stream"),
-        dir.bus("journaled"),
-    );
-    let journal = dir.file("j.journal");
-    let creates: [&[&str]; 5] = [
-        &["create", &plain, "--slots", "64", "--msg-size", "16"],
-        &[
-            "create",
-            &many,
-            "--capacity",
-            "64",
-            "--msg-size",
-            "16",
-            "--publishers",
-            "many",
-        ],
-        &["create", &pool, "--capacity", "16", "--pool", "64:32"],
-        &["create", &stream, "--kind", "stream", "--bytes", "4096"],
-        &[
-            "create",
-            &journaled,
-            "--capacity",
-            "64",
-            "--msg-size",
-            "16",
-            "--journal",
-            journal.to_str().unwrap(),
-        ],
-    ];
-    for c in creates {
-        run_shmbus(c).assert_success();
-    }
+    let [plain, many, pool, stream, journaled] = common::every_recordable_kind(&dir);
     let file = dir.file("all.rec");
     let names = [&plain, &many, &pool, &stream, &journaled];
     let mut args = vec!["record"];

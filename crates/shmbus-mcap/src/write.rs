@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
@@ -453,37 +452,17 @@ fn add_channel(file: &mut McapFile, id: u32, spec: &BusSpec) -> io::Result<u16> 
     )
 }
 
-/// Creates `path` for writing, never over a file already there (nor
-/// through a symlink), owner-only until given `access`'s group and mode.
+/// Creates `path` as every recording file is made
+/// ([`FileAccess::create_file`]).
 fn create_file(path: &Path, access: FileAccess) -> Result<File, CreateError> {
-    let failed = |what, source| CreateError::File {
-        path: path.to_owned(),
-        what,
-        source,
-    };
-    let mode = access.mode & 0o777;
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o600)
-        .open(path)
-        .map_err(|e| failed("create", e))?;
-    let set = || -> Result<(), CreateError> {
-        let meta = file.metadata().map_err(|e| failed("stat", e))?;
-        if let Some(gid) = access.group.filter(|&g| g != meta.gid()) {
-            std::os::unix::fs::fchown(&file, None, Some(gid)).map_err(|e| failed("chgrp", e))?;
-        }
-        if meta.permissions().mode() & 0o7777 != mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))
-                .map_err(|e| failed("chmod", e))?;
-        }
-        Ok(())
-    };
-    if let Err(e) = set() {
-        let _ = std::fs::remove_file(path);
-        return Err(e);
-    }
-    Ok(file)
+    access.create_file(path).map_err(|e| match e {
+        WriteError::File { path, what, source } => CreateError::File { path, what, source },
+        other => CreateError::File {
+            path: path.to_owned(),
+            what: "create",
+            source: std::io::Error::other(other.to_string()),
+        },
+    })
 }
 
 impl Sink for McapRecorder {

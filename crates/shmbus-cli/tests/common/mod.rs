@@ -334,3 +334,48 @@ impl Drop for HotBoard {
         self.stop_writer();
     }
 }
+
+/// One bus of each recordable kind in `dir`, made with `shmbus create`:
+/// a plain and a many-publisher bus (64 slots of 16 bytes), a pool (16
+/// slots, 64 blocks of 32 bytes), a stream (4 KiB) and a journaled bus
+/// (64 slots of 16 bytes, its journal `j.journal` in `dir`), in that
+/// order.
+pub fn every_recordable_kind(dir: &ShmDir) -> [String; 5] {
+    let (plain, many, pool, stream, journaled) = (
+        dir.bus("plain"),
+        dir.bus("many"),
+        dir.bus("pool"),
+        dir.bus("stream"),
+        dir.bus("journaled"),
+    );
+    let journal = dir.file("j.journal");
+    let creates: [&[&str]; 5] = [
+        &["create", &plain, "--slots", "64", "--msg-size", "16"],
+        &[
+            "create",
+            &many,
+            "--capacity",
+            "64",
+            "--msg-size",
+            "16",
+            "--publishers",
+            "many",
+        ],
+        &["create", &pool, "--capacity", "16", "--pool", "64:32"],
+        &["create", &stream, "--kind", "stream", "--bytes", "4096"],
+        &[
+            "create",
+            &journaled,
+            "--capacity",
+            "64",
+            "--msg-size",
+            "16",
+            "--journal",
+            journal.to_str().unwrap(),
+        ],
+    ];
+    for c in creates {
+        run_shmbus(c).assert_success();
+    }
+    [plain, many, pool, stream, journaled]
+}

@@ -93,42 +93,63 @@ impl FileAccess {
         self.group = Some(gid);
         self
     }
-}
 
-/// Creates `path` for writing, never over a file already there (nor
-/// through a symlink), with exactly `access`: made owner-only, given its
-/// group, then its mode (so its group bits never let in the group it was
-/// made with), as a journal is. Removed again if that fails.
-fn create_file(path: &Path, access: FileAccess) -> Result<File, WriteError> {
-    let failed = |what, source| WriteError::File {
-        path: path.to_owned(),
-        what,
-        source,
-    };
-    let mode = access.mode & 0o777;
-    // O_EXCL: never through a symlink either.
-    let file = File::options()
-        .write(true)
-        .create_new(true)
-        .mode(mode & 0o600)
-        .open(path)
-        .map_err(|e| failed("create", e))?;
-    let set = || -> Result<(), WriteError> {
-        let meta = file.metadata().map_err(|e| failed("stat", e))?;
-        if let Some(gid) = access.group.filter(|&g| g != meta.gid()) {
-            std::os::unix::fs::fchown(&file, None, Some(gid)).map_err(|e| failed("chgrp", e))?;
+    /// Creates `path` for writing, never over a file already there (nor
+    /// through a symlink), with exactly this access: made owner-only,
+    /// given its group, then its mode (so its group bits never let in the
+    /// group it was made with), as a journal is. Removed again if that
+    /// fails. Every file of a recording, native or MCAP, is made so.
+    ///
+    /// # Examples
+    /// ```
+    /// use std::os::unix::fs::PermissionsExt;
+    /// let dir = std::env::temp_dir().join(format!("shmbus-doc-access-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("out");
+    /// let access = shmbus::record::FileAccess::default().mode(0o640);
+    /// access.create_file(&path)?;
+    /// assert_eq!(std::fs::metadata(&path)?.permissions().mode() & 0o777, 0o640);
+    /// assert!(access.create_file(&path).is_err(), "never over a file already there");
+    /// std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`WriteError::File`] naming the step that failed: `create` (one
+    /// already there included), `stat`, `chgrp` or `chmod`.
+    pub fn create_file(&self, path: &Path) -> Result<File, WriteError> {
+        let access = *self;
+        let failed = |what, source| WriteError::File {
+            path: path.to_owned(),
+            what,
+            source,
+        };
+        let mode = access.mode & 0o777;
+        // O_EXCL: never through a symlink either.
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .mode(mode & 0o600)
+            .open(path)
+            .map_err(|e| failed("create", e))?;
+        let set = || -> Result<(), WriteError> {
+            let meta = file.metadata().map_err(|e| failed("stat", e))?;
+            if let Some(gid) = access.group.filter(|&g| g != meta.gid()) {
+                std::os::unix::fs::fchown(&file, None, Some(gid))
+                    .map_err(|e| failed("chgrp", e))?;
+            }
+            if meta.permissions().mode() & 0o7777 != mode {
+                file.set_permissions(std::fs::Permissions::from_mode(mode))
+                    .map_err(|e| failed("chmod", e))?;
+            }
+            Ok(())
+        };
+        if let Err(e) = set() {
+            let _ = std::fs::remove_file(path);
+            return Err(e);
         }
-        if meta.permissions().mode() & 0o7777 != mode {
-            file.set_permissions(std::fs::Permissions::from_mode(mode))
-                .map_err(|e| failed("chmod", e))?;
-        }
-        Ok(())
-    };
-    if let Err(e) = set() {
-        let _ = std::fs::remove_file(path);
-        return Err(e);
+        Ok(file)
     }
-    Ok(file)
 }
 
 /// `e` naming the part `path` it is about.
@@ -546,8 +567,8 @@ fn open_part(
     access: FileAccess,
 ) -> Result<(Recorder<BufWriter<File>>, File), WriteError> {
     let idx = index_path(path);
-    let file = create_file(path, access)?;
-    let index_file = match create_file(&idx, access) {
+    let file = access.create_file(path)?;
+    let index_file = match access.create_file(&idx) {
         Ok(f) => f,
         Err(e) => {
             let _ = std::fs::remove_file(path);
