@@ -185,23 +185,30 @@ fn a_native_recording_exported_to_mcap_holds_every_record_of_every_part() {
     dir.finish();
 }
 
-#[test]
-fn a_killed_mcap_recorder_leaves_a_file_that_reads_and_replays_to_its_last_whole_chunk() {
-    let dir = ShmDir::new("mcap-killed");
-    let a = dir.bus("a");
-    let file = dir.file("a.mcap");
-    run_shmbus(&["create", &a, "--slots", "1024", "--msg-size", "16"]).assert_success();
+/// `shmbus record BUS --format mcap --out FILE`, once it has declared its
+/// bus in the file.
+fn mcap_recorder(bus: &str, file: &Path) -> common::Watched {
     let rec = start(&[
         "record",
-        &a,
+        bus,
         "--out",
         file.to_str().unwrap(),
         "--format",
         "mcap",
     ]);
     wait_for("the recorder to declare its bus", || {
-        buses(&records(&file)) == 1
+        buses(&records(file)) == 1
     });
+    rec
+}
+
+#[test]
+fn a_killed_mcap_recorder_leaves_a_file_that_reads_and_replays_to_its_last_whole_chunk() {
+    let dir = ShmDir::new("mcap-killed");
+    let a = dir.bus("a");
+    let file = dir.file("a.mcap");
+    run_shmbus(&["create", &a, "--slots", "1024", "--msg-size", "16"]).assert_success();
+    let rec = mcap_recorder(&a, &file);
     publish(&a, &numbered_lines(1..=300));
     wait_for("the recorder to write 300 messages", || {
         messages(&records(&file)) == 300
@@ -245,17 +252,7 @@ fn damaged_or_foreign_mcap_files_are_refused_in_one_line() {
     let a = dir.bus("a");
     let file = dir.file("a.mcap");
     run_shmbus(&["create", &a, "--slots", "1024", "--msg-size", "16"]).assert_success();
-    let rec = start(&[
-        "record",
-        &a,
-        "--out",
-        file.to_str().unwrap(),
-        "--format",
-        "mcap",
-    ]);
-    wait_for("the recorder to declare its bus", || {
-        buses(&records(&file)) == 1
-    });
+    let rec = mcap_recorder(&a, &file);
     publish(&a, &numbered_lines(1..=3));
     wait_for("3 messages", || messages(&records(&file)) == 3);
     signal(&rec, Signal::INT);

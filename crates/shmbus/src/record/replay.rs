@@ -677,11 +677,13 @@ impl Replayer {
         Ok(())
     }
 
-    /// One pass over `files` (from the file at `path`, if any).
-    fn pass(
+    /// One pass over `files` (from the file at `path`, if any): generic,
+    /// so the loop calls its source's `next_record` directly, once a
+    /// record.
+    fn pass<R: Records>(
         &mut self,
         path: Option<&Path>,
-        files: &mut dyn Records,
+        files: &mut R,
         first_ns: Option<u64>,
     ) -> Result<u64, ReplayError> {
         // Recorded bus id to target, as this recording declares them.
