@@ -229,7 +229,6 @@ impl McapFile {
         self.chunk_times = widen(self.chunk_times);
         self.times = widen(self.times);
         self.message_count += 1;
-        *self.counts.entry(channel).or_insert(0) += 1;
         Ok(())
     }
 
@@ -274,6 +273,9 @@ impl McapFile {
             if entries.is_empty() {
                 continue;
             }
+            // Each index entry is 16 bytes: the channel's count, a chunk
+            // at a time rather than a map look-up a message.
+            *self.counts.entry(channel).or_insert(0) += entries.len() as u64 / 16;
             offsets.push((channel, chunk_start + b.len() as u64));
             record(&mut b, OP_MESSAGE_INDEX, |b| {
                 b.extend_from_slice(&channel.to_le_bytes());

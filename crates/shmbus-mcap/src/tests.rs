@@ -374,6 +374,12 @@ fn a_rotated_recording_is_complete_mcap_files_read_back_as_one() {
         let summary = mcap::Summary::read(&bytes).unwrap().expect("a summary");
         let stats = summary.stats.clone().expect("statistics");
         assert_eq!(stats.message_count, n as u64);
+        // Each channel's count is its messages'.
+        let mut by_channel = std::collections::BTreeMap::new();
+        for m in &messages {
+            *by_channel.entry(m.channel.id).or_insert(0u64) += 1;
+        }
+        assert_eq!(stats.channel_message_counts, by_channel);
         assert_eq!(stats.chunk_count as usize, summary.chunk_indexes.len());
         let mut indexed = 0;
         for chunk in &summary.chunk_indexes {
